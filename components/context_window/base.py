@@ -1,0 +1,380 @@
+"""The module contract: what a context module receives, what it returns, and how it describes itself.
+
+Everything a module reads arrives through :class:`AssemblyContext` — plain data plus small async
+provider protocols — so modules never touch the database, the vector store or the network directly.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+if TYPE_CHECKING:
+    from .token_estimator import TokenEstimator
+
+ProfileType = Literal["tool_enabled", "llm_only", "rag_focused", "genie"]
+PROFILE_TYPES: tuple[str, ...] = ("tool_enabled", "llm_only", "rag_focused", "genie")
+
+Placement = Literal["system", "tools", "history", "context"]
+"""Where a contribution goes in the assembled window, most stable first (provider prompt caches)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Manifest (pydantic: it is read from manifest.json, an edge of the system)
+# ---------------------------------------------------------------------------------------------
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Capabilities(_Strict):
+    condensable: bool = True
+    purgeable: bool = False
+    has_cache: bool = False
+
+
+class Applicability(_Strict):
+    profile_types: list[ProfileType] = Field(default_factory=lambda: list(PROFILE_TYPES))
+    required: bool = False
+
+
+class Defaults(_Strict):
+    priority: int = Field(50, ge=0, le=100)
+    target_pct: float = Field(0, ge=0, le=100)
+    min_pct: float = Field(0, ge=0, le=100)
+    max_pct: float = Field(100, ge=0, le=100)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Defaults:
+        if not self.min_pct <= self.target_pct <= self.max_pct:
+            raise ValueError("defaults must satisfy min_pct <= target_pct <= max_pct")
+        return self
+
+
+class HandlerRef(_Strict):
+    file: str = "handler.py"
+    class_: str = Field(alias="class")
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class ModuleManifest(_Strict):
+    module_id: str = Field(pattern=r"^[a-z][a-z0-9_]{1,63}$")
+    display_name: str
+    version: str = "1.0.0"
+    description: str = ""
+    category: str = "general"
+    capabilities: Capabilities = Field(default_factory=Capabilities)
+    applicability: Applicability = Field(default_factory=Applicability)
+    defaults: Defaults = Field(default_factory=Defaults)
+    handler: HandlerRef | None = None
+
+
+# ---------------------------------------------------------------------------------------------
+# Session data (plain, frozen dataclasses: cheap to build, safe to share between modules)
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One chat message. A tool call (assistant with ``tool_calls``) and its ``tool`` results form one unit."""
+
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str = ""
+    turn: int = 0
+    valid: bool = True
+    tool_calls: tuple[Mapping[str, Any], ...] = ()
+    tool_call_id: str | None = None
+    name: str | None = None
+    phase: str | None = None
+
+    def to_chat(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.tool_calls:
+            out["tool_calls"] = [dict(c) for c in self.tool_calls]
+        if self.tool_call_id is not None:
+            out["tool_call_id"] = self.tool_call_id
+        if self.name is not None:
+            out["name"] = self.name
+        return out
+
+    @classmethod
+    def from_chat(cls, data: Mapping[str, Any]) -> Message:
+        """Build from an OpenAI-style dict; ``turn``, ``valid`` and ``phase`` keys are optional."""
+        return cls(
+            role=data["role"],
+            content=data.get("content") or "",
+            turn=int(data.get("turn", 0)),
+            valid=bool(data.get("valid", True)),
+            tool_calls=tuple(data.get("tool_calls") or ()),
+            tool_call_id=data.get("tool_call_id"),
+            name=data.get("name"),
+            phase=data.get("phase"),
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class ToolSchema:
+    """A tool in OpenAI function format. Compared by identity, so its JSON is computed once per object."""
+
+    name: str
+    description: str = ""
+    parameters: Mapping[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
+
+    def to_openai(self) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
+        }
+
+    @cached_property
+    def json(self) -> str:
+        """The exact JSON text sent for this tool."""
+        return json.dumps(self.to_openai(), separators=(",", ":"), sort_keys=True)
+
+    @classmethod
+    def from_openai(cls, data: Mapping[str, Any]) -> ToolSchema:
+        fn = data.get("function", data)
+        return cls(fn["name"], fn.get("description", ""), fn.get("parameters") or {"type": "object", "properties": {}})
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """An uploaded document whose text is already extracted."""
+
+    id: str
+    name: str
+    text: str
+    mime_type: str = "text/plain"
+
+
+@dataclass(frozen=True, slots=True)
+class TurnRecord:
+    """A finished turn: what workflow_history summarises and plan_hydration distils."""
+
+    turn: int
+    query: str
+    plan: str = ""
+    answer: str = ""
+    outcome: str = "success"
+    tokens_in: int = 0
+    tokens_out: int = 0
+    results: tuple[Mapping[str, Any], ...] = ()
+    valid: bool = True
+    phase: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    id: str
+    type: ProfileType = "tool_enabled"
+    name: str = ""
+    system_prompt: str = "You are a helpful assistant."
+    components: tuple[str, ...] = ()
+    context_limit: int | None = None
+    knowledge_collections: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    id: str
+    user_id: str = "anonymous"
+    messages: Sequence[Message] = ()
+    turns: Sequence[TurnRecord] = ()
+    documents: Sequence[Document] = ()
+    context_limit: int | None = None
+    phase: str | None = None
+
+    @property
+    def turn_number(self) -> int:
+        """The number of the turn being assembled: 1 for the first (O(1): reads only the newest record)."""
+        last_turn = self.turns[-1].turn if self.turns else 0
+        last_message = self.messages[-1].turn if self.messages else 0
+        return max(last_turn, last_message) + 1
+
+
+# ---------------------------------------------------------------------------------------------
+# Provider protocols: how data from storage reaches modules without modules importing storage.
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Passage:
+    """A knowledge chunk with its provenance and retrieval score (higher is better, 0..1)."""
+
+    text: str
+    score: float
+    document_id: str
+    title: str = ""
+    section: str = ""
+    page: int | None = None
+    chunk_index: int = 0
+    collection: str = ""
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ChampionCase:
+    """A past successful turn served as a few-shot example."""
+
+    id: str
+    query: str
+    score: float
+    plan: str = ""
+    answer: str = ""
+    tokens: int = 0
+    feedback: int = 0  # -1 negative, 0 none, +1 positive
+
+
+@runtime_checkable
+class KnowledgeRetriever(Protocol):
+    async def retrieve(
+        self, query: str, *, collections: Sequence[str] = (), k: int = 8, min_score: float = 0.0
+    ) -> list[Passage]: ...
+
+    async def neighbours(self, passage: Passage, *, before: int, after: int) -> list[Passage]:
+        """Chunks of the same document adjacent to ``passage`` by chunk order (for window expansion)."""
+        ...
+
+
+@runtime_checkable
+class CaseRetriever(Protocol):
+    async def retrieve_cases(self, query: str, *, k: int = 3) -> list[ChampionCase]: ...
+
+
+@runtime_checkable
+class Summarizer(Protocol):
+    async def summarize(self, text: str, *, max_tokens: int, instruction: str = "") -> str: ...
+
+
+# ---------------------------------------------------------------------------------------------
+# What the orchestrator hands a module, and what the module hands back.
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Directives:
+    """Per-module instructions set by the orchestrator (from the window type and fired adjustments)."""
+
+    force_full: bool = False
+    condense_strategy: str | None = None
+    config: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class AssemblyContext:
+    """Everything one assembly reads. Built by the application (or a test) and treated as read-only."""
+
+    query: str
+    profile: Profile
+    session: Session
+    model: str = "gpt-4o"
+    tools: Sequence[ToolSchema] = ()
+    knowledge: KnowledgeRetriever | None = None
+    cases: CaseRetriever | None = None
+    summarizer: Summarizer | None = None
+    model_limit: int | None = None
+    """Known input limit of the model; ``None`` means the orchestrator resolves it."""
+    extras: Mapping[str, Any] = field(default_factory=dict)
+    """Free-form inputs for third-party modules (e.g. ``component_instructions`` texts)."""
+    directives: Directives = field(default_factory=Directives)
+    tokens: TokenEstimator | None = None
+    """Set by the orchestrator: the estimator whose counts the budget is enforced with."""
+
+    def for_module(self, directives: Directives, tokens: TokenEstimator) -> AssemblyContext:
+        return dataclasses.replace(self, directives=directives, tokens=tokens)
+
+
+Unit = tuple[Any, ...]
+"""The smallest piece of a contribution that can be dropped: a text block or a group of messages."""
+
+
+@dataclass(frozen=True)
+class Contribution:
+    """What a module puts into the window.
+
+    ``units`` are the droppable pieces in keep-order (the first unit is the last one dropped when
+    the orchestrator must trim); each unit is a tuple of ``str`` blocks, ``Message`` s or
+    ``ToolSchema`` s. The orchestrator counts tokens of the exact text sent, so ``tokens`` is set
+    by it (modules may pre-count with ``ctx.tokens``; the cache makes the recount free).
+    """
+
+    module_id: str
+    units: tuple[Unit, ...] = ()
+    placement: Placement = "context"
+    strategy: str = "full"
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    header: str = ""
+    """Optional heading put before text units (counted with them)."""
+    trim_from: Literal["start", "end"] = "end"
+    """Which end loses units first when the orchestrator trims (history drops its oldest: "start")."""
+    tokens: int = 0
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.units
+
+    def replace(self, **changes: Any) -> Contribution:
+        return dataclasses.replace(self, **changes)
+
+    def texts(self) -> list[str]:
+        return [x for unit in self.units for x in unit if isinstance(x, str)]
+
+    def messages(self) -> list[Message]:
+        return [x for unit in self.units for x in unit if isinstance(x, Message)]
+
+    def tool_schemas(self) -> list[ToolSchema]:
+        return [x for unit in self.units for x in unit if isinstance(x, ToolSchema)]
+
+    def text(self) -> str:
+        """The text block as sent: the header, then text units separated by blank lines."""
+        body = "\n\n".join(self.texts())
+        return f"{self.header}\n{body}" if self.header and body else body
+
+
+def text_contribution(module_id: str, blocks: Sequence[str], **kw: Any) -> Contribution:
+    return Contribution(module_id=module_id, units=tuple((b,) for b in blocks if b), **kw)
+
+
+class ContextModule(ABC):
+    """A contributor to the context window. Subclass it in a module folder's ``handler.py``."""
+
+    def __init__(self, manifest: ModuleManifest) -> None:
+        self.manifest = manifest
+
+    @property
+    def module_id(self) -> str:
+        return self.manifest.module_id
+
+    def applies_to(self, profile_type: str) -> bool:
+        return profile_type in self.manifest.applicability.profile_types
+
+    async def signals(self, ctx: AssemblyContext) -> dict[str, Any]:
+        """Facts needed before allocation (e.g. RAG's ``top_score``). Default: none."""
+        return {}
+
+    @abstractmethod
+    async def contribute(self, budget: int, ctx: AssemblyContext) -> Contribution:
+        """Return content that fits in ``budget`` tokens (as counted by ``ctx.tokens``)."""
+
+    async def condense(self, contribution: Contribution, target_tokens: int, ctx: AssemblyContext) -> Contribution:
+        """Return a smaller version of ``contribution``, ideally within ``target_tokens``.
+
+        The default re-contributes with the smaller budget, which is right for most modules.
+        """
+        return await self.contribute(target_tokens, ctx)
+
+    async def purge(self, session_id: str, user_id: str) -> dict[str, Any]:
+        """Forget what this module cached for a session. Returns what was purged."""
+        return {"purged": 0}
+
+    def get_status(self) -> dict[str, Any]:
+        return {"module_id": self.module_id, "version": self.manifest.version, "healthy": True}
