@@ -1,0 +1,186 @@
+"""Exact token counts with tiktoken, cached by content, and the model's input limit.
+
+Counts are cached in an LRU keyed by (encoding, text): a dict lookup hashes the string once (CPython
+caches a str's hash on the object), so an unchanged history is never re-tokenised. When no encoding
+can load, a ~4 characters/token estimate is used and ``method`` says so.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from .base import Message, ToolSchema
+
+MESSAGE_OVERHEAD = 3
+"""Tokens a chat message costs beyond its content (OpenAI's documented accounting)."""
+NAME_OVERHEAD = 1
+REPLY_PRIMING = 3
+"""Every reply is primed with ``<|start|>assistant<|message|>``."""
+FALLBACK_CHARS_PER_TOKEN = 4
+DEFAULT_MODEL_LIMIT = 128_000
+
+_O200K_PREFIXES = ("gpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "o1", "o3", "o4", "chatgpt-4o")
+
+# Known input limits for models litellm does not map (or maps without max_input_tokens).
+FALLBACK_LIMITS: dict[str, int] = {
+    "gpt-4o": 128_000,
+    "gpt-4o-mini": 128_000,
+    "gpt-4.1": 1_047_576,
+    "gpt-4": 8_192,
+    "gpt-3.5-turbo": 16_385,
+    "claude-3-5-sonnet": 200_000,
+    "claude-sonnet-4": 200_000,
+    "gemini-1.5-pro": 2_097_152,
+    "llama3": 8_192,
+    "mistral": 32_768,
+}
+
+
+def encoding_name_for(model: str) -> str:
+    base = model.rsplit("/", 1)[-1].lower()
+    return "o200k_base" if base.startswith(_O200K_PREFIXES) else "cl100k_base"
+
+
+def _point_tiktoken_at_bundled_encodings() -> None:
+    """tiktoken downloads encodings on first use; litellm ships the files, so use those (offline)."""
+    if "TIKTOKEN_CACHE_DIR" in os.environ:
+        return
+    spec = importlib.util.find_spec("litellm")
+    if spec and spec.submodule_search_locations:
+        folder = Path(next(iter(spec.submodule_search_locations))) / "litellm_core_utils" / "tokenizers"
+        if folder.is_dir():
+            os.environ["TIKTOKEN_CACHE_DIR"] = str(folder)
+
+
+@lru_cache(maxsize=8)
+def _load_encoding(name: str) -> Any | None:
+    _point_tiktoken_at_bundled_encodings()
+    try:
+        import tiktoken
+
+        return tiktoken.get_encoding(name)
+    except Exception:  # no file, no network: fall back to the character estimate
+        return None
+
+
+class TokenEstimator:
+    """Counts tokens for one encoding, caching per text. Share one per encoding across assemblies."""
+
+    def __init__(self, encoding_name: str = "cl100k_base", *, cache_size: int = 200_000) -> None:
+        self.encoding_name = encoding_name
+        self._encoding = _load_encoding(encoding_name)
+        self._cache: OrderedDict[str, int] = OrderedDict()
+        self._cache_size = cache_size
+        self.hits = 0
+        self.misses = 0
+
+    @property
+    def exact(self) -> bool:
+        return self._encoding is not None
+
+    @property
+    def method(self) -> str:
+        return f"tiktoken:{self.encoding_name}" if self.exact else "chars/4 (fallback: no tiktoken encoding)"
+
+    def count(self, text: str) -> int:
+        if not text:
+            return 0
+        cache = self._cache
+        n = cache.get(text)
+        if n is not None:
+            self.hits += 1
+            return n
+        self.misses += 1
+        if self._encoding is not None:
+            n = len(self._encoding.encode_ordinary(text))
+        else:
+            n = -(-len(text) // FALLBACK_CHARS_PER_TOKEN)
+        cache[text] = n
+        if len(cache) > self._cache_size:
+            # Trim the oldest tenth at once: cheaper than moving every hit to the end.
+            for _ in range(self._cache_size // 10):
+                cache.popitem(last=False)
+        return n
+
+    def count_many(self, texts: Sequence[str]) -> list[int]:
+        """Count a batch; uncached texts are encoded in parallel threads (tiktoken releases the GIL)."""
+        missing = list({t for t in texts if t and t not in self._cache})
+        if missing and self._encoding is not None and len(missing) > 16:
+            counts = self._encoding.encode_ordinary_batch(missing, num_threads=os.cpu_count() or 2)
+            for text, tokens in zip(missing, counts, strict=True):
+                self._cache[text] = len(tokens)
+            self.misses += len(missing)
+        return [self.count(t) for t in texts]
+
+    def count_message(self, message: Message) -> int:
+        n = MESSAGE_OVERHEAD + self.count(message.content)
+        if message.name:
+            n += NAME_OVERHEAD + self.count(message.name)
+        for call in message.tool_calls:
+            fn = call.get("function", {})
+            n += self.count(str(fn.get("name", ""))) + self.count(str(fn.get("arguments", "")))
+        if message.tool_call_id:
+            n += self.count(message.tool_call_id)
+        return n
+
+    def count_messages(self, messages: Iterable[Message]) -> int:
+        return sum(self.count_message(m) for m in messages)
+
+    def count_tool(self, tool: ToolSchema) -> int:
+        return self.count(tool.json)
+
+    def count_unit(self, unit: Iterable[Any]) -> int:
+        """Tokens of one contribution unit: text blocks, messages or tool schemas."""
+        total = 0
+        for item in unit:
+            if isinstance(item, str):
+                total += self.count(item)
+            elif isinstance(item, Message):
+                total += self.count_message(item)
+            else:
+                total += self.count_tool(item)
+        return total
+
+
+_estimators: dict[str, TokenEstimator] = {}
+
+
+def estimator_for(model: str) -> TokenEstimator:
+    """The shared estimator for ``model``'s encoding (one cache per encoding per process)."""
+    name = encoding_name_for(model)
+    est = _estimators.get(name)
+    if est is None:
+        est = _estimators[name] = TokenEstimator(name)
+    return est
+
+
+@lru_cache(maxsize=256)
+def resolve_model_limit(model: str) -> tuple[int, str]:
+    """The model's *input* limit and where it came from: litellm metadata, the fallback table, or 128K."""
+    limit = _litellm_input_limit(model)
+    if limit:
+        return limit, "litellm"
+    base = model.rsplit("/", 1)[-1].lower()
+    for prefix in sorted(FALLBACK_LIMITS, key=len, reverse=True):
+        if base.startswith(prefix):
+            return FALLBACK_LIMITS[prefix], "fallback_table"
+    return DEFAULT_MODEL_LIMIT, "default"
+
+
+def _litellm_input_limit(model: str) -> int | None:
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    try:
+        import litellm  # imported lazily: it costs seconds
+
+        litellm.suppress_debug_info = True
+        info = litellm.get_model_info(model)
+    except Exception:  # unmapped model, or litellm missing
+        return None
+    limit = info.get("max_input_tokens")
+    return int(limit) if limit else None

@@ -1,0 +1,56 @@
+"""Settings: one frozen dataclass read from ``TDA_*`` environment variables. Nothing else reads the environment."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+
+def _offline_library_defaults() -> None:
+    """Keep third-party libraries offline: litellm's cost map and tiktoken's encodings ship with litellm."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+
+
+@dataclass(frozen=True)
+class Settings:
+    data_dir: Path = Path("var")
+    database_url: str | None = None
+    """SQLAlchemy URL; default ``sqlite+aiosqlite:///<data_dir>/tda.db``."""
+    chroma_url: str | None = None
+    """A Chroma server (``http://host:port``); default: an embedded store under ``data_dir/chroma``."""
+    modules_dir: Path = field(default_factory=lambda: Path.home() / ".tda" / "context_modules")
+    host: str = "127.0.0.1"
+    port: int = 8000
+    model: str = "gpt-4o"
+    """The model turns are sent to (litellm name)."""
+    mock_model: bool = True
+    """Answer turns with litellm's ``mock_response`` instead of calling a provider (demo/offline)."""
+    module_timeout_s: float = 2.0
+    secret_key: str = "dev-only-change-me"
+
+    @property
+    def sqlalchemy_url(self) -> str:
+        return self.database_url or f"sqlite+aiosqlite:///{self.data_dir / 'tda.db'}"
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
+        env = os.environ if env is None else env
+        _offline_library_defaults()
+        read = {
+            "data_dir": ("TDA_DATA_DIR", Path),
+            "database_url": ("TDA_DATABASE_URL", str),
+            "chroma_url": ("TDA_CHROMA_URL", str),
+            "modules_dir": ("TDA_MODULES_DIR", Path),
+            "host": ("TDA_HOST", str),
+            "port": ("TDA_PORT", int),
+            "model": ("TDA_MODEL", str),
+            "mock_model": ("TDA_MOCK_MODEL", lambda v: v.lower() not in {"0", "false", "no"}),
+            "module_timeout_s": ("TDA_MODULE_TIMEOUT_S", float),
+            "secret_key": ("TDA_SECRET_KEY", str),
+        }
+        values = {name: parse(env[var]) for name, (var, parse) in read.items() if env.get(var)}
+        return replace(cls(), **{**values, **overrides})
