@@ -1,0 +1,515 @@
+"""ContextWindowHandler: the five passes that turn (context, window type) into a window that always fits.
+
+    resolve   -> which modules take part (skipped shares are redistributed)
+    signals   -> early facts from the modules (e.g. RAG's top score), gathered concurrently
+    adjust    -> dynamic-adjustment rules change targets and directives
+    allocate  -> clamp to min/max, contribute concurrently under a per-module timeout
+    surplus   -> under-using donors give to condensable recipients near their allocation
+    condense  -> condensation order, then trimming whole units, until the total fits
+
+Every figure is counted with one TokenEstimator on the exact text sent, so the guarantee
+``total_used <= available_budget`` holds by construction (or ``BudgetExceeded`` explains why not).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from . import budget as b
+from . import window_type as wt
+from .base import AssemblyContext, ContextModule, Contribution, Directives, Message
+from .conditions import Facts, holds
+from .snapshot import Condensation, ContextWindowSnapshot, ModuleUsage, Reallocation
+from .token_estimator import MESSAGE_OVERHEAD, REPLY_PRIMING, TokenEstimator, estimator_for, resolve_model_limit
+
+DEFAULT_TIMEOUT_S = 2.0
+_PLACEMENT_ORDER = {"system": 0, "tools": 1, "history": 2, "context": 3}
+
+
+class ModuleSource(Protocol):
+    """What the handler needs from a registry."""
+
+    def get(self, module_id: str) -> ContextModule | None: ...
+
+    def is_active(self, module_id: str) -> bool: ...
+
+
+@dataclass
+class AssembledContext:
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]]
+    snapshot: ContextWindowSnapshot
+    contributions: dict[str, Contribution]
+
+
+@dataclass
+class _Slot:
+    """One module's state during one assembly."""
+
+    module: ContextModule
+    spec: wt.ModuleSlot
+    condensable: bool
+    target_pct: float
+    allocated: int = 0
+    max_tokens: int = 0
+    contribution: Contribution | None = None
+    status: str = "ok"
+    reason: str = ""
+    force_full: bool = False
+    condense_rule: wt.Condense | None = None
+    condensed: bool = False
+    received: int = 0
+    donated: int = 0
+
+    @property
+    def module_id(self) -> str:
+        return self.module.module_id
+
+    @property
+    def priority(self) -> int:
+        return self.spec.priority
+
+    @property
+    def used(self) -> int:
+        return self.contribution.tokens if self.contribution is not None and self.status == "ok" else 0
+
+
+@dataclass
+class _Run:
+    """The working state of one assembly, passed from pass to pass."""
+
+    ctx: AssemblyContext
+    wtype: wt.ContextWindowType
+    limits: b.Limits
+    tokens: TokenEstimator
+    query: Message
+    query_tokens: int
+    slots: dict[str, _Slot] = field(default_factory=dict)
+    skipped: list[ModuleUsage] = field(default_factory=list)
+    signals: dict[str, Mapping[str, Any]] = field(default_factory=dict)
+    decisions: list[str] = field(default_factory=list)
+    fired: list[str] = field(default_factory=list)
+    condensations: list[Condensation] = field(default_factory=list)
+    reallocations: list[Reallocation] = field(default_factory=list)
+    started: float = 0.0
+
+    @property
+    def module_budget(self) -> int:
+        """What the modules share: the available budget less the query and the reply priming."""
+        return self.limits.available - self.query_tokens - REPLY_PRIMING
+
+    @property
+    def total_used(self) -> int:
+        return sum(s.used for s in self.slots.values()) + self.query_tokens + REPLY_PRIMING
+
+    def log(self, line: str) -> None:
+        self.decisions.append(line)
+
+
+class ContextWindowHandler:
+    def __init__(
+        self,
+        modules: ModuleSource,
+        *,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        estimator: Callable[[str], TokenEstimator] = estimator_for,
+        remember_sessions: int = 1024,
+    ) -> None:
+        self.modules = modules
+        self.timeout_s = timeout_s
+        self._estimator = estimator
+        self._previous: OrderedDict[str, list[tuple[Any, int]]] = OrderedDict()
+        self._remember = remember_sessions
+
+    async def assemble(self, ctx: AssemblyContext, window_type: wt.ContextWindowType) -> AssembledContext:
+        run = self._start(ctx, window_type)
+        self._resolve(run)
+        await self._gather_signals(run)
+        self._adjust(run)
+        await self._allocate_and_contribute(run)
+        await self._reallocate_surplus(run)
+        await self._condense(run)
+        return self._finish(run)
+
+    # -- set-up ----------------------------------------------------------------------------------
+
+    def _start(self, ctx: AssemblyContext, wtype: wt.ContextWindowType) -> _Run:
+        started = time.perf_counter()
+        model_limit, source = (ctx.model_limit, "context") if ctx.model_limit else resolve_model_limit(ctx.model)
+        limits = b.resolve_limits(
+            model_limit, source, ctx.profile.context_limit, ctx.session.context_limit, wtype.output_reserve_pct
+        )
+        tokens = self._estimator(ctx.model)
+        query = Message("user", ctx.query, turn=ctx.session.turn_number)
+        run = _Run(ctx, wtype, limits, tokens, query, tokens.count_message(query), started=started)
+        run.log(
+            f"limit {limits.effective_limit:,} ({limits.limit_source}); reserve {limits.output_reserve:,}; "
+            f"available {limits.available:,}; query {run.query_tokens:,}"
+        )
+        if run.module_budget < 0:
+            raise b.BudgetExceeded(run.query_tokens + REPLY_PRIMING, limits.available, "the query alone")
+        return run
+
+    # -- pass 1: resolve -------------------------------------------------------------------------
+
+    def _resolve(self, run: _Run) -> None:
+        freed = 0.0
+        for module_id, spec in run.wtype.modules.items():
+            module = self.modules.get(module_id)
+            reason = self._skip_reason(spec, module, module_id, run.ctx.profile.type)
+            if reason:
+                freed += spec.target_pct if spec.active else 0.0
+                run.skipped.append(ModuleUsage(module_id, "skipped", spec.priority, 0.0, reason=reason))
+                run.log(f"pass 1: skip {module_id}: {reason}")
+                continue
+            assert module is not None
+            run.slots[module_id] = _Slot(module, spec, module.manifest.capabilities.condensable, spec.target_pct)
+        targets = b.redistribute({m: s.target_pct for m, s in run.slots.items()}, freed)
+        for module_id, target in targets.items():
+            run.slots[module_id].target_pct = target
+        if freed:
+            run.log(f"pass 1: redistributed {freed:g}% from skipped modules proportionally")
+
+    def _skip_reason(self, spec: wt.ModuleSlot, module: ContextModule | None, module_id: str, profile_type: str) -> str:
+        if not spec.active:
+            return "inactive in this window type"
+        if module is None:
+            return "not installed"
+        if not self.modules.is_active(module_id):
+            return "deactivated"
+        if not module.applies_to(profile_type):
+            return f"not applicable to {profile_type} profiles"
+        return ""
+
+    # -- signals ---------------------------------------------------------------------------------
+
+    async def _gather_signals(self, run: _Run) -> None:
+        slots = list(run.slots.values())
+        results = await asyncio.gather(
+            *(self._timed(s.module.signals(self._module_ctx(run, s))) for s in slots), return_exceptions=True
+        )
+        for slot, result in zip(slots, results, strict=True):
+            if isinstance(result, BaseException):
+                run.log(f"signals: {slot.module_id} failed ({_describe(result)}); ignored")
+            elif result:
+                run.signals[slot.module_id] = result
+
+    # -- pass 2: adjust --------------------------------------------------------------------------
+
+    def _adjust(self, run: _Run) -> None:
+        ctx = run.ctx
+        facts = Facts(
+            turn_number=ctx.session.turn_number,
+            documents_attached=len(ctx.session.documents),
+            effective_limit=run.limits.effective_limit,
+            phase=ctx.session.phase,
+            signals=run.signals,
+        )
+        for rule in run.wtype.dynamic_adjustments:
+            if not holds(rule.condition, facts):
+                continue
+            if rule.action.module not in run.slots:
+                run.log(f"pass 2: {rule.describe()} fired, but {rule.action.module} is not taking part")
+                continue
+            self._apply(run, rule.action)
+            run.fired.append(rule.describe())
+            run.log(f"pass 2: {rule.describe()}")
+        forced = [m for m, s in run.slots.items() if s.force_full]
+        capped = b.cap_total({m: s.target_pct for m, s in run.slots.items()}, fixed=forced)
+        for module_id, target in capped.items():
+            run.slots[module_id].target_pct = target
+
+    def _apply(self, run: _Run, action: Any) -> None:
+        slot = run.slots[action.module]
+        targets = {m: s.target_pct for m, s in run.slots.items()}
+        if isinstance(action, wt.Reduce):
+            freed = slot.target_pct * action.by_pct / 100
+            targets[action.module] -= freed
+            targets = b.redistribute(targets, freed, exclude={action.module})
+        elif isinstance(action, wt.Transfer):
+            moved, targets[action.module] = targets[action.module], 0.0
+            if action.to in targets:
+                targets[action.to] += moved
+            else:
+                targets = b.redistribute(targets, moved, exclude={action.module})
+        elif isinstance(action, wt.ForceFull):
+            slot.force_full = True
+            targets[action.module] = max(slot.target_pct, slot.spec.max_pct)
+        elif isinstance(action, wt.Condense):
+            slot.condense_rule = action
+        for module_id, target in targets.items():
+            run.slots[module_id].target_pct = target
+
+    # -- pass 3: allocate and contribute ---------------------------------------------------------
+
+    async def _allocate_and_contribute(self, run: _Run) -> None:
+        budget = run.module_budget
+        allocation = b.allocate(
+            {m: s.target_pct for m, s in run.slots.items()},
+            {m: (s.spec.min_pct, s.spec.max_pct) for m, s in run.slots.items()},
+            budget,
+        )
+        for module_id, slot in run.slots.items():
+            slot.allocated = allocation[module_id]
+            slot.max_tokens = max(slot.allocated, math.floor(slot.spec.max_pct * budget / 100))
+        ordered = sorted(run.slots.values(), key=lambda s: (-s.priority, s.module_id))
+        await asyncio.gather(*(self._contribute(run, s, s.allocated) for s in ordered))
+        for slot in ordered:
+            if slot.status == "ok" and slot.used > slot.allocated:
+                run.log(f"pass 3: {slot.module_id} used {slot.used:,} of its {slot.allocated:,} allocation")
+        for slot in ordered:
+            if slot.condense_rule is not None and slot.status == "ok":
+                await self._condense_by_rule(run, slot, slot.condense_rule)
+
+    async def _contribute(self, run: _Run, slot: _Slot, allocation: int) -> Contribution | None:
+        """Call contribute() under the timeout; record failure instead of raising. Returns the result."""
+        if allocation <= 0:
+            slot.status, slot.reason = "skipped", "no budget allocated"
+            return None
+        try:
+            contribution = await self._timed(slot.module.contribute(allocation, self._module_ctx(run, slot)))
+        except TimeoutError:
+            slot.status, slot.reason = "timeout", f"contribute() took longer than {self.timeout_s:g} s"
+        except Exception as exc:  # a module must never break the turn
+            slot.status, slot.reason = "failed", _describe(exc)
+        else:
+            slot.contribution = self._measured(run, contribution, slot.module_id)
+            return slot.contribution
+        run.log(f"pass 3: {slot.module_id} {slot.status}: {slot.reason}; its budget returns to the pool")
+        return None
+
+    async def _condense_by_rule(self, run: _Run, slot: _Slot, rule: wt.Condense) -> None:
+        target = math.floor(slot.allocated * rule.to_pct / 100)
+        if slot.used > target:
+            await self._condense_slot(run, slot, target, f"rule ({rule.strategy})")
+
+    # -- pass 3b: surplus ------------------------------------------------------------------------
+
+    async def _reallocate_surplus(self, run: _Run) -> None:
+        if run.total_used > run.limits.available:
+            run.log("pass 3b: over budget; no surplus is handed out")
+            return
+        slots = run.slots
+        plan = b.plan_surplus(
+            allocated={m: s.allocated for m, s in slots.items()},
+            used={m: s.used for m, s in slots.items()},
+            recipients_allowed=[
+                m for m, s in slots.items() if s.condensable and s.status == "ok" and not s.condensed
+            ],
+            priority={m: s.priority for m, s in slots.items()},
+            max_tokens={m: s.max_tokens for m, s in slots.items()},
+        )
+        for module_id, tokens in plan.donations.items():
+            slots[module_id].allocated -= tokens
+            slots[module_id].donated = tokens
+            run.reallocations.append(Reallocation(module_id, -tokens))
+        recipients = [slots[m] for m in sorted(plan.grants)]
+        for slot in recipients:
+            slot.received = plan.grants[slot.module_id]
+            slot.allocated += slot.received
+            run.reallocations.append(Reallocation(slot.module_id, slot.received))
+        if plan.grants:
+            run.log(f"pass 3b: {sum(plan.grants.values()):,} surplus tokens to {', '.join(sorted(plan.grants))}")
+        await asyncio.gather(*(self._recontribute(run, s) for s in recipients))
+
+    async def _recontribute(self, run: _Run, slot: _Slot) -> None:
+        """Let a recipient use its larger allocation; keep the earlier result if the new one is no better."""
+        before = slot.contribution
+        again = await self._contribute(run, slot, slot.allocated)
+        if again is None or again.tokens > slot.allocated or before is None or again.tokens < before.tokens:
+            slot.contribution, slot.status, slot.reason = before, "ok", ""
+
+    # -- pass 4: condense, then trim -------------------------------------------------------------
+
+    async def _condense(self, run: _Run) -> None:
+        for module_id in run.wtype.condensation_order:
+            excess = run.total_used - run.limits.available
+            if excess <= 0:
+                return
+            slot = run.slots.get(module_id)
+            if slot is not None and slot.used > 0:
+                await self._condense_slot(run, slot, max(0, slot.used - excess), "over budget")
+        self._trim(run)
+
+    async def _condense_slot(self, run: _Run, slot: _Slot, target: int, why: str) -> None:
+        before = slot.contribution
+        assert before is not None
+        try:
+            smaller = await self._timed(slot.module.condense(before, target, self._module_ctx(run, slot)))
+        except Exception as exc:
+            run.log(f"condense {slot.module_id}: {_describe(exc)}; kept as it was")
+            return
+        smaller = self._measured(run, smaller, slot.module_id)
+        if smaller.tokens >= before.tokens:
+            run.log(f"condense {slot.module_id}: no smaller result ({smaller.tokens:,} tokens); kept")
+            return
+        slot.contribution, slot.condensed = smaller, True
+        run.condensations.append(Condensation(slot.module_id, before.tokens, smaller.tokens, smaller.strategy, why))
+        run.log(f"condense {slot.module_id} ({why}): {before.tokens:,} -> {smaller.tokens:,} [{smaller.strategy}]")
+
+    def _trim(self, run: _Run) -> None:
+        """Drop whole units from the lowest-priority condensable contributions until the total fits."""
+        trimmable = sorted(
+            (s for s in run.slots.values() if s.condensable and s.used > 0), key=lambda s: (s.priority, s.module_id)
+        )
+        for slot in trimmable:
+            excess = run.total_used - run.limits.available
+            if excess <= 0:
+                return
+            assert slot.contribution is not None
+            before = slot.contribution
+            slot.contribution = self._drop_units(run, before, before.tokens - excess)
+            slot.condensed = True
+            run.condensations.append(Condensation(slot.module_id, before.tokens, slot.used, "trim", "over budget"))
+            run.log(f"trim {slot.module_id}: {before.tokens:,} -> {slot.used:,} tokens, whole units dropped")
+        excess = run.total_used - run.limits.available
+        if excess > 0:
+            floor = run.total_used
+            raise b.BudgetExceeded(floor, run.limits.available, "system prompt, non-condensable modules and query")
+
+    def _drop_units(self, run: _Run, c: Contribution, target: int) -> Contribution:
+        """The largest run of units (kept from the protected end) whose measured size fits ``target``."""
+        units = c.units
+
+        def keep(n: int) -> Contribution:
+            kept = units[len(units) - n :] if c.trim_from == "start" else units[:n]
+            return self._measured(run, c.replace(units=kept, strategy=f"{c.strategy}+trim"), c.module_id)
+
+        lo, hi = 0, len(units)  # keep(lo) fits (empty always does); find the largest n that fits
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if keep(mid).tokens <= target:
+                lo = mid
+            else:
+                hi = mid - 1
+        return keep(lo)
+
+    # -- output ----------------------------------------------------------------------------------
+
+    def _finish(self, run: _Run) -> AssembledContext:
+        total = run.total_used
+        if total > run.limits.available:  # unreachable by construction; fail loudly rather than overflow
+            raise AssertionError(f"assembled {total} tokens into {run.limits.available}")
+        messages, tools, prefix = self._render(run)
+        snapshot = self._snapshot(run, total, self._stable_prefix(run.ctx.session.id, prefix))
+        contributions = {m: s.contribution for m, s in run.slots.items() if s.contribution is not None and s.used}
+        return AssembledContext(messages, tools, snapshot, contributions)
+
+    def _render(self, run: _Run) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[tuple[Any, int]]]:
+        """Stable first: system prompt and other system text, tools, history, per-turn context, query."""
+        parts = sorted(
+            (s.contribution for s in run.slots.values() if s.used > 0 and s.contribution is not None),
+            key=lambda c: (_PLACEMENT_ORDER[c.placement], -run.slots[c.module_id].priority, c.module_id),
+        )
+        tokens = run.tokens
+        messages: list[dict[str, Any]] = []
+        tools: list[dict[str, Any]] = []
+        prefix: list[tuple[Any, int]] = []
+        for c in parts:
+            for tool in c.tool_schemas():
+                tools.append(tool.to_openai())
+                prefix.append((tool.json, tokens.count_tool(tool)))
+            for message in c.messages():
+                messages.append(message.to_chat())
+                prefix.append((message, tokens.count_message(message)))
+            text = c.text()
+            if text:
+                messages.append({"role": "system", "content": text})
+                prefix.append((text, MESSAGE_OVERHEAD + tokens.count(text)))
+        messages.append(run.query.to_chat())
+        prefix.append((run.query, run.query_tokens))
+        return messages, tools, prefix
+
+    def _stable_prefix(self, session_id: str, prefix: list[tuple[Any, int]]) -> int:
+        """Tokens at the start of this window identical to the previous window of the same session."""
+        previous = self._previous.pop(session_id, [])
+        self._previous[session_id] = prefix
+        if len(self._previous) > self._remember:
+            self._previous.popitem(last=False)
+        stable = 0
+        for (now, n), (before, _) in zip(prefix, previous):
+            if now != before:
+                break
+            stable += n
+        return stable
+
+    def _snapshot(self, run: _Run, total: int, stable: int) -> ContextWindowSnapshot:
+        ctx, limits = run.ctx, run.limits
+        usages = [
+            ModuleUsage(
+                module_id=s.module_id,
+                status=s.status,  # type: ignore[arg-type]
+                priority=s.priority,
+                target_pct=round(s.target_pct, 2),
+                allocated=s.allocated,
+                used=s.used,
+                condensed=s.condensed,
+                strategy=s.contribution.strategy if s.contribution is not None else "",
+                surplus_received=s.received,
+                surplus_donated=s.donated,
+                reason=s.reason,
+                metadata=dict(s.contribution.metadata) if s.contribution is not None else {},
+            )
+            for s in sorted(run.slots.values(), key=lambda s: (-s.priority, s.module_id))
+        ]
+        return ContextWindowSnapshot(
+            window_type_id=run.wtype.id,
+            window_type_name=run.wtype.name,
+            model=ctx.model,
+            model_limit=limits.model_limit,
+            model_limit_source=limits.model_limit_source,
+            profile_override=limits.profile_override,
+            session_override=limits.session_override,
+            effective_limit=limits.effective_limit,
+            output_reserve=limits.output_reserve,
+            available_budget=limits.available,
+            query_tokens=run.query_tokens,
+            total_used=total,
+            modules=usages + run.skipped,
+            condensations=run.condensations,
+            reallocations=run.reallocations,
+            adjustments_fired=run.fired,
+            decisions=run.decisions,
+            prefix_stable_tokens=stable,
+            token_method=run.tokens.method,
+            duration_ms=round((time.perf_counter() - run.started) * 1000, 3),
+            session_id=ctx.session.id,
+            profile_id=ctx.profile.id,
+            turn=ctx.session.turn_number,
+            created_at=datetime.now(UTC).isoformat(timespec="milliseconds"),
+        )
+
+    # -- helpers ---------------------------------------------------------------------------------
+
+    def _module_ctx(self, run: _Run, slot: _Slot) -> AssemblyContext:
+        directives = Directives(
+            force_full=slot.force_full,
+            condense_strategy=slot.condense_rule.strategy if slot.condense_rule else None,
+            config={**slot.spec.config, "distillation": run.wtype.distillation.model_dump()},
+        )
+        return run.ctx.for_module(directives, run.tokens)
+
+    def _measured(self, run: _Run, c: Contribution, module_id: str) -> Contribution:
+        """The contribution with ``tokens`` counted here, on exactly what will be rendered."""
+        if not isinstance(c, Contribution):
+            raise TypeError(f"{module_id} returned {type(c).__name__}, not a Contribution")
+        tokens = run.tokens
+        n = sum(tokens.count_message(m) for m in c.messages()) + sum(tokens.count_tool(t) for t in c.tool_schemas())
+        text = c.text()
+        if text:
+            n += MESSAGE_OVERHEAD + tokens.count(text)
+        return c.replace(tokens=n, module_id=module_id)
+
+    def _timed(self, call: Awaitable[Any]) -> Awaitable[Any]:
+        return asyncio.wait_for(call, self.timeout_s)
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__

@@ -1,0 +1,120 @@
+"""ContextWindowSnapshot: who used what in one assembly, as data, JSON and an SSE event."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+ModuleStatus = Literal["ok", "failed", "timeout", "skipped"]
+SSE_EVENT = "context_window_snapshot"
+
+
+@dataclass
+class ModuleUsage:
+    module_id: str
+    status: ModuleStatus
+    priority: int = 0
+    target_pct: float = 0.0
+    allocated: int = 0
+    used: int = 0
+    condensed: bool = False
+    strategy: str = ""
+    surplus_received: int = 0
+    surplus_donated: int = 0
+    reason: str = ""
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def utilisation(self) -> float:
+        return round(self.used / self.allocated, 4) if self.allocated else 0.0
+
+
+@dataclass(frozen=True)
+class Condensation:
+    module_id: str
+    before: int
+    after: int
+    strategy: str
+    reason: str  # "over budget", "rule", "trim"
+
+
+@dataclass(frozen=True)
+class Reallocation:
+    module_id: str
+    tokens: int
+    """Positive: surplus received; negative: unused allocation donated."""
+
+
+@dataclass
+class ContextWindowSnapshot:
+    window_type_id: str
+    window_type_name: str
+    model: str
+    model_limit: int
+    model_limit_source: str
+    profile_override: int | None
+    session_override: int | None
+    effective_limit: int
+    output_reserve: int
+    available_budget: int
+    query_tokens: int
+    total_used: int
+    modules: list[ModuleUsage]
+    condensations: list[Condensation] = field(default_factory=list)
+    reallocations: list[Reallocation] = field(default_factory=list)
+    adjustments_fired: list[str] = field(default_factory=list)
+    decisions: list[str] = field(default_factory=list)
+    prefix_stable_tokens: int = 0
+    token_method: str = ""
+    duration_ms: float = 0.0
+    session_id: str = ""
+    profile_id: str = ""
+    turn: int = 0
+    created_at: str = ""
+
+    @property
+    def utilisation(self) -> float:
+        return round(self.total_used / self.available_budget, 4) if self.available_budget else 0.0
+
+    def module(self, module_id: str) -> ModuleUsage:
+        return next(m for m in self.modules if m.module_id == module_id)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["utilisation"] = self.utilisation
+        for out, usage in zip(data["modules"], self.modules, strict=True):
+            out["utilisation"] = usage.utilisation
+        return data
+
+    def comparable(self) -> dict[str, Any]:
+        """The snapshot without what legitimately varies between identical runs (time)."""
+        data = self.to_dict()
+        for key in ("duration_ms", "created_at"):
+            data.pop(key)
+        return data
+
+    def to_sse(self, event_id: str | int | None = None) -> str:
+        head = f"event: {SSE_EVENT}\n" + (f"id: {event_id}\n" if event_id is not None else "")
+        return f"{head}data: {json.dumps(self.to_dict(), separators=(',', ':'))}\n\n"
+
+    def summary(self) -> str:
+        condensed = sum(1 for m in self.modules if m.condensed)
+        failed = [m.module_id for m in self.modules if m.status in ("failed", "timeout")]
+        return (
+            f"{self.window_type_name}: {self.total_used:,}/{self.available_budget:,} tokens "
+            f"({self.utilisation:.0%}) of {self.effective_limit:,} ({self.model_limit_source}); "
+            f"{sum(1 for m in self.modules if m.status == 'ok')} modules, {condensed} condensed"
+            + (f", failed: {', '.join(failed)}" if failed else "")
+            + (f", rules: {len(self.adjustments_fired)}" if self.adjustments_fired else "")
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ContextWindowSnapshot:
+        data = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        data["modules"] = [
+            ModuleUsage(**{k: v for k, v in m.items() if k in ModuleUsage.__dataclass_fields__}) for m in data["modules"]
+        ]
+        data["condensations"] = [Condensation(**c) for c in data.get("condensations", [])]
+        data["reallocations"] = [Reallocation(**r) for r in data.get("reallocations", [])]
+        return cls(**data)
