@@ -67,7 +67,7 @@ class HandlerRef(_Strict):
 
 
 class ModuleManifest(_Strict):
-    module_id: str = Field(pattern=r"^[a-z][a-z0-9_]{1,63}$")
+    module_id: str = Field(pattern=r"^[a-z][a-z0-9_]{0,63}$")
     display_name: str
     version: str = "1.0.0"
     description: str = ""
@@ -316,6 +316,8 @@ class Contribution:
     """Optional heading put before text units (counted with them)."""
     trim_from: Literal["start", "end"] = "end"
     """Which end loses units first when the orchestrator trims (history drops its oldest: "start")."""
+    joiner: str = "\n\n"
+    """What separates text units in ``text()`` (a blank line; a newline suits lists)."""
     tokens: int = 0
 
     @property
@@ -335,8 +337,8 @@ class Contribution:
         return [x for unit in self.units for x in unit if isinstance(x, ToolSchema)]
 
     def text(self) -> str:
-        """The text block as sent: the header, then text units separated by blank lines."""
-        body = "\n\n".join(self.texts())
+        """The text block as sent: the header, then the text units separated by ``joiner``."""
+        body = self.joiner.join(self.texts())
         return f"{self.header}\n{body}" if self.header and body else body
 
 

@@ -1,0 +1,167 @@
+"""conversation_history: a sliding window of valid messages, newest first, with a summary of the rest.
+
+The window is built by walking the history backwards, so the cost of a turn depends on the window,
+not on how long the conversation is. An assistant message that calls tools and the ``tool`` messages
+answering it form one unit: kept or dropped together (providers reject one without the other).
+When older messages do not fit, a summary of them takes a bounded share of the budget: written by the
+summarizer provider when one is configured, otherwise extracted from the dropped messages themselves.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from components.context_window.base import AssemblyContext, ContextModule, Contribution, Message
+
+SUMMARY_SHARE = 0.15
+SUMMARY_MAX_TOKENS = 600
+SUMMARY_SOURCE_MESSAGES = 40
+"""How many of the most recent dropped messages the summary looks at (bounded work per turn)."""
+SUMMARY_BUCKET = 10
+"""A summary is reused until this many more messages have been dropped (bounded model calls)."""
+_SENTENCE = re.compile(r"^(.+?[.!?])(\s|$)", re.S)
+
+Unit = tuple[Message, ...]
+
+
+def units_newest_first(messages: Sequence[Message]) -> Iterator[tuple[int, Unit]]:
+    """Yield ``(index of the unit's first message, unit)`` from the newest back, skipping invalid messages.
+
+    Tool results are gathered until the assistant message that issued the calls; results without
+    their call, or calls without their results, are left out (a provider would reject them).
+    """
+    pending: list[Message] = []
+    for i in range(len(messages) - 1, -1, -1):
+        message = messages[i]
+        if not message.valid:
+            continue
+        if message.role == "tool":
+            pending.append(message)
+            continue
+        if message.role == "assistant" and message.tool_calls:
+            answered = {m.tool_call_id for m in pending}
+            if pending and all(c.get("id") in answered for c in message.tool_calls):
+                yield i, (message, *reversed(pending))
+            pending = []
+            continue
+        pending = []
+        yield i, (message,)
+
+
+def first_sentence(text: str, limit: int = 200) -> str:
+    match = _SENTENCE.match(text.strip())
+    sentence = " ".join((match.group(1) if match else text.strip()).split())
+    return sentence if len(sentence) <= limit else sentence[: limit - 1].rstrip() + "…"
+
+
+def extractive_summary(dropped: Sequence[Message]) -> list[str]:
+    """Bullet lines, oldest first: the first sentence of each user request and assistant answer."""
+    lines = []
+    for m in dropped:
+        if m.role in ("user", "assistant") and m.content.strip():
+            who = "User" if m.role == "user" else "Assistant"
+            lines.append(f"- {who}: {first_sentence(m.content)}")
+    return lines
+
+
+class ConversationHistoryModule(ContextModule):
+    def __init__(self, manifest: Any) -> None:
+        super().__init__(manifest)
+        self._summaries: OrderedDict[tuple[str, int], str] = OrderedDict()
+
+    async def contribute(self, budget: int, ctx: AssemblyContext) -> Contribution:
+        return await self._window(budget, ctx, ctx.directives.condense_strategy)
+
+    async def condense(self, contribution: Contribution, target_tokens: int, ctx: AssemblyContext) -> Contribution:
+        return await self._window(target_tokens, ctx, ctx.directives.condense_strategy or "summarize")
+
+    async def purge(self, session_id: str, user_id: str) -> dict[str, Any]:
+        stale = [key for key in self._summaries if key[0] == session_id]
+        for key in stale:
+            del self._summaries[key]
+        return {"purged": len(stale), "what": "cached summaries"}
+
+    def get_status(self) -> dict[str, Any]:
+        return {**super().get_status(), "cached_summaries": len(self._summaries)}
+
+    # -- the window ----------------------------------------------------------------------------
+
+    async def _window(self, budget: int, ctx: AssemblyContext, strategy: str | None) -> Contribution:
+        assert ctx.tokens is not None
+        messages = ctx.session.messages
+        summarize = ctx.directives.config.get("summarize_dropped", True) or strategy == "summarize"
+        kept, first_kept = self._fill(messages, budget, ctx)
+        summary: Message | None = None
+        if first_kept > 0 and summarize and self._has_valid(messages, first_kept):
+            room = min(int(budget * SUMMARY_SHARE), SUMMARY_MAX_TOKENS)
+            kept, first_kept = self._fill(messages, budget - room, ctx)
+            summary = await self._summary(messages, first_kept, room, ctx)
+        units = ((summary,),) * (summary is not None) + tuple(reversed(kept))
+        return Contribution(
+            self.module_id,
+            units=units,
+            placement="history",
+            trim_from="start",
+            strategy=strategy or ("sliding_window+summary" if summary else "sliding_window"),
+            metadata={
+                "messages_total": len(messages),
+                "messages_kept": sum(len(u) for u in kept),
+                "first_kept_index": first_kept,
+                "summary": summary is not None,
+            },
+        )
+
+    def _fill(self, messages: Sequence[Message], budget: int, ctx: AssemblyContext) -> tuple[list[Unit], int]:
+        """Newest units that fit in ``budget``; returns them (newest first) and the index of the oldest kept."""
+        assert ctx.tokens is not None
+        kept: list[Unit] = []
+        used, first_kept = 0, len(messages)
+        for index, unit in units_newest_first(messages):
+            cost = sum(ctx.tokens.count_message(m) for m in unit)
+            if used + cost > budget:
+                break
+            kept.append(unit)
+            used += cost
+            first_kept = index
+        return kept, first_kept
+
+    @staticmethod
+    def _has_valid(messages: Sequence[Message], end: int) -> bool:
+        return any(m.valid for m in messages[max(0, end - SUMMARY_SOURCE_MESSAGES) : end])
+
+    async def _summary(
+        self, messages: Sequence[Message], first_kept: int, room: int, ctx: AssemblyContext
+    ) -> Message | None:
+        assert ctx.tokens is not None
+        start = max(0, first_kept - SUMMARY_SOURCE_MESSAGES)
+        recent_dropped = [m for m in messages[start:first_kept] if m.valid]
+        header = f"Summary of the {first_kept} earlier messages not shown:"
+        body = await self._summary_body(recent_dropped, first_kept, room, ctx)
+        while body:
+            text = f"{header}\n" + "\n".join(body)
+            message = Message("system", text, turn=recent_dropped[-1].turn if recent_dropped else 0)
+            if ctx.tokens.count_message(message) <= room:
+                return message
+            body = body[1:]  # drop the oldest line until it fits
+        return None
+
+    async def _summary_body(self, dropped: list[Message], first_kept: int, room: int, ctx: AssemblyContext) -> list[str]:
+        if ctx.summarizer is None:
+            return extractive_summary(dropped)
+        key = (ctx.session.id, first_kept // SUMMARY_BUCKET)
+        text = self._summaries.get(key)
+        if text is None:
+            transcript = "\n".join(f"{m.role}: {m.content}" for m in dropped)
+            try:
+                text = await ctx.summarizer.summarize(
+                    transcript, max_tokens=max(1, room - 20), instruction="Summarise this conversation excerpt."
+                )
+            except Exception:  # the summary is a nicety: fall back to extraction
+                return extractive_summary(dropped)
+            self._summaries[key] = text
+            if len(self._summaries) > 1024:
+                self._summaries.popitem(last=False)
+        return [line for line in text.splitlines() if line.strip()]

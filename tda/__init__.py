@@ -1,0 +1,1 @@
+"""tda: the application around the context-window component (CLI, service, storage, UI)."""

@@ -1,0 +1,147 @@
+"""The ``tda`` command."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from components.context_window.budget import BudgetExceeded
+from components.context_window.handler import ContextWindowHandler
+from components.context_window.module_registry import ModuleRegistry
+from components.context_window.snapshot import ContextWindowSnapshot
+from components.context_window.window_type import DEFAULT_TYPES, ContextWindowType
+
+from .config import Settings
+from .session_file import SessionFileError, load_session_file
+
+Command = Callable[[argparse.Namespace, Settings], int]
+
+
+def _registry(settings: Settings) -> ModuleRegistry:
+    return ModuleRegistry(user_dir=settings.modules_dir).load()
+
+
+def _load_type(args: argparse.Namespace, registry: ModuleRegistry) -> ContextWindowType:
+    if args.type_file:
+        data = json.loads(Path(args.type_file).read_text(encoding="utf-8"))
+        return ContextWindowType.model_validate(data, context={"known_modules": registry.known_ids()})
+    if args.type not in DEFAULT_TYPES:
+        raise ValueError(f"unknown window type {args.type!r}; choose one of {sorted(DEFAULT_TYPES)} or --type-file")
+    return DEFAULT_TYPES[args.type]
+
+
+def cmd_assemble(args: argparse.Namespace, settings: Settings) -> int:
+    registry = _registry(settings)
+    try:
+        window_type = _load_type(args, registry)
+        ctx = load_session_file(Path(args.session), model=args.model, model_limit=args.limit)
+        handler = ContextWindowHandler(registry, timeout_s=settings.module_timeout_s)
+        result = asyncio.run(handler.assemble(ctx, window_type))
+    except (SessionFileError, ValueError, ValidationError, OSError, BudgetExceeded) as exc:
+        print(f"tda assemble: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps({"snapshot": result.snapshot.to_dict(), "messages": result.messages, "tools": result.tools}, indent=2))
+    else:
+        print(format_snapshot(result.snapshot))
+    return 0
+
+
+def format_snapshot(s: ContextWindowSnapshot) -> str:
+    rows = [f"{'module':<24}{'status':<9}{'alloc':>9}{'used':>9}{'util':>7}  strategy / reason"]
+    for m in s.modules:
+        detail = m.reason or m.strategy
+        flags = "".join(
+            f" [{flag}]"
+            for flag, on in (("condensed", m.condensed), (f"+{m.surplus_received}", m.surplus_received),
+                             (f"-{m.surplus_donated}", m.surplus_donated))
+            if on
+        )
+        rows.append(
+            f"{m.module_id:<24}{m.status:<9}{m.allocated:>9,}{m.used:>9,}{m.utilisation:>7.0%}  {detail}{flags}"
+        )
+    head = [
+        s.summary(),
+        f"type {s.window_type_id} | model {s.model} | limit {s.model_limit:,} ({s.model_limit_source}) "
+        f"-> effective {s.effective_limit:,} | reserve {s.output_reserve:,} | available {s.available_budget:,}",
+        f"query {s.query_tokens:,} tokens | {s.token_method} | {s.duration_ms:.2f} ms",
+        "",
+    ]
+    tail = ["", "rules fired: " + ("; ".join(s.adjustments_fired) or "none"), "decisions:"]
+    return "\n".join(head + rows + tail + [f"  {d}" for d in s.decisions])
+
+
+def cmd_types(args: argparse.Namespace, settings: Settings) -> int:
+    if args.action == "list":
+        for t in DEFAULT_TYPES.values():
+            default = " (default)" if t.is_default else ""
+            print(f"{t.id:<20}{t.name}{default}: {len(t.active_ids)} active modules, reserve {t.output_reserve_pct:g}%")
+        return 0
+    chosen = [DEFAULT_TYPES[args.id]] if args.id else list(DEFAULT_TYPES.values())
+    if args.id and args.id not in DEFAULT_TYPES:
+        print(f"tda types: unknown type {args.id!r}; known: {sorted(DEFAULT_TYPES)}", file=sys.stderr)
+        return 2
+    data = [t.model_dump(mode="json") for t in chosen]
+    print(json.dumps(data[0] if args.action == "show" else data, indent=2))
+    return 0
+
+
+def cmd_modules(args: argparse.Namespace, settings: Settings) -> int:
+    registry = _registry(settings)
+    for info in registry.infos():
+        state = "active" if info.active else "inactive"
+        print(f"{info.module_id:<24}{info.source:<9}{info.version:<9}{state:<9}{info.display_name}")
+    for error in registry.load_errors:
+        print(f"load error [{error.source}] {error.name}: {error.error}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tda", description="Context-window assembly for LLM agent platforms.")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    assemble = commands.add_parser("assemble", help="assemble a context window from a session file")
+    assemble.add_argument("--session", required=True, help="session JSON file (see examples/)")
+    pick = assemble.add_mutually_exclusive_group()
+    pick.add_argument("--type", default="balanced", help="a shipped window type id (default: balanced)")
+    pick.add_argument("--type-file", help="a window type JSON file")
+    assemble.add_argument("--model", help="model name (litellm); default: the session file's")
+    assemble.add_argument("--limit", type=int, help="treat the model's input limit as N tokens")
+    assemble.add_argument("--json", action="store_true", help="print the snapshot and messages as JSON")
+    assemble.set_defaults(func=cmd_assemble)
+
+    types = commands.add_parser("types", help="the shipped context window types")
+    types.add_argument("action", choices=["list", "show", "export"])
+    types.add_argument("id", nargs="?", help="type id (show: required; export: optional)")
+    types.set_defaults(func=cmd_types)
+
+    modules = commands.add_parser("modules", help="installed context modules")
+    modules.add_argument("action", choices=["list"])
+    modules.set_defaults(func=cmd_modules)
+
+    for register in _extension_commands():
+        register(commands)
+    return parser
+
+
+def _extension_commands() -> list[Callable[[argparse._SubParsersAction], None]]:
+    """Commands contributed by other parts of the application (knowledge store, server)."""
+    return []
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "types" and args.action == "show" and not args.id:
+        print("tda types show: name a type id", file=sys.stderr)
+        return 2
+    return args.func(args, Settings.from_env())
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,13 @@
+"""Shared fixtures."""
+
+from __future__ import annotations
+
+import pytest
+
+from components.context_window.module_registry import ModuleRegistry
+
+
+@pytest.fixture(scope="session")
+def builtin_registry() -> ModuleRegistry:
+    """The built-in modules, discovered from modules/ exactly as the application does."""
+    return ModuleRegistry(entry_point_group=None).load()

@@ -1,0 +1,166 @@
+"""Test helpers: scripted fake modules (the way simonw/llm scripts a fake model) and context builders."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+from components.context_window.base import (
+    AssemblyContext,
+    ContextModule,
+    Contribution,
+    Message,
+    ModuleManifest,
+    Profile,
+    Session,
+    ToolSchema,
+)
+from components.context_window.module_registry import ModuleRegistry
+from components.context_window.token_estimator import estimator_for
+
+
+def manifest(module_id: str, *, condensable: bool = True, profile_types: Sequence[str] | None = None, **kw: Any) -> ModuleManifest:
+    data: dict[str, Any] = {
+        "module_id": module_id,
+        "display_name": module_id.replace("_", " ").title(),
+        "capabilities": {"condensable": condensable, "purgeable": True},
+        **kw,
+    }
+    if profile_types is not None:
+        data["applicability"] = {"profile_types": list(profile_types)}
+    return ModuleManifest.model_validate(data)
+
+
+class Scripted(ContextModule):
+    """A context module that does what the test says.
+
+    behaviour: "fit" (as many ``blocks`` as fit the budget), "ignore" (all blocks whatever the budget),
+    "raise", "hang", "huge" (one block of ``huge_words`` words, ignoring the budget).
+    """
+
+    def __init__(
+        self,
+        module_id: str,
+        blocks: Sequence[str] = (),
+        *,
+        behaviour: str = "fit",
+        condensable: bool = True,
+        placement: str = "context",
+        signals: dict[str, Any] | None = None,
+        huge_words: int = 5000,
+        profile_types: Sequence[str] | None = None,
+    ) -> None:
+        super().__init__(manifest(module_id, condensable=condensable, profile_types=profile_types))
+        self.blocks = list(blocks)
+        self.behaviour = behaviour
+        self.placement = placement
+        self._signals = signals or {}
+        self.huge_words = huge_words
+        self.calls: list[tuple[str, int]] = []
+        self.seen_directives: list[Any] = []
+        self.purged: list[str] = []
+
+    async def signals(self, ctx: AssemblyContext) -> dict[str, Any]:
+        return dict(self._signals)
+
+    async def contribute(self, budget: int, ctx: AssemblyContext) -> Contribution:
+        self.calls.append(("contribute", budget))
+        self.seen_directives.append(ctx.directives)
+        if self.behaviour == "raise":
+            raise RuntimeError("scripted failure")
+        if self.behaviour == "hang":
+            await asyncio.sleep(3600)
+        if self.behaviour == "huge":
+            return self._made([" ".join(["word"] * self.huge_words)])
+        if self.behaviour == "ignore":
+            return self._made(self.blocks)
+        return self._fit(budget, ctx)
+
+    async def condense(self, contribution: Contribution, target_tokens: int, ctx: AssemblyContext) -> Contribution:
+        self.calls.append(("condense", target_tokens))
+        if self.behaviour in ("ignore", "huge"):
+            return contribution  # a module that cannot condense: the orchestrator must trim
+        return self._fit(target_tokens, ctx, strategy="fewer")
+
+    async def purge(self, session_id: str, user_id: str) -> dict[str, Any]:
+        self.purged.append(session_id)
+        return {"purged": 1}
+
+    def _fit(self, budget: int, ctx: AssemblyContext, strategy: str = "full") -> Contribution:
+        assert ctx.tokens is not None
+        kept: list[str] = []
+        for block in self.blocks:
+            trial = self._made([*kept, block])
+            if 3 + ctx.tokens.count(trial.text()) > budget:
+                break
+            kept.append(block)
+        return self._made(kept, strategy)
+
+    def _made(self, blocks: Sequence[str], strategy: str = "full") -> Contribution:
+        return Contribution(self.module_id, units=tuple((b,) for b in blocks), placement=self.placement, strategy=strategy)  # type: ignore[arg-type]
+
+
+def words(n: int, word: str = "alpha") -> str:
+    return " ".join([word] * n)
+
+
+def conversation(turns: int, words_per_message: int = 40) -> list[Message]:
+    out: list[Message] = []
+    for t in range(1, turns + 1):
+        out.append(Message("user", f"question {t}: " + words(words_per_message, "ask"), turn=t))
+        out.append(Message("assistant", f"answer {t}: " + words(words_per_message, "reply"), turn=t))
+    return out
+
+
+def tool_call_exchange(turn: int, call_id: str, result_words: int = 30) -> list[Message]:
+    call = {"id": call_id, "type": "function", "function": {"name": "lookup", "arguments": '{"q": "x"}'}}
+    return [
+        Message("user", f"look something up {turn}", turn=turn),
+        Message("assistant", "", turn=turn, tool_calls=(call,)),
+        Message("tool", words(result_words, "result"), turn=turn, tool_call_id=call_id),
+        Message("assistant", f"found it {turn}", turn=turn),
+    ]
+
+
+def make_tools(n: int = 5) -> list[ToolSchema]:
+    return [
+        ToolSchema(
+            f"tool_{i}",
+            f"Tool number {i} does a useful thing. It has a longer explanation that condensing removes.",
+            {
+                "type": "object",
+                "properties": {f"arg_{j}": {"type": "string", "description": f"argument {j} of tool {i}"} for j in range(4)},
+                "required": ["arg_0"],
+            },
+        )
+        for i in range(n)
+    ]
+
+
+def make_ctx(
+    *,
+    messages: Sequence[Message] = (),
+    tools: Sequence[ToolSchema] = (),
+    limit: int = 16_000,
+    query: str = "What should we do next?",
+    profile_type: str = "tool_enabled",
+    system_prompt: str = "You are a test assistant. {tools_context}",
+    profile_limit: int | None = None,
+    session_limit: int | None = None,
+    **session_kw: Any,
+) -> AssemblyContext:
+    return AssemblyContext(
+        query=query,
+        profile=Profile("p", profile_type, system_prompt=system_prompt, context_limit=profile_limit),  # type: ignore[arg-type]
+        session=Session("s", messages=list(messages), context_limit=session_limit, **session_kw),
+        tools=list(tools),
+        model="gpt-4o",
+        model_limit=limit,
+    )
+
+
+def module_ctx(ctx: AssemblyContext, **directives: Any) -> AssemblyContext:
+    from components.context_window.base import Directives
+
+    return ctx.for_module(Directives(**directives), estimator_for(ctx.model))

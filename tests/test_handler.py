@@ -1,0 +1,253 @@
+"""The five passes, each action and condition, overrides, output order and prefix stability."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from components.context_window.base import Document, TurnRecord
+from components.context_window.budget import BudgetExceeded
+from components.context_window.handler import ContextWindowHandler
+from components.context_window.module_registry import ModuleRegistry
+from components.context_window.window_type import ContextWindowType
+from tests.support import Scripted, conversation, make_ctx, make_tools, words
+
+
+def wtype(slots: dict[str, tuple[float, float, float, int]], *, order=(), rules=(), reserve=10) -> ContextWindowType:
+    return ContextWindowType.model_validate(
+        {
+            "id": "t",
+            "name": "Test",
+            "output_reserve_pct": reserve,
+            "modules": {
+                m: {"target_pct": t, "min_pct": lo, "max_pct": hi, "priority": p} for m, (t, lo, hi, p) in slots.items()
+            },
+            "condensation_order": list(order),
+            "dynamic_adjustments": list(rules),
+        }
+    )
+
+
+def handler(*modules, timeout_s: float = 2.0) -> ContextWindowHandler:
+    return ContextWindowHandler(ModuleRegistry.from_modules(modules), timeout_s=timeout_s)
+
+
+BLOCKS = [words(50, f"w{i}") for i in range(40)]
+
+
+async def test_skipped_modules_share_is_redistributed_proportionally():
+    a, b = Scripted("a", BLOCKS), Scripted("b", BLOCKS)
+    only_chat = Scripted("c", BLOCKS, profile_types=["llm_only"])
+    t = wtype({"a": (30, 0, 100, 50), "b": (10, 0, 100, 40), "c": (20, 0, 100, 30), "missing": (20, 0, 100, 20)})
+    snap = (await handler(a, b, only_chat).assemble(make_ctx(), t)).snapshot
+    assert snap.module("c").status == "skipped" and "not applicable" in snap.module("c").reason
+    assert snap.module("missing").reason == "not installed"
+    # 40 points freed, shared 3:1 between a and b
+    assert snap.module("a").target_pct == pytest.approx(60)
+    assert snap.module("b").target_pct == pytest.approx(20)
+
+
+async def test_deactivated_and_inactive_modules_are_skipped_with_reasons():
+    a, b = Scripted("a", BLOCKS), Scripted("b", BLOCKS)
+    registry = ModuleRegistry.from_modules([a, b])
+    registry.deactivate("b")
+    t = wtype({"a": (30, 0, 100, 50), "b": (10, 0, 100, 40)})
+    t.modules["a"].active = True
+    snap = (await ContextWindowHandler(registry).assemble(make_ctx(), t)).snapshot
+    assert snap.module("b").reason == "deactivated"
+    assert b.calls == []
+
+
+async def test_first_turn_forces_full_tools_and_raises_target_to_max():
+    tools = Scripted("tool_definitions", BLOCKS)
+    hist = Scripted("conversation_history", BLOCKS)
+    rule = {"condition": {"type": "first_turn"}, "action": {"type": "force_full", "module": "tool_definitions"}}
+    t = wtype({"tool_definitions": (20, 0, 40, 85), "conversation_history": (70, 10, 80, 80)}, rules=[rule])
+    snap = (await handler(tools, hist).assemble(make_ctx(), t)).snapshot
+    assert snap.adjustments_fired == ["first_turn -> force_full tool_definitions"]
+    assert tools.seen_directives[0].force_full is True
+    assert snap.module("tool_definitions").target_pct == pytest.approx(40)
+    assert sum(m.target_pct for m in snap.modules) <= 100.0 + 1e-6
+    later = (await handler(tools, hist).assemble(make_ctx(messages=conversation(3)), t)).snapshot
+    assert later.adjustments_fired == []
+
+
+async def test_no_documents_transfers_share_and_documents_attached_does_not():
+    docs, hist = Scripted("document_context", BLOCKS), Scripted("conversation_history", BLOCKS)
+    rule = {
+        "condition": {"type": "no_documents_attached"},
+        "action": {"type": "transfer", "module": "document_context", "to": "conversation_history"},
+    }
+    t = wtype({"document_context": (10, 0, 20, 60), "conversation_history": (30, 0, 60, 80)}, rules=[rule])
+    snap = (await handler(docs, hist).assemble(make_ctx(), t)).snapshot
+    assert snap.module("conversation_history").target_pct == pytest.approx(40)
+    assert snap.module("document_context").status == "skipped"  # nothing left to contribute with
+    with_doc = make_ctx(documents=[Document("d", "d.txt", "text")])
+    snap = (await handler(docs, hist).assemble(with_doc, t)).snapshot
+    assert snap.adjustments_fired == [] and snap.module("document_context").target_pct == pytest.approx(10)
+
+
+@pytest.mark.parametrize(("completed_turns", "fires"), [(9, False), (10, True)])
+async def test_long_conversation_honours_threshold_and_condenses(completed_turns, fires):
+    hist = Scripted("conversation_history", BLOCKS)
+    rule = {
+        "condition": {"type": "long_conversation", "threshold": 10},
+        "action": {"type": "condense", "module": "conversation_history", "strategy": "summarize", "to_pct": 50},
+    }
+    t = wtype({"conversation_history": (50, 0, 60, 80)}, rules=[rule])
+    snap = (await handler(hist).assemble(make_ctx(messages=conversation(completed_turns)), t)).snapshot
+    assert bool(snap.adjustments_fired) is fires
+    usage = snap.module("conversation_history")
+    if fires:
+        assert hist.seen_directives[0].condense_strategy == "summarize"
+        assert usage.condensed and usage.used <= usage.allocated // 2
+        assert snap.condensations[0].reason == "rule (summarize)"
+    else:
+        assert not usage.condensed and snap.condensations == []
+
+
+@pytest.mark.parametrize(("score", "fires"), [(0.90, True), (0.85, True), (0.84, False)])
+async def test_high_confidence_rag_uses_signals_gathered_before_allocation(score, fires):
+    rag = Scripted("rag_context", BLOCKS, signals={"top_score": score})
+    tools = Scripted("tool_definitions", BLOCKS)
+    rule = {
+        "condition": {"type": "high_confidence_rag", "threshold": 0.85},
+        "action": {"type": "reduce", "module": "tool_definitions", "by_pct": 50},
+    }
+    t = wtype({"rag_context": (20, 0, 40, 75), "tool_definitions": (20, 0, 40, 85)}, rules=[rule])
+    snap = (await handler(rag, tools).assemble(make_ctx(messages=conversation(2)), t)).snapshot
+    assert bool(snap.adjustments_fired) is fires
+    expected_tools, expected_rag = (10, 30) if fires else (20, 20)
+    assert snap.module("tool_definitions").target_pct == pytest.approx(expected_tools)
+    assert snap.module("rag_context").target_pct == pytest.approx(expected_rag)
+
+
+async def test_small_window_and_phase_conditions():
+    tools, hist = Scripted("tool_definitions", BLOCKS), Scripted("conversation_history", BLOCKS)
+    rules = [
+        {"condition": {"type": "small_window", "threshold": 8192}, "action": {"type": "reduce", "module": "tool_definitions", "by_pct": 100}},
+        {"condition": {"type": "phase_is", "phase": "operate"}, "action": {"type": "force_full", "module": "tool_definitions"}},
+    ]
+    t = wtype({"tool_definitions": (20, 0, 30, 85), "conversation_history": (40, 0, 60, 80)}, rules=rules)
+    small = (await handler(tools, hist).assemble(make_ctx(limit=8000, messages=conversation(2)), t)).snapshot
+    assert small.adjustments_fired == ["small_window(8192) -> reduce tool_definitions by 100%"]
+    operate = (await handler(tools, hist).assemble(make_ctx(messages=conversation(2), phase="operate"), t)).snapshot
+    assert operate.adjustments_fired == ["phase_is(operate) -> force_full tool_definitions"]
+
+
+@pytest.mark.parametrize("behaviour", ["raise", "hang"])
+async def test_failing_module_never_breaks_the_turn_and_its_budget_goes_to_others(behaviour):
+    bad = Scripted("bad", BLOCKS, behaviour=behaviour)
+    good = Scripted("good", BLOCKS)
+    t = wtype({"bad": (40, 0, 60, 90), "good": (20, 0, 60, 50)})
+    snap = (await handler(bad, good, timeout_s=0.05).assemble(make_ctx(limit=8000), t)).snapshot
+    usage = snap.module("bad")
+    assert usage.status == ("failed" if behaviour == "raise" else "timeout")
+    assert "scripted failure" in usage.reason or "longer than" in usage.reason
+    assert snap.module("good").status == "ok"
+    assert snap.module("good").surplus_received > 0
+    assert snap.module("good").used > snap.module("good").allocated - snap.module("good").surplus_received
+
+
+async def test_surplus_goes_from_under_users_to_condensable_modules_near_their_allocation():
+    small = Scripted("small", [words(5)])
+    full_a = Scripted("hungry", BLOCKS)
+    full_b = Scripted("floor", BLOCKS, condensable=False)
+    t = wtype({"small": (30, 0, 40, 90), "hungry": (20, 0, 50, 60), "floor": (20, 0, 50, 70)})
+    snap = (await handler(small, full_a, full_b).assemble(make_ctx(limit=10_000), t)).snapshot
+    donated = snap.module("small").surplus_donated
+    received = snap.module("hungry").surplus_received
+    assert donated > 0 and received == donated
+    assert snap.module("floor").surplus_received == 0  # not condensable: not a recipient
+    hungry = snap.module("hungry")
+    assert hungry.allocated <= 0.5 * (snap.available_budget - snap.query_tokens - 3) + 1  # capped at max
+    assert len(full_a.calls) == 2  # re-contributed with the larger budget
+    assert sum(r.tokens for r in snap.reallocations) == 0
+
+
+async def test_condensation_follows_the_order_then_trims_lowest_priority_whole_units():
+    first = Scripted("first", BLOCKS, behaviour="ignore")  # cannot condense: will be trimmed
+    second = Scripted("second", BLOCKS, behaviour="ignore")
+    t = wtype({"first": (30, 0, 50, 30), "second": (30, 0, 50, 60)}, order=["second", "first"])
+    snap = (await handler(first, second).assemble(make_ctx(limit=4000), t)).snapshot
+    assert [c for c in first.calls + second.calls if c[0] == "condense"]
+    assert snap.total_used <= snap.available_budget
+    trims = [c for c in snap.condensations if c.strategy == "trim"]
+    assert trims[0].module_id == "first"  # lowest priority is trimmed first
+
+
+async def test_budget_exceeded_only_when_the_non_condensable_floor_cannot_fit():
+    floor = Scripted("floor", [words(3000)], behaviour="ignore", condensable=False)
+    t = wtype({"floor": (50, 0, 100, 95)})
+    with pytest.raises(BudgetExceeded) as info:
+        await handler(floor).assemble(make_ctx(limit=2000), t)
+    assert info.value.floor_tokens > info.value.available
+    assert "non-condensable floor" in str(info.value)
+    snap = (await handler(floor).assemble(make_ctx(limit=8000), t)).snapshot
+    assert snap.total_used <= snap.available_budget
+
+
+async def test_huge_single_item_is_dropped_whole_not_cut():
+    huge = Scripted("huge", behaviour="huge", huge_words=20_000)
+    t = wtype({"huge": (50, 0, 100, 50)})
+    result = await handler(huge).assemble(make_ctx(limit=4000), t)
+    assert result.snapshot.module("huge").used == 0
+    assert result.snapshot.total_used <= result.snapshot.available_budget
+
+
+async def test_overrides_only_lower_the_limit_profile_then_session():
+    t = wtype({"a": (50, 0, 100, 50)})
+    a = Scripted("a", BLOCKS)
+    cases: list[tuple[dict[str, Any], int, str]] = [
+        ({}, 16_000, "context"),
+        ({"profile_limit": 12_000}, 12_000, "profile_override"),
+        ({"profile_limit": 12_000, "session_limit": 9_000}, 9_000, "session_override"),
+        ({"profile_limit": 9_000, "session_limit": 12_000}, 9_000, "profile_override"),
+        ({"session_limit": 50_000}, 16_000, "context"),
+    ]
+    for overrides, effective, source in cases:
+        snap = (await handler(a).assemble(make_ctx(**overrides), t)).snapshot
+        assert snap.effective_limit == effective, overrides
+        assert snap.available_budget == effective - effective * 10 // 100
+        assert f"({source})" in snap.decisions[0]
+
+
+async def test_output_is_stable_first_and_prefix_stability_is_measured():
+    system = Scripted("system_prompt", ["You are stable."], placement="system", condensable=False)
+    tools = Scripted("tool_definitions", ["unused"], placement="tools")
+    context = Scripted("rag_context", ["per-turn context"], placement="context")
+    t = wtype({"system_prompt": (10, 0, 20, 95), "rag_context": (10, 0, 20, 75), "tool_definitions": (10, 0, 20, 85)})
+    h = handler(context, tools, system)
+    first = await h.assemble(make_ctx(), t)
+    roles = [m["role"] for m in first.messages]
+    assert first.messages[0]["content"] == "You are stable."
+    assert first.messages[-1] == {"role": "user", "content": "What should we do next?"}
+    assert roles == ["system", "system", "system", "user"]
+    assert first.snapshot.prefix_stable_tokens == 0
+    second = await h.assemble(make_ctx(query="And then?"), t)
+    assert second.snapshot.prefix_stable_tokens == first.snapshot.total_used - first.snapshot.query_tokens - 3
+
+
+async def test_builtin_modules_produce_provider_ready_output(builtin_registry):
+    from components.context_window.window_type import DEFAULT_TYPES
+
+    handler_ = ContextWindowHandler(builtin_registry)
+    first = await handler_.assemble(make_ctx(tools=make_tools(6), limit=128_000), DEFAULT_TYPES["balanced"])
+    assert [t["function"]["name"] for t in first.tools] == [f"tool_{i}" for i in range(6)]
+    assert first.tools[0]["function"]["parameters"]["properties"]["arg_0"]["description"]  # full schemas
+    later_ctx = make_ctx(messages=conversation(3), tools=make_tools(6), limit=128_000)
+    later = await handler_.assemble(later_ctx, DEFAULT_TYPES["balanced"])
+    assert later.tools == []  # after the first turn: names only, in the system text
+    assert later.messages[0]["role"] == "system" and "tool_0" in later.messages[0]["content"]
+    assert [m["role"] for m in later.messages[-7:]] == ["user", "assistant"] * 3 + ["user"]
+    assert later.messages[-1]["content"] == later_ctx.query
+
+
+async def test_turn_records_count_as_completed_turns():
+    hist = Scripted("conversation_history", BLOCKS)
+    rule = {"condition": {"type": "long_conversation", "threshold": 2}, "action": {"type": "condense", "module": "conversation_history"}}
+    t = wtype({"conversation_history": (50, 0, 60, 80)}, rules=[rule])
+    turns = [TurnRecord(turn=i, query=f"q{i}") for i in (1, 2)]
+    snap = (await handler(hist).assemble(make_ctx(turns=turns), t)).snapshot
+    assert snap.turn == 3 and snap.adjustments_fired
