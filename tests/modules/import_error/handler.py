@@ -1,0 +1,1 @@
+import a_package_that_does_not_exist  # noqa

@@ -1,0 +1,2 @@
+class NotAModule:  # not a ContextModule subclass
+    pass
