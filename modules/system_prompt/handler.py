@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
+import re
+
 from typing import Any
 
 from components.context_window.base import AssemblyContext, ContextModule, Contribution, text_contribution
 
 
-class _KeepUnknown(dict[str, str]):
-    """format_map mapping that leaves unknown ``{names}`` as written, so prompts with braces survive."""
-
-    def __missing__(self, key: str) -> str:
-        return "{" + key + "}"
+PLACEHOLDERS = ["components", "phase", "profile_name", "profile_type", "tools_context"]
 
 
 def placeholders(ctx: AssemblyContext) -> dict[str, str]:
@@ -25,11 +23,13 @@ def placeholders(ctx: AssemblyContext) -> dict[str, str]:
     }
 
 
+_PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
+
+
 def render(prompt: str, ctx: AssemblyContext) -> str:
-    try:
-        return prompt.format_map(_KeepUnknown(placeholders(ctx)))
-    except (ValueError, IndexError):  # stray single braces or positional fields: send the prompt verbatim
-        return prompt
+    """Fill known ``{placeholders}``; any other braces (JSON examples, unknown names) stay as written."""
+    values = placeholders(ctx)
+    return _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), prompt)
 
 
 class SystemPromptModule(ContextModule):
@@ -39,4 +39,4 @@ class SystemPromptModule(ContextModule):
         return text_contribution(self.module_id, [text], placement="system", strategy="full")
 
     def get_status(self) -> dict[str, Any]:
-        return {**super().get_status(), "placeholders": sorted(("profile_name", "profile_type", "tools_context", "components", "phase"))}
+        return {**super().get_status(), "placeholders": PLACEHOLDERS}

@@ -1,0 +1,140 @@
+"""The three core modules: system prompt, tool definitions, conversation history."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from components.context_window.base import Message
+from tests.support import conversation, make_ctx, make_tools, module_ctx, tool_call_exchange, words
+
+
+@pytest.fixture
+def modules(builtin_registry):
+    return builtin_registry.modules
+
+
+async def test_system_prompt_fills_placeholders_and_keeps_unknown_braces(modules):
+    ctx = make_ctx(tools=make_tools(2), system_prompt="Hi {profile_name}. {tools_context} Keep {this} and {}.")
+    c = await modules["system_prompt"].contribute(10, module_ctx(ctx))
+    assert c.text() == "Hi p. You can call these tools: tool_0, tool_1. Keep {this} and {}."
+    assert c.placement == "system" and not modules["system_prompt"].manifest.capabilities.condensable
+
+
+async def test_tools_choose_the_richest_level_that_fits(modules):
+    tools_module = modules["tool_definitions"]
+    ctx = module_ctx(make_ctx(tools=make_tools(10)))
+    est = ctx.tokens
+    full = await tools_module.contribute(100_000, ctx)
+    full_cost = sum(est.count_tool(t) for t in full.tool_schemas())
+    assert full.strategy == "full" and len(full.tool_schemas()) == 10
+    condensed = await tools_module.contribute(full_cost - 1, ctx)
+    assert condensed.strategy == "condensed" and condensed.placement == "tools"
+    schema = condensed.tool_schemas()[0]
+    assert schema.description == "Tool number 0 does a useful thing."
+    assert "description" not in schema.parameters["properties"]["arg_0"]
+    assert schema.parameters["required"] == ["arg_0"]
+    names = await tools_module.contribute(60, ctx)
+    assert names.strategy == "names_only" and names.placement == "system"
+    assert 3 + est.count(names.text()) <= 60 and 0 < names.metadata["included"] < 10
+
+
+async def test_tools_after_the_first_turn_are_names_only_unless_forced(modules):
+    later = make_ctx(tools=make_tools(3), messages=conversation(2))
+    assert (await modules["tool_definitions"].contribute(100_000, module_ctx(later))).strategy == "names_only"
+    forced = await modules["tool_definitions"].contribute(100_000, module_ctx(later, force_full=True))
+    assert forced.strategy == "full"
+    configured = module_ctx(later, config={"after_first_turn": "full"})
+    assert (await modules["tool_definitions"].contribute(100_000, configured)).strategy == "full"
+
+
+async def test_tools_condense_one_level_at_a_time(modules):
+    ctx = module_ctx(make_ctx(tools=make_tools(4)))
+    full = await modules["tool_definitions"].contribute(100_000, ctx)
+    smaller = await modules["tool_definitions"].condense(full, 100_000, ctx)
+    assert smaller.strategy == "condensed"
+    assert (await modules["tool_definitions"].condense(smaller, 100_000, ctx)).strategy == "names_only"
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 3000), st.integers(0, 12))
+async def test_tools_never_exceed_their_budget(budget, n):
+    from components.context_window.module_registry import ModuleRegistry
+
+    module = ModuleRegistry(entry_point_group=None).load().modules["tool_definitions"]
+    ctx = module_ctx(make_ctx(tools=make_tools(n)))
+    c = await module.contribute(budget, ctx)
+    cost = sum(ctx.tokens.count_tool(t) for t in c.tool_schemas()) + (3 + ctx.tokens.count(c.text()) if c.texts() else 0)
+    assert cost <= budget
+
+
+async def test_history_keeps_the_newest_valid_messages_in_order(modules):
+    messages = conversation(30)
+    messages[-3] = Message("user", "withdrawn", turn=29, valid=False)
+    ctx = module_ctx(make_ctx(messages=messages))
+    c = await modules["conversation_history"].contribute(1_000, ctx)
+    kept = c.messages()
+    assert all(m.valid for m in kept) and "withdrawn" not in [m.content for m in kept]
+    assert kept[-1] == messages[-1] and kept[-2] == messages[-2]
+    assert [m.turn for m in kept if m.role != "system"] == sorted(m.turn for m in kept if m.role != "system")
+    assert sum(ctx.tokens.count_message(m) for m in kept) <= 1_000
+
+
+async def test_history_summarises_what_it_drops_within_the_budget(modules):
+    ctx = module_ctx(make_ctx(messages=conversation(40)))
+    c = await modules["conversation_history"].contribute(1_500, ctx)
+    summary = c.messages()[0]
+    assert summary.role == "system" and summary.content.startswith("Summary of the")
+    assert "- User: question" in summary.content
+    assert c.strategy == "sliding_window+summary" and c.metadata["summary"] is True
+    assert sum(ctx.tokens.count_message(m) for m in c.messages()) <= 1_500
+
+
+async def test_history_uses_the_summarizer_provider_when_configured(modules):
+    class Fake:
+        calls = 0
+
+        async def summarize(self, text, *, max_tokens, instruction=""):
+            Fake.calls += 1
+            return "They discussed questions 1 to 30."
+
+    import dataclasses
+
+    ctx = module_ctx(dataclasses.replace(make_ctx(messages=conversation(40)), summarizer=Fake()))
+    c = await modules["conversation_history"].contribute(1_500, ctx)
+    assert "They discussed questions 1 to 30." in c.messages()[0].content
+    await modules["conversation_history"].contribute(1_500, ctx)
+    assert Fake.calls == 1  # cached per session and window position
+    purged = await modules["conversation_history"].purge("s", "u")
+    assert purged["purged"] >= 1
+
+
+async def test_tool_calls_and_results_stay_together_and_orphans_are_left_out(modules):
+    messages = conversation(2) + tool_call_exchange(3, "call_a", 50) + conversation(1)
+    orphan = Message("tool", "stray result", tool_call_id="nobody", turn=4)
+    ctx = module_ctx(make_ctx(messages=[orphan, *messages]))
+    full = (await modules["conversation_history"].contribute(100_000, ctx)).messages()
+    assert orphan not in full
+    call_index = next(i for i, m in enumerate(full) if m.tool_calls)
+    assert full[call_index + 1].tool_call_id == "call_a"
+    for budget in range(0, 400, 7):
+        kept = (await modules["conversation_history"].contribute(budget, ctx)).messages()
+        has_call = any(m.tool_calls for m in kept)
+        has_result = any(m.role == "tool" for m in kept)
+        assert has_call == has_result, budget
+
+
+async def test_history_cost_does_not_depend_on_history_length(modules):
+    recent = conversation(100)
+    short = module_ctx(make_ctx(messages=recent))
+    long = module_ctx(make_ctx(messages=[Message("user", "old filler", turn=0)] * 20_000 + recent))
+    a = await modules["conversation_history"].contribute(2_000, short)
+    b = await modules["conversation_history"].contribute(2_000, long)
+    assert a.messages()[1:] == b.messages()[1:]  # the same window (after the summary), whatever lies behind it
+
+
+async def test_history_in_a_long_session_still_covers_the_newest_message(modules):
+    ctx = module_ctx(make_ctx(messages=conversation(3) + [Message("user", words(5000), turn=4)]))
+    c = await modules["conversation_history"].contribute(500, ctx)
+    assert all(m.content != words(5000) for m in c.messages())  # too big to fit: left out whole, never cut
