@@ -30,10 +30,12 @@ def test_counts_are_exact_tiktoken_counts_and_cached_by_content():
     assert est.misses == misses
 
 
-def test_batch_counting_matches_single_counting():
-    est = TokenEstimator("o200k_base")
-    texts = [f"message {i} " + "lorem ipsum " * (i % 7) for i in range(100)]
-    assert est.count_many(texts) == [TokenEstimator("o200k_base").count(t) for t in texts]
+def test_cache_is_bounded():
+    est = TokenEstimator("cl100k_base", cache_size=100)
+    for i in range(1_000):
+        est.count(f"text number {i}")
+    assert len(est._texts) <= 100
+    assert est.count("text number 999") == TokenEstimator("cl100k_base").count("text number 999")
 
 
 def test_message_and_tool_overheads():

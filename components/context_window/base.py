@@ -6,7 +6,6 @@ provider protocols — so modules never touch the database, the vector store or 
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
@@ -290,7 +289,19 @@ class AssemblyContext:
     """Set by the orchestrator: the estimator whose counts the budget is enforced with."""
 
     def for_module(self, directives: Directives, tokens: TokenEstimator) -> AssemblyContext:
-        return dataclasses.replace(self, directives=directives, tokens=tokens)
+        return _evolve(self, directives=directives, tokens=tokens)
+
+
+def _evolve(obj: Any, **changes: Any) -> Any:
+    """A copy of a frozen (non-slots) dataclass with ``changes``: ``dataclasses.replace`` without
+    re-running ``__init__``, which matters on the per-turn hot path. Only for already-validated fields."""
+    unknown = changes.keys() - obj.__dataclass_fields__.keys()
+    if unknown:
+        raise TypeError(f"{type(obj).__name__} has no fields {sorted(unknown)}")
+    clone = object.__new__(type(obj))
+    clone.__dict__.update(obj.__dict__)
+    clone.__dict__.update(changes)
+    return clone
 
 
 Unit = tuple[Any, ...]
@@ -325,7 +336,7 @@ class Contribution:
         return not self.units
 
     def replace(self, **changes: Any) -> Contribution:
-        return dataclasses.replace(self, **changes)
+        return _evolve(self, **changes)
 
     def texts(self) -> list[str]:
         return [x for unit in self.units for x in unit if isinstance(x, str)]

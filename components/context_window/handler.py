@@ -125,7 +125,7 @@ class ContextWindowHandler:
         self.modules = modules
         self.timeout_s = timeout_s
         self._estimator = estimator
-        self._previous: OrderedDict[str, list[tuple[Any, int]]] = OrderedDict()
+        self._previous: OrderedDict[str, list[Any]] = OrderedDict()
         self._remember = remember_sessions
 
     async def assemble(self, ctx: AssemblyContext, window_type: wt.ContextWindowType) -> AssembledContext:
@@ -191,7 +191,7 @@ class ContextWindowHandler:
     # -- signals ---------------------------------------------------------------------------------
 
     async def _gather_signals(self, run: _Run) -> None:
-        slots = list(run.slots.values())
+        slots = [s for s in run.slots.values() if type(s.module).signals is not ContextModule.signals]
         results = await asyncio.gather(
             *(self._timed(s.module.signals(self._module_ctx(run, s))) for s in slots), return_exceptions=True
         )
@@ -397,48 +397,65 @@ class ContextWindowHandler:
         total = run.total_used
         if total > run.limits.available:  # unreachable by construction; fail loudly rather than overflow
             raise AssertionError(f"assembled {total} tokens into {run.limits.available}")
-        messages, tools, prefix = self._render(run)
-        snapshot = self._snapshot(run, total, self._stable_prefix(run.ctx.session.id, prefix))
+        messages, tools, items = self._render(run)
+        stable = total - REPLY_PRIMING - self._changed_tail_tokens(run, items)
+        snapshot = self._snapshot(run, total, stable)
         contributions = {m: s.contribution for m, s in run.slots.items() if s.contribution is not None and s.used}
         return AssembledContext(messages, tools, snapshot, contributions)
 
-    def _render(self, run: _Run) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[tuple[Any, int]]]:
-        """Stable first: system prompt and other system text, tools, history, per-turn context, query."""
+    def _render(self, run: _Run) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[Any]]:
+        """Stable first: system prompt and other system text, tools, history, per-turn context, query.
+
+        Also returns the window as a list of comparable items (messages, texts, tool JSON) in order.
+        """
         parts = sorted(
             (s.contribution for s in run.slots.values() if s.used > 0 and s.contribution is not None),
             key=lambda c: (_PLACEMENT_ORDER[c.placement], -run.slots[c.module_id].priority, c.module_id),
         )
-        tokens = run.tokens
         messages: list[dict[str, Any]] = []
         tools: list[dict[str, Any]] = []
-        prefix: list[tuple[Any, int]] = []
+        items: list[Any] = []
         for c in parts:
-            for tool in c.tool_schemas():
-                tools.append(tool.to_openai())
-                prefix.append((tool.json, tokens.count_tool(tool)))
-            for message in c.messages():
-                messages.append(message.to_chat())
-                prefix.append((message, tokens.count_message(message)))
+            for unit in c.units:
+                for item in unit:
+                    if isinstance(item, Message):
+                        messages.append(item.to_chat())
+                        items.append(item)
+                    elif not isinstance(item, str):
+                        tools.append(item.to_openai())
+                        items.append(("tool", item.json))
             text = c.text()
             if text:
                 messages.append({"role": "system", "content": text})
-                prefix.append((text, MESSAGE_OVERHEAD + tokens.count(text)))
+                items.append(text)
         messages.append(run.query.to_chat())
-        prefix.append((run.query, run.query_tokens))
-        return messages, tools, prefix
+        items.append(run.query)
+        return messages, tools, items
 
-    def _stable_prefix(self, session_id: str, prefix: list[tuple[Any, int]]) -> int:
-        """Tokens at the start of this window identical to the previous window of the same session."""
+    def _changed_tail_tokens(self, run: _Run, items: list[Any]) -> int:
+        """Tokens from the first item that differs from the session's previous window to the end.
+
+        Everything before it is a prefix a provider's prompt cache can reuse.
+        """
+        session_id = run.ctx.session.id
         previous = self._previous.pop(session_id, [])
-        self._previous[session_id] = prefix
+        self._previous[session_id] = items
         if len(self._previous) > self._remember:
             self._previous.popitem(last=False)
-        stable = 0
-        for (now, n), (before, _) in zip(prefix, previous):
+        same = 0
+        for now, before in zip(items, previous):
             if now != before:
                 break
-            stable += n
-        return stable
+            same += 1
+        return sum(self._item_tokens(run.tokens, item) for item in items[same:])
+
+    @staticmethod
+    def _item_tokens(tokens: TokenEstimator, item: Any) -> int:
+        if isinstance(item, Message):
+            return tokens.count_message(item)
+        if isinstance(item, tuple):
+            return tokens.count(item[1])
+        return MESSAGE_OVERHEAD + tokens.count(item)
 
     def _snapshot(self, run: _Run, total: int, stable: int) -> ContextWindowSnapshot:
         ctx, limits = run.ctx, run.limits
@@ -501,14 +518,23 @@ class ContextWindowHandler:
         if not isinstance(c, Contribution):
             raise TypeError(f"{module_id} returned {type(c).__name__}, not a Contribution")
         tokens = run.tokens
-        n = sum(tokens.count_message(m) for m in c.messages()) + sum(tokens.count_tool(t) for t in c.tool_schemas())
-        text = c.text()
-        if text:
-            n += MESSAGE_OVERHEAD + tokens.count(text)
+        n = 0
+        has_text = False
+        for unit in c.units:
+            for item in unit:
+                if isinstance(item, Message):
+                    n += tokens.count_message(item)
+                elif isinstance(item, str):
+                    has_text = True
+                else:
+                    n += tokens.count_tool(item)
+        if has_text:
+            n += MESSAGE_OVERHEAD + tokens.count(c.text())
         return c.replace(tokens=n, module_id=module_id)
 
-    def _timed(self, call: Awaitable[Any]) -> Awaitable[Any]:
-        return asyncio.wait_for(call, self.timeout_s)
+    async def _timed(self, call: Awaitable[Any]) -> Any:
+        async with asyncio.timeout(self.timeout_s):  # no extra task per call, unlike wait_for
+            return await call
 
 
 def _describe(exc: BaseException) -> str:

@@ -1,16 +1,17 @@
 """Exact token counts with tiktoken, cached by content, and the model's input limit.
 
-Counts are cached in an LRU keyed by (encoding, text): a dict lookup hashes the string once (CPython
-caches a str's hash on the object), so an unchanged history is never re-tokenised. When no encoding
+Counts are cached per estimator (one per encoding) keyed by the text itself: the dict hashes the
+content (CPython caches a str's hash on the object) and compares it exactly, so an unchanged history is
+never re-tokenised and no two texts can collide. Message counts are also cached per message object. When no encoding
 can load, a ~4 characters/token estimate is used and ``method`` says so.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import os
-from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -75,9 +76,11 @@ class TokenEstimator:
     def __init__(self, encoding_name: str = "cl100k_base", *, cache_size: int = 200_000) -> None:
         self.encoding_name = encoding_name
         self._encoding = _load_encoding(encoding_name)
-        self._cache: OrderedDict[str, int] = OrderedDict()
+        self._texts: dict[str, int] = {}
+        self._messages: dict[int, tuple[Message, int]] = {}
+        """Per message object (messages are frozen): id -> (the message, its count). Holding the message
+        keeps its id from being reused while the entry lives."""
         self._cache_size = cache_size
-        self.hits = 0
         self.misses = 0
 
     @property
@@ -89,36 +92,23 @@ class TokenEstimator:
         return f"tiktoken:{self.encoding_name}" if self.exact else "chars/4 (fallback: no tiktoken encoding)"
 
     def count(self, text: str) -> int:
+        n = self._texts.get(text)
+        if n is not None:
+            return n
         if not text:
             return 0
-        cache = self._cache
-        n = cache.get(text)
-        if n is not None:
-            self.hits += 1
-            return n
         self.misses += 1
         if self._encoding is not None:
             n = len(self._encoding.encode_ordinary(text))
         else:
             n = -(-len(text) // FALLBACK_CHARS_PER_TOKEN)
-        cache[text] = n
-        if len(cache) > self._cache_size:
-            # Trim the oldest tenth at once: cheaper than moving every hit to the end.
-            for _ in range(self._cache_size // 10):
-                cache.popitem(last=False)
+        _bounded_put(self._texts, text, n, self._cache_size)
         return n
 
-    def count_many(self, texts: Sequence[str]) -> list[int]:
-        """Count a batch; uncached texts are encoded in parallel threads (tiktoken releases the GIL)."""
-        missing = list({t for t in texts if t and t not in self._cache})
-        if missing and self._encoding is not None and len(missing) > 16:
-            counts = self._encoding.encode_ordinary_batch(missing, num_threads=os.cpu_count() or 2)
-            for text, tokens in zip(missing, counts, strict=True):
-                self._cache[text] = len(tokens)
-            self.misses += len(missing)
-        return [self.count(t) for t in texts]
-
     def count_message(self, message: Message) -> int:
+        entry = self._messages.get(id(message))
+        if entry is not None and entry[0] is message:
+            return entry[1]
         n = MESSAGE_OVERHEAD + self.count(message.content)
         if message.name:
             n += NAME_OVERHEAD + self.count(message.name)
@@ -127,6 +117,7 @@ class TokenEstimator:
             n += self.count(str(fn.get("name", ""))) + self.count(str(fn.get("arguments", "")))
         if message.tool_call_id:
             n += self.count(message.tool_call_id)
+        _bounded_put(self._messages, id(message), (message, n), self._cache_size)
         return n
 
     def count_messages(self, messages: Iterable[Message]) -> int:
@@ -146,6 +137,14 @@ class TokenEstimator:
             else:
                 total += self.count_tool(item)
         return total
+
+
+def _bounded_put(cache: dict[Any, Any], key: Any, value: Any, limit: int) -> None:
+    """Insert, evicting the oldest tenth when full (dicts keep insertion order; cheaper than an LRU per hit)."""
+    cache[key] = value
+    if len(cache) > limit:
+        for old in list(itertools.islice(cache, limit // 10)):
+            del cache[old]
 
 
 _estimators: dict[str, TokenEstimator] = {}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections import OrderedDict
+from functools import lru_cache
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -59,18 +60,34 @@ def first_sentence(text: str, limit: int = 200) -> str:
 
 def extractive_summary(dropped: Sequence[Message]) -> list[str]:
     """Bullet lines, oldest first: the first sentence of each user request and assistant answer."""
-    lines = []
-    for m in dropped:
-        if m.role in ("user", "assistant") and m.content.strip():
-            who = "User" if m.role == "user" else "Assistant"
-            lines.append(f"- {who}: {first_sentence(m.content)}")
-    return lines
+    return list(_extract(tuple((m.role, m.content) for m in dropped)))
+
+
+@lru_cache(maxsize=4096)
+def _extract(dropped: tuple[tuple[str, str], ...]) -> tuple[str, ...]:
+    # Cached by content: consecutive turns summarise nearly the same messages.
+    return tuple(
+        f"- {'User' if role == 'user' else 'Assistant'}: {first_sentence(content)}"
+        for role, content in dropped
+        if role in ("user", "assistant") and content.strip()
+    )
+
+
+def _within(kept: list[tuple[int, Unit, int]], budget: int) -> list[tuple[int, Unit, int]]:
+    used = 0
+    for i, (_, _, cost) in enumerate(kept):
+        used += cost
+        if used > budget:
+            return kept[:i]
+    return list(kept)
 
 
 class ConversationHistoryModule(ContextModule):
     def __init__(self, manifest: Any) -> None:
         super().__init__(manifest)
         self._summaries: OrderedDict[tuple[str, int], str] = OrderedDict()
+        self._walks: OrderedDict[str, tuple[Sequence[Message], int, list[tuple[int, Unit, int]]]] = OrderedDict()
+        """Per session, the last walk: condensing right after contributing reuses it instead of walking again."""
 
     async def contribute(self, budget: int, ctx: AssemblyContext) -> Contribution:
         return await self._window(budget, ctx, ctx.directives.condense_strategy)
@@ -79,9 +96,11 @@ class ConversationHistoryModule(ContextModule):
         return await self._window(target_tokens, ctx, ctx.directives.condense_strategy or "summarize")
 
     async def purge(self, session_id: str, user_id: str) -> dict[str, Any]:
+        """Forget a session's cached summaries (call it when the session's history is purged or edited)."""
         stale = [key for key in self._summaries if key[0] == session_id]
         for key in stale:
             del self._summaries[key]
+        self._walks.pop(session_id, None)
         return {"purged": len(stale), "what": "cached summaries"}
 
     def get_status(self) -> dict[str, Any]:
@@ -90,16 +109,19 @@ class ConversationHistoryModule(ContextModule):
     # -- the window ----------------------------------------------------------------------------
 
     async def _window(self, budget: int, ctx: AssemblyContext, strategy: str | None) -> Contribution:
-        assert ctx.tokens is not None
         messages = ctx.session.messages
         summarize = ctx.directives.config.get("summarize_dropped", True) or strategy == "summarize"
-        kept, first_kept = self._fill(messages, budget, ctx)
+        kept = self._fill(messages, budget, ctx)
+        first_kept = kept[-1][0] if kept else len(messages)
         summary: Message | None = None
         if first_kept > 0 and summarize and self._has_valid(messages, first_kept):
             room = min(int(budget * SUMMARY_SHARE), SUMMARY_MAX_TOKENS)
-            kept, first_kept = self._fill(messages, budget - room, ctx)
+            used = sum(cost for _, _, cost in kept)
+            while kept and used > budget - room:  # make room for the summary by letting the oldest go
+                used -= kept.pop()[2]
+            first_kept = kept[-1][0] if kept else len(messages)
             summary = await self._summary(messages, first_kept, room, ctx)
-        units = ((summary,),) * (summary is not None) + tuple(reversed(kept))
+        units = ((summary,),) * (summary is not None) + tuple(unit for _, unit, _ in reversed(kept))
         return Contribution(
             self.module_id,
             units=units,
@@ -108,25 +130,31 @@ class ConversationHistoryModule(ContextModule):
             strategy=strategy or ("sliding_window+summary" if summary else "sliding_window"),
             metadata={
                 "messages_total": len(messages),
-                "messages_kept": sum(len(u) for u in kept),
+                "messages_kept": sum(len(unit) for _, unit, _ in kept),
                 "first_kept_index": first_kept,
                 "summary": summary is not None,
             },
         )
 
-    def _fill(self, messages: Sequence[Message], budget: int, ctx: AssemblyContext) -> tuple[list[Unit], int]:
-        """Newest units that fit in ``budget``; returns them (newest first) and the index of the oldest kept."""
+    def _fill(self, messages: Sequence[Message], budget: int, ctx: AssemblyContext) -> list[tuple[int, Unit, int]]:
+        """Newest units that fit in ``budget``, newest first, as (index of first message, unit, tokens)."""
+        walk = self._walks.get(ctx.session.id)
+        if walk is not None and walk[0] is messages and walk[1] >= budget:
+            return _within(walk[2], budget)  # a greedy walk under a smaller budget is a prefix of this one
         assert ctx.tokens is not None
-        kept: list[Unit] = []
-        used, first_kept = 0, len(messages)
+        count = ctx.tokens.count_message
+        kept: list[tuple[int, Unit, int]] = []
+        used = 0
         for index, unit in units_newest_first(messages):
-            cost = sum(ctx.tokens.count_message(m) for m in unit)
+            cost = count(unit[0]) if len(unit) == 1 else sum(count(m) for m in unit)
             if used + cost > budget:
                 break
-            kept.append(unit)
+            kept.append((index, unit, cost))
             used += cost
-            first_kept = index
-        return kept, first_kept
+        self._walks[ctx.session.id] = (messages, budget, kept)
+        if len(self._walks) > 64:
+            self._walks.popitem(last=False)
+        return list(kept)
 
     @staticmethod
     def _has_valid(messages: Sequence[Message], end: int) -> bool:
