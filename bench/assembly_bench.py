@@ -16,8 +16,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from components.context_window import token_estimator as te  # noqa: E402
-from components.context_window.base import (  # noqa: E402
+from components.context_window import token_estimator as te
+from components.context_window.base import (
     AssemblyContext,
     ChampionCase,
     Message,
@@ -27,10 +27,10 @@ from components.context_window.base import (  # noqa: E402
     ToolSchema,
     TurnRecord,
 )
-from components.context_window.handler import ContextWindowHandler  # noqa: E402
-from components.context_window.module_registry import ModuleRegistry  # noqa: E402
-from components.context_window.providers import StaticCases, StaticKnowledge  # noqa: E402
-from components.context_window.window_type import DEFAULT_TYPES  # noqa: E402
+from components.context_window.handler import ContextWindowHandler
+from components.context_window.module_registry import ModuleRegistry
+from components.context_window.providers import StaticCases, StaticKnowledge
+from components.context_window.window_type import DEFAULT_TYPES
 
 WARM_RUNS = 20
 HISTORY_SIZES = (200, 2_000, 10_000)
@@ -74,9 +74,13 @@ def workload(history: int, seed: int = 7) -> AssemblyContext:
         Passage(prose(rng, 1950), 0.9 - i * 0.03, f"doc{i // 3}", f"Document {i // 3}", "Section", chunk_index=i % 3)
         for i in range(10)
     ]
-    cases = [ChampionCase(f"case{i}", prose(rng, 80), 0.8 - i * 0.1, prose(rng, 300), prose(rng, 200)) for i in range(3)]
+    cases = [
+        ChampionCase(f"case{i}", prose(rng, 80), 0.8 - i * 0.1, prose(rng, 300), prose(rng, 200)) for i in range(3)
+    ]
     turns = [
-        TurnRecord(turn=t, query=prose(rng, 80), plan=prose(rng, 120), answer=prose(rng, 200), tokens_in=900, tokens_out=120)
+        TurnRecord(
+            turn=t, query=prose(rng, 80), plan=prose(rng, 120), answer=prose(rng, 200), tokens_in=900, tokens_out=120
+        )
         for t in range(max(1, history // 2 - 19), history // 2 + 1)
     ]
     return AssemblyContext(

@@ -48,7 +48,11 @@ def cmd_assemble(args: argparse.Namespace, settings: Settings) -> int:
         print(f"tda assemble: {exc}", file=sys.stderr)
         return 2
     if args.json:
-        print(json.dumps({"snapshot": result.snapshot.to_dict(), "messages": result.messages, "tools": result.tools}, indent=2))
+        print(
+            json.dumps(
+                {"snapshot": result.snapshot.to_dict(), "messages": result.messages, "tools": result.tools}, indent=2
+            )
+        )
     else:
         print(format_snapshot(result.snapshot))
     return 0
@@ -60,8 +64,11 @@ def format_snapshot(s: ContextWindowSnapshot) -> str:
         detail = m.reason or m.strategy
         flags = "".join(
             f" [{flag}]"
-            for flag, on in (("condensed", m.condensed), (f"+{m.surplus_received}", m.surplus_received),
-                             (f"-{m.surplus_donated}", m.surplus_donated))
+            for flag, on in (
+                ("condensed", m.condensed),
+                (f"+{m.surplus_received}", m.surplus_received),
+                (f"-{m.surplus_donated}", m.surplus_donated),
+            )
             if on
         )
         rows.append(

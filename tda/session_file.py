@@ -86,7 +86,12 @@ class SessionFile(BaseModel):
             model=model or self.model,
             model_limit=model_limit,
             profile=Profile(
-                p.id, p.type, p.name, p.system_prompt, tuple(p.components), p.context_limit,
+                p.id,
+                p.type,
+                p.name,
+                p.system_prompt,
+                tuple(p.components),
+                p.context_limit,
                 tuple(p.knowledge_collections),
             ),
             session=Session(

@@ -16,11 +16,12 @@ from components.context_window.base import (
     Session,
     ToolSchema,
 )
-from components.context_window.module_registry import ModuleRegistry
 from components.context_window.token_estimator import estimator_for
 
 
-def manifest(module_id: str, *, condensable: bool = True, profile_types: Sequence[str] | None = None, **kw: Any) -> ModuleManifest:
+def manifest(
+    module_id: str, *, condensable: bool = True, profile_types: Sequence[str] | None = None, **kw: Any
+) -> ModuleManifest:
     data: dict[str, Any] = {
         "module_id": module_id,
         "display_name": module_id.replace("_", " ").title(),
@@ -98,7 +99,9 @@ class Scripted(ContextModule):
         return self._made(kept, strategy)
 
     def _made(self, blocks: Sequence[str], strategy: str = "full") -> Contribution:
-        return Contribution(self.module_id, units=tuple((b,) for b in blocks), placement=self.placement, strategy=strategy)  # type: ignore[arg-type]
+        return Contribution(
+            self.module_id, units=tuple((b,) for b in blocks), placement=self.placement, strategy=strategy
+        )  # type: ignore[arg-type]
 
 
 def words(n: int, word: str = "alpha") -> str:
@@ -130,7 +133,9 @@ def make_tools(n: int = 5) -> list[ToolSchema]:
             f"Tool number {i} does a useful thing. It has a longer explanation that condensing removes.",
             {
                 "type": "object",
-                "properties": {f"arg_{j}": {"type": "string", "description": f"argument {j} of tool {i}"} for j in range(4)},
+                "properties": {
+                    f"arg_{j}": {"type": "string", "description": f"argument {j} of tool {i}"} for j in range(4)
+                },
                 "required": ["arg_0"],
             },
         )

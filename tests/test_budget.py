@@ -65,7 +65,10 @@ def test_surplus_moves_only_unused_tokens_and_respects_caps(data):
 
 def test_surplus_is_shared_by_priority():
     plan = b.plan_surplus(
-        {"donor": 1000, "hi": 100, "lo": 100}, {"donor": 0, "hi": 100, "lo": 100}, ["hi", "lo"],
-        {"donor": 50, "hi": 75, "lo": 25}, {"donor": 1000, "hi": 10_000, "lo": 10_000},
+        {"donor": 1000, "hi": 100, "lo": 100},
+        {"donor": 0, "hi": 100, "lo": 100},
+        ["hi", "lo"],
+        {"donor": 50, "hi": 75, "lo": 25},
+        {"donor": 1000, "hi": 10_000, "lo": 10_000},
     )
     assert plan.grants == {"hi": 750, "lo": 250} and plan.donations == {"donor": 1000}

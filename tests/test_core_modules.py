@@ -65,7 +65,9 @@ async def test_tools_never_exceed_their_budget(budget, n):
     module = ModuleRegistry(entry_point_group=None).load().modules["tool_definitions"]
     ctx = module_ctx(make_ctx(tools=make_tools(n)))
     c = await module.contribute(budget, ctx)
-    cost = sum(ctx.tokens.count_tool(t) for t in c.tool_schemas()) + (3 + ctx.tokens.count(c.text()) if c.texts() else 0)
+    cost = sum(ctx.tokens.count_tool(t) for t in c.tool_schemas()) + (
+        3 + ctx.tokens.count(c.text()) if c.texts() else 0
+    )
     assert cost <= budget
 
 
@@ -134,7 +136,8 @@ async def test_history_cost_does_not_depend_on_history_length(modules):
     assert a.messages()[1:] == b.messages()[1:]  # the same window (after the summary), whatever lies behind it
 
 
-async def test_history_in_a_long_session_still_covers_the_newest_message(modules):
-    ctx = module_ctx(make_ctx(messages=conversation(3) + [Message("user", words(5000), turn=4)]))
+async def test_a_message_too_big_for_the_window_is_left_out_whole_never_cut(modules):
+    ctx = module_ctx(make_ctx(messages=[*conversation(3), Message("user", words(5000), turn=4)]))
     c = await modules["conversation_history"].contribute(500, ctx)
-    assert all(m.content != words(5000) for m in c.messages())  # too big to fit: left out whole, never cut
+    assert all(m.content != words(5000) for m in c.messages())
+    assert sum(ctx.tokens.count_message(m) for m in c.messages()) <= 500

@@ -126,8 +126,14 @@ async def test_high_confidence_rag_uses_signals_gathered_before_allocation(score
 async def test_small_window_and_phase_conditions():
     tools, hist = Scripted("tool_definitions", BLOCKS), Scripted("conversation_history", BLOCKS)
     rules = [
-        {"condition": {"type": "small_window", "threshold": 8192}, "action": {"type": "reduce", "module": "tool_definitions", "by_pct": 100}},
-        {"condition": {"type": "phase_is", "phase": "operate"}, "action": {"type": "force_full", "module": "tool_definitions"}},
+        {
+            "condition": {"type": "small_window", "threshold": 8192},
+            "action": {"type": "reduce", "module": "tool_definitions", "by_pct": 100},
+        },
+        {
+            "condition": {"type": "phase_is", "phase": "operate"},
+            "action": {"type": "force_full", "module": "tool_definitions"},
+        },
     ]
     t = wtype({"tool_definitions": (20, 0, 30, 85), "conversation_history": (40, 0, 60, 80)}, rules=rules)
     small = (await handler(tools, hist).assemble(make_ctx(limit=8000, messages=conversation(2)), t)).snapshot
@@ -246,7 +252,10 @@ async def test_builtin_modules_produce_provider_ready_output(builtin_registry):
 
 async def test_turn_records_count_as_completed_turns():
     hist = Scripted("conversation_history", BLOCKS)
-    rule = {"condition": {"type": "long_conversation", "threshold": 2}, "action": {"type": "condense", "module": "conversation_history"}}
+    rule = {
+        "condition": {"type": "long_conversation", "threshold": 2},
+        "action": {"type": "condense", "module": "conversation_history"},
+    }
     t = wtype({"conversation_history": (50, 0, 60, 80)}, rules=[rule])
     turns = [TurnRecord(turn=i, query=f"q{i}") for i in (1, 2)]
     snap = (await handler(hist).assemble(make_ctx(turns=turns), t)).snapshot

@@ -56,11 +56,15 @@ def window_types(draw: Any, module_ids: list[str]) -> ContextWindowType:
     rules = []
     if "conversation_history" in active:
         rules.append(
-            {"condition": {"type": "long_conversation", "threshold": draw(st.integers(1, 20))},
-             "action": {"type": "condense", "module": "conversation_history", "to_pct": draw(st.floats(1, 100))}}
+            {
+                "condition": {"type": "long_conversation", "threshold": draw(st.integers(1, 20))},
+                "action": {"type": "condense", "module": "conversation_history", "to_pct": draw(st.floats(1, 100))},
+            }
         )
     if "tool_definitions" in active:
-        rules.append({"condition": {"type": "first_turn"}, "action": {"type": "force_full", "module": "tool_definitions"}})
+        rules.append(
+            {"condition": {"type": "first_turn"}, "action": {"type": "force_full", "module": "tool_definitions"}}
+        )
     return ContextWindowType.model_validate(
         {
             "id": "random",
@@ -142,7 +146,9 @@ async def assert_floor_alone_does_not_fit(modules: list[ContextModule], wtype: C
     raise AssertionError("BudgetExceeded although the non-condensable floor alone fits")
 
 
-FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+FAST = settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
 
 
 @FAST

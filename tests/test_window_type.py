@@ -42,7 +42,11 @@ def test_shipped_types_carry_the_reference_figures():
         "high_confidence_rag(0.85) -> reduce tool_definitions by 50%",
     ]
     assert DEFAULT_TYPES["knowledge_heavy"].active_ids == [
-        "system_prompt", "conversation_history", "rag_context", "knowledge_context", "document_context",
+        "system_prompt",
+        "conversation_history",
+        "rag_context",
+        "knowledge_context",
+        "document_context",
         "component_instructions",
     ]
     assert DEFAULT_TYPES["token_efficient"].output_reserve_pct == 15
@@ -79,7 +83,10 @@ def test_condensation_order_names_only_active_modules_once():
 
 
 def test_rules_validate_conditions_actions_and_their_modules():
-    rule = {"condition": {"type": "long_conversation"}, "action": {"type": "condense", "module": "conversation_history"}}
+    rule = {
+        "condition": {"type": "long_conversation"},
+        "action": {"type": "condense", "module": "conversation_history"},
+    }
     assert "threshold" in errors(base(dynamic_adjustments=[rule]))
     rule = {"condition": {"type": "first_turn"}, "action": {"type": "transfer", "module": "rag_context", "to": "x"}}
     assert "refers to modules not in this type: ['x']" in errors(base(dynamic_adjustments=[rule]))

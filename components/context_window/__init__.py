@@ -23,6 +23,7 @@ from .snapshot import ContextWindowSnapshot
 from .window_type import DEFAULT_TYPES, ContextWindowType, default_types
 
 __all__ = [
+    "DEFAULT_TYPES",
     "AssembledContext",
     "AssemblyContext",
     "BudgetExceeded",
@@ -32,7 +33,6 @@ __all__ = [
     "ContextWindowSnapshot",
     "ContextWindowType",
     "Contribution",
-    "DEFAULT_TYPES",
     "Directives",
     "Document",
     "Message",

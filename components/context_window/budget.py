@@ -82,9 +82,7 @@ def cap_total(targets: Mapping[str, float], fixed: Collection[str] = (), cap: fl
     return out
 
 
-def allocate(
-    targets: Mapping[str, float], bounds: Mapping[str, tuple[float, float]], budget: int
-) -> dict[str, int]:
+def allocate(targets: Mapping[str, float], bounds: Mapping[str, tuple[float, float]], budget: int) -> dict[str, int]:
     """Tokens per module: each target clamped to its (min, max) percent of ``budget``; the sum never exceeds it."""
     pcts = {m: min(max(t, bounds[m][0]), bounds[m][1]) for m, t in targets.items()}
     tokens = {m: math.floor(p * budget / 100) for m, p in pcts.items()}

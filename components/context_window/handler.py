@@ -300,9 +300,7 @@ class ContextWindowHandler:
         plan = b.plan_surplus(
             allocated={m: s.allocated for m, s in slots.items()},
             used={m: s.used for m, s in slots.items()},
-            recipients_allowed=[
-                m for m, s in slots.items() if s.condensable and s.status == "ok" and not s.condensed
-            ],
+            recipients_allowed=[m for m, s in slots.items() if s.condensable and s.status == "ok" and not s.condensed],
             priority={m: s.priority for m, s in slots.items()},
             max_tokens={m: s.max_tokens for m, s in slots.items()},
         )
@@ -443,7 +441,7 @@ class ContextWindowHandler:
         if len(self._previous) > self._remember:
             self._previous.popitem(last=False)
         same = 0
-        for now, before in zip(items, previous):
+        for now, before in zip(items, previous, strict=False):  # the windows may differ in length
             if now != before:
                 break
             same += 1

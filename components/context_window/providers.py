@@ -17,9 +17,7 @@ class StaticKnowledge:
     async def retrieve(
         self, query: str, *, collections: Sequence[str] = (), k: int = 8, min_score: float = 0.0
     ) -> list[Passage]:
-        hits = [
-            p for p in self.passages if p.score >= min_score and (not collections or p.collection in collections)
-        ]
+        hits = [p for p in self.passages if p.score >= min_score and (not collections or p.collection in collections)]
         return sorted(hits, key=lambda p: (-p.score, p.document_id, p.chunk_index))[:k]
 
     async def neighbours(self, passage: Passage, *, before: int, after: int) -> list[Passage]:
@@ -27,7 +25,9 @@ class StaticKnowledge:
         same_doc = (
             p
             for p in self.passages
-            if p.document_id == passage.document_id and lo <= p.chunk_index <= hi and p.chunk_index != passage.chunk_index
+            if p.document_id == passage.document_id
+            and lo <= p.chunk_index <= hi
+            and p.chunk_index != passage.chunk_index
         )
         return sorted(same_doc, key=lambda p: p.chunk_index)
 

@@ -113,7 +113,8 @@ class ContextWindowSnapshot:
     def from_dict(cls, data: dict[str, Any]) -> ContextWindowSnapshot:
         data = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
         data["modules"] = [
-            ModuleUsage(**{k: v for k, v in m.items() if k in ModuleUsage.__dataclass_fields__}) for m in data["modules"]
+            ModuleUsage(**{k: v for k, v in m.items() if k in ModuleUsage.__dataclass_fields__})
+            for m in data["modules"]
         ]
         data["condensations"] = [Condensation(**c) for c in data.get("condensations", [])]
         data["reallocations"] = [Reallocation(**r) for r in data.get("reallocations", [])]

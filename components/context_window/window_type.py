@@ -124,7 +124,7 @@ class DynamicAdjustment(_Model):
 
     def describe(self) -> str:
         c, a = self.condition, self.action
-        cond = c.type + (f"({getattr(c, 'threshold')})" if hasattr(c, "threshold") else "")
+        cond = c.type + (f"({c.threshold})" if hasattr(c, "threshold") else "")
         cond += f"({c.phase})" if isinstance(c, PhaseIs) else ""
         detail = {"reduce": lambda: f" by {a.by_pct:g}%", "transfer": lambda: f" -> {a.to}"}.get(a.type, lambda: "")()
         return f"{cond} -> {a.type} {a.module}{detail}"
@@ -246,8 +246,15 @@ _DEFAULT_TYPE_DATA: list[dict[str, Any]] = [
         is_default=True,
         output_reserve_pct=12,
         modules=_slots(
-            sys=(10, 5, 15), tools=(22, 0, 40), hist=(22, 10, 60), rag=(15, 0, 30), know=(10, 0, 25),
-            plan=(8, 0, 15), doc=(5, 0, 15), comp=(4, 0, 10), wf=(4, 0, 10),
+            sys=(10, 5, 15),
+            tools=(22, 0, 40),
+            hist=(22, 10, 60),
+            rag=(15, 0, 30),
+            know=(10, 0, 25),
+            plan=(8, 0, 15),
+            doc=(5, 0, 15),
+            comp=(4, 0, 10),
+            wf=(4, 0, 10),
         ),
         condensation_order=_order("wf", "comp", "doc", "plan", "know", "rag", "hist", "tools"),
         dynamic_adjustments=[
@@ -287,7 +294,9 @@ _DEFAULT_TYPE_DATA: list[dict[str, Any]] = [
         name="Token Efficient",
         description="Cost-sensitive agents: lean tools and history, a larger output reserve.",
         output_reserve_pct=15,
-        modules=_slots(sys=(12, 8, 18), tools=(20, 0, 30), hist=(40, 15, 55), rag=(15, 0, 25), plan=(8, 0, 12), wf=(5, 0, 8)),
+        modules=_slots(
+            sys=(12, 8, 18), tools=(20, 0, 30), hist=(40, 15, 55), rag=(15, 0, 25), plan=(8, 0, 12), wf=(5, 0, 8)
+        ),
         condensation_order=_order("wf", "plan", "rag", "hist", "tools"),
         dynamic_adjustments=[_FIRST_TURN_FULL_TOOLS, _long_conversation(5)],
     ),

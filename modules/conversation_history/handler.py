@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import re
 from collections import OrderedDict
-from functools import lru_cache
 from collections.abc import Iterator, Sequence
+from functools import lru_cache
 from typing import Any
 
 from components.context_window.base import AssemblyContext, ContextModule, Contribution, Message
@@ -176,7 +176,9 @@ class ConversationHistoryModule(ContextModule):
             body = body[1:]  # drop the oldest line until it fits
         return None
 
-    async def _summary_body(self, dropped: list[Message], first_kept: int, room: int, ctx: AssemblyContext) -> list[str]:
+    async def _summary_body(
+        self, dropped: list[Message], first_kept: int, room: int, ctx: AssemblyContext
+    ) -> list[str]:
         if ctx.summarizer is None:
             return extractive_summary(dropped)
         key = (ctx.session.id, first_kept // SUMMARY_BUCKET)

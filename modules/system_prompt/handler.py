@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import re
-
 from typing import Any
 
 from components.context_window.base import AssemblyContext, ContextModule, Contribution, text_contribution
-
 
 PLACEHOLDERS = ["components", "phase", "profile_name", "profile_type", "tools_context"]
 

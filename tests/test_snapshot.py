@@ -1,0 +1,41 @@
+"""Snapshot serialisation: dict round trip, SSE framing, one-line summary."""
+
+from __future__ import annotations
+
+import json
+
+from components.context_window.handler import ContextWindowHandler
+from components.context_window.snapshot import ContextWindowSnapshot
+from components.context_window.window_type import DEFAULT_TYPES
+from tests.support import conversation, make_ctx, make_tools
+
+
+async def snapshot(builtin_registry) -> ContextWindowSnapshot:
+    ctx = make_ctx(messages=conversation(12), tools=make_tools(3), limit=4_000)
+    return (await ContextWindowHandler(builtin_registry).assemble(ctx, DEFAULT_TYPES["balanced"])).snapshot
+
+
+async def test_round_trips_through_dict_and_json(builtin_registry):
+    snap = await snapshot(builtin_registry)
+    data = json.loads(json.dumps(snap.to_dict()))
+    again = ContextWindowSnapshot.from_dict(data)
+    assert again.to_dict() == snap.to_dict()
+    assert data["utilisation"] == snap.utilisation
+    assert {m["module_id"]: m["utilisation"] for m in data["modules"]}["system_prompt"] > 0
+
+
+async def test_sse_event_is_one_framed_event(builtin_registry):
+    snap = await snapshot(builtin_registry)
+    text = snap.to_sse(event_id=42)
+    head, data_line, end = text.split("\n", 2)[0], text.split("\n")[2], text[-2:]
+    assert head == "event: context_window_snapshot" and text.split("\n")[1] == "id: 42"
+    assert data_line.startswith("data: {") and end == "\n\n"
+    assert json.loads(data_line[len("data: ") :])["session_id"] == "s"
+
+
+async def test_summary_mentions_figures_rules_and_condensing(builtin_registry):
+    snap = await snapshot(builtin_registry)
+    line = snap.summary()
+    assert line.startswith(f"Balanced: {snap.total_used:,}/{snap.available_budget:,} tokens")
+    assert "rules: 1" in line and "condensed" in line
+    assert snap.adjustments_fired == ["long_conversation(10) -> condense conversation_history"]
