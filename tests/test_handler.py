@@ -156,6 +156,21 @@ async def test_failing_module_never_breaks_the_turn_and_its_budget_goes_to_other
     assert snap.module("good").used > snap.module("good").allocated - snap.module("good").surplus_received
 
 
+async def test_a_module_returning_garbage_is_recorded_as_failed():
+    class Garbage(Scripted):
+        async def contribute(self, budget, ctx):
+            return {"not": "a contribution"} if self.behaviour == "dict" else Contribution("x", units=(({"a": 1},),))
+
+    from components.context_window.base import Contribution
+
+    t = wtype({"bad": (30, 0, 60, 90), "worse": (30, 0, 60, 80), "good": (20, 0, 60, 50)})
+    bad, worse = Garbage("bad", behaviour="dict"), Garbage("worse")
+    snap = (await handler(bad, worse, Scripted("good", BLOCKS)).assemble(make_ctx(), t)).snapshot
+    assert snap.module("bad").status == "failed" and "not a Contribution" in snap.module("bad").reason
+    assert snap.module("worse").status == "failed" and "use str, Message or ToolSchema" in snap.module("worse").reason
+    assert snap.module("good").status == "ok"
+
+
 async def test_surplus_goes_from_under_users_to_condensable_modules_near_their_allocation():
     small = Scripted("small", [words(5)])
     full_a = Scripted("hungry", BLOCKS)

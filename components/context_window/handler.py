@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 from . import budget as b
 from . import window_type as wt
-from .base import AssemblyContext, ContextModule, Contribution, Directives, Message
+from .base import AssemblyContext, ContextModule, Contribution, Directives, Message, ToolSchema
 from .conditions import Facts, holds
 from .snapshot import Condensation, ContextWindowSnapshot, ModuleUsage, Reallocation
 from .token_estimator import MESSAGE_OVERHEAD, REPLY_PRIMING, TokenEstimator, estimator_for, resolve_model_limit
@@ -275,13 +275,12 @@ class ContextWindowHandler:
             return None
         try:
             contribution = await self._timed(slot.module.contribute(allocation, self._module_ctx(run, slot)))
+            slot.contribution = self._measured(run, contribution, slot.module_id)
+            return slot.contribution
         except TimeoutError:
             slot.status, slot.reason = "timeout", f"contribute() took longer than {self.timeout_s:g} s"
         except Exception as exc:  # a module must never break the turn
             slot.status, slot.reason = "failed", _describe(exc)
-        else:
-            slot.contribution = self._measured(run, contribution, slot.module_id)
-            return slot.contribution
         run.log(f"pass 3: {slot.module_id} {slot.status}: {slot.reason}; its budget returns to the pool")
         return None
 
@@ -341,10 +340,10 @@ class ContextWindowHandler:
         assert before is not None
         try:
             smaller = await self._timed(slot.module.condense(before, target, self._module_ctx(run, slot)))
+            smaller = self._measured(run, smaller, slot.module_id)
         except Exception as exc:
             run.log(f"condense {slot.module_id}: {_describe(exc)}; kept as it was")
             return
-        smaller = self._measured(run, smaller, slot.module_id)
         if smaller.tokens >= before.tokens:
             run.log(f"condense {slot.module_id}: no smaller result ({smaller.tokens:,} tokens); kept")
             return
@@ -524,8 +523,12 @@ class ContextWindowHandler:
                     n += tokens.count_message(item)
                 elif isinstance(item, str):
                     has_text = True
-                else:
+                elif isinstance(item, ToolSchema):
                     n += tokens.count_tool(item)
+                else:
+                    raise TypeError(
+                        f"{module_id} put a {type(item).__name__} in a unit; use str, Message or ToolSchema"
+                    )
         if has_text:
             n += MESSAGE_OVERHEAD + tokens.count(c.text())
         return c.replace(tokens=n, module_id=module_id)
