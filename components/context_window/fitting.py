@@ -1,0 +1,86 @@
+"""Fitting text into a token budget: whole blocks first, then cuts at paragraph or sentence ends.
+
+Counts always come from the estimator the orchestrator enforces the budget with, and every result
+is checked against the exact count of the text as it will be sent (tokens of joined blocks can
+differ from the sum of their parts by a token or two).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .base import AssemblyContext
+    from .token_estimator import TokenEstimator
+
+_SENTENCE_OR_PARAGRAPH_END = re.compile(r"(?<=[.!?:;])\s+|\n")
+_WORD_END = re.compile(r"\s+")
+
+
+def joined(header: str, blocks: Sequence[str]) -> str:
+    """The text a contribution sends for ``blocks`` (mirrors ``Contribution.text``)."""
+    body = "\n\n".join(blocks)
+    return f"{header}\n{body}" if header and body else body
+
+
+def fit_blocks(blocks: Sequence[str], budget: int, tokens: TokenEstimator, header: str = "") -> list[str]:
+    """The longest prefix of ``blocks`` that fits ``budget`` together with ``header``.
+
+    Stops at the first block that does not fit rather than skipping to smaller later ones: callers
+    order blocks by importance (best case first, newest turn first), and that order must hold.
+    """
+    if budget <= 0:
+        return []
+    kept: list[str] = []
+    used = tokens.count(header) + 1 if header else 0
+    for block in blocks:
+        cost = tokens.count(block) + (1 if kept else 0)  # "\n\n" is one token in both encodings
+        if used + cost > budget:
+            break
+        kept.append(block)
+        used += cost
+    while kept and tokens.count(joined(header, kept)) > budget:
+        kept.pop()
+    return kept
+
+
+def cut_to_tokens(text: str, max_tokens: int, tokens: TokenEstimator) -> str:
+    """The longest prefix of ``text`` within ``max_tokens`` that ends a paragraph or sentence.
+
+    Falls back to a word end, then to a character cut, only when not even one sentence fits.
+    Returns ``text`` unchanged when it already fits, and "" for a budget of zero or less.
+    """
+    if tokens.count(text) <= max_tokens:
+        return text
+    if max_tokens <= 0:
+        return ""
+    for pattern in (_SENTENCE_OR_PARAGRAPH_END, _WORD_END):
+        ends = sorted({m.start() for m in pattern.finditer(text)} - {0})
+        end = _largest_fitting(text, ends, max_tokens, tokens)
+        if end is not None:
+            return text[:end].rstrip()
+    end = _largest_fitting(text, range(1, len(text)), max_tokens, tokens)
+    return text[:end] if end is not None else ""
+
+
+def _largest_fitting(text: str, ends: Sequence[int], max_tokens: int, tokens: TokenEstimator) -> int | None:
+    """Binary search over candidate end positions (token count grows with the prefix)."""
+    lo, hi, best = 0, len(ends) - 1, None
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        if tokens.count(text[: ends[mid]].rstrip()) <= max_tokens:
+            best, lo = ends[mid], mid + 1
+        else:
+            hi = mid - 1
+    return best
+
+
+def estimator(ctx: AssemblyContext) -> TokenEstimator:
+    """The estimator budgets are enforced with: the orchestrator's, else the model's shared one."""
+    if ctx.tokens is not None:
+        return ctx.tokens
+    from .token_estimator import estimator_for
+
+    return estimator_for(ctx.model)
