@@ -1,0 +1,135 @@
+"""plan_hydration: the previous turn's tool results, distilled so the next plan can build on them.
+
+Source: the newest valid ``TurnRecord`` in ``ctx.session.turns`` that the session's IFOC phase may
+see; its ``results`` in the shapes documented in ``distill.py``. Thresholds: the window type's
+``distillation`` (``ctx.directives.config["distillation"]``: ``max_rows``, ``max_chars``).
+
+Statistics are computed once per result and cached per session (``purge`` forgets them). When the
+distilled results do not fit the budget, the whole set steps down: smaller samples and fewer
+verbatim rows, then statistics only, then metadata only, then results are dropped from the end.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from time import perf_counter
+from typing import Any
+
+from components.context_window.base import AssemblyContext, ContextModule, Contribution, ModuleManifest, TurnRecord
+from components.context_window.fitting import estimator, fit_blocks, joined
+from components.context_window.phases import visible
+from components.context_window.session_cache import SessionCache
+from components.context_window.window_type import Distillation
+from modules.plan_hydration.distill import Distilled, Table, apply_l2, column_statistics, distill, parse_result
+
+NOTE = "Statistics describe every row; samples only illustrate. Do not infer totals from samples."
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One rung of the budget ladder, applied to every result alike."""
+
+    name: str
+    sample_rows: int
+    verbatim_rows: int
+    text_chars: int
+
+
+LADDER = (
+    Step("sample_25", 25, 25, 10**12),
+    Step("sample_10", 10, 10, 2_000),
+    Step("statistics_only", 0, 0, 0),
+)
+
+
+class PlanHydrationModule(ContextModule):
+    def __init__(self, manifest: ModuleManifest) -> None:
+        super().__init__(manifest)
+        self._stats: SessionCache[tuple[str, ...]] = SessionCache(max_entries=256)
+        self._last: dict[str, Any] = {}
+
+    async def contribute(self, budget: int, ctx: AssemblyContext) -> Contribution:
+        turn = previous_turn(ctx)
+        if turn is None or not turn.results:
+            return self._empty("no results from a previous turn" if turn is None else f"turn {turn.turn} returned no results")
+        started = perf_counter()
+        items = self._distilled(turn, ctx)
+        header = f"## Results of the previous turn (turn {turn.turn}: {_clip(turn.query, 200)})\n{NOTE}"
+        blocks, l2 = apply_l2(items)
+        tokens = estimator(ctx)
+        strategy = "L2" if l2 else "distilled"
+        kept = blocks if tokens.count(joined(header, blocks)) <= budget else []
+        for step in LADDER if not kept else ():
+            candidate = [render_step(d, step) for d in items]
+            if tokens.count(joined(header, candidate)) <= budget:
+                kept, strategy = candidate, step.name
+                break
+        if not kept:
+            kept = fit_blocks([d.render(level="metadata") for d in items], budget, tokens, header)
+            strategy = "metadata_only" if len(kept) == len(items) else "fewer_results"
+        meta = {
+            "turn": turn.turn,
+            "results": len(items),
+            "results_included": len(kept),
+            "levels": [d.level for d in items],
+            "l2": l2,
+        }
+        if not kept:
+            meta["reason"] = f"{budget} tokens cannot hold the header and one result's metadata"
+            strategy = "empty"
+        self._last = meta | {"strategy": strategy, "budget": budget, "ms": round(1000 * (perf_counter() - started), 2)}
+        return Contribution(
+            self.module_id,
+            units=tuple((b,) for b in kept),
+            placement="context",
+            strategy=strategy,
+            metadata=meta,
+            header=header if kept else "",
+        )
+
+    async def purge(self, session_id: str, user_id: str) -> dict[str, Any]:
+        return {"purged": self._stats.purge(session_id)}
+
+    def get_status(self) -> dict[str, Any]:
+        return super().get_status() | {"statistics_cache": self._stats.stats(), "last": dict(self._last)}
+
+    def _distilled(self, turn: TurnRecord, ctx: AssemblyContext) -> list[Distilled]:
+        limits = Distillation.model_validate(ctx.directives.config.get("distillation") or {})
+        items = []
+        for position, raw in enumerate(turn.results, 1):
+            result = parse_result(raw, position)
+            stats = None
+            if isinstance(result, Table):
+                key = (turn.turn, position, len(result.rows), result.columns)
+                stats = self._stats.get_or_compute(ctx.session.id, key, lambda r=result: column_statistics(r))
+            items.append(distill(result, position, limits.max_rows, limits.max_chars, stats))
+        return items
+
+    def _empty(self, reason: str) -> Contribution:
+        self._last = {"strategy": "empty", "reason": reason}
+        return Contribution(self.module_id, placement="context", strategy="empty", metadata={"reason": reason})
+
+
+def previous_turn(ctx: AssemblyContext) -> TurnRecord | None:
+    """The newest valid turn the current IFOC phase may see (newest first: stops at the first match)."""
+    phase = ctx.session.phase
+    for turn in reversed(ctx.session.turns):
+        if turn.valid and visible(turn.phase, phase):
+            return turn
+    return None
+
+
+def render_step(item: Distilled, step: Step) -> str:
+    result = item.result
+    if item.level == "metadata":
+        return item.render()
+    if not isinstance(result, Table):
+        return item.render(level="full" if len(result.text) <= step.text_chars else "metadata")
+    if item.level == "full" and len(result.rows) <= step.verbatim_rows:
+        return item.render()
+    return item.render(level="analytical", sample_rows=step.sample_rows)
+
+
+def _clip(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
