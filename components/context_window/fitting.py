@@ -65,6 +65,33 @@ def cut_to_tokens(text: str, max_tokens: int, tokens: TokenEstimator) -> str:
     return text[:end] if end is not None else ""
 
 
+def cut_to_chars(text: str, max_chars: int) -> str:
+    """The longest prefix of at most ``max_chars`` characters ending a paragraph, else a sentence,
+    else a word; a paragraph end is preferred when it keeps at least half of the allowance."""
+    if len(text) <= max_chars:
+        return text
+    window = text[: max_chars + 1]
+    paragraph = window.rfind("\n\n")
+    if paragraph >= max_chars // 2:
+        return text[:paragraph].rstrip()
+    for pattern in (_SENTENCE_OR_PARAGRAPH_END, _WORD_END):
+        ends = [m.start() for m in pattern.finditer(window) if 0 < m.start() <= max_chars]
+        if ends:
+            return text[: ends[-1]].rstrip()
+    return text[:max_chars]
+
+
+def water_fill(needs: Sequence[int], total: int) -> list[int]:
+    """Share ``total`` fairly: nobody gets more than it needs, and what small needs leave goes to the rest."""
+    shares = [0] * len(needs)
+    remaining = max(total, 0)
+    order = sorted(range(len(needs)), key=needs.__getitem__)
+    for k, i in enumerate(order):
+        shares[i] = min(needs[i], remaining // (len(order) - k))
+        remaining -= shares[i]
+    return shares
+
+
 def _largest_fitting(text: str, ends: Sequence[int], max_tokens: int, tokens: TokenEstimator) -> int | None:
     """Binary search over candidate end positions (token count grows with the prefix)."""
     lo, hi, best = 0, len(ends) - 1, None
@@ -84,3 +111,9 @@ def estimator(ctx: AssemblyContext) -> TokenEstimator:
     from .token_estimator import estimator_for
 
     return estimator_for(ctx.model)
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` on one line (whitespace runs collapsed), at most ``limit`` characters, "…" marking a cut."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

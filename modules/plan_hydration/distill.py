@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any, Literal
 
+from components.context_window.fitting import clip
+
 L1_ROWS = 100
 L1_CHARS = 50_000
 L2_TOTAL_CHARS = 200_000
@@ -216,12 +218,8 @@ def temporal_line(values: list[Any]) -> str:
 def categorical_line(values: list[Any]) -> str:
     counts = Counter(map(str, values))
     n = len(values)
-    top = ", ".join(f"{_short(cell(v))} {100 * c / n:.1f}%" for v, c in counts.most_common(TOP_CATEGORIES))
+    top = ", ".join(f"{clip(v, 60)} {100 * c / n:.1f}%" for v, c in counts.most_common(TOP_CATEGORIES))
     return f"{len(counts):,} distinct; top: {top}"
-
-
-def _short(text: str, limit: int = 60) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def column_statistics(table: Table) -> tuple[str, ...]:

@@ -16,7 +16,7 @@ from time import perf_counter
 from typing import Any
 
 from components.context_window.base import AssemblyContext, ContextModule, Contribution, ModuleManifest, TurnRecord
-from components.context_window.fitting import estimator, fit_blocks, joined
+from components.context_window.fitting import clip, estimator, fit_blocks, joined
 from components.context_window.phases import visible
 from components.context_window.session_cache import SessionCache
 from components.context_window.window_type import Distillation
@@ -54,7 +54,7 @@ class PlanHydrationModule(ContextModule):
             return self._empty("no results from a previous turn" if turn is None else f"turn {turn.turn} returned no results")
         started = perf_counter()
         items = self._distilled(turn, ctx)
-        header = f"## Results of the previous turn (turn {turn.turn}: {_clip(turn.query, 200)})\n{NOTE}"
+        header = f"## Results of the previous turn (turn {turn.turn}: {clip(turn.query, 200)})\n{NOTE}"
         blocks, l2 = apply_l2(items)
         tokens = estimator(ctx)
         strategy = "L2" if l2 else "distilled"
@@ -128,8 +128,3 @@ def render_step(item: Distilled, step: Step) -> str:
     if item.level == "full" and len(result.rows) <= step.verbatim_rows:
         return item.render()
     return item.render(level="analytical", sample_rows=step.sample_rows)
-
-
-def _clip(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"

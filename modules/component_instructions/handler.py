@@ -1,0 +1,110 @@
+"""component_instructions: how to use the components enabled on the profile (charting, tables, ...).
+
+Texts arrive in ``ctx.extras["component_instructions"]``: ``{component: {"full": str, "medium": str,
+"light": str}}``; only components listed in ``ctx.profile.components`` are used, in that order. The
+starting intensity is the option ``intensity`` (default "full"). A missing intensity falls back to
+the next lighter text, else the nearest fuller one. When the budget is short, intensity steps down
+one component at a time from the last (full, full -> full, medium -> medium, medium -> ... -> light,
+light); below all-light, components are dropped from the end. Placement "system": the texts are
+stable within a session.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from components.context_window.base import AssemblyContext, ContextModule, Contribution, ModuleManifest
+from components.context_window.fitting import estimator, fit_blocks, joined
+from components.context_window.options import option
+
+HEADER = "## Component instructions"
+INTENSITIES = ("full", "medium", "light")
+
+
+class ComponentInstructionsModule(ContextModule):
+    def __init__(self, manifest: ModuleManifest) -> None:
+        super().__init__(manifest)
+        self._last: dict[str, Any] = {}
+
+    async def contribute(self, budget: int, ctx: AssemblyContext) -> Contribution:
+        texts, missing = enabled_texts(ctx)
+        start = option(ctx.directives.config, "intensity", "full")
+        if start not in INTENSITIES:
+            raise ValueError(f"option 'intensity' must be one of {', '.join(INTENSITIES)}, got {start!r}")
+        tokens = estimator(ctx)
+        names = list(texts)
+        chosen: list[str] = []
+        blocks: list[str] = []
+        for levels in intensity_steps(len(names), INTENSITIES.index(start)):
+            picked = [text_at(texts[n], level) for n, level in zip(names, levels, strict=True)]
+            candidate = [f"### {n}\n{text}" for n, (_, text) in zip(names, picked, strict=True)]
+            if tokens.count(joined(HEADER, candidate)) <= budget:
+                blocks, chosen = candidate, [intensity for intensity, _ in picked]
+                break
+        else:
+            lightest = [text_at(texts[n], len(INTENSITIES) - 1) for n in names]
+            blocks = fit_blocks([f"### {n}\n{text}" for n, (_, text) in zip(names, lightest, strict=True)], budget, tokens, HEADER)
+            chosen = [intensity for intensity, _ in lightest[: len(blocks)]]
+        meta: dict[str, Any] = {"intensities": dict(zip(names, chosen)), "dropped": names[len(blocks) :], "missing": missing}
+        strategy = _strategy(start, chosen, len(names))
+        if not blocks:
+            meta["reason"] = "no enabled component has instructions" if not names else f"{budget} tokens cannot hold one light instruction"
+        self._last = meta | {"budget": budget, "strategy": strategy}
+        return Contribution(
+            self.module_id,
+            units=tuple((b,) for b in blocks),
+            placement="system",
+            strategy=strategy,
+            metadata=meta,
+            header=HEADER if blocks else "",
+        )
+
+    def get_status(self) -> dict[str, Any]:
+        return super().get_status() | {"last": dict(self._last)}
+
+
+def enabled_texts(ctx: AssemblyContext) -> tuple[dict[str, Mapping[str, str]], list[str]]:
+    """Instruction texts of the profile's components, in profile order, and the enabled ones without any."""
+    catalogue = ctx.extras.get("component_instructions") or {}
+    if not isinstance(catalogue, Mapping):
+        raise ValueError("extras['component_instructions'] must map component names to {'full', 'medium', 'light'} texts")
+    texts: dict[str, Mapping[str, str]] = {}
+    missing: list[str] = []
+    for name in ctx.profile.components:
+        spec = catalogue.get(name)
+        if spec is None:
+            missing.append(name)
+            continue
+        if not isinstance(spec, Mapping) or not any(isinstance(spec.get(i), str) and spec[i].strip() for i in INTENSITIES):
+            raise ValueError(f"instructions for component {name!r} need at least one of 'full', 'medium', 'light' as text")
+        texts[name] = spec
+    return texts, missing
+
+
+def text_at(spec: Mapping[str, str], level: int) -> tuple[str, str]:
+    """(intensity, text) for ``level``: that one, else the next lighter, else the nearest fuller."""
+    for i in [*range(level, len(INTENSITIES)), *range(level - 1, -1, -1)]:
+        text = spec.get(INTENSITIES[i])
+        if isinstance(text, str) and text.strip():
+            return INTENSITIES[i], text.strip()
+    raise AssertionError("enabled_texts guarantees one text")
+
+
+def intensity_steps(count: int, start: int) -> Sequence[tuple[int, ...]]:
+    """Every component at ``start``, then one component at a time a step lighter, last component first."""
+    levels = [start] * count
+    steps = [tuple(levels)]
+    for level in range(start + 1, len(INTENSITIES)):
+        for i in reversed(range(count)):
+            levels[i] = level
+            steps.append(tuple(levels))
+    return steps
+
+
+def _strategy(start: str, chosen: list[str], enabled: int) -> str:
+    if not chosen:
+        return "empty"
+    if len(chosen) < enabled:
+        return "dropped_components"
+    return "full" if all(c == start for c in chosen) else "reduced_intensity"

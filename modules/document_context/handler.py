@@ -1,0 +1,147 @@
+"""document_context: the session's uploaded documents, text already extracted.
+
+Character limits first (options ``per_file_chars`` 20,000 and ``total_chars`` 50,000): a longer
+document is cut at a paragraph or sentence end and says so in a visible "[Document truncated …]"
+marker; documents beyond the total are named in an "omitted" note. Then the token budget: when the
+documents do not fit, each gets a fair token share (small ones keep all they need) and is cut to it
+at a paragraph or sentence end. Placement is "system": documents are stable within a session, so
+they belong in the provider's cached prefix. Cuts are cached per session (``purge`` forgets them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from components.context_window.base import AssemblyContext, ContextModule, Contribution, Document, ModuleManifest
+from components.context_window.fitting import cut_to_chars, cut_to_tokens, estimator, fit_blocks, joined, water_fill
+from components.context_window.options import option
+from components.context_window.session_cache import SessionCache
+from components.context_window.token_estimator import TokenEstimator
+
+HEADER = "## Documents attached to this session"
+PER_FILE_CHARS = 20_000
+TOTAL_CHARS = 50_000
+MIN_USEFUL_CHARS = 500
+"""A document that would get less than this (and is longer) is omitted rather than shown as a stub."""
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A document within the character limits: what is kept of it and how long it was."""
+
+    doc: Document
+    text: str
+
+    @property
+    def title(self) -> str:
+        return f"### Document: {self.doc.name}"
+
+    def block(self, body: str | None = None) -> str:
+        body = self.text if body is None else body
+        parts = [self.title, body]
+        if len(body) < len(self.doc.text):
+            parts.append(f"[Document truncated: showing the first {len(body):,} of {len(self.doc.text):,} characters]")
+        return "\n".join(parts)
+
+    def cut_block(self, max_tokens: int, tokens: TokenEstimator) -> str:
+        """The block within ``max_tokens``, body cut at a paragraph or sentence end; "" if nothing fits."""
+        frame = tokens.count(self.block("x")) - 1  # title and marker (its numbers are at most this long)
+        room = max_tokens - frame - 2
+        while room > 0:
+            body = cut_to_tokens(self.text, room, tokens)
+            if not body:
+                return ""
+            block = self.block(body)
+            if tokens.count(block) <= max_tokens:
+                return block
+            room -= max(1, tokens.count(block) - max_tokens)
+        return ""
+
+
+class DocumentContextModule(ContextModule):
+    def __init__(self, manifest: ModuleManifest) -> None:
+        super().__init__(manifest)
+        self._cuts: SessionCache[str] = SessionCache(max_entries=512)
+        self._last: dict[str, Any] = {}
+
+    async def contribute(self, budget: int, ctx: AssemblyContext) -> Contribution:
+        docs = ctx.session.documents
+        if not docs:
+            return self._done(budget, [], {"reason": "no documents attached"}, "empty")
+        per_file = option(ctx.directives.config, "per_file_chars", PER_FILE_CHARS, minimum=1)
+        total = option(ctx.directives.config, "total_chars", TOTAL_CHARS, minimum=1)
+        prepared, omitted = within_char_limits(docs, per_file, total)
+        note = omitted_note(omitted, total)
+        tokens = estimator(ctx)
+        blocks = [p.block() for p in prepared] + ([note] if note else [])
+        strategy = "truncated" if note or any(len(p.text) < len(p.doc.text) for p in prepared) else "full"
+        if tokens.count(joined(HEADER, blocks)) > budget:
+            blocks, strategy = self._cut_to_budget(prepared, note, budget, tokens, ctx.session.id), "cut_to_budget"
+        meta = {
+            "documents": len(docs),
+            "included": sum(1 for b in blocks if b.startswith("### Document:")),
+            "truncated": sum(1 for b in blocks if "\n[Document truncated: " in b),
+            "omitted": [d.name for d in omitted],
+        }
+        if not blocks:
+            meta["reason"] = f"{budget} tokens cannot hold the header and one document's title"
+        return self._done(budget, blocks, meta, strategy if blocks else "empty")
+
+    async def purge(self, session_id: str, user_id: str) -> dict[str, Any]:
+        return {"purged": self._cuts.purge(session_id)}
+
+    def get_status(self) -> dict[str, Any]:
+        return super().get_status() | {"cut_cache": self._cuts.stats(), "last": dict(self._last)}
+
+    def _cut_to_budget(
+        self, prepared: list[Prepared], note: str, budget: int, tokens: TokenEstimator, session_id: str
+    ) -> list[str]:
+        """Each document cut to a fair token share; the omitted note (if any) keeps its place at the end."""
+        reserve = tokens.count(HEADER) + 1 + (tokens.count(note) + 1 if note else 0) + len(prepared)
+        needs = [tokens.count(p.block()) for p in prepared]
+        for slack in (0, 8, 32):  # joins can cost a token or two more than the parts: retry a little tighter
+            shares = water_fill(needs, budget - reserve - slack)
+            blocks = [
+                p.block() if share >= need else self._cached_cut(p, share, tokens, session_id)
+                for p, share, need in zip(prepared, shares, needs, strict=True)
+            ]
+            blocks = [b for b in blocks if b] + ([note] if note else [])
+            if tokens.count(joined(HEADER, blocks)) <= budget:
+                return blocks
+        return fit_blocks(blocks, budget, tokens, HEADER)
+
+    def _cached_cut(self, p: Prepared, share: int, tokens: TokenEstimator, session_id: str) -> str:
+        key = (p.doc.id, hash(p.doc.text), len(p.text), share, tokens.encoding_name)
+        return self._cuts.get_or_compute(session_id, key, lambda: p.cut_block(share, tokens))
+
+    def _done(self, budget: int, blocks: list[str], meta: dict[str, Any], strategy: str) -> Contribution:
+        self._last = meta | {"budget": budget, "strategy": strategy}
+        units = tuple((b,) for b in blocks)
+        return Contribution(
+            self.module_id, units=units, placement="system", strategy=strategy, metadata=meta, header=HEADER if blocks else ""
+        )
+
+
+def within_char_limits(docs: Sequence[Document], per_file: int, total: int) -> tuple[list[Prepared], list[Document]]:
+    """Documents in upload order, each cut to ``per_file`` and all together to ``total`` characters."""
+    prepared: list[Prepared] = []
+    omitted: list[Document] = []
+    left = total
+    for doc in docs:
+        allowance = min(per_file, left)
+        text = cut_to_chars(doc.text, allowance) if allowance > 0 else ""
+        if left < min(len(doc.text), MIN_USEFUL_CHARS) or (doc.text.strip() and not text.strip()):
+            omitted.append(doc)
+            continue
+        prepared.append(Prepared(doc, text))
+        left -= len(text)
+    return prepared, omitted
+
+
+def omitted_note(omitted: list[Document], total: int) -> str:
+    if not omitted:
+        return ""
+    names = ", ".join(f"{d.name} ({len(d.text):,} characters)" for d in omitted)
+    return f"[Documents omitted: the total limit of {total:,} characters was reached before {names}]"
