@@ -1,0 +1,100 @@
+"""Helpers modules share: fitting text into budgets, per-session caches, reading options."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from components.context_window.fitting import clip, cut_to_chars, cut_to_tokens, fit_blocks, joined, water_fill
+from components.context_window.options import option
+from components.context_window.session_cache import SessionCache
+from components.context_window.token_estimator import estimator_for
+
+TOKENS = estimator_for("gpt-4o")
+TEXT = "First sentence here. Second one follows!\n\nA new paragraph starts. It ends here? Yes."
+
+
+def test_fit_blocks_keeps_the_longest_prefix_in_order():
+    blocks = ["alpha " * 10, "beta " * 50, "gamma"]
+    budget = TOKENS.count(joined("## H", blocks[:1])) + 5
+    assert fit_blocks(blocks, budget, TOKENS, "## H") == blocks[:1]  # "gamma" would fit, but order holds
+    assert fit_blocks(blocks, 10**6, TOKENS, "## H") == blocks
+    assert fit_blocks(blocks, 0, TOKENS) == []
+
+
+@settings(max_examples=80, deadline=None)
+@given(blocks=st.lists(st.text(max_size=200), max_size=8), header=st.text(max_size=40), budget=st.integers(-3, 300))
+def test_fit_blocks_result_always_fits(blocks, header, budget):
+    kept = fit_blocks(blocks, budget, TOKENS, header)
+    assert kept == blocks[: len(kept)]
+    assert TOKENS.count(joined(header, kept)) <= max(budget, 0)
+
+
+def test_cut_to_tokens_ends_at_a_sentence_or_paragraph():
+    assert cut_to_tokens(TEXT, 1_000, TOKENS) == TEXT
+    cut = cut_to_tokens(TEXT, 12, TOKENS)
+    assert cut == "First sentence here. Second one follows!"
+    assert cut_to_tokens("no sentence ends in this long run of words at all", 4, TOKENS) == "no sentence ends in"
+    assert cut_to_tokens(TEXT, 0, TOKENS) == ""
+
+
+@settings(max_examples=80, deadline=None)
+@given(text=st.text(max_size=600), limit=st.integers(-2, 120))
+def test_cut_to_tokens_is_a_prefix_within_the_limit(text, limit):
+    cut = cut_to_tokens(text, limit, TOKENS)
+    assert text.startswith(cut) and TOKENS.count(cut) <= max(limit, 0)
+
+
+def test_cut_to_chars_prefers_paragraphs_then_sentences():
+    assert cut_to_chars(TEXT, 70) == "First sentence here. Second one follows!"
+    assert cut_to_chars(TEXT, 30) == "First sentence here."
+    assert cut_to_chars("abcdefghij", 4) == "abcd"
+
+
+@given(needs=st.lists(st.integers(0, 500), max_size=6), total=st.integers(-10, 2_000))
+def test_water_fill_is_fair_and_never_overspends(needs, total):
+    shares = water_fill(needs, total)
+    assert all(0 <= s <= n for s, n in zip(shares, needs))
+    assert sum(shares) <= max(total, 0)
+    if sum(needs) <= total:
+        assert shares == needs
+    hungry = [s for s, n in zip(shares, needs) if s < n]
+    assert not hungry or max(hungry) - min(hungry) <= 1  # the unsatisfied share alike
+
+
+def test_clip():
+    assert clip("a\n b   c", 10) == "a b c"
+    assert clip("abcdefghij", 5) == "abcd…"
+
+
+def test_session_cache_memoises_bounds_and_purges():
+    cache: SessionCache[int] = SessionCache(max_entries=2)
+    calls = []
+    assert cache.get_or_compute("s1", "k", lambda: calls.append(1) or 1) == 1
+    assert cache.get_or_compute("s1", "k", lambda: calls.append(2) or 2) == 1
+    cache.get_or_compute("s2", "k", lambda: 3)
+    cache.get_or_compute("s3", "k", lambda: 4)  # evicts the least recently used (s1)
+    assert len(cache) == 2 and cache.stats() == {"sessions": 2, "entries": 2, "hits": 1, "misses": 3}
+    assert cache.purge("s2") == 1 and cache.purge("s2") == 0
+    with pytest.raises(ValueError):
+        SessionCache(0)
+
+
+async def test_session_cache_async_producer():
+    cache: SessionCache[str] = SessionCache()
+
+    async def fetch() -> str:
+        return "value"
+
+    assert await cache.aget_or_compute("s", 1, fetch) == "value"
+    assert await cache.aget_or_compute("s", 1, fetch) == "value"
+    assert cache.stats()["hits"] == 1
+
+
+def test_option_converts_and_explains():
+    assert option({"k": "3"}, "k", 1) == 3
+    assert option({}, "k", 0.5) == 0.5
+    for bad, message in [({"k": "x"}, "'k' must be a whole number, got 'x'"), ({"k": True}, "whole number"), ({"k": 2.5}, "whole number"), ({"k": 0}, "at least 1")]:
+        with pytest.raises(ValueError, match=message):
+            option(bad, "k", 3, minimum=1)
