@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import math
+import operator
 import re
 import statistics
 from collections import Counter
@@ -50,6 +51,9 @@ _TEMPORAL_NAME = re.compile(r"(date|time|timestamp|day|week|month|created|update
 # --- parsing --------------------------------------------------------------------------------------
 
 
+_ROW_TYPES = (list, tuple)
+
+
 @dataclass(frozen=True, slots=True)
 class Table:
     tool: str
@@ -73,12 +77,13 @@ def parse_result(raw: Mapping[str, Any], position: int) -> Table | Text:
         if rows and all(isinstance(r, Mapping) for r in rows):
             return _records(tool, raw.get("columns"), rows)
         columns = tuple(str(c) for c in raw.get("columns") or ())
-        for i, row in enumerate(rows, 1):
-            if isinstance(row, str | bytes) or not isinstance(row, Sequence) or len(row) != len(columns):
-                raise ValueError(
-                    f"result {position} ({tool}): row {i} must be a list of {len(columns)} values matching "
-                    f"'columns', got {row!r:.80}"
-                )
+        width = len(columns)
+        bad = next((i for i, row in enumerate(rows, 1) if type(row) not in _ROW_TYPES or len(row) != width), None)
+        if bad is not None:
+            raise ValueError(
+                f"result {position} ({tool}): row {bad} must be a list of {width} values matching "
+                f"'columns', got {rows[bad - 1]!r:.80}"
+            )
         return Table(tool, columns, rows)
     if isinstance(raw.get("text"), str):
         return Text(tool, raw["text"])
@@ -155,8 +160,9 @@ def as_datetime(v: Any) -> datetime | None:
 
 def numeric_values(values: list[Any]) -> list[float]:
     """The finite numbers among ``values`` (numbers as-is, numeric strings parsed)."""
-    if all(type(v) is float or (type(v) is int and -_BIG < v < _BIG) for v in values):  # common: no parsing
-        return [v for v in values if math.isfinite(v)]
+    plain = values and set(map(type, values)) <= {int, float} and -_BIG < min(values) and max(values) < _BIG
+    if plain and all(map(math.isfinite, values)):
+        return values  # the common case: plain finite numbers, no per-value parsing
     return [x for x in map(as_number, values) if x is not None]
 
 
@@ -199,8 +205,11 @@ def _stdev(values: list[float], mean: float) -> float:
     """Sample standard deviation. statistics.stdev is exact but ~100x slower; a two-pass fsum, scaled
     by the largest magnitude so squares cannot overflow, is accurate enough for a summary."""
     n = len(values)
+    if n < 2:
+        return 0.0
     scale = max(abs(values[0]), abs(values[-1])) or 1.0
-    return scale * math.sqrt(math.fsum(((x - mean) / scale) ** 2 for x in values) / (n - 1)) if n > 1 else 0.0
+    deviations = [(x - mean) / scale for x in values]
+    return scale * math.sqrt(math.fsum(map(operator.mul, deviations, deviations)) / (n - 1))
 
 
 def temporal_line(values: list[Any]) -> str:
