@@ -14,9 +14,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from components.context_window.base import AssemblyContext, ContextModule, Contribution, ModuleManifest
+from components.context_window.base import (
+    AssemblyContext,
+    ContextModule,
+    Contribution,
+    ModuleManifest,
+    text_contribution,
+)
 from components.context_window.fitting import estimator, fit_blocks, joined
 from components.context_window.options import option
+from components.context_window.token_estimator import TokenEstimator
 
 HEADER = "## Component instructions"
 INTENSITIES = ("full", "medium", "light")
@@ -32,32 +39,21 @@ class ComponentInstructionsModule(ContextModule):
         start = option(ctx.directives.config, "intensity", "full")
         if start not in INTENSITIES:
             raise ValueError(f"option 'intensity' must be one of {', '.join(INTENSITIES)}, got {start!r}")
-        tokens = estimator(ctx)
+        blocks, chosen = fit_intensities(texts, INTENSITIES.index(start), budget, estimator(ctx))
         names = list(texts)
-        chosen: list[str] = []
-        blocks: list[str] = []
-        for levels in intensity_steps(len(names), INTENSITIES.index(start)):
-            picked = [text_at(texts[n], level) for n, level in zip(names, levels, strict=True)]
-            candidate = [f"### {n}\n{text}" for n, (_, text) in zip(names, picked, strict=True)]
-            if tokens.count(joined(HEADER, candidate)) <= budget:
-                blocks, chosen = candidate, [intensity for intensity, _ in picked]
-                break
-        else:
-            lightest = [text_at(texts[n], len(INTENSITIES) - 1) for n in names]
-            blocks = fit_blocks([f"### {n}\n{text}" for n, (_, text) in zip(names, lightest, strict=True)], budget, tokens, HEADER)
-            chosen = [intensity for intensity, _ in lightest[: len(blocks)]]
-        meta: dict[str, Any] = {"intensities": dict(zip(names, chosen)), "dropped": names[len(blocks) :], "missing": missing}
-        strategy = _strategy(start, chosen, len(names))
+        meta: dict[str, Any] = {
+            "intensities": dict(zip(names, chosen)),
+            "dropped": names[len(blocks) :],
+            "missing": missing,
+        }
         if not blocks:
-            meta["reason"] = "no enabled component has instructions" if not names else f"{budget} tokens cannot hold one light instruction"
+            meta["reason"] = f"{budget} tokens cannot hold one light instruction"
+            if not names:
+                meta["reason"] = "no enabled component has instructions"
+        strategy = _strategy(start, chosen, len(names))
         self._last = meta | {"budget": budget, "strategy": strategy}
-        return Contribution(
-            self.module_id,
-            units=tuple((b,) for b in blocks),
-            placement="system",
-            strategy=strategy,
-            metadata=meta,
-            header=HEADER if blocks else "",
+        return text_contribution(
+            self.module_id, blocks, placement="system", strategy=strategy, metadata=meta, header=HEADER
         )
 
     def get_status(self) -> dict[str, Any]:
@@ -68,7 +64,9 @@ def enabled_texts(ctx: AssemblyContext) -> tuple[dict[str, Mapping[str, str]], l
     """Instruction texts of the profile's components, in profile order, and the enabled ones without any."""
     catalogue = ctx.extras.get("component_instructions") or {}
     if not isinstance(catalogue, Mapping):
-        raise ValueError("extras['component_instructions'] must map component names to {'full', 'medium', 'light'} texts")
+        raise ValueError(
+            "extras['component_instructions'] must map component names to {'full', 'medium', 'light'} texts"
+        )
     texts: dict[str, Mapping[str, str]] = {}
     missing: list[str] = []
     for name in ctx.profile.components:
@@ -76,10 +74,27 @@ def enabled_texts(ctx: AssemblyContext) -> tuple[dict[str, Mapping[str, str]], l
         if spec is None:
             missing.append(name)
             continue
-        if not isinstance(spec, Mapping) or not any(isinstance(spec.get(i), str) and spec[i].strip() for i in INTENSITIES):
-            raise ValueError(f"instructions for component {name!r} need at least one of 'full', 'medium', 'light' as text")
+        has_text = isinstance(spec, Mapping) and any(isinstance(spec.get(i), str) and spec[i].strip() for i in INTENSITIES)
+        if not has_text:
+            raise ValueError(
+                f"instructions for component {name!r} need at least one of 'full', 'medium', 'light' as text"
+            )
         texts[name] = spec
     return texts, missing
+
+
+def fit_intensities(
+    texts: Mapping[str, Mapping[str, str]], start: int, budget: int, tokens: TokenEstimator
+) -> tuple[list[str], list[str]]:
+    """The fullest blocks that fit, and the intensity each got; below all-light, drop from the end."""
+    names = list(texts)
+    for levels in intensity_steps(len(names), start):
+        picked = [text_at(texts[n], level) for n, level in zip(names, levels, strict=True)]
+        blocks = [f"### {n}\n{text}" for n, (_, text) in zip(names, picked, strict=True)]
+        if tokens.count(joined(HEADER, blocks)) <= budget:
+            return blocks, [intensity for intensity, _ in picked]
+    blocks = fit_blocks(blocks, budget, tokens, HEADER)  # the last step tried is all-light
+    return blocks, [intensity for intensity, _ in picked[: len(blocks)]]
 
 
 def text_at(spec: Mapping[str, str], level: int) -> tuple[str, str]:

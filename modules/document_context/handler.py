@@ -14,7 +14,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from components.context_window.base import AssemblyContext, ContextModule, Contribution, Document, ModuleManifest
+from components.context_window.base import (
+    AssemblyContext,
+    ContextModule,
+    Contribution,
+    Document,
+    ModuleManifest,
+    text_contribution,
+)
 from components.context_window.fitting import cut_to_chars, cut_to_tokens, estimator, fit_blocks, joined, water_fill
 from components.context_window.options import option
 from components.context_window.session_cache import SessionCache
@@ -118,9 +125,8 @@ class DocumentContextModule(ContextModule):
 
     def _done(self, budget: int, blocks: list[str], meta: dict[str, Any], strategy: str) -> Contribution:
         self._last = meta | {"budget": budget, "strategy": strategy}
-        units = tuple((b,) for b in blocks)
-        return Contribution(
-            self.module_id, units=units, placement="system", strategy=strategy, metadata=meta, header=HEADER if blocks else ""
+        return text_contribution(
+            self.module_id, blocks, placement="system", strategy=strategy, metadata=meta, header=HEADER
         )
 
 

@@ -70,7 +70,9 @@ class Text:
 def parse_result(raw: Mapping[str, Any], position: int) -> Table | Text:
     """One result in one of the accepted shapes; a malformed table says which row to fix."""
     if not isinstance(raw, Mapping):
-        raise ValueError(f"result {position} must be a mapping such as {{'tool': ..., 'rows': [...]}}, got {type(raw).__name__}")
+        raise ValueError(
+            f"result {position} must be a mapping such as {{'tool': ..., 'rows': [...]}}, got {type(raw).__name__}"
+        )
     tool = str(raw.get("tool") or "tool")
     rows = raw.get("rows")
     if isinstance(rows, Sequence) and not isinstance(rows, str):
@@ -176,7 +178,9 @@ def column_kind(name: str, values: Sequence[Any]) -> Kind:
                 break
     if probe and sum(as_number(v) is not None for v in probe) > NUMERIC_SHARE * len(probe):
         return "numeric"
-    if _TEMPORAL_NAME.search(name) or (probe and sum(as_datetime(v) is not None for v in probe) > NUMERIC_SHARE * len(probe)):
+    if _TEMPORAL_NAME.search(name):
+        return "temporal"
+    if probe and sum(as_datetime(v) is not None for v in probe) > NUMERIC_SHARE * len(probe):
         return "temporal"
     return "categorical"
 
@@ -221,7 +225,8 @@ def temporal_line(values: list[Any]) -> str:
     except TypeError:  # naive and aware timestamps mixed: fall back to text order (ISO sorts in time order)
         lo, hi = min(distinct), max(distinct)
     unparsed = len(distinct) - len(parsed)
-    return f"range {lo} → {hi}, {len(distinct):,} distinct" + (f"; {unparsed:,} distinct values unparsed" if parsed and unparsed else "")
+    note = f"; {unparsed:,} distinct values unparsed" if parsed and unparsed else ""
+    return f"range {lo} → {hi}, {len(distinct):,} distinct{note}"
 
 
 def categorical_line(values: list[Any]) -> str:
@@ -295,8 +300,8 @@ class Distilled:
             size = f"text, {len(r.text):,} characters"
             if level == "full":
                 return f"### Result {self.position}: {r.tool} ({size})\n{r.text}"
-            lines = r.text.count("\n") + 1
-            return f"### Result {self.position}: {r.tool} ({size}, {lines:,} lines; too large to include: metadata only)"
+            size += f", {r.text.count(chr(10)) + 1:,} lines"
+            return f"### Result {self.position}: {r.tool} ({size}; too large to include: metadata only)"
         shape = f"{len(r.rows):,} rows × {len(r.columns)} columns"
         if level == "full":
             return f"### Result {self.position}: {r.tool} ({shape})\n{render_rows(r.columns, r.rows)}"

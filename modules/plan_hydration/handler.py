@@ -15,7 +15,14 @@ from dataclasses import dataclass
 from time import perf_counter
 from typing import Any
 
-from components.context_window.base import AssemblyContext, ContextModule, Contribution, ModuleManifest, TurnRecord
+from components.context_window.base import (
+    AssemblyContext,
+    ContextModule,
+    Contribution,
+    ModuleManifest,
+    TurnRecord,
+    text_contribution,
+)
 from components.context_window.fitting import clip, estimator, fit_blocks, joined
 from components.context_window.phases import visible
 from components.context_window.session_cache import SessionCache
@@ -51,7 +58,8 @@ class PlanHydrationModule(ContextModule):
     async def contribute(self, budget: int, ctx: AssemblyContext) -> Contribution:
         turn = previous_turn(ctx)
         if turn is None or not turn.results:
-            return self._empty("no results from a previous turn" if turn is None else f"turn {turn.turn} returned no results")
+            reason = "no results from a previous turn" if turn is None else f"turn {turn.turn} has no results"
+            return self._empty(reason)
         started = perf_counter()
         items = self._distilled(turn, ctx)
         header = f"## Results of the previous turn (turn {turn.turn}: {clip(turn.query, 200)})\n{NOTE}"
@@ -78,13 +86,8 @@ class PlanHydrationModule(ContextModule):
             meta["reason"] = f"{budget} tokens cannot hold the header and one result's metadata"
             strategy = "empty"
         self._last = meta | {"strategy": strategy, "budget": budget, "ms": round(1000 * (perf_counter() - started), 2)}
-        return Contribution(
-            self.module_id,
-            units=tuple((b,) for b in kept),
-            placement="context",
-            strategy=strategy,
-            metadata=meta,
-            header=header if kept else "",
+        return text_contribution(
+            self.module_id, kept, placement="context", strategy=strategy, metadata=meta, header=header
         )
 
     async def purge(self, session_id: str, user_id: str) -> dict[str, Any]:

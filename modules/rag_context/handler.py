@@ -13,7 +13,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.context_window.base import AssemblyContext, ChampionCase, ContextModule, Contribution, ModuleManifest
+from components.context_window.base import (
+    AssemblyContext,
+    ChampionCase,
+    ContextModule,
+    Contribution,
+    ModuleManifest,
+    text_contribution,
+)
 from components.context_window.fitting import cut_to_tokens, estimator, fit_blocks, joined
 from components.context_window.options import option
 from components.context_window.session_cache import SessionCache
@@ -51,12 +58,16 @@ class RagContextModule(ContextModule):
             "top_score": cases[0].score if cases else 0.0,
         }
         if not cases:
-            meta["reason"] = "no case retriever" if ctx.cases is None else "no case above min_score without negative feedback"
+            meta["reason"] = (
+                "no case retriever" if ctx.cases is None else "no case above min_score without negative feedback"
+            )
         elif not kept:
             meta["reason"] = f"{budget} tokens cannot hold the header and the question of even one case"
         self._last = meta | {"budget": budget, "strategy": strategy}
-        units = tuple((b,) for b in kept)
-        return Contribution(self.module_id, units, "context", strategy if kept else "empty", meta, HEADER if kept else "")
+        strategy = strategy if kept else "empty"
+        return text_contribution(
+            self.module_id, kept, placement="context", strategy=strategy, metadata=meta, header=HEADER
+        )
 
     async def purge(self, session_id: str, user_id: str) -> dict[str, Any]:
         return {"purged": self._cases.purge(session_id)}

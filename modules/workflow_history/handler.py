@@ -10,7 +10,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from components.context_window.base import AssemblyContext, ContextModule, Contribution, ModuleManifest, TurnRecord
+from components.context_window.base import (
+    AssemblyContext,
+    ContextModule,
+    Contribution,
+    ModuleManifest,
+    TurnRecord,
+    text_contribution,
+)
 from components.context_window.fitting import clip, estimator, fit_blocks
 from components.context_window.options import option
 from components.context_window.phases import check_phase, visible
@@ -37,13 +44,8 @@ class WorkflowHistoryModule(ContextModule):
             meta["reason"] = f"{budget} tokens cannot hold the header and the newest turn"
         strategy = "empty" if not kept else "full" if len(kept) == len(turns) else "fewer_turns"
         self._last = meta | {"budget": budget, "strategy": strategy}
-        return Contribution(
-            self.module_id,
-            units=tuple((b,) for b in kept),
-            placement="context",
-            strategy=strategy,
-            metadata=meta,
-            header=HEADER if kept else "",
+        return text_contribution(
+            self.module_id, kept, placement="context", strategy=strategy, metadata=meta, header=HEADER
         )
 
     def get_status(self) -> dict[str, Any]:
@@ -74,5 +76,6 @@ def summarize(turn: TurnRecord) -> str:
 def plan_outline(plan: str) -> str:
     """The first steps of a plan, one line: its first non-empty lines joined by arrows."""
     steps = [line.strip() for line in plan.splitlines() if line.strip()]
-    outline = " → ".join(steps[:OUTLINE_STEPS]) + (f" → … ({len(steps)} steps)" if len(steps) > OUTLINE_STEPS else "")
+    more = f" → … ({len(steps)} steps)" if len(steps) > OUTLINE_STEPS else ""
+    outline = " → ".join(steps[:OUTLINE_STEPS]) + more
     return clip(outline, CLIP)
