@@ -2,7 +2,7 @@
 
 Prints medians (ms) for distilling 1,000 / 10,000 / 100,000-row results, the 100K/10K ratio (linear
 work should give ~10), and plan_hydration.contribute on a 10,000-row result cold (statistics
-computed) and warm (statistics cached for the session). Target: a 10,000-row result distils in well
+computed) and warm (distillation cached for the session). Target: a 10,000-row result distils in well
 under 100 ms. Run: python bench/distillation_bench.py
 """
 
@@ -70,7 +70,7 @@ def main() -> None:
     asyncio.run(module.contribute(4_000, ctx))
     cold_ms = median_ms(cold, 11)
     warm_ms = median_ms(lambda: asyncio.run(module.contribute(4_000, ctx)), 11)
-    print(f"contribute, 10,000 rows: cold {cold_ms:.2f} ms, warm (cached statistics) {warm_ms:.2f} ms, ratio {cold_ms / warm_ms:.1f}")
+    print(f"contribute, 10,000 rows: cold {cold_ms:.2f} ms, warm (cached distillation) {warm_ms:.2f} ms, ratio {cold_ms / warm_ms:.1f}")
 
 
 if __name__ == "__main__":

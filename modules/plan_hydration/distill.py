@@ -28,7 +28,7 @@ import re
 import statistics
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any, Literal
 
@@ -292,9 +292,17 @@ class Distilled:
     result: Table | Text
     level: Level
     stats: tuple[str, ...] = ()
+    _renders: dict[tuple[str, int], str] = field(default_factory=dict, compare=False, repr=False)
 
     def render(self, *, level: Level | None = None, sample_rows: int = SAMPLE_ROWS) -> str:
-        level = level or self.level
+        """The block for ``level`` (default: the chosen one); memoised, as the budget ladder asks repeatedly."""
+        key = (level or self.level, sample_rows)
+        text = self._renders.get(key)
+        if text is None:
+            text = self._renders[key] = self._render(*key)
+        return text
+
+    def _render(self, level: Level, sample_rows: int) -> str:
         r = self.result
         if isinstance(r, Text):
             size = f"text, {len(r.text):,} characters"
@@ -340,14 +348,20 @@ def base_level(result: Table | Text, max_rows: int, max_chars: int) -> Level:
     return "metadata"
 
 
-def distill(
-    result: Table | Text, position: int, max_rows: int, max_chars: int, stats: tuple[str, ...] | None = None
-) -> Distilled:
-    """Choose the level; statistics are computed only for tables (pass cached ``stats`` to reuse them)."""
-    level = base_level(result, max_rows, max_chars)
-    if isinstance(result, Table) and stats is None:
-        stats = column_statistics(result)
-    return Distilled(position, result, level, stats or ())
+def distill(result: Table | Text, position: int, max_rows: int, max_chars: int) -> Distilled:
+    """Choose the level and, for tables, compute the statistics (a budget squeeze may need them)."""
+    stats = column_statistics(result) if isinstance(result, Table) else ()
+    return Distilled(position, result, base_level(result, max_rows, max_chars), stats)
+
+
+def fingerprint(results: Sequence[Any]) -> tuple[Any, ...]:
+    """A cheap identity for a turn's results (tool, size and columns of each; rows are not read)."""
+    return tuple(
+        (str(r.get("tool")), len(r.get("rows") or ()), len(r.get("text") or ""), tuple(r.get("columns") or ()))
+        if isinstance(r, Mapping)
+        else repr(type(r))
+        for r in results
+    )
 
 
 def apply_l2(items: Sequence[Distilled]) -> tuple[list[str], bool]:

@@ -4,7 +4,7 @@ Source: the newest valid ``TurnRecord`` in ``ctx.session.turns`` that the sessio
 see; its ``results`` in the shapes documented in ``distill.py``. Thresholds: the window type's
 ``distillation`` (``ctx.directives.config["distillation"]``: ``max_rows``, ``max_chars``).
 
-Statistics are computed once per result and cached per session (``purge`` forgets them). When the
+A turn's results are distilled once and cached per session (``purge`` forgets them). When the
 distilled results do not fit the budget, the whole set steps down: smaller samples and fewer
 verbatim rows, then statistics only, then metadata only, then results are dropped from the end.
 """
@@ -27,7 +27,7 @@ from components.context_window.fitting import clip, estimator, fit_blocks, joine
 from components.context_window.phases import visible
 from components.context_window.session_cache import SessionCache
 from components.context_window.window_type import Distillation
-from modules.plan_hydration.distill import Distilled, Table, apply_l2, column_statistics, distill, parse_result
+from modules.plan_hydration.distill import Distilled, Table, apply_l2, distill, fingerprint, parse_result
 
 NOTE = "Statistics describe every row; samples only illustrate. Do not infer totals from samples."
 
@@ -52,7 +52,7 @@ LADDER = (
 class PlanHydrationModule(ContextModule):
     def __init__(self, manifest: ModuleManifest) -> None:
         super().__init__(manifest)
-        self._stats: SessionCache[tuple[str, ...]] = SessionCache(max_entries=256)
+        self._distilled_results: SessionCache[tuple[Distilled, ...]] = SessionCache(max_entries=256)
         self._last: dict[str, Any] = {}
 
     async def contribute(self, budget: int, ctx: AssemblyContext) -> Contribution:
@@ -91,22 +91,23 @@ class PlanHydrationModule(ContextModule):
         )
 
     async def purge(self, session_id: str, user_id: str) -> dict[str, Any]:
-        return {"purged": self._stats.purge(session_id)}
+        return {"purged": self._distilled_results.purge(session_id)}
 
     def get_status(self) -> dict[str, Any]:
-        return super().get_status() | {"statistics_cache": self._stats.stats(), "last": dict(self._last)}
+        return super().get_status() | {"distillation_cache": self._distilled_results.stats(), "last": dict(self._last)}
 
-    def _distilled(self, turn: TurnRecord, ctx: AssemblyContext) -> list[Distilled]:
+    def _distilled(self, turn: TurnRecord, ctx: AssemblyContext) -> tuple[Distilled, ...]:
+        """Distilled once per session and turn: a finished turn's results do not change."""
         limits = Distillation.model_validate(ctx.directives.config.get("distillation") or {})
-        items = []
-        for position, raw in enumerate(turn.results, 1):
-            result = parse_result(raw, position)
-            stats = None
-            if isinstance(result, Table):
-                key = (turn.turn, position, len(result.rows), result.columns)
-                stats = self._stats.get_or_compute(ctx.session.id, key, lambda r=result: column_statistics(r))
-            items.append(distill(result, position, limits.max_rows, limits.max_chars, stats))
-        return items
+
+        def compute() -> tuple[Distilled, ...]:
+            return tuple(
+                distill(parse_result(raw, i), i, limits.max_rows, limits.max_chars)
+                for i, raw in enumerate(turn.results, 1)
+            )
+
+        key = (turn.turn, limits.max_rows, limits.max_chars, fingerprint(turn.results))
+        return self._distilled_results.get_or_compute(ctx.session.id, key, compute)
 
     def _empty(self, reason: str) -> Contribution:
         self._last = {"strategy": "empty", "reason": reason}

@@ -171,14 +171,14 @@ async def test_condense_steps_down_then_says_why_it_cannot(plan, ctx_for, tokens
     assert nothing.is_empty and "cannot hold" in nothing.metadata["reason"]
 
 
-async def test_statistics_are_cached_per_session_and_purged(plan, ctx_for):
+async def test_distillation_is_cached_per_session_and_purged(plan, ctx_for):
     big = orders(2_000)
     for sid in ("a", "a", "b"):
         await plan.contribute(5_000, ctx_for(session=Session(id=sid, turns=[TurnRecord(1, "q", results=(big,))])))
-    cache = plan.get_status()["statistics_cache"]
+    cache = plan.get_status()["distillation_cache"]
     assert (cache["sessions"], cache["hits"], cache["misses"]) == (2, 1, 2)
     assert await plan.purge("a", "u") == {"purged": 1}
-    assert plan.get_status()["statistics_cache"]["sessions"] == 1
+    assert plan.get_status()["distillation_cache"]["sessions"] == 1
 
 
 scalars = st.one_of(st.none(), st.integers(-10**20, 10**20), st.floats(allow_nan=True), st.text(max_size=30),
