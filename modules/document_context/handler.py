@@ -32,6 +32,9 @@ PER_FILE_CHARS = 20_000
 TOTAL_CHARS = 50_000
 MIN_USEFUL_CHARS = 500
 """A document that would get less than this (and is longer) is omitted rather than shown as a stub."""
+SHARE_STEP = 32
+"""Token shares are rounded down to this step, so a budget that drifts by a few tokens between turns
+gives the same cut: the system prefix stays byte-identical and provider prompt caches keep hitting."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +73,7 @@ class Prepared:
 class DocumentContextModule(ContextModule):
     def __init__(self, manifest: ModuleManifest) -> None:
         super().__init__(manifest)
-        self._cuts: SessionCache[str] = SessionCache(max_entries=512)
+        self._cache: SessionCache[Any] = SessionCache(max_entries=512)
         self._last: dict[str, Any] = {}
 
     async def contribute(self, budget: int, ctx: AssemblyContext) -> Contribution:
@@ -79,28 +82,33 @@ class DocumentContextModule(ContextModule):
             return self._done(budget, [], {"reason": "no documents attached"}, "empty")
         per_file = option(ctx.directives.config, "per_file_chars", PER_FILE_CHARS, minimum=1)
         total = option(ctx.directives.config, "total_chars", TOTAL_CHARS, minimum=1)
-        prepared, omitted = within_char_limits(docs, per_file, total)
+        key = ("limits", per_file, total, tuple((d.id, len(d.text), hash(d.text)) for d in docs))
+        prepared, omitted = self._cache.get_or_compute(
+            ctx.session.id, key, lambda: within_char_limits(docs, per_file, total)
+        )
         note = omitted_note(omitted, total)
         tokens = estimator(ctx)
         blocks = [p.block() for p in prepared] + ([note] if note else [])
         strategy = "truncated" if note or any(len(p.text) < len(p.doc.text) for p in prepared) else "full"
         if tokens.count(joined(HEADER, blocks)) > budget:
             blocks, strategy = self._cut_to_budget(prepared, note, budget, tokens, ctx.session.id), "cut_to_budget"
+        shown = {b.split("\n", 1)[0] for b in blocks}
         meta = {
             "documents": len(docs),
-            "included": sum(1 for b in blocks if b.startswith("### Document:")),
+            "included": sum(1 for p in prepared if p.title in shown),
             "truncated": sum(1 for b in blocks if "\n[Document truncated: " in b),
             "omitted": [d.name for d in omitted],
+            "dropped_for_budget": [p.doc.name for p in prepared if p.title not in shown],
         }
         if not blocks:
-            meta["reason"] = f"{budget} tokens cannot hold the header and one document's title"
+            meta["reason"] = f"{budget} tokens cannot hold the header and a useful part of any document"
         return self._done(budget, blocks, meta, strategy if blocks else "empty")
 
     async def purge(self, session_id: str, user_id: str) -> dict[str, Any]:
-        return {"purged": self._cuts.purge(session_id)}
+        return {"purged": self._cache.purge(session_id)}
 
     def get_status(self) -> dict[str, Any]:
-        return super().get_status() | {"cut_cache": self._cuts.stats(), "last": dict(self._last)}
+        return super().get_status() | {"cache": self._cache.stats(), "last": dict(self._last)}
 
     def _cut_to_budget(
         self, prepared: list[Prepared], note: str, budget: int, tokens: TokenEstimator, session_id: str
@@ -109,7 +117,7 @@ class DocumentContextModule(ContextModule):
         reserve = tokens.count(HEADER) + 1 + (tokens.count(note) + 1 if note else 0) + len(prepared)
         needs = [tokens.count(p.block()) for p in prepared]
         for slack in (0, 8, 32):  # joins can cost a token or two more than the parts: retry a little tighter
-            shares = water_fill(needs, budget - reserve - slack)
+            shares = [_stable(s, n) for s, n in zip(water_fill(needs, budget - reserve - slack), needs, strict=True)]
             blocks = [
                 p.block() if share >= need else self._cached_cut(p, share, tokens, session_id)
                 for p, share, need in zip(prepared, shares, needs, strict=True)
@@ -120,14 +128,19 @@ class DocumentContextModule(ContextModule):
         return fit_blocks(blocks, budget, tokens, HEADER)
 
     def _cached_cut(self, p: Prepared, share: int, tokens: TokenEstimator, session_id: str) -> str:
-        key = (p.doc.id, hash(p.doc.text), len(p.text), share, tokens.encoding_name)
-        return self._cuts.get_or_compute(session_id, key, lambda: p.cut_block(share, tokens))
+        key = ("cut", p.doc.id, hash(p.doc.text), len(p.text), share, tokens.encoding_name)
+        return self._cache.get_or_compute(session_id, key, lambda: p.cut_block(share, tokens))
 
     def _done(self, budget: int, blocks: list[str], meta: dict[str, Any], strategy: str) -> Contribution:
         self._last = meta | {"budget": budget, "strategy": strategy}
         return text_contribution(
             self.module_id, blocks, placement="system", strategy=strategy, metadata=meta, header=HEADER
         )
+
+
+def _stable(share: int, need: int) -> int:
+    """A share rounded down to SHARE_STEP when it cuts the document (small shares are left alone)."""
+    return share if share >= need or share < 2 * SHARE_STEP else share - share % SHARE_STEP
 
 
 def within_char_limits(docs: Sequence[Document], per_file: int, total: int) -> tuple[list[Prepared], list[Document]]:

@@ -64,10 +64,10 @@ async def test_condense_cuts_every_document_to_its_share_at_sentence_ends(docume
 async def test_cuts_are_cached_per_session_and_purged(documents, ctx_for):
     for sid in ("a", "a", "b"):
         await documents.contribute(500, ctx_for(session=with_docs(doc("x.txt", 8_000), sid=sid)))
-    cache = documents.get_status()["cut_cache"]
-    assert (cache["sessions"], cache["hits"]) == (2, 1)
-    assert await documents.purge("a", "u") == {"purged": 1}
-    assert documents.get_status()["cut_cache"]["sessions"] == 1
+    cache = documents.get_status()["cache"]
+    assert (cache["sessions"], cache["entries"], cache["hits"]) == (2, 4, 2)  # limits and cut, per session
+    assert await documents.purge("a", "u") == {"purged": 2}
+    assert documents.get_status()["cache"]["sessions"] == 1
 
 
 async def test_no_documents_and_bad_options(documents, ctx_for):
@@ -87,3 +87,17 @@ def test_contribute_never_exceeds_any_budget(builtin, ctx_for, tokens_used, run,
     session = with_docs(*(Document(f"d{i}", f"doc{i}.txt", t) for i, t in enumerate(texts)))
     out = run(documents.contribute(budget, ctx_for(session=session, config={"per_file_chars": per_file, "total_chars": 4_000})))
     assert tokens_used(out) <= max(budget, 0)
+
+
+async def test_a_budget_drifting_by_a_few_tokens_keeps_the_same_cut(documents, ctx_for):
+    ctx = ctx_for(session=with_docs(doc("long.txt", 15_000)))
+    texts = {(await documents.contribute(budget, ctx)).text() for budget in range(1_000, 1_031)}
+    assert len(texts) <= 2  # shares move in steps of 32 tokens: the cached system prefix survives
+
+
+async def test_documents_that_get_no_room_are_named(documents, ctx_for, tokens_used):
+    ctx = ctx_for(session=with_docs(doc("a.txt", 8_000), doc("b.txt", 8_000)))
+    none = await documents.contribute(35, ctx)
+    assert none.is_empty and none.metadata["dropped_for_budget"] == ["a.txt", "b.txt"]
+    both = await documents.contribute(100, ctx)
+    assert tokens_used(both) <= 100 and both.metadata["included"] == 2 and both.metadata["dropped_for_budget"] == []
