@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from components.context_window.base import AssemblyContext, Directives, ModuleManifest, Profile, Session, TurnRecord  # noqa: E402
 from components.context_window.token_estimator import estimator_for  # noqa: E402
-from modules.plan_hydration.distill import distill, parse_result  # noqa: E402
+from components.context_window.distillation import distill, parse_result  # noqa: E402
 from modules.plan_hydration.handler import PlanHydrationModule  # noqa: E402
 
 COLUMNS = ["order_id", "order_date", "region", "customer", "product", "quantity", "net_amount"]

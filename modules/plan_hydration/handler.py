@@ -1,7 +1,7 @@
 """plan_hydration: the previous turn's tool results, distilled so the next plan can build on them.
 
 Source: the newest valid ``TurnRecord`` in ``ctx.session.turns`` that the session's IFOC phase may
-see; its ``results`` in the shapes documented in ``distill.py``. Thresholds: the window type's
+see; its ``results`` in the shapes documented in ``components/context_window/distillation.py``. Thresholds: the window type's
 ``distillation`` (``ctx.directives.config["distillation"]``: ``max_rows``, ``max_chars``).
 
 A turn's results are distilled once and cached per session (``purge`` forgets them). When the
@@ -27,7 +27,7 @@ from components.context_window.fitting import clip, estimator, fit_blocks, joine
 from components.context_window.phases import visible
 from components.context_window.session_cache import SessionCache
 from components.context_window.window_type import Distillation
-from modules.plan_hydration.distill import Distilled, Table, apply_l2, distill, fingerprint, parse_result
+from components.context_window.distillation import Distilled, Table, apply_l2, distill, fingerprint, parse_result
 
 NOTE = "Statistics describe every row; samples only illustrate. Do not infer totals from samples."
 

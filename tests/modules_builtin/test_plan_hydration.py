@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from components.context_window.base import Session, TurnRecord
-from modules.plan_hydration.distill import (
+from components.context_window.distillation import (
     L2_SAMPLE_ROWS,
     Table,
     column_kind,

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any, Literal
 
-from components.context_window.fitting import clip
+from .fitting import clip
 
 L1_ROWS = 100
 L1_CHARS = 50_000
