@@ -24,6 +24,7 @@ from components.context_window.base import (
 from components.context_window.fitting import cut_to_tokens, estimator, fit_blocks, joined
 from components.context_window.options import option
 from components.context_window.session_cache import SessionCache
+from components.context_window.token_estimator import TokenEstimator
 
 HEADER = (
     "## Champion cases\n"
@@ -63,8 +64,8 @@ class RagContextModule(ContextModule):
             )
         elif not kept:
             meta["reason"] = f"{budget} tokens cannot hold the header and the question of even one case"
-        self._last = meta | {"budget": budget, "strategy": strategy}
         strategy = strategy if kept else "empty"
+        self._last = meta | {"budget": budget, "strategy": strategy}
         return text_contribution(
             self.module_id, kept, placement="context", strategy=strategy, metadata=meta, header=HEADER
         )
@@ -105,7 +106,7 @@ def render_case(number: int, case: ChampionCase) -> str:
     return "\n".join(parts)
 
 
-def _shortened_best(block: str, budget: int, tokens: Any) -> list[str]:
+def _shortened_best(block: str, budget: int, tokens: TokenEstimator) -> list[str]:
     """The best case cut at a sentence end to fit; nothing if not even its question survives."""
     room = budget - tokens.count(HEADER) - 1
     while room > 0:
