@@ -18,10 +18,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from components.context_window.base import AssemblyContext, Directives, ModuleManifest, Profile, Session, TurnRecord  # noqa: E402
-from components.context_window.token_estimator import estimator_for  # noqa: E402
-from components.context_window.distillation import distill, parse_result  # noqa: E402
-from modules.plan_hydration.handler import PlanHydrationModule  # noqa: E402
+from components.context_window.base import AssemblyContext, Directives, ModuleManifest, Profile, Session, TurnRecord
+from components.context_window.distillation import distill, parse_result
+from components.context_window.token_estimator import estimator_for
+from modules.plan_hydration.handler import PlanHydrationModule
 
 COLUMNS = ["order_id", "order_date", "region", "customer", "product", "quantity", "net_amount"]
 
@@ -32,9 +32,15 @@ def result(rows: int, seed: int = 1) -> dict:
         "tool": "sql_query",
         "columns": COLUMNS,
         "rows": [
-            [i, (date(2025, 1, 1) + timedelta(days=i % 365)).isoformat(), rng.choice(["EMEA", "APAC", "AMER", "LATAM"]),
-             f"C{rng.randint(1, 900):04d}", rng.choice(["Starter", "Team", "Business", "Enterprise"]),
-             rng.randint(1, 40), round(rng.uniform(5, 5000), 2)]
+            [
+                i,
+                (date(2025, 1, 1) + timedelta(days=i % 365)).isoformat(),
+                rng.choice(["EMEA", "APAC", "AMER", "LATAM"]),
+                f"C{rng.randint(1, 900):04d}",
+                rng.choice(["Starter", "Team", "Business", "Enterprise"]),
+                rng.randint(1, 40),
+                round(rng.uniform(5, 5000), 2),
+            ]
             for i in range(rows)
         ],
     }
@@ -53,11 +59,13 @@ def main() -> None:
     figures = {}
     for rows, repeat in ((1_000, 21), (10_000, 11), (100_000, 5)):
         data = result(rows)
-        figures[rows] = median_ms(lambda: distill(parse_result(data, 1), 1, 500, 10_000), repeat)
+        figures[rows] = median_ms(lambda data=data: distill(parse_result(data, 1), 1, 500, 10_000), repeat)
         print(f"distil {rows:>7,} rows x {len(COLUMNS)} columns: median {figures[rows]:8.2f} ms")
     print(f"ratio t(100,000)/t(10,000): {figures[100_000] / figures[10_000]:.2f} (linear = 10)")
 
-    manifest = ModuleManifest.model_validate_json((Path(__file__).resolve().parents[1] / "modules/plan_hydration/manifest.json").read_text())
+    manifest = ModuleManifest.model_validate_json(
+        (Path(__file__).resolve().parents[1] / "modules/plan_hydration/manifest.json").read_text()
+    )
     data = result(10_000)
     ctx = AssemblyContext("q", Profile("p"), Session("s", turns=[TurnRecord(1, "q", results=(data,))])).for_module(
         Directives(), estimator_for("gpt-4o")
@@ -70,7 +78,8 @@ def main() -> None:
     asyncio.run(module.contribute(4_000, ctx))
     cold_ms = median_ms(cold, 11)
     warm_ms = median_ms(lambda: asyncio.run(module.contribute(4_000, ctx)), 11)
-    print(f"contribute, 10,000 rows: cold {cold_ms:.2f} ms, warm (cached distillation) {warm_ms:.2f} ms, ratio {cold_ms / warm_ms:.1f}")
+    print(f"contribute, 10,000 rows: cold {cold_ms:.2f} ms, warm (cached distillation) {warm_ms:.2f} ms")
+    print(f"ratio cold/warm: {cold_ms / warm_ms:.1f}")
 
 
 if __name__ == "__main__":

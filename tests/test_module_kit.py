@@ -55,11 +55,11 @@ def test_cut_to_chars_prefers_paragraphs_then_sentences():
 @given(needs=st.lists(st.integers(0, 500), max_size=6), total=st.integers(-10, 2_000))
 def test_water_fill_is_fair_and_never_overspends(needs, total):
     shares = water_fill(needs, total)
-    assert all(0 <= s <= n for s, n in zip(shares, needs))
+    assert all(0 <= s <= n for s, n in zip(shares, needs, strict=True))
     assert sum(shares) <= max(total, 0)
     if sum(needs) <= total:
         assert shares == needs
-    hungry = [s for s, n in zip(shares, needs) if s < n]
+    hungry = [s for s, n in zip(shares, needs, strict=True) if s < n]
     assert not hungry or max(hungry) - min(hungry) <= 1  # the unsatisfied share alike
 
 
@@ -95,6 +95,11 @@ async def test_session_cache_async_producer():
 def test_option_converts_and_explains():
     assert option({"k": "3"}, "k", 1) == 3
     assert option({}, "k", 0.5) == 0.5
-    for bad, message in [({"k": "x"}, "'k' must be a whole number, got 'x'"), ({"k": True}, "whole number"), ({"k": 2.5}, "whole number"), ({"k": 0}, "at least 1")]:
+    for bad, message in [
+        ({"k": "x"}, "'k' must be a whole number, got 'x'"),
+        ({"k": True}, "whole number"),
+        ({"k": 2.5}, "whole number"),
+        ({"k": 0}, "at least 1"),
+    ]:
         with pytest.raises(ValueError, match=message):
             option(bad, "k", 3, minimum=1)

@@ -12,8 +12,13 @@ from components.context_window.base import Message, TurnRecord
 from components.context_window.phases import PHASES, VISIBLE_FROM, filter_visible, is_forward, transition, visible
 
 ALLOWED = {  # the rule from the issue, written out independently of the module's table
-    ("ideate", "ideate"), ("focus", "ideate"), ("focus", "focus"), ("operate", "focus"),
-    ("operate", "operate"), ("complete", "operate"), ("complete", "complete"),
+    ("ideate", "ideate"),
+    ("focus", "ideate"),
+    ("focus", "focus"),
+    ("operate", "focus"),
+    ("operate", "operate"),
+    ("complete", "operate"),
+    ("complete", "complete"),
 }
 
 
@@ -46,7 +51,10 @@ def test_unknown_phases_are_clear_errors():
 def test_forward_carries_a_summary_tagged_with_the_new_phase_back_carries_nothing():
     carried = transition("focus", "operate", "  Chose the EMEA dataset.  ", turn=7)
     assert carried == Message(
-        "system", "[Summary carried from the focus phase into operate]\nChose the EMEA dataset.", turn=7, phase="operate"
+        "system",
+        "[Summary carried from the focus phase into operate]\nChose the EMEA dataset.",
+        turn=7,
+        phase="operate",
     )
     assert transition("operate", "focus", "anything") is None
     assert transition("focus", "focus", "anything") is None

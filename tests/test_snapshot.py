@@ -37,5 +37,8 @@ async def test_summary_mentions_figures_rules_and_condensing(builtin_registry):
     snap = await snapshot(builtin_registry)
     line = snap.summary()
     assert line.startswith(f"Balanced: {snap.total_used:,}/{snap.available_budget:,} tokens")
-    assert "rules: 1" in line and "condensed" in line
-    assert snap.adjustments_fired == ["long_conversation(10) -> condense conversation_history"]
+    assert "rules: 2" in line and "condensed" in line
+    assert snap.adjustments_fired == [
+        "no_documents_attached -> transfer document_context -> conversation_history",
+        "long_conversation(10) -> condense conversation_history",
+    ]

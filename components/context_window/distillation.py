@@ -162,7 +162,7 @@ def as_datetime(v: Any) -> datetime | None:
 
 def numeric_values(values: list[Any]) -> list[float]:
     """The finite numbers among ``values`` (numbers as-is, numeric strings parsed)."""
-    plain = values and set(map(type, values)) <= {int, float} and -_BIG < min(values) and max(values) < _BIG
+    plain = values and set(map(type, values)) <= {int, float} and min(values) > -_BIG and max(values) < _BIG
     if plain and all(map(math.isfinite, values)):
         return values  # the common case: plain finite numbers, no per-value parsing
     return [x for x in map(as_number, values) if x is not None]
@@ -239,7 +239,7 @@ def categorical_line(values: list[Any]) -> str:
 def column_statistics(table: Table) -> tuple[str, ...]:
     """One line per column: its kind, null count and figures over all rows."""
     lines = []
-    columns = zip(*table.rows) if table.rows else [()] * len(table.columns)  # one C-level transpose
+    columns = zip(*table.rows, strict=True) if table.rows else [()] * len(table.columns)  # one C-level transpose
     for name, column in zip(table.columns, columns, strict=True):
         present = [v for v in column if v is not None and v != ""]
         kind = column_kind(name, present)
@@ -369,4 +369,8 @@ def apply_l2(items: Sequence[Distilled]) -> tuple[list[str], bool]:
     blocks = [d.render() for d in items]
     if sum(map(len, blocks)) <= L2_TOTAL_CHARS:
         return blocks, False
-    return [d.render(sample_rows=L2_SAMPLE_ROWS) if d.level == "analytical" else b for d, b in zip(items, blocks)], True
+    cut = [
+        d.render(sample_rows=L2_SAMPLE_ROWS) if d.level == "analytical" else b
+        for d, b in zip(items, blocks, strict=True)
+    ]
+    return cut, True

@@ -42,7 +42,7 @@ class ComponentInstructionsModule(ContextModule):
         blocks, chosen = fit_intensities(texts, INTENSITIES.index(start), budget, estimator(ctx))
         names = list(texts)
         meta: dict[str, Any] = {
-            "intensities": dict(zip(names, chosen)),
+            "intensities": dict(zip(names, chosen, strict=False)),  # dropped components have none
             "dropped": names[len(blocks) :],
             "missing": missing,
         }
@@ -74,7 +74,9 @@ def enabled_texts(ctx: AssemblyContext) -> tuple[dict[str, Mapping[str, str]], l
         if spec is None:
             missing.append(name)
             continue
-        has_text = isinstance(spec, Mapping) and any(isinstance(spec.get(i), str) and spec[i].strip() for i in INTENSITIES)
+        has_text = isinstance(spec, Mapping) and any(
+            isinstance(spec.get(i), str) and spec[i].strip() for i in INTENSITIES
+        )
         if not has_text:
             raise ValueError(
                 f"instructions for component {name!r} need at least one of 'full', 'medium', 'light' as text"

@@ -1,8 +1,9 @@
 """plan_hydration: the previous turn's tool results, distilled so the next plan can build on them.
 
 Source: the newest valid ``TurnRecord`` in ``ctx.session.turns`` that the session's IFOC phase may
-see; its ``results`` in the shapes documented in ``components/context_window/distillation.py``. Thresholds: the window type's
-``distillation`` (``ctx.directives.config["distillation"]``: ``max_rows``, ``max_chars``).
+see; its ``results`` in the shapes documented in ``components/context_window/distillation.py``.
+Thresholds: the window type's ``distillation`` (``ctx.directives.config["distillation"]``:
+``max_rows``, ``max_chars``).
 
 A turn's results are distilled once and cached per session (``purge`` forgets them). When the
 distilled results do not fit the budget, the whole set steps down: smaller samples and fewer
@@ -23,11 +24,11 @@ from components.context_window.base import (
     TurnRecord,
     text_contribution,
 )
+from components.context_window.distillation import Distilled, Table, apply_l2, distill, fingerprint, parse_result
 from components.context_window.fitting import clip, estimator, fit_blocks, joined
 from components.context_window.phases import visible
 from components.context_window.session_cache import SessionCache
 from components.context_window.window_type import Distillation
-from components.context_window.distillation import Distilled, Table, apply_l2, distill, fingerprint, parse_result
 
 NOTE = "Statistics describe every row; samples only illustrate. Do not infer totals from samples."
 

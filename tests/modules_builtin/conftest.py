@@ -43,7 +43,11 @@ def make_ctx(
     **fields: Any,
 ) -> AssemblyContext:
     ctx = AssemblyContext(
-        query=query, profile=profile or Profile(id="profile-1"), session=session or Session(id="s1"), model=MODEL, **fields
+        query=query,
+        profile=profile or Profile(id="profile-1"),
+        session=session or Session(id="s1"),
+        model=MODEL,
+        **fields,
     )
     return ctx.for_module(Directives(config=config or {}), estimator_for(MODEL))
 

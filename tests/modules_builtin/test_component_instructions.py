@@ -23,7 +23,9 @@ def instructions(builtin):
 
 
 def ctx_with(ctx_for, components=("charting", "tables"), texts=TEXTS, **kw):
-    return ctx_for(profile=Profile(id="p", components=tuple(components)), extras={"component_instructions": texts}, **kw)
+    return ctx_for(
+        profile=Profile(id="p", components=tuple(components)), extras={"component_instructions": texts}, **kw
+    )
 
 
 async def test_enabled_components_at_full_intensity_in_the_system_prefix(instructions, ctx_for):
@@ -76,10 +78,15 @@ text = st.text(max_size=600)
 
 
 @settings(max_examples=60, deadline=None)
-@given(specs=st.dictionaries(st.sampled_from(["a", "b", "c"]),
-                             st.fixed_dictionaries({}, optional={"full": text, "medium": text, "light": text})
-                             .filter(lambda d: any(v.strip() for v in d.values()))),
-       budget=st.integers(-1, 400))
+@given(
+    specs=st.dictionaries(
+        st.sampled_from(["a", "b", "c"]),
+        st.fixed_dictionaries({}, optional={"full": text, "medium": text, "light": text}).filter(
+            lambda d: any(v.strip() for v in d.values())
+        ),
+    ),
+    budget=st.integers(-1, 400),
+)
 def test_contribute_never_exceeds_any_budget(builtin, ctx_for, tokens_used, run, specs, budget):
     instructions = builtin("component_instructions")
     out = run(instructions.contribute(budget, ctx_with(ctx_for, components=("a", "b", "c"), texts=specs)))

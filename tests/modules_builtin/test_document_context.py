@@ -41,9 +41,16 @@ async def test_per_file_limit_cuts_at_a_boundary_with_a_visible_marker(documents
 async def test_total_limit_truncates_then_omits_and_names_what_was_left_out(documents, ctx_for):
     session = with_docs(doc("a.txt", 20_000), doc("b.txt", 20_000), doc("c.txt", 20_000), doc("d.txt", 5_000))
     out = await documents.contribute(100_000, ctx_for(session=session, config={"total_chars": 45_000}))
-    assert [t.split("\n")[0] for t in out.texts()[:3]] == ["### Document: a.txt", "### Document: b.txt", "### Document: c.txt"]
+    assert [t.split("\n")[0] for t in out.texts()[:3]] == [
+        "### Document: a.txt",
+        "### Document: b.txt",
+        "### Document: c.txt",
+    ]
     assert "[Document truncated" in out.texts()[2]  # c.txt got what was left of the total
-    assert out.texts()[-1] == "[Documents omitted: the total limit of 45,000 characters was reached before d.txt (5,000 characters)]"
+    assert (
+        out.texts()[-1]
+        == "[Documents omitted: the total limit of 45,000 characters was reached before d.txt (5,000 characters)]"
+    )
     assert out.metadata["omitted"] == ["d.txt"]
     assert sum(len(t) for t in out.texts()) < 45_000 + 1_000  # bodies within the total; titles and markers aside
 
@@ -85,7 +92,11 @@ words = st.text(alphabet=st.sampled_from("abc de.\n!?"), max_size=3_000)
 def test_contribute_never_exceeds_any_budget(builtin, ctx_for, tokens_used, run, texts, budget, per_file):
     documents = builtin("document_context")
     session = with_docs(*(Document(f"d{i}", f"doc{i}.txt", t) for i, t in enumerate(texts)))
-    out = run(documents.contribute(budget, ctx_for(session=session, config={"per_file_chars": per_file, "total_chars": 4_000})))
+    out = run(
+        documents.contribute(
+            budget, ctx_for(session=session, config={"per_file_chars": per_file, "total_chars": 4_000})
+        )
+    )
     assert tokens_used(out) <= max(budget, 0)
 
 

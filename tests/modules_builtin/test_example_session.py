@@ -35,7 +35,9 @@ async def test_every_module_has_something_to_contribute(builtin, example, module
 
 async def test_the_example_shows_each_mechanism(builtin, example):
     assert example.session.phase == "operate" and example.tools and example.knowledge is not None
-    assert any(m.tool_calls for m in example.session.messages) and any(m.role == "tool" for m in example.session.messages)
+    assert any(m.tool_calls for m in example.session.messages) and any(
+        m.role == "tool" for m in example.session.messages
+    )
     plan = await builtin("plan_hydration").contribute(100_000, example)
     assert plan.metadata["levels"] == ["full", "full", "analytical"]  # a 1,500-row result is distilled
     rag = await builtin("rag_context").contribute(100_000, example)

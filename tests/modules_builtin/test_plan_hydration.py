@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import itertools
 import random
 import statistics
 
@@ -26,18 +27,27 @@ def plan(builtin):
 
 def session_with(*results, phase=None, **turn_fields) -> Session:
     turn = TurnRecord(turn=3, query="Sales by region?", results=tuple(results), **turn_fields)
-    return Session(id="s1", turns=[TurnRecord(turn=1, query="older", results=({"tool": "old", "text": "stale"},)), turn], phase=phase)
+    return Session(
+        id="s1",
+        turns=[TurnRecord(turn=1, query="older", results=({"tool": "old", "text": "stale"},)), turn],
+        phase=phase,
+    )
 
 
 def orders(n: int, *, seed: int = 7) -> dict:
     rng = random.Random(seed)
-    rows = [[i + 1, rng.choice(["EMEA", "APAC", "AMER"]), round(rng.uniform(1, 100), 2), f"2024-03-{1 + i % 28:02d}"] for i in range(n)]
+    rows = [
+        [i + 1, rng.choice(["EMEA", "APAC", "AMER"]), round(rng.uniform(1, 100), 2), f"2024-03-{1 + i % 28:02d}"]
+        for i in range(n)
+    ]
     return {"tool": "run_sql", "columns": ["id", "region", "amount", "order_date"], "rows": rows}
 
 
 async def test_small_results_are_included_verbatim(plan, ctx_for):
     table = {"tool": "run_sql", "columns": ["region", "total"], "rows": [["EMEA", 10], ["APAC", 7]]}
-    out = await plan.contribute(2_000, ctx_for(session=session_with(table, {"tool": "search", "text": "Found 2 regions."})))
+    out = await plan.contribute(
+        2_000, ctx_for(session=session_with(table, {"tool": "search", "text": "Found 2 regions."}))
+    )
     assert out.placement == "context" and out.strategy == "distilled"
     assert out.metadata["levels"] == ["full", "full"] and out.metadata["turn"] == 3
     assert "region | total\nEMEA | 10\nAPAC | 7" in out.text()
@@ -90,7 +100,7 @@ def test_column_typing_rules():
 def test_stratified_sample_takes_first_k_even_interior_and_last_k():
     indices, edge = sample_plan(1_000, 50)
     assert edge == 10 and indices[:10] == list(range(10)) and indices[-10:] == list(range(990, 1000))
-    gaps = {b - a for a, b in zip(indices[10:40], indices[11:40])}
+    gaps = {b - a for a, b in itertools.pairwise(indices[10:40])}
     assert gaps <= {32, 33}  # evenly spaced through the interior
 
 
@@ -103,12 +113,22 @@ def test_sample_is_sorted_distinct_in_range_and_of_the_asked_size(n, size):
 
 
 async def test_over_thresholds_but_not_analytical_becomes_metadata_only(plan, ctx_for):
-    wide = {"tool": "fetch", "columns": ["id", "body"], "rows": [[i, "x" * 400] for i in range(40)]}  # 16K chars, 40 rows
+    wide = {
+        "tool": "fetch",
+        "columns": ["id", "body"],
+        "rows": [[i, "x" * 400] for i in range(40)],
+    }  # 16K chars, 40 rows
     text = {"tool": "read_file", "text": "line\n" * 3_000}  # 15K chars
     out = await plan.contribute(5_000, ctx_for(session=session_with(wide, text)))
     assert out.metadata["levels"] == ["metadata", "metadata"]
-    assert "### Result 1: fetch (40 rows × 2 columns; too large to include: metadata only)\nColumns: id, body" in out.text()
-    assert "### Result 2: read_file (text, 15,000 characters, 3,001 lines; too large to include: metadata only)" in out.text()
+    assert (
+        "### Result 1: fetch (40 rows × 2 columns; too large to include: metadata only)\nColumns: id, body"
+        in out.text()
+    )
+    assert (
+        "### Result 2: read_file (text, 15,000 characters, 3,001 lines; too large to include: metadata only)"
+        in out.text()
+    )
     assert "xxxx" not in out.text()
 
 
@@ -119,7 +139,9 @@ async def test_few_very_wide_rows_get_analytical_distillation(plan, ctx_for):
 
 
 async def test_l2_cuts_samples_but_keeps_statistics_when_the_total_is_huge(plan, ctx_for):
-    results = [{"tool": f"q{i}", "columns": ["id", "note"], "rows": [[j, "n" * 300] for j in range(200)]} for i in range(16)]
+    results = [
+        {"tool": f"q{i}", "columns": ["id", "note"], "rows": [[j, "n" * 300] for j in range(200)]} for i in range(16)
+    ]
     out = await plan.contribute(10**7, ctx_for(session=session_with(*results)))
     assert out.metadata["l2"] is True and out.strategy == "L2"
     assert out.text().count(f"Sample ({L2_SAMPLE_ROWS} of 200 rows") == 16
@@ -181,8 +203,14 @@ async def test_distillation_is_cached_per_session_and_purged(plan, ctx_for):
     assert plan.get_status()["distillation_cache"]["sessions"] == 1
 
 
-scalars = st.one_of(st.none(), st.integers(-10**20, 10**20), st.floats(allow_nan=True), st.text(max_size=30),
-                    st.booleans(), st.sampled_from(["2024-01-01", "2024-13-01", "2023-05-06T10:00:00+02:00"]))
+scalars = st.one_of(
+    st.none(),
+    st.integers(-(10**20), 10**20),
+    st.floats(allow_nan=True),
+    st.text(max_size=30),
+    st.booleans(),
+    st.sampled_from(["2024-01-01", "2024-13-01", "2023-05-06T10:00:00+02:00"]),
+)
 
 
 @st.composite
@@ -193,8 +221,15 @@ def tables(draw):
 
 
 @settings(max_examples=40, deadline=None)
-@given(results=st.lists(st.one_of(tables(), st.builds(lambda t: {"tool": "x", "text": t}, st.text(max_size=3_000))), min_size=1, max_size=3),
-       budget=st.integers(0, 3_000), max_rows=st.integers(1, 200))
+@given(
+    results=st.lists(
+        st.one_of(tables(), st.builds(lambda t: {"tool": "x", "text": t}, st.text(max_size=3_000))),
+        min_size=1,
+        max_size=3,
+    ),
+    budget=st.integers(0, 3_000),
+    max_rows=st.integers(1, 200),
+)
 def test_contribute_never_exceeds_any_budget(builtin, ctx_for, tokens_used, run, results, budget, max_rows):
     plan = builtin("plan_hydration")
     ctx = ctx_for(session=session_with(*results), config={"distillation": {"max_rows": max_rows, "max_chars": 2_000}})

@@ -9,9 +9,19 @@ from hypothesis import strategies as st
 from components.context_window.base import ChampionCase, Session
 
 CASES = [
-    ChampionCase("c1", "Revenue by region last quarter?", 0.93, plan="1. query sales by region\n2. chart it", answer="EMEA led with 4.1M.", tokens=1800, feedback=1),
+    ChampionCase(
+        "c1",
+        "Revenue by region last quarter?",
+        0.93,
+        plan="1. query sales by region\n2. chart it",
+        answer="EMEA led with 4.1M.",
+        tokens=1800,
+        feedback=1,
+    ),
     ChampionCase("c2", "Top customers by revenue?", 0.81, plan="1. rank customers", answer="ACME first.", tokens=900),
-    ChampionCase("c3", "Churn by month?", 0.75, plan="1. monthly churn query", answer="Churn fell in March.", tokens=1200),
+    ChampionCase(
+        "c3", "Churn by month?", 0.75, plan="1. monthly churn query", answer="Churn fell in March.", tokens=1200
+    ),
     ChampionCase("bad", "Revenue per region?", 0.95, plan="wrong join", answer="Wrong.", tokens=500, feedback=-1),
     ChampionCase("weak", "Unrelated question", 0.40, plan="x", answer="y"),
 ]
@@ -66,7 +76,9 @@ async def test_min_score_and_k_are_configurable(rag, ctx_for):
 
 
 async def test_condense_drops_weakest_cases_then_shortens_the_best(rag, ctx_for, tokens_used):
-    long_case = ChampionCase("L", "How do I reconcile invoices?", 0.9, plan=" ".join(f"Step {i} does a thing." for i in range(300)))
+    long_case = ChampionCase(
+        "L", "How do I reconcile invoices?", 0.9, plan=" ".join(f"Step {i} does a thing." for i in range(300))
+    )
     ctx = ctx_for(cases=Cases([long_case, *CASES[1:3]]))
     full = await rag.contribute(20_000, ctx)
     assert full.metadata["cases_used"] == 3
@@ -98,8 +110,16 @@ async def test_purge_forgets_only_that_session(rag, ctx_for):
 
 texts = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=400)
 case_lists = st.lists(
-    st.builds(ChampionCase, id=st.uuids().map(str), query=texts, score=st.floats(0, 1), plan=texts, answer=texts,
-              tokens=st.integers(0, 10**6), feedback=st.sampled_from([-1, 0, 1])),
+    st.builds(
+        ChampionCase,
+        id=st.uuids().map(str),
+        query=texts,
+        score=st.floats(0, 1),
+        plan=texts,
+        answer=texts,
+        tokens=st.integers(0, 10**6),
+        feedback=st.sampled_from([-1, 0, 1]),
+    ),
     max_size=6,
 )
 
