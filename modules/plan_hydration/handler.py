@@ -53,7 +53,8 @@ LADDER = (
 class PlanHydrationModule(ContextModule):
     def __init__(self, manifest: ModuleManifest) -> None:
         super().__init__(manifest)
-        self._distilled_results: SessionCache[tuple[Distilled, ...]] = SessionCache(max_entries=256)
+        # Entries hold the rows of big results: keep the bound modest (about one per recently active session).
+        self._distilled_results: SessionCache[tuple[Distilled, ...]] = SessionCache(max_entries=64)
         self._last: dict[str, Any] = {}
 
     async def contribute(self, budget: int, ctx: AssemblyContext) -> Contribution:

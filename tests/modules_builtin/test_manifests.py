@@ -1,0 +1,38 @@
+"""The five module folders load as the registry loads them, with the Balanced type's defaults."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from components.context_window.module_registry import load_folder
+from components.context_window.window_type import DEFAULT_TYPES
+
+MODULES = Path(__file__).resolve().parents[2] / "modules"
+PLACEMENT = {
+    "rag_context": "context",
+    "plan_hydration": "context",
+    "document_context": "system",
+    "component_instructions": "system",
+    "workflow_history": "context",
+}
+
+
+@pytest.mark.parametrize("module_id", sorted(PLACEMENT))
+async def test_folder_loads_with_balanced_defaults_and_its_placement(module_id, ctx_for):
+    definition = load_folder(MODULES / module_id, "builtin")
+    manifest = definition.manifest
+    slot = DEFAULT_TYPES["balanced"].modules[module_id]
+    assert manifest.module_id == module_id
+    assert (manifest.defaults.priority, manifest.defaults.target_pct, manifest.defaults.min_pct) == (
+        slot.priority,
+        slot.target_pct,
+        slot.min_pct,
+    )
+    assert manifest.defaults.max_pct == slot.max_pct and manifest.capabilities.condensable
+    module = definition.cls(manifest)
+    out = await module.contribute(1_000, ctx_for())
+    assert out.module_id == module_id and out.placement == PLACEMENT[module_id]
+    assert module.get_status()["module_id"] == module_id
+    assert "purged" in await module.purge("s1", "u")
