@@ -141,3 +141,18 @@ async def test_a_message_too_big_for_the_window_is_left_out_whole_never_cut(modu
     c = await modules["conversation_history"].contribute(500, ctx)
     assert all(m.content != words(5000) for m in c.messages())
     assert sum(ctx.tokens.count_message(m) for m in c.messages()) <= 500
+
+
+async def test_history_shows_only_what_the_ifoc_phase_may_see(modules):
+    made_in = ["ideate", "focus", "operate", None]
+    messages = [Message("user", f"said in {p}", turn=i + 1, phase=p) for i, p in enumerate(made_in)]
+    seen = {}
+    for phase in ("ideate", "focus", "operate", "complete", None):
+        ctx = module_ctx(make_ctx(messages=messages, phase=phase))
+        c = await modules["conversation_history"].contribute(10_000, ctx)
+        seen[phase] = [m.content for m in c.messages()]
+    assert seen["ideate"] == ["said in ideate", "said in None"]
+    assert seen["focus"] == ["said in ideate", "said in focus", "said in None"]
+    assert seen["operate"] == ["said in focus", "said in operate", "said in None"]
+    assert seen["complete"] == ["said in operate", "said in None"]
+    assert len(seen[None]) == 4

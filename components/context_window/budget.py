@@ -63,7 +63,7 @@ def redistribute(targets: Mapping[str, float], freed: float, exclude: Collection
     if freed <= 0 or total <= 0:
         return out
     for m, t in receivers.items():
-        out[m] = t + freed * t / total
+        out[m] = t + freed * (t / total)  # ratio first: stays exact for tiny targets
     return out
 
 

@@ -16,6 +16,7 @@ from functools import lru_cache
 from typing import Any
 
 from components.context_window.base import AssemblyContext, ContextModule, Contribution, Message
+from components.context_window.phases import visible
 
 SUMMARY_SHARE = 0.15
 SUMMARY_MAX_TOKENS = 600
@@ -28,8 +29,10 @@ _SENTENCE = re.compile(r"^(.+?[.!?])(\s|$)", re.S)
 Unit = tuple[Message, ...]
 
 
-def units_newest_first(messages: Sequence[Message]) -> Iterator[tuple[int, Unit]]:
-    """Yield ``(index of the unit's first message, unit)`` from the newest back, skipping invalid messages.
+def units_newest_first(messages: Sequence[Message], phase: str | None = None) -> Iterator[tuple[int, Unit]]:
+    """Yield ``(index of the unit's first message, unit)`` from the newest back.
+
+    Invalid messages are skipped, and so are messages the session's IFOC ``phase`` may not see.
 
     Tool results are gathered until the assistant message that issued the calls; results without
     their call, or calls without their results, are left out (a provider would reject them).
@@ -37,7 +40,7 @@ def units_newest_first(messages: Sequence[Message]) -> Iterator[tuple[int, Unit]
     pending: list[Message] = []
     for i in range(len(messages) - 1, -1, -1):
         message = messages[i]
-        if not message.valid:
+        if not message.valid or not visible(message.phase, phase):
             continue
         if message.role == "tool":
             pending.append(message)
@@ -86,7 +89,9 @@ class ConversationHistoryModule(ContextModule):
     def __init__(self, manifest: Any) -> None:
         super().__init__(manifest)
         self._summaries: OrderedDict[tuple[str, int], str] = OrderedDict()
-        self._walks: OrderedDict[str, tuple[Sequence[Message], int, list[tuple[int, Unit, int]]]] = OrderedDict()
+        self._walks: OrderedDict[str, tuple[Sequence[Message], str | None, int, list[tuple[int, Unit, int]]]] = (
+            OrderedDict()
+        )
         """Per session, the last walk: condensing right after contributing reuses it instead of walking again."""
 
     async def contribute(self, budget: int, ctx: AssemblyContext) -> Contribution:
@@ -114,7 +119,7 @@ class ConversationHistoryModule(ContextModule):
         kept = self._fill(messages, budget, ctx)
         first_kept = kept[-1][0] if kept else len(messages)
         summary: Message | None = None
-        if first_kept > 0 and summarize and self._has_valid(messages, first_kept):
+        if first_kept > 0 and summarize and self._has_valid(messages, first_kept, ctx.session.phase):
             room = min(int(budget * SUMMARY_SHARE), SUMMARY_MAX_TOKENS)
             used = sum(cost for _, _, cost in kept)
             while kept and used > budget - room:  # make room for the summary by letting the oldest go
@@ -138,34 +143,36 @@ class ConversationHistoryModule(ContextModule):
 
     def _fill(self, messages: Sequence[Message], budget: int, ctx: AssemblyContext) -> list[tuple[int, Unit, int]]:
         """Newest units that fit in ``budget``, newest first, as (index of first message, unit, tokens)."""
+        phase = ctx.session.phase
         walk = self._walks.get(ctx.session.id)
-        if walk is not None and walk[0] is messages and walk[1] >= budget:
-            return _within(walk[2], budget)  # a greedy walk under a smaller budget is a prefix of this one
+        if walk is not None and walk[0] is messages and walk[1] == phase and walk[2] >= budget:
+            return _within(walk[3], budget)  # a greedy walk under a smaller budget is a prefix of this one
         assert ctx.tokens is not None
         count = ctx.tokens.count_message
         kept: list[tuple[int, Unit, int]] = []
         used = 0
-        for index, unit in units_newest_first(messages):
+        for index, unit in units_newest_first(messages, phase):
             cost = count(unit[0]) if len(unit) == 1 else sum(count(m) for m in unit)
             if used + cost > budget:
                 break
             kept.append((index, unit, cost))
             used += cost
-        self._walks[ctx.session.id] = (messages, budget, kept)
+        self._walks[ctx.session.id] = (messages, phase, budget, kept)
         if len(self._walks) > 64:
             self._walks.popitem(last=False)
         return list(kept)
 
     @staticmethod
-    def _has_valid(messages: Sequence[Message], end: int) -> bool:
-        return any(m.valid for m in messages[max(0, end - SUMMARY_SOURCE_MESSAGES) : end])
+    def _has_valid(messages: Sequence[Message], end: int, phase: str | None) -> bool:
+        return any(m.valid and visible(m.phase, phase) for m in messages[max(0, end - SUMMARY_SOURCE_MESSAGES) : end])
 
     async def _summary(
         self, messages: Sequence[Message], first_kept: int, room: int, ctx: AssemblyContext
     ) -> Message | None:
         assert ctx.tokens is not None
         start = max(0, first_kept - SUMMARY_SOURCE_MESSAGES)
-        recent_dropped = [m for m in messages[start:first_kept] if m.valid]
+        phase = ctx.session.phase
+        recent_dropped = [m for m in messages[start:first_kept] if m.valid and visible(m.phase, phase)]
         header = f"Summary of the {first_kept} earlier messages not shown:"
         body = await self._summary_body(recent_dropped, first_kept, room, ctx)
         while body:
