@@ -21,6 +21,7 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/assembly_bench.py
+	$(BIN)/python bench/distillation_bench.py
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .hypothesis

@@ -141,8 +141,8 @@ class ContextWindowHandler:
     # -- set-up ----------------------------------------------------------------------------------
 
     def _start(self, ctx: AssemblyContext, wtype: wt.ContextWindowType) -> _Run:
-        started = time.perf_counter()
         model_limit, source = (ctx.model_limit, "context") if ctx.model_limit else resolve_model_limit(ctx.model)
+        started = time.perf_counter()  # after the limit lookup: litellm's one-off import is not assembly time
         limits = b.resolve_limits(
             model_limit, source, ctx.profile.context_limit, ctx.session.context_limit, wtype.output_reserve_pct
         )
