@@ -1,0 +1,41 @@
+"""Alembic environment: runs migrations on the async engine for the URL the caller passed in."""
+
+from __future__ import annotations
+
+import asyncio
+
+from alembic import context
+from sqlalchemy.engine import Connection
+
+from tda.db import create_engine
+from tda.models import Base
+
+target_metadata = Base.metadata
+
+
+def _run(connection: Connection) -> None:
+    context.configure(connection=connection, target_metadata=target_metadata, render_as_batch=True)
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+async def _run_online(url: str) -> None:
+    engine = create_engine(url)
+    try:
+        async with engine.connect() as connection:
+            await connection.run_sync(_run)
+    finally:
+        await engine.dispose()
+
+
+def main() -> None:
+    url = context.config.attributes.get("url") or context.config.get_main_option("sqlalchemy.url")
+    if context.is_offline_mode():
+        context.configure(url=url, target_metadata=target_metadata, literal_binds=True)
+        with context.begin_transaction():
+            context.run_migrations()
+    else:
+        asyncio.run(_run_online(url))
+
+
+main()

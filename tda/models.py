@@ -1,0 +1,167 @@
+"""ORM rows (SQLAlchemy 2, typed). Plain storage shapes: validation lives at the API edge, logic in the store."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import JSON, DateTime, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Base(DeclarativeBase):
+    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON, datetime: DateTime(timezone=True)}
+
+
+class WindowTypeRow(Base):
+    """The current version of a context window type; ``data`` is the validated ContextWindowType JSON."""
+
+    __tablename__ = "context_window_types"
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    name: Mapped[str] = mapped_column(String(100))
+    is_default: Mapped[bool] = mapped_column(default=False)
+    version: Mapped[int] = mapped_column(default=1)
+    data: Mapped[dict[str, Any]]
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class WindowTypeVersionRow(Base):
+    """Every version a type ever had (the current one included): history and rollback read these."""
+
+    __tablename__ = "context_window_type_versions"
+    type_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    version: Mapped[int] = mapped_column(primary_key=True)
+    data: Mapped[dict[str, Any]]
+    actor: Mapped[str] = mapped_column(String(100), default="system")
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class ProfileRow(Base):
+    __tablename__ = "profiles"
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    name: Mapped[str] = mapped_column(String(100), default="")
+    type: Mapped[str] = mapped_column(String(32))
+    system_prompt: Mapped[str] = mapped_column(Text, default="")
+    context_window_type_id: Mapped[str | None] = mapped_column(
+        ForeignKey("context_window_types.id", ondelete="RESTRICT"), default=None
+    )
+    context_limit: Mapped[int | None] = mapped_column(default=None)
+    model: Mapped[str | None] = mapped_column(String(200), default=None)
+    tools: Mapped[list[Any]] = mapped_column(default=list)
+    components: Mapped[list[Any]] = mapped_column(default=list)
+    knowledge_collections: Mapped[list[Any]] = mapped_column(default=list)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class SessionRow(Base):
+    __tablename__ = "sessions"
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    profile_id: Mapped[str] = mapped_column(ForeignKey("profiles.id", ondelete="RESTRICT"))
+    user_id: Mapped[str] = mapped_column(String(100), default="anonymous")
+    title: Mapped[str] = mapped_column(String(200), default="")
+    context_limit: Mapped[int | None] = mapped_column(default=None)
+    phase: Mapped[str | None] = mapped_column(String(32), default=None)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class MessageRow(Base):
+    __tablename__ = "messages"
+    __table_args__ = (Index("ix_messages_session_turn", "session_id", "turn"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    session_id: Mapped[str] = mapped_column(ForeignKey("sessions.id", ondelete="CASCADE"))
+    turn: Mapped[int]
+    role: Mapped[str] = mapped_column(String(16))
+    content: Mapped[str] = mapped_column(Text, default="")
+    tool_calls: Mapped[list[Any]] = mapped_column(default=list)
+    tool_call_id: Mapped[str | None] = mapped_column(String(100), default=None)
+    name: Mapped[str | None] = mapped_column(String(100), default=None)
+    valid: Mapped[bool] = mapped_column(default=True)
+    phase: Mapped[str | None] = mapped_column(String(32), default=None)
+    tokens: Mapped[int] = mapped_column(default=0)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class SnapshotRow(Base):
+    """What one assembly produced (``data``) and what it read (``inputs``: enough to replay it)."""
+
+    __tablename__ = "snapshots"
+    __table_args__ = (Index("ix_snapshots_session", "session_id", "id"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    session_id: Mapped[str] = mapped_column(ForeignKey("sessions.id", ondelete="CASCADE"))
+    turn: Mapped[int]
+    type_id: Mapped[str] = mapped_column(String(64))
+    type_version: Mapped[int]
+    model: Mapped[str] = mapped_column(String(200))
+    data: Mapped[dict[str, Any]]
+    inputs: Mapped[dict[str, Any]]
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class TurnRow(Base):
+    __tablename__ = "turns"
+    __table_args__ = (UniqueConstraint("session_id", "turn", name="uq_turns_session_turn"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    session_id: Mapped[str] = mapped_column(ForeignKey("sessions.id", ondelete="CASCADE"))
+    turn: Mapped[int]
+    query: Mapped[str] = mapped_column(Text)
+    plan: Mapped[str] = mapped_column(Text, default="")
+    answer: Mapped[str] = mapped_column(Text, default="")
+    outcome: Mapped[str] = mapped_column(String(32), default="success")
+    results: Mapped[list[Any]] = mapped_column(default=list)
+    summary: Mapped[str] = mapped_column(Text, default="")
+    tokens_in: Mapped[int] = mapped_column(default=0)
+    tokens_out: Mapped[int] = mapped_column(default=0)
+    valid: Mapped[bool] = mapped_column(default=True)
+    phase: Mapped[str | None] = mapped_column(String(32), default=None)
+    model: Mapped[str] = mapped_column(String(200), default="")
+    snapshot_id: Mapped[int | None] = mapped_column(ForeignKey("snapshots.id", ondelete="SET NULL"), default=None)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class AttachmentRow(Base):
+    __tablename__ = "attachments"
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    session_id: Mapped[str] = mapped_column(ForeignKey("sessions.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(200))
+    mime_type: Mapped[str] = mapped_column(String(100), default="text/plain")
+    text: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class ModuleStateRow(Base):
+    """Activation chosen by an admin; the registry's state is in memory, so it is re-applied at start-up."""
+
+    __tablename__ = "module_state"
+    module_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    active: Mapped[bool]
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class ApiTokenRow(Base):
+    __tablename__ = "api_tokens"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(String(100))
+    role: Mapped[str] = mapped_column(String(16))
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    revoked_at: Mapped[datetime | None] = mapped_column(default=None)
+
+
+class AuditRow(Base):
+    __tablename__ = "audit_log"
+    __table_args__ = (Index("ix_audit_entity", "entity", "entity_id"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    at: Mapped[datetime] = mapped_column(default=utcnow)
+    actor: Mapped[str] = mapped_column(String(100))
+    action: Mapped[str] = mapped_column(String(32))
+    entity: Mapped[str] = mapped_column(String(32))
+    entity_id: Mapped[str] = mapped_column(String(64))
+    before: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
+    after: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)

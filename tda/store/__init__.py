@@ -1,0 +1,31 @@
+"""Data access: the only place that writes SQL. Every write method is one transaction."""
+
+from __future__ import annotations
+
+from ..db import Database
+from .audit import AuditStore
+from .modules import ModuleStateStore
+from .profiles import ProfileStore
+from .sessions import SessionStore
+from .tokens import TokenStore
+from .types import StoredType, TypeStore, etag_for
+
+__all__ = ["Store", "StoredType", "etag_for"]
+
+
+class Store:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.types = TypeStore(db)
+        self.profiles = ProfileStore(db)
+        self.sessions = SessionStore(db)
+        self.tokens = TokenStore(db)
+        self.modules = ModuleStateStore(db)
+        self.audit = AuditStore(db)
+
+    @classmethod
+    def connect(cls, url: str) -> Store:
+        return cls(Database(url))
+
+    async def close(self) -> None:
+        await self.db.close()

@@ -1,0 +1,44 @@
+"""The audit log: every change, who made it, and the state before and after. Written inside the change's transaction."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from ..db import Database
+from ..models import AuditRow
+
+
+def record(
+    session: AsyncSession,
+    actor: str,
+    action: str,
+    entity: str,
+    entity_id: str,
+    before: dict[str, Any] | None = None,
+    after: dict[str, Any] | None = None,
+) -> None:
+    session.add(AuditRow(actor=actor, action=action, entity=entity, entity_id=entity_id, before=before, after=after))
+
+
+class AuditStore:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def list(self, entity: str | None = None, entity_id: str | None = None, limit: int = 100) -> list[AuditRow]:
+        query = select(AuditRow).order_by(AuditRow.id.desc()).limit(limit)
+        if entity:
+            query = query.where(AuditRow.entity == entity)
+        if entity_id:
+            query = query.where(AuditRow.entity_id == entity_id)
+        async with self.db.read() as s:
+            return list((await s.scalars(query)).all())
+
+
+def audit_dict(row: AuditRow) -> dict[str, Any]:
+    return {
+        "id": row.id, "at": row.at.isoformat(), "actor": row.actor, "action": row.action,
+        "entity": row.entity, "entity_id": row.entity_id, "before": row.before, "after": row.after,
+    }

@@ -1,0 +1,83 @@
+"""Profiles: an agent configuration that binds a context window type and may lower the context limit."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import select
+
+from ..db import Database
+from ..errors import Conflict, Invalid, NotFound
+from ..models import ProfileRow, SessionRow, WindowTypeRow, utcnow
+from . import audit
+
+EDITABLE = ("name", "type", "system_prompt", "context_window_type_id", "context_limit", "model", "tools",
+            "components", "knowledge_collections")
+
+
+def profile_dict(row: ProfileRow) -> dict[str, Any]:
+    return {
+        "id": row.id, **{f: getattr(row, f) for f in EDITABLE},
+        "created_at": row.created_at.isoformat(), "updated_at": row.updated_at.isoformat(),
+    }
+
+
+class ProfileStore:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def list(self) -> list[ProfileRow]:
+        async with self.db.read() as s:
+            return list((await s.scalars(select(ProfileRow).order_by(ProfileRow.id))).all())
+
+    async def get(self, profile_id: str) -> ProfileRow:
+        async with self.db.read() as s:
+            row = await s.get(ProfileRow, profile_id)
+        if row is None:
+            raise NotFound(f"no profile {profile_id!r}")
+        return row
+
+    async def create(self, profile_id: str, fields: dict[str, Any], actor: str) -> ProfileRow:
+        async with self.db.write() as s:
+            if await s.get(ProfileRow, profile_id) is not None:
+                raise Conflict(f"a profile with id {profile_id!r} already exists; choose another id")
+            await _check_type_exists(s, fields.get("context_window_type_id"))
+            row = ProfileRow(id=profile_id, **fields)
+            s.add(row)
+            await s.flush()
+            audit.record(s, actor, "create", "profile", profile_id, None, profile_dict(row))
+        return row
+
+    async def update(self, profile_id: str, fields: dict[str, Any], actor: str) -> ProfileRow:
+        async with self.db.write() as s:
+            row = await s.get(ProfileRow, profile_id)
+            if row is None:
+                raise NotFound(f"no profile {profile_id!r}")
+            await _check_type_exists(s, fields.get("context_window_type_id"))
+            before = profile_dict(row)
+            for name, value in fields.items():
+                setattr(row, name, value)
+            row.updated_at = utcnow()
+            await s.flush()
+            audit.record(s, actor, "update", "profile", profile_id, before, profile_dict(row))
+        return row
+
+    async def delete(self, profile_id: str, actor: str) -> None:
+        async with self.db.write() as s:
+            row = await s.get(ProfileRow, profile_id)
+            if row is None:
+                raise NotFound(f"no profile {profile_id!r}")
+            sessions = (await s.scalars(select(SessionRow.id).where(SessionRow.profile_id == profile_id).limit(20))).all()
+            if sessions:
+                raise Conflict(f"profile {profile_id!r} has sessions {list(sessions)}; delete them first",
+                               sessions=list(sessions))
+            audit.record(s, actor, "delete", "profile", profile_id, profile_dict(row), None)
+            await s.delete(row)
+
+
+async def _check_type_exists(s: Any, type_id: str | None) -> None:
+    if type_id is not None and await s.get(WindowTypeRow, type_id) is None:
+        raise Invalid(
+            f"context_window_type_id {type_id!r} does not exist",
+            errors=[{"loc": "context_window_type_id", "msg": f"no context window type {type_id!r}", "type": "missing"}],
+        )

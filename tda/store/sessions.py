@@ -1,0 +1,255 @@
+"""Sessions and what happens in them: messages, turns, attachments and the snapshots of each assembly."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import func, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from ..db import Database
+from ..errors import Conflict, Invalid, NotFound
+from ..models import AttachmentRow, MessageRow, ProfileRow, SessionRow, SnapshotRow, TurnRow, utcnow
+from . import audit
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex[:16]
+
+
+def session_dict(row: SessionRow) -> dict[str, Any]:
+    return {
+        "id": row.id, "profile_id": row.profile_id, "user_id": row.user_id, "title": row.title,
+        "context_limit": row.context_limit, "phase": row.phase,
+        "created_at": row.created_at.isoformat(), "updated_at": row.updated_at.isoformat(),
+    }
+
+
+def message_dict(row: MessageRow) -> dict[str, Any]:
+    return {
+        "id": row.id, "turn": row.turn, "role": row.role, "content": row.content, "tool_calls": row.tool_calls,
+        "tool_call_id": row.tool_call_id, "name": row.name, "valid": row.valid, "phase": row.phase,
+        "tokens": row.tokens, "created_at": row.created_at.isoformat(),
+    }
+
+
+def turn_dict(row: TurnRow) -> dict[str, Any]:
+    return {
+        "turn": row.turn, "query": row.query, "plan": row.plan, "answer": row.answer, "outcome": row.outcome,
+        "results": row.results, "summary": row.summary, "tokens_in": row.tokens_in, "tokens_out": row.tokens_out,
+        "valid": row.valid, "phase": row.phase, "model": row.model, "snapshot_id": row.snapshot_id,
+        "created_at": row.created_at.isoformat(),
+    }
+
+
+def attachment_dict(row: AttachmentRow, with_text: bool = False) -> dict[str, Any]:
+    out = {"id": row.id, "name": row.name, "mime_type": row.mime_type, "chars": len(row.text),
+           "created_at": row.created_at.isoformat()}
+    return {**out, "text": row.text} if with_text else out
+
+
+def snapshot_dict(row: SnapshotRow) -> dict[str, Any]:
+    return {
+        "id": row.id, "session_id": row.session_id, "turn": row.turn, "type_id": row.type_id,
+        "type_version": row.type_version, "model": row.model, "created_at": row.created_at.isoformat(),
+        "snapshot": row.data,
+    }
+
+
+@dataclass(frozen=True)
+class SessionData:
+    """Everything assembly reads about one session, loaded in one read transaction."""
+
+    session: SessionRow
+    profile: ProfileRow
+    messages: list[MessageRow]
+    turns: list[TurnRow]
+    attachments: list[AttachmentRow]
+
+
+class SessionStore:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    # --- sessions --------------------------------------------------------------------------------
+
+    async def list(self, profile_id: str | None = None, limit: int = 200) -> list[SessionRow]:
+        query = select(SessionRow).order_by(SessionRow.created_at.desc()).limit(limit)
+        if profile_id:
+            query = query.where(SessionRow.profile_id == profile_id)
+        async with self.db.read() as s:
+            return list((await s.scalars(query)).all())
+
+    async def get(self, session_id: str) -> SessionRow:
+        async with self.db.read() as s:
+            return await _session(s, session_id)
+
+    async def load(self, session_id: str) -> SessionData:
+        async with self.db.read() as s:
+            row = await _session(s, session_id)
+            profile = await s.get(ProfileRow, row.profile_id)
+            assert profile is not None  # foreign key
+            by_session = lambda model: select(model).where(model.session_id == session_id)  # noqa: E731
+            messages = (await s.scalars(by_session(MessageRow).order_by(MessageRow.turn, MessageRow.id))).all()
+            turns = (await s.scalars(by_session(TurnRow).order_by(TurnRow.turn))).all()
+            attachments = (await s.scalars(by_session(AttachmentRow).order_by(AttachmentRow.created_at))).all()
+        return SessionData(row, profile, list(messages), list(turns), list(attachments))
+
+    async def create(self, fields: dict[str, Any], actor: str) -> SessionRow:
+        session_id = fields.pop("id", None) or new_id()
+        async with self.db.write() as s:
+            if await s.get(SessionRow, session_id) is not None:
+                raise Conflict(f"a session with id {session_id!r} already exists")
+            if await s.get(ProfileRow, fields["profile_id"]) is None:
+                raise Invalid(f"no profile {fields['profile_id']!r}", errors=[
+                    {"loc": "profile_id", "msg": f"no profile {fields['profile_id']!r}", "type": "missing"}])
+            row = SessionRow(id=session_id, **fields)
+            s.add(row)
+            await s.flush()
+            audit.record(s, actor, "create", "session", session_id, None, session_dict(row))
+        return row
+
+    async def update(self, session_id: str, fields: dict[str, Any], actor: str, action: str = "update") -> SessionRow:
+        async with self.db.write() as s:
+            row = await _session(s, session_id)
+            before = session_dict(row)
+            for name, value in fields.items():
+                setattr(row, name, value)
+            row.updated_at = utcnow()
+            await s.flush()
+            audit.record(s, actor, action, "session", session_id, before, session_dict(row))
+        return row
+
+    async def delete(self, session_id: str, actor: str) -> None:
+        async with self.db.write() as s:
+            row = await _session(s, session_id)
+            audit.record(s, actor, "delete", "session", session_id, session_dict(row), None)
+            await s.delete(row)
+
+    # --- history ---------------------------------------------------------------------------------
+
+    async def messages(self, session_id: str) -> list[MessageRow]:
+        async with self.db.read() as s:
+            await _session(s, session_id)
+            query = select(MessageRow).where(MessageRow.session_id == session_id).order_by(MessageRow.turn, MessageRow.id)
+            return list((await s.scalars(query)).all())
+
+    async def turns(self, session_id: str) -> list[TurnRow]:
+        async with self.db.read() as s:
+            await _session(s, session_id)
+            query = select(TurnRow).where(TurnRow.session_id == session_id).order_by(TurnRow.turn)
+            return list((await s.scalars(query)).all())
+
+    async def record_turn(self, session_id: str, turn: dict[str, Any], messages: list[dict[str, Any]]) -> TurnRow:
+        """The turn and its messages in one transaction: a turn is never half-recorded."""
+        async with self.db.write() as s:
+            await _session(s, session_id)
+            if await s.scalar(select(TurnRow.id).where(TurnRow.session_id == session_id, TurnRow.turn == turn["turn"])):
+                raise Conflict(f"turn {turn['turn']} of session {session_id!r} was recorded meanwhile; send the query again")
+            row = TurnRow(session_id=session_id, **turn)
+            s.add(row)
+            for m in messages:
+                s.add(MessageRow(session_id=session_id, turn=turn["turn"], **m))
+        return row
+
+    async def add_messages(self, session_id: str, messages: list[dict[str, Any]], actor: str) -> list[MessageRow]:
+        """Import history recorded elsewhere (the platform, the demo)."""
+        async with self.db.write() as s:
+            await _session(s, session_id)
+            rows = [MessageRow(session_id=session_id, **m) for m in messages]
+            s.add_all(rows)
+            await s.flush()
+            audit.record(s, actor, "add_messages", "session", session_id, None, {"count": len(rows)})
+        return rows
+
+    async def set_turn_validity(self, session_id: str, turn: int, valid: bool, actor: str) -> TurnRow:
+        async with self.db.write() as s:
+            await _session(s, session_id)
+            row = await s.scalar(select(TurnRow).where(TurnRow.session_id == session_id, TurnRow.turn == turn))
+            if row is None:
+                raise NotFound(f"session {session_id!r} has no turn {turn}")
+            before = row.valid
+            row.valid = valid
+            await s.execute(
+                update(MessageRow).where(MessageRow.session_id == session_id, MessageRow.turn == turn).values(valid=valid)
+            )
+            audit.record(s, actor, "turn_validity", "session", session_id, {"turn": turn, "valid": before},
+                         {"turn": turn, "valid": valid})
+        return row
+
+    async def purge_memory(self, session_id: str, actor: str) -> dict[str, int]:
+        """Mark the whole history invalid: nothing is deleted, so the audit trail and replays keep it."""
+        async with self.db.write() as s:
+            await _session(s, session_id)
+            messages = await s.execute(
+                update(MessageRow).where(MessageRow.session_id == session_id, MessageRow.valid.is_(True)).values(valid=False)
+            )
+            turns = await s.execute(
+                update(TurnRow).where(TurnRow.session_id == session_id, TurnRow.valid.is_(True)).values(valid=False)
+            )
+            counts = {"messages_invalidated": messages.rowcount, "turns_invalidated": turns.rowcount}
+            audit.record(s, actor, "purge_memory", "session", session_id, None, counts)
+        return counts
+
+    # --- attachments -----------------------------------------------------------------------------
+
+    async def attachments(self, session_id: str) -> list[AttachmentRow]:
+        async with self.db.read() as s:
+            await _session(s, session_id)
+            query = select(AttachmentRow).where(AttachmentRow.session_id == session_id).order_by(AttachmentRow.created_at)
+            return list((await s.scalars(query)).all())
+
+    async def add_attachment(self, session_id: str, fields: dict[str, Any], actor: str) -> AttachmentRow:
+        async with self.db.write() as s:
+            await _session(s, session_id)
+            row = AttachmentRow(id=new_id(), session_id=session_id, **fields)
+            s.add(row)
+            await s.flush()
+            audit.record(s, actor, "attach", "session", session_id, None, attachment_dict(row))
+        return row
+
+    async def delete_attachment(self, session_id: str, attachment_id: str, actor: str) -> None:
+        async with self.db.write() as s:
+            row = await s.get(AttachmentRow, attachment_id)
+            if row is None or row.session_id != session_id:
+                raise NotFound(f"session {session_id!r} has no attachment {attachment_id!r}")
+            audit.record(s, actor, "detach", "session", session_id, attachment_dict(row), None)
+            await s.delete(row)
+
+    # --- snapshots -------------------------------------------------------------------------------
+
+    async def record_snapshot(self, fields: dict[str, Any]) -> SnapshotRow:
+        async with self.db.write() as s:
+            row = SnapshotRow(**fields)
+            s.add(row)
+            await s.flush()
+        return row
+
+    async def snapshot(self, snapshot_id: int) -> SnapshotRow:
+        async with self.db.read() as s:
+            row = await s.get(SnapshotRow, snapshot_id)
+        if row is None:
+            raise NotFound(f"no snapshot {snapshot_id}")
+        return row
+
+    async def snapshots(self, session_id: str | None, after_id: int = 0, limit: int = 500) -> list[SnapshotRow]:
+        """Oldest first; ``session_id=None`` means all sessions (the global stream's resume)."""
+        query = select(SnapshotRow).where(SnapshotRow.id > after_id).order_by(SnapshotRow.id).limit(limit)
+        async with self.db.read() as s:
+            if session_id is not None:
+                await _session(s, session_id)
+                query = query.where(SnapshotRow.session_id == session_id)
+            return list((await s.scalars(query)).all())
+
+    async def last_snapshot_id(self) -> int:
+        async with self.db.read() as s:
+            return int(await s.scalar(select(func.max(SnapshotRow.id))) or 0)
+
+
+async def _session(s: AsyncSession, session_id: str) -> SessionRow:
+    row = await s.get(SessionRow, session_id)
+    if row is None:
+        raise NotFound(f"no session {session_id!r}")
+    return row

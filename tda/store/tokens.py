@@ -1,0 +1,91 @@
+"""API tokens: random secrets shown once, stored as SHA-256 hashes, each with a role."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from sqlalchemy import select
+
+from ..db import Database
+from ..errors import NotFound
+from ..models import ApiTokenRow, utcnow
+from . import audit
+
+Role = Literal["admin", "viewer"]
+ROLES: tuple[str, ...] = ("admin", "viewer")
+TOKEN_PREFIX = "tda_"
+
+
+def hash_token(token: str) -> str:
+    # Tokens carry 256 random bits, so a fast hash is enough: there is nothing to brute-force.
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Principal:
+    token_id: int
+    name: str
+    role: str
+
+    @property
+    def actor(self) -> str:
+        return f"token:{self.name}#{self.token_id}"
+
+
+def token_dict(row: ApiTokenRow) -> dict[str, Any]:
+    return {"id": row.id, "name": row.name, "role": row.role, "created_at": row.created_at.isoformat(),
+            "revoked": row.revoked_at is not None}
+
+
+class TokenStore:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def create(self, name: str, role: str, actor: str = "cli") -> tuple[str, ApiTokenRow]:
+        if role not in ROLES:
+            raise ValueError(f"role must be one of {ROLES}, got {role!r}")
+        token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        async with self.db.write() as s:
+            row = ApiTokenRow(name=name, role=role, token_hash=hash_token(token))
+            s.add(row)
+            await s.flush()
+            audit.record(s, actor, "create", "api_token", str(row.id), None, token_dict(row))
+        return token, row
+
+    async def authenticate(self, token: str) -> Principal | None:
+        async with self.db.read() as s:
+            row = await s.scalar(select(ApiTokenRow).where(ApiTokenRow.token_hash == hash_token(token)))
+        if row is None or row.revoked_at is not None:
+            return None
+        return Principal(row.id, row.name, row.role)
+
+    async def principal(self, token_id: int) -> Principal | None:
+        """The token behind a browser session, re-read so a revoked token ends its sessions too."""
+        async with self.db.read() as s:
+            row = await s.get(ApiTokenRow, token_id)
+        if row is None or row.revoked_at is not None:
+            return None
+        return Principal(row.id, row.name, row.role)
+
+    async def list(self) -> list[ApiTokenRow]:
+        async with self.db.read() as s:
+            return list((await s.scalars(select(ApiTokenRow).order_by(ApiTokenRow.id))).all())
+
+    async def revoke(self, token_id: int, actor: str) -> None:
+        async with self.db.write() as s:
+            row = await s.get(ApiTokenRow, token_id)
+            if row is None:
+                raise NotFound(f"no API token {token_id}")
+            row.revoked_at = row.revoked_at or utcnow()
+            audit.record(s, actor, "revoke", "api_token", str(token_id), None, token_dict(row))
+
+    async def revoke_named(self, name: str, actor: str) -> int:
+        async with self.db.write() as s:
+            rows = (await s.scalars(select(ApiTokenRow).where(ApiTokenRow.name == name, ApiTokenRow.revoked_at.is_(None)))).all()
+            for row in rows:
+                row.revoked_at = utcnow()
+                audit.record(s, actor, "revoke", "api_token", str(row.id), None, token_dict(row))
+        return len(rows)

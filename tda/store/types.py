@@ -1,0 +1,220 @@
+"""Context window types: versioned rows with full history, compare-and-swap updates, exactly one default."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from components.context_window.window_type import ContextWindowType, default_types
+
+from ..db import Database
+from ..errors import Conflict, NotFound, PreconditionFailed
+from ..models import ProfileRow, WindowTypeRow, WindowTypeVersionRow, utcnow
+from . import audit
+
+
+@dataclass(frozen=True)
+class StoredType:
+    type: ContextWindowType
+    version: int
+    updated_at: datetime
+
+    @property
+    def id(self) -> str:
+        return self.type.id
+
+    @property
+    def etag(self) -> str:
+        return etag_for(self.id, self.version)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.type.model_dump(mode="json"), "version": self.version, "updated_at": self.updated_at.isoformat()}
+
+
+def etag_for(type_id: str, version: int) -> str:
+    return f'"{type_id}.v{version}"'
+
+
+def _stored(row: WindowTypeRow) -> StoredType:
+    return StoredType(ContextWindowType.model_validate(row.data), row.version, row.updated_at)
+
+
+def _data(t: ContextWindowType) -> dict[str, Any]:
+    return t.model_dump(mode="json")
+
+
+class TypeStore:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    # --- reads ---------------------------------------------------------------------------------
+
+    async def list(self) -> list[StoredType]:
+        async with self.db.read() as s:
+            rows = (await s.scalars(select(WindowTypeRow).order_by(WindowTypeRow.is_default.desc(), WindowTypeRow.id))).all()
+        return [_stored(r) for r in rows]
+
+    async def get(self, type_id: str) -> StoredType:
+        async with self.db.read() as s:
+            return _stored(await self._row(s, type_id))
+
+    async def default(self) -> StoredType:
+        async with self.db.read() as s:
+            row = await s.scalar(select(WindowTypeRow).where(WindowTypeRow.is_default.is_(True)))
+        if row is None:
+            raise NotFound("no default context window type exists; create one with is_default=true")
+        return _stored(row)
+
+    async def version(self, type_id: str, version: int) -> ContextWindowType:
+        async with self.db.read() as s:
+            row = await s.get(WindowTypeVersionRow, (type_id, version))
+        if row is None:
+            raise NotFound(f"context window type {type_id!r} has no version {version}")
+        return ContextWindowType.model_validate(row.data)
+
+    async def versions(self, type_id: str) -> list[dict[str, Any]]:
+        async with self.db.read() as s:
+            current = await self._row(s, type_id)
+            rows = (
+                await s.scalars(
+                    select(WindowTypeVersionRow)
+                    .where(WindowTypeVersionRow.type_id == type_id)
+                    .order_by(WindowTypeVersionRow.version.desc())
+                )
+            ).all()
+        return [
+            {"version": r.version, "current": r.version == current.version, "actor": r.actor,
+             "created_at": r.created_at.isoformat(), "data": r.data}
+            for r in rows
+        ]
+
+    async def bound_profiles(self, type_id: str) -> list[str]:
+        async with self.db.read() as s:
+            return await _bound_profiles(s, type_id)
+
+    # --- writes (each one transaction) ------------------------------------------------------------
+
+    async def create(self, t: ContextWindowType, actor: str) -> StoredType:
+        async with self.db.write() as s:
+            if await s.get(WindowTypeRow, t.id) is not None:
+                raise Conflict(f"a context window type with id {t.id!r} already exists; choose another id")
+            has_default = await s.scalar(select(func.count()).where(WindowTypeRow.is_default.is_(True)))
+            if not has_default:
+                t = t.model_copy(update={"is_default": True})  # there is always exactly one default
+            elif t.is_default:
+                await _demote_default(s, actor)
+            await _purge_orphan_versions(s, t.id)
+            row = WindowTypeRow(id=t.id, name=t.name, is_default=t.is_default, version=1, data=_data(t))
+            s.add(row)
+            s.add(WindowTypeVersionRow(type_id=t.id, version=1, data=row.data, actor=actor))
+            audit.record(s, actor, "create", "context_window_type", t.id, None, row.data)
+        return _stored(row)
+
+    async def update(self, t: ContextWindowType, expected_version: int, actor: str) -> StoredType:
+        async with self.db.write() as s:
+            current = await self._row(s, t.id)
+            _check_version(current, expected_version)
+            if current.is_default and not t.is_default:
+                raise Conflict(
+                    f"{t.id!r} is the default type and there must always be one: "
+                    "make another type the default instead of clearing is_default here"
+                )
+            if t.is_default and not current.is_default:
+                await _demote_default(s, actor)
+            return _stored(await _write_version(s, current, _data(t), actor, "update"))
+
+    async def rollback(self, type_id: str, to_version: int, expected_version: int | None, actor: str) -> StoredType:
+        """Make an old version current again (as a new version); the default flag stays as it is now."""
+        async with self.db.write() as s:
+            current = await self._row(s, type_id)
+            if expected_version is not None:
+                _check_version(current, expected_version)
+            old = await s.get(WindowTypeVersionRow, (type_id, to_version))
+            if old is None:
+                raise NotFound(f"context window type {type_id!r} has no version {to_version}")
+            data = {**old.data, "is_default": current.is_default}
+            return _stored(await _write_version(s, current, data, actor, f"rollback to v{to_version}"))
+
+    async def delete(self, type_id: str, expected_version: int, actor: str) -> None:
+        async with self.db.write() as s:
+            current = await self._row(s, type_id)
+            _check_version(current, expected_version)
+            if current.is_default:
+                raise Conflict(f"{type_id!r} is the default type; make another type the default before deleting it")
+            bound = await _bound_profiles(s, type_id)
+            if bound:
+                raise Conflict(
+                    f"{type_id!r} is bound to profiles {bound}; bind them to another type first", profiles=bound
+                )
+            await s.delete(current)
+            await _purge_orphan_versions(s, type_id)
+            audit.record(s, actor, "delete", "context_window_type", type_id, current.data, None)
+
+    async def seed_defaults(self, actor: str = "system") -> int:
+        """Insert the four shipped types when there are none (a fresh database). Returns how many."""
+        async with self.db.read() as s:
+            if await s.scalar(select(func.count()).select_from(WindowTypeRow)):
+                return 0
+        created = 0
+        for t in default_types():
+            try:
+                await self.create(t, actor)
+                created += 1
+            except Conflict:  # another process seeded concurrently
+                pass
+        return created
+
+    @staticmethod
+    async def _row(s: AsyncSession, type_id: str) -> WindowTypeRow:
+        row = await s.get(WindowTypeRow, type_id)
+        if row is None:
+            raise NotFound(f"no context window type {type_id!r}")
+        return row
+
+
+def _check_version(row: WindowTypeRow, expected_version: int) -> None:
+    if row.version != expected_version:
+        raise PreconditionFailed(
+            f"{row.id!r} changed since you read it (you have v{expected_version}, it is now v{row.version}); "
+            "reload, reapply your edit and send the new ETag",
+            current_etag=etag_for(row.id, row.version),
+            current_version=row.version,
+        )
+
+
+async def _write_version(s: AsyncSession, row: WindowTypeRow, data: dict[str, Any], actor: str, action: str) -> WindowTypeRow:
+    """Compare-and-swap on the version column, so two writers cannot both win even without a lock."""
+    before, new_version = row.data, row.version + 1
+    result = await s.execute(
+        update(WindowTypeRow)
+        .where(WindowTypeRow.id == row.id, WindowTypeRow.version == row.version)
+        .values(data=data, name=data["name"], is_default=data["is_default"], version=new_version, updated_at=utcnow())
+        .execution_options(synchronize_session=False)
+    )
+    if result.rowcount != 1:
+        raise PreconditionFailed(f"{row.id!r} changed while saving; reload and try again")
+    s.add(WindowTypeVersionRow(type_id=row.id, version=new_version, data=data, actor=actor))
+    audit.record(s, actor, action, "context_window_type", row.id, before, data)
+    await s.refresh(row)
+    return row
+
+
+async def _demote_default(s: AsyncSession, actor: str) -> None:
+    for row in (await s.scalars(select(WindowTypeRow).where(WindowTypeRow.is_default.is_(True)))).all():
+        await _write_version(s, row, {**row.data, "is_default": False}, actor, "demote default")
+
+
+async def _bound_profiles(s: AsyncSession, type_id: str) -> list[str]:
+    query = select(ProfileRow.id).where(ProfileRow.context_window_type_id == type_id).order_by(ProfileRow.id)
+    return list((await s.scalars(query)).all())
+
+
+async def _purge_orphan_versions(s: AsyncSession, type_id: str) -> None:
+    """History goes with the type (the audit log keeps it), so a re-created id starts again at v1."""
+    for v in (await s.scalars(select(WindowTypeVersionRow).where(WindowTypeVersionRow.type_id == type_id))).all():
+        await s.delete(v)
+    await s.flush()  # deletes first: a re-created type inserts version 1 with the same key
