@@ -1,0 +1,16 @@
+"""The REST API under /v1: one blueprint per resource."""
+
+from __future__ import annotations
+
+from quart import Quart
+
+from . import audit, events, modules, profiles, sessions, signin, snapshots, types
+from .errors import register_error_handlers
+
+BLUEPRINTS = (types.bp, modules.bp, profiles.bp, sessions.bp, snapshots.bp, events.bp, signin.bp, audit.bp)
+
+
+def register_api(app: Quart) -> None:
+    for bp in BLUEPRINTS:
+        app.register_blueprint(bp)
+    register_error_handlers(app)

@@ -1,0 +1,32 @@
+"""Helpers shared by the blueprints: JSON bodies validated with context, and ETag preconditions."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from quart import request
+
+from ..errors import Invalid, PreconditionFailed, PreconditionRequired
+
+_ETAG = re.compile(r'^(?:W/)?"(?P<id>[^"]+)\.v(?P<version>\d+)"$')
+
+
+async def json_object() -> dict[str, Any]:
+    data = await request.get_json(force=True, silent=True)
+    if not isinstance(data, dict):
+        raise Invalid("the body must be a JSON object", errors=[{"loc": "body", "msg": "expected a JSON object", "type": "type_error"}])
+    return data
+
+
+def if_match_version(resource_id: str) -> int:
+    """The version named by ``If-Match`` (required on writes: 428 without it, 412 when it names another resource)."""
+    header = request.headers.get("If-Match")
+    if not header:
+        raise PreconditionRequired(
+            "send If-Match with the ETag from your last GET, so you cannot overwrite someone else's change"
+        )
+    match = _ETAG.match(header.strip())
+    if match is None or match["id"] != resource_id:
+        raise PreconditionFailed(f"If-Match {header!r} is not an ETag of {resource_id!r}; GET it again")
+    return int(match["version"])

@@ -1,0 +1,73 @@
+"""Server-sent events: live snapshots for one session or all, resumable with Last-Event-ID, with heartbeats."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+from quart import Blueprint, Response, request
+from quart_schema import tag
+
+from ..auth import require
+from ..events import HEARTBEAT, SNAPSHOT_EVENT, Subscription, encode_sse
+from ..service import TDAService, service
+
+bp = Blueprint("events", __name__, url_prefix="/v1")
+tag(["events"])(bp)
+
+RESUME_BATCH = 500
+
+
+def _last_event_id() -> int:
+    raw = request.headers.get("Last-Event-ID") or request.args.get("last_event_id") or "0"
+    return int(raw) if raw.isdigit() else 0
+
+
+async def _stream(svc: TDAService, sub: Subscription, session_id: str | None, after: int) -> AsyncIterator[bytes]:
+    try:
+        yield b"retry: 2000\n\n"
+        # Subscribed before reading the store, so nothing published meanwhile is missed; ids dedupe the overlap.
+        while after:
+            rows = await svc.store.sessions.snapshots(session_id, after, RESUME_BATCH)
+            for row in rows:
+                yield encode_sse(SNAPSHOT_EVENT, {"snapshot_id": row.id, **row.data}, row.id)
+                after = row.id
+            if len(rows) < RESUME_BATCH:
+                break
+        while True:
+            try:
+                event = await sub.next(svc.heartbeat_s)
+            except StopAsyncIteration:
+                return
+            if event is None:
+                yield HEARTBEAT
+            elif event.id > after:
+                yield event.payload
+    finally:
+        svc.bus.unsubscribe(sub)
+
+
+def _sse(svc: TDAService, session_id: str | None) -> Response:
+    sub = svc.bus.subscribe(session_id)
+    response = Response(
+        _stream(svc, sub, session_id, _last_event_id()),
+        mimetype="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
+    response.timeout = None  # a stream lives as long as the client stays
+    return response
+
+
+@bp.get("/sessions/<session_id>/events")
+@require("viewer")
+async def session_events(session_id: str) -> Response:
+    """``event: context_window_snapshot`` for each turn of the session; send Last-Event-ID to resume."""
+    svc = service()
+    await svc.store.sessions.get(session_id)  # 404 before the stream starts
+    return _sse(svc, session_id)
+
+
+@bp.get("/events")
+@require("viewer")
+async def all_events() -> Response:
+    """Snapshots of every session."""
+    return _sse(service(), None)

@@ -1,0 +1,150 @@
+"""Request bodies and query strings (pydantic v2): validated at the edge, documented in /openapi.json."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from components.context_window.base import ProfileType
+
+Slug = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+MIN_CONTEXT_LIMIT = 256
+
+
+class _In(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ToolIn(_In):
+    type: Literal["function"] = "function"
+    function: dict[str, Any]
+
+
+class ProfileFields(_In):
+    name: str = Field("", max_length=100)
+    type: ProfileType = "tool_enabled"
+    system_prompt: str = Field("You are a helpful assistant.", max_length=200_000)
+    context_window_type_id: str | None = Field(None, description="null: the default type")
+    context_limit: int | None = Field(None, ge=MIN_CONTEXT_LIMIT, description="can only lower the model's limit")
+    model: str | None = Field(None, max_length=200, description="null: the service's configured model")
+    tools: list[ToolIn] = Field(default_factory=list)
+    components: list[str] = Field(default_factory=list)
+    knowledge_collections: list[str] = Field(default_factory=list)
+
+
+class ProfileIn(ProfileFields):
+    id: str = Slug
+
+
+class ProfilePatch(_In):
+    name: str | None = Field(None, max_length=100)
+    type: ProfileType | None = None
+    system_prompt: str | None = Field(None, max_length=200_000)
+    context_window_type_id: str | None = None
+    context_limit: int | None = Field(None, ge=MIN_CONTEXT_LIMIT)
+    model: str | None = Field(None, max_length=200)
+    tools: list[ToolIn] | None = None
+    components: list[str] | None = None
+    knowledge_collections: list[str] | None = None
+
+
+Phase = Literal["ideate", "focus", "operate", "complete"]
+
+
+class SessionIn(_In):
+    id: str | None = Field(None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+    profile_id: str
+    user_id: str = Field("anonymous", max_length=100)
+    title: str = Field("", max_length=200)
+    context_limit: int | None = Field(None, ge=MIN_CONTEXT_LIMIT)
+    phase: Phase | None = None
+
+
+class SessionPatch(_In):
+    title: str | None = Field(None, max_length=200)
+    phase: Phase | None = None
+    user_id: str | None = Field(None, max_length=100)
+
+
+class ContextLimitIn(_In):
+    context_limit: int | None = Field(
+        ..., ge=MIN_CONTEXT_LIMIT, description="tokens; null clears the override (back to the model's limit)"
+    )
+
+
+class MessageIn(_In):
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str = Field("", max_length=1_000_000)
+    turn: int = Field(ge=0)
+    tool_calls: list[dict[str, Any]] = Field(default_factory=list)
+    tool_call_id: str | None = None
+    name: str | None = None
+    valid: bool = True
+    phase: str | None = None
+
+
+class MessagesIn(_In):
+    messages: list[MessageIn] = Field(min_length=1, max_length=10_000)
+
+
+class AttachmentIn(_In):
+    name: str = Field(min_length=1, max_length=200)
+    text: str = Field(max_length=5_000_000)
+    mime_type: str = Field("text/plain", max_length=100)
+
+
+class TurnIn(_In):
+    query: str = Field(min_length=1, max_length=200_000)
+
+
+class TurnValidityIn(_In):
+    valid: bool
+
+
+class PurgeIn(_In):
+    session_id: str
+
+
+class InstallIn(_In):
+    path: str = Field(min_length=1, description="a module folder on the server's file system")
+
+
+class RollbackIn(_In):
+    version: int = Field(ge=1)
+
+
+class PreviewIn(_In):
+    """Exactly one of ``type`` (an unsaved type body) or ``type_id`` (a saved one)."""
+
+    type: dict[str, Any] | None = None
+    type_id: str | None = None
+    session_id: str
+    query: str = Field(min_length=1, max_length=200_000)
+
+    @model_validator(mode="after")
+    def _one_type(self) -> PreviewIn:
+        if (self.type is None) == (self.type_id is None):
+            raise ValueError("give exactly one of 'type' (an unsaved type body) or 'type_id'")
+        return self
+
+
+class SignInIn(_In):
+    token: str = Field(min_length=1, max_length=200)
+
+
+class SnapshotsQuery(_In):
+    after: int = Field(0, ge=0, description="only snapshots with a larger id")
+    limit: int = Field(100, ge=1, le=1000)
+
+
+class AuditQuery(_In):
+    entity: str | None = None
+    entity_id: str | None = None
+    limit: int = Field(100, ge=1, le=1000)
+
+
+class Error(BaseModel):
+    error: str
+    message: str
+    errors: list[dict[str, Any]] | None = None

@@ -1,0 +1,180 @@
+"""/v1/sessions: sessions, their history and attachments, turns, limits, snapshots and analytics."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from quart import Blueprint
+from quart_schema import tag, validate_querystring, validate_request
+
+from components.context_window.token_estimator import resolve_model_limit
+
+from ..analytics import context_analytics
+from ..auth import actor, require
+from ..service import service
+from ..store.sessions import attachment_dict, message_dict, session_dict, snapshot_dict, turn_dict
+from ..turns import run_turn
+from .profiles import check_limit_lowers
+from .schemas import (
+    AttachmentIn,
+    ContextLimitIn,
+    MessagesIn,
+    SessionIn,
+    SessionPatch,
+    SnapshotsQuery,
+    TurnIn,
+    TurnValidityIn,
+)
+
+bp = Blueprint("sessions", __name__, url_prefix="/v1/sessions")
+tag(["sessions"])(bp)
+
+
+@bp.get("")
+@require("viewer")
+async def list_sessions() -> dict[str, Any]:
+    return {"sessions": [session_dict(s) for s in await service().store.sessions.list()]}
+
+
+@bp.post("")
+@require("admin")
+@validate_request(SessionIn)
+async def create_session(data: SessionIn) -> tuple[dict[str, Any], int]:
+    svc = service()
+    if data.context_limit is not None:
+        profile = await svc.store.profiles.get(data.profile_id)
+        check_limit_lowers(data.context_limit, profile.model or svc.settings.model)
+    row = await svc.store.sessions.create(data.model_dump(), actor())
+    return session_dict(row), 201
+
+
+@bp.get("/<session_id>")
+@require("viewer")
+async def get_session(session_id: str) -> dict[str, Any]:
+    svc = service()
+    data = await svc.store.sessions.load(session_id)
+    return {
+        **session_dict(data.session),
+        "turns": [turn_dict(t) for t in data.turns],
+        "attachments": [attachment_dict(a) for a in data.attachments],
+        "message_count": len(data.messages),
+    }
+
+
+@bp.patch("/<session_id>")
+@require("admin")
+@validate_request(SessionPatch)
+async def update_session(session_id: str, data: SessionPatch) -> dict[str, Any]:
+    fields = {k: v for k, v in data.model_dump(exclude_unset=True).items() if v is not None or k == "phase"}
+    return session_dict(await service().store.sessions.update(session_id, fields, actor()))
+
+
+@bp.delete("/<session_id>")
+@require("admin")
+async def delete_session(session_id: str) -> tuple[str, int]:
+    await service().store.sessions.delete(session_id, actor())
+    return "", 204
+
+
+@bp.post("/<session_id>/context-limit")
+@require("admin")
+@validate_request(ContextLimitIn)
+async def set_context_limit(session_id: str, data: ContextLimitIn) -> dict[str, Any]:
+    """Lower this session's context limit; ``null`` clears it. Above the model's limit: 422."""
+    svc = service()
+    session = await svc.store.sessions.get(session_id)
+    profile = await svc.store.profiles.get(session.profile_id)
+    model = profile.model or svc.settings.model
+    check_limit_lowers(data.context_limit, model)
+    row = await svc.store.sessions.update(session_id, {"context_limit": data.context_limit}, actor(), "context_limit")
+    model_limit, source = resolve_model_limit(model)
+    return {**session_dict(row), "model": model, "model_limit": model_limit, "model_limit_source": source}
+
+
+@bp.get("/<session_id>/messages")
+@require("viewer")
+async def list_messages(session_id: str) -> dict[str, Any]:
+    return {"messages": [message_dict(m) for m in await service().store.sessions.messages(session_id)]}
+
+
+@bp.post("/<session_id>/messages")
+@require("admin")
+@validate_request(MessagesIn)
+async def add_messages(session_id: str, data: MessagesIn) -> tuple[dict[str, Any], int]:
+    """Import history recorded elsewhere (for example by the agent platform)."""
+    rows = await service().store.sessions.add_messages(session_id, [m.model_dump() for m in data.messages], actor())
+    return {"messages": [message_dict(m) for m in rows]}, 201
+
+
+@bp.get("/<session_id>/attachments")
+@require("viewer")
+async def list_attachments(session_id: str) -> dict[str, Any]:
+    return {"attachments": [attachment_dict(a) for a in await service().store.sessions.attachments(session_id)]}
+
+
+@bp.post("/<session_id>/attachments")
+@require("admin")
+@validate_request(AttachmentIn)
+async def add_attachment(session_id: str, data: AttachmentIn) -> tuple[dict[str, Any], int]:
+    """Attach a document's extracted text; document_context offers it to the model."""
+    row = await service().store.sessions.add_attachment(session_id, data.model_dump(), actor())
+    return attachment_dict(row), 201
+
+
+@bp.delete("/<session_id>/attachments/<attachment_id>")
+@require("admin")
+async def delete_attachment(session_id: str, attachment_id: str) -> tuple[str, int]:
+    await service().store.sessions.delete_attachment(session_id, attachment_id, actor())
+    return "", 204
+
+
+@bp.get("/<session_id>/turns")
+@require("viewer")
+async def list_turns(session_id: str) -> dict[str, Any]:
+    return {"turns": [turn_dict(t) for t in await service().store.sessions.turns(session_id)]}
+
+
+@bp.post("/<session_id>/turns")
+@require("admin")
+@validate_request(TurnIn)
+async def create_turn(session_id: str, data: TurnIn) -> tuple[dict[str, Any], int]:
+    """Assemble the context, store and stream the snapshot, call the model, record the turn."""
+    return await run_turn(service(), session_id, data.query), 201
+
+
+@bp.patch("/<session_id>/turns/<int:turn>")
+@require("admin")
+@validate_request(TurnValidityIn)
+async def set_turn_validity(session_id: str, turn: int, data: TurnValidityIn) -> dict[str, Any]:
+    """An invalid turn stays recorded but is left out of the context from now on."""
+    return turn_dict(await service().store.sessions.set_turn_validity(session_id, turn, data.valid, actor()))
+
+
+@bp.post("/<session_id>/purge-memory")
+@require("admin")
+async def purge_memory(session_id: str) -> dict[str, Any]:
+    """Mark the whole history invalid (kept for audit and replay) and purge module caches for the session."""
+    svc = service()
+    session = await svc.store.sessions.get(session_id)
+    counts = await svc.store.sessions.purge_memory(session_id, actor())
+    purged = {}
+    for info in svc.registry.infos():
+        if info.capabilities.get("purgeable"):
+            purged[info.module_id] = await svc.registry.purge(info.module_id, session_id, session.user_id)
+    return {"session_id": session_id, **counts, "modules": purged}
+
+
+@bp.get("/<session_id>/snapshots")
+@require("viewer")
+@validate_querystring(SnapshotsQuery)
+async def list_snapshots(session_id: str, query_args: SnapshotsQuery) -> dict[str, Any]:
+    rows = await service().store.sessions.snapshots(session_id, query_args.after, query_args.limit)
+    return {"snapshots": [snapshot_dict(r) for r in rows]}
+
+
+@bp.get("/<session_id>/context-analytics")
+@require("viewer")
+async def analytics(session_id: str) -> dict[str, Any]:
+    """Per-turn budget and module figures; averages, maxima, condensation counts, rule frequency."""
+    rows = await service().store.sessions.snapshots(session_id, 0, 10_000)
+    return {"session_id": session_id, **context_analytics([(r.id, r.data) for r in rows])}

@@ -1,0 +1,39 @@
+"""/v1/auth: browser sign-in with a token (then a session cookie + CSRF header), and who am I."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from quart import Blueprint, g
+from quart_schema import tag, validate_request
+
+from ..auth import csrf_token, require, sign_in, sign_out
+from ..errors import Unauthorized
+from ..service import service
+from .schemas import SignInIn
+
+bp = Blueprint("auth", __name__, url_prefix="/v1/auth")
+tag(["auth"])(bp)
+
+
+@bp.post("/session")
+@validate_request(SignInIn)
+async def create_session(data: SignInIn) -> dict[str, Any]:
+    """Sign in with an API token: sets an HttpOnly session cookie; echo ``csrf_token`` as X-CSRF-Token on writes."""
+    principal = await service().store.tokens.authenticate(data.token.strip())
+    if principal is None:
+        raise Unauthorized("this API token is unknown or revoked")
+    return {"name": principal.name, "role": principal.role, "csrf_token": sign_in(principal)}
+
+
+@bp.get("/session")
+@require("viewer")
+async def whoami() -> dict[str, Any]:
+    return {"name": g.principal.name, "role": g.principal.role, "csrf_token": csrf_token()}
+
+
+@bp.delete("/session")
+async def delete_session() -> tuple[str, int]:
+    """Sign out."""
+    sign_out()
+    return "", 204

@@ -1,0 +1,31 @@
+"""/v1/snapshots: one stored snapshot, and its replay."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from quart import Blueprint
+from quart_schema import tag
+
+from ..auth import require
+from ..replay import replay
+from ..service import service
+from ..store.sessions import snapshot_dict
+
+bp = Blueprint("snapshots", __name__, url_prefix="/v1/snapshots")
+tag(["snapshots"])(bp)
+
+
+@bp.get("/<int:snapshot_id>")
+@require("viewer")
+async def get_snapshot(snapshot_id: int) -> dict[str, Any]:
+    row = await service().store.sessions.snapshot(snapshot_id)
+    return {**snapshot_dict(row), "inputs": row.inputs}
+
+
+@bp.post("/<int:snapshot_id>/replay")
+@require("viewer")
+async def replay_snapshot(snapshot_id: int) -> dict[str, Any]:
+    """Assemble the stored inputs again (same type version, model, limits, history before the turn):
+    ``identical`` or the ``differences``, with ``inputs_changed`` naming what changed since (e.g. history validity)."""
+    return await replay(service(), snapshot_id)

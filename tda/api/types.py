@@ -1,0 +1,101 @@
+"""/v1/context-window-types: CRUD with ETags, versions and rollback, and the what-if preview."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from quart import Blueprint, request
+from quart_schema import document_request, tag, validate_request
+
+from components.context_window.window_type import ContextWindowType
+
+from ..auth import actor, require
+from ..errors import Invalid
+from ..service import service
+from ..turns import preview
+from .common import if_match_version, json_object
+from .schemas import PreviewIn, RollbackIn
+
+bp = Blueprint("types", __name__, url_prefix="/v1/context-window-types")
+tag(["context-window-types"])(bp)
+
+
+def _out(stored: Any, status: int = 200) -> tuple[dict[str, Any], int, dict[str, str]]:
+    return {**stored.to_dict(), "etag": stored.etag}, status, {"ETag": stored.etag}
+
+
+@bp.get("")
+@require("viewer")
+async def list_types() -> dict[str, Any]:
+    """All context window types, the default first."""
+    types = await service().store.types.list()
+    default = next((t.id for t in types if t.type.is_default), None)
+    return {"types": [{**t.to_dict(), "etag": t.etag} for t in types], "default": default}
+
+
+@bp.post("")
+@require("admin")
+@document_request(ContextWindowType)
+async def create_type() -> Any:
+    """Create a type; ``is_default: true`` makes it the default (the previous default is demoted)."""
+    svc = service()
+    t = svc.validate_type(await json_object())
+    return _out(await svc.store.types.create(t, actor()), 201)
+
+
+@bp.post("/preview")
+@require("viewer")
+@validate_request(PreviewIn)
+async def preview_type(data: PreviewIn) -> dict[str, Any]:
+    """The snapshot a type (saved or unsaved) would produce for a session and query. Persists nothing."""
+    return await preview(service(), data)
+
+
+@bp.get("/<type_id>")
+@require("viewer")
+async def get_type(type_id: str) -> Any:
+    return _out(await service().store.types.get(type_id))
+
+
+@bp.put("/<type_id>")
+@require("admin")
+@document_request(ContextWindowType)
+async def put_type(type_id: str) -> Any:
+    """Replace a type. Needs ``If-Match: <ETag>`` (428 without, 412 if someone saved first)."""
+    svc = service()
+    expected = if_match_version(type_id)
+    body = await json_object()
+    if body.setdefault("id", type_id) != type_id:
+        raise Invalid("a type's id cannot change; create a new type instead",
+                      errors=[{"loc": "id", "msg": f"must be {type_id!r} (the id in the URL)", "type": "value_error"}])
+    t = svc.validate_type(body)
+    return _out(await svc.store.types.update(t, expected, actor()))
+
+
+@bp.delete("/<type_id>")
+@require("admin")
+async def delete_type(type_id: str) -> tuple[str, int]:
+    """Delete a type. Needs ``If-Match``; 409 for the default type or one bound to profiles."""
+    expected = if_match_version(type_id)
+    await service().store.types.delete(type_id, expected, actor())
+    return "", 204
+
+
+@bp.get("/<type_id>/versions")
+@require("viewer")
+async def type_versions(type_id: str) -> dict[str, Any]:
+    """Every version of the type, newest first."""
+    return {"type_id": type_id, "versions": await service().store.types.versions(type_id)}
+
+
+@bp.post("/<type_id>/rollback")
+@require("admin")
+@validate_request(RollbackIn)
+async def rollback_type(type_id: str, data: RollbackIn) -> Any:
+    """Make an old version current again, as a new version (If-Match optional; checked when sent)."""
+    svc = service()
+    expected = if_match_version(type_id) if "If-Match" in request.headers else None
+    old = await svc.store.types.version(type_id, data.version)
+    svc.validate_type(old.model_dump(mode="json"))  # still valid against the installed modules?
+    return _out(await svc.store.types.rollback(type_id, data.version, expected, actor()))
+

@@ -1,0 +1,53 @@
+"""create_app(settings) -> the Quart app: the REST API, OpenAPI with a locally served docs page, and SSE."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from quart import Quart, redirect
+from quart_schema import QuartSchema, hide
+
+from .api import register_api
+from .config import Settings
+from .service import TDAService
+
+ROOT = Path(__file__).resolve().parents[1]
+"""The project folder: static/ and templates/ live there."""
+SWAGGER = "/static/vendor/swagger-ui"
+
+
+def create_app(settings: Settings | None = None, **service_options: Any) -> Quart:
+    settings = settings or Settings.from_env()
+    app = Quart(__name__, root_path=str(ROOT), static_folder="static", static_url_path="/static", template_folder="templates")
+    app.secret_key = settings.secret_key
+    app.config.update(
+        SESSION_COOKIE_NAME="tda_session",
+        SESSION_COOKIE_HTTPONLY=True,
+        SESSION_COOKIE_SAMESITE="Lax",
+        QUART_SCHEMA_SWAGGER_JS_URL=f"{SWAGGER}/swagger-ui-bundle.js",  # no CDN: the docs work offline
+        QUART_SCHEMA_SWAGGER_CSS_URL=f"{SWAGGER}/swagger-ui.css",
+    )
+    QuartSchema(
+        app,
+        info={"title": "tda", "version": "0.1.0", "description": "Context-window assembly service"},
+        security_schemes={"bearer": {"type": "http", "scheme": "bearer"}},
+        security=[{"bearer": []}],
+        redoc_ui_path=None,
+        scalar_ui_path=None,
+        swagger_ui_path="/docs",
+    )
+    TDAService(settings, **service_options).init_app(app)
+    register_api(app)
+
+    @app.get("/healthz")
+    @hide
+    async def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/")
+    @hide
+    async def index() -> Any:
+        return redirect("/docs")
+
+    return app

@@ -1,0 +1,97 @@
+"""Who is calling: a bearer API token, or a browser session cookie (signed in with a token) plus a CSRF header.
+
+Roles: ``viewer`` reads and streams; ``admin`` also changes things.
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+from collections.abc import Awaitable, Callable
+from functools import wraps
+from typing import Any, TypeVar
+
+from quart import g, request, session
+
+from .errors import Forbidden, Unauthorized
+from .service import service
+from .store.tokens import Principal
+
+SESSION_KEY = "tda_auth"
+CSRF_HEADER = "X-CSRF-Token"
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+RANK = {"viewer": 0, "admin": 1}
+F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
+
+
+async def _from_bearer(header: str) -> Principal:
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise Unauthorized("use 'Authorization: Bearer <token>'")
+    principal = await service().store.tokens.authenticate(token.strip())
+    if principal is None:
+        raise Unauthorized("this API token is unknown or revoked; create one with `tda tokens create --role admin`")
+    return principal
+
+
+async def _from_cookie(data: dict[str, Any]) -> Principal:
+    principal = await service().store.tokens.principal(int(data.get("token_id", 0)))
+    if principal is None:
+        session.pop(SESSION_KEY, None)
+        raise Unauthorized("your sign-in ended (the token was revoked); sign in again")
+    if request.method not in SAFE_METHODS:
+        sent = request.headers.get(CSRF_HEADER, "")
+        if not sent or not hmac.compare_digest(sent, str(data.get("csrf", ""))):
+            raise Forbidden(f"missing or wrong {CSRF_HEADER} header; read csrf_token from GET /v1/auth/session")
+    return principal
+
+
+async def current_principal() -> Principal:
+    header = request.headers.get("Authorization")
+    if header:
+        return await _from_bearer(header)
+    data = session.get(SESSION_KEY)
+    if isinstance(data, dict):
+        return await _from_cookie(data)
+    raise Unauthorized(
+        "authentication required: send 'Authorization: Bearer <token>' (create one with "
+        "`tda tokens create --role admin`) or sign in at POST /v1/auth/session"
+    )
+
+
+def require(role: str) -> Callable[[F], F]:
+    """Route decorator: the caller must hold ``role`` or a higher one."""
+
+    def decorate(view: F) -> F:
+        @wraps(view)
+        async def wrapper(*args: Any, **kwargs: Any) -> Any:
+            principal = await current_principal()
+            if RANK[principal.role] < RANK[role]:
+                raise Forbidden(f"this needs the {role} role; your token has {principal.role}")
+            g.principal = principal
+            return await view(*args, **kwargs)
+
+        return wrapper  # type: ignore[return-value]
+
+    return decorate
+
+
+def actor() -> str:
+    return g.principal.actor
+
+
+def sign_in(principal: Principal) -> str:
+    """Start a browser session for ``principal``; returns the CSRF token the page must echo on writes."""
+    csrf = secrets.token_urlsafe(32)
+    session[SESSION_KEY] = {"token_id": principal.token_id, "csrf": csrf}
+    session.permanent = False
+    return csrf
+
+
+def csrf_token() -> str | None:
+    data = session.get(SESSION_KEY)
+    return data.get("csrf") if isinstance(data, dict) else None
+
+
+def sign_out() -> None:
+    session.pop(SESSION_KEY, None)

@@ -1,0 +1,79 @@
+"""The litellm boundary: model calls and summaries. litellm is imported lazily (it takes seconds)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+MOCK_ANSWER = "This is a mock answer (TDA_MOCK_MODEL is on, so no provider was called)."
+
+
+@cache
+def _litellm() -> Any:
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    litellm.suppress_debug_info = True
+    litellm.telemetry = False
+    return litellm
+
+
+@dataclass(frozen=True)
+class Completion:
+    text: str
+    tokens_in: int
+    tokens_out: int
+    tool_calls: list[dict[str, Any]]
+
+
+class LLM:
+    """Calls the configured model, or litellm's ``mock_response`` in demo/offline mode."""
+
+    def __init__(self, *, mock: bool, mock_answer: str = MOCK_ANSWER, timeout_s: float = 120.0) -> None:
+        self.mock = mock
+        self.mock_answer = mock_answer
+        self.timeout_s = timeout_s
+
+    async def complete(self, model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Completion:
+        kwargs: dict[str, Any] = {"model": model, "messages": messages, "timeout": self.timeout_s}
+        if tools:
+            kwargs["tools"] = tools
+        if self.mock:
+            kwargs["mock_response"] = self.mock_answer
+        response = await _litellm().acompletion(**kwargs)
+        message = response.choices[0].message
+        usage = getattr(response, "usage", None)
+        return Completion(
+            text=message.content or "",
+            tokens_in=int(getattr(usage, "prompt_tokens", 0) or 0),
+            tokens_out=int(getattr(usage, "completion_tokens", 0) or 0),
+            tool_calls=[c.model_dump() for c in (message.tool_calls or [])],
+        )
+
+
+class LLMSummarizer:
+    """The ``Summarizer`` modules use to condense. In mock mode it shortens extractively (offline, deterministic)."""
+
+    def __init__(self, llm: LLM, model: str) -> None:
+        self.llm = llm
+        self.model = model
+
+    async def summarize(self, text: str, *, max_tokens: int, instruction: str = "") -> str:
+        if self.llm.mock:
+            return _extractive(text, max_chars=max(0, max_tokens) * 3)
+        prompt = (instruction or "Summarise the following, keeping facts, numbers and decisions.") + "\n\n" + text
+        done = await self.llm.complete(self.model, [{"role": "user", "content": prompt}], [])
+        return done.text
+
+
+def _extractive(text: str, max_chars: int) -> str:
+    """Whole lines from the start until the budget is spent (3 chars/token keeps well inside it)."""
+    out, used = [], 0
+    for line in text.splitlines():
+        if used + len(line) + 1 > max_chars:
+            break
+        out.append(line)
+        used += len(line) + 1
+    return "\n".join(out) if out else text[:max_chars]

@@ -1,0 +1,72 @@
+"""Replay: assemble a stored snapshot's inputs again and say whether the result is identical, or how it differs."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Any
+
+from components.context_window.snapshot import ContextWindowSnapshot
+
+from .errors import Conflict, NotFound
+from .sources import Cutoff, build_context, input_hashes
+
+if TYPE_CHECKING:
+    from .service import TDAService
+
+VARIES_BETWEEN_RUNS = ("duration_ms", "created_at", "prefix_stable_tokens")
+"""Not an outcome of the inputs: wall time, and how much matched the previous window of the session."""
+MAX_DIFFERENCES = 200
+
+
+async def replay(svc: TDAService, snapshot_id: int) -> dict[str, Any]:
+    row = await svc.store.sessions.snapshot(snapshot_id)
+    try:
+        window_type = await svc.store.types.version(row.type_id, row.type_version)
+    except NotFound:
+        raise Conflict(f"type {row.type_id!r} v{row.type_version} no longer exists (deleted), so this snapshot "
+                       "cannot be replayed") from None
+    inputs = row.inputs
+    data = await svc.store.sessions.load(row.session_id)
+    ctx = build_context(data, inputs["query"], default_model=inputs["model"], sources=svc.sources,
+                        cutoff=Cutoff(row.turn, row.created_at))
+    ctx = dataclasses.replace(
+        ctx,
+        model=inputs["model"],
+        profile=dataclasses.replace(ctx.profile, context_limit=inputs.get("profile_context_limit")),
+        session=dataclasses.replace(ctx.session, context_limit=inputs.get("session_context_limit"),
+                                    phase=inputs.get("phase")),
+    )
+    assembled = await svc.scratch_handler.assemble(ctx, window_type)
+    recorded, replayed = _comparable(row.data), _comparable(assembled.snapshot.to_dict())
+    differences = diff(recorded, replayed)
+    hashes = input_hashes(ctx)
+    return {
+        "snapshot_id": snapshot_id,
+        "identical": not differences,
+        "differences": differences,
+        "inputs_changed": sorted(k for k, v in hashes.items() if inputs.get("hashes", {}).get(k) != v),
+        "type_id": row.type_id,
+        "type_version": row.type_version,
+        "replayed": assembled.snapshot.to_dict(),
+    }
+
+
+def _comparable(snapshot: dict[str, Any]) -> dict[str, Any]:
+    data = ContextWindowSnapshot.from_dict(snapshot).to_dict()  # normalises older stored shapes
+    return {k: v for k, v in data.items() if k not in VARIES_BETWEEN_RUNS}
+
+
+def diff(recorded: Any, replayed: Any, path: str = "") -> list[dict[str, Any]]:
+    """Leaf-level differences; lists of modules are matched by ``module_id`` so paths read well."""
+    if isinstance(recorded, dict) and isinstance(replayed, dict):
+        out: list[dict[str, Any]] = []
+        for key in sorted(set(recorded) | set(replayed), key=str):
+            out += diff(recorded.get(key), replayed.get(key), f"{path}.{key}" if path else str(key))
+        return out[:MAX_DIFFERENCES]
+    if isinstance(recorded, list) and isinstance(replayed, list):
+        if all(isinstance(x, dict) and "module_id" in x for x in recorded + replayed):
+            keyed = lambda items: {x["module_id"]: x for x in items}  # noqa: E731
+            return diff(keyed(recorded), keyed(replayed), path)
+        if len(recorded) == len(replayed):
+            return [d for i, (a, b) in enumerate(zip(recorded, replayed, strict=True)) for d in diff(a, b, f"{path}[{i}]")]
+    return [] if recorded == replayed else [{"path": path, "recorded": recorded, "replayed": replayed}]

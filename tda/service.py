@@ -1,0 +1,99 @@
+"""TDAService: the objects one running service shares (store, registry, handler, bus, model), as a Quart extension."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import weakref
+from typing import Any
+
+from pydantic import ValidationError
+from quart import Quart, current_app
+
+from components.context_window.handler import ContextWindowHandler
+from components.context_window.module_registry import ModuleRegistry
+from components.context_window.window_type import MODULE_IDS_IN_ORDER, ContextWindowType
+
+from .config import Settings
+from .db import upgrade_async
+from .errors import Invalid, field_errors
+from .events import EventBus
+from .llm import LLM, LLMSummarizer
+from .sources import Sources
+from .store import Store
+
+log = logging.getLogger(__name__)
+
+
+class TDAService:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        registry: ModuleRegistry | None = None,
+        sources: Sources | None = None,
+        llm: LLM | None = None,
+        migrate: bool = True,
+        heartbeat_s: float = 15.0,
+    ) -> None:
+        self.settings = settings
+        self.store = Store.connect(settings.sqlalchemy_url)
+        self.registry = registry or ModuleRegistry(user_dir=settings.modules_dir)
+        self.handler = ContextWindowHandler(self.registry, timeout_s=settings.module_timeout_s)
+        self.scratch_handler = ContextWindowHandler(self.registry, timeout_s=settings.module_timeout_s, remember_sessions=0)
+        """For previews and replays: they must not change what the live handler remembers of a session."""
+        self._session_locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
+        self.bus = EventBus()
+        self.llm = llm or LLM(mock=settings.mock_model)
+        self.sources = sources or Sources()
+        if self.sources.summarizer is None:
+            self.sources.summarizer = LLMSummarizer(self.llm, settings.model)
+        self.migrate = migrate
+        self.heartbeat_s = heartbeat_s
+
+    def init_app(self, app: Quart) -> None:
+        app.extensions["tda"] = self
+        app.before_serving(self.startup)
+        app.after_serving(self.shutdown)
+
+    async def startup(self) -> None:
+        if self.migrate:
+            await upgrade_async(self.settings.sqlalchemy_url)
+        self.registry.load()
+        await self.store.types.seed_defaults()
+        await self.apply_module_state()
+
+    async def shutdown(self) -> None:
+        self.bus.close()
+        await self.store.close()
+
+    async def apply_module_state(self) -> None:
+        """Re-apply the activation admins chose (the registry keeps it only in memory)."""
+        for module_id, active in (await self.store.modules.all()).items():
+            if module_id not in self.registry.modules:
+                continue
+            try:
+                (self.registry.activate if active else self.registry.deactivate)(module_id)
+            except ValueError as exc:  # e.g. a module became required since
+                log.warning("module state for %s not applied: %s", module_id, exc)
+
+    def session_lock(self, session_id: str) -> asyncio.Lock:
+        lock = self._session_locks.get(session_id)
+        if lock is None:
+            lock = self._session_locks[session_id] = asyncio.Lock()
+        return lock
+
+    def known_modules(self) -> set[str]:
+        """Installed modules plus the built-in ids (a type may name a built-in that is missing here)."""
+        return set(self.registry.modules) | set(MODULE_IDS_IN_ORDER)
+
+    def validate_type(self, data: Any, loc: tuple[str, ...] = ()) -> ContextWindowType:
+        try:
+            return ContextWindowType.model_validate(data, context={"known_modules": self.known_modules()})
+        except ValidationError as exc:
+            raise Invalid("the context window type is invalid; fix the fields listed in errors",
+                          errors=field_errors(exc, loc)) from None
+
+
+def service() -> TDAService:
+    return current_app.extensions["tda"]

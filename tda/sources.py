@@ -1,0 +1,124 @@
+"""Builds the AssemblyContext from storage, and fingerprints it so a snapshot can be replayed and compared."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from components.context_window.base import (
+    AssemblyContext,
+    CaseRetriever,
+    Document,
+    KnowledgeRetriever,
+    Message,
+    Profile,
+    Session,
+    Summarizer,
+    ToolSchema,
+    TurnRecord,
+)
+
+from .models import AttachmentRow, MessageRow, ProfileRow, TurnRow
+from .store.sessions import SessionData
+
+
+@dataclass
+class Sources:
+    """Providers handed to modules. Each may be missing: the modules that need it then contribute nothing."""
+
+    knowledge: KnowledgeRetriever | None = None
+    cases: CaseRetriever | None = None
+    summarizer: Summarizer | None = None
+    _tools: dict[tuple[str, str], tuple[ToolSchema, ...]] = field(default_factory=dict, repr=False)
+
+    def tools_of(self, profile: ProfileRow) -> tuple[ToolSchema, ...]:
+        """Same profile version, same ToolSchema objects: their JSON and token counts are computed once."""
+        key = (profile.id, profile.updated_at.isoformat())
+        if key not in self._tools:
+            if len(self._tools) > 256:
+                self._tools.clear()
+            self._tools[key] = tuple(ToolSchema.from_openai(t) for t in profile.tools)
+        return self._tools[key]
+
+
+@dataclass(frozen=True)
+class Cutoff:
+    """Rebuild the context as it was before ``turn`` (replay): later history and attachments are left out."""
+
+    turn: int
+    attachments_until: datetime
+
+
+def build_context(
+    data: SessionData, query: str, *, default_model: str, sources: Sources, cutoff: Cutoff | None = None
+) -> AssemblyContext:
+    messages, turns, attachments = data.messages, data.turns, data.attachments
+    if cutoff is not None:
+        messages = [m for m in messages if m.turn < cutoff.turn]
+        turns = [t for t in turns if t.turn < cutoff.turn]
+        attachments = [a for a in attachments if _aware(a.created_at) <= _aware(cutoff.attachments_until)]
+    p, s = data.profile, data.session
+    return AssemblyContext(
+        query=query,
+        profile=Profile(
+            id=p.id, type=p.type, name=p.name, system_prompt=p.system_prompt,  # type: ignore[arg-type]
+            components=tuple(p.components), context_limit=p.context_limit,
+            knowledge_collections=tuple(p.knowledge_collections),
+        ),
+        session=Session(
+            id=s.id, user_id=s.user_id, messages=[_message(m) for m in messages], turns=[_turn(t) for t in turns],
+            documents=[_document(a) for a in attachments], context_limit=s.context_limit, phase=s.phase,
+        ),
+        model=p.model or default_model,
+        tools=sources.tools_of(p),
+        knowledge=sources.knowledge,
+        cases=sources.cases,
+        summarizer=sources.summarizer,
+    )
+
+
+def _aware(t: datetime) -> datetime:
+    # SQLite hands datetimes back without a zone; they were written in UTC.
+    return t if t.tzinfo else t.replace(tzinfo=UTC)
+
+
+def _message(m: MessageRow) -> Message:
+    return Message(
+        role=m.role, content=m.content, turn=m.turn, valid=m.valid,  # type: ignore[arg-type]
+        tool_calls=tuple(m.tool_calls or ()), tool_call_id=m.tool_call_id, name=m.name, phase=m.phase,
+    )
+
+
+def _turn(t: TurnRow) -> TurnRecord:
+    return TurnRecord(
+        turn=t.turn, query=t.query, plan=t.plan, answer=t.answer, outcome=t.outcome, tokens_in=t.tokens_in,
+        tokens_out=t.tokens_out, results=tuple(t.results or ()), valid=t.valid, phase=t.phase,
+    )
+
+
+def _document(a: AttachmentRow) -> Document:
+    return Document(id=a.id, name=a.name, text=a.text, mime_type=a.mime_type)
+
+
+# --- fingerprints: what replay compares to explain a different outcome --------------------------------
+
+
+def _digest(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def input_hashes(ctx: AssemblyContext) -> dict[str, str]:
+    s, p = ctx.session, ctx.profile
+    return {
+        "query": _digest(ctx.query),
+        "model": _digest(ctx.model),
+        "profile": _digest(asdict(p)),
+        "limits": _digest([p.context_limit, s.context_limit, s.phase]),
+        "history": _digest([asdict(x) for x in s.messages]),
+        "turns": _digest([asdict(x) for x in s.turns]),
+        "documents": _digest([asdict(x) for x in s.documents]),
+        "tools": _digest([t.json for t in ctx.tools]),
+    }
