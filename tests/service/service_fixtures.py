@@ -1,0 +1,50 @@
+"""Fixture modules and bodies shared by the service tests (a unique module name: tests/ has no packages)."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+from typing import Any
+
+ECHO = '''
+from components.context_window.base import ContextModule, Message, text_contribution, Contribution
+
+
+class Echo(ContextModule):
+    """System prompt plus the valid history: enough to watch budgets move."""
+
+    async def contribute(self, budget, ctx):
+        prompt = text_contribution(self.module_id, [ctx.profile.system_prompt], placement="system")
+        history = tuple((m,) for m in ctx.session.messages if m.valid)
+        return Contribution(self.module_id, units=prompt.units + history, placement="history", trim_from="start")
+'''
+
+BOOM = '''
+from components.context_window.base import ContextModule
+
+
+class Boom(ContextModule):
+    async def contribute(self, budget, ctx):
+        raise RuntimeError("fixture module failing on purpose")
+'''
+
+
+def write_module(folder: Path, module_id: str, cls: str, code: str, **manifest: Any) -> Path:
+    target = folder / module_id
+    target.mkdir(parents=True, exist_ok=True)
+    data = {"module_id": module_id, "display_name": module_id.title(), "handler": {"class": cls}, **manifest}
+    (target / "manifest.json").write_text(json.dumps(data))
+    (target / "handler.py").write_text(textwrap.dedent(code))
+    return target
+
+
+FIXTURE_TYPE = {
+    "id": "fixture",
+    "name": "Fixture",
+    "modules": {
+        "fixture_echo": {"target_pct": 60, "min_pct": 0, "max_pct": 90, "priority": 90},
+        "fixture_boom": {"target_pct": 20, "min_pct": 0, "max_pct": 50, "priority": 50},
+    },
+    "condensation_order": ["fixture_echo"],
+}
