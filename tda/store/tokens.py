@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -41,8 +42,12 @@ def token_dict(row: ApiTokenRow) -> dict[str, Any]:
 
 
 class TokenStore:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, cache_ttl_s: float = 5.0) -> None:
         self.db = db
+        self.cache_ttl_s = cache_ttl_s
+        self._cache: dict[str, tuple[float, Principal | None]] = {}
+        """token hash -> (expiry, principal): one read per token per few seconds instead of one per request.
+        Revoking here clears it at once; a revocation by another process shows within ``cache_ttl_s``."""
 
     async def create(self, name: str, role: str, actor: str = "cli") -> tuple[str, ApiTokenRow]:
         if role not in ROLES:
@@ -56,11 +61,17 @@ class TokenStore:
         return token, row
 
     async def authenticate(self, token: str) -> Principal | None:
+        digest, now = hash_token(token), time.monotonic()
+        cached = self._cache.get(digest)
+        if cached is not None and cached[0] > now:
+            return cached[1]
         async with self.db.read() as s:
-            row = await s.scalar(select(ApiTokenRow).where(ApiTokenRow.token_hash == hash_token(token)))
-        if row is None or row.revoked_at is not None:
-            return None
-        return Principal(row.id, row.name, row.role)
+            row = await s.scalar(select(ApiTokenRow).where(ApiTokenRow.token_hash == digest))
+        principal = None if row is None or row.revoked_at is not None else Principal(row.id, row.name, row.role)
+        if len(self._cache) > 10_000:
+            self._cache.clear()
+        self._cache[digest] = (now + self.cache_ttl_s, principal)
+        return principal
 
     async def principal(self, token_id: int) -> Principal | None:
         """The token behind a browser session, re-read so a revoked token ends its sessions too."""
@@ -80,6 +91,7 @@ class TokenStore:
             if row is None:
                 raise NotFound(f"no API token {token_id}")
             row.revoked_at = row.revoked_at or utcnow()
+            self._cache.clear()
             audit.record(s, actor, "revoke", "api_token", str(token_id), None, token_dict(row))
 
     async def revoke_named(self, name: str, actor: str) -> int:
@@ -88,4 +100,5 @@ class TokenStore:
             for row in rows:
                 row.revoked_at = utcnow()
                 audit.record(s, actor, "revoke", "api_token", str(row.id), None, token_dict(row))
+            self._cache.clear()
         return len(rows)
