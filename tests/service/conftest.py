@@ -14,7 +14,7 @@ from tda.config import Settings
 from tda.db import upgrade
 from tda.service import TDAService
 
-from service_fixtures import BOOM, ECHO, FIXTURE_TYPE, write_module
+from tests.service.support import BOOM, ECHO, FIXTURE_TYPE, write_module
 
 @pytest.fixture(scope="session")
 def template_db(tmp_path_factory: pytest.TempPathFactory) -> Path:

@@ -7,7 +7,7 @@ from typing import Any
 
 from components.context_window.window_type import DEFAULT_TYPES
 
-from service_fixtures import FIXTURE_TYPE
+from tests.service.support import FIXTURE_TYPE
 
 URL = "/v1/context-window-types"
 
