@@ -1,0 +1,47 @@
+"""Browser sign-in: a token starts a cookie session; writes then need the CSRF header; revocation ends it."""
+
+from __future__ import annotations
+
+
+async def test_cookie_session_with_csrf(client, svc):
+    token, row = await svc.store.tokens.create("browser", "admin")
+    assert (await client.post("/v1/auth/session", json={"token": "wrong"})).status_code == 401
+    r = await client.post("/v1/auth/session", json={"token": token})
+    assert r.status_code == 200
+    body = await r.get_json()
+    assert body["role"] == "admin" and body["csrf_token"]
+    assert "HttpOnly" in r.headers["Set-Cookie"] and "SameSite=Lax" in r.headers["Set-Cookie"]
+
+    assert (await client.get("/v1/context-window-types")).status_code == 200  # the cookie is enough to read
+    who = await (await client.get("/v1/auth/session")).get_json()
+    assert who["csrf_token"] == body["csrf_token"]
+    profile = {"id": "web", "type": "llm_only"}
+    r = await client.post("/v1/profiles", json=profile)
+    assert r.status_code == 403 and "CSRF" in (await r.get_json())["message"]
+    r = await client.post("/v1/profiles", json=profile, headers={"X-CSRF-Token": "forged"})
+    assert r.status_code == 403
+    r = await client.post("/v1/profiles", json=profile, headers={"X-CSRF-Token": body["csrf_token"]})
+    assert r.status_code == 201
+
+    await svc.store.tokens.revoke(row.id, "test")
+    assert (await client.get("/v1/context-window-types")).status_code == 401
+
+
+async def test_viewer_cookie_reads_but_cannot_write_and_sign_out(client, svc):
+    token, _ = await svc.store.tokens.create("reader", "viewer")
+    csrf = (await (await client.post("/v1/auth/session", json={"token": token})).get_json())["csrf_token"]
+    assert (await client.get("/v1/profiles")).status_code == 200
+    r = await client.post("/v1/profiles", json={"id": "x"}, headers={"X-CSRF-Token": csrf})
+    assert r.status_code == 403 and "admin" in (await r.get_json())["message"]
+    assert (await client.delete("/v1/auth/session")).status_code == 204
+    assert (await client.get("/v1/profiles")).status_code == 401
+
+
+async def test_bearer_tokens_are_stored_hashed_and_revocable(client, svc):
+    token, row = await svc.store.tokens.create("cli", "viewer")
+    assert token.startswith("tda_") and token not in row.token_hash
+    headers = {"Authorization": f"Bearer {token}"}
+    assert (await client.get("/v1/profiles", headers=headers)).status_code == 200
+    assert (await client.get("/v1/profiles", headers={"Authorization": f"Basic {token}"})).status_code == 401
+    await svc.store.tokens.revoke(row.id, "test")
+    assert (await client.get("/v1/profiles", headers=headers)).status_code == 401

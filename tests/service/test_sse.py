@@ -1,0 +1,106 @@
+"""SSE: a subscriber receives a turn's snapshot; Last-Event-ID resumes; heartbeats; slow subscribers are dropped."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from tda.events import Event, EventBus
+
+
+def _events(raw: bytes) -> list[dict[str, Any]]:
+    """Parse SSE frames into {event, id, data} dicts (comments such as heartbeats are skipped)."""
+    out = []
+    for frame in raw.decode().split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in frame.splitlines() if line and not line.startswith(":") and ": " in line)
+        if "data" in fields:
+            out.append({"event": fields.get("event"), "id": fields.get("id"), "data": json.loads(fields["data"])})
+    return out
+
+
+async def _read_until(conn: Any, predicate: Any, buffer: bytes = b"", timeout: float = 5.0) -> bytes:
+    """Read the stream until ``predicate(everything read so far)`` holds; returns everything read."""
+
+    async def read() -> bytes:
+        nonlocal buffer
+        while not predicate(buffer):
+            buffer += await conn.receive()
+        return buffer
+
+    return await asyncio.wait_for(read(), timeout)
+
+
+async def _turn(client: Any, admin: dict[str, str], session_id: str, query: str) -> dict[str, Any]:
+    r = await client.post(f"/v1/sessions/{session_id}/turns", json={"query": query}, headers=admin)
+    assert r.status_code == 201
+    return await r.get_json()
+
+
+async def test_subscriber_receives_the_snapshot_of_a_turn(client, admin, viewer, session_id):
+    async with client.request(f"/v1/sessions/{session_id}/events", headers=viewer) as conn:
+        await conn.send_complete()
+        await _read_until(conn, lambda b: b.startswith(b"retry:"))
+        assert conn.status_code == 200 and conn.headers["Content-Type"].startswith("text/event-stream")
+        turn = await _turn(client, admin, session_id, "stream me")
+        raw = await _read_until(conn, lambda b: b"event: context_window_snapshot" in b)
+        await conn.disconnect()
+    [event] = _events(raw)
+    assert event["event"] == "context_window_snapshot" and event["id"] == str(turn["snapshot_id"])
+    assert event["data"]["snapshot_id"] == turn["snapshot_id"] and event["data"]["total_used"] == turn["snapshot"]["total_used"]
+
+
+async def test_global_stream_last_event_id_resume_and_heartbeats(client, admin, viewer, session_id):
+    first = await _turn(client, admin, session_id, "one")
+    second = await _turn(client, admin, session_id, "two")
+    headers = {**viewer, "Last-Event-ID": str(first["snapshot_id"])}
+    async with client.request("/v1/events", headers=headers) as conn:
+        await conn.send_complete()
+        raw = await _read_until(conn, lambda b: b": heartbeat" in b)  # resumed events come first, then heartbeats
+        third = await _turn(client, admin, session_id, "three")
+        raw = await _read_until(conn, lambda b: f"id: {third['snapshot_id']}".encode() in b, raw)
+        await conn.disconnect()
+    assert [e["id"] for e in _events(raw)] == [str(second["snapshot_id"]), str(third["snapshot_id"])]
+
+
+async def test_stream_errors(client, viewer):
+    assert (await client.get("/v1/sessions/nope/events", headers=viewer)).status_code == 404
+    assert (await client.get("/v1/events")).status_code == 401
+
+
+async def test_bus_drops_a_slow_subscriber_and_keeps_serving_the_others():
+    bus = EventBus(queue_size=4)
+    slow, fast = bus.subscribe(None), bus.subscribe("s1")
+    other = bus.subscribe("s2")
+    for i in range(1, 7):
+        bus.publish(Event(i, "s1", "x", b"frame"))
+        assert (await fast.next(1)).id == i  # the fast reader keeps up
+    assert slow.dropped and not fast.dropped and bus.subscriber_count == 2 and bus.dropped == 1
+    assert other.queue.empty()  # another session's stream sees nothing of s1
+    received = [(await slow.next(1)).id for _ in range(4)]  # what was queued is still delivered...
+    assert received == [1, 2, 3, 4]
+    try:
+        await slow.next(1)  # ...then the stream ends, and the client resumes with Last-Event-ID
+        raise AssertionError("a dropped subscriber must end")
+    except StopAsyncIteration:
+        pass
+    assert await fast.next(0.01) is None  # nothing new: time for a heartbeat
+
+
+async def test_closing_the_bus_ends_open_streams():
+    bus = EventBus()
+    sub = bus.subscribe(None)
+    waiter = asyncio.ensure_future(sub.next(5))
+    await asyncio.sleep(0)
+    bus.close()
+    try:
+        await asyncio.wait_for(waiter, 1)
+        raise AssertionError("closing must end the stream")
+    except StopAsyncIteration:
+        pass
+    late = bus.subscribe(None)
+    try:
+        await late.next(1)
+        raise AssertionError("a closed bus gives no new streams")
+    except StopAsyncIteration:
+        pass
