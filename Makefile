@@ -14,7 +14,8 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/tda assemble --session examples/session.json
+	$(BIN)/tda demo
+	$(BIN)/tda serve
 
 test: $(STAMP)
 	$(BIN)/python -m pytest

@@ -140,7 +140,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _extension_commands() -> list[Callable[[argparse._SubParsersAction], None]]:
     """Commands contributed by other parts of the application (knowledge store, server)."""
-    return []
+    from .server_cli import register as server_commands
+
+    return [server_commands]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

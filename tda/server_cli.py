@@ -1,0 +1,136 @@
+"""Server commands for `tda`: serve, db upgrade, tokens, demo. ``register(subparsers)`` adds them."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from .config import Settings
+from .db import upgrade
+from .store import Store
+from .store.tokens import ROLES
+
+
+def _run(coro_fn: Callable[[Store], Awaitable[int]], settings: Settings) -> int:
+    """Migrate, then run ``coro_fn`` with a store (closed afterwards)."""
+    upgrade(settings.sqlalchemy_url)
+
+    async def main() -> int:
+        store = Store.connect(settings.sqlalchemy_url)
+        try:
+            return await coro_fn(store)
+        finally:
+            await store.close()
+
+    return asyncio.run(main())
+
+
+def cmd_db(args: argparse.Namespace, settings: Settings) -> int:
+    upgrade(settings.sqlalchemy_url)
+    print(f"database at {settings.sqlalchemy_url} is up to date")
+    return 0
+
+
+def cmd_tokens(args: argparse.Namespace, settings: Settings) -> int:
+    async def create(store: Store) -> int:
+        token, row = await store.tokens.create(args.name or f"{args.role}-token", args.role)
+        print(f"created {row.role} token #{row.id} ({row.name}); it is shown only once:\n{token}")
+        return 0
+
+    async def listing(store: Store) -> int:
+        for row in await store.tokens.list():
+            print(f"#{row.id:<5}{row.role:<8}{'revoked' if row.revoked_at else 'active':<9}{row.name}")
+        return 0
+
+    async def revoke(store: Store) -> int:
+        await store.tokens.revoke(args.id, "cli")
+        print(f"token #{args.id} revoked")
+        return 0
+
+    try:
+        return _run({"create": create, "list": listing, "revoke": revoke}[args.action], settings)
+    except Exception as exc:  # NotFound and friends: a message, not a traceback
+        print(f"tda tokens: {exc}", file=sys.stderr)
+        return 2
+
+
+def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
+    from .demo import seed_demo
+
+    async def seed(store: Store) -> int:
+        result = await seed_demo(store)
+        await store.tokens.revoke_named("demo-admin", "demo")  # one live demo token at a time
+        token, _ = await store.tokens.create("demo-admin", "admin", "demo")
+        print(f"demo data ready (session {result['session']!r}; {result['profiles_created']} profiles and "
+              f"{result['types_created']} types created)")
+        print(f"demo admin token: {token}")
+        return 0
+
+    return _run(seed, settings)
+
+
+def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
+    from dataclasses import replace
+
+    settings = replace(settings, host=args.host or settings.host, port=args.port or settings.port)
+    asyncio.run(serve(settings))
+    return 0
+
+
+async def serve(settings: Settings, ready: Callable[[], Any] | None = None) -> None:
+    """hypercorn on settings.host:port until SIGINT/SIGTERM; open SSE streams are ended first, so
+    shutdown does not wait for them."""
+    from hypercorn.asyncio import serve as hypercorn_serve
+    from hypercorn.config import Config
+
+    from .app import create_app
+
+    app = create_app(settings)
+    config = Config()
+    config.bind = [f"{settings.host}:{settings.port}"]
+    config.graceful_timeout = 5
+    config.accesslog = None
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+
+    async def shutdown_trigger() -> None:
+        await stop.wait()
+        app.extensions["tda"].bus.close()
+
+    @app.before_serving
+    async def announce() -> None:
+        print(f"tda serving on http://{settings.host}:{settings.port}/ (API docs at /docs)", flush=True)
+        if ready is not None:
+            ready()
+
+    await hypercorn_serve(app, config, shutdown_trigger=shutdown_trigger)
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    serve_p = commands.add_parser("serve", help="run the HTTP service (migrates the database first)")
+    serve_p.add_argument("--host", help="default: TDA_HOST or 127.0.0.1")
+    serve_p.add_argument("--port", type=int, help="default: TDA_PORT or 8000")
+    serve_p.set_defaults(func=cmd_serve)
+
+    db = commands.add_parser("db", help="database schema")
+    db.add_argument("action", choices=["upgrade"])
+    db.set_defaults(func=cmd_db)
+
+    tokens = commands.add_parser("tokens", help="API tokens (stored hashed; shown once)")
+    actions = tokens.add_subparsers(dest="action", required=True)
+    create = actions.add_parser("create", help="create a token")
+    create.add_argument("--role", choices=ROLES, required=True)
+    create.add_argument("--name", help="a label, e.g. who holds it")
+    actions.add_parser("list", help="list tokens (never their secrets)")
+    revoke = actions.add_parser("revoke", help="revoke a token by id")
+    revoke.add_argument("id", type=int)
+    tokens.set_defaults(func=cmd_tokens)
+
+    demo = commands.add_parser("demo", help="seed demo data and print a fresh demo admin token")
+    demo.set_defaults(func=cmd_demo)
