@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -13,9 +14,14 @@ _ETAG = re.compile(r'^(?:W/)?"(?P<id>[^"]+)\.v(?P<version>\d+)"$')
 
 
 async def json_object() -> dict[str, Any]:
-    data = await request.get_json(force=True, silent=True)
+    raw = await request.get_data(as_text=False)
+    try:
+        data = json.loads(raw)
+    except ValueError:  # includes UnicodeDecodeError: the body is not UTF-8 JSON
+        data = None
     if not isinstance(data, dict):
-        raise Invalid("the body must be a JSON object", errors=[{"loc": "body", "msg": "expected a JSON object", "type": "type_error"}])
+        raise Invalid("the body must be a JSON object",
+                      errors=[{"loc": "body", "msg": "expected a UTF-8 JSON object", "type": "type_error"}])
     return data
 
 

@@ -6,13 +6,13 @@ import logging
 from typing import Any
 
 from pydantic import ValidationError
-from quart import Quart
+from quart import Quart, request
 from quart_schema import RequestSchemaValidationError
 from werkzeug.exceptions import HTTPException
 
 from components.context_window.budget import BudgetExceeded
 
-from ..errors import ServiceError, field_errors
+from ..errors import Invalid, ServiceError, field_errors
 
 log = logging.getLogger(__name__)
 
@@ -21,7 +21,19 @@ def _json(status: int, error: str, message: str, **extra: Any) -> tuple[dict[str
     return {"error": error, "message": message, **extra}, status
 
 
+async def require_utf8_body() -> None:
+    """Bodies must be UTF-8 (JSON is); refuse others here, before any handler tries to decode them."""
+    if request.method in ("POST", "PUT", "PATCH"):
+        try:
+            (await request.get_data(cache=True, as_text=False)).decode()
+        except UnicodeDecodeError:
+            raise Invalid("the body is not UTF-8; send JSON", errors=[
+                {"loc": "body", "msg": "not UTF-8", "type": "unicode_error"}]) from None
+
+
 def register_error_handlers(app: Quart) -> None:
+    app.before_request(require_utf8_body)
+
     @app.errorhandler(ServiceError)
     async def service_error(exc: ServiceError) -> tuple[dict[str, Any], int]:
         return exc.to_dict(), exc.status

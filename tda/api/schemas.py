@@ -8,6 +8,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from components.context_window.base import ProfileType
 
+MAX_INT = 2**31 - 1
+"""Upper bound for ids, turns and versions: larger numbers cannot name anything and overflow SQL integers."""
 Slug = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 MIN_CONTEXT_LIMIT = 256
 
@@ -26,7 +28,7 @@ class ProfileFields(_In):
     type: ProfileType = "tool_enabled"
     system_prompt: str = Field("You are a helpful assistant.", max_length=200_000)
     context_window_type_id: str | None = Field(None, description="null: the default type")
-    context_limit: int | None = Field(None, ge=MIN_CONTEXT_LIMIT, description="can only lower the model's limit")
+    context_limit: int | None = Field(None, ge=MIN_CONTEXT_LIMIT, le=MAX_INT, description="can only lower the model's limit")
     model: str | None = Field(None, max_length=200, description="null: the service's configured model")
     tools: list[ToolIn] = Field(default_factory=list)
     components: list[str] = Field(default_factory=list)
@@ -42,7 +44,7 @@ class ProfilePatch(_In):
     type: ProfileType | None = None
     system_prompt: str | None = Field(None, max_length=200_000)
     context_window_type_id: str | None = None
-    context_limit: int | None = Field(None, ge=MIN_CONTEXT_LIMIT)
+    context_limit: int | None = Field(None, ge=MIN_CONTEXT_LIMIT, le=MAX_INT)
     model: str | None = Field(None, max_length=200)
     tools: list[ToolIn] | None = None
     components: list[str] | None = None
@@ -57,7 +59,7 @@ class SessionIn(_In):
     profile_id: str
     user_id: str = Field("anonymous", max_length=100)
     title: str = Field("", max_length=200)
-    context_limit: int | None = Field(None, ge=MIN_CONTEXT_LIMIT)
+    context_limit: int | None = Field(None, ge=MIN_CONTEXT_LIMIT, le=MAX_INT)
     phase: Phase | None = None
 
 
@@ -69,14 +71,14 @@ class SessionPatch(_In):
 
 class ContextLimitIn(_In):
     context_limit: int | None = Field(
-        ..., ge=MIN_CONTEXT_LIMIT, description="tokens; null clears the override (back to the model's limit)"
+        ..., ge=MIN_CONTEXT_LIMIT, le=MAX_INT, description="tokens; null clears the override (back to the model's limit)"
     )
 
 
 class MessageIn(_In):
     role: Literal["system", "user", "assistant", "tool"]
     content: str = Field("", max_length=1_000_000)
-    turn: int = Field(ge=0)
+    turn: int = Field(ge=0, le=MAX_INT)
     tool_calls: list[dict[str, Any]] = Field(default_factory=list)
     tool_call_id: str | None = None
     name: str | None = None
@@ -111,7 +113,7 @@ class InstallIn(_In):
 
 
 class RollbackIn(_In):
-    version: int = Field(ge=1)
+    version: int = Field(ge=1, le=MAX_INT)
 
 
 class PreviewIn(_In):
@@ -134,7 +136,7 @@ class SignInIn(_In):
 
 
 class SnapshotsQuery(_In):
-    after: int = Field(0, ge=0, description="only snapshots with a larger id")
+    after: int = Field(0, ge=0, le=MAX_INT, description="only snapshots with a larger id")
     limit: int = Field(100, ge=1, le=1000)
 
 

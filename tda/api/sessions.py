@@ -142,7 +142,7 @@ async def create_turn(session_id: str, data: TurnIn) -> tuple[dict[str, Any], in
     return await run_turn(service(), session_id, data.query), 201
 
 
-@bp.patch("/<session_id>/turns/<int:turn>")
+@bp.patch("/<session_id>/turns/<int(max=2147483647):turn>")
 @require("admin")
 @validate_request(TurnValidityIn)
 async def set_turn_validity(session_id: str, turn: int, data: TurnValidityIn) -> dict[str, Any]:

@@ -16,14 +16,14 @@ bp = Blueprint("snapshots", __name__, url_prefix="/v1/snapshots")
 tag(["snapshots"])(bp)
 
 
-@bp.get("/<int:snapshot_id>")
+@bp.get("/<int(max=2147483647):snapshot_id>")
 @require("viewer")
 async def get_snapshot(snapshot_id: int) -> dict[str, Any]:
     row = await service().store.sessions.snapshot(snapshot_id)
     return {**snapshot_dict(row), "inputs": row.inputs}
 
 
-@bp.post("/<int:snapshot_id>/replay")
+@bp.post("/<int(max=2147483647):snapshot_id>/replay")
 @require("viewer")
 async def replay_snapshot(snapshot_id: int) -> dict[str, Any]:
     """Assemble the stored inputs again (same type version, model, limits, history before the turn):
