@@ -1,5 +1,7 @@
 """EventBus: snapshots fan out to SSE subscribers, one bounded queue each.
 
+Heartbeats are events too: one timer for the whole bus puts a heartbeat in every queue, so a
+subscriber waits on its queue alone (no per-event timeout machinery on the hot path of a fan-out).
 A subscriber whose queue is full is dropped (its stream ends; the browser reconnects with
 ``Last-Event-ID`` and resumes from stored snapshots), so one slow reader never slows the others
 or grows memory without bound. Each event is encoded once and the same bytes go to every subscriber.
@@ -9,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +34,7 @@ class Event:
 
 
 _CLOSED = Event(-1, "", "closed", b"")
+HEARTBEAT_EVENT = Event(0, "", "heartbeat", HEARTBEAT)
 
 
 @dataclass(eq=False)
@@ -43,16 +47,11 @@ class Subscription:
     def wants(self, event: Event) -> bool:
         return self.session_id is None or self.session_id == event.session_id
 
-    async def next(self, timeout: float) -> Event | None:
-        """The next event; ``None`` after ``timeout`` seconds without one (time for a heartbeat).
-
-        Raises ``StopAsyncIteration`` when the bus closed or dropped this subscriber."""
+    async def next(self) -> Event:
+        """The next event (heartbeats included); ``StopAsyncIteration`` once the bus closed or dropped us."""
         if self.dropped and self.queue.empty():
             raise StopAsyncIteration
-        try:
-            event = await asyncio.wait_for(self.queue.get(), timeout)
-        except TimeoutError:
-            return None
+        event = await self.queue.get()
         if event is _CLOSED:
             raise StopAsyncIteration
         return event
@@ -84,7 +83,7 @@ class EventBus:
         """Deliver to every interested subscriber without waiting; returns how many got it."""
         delivered = 0
         for sub in list(self._subscribers):
-            if not sub.wants(event):
+            if event is not HEARTBEAT_EVENT and not sub.wants(event):
                 continue
             try:
                 sub.queue.put_nowait(event)
@@ -94,8 +93,20 @@ class EventBus:
         return delivered
 
     def publish_snapshot(self, snapshot_id: int, session_id: str, snapshot: dict[str, Any]) -> int:
-        payload = encode_sse(SNAPSHOT_EVENT, {"snapshot_id": snapshot_id, **snapshot}, snapshot_id)
+        # published_at (epoch seconds) lets a client show how fresh an event is (and the benchmark measure fan-out).
+        data = {"snapshot_id": snapshot_id, "published_at": time.time(), **snapshot}
+        payload = encode_sse(SNAPSHOT_EVENT, data, snapshot_id)
         return self.publish(Event(snapshot_id, session_id, SNAPSHOT_EVENT, payload))
+
+    def heartbeat(self) -> int:
+        return self.publish(HEARTBEAT_EVENT)
+
+    async def run_heartbeats(self, every_s: float) -> None:
+        """Until cancelled: a heartbeat to every subscriber each ``every_s`` seconds (keeps proxies from
+        closing idle streams, and finds dead clients: their writes fail)."""
+        while not self.closed:
+            await asyncio.sleep(every_s)
+            self.heartbeat()
 
     def close(self) -> None:
         """End every stream (server shutdown): each subscriber sees the end after what it has queued."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from dataclasses import dataclass
 from functools import cache
@@ -18,6 +19,19 @@ def _litellm() -> Any:
     litellm.suppress_debug_info = True
     litellm.telemetry = False
     return litellm
+
+
+def _warm_up() -> None:
+    litellm = _litellm()
+    tool = {"type": "function", "function": {"name": "noop", "parameters": {"type": "object", "properties": {}}}}
+    litellm.completion(model="gpt-4o", messages=[{"role": "user", "content": "hi"}], mock_response="ok",
+                       tools=[tool], _skip_mcp_handler=True)
+
+
+async def preload() -> None:
+    """Import litellm and make one mock call in a worker thread at start-up. Done lazily by the first turn,
+    it would block the event loop for seconds (import) and ~0.5 s (first call), stalling every SSE stream."""
+    await asyncio.to_thread(_warm_up)
 
 
 @dataclass(frozen=True)
@@ -39,7 +53,9 @@ class LLM:
     async def complete(self, model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Completion:
         kwargs: dict[str, Any] = {"model": model, "messages": messages, "timeout": self.timeout_s}
         if tools:
-            kwargs["tools"] = tools
+            # Our tools are plain functions, never litellm-proxy MCP servers; skipping that check also avoids
+            # importing the optional `mcp` package, whose absence otherwise fails every call with tools.
+            kwargs.update(tools=tools, _skip_mcp_handler=True)
         if self.mock:
             kwargs["mock_response"] = self.mock_answer
         response = await _litellm().acompletion(**kwargs)

@@ -18,7 +18,7 @@ from .config import Settings
 from .db import upgrade_async
 from .errors import Invalid, field_errors
 from .events import EventBus
-from .llm import LLM, LLMSummarizer
+from .llm import LLM, LLMSummarizer, preload
 from .sources import Sources
 from .store import Store
 
@@ -50,6 +50,7 @@ class TDAService:
             self.sources.summarizer = LLMSummarizer(self.llm, settings.model)
         self.migrate = migrate
         self.heartbeat_s = heartbeat_s
+        self._heartbeats: asyncio.Task[None] | None = None
 
     def init_app(self, app: Quart) -> None:
         app.extensions["tda"] = self
@@ -59,12 +60,16 @@ class TDAService:
     async def startup(self) -> None:
         if self.migrate:
             await upgrade_async(self.settings.sqlalchemy_url)
+        await preload()
         self.registry.load()
         await self.store.types.seed_defaults()
         await self.apply_module_state()
+        self._heartbeats = asyncio.create_task(self.bus.run_heartbeats(self.heartbeat_s))
 
     async def shutdown(self) -> None:
         self.bus.close()
+        if self._heartbeats is not None:
+            self._heartbeats.cancel()
         await self.store.close()
 
     async def apply_module_state(self) -> None:

@@ -8,7 +8,7 @@ from quart import Blueprint, Response, request
 from quart_schema import tag
 
 from ..auth import require
-from ..events import HEARTBEAT, SNAPSHOT_EVENT, Subscription, encode_sse
+from ..events import SNAPSHOT_EVENT, Subscription, encode_sse
 from ..service import TDAService, service
 
 bp = Blueprint("events", __name__, url_prefix="/v1")
@@ -35,12 +35,10 @@ async def _stream(svc: TDAService, sub: Subscription, session_id: str | None, af
                 break
         while True:
             try:
-                event = await sub.next(svc.heartbeat_s)
+                event = await sub.next()
             except StopAsyncIteration:
                 return
-            if event is None:
-                yield HEARTBEAT
-            elif event.id > after:
+            if event.id == 0 or event.id > after:  # heartbeats have id 0; resumed ids are not sent twice
                 yield event.payload
     finally:
         svc.bus.unsubscribe(sub)

@@ -170,3 +170,16 @@ async def test_sessions_crud_and_attachments(client, admin, viewer, session_id):
     assert (await client.delete("/v1/profiles/p1", headers=admin)).status_code == 409  # sessions use it
     assert (await client.delete(f"/v1/sessions/{other}", headers=admin)).status_code == 204
     assert (await client.get(f"/v1/sessions/{other}", headers=viewer)).status_code == 404
+
+
+async def test_turn_with_builtin_modules_and_tools(client, admin):
+    """The shipped default type with the built-in modules, a profile with tools: tools reach the model."""
+    tools = [{"type": "function", "function": {"name": "lookup", "description": "Look a thing up.",
+                                               "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}}]
+    r = await client.post("/v1/profiles", json={"id": "tooly", "tools": tools}, headers=admin)
+    assert r.status_code == 201
+    session = await (await client.post("/v1/sessions", json={"profile_id": "tooly"}, headers=admin)).get_json()
+    body = await _turn(client, admin, session["id"], "Look up the weather.")
+    used = {m["module_id"]: m["used"] for m in body["snapshot"]["modules"] if m["status"] == "ok"}
+    assert body["snapshot"]["window_type_id"] == "balanced"
+    assert used["tool_definitions"] > 0 and used["system_prompt"] > 0

@@ -1,0 +1,222 @@
+"""Service benchmark: SSE fan-out latency to 1,000 subscribers, and requests per second.
+
+A real server (`tda serve`: hypercorn, SQLite) runs in a child process on 127.0.0.1 with the demo data.
+* SSE fan-out: SUBSCRIBERS raw-socket clients stream /v1/sessions/demo/events; FANOUT_TURNS turns are
+  posted one after another; each event carries ``published_at`` (set just before the bus fans it out),
+  and each client records receipt time minus that. Target: p99 <= 100 ms.
+* GET /v1/context-window-types: REQUESTS requests over CONCURRENCY keep-alive connections, 3 rounds.
+* Turns with the mock model: TURNS turns spread over TURN_SESSIONS sessions, 3 rounds.
+Every loop is bounded and stops by itself; run with `python bench/service_bench.py`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import httpx  # noqa: E402
+
+from tda.config import Settings  # noqa: E402
+from tda.db import upgrade_async  # noqa: E402
+from tda.demo import seed_demo  # noqa: E402
+from tda.store import Store  # noqa: E402
+
+SUBSCRIBERS = 1_000
+FANOUT_TURNS = 20
+TURN_GAP_S = 0.5
+REQUESTS = 2_000
+CONCURRENCY = 16
+TURNS = 120
+TURN_SESSIONS = 8
+ROUNDS = 3
+CONNECT_BATCH = 100
+TIMEOUT_S = 60.0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+async def prepare(settings: Settings) -> str:
+    await upgrade_async(settings.sqlalchemy_url)
+    store = Store.connect(settings.sqlalchemy_url)
+    try:
+        await seed_demo(store)
+        token, _ = await store.tokens.create("bench", "admin")
+        for i in range(TURN_SESSIONS):
+            await store.sessions.create({"id": f"bench-{i}", "profile_id": "demo-tools"}, "bench")
+        return token
+    finally:
+        await store.close()
+
+
+def start_server(data_dir: Path, port: int) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "TDA_DATA_DIR": str(data_dir), "TDA_MODULES_DIR": str(data_dir / "modules"),
+           "TDA_PORT": str(port), "TDA_MOCK_MODEL": "1", "PYTHONPATH": str(ROOT)}
+    profile = ["-m", "cProfile", "-o", os.environ["BENCH_PROFILE"]] if os.environ.get("BENCH_PROFILE") else []
+    return subprocess.Popen([sys.executable, *profile, "-m", "tda.cli", "serve"], env=env, cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+async def wait_ready(base: str) -> None:
+    async with httpx.AsyncClient() as client:
+        for _ in range(300):
+            try:
+                if (await client.get(f"{base}/healthz")).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            await asyncio.sleep(0.1)
+    raise RuntimeError("server did not start within 30 s")
+
+
+# --- SSE fan-out ---------------------------------------------------------------------------------
+
+
+def published_at(frame: bytes) -> float:
+    """Read ``published_at`` without decoding the whole snapshot: 1,000 clients share this process's CPU."""
+    start = frame.index(b'"published_at":') + len(b'"published_at":')
+    return float(frame[start:frame.index(b",", start)])
+
+
+class Subscriber:
+    """A minimal SSE client on a raw socket: cheap enough to run 1,000 of them in one process."""
+
+    def __init__(self) -> None:
+        self.latencies: list[float] = []
+        self.ready = asyncio.Event()
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    async def connect(self, port: int, path: str, token: str) -> None:
+        self.reader, self.writer = await asyncio.open_connection("127.0.0.1", port)
+        self.writer.write(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\n"
+                          "Accept: text/event-stream\r\n\r\n".encode())
+        await self.writer.drain()
+
+    async def run(self, expected: int) -> None:
+        """Read whole chunks and split frames on blank lines (far cheaper than a readline per field)."""
+        assert self.reader is not None
+        pending = b""
+        while len(self.latencies) < expected:
+            chunk = await self.reader.read(65536)
+            if not chunk:
+                return
+            received = time.time()
+            pending += chunk
+            *frames, pending = pending.split(b"\n\n")
+            for frame in frames:
+                if b"retry:" in frame:
+                    self.ready.set()
+                elif b'"published_at":' in frame:
+                    self.latencies.append(received - published_at(frame))
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+
+
+async def sse_fanout(port: int, base: str, token: str) -> dict[str, float]:
+    subs = [Subscriber() for _ in range(SUBSCRIBERS)]
+    for i in range(0, SUBSCRIBERS, CONNECT_BATCH):  # batches: stay inside the listen backlog
+        await asyncio.gather(*(s.connect(port, "/v1/sessions/demo/events", token) for s in subs[i:i + CONNECT_BATCH]))
+    tasks = [asyncio.create_task(s.run(FANOUT_TURNS)) for s in subs]
+    await asyncio.wait_for(asyncio.gather(*(s.ready.wait() for s in subs)), TIMEOUT_S)
+    async with httpx.AsyncClient(base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=30) as client:
+        for i in range(FANOUT_TURNS):
+            r = await client.post("/v1/sessions/demo/turns", json={"query": f"fan-out question {i}"})
+            r.raise_for_status()
+            await asyncio.sleep(TURN_GAP_S)  # let each fan-out finish: measures fan-out, not a backlog of turns
+    await asyncio.wait_for(asyncio.gather(*tasks), TIMEOUT_S)
+    for s in subs:
+        s.close()
+    if os.environ.get("BENCH_DEBUG"):
+        for i in range(FANOUT_TURNS):
+            per = sorted(s.latencies[i] * 1000 for s in subs if len(s.latencies) > i)
+            print(f"  event {i}: min {per[0]:.1f} p50 {per[len(per) // 2]:.1f} max {per[-1]:.1f} ms")
+    latencies = sorted(x * 1000 for s in subs for x in s.latencies)
+    received = len(latencies)
+    q = statistics.quantiles(latencies, n=100)
+    return {"events": received, "expected": SUBSCRIBERS * FANOUT_TURNS, "p50_ms": q[49], "p99_ms": q[98],
+            "max_ms": latencies[-1]}
+
+
+# --- throughput ----------------------------------------------------------------------------------
+
+
+async def rps_get(base: str, token: str) -> float:
+    limits = httpx.Limits(max_connections=CONCURRENCY, max_keepalive_connections=CONCURRENCY)
+    async with httpx.AsyncClient(base_url=base, headers={"Authorization": f"Bearer {token}"}, limits=limits) as client:
+        await client.get("/v1/context-window-types")
+        remaining = iter(range(REQUESTS))
+
+        async def worker() -> None:
+            for _ in remaining:
+                (await client.get("/v1/context-window-types")).raise_for_status()
+
+        started = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
+        return REQUESTS / (time.perf_counter() - started)
+
+
+async def rps_turns(base: str, token: str, round_no: int) -> float:
+    async with httpx.AsyncClient(base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=60) as client:
+        per_session = TURNS // TURN_SESSIONS
+
+        async def session_worker(i: int) -> None:
+            for n in range(per_session):
+                r = await client.post(f"/v1/sessions/bench-{i}/turns", json={"query": f"round {round_no} question {n}"})
+                if r.status_code != 201:
+                    raise RuntimeError(f"turn failed: {r.status_code} {r.text[:800]}")
+
+        started = time.perf_counter()
+        await asyncio.gather(*(session_worker(i) for i in range(TURN_SESSIONS)))
+        return per_session * TURN_SESSIONS / (time.perf_counter() - started)
+
+
+async def main() -> None:
+    with tempfile.TemporaryDirectory(prefix="tda-bench-") as tmp:
+        data = Path(tmp)
+        settings = Settings(data_dir=data, modules_dir=data / "modules")
+        token = await prepare(settings)
+        port = free_port()
+        base = f"http://127.0.0.1:{port}"
+        server = start_server(data, port)
+        try:
+            await wait_ready(base)
+            print(f"server: tda serve (hypercorn, SQLite) on {base}; client: this process; {os.cpu_count()} cores")
+            fan = {"p99_ms": 0, "p50_ms": 0, "max_ms": 0, "events": 0, "expected": 0} if os.environ.get("SKIP_SSE") else await sse_fanout(port, base, token)
+            print(f"SSE fan-out, {SUBSCRIBERS} subscribers x {FANOUT_TURNS} turns: received {fan['events']:,}/"
+                  f"{fan['expected']:,} events; publish->receipt p50 {fan['p50_ms']:.1f} ms, "
+                  f"p99 {fan['p99_ms']:.1f} ms, max {fan['max_ms']:.1f} ms (target p99 <= 100 ms: "
+                  f"{'met' if fan['p99_ms'] <= 100 else 'MISSED'})")
+            gets = [0.0] if os.environ.get("SKIP_GET") else [await rps_get(base, token) for _ in range(ROUNDS)]
+            print(f"GET /v1/context-window-types: median {statistics.median(gets):,.0f} req/s "
+                  f"({REQUESTS} requests x {ROUNDS} rounds, {CONCURRENCY} connections; rounds: "
+                  + ", ".join(f"{x:,.0f}" for x in gets) + ")")
+            turns = [await rps_turns(base, token, r) for r in range(ROUNDS)]
+            print(f"POST /v1/sessions/{{id}}/turns (mock model): median {statistics.median(turns):,.1f} turns/s "
+                  f"({TURNS} turns over {TURN_SESSIONS} sessions x {ROUNDS} rounds; rounds: "
+                  + ", ".join(f"{x:,.1f}" for x in turns) + ")")
+        finally:
+            server.terminate()
+            try:
+                server.wait(15)
+            except subprocess.TimeoutExpired:
+                server.kill()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
