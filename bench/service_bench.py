@@ -12,6 +12,7 @@ Every loop is bounded and stops by itself; run with `python bench/service_bench.
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import socket
 import statistics
@@ -133,6 +134,8 @@ async def sse_fanout(port: int, base: str, token: str) -> dict[str, float]:
     for i in range(0, SUBSCRIBERS, CONNECT_BATCH):  # batches: stay inside the listen backlog
         await asyncio.gather(*(s.connect(port, "/v1/sessions/demo/events", token) for s in subs[i:i + CONNECT_BATCH]))
     tasks = [asyncio.create_task(s.run(FANOUT_TURNS)) for s in subs]
+    gc.collect()
+    gc.freeze()  # the measuring client's own GC pauses are not the server's latency
     await asyncio.wait_for(asyncio.gather(*(s.ready.wait() for s in subs)), TIMEOUT_S)
     async with httpx.AsyncClient(base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=30) as client:
         for i in range(FANOUT_TURNS):
@@ -219,4 +222,6 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    from tda.server_cli import run_event_loop
+
+    run_event_loop(main())  # the client side gets uvloop too, as the server does

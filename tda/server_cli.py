@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import signal
 import sys
 from collections.abc import Awaitable, Callable
@@ -77,8 +78,18 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     from dataclasses import replace
 
     settings = replace(settings, host=args.host or settings.host, port=args.port or settings.port)
-    asyncio.run(serve(settings))
+    run_event_loop(serve(settings))
     return 0
+
+
+def run_event_loop(main: Any) -> None:
+    """uvloop when installed: it halves the per-connection cost of fanning a snapshot out to SSE streams."""
+    try:
+        import uvloop
+    except ImportError:
+        asyncio.run(main)
+    else:
+        uvloop.run(main)
 
 
 async def serve(settings: Settings, ready: Callable[[], Any] | None = None) -> None:
@@ -105,6 +116,10 @@ async def serve(settings: Settings, ready: Callable[[], Any] | None = None) -> N
 
     @app.before_serving
     async def announce() -> None:
+        # Start-up objects (litellm, tiktoken tables, ORM metadata) live forever: freezing them keeps full
+        # GC passes short, which would otherwise pause every open stream for tens of milliseconds.
+        gc.collect()
+        gc.freeze()
         print(f"tda serving on http://{settings.host}:{settings.port}/ (API docs at /docs)", flush=True)
         if ready is not None:
             ready()
