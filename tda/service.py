@@ -34,6 +34,7 @@ class TDAService:
         sources: Sources | None = None,
         llm: LLM | None = None,
         migrate: bool = True,
+        warm_up_llm: bool = True,
         heartbeat_s: float = 15.0,
     ) -> None:
         self.settings = settings
@@ -49,6 +50,7 @@ class TDAService:
         if self.sources.summarizer is None:
             self.sources.summarizer = LLMSummarizer(self.llm, settings.model)
         self.migrate = migrate
+        self.warm_up_llm = warm_up_llm
         self.heartbeat_s = heartbeat_s
         self._heartbeats: asyncio.Task[None] | None = None
 
@@ -60,7 +62,8 @@ class TDAService:
     async def startup(self) -> None:
         if self.migrate:
             await upgrade_async(self.settings.sqlalchemy_url)
-        await preload()
+        if self.warm_up_llm:
+            await preload()
         self.registry.load()
         await self.store.types.seed_defaults()
         await self.apply_module_state()

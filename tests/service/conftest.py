@@ -39,7 +39,7 @@ def settings(tmp_path: Path, modules_dir: Path, template_db: Path) -> Settings:
 
 @pytest.fixture
 async def test_app(settings: Settings) -> AsyncIterator[Any]:
-    app = create_app(settings, migrate=False, heartbeat_s=0.2)
+    app = create_app(settings, migrate=False, warm_up_llm=False, heartbeat_s=0.2)
     async with app.test_app() as running:
         yield running
 

@@ -34,7 +34,7 @@ def fuzz_target(tmp_path_factory: pytest.TempPathFactory, template_db_for_fuzz: 
             await store.close()
 
     token = asyncio.run(seed())
-    return create_app(settings_, migrate=False), token
+    return create_app(settings_, migrate=False, warm_up_llm=False), token
 
 
 @pytest.fixture(scope="module")
