@@ -64,11 +64,22 @@ async def prepare(settings: Settings) -> str:
 
 
 def start_server(data_dir: Path, port: int) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "TDA_DATA_DIR": str(data_dir), "TDA_MODULES_DIR": str(data_dir / "modules"),
-           "TDA_PORT": str(port), "TDA_MOCK_MODEL": "1", "PYTHONPATH": str(ROOT)}
+    env = {
+        **os.environ,
+        "TDA_DATA_DIR": str(data_dir),
+        "TDA_MODULES_DIR": str(data_dir / "modules"),
+        "TDA_PORT": str(port),
+        "TDA_MOCK_MODEL": "1",
+        "PYTHONPATH": str(ROOT),
+    }
     profile = ["-m", "cProfile", "-o", os.environ["BENCH_PROFILE"]] if os.environ.get("BENCH_PROFILE") else []
-    return subprocess.Popen([sys.executable, *profile, "-m", "tda.cli", "serve"], env=env, cwd=ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    return subprocess.Popen(
+        [sys.executable, *profile, "-m", "tda.cli", "serve"],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
 
 
 async def wait_ready(base: str) -> None:
@@ -89,7 +100,7 @@ async def wait_ready(base: str) -> None:
 def published_at(frame: bytes) -> float:
     """Read ``published_at`` without decoding the whole snapshot: 1,000 clients share this process's CPU."""
     start = frame.index(b'"published_at":') + len(b'"published_at":')
-    return float(frame[start:frame.index(b",", start)])
+    return float(frame[start : frame.index(b",", start)])
 
 
 class Subscriber:
@@ -103,8 +114,10 @@ class Subscriber:
 
     async def connect(self, port: int, path: str, token: str) -> None:
         self.reader, self.writer = await asyncio.open_connection("127.0.0.1", port)
-        self.writer.write(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\n"
-                          "Accept: text/event-stream\r\n\r\n".encode())
+        self.writer.write(
+            f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\n"
+            "Accept: text/event-stream\r\n\r\n".encode()
+        )
         await self.writer.drain()
 
     async def run(self, expected: int) -> None:
@@ -132,7 +145,7 @@ class Subscriber:
 async def sse_fanout(port: int, base: str, token: str) -> dict[str, float]:
     subs = [Subscriber() for _ in range(SUBSCRIBERS)]
     for i in range(0, SUBSCRIBERS, CONNECT_BATCH):  # batches: stay inside the listen backlog
-        await asyncio.gather(*(s.connect(port, "/v1/sessions/demo/events", token) for s in subs[i:i + CONNECT_BATCH]))
+        await asyncio.gather(*(s.connect(port, "/v1/sessions/demo/events", token) for s in subs[i : i + CONNECT_BATCH]))
     tasks = [asyncio.create_task(s.run(FANOUT_TURNS)) for s in subs]
     gc.collect()
     gc.freeze()  # the measuring client's own GC pauses are not the server's latency
@@ -152,8 +165,13 @@ async def sse_fanout(port: int, base: str, token: str) -> dict[str, float]:
     latencies = sorted(x * 1000 for s in subs for x in s.latencies)
     received = len(latencies)
     q = statistics.quantiles(latencies, n=100)
-    return {"events": received, "expected": SUBSCRIBERS * FANOUT_TURNS, "p50_ms": q[49], "p99_ms": q[98],
-            "max_ms": latencies[-1]}
+    return {
+        "events": received,
+        "expected": SUBSCRIBERS * FANOUT_TURNS,
+        "p50_ms": q[49],
+        "p99_ms": q[98],
+        "max_ms": latencies[-1],
+    }
 
 
 # --- throughput ----------------------------------------------------------------------------------
@@ -200,19 +218,31 @@ async def main() -> None:
         try:
             await wait_ready(base)
             print(f"server: tda serve (hypercorn, SQLite) on {base}; client: this process; {os.cpu_count()} cores")
-            fan = {"p99_ms": 0, "p50_ms": 0, "max_ms": 0, "events": 0, "expected": 0} if os.environ.get("SKIP_SSE") else await sse_fanout(port, base, token)
-            print(f"SSE fan-out, {SUBSCRIBERS} subscribers x {FANOUT_TURNS} turns: received {fan['events']:,}/"
-                  f"{fan['expected']:,} events; publish->receipt p50 {fan['p50_ms']:.1f} ms, "
-                  f"p99 {fan['p99_ms']:.1f} ms, max {fan['max_ms']:.1f} ms (target p99 <= 100 ms: "
-                  f"{'met' if fan['p99_ms'] <= 100 else 'MISSED'})")
+            fan = (
+                {"p99_ms": 0, "p50_ms": 0, "max_ms": 0, "events": 0, "expected": 0}
+                if os.environ.get("SKIP_SSE")
+                else await sse_fanout(port, base, token)
+            )
+            print(
+                f"SSE fan-out, {SUBSCRIBERS} subscribers x {FANOUT_TURNS} turns: received {fan['events']:,}/"
+                f"{fan['expected']:,} events; publish->receipt p50 {fan['p50_ms']:.1f} ms, "
+                f"p99 {fan['p99_ms']:.1f} ms, max {fan['max_ms']:.1f} ms (target p99 <= 100 ms: "
+                f"{'met' if fan['p99_ms'] <= 100 else 'MISSED'})"
+            )
             gets = [0.0] if os.environ.get("SKIP_GET") else [await rps_get(base, token) for _ in range(ROUNDS)]
-            print(f"GET /v1/context-window-types: median {statistics.median(gets):,.0f} req/s "
-                  f"({REQUESTS} requests x {ROUNDS} rounds, {CONCURRENCY} connections; rounds: "
-                  + ", ".join(f"{x:,.0f}" for x in gets) + ")")
+            print(
+                f"GET /v1/context-window-types: median {statistics.median(gets):,.0f} req/s "
+                f"({REQUESTS} requests x {ROUNDS} rounds, {CONCURRENCY} connections; rounds: "
+                + ", ".join(f"{x:,.0f}" for x in gets)
+                + ")"
+            )
             turns = [await rps_turns(base, token, r) for r in range(ROUNDS)]
-            print(f"POST /v1/sessions/{{id}}/turns (mock model): median {statistics.median(turns):,.1f} turns/s "
-                  f"({TURNS} turns over {TURN_SESSIONS} sessions x {ROUNDS} rounds; rounds: "
-                  + ", ".join(f"{x:,.1f}" for x in turns) + ")")
+            print(
+                f"POST /v1/sessions/{{id}}/turns (mock model): median {statistics.median(turns):,.1f} turns/s "
+                f"({TURNS} turns over {TURN_SESSIONS} sessions x {ROUNDS} rounds; rounds: "
+                + ", ".join(f"{x:,.1f}" for x in turns)
+                + ")"
+            )
         finally:
             server.terminate()
             try:

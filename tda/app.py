@@ -20,7 +20,9 @@ SWAGGER = "/static/vendor/swagger-ui"
 
 def create_app(settings: Settings | None = None, **service_options: Any) -> Quart:
     settings = settings or Settings.from_env()
-    app = Quart(__name__, root_path=str(ROOT), static_folder="static", static_url_path="/static", template_folder="templates")
+    app = Quart(
+        __name__, root_path=str(ROOT), static_folder="static", static_url_path="/static", template_folder="templates"
+    )
     app.secret_key = settings.secret_key
     app.config.update(
         SESSION_COOKIE_NAME="tda_session",

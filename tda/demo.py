@@ -11,34 +11,77 @@ ACTOR = "demo"
 DEMO_SESSION = "demo"
 
 _TOOLS = [
-    {"type": "function", "function": {
-        "name": "search_orders", "description": "Find customer orders by status and date range.",
-        "parameters": {"type": "object", "properties": {
-            "status": {"type": "string", "enum": ["open", "shipped", "returned"]},
-            "since": {"type": "string", "description": "ISO date"}}, "required": ["status"]}}},
-    {"type": "function", "function": {
-        "name": "run_sql", "description": "Run a read-only SQL query against the sales warehouse.",
-        "parameters": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}},
-    {"type": "function", "function": {
-        "name": "plot_series", "description": "Draw a line chart from a result set.",
-        "parameters": {"type": "object", "properties": {"x": {"type": "string"}, "y": {"type": "string"}}}}},
+    {
+        "type": "function",
+        "function": {
+            "name": "search_orders",
+            "description": "Find customer orders by status and date range.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "status": {"type": "string", "enum": ["open", "shipped", "returned"]},
+                    "since": {"type": "string", "description": "ISO date"},
+                },
+                "required": ["status"],
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "run_sql",
+            "description": "Run a read-only SQL query against the sales warehouse.",
+            "parameters": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]},
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "plot_series",
+            "description": "Draw a line chart from a result set.",
+            "parameters": {"type": "object", "properties": {"x": {"type": "string"}, "y": {"type": "string"}}},
+        },
+    },
 ]
 
 PROFILES: list[dict[str, Any]] = [
-    {"id": "demo-tools", "name": "Sales analyst (tools)", "type": "tool_enabled", "context_window_type_id": "balanced",
-     "system_prompt": "You are a sales analyst. Use the tools to answer with figures, and say which query you ran.",
-     "tools": _TOOLS},
-    {"id": "demo-chat", "name": "Chat assistant", "type": "llm_only", "context_window_type_id": "conversation_first",
-     "system_prompt": "You are a concise, friendly assistant."},
-    {"id": "demo-rag", "name": "Policy librarian (RAG)", "type": "rag_focused",
-     "context_window_type_id": "knowledge_heavy", "knowledge_collections": ["demo"],
-     "system_prompt": "Answer from the knowledge base and cite the document for every claim."},
-    {"id": "demo-genie", "name": "Coordinator (genie)", "type": "genie", "context_window_type_id": "token_efficient",
-     "system_prompt": "You coordinate specialist agents and keep their answers short."},
+    {
+        "id": "demo-tools",
+        "name": "Sales analyst (tools)",
+        "type": "tool_enabled",
+        "context_window_type_id": "balanced",
+        "system_prompt": "You are a sales analyst. Use the tools to answer with figures, and say which query you ran.",
+        "tools": _TOOLS,
+    },
+    {
+        "id": "demo-chat",
+        "name": "Chat assistant",
+        "type": "llm_only",
+        "context_window_type_id": "conversation_first",
+        "system_prompt": "You are a concise, friendly assistant.",
+    },
+    {
+        "id": "demo-rag",
+        "name": "Policy librarian (RAG)",
+        "type": "rag_focused",
+        "context_window_type_id": "knowledge_heavy",
+        "knowledge_collections": ["demo"],
+        "system_prompt": "Answer from the knowledge base and cite the document for every claim.",
+    },
+    {
+        "id": "demo-genie",
+        "name": "Coordinator (genie)",
+        "type": "genie",
+        "context_window_type_id": "token_efficient",
+        "system_prompt": "You coordinate specialist agents and keep their answers short.",
+    },
 ]
 
 _HISTORY = [
-    ("How many orders shipped last week?", "412 orders shipped between 3 and 9 November (search_orders, status=shipped)."),
+    (
+        "How many orders shipped last week?",
+        "412 orders shipped between 3 and 9 November (search_orders, status=shipped).",
+    ),
     ("And how many were returned?", "27 of them were returned, a 6.6% return rate."),
     ("Which region had the most returns?", "The North region: 14 of the 27 returns (run_sql over returns by region)."),
     ("Plot weekly returns for the North since September.", "Done: returns rose from 6 to 14 a week since mid-October."),
@@ -61,8 +104,9 @@ async def seed_demo(store: Store) -> dict[str, Any]:
 
 async def _seed_session(store: Store) -> str:
     try:
-        await store.sessions.create({"id": DEMO_SESSION, "profile_id": "demo-tools", "user_id": "demo-user",
-                                     "title": "Returns analysis"}, ACTOR)
+        await store.sessions.create(
+            {"id": DEMO_SESSION, "profile_id": "demo-tools", "user_id": "demo-user", "title": "Returns analysis"}, ACTOR
+        )
     except Conflict:
         return DEMO_SESSION
     for turn, (query, answer) in enumerate(_HISTORY, start=1):
@@ -71,9 +115,13 @@ async def _seed_session(store: Store) -> str:
             {"turn": turn, "query": query, "answer": answer, "tokens_in": 900 + 150 * turn, "tokens_out": 60},
             [{"role": "user", "content": query}, {"role": "assistant", "content": answer}],
         )
-    await store.sessions.add_attachment(DEMO_SESSION, {
-        "name": "returns-policy.txt",
-        "text": "Returns are accepted within 30 days of delivery. Damaged items are refunded in full; "
-                "other returns are refunded less shipping. Regional managers review return rates weekly.",
-    }, ACTOR)
+    await store.sessions.add_attachment(
+        DEMO_SESSION,
+        {
+            "name": "returns-policy.txt",
+            "text": "Returns are accepted within 30 days of delivery. Damaged items are refunded in full; "
+            "other returns are refunded less shipping. Regional managers review return rates weekly.",
+        },
+        ACTOR,
+    )
     return DEMO_SESSION

@@ -10,6 +10,7 @@ or grows memory without bound. Each event is encoded once and the same bytes go 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from dataclasses import dataclass, field
@@ -119,7 +120,5 @@ class EventBus:
         if not sub.dropped:
             sub.dropped = True
             self.dropped += 1
-        try:
+        with contextlib.suppress(asyncio.QueueFull):  # next() sees ``dropped`` once the queue drains
             sub.queue.put_nowait(_CLOSED)
-        except asyncio.QueueFull:
-            pass  # next() sees ``dropped`` once the queue drains

@@ -24,8 +24,13 @@ def _litellm() -> Any:
 def _warm_up() -> None:
     litellm = _litellm()
     tool = {"type": "function", "function": {"name": "noop", "parameters": {"type": "object", "properties": {}}}}
-    litellm.completion(model="gpt-4o", messages=[{"role": "user", "content": "hi"}], mock_response="ok",
-                       tools=[tool], _skip_mcp_handler=True)
+    litellm.completion(
+        model="gpt-4o",
+        messages=[{"role": "user", "content": "hi"}],
+        mock_response="ok",
+        tools=[tool],
+        _skip_mcp_handler=True,
+    )
 
 
 async def preload() -> None:

@@ -23,18 +23,25 @@ async def replay(svc: TDAService, snapshot_id: int) -> dict[str, Any]:
     try:
         window_type = await svc.store.types.version(row.type_id, row.type_version)
     except NotFound:
-        raise Conflict(f"type {row.type_id!r} v{row.type_version} no longer exists (deleted), so this snapshot "
-                       "cannot be replayed") from None
+        raise Conflict(
+            f"type {row.type_id!r} v{row.type_version} no longer exists (deleted), so this snapshot cannot be replayed"
+        ) from None
     inputs = row.inputs
     data = await svc.store.sessions.load(row.session_id)
-    ctx = build_context(data, inputs["query"], default_model=inputs["model"], sources=svc.sources,
-                        cutoff=Cutoff(row.turn, row.created_at))
+    ctx = build_context(
+        data,
+        inputs["query"],
+        default_model=inputs["model"],
+        sources=svc.sources,
+        cutoff=Cutoff(row.turn, row.created_at),
+    )
     ctx = dataclasses.replace(
         ctx,
         model=inputs["model"],
         profile=dataclasses.replace(ctx.profile, context_limit=inputs.get("profile_context_limit")),
-        session=dataclasses.replace(ctx.session, context_limit=inputs.get("session_context_limit"),
-                                    phase=inputs.get("phase")),
+        session=dataclasses.replace(
+            ctx.session, context_limit=inputs.get("session_context_limit"), phase=inputs.get("phase")
+        ),
     )
     assembled = await svc.scratch_handler.assemble(ctx, window_type)
     recorded, replayed = _comparable(row.data), _comparable(assembled.snapshot.to_dict())
@@ -68,5 +75,7 @@ def diff(recorded: Any, replayed: Any, path: str = "") -> list[dict[str, Any]]:
             keyed = lambda items: {x["module_id"]: x for x in items}  # noqa: E731
             return diff(keyed(recorded), keyed(replayed), path)
         if len(recorded) == len(replayed):
-            return [d for i, (a, b) in enumerate(zip(recorded, replayed, strict=True)) for d in diff(a, b, f"{path}[{i}]")]
+            return [
+                d for i, (a, b) in enumerate(zip(recorded, replayed, strict=True)) for d in diff(a, b, f"{path}[{i}]")
+            ]
     return [] if recorded == replayed else [{"path": path, "recorded": recorded, "replayed": replayed}]

@@ -66,8 +66,10 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
         result = await seed_demo(store)
         await store.tokens.revoke_named("demo-admin", "demo")  # one live demo token at a time
         token, _ = await store.tokens.create("demo-admin", "admin", "demo")
-        print(f"demo data ready (session {result['session']!r}; {result['profiles_created']} profiles and "
-              f"{result['types_created']} types created)")
+        print(
+            f"demo data ready (session {result['session']!r}; {result['profiles_created']} profiles and "
+            f"{result['types_created']} types created)"
+        )
         print(f"demo admin token: {token}")
         return 0
 

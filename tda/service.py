@@ -41,7 +41,9 @@ class TDAService:
         self.store = Store.connect(settings.sqlalchemy_url)
         self.registry = registry or ModuleRegistry(user_dir=settings.modules_dir)
         self.handler = ContextWindowHandler(self.registry, timeout_s=settings.module_timeout_s)
-        self.scratch_handler = ContextWindowHandler(self.registry, timeout_s=settings.module_timeout_s, remember_sessions=0)
+        self.scratch_handler = ContextWindowHandler(
+            self.registry, timeout_s=settings.module_timeout_s, remember_sessions=0
+        )
         """For previews and replays: they must not change what the live handler remembers of a session."""
         self._session_locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
         self.bus = EventBus()
@@ -99,8 +101,9 @@ class TDAService:
         try:
             return ContextWindowType.model_validate(data, context={"known_modules": self.known_modules()})
         except ValidationError as exc:
-            raise Invalid("the context window type is invalid; fix the fields listed in errors",
-                          errors=field_errors(exc, loc)) from None
+            raise Invalid(
+                "the context window type is invalid; fix the fields listed in errors", errors=field_errors(exc, loc)
+            ) from None
 
 
 def service() -> TDAService:

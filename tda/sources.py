@@ -64,13 +64,22 @@ def build_context(
     return AssemblyContext(
         query=query,
         profile=Profile(
-            id=p.id, type=p.type, name=p.name, system_prompt=p.system_prompt,  # type: ignore[arg-type]
-            components=tuple(p.components), context_limit=p.context_limit,
+            id=p.id,
+            type=p.type,
+            name=p.name,
+            system_prompt=p.system_prompt,  # type: ignore[arg-type]
+            components=tuple(p.components),
+            context_limit=p.context_limit,
             knowledge_collections=tuple(p.knowledge_collections),
         ),
         session=Session(
-            id=s.id, user_id=s.user_id, messages=[_message(m) for m in messages], turns=[_turn(t) for t in turns],
-            documents=[_document(a) for a in attachments], context_limit=s.context_limit, phase=s.phase,
+            id=s.id,
+            user_id=s.user_id,
+            messages=[_message(m) for m in messages],
+            turns=[_turn(t) for t in turns],
+            documents=[_document(a) for a in attachments],
+            context_limit=s.context_limit,
+            phase=s.phase,
         ),
         model=p.model or default_model,
         tools=sources.tools_of(p),
@@ -87,15 +96,29 @@ def _aware(t: datetime) -> datetime:
 
 def _message(m: MessageRow) -> Message:
     return Message(
-        role=m.role, content=m.content, turn=m.turn, valid=m.valid,  # type: ignore[arg-type]
-        tool_calls=tuple(m.tool_calls or ()), tool_call_id=m.tool_call_id, name=m.name, phase=m.phase,
+        role=m.role,
+        content=m.content,
+        turn=m.turn,
+        valid=m.valid,  # type: ignore[arg-type]
+        tool_calls=tuple(m.tool_calls or ()),
+        tool_call_id=m.tool_call_id,
+        name=m.name,
+        phase=m.phase,
     )
 
 
 def _turn(t: TurnRow) -> TurnRecord:
     return TurnRecord(
-        turn=t.turn, query=t.query, plan=t.plan, answer=t.answer, outcome=t.outcome, tokens_in=t.tokens_in,
-        tokens_out=t.tokens_out, results=tuple(t.results or ()), valid=t.valid, phase=t.phase,
+        turn=t.turn,
+        query=t.query,
+        plan=t.plan,
+        answer=t.answer,
+        outcome=t.outcome,
+        tokens_in=t.tokens_in,
+        tokens_out=t.tokens_out,
+        results=tuple(t.results or ()),
+        valid=t.valid,
+        phase=t.phase,
     )
 
 

@@ -32,35 +32,68 @@ async def run_turn(svc: TDAService, session_id: str, query: str) -> dict[str, An
         assembled = await svc.handler.assemble(ctx, stored.type)
         snapshot = assembled.snapshot.to_dict()
         turn = ctx.session.turn_number
-        row = await svc.store.sessions.record_snapshot({
-            "session_id": session_id, "turn": turn, "type_id": stored.id, "type_version": stored.version,
-            "model": ctx.model, "data": snapshot,
-            "inputs": {
-                "query": query, "model": ctx.model, "hashes": input_hashes(ctx),
-                "profile_context_limit": ctx.profile.context_limit,
-                "session_context_limit": ctx.session.context_limit, "phase": ctx.session.phase,
-            },
-        })
+        row = await svc.store.sessions.record_snapshot(
+            {
+                "session_id": session_id,
+                "turn": turn,
+                "type_id": stored.id,
+                "type_version": stored.version,
+                "model": ctx.model,
+                "data": snapshot,
+                "inputs": {
+                    "query": query,
+                    "model": ctx.model,
+                    "hashes": input_hashes(ctx),
+                    "profile_context_limit": ctx.profile.context_limit,
+                    "session_context_limit": ctx.session.context_limit,
+                    "phase": ctx.session.phase,
+                },
+            }
+        )
         svc.bus.publish_snapshot(row.id, session_id, snapshot)
         try:
             done = await svc.llm.complete(ctx.model, assembled.messages, assembled.tools)
         except Exception as exc:  # provider errors are many and untyped; the caller needs the reason
-            raise UpstreamFailed(f"the model call failed ({type(exc).__name__}: {exc}); snapshot {row.id} was kept",
-                                 snapshot_id=row.id) from None
+            raise UpstreamFailed(
+                f"the model call failed ({type(exc).__name__}: {exc}); snapshot {row.id} was kept", snapshot_id=row.id
+            ) from None
         tokens_in = done.tokens_in or assembled.snapshot.total_used
         await svc.store.sessions.record_turn(
             session_id,
-            {"turn": turn, "query": query, "answer": done.text, "tokens_in": tokens_in, "tokens_out": done.tokens_out,
-             "model": ctx.model, "snapshot_id": row.id, "phase": ctx.session.phase},
+            {
+                "turn": turn,
+                "query": query,
+                "answer": done.text,
+                "tokens_in": tokens_in,
+                "tokens_out": done.tokens_out,
+                "model": ctx.model,
+                "snapshot_id": row.id,
+                "phase": ctx.session.phase,
+            },
             [
-                {"role": "user", "content": query, "tokens": assembled.snapshot.query_tokens, "phase": ctx.session.phase},
-                {"role": "assistant", "content": done.text, "tool_calls": done.tool_calls, "tokens": done.tokens_out,
-                 "phase": ctx.session.phase},
+                {
+                    "role": "user",
+                    "content": query,
+                    "tokens": assembled.snapshot.query_tokens,
+                    "phase": ctx.session.phase,
+                },
+                {
+                    "role": "assistant",
+                    "content": done.text,
+                    "tool_calls": done.tool_calls,
+                    "tokens": done.tokens_out,
+                    "phase": ctx.session.phase,
+                },
             ],
         )
     return {
-        "session_id": session_id, "turn": turn, "answer": done.text, "tokens_in": tokens_in,
-        "tokens_out": done.tokens_out, "snapshot_id": row.id, "summary": assembled.snapshot.summary(),
+        "session_id": session_id,
+        "turn": turn,
+        "answer": done.text,
+        "tokens_in": tokens_in,
+        "tokens_out": done.tokens_out,
+        "snapshot_id": row.id,
+        "summary": assembled.snapshot.summary(),
         "snapshot": snapshot,
     }
 
@@ -76,6 +109,10 @@ async def preview(svc: TDAService, body: PreviewIn) -> dict[str, Any]:
     ctx = build_context(data, body.query, default_model=svc.settings.model, sources=svc.sources)
     assembled = await svc.scratch_handler.assemble(ctx, window_type)
     return {
-        "persisted": False, "type_id": window_type.id, "type_version": version, "session_id": body.session_id,
-        "summary": assembled.snapshot.summary(), "snapshot": assembled.snapshot.to_dict(),
+        "persisted": False,
+        "type_id": window_type.id,
+        "type_version": version,
+        "session_id": body.session_id,
+        "summary": assembled.snapshot.summary(),
+        "snapshot": assembled.snapshot.to_dict(),
     }

@@ -20,8 +20,10 @@ async def json_object() -> dict[str, Any]:
     except ValueError:  # includes UnicodeDecodeError: the body is not UTF-8 JSON
         data = None
     if not isinstance(data, dict):
-        raise Invalid("the body must be a JSON object",
-                      errors=[{"loc": "body", "msg": "expected a UTF-8 JSON object", "type": "type_error"}])
+        raise Invalid(
+            "the body must be a JSON object",
+            errors=[{"loc": "body", "msg": "expected a UTF-8 JSON object", "type": "type_error"}],
+        )
     return data
 
 

@@ -27,8 +27,10 @@ async def require_utf8_body() -> None:
         try:
             (await request.get_data(cache=True, as_text=False)).decode()
         except UnicodeDecodeError:
-            raise Invalid("the body is not UTF-8; send JSON", errors=[
-                {"loc": "body", "msg": "not UTF-8", "type": "unicode_error"}]) from None
+            raise Invalid(
+                "the body is not UTF-8; send JSON",
+                errors=[{"loc": "body", "msg": "not UTF-8", "type": "unicode_error"}],
+            ) from None
 
 
 def register_error_handlers(app: Quart) -> None:
@@ -42,10 +44,18 @@ def register_error_handlers(app: Quart) -> None:
     async def invalid_body(exc: RequestSchemaValidationError) -> tuple[dict[str, Any], int]:
         cause = exc.validation_error
         if isinstance(cause, ValidationError):
-            return _json(422, "validation_error", "the request is invalid; fix the fields listed in errors",
-                         errors=field_errors(cause))
-        return _json(422, "validation_error", f"the request body could not be read: {cause}",
-                     errors=[{"loc": "body", "msg": str(cause), "type": "invalid"}])
+            return _json(
+                422,
+                "validation_error",
+                "the request is invalid; fix the fields listed in errors",
+                errors=field_errors(cause),
+            )
+        return _json(
+            422,
+            "validation_error",
+            f"the request body could not be read: {cause}",
+            errors=[{"loc": "body", "msg": str(cause), "type": "invalid"}],
+        )
 
     @app.errorhandler(BudgetExceeded)
     async def over_budget(exc: BudgetExceeded) -> tuple[dict[str, Any], int]:

@@ -47,8 +47,10 @@ async def install_module(data: InstallIn) -> tuple[dict[str, Any], int]:
     svc = service()
     path = Path(data.path)
     if not (path / "manifest.json").is_file():
-        raise Invalid(f"{data.path} is not a module folder (no manifest.json)",
-                      errors=[{"loc": "path", "msg": "no manifest.json in this folder", "type": "value_error"}])
+        raise Invalid(
+            f"{data.path} is not a module folder (no manifest.json)",
+            errors=[{"loc": "path", "msg": "no manifest.json in this folder", "type": "value_error"}],
+        )
     try:
         info = svc.registry.install(path)
     except ValueError as exc:

@@ -27,7 +27,9 @@ def check_limit_lowers(limit: int | None, model: str, loc: str = "context_limit"
     if limit > model_limit:
         raise Invalid(
             f"{loc} {limit:,} is above {model}'s limit of {model_limit:,}; overrides can only lower it",
-            errors=[{"loc": loc, "msg": f"must be at most {model_limit} (the model's limit)", "type": "less_than_equal"}],
+            errors=[
+                {"loc": loc, "msg": f"must be at most {model_limit} (the model's limit)", "type": "less_than_equal"}
+            ],
         )
 
 

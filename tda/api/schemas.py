@@ -28,7 +28,9 @@ class ProfileFields(_In):
     type: ProfileType = "tool_enabled"
     system_prompt: str = Field("You are a helpful assistant.", max_length=200_000)
     context_window_type_id: str | None = Field(None, description="null: the default type")
-    context_limit: int | None = Field(None, ge=MIN_CONTEXT_LIMIT, le=MAX_INT, description="can only lower the model's limit")
+    context_limit: int | None = Field(
+        None, ge=MIN_CONTEXT_LIMIT, le=MAX_INT, description="can only lower the model's limit"
+    )
     model: str | None = Field(None, max_length=200, description="null: the service's configured model")
     tools: list[ToolIn] = Field(default_factory=list)
     components: list[str] = Field(default_factory=list)
@@ -71,7 +73,10 @@ class SessionPatch(_In):
 
 class ContextLimitIn(_In):
     context_limit: int | None = Field(
-        ..., ge=MIN_CONTEXT_LIMIT, le=MAX_INT, description="tokens; null clears the override (back to the model's limit)"
+        ...,
+        ge=MIN_CONTEXT_LIMIT,
+        le=MAX_INT,
+        description="tokens; null clears the override (back to the model's limit)",
     )
 
 

@@ -66,8 +66,10 @@ async def put_type(type_id: str) -> Any:
     expected = if_match_version(type_id)
     body = await json_object()
     if body.setdefault("id", type_id) != type_id:
-        raise Invalid("a type's id cannot change; create a new type instead",
-                      errors=[{"loc": "id", "msg": f"must be {type_id!r} (the id in the URL)", "type": "value_error"}])
+        raise Invalid(
+            "a type's id cannot change; create a new type instead",
+            errors=[{"loc": "id", "msg": f"must be {type_id!r} (the id in the URL)", "type": "value_error"}],
+        )
     t = svc.validate_type(body)
     return _out(await svc.store.types.update(t, expected, actor()))
 
@@ -98,4 +100,3 @@ async def rollback_type(type_id: str, data: RollbackIn) -> Any:
     old = await svc.store.types.version(type_id, data.version)
     svc.validate_type(old.model_dump(mode="json"))  # still valid against the installed modules?
     return _out(await svc.store.types.rollback(type_id, data.version, expected, actor()))
-

@@ -39,6 +39,12 @@ class AuditStore:
 
 def audit_dict(row: AuditRow) -> dict[str, Any]:
     return {
-        "id": row.id, "at": row.at.isoformat(), "actor": row.actor, "action": row.action,
-        "entity": row.entity, "entity_id": row.entity_id, "before": row.before, "after": row.after,
+        "id": row.id,
+        "at": row.at.isoformat(),
+        "actor": row.actor,
+        "action": row.action,
+        "entity": row.entity,
+        "entity_id": row.entity_id,
+        "before": row.before,
+        "after": row.after,
     }

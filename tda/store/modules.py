@@ -25,7 +25,9 @@ class ModuleStateStore:
                 s.add(ModuleStateRow(module_id=module_id, active=active))
             else:
                 row.active, row.updated_at = active, utcnow()
-            audit.record(s, actor, "activate" if active else "deactivate", "module", module_id, before, {"active": active})
+            audit.record(
+                s, actor, "activate" if active else "deactivate", "module", module_id, before, {"active": active}
+            )
 
     async def forget(self, module_id: str, actor: str) -> None:
         async with self.db.write() as s:

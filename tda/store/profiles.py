@@ -11,14 +11,25 @@ from ..errors import Conflict, Invalid, NotFound
 from ..models import ProfileRow, SessionRow, WindowTypeRow, utcnow
 from . import audit
 
-EDITABLE = ("name", "type", "system_prompt", "context_window_type_id", "context_limit", "model", "tools",
-            "components", "knowledge_collections")
+EDITABLE = (
+    "name",
+    "type",
+    "system_prompt",
+    "context_window_type_id",
+    "context_limit",
+    "model",
+    "tools",
+    "components",
+    "knowledge_collections",
+)
 
 
 def profile_dict(row: ProfileRow) -> dict[str, Any]:
     return {
-        "id": row.id, **{f: getattr(row, f) for f in EDITABLE},
-        "created_at": row.created_at.isoformat(), "updated_at": row.updated_at.isoformat(),
+        "id": row.id,
+        **{f: getattr(row, f) for f in EDITABLE},
+        "created_at": row.created_at.isoformat(),
+        "updated_at": row.updated_at.isoformat(),
     }
 
 
@@ -67,10 +78,13 @@ class ProfileStore:
             row = await s.get(ProfileRow, profile_id)
             if row is None:
                 raise NotFound(f"no profile {profile_id!r}")
-            sessions = (await s.scalars(select(SessionRow.id).where(SessionRow.profile_id == profile_id).limit(20))).all()
+            sessions = (
+                await s.scalars(select(SessionRow.id).where(SessionRow.profile_id == profile_id).limit(20))
+            ).all()
             if sessions:
-                raise Conflict(f"profile {profile_id!r} has sessions {list(sessions)}; delete them first",
-                               sessions=list(sessions))
+                raise Conflict(
+                    f"profile {profile_id!r} has sessions {list(sessions)}; delete them first", sessions=list(sessions)
+                )
             audit.record(s, actor, "delete", "profile", profile_id, profile_dict(row), None)
             await s.delete(row)
 

@@ -21,39 +21,72 @@ def new_id() -> str:
 
 def session_dict(row: SessionRow) -> dict[str, Any]:
     return {
-        "id": row.id, "profile_id": row.profile_id, "user_id": row.user_id, "title": row.title,
-        "context_limit": row.context_limit, "phase": row.phase,
-        "created_at": row.created_at.isoformat(), "updated_at": row.updated_at.isoformat(),
+        "id": row.id,
+        "profile_id": row.profile_id,
+        "user_id": row.user_id,
+        "title": row.title,
+        "context_limit": row.context_limit,
+        "phase": row.phase,
+        "created_at": row.created_at.isoformat(),
+        "updated_at": row.updated_at.isoformat(),
     }
 
 
 def message_dict(row: MessageRow) -> dict[str, Any]:
     return {
-        "id": row.id, "turn": row.turn, "role": row.role, "content": row.content, "tool_calls": row.tool_calls,
-        "tool_call_id": row.tool_call_id, "name": row.name, "valid": row.valid, "phase": row.phase,
-        "tokens": row.tokens, "created_at": row.created_at.isoformat(),
+        "id": row.id,
+        "turn": row.turn,
+        "role": row.role,
+        "content": row.content,
+        "tool_calls": row.tool_calls,
+        "tool_call_id": row.tool_call_id,
+        "name": row.name,
+        "valid": row.valid,
+        "phase": row.phase,
+        "tokens": row.tokens,
+        "created_at": row.created_at.isoformat(),
     }
 
 
 def turn_dict(row: TurnRow) -> dict[str, Any]:
     return {
-        "turn": row.turn, "query": row.query, "plan": row.plan, "answer": row.answer, "outcome": row.outcome,
-        "results": row.results, "summary": row.summary, "tokens_in": row.tokens_in, "tokens_out": row.tokens_out,
-        "valid": row.valid, "phase": row.phase, "model": row.model, "snapshot_id": row.snapshot_id,
+        "turn": row.turn,
+        "query": row.query,
+        "plan": row.plan,
+        "answer": row.answer,
+        "outcome": row.outcome,
+        "results": row.results,
+        "summary": row.summary,
+        "tokens_in": row.tokens_in,
+        "tokens_out": row.tokens_out,
+        "valid": row.valid,
+        "phase": row.phase,
+        "model": row.model,
+        "snapshot_id": row.snapshot_id,
         "created_at": row.created_at.isoformat(),
     }
 
 
 def attachment_dict(row: AttachmentRow, with_text: bool = False) -> dict[str, Any]:
-    out = {"id": row.id, "name": row.name, "mime_type": row.mime_type, "chars": len(row.text),
-           "created_at": row.created_at.isoformat()}
+    out = {
+        "id": row.id,
+        "name": row.name,
+        "mime_type": row.mime_type,
+        "chars": len(row.text),
+        "created_at": row.created_at.isoformat(),
+    }
     return {**out, "text": row.text} if with_text else out
 
 
 def snapshot_dict(row: SnapshotRow) -> dict[str, Any]:
     return {
-        "id": row.id, "session_id": row.session_id, "turn": row.turn, "type_id": row.type_id,
-        "type_version": row.type_version, "model": row.model, "created_at": row.created_at.isoformat(),
+        "id": row.id,
+        "session_id": row.session_id,
+        "turn": row.turn,
+        "type_id": row.type_id,
+        "type_version": row.type_version,
+        "model": row.model,
+        "created_at": row.created_at.isoformat(),
         "snapshot": row.data,
     }
 
@@ -103,8 +136,10 @@ class SessionStore:
             if await s.get(SessionRow, session_id) is not None:
                 raise Conflict(f"a session with id {session_id!r} already exists")
             if await s.get(ProfileRow, fields["profile_id"]) is None:
-                raise Invalid(f"no profile {fields['profile_id']!r}", errors=[
-                    {"loc": "profile_id", "msg": f"no profile {fields['profile_id']!r}", "type": "missing"}])
+                raise Invalid(
+                    f"no profile {fields['profile_id']!r}",
+                    errors=[{"loc": "profile_id", "msg": f"no profile {fields['profile_id']!r}", "type": "missing"}],
+                )
             row = SessionRow(id=session_id, **fields)
             s.add(row)
             await s.flush()
@@ -133,7 +168,9 @@ class SessionStore:
     async def messages(self, session_id: str) -> list[MessageRow]:
         async with self.db.read() as s:
             await _session(s, session_id)
-            query = select(MessageRow).where(MessageRow.session_id == session_id).order_by(MessageRow.turn, MessageRow.id)
+            query = (
+                select(MessageRow).where(MessageRow.session_id == session_id).order_by(MessageRow.turn, MessageRow.id)
+            )
             return list((await s.scalars(query)).all())
 
     async def turns(self, session_id: str) -> list[TurnRow]:
@@ -147,7 +184,9 @@ class SessionStore:
         async with self.db.write() as s:
             await _session(s, session_id)
             if await s.scalar(select(TurnRow.id).where(TurnRow.session_id == session_id, TurnRow.turn == turn["turn"])):
-                raise Conflict(f"turn {turn['turn']} of session {session_id!r} was recorded meanwhile; send the query again")
+                raise Conflict(
+                    f"turn {turn['turn']} of session {session_id!r} was recorded meanwhile; send the query again"
+                )
             row = TurnRow(session_id=session_id, **turn)
             s.add(row)
             for m in messages:
@@ -173,10 +212,19 @@ class SessionStore:
             before = row.valid
             row.valid = valid
             await s.execute(
-                update(MessageRow).where(MessageRow.session_id == session_id, MessageRow.turn == turn).values(valid=valid)
+                update(MessageRow)
+                .where(MessageRow.session_id == session_id, MessageRow.turn == turn)
+                .values(valid=valid)
             )
-            audit.record(s, actor, "turn_validity", "session", session_id, {"turn": turn, "valid": before},
-                         {"turn": turn, "valid": valid})
+            audit.record(
+                s,
+                actor,
+                "turn_validity",
+                "session",
+                session_id,
+                {"turn": turn, "valid": before},
+                {"turn": turn, "valid": valid},
+            )
         return row
 
     async def purge_memory(self, session_id: str, actor: str) -> dict[str, int]:
@@ -184,7 +232,9 @@ class SessionStore:
         async with self.db.write() as s:
             await _session(s, session_id)
             messages = await s.execute(
-                update(MessageRow).where(MessageRow.session_id == session_id, MessageRow.valid.is_(True)).values(valid=False)
+                update(MessageRow)
+                .where(MessageRow.session_id == session_id, MessageRow.valid.is_(True))
+                .values(valid=False)
             )
             turns = await s.execute(
                 update(TurnRow).where(TurnRow.session_id == session_id, TurnRow.valid.is_(True)).values(valid=False)
@@ -198,7 +248,9 @@ class SessionStore:
     async def attachments(self, session_id: str) -> list[AttachmentRow]:
         async with self.db.read() as s:
             await _session(s, session_id)
-            query = select(AttachmentRow).where(AttachmentRow.session_id == session_id).order_by(AttachmentRow.created_at)
+            query = (
+                select(AttachmentRow).where(AttachmentRow.session_id == session_id).order_by(AttachmentRow.created_at)
+            )
             return list((await s.scalars(query)).all())
 
     async def add_attachment(self, session_id: str, fields: dict[str, Any], actor: str) -> AttachmentRow:

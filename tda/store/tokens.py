@@ -37,8 +37,13 @@ class Principal:
 
 
 def token_dict(row: ApiTokenRow) -> dict[str, Any]:
-    return {"id": row.id, "name": row.name, "role": row.role, "created_at": row.created_at.isoformat(),
-            "revoked": row.revoked_at is not None}
+    return {
+        "id": row.id,
+        "name": row.name,
+        "role": row.role,
+        "created_at": row.created_at.isoformat(),
+        "revoked": row.revoked_at is not None,
+    }
 
 
 class TokenStore:
@@ -96,7 +101,9 @@ class TokenStore:
 
     async def revoke_named(self, name: str, actor: str) -> int:
         async with self.db.write() as s:
-            rows = (await s.scalars(select(ApiTokenRow).where(ApiTokenRow.name == name, ApiTokenRow.revoked_at.is_(None)))).all()
+            rows = (
+                await s.scalars(select(ApiTokenRow).where(ApiTokenRow.name == name, ApiTokenRow.revoked_at.is_(None)))
+            ).all()
             for row in rows:
                 row.revoked_at = utcnow()
                 audit.record(s, actor, "revoke", "api_token", str(row.id), None, token_dict(row))

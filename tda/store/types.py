@@ -55,7 +55,9 @@ class TypeStore:
 
     async def list(self) -> list[StoredType]:
         async with self.db.read() as s:
-            rows = (await s.scalars(select(WindowTypeRow).order_by(WindowTypeRow.is_default.desc(), WindowTypeRow.id))).all()
+            rows = (
+                await s.scalars(select(WindowTypeRow).order_by(WindowTypeRow.is_default.desc(), WindowTypeRow.id))
+            ).all()
         return [_stored(r) for r in rows]
 
     async def get(self, type_id: str) -> StoredType:
@@ -87,8 +89,13 @@ class TypeStore:
                 )
             ).all()
         return [
-            {"version": r.version, "current": r.version == current.version, "actor": r.actor,
-             "created_at": r.created_at.isoformat(), "data": r.data}
+            {
+                "version": r.version,
+                "current": r.version == current.version,
+                "actor": r.actor,
+                "created_at": r.created_at.isoformat(),
+                "data": r.data,
+            }
             for r in rows
         ]
 
@@ -186,7 +193,9 @@ def _check_version(row: WindowTypeRow, expected_version: int) -> None:
         )
 
 
-async def _write_version(s: AsyncSession, row: WindowTypeRow, data: dict[str, Any], actor: str, action: str) -> WindowTypeRow:
+async def _write_version(
+    s: AsyncSession, row: WindowTypeRow, data: dict[str, Any], actor: str, action: str
+) -> WindowTypeRow:
     """Compare-and-swap on the version column, so two writers cannot both win even without a lock."""
     before, new_version = row.data, row.version + 1
     result = await s.execute(

@@ -13,8 +13,8 @@ from tda.app import create_app
 from tda.config import Settings
 from tda.db import upgrade
 from tda.service import TDAService
-
 from tests.service.support import BOOM, ECHO, FIXTURE_TYPE, write_module
+
 
 @pytest.fixture(scope="session")
 def template_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -74,8 +74,16 @@ async def session_id(client: Any, admin: dict[str, str]) -> str:
     """A profile bound to the fixture type and a session with two turns of history."""
     r = await client.post("/v1/context-window-types", json=FIXTURE_TYPE, headers=admin)
     assert r.status_code == 201, await r.get_json()
-    r = await client.post("/v1/profiles", json={"id": "p1", "type": "llm_only", "context_window_type_id": "fixture",
-                                               "system_prompt": "You answer briefly."}, headers=admin)
+    r = await client.post(
+        "/v1/profiles",
+        json={
+            "id": "p1",
+            "type": "llm_only",
+            "context_window_type_id": "fixture",
+            "system_prompt": "You answer briefly.",
+        },
+        headers=admin,
+    )
     assert r.status_code == 201, await r.get_json()
     r = await client.post("/v1/sessions", json={"id": "s1", "profile_id": "p1"}, headers=admin)
     assert r.status_code == 201, await r.get_json()

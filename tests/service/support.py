@@ -20,14 +20,14 @@ class Echo(ContextModule):
         return Contribution(self.module_id, units=prompt.units + history, placement="history", trim_from="start")
 '''
 
-BOOM = '''
+BOOM = """
 from components.context_window.base import ContextModule
 
 
 class Boom(ContextModule):
     async def contribute(self, budget, ctx):
         raise RuntimeError("fixture module failing on purpose")
-'''
+"""
 
 
 def write_module(folder: Path, module_id: str, cls: str, code: str, **manifest: Any) -> Path:

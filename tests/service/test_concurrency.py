@@ -41,8 +41,9 @@ async def _retry_until_applied(client, admin, description: str) -> None:
     while True:
         r = await client.get(URL, headers=admin)
         current = {k: v for k, v in (await r.get_json()).items() if k not in ("version", "updated_at", "etag")}
-        put = await client.put(URL, json={**current, "description": description},
-                               headers={**admin, "If-Match": r.headers["ETag"]})
+        put = await client.put(
+            URL, json={**current, "description": description}, headers={**admin, "If-Match": r.headers["ETag"]}
+        )
         if put.status_code == 200:
             return
         assert put.status_code == 412

@@ -1,4 +1,4 @@
-"""/v1/context-window/modules: list, activate/deactivate (persisted across restarts), purge, install, uninstall, reload."""
+"""/v1/context-window/modules: list, activate/deactivate (kept across restarts), purge, install, uninstall, reload."""
 
 from __future__ import annotations
 

@@ -61,8 +61,13 @@ def test_no_server_errors(fuzz_target: tuple[Any, str]) -> None:
         for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
 
             @given(case=operation.as_strategy(mode))
-            @settings(max_examples=EXAMPLES_PER_OPERATION, deadline=None, derandomize=True,
-                      suppress_health_check=list(HealthCheck), database=None)
+            @settings(
+                max_examples=EXAMPLES_PER_OPERATION,
+                deadline=None,
+                derandomize=True,
+                suppress_health_check=list(HealthCheck),
+                database=None,
+            )
             def no_5xx(case: Any) -> None:
                 response = case.call(headers=headers)
                 assert response.status_code < 500, (

@@ -22,7 +22,9 @@ def test_migrations_produce_exactly_the_models(template_db: Path):
     assert differences == []  # a model changed without a migration otherwise
 
 
-def test_db_upgrade_tokens_and_demo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):
+def test_db_upgrade_tokens_and_demo(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+):
     monkeypatch.setenv("TDA_DATA_DIR", str(tmp_path / "var"))
     monkeypatch.setenv("TDA_MODULES_DIR", str(tmp_path / "modules"))
     assert main(["db", "upgrade"]) == 0

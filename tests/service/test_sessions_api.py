@@ -51,7 +51,9 @@ async def test_a_turn_succeeds_when_a_module_raises(client, admin, session_id):
 async def test_turn_errors(client, admin, viewer, session_id):
     assert (await client.post("/v1/sessions/nope/turns", json={"query": "hi"}, headers=admin)).status_code == 404
     assert (await client.post(f"/v1/sessions/{session_id}/turns", json={"query": ""}, headers=admin)).status_code == 422
-    assert (await client.post(f"/v1/sessions/{session_id}/turns", json={"query": "x"}, headers=viewer)).status_code == 403
+    assert (
+        await client.post(f"/v1/sessions/{session_id}/turns", json={"query": "x"}, headers=viewer)
+    ).status_code == 403
     # A limit too small for the query alone: a clear 422, not a 500.
     r = await client.post(f"/v1/sessions/{session_id}/context-limit", json={"context_limit": 256}, headers=admin)
     assert r.status_code == 200
@@ -74,14 +76,18 @@ async def test_context_limit_only_lowers_and_null_clears(client, admin, session_
     r = await client.post(url, json={"context_limit": None}, headers=admin)
     assert r.status_code == 200 and (await r.get_json())["context_limit"] is None
     assert (await _turn(client, admin, session_id, "q2"))["snapshot"]["effective_limit"] == 128_000
-    assert (await client.post("/v1/sessions/nope/context-limit", json={"context_limit": None}, headers=admin)).status_code == 404
+    assert (
+        await client.post("/v1/sessions/nope/context-limit", json={"context_limit": None}, headers=admin)
+    ).status_code == 404
 
 
 async def test_turn_validity_and_memory_purge(client, admin, session_id):
     first = await _turn(client, admin, session_id, "Remember the number 42.")
     r = await client.patch(f"/v1/sessions/{session_id}/turns/{first['turn']}", json={"valid": False}, headers=admin)
     assert r.status_code == 200 and (await r.get_json())["valid"] is False
-    assert (await client.patch(f"/v1/sessions/{session_id}/turns/99", json={"valid": False}, headers=admin)).status_code == 404
+    assert (
+        await client.patch(f"/v1/sessions/{session_id}/turns/99", json={"valid": False}, headers=admin)
+    ).status_code == 404
     messages = (await (await client.get(f"/v1/sessions/{session_id}/messages", headers=admin)).get_json())["messages"]
     assert all(not m["valid"] for m in messages if m["turn"] == first["turn"])
     assert any(m["valid"] for m in messages if m["turn"] == 1)
@@ -94,7 +100,7 @@ async def test_turn_validity_and_memory_purge(client, admin, session_id):
     echo = next(m for m in after["snapshot"]["modules"] if m["module_id"] == "fixture_echo")
     first_echo = next(m for m in first["snapshot"]["modules"] if m["module_id"] == "fixture_echo")
     assert echo["used"] < first_echo["used"]  # invalid history is no longer sent
-    audit = (await (await client.get(f"/v1/audit?entity=session&entity_id={session_id}", headers=admin)).get_json())
+    audit = await (await client.get(f"/v1/audit?entity=session&entity_id={session_id}", headers=admin)).get_json()
     assert {"purge_memory", "turn_validity"} <= {e["action"] for e in audit["entries"]}
 
 
@@ -103,7 +109,9 @@ async def test_snapshots_analytics_and_replay(client, admin, viewer, session_id)
     t2 = await _turn(client, admin, session_id, "two")
     snaps = (await (await client.get(f"/v1/sessions/{session_id}/snapshots", headers=viewer)).get_json())["snapshots"]
     assert [s["id"] for s in snaps] == [t1["snapshot_id"], t2["snapshot_id"]]
-    later = (await (await client.get(f"/v1/sessions/{session_id}/snapshots?after={t1['snapshot_id']}", headers=viewer)).get_json())
+    later = await (
+        await client.get(f"/v1/sessions/{session_id}/snapshots?after={t1['snapshot_id']}", headers=viewer)
+    ).get_json()
     assert [s["id"] for s in later["snapshots"]] == [t2["snapshot_id"]]
     assert (await client.get(f"/v1/sessions/{session_id}/snapshots?limit=0", headers=viewer)).status_code == 422
 
@@ -130,23 +138,41 @@ async def test_snapshots_analytics_and_replay(client, admin, viewer, session_id)
 
 async def test_preview_persists_nothing(client, admin, viewer, session_id):
     bigger = {**FIXTURE_TYPE, "id": "draft", "output_reserve_pct": 40}
-    r = await client.post("/v1/context-window-types/preview", json={"type": bigger, "session_id": session_id, "query": "hi"}, headers=viewer)
+    r = await client.post(
+        "/v1/context-window-types/preview",
+        json={"type": bigger, "session_id": session_id, "query": "hi"},
+        headers=viewer,
+    )
     assert r.status_code == 200
     body = await r.get_json()
     assert body["persisted"] is False and body["snapshot"]["window_type_id"] == "draft"
     assert body["snapshot"]["output_reserve"] == int(128_000 * 0.40)
-    r = await client.post("/v1/context-window-types/preview", json={"type_id": "fixture", "session_id": session_id, "query": "hi"}, headers=viewer)
+    r = await client.post(
+        "/v1/context-window-types/preview",
+        json={"type_id": "fixture", "session_id": session_id, "query": "hi"},
+        headers=viewer,
+    )
     assert r.status_code == 200 and (await r.get_json())["type_version"] == 1
     assert (await client.get("/v1/context-window-types/draft", headers=viewer)).status_code == 404
-    assert (await (await client.get(f"/v1/sessions/{session_id}/snapshots", headers=viewer)).get_json())["snapshots"] == []
+    assert (await (await client.get(f"/v1/sessions/{session_id}/snapshots", headers=viewer)).get_json())[
+        "snapshots"
+    ] == []
     assert (await (await client.get(f"/v1/sessions/{session_id}/turns", headers=viewer)).get_json())["turns"] == []
 
     bad = {**bigger, "output_reserve_pct": 99}
-    r = await client.post("/v1/context-window-types/preview", json={"type": bad, "session_id": session_id, "query": "hi"}, headers=viewer)
+    r = await client.post(
+        "/v1/context-window-types/preview", json={"type": bad, "session_id": session_id, "query": "hi"}, headers=viewer
+    )
     assert r.status_code == 422 and (await r.get_json())["errors"][0]["loc"] == "type.output_reserve_pct"
-    r = await client.post("/v1/context-window-types/preview", json={"session_id": session_id, "query": "hi"}, headers=viewer)
+    r = await client.post(
+        "/v1/context-window-types/preview", json={"session_id": session_id, "query": "hi"}, headers=viewer
+    )
     assert r.status_code == 422
-    r = await client.post("/v1/context-window-types/preview", json={"type_id": "fixture", "session_id": "nope", "query": "hi"}, headers=viewer)
+    r = await client.post(
+        "/v1/context-window-types/preview",
+        json={"type_id": "fixture", "session_id": "nope", "query": "hi"},
+        headers=viewer,
+    )
     assert r.status_code == 404
 
 
@@ -155,18 +181,26 @@ async def test_sessions_crud_and_attachments(client, admin, viewer, session_id):
     assert r.status_code == 201
     other = (await r.get_json())["id"]
     assert (await client.post("/v1/sessions", json={"profile_id": "nope"}, headers=admin)).status_code == 422
-    assert (await client.post("/v1/sessions", json={"id": session_id, "profile_id": "p1"}, headers=admin)).status_code == 409
+    assert (
+        await client.post("/v1/sessions", json={"id": session_id, "profile_id": "p1"}, headers=admin)
+    ).status_code == 409
     listed = (await (await client.get("/v1/sessions", headers=viewer)).get_json())["sessions"]
     assert {s["id"] for s in listed} == {session_id, other}
     r = await client.patch(f"/v1/sessions/{other}", json={"phase": "focus"}, headers=admin)
     assert (await r.get_json())["phase"] == "focus"
-    r = await client.post(f"/v1/sessions/{session_id}/attachments", json={"name": "notes.txt", "text": "hello"}, headers=admin)
+    r = await client.post(
+        f"/v1/sessions/{session_id}/attachments", json={"name": "notes.txt", "text": "hello"}, headers=admin
+    )
     assert r.status_code == 201
     attachment = await r.get_json()
     detail = await (await client.get(f"/v1/sessions/{session_id}", headers=viewer)).get_json()
     assert detail["attachments"][0]["name"] == "notes.txt" and detail["message_count"] == 2
-    assert (await client.delete(f"/v1/sessions/{session_id}/attachments/{attachment['id']}", headers=admin)).status_code == 204
-    assert (await client.delete(f"/v1/sessions/{session_id}/attachments/{attachment['id']}", headers=admin)).status_code == 404
+    assert (
+        await client.delete(f"/v1/sessions/{session_id}/attachments/{attachment['id']}", headers=admin)
+    ).status_code == 204
+    assert (
+        await client.delete(f"/v1/sessions/{session_id}/attachments/{attachment['id']}", headers=admin)
+    ).status_code == 404
     assert (await client.delete("/v1/profiles/p1", headers=admin)).status_code == 409  # sessions use it
     assert (await client.delete(f"/v1/sessions/{other}", headers=admin)).status_code == 204
     assert (await client.get(f"/v1/sessions/{other}", headers=viewer)).status_code == 404
@@ -174,8 +208,16 @@ async def test_sessions_crud_and_attachments(client, admin, viewer, session_id):
 
 async def test_turn_with_builtin_modules_and_tools(client, admin):
     """The shipped default type with the built-in modules, a profile with tools: tools reach the model."""
-    tools = [{"type": "function", "function": {"name": "lookup", "description": "Look a thing up.",
-                                               "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}}]
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "lookup",
+                "description": "Look a thing up.",
+                "parameters": {"type": "object", "properties": {"q": {"type": "string"}}},
+            },
+        }
+    ]
     r = await client.post("/v1/profiles", json={"id": "tooly", "tools": tools}, headers=admin)
     assert r.status_code == 201
     session = await (await client.post("/v1/sessions", json={"profile_id": "tooly"}, headers=admin)).get_json()

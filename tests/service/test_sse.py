@@ -13,7 +13,9 @@ def _events(raw: bytes) -> list[dict[str, Any]]:
     """Parse SSE frames into {event, id, data} dicts (comments such as heartbeats are skipped)."""
     out = []
     for frame in raw.decode().split("\n\n"):
-        fields = dict(line.split(": ", 1) for line in frame.splitlines() if line and not line.startswith(":") and ": " in line)
+        fields = dict(
+            line.split(": ", 1) for line in frame.splitlines() if line and not line.startswith(":") and ": " in line
+        )
         if "data" in fields:
             out.append({"event": fields.get("event"), "id": fields.get("id"), "data": json.loads(fields["data"])})
     return out
@@ -47,7 +49,10 @@ async def test_subscriber_receives_the_snapshot_of_a_turn(client, admin, viewer,
         await conn.disconnect()
     [event] = _events(raw)
     assert event["event"] == "context_window_snapshot" and event["id"] == str(turn["snapshot_id"])
-    assert event["data"]["snapshot_id"] == turn["snapshot_id"] and event["data"]["total_used"] == turn["snapshot"]["total_used"]
+    assert (
+        event["data"]["snapshot_id"] == turn["snapshot_id"]
+        and event["data"]["total_used"] == turn["snapshot"]["total_used"]
+    )
 
 
 async def test_global_stream_last_event_id_resume_and_heartbeats(client, admin, viewer, session_id):

@@ -6,7 +6,6 @@ import copy
 from typing import Any
 
 from components.context_window.window_type import DEFAULT_TYPES
-
 from tests.service.support import FIXTURE_TYPE
 
 URL = "/v1/context-window-types"
@@ -73,10 +72,14 @@ async def test_put_requires_if_match_and_rejects_stale_etags(client, admin):
     r = await client.put(f"{URL}/token_efficient", json=edit, headers={**admin, "If-Match": etag})
     assert r.status_code == 412
     assert (await r.get_json())["current_etag"] == '"token_efficient.v2"'
-    r = await client.put(f"{URL}/token_efficient", json={**edit, "id": "renamed"}, headers={**admin, "If-Match": '"token_efficient.v2"'})
+    r = await client.put(
+        f"{URL}/token_efficient", json={**edit, "id": "renamed"}, headers={**admin, "If-Match": '"token_efficient.v2"'}
+    )
     assert r.status_code == 422 and (await r.get_json())["errors"][0]["loc"] == "id"
     no_id = {k: v for k, v in edit.items() if k != "id"}
-    assert (await client.put(f"{URL}/missing", json=no_id, headers={**admin, "If-Match": '"missing.v1"'})).status_code == 404
+    assert (
+        await client.put(f"{URL}/missing", json=no_id, headers={**admin, "If-Match": '"missing.v1"'})
+    ).status_code == 404
 
 
 async def test_there_is_always_exactly_one_default(client, admin):
@@ -84,7 +87,7 @@ async def test_there_is_always_exactly_one_default(client, admin):
     assert r.status_code == 201
     listed = (await (await client.get(URL, headers=admin)).get_json())["types"]
     assert [t["id"] for t in listed if t["is_default"]] == ["fixture"]
-    balanced, etag = await _get(client, admin, "balanced")
+    _, etag = await _get(client, admin, "balanced")
     assert etag == '"balanced.v2"'  # demotion is a new version: old ETags cannot undo it silently
 
     fixture, etag = await _get(client, admin, "fixture")
@@ -117,22 +120,30 @@ async def test_versions_and_rollback(client, admin):
     body, etag = await _get(client, admin, "knowledge_heavy")
     edit = {k: v for k, v in body.items() if k not in ("version", "updated_at", "etag")}
     for i in range(2):
-        r = await client.put(f"{URL}/knowledge_heavy", json={**edit, "name": f"KH {i}"}, headers={**admin, "If-Match": etag})
+        r = await client.put(
+            f"{URL}/knowledge_heavy", json={**edit, "name": f"KH {i}"}, headers={**admin, "If-Match": etag}
+        )
         etag = r.headers["ETag"]
     versions = (await (await client.get(f"{URL}/knowledge_heavy/versions", headers=admin)).get_json())["versions"]
     assert [v["version"] for v in versions] == [3, 2, 1] and versions[0]["current"]
     assert versions[2]["data"]["name"] == "Knowledge Heavy"
 
-    r = await client.post(f"{URL}/knowledge_heavy/rollback", json={"version": 1}, headers={**admin, "If-Match": '"knowledge_heavy.v1"'})
+    r = await client.post(
+        f"{URL}/knowledge_heavy/rollback", json={"version": 1}, headers={**admin, "If-Match": '"knowledge_heavy.v1"'}
+    )
     assert r.status_code == 412
     r = await client.post(f"{URL}/knowledge_heavy/rollback", json={"version": 1}, headers={**admin, "If-Match": etag})
     assert r.status_code == 200
     rolled = await r.get_json()
     assert rolled["name"] == "Knowledge Heavy" and rolled["version"] == 4
-    assert (await client.post(f"{URL}/knowledge_heavy/rollback", json={"version": 99}, headers=admin)).status_code == 404
+    assert (
+        await client.post(f"{URL}/knowledge_heavy/rollback", json={"version": 99}, headers=admin)
+    ).status_code == 404
     assert (await client.post(f"{URL}/knowledge_heavy/rollback", json={"version": 0}, headers=admin)).status_code == 422
 
-    audit = (await (await client.get("/v1/audit?entity=context_window_type&entity_id=knowledge_heavy", headers=admin)).get_json())
+    audit = await (
+        await client.get("/v1/audit?entity=context_window_type&entity_id=knowledge_heavy", headers=admin)
+    ).get_json()
     actions = [e["action"] for e in audit["entries"]]
     assert actions[:3] == ["rollback to v1", "update", "update"]
     assert audit["entries"][0]["before"]["name"] == "KH 1" and audit["entries"][0]["after"]["name"] == "Knowledge Heavy"
