@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from datetime import datetime
 from typing import Any
 
@@ -31,16 +32,30 @@ class StoredType:
     def etag(self) -> str:
         return etag_for(self.id, self.version)
 
-    def to_dict(self) -> dict[str, Any]:
+    @cached_property
+    def _as_dict(self) -> dict[str, Any]:
         return {**self.type.model_dump(mode="json"), "version": self.version, "updated_at": self.updated_at.isoformat()}
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self._as_dict)
 
 
 def etag_for(type_id: str, version: int) -> str:
     return f'"{type_id}.v{version}"'
 
 
+_PARSED: dict[tuple[str, int, datetime], StoredType] = {}
+"""(id, version, updated_at) -> parsed type: a version's content never changes, so it is validated once."""
+
+
 def _stored(row: WindowTypeRow) -> StoredType:
-    return StoredType(ContextWindowType.model_validate(row.data), row.version, row.updated_at)
+    key = (row.id, row.version, row.updated_at)
+    stored = _PARSED.get(key)
+    if stored is None:
+        if len(_PARSED) > 4096:
+            _PARSED.clear()
+        stored = _PARSED[key] = StoredType(ContextWindowType.model_validate(row.data), row.version, row.updated_at)
+    return stored
 
 
 def _data(t: ContextWindowType) -> dict[str, Any]:
