@@ -143,6 +143,7 @@ class SignInIn(_In):
 class SnapshotsQuery(_In):
     after: int = Field(0, ge=0, le=MAX_INT, description="only snapshots with a larger id")
     limit: int = Field(100, ge=1, le=1000)
+    newest_first: bool = Field(False, description="true: the latest first (limit=1 gives the latest snapshot)")
 
 
 class AuditQuery(_In):

@@ -12,8 +12,9 @@ from components.context_window.token_estimator import resolve_model_limit
 from ..analytics import context_analytics
 from ..auth import actor, require
 from ..service import service
+from ..store.profiles import profile_dict
 from ..store.sessions import attachment_dict, message_dict, session_dict, snapshot_dict, turn_dict
-from ..turns import run_turn
+from ..turns import resolve_type, run_turn
 from .profiles import check_limit_lowers
 from .schemas import (
     AttachmentIn,
@@ -51,10 +52,19 @@ async def create_session(data: SessionIn) -> tuple[dict[str, Any], int]:
 @bp.get("/<session_id>")
 @require("viewer")
 async def get_session(session_id: str) -> dict[str, Any]:
+    """The session with its turns, attachments, resolved type and the model limit its overrides may lower."""
     svc = service()
     data = await svc.store.sessions.load(session_id)
+    stored = await resolve_type(svc, data.profile)
+    model = data.profile.model or svc.settings.model
+    model_limit, source = resolve_model_limit(model)
     return {
         **session_dict(data.session),
+        "profile": profile_dict(data.profile),
+        "context_window_type_id": stored.id,
+        "model": model,
+        "model_limit": model_limit,
+        "model_limit_source": source,
         "turns": [turn_dict(t) for t in data.turns],
         "attachments": [attachment_dict(a) for a in data.attachments],
         "message_count": len(data.messages),
@@ -168,7 +178,8 @@ async def purge_memory(session_id: str) -> dict[str, Any]:
 @require("viewer")
 @validate_querystring(SnapshotsQuery)
 async def list_snapshots(session_id: str, query_args: SnapshotsQuery) -> dict[str, Any]:
-    rows = await service().store.sessions.snapshots(session_id, query_args.after, query_args.limit)
+    q = query_args
+    rows = await service().store.sessions.snapshots(session_id, q.after, q.limit, q.newest_first)
     return {"snapshots": [snapshot_dict(r) for r in rows]}
 
 

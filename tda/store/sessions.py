@@ -6,7 +6,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ..db import Database
@@ -286,18 +286,17 @@ class SessionStore:
             raise NotFound(f"no snapshot {snapshot_id}")
         return row
 
-    async def snapshots(self, session_id: str | None, after_id: int = 0, limit: int = 500) -> list[SnapshotRow]:
-        """Oldest first; ``session_id=None`` means all sessions (the global stream's resume)."""
-        query = select(SnapshotRow).where(SnapshotRow.id > after_id).order_by(SnapshotRow.id).limit(limit)
+    async def snapshots(
+        self, session_id: str | None, after_id: int = 0, limit: int = 500, newest_first: bool = False
+    ) -> list[SnapshotRow]:
+        """Oldest first unless ``newest_first``; ``session_id=None`` means all sessions (the global stream's resume)."""
+        order = SnapshotRow.id.desc() if newest_first else SnapshotRow.id
+        query = select(SnapshotRow).where(SnapshotRow.id > after_id).order_by(order).limit(limit)
         async with self.db.read() as s:
             if session_id is not None:
                 await _session(s, session_id)
                 query = query.where(SnapshotRow.session_id == session_id)
             return list((await s.scalars(query)).all())
-
-    async def last_snapshot_id(self) -> int:
-        async with self.db.read() as s:
-            return int(await s.scalar(select(func.max(SnapshotRow.id))) or 0)
 
 
 async def _session(s: AsyncSession, session_id: str) -> SessionRow:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
 from datetime import datetime
+from functools import cached_property
 from typing import Any
 
 from sqlalchemy import func, select, update

@@ -114,6 +114,8 @@ async def test_snapshots_analytics_and_replay(client, admin, viewer, session_id)
     ).get_json()
     assert [s["id"] for s in later["snapshots"]] == [t2["snapshot_id"]]
     assert (await client.get(f"/v1/sessions/{session_id}/snapshots?limit=0", headers=viewer)).status_code == 422
+    latest = await client.get(f"/v1/sessions/{session_id}/snapshots?limit=1&newest_first=true", headers=viewer)
+    assert [s["id"] for s in (await latest.get_json())["snapshots"]] == [t2["snapshot_id"]]
 
     analytics = await (await client.get(f"/v1/sessions/{session_id}/context-analytics", headers=viewer)).get_json()
     summary = analytics["summary"]
@@ -195,6 +197,7 @@ async def test_sessions_crud_and_attachments(client, admin, viewer, session_id):
     attachment = await r.get_json()
     detail = await (await client.get(f"/v1/sessions/{session_id}", headers=viewer)).get_json()
     assert detail["attachments"][0]["name"] == "notes.txt" and detail["message_count"] == 2
+    assert detail["context_window_type_id"] == "fixture" and detail["model_limit"] == 128_000
     assert (
         await client.delete(f"/v1/sessions/{session_id}/attachments/{attachment['id']}", headers=admin)
     ).status_code == 204
