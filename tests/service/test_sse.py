@@ -110,3 +110,13 @@ async def test_closing_the_bus_ends_open_streams():
         raise AssertionError("a closed bus gives no new streams")
     except StopAsyncIteration:
         pass
+
+
+async def test_shutdown_ends_open_streams(client, viewer, svc):
+    """What `tda serve` does on SIGTERM before hypercorn drains connections: open streams finish cleanly."""
+    async with client.request("/v1/events", headers=viewer) as conn:
+        await conn.send_complete()
+        await _read_until(conn, lambda b: b.startswith(b"retry:"))
+        svc.bus.close()
+        await asyncio.wait_for(conn._task, 5)  # the response completes instead of hanging
+    assert conn.status_code == 200
