@@ -7,6 +7,8 @@ A real server (`tda serve`: hypercorn, SQLite) runs in a child process on 127.0.
 * GET /v1/context-window-types: REQUESTS requests over CONCURRENCY keep-alive connections, 3 rounds.
 * Turns with the mock model: TURNS turns spread over TURN_SESSIONS sessions, 3 rounds.
 Every loop is bounded and stops by itself; run with `python bench/service_bench.py`.
+Knobs: BENCH_SUBSCRIBERS=n, BENCH_DEBUG=1 (per-event latencies and CPU per event), BENCH_PROFILE=file
+(cProfile the server).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from tda.db import upgrade_async  # noqa: E402
 from tda.demo import seed_demo  # noqa: E402
 from tda.store import Store  # noqa: E402
 
-SUBSCRIBERS = 1_000
+SUBSCRIBERS = int(os.environ.get("BENCH_SUBSCRIBERS", "1000"))
 FANOUT_TURNS = 20
 TURN_GAP_S = 0.5
 REQUESTS = 2_000
@@ -42,6 +44,15 @@ TURN_SESSIONS = 8
 ROUNDS = 3
 CONNECT_BATCH = 100
 TIMEOUT_S = 60.0
+
+
+SERVER_PID = 0
+
+
+def server_cpu() -> float:
+    """CPU seconds the server process has used (Linux /proc)."""
+    fields = Path(f"/proc/{SERVER_PID}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def free_port() -> int:
@@ -150,12 +161,19 @@ async def sse_fanout(port: int, base: str, token: str) -> dict[str, float]:
     gc.collect()
     gc.freeze()  # the measuring client's own GC pauses are not the server's latency
     await asyncio.wait_for(asyncio.gather(*(s.ready.wait() for s in subs)), TIMEOUT_S)
+    cpu_client = time.process_time()
+    cpu_server = server_cpu()
     async with httpx.AsyncClient(base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=30) as client:
         for i in range(FANOUT_TURNS):
             r = await client.post("/v1/sessions/demo/turns", json={"query": f"fan-out question {i}"})
             r.raise_for_status()
             await asyncio.sleep(TURN_GAP_S)  # let each fan-out finish: measures fan-out, not a backlog of turns
     await asyncio.wait_for(asyncio.gather(*tasks), TIMEOUT_S)
+    if os.environ.get("BENCH_DEBUG"):
+        print(
+            f"  CPU per event: client {(time.process_time() - cpu_client) / FANOUT_TURNS * 1000:.1f} ms, "
+            f"server {(server_cpu() - cpu_server) / FANOUT_TURNS * 1000:.1f} ms (turn included)"
+        )
     for s in subs:
         s.close()
     if os.environ.get("BENCH_DEBUG"):
@@ -215,21 +233,19 @@ async def main() -> None:
         port = free_port()
         base = f"http://127.0.0.1:{port}"
         server = start_server(data, port)
+        global SERVER_PID
+        SERVER_PID = server.pid
         try:
             await wait_ready(base)
             print(f"server: tda serve (hypercorn, SQLite) on {base}; client: this process; {os.cpu_count()} cores")
-            fan = (
-                {"p99_ms": 0, "p50_ms": 0, "max_ms": 0, "events": 0, "expected": 0}
-                if os.environ.get("SKIP_SSE")
-                else await sse_fanout(port, base, token)
-            )
+            fan = await sse_fanout(port, base, token)
             print(
                 f"SSE fan-out, {SUBSCRIBERS} subscribers x {FANOUT_TURNS} turns: received {fan['events']:,}/"
                 f"{fan['expected']:,} events; publish->receipt p50 {fan['p50_ms']:.1f} ms, "
                 f"p99 {fan['p99_ms']:.1f} ms, max {fan['max_ms']:.1f} ms (target p99 <= 100 ms: "
                 f"{'met' if fan['p99_ms'] <= 100 else 'MISSED'})"
             )
-            gets = [0.0] if os.environ.get("SKIP_GET") else [await rps_get(base, token) for _ in range(ROUNDS)]
+            gets = [await rps_get(base, token) for _ in range(ROUNDS)]
             print(
                 f"GET /v1/context-window-types: median {statistics.median(gets):,.0f} req/s "
                 f"({REQUESTS} requests x {ROUNDS} rounds, {CONCURRENCY} connections; rounds: "

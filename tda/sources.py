@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from typing import Any
 
@@ -133,15 +133,20 @@ def _digest(value: Any) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
+def _values(item: Any) -> tuple[Any, ...]:
+    """A dataclass's field values, shallow (``asdict`` deep-copies every nested value: slow on long histories)."""
+    return tuple(getattr(item, f.name) for f in fields(item))
+
+
 def input_hashes(ctx: AssemblyContext) -> dict[str, str]:
     s, p = ctx.session, ctx.profile
     return {
         "query": _digest(ctx.query),
         "model": _digest(ctx.model),
-        "profile": _digest(asdict(p)),
+        "profile": _digest(_values(p)),
         "limits": _digest([p.context_limit, s.context_limit, s.phase]),
-        "history": _digest([asdict(x) for x in s.messages]),
-        "turns": _digest([asdict(x) for x in s.turns]),
-        "documents": _digest([asdict(x) for x in s.documents]),
+        "history": _digest([_values(x) for x in s.messages]),
+        "turns": _digest([_values(x) for x in s.turns]),
+        "documents": _digest([_values(x) for x in s.documents]),
         "tools": _digest([t.json for t in ctx.tools]),
     }
