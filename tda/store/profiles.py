@@ -43,10 +43,7 @@ class ProfileStore:
 
     async def get(self, profile_id: str) -> ProfileRow:
         async with self.db.read() as s:
-            row = await s.get(ProfileRow, profile_id)
-        if row is None:
-            raise NotFound(f"no profile {profile_id!r}")
-        return row
+            return await _profile(s, profile_id)
 
     async def create(self, profile_id: str, fields: dict[str, Any], actor: str) -> ProfileRow:
         async with self.db.write() as s:
@@ -61,9 +58,7 @@ class ProfileStore:
 
     async def update(self, profile_id: str, fields: dict[str, Any], actor: str) -> ProfileRow:
         async with self.db.write() as s:
-            row = await s.get(ProfileRow, profile_id)
-            if row is None:
-                raise NotFound(f"no profile {profile_id!r}")
+            row = await _profile(s, profile_id)
             await _check_type_exists(s, fields.get("context_window_type_id"))
             before = profile_dict(row)
             for name, value in fields.items():
@@ -75,9 +70,7 @@ class ProfileStore:
 
     async def delete(self, profile_id: str, actor: str) -> None:
         async with self.db.write() as s:
-            row = await s.get(ProfileRow, profile_id)
-            if row is None:
-                raise NotFound(f"no profile {profile_id!r}")
+            row = await _profile(s, profile_id)
             sessions = (
                 await s.scalars(select(SessionRow.id).where(SessionRow.profile_id == profile_id).limit(20))
             ).all()
@@ -95,3 +88,10 @@ async def _check_type_exists(s: Any, type_id: str | None) -> None:
             f"context_window_type_id {type_id!r} does not exist",
             errors=[{"loc": "context_window_type_id", "msg": f"no context window type {type_id!r}", "type": "missing"}],
         )
+
+
+async def _profile(s: Any, profile_id: str) -> ProfileRow:
+    row = await s.get(ProfileRow, profile_id)
+    if row is None:
+        raise NotFound(f"no profile {profile_id!r}")
+    return row
