@@ -10,7 +10,10 @@ from typing import Any
 
 from sqlalchemy import event
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
+
+from .errors import Conflict
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 
@@ -58,10 +61,16 @@ class Database:
 
     @contextlib.asynccontextmanager
     async def write(self) -> AsyncIterator[AsyncSession]:
-        """One transaction: committed when the block ends, rolled back entirely if it raises."""
+        """One transaction: committed when the block ends, rolled back entirely if it raises.
+
+        A constraint violation here means another writer got there first (the checks before it passed):
+        on PostgreSQL, without the SQLite lock, two creates of one id race. Answered as a conflict."""
         lock = self._write_lock or contextlib.nullcontext()
-        async with lock, self.sessions() as session, session.begin():
-            yield session
+        try:
+            async with lock, self.sessions() as session, session.begin():
+                yield session
+        except IntegrityError as exc:
+            raise Conflict(f"a concurrent change conflicted with this one; reload and retry ({exc.orig})") from None
 
     async def close(self) -> None:
         await self.engine.dispose()

@@ -147,3 +147,19 @@ async def test_versions_and_rollback(client, admin):
     actions = [e["action"] for e in audit["entries"]]
     assert actions[:3] == ["rollback to v1", "update", "update"]
     assert audit["entries"][0]["before"]["name"] == "KH 1" and audit["entries"][0]["after"]["name"] == "Knowledge Heavy"
+
+
+async def test_a_constraint_race_is_a_conflict_not_a_500(svc):
+    """Two writers passing their checks at once (possible on PostgreSQL): the database decides, 409."""
+    from tda.errors import Conflict
+    from tda.models import ProfileRow
+
+    async with svc.store.db.write() as s:
+        s.add(ProfileRow(id="twin", type="llm_only"))
+    try:
+        async with svc.store.db.write() as s:
+            s.add(ProfileRow(id="twin", type="llm_only"))
+        raise AssertionError("a duplicate key must not pass")
+    except Conflict as exc:
+        assert "concurrent change" in exc.message
+    assert [p.id for p in await svc.store.profiles.list()] == ["twin"]
