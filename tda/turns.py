@@ -3,6 +3,7 @@ And the what-if preview, which assembles the same way but persists nothing."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING, Any
 
 from components.context_window.window_type import ContextWindowType
@@ -51,6 +52,7 @@ async def run_turn(svc: TDAService, session_id: str, query: str) -> dict[str, An
             }
         )
         svc.bus.publish_snapshot(row.id, session_id, snapshot)
+        await asyncio.sleep(0)  # every woken stream writes its frame now, before this turn's model call runs
         try:
             done = await svc.llm.complete(ctx.model, assembled.messages, assembled.tools)
         except Exception as exc:  # provider errors are many and untyped; the caller needs the reason
