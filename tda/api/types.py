@@ -12,6 +12,7 @@ from components.context_window.window_type import ContextWindowType
 from ..auth import actor, require
 from ..errors import Invalid
 from ..service import service
+from ..store import StoredType
 from ..turns import preview
 from .common import if_match_version, json_object
 from .schemas import PreviewIn, RollbackIn
@@ -20,7 +21,7 @@ bp = Blueprint("types", __name__, url_prefix="/v1/context-window-types")
 tag(["context-window-types"])(bp)
 
 
-def _out(stored: Any, status: int = 200) -> tuple[dict[str, Any], int, dict[str, str]]:
+def _out(stored: StoredType, status: int = 200) -> tuple[dict[str, Any], int, dict[str, str]]:
     return {**stored.to_dict(), "etag": stored.etag}, status, {"ETag": stored.etag}
 
 
