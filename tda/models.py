@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
-from sqlalchemy import JSON, DateTime, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import JSON, DateTime, ForeignKey, Index, Integer, String, Text, UniqueConstraint, text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 
@@ -25,6 +25,16 @@ class WindowTypeRow(Base):
     """The current version of a context window type; ``data`` is the validated ContextWindowType JSON."""
 
     __tablename__ = "context_window_types"
+    __table_args__ = (
+        # At most one default, enforced by the database too (two writers on PostgreSQL cannot both promote).
+        Index(
+            "uq_context_window_types_one_default",
+            "is_default",
+            unique=True,
+            sqlite_where=text("is_default"),
+            postgresql_where=text("is_default"),
+        ),
+    )
     id: Mapped[str] = mapped_column(String(64), primary_key=True)
     name: Mapped[str] = mapped_column(String(100))
     is_default: Mapped[bool] = mapped_column(default=False)

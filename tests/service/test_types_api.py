@@ -163,3 +163,19 @@ async def test_a_constraint_race_is_a_conflict_not_a_500(svc):
     except Conflict as exc:
         assert "concurrent change" in exc.message
     assert [p.id for p in await svc.store.profiles.list()] == ["twin"]
+
+
+async def test_the_database_refuses_a_second_default(svc):
+    """Even a writer that skipped the store's checks cannot make two defaults."""
+    from sqlalchemy import update
+
+    from tda.errors import Conflict
+    from tda.models import WindowTypeRow
+
+    try:
+        async with svc.store.db.write() as s:
+            await s.execute(update(WindowTypeRow).where(WindowTypeRow.id == "knowledge_heavy").values(is_default=True))
+        raise AssertionError("two defaults must not pass")
+    except Conflict:
+        pass
+    assert [t.id for t in await svc.store.types.list() if t.type.is_default] == ["balanced"]

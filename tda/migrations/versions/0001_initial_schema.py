@@ -63,6 +63,14 @@ def upgrade() -> None:
         sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
         sa.PrimaryKeyConstraint("id"),
     )
+    op.create_index(
+        "uq_context_window_types_one_default",
+        "context_window_types",
+        ["is_default"],
+        unique=True,
+        sqlite_where=sa.text("is_default"),
+        postgresql_where=sa.text("is_default"),
+    )
     op.create_table(
         "module_state",
         sa.Column("module_id", sa.String(length=64), nullable=False),
@@ -193,6 +201,7 @@ def downgrade() -> None:
     op.drop_table("sessions")
     op.drop_table("profiles")
     op.drop_table("module_state")
+    op.drop_index("uq_context_window_types_one_default", table_name="context_window_types")
     op.drop_table("context_window_types")
     op.drop_table("context_window_type_versions")
     with op.batch_alter_table("audit_log", schema=None) as batch_op:
