@@ -8,7 +8,8 @@ A real server (`tda serve`: hypercorn, SQLite) runs in a child process on 127.0.
 * GET /v1/context-window-types: REQUESTS requests over CONCURRENCY keep-alive connections, 3 rounds.
 * Turns with the mock model: TURNS turns spread over TURN_SESSIONS sessions, 3 rounds.
 Every loop is bounded and stops by itself; run with `python bench/service_bench.py`.
-Knobs: BENCH_SUBSCRIBERS=n, BENCH_DEBUG=1 (per-event latencies and CPU per event), BENCH_PROFILE=file
+The load average is printed with each round: on a shared 2-core machine, other processes' CPU use shows
+directly in the tail latency. Knobs: BENCH_SUBSCRIBERS=n, BENCH_DEBUG=1 (per-event latencies), BENCH_PROFILE=file
 (cProfile the server).
 """
 
@@ -174,11 +175,8 @@ async def sse_fanout(port: int, base: str, token: str) -> dict[str, float]:
             r.raise_for_status()
             await asyncio.sleep(TURN_GAP_S)  # let each fan-out finish: measures fan-out, not a backlog of turns
     await asyncio.wait_for(asyncio.gather(*(s.done for s in subs)), TIMEOUT_S)
-    if os.environ.get("BENCH_DEBUG"):
-        print(
-            f"  CPU per event: client {(time.process_time() - cpu_client) / FANOUT_TURNS * 1000:.1f} ms, "
-            f"server {(server_cpu() - cpu_server) / FANOUT_TURNS * 1000:.1f} ms (turn included)"
-        )
+    server_ms = (server_cpu() - cpu_server) / FANOUT_TURNS * 1000
+    client_ms = (time.process_time() - cpu_client) / FANOUT_TURNS * 1000
     for s in subs:
         s.close()
     if os.environ.get("BENCH_DEBUG"):
@@ -194,6 +192,8 @@ async def sse_fanout(port: int, base: str, token: str) -> dict[str, float]:
         "p50_ms": q[49],
         "p99_ms": q[98],
         "max_ms": latencies[-1],
+        "server_cpu_ms": server_ms,
+        "client_cpu_ms": client_ms,
     }
 
 
@@ -249,7 +249,9 @@ async def main() -> None:
                 fans.append(fan)
                 print(
                     f"  SSE round {r + 1}: received {fan['events']:,}/{fan['expected']:,} events; publish->receipt "
-                    f"p50 {fan['p50_ms']:.1f} ms, p99 {fan['p99_ms']:.1f} ms, max {fan['max_ms']:.1f} ms"
+                    f"p50 {fan['p50_ms']:.1f} ms, p99 {fan['p99_ms']:.1f} ms, max {fan['max_ms']:.1f} ms; CPU per "
+                    f"event: server {fan['server_cpu_ms']:.1f} ms (turn included), client {fan['client_cpu_ms']:.1f} ms"
+                    f"; load average {os.getloadavg()[0]:.1f}"
                 )
             p50 = statistics.median(f["p50_ms"] for f in fans)
             p99 = statistics.median(f["p99_ms"] for f in fans)
