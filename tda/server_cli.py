@@ -122,6 +122,11 @@ async def serve(settings: Settings, ready: Callable[[], Any] | None = None) -> N
         # GC passes short, which would otherwise pause every open stream for tens of milliseconds.
         gc.collect()
         gc.freeze()
+        if settings.secret_key == Settings().secret_key:
+            print(
+                "warning: TDA_SECRET_KEY is the development default; set it so browser sessions cannot be forged",
+                file=sys.stderr,
+            )
         print(f"tda serving on http://{settings.host}:{settings.port}/ (API docs at /docs)", flush=True)
         if ready is not None:
             ready()
