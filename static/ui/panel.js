@@ -1,0 +1,178 @@
+// The context panel of one session: target vs actual bars, module cards, the session's context limit, the
+// decision log and the turns; new snapshots arrive live over SSE, and the stream reconnects by itself.
+import { activeSlots, compositionBar, usageBar } from "./bars.js";
+import { api, fmt, get, h, isAdmin, lockForViewers, notify, reportError } from "./lib.js";
+import { moduleCard } from "./snapshot_view.js";
+
+const $ = (id) => document.getElementById(id);
+const { sessionId, modelLimit, limitFloor } = Object.fromEntries(
+  Object.entries(document.body.dataset).map(([k, v]) => [k, k === "sessionId" ? v : Number(v)]));
+const base = `/v1/sessions/${encodeURIComponent(sessionId)}`;
+let lastEventId = 0;
+let typeId = null;
+
+// --- the latest snapshot -------------------------------------------------------------------------
+
+function showSnapshot(snap) {
+  usageBar($("usage-bar"), snap);
+  if (!snap) return;
+  $("fact-turn").textContent = `${snap.turn} (${new Date(snap.created_at).toLocaleTimeString()})`;
+  $("fact-used").textContent = `${fmt(snap.total_used)} of ${fmt(snap.available_budget)} tokens (${Math.round(snap.utilisation * 100)}%)`;
+  $("module-cards").replaceChildren(...snap.modules.map((m) => moduleCard(m, snap)));
+  $("decisions").replaceChildren(...snap.decisions.map((d) => h("li", {}, d)));
+  if (snap.window_type_id !== typeId) loadType();
+}
+
+async function latestSnapshot(turns) {
+  const known = Math.max(0, ...turns.map((t) => t.snapshot_id || 0));
+  const { snapshots } = await get(`${base}/snapshots?after=${Math.max(0, known - 1)}&limit=1000`);
+  const last = snapshots[snapshots.length - 1];
+  if (last) lastEventId = Math.max(lastEventId, last.id);
+  return last ? last.snapshot : null;
+}
+
+// --- session, profile, type ----------------------------------------------------------------------
+
+async function loadType() {
+  const session = await get(base);
+  const active = await get(`/v1/context-window/active/${encodeURIComponent(session.profile_id)}`);
+  const type = active.context_window_type;
+  typeId = type.id;
+  $("fact-type").replaceChildren(h("a", { href: `/ui/types/${encodeURIComponent(type.id)}` }, type.name),
+    active.bound_type_id ? "" : " (the default type)");
+  compositionBar($("target-bar"), { slots: activeSlots(type), reservePct: type.output_reserve_pct });
+}
+
+async function loadSession() {
+  const session = await get(base);
+  $("session-title").textContent = session.title || session.id;
+  const profile = await get(`/v1/profiles/${encodeURIComponent(session.profile_id)}`);
+  $("fact-profile").textContent = `${profile.name || profile.id} (${profile.type.replace(/_/g, " ")})`
+    + (profile.context_limit ? `, limit ${fmt(profile.context_limit)}` : "");
+  showLimit(session.context_limit);
+  renderTurns(session.turns);
+  await loadType();
+  showSnapshot(await latestSnapshot(session.turns));
+}
+
+// --- turns ---------------------------------------------------------------------------------------
+
+function renderTurns(turns) {
+  const rows = [...turns].reverse().map((t) => {
+    const toggle = h("input", {
+      type: "checkbox", checked: t.valid, id: `valid-${t.turn}`, disabled: !isAdmin(),
+      onchange: async () => {
+        try {
+          await api("PATCH", `${base}/turns/${t.turn}`, { body: { valid: toggle.checked } });
+          notify(`Turn ${t.turn} is ${toggle.checked ? "back in" : "left out of"} the context from the next turn on.`);
+        } catch (err) {
+          toggle.checked = !toggle.checked;
+          reportError(err, "Not changed");
+        }
+      },
+    });
+    return h("tr", { dataset: { turn: t.turn }, class: t.valid ? "" : "invalid" },
+      h("th", { scope: "row" }, String(t.turn)),
+      h("td", {}, t.query),
+      h("td", { class: "clip" }, t.answer || t.summary || ""),
+      h("td", { class: "num" }, `${fmt(t.tokens_in)} / ${fmt(t.tokens_out)}`),
+      h("td", {}, toggle, h("label", { for: `valid-${t.turn}` }, t.valid ? " yes" : " no")));
+  });
+  $("turns").querySelector("tbody").replaceChildren(...(rows.length ? rows
+    : [h("tr", {}, h("td", { colspan: 5, class: "muted" }, "No turns yet."))]));
+}
+
+let turnsTimer;
+/** The turn is recorded after the model answers, a moment after its snapshot: show it pending until then. */
+function refreshTurnsSoon(snapshotId = 0, turn = null, tries = 40) {
+  clearTimeout(turnsTimer);
+  if (turn !== null && !$("turns").querySelector(`tr[data-turn="${turn}"]`)) {
+    $("turns").querySelector("tbody").prepend(h("tr", { dataset: { turn }, class: "pending" },
+      h("th", { scope: "row" }, String(turn)), h("td", { colspan: 4, class: "muted" }, "Waiting for the model's answer…")));
+  }
+  turnsTimer = setTimeout(async () => {
+    const { turns } = await get(`${base}/turns`);
+    const recorded = !snapshotId || turns.some((t) => (t.snapshot_id || 0) >= snapshotId);
+    if (recorded || tries <= 0) renderTurns(turns);
+    else refreshTurnsSoon(snapshotId, null, tries - 1);
+  }, 250);
+}
+
+// --- context limit -------------------------------------------------------------------------------
+
+function showLimit(limit) {
+  const value = limit ?? modelLimit;
+  $("limit-range").value = value;
+  $("limit-number").value = value;
+  $("limit-state").textContent = limit
+    ? `This session is limited to ${fmt(limit)} tokens (the model allows ${fmt(modelLimit)}).`
+    : `Model default: ${fmt(modelLimit)} tokens.`;
+}
+
+async function setLimit(limit) {
+  $("limit-error").textContent = "";
+  $("limit-number").removeAttribute("aria-invalid");
+  try {
+    const { data } = await api("POST", `${base}/context-limit`, { body: { context_limit: limit } });
+    showLimit(data.context_limit);
+    notify(limit ? `Context limit set to ${fmt(limit)} tokens from the next turn on.` : "Back to the model's limit.");
+  } catch (err) {
+    $("limit-error").textContent = (err.fieldErrors || []).map((e) => e.msg).join("; ") || err.message;
+    $("limit-number").setAttribute("aria-invalid", "true");
+  }
+}
+
+$("limit-range").addEventListener("input", () => { $("limit-number").value = $("limit-range").value; });
+$("limit-number").addEventListener("input", () => { $("limit-range").value = $("limit-number").value; });
+$("limit-form").addEventListener("submit", (e) => { e.preventDefault(); setLimit(Number($("limit-number").value)); });
+$("limit-clear").addEventListener("click", () => setLimit(null));
+$("limit-range").min = limitFloor;
+
+// --- actions -------------------------------------------------------------------------------------
+
+$("purge-memory").addEventListener("click", async () => {
+  if (!confirm("Purge this session's memory? Every turn is marked invalid (kept for audit and replay) and module caches are cleared.")) return;
+  try {
+    const { data } = await api("POST", `${base}/purge-memory`);
+    notify(`Memory purged (${Object.entries(data).filter(([, v]) => typeof v === "number").map(([k, v]) => `${v} ${k}`).join(", ")}).`);
+    refreshTurnsSoon();
+  } catch (err) {
+    reportError(err, "Not purged");
+  }
+});
+
+$("turn-form").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  const query = $("turn-query").value.trim();
+  if (!query) return;
+  try {
+    await api("POST", `${base}/turns`, { body: { query } });
+    $("turn-query").value = "";
+  } catch (err) {
+    reportError(err, "The turn failed");
+  }
+});
+
+// --- live stream ---------------------------------------------------------------------------------
+
+function connect(delay = 1000) {
+  const source = new EventSource(`${base}/events${lastEventId ? `?last_event_id=${lastEventId}` : ""}`);
+  const live = $("live");
+  source.onopen = () => { live.textContent = "Live"; live.dataset.state = "live"; delay = 1000; };
+  source.addEventListener("context_window_snapshot", (event) => {
+    lastEventId = Math.max(lastEventId, Number(event.lastEventId) || 0);
+    const snap = JSON.parse(event.data);
+    showSnapshot(snap);
+    refreshTurnsSoon(Number(event.lastEventId) || 0, snap.turn);
+  });
+  source.onerror = () => {
+    live.textContent = "Reconnecting…";
+    live.dataset.state = "down";
+    if (source.readyState === EventSource.CLOSED) { // the browser gave up (e.g. the server answered an error)
+      setTimeout(() => connect(Math.min(delay * 2, 30000)), delay);
+    }
+  };
+}
+
+lockForViewers();
+loadSession().then(() => connect()).catch((err) => reportError(err, "Could not load the session"));
