@@ -52,8 +52,10 @@ function setLoaded(data) {
 
 // --- rendering -----------------------------------------------------------------------------------
 
+/** The type's modules and the installed ones, highest priority first (the order they contribute in). */
 function moduleIds() {
-  return [...new Set([...Object.keys(state.modules), ...Object.keys(modules)])];
+  const ids = [...new Set([...Object.keys(state.modules), ...Object.keys(modules)])];
+  return ids.sort((a, b) => (peekSlot(b).priority - peekSlot(a).priority) || a.localeCompare(b));
 }
 
 function render() {
@@ -289,6 +291,7 @@ async function showConflict(err) {
 
 async function loadVersions() {
   if (!typeId) return;
+  $("history-section").hidden = false;
   const { versions } = await get(`${url()}/versions`);
   const current = versions.find((v) => v.current) || versions[0];
   $("versions").replaceChildren(...versions.map((v) => h("li", {},

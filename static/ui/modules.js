@@ -37,13 +37,13 @@ function row(m) {
   const required = m.applicability.required;
   return h("tr", { dataset: { module: m.module_id } },
     h("th", { scope: "row" }, h("span", { class: "module-name" }, m.display_name), h("br"), h("code", { class: "small muted" }, m.module_id),
-      m.description ? h("p", { class: "small muted" }, m.description) : null),
+      m.description ? h("p", { class: "small muted description" }, m.description) : null),
     h("td", {}, h("span", { class: `badge src-${m.source}` }, m.source)),
     h("td", {}, m.version),
     h("td", {}, capabilities(m)),
     h("td", {}, h("span", { class: `badge ${m.active ? "b-ok" : "b-skipped"}` }, m.active ? "active" : "inactive"),
       m.status && m.status.error ? h("p", { class: "field-error" }, m.status.error) : null),
-    h("td", { class: "actions" },
+    h("td", {}, h("div", { class: "actions" },
       m.active
         ? h("button", { type: "button", class: "admin-only", disabled: required, title: required ? "Required modules cannot be deactivated" : null,
           onclick: () => act(`Deactivated ${m.display_name}.`, "POST", `${base}/deactivate`) }, "Deactivate")
@@ -52,7 +52,7 @@ function row(m) {
       m.source === "user" ? h("button", {
         type: "button", class: "danger admin-only",
         onclick: () => confirm(`Uninstall ${m.display_name}?`) && act(`Uninstalled ${m.display_name}.`, "DELETE", base),
-      }, "Uninstall") : null));
+      }, "Uninstall") : null)));
 }
 
 async function load() {

@@ -1,7 +1,7 @@
 // The context panel of one session: target vs actual bars, module cards, the session's context limit, the
 // decision log and the turns; new snapshots arrive live over SSE, and the stream reconnects by itself.
 import { activeSlots, compositionBar, usageBar } from "./bars.js";
-import { api, fmt, get, h, isAdmin, lockForViewers, notify, reportError } from "./lib.js";
+import { api, fmt, get, h, isAdmin, lockForViewers, moduleLabel, notify, reportError } from "./lib.js";
 import { moduleCard } from "./snapshot_view.js";
 
 const $ = (id) => document.getElementById(id);
@@ -18,7 +18,11 @@ function showSnapshot(snap) {
   if (!snap) return;
   $("fact-turn").textContent = `${snap.turn} (${new Date(snap.created_at).toLocaleTimeString()})`;
   $("fact-used").textContent = `${fmt(snap.total_used)} of ${fmt(snap.available_budget)} tokens (${Math.round(snap.utilisation * 100)}%)`;
-  $("module-cards").replaceChildren(...snap.modules.map((m) => moduleCard(m, snap)));
+  const taking = snap.modules.filter((m) => m.status !== "skipped");
+  const skipped = snap.modules.filter((m) => m.status === "skipped");
+  $("module-cards").replaceChildren(...taking.map((m) => moduleCard(m, snap)));
+  $("skipped").replaceChildren(...(skipped.length ? [h("h3", {}, "Not taking part"), h("ul", { class: "chips" },
+    skipped.map((m) => h("li", {}, h("strong", {}, moduleLabel(m.module_id)), `: ${m.reason}`)))] : []));
   $("decisions").replaceChildren(...snap.decisions.map((d) => h("li", {}, d)));
   if (snap.window_type_id !== typeId) loadType();
 }

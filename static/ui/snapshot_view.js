@@ -16,7 +16,8 @@ export function badges(m, snap) {
 function meter(m) {
   const u = m.utilisation ?? (m.allocated ? m.used / m.allocated : 0);
   return h("span", { class: `meter ${utilisationClass(u)}` },
-    h("span", { class: "meter-fill", style: { width: `${Math.min(100, u * 100)}%` } }),
+    h("span", { class: "meter-track", "aria-hidden": "true" },
+      h("span", { class: "meter-fill", style: { width: `${Math.min(100, u * 100)}%` } })),
     h("span", { class: "meter-text" }, m.allocated ? `${pct(u)} used` : "no allocation"));
 }
 

@@ -134,6 +134,7 @@ async def signed_in_page(browser: Any, server: Server, token: str) -> Any:
     response = await context.request.post("/v1/auth/session", data={"token": token})
     assert response.ok, await response.text()
     page = await context.new_page()
+    page.set_default_timeout(10_000)
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     page.on("console", lambda msg: msg.type == "error" and "favicon" not in (msg.location or {}).get("url", "") and errors.append(msg.text))

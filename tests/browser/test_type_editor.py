@@ -114,3 +114,36 @@ async def test_validation_errors_appear_on_the_fields(page: Any) -> None:
     row_error = page.locator('.field-error[data-loc="modules.rag_context"]')
     await expect(row_error).to_contain_text("min 35.0, target 20.0")
     await expect(page.locator("#version-label")).to_contain_text("version 1")  # nothing was saved
+
+
+async def test_duplicate_history_rollback_and_delete(page: Any, server: Server) -> None:
+    await page.goto("/ui/types")
+    await page.locator('[data-type-id="balanced"]').get_by_role("link", name="Duplicate").click()
+    await expect(page.locator("#editor")).to_have_attribute("aria-busy", "false")
+    await expect(page.locator("#f-id")).to_have_value("balanced-copy")
+    await expect(page.locator("#f-default")).not_to_be_checked()
+    await page.fill("#f-id", "balanced-lab")
+    await page.fill("#f-name", "Balanced lab")
+    await page.click("#save")
+    await expect(page).to_have_url(f"{server.url}/ui/types/balanced-lab")
+    await page.fill("#f-name", "Balanced lab, renamed")
+    await page.click("#save")
+    await expect(page.locator("#version-label")).to_contain_text("version 2")
+
+    await page.get_by_role("button", name="v1", exact=True).click()
+    await expect(page.locator("#version-diff")).to_contain_text("name: “Balanced lab” → “Balanced lab, renamed”")
+    await page.get_by_role("button", name="Roll back to v1").click()
+    await expect(page.locator("#version-label")).to_contain_text("version 3")
+    await expect(page.locator("#f-name")).to_have_value("Balanced lab")
+
+    await page.goto("/ui/types")
+    card = page.locator('[data-type-id="balanced-lab"]')
+    await expect(card).to_contain_text("Profiles")
+    page.once("dialog", lambda dialog: dialog.accept())
+    await card.get_by_role("button", name="Delete").click()
+    await expect(card).to_have_count(0)
+    assert server.request("GET", "/v1/context-window-types/balanced-lab")[0] == 404
+    # Bound and default types explain why they cannot be deleted.
+    await expect(page.locator('[data-type-id="balanced"]')).to_contain_text("The default type cannot be deleted")
+    await expect(page.locator('[data-type-id="knowledge_heavy"]')).to_contain_text("Bound to demo-rag")
+    assert page.js_errors == []
