@@ -48,10 +48,12 @@ def page(template: str, section: str) -> Callable[[View], View]:
             principal = await _signed_in()
             if principal is None:
                 return redirect(f"/ui/sign-in?next={quote(request.full_path.rstrip('?'))}")
-            extra = await view(*args, **kwargs)
-            return await render_template(
-                template, principal=principal, csrf=csrf_token() or "", nav=NAV, section=section, **extra
-            )
+            frame = {"principal": principal, "csrf": csrf_token() or "", "nav": NAV, "section": section}
+            try:
+                extra = await view(*args, **kwargs)
+            except ServiceError as exc:  # e.g. an unknown session id in the address: say so on a page
+                return await render_template("error.html", status=exc.status, message=exc.message, **frame), exc.status
+            return await render_template(template, **frame, **extra)
 
         return hide(wrapper)
 

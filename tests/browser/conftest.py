@@ -137,7 +137,9 @@ async def signed_in_page(browser: Any, server: Server, token: str) -> Any:
     page.set_default_timeout(10_000)
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.on("console", lambda msg: msg.type == "error" and "favicon" not in (msg.location or {}).get("url", "") and errors.append(msg.text))
+    # Script errors count; the browser's own "Failed to load resource" lines for answers like 412/422 do not.
+    page.on("console", lambda msg: msg.type == "error" and not msg.text.startswith("Failed to load resource")
+            and errors.append(msg.text))
     page.js_errors = errors  # type: ignore[attr-defined]
     return page
 

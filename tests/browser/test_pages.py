@@ -14,6 +14,7 @@ from playwright.async_api import expect
 from tests.browser.conftest import Server
 
 SESSION = "screenshots"
+CONTRAST = (Path(__file__).parent / "contrast.js").read_text()
 FILLER = ("The weekly report compares shipped orders, returns and refunds by region, and explains each change "
           "against the previous week with the queries that produced the figures. ")
 
@@ -35,7 +36,9 @@ def seed_busy_session(server: Server) -> None:
 
 
 async def shoot(page: Any, folder: Path, name: str, element: Any = None) -> None:
+    """Check the page (no script errors, WCAG AA text contrast) and take its picture."""
     assert page.js_errors == [], f"{name}: {page.js_errors}"
+    assert await page.evaluate(CONTRAST) == [], f"{name}: text below WCAG AA contrast"
     if element is not None:
         await element.screenshot(path=folder / f"{name}.png")
         return
@@ -63,7 +66,7 @@ async def test_every_page_renders(page: Any, server: Server, tmp_path: Path) -> 
     await page.evaluate("window.scrollTo(0, 0)")  # so the boxes' viewport coordinates are page coordinates
     top = await page.locator("#order-h").locator("..").bounding_box()
     bottom = await page.locator("#rules-h").locator("..").bounding_box()
-    assert page.js_errors == []
+    assert page.js_errors == [] and await page.evaluate(CONTRAST) == []
     await page.screenshot(path=folder / "ui-type-editor-order-rules.png", full_page=True, clip={
         "x": top["x"], "y": top["y"], "width": top["width"], "height": bottom["y"] + bottom["height"] - top["y"]})
     await page.select_option("#preview-session", SESSION)
