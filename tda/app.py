@@ -54,7 +54,7 @@ def create_app(settings: Settings | None = None, **service_options: Any) -> Quar
     @app.get("/")
     @hide
     async def index() -> Any:
-        return redirect("/docs")
+        return redirect("/ui/types")  # the admin UI (it sends strangers to sign in); the API docs are at /docs
 
     return app
 
