@@ -39,11 +39,37 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
-@dataclass(frozen=True)
+@dataclass
 class Server:
+    """`tda serve` in a subprocess, with an admin and a viewer token; ``restart()`` keeps port and data."""
+
     url: str
     admin_token: str
     viewer_token: str
+    env: dict[str, str]
+    log: Path
+    proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        with self.log.open("a") as out:
+            self.proc = subprocess.Popen([sys.executable, "-m", "tda.cli", "serve"], cwd=ROOT, env=self.env,
+                                         stdout=out, stderr=subprocess.STDOUT)
+        _wait_until_up(self.url, self.proc, self.log)
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.proc = None
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
 
     def request(self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], Any]:
         """Call the API as an admin, the way another client would (not through the browser)."""
@@ -97,20 +123,12 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
            "TDA_SECRET_KEY": "browser-tests", "TDA_MOCK_MODEL": "1", "TDA_HOST": "127.0.0.1", "TDA_PORT": str(port)}
     admin = _token(_cli(env, "demo"))
     viewer = _token(_cli(env, "tokens", "create", "--role", "viewer", "--name", "browser-viewer"))
-    log = data / "serve.log"
-    url = f"http://127.0.0.1:{port}"
-    with log.open("w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "tda.cli", "serve"], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
-        try:
-            _wait_until_up(url, proc, log)
-            yield Server(url, admin, viewer)
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+    server = Server(f"http://127.0.0.1:{port}", admin, viewer, env, data / "serve.log")
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 @pytest.fixture

@@ -72,3 +72,14 @@ async def test_sign_in_with_a_token(browser: Any, server: Server) -> None:
     await page.click("button[type=submit]")
     await expect(page).to_have_url(f"{server.url}/ui/profiles")
     await expect(page.locator('#profile-table tr[data-profile="demo-tools"]')).to_contain_text("Sales analyst")
+
+
+async def test_stream_reconnects_by_itself(page: Any, server: Server) -> None:
+    await page.goto("/ui/sessions/demo")
+    live = page.locator("#live")
+    await expect(live).to_have_text("Live")
+    await asyncio.to_thread(server.restart)  # the stream drops while the server is down
+    await expect(live).to_have_text("Live", timeout=15_000)
+    status, _, turn = await asyncio.to_thread(server.request, "POST", "/v1/sessions/demo/turns", {"query": "Still there?"})
+    assert status == 201, turn
+    await expect(page.locator("#fact-turn")).to_contain_text(f"{turn['turn']} (", timeout=2000)
