@@ -100,7 +100,7 @@ async def modules() -> dict[str, Any]:
 @bp.get("/profiles")
 @page("profiles.html", "profiles")
 async def profiles() -> dict[str, Any]:
-    return {}
+    return {"service_model": service().settings.model}
 
 
 @bp.get("/sessions")

@@ -8,7 +8,7 @@ function row(p, types, defaultId) {
     h("option", { value: "" }, `Default type (${defaultId})`),
     types.map((t) => h("option", { value: t.id, selected: t.id === p.context_window_type_id }, t.name)));
   const limit = h("input", {
-    type: "number", id: `limit-${p.id}`, min: 256, step: 1, value: p.context_limit ?? "", placeholder: "model default",
+    type: "number", id: `limit-${p.id}`, class: "wide-number", min: 256, step: 1, value: p.context_limit ?? "", placeholder: "model default",
     "aria-label": `Context-limit override for ${p.name || p.id}, in tokens; empty for the model default`,
     "aria-describedby": `err-${p.id}`,
   });
@@ -31,7 +31,7 @@ function row(p, types, defaultId) {
   return h("tr", { dataset: { profile: p.id } },
     h("th", { scope: "row" }, p.name || p.id, h("br"), h("code", { class: "small muted" }, p.id)),
     h("td", {}, p.type.replace(/_/g, " ")),
-    h("td", {}, p.model || "service default"),
+    h("td", {}, p.model || `${document.body.dataset.serviceModel} (service default)`),
     h("td", {}, typeSelect),
     h("td", {}, limit, error),
     h("td", {}, save));
