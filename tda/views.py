@@ -15,8 +15,6 @@ from urllib.parse import quote
 from quart import Blueprint, redirect, render_template, request
 from quart_schema import hide
 
-from components.context_window.token_estimator import resolve_model_limit
-
 from .auth import csrf_token, current_principal
 from .errors import ServiceError
 from .service import service
@@ -112,16 +110,6 @@ async def sessions() -> dict[str, Any]:
 @bp.get("/sessions/<session_id>")
 @page("panel.html", "sessions")
 async def panel(session_id: str) -> dict[str, Any]:
-    """The context panel. The model's limit bounds the session's context-limit slider."""
-    svc = service()
-    session = await svc.store.sessions.get(session_id)
-    profile = await svc.store.profiles.get(session.profile_id)
-    model = profile.model or svc.settings.model
-    model_limit, source = resolve_model_limit(model)
-    return {
-        "session_id": session.id,
-        "model": model,
-        "model_limit": model_limit,
-        "model_limit_source": source,
-        "limit_floor": min(SESSION_LIMIT_FLOOR, model_limit),
-    }
+    """The context panel (an unknown session id gets a 404 page)."""
+    session = await service().store.sessions.get(session_id)
+    return {"session_id": session.id, "limit_floor": SESSION_LIMIT_FLOOR}

@@ -4,7 +4,7 @@ import { activeSlots, compositionBar } from "./bars.js";
 import { applyChanges, clone, diff, show, typeBody } from "./diff.js";
 import { initOrder } from "./order.js";
 import { initRules } from "./rules.js";
-import { ApiError, api, get, h, isAdmin, lockForViewers, moduleLabel, notify, reportError } from "./lib.js";
+import { ApiError, api, get, h, isAdmin, loadModuleNames, lockForViewers, moduleLabel, notify, reportError } from "./lib.js";
 import { eventLists, moduleTable } from "./snapshot_view.js";
 
 const $ = (id) => document.getElementById(id);
@@ -23,8 +23,7 @@ let rules = null;
 // --- loading -------------------------------------------------------------------------------------
 
 async function load() {
-  const installed = await get("/v1/context-window/modules");
-  modules = Object.fromEntries(installed.modules.map((m) => [m.module_id, m]));
+  modules = Object.fromEntries((await loadModuleNames()).map((m) => [m.module_id, m]));
   if (typeId) {
     const res = await api("GET", url());
     setLoaded(res.data);

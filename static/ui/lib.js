@@ -78,8 +78,17 @@ export function utilisationClass(u) {
   return "util-low";
 }
 
+const moduleNames = new Map();
+
+/** Installed modules' display names, for moduleLabel; pages that show modules load them first. */
+export async function loadModuleNames() {
+  const { modules } = await get("/v1/context-window/modules");
+  for (const m of modules) moduleNames.set(m.module_id, m.display_name);
+  return modules;
+}
+
 export function moduleLabel(id) {
-  return id.replace(/_/g, " ").replace(/^rag\b/, "RAG").replace(/^./, (c) => c.toUpperCase());
+  return moduleNames.get(id) || id.replace(/_/g, " ").replace(/^rag\b/, "RAG").replace(/^./, (c) => c.toUpperCase());
 }
 
 /** Disable every control of a viewer (the API refuses their writes; the page says so up front). */

@@ -1,13 +1,14 @@
 // The context panel of one session: target vs actual bars, module cards, the session's context limit, the
 // decision log and the turns; new snapshots arrive live over SSE, and the stream reconnects by itself.
 import { activeSlots, compositionBar, usageBar } from "./bars.js";
-import { api, fmt, get, h, isAdmin, lockForViewers, moduleLabel, notify, reportError } from "./lib.js";
+import { api, fmt, get, h, isAdmin, loadModuleNames, lockForViewers, moduleLabel, notify, reportError } from "./lib.js";
 import { moduleCard } from "./snapshot_view.js";
 
 const $ = (id) => document.getElementById(id);
-const { sessionId, modelLimit, limitFloor } = Object.fromEntries(
-  Object.entries(document.body.dataset).map(([k, v]) => [k, k === "sessionId" ? v : Number(v)]));
+const { sessionId } = document.body.dataset;
+const limitFloor = Number(document.body.dataset.limitFloor);
 const base = `/v1/sessions/${encodeURIComponent(sessionId)}`;
+let modelLimit = 0;
 let lastEventId = 0;
 let typeId = null;
 
@@ -27,36 +28,40 @@ function showSnapshot(snap) {
   if (snap.window_type_id !== typeId) loadType();
 }
 
-async function latestSnapshot(turns) {
-  const known = Math.max(0, ...turns.map((t) => t.snapshot_id || 0));
-  const { snapshots } = await get(`${base}/snapshots?after=${Math.max(0, known - 1)}&limit=1000`);
-  const last = snapshots[snapshots.length - 1];
+async function latestSnapshot() {
+  const { snapshots } = await get(`${base}/snapshots?newest_first=true&limit=1`);
+  const last = snapshots[0];
   if (last) lastEventId = Math.max(lastEventId, last.id);
   return last ? last.snapshot : null;
 }
 
 // --- session, profile, type ----------------------------------------------------------------------
 
-async function loadType() {
-  const session = await get(base);
-  const active = await get(`/v1/context-window/active/${encodeURIComponent(session.profile_id)}`);
-  const type = active.context_window_type;
+async function loadType(session) {
+  session = session || await get(base);
+  const type = await get(`/v1/context-window-types/${encodeURIComponent(session.context_window_type_id)}`);
   typeId = type.id;
   $("fact-type").replaceChildren(h("a", { href: `/ui/types/${encodeURIComponent(type.id)}` }, type.name),
-    active.bound_type_id ? "" : " (the default type)");
+    session.profile.context_window_type_id ? "" : " (the default type)");
   compositionBar($("target-bar"), { slots: activeSlots(type), reservePct: type.output_reserve_pct });
 }
 
 async function loadSession() {
   const session = await get(base);
+  const { profile } = session;
   $("session-title").textContent = session.title || session.id;
-  const profile = await get(`/v1/profiles/${encodeURIComponent(session.profile_id)}`);
   $("fact-profile").textContent = `${profile.name || profile.id} (${profile.type.replace(/_/g, " ")})`
     + (profile.context_limit ? `, limit ${fmt(profile.context_limit)}` : "");
+  $("fact-model").textContent = `${session.model} (${fmt(session.model_limit)} tokens, ${session.model_limit_source.replace(/_/g, " ")})`;
+  modelLimit = session.model_limit;
+  for (const input of [$("limit-range"), $("limit-number")]) {
+    input.min = Math.min(limitFloor, modelLimit);
+    input.max = modelLimit;
+  }
   showLimit(session.context_limit);
   renderTurns(session.turns);
-  await loadType();
-  showSnapshot(await latestSnapshot(session.turns));
+  await loadType(session);
+  showSnapshot(await latestSnapshot());
 }
 
 // --- turns ---------------------------------------------------------------------------------------
@@ -130,7 +135,6 @@ $("limit-range").addEventListener("input", () => { $("limit-number").value = $("
 $("limit-number").addEventListener("input", () => { $("limit-range").value = $("limit-number").value; });
 $("limit-form").addEventListener("submit", (e) => { e.preventDefault(); setLimit(Number($("limit-number").value)); });
 $("limit-clear").addEventListener("click", () => setLimit(null));
-$("limit-range").min = limitFloor;
 
 // --- actions -------------------------------------------------------------------------------------
 
@@ -179,4 +183,4 @@ function connect(delay = 1000) {
 }
 
 lockForViewers();
-loadSession().then(() => connect()).catch((err) => reportError(err, "Could not load the session"));
+loadModuleNames().then(loadSession).then(() => connect()).catch((err) => reportError(err, "Could not load the session"));

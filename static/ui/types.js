@@ -1,6 +1,6 @@
 // The types page: one card per context window type, with its composition, bindings and actions.
 import { activeSlots, compositionBar } from "./bars.js";
-import { api, get, h, isAdmin, lockForViewers, notify, reportError } from "./lib.js";
+import { api, get, h, isAdmin, loadModuleNames, lockForViewers, notify, reportError } from "./lib.js";
 
 const root = document.getElementById("type-cards");
 
@@ -53,7 +53,7 @@ function card(type, bound) {
 
 async function load() {
   try {
-    const [{ types }, { profiles }] = await Promise.all([get("/v1/context-window-types"), get("/v1/profiles")]);
+    const [{ types }, { profiles }] = await Promise.all([get("/v1/context-window-types"), get("/v1/profiles"), loadModuleNames()]);
     const bound = (id) => profiles.filter((p) => p.context_window_type_id === id).map((p) => p.id);
     root.replaceChildren(...types.map((t) => card(t, bound(t.id))));
     root.setAttribute("aria-busy", "false");

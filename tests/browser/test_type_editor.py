@@ -104,9 +104,11 @@ async def test_conflict_when_another_writer_saved_first(page: Any, server: Serve
     assert (saved["name"], saved["output_reserve_pct"]) == ("Token Efficient (mine)", 20)
 
 
-async def test_validation_errors_appear_on_the_fields(page: Any) -> None:
+async def test_validation_errors_appear_on_the_fields(page: Any, server: Server) -> None:
+    modules = server.request("GET", "/v1/context-window/modules")[2]["modules"]
+    rag = next(m["display_name"] for m in modules if m["module_id"] == "rag_context")
     await open_editor(page, "knowledge_heavy")
-    await page.get_by_label("Minimum % for RAG context (number)").fill("35")  # above its 20% target
+    await page.get_by_label(f"Minimum % for {rag} (number)").fill("35")  # above its 20% target
     await page.click("#save")
     summary = page.locator("#error-summary")
     await expect(summary).to_be_visible()
