@@ -22,8 +22,15 @@ import pytest
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-    "--disable-sync", "--no-first-run", "--disable-quic", "--disable-dev-shm-usage",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+    "--disable-dev-shm-usage",
 ]
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -52,8 +59,9 @@ class Server:
 
     def start(self) -> None:
         with self.log.open("a") as out:
-            self.proc = subprocess.Popen([sys.executable, "-m", "tda.cli", "serve"], cwd=ROOT, env=self.env,
-                                         stdout=out, stderr=subprocess.STDOUT)
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "tda.cli", "serve"], cwd=ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT
+            )
         _wait_until_up(self.url, self.proc, self.log)
 
     def stop(self) -> None:
@@ -71,11 +79,21 @@ class Server:
         self.stop()
         self.start()
 
-    def request(self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], Any]:
+    def request(
+        self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None
+    ) -> tuple[int, dict[str, str], Any]:
         """Call the API as an admin, the way another client would (not through the browser)."""
         data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(self.url + path, data=data, method=method, headers={
-            "Authorization": f"Bearer {self.admin_token}", "Content-Type": "application/json", **(headers or {})})
+        req = urllib.request.Request(
+            self.url + path,
+            data=data,
+            method=method,
+            headers={
+                "Authorization": f"Bearer {self.admin_token}",
+                "Content-Type": "application/json",
+                **(headers or {}),
+            },
+        )
         try:
             with urllib.request.urlopen(req, timeout=10) as res:
                 return res.status, dict(res.headers), json.loads(res.read() or b"null")
@@ -90,7 +108,9 @@ def _free_port() -> int:
 
 
 def _cli(env: dict[str, str], *args: str) -> str:
-    done = subprocess.run([sys.executable, "-m", "tda.cli", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "tda.cli", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, f"tda {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}"
     return done.stdout
 
@@ -119,8 +139,15 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     """One server for the browser tests (tests edit different types, so they do not interfere)."""
     data = tmp_path_factory.mktemp("tda-ui")
     port = _free_port()
-    env = {**os.environ, "TDA_DATA_DIR": str(data), "TDA_MODULES_DIR": str(data / "modules"),
-           "TDA_SECRET_KEY": "browser-tests", "TDA_MOCK_MODEL": "1", "TDA_HOST": "127.0.0.1", "TDA_PORT": str(port)}
+    env = {
+        **os.environ,
+        "TDA_DATA_DIR": str(data),
+        "TDA_MODULES_DIR": str(data / "modules"),
+        "TDA_SECRET_KEY": "browser-tests",
+        "TDA_MOCK_MODEL": "1",
+        "TDA_HOST": "127.0.0.1",
+        "TDA_PORT": str(port),
+    }
     admin = _token(_cli(env, "demo"))
     viewer = _token(_cli(env, "tokens", "create", "--role", "viewer", "--name", "browser-viewer"))
     server = Server(f"http://127.0.0.1:{port}", admin, viewer, env, data / "serve.log")
@@ -134,8 +161,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 @pytest.fixture
 async def browser() -> AsyncIterator[Any]:
     if not CHROMIUM.exists():
-        pytest.fail(f"Chromium is not installed at {CHROMIUM}: run `apt-get install -y chromium` "
-                    "(or set TDA_SKIP_BROWSER=1 to skip the browser tests on this machine)")
+        pytest.fail(
+            f"Chromium is not installed at {CHROMIUM}: run `apt-get install -y chromium` "
+            "(or set TDA_SKIP_BROWSER=1 to skip the browser tests on this machine)"
+        )
     from playwright.async_api import async_playwright
 
     async with async_playwright() as pw:
@@ -156,8 +185,12 @@ async def signed_in_page(browser: Any, server: Server, token: str) -> Any:
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     # Script errors count; the browser's own "Failed to load resource" lines for answers like 412/422 do not.
-    page.on("console", lambda msg: msg.type == "error" and not msg.text.startswith("Failed to load resource")
-            and errors.append(msg.text))
+    page.on(
+        "console",
+        lambda msg: (
+            msg.type == "error" and not msg.text.startswith("Failed to load resource") and errors.append(msg.text)
+        ),
+    )
     page.js_errors = errors  # type: ignore[attr-defined]
     return page
 

@@ -15,19 +15,26 @@ from tests.browser.conftest import Server
 
 SESSION = "screenshots"
 CONTRAST = (Path(__file__).parent / "contrast.js").read_text()
-FILLER = ("The weekly report compares shipped orders, returns and refunds by region, and explains each change "
-          "against the previous week with the queries that produced the figures. ")
+FILLER = (
+    "The weekly report compares shipped orders, returns and refunds by region, and explains each change "
+    "against the previous week with the queries that produced the figures. "
+)
 
 
 def seed_busy_session(server: Server) -> None:
     """A session with a small window and a long history, so the panel shows condensation and full bars."""
-    status, _, body = server.request("POST", "/v1/sessions", {
-        "id": SESSION, "profile_id": "demo-tools", "title": "Quarterly returns review", "context_limit": 6144})
+    status, _, body = server.request(
+        "POST",
+        "/v1/sessions",
+        {"id": SESSION, "profile_id": "demo-tools", "title": "Quarterly returns review", "context_limit": 6144},
+    )
     assert status == 201, body
     messages = []
     for turn in range(1, 13):
-        messages += [{"role": "user", "turn": turn, "content": f"Question {turn}: " + FILLER * 2},
-                     {"role": "assistant", "turn": turn, "content": f"Answer {turn}: " + FILLER * 4}]
+        messages += [
+            {"role": "user", "turn": turn, "content": f"Question {turn}: " + FILLER * 2},
+            {"role": "assistant", "turn": turn, "content": f"Answer {turn}: " + FILLER * 4},
+        ]
     status, _, body = server.request("POST", f"/v1/sessions/{SESSION}/messages", {"messages": messages})
     assert status == 201, body
     for query in ("Which regions drove the rise in returns?", "Draft the summary for the regional managers."):
@@ -67,8 +74,11 @@ async def test_every_page_renders(page: Any, server: Server, tmp_path: Path) -> 
     top = await page.locator("#order-h").locator("..").bounding_box()
     bottom = await page.locator("#rules-h").locator("..").bounding_box()
     assert page.js_errors == [] and await page.evaluate(CONTRAST) == []
-    await page.screenshot(path=folder / "ui-type-editor-order-rules.png", full_page=True, clip={
-        "x": top["x"], "y": top["y"], "width": top["width"], "height": bottom["y"] + bottom["height"] - top["y"]})
+    await page.screenshot(
+        path=folder / "ui-type-editor-order-rules.png",
+        full_page=True,
+        clip={"x": top["x"], "y": top["y"], "width": top["width"], "height": bottom["y"] + bottom["height"] - top["y"]},
+    )
     await page.select_option("#preview-session", SESSION)
     await page.click("#preview-form button")
     await expect(page.locator('[data-testid="preview-summary"]')).to_contain_text("tokens")

@@ -12,8 +12,9 @@ from tests.service.support import ECHO, write_module
 
 
 async def test_install_deactivate_and_uninstall_a_module(page: Any, server: Server, tmp_path: Path) -> None:
-    folder = write_module(tmp_path, "browser_echo", "Echo", ECHO, version="2.1.0",
-                          capabilities={"condensable": False, "purgeable": True})
+    folder = write_module(
+        tmp_path, "browser_echo", "Echo", ECHO, version="2.1.0", capabilities={"condensable": False, "purgeable": True}
+    )
     await page.goto("/ui/modules")
     await page.fill("#install-path", str(tmp_path / "missing"))
     await page.click("#install-form button")
@@ -40,7 +41,9 @@ async def test_install_deactivate_and_uninstall_a_module(page: Any, server: Serv
     await expect(row).to_have_count(0)
     assert _module(server, "browser_echo") is None
     # Required modules cannot be deactivated, and the page says so before anyone tries.
-    await expect(page.locator('#module-table tr[data-module="system_prompt"] button', has_text="Deactivate")).to_be_disabled()
+    await expect(
+        page.locator('#module-table tr[data-module="system_prompt"] button', has_text="Deactivate")
+    ).to_be_disabled()
     assert page.js_errors == []
 
 

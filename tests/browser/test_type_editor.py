@@ -31,7 +31,8 @@ async def test_edit_persists_after_reload(page: Any, server: Server) -> None:
     await expect(page.locator("#order-live")).to_contain_text("dropped at position 2")
     # Drag reordering: the last item (conversation_history) onto the top of the first one.
     await page.locator('#order li[data-module="conversation_history"]').drag_to(
-        page.locator("#order li").first, target_position={"x": 20, "y": 2})
+        page.locator("#order li").first, target_position={"x": 20, "y": 2}
+    )
     await page.click("#save")
     await expect(page.locator("#toast")).to_contain_text("Saved Conversation First (edited) as version 2")
 
@@ -83,8 +84,12 @@ async def test_conflict_when_another_writer_saved_first(page: Any, server: Serve
 
     _, _, current = server.request("GET", "/v1/context-window-types/token_efficient")
     body = {k: v for k, v in current.items() if k not in {"version", "updated_at", "etag"}}
-    status, _, _ = server.request("PUT", "/v1/context-window-types/token_efficient",
-                                  {**body, "output_reserve_pct": 20}, {"If-Match": current["etag"]})
+    status, _, _ = server.request(
+        "PUT",
+        "/v1/context-window-types/token_efficient",
+        {**body, "output_reserve_pct": 20},
+        {"If-Match": current["etag"]},
+    )
     assert status == 200
 
     await page.click("#save")
