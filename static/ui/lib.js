@@ -52,6 +52,16 @@ export function h(tag, attrs = {}, ...children) {
 
 export const isAdmin = () => document.body.dataset.role === "admin";
 
+/** Show (or with no message, clear) an error on one input: the text in its error slot, aria-invalid on it. */
+export function fieldError(input, slot, message = "") {
+  slot.textContent = message;
+  if (message) input.setAttribute("aria-invalid", "true");
+  else input.removeAttribute("aria-invalid");
+}
+
+/** The message to show on a field for an API error: its field messages, else the error's own. */
+export const errorText = (err) => (err.fieldErrors || []).map((e) => e.msg.replace(/^Value error, /, "")).join("; ") || err.message;
+
 let toastTimer;
 /** A short message in the polite live region; errors stay until the next message. */
 export function notify(message, kind = "ok") {

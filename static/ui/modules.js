@@ -1,5 +1,5 @@
 // The modules page: installed modules and their lifecycle (activate, deactivate, purge, install, uninstall, reload).
-import { api, get, h, lockForViewers, notify, reportError } from "./lib.js";
+import { api, fieldError, get, h, lockForViewers, notify, reportError } from "./lib.js";
 
 const tbody = document.querySelector("#module-table tbody");
 let sessions = [];
@@ -74,16 +74,14 @@ document.getElementById("install-form").addEventListener("submit", async (event)
   event.preventDefault();
   const input = document.getElementById("install-path");
   const error = document.getElementById("install-path-error");
-  error.textContent = "";
-  input.removeAttribute("aria-invalid");
+  fieldError(input, error);
   try {
     const { data } = await api("POST", "/v1/context-window/modules/install", { body: { path: input.value.trim() } });
     notify(`Installed ${data.display_name} ${data.version}.`);
     input.value = "";
     await load();
   } catch (err) {
-    error.textContent = err.fieldErrors?.[0]?.msg ? `${err.message}` : err.message;
-    input.setAttribute("aria-invalid", "true");
+    fieldError(input, error, err.message);
     input.focus();
   }
 });

@@ -1,7 +1,7 @@
 // The context panel of one session: target vs actual bars, module cards, the session's context limit, the
 // decision log and the turns; new snapshots arrive live over SSE, and the stream reconnects by itself.
 import { activeSlots, compositionBar, usageBar } from "./bars.js";
-import { api, fmt, get, h, isAdmin, loadModuleNames, lockForViewers, moduleLabel, notify, reportError } from "./lib.js";
+import { api, errorText, fieldError, fmt, get, h, isAdmin, loadModuleNames, lockForViewers, moduleLabel, notify, reportError } from "./lib.js";
 import { moduleCard } from "./snapshot_view.js";
 
 const $ = (id) => document.getElementById(id);
@@ -119,15 +119,13 @@ function showLimit(limit) {
 }
 
 async function setLimit(limit) {
-  $("limit-error").textContent = "";
-  $("limit-number").removeAttribute("aria-invalid");
+  fieldError($("limit-number"), $("limit-error"));
   try {
     const { data } = await api("POST", `${base}/context-limit`, { body: { context_limit: limit } });
     showLimit(data.context_limit);
     notify(limit ? `Context limit set to ${fmt(limit)} tokens from the next turn on.` : "Back to the model's limit.");
   } catch (err) {
-    $("limit-error").textContent = (err.fieldErrors || []).map((e) => e.msg).join("; ") || err.message;
-    $("limit-number").setAttribute("aria-invalid", "true");
+    fieldError($("limit-number"), $("limit-error"), errorText(err));
   }
 }
 

@@ -1,5 +1,5 @@
 // The profiles page: bind a context window type and set the context-limit override, one row per profile.
-import { api, get, h, lockForViewers, notify } from "./lib.js";
+import { api, errorText, fieldError, get, h, lockForViewers, notify } from "./lib.js";
 
 const tbody = document.querySelector("#profile-table tbody");
 
@@ -16,15 +16,13 @@ function row(p, types, defaultId) {
   const save = h("button", {
     type: "button", class: "primary admin-only",
     onclick: async () => {
-      error.textContent = "";
-      limit.removeAttribute("aria-invalid");
+      fieldError(limit, error);
       const body = { context_window_type_id: typeSelect.value || null, context_limit: limit.value === "" ? null : Number(limit.value) };
       try {
         await api("PATCH", `/v1/profiles/${encodeURIComponent(p.id)}`, { body });
         notify(`Saved ${p.name || p.id}.`);
       } catch (err) {
-        error.textContent = (err.fieldErrors || []).map((e) => e.msg).join("; ") || err.message;
-        if ((err.fieldErrors || []).some((e) => e.loc.includes("context_limit"))) limit.setAttribute("aria-invalid", "true");
+        fieldError(limit, error, errorText(err));
       }
     },
   }, "Save");

@@ -88,3 +88,19 @@ async def test_stream_reconnects_by_itself(page: Any, server: Server) -> None:
     )
     assert status == 201, turn
     await expect(page.locator("#fact-turn")).to_contain_text(f"{turn['turn']} (", timeout=2000)
+
+
+async def test_turn_validity_and_memory_purge(page: Any, server: Server) -> None:
+    await page.goto("/ui/sessions/demo")
+    first = page.locator('#turns tr[data-turn="1"]')
+    await first.get_by_role("checkbox").uncheck()
+    await expect(page.locator("#toast")).to_contain_text("Turn 1 is left out of the context")
+    turns = {t["turn"]: t["valid"] for t in server.request("GET", "/v1/sessions/demo/turns")[2]["turns"]}
+    assert turns[1] is False and turns[2] is True
+
+    page.once("dialog", lambda dialog: dialog.accept())
+    await page.click("#purge-memory")
+    await expect(page.locator("#toast")).to_contain_text("Memory purged")
+    await expect(page.locator("#turns tbody tr.invalid")).to_have_count(len(turns))
+    assert not any(t["valid"] for t in server.request("GET", "/v1/sessions/demo/turns")[2]["turns"])
+    assert page.js_errors == []
