@@ -96,7 +96,7 @@ function slotFor(id) {
 function sliderPair(id, field, label, { min = 0, max = 100, step = 1, value, onChange }) {
   const loc = `modules.${id}.${field}`;
   const errorId = `e-${id}-${field}`;
-  const range = h("input", { type: "range", min, max, step, value, "aria-label": `${label}`, "data-loc": loc, "aria-describedby": errorId });
+  const range = h("input", { type: "range", id: `in-${id}-${field}`, min, max, step, value, "aria-label": `${label}`, "data-loc": loc, "aria-describedby": errorId });
   const number = h("input", { type: "number", min, max, step: "any", value, "aria-label": `${label} (number)`, "aria-describedby": errorId });
   const set = (raw, from) => {
     const v = raw === "" ? "" : Number(raw);
@@ -225,7 +225,8 @@ function showErrors(errors, heading = "The type was not saved") {
       const slot = errorSlot(match);
       if (slot) slot.textContent = [slot.textContent, msg].filter(Boolean).join("; ");
     }
-    const focusable = match && !match.classList.contains("field-error") ? match : null;
+    const focusable = match && (match.classList.contains("field-error")
+      ? form.querySelector(`[id][data-loc^="${match.dataset.loc}."]`) : match);
     items.push(h("li", {}, focusable && focusable.id ? h("a", { href: `#${focusable.id}` }, loc) : h("strong", {}, loc), `: ${msg}`));
   }
   const summary = $("error-summary");
@@ -267,7 +268,7 @@ async function showConflict(err) {
   const theirChanges = diff(base, theirs);
   const mine = diff(base, state);
   $("conflict-msg").textContent = `${err.message}. They changed ${theirChanges.length} value${theirChanges.length === 1 ? "" : "s"} `
-    + `(version ${res.data.version}, by ${res.data.updated_at ? new Date(res.data.updated_at).toLocaleString() : "someone"}); `
+    + `(version ${res.data.version}, saved ${new Date(res.data.updated_at).toLocaleString()}); `
     + `you have ${mine.length} unsaved change${mine.length === 1 ? "" : "s"}.`;
   $("conflict-changes").replaceChildren(...theirChanges.map((c) =>
     h("li", {}, h("code", {}, c.path), `: ${show(c.before)} → ${show(c.after)}`)));
