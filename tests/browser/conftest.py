@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_asyncio
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -35,6 +36,10 @@ CHROMIUM_ARGS = [
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 SKIP = os.environ.get("TDA_SKIP_BROWSER") == "1"
+
+
+BROWSER_LOOP = pytest.mark.asyncio(loop_scope="session")
+"""Browser tests share the session's event loop, where the one Chromium lives."""
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -158,8 +163,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         server.stop()
 
 
-@pytest.fixture
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def browser() -> AsyncIterator[Any]:
+    """One Chromium for all browser tests; each test gets a fresh context (its own cookies and storage)."""
     if not CHROMIUM.exists():
         pytest.fail(
             f"Chromium is not installed at {CHROMIUM}: run `apt-get install -y chromium` "
@@ -195,6 +201,8 @@ async def signed_in_page(browser: Any, server: Server, token: str) -> Any:
     return page
 
 
-@pytest.fixture
-async def page(browser: Any, server: Server) -> Any:
-    return await signed_in_page(browser, server, server.admin_token)
+@pytest_asyncio.fixture(loop_scope="session")
+async def page(browser: Any, server: Server) -> AsyncIterator[Any]:
+    page = await signed_in_page(browser, server, server.admin_token)
+    yield page
+    await page.context.close()

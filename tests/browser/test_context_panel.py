@@ -7,7 +7,9 @@ from typing import Any
 
 from playwright.async_api import expect
 
-from tests.browser.conftest import Server, signed_in_page
+from tests.browser.conftest import BROWSER_LOOP, Server, signed_in_page
+
+pytestmark = BROWSER_LOOP
 
 
 async def test_new_turn_updates_the_panel_live(page: Any, server: Server) -> None:
@@ -61,6 +63,7 @@ async def test_viewer_sees_but_cannot_change(browser: Any, server: Server) -> No
     await page.goto("/ui/sessions/demo")
     await expect(page.locator("#limit-number")).to_be_disabled()
     await expect(page.locator("#purge-memory")).to_be_disabled()
+    await page.context.close()
 
 
 async def test_sign_in_with_a_token(browser: Any, server: Server) -> None:
@@ -75,6 +78,7 @@ async def test_sign_in_with_a_token(browser: Any, server: Server) -> None:
     await page.click("button[type=submit]")
     await expect(page).to_have_url(f"{server.url}/ui/profiles")
     await expect(page.locator('#profile-table tr[data-profile="demo-tools"]')).to_contain_text("Sales analyst")
+    await context.close()
 
 
 async def test_stream_reconnects_by_itself(page: Any, server: Server) -> None:

@@ -11,7 +11,9 @@ from typing import Any
 
 from playwright.async_api import expect
 
-from tests.browser.conftest import Server
+from tests.browser.conftest import BROWSER_LOOP, Server
+
+pytestmark = BROWSER_LOOP
 
 SESSION = "screenshots"
 CONTRAST = (Path(__file__).parent / "contrast.js").read_text()

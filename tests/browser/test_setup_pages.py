@@ -7,8 +7,10 @@ from typing import Any
 
 from playwright.async_api import expect
 
-from tests.browser.conftest import Server
+from tests.browser.conftest import BROWSER_LOOP, Server
 from tests.service.support import ECHO, write_module
+
+pytestmark = BROWSER_LOOP
 
 
 async def test_install_deactivate_and_uninstall_a_module(page: Any, server: Server, tmp_path: Path) -> None:

@@ -6,7 +6,9 @@ from typing import Any
 
 from playwright.async_api import expect
 
-from tests.browser.conftest import Server
+from tests.browser.conftest import BROWSER_LOOP, Server
+
+pytestmark = BROWSER_LOOP
 
 
 async def open_editor(page: Any, type_id: str) -> None:
