@@ -1,6 +1,6 @@
 // The condensation order: a list reordered by dragging or from the keyboard (Space picks up and drops,
 // arrow keys move, Escape cancels; Alt+arrow moves in one step). Active modules outside it can be added.
-import { h, moduleLabel } from "./lib.js";
+import { h, isAdmin, moduleLabel } from "./lib.js";
 
 export function initOrder({ list, rest, live, getState, onChange }) {
   let grabbed = null; // {id, from: the order before the move}
@@ -20,6 +20,7 @@ export function initOrder({ list, rest, live, getState, onChange }) {
 
   function keydown(event, id) {
     if (event.target !== event.currentTarget) return; // keys inside the item's own button
+    if (!isAdmin() && event.key !== "ArrowUp" && event.key !== "ArrowDown") return; // viewers only move focus
     const index = order().indexOf(id);
     const step = { ArrowUp: -1, ArrowDown: 1 }[event.key];
     if (event.key === " " || event.key === "Enter") {
@@ -40,7 +41,7 @@ export function initOrder({ list, rest, live, getState, onChange }) {
       render(id);
       onChange();
       say(`Move cancelled; ${moduleLabel(id)} is back at ${position(id)}.`);
-    } else if (step && (grabbed || event.altKey)) {
+    } else if (step && isAdmin() && (grabbed || event.altKey)) {
       event.preventDefault();
       move(id, index + step);
       say(`${moduleLabel(id)} moved to ${position(id)}.`);
@@ -52,7 +53,7 @@ export function initOrder({ list, rest, live, getState, onChange }) {
 
   function item(id, index) {
     const li = h("li", {
-      tabindex: 0, draggable: "true", class: grabbed?.id === id ? "grabbed" : "",
+      tabindex: 0, draggable: isAdmin() ? "true" : "false", class: grabbed?.id === id ? "grabbed" : "",
       "aria-roledescription": "sortable item", "aria-pressed": grabbed?.id === id ? "true" : "false",
       "aria-label": `${index + 1}. ${moduleLabel(id)}`, dataset: { module: id },
       onkeydown: (e) => keydown(e, id),
