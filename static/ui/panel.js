@@ -62,6 +62,7 @@ async function loadSession() {
   renderTurns(session.turns);
   await loadType(session);
   showSnapshot(await latestSnapshot());
+  await loadAnalytics();
 }
 
 // --- turns ---------------------------------------------------------------------------------------
@@ -102,9 +103,37 @@ function refreshTurnsSoon(snapshotId = 0, turn = null, tries = 40) {
   turnsTimer = setTimeout(async () => {
     const { turns } = await get(`${base}/turns`);
     const recorded = !snapshotId || turns.some((t) => (t.snapshot_id || 0) >= snapshotId);
-    if (recorded || tries <= 0) renderTurns(turns);
+    if (recorded || tries <= 0) {
+      renderTurns(turns);
+      loadAnalytics();
+    }
     else refreshTurnsSoon(snapshotId, null, tries - 1);
   }, 250);
+}
+
+// --- analytics -----------------------------------------------------------------------------------
+
+async function loadAnalytics() {
+  const { summary } = await get(`${base}/context-analytics`);
+  if (!summary.turns) return;
+  const pctOf = (u) => `${Math.round(u * 100)}%`;
+  const rules = Object.entries(summary.adjustment_frequency);
+  $("analytics").replaceChildren(
+    h("dl", { class: "facts" },
+      [["Snapshots", fmt(summary.turns)], ["Average use", pctOf(summary.avg_utilisation)],
+        ["Peak use", pctOf(summary.max_utilisation)], ["Peak tokens", fmt(summary.max_total_used)],
+        ["Condensations", fmt(summary.condensations)]].map(([k, v]) => h("div", {}, h("dt", {}, k), h("dd", {}, v)))),
+    h("table", { class: "grid" },
+      h("caption", { class: "sr-only" }, "Per-module figures over the session's snapshots"),
+      h("thead", {}, h("tr", {}, ["Module", "Average allocated", "Average used", "Peak used", "Average utilisation", "Condensed", "Failed"]
+        .map((t) => h("th", { scope: "col" }, t)))),
+      h("tbody", {}, Object.entries(summary.modules).filter(([, m]) => m.avg_allocated > 0 || m.times_failed).map(([id, m]) =>
+        h("tr", {}, h("th", { scope: "row" }, moduleLabel(id)), h("td", { class: "num" }, fmt(Math.round(m.avg_allocated))),
+          h("td", { class: "num" }, fmt(Math.round(m.avg_used))), h("td", { class: "num" }, fmt(m.max_used)),
+          h("td", { class: "num" }, pctOf(m.avg_utilisation)), h("td", { class: "num" }, `${m.times_condensed}×`),
+          h("td", { class: "num" }, `${m.times_failed}×`))))),
+    h("p", { class: "small muted" }, rules.length
+      ? `Rules fired: ${rules.map(([rule, f]) => `${rule} (${pctOf(f)} of turns)`).join("; ")}.` : "No rule has fired yet."));
 }
 
 // --- context limit -------------------------------------------------------------------------------

@@ -98,4 +98,5 @@ async def test_every_page_renders(page: Any, server: Server, tmp_path: Path) -> 
     await expect(page.locator("#live")).to_have_text("Live")
     await expect(page.locator("#fact-turn")).to_contain_text("14 (")
     await expect(page.locator(".module-card").first).to_be_visible()
+    await expect(page.locator("#analytics")).to_contain_text("Condensations")
     await shoot(page, folder, "ui-context-panel")
