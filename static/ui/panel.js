@@ -126,7 +126,7 @@ async function loadAnalytics() {
     h("table", { class: "grid" },
       h("caption", { class: "sr-only" }, "Per-module figures over the session's snapshots"),
       h("thead", {}, h("tr", {}, ["Module", "Average allocated", "Average used", "Peak used", "Average utilisation", "Condensed", "Failed"]
-        .map((t) => h("th", { scope: "col" }, t)))),
+        .map((t, i) => h("th", { scope: "col", class: i ? "num" : null }, t)))),
       h("tbody", {}, Object.entries(summary.modules).filter(([, m]) => m.avg_allocated > 0 || m.times_failed).map(([id, m]) =>
         h("tr", {}, h("th", { scope: "row" }, moduleLabel(id)), h("td", { class: "num" }, fmt(Math.round(m.avg_allocated))),
           h("td", { class: "num" }, fmt(Math.round(m.avg_used))), h("td", { class: "num" }, fmt(m.max_used)),
