@@ -12,6 +12,7 @@ from quart_schema import QuartSchema, hide
 from .api import register_api
 from .config import Settings
 from .service import TDAService
+from .views import bp as ui_pages
 
 ROOT = Path(__file__).resolve().parents[1]
 """The project folder: static/ and templates/ live there."""
@@ -43,6 +44,7 @@ def create_app(settings: Settings | None = None, **service_options: Any) -> Quar
     app.make_response = _plain_json_first(app.make_response)  # type: ignore[method-assign]
     TDAService(settings, **service_options).init_app(app)
     register_api(app)
+    app.register_blueprint(ui_pages)
 
     @app.get("/healthz")
     @hide
@@ -52,7 +54,7 @@ def create_app(settings: Settings | None = None, **service_options: Any) -> Quar
     @app.get("/")
     @hide
     async def index() -> Any:
-        return redirect("/docs")
+        return redirect("/ui/types")  # the admin UI (it sends strangers to sign in); the API docs are at /docs
 
     return app
 

@@ -1,0 +1,213 @@
+// The context panel of one session: target vs actual bars, module cards, the session's context limit, the
+// decision log and the turns; new snapshots arrive live over SSE, and the stream reconnects by itself.
+import { activeSlots, compositionBar, usageBar } from "./bars.js";
+import { api, errorText, fieldError, fmt, get, h, isAdmin, loadModuleNames, lockForViewers, moduleLabel, notify, reportError } from "./lib.js";
+import { moduleCard } from "./snapshot_view.js";
+
+const $ = (id) => document.getElementById(id);
+const { sessionId } = document.body.dataset;
+const limitFloor = Number(document.body.dataset.limitFloor);
+const base = `/v1/sessions/${encodeURIComponent(sessionId)}`;
+let modelLimit = 0;
+let lastEventId = 0;
+let typeId = null;
+
+// --- the latest snapshot -------------------------------------------------------------------------
+
+function showSnapshot(snap) {
+  usageBar($("usage-bar"), snap);
+  if (!snap) return;
+  $("fact-turn").textContent = `${snap.turn} (${new Date(snap.created_at).toLocaleTimeString()})`;
+  $("fact-used").textContent = `${fmt(snap.total_used)} of ${fmt(snap.available_budget)} tokens (${Math.round(snap.utilisation * 100)}%)`;
+  const taking = snap.modules.filter((m) => m.status !== "skipped");
+  const skipped = snap.modules.filter((m) => m.status === "skipped");
+  $("module-cards").replaceChildren(...taking.map((m) => moduleCard(m, snap)));
+  $("skipped").replaceChildren(...(skipped.length ? [h("h3", {}, "Not taking part"), h("ul", { class: "chips" },
+    skipped.map((m) => h("li", {}, h("strong", {}, moduleLabel(m.module_id)), `: ${m.reason}`)))] : []));
+  $("decisions").replaceChildren(...snap.decisions.map((d) => h("li", {}, d)));
+  if (snap.window_type_id !== typeId) loadType();
+}
+
+async function latestSnapshot() {
+  const { snapshots } = await get(`${base}/snapshots?newest_first=true&limit=1`);
+  const last = snapshots[0];
+  if (last) lastEventId = Math.max(lastEventId, last.id);
+  return last ? last.snapshot : null;
+}
+
+// --- session, profile, type ----------------------------------------------------------------------
+
+async function loadType(session) {
+  session = session || await get(base);
+  const type = await get(`/v1/context-window-types/${encodeURIComponent(session.context_window_type_id)}`);
+  typeId = type.id;
+  $("fact-type").replaceChildren(h("a", { href: `/ui/types/${encodeURIComponent(type.id)}` }, type.name),
+    session.profile.context_window_type_id ? "" : " (the default type)");
+  compositionBar($("target-bar"), { slots: activeSlots(type), reservePct: type.output_reserve_pct });
+}
+
+async function loadSession() {
+  const session = await get(base);
+  const { profile } = session;
+  $("session-title").textContent = session.title || session.id;
+  $("fact-profile").textContent = `${profile.name || profile.id} (${profile.type.replace(/_/g, " ")})`
+    + (profile.context_limit ? `, limit ${fmt(profile.context_limit)}` : "");
+  $("fact-model").textContent = `${session.model} (${fmt(session.model_limit)} tokens, ${session.model_limit_source.replace(/_/g, " ")})`;
+  modelLimit = session.model_limit;
+  for (const input of [$("limit-range"), $("limit-number")]) {
+    input.min = Math.min(limitFloor, modelLimit);
+    input.max = modelLimit;
+  }
+  showLimit(session.context_limit);
+  renderTurns(session.turns);
+  await loadType(session);
+  showSnapshot(await latestSnapshot());
+  await loadAnalytics();
+}
+
+// --- turns ---------------------------------------------------------------------------------------
+
+function renderTurns(turns) {
+  const rows = [...turns].reverse().map((t) => {
+    const toggle = h("input", {
+      type: "checkbox", checked: t.valid, id: `valid-${t.turn}`, disabled: !isAdmin(),
+      onchange: async () => {
+        try {
+          await api("PATCH", `${base}/turns/${t.turn}`, { body: { valid: toggle.checked } });
+          notify(`Turn ${t.turn} is ${toggle.checked ? "back in" : "left out of"} the context from the next turn on.`);
+        } catch (err) {
+          toggle.checked = !toggle.checked;
+          reportError(err, "Not changed");
+        }
+      },
+    });
+    return h("tr", { dataset: { turn: t.turn }, class: t.valid ? "" : "invalid" },
+      h("th", { scope: "row" }, String(t.turn)),
+      h("td", {}, t.query),
+      h("td", { class: "clip" }, t.answer || t.summary || ""),
+      h("td", { class: "num" }, `${fmt(t.tokens_in)} / ${fmt(t.tokens_out)}`),
+      h("td", {}, toggle, h("label", { for: `valid-${t.turn}` }, t.valid ? " yes" : " no")));
+  });
+  $("turns").querySelector("tbody").replaceChildren(...(rows.length ? rows
+    : [h("tr", {}, h("td", { colspan: 5, class: "muted" }, "No turns yet."))]));
+}
+
+let turnsTimer;
+/** The turn is recorded after the model answers, a moment after its snapshot: show it pending until then. */
+function refreshTurnsSoon(snapshotId = 0, turn = null, tries = 40) {
+  clearTimeout(turnsTimer);
+  if (turn !== null && !$("turns").querySelector(`tr[data-turn="${turn}"]`)) {
+    $("turns").querySelector("tbody").prepend(h("tr", { dataset: { turn }, class: "pending" },
+      h("th", { scope: "row" }, String(turn)), h("td", { colspan: 4, class: "muted" }, "Waiting for the model's answer…")));
+  }
+  turnsTimer = setTimeout(async () => {
+    const { turns } = await get(`${base}/turns`);
+    const recorded = !snapshotId || turns.some((t) => (t.snapshot_id || 0) >= snapshotId);
+    if (recorded || tries <= 0) {
+      renderTurns(turns);
+      loadAnalytics();
+    }
+    else refreshTurnsSoon(snapshotId, null, tries - 1);
+  }, 250);
+}
+
+// --- analytics -----------------------------------------------------------------------------------
+
+async function loadAnalytics() {
+  const { summary } = await get(`${base}/context-analytics`);
+  if (!summary.turns) return;
+  const pctOf = (u) => `${Math.round(u * 100)}%`;
+  const rules = Object.entries(summary.adjustment_frequency);
+  $("analytics").replaceChildren(
+    h("dl", { class: "facts" },
+      [["Snapshots", fmt(summary.turns)], ["Average use", pctOf(summary.avg_utilisation)],
+        ["Peak use", pctOf(summary.max_utilisation)], ["Peak tokens", fmt(summary.max_total_used)],
+        ["Condensations", fmt(summary.condensations)]].map(([k, v]) => h("div", {}, h("dt", {}, k), h("dd", {}, v)))),
+    h("table", { class: "grid" },
+      h("caption", { class: "sr-only" }, "Per-module figures over the session's snapshots"),
+      h("thead", {}, h("tr", {}, ["Module", "Average allocated", "Average used", "Peak used", "Average utilisation", "Condensed", "Failed"]
+        .map((t, i) => h("th", { scope: "col", class: i ? "num" : null }, t)))),
+      h("tbody", {}, Object.entries(summary.modules).filter(([, m]) => m.avg_allocated > 0 || m.times_failed).map(([id, m]) =>
+        h("tr", {}, h("th", { scope: "row" }, moduleLabel(id)), h("td", { class: "num" }, fmt(Math.round(m.avg_allocated))),
+          h("td", { class: "num" }, fmt(Math.round(m.avg_used))), h("td", { class: "num" }, fmt(m.max_used)),
+          h("td", { class: "num" }, pctOf(m.avg_utilisation)), h("td", { class: "num" }, `${m.times_condensed}×`),
+          h("td", { class: "num" }, `${m.times_failed}×`))))),
+    h("p", { class: "small muted" }, rules.length
+      ? `Rules fired: ${rules.map(([rule, f]) => `${rule} (${pctOf(f)} of turns)`).join("; ")}.` : "No rule has fired yet."));
+}
+
+// --- context limit -------------------------------------------------------------------------------
+
+function showLimit(limit) {
+  const value = limit ?? modelLimit;
+  $("limit-range").value = value;
+  $("limit-number").value = value;
+  $("limit-state").textContent = limit
+    ? `This session is limited to ${fmt(limit)} tokens (the model allows ${fmt(modelLimit)}).`
+    : `Model default: ${fmt(modelLimit)} tokens.`;
+}
+
+async function setLimit(limit) {
+  fieldError($("limit-number"), $("limit-error"));
+  try {
+    const { data } = await api("POST", `${base}/context-limit`, { body: { context_limit: limit } });
+    showLimit(data.context_limit);
+    notify(limit ? `Context limit set to ${fmt(limit)} tokens from the next turn on.` : "Back to the model's limit.");
+  } catch (err) {
+    fieldError($("limit-number"), $("limit-error"), errorText(err));
+  }
+}
+
+$("limit-range").addEventListener("input", () => { $("limit-number").value = $("limit-range").value; });
+$("limit-number").addEventListener("input", () => { $("limit-range").value = $("limit-number").value; });
+$("limit-form").addEventListener("submit", (e) => { e.preventDefault(); setLimit(Number($("limit-number").value)); });
+$("limit-clear").addEventListener("click", () => setLimit(null));
+
+// --- actions -------------------------------------------------------------------------------------
+
+$("purge-memory").addEventListener("click", async () => {
+  if (!confirm("Purge this session's memory? Every turn is marked invalid (kept for audit and replay) and module caches are cleared.")) return;
+  try {
+    const { data } = await api("POST", `${base}/purge-memory`);
+    notify(`Memory purged (${Object.entries(data).filter(([, v]) => typeof v === "number").map(([k, v]) => `${v} ${k}`).join(", ")}).`);
+    refreshTurnsSoon();
+  } catch (err) {
+    reportError(err, "Not purged");
+  }
+});
+
+$("turn-form").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  const query = $("turn-query").value.trim();
+  if (!query) return;
+  try {
+    await api("POST", `${base}/turns`, { body: { query } });
+    $("turn-query").value = "";
+  } catch (err) {
+    reportError(err, "The turn failed");
+  }
+});
+
+// --- live stream ---------------------------------------------------------------------------------
+
+function connect(delay = 1000) {
+  const source = new EventSource(`${base}/events${lastEventId ? `?last_event_id=${lastEventId}` : ""}`);
+  const live = $("live");
+  source.onopen = () => { live.textContent = "Live"; live.dataset.state = "live"; delay = 1000; };
+  source.addEventListener("context_window_snapshot", (event) => {
+    lastEventId = Math.max(lastEventId, Number(event.lastEventId) || 0);
+    const snap = JSON.parse(event.data);
+    showSnapshot(snap);
+    refreshTurnsSoon(Number(event.lastEventId) || 0, snap.turn);
+  });
+  source.onerror = () => {
+    live.textContent = "Reconnecting…";
+    live.dataset.state = "down";
+    if (source.readyState === EventSource.CLOSED) { // the browser gave up (e.g. the server answered an error)
+      setTimeout(() => connect(Math.min(delay * 2, 30000)), delay);
+    }
+  };
+}
+
+lockForViewers();
+loadModuleNames().then(loadSession).then(() => connect()).catch((err) => reportError(err, "Could not load the session"));

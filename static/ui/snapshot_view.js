@@ -1,0 +1,56 @@
+// How a snapshot's modules are shown: allocation against use, utilisation coloured at 50% and 80%, and badges.
+import { fmt, h, moduleLabel, pct, utilisationClass } from "./lib.js";
+
+export function badges(m, snap) {
+  const fired = (snap.adjustments_fired || []).some((r) => r.includes(` ${m.module_id}`));
+  const out = [];
+  if (m.status === "failed" || m.status === "timeout") out.push(["failed", m.status === "timeout" ? "Timed out" : "Failed"]);
+  if (m.status === "skipped") out.push(["skipped", "Skipped"]);
+  if (m.condensed) out.push(["condensed", `Condensed${m.strategy ? ` (${m.strategy})` : ""}`]);
+  if (fired) out.push(["rule", "Rule fired"]);
+  if (m.surplus_received) out.push(["received", `Surplus +${fmt(m.surplus_received)}`]);
+  if (m.surplus_donated) out.push(["donated", `Donated −${fmt(m.surplus_donated)}`]);
+  return h("span", { class: "badges" }, out.map(([cls, text]) => h("span", { class: `badge b-${cls}` }, text)));
+}
+
+function meter(m) {
+  const u = m.utilisation ?? (m.allocated ? m.used / m.allocated : 0);
+  return h("span", { class: `meter ${utilisationClass(u)}` },
+    h("span", { class: "meter-track", "aria-hidden": "true" },
+      h("span", { class: "meter-fill", style: { width: `${Math.min(100, u * 100)}%` } })),
+    h("span", { class: "meter-text" }, m.allocated ? `${pct(u)} used` : "no allocation"));
+}
+
+export function moduleCard(m, snap) {
+  return h("article", { class: `card module-card status-${m.status}`, dataset: { module: m.module_id } },
+    h("h3", {}, moduleLabel(m.module_id)),
+    h("dl", { class: "facts compact" },
+      h("div", {}, h("dt", {}, "Allocated"), h("dd", {}, fmt(m.allocated))),
+      h("div", {}, h("dt", {}, "Used"), h("dd", { class: "used" }, fmt(m.used))),
+      h("div", {}, h("dt", {}, "Target"), h("dd", {}, `${Number(m.target_pct).toFixed(1)}%`))),
+    meter(m),
+    badges(m, snap),
+    m.reason ? h("p", { class: "muted small" }, m.reason) : null);
+}
+
+export function moduleTable(snap) {
+  return h("table", { class: "grid" },
+    h("caption", { class: "sr-only" }, "Allocation and use per module"),
+    h("thead", {}, h("tr", {}, ["Module", "Target", "Allocated", "Used", "Utilisation", "Notes"].map((t) => h("th", { scope: "col" }, t)))),
+    h("tbody", {}, snap.modules.map((m) => h("tr", { dataset: { module: m.module_id } },
+      h("th", { scope: "row" }, moduleLabel(m.module_id)),
+      h("td", {}, `${Number(m.target_pct).toFixed(1)}%`),
+      h("td", { class: "num" }, fmt(m.allocated)),
+      h("td", { class: "num" }, fmt(m.used)),
+      h("td", {}, meter(m)),
+      h("td", {}, badges(m, snap), m.reason ? h("span", { class: "muted small" }, ` ${m.reason}`) : null)))));
+}
+
+export function eventLists(snap) {
+  const list = (title, items, render) => h("div", {}, h("h3", {}, title),
+    items.length ? h("ul", { class: "log" }, items.map((i) => h("li", {}, render(i)))) : h("p", { class: "muted" }, "None."));
+  return h("div", { class: "two-col" },
+    list("Condensations", snap.condensations || [], (c) =>
+      `${moduleLabel(c.module_id)}: ${fmt(c.before)} → ${fmt(c.after)} tokens (${c.strategy}, ${c.reason})`),
+    list("Rules fired", snap.adjustments_fired || [], (r) => r));
+}

@@ -1,0 +1,208 @@
+"""Browser tests: a real `tda serve` (hypercorn) on 127.0.0.1 with demo data, driven by Debian's Chromium.
+
+Chromium missing fails these tests loudly; TDA_SKIP_BROWSER=1 skips them with a reason (machines without it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+    "--disable-dev-shm-usage",
+]
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+SKIP = os.environ.get("TDA_SKIP_BROWSER") == "1"
+
+
+BROWSER_LOOP = pytest.mark.asyncio(loop_scope="session")
+"""Browser tests share the session's event loop, where the one Chromium lives."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not SKIP:
+        return
+    skip = pytest.mark.skip(reason="TDA_SKIP_BROWSER=1: browser tests skipped (they need Debian's chromium)")
+    for item in items:
+        if HERE in item.path.parents:
+            item.add_marker(skip)
+
+
+@dataclass
+class Server:
+    """`tda serve` in a subprocess, with an admin and a viewer token; ``restart()`` keeps port and data."""
+
+    url: str
+    admin_token: str
+    viewer_token: str
+    env: dict[str, str]
+    log: Path
+    proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        with self.log.open("a") as out:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "tda.cli", "serve"], cwd=ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT
+            )
+        _wait_until_up(self.url, self.proc, self.log)
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.proc = None
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+    def request(
+        self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None
+    ) -> tuple[int, dict[str, str], Any]:
+        """Call the API as an admin, the way another client would (not through the browser)."""
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(
+            self.url + path,
+            data=data,
+            method=method,
+            headers={
+                "Authorization": f"Bearer {self.admin_token}",
+                "Content-Type": "application/json",
+                **(headers or {}),
+            },
+        )
+        try:
+            with urllib.request.urlopen(req, timeout=10) as res:
+                return res.status, dict(res.headers), json.loads(res.read() or b"null")
+        except urllib.error.HTTPError as err:
+            return err.code, dict(err.headers), json.loads(err.read() or b"null")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _cli(env: dict[str, str], *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "tda.cli", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, f"tda {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}"
+    return done.stdout
+
+
+def _token(output: str) -> str:
+    match = re.search(r"(tda_\S+)\s*$", output.strip())
+    assert match, f"no token in: {output}"
+    return match.group(1)
+
+
+def _wait_until_up(url: str, proc: subprocess.Popen[bytes], log: Path, seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"tda serve exited early:\n{log.read_text()}")
+        try:
+            with urllib.request.urlopen(f"{url}/healthz", timeout=1):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"tda serve did not answer on {url} within {seconds} s")
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """One server for the browser tests (tests edit different types, so they do not interfere)."""
+    data = tmp_path_factory.mktemp("tda-ui")
+    port = _free_port()
+    env = {
+        **os.environ,
+        "TDA_DATA_DIR": str(data),
+        "TDA_MODULES_DIR": str(data / "modules"),
+        "TDA_SECRET_KEY": "browser-tests",
+        "TDA_MOCK_MODEL": "1",
+        "TDA_HOST": "127.0.0.1",
+        "TDA_PORT": str(port),
+    }
+    admin = _token(_cli(env, "demo"))
+    viewer = _token(_cli(env, "tokens", "create", "--role", "viewer", "--name", "browser-viewer"))
+    server = Server(f"http://127.0.0.1:{port}", admin, viewer, env, data / "serve.log")
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def browser() -> AsyncIterator[Any]:
+    """One Chromium for all browser tests; each test gets a fresh context (its own cookies and storage)."""
+    if not CHROMIUM.exists():
+        pytest.fail(
+            f"Chromium is not installed at {CHROMIUM}: run `apt-get install -y chromium` "
+            "(or set TDA_SKIP_BROWSER=1 to skip the browser tests on this machine)"
+        )
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            await browser.close()
+
+
+async def signed_in_page(browser: Any, server: Server, token: str) -> Any:
+    """A fresh browser context signed in through the sign-in API (the session cookie lands in the context)."""
+    context = await browser.new_context(base_url=server.url, viewport={"width": 1360, "height": 900})
+    response = await context.request.post("/v1/auth/session", data={"token": token})
+    assert response.ok, await response.text()
+    page = await context.new_page()
+    page.set_default_timeout(10_000)
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    # Script errors count; the browser's own "Failed to load resource" lines for answers like 412/422 do not.
+    page.on(
+        "console",
+        lambda msg: (
+            msg.type == "error" and not msg.text.startswith("Failed to load resource") and errors.append(msg.text)
+        ),
+    )
+    page.js_errors = errors  # type: ignore[attr-defined]
+    return page
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def page(browser: Any, server: Server) -> AsyncIterator[Any]:
+    page = await signed_in_page(browser, server, server.admin_token)
+    yield page
+    await page.context.close()

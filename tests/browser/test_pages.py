@@ -1,0 +1,102 @@
+"""Every page renders from the API without a script error; the screenshots in docs/ come from here.
+
+Set TDA_SCREENSHOTS_DIR=docs to refresh docs/*.png; otherwise they go to a temporary folder.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from playwright.async_api import expect
+
+from tests.browser.conftest import BROWSER_LOOP, Server
+
+pytestmark = BROWSER_LOOP
+
+SESSION = "screenshots"
+CONTRAST = (Path(__file__).parent / "contrast.js").read_text()
+FILLER = (
+    "The weekly report compares shipped orders, returns and refunds by region, and explains each change "
+    "against the previous week with the queries that produced the figures. "
+)
+
+
+def seed_busy_session(server: Server) -> None:
+    """A session with a small window and a long history, so the panel shows condensation and full bars."""
+    status, _, body = server.request(
+        "POST",
+        "/v1/sessions",
+        {"id": SESSION, "profile_id": "demo-tools", "title": "Quarterly returns review", "context_limit": 6144},
+    )
+    assert status == 201, body
+    messages = []
+    for turn in range(1, 13):
+        messages += [
+            {"role": "user", "turn": turn, "content": f"Question {turn}: " + FILLER * 2},
+            {"role": "assistant", "turn": turn, "content": f"Answer {turn}: " + FILLER * 4},
+        ]
+    status, _, body = server.request("POST", f"/v1/sessions/{SESSION}/messages", {"messages": messages})
+    assert status == 201, body
+    for query in ("Which regions drove the rise in returns?", "Draft the summary for the regional managers."):
+        status, _, body = server.request("POST", f"/v1/sessions/{SESSION}/turns", {"query": query})
+        assert status == 201, body
+
+
+async def shoot(page: Any, folder: Path, name: str, element: Any = None) -> None:
+    """Check the page (no script errors, WCAG AA text contrast) and take its picture."""
+    assert page.js_errors == [], f"{name}: {page.js_errors}"
+    assert await page.evaluate(CONTRAST) == [], f"{name}: text below WCAG AA contrast"
+    if element is not None:
+        await element.screenshot(path=folder / f"{name}.png")
+        return
+    height = await page.evaluate("document.documentElement.scrollHeight")
+    await page.set_viewport_size({"width": 1360, "height": min(max(height, 600), 4000)})  # no sticky-bar artefacts
+    await page.screenshot(path=folder / f"{name}.png")
+    await page.set_viewport_size({"width": 1360, "height": 900})
+
+
+async def test_every_page_renders(page: Any, server: Server, tmp_path: Path) -> None:
+    folder = Path(os.environ.get("TDA_SCREENSHOTS_DIR") or tmp_path)
+    folder.mkdir(parents=True, exist_ok=True)
+    seed_busy_session(server)
+
+    await page.goto("/ui/types")
+    await expect(page.locator(".card")).to_have_count(4)
+    await shoot(page, folder, "ui-types")
+
+    await page.goto("/ui/types/balanced")
+    await expect(page.locator("#editor")).to_have_attribute("aria-busy", "false")
+    await page.set_viewport_size({"width": 1360, "height": 1500})
+    await page.screenshot(path=folder / "ui-type-editor.png")
+    await page.set_viewport_size({"width": 1360, "height": 900})
+    await page.add_style_tag(content=".savebar { position: static; }")  # keep the sticky bar out of the pictures
+    await page.evaluate("window.scrollTo(0, 0)")  # so the boxes' viewport coordinates are page coordinates
+    top = await page.locator("#order-h").locator("..").bounding_box()
+    bottom = await page.locator("#rules-h").locator("..").bounding_box()
+    assert page.js_errors == [] and await page.evaluate(CONTRAST) == []
+    await page.screenshot(
+        path=folder / "ui-type-editor-order-rules.png",
+        full_page=True,
+        clip={"x": top["x"], "y": top["y"], "width": top["width"], "height": bottom["y"] + bottom["height"] - top["y"]},
+    )
+    await page.select_option("#preview-session", SESSION)
+    await page.click("#preview-form button")
+    await expect(page.locator('[data-testid="preview-summary"]')).to_contain_text("tokens")
+    await shoot(page, folder, "ui-what-if-preview", page.locator("#preview-h").locator(".."))
+
+    await page.goto("/ui/modules")
+    await expect(page.locator('#module-table tr[data-module="system_prompt"]')).to_contain_text("required")
+    await shoot(page, folder, "ui-modules")
+
+    await page.goto("/ui/profiles")
+    await expect(page.locator("#profile-table tbody tr")).to_have_count(4)
+    await shoot(page, folder, "ui-profiles")
+
+    await page.goto(f"/ui/sessions/{SESSION}")
+    await expect(page.locator("#live")).to_have_text("Live")
+    await expect(page.locator("#fact-turn")).to_contain_text("14 (")
+    await expect(page.locator(".module-card").first).to_be_visible()
+    await expect(page.locator("#analytics")).to_contain_text("Condensations")
+    await shoot(page, folder, "ui-context-panel")
