@@ -1,0 +1,365 @@
+"""knowledge_context: knowledge-base passages as numbered, citable sources within the module's budget.
+
+One turn: (reformulate a follow-up into a standalone query) -> retrieve -> drop duplicate text ->
+merge adjacent hits of one document -> add whole sources best first while they fit -> widen strong
+hits with neighbouring chunks, under ONE limit shared by all expansions, while the budget allows.
+Condensing drops the weakest sources first, then narrows the windows, then trims the last source.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import re
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from components.context_window.base import AssemblyContext, ContextModule, Contribution, Passage
+from components.context_window.token_estimator import TokenEstimator, estimator_for
+
+log = logging.getLogger(__name__)
+
+HEADER = "Knowledge base excerpts. Cite them as [SOURCE n]; sources of one document may continue each other."
+REFORMULATE_INSTRUCTION = (
+    "Rewrite the follow-up question as one standalone search query for a knowledge base, resolving "
+    "pronouns and references from the conversation. Reply with the query only."
+)
+_MAX_CACHED_PLANS = 256
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    k: int = 6
+    min_score: float = 0.0
+    collections: tuple[str, ...] = ()
+    max_expansion: int = 4
+    """Neighbouring chunks added in total, over all hits together (never per hit or per side)."""
+    expand_ratio: float = 0.8
+    """Only hits scoring at least this share of the best hit are widened."""
+    reformulate: bool = True
+    history_messages: int = 3
+
+    @classmethod
+    def from_context(cls, ctx: AssemblyContext) -> Options:
+        cfg: Mapping[str, Any] = ctx.directives.config
+        collections = cfg.get("collections") or ctx.profile.knowledge_collections
+        return cls(
+            k=max(1, int(cfg.get("k", cls.k))),
+            min_score=float(cfg.get("min_score", cls.min_score)),
+            collections=tuple(collections),
+            max_expansion=max(0, int(cfg.get("max_expansion", cls.max_expansion))),
+            expand_ratio=float(cfg.get("expand_ratio", cls.expand_ratio)),
+            reformulate=bool(cfg.get("reformulate", cls.reformulate)),
+            history_messages=max(1, int(cfg.get("history_messages", cls.history_messages))),
+        )
+
+
+def _key(p: Passage) -> tuple[str, str, int]:
+    return (p.collection, p.document_id, p.chunk_index)
+
+
+@dataclass(frozen=True)
+class Source:
+    """One numbered source: the best hit and a contiguous window of chunks of its document."""
+
+    hit: Passage
+    chunks: tuple[Passage, ...]
+    """In chunk order; includes the hit, merged adjacent hits and expansion neighbours."""
+    expanded: frozenset[int] = frozenset()
+    """Chunk indices that were added as neighbours (removable when narrowing)."""
+
+    @property
+    def score(self) -> float:
+        return self.hit.score
+
+    def covers(self, p: Passage) -> bool:
+        return any(_key(c) == _key(p) for c in self.chunks)
+
+    def adjacent(self, p: Passage) -> bool:
+        same_doc = (p.collection, p.document_id) == (self.hit.collection, self.hit.document_id)
+        return same_doc and any(abs(c.chunk_index - p.chunk_index) == 1 for c in self.chunks)
+
+    def with_chunk(self, p: Passage, *, neighbour: bool) -> Source:
+        chunks = tuple(sorted((*self.chunks, p), key=lambda c: c.chunk_index))
+        expanded = self.expanded | {p.chunk_index} if neighbour else self.expanded
+        return Source(self.hit, chunks, expanded)
+
+    def narrowed(self) -> Source | None:
+        """Without its farthest neighbour, or None when it has none."""
+        if not self.expanded:
+            return None
+        far = max(self.expanded, key=lambda i: (abs(i - self.hit.chunk_index), i))
+        chunks = tuple(c for c in self.chunks if c.chunk_index != far)
+        return Source(self.hit, chunks, self.expanded - {far})
+
+    def label(self) -> str:
+        where = " › ".join(x for x in (self.hit.title or self.hit.document_id, self.hit.section) if x)
+        pages = sorted({c.page for c in self.chunks if c.page is not None} | _page_ends(self.chunks))
+        if pages:
+            where += f" (p. {pages[0]})" if pages[0] == pages[-1] else f" (pp. {pages[0]}–{pages[-1]})"
+        return where
+
+    def body(self) -> str:
+        parts: list[str] = []
+        previous: Passage | None = None
+        for chunk in self.chunks:
+            text = chunk.text
+            if previous is not None:
+                if previous.chunk_index == chunk.chunk_index - 1:
+                    text = text[_overlap(previous.text, text) :].lstrip()
+                if chunk.section != previous.section and chunk.section:
+                    text = f"§ {chunk.section}\n{text}"
+            if text:
+                parts.append(text)
+            previous = chunk
+        return "\n".join(parts)
+
+
+def _page_ends(chunks: Sequence[Passage]) -> set[int]:
+    return {int(c.metadata["page_end"]) for c in chunks if c.metadata.get("page_end") is not None}
+
+
+def _overlap(before: str, after: str, minimum: int = 20) -> int:
+    """Length of the longest suffix of ``before`` that starts ``after`` (chunk overlap), else 0."""
+    probe = after[:minimum]
+    if len(probe) < minimum:
+        return 0
+    start = before.find(probe)
+    best = 0
+    while start != -1:
+        tail = before[start:]
+        if after.startswith(tail):
+            best = max(best, len(tail))
+        start = before.find(probe, start + 1)
+    return best
+
+
+@dataclass
+class Plan:
+    query: str
+    retrieval_query: str
+    sources: list[Source] = field(default_factory=list)
+    trimmed: str | None = None
+    """When only part of the single remaining source fits: its text, cut at a sentence boundary."""
+
+
+class KnowledgeContextModule(ContextModule):
+    def __init__(self, manifest: Any) -> None:
+        super().__init__(manifest)
+        self._plans: OrderedDict[tuple[str, int, str], Plan] = OrderedDict()
+
+    async def contribute(self, budget: int, ctx: AssemblyContext) -> Contribution:
+        if ctx.knowledge is None:
+            return self._empty("no knowledge retriever configured")
+        if budget <= 0:
+            return self._empty("no budget")
+        opts = Options.from_context(ctx)
+        tokens = _tokens(ctx)
+        retrieval_query = await self._retrieval_query(ctx, opts)
+        hits = await ctx.knowledge.retrieve(retrieval_query, collections=opts.collections, k=opts.k, min_score=opts.min_score)
+        plan = Plan(ctx.query, retrieval_query)
+        plan.sources = _fit(_group(dedupe_text(hits)), budget, tokens)
+        plan.sources = await self._expand(plan.sources, budget, tokens, ctx, opts)
+        plan = _shrink(plan, budget, tokens)
+        self._remember(ctx, plan)
+        return self._render(plan, strategy="full", retrieved=len(hits))
+
+    async def condense(self, contribution: Contribution, target_tokens: int, ctx: AssemblyContext) -> Contribution:
+        plan = self._plans.get(_plan_key(ctx))
+        if plan is None:  # not ours, or evicted: retrieve again at the smaller budget
+            return await self.contribute(target_tokens, ctx)
+        smaller = _shrink(dataclasses.replace(plan, sources=list(plan.sources)), target_tokens, _tokens(ctx))
+        self._remember(ctx, smaller)
+        return self._render(smaller, strategy="condensed", retrieved=contribution.metadata.get("retrieved", 0))
+
+    async def purge(self, session_id: str, user_id: str) -> dict[str, Any]:
+        doomed = [key for key in self._plans if key[0] == session_id]
+        for key in doomed:
+            del self._plans[key]
+        return {"purged": len(doomed)}
+
+    def get_status(self) -> dict[str, Any]:
+        return {**super().get_status(), "cached_plans": len(self._plans)}
+
+    # --- steps ---------------------------------------------------------------------------
+
+    async def _retrieval_query(self, ctx: AssemblyContext, opts: Options) -> str:
+        """A follow-up becomes a standalone query through the summarizer; the model still answers ctx.query."""
+        if not opts.reformulate or ctx.summarizer is None:
+            return ctx.query
+        recent = [m for m in ctx.session.messages if m.role in ("user", "assistant") and m.content.strip()]
+        if recent and recent[-1].role == "user" and recent[-1].content.strip() == ctx.query.strip():
+            recent = recent[:-1]  # the current question is already part of the history
+        recent = recent[-opts.history_messages :]
+        if not recent:
+            return ctx.query
+        conversation = "\n".join(f"{m.role}: {m.content}" for m in recent)
+        try:
+            rewritten = await ctx.summarizer.summarize(
+                f"{conversation}\n\nFollow-up question: {ctx.query}", max_tokens=64, instruction=REFORMULATE_INSTRUCTION
+            )
+        except Exception as exc:  # a failing summarizer costs the reformulation, not the turn
+            log.warning("knowledge_context: query reformulation failed: %r", exc)
+            return ctx.query
+        return rewritten.strip() or ctx.query
+
+    async def _expand(self, sources: list[Source], budget: int, tokens: TokenEstimator, ctx: AssemblyContext, opts: Options) -> list[Source]:
+        """Widen strong hits with neighbours, nearest first, alternating after/before, under ONE total limit."""
+        left = opts.max_expansion
+        if not sources or left <= 0 or ctx.knowledge is None:
+            return sources
+        strong = opts.expand_ratio * sources[0].score
+        for i, source in enumerate(list(sources)):
+            if left <= 0 or source.score < strong:
+                break
+            # Asking for at most ``left`` per side: the shared total bounds what is actually added.
+            nearby = await ctx.knowledge.neighbours(source.hit, before=left, after=left)
+            for neighbour in _alternating(source.hit, nearby):
+                if left <= 0:
+                    break
+                if any(s.covers(neighbour) for s in sources) or not sources[i].adjacent(neighbour):
+                    continue
+                trial = [*sources[:i], sources[i].with_chunk(neighbour, neighbour=True), *sources[i + 1 :]]
+                if _cost(trial, tokens) > budget:
+                    break
+                sources, left = trial, left - 1
+        return sources
+
+    def _remember(self, ctx: AssemblyContext, plan: Plan) -> None:
+        key = _plan_key(ctx)
+        self._plans[key] = plan
+        self._plans.move_to_end(key)
+        while len(self._plans) > _MAX_CACHED_PLANS:
+            self._plans.popitem(last=False)
+
+    def _empty(self, reason: str) -> Contribution:
+        return Contribution(module_id=self.module_id, placement="context", strategy="empty", metadata={"reason": reason})
+
+    def _render(self, plan: Plan, *, strategy: str, retrieved: int) -> Contribution:
+        if not plan.sources:
+            empty = self._empty("no passage fits" if retrieved else "no passage found")
+            return empty.replace(metadata={**empty.metadata, "retrieval_query": plan.retrieval_query, "retrieved": retrieved})
+        return Contribution(
+            module_id=self.module_id,
+            units=tuple((block,) for block in _blocks(plan.sources, plan.trimmed)),
+            placement="context",
+            header=HEADER,
+            strategy=strategy,
+            metadata={
+                "retrieval_query": plan.retrieval_query,
+                "reformulated": plan.retrieval_query != plan.query,
+                "retrieved": retrieved,
+                "trimmed": plan.trimmed is not None,
+                "sources": [
+                    {
+                        "n": n,
+                        "document_id": s.hit.document_id,
+                        "collection": s.hit.collection,
+                        "section": s.hit.section,
+                        "score": round(s.score, 4),
+                        "chunks": [c.chunk_index for c in s.chunks],
+                        "expanded": sorted(s.expanded),
+                    }
+                    for n, s in enumerate(plan.sources, start=1)
+                ],
+            },
+        )
+
+
+# --- pure helpers (the budget arithmetic) ----------------------------------------------------
+
+
+def _tokens(ctx: AssemblyContext) -> TokenEstimator:
+    return ctx.tokens or estimator_for(ctx.model)
+
+
+def _plan_key(ctx: AssemblyContext) -> tuple[str, int, str]:
+    return (ctx.session.id, ctx.session.turn_number, ctx.query)
+
+
+def dedupe_text(hits: Sequence[Passage]) -> list[Passage]:
+    """One passage per distinct text (whitespace-insensitive), keeping the best score; best first."""
+    best: dict[str, Passage] = {}
+    for p in hits:
+        key = " ".join(p.text.split())
+        if key and (key not in best or p.score > best[key].score):
+            best[key] = p
+    return sorted(best.values(), key=lambda p: -p.score)
+
+
+def _group(hits: Sequence[Passage]) -> list[Source]:
+    """Hits best first; a hit next to an already chosen chunk of its document joins that source."""
+    sources: list[Source] = []
+    for hit in hits:
+        for i, s in enumerate(sources):
+            if s.adjacent(hit) and not s.covers(hit):
+                sources[i] = s.with_chunk(hit, neighbour=False)
+                break
+        else:
+            sources.append(Source(hit, (hit,)))
+    return sources
+
+
+def _alternating(hit: Passage, nearby: Sequence[Passage]) -> list[Passage]:
+    """Neighbours nearest first: after 1, before 1, after 2, before 2, ..."""
+    same = [p for p in nearby if (p.collection, p.document_id) == (hit.collection, hit.document_id)]
+    return sorted(same, key=lambda p: (abs(p.chunk_index - hit.chunk_index), p.chunk_index < hit.chunk_index))
+
+
+def _blocks(sources: Sequence[Source], trimmed: str | None = None) -> list[str]:
+    blocks = [f"[SOURCE {n}] {s.label()}\n{s.body()}" for n, s in enumerate(sources, start=1)]
+    if trimmed is not None and blocks:
+        blocks[-1] = f"[SOURCE {len(sources)}] {sources[-1].label()}\n{trimmed}"
+    return blocks
+
+
+def _text(sources: Sequence[Source], trimmed: str | None = None) -> str:
+    blocks = _blocks(sources, trimmed)
+    return f"{HEADER}\n" + "\n\n".join(blocks) if blocks else ""
+
+
+def _cost(sources: Sequence[Source], tokens: TokenEstimator, trimmed: str | None = None) -> int:
+    return tokens.count(_text(sources, trimmed))
+
+
+def _fit(sources: Sequence[Source], budget: int, tokens: TokenEstimator) -> list[Source]:
+    """Whole sources, best first, skipping any that would overflow (a smaller later one may still fit)."""
+    chosen: list[Source] = []
+    for source in sources:
+        if _cost([*chosen, source], tokens) <= budget:
+            chosen.append(source)
+    if not chosen and sources:
+        chosen = [sources[0]]  # _shrink trims it to fit rather than return nothing
+    return chosen
+
+
+def _shrink(plan: Plan, budget: int, tokens: TokenEstimator) -> Plan:
+    """Fewer sources, then narrower windows, then a sentence-trimmed last source, until within budget."""
+    sources = list(plan.sources)
+    while sources and _cost(sources, tokens, plan.trimmed) > budget:
+        if len(sources) > 1:
+            sources.pop()
+            continue
+        narrower = sources[0].narrowed()
+        if narrower is not None:
+            sources = [narrower]
+            continue
+        trimmed = _trim_to_fit(sources, budget, tokens)
+        return dataclasses.replace(plan, sources=sources if trimmed else [], trimmed=trimmed)
+    return dataclasses.replace(plan, sources=sources)
+
+
+def _trim_to_fit(sources: list[Source], budget: int, tokens: TokenEstimator) -> str | None:
+    """The longest sentence prefix of the single source's text that fits, or None if not one sentence does."""
+    sentences = _SENTENCE_END.split(sources[0].body())
+    low, high = 0, len(sentences)
+    while low < high:  # binary search on the number of sentences kept
+        mid = (low + high + 1) // 2
+        if _cost(sources, tokens, " ".join(sentences[:mid]) + " …") <= budget:
+            low = mid
+        else:
+            high = mid - 1
+    return " ".join(sentences[:low]) + " …" if low else None
