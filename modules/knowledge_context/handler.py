@@ -46,14 +46,15 @@ class Options:
     def from_context(cls, ctx: AssemblyContext) -> Options:
         cfg: Mapping[str, Any] = ctx.directives.config
         collections = cfg.get("collections") or ctx.profile.knowledge_collections
+        d = cls()
         return cls(
-            k=max(1, int(cfg.get("k", cls.k))),
-            min_score=float(cfg.get("min_score", cls.min_score)),
+            k=max(1, int(cfg.get("k", d.k))),
+            min_score=float(cfg.get("min_score", d.min_score)),
             collections=tuple(collections),
-            max_expansion=max(0, int(cfg.get("max_expansion", cls.max_expansion))),
-            expand_ratio=float(cfg.get("expand_ratio", cls.expand_ratio)),
-            reformulate=bool(cfg.get("reformulate", cls.reformulate)),
-            history_messages=max(1, int(cfg.get("history_messages", cls.history_messages))),
+            max_expansion=max(0, int(cfg.get("max_expansion", d.max_expansion))),
+            expand_ratio=float(cfg.get("expand_ratio", d.expand_ratio)),
+            reformulate=bool(cfg.get("reformulate", d.reformulate)),
+            history_messages=max(1, int(cfg.get("history_messages", d.history_messages))),
         )
 
 

@@ -22,7 +22,7 @@ Counter = Callable[[str], int]
 
 # A sentence ends at . ! ? (optionally closed by quotes/brackets) followed by space and a capital,
 # digit or opening quote; common abbreviations are protected.
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
+_SENTENCE_END = re.compile(r"(?:(?<=[.!?])|(?<=[.!?][\"')\]]))\s+(?=[\"'(\[]?[A-Z0-9])")
 _ABBREVIATIONS = re.compile(r"\b(?:e\.g|i\.e|etc|vs|cf|Mr|Mrs|Ms|Dr|Prof|Fig|No|approx|resp)\.$", re.IGNORECASE)
 
 

@@ -63,8 +63,11 @@ class MiniLMEmbedding(EmbeddingFunction[Documents]):
     _model: Any = None
     _lock = threading.Lock()
 
-    def __init__(self, batch_size: int = 32) -> None:
+    def __init__(self, batch_size: int = 32, max_seq_length: int = 512) -> None:
         self.batch_size = batch_size
+        # The model's own limit is 512 word pieces; sentence-transformers defaults to 256, which would
+        # leave the tail of a 300-token chunk unembedded (invisible to retrieval).
+        self.max_seq_length = max_seq_length
 
     @classmethod
     def model(cls) -> Any:
@@ -76,7 +79,9 @@ class MiniLMEmbedding(EmbeddingFunction[Documents]):
     def __call__(self, input: Documents) -> Embeddings:
         if not input:
             return []
-        vectors = self.model().encode(
+        model = self.model()
+        model.max_seq_length = self.max_seq_length
+        vectors = model.encode(
             list(input), batch_size=self.batch_size, normalize_embeddings=True, show_progress_bar=False
         )
         return list(vectors.astype(np.float32))
@@ -89,11 +94,11 @@ class MiniLMEmbedding(EmbeddingFunction[Documents]):
         return "cosine"
 
     def get_config(self) -> dict[str, Any]:
-        return {"batch_size": self.batch_size}
+        return {"batch_size": self.batch_size, "max_seq_length": self.max_seq_length}
 
     @staticmethod
     def build_from_config(config: dict[str, Any]) -> MiniLMEmbedding:
-        return MiniLMEmbedding(int(config.get("batch_size", 32)))
+        return MiniLMEmbedding(int(config.get("batch_size", 32)), int(config.get("max_seq_length", 512)))
 
 
 def _load_minilm() -> Any:

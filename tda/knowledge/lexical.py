@@ -6,8 +6,10 @@ import math
 import re
 from collections import Counter
 from collections.abc import Sequence
+from functools import lru_cache
 
 import numpy as np
+import snowballstemmer
 
 _TOKEN = re.compile(r"[a-z0-9_]+")
 # Function words carry no topic; dropping them keeps BM25 from rewarding "the" and "of".
@@ -17,8 +19,17 @@ STOPWORDS = frozenset(
 )
 
 
+_STEMMER = snowballstemmer.stemmer("english")
+
+
+@lru_cache(maxsize=100_000)
+def stem(word: str) -> str:
+    """English Snowball stem, so "grows", "growing" and "grow" match (cached: vocabularies are small)."""
+    return _STEMMER.stemWord(word)
+
+
 def terms(text: str) -> list[str]:
-    return [t for t in _TOKEN.findall(text.lower()) if t not in STOPWORDS]
+    return [stem(t) for t in _TOKEN.findall(text.lower()) if t not in STOPWORDS]
 
 
 class BM25Index:
