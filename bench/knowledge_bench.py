@@ -130,22 +130,31 @@ class NaiveBaseline:
             self.chunks += [(path.name, c) for c in naive_chunks(read_document(path).text)]
         self.matrix = np.asarray(self.embed([c for _, c in self.chunks]), dtype=np.float32)
 
-    def context(self, query: str, budget: int, tokens: TokenEstimator, k: int = 20) -> str:
+    def context(self, query: str, budget: int, tokens: TokenEstimator, *, cut: bool, k: int = 20) -> str:
+        """Top chunks by similarity as "Source: file" blocks: whole chunks while they fit, or (``cut``)
+        concatenated and cut at the budget, which also gives the baseline part of one more chunk."""
         q = np.asarray(self.embed([query])[0], dtype=np.float32)
-        order = np.argsort(-(self.matrix @ q))[:k]
-        text = "\n\n".join(f"Source: {self.chunks[i][0]}\n{self.chunks[i][1]}" for i in order)
-        return cut_to_budget(text, budget, tokens)
+        blocks = [f"Source: {self.chunks[i][0]}\n{self.chunks[i][1]}" for i in np.argsort(-(self.matrix @ q))[:k]]
+        if cut:
+            return cut_to_budget("\n\n".join(blocks), budget, tokens)
+        text = ""
+        for block in blocks:
+            longer = f"{text}\n\n{block}" if text else block
+            if tokens.count(longer) > budget:
+                break
+            text = longer
+        return text
 
-    def run(self, questions: list[dict], budget: int) -> Result:
+    def run(self, questions: list[dict], budget: int, *, cut: bool) -> Result:
         tokens = estimator_for(MODEL)
         hits, latencies, worst = [], [], 0
         for q in questions:
             started = time.perf_counter()
-            text = self.context(q["question"], budget, tokens)
+            text = self.context(q["question"], budget, tokens, cut=cut)
             latencies.append((time.perf_counter() - started) * 1000)
             worst = max(worst, tokens.count(text))
             hits.append(normalise(q["answer"]) in normalise(text))
-        return Result("naive baseline", hits, latencies, worst)
+        return Result("naive, cut at budget" if cut else "naive, whole chunks", hits, latencies, worst)
 
 
 def cut_to_budget(text: str, budget: int, tokens: TokenEstimator) -> str:
@@ -199,10 +208,12 @@ async def main() -> int:
     started = time.perf_counter()
     baseline.ingest()
     baseline_seconds = time.perf_counter() - started
-    results.append(baseline.run(questions, args.budget))
+    results.append(baseline.run(questions, args.budget, cut=False))
+    results.append(baseline.run(questions, args.budget, cut=True))
 
     print(table(results, args.budget, len(questions)))
-    tda, naive = results[0], results[-1]
+    # The target is checked against the stronger baseline (a generous reading of "naive").
+    tda, naive = results[0], max(results[-2:], key=lambda r: r.rate)
     print(f"\ningestion (tda, read+chunk+embed+store): {chunks} chunks in {seconds:.2f} s = {chunks / seconds:.1f} chunks/s")
     print(f"ingestion (naive, read+chunk+embed):     {len(baseline.chunks)} chunks in {baseline_seconds:.2f} s = "
           f"{len(baseline.chunks) / baseline_seconds:.1f} chunks/s")

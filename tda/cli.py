@@ -140,7 +140,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _extension_commands() -> list[Callable[[argparse._SubParsersAction], None]]:
     """Commands contributed by other parts of the application (knowledge store, server)."""
-    return []
+    from .knowledge.cli import register as register_knowledge  # light: heavy imports happen per command
+
+    return [register_knowledge]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

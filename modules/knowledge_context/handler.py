@@ -39,6 +39,8 @@ class Options:
     """Neighbouring chunks added in total, over all hits together (never per hit or per side)."""
     expand_ratio: float = 0.8
     """Only hits scoring at least this share of the best hit are widened."""
+    neighbour_decay: float = 0.85
+    """A neighbour competes for budget with its hit's score times this, per chunk of distance."""
     reformulate: bool = True
     history_messages: int = 3
 
@@ -53,6 +55,7 @@ class Options:
             collections=tuple(collections),
             max_expansion=max(0, int(cfg.get("max_expansion", d.max_expansion))),
             expand_ratio=float(cfg.get("expand_ratio", d.expand_ratio)),
+            neighbour_decay=float(cfg.get("neighbour_decay", d.neighbour_decay)),
             reformulate=bool(cfg.get("reformulate", d.reformulate)),
             history_messages=max(1, int(cfg.get("history_messages", d.history_messages))),
         )
@@ -162,8 +165,8 @@ class KnowledgeContextModule(ContextModule):
         retrieval_query = await self._retrieval_query(ctx, opts)
         hits = await ctx.knowledge.retrieve(retrieval_query, collections=opts.collections, k=opts.k, min_score=opts.min_score)
         plan = Plan(ctx.query, retrieval_query)
-        plan.sources = _fit(_group(dedupe_text(hits)), budget, tokens)
-        plan.sources = await self._expand(plan.sources, budget, tokens, ctx, opts)
+        groups = _group(dedupe_text(hits))
+        plan.sources = _pack(groups, await self._neighbours(groups, ctx, opts), budget, tokens, opts)
         plan = _shrink(plan, budget, tokens)
         self._remember(ctx, plan)
         return self._render(plan, strategy="full", retrieved=len(hits))
@@ -207,27 +210,18 @@ class KnowledgeContextModule(ContextModule):
             return ctx.query
         return rewritten.strip() or ctx.query
 
-    async def _expand(self, sources: list[Source], budget: int, tokens: TokenEstimator, ctx: AssemblyContext, opts: Options) -> list[Source]:
-        """Widen strong hits with neighbours, nearest first, alternating after/before, under ONE total limit."""
-        left = opts.max_expansion
-        if not sources or left <= 0 or ctx.knowledge is None:
-            return sources
-        strong = opts.expand_ratio * sources[0].score
-        for i, source in enumerate(list(sources)):
-            if left <= 0 or source.score < strong:
-                break
-            # Asking for at most ``left`` per side: the shared total bounds what is actually added.
-            nearby = await ctx.knowledge.neighbours(source.hit, before=left, after=left)
-            for neighbour in _alternating(source.hit, nearby):
-                if left <= 0:
-                    break
-                if any(s.covers(neighbour) for s in sources) or not sources[i].adjacent(neighbour):
-                    continue
-                trial = [*sources[:i], sources[i].with_chunk(neighbour, neighbour=True), *sources[i + 1 :]]
-                if _cost(trial, tokens) > budget:
-                    break
-                sources, left = trial, left - 1
-        return sources
+    async def _neighbours(self, groups: Sequence[Source], ctx: AssemblyContext, opts: Options) -> dict[int, list[Passage]]:
+        """Neighbouring chunks of the strong hits (those within ``expand_ratio`` of the best)."""
+        if opts.max_expansion <= 0 or not groups or ctx.knowledge is None:
+            return {}
+        strong = opts.expand_ratio * groups[0].score
+        nearby: dict[int, list[Passage]] = {}
+        for i, source in enumerate(groups):
+            if source.score >= strong:
+                # At most the shared total per side: the total, not the radius, bounds what is added.
+                found = await ctx.knowledge.neighbours(source.hit, before=opts.max_expansion, after=opts.max_expansion)
+                nearby[i] = [p for p in found if (p.collection, p.document_id) == (source.hit.collection, source.hit.document_id)]
+        return nearby
 
     def _remember(self, ctx: AssemblyContext, plan: Plan) -> None:
         key = _plan_key(ctx)
@@ -304,12 +298,6 @@ def _group(hits: Sequence[Passage]) -> list[Source]:
     return sources
 
 
-def _alternating(hit: Passage, nearby: Sequence[Passage]) -> list[Passage]:
-    """Neighbours nearest first: after 1, before 1, after 2, before 2, ..."""
-    same = [p for p in nearby if (p.collection, p.document_id) == (hit.collection, hit.document_id)]
-    return sorted(same, key=lambda p: (abs(p.chunk_index - hit.chunk_index), p.chunk_index < hit.chunk_index))
-
-
 def _blocks(sources: Sequence[Source], trimmed: str | None = None) -> list[str]:
     blocks = [f"[SOURCE {n}] {s.label()}\n{s.body()}" for n, s in enumerate(sources, start=1)]
     if trimmed is not None and blocks:
@@ -326,15 +314,40 @@ def _cost(sources: Sequence[Source], tokens: TokenEstimator, trimmed: str | None
     return tokens.count(_text(sources, trimmed))
 
 
-def _fit(sources: Sequence[Source], budget: int, tokens: TokenEstimator) -> list[Source]:
-    """Whole sources, best first, skipping any that would overflow (a smaller later one may still fit)."""
-    chosen: list[Source] = []
-    for source in sources:
-        if _cost([*chosen, source], tokens) <= budget:
-            chosen.append(source)
-    if not chosen and sources:
-        chosen = [sources[0]]  # _shrink trims it to fit rather than return nothing
-    return chosen
+def _pack(groups: Sequence[Source], nearby: Mapping[int, list[Passage]], budget: int, tokens: TokenEstimator, opts: Options) -> list[Source]:
+    """Spend the budget on what is most likely to help, best first: a hit is worth its score, a
+    neighbour its hit's score decayed by distance. Hits and neighbours compete for the same tokens;
+    neighbours share ONE total (``max_expansion``) and must keep each window contiguous."""
+    candidates: list[tuple[float, int, bool, Passage | None]] = [(s.score, i, False, None) for i, s in enumerate(groups)]
+    for i, passages in nearby.items():
+        hit = groups[i].hit
+        for p in passages:
+            distance = abs(p.chunk_index - hit.chunk_index)
+            candidates.append((hit.score * opts.neighbour_decay**distance, i, p.chunk_index < hit.chunk_index, p))
+    candidates.sort(key=lambda c: (-c[0], c[1], c[2], c[3].chunk_index if c[3] else -1))  # after before before
+    chosen: dict[int, Source] = {}
+    left = opts.max_expansion
+    for _, i, _, chunk in candidates:
+        if chunk is None:
+            if any(s.covers(groups[i].hit) for s in chosen.values()):
+                continue  # already shown as another hit's neighbour
+            trial = {**chosen, i: groups[i]}
+        else:
+            source = chosen.get(i)
+            if left <= 0 or source is None or not source.adjacent(chunk) or any(s.covers(chunk) for s in chosen.values()):
+                continue
+            trial = {**chosen, i: source.with_chunk(chunk, neighbour=True)}
+        if _cost(_in_order(trial), tokens) <= budget:
+            chosen = trial
+            left -= chunk is not None
+    if not chosen and groups:
+        return [groups[0]]  # _shrink trims it to fit rather than return nothing
+    return _in_order(chosen)
+
+
+def _in_order(chosen: Mapping[int, Source]) -> list[Source]:
+    """Sources in hit-score order (group index), so [SOURCE 1] is the best hit."""
+    return [chosen[i] for i in sorted(chosen)]
 
 
 def _shrink(plan: Plan, budget: int, tokens: TokenEstimator) -> Plan:
