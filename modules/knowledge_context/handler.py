@@ -100,7 +100,7 @@ class Source:
         return Source(self.hit, chunks, self.expanded - {far})
 
     def label(self) -> str:
-        where = " › ".join(x for x in (self.hit.title or self.hit.document_id, self.hit.section) if x)
+        where = _where(self.hit.title or self.hit.document_id, self.hit.section)
         pages = sorted({c.page for c in self.chunks if c.page is not None} | _page_ends(self.chunks))
         if pages:
             where += f" (p. {pages[0]})" if pages[0] == pages[-1] else f" (pp. {pages[0]}–{pages[-1]})"
@@ -120,6 +120,15 @@ class Source:
                 parts.append(text)
             previous = chunk
         return "\n".join(parts)
+
+
+def _where(title: str, section: str) -> str:
+    """``title › section``, without repeating a title that is also the section path's first heading."""
+    if section == title:
+        section = ""
+    elif section.startswith(f"{title} › "):
+        section = section[len(title) + 3 :]
+    return f"{title} › {section}" if section else title
 
 
 def _page_ends(chunks: Sequence[Passage]) -> set[int]:

@@ -44,6 +44,13 @@ class Chunk:
         return content_hash(self.text)
 
 
+def where_label(title: str, section: str) -> str:
+    """``title › section`` for display and embedding, not repeating a title that is also the first heading."""
+    if section == title or section.startswith(f"{title}{SECTION_SEPARATOR}"):
+        section = section[len(title) :].removeprefix(SECTION_SEPARATOR)
+    return SECTION_SEPARATOR.join(x for x in (title, section) if x)
+
+
 def content_hash(text: str) -> str:
     """Hash of the text with whitespace normalised: the identity used to store identical chunks once."""
     return hashlib.sha256(" ".join(text.split()).encode()).hexdigest()[:32]

@@ -100,6 +100,7 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
+    from .chunking import where_label
     from .retrieval import ChromaKnowledgeRetriever
     from .store import KnowledgeError
 
@@ -121,7 +122,7 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
     if not passages:
         print("no passages found")
     for n, p in enumerate(passages, start=1):
-        where = " › ".join(x for x in (p.title or p.document_id, p.section) if x)
+        where = where_label(p.title or p.document_id, p.section)
         page = f" (p. {p.page})" if p.page is not None else ""
         print(f"[{n}] {p.score:.3f}  {where}{page}  [{p.collection}:{p.document_id}#{p.chunk_index}]")
         print(f"    {' '.join(p.text.split())[:300]}\n")

@@ -173,7 +173,7 @@ class ChromaKnowledgeRetriever:
         cached = self._lexical.get(name)
         if cached is None or cached[0] != key:
             rows = self.store.get_chunks(name)
-            cached = (key, BM25Index([f"{r['metadata'].get('section', '')}\n{r['text']}" for r in rows]), rows)
+            cached = (key, BM25Index([f"{r['metadata'].get('title', '')} {r['metadata'].get('section', '')}\n{r['text']}" for r in rows]), rows)
             self._lexical[name] = cached
         return cached[1], cached[2]
 

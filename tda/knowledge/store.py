@@ -18,7 +18,7 @@ from chromadb.api import ClientAPI
 from chromadb.api.models.Collection import Collection
 from chromadb.config import Settings as ChromaSettings
 
-from .chunking import Chunk
+from .chunking import Chunk, where_label
 from .embeddings import DEFAULT_EMBEDDER, make_embedder
 
 CASES_COLLECTION = "tda-champion-cases"
@@ -214,7 +214,7 @@ class KnowledgeStore:
 def embedding_text(title: str, chunk: Chunk) -> str:
     """What is embedded: the chunk prefixed by where it sits (title › section), so a passage that never
     names its subject is still found by it."""
-    where = " › ".join(x for x in (title, chunk.section) if x)
+    where = where_label(title, chunk.section)
     return f"{where}\n{chunk.text}" if where else chunk.text
 
 

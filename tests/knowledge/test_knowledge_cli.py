@@ -50,7 +50,7 @@ def test_search_list_and_delete(settings: Settings, docs: Path, capsys: pytest.C
 
     assert run(settings, "search", "how often descale the kettle", "--collection", "home", "-k", "1") == 0
     out = capsys.readouterr().out
-    assert out.startswith("[1] ") and "Kettle › Kettle › Descaling" in out and "white vinegar" in out
+    assert out.startswith("[1] ") and "Kettle › Descaling" in out and "white vinegar" in out
 
     assert run(settings, "search", "crumb tray", "--json") == 0
     rows = json.loads(capsys.readouterr().out)
