@@ -172,7 +172,9 @@ class KnowledgeContextModule(ContextModule):
         opts = Options.from_context(ctx)
         tokens = _tokens(ctx)
         retrieval_query = await self._retrieval_query(ctx, opts)
-        hits = await ctx.knowledge.retrieve(retrieval_query, collections=opts.collections, k=opts.k, min_score=opts.min_score)
+        hits = await ctx.knowledge.retrieve(
+            retrieval_query, collections=opts.collections, k=opts.k, min_score=opts.min_score
+        )
         plan = Plan(ctx.query, retrieval_query)
         groups = _group(dedupe_text(hits))
         plan.sources = _pack(groups, await self._neighbours(groups, ctx, opts), budget, tokens, opts)
@@ -219,7 +221,9 @@ class KnowledgeContextModule(ContextModule):
             return ctx.query
         return rewritten.strip() or ctx.query
 
-    async def _neighbours(self, groups: Sequence[Source], ctx: AssemblyContext, opts: Options) -> dict[int, list[Passage]]:
+    async def _neighbours(
+        self, groups: Sequence[Source], ctx: AssemblyContext, opts: Options
+    ) -> dict[int, list[Passage]]:
         """Neighbouring chunks of the strong hits (those within ``expand_ratio`` of the best)."""
         if opts.max_expansion <= 0 or not groups or ctx.knowledge is None:
             return {}
@@ -229,7 +233,9 @@ class KnowledgeContextModule(ContextModule):
             if source.score >= strong:
                 # At most the shared total per side: the total, not the radius, bounds what is added.
                 found = await ctx.knowledge.neighbours(source.hit, before=opts.max_expansion, after=opts.max_expansion)
-                nearby[i] = [p for p in found if (p.collection, p.document_id) == (source.hit.collection, source.hit.document_id)]
+                nearby[i] = [
+                    p for p in found if (p.collection, p.document_id) == (source.hit.collection, source.hit.document_id)
+                ]
         return nearby
 
     def _remember(self, ctx: AssemblyContext, plan: Plan) -> None:
@@ -240,12 +246,16 @@ class KnowledgeContextModule(ContextModule):
             self._plans.popitem(last=False)
 
     def _empty(self, reason: str) -> Contribution:
-        return Contribution(module_id=self.module_id, placement="context", strategy="empty", metadata={"reason": reason})
+        return Contribution(
+            module_id=self.module_id, placement="context", strategy="empty", metadata={"reason": reason}
+        )
 
     def _render(self, plan: Plan, *, strategy: str, retrieved: int) -> Contribution:
         if not plan.sources:
             empty = self._empty("no passage fits" if retrieved else "no passage found")
-            return empty.replace(metadata={**empty.metadata, "retrieval_query": plan.retrieval_query, "retrieved": retrieved})
+            return empty.replace(
+                metadata={**empty.metadata, "retrieval_query": plan.retrieval_query, "retrieved": retrieved}
+            )
         return Contribution(
             module_id=self.module_id,
             units=tuple((block,) for block in _blocks(plan.sources, plan.trimmed)),
@@ -323,11 +333,15 @@ def _cost(sources: Sequence[Source], tokens: TokenEstimator, trimmed: str | None
     return tokens.count(_text(sources, trimmed))
 
 
-def _pack(groups: Sequence[Source], nearby: Mapping[int, list[Passage]], budget: int, tokens: TokenEstimator, opts: Options) -> list[Source]:
+def _pack(
+    groups: Sequence[Source], nearby: Mapping[int, list[Passage]], budget: int, tokens: TokenEstimator, opts: Options
+) -> list[Source]:
     """Spend the budget on what is most likely to help, best first: a hit is worth its score, a
     neighbour its hit's score decayed by distance. Hits and neighbours compete for the same tokens;
     neighbours share ONE total (``max_expansion``) and must keep each window contiguous."""
-    candidates: list[tuple[float, int, bool, Passage | None]] = [(s.score, i, False, None) for i, s in enumerate(groups)]
+    candidates: list[tuple[float, int, bool, Passage | None]] = [
+        (s.score, i, False, None) for i, s in enumerate(groups)
+    ]
     for i, passages in nearby.items():
         hit = groups[i].hit
         for p in passages:
@@ -343,7 +357,12 @@ def _pack(groups: Sequence[Source], nearby: Mapping[int, list[Passage]], budget:
             trial = {**chosen, i: groups[i]}
         else:
             source = chosen.get(i)
-            if left <= 0 or source is None or not source.adjacent(chunk) or any(s.covers(chunk) for s in chosen.values()):
+            if (
+                left <= 0
+                or source is None
+                or not source.adjacent(chunk)
+                or any(s.covers(chunk) for s in chosen.values())
+            ):
                 continue
             trial = {**chosen, i: source.with_chunk(chunk, neighbour=True)}
         if _cost(_in_order(trial), tokens) <= budget:

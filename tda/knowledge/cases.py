@@ -51,10 +51,17 @@ class ChampionCaseStore:
         self._collection().upsert(
             ids=[cid],
             documents=[case.query],
-            metadatas=[{
-                "answer": case.answer, "plan": case.plan, "tokens": case.tokens, "feedback": case.feedback,
-                "session_id": case.session_id, "turn": case.turn, "recorded_at": time.time(),
-            }],
+            metadatas=[
+                {
+                    "answer": case.answer,
+                    "plan": case.plan,
+                    "tokens": case.tokens,
+                    "feedback": case.feedback,
+                    "session_id": case.session_id,
+                    "turn": case.turn,
+                    "recorded_at": time.time(),
+                }
+            ],
         )
         return cid
 
@@ -79,17 +86,27 @@ class ChampionCaseStore:
         if not query.strip() or k <= 0 or not total:
             return []
         found = col.query(
-            query_texts=[query], n_results=min(k, total), where={"feedback": {"$gte": 0}},
+            query_texts=[query],
+            n_results=min(k, total),
+            where={"feedback": {"$gte": 0}},
             include=["documents", "metadatas", "distances"],
         )
         cases = [
             ChampionCase(
-                id=cid, query=text, score=round(max(0.0, 1.0 - float(distance)), 6),
-                plan=str(meta.get("plan", "")), answer=str(meta.get("answer", "")),
-                tokens=int(meta.get("tokens", 0)), feedback=int(meta.get("feedback", 0)),
+                id=cid,
+                query=text,
+                score=round(max(0.0, 1.0 - float(distance)), 6),
+                plan=str(meta.get("plan", "")),
+                answer=str(meta.get("answer", "")),
+                tokens=int(meta.get("tokens", 0)),
+                feedback=int(meta.get("feedback", 0)),
             )
             for cid, text, meta, distance in zip(
-                found["ids"][0], found["documents"][0], found["metadatas"][0], found["distances"][0], strict=True  # type: ignore[index]
+                found["ids"][0],
+                found["documents"][0],
+                found["metadatas"][0],
+                found["distances"][0],
+                strict=True,  # type: ignore[index]
             )
         ]
         return sorted(cases, key=lambda c: -c.score)

@@ -31,7 +31,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
     search = actions.add_parser("search", help="retrieve passages for a query")
     search.add_argument("query")
-    search.add_argument("--collection", action="append", default=[], help="collection to search (repeatable; default: all)")
+    search.add_argument(
+        "--collection", action="append", default=[], help="collection to search (repeatable; default: all)"
+    )
     search.add_argument("-k", type=int, default=5, help="passages to return (default 5)")
     search.add_argument("--min-score", type=float, default=0.0)
     search.add_argument("--document", action="append", default=[], help="only this document id (repeatable)")
@@ -40,7 +42,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     _embedder_option(search)
     search.set_defaults(func=cmd_search)
 
-    listing = actions.add_parser("list", help="collections with document and chunk counts; or one collection's documents")
+    listing = actions.add_parser(
+        "list", help="collections with document and chunk counts; or one collection's documents"
+    )
     listing.add_argument("--collection", help="list this collection's documents")
     _embedder_option(listing)
     listing.set_defaults(func=cmd_list)
@@ -54,7 +58,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 def _embedder_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--embedder", choices=["minilm", "hashing"], default="minilm",
+        "--embedder",
+        choices=["minilm", "hashing"],
+        default="minilm",
         help="embedder for new collections (default minilm; existing collections keep theirs)",
     )
 
@@ -109,14 +115,29 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
         for name in args.collection:
             retriever.store.collection(name)  # a clear error for a misspelt collection
         passages = retriever.search(
-            args.query, collections=args.collection, k=args.k, min_score=args.min_score,
-            documents=args.document, sections=args.section,
+            args.query,
+            collections=args.collection,
+            k=args.k,
+            min_score=args.min_score,
+            documents=args.document,
+            sections=args.section,
         )
     except (KnowledgeError, ValueError) as exc:
         return _fail("search", exc)
     if args.json:
-        rows = [{"score": p.score, "collection": p.collection, "document_id": p.document_id, "title": p.title,
-                 "section": p.section, "page": p.page, "chunk_index": p.chunk_index, "text": p.text} for p in passages]
+        rows = [
+            {
+                "score": p.score,
+                "collection": p.collection,
+                "document_id": p.document_id,
+                "title": p.title,
+                "section": p.section,
+                "page": p.page,
+                "chunk_index": p.chunk_index,
+                "text": p.text,
+            }
+            for p in passages
+        ]
         print(json.dumps(rows, indent=2, ensure_ascii=False))
         return 0
     if not passages:
@@ -160,7 +181,10 @@ def cmd_delete(args: argparse.Namespace, settings: Settings) -> int:
         known = set(store.document_ids(args.collection))
         missing = [d for d in args.document if d not in known]
         if missing:
-            raise KnowledgeError(f"no document {missing[0]!r} in {args.collection!r}; see `tda knowledge list --collection {args.collection}`")
+            raise KnowledgeError(
+                f"no document {missing[0]!r} in {args.collection!r}; "
+                f"see `tda knowledge list --collection {args.collection}`"
+            )
         for doc in args.document:
             print(f"deleted {doc} ({store.delete_document(args.collection, doc)} chunks)")
     except (KnowledgeError, ValueError) as exc:

@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 import re
 import threading
 from typing import Any
@@ -34,7 +35,7 @@ class HashingEmbedding(EmbeddingFunction[Documents]):
     def _embed(self, text: str) -> np.ndarray:
         vector = np.zeros(self.dimensions, dtype=np.float32)
         words = _WORD.findall(text.lower())
-        for feature in [*words, *(f"{a} {b}" for a, b in zip(words, words[1:]))]:
+        for feature in [*words, *(f"{a} {b}" for a, b in itertools.pairwise(words))]:
             digest = hashlib.blake2b(feature.encode(), digest_size=8).digest()
             slot = int.from_bytes(digest[:4], "little") % self.dimensions
             vector[slot] += 1.0 if digest[4] & 1 else -1.0

@@ -99,7 +99,13 @@ def _ingest_file(
         # The hash covers the chunking parameters, so re-ingesting with another target re-chunks.
         doc_hash = hashlib.sha256(path.read_bytes() + f"|{target_tokens}".encode()).hexdigest()
         put = store.put_document(
-            collection, doc_id, title=doc.title, chunks=chunks, doc_hash=doc_hash, source=str(path), on_embedded=on_embedded
+            collection,
+            doc_id,
+            title=doc.title,
+            chunks=chunks,
+            doc_hash=doc_hash,
+            source=str(path),
+            on_embedded=on_embedded,
         )
     except ReadError as exc:
         return FileResult(str(path), doc_id, "error", error=str(exc))

@@ -42,7 +42,9 @@ def read_document(path: Path) -> ExtractedDocument:
     """Read ``path`` into blocks. Raises :class:`ReadError` for anything that cannot be ingested."""
     suffix = path.suffix.lower()
     if suffix not in SUPPORTED_SUFFIXES:
-        raise ReadError(f"{path}: unsupported file type {suffix or '(none)'}; use one of {', '.join(SUPPORTED_SUFFIXES)}")
+        raise ReadError(
+            f"{path}: unsupported file type {suffix or '(none)'}; use one of {', '.join(SUPPORTED_SUFFIXES)}"
+        )
     try:
         if suffix == ".pdf":
             doc = _read_pdf(path)
@@ -60,7 +62,9 @@ def read_document(path: Path) -> ExtractedDocument:
 def _decode_text(path: Path) -> str:
     data = path.read_bytes()
     if b"\x00" in data[:8192]:
-        raise ReadError(f"{path}: looks binary (contains NUL bytes); only text, Markdown, HTML and PDF files can be ingested")
+        raise ReadError(
+            f"{path}: looks binary (contains NUL bytes); only text, Markdown, HTML and PDF files can be ingested"
+        )
     for encoding in ("utf-8-sig", "cp1252"):
         try:
             return data.decode(encoding)
@@ -158,11 +162,59 @@ def buffer_has_open_paragraph(buffer: list[str]) -> bool:
 
 # --- HTML ------------------------------------------------------------------------------------
 
-_SKIP_TAGS = {"script", "style", "nav", "header", "footer", "aside", "form", "select", "svg", "noscript", "template", "head"}
-_SKIP_MARKERS = {"nav", "navigation", "menu", "mainmenu", "submenu", "sidebar", "breadcrumb", "breadcrumbs", "nosearch", "toc"}
+_SKIP_TAGS = {
+    "script",
+    "style",
+    "nav",
+    "header",
+    "footer",
+    "aside",
+    "form",
+    "select",
+    "svg",
+    "noscript",
+    "template",
+    "head",
+}
+_SKIP_MARKERS = {
+    "nav",
+    "navigation",
+    "menu",
+    "mainmenu",
+    "submenu",
+    "sidebar",
+    "breadcrumb",
+    "breadcrumbs",
+    "nosearch",
+    "toc",
+}
 _BLOCK_TAGS = {
-    "p", "div", "li", "ul", "ol", "dl", "dt", "dd", "table", "tr", "blockquote", "section", "article",
-    "main", "pre", "br", "hr", "figure", "figcaption", "caption", "h1", "h2", "h3", "h4", "h5", "h6",
+    "p",
+    "div",
+    "li",
+    "ul",
+    "ol",
+    "dl",
+    "dt",
+    "dd",
+    "table",
+    "tr",
+    "blockquote",
+    "section",
+    "article",
+    "main",
+    "pre",
+    "br",
+    "hr",
+    "figure",
+    "figcaption",
+    "caption",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
 }
 _VOID_TAGS = {"br", "hr", "img", "input", "meta", "link", "area", "base", "col", "embed", "source", "track", "wbr"}
 _HEADING = re.compile(r"^h([1-6])$")

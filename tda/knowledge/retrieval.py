@@ -56,7 +56,9 @@ class _Candidate:
 class ChromaKnowledgeRetriever:
     """Implements ``KnowledgeRetriever`` (and filters by document and section) over a KnowledgeStore."""
 
-    def __init__(self, store: KnowledgeStore, settings: RetrievalSettings | None = None, reranker: Reranker | None = None) -> None:
+    def __init__(
+        self, store: KnowledgeStore, settings: RetrievalSettings | None = None, reranker: Reranker | None = None
+    ) -> None:
         self.store = store
         self.settings = settings or RetrievalSettings()
         self.reranker = reranker
@@ -73,7 +75,13 @@ class ChromaKnowledgeRetriever:
         sections: Sequence[str] = (),
     ) -> list[Passage]:
         return await asyncio.to_thread(
-            self.search, query, collections=collections, k=k, min_score=min_score, documents=documents, sections=sections
+            self.search,
+            query,
+            collections=collections,
+            k=k,
+            min_score=min_score,
+            documents=documents,
+            sections=sections,
         )
 
     def search(
@@ -136,19 +144,28 @@ class ChromaKnowledgeRetriever:
         vector = np.asarray(embed([query])[0], dtype=np.float32)
         where = {"document_id": {"$in": list(documents)}} if documents else None
         found = col.query(
-            query_embeddings=[vector], n_results=min(self.settings.candidates, total), where=where,  # type: ignore[arg-type]
+            query_embeddings=[vector],
+            n_results=min(self.settings.candidates, total),
+            where=where,  # type: ignore[arg-type]
             include=["documents", "metadatas", "distances"],
         )
         pool = {
             i: _Candidate(i, t, dict(m or {}), name, max(0.0, 1.0 - float(d)))
-            for i, t, m, d in zip(found["ids"][0], found["documents"][0], found["metadatas"][0], found["distances"][0], strict=True)  # type: ignore[index]
+            for i, t, m, d in zip(
+                found["ids"][0], found["documents"][0], found["metadatas"][0], found["distances"][0], strict=True
+            )  # type: ignore[index]
         }
         if self.settings.lexical_weight > 0:
             self._add_lexical(name, col, query, vector, documents, pool)
         w = self.settings.lexical_weight
-        return [_passage(c.id, c.text, c.metadata, name, (1 - w) * c.dense + w * c.lexical, c.dense, c.lexical) for c in pool.values()]
+        return [
+            _passage(c.id, c.text, c.metadata, name, (1 - w) * c.dense + w * c.lexical, c.dense, c.lexical)
+            for c in pool.values()
+        ]
 
-    def _add_lexical(self, name: str, col: Any, query: str, vector: np.ndarray, documents: Sequence[str], pool: dict[str, _Candidate]) -> None:
+    def _add_lexical(
+        self, name: str, col: Any, query: str, vector: np.ndarray, documents: Sequence[str], pool: dict[str, _Candidate]
+    ) -> None:
         """Fuse BM25 (normalised by the best lexical hit) into the pool; lexical-only hits get their dense score."""
         index, rows = self._lexical_index(name, col)
         scores = index.scores(query)
@@ -166,14 +183,22 @@ class ChromaKnowledgeRetriever:
             if row["id"] in pool:
                 pool[row["id"]] = _with_lexical(pool[row["id"]], lexical)
             else:
-                pool[row["id"]] = _Candidate(row["id"], row["text"], row["metadata"], name, dense.get(row["id"], 0.0), lexical)
+                pool[row["id"]] = _Candidate(
+                    row["id"], row["text"], row["metadata"], name, dense.get(row["id"], 0.0), lexical
+                )
 
     def _lexical_index(self, name: str, col: Any) -> tuple[BM25Index, list[dict[str, Any]]]:
         key = (self.store.version(name), col.count())
         cached = self._lexical.get(name)
         if cached is None or cached[0] != key:
             rows = self.store.get_chunks(name)
-            cached = (key, BM25Index([f"{r['metadata'].get('title', '')} {r['metadata'].get('section', '')}\n{r['text']}" for r in rows]), rows)
+            cached = (
+                key,
+                BM25Index(
+                    [f"{r['metadata'].get('title', '')} {r['metadata'].get('section', '')}\n{r['text']}" for r in rows]
+                ),
+                rows,
+            )
             self._lexical[name] = cached
         return cached[1], cached[2]
 
@@ -191,7 +216,15 @@ def _dense_scores(col: Any, ids: list[str], vector: np.ndarray) -> dict[str, flo
     return {i: max(0.0, float(s)) for i, s in zip(got["ids"], sims, strict=True)}
 
 
-def _passage(id_: str, text: str, meta: dict[str, Any], collection: str, score: float, dense: float | None = None, lexical: float | None = None) -> Passage:
+def _passage(
+    id_: str,
+    text: str,
+    meta: dict[str, Any],
+    collection: str,
+    score: float,
+    dense: float | None = None,
+    lexical: float | None = None,
+) -> Passage:
     extra = {"id": id_}
     if dense is not None:
         extra |= {"dense_score": round(dense, 4), "lexical_score": round(lexical or 0.0, 4)}

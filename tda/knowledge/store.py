@@ -53,7 +53,9 @@ def open_client(data_dir: Path, chroma_url: str | None = None) -> ClientAPI:
         if not url.hostname:
             raise KnowledgeError(f"chroma URL {chroma_url!r} has no host; use http://HOST:PORT")
         https = url.scheme == "https"
-        return chromadb.HttpClient(host=url.hostname, port=url.port or (443 if https else 8000), ssl=https, settings=settings)
+        return chromadb.HttpClient(
+            host=url.hostname, port=url.port or (443 if https else 8000), ssl=https, settings=settings
+        )
     path = Path(data_dir) / "chroma"
     path.mkdir(parents=True, exist_ok=True)
     return chromadb.PersistentClient(path=str(path), settings=settings)
@@ -90,15 +92,23 @@ class KnowledgeStore:
             if kind == "knowledge":
                 check_collection_name(name)
             return self.client.get_or_create_collection(
-                name, embedding_function=make_embedder(self.embedder_name), metadata={KIND_KEY: kind}  # type: ignore[arg-type]
+                name,
+                embedding_function=make_embedder(self.embedder_name),
+                metadata={KIND_KEY: kind},  # type: ignore[arg-type]
             )
         try:
             return self.client.get_collection(name)
         except Exception as exc:  # chromadb raises NotFoundError (or ValueError in older servers)
-            raise KnowledgeError(f"no knowledge collection named {name!r}; ingest into it first or check `tda knowledge list`") from exc
+            raise KnowledgeError(
+                f"no knowledge collection named {name!r}; ingest into it first or check `tda knowledge list`"
+            ) from exc
 
     def collection_names(self) -> list[str]:
-        return sorted(c.name for c in self.client.list_collections() if (c.metadata or {}).get(KIND_KEY, "knowledge") == "knowledge")
+        return sorted(
+            c.name
+            for c in self.client.list_collections()
+            if (c.metadata or {}).get(KIND_KEY, "knowledge") == "knowledge"
+        )
 
     def list_collections(self) -> list[CollectionInfo]:
         infos = []
@@ -164,7 +174,12 @@ class KnowledgeStore:
         try:
             for start in range(0, len(ids), self.client.get_max_batch_size()):
                 batch = slice(start, start + self.client.get_max_batch_size())
-                col.add(ids=ids[batch], documents=[c.text for c in fresh][batch], metadatas=metadatas[batch], embeddings=embeddings[batch])  # type: ignore[arg-type]
+                col.add(
+                    ids=ids[batch],
+                    documents=[c.text for c in fresh][batch],
+                    metadatas=metadatas[batch],
+                    embeddings=embeddings[batch],
+                )  # type: ignore[arg-type]
                 written.extend(ids[batch])
         except Exception:
             if written:
@@ -202,9 +217,13 @@ class KnowledgeStore:
                 on_embedded(len(batch))
         return vectors
 
-    def get_chunks(self, collection: str, *, where: Mapping[str, Any] | None = None, ids: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    def get_chunks(
+        self, collection: str, *, where: Mapping[str, Any] | None = None, ids: Sequence[str] | None = None
+    ) -> list[dict[str, Any]]:
         """Chunks as dicts (id, text, metadata), for neighbour lookup and lexical indexing."""
-        got = self.collection(collection).get(where=where, ids=list(ids) if ids else None, include=["documents", "metadatas"])  # type: ignore[arg-type]
+        got = self.collection(collection).get(
+            where=where, ids=list(ids) if ids else None, include=["documents", "metadatas"]
+        )  # type: ignore[arg-type]
         return [
             {"id": i, "text": t, "metadata": m or {}}
             for i, t, m in zip(got["ids"], got["documents"] or [], got["metadatas"] or [], strict=True)

@@ -10,7 +10,9 @@ def _escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
 
 
-def make_pdf(path: Path, pages: Sequence[Sequence[str]], *, outline: Sequence[tuple[str, int]] = (), password: str | None = None) -> Path:
+def make_pdf(
+    path: Path, pages: Sequence[Sequence[str]], *, outline: Sequence[tuple[str, int]] = (), password: str | None = None
+) -> Path:
     """Write a real PDF: one text line per string, Helvetica; optional bookmarks and encryption (via pypdf)."""
     from pypdf import PdfReader, PdfWriter
 

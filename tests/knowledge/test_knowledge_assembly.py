@@ -13,7 +13,9 @@ from tda.knowledge.retrieval import ChromaKnowledgeRetriever
 from tda.knowledge.store import KnowledgeStore
 
 
-async def test_the_answering_passage_reaches_the_assembled_window(store: KnowledgeStore, tmp_path: Path, builtin_registry: ModuleRegistry) -> None:
+async def test_the_answering_passage_reaches_the_assembled_window(
+    store: KnowledgeStore, tmp_path: Path, builtin_registry: ModuleRegistry
+) -> None:
     (tmp_path / "faq.md").write_text(
         "# Support FAQ\n\n## Billing\n\nInvoices are emailed on the first working day of each month.\n\n"
         "## Accounts\n\nTwo-factor authentication can be reset by an administrator from the security page.\n"
@@ -29,7 +31,7 @@ async def test_the_answering_passage_reaches_the_assembled_window(store: Knowled
     )
     result = await ContextWindowHandler(builtin_registry).assemble(ctx, DEFAULT_TYPES["balanced"])
     usage = result.snapshot.module("knowledge_context")
-    assert usage.status == "ok" and 0 < usage.used
+    assert usage.status == "ok" and usage.used > 0
     sent = "\n".join(str(m.get("content", "")) for m in result.messages)
     assert "[SOURCE 1] Support FAQ › Billing" in sent
     assert "Invoices are emailed on the first working day of each month." in sent

@@ -16,11 +16,24 @@ def cases(store: KnowledgeStore) -> ChampionCaseStore:
 
 async def test_similar_cases_are_served_best_first_with_their_details(cases: ChampionCaseStore) -> None:
     assert isinstance(cases, CaseRetriever)
-    cases.record(CaseRecord("monthly revenue by region for 2024", "Revenue table", plan="query sales; group by region", tokens=812, feedback=1))
+    cases.record(
+        CaseRecord(
+            "monthly revenue by region for 2024",
+            "Revenue table",
+            plan="query sales; group by region",
+            tokens=812,
+            feedback=1,
+        )
+    )
     cases.record(CaseRecord("list open support tickets", "12 tickets", plan="query tickets"))
     [best, other] = await cases.retrieve_cases("revenue by region for 2023", k=2)
     assert (best.query, best.answer, best.plan, best.tokens, best.feedback) == (
-        "monthly revenue by region for 2024", "Revenue table", "query sales; group by region", 812, 1)
+        "monthly revenue by region for 2024",
+        "Revenue table",
+        "query sales; group by region",
+        812,
+        1,
+    )
     assert 0 <= other.score < best.score <= 1
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -25,7 +27,13 @@ def doc(*sections: tuple[tuple[str, ...], list[str]], pages: bool = False) -> Ex
 
 def test_split_sentences_keeps_abbreviations_and_decimals_together() -> None:
     text = 'Use e.g. the CLI for version 3.7.0 today. Then restart! Does it work? "Yes." Done'
-    assert split_sentences(text) == ["Use e.g. the CLI for version 3.7.0 today.", "Then restart!", "Does it work?", '"Yes."', "Done"]
+    assert split_sentences(text) == [
+        "Use e.g. the CLI for version 3.7.0 today.",
+        "Then restart!",
+        "Does it work?",
+        '"Yes."',
+        "Done",
+    ]
 
 
 def test_chunks_never_cross_a_section_and_carry_its_path() -> None:
@@ -43,7 +51,7 @@ def test_long_sections_split_at_sentences_within_target_with_overlap() -> None:
         assert c.token_count <= 150
         assert c.token_count == COUNT(c.text)
         assert c.text.endswith(".") and c.text.startswith("Sentence ")  # whole sentences only
-    for before, after in zip(chunks, chunks[1:]):
+    for before, after in itertools.pairwise(chunks):
         last = split_sentences(before.text)[-1]
         assert after.text.startswith(last)  # the last sentence repeats: an answer on the boundary stays whole
 
@@ -77,7 +85,9 @@ def test_content_hash_ignores_whitespace_only() -> None:
 
 @settings(max_examples=40, deadline=None)
 @given(
-    paragraphs=st.lists(st.lists(st.integers(min_value=1, max_value=40), min_size=1, max_size=12), min_size=1, max_size=8),
+    paragraphs=st.lists(
+        st.lists(st.integers(min_value=1, max_value=40), min_size=1, max_size=12), min_size=1, max_size=8
+    ),
     target=st.integers(min_value=40, max_value=400),
 )
 def test_every_sentence_survives_whole_and_chunks_respect_the_target(paragraphs: list[list[int]], target: int) -> None:

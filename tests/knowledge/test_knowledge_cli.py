@@ -31,7 +31,9 @@ def docs(tmp_path: Path) -> Path:
     return root
 
 
-def test_ingest_reports_per_file_and_exits_1_when_any_file_failed(settings: Settings, docs: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_ingest_reports_per_file_and_exits_1_when_any_file_failed(
+    settings: Settings, docs: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     code = run(settings, "ingest", str(docs), "--collection", "home", "--embedder", "hashing")
     out, err = capsys.readouterr()
     assert code == 1
@@ -45,7 +47,17 @@ def test_ingest_reports_per_file_and_exits_1_when_any_file_failed(settings: Sett
 
 
 def test_search_list_and_delete(settings: Settings, docs: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    run(settings, "ingest", str(docs / "kettle.md"), str(docs / "toaster.txt"), "--collection", "home", "--embedder", "hashing", "--quiet")
+    run(
+        settings,
+        "ingest",
+        str(docs / "kettle.md"),
+        str(docs / "toaster.txt"),
+        "--collection",
+        "home",
+        "--embedder",
+        "hashing",
+        "--quiet",
+    )
     capsys.readouterr()
 
     assert run(settings, "search", "how often descale the kettle", "--collection", "home", "-k", "1") == 0

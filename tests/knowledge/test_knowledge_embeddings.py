@@ -30,10 +30,12 @@ def test_embedders_are_registered_so_reopened_collections_rebuild_them() -> None
 def test_minilm_is_semantic_and_works_offline() -> None:
     """The shipped all-MiniLM-L6-v2 weights: a paraphrase with no shared words beats a lexical decoy."""
     embed = MiniLMEmbedding()
-    query, paraphrase, decoy = embed([
-        "How do I change my login password?",
-        "Steps for resetting the credentials you sign in with.",
-        "The login page shows a picture of a password-protected safe.",
-    ])
+    query, paraphrase, decoy = embed(
+        [
+            "How do I change my login password?",
+            "Steps for resetting the credentials you sign in with.",
+            "The login page shows a picture of a password-protected safe.",
+        ]
+    )
     assert len(query) == 384 and float(np.linalg.norm(query)) == pytest.approx(1.0, abs=1e-4)
     assert float(np.dot(query, paraphrase)) > float(np.dot(query, decoy))

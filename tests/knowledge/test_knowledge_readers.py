@@ -17,10 +17,15 @@ def write(tmp_path: Path, name: str, content: str | bytes) -> Path:
 
 
 def test_markdown_headings_become_section_paths_and_code_fences_stay_whole(tmp_path: Path) -> None:
-    md = write(tmp_path, "guide.md", (
-        "# Guide\n\nIntro text.\n\n## Install\n\nRun the installer.\n\n```sh\n# not a heading\npip install x\n```\n\n"
-        "### Linux\n\nUse apt.\n\n## Usage\n\nCall it.\n"
-    ))
+    md = write(
+        tmp_path,
+        "guide.md",
+        (
+            "# Guide\n\nIntro text.\n\n## Install\n\nRun the installer.\n\n"
+            "```sh\n# not a heading\npip install x\n```\n\n"
+            "### Linux\n\nUse apt.\n\n## Usage\n\nCall it.\n"
+        ),
+    )
     doc = read_document(md)
     assert doc.title == "Guide"
     by_text = {b.text: b.headings for b in doc.blocks}
@@ -37,12 +42,16 @@ def test_setext_headings_are_recognised(tmp_path: Path) -> None:
 
 
 def test_html_skips_navigation_scripts_and_styles_and_keeps_heading_paths(tmp_path: Path) -> None:
-    html = write(tmp_path, "page.html", """<html><head><title>Page Title</title><style>p {color: red}</style></head>
+    html = write(
+        tmp_path,
+        "page.html",
+        """<html><head><title>Page Title</title><style>p {color: red}</style></head>
     <body><nav><a href="/">Home</a></nav><div class="menu"><ul><li>Menu item</li></ul></div>
     <h1>Main</h1><p>First   paragraph
     text.</p><script>var x = 1;</script><h2>Sub <em>part</em></h2><p>Second &amp; last.</p>
     <pre>code  line 1
-code line 2</pre><footer>Copyright</footer></body></html>""")
+code line 2</pre><footer>Copyright</footer></body></html>""",
+    )
     doc = read_document(html)
     assert doc.title == "Page Title"
     assert [(b.text, b.headings) for b in doc.blocks if not b.preformatted] == [
@@ -50,7 +59,12 @@ code line 2</pre><footer>Copyright</footer></body></html>""")
         ("Second & last.", ("Main", "Sub part")),
     ]
     assert next(b for b in doc.blocks if b.preformatted).text == "code  line 1\ncode line 2"
-    assert "Home" not in doc.text and "Menu item" not in doc.text and "var x" not in doc.text and "Copyright" not in doc.text
+    assert (
+        "Home" not in doc.text
+        and "Menu item" not in doc.text
+        and "var x" not in doc.text
+        and "Copyright" not in doc.text
+    )
 
 
 def test_plain_text_uses_a_short_first_line_as_title(tmp_path: Path) -> None:
@@ -60,8 +74,11 @@ def test_plain_text_uses_a_short_first_line_as_title(tmp_path: Path) -> None:
 
 
 def test_pdf_pages_and_outline_give_page_numbers_and_sections(tmp_path: Path) -> None:
-    pdf = make_pdf(tmp_path / "manual.pdf", [["Intro sentence one.", "Intro sentence two."], ["Details live here."]],
-                   outline=[("Introduction", 0), ("Details", 1)])
+    pdf = make_pdf(
+        tmp_path / "manual.pdf",
+        [["Intro sentence one.", "Intro sentence two."], ["Details live here."]],
+        outline=[("Introduction", 0), ("Details", 1)],
+    )
     doc = read_document(pdf)
     assert [(b.page, b.headings) for b in doc.blocks] == [(1, ("Introduction",)), (2, ("Details",))]
     assert "Details live here." in doc.text
@@ -78,7 +95,9 @@ def test_pdf_pages_and_outline_give_page_numbers_and_sections(tmp_path: Path) ->
         ("latin.txt", bytes([0x81, 0x8D, 0x8F, 0x90, 0x9D]) * 3, "not valid UTF-8"),
     ],
 )
-def test_unreadable_files_raise_a_clear_error_naming_the_file(tmp_path: Path, name: str, content: str | bytes, message: str) -> None:
+def test_unreadable_files_raise_a_clear_error_naming_the_file(
+    tmp_path: Path, name: str, content: str | bytes, message: str
+) -> None:
     path = write(tmp_path, name, content)
     with pytest.raises(ReadError, match=message) as err:
         read_document(path)

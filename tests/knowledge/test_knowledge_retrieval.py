@@ -52,7 +52,9 @@ async def test_the_answering_passage_ranks_first_with_provenance(retriever: Chro
 
 async def test_relative_floor_drops_hits_far_below_the_best(retriever: ChromaKnowledgeRetriever) -> None:
     loose = replace(retriever.settings, relative_floor=0.0)
-    everything = ChromaKnowledgeRetriever(retriever.store, loose).search("mainsail reef wind knots", collections=["boat"], k=10)
+    everything = ChromaKnowledgeRetriever(retriever.store, loose).search(
+        "mainsail reef wind knots", collections=["boat"], k=10
+    )
     floored = retriever.search("mainsail reef wind knots", collections=["boat"], k=10)
     best = floored[0].score
     assert all(p.score >= best * retriever.settings.relative_floor for p in floored)
@@ -63,7 +65,9 @@ async def test_absolute_min_score_applies_too(retriever: ChromaKnowledgeRetrieve
     assert await retriever.retrieve("mainsail", collections=["boat"], min_score=0.999) == []
 
 
-async def test_empty_query_and_unknown_collection_return_nothing_instead_of_failing(retriever: ChromaKnowledgeRetriever) -> None:
+async def test_empty_query_and_unknown_collection_return_nothing_instead_of_failing(
+    retriever: ChromaKnowledgeRetriever,
+) -> None:
     assert await retriever.retrieve("   ", collections=["boat"]) == []
     assert await retriever.retrieve("flares", collections=["no-such-collection"]) == []
 
@@ -86,7 +90,9 @@ async def test_document_and_section_filters(retriever: ChromaKnowledgeRetriever)
     assert {p.section for p in below} >= {"Boat manual › Engine"}  # a section filter includes its subsections
 
 
-async def test_neighbours_are_adjacent_chunks_in_order_without_the_passage_itself(retriever: ChromaKnowledgeRetriever) -> None:
+async def test_neighbours_are_adjacent_chunks_in_order_without_the_passage_itself(
+    retriever: ChromaKnowledgeRetriever,
+) -> None:
     [sails] = [p for p in retriever.search("mainsail jib", collections=["boat"], k=5) if p.section.endswith("Sails")]
     around = await retriever.neighbours(sails, before=1, after=1)
     assert [p.section.rsplit(" › ", 1)[-1] for p in around] == ["Engine", "Safety"]
@@ -101,7 +107,14 @@ def passage(text: str, score: float) -> Passage:
 
 def test_dedupe_keeps_the_best_of_identical_and_near_identical_texts() -> None:
     long = "the quick brown fox jumps over the lazy dog near the river bank at dawn " * 3
-    kept = dedupe([passage(long, 0.9), passage(long.upper(), 0.8), passage(long + " today", 0.7), passage("unrelated text here", 0.6)])
+    kept = dedupe(
+        [
+            passage(long, 0.9),
+            passage(long.upper(), 0.8),
+            passage(long + " today", 0.7),
+            passage("unrelated text here", 0.6),
+        ]
+    )
     assert [p.score for p in kept] == [0.9, 0.6]
 
 
@@ -117,7 +130,9 @@ class ReverseReranker:
 async def test_a_pluggable_reranker_decides_the_final_order(retriever: ChromaKnowledgeRetriever) -> None:
     plain = retriever.search("mainsail", collections=["boat"], k=10)
     reranker = ReverseReranker()
-    reranked = await ChromaKnowledgeRetriever(retriever.store, retriever.settings, reranker).retrieve("mainsail", collections=["boat"], k=10)
+    reranked = await ChromaKnowledgeRetriever(retriever.store, retriever.settings, reranker).retrieve(
+        "mainsail", collections=["boat"], k=10
+    )
     assert reranker.seen == ["mainsail"]
     assert [p.text for p in reranked] == [p.text for p in reversed(plain)]
 
@@ -127,4 +142,6 @@ async def test_hybrid_lexical_signal_is_fused_into_the_score(retriever: ChromaKn
     assert top.metadata["lexical_score"] == 1.0  # the best BM25 hit is normalised to 1
     dense_only = ChromaKnowledgeRetriever(retriever.store, RetrievalSettings(lexical_weight=0.0))
     [plain, *_] = dense_only.search("propeller fishing line", collections=["boat"], k=3)
-    assert plain.metadata["lexical_score"] == 0.0 and plain.score == pytest.approx(plain.metadata["dense_score"], abs=1e-4)
+    assert plain.metadata["lexical_score"] == 0.0 and plain.score == pytest.approx(
+        plain.metadata["dense_score"], abs=1e-4
+    )

@@ -27,7 +27,9 @@ def corpus(tmp_path: Path) -> Path:
     root = tmp_path / "docs"
     root.mkdir()
     (root / "guide.md").write_text(GUIDE)
-    (root / "notes.txt").write_text("Compost notes\n\nA compost heap needs air, water and a mix of green and brown waste.")
+    (root / "notes.txt").write_text(
+        "Compost notes\n\nA compost heap needs air, water and a mix of green and brown waste."
+    )
     (root / "page.html").write_text("<h1>Bees</h1><p>Bees pollinate the flowers of tomatoes and squash.</p>")
     make_pdf(root / "manual.pdf", [["Irrigation manual.", "Drip lines save water in dry summers."]])
     (root / "broken.pdf").write_bytes(b"%PDF-1.4 garbage")
@@ -40,12 +42,20 @@ def chunks_of(store: KnowledgeStore, collection: str, document_id: str) -> list[
     return store.get_chunks(collection, where={"document_id": document_id})
 
 
-def test_ingest_reports_each_bad_file_and_ingests_the_rest(store: KnowledgeStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ingest_reports_each_bad_file_and_ingests_the_rest(
+    store: KnowledgeStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     report = ingest_paths(store, [corpus(tmp_path)], "garden")
     status = {Path(f.path).name: f.status for f in report.files}
-    assert status == {"broken.pdf": "error", "empty.md": "error", "guide.md": "added", "manual.pdf": "added",
-                      "notes.txt": "added", "page.html": "added"}  # the .png is not a supported type: not picked up
+    assert status == {
+        "broken.pdf": "error",
+        "empty.md": "error",
+        "guide.md": "added",
+        "manual.pdf": "added",
+        "notes.txt": "added",
+        "page.html": "added",
+    }  # the .png is not a supported type: not picked up
     errors = {Path(f.path).name: f.error for f in report.errors}
     assert "not a readable PDF" in errors["broken.pdf"] and "no text found" in errors["empty.md"]
     assert store.document_ids("garden") == ["docs/guide.md", "docs/manual.pdf", "docs/notes.txt", "docs/page.html"]
@@ -63,7 +73,9 @@ def test_chunk_metadata_carries_provenance(store: KnowledgeStore, tmp_path: Path
     assert meta["source"] == str(path)
 
 
-def test_reingesting_unchanged_is_a_no_op_and_changed_replaces_every_chunk(store: KnowledgeStore, tmp_path: Path) -> None:
+def test_reingesting_unchanged_is_a_no_op_and_changed_replaces_every_chunk(
+    store: KnowledgeStore, tmp_path: Path
+) -> None:
     path = tmp_path / "guide.md"
     path.write_text(GUIDE)
     assert ingest_paths(store, [path], "garden").files[0].status == "added"
@@ -75,7 +87,9 @@ def test_reingesting_unchanged_is_a_no_op_and_changed_replaces_every_chunk(store
     assert texts == ["Peppers like warm soil."]  # no stale tomato or rose chunks left
 
 
-def test_a_failed_write_leaves_the_previous_version_intact(store: KnowledgeStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failed_write_leaves_the_previous_version_intact(
+    store: KnowledgeStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "guide.md"
     path.write_text(GUIDE)
     ingest_paths(store, [path], "garden")
@@ -126,9 +140,11 @@ def test_delete_document_and_collection(store: KnowledgeStore, tmp_path: Path) -
 
 
 @pytest.mark.parametrize("name", ["x", "-bad", "has space", CASES_COLLECTION])
-def test_invalid_collection_names_are_refused_before_anything_is_written(store: KnowledgeStore, tmp_path: Path, name: str) -> None:
+def test_invalid_collection_names_are_refused_before_anything_is_written(
+    store: KnowledgeStore, tmp_path: Path, name: str
+) -> None:
     (tmp_path / "a.txt").write_text("A\n\ntext.")
-    with pytest.raises(KnowledgeError, match="collection name|reserved"):
+    with pytest.raises(KnowledgeError, match=r"collection name|reserved"):
         ingest_paths(store, [tmp_path / "a.txt"], name)
     assert store.collection_names() == []
 

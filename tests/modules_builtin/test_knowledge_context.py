@@ -50,7 +50,9 @@ class FakeKnowledge:
     queries: list[tuple[str, tuple[str, ...], int, float]] = field(default_factory=list)
     neighbour_calls: list[tuple[int, int, int]] = field(default_factory=list)
 
-    async def retrieve(self, query: str, *, collections: Sequence[str] = (), k: int = 8, min_score: float = 0.0) -> list[Passage]:
+    async def retrieve(
+        self, query: str, *, collections: Sequence[str] = (), k: int = 8, min_score: float = 0.0
+    ) -> list[Passage]:
         self.queries.append((query, tuple(collections), k, min_score))
         return self.hits[:k]
 
@@ -61,22 +63,47 @@ class FakeKnowledge:
         return [c for c in chunks if i - before <= c.chunk_index <= i + after and c.chunk_index != i]
 
 
-def document(doc: str, n: int, *, title: str = "", section: str = "Intro", page: int | None = None, words: int = 40) -> list[Passage]:
+def document(
+    doc: str, n: int, *, title: str = "", section: str = "Intro", page: int | None = None, words: int = 40
+) -> list[Passage]:
     return [
-        Passage(text=chunk_text(doc, i, words), score=0.0, document_id=doc, title=title or doc.upper(), section=section,
-                page=page, chunk_index=i, collection="kb")
+        Passage(
+            text=chunk_text(doc, i, words),
+            score=0.0,
+            document_id=doc,
+            title=title or doc.upper(),
+            section=section,
+            page=page,
+            chunk_index=i,
+            collection="kb",
+        )
         for i in range(n)
     ]
 
 
 def hit(chunks: list[Passage], i: int, score: float) -> Passage:
     p = chunks[i]
-    return Passage(text=p.text, score=score, document_id=p.document_id, title=p.title, section=p.section, page=p.page,
-                   chunk_index=p.chunk_index, collection=p.collection)
+    return Passage(
+        text=p.text,
+        score=score,
+        document_id=p.document_id,
+        title=p.title,
+        section=p.section,
+        page=p.page,
+        chunk_index=p.chunk_index,
+        collection=p.collection,
+    )
 
 
-def context(knowledge: FakeKnowledge | None, *, query: str = "what is it?", config: dict | None = None,
-            messages: Sequence[Message] = (), summarizer: object = None, session_id: str = "s1") -> AssemblyContext:
+def context(
+    knowledge: FakeKnowledge | None,
+    *,
+    query: str = "what is it?",
+    config: dict | None = None,
+    messages: Sequence[Message] = (),
+    summarizer: object = None,
+    session_id: str = "s1",
+) -> AssemblyContext:
     ctx = AssemblyContext(
         query=query,
         profile=Profile(id="p", type="rag_focused", knowledge_collections=("kb",)),
@@ -102,7 +129,14 @@ async def test_sources_are_numbered_with_document_section_and_page() -> None:
     assert c.placement == "context" and c.header.startswith("Knowledge base excerpts")
     assert sources(c.text()) == [("1", "Alpha Guide › Setup › Linux (p. 4)"), ("2", "Beta Notes")]
     assert c.metadata["sources"][0] | {"chunks": [1]} == {
-        "n": 1, "document_id": "alpha", "collection": "kb", "section": "Setup › Linux", "score": 0.9, "chunks": [1], "expanded": []}
+        "n": 1,
+        "document_id": "alpha",
+        "collection": "kb",
+        "section": "Setup › Linux",
+        "score": 0.9,
+        "chunks": [1],
+        "expanded": [],
+    }
     assert kb.queries == [("what is it?", ("kb",), 6, 0.0)]  # the profile's collections, default k
 
 
@@ -183,11 +217,19 @@ async def test_expansion_only_spends_budget_that_is_left() -> None:
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(budget=st.integers(min_value=1, max_value=3000), words=st.integers(min_value=5, max_value=120),
-       expansion=st.integers(min_value=0, max_value=6))
+@given(
+    budget=st.integers(min_value=1, max_value=3000),
+    words=st.integers(min_value=5, max_value=120),
+    expansion=st.integers(min_value=0, max_value=6),
+)
 async def test_never_exceeds_its_budget(budget: int, words: int, expansion: int) -> None:
     docs = {name: document(name, 6, words=words) for name in ("alpha", "beta", "gamma")}
-    hits = [hit(docs["alpha"], 2, 0.9), hit(docs["beta"], 3, 0.85), hit(docs["gamma"], 0, 0.8), hit(docs["alpha"], 5, 0.5)]
+    hits = [
+        hit(docs["alpha"], 2, 0.9),
+        hit(docs["beta"], 3, 0.85),
+        hit(docs["gamma"], 0, 0.8),
+        hit(docs["alpha"], 5, 0.5),
+    ]
     c = await make_module().contribute(budget, context(FakeKnowledge(hits, docs), config={"max_expansion": expansion}))
     assert TOKENS.count(c.text()) <= budget
     numbers = [int(n) for n, _ in sources(c.text())]
@@ -196,8 +238,16 @@ async def test_never_exceeds_its_budget(budget: int, words: int, expansion: int)
 
 async def test_a_single_oversized_source_is_trimmed_at_a_sentence() -> None:
     a = document("alpha", 1, words=600)
-    a = [Passage(text=". ".join(f"Sentence {i} says something" for i in range(200)) + ".", score=0.0,
-                 document_id="alpha", title="A", chunk_index=0, collection="kb")]
+    a = [
+        Passage(
+            text=". ".join(f"Sentence {i} says something" for i in range(200)) + ".",
+            score=0.0,
+            document_id="alpha",
+            title="A",
+            chunk_index=0,
+            collection="kb",
+        )
+    ]
     c = await make_module().contribute(300, context(FakeKnowledge([hit(a, 0, 0.9)], {"alpha": a})))
     text = c.text()
     assert TOKENS.count(text) <= 300 and c.metadata["trimmed"] is True
@@ -266,7 +316,9 @@ HISTORY = (
 
 async def test_follow_ups_are_reformulated_from_the_last_three_messages() -> None:
     kb, summarizer = FakeKnowledge([]), FakeSummarizer()
-    c = await make_module().contribute(500, context(kb, query="and how often does it checkpoint?", messages=HISTORY, summarizer=summarizer))
+    c = await make_module().contribute(
+        500, context(kb, query="and how often does it checkpoint?", messages=HISTORY, summarizer=summarizer)
+    )
     [(text, max_tokens, instruction)] = summarizer.calls
     assert "old question one" not in text
     assert "old answer one" in text and "Tell me about WAL mode" in text and "WAL appends changes" in text
@@ -279,9 +331,15 @@ async def test_follow_ups_are_reformulated_from_the_last_three_messages() -> Non
 async def test_first_questions_and_failing_summarizers_use_the_query_as_is() -> None:
     kb = FakeKnowledge([])
     await make_module().contribute(500, context(kb, query="first question", summarizer=FakeSummarizer()))
-    await make_module().contribute(500, context(kb, query="follow up", messages=HISTORY, summarizer=FakeSummarizer(fail=True)))
-    await make_module().contribute(500, context(kb, query="no reformulation", messages=HISTORY, summarizer=FakeSummarizer(),
-                                                config={"reformulate": False}))
+    await make_module().contribute(
+        500, context(kb, query="follow up", messages=HISTORY, summarizer=FakeSummarizer(fail=True))
+    )
+    await make_module().contribute(
+        500,
+        context(
+            kb, query="no reformulation", messages=HISTORY, summarizer=FakeSummarizer(), config={"reformulate": False}
+        ),
+    )
     assert [q[0] for q in kb.queries] == ["first question", "follow up", "no reformulation"]
 
 
