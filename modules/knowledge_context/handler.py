@@ -1,10 +1,10 @@
 """knowledge_context: knowledge-base passages as numbered, citable sources within the module's budget.
 
 One turn: (reformulate a follow-up into a standalone query) -> retrieve -> drop duplicate text ->
-merge adjacent hits of one document -> add whole sources best first while they fit -> widen strong
-hits with neighbouring chunks, under ONE limit shared by all expansions, while the budget allows.
-Condensing drops the weakest sources first, then narrows the windows, then trims the last source.
-"""
+merge adjacent hits of one document -> spend the budget best first, where hits compete with the
+neighbouring chunks of strong hits (worth their hit's score, decayed by distance) and all
+expansions share ONE total limit. Condensing drops the weakest sources first, then narrows the
+windows, then trims the last source at a sentence."""
 
 from __future__ import annotations
 
@@ -91,11 +91,19 @@ class Source:
         expanded = self.expanded | {p.chunk_index} if neighbour else self.expanded
         return Source(self.hit, chunks, expanded)
 
+    def merged(self, other: Source) -> Source:
+        """This window continued by another hit's chunks (they stay hits: never narrowed away)."""
+        chunks = tuple(
+            sorted({_key(c): c for c in (*self.chunks, *other.chunks)}.values(), key=lambda c: c.chunk_index)
+        )
+        return Source(self.hit, chunks, self.expanded)
+
     def narrowed(self) -> Source | None:
-        """Without its farthest neighbour, or None when it has none."""
-        if not self.expanded:
+        """Without its farthest neighbour at either end of the window (it stays contiguous), or None."""
+        ends = [c.chunk_index for c in (self.chunks[0], self.chunks[-1]) if c.chunk_index in self.expanded]
+        if not ends:
             return None
-        far = max(self.expanded, key=lambda i: (abs(i - self.hit.chunk_index), i))
+        far = max(ends, key=lambda i: (abs(i - self.hit.chunk_index), i))
         chunks = tuple(c for c in self.chunks if c.chunk_index != far)
         return Source(self.hit, chunks, self.expanded - {far})
 
@@ -354,7 +362,9 @@ def _pack(
         if chunk is None:
             if any(s.covers(groups[i].hit) for s in chosen.values()):
                 continue  # already shown as another hit's neighbour
-            trial = {**chosen, i: groups[i]}
+            # A hit right next to a chosen window continues it rather than opening a new source.
+            j = next((j for j, s in chosen.items() if any(s.adjacent(c) for c in groups[i].chunks)), None)
+            trial = {**chosen, i: groups[i]} if j is None else {**chosen, j: chosen[j].merged(groups[i])}
         else:
             source = chosen.get(i)
             if (

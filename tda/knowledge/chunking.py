@@ -119,30 +119,26 @@ def _units(blocks: Iterable[Block], count: Counter, target: int) -> Iterable[_Un
 
 def _code_line_groups(text: str, count: Counter, target: int) -> list[str]:
     """Preformatted text is split between lines, never inside one (unless a line alone is too long)."""
-    groups, current = [], []
-    for line in text.splitlines():
-        if current and count("\n".join([*current, line])) > target:
-            groups.append("\n".join(current))
-            current = []
-        current.append(line)
-    if current:
-        groups.append("\n".join(current))
-    return groups
+    return _greedy_groups(text.splitlines(), "\n", count, target)
 
 
 def _cut_oversized(sentence: str, count: Counter, target: int) -> list[str]:
     """A sentence longer than the target is cut at word boundaries: the only mid-sentence split."""
-    if count(sentence) <= target:
-        return [sentence]
-    parts, current = [], []
-    for word in sentence.split(" "):
-        if current and count(" ".join([*current, word])) > target:
-            parts.append(" ".join(current))
+    return [sentence] if count(sentence) <= target else _greedy_groups(sentence.split(" "), " ", count, target)
+
+
+def _greedy_groups(pieces: list[str], separator: str, count: Counter, target: int) -> list[str]:
+    """Join consecutive pieces while the joined text stays within ``target`` tokens."""
+    groups: list[str] = []
+    current: list[str] = []
+    for piece in pieces:
+        if current and count(separator.join([*current, piece])) > target:
+            groups.append(separator.join(current))
             current = []
-        current.append(word)
+        current.append(piece)
     if current:
-        parts.append(" ".join(current))
-    return parts
+        groups.append(separator.join(current))
+    return groups
 
 
 def _pack(units: list[_Unit], target: int, overlap: int) -> Iterable[list[_Unit]]:

@@ -4,6 +4,7 @@ follow-up reformulation, condense order (fewer sources, then narrower windows)."
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -195,6 +196,15 @@ async def test_one_total_expansion_limit_is_shared_by_all_hits() -> None:
     assert [s["expanded"] for s in c.metadata["sources"]] == [[9, 11], [9, 11], []]
 
 
+async def test_a_hit_next_to_a_window_continues_it() -> None:
+    a = document("alpha", 9)
+    kb = FakeKnowledge([hit(a, 4, 0.9), hit(a, 6, 0.5)], {"alpha": a})  # chunk 6 is also chunk 4's neighbour
+    c = await make_module().contribute(100_000, context(kb, config={"max_expansion": 2, "neighbour_decay": 0.9}))
+    # the weaker hit continues the stronger hit's window: one source, overlap not repeated
+    assert [s["chunks"] for s in c.metadata["sources"]] == [[3, 4, 5, 6]]
+    assert c.text().count("alpha6w0") == 1 and c.text().count("alpha5 tail sentence") == 1
+
+
 async def test_weak_hits_are_not_widened() -> None:
     a, b = document("alpha", 5), document("beta", 5)
     kb = FakeKnowledge([hit(a, 2, 0.9), hit(b, 2, 0.3)], {"alpha": a, "beta": b})
@@ -348,3 +358,19 @@ def test_manifest_applies_to_every_profile_type(profile_type: str) -> None:
     module = make_module()
     assert module.applies_to(profile_type)
     assert module.manifest.capabilities.condensable and module.manifest.capabilities.purgeable
+
+
+def test_narrowing_only_ever_removes_neighbours_at_the_ends_of_a_window() -> None:
+    handler = sys.modules[type(make_module()).__module__]
+    a = document("alpha", 9)
+    window = handler.Source(a[4], (a[4],))
+    for i in (5, 3):
+        window = window.with_chunk(a[i], neighbour=True)
+    window = window.merged(handler.Source(a[6], (a[6],)))  # chunks 3n 4hit 5n 6hit
+    steps = []
+    while window is not None:
+        indices = [c.chunk_index for c in window.chunks]
+        assert indices == list(range(indices[0], indices[-1] + 1))  # contiguous, always
+        steps.append(indices)
+        window = window.narrowed()
+    assert steps == [[3, 4, 5, 6], [4, 5, 6]]  # 5 sits between two hits: never cut out of the middle
