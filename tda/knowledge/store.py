@@ -84,6 +84,15 @@ class KnowledgeStore:
     def open(cls, data_dir: Path, chroma_url: str | None = None, *, embedder: str = DEFAULT_EMBEDDER) -> KnowledgeStore:
         return cls(open_client(data_dir, chroma_url), embedder)
 
+    def close(self) -> None:
+        """Release the client (HTTP connections, or the embedded database's handles)."""
+        # chromadb 1.5.9 stops its HTTP client components without closing the httpx sessions inside them.
+        for owner in (self.client, getattr(self.client, "_admin_client", None)):
+            session = getattr(getattr(owner, "_server", None), "_session", None)
+            if session is not None:
+                session.close()
+        self.client.close()  # type: ignore[attr-defined]
+
     # --- collections ---------------------------------------------------------------------
 
     def collection(self, name: str, *, create: bool = False, kind: str = "knowledge") -> Collection:
