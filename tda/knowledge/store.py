@@ -97,20 +97,20 @@ class KnowledgeStore:
 
     def collection(self, name: str, *, create: bool = False, kind: str = "knowledge") -> Collection:
         """The named collection; with ``create`` it is made (with this store's embedder) if missing."""
-        if create:
-            if kind == "knowledge":
-                check_collection_name(name)
-            return self.client.get_or_create_collection(
-                name,
-                embedding_function=make_embedder(self.embedder_name),
-                metadata={KIND_KEY: kind},  # type: ignore[arg-type]
-            )
+        if create and kind == "knowledge":
+            check_collection_name(name)
         try:
-            return self.client.get_collection(name)
+            return self.client.get_collection(name)  # an existing collection keeps its own embedder
         except Exception as exc:  # chromadb raises NotFoundError (or ValueError in older servers)
-            raise KnowledgeError(
-                f"no knowledge collection named {name!r}; ingest into it first or check `tda knowledge list`"
-            ) from exc
+            if not create:
+                raise KnowledgeError(
+                    f"no knowledge collection named {name!r}; ingest into it first or check `tda knowledge list`"
+                ) from exc
+        return self.client.get_or_create_collection(
+            name,
+            embedding_function=make_embedder(self.embedder_name),
+            metadata={KIND_KEY: kind},  # type: ignore[arg-type]
+        )
 
     def collection_names(self) -> list[str]:
         return sorted(

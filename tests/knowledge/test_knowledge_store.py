@@ -124,6 +124,10 @@ def test_a_reopened_store_embeds_queries_with_the_collection_embedder(tmp_path: 
     [top, *_] = ChromaKnowledgeRetriever(reopened).search("when should roses be pruned", k=2)
     assert "Prune roses" in top.text
     assert reopened.list_collections()[0].embedder == "HashingEmbedding"
+    (tmp_path / "more.md").write_text("# More\n\nWater roses at the root, never on the leaves.\n")
+    assert ingest_paths(reopened, [tmp_path / "more.md"], "garden").files[0].status == "added"  # keeps hashing
+    [top, *_] = ChromaKnowledgeRetriever(reopened).search("watering roses leaves", k=1)
+    assert "Water roses at the root" in top.text
 
 
 def test_delete_document_and_collection(store: KnowledgeStore, tmp_path: Path) -> None:
