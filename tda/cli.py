@@ -140,9 +140,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _extension_commands() -> list[Callable[[argparse._SubParsersAction], None]]:
     """Commands contributed by other parts of the application (knowledge store, server)."""
+    from .knowledge.cli import register as knowledge_commands  # light: heavy imports happen per command
     from .server_cli import register as server_commands
 
-    return [server_commands]
+    return [server_commands, knowledge_commands]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

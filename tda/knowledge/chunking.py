@@ -1,0 +1,176 @@
+"""Structure-aware chunking: sections first, then paragraphs and sentences, to a token target.
+
+A chunk never crosses a section boundary and never ends mid-sentence (only a single sentence longer
+than the target is cut, at word boundaries). Consecutive chunks of a section share their last
+sentence(s) as overlap, so an answer that straddles a boundary is still whole in one chunk.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from itertools import groupby
+
+from .readers import Block, ExtractedDocument
+
+DEFAULT_TARGET_TOKENS = 300
+SECTION_SEPARATOR = " › "
+
+Counter = Callable[[str], int]
+
+# A sentence ends at . ! ? (optionally closed by quotes/brackets) followed by space and a capital,
+# digit or opening quote; common abbreviations are protected.
+_SENTENCE_END = re.compile(r"(?:(?<=[.!?])|(?<=[.!?][\"')\]]))\s+(?=[\"'(\[]?[A-Z0-9])")
+_ABBREVIATIONS = re.compile(r"\b(?:e\.g|i\.e|etc|vs|cf|Mr|Mrs|Ms|Dr|Prof|Fig|No|approx|resp)\.$", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    text: str
+    headings: tuple[str, ...]
+    chunk_index: int
+    token_count: int
+    page_start: int | None = None
+    page_end: int | None = None
+
+    @property
+    def section(self) -> str:
+        return SECTION_SEPARATOR.join(self.headings)
+
+    @property
+    def content_hash(self) -> str:
+        return content_hash(self.text)
+
+
+def where_label(title: str, section: str) -> str:
+    """``title › section`` for display and embedding, not repeating a title that is also the first heading."""
+    if section == title or section.startswith(f"{title}{SECTION_SEPARATOR}"):
+        section = section[len(title) :].removeprefix(SECTION_SEPARATOR)
+    return SECTION_SEPARATOR.join(x for x in (title, section) if x)
+
+
+def content_hash(text: str) -> str:
+    """Hash of the text with whitespace normalised: the identity used to store identical chunks once."""
+    return hashlib.sha256(" ".join(text.split()).encode()).hexdigest()[:32]
+
+
+@dataclass(frozen=True, slots=True)
+class _Unit:
+    """A sentence (or code line group) with the separator that joins it to the unit before it."""
+
+    text: str
+    tokens: int
+    page: int | None
+    joiner: str
+
+
+def split_sentences(text: str) -> list[str]:
+    pieces = _SENTENCE_END.split(text)
+    sentences: list[str] = []
+    for piece in pieces:
+        piece = piece.strip()
+        if not piece:
+            continue
+        if sentences and _ABBREVIATIONS.search(sentences[-1]):
+            sentences[-1] = f"{sentences[-1]} {piece}"
+        else:
+            sentences.append(piece)
+    return sentences
+
+
+def chunk_document(
+    doc: ExtractedDocument,
+    count: Counter,
+    *,
+    target_tokens: int = DEFAULT_TARGET_TOKENS,
+    overlap_tokens: int | None = None,
+) -> list[Chunk]:
+    """Chunks of ``doc`` in reading order, numbered from 0. ``count`` counts tokens of a text."""
+    if target_tokens < 20:
+        raise ValueError("target_tokens must be at least 20")
+    overlap = target_tokens // 6 if overlap_tokens is None else overlap_tokens
+    chunks: list[Chunk] = []
+    for headings, blocks in groupby(doc.blocks, key=lambda b: b.headings):
+        units = list(_units(blocks, count, target_tokens))
+        for group in _pack(units, target_tokens, overlap):
+            text = _join(group)
+            pages = [u.page for u in group if u.page is not None]
+            chunks.append(
+                Chunk(text, headings, len(chunks), count(text), min(pages, default=None), max(pages, default=None))
+            )
+    return chunks
+
+
+def _join(units: list[_Unit]) -> str:
+    return "".join((u.joiner if i else "") + u.text for i, u in enumerate(units))
+
+
+def _units(blocks: Iterable[Block], count: Counter, target: int) -> Iterable[_Unit]:
+    for block in blocks:
+        joiner = "\n\n"
+        pieces = _code_line_groups(block.text, count, target) if block.preformatted else split_sentences(block.text)
+        for piece in pieces:
+            for part in _cut_oversized(piece, count, target):
+                yield _Unit(part, count(part), block.page, joiner)
+                joiner = "\n" if block.preformatted else " "
+
+
+def _code_line_groups(text: str, count: Counter, target: int) -> list[str]:
+    """Preformatted text is split between lines, never inside one (unless a line alone is too long)."""
+    return _greedy_groups(text.splitlines(), "\n", count, target)
+
+
+def _cut_oversized(sentence: str, count: Counter, target: int) -> list[str]:
+    """A sentence longer than the target is cut at word boundaries: the only mid-sentence split."""
+    return [sentence] if count(sentence) <= target else _greedy_groups(sentence.split(" "), " ", count, target)
+
+
+def _greedy_groups(pieces: list[str], separator: str, count: Counter, target: int) -> list[str]:
+    """Join consecutive pieces while the joined text stays within ``target`` tokens."""
+    groups: list[str] = []
+    current: list[str] = []
+    for piece in pieces:
+        if current and count(separator.join([*current, piece])) > target:
+            groups.append(separator.join(current))
+            current = []
+        current.append(piece)
+    if current:
+        groups.append(separator.join(current))
+    return groups
+
+
+def _pack(units: list[_Unit], target: int, overlap: int) -> Iterable[list[_Unit]]:
+    """Greedy packing to ``target`` tokens; each new chunk starts with the previous one's tail sentences."""
+    current: list[_Unit] = []
+    carried = 0  # how many leading units of ``current`` are overlap from the previous chunk
+    for unit in units:
+        if current and _tokens(current) + unit.tokens > target:
+            if carried < len(current):
+                yield current
+                current = _tail(current, overlap)
+                carried = len(current)
+            if current and _tokens(current) + unit.tokens > target:
+                current, carried = [], 0  # the overlap would push the new chunk over the target
+        if not current:
+            unit = _Unit(unit.text, unit.tokens, unit.page, "")
+        current.append(unit)
+    if carried < len(current):
+        yield current
+
+
+def _tokens(units: list[_Unit]) -> int:
+    return sum(u.tokens for u in units) + len(units) - 1
+
+
+def _tail(units: list[_Unit], budget: int) -> list[_Unit]:
+    """The last sentences of a chunk (at most two) that fit ``budget`` tokens, to start the next chunk."""
+    tail: list[_Unit] = []
+    for unit in reversed(units[-2:]):
+        if _tokens([unit, *tail]) > budget:
+            break
+        tail.insert(0, unit)
+    if tail:
+        tail[0] = _Unit(tail[0].text, tail[0].tokens, tail[0].page, "")
+    return tail

@@ -1,0 +1,366 @@
+"""Turn a file into structured text: a title and blocks that carry their heading path and page.
+
+Supported: .txt, .md/.markdown, .html/.htm and .pdf (pypdf). Anything unreadable, encrypted, empty or
+binary raises :class:`ReadError` with a message that says what is wrong and what to do.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from html.parser import HTMLParser
+from pathlib import Path
+
+SUPPORTED_SUFFIXES = (".txt", ".md", ".markdown", ".html", ".htm", ".pdf")
+
+
+class ReadError(ValueError):
+    """A file that cannot be ingested; the message names the file and the fix."""
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """A paragraph-sized piece of text under a heading path (H1 › H2 › H3)."""
+
+    text: str
+    headings: tuple[str, ...] = ()
+    page: int | None = None
+    preformatted: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractedDocument:
+    title: str
+    blocks: tuple[Block, ...]
+
+    @property
+    def text(self) -> str:
+        return "\n\n".join(b.text for b in self.blocks)
+
+
+def read_document(path: Path) -> ExtractedDocument:
+    """Read ``path`` into blocks. Raises :class:`ReadError` for anything that cannot be ingested."""
+    suffix = path.suffix.lower()
+    if suffix not in SUPPORTED_SUFFIXES:
+        raise ReadError(
+            f"{path}: unsupported file type {suffix or '(none)'}; use one of {', '.join(SUPPORTED_SUFFIXES)}"
+        )
+    try:
+        if suffix == ".pdf":
+            doc = _read_pdf(path)
+        else:
+            text = _decode_text(path)
+            reader = {".html": _read_html, ".htm": _read_html, ".md": _read_markdown, ".markdown": _read_markdown}
+            doc = reader.get(suffix, _read_plain)(text, path.stem)
+    except OSError as exc:
+        raise ReadError(f"{path}: cannot read the file ({exc.strerror or exc})") from exc
+    if not any(b.text.strip() for b in doc.blocks):
+        raise ReadError(f"{path}: no text found (empty, or a scanned PDF without a text layer)")
+    return doc
+
+
+def _decode_text(path: Path) -> str:
+    data = path.read_bytes()
+    if b"\x00" in data[:8192]:
+        raise ReadError(
+            f"{path}: looks binary (contains NUL bytes); only text, Markdown, HTML and PDF files can be ingested"
+        )
+    for encoding in ("utf-8-sig", "cp1252"):
+        try:
+            return data.decode(encoding)
+        except UnicodeDecodeError:
+            continue
+    raise ReadError(f"{path}: not valid UTF-8 or Windows-1252 text; re-save it as UTF-8")
+
+
+# --- plain text and Markdown -----------------------------------------------------------------
+
+_ATX_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_SETEXT_UNDERLINE = re.compile(r"^(=+|-+)\s*$")
+
+
+def _paragraphs(lines: list[str]) -> list[str]:
+    """Group lines into blank-line separated paragraphs."""
+    out, current = [], []
+    for line in lines:
+        if line.strip():
+            current.append(line.rstrip())
+        elif current:
+            out.append("\n".join(current))
+            current = []
+    if current:
+        out.append("\n".join(current))
+    return out
+
+
+def _read_plain(text: str, stem: str) -> ExtractedDocument:
+    paragraphs = _paragraphs(text.splitlines())
+    first = paragraphs[0] if paragraphs else ""
+    title = first if first and "\n" not in first and len(first) <= 120 else stem
+    return ExtractedDocument(title, tuple(Block(p) for p in paragraphs))
+
+
+def _read_markdown(text: str, stem: str) -> ExtractedDocument:
+    """Split on ATX and setext headings; fenced code blocks are kept whole and never parsed for headings."""
+    blocks: list[Block] = []
+    headings: list[tuple[int, str]] = []
+    buffer: list[str] = []
+    title = ""
+
+    def flush() -> None:
+        path = tuple(h for _, h in headings)
+        blocks.extend(Block(p, path) for p in _paragraphs(buffer))
+        buffer.clear()
+
+    def open_heading(level: int, name: str) -> None:
+        nonlocal title
+        flush()
+        while headings and headings[-1][0] >= level:
+            headings.pop()
+        headings.append((level, name))
+        title = title or name
+
+    lines = text.splitlines()
+    in_fence = False
+    fence_lines: list[str] = []
+    for i, line in enumerate(lines):
+        if _FENCE.match(line):
+            if in_fence:
+                fence_lines.append(line)
+                flush()
+                blocks.append(Block("\n".join(fence_lines), tuple(h for _, h in headings), preformatted=True))
+                fence_lines = []
+            else:
+                flush()
+                fence_lines = [line]
+            in_fence = not in_fence
+            continue
+        if in_fence:
+            fence_lines.append(line)
+            continue
+        atx = _ATX_HEADING.match(line)
+        nxt = lines[i + 1] if i + 1 < len(lines) else ""
+        if atx:
+            open_heading(len(atx.group(1)), atx.group(2))
+        elif line.strip() and _SETEXT_UNDERLINE.match(nxt) and not buffer_has_open_paragraph(buffer):
+            open_heading(1 if nxt.lstrip().startswith("=") else 2, line.strip())
+        elif _SETEXT_UNDERLINE.match(line) and i > 0 and headings and headings[-1][1] == lines[i - 1].strip():
+            continue  # the underline of a setext heading just opened
+        else:
+            buffer.append(line)
+    if fence_lines:  # an unclosed fence: keep its text rather than lose it
+        buffer.extend(fence_lines)
+    flush()
+    return ExtractedDocument(title or stem, tuple(blocks))
+
+
+def buffer_has_open_paragraph(buffer: list[str]) -> bool:
+    """A setext underline only makes a heading of a one-line paragraph."""
+    return bool(buffer) and bool(buffer[-1].strip())
+
+
+# --- HTML ------------------------------------------------------------------------------------
+
+_SKIP_TAGS = {
+    "script",
+    "style",
+    "nav",
+    "header",
+    "footer",
+    "aside",
+    "form",
+    "select",
+    "svg",
+    "noscript",
+    "template",
+    "head",
+}
+_SKIP_MARKERS = {
+    "nav",
+    "navigation",
+    "menu",
+    "mainmenu",
+    "submenu",
+    "sidebar",
+    "breadcrumb",
+    "breadcrumbs",
+    "nosearch",
+    "toc",
+}
+_BLOCK_TAGS = {
+    "p",
+    "div",
+    "li",
+    "ul",
+    "ol",
+    "dl",
+    "dt",
+    "dd",
+    "table",
+    "tr",
+    "blockquote",
+    "section",
+    "article",
+    "main",
+    "pre",
+    "br",
+    "hr",
+    "figure",
+    "figcaption",
+    "caption",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+}
+_VOID_TAGS = {"br", "hr", "img", "input", "meta", "link", "area", "base", "col", "embed", "source", "track", "wbr"}
+_HEADING = re.compile(r"^h([1-6])$")
+
+
+class _HtmlBlocks(HTMLParser):
+    """Collects text blocks under their heading path, skipping navigation, scripts and styles."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.blocks: list[Block] = []
+        self.title = ""
+        self._headings: list[tuple[int, str]] = []
+        self._text: list[str] = []
+        self._skip: list[str] = []  # tag names of open skipped elements (nesting-aware)
+        self._heading_level = 0
+        self._pre = 0
+        self._in_title = False
+
+    def _skips(self, tag: str, attrs: list[tuple[str, str | None]]) -> bool:
+        if tag in _SKIP_TAGS:
+            return True
+        values = " ".join(v or "" for k, v in attrs if k in {"class", "id", "role"}).lower()
+        return bool(_SKIP_MARKERS & set(re.split(r"[\s_-]+", values)))
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "title":
+            self._in_title = True
+        if self._skip:
+            if tag == self._skip[-1] and tag not in _VOID_TAGS:
+                self._skip.append(tag)
+            return
+        if tag not in _VOID_TAGS and self._skips(tag, attrs):
+            self._skip.append(tag)
+            return
+        if tag in _BLOCK_TAGS:
+            self._flush()
+        if heading := _HEADING.match(tag):
+            self._heading_level = int(heading.group(1))
+        if tag == "pre":
+            self._pre += 1
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "title":
+            self._in_title = False
+        if self._skip:
+            if tag == self._skip[-1]:
+                self._skip.pop()
+            return
+        if self._heading_level and _HEADING.match(tag):
+            self._close_heading()
+        elif tag in _BLOCK_TAGS:
+            self._flush()
+        if tag == "pre" and self._pre:
+            self._pre -= 1
+
+    def handle_data(self, data: str) -> None:
+        if self._in_title:
+            self.title += data
+        elif not self._skip:
+            self._text.append(data)
+
+    def _close_heading(self) -> None:
+        name = _squash("".join(self._text))
+        self._text = []
+        level, self._heading_level = self._heading_level, 0
+        if not name:
+            return
+        while self._headings and self._headings[-1][0] >= level:
+            self._headings.pop()
+        self._headings.append((level, name))
+
+    def _flush(self) -> None:
+        if self._heading_level:
+            return  # block tags inside a heading do not end it
+        raw = "".join(self._text)
+        self._text = []
+        text = raw.strip("\n") if self._pre else _squash(raw)
+        if text.strip():
+            path = tuple(h for _, h in self._headings)
+            self.blocks.append(Block(text, path, preformatted=bool(self._pre)))
+
+    def close(self) -> None:
+        super().close()
+        self._flush()
+
+
+def _squash(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def _read_html(text: str, stem: str) -> ExtractedDocument:
+    parser = _HtmlBlocks()
+    parser.feed(text)
+    parser.close()
+    first_h1 = next((b.headings[0] for b in parser.blocks if b.headings), "")
+    title = _squash(parser.title) or first_h1 or stem
+    return ExtractedDocument(title, tuple(parser.blocks))
+
+
+# --- PDF -------------------------------------------------------------------------------------
+
+
+def _read_pdf(path: Path) -> ExtractedDocument:
+    from pypdf import PdfReader
+    from pypdf.errors import PdfReadError
+
+    try:
+        reader = PdfReader(path)
+        if reader.is_encrypted and not reader.decrypt(""):
+            raise ReadError(f"{path}: the PDF is encrypted; decrypt it (remove the password) and ingest it again")
+        pages = [page.extract_text() or "" for page in reader.pages]
+        sections = _outline_by_page(reader)
+    except ReadError:
+        raise
+    except (PdfReadError, ValueError, KeyError, TypeError) as exc:
+        raise ReadError(f"{path}: not a readable PDF ({exc}); check that the file is complete") from exc
+    blocks: list[Block] = []
+    current: tuple[str, ...] = ()
+    for number, text in enumerate(pages, start=1):
+        current = sections.get(number, current)
+        blocks.extend(Block(_squash(p), current, page=number) for p in _paragraphs(text.splitlines()))
+    meta_title = (reader.metadata.title if reader.metadata else None) or ""
+    return ExtractedDocument(meta_title.strip() or path.stem, tuple(b for b in blocks if b.text))
+
+
+def _outline_by_page(reader: object) -> dict[int, tuple[str, ...]]:
+    """Map page number -> heading path of the first bookmark that starts on that page (PDF outline)."""
+    out: dict[int, tuple[str, ...]] = {}
+
+    def walk(items: list[object], parents: tuple[str, ...]) -> None:
+        last: tuple[str, ...] = parents
+        for item in items:
+            if isinstance(item, list):
+                walk(item, last)
+                continue
+            try:
+                page = reader.get_destination_page_number(item) + 1  # type: ignore[attr-defined]
+            except Exception:  # a bookmark without a page: keep its title for children only
+                page = None
+            last = (*parents, str(getattr(item, "title", "")).strip())
+            if page is not None:
+                out.setdefault(page, last)
+
+    try:
+        walk(list(reader.outline), ())  # type: ignore[attr-defined]
+    except Exception:  # a malformed outline is not worth failing the document for
+        return {}
+    return out

@@ -1,0 +1,273 @@
+"""Retrieval for the context modules: the ``KnowledgeRetriever`` provider backed by the store.
+
+Pipeline: candidate pool (dense, plus BM25 when hybrid) -> score floor (absolute and relative to the
+best hit) -> dedupe -> optional reranker -> top k. Scores are 0..1, higher is better.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from components.context_window.base import Passage
+
+from .chunking import content_hash
+from .lexical import BM25Index
+from .store import KnowledgeError, KnowledgeStore
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class RetrievalSettings:
+    candidates: int = 40
+    """Candidate pool per collection (and per signal, when hybrid) before the floor and top k."""
+    relative_floor: float = 0.5
+    """Drop hits scoring below this share of the best hit: a fixed threshold fails across queries."""
+    lexical_weight: float = 0.3
+    """Share of the BM25 signal in the fused score; 0 means dense only."""
+    near_duplicate: float = 0.85
+    """Word-shingle Jaccard similarity above which two passages count as the same text."""
+
+
+@runtime_checkable
+class Reranker(Protocol):
+    """Re-scores candidates (e.g. a cross-encoder). Returns passages best first with their new scores."""
+
+    def rerank(self, query: str, passages: Sequence[Passage]) -> list[Passage]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class _Candidate:
+    id: str
+    text: str
+    metadata: dict[str, Any]
+    collection: str
+    dense: float
+    lexical: float = 0.0
+
+
+class ChromaKnowledgeRetriever:
+    """Implements ``KnowledgeRetriever`` (and filters by document and section) over a KnowledgeStore."""
+
+    def __init__(
+        self, store: KnowledgeStore, settings: RetrievalSettings | None = None, reranker: Reranker | None = None
+    ) -> None:
+        self.store = store
+        self.settings = settings or RetrievalSettings()
+        self.reranker = reranker
+        self._lexical: dict[str, tuple[tuple[int, int], BM25Index, list[dict[str, Any]]]] = {}
+
+    async def retrieve(
+        self,
+        query: str,
+        *,
+        collections: Sequence[str] = (),
+        k: int = 8,
+        min_score: float = 0.0,
+        documents: Sequence[str] = (),
+        sections: Sequence[str] = (),
+    ) -> list[Passage]:
+        return await asyncio.to_thread(
+            self.search,
+            query,
+            collections=collections,
+            k=k,
+            min_score=min_score,
+            documents=documents,
+            sections=sections,
+        )
+
+    def search(
+        self,
+        query: str,
+        *,
+        collections: Sequence[str] = (),
+        k: int = 8,
+        min_score: float = 0.0,
+        documents: Sequence[str] = (),
+        sections: Sequence[str] = (),
+    ) -> list[Passage]:
+        """Synchronous retrieval (the CLI and benchmarks call this directly)."""
+        if not query.strip() or k <= 0:
+            return []
+        candidates: list[Passage] = []
+        for name in collections or self.store.collection_names():
+            try:
+                candidates.extend(self._collection_candidates(name, query, documents))
+            except KnowledgeError as exc:  # a profile naming a deleted collection must not break the turn
+                log.warning("knowledge retrieval skipped: %s", exc)
+        if sections:
+            candidates = [p for p in candidates if any(_in_section(p.section, s) for s in sections)]
+        candidates.sort(key=lambda p: (-p.score, p.document_id, p.chunk_index))
+        if not candidates:
+            return []
+        floor = max(min_score, candidates[0].score * self.settings.relative_floor)
+        kept = dedupe([p for p in candidates if p.score >= floor], self.settings.near_duplicate)
+        if self.reranker is not None:
+            kept = self.reranker.rerank(query, kept)
+        return kept[:k]
+
+    async def neighbours(self, passage: Passage, *, before: int, after: int) -> list[Passage]:
+        return await asyncio.to_thread(self.neighbours_sync, passage, before=before, after=after)
+
+    def neighbours_sync(self, passage: Passage, *, before: int, after: int) -> list[Passage]:
+        """Chunks of the same document within ``before``/``after`` positions, in chunk order."""
+        if max(before, after) <= 0 or not passage.collection:
+            return []
+        i = passage.chunk_index
+        where = {
+            "$and": [
+                {"document_id": passage.document_id},
+                {"chunk_index": {"$gte": i - max(before, 0)}},
+                {"chunk_index": {"$lte": i + max(after, 0)}},
+            ]
+        }
+        rows = self.store.get_chunks(passage.collection, where=where)
+        found = [_passage(r["id"], r["text"], r["metadata"], passage.collection, 0.0) for r in rows]
+        return sorted((p for p in found if p.chunk_index != i), key=lambda p: p.chunk_index)
+
+    # --- candidates ----------------------------------------------------------------------
+
+    def _collection_candidates(self, name: str, query: str, documents: Sequence[str]) -> list[Passage]:
+        col = self.store.collection(name)
+        total = col.count()
+        if not total:
+            return []
+        embed = col.configuration.get("embedding_function")
+        vector = np.asarray(embed([query])[0], dtype=np.float32)
+        where = {"document_id": {"$in": list(documents)}} if documents else None
+        found = col.query(
+            query_embeddings=[vector],
+            n_results=min(self.settings.candidates, total),
+            where=where,  # type: ignore[arg-type]
+            include=["documents", "metadatas", "distances"],
+        )
+        pool = {
+            i: _Candidate(i, t, dict(m or {}), name, max(0.0, 1.0 - float(d)))
+            for i, t, m, d in zip(
+                found["ids"][0], found["documents"][0], found["metadatas"][0], found["distances"][0], strict=True
+            )  # type: ignore[index]
+        }
+        if self.settings.lexical_weight > 0:
+            self._add_lexical(name, col, query, vector, documents, pool)
+        w = self.settings.lexical_weight
+        return [
+            _passage(c.id, c.text, c.metadata, name, (1 - w) * c.dense + w * c.lexical, c.dense, c.lexical)
+            for c in pool.values()
+        ]
+
+    def _add_lexical(
+        self, name: str, col: Any, query: str, vector: np.ndarray, documents: Sequence[str], pool: dict[str, _Candidate]
+    ) -> None:
+        """Fuse BM25 (normalised by the best lexical hit) into the pool; lexical-only hits get their dense score."""
+        index, rows = self._lexical_index(name, col)
+        scores = index.scores(query)
+        if documents:
+            allowed = set(documents)
+            scores = np.where([r["metadata"].get("document_id") in allowed for r in rows], scores, 0.0)
+        best = float(scores.max()) if len(scores) else 0.0
+        if best <= 0:
+            return
+        top = [int(i) for i in np.argsort(-scores)[: self.settings.candidates] if scores[i] > 0]
+        missing = [rows[i]["id"] for i in top if rows[i]["id"] not in pool]
+        dense = _dense_scores(col, missing, vector)
+        for i, row in ((i, rows[i]) for i in top):
+            lexical = float(scores[i]) / best
+            if row["id"] in pool:
+                pool[row["id"]] = _with_lexical(pool[row["id"]], lexical)
+            else:
+                pool[row["id"]] = _Candidate(
+                    row["id"], row["text"], row["metadata"], name, dense.get(row["id"], 0.0), lexical
+                )
+
+    def _lexical_index(self, name: str, col: Any) -> tuple[BM25Index, list[dict[str, Any]]]:
+        key = (self.store.version(name), col.count())
+        cached = self._lexical.get(name)
+        if cached is None or cached[0] != key:
+            rows = self.store.get_chunks(name)
+            cached = (
+                key,
+                BM25Index(
+                    [f"{r['metadata'].get('title', '')} {r['metadata'].get('section', '')}\n{r['text']}" for r in rows]
+                ),
+                rows,
+            )
+            self._lexical[name] = cached
+        return cached[1], cached[2]
+
+
+def _with_lexical(c: _Candidate, lexical: float) -> _Candidate:
+    return _Candidate(c.id, c.text, c.metadata, c.collection, c.dense, lexical)
+
+
+def _dense_scores(col: Any, ids: list[str], vector: np.ndarray) -> dict[str, float]:
+    if not ids:
+        return {}
+    got = col.get(ids=ids, include=["embeddings"])
+    matrix = np.asarray(got["embeddings"], dtype=np.float32)
+    sims = matrix @ vector / (np.linalg.norm(matrix, axis=1) * (np.linalg.norm(vector) or 1.0) + 1e-12)
+    return {i: max(0.0, float(s)) for i, s in zip(got["ids"], sims, strict=True)}
+
+
+def _passage(
+    id_: str,
+    text: str,
+    meta: dict[str, Any],
+    collection: str,
+    score: float,
+    dense: float | None = None,
+    lexical: float | None = None,
+) -> Passage:
+    extra = {"id": id_}
+    if dense is not None:
+        extra |= {"dense_score": round(dense, 4), "lexical_score": round(lexical or 0.0, 4)}
+    page = meta.get("page_start")
+    return Passage(
+        text=text,
+        score=round(min(1.0, max(0.0, score)), 6),
+        document_id=str(meta.get("document_id", "")),
+        title=str(meta.get("title", "")),
+        section=str(meta.get("section", "")),
+        page=int(page) if page is not None else None,
+        chunk_index=int(meta.get("chunk_index", 0)),
+        collection=collection,
+        metadata={**meta, **extra},
+    )
+
+
+def _in_section(section: str, wanted: str) -> bool:
+    """A section filter matches the section itself and everything below it."""
+    return section == wanted or section.startswith(f"{wanted} › ")
+
+
+_SHINGLE_WORD = re.compile(r"\w+")
+
+
+def _shingles(text: str) -> set[tuple[str, ...]]:
+    words = _SHINGLE_WORD.findall(text.lower())
+    return {tuple(words[i : i + 3]) for i in range(max(1, len(words) - 2))}
+
+
+def dedupe(passages: Sequence[Passage], threshold: float = 0.85) -> list[Passage]:
+    """Keep the first (best) of passages with the same or nearly the same text; order preserved."""
+    kept: list[Passage] = []
+    seen_hashes: set[str] = set()
+    kept_shingles: list[set[tuple[str, ...]]] = []
+    for p in passages:
+        h = content_hash(p.text)
+        if h in seen_hashes:
+            continue
+        sh = _shingles(p.text)
+        if any(len(sh & other) / (len(sh | other) or 1) >= threshold for other in kept_shingles):
+            continue
+        seen_hashes.add(h)
+        kept_shingles.append(sh)
+        kept.append(p)
+    return kept

@@ -1,0 +1,263 @@
+"""The Chroma-backed store: collections of chunks with provenance, one document replaced atomically.
+
+Embedded ``chromadb.PersistentClient`` under ``data_dir/chroma`` by default; a Chroma server through
+``chromadb.HttpClient`` when a URL is configured. Telemetry is off either way.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import chromadb
+from chromadb.api import ClientAPI
+from chromadb.api.models.Collection import Collection
+from chromadb.config import Settings as ChromaSettings
+
+from .chunking import Chunk, where_label
+from .embeddings import DEFAULT_EMBEDDER, make_embedder
+
+CASES_COLLECTION = "tda-champion-cases"
+KIND_KEY = "tda_kind"
+_NAME = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9._-]{1,510}[a-zA-Z0-9]$")
+_EMBED_BATCH = 64
+
+
+class KnowledgeError(ValueError):
+    """A request the store cannot honour; the message says what to change."""
+
+
+@dataclass(frozen=True, slots=True)
+class CollectionInfo:
+    name: str
+    documents: int
+    chunks: int
+    embedder: str
+
+
+@dataclass(frozen=True, slots=True)
+class PutResult:
+    status: str  # "added" | "replaced" | "unchanged"
+    chunks: int
+    duplicates: int = 0
+
+
+def open_client(data_dir: Path, chroma_url: str | None = None) -> ClientAPI:
+    settings = ChromaSettings(anonymized_telemetry=False)
+    if chroma_url:
+        url = urlparse(chroma_url)
+        if not url.hostname:
+            raise KnowledgeError(f"chroma URL {chroma_url!r} has no host; use http://HOST:PORT")
+        https = url.scheme == "https"
+        return chromadb.HttpClient(
+            host=url.hostname, port=url.port or (443 if https else 8000), ssl=https, settings=settings
+        )
+    path = Path(data_dir) / "chroma"
+    path.mkdir(parents=True, exist_ok=True)
+    return chromadb.PersistentClient(path=str(path), settings=settings)
+
+
+def check_collection_name(name: str) -> str:
+    if not _NAME.match(name):
+        raise KnowledgeError(
+            f"invalid collection name {name!r}: use 3-512 letters, digits, '.', '_' or '-', "
+            "starting and ending with a letter or digit"
+        )
+    if name == CASES_COLLECTION:
+        raise KnowledgeError(f"{CASES_COLLECTION!r} is reserved for champion cases; choose another name")
+    return name
+
+
+class KnowledgeStore:
+    """Collections of document chunks. Writes go through here so retrieval caches can be invalidated."""
+
+    def __init__(self, client: ClientAPI, embedder: str = DEFAULT_EMBEDDER) -> None:
+        self.client = client
+        self.embedder_name = embedder
+        self._versions: dict[str, int] = {}
+
+    @classmethod
+    def open(cls, data_dir: Path, chroma_url: str | None = None, *, embedder: str = DEFAULT_EMBEDDER) -> KnowledgeStore:
+        return cls(open_client(data_dir, chroma_url), embedder)
+
+    def close(self) -> None:
+        """Release the client (HTTP connections, or the embedded database's handles)."""
+        # chromadb 1.5.9 stops its HTTP client components without closing the httpx sessions inside them.
+        for owner in (self.client, getattr(self.client, "_admin_client", None)):
+            session = getattr(getattr(owner, "_server", None), "_session", None)
+            if session is not None:
+                session.close()
+        self.client.close()  # type: ignore[attr-defined]
+
+    # --- collections ---------------------------------------------------------------------
+
+    def collection(self, name: str, *, create: bool = False, kind: str = "knowledge") -> Collection:
+        """The named collection; with ``create`` it is made (with this store's embedder) if missing."""
+        if create and kind == "knowledge":
+            check_collection_name(name)
+        try:
+            return self.client.get_collection(name)  # an existing collection keeps its own embedder
+        except Exception as exc:  # chromadb raises NotFoundError (or ValueError in older servers)
+            if not create:
+                raise KnowledgeError(
+                    f"no knowledge collection named {name!r}; ingest into it first or check `tda knowledge list`"
+                ) from exc
+        return self.client.get_or_create_collection(
+            name,
+            embedding_function=make_embedder(self.embedder_name),
+            metadata={KIND_KEY: kind},  # type: ignore[arg-type]
+        )
+
+    def collection_names(self) -> list[str]:
+        return sorted(
+            c.name
+            for c in self.client.list_collections()
+            if (c.metadata or {}).get(KIND_KEY, "knowledge") == "knowledge"
+        )
+
+    def list_collections(self) -> list[CollectionInfo]:
+        infos = []
+        for name in self.collection_names():
+            col = self.collection(name)
+            metas = col.get(include=["metadatas"])["metadatas"] or []
+            documents = {m.get("document_id") for m in metas}
+            embedder = type(col.configuration.get("embedding_function")).__name__
+            infos.append(CollectionInfo(name, len(documents), len(metas), embedder))
+        return infos
+
+    def delete_collection(self, name: str) -> None:
+        self.collection(name)  # a clear error when it does not exist
+        self.client.delete_collection(name)
+        self._bump(name)
+
+    def version(self, name: str) -> int:
+        """Changes whenever this store writes to ``name`` (retrieval caches key on it)."""
+        return self._versions.get(name, 0)
+
+    def _bump(self, name: str) -> None:
+        self._versions[name] = self._versions.get(name, 0) + 1
+
+    # --- documents -----------------------------------------------------------------------
+
+    def document_ids(self, collection: str) -> list[str]:
+        metas = self.collection(collection).get(include=["metadatas"])["metadatas"] or []
+        return sorted({str(m["document_id"]) for m in metas})
+
+    def delete_document(self, collection: str, document_id: str) -> int:
+        col = self.collection(collection)
+        ids = col.get(where={"document_id": document_id}, include=[])["ids"]
+        if ids:
+            col.delete(ids=ids)
+            self._bump(collection)
+        return len(ids)
+
+    def put_document(
+        self,
+        collection: str,
+        document_id: str,
+        *,
+        title: str,
+        chunks: Sequence[Chunk],
+        doc_hash: str,
+        source: str = "",
+        on_embedded: Callable[[int], None] | None = None,
+    ) -> PutResult:
+        """Store ``chunks`` as the whole of ``document_id``: new chunks are written first, then the old
+        ones removed, so a failure leaves the previous version intact (never half a document).
+
+        A chunk whose text is already stored for another document in the collection is stored once.
+        """
+        col = self.collection(collection, create=True)
+        old = col.get(where={"document_id": document_id}, include=["metadatas"])
+        if old["ids"] and all((m or {}).get("doc_hash") == doc_hash for m in old["metadatas"] or []):
+            return PutResult("unchanged", len(old["ids"]))
+        fresh = self._unique_chunks(col, document_id, chunks)
+        ids = [f"{document_id}::{doc_hash[:12]}::{c.chunk_index}" for c in fresh]
+        metadatas = [_metadata(c, document_id, title, doc_hash, source) for c in fresh]
+        embeddings = self._embed(col, [embedding_text(title, c) for c in fresh], on_embedded)
+        written: list[str] = []
+        try:
+            for start in range(0, len(ids), self.client.get_max_batch_size()):
+                batch = slice(start, start + self.client.get_max_batch_size())
+                col.add(
+                    ids=ids[batch],
+                    documents=[c.text for c in fresh][batch],
+                    metadatas=metadatas[batch],
+                    embeddings=embeddings[batch],
+                )  # type: ignore[arg-type]
+                written.extend(ids[batch])
+        except Exception:
+            if written:
+                col.delete(ids=written)
+            raise
+        stale = [i for i in old["ids"] if i not in set(ids)]
+        if stale:
+            col.delete(ids=stale)
+        self._bump(collection)
+        return PutResult("replaced" if old["ids"] else "added", len(fresh), len(chunks) - len(fresh))
+
+    def _unique_chunks(self, col: Collection, document_id: str, chunks: Sequence[Chunk]) -> list[Chunk]:
+        """Drop repeats within the document and chunks another document already stores verbatim."""
+        hashes = list(dict.fromkeys(c.content_hash for c in chunks))
+        elsewhere: set[str] = set()
+        for start in range(0, len(hashes), 500):
+            found = col.get(where={"content_hash": {"$in": hashes[start : start + 500]}}, include=["metadatas"])
+            elsewhere |= {str(m["content_hash"]) for m in found["metadatas"] or [] if m["document_id"] != document_id}
+        seen: set[str] = set()
+        out = []
+        for chunk in chunks:
+            h = chunk.content_hash
+            if h not in seen and h not in elsewhere:
+                out.append(chunk)
+            seen.add(h)
+        return out
+
+    def _embed(self, col: Collection, texts: list[str], on_embedded: Callable[[int], None] | None) -> list[Any]:
+        embed = col.configuration.get("embedding_function") or make_embedder(self.embedder_name)
+        vectors: list[Any] = []
+        for start in range(0, len(texts), _EMBED_BATCH):
+            batch = texts[start : start + _EMBED_BATCH]
+            vectors.extend(embed(batch))
+            if on_embedded:
+                on_embedded(len(batch))
+        return vectors
+
+    def get_chunks(
+        self, collection: str, *, where: Mapping[str, Any] | None = None, ids: Sequence[str] | None = None
+    ) -> list[dict[str, Any]]:
+        """Chunks as dicts (id, text, metadata), for neighbour lookup and lexical indexing."""
+        got = self.collection(collection).get(
+            where=where, ids=list(ids) if ids else None, include=["documents", "metadatas"]
+        )  # type: ignore[arg-type]
+        return [
+            {"id": i, "text": t, "metadata": m or {}}
+            for i, t, m in zip(got["ids"], got["documents"] or [], got["metadatas"] or [], strict=True)
+        ]
+
+
+def embedding_text(title: str, chunk: Chunk) -> str:
+    """What is embedded: the chunk prefixed by where it sits (title › section), so a passage that never
+    names its subject is still found by it."""
+    where = where_label(title, chunk.section)
+    return f"{where}\n{chunk.text}" if where else chunk.text
+
+
+def _metadata(chunk: Chunk, document_id: str, title: str, doc_hash: str, source: str) -> dict[str, Any]:
+    meta: dict[str, Any] = {
+        "document_id": document_id,
+        "title": title,
+        "section": chunk.section,
+        "chunk_index": chunk.chunk_index,
+        "token_count": chunk.token_count,
+        "content_hash": chunk.content_hash,
+        "doc_hash": doc_hash,
+        "source": source,
+    }
+    if chunk.page_start is not None:
+        meta["page_start"] = chunk.page_start
+        meta["page_end"] = chunk.page_end
+    return meta

@@ -1,0 +1,147 @@
+"""Retrieval: ranking, relative and absolute floors, dedupe, reranker, filters, neighbours."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from components.context_window.base import KnowledgeRetriever, Passage
+from tda.knowledge.ingest import ingest_paths
+from tda.knowledge.retrieval import ChromaKnowledgeRetriever, RetrievalSettings, dedupe
+from tda.knowledge.store import KnowledgeStore
+
+MANUAL = """# Boat manual
+
+## Engine
+
+The outboard engine needs two-stroke oil mixed at fifty to one. Check the propeller for fishing line after every trip.
+
+## Sails
+
+The mainsail is hoisted before the jib. Reef the mainsail when the wind exceeds twenty knots.
+
+## Safety
+
+Every passenger wears a life jacket. The flares are stored under the port bench.
+"""
+
+
+@pytest.fixture
+def retriever(store: KnowledgeStore, tmp_path: Path) -> ChromaKnowledgeRetriever:
+    (tmp_path / "manual.md").write_text(MANUAL)
+    (tmp_path / "recipes.md").write_text("# Recipes\n\n## Bread\n\nKnead the dough for ten minutes and let it rise.\n")
+    ingest_paths(store, [tmp_path / "manual.md", tmp_path / "recipes.md"], "boat")
+    (tmp_path / "baking.md").write_text("# Baking\n\n## Rye\n\nKnead rye dough gently; it stays sticky.\n")
+    ingest_paths(store, [tmp_path / "baking.md"], "kitchen")
+    return ChromaKnowledgeRetriever(store)
+
+
+def test_it_satisfies_the_knowledge_retriever_protocol(retriever: ChromaKnowledgeRetriever) -> None:
+    assert isinstance(retriever, KnowledgeRetriever)
+
+
+async def test_the_answering_passage_ranks_first_with_provenance(retriever: ChromaKnowledgeRetriever) -> None:
+    [top, *_] = await retriever.retrieve("where are the flares stored", collections=["boat"], k=3)
+    assert "flares are stored under the port bench" in top.text
+    assert (top.title, top.section, top.collection) == ("Boat manual", "Boat manual › Safety", "boat")
+    assert top.document_id.endswith("manual.md") and 0 < top.score <= 1
+
+
+async def test_relative_floor_drops_hits_far_below_the_best(retriever: ChromaKnowledgeRetriever) -> None:
+    loose = replace(retriever.settings, relative_floor=0.0)
+    everything = ChromaKnowledgeRetriever(retriever.store, loose).search(
+        "mainsail reef wind knots", collections=["boat"], k=10
+    )
+    floored = retriever.search("mainsail reef wind knots", collections=["boat"], k=10)
+    best = floored[0].score
+    assert all(p.score >= best * retriever.settings.relative_floor for p in floored)
+    assert len(floored) < len(everything)
+
+
+async def test_absolute_min_score_applies_too(retriever: ChromaKnowledgeRetriever) -> None:
+    assert await retriever.retrieve("mainsail", collections=["boat"], min_score=0.999) == []
+
+
+async def test_empty_query_and_unknown_collection_return_nothing_instead_of_failing(
+    retriever: ChromaKnowledgeRetriever,
+) -> None:
+    assert await retriever.retrieve("   ", collections=["boat"]) == []
+    assert await retriever.retrieve("flares", collections=["no-such-collection"]) == []
+
+
+async def test_collections_default_to_all_and_filter_when_named(retriever: ChromaKnowledgeRetriever) -> None:
+    both = await retriever.retrieve("knead the dough", k=5)
+    assert {p.collection for p in both if "Knead" in p.text} == {"boat", "kitchen"}
+    assert len({p.text for p in both}) == len(both)
+    only = await retriever.retrieve("knead the dough", collections=["kitchen"], k=5)
+    assert {p.collection for p in only} == {"kitchen"}
+
+
+async def test_document_and_section_filters(retriever: ChromaKnowledgeRetriever) -> None:
+    manual_id = next(d for d in retriever.store.document_ids("boat") if d.endswith("manual.md"))
+    hits = await retriever.retrieve("dough", collections=["boat"], k=5, documents=[manual_id])
+    assert hits and all(p.document_id == manual_id for p in hits)
+    safety = await retriever.retrieve("engine oil", collections=["boat"], k=5, sections=["Boat manual › Safety"])
+    assert safety and all(p.section == "Boat manual › Safety" for p in safety)
+    below = await retriever.retrieve("engine oil", collections=["boat"], k=5, sections=["Boat manual"])
+    assert {p.section for p in below} >= {"Boat manual › Engine"}  # a section filter includes its subsections
+
+
+async def test_neighbours_are_adjacent_chunks_in_order_without_the_passage_itself(
+    retriever: ChromaKnowledgeRetriever,
+) -> None:
+    [sails] = [p for p in retriever.search("mainsail jib", collections=["boat"], k=5) if p.section.endswith("Sails")]
+    around = await retriever.neighbours(sails, before=1, after=1)
+    assert [p.section.rsplit(" › ", 1)[-1] for p in around] == ["Engine", "Safety"]
+    assert [p.chunk_index for p in around] == [sails.chunk_index - 1, sails.chunk_index + 1]
+    assert await retriever.neighbours(sails, before=0, after=0) == []
+    assert [p.chunk_index for p in await retriever.neighbours(sails, before=0, after=5)] == [sails.chunk_index + 1]
+
+
+def passage(text: str, score: float) -> Passage:
+    return Passage(text=text, score=score, document_id="d")
+
+
+def test_dedupe_keeps_the_best_of_identical_and_near_identical_texts() -> None:
+    long = "the quick brown fox jumps over the lazy dog near the river bank at dawn " * 3
+    kept = dedupe(
+        [
+            passage(long, 0.9),
+            passage(long.upper(), 0.8),
+            passage(long + " today", 0.7),
+            passage("unrelated text here", 0.6),
+        ]
+    )
+    assert [p.score for p in kept] == [0.9, 0.6]
+
+
+class ReverseReranker:
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    def rerank(self, query: str, passages: Sequence[Passage]) -> list[Passage]:
+        self.seen.append(query)
+        return [replace(p, score=1.0 - i / 10) for i, p in enumerate(reversed(passages))]
+
+
+async def test_a_pluggable_reranker_decides_the_final_order(retriever: ChromaKnowledgeRetriever) -> None:
+    plain = retriever.search("mainsail", collections=["boat"], k=10)
+    reranker = ReverseReranker()
+    reranked = await ChromaKnowledgeRetriever(retriever.store, retriever.settings, reranker).retrieve(
+        "mainsail", collections=["boat"], k=10
+    )
+    assert reranker.seen == ["mainsail"]
+    assert [p.text for p in reranked] == [p.text for p in reversed(plain)]
+
+
+async def test_hybrid_lexical_signal_is_fused_into_the_score(retriever: ChromaKnowledgeRetriever) -> None:
+    [top, *_] = retriever.search("propeller fishing line", collections=["boat"], k=3)
+    assert top.metadata["lexical_score"] == 1.0  # the best BM25 hit is normalised to 1
+    dense_only = ChromaKnowledgeRetriever(retriever.store, RetrievalSettings(lexical_weight=0.0))
+    [plain, *_] = dense_only.search("propeller fishing line", collections=["boat"], k=3)
+    assert plain.metadata["lexical_score"] == 0.0 and plain.score == pytest.approx(
+        plain.metadata["dense_score"], abs=1e-4
+    )

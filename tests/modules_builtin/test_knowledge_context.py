@@ -1,0 +1,376 @@
+"""knowledge_context: citable numbered sources within budget, dedupe, shared expansion limit,
+follow-up reformulation, condense order (fewer sources, then narrower windows)."""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from components.context_window.base import (
+    AssemblyContext,
+    ContextModule,
+    Directives,
+    Message,
+    Passage,
+    Profile,
+    Session,
+)
+from components.context_window.module_registry import load_folder
+from components.context_window.token_estimator import estimator_for
+
+FOLDER = Path(__file__).resolve().parents[2] / "modules" / "knowledge_context"
+TOKENS = estimator_for("gpt-4o")
+
+
+def make_module() -> ContextModule:
+    definition = load_folder(FOLDER, "builtin")
+    return definition.cls(definition.manifest)
+
+
+def chunk_text(doc: str, i: int, words: int = 40) -> str:
+    """Distinct sentences per chunk; each chunk repeats the previous chunk's last sentence (overlap)."""
+    own = " ".join(f"{doc}{i}w{j}" for j in range(words)) + "."
+    if i == 0:
+        return own
+    return f"{doc}{i - 1} tail sentence repeated here. {own} {doc}{i} tail sentence repeated here."
+
+
+@dataclass
+class FakeKnowledge:
+    """An in-memory KnowledgeRetriever: documents of ordered chunks; ``hits`` is what retrieve returns."""
+
+    hits: list[Passage]
+    documents: dict[str, list[Passage]] = field(default_factory=dict)
+    queries: list[tuple[str, tuple[str, ...], int, float]] = field(default_factory=list)
+    neighbour_calls: list[tuple[int, int, int]] = field(default_factory=list)
+
+    async def retrieve(
+        self, query: str, *, collections: Sequence[str] = (), k: int = 8, min_score: float = 0.0
+    ) -> list[Passage]:
+        self.queries.append((query, tuple(collections), k, min_score))
+        return self.hits[:k]
+
+    async def neighbours(self, passage: Passage, *, before: int, after: int) -> list[Passage]:
+        self.neighbour_calls.append((passage.chunk_index, before, after))
+        chunks = self.documents.get(passage.document_id, [])
+        i = passage.chunk_index
+        return [c for c in chunks if i - before <= c.chunk_index <= i + after and c.chunk_index != i]
+
+
+def document(
+    doc: str, n: int, *, title: str = "", section: str = "Intro", page: int | None = None, words: int = 40
+) -> list[Passage]:
+    return [
+        Passage(
+            text=chunk_text(doc, i, words),
+            score=0.0,
+            document_id=doc,
+            title=title or doc.upper(),
+            section=section,
+            page=page,
+            chunk_index=i,
+            collection="kb",
+        )
+        for i in range(n)
+    ]
+
+
+def hit(chunks: list[Passage], i: int, score: float) -> Passage:
+    p = chunks[i]
+    return Passage(
+        text=p.text,
+        score=score,
+        document_id=p.document_id,
+        title=p.title,
+        section=p.section,
+        page=p.page,
+        chunk_index=p.chunk_index,
+        collection=p.collection,
+    )
+
+
+def context(
+    knowledge: FakeKnowledge | None,
+    *,
+    query: str = "what is it?",
+    config: dict | None = None,
+    messages: Sequence[Message] = (),
+    summarizer: object = None,
+    session_id: str = "s1",
+) -> AssemblyContext:
+    ctx = AssemblyContext(
+        query=query,
+        profile=Profile(id="p", type="rag_focused", knowledge_collections=("kb",)),
+        session=Session(id=session_id, messages=tuple(messages)),
+        knowledge=knowledge,
+        summarizer=summarizer,  # type: ignore[arg-type]
+    )
+    return ctx.for_module(Directives(config=config or {}), TOKENS)
+
+
+def sources(text: str) -> list[str]:
+    return re.findall(r"^\[SOURCE (\d+)\] (.*)$", text, flags=re.M)
+
+
+# --- shape ----------------------------------------------------------------------------------------
+
+
+async def test_sources_are_numbered_with_document_section_and_page() -> None:
+    a = document("alpha", 3, title="Alpha Guide", section="Setup › Linux", page=4)
+    b = document("beta", 3, title="Beta Notes", section="")
+    kb = FakeKnowledge([hit(a, 1, 0.9), hit(b, 0, 0.7)], {"alpha": a, "beta": b})
+    c = await make_module().contribute(2000, context(kb, config={"max_expansion": 0}))
+    assert c.placement == "context" and c.header.startswith("Knowledge base excerpts")
+    assert sources(c.text()) == [("1", "Alpha Guide › Setup › Linux (p. 4)"), ("2", "Beta Notes")]
+    assert c.metadata["sources"][0] | {"chunks": [1]} == {
+        "n": 1,
+        "document_id": "alpha",
+        "collection": "kb",
+        "section": "Setup › Linux",
+        "score": 0.9,
+        "chunks": [1],
+        "expanded": [],
+    }
+    assert kb.queries == [("what is it?", ("kb",), 6, 0.0)]  # the profile's collections, default k
+
+
+async def test_directive_config_overrides_collections_k_and_min_score() -> None:
+    kb = FakeKnowledge([])
+    c = await make_module().contribute(500, context(kb, config={"collections": ["other"], "k": 3, "min_score": 0.4}))
+    assert kb.queries == [("what is it?", ("other",), 3, 0.4)]
+    assert c.is_empty and c.metadata["reason"] == "no passage found"
+
+
+async def test_without_a_retriever_or_budget_it_contributes_nothing() -> None:
+    module = make_module()
+    assert (await module.contribute(1000, context(None))).metadata["reason"] == "no knowledge retriever configured"
+    assert (await module.contribute(0, context(FakeKnowledge([])))).is_empty
+
+
+async def test_duplicate_text_is_dropped_keeping_the_best_score() -> None:
+    a = document("alpha", 3)
+    twin = Passage(text=a[1].text, score=0.95, document_id="copy", title="COPY", chunk_index=7, collection="kb")
+    kb = FakeKnowledge([hit(a, 1, 0.6), twin], {"alpha": a})
+    c = await make_module().contribute(2000, context(kb, config={"max_expansion": 0}))
+    assert [s["document_id"] for s in c.metadata["sources"]] == ["copy"]
+    assert c.text().count(a[1].text) == 1
+
+
+async def test_adjacent_hits_of_one_document_merge_without_repeating_the_overlap() -> None:
+    a = document("alpha", 4)
+    kb = FakeKnowledge([hit(a, 1, 0.9), hit(a, 2, 0.8)], {"alpha": a})
+    c = await make_module().contribute(2000, context(kb, config={"max_expansion": 0}))
+    assert len(sources(c.text())) == 1 and c.metadata["sources"][0]["chunks"] == [1, 2]
+    assert c.text().count("alpha1 tail sentence repeated here.") == 1
+
+
+# --- expansion ------------------------------------------------------------------------------------
+
+
+async def test_a_strong_hit_is_widened_nearest_first_after_before_ties() -> None:
+    a = document("alpha", 9)
+    kb = FakeKnowledge([hit(a, 4, 0.9)], {"alpha": a})
+    c = await make_module().contribute(4000, context(kb, config={"max_expansion": 3}))
+    [source] = c.metadata["sources"]
+    assert source["chunks"] == [3, 4, 5, 6] and source["expanded"] == [3, 5, 6]
+    text = c.text()
+    assert text.index("alpha3w0") < text.index("alpha4w0") < text.index("alpha5w0") < text.index("alpha6w0")
+
+
+async def test_one_total_expansion_limit_is_shared_by_all_hits() -> None:
+    a, b, d = document("alpha", 20), document("beta", 20), document("delta", 20)
+    kb = FakeKnowledge([hit(a, 10, 0.9), hit(b, 10, 0.88), hit(d, 10, 0.86)], {"alpha": a, "beta": b, "delta": d})
+    c = await make_module().contribute(100_000, context(kb, config={"max_expansion": 4}))
+    added = sum(len(s["expanded"]) for s in c.metadata["sources"])
+    assert added == 4
+    # per-side requests never exceed what is left of the shared total
+    assert all(before <= 4 and after <= 4 for _, before, after in kb.neighbour_calls)
+    # the nearest neighbours of the strongest hits win: distance 1 of two hits beats distance 2 of one
+    assert [s["expanded"] for s in c.metadata["sources"]] == [[9, 11], [9, 11], []]
+
+
+async def test_a_hit_next_to_a_window_continues_it() -> None:
+    a = document("alpha", 9)
+    kb = FakeKnowledge([hit(a, 4, 0.9), hit(a, 6, 0.5)], {"alpha": a})  # chunk 6 is also chunk 4's neighbour
+    c = await make_module().contribute(100_000, context(kb, config={"max_expansion": 2, "neighbour_decay": 0.9}))
+    # the weaker hit continues the stronger hit's window: one source, overlap not repeated
+    assert [s["chunks"] for s in c.metadata["sources"]] == [[3, 4, 5, 6]]
+    assert c.text().count("alpha6w0") == 1 and c.text().count("alpha5 tail sentence") == 1
+
+
+async def test_weak_hits_are_not_widened() -> None:
+    a, b = document("alpha", 5), document("beta", 5)
+    kb = FakeKnowledge([hit(a, 2, 0.9), hit(b, 2, 0.3)], {"alpha": a, "beta": b})
+    c = await make_module().contribute(100_000, context(kb, config={"max_expansion": 10, "expand_ratio": 0.8}))
+    assert c.metadata["sources"][1]["expanded"] == []
+
+
+async def test_expansion_only_spends_budget_that_is_left() -> None:
+    a = document("alpha", 9)
+    kb = FakeKnowledge([hit(a, 4, 0.9)], {"alpha": a})
+    module = make_module()
+    alone = await module.contribute(10_000, context(kb, config={"max_expansion": 0}))
+    budget = TOKENS.count(alone.text()) + 10  # room for the hit, not for a whole neighbour
+    c = await module.contribute(budget, context(kb, config={"max_expansion": 4}, session_id="s2"))
+    assert c.metadata["sources"][0]["expanded"] == []
+    assert TOKENS.count(c.text()) <= budget
+
+
+# --- budget ---------------------------------------------------------------------------------------
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    budget=st.integers(min_value=1, max_value=3000),
+    words=st.integers(min_value=5, max_value=120),
+    expansion=st.integers(min_value=0, max_value=6),
+)
+async def test_never_exceeds_its_budget(budget: int, words: int, expansion: int) -> None:
+    docs = {name: document(name, 6, words=words) for name in ("alpha", "beta", "gamma")}
+    hits = [
+        hit(docs["alpha"], 2, 0.9),
+        hit(docs["beta"], 3, 0.85),
+        hit(docs["gamma"], 0, 0.8),
+        hit(docs["alpha"], 5, 0.5),
+    ]
+    c = await make_module().contribute(budget, context(FakeKnowledge(hits, docs), config={"max_expansion": expansion}))
+    assert TOKENS.count(c.text()) <= budget
+    numbers = [int(n) for n, _ in sources(c.text())]
+    assert numbers == list(range(1, len(numbers) + 1))
+
+
+async def test_a_single_oversized_source_is_trimmed_at_a_sentence() -> None:
+    a = document("alpha", 1, words=600)
+    a = [
+        Passage(
+            text=". ".join(f"Sentence {i} says something" for i in range(200)) + ".",
+            score=0.0,
+            document_id="alpha",
+            title="A",
+            chunk_index=0,
+            collection="kb",
+        )
+    ]
+    c = await make_module().contribute(300, context(FakeKnowledge([hit(a, 0, 0.9)], {"alpha": a})))
+    text = c.text()
+    assert TOKENS.count(text) <= 300 and c.metadata["trimmed"] is True
+    assert text.rstrip().endswith("says something. …") or text.rstrip().endswith("says something …")
+
+
+# --- condense -------------------------------------------------------------------------------------
+
+
+async def test_condense_drops_weakest_sources_first_then_narrows_windows() -> None:
+    a, b, d = document("alpha", 9), document("beta", 9), document("delta", 9)
+    kb = FakeKnowledge([hit(a, 4, 0.9), hit(b, 4, 0.6), hit(d, 4, 0.5)], {"alpha": a, "beta": b, "delta": d})
+    module = make_module()
+    ctx = context(kb, config={"max_expansion": 4})
+    full = await module.contribute(100_000, ctx)
+    assert [s["document_id"] for s in full.metadata["sources"]] == ["alpha", "beta", "delta"]
+    assert full.metadata["sources"][0]["expanded"]
+
+    full_tokens = TOKENS.count(full.text())
+    fewer = await module.condense(full, full_tokens - 50, ctx)
+    assert [s["document_id"] for s in fewer.metadata["sources"]] == ["alpha", "beta"]
+    assert fewer.metadata["sources"][0]["expanded"] == full.metadata["sources"][0]["expanded"]
+
+    one = await module.condense(fewer, TOKENS.count(fewer.text()) - 50, ctx)
+    assert [s["document_id"] for s in one.metadata["sources"]] == ["alpha"]
+    narrower = await module.condense(one, TOKENS.count(one.text()) - 50, ctx)
+    assert len(narrower.metadata["sources"][0]["expanded"]) < len(one.metadata["sources"][0]["expanded"])
+    assert narrower.strategy == "condensed" and TOKENS.count(narrower.text()) <= TOKENS.count(one.text()) - 50
+    assert len(kb.queries) == 1  # condensing reuses the cached plan: no second retrieval
+
+
+async def test_purge_forgets_a_sessions_cached_plans() -> None:
+    a = document("alpha", 3)
+    kb = FakeKnowledge([hit(a, 1, 0.9)], {"alpha": a})
+    module = make_module()
+    await module.contribute(1000, context(kb, session_id="one"))
+    await module.contribute(1000, context(kb, session_id="two"))
+    assert module.get_status()["cached_plans"] == 2
+    assert await module.purge("one", "user") == {"purged": 1}
+    assert module.get_status()["cached_plans"] == 1
+
+
+# --- follow-up reformulation ------------------------------------------------------------------------
+
+
+@dataclass
+class FakeSummarizer:
+    reply: str = "standalone query about WAL checkpoints"
+    fail: bool = False
+    calls: list[tuple[str, int, str]] = field(default_factory=list)
+
+    async def summarize(self, text: str, *, max_tokens: int, instruction: str = "") -> str:
+        self.calls.append((text, max_tokens, instruction))
+        if self.fail:
+            raise RuntimeError("model unavailable")
+        return self.reply
+
+
+HISTORY = (
+    Message("user", "old question one", turn=1),
+    Message("assistant", "old answer one", turn=1),
+    Message("user", "Tell me about WAL mode", turn=2),
+    Message("assistant", "WAL appends changes to a log.", turn=2),
+)
+
+
+async def test_follow_ups_are_reformulated_from_the_last_three_messages() -> None:
+    kb, summarizer = FakeKnowledge([]), FakeSummarizer()
+    c = await make_module().contribute(
+        500, context(kb, query="and how often does it checkpoint?", messages=HISTORY, summarizer=summarizer)
+    )
+    [(text, max_tokens, instruction)] = summarizer.calls
+    assert "old question one" not in text
+    assert "old answer one" in text and "Tell me about WAL mode" in text and "WAL appends changes" in text
+    assert text.endswith("Follow-up question: and how often does it checkpoint?")
+    assert "standalone" in instruction and max_tokens <= 100
+    assert kb.queries[0][0] == "standalone query about WAL checkpoints"
+    assert c.metadata["retrieval_query"] == "standalone query about WAL checkpoints"
+
+
+async def test_first_questions_and_failing_summarizers_use_the_query_as_is() -> None:
+    kb = FakeKnowledge([])
+    await make_module().contribute(500, context(kb, query="first question", summarizer=FakeSummarizer()))
+    await make_module().contribute(
+        500, context(kb, query="follow up", messages=HISTORY, summarizer=FakeSummarizer(fail=True))
+    )
+    await make_module().contribute(
+        500,
+        context(
+            kb, query="no reformulation", messages=HISTORY, summarizer=FakeSummarizer(), config={"reformulate": False}
+        ),
+    )
+    assert [q[0] for q in kb.queries] == ["first question", "follow up", "no reformulation"]
+
+
+@pytest.mark.parametrize("profile_type", ["tool_enabled", "llm_only", "rag_focused", "genie"])
+def test_manifest_applies_to_every_profile_type(profile_type: str) -> None:
+    module = make_module()
+    assert module.applies_to(profile_type)
+    assert module.manifest.capabilities.condensable and module.manifest.capabilities.purgeable
+
+
+def test_narrowing_only_ever_removes_neighbours_at_the_ends_of_a_window() -> None:
+    handler = sys.modules[type(make_module()).__module__]
+    a = document("alpha", 9)
+    window = handler.Source(a[4], (a[4],))
+    for i in (5, 3):
+        window = window.with_chunk(a[i], neighbour=True)
+    window = window.merged(handler.Source(a[6], (a[6],)))  # chunks 3n 4hit 5n 6hit
+    steps = []
+    while window is not None:
+        indices = [c.chunk_index for c in window.chunks]
+        assert indices == list(range(indices[0], indices[-1] + 1))  # contiguous, always
+        steps.append(indices)
+        window = window.narrowed()
+    assert steps == [[3, 4, 5, 6], [4, 5, 6]]  # 5 sits between two hits: never cut out of the middle
