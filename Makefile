@@ -23,6 +23,8 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/assembly_bench.py
 	$(BIN)/python bench/distillation_bench.py
+	$(BIN)/python bench/knowledge_bench.py
+	$(BIN)/python bench/service_bench.py
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .hypothesis
