@@ -15,6 +15,15 @@ def _offline_library_defaults() -> None:
     os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
 
+EMBEDDER_NAMES = ("minilm", "hashing")
+
+
+def _embedder(value: str) -> str:
+    if value not in EMBEDDER_NAMES:
+        raise ValueError(f"TDA_EMBEDDER={value!r} is not an embedder; use one of {', '.join(EMBEDDER_NAMES)}")
+    return value
+
+
 @dataclass(frozen=True)
 class Settings:
     data_dir: Path = Path("var")
@@ -29,6 +38,9 @@ class Settings:
     """The model turns are sent to (litellm name)."""
     mock_model: bool = True
     """Answer turns with litellm's ``mock_response`` instead of calling a provider (demo/offline)."""
+    embedder: str = "minilm"
+    """Embedder for new knowledge collections and champion cases: ``minilm`` (all-MiniLM-L6-v2) or ``hashing``
+    (deterministic feature hashing: fast, for tests and machines without the model)."""
     module_timeout_s: float = 2.0
     secret_key: str = "dev-only-change-me"
 
@@ -49,6 +61,7 @@ class Settings:
             "port": ("TDA_PORT", int),
             "model": ("TDA_MODEL", str),
             "mock_model": ("TDA_MOCK_MODEL", lambda v: v.lower() not in {"0", "false", "no"}),
+            "embedder": ("TDA_EMBEDDER", _embedder),
             "module_timeout_s": ("TDA_MODULE_TIMEOUT_S", float),
             "secret_key": ("TDA_SECRET_KEY", str),
         }

@@ -1,14 +1,22 @@
-"""Demo data for `make run`: the four shipped types, one profile per profile type, a session with history."""
+"""Demo data for `make run`: the four shipped types, one profile per profile type, a session with history,
+and a knowledge collection made of the project's own docs/*.md."""
 
 from __future__ import annotations
 
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from .errors import Conflict
 from .store import Store
 
+if TYPE_CHECKING:
+    from .config import Settings
+    from .knowledge.ingest import IngestReport
+
 ACTOR = "demo"
 DEMO_SESSION = "demo"
+DEMO_COLLECTION = "demo"
+DOCS = Path(__file__).resolve().parents[1] / "docs"
 
 _TOOLS = [
     {
@@ -50,6 +58,7 @@ PROFILES: list[dict[str, Any]] = [
         "name": "Sales analyst (tools)",
         "type": "tool_enabled",
         "context_window_type_id": "balanced",
+        "knowledge_collections": [DEMO_COLLECTION],
         "system_prompt": "You are a sales analyst. Use the tools to answer with figures, and say which query you ran.",
         "tools": _TOOLS,
     },
@@ -58,6 +67,7 @@ PROFILES: list[dict[str, Any]] = [
         "name": "Chat assistant",
         "type": "llm_only",
         "context_window_type_id": "conversation_first",
+        "knowledge_collections": [DEMO_COLLECTION],
         "system_prompt": "You are a concise, friendly assistant.",
     },
     {
@@ -65,7 +75,7 @@ PROFILES: list[dict[str, Any]] = [
         "name": "Policy librarian (RAG)",
         "type": "rag_focused",
         "context_window_type_id": "knowledge_heavy",
-        "knowledge_collections": ["demo"],
+        "knowledge_collections": [DEMO_COLLECTION],
         "system_prompt": "Answer from the knowledge base and cite the document for every claim.",
     },
     {
@@ -100,6 +110,19 @@ async def seed_demo(store: Store) -> dict[str, Any]:
             pass
     session = await _seed_session(store)
     return {"types_created": types, "profiles_created": profiles, "session": session}
+
+
+def seed_demo_knowledge(settings: Settings) -> IngestReport:
+    """docs/*.md into the demo collection (a few dozen chunks). Unchanged files are skipped before any
+    embedding, so running the demo again costs next to nothing."""
+    from .knowledge.ingest import ingest_paths
+    from .knowledge.store import KnowledgeStore
+
+    store = KnowledgeStore.open(settings.data_dir, settings.chroma_url, embedder=settings.embedder)
+    try:
+        return ingest_paths(store, sorted(DOCS.glob("*.md")), DEMO_COLLECTION, base=DOCS.parent)
+    finally:
+        store.close()
 
 
 async def _seed_session(store: Store) -> str:

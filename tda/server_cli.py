@@ -7,6 +7,7 @@ import asyncio
 import gc
 import signal
 import sys
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -60,7 +61,7 @@ def cmd_tokens(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
-    from .demo import seed_demo
+    from .demo import seed_demo, seed_demo_knowledge
 
     async def seed(store: Store) -> int:
         result = await seed_demo(store)
@@ -73,7 +74,16 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
         print(f"demo admin token: {token}")
         return 0
 
-    return _run(seed, settings)
+    status = _run(seed, settings)
+    started = time.perf_counter()
+    report = seed_demo_knowledge(settings)
+    print(
+        f"demo knowledge: {len(report.files) - len(report.errors)} documents in collection {report.collection!r} "
+        f"({report.chunks} chunks embedded with {settings.embedder!r} in {time.perf_counter() - started:.1f} s)"
+    )
+    for failed in report.errors:  # the rest of the demo works; knowledge_context just has less to show
+        print(f"demo knowledge: {failed.error} (TDA_EMBEDDER=hashing needs no model)", file=sys.stderr)
+    return status
 
 
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:

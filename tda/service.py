@@ -18,6 +18,7 @@ from .config import Settings
 from .db import upgrade_async
 from .errors import Invalid, field_errors
 from .events import EventBus
+from .knowledge.providers import LiveKnowledge
 from .llm import LLM, LLMSummarizer, preload
 from .sources import Sources
 from .store import Store
@@ -35,6 +36,7 @@ class TDAService:
         llm: LLM | None = None,
         migrate: bool = True,
         warm_up_llm: bool = True,
+        warm_up_knowledge: bool = True,
         heartbeat_s: float = 15.0,
     ) -> None:
         self.settings = settings
@@ -48,11 +50,15 @@ class TDAService:
         self._session_locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
         self.bus = EventBus()
         self.llm = llm or LLM(mock=settings.mock_model)
-        self.sources = sources or Sources()
+        self.knowledge = LiveKnowledge(settings.data_dir, settings.chroma_url, embedder=settings.embedder)
+        """Opened on first use (or by the warm-up task): Chroma and the embedder take seconds to load."""
+        self.sources = sources or Sources(knowledge=self.knowledge, cases=self.knowledge)
         if self.sources.summarizer is None:
             self.sources.summarizer = LLMSummarizer(self.llm, settings.model)
         self.migrate = migrate
         self.warm_up_llm = warm_up_llm
+        self.warm_up_knowledge = warm_up_knowledge
+        self._warm_up: asyncio.Task[None] | None = None
         self.heartbeat_s = heartbeat_s
         self._heartbeats: asyncio.Task[None] | None = None
 
@@ -70,11 +76,22 @@ class TDAService:
         await self.store.types.seed_defaults()
         await self.apply_module_state()
         self._heartbeats = asyncio.create_task(self.bus.run_heartbeats(self.heartbeat_s))
+        if self.warm_up_knowledge:  # in the background: serving starts now; an early turn waits for it
+            self._warm_up = asyncio.create_task(self._warm_up_knowledge())
+
+    async def _warm_up_knowledge(self) -> None:
+        try:
+            await self.knowledge.warm_up()
+        except Exception as exc:  # retrieval then fails per turn, where modules record it; serving goes on
+            log.warning("knowledge store warm-up failed: %s", exc)
 
     async def shutdown(self) -> None:
         self.bus.close()
         if self._heartbeats is not None:
             self._heartbeats.cancel()
+        if self._warm_up is not None:
+            await self._warm_up  # a worker thread cannot be cancelled; let it finish before closing under it
+        await asyncio.to_thread(self.knowledge.close)
         await self.store.close()
 
     async def apply_module_state(self) -> None:

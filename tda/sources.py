@@ -6,7 +6,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from components.context_window.base import (
     AssemblyContext,
@@ -23,6 +23,23 @@ from components.context_window.base import (
 
 from .models import AttachmentRow, MessageRow, ProfileRow, TurnRow
 from .store.sessions import SessionData
+
+
+@runtime_checkable
+class CaseRecorder(Protocol):
+    """Keeps successful turns as champion cases (``tda.knowledge.providers.LiveKnowledge`` implements it)."""
+
+    async def record_case(
+        self,
+        query: str,
+        answer: str,
+        *,
+        plan: str = "",
+        tokens: int = 0,
+        feedback: int = 0,
+        session_id: str = "",
+        turn: int = 0,
+    ) -> str: ...
 
 
 @dataclass
@@ -42,6 +59,11 @@ class Sources:
                 self._tools.clear()
             self._tools[key] = tuple(ToolSchema.from_openai(t) for t in profile.tools)
         return self._tools[key]
+
+    @property
+    def case_recorder(self) -> CaseRecorder | None:
+        """The champion-case provider when it can also record cases (a read-only fake cannot)."""
+        return self.cases if isinstance(self.cases, CaseRecorder) else None
 
 
 @dataclass(frozen=True)

@@ -4,18 +4,22 @@ And the what-if preview, which assembles the same way but persists nothing."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import TYPE_CHECKING, Any
 
 from components.context_window.window_type import ContextWindowType
 
-from .errors import UpstreamFailed
+from .errors import Conflict, UpstreamFailed
 from .sources import build_context, input_hashes
 from .store.types import StoredType
 
 if TYPE_CHECKING:
     from .api.schemas import PreviewIn
+    from .llm import Completion
     from .models import ProfileRow
     from .service import TDAService
+
+log = logging.getLogger(__name__)
 
 
 async def resolve_type(svc: TDAService, profile: ProfileRow) -> StoredType:
@@ -88,6 +92,7 @@ async def run_turn(svc: TDAService, session_id: str, query: str) -> dict[str, An
                 },
             ],
         )
+        case_id = await _keep_as_champion(svc, session_id, turn, query, done, tokens_in)
     return {
         "session_id": session_id,
         "turn": turn,
@@ -95,9 +100,55 @@ async def run_turn(svc: TDAService, session_id: str, query: str) -> dict[str, An
         "tokens_in": tokens_in,
         "tokens_out": done.tokens_out,
         "snapshot_id": row.id,
+        "champion_case_id": case_id,
         "summary": assembled.snapshot.summary(),
         "snapshot": snapshot,
     }
+
+
+def _plan_of(done: Completion) -> str:
+    """The tool calls the model chose, one per line: the plan a later turn can adapt."""
+    lines = []
+    for call in done.tool_calls:
+        function = call.get("function") or {}
+        lines.append(f"{function.get('name', '?')}({function.get('arguments') or ''})")
+    return "\n".join(lines)
+
+
+async def _keep_as_champion(
+    svc: TDAService, session_id: str, turn: int, query: str, done: Completion, tokens_in: int
+) -> str | None:
+    """Record the answered turn as a champion case (inside the session lock, so the next turn can be served it).
+    The turn is already stored: a failure here costs the case, never the turn."""
+    recorder = svc.sources.case_recorder
+    plan = _plan_of(done)
+    if recorder is None or not (done.text.strip() or plan):
+        return None
+    try:
+        return await recorder.record_case(
+            query, done.text, plan=plan, tokens=tokens_in + done.tokens_out, session_id=session_id, turn=turn
+        )
+    except Exception as exc:  # Chroma or the embedder failed; the answer the user got is unaffected
+        log.warning("turn %s of session %s not kept as a champion case: %s", turn, session_id, exc)
+        return None
+
+
+async def set_feedback(svc: TDAService, session_id: str, turn: int, feedback: int) -> dict[str, Any]:
+    """Rate a recorded turn's champion case (recording it first if it is missing); negative is never served."""
+    row = await svc.store.sessions.turn(session_id, turn)
+    recorder = svc.sources.case_recorder
+    if recorder is None:
+        raise Conflict("champion cases are not configured on this service; feedback has nowhere to go")
+    case_id = await recorder.record_case(
+        row.query,
+        row.answer,
+        plan=row.plan,
+        tokens=row.tokens_in + row.tokens_out,
+        feedback=feedback,
+        session_id=session_id,
+        turn=turn,
+    )
+    return {"session_id": session_id, "turn": turn, "feedback": feedback, "champion_case_id": case_id}
 
 
 async def preview(svc: TDAService, body: PreviewIn) -> dict[str, Any]:

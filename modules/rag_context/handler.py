@@ -89,7 +89,10 @@ class RagContextModule(ContextModule):
             good = [c for c in found if c.score >= min_score and c.feedback >= 0]
             return tuple(sorted(good, key=lambda c: (-c.score, c.id))[:k])
 
-        return await self._cases.aget_or_compute(ctx.session.id, (ctx.query, min_score, k), retrieve)
+        # Per turn: signals, contribute and condense share one retrieval, while a later turn sees the cases
+        # recorded and rated since (a repeated query must not be served a stale, or negatively rated, case).
+        key = (ctx.session.turn_number, ctx.query, min_score, k)
+        return await self._cases.aget_or_compute(ctx.session.id, key, retrieve)
 
 
 def render_case(number: int, case: ChampionCase) -> str:

@@ -109,6 +109,11 @@ class TurnValidityIn(_In):
     valid: bool
 
 
+class FeedbackIn(_In):
+    feedback: Literal[-1, 0, 1]
+    """+1 helpful, -1 wrong (the case is never served again), 0 clears a rating."""
+
+
 class PurgeIn(_In):
     session_id: str
 

@@ -14,11 +14,12 @@ from ..auth import actor, require
 from ..service import service
 from ..store.profiles import profile_dict
 from ..store.sessions import attachment_dict, message_dict, session_dict, snapshot_dict, turn_dict
-from ..turns import resolve_type, run_turn
+from ..turns import resolve_type, run_turn, set_feedback
 from .profiles import check_limit_lowers
 from .schemas import (
     AttachmentIn,
     ContextLimitIn,
+    FeedbackIn,
     MessagesIn,
     SessionIn,
     SessionPatch,
@@ -158,6 +159,14 @@ async def create_turn(session_id: str, data: TurnIn) -> tuple[dict[str, Any], in
 async def set_turn_validity(session_id: str, turn: int, data: TurnValidityIn) -> dict[str, Any]:
     """An invalid turn stays recorded but is left out of the context from now on."""
     return turn_dict(await service().store.sessions.set_turn_validity(session_id, turn, data.valid, actor()))
+
+
+@bp.post("/<session_id>/turns/<int(max=2147483647):turn>/feedback")
+@require("admin")
+@validate_request(FeedbackIn)
+async def rate_turn(session_id: str, turn: int, data: FeedbackIn) -> dict[str, Any]:
+    """Rate the turn's champion case: later turns see helpful ones marked as such and are never served wrong ones."""
+    return await set_feedback(service(), session_id, turn, data.feedback)
 
 
 @bp.post("/<session_id>/purge-memory")

@@ -60,15 +60,14 @@ def _embedder_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--embedder",
         choices=["minilm", "hashing"],
-        default="minilm",
-        help="embedder for new collections (default minilm; existing collections keep theirs)",
+        help="embedder for new collections (default: TDA_EMBEDDER, else minilm; existing collections keep theirs)",
     )
 
 
 def _open(args: argparse.Namespace, settings: Settings) -> KnowledgeStore:
     from .store import KnowledgeStore
 
-    return KnowledgeStore.open(settings.data_dir, settings.chroma_url, embedder=args.embedder)
+    return KnowledgeStore.open(settings.data_dir, settings.chroma_url, embedder=args.embedder or settings.embedder)
 
 
 def _fail(command: str, exc: Exception) -> int:

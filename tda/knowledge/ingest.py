@@ -51,11 +51,12 @@ def discover(paths: Iterable[Path]) -> list[Path]:
     return list(found)
 
 
-def document_id_for(path: Path) -> str:
-    """A stable id: the path relative to the working directory when inside it, else the absolute path."""
+def document_id_for(path: Path, base: Path | None = None) -> str:
+    """A stable id: the path relative to ``base`` (default: the working directory) when inside it, else
+    the absolute path."""
     resolved = path.resolve()
     try:
-        return resolved.relative_to(Path.cwd().resolve()).as_posix()
+        return resolved.relative_to((base or Path.cwd()).resolve()).as_posix()
     except ValueError:
         return resolved.as_posix()
 
@@ -69,13 +70,14 @@ def ingest_paths(
     tokens: TokenEstimator | None = None,
     on_file: Callable[[FileResult], None] | None = None,
     on_embedded: Callable[[int], None] | None = None,
+    base: Path | None = None,
 ) -> IngestReport:
     """Ingest every file under ``paths`` into ``collection``; per-file errors are collected, not raised."""
     check_collection_name(collection)
     counter = (tokens or TokenEstimator("cl100k_base")).count
     report = IngestReport(collection)
     for path in discover(paths):
-        result = _ingest_file(store, path, collection, target_tokens, counter, on_embedded)
+        result = _ingest_file(store, path, collection, target_tokens, counter, on_embedded, base)
         report.files.append(result)
         if on_file:
             on_file(result)
@@ -89,8 +91,9 @@ def _ingest_file(
     target_tokens: int,
     counter: Callable[[str], int],
     on_embedded: Callable[[int], None] | None,
+    base: Path | None,
 ) -> FileResult:
-    doc_id = document_id_for(path)
+    doc_id = document_id_for(path, base)
     try:
         if not path.exists():
             raise ReadError(f"{path}: no such file")

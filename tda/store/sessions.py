@@ -179,6 +179,14 @@ class SessionStore:
             query = select(TurnRow).where(TurnRow.session_id == session_id).order_by(TurnRow.turn)
             return list((await s.scalars(query)).all())
 
+    async def turn(self, session_id: str, turn: int) -> TurnRow:
+        async with self.db.read() as s:
+            await _session(s, session_id)
+            row = await s.scalar(select(TurnRow).where(TurnRow.session_id == session_id, TurnRow.turn == turn))
+            if row is None:
+                raise NotFound(f"session {session_id!r} has no turn {turn}")
+            return row
+
     async def record_turn(self, session_id: str, turn: dict[str, Any], messages: list[dict[str, Any]]) -> TurnRow:
         """The turn and its messages in one transaction: a turn is never half-recorded."""
         async with self.db.write() as s:

@@ -150,6 +150,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         "TDA_MODULES_DIR": str(data / "modules"),
         "TDA_SECRET_KEY": "browser-tests",
         "TDA_MOCK_MODEL": "1",
+        "TDA_EMBEDDER": "hashing",  # the real model would cost seconds of start-up per run
         "TDA_HOST": "127.0.0.1",
         "TDA_PORT": str(port),
     }

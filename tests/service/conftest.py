@@ -34,12 +34,14 @@ def modules_dir(tmp_path: Path) -> Path:
 @pytest.fixture
 def settings(tmp_path: Path, modules_dir: Path, template_db: Path) -> Settings:
     shutil.copy(template_db, tmp_path / "tda.db")
-    return Settings(data_dir=tmp_path, modules_dir=modules_dir, mock_model=True, module_timeout_s=1.0)
+    return Settings(
+        data_dir=tmp_path, modules_dir=modules_dir, mock_model=True, module_timeout_s=1.0, embedder="hashing"
+    )
 
 
 @pytest.fixture
 async def test_app(settings: Settings) -> AsyncIterator[Any]:
-    app = create_app(settings, migrate=False, warm_up_llm=False, heartbeat_s=0.2)
+    app = create_app(settings, migrate=False, warm_up_llm=False, warm_up_knowledge=False, heartbeat_s=0.2)
     async with app.test_app() as running:
         yield running
 

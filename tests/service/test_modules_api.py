@@ -17,7 +17,7 @@ async def test_list_and_activation_survives_a_restart(client, admin, viewer, set
     assert r.status_code == 200 and (await r.get_json())["active"] is False
     assert (await client.post(f"{URL}/nope/deactivate", headers=admin)).status_code == 404
 
-    restarted = create_app(settings, migrate=False, warm_up_llm=False)
+    restarted = create_app(settings, migrate=False, warm_up_llm=False, warm_up_knowledge=False)
     async with restarted.test_app() as running:
         info = running.app.extensions["tda"].registry.info("fixture_boom")
         assert info.active is False  # re-applied from the module-state table at start-up

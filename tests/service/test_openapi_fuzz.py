@@ -22,7 +22,7 @@ from tda.store import Store
 def fuzz_target(tmp_path_factory: pytest.TempPathFactory, template_db_for_fuzz: Path) -> tuple[Any, str]:
     data = tmp_path_factory.mktemp("fuzz")
     shutil.copy(template_db_for_fuzz, data / "tda.db")
-    settings_ = Settings(data_dir=data, modules_dir=data / "modules", mock_model=True)
+    settings_ = Settings(data_dir=data, modules_dir=data / "modules", mock_model=True, embedder="hashing")
 
     async def seed() -> str:
         store = Store.connect(settings_.sqlalchemy_url)
@@ -34,7 +34,7 @@ def fuzz_target(tmp_path_factory: pytest.TempPathFactory, template_db_for_fuzz: 
             await store.close()
 
     token = asyncio.run(seed())
-    return create_app(settings_, migrate=False, warm_up_llm=False), token
+    return create_app(settings_, migrate=False, warm_up_llm=False, warm_up_knowledge=False), token
 
 
 @pytest.fixture(scope="module")

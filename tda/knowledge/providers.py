@@ -1,0 +1,107 @@
+"""LiveKnowledge: the knowledge store of a running service, opened on first use, behind the module providers.
+
+It is both the ``KnowledgeRetriever`` (knowledge_context) and the ``CaseRetriever`` (rag_context), and
+records champion cases and their feedback for the turn endpoints. Opening Chroma and loading the
+embedding model take seconds, so nothing heavy is imported until ``warm_up`` (a background task at
+start-up) or the first call, and every blocking call runs in a worker thread, never on the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from components.context_window.base import ChampionCase, Passage
+
+if TYPE_CHECKING:
+    from .cases import ChampionCaseStore
+    from .retrieval import ChromaKnowledgeRetriever
+    from .store import KnowledgeStore
+
+
+@dataclass(frozen=True)
+class _Opened:
+    store: KnowledgeStore
+    retriever: ChromaKnowledgeRetriever
+    cases: ChampionCaseStore
+
+
+class LiveKnowledge:
+    def __init__(self, data_dir: Path, chroma_url: str | None = None, *, embedder: str = "minilm") -> None:
+        self.data_dir = data_dir
+        self.chroma_url = chroma_url
+        self.embedder = embedder
+        self._opened: _Opened | None = None
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def _open(self) -> _Opened:
+        """Runs in a worker thread; the lock makes concurrent first calls open the store once."""
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the knowledge store was closed (the service is shutting down)")
+            if self._opened is None:
+                from .cases import ChampionCaseStore
+                from .retrieval import ChromaKnowledgeRetriever
+                from .store import KnowledgeStore
+
+                store = KnowledgeStore.open(self.data_dir, self.chroma_url, embedder=self.embedder)
+                self._opened = _Opened(store, ChromaKnowledgeRetriever(store), ChampionCaseStore(store))
+            return self._opened
+
+    async def _ready(self) -> _Opened:
+        return self._opened or await asyncio.to_thread(self._open)
+
+    async def warm_up(self) -> None:
+        """Open the store and load the embedding model (one champion-case search embeds a query)."""
+        opened = await self._ready()
+        await asyncio.to_thread(opened.cases.search, "warm up", k=1)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            if self._opened is not None:
+                self._opened.store.close()
+                self._opened = None
+
+    # --- KnowledgeRetriever ----------------------------------------------------------------
+
+    async def retrieve(
+        self, query: str, *, collections: Sequence[str] = (), k: int = 8, min_score: float = 0.0
+    ) -> list[Passage]:
+        if not collections:  # a profile reads only the collections it names (the CLI searches all)
+            return []
+        opened = await self._ready()
+        return await opened.retriever.retrieve(query, collections=collections, k=k, min_score=min_score)
+
+    async def neighbours(self, passage: Passage, *, before: int, after: int) -> list[Passage]:
+        opened = await self._ready()
+        return await opened.retriever.neighbours(passage, before=before, after=after)
+
+    # --- CaseRetriever and the champion-case writes ----------------------------------------
+
+    async def retrieve_cases(self, query: str, *, k: int = 3) -> list[ChampionCase]:
+        opened = await self._ready()
+        return await opened.cases.retrieve_cases(query, k=k)
+
+    async def record_case(
+        self,
+        query: str,
+        answer: str,
+        *,
+        plan: str = "",
+        tokens: int = 0,
+        feedback: int = 0,
+        session_id: str = "",
+        turn: int = 0,
+    ) -> str:
+        """Store a champion case, or update the one with the same query and answer; returns its id."""
+        opened = await self._ready()
+        from .cases import CaseRecord  # imported by _open already: no cost on the event loop
+
+        case = CaseRecord(query, answer, plan, tokens, feedback, session_id, turn)
+        return await asyncio.to_thread(opened.cases.record, case)

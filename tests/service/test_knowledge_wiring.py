@@ -1,0 +1,155 @@
+"""The service on a real (embedded) Chroma store with the hashing embedder: knowledge in turns and
+previews, successful turns kept as champion cases, and feedback that stops a wrong case being served."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tda.app import create_app
+from tda.config import Settings
+from tda.knowledge.ingest import ingest_paths
+from tda.knowledge.store import KnowledgeStore
+from tda.llm import LLM, Completion
+
+HANDBOOK = """# Field handbook
+
+## Refunds
+
+Refunds for heliotrope kettles are granted within forty-five days of delivery, after an inspection
+at the Ostrava depot. Keep the original receipt.
+
+## Shipping
+
+Orders leave the warehouse every Tuesday and Friday by rail freight.
+"""
+QUERY = "How many days do customers have to get a refund for a heliotrope kettle?"
+
+
+class RecordingLLM(LLM):
+    """Answers every call with a fixed text and keeps the messages it was sent (no litellm import)."""
+
+    def __init__(self) -> None:
+        super().__init__(mock=True)
+        self.calls: list[list[dict[str, Any]]] = []
+
+    async def complete(self, model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Completion:
+        self.calls.append(messages)
+        return Completion("Forty-five days, after an inspection at the depot.", 900, 12, [])
+
+
+@pytest.fixture
+def handbook(settings: Settings, tmp_path: Path) -> str:
+    """One document ingested into the 'handbook' collection before the app opens the store."""
+    path = tmp_path / "handbook.md"
+    path.write_text(HANDBOOK)
+    store = KnowledgeStore.open(settings.data_dir, embedder="hashing")
+    try:
+        report = ingest_paths(store, [path], "handbook", base=tmp_path)
+    finally:
+        store.close()
+    assert report.chunks > 0 and not report.errors
+    return "handbook"
+
+
+@pytest.fixture
+def llm() -> RecordingLLM:
+    return RecordingLLM()
+
+
+@pytest.fixture
+async def wired(handbook: str, settings: Settings, llm: RecordingLLM) -> AsyncIterator[Any]:
+    app = create_app(settings, llm=llm, migrate=False, warm_up_llm=False, warm_up_knowledge=False)
+    async with app.test_app() as running:
+        client = running.test_client()
+        token, _ = await running.app.extensions["tda"].store.tokens.create("test-admin", "admin")
+        headers = {"Authorization": f"Bearer {token}"}
+        profile = {
+            "id": "librarian",
+            "type": "rag_focused",
+            "context_window_type_id": "knowledge_heavy",  # a shipped type: knowledge 40%, RAG cases 20%
+            "knowledge_collections": [handbook],
+            "system_prompt": "Answer from the knowledge base.",
+        }
+        for url, body in [("/v1/profiles", profile), ("/v1/sessions", {"id": "s1", "profile_id": "librarian"})]:
+            r = await client.post(url, json=body, headers=headers)
+            assert r.status_code == 201, await r.get_json()
+        yield client, headers
+
+
+def _module(snapshot: dict[str, Any], module_id: str) -> dict[str, Any]:
+    return next(m for m in snapshot["modules"] if m["module_id"] == module_id)
+
+
+async def _turn(client: Any, headers: dict[str, str], query: str = QUERY) -> dict[str, Any]:
+    r = await client.post("/v1/sessions/s1/turns", json={"query": query}, headers=headers)
+    assert r.status_code == 201, await r.get_json()
+    return await r.get_json()
+
+
+async def test_a_turn_is_assembled_with_passages_from_the_profiles_collection(wired, llm):
+    client, headers = wired
+    body = await _turn(client, headers)
+    knowledge = _module(body["snapshot"], "knowledge_context")
+    assert knowledge["status"] == "ok" and knowledge["used"] > 0
+    sent = "\n".join(str(m["content"]) for m in llm.calls[0])
+    assert "forty-five days of delivery" in sent and "Ostrava depot" in sent
+
+
+async def test_a_preview_reads_the_same_knowledge(wired):
+    client, headers = wired
+    r = await client.post(
+        "/v1/context-window-types/preview",
+        json={"type_id": "knowledge_heavy", "session_id": "s1", "query": QUERY},
+        headers=headers,
+    )
+    assert r.status_code == 200, await r.get_json()
+    assert _module((await r.get_json())["snapshot"], "knowledge_context")["used"] > 0
+
+
+async def test_a_profile_without_collections_gets_no_passages(wired):
+    client, headers = wired
+    r = await client.patch("/v1/profiles/librarian", json={"knowledge_collections": []}, headers=headers)
+    assert r.status_code == 200, await r.get_json()
+    assert _module((await _turn(client, headers))["snapshot"], "knowledge_context")["used"] == 0
+
+
+async def test_an_answered_turn_is_served_to_later_turns_until_rated_wrong(wired, llm):
+    client, headers = wired
+    first = await _turn(client, headers)
+    assert first["champion_case_id"]
+    assert _module(first["snapshot"], "rag_context")["used"] == 0  # nothing recorded before it
+
+    second = await _turn(client, headers)  # the same question: the first turn is the best case
+    rag = _module(second["snapshot"], "rag_context")
+    assert rag["used"] > 0 and rag["metadata"]["cases_used"] == 1
+    assert "## Champion cases" in "\n".join(str(m["content"]) for m in llm.calls[1])
+
+    r = await client.post("/v1/sessions/s1/turns/1/feedback", json={"feedback": -1}, headers=headers)
+    assert r.status_code == 200, await r.get_json()
+    assert await r.get_json() == {
+        "session_id": "s1",
+        "turn": 1,
+        "feedback": -1,
+        "champion_case_id": first["champion_case_id"],
+    }
+    third = await _turn(client, headers)
+    assert _module(third["snapshot"], "rag_context")["used"] == 0
+    assert "## Champion cases" not in "\n".join(str(m["content"]) for m in llm.calls[2])
+
+
+async def test_feedback_errors_follow_the_api_conventions(wired):
+    client, headers = wired
+    await _turn(client, headers)
+    r = await client.post("/v1/sessions/s1/turns/7/feedback", json={"feedback": 1}, headers=headers)
+    assert r.status_code == 404 and "no turn 7" in (await r.get_json())["message"]
+    r = await client.post("/v1/sessions/nope/turns/1/feedback", json={"feedback": 1}, headers=headers)
+    assert r.status_code == 404
+    r = await client.post("/v1/sessions/s1/turns/1/feedback", json={"feedback": 2}, headers=headers)
+    assert r.status_code == 422
+    assert [e["loc"] for e in (await r.get_json())["errors"]] == ["feedback"]
+    r = await client.post("/v1/sessions/s1/turns/1/feedback", json={"feedback": 1})
+    assert r.status_code == 401
