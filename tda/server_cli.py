@@ -63,18 +63,6 @@ def cmd_tokens(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
     from .demo import seed_demo, seed_demo_knowledge
 
-    async def seed(store: Store) -> int:
-        result = await seed_demo(store)
-        await store.tokens.revoke_named("demo-admin", "demo")  # one live demo token at a time
-        token, _ = await store.tokens.create("demo-admin", "admin", "demo")
-        print(
-            f"demo data ready (session {result['session']!r}; {result['profiles_created']} profiles and "
-            f"{result['types_created']} types created)"
-        )
-        print(f"demo admin token: {token}")
-        return 0
-
-    status = _run(seed, settings)
     started = time.perf_counter()
     report = seed_demo_knowledge(settings)
     print(
@@ -83,7 +71,19 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
     )
     for failed in report.errors:  # the rest of the demo works; knowledge_context just has less to show
         print(f"demo knowledge: {failed.error} (TDA_EMBEDDER=hashing needs no model)", file=sys.stderr)
-    return status
+
+    async def seed(store: Store) -> int:
+        result = await seed_demo(store)
+        await store.tokens.revoke_named("demo-admin", "demo")  # one live demo token at a time
+        token, _ = await store.tokens.create("demo-admin", "admin", "demo")
+        print(
+            f"demo data ready (session {result['session']!r}; {result['profiles_created']} profiles and "
+            f"{result['types_created']} types created)"
+        )
+        print(f"demo admin token: {token}")  # last: scripts take the token from the final line
+        return 0
+
+    return _run(seed, settings)
 
 
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from components.context_window.base import ChampionCase, Session
+from components.context_window.base import ChampionCase, Session, TurnRecord
 
 CASES = [
     ChampionCase(
@@ -130,3 +130,15 @@ def test_contribute_never_exceeds_any_budget(builtin, ctx_for, tokens_used, run,
     rag = builtin("rag_context")
     out = run(rag.contribute(budget, ctx_for(cases=Cases(cases))))
     assert tokens_used(out) <= max(budget, 0)
+
+
+async def test_one_retrieval_per_turn_and_a_fresh_one_next_turn(rag, ctx_for):
+    """Cases recorded or rated since the last turn count, even when the query is repeated."""
+    cases = Cases(CASES)
+    first = ctx_for(cases=cases, session=Session(id="a"))
+    await rag.signals(first)
+    await rag.contribute(1_000, first)
+    assert cases.calls.count("What changed?") == 1  # signals and contribute share the turn's retrieval
+    later = ctx_for(cases=cases, session=Session(id="a", turns=[TurnRecord(turn=1, query="What changed?")]))
+    await rag.contribute(1_000, later)
+    assert cases.calls.count("What changed?") == 2

@@ -11,6 +11,7 @@ import pytest
 
 from tda.app import create_app
 from tda.config import Settings
+from tda.demo import DEMO_SESSION, seed_demo, seed_demo_knowledge
 from tda.knowledge.ingest import ingest_paths
 from tda.knowledge.store import KnowledgeStore
 from tda.llm import LLM, Completion
@@ -153,3 +154,21 @@ async def test_feedback_errors_follow_the_api_conventions(wired):
     assert [e["loc"] for e in (await r.get_json())["errors"]] == ["feedback"]
     r = await client.post("/v1/sessions/s1/turns/1/feedback", json={"feedback": 1})
     assert r.status_code == 401
+
+
+async def test_a_demo_turn_reads_the_demo_collection(settings: Settings, llm: RecordingLLM):
+    assert seed_demo_knowledge(settings).chunks > 0
+    app = create_app(settings, llm=llm, migrate=False, warm_up_llm=False, warm_up_knowledge=False)
+    async with app.test_app() as running:
+        svc = running.app.extensions["tda"]
+        await seed_demo(svc.store)
+        token, _ = await svc.store.tokens.create("test-admin", "admin")
+        r = await running.test_client().post(
+            f"/v1/sessions/{DEMO_SESSION}/turns",
+            json={"query": "How are champion cases served and rated?"},
+            headers={"Authorization": f"Bearer {token}"},
+        )
+        assert r.status_code == 201, await r.get_json()
+        knowledge = _module((await r.get_json())["snapshot"], "knowledge_context")
+    assert knowledge["used"] > 0
+    assert "[SOURCE 1]" in "\n".join(str(m["content"]) for m in llm.calls[0])

@@ -27,14 +27,18 @@ def test_db_upgrade_tokens_and_demo(
 ):
     monkeypatch.setenv("TDA_DATA_DIR", str(tmp_path / "var"))
     monkeypatch.setenv("TDA_MODULES_DIR", str(tmp_path / "modules"))
+    monkeypatch.setenv("TDA_EMBEDDER", "hashing")
     assert main(["db", "upgrade"]) == 0
     assert (tmp_path / "var" / "tda.db").is_file()
     assert main(["tokens", "create", "--role", "viewer", "--name", "ci"]) == 0
     token = capsys.readouterr().out.strip().splitlines()[-1]
     assert token.startswith("tda_")
     assert main(["demo"]) == 0
-    demo_token = capsys.readouterr().out.strip().splitlines()[-1].split()[-1]
+    out = capsys.readouterr().out
+    demo_token = out.strip().splitlines()[-1].split()[-1]
+    assert "documents in collection 'demo'" in out and " 0 chunks" not in out
     assert main(["demo"]) == 0  # idempotent; the previous demo token is revoked
+    assert "(0 chunks embedded" in capsys.readouterr().out  # unchanged docs are not embedded again
     assert main(["tokens", "list"]) == 0
     listing = capsys.readouterr().out
     assert "viewer  active   ci" in listing and "revoked  demo-admin" in listing
