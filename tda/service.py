@@ -51,14 +51,13 @@ class TDAService:
         self.bus = EventBus()
         self.llm = llm or LLM(mock=settings.mock_model)
         self.knowledge = LiveKnowledge(settings.data_dir, settings.chroma_url, embedder=settings.embedder)
-        """Opened on first use (or by the warm-up task): Chroma and the embedder take seconds to load."""
+        """Opened at start-up (warm_up_knowledge) or on first use: Chroma and the embedder take seconds to load."""
         self.sources = sources or Sources(knowledge=self.knowledge, cases=self.knowledge)
         if self.sources.summarizer is None:
             self.sources.summarizer = LLMSummarizer(self.llm, settings.model)
         self.migrate = migrate
         self.warm_up_llm = warm_up_llm
-        self.warm_up_knowledge = warm_up_knowledge
-        self._warm_up: asyncio.Task[None] | None = None
+        self.warm_up_knowledge = warm_up_knowledge and sources is None  # injected sources bring their own
         self.heartbeat_s = heartbeat_s
         self._heartbeats: asyncio.Task[None] | None = None
 
@@ -70,27 +69,27 @@ class TDAService:
     async def startup(self) -> None:
         if self.migrate:
             await upgrade_async(self.settings.sqlalchemy_url)
-        if self.warm_up_llm:
-            await preload()
+        # Both load in worker threads, side by side; serving starts once the first turn would not stall on them
+        # (a turn arriving while MiniLM still loads would time its retrieval modules out).
+        warm_ups = [preload()] if self.warm_up_llm else []
+        if self.warm_up_knowledge:
+            warm_ups.append(self._warm_up_knowledge())
+        await asyncio.gather(*warm_ups)
         self.registry.load()
         await self.store.types.seed_defaults()
         await self.apply_module_state()
         self._heartbeats = asyncio.create_task(self.bus.run_heartbeats(self.heartbeat_s))
-        if self.warm_up_knowledge:  # in the background: serving starts now; an early turn waits for it
-            self._warm_up = asyncio.create_task(self._warm_up_knowledge())
 
     async def _warm_up_knowledge(self) -> None:
         try:
             await self.knowledge.warm_up()
-        except Exception as exc:  # retrieval then fails per turn, where modules record it; serving goes on
+        except Exception as exc:  # retrieval then fails per turn (the snapshot says why); serving goes on
             log.warning("knowledge store warm-up failed: %s", exc)
 
     async def shutdown(self) -> None:
         self.bus.close()
         if self._heartbeats is not None:
             self._heartbeats.cancel()
-        if self._warm_up is not None:
-            await self._warm_up  # a worker thread cannot be cancelled; let it finish before closing under it
         await asyncio.to_thread(self.knowledge.close)
         await self.store.close()
 

@@ -2,8 +2,8 @@
 
 It is both the ``KnowledgeRetriever`` (knowledge_context) and the ``CaseRetriever`` (rag_context), and
 records champion cases and their feedback for the turn endpoints. Opening Chroma and loading the
-embedding model take seconds, so nothing heavy is imported until ``warm_up`` (a background task at
-start-up) or the first call, and every blocking call runs in a worker thread, never on the event loop.
+embedding model take seconds, so nothing heavy is imported until ``warm_up`` (at service start-up) or
+the first call, and every blocking call runs in a worker thread, never on the event loop.
 """
 
 from __future__ import annotations
