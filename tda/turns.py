@@ -69,6 +69,7 @@ async def run_turn(svc: TDAService, session_id: str, query: str) -> dict[str, An
             {
                 "turn": turn,
                 "query": query,
+                "plan": _plan_of(done),
                 "answer": done.text,
                 "tokens_in": tokens_in,
                 "tokens_out": done.tokens_out,

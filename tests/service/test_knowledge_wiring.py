@@ -36,10 +36,11 @@ class RecordingLLM(LLM):
     def __init__(self) -> None:
         super().__init__(mock=True)
         self.calls: list[list[dict[str, Any]]] = []
+        self.tool_calls: list[dict[str, Any]] = []
 
     async def complete(self, model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Completion:
         self.calls.append(messages)
-        return Completion("Forty-five days, after an inspection at the depot.", 900, 12, [])
+        return Completion("Forty-five days, after an inspection at the depot.", 900, 12, self.tool_calls)
 
 
 @pytest.fixture
@@ -140,6 +141,17 @@ async def test_an_answered_turn_is_served_to_later_turns_until_rated_wrong(wired
     third = await _turn(client, headers)
     assert _module(third["snapshot"], "rag_context")["used"] == 0
     assert "## Champion cases" not in "\n".join(str(m["content"]) for m in llm.calls[2])
+
+
+async def test_the_tool_calls_of_a_turn_are_its_cases_plan(wired, llm):
+    client, headers = wired
+    call = {"id": "c1", "type": "function", "function": {"name": "lookup_policy", "arguments": '{"item": "kettle"}'}}
+    llm.tool_calls = [call]
+    await _turn(client, headers)
+    turns = (await (await client.get("/v1/sessions/s1/turns", headers=headers)).get_json())["turns"]
+    assert turns[0]["plan"] == 'lookup_policy({"item": "kettle"})'
+    await _turn(client, headers)
+    assert 'lookup_policy({"item": "kettle"})' in "\n".join(str(m["content"]) for m in llm.calls[1])
 
 
 async def test_feedback_errors_follow_the_api_conventions(wired):
