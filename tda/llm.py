@@ -75,26 +75,13 @@ class LLM:
 
 
 class LLMSummarizer:
-    """The ``Summarizer`` modules use to condense. In mock mode it shortens extractively (offline, deterministic)."""
+    """The ``Summarizer`` modules use to condense and to rewrite follow-ups (a real model only)."""
 
     def __init__(self, llm: LLM, model: str) -> None:
         self.llm = llm
         self.model = model
 
     async def summarize(self, text: str, *, max_tokens: int, instruction: str = "") -> str:
-        if self.llm.mock:
-            return _extractive(text, max_chars=max(0, max_tokens) * 3)
         prompt = (instruction or "Summarise the following, keeping facts, numbers and decisions.") + "\n\n" + text
         done = await self.llm.complete(self.model, [{"role": "user", "content": prompt}], [])
         return done.text
-
-
-def _extractive(text: str, max_chars: int) -> str:
-    """Whole lines from the start until the budget is spent (3 chars/token keeps well inside it)."""
-    out, used = [], 0
-    for line in text.splitlines():
-        if used + len(line) + 1 > max_chars:
-            break
-        out.append(line)
-        used += len(line) + 1
-    return "\n".join(out) if out else text[:max_chars]

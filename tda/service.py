@@ -53,7 +53,9 @@ class TDAService:
         self.knowledge = LiveKnowledge(settings.data_dir, settings.chroma_url, embedder=settings.embedder)
         """Opened at start-up (warm_up_knowledge) or on first use: Chroma and the embedder take seconds to load."""
         self.sources = sources or Sources(knowledge=self.knowledge, cases=self.knowledge)
-        if self.sources.summarizer is None:
+        if self.sources.summarizer is None and not self.llm.mock:
+            # A mock model cannot summarise or rewrite a follow-up; without a summarizer the modules
+            # use their own extractive fallbacks and the original query.
             self.sources.summarizer = LLMSummarizer(self.llm, settings.model)
         self.migrate = migrate
         self.warm_up_llm = warm_up_llm

@@ -16,7 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from components.context_window.base import AssemblyContext, ContextModule, Contribution, Passage
+from components.context_window.base import AssemblyContext, ContextModule, Contribution, Message, Passage
+from components.context_window.phases import visible
 from components.context_window.token_estimator import TokenEstimator, estimator_for
 
 log = logging.getLogger(__name__)
@@ -213,10 +214,7 @@ class KnowledgeContextModule(ContextModule):
         """A follow-up becomes a standalone query through the summarizer; the model still answers ctx.query."""
         if not opts.reformulate or ctx.summarizer is None:
             return ctx.query
-        recent = [m for m in ctx.session.messages if m.role in ("user", "assistant") and m.content.strip()]
-        if recent and recent[-1].role == "user" and recent[-1].content.strip() == ctx.query.strip():
-            recent = recent[:-1]  # the current question is already part of the history
-        recent = recent[-opts.history_messages :]
+        recent = _recent_exchanges(ctx, opts.history_messages)
         if not recent:
             return ctx.query
         conversation = "\n".join(f"{m.role}: {m.content}" for m in recent)
@@ -415,3 +413,23 @@ def _trim_to_fit(sources: list[Source], budget: int, tokens: TokenEstimator) -> 
         else:
             high = mid - 1
     return " ".join(sentences[:low]) + " …" if low else None
+
+
+def _recent_exchanges(ctx: AssemblyContext, count: int) -> list[Message]:
+    """The last ``count`` user/assistant messages the model would see, oldest first.
+
+    Walks back from the newest message, so the cost does not grow with the length of the session.
+    """
+    query = ctx.query.strip()
+    found: list[Message] = []
+    for m in reversed(ctx.session.messages):
+        if len(found) >= count:
+            break
+        if m.role not in ("user", "assistant") or not m.valid or not m.content.strip():
+            continue
+        if not visible(m.phase, ctx.session.phase):
+            continue
+        if not found and m.role == "user" and m.content.strip() == query:
+            continue  # the current question is already part of the history
+        found.append(m)
+    return found[::-1]
