@@ -14,6 +14,7 @@ import re
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
 from typing import Any
 
 from components.context_window.base import AssemblyContext, ContextModule, Contribution, Message, Passage
@@ -114,6 +115,11 @@ class Source:
         if pages:
             where += f" (p. {pages[0]})" if pages[0] == pages[-1] else f" (pp. {pages[0]}–{pages[-1]})"
         return where
+
+    @cached_property
+    def text(self) -> str:
+        """``body()`` computed once per source (packing measures the same source many times)."""
+        return self.body()
 
     def body(self) -> str:
         parts: list[str] = []
@@ -300,11 +306,17 @@ def _plan_key(ctx: AssemblyContext) -> tuple[str, int, str]:
     return (ctx.session.id, ctx.session.turn_number, ctx.query)
 
 
+@lru_cache(maxsize=4096)
+def _normalised(text: str) -> str:
+    """Whitespace-insensitive form of a passage (cached: the same passages come back turn after turn)."""
+    return " ".join(text.split())
+
+
 def dedupe_text(hits: Sequence[Passage]) -> list[Passage]:
     """One passage per distinct text (whitespace-insensitive), keeping the best score; best first."""
     best: dict[str, Passage] = {}
     for p in hits:
-        key = " ".join(p.text.split())
+        key = _normalised(p.text)
         if key and (key not in best or p.score > best[key].score):
             best[key] = p
     return sorted(best.values(), key=lambda p: -p.score)
@@ -324,7 +336,7 @@ def _group(hits: Sequence[Passage]) -> list[Source]:
 
 
 def _blocks(sources: Sequence[Source], trimmed: str | None = None) -> list[str]:
-    blocks = [f"[SOURCE {n}] {s.label()}\n{s.body()}" for n, s in enumerate(sources, start=1)]
+    blocks = [f"[SOURCE {n}] {s.label()}\n{s.text}" for n, s in enumerate(sources, start=1)]
     if trimmed is not None and blocks:
         blocks[-1] = f"[SOURCE {len(sources)}] {sources[-1].label()}\n{trimmed}"
     return blocks
@@ -337,6 +349,19 @@ def _text(sources: Sequence[Source], trimmed: str | None = None) -> str:
 
 def _cost(sources: Sequence[Source], tokens: TokenEstimator, trimmed: str | None = None) -> int:
     return tokens.count(_text(sources, trimmed))
+
+
+def _estimate(sources: Sequence[Source], tokens: TokenEstimator) -> int:
+    """An upper estimate of ``_cost`` from per-part counts, which stay cached from turn to turn.
+
+    Counting the whole text for every candidate would re-tokenise it each time. The "[SOURCE n] "
+    prefix and the joins cost about 5 tokens a source, so 6 keeps the estimate at or above the exact
+    figure; ``_shrink`` checks the exact count once at the end, so the budget holds either way.
+    """
+    if not sources:
+        return 0
+    parts = sum(tokens.count(s.label()) + tokens.count(s.text) + 6 for s in sources)
+    return tokens.count(HEADER) + 1 + parts
 
 
 def _pack(
@@ -373,7 +398,7 @@ def _pack(
             ):
                 continue
             trial = {**chosen, i: source.with_chunk(chunk, neighbour=True)}
-        if _cost(_in_order(trial), tokens) <= budget:
+        if _estimate(_in_order(trial), tokens) <= budget:
             chosen = trial
             left -= chunk is not None
     if not chosen and groups:
