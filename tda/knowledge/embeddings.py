@@ -12,7 +12,8 @@ import hashlib
 import itertools
 import re
 import threading
-from typing import Any
+from collections import OrderedDict
+from typing import Any, ClassVar
 
 import numpy as np
 from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
@@ -77,14 +78,33 @@ class MiniLMEmbedding(EmbeddingFunction[Documents]):
                 cls._model = _load_minilm()
             return cls._model
 
+    _recent: ClassVar[OrderedDict[tuple[int, str], Any]] = OrderedDict()
+    """Vectors of recently embedded short inputs: a turn embeds its query for knowledge retrieval, for
+    champion cases and when recording the case; the model runs once for the three."""
+
     def __call__(self, input: Documents) -> Embeddings:
-        if not input:
+        texts = list(input)
+        if len(texts) > 4:  # an ingestion batch: nothing to reuse
+            return self._encode(texts)
+        keys = [(self.max_seq_length, t) for t in texts]
+        with self._lock:
+            known = {k: self._recent[k] for k in keys if k in self._recent}
+        missing = [t for t, k in zip(texts, keys, strict=True) if k not in known]
+        if missing:
+            fresh = dict(zip([(self.max_seq_length, t) for t in missing], self._encode(missing), strict=True))
+            with self._lock:
+                self._recent.update(fresh)
+                while len(self._recent) > 1024:
+                    self._recent.popitem(last=False)
+            known.update(fresh)
+        return [known[k] for k in keys]
+
+    def _encode(self, texts: list[str]) -> Embeddings:
+        if not texts:
             return []
         model = self.model()
         model.max_seq_length = self.max_seq_length
-        vectors = model.encode(
-            list(input), batch_size=self.batch_size, normalize_embeddings=True, show_progress_bar=False
-        )
+        vectors = model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True, show_progress_bar=False)
         return list(vectors.astype(np.float32))
 
     @staticmethod
