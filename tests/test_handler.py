@@ -49,14 +49,15 @@ async def test_skipped_modules_share_is_redistributed_proportionally():
 
 
 async def test_deactivated_and_inactive_modules_are_skipped_with_reasons():
-    a, b = Scripted("a", BLOCKS), Scripted("b", BLOCKS)
-    registry = ModuleRegistry.from_modules([a, b])
+    a, b, c = Scripted("a", BLOCKS), Scripted("b", BLOCKS), Scripted("c", BLOCKS)
+    registry = ModuleRegistry.from_modules([a, b, c])
     registry.deactivate("b")
-    t = wtype({"a": (30, 0, 100, 50), "b": (10, 0, 100, 40)})
-    t.modules["a"].active = True
+    t = wtype({"a": (30, 0, 100, 50), "b": (10, 0, 100, 40), "c": (10, 0, 100, 30)})
+    t.modules["c"].active = False
     snap = (await ContextWindowHandler(registry).assemble(make_ctx(), t)).snapshot
     assert snap.module("b").reason == "deactivated"
-    assert b.calls == []
+    assert snap.module("c").reason == "inactive in this window type"
+    assert b.calls == [] and c.calls == []
 
 
 async def test_first_turn_forces_full_tools_and_raises_target_to_max():

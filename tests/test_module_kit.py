@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from components.context_window.fitting import clip, cut_to_chars, cut_to_tokens, fit_blocks, joined, water_fill
+from components.context_window.base import joined
+from components.context_window.fitting import clip, cut_to_chars, cut_to_tokens, fit_blocks, water_fill
 from components.context_window.options import option
 from components.context_window.session_cache import SessionCache
 from components.context_window.token_estimator import estimator_for

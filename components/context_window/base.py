@@ -349,8 +349,13 @@ class Contribution:
 
     def text(self) -> str:
         """The text block as sent: the header, then the text units separated by ``joiner``."""
-        body = self.joiner.join(self.texts())
-        return f"{self.header}\n{body}" if self.header and body else body
+        return joined(self.header, self.texts(), self.joiner)
+
+
+def joined(header: str, blocks: Sequence[str], joiner: str = "\n\n") -> str:
+    """The text sent for ``blocks`` under ``header`` (what ``Contribution.text`` returns): no header without a body."""
+    body = joiner.join(blocks)
+    return f"{header}\n{body}" if header and body else body
 
 
 def text_contribution(module_id: str, blocks: Sequence[str], **kw: Any) -> Contribution:

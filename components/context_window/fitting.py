@@ -11,18 +11,14 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from .base import joined
+
 if TYPE_CHECKING:
     from .base import AssemblyContext
     from .token_estimator import TokenEstimator
 
 _SENTENCE_OR_PARAGRAPH_END = re.compile(r"(?<=[.!?:;])\s+|\n")
 _WORD_END = re.compile(r"\s+")
-
-
-def joined(header: str, blocks: Sequence[str]) -> str:
-    """The text a contribution sends for ``blocks`` (mirrors ``Contribution.text``)."""
-    body = "\n\n".join(blocks)
-    return f"{header}\n{body}" if header and body else body
 
 
 def fit_blocks(blocks: Sequence[str], budget: int, tokens: TokenEstimator, header: str = "") -> list[str]:

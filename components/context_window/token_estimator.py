@@ -11,7 +11,6 @@ from __future__ import annotations
 import importlib.util
 import itertools
 import os
-from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -120,23 +119,8 @@ class TokenEstimator:
         _bounded_put(self._messages, id(message), (message, n), self._cache_size)
         return n
 
-    def count_messages(self, messages: Iterable[Message]) -> int:
-        return sum(self.count_message(m) for m in messages)
-
     def count_tool(self, tool: ToolSchema) -> int:
         return self.count(tool.json)
-
-    def count_unit(self, unit: Iterable[Any]) -> int:
-        """Tokens of one contribution unit: text blocks, messages or tool schemas."""
-        total = 0
-        for item in unit:
-            if isinstance(item, str):
-                total += self.count(item)
-            elif isinstance(item, Message):
-                total += self.count_message(item)
-            else:
-                total += self.count_tool(item)
-        return total
 
 
 def _bounded_put(cache: dict[Any, Any], key: Any, value: Any, limit: int) -> None:

@@ -20,9 +20,10 @@ from components.context_window.base import (
     Contribution,
     Document,
     ModuleManifest,
+    joined,
     text_contribution,
 )
-from components.context_window.fitting import cut_to_chars, cut_to_tokens, estimator, fit_blocks, joined, water_fill
+from components.context_window.fitting import cut_to_chars, cut_to_tokens, estimator, fit_blocks, water_fill
 from components.context_window.options import option
 from components.context_window.session_cache import SessionCache
 from components.context_window.token_estimator import TokenEstimator

@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import Any
 
-from components.context_window.base import AssemblyContext, ContextModule, Contribution, Message, Passage
+from components.context_window.base import AssemblyContext, ContextModule, Contribution, Message, Passage, joined
+from components.context_window.fitting import estimator
 from components.context_window.phases import visible
-from components.context_window.token_estimator import TokenEstimator, estimator_for
+from components.context_window.token_estimator import TokenEstimator
 
 log = logging.getLogger(__name__)
 
@@ -185,7 +186,7 @@ class KnowledgeContextModule(ContextModule):
         if budget <= 0:
             return self._empty("no budget")
         opts = Options.from_context(ctx)
-        tokens = _tokens(ctx)
+        tokens = estimator(ctx)
         retrieval_query = await self._retrieval_query(ctx, opts)
         hits = await ctx.knowledge.retrieve(
             retrieval_query, collections=opts.collections, k=opts.k, min_score=opts.min_score
@@ -201,7 +202,7 @@ class KnowledgeContextModule(ContextModule):
         plan = self._plans.get(_plan_key(ctx))
         if plan is None:  # not ours, or evicted: retrieve again at the smaller budget
             return await self.contribute(target_tokens, ctx)
-        smaller = _shrink(dataclasses.replace(plan, sources=list(plan.sources)), target_tokens, _tokens(ctx))
+        smaller = _shrink(dataclasses.replace(plan, sources=list(plan.sources)), target_tokens, estimator(ctx))
         self._remember(ctx, smaller)
         return self._render(smaller, strategy="condensed", retrieved=contribution.metadata.get("retrieved", 0))
 
@@ -298,10 +299,6 @@ class KnowledgeContextModule(ContextModule):
 # --- pure helpers (the budget arithmetic) ----------------------------------------------------
 
 
-def _tokens(ctx: AssemblyContext) -> TokenEstimator:
-    return ctx.tokens or estimator_for(ctx.model)
-
-
 def _plan_key(ctx: AssemblyContext) -> tuple[str, int, str]:
     return (ctx.session.id, ctx.session.turn_number, ctx.query)
 
@@ -343,8 +340,7 @@ def _blocks(sources: Sequence[Source], trimmed: str | None = None) -> list[str]:
 
 
 def _text(sources: Sequence[Source], trimmed: str | None = None) -> str:
-    blocks = _blocks(sources, trimmed)
-    return f"{HEADER}\n" + "\n\n".join(blocks) if blocks else ""
+    return joined(HEADER, _blocks(sources, trimmed))
 
 
 def _cost(sources: Sequence[Source], tokens: TokenEstimator, trimmed: str | None = None) -> int:

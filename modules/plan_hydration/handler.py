@@ -22,10 +22,11 @@ from components.context_window.base import (
     Contribution,
     ModuleManifest,
     TurnRecord,
+    joined,
     text_contribution,
 )
 from components.context_window.distillation import Distilled, Table, apply_l2, distill, fingerprint, parse_result
-from components.context_window.fitting import clip, estimator, fit_blocks, joined
+from components.context_window.fitting import clip, estimator, fit_blocks
 from components.context_window.phases import visible
 from components.context_window.session_cache import SessionCache
 from components.context_window.window_type import Distillation

@@ -19,9 +19,10 @@ from components.context_window.base import (
     ContextModule,
     Contribution,
     ModuleManifest,
+    joined,
     text_contribution,
 )
-from components.context_window.fitting import cut_to_tokens, estimator, fit_blocks, joined
+from components.context_window.fitting import cut_to_tokens, estimator, fit_blocks
 from components.context_window.options import option
 from components.context_window.session_cache import SessionCache
 from components.context_window.token_estimator import TokenEstimator
