@@ -53,7 +53,7 @@ async def test_deactivated_and_inactive_modules_are_skipped_with_reasons():
     registry = ModuleRegistry.from_modules([a, b, c])
     registry.deactivate("b")
     t = wtype({"a": (30, 0, 100, 50), "b": (10, 0, 100, 40), "c": (10, 0, 100, 30)})
-    t.modules["c"].active = False
+    t = t.model_copy(update={"modules": {**t.modules, "c": t.modules["c"].model_copy(update={"active": False})}})
     snap = (await ContextWindowHandler(registry).assemble(make_ctx(), t)).snapshot
     assert snap.module("b").reason == "deactivated"
     assert snap.module("c").reason == "inactive in this window type"
