@@ -12,6 +12,7 @@ from components.context_window.base import (
     AssemblyContext,
     CaseRetriever,
     Document,
+    Embedder,
     KnowledgeRetriever,
     Message,
     Profile,
@@ -49,6 +50,7 @@ class Sources:
     knowledge: KnowledgeRetriever | None = None
     cases: CaseRetriever | None = None
     summarizer: Summarizer | None = None
+    embedder: Embedder | None = None
     _tools: dict[tuple[str, str], tuple[ToolSchema, ...]] = field(default_factory=dict, repr=False)
 
     def tools_of(self, profile: ProfileRow) -> tuple[ToolSchema, ...]:
@@ -108,6 +110,7 @@ def build_context(
         knowledge=sources.knowledge,
         cases=sources.cases,
         summarizer=sources.summarizer,
+        embedder=sources.embedder,
     )
 
 

@@ -6,6 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dataclasses import replace
+
 from components.context_window.base import Message
 from tests.support import conversation, make_ctx, make_tools, module_ctx, tool_call_exchange, words
 
@@ -31,22 +33,27 @@ async def test_tools_choose_the_richest_level_that_fits(modules):
     assert full.strategy == "full" and len(full.tool_schemas()) == 10
     condensed = await tools_module.contribute(full_cost - 1, ctx)
     assert condensed.strategy == "condensed" and condensed.placement == "tools"
-    schema = condensed.tool_schemas()[0]
-    assert schema.description == "Tool number 0 does a useful thing."
+    assert [t.name for t in condensed.tool_schemas()] == [f"tool_{i}" for i in range(10)]  # all still callable
+    schema = condensed.tool_schemas()[-1]
+    assert schema.description == "Tool number 9 does a useful thing."
     assert "description" not in schema.parameters["properties"]["arg_0"]
     assert schema.parameters["required"] == ["arg_0"]
-    names = await tools_module.contribute(60, ctx)
+    names = await tools_module.contribute(40, ctx)
     assert names.strategy == "names_only" and names.placement == "system"
-    assert 3 + est.count(names.text()) <= 60 and 0 < names.metadata["included"] < 10
+    assert 3 + est.count(names.text()) <= 40 and 0 < names.metadata["listed"] < 10
+    assert names.metadata["left_out"] == [f"tool_{i}" for i in range(10)]
 
 
-async def test_tools_after_the_first_turn_are_names_only_unless_forced(modules):
+async def test_tools_stay_full_on_later_turns_unless_configured_otherwise(modules):
     later = make_ctx(tools=make_tools(3), messages=conversation(2))
-    assert (await modules["tool_definitions"].contribute(100_000, module_ctx(later))).strategy == "names_only"
-    forced = await modules["tool_definitions"].contribute(100_000, module_ctx(later, force_full=True))
-    assert forced.strategy == "full"
-    configured = module_ctx(later, config={"after_first_turn": "full"})
-    assert (await modules["tool_definitions"].contribute(100_000, configured)).strategy == "full"
+    assert (await modules["tool_definitions"].contribute(100_000, module_ctx(later))).strategy == "full"
+    lean = module_ctx(later, config={"after_first_turn": "names_only"})
+    assert (await modules["tool_definitions"].contribute(100_000, lean)).strategy == "names_only"
+    forced = module_ctx(later, force_full=True, config={"after_first_turn": "names_only"})
+    assert (await modules["tool_definitions"].contribute(100_000, forced)).strategy == "full"
+    purged = make_ctx(tools=make_tools(3), messages=[replace(m, valid=False) for m in conversation(2)])
+    again = module_ctx(purged, config={"after_first_turn": "names_only"})
+    assert (await modules["tool_definitions"].contribute(100_000, again)).strategy == "full"  # purge resets to full
 
 
 async def test_tools_condense_one_level_at_a_time(modules):
@@ -54,7 +61,7 @@ async def test_tools_condense_one_level_at_a_time(modules):
     full = await modules["tool_definitions"].contribute(100_000, ctx)
     smaller = await modules["tool_definitions"].condense(full, 100_000, ctx)
     assert smaller.strategy == "condensed"
-    assert (await modules["tool_definitions"].condense(smaller, 100_000, ctx)).strategy == "names_only"
+    assert (await modules["tool_definitions"].condense(smaller, 100_000, ctx)).strategy == "partial"
 
 
 @settings(max_examples=60, deadline=None)

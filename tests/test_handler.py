@@ -260,8 +260,8 @@ async def test_builtin_modules_produce_provider_ready_output(builtin_registry):
     assert first.tools[0]["function"]["parameters"]["properties"]["arg_0"]["description"]  # full schemas
     later_ctx = make_ctx(messages=conversation(3), tools=make_tools(6), limit=128_000)
     later = await handler_.assemble(later_ctx, DEFAULT_TYPES["balanced"])
-    assert later.tools == []  # after the first turn: names only, in the system text
-    assert later.messages[0]["role"] == "system" and "tool_0" in later.messages[0]["content"]
+    assert later.tools == first.tools  # full schemas on every turn they fit, in the same order (prompt caches hit)
+    assert later.messages[0]["role"] == "system"
     assert [m["role"] for m in later.messages[-7:]] == ["user", "assistant"] * 3 + ["user"]
     assert later.messages[-1]["content"] == later_ctx.query
 
