@@ -214,7 +214,9 @@ class ToolDefinitionsModule(ContextModule):
         self, tools: Sequence[ToolSchema], ranked: Sequence[ToolSchema], budget: int, tokens: TokenEstimator
     ) -> dict[int, ToolSchema]:
         """Schemas for the best-ranked tools (by ``id`` of the tool) leaving room to list the rest by name."""
-        names_cost = MESSAGE_OVERHEAD + tokens.count(PARTIAL_HEADER) + sum(tokens.count(name_line(t)) + 1 for t in tools)
+        names_cost = (
+            MESSAGE_OVERHEAD + tokens.count(PARTIAL_HEADER) + sum(tokens.count(name_line(t)) + 1 for t in tools)
+        )
         room = budget - names_cost
         chosen: dict[int, ToolSchema] = {}
         used = 0

@@ -66,7 +66,9 @@ def room_for_one(module, tools, ctx, name: str) -> int:
 
 
 def sent_cost(c, ctx) -> int:
-    return sum(ctx.tokens.count_tool(t) for t in c.tool_schemas()) + (3 + ctx.tokens.count(c.text()) if c.texts() else 0)
+    return sum(ctx.tokens.count_tool(t) for t in c.tool_schemas()) + (
+        3 + ctx.tokens.count(c.text()) if c.texts() else 0
+    )
 
 
 async def test_full_schemas_on_every_turn_when_they_fit_in_the_profile_order(module):
