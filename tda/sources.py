@@ -99,7 +99,7 @@ def build_context(
         session=Session(
             id=s.id,
             user_id=s.user_id,
-            messages=[_message(m) for m in messages],
+            messages=[message_of(m) for m in messages],
             turns=[_turn(t) for t in turns],
             documents=[_document(a) for a in attachments],
             context_limit=s.context_limit,
@@ -119,7 +119,7 @@ def _aware(t: datetime) -> datetime:
     return t if t.tzinfo else t.replace(tzinfo=UTC)
 
 
-def _message(m: MessageRow) -> Message:
+def message_of(m: MessageRow) -> Message:
     return Message(
         role=m.role,
         content=m.content,

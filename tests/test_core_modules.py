@@ -134,6 +134,26 @@ async def test_tool_calls_and_results_stay_together_and_orphans_are_left_out(mod
         assert has_call == has_result, budget
 
 
+async def test_a_result_answering_another_call_never_joins_a_unit(modules):
+    call = {"id": "call_a", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}
+    messages = [
+        Message("user", "look it up", turn=1),
+        Message("assistant", "", turn=1, tool_calls=(call,)),
+        Message("tool", "the answer to call_a", turn=1, tool_call_id="call_a"),
+        Message("tool", "a stray result for call_z", turn=1, tool_call_id="call_z"),
+        Message("assistant", "done", turn=1),
+    ]
+    kept = (
+        await modules["conversation_history"].contribute(10_000, module_ctx(make_ctx(messages=messages)))
+    ).messages()
+    assert [m.tool_call_id for m in kept if m.role == "tool"] == ["call_a"]
+    unanswered = [messages[0], messages[1], messages[3], messages[4]]  # call_a's own result is missing
+    kept = (
+        await modules["conversation_history"].contribute(10_000, module_ctx(make_ctx(messages=unanswered)))
+    ).messages()
+    assert not any(m.tool_calls or m.role == "tool" for m in kept)
+
+
 async def test_history_cost_does_not_depend_on_history_length(modules):
     recent = conversation(100)
     short = module_ctx(make_ctx(messages=recent))

@@ -291,6 +291,9 @@ class AssemblyContext:
     """Optional: lets modules rank by meaning as well as by words (tool_definitions ranks tools with it)."""
     model_limit: int | None = None
     """Known input limit of the model; ``None`` means the orchestrator resolves it."""
+    continuation: Sequence[Message] = ()
+    """The current turn's tool loop so far (assistant ``tool_calls``, then the ``tool`` results answering
+    them), sent right after the query and never dropped: the model continues the turn with the results."""
     extras: Mapping[str, Any] = field(default_factory=dict)
     """Free-form inputs for third-party modules (e.g. ``component_instructions`` texts)."""
     directives: Directives = field(default_factory=Directives)

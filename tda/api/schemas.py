@@ -105,6 +105,17 @@ class TurnIn(_In):
     query: str = Field(min_length=1, max_length=200_000)
 
 
+class ToolResultIn(_In):
+    tool_call_id: str = Field(min_length=1, max_length=100)
+    content: str = Field("", max_length=5_000_000)
+
+
+class ToolResultsIn(_In):
+    """The results of the tool calls the turn's last reply made: one per call id."""
+
+    results: list[ToolResultIn] = Field(min_length=1, max_length=128)
+
+
 class TurnValidityIn(_In):
     valid: bool
 

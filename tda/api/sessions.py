@@ -14,7 +14,7 @@ from ..auth import actor, require
 from ..service import service
 from ..store.profiles import profile_dict
 from ..store.sessions import attachment_dict, message_dict, session_dict, snapshot_dict, turn_dict
-from ..turns import resolve_type, run_turn, set_feedback
+from ..turns import answer_tool_calls, resolve_type, run_turn, set_feedback
 from .profiles import check_limit_lowers
 from .schemas import (
     AttachmentIn,
@@ -24,6 +24,7 @@ from .schemas import (
     SessionIn,
     SessionPatch,
     SnapshotsQuery,
+    ToolResultsIn,
     TurnIn,
     TurnValidityIn,
 )
@@ -151,6 +152,16 @@ async def list_turns(session_id: str) -> dict[str, Any]:
 async def create_turn(session_id: str, data: TurnIn) -> tuple[dict[str, Any], int]:
     """Assemble the context, store and stream the snapshot, call the model, record the turn."""
     return await run_turn(service(), session_id, data.query), 201
+
+
+@bp.post("/<session_id>/turns/<int(max=2147483647):turn>/tool-results")
+@require("admin")
+@validate_request(ToolResultsIn)
+async def post_tool_results(session_id: str, turn: int, data: ToolResultsIn) -> tuple[dict[str, Any], int]:
+    """Answer the tool calls of the turn's last reply; the model continues the turn with the results.
+    The reply may call tools again (``finish_reason: tool_calls``): answer those the same way."""
+    results = [r.model_dump() for r in data.results]
+    return await answer_tool_calls(service(), session_id, turn, results), 201
 
 
 @bp.patch("/<session_id>/turns/<int(max=2147483647):turn>")
