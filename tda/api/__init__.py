@@ -4,10 +4,20 @@ from __future__ import annotations
 
 from quart import Quart
 
-from . import audit, events, modules, profiles, sessions, signin, snapshots, types
+from . import audit, chat, events, modules, profiles, sessions, signin, snapshots, types
 from .errors import register_error_handlers
 
-BLUEPRINTS = (types.bp, modules.bp, profiles.bp, sessions.bp, snapshots.bp, events.bp, signin.bp, audit.bp)
+BLUEPRINTS = (
+    types.bp,
+    modules.bp,
+    profiles.bp,
+    sessions.bp,
+    snapshots.bp,
+    events.bp,
+    signin.bp,
+    audit.bp,
+    chat.bp,
+)
 
 
 def register_api(app: Quart) -> None:
