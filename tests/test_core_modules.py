@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from dataclasses import replace
 
 from components.context_window.base import Message
 from tests.support import conversation, make_ctx, make_tools, module_ctx, tool_call_exchange, words

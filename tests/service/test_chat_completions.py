@@ -192,9 +192,7 @@ async def test_a_tool_loop_then_a_second_turn_through_the_openai_sdk(served: Ser
     while len(published) < 3:  # heartbeats (id 0) come in between
         event = await asyncio.wait_for(events.next(), 5)
         published += [event.id] * (event.id != 0)
-    assert published == [
-        s["id"] for s in (await served.get("/v1/sessions/agent-1/snapshots"))["snapshots"]
-    ]
+    assert published == [s["id"] for s in (await served.get("/v1/sessions/agent-1/snapshots"))["snapshots"]]
     served.svc.bus.unsubscribe(events)
 
 
