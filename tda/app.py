@@ -10,6 +10,7 @@ from quart import Quart, jsonify, redirect
 from quart_schema import QuartSchema, hide
 
 from .api import register_api
+from .api.openapi import RoutePaths
 from .config import Settings
 from .service import TDAService
 from .views import bp as ui_pages
@@ -40,6 +41,7 @@ def create_app(settings: Settings | None = None, **service_options: Any) -> Quar
         redoc_ui_path=None,
         scalar_ui_path=None,
         swagger_ui_path="/docs",
+        openapi_provider_class=RoutePaths,
     )
     app.make_response = _plain_json_first(app.make_response)  # type: ignore[method-assign]
     TDAService(settings, **service_options).init_app(app)
