@@ -15,8 +15,10 @@ from .config import Settings
 from .service import TDAService
 from .views import bp as ui_pages
 
-ROOT = Path(__file__).resolve().parents[1]
-"""The project folder: static/ and templates/ live there."""
+PACKAGE = Path(__file__).resolve().parent
+ROOT = PACKAGE if (PACKAGE / "static").is_dir() else PACKAGE.parent
+"""Where static/ and templates/ are: inside the package when installed from a wheel (setup.py maps them to
+tda/static and tda/templates), else the project folder (a source checkout or an editable install)."""
 SWAGGER = "/static/vendor/swagger-ui"
 
 
