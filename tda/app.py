@@ -12,6 +12,7 @@ from quart_schema import QuartSchema, hide
 from .api import register_api
 from .api.openapi import RoutePaths
 from .config import Settings
+from .security import check_secret, session_secret
 from .service import TDAService
 from .views import bp as ui_pages
 
@@ -27,8 +28,10 @@ def create_app(settings: Settings | None = None, **service_options: Any) -> Quar
     app = Quart(
         __name__, root_path=str(ROOT), static_folder="static", static_url_path="/static", template_folder="templates"
     )
-    app.secret_key = settings.secret_key
+    app.secret_key = session_secret(settings)
+    check_secret(settings, app.secret_key)
     app.config.update(
+        MAX_CONTENT_LENGTH=settings.max_body_bytes,
         SESSION_COOKIE_NAME="tda_session",
         SESSION_COOKIE_HTTPONLY=True,
         SESSION_COOKIE_SAMESITE="Lax",
