@@ -47,7 +47,14 @@ class Settings:
     """Embedder for new knowledge collections and champion cases: ``minilm`` (all-MiniLM-L6-v2) or ``hashing``
     (deterministic feature hashing: fast, for tests and machines without the model)."""
     module_timeout_s: float = 2.0
-    secret_key: str = "dev-only-change-me"
+    secret_key: str | None = None
+    """Signs browser-session cookies. Unset: a random one is made on first start and kept in data_dir/secret_key."""
+    module_roots: tuple[Path, ...] = ()
+    """Folders (besides modules_dir) that modules may be installed from (``TDA_MODULE_ROOTS``, ``:``-separated)."""
+    max_body_bytes: int = 16 * 1024 * 1024
+    """Larger request bodies are refused with 413."""
+    max_json_depth: int = 64
+    """JSON bodies nested deeper are refused with 400."""
 
     @property
     def sqlalchemy_url(self) -> str:
@@ -69,6 +76,9 @@ class Settings:
             "embedder": ("TDA_EMBEDDER", _embedder),
             "module_timeout_s": ("TDA_MODULE_TIMEOUT_S", float),
             "secret_key": ("TDA_SECRET_KEY", str),
+            "module_roots": ("TDA_MODULE_ROOTS", lambda v: tuple(Path(p) for p in v.split(os.pathsep) if p)),
+            "max_body_bytes": ("TDA_MAX_BODY_BYTES", int),
+            "max_json_depth": ("TDA_MAX_JSON_DEPTH", int),
         }
         values = {name: parse(env[var]) for name, (var, parse) in read.items() if env.get(var)}
         return replace(cls(), **{**values, **overrides})
