@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from components.context_window.window_type import ContextWindowType
 
 from .errors import Conflict, UpstreamFailed
-from .sources import build_context, input_hashes
+from .sources import StoredHistory, build_context, input_hashes
 from .store.types import StoredType
 
 if TYPE_CHECKING:
@@ -33,7 +33,8 @@ async def run_turn(svc: TDAService, session_id: str, query: str) -> dict[str, An
     async with svc.session_lock(session_id):  # one turn at a time per session: turn numbers stay dense
         data = await svc.store.sessions.load(session_id)
         stored = await resolve_type(svc, data.profile)
-        ctx = build_context(data, query, default_model=svc.settings.model, sources=svc.sources)
+        history = StoredHistory(svc.store.sessions, data)
+        ctx = build_context(data, query, default_model=svc.settings.model, sources=svc.sources, history=history)
         assembled = await svc.handler.assemble(ctx, stored.type)
         snapshot = assembled.snapshot.to_dict()
         turn = ctx.session.turn_number
@@ -160,7 +161,8 @@ async def preview(svc: TDAService, body: PreviewIn) -> dict[str, Any]:
         stored = await svc.store.types.get(body.type_id or "")
         window_type, version = stored.type, stored.version
     data = await svc.store.sessions.load(body.session_id)
-    ctx = build_context(data, body.query, default_model=svc.settings.model, sources=svc.sources)
+    history = StoredHistory(svc.store.sessions, data)
+    ctx = build_context(data, body.query, default_model=svc.settings.model, sources=svc.sources, history=history)
     assembled = await svc.scratch_handler.assemble(ctx, window_type)
     return {
         "persisted": False,

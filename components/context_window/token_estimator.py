@@ -105,22 +105,59 @@ class TokenEstimator:
         return n
 
     def count_message(self, message: Message) -> int:
+        """The message's own text (its stored count for this encoding when it has one) plus the overhead."""
+        stored = message.tokens.get(self.encoding_name) if message.tokens and self.exact else None
+        if stored is not None:
+            return message_overhead(message) + stored
         entry = self._messages.get(id(message))
         if entry is not None and entry[0] is message:
             return entry[1]
-        n = MESSAGE_OVERHEAD + self.count(message.content)
-        if message.name:
-            n += NAME_OVERHEAD + self.count(message.name)
-        for call in message.tool_calls:
-            fn = call.get("function", {})
-            n += self.count(str(fn.get("name", ""))) + self.count(str(fn.get("arguments", "")))
-        if message.tool_call_id:
-            n += self.count(message.tool_call_id)
+        n = message_overhead(message) + self.count_fields(message)
         _bounded_put(self._messages, id(message), (message, n), self._cache_size)
         return n
 
+    def count_fields(self, message: Message, count: Any = None) -> int:
+        """Tokens of the message's own text (content, name, tool calls): what is stored per encoding."""
+        count = count or self.count
+        n = count(message.content)
+        if message.name:
+            n += count(message.name)
+        for call in message.tool_calls:
+            fn = call.get("function", {})
+            n += count(str(fn.get("name", ""))) + count(str(fn.get("arguments", "")))
+        if message.tool_call_id:
+            n += count(message.tool_call_id)
+        return n
+
+    def stored_counts(self, message: Message) -> int | None:
+        """``count_fields`` for storing with a new message: uncached (written once, read from the store after);
+        ``None`` when this estimator is not exact (a character estimate is not worth keeping)."""
+        if self._encoding is None:
+            return None
+        encode = self._encoding.encode_ordinary
+        return self.count_fields(message, lambda text: len(encode(text)) if text else 0)
+
     def count_tool(self, tool: ToolSchema) -> int:
         return self.count(tool.json)
+
+
+def message_overhead(message: Message) -> int:
+    """What a message costs beyond its own text (OpenAI's documented accounting)."""
+    return MESSAGE_OVERHEAD + (NAME_OVERHEAD if message.name else 0)
+
+
+STORED_ENCODINGS = ("o200k_base", "cl100k_base")
+"""The encodings whose counts are stored with each message when it is written."""
+
+
+def counts_to_store(message: Message) -> dict[str, int]:
+    """Per-encoding counts of ``message``'s own text, to store with it (empty when no encoding loads)."""
+    counts = {}
+    for name in STORED_ENCODINGS:
+        n = estimator(name).stored_counts(message)
+        if n is not None:
+            counts[name] = n
+    return counts
 
 
 def _bounded_put(cache: dict[Any, Any], key: Any, value: Any, limit: int) -> None:
@@ -136,7 +173,11 @@ _estimators: dict[str, TokenEstimator] = {}
 
 def estimator_for(model: str) -> TokenEstimator:
     """The shared estimator for ``model``'s encoding (one cache per encoding per process)."""
-    name = encoding_name_for(model)
+    return estimator(encoding_name_for(model))
+
+
+def estimator(name: str) -> TokenEstimator:
+    """The shared estimator for the encoding ``name``."""
     est = _estimators.get(name)
     if est is None:
         est = _estimators[name] = TokenEstimator(name)

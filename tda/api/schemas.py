@@ -145,6 +145,11 @@ class SignInIn(_In):
     token: str = Field(min_length=1, max_length=200)
 
 
+class SessionQuery(_In):
+    turns: int = Field(50, ge=1, le=500, description="how many of the newest turns (listed oldest first)")
+    before: int | None = Field(None, ge=1, le=MAX_INT, description="only turns before this one (older_turns)")
+
+
 class SnapshotsQuery(_In):
     after: int = Field(0, ge=0, le=MAX_INT, description="only snapshots with a larger id")
     limit: int = Field(100, ge=1, le=1000)

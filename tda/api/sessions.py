@@ -23,6 +23,7 @@ from .schemas import (
     MessagesIn,
     SessionIn,
     SessionPatch,
+    SessionQuery,
     SnapshotsQuery,
     TurnIn,
     TurnValidityIn,
@@ -52,13 +53,17 @@ async def create_session(data: SessionIn) -> tuple[dict[str, Any], int]:
 
 @bp.get("/<session_id>")
 @require("viewer")
-async def get_session(session_id: str) -> dict[str, Any]:
-    """The session with its turns, attachments, resolved type and the model limit its overrides may lower."""
+@validate_querystring(SessionQuery)
+async def get_session(session_id: str, query_args: SessionQuery) -> dict[str, Any]:
+    """The session with its newest turns, attachments, resolved type and the model limit its overrides may lower.
+    Costs the same at any length of history: ``older_turns`` is the ``before`` that pages further back."""
     svc = service()
-    data = await svc.store.sessions.load(session_id)
+    q = query_args
+    data = await svc.store.sessions.load(session_id, turns=q.turns + 1, turns_before=q.before)
     stored = await resolve_type(svc, data.profile)
     model = data.profile.model or svc.settings.model
     model_limit, source = resolve_model_limit(model)
+    turns = data.turns[-q.turns :]
     return {
         **session_dict(data.session),
         "profile": profile_dict(data.profile),
@@ -66,9 +71,10 @@ async def get_session(session_id: str) -> dict[str, Any]:
         "model": model,
         "model_limit": model_limit,
         "model_limit_source": source,
-        "turns": [turn_dict(t) for t in data.turns],
+        "turns": [turn_dict(t) for t in turns],
+        "older_turns": turns[0].turn if len(data.turns) > q.turns else None,
         "attachments": [attachment_dict(a) for a in data.attachments],
-        "message_count": len(data.messages),
+        "message_count": data.message_count,
     }
 
 
