@@ -30,6 +30,10 @@ from .store.sessions import SessionData, SessionStore
 class CaseRecorder(Protocol):
     """Keeps successful turns as champion cases (``tda.knowledge.providers.LiveKnowledge`` implements it)."""
 
+    def case_id(self, query: str, answer: str) -> str:
+        """The id ``record_case`` gives this query and answer: a turn answers with it before the case is written."""
+        ...
+
     async def record_case(
         self,
         query: str,

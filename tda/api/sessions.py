@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from quart import Blueprint
@@ -154,9 +155,14 @@ async def list_turns(session_id: str) -> dict[str, Any]:
 @bp.post("/<session_id>/turns")
 @require("admin")
 @validate_request(TurnIn)
-async def create_turn(session_id: str, data: TurnIn) -> tuple[dict[str, Any], int]:
-    """Assemble the context, store and stream the snapshot, call the model, record the turn."""
-    return await run_turn(service(), session_id, data.query), 201
+async def create_turn(session_id: str, data: TurnIn) -> tuple[dict[str, Any], int, dict[str, str]]:
+    """Assemble the context, store and stream the snapshot, call the model, record the turn.
+    The ``Server-Timing`` header says how long the model call took (``model``) and the whole turn (``turn``)."""
+    started, timings = time.perf_counter(), {"model_ms": 0.0}
+    body = await run_turn(service(), session_id, data.query, timings)
+    total_ms = (time.perf_counter() - started) * 1000
+    timing = f"model;dur={timings['model_ms']:.2f}, turn;dur={total_ms:.2f}"
+    return body, 201, {"Server-Timing": timing}
 
 
 @bp.patch("/<session_id>/turns/<int(max=2147483647):turn>")
