@@ -29,6 +29,12 @@ def _embedder(value: str) -> str:
     return value
 
 
+def _bus_url(value: str) -> str:
+    if not value.startswith(("redis://", "rediss://", "unix://")):
+        raise ValueError(f"TDA_BUS_URL={value!r} is not a Redis URL; use redis://host:6379/0 or leave it unset")
+    return value
+
+
 @dataclass(frozen=True)
 class Settings:
     data_dir: Path = Path("var")
@@ -36,6 +42,8 @@ class Settings:
     """SQLAlchemy URL; default ``sqlite+aiosqlite:///<data_dir>/tda.db``."""
     chroma_url: str | None = None
     """A Chroma server (``http://host:port``); default: an embedded store under ``data_dir/chroma``."""
+    bus_url: str | None = None
+    """Redis (``redis://host:6379/0``) carrying snapshots and events between replicas; default: in-process."""
     modules_dir: Path = field(default_factory=lambda: Path.home() / ".tda" / "context_modules")
     host: str = "127.0.0.1"
     port: int = 8000
@@ -68,6 +76,7 @@ class Settings:
             "data_dir": ("TDA_DATA_DIR", Path),
             "database_url": ("TDA_DATABASE_URL", str),
             "chroma_url": ("TDA_CHROMA_URL", str),
+            "bus_url": ("TDA_BUS_URL", _bus_url),
             "modules_dir": ("TDA_MODULES_DIR", Path),
             "host": ("TDA_HOST", str),
             "port": ("TDA_PORT", int),
