@@ -393,29 +393,35 @@ def _widen(
 ) -> list[Source]:
     """Neighbours of the chosen strong hits, each worth its hit's score decayed by distance, best first,
     while they fit: ONE total (``max_expansion``) for all hits, and every window stays contiguous."""
-    candidates: list[tuple[float, int, bool, int, Passage]] = []
+    left = opts.max_expansion
+    while left > 0:
+        for i, chunk in _neighbour_candidates(chosen, nearby, opts):
+            if not chosen[i].adjacent(chunk) or any(s.covers(chunk) for s in chosen):
+                continue  # not yet adjacent (a nearer neighbour must come first), or already shown
+            trial = _coalesced(_replaced(chosen, i, chosen[i].with_chunk(chunk, neighbour=True)), i)
+            if _estimate(trial, tokens) <= budget:
+                chosen, left = trial, left - 1
+                break  # the sources changed: rank the candidates again
+        else:
+            break
+    return chosen
+
+
+def _neighbour_candidates(
+    chosen: Sequence[Source], nearby: Mapping[tuple[str, str, int], list[Passage]], opts: Options
+) -> list[tuple[int, Passage]]:
+    """(source index, neighbour) best first: its hit's score decayed by distance; at equal worth, the
+    stronger source, then after before before."""
+    ranked: list[tuple[float, int, bool, int, Passage]] = []
     for i, source in enumerate(chosen):
         if source.window is not None:
             continue
         for p in nearby.get(_key(source.hit), ()):
             distance = abs(p.chunk_index - source.hit.chunk_index)
             before = p.chunk_index < source.hit.chunk_index
-            candidates.append((source.score * opts.neighbour_decay**distance, i, before, p.chunk_index, p))
-    candidates.sort(key=lambda c: (-c[0], c[1], c[2], c[3]))  # at equal worth: after before before
-    left = opts.max_expansion
-    progress = True
-    while left > 0 and progress:  # a farther neighbour becomes adjacent once a nearer one is in
-        progress = False
-        for _, i, _, _, chunk in candidates:
-            if left <= 0:
-                break
-            if not chosen[i].adjacent(chunk) or any(s.covers(chunk) for s in chosen):
-                continue
-            trial = _coalesced(_replaced(chosen, i, chosen[i].with_chunk(chunk, neighbour=True)), i)
-            if _estimate(trial, tokens) <= budget:
-                chosen, left, progress = trial, left - 1, True
-                break  # re-scan from the best: the order of worth holds
-    return chosen
+            ranked.append((source.score * opts.neighbour_decay**distance, i, before, p.chunk_index, p))
+    ranked.sort(key=lambda c: (-c[0], c[1], c[2], c[3]))
+    return [(i, p) for _, i, _, _, p in ranked]
 
 
 def _coalesced(sources: list[Source], i: int) -> list[Source]:

@@ -15,6 +15,7 @@ import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -71,7 +72,8 @@ class ChromaKnowledgeRetriever:
         self.store = store
         self.settings = settings or RetrievalSettings()
         self.reranker = reranker
-        self._lexical: dict[str, tuple[tuple[int, int], BM25Index, list[dict[str, Any]]]] = {}
+        self._lexical: dict[str, _CollectionIndex] = {}
+        self._handles: dict[tuple[str, int], Any] = {}
 
     async def retrieve(
         self,
@@ -118,7 +120,8 @@ class ChromaKnowledgeRetriever:
                 log.warning("knowledge retrieval skipped: %s", exc)
         candidates.sort(key=lambda p: (-p.score, p.document_id, p.chunk_index))
         similar = [p for p in candidates if p.metadata["dense_score"] >= min_score]
-        kept = dedupe(similar, self.settings.near_duplicate)
+        # Only as many as are returned need dedupe (its pairwise comparison is the costly step).
+        kept = dedupe(similar, self.settings.near_duplicate, limit=None if self.reranker else k)
         if self.reranker is not None:
             kept = self.reranker.rerank(query, kept)
         return kept[:k]
@@ -131,6 +134,15 @@ class ChromaKnowledgeRetriever:
         if max(before, after) <= 0 or not passage.collection:
             return []
         i = passage.chunk_index
+        cached = self._lexical.get(passage.collection)
+        if cached is not None and cached.key[0] == self.store.version(passage.collection):
+            # The chunks are in memory for BM25 already: no database round trip per hit.
+            rows = [
+                row
+                for j in range(i - max(before, 0), i + max(after, 0) + 1)
+                if j != i and (row := cached.positions.get((passage.document_id, j))) is not None
+            ]
+            return [_passage(r["id"], r["text"], r["metadata"], passage.collection, 0.0) for r in rows]
         where = {
             "$and": [
                 {"document_id": passage.document_id},
@@ -147,8 +159,7 @@ class ChromaKnowledgeRetriever:
     def _collection_candidates(
         self, name: str, query: str, documents: Sequence[str], sections: Sequence[str]
     ) -> list[Passage]:
-        col = self.store.collection(name)
-        total = col.count()
+        col, total = self._collection(name)
         if not total:
             return []
         embed = col.configuration.get("embedding_function")
@@ -174,7 +185,7 @@ class ChromaKnowledgeRetriever:
             )
         }
         if self.settings.lexical_weight > 0:
-            self._add_lexical(name, col, query, vector, documents, pool)
+            self._add_lexical(name, col, total, query, vector, documents, pool)
         if sections:
             pool = {
                 i: c
@@ -193,11 +204,31 @@ class ChromaKnowledgeRetriever:
         score += w / (k + c.lexical_rank) if c.lexical_rank else 0.0
         return score * (k + 1)
 
+    def _collection(self, name: str) -> tuple[Any, int]:
+        """The collection's handle (kept while this store has not written to it: opening one costs ms)
+        and its chunk count, which is also how another process's writes are noticed."""
+        key = (name, self.store.version(name))
+        if key not in self._handles:
+            self._handles = {k: v for k, v in self._handles.items() if k[0] != name}
+            self._handles[key] = self.store.collection(name)
+        try:
+            return self._handles[key], self._handles[key].count()
+        except Exception:  # deleted or recreated by another process: open it again (or fail clearly)
+            self._handles[key] = self.store.collection(name)
+            return self._handles[key], self._handles[key].count()
+
     def _add_lexical(
-        self, name: str, col: Any, query: str, vector: np.ndarray, documents: Sequence[str], pool: dict[str, _Candidate]
+        self,
+        name: str,
+        col: Any,
+        total: int,
+        query: str,
+        vector: np.ndarray,
+        documents: Sequence[str],
+        pool: dict[str, _Candidate],
     ) -> None:
         """Fuse BM25 (normalised by the best lexical hit) into the pool; lexical-only hits get their dense score."""
-        index, rows = self._lexical_index(name, col)
+        index, rows = self._lexical_index(name, total)
         scores = index.scores(query)
         if documents:
             allowed = set(documents)
@@ -217,20 +248,29 @@ class ChromaKnowledgeRetriever:
                     row["id"], row["text"], row["metadata"], name, dense.get(row["id"], 0.0), lexical, 0, rank
                 )
 
-    def _lexical_index(self, name: str, col: Any) -> tuple[BM25Index, list[dict[str, Any]]]:
-        key = (self.store.version(name), col.count())
+    def _lexical_index(self, name: str, total: int) -> tuple[BM25Index, list[dict[str, Any]]]:
+        key = (self.store.version(name), total)
         cached = self._lexical.get(name)
-        if cached is None or cached[0] != key:
+        if cached is None or cached.key != key:
             rows = self.store.get_chunks(name)
-            cached = (
-                key,
-                BM25Index(
-                    [f"{r['metadata'].get('title', '')} {r['metadata'].get('section', '')}\n{r['text']}" for r in rows]
-                ),
-                rows,
+            bm25 = BM25Index(
+                [f"{r['metadata'].get('title', '')} {r['metadata'].get('section', '')}\n{r['text']}" for r in rows]
             )
-            self._lexical[name] = cached
-        return cached[1], cached[2]
+            positions = {
+                (str(r["metadata"].get("document_id", "")), int(r["metadata"].get("chunk_index", 0))): r for r in rows
+            }
+            cached = self._lexical[name] = _CollectionIndex(key, bm25, rows, positions)
+        return cached.bm25, cached.rows
+
+
+@dataclass(frozen=True, slots=True)
+class _CollectionIndex:
+    """A collection's chunks in memory: BM25 over them, and each by (document id, chunk index)."""
+
+    key: tuple[int, int]
+    bm25: BM25Index
+    rows: list[dict[str, Any]]
+    positions: dict[tuple[str, int], dict[str, Any]]
 
 
 def _above_floor(pool: list[_Candidate], relative: float) -> list[_Candidate]:
@@ -289,17 +329,21 @@ def _in_section(section: str, wanted: str) -> bool:
 _SHINGLE_WORD = re.compile(r"\w+")
 
 
-def _shingles(text: str) -> set[tuple[str, ...]]:
+@lru_cache(maxsize=8192)
+def _shingles(text: str) -> frozenset[tuple[str, ...]]:
     words = _SHINGLE_WORD.findall(text.lower())
-    return {tuple(words[i : i + 3]) for i in range(max(1, len(words) - 2))}
+    return frozenset(tuple(words[i : i + 3]) for i in range(max(1, len(words) - 2)))
 
 
-def dedupe(passages: Sequence[Passage], threshold: float = 0.85) -> list[Passage]:
-    """Keep the first (best) of passages with the same or nearly the same text; order preserved."""
+def dedupe(passages: Sequence[Passage], threshold: float = 0.85, *, limit: int | None = None) -> list[Passage]:
+    """Keep the first (best) of passages with the same or nearly the same text; order preserved.
+    Stops once ``limit`` passages are kept."""
     kept: list[Passage] = []
     seen_hashes: set[str] = set()
-    kept_shingles: list[set[tuple[str, ...]]] = []
+    kept_shingles: list[frozenset[tuple[str, ...]]] = []
     for p in passages:
+        if limit is not None and len(kept) >= limit:
+            break
         h = content_hash(p.text)
         if h in seen_hashes:
             continue
