@@ -86,6 +86,8 @@ async def new_type() -> dict[str, Any]:
 @bp.get("/types/<type_id>")
 @page("editor.html", "types")
 async def edit_type(type_id: str) -> dict[str, Any]:
+    """The editor of a saved type (an unknown id gets a 404 page, not an empty editor)."""
+    await service().store.types.get(type_id)
     return {"type_id": type_id, "copy_of": ""}
 
 
