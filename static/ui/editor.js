@@ -5,7 +5,7 @@ import { activeSlots, compositionBar } from "./bars.js";
 import { applyChanges, clone, describeChanges, diff, typeBody } from "./diff.js";
 import { initOrder } from "./order.js";
 import { initRules } from "./rules.js";
-import { ApiError, api, fmt, get, guardUnsaved, h, isAdmin, loadModuleNames, lockForViewers, moduleLabel, notify, plain, reportError } from "./lib.js";
+import { ApiError, api, fmt, get, guardUnsaved, h, isAdmin, loadModuleNames, lockForViewers, moduleLabel, notify, plain, reportError, snapshotSummary } from "./lib.js";
 import { eventLists, moduleTable } from "./snapshot_view.js";
 
 const $ = (id) => document.getElementById(id);
@@ -436,10 +436,10 @@ async function runPreview(event) {
     const body = { type: state, session_id: $("preview-session").value, query: $("preview-query").value || "Preview" };
     const { data } = await api("POST", "/v1/context-window-types/preview", { body });
     const snap = data.snapshot;
-    out.replaceChildren(h("p", { class: "bar-summary", dataset: { testid: "preview-summary" } }, data.summary),
+    out.replaceChildren(h("p", { class: "bar-summary", dataset: { testid: "preview-summary" } }, snapshotSummary(snap)),
       moduleTable(snap), eventLists(snap));
   } catch (err) {
-    out.replaceChildren(h("p", { class: "field-error" }, `No preview: ${err.message}`));
+    out.replaceChildren(h("p", { class: "field-error" }, `No preview: ${plain(err.message)}`));
     if (err.status === 422 && err.fieldErrors.length) showErrors(err.fieldErrors, "The preview needs a valid type");
   }
 }

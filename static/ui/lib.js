@@ -127,6 +127,26 @@ export function plain(message) {
     .replace(/\(fallback\)/g, "(assumed limit)");
 }
 
+/** Where a context limit came from, in words. */
+export function limitSource(source) {
+  return {
+    litellm: "the model's published limit", fallback_table: "a known limit for this model family", default: "assumed: the model is unknown",
+    session_override: "this session's limit", profile_override: "the profile's limit",
+  }[source] || String(source || "").replace(/_/g, " ");
+}
+
+/** One line about a snapshot: tokens used of the budget, the limit and where it came from, condensations. */
+export function snapshotSummary(snap) {
+  const condensed = snap.modules.filter((m) => m.condensed).length;
+  const failed = snap.modules.filter((m) => m.status === "failed" || m.status === "timeout").map((m) => moduleLabel(m.module_id));
+  const share = snap.available_budget ? snap.total_used / snap.available_budget : 0;
+  return `${fmt(snap.total_used)} of ${fmt(snap.available_budget)} available tokens used (${pct(share)}) in a `
+    + `${fmt(snap.effective_limit)}-token limit (${limitSource(snap.model_limit_source)}), ${fmt(snap.output_reserve)} kept for the reply; `
+    + `${snap.modules.filter((m) => m.status === "ok").length} modules took part, ${condensed} condensed`
+    + (failed.length ? `; failed: ${failed.join(", ")}` : "")
+    + (snap.adjustments_fired?.length ? `; ${snap.adjustments_fired.length} rule${snap.adjustments_fired.length > 1 ? "s" : ""} fired` : "") + ".";
+}
+
 /** A rule as the service reports it (`small_window(32000) -> reduce tool_definitions by 30%`), in words. */
 export function ruleText(raw) {
   const m = /^(\w+)(?:\(([^)]*)\))?\s*->\s*(\w+)\s+(\w+)(.*)$/.exec(raw);

@@ -1,5 +1,5 @@
 // How a snapshot's modules are shown: allocation against use, utilisation coloured at 50% and 80%, and badges.
-import { fmt, h, moduleLabel, pct, utilisationClass } from "./lib.js";
+import { fmt, h, moduleLabel, pct, ruleText, utilisationClass } from "./lib.js";
 
 export function badges(m, snap) {
   const fired = (snap.adjustments_fired || []).some((r) => r.includes(` ${m.module_id}`));
@@ -51,6 +51,6 @@ export function eventLists(snap) {
     items.length ? h("ul", { class: "log" }, items.map((i) => h("li", {}, render(i)))) : h("p", { class: "muted" }, "None."));
   return h("div", { class: "two-col" },
     list("Condensations", snap.condensations || [], (c) =>
-      `${moduleLabel(c.module_id)}: ${fmt(c.before)} → ${fmt(c.after)} tokens (${c.strategy}, ${c.reason})`),
-    list("Rules fired", snap.adjustments_fired || [], (r) => r));
+      `${moduleLabel(c.module_id)}: ${fmt(c.before)} → ${fmt(c.after)} tokens (${c.strategy.replace(/[_+]/g, " ")}, ${c.reason})`),
+    list("Rules fired", snap.adjustments_fired || [], ruleText));
 }

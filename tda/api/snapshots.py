@@ -11,6 +11,7 @@ from ..auth import require
 from ..replay import replay
 from ..service import service
 from ..store.sessions import snapshot_dict
+from ..trace import trace
 
 bp = Blueprint("snapshots", __name__, url_prefix="/v1/snapshots")
 tag(["snapshots"])(bp)
@@ -29,3 +30,11 @@ async def replay_snapshot(snapshot_id: int) -> dict[str, Any]:
     """Assemble the stored inputs again (same type version, model, limits, history before the turn):
     ``identical`` or the ``differences``, with ``inputs_changed`` naming what changed since (e.g. history validity)."""
     return await replay(service(), snapshot_id)
+
+
+@bp.get("/<int(max=2147483647):snapshot_id>/trace")
+@require("viewer")
+async def trace_snapshot(snapshot_id: int) -> dict[str, Any]:
+    """The window of a snapshot's turn as sent: every message and tool with the module that contributed it and its
+    token count, assembled again from the stored inputs; ``identical`` says the result matches the recorded snapshot."""
+    return await trace(service(), snapshot_id)
