@@ -16,7 +16,7 @@ from quart import Blueprint, redirect, render_template, request
 from quart_schema import hide
 
 from .auth import csrf_token, current_principal
-from .errors import ServiceError
+from .errors import NotFound, ServiceError
 from .service import service
 from .store.tokens import Principal
 
@@ -115,3 +115,25 @@ async def panel(session_id: str) -> dict[str, Any]:
     """The context panel (an unknown session id gets a 404 page)."""
     session = await service().store.sessions.get(session_id)
     return {"session_id": session.id, "limit_floor": SESSION_LIMIT_FLOOR}
+
+
+@bp.get("/sessions/<session_id>/turns/<int(max=2147483647):turn>")
+@page("trace.html", "sessions")
+async def turn_trace(session_id: str, turn: int) -> dict[str, Any]:
+    """One turn's trace: the window as sent, module by module (an unknown session or turn gets a 404 page)."""
+    store = service().store.sessions
+    session = await store.get(session_id)
+    numbers = [t.turn for t in await store.turns(session_id) if t.snapshot_id is not None]
+    row = await store.turn(session_id, turn)
+    if row.snapshot_id is None:
+        raise NotFound(f"turn {turn} of session {session_id!r} has no recorded snapshot to trace")
+    earlier = [n for n in numbers if n < turn]
+    later = [n for n in numbers if n > turn]
+    return {
+        "session_id": session.id,
+        "session_title": session.title or session.id,
+        "turn": turn,
+        "snapshot_id": row.snapshot_id,
+        "previous": earlier[-1] if earlier else None,
+        "next": later[0] if later else None,
+    }

@@ -1,8 +1,8 @@
 // The context panel of one session: target vs actual bars, module cards, the session's context limit, the
 // decision log and the turns; new snapshots arrive live over SSE, and the stream reconnects by itself.
 import { activeSlots, compositionBar, usageBar } from "./bars.js";
-import { api, errorText, fieldError, fmt, get, h, isAdmin, loadModuleNames, lockForViewers, moduleLabel, notify, reportError } from "./lib.js";
-import { moduleCard } from "./snapshot_view.js";
+import { api, errorText, fieldError, fmt, get, h, isAdmin, limitSource, loadModuleNames, lockForViewers, moduleLabel, notify, pct, reportError, ruleText } from "./lib.js";
+import { decisionText, moduleCard } from "./snapshot_view.js";
 
 const $ = (id) => document.getElementById(id);
 const { sessionId } = document.body.dataset;
@@ -11,20 +11,26 @@ const base = `/v1/sessions/${encodeURIComponent(sessionId)}`;
 let modelLimit = 0;
 let lastEventId = 0;
 let typeId = null;
+let lastTurns = [];
+const traceHref = (n) => `/ui/sessions/${encodeURIComponent(sessionId)}/turns/${n}`;
 
 // --- the latest snapshot -------------------------------------------------------------------------
 
 function showSnapshot(snap) {
   usageBar($("usage-bar"), snap);
-  if (!snap) return;
-  $("fact-turn").textContent = `${snap.turn} (${new Date(snap.created_at).toLocaleTimeString()})`;
-  $("fact-used").textContent = `${fmt(snap.total_used)} of ${fmt(snap.available_budget)} tokens (${Math.round(snap.utilisation * 100)}%)`;
+  if (!snap) {
+    const last = lastTurns.at(-1);
+    $("fact-turn").textContent = last ? `${last.turn} (no snapshot recorded)` : "none yet";
+    return;
+  }
+  $("fact-turn").replaceChildren(h("a", { href: traceHref(snap.turn) }, `${snap.turn} (${new Date(snap.created_at).toLocaleTimeString()})`));
+  $("fact-used").textContent = `${fmt(snap.total_used)} of ${fmt(snap.available_budget)} tokens (${pct(snap.utilisation)})`;
   const taking = snap.modules.filter((m) => m.status !== "skipped");
   const skipped = snap.modules.filter((m) => m.status === "skipped");
   $("module-cards").replaceChildren(...taking.map((m) => moduleCard(m, snap)));
   $("skipped").replaceChildren(...(skipped.length ? [h("h3", {}, "Not taking part"), h("ul", { class: "chips" },
     skipped.map((m) => h("li", {}, h("strong", {}, moduleLabel(m.module_id)), `: ${m.reason}`)))] : []));
-  $("decisions").replaceChildren(...snap.decisions.map((d) => h("li", {}, d)));
+  $("decisions").replaceChildren(...snap.decisions.map((d) => h("li", {}, decisionText(d))));
   if (snap.window_type_id !== typeId) loadType();
 }
 
@@ -52,7 +58,7 @@ async function loadSession() {
   $("session-title").textContent = session.title || session.id;
   $("fact-profile").textContent = `${profile.name || profile.id} (${profile.type.replace(/_/g, " ")})`
     + (profile.context_limit ? `, limit ${fmt(profile.context_limit)}` : "");
-  $("fact-model").textContent = `${session.model} (${fmt(session.model_limit)} tokens, ${session.model_limit_source.replace(/_/g, " ")})`;
+  $("fact-model").textContent = `${session.model} (${fmt(session.model_limit)} tokens: ${limitSource(session.model_limit_source)})`;
   modelLimit = session.model_limit;
   for (const input of [$("limit-range"), $("limit-number")]) {
     input.min = Math.min(limitFloor, modelLimit);
@@ -68,6 +74,7 @@ async function loadSession() {
 // --- turns ---------------------------------------------------------------------------------------
 
 function renderTurns(turns) {
+  lastTurns = turns;
   const rows = [...turns].reverse().map((t) => {
     const toggle = h("input", {
       type: "checkbox", checked: t.valid, id: `valid-${t.turn}`, disabled: !isAdmin(),
@@ -82,7 +89,7 @@ function renderTurns(turns) {
       },
     });
     return h("tr", { dataset: { turn: t.turn }, class: t.valid ? "" : "invalid" },
-      h("th", { scope: "row" }, String(t.turn)),
+      h("th", { scope: "row" }, t.snapshot_id ? h("a", { href: traceHref(t.turn), "aria-label": `Trace of turn ${t.turn}` }, `Turn ${t.turn}`) : `Turn ${t.turn}`),
       h("td", {}, t.query),
       h("td", { class: "clip" }, t.answer || t.summary || ""),
       h("td", { class: "num" }, `${fmt(t.tokens_in)} / ${fmt(t.tokens_out)}`),
@@ -133,7 +140,7 @@ async function loadAnalytics() {
           h("td", { class: "num" }, pctOf(m.avg_utilisation)), h("td", { class: "num" }, `${m.times_condensed}×`),
           h("td", { class: "num" }, `${m.times_failed}×`))))),
     h("p", { class: "small muted" }, rules.length
-      ? `Rules fired: ${rules.map(([rule, f]) => `${rule} (${pctOf(f)} of turns)`).join("; ")}.` : "No rule has fired yet."));
+      ? `Rules fired: ${rules.map(([rule, f]) => `${ruleText(rule).replace(/\.$/, "")} (${pctOf(f)} of turns)`).join("; ")}.` : "No rule has fired yet."));
 }
 
 // --- context limit -------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 // How a snapshot's modules are shown: allocation against use, utilisation coloured at 50% and 80%, and badges.
-import { fmt, h, moduleLabel, pct, ruleText, utilisationClass } from "./lib.js";
+import { fmt, h, moduleLabel, pct, plain, ruleText, utilisationClass } from "./lib.js";
 
 export function badges(m, snap) {
   const fired = (snap.adjustments_fired || []).some((r) => r.includes(` ${m.module_id}`));
@@ -45,6 +45,9 @@ export function moduleTable(snap) {
       h("td", {}, meter(m)),
       h("td", {}, badges(m, snap), m.reason ? h("span", { class: "muted small" }, ` ${m.reason}`) : null)))));
 }
+
+/** "pass 2: small_window(32000) -> reduce …" reads as a sentence; other lines are already prose. */
+export const decisionText = (line) => plain(line).replace(/^(pass \w+: )?(\w+(?:\([^)]*\))? -> .*)$/, (all, pass, rule) => `${pass || ""}${ruleText(rule)}`);
 
 export function eventLists(snap) {
   const list = (title, items, render) => h("div", {}, h("h3", {}, title),
