@@ -13,6 +13,7 @@ from .sources import Cutoff, build_context, input_hashes
 if TYPE_CHECKING:
     from components.context_window.base import AssemblyContext
     from components.context_window.handler import AssembledContext
+    from components.context_window.window_type import ContextWindowType
 
     from .models import SnapshotRow
     from .service import TDAService
@@ -39,14 +40,18 @@ async def replay(svc: TDAService, snapshot_id: int) -> dict[str, Any]:
     }
 
 
-async def reassemble(svc: TDAService, row: SnapshotRow) -> tuple[AssembledContext, AssemblyContext]:
-    """Assemble a stored snapshot's inputs again: same type version, model, limits, phase, history before it."""
-    try:
-        window_type = await svc.store.types.version(row.type_id, row.type_version)
-    except NotFound:
-        raise Conflict(
-            f"type {row.type_id!r} v{row.type_version} no longer exists (deleted), so this snapshot cannot be replayed"
-        ) from None
+async def reassemble(
+    svc: TDAService, row: SnapshotRow, window_type: ContextWindowType | None = None
+) -> tuple[AssembledContext, AssemblyContext]:
+    """Assemble a stored snapshot's inputs again: same type version (unless ``window_type`` is given, to see the
+    turn under another type), model, limits, phase, and the history before it."""
+    if window_type is None:
+        try:
+            window_type = await svc.store.types.version(row.type_id, row.type_version)
+        except NotFound:
+            raise Conflict(
+                f"type {row.type_id!r} v{row.type_version} no longer exists (deleted), so this snapshot cannot be replayed"
+            ) from None
     inputs = row.inputs
     data = await svc.store.sessions.load(row.session_id)
     ctx = build_context(

@@ -25,9 +25,11 @@ QUERY = "query"
 """The module id the trace gives the user's query (the last message; no module contributes it)."""
 
 
-async def trace(svc: TDAService, snapshot_id: int) -> dict[str, Any]:
+async def trace(svc: TDAService, snapshot_id: int, type_id: str | None = None) -> dict[str, Any]:
+    """The trace of a recorded snapshot; with ``type_id``, the same turn assembled under that saved type instead."""
     row = await svc.store.sessions.snapshot(snapshot_id)
-    assembled, ctx = await reassemble(svc, row)
+    other = await svc.store.types.get(type_id) if type_id else None
+    assembled, ctx = await reassemble(svc, row, other.type if other else None)
     tokens = estimator_for(ctx.model)
     owners = _owners(assembled.contributions.values())
     messages = []
@@ -43,15 +45,15 @@ async def trace(svc: TDAService, snapshot_id: int) -> dict[str, Any]:
         "snapshot_id": row.id,
         "session_id": row.session_id,
         "turn": row.turn,
-        "type_id": row.type_id,
-        "type_version": row.type_version,
+        "type_id": other.id if other else row.type_id,
+        "type_version": other.version if other else row.type_version,
         "model": row.model,
         "query": row.inputs.get("query", ""),
         "identical": not diff(comparable(row.data), comparable(assembled.snapshot.to_dict())),
         "reply_priming": REPLY_PRIMING,
         "messages": messages,
         "tools": tools,
-        "snapshot": row.data,
+        "snapshot": assembled.snapshot.to_dict() if other else row.data,
     }
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from tests.service.support import FIXTURE_TYPE
+
 
 
 async def test_trace_shows_the_text_that_was_sent(client, admin, viewer, session_id):
@@ -27,3 +29,19 @@ async def test_trace_shows_the_text_that_was_sent(client, admin, viewer, session
 async def test_trace_of_an_unknown_snapshot_is_404(client, viewer):
     r = await client.get("/v1/snapshots/999/trace", headers=viewer)
     assert r.status_code == 404 and "999" in (await r.get_json())["message"]
+
+
+async def test_a_turn_under_another_type(client, admin, viewer, session_id):
+    turn = await (await client.post(f"/v1/sessions/{session_id}/turns", json={"query": "Again?"}, headers=admin)).get_json()
+    lean = {**FIXTURE_TYPE, "id": "lean", "name": "Lean", "output_reserve_pct": 45}
+    assert (await client.post("/v1/context-window-types", json=lean, headers=admin)).status_code == 201
+    r = await client.get(f"/v1/snapshots/{turn['snapshot_id']}/trace?type_id=lean", headers=viewer)
+    other = await r.get_json()
+    assert r.status_code == 200 and other["type_id"] == "lean" and other["snapshot"]["window_type_id"] == "lean"
+    recorded = turn["snapshot"]
+    assert other["snapshot"]["available_budget"] < recorded["available_budget"]  # a larger reserve leaves less
+    assert other["messages"][-1]["content"] == "Again?"
+    r = await client.get(f"/v1/snapshots/{turn['snapshot_id']}/trace?type_id=nope", headers=viewer)
+    assert r.status_code == 404 and "nope" in (await r.get_json())["message"]
+    r = await client.get(f"/v1/snapshots/{turn['snapshot_id']}/trace?colour=red", headers=viewer)
+    assert r.status_code == 422
