@@ -3,6 +3,7 @@
 import { activeSlots, compositionBar, usageBar } from "./bars.js";
 import { api, errorText, fieldError, fmt, get, h, isAdmin, limitSource, loadModuleNames, lockForViewers, moduleLabel, notify, pct, reportError, ruleText } from "./lib.js";
 import { decisionText, moduleCard } from "./snapshot_view.js";
+import { comparison, timeline } from "./timeline.js";
 
 const $ = (id) => document.getElementById(id);
 const { sessionId } = document.body.dataset;
@@ -68,7 +69,7 @@ async function loadSession() {
   renderTurns(session.turns);
   await loadType(session);
   showSnapshot(await latestSnapshot());
-  await loadAnalytics();
+  await Promise.all([loadAnalytics(), loadTimeline(), loadTypeChoices()]);
 }
 
 // --- turns ---------------------------------------------------------------------------------------
@@ -113,10 +114,66 @@ function refreshTurnsSoon(snapshotId = 0, turn = null, tries = 40) {
     if (recorded || tries <= 0) {
       renderTurns(turns);
       loadAnalytics();
+      loadTimeline();
     }
     else refreshTurnsSoon(snapshotId, null, tries - 1);
   }, 250);
 }
+
+// --- timeline and comparisons --------------------------------------------------------------------
+
+let recorded = []; // the latest snapshot row of each turn, oldest first
+
+async function loadTimeline() {
+  const { snapshots } = await get(`${base}/snapshots?limit=500&newest_first=true`);
+  const byTurn = new Map();
+  for (const row of [...snapshots].reverse()) byTurn.set(row.turn, row); // a retried turn: its last snapshot
+  recorded = [...byTurn.values()];
+  timeline($("timeline"), recorded.map((r) => ({ turn: r.turn, snap: r.snapshot, typeVersion: r.type_version })), { traceHref });
+  const options = (selected) => recorded.map((r) => h("option", { value: r.id, selected: r === selected }, `Turn ${r.turn}`));
+  const keep = (id) => $(id).value;
+  const [a, b, one] = [keep("cmp-a"), keep("cmp-b"), keep("cmp-turn")];
+  $("cmp-a").replaceChildren(...options(recorded.at(-2) || recorded.at(-1)));
+  $("cmp-b").replaceChildren(...options(recorded.at(-1)));
+  $("cmp-turn").replaceChildren(...options(recorded.at(-1)));
+  if (a) $("cmp-a").value = a;
+  if (b) $("cmp-b").value = b;
+  if (one) $("cmp-turn").value = one;
+}
+
+async function loadTypeChoices() {
+  const { types } = await get("/v1/context-window-types");
+  for (const [id, pick] of [["cmp-type-a", 0], ["cmp-type-b", 1]]) {
+    $(id).replaceChildren(...types.map((t, i) => h("option", { value: t.id, selected: i === Math.min(pick, types.length - 1) }, t.name)));
+  }
+}
+
+const rowOf = (id) => recorded.find((r) => String(r.id) === String(id));
+
+$("compare-turns").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const [a, b] = [rowOf($("cmp-a").value), rowOf($("cmp-b").value)];
+  if (!a || !b) return;
+  $("compare-result").replaceChildren(comparison(a.snapshot, b.snapshot, { labelA: `Turn ${a.turn}`, labelB: `Turn ${b.turn}` }));
+});
+
+$("compare-types").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const row = rowOf($("cmp-turn").value);
+  if (!row) return;
+  const [ta, tb] = [$("cmp-type-a").value, $("cmp-type-b").value];
+  const out = $("compare-result");
+  out.replaceChildren(h("p", { class: "muted" }, "Assembling the turn under both types…"));
+  try {
+    const under = (t) => get(`/v1/snapshots/${row.id}/trace?type_id=${encodeURIComponent(t)}`);
+    const [a, b] = await Promise.all([under(ta), under(tb)]);
+    out.replaceChildren(comparison(a.snapshot, b.snapshot, {
+      labelA: `${a.snapshot.window_type_name}`, labelB: `${b.snapshot.window_type_name}`,
+    }), h("p", { class: "small muted" }, `Turn ${row.turn} assembled again from its recorded inputs under each type's current version. Nothing is stored.`));
+  } catch (err) {
+    out.replaceChildren(h("p", { class: "field-error" }, `Not compared: ${err.message}`));
+  }
+});
 
 // --- analytics -----------------------------------------------------------------------------------
 
