@@ -25,7 +25,13 @@ bp = Blueprint("ui", __name__, url_prefix="/ui")
 SESSION_LIMIT_FLOOR = 4096
 """The context-limit slider starts here: smaller windows cannot hold a system prompt and tools usefully."""
 
-NAV = (("types", "Window types"), ("modules", "Modules"), ("profiles", "Profiles"), ("sessions", "Sessions"))
+NAV = (
+    ("types", "Window types"),
+    ("modules", "Modules"),
+    ("profiles", "Profiles"),
+    ("sessions", "Sessions"),
+    ("audit", "Audit log"),
+)
 
 View = Callable[..., Awaitable[Any]]
 
@@ -106,6 +112,12 @@ async def profiles() -> dict[str, Any]:
 @bp.get("/sessions")
 @page("sessions.html", "sessions")
 async def sessions() -> dict[str, Any]:
+    return {}
+
+
+@bp.get("/audit")
+@page("audit.html", "audit")
+async def audit() -> dict[str, Any]:
     return {}
 
 

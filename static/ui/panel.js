@@ -66,6 +66,8 @@ async function loadSession() {
     input.max = modelLimit;
   }
   showLimit(session.context_limit);
+  $("phase").value = session.phase || "";
+  showAttachments(session.attachments);
   renderTurns(session.turns);
   await loadType(session);
   showSnapshot(await latestSnapshot());
@@ -226,6 +228,65 @@ $("limit-range").addEventListener("input", () => { $("limit-number").value = $("
 $("limit-number").addEventListener("input", () => { $("limit-range").value = $("limit-number").value; });
 $("limit-form").addEventListener("submit", (e) => { e.preventDefault(); setLimit(Number($("limit-number").value)); });
 $("limit-clear").addEventListener("click", () => setLimit(null));
+
+// --- phase and attachments ----------------------------------------------------------------------
+
+function showAttachments(list) {
+  $("attachments").replaceChildren(...(list.length ? list.map((a) => h("li", { dataset: { attachment: a.id } },
+    h("span", {}, h("strong", {}, a.name), ` · ${fmt(a.chars)} characters`),
+    h("button", {
+      type: "button", class: "link small admin-only", "aria-label": `Remove ${a.name}`,
+      onclick: async () => {
+        if (!confirm(`Remove “${a.name}” from this session? The next turn no longer sees it.`)) return;
+        try {
+          await api("DELETE", `${base}/attachments/${encodeURIComponent(a.id)}`);
+          notify(`Removed ${a.name}.`);
+          await loadAttachments();
+        } catch (err) { reportError(err, "Not removed"); }
+      },
+    }, "Remove"))) : [h("li", { class: "muted" }, "No documents attached.")]));
+  lockForViewers($("attachments"));
+}
+
+async function loadAttachments() {
+  showAttachments((await get(`${base}/attachments`)).attachments);
+}
+
+$("attach-file").addEventListener("change", async () => {
+  const file = $("attach-file").files[0];
+  if (!file) return;
+  $("attach-text").value = await file.text();
+  if (!$("attach-name").value) $("attach-name").value = file.name;
+});
+
+$("attach-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  fieldError($("attach-text"), $("attach-error"));
+  const body = { name: $("attach-name").value.trim(), text: $("attach-text").value };
+  if (!body.name || !body.text.trim()) {
+    fieldError(body.name ? $("attach-text") : $("attach-name"), $("attach-error"), "Give the document a name and some text (or pick a text file).");
+    return;
+  }
+  try {
+    await api("POST", `${base}/attachments`, { body });
+    notify(`Attached ${body.name}: the next turn can use it.`);
+    $("attach-form").reset();
+    await loadAttachments();
+  } catch (err) {
+    fieldError($("attach-text"), $("attach-error"), errorText(err));
+  }
+});
+
+$("phase-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const phase = $("phase").value || null;
+  try {
+    await api("PATCH", base, { body: { phase } });
+    notify(phase ? `Phase set to ${phase} from the next turn on.` : "Phase cleared.");
+  } catch (err) {
+    reportError(err, "Phase not set");
+  }
+});
 
 // --- actions -------------------------------------------------------------------------------------
 
