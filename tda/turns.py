@@ -11,9 +11,9 @@ import asyncio
 import dataclasses
 import json
 import logging
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from components.context_window.base import AssemblyContext, Message, ToolSchema
@@ -23,7 +23,7 @@ from components.context_window.window_type import ContextWindowType
 
 from .errors import Conflict, Invalid, UpstreamFailed
 from .models import MessageRow, TurnRow
-from .sources import Cutoff, build_context, input_hashes, message_of
+from .sources import StoredHistory, build_context, input_hashes, message_of
 from .store.types import StoredType
 
 if TYPE_CHECKING:
@@ -57,6 +57,8 @@ class TurnOptions:
     """Caps the reply further; the window type's output reserve is always the upper bound."""
     on_delta: Delta | None = None
     """Stream the reply: called with each delta as the model sends it."""
+    timings: dict[str, float] | None = None
+    """Receives ``model_ms``: how long the model call took (for Server-Timing)."""
 
 
 @dataclass(frozen=True)
@@ -88,10 +90,18 @@ async def open_turn(svc: TDAService, session_id: str) -> OpenTurn | None:
     return OpenTurn(row, messages, calls, answered)
 
 
-async def run_turn(svc: TDAService, session_id: str, query: str, options: TurnOptions | None = None) -> dict[str, Any]:
-    """A new turn: assemble for ``query``, call the model, record the turn (its tool loop starts if it calls tools)."""
+async def run_turn(
+    svc: TDAService,
+    session_id: str,
+    query: str,
+    timings: dict[str, float] | None = None,
+    options: TurnOptions | None = None,
+) -> dict[str, Any]:
+    """A new turn: assemble for ``query``, call the model, record the turn (its tool loop starts if it calls tools).
+    ``timings`` (optional) receives ``model_ms``: how long the model call took, for Server-Timing."""
+    options = dataclasses.replace(options or TurnOptions(), timings=timings)
     async with svc.session_lock(session_id):  # one turn at a time per session: turn numbers stay dense
-        return await _step(svc, session_id, query, None, options or TurnOptions())
+        return await _step(svc, session_id, query, None, options)
 
 
 async def answer_tool_calls(
@@ -234,15 +244,12 @@ async def _step(
     svc: TDAService, session_id: str, query: str, current: OpenTurn | None, options: TurnOptions
 ) -> dict[str, Any]:
     """Assemble, snapshot, publish, call the model, record: a new turn (``current`` None) or the next step of one."""
-    data = await svc.store.sessions.load(session_id)
+    await svc.writer.settle(session_id)  # the previous turn's champion case is recorded: this turn may use it
+    # A continuation reads the history before its own turn: the turn so far follows the query instead.
+    data = await svc.store.sessions.load(session_id, before_turn=current.row.turn if current else None)
     stored = await resolve_type(svc, data.profile)
-    ctx = build_context(
-        data,
-        query,
-        default_model=svc.settings.model,
-        sources=svc.sources,
-        cutoff=Cutoff(current.row.turn, datetime.max.replace(tzinfo=UTC)) if current else None,
-    )
+    history = StoredHistory(svc.store.sessions, data)
+    ctx = build_context(data, query, default_model=svc.settings.model, sources=svc.sources, history=history)
     ctx = _with_options(ctx, current, options)
     assembled = await svc.handler.assemble(ctx, stored.type)
     snapshot = assembled.snapshot.to_dict()
@@ -287,7 +294,7 @@ async def _step(
         turn_row = await svc.store.sessions.extend_turn(session_id, turn, step, [reply])
     case_id = None
     if not done.tool_calls:  # a finished turn (its whole tool loop is the plan) may be served as an example
-        case_id = await _keep_as_champion(svc, session_id, turn, query, done.text, turn_row.plan, turn_row)
+        case_id = _keep_as_champion(svc, session_id, turn, query, done.text, turn_row)
     return {
         "session_id": session_id,
         "turn": turn,
@@ -342,8 +349,9 @@ async def _call_model(
     tool_choice = options.tool_choice
     if isinstance(tool_choice, Mapping) and (tool_choice.get("function") or {}).get("name") not in sent:
         tool_choice = None  # the named tool got no schema this turn; a provider would reject the call
+    called = time.perf_counter()
     try:
-        return await svc.llm.complete(
+        done = await svc.llm.complete(
             ctx.model,
             assembled.messages,
             assembled.tools,
@@ -356,6 +364,9 @@ async def _call_model(
             f"the model call failed ({type(exc).__name__}: {exc}); snapshot {snapshot_id} was kept",
             snapshot_id=snapshot_id,
         ) from None
+    if options.timings is not None:
+        options.timings["model_ms"] = (time.perf_counter() - called) * 1000
+    return done
 
 
 def tool_text(content: Any) -> str:
@@ -396,25 +407,24 @@ def _plan_of(done: Completion) -> str:
     return "\n".join(lines)
 
 
-async def _keep_as_champion(
-    svc: TDAService, session_id: str, turn: int, query: str, answer: str, plan: str, row: TurnRow
-) -> str | None:
-    """Record the answered turn as a champion case (inside the session lock, so the next turn can be served it).
-    The turn is already stored: a failure here costs the case, never the turn."""
+def _keep_as_champion(svc: TDAService, session_id: str, turn: int, query: str, answer: str, row: TurnRow) -> str | None:
+    """Record the finished turn (its whole tool loop is the plan) as a champion case, after the response (the
+    session's next turn waits for it). The turn is already stored: a failure there costs the case, never the turn."""
     recorder = svc.sources.case_recorder
+    plan, tokens = row.plan, row.tokens_in + row.tokens_out
     if recorder is None or not (answer.strip() or plan):
         return None
-    try:
-        return await recorder.record_case(
-            query, answer, plan=plan, tokens=row.tokens_in + row.tokens_out, session_id=session_id, turn=turn
-        )
-    except Exception as exc:  # Chroma or the embedder failed; the answer the user got is unaffected
-        log.warning("turn %s of session %s not kept as a champion case: %s", turn, session_id, exc)
-        return None
+
+    async def record() -> None:
+        await recorder.record_case(query, answer, plan=plan, tokens=tokens, session_id=session_id, turn=turn)
+
+    svc.writer.submit(session_id, record, f"champion case of turn {turn} of session {session_id}")
+    return recorder.case_id(query, answer)
 
 
 async def set_feedback(svc: TDAService, session_id: str, turn: int, feedback: int) -> dict[str, Any]:
     """Rate a recorded turn's champion case (recording it first if it is missing); negative is never served."""
+    await svc.writer.settle(session_id)  # the turn's own recording must not land after (and undo) this rating
     row = await svc.store.sessions.turn(session_id, turn)
     recorder = svc.sources.case_recorder
     if recorder is None:
@@ -439,7 +449,8 @@ async def preview(svc: TDAService, body: PreviewIn) -> dict[str, Any]:
         stored = await svc.store.types.get(body.type_id or "")
         window_type, version = stored.type, stored.version
     data = await svc.store.sessions.load(body.session_id)
-    ctx = build_context(data, body.query, default_model=svc.settings.model, sources=svc.sources)
+    history = StoredHistory(svc.store.sessions, data)
+    ctx = build_context(data, body.query, default_model=svc.settings.model, sources=svc.sources, history=history)
     assembled = await svc.scratch_handler.assemble(ctx, window_type)
     return {
         "persisted": False,

@@ -25,14 +25,23 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from weakref import WeakKeyDictionary
 
-from components.context_window.base import AssemblyContext, ContextModule, Contribution, ModuleManifest, ToolSchema
-from components.context_window.token_estimator import MESSAGE_OVERHEAD, TokenEstimator
+from components.context_window.base import (
+    AssemblyContext,
+    ContextModule,
+    Contribution,
+    ModuleManifest,
+    ToolSchema,
+    newest_first,
+)
+from components.context_window.token_estimator import TokenEstimator
 
 LEVELS = ("full", "condensed", "partial", "names_only")
 NAMES_HEADER = "Available tools:"
 PARTIAL_HEADER = "Also available (no schema sent this turn; ask for one of these by name if you need it):"
 RECENT_MESSAGES = 6
 """How many of the newest messages count as "recent turns" for relevance."""
+SEEN_SCAN = 200
+"""How far back the opt-in names-only mode looks for a valid message (a long purged history is not read)."""
 _FIRST_SENTENCE = re.compile(r"^(.+?[.!?])(\s|$)", re.S)
 _WORD = re.compile(r"[a-z0-9]+")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
@@ -77,8 +86,7 @@ def name_line(tool: ToolSchema) -> str:
 def cost(contribution: Contribution, tokens: TokenEstimator) -> int:
     """Tokens as the orchestrator counts them: each schema, plus the text block as one message."""
     text = contribution.text()
-    schemas = sum(tokens.count_tool(t) for t in contribution.tool_schemas())
-    return schemas + (MESSAGE_OVERHEAD + tokens.count(text) if text else 0)
+    return tokens.count_tools(contribution.tool_schemas()) + (tokens.count_text_message(text) if text else 0)
 
 
 # --- relevance --------------------------------------------------------------------------------------
@@ -121,12 +129,14 @@ def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
     return dot / norm if norm else 0.0
 
 
-def recent(ctx: AssemblyContext) -> tuple[list[str], set[str]]:
-    """The newest valid messages' texts, and the names of tools they called."""
+async def recent(ctx: AssemblyContext) -> tuple[list[str], set[str]]:
+    """The newest valid messages' texts, and the names of tools they called (reads only the newest page)."""
     texts: list[str] = []
     called: set[str] = set()
-    for message in reversed(ctx.session.messages):
-        if len(texts) == RECENT_MESSAGES:
+    seen = 0
+    async for _, message in newest_first(ctx.session.message_source()):
+        seen += 1
+        if len(texts) == RECENT_MESSAGES or seen > 4 * RECENT_MESSAGES:
             break
         if not message.valid:
             continue
@@ -134,6 +144,16 @@ def recent(ctx: AssemblyContext) -> tuple[list[str], set[str]]:
             texts.append(message.content)
         called.update(str((c.get("function") or {}).get("name", "")) for c in message.tool_calls)
     return texts, called
+
+
+async def schemas_in_history(ctx: AssemblyContext) -> bool:
+    """Whether the valid history shows the model has had the tools (a purge invalidates it: full again)."""
+    async for position, message in newest_first(ctx.session.message_source()):
+        if message.valid:
+            return True
+        if ctx.session.message_source().total - position > SEEN_SCAN:
+            return False
+    return False
 
 
 class ToolDefinitionsModule(ContextModule):
@@ -147,7 +167,7 @@ class ToolDefinitionsModule(ContextModule):
         tools = list(ctx.tools)
         if not tools:
             return Contribution(self.module_id, placement="tools", strategy="none")
-        return await self._fit(tools, budget, ctx, LEVELS.index(self._starting_level(ctx)))
+        return await self._fit(tools, budget, ctx, LEVELS.index(await self._starting_level(ctx)))
 
     async def condense(self, contribution: Contribution, target_tokens: int, ctx: AssemblyContext) -> Contribution:
         """One level down (``partial`` may stay ``partial`` with fewer schemas)."""
@@ -164,26 +184,25 @@ class ToolDefinitionsModule(ContextModule):
     def get_status(self) -> dict[str, Any]:
         return {**super().get_status(), "embedded_tools": len(self._vectors), "last": dict(self._last)}
 
-    def _starting_level(self, ctx: AssemblyContext) -> str:
+    async def _starting_level(self, ctx: AssemblyContext) -> str:
         if ctx.directives.force_full:
             return "full"
         after = ctx.directives.config.get("after_first_turn", "full")
         if after not in LEVELS:
             raise ValueError(f"option 'after_first_turn' must be one of {', '.join(LEVELS)}, got {after!r}")
-        seen = any(m.valid for m in ctx.session.messages)  # the model has had the schemas in this history
-        return after if seen else "full"
+        return after if after != "full" and await schemas_in_history(ctx) else "full"
 
     # -- fitting -------------------------------------------------------------------------------
 
     async def _fit(self, tools: list[ToolSchema], budget: int, ctx: AssemblyContext, first: int) -> Contribution:
         assert ctx.tokens is not None
         tokens = ctx.tokens
-        if first == 0 and sum(tokens.count_tool(t) for t in tools) <= budget:
+        if first == 0 and tokens.count_tools(tools) <= budget:
             return self._made(tools, tools, [], "full", ranking="")
         if first == len(LEVELS) - 1:
             return self._names_only(tools, budget, tokens)
         ranked, method = await self._ranked(tools, ctx)
-        if first <= 1 and sum(tokens.count_tool(condensed(t)) for t in tools) <= budget:
+        if first <= 1 and tokens.count_tools([condensed(t) for t in tools]) <= budget:
             schemas = self._upgrade(ranked, {id(t): condensed(t) for t in tools}, budget, tokens)
             return self._made(tools, [schemas[id(t)] for t in tools], [], "condensed", method)
         chosen = self._partial(tools, ranked, budget, tokens)
@@ -200,7 +219,7 @@ class ToolDefinitionsModule(ContextModule):
         self, ranked: Sequence[ToolSchema], chosen: dict[int, ToolSchema], budget: int, tokens: TokenEstimator
     ) -> dict[int, ToolSchema]:
         """Best-ranked first, swap a chosen condensed schema for the full one while the total stays in budget."""
-        used = sum(tokens.count_tool(s) for s in chosen.values())
+        used = tokens.count_tools(list(chosen.values()))
         for tool in ranked:
             if id(tool) not in chosen:
                 continue
@@ -214,12 +233,10 @@ class ToolDefinitionsModule(ContextModule):
         self, tools: Sequence[ToolSchema], ranked: Sequence[ToolSchema], budget: int, tokens: TokenEstimator
     ) -> dict[int, ToolSchema]:
         """Schemas for the best-ranked tools (by ``id`` of the tool) leaving room to list the rest by name."""
-        names_cost = (
-            MESSAGE_OVERHEAD + tokens.count(PARTIAL_HEADER) + sum(tokens.count(name_line(t)) + 1 for t in tools)
-        )
+        names_cost = tokens.count_text_message(PARTIAL_HEADER) + sum(tokens.count(name_line(t)) + 1 for t in tools)
         room = budget - names_cost
         chosen: dict[int, ToolSchema] = {}
-        used = 0
+        used = tokens.tools_overhead  # the definitions block's fixed cost, paid once any schema is sent
         for tool in ranked:
             cost = tokens.count_tool(condensed(tool))
             if used + cost > room:
@@ -266,7 +283,7 @@ class ToolDefinitionsModule(ContextModule):
     def _names_only(self, tools: Sequence[ToolSchema], budget: int, tokens: TokenEstimator) -> Contribution:
         """A text list in the given order; trailing names are dropped if even the list does not fit."""
         lines: list[str] = []
-        used = MESSAGE_OVERHEAD + tokens.count(NAMES_HEADER)
+        used = tokens.count_text_message(NAMES_HEADER) + 1  # the message, its header and the newline
         for tool in tools:
             cost = tokens.count(name_line(tool)) + 1  # the joining newline costs about one token
             if used + cost > budget:
@@ -290,7 +307,7 @@ class ToolDefinitionsModule(ContextModule):
             strategy="names_only",
             metadata=meta,
         )
-        while contribution.units and MESSAGE_OVERHEAD + tokens.count(contribution.text()) > budget:
+        while contribution.units and tokens.count_text_message(contribution.text()) > budget:
             contribution = contribution.replace(units=contribution.units[:-1])
         meta["listed"] = len(contribution.units)
         if len(contribution.units) < len(tools):
@@ -302,7 +319,7 @@ class ToolDefinitionsModule(ContextModule):
 
     async def _ranked(self, tools: Sequence[ToolSchema], ctx: AssemblyContext) -> tuple[list[ToolSchema], str]:
         """Tools by relevance to the query and the recent turns, best first; ties keep the profile's order."""
-        texts, called = recent(ctx)
+        texts, called = await recent(ctx)
         query_terms = Counter(terms(ctx.query))
         for word in terms(" ".join(texts)):
             query_terms[word] += 0.5  # recent turns count, the query counts more

@@ -60,15 +60,14 @@ def callable_schema(schema: ToolSchema) -> None:
 def room_for_one(module, tools, ctx, name: str) -> int:
     """A budget that holds the name list and exactly one condensed schema: ``name``'s."""
     handler = sys.modules[type(module).__module__]
-    count = ctx.tokens.count
-    names = 3 + count(handler.PARTIAL_HEADER) + sum(count(f"- {t.name}") + 1 for t in tools)
-    return names + ctx.tokens.count_tool(handler.condensed(next(t for t in tools if t.name == name)))
+    tokens = ctx.tokens
+    names = tokens.count_text_message(handler.PARTIAL_HEADER) + sum(tokens.count(f"- {t.name}") + 1 for t in tools)
+    return names + tokens.count_tools([handler.condensed(next(t for t in tools if t.name == name))])
 
 
 def sent_cost(c, ctx) -> int:
-    return sum(ctx.tokens.count_tool(t) for t in c.tool_schemas()) + (
-        3 + ctx.tokens.count(c.text()) if c.texts() else 0
-    )
+    """What the orchestrator counts for a contribution: the tools block, and the text as one message."""
+    return ctx.tokens.count_tools(c.tool_schemas()) + (ctx.tokens.count_text_message(c.text()) if c.texts() else 0)
 
 
 async def test_full_schemas_on_every_turn_when_they_fit_in_the_profile_order(module):
@@ -83,8 +82,8 @@ async def test_full_schemas_on_every_turn_when_they_fit_in_the_profile_order(mod
 async def test_when_full_does_not_fit_the_relevant_tools_stay_callable_and_the_rest_are_named(module):
     tools = realistic_tools()
     ctx = module_ctx(make_ctx(tools=tools, query="How much is 250 dollars in euros? Convert the currency please."))
-    full_cost = sum(ctx.tokens.count_tool(t) for t in tools)
-    condensed_cost = sum(ctx.tokens.count_tool(t) for t in (await module.contribute(full_cost - 1, ctx)).tool_schemas())
+    full_cost = ctx.tokens.count_tools(tools)
+    condensed_cost = ctx.tokens.count_tools((await module.contribute(full_cost - 1, ctx)).tool_schemas())
     budget = condensed_cost // 3
     out = await module.contribute(budget, ctx)
     assert out.strategy == "partial" and sent_cost(out, ctx) <= budget
@@ -103,7 +102,7 @@ async def test_when_full_does_not_fit_the_relevant_tools_stay_callable_and_the_r
 async def test_the_best_ranked_get_full_schemas_when_room_remains(module):
     tools = realistic_tools(1)
     ctx = module_ctx(make_ctx(tools=tools, query="what is the weather forecast, will it rain in Paris"))
-    full_cost = sum(ctx.tokens.count_tool(t) for t in tools)
+    full_cost = ctx.tokens.count_tools(tools)
     out = await module.contribute(full_cost - 5, ctx)
     assert out.strategy == "condensed" and len(out.tool_schemas()) == len(tools)
     by_name = {t.name: t for t in out.tool_schemas()}
