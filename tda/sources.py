@@ -42,7 +42,7 @@ class CaseRecorder(Protocol):
         *,
         plan: str = "",
         tokens: int = 0,
-        feedback: int = 0,
+        feedback: int | None = None,
         session_id: str = "",
         turn: int = 0,
     ) -> str: ...

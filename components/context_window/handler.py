@@ -169,7 +169,7 @@ class ContextWindowHandler:
             module = self.modules.get(module_id)
             reason = self._skip_reason(spec, module, module_id, run.ctx.profile.type)
             if reason:
-                freed += spec.target_pct if spec.active else 0.0
+                freed += spec.target_pct  # inactive, not installed, switched off or not applicable alike
                 run.skipped.append(ModuleUsage(module_id, "skipped", spec.priority, 0.0, reason=reason))
                 run.log(f"pass 1: skip {module_id}: {reason}")
                 continue

@@ -115,7 +115,7 @@ class LiveKnowledge:
         *,
         plan: str = "",
         tokens: int = 0,
-        feedback: int = 0,
+        feedback: int | None = None,
         session_id: str = "",
         turn: int = 0,
     ) -> str:

@@ -73,7 +73,7 @@ async def wired(handbook: str, settings: Settings, llm: RecordingLLM) -> AsyncIt
         headers = {"Authorization": f"Bearer {token}"}
         profile = {
             "id": "librarian",
-            "type": "rag_focused",
+            "type": "tool_enabled",  # champion cases (rag_context) serve tool-enabled profiles only
             "context_window_type_id": "knowledge_heavy",  # a shipped type: knowledge 40%, RAG cases 20%
             "knowledge_collections": [handbook],
             "system_prompt": "Answer from the knowledge base.",
