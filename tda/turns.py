@@ -16,8 +16,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from components.context_window import phases
 from components.context_window.base import AssemblyContext, Message, ToolSchema
 from components.context_window.distillation import parse_result
+from components.context_window.fitting import clip
 from components.context_window.token_estimator import estimator_for
 from components.context_window.window_type import ContextWindowType
 
@@ -250,7 +252,7 @@ async def _step(
     stored = await resolve_type(svc, data.profile)
     history = StoredHistory(svc.store.sessions, data)
     ctx = build_context(data, query, default_model=svc.settings.model, sources=svc.sources, history=history)
-    ctx = _with_options(ctx, current, options)
+    ctx = await with_component_instructions(svc, _with_options(ctx, current, options))
     assembled = await svc.handler.assemble(ctx, stored.type)
     snapshot = assembled.snapshot.to_dict()
     turn = current.row.turn if current else ctx.session.turn_number
@@ -321,6 +323,12 @@ def _with_options(ctx: AssemblyContext, current: OpenTurn | None, options: TurnO
     if options.model:
         changes["model"] = options.model
     return dataclasses.replace(ctx, **changes) if changes else ctx
+
+
+async def with_component_instructions(svc: TDAService, ctx: AssemblyContext) -> AssemblyContext:
+    """The instruction texts of the profile's components (one read), for component_instructions."""
+    texts = await svc.store.components.texts_for(ctx.profile.components)
+    return dataclasses.replace(ctx, extras={**ctx.extras, "component_instructions": texts}) if texts else ctx
 
 
 def _inputs(ctx: AssemblyContext, options: TurnOptions) -> dict[str, Any]:
@@ -441,6 +449,32 @@ async def set_feedback(svc: TDAService, session_id: str, turn: int, feedback: in
     return {"session_id": session_id, "turn": turn, "feedback": feedback, "champion_case_id": case_id}
 
 
+async def carried_into_phase(
+    svc: TDAService, session_id: str, to_phase: str | None, summary: str | None
+) -> dict[str, Any] | None:
+    """The message a move to a later IFOC phase carries (``phases.transition``), as a row to store, or None.
+    Without a ``summary`` from the caller, the old phase's valid turns are summarised one line each."""
+    data = await svc.store.sessions.load(session_id)
+    from_phase = data.session.phase
+    if to_phase is None or from_phase is None or not phases.is_forward(from_phase, to_phase):
+        return None
+    if summary is None:
+        summary = "\n".join(
+            f"- Turn {t.turn}: {clip(t.query, 160)} -> {clip(t.answer, 200) or t.outcome}"
+            for t in data.turns[-PHASE_SUMMARY_TURNS:]
+            if t.valid and t.phase == from_phase
+        )
+    last_turn = max(data.last_message_turn, data.turns[-1].turn if data.turns else 0)
+    message = phases.transition(from_phase, to_phase, summary, turn=last_turn)
+    if message is None:
+        return None
+    return {"role": "system", "content": message.content, "turn": message.turn, "phase": message.phase}
+
+
+PHASE_SUMMARY_TURNS = 20
+"""How many of the old phase's newest turns the default phase summary lists."""
+
+
 async def preview(svc: TDAService, body: PreviewIn) -> dict[str, Any]:
     if body.type is not None:
         window_type: ContextWindowType = svc.validate_type(body.type, loc=("type",))
@@ -451,6 +485,7 @@ async def preview(svc: TDAService, body: PreviewIn) -> dict[str, Any]:
     data = await svc.store.sessions.load(body.session_id)
     history = StoredHistory(svc.store.sessions, data)
     ctx = build_context(data, body.query, default_model=svc.settings.model, sources=svc.sources, history=history)
+    ctx = await with_component_instructions(svc, ctx)
     assembled = await svc.scratch_handler.assemble(ctx, window_type)
     return {
         "persisted": False,

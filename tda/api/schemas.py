@@ -104,6 +104,12 @@ class SessionPatch(_ReadBack):
     context_limit: int | None = Field(None, description="read-only here: change it with POST .../context-limit")
     title: str | None = Field(None, max_length=200)
     phase: Phase | None = None
+    phase_summary: str | None = Field(
+        None,
+        max_length=50_000,
+        description="on a move to a later phase: what the phase being left produced, carried into the new one "
+        "(default: its turns, one line each)",
+    )
     user_id: str | None = Field(None, max_length=100)
 
 
@@ -139,6 +145,18 @@ class AttachmentIn(_In):
 
 class TurnIn(_In):
     query: str = Field(min_length=1, max_length=200_000)
+
+
+class ComponentInstructionsIn(_In):
+    full: str = Field("", max_length=100_000, description="the whole instruction")
+    medium: str = Field("", max_length=100_000, description="shorter, for a tighter budget")
+    light: str = Field("", max_length=100_000, description="a line or two: the last step before dropping it")
+
+    @model_validator(mode="after")
+    def _some_text(self) -> ComponentInstructionsIn:
+        if not any(t.strip() for t in (self.full, self.medium, self.light)):
+            raise ValueError("give at least one of full, medium, light as text")
+        return self
 
 
 class ToolResultIn(_In):

@@ -15,7 +15,7 @@ from ..auth import actor, require
 from ..service import service
 from ..store.profiles import profile_dict
 from ..store.sessions import attachment_dict, message_dict, session_dict, snapshot_dict, turn_dict
-from ..turns import answer_tool_calls, resolve_type, run_turn, set_feedback
+from ..turns import answer_tool_calls, carried_into_phase, resolve_type, run_turn, set_feedback
 from .common import check_same_as_stored
 from .profiles import check_limit_lowers
 from .schemas import (
@@ -86,10 +86,17 @@ async def get_session(session_id: str, query_args: SessionQuery) -> dict[str, An
 @validate_request(SessionPatch)
 async def update_session(session_id: str, data: SessionPatch) -> dict[str, Any]:
     """Change title, phase or user_id. The body GET returned may be sent back: computed fields are ignored."""
+    svc = service()
     if data.SAME_AS_STORED & data.model_fields_set:
-        check_same_as_stored(data, session_dict(await service().store.sessions.get(session_id)))
+        check_same_as_stored(data, session_dict(await svc.store.sessions.get(session_id)))
     fields = {k: v for k, v in data.changes().items() if v is not None or k == "phase"}
-    return session_dict(await service().store.sessions.update(session_id, fields, actor()))
+    summary = fields.pop("phase_summary", None)
+    if "phase" not in fields:
+        return session_dict(await svc.store.sessions.update(session_id, fields, actor()))
+    async with svc.session_lock(session_id):  # no turn runs while the phase moves
+        carried = await carried_into_phase(svc, session_id, fields["phase"], summary)
+        row = await svc.store.sessions.update(session_id, fields, actor(), carry=[carried] if carried else None)
+    return {**session_dict(row), "carried": carried["content"] if carried else None}
 
 
 @bp.delete("/<session_id>")

@@ -213,13 +213,23 @@ class SessionStore:
             audit.record(s, actor, "create", "session", session_id, None, session_dict(row))
         return row
 
-    async def update(self, session_id: str, fields: dict[str, Any], actor: str, action: str = "update") -> SessionRow:
+    async def update(
+        self,
+        session_id: str,
+        fields: dict[str, Any],
+        actor: str,
+        action: str = "update",
+        carry: list[dict[str, Any]] | None = None,
+    ) -> SessionRow:
+        """``carry``: messages written in the same transaction (what a forward phase change carries)."""
         async with self.db.write() as s:
             row = await _session(s, session_id)
             before = session_dict(row)
             for name, value in fields.items():
                 setattr(row, name, value)
             row.updated_at = utcnow()
+            if carry:
+                await _append(s, session_id, carry)
             await s.flush()
             audit.record(s, actor, action, "session", session_id, before, session_dict(row))
         return row
