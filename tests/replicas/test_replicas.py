@@ -42,7 +42,7 @@ async def test_concurrent_turns_on_one_session_across_replicas_get_dense_turn_nu
     assert snapshot_ids == sorted(snapshot_ids)  # one after another: each turn's snapshot after the previous one's
     assert [t["turn"] for t in stored] == numbers
     # Each turn read the history of every turn before it, whichever replica recorded them: the input grows.
-    tokens_in = [r.json()["tokens_in"] for r in sorted(replies, key=lambda r: r.json()["turn"])]
+    tokens_in = [r.json()["snapshot"]["total_used"] for r in sorted(replies, key=lambda r: r.json()["turn"])]
     assert all(later > earlier for earlier, later in itertools.pairwise(tokens_in)), tokens_in
 
 
