@@ -92,10 +92,16 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     from dataclasses import replace
 
+    from .security import InsecureSettings
+
     settings = replace(settings, host=args.host or settings.host, port=args.port or settings.port)
-    if args.workers > 1:
-        return serve_workers(settings, args.workers)
-    run_event_loop(serve(settings, reuse_port=args.reuse_port))
+    try:
+        if args.workers > 1:
+            return serve_workers(settings, args.workers)
+        run_event_loop(serve(settings, reuse_port=args.reuse_port))
+    except InsecureSettings as exc:
+        print(f"tda serve: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 
@@ -201,11 +207,6 @@ async def serve(settings: Settings, ready: Callable[[], Any] | None = None, reus
         # GC passes short, which would otherwise pause every open stream for tens of milliseconds.
         gc.collect()
         gc.freeze()
-        if settings.secret_key == Settings().secret_key:
-            print(
-                "warning: TDA_SECRET_KEY is the development default; set it so browser sessions cannot be forged",
-                file=sys.stderr,
-            )
         print(f"tda serving on http://{settings.host}:{settings.port}/ (API docs at /docs)", flush=True)
         if ready is not None:
             ready()

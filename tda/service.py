@@ -16,6 +16,7 @@ from components.context_window.handler import ContextWindowHandler
 from components.context_window.module_registry import ModuleRegistry
 from components.context_window.window_type import MODULE_IDS_IN_ORDER, ContextWindowType
 
+from .background import BackgroundWriter
 from .config import Settings
 from .db import upgrade_async
 from .errors import Invalid, field_errors
@@ -51,6 +52,7 @@ class TDAService:
         """For previews and replays: they must not change what the live handler remembers of a session."""
         self._session_locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
         self.bus = create_bus(settings.bus_url)
+        self.writer = BackgroundWriter()
         self.llm = llm or LLM(mock=settings.mock_model)
         self.knowledge = LiveKnowledge(settings.data_dir, settings.chroma_url, embedder=settings.embedder)
         """Opened at start-up (warm_up_knowledge) or on first use: Chroma and the embedder take seconds to load."""
@@ -95,6 +97,7 @@ class TDAService:
         await self.bus.stop()
         if self._heartbeats is not None:
             self._heartbeats.cancel()
+        await self.writer.drain()  # before the stores close: what turns queued is written
         await asyncio.to_thread(self.knowledge.close)
         await self.store.close()
 
