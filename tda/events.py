@@ -17,12 +17,16 @@ import contextlib
 import json
 import logging
 import time
+import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 log = logging.getLogger(__name__)
 
 SNAPSHOT_EVENT = "context_window_snapshot"
+CONTROL = "control:"
+"""Events named ``control:<what>`` say that shared state changed; the bus runs a handler, no stream sees them."""
 HEARTBEAT = b": heartbeat\n\n"
 
 
@@ -82,6 +86,7 @@ class EventBus:
     def __init__(self, queue_size: int = 256) -> None:
         self.queue_size = queue_size
         self._subscribers: set[Subscription] = set()
+        self._control: dict[str, Callable[[], Awaitable[None]]] = {}
         self.dropped = 0
         self.closed = False
 
@@ -115,6 +120,13 @@ class EventBus:
 
     def publish_snapshot(self, snapshot_id: int, session_id: str, snapshot: dict[str, Any]) -> int:
         return self.publish(snapshot_event(snapshot_id, session_id, snapshot))
+
+    def on_control(self, what: str, handler: Callable[[], Awaitable[None]]) -> None:
+        """Run ``handler`` when another process says ``what`` changed (e.g. "modules": reload them)."""
+        self._control[what] = handler
+
+    def publish_control(self, what: str) -> None:
+        """Tell the other processes that ``what`` changed (there are none, here)."""
 
     async def start(self) -> None:
         """Connect to what carries events between processes (nothing, here)."""
@@ -181,6 +193,8 @@ class RedisBus(EventBus):
         self._outbox: asyncio.Queue[bytes] = asyncio.Queue(self.OUTBOX)
         self._tasks: list[asyncio.Task[None]] = []
         self._redis: Any = None
+        self.origin = uuid.uuid4().hex
+        """This process, on control events: it has applied its own change already."""
 
     def publish_snapshot(self, snapshot_id: int, session_id: str, snapshot: dict[str, Any]) -> int:
         """Queue the event for Redis; returns how many frames wait to be sent."""
@@ -191,6 +205,10 @@ class RedisBus(EventBus):
         except asyncio.QueueFull:  # Redis has been unreachable for long: streams were ended, clients resume from the DB
             log.warning("event bus: Redis outbox full, snapshot %s not sent live", snapshot_id)
         return self._outbox.qsize()
+
+    def publish_control(self, what: str) -> None:
+        with contextlib.suppress(asyncio.QueueFull):
+            self._outbox.put_nowait(Event(0, self.origin, CONTROL + what, b"").to_wire())
 
     async def start(self) -> None:
         import redis.asyncio as redis
@@ -243,13 +261,30 @@ class RedisBus(EventBus):
                     self.connected.set()
                 async for message in pubsub.listen():
                     if message["type"] == "message":
-                        self.publish(Event.from_wire(message["data"]))
+                        self._receive_one(Event.from_wire(message["data"]))
             except (redis.RedisError, OSError) as exc:
                 self._lost(exc)
                 await asyncio.sleep(self.RETRY_S)
             finally:
                 with contextlib.suppress(Exception):
                     await pubsub.aclose()
+
+    def _receive_one(self, event: Event) -> None:
+        if not event.name.startswith(CONTROL):
+            self.publish(event)
+            return
+        handler = self._control.get(event.name.removeprefix(CONTROL))
+        if handler is not None and event.session_id != self.origin:
+            task = asyncio.create_task(self._run_control(event.name, handler))
+            self._tasks.append(task)
+            task.add_done_callback(self._tasks.remove)
+
+    @staticmethod
+    async def _run_control(name: str, handler: Callable[[], Awaitable[None]]) -> None:
+        try:
+            await handler()
+        except Exception:  # one failed refresh must not stop the bus; the next change or a restart applies it
+            log.exception("event bus: handling %s failed", name)
 
     def _lost(self, exc: BaseException) -> None:
         if self.connected.is_set():
