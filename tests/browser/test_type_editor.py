@@ -97,7 +97,7 @@ async def test_conflict_when_another_writer_saved_first(page: Any, server: Serve
     await page.click("#save")
     conflict = page.locator("#conflict")
     await expect(conflict).to_be_visible()
-    await expect(conflict).to_contain_text("Someone saved version 2")
+    await expect(conflict).to_contain_text(f"Someone saved version {current['version'] + 1}")
     await expect(page.locator("#conflict-changes")).to_contain_text(
         "Output reserve changed from 15% to 20% of the context limit."
     )
