@@ -43,13 +43,14 @@ class Event:
     payload: bytes
     """The complete SSE frame."""
 
-    def to_wire(self) -> bytes:
-        return f"{self.id}\n{self.session_id}\n{self.name}\n".encode() + self.payload
+    def to_wire(self, origin: str) -> bytes:
+        """For Redis: who sent it, then the event (session ids and names hold no newline)."""
+        return f"{origin}\n{self.id}\n{self.session_id}\n{self.name}\n".encode() + self.payload
 
     @classmethod
-    def from_wire(cls, wire: bytes) -> Event:
-        event_id, session_id, name, payload = wire.split(b"\n", 3)
-        return cls(int(event_id), session_id.decode(), name.decode(), payload)
+    def from_wire(cls, wire: bytes) -> tuple[str, Event]:
+        origin, event_id, session_id, name, payload = wire.split(b"\n", 4)
+        return origin.decode(), cls(int(event_id), session_id.decode(), name.decode(), payload)
 
 
 def snapshot_event(snapshot_id: int, session_id: str, snapshot: dict[str, Any]) -> Event:
@@ -169,12 +170,13 @@ class EventBus:
 
 class RedisBus(EventBus):
     """Events between replicas over Redis pub/sub: one channel, one Redis subscription per replica, fanned out
-    to the local subscribers as ``EventBus`` does. A replica's own events come back to it through Redis too,
-    so every replica delivers the events in one order.
+    to the local subscribers as ``EventBus`` does.
 
-    ``publish_snapshot`` does not wait: frames queue for one sender task, which keeps their order. ``drain()``
-    waits until they reached Redis; the turn lock drains before the next turn of a session may start, so a
-    session's events reach Redis in turn order whichever replica ran each turn.
+    ``publish_snapshot`` delivers to this replica's streams at once (as the in-process bus does: no Redis round
+    trip for them) and queues the frame for Redis; one sender task keeps the frames' order, and each replica
+    skips its own frames when Redis echoes them. ``drain()`` waits until the queued frames reached Redis; the
+    turn lock drains before the next turn of a session may start, so a session's events reach every replica in
+    turn order whichever replica ran each turn.
 
     Redis is not the record (the database is): when the connection drops, every local stream is ended, and
     again once it is back, so clients reconnect with Last-Event-ID and resume from stored snapshots.
@@ -194,21 +196,22 @@ class RedisBus(EventBus):
         self._tasks: list[asyncio.Task[None]] = []
         self._redis: Any = None
         self.origin = uuid.uuid4().hex
-        """This process, on control events: it has applied its own change already."""
+        """This process, on the wire: it skips its own frames (it delivered or applied them already)."""
 
     def publish_snapshot(self, snapshot_id: int, session_id: str, snapshot: dict[str, Any]) -> int:
-        """Queue the event for Redis; returns how many frames wait to be sent."""
+        """Deliver to this replica's streams and queue for the others; returns how many local streams got it."""
         if self.closed:
             return 0
+        event = snapshot_event(snapshot_id, session_id, snapshot)
         try:
-            self._outbox.put_nowait(snapshot_event(snapshot_id, session_id, snapshot).to_wire())
+            self._outbox.put_nowait(event.to_wire(self.origin))
         except asyncio.QueueFull:  # Redis has been unreachable for long: streams were ended, clients resume from the DB
-            log.warning("event bus: Redis outbox full, snapshot %s not sent live", snapshot_id)
-        return self._outbox.qsize()
+            log.warning("event bus: Redis outbox full, snapshot %s not sent to other replicas", snapshot_id)
+        return self.publish(event)
 
     def publish_control(self, what: str) -> None:
         with contextlib.suppress(asyncio.QueueFull):
-            self._outbox.put_nowait(Event(0, self.origin, CONTROL + what, b"").to_wire())
+            self._outbox.put_nowait(Event(0, "", CONTROL + what, b"").to_wire(self.origin))
 
     async def start(self) -> None:
         import redis.asyncio as redis
@@ -261,7 +264,9 @@ class RedisBus(EventBus):
                     self.connected.set()
                 async for message in pubsub.listen():
                     if message["type"] == "message":
-                        self._receive_one(Event.from_wire(message["data"]))
+                        origin, event = Event.from_wire(message["data"])
+                        if origin != self.origin:  # this replica's own events were delivered when published
+                            self._receive_one(event)
             except (redis.RedisError, OSError) as exc:
                 self._lost(exc)
                 await asyncio.sleep(self.RETRY_S)
@@ -274,7 +279,7 @@ class RedisBus(EventBus):
             self.publish(event)
             return
         handler = self._control.get(event.name.removeprefix(CONTROL))
-        if handler is not None and event.session_id != self.origin:
+        if handler is not None:
             task = asyncio.create_task(self._run_control(event.name, handler))
             self._tasks.append(task)
             task.add_done_callback(self._tasks.remove)
