@@ -29,6 +29,19 @@ def _embedder(value: str) -> str:
     return value
 
 
+def _database_url(value: str) -> str:
+    """SQLite (aiosqlite) or PostgreSQL (asyncpg); ``postgresql://`` and ``postgres://`` mean asyncpg."""
+    scheme, sep, rest = value.partition("://")
+    if scheme in {"postgresql", "postgres", "postgresql+asyncpg"} and sep:
+        return f"postgresql+asyncpg://{rest}"
+    if scheme in {"sqlite", "sqlite+aiosqlite"} and sep:
+        return f"sqlite+aiosqlite://{rest}"
+    raise ValueError(
+        f"TDA_DATABASE_URL={value!r} is not supported; use postgresql+asyncpg://user:password@host:5432/db "
+        "or sqlite+aiosqlite:///path/to/tda.db"
+    )
+
+
 def _bus_url(value: str) -> str:
     if not value.startswith(("redis://", "rediss://", "unix://")):
         raise ValueError(f"TDA_BUS_URL={value!r} is not a Redis URL; use redis://host:6379/0 or leave it unset")
@@ -83,7 +96,7 @@ class Settings:
         offline_library_defaults()
         read = {
             "data_dir": ("TDA_DATA_DIR", Path),
-            "database_url": ("TDA_DATABASE_URL", str),
+            "database_url": ("TDA_DATABASE_URL", _database_url),
             "chroma_url": ("TDA_CHROMA_URL", str),
             "bus_url": ("TDA_BUS_URL", _bus_url),
             "modules_dir": ("TDA_MODULES_DIR", Path),

@@ -84,6 +84,7 @@ class TDAService:
         self.registry.load()
         await self.store.types.seed_defaults()
         await self.apply_module_state()
+        self.bus.on_control("modules", self.reload_modules)
         await self.bus.start()
         self._heartbeats = asyncio.create_task(self.bus.run_heartbeats(self.heartbeat_s))
 
@@ -100,6 +101,11 @@ class TDAService:
         await self.writer.drain()  # before the stores close: what turns queued is written
         await asyncio.to_thread(self.knowledge.close)
         await self.store.close()
+
+    async def reload_modules(self) -> None:
+        """Another replica installed, removed, activated or deactivated a module: do the same here."""
+        self.registry.reload()
+        await self.apply_module_state()
 
     async def apply_module_state(self) -> None:
         """Re-apply the activation admins chose (the registry keeps it only in memory)."""
