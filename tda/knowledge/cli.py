@@ -31,6 +31,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     ingest.add_argument("paths", nargs="+", type=Path, metavar="PATH")
     ingest.add_argument("--collection", required=True, help="collection to ingest into (created if missing)")
     ingest.add_argument("--target-tokens", type=int, default=300, help="chunk size target in tokens (default 300)")
+    ingest.add_argument(
+        "--root",
+        type=Path,
+        help="document ids are paths relative to this folder (default: each folder given; a file given "
+        "directly is relative to its own folder). Never the working directory.",
+    )
+    ingest.add_argument(
+        "--id-from",
+        choices=["path", "content"],
+        default="path",
+        help="document id: the path relative to the root (default), or a hash of the file's content",
+    )
     _embedder_option(ingest)
     ingest.add_argument("--quiet", action="store_true", help="no progress bar")
     ingest.set_defaults(func=cmd_ingest)
@@ -112,8 +124,8 @@ def _pipe_safe(command: Callable[..., int]) -> Callable[..., int]:
 def _embedder_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--embedder",
-        choices=["minilm-onnx", "minilm", "hashing"],  # tda.config.EMBEDDER_NAMES
-        help="embedder for new collections (default: TDA_EMBEDDER, else minilm-onnx; existing collections keep theirs)",
+        choices=["minilm", "hashing"],  # tda.config.EMBEDDER_NAMES
+        help="embedder for new collections (default: TDA_EMBEDDER, else minilm; existing collections keep theirs)",
     )
 
 
@@ -129,28 +141,51 @@ def _fail(command: str, exc: Exception) -> int:
 
 
 def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
+    import time
+
     from tqdm import tqdm
 
-    from .ingest import discover, ingest_paths
+    from .ingest import ingest_paths
     from .store import KnowledgeError
 
     try:
         store = _open(args, settings)
-        files = discover(args.paths)
-        with tqdm(total=len(files), unit="file", disable=args.quiet, file=sys.stderr, desc=args.collection) as bar:
+        started = time.perf_counter()
+        if not args.quiet:
+            print("loading the embedding model ...", end="", file=sys.stderr, flush=True)
+        store.embedder_for(args.collection)(["warm up"])  # loading is not ingesting: timed apart
+        if not args.quiet:
+            print(f" {time.perf_counter() - started:.1f} s", file=sys.stderr)
+        with tqdm(total=0, unit="chunk", disable=args.quiet, file=sys.stderr, desc=args.collection) as bar:
+            done_before = 0  # chunks of the files already stored or skipped
 
-            def advance(result: Any) -> None:
-                bar.update(1)
+            def planned(total: int) -> None:
+                bar.reset(total=total)
+
+            def file_done(result: Any) -> None:
+                nonlocal done_before
+                done_before += result.planned
+                bar.n = done_before
                 bar.set_postfix_str(f"{Path(result.path).name}: {result.status}")
 
-            report = ingest_paths(store, files, args.collection, target_tokens=args.target_tokens, on_file=advance)
+            report = ingest_paths(
+                store,
+                args.paths,
+                args.collection,
+                target_tokens=args.target_tokens,
+                on_planned=planned,
+                on_embedded=bar.update,
+                on_file=file_done,
+                base=args.root,
+                id_scheme=args.id_from,
+            )
     except (KnowledgeError, ValueError) as exc:
         return _fail("ingest", exc)
     for result in report.files:
         if result.status == "error":
             print(f"error      {result.error}", file=sys.stderr)
         else:
-            dup = f", {result.duplicates} duplicate chunks skipped" if result.duplicates else ""
+            dup = f", {result.duplicates} repeated chunks skipped" if result.duplicates else ""
             print(f"{result.status:<10} {result.document_id} ({result.chunks} chunks{dup})")
     done = len(report.files) - len(report.errors)
     print(f"{done} of {len(report.files)} files ingested into {args.collection!r}: {report.chunks} new chunks")
