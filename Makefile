@@ -1,4 +1,5 @@
 # Two commands set everything up on a fresh machine: `make run` and `make test`.
+# `make test` also installs what the suite needs outside Python (scripts/test-deps.sh: Chromium, PostgreSQL, Redis).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -19,6 +20,7 @@ run: $(STAMP)
 	TDA_DATA_DIR=$${TDA_DATA_DIR:-var} $(BIN)/tda serve
 
 test: $(STAMP)
+	BIN=$(BIN) scripts/test-deps.sh
 	$(BIN)/python -m pytest
 
 bench: $(STAMP)

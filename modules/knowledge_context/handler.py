@@ -18,7 +18,15 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import Any
 
-from components.context_window.base import AssemblyContext, ContextModule, Contribution, Message, Passage, joined
+from components.context_window.base import (
+    AssemblyContext,
+    ContextModule,
+    Contribution,
+    Message,
+    Passage,
+    joined,
+    newest_first,
+)
 from components.context_window.fitting import estimator
 from components.context_window.phases import visible
 from components.context_window.token_estimator import TokenEstimator
@@ -224,7 +232,7 @@ class KnowledgeContextModule(ContextModule):
         """A follow-up becomes a standalone query through the summarizer; the model still answers ctx.query."""
         if not opts.reformulate or ctx.summarizer is None:
             return ctx.query
-        recent = _recent_exchanges(ctx, opts.history_messages)
+        recent = await _recent_exchanges(ctx, opts.history_messages)
         if not recent:
             return ctx.query
         conversation = "\n".join(f"{m.role}: {m.content}" for m in recent)
@@ -485,14 +493,14 @@ def _window(text: str, terms: frozenset[str], room: int, tokens: TokenEstimator)
     return ("… " if low > 0 else "") + body + (" …" if high < len(spans) - 1 else "")
 
 
-def _recent_exchanges(ctx: AssemblyContext, count: int) -> list[Message]:
+async def _recent_exchanges(ctx: AssemblyContext, count: int) -> list[Message]:
     """The last ``count`` user/assistant messages the model would see, oldest first.
 
     Walks back from the newest message, so the cost does not grow with the length of the session.
     """
     query = ctx.query.strip()
     found: list[Message] = []
-    for m in reversed(ctx.session.messages):
+    async for _, m in newest_first(ctx.session.message_source()):
         if len(found) >= count:
             break
         if m.role not in ("user", "assistant") or not m.valid or not m.content.strip():

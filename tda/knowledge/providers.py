@@ -88,6 +88,12 @@ class LiveKnowledge:
         opened = await self._ready()
         return await opened.cases.retrieve_cases(query, k=k)
 
+    def case_id(self, query: str, answer: str) -> str:
+        """The id ``record_case`` gives this query and answer (known before it is recorded)."""
+        from .cases import case_id
+
+        return case_id(query, answer)
+
     async def record_case(
         self,
         query: str,
