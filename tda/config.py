@@ -20,7 +20,7 @@ def offline_library_defaults() -> None:
         os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(folder))
 
 
-EMBEDDER_NAMES = ("minilm-onnx", "minilm", "hashing")
+EMBEDDER_NAMES = ("minilm", "hashing")
 
 
 def _embedder(value: str) -> str:
@@ -72,9 +72,8 @@ class Settings:
     """The model turns are sent to (litellm name)."""
     mock_model: bool = True
     """Answer turns with litellm's ``mock_response`` instead of calling a provider (demo/offline)."""
-    embedder: str = "minilm-onnx"
-    """Embedder for new knowledge collections and champion cases: ``minilm-onnx`` (all-MiniLM-L6-v2, int8
-    ONNX on onnxruntime), ``minilm`` (the same model on torch) or ``hashing``
+    embedder: str = "minilm"
+    """Embedder for new knowledge collections and champion cases: ``minilm`` (all-MiniLM-L6-v2) or ``hashing``
     (deterministic feature hashing: fast, for tests and machines without the model)."""
     module_timeout_s: float = 2.0
     secret_key: str | None = None
