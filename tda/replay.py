@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from components.context_window.snapshot import ContextWindowSnapshot
 
 from .errors import Conflict, NotFound
-from .sources import Cutoff, build_context, input_hashes
+from .sources import Cutoff, StoredHistory, build_context, input_hashes
 
 if TYPE_CHECKING:
     from components.context_window.base import AssemblyContext
@@ -53,12 +53,13 @@ async def reassemble(
                 f"type {row.type_id!r} v{row.type_version} no longer exists (deleted), so this snapshot cannot be replayed"
             ) from None
     inputs = row.inputs
-    data = await svc.store.sessions.load(row.session_id)
+    data = await svc.store.sessions.load(row.session_id, before_turn=row.turn)
     ctx = build_context(
         data,
         inputs["query"],
         default_model=inputs["model"],
         sources=svc.sources,
+        history=StoredHistory(svc.store.sessions, data),
         cutoff=Cutoff(row.turn, row.created_at),
     )
     ctx = dataclasses.replace(
