@@ -4,6 +4,7 @@ And the what-if preview, which assembles the same way but persists nothing."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -167,8 +168,12 @@ async def preview(svc: TDAService, body: PreviewIn) -> dict[str, Any]:
         stored = await svc.store.types.get(body.type_id or "")
         window_type, version = stored.type, stored.version
     data = await svc.store.sessions.load(body.session_id)
+    if body.profile_id:  # what if this session ran under another profile (its prompt, tools, model)?
+        data = dataclasses.replace(data, profile=await svc.store.profiles.get(body.profile_id))
     history = StoredHistory(svc.store.sessions, data)
     ctx = build_context(data, body.query, default_model=svc.settings.model, sources=svc.sources, history=history)
+    if body.context_limit is not None:  # what if the limit were this (like a session override: only lowers)
+        ctx = dataclasses.replace(ctx, session=dataclasses.replace(ctx.session, context_limit=body.context_limit))
     assembled = await svc.scratch_handler.assemble(ctx, window_type)
     return {
         "persisted": False,
