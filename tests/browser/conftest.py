@@ -148,6 +148,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         **os.environ,
         "TDA_DATA_DIR": str(data),
         "TDA_MODULES_DIR": str(data / "modules"),
+        "TDA_MODULE_ROOTS": str(tmp_path_factory.getbasetemp()),  # tests install module folders from tmp_path
         "TDA_SECRET_KEY": "browser-tests",
         "TDA_MOCK_MODEL": "1",
         "TDA_EMBEDDER": "hashing",  # the real model would cost seconds of start-up per run
