@@ -483,9 +483,13 @@ async def preview(svc: TDAService, body: PreviewIn) -> dict[str, Any]:
         stored = await svc.store.types.get(body.type_id or "")
         window_type, version = stored.type, stored.version
     data = await svc.store.sessions.load(body.session_id)
+    if body.profile_id:  # what if this session ran under another profile (its prompt, tools, model)?
+        data = dataclasses.replace(data, profile=await svc.store.profiles.get(body.profile_id))
     history = StoredHistory(svc.store.sessions, data)
     ctx = build_context(data, body.query, default_model=svc.settings.model, sources=svc.sources, history=history)
     ctx = await with_component_instructions(svc, ctx)
+    if body.context_limit is not None:  # what if the limit were this (like a session override: only lowers)
+        ctx = dataclasses.replace(ctx, session=dataclasses.replace(ctx.session, context_limit=body.context_limit))
     assembled = await svc.scratch_handler.assemble(ctx, window_type)
     return {
         "persisted": False,

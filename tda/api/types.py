@@ -15,6 +15,7 @@ from ..service import service
 from ..store import StoredType
 from ..turns import preview
 from .common import if_match_version, json_object
+from .profiles import check_limit_lowers
 from .schemas import PreviewIn, RollbackIn
 
 bp = Blueprint("types", __name__, url_prefix="/v1/context-window-types")
@@ -59,7 +60,12 @@ async def create_type() -> Any:
 @validate_request(PreviewIn)
 async def preview_type(data: PreviewIn) -> dict[str, Any]:
     """The snapshot a type (saved or unsaved) would produce for a session and query. Persists nothing."""
-    return await preview(service(), data)
+    svc = service()
+    if data.context_limit is not None:  # like any override, a what-if limit can only lower the model's
+        session = await svc.store.sessions.get(data.session_id)
+        profile = await svc.store.profiles.get(data.profile_id or session.profile_id)
+        check_limit_lowers(data.context_limit, profile.model or svc.settings.model)
+    return await preview(svc, data)
 
 
 @bp.get("/<type_id>")
