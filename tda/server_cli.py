@@ -89,9 +89,11 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     from dataclasses import replace
 
+    from .logs import configure
     from .security import InsecureSettings
 
     settings = replace(settings, host=args.host or settings.host, port=args.port or settings.port)
+    configure(settings.log_format, settings.log_level)
     try:
         run_event_loop(serve(settings))
     except InsecureSettings as exc:

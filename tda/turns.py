@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from components.context_window.window_type import ContextWindowType
 
+from . import metrics
 from .errors import Conflict, UpstreamFailed
 from .sources import build_context, input_hashes
 from .store.types import StoredType
@@ -30,11 +31,17 @@ async def resolve_type(svc: TDAService, profile: ProfileRow) -> StoredType:
 
 
 async def run_turn(svc: TDAService, session_id: str, query: str) -> dict[str, Any]:
+    with metrics.TURN_SECONDS.time():
+        return await _run_turn(svc, session_id, query)
+
+
+async def _run_turn(svc: TDAService, session_id: str, query: str) -> dict[str, Any]:
     async with svc.session_lock(session_id):  # one turn at a time per session: turn numbers stay dense
         data = await svc.store.sessions.load(session_id)
         stored = await resolve_type(svc, data.profile)
         ctx = build_context(data, query, default_model=svc.settings.model, sources=svc.sources)
         assembled = await svc.handler.assemble(ctx, stored.type)
+        metrics.observe_assembly(assembled.snapshot)
         snapshot = assembled.snapshot.to_dict()
         turn = ctx.session.turn_number
         row = await svc.store.sessions.record_snapshot(
