@@ -28,17 +28,19 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-
 import numpy as np  # noqa: E402
 
 from components.context_window.base import AssemblyContext, Directives, Profile, Session  # noqa: E402
 from components.context_window.module_registry import load_folder  # noqa: E402
 from components.context_window.token_estimator import TokenEstimator, estimator_for  # noqa: E402
+from tda.config import offline_library_defaults  # noqa: E402
 from tda.knowledge.embeddings import make_embedder  # noqa: E402
 from tda.knowledge.ingest import ingest_paths  # noqa: E402
 from tda.knowledge.readers import read_document  # noqa: E402
 from tda.knowledge.retrieval import ChromaKnowledgeRetriever, RetrievalSettings  # noqa: E402
 from tda.knowledge.store import KnowledgeStore, open_client  # noqa: E402
+
+offline_library_defaults()  # tiktoken loads litellm's bundled encodings, as in the service
 
 DATA = ROOT / "bench" / "data" / "knowledge"
 CORPUS = DATA / "corpus"

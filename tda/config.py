@@ -9,10 +9,15 @@ from pathlib import Path
 from typing import Any
 
 
-def _offline_library_defaults() -> None:
+def offline_library_defaults() -> None:
     """Keep third-party libraries offline: litellm's cost map and tiktoken's encodings ship with litellm."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+    from components.context_window.token_estimator import bundled_tokenizer_dir
+
+    folder = bundled_tokenizer_dir()
+    if folder is not None:
+        os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(folder))
 
 
 EMBEDDER_NAMES = ("minilm", "hashing")
@@ -70,7 +75,7 @@ class Settings:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
         env = os.environ if env is None else env
-        _offline_library_defaults()
+        offline_library_defaults()
         read = {
             "data_dir": ("TDA_DATA_DIR", Path),
             "database_url": ("TDA_DATABASE_URL", str),
