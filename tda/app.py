@@ -60,6 +60,12 @@ def create_app(settings: Settings | None = None, **service_options: Any) -> Quar
     app.register_blueprint(ui_pages)
     app.register_blueprint(ops)
 
+    @app.after_request
+    async def no_body_no_content_type(response: Any) -> Any:
+        if response.status_code in (204, 304):
+            response.headers.pop("Content-Type", None)
+        return response
+
     @app.get("/")
     @hide
     async def index() -> Any:

@@ -49,7 +49,8 @@ class JsonFormatter(logging.Formatter):
 
 
 def configure(log_format: str, level: str) -> None:
-    """Route the service's logs to stderr in the chosen format (called once by `tda serve`)."""
+    """Route logs to stderr in the chosen format (called once by `tda serve`): tda's own at ``level``
+    (TDA_LOG_LEVEL), other libraries' from WARNING up."""
     handler = logging.StreamHandler(sys.stderr)
     handler.addFilter(RequestIdFilter())
     if log_format == "json":
@@ -58,7 +59,8 @@ def configure(log_format: str, level: str) -> None:
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"))
     root = logging.getLogger()
     root.handlers = [handler]
-    root.setLevel(level.upper())
+    root.setLevel(logging.WARNING)  # libraries speak up only when something is wrong
+    logging.getLogger("tda").setLevel(level.upper())
 
 
 def install_request_ids(app: Quart) -> None:

@@ -11,6 +11,7 @@ from .. import metrics
 from ..auth import require
 from ..events import SNAPSHOT_EVENT, Subscription, encode_sse
 from ..service import TDAService, service
+from .openapi import event_stream
 
 bp = Blueprint("events", __name__, url_prefix="/v1")
 tag(["events"])(bp)
@@ -62,6 +63,7 @@ def _sse(svc: TDAService, session_id: str | None) -> Response:
 
 @bp.get("/sessions/<session_id>/events")
 @require("viewer")
+@event_stream
 async def session_events(session_id: str) -> Response:
     """``event: context_window_snapshot`` for each turn of the session; send Last-Event-ID to resume."""
     svc = service()
@@ -71,6 +73,7 @@ async def session_events(session_id: str) -> Response:
 
 @bp.get("/events")
 @require("viewer")
+@event_stream
 async def all_events() -> Response:
     """Snapshots of every session."""
     return _sse(service(), None)

@@ -130,14 +130,15 @@ async def test_every_response_carries_a_request_id(client: Any, admin: dict[str,
 async def test_json_logs_carry_the_request_id(client: Any, admin: dict[str, str], monkeypatch: Any) -> None:
     stream = io.StringIO()
     root = logging.getLogger()
-    saved = (root.handlers[:], root.level)
+    tda_logger = logging.getLogger("tda")
+    saved = (root.handlers[:], root.level, tda_logger.level)
     monkeypatch.setattr("sys.stderr", stream)
     configure("json", "INFO")
     try:
         r = await client.post("/v1/profiles", data="{oops", headers={**admin, "X-Request-ID": "req-7"})
         assert r.status_code == 400
     finally:
-        root.handlers, root.level = saved
+        root.handlers, root.level, tda_logger.level = saved
     lines = [json.loads(line) for line in stream.getvalue().splitlines()]
     access = [line for line in lines if line["logger"] == "tda.access" and line["request_id"] == "req-7"]
     assert len(access) == 1
