@@ -14,9 +14,10 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# `make run` keeps its data in the checkout's var/ (the CLI's default is the user's data directory).
 run: $(STAMP)
-	$(BIN)/tda demo
-	$(BIN)/tda serve
+	TDA_DATA_DIR=$${TDA_DATA_DIR:-var} $(BIN)/tda demo
+	TDA_DATA_DIR=$${TDA_DATA_DIR:-var} $(BIN)/tda serve
 
 test: $(STAMP)
 	BIN=$(BIN) scripts/test-deps.sh

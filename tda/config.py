@@ -20,7 +20,7 @@ def offline_library_defaults() -> None:
         os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(folder))
 
 
-EMBEDDER_NAMES = ("minilm", "hashing")
+EMBEDDER_NAMES = ("minilm-onnx", "minilm", "hashing")
 LOG_FORMATS = ("text", "json")
 
 
@@ -36,13 +36,29 @@ def _embedder(value: str) -> str:
     return value
 
 
+def _bus_url(value: str) -> str:
+    if not value.startswith(("redis://", "rediss://", "unix://")):
+        raise ValueError(f"TDA_BUS_URL={value!r} is not a Redis URL; use redis://host:6379/0 or leave it unset")
+    return value
+
+
+def user_data_dir(env: Mapping[str, str]) -> Path:
+    """The user's data directory (XDG): ``$XDG_DATA_HOME/tda``, else ``~/.local/share/tda``. Never
+    relative to the working directory, so every command finds the same store wherever it runs."""
+    base = env.get("XDG_DATA_HOME") or ""
+    return (Path(base) if Path(base).is_absolute() else Path.home() / ".local" / "share") / "tda"
+
+
 @dataclass(frozen=True)
 class Settings:
-    data_dir: Path = Path("var")
+    data_dir: Path = field(default_factory=lambda: user_data_dir(os.environ))
+    """``TDA_DATA_DIR``; default the user's data directory. ``make run`` keeps the checkout's ``var/``."""
     database_url: str | None = None
     """SQLAlchemy URL; default ``sqlite+aiosqlite:///<data_dir>/tda.db``."""
     chroma_url: str | None = None
     """A Chroma server (``http://host:port``); default: an embedded store under ``data_dir/chroma``."""
+    bus_url: str | None = None
+    """Redis (``redis://host:6379/0``) carrying snapshots and events between replicas; default: in-process."""
     modules_dir: Path = field(default_factory=lambda: Path.home() / ".tda" / "context_modules")
     host: str = "127.0.0.1"
     port: int = 8000
@@ -50,8 +66,9 @@ class Settings:
     """The model turns are sent to (litellm name)."""
     mock_model: bool = True
     """Answer turns with litellm's ``mock_response`` instead of calling a provider (demo/offline)."""
-    embedder: str = "minilm"
-    """Embedder for new knowledge collections and champion cases: ``minilm`` (all-MiniLM-L6-v2) or ``hashing``
+    embedder: str = "minilm-onnx"
+    """Embedder for new knowledge collections and champion cases: ``minilm-onnx`` (all-MiniLM-L6-v2, int8
+    ONNX on onnxruntime), ``minilm`` (the same model on torch) or ``hashing``
     (deterministic feature hashing: fast, for tests and machines without the model)."""
     module_timeout_s: float = 2.0
     secret_key: str | None = None
@@ -80,6 +97,7 @@ class Settings:
             "data_dir": ("TDA_DATA_DIR", Path),
             "database_url": ("TDA_DATABASE_URL", str),
             "chroma_url": ("TDA_CHROMA_URL", str),
+            "bus_url": ("TDA_BUS_URL", _bus_url),
             "modules_dir": ("TDA_MODULES_DIR", Path),
             "host": ("TDA_HOST", str),
             "port": ("TDA_PORT", int),
@@ -96,4 +114,5 @@ class Settings:
             "prometheus_multiproc_dir": ("PROMETHEUS_MULTIPROC_DIR", Path),
         }
         values = {name: parse(env[var]) for name, (var, parse) in read.items() if env.get(var)}
+        values.setdefault("data_dir", user_data_dir(env))
         return replace(cls(), **{**values, **overrides})

@@ -4,14 +4,14 @@ And the what-if preview, which assembles the same way but persists nothing."""
 from __future__ import annotations
 
 import asyncio
-import logging
+import time
 from typing import TYPE_CHECKING, Any
 
 from components.context_window.window_type import ContextWindowType
 
 from . import metrics
 from .errors import Conflict, UpstreamFailed
-from .sources import build_context, input_hashes
+from .sources import StoredHistory, build_context, input_hashes
 from .store.types import StoredType
 
 if TYPE_CHECKING:
@@ -20,9 +20,6 @@ if TYPE_CHECKING:
     from .models import ProfileRow
     from .service import TDAService
 
-log = logging.getLogger(__name__)
-
-
 async def resolve_type(svc: TDAService, profile: ProfileRow) -> StoredType:
     """The profile's bound type, or the default when it binds none."""
     if profile.context_window_type_id:
@@ -30,16 +27,21 @@ async def resolve_type(svc: TDAService, profile: ProfileRow) -> StoredType:
     return await svc.store.types.default()
 
 
-async def run_turn(svc: TDAService, session_id: str, query: str) -> dict[str, Any]:
+async def run_turn(
+    svc: TDAService, session_id: str, query: str, timings: dict[str, float] | None = None
+) -> dict[str, Any]:
+    """``timings`` (optional) receives ``model_ms``: how long the model call took, for Server-Timing."""
     with metrics.TURN_SECONDS.time():
-        return await _run_turn(svc, session_id, query)
+        return await _run_turn(svc, session_id, query, timings)
 
 
-async def _run_turn(svc: TDAService, session_id: str, query: str) -> dict[str, Any]:
+async def _run_turn(svc: TDAService, session_id: str, query: str, timings: dict[str, float] | None) -> dict[str, Any]:
     async with svc.session_lock(session_id):  # one turn at a time per session: turn numbers stay dense
+        await svc.writer.settle(session_id)  # the previous turn's champion case is recorded: this turn may use it
         data = await svc.store.sessions.load(session_id)
         stored = await resolve_type(svc, data.profile)
-        ctx = build_context(data, query, default_model=svc.settings.model, sources=svc.sources)
+        history = StoredHistory(svc.store.sessions, data)
+        ctx = build_context(data, query, default_model=svc.settings.model, sources=svc.sources, history=history)
         assembled = await svc.handler.assemble(ctx, stored.type)
         metrics.observe_assembly(assembled.snapshot)
         snapshot = assembled.snapshot.to_dict()
@@ -64,12 +66,15 @@ async def _run_turn(svc: TDAService, session_id: str, query: str) -> dict[str, A
         )
         svc.bus.publish_snapshot(row.id, session_id, snapshot)
         await asyncio.sleep(0)  # every woken stream writes its frame now, before this turn's model call runs
+        called = time.perf_counter()
         try:
             done = await svc.llm.complete(ctx.model, assembled.messages, assembled.tools)
         except Exception as exc:  # provider errors are many and untyped; the caller needs the reason
             raise UpstreamFailed(
                 f"the model call failed ({type(exc).__name__}: {exc}); snapshot {row.id} was kept", snapshot_id=row.id
             ) from None
+        if timings is not None:
+            timings["model_ms"] = (time.perf_counter() - called) * 1000
         tokens_in = done.tokens_in or assembled.snapshot.total_used
         await svc.store.sessions.record_turn(
             session_id,
@@ -100,7 +105,7 @@ async def _run_turn(svc: TDAService, session_id: str, query: str) -> dict[str, A
                 },
             ],
         )
-        case_id = await _keep_as_champion(svc, session_id, turn, query, done, tokens_in)
+        case_id = _keep_as_champion(svc, session_id, turn, query, done, tokens_in)
     return {
         "session_id": session_id,
         "turn": turn,
@@ -123,26 +128,28 @@ def _plan_of(done: Completion) -> str:
     return "\n".join(lines)
 
 
-async def _keep_as_champion(
+def _keep_as_champion(
     svc: TDAService, session_id: str, turn: int, query: str, done: Completion, tokens_in: int
 ) -> str | None:
-    """Record the answered turn as a champion case (inside the session lock, so the next turn can be served it).
-    The turn is already stored: a failure here costs the case, never the turn."""
+    """Record the answered turn as a champion case, after the response (the session's next turn waits for it).
+    The turn is already stored: a failure there costs the case, never the turn."""
     recorder = svc.sources.case_recorder
     plan = _plan_of(done)
     if recorder is None or not (done.text.strip() or plan):
         return None
-    try:
-        return await recorder.record_case(
+
+    async def record() -> None:
+        await recorder.record_case(
             query, done.text, plan=plan, tokens=tokens_in + done.tokens_out, session_id=session_id, turn=turn
         )
-    except Exception as exc:  # Chroma or the embedder failed; the answer the user got is unaffected
-        log.warning("turn %s of session %s not kept as a champion case: %s", turn, session_id, exc)
-        return None
+
+    svc.writer.submit(session_id, record, f"champion case of turn {turn} of session {session_id}")
+    return recorder.case_id(query, done.text)
 
 
 async def set_feedback(svc: TDAService, session_id: str, turn: int, feedback: int) -> dict[str, Any]:
     """Rate a recorded turn's champion case (recording it first if it is missing); negative is never served."""
+    await svc.writer.settle(session_id)  # the turn's own recording must not land after (and undo) this rating
     row = await svc.store.sessions.turn(session_id, turn)
     recorder = svc.sources.case_recorder
     if recorder is None:
@@ -167,7 +174,8 @@ async def preview(svc: TDAService, body: PreviewIn) -> dict[str, Any]:
         stored = await svc.store.types.get(body.type_id or "")
         window_type, version = stored.type, stored.version
     data = await svc.store.sessions.load(body.session_id)
-    ctx = build_context(data, body.query, default_model=svc.settings.model, sources=svc.sources)
+    history = StoredHistory(svc.store.sessions, data)
+    ctx = build_context(data, body.query, default_model=svc.settings.model, sources=svc.sources, history=history)
     assembled = await svc.scratch_handler.assemble(ctx, window_type)
     return {
         "persisted": False,

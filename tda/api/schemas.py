@@ -104,6 +104,7 @@ class SessionPatch(_ReadBack):
         "turns",
         "attachments",
         "message_count",
+        "older_turns",
     }
     SAME_AS_STORED = frozenset({"id", "profile_id", "context_limit"})
 
@@ -186,6 +187,11 @@ class PreviewIn(_In):
 
 class SignInIn(_In):
     token: str = Field(min_length=1, max_length=200)
+
+
+class SessionQuery(_Query):
+    turns: int = Field(50, ge=1, le=500, description="how many of the newest turns (listed oldest first)")
+    before: int | None = Field(None, ge=1, le=MAX_INT, description="only turns before this one (older_turns)")
 
 
 class SnapshotsQuery(_Query):

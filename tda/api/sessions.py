@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from quart import Blueprint
@@ -24,6 +25,7 @@ from .schemas import (
     MessagesIn,
     SessionIn,
     SessionPatch,
+    SessionQuery,
     SnapshotsQuery,
     TurnIn,
     TurnValidityIn,
@@ -53,13 +55,17 @@ async def create_session(data: SessionIn) -> tuple[dict[str, Any], int]:
 
 @bp.get("/<session_id>")
 @require("viewer")
-async def get_session(session_id: str) -> dict[str, Any]:
-    """The session with its turns, attachments, resolved type and the model limit its overrides may lower."""
+@validate_querystring(SessionQuery)
+async def get_session(session_id: str, query_args: SessionQuery) -> dict[str, Any]:
+    """The session with its newest turns, attachments, resolved type and the model limit its overrides may lower.
+    Costs the same at any length of history: ``older_turns`` is the ``before`` that pages further back."""
     svc = service()
-    data = await svc.store.sessions.load(session_id)
+    q = query_args
+    data = await svc.store.sessions.load(session_id, turns=q.turns + 1, turns_before=q.before)
     stored = await resolve_type(svc, data.profile)
     model = data.profile.model or svc.settings.model
     model_limit, source = resolve_model_limit(model)
+    turns = data.turns[-q.turns :]
     return {
         **session_dict(data.session),
         "profile": profile_dict(data.profile),
@@ -67,9 +73,10 @@ async def get_session(session_id: str) -> dict[str, Any]:
         "model": model,
         "model_limit": model_limit,
         "model_limit_source": source,
-        "turns": [turn_dict(t) for t in data.turns],
+        "turns": [turn_dict(t) for t in turns],
+        "older_turns": turns[0].turn if len(data.turns) > q.turns else None,
         "attachments": [attachment_dict(a) for a in data.attachments],
-        "message_count": len(data.messages),
+        "message_count": data.message_count,
     }
 
 
@@ -152,9 +159,14 @@ async def list_turns(session_id: str) -> dict[str, Any]:
 @bp.post("/<session_id>/turns")
 @require("admin")
 @validate_request(TurnIn)
-async def create_turn(session_id: str, data: TurnIn) -> tuple[dict[str, Any], int]:
-    """Assemble the context, store and stream the snapshot, call the model, record the turn."""
-    return await run_turn(service(), session_id, data.query), 201
+async def create_turn(session_id: str, data: TurnIn) -> tuple[dict[str, Any], int, dict[str, str]]:
+    """Assemble the context, store and stream the snapshot, call the model, record the turn.
+    The ``Server-Timing`` header says how long the model call took (``model``) and the whole turn (``turn``)."""
+    started, timings = time.perf_counter(), {"model_ms": 0.0}
+    body = await run_turn(service(), session_id, data.query, timings)
+    total_ms = (time.perf_counter() - started) * 1000
+    timing = f"model;dur={timings['model_ms']:.2f}, turn;dur={total_ms:.2f}"
+    return body, 201, {"Server-Timing": timing}
 
 
 @bp.patch("/<session_id>/turns/<int(max=2147483647):turn>")

@@ -31,7 +31,7 @@ class _Opened:
 
 
 class LiveKnowledge:
-    def __init__(self, data_dir: Path, chroma_url: str | None = None, *, embedder: str = "minilm") -> None:
+    def __init__(self, data_dir: Path, chroma_url: str | None = None, *, embedder: str = "minilm-onnx") -> None:
         self.data_dir = data_dir
         self.chroma_url = chroma_url
         self.embedder = embedder
@@ -92,6 +92,12 @@ class LiveKnowledge:
     async def retrieve_cases(self, query: str, *, k: int = 3) -> list[ChampionCase]:
         opened = await self._ready()
         return await opened.cases.retrieve_cases(query, k=k)
+
+    def case_id(self, query: str, answer: str) -> str:
+        """The id ``record_case`` gives this query and answer (known before it is recorded)."""
+        from .cases import case_id
+
+        return case_id(query, answer)
 
     async def record_case(
         self,

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 ECHO = '''
-from components.context_window.base import ContextModule, Message, text_contribution, Contribution
+from components.context_window.base import ContextModule, Message, text_contribution, Contribution, newest_first
 
 
 class Echo(ContextModule):
@@ -16,7 +16,7 @@ class Echo(ContextModule):
 
     async def contribute(self, budget, ctx):
         prompt = text_contribution(self.module_id, [ctx.profile.system_prompt], placement="system")
-        history = tuple((m,) for m in ctx.session.messages if m.valid)
+        history = tuple(reversed([(m,) async for _, m in newest_first(ctx.session.message_source()) if m.valid]))
         return Contribution(self.module_id, units=prompt.units + history, placement="history", trim_from="start")
 '''
 
