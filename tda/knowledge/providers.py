@@ -62,6 +62,11 @@ class LiveKnowledge:
         opened = await self._ready()
         await asyncio.to_thread(opened.cases.search, "warm up", k=1)
 
+    async def check(self) -> None:
+        """Raises unless the store opens and answers (the /readyz probe)."""
+        opened = await self._ready()
+        await asyncio.to_thread(opened.store.client.heartbeat)
+
     def close(self) -> None:
         with self._lock:
             self._closed = True
