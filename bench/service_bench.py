@@ -1,15 +1,26 @@
-"""Service benchmark: SSE fan-out latency to 1,000 subscribers, and requests per second.
+"""Service benchmark, one run: cost of a turn at 200 vs 10,000 messages, reads against the framework's ceiling,
+memory over 10,000 turns, and SSE fan-out latency to 1,000 subscribers.
 
-A real server (`tda serve`: hypercorn, SQLite) runs in a child process on 127.0.0.1 with the demo data.
-* SSE fan-out: SUBSCRIBERS raw-socket clients stream /v1/sessions/demo/events; FANOUT_TURNS turns are
-  posted one after another; each event carries ``published_at`` (set just before the bus fans it out),
-  and each client records receipt time minus that. 3 rounds, fresh connections each; the median p99 is
-  the figure (one round can be hit by other work on a small machine). Target: p99 <= 100 ms.
-* GET /v1/context-window-types: REQUESTS requests over CONCURRENCY keep-alive connections, 3 rounds.
-* Turns with the mock model: TURNS turns spread over TURN_SESSIONS sessions, 3 rounds.
-Every loop is bounded and stops by itself; run with `python bench/service_bench.py`.
-The load average is printed with each round: on a shared 2-core machine, other processes' CPU use shows
-directly in the tail latency. Knobs: BENCH_SUBSCRIBERS=n, BENCH_DEBUG=1 (per-event latencies), BENCH_PROFILE=file
+A real server (`tda serve`: hypercorn, SQLite, the mock model, TDA_EMBEDDER=hashing) runs in a child process on
+127.0.0.1 with the demo data. Figures are ratios measured side by side in the same run, so the machine's speed and
+load cancel out:
+* Turn latency: LAT_TURNS turns alternate between sessions holding 200 messages and one holding 10,000 (recorded
+  as turns, so its turn table is long too). p50 of the client-side latency at 10,000 / at 200: target <= 1.5.
+  The turn's own overhead is the server's ``Server-Timing`` turn time minus its model time: target <= 10 ms p50.
+* GET /v1/sessions/{id} latency, the same way: target ratio <= 1.5.
+* GET /v1/context-window-types req/s by `wrk` against a bare Quart app serving the same JSON on the same server
+  stack (bench/bare_quart.py), rounds alternating: target >= 60% of the bare app's.
+* Memory: MEMORY_TURNS turns over MEMORY_SESSIONS sessions after WARMUP_TURNS; the server's RSS growth past the
+  warm-up: target < 50 MB.
+* SSE fan-out: SUBSCRIBERS raw-socket clients stream /v1/sessions/demo/events; FANOUT_TURNS turns are posted
+  one after another; each event carries ``published_at`` and each client records receipt time minus that.
+  The median p99 of ROUNDS rounds is the figure (target p99 <= 100 ms).
+* SSE fan-out over 2 replicas (``replicas_fanout``): the same, with the subscribers split over two `tda serve`
+  replicas on PostgreSQL + Redis + a Chroma server (started as the replica tests start them) and the turns
+  posted to each replica in turn, so half the deliveries cross replicas through Redis (target p99 <= 100 ms).
+  BENCH_REPLICAS=0 skips it; `python bench/service_bench.py --replicas` runs only it.
+Every loop is bounded and stops by itself; run with `python bench/service_bench.py`. Knobs: BENCH_SUBSCRIBERS=n,
+BENCH_SSE=0 (skip fan-out), BENCH_MEMORY_TURNS=n, BENCH_DEBUG=1 (per-event latencies), BENCH_PROFILE=file
 (cProfile the server).
 """
 
@@ -17,7 +28,10 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import json
 import os
+import random
+import re
 import socket
 import statistics
 import subprocess
@@ -37,15 +51,28 @@ from tda.demo import seed_demo  # noqa: E402
 from tda.store import Store  # noqa: E402
 
 SUBSCRIBERS = int(os.environ.get("BENCH_SUBSCRIBERS", "1000"))
+RUN_SSE = os.environ.get("BENCH_SSE", "1") != "0"
+RUN_REPLICAS = os.environ.get("BENCH_REPLICAS", "1") != "0"
 FANOUT_TURNS = 20
 TURN_GAP_S = 0.5
-REQUESTS = 2_000
 CONCURRENCY = 16
-TURNS = 120
-TURN_SESSIONS = 8
+WRK_SECONDS = 5
 ROUNDS = 3
 CONNECT_BATCH = 100
 TIMEOUT_S = 60.0
+SMALL, LARGE = 200, 10_000
+SMALL_SESSIONS = 10
+"""Turns at 200 messages go round these, so each stays near 200 as the benchmark adds to it."""
+LAT_TURNS = 60
+LAT_GETS = 200
+MEMORY_SESSIONS = 100
+MEMORY_TURNS = int(os.environ.get("BENCH_MEMORY_TURNS", "10000"))
+WARMUP_TURNS = int(os.environ.get("BENCH_WARMUP_TURNS", "1000"))
+MEMORY_WORKERS = 8
+WORDS = (
+    "the order shipped late because the depot in Ostrava ran out of boxes so we refunded half of the delivery fee "
+    "and promised a voucher next quarter revenue grew four percent while returns fell in every region except north"
+).split()
 
 
 SERVER_PID = 0
@@ -63,14 +90,35 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def sentence(rng: random.Random) -> str:
+    """A chat message of 10 to 80 words (about 15 to 110 tokens)."""
+    return " ".join(rng.choice(WORDS) for _ in range(rng.randint(10, 80))).capitalize() + "."
+
+
+async def record_history(store: Store, session_id: str, messages: int, rng: random.Random) -> None:
+    """``messages`` messages recorded as turns (a question and its answer each): both tables grow, as in use."""
+    await store.sessions.create({"id": session_id, "profile_id": "demo-tools"}, "bench")
+    for turn in range(1, messages // 2 + 1):
+        question, answer = sentence(rng), sentence(rng)
+        await store.sessions.record_turn(
+            session_id,
+            {"turn": turn, "query": question, "answer": answer, "model": "gpt-4o"},
+            [{"role": "user", "content": question}, {"role": "assistant", "content": answer}],
+        )
+
+
 async def prepare(settings: Settings) -> str:
     await upgrade_async(settings.sqlalchemy_url)
     store = Store.connect(settings.sqlalchemy_url)
+    rng = random.Random(11)
     try:
         await seed_demo(store)
         token, _ = await store.tokens.create("bench", "admin")
-        for i in range(TURN_SESSIONS):
-            await store.sessions.create({"id": f"bench-{i}", "profile_id": "demo-tools"}, "bench")
+        for i in range(SMALL_SESSIONS):
+            await record_history(store, f"small-{i}", SMALL, rng)
+        await record_history(store, "large", LARGE, rng)
+        for i in range(MEMORY_SESSIONS):
+            await store.sessions.create({"id": f"mem-{i}", "profile_id": "demo-tools"}, "bench")
         return token
     finally:
         await store.close()
@@ -83,6 +131,7 @@ def start_server(data_dir: Path, port: int) -> subprocess.Popen[bytes]:
         "TDA_MODULES_DIR": str(data_dir / "modules"),
         "TDA_PORT": str(port),
         "TDA_MOCK_MODEL": "1",
+        "TDA_EMBEDDER": "hashing",
         "PYTHONPATH": str(ROOT),
     }
     profile = ["-m", "cProfile", "-o", os.environ["BENCH_PROFILE"]] if os.environ.get("BENCH_PROFILE") else []
@@ -95,11 +144,11 @@ def start_server(data_dir: Path, port: int) -> subprocess.Popen[bytes]:
     )
 
 
-async def wait_ready(base: str) -> None:
+async def wait_ready(base: str, path: str = "/healthz") -> None:
     async with httpx.AsyncClient() as client:
         for _ in range(300):
             try:
-                if (await client.get(f"{base}/healthz")).status_code == 200:
+                if (await client.get(f"{base}{path}")).status_code == 200:
                     return
             except httpx.TransportError:
                 pass
@@ -197,44 +246,128 @@ async def sse_fanout(port: int, base: str, token: str) -> dict[str, float]:
     }
 
 
-# --- throughput ----------------------------------------------------------------------------------
+# --- latency at 200 and 10,000 messages ------------------------------------------------------------
 
 
-async def rps_get(base: str, token: str) -> float:
-    limits = httpx.Limits(max_connections=CONCURRENCY, max_keepalive_connections=CONCURRENCY)
-    async with httpx.AsyncClient(base_url=base, headers={"Authorization": f"Bearer {token}"}, limits=limits) as client:
-        await client.get("/v1/context-window-types")
-        remaining = iter(range(REQUESTS))
+def server_timing(header: str) -> dict[str, float]:
+    return {m.group(1): float(m.group(2)) for m in re.finditer(r"(\w+);dur=([\d.]+)", header)}
+
+
+def p50(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+async def latencies(base: str, token: str) -> dict[str, float]:
+    """Turns and session reads alternating between 200 and 10,000 messages: the machine's noise hits both alike."""
+    turn_ms: dict[str, list[float]] = {"small": [], "large": []}
+    overhead_ms: dict[str, list[float]] = {"small": [], "large": []}
+    get_ms: dict[str, list[float]] = {"small": [], "large": []}
+    async with httpx.AsyncClient(base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=60) as client:
+        for i in range(LAT_TURNS):
+            for size, session in (("small", f"small-{i % SMALL_SESSIONS}"), ("large", "large")):
+                started = time.perf_counter()
+                r = await client.post(f"/v1/sessions/{session}/turns", json={"query": f"latency question {i}"})
+                elapsed = (time.perf_counter() - started) * 1000
+                if r.status_code != 201:
+                    raise RuntimeError(f"turn failed: {r.status_code} {r.text[:800]}")
+                timing = server_timing(r.headers.get("server-timing", ""))
+                if i >= 5:  # the first few warm caches up
+                    turn_ms[size].append(elapsed)
+                    overhead_ms[size].append(timing["turn"] - timing["model"])
+        for i in range(LAT_GETS):
+            for size, session in (("small", f"small-{i % SMALL_SESSIONS}"), ("large", "large")):
+                started = time.perf_counter()
+                (await client.get(f"/v1/sessions/{session}")).raise_for_status()
+                get_ms[size].append((time.perf_counter() - started) * 1000)
+    return {
+        "turn_small": p50(turn_ms["small"]),
+        "turn_large": p50(turn_ms["large"]),
+        "overhead_small": p50(overhead_ms["small"]),
+        "overhead_large": p50(overhead_ms["large"]),
+        "get_small": p50(get_ms["small"]),
+        "get_large": p50(get_ms["large"]),
+    }
+
+
+# --- reads against the framework's ceiling -------------------------------------------------------
+
+
+def wrk(url: str, token: str | None = None) -> float:
+    auth = ["-H", f"Authorization: Bearer {token}"] if token else []
+    out = subprocess.run(
+        ["wrk", "-t1", f"-c{CONCURRENCY}", f"-d{WRK_SECONDS}s", *auth, url],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=WRK_SECONDS + 30,
+    ).stdout
+    if "Non-2xx" in out:
+        raise RuntimeError(f"wrk saw errors:\n{out}")
+    return float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
+
+
+async def reads_vs_bare(base: str, token: str, tmp: Path) -> tuple[list[float], list[float]]:
+    async with httpx.AsyncClient(base_url=base, headers={"Authorization": f"Bearer {token}"}) as client:
+        body = (await client.get("/v1/context-window-types")).json()
+    (tmp / "types.json").write_text(json.dumps(body))
+    port = free_port()
+    bare = subprocess.Popen(
+        [sys.executable, str(ROOT / "bench" / "bare_quart.py"), str(port), str(tmp / "types.json")],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        await wait_ready(f"http://127.0.0.1:{port}", "/v1/context-window-types")
+        tda_rps, bare_rps = [], []
+        for _ in range(ROUNDS):  # alternating: both see the same machine
+            tda_rps.append(await asyncio.to_thread(wrk, f"{base}/v1/context-window-types", token))
+            bare_rps.append(await asyncio.to_thread(wrk, f"http://127.0.0.1:{port}/v1/context-window-types"))
+        return tda_rps, bare_rps
+    finally:
+        bare.terminate()
+        bare.wait(15)
+
+
+# --- memory over many turns ----------------------------------------------------------------------
+
+
+def server_rss_mb() -> float:
+    for line in Path(f"/proc/{SERVER_PID}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmRSS")
+
+
+async def many_turns(base: str, token: str, turns: int, tag: str) -> float:
+    """``turns`` turns over MEMORY_SESSIONS sessions by MEMORY_WORKERS clients; returns turns/s."""
+    queue = iter(range(turns))
+    async with httpx.AsyncClient(base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=60) as client:
 
         async def worker() -> None:
-            for _ in remaining:
-                (await client.get("/v1/context-window-types")).raise_for_status()
-
-        started = time.perf_counter()
-        await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
-        return REQUESTS / (time.perf_counter() - started)
-
-
-async def rps_turns(base: str, token: str, round_no: int) -> float:
-    async with httpx.AsyncClient(base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=60) as client:
-        per_session = TURNS // TURN_SESSIONS
-
-        async def session_worker(i: int) -> None:
-            for n in range(per_session):
-                r = await client.post(f"/v1/sessions/bench-{i}/turns", json={"query": f"round {round_no} question {n}"})
+            for n in queue:
+                r = await client.post(f"/v1/sessions/mem-{n % MEMORY_SESSIONS}/turns", json={"query": f"{tag} {n}"})
                 if r.status_code != 201:
                     raise RuntimeError(f"turn failed: {r.status_code} {r.text[:800]}")
 
         started = time.perf_counter()
-        await asyncio.gather(*(session_worker(i) for i in range(TURN_SESSIONS)))
-        return per_session * TURN_SESSIONS / (time.perf_counter() - started)
+        await asyncio.gather(*(worker() for _ in range(MEMORY_WORKERS)))
+        return turns / (time.perf_counter() - started)
+
+
+def verdict(ok: bool) -> str:
+    return "met" if ok else "MISSED"
 
 
 async def main() -> None:
     with tempfile.TemporaryDirectory(prefix="tda-bench-") as tmp:
         data = Path(tmp)
         settings = Settings(data_dir=data, modules_dir=data / "modules")
+        started = time.perf_counter()
         token = await prepare(settings)
+        print(
+            f"prepared {SMALL_SESSIONS} sessions of {SMALL} and one of {LARGE:,} messages in "
+            f"{time.perf_counter() - started:.0f} s"
+        )
         port = free_port()
         base = f"http://127.0.0.1:{port}"
         server = start_server(data, port)
@@ -242,37 +375,47 @@ async def main() -> None:
         SERVER_PID = server.pid
         try:
             await wait_ready(base)
-            print(f"server: tda serve (hypercorn, SQLite) on {base}; client: this process; {os.cpu_count()} cores")
-            fans = []
-            for r in range(ROUNDS):
-                fan = await sse_fanout(port, base, token)
-                fans.append(fan)
-                print(
-                    f"  SSE round {r + 1}: received {fan['events']:,}/{fan['expected']:,} events; publish->receipt "
-                    f"p50 {fan['p50_ms']:.1f} ms, p99 {fan['p99_ms']:.1f} ms, max {fan['max_ms']:.1f} ms; CPU per "
-                    f"event: server {fan['server_cpu_ms']:.1f} ms (turn included), client {fan['client_cpu_ms']:.1f} ms"
-                    f"; load average {os.getloadavg()[0]:.1f}"
-                )
-            p50 = statistics.median(f["p50_ms"] for f in fans)
-            p99 = statistics.median(f["p99_ms"] for f in fans)
             print(
-                f"SSE fan-out, {SUBSCRIBERS} subscribers x {FANOUT_TURNS} turns x {ROUNDS} rounds: median p50 "
-                f"{p50:.1f} ms, median p99 {p99:.1f} ms (target p99 <= 100 ms: {'met' if p99 <= 100 else 'MISSED'})"
+                f"server: tda serve (hypercorn, SQLite, mock model, hashing embedder) on {base}; {os.cpu_count()} cores"
             )
-            gets = [await rps_get(base, token) for _ in range(ROUNDS)]
+            lat = await latencies(base, token)
+            ratio_turn, ratio_get = lat["turn_large"] / lat["turn_small"], lat["get_large"] / lat["get_small"]
             print(
-                f"GET /v1/context-window-types: median {statistics.median(gets):,.0f} req/s "
-                f"({REQUESTS} requests x {ROUNDS} rounds, {CONCURRENCY} connections; rounds: "
-                + ", ".join(f"{x:,.0f}" for x in gets)
-                + ")"
+                f"POST /v1/sessions/{{id}}/turns p50: {lat['turn_small']:.1f} ms at {SMALL} messages, "
+                f"{lat['turn_large']:.1f} ms at {LARGE:,}; ratio {ratio_turn:.2f} "
+                f"(target <= 1.5: {verdict(ratio_turn <= 1.5)})"
             )
-            turns = [await rps_turns(base, token, r) for r in range(ROUNDS)]
+            worst = max(lat["overhead_small"], lat["overhead_large"])
             print(
-                f"POST /v1/sessions/{{id}}/turns (mock model): median {statistics.median(turns):,.1f} turns/s "
-                f"({TURNS} turns over {TURN_SESSIONS} sessions x {ROUNDS} rounds; rounds: "
-                + ", ".join(f"{x:,.1f}" for x in turns)
-                + ")"
+                f"turn overhead excluding the model call, p50 (Server-Timing turn - model): "
+                f"{lat['overhead_small']:.1f} ms at {SMALL}, {lat['overhead_large']:.1f} ms at {LARGE:,} "
+                f"(target <= 10 ms: {verdict(worst <= 10)})"
             )
+            print(
+                f"GET /v1/sessions/{{id}} p50: {lat['get_small']:.1f} ms at {SMALL} messages, "
+                f"{lat['get_large']:.1f} ms at {LARGE:,}; ratio {ratio_get:.2f} "
+                f"(target <= 1.5: {verdict(ratio_get <= 1.5)})"
+            )
+            tda_rps, bare_rps = await reads_vs_bare(base, token, data)
+            share = statistics.median(tda_rps) / statistics.median(bare_rps)
+            print(
+                f"GET /v1/context-window-types: median {statistics.median(tda_rps):,.0f} req/s; bare Quart, same JSON: "
+                f"{statistics.median(bare_rps):,.0f} req/s; {share:.0%} of the ceiling (target >= 60%: "
+                f"{verdict(share >= 0.6)}); wrk -t1 -c{CONCURRENCY} -d{WRK_SECONDS}s x {ROUNDS} rounds, alternating: "
+                f"tda {', '.join(f'{x:,.0f}' for x in tda_rps)}; bare {', '.join(f'{x:,.0f}' for x in bare_rps)}"
+            )
+            warm_rate = await many_turns(base, token, WARMUP_TURNS, "warm-up")
+            warm_rss = server_rss_mb()
+            rate = await many_turns(base, token, MEMORY_TURNS, "memory")
+            rss = server_rss_mb()
+            print(
+                f"memory: RSS {warm_rss:.0f} MB after {WARMUP_TURNS:,} warm-up turns, {rss:.0f} MB after "
+                f"{MEMORY_TURNS:,} more over {MEMORY_SESSIONS} sessions: +{rss - warm_rss:.1f} MB (target < 50 MB: "
+                f"{verdict(rss - warm_rss < 50)}); {rate:,.0f} turns/s with {MEMORY_WORKERS} clients "
+                f"(warm-up {warm_rate:,.0f})"
+            )
+            if RUN_SSE:
+                await fanout_rounds(port, base, token)
         finally:
             server.terminate()
             try:
@@ -280,8 +423,109 @@ async def main() -> None:
             except subprocess.TimeoutExpired:
                 server.kill()
 
+    if RUN_REPLICAS:
+        await replicas_fanout()
+
+
+async def fanout_rounds(port: int, base: str, token: str) -> None:
+    fans = []
+    for r in range(ROUNDS):
+        fan = await sse_fanout(port, base, token)
+        fans.append(fan)
+        print(
+            f"  SSE round {r + 1}: received {fan['events']:,}/{fan['expected']:,} events; publish->receipt "
+            f"p50 {fan['p50_ms']:.1f} ms, p99 {fan['p99_ms']:.1f} ms, max {fan['max_ms']:.1f} ms; CPU per "
+            f"event: server {fan['server_cpu_ms']:.1f} ms (turn included), client {fan['client_cpu_ms']:.1f} ms"
+            f"; load average {os.getloadavg()[0]:.1f}"
+        )
+    p50_ms = statistics.median(f["p50_ms"] for f in fans)
+    p99_ms = statistics.median(f["p99_ms"] for f in fans)
+    print(
+        f"SSE fan-out (one server), {SUBSCRIBERS} subscribers x {FANOUT_TURNS} turns x {ROUNDS} rounds: median p50 "
+        f"{p50_ms:.1f} ms, median p99 {p99_ms:.1f} ms (target p99 <= 100 ms: {verdict(p99_ms <= 100)})"
+    )
+
+
+# --- SSE fan-out over 2 replicas on PostgreSQL + Redis + Chroma ----------------------------------------
+
+
+async def replicas_fanout() -> None:
+    """SUBSCRIBERS streams split evenly over replicas A and B (one PostgreSQL, one Redis, one Chroma server);
+    FANOUT_TURNS turns posted alternately to A and B. Every event reaches both replicas' streams through Redis."""
+    from tests.replicas.servers import Backing, admin_token
+
+    backing = await asyncio.to_thread(Backing.start)
+    replicas = []
+    try:
+        token = await admin_token(backing.postgres.url())
+        replicas = await asyncio.to_thread(backing.replicas, "a", "b")
+        headers = {"Authorization": f"Bearer {token}"}
+        async with httpx.AsyncClient(base_url=replicas[0].url, headers=headers, timeout=30) as client:
+            profile = {"id": "fanout", "type": "llm_only", "system_prompt": "Be brief."}
+            (await client.post("/v1/profiles", json=profile)).raise_for_status()
+            (await client.post("/v1/sessions", json={"id": "fanout", "profile_id": "fanout"})).raise_for_status()
+        print(f"2 replicas (hypercorn) on PostgreSQL, Redis and a Chroma server: {replicas[0].url}, {replicas[1].url}")
+        fans = []
+        for r in range(ROUNDS):
+            fan = await _replicas_round(replicas, token)
+            fans.append(fan)
+            print(
+                f"  replicas round {r + 1}: received {fan['events']:,}/{fan['expected']:,} events; publish->receipt "
+                f"p50 {fan['p50_ms']:.1f} ms, p99 {fan['p99_ms']:.1f} ms (same replica {fan['p99_local_ms']:.1f}, "
+                f"other replica {fan['p99_cross_ms']:.1f}), max {fan['max_ms']:.1f} ms; "
+                f"load average {os.getloadavg()[0]:.1f}"
+            )
+        p50_ms = statistics.median(f["p50_ms"] for f in fans)
+        p99_ms = statistics.median(f["p99_ms"] for f in fans)
+        print(
+            f"SSE fan-out over 2 replicas, {SUBSCRIBERS} subscribers x {FANOUT_TURNS} turns x {ROUNDS} rounds: "
+            f"median p50 {p50_ms:.1f} ms, median p99 {p99_ms:.1f} ms (target p99 <= 100 ms: {verdict(p99_ms <= 100)})"
+        )
+    finally:
+        for replica in replicas:
+            replica.stop()
+        backing.stop()
+
+
+async def _replicas_round(replicas: list, token: str) -> dict[str, float]:
+    subs = [Subscriber(FANOUT_TURNS) for _ in range(SUBSCRIBERS)]
+    path = "/v1/sessions/fanout/events"
+    for i in range(0, SUBSCRIBERS, CONNECT_BATCH):
+        batch = range(i, min(i + CONNECT_BATCH, SUBSCRIBERS))
+        await asyncio.gather(*(subs[j].connect(replicas[j % 2].port, path, token) for j in batch))
+    gc.collect()
+    gc.freeze()
+    await asyncio.wait_for(asyncio.gather(*(s.ready for s in subs)), TIMEOUT_S)
+    headers = {"Authorization": f"Bearer {token}"}
+    clients = [httpx.AsyncClient(base_url=r.url, headers=headers, timeout=30) for r in replicas]
+    try:
+        for i in range(FANOUT_TURNS):
+            (await clients[i % 2].post("/v1/sessions/fanout/turns", json={"query": f"question {i}"})).raise_for_status()
+            await asyncio.sleep(TURN_GAP_S)
+        await asyncio.wait_for(asyncio.gather(*(s.done for s in subs)), TIMEOUT_S)
+    finally:
+        for client in clients:
+            await client.aclose()
+        for s in subs:
+            s.close()
+    # Event i was published by replica i % 2; subscriber j listens on replica j % 2.
+    local = sorted(x * 1000 for j, s in enumerate(subs) for i, x in enumerate(s.latencies) if i % 2 == j % 2)
+    cross = sorted(x * 1000 for j, s in enumerate(subs) for i, x in enumerate(s.latencies) if i % 2 != j % 2)
+    every = sorted(local + cross)
+    q = statistics.quantiles(every, n=100)
+    return {
+        "events": len(every),
+        "expected": SUBSCRIBERS * FANOUT_TURNS,
+        "p50_ms": q[49],
+        "p99_ms": q[98],
+        "p99_local_ms": statistics.quantiles(local, n=100)[98],
+        "p99_cross_ms": statistics.quantiles(cross, n=100)[98],
+        "max_ms": every[-1],
+    }
+
 
 if __name__ == "__main__":
     from tda.server_cli import run_event_loop
 
-    run_event_loop(main())  # the client side gets uvloop too, as the server does
+    # the client side gets uvloop too, as the server does
+    run_event_loop(replicas_fanout() if "--replicas" in sys.argv else main())

@@ -151,7 +151,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "types" and args.action == "show" and not args.id:
         print("tda types show: name a type id", file=sys.stderr)
         return 2
-    return args.func(args, Settings.from_env())
+    try:
+        settings = Settings.from_env()
+    except ValueError as exc:  # a TDA_* variable that cannot be used: say which and how, no traceback
+        print(f"tda: {exc}", file=sys.stderr)
+        return 2
+    return args.func(args, settings)
 
 
 if __name__ == "__main__":

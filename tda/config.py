@@ -21,6 +21,13 @@ def offline_library_defaults() -> None:
 
 
 EMBEDDER_NAMES = ("minilm", "hashing")
+LOG_FORMATS = ("text", "json")
+
+
+def _log_format(value: str) -> str:
+    if value not in LOG_FORMATS:
+        raise ValueError(f"TDA_LOG_FORMAT={value!r} is not a log format; use one of {', '.join(LOG_FORMATS)}")
+    return value
 
 
 def _embedder(value: str) -> str:
@@ -29,13 +36,42 @@ def _embedder(value: str) -> str:
     return value
 
 
+def _database_url(value: str) -> str:
+    """SQLite (aiosqlite) or PostgreSQL (asyncpg); ``postgresql://`` and ``postgres://`` mean asyncpg."""
+    scheme, sep, rest = value.partition("://")
+    if scheme in {"postgresql", "postgres", "postgresql+asyncpg"} and sep:
+        return f"postgresql+asyncpg://{rest}"
+    if scheme in {"sqlite", "sqlite+aiosqlite"} and sep:
+        return f"sqlite+aiosqlite://{rest}"
+    raise ValueError(
+        f"TDA_DATABASE_URL={value!r} is not supported; use postgresql+asyncpg://user:password@host:5432/db "
+        "or sqlite+aiosqlite:///path/to/tda.db"
+    )
+
+
+def _bus_url(value: str) -> str:
+    if not value.startswith(("redis://", "rediss://", "unix://")):
+        raise ValueError(f"TDA_BUS_URL={value!r} is not a Redis URL; use redis://host:6379/0 or leave it unset")
+    return value
+
+
+def user_data_dir(env: Mapping[str, str]) -> Path:
+    """The user's data directory (XDG): ``$XDG_DATA_HOME/tda``, else ``~/.local/share/tda``. Never
+    relative to the working directory, so every command finds the same store wherever it runs."""
+    base = env.get("XDG_DATA_HOME") or ""
+    return (Path(base) if Path(base).is_absolute() else Path.home() / ".local" / "share") / "tda"
+
+
 @dataclass(frozen=True)
 class Settings:
-    data_dir: Path = Path("var")
+    data_dir: Path = field(default_factory=lambda: user_data_dir(os.environ))
+    """``TDA_DATA_DIR``; default the user's data directory. ``make run`` keeps the checkout's ``var/``."""
     database_url: str | None = None
     """SQLAlchemy URL; default ``sqlite+aiosqlite:///<data_dir>/tda.db``."""
     chroma_url: str | None = None
     """A Chroma server (``http://host:port``); default: an embedded store under ``data_dir/chroma``."""
+    bus_url: str | None = None
+    """Redis (``redis://host:6379/0``) carrying snapshots and events between replicas; default: in-process."""
     modules_dir: Path = field(default_factory=lambda: Path.home() / ".tda" / "context_modules")
     host: str = "127.0.0.1"
     port: int = 8000
@@ -47,7 +83,19 @@ class Settings:
     """Embedder for new knowledge collections and champion cases: ``minilm`` (all-MiniLM-L6-v2) or ``hashing``
     (deterministic feature hashing: fast, for tests and machines without the model)."""
     module_timeout_s: float = 2.0
-    secret_key: str = "dev-only-change-me"
+    secret_key: str | None = None
+    """Signs browser-session cookies. Unset: a random one is made on first start and kept in data_dir/secret_key."""
+    module_roots: tuple[Path, ...] = ()
+    """Folders (besides modules_dir) that modules may be installed from (``TDA_MODULE_ROOTS``, ``:``-separated)."""
+    max_body_bytes: int = 16 * 1024 * 1024
+    """Larger request bodies are refused with 413."""
+    max_json_depth: int = 64
+    """JSON bodies nested deeper are refused with 400."""
+    log_format: str = "text"
+    """``text`` or ``json`` (one object per line, with the request id)."""
+    log_level: str = "INFO"
+    prometheus_multiproc_dir: Path | None = None
+    """``PROMETHEUS_MULTIPROC_DIR``: set for several worker processes, so /metrics sums them (tda/metrics.py)."""
 
     @property
     def sqlalchemy_url(self) -> str:
@@ -59,8 +107,9 @@ class Settings:
         offline_library_defaults()
         read = {
             "data_dir": ("TDA_DATA_DIR", Path),
-            "database_url": ("TDA_DATABASE_URL", str),
+            "database_url": ("TDA_DATABASE_URL", _database_url),
             "chroma_url": ("TDA_CHROMA_URL", str),
+            "bus_url": ("TDA_BUS_URL", _bus_url),
             "modules_dir": ("TDA_MODULES_DIR", Path),
             "host": ("TDA_HOST", str),
             "port": ("TDA_PORT", int),
@@ -69,6 +118,13 @@ class Settings:
             "embedder": ("TDA_EMBEDDER", _embedder),
             "module_timeout_s": ("TDA_MODULE_TIMEOUT_S", float),
             "secret_key": ("TDA_SECRET_KEY", str),
+            "module_roots": ("TDA_MODULE_ROOTS", lambda v: tuple(Path(p) for p in v.split(os.pathsep) if p)),
+            "max_body_bytes": ("TDA_MAX_BODY_BYTES", int),
+            "max_json_depth": ("TDA_MAX_JSON_DEPTH", int),
+            "log_format": ("TDA_LOG_FORMAT", _log_format),
+            "log_level": ("TDA_LOG_LEVEL", str),
+            "prometheus_multiproc_dir": ("PROMETHEUS_MULTIPROC_DIR", Path),
         }
         values = {name: parse(env[var]) for name, (var, parse) in read.items() if env.get(var)}
+        values.setdefault("data_dir", user_data_dir(env))
         return replace(cls(), **{**values, **overrides})

@@ -81,13 +81,15 @@ class SessionRow(Base):
     title: Mapped[str] = mapped_column(String(200), default="")
     context_limit: Mapped[int | None] = mapped_column(default=None)
     phase: Mapped[str | None] = mapped_column(String(32), default=None)
+    message_count: Mapped[int] = mapped_column(default=0, server_default="0")
+    """Kept with every write of messages: a turn knows the history's length without counting it."""
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
 class MessageRow(Base):
     __tablename__ = "messages"
-    __table_args__ = (Index("ix_messages_session_turn", "session_id", "turn"),)
+    __table_args__ = (Index("ix_messages_session_order", "session_id", "turn", "id"),)  # history, newest first
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     session_id: Mapped[str] = mapped_column(ForeignKey("sessions.id", ondelete="CASCADE"))
     turn: Mapped[int]
@@ -99,6 +101,8 @@ class MessageRow(Base):
     valid: Mapped[bool] = mapped_column(default=True)
     phase: Mapped[str | None] = mapped_column(String(32), default=None)
     tokens: Mapped[int] = mapped_column(default=0)
+    token_counts: Mapped[dict[str, Any] | None] = mapped_column(default=None)
+    """Tokens of the message's own text per encoding, counted when written (None: written before counts were kept)."""
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
@@ -147,6 +151,17 @@ class AttachmentRow(Base):
     mime_type: Mapped[str] = mapped_column(String(100), default="text/plain")
     text: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class ComponentInstructionRow(Base):
+    """How to use one UI component (charting, tables, ...): texts at three intensities, for component_instructions."""
+
+    __tablename__ = "component_instructions"
+    component_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    full: Mapped[str] = mapped_column(Text, default="")
+    medium: Mapped[str] = mapped_column(Text, default="")
+    light: Mapped[str] = mapped_column(Text, default="")
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
 class ModuleStateRow(Base):

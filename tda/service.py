@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import weakref
+from collections.abc import AsyncIterator
 from typing import Any
 
 from pydantic import ValidationError
@@ -14,10 +16,11 @@ from components.context_window.handler import ContextWindowHandler
 from components.context_window.module_registry import ModuleRegistry
 from components.context_window.window_type import MODULE_IDS_IN_ORDER, ContextWindowType
 
+from .background import BackgroundWriter
 from .config import Settings
 from .db import upgrade_async
 from .errors import Invalid, field_errors
-from .events import EventBus
+from .events import create_bus
 from .knowledge.providers import LiveKnowledge
 from .llm import LLM, LLMSummarizer, preload
 from .sources import Sources
@@ -48,11 +51,12 @@ class TDAService:
         )
         """For previews and replays: they must not change what the live handler remembers of a session."""
         self._session_locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
-        self.bus = EventBus()
+        self.bus = create_bus(settings.bus_url)
+        self.writer = BackgroundWriter()
         self.llm = llm or LLM(mock=settings.mock_model)
         self.knowledge = LiveKnowledge(settings.data_dir, settings.chroma_url, embedder=settings.embedder)
         """Opened at start-up (warm_up_knowledge) or on first use: Chroma and the embedder take seconds to load."""
-        self.sources = sources or Sources(knowledge=self.knowledge, cases=self.knowledge)
+        self.sources = sources or Sources(knowledge=self.knowledge, cases=self.knowledge, embedder=self.knowledge)
         if self.sources.summarizer is None and not self.llm.mock:
             # A mock model cannot summarise or rewrite a follow-up; without a summarizer the modules
             # use their own extractive fallbacks and the original query.
@@ -80,6 +84,8 @@ class TDAService:
         self.registry.load()
         await self.store.types.seed_defaults()
         await self.apply_module_state()
+        self.bus.on_control("modules", self.reload_modules)
+        await self.bus.start()
         self._heartbeats = asyncio.create_task(self.bus.run_heartbeats(self.heartbeat_s))
 
     async def _warm_up_knowledge(self) -> None:
@@ -89,11 +95,17 @@ class TDAService:
             log.warning("knowledge store warm-up failed: %s", exc)
 
     async def shutdown(self) -> None:
-        self.bus.close()
+        await self.bus.stop()
         if self._heartbeats is not None:
             self._heartbeats.cancel()
+        await self.writer.drain()  # before the stores close: what turns queued is written
         await asyncio.to_thread(self.knowledge.close)
         await self.store.close()
+
+    async def reload_modules(self) -> None:
+        """Another replica installed, removed, activated or deactivated a module: do the same here."""
+        self.registry.reload()
+        await self.apply_module_state()
 
     async def apply_module_state(self) -> None:
         """Re-apply the activation admins chose (the registry keeps it only in memory)."""
@@ -105,11 +117,21 @@ class TDAService:
             except ValueError as exc:  # e.g. a module became required since
                 log.warning("module state for %s not applied: %s", module_id, exc)
 
-    def session_lock(self, session_id: str) -> asyncio.Lock:
+    @contextlib.asynccontextmanager
+    async def session_lock(self, session_id: str) -> AsyncIterator[None]:
+        """One turn at a time per session, across every replica: turn numbers stay dense.
+
+        In process first (turns queued here hold no database connection), then the database's lock (PostgreSQL:
+        an advisory lock, released even if this process dies). Before letting go, the session's events are
+        handed to the bus, so the next turn's events, wherever it runs, come after them."""
         lock = self._session_locks.get(session_id)
         if lock is None:
             lock = self._session_locks[session_id] = asyncio.Lock()
-        return lock
+        async with lock, self.store.db.exclusive(f"session:{session_id}"):
+            try:
+                yield
+            finally:
+                await self.bus.drain()
 
     def validate_type(self, data: Any, loc: tuple[str, ...] = ()) -> ContextWindowType:
         try:

@@ -12,8 +12,10 @@ from components.context_window.base import (
     AssemblyContext,
     CaseRetriever,
     Document,
+    Embedder,
     KnowledgeRetriever,
     Message,
+    MessagePage,
     Profile,
     Session,
     Summarizer,
@@ -21,13 +23,17 @@ from components.context_window.base import (
     TurnRecord,
 )
 
-from .models import AttachmentRow, MessageRow, ProfileRow, TurnRow
-from .store.sessions import SessionData
+from .models import AttachmentRow, ProfileRow, TurnRow
+from .store.sessions import SessionData, SessionStore
 
 
 @runtime_checkable
 class CaseRecorder(Protocol):
     """Keeps successful turns as champion cases (``tda.knowledge.providers.LiveKnowledge`` implements it)."""
+
+    def case_id(self, query: str, answer: str) -> str:
+        """The id ``record_case`` gives this query and answer: a turn answers with it before the case is written."""
+        ...
 
     async def record_case(
         self,
@@ -36,7 +42,7 @@ class CaseRecorder(Protocol):
         *,
         plan: str = "",
         tokens: int = 0,
-        feedback: int = 0,
+        feedback: int | None = None,
         session_id: str = "",
         turn: int = 0,
     ) -> str: ...
@@ -49,6 +55,7 @@ class Sources:
     knowledge: KnowledgeRetriever | None = None
     cases: CaseRetriever | None = None
     summarizer: Summarizer | None = None
+    embedder: Embedder | None = None
     _tools: dict[tuple[str, str], tuple[ToolSchema, ...]] = field(default_factory=dict, repr=False)
 
     def tools_of(self, profile: ProfileRow) -> tuple[ToolSchema, ...]:
@@ -74,13 +81,44 @@ class Cutoff:
     attachments_until: datetime
 
 
+class StoredHistory:
+    """A session's messages as a MessageSource: pages read from the store newest first, each once per turn."""
+
+    def __init__(self, sessions: SessionStore, data: SessionData) -> None:
+        self._sessions = sessions
+        self._session_id = data.session.id
+        self._before_turn = data.before_turn
+        self.total = data.message_count
+        self.last_turn = data.last_message_turn
+        self._pages: dict[tuple[Any, int], MessagePage] = {}
+        self.read: dict[int, tuple[int, int, bool, str]] = {}
+        """id -> (id, turn, valid, content digest) of every message read: the part of the history this turn used."""
+
+    async def page(self, cursor: Any, limit: int) -> MessagePage:
+        key = (cursor, limit)
+        if key not in self._pages:
+            rows = await self._sessions.message_page(self._session_id, cursor, limit, self._before_turn)
+            older = (rows[-1].turn, rows[-1].id) if len(rows) == limit else None
+            self._pages[key] = MessagePage(tuple(message_of(r) for r in rows), older)
+            self.read.update((r.id, (r.id, r.turn, r.valid, _content_digest(r.content))) for r in rows)
+        return self._pages[key]
+
+
+def _content_digest(text: str) -> str:
+    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+
+
 def build_context(
-    data: SessionData, query: str, *, default_model: str, sources: Sources, cutoff: Cutoff | None = None
+    data: SessionData,
+    query: str,
+    *,
+    default_model: str,
+    sources: Sources,
+    history: StoredHistory,
+    cutoff: Cutoff | None = None,
 ) -> AssemblyContext:
-    messages, turns, attachments = data.messages, data.turns, data.attachments
+    attachments = data.attachments
     if cutoff is not None:
-        messages = [m for m in messages if m.turn < cutoff.turn]
-        turns = [t for t in turns if t.turn < cutoff.turn]
         attachments = [a for a in attachments if _aware(a.created_at) <= _aware(cutoff.attachments_until)]
     p, s = data.profile, data.session
     return AssemblyContext(
@@ -97,8 +135,8 @@ def build_context(
         session=Session(
             id=s.id,
             user_id=s.user_id,
-            messages=[_message(m) for m in messages],
-            turns=[_turn(t) for t in turns],
+            history=history,
+            turns=[_turn(t) for t in data.turns],
             documents=[_document(a) for a in attachments],
             context_limit=s.context_limit,
             phase=s.phase,
@@ -108,6 +146,7 @@ def build_context(
         knowledge=sources.knowledge,
         cases=sources.cases,
         summarizer=sources.summarizer,
+        embedder=sources.embedder,
     )
 
 
@@ -116,16 +155,17 @@ def _aware(t: datetime) -> datetime:
     return t if t.tzinfo else t.replace(tzinfo=UTC)
 
 
-def _message(m: MessageRow) -> Message:
+def message_of(m: Any) -> Message:
     return Message(
         role=m.role,
         content=m.content,
         turn=m.turn,
-        valid=m.valid,  # type: ignore[arg-type]
+        valid=m.valid,
         tool_calls=tuple(m.tool_calls or ()),
         tool_call_id=m.tool_call_id,
         name=m.name,
         phase=m.phase,
+        tokens=m.token_counts,
     )
 
 
@@ -160,6 +200,13 @@ def _values(item: Any) -> tuple[Any, ...]:
     return tuple(getattr(item, f.name) for f in fields(item))
 
 
+def _history_read(s: Session) -> list[Any]:
+    """What of the history the assembly read (a stored session's walk reads only the newest part)."""
+    if isinstance(s.history, StoredHistory):
+        return sorted(s.history.read.values(), key=lambda r: (r[1], r[0]))
+    return [_values(x) for x in s.messages]
+
+
 def input_hashes(ctx: AssemblyContext) -> dict[str, str]:
     s, p = ctx.session, ctx.profile
     return {
@@ -167,7 +214,7 @@ def input_hashes(ctx: AssemblyContext) -> dict[str, str]:
         "model": _digest(ctx.model),
         "profile": _digest(_values(p)),
         "limits": _digest([p.context_limit, s.context_limit, s.phase]),
-        "history": _digest([_values(x) for x in s.messages]),
+        "history": _digest(_history_read(s)),
         "turns": _digest([_values(x) for x in s.turns]),
         "documents": _digest([_values(x) for x in s.documents]),
         "tools": _digest([t.json for t in ctx.tools]),

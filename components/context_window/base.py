@@ -6,9 +6,10 @@ provider protocols — so modules never touch the database, the vector store or 
 
 from __future__ import annotations
 
+import itertools
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, MutableSequence, Sequence
+from collections.abc import AsyncIterator, Mapping, MutableSequence, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from types import MappingProxyType
@@ -117,6 +118,9 @@ class Message:
     tool_call_id: str | None = None
     name: str | None = None
     phase: str | None = None
+    tokens: Mapping[str, int] | None = field(default=None, compare=False)
+    """Token counts of this message's own text (content, name, tool calls; not the per-message overhead), per
+    encoding, counted when it was stored: a long history is not re-tokenised. ``None``: count it now."""
 
     def __post_init__(self) -> None:
         # Checked once, when made: a message is then safe to share, count once and send as counted.
@@ -231,13 +235,93 @@ class Session:
     documents: Sequence[Document] = ()
     context_limit: int | None = None
     phase: str | None = None
+    history: MessageSource | None = None
+    """The history read lazily, newest first, in pages (the application's store). When set, it is the history
+    and ``messages`` is not read; when not, ``messages`` is (session files, tests)."""
+
+    def message_source(self) -> MessageSource:
+        return self.history if self.history is not None else InMemoryMessages(self.messages)
 
     @property
     def turn_number(self) -> int:
         """The number of the turn being assembled: 1 for the first (O(1): reads only the newest record)."""
         last_turn = self.turns[-1].turn if self.turns else 0
-        last_message = self.messages[-1].turn if self.messages else 0
+        if self.history is not None:
+            last_message = self.history.last_turn
+        else:
+            last_message = self.messages[-1].turn if self.messages else 0
         return max(last_turn, last_message) + 1
+
+
+# ---------------------------------------------------------------------------------------------
+# History as an async, paged source: a turn reads only the newest messages its window can use.
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class MessagePage:
+    messages: Sequence[Message]
+    """Newest first."""
+    older: Any = None
+    """Cursor of the next older page; ``None`` when this page holds the oldest message."""
+
+
+@runtime_checkable
+class MessageSource(Protocol):
+    """A session's history, paged newest first. ``total`` and ``last_turn`` come with the session's header."""
+
+    @property
+    def total(self) -> int:
+        """How many messages the history holds, valid or not."""
+        ...
+
+    @property
+    def last_turn(self) -> int:
+        """The turn of the newest message (0 for none)."""
+        ...
+
+    async def page(self, cursor: Any, limit: int) -> MessagePage:
+        """Up to ``limit`` messages older than ``cursor`` (``None``: from the newest), newest first."""
+        ...
+
+
+@dataclass(frozen=True, eq=False)
+class InMemoryMessages:
+    """A MessageSource over a list (session files, tests); the cursor is an index."""
+
+    messages: Sequence[Message] = ()
+
+    @property
+    def total(self) -> int:
+        return len(self.messages)
+
+    @property
+    def last_turn(self) -> int:
+        return self.messages[-1].turn if self.messages else 0
+
+    async def page(self, cursor: Any, limit: int) -> MessagePage:
+        end = len(self.messages) if cursor is None else int(cursor)
+        start = max(0, end - limit)
+        return MessagePage(self.messages[start:end][::-1], start if start > 0 else None)
+
+
+HISTORY_PAGES = (32, 128, 512)
+"""Page sizes of a walk: small first (a short window stops early), larger after (fewer reads for a long one)."""
+
+
+async def newest_first(source: MessageSource) -> AsyncIterator[tuple[int, Message]]:
+    """``(position, message)`` from the newest back, position counted from the oldest (0) as in a list.
+    Pages are read only as the caller walks on: stop early and the older ones are never read. Every walk asks
+    for the same pages, so a source that keeps its pages serves a second walk from memory."""
+    position, cursor = source.total, None
+    for n in itertools.count():
+        page = await source.page(cursor, HISTORY_PAGES[min(n, len(HISTORY_PAGES) - 1)])
+        for message in page.messages:
+            position -= 1
+            yield position, message
+        if page.older is None or not page.messages:
+            return
+        cursor = page.older
 
 
 # ---------------------------------------------------------------------------------------------
@@ -304,6 +388,13 @@ class CaseRetriever(Protocol):
 
 
 @runtime_checkable
+class Embedder(Protocol):
+    """Embeds short texts (the knowledge store's embedder): vectors of one length, comparable by cosine."""
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+
+@runtime_checkable
 class Summarizer(Protocol):
     async def summarize(self, text: str, *, max_tokens: int, instruction: str = "") -> str: ...
 
@@ -334,8 +425,13 @@ class AssemblyContext:
     knowledge: KnowledgeRetriever | None = None
     cases: CaseRetriever | None = None
     summarizer: Summarizer | None = None
+    embedder: Embedder | None = None
+    """Optional: lets modules rank by meaning as well as by words (tool_definitions ranks tools with it)."""
     model_limit: int | None = None
     """Known input limit of the model; ``None`` means the orchestrator resolves it."""
+    continuation: Sequence[Message] = ()
+    """The current turn's tool loop so far (assistant ``tool_calls``, then the ``tool`` results answering
+    them), sent right after the query and never dropped: the model continues the turn with the results."""
     extras: Mapping[str, Any] = field(default_factory=dict)
     """Free-form inputs for third-party modules (e.g. ``component_instructions`` texts)."""
     directives: Directives = field(default_factory=Directives)
@@ -360,6 +456,7 @@ class AssemblyContext:
             self,
             session=session,
             tools=tuple(self.tools) if isinstance(self.tools, MutableSequence) else self.tools,
+            continuation=tuple(self.continuation),
             extras=self.extras if _frozen(self.extras) else freeze(self.extras),
         )
 

@@ -63,8 +63,16 @@ FALLBACK_LIMITS: dict[str, int] = {
     "claude-3-5-sonnet": 200_000,
     "claude-sonnet-4": 200_000,
     "gemini-1.5-pro": 2_097_152,
+    "gemini-1.5-flash": 1_048_576,
+    "gemini-2.0-flash": 1_048_576,  # Google's model card: 1,048,576 input tokens (litellm's bundled map lacks it)
+    "gemini-2.0-pro": 2_097_152,
     "llama3": 8_192,
+    "llama3.1": 131_072,
+    "llama3.2": 131_072,
+    "llama3.3": 131_072,
     "mistral": 32_768,
+    "mistral-large": 131_072,
+    "qwen2.5": 32_768,
 }
 
 
@@ -199,15 +207,23 @@ class TokenEstimator:
     def count_message(self, message: Message) -> int:
         """A chat message's tokens by the cookbook accounting: what a provider bills for it in a prompt.
 
-        This is the one per-message figure: the orchestrator budgets with it, and stores may keep it
-        per message at write time (it depends only on the message and the tokenizer).
+        This is the one per-message figure: the orchestrator budgets with it, and stores keep it per
+        message and encoding at write time (``counts_to_store``), so a stored history is never re-tokenised.
         """
+        stored = message.tokens.get(self.encoding_name) if message.tokens and self.stored_exact else None
+        if stored is not None:
+            return stored
         entry = self._messages.get(id(message))
         if entry is not None and entry[0] is message:
             return entry[1]
         n = self.count_fields(message.role, message.content, message.name, message.tool_calls, message.tool_call_id)
         self._messages.put(id(message), (message, n))
         return n
+
+    @property
+    def stored_exact(self) -> bool:
+        """Whether counts stored per encoding name are this estimator's counts (exact tiktoken, no margin)."""
+        return self.exact and self.tokenizer.kind == "tiktoken"
 
     def count_chat(self, message: Mapping[str, Any]) -> int:
         """``count_message`` for an OpenAI-style dict (``role``, ``content``, ``name``, ``tool_calls``, ...)."""
@@ -226,22 +242,30 @@ class TokenEstimator:
         name: str | None = None,
         tool_calls: Iterable[Mapping[str, Any]] = (),
         tool_call_id: str | None = None,
+        count: Callable[[str], int] | None = None,
     ) -> int:
-        n = MESSAGE_OVERHEAD + self.count(role) + self.count(content)
+        count = count or self.count
+        n = MESSAGE_OVERHEAD + count(role) + count(content)
         if name is not None:
-            n += NAME_OVERHEAD + self.count(name)
+            n += NAME_OVERHEAD + count(name)
         for call in tool_calls:
-            n += self._count_call(call)
+            n += _count_call(call, count)
         if tool_call_id is not None:
-            n += self.count(tool_call_id)
+            n += count(tool_call_id)
         return n
 
-    def _count_call(self, call: Mapping[str, Any]) -> int:
-        n = sum(self.count(str(call[key])) for key in ("id", "type") if call.get(key) is not None)
-        fn = call.get("function")
-        if isinstance(fn, Mapping):
-            n += sum(self.count(str(fn[key])) for key in ("name", "arguments") if fn.get(key) is not None)
-        return n
+    def uncached_count(self, message: Message) -> int:
+        """``count_message`` without filling the cache: for counts stored once with a new message."""
+        counter = self._counter
+        assert counter is not None
+        return self.count_fields(
+            message.role,
+            message.content,
+            message.name,
+            message.tool_calls,
+            message.tool_call_id,
+            count=lambda text: counter(text) if text else 0,
+        )
 
     def count_text_message(self, text: str, role: str = "system") -> int:
         """Tokens of one message carrying ``text`` (how a text contribution is sent)."""
@@ -258,6 +282,29 @@ class TokenEstimator:
     def count_request(self, messages: Iterable[Message], tools: Sequence[ToolSchema] = ()) -> int:
         """A whole prompt: its messages, its tools, and the reply priming."""
         return sum(self.count_message(m) for m in messages) + self.count_tools(tools) + REPLY_PRIMING
+
+
+def _count_call(call: Mapping[str, Any], count: Callable[[str], int]) -> int:
+    """A tool call's id, type, function name and arguments."""
+    n = sum(count(str(call[key])) for key in ("id", "type") if call.get(key) is not None)
+    fn = call.get("function")
+    if isinstance(fn, Mapping):
+        n += sum(count(str(fn[key])) for key in ("name", "arguments") if fn.get(key) is not None)
+    return n
+
+
+STORED_ENCODINGS = ("o200k_base", "cl100k_base")
+"""The encodings whose per-message counts are stored with each message when it is written."""
+
+
+def counts_to_store(message: Message) -> dict[str, int]:
+    """Per-encoding ``count_message`` figures to store with ``message`` (empty when no encoding loads)."""
+    counts = {}
+    for name in STORED_ENCODINGS:
+        est = estimator(name)
+        if est.stored_exact:
+            counts[name] = est.uncached_count(message)
+    return counts
 
 
 # --- the function-definition rendering providers count tools in -------------------------------------
@@ -309,7 +356,15 @@ _estimators: dict[Tokenizer, TokenEstimator] = {}
 
 def estimator_for(model: str) -> TokenEstimator:
     """The shared estimator for ``model``'s tokenizer (one cache per tokenizer per process)."""
-    tokenizer = tokenizer_for(model)
+    return _shared(tokenizer_for(model))
+
+
+def estimator(name: str) -> TokenEstimator:
+    """The shared estimator for the tiktoken encoding ``name``."""
+    return _shared(Tokenizer("tiktoken", name))
+
+
+def _shared(tokenizer: Tokenizer) -> TokenEstimator:
     est = _estimators.get(tokenizer)
     if est is None:
         est = _estimators[tokenizer] = TokenEstimator(tokenizer=tokenizer)

