@@ -437,9 +437,15 @@ class AssemblyContext:
     directives: Directives = field(default_factory=Directives)
     tokens: TokenCounter | None = None
     """Set by the orchestrator: the estimator whose counts the budget is enforced with."""
+    memo: dict[str, Any] = field(default_factory=dict)
+    """This module's scratch space for this one assembly (shared by its ``signals``, ``contribute`` and
+    ``condense`` calls, fresh for the next assembly): what is fetched once per turn lives here, so nothing
+    from an earlier assembly can leak into a later one."""
 
-    def for_module(self, directives: Directives, tokens: TokenCounter) -> AssemblyContext:
-        return _evolve(self, directives=directives, tokens=tokens)
+    def for_module(
+        self, directives: Directives, tokens: TokenCounter, memo: dict[str, Any] | None = None
+    ) -> AssemblyContext:
+        return _evolve(self, directives=directives, tokens=tokens, memo={} if memo is None else memo)
 
     def read_only(self) -> AssemblyContext:
         """This context with nothing a module could change for the others: mutable sequences become
