@@ -50,6 +50,15 @@ def _frozen(value: Any) -> bool:
     return type(value) is MappingProxyType
 
 
+def _unfrozen(value: Any) -> Any:
+    """``json.dumps``'s hook for frozen mappings (tuples already serialise as lists)."""
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, frozenset):
+        return sorted(value)
+    raise TypeError(f"{type(value).__name__} is not JSON data")
+
+
 # ---------------------------------------------------------------------------------------------
 # Manifest (pydantic: it is read from manifest.json, an edge of the system)
 # ---------------------------------------------------------------------------------------------
@@ -173,15 +182,17 @@ class ToolSchema:
             object.__setattr__(self, "parameters", freeze(self.parameters))
 
     def to_openai(self) -> dict[str, Any]:
-        return {
-            "type": "function",
-            "function": {"name": self.name, "description": self.description, "parameters": thaw(self.parameters)},
-        }
+        """The tool as sent: a fresh dict parsed from ``json`` (exactly what was counted; the caller may change it)."""
+        return json.loads(self.json)
 
     @cached_property
     def json(self) -> str:
         """The exact JSON text sent for this tool (as the OpenAI SDK and httpx serialise a request body)."""
-        return json.dumps(self.to_openai(), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        tool = {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
+        }
+        return json.dumps(tool, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=_unfrozen)
 
     @classmethod
     def from_openai(cls, data: Mapping[str, Any]) -> ToolSchema:

@@ -235,8 +235,9 @@ def _units(units: Any) -> tuple[tuple[Any, ...], ...]:
             raise ValueError(f"a unit must be a tuple of items, got {type(unit).__name__}")
         unit = tuple(unit)
         for item in unit:
-            if type(item) is not str and not isinstance(item, Message | ToolSchema):
-                raise ValueError(f"a unit holds a {type(item).__name__}; use str, Message or ToolSchema")
+            kind = type(item)
+            if kind is not Message and kind is not str and not isinstance(item, Message | ToolSchema | str):
+                raise ValueError(f"a unit holds a {kind.__name__}; use str, Message or ToolSchema")
         out.append(unit)
     return tuple(out)
 
