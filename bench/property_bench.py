@@ -58,7 +58,6 @@ from components.context_window.window_type import ContextWindowType
 from tda.config import offline_library_defaults
 
 offline_library_defaults()
-logging.disable(logging.WARNING)  # adversaries make the handler log every bad signal and slow module
 
 MODEL = "gpt-4o"
 FAST_TIMEOUT_S = 0.05
@@ -322,7 +321,9 @@ def _prompt(ctx: AssemblyContext) -> str:
     return ctx.profile.system_prompt.replace("{tools_context}", tools_context)
 
 
-def run(seeds: list[int], fresh_each: bool) -> tuple[dict[int, str | None], dict[str, list[int]]]:
+def run(seeds: list[int], fresh_each: bool, quiet: bool = True) -> tuple[dict[int, str | None], dict[str, list[int]]]:
+    if quiet:
+        logging.disable(logging.WARNING)  # adversaries make the handler log every bad signal and slow module
     violations: dict[str, list[int]] = {"a": [], "b": [], "c": [], "d": []}
     outcomes: dict[int, str | None] = {}
 
