@@ -31,6 +31,7 @@ from ..errors import Conflict, Invalid, NotFound, ServiceError, field_errors
 from ..service import TDAService, service
 from ..turns import TurnOptions, chat_turn
 from .common import json_object
+from .openapi import openai_wire
 
 bp = Blueprint("chat", __name__, url_prefix="/v1")
 tag(["chat"])(bp)
@@ -88,6 +89,7 @@ async def over_budget(exc: BudgetExceeded) -> tuple[dict[str, Any], int]:
 
 
 @bp.post("/chat/completions")
+@openai_wire
 @require("admin")
 async def chat_completions() -> Any:
     """An OpenAI chat completion (``stream: true`` for server-sent chunks), with tda's context management."""
