@@ -56,7 +56,7 @@ class TDAService:
         self.llm = llm or LLM(mock=settings.mock_model)
         self.knowledge = LiveKnowledge(settings.data_dir, settings.chroma_url, embedder=settings.embedder)
         """Opened at start-up (warm_up_knowledge) or on first use: Chroma and the embedder take seconds to load."""
-        self.sources = sources or Sources(knowledge=self.knowledge, cases=self.knowledge)
+        self.sources = sources or Sources(knowledge=self.knowledge, cases=self.knowledge, embedder=self.knowledge)
         if self.sources.summarizer is None and not self.llm.mock:
             # A mock model cannot summarise or rewrite a follow-up; without a summarizer the modules
             # use their own extractive fallbacks and the original query.

@@ -344,6 +344,13 @@ class CaseRetriever(Protocol):
 
 
 @runtime_checkable
+class Embedder(Protocol):
+    """Embeds short texts (the knowledge store's embedder): vectors of one length, comparable by cosine."""
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+
+@runtime_checkable
 class Summarizer(Protocol):
     async def summarize(self, text: str, *, max_tokens: int, instruction: str = "") -> str: ...
 
@@ -374,8 +381,13 @@ class AssemblyContext:
     knowledge: KnowledgeRetriever | None = None
     cases: CaseRetriever | None = None
     summarizer: Summarizer | None = None
+    embedder: Embedder | None = None
+    """Optional: lets modules rank by meaning as well as by words (tool_definitions ranks tools with it)."""
     model_limit: int | None = None
     """Known input limit of the model; ``None`` means the orchestrator resolves it."""
+    continuation: Sequence[Message] = ()
+    """The current turn's tool loop so far (assistant ``tool_calls``, then the ``tool`` results answering
+    them), sent right after the query and never dropped: the model continues the turn with the results."""
     extras: Mapping[str, Any] = field(default_factory=dict)
     """Free-form inputs for third-party modules (e.g. ``component_instructions`` texts)."""
     directives: Directives = field(default_factory=Directives)

@@ -148,13 +148,17 @@ class ContextWindowHandler:
         )
         tokens = self._estimator(ctx.model)
         query = Message("user", ctx.query, turn=ctx.session.turn_number)
-        run = _Run(ctx, wtype, limits, tokens, query, tokens.count_message(query), started=started)
+        # The turn's own tool loop is part of the query: the model answers the whole of it.
+        query_tokens = tokens.count_message(query) + sum(tokens.count_message(m) for m in ctx.continuation)
+        run = _Run(ctx, wtype, limits, tokens, query, query_tokens, started=started)
         run.log(
             f"limit {limits.effective_limit:,} ({limits.limit_source}); reserve {limits.output_reserve:,}; "
             f"available {limits.available:,}; query {run.query_tokens:,}"
+            + (f" (with {len(ctx.continuation)} tool-loop messages)" if ctx.continuation else "")
         )
         if run.module_budget < 0:
-            raise b.BudgetExceeded(run.query_tokens + REPLY_PRIMING, limits.available, "the query alone")
+            what = "the query and the turn's tool results" if ctx.continuation else "the query alone"
+            raise b.BudgetExceeded(run.query_tokens + REPLY_PRIMING, limits.available, what)
         return run
 
     # -- pass 1: resolve -------------------------------------------------------------------------
@@ -165,7 +169,7 @@ class ContextWindowHandler:
             module = self.modules.get(module_id)
             reason = self._skip_reason(spec, module, module_id, run.ctx.profile.type)
             if reason:
-                freed += spec.target_pct if spec.active else 0.0
+                freed += spec.target_pct  # inactive, not installed, switched off or not applicable alike
                 run.skipped.append(ModuleUsage(module_id, "skipped", spec.priority, 0.0, reason=reason))
                 run.log(f"pass 1: skip {module_id}: {reason}")
                 continue
@@ -425,8 +429,9 @@ class ContextWindowHandler:
             if text:
                 messages.append({"role": "system", "content": text})
                 items.append(text)
-        messages.append(run.query.to_chat())
-        items.append(run.query)
+        for message in (run.query, *run.ctx.continuation):
+            messages.append(message.to_chat())
+            items.append(message)
         return messages, tools, items
 
     def _changed_tail_tokens(self, run: _Run, items: list[Any]) -> int:

@@ -118,9 +118,53 @@ class Condense(_Model):
 Action = Annotated[Reduce | Transfer | ForceFull | Condense, Field(discriminator="type")]
 
 
+REFERENCE_DEFAULTS: dict[str, dict[str, Any]] = {
+    "long_conversation": {"threshold": 10},  # the reference fires after turn 10
+    "high_confidence_rag": {"threshold": 0.85},
+}
+"""Thresholds the reference's shorthand conditions imply (they name a condition without parameters)."""
+_ACTION_KEYS = ("reduce", "transfer", "force_full", "condense")
+
+
+def normalise_shorthand(rule: Any) -> Any:
+    """The reference's rule form -> tda's: ``{"condition": "high_confidence_rag", "action": {"reduce":
+    "tool_definitions", "by_pct": 50}}`` becomes ``{"condition": {"type": "high_confidence_rag", "threshold":
+    0.85}, "action": {"type": "reduce", "module": "tool_definitions", "by_pct": 50}}``. Anything else is left
+    as it is (and validated as tda's form)."""
+    if not isinstance(rule, dict):
+        return rule
+    rule = dict(rule)
+    condition = rule.get("condition")
+    if isinstance(condition, str):
+        rule["condition"] = {"type": condition, **REFERENCE_DEFAULTS.get(condition, {})}
+    action = rule.get("action")
+    if isinstance(action, dict) and "type" not in action:
+        named = [k for k in _ACTION_KEYS if k in action]
+        if len(named) != 1:
+            raise ValueError(
+                "an action needs 'type' (reduce, transfer, force_full or condense) and 'module', "
+                "or the reference's form with exactly one of those as key, e.g. {'reduce': 'tool_definitions'}"
+            )
+        if len(named) == 1:
+            kind = named[0]
+            rest = {k: v for k, v in action.items() if k != kind}
+            rule["action"] = {
+                "type": kind,
+                "module": action[kind],
+                **({"by_pct": 50} if kind == "reduce" else {}),
+                **rest,
+            }
+    return rule
+
+
 class DynamicAdjustment(_Model):
     condition: Condition
     action: Action
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, data: Any) -> Any:
+        return normalise_shorthand(data)
 
     def describe(self) -> str:
         c, a = self.condition, self.action

@@ -62,7 +62,7 @@ async def install_module(data: InstallIn) -> tuple[dict[str, Any], int]:
     return info.to_dict(), 201
 
 
-@bp.delete("/modules/<module_id>")
+@bp.delete("/modules/<other_than(install,reload):module_id>")
 @require("admin")
 async def uninstall_module(module_id: str) -> tuple[str, int]:
     """Uninstall a user-installed module (built-ins: deactivate instead; packs: pip uninstall)."""
