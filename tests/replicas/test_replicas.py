@@ -73,41 +73,6 @@ async def test_a_stale_if_match_on_a_after_a_save_through_b_is_refused(live: Clu
     assert now.headers["ETag"] == saved.headers["ETag"] != seen_on_a
 
 
-async def test_clients_of_a_killed_replica_resume_on_the_other_with_nothing_missed(live: Cluster) -> None:
-    async with live.client(live.b) as b:
-        session_id = await new_session(b, "killed")
-
-        async def turn(i: int) -> int:
-            r = await b.post(f"/v1/sessions/{session_id}/turns", json={"query": f"question {i}"})
-            assert r.status_code == 201, r.text
-            return int(r.json()["snapshot_id"])
-
-        clients = [SSEClient(live.a, live.token, session_id) for _ in range(5)]
-        tasks = [asyncio.create_task(c.run()) for c in clients]
-        await asyncio.wait_for(asyncio.gather(*(c.opened.wait() for c in clients)), 20)
-        before = [await turn(i) for i in range(3)]
-        for c in clients:
-            assert await c.wait_for(3) == before
-        live.a.kill()  # mid-stream: no shutdown code runs on A
-        await asyncio.wait_for(asyncio.gather(*(c.ended.wait() for c in clients)), 10)
-        await asyncio.gather(*tasks)
-        while_away = [await turn(i) for i in range(3, 6)]  # published while the clients are disconnected
-
-        resumed = [SSEClient(live.b, live.token, session_id, last_event_id=c.last_id) for c in clients]
-        async with contextlib.AsyncExitStack() as stack:
-            for c in resumed:
-                await stack.enter_async_context(streaming(c))
-            after = [await turn(i) for i in range(6, 8)]
-            for c in resumed:
-                assert await c.wait_for(5) == while_away + after
-        stored = (await b.get(f"/v1/sessions/{session_id}/snapshots")).json()["snapshots"]
-    every = [s["id"] for s in stored]
-    assert every == before + while_away + after
-    for old, new in zip(clients, resumed, strict=True):
-        seen = [i for i, _ in old.events] + [i for i, _ in new.events]
-        assert seen == every  # nothing missed, nothing twice
-
-
 async def test_deactivating_a_module_through_a_applies_on_b(live: Cluster) -> None:
     async def active_on(client: httpx.AsyncClient) -> bool:
         modules = (await client.get("/v1/context-window/modules")).json()["modules"]
@@ -167,3 +132,39 @@ async def test_knowledge_and_champion_cases_live_in_the_chroma_server_for_every_
 
 def _module(snapshot: dict[str, Any], module_id: str) -> dict[str, Any]:
     return next(m for m in snapshot["modules"] if m["module_id"] == module_id)
+
+
+async def test_clients_of_a_killed_replica_resume_on_the_other_with_nothing_missed(live: Cluster) -> None:
+    """Last in this file: it kills A (a later test that needs A starts it again, which takes seconds)."""
+    async with live.client(live.b) as b:
+        session_id = await new_session(b, "killed")
+
+        async def turn(i: int) -> int:
+            r = await b.post(f"/v1/sessions/{session_id}/turns", json={"query": f"question {i}"})
+            assert r.status_code == 201, r.text
+            return int(r.json()["snapshot_id"])
+
+        clients = [SSEClient(live.a, live.token, session_id) for _ in range(5)]
+        tasks = [asyncio.create_task(c.run()) for c in clients]
+        await asyncio.wait_for(asyncio.gather(*(c.opened.wait() for c in clients)), 20)
+        before = [await turn(i) for i in range(3)]
+        for c in clients:
+            assert await c.wait_for(3) == before
+        live.a.kill()  # mid-stream: no shutdown code runs on A
+        await asyncio.wait_for(asyncio.gather(*(c.ended.wait() for c in clients)), 10)
+        await asyncio.gather(*tasks)
+        while_away = [await turn(i) for i in range(3, 6)]  # published while the clients are disconnected
+
+        resumed = [SSEClient(live.b, live.token, session_id, last_event_id=c.last_id) for c in clients]
+        async with contextlib.AsyncExitStack() as stack:
+            for c in resumed:
+                await stack.enter_async_context(streaming(c))
+            after = [await turn(i) for i in range(6, 8)]
+            for c in resumed:
+                assert await c.wait_for(5) == while_away + after
+        stored = (await b.get(f"/v1/sessions/{session_id}/snapshots")).json()["snapshots"]
+    every = [s["id"] for s in stored]
+    assert every == before + while_away + after
+    for old, new in zip(clients, resumed, strict=True):
+        seen = [i for i, _ in old.events] + [i for i, _ in new.events]
+        assert seen == every  # nothing missed, nothing twice
