@@ -30,8 +30,8 @@ def _registry(settings: Settings) -> ModuleRegistry:
 def _load_type(args: argparse.Namespace, registry: ModuleRegistry) -> ContextWindowType:
     if args.type_file:
         data = json.loads(Path(args.type_file).read_text(encoding="utf-8"))
-        known = registry.known_ids() | set(MODULE_IDS_IN_ORDER)  # built-in ids are never typos, even if removed
-        return ContextWindowType.model_validate(data, context={"known_modules": known})
+        context = registry.validation_context(also_known=MODULE_IDS_IN_ORDER)  # built-in ids are never typos
+        return ContextWindowType.model_validate(data, context=context)
     if args.type not in DEFAULT_TYPES:
         raise ValueError(f"unknown window type {args.type!r}; choose one of {sorted(DEFAULT_TYPES)} or --type-file")
     return DEFAULT_TYPES[args.type]

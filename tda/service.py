@@ -133,13 +133,11 @@ class TDAService:
             finally:
                 await self.bus.drain()
 
-    def known_modules(self) -> set[str]:
-        """Installed modules plus the built-in ids (a type may name a built-in that is missing here)."""
-        return set(self.registry.modules) | set(MODULE_IDS_IN_ORDER)
-
     def validate_type(self, data: Any, loc: tuple[str, ...] = ()) -> ContextWindowType:
         try:
-            return ContextWindowType.model_validate(data, context={"known_modules": self.known_modules()})
+            # Installed modules plus the built-in ids (a type may name a built-in that is missing here).
+            context = self.registry.validation_context(also_known=MODULE_IDS_IN_ORDER)
+            return ContextWindowType.model_validate(data, context=context)
         except ValidationError as exc:
             raise Invalid(
                 "the context window type is invalid; fix the fields listed in errors", errors=field_errors(exc, loc)
