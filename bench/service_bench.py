@@ -453,9 +453,13 @@ async def replicas_fanout() -> None:
     """SUBSCRIBERS streams split evenly over replicas A and B (one PostgreSQL, one Redis, one Chroma server);
     FANOUT_TURNS turns posted alternately to A and B. Side by side, in alternating rounds on the same servers:
     all streams on A and all turns on A (one replica, no event crosses Redis), the baseline on this machine."""
-    from tests.replicas.servers import Backing, admin_token
+    from tests.replicas.servers import Backing, MissingServer, admin_token
 
-    backing = await asyncio.to_thread(Backing.start)
+    try:
+        backing = await asyncio.to_thread(Backing.start)
+    except MissingServer as exc:  # the figures above stand; this one needs Debian's servers
+        print(f"SSE fan-out over 2 replicas: not measured: {exc}")
+        return
     replicas = []
     try:
         token = await admin_token(backing.postgres.url())
