@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from components.context_window.snapshot import ContextWindowSnapshot
 
 from .errors import Conflict, NotFound
-from .sources import Cutoff, StoredHistory, build_context, input_hashes
+from .sources import Cutoff, build_context, input_hashes
 
 if TYPE_CHECKING:
     from .service import TDAService
@@ -33,7 +33,7 @@ async def replay(svc: TDAService, snapshot_id: int) -> dict[str, Any]:
         inputs["query"],
         default_model=inputs["model"],
         sources=svc.sources,
-        history=StoredHistory(svc.store.sessions, data),
+        history=await svc.history.source(data),
         cutoff=Cutoff(row.turn, row.created_at),
     )
     ctx = dataclasses.replace(

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from components.context_window.window_type import ContextWindowType
 
 from .errors import Conflict, UpstreamFailed
-from .sources import StoredHistory, build_context, input_hashes
+from .sources import build_context, input_hashes
 from .store.types import StoredType
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ async def run_turn(
         await svc.writer.settle(session_id)  # the previous turn's champion case is recorded: this turn may use it
         data = await svc.store.sessions.load(session_id)
         stored = await resolve_type(svc, data.profile)
-        history = StoredHistory(svc.store.sessions, data)
+        history = await svc.history.source(data)
         ctx = build_context(data, query, default_model=svc.settings.model, sources=svc.sources, history=history)
         assembled = await svc.handler.assemble(ctx, stored.type)
         snapshot = assembled.snapshot.to_dict()
@@ -167,7 +167,7 @@ async def preview(svc: TDAService, body: PreviewIn) -> dict[str, Any]:
         stored = await svc.store.types.get(body.type_id or "")
         window_type, version = stored.type, stored.version
     data = await svc.store.sessions.load(body.session_id)
-    history = StoredHistory(svc.store.sessions, data)
+    history = await svc.history.source(data)
     ctx = build_context(data, body.query, default_model=svc.settings.model, sources=svc.sources, history=history)
     assembled = await svc.scratch_handler.assemble(ctx, window_type)
     return {

@@ -21,7 +21,7 @@ from components.context_window.base import (
     Contribution,
     Message,
     MessageSource,
-    newest_first,
+    pages_newest_first,
 )
 from components.context_window.phases import visible
 
@@ -45,30 +45,35 @@ async def units_newest_first(source: MessageSource, phase: str | None = None) ->
     their call, or calls without their results, are left out (a provider would reject them).
     """
     pending: list[Message] = []
-    async for i, message in newest_first(source):
-        if not message.valid or not visible(message.phase, phase):
-            continue
-        if message.role == "tool":
-            pending.append(message)
-            continue
-        if message.role == "assistant" and message.tool_calls:
-            answered = {m.tool_call_id for m in pending}
-            if pending and all(c.get("id") in answered for c in message.tool_calls):
-                yield i, (message, *reversed(pending))
+    async for first, messages in pages_newest_first(source):
+        for offset, message in enumerate(messages):
+            if not message.valid or not visible(message.phase, phase):
+                continue
+            if message.role == "tool":
+                pending.append(message)
+                continue
+            if message.role == "assistant" and message.tool_calls:
+                answered = {m.tool_call_id for m in pending}
+                if pending and all(c.get("id") in answered for c in message.tool_calls):
+                    yield first - offset, (message, *reversed(pending))
+                pending = []
+                continue
             pending = []
-            continue
-        pending = []
-        yield i, (message,)
+            yield first - offset, (message,)
 
 
 async def older_than(source: MessageSource, end: int, count: int, phase: str | None) -> list[Message]:
     """The valid, visible messages among the ``count`` just before position ``end``, oldest first."""
     found: list[Message] = []
-    async for i, message in newest_first(source):
-        if i < end - count:
-            break
-        if i < end and message.valid and visible(message.phase, phase):
-            found.append(message)
+    async for first, messages in pages_newest_first(source):
+        if first - len(messages) + 1 >= end:
+            continue  # the whole page is newer than what is asked for
+        for offset, message in enumerate(messages):
+            i = first - offset
+            if i < end - count:
+                return found[::-1]
+            if i < end and message.valid and visible(message.phase, phase):
+                found.append(message)
     return found[::-1]
 
 

@@ -184,6 +184,16 @@ class SessionStore:
             ).all()
         return SessionData(row, profile, count, last_turn, list(newest_turns)[::-1], list(attachments), before_turn)
 
+    async def messages_after(self, session_id: str, after: MessageCursor) -> list[Row[Any]]:
+        """The messages newer than ``after``, oldest first (what was appended since a replica last read)."""
+        query = (
+            select(*_MESSAGE_COLUMNS)
+            .where(MessageRow.session_id == session_id, tuple_(MessageRow.turn, MessageRow.id) > tuple_(*after))
+            .order_by(MessageRow.turn, MessageRow.id)
+        )
+        async with self.db.read() as s:
+            return list((await s.execute(query)).all())
+
     async def message_page(
         self, session_id: str, before: MessageCursor | None, limit: int, before_turn: int | None = None
     ) -> list[Row[Any]]:
@@ -272,6 +282,7 @@ class SessionStore:
         async with self.db.write() as s:
             await _session(s, session_id)
             rows = await _append(s, session_id, messages)
+            await _history_changed(s, session_id)  # imported turns may fall anywhere in the order
             audit.record(s, actor, "add_messages", "session", session_id, None, {"count": len(rows)})
         return rows
 
@@ -283,6 +294,7 @@ class SessionStore:
                 raise NotFound(f"session {session_id!r} has no turn {turn}")
             before = row.valid
             row.valid = valid
+            await _history_changed(s, session_id)
             await s.execute(
                 update(MessageRow)
                 .where(MessageRow.session_id == session_id, MessageRow.turn == turn)
@@ -311,6 +323,7 @@ class SessionStore:
             turns = await s.execute(
                 update(TurnRow).where(TurnRow.session_id == session_id, TurnRow.valid.is_(True)).values(valid=False)
             )
+            await _history_changed(s, session_id)
             counts = {"messages_invalidated": messages.rowcount, "turns_invalidated": turns.rowcount}
             audit.record(s, actor, "purge_memory", "session", session_id, None, counts)
         return counts
@@ -383,6 +396,15 @@ async def _append(s: AsyncSession, session_id: str, messages: list[dict[str, Any
         .execution_options(synchronize_session=False)
     )
     return rows
+
+
+async def _history_changed(s: AsyncSession, session_id: str) -> None:
+    await s.execute(
+        update(SessionRow)
+        .where(SessionRow.id == session_id)
+        .values(history_version=SessionRow.history_version + 1)
+        .execution_options(synchronize_session=False)
+    )
 
 
 def _token_counts(fields: dict[str, Any]) -> dict[str, int] | None:
