@@ -24,6 +24,7 @@ from components.context_window.base import (
     pages_newest_first,
 )
 from components.context_window.phases import visible
+from components.context_window.token_estimator import MESSAGE_OVERHEAD
 
 SUMMARY_SHARE = 0.15
 SUMMARY_MAX_TOKENS = 600
@@ -192,6 +193,13 @@ class ConversationHistoryModule(ContextModule):
         assert ctx.tokens is not None
         header = f"Summary of the {first_kept} earlier messages not shown:"
         body = await self._summary_body(recent_dropped, first_kept, room, ctx)
+        # Skip the lines that cannot fit by their own counts (cached per line) before counting whole texts:
+        # counting the text once per dropped line re-tokenised it dozens of times.
+        count = ctx.tokens.count
+        estimate = count(header) + sum(count(line) + 1 for line in body) + MESSAGE_OVERHEAD
+        while len(body) > 1 and estimate > room:
+            estimate -= count(body[0]) + 1
+            body = body[1:]
         while body:
             text = f"{header}\n" + "\n".join(body)
             message = Message("system", text, turn=recent_dropped[-1].turn)
