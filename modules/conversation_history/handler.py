@@ -20,6 +20,7 @@ from components.context_window.base import (
     ContextModule,
     Contribution,
     Message,
+    MessagePage,
     MessageSource,
     pages_newest_first,
 )
@@ -76,6 +77,22 @@ async def older_than(source: MessageSource, end: int, count: int, phase: str | N
             if i < end and message.valid and visible(message.phase, phase):
                 found.append(message)
     return found[::-1]
+
+
+class _Remembered:
+    """A source whose pages are read once per window: the fill and the summary's look-back walk the same pages."""
+
+    def __init__(self, source: MessageSource) -> None:
+        self._source = source
+        self._pages: dict[tuple[Any, int], MessagePage] = {}
+        self.total = source.total
+        self.last_turn = source.last_turn
+
+    async def page(self, cursor: Any, limit: int) -> MessagePage:
+        key = (cursor, limit)
+        if key not in self._pages:
+            self._pages[key] = await self._source.page(cursor, limit)
+        return self._pages[key]
 
 
 def first_sentence(text: str, limit: int = 200) -> str:
@@ -135,7 +152,7 @@ class ConversationHistoryModule(ContextModule):
     # -- the window ----------------------------------------------------------------------------
 
     async def _window(self, budget: int, ctx: AssemblyContext, strategy: str | None) -> Contribution:
-        source = ctx.session.message_source()
+        source = _Remembered(ctx.session.message_source())
         summarize = ctx.directives.config.get("summarize_dropped", True) or strategy == "summarize"
         kept = await self._fill(source, budget, ctx)
         first_kept = kept[-1][0] if kept else source.total
