@@ -1,4 +1,5 @@
 # Two commands set everything up on a fresh machine: `make run` and `make test`.
+# `make test` also installs what the suite needs outside Python (scripts/test-deps.sh: Chromium, PostgreSQL, Redis).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -13,11 +14,13 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# `make run` keeps its data in the checkout's var/ (the CLI's default is the user's data directory).
 run: $(STAMP)
-	$(BIN)/tda demo
-	$(BIN)/tda serve
+	TDA_DATA_DIR=$${TDA_DATA_DIR:-var} $(BIN)/tda demo
+	TDA_DATA_DIR=$${TDA_DATA_DIR:-var} $(BIN)/tda serve
 
 test: $(STAMP)
+	BIN=$(BIN) scripts/test-deps.sh
 	$(BIN)/python -m pytest
 
 bench: $(STAMP)

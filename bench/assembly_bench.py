@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from components.context_window import token_estimator as te
 from components.context_window.base import (
     AssemblyContext,
@@ -33,6 +32,7 @@ from components.context_window.handler import ContextWindowHandler
 from components.context_window.module_registry import ModuleRegistry
 from components.context_window.providers import StaticCases, StaticKnowledge
 from components.context_window.window_type import DEFAULT_TYPES
+from tda.config import offline_library_defaults
 
 WARM_RUNS = 20
 ROUNDS = 5
@@ -44,6 +44,8 @@ _WORDS = (
     "report pipeline schema index latency budget analysis trend segment churn cohort metric dashboard "
     "the a of to and in for with on by from is was are were this that which as at be it"
 ).split()
+
+offline_library_defaults()  # tiktoken loads litellm's bundled encodings, as in the service
 
 
 def prose(rng: random.Random, chars: int) -> str:

@@ -17,11 +17,13 @@ from datetime import date, timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from components.context_window.base import AssemblyContext, Directives, ModuleManifest, Profile, Session, TurnRecord
 from components.context_window.distillation import distill, parse_result
 from components.context_window.token_estimator import estimator_for
 from modules.plan_hydration.handler import PlanHydrationModule
+from tda.config import offline_library_defaults
+
+offline_library_defaults()  # tiktoken loads litellm's bundled encodings, as in the service
 
 COLUMNS = ["order_id", "order_date", "region", "customer", "product", "quantity", "net_amount"]
 

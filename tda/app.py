@@ -10,12 +10,16 @@ from quart import Quart, jsonify, redirect
 from quart_schema import QuartSchema, hide
 
 from .api import register_api
+from .api.openapi import RoutePaths
 from .config import Settings
+from .security import check_secret, session_secret
 from .service import TDAService
 from .views import bp as ui_pages
 
-ROOT = Path(__file__).resolve().parents[1]
-"""The project folder: static/ and templates/ live there."""
+PACKAGE = Path(__file__).resolve().parent
+ROOT = PACKAGE if (PACKAGE / "static").is_dir() else PACKAGE.parent
+"""Where static/ and templates/ are: inside the package when installed from a wheel (setup.py maps them to
+tda/static and tda/templates), else the project folder (a source checkout or an editable install)."""
 SWAGGER = "/static/vendor/swagger-ui"
 
 
@@ -24,8 +28,10 @@ def create_app(settings: Settings | None = None, **service_options: Any) -> Quar
     app = Quart(
         __name__, root_path=str(ROOT), static_folder="static", static_url_path="/static", template_folder="templates"
     )
-    app.secret_key = settings.secret_key
+    app.secret_key = session_secret(settings)
+    check_secret(settings, app.secret_key)
     app.config.update(
+        MAX_CONTENT_LENGTH=settings.max_body_bytes,
         SESSION_COOKIE_NAME="tda_session",
         SESSION_COOKIE_HTTPONLY=True,
         SESSION_COOKIE_SAMESITE="Lax",
@@ -40,6 +46,7 @@ def create_app(settings: Settings | None = None, **service_options: Any) -> Quar
         redoc_ui_path=None,
         scalar_ui_path=None,
         swagger_ui_path="/docs",
+        openapi_provider_class=RoutePaths,
     )
     app.make_response = _plain_json_first(app.make_response)  # type: ignore[method-assign]
     TDAService(settings, **service_options).init_app(app)

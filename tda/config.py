@@ -9,13 +9,18 @@ from pathlib import Path
 from typing import Any
 
 
-def _offline_library_defaults() -> None:
+def offline_library_defaults() -> None:
     """Keep third-party libraries offline: litellm's cost map and tiktoken's encodings ship with litellm."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+    from components.context_window.token_estimator import bundled_tokenizer_dir
+
+    folder = bundled_tokenizer_dir()
+    if folder is not None:
+        os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(folder))
 
 
-EMBEDDER_NAMES = ("minilm", "hashing")
+EMBEDDER_NAMES = ("minilm-onnx", "minilm", "hashing")
 
 
 def _embedder(value: str) -> str:
@@ -24,13 +29,29 @@ def _embedder(value: str) -> str:
     return value
 
 
+def _bus_url(value: str) -> str:
+    if not value.startswith(("redis://", "rediss://", "unix://")):
+        raise ValueError(f"TDA_BUS_URL={value!r} is not a Redis URL; use redis://host:6379/0 or leave it unset")
+    return value
+
+
+def user_data_dir(env: Mapping[str, str]) -> Path:
+    """The user's data directory (XDG): ``$XDG_DATA_HOME/tda``, else ``~/.local/share/tda``. Never
+    relative to the working directory, so every command finds the same store wherever it runs."""
+    base = env.get("XDG_DATA_HOME") or ""
+    return (Path(base) if Path(base).is_absolute() else Path.home() / ".local" / "share") / "tda"
+
+
 @dataclass(frozen=True)
 class Settings:
-    data_dir: Path = Path("var")
+    data_dir: Path = field(default_factory=lambda: user_data_dir(os.environ))
+    """``TDA_DATA_DIR``; default the user's data directory. ``make run`` keeps the checkout's ``var/``."""
     database_url: str | None = None
     """SQLAlchemy URL; default ``sqlite+aiosqlite:///<data_dir>/tda.db``."""
     chroma_url: str | None = None
     """A Chroma server (``http://host:port``); default: an embedded store under ``data_dir/chroma``."""
+    bus_url: str | None = None
+    """Redis (``redis://host:6379/0``) carrying snapshots and events between replicas; default: in-process."""
     modules_dir: Path = field(default_factory=lambda: Path.home() / ".tda" / "context_modules")
     host: str = "127.0.0.1"
     port: int = 8000
@@ -38,11 +59,19 @@ class Settings:
     """The model turns are sent to (litellm name)."""
     mock_model: bool = True
     """Answer turns with litellm's ``mock_response`` instead of calling a provider (demo/offline)."""
-    embedder: str = "minilm"
-    """Embedder for new knowledge collections and champion cases: ``minilm`` (all-MiniLM-L6-v2) or ``hashing``
+    embedder: str = "minilm-onnx"
+    """Embedder for new knowledge collections and champion cases: ``minilm-onnx`` (all-MiniLM-L6-v2, int8
+    ONNX on onnxruntime), ``minilm`` (the same model on torch) or ``hashing``
     (deterministic feature hashing: fast, for tests and machines without the model)."""
     module_timeout_s: float = 2.0
-    secret_key: str = "dev-only-change-me"
+    secret_key: str | None = None
+    """Signs browser-session cookies. Unset: a random one is made on first start and kept in data_dir/secret_key."""
+    module_roots: tuple[Path, ...] = ()
+    """Folders (besides modules_dir) that modules may be installed from (``TDA_MODULE_ROOTS``, ``:``-separated)."""
+    max_body_bytes: int = 16 * 1024 * 1024
+    """Larger request bodies are refused with 413."""
+    max_json_depth: int = 64
+    """JSON bodies nested deeper are refused with 400."""
 
     @property
     def sqlalchemy_url(self) -> str:
@@ -51,11 +80,12 @@ class Settings:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
         env = os.environ if env is None else env
-        _offline_library_defaults()
+        offline_library_defaults()
         read = {
             "data_dir": ("TDA_DATA_DIR", Path),
             "database_url": ("TDA_DATABASE_URL", str),
             "chroma_url": ("TDA_CHROMA_URL", str),
+            "bus_url": ("TDA_BUS_URL", _bus_url),
             "modules_dir": ("TDA_MODULES_DIR", Path),
             "host": ("TDA_HOST", str),
             "port": ("TDA_PORT", int),
@@ -64,6 +94,10 @@ class Settings:
             "embedder": ("TDA_EMBEDDER", _embedder),
             "module_timeout_s": ("TDA_MODULE_TIMEOUT_S", float),
             "secret_key": ("TDA_SECRET_KEY", str),
+            "module_roots": ("TDA_MODULE_ROOTS", lambda v: tuple(Path(p) for p in v.split(os.pathsep) if p)),
+            "max_body_bytes": ("TDA_MAX_BODY_BYTES", int),
+            "max_json_depth": ("TDA_MAX_JSON_DEPTH", int),
         }
         values = {name: parse(env[var]) for name, (var, parse) in read.items() if env.get(var)}
+        values.setdefault("data_dir", user_data_dir(env))
         return replace(cls(), **{**values, **overrides})

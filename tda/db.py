@@ -1,4 +1,5 @@
-"""The database: an async engine, a session factory, one write lock for SQLite, and alembic upgrades."""
+"""The database: an async engine, a session factory, one write lock for SQLite, cross-replica locks on
+PostgreSQL, and alembic upgrades."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import event
+from sqlalchemy import event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
@@ -34,11 +35,21 @@ def _ensure_sqlite_folder(url: str) -> None:
         Path(database).parent.mkdir(parents=True, exist_ok=True)
 
 
-def create_engine(url: str) -> AsyncEngine:
-    is_sqlite = make_url(url).get_backend_name() == "sqlite"
+POSTGRES_POOL = {"pool_size": 10, "max_overflow": 10, "pool_pre_ping": True}
+"""Per replica: short transactions (reads, writes). Turn locks have their own pool (``LOCK_POOL``)."""
+LOCK_POOL = {"pool_size": 2, "max_overflow": 30, "pool_pre_ping": True}
+"""Per replica: one connection per turn in flight on a distinct session, held for the whole turn. A separate
+pool, so lock holders never wait for connections that other lock holders hold. With both pools, a replica
+uses at most 52 connections: PostgreSQL's max_connections must be at least 52 x replicas (+ a few)."""
+LOCK_NAMESPACE = 0x7464  # 'td': the first key of two-key advisory locks, so tda's locks collide with nobody else's
+
+
+def create_engine(url: str, **pool: Any) -> AsyncEngine:
+    backend = make_url(url).get_backend_name()
+    is_sqlite = backend == "sqlite"
     if is_sqlite:
         _ensure_sqlite_folder(url)
-    engine = create_async_engine(url)
+    engine = create_async_engine(url, **(pool or (POSTGRES_POOL if backend == "postgresql" else {})))
     if is_sqlite:
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
     return engine
@@ -52,7 +63,9 @@ class Database:
         self.url = url
         self.engine = create_engine(url)
         self.sessions = async_sessionmaker(self.engine, expire_on_commit=False)
+        self.is_postgres = self.engine.dialect.name == "postgresql"
         self._write_lock = asyncio.Lock() if self.engine.dialect.name == "sqlite" else None
+        self._lock_engine: AsyncEngine | None = None
 
     @contextlib.asynccontextmanager
     async def read(self) -> AsyncIterator[AsyncSession]:
@@ -72,8 +85,34 @@ class Database:
         except IntegrityError as exc:
             raise Conflict(f"a concurrent change conflicted with this one; reload and retry ({exc.orig})") from None
 
+    @contextlib.asynccontextmanager
+    async def exclusive(self, key: str) -> AsyncIterator[None]:
+        """Hold a lock named ``key`` across every process on this database, for as long as the block runs.
+
+        PostgreSQL: a transaction-scoped advisory lock on a connection of its own, so it is released when
+        the block ends or the process dies (the server drops its connection). SQLite serves one process, so
+        callers' in-process locks suffice and this is a no-op."""
+        if not self.is_postgres:
+            yield
+            return
+        if self._lock_engine is None:
+            self._lock_engine = create_engine(self.url, **LOCK_POOL)
+        async with self._lock_engine.connect() as connection, connection.begin():
+            await advisory_xact_lock(connection, key)
+            yield
+
     async def close(self) -> None:
         await self.engine.dispose()
+        if self._lock_engine is not None:
+            await self._lock_engine.dispose()
+
+
+async def advisory_xact_lock(connection: Any, key: str) -> None:
+    """Wait for the PostgreSQL advisory lock ``key`` (hashed to 32 bits; a collision only serialises more);
+    it is held until the transaction ends. On an AsyncSession or AsyncConnection alike."""
+    await connection.execute(
+        text("SELECT pg_advisory_xact_lock(:namespace, hashtext(:key))"), {"namespace": LOCK_NAMESPACE, "key": key}
+    )
 
 
 def alembic_config(url: str) -> Any:

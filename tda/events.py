@@ -5,6 +5,9 @@ subscriber waits on its queue alone (no per-event timeout machinery on the hot p
 A subscriber whose queue is full is dropped (its stream ends; the browser reconnects with
 ``Last-Event-ID`` and resumes from stored snapshots), so one slow reader never slows the others
 or grows memory without bound. Each event is encoded once and the same bytes go to every subscriber.
+
+``EventBus`` serves one process. ``RedisBus`` (``TDA_BUS_URL=redis://…``) puts Redis pub/sub in front of
+it, so an event published on any replica reaches the subscribers of every replica.
 """
 
 from __future__ import annotations
@@ -12,9 +15,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 SNAPSHOT_EVENT = "context_window_snapshot"
 HEARTBEAT = b": heartbeat\n\n"
@@ -32,6 +38,20 @@ class Event:
     name: str
     payload: bytes
     """The complete SSE frame."""
+
+    def to_wire(self) -> bytes:
+        return f"{self.id}\n{self.session_id}\n{self.name}\n".encode() + self.payload
+
+    @classmethod
+    def from_wire(cls, wire: bytes) -> Event:
+        event_id, session_id, name, payload = wire.split(b"\n", 3)
+        return cls(int(event_id), session_id.decode(), name.decode(), payload)
+
+
+def snapshot_event(snapshot_id: int, session_id: str, snapshot: dict[str, Any]) -> Event:
+    # published_at (epoch seconds) lets a client show how fresh an event is (and the benchmark measure fan-out).
+    data = {"snapshot_id": snapshot_id, "published_at": time.time(), **snapshot}
+    return Event(snapshot_id, session_id, SNAPSHOT_EVENT, encode_sse(SNAPSHOT_EVENT, data, snapshot_id))
 
 
 _CLOSED = Event(-1, "", "closed", b"")
@@ -94,10 +114,16 @@ class EventBus:
         return delivered
 
     def publish_snapshot(self, snapshot_id: int, session_id: str, snapshot: dict[str, Any]) -> int:
-        # published_at (epoch seconds) lets a client show how fresh an event is (and the benchmark measure fan-out).
-        data = {"snapshot_id": snapshot_id, "published_at": time.time(), **snapshot}
-        payload = encode_sse(SNAPSHOT_EVENT, data, snapshot_id)
-        return self.publish(Event(snapshot_id, session_id, SNAPSHOT_EVENT, payload))
+        return self.publish(snapshot_event(snapshot_id, session_id, snapshot))
+
+    async def start(self) -> None:
+        """Connect to what carries events between processes (nothing, here)."""
+
+    async def drain(self) -> None:
+        """Wait until what was published has left this process (at once, here)."""
+
+    async def stop(self) -> None:
+        self.close()
 
     def heartbeat(self) -> int:
         return self.publish(HEARTBEAT_EVENT)
@@ -115,6 +141,11 @@ class EventBus:
         for sub in list(self._subscribers):
             self._drop(sub)
 
+    def drop_all(self) -> None:
+        """End every open stream without closing the bus: its clients reconnect and resume from the database."""
+        for sub in list(self._subscribers):
+            self._drop(sub)
+
     def _drop(self, sub: Subscription) -> None:
         self._subscribers.discard(sub)
         if not sub.dropped:
@@ -122,3 +153,111 @@ class EventBus:
             self.dropped += 1
         with contextlib.suppress(asyncio.QueueFull):  # next() sees ``dropped`` once the queue drains
             sub.queue.put_nowait(_CLOSED)
+
+
+class RedisBus(EventBus):
+    """Events between replicas over Redis pub/sub: one channel, one Redis subscription per replica, fanned out
+    to the local subscribers as ``EventBus`` does. A replica's own events come back to it through Redis too,
+    so every replica delivers the events in one order.
+
+    ``publish_snapshot`` does not wait: frames queue for one sender task, which keeps their order. ``drain()``
+    waits until they reached Redis; the turn lock drains before the next turn of a session may start, so a
+    session's events reach Redis in turn order whichever replica ran each turn.
+
+    Redis is not the record (the database is): when the connection drops, every local stream is ended, and
+    again once it is back, so clients reconnect with Last-Event-ID and resume from stored snapshots.
+    """
+
+    CHANNEL = "tda:events"
+    OUTBOX = 10_000
+    RETRY_S = 0.5
+
+    def __init__(self, url: str, queue_size: int = 256, channel: str = CHANNEL, drain_timeout_s: float = 2.0) -> None:
+        super().__init__(queue_size)
+        self.url = url
+        self.channel = channel
+        self.drain_timeout_s = drain_timeout_s
+        self.connected = asyncio.Event()
+        self._outbox: asyncio.Queue[bytes] = asyncio.Queue(self.OUTBOX)
+        self._tasks: list[asyncio.Task[None]] = []
+        self._redis: Any = None
+
+    def publish_snapshot(self, snapshot_id: int, session_id: str, snapshot: dict[str, Any]) -> int:
+        """Queue the event for Redis; returns how many frames wait to be sent."""
+        if self.closed:
+            return 0
+        try:
+            self._outbox.put_nowait(snapshot_event(snapshot_id, session_id, snapshot).to_wire())
+        except asyncio.QueueFull:  # Redis has been unreachable for long: streams were ended, clients resume from the DB
+            log.warning("event bus: Redis outbox full, snapshot %s not sent live", snapshot_id)
+        return self._outbox.qsize()
+
+    async def start(self) -> None:
+        import redis.asyncio as redis
+
+        self._redis = redis.Redis.from_url(self.url, health_check_interval=10, socket_keepalive=True)
+        try:
+            await self._redis.ping()
+        except (redis.RedisError, OSError) as exc:
+            raise RuntimeError(f"TDA_BUS_URL={self.url}: Redis does not answer ({exc}); start it or fix it") from None
+        self._tasks = [asyncio.create_task(self._receive()), asyncio.create_task(self._send())]
+        await asyncio.wait_for(self.connected.wait(), 10)
+
+    async def drain(self) -> None:
+        if self._tasks and self.connected.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._outbox.join(), self.drain_timeout_s)
+
+    async def stop(self) -> None:
+        await self.drain()
+        self.close()
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._redis is not None:
+            await self._redis.aclose()
+
+    async def _send(self) -> None:
+        import redis.asyncio as redis
+
+        while True:
+            frame = await self._outbox.get()
+            while True:
+                try:
+                    await self._redis.publish(self.channel, frame)
+                    break
+                except (redis.RedisError, OSError) as exc:  # kept and retried: order holds, delivery is late
+                    log.warning("event bus: could not publish to Redis at %s (%s); retrying", self.url, exc)
+                    await asyncio.sleep(self.RETRY_S)
+            self._outbox.task_done()
+
+    async def _receive(self) -> None:
+        import redis.asyncio as redis
+
+        while not self.closed:
+            pubsub = self._redis.pubsub(ignore_subscribe_messages=True)
+            try:
+                await pubsub.subscribe(self.channel)
+                if not self.connected.is_set():
+                    self.drop_all()  # streams opened while Redis was away may have missed events: resume them
+                    self.connected.set()
+                async for message in pubsub.listen():
+                    if message["type"] == "message":
+                        self.publish(Event.from_wire(message["data"]))
+            except (redis.RedisError, OSError) as exc:
+                self._lost(exc)
+                await asyncio.sleep(self.RETRY_S)
+            finally:
+                with contextlib.suppress(Exception):
+                    await pubsub.aclose()
+
+    def _lost(self, exc: BaseException) -> None:
+        if self.connected.is_set():
+            log.warning("event bus: lost Redis at %s (%s); ending streams so clients resume", self.url, exc)
+            self.connected.clear()
+            self.drop_all()
+
+
+def create_bus(url: str | None) -> EventBus:
+    """``TDA_BUS_URL`` (checked by Settings): unset, the in-process bus; ``redis://…``, Redis between replicas."""
+    return RedisBus(url) if url else EventBus()

@@ -11,6 +11,11 @@ from .errors import Conflict, NotFound
 from .sources import Cutoff, build_context, input_hashes
 
 if TYPE_CHECKING:
+    from components.context_window.base import AssemblyContext
+    from components.context_window.handler import AssembledContext
+    from components.context_window.window_type import ContextWindowType
+
+    from .models import SnapshotRow
     from .service import TDAService
 
 VARIES_BETWEEN_RUNS = ("duration_ms", "created_at", "prefix_stable_tokens")
@@ -20,12 +25,33 @@ MAX_DIFFERENCES = 200
 
 async def replay(svc: TDAService, snapshot_id: int) -> dict[str, Any]:
     row = await svc.store.sessions.snapshot(snapshot_id)
-    try:
-        window_type = await svc.store.types.version(row.type_id, row.type_version)
-    except NotFound:
-        raise Conflict(
-            f"type {row.type_id!r} v{row.type_version} no longer exists (deleted), so this snapshot cannot be replayed"
-        ) from None
+    assembled, ctx = await reassemble(svc, row)
+    recorded, replayed = comparable(row.data), comparable(assembled.snapshot.to_dict())
+    differences = diff(recorded, replayed)
+    hashes = input_hashes(ctx)
+    return {
+        "snapshot_id": snapshot_id,
+        "identical": not differences,
+        "differences": differences,
+        "inputs_changed": sorted(k for k, v in hashes.items() if row.inputs.get("hashes", {}).get(k) != v),
+        "type_id": row.type_id,
+        "type_version": row.type_version,
+        "replayed": assembled.snapshot.to_dict(),
+    }
+
+
+async def reassemble(
+    svc: TDAService, row: SnapshotRow, window_type: ContextWindowType | None = None
+) -> tuple[AssembledContext, AssemblyContext]:
+    """Assemble a stored snapshot's inputs again: same type version (unless ``window_type`` is given, to see the
+    turn under another type), model, limits, phase, and the history before it."""
+    if window_type is None:
+        try:
+            window_type = await svc.store.types.version(row.type_id, row.type_version)
+        except NotFound:
+            raise Conflict(
+                f"type {row.type_id!r} v{row.type_version} no longer exists (deleted), so this snapshot cannot be replayed"
+            ) from None
     inputs = row.inputs
     data = await svc.store.sessions.load(row.session_id, before_turn=row.turn)
     ctx = build_context(
@@ -44,22 +70,10 @@ async def replay(svc: TDAService, snapshot_id: int) -> dict[str, Any]:
             ctx.session, context_limit=inputs.get("session_context_limit"), phase=inputs.get("phase")
         ),
     )
-    assembled = await svc.scratch_handler.assemble(ctx, window_type)
-    recorded, replayed = _comparable(row.data), _comparable(assembled.snapshot.to_dict())
-    differences = diff(recorded, replayed)
-    hashes = input_hashes(ctx)
-    return {
-        "snapshot_id": snapshot_id,
-        "identical": not differences,
-        "differences": differences,
-        "inputs_changed": sorted(k for k, v in hashes.items() if inputs.get("hashes", {}).get(k) != v),
-        "type_id": row.type_id,
-        "type_version": row.type_version,
-        "replayed": assembled.snapshot.to_dict(),
-    }
+    return await svc.scratch_handler.assemble(ctx, window_type), ctx
 
 
-def _comparable(snapshot: dict[str, Any]) -> dict[str, Any]:
+def comparable(snapshot: dict[str, Any]) -> dict[str, Any]:
     data = ContextWindowSnapshot.from_dict(snapshot).to_dict()  # normalises older stored shapes
     return {k: v for k, v in data.items() if k not in VARIES_BETWEEN_RUNS}
 

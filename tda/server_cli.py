@@ -5,7 +5,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import os
 import signal
+import socket
+import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -89,9 +92,70 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     from dataclasses import replace
 
+    from .security import InsecureSettings
+
     settings = replace(settings, host=args.host or settings.host, port=args.port or settings.port)
-    run_event_loop(serve(settings))
+    try:
+        if args.workers > 1:
+            return serve_workers(settings, args.workers)
+        run_event_loop(serve(settings, reuse_port=args.reuse_port))
+    except InsecureSettings as exc:
+        print(f"tda serve: {exc}", file=sys.stderr)
+        return 2
     return 0
+
+
+def unshared_state(settings: Settings) -> list[str]:
+    """What N processes would each keep to themselves: the settings that must point at shared servers."""
+    missing = []
+    if not settings.sqlalchemy_url.startswith("postgresql"):
+        missing.append("TDA_DATABASE_URL=postgresql+asyncpg://user:password@host/db (SQLite serves one process)")
+    if not settings.bus_url:
+        missing.append("TDA_BUS_URL=redis://host:6379/0 (the in-process bus reaches only its own process's streams)")
+    if not settings.chroma_url:
+        missing.append("TDA_CHROMA_URL=http://host:8000 (the embedded Chroma store is not safe for several processes)")
+    return missing
+
+
+def serve_workers(settings: Settings, workers: int) -> int:
+    """N `tda serve` processes on one port (SO_REUSEPORT: the kernel spreads connections over them).
+
+    Migrates once, then supervises: SIGINT/SIGTERM go to every worker; if one worker dies, the others are
+    stopped and the exit status says so, for the supervisor (systemd, compose) to restart the whole."""
+    missing = unshared_state(settings)
+    if missing:
+        print(
+            f"tda serve --workers {workers}: the workers must share their state; set\n  " + "\n  ".join(missing),
+            file=sys.stderr,
+        )
+        return 2
+    upgrade(settings.sqlalchemy_url)
+    command = [sys.executable, "-m", "tda.cli", "serve", "--host", settings.host, "--port", str(settings.port)]
+    procs = {p.pid: p for p in (subprocess.Popen([*command, "--reuse-port"]) for _ in range(workers))}
+    stopping = False
+
+    def stop_all(sig: int, _frame: Any = None) -> None:
+        nonlocal stopping
+        stopping = True
+        for p in procs.values():
+            if p.poll() is None:
+                p.send_signal(sig)
+
+    signal.signal(signal.SIGINT, stop_all)
+    signal.signal(signal.SIGTERM, stop_all)
+    status = 0
+    while procs:
+        pid, wait_status = os.wait()
+        code = os.waitstatus_to_exitcode(wait_status)
+        proc = procs.pop(pid, None)
+        if proc is None:
+            continue
+        proc.returncode = code
+        if not stopping:
+            print(f"tda serve: worker {pid} exited ({code}); stopping the others", file=sys.stderr)
+            status = 1
+            stop_all(signal.SIGTERM)
+    return status
 
 
 def run_event_loop(main: Any) -> None:
@@ -104,9 +168,19 @@ def run_event_loop(main: Any) -> None:
         uvloop.run(main)
 
 
-async def serve(settings: Settings, ready: Callable[[], Any] | None = None) -> None:
+def _reuse_port_socket(host: str, port: int) -> int:
+    """A listening address other processes may bind too (SO_REUSEPORT); returns its file descriptor."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    sock.bind((host, port))
+    return sock.detach()  # hypercorn takes it over from here (fd://)
+
+
+async def serve(settings: Settings, ready: Callable[[], Any] | None = None, reuse_port: bool = False) -> None:
     """hypercorn on settings.host:port until SIGINT/SIGTERM; open SSE streams are ended first, so
-    shutdown does not wait for them."""
+    shutdown does not wait for them. ``reuse_port``: one of several workers on the same port."""
     from hypercorn.asyncio import serve as hypercorn_serve
     from hypercorn.config import Config
 
@@ -114,7 +188,8 @@ async def serve(settings: Settings, ready: Callable[[], Any] | None = None) -> N
 
     app = create_app(settings)
     config = Config()
-    config.bind = [f"{settings.host}:{settings.port}"]
+    bind = f"fd://{_reuse_port_socket(settings.host, settings.port)}" if reuse_port else None
+    config.bind = [bind or f"{settings.host}:{settings.port}"]
     config.graceful_timeout = 5
     config.accesslog = None
     stop = asyncio.Event()
@@ -132,11 +207,6 @@ async def serve(settings: Settings, ready: Callable[[], Any] | None = None) -> N
         # GC passes short, which would otherwise pause every open stream for tens of milliseconds.
         gc.collect()
         gc.freeze()
-        if settings.secret_key == Settings().secret_key:
-            print(
-                "warning: TDA_SECRET_KEY is the development default; set it so browser sessions cannot be forged",
-                file=sys.stderr,
-            )
         print(f"tda serving on http://{settings.host}:{settings.port}/ (API docs at /docs)", flush=True)
         if ready is not None:
             ready()
@@ -144,10 +214,24 @@ async def serve(settings: Settings, ready: Callable[[], Any] | None = None) -> N
     await hypercorn_serve(app, config, shutdown_trigger=shutdown_trigger)
 
 
+def _at_least_one(value: str) -> int:
+    if not value.isdigit() or int(value) < 1:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of processes; use 1 or more")
+    return int(value)
+
+
 def register(commands: argparse._SubParsersAction) -> None:
     serve_p = commands.add_parser("serve", help="run the HTTP service (migrates the database first)")
     serve_p.add_argument("--host", help="default: TDA_HOST or 127.0.0.1")
     serve_p.add_argument("--port", type=int, help="default: TDA_PORT or 8000")
+    serve_p.add_argument(
+        "--workers",
+        type=_at_least_one,
+        default=1,
+        help="N processes on one port (SO_REUSEPORT); N > 1 needs TDA_DATABASE_URL (PostgreSQL), TDA_BUS_URL "
+        "(Redis) and TDA_CHROMA_URL",
+    )
+    serve_p.add_argument("--reuse-port", action="store_true", help=argparse.SUPPRESS)  # a worker of --workers N
     serve_p.set_defaults(func=cmd_serve)
 
     db = commands.add_parser("db", help="database schema")

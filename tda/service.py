@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import weakref
+from collections.abc import AsyncIterator
 from typing import Any
 
 from pydantic import ValidationError
@@ -18,7 +20,7 @@ from .background import BackgroundWriter
 from .config import Settings
 from .db import upgrade_async
 from .errors import Invalid, field_errors
-from .events import EventBus
+from .events import create_bus
 from .history import HistoryCache
 from .knowledge.providers import LiveKnowledge
 from .llm import LLM, LLMSummarizer, preload
@@ -50,7 +52,7 @@ class TDAService:
         )
         """For previews and replays: they must not change what the live handler remembers of a session."""
         self._session_locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
-        self.bus = EventBus()
+        self.bus = create_bus(settings.bus_url)
         self.writer = BackgroundWriter()
         self.history = HistoryCache(self.store.sessions)
         self.llm = llm or LLM(mock=settings.mock_model)
@@ -84,6 +86,7 @@ class TDAService:
         self.registry.load()
         await self.store.types.seed_defaults()
         await self.apply_module_state()
+        await self.bus.start()
         self._heartbeats = asyncio.create_task(self.bus.run_heartbeats(self.heartbeat_s))
 
     async def _warm_up_knowledge(self) -> None:
@@ -93,7 +96,7 @@ class TDAService:
             log.warning("knowledge store warm-up failed: %s", exc)
 
     async def shutdown(self) -> None:
-        self.bus.close()
+        await self.bus.stop()
         if self._heartbeats is not None:
             self._heartbeats.cancel()
         await self.writer.drain()  # before the stores close: what turns queued is written
@@ -110,11 +113,21 @@ class TDAService:
             except ValueError as exc:  # e.g. a module became required since
                 log.warning("module state for %s not applied: %s", module_id, exc)
 
-    def session_lock(self, session_id: str) -> asyncio.Lock:
+    @contextlib.asynccontextmanager
+    async def session_lock(self, session_id: str) -> AsyncIterator[None]:
+        """One turn at a time per session, across every replica: turn numbers stay dense.
+
+        In process first (turns queued here hold no database connection), then the database's lock (PostgreSQL:
+        an advisory lock, released even if this process dies). Before letting go, the session's events are
+        handed to the bus, so the next turn's events, wherever it runs, come after them."""
         lock = self._session_locks.get(session_id)
         if lock is None:
             lock = self._session_locks[session_id] = asyncio.Lock()
-        return lock
+        async with lock, self.store.db.exclusive(f"session:{session_id}"):
+            try:
+                yield
+            finally:
+                await self.bus.drain()
 
     def known_modules(self) -> set[str]:
         """Installed modules plus the built-in ids (a type may name a built-in that is missing here)."""

@@ -16,7 +16,7 @@ from quart import Blueprint, redirect, render_template, request
 from quart_schema import hide
 
 from .auth import csrf_token, current_principal
-from .errors import ServiceError
+from .errors import NotFound, ServiceError
 from .service import service
 from .store.tokens import Principal
 
@@ -25,7 +25,13 @@ bp = Blueprint("ui", __name__, url_prefix="/ui")
 SESSION_LIMIT_FLOOR = 4096
 """The context-limit slider starts here: smaller windows cannot hold a system prompt and tools usefully."""
 
-NAV = (("types", "Window types"), ("modules", "Modules"), ("profiles", "Profiles"), ("sessions", "Sessions"))
+NAV = (
+    ("types", "Window types"),
+    ("modules", "Modules"),
+    ("profiles", "Profiles"),
+    ("sessions", "Sessions"),
+    ("audit", "Audit log"),
+)
 
 View = Callable[..., Awaitable[Any]]
 
@@ -86,6 +92,8 @@ async def new_type() -> dict[str, Any]:
 @bp.get("/types/<type_id>")
 @page("editor.html", "types")
 async def edit_type(type_id: str) -> dict[str, Any]:
+    """The editor of a saved type (an unknown id gets a 404 page, not an empty editor)."""
+    await service().store.types.get(type_id)
     return {"type_id": type_id, "copy_of": ""}
 
 
@@ -107,9 +115,37 @@ async def sessions() -> dict[str, Any]:
     return {}
 
 
+@bp.get("/audit")
+@page("audit.html", "audit")
+async def audit() -> dict[str, Any]:
+    return {}
+
+
 @bp.get("/sessions/<session_id>")
 @page("panel.html", "sessions")
 async def panel(session_id: str) -> dict[str, Any]:
     """The context panel (an unknown session id gets a 404 page)."""
     session = await service().store.sessions.get(session_id)
     return {"session_id": session.id, "limit_floor": SESSION_LIMIT_FLOOR}
+
+
+@bp.get("/sessions/<session_id>/turns/<int(max=2147483647):turn>")
+@page("trace.html", "sessions")
+async def turn_trace(session_id: str, turn: int) -> dict[str, Any]:
+    """One turn's trace: the window as sent, module by module (an unknown session or turn gets a 404 page)."""
+    store = service().store.sessions
+    session = await store.get(session_id)
+    numbers = [t.turn for t in await store.turns(session_id) if t.snapshot_id is not None]
+    row = await store.turn(session_id, turn)
+    if row.snapshot_id is None:
+        raise NotFound(f"turn {turn} of session {session_id!r} has no recorded snapshot to trace")
+    earlier = [n for n in numbers if n < turn]
+    later = [n for n in numbers if n > turn]
+    return {
+        "session_id": session.id,
+        "session_title": session.title or session.id,
+        "turn": turn,
+        "snapshot_id": row.snapshot_id,
+        "previous": earlier[-1] if earlier else None,
+        "next": later[0] if later else None,
+    }

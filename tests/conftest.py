@@ -5,6 +5,9 @@ from __future__ import annotations
 import pytest
 
 from components.context_window.module_registry import ModuleRegistry
+from tda.config import offline_library_defaults
+
+offline_library_defaults()  # as the application does at start-up: tiktoken and litellm stay offline
 
 
 @pytest.fixture(scope="session")

@@ -93,7 +93,7 @@ class Scripted(ContextModule):
         kept: list[str] = []
         for block in self.blocks:
             trial = self._made([*kept, block])
-            if 3 + ctx.tokens.count(trial.text()) > budget:
+            if ctx.tokens.count_text_message(trial.text()) > budget:
                 break
             kept.append(block)
         return self._made(kept, strategy)

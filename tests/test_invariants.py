@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from hypothesis import HealthCheck, event, given, settings
@@ -11,8 +12,9 @@ from components.context_window.base import ContextModule, Message
 from components.context_window.budget import BudgetExceeded
 from components.context_window.handler import ContextWindowHandler
 from components.context_window.module_registry import ModuleRegistry
-from components.context_window.token_estimator import REPLY_PRIMING, estimator_for
+from components.context_window.token_estimator import REPLY_PRIMING
 from components.context_window.window_type import ContextWindowType
+from tests.oracle import cookbook_tokens, litellm_tools_tokens, text_tokens
 from tests.support import Scripted, conversation, make_ctx, make_tools, tool_call_exchange, words
 
 BEHAVIOURS = ["fit", "fit", "ignore", "raise", "hang", "huge"]
@@ -103,16 +105,17 @@ def scenarios(draw: Any) -> tuple[list[ContextModule], ContextWindowType, Any]:
     return modules, wtype, ctx
 
 
-def rendered_tokens(messages: list[dict[str, Any]], tools: list[dict[str, Any]], model: str) -> int:
-    """Count the output independently of the handler's bookkeeping."""
-    from components.context_window.base import ToolSchema
-
-    est = estimator_for(model)
-    return (
-        sum(est.count_message(Message.from_chat(m)) for m in messages)
-        + sum(est.count_tool(ToolSchema.from_openai(t)) for t in tools)
-        + REPLY_PRIMING
-    )
+def assert_counted_as_the_provider_counts(result: Any, model: str) -> None:
+    """Recount the output with the independent oracles (tests/oracle.py), never the handler's estimator."""
+    snap = result.snapshot
+    messages_tokens = cookbook_tokens(result.messages, model)
+    tools_charge = snap.total_used - messages_tokens
+    if not result.tools:
+        assert tools_charge == 0, "total_used differs from the cookbook count"
+        return
+    as_sent = sum(text_tokens(json.dumps(t, ensure_ascii=False, separators=(",", ":")), model) for t in result.tools)
+    assert tools_charge >= as_sent, "tools charged below the JSON sent"
+    assert tools_charge >= litellm_tools_tokens(result.tools, model), "tools charged below litellm's count"
 
 
 def assert_tool_units_whole(messages: list[dict[str, Any]]) -> None:
@@ -166,7 +169,7 @@ async def test_never_over_budget_and_only_the_floor_may_fail(scenario):
     snap = result.snapshot
     event("trimmed" if any(c.strategy == "trim" for c in snap.condensations) else "fits")
     assert snap.total_used <= snap.available_budget
-    assert rendered_tokens(result.messages, result.tools, ctx.model) == snap.total_used
+    assert_counted_as_the_provider_counts(result, ctx.model)
     assert sum(m.used for m in snap.modules) + snap.query_tokens + REPLY_PRIMING == snap.total_used
     assert_tool_units_whole(result.messages)
 

@@ -17,7 +17,7 @@ from components.context_window.base import (
     Session,
     newest_first,
 )
-from components.context_window.token_estimator import TokenEstimator, counts_to_store, message_overhead
+from components.context_window.token_estimator import TokenEstimator, counts_to_store
 from tests.support import conversation, make_ctx, module_ctx, tool_call_exchange
 
 
@@ -88,23 +88,23 @@ def test_the_turn_number_comes_from_the_source_header():
     assert Session("s", history=source).turn_number == 8 and source.pages == 0
 
 
-def test_stored_counts_are_tiktokens_of_the_message_text_per_encoding():
-    call = {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": '{"q": "kettles"}'}}
-    message = Message("assistant", "Looking it up — 42 kettles.", tool_calls=(call,), name="agent")
+def test_stored_counts_follow_the_cookbook_accounting_per_encoding():
+    message = Message("assistant", "Looking it up — 42 kettles.", name="agent")
     counts = counts_to_store(message)
     for name in ("o200k_base", "cl100k_base"):
         enc = tiktoken.get_encoding(name)
-        texts = [message.content, "agent", "lookup", '{"q": "kettles"}']
-        assert counts[name] == sum(len(enc.encode(t)) for t in texts)
+        # OpenAI cookbook: 3 per message, every field's tokens, 1 more for a name.
+        expected = 3 + len(enc.encode("assistant")) + len(enc.encode(message.content)) + 1 + len(enc.encode("agent"))
+        assert counts[name] == expected
 
 
 def test_a_message_with_stored_counts_costs_the_same_and_is_not_tokenised_again():
     plain = Message("user", "How many kettles came back in March, and why?")
     stored = dataclasses.replace(plain, tokens=counts_to_store(plain))
     fresh, reading = TokenEstimator("o200k_base"), TokenEstimator("o200k_base")
-    assert reading.count_message(stored) == fresh.count_message(plain)
-    assert reading.misses == 0 and fresh.misses == 1
-    assert reading.count_message(stored) == message_overhead(plain) + stored.tokens["o200k_base"]
+    misses = reading.misses, fresh.misses
+    assert reading.count_message(stored) == fresh.count_message(plain) == stored.tokens["o200k_base"]
+    assert reading.misses == misses[0] and fresh.misses > misses[1]  # nothing tokenised to read the stored count
 
 
 def test_a_stored_count_for_another_encoding_is_not_used():

@@ -12,12 +12,9 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
-
-if TYPE_CHECKING:
-    from .token_estimator import TokenEstimator
 
 ProfileType = Literal["tool_enabled", "llm_only", "rag_focused", "genie"]
 PROFILE_TYPES: tuple[str, ...] = ("tool_enabled", "llm_only", "rag_focused", "genie")
@@ -38,7 +35,6 @@ class _Strict(BaseModel):
 class Capabilities(_Strict):
     condensable: bool = True
     purgeable: bool = False
-    has_cache: bool = False
 
 
 class Applicability(_Strict):
@@ -140,8 +136,8 @@ class ToolSchema:
 
     @cached_property
     def json(self) -> str:
-        """The exact JSON text sent for this tool."""
-        return json.dumps(self.to_openai(), separators=(",", ":"), sort_keys=True)
+        """The exact JSON text sent for this tool (as the OpenAI SDK and httpx serialise a request body)."""
+        return json.dumps(self.to_openai(), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
     @classmethod
     def from_openai(cls, data: Mapping[str, Any]) -> ToolSchema:
@@ -325,6 +321,20 @@ class ChampionCase:
     feedback: int = 0  # -1 negative, 0 none, +1 positive
 
 
+class TokenCounter(Protocol):
+    """What modules count with (``ctx.tokens``): ``token_estimator.TokenEstimator`` implements it."""
+
+    def count(self, text: str) -> int: ...
+
+    def count_message(self, message: Message) -> int: ...
+
+    def count_text_message(self, text: str, role: str = "system") -> int: ...
+
+    def count_tool(self, tool: ToolSchema) -> int: ...
+
+    def count_tools(self, tools: Sequence[ToolSchema]) -> int: ...
+
+
 @runtime_checkable
 class KnowledgeRetriever(Protocol):
     async def retrieve(
@@ -377,10 +387,10 @@ class AssemblyContext:
     extras: Mapping[str, Any] = field(default_factory=dict)
     """Free-form inputs for third-party modules (e.g. ``component_instructions`` texts)."""
     directives: Directives = field(default_factory=Directives)
-    tokens: TokenEstimator | None = None
+    tokens: TokenCounter | None = None
     """Set by the orchestrator: the estimator whose counts the budget is enforced with."""
 
-    def for_module(self, directives: Directives, tokens: TokenEstimator) -> AssemblyContext:
+    def for_module(self, directives: Directives, tokens: TokenCounter) -> AssemblyContext:
         return _evolve(self, directives=directives, tokens=tokens)
 
 

@@ -15,7 +15,7 @@ from .base import joined
 
 if TYPE_CHECKING:
     from .base import AssemblyContext
-    from .token_estimator import TokenEstimator
+    from .base import TokenCounter as TokenEstimator
 
 _SENTENCE_OR_PARAGRAPH_END = re.compile(r"(?<=[.!?:;])\s+|\n")
 _WORD_END = re.compile(r"\s+")

@@ -27,7 +27,7 @@ from . import window_type as wt
 from .base import AssemblyContext, ContextModule, Contribution, Directives, Message, ToolSchema
 from .conditions import Facts, holds
 from .snapshot import Condensation, ContextWindowSnapshot, ModuleUsage, Reallocation
-from .token_estimator import MESSAGE_OVERHEAD, REPLY_PRIMING, TokenEstimator, estimator_for, resolve_model_limit
+from .token_estimator import REPLY_PRIMING, TokenEstimator, estimator_for, resolve_model_limit
 
 DEFAULT_TIMEOUT_S = 2.0
 _PLACEMENT_ORDER = {"system": 0, "tools": 1, "history": 2, "context": 3}
@@ -452,7 +452,7 @@ class ContextWindowHandler:
             return tokens.count_message(item)
         if isinstance(item, tuple):
             return tokens.count(item[1])
-        return MESSAGE_OVERHEAD + tokens.count(item)
+        return tokens.count_text_message(item)
 
     def _snapshot(self, run: _Run, total: int, stable: int) -> ContextWindowSnapshot:
         ctx, limits = run.ctx, run.limits
@@ -517,6 +517,7 @@ class ContextWindowHandler:
         tokens = run.tokens
         n = 0
         has_text = False
+        tools: list[ToolSchema] = []
         for unit in c.units:
             for item in unit:
                 if isinstance(item, Message):
@@ -524,13 +525,14 @@ class ContextWindowHandler:
                 elif isinstance(item, str):
                     has_text = True
                 elif isinstance(item, ToolSchema):
-                    n += tokens.count_tool(item)
+                    tools.append(item)
                 else:
                     raise TypeError(
                         f"{module_id} put a {type(item).__name__} in a unit; use str, Message or ToolSchema"
                     )
+        n += tokens.count_tools(tools)
         if has_text:
-            n += MESSAGE_OVERHEAD + tokens.count(c.text())
+            n += tokens.count_text_message(c.text())
         return c.replace(tokens=n, module_id=module_id)
 
     async def _timed(self, call: Awaitable[Any]) -> Any:

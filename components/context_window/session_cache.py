@@ -1,66 +1,111 @@
-"""A bounded per-session memo for modules: what a module computed once for a session, it reuses.
+"""The one cache helper: a bounded least-recently-used memo, keyed by content.
 
-Keys are ``(session_id, key)``; the least recently used entries go first when the bound is hit,
-and ``purge(session_id)`` forgets one session (the module's ``purge``).
+Every cache in the component and the built-in modules is a ``BoundedCache`` (or a ``SessionCache``,
+the same with a session id in the key so a module's ``purge`` can forget one session). The rule that
+keeps assembly deterministic: a key holds *everything* the cached value was computed from (texts,
+values, feedback, message contents), never an object identity or a position alone, so the same input
+gives the same output whatever was assembled before. ``content_key`` builds such a key from plain data.
 """
 
 from __future__ import annotations
 
+import hashlib
+import pickle
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Hashable
 from typing import Any, Generic, TypeVar
 
+K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 
 
-class SessionCache(Generic[V]):
+class BoundedCache(Generic[K, V]):
+    """At most ``max_entries`` entries; the least recently used go first."""
+
     def __init__(self, max_entries: int = 1024) -> None:
         if max_entries < 1:
             raise ValueError("max_entries must be at least 1")
         self.max_entries = max_entries
-        self._entries: OrderedDict[tuple[str, Hashable], V] = OrderedDict()
+        self._entries: OrderedDict[K, V] = OrderedDict()
         self.hits = 0
         self.misses = 0
 
-    def get_or_compute(self, session_id: str, key: Hashable, compute: Callable[[], V]) -> V:
-        full_key = (session_id, key)
-        if full_key in self._entries:
-            return self._hit(full_key)
-        return self._store(full_key, compute())
+    def get(self, key: K, default: Any = None) -> Any:
+        try:
+            value = self._entries[key]
+        except KeyError:
+            return default
+        self._entries.move_to_end(key)
+        return value
 
-    async def aget_or_compute(self, session_id: str, key: Hashable, compute: Callable[[], Awaitable[V]]) -> V:
-        """As ``get_or_compute`` for async producers (e.g. a retriever call)."""
-        full_key = (session_id, key)
-        if full_key in self._entries:
-            return self._hit(full_key)
-        return self._store(full_key, await compute())
-
-    def _hit(self, full_key: tuple[str, Hashable]) -> V:
-        self.hits += 1
-        self._entries.move_to_end(full_key)
-        return self._entries[full_key]
-
-    def _store(self, full_key: tuple[str, Hashable], value: V) -> V:
-        self.misses += 1
-        self._entries[full_key] = value
+    def put(self, key: K, value: V) -> V:
+        self._entries[key] = value
+        self._entries.move_to_end(key)
         if len(self._entries) > self.max_entries:
             self._entries.popitem(last=False)
         return value
 
-    def purge(self, session_id: str) -> int:
-        """Forget everything cached for ``session_id``; returns how many entries went."""
-        doomed = [k for k in self._entries if k[0] == session_id]
-        for k in doomed:
+    def get_or_compute(self, key: K, compute: Callable[[], V]) -> V:
+        if key in self._entries:
+            self.hits += 1
+            return self.get(key)
+        self.misses += 1
+        return self.put(key, compute())
+
+    async def aget_or_compute(self, key: K, compute: Callable[[], Awaitable[V]]) -> V:
+        """As ``get_or_compute`` for async producers (e.g. a retriever call)."""
+        if key in self._entries:
+            self.hits += 1
+            return self.get(key)
+        self.misses += 1
+        return self.put(key, await compute())
+
+    def discard_where(self, doomed: Callable[[K], bool]) -> int:
+        """Drop the entries whose key ``doomed`` accepts; returns how many went."""
+        keys = [k for k in self._entries if doomed(k)]
+        for k in keys:
             del self._entries[k]
-        return len(doomed)
+        return len(keys)
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._entries
 
     def __len__(self) -> int:
         return len(self._entries)
 
     def stats(self) -> dict[str, Any]:
-        return {
-            "sessions": len({sid for sid, _ in self._entries}),
-            "entries": len(self._entries),
-            "hits": self.hits,
-            "misses": self.misses,
-        }
+        return {"entries": len(self._entries), "hits": self.hits, "misses": self.misses}
+
+
+class SessionCache(BoundedCache[tuple[str, Hashable], V]):
+    """A ``BoundedCache`` whose keys are ``(session_id, key)``: what a module computed for a session."""
+
+    def get_or_compute(self, session_id: str, key: Hashable, compute: Callable[[], V]) -> V:  # type: ignore[override]
+        return super().get_or_compute((session_id, key), compute)
+
+    async def aget_or_compute(  # type: ignore[override]
+        self, session_id: str, key: Hashable, compute: Callable[[], Awaitable[V]]
+    ) -> V:
+        return await super().aget_or_compute((session_id, key), compute)
+
+    def purge(self, session_id: str) -> int:
+        """Forget everything cached for ``session_id``; returns how many entries went."""
+        return self.discard_where(lambda k: k[0] == session_id)
+
+    def stats(self) -> dict[str, Any]:
+        return {"sessions": len({sid for sid, _ in self._entries}), **super().stats()}
+
+
+def content_key(*parts: Any) -> str:
+    """A digest of ``parts`` by value (nested dicts, lists, dataclasses): equal content, equal key.
+
+    Pickling is exact for the plain data modules cache on; ``repr`` covers anything that does not pickle.
+    """
+    try:
+        data = pickle.dumps(parts, protocol=5)
+    except Exception:
+        data = repr(parts).encode("utf-8", "surrogatepass")
+    return hashlib.blake2b(data, digest_size=20).hexdigest()

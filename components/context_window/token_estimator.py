@@ -1,31 +1,57 @@
-"""Exact token counts with tiktoken, cached by content, and the model's input limit.
+"""Token counts by the provider's own accounting, cached by content, and the model's input limit.
 
-Counts are cached per estimator (one per encoding) keyed by the text itself: the dict hashes the
-content (CPython caches a str's hash on the object) and compares it exactly, so an unchanged history is
-never re-tokenised and no two texts can collide. Message counts are also cached per message object. When no encoding
-can load, a ~4 characters/token estimate is used and ``method`` says so.
+Messages follow OpenAI's published accounting (``num_tokens_from_messages`` in the OpenAI cookbook,
+checked there against the API's ``prompt_tokens``)::
+
+    3 per message + the tokens of every string field (role included) + 1 per name + 3 reply priming
+
+``tool_calls`` (id, type, function name, arguments) and ``tool_call_id`` are counted too. Tools are
+counted from the JSON actually sent (``ToolSchema.json``) and never below the function-definition
+format providers render them into (what ``litellm.token_counter`` counts), plus its fixed overhead.
+
+Which tokenizer (``tokenizer_for``):
+
+* OpenAI models: tiktoken's encoding for the model (exact);
+* models for which litellm ships a tokenizer offline (Anthropic's pre-Claude-3 models): that tokenizer;
+* every other model: cl100k_base plus a ``SAFETY_MARGIN`` — an estimate, and ``method`` says so;
+* no encoding loads at all: UTF-8 bytes, an upper bound (a BPE token covers at least one byte).
+
+Counts are cached per estimator keyed by the text itself (the dict hashes and compares the content),
+so an unchanged history is never re-tokenised and no two texts can collide.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import itertools
-import os
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from .base import Message, ToolSchema
+from .session_cache import BoundedCache
 
 MESSAGE_OVERHEAD = 3
-"""Tokens a chat message costs beyond its content (OpenAI's documented accounting)."""
+"""Tokens every chat message costs beyond its fields: ``<|start|>``, the role/content separator, ``<|end|>``."""
 NAME_OVERHEAD = 1
 REPLY_PRIMING = 3
 """Every reply is primed with ``<|start|>assistant<|message|>``."""
-FALLBACK_CHARS_PER_TOKEN = 4
+TOOLS_OVERHEAD = 9
+"""Fixed tokens of a request's function definitions, beyond their text (what litellm adds)."""
+TOOLS_HEADER = "namespace functions {\n\n"
+TOOLS_FOOTER = "} // namespace functions"
+SAFETY_MARGIN = 0.25
+"""Added to cl100k counts for models without an offline tokenizer: their tokenizers (Claude 3+, Gemini,
+Llama, Mistral) differ from cl100k by up to about a fifth on English prose and code."""
 DEFAULT_MODEL_LIMIT = 128_000
 
-_O200K_PREFIXES = ("gpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "o1", "o3", "o4", "chatgpt-4o")
+_O200K_PREFIXES = ("gpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "o1", "o3", "o4", "chatgpt-4o", "gpt-oss")
+_OPENAI_PREFIXES = ("gpt-", "o1", "o3", "o4", "chatgpt-", "text-", "davinci", "babbage", "ft:gpt")
+_OPENAI_PROVIDERS = ("", "openai", "azure", "azure_ai", "text-completion-openai")
+_BUNDLED_HF_TOKENIZERS = {("claude-2", "claude-instant"): "anthropic_tokenizer.json"}
+"""Model prefixes for which litellm ships a tokenizer file (offline), and that file."""
 
 # Known input limits for models litellm does not map (or maps without max_input_tokens).
 FALLBACK_LIMITS: dict[str, int] = {
@@ -42,145 +68,298 @@ FALLBACK_LIMITS: dict[str, int] = {
 }
 
 
+def _split(model: str) -> tuple[str, str]:
+    provider, _, base = model.lower().rpartition("/")
+    return provider, base
+
+
 def encoding_name_for(model: str) -> str:
-    base = model.rsplit("/", 1)[-1].lower()
-    return "o200k_base" if base.startswith(_O200K_PREFIXES) else "cl100k_base"
+    return "o200k_base" if _split(model)[1].startswith(_O200K_PREFIXES) else "cl100k_base"
 
 
-def _point_tiktoken_at_bundled_encodings() -> None:
-    """tiktoken downloads encodings on first use; litellm ships the files, so use those (offline)."""
-    if "TIKTOKEN_CACHE_DIR" in os.environ:
-        return
+def is_openai_model(model: str) -> bool:
+    provider, base = _split(model)
+    return provider.split("/")[-1] in _OPENAI_PROVIDERS and base.startswith(_OPENAI_PREFIXES)
+
+
+@dataclass(frozen=True)
+class Tokenizer:
+    """How a model's text is counted: an encoding or tokenizer file, and a margin for estimates."""
+
+    kind: str  # "tiktoken" or "huggingface"
+    name: str  # the encoding name, or the tokenizer file
+    margin: float = 0.0
+    model: str = ""
+
+    @property
+    def exact(self) -> bool:
+        return self.margin == 0.0
+
+
+def tokenizer_for(model: str) -> Tokenizer:
+    if is_openai_model(model):
+        return Tokenizer("tiktoken", encoding_name_for(model))
+    base = _split(model)[1]
+    for prefixes, file in _BUNDLED_HF_TOKENIZERS.items():
+        if base.startswith(prefixes) and _bundled_file(file) is not None:
+            return Tokenizer("huggingface", file)
+    return Tokenizer("tiktoken", "cl100k_base", SAFETY_MARGIN, model)
+
+
+def bundled_tokenizer_dir() -> Path | None:
+    """litellm's folder of tokenizer files (tiktoken encodings, Anthropic's tokenizer), found without importing it.
+
+    The application points ``TIKTOKEN_CACHE_DIR`` here so tiktoken loads offline; this library never
+    writes the environment.
+    """
     spec = importlib.util.find_spec("litellm")
     if spec and spec.submodule_search_locations:
         folder = Path(next(iter(spec.submodule_search_locations))) / "litellm_core_utils" / "tokenizers"
         if folder.is_dir():
-            os.environ["TIKTOKEN_CACHE_DIR"] = str(folder)
+            return folder
+    return None
+
+
+def _bundled_file(name: str) -> Path | None:
+    folder = bundled_tokenizer_dir()
+    path = folder / name if folder else None
+    return path if path is not None and path.is_file() else None
 
 
 @lru_cache(maxsize=8)
-def _load_encoding(name: str) -> Any | None:
-    _point_tiktoken_at_bundled_encodings()
+def _load_counter(kind: str, name: str) -> Callable[[str], int] | None:
+    """A function counting a text's tokens, or None when nothing loads (no file, no network)."""
     try:
+        if kind == "huggingface":
+            from tokenizers import Tokenizer as HFTokenizer
+
+            path = _bundled_file(name)
+            if path is None:
+                return None
+            hf = HFTokenizer.from_file(str(path))
+            return lambda text: len(hf.encode(text, add_special_tokens=False).ids)
         import tiktoken
 
-        return tiktoken.get_encoding(name)
-    except Exception:  # no file, no network: fall back to the character estimate
+        encoding = tiktoken.get_encoding(name)
+        # Ordinary text only: a message that *looks like* "<|endoftext|>" is text, as the provider counts it.
+        return lambda text: len(encoding.encode_ordinary(text))
+    except Exception:
         return None
 
 
 class TokenEstimator:
-    """Counts tokens for one encoding, caching per text. Share one per encoding across assemblies."""
+    """Counts tokens for one tokenizer, caching per text. Share one per tokenizer across assemblies."""
 
-    def __init__(self, encoding_name: str = "cl100k_base", *, cache_size: int = 200_000) -> None:
-        self.encoding_name = encoding_name
-        self._encoding = _load_encoding(encoding_name)
-        self._texts: dict[str, int] = {}
-        self._messages: dict[int, tuple[Message, int]] = {}
+    def __init__(
+        self, encoding_name: str = "cl100k_base", *, cache_size: int = 200_000, tokenizer: Tokenizer | None = None
+    ) -> None:
+        self.tokenizer = tokenizer or Tokenizer("tiktoken", encoding_name)
+        self.encoding_name = self.tokenizer.name
+        self._counter = _load_counter(self.tokenizer.kind, self.tokenizer.name)
+        self._scale = 1.0 + self.tokenizer.margin
+        self._texts: BoundedCache[str, int] = BoundedCache(cache_size)
+        self._messages: BoundedCache[int, tuple[Message, int]] = BoundedCache(cache_size)
         """Per message object (messages are frozen): id -> (the message, its count). Holding the message
         keeps its id from being reused while the entry lives."""
-        self._cache_size = cache_size
         self.misses = 0
+        self.tools_overhead = TOOLS_OVERHEAD + self.count(TOOLS_HEADER) + self.count(TOOLS_FOOTER)
 
     @property
     def exact(self) -> bool:
-        return self._encoding is not None
+        return self._counter is not None and self.tokenizer.exact
 
     @property
     def method(self) -> str:
-        return f"tiktoken:{self.encoding_name}" if self.exact else "chars/4 (fallback: no tiktoken encoding)"
+        t = self.tokenizer
+        if self._counter is None:
+            return f"utf-8 bytes (upper bound: the {t.name} tokenizer did not load)"
+        if t.kind == "huggingface":
+            return f"huggingface:{t.name} (litellm's offline tokenizer)"
+        if t.margin:
+            return f"tiktoken:{t.name} +{t.margin:.0%} (estimate: no offline tokenizer for {t.model})"
+        return f"tiktoken:{t.name}"
 
     def count(self, text: str) -> int:
+        """Tokens of ``text`` as sent (special-token look-alikes count as the plain text they are)."""
         n = self._texts.get(text)
         if n is not None:
             return n
         if not text:
             return 0
         self.misses += 1
-        if self._encoding is not None:
-            n = len(self._encoding.encode_ordinary(text))
+        if self._counter is None:
+            n = len(text.encode("utf-8", "surrogatepass"))
         else:
-            n = -(-len(text) // FALLBACK_CHARS_PER_TOKEN)
-        _bounded_put(self._texts, text, n, self._cache_size)
+            n = self._counter(text)
+            if self._scale != 1.0:
+                n = math.ceil(n * self._scale)
+        self._texts.put(text, n)
         return n
 
     def count_message(self, message: Message) -> int:
-        """The message's own text (its stored count for this encoding when it has one) plus the overhead."""
-        stored = message.tokens.get(self.encoding_name) if message.tokens and self.exact else None
+        """A chat message's tokens by the cookbook accounting: what a provider bills for it in a prompt.
+
+        This is the one per-message figure: the orchestrator budgets with it, and stores keep it per
+        message and encoding at write time (``counts_to_store``), so a stored history is never re-tokenised.
+        """
+        stored = message.tokens.get(self.encoding_name) if message.tokens and self.stored_exact else None
         if stored is not None:
-            return message_overhead(message) + stored
+            return stored
         entry = self._messages.get(id(message))
         if entry is not None and entry[0] is message:
             return entry[1]
-        n = message_overhead(message) + self.count_fields(message)
-        _bounded_put(self._messages, id(message), (message, n), self._cache_size)
+        n = self.count_fields(message.role, message.content, message.name, message.tool_calls, message.tool_call_id)
+        self._messages.put(id(message), (message, n))
         return n
 
-    def count_fields(self, message: Message, count: Any = None) -> int:
-        """Tokens of the message's own text (content, name, tool calls): what is stored per encoding."""
+    @property
+    def stored_exact(self) -> bool:
+        """Whether counts stored per encoding name are this estimator's counts (exact tiktoken, no margin)."""
+        return self.exact and self.tokenizer.kind == "tiktoken"
+
+    def count_chat(self, message: Mapping[str, Any]) -> int:
+        """``count_message`` for an OpenAI-style dict (``role``, ``content``, ``name``, ``tool_calls``, ...)."""
+        return self.count_fields(
+            str(message.get("role", "")),
+            message.get("content") or "",
+            message.get("name"),
+            message.get("tool_calls") or (),
+            message.get("tool_call_id"),
+        )
+
+    def count_fields(
+        self,
+        role: str,
+        content: str,
+        name: str | None = None,
+        tool_calls: Iterable[Mapping[str, Any]] = (),
+        tool_call_id: str | None = None,
+        count: Callable[[str], int] | None = None,
+    ) -> int:
         count = count or self.count
-        n = count(message.content)
-        if message.name:
-            n += count(message.name)
-        for call in message.tool_calls:
-            fn = call.get("function", {})
-            n += count(str(fn.get("name", ""))) + count(str(fn.get("arguments", "")))
-        if message.tool_call_id:
-            n += count(message.tool_call_id)
+        n = MESSAGE_OVERHEAD + count(role) + count(content)
+        if name is not None:
+            n += NAME_OVERHEAD + count(name)
+        for call in tool_calls:
+            n += _count_call(call, count)
+        if tool_call_id is not None:
+            n += count(tool_call_id)
         return n
 
-    def stored_counts(self, message: Message) -> int | None:
-        """``count_fields`` for storing with a new message: uncached (written once, read from the store after);
-        ``None`` when this estimator is not exact (a character estimate is not worth keeping)."""
-        if self._encoding is None:
-            return None
-        encode = self._encoding.encode_ordinary
-        return self.count_fields(message, lambda text: len(encode(text)) if text else 0)
+    def uncached_count(self, message: Message) -> int:
+        """``count_message`` without filling the cache: for counts stored once with a new message."""
+        counter = self._counter
+        assert counter is not None
+        return self.count_fields(
+            message.role,
+            message.content,
+            message.name,
+            message.tool_calls,
+            message.tool_call_id,
+            count=lambda text: counter(text) if text else 0,
+        )
+
+    def count_text_message(self, text: str, role: str = "system") -> int:
+        """Tokens of one message carrying ``text`` (how a text contribution is sent)."""
+        return MESSAGE_OVERHEAD + self.count(role) + self.count(text)
 
     def count_tool(self, tool: ToolSchema) -> int:
-        return self.count(tool.json)
+        """One tool: the JSON sent, or its function-definition rendering if that is larger."""
+        return max(self.count(tool.json), self.count(function_definition(tool)))
+
+    def count_tools(self, tools: Sequence[ToolSchema]) -> int:
+        """A request's tools: each tool, plus the fixed overhead of the definitions block (0 for none)."""
+        return self.tools_overhead + sum(self.count_tool(t) for t in tools) if tools else 0
+
+    def count_request(self, messages: Iterable[Message], tools: Sequence[ToolSchema] = ()) -> int:
+        """A whole prompt: its messages, its tools, and the reply priming."""
+        return sum(self.count_message(m) for m in messages) + self.count_tools(tools) + REPLY_PRIMING
 
 
-def message_overhead(message: Message) -> int:
-    """What a message costs beyond its own text (OpenAI's documented accounting)."""
-    return MESSAGE_OVERHEAD + (NAME_OVERHEAD if message.name else 0)
+def _count_call(call: Mapping[str, Any], count: Callable[[str], int]) -> int:
+    """A tool call's id, type, function name and arguments."""
+    n = sum(count(str(call[key])) for key in ("id", "type") if call.get(key) is not None)
+    fn = call.get("function")
+    if isinstance(fn, Mapping):
+        n += sum(count(str(fn[key])) for key in ("name", "arguments") if fn.get(key) is not None)
+    return n
 
 
 STORED_ENCODINGS = ("o200k_base", "cl100k_base")
-"""The encodings whose counts are stored with each message when it is written."""
+"""The encodings whose per-message counts are stored with each message when it is written."""
 
 
 def counts_to_store(message: Message) -> dict[str, int]:
-    """Per-encoding counts of ``message``'s own text, to store with it (empty when no encoding loads)."""
+    """Per-encoding ``count_message`` figures to store with ``message`` (empty when no encoding loads)."""
     counts = {}
     for name in STORED_ENCODINGS:
-        n = estimator(name).stored_counts(message)
-        if n is not None:
-            counts[name] = n
+        est = estimator(name)
+        if est.stored_exact:
+            counts[name] = est.uncached_count(message)
     return counts
 
 
-def _bounded_put(cache: dict[Any, Any], key: Any, value: Any, limit: int) -> None:
-    """Insert, evicting the oldest tenth when full (dicts keep insertion order; cheaper than an LRU per hit)."""
-    cache[key] = value
-    if len(cache) > limit:
-        for old in list(itertools.islice(cache, limit // 10)):
-            del cache[old]
+# --- the function-definition rendering providers count tools in -------------------------------------
 
 
-_estimators: dict[str, TokenEstimator] = {}
+def function_definition(tool: ToolSchema) -> str:
+    """``tool`` as one entry of the TypeScript-like namespace OpenAI renders function definitions into,
+    with the blank line that separates it from the next (the format ``litellm.token_counter`` counts)."""
+    lines = [f"// {tool.description}"] if tool.description else []
+    params = tool.parameters if isinstance(tool.parameters, Mapping) else {}
+    properties = params.get("properties")
+    if isinstance(properties, Mapping) and properties:
+        lines += [f"type {tool.name} = (_: {{", _ts_object(params, 0), "}) => any;"]
+    else:
+        lines.append(f"type {tool.name} = () => any;")
+    return "\n".join(lines) + "\n\n"
+
+
+def _ts_object(schema: Mapping[str, Any], indent: int) -> str:
+    properties = schema.get("properties") or {}
+    required = schema.get("required") or []
+    lines: list[str] = []
+    for key, prop in properties.items():
+        prop = prop if isinstance(prop, Mapping) else {}
+        if prop.get("description"):
+            lines.append(f"// {prop['description']}")
+        lines.append(f"{key}{'' if key in required else '?'}: {_ts_type(prop, indent)},")
+    return "\n".join(" " * indent + line for line in lines)
+
+
+def _ts_type(prop: Mapping[str, Any], indent: int) -> str:
+    kind = prop.get("type")
+    if kind in ("string", "integer", "number") and "enum" in prop:
+        return " | ".join(f'"{item}"' for item in prop["enum"])
+    if kind == "array":
+        items = prop.get("items")
+        return f"{_ts_type(items if isinstance(items, Mapping) else {}, indent)}[]"
+    if kind == "object":
+        return f"{{\n{_ts_object(prop, indent + 2)}\n}}"
+    return {"string": "string", "integer": "number", "number": "number", "boolean": "boolean", "null": "null"}.get(
+        kind if isinstance(kind, str) else "", "any"
+    )
+
+
+# --- shared estimators and model limits -------------------------------------------------------------
+
+_estimators: dict[Tokenizer, TokenEstimator] = {}
 
 
 def estimator_for(model: str) -> TokenEstimator:
-    """The shared estimator for ``model``'s encoding (one cache per encoding per process)."""
-    return estimator(encoding_name_for(model))
+    """The shared estimator for ``model``'s tokenizer (one cache per tokenizer per process)."""
+    return _shared(tokenizer_for(model))
 
 
 def estimator(name: str) -> TokenEstimator:
-    """The shared estimator for the encoding ``name``."""
-    est = _estimators.get(name)
+    """The shared estimator for the tiktoken encoding ``name``."""
+    return _shared(Tokenizer("tiktoken", name))
+
+
+def _shared(tokenizer: Tokenizer) -> TokenEstimator:
+    est = _estimators.get(tokenizer)
     if est is None:
-        est = _estimators[name] = TokenEstimator(name)
+        est = _estimators[tokenizer] = TokenEstimator(tokenizer=tokenizer)
     return est
 
 
@@ -190,7 +369,7 @@ def resolve_model_limit(model: str) -> tuple[int, str]:
     limit = _litellm_input_limit(model)
     if limit:
         return limit, "litellm"
-    base = model.rsplit("/", 1)[-1].lower()
+    base = _split(model)[1]
     for prefix in sorted(FALLBACK_LIMITS, key=len, reverse=True):
         if base.startswith(prefix):
             return FALLBACK_LIMITS[prefix], "fallback_table"
@@ -198,7 +377,6 @@ def resolve_model_limit(model: str) -> tuple[int, str]:
 
 
 def _litellm_input_limit(model: str) -> int | None:
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     try:
         import litellm  # imported lazily: it costs seconds
 

@@ -1,10 +1,11 @@
 """knowledge_context: knowledge-base passages as numbered, citable sources within the module's budget.
 
 One turn: (reformulate a follow-up into a standalone query) -> retrieve -> drop duplicate text ->
-merge adjacent hits of one document -> spend the budget best first, where hits compete with the
-neighbouring chunks of strong hits (worth their hit's score, decayed by distance) and all
-expansions share ONE total limit. Condensing drops the weakest sources first, then narrows the
-windows, then trims the last source at a sentence."""
+pack by parts: the ranked hits go in best first, each whole when it fits, else as a window of its
+sentences around the query's words in the room that is left (no budget stays unused while a ranked
+hit remains); a hit next to a chosen chunk continues that source. Neighbouring chunks of strong hits
+are extras, added nearest first with what is left, under ONE total limit. Condensing packs the same
+ranked hits again at the smaller budget."""
 
 from __future__ import annotations
 
@@ -38,7 +39,6 @@ REFORMULATE_INSTRUCTION = (
     "pronouns and references from the conversation. Reply with the query only."
 )
 _MAX_CACHED_PLANS = 256
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +85,8 @@ class Source:
     """In chunk order; includes the hit, merged adjacent hits and expansion neighbours."""
     expanded: frozenset[int] = frozenset()
     """Chunk indices that were added as neighbours (removable when narrowing)."""
+    window: str | None = None
+    """When only part of the hit fits: the sentences kept, "…" marking text left out on either side."""
 
     @property
     def score(self) -> float:
@@ -107,7 +109,7 @@ class Source:
         chunks = tuple(
             sorted({_key(c): c for c in (*self.chunks, *other.chunks)}.values(), key=lambda c: c.chunk_index)
         )
-        return Source(self.hit, chunks, self.expanded)
+        return Source(self.hit, chunks, self.expanded | other.expanded)
 
     def narrowed(self) -> Source | None:
         """Without its farthest neighbour at either end of the window (it stays contiguous), or None."""
@@ -127,8 +129,8 @@ class Source:
 
     @cached_property
     def text(self) -> str:
-        """``body()`` computed once per source (packing measures the same source many times)."""
-        return self.body()
+        """The window, else ``body()``; computed once per source (packing measures it many times)."""
+        return self.window if self.window is not None else self.body()
 
     def body(self) -> str:
         parts: list[str] = []
@@ -178,9 +180,11 @@ def _overlap(before: str, after: str, minimum: int = 20) -> int:
 class Plan:
     query: str
     retrieval_query: str
+    ranked: list[Passage] = field(default_factory=list)
+    """The retrieved hits, distinct texts, best first: what packing (and condensing) draws from."""
+    nearby: dict[tuple[str, str, int], list[Passage]] = field(default_factory=dict)
+    """Neighbouring chunks of the strong hits, by hit."""
     sources: list[Source] = field(default_factory=list)
-    trimmed: str | None = None
-    """When only part of the single remaining source fits: its text, cut at a sentence boundary."""
 
 
 class KnowledgeContextModule(ContextModule):
@@ -194,15 +198,13 @@ class KnowledgeContextModule(ContextModule):
         if budget <= 0:
             return self._empty("no budget")
         opts = Options.from_context(ctx)
-        tokens = estimator(ctx)
         retrieval_query = await self._retrieval_query(ctx, opts)
         hits = await ctx.knowledge.retrieve(
             retrieval_query, collections=opts.collections, k=opts.k, min_score=opts.min_score
         )
-        plan = Plan(ctx.query, retrieval_query)
-        groups = _group(dedupe_text(hits))
-        plan.sources = _pack(groups, await self._neighbours(groups, ctx, opts), budget, tokens, opts)
-        plan = _shrink(plan, budget, tokens)
+        ranked = dedupe_text(hits)
+        plan = Plan(ctx.query, retrieval_query, ranked, await self._neighbours(ranked, ctx, opts))
+        plan.sources = pack(plan, budget, estimator(ctx), opts)
         self._remember(ctx, plan)
         return self._render(plan, strategy="full", retrieved=len(hits))
 
@@ -210,7 +212,8 @@ class KnowledgeContextModule(ContextModule):
         plan = self._plans.get(_plan_key(ctx))
         if plan is None:  # not ours, or evicted: retrieve again at the smaller budget
             return await self.contribute(target_tokens, ctx)
-        smaller = _shrink(dataclasses.replace(plan, sources=list(plan.sources)), target_tokens, estimator(ctx))
+        sources = pack(plan, target_tokens, estimator(ctx), Options.from_context(ctx))
+        smaller = dataclasses.replace(plan, sources=sources)
         self._remember(ctx, smaller)
         return self._render(smaller, strategy="condensed", retrieved=contribution.metadata.get("retrieved", 0))
 
@@ -243,20 +246,19 @@ class KnowledgeContextModule(ContextModule):
         return rewritten.strip() or ctx.query
 
     async def _neighbours(
-        self, groups: Sequence[Source], ctx: AssemblyContext, opts: Options
-    ) -> dict[int, list[Passage]]:
+        self, ranked: Sequence[Passage], ctx: AssemblyContext, opts: Options
+    ) -> dict[tuple[str, str, int], list[Passage]]:
         """Neighbouring chunks of the strong hits (those within ``expand_ratio`` of the best)."""
-        if opts.max_expansion <= 0 or not groups or ctx.knowledge is None:
+        if opts.max_expansion <= 0 or not ranked or ctx.knowledge is None:
             return {}
-        strong = opts.expand_ratio * groups[0].score
-        nearby: dict[int, list[Passage]] = {}
-        for i, source in enumerate(groups):
-            if source.score >= strong:
+        strong = opts.expand_ratio * ranked[0].score
+        nearby: dict[tuple[str, str, int], list[Passage]] = {}
+        for hit in ranked:
+            if hit.score >= strong:
                 # At most the shared total per side: the total, not the radius, bounds what is added.
-                found = await ctx.knowledge.neighbours(source.hit, before=opts.max_expansion, after=opts.max_expansion)
-                nearby[i] = [
-                    p for p in found if (p.collection, p.document_id) == (source.hit.collection, source.hit.document_id)
-                ]
+                found = await ctx.knowledge.neighbours(hit, before=opts.max_expansion, after=opts.max_expansion)
+                same = (hit.collection, hit.document_id)
+                nearby[_key(hit)] = [p for p in found if (p.collection, p.document_id) == same]
         return nearby
 
     def _remember(self, ctx: AssemblyContext, plan: Plan) -> None:
@@ -279,7 +281,7 @@ class KnowledgeContextModule(ContextModule):
             )
         return Contribution(
             module_id=self.module_id,
-            units=tuple((block,) for block in _blocks(plan.sources, plan.trimmed)),
+            units=tuple((block,) for block in _blocks(plan.sources)),
             placement="context",
             header=HEADER,
             strategy=strategy,
@@ -287,16 +289,18 @@ class KnowledgeContextModule(ContextModule):
                 "retrieval_query": plan.retrieval_query,
                 "reformulated": plan.retrieval_query != plan.query,
                 "retrieved": retrieved,
-                "trimmed": plan.trimmed is not None,
+                "trimmed": any(s.window is not None for s in plan.sources),
                 "sources": [
                     {
                         "n": n,
                         "document_id": s.hit.document_id,
                         "collection": s.hit.collection,
+                        "title": s.hit.title,
                         "section": s.hit.section,
                         "score": round(s.score, 4),
                         "chunks": [c.chunk_index for c in s.chunks],
                         "expanded": sorted(s.expanded),
+                        "window": s.window is not None,
                     }
                     for n, s in enumerate(plan.sources, start=1)
                 ],
@@ -327,32 +331,16 @@ def dedupe_text(hits: Sequence[Passage]) -> list[Passage]:
     return sorted(best.values(), key=lambda p: -p.score)
 
 
-def _group(hits: Sequence[Passage]) -> list[Source]:
-    """Hits best first; a hit next to an already chosen chunk of its document joins that source."""
-    sources: list[Source] = []
-    for hit in hits:
-        for i, s in enumerate(sources):
-            if s.adjacent(hit) and not s.covers(hit):
-                sources[i] = s.with_chunk(hit, neighbour=False)
-                break
-        else:
-            sources.append(Source(hit, (hit,)))
-    return sources
+def _blocks(sources: Sequence[Source]) -> list[str]:
+    return [f"[SOURCE {n}] {s.label()}\n{s.text}" for n, s in enumerate(sources, start=1)]
 
 
-def _blocks(sources: Sequence[Source], trimmed: str | None = None) -> list[str]:
-    blocks = [f"[SOURCE {n}] {s.label()}\n{s.text}" for n, s in enumerate(sources, start=1)]
-    if trimmed is not None and blocks:
-        blocks[-1] = f"[SOURCE {len(sources)}] {sources[-1].label()}\n{trimmed}"
-    return blocks
+def _text(sources: Sequence[Source]) -> str:
+    return joined(HEADER, _blocks(sources))
 
 
-def _text(sources: Sequence[Source], trimmed: str | None = None) -> str:
-    return joined(HEADER, _blocks(sources, trimmed))
-
-
-def _cost(sources: Sequence[Source], tokens: TokenEstimator, trimmed: str | None = None) -> int:
-    return tokens.count(_text(sources, trimmed))
+def _cost(sources: Sequence[Source], tokens: TokenEstimator) -> int:
+    return tokens.count(_text(sources))
 
 
 def _estimate(sources: Sequence[Source], tokens: TokenEstimator) -> int:
@@ -360,7 +348,7 @@ def _estimate(sources: Sequence[Source], tokens: TokenEstimator) -> int:
 
     Counting the whole text for every candidate would re-tokenise it each time. The "[SOURCE n] "
     prefix and the joins cost about 5 tokens a source, so 6 keeps the estimate at or above the exact
-    figure; ``_shrink`` checks the exact count once at the end, so the budget holds either way.
+    figure; ``pack`` checks the exact count once at the end, so the budget holds either way.
     """
     if not sources:
         return 0
@@ -368,80 +356,141 @@ def _estimate(sources: Sequence[Source], tokens: TokenEstimator) -> int:
     return tokens.count(HEADER) + 1 + parts
 
 
-def _pack(
-    groups: Sequence[Source], nearby: Mapping[int, list[Passage]], budget: int, tokens: TokenEstimator, opts: Options
-) -> list[Source]:
-    """Spend the budget on what is most likely to help, best first: a hit is worth its score, a
-    neighbour its hit's score decayed by distance. Hits and neighbours compete for the same tokens;
-    neighbours share ONE total (``max_expansion``) and must keep each window contiguous."""
-    candidates: list[tuple[float, int, bool, Passage | None]] = [
-        (s.score, i, False, None) for i, s in enumerate(groups)
-    ]
-    for i, passages in nearby.items():
-        hit = groups[i].hit
-        for p in passages:
-            distance = abs(p.chunk_index - hit.chunk_index)
-            candidates.append((hit.score * opts.neighbour_decay**distance, i, p.chunk_index < hit.chunk_index, p))
-    candidates.sort(key=lambda c: (-c[0], c[1], c[2], c[3].chunk_index if c[3] else -1))  # after before before
-    chosen: dict[int, Source] = {}
-    left = opts.max_expansion
-    for _, i, _, chunk in candidates:
-        if chunk is None:
-            if any(s.covers(groups[i].hit) for s in chosen.values()):
-                continue  # already shown as another hit's neighbour
-            # A hit right next to a chosen window continues it rather than opening a new source.
-            j = next((j for j, s in chosen.items() if any(s.adjacent(c) for c in groups[i].chunks)), None)
-            trial = {**chosen, i: groups[i]} if j is None else {**chosen, j: chosen[j].merged(groups[i])}
+_MIN_WINDOW = 12
+"""Tokens below which the room left is not worth a window (a label and a sentence fragment)."""
+
+
+def pack(plan: Plan, budget: int, tokens: TokenEstimator, opts: Options) -> list[Source]:
+    """The sources for ``budget``: the ranked hits best first (whole, else a window of the best part in
+    the room left), then neighbours of strong hits with what remains."""
+    terms = query_terms(plan.retrieval_query)
+    chosen: list[Source] = []
+    for hit in plan.ranked:
+        if any(s.covers(hit) for s in chosen):
+            continue  # already shown as part of another hit's source
+        # A hit right next to a chosen (whole) chunk continues that source rather than opening a new one.
+        j = next((j for j, s in enumerate(chosen) if s.window is None and s.adjacent(hit)), None)
+        if j is None:
+            trial = [*chosen, Source(hit, (hit,))]
         else:
-            source = chosen.get(i)
-            if (
-                left <= 0
-                or source is None
-                or not source.adjacent(chunk)
-                or any(s.covers(chunk) for s in chosen.values())
-            ):
-                continue
-            trial = {**chosen, i: source.with_chunk(chunk, neighbour=True)}
-        if _estimate(_in_order(trial), tokens) <= budget:
+            trial = _replaced(chosen, j, chosen[j].with_chunk(hit, neighbour=False))
+        if _estimate(trial, tokens) <= budget:
             chosen = trial
-            left -= chunk is not None
-    if not chosen and groups:
-        return [groups[0]]  # _shrink trims it to fit rather than return nothing
-    return _in_order(chosen)
-
-
-def _in_order(chosen: Mapping[int, Source]) -> list[Source]:
-    """Sources in hit-score order (group index), so [SOURCE 1] is the best hit."""
-    return [chosen[i] for i in sorted(chosen)]
-
-
-def _shrink(plan: Plan, budget: int, tokens: TokenEstimator) -> Plan:
-    """Fewer sources, then narrower windows, then a sentence-trimmed last source, until within budget."""
-    sources = list(plan.sources)
-    while sources and _cost(sources, tokens, plan.trimmed) > budget:
-        if len(sources) > 1:
-            sources.pop()
             continue
-        narrower = sources[0].narrowed()
-        if narrower is not None:
-            sources = [narrower]
-            continue
-        trimmed = _trim_to_fit(sources, budget, tokens)
-        return dataclasses.replace(plan, sources=sources if trimmed else [], trimmed=trimmed)
-    return dataclasses.replace(plan, sources=sources)
+        room = budget - _estimate([*chosen, Source(hit, (hit,), window="")], tokens)
+        window = _window(hit.text, terms, room, tokens) if room >= _MIN_WINDOW else None
+        if window is not None:
+            chosen.append(Source(hit, (hit,), window=window))
+    chosen = _widen(chosen, plan.nearby, budget, tokens, opts)
+    while chosen and _cost(chosen, tokens) > budget:  # the estimate is an upper bound: a safety net
+        narrower = chosen[-1].narrowed()
+        chosen = _replaced(chosen, len(chosen) - 1, narrower) if narrower else chosen[:-1]
+    return chosen
 
 
-def _trim_to_fit(sources: list[Source], budget: int, tokens: TokenEstimator) -> str | None:
-    """The longest sentence prefix of the single source's text that fits, or None if not one sentence does."""
-    sentences = _SENTENCE_END.split(sources[0].body())
-    low, high = 0, len(sentences)
-    while low < high:  # binary search on the number of sentences kept
-        mid = (low + high + 1) // 2
-        if _cost(sources, tokens, " ".join(sentences[:mid]) + " …") <= budget:
-            low = mid
+def _replaced(sources: Sequence[Source], i: int, source: Source) -> list[Source]:
+    return [*sources[:i], source, *sources[i + 1 :]]
+
+
+def _widen(
+    chosen: list[Source],
+    nearby: Mapping[tuple[str, str, int], list[Passage]],
+    budget: int,
+    tokens: TokenEstimator,
+    opts: Options,
+) -> list[Source]:
+    """Neighbours of the chosen strong hits, each worth its hit's score decayed by distance, best first,
+    while they fit: ONE total (``max_expansion``) for all hits, and every window stays contiguous."""
+    left = opts.max_expansion
+    while left > 0:
+        for i, chunk in _neighbour_candidates(chosen, nearby, opts):
+            if not chosen[i].adjacent(chunk) or any(s.covers(chunk) for s in chosen):
+                continue  # not yet adjacent (a nearer neighbour must come first), or already shown
+            trial = _coalesced(_replaced(chosen, i, chosen[i].with_chunk(chunk, neighbour=True)), i)
+            if _estimate(trial, tokens) <= budget:
+                chosen, left = trial, left - 1
+                break  # the sources changed: rank the candidates again
         else:
-            high = mid - 1
-    return " ".join(sentences[:low]) + " …" if low else None
+            break
+    return chosen
+
+
+def _neighbour_candidates(
+    chosen: Sequence[Source], nearby: Mapping[tuple[str, str, int], list[Passage]], opts: Options
+) -> list[tuple[int, Passage]]:
+    """(source index, neighbour) best first: its hit's score decayed by distance; at equal worth, the
+    stronger source, then after before before."""
+    ranked: list[tuple[float, int, bool, int, Passage]] = []
+    for i, source in enumerate(chosen):
+        if source.window is not None:
+            continue
+        for p in nearby.get(_key(source.hit), ()):
+            distance = abs(p.chunk_index - source.hit.chunk_index)
+            before = p.chunk_index < source.hit.chunk_index
+            ranked.append((source.score * opts.neighbour_decay**distance, i, before, p.chunk_index, p))
+    ranked.sort(key=lambda c: (-c[0], c[1], c[2], c[3]))
+    return [(i, p) for _, i, _, _, p in ranked]
+
+
+def _coalesced(sources: list[Source], i: int) -> list[Source]:
+    """Source ``i`` absorbs a later whole source it now touches (a neighbour closed the gap between two hits)."""
+    for k in range(i + 1, len(sources)):
+        later = sources[k]
+        if later.window is None and any(sources[i].adjacent(c) for c in later.chunks):
+            merged = _replaced(sources, i, sources[i].merged(later))
+            return merged[:k] + merged[k + 1 :]
+    return sources
+
+
+_TERM = re.compile(r"[^\W_]+")
+_STOPWORDS = frozenset(
+    "about after also and are because been before but can could did does doing for from had has have how "
+    "into its may might more most must not of one only other over same should since some such than that "
+    "the their them then there these they this those through under was were what when where which while "
+    "who whom why will with would you your".split()
+)
+
+
+def query_terms(text: str) -> frozenset[str]:
+    """Content words of ``text``, cut to 6 letters (a crude stem: "grows" and "growing" meet)."""
+    return frozenset(w[:6] for w in _TERM.findall(text.lower()) if len(w) > 2 and w not in _STOPWORDS)
+
+
+_BOUNDARY = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def _spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each sentence or line of ``text``."""
+    spans, pos = [], 0
+    for m in _BOUNDARY.finditer(text):
+        if m.start() > pos:
+            spans.append((pos, m.start()))
+        pos = m.end()
+    if pos < len(text):
+        spans.append((pos, len(text)))
+    return spans
+
+
+def _window(text: str, terms: frozenset[str], room: int, tokens: TokenEstimator) -> str | None:
+    """The run of whole sentences of ``text`` within ``room`` tokens that holds most of the query's
+    words (the earliest such run), "…" marking what was left out; None if not one sentence fits."""
+    spans = _spans(text)
+    costs = [tokens.count(text[a:b]) + 1 for a, b in spans]
+    gains = [len(query_terms(text[a:b]) & terms) for a, b in spans]
+    limit = room - 4  # the "…" marks on either side
+    best: tuple[int, int, int] | None = None
+    low, cost, gain = 0, 0, 0
+    for high in range(len(spans)):
+        cost, gain = cost + costs[high], gain + gains[high]
+        while cost > limit and low <= high:
+            cost, gain, low = cost - costs[low], gain - gains[low], low + 1
+        if low <= high and (best is None or gain > best[0]):
+            best = (gain, low, high)
+    if best is None:
+        return None
+    _, low, high = best
+    body = text[spans[low][0] : spans[high][1]]
+    return ("… " if low > 0 else "") + body + (" …" if high < len(spans) - 1 else "")
 
 
 async def _recent_exchanges(ctx: AssemblyContext, count: int) -> list[Message]:

@@ -75,7 +75,7 @@ class ToolDefinitionsModule(ContextModule):
         assert ctx.tokens is not None
         for level in LEVELS[first_level:-1]:
             schemas = tools if level == "full" else [condensed(t) for t in tools]
-            if sum(ctx.tokens.count_tool(t) for t in schemas) <= budget:
+            if ctx.tokens.count_tools(schemas) <= budget:
                 return self._schemas(schemas, level, len(tools))
         return self._names(tools, budget, ctx)
 
@@ -91,7 +91,7 @@ class ToolDefinitionsModule(ContextModule):
     def _names(self, tools: Sequence[ToolSchema], budget: int, ctx: AssemblyContext) -> Contribution:
         assert ctx.tokens is not None
         lines: list[str] = []
-        used = 4 + ctx.tokens.count(NAMES_HEADER)  # message overhead, header and its newline
+        used = ctx.tokens.count_text_message(NAMES_HEADER) + 1  # the message, its header and the newline
         for tool in tools:
             line = name_line(tool)
             cost = ctx.tokens.count(line) + 1  # the joining newline costs about one token
@@ -108,6 +108,6 @@ class ToolDefinitionsModule(ContextModule):
             strategy="names_only",
             metadata={"level": "names_only", "tools": len(tools), "included": len(lines)},
         )
-        while contribution.units and ctx.tokens.count(contribution.text()) + 3 > budget:
+        while contribution.units and ctx.tokens.count_text_message(contribution.text()) > budget:
             contribution = contribution.replace(units=contribution.units[:-1])
         return contribution

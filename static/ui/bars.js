@@ -40,14 +40,17 @@ export function compositionBar(el, { slots, reservePct }) {
   const total = round(slots.reduce((sum, s) => sum + s.pct, 0));
   const room = 100 - reservePct;
   const fit = total > 100 ? 100 / total : 1;
+  // One base for the whole bar and its legend: shares of the context limit (targets are shares of the budget).
+  const ofLimit = (x) => { const v = round(x); return v > 0 && v < 1 ? "<1%" : `${v}%`; };
   const segments = slots.map((s) => ({
     key: s.id, colour: colourFor(s.id), width: (s.pct * fit * room) / 100,
-    title: `${moduleLabel(s.id)} ${round(s.pct)}%`,
+    title: `${moduleLabel(s.id)} ${ofLimit((s.pct * fit * room) / 100)} (target ${round(s.pct)}%)`,
   }));
-  if (total < 100) segments.push({ key: "unassigned", cls: "free", width: ((100 - total) * room) / 100, title: `Unassigned ${round(100 - total)}%` });
-  segments.push({ key: "reserve", cls: "reserve", width: reservePct, title: `Output reserve ${round(reservePct)}% of the limit` });
+  if (total < 100) segments.push({ key: "unassigned", cls: "free", width: ((100 - total) * room) / 100, title: `Unassigned ${ofLimit(((100 - total) * room) / 100)}` });
+  segments.push({ key: "reserve", cls: "reserve", width: reservePct, title: `Output reserve ${ofLimit(reservePct)}` });
   let state = "ok";
-  let summary = `Targets add up to ${total}% of the available budget (the ${round(room)}% of the context limit left after the ${round(reservePct)}% output reserve).`;
+  let summary = `Targets add up to ${total}% of the available budget (the ${round(room)}% of the context limit left after the ${round(reservePct)}% output reserve). `
+    + "The bar and its legend show shares of the whole context limit.";
   if (total > 100) {
     state = "over";
     summary = `Over budget: targets add up to ${total}% of the available budget, ${round(total - 100)} points too many. `
@@ -78,7 +81,7 @@ export function usageBar(el, snap) {
   segments.push({ key: "free", cls: "free", width: w(snap.available_budget - snap.total_used), title: `Unused ${fmt(snap.available_budget - snap.total_used)}` });
   segments.push({ key: "reserve", cls: "reserve", width: w(snap.output_reserve), title: `Output reserve ${fmt(snap.output_reserve)}` });
   const share = snap.available_budget ? (snap.total_used * 100) / snap.available_budget : 0;
-  const summary = `Turn ${snap.turn}: ${fmt(snap.total_used)} of ${fmt(snap.available_budget)} available tokens used (${share.toFixed(0)}%); `
+  const summary = `Turn ${snap.turn}: ${fmt(snap.total_used)} of ${fmt(snap.available_budget)} available tokens used (${share > 0 && share < 1 ? "<1" : share.toFixed(0)}%); `
     + `context limit ${fmt(snap.effective_limit)}, output reserve ${fmt(snap.output_reserve)}.`;
   stack(el, { label: "Actual use", segments, summary, state: "ok", testid: "usage-summary" });
 }

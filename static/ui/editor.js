@@ -1,10 +1,11 @@
-// The type editor: module rows, a live composition bar, the condensation order (drag or keyboard), rules,
-// distillation; saving with If-Match (412 -> what changed, reload or reapply); versions; what-if preview.
+// The type editor: module rows, a live composition bar, the condensation order (drag, keyboard or buttons),
+// rules, distillation; checks as you type; saving with If-Match (412 -> what changed, reload or reapply);
+// versions and rollback; what-if preview. Unsaved work is guarded against reloads and links.
 import { activeSlots, compositionBar } from "./bars.js";
-import { applyChanges, clone, diff, show, typeBody } from "./diff.js";
+import { applyChanges, clone, describeChanges, diff, typeBody } from "./diff.js";
 import { initOrder } from "./order.js";
 import { initRules } from "./rules.js";
-import { ApiError, api, get, h, isAdmin, loadModuleNames, lockForViewers, moduleLabel, notify, reportError } from "./lib.js";
+import { ApiError, api, fmt, get, guardUnsaved, h, isAdmin, loadModuleNames, lockForViewers, moduleLabel, notify, plain, reportError, snapshotSummary } from "./lib.js";
 import { eventLists, moduleTable } from "./snapshot_view.js";
 
 const $ = (id) => document.getElementById(id);
@@ -16,9 +17,13 @@ const url = () => `/v1/context-window-types/${encodeURIComponent(typeId)}`;
 let modules = {}; // installed modules by id (display name, required, condensable)
 let base = null; // the saved version being edited (null for a new type)
 let etag = null;
+let loadedVersion = 0;
 let state = null; // the edited type
 let order = null;
 let rules = null;
+
+const isDirty = () => Boolean(state) && (!base ? isAdmin() && JSON.stringify(state) !== JSON.stringify(pristine) : JSON.stringify(base) !== JSON.stringify(state));
+let pristine = null; // a new type as first shown: leaving it untouched loses nothing
 
 // --- loading -------------------------------------------------------------------------------------
 
@@ -33,6 +38,7 @@ async function load() {
     state = typeBody(clone(source));
     Object.assign(state, copyOf ? { id: `${source.id}-copy`, name: `${source.name} (copy)` } : { id: "", name: "", description: "" });
     state.is_default = false;
+    pristine = clone(state);
     render();
   }
   form.setAttribute("aria-busy", "false");
@@ -42,6 +48,7 @@ async function load() {
 function setLoaded(data) {
   base = typeBody(data);
   etag = data.etag;
+  loadedVersion = data.version;
   state = clone(base);
   $("version-label").textContent = `version ${data.version} · saved ${new Date(data.updated_at).toLocaleString()}`;
   $("editor-title").textContent = `Edit type: ${data.name}`;
@@ -95,9 +102,8 @@ function slotFor(id) {
 /** A range and a number input kept in step, both labelled, writing one numeric field of the state. */
 function sliderPair(id, field, label, { min = 0, max = 100, step = 1, value, onChange }) {
   const loc = `modules.${id}.${field}`;
-  const errorId = `e-${id}-${field}`;
-  const range = h("input", { type: "range", id: `in-${id}-${field}`, min, max, step, value, "aria-label": `${label}`, "data-loc": loc, "aria-describedby": errorId });
-  const number = h("input", { type: "number", min, max, step: "any", value, "aria-label": `${label} (number)`, "aria-describedby": errorId });
+  const range = h("input", { type: "range", id: `range-${id}-${field}`, min, max, step, value, "aria-label": `${label}`, "aria-describedby": `e-${id}` });
+  const number = h("input", { type: "number", id: `in-${id}-${field}`, min, max, step: "any", value, "aria-label": `${label} (number)`, "data-loc": loc, "aria-describedby": `e-${id}` });
   const set = (raw, from) => {
     const v = raw === "" ? "" : Number(raw);
     if (from !== range) range.value = v;
@@ -106,7 +112,7 @@ function sliderPair(id, field, label, { min = 0, max = 100, step = 1, value, onC
   };
   range.addEventListener("input", () => set(range.value, range));
   number.addEventListener("input", () => set(number.value, number));
-  return h("div", { class: "slider-pair" }, range, number, h("span", { class: "field-error", id: errorId }));
+  return h("div", { class: "slider-pair" }, range, number);
 }
 
 function moduleRow(id) {
@@ -114,7 +120,8 @@ function moduleRow(id) {
   const slot = peekSlot(id);
   const required = Boolean(info?.applicability?.required);
   const name = info?.display_name || moduleLabel(id);
-  const row = h("tr", { dataset: { module: id }, class: slot.active ? "" : "inactive" });
+  const off = info && !info.active;
+  const row = h("tr", { dataset: { module: id }, class: slot.active && !off ? "" : "inactive" });
   const numberField = (field, label, opts = {}) => sliderPair(id, field, `${label} for ${name}`, {
     ...opts, value: slot[field], onChange: (v) => { slotFor(id)[field] = v; changed(); },
   });
@@ -132,31 +139,91 @@ function moduleRow(id) {
   row.append(
     h("th", { scope: "row" }, h("span", { class: "module-name" }, name), " ", h("code", { class: "muted small" }, id),
       required ? h("span", { class: "badge", title: "Required modules always take part" }, "required") : null,
-      info ? null : h("span", { class: "badge b-failed", title: "Named by the type but not installed here" }, "not installed")),
+      info ? null : h("span", { class: "badge b-failed", title: "Named by the type but not installed here" }, "not installed"),
+      off ? h("span", { class: "badge b-skipped", dataset: { testid: "globally-off" } }, "switched off for all types") : null,
+      off ? h("p", { class: "small muted" }, "Deactivated on the Modules page: it takes part in no type until it is activated again.") : null),
     h("td", {}, toggle, h("label", { for: `active-${id}`, class: "sr-only" }, `${name} active`),
       required ? h("span", { class: "sr-only" }, " (required, always active)") : null),
-    h("td", {}, numberField("target_pct", "Target %")),
+    h("td", {}, numberField("target_pct", "Target %"), h("span", { class: "tokens small muted", dataset: { tokensFor: id } })),
     h("td", {}, numberField("min_pct", "Minimum %")),
     h("td", {}, numberField("max_pct", "Maximum %")),
     h("td", {}, sliderPriority(id, name, slot)));
-  const errorRow = h("tr", { class: "row-error" }, h("td", { colspan: 6 }, h("p", { class: "field-error", "data-loc": `modules.${id}` })));
+  const errorRow = h("tr", { class: "row-error" }, h("td", { colspan: 6 }, h("p", { class: "field-error", "data-loc": `modules.${id}`, id: `e-${id}` })));
   return [row, errorRow];
 }
 
 function sliderPriority(id, name, slot) {
   const input = h("input", {
-    type: "number", min: 0, max: 100, step: 1, value: slot.priority, class: "narrow", "aria-label": `Priority for ${name}`,
-    "data-loc": `modules.${id}.priority`, "aria-describedby": `e-${id}-priority`,
+    type: "number", id: `in-${id}-priority`, min: 0, max: 100, step: 1, value: slot.priority, class: "narrow", "aria-label": `Priority for ${name}`,
+    "data-loc": `modules.${id}.priority`, "aria-describedby": `e-${id}`,
     oninput: () => { slotFor(id).priority = input.value === "" ? "" : Number(input.value); changed(); },
   });
-  return h("div", {}, input, h("span", { class: "field-error", id: `e-${id}-priority` }));
+  return input;
 }
 
-/** After every edit: the composition bar (against the available budget) and the unsaved marker. */
+/** A module takes part when the type has it on and it is not switched off for every type. */
+const takesPart = (id) => modules[id]?.active !== false;
+
+/** After every edit: the composition bar, tokens per target, checks at the fields, the unsaved marker. */
 function changed() {
-  compositionBar($("composition"), { slots: activeSlots(state), reservePct: Number(state.output_reserve_pct) || 0 });
-  const dirty = !base || JSON.stringify(base) !== JSON.stringify(state);
-  $("dirty").textContent = dirty ? (base ? "Unsaved changes" : "Not saved yet") : "All changes saved";
+  const slots = activeSlots(state).filter((s) => takesPart(s.id));
+  compositionBar($("composition"), { slots, reservePct: Number(state.output_reserve_pct) || 0 });
+  showTokens();
+  showFieldErrors(localErrors());
+  rules?.refreshNotes();
+  const dirty = isDirty();
+  $("dirty").textContent = dirty ? (base ? "Unsaved changes" : "Not saved yet") : base ? "All changes saved" : "";
+  $("dirty").dataset.dirty = String(dirty);
+}
+
+/** Each target in tokens for the chosen reference limit (after the output reserve). */
+function showTokens() {
+  const limit = Number($("ref-limit").value) || 0;
+  const room = limit * (1 - (Number(state.output_reserve_pct) || 0) / 100);
+  for (const el of form.querySelectorAll("[data-tokens-for]")) {
+    const slot = peekSlot(el.dataset.tokensFor);
+    el.textContent = `≈ ${fmt(Math.floor((room * (Number(slot.target_pct) || 0)) / 100))} tokens`;
+  }
+}
+
+// --- checks as you type --------------------------------------------------------------------------
+
+const ID_RULE = /^[a-z0-9][a-z0-9_-]*$/;
+const bad = (v, lo, hi) => v === "" || v === null || Number.isNaN(Number(v)) || Number(v) < lo || Number(v) > hi;
+
+/** What is wrong with the edited type, each at its field: [{slot, input, msg}] (element ids). */
+function localErrors() {
+  const out = [];
+  const add = (slot, input, msg) => out.push({ slot, input, msg });
+  if (!typeId && !ID_RULE.test(state.id)) add("f-id-error", "f-id", state.id ? "Use lowercase letters, digits, “-” and “_” only, starting with a letter or digit." : "Give the type an id.");
+  if (!String(state.name).trim()) add("f-name-error", "f-name", "Give the type a name.");
+  if (bad(state.output_reserve_pct, 0, 50)) add("f-reserve-error", "f-reserve-n", "The output reserve is a whole percentage from 0 to 50.");
+  for (const [id, s] of Object.entries(state.modules)) {
+    const name = moduleLabel(id);
+    for (const [field, word] of [["target_pct", "Target"], ["min_pct", "Minimum"], ["max_pct", "Maximum"]]) {
+      if (bad(s[field], 0, 100)) add(`e-${id}`, `in-${id}-${field}`, `${name}: ${word} must be from 0 to 100%.`);
+    }
+    if (bad(s.priority, 0, 100)) add(`e-${id}`, `in-${id}-priority`, `${name}: priority must be from 0 to 100.`);
+    if (Number(s.min_pct) > Number(s.target_pct)) add(`e-${id}`, `in-${id}-min_pct`, `${name}: the minimum (${s.min_pct}%) is above the target (${s.target_pct}%).`);
+    if (Number(s.target_pct) > Number(s.max_pct)) add(`e-${id}`, `in-${id}-max_pct`, `${name}: the target (${s.target_pct}%) is above the maximum (${s.max_pct}%).`);
+  }
+  if (bad(state.distillation.max_rows, 1, Infinity)) add("f-max-rows-error", "f-max-rows", "At least 1 row.");
+  if (bad(state.distillation.max_chars, 100, Infinity)) add("f-max-chars-error", "f-max-chars", "At least 100 characters.");
+  return out;
+}
+
+let shownLocal = [];
+function showFieldErrors(errors) {
+  for (const { slot, input } of shownLocal) {
+    if ($(slot)) $(slot).textContent = "";
+    $(input)?.removeAttribute("aria-invalid");
+  }
+  for (const { slot, input, msg } of errors) {
+    const el = $(slot);
+    if (el) el.textContent = [el.textContent, msg].filter(Boolean).join(" ");
+    $(input)?.setAttribute("aria-invalid", "true");
+  }
+  shownLocal = errors;
 }
 
 // --- general fields ------------------------------------------------------------------------------
@@ -210,12 +277,26 @@ function errorSlot(el) {
   return (described && $(described.split(" ")[0])) || el.parentElement.querySelector(".field-error");
 }
 
+/** A field's name as the page shows it (its label), never the API's dotted path. */
+function describeLoc(el, loc) {
+  const mod = /^modules\.([^.]+)/.exec(loc);
+  if (mod) return moduleLabel(mod[1]);
+  const rule = /^dynamic_adjustments\.(\d+)/.exec(loc);
+  if (rule) return `Rule ${Number(rule[1]) + 1}`;
+  if (loc === "condensation_order") return "Condensation order";
+  if (el && !el.classList.contains("field-error")) {
+    const text = el.labels?.[0]?.textContent || el.getAttribute("aria-label");
+    if (text) return text.trim();
+  }
+  return "The type";
+}
+
 function showErrors(errors, heading = "The type was not saved") {
   clearErrors();
   const targets = [...form.querySelectorAll("[data-loc]")];
   const items = [];
   for (const e of errors) {
-    const msg = e.msg.replace(/^Value error, /, "");
+    const msg = plain(e.msg);
     const loc = editorLoc(e.loc, msg);
     const match = targets
       .filter((t) => loc === t.dataset.loc || loc.startsWith(`${t.dataset.loc}.`))
@@ -227,7 +308,8 @@ function showErrors(errors, heading = "The type was not saved") {
     }
     const focusable = match && (match.classList.contains("field-error")
       ? form.querySelector(`[id][data-loc^="${match.dataset.loc}."]`) : match);
-    items.push(h("li", {}, focusable && focusable.id ? h("a", { href: `#${focusable.id}` }, loc) : h("strong", {}, loc), `: ${msg}`));
+    const what = describeLoc(match, loc);
+    items.push(h("li", {}, focusable && focusable.id ? h("a", { href: `#${focusable.id}` }, what) : h("strong", {}, what), `: ${msg}`));
   }
   const summary = $("error-summary");
   summary.querySelector("h2").textContent = heading;
@@ -238,10 +320,24 @@ function showErrors(errors, heading = "The type was not saved") {
 
 // --- saving and conflicts ------------------------------------------------------------------------
 
+function showLocalSummary(errors) {
+  const summary = $("error-summary");
+  summary.querySelector("h2").textContent = "The type was not saved: fix these first";
+  summary.querySelector("ul").replaceChildren(...errors.map((e) => h("li", {}, h("a", { href: `#${e.input}` }, e.msg))));
+  summary.hidden = false;
+  summary.focus();
+}
+
 async function save(event) {
-  event.preventDefault();
+  event?.preventDefault();
   if (!isAdmin()) return;
   clearErrors();
+  const local = localErrors();
+  if (local.length) {
+    showFieldErrors(local);
+    showLocalSummary(local);
+    return;
+  }
   try {
     if (typeId) {
       const res = await api("PUT", url(), { body: state, headers: { "If-Match": etag } });
@@ -265,13 +361,12 @@ async function save(event) {
 async function showConflict(err) {
   const res = await api("GET", url());
   const theirs = typeBody(res.data);
-  const theirChanges = diff(base, theirs);
   const mine = diff(base, state);
-  $("conflict-msg").textContent = `${err.message}. They changed ${theirChanges.length} value${theirChanges.length === 1 ? "" : "s"} `
-    + `(version ${res.data.version}, saved ${new Date(res.data.updated_at).toLocaleString()}); `
+  const sentences = describeChanges(base, theirs, moduleLabel);
+  $("conflict-msg").textContent = `Someone saved version ${res.data.version} (${new Date(res.data.updated_at).toLocaleString()}) `
+    + `after you opened version ${loadedVersion}. They made ${sentences.length} change${sentences.length === 1 ? "" : "s"}; `
     + `you have ${mine.length} unsaved change${mine.length === 1 ? "" : "s"}.`;
-  $("conflict-changes").replaceChildren(...theirChanges.map((c) =>
-    h("li", {}, h("code", {}, c.path), `: ${show(c.before)} → ${show(c.after)}`)));
+  $("conflict-changes").replaceChildren(...sentences.map((text) => h("li", {}, text)));
   const box = $("conflict");
   box.hidden = false;
   $("conflict-reapply").focus();
@@ -301,13 +396,17 @@ async function loadVersions() {
 }
 
 function showVersion(v, current) {
-  const changes = diff(v.data, current.data);
+  // Rollback keeps which type is the default, so that is not shown as a difference.
+  const changes = describeChanges(v.data, current.data, moduleLabel, { skip: ["is_default"] });
   const rollback = h("button", {
     type: "button", class: "admin-only", disabled: v.current,
     onclick: async () => {
+      const lose = isDirty() ? " Your unsaved changes in the editor will be discarded." : "";
+      if (!confirm(`Roll back to version ${v.version}? The type becomes as it was then, saved as a new version.${lose}`)) return;
       try {
         const res = await api("POST", `${url()}/rollback`, { body: { version: v.version }, headers: { "If-Match": etag } });
         setLoaded(res.data);
+        $("version-diff").replaceChildren(h("p", { class: "muted" }, `Rolled back to version ${v.version}. Pick a version to compare it with the current one.`));
         notify(`Rolled back to version ${v.version}; saved as version ${res.data.version}.`);
       } catch (err) {
         if (err.status === 412) await showConflict(err); else reportError(err, "Rollback failed");
@@ -316,7 +415,7 @@ function showVersion(v, current) {
   }, `Roll back to v${v.version}`);
   $("version-diff").replaceChildren(
     h("h3", {}, v.current ? `v${v.version} is the current version` : `From v${v.version} to the current v${current.version}`),
-    changes.length ? h("ul", { class: "diff" }, changes.map((c) => h("li", {}, h("code", {}, c.path), `: ${show(c.before)} → ${show(c.after)}`)))
+    changes.length ? h("ul", { class: "diff" }, changes.map((text) => h("li", {}, text)))
       : h("p", { class: "muted" }, "No differences."),
     rollback);
   lockForViewers($("version-diff"));
@@ -337,20 +436,40 @@ async function runPreview(event) {
     const body = { type: state, session_id: $("preview-session").value, query: $("preview-query").value || "Preview" };
     const { data } = await api("POST", "/v1/context-window-types/preview", { body });
     const snap = data.snapshot;
-    out.replaceChildren(h("p", { class: "bar-summary", dataset: { testid: "preview-summary" } }, data.summary),
+    out.replaceChildren(h("p", { class: "bar-summary", dataset: { testid: "preview-summary" } }, snapshotSummary(snap)),
       moduleTable(snap), eventLists(snap));
   } catch (err) {
-    out.replaceChildren(h("p", { class: "field-error" }, `No preview: ${err.message}`));
+    out.replaceChildren(h("p", { class: "field-error" }, `No preview: ${plain(err.message)}`));
     if (err.status === 422 && err.fieldErrors.length) showErrors(err.fieldErrors, "The preview needs a valid type");
   }
 }
 
 // --- start ---------------------------------------------------------------------------------------
 
-order = initOrder({ list: $("order"), rest: $("order-rest"), live: $("order-live"), getState: () => state, onChange: changed });
-rules = initRules({ root: $("rules"), add: $("add-rule"), getState: () => state, moduleIds, onChange: changed });
+const condensable = (id) => modules[id]?.capabilities?.condensable !== false;
+/** Why a rule aimed at this module would do nothing, or "" when it takes part. */
+const whyIdle = (id) => {
+  if (!modules[id]) return "is not installed";
+  if (!takesPart(id)) return "is switched off for all types on the Modules page";
+  if (!state.modules[id]?.active) return "is not active in this type";
+  return "";
+};
+order = initOrder({ list: $("order"), rest: $("order-rest"), live: $("order-live"), getState: () => state, onChange: changed, condensable });
+rules = initRules({ root: $("rules"), add: $("add-rule"), getState: () => state, moduleIds, onChange: changed, whyIdle });
 bindFields();
 form.addEventListener("submit", save);
+// Enter in a field never saves (it used to create a version from the description box); Ctrl/Cmd+S does.
+form.addEventListener("keydown", (event) => {
+  if (event.key === "Enter" && event.target.tagName === "INPUT") event.preventDefault();
+});
+document.addEventListener("keydown", (event) => {
+  if ((event.ctrlKey || event.metaKey) && event.key.toLowerCase() === "s") {
+    event.preventDefault();
+    save();
+  }
+});
+guardUnsaved(isDirty);
+$("ref-limit").addEventListener("change", showTokens);
 $("preview-form").addEventListener("submit", runPreview);
 if (!typeId) $("history-section").hidden = true;
 load().catch((err) => reportError(err, "Could not load the type"));

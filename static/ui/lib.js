@@ -26,6 +26,7 @@ export async function api(method, path, { body, headers = {} } = {}) {
     location.assign(`/ui/sign-in?next=${encodeURIComponent(location.pathname + location.search)}`);
   }
   if (!res.ok) throw new ApiError(res.status, data);
+  if (!["GET", "HEAD"].includes(method)) clearErrorToast(); // a later success makes an old error moot
   return { data, etag: res.headers.get("ETag"), status: res.status };
 }
 
@@ -60,10 +61,10 @@ export function fieldError(input, slot, message = "") {
 }
 
 /** The message to show on a field for an API error: its field messages, else the error's own. */
-export const errorText = (err) => (err.fieldErrors || []).map((e) => e.msg.replace(/^Value error, /, "")).join("; ") || err.message;
+export const errorText = (err) => (err.fieldErrors || []).map((e) => plain(e.msg)).join("; ") || plain(err.message);
 
 let toastTimer;
-/** A short message in the polite live region; errors stay until the next message. */
+/** A short message in the polite live region; errors stay longer, and go at the next successful change. */
 export function notify(message, kind = "ok") {
   const toast = document.getElementById("toast");
   if (!toast) return;
@@ -71,15 +72,101 @@ export function notify(message, kind = "ok") {
   toast.dataset.kind = kind;
   toast.classList.add("show");
   clearTimeout(toastTimer);
-  if (kind !== "error") toastTimer = setTimeout(() => toast.classList.remove("show"), 4000);
+  toastTimer = setTimeout(() => toast.classList.remove("show"), kind === "error" ? 12000 : 4000);
+}
+
+export function clearErrorToast() {
+  const toast = document.getElementById("toast");
+  if (toast && toast.dataset.kind === "error") {
+    toast.classList.remove("show");
+    toast.textContent = "";
+    delete toast.dataset.kind;
+  }
 }
 
 export function reportError(err, what) {
-  notify(`${what}: ${err.message}`, "error");
+  notify(`${what}: ${plain(err.message)}`, "error");
+}
+
+/**
+ * Warn before unsaved work is lost: on reload or closing (beforeunload) and on links inside the app (a confirm).
+ * ``isDirty`` says whether there is anything to lose.
+ */
+export function guardUnsaved(isDirty, message = "You have unsaved changes. Leave this page and lose them?") {
+  let leaving = false;
+  window.addEventListener("beforeunload", (event) => {
+    if (leaving || !isDirty()) return;
+    event.preventDefault();
+    event.returnValue = "";
+  });
+  document.addEventListener("click", (event) => {
+    const link = event.target.closest && event.target.closest("a[href]");
+    if (!link || event.defaultPrevented || link.target || link.getAttribute("href").startsWith("#") || !isDirty()) return;
+    if (confirm(message)) leaving = true;
+    else event.preventDefault();
+  }, true);
 }
 
 export const fmt = (n) => (n === null || n === undefined ? "–" : Number(n).toLocaleString("en-US"));
-export const pct = (x, digits = 0) => `${(x * 100).toFixed(digits)}%`;
+/** A fraction as a percentage; a small but non-zero share reads "<1%", never "0%". */
+export function pct(x, digits = 0) {
+  const floor = 10 ** -digits;
+  if (x > 0 && x * 100 < floor) return `<${floor}%`;
+  return `${(x * 100).toFixed(digits)}%`;
+}
+
+/** Server messages in plain words: no patterns, no protocol jargon. */
+export function plain(message) {
+  return String(message || "")
+    .replace(/^Value error, /, "")
+    .replace(/String should match pattern '[^']*'/, "Use lowercase letters, digits, “-” and “_” only, starting with a letter or digit")
+    .replace(/;? ?(re-?read it and )?send the new ETag[^.;]*/i, "; reload it and apply your change again")
+    .replace(/\bIf-Match\b/g, "version check")
+    .replace(/\((session|profile)_override\)/g, "($1 limit)")
+    .replace(/\(model_metadata\)/g, "(the model's own limit)")
+    .replace(/\(fallback\)/g, "(assumed limit)");
+}
+
+/** Where a context limit came from, in words. */
+export function limitSource(source) {
+  return {
+    litellm: "the model's published limit", fallback_table: "a known limit for this model family", default: "assumed: the model is unknown",
+    session_override: "this session's limit", profile_override: "the profile's limit",
+  }[source] || String(source || "").replace(/_/g, " ");
+}
+
+/** One line about a snapshot: tokens used of the budget, the limit and where it came from, condensations. */
+export function snapshotSummary(snap) {
+  const condensed = snap.modules.filter((m) => m.condensed).length;
+  const failed = snap.modules.filter((m) => m.status === "failed" || m.status === "timeout").map((m) => moduleLabel(m.module_id));
+  const share = snap.available_budget ? snap.total_used / snap.available_budget : 0;
+  return `${fmt(snap.total_used)} of ${fmt(snap.available_budget)} available tokens used (${pct(share)}) in a `
+    + `${fmt(snap.effective_limit)}-token limit (${limitSource(snap.model_limit_source)}), ${fmt(snap.output_reserve)} kept for the reply; `
+    + `${snap.modules.filter((m) => m.status === "ok").length} modules took part, ${condensed} condensed`
+    + (failed.length ? `; failed: ${failed.join(", ")}` : "")
+    + (snap.adjustments_fired?.length ? `; ${snap.adjustments_fired.length} rule${snap.adjustments_fired.length > 1 ? "s" : ""} fired` : "") + ".";
+}
+
+/** A rule as the service reports it (`small_window(32000) -> reduce tool_definitions by 30%`), in words. */
+export function ruleText(raw) {
+  const m = /^(\w+)(?:\(([^)]*)\))?\s*->\s*(\w+)\s+(\w+)(.*)$/.exec(raw);
+  if (!m) return raw;
+  const [, cond, arg, action, module, rest] = m;
+  const when = {
+    first_turn: "on the first turn", no_documents_attached: "with no documents attached", documents_attached: "with documents attached",
+    long_conversation: `from turn ${arg}`, high_confidence_rag: `when the best RAG match scores at least ${arg}`,
+    small_window: `when the limit is at most ${fmt(Number(arg))} tokens`, phase_is: `in the ${arg} phase`,
+  }[cond] || `when ${cond.replace(/_/g, " ")}${arg ? ` (${arg})` : ""}`;
+  const by = /by ([\d.]+%)/.exec(rest)?.[1];
+  const to = /-> (\w+)/.exec(rest)?.[1];
+  const what = {
+    reduce: `reduce ${moduleLabel(module)}${by ? ` by ${by}` : ""}`,
+    transfer: `give ${moduleLabel(module)}'s share to ${to ? moduleLabel(to) : "another module"}`,
+    force_full: `give ${moduleLabel(module)} its full maximum`,
+    condense: `condense ${moduleLabel(module)}`,
+  }[action] || `${action.replace(/_/g, " ")} ${moduleLabel(module)}`;
+  return `${what[0].toUpperCase()}${what.slice(1)} ${when}.`;
+}
 
 /** Utilisation class: under 50% is low, 50-80% is good, over 80% is tight. */
 export function utilisationClass(u) {

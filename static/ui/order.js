@@ -1,8 +1,9 @@
-// The condensation order: a list reordered by dragging or from the keyboard (Space picks up and drops,
-// arrow keys move, Escape cancels; Alt+arrow moves in one step). Active modules outside it can be added.
+// The condensation order: a list reordered by dragging, by touch (the up and down buttons), or from the keyboard
+// (Space picks up and drops, arrow keys move, Escape cancels; Alt+arrow moves in one step).
+// Active condensable modules outside it can be added; modules that cannot condense cannot.
 import { h, isAdmin, moduleLabel } from "./lib.js";
 
-export function initOrder({ list, rest, live, getState, onChange }) {
+export function initOrder({ list, rest, live, getState, onChange, condensable = () => true }) {
   let grabbed = null; // {id, from: the order before the move}
   let dragged = null;
 
@@ -10,11 +11,11 @@ export function initOrder({ list, rest, live, getState, onChange }) {
   const say = (text) => { live.textContent = text; };
   const position = (id) => `position ${order().indexOf(id) + 1} of ${order().length}`;
 
-  function move(id, to) {
+  function move(id, to, focusButton) {
     const items = order().filter((m) => m !== id);
     items.splice(Math.max(0, Math.min(items.length, to)), 0, id);
     getState().condensation_order = items;
-    render(id);
+    render(id, focusButton);
     onChange();
   }
 
@@ -78,6 +79,16 @@ export function initOrder({ list, rest, live, getState, onChange }) {
     h("span", { class: "grip", "aria-hidden": "true" }, "⋮⋮"),
     h("span", { class: "order-n", "aria-hidden": "true" }, `${index + 1}.`),
     h("span", {}, moduleLabel(id)),
+    condensable(id) ? null : h("span", { class: "badge b-failed" }, "cannot condense"),
+    h("span", { class: "order-buttons" },
+      h("button", {
+        type: "button", class: "icon admin-only", "aria-label": `Move ${moduleLabel(id)} up`, disabled: index === 0,
+        onclick: () => { move(id, index - 1, `Move ${moduleLabel(id)} up`); say(`${moduleLabel(id)} moved to ${position(id)}.`); },
+      }, "↑"),
+      h("button", {
+        type: "button", class: "icon admin-only", "aria-label": `Move ${moduleLabel(id)} down`, disabled: index === order().length - 1,
+        onclick: () => { move(id, index + 1, `Move ${moduleLabel(id)} down`); say(`${moduleLabel(id)} moved to ${position(id)}.`); },
+      }, "↓")),
     h("button", {
       type: "button", class: "link small admin-only", "aria-label": `Remove ${moduleLabel(id)} from the condensation order`,
       onclick: () => { getState().condensation_order = order().filter((m) => m !== id); render(); onChange(); },
@@ -88,19 +99,24 @@ export function initOrder({ list, rest, live, getState, onChange }) {
   const after = (e, li) => { const box = li.getBoundingClientRect(); return e.clientY > box.top + box.height / 2; };
   const clearMarks = () => list.querySelectorAll(".drop-before, .drop-after").forEach((el) => el.classList.remove("drop-before", "drop-after"));
 
-  function render(focusId) {
+  function render(focusId, focusButton) {
     const state = getState();
     list.replaceChildren(...order().map(item));
     const outside = Object.entries(state.modules).filter(([id, s]) => s.active && !order().includes(id)).map(([id]) => id);
-    rest.replaceChildren(...(outside.length ? [
-      h("p", { class: "hint" }, "Active but never condensed:"),
-      h("ul", { class: "chips" }, outside.map((id) => h("li", {}, moduleLabel(id), " ",
+    const fixed = outside.filter((id) => !condensable(id));
+    const addable = outside.filter(condensable);
+    rest.replaceChildren(...(fixed.length ? [h("p", { class: "hint", dataset: { testid: "not-condensable" } },
+      `Never condensed (they cannot condense): ${fixed.map(moduleLabel).join(", ")}.`)] : []),
+    ...(addable.length ? [
+      h("p", { class: "hint" }, "Active but not condensed yet:"),
+      h("ul", { class: "chips" }, addable.map((id) => h("li", {}, moduleLabel(id), " ",
         h("button", {
           type: "button", class: "link small admin-only", "aria-label": `Add ${moduleLabel(id)} to the condensation order`,
           onclick: () => { state.condensation_order = [...order(), id]; render(id); onChange(); },
         }, "Add")))),
     ] : []));
-    if (focusId) list.querySelector(`[data-module="${focusId}"]`)?.focus();
+    const focused = focusId && list.querySelector(`[data-module="${focusId}"]`);
+    if (focused) (focusButton && focused.querySelector(`button[aria-label="${focusButton}"]:not(:disabled)`) || focused).focus();
   }
 
   return { render: () => render() };

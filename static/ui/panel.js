@@ -1,8 +1,9 @@
 // The context panel of one session: target vs actual bars, module cards, the session's context limit, the
 // decision log and the turns; new snapshots arrive live over SSE, and the stream reconnects by itself.
 import { activeSlots, compositionBar, usageBar } from "./bars.js";
-import { api, errorText, fieldError, fmt, get, h, isAdmin, loadModuleNames, lockForViewers, moduleLabel, notify, reportError } from "./lib.js";
-import { moduleCard } from "./snapshot_view.js";
+import { api, errorText, fieldError, fmt, get, h, isAdmin, limitSource, loadModuleNames, lockForViewers, moduleLabel, notify, pct, reportError, ruleText } from "./lib.js";
+import { decisionText, moduleCard } from "./snapshot_view.js";
+import { comparison, timeline } from "./timeline.js";
 
 const $ = (id) => document.getElementById(id);
 const { sessionId } = document.body.dataset;
@@ -11,20 +12,26 @@ const base = `/v1/sessions/${encodeURIComponent(sessionId)}`;
 let modelLimit = 0;
 let lastEventId = 0;
 let typeId = null;
+let lastTurns = [];
+const traceHref = (n) => `/ui/sessions/${encodeURIComponent(sessionId)}/turns/${n}`;
 
 // --- the latest snapshot -------------------------------------------------------------------------
 
 function showSnapshot(snap) {
   usageBar($("usage-bar"), snap);
-  if (!snap) return;
-  $("fact-turn").textContent = `${snap.turn} (${new Date(snap.created_at).toLocaleTimeString()})`;
-  $("fact-used").textContent = `${fmt(snap.total_used)} of ${fmt(snap.available_budget)} tokens (${Math.round(snap.utilisation * 100)}%)`;
+  if (!snap) {
+    const last = lastTurns.at(-1);
+    $("fact-turn").textContent = last ? `${last.turn} (no snapshot recorded)` : "none yet";
+    return;
+  }
+  $("fact-turn").replaceChildren(h("a", { href: traceHref(snap.turn) }, `${snap.turn} (${new Date(snap.created_at).toLocaleTimeString()})`));
+  $("fact-used").textContent = `${fmt(snap.total_used)} of ${fmt(snap.available_budget)} tokens (${pct(snap.utilisation)})`;
   const taking = snap.modules.filter((m) => m.status !== "skipped");
   const skipped = snap.modules.filter((m) => m.status === "skipped");
   $("module-cards").replaceChildren(...taking.map((m) => moduleCard(m, snap)));
   $("skipped").replaceChildren(...(skipped.length ? [h("h3", {}, "Not taking part"), h("ul", { class: "chips" },
     skipped.map((m) => h("li", {}, h("strong", {}, moduleLabel(m.module_id)), `: ${m.reason}`)))] : []));
-  $("decisions").replaceChildren(...snap.decisions.map((d) => h("li", {}, d)));
+  $("decisions").replaceChildren(...snap.decisions.map((d) => h("li", {}, decisionText(d))));
   if (snap.window_type_id !== typeId) loadType();
 }
 
@@ -52,22 +59,25 @@ async function loadSession() {
   $("session-title").textContent = session.title || session.id;
   $("fact-profile").textContent = `${profile.name || profile.id} (${profile.type.replace(/_/g, " ")})`
     + (profile.context_limit ? `, limit ${fmt(profile.context_limit)}` : "");
-  $("fact-model").textContent = `${session.model} (${fmt(session.model_limit)} tokens, ${session.model_limit_source.replace(/_/g, " ")})`;
+  $("fact-model").textContent = `${session.model} (${fmt(session.model_limit)} tokens: ${limitSource(session.model_limit_source)})`;
   modelLimit = session.model_limit;
   for (const input of [$("limit-range"), $("limit-number")]) {
     input.min = Math.min(limitFloor, modelLimit);
     input.max = modelLimit;
   }
   showLimit(session.context_limit);
+  $("phase").value = session.phase || "";
+  showAttachments(session.attachments);
   renderTurns(session.turns);
   await loadType(session);
   showSnapshot(await latestSnapshot());
-  await loadAnalytics();
+  await Promise.all([loadAnalytics(), loadTimeline(), loadTypeChoices()]);
 }
 
 // --- turns ---------------------------------------------------------------------------------------
 
 function renderTurns(turns) {
+  lastTurns = turns;
   const rows = [...turns].reverse().map((t) => {
     const toggle = h("input", {
       type: "checkbox", checked: t.valid, id: `valid-${t.turn}`, disabled: !isAdmin(),
@@ -82,7 +92,7 @@ function renderTurns(turns) {
       },
     });
     return h("tr", { dataset: { turn: t.turn }, class: t.valid ? "" : "invalid" },
-      h("th", { scope: "row" }, String(t.turn)),
+      h("th", { scope: "row" }, t.snapshot_id ? h("a", { href: traceHref(t.turn), "aria-label": `Trace of turn ${t.turn}` }, `Turn ${t.turn}`) : `Turn ${t.turn}`),
       h("td", {}, t.query),
       h("td", { class: "clip" }, t.answer || t.summary || ""),
       h("td", { class: "num" }, `${fmt(t.tokens_in)} / ${fmt(t.tokens_out)}`),
@@ -106,10 +116,66 @@ function refreshTurnsSoon(snapshotId = 0, turn = null, tries = 40) {
     if (recorded || tries <= 0) {
       renderTurns(turns);
       loadAnalytics();
+      loadTimeline();
     }
     else refreshTurnsSoon(snapshotId, null, tries - 1);
   }, 250);
 }
+
+// --- timeline and comparisons --------------------------------------------------------------------
+
+let recorded = []; // the latest snapshot row of each turn, oldest first
+
+async function loadTimeline() {
+  const { snapshots } = await get(`${base}/snapshots?limit=500&newest_first=true`);
+  const byTurn = new Map();
+  for (const row of [...snapshots].reverse()) byTurn.set(row.turn, row); // a retried turn: its last snapshot
+  recorded = [...byTurn.values()];
+  timeline($("timeline"), recorded.map((r) => ({ turn: r.turn, snap: r.snapshot, typeVersion: r.type_version })), { traceHref });
+  const options = (selected) => recorded.map((r) => h("option", { value: r.id, selected: r === selected }, `Turn ${r.turn}`));
+  const keep = (id) => $(id).value;
+  const [a, b, one] = [keep("cmp-a"), keep("cmp-b"), keep("cmp-turn")];
+  $("cmp-a").replaceChildren(...options(recorded.at(-2) || recorded.at(-1)));
+  $("cmp-b").replaceChildren(...options(recorded.at(-1)));
+  $("cmp-turn").replaceChildren(...options(recorded.at(-1)));
+  if (a) $("cmp-a").value = a;
+  if (b) $("cmp-b").value = b;
+  if (one) $("cmp-turn").value = one;
+}
+
+async function loadTypeChoices() {
+  const { types } = await get("/v1/context-window-types");
+  for (const [id, pick] of [["cmp-type-a", 0], ["cmp-type-b", 1]]) {
+    $(id).replaceChildren(...types.map((t, i) => h("option", { value: t.id, selected: i === Math.min(pick, types.length - 1) }, t.name)));
+  }
+}
+
+const rowOf = (id) => recorded.find((r) => String(r.id) === String(id));
+
+$("compare-turns").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const [a, b] = [rowOf($("cmp-a").value), rowOf($("cmp-b").value)];
+  if (!a || !b) return;
+  $("compare-result").replaceChildren(comparison(a.snapshot, b.snapshot, { labelA: `Turn ${a.turn}`, labelB: `Turn ${b.turn}` }));
+});
+
+$("compare-types").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const row = rowOf($("cmp-turn").value);
+  if (!row) return;
+  const [ta, tb] = [$("cmp-type-a").value, $("cmp-type-b").value];
+  const out = $("compare-result");
+  out.replaceChildren(h("p", { class: "muted" }, "Assembling the turn under both types…"));
+  try {
+    const under = (t) => get(`/v1/snapshots/${row.id}/trace?type_id=${encodeURIComponent(t)}`);
+    const [a, b] = await Promise.all([under(ta), under(tb)]);
+    out.replaceChildren(comparison(a.snapshot, b.snapshot, {
+      labelA: `${a.snapshot.window_type_name}`, labelB: `${b.snapshot.window_type_name}`,
+    }), h("p", { class: "small muted" }, `Turn ${row.turn} assembled again from its recorded inputs under each type's current version. Nothing is stored.`));
+  } catch (err) {
+    out.replaceChildren(h("p", { class: "field-error" }, `Not compared: ${err.message}`));
+  }
+});
 
 // --- analytics -----------------------------------------------------------------------------------
 
@@ -133,7 +199,7 @@ async function loadAnalytics() {
           h("td", { class: "num" }, pctOf(m.avg_utilisation)), h("td", { class: "num" }, `${m.times_condensed}×`),
           h("td", { class: "num" }, `${m.times_failed}×`))))),
     h("p", { class: "small muted" }, rules.length
-      ? `Rules fired: ${rules.map(([rule, f]) => `${rule} (${pctOf(f)} of turns)`).join("; ")}.` : "No rule has fired yet."));
+      ? `Rules fired: ${rules.map(([rule, f]) => `${ruleText(rule).replace(/\.$/, "")} (${pctOf(f)} of turns)`).join("; ")}.` : "No rule has fired yet."));
 }
 
 // --- context limit -------------------------------------------------------------------------------
@@ -162,6 +228,65 @@ $("limit-range").addEventListener("input", () => { $("limit-number").value = $("
 $("limit-number").addEventListener("input", () => { $("limit-range").value = $("limit-number").value; });
 $("limit-form").addEventListener("submit", (e) => { e.preventDefault(); setLimit(Number($("limit-number").value)); });
 $("limit-clear").addEventListener("click", () => setLimit(null));
+
+// --- phase and attachments ----------------------------------------------------------------------
+
+function showAttachments(list) {
+  $("attachments").replaceChildren(...(list.length ? list.map((a) => h("li", { dataset: { attachment: a.id } },
+    h("span", {}, h("strong", {}, a.name), ` · ${fmt(a.chars)} characters`),
+    h("button", {
+      type: "button", class: "link small admin-only", "aria-label": `Remove ${a.name}`,
+      onclick: async () => {
+        if (!confirm(`Remove “${a.name}” from this session? The next turn no longer sees it.`)) return;
+        try {
+          await api("DELETE", `${base}/attachments/${encodeURIComponent(a.id)}`);
+          notify(`Removed ${a.name}.`);
+          await loadAttachments();
+        } catch (err) { reportError(err, "Not removed"); }
+      },
+    }, "Remove"))) : [h("li", { class: "muted" }, "No documents attached.")]));
+  lockForViewers($("attachments"));
+}
+
+async function loadAttachments() {
+  showAttachments((await get(`${base}/attachments`)).attachments);
+}
+
+$("attach-file").addEventListener("change", async () => {
+  const file = $("attach-file").files[0];
+  if (!file) return;
+  $("attach-text").value = await file.text();
+  if (!$("attach-name").value) $("attach-name").value = file.name;
+});
+
+$("attach-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  fieldError($("attach-text"), $("attach-error"));
+  const body = { name: $("attach-name").value.trim(), text: $("attach-text").value };
+  if (!body.name || !body.text.trim()) {
+    fieldError(body.name ? $("attach-text") : $("attach-name"), $("attach-error"), "Give the document a name and some text (or pick a text file).");
+    return;
+  }
+  try {
+    await api("POST", `${base}/attachments`, { body });
+    notify(`Attached ${body.name}: the next turn can use it.`);
+    $("attach-form").reset();
+    await loadAttachments();
+  } catch (err) {
+    fieldError($("attach-text"), $("attach-error"), errorText(err));
+  }
+});
+
+$("phase-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const phase = $("phase").value || null;
+  try {
+    await api("PATCH", base, { body: { phase } });
+    notify(phase ? `Phase set to ${phase} from the next turn on.` : "Phase cleared.");
+  } catch (err) {
+    reportError(err, "Phase not set");
+  }
+});
 
 // --- actions -------------------------------------------------------------------------------------
 

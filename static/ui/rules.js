@@ -19,7 +19,7 @@ const ACTIONS = {
   condense: { label: "Condense it", defaults: { strategy: "summarize", to_pct: 50 } },
 };
 
-export function initRules({ root, add, getState, moduleIds, onChange }) {
+export function initRules({ root, add, getState, moduleIds, onChange, whyIdle = () => "" }) {
   const rules = () => getState().dynamic_adjustments;
 
   function select(options, value, attrs) {
@@ -93,9 +93,18 @@ export function initRules({ root, add, getState, moduleIds, onChange }) {
     return out;
   }
 
+  /** A rule aimed at a module that takes no part does nothing: say so on the rule. */
+  function idleNote(rule) {
+    const targets = [rule.action.module, rule.action.type === "transfer" ? rule.action.to : null].filter(Boolean);
+    const notes = targets.map((id) => [id, whyIdle(id)]).filter(([, why]) => why);
+    return h("p", { class: "warning small", dataset: { testid: "rule-idle" }, hidden: !notes.length },
+      notes.map(([id, why]) => `${moduleLabel(id)} ${why}, so this rule has no effect on it. `));
+  }
+
   function ruleBox(rule, i) {
     return h("fieldset", { class: "rule", dataset: { rule: i } },
       h("legend", {}, `Rule ${i + 1}`),
+      idleNote(rule),
       h("div", { class: "fields" }, conditionFields(rule, i), actionFields(rule, i)),
       h("button", {
         type: "button", class: "link small admin-only", "aria-label": `Remove rule ${i + 1}`,
@@ -114,5 +123,13 @@ export function initRules({ root, add, getState, moduleIds, onChange }) {
     onChange();
   });
 
-  return { render: () => render() };
+  /** Refresh the "no effect" notes after edits elsewhere (a module switched off in the type). */
+  function refreshNotes() {
+    root.querySelectorAll("[data-rule]").forEach((box) => {
+      const rule = rules()[Number(box.dataset.rule)];
+      if (rule) box.querySelector("[data-testid=rule-idle]").replaceWith(idleNote(rule));
+    });
+  }
+
+  return { render: () => render(), refreshNotes };
 }

@@ -1,5 +1,5 @@
 // How a snapshot's modules are shown: allocation against use, utilisation coloured at 50% and 80%, and badges.
-import { fmt, h, moduleLabel, pct, utilisationClass } from "./lib.js";
+import { fmt, h, moduleLabel, pct, plain, ruleText, utilisationClass } from "./lib.js";
 
 export function badges(m, snap) {
   const fired = (snap.adjustments_fired || []).some((r) => r.includes(` ${m.module_id}`));
@@ -46,11 +46,14 @@ export function moduleTable(snap) {
       h("td", {}, badges(m, snap), m.reason ? h("span", { class: "muted small" }, ` ${m.reason}`) : null)))));
 }
 
+/** "pass 2: small_window(32000) -> reduce …" reads as a sentence; other lines are already prose. */
+export const decisionText = (line) => plain(line).replace(/^(pass \w+: )?(\w+(?:\([^)]*\))? -> .*)$/, (all, pass, rule) => `${pass || ""}${ruleText(rule)}`);
+
 export function eventLists(snap) {
   const list = (title, items, render) => h("div", {}, h("h3", {}, title),
     items.length ? h("ul", { class: "log" }, items.map((i) => h("li", {}, render(i)))) : h("p", { class: "muted" }, "None."));
   return h("div", { class: "two-col" },
     list("Condensations", snap.condensations || [], (c) =>
-      `${moduleLabel(c.module_id)}: ${fmt(c.before)} → ${fmt(c.after)} tokens (${c.strategy}, ${c.reason})`),
-    list("Rules fired", snap.adjustments_fired || [], (r) => r));
+      `${moduleLabel(c.module_id)}: ${fmt(c.before)} → ${fmt(c.after)} tokens (${c.strategy.replace(/[_+]/g, " ")}, ${c.reason})`),
+    list("Rules fired", snap.adjustments_fired || [], ruleText));
 }

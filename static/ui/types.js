@@ -1,6 +1,6 @@
 // The types page: one card per context window type, with its composition, bindings and actions.
 import { activeSlots, compositionBar } from "./bars.js";
-import { api, get, h, isAdmin, loadModuleNames, lockForViewers, notify, reportError } from "./lib.js";
+import { api, get, h, isAdmin, loadModuleNames, lockForViewers, moduleLabel, notify, reportError } from "./lib.js";
 
 const root = document.getElementById("type-cards");
 
@@ -22,12 +22,14 @@ async function remove(type) {
   }
 }
 
-function card(type, bound) {
+function card(type, bound, off) {
   const total = Object.keys(type.modules).length;
-  const active = activeSlots(type).length;
+  const slots = activeSlots(type);
+  const taking = slots.filter((s) => !off.has(s.id));
+  const switchedOff = slots.filter((s) => off.has(s.id)).map((s) => moduleLabel(s.id));
   const blocker = deleteBlocker(type, bound);
   const bar = h("div", { class: "composition" });
-  compositionBar(bar, { slots: activeSlots(type), reservePct: type.output_reserve_pct });
+  compositionBar(bar, { slots: taking, reservePct: type.output_reserve_pct });
   const why = blocker ? h("p", { class: "hint", id: `why-${type.id}` }, blocker) : null;
   return h("article", { class: "card", dataset: { typeId: type.id }, "aria-labelledby": `t-${type.id}` },
     h("header", {},
@@ -36,10 +38,12 @@ function card(type, bound) {
     h("p", { class: "muted" }, `${type.id} · v${type.version}`),
     type.description ? h("p", {}, type.description) : null,
     h("dl", { class: "facts compact" },
-      h("div", {}, h("dt", {}, "Modules"), h("dd", {}, `${active} active of ${total}`)),
+      h("div", {}, h("dt", {}, "Modules"), h("dd", {}, `${taking.length} active of ${total}`)),
       h("div", {}, h("dt", {}, "Output reserve"), h("dd", {}, `${type.output_reserve_pct}%`)),
       h("div", {}, h("dt", {}, "Rules"), h("dd", {}, String(type.dynamic_adjustments.length))),
       h("div", {}, h("dt", {}, "Profiles"), h("dd", {}, bound.length ? bound.join(", ") : "none"))),
+    switchedOff.length ? h("p", { class: "warning small" }, `Switched off for all types on the Modules page: ${switchedOff.join(", ")}. `
+      + "The bar leaves them out.") : null,
     bar,
     h("div", { class: "actions" },
       h("a", { class: "button", href: `/ui/types/${encodeURIComponent(type.id)}` }, isAdmin() ? "Edit" : "View"),
@@ -53,9 +57,10 @@ function card(type, bound) {
 
 async function load() {
   try {
-    const [{ types }, { profiles }] = await Promise.all([get("/v1/context-window-types"), get("/v1/profiles"), loadModuleNames()]);
+    const [{ types }, { profiles }, modules] = await Promise.all([get("/v1/context-window-types"), get("/v1/profiles"), loadModuleNames()]);
     const bound = (id) => profiles.filter((p) => p.context_window_type_id === id).map((p) => p.id);
-    root.replaceChildren(...types.map((t) => card(t, bound(t.id))));
+    const off = new Set(modules.filter((m) => !m.active).map((m) => m.module_id));
+    root.replaceChildren(...(types.length ? types.map((t) => card(t, bound(t.id), off)) : [h("p", { class: "muted" }, "No types yet.")]));
     root.setAttribute("aria-busy", "false");
     lockForViewers(root);
   } catch (err) {

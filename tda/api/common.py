@@ -9,6 +9,7 @@ from typing import Any
 from quart import request
 
 from ..errors import Invalid, PreconditionFailed, PreconditionRequired
+from .schemas import _ReadBack
 
 _ETAG = re.compile(r'^(?:W/)?"(?P<id>[^"]+)\.v(?P<version>\d+)"$')
 
@@ -38,3 +39,14 @@ def if_match_version(resource_id: str) -> int:
     if match is None or match["id"] != resource_id:
         raise PreconditionFailed(f"If-Match {header!r} is not an ETag of {resource_id!r}; GET it again")
     return int(match["version"])
+
+
+def check_same_as_stored(sent: _ReadBack, stored: dict[str, Any]) -> None:
+    """Read-only fields sent back must still hold the stored values (422 naming each that differs)."""
+    errors = [
+        {"loc": name, "msg": f"read-only: must be {stored[name]!r} (as stored) or left out", "type": "read_only"}
+        for name in sorted(sent.SAME_AS_STORED & sent.model_fields_set)
+        if getattr(sent, name) != stored[name]
+    ]
+    if errors:
+        raise Invalid(f"{', '.join(e['loc'] for e in errors)} cannot be changed here", errors=errors)

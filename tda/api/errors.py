@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
@@ -13,6 +14,8 @@ from werkzeug.exceptions import HTTPException
 from components.context_window.budget import BudgetExceeded
 
 from ..errors import Invalid, ServiceError, field_errors
+from ..security import json_depth_exceeds
+from ..service import service
 
 log = logging.getLogger(__name__)
 
@@ -21,20 +24,42 @@ def _json(status: int, error: str, message: str, **extra: Any) -> tuple[dict[str
     return {"error": error, "message": message, **extra}, status
 
 
-async def require_utf8_body() -> None:
-    """Bodies must be UTF-8 (JSON is); refuse others here, before any handler tries to decode them."""
-    if request.method in ("POST", "PUT", "PATCH"):
-        try:
-            (await request.get_data(cache=True, as_text=False)).decode()
-        except UnicodeDecodeError:
-            raise Invalid(
-                "the body is not UTF-8; send JSON",
-                errors=[{"loc": "body", "msg": "not UTF-8", "type": "unicode_error"}],
-            ) from None
+class InvalidJSON(ServiceError):
+    status, code = 400, "invalid_json"
+
+
+async def check_json_body() -> None:
+    """API bodies must be UTF-8 JSON, nested at most ``max_json_depth`` deep: refused here with a message
+    that says what is wrong, before any handler (or the JSON parser's recursion) meets them."""
+    if request.method not in ("POST", "PUT", "PATCH"):
+        return
+    raw = await request.get_data(cache=True, as_text=False)
+    try:
+        text = raw.decode()
+    except UnicodeDecodeError:
+        raise Invalid(
+            "the body is not UTF-8; send JSON",
+            errors=[{"loc": "body", "msg": "not UTF-8", "type": "unicode_error"}],
+        ) from None
+    if not text.strip() or not request.path.startswith("/v1/"):
+        return
+    limit = service().settings.max_json_depth
+    try:
+        data = json.loads(text)
+    except RecursionError:
+        data = None
+    except ValueError as exc:
+        where = f" at line {exc.lineno}, column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
+        msg = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+        raise InvalidJSON(f"the body is not valid JSON ({msg}{where}); send a JSON object") from None
+    else:
+        if not json_depth_exceeds(data, limit):
+            return
+    raise InvalidJSON(f"the JSON body nests arrays/objects more than {limit} levels deep; flatten it")
 
 
 def register_error_handlers(app: Quart) -> None:
-    app.before_request(require_utf8_body)
+    app.before_request(check_json_body)
 
     @app.errorhandler(ServiceError)
     async def service_error(exc: ServiceError) -> tuple[dict[str, Any], int]:
@@ -65,6 +90,10 @@ def register_error_handlers(app: Quart) -> None:
     async def http_error(exc: HTTPException) -> Any:
         if exc.code is None or exc.code < 400:
             return exc
+        if exc.code == 413:
+            limit = app.config["MAX_CONTENT_LENGTH"]
+            message = f"the body is larger than {limit:,} bytes; send less (the limit is TDA_MAX_BODY_BYTES)"
+            return _json(413, "body_too_large", message)
         return _json(exc.code, (exc.name or "error").lower().replace(" ", "_"), exc.description or exc.name)
 
     @app.errorhandler(Exception)

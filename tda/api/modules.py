@@ -10,6 +10,7 @@ from quart_schema import tag, validate_request
 
 from ..auth import actor, require
 from ..errors import Conflict, Invalid, NotFound
+from ..security import check_install_source
 from ..service import TDAService, service
 from ..turns import resolve_type
 from .schemas import InstallIn, PurgeIn
@@ -43,9 +44,10 @@ async def list_modules() -> dict[str, Any]:
 @require("admin")
 @validate_request(InstallIn)
 async def install_module(data: InstallIn) -> tuple[dict[str, Any], int]:
-    """Install a module folder from the server's file system into the user module folder."""
+    """Install a module folder from the server's file system into the user module folder. Only folders under
+    TDA_MODULES_DIR or TDA_MODULE_ROOTS qualify (403 otherwise): a module is code the server runs."""
     svc = service()
-    path = Path(data.path)
+    path = check_install_source(Path(data.path), svc.settings)
     if not (path / "manifest.json").is_file():
         raise Invalid(
             f"{data.path} is not a module folder (no manifest.json)",

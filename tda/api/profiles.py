@@ -13,6 +13,7 @@ from ..auth import actor, require
 from ..errors import Invalid
 from ..service import service
 from ..store.profiles import profile_dict
+from .common import check_same_as_stored
 from .schemas import ProfileIn, ProfilePatch
 
 bp = Blueprint("profiles", __name__, url_prefix="/v1/profiles")
@@ -38,7 +39,7 @@ NULLABLE = frozenset({"context_window_type_id", "context_limit", "model"})
 
 def _patch_fields(data: ProfilePatch) -> dict[str, Any]:
     """Fields the caller sent; null means "clear" only where clearing makes sense (it is ignored elsewhere)."""
-    return {k: v for k, v in data.model_dump(exclude_unset=True).items() if v is not None or k in NULLABLE}
+    return {k: v for k, v in data.changes().items() if v is not None or k in NULLABLE}
 
 
 @bp.get("")
@@ -70,6 +71,7 @@ async def update_profile(profile_id: str, data: ProfilePatch) -> dict[str, Any]:
     """Change some fields (null clears context_window_type_id, context_limit and model)."""
     svc = service()
     current = await svc.store.profiles.get(profile_id)
+    check_same_as_stored(data, profile_dict(current))
     fields = _patch_fields(data)
     limit = fields.get("context_limit", current.context_limit)
     check_limit_lowers(limit, fields.get("model", current.model) or svc.settings.model)

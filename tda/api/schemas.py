@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -16,6 +16,27 @@ MIN_CONTEXT_LIMIT = 256
 
 class _In(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+class _ReadBack(_In):
+    """A body GET returned can be sent back as it is (read-modify-write): the fields the server computes are
+    accepted and ignored; ``SAME_AS_STORED`` fields are checked against the stored values by the handler."""
+
+    COMPUTED: ClassVar[frozenset[str]] = frozenset({"created_at", "updated_at"})
+    SAME_AS_STORED: ClassVar[frozenset[str]] = frozenset({"id"})
+
+    id: str | None = Field(None, description="read-only: when sent, it must be the id in the URL")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _drop_computed(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            return {k: v for k, v in data.items() if k not in cls.COMPUTED}
+        return data
+
+    def changes(self) -> dict[str, Any]:
+        """The editable fields the caller sent."""
+        return self.model_dump(exclude_unset=True, exclude=set(self.SAME_AS_STORED))
 
 
 class ToolIn(_In):
@@ -41,7 +62,7 @@ class ProfileIn(ProfileFields):
     id: str = Slug
 
 
-class ProfilePatch(_In):
+class ProfilePatch(_ReadBack):
     name: str | None = Field(None, max_length=100)
     type: ProfileType | None = None
     system_prompt: str | None = Field(None, max_length=200_000)
@@ -65,7 +86,22 @@ class SessionIn(_In):
     phase: Phase | None = None
 
 
-class SessionPatch(_In):
+class SessionPatch(_ReadBack):
+    COMPUTED = _ReadBack.COMPUTED | {
+        "profile",
+        "context_window_type_id",
+        "model",
+        "model_limit",
+        "model_limit_source",
+        "turns",
+        "attachments",
+        "message_count",
+        "older_turns",
+    }
+    SAME_AS_STORED = frozenset({"id", "profile_id", "context_limit"})
+
+    profile_id: str | None = Field(None, description="read-only: a session keeps its profile")
+    context_limit: int | None = Field(None, description="read-only here: change it with POST .../context-limit")
     title: str | None = Field(None, max_length=200)
     phase: Phase | None = None
     user_id: str | None = Field(None, max_length=100)

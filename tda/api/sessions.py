@@ -16,6 +16,7 @@ from ..service import service
 from ..store.profiles import profile_dict
 from ..store.sessions import attachment_dict, message_dict, session_dict, snapshot_dict, turn_dict
 from ..turns import resolve_type, run_turn, set_feedback
+from .common import check_same_as_stored
 from .profiles import check_limit_lowers
 from .schemas import (
     AttachmentIn,
@@ -83,7 +84,10 @@ async def get_session(session_id: str, query_args: SessionQuery) -> dict[str, An
 @require("admin")
 @validate_request(SessionPatch)
 async def update_session(session_id: str, data: SessionPatch) -> dict[str, Any]:
-    fields = {k: v for k, v in data.model_dump(exclude_unset=True).items() if v is not None or k == "phase"}
+    """Change title, phase or user_id. The body GET returned may be sent back: computed fields are ignored."""
+    if data.SAME_AS_STORED & data.model_fields_set:
+        check_same_as_stored(data, session_dict(await service().store.sessions.get(session_id)))
+    fields = {k: v for k, v in data.changes().items() if v is not None or k == "phase"}
     return session_dict(await service().store.sessions.update(session_id, fields, actor()))
 
 

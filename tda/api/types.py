@@ -22,6 +22,16 @@ from .schemas import PreviewIn, RollbackIn
 
 bp = Blueprint("types", __name__, url_prefix="/v1/context-window-types")
 tag(["context-window-types"])(bp)
+COMPUTED = ("etag", "version", "updated_at")
+"""What GET adds to a type: a body GET returned can be sent back (read-modify-write); these are ignored
+(the version a write applies to is the one in If-Match)."""
+
+
+async def _type_body() -> dict[str, Any]:
+    body = await json_object()
+    for name in COMPUTED:
+        body.pop(name, None)
+    return body
 
 
 def _out(stored: StoredType, status: int = 200) -> tuple[dict[str, Any], int, dict[str, str]]:
@@ -51,7 +61,7 @@ async def list_types() -> Response:
 async def create_type() -> Any:
     """Create a type; ``is_default: true`` makes it the default (the previous default is demoted)."""
     svc = service()
-    t = svc.validate_type(await json_object())
+    t = svc.validate_type(await _type_body())
     return _out(await svc.store.types.create(t, actor()), 201)
 
 
@@ -76,7 +86,7 @@ async def put_type(type_id: str) -> Any:
     """Replace a type. Needs ``If-Match: <ETag>`` (428 without, 412 if someone saved first)."""
     svc = service()
     expected = if_match_version(type_id)
-    body = await json_object()
+    body = await _type_body()
     if body.setdefault("id", type_id) != type_id:
         raise Invalid(
             "a type's id cannot change; create a new type instead",

@@ -59,8 +59,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 def _embedder_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--embedder",
-        choices=["minilm", "hashing"],
-        help="embedder for new collections (default: TDA_EMBEDDER, else minilm; existing collections keep theirs)",
+        choices=["minilm-onnx", "minilm", "hashing"],
+        help="embedder for new collections (default: TDA_EMBEDDER, else minilm-onnx; existing collections keep theirs)",
     )
 
 

@@ -1,7 +1,11 @@
 """Retrieval for the context modules: the ``KnowledgeRetriever`` provider backed by the store.
 
-Pipeline: candidate pool (dense, plus BM25 when hybrid) -> score floor (absolute and relative to the
-best hit) -> dedupe -> optional reranker -> top k. Scores are 0..1, higher is better.
+Pipeline: candidate pool (dense, plus BM25 when hybrid) -> reciprocal-rank fusion -> floor -> dedupe ->
+optional reranker -> top k. Scores are 0..1, higher is better.
+
+Fusion is by rank, not by score: similarity and BM25 scores live on different scales, and mixing them
+let one signal bury the other's best hits. The floor is per signal: a candidate is dropped only when
+BOTH signals rate it below ``relative_floor`` of their own best, so no retriever's top hit is ever cut.
 """
 
 from __future__ import annotations
@@ -10,7 +14,8 @@ import asyncio
 import logging
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -29,9 +34,11 @@ class RetrievalSettings:
     candidates: int = 40
     """Candidate pool per collection (and per signal, when hybrid) before the floor and top k."""
     relative_floor: float = 0.5
-    """Drop hits scoring below this share of the best hit: a fixed threshold fails across queries."""
-    lexical_weight: float = 0.3
-    """Share of the BM25 signal in the fused score; 0 means dense only."""
+    """Drop candidates that both signals rate below this share of that signal's best (0 keeps all)."""
+    lexical_weight: float = 0.5
+    """Weight of the BM25 ranking in the fusion (the dense ranking has 1 minus this); 0 means dense only."""
+    rrf_k: int = 60
+    """Reciprocal-rank fusion constant: a candidate ranked r by a signal earns weight / (rrf_k + r)."""
     near_duplicate: float = 0.85
     """Word-shingle Jaccard similarity above which two passages count as the same text."""
 
@@ -51,6 +58,9 @@ class _Candidate:
     collection: str
     dense: float
     lexical: float = 0.0
+    dense_rank: int = 0
+    """1-based rank in the dense list; 0 when the candidate came from BM25 only."""
+    lexical_rank: int = 0
 
 
 class ChromaKnowledgeRetriever:
@@ -62,7 +72,8 @@ class ChromaKnowledgeRetriever:
         self.store = store
         self.settings = settings or RetrievalSettings()
         self.reranker = reranker
-        self._lexical: dict[str, tuple[tuple[int, int], BM25Index, list[dict[str, Any]]]] = {}
+        self._lexical: dict[str, _CollectionIndex] = {}
+        self._handles: dict[tuple[str, int], Any] = {}
 
     async def retrieve(
         self,
@@ -94,22 +105,23 @@ class ChromaKnowledgeRetriever:
         documents: Sequence[str] = (),
         sections: Sequence[str] = (),
     ) -> list[Passage]:
-        """Synchronous retrieval (the CLI and benchmarks call this directly)."""
+        """Synchronous retrieval (the CLI and benchmarks call this directly).
+
+        ``min_score`` is an absolute floor on the cosine similarity to the query (0 keeps all); the
+        fused score ranks, it does not measure.
+        """
         if not query.strip() or k <= 0:
             return []
         candidates: list[Passage] = []
         for name in collections or self.store.collection_names():
             try:
-                candidates.extend(self._collection_candidates(name, query, documents))
+                candidates.extend(self._collection_candidates(name, query, documents, sections))
             except KnowledgeError as exc:  # a profile naming a deleted collection must not break the turn
                 log.warning("knowledge retrieval skipped: %s", exc)
-        if sections:
-            candidates = [p for p in candidates if any(_in_section(p.section, s) for s in sections)]
         candidates.sort(key=lambda p: (-p.score, p.document_id, p.chunk_index))
-        if not candidates:
-            return []
-        floor = max(min_score, candidates[0].score * self.settings.relative_floor)
-        kept = dedupe([p for p in candidates if p.score >= floor], self.settings.near_duplicate)
+        similar = [p for p in candidates if p.metadata["dense_score"] >= min_score]
+        # Only as many as are returned need dedupe (its pairwise comparison is the costly step).
+        kept = dedupe(similar, self.settings.near_duplicate, limit=None if self.reranker else k)
         if self.reranker is not None:
             kept = self.reranker.rerank(query, kept)
         return kept[:k]
@@ -122,6 +134,15 @@ class ChromaKnowledgeRetriever:
         if max(before, after) <= 0 or not passage.collection:
             return []
         i = passage.chunk_index
+        cached = self._lexical.get(passage.collection)
+        if cached is not None and cached.key[0] == self.store.version(passage.collection):
+            # The chunks are in memory for BM25 already: no database round trip per hit.
+            rows = [
+                row
+                for j in range(i - max(before, 0), i + max(after, 0) + 1)
+                if j != i and (row := cached.positions.get((passage.document_id, j))) is not None
+            ]
+            return [_passage(r["id"], r["text"], r["metadata"], passage.collection, 0.0) for r in rows]
         where = {
             "$and": [
                 {"document_id": passage.document_id},
@@ -135,9 +156,10 @@ class ChromaKnowledgeRetriever:
 
     # --- candidates ----------------------------------------------------------------------
 
-    def _collection_candidates(self, name: str, query: str, documents: Sequence[str]) -> list[Passage]:
-        col = self.store.collection(name)
-        total = col.count()
+    def _collection_candidates(
+        self, name: str, query: str, documents: Sequence[str], sections: Sequence[str]
+    ) -> list[Passage]:
+        col, total = self._collection(name)
         if not total:
             return []
         embed = col.configuration.get("embedding_function")
@@ -150,24 +172,63 @@ class ChromaKnowledgeRetriever:
             include=["documents", "metadatas", "distances"],
         )
         pool = {
-            i: _Candidate(i, t, dict(m or {}), name, max(0.0, 1.0 - float(d)))
-            for i, t, m, d in zip(
-                found["ids"][0], found["documents"][0], found["metadatas"][0], found["distances"][0], strict=True
-            )  # type: ignore[index]
+            i: _Candidate(i, t, dict(m or {}), name, max(0.0, 1.0 - float(d)), dense_rank=rank)
+            for rank, (i, t, m, d) in enumerate(
+                zip(
+                    found["ids"][0],  # type: ignore[index]
+                    found["documents"][0],  # type: ignore[index]
+                    found["metadatas"][0],  # type: ignore[index]
+                    found["distances"][0],  # type: ignore[index]
+                    strict=True,
+                ),
+                start=1,
+            )
         }
         if self.settings.lexical_weight > 0:
-            self._add_lexical(name, col, query, vector, documents, pool)
-        w = self.settings.lexical_weight
+            self._add_lexical(name, col, total, query, vector, documents, pool)
+        if sections:
+            pool = {
+                i: c
+                for i, c in pool.items()
+                if any(_in_section(str(c.metadata.get("section", "")), s) for s in sections)
+            }
         return [
-            _passage(c.id, c.text, c.metadata, name, (1 - w) * c.dense + w * c.lexical, c.dense, c.lexical)
-            for c in pool.values()
+            _passage(c.id, c.text, c.metadata, name, self._fused(c), c.dense, c.lexical)
+            for c in _above_floor(list(pool.values()), self.settings.relative_floor)
         ]
 
+    def _fused(self, c: _Candidate) -> float:
+        """Weighted reciprocal-rank fusion, scaled so that first in both rankings is 1."""
+        w, k = self.settings.lexical_weight, self.settings.rrf_k
+        score = (1 - w) / (k + c.dense_rank) if c.dense_rank else 0.0
+        score += w / (k + c.lexical_rank) if c.lexical_rank else 0.0
+        return score * (k + 1)
+
+    def _collection(self, name: str) -> tuple[Any, int]:
+        """The collection's handle (kept while this store has not written to it: opening one costs ms)
+        and its chunk count, which is also how another process's writes are noticed."""
+        key = (name, self.store.version(name))
+        if key not in self._handles:
+            self._handles = {k: v for k, v in self._handles.items() if k[0] != name}
+            self._handles[key] = self.store.collection(name)
+        try:
+            return self._handles[key], self._handles[key].count()
+        except Exception:  # deleted or recreated by another process: open it again (or fail clearly)
+            self._handles[key] = self.store.collection(name)
+            return self._handles[key], self._handles[key].count()
+
     def _add_lexical(
-        self, name: str, col: Any, query: str, vector: np.ndarray, documents: Sequence[str], pool: dict[str, _Candidate]
+        self,
+        name: str,
+        col: Any,
+        total: int,
+        query: str,
+        vector: np.ndarray,
+        documents: Sequence[str],
+        pool: dict[str, _Candidate],
     ) -> None:
         """Fuse BM25 (normalised by the best lexical hit) into the pool; lexical-only hits get their dense score."""
-        index, rows = self._lexical_index(name, col)
+        index, rows = self._lexical_index(name, total)
         scores = index.scores(query)
         if documents:
             allowed = set(documents)
@@ -178,33 +239,51 @@ class ChromaKnowledgeRetriever:
         top = [int(i) for i in np.argsort(-scores)[: self.settings.candidates] if scores[i] > 0]
         missing = [rows[i]["id"] for i in top if rows[i]["id"] not in pool]
         dense = _dense_scores(col, missing, vector)
-        for i, row in ((i, rows[i]) for i in top):
-            lexical = float(scores[i]) / best
+        for rank, row in enumerate((rows[i] for i in top), start=1):
+            lexical = float(scores[top[rank - 1]]) / best
             if row["id"] in pool:
-                pool[row["id"]] = _with_lexical(pool[row["id"]], lexical)
+                pool[row["id"]] = replace(pool[row["id"]], lexical=lexical, lexical_rank=rank)
             else:
                 pool[row["id"]] = _Candidate(
-                    row["id"], row["text"], row["metadata"], name, dense.get(row["id"], 0.0), lexical
+                    row["id"], row["text"], row["metadata"], name, dense.get(row["id"], 0.0), lexical, 0, rank
                 )
 
-    def _lexical_index(self, name: str, col: Any) -> tuple[BM25Index, list[dict[str, Any]]]:
-        key = (self.store.version(name), col.count())
+    def _lexical_index(self, name: str, total: int) -> tuple[BM25Index, list[dict[str, Any]]]:
+        key = (self.store.version(name), total)
         cached = self._lexical.get(name)
-        if cached is None or cached[0] != key:
+        if cached is None or cached.key != key:
             rows = self.store.get_chunks(name)
-            cached = (
-                key,
-                BM25Index(
-                    [f"{r['metadata'].get('title', '')} {r['metadata'].get('section', '')}\n{r['text']}" for r in rows]
-                ),
-                rows,
+            bm25 = BM25Index(
+                [f"{r['metadata'].get('title', '')} {r['metadata'].get('section', '')}\n{r['text']}" for r in rows]
             )
-            self._lexical[name] = cached
-        return cached[1], cached[2]
+            positions = {
+                (str(r["metadata"].get("document_id", "")), int(r["metadata"].get("chunk_index", 0))): r for r in rows
+            }
+            cached = self._lexical[name] = _CollectionIndex(key, bm25, rows, positions)
+        return cached.bm25, cached.rows
 
 
-def _with_lexical(c: _Candidate, lexical: float) -> _Candidate:
-    return _Candidate(c.id, c.text, c.metadata, c.collection, c.dense, lexical)
+@dataclass(frozen=True, slots=True)
+class _CollectionIndex:
+    """A collection's chunks in memory: BM25 over them, and each by (document id, chunk index)."""
+
+    key: tuple[int, int]
+    bm25: BM25Index
+    rows: list[dict[str, Any]]
+    positions: dict[tuple[str, int], dict[str, Any]]
+
+
+def _above_floor(pool: list[_Candidate], relative: float) -> list[_Candidate]:
+    """Candidates that at least one signal rates at ``relative`` of its best or more (each best survives)."""
+    if relative <= 0 or not pool:
+        return pool
+    best_dense = max(c.dense for c in pool)
+    best_lexical = max(c.lexical for c in pool)
+    return [
+        c
+        for c in pool
+        if c.dense >= relative * best_dense or (best_lexical > 0 and c.lexical >= relative * best_lexical)
+    ]
 
 
 def _dense_scores(col: Any, ids: list[str], vector: np.ndarray) -> dict[str, float]:
@@ -250,17 +329,21 @@ def _in_section(section: str, wanted: str) -> bool:
 _SHINGLE_WORD = re.compile(r"\w+")
 
 
-def _shingles(text: str) -> set[tuple[str, ...]]:
+@lru_cache(maxsize=8192)
+def _shingles(text: str) -> frozenset[tuple[str, ...]]:
     words = _SHINGLE_WORD.findall(text.lower())
-    return {tuple(words[i : i + 3]) for i in range(max(1, len(words) - 2))}
+    return frozenset(tuple(words[i : i + 3]) for i in range(max(1, len(words) - 2)))
 
 
-def dedupe(passages: Sequence[Passage], threshold: float = 0.85) -> list[Passage]:
-    """Keep the first (best) of passages with the same or nearly the same text; order preserved."""
+def dedupe(passages: Sequence[Passage], threshold: float = 0.85, *, limit: int | None = None) -> list[Passage]:
+    """Keep the first (best) of passages with the same or nearly the same text; order preserved.
+    Stops once ``limit`` passages are kept."""
     kept: list[Passage] = []
     seen_hashes: set[str] = set()
-    kept_shingles: list[set[tuple[str, ...]]] = []
+    kept_shingles: list[frozenset[tuple[str, ...]]] = []
     for p in passages:
+        if limit is not None and len(kept) >= limit:
+            break
         h = content_hash(p.text)
         if h in seen_hashes:
             continue

@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 
 from alembic import context
+from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
-from tda.db import create_engine
+from tda.db import LOCK_NAMESPACE, create_engine
 from tda.models import Base
 
 target_metadata = Base.metadata
@@ -16,6 +17,11 @@ target_metadata = Base.metadata
 def _run(connection: Connection) -> None:
     context.configure(connection=connection, target_metadata=target_metadata, render_as_batch=True)
     with context.begin_transaction():
+        if connection.dialect.name == "postgresql":
+            # Replicas starting together migrate one after another: the next sees the version the first wrote.
+            connection.execute(
+                text("SELECT pg_advisory_xact_lock(:namespace, hashtext('migrations'))"), {"namespace": LOCK_NAMESPACE}
+            )
         context.run_migrations()
 
 

@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from components.context_window.base import Message
 from components.context_window.token_estimator import counts_to_store
 
-from ..db import Database
+from ..db import Database, advisory_xact_lock
 from ..errors import Conflict, Invalid, NotFound
 from ..models import AttachmentRow, MessageRow, ProfileRow, SessionRow, SnapshotRow, TurnRow, utcnow
 from . import audit
@@ -359,6 +359,9 @@ class SessionStore:
 
     async def record_snapshot(self, fields: dict[str, Any]) -> SnapshotRow:
         async with self.db.write() as s:
+            # Ids commit in id order across replicas, so an SSE resume (id > Last-Event-ID) skips none.
+            if self.db.is_postgres:
+                await advisory_xact_lock(s, "snapshots")
             row = SnapshotRow(**fields)
             s.add(row)
             await s.flush()

@@ -97,8 +97,10 @@ async def test_conflict_when_another_writer_saved_first(page: Any, server: Serve
     await page.click("#save")
     conflict = page.locator("#conflict")
     await expect(conflict).to_be_visible()
-    await expect(conflict).to_contain_text("changed since you read it")
-    await expect(page.locator("#conflict-changes")).to_contain_text("output_reserve_pct: 15 → 20")
+    await expect(conflict).to_contain_text("Someone saved version 2")
+    await expect(page.locator("#conflict-changes")).to_contain_text(
+        "Output reserve changed from 15% to 20% of the context limit."
+    )
     await expect(page.locator("#conflict-reapply")).to_be_focused()
 
     await page.click("#conflict-reapply")
@@ -115,14 +117,22 @@ async def test_validation_errors_appear_on_the_fields(page: Any, server: Server)
     modules = server.request("GET", "/v1/context-window/modules")[2]["modules"]
     rag = next(m["display_name"] for m in modules if m["module_id"] == "rag_context")
     await open_editor(page, "knowledge_heavy")
-    await page.get_by_label(f"Minimum % for {rag} (number)").fill("35")  # above its 20% target
+    minimum = page.get_by_label(f"Minimum % for {rag} (number)")
+    await minimum.fill("35")  # above its 20% target: said at the field as it is typed, before any save
+    row_error = page.locator('.field-error[data-loc="modules.rag_context"]')
+    await expect(row_error).to_contain_text(f"{rag}: the minimum (35%) is above the target (20%).")
+    await expect(minimum).to_have_attribute("aria-invalid", "true")
     await page.click("#save")
     summary = page.locator("#error-summary")
     await expect(summary).to_be_visible()
     await expect(summary).to_be_focused()
-    row_error = page.locator('.field-error[data-loc="modules.rag_context"]')
-    await expect(row_error).to_contain_text("min 35.0, target 20.0")
+    await summary.get_by_role("link").first.click()  # the summary's link goes to the field at fault
+    await expect(minimum).to_be_focused()
     await expect(page.locator("#version-label")).to_contain_text("version 1")  # nothing was saved
+    assert server.request("GET", "/v1/context-window-types/knowledge_heavy")[2]["version"] == 1
+    await minimum.fill("10")  # fixed: the message goes as soon as the value is right
+    await expect(row_error).to_be_hidden()
+    await expect(minimum).not_to_have_attribute("aria-invalid", "true")
 
 
 async def test_duplicate_history_rollback_and_delete(page: Any, server: Server) -> None:
@@ -140,10 +150,18 @@ async def test_duplicate_history_rollback_and_delete(page: Any, server: Server) 
     await expect(page.locator("#version-label")).to_contain_text("version 2")
 
     await page.get_by_role("button", name="v1", exact=True).click()
-    await expect(page.locator("#version-diff")).to_contain_text("name: “Balanced lab” → “Balanced lab, renamed”")
+    await expect(page.locator("#version-diff")).to_contain_text(
+        "Name changed from “Balanced lab” to “Balanced lab, renamed”."
+    )
+    await expect(page.locator("#version-diff")).not_to_contain_text("default")  # rollback keeps the default
+    page.once("dialog", lambda dialog: dialog.dismiss())  # rollback asks first; saying no changes nothing
+    await page.get_by_role("button", name="Roll back to v1").click()
+    await expect(page.locator("#version-label")).to_contain_text("version 2")
+    page.once("dialog", lambda dialog: dialog.accept())
     await page.get_by_role("button", name="Roll back to v1").click()
     await expect(page.locator("#version-label")).to_contain_text("version 3")
     await expect(page.locator("#f-name")).to_have_value("Balanced lab")
+    await expect(page.locator("#version-diff")).not_to_contain_text("renamed")  # no stale diff after the rollback
 
     await page.goto("/ui/types")
     card = page.locator('[data-type-id="balanced-lab"]')

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from chromadb.utils.embedding_functions import known_embedding_functions
 
-from tda.knowledge.embeddings import HashingEmbedding, MiniLMEmbedding, make_embedder
+from tda.knowledge.embeddings import HashingEmbedding, MiniLMEmbedding, MiniLMOnnxEmbedding, make_embedder
 
 
 def test_hashing_is_deterministic_normalised_and_lexical() -> None:
@@ -18,12 +18,12 @@ def test_hashing_is_deterministic_normalised_and_lexical() -> None:
 
 
 def test_embedders_are_registered_so_reopened_collections_rebuild_them() -> None:
-    for cls in (HashingEmbedding, MiniLMEmbedding):
+    for cls in (HashingEmbedding, MiniLMEmbedding, MiniLMOnnxEmbedding):
         assert known_embedding_functions[cls.name()] is cls
     rebuilt = HashingEmbedding.build_from_config(HashingEmbedding(dimensions=64).get_config())
     assert rebuilt.dimensions == 64
     assert MiniLMEmbedding.build_from_config({"batch_size": 8}).get_config() == {"batch_size": 8, "max_seq_length": 512}
-    with pytest.raises(ValueError, match="unknown embedder 'nope'; choose one of minilm, hashing"):
+    with pytest.raises(ValueError, match="unknown embedder 'nope'; choose one of minilm-onnx, minilm, hashing"):
         make_embedder("nope")
 
 
@@ -39,3 +39,21 @@ def test_minilm_is_semantic_and_works_offline() -> None:
     )
     assert len(query) == 384 and float(np.linalg.norm(query)) == pytest.approx(1.0, abs=1e-4)
     assert float(np.dot(query, paraphrase)) > float(np.dot(query, decoy))
+
+
+def test_the_onnx_build_gives_the_torch_models_vectors() -> None:
+    """The int8 ONNX model (the default) against sentence-transformers running the original weights:
+    the same direction for short and long texts (a text past the 512-piece limit is cut, not refused)."""
+    texts = [
+        "How do I change my login password?",
+        "By default, SQLite does a checkpoint automatically when the WAL file reaches 1000 pages.",
+        "Every passenger wears a life jacket. " * 150,
+    ]
+    onnx = np.asarray(MiniLMOnnxEmbedding()(texts))
+    torch = np.asarray(MiniLMEmbedding()(texts))
+    assert onnx.shape == (3, 384)
+    assert np.linalg.norm(onnx, axis=1) == pytest.approx(np.ones(3), abs=1e-4)
+    assert (onnx * torch).sum(axis=1) == pytest.approx(np.ones(3), abs=0.01)
+    # batching and the order of inputs do not change a vector
+    again = np.asarray(MiniLMOnnxEmbedding(batch_size=1)(list(reversed(texts)) + ["x"] * 5))[:3][::-1]
+    assert np.allclose(again, onnx, atol=1e-4)

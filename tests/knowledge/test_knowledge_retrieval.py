@@ -50,19 +50,28 @@ async def test_the_answering_passage_ranks_first_with_provenance(retriever: Chro
     assert top.document_id.endswith("manual.md") and 0 < top.score <= 1
 
 
-async def test_relative_floor_drops_hits_far_below_the_best(retriever: ChromaKnowledgeRetriever) -> None:
-    loose = replace(retriever.settings, relative_floor=0.0)
-    everything = ChromaKnowledgeRetriever(retriever.store, loose).search(
-        "mainsail reef wind knots", collections=["boat"], k=10
-    )
-    floored = retriever.search("mainsail reef wind knots", collections=["boat"], k=10)
-    best = floored[0].score
-    assert all(p.score >= best * retriever.settings.relative_floor for p in floored)
+async def test_the_floor_drops_only_what_both_signals_rate_weak(retriever: ChromaKnowledgeRetriever) -> None:
+    query = "mainsail reef wind knots"
+    loose = ChromaKnowledgeRetriever(retriever.store, replace(retriever.settings, relative_floor=0.0))
+    everything = loose.search(query, collections=["boat"], k=10)
+    floored = retriever.search(query, collections=["boat"], k=10)
     assert len(floored) < len(everything)
+    best_dense = max(p.metadata["dense_score"] for p in everything)
+    best_lexical = max(p.metadata["lexical_score"] for p in everything)
+    floor = retriever.settings.relative_floor
+    for p in everything:
+        strong = p.metadata["dense_score"] >= floor * best_dense or p.metadata["lexical_score"] >= floor * best_lexical
+        assert (p.text in {q.text for q in floored}) == strong
+    # the top hit of each signal always survives the floor
+    kept = {q.text for q in floored}
+    assert max(everything, key=lambda p: p.metadata["dense_score"]).text in kept
+    assert max(everything, key=lambda p: p.metadata["lexical_score"]).text in kept
 
 
-async def test_absolute_min_score_applies_too(retriever: ChromaKnowledgeRetriever) -> None:
+async def test_absolute_min_score_is_a_similarity_floor(retriever: ChromaKnowledgeRetriever) -> None:
     assert await retriever.retrieve("mainsail", collections=["boat"], min_score=0.999) == []
+    some = await retriever.retrieve("mainsail", collections=["boat"], min_score=0.2, k=10)
+    assert some and all(p.metadata["dense_score"] >= 0.2 for p in some)
 
 
 async def test_empty_query_and_unknown_collection_return_nothing_instead_of_failing(
@@ -137,11 +146,28 @@ async def test_a_pluggable_reranker_decides_the_final_order(retriever: ChromaKno
     assert [p.text for p in reranked] == [p.text for p in reversed(plain)]
 
 
-async def test_hybrid_lexical_signal_is_fused_into_the_score(retriever: ChromaKnowledgeRetriever) -> None:
-    [top, *_] = retriever.search("propeller fishing line", collections=["boat"], k=3)
-    assert top.metadata["lexical_score"] == 1.0  # the best BM25 hit is normalised to 1
+async def test_rank_fusion_keeps_each_signals_best_hit_near_the_top(retriever: ChromaKnowledgeRetriever) -> None:
+    """Reciprocal-rank fusion, checked against the formula written out here: weight / (60 + rank) per signal."""
+    query = "propeller fishing line"
+    fused = retriever.search(query, collections=["boat"], k=10)
+    assert fused[0].metadata["lexical_score"] == 1.0  # the best BM25 hit is normalised to 1
+    by_dense = sorted(fused, key=lambda p: -p.metadata["dense_score"])
+    by_lexical = sorted(
+        (p for p in fused if p.metadata["lexical_score"] > 0), key=lambda p: -p.metadata["lexical_score"]
+    )
+    w = retriever.settings.lexical_weight
+
+    def rrf(p: Passage) -> float:
+        score = (1 - w) / (60 + 1 + by_dense.index(p))
+        if p in by_lexical:
+            score += w / (60 + 1 + by_lexical.index(p))
+        return score * 61
+
+    for p in fused:
+        assert p.score == pytest.approx(rrf(p), abs=1e-4)
     dense_only = ChromaKnowledgeRetriever(retriever.store, RetrievalSettings(lexical_weight=0.0))
-    [plain, *_] = dense_only.search("propeller fishing line", collections=["boat"], k=3)
-    assert plain.metadata["lexical_score"] == 0.0 and plain.score == pytest.approx(
-        plain.metadata["dense_score"], abs=1e-4
+    plain = dense_only.search(query, collections=["boat"], k=10)
+    assert all(p.metadata["lexical_score"] == 0.0 for p in plain)
+    assert [p.metadata["dense_score"] for p in plain] == sorted(
+        (p.metadata["dense_score"] for p in plain), reverse=True
     )

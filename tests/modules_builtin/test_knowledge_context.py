@@ -133,10 +133,12 @@ async def test_sources_are_numbered_with_document_section_and_page() -> None:
         "n": 1,
         "document_id": "alpha",
         "collection": "kb",
+        "title": "Alpha Guide",
         "section": "Setup › Linux",
         "score": 0.9,
         "chunks": [1],
         "expanded": [],
+        "window": False,
     }
     assert kb.queries == [("what is it?", ("kb",), 6, 0.0)]  # the profile's collections, default k
 
@@ -267,7 +269,7 @@ async def test_a_single_oversized_source_is_trimmed_at_a_sentence() -> None:
 # --- condense -------------------------------------------------------------------------------------
 
 
-async def test_condense_drops_weakest_sources_first_then_narrows_windows() -> None:
+async def test_condense_packs_the_same_hits_again_best_whole_first() -> None:
     a, b, d = document("alpha", 9), document("beta", 9), document("delta", 9)
     kb = FakeKnowledge([hit(a, 4, 0.9), hit(b, 4, 0.6), hit(d, 4, 0.5)], {"alpha": a, "beta": b, "delta": d})
     module = make_module()
@@ -276,17 +278,80 @@ async def test_condense_drops_weakest_sources_first_then_narrows_windows() -> No
     assert [s["document_id"] for s in full.metadata["sources"]] == ["alpha", "beta", "delta"]
     assert full.metadata["sources"][0]["expanded"]
 
-    full_tokens = TOKENS.count(full.text())
-    fewer = await module.condense(full, full_tokens - 50, ctx)
-    assert [s["document_id"] for s in fewer.metadata["sources"]] == ["alpha", "beta"]
-    assert fewer.metadata["sources"][0]["expanded"] == full.metadata["sources"][0]["expanded"]
+    # Less room: the neighbours (extras) go first, every hit stays whole.
+    target = TOKENS.count(full.text()) - 50
+    fewer = await module.condense(full, target, ctx)
+    assert fewer.strategy == "condensed" and TOKENS.count(fewer.text()) <= target
+    assert [s["document_id"] for s in fewer.metadata["sources"]] == ["alpha", "beta", "delta"]
+    assert not any(s["window"] for s in fewer.metadata["sources"])
 
-    one = await module.condense(fewer, TOKENS.count(fewer.text()) - 50, ctx)
-    assert [s["document_id"] for s in one.metadata["sources"]] == ["alpha"]
-    narrower = await module.condense(one, TOKENS.count(one.text()) - 50, ctx)
-    assert len(narrower.metadata["sources"][0]["expanded"]) < len(one.metadata["sources"][0]["expanded"])
-    assert narrower.strategy == "condensed" and TOKENS.count(narrower.text()) <= TOKENS.count(one.text()) - 50
+    # Room for two whole hits and a bit: the weakest hit is shown as a window, the best two whole.
+    two = [hit(a, 4, 0.9), hit(b, 4, 0.6)]
+    two_tokens = TOKENS.count(
+        (await make_module().contribute(100_000, context(FakeKnowledge(two), config={"max_expansion": 0}))).text()
+    )
+    small = await module.condense(fewer, two_tokens + 40, ctx)
+    assert TOKENS.count(small.text()) <= two_tokens + 40
+    assert [(s["document_id"], s["window"]) for s in small.metadata["sources"]] == [
+        ("alpha", False),
+        ("beta", False),
+        ("delta", True),
+    ]
     assert len(kb.queries) == 1  # condensing reuses the cached plan: no second retrieval
+
+
+async def test_the_best_hit_is_shown_even_when_its_merged_group_does_not_fit() -> None:
+    """The issue's case: the answer is in the top hit, whose adjacent hits make a group too big for the
+    budget. The top hit goes in whole and the next adjacent hit as a window; the weaker hit of another
+    document does not displace it."""
+    a, b = document("alpha", 6, words=120), document("beta", 3, words=30)
+    hits = [hit(a, 2, 0.9), hit(a, 3, 0.85), hit(a, 1, 0.8), hit(b, 0, 0.5)]
+    one_chunk = TOKENS.count(a[2].text)
+    budget = int(one_chunk * 1.6)
+    c = await make_module().contribute(budget, context(FakeKnowledge(hits), config={"max_expansion": 0}))
+    text = c.text()
+    assert TOKENS.count(text) <= budget
+    assert a[2].text in text  # the best hit, whole
+    assert c.metadata["sources"][0]["chunks"] == [2] and c.metadata["sources"][0]["document_id"] == "alpha"
+
+
+async def test_a_window_keeps_the_sentences_with_the_querys_words() -> None:
+    filler = [f"Filler sentence number {i} talks about nothing much." for i in range(40)]
+    filler[27] = "The zebra quantum checkpoint runs every thousand pages."
+    a = [Passage(text=" ".join(filler), score=0.0, document_id="alpha", title="A", chunk_index=0, collection="kb")]
+    c = await make_module().contribute(
+        120, context(FakeKnowledge([hit(a, 0, 0.9)]), query="When does the zebra quantum checkpoint run?")
+    )
+    text = c.text()
+    assert TOKENS.count(text) <= 120 and c.metadata["sources"][0]["window"] is True
+    assert "The zebra quantum checkpoint runs every thousand pages." in text
+    assert "… " in text and " …" in text  # text was left out on both sides, and it says so
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(budget=st.integers(min_value=60, max_value=2500), words=st.integers(min_value=20, max_value=150))
+async def test_no_budget_is_left_unused_while_a_ranked_hit_remains(budget: int, words: int) -> None:
+    docs = {name: document(name, 6, words=words) for name in ("alpha", "beta", "gamma", "delta")}
+    # chunk_text makes one long sentence per chunk: give the window sentences to choose from
+    hits = [
+        hit(docs[n], i, s) for n, i, s in (("alpha", 2, 0.9), ("beta", 3, 0.8), ("gamma", 0, 0.7), ("delta", 4, 0.6))
+    ]
+    hits = [
+        Passage(
+            **{
+                **{f: getattr(h, f) for f in ("score", "document_id", "title", "section", "chunk_index", "collection")},
+                "text": " ".join(f"{h.document_id} sentence {j} of {words}." for j in range(words // 5)),
+            }
+        )
+        for h in hits
+    ]
+    c = await make_module().contribute(budget, context(FakeKnowledge(hits), config={"max_expansion": 0}))
+    used = TOKENS.count(c.text())
+    assert used <= budget
+    shown = {s["document_id"] for s in c.metadata["sources"]}
+    longest_sentence = max(TOKENS.count(f"{h.document_id} sentence {words} of {words}.") for h in hits)
+    if shown != {h.document_id for h in hits}:  # a ranked hit is left out: only because too little room is left
+        assert budget - used <= 12 + TOKENS.count("[SOURCE 9] GAMMA › Intro") + longest_sentence + 12
 
 
 async def test_purge_forgets_a_sessions_cached_plans() -> None:

@@ -35,7 +35,12 @@ def modules_dir(tmp_path: Path) -> Path:
 def settings(tmp_path: Path, modules_dir: Path, template_db: Path) -> Settings:
     shutil.copy(template_db, tmp_path / "tda.db")
     return Settings(
-        data_dir=tmp_path, modules_dir=modules_dir, mock_model=True, module_timeout_s=1.0, embedder="hashing"
+        data_dir=tmp_path,
+        modules_dir=modules_dir,
+        module_roots=(tmp_path,),  # tests install modules they write under tmp_path
+        mock_model=True,
+        module_timeout_s=1.0,
+        embedder="hashing",
     )
 
 

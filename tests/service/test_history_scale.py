@@ -154,7 +154,8 @@ async def test_messages_are_stored_with_their_token_counts_per_encoding(app):
     assert [r.role for r in rows] == ["assistant", "user"]
     for row in rows:
         for name in ("o200k_base", "cl100k_base"):
-            assert row.token_counts[name] == len(tiktoken.get_encoding(name).encode(row.content))
+            enc = tiktoken.get_encoding(name)  # OpenAI cookbook: 3 per message plus its fields' tokens
+            assert row.token_counts[name] == 3 + len(enc.encode(row.role)) + len(enc.encode(row.content))
     session = await svc.store.sessions.get("long")
     assert session.message_count == HISTORY + 2
 

@@ -1,0 +1,55 @@
+// The audit log: who changed what, with the change in sentences for types and the fields that changed otherwise.
+import { describeChanges } from "./diff.js";
+import { get, h, loadModuleNames, moduleLabel, reportError } from "./lib.js";
+
+const $ = (id) => document.getElementById(id);
+const ENTITY = { context_window_type: "window type", profile: "profile", session: "session", module: "module", api_token: "API token" };
+const ACTION = { create: "created", update: "changed", delete: "deleted", rollback: "rolled back", attach: "attached a document to",
+  detach: "removed a document from", add_messages: "imported messages into", purge_memory: "purged the memory of",
+  turn_validity: "changed which turns count in", context_limit: "changed the context limit of", revoke: "revoked",
+  install: "installed", uninstall: "uninstalled", activate: "activated", deactivate: "deactivated" };
+
+function change(e) {
+  if (e.entity === "context_window_type" && e.before && e.after) {
+    const lines = describeChanges(e.before, e.after, moduleLabel);
+    return lines.length ? h("ul", { class: "diff" }, lines.map((l) => h("li", {}, l))) : h("span", { class: "muted" }, "No differences.");
+  }
+  if (e.before && e.after) {
+    const keys = Object.keys({ ...e.before, ...e.after }).filter((k) => JSON.stringify(e.before[k]) !== JSON.stringify(e.after[k]) && k !== "updated_at");
+    return keys.length ? h("ul", { class: "diff" }, keys.map((k) => h("li", {}, `${k.replace(/_/g, " ")}: ${JSON.stringify(e.before[k]) ?? "none"} → ${JSON.stringify(e.after[k]) ?? "none"}`)))
+      : h("span", { class: "muted" }, "No field changed.");
+  }
+  const data = e.after || e.before;
+  if (!data) return h("span", { class: "muted" }, "–");
+  const name = data.name || data.title || data.display_name;
+  const count = typeof data.count === "number" ? `${data.count} item${data.count === 1 ? "" : "s"}` : "";
+  return h("span", {}, [name && `“${name}”`, count].filter(Boolean).join(" ") || h("details", {}, h("summary", {}, "Details"), h("pre", { class: "message-text" }, JSON.stringify(data, null, 2))));
+}
+
+function link(e) {
+  const id = encodeURIComponent(e.entity_id);
+  if (e.entity === "context_window_type" && e.action !== "delete") return h("a", { href: `/ui/types/${id}` }, e.entity_id);
+  if (e.entity === "session" && e.action !== "delete") return h("a", { href: `/ui/sessions/${id}` }, e.entity_id);
+  return h("code", {}, e.entity_id);
+}
+
+async function load(event) {
+  event?.preventDefault();
+  const params = new URLSearchParams({ limit: "200" });
+  if ($("a-entity").value) params.set("entity", $("a-entity").value);
+  if ($("a-id").value.trim()) params.set("entity_id", $("a-id").value.trim());
+  try {
+    const { entries } = await get(`/v1/audit?${params}`);
+    $("audit-table").querySelector("tbody").replaceChildren(...(entries.length ? entries.map((e) => h("tr", { dataset: { entity: e.entity } },
+      h("td", { dataset: { label: "When" } }, new Date(e.at).toLocaleString()),
+      h("td", { dataset: { label: "Who" } }, e.actor),
+      h("td", { dataset: { label: "What" } }, `${ACTION[e.action] || e.action.replace(/_/g, " ")} ${ENTITY[e.entity] || e.entity} `, link(e)),
+      h("td", { dataset: { label: "Change" } }, change(e))))
+      : [h("tr", {}, h("td", { colspan: 4, class: "muted" }, "Nothing recorded for this filter."))]));
+  } catch (err) {
+    reportError(err, "Could not load the audit log");
+  }
+}
+
+$("audit-filter").addEventListener("submit", load);
+loadModuleNames().then(() => load());

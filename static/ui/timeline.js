@@ -1,0 +1,97 @@
+// The session's timeline: tokens per module across turns as a stacked area, with markers for condensations,
+// rules fired and type versions; each turn's column links to its trace. And comparing two snapshots.
+import { colourFor } from "./bars.js";
+import { fmt, h, moduleLabel, ruleText } from "./lib.js";
+
+const SVG = "http://www.w3.org/2000/svg";
+const W = 960;
+const H = 240;
+const PAD = { left: 56, right: 12, top: 34, bottom: 26 };
+
+function s(tag, attrs = {}, ...children) {
+  const el = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs)) if (v !== undefined && v !== null) el.setAttribute(k, v);
+  el.append(...children.filter(Boolean));
+  return el;
+}
+
+/** points: [{turn, href, snap, typeVersion}] oldest first. */
+export function timeline(root, points, { traceHref }) {
+  if (!points.length) {
+    root.replaceChildren(h("p", { class: "muted" }, "No snapshots yet: run a turn to start the timeline."));
+    return;
+  }
+  const ids = [...new Set(points.flatMap((p) => p.snap.modules.filter((m) => m.used > 0).map((m) => m.module_id)))];
+  const top = Math.max(...points.map((p) => p.snap.available_budget), 1);
+  const x = (i) => PAD.left + (points.length === 1 ? (W - PAD.left - PAD.right) / 2 : (i * (W - PAD.left - PAD.right)) / (points.length - 1));
+  const y = (tokens) => H - PAD.bottom - (tokens * (H - PAD.top - PAD.bottom)) / top;
+  const used = (p, id) => p.snap.modules.find((m) => m.module_id === id)?.used || 0;
+
+  const svg = s("svg", { viewBox: `0 0 ${W} ${H}`, class: "timeline-svg", role: "group", "aria-label": "Tokens per module across turns" });
+  // axis: 0, half and the largest available budget
+  for (const t of [0, top / 2, top]) {
+    svg.append(s("line", { x1: PAD.left, x2: W - PAD.right, y1: y(t), y2: y(t), class: "grid-line" }),
+      s("text", { x: PAD.left - 6, y: y(t) + 4, "text-anchor": "end", class: "axis" }, fmt(Math.round(t))));
+  }
+  // stacked areas, highest priority at the bottom (the order the window fills in)
+  const base = points.map(() => 0);
+  for (const id of ids) {
+    const lower = [...base];
+    points.forEach((p, i) => { base[i] += used(p, id); });
+    const path = points.length === 1
+      ? `M${x(0) - 8},${y(lower[0])} L${x(0) - 8},${y(base[0])} L${x(0) + 8},${y(base[0])} L${x(0) + 8},${y(lower[0])} Z`
+      : `M${points.map((_, i) => `${x(i)},${y(base[i])}`).join(" L")} L${[...points.keys()].reverse().map((i) => `${x(i)},${y(lower[i])}`).join(" L")} Z`;
+    svg.append(s("path", { d: path, fill: colourFor(id), class: "area", "data-module": id }, s("title", {}, moduleLabel(id))));
+  }
+  // the available budget of each turn
+  svg.append(s("polyline", { points: points.map((p, i) => `${x(i)},${y(p.snap.available_budget)}`).join(" "), class: "budget-line" }));
+  // markers and clickable columns
+  const step = points.length > 1 ? x(1) - x(0) : 40;
+  points.forEach((p, i) => {
+    const notes = [];
+    if (p.snap.condensations?.length) {
+      svg.append(s("path", { d: `M${x(i) - 5},${PAD.top - 20} l10,0 l-5,8 Z`, class: "mark-condensed" }));
+      notes.push(`${p.snap.condensations.length} condensation${p.snap.condensations.length > 1 ? "s" : ""}`);
+    }
+    if (p.snap.adjustments_fired?.length) {
+      svg.append(s("rect", { x: x(i) - 4, y: PAD.top - 10, width: 8, height: 8, transform: `rotate(45 ${x(i)} ${PAD.top - 6})`, class: "mark-rule" }));
+      notes.push(`rules: ${p.snap.adjustments_fired.map(ruleText).join(" ")}`);
+    }
+    if (i > 0 && (p.typeVersion !== points[i - 1].typeVersion || p.snap.window_type_id !== points[i - 1].snap.window_type_id)) {
+      svg.append(s("line", { x1: x(i) - step / 2, x2: x(i) - step / 2, y1: PAD.top - 24, y2: H - PAD.bottom, class: "mark-version" }),
+        s("text", { x: x(i) - step / 2 + 3, y: PAD.top - 26, class: "axis" }, `${p.snap.window_type_id} v${p.typeVersion}`));
+      notes.push(`type ${p.snap.window_type_name} version ${p.typeVersion} from here`);
+    }
+    const label = `Turn ${p.turn}: ${fmt(p.snap.total_used)} of ${fmt(p.snap.available_budget)} tokens${notes.length ? `; ${notes.join("; ")}` : ""}. Open its trace.`;
+    const link = s("a", { href: traceHref(p.turn), "aria-label": label, class: "turn-column", "data-turn": p.turn },
+      s("rect", { x: x(i) - Math.max(step, 8) / 2, y: PAD.top - 30, width: Math.max(step, 8), height: H - PAD.bottom - PAD.top + 30, class: "hit" }),
+      s("title", {}, label));
+    svg.append(link);
+    if (points.length <= 24 || i % Math.ceil(points.length / 24) === 0) {
+      svg.append(s("text", { x: x(i), y: H - 8, "text-anchor": "middle", class: "axis" }, String(p.turn)));
+    }
+  });
+  const legend = h("ul", { class: "legend" },
+    ids.map((id) => h("li", {}, h("span", { class: "swatch", style: { background: colourFor(id) } }), moduleLabel(id))),
+    h("li", {}, h("span", { class: "key-line" }), "Available budget"),
+    h("li", {}, h("span", { class: "key condensed" }, "▼"), "Condensation"),
+    h("li", {}, h("span", { class: "key rule" }, "◆"), "Rule fired"),
+    h("li", {}, h("span", { class: "key version" }, "┆"), "New type or version"));
+  root.replaceChildren(h("div", { class: "timeline-scroll" }, svg), legend,
+    h("p", { class: "small muted" }, "Turns run left to right; click a turn (or focus it and press Enter) to open its trace."));
+}
+
+/** Two snapshots side by side: tokens per module and the difference. */
+export function comparison(a, b, { labelA, labelB }) {
+  const ids = [...new Set([...a.modules, ...b.modules].map((m) => m.module_id))];
+  const used = (snap, id) => snap.modules.find((m) => m.module_id === id)?.used || 0;
+  const signed = (n) => (n > 0 ? `+${fmt(n)}` : n < 0 ? `−${fmt(-n)}` : "0");
+  const row = (name, va, vb) => h("tr", {}, h("th", { scope: "row" }, name), h("td", { class: "num" }, fmt(va)), h("td", { class: "num" }, fmt(vb)),
+    h("td", { class: `num ${vb > va ? "up" : vb < va ? "down" : ""}` }, signed(vb - va)));
+  return h("table", { class: "grid compare", dataset: { testid: "comparison" } },
+    h("caption", {}, `${labelA} compared with ${labelB} (tokens)`),
+    h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Module"), h("th", { scope: "col", class: "num" }, labelA),
+      h("th", { scope: "col", class: "num" }, labelB), h("th", { scope: "col", class: "num" }, "Difference"))),
+    h("tbody", {}, ids.filter((id) => used(a, id) || used(b, id)).map((id) => row(moduleLabel(id), used(a, id), used(b, id))),
+      row("Total used", a.total_used, b.total_used), row("Available budget", a.available_budget, b.available_budget)));
+}

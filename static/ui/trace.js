@@ -1,0 +1,141 @@
+// One turn's trace: the window as sent (messages and tools coloured by module, tokens each), the modules' details,
+// the decision log, the cache-stable prefix, token method and duration; replay with its differences; feedback.
+import { colourFor, usageBar } from "./bars.js";
+import { api, fmt, get, h, limitSource, loadModuleNames, lockForViewers, moduleLabel, notify, pct, plain, reportError } from "./lib.js";
+import { badges, decisionText, eventLists, moduleTable } from "./snapshot_view.js";
+
+const $ = (id) => document.getElementById(id);
+const { sessionId, turn, snapshotId } = document.body.dataset;
+const session = `/v1/sessions/${encodeURIComponent(sessionId)}`;
+
+const label = (id) => (id === "query" ? "Query" : id ? moduleLabel(id) : "Unattributed");
+const colour = (id) => (id === "query" ? "#4a5360" : id ? colourFor(id) : "#6b7480");
+
+function fact(name, value, testid) {
+  return h("div", {}, h("dt", {}, name), h("dd", { dataset: testid ? { testid } : undefined }, value));
+}
+
+function showFacts(trace) {
+  const snap = trace.snapshot;
+  const limitNote = limitSource(snap.model_limit_source);
+  $("trace-facts").replaceChildren(
+    fact("Window type", h("a", { href: `/ui/types/${encodeURIComponent(trace.type_id)}` }, `${snap.window_type_name} (version ${trace.type_version})`)),
+    fact("Model", `${trace.model}`),
+    fact("Context limit", `${fmt(snap.effective_limit)} tokens (${limitNote})`),
+    fact("Used", `${fmt(snap.total_used)} of ${fmt(snap.available_budget)} (${pct(snap.utilisation)})`, "used"),
+    fact("Cache-stable prefix", `${fmt(snap.prefix_stable_tokens)} tokens (${pct(snap.total_used ? snap.prefix_stable_tokens / snap.total_used : 0)})`, "prefix"),
+    fact("Token counting", snap.token_method || "not recorded", "token-method"),
+    fact("Assembly time", `${Number(snap.duration_ms).toFixed(1)} ms`, "duration"),
+    fact("Recorded", new Date(snap.created_at).toLocaleString()));
+}
+
+function toolCalls(calls) {
+  return calls.map((c) => h("p", { class: "small" }, h("strong", {}, "Calls "), h("code", {}, `${c.function?.name || "?"}(${c.function?.arguments || ""})`)));
+}
+
+function messageItem(m, i) {
+  return h("li", { class: "message", dataset: { module: m.module_id, role: m.role }, style: { borderLeftColor: colour(m.module_id) } },
+    h("div", { class: "message-head" },
+      h("span", { class: "swatch", style: { background: colour(m.module_id) }, "aria-hidden": "true" }),
+      h("strong", {}, `${i + 1}. ${m.role}${m.name ? ` (${m.name})` : ""}`),
+      h("span", { class: "muted" }, ` from ${label(m.module_id)}`),
+      h("span", { class: "tokens-badge", dataset: { testid: "message-tokens" } }, `${fmt(m.tokens)} tokens`)),
+    m.content ? h("pre", { class: "message-text" }, m.content) : h("p", { class: "muted small" }, "(no text)"),
+    m.tool_calls ? toolCalls(m.tool_calls) : null);
+}
+
+function toolItem(t) {
+  const fn = t.tool.function || {};
+  return h("li", { class: "message", dataset: { module: t.module_id }, style: { borderLeftColor: colour(t.module_id) } },
+    h("div", { class: "message-head" },
+      h("span", { class: "swatch", style: { background: colour(t.module_id) }, "aria-hidden": "true" }),
+      h("strong", {}, fn.name), h("span", { class: "muted" }, ` from ${label(t.module_id)}`),
+      h("span", { class: "tokens-badge" }, `${fmt(t.tokens)} tokens`)),
+    fn.description ? h("p", { class: "small" }, fn.description) : null,
+    h("details", {}, h("summary", {}, "Parameters as sent"), h("pre", { class: "message-text" }, JSON.stringify(fn.parameters, null, 2))));
+}
+
+const words = (key) => key.replace(/_/g, " ").replace(/^./, (c) => c.toUpperCase());
+
+function metaValue(v) {
+  if (Array.isArray(v)) {
+    if (!v.length) return "none";
+    if (v.every((x) => x && typeof x === "object")) {
+      return h("ul", { class: "meta-list" }, v.slice(0, 20).map((x) => h("li", {}, Object.entries(x).map(([k, y]) => `${words(k)}: ${typeof y === "number" ? fmt(Math.round(y * 1000) / 1000) : y}`).join(" · "))),
+        v.length > 20 ? h("li", { class: "muted" }, `and ${v.length - 20} more`) : null);
+    }
+    return v.join(", ");
+  }
+  if (v && typeof v === "object") return Object.entries(v).map(([k, y]) => `${words(k)}: ${y}`).join(" · ");
+  return typeof v === "number" ? fmt(Math.round(v * 1000) / 1000) : String(v);
+}
+
+function moduleDetails(snap) {
+  const withMeta = snap.modules.filter((m) => Object.keys(m.metadata || {}).length);
+  return h("div", {}, moduleTable(snap),
+    withMeta.map((m) => h("details", { class: "module-meta", dataset: { module: m.module_id } },
+      h("summary", {}, `${moduleLabel(m.module_id)}: details`), badges(m, snap),
+      h("dl", { class: "meta" }, Object.entries(m.metadata).map(([k, v]) => h("div", {}, h("dt", {}, words(k)), h("dd", {}, metaValue(v))))))));
+}
+
+
+async function load() {
+  const [trace, { turns }] = await Promise.all([get(`/v1/snapshots/${snapshotId}/trace`), get(`${session}/turns`), loadModuleNames()]);
+  const snap = trace.snapshot;
+  $("trace-status").textContent = trace.identical
+    ? "Assembled again from the recorded inputs: identical to the recorded window, so this is the text that was sent."
+    : "The session changed since this turn (for example, a turn was left out of the context): the text below is how the window assembles now, and differs from what was sent. The figures above and in the modules table are the recorded ones.";
+  $("trace-status").className = trace.identical ? "hint ok-note" : "warning";
+  showFacts(trace);
+  usageBar($("trace-bar"), snap);
+  $("messages").replaceChildren(...trace.messages.map(messageItem));
+  $("tools").replaceChildren(...(trace.tools.length ? trace.tools.map(toolItem) : [h("li", { class: "muted" }, "No tools were sent.")]));
+  $("trace-modules").replaceChildren(moduleDetails(snap));
+  $("trace-decisions").replaceChildren(...snap.decisions.map((d) => h("li", {}, decisionText(d))));
+  $("trace-events").replaceChildren(eventLists(snap));
+  const row = turns.find((t) => String(t.turn) === turn);
+  $("answer").replaceChildren(row && row.answer ? h("blockquote", { class: "answer" }, row.answer) : h("p", { class: "muted" }, "No answer was recorded."));
+}
+
+// --- replay -------------------------------------------------------------------------------------
+
+function difference(d) {
+  const m = /^modules\.([^.]+)\.(\w+)$/.exec(d.path);
+  const value = (v) => (typeof v === "number" ? fmt(v) : JSON.stringify(v));
+  const what = m ? `${moduleLabel(m[1])}: ${words(m[2]).toLowerCase()}` : words(d.path.replace(/\./g, " "));
+  return `${what} was ${value(d.recorded)}, now ${value(d.replayed)}.`;
+}
+
+$("replay").addEventListener("click", async () => {
+  const out = $("replay-result");
+  out.replaceChildren(h("p", { class: "muted" }, "Replaying…"));
+  try {
+    const { data } = await api("POST", `/v1/snapshots/${snapshotId}/replay`);
+    const changed = data.inputs_changed.length ? h("p", {}, `Inputs that changed since: ${data.inputs_changed.map(words).join(", ")}.`) : null;
+    out.replaceChildren(data.identical
+      ? h("p", { class: "ok-note", dataset: { testid: "replay-verdict" } }, "Identical: the same inputs give the same window.")
+      : h("div", {}, h("p", { class: "warning", dataset: { testid: "replay-verdict" } }, `Different in ${data.differences.length} place${data.differences.length === 1 ? "" : "s"}:`),
+        h("ul", { class: "diff" }, data.differences.slice(0, 40).map((d) => h("li", {}, difference(d))))),
+    changed);
+  } catch (err) {
+    out.replaceChildren(h("p", { class: "field-error" }, `Not replayed: ${plain(err.message)}`));
+  }
+});
+
+// --- feedback -----------------------------------------------------------------------------------
+
+document.querySelectorAll("[data-feedback]").forEach((button) => button.addEventListener("click", async () => {
+  const feedback = Number(button.dataset.feedback);
+  try {
+    await api("POST", `${session}/turns/${turn}/feedback`, { body: { feedback } });
+    notify({ 1: `Turn ${turn} marked helpful.`, [-1]: `Turn ${turn} marked wrong: it will not be offered as an example again.`, 0: `Rating of turn ${turn} cleared.` }[feedback]);
+  } catch (err) {
+    reportError(err, "Feedback not saved");
+  }
+}));
+
+lockForViewers();
+load().catch((err) => {
+  $("trace-status").className = "field-error";
+  $("trace-status").textContent = `The trace could not be built: ${plain(err.message)}`;
+});

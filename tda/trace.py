@@ -1,0 +1,83 @@
+"""A turn's trace: the window as it was sent (messages and tools, each with its module and token count).
+
+The service does not store the assembled text (it can be large and is derived data): it assembles the stored
+inputs again, as replay does, and says whether that reproduces the recorded snapshot exactly. Assembly is
+deterministic, so for an unchanged history the text is the text that was sent.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from typing import TYPE_CHECKING, Any
+
+from components.context_window.base import Message, ToolSchema
+from components.context_window.token_estimator import REPLY_PRIMING, estimator_for
+
+from .replay import comparable, diff, reassemble
+
+if TYPE_CHECKING:
+    from components.context_window.base import Contribution
+
+    from .service import TDAService
+
+QUERY = "query"
+"""The module id the trace gives the user's query (the last message; no module contributes it)."""
+
+
+async def trace(svc: TDAService, snapshot_id: int, type_id: str | None = None) -> dict[str, Any]:
+    """The trace of a recorded snapshot; with ``type_id``, the same turn assembled under that saved type instead."""
+    row = await svc.store.sessions.snapshot(snapshot_id)
+    other = await svc.store.types.get(type_id) if type_id else None
+    assembled, ctx = await reassemble(svc, row, other.type if other else None)
+    tokens = estimator_for(ctx.model)
+    owners = _owners(assembled.contributions.values())
+    messages = []
+    for i, chat in enumerate(assembled.messages):
+        last = i == len(assembled.messages) - 1
+        module_id = QUERY if last else _take(owners, chat)
+        messages.append({**chat, "module_id": module_id, "tokens": tokens.count_message(Message.from_chat(chat))})
+    tools = [
+        {"tool": t, "module_id": _take(owners, t), "tokens": tokens.count_tool(ToolSchema.from_openai(t))}
+        for t in assembled.tools
+    ]
+    return {
+        "snapshot_id": row.id,
+        "session_id": row.session_id,
+        "turn": row.turn,
+        "type_id": other.id if other else row.type_id,
+        "type_version": other.version if other else row.type_version,
+        "model": row.model,
+        "query": row.inputs.get("query", ""),
+        "identical": not diff(comparable(row.data), comparable(assembled.snapshot.to_dict())),
+        "reply_priming": REPLY_PRIMING,
+        "messages": messages,
+        "tools": tools,
+        "snapshot": assembled.snapshot.to_dict() if other else row.data,
+    }
+
+
+def _key(item: dict[str, Any]) -> str:
+    return json.dumps(item, sort_keys=True, default=str)
+
+
+def _owners(contributions: Any) -> dict[str, list[str]]:
+    """Each message and tool a contribution renders, by its JSON, to the modules that rendered it (in order)."""
+    owners: dict[str, list[str]] = defaultdict(list)
+    for c in contributions:
+        for item in _rendered(c):
+            owners[_key(item)].append(c.module_id)
+    return owners
+
+
+def _rendered(c: Contribution) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = [m.to_chat() for m in c.messages()] + [t.to_openai() for t in c.tool_schemas()]
+    text = c.text()
+    if text:
+        out.append({"role": "system", "content": text})
+    return out
+
+
+def _take(owners: dict[str, list[str]], item: dict[str, Any]) -> str:
+    found = owners.get(_key(item))
+    return found.pop(0) if found else ""

@@ -1,0 +1,86 @@
+"""The turn trace in a real browser: the text that was sent, module by module, reachable from the panel; replay
+and feedback; unknown turns are 404 pages."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from playwright.async_api import expect
+
+from tests.browser.conftest import BROWSER_LOOP, Server, signed_in_page
+
+pytestmark = BROWSER_LOOP
+
+QUERY = "Which warehouse shipped the late orders?"
+
+
+def seed(server: Server, session_id: str) -> dict[str, Any]:
+    status, _, body = server.request(
+        "POST", "/v1/sessions", {"id": session_id, "profile_id": "demo-tools", "title": "Late orders"}
+    )
+    assert status == 201, body
+    history = [
+        {"role": "user", "turn": 1, "content": "List the orders that shipped after their promised date."},
+        {"role": "assistant", "turn": 1, "content": "Orders 1043 and 1077 shipped two days late."},
+    ]
+    assert server.request("POST", f"/v1/sessions/{session_id}/messages", {"messages": history})[0] == 201
+    status, _, turn = server.request("POST", f"/v1/sessions/{session_id}/turns", {"query": QUERY})
+    assert status == 201, turn
+    return turn
+
+
+async def test_trace_shows_the_text_that_was_sent(page: Any, server: Server) -> None:
+    turn = await asyncio.to_thread(seed, server, "trace-a")
+    n = turn["turn"]
+    await page.goto("/ui/sessions/trace-a")
+    await page.get_by_role("link", name=f"Trace of turn {n}").click()
+    await expect(page).to_have_url(f"{server.url}/ui/sessions/trace-a/turns/{n}")
+    await expect(page.locator("#trace-status")).to_contain_text("identical to the recorded window")
+
+    messages = page.locator("#messages > li")
+    # The query is sent last, on its own; the imported history is sent verbatim by the history module.
+    await expect(messages.last).to_have_attribute("data-module", "query")
+    await expect(messages.last.locator(".message-text")).to_have_text(QUERY)
+    history = page.locator('#messages > li[data-module="conversation_history"] .message-text')
+    await expect(history.first).to_have_text("List the orders that shipped after their promised date.")
+    profile = server.request("GET", "/v1/profiles/demo-tools")[2]
+    system = page.locator('#messages > li[data-module="system_prompt"] .message-text')
+    await expect(system.first).to_contain_text(profile["system_prompt"][:60])
+    # Per-message tokens plus tools plus reply priming add up to the snapshot's total.
+    counts = [int((await t.text_content()).split()[0].replace(",", "")) for t in await page.locator(".tokens-badge").all()]
+    assert sum(counts) + 3 == turn["snapshot"]["total_used"]
+    # With three tools the module sends their names only, as text: the trace says so rather than listing schemas.
+    await expect(page.locator('#messages > li[data-module="tool_definitions"]')).to_contain_text("Available tools")
+    await expect(page.locator("#tools")).to_have_text("No tools were sent.")
+    await page.locator('details[data-module="knowledge_context"] summary').click()
+    await expect(page.locator('details[data-module="knowledge_context"]')).to_contain_text("Score: ")
+    await expect(page.locator('[data-testid="token-method"]')).to_have_text(turn["snapshot"]["token_method"] or "not recorded")
+    await expect(page.locator('[data-testid="prefix"]')).to_contain_text("tokens")
+
+    await page.click("#replay")
+    await expect(page.locator('[data-testid="replay-verdict"]')).to_have_text(
+        "Identical: the same inputs give the same window."
+    )
+    await page.get_by_role("button", name="👍 Helpful (+1)").click()
+    await expect(page.locator("#toast")).to_contain_text(f"Turn {n} marked helpful.")
+    assert page.js_errors == []
+
+
+async def test_unknown_ids_are_404_pages(page: Any) -> None:
+    for path in ("/ui/types/does-not-exist", "/ui/sessions/no-such-session", "/ui/sessions/demo/turns/999"):
+        response = await page.goto(path)
+        assert response.status == 404, path
+        await expect(page.locator("h1")).to_have_text("Not found")
+    assert page.js_errors == []
+
+
+async def test_viewer_sees_the_trace_but_cannot_rate(browser: Any, server: Server) -> None:
+    n = (await asyncio.to_thread(seed, server, "trace-b"))["turn"]
+    page = await signed_in_page(browser, server, server.viewer_token)
+    await page.goto(f"/ui/sessions/trace-b/turns/{n}")
+    await expect(page.locator("#messages > li").first).to_be_visible()
+    for button in await page.locator("[data-feedback]").all():
+        await expect(button).to_be_disabled()
+    await expect(page.locator("#replay")).to_be_enabled()  # replay only reads
+    await page.context.close()

@@ -1,0 +1,102 @@
+"""Two replicas behave as one service: events cross replicas, turns are serialised per session, types keep
+optimistic locking, and a client of a killed replica resumes on the other with nothing missed."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+
+from tests.replicas.conftest import Cluster, SSEClient, new_session, streaming
+
+
+async def test_a_turn_on_a_reaches_an_sse_subscriber_on_b(live: Cluster) -> None:
+    async with live.client(live.a) as a:
+        session_id = await new_session(a, "crossing")
+        async with streaming(SSEClient(live.b, live.token, session_id)) as on_b:
+            r = await a.post(f"/v1/sessions/{session_id}/turns", json={"query": "What is a context window?"})
+            assert r.status_code == 201, r.text
+            turn = r.json()
+            [event_id] = await on_b.wait_for(1)
+    assert event_id == turn["snapshot_id"]
+    _, data = on_b.events[0]
+    assert data["snapshot_id"] == turn["snapshot_id"]
+    assert data["total_used"] == turn["snapshot"]["total_used"]
+
+
+async def test_concurrent_turns_on_one_session_across_replicas_get_dense_turn_numbers(live: Cluster) -> None:
+    async with live.client(live.a) as a, live.client(live.b) as b:
+        session_id = await new_session(a, "dense")
+        replies = await asyncio.gather(
+            *(
+                (a if i % 2 else b).post(f"/v1/sessions/{session_id}/turns", json={"query": f"question {i}"})
+                for i in range(20)
+            )
+        )
+        assert [r.status_code for r in replies] == [201] * 20, [r.text for r in replies if r.status_code != 201]
+        turns = sorted((r.json()["turn"], r.json()["snapshot_id"]) for r in replies)
+        stored = (await b.get(f"/v1/sessions/{session_id}/turns")).json()["turns"]
+    numbers = [t for t, _ in turns]
+    assert numbers == list(range(numbers[0], numbers[0] + 20)), numbers  # distinct and dense
+    snapshot_ids = [s for _, s in turns]
+    assert snapshot_ids == sorted(snapshot_ids)  # one after another: each turn's snapshot after the previous one's
+    assert [t["turn"] for t in stored] == numbers
+    # Each turn read the history of every turn before it, whichever replica recorded them: the input grows.
+    tokens_in = [r.json()["tokens_in"] for r in sorted(replies, key=lambda r: r.json()["turn"])]
+    assert all(later > earlier for earlier, later in itertools.pairwise(tokens_in)), tokens_in
+
+
+async def test_a_stale_if_match_on_a_after_a_save_through_b_is_refused(live: Cluster) -> None:
+    async with live.client(live.a) as a, live.client(live.b) as b:
+        body = {"id": "shared", "name": "Shared", "modules": {"system_prompt": {"target_pct": 40}}}
+        r = await a.post("/v1/context-window-types", json=body)
+        assert r.status_code == 201, r.text
+        seen_on_a = (await a.get("/v1/context-window-types/shared")).headers["ETag"]
+        seen_on_b = (await b.get("/v1/context-window-types/shared")).headers["ETag"]
+        assert seen_on_a == seen_on_b
+        saved = await b.put(
+            "/v1/context-window-types/shared", json={**body, "name": "Saved on B"}, headers={"If-Match": seen_on_b}
+        )
+        assert saved.status_code == 200, saved.text
+        stale = await a.put(
+            "/v1/context-window-types/shared", json={**body, "name": "Stale on A"}, headers={"If-Match": seen_on_a}
+        )
+        assert stale.status_code == 412, stale.text
+        now = await a.get("/v1/context-window-types/shared")
+    assert now.json()["name"] == "Saved on B"
+    assert now.headers["ETag"] == saved.headers["ETag"] != seen_on_a
+
+
+async def test_clients_of_a_killed_replica_resume_on_the_other_with_nothing_missed(live: Cluster) -> None:
+    async with live.client(live.b) as b:
+        session_id = await new_session(b, "killed")
+
+        async def turn(i: int) -> int:
+            r = await b.post(f"/v1/sessions/{session_id}/turns", json={"query": f"question {i}"})
+            assert r.status_code == 201, r.text
+            return int(r.json()["snapshot_id"])
+
+        clients = [SSEClient(live.a, live.token, session_id) for _ in range(5)]
+        tasks = [asyncio.create_task(c.run()) for c in clients]
+        await asyncio.wait_for(asyncio.gather(*(c.opened.wait() for c in clients)), 20)
+        before = [await turn(i) for i in range(3)]
+        for c in clients:
+            assert await c.wait_for(3) == before
+        live.a.kill()  # mid-stream: no shutdown code runs on A
+        await asyncio.wait_for(asyncio.gather(*(c.ended.wait() for c in clients)), 10)
+        await asyncio.gather(*tasks)
+        while_away = [await turn(i) for i in range(3, 6)]  # published while the clients are disconnected
+
+        resumed = [SSEClient(live.b, live.token, session_id, last_event_id=c.last_id) for c in clients]
+        async with contextlib.AsyncExitStack() as stack:
+            for c in resumed:
+                await stack.enter_async_context(streaming(c))
+            after = [await turn(i) for i in range(6, 8)]
+            for c in resumed:
+                assert await c.wait_for(5) == while_away + after
+        stored = (await b.get(f"/v1/sessions/{session_id}/snapshots")).json()["snapshots"]
+    every = [s["id"] for s in stored]
+    assert every == before + while_away + after
+    for old, new in zip(clients, resumed, strict=True):
+        seen = [i for i, _ in old.events] + [i for i, _ in new.events]
+        assert seen == every  # nothing missed, nothing twice

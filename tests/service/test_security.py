@@ -1,0 +1,133 @@
+"""Security defaults: a generated cookie secret, refusal of weak secrets off loopback, module installs only from
+designated folders, and bounded JSON bodies answered in the API's error format."""
+
+from __future__ import annotations
+
+import json
+import stat
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from quart import Quart
+
+from tda.app import create_app
+from tda.auth import SESSION_KEY
+from tda.config import Settings
+from tda.security import InsecureSettings
+from tests.service.support import ECHO, write_module
+
+QUIET = {"migrate": False, "warm_up_llm": False, "warm_up_knowledge": False}
+
+
+def _cookie(secret: str, token_id: int) -> str:
+    """A session cookie for ``token_id`` signed with ``secret``, the way Quart signs its own."""
+    signer = Quart(__name__)
+    signer.secret_key = secret
+    serializer = signer.session_interface.get_signing_serializer(signer)
+    return serializer.dumps({SESSION_KEY: {"token_id": token_id, "csrf": "x"}})
+
+
+async def test_without_a_configured_secret_one_is_generated_and_kept_private(settings: Settings) -> None:
+    assert settings.secret_key is None
+    app = create_app(settings, **QUIET)
+    path = settings.data_dir / "secret_key"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert app.secret_key == path.read_text().strip() and len(app.secret_key) >= 32
+    assert create_app(settings, **QUIET).secret_key == app.secret_key  # kept across restarts
+    other = replace(settings, data_dir=settings.data_dir / "elsewhere")
+    assert create_app(other, **QUIET).secret_key != app.secret_key  # random, not a fixed default
+
+
+async def test_a_session_forged_with_the_old_development_secret_is_refused(test_app: Any, svc: Any) -> None:
+    client = test_app.test_client()
+    _, row = await svc.store.tokens.create("someone", "admin")
+    forged = _cookie("dev-only-change-me", row.id)
+    r = await client.get("/v1/auth/session", headers={"Cookie": f"tda_session={forged}"})
+    assert r.status_code == 401
+    genuine = _cookie(test_app.app.secret_key, row.id)  # the control: the same cookie, signed with the real secret
+    r = await client.get("/v1/auth/session", headers={"Cookie": f"tda_session={genuine}"})
+    assert r.status_code == 200 and (await r.get_json())["name"] == "someone"
+
+
+@pytest.mark.parametrize("secret", ["dev-only-change-me", "changeme", "short-secret"])
+def test_a_weak_secret_is_refused_off_loopback_only(settings: Settings, secret: str) -> None:
+    for host in ("0.0.0.0", "10.1.2.3", "::", "tda.example.com"):
+        with pytest.raises(InsecureSettings, match="TDA_SECRET_KEY"):
+            create_app(replace(settings, secret_key=secret, host=host), **QUIET)
+    for host in ("127.0.0.1", "localhost", "::1"):
+        create_app(replace(settings, secret_key=secret, host=host), **QUIET)
+    create_app(replace(settings, secret_key="a-long-random-secret-for-this-host", host="0.0.0.0"), **QUIET)
+    create_app(replace(settings, host="0.0.0.0"), **QUIET)  # unset: generated, strong
+
+
+async def test_modules_install_only_from_designated_folders(
+    client: Any, admin: dict[str, str], settings: Settings, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    url = "/v1/context-window/modules"
+    outside = write_module(tmp_path_factory.mktemp("outside"), "far_away", "Echo", ECHO)
+    r = await client.post(f"{url}/install", json={"path": str(outside)}, headers=admin)
+    assert r.status_code == 403
+    body = await r.get_json()
+    assert body["error"] == "forbidden" and "TDA_MODULE_ROOTS" in body["message"]
+    assert not (settings.modules_dir / "far_away").exists()
+
+    link = settings.data_dir / "sneaky"  # a symlink inside a root that points outside it
+    link.symlink_to(outside)
+    assert (await client.post(f"{url}/install", json={"path": str(link)}, headers=admin)).status_code == 403
+
+    inside = write_module(settings.data_dir / "incoming", "near_by", "Echo", ECHO)  # data_dir is a root here
+    r = await client.post(f"{url}/install", json={"path": str(inside)}, headers=admin)
+    assert r.status_code == 201, await r.get_json()
+    assert (settings.modules_dir / "near_by" / "manifest.json").is_file()
+
+
+def _nested(levels: int) -> str:
+    return '{"id": "deep", "name": ' + "[" * levels + "]" * levels + "}"
+
+
+@pytest.mark.parametrize("levels", [100_000, 65])
+async def test_deeply_nested_json_is_a_clear_400(client: Any, admin: dict[str, str], levels: int) -> None:
+    for method, path in (("post", "/v1/context-window-types"), ("post", "/v1/profiles"), ("patch", "/v1/sessions/x")):
+        r = await getattr(client, method)(
+            path, data=_nested(levels), headers={**admin, "Content-Type": "application/json"}
+        )
+        assert r.status_code == 400, (path, await r.get_data())
+        body = await r.get_json()
+        assert body["error"] == "invalid_json" and "64 levels" in body["message"]
+
+
+async def test_nesting_within_the_limit_reaches_validation(client: Any, admin: dict[str, str]) -> None:
+    r = await client.post(
+        "/v1/context-window-types", data=_nested(60), headers={**admin, "Content-Type": "application/json"}
+    )
+    assert r.status_code == 422  # parsed, then refused for what it says, not for its shape
+
+
+async def test_malformed_json_says_where(client: Any, admin: dict[str, str]) -> None:
+    for path in ("/v1/context-window-types", "/v1/profiles", "/v1/sessions"):
+        r = await client.post(path, data='{"id": "x",}', headers={**admin, "Content-Type": "application/json"})
+        assert r.status_code == 400
+        body = await r.get_json()
+        assert body["error"] == "invalid_json"
+        assert "line 1, column 12" in body["message"] and "browser (or proxy)" not in body["message"]
+
+
+async def test_a_body_over_the_size_limit_is_413(settings: Settings) -> None:
+    app = create_app(replace(settings, max_body_bytes=10_000), **QUIET)
+    async with app.test_app() as running:
+        client = running.test_client()
+        body = json.dumps({"messages": [{"role": "user", "content": "x" * 20_000, "turn": 1}]})
+        r = await client.post("/v1/sessions/s/messages", data=body, headers={"Content-Type": "application/json"})
+        assert r.status_code == 413
+        reply = await r.get_json()
+        assert reply["error"] == "body_too_large" and "10,000 bytes" in reply["message"]
+
+
+def test_settings_read_module_roots_and_limits_from_the_environment(tmp_path: Path) -> None:
+    s = Settings.from_env(
+        {"TDA_MODULE_ROOTS": f"{tmp_path}/a:{tmp_path}/b", "TDA_MAX_BODY_BYTES": "2048", "TDA_MAX_JSON_DEPTH": "8"}
+    )
+    assert s.module_roots == (tmp_path / "a", tmp_path / "b")
+    assert (s.max_body_bytes, s.max_json_depth, s.secret_key) == (2048, 8, None)

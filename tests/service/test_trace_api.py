@@ -1,0 +1,47 @@
+"""GET /v1/snapshots/{id}/trace: the window of a turn as sent, each message with its module and token count."""
+
+from __future__ import annotations
+
+from tests.service.support import FIXTURE_TYPE
+
+
+
+async def test_trace_shows_the_text_that_was_sent(client, admin, viewer, session_id):
+    r = await client.post(f"/v1/sessions/{session_id}/turns", json={"query": "How long is it?"}, headers=admin)
+    turn = await r.get_json()
+    r = await client.get(f"/v1/snapshots/{turn['snapshot_id']}/trace", headers=viewer)
+    assert r.status_code == 200
+    trace = await r.get_json()
+    assert trace["identical"] is True and trace["turn"] == turn["turn"]
+    sent = [(m["role"], m["content"], m["module_id"]) for m in trace["messages"]]
+    # The imported history and the profile's prompt arrive as the echo module's; the query is last, on its own.
+    assert ("user", "What is a context window?", "fixture_echo") in sent
+    assert ("assistant", "The tokens a model reads in one call.", "fixture_echo") in sent
+    assert any(c == "You answer briefly." and mod == "fixture_echo" for _, c, mod in sent)
+    assert sent[-1] == ("user", "How long is it?", "query")
+    # Per-message counts add up to what the snapshot says was used: the trace is the window that was counted.
+    snapshot = turn["snapshot"]
+    counted = sum(m["tokens"] for m in trace["messages"]) + sum(t["tokens"] for t in trace["tools"])
+    assert counted + trace["reply_priming"] == snapshot["total_used"]
+    assert all(m["tokens"] >= 3 + len(m["content"]) // 8 for m in trace["messages"])  # overhead plus the text
+
+
+async def test_trace_of_an_unknown_snapshot_is_404(client, viewer):
+    r = await client.get("/v1/snapshots/999/trace", headers=viewer)
+    assert r.status_code == 404 and "999" in (await r.get_json())["message"]
+
+
+async def test_a_turn_under_another_type(client, admin, viewer, session_id):
+    turn = await (await client.post(f"/v1/sessions/{session_id}/turns", json={"query": "Again?"}, headers=admin)).get_json()
+    lean = {**FIXTURE_TYPE, "id": "lean", "name": "Lean", "output_reserve_pct": 45}
+    assert (await client.post("/v1/context-window-types", json=lean, headers=admin)).status_code == 201
+    r = await client.get(f"/v1/snapshots/{turn['snapshot_id']}/trace?type_id=lean", headers=viewer)
+    other = await r.get_json()
+    assert r.status_code == 200 and other["type_id"] == "lean" and other["snapshot"]["window_type_id"] == "lean"
+    recorded = turn["snapshot"]
+    assert other["snapshot"]["available_budget"] < recorded["available_budget"]  # a larger reserve leaves less
+    assert other["messages"][-1]["content"] == "Again?"
+    r = await client.get(f"/v1/snapshots/{turn['snapshot_id']}/trace?type_id=nope", headers=viewer)
+    assert r.status_code == 404 and "nope" in (await r.get_json())["message"]
+    r = await client.get(f"/v1/snapshots/{turn['snapshot_id']}/trace?colour=red", headers=viewer)
+    assert r.status_code == 422
