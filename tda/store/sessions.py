@@ -94,8 +94,9 @@ def snapshot_dict(row: SnapshotRow) -> dict[str, Any]:
     }
 
 
-RECENT_TURNS = 100
-"""How many of the newest turns a turn reads (workflow_history and plan_hydration look back only a few)."""
+RECENT_TURNS = 40
+"""How many of the newest turns a turn reads: workflow_history shows 10 by default, plan_hydration the newest
+valid one (a session whose newest 40 turns are all invalid or in another phase shows none)."""
 
 
 @dataclass(frozen=True)
@@ -158,22 +159,27 @@ class SessionStore:
         """The header, the newest ``turns`` turns and the attachments, without the messages (index reads only).
         ``before_turn`` (replay) leaves out every message and turn from that turn on; ``turns_before`` pages
         the turns only."""
+        in_session = MessageRow.session_id == session_id
+        last_turn_query = select(func.max(MessageRow.turn)).where(in_session)
+        recent = select(TurnRow).where(TurnRow.session_id == session_id)
+        if before_turn is not None:
+            last_turn_query = last_turn_query.where(MessageRow.turn < before_turn)
+            recent = recent.where(TurnRow.turn < before_turn)
+        if turns_before is not None:
+            recent = recent.where(TurnRow.turn < turns_before)
+        header = (
+            select(SessionRow, ProfileRow, last_turn_query.scalar_subquery())
+            .join(ProfileRow, ProfileRow.id == SessionRow.profile_id)
+            .where(SessionRow.id == session_id)
+        )
         async with self.db.read() as s:
-            row = await _session(s, session_id)
-            profile = await s.get(ProfileRow, row.profile_id)
-            assert profile is not None  # foreign key
-            in_session = MessageRow.session_id == session_id
-            last_turn_query = select(func.max(MessageRow.turn)).where(in_session)
-            recent = select(TurnRow).where(TurnRow.session_id == session_id)
-            if before_turn is None:
-                count = row.message_count
-            else:  # a replay: counting the older messages is the price of rebuilding the past
-                last_turn_query = last_turn_query.where(MessageRow.turn < before_turn)
+            found = (await s.execute(header)).first()  # one round trip: the session, its profile, its last turn
+            if found is None:
+                raise NotFound(f"no session {session_id!r}")
+            row, profile, last_turn = found[0], found[1], found[2] or 0
+            count = row.message_count
+            if before_turn is not None:  # a replay: counting the older messages is the price of rebuilding the past
                 count = await s.scalar(select(func.count()).where(in_session, MessageRow.turn < before_turn)) or 0
-                recent = recent.where(TurnRow.turn < before_turn)
-            if turns_before is not None:
-                recent = recent.where(TurnRow.turn < turns_before)
-            last_turn = await s.scalar(last_turn_query) or 0
             newest_turns = (await s.scalars(recent.order_by(TurnRow.turn.desc()).limit(turns))).all()
             attachments = (
                 await s.scalars(
