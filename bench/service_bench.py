@@ -258,6 +258,7 @@ async def latencies(base: str, token: str) -> dict[str, float]:
     overhead_ms: dict[str, list[float]] = {"small": [], "large": []}
     get_ms: dict[str, list[float]] = {"small": [], "large": []}
     async with httpx.AsyncClient(base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=60) as client:
+        cpu = server_cpu()
         for i in range(LAT_TURNS):
             for size, session in (("small", f"small-{i % SMALL_SESSIONS}"), ("large", "large")):
                 started = time.perf_counter()
@@ -269,6 +270,7 @@ async def latencies(base: str, token: str) -> dict[str, float]:
                 if i >= 5:  # the first few warm caches up
                     turn_ms[size].append(elapsed)
                     overhead_ms[size].append(timing["turn"] - timing["model"])
+        cpu_per_turn = (server_cpu() - cpu) / (2 * LAT_TURNS) * 1000
         for i in range(LAT_GETS):
             for size, session in (("small", f"small-{i % SMALL_SESSIONS}"), ("large", "large")):
                 started = time.perf_counter()
@@ -281,6 +283,7 @@ async def latencies(base: str, token: str) -> dict[str, float]:
         "overhead_large": p50(overhead_ms["large"]),
         "get_small": p50(get_ms["small"]),
         "get_large": p50(get_ms["large"]),
+        "cpu_per_turn": cpu_per_turn,
     }
 
 
@@ -384,7 +387,8 @@ async def main() -> None:
             print(
                 f"turn overhead excluding the model call, p50 (Server-Timing turn - model): "
                 f"{lat['overhead_small']:.1f} ms at {SMALL}, {lat['overhead_large']:.1f} ms at {LARGE:,} "
-                f"(target <= 10 ms: {verdict(worst <= 10)})"
+                f"(target <= 10 ms: {verdict(worst <= 10)}); server CPU per turn, all threads, case recording "
+                f"included: {lat['cpu_per_turn']:.1f} ms; load average {os.getloadavg()[0]:.1f}"
             )
             print(
                 f"GET /v1/sessions/{{id}} p50: {lat['get_small']:.1f} ms at {SMALL} messages, "
