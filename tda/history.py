@@ -72,7 +72,7 @@ class _Run:
 class HistoryCache:
     """Per session (by id and creation time: a deleted and re-created id starts afresh), the kept run."""
 
-    def __init__(self, sessions: SessionStore, max_messages: int = 50_000) -> None:
+    def __init__(self, sessions: SessionStore, max_messages: int = 20_000) -> None:
         self.sessions = sessions
         self.max_messages = max_messages
         self._runs: OrderedDict[tuple[str, str], _Run] = OrderedDict()
@@ -183,7 +183,7 @@ class PagedHistory:
         self.total = data.message_count
         self.last_turn = data.last_message_turn
         self._pages: dict[tuple[Any, int], MessagePage] = {}
-        self._read: dict[int, str] = {}
+        self._read: dict[MessageCursor, str] = {}
 
     async def page(self, cursor: Any, limit: int) -> MessagePage:
         key = (cursor, limit)
@@ -191,17 +191,12 @@ class PagedHistory:
             rows = await self._sessions.message_page(self._session_id, cursor, limit, self._before_turn)
             older = (rows[-1].turn, rows[-1].id) if len(rows) == limit else None
             self._pages[key] = MessagePage([to_message(r) for r in rows], older)
-            self._read.update((r.id, fingerprint(r)) for r in rows)
+            self._read.update(((r.turn, r.id), fingerprint(r)) for r in rows)
         return self._pages[key]
 
     @property
     def read(self) -> list[str]:
-        return [self._read[k] for k in sorted(self._read, key=lambda i: _turn_id(self._read[i]))]
-
-
-def _turn_id(printed: str) -> tuple[int, int]:
-    message_id, turn, _ = printed.split(":", 2)
-    return int(turn), int(message_id)
+        return [self._read[key] for key in sorted(self._read)]
 
 
 def history_read(source: MessageSource) -> list[str] | None:
