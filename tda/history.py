@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,7 +24,8 @@ READ_AHEAD = 256
 """Messages fetched at least per database read when a walk goes past what is kept (fewer round trips)."""
 
 
-def to_message(row: Any) -> Message:
+def message_of(row: Any) -> Message:
+    """A stored message row (ORM or Core) as the component's Message, its stored token counts included."""
     return Message(
         role=row.role,
         content=row.content,
@@ -59,7 +60,7 @@ class _Run:
     def add(self, rows: list[Any], *, older: bool) -> None:
         """Rows oldest first; ``older``: they go before what is kept, else after it."""
         keys = [(r.turn, r.id) for r in rows]
-        messages = [to_message(r) for r in rows]
+        messages = [message_of(r) for r in rows]
         prints = [fingerprint(r) for r in rows]
         if older:
             self.keys[:0], self.messages[:0], self.prints[:0] = keys, messages, prints
@@ -78,24 +79,24 @@ class HistoryCache:
         self._runs: OrderedDict[tuple[str, str], _Run] = OrderedDict()
         self._kept = 0
 
-    async def source(self, data: SessionData) -> StoredHistory | PagedHistory:
-        if data.before_turn is not None:  # a replay reads the past once: not worth keeping
-            return PagedHistory(self.sessions, data)
+    async def source(self, data: SessionData) -> StoredHistory:
+        """The session's history as this turn sees it (before ``data.before_turn`` for a continuation or replay)."""
         run = await self._current(data)
         return StoredHistory(self, run, data)
 
     async def _current(self, data: SessionData) -> _Run:
         key = (data.session.id, data.session.created_at.isoformat())
         run = self._runs.get(key)
+        stored = data.session.message_count  # the whole history's, whatever part this turn sees
         if run is None or run.version != data.session.history_version or not run.keys:
-            run = self._replace(_Run(key, data.session.history_version, complete=data.message_count == 0))
+            run = self._replace(_Run(key, data.session.history_version, complete=stored == 0))
         else:
             async with run.lock:
                 rows = await self.sessions.messages_after(data.session.id, run.keys[-1])
                 self._add(run, rows, older=False)
-            if len(run.keys) > data.message_count or (run.complete and len(run.keys) != data.message_count):
+            if len(run.keys) > stored or (run.complete and len(run.keys) != stored):
                 # Written meanwhile by another replica, or not by appending: start again from the database.
-                run = self._replace(_Run(key, data.session.history_version, complete=data.message_count == 0))
+                run = self._replace(_Run(key, data.session.history_version, complete=stored == 0))
         self._runs.move_to_end(key)
         self._evict()
         return run
@@ -139,14 +140,16 @@ class StoredHistory:
         self._session_id = data.session.id
         self.total = data.message_count
         self.last_turn = data.last_message_turn
-        self._newest = run.keys[-1] if run.keys else None
+        self._upper: MessageCursor | None = (data.before_turn, 0) if data.before_turn is not None else None
+        """Keys below this are this turn's history: those before its own turn (a continuation, a replay), else
+        those kept when it began (a later turn's messages, appended meanwhile, are not)."""
+        if self._upper is None and run.keys:
+            self._upper = _after(run.keys[-1])
         self._oldest_read: MessageCursor | None = None
 
     def _end(self, cursor: MessageCursor | None) -> int:
-        keys = self._run.keys
-        if cursor is not None:
-            return bisect_left(keys, cursor)
-        return bisect_right(keys, self._newest) if self._newest is not None else len(keys)
+        bound = cursor if cursor is not None else self._upper
+        return bisect_left(self._run.keys, bound) if bound is not None else len(self._run.keys)
 
     async def page(self, cursor: Any, limit: int) -> MessagePage:
         run = self._run
@@ -154,8 +157,8 @@ class StoredHistory:
         async with run.lock:
             if self._end(cursor) < limit and not run.complete:
                 await self._cache.read_older(self._session_id, run, limit - self._end(cursor))
-                if self._newest is None and run.keys:
-                    self._newest = run.keys[-1]
+                if self._upper is None and run.keys:
+                    self._upper = _after(run.keys[-1])
             end = self._end(cursor)
             start = max(0, end - limit)
             if start < end:
@@ -173,32 +176,11 @@ class StoredHistory:
         return run.prints[bisect_left(run.keys, self._oldest_read) : self._end(None)]
 
 
-class PagedHistory:
-    """The history read straight from the store, each page once (replays: only what was before a turn)."""
-
-    def __init__(self, sessions: SessionStore, data: SessionData) -> None:
-        self._sessions = sessions
-        self._session_id = data.session.id
-        self._before_turn = data.before_turn
-        self.total = data.message_count
-        self.last_turn = data.last_message_turn
-        self._pages: dict[tuple[Any, int], MessagePage] = {}
-        self._read: dict[MessageCursor, str] = {}
-
-    async def page(self, cursor: Any, limit: int) -> MessagePage:
-        key = (cursor, limit)
-        if key not in self._pages:
-            rows = await self._sessions.message_page(self._session_id, cursor, limit, self._before_turn)
-            older = (rows[-1].turn, rows[-1].id) if len(rows) == limit else None
-            self._pages[key] = MessagePage([to_message(r) for r in rows], older)
-            self._read.update(((r.turn, r.id), fingerprint(r)) for r in rows)
-        return self._pages[key]
-
-    @property
-    def read(self) -> list[str]:
-        return [self._read[key] for key in sorted(self._read)]
-
-
 def history_read(source: MessageSource) -> list[str] | None:
     """What a stored history's walk read, or None for an in-memory one."""
-    return source.read if isinstance(source, StoredHistory | PagedHistory) else None
+    return source.read if isinstance(source, StoredHistory) else None
+
+
+def _after(key: MessageCursor) -> MessageCursor:
+    """The smallest key after ``key``."""
+    return (key[0], key[1] + 1)

@@ -12,6 +12,7 @@ from components.context_window.base import (
     AssemblyContext,
     CaseRetriever,
     Document,
+    Embedder,
     KnowledgeRetriever,
     MessageSource,
     Profile,
@@ -21,9 +22,11 @@ from components.context_window.base import (
     TurnRecord,
 )
 
-from .history import history_read
+from .history import history_read, message_of
 from .models import AttachmentRow, ProfileRow, TurnRow
 from .store.sessions import SessionData
+
+__all__ = ["message_of"]  # turns.py builds messages from rows with it
 
 
 @runtime_checkable
@@ -41,7 +44,7 @@ class CaseRecorder(Protocol):
         *,
         plan: str = "",
         tokens: int = 0,
-        feedback: int = 0,
+        feedback: int | None = None,
         session_id: str = "",
         turn: int = 0,
     ) -> str: ...
@@ -54,6 +57,7 @@ class Sources:
     knowledge: KnowledgeRetriever | None = None
     cases: CaseRetriever | None = None
     summarizer: Summarizer | None = None
+    embedder: Embedder | None = None
     _tools: dict[tuple[str, str], tuple[ToolSchema, ...]] = field(default_factory=dict, repr=False)
 
     def tools_of(self, profile: ProfileRow) -> tuple[ToolSchema, ...]:
@@ -117,6 +121,7 @@ def build_context(
         knowledge=sources.knowledge,
         cases=sources.cases,
         summarizer=sources.summarizer,
+        embedder=sources.embedder,
     )
 
 

@@ -11,6 +11,7 @@ import re
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from collections.abc import AsyncIterator, Iterator
@@ -148,6 +149,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         **os.environ,
         "TDA_DATA_DIR": str(data),
         "TDA_MODULES_DIR": str(data / "modules"),
+        "TDA_MODULE_ROOTS": tempfile.gettempdir(),  # tests write module folders under pytest's tmp_path
         "TDA_SECRET_KEY": "browser-tests",
         "TDA_MOCK_MODEL": "1",
         "TDA_EMBEDDER": "hashing",  # the real model would cost seconds of start-up per run

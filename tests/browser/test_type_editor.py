@@ -97,7 +97,7 @@ async def test_conflict_when_another_writer_saved_first(page: Any, server: Serve
     await page.click("#save")
     conflict = page.locator("#conflict")
     await expect(conflict).to_be_visible()
-    await expect(conflict).to_contain_text("Someone saved version 2")
+    await expect(conflict).to_contain_text(f"Someone saved version {current['version'] + 1}")
     await expect(page.locator("#conflict-changes")).to_contain_text(
         "Output reserve changed from 15% to 20% of the context limit."
     )
@@ -108,7 +108,7 @@ async def test_conflict_when_another_writer_saved_first(page: Any, server: Serve
     await expect(page.locator("#f-name")).to_have_value("Token Efficient (mine)")
     await expect(page.locator("#f-reserve-n")).to_have_value("20")
     await page.click("#save")
-    await expect(page.locator("#toast")).to_contain_text("as version 3")
+    await expect(page.locator("#toast")).to_contain_text(f"as version {current['version'] + 2}")
     _, _, saved = server.request("GET", "/v1/context-window-types/token_efficient")
     assert (saved["name"], saved["output_reserve_pct"]) == ("Token Efficient (mine)", 20)
 

@@ -27,7 +27,9 @@ class RecordingLLM(LLM):
         super().__init__(mock=True)
         self.calls: list[list[dict[str, Any]]] = []
 
-    async def complete(self, model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Completion:
+    async def complete(
+        self, model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]], **kw: Any
+    ) -> Completion:
         self.calls.append(messages)
         return Completion(f"Answer number {len(self.calls)}.", 100, 5, [])
 
