@@ -135,12 +135,13 @@ def start_server(data_dir: Path, port: int) -> subprocess.Popen[bytes]:
         "PYTHONPATH": str(ROOT),
     }
     profile = ["-m", "cProfile", "-o", os.environ["BENCH_PROFILE"]] if os.environ.get("BENCH_PROFILE") else []
+    log = (data_dir / f"server-{port}.log").open("wb")  # a pipe nobody reads would fill up and stall the server
     return subprocess.Popen(
         [sys.executable, *profile, "-m", "tda.cli", "serve"],
         env=env,
         cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
 
 
@@ -317,7 +318,7 @@ async def reads_vs_bare(base: str, token: str, tmp: Path) -> tuple[list[float], 
     bare = subprocess.Popen(
         [sys.executable, str(ROOT / "bench" / "bare_quart.py"), str(port), str(tmp / "types.json")],
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
     )
     try:
         await wait_ready(f"http://127.0.0.1:{port}", "/v1/context-window-types")
