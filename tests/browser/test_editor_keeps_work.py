@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import pytest
 from playwright.async_api import expect
 
 from tests.browser.conftest import BROWSER_LOOP, Server
@@ -116,7 +117,9 @@ async def test_one_truth_about_modules(page: Any, server: Server) -> None:
         server.request("POST", "/v1/context-window/modules/workflow_history/activate")
 
 
-async def test_focus_is_never_hidden_under_the_sticky_bars(page: Any) -> None:
+@pytest.mark.parametrize("width", [1360, 390])
+async def test_focus_is_never_hidden_under_the_sticky_bars(page: Any, width: int) -> None:
+    await page.set_viewport_size({"width": width, "height": 844})
     await open_editor(page, "balanced")
     await page.locator("#f-id").focus()
     hidden = []
