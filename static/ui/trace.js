@@ -26,7 +26,21 @@ function showFacts(trace) {
     fact("Cache-stable prefix", `${fmt(snap.prefix_stable_tokens)} tokens (${pct(snap.total_used ? snap.prefix_stable_tokens / snap.total_used : 0)})`, "prefix"),
     fact("Token counting", snap.token_method || "not recorded", "token-method"),
     fact("Assembly time", `${Number(snap.duration_ms).toFixed(1)} ms`, "duration"),
-    fact("Recorded", new Date(snap.created_at).toLocaleString()));
+    fact("Recorded", new Date(snap.created_at).toLocaleString()),
+    ...extraFacts(snap));
+}
+
+const KNOWN = new Set(["window_type_id", "window_type_name", "model", "model_limit", "model_limit_source", "profile_override",
+  "session_override", "effective_limit", "output_reserve", "available_budget", "query_tokens", "total_used", "modules",
+  "condensations", "reallocations", "adjustments_fired", "decisions", "prefix_stable_tokens", "token_method", "duration_ms",
+  "session_id", "profile_id", "turn", "created_at", "utilisation"]);
+
+/** Facts the snapshot holds that this page has no special place for (newer fields, such as loop flags). */
+function extraFacts(snap) {
+  const words = (key) => key.replace(/_/g, " ").replace(/^./, (c) => c.toUpperCase());
+  const show = (v) => (typeof v === "boolean" ? (v ? "yes" : "no") : typeof v === "number" ? fmt(v) : Array.isArray(v) ? v.join(", ") || "none" : String(v));
+  const plain = (v) => v !== null && (typeof v !== "object" || (Array.isArray(v) && v.every((x) => typeof x !== "object")));
+  return Object.entries(snap).filter(([k, v]) => !KNOWN.has(k) && plain(v)).map(([k, v]) => fact(words(k), show(v)));
 }
 
 function toolCalls(calls) {
