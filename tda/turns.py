@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from .models import ProfileRow
     from .service import TDAService
 
+
 async def resolve_type(svc: TDAService, profile: ProfileRow) -> StoredType:
     """The profile's bound type, or the default when it binds none."""
     if profile.context_window_type_id:

@@ -80,7 +80,9 @@ async def test_targets_in_tokens_for_a_reference_limit(page: Any, server: Server
         expected = math.floor(room * slot["target_pct"] / 100)
         await expect(page.locator(f'[data-tokens-for="{module_id}"]')).to_have_text(f"≈ {expected:,} tokens")
     # Small non-zero shares never read 0%.
-    assert await page.evaluate("import('/static/ui/lib.js').then((m) => [m.pct(24 / 11262), m.pct(0), m.pct(0.5)])") == [
+    assert await page.evaluate(
+        "import('/static/ui/lib.js').then((m) => [m.pct(24 / 11262), m.pct(0), m.pct(0.5)])"
+    ) == [
         "<1%",
         "0%",
         "50%",

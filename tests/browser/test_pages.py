@@ -63,7 +63,10 @@ def seed_busy_session(server: Server) -> None:
             _, _, current = server.request("GET", "/v1/context-window-types/shots")
             changed = {k: v for k, v in current.items() if k not in {"version", "updated_at", "etag"}}
             changed["output_reserve_pct"] = 20
-            assert server.request("PUT", "/v1/context-window-types/shots", changed, {"If-Match": current["etag"]})[0] == 200
+            assert (
+                server.request("PUT", "/v1/context-window-types/shots", changed, {"If-Match": current["etag"]})[0]
+                == 200
+            )
         status, _, body = server.request("POST", f"/v1/sessions/{SESSION}/turns", {"query": query})
         assert status == 201, body
 

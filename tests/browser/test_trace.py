@@ -48,14 +48,18 @@ async def test_trace_shows_the_text_that_was_sent(page: Any, server: Server) -> 
     system = page.locator('#messages > li[data-module="system_prompt"] .message-text')
     await expect(system.first).to_contain_text(profile["system_prompt"][:60])
     # Per-message tokens plus tools plus reply priming add up to the snapshot's total.
-    counts = [int((await t.text_content()).split()[0].replace(",", "")) for t in await page.locator(".tokens-badge").all()]
+    counts = [
+        int((await t.text_content()).split()[0].replace(",", "")) for t in await page.locator(".tokens-badge").all()
+    ]
     assert sum(counts) + 3 == turn["snapshot"]["total_used"]
     # With three tools the module sends their names only, as text: the trace says so rather than listing schemas.
     await expect(page.locator('#messages > li[data-module="tool_definitions"]')).to_contain_text("Available tools")
     await expect(page.locator("#tools")).to_have_text("No tools were sent.")
     await page.locator('details[data-module="knowledge_context"] summary').click()
     await expect(page.locator('details[data-module="knowledge_context"]')).to_contain_text("Score: ")
-    await expect(page.locator('[data-testid="token-method"]')).to_have_text(turn["snapshot"]["token_method"] or "not recorded")
+    await expect(page.locator('[data-testid="token-method"]')).to_have_text(
+        turn["snapshot"]["token_method"] or "not recorded"
+    )
     await expect(page.locator('[data-testid="prefix"]')).to_contain_text("tokens")
 
     await page.click("#replay")
