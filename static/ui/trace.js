@@ -52,6 +52,7 @@ function messageItem(m, i) {
     h("div", { class: "message-head" },
       h("span", { class: "swatch", style: { background: colour(m.module_id) }, "aria-hidden": "true" }),
       h("strong", {}, `${i + 1}. ${m.role}${m.name ? ` (${m.name})` : ""}`),
+      m.tool_call_id ? h("span", { class: "muted small" }, ` result of call ${m.tool_call_id}`) : null,
       h("span", { class: "muted" }, ` from ${label(m.module_id)}`),
       h("span", { class: "tokens-badge", dataset: { testid: "message-tokens" } }, `${fmt(m.tokens)} tokens`)),
     m.content ? h("pre", { class: "message-text" }, m.content) : h("p", { class: "muted small" }, "(no text)"),
