@@ -134,6 +134,8 @@ async def test_every_page_renders(page: Any, server: Server, tmp_path: Path) -> 
     await page.goto(f"/ui/sessions/{SESSION}/turns/18")
     await expect(page.locator("#trace-status")).to_contain_text("identical")
     await expect(page.locator("#messages > li").last).to_have_attribute("data-module", "query")
+    await expect(page.locator("a[rel=prev]")).to_have_attribute("href", f"/ui/sessions/{SESSION}/turns/17")
+    await expect(page.locator("a[rel=next]")).to_have_count(0)  # the latest turn
     await shoot(page, folder, "ui-trace")
 
     await page.goto("/ui/sessions")
