@@ -153,6 +153,17 @@ class AttachmentRow(Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
+class ComponentInstructionRow(Base):
+    """How to use one UI component (charting, tables, ...): texts at three intensities, for component_instructions."""
+
+    __tablename__ = "component_instructions"
+    component_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    full: Mapped[str] = mapped_column(Text, default="")
+    medium: Mapped[str] = mapped_column(Text, default="")
+    light: Mapped[str] = mapped_column(Text, default="")
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
 class ModuleStateRow(Base):
     """Activation chosen by an admin; the registry's state is in memory, so it is re-applied at start-up."""
 

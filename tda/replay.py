@@ -5,10 +5,12 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
+from components.context_window.base import Message, ToolSchema
 from components.context_window.snapshot import ContextWindowSnapshot
 
 from .errors import Conflict, NotFound
 from .sources import Cutoff, StoredHistory, build_context, input_hashes
+from .turns import with_component_instructions
 
 if TYPE_CHECKING:
     from components.context_window.base import AssemblyContext
@@ -68,7 +70,11 @@ async def reassemble(
         session=dataclasses.replace(
             ctx.session, context_limit=inputs.get("session_context_limit"), phase=inputs.get("phase")
         ),
+        # a tool-loop step: the turn so far after its query; the client's own tools (chat completions)
+        continuation=tuple(Message.from_chat(m) for m in inputs.get("continuation") or ()),
+        tools=tuple(ToolSchema.from_openai(t) for t in inputs["tools"]) if "tools" in inputs else ctx.tools,
     )
+    ctx = await with_component_instructions(svc, ctx)
     return await svc.scratch_handler.assemble(ctx, window_type), ctx
 
 

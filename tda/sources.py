@@ -12,6 +12,7 @@ from components.context_window.base import (
     AssemblyContext,
     CaseRetriever,
     Document,
+    Embedder,
     KnowledgeRetriever,
     Message,
     MessagePage,
@@ -41,7 +42,7 @@ class CaseRecorder(Protocol):
         *,
         plan: str = "",
         tokens: int = 0,
-        feedback: int = 0,
+        feedback: int | None = None,
         session_id: str = "",
         turn: int = 0,
     ) -> str: ...
@@ -54,6 +55,7 @@ class Sources:
     knowledge: KnowledgeRetriever | None = None
     cases: CaseRetriever | None = None
     summarizer: Summarizer | None = None
+    embedder: Embedder | None = None
     _tools: dict[tuple[str, str], tuple[ToolSchema, ...]] = field(default_factory=dict, repr=False)
 
     def tools_of(self, profile: ProfileRow) -> tuple[ToolSchema, ...]:
@@ -97,7 +99,7 @@ class StoredHistory:
         if key not in self._pages:
             rows = await self._sessions.message_page(self._session_id, cursor, limit, self._before_turn)
             older = (rows[-1].turn, rows[-1].id) if len(rows) == limit else None
-            self._pages[key] = MessagePage(tuple(_message(r) for r in rows), older)
+            self._pages[key] = MessagePage(tuple(message_of(r) for r in rows), older)
             self.read.update((r.id, (r.id, r.turn, r.valid, _content_digest(r.content))) for r in rows)
         return self._pages[key]
 
@@ -144,6 +146,7 @@ def build_context(
         knowledge=sources.knowledge,
         cases=sources.cases,
         summarizer=sources.summarizer,
+        embedder=sources.embedder,
     )
 
 
@@ -152,7 +155,7 @@ def _aware(t: datetime) -> datetime:
     return t if t.tzinfo else t.replace(tzinfo=UTC)
 
 
-def _message(m: Any) -> Message:
+def message_of(m: Any) -> Message:
     return Message(
         role=m.role,
         content=m.content,

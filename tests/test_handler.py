@@ -53,11 +53,25 @@ async def test_deactivated_and_inactive_modules_are_skipped_with_reasons():
     registry = ModuleRegistry.from_modules([a, b, c])
     registry.deactivate("b")
     t = wtype({"a": (30, 0, 100, 50), "b": (10, 0, 100, 40), "c": (10, 0, 100, 30)})
-    t.modules["c"].active = False
+    t = t.model_copy(update={"modules": {**t.modules, "c": t.modules["c"].model_copy(update={"active": False})}})
     snap = (await ContextWindowHandler(registry).assemble(make_ctx(), t)).snapshot
     assert snap.module("b").reason == "deactivated"
     assert snap.module("c").reason == "inactive in this window type"
     assert b.calls == [] and c.calls == []
+    assert snap.module("a").target_pct == pytest.approx(50)  # both skipped shares (10 + 10) went to a
+
+
+async def test_an_inactive_slot_frees_its_share_for_the_others():
+    a, b, c = Scripted("a", BLOCKS), Scripted("b", BLOCKS), Scripted("c", BLOCKS)
+    t = wtype({"a": (30, 0, 100, 50), "b": (10, 0, 100, 40), "c": (22, 0, 100, 30)})
+    t = ContextWindowType.model_validate(  # the editor's own toggle (types are frozen: a new one)
+        t.model_dump() | {"modules": {**t.model_dump()["modules"], "c": t.modules["c"].model_dump() | {"active": False}}}
+    )
+    snap = (await handler(a, b, c).assemble(make_ctx(), t)).snapshot
+    # 22 points freed, shared 3:1 like the active targets
+    assert snap.module("a").target_pct == pytest.approx(30 + 22 * 0.75)
+    assert snap.module("b").target_pct == pytest.approx(10 + 22 * 0.25)
+    assert any("redistributed 22%" in line for line in snap.decisions)
 
 
 async def test_first_turn_forces_full_tools_and_raises_target_to_max():
@@ -260,8 +274,8 @@ async def test_builtin_modules_produce_provider_ready_output(builtin_registry):
     assert first.tools[0]["function"]["parameters"]["properties"]["arg_0"]["description"]  # full schemas
     later_ctx = make_ctx(messages=conversation(3), tools=make_tools(6), limit=128_000)
     later = await handler_.assemble(later_ctx, DEFAULT_TYPES["balanced"])
-    assert later.tools == []  # after the first turn: names only, in the system text
-    assert later.messages[0]["role"] == "system" and "tool_0" in later.messages[0]["content"]
+    assert later.tools == first.tools  # full schemas on every turn they fit, in the same order (prompt caches hit)
+    assert later.messages[0]["role"] == "system"
     assert [m["role"] for m in later.messages[-7:]] == ["user", "assistant"] * 3 + ["user"]
     assert later.messages[-1]["content"] == later_ctx.query
 

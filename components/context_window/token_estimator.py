@@ -63,8 +63,16 @@ FALLBACK_LIMITS: dict[str, int] = {
     "claude-3-5-sonnet": 200_000,
     "claude-sonnet-4": 200_000,
     "gemini-1.5-pro": 2_097_152,
+    "gemini-1.5-flash": 1_048_576,
+    "gemini-2.0-flash": 1_048_576,  # Google's model card: 1,048,576 input tokens (litellm's bundled map lacks it)
+    "gemini-2.0-pro": 2_097_152,
     "llama3": 8_192,
+    "llama3.1": 131_072,
+    "llama3.2": 131_072,
+    "llama3.3": 131_072,
     "mistral": 32_768,
+    "mistral-large": 131_072,
+    "qwen2.5": 32_768,
 }
 
 

@@ -52,9 +52,10 @@ async def units_newest_first(source: MessageSource, phase: str | None = None) ->
             pending.append(message)
             continue
         if message.role == "assistant" and message.tool_calls:
-            answered = {m.tool_call_id for m in pending}
-            if pending and all(c.get("id") in answered for c in message.tool_calls):
-                yield i, (message, *reversed(pending))
+            calls = {c.get("id") for c in message.tool_calls}
+            results = [m for m in reversed(pending) if m.tool_call_id in calls]  # a result answering another call
+            if {m.tool_call_id for m in results} == calls:  # is an orphan: it never joins this unit
+                yield i, (message, *results)
             pending = []
             continue
         pending = []

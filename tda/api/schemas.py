@@ -15,6 +15,14 @@ MIN_CONTEXT_LIMIT = 256
 
 
 class _In(BaseModel):
+    """A JSON body: unknown fields and lax coercions (``0`` for a boolean, ``false`` for a number) are refused."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class _Query(BaseModel):
+    """A query string: every value arrives as text, so numbers and booleans are parsed from it."""
+
     model_config = ConfigDict(extra="forbid")
 
 
@@ -104,6 +112,12 @@ class SessionPatch(_ReadBack):
     context_limit: int | None = Field(None, description="read-only here: change it with POST .../context-limit")
     title: str | None = Field(None, max_length=200)
     phase: Phase | None = None
+    phase_summary: str | None = Field(
+        None,
+        max_length=50_000,
+        description="on a move to a later phase: what the phase being left produced, carried into the new one "
+        "(default: its turns, one line each)",
+    )
     user_id: str | None = Field(None, max_length=100)
 
 
@@ -139,6 +153,29 @@ class AttachmentIn(_In):
 
 class TurnIn(_In):
     query: str = Field(min_length=1, max_length=200_000)
+
+
+class ComponentInstructionsIn(_In):
+    full: str = Field("", max_length=100_000, description="the whole instruction")
+    medium: str = Field("", max_length=100_000, description="shorter, for a tighter budget")
+    light: str = Field("", max_length=100_000, description="a line or two: the last step before dropping it")
+
+    @model_validator(mode="after")
+    def _some_text(self) -> ComponentInstructionsIn:
+        if not any(t.strip() for t in (self.full, self.medium, self.light)):
+            raise ValueError("give at least one of full, medium, light as text")
+        return self
+
+
+class ToolResultIn(_In):
+    tool_call_id: str = Field(min_length=1, max_length=100)
+    content: str = Field("", max_length=5_000_000)
+
+
+class ToolResultsIn(_In):
+    """The results of the tool calls the turn's last reply made: one per call id."""
+
+    results: list[ToolResultIn] = Field(min_length=1, max_length=128)
 
 
 class TurnValidityIn(_In):
@@ -188,18 +225,18 @@ class SignInIn(_In):
     token: str = Field(min_length=1, max_length=200)
 
 
-class SessionQuery(_In):
+class SessionQuery(_Query):
     turns: int = Field(50, ge=1, le=500, description="how many of the newest turns (listed oldest first)")
     before: int | None = Field(None, ge=1, le=MAX_INT, description="only turns before this one (older_turns)")
 
 
-class SnapshotsQuery(_In):
+class SnapshotsQuery(_Query):
     after: int = Field(0, ge=0, le=MAX_INT, description="only snapshots with a larger id")
     limit: int = Field(100, ge=1, le=1000)
     newest_first: bool = Field(False, description="true: the latest first (limit=1 gives the latest snapshot)")
 
 
-class AuditQuery(_In):
+class AuditQuery(_Query):
     entity: str | None = None
     entity_id: str | None = None
     limit: int = Field(100, ge=1, le=1000)

@@ -213,13 +213,23 @@ class SessionStore:
             audit.record(s, actor, "create", "session", session_id, None, session_dict(row))
         return row
 
-    async def update(self, session_id: str, fields: dict[str, Any], actor: str, action: str = "update") -> SessionRow:
+    async def update(
+        self,
+        session_id: str,
+        fields: dict[str, Any],
+        actor: str,
+        action: str = "update",
+        carry: list[dict[str, Any]] | None = None,
+    ) -> SessionRow:
+        """``carry``: messages written in the same transaction (what a forward phase change carries)."""
         async with self.db.write() as s:
             row = await _session(s, session_id)
             before = session_dict(row)
             for name, value in fields.items():
                 setattr(row, name, value)
             row.updated_at = utcnow()
+            if carry:
+                await _append(s, session_id, carry)
             await s.flush()
             audit.record(s, actor, action, "session", session_id, before, session_dict(row))
         return row
@@ -254,6 +264,34 @@ class SessionStore:
                 raise NotFound(f"session {session_id!r} has no turn {turn}")
             return row
 
+    async def newest_turn(self, session_id: str) -> TurnRow | None:
+        async with self.db.read() as s:
+            await _session(s, session_id)
+            query = select(TurnRow).where(TurnRow.session_id == session_id).order_by(TurnRow.turn.desc()).limit(1)
+            return await s.scalar(query)
+
+    async def turn_messages(self, session_id: str, turn: int) -> list[MessageRow]:
+        """One turn's messages in the order they were recorded."""
+        async with self.db.read() as s:
+            query = (
+                select(MessageRow)
+                .where(MessageRow.session_id == session_id, MessageRow.turn == turn)
+                .order_by(MessageRow.id)
+            )
+            return list((await s.scalars(query)).all())
+
+    async def newest_messages(self, session_id: str, limit: int) -> list[MessageRow]:
+        """The newest ``limit`` messages, valid or not, oldest first (what a client's copy of the chat ends with)."""
+        async with self.db.read() as s:
+            await _session(s, session_id)
+            query = (
+                select(MessageRow)
+                .where(MessageRow.session_id == session_id)
+                .order_by(MessageRow.turn.desc(), MessageRow.id.desc())
+                .limit(limit)
+            )
+            return list(reversed((await s.scalars(query)).all()))
+
     async def record_turn(self, session_id: str, turn: dict[str, Any], messages: list[dict[str, Any]]) -> TurnRow:
         """The turn and its messages in one transaction: a turn is never half-recorded."""
         async with self.db.write() as s:
@@ -265,6 +303,28 @@ class SessionStore:
             row = TurnRow(session_id=session_id, **turn)
             s.add(row)
             await _append(s, session_id, [{"turn": turn["turn"], **m} for m in messages])
+        return row
+
+    async def extend_turn(
+        self, session_id: str, turn: int, changes: dict[str, Any], messages: list[dict[str, Any]]
+    ) -> TurnRow:
+        """One more step of a turn's tool loop, in one transaction: its messages appended in order, and the
+        turn row updated (``results`` and ``plan`` are appended to, token figures added, the rest replaced)."""
+        async with self.db.write() as s:
+            await _session(s, session_id)
+            row = await s.scalar(select(TurnRow).where(TurnRow.session_id == session_id, TurnRow.turn == turn))
+            if row is None:
+                raise NotFound(f"session {session_id!r} has no turn {turn}")
+            for name, value in changes.items():
+                if name == "results":
+                    row.results = [*(row.results or []), *value]  # a new list: JSON columns track assignment
+                elif name == "plan":
+                    row.plan = "\n".join(p for p in (row.plan, value) if p)
+                elif name in ("tokens_in", "tokens_out"):
+                    setattr(row, name, getattr(row, name) + value)
+                else:
+                    setattr(row, name, value)
+            await _append(s, session_id, [{"turn": turn, **m} for m in messages])
         return row
 
     async def add_messages(self, session_id: str, messages: list[dict[str, Any]], actor: str) -> list[MessageRow]:
