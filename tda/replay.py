@@ -79,7 +79,9 @@ async def reassemble(
 
 
 def comparable(snapshot: dict[str, Any]) -> dict[str, Any]:
-    data = ContextWindowSnapshot.from_dict(snapshot).to_dict()  # normalises older stored shapes
+    """The snapshot without what varies between identical runs (wall time, per-module blocking time, the cache
+    prefix); going through the dataclass normalises older stored shapes."""
+    data = ContextWindowSnapshot.from_dict(snapshot).comparable()
     return {k: v for k, v in data.items() if k not in VARIES_BETWEEN_RUNS}
 
 
