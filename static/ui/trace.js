@@ -104,7 +104,9 @@ async function load() {
   showFacts(trace);
   usageBar($("trace-bar"), snap);
   $("messages").replaceChildren(...trace.messages.map(messageItem));
-  $("tools").replaceChildren(...(trace.tools.length ? trace.tools.map(toolItem) : [h("li", { class: "muted" }, "No tools were sent.")]));
+  $("tools").replaceChildren(...(trace.tools.length ? [...trace.tools.map(toolItem), h("li", { class: "message" },
+    h("div", { class: "message-head" }, h("span", {}, "The tool definitions block around them"),
+      h("span", { class: "tokens-badge" }, `${fmt(trace.tools_overhead)} tokens`)))] : [h("li", { class: "muted" }, "No tools were sent.")]));
   $("trace-modules").replaceChildren(moduleDetails(snap));
   $("trace-decisions").replaceChildren(...snap.decisions.map((d) => h("li", {}, decisionText(d))));
   $("trace-events").replaceChildren(eventLists(snap));

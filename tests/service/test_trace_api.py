@@ -21,7 +21,7 @@ async def test_trace_shows_the_text_that_was_sent(client, admin, viewer, session
     # Per-message counts add up to what the snapshot says was used: the trace is the window that was counted.
     snapshot = turn["snapshot"]
     counted = sum(m["tokens"] for m in trace["messages"]) + sum(t["tokens"] for t in trace["tools"])
-    assert counted + trace["reply_priming"] == snapshot["total_used"]
+    assert counted + trace["tools_overhead"] + trace["reply_priming"] == snapshot["total_used"]
     assert all(m["tokens"] >= 3 + len(m["content"]) // 8 for m in trace["messages"])  # overhead plus the text
 
 
