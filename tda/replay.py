@@ -52,9 +52,8 @@ async def reassemble(
         try:
             window_type = await svc.store.types.version(row.type_id, row.type_version)
         except NotFound:
-            raise Conflict(
-                f"type {row.type_id!r} v{row.type_version} no longer exists (deleted), so this snapshot cannot be replayed"
-            ) from None
+            gone = f"type {row.type_id!r} v{row.type_version} no longer exists (deleted)"
+            raise Conflict(f"{gone}, so this snapshot cannot be replayed") from None
     inputs = row.inputs
     data = await svc.store.sessions.load(row.session_id, before_turn=row.turn)
     ctx = build_context(
