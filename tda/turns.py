@@ -420,7 +420,7 @@ def _keep_as_champion(svc: TDAService, session_id: str, turn: int, query: str, a
     session's next turn waits for it). The turn is already stored: a failure there costs the case, never the turn."""
     recorder = svc.sources.case_recorder
     plan, tokens = row.plan, row.tokens_in + row.tokens_out
-    if recorder is None or not (answer.strip() or plan):
+    if recorder is None or not query.strip() or not (answer.strip() or plan):
         return None
 
     async def record() -> None:

@@ -208,6 +208,7 @@ async def test_a_streamed_reply_arrives_in_openai_chunks_and_is_recorded(served:
         extra_headers=session,
     )
     chunks = [chunk async for chunk in stream]
+    assert {c.model for c in chunks} == {"gpt-4o"} and len({c.id for c in chunks}) == 1
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     assert text == "Streaming works fine here."
     assert len([c for c in chunks if c.choices and c.choices[0].delta.content]) > 1  # really in pieces
@@ -231,6 +232,23 @@ async def test_a_streamed_reply_arrives_in_openai_chunks_and_is_recorded(served:
     calls = [c for chunk in chunks for c in (chunk.choices[0].delta.tool_calls or [])]
     assert calls[0].id == "call_9" and calls[0].function.name == "send_email"
     assert chunks[-1].choices[0].finish_reason == "tool_calls"
+
+
+async def test_a_smaller_max_tokens_in_the_request_wins_over_the_reserve(served: Served):
+    client = served.client()
+    session = {"X-TDA-Session": "small"}
+    await client.chat.completions.create(
+        model="tda", messages=[{"role": "user", "content": "hi"}], max_tokens=50, extra_headers=session
+    )
+    await client.chat.completions.create(
+        model="tda",
+        messages=[{"role": "user", "content": "hi"}, {"role": "user", "content": "more"}],
+        max_completion_tokens=10**6,
+        extra_headers=session,
+    )
+    [small, large] = served.model.sent
+    snapshot = (await served.get("/v1/sessions/small/snapshots?newest_first=true&limit=1"))["snapshots"][0]
+    assert small["max_tokens"] == 50 and large["max_tokens"] == snapshot["snapshot"]["output_reserve"]
 
 
 async def test_raw_sse_ends_with_done(served: Served):

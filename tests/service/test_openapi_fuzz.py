@@ -34,6 +34,11 @@ def fuzz_target(tmp_path_factory: pytest.TempPathFactory, template_db_for_fuzz: 
             await store.close()
 
     token = asyncio.run(seed())
+    # /v1/chat/completions creates its session, so generated requests run real turns: import litellm here,
+    # outside any request's 10 s read timeout (a served app preloads it at start-up the same way).
+    from tda.llm import _litellm
+
+    _litellm()
     return create_app(settings_, migrate=False, warm_up_llm=False, warm_up_knowledge=False), token
 
 
