@@ -302,6 +302,8 @@ async def test_mistakes_get_openai_errors_that_say_what_to_change(served: Served
             messages=[{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}],
             extra_headers={"X-TDA-Session": "e1"},
         )
+    with pytest.raises(openai.UnprocessableEntityError, match="names no provider"):
+        await client.chat.completions.create(model="no-such-model-xyz", messages=[{"role": "user", "content": "hi"}])
     with pytest.raises(openai.NotFoundError, match="nobody"):
         await client.chat.completions.create(
             model="tda", messages=[{"role": "user", "content": "hi"}], extra_headers={"X-TDA-Profile": "nobody"}
