@@ -15,6 +15,10 @@ load cancel out:
 * SSE fan-out: SUBSCRIBERS raw-socket clients stream /v1/sessions/demo/events; FANOUT_TURNS turns are posted
   one after another; each event carries ``published_at`` and each client records receipt time minus that.
   The median p99 of ROUNDS rounds is the figure (target p99 <= 100 ms).
+* SSE fan-out over 2 replicas (``replicas_fanout``): the same, with the subscribers split over two `tda serve`
+  replicas on PostgreSQL + Redis + a Chroma server (started as the replica tests start them) and the turns
+  posted to each replica in turn, so half the deliveries cross replicas through Redis (target p99 <= 100 ms).
+  BENCH_REPLICAS=0 skips it; `python bench/service_bench.py --replicas` runs only it.
 Every loop is bounded and stops by itself; run with `python bench/service_bench.py`. Knobs: BENCH_SUBSCRIBERS=n,
 BENCH_SSE=0 (skip fan-out), BENCH_MEMORY_TURNS=n, BENCH_DEBUG=1 (per-event latencies), BENCH_PROFILE=file
 (cProfile the server).
@@ -48,6 +52,7 @@ from tda.store import Store  # noqa: E402
 
 SUBSCRIBERS = int(os.environ.get("BENCH_SUBSCRIBERS", "1000"))
 RUN_SSE = os.environ.get("BENCH_SSE", "1") != "0"
+RUN_REPLICAS = os.environ.get("BENCH_REPLICAS", "1") != "0"
 FANOUT_TURNS = 20
 TURN_GAP_S = 0.5
 CONCURRENCY = 16
@@ -418,6 +423,9 @@ async def main() -> None:
             except subprocess.TimeoutExpired:
                 server.kill()
 
+    if RUN_REPLICAS:
+        await replicas_fanout()
+
 
 async def fanout_rounds(port: int, base: str, token: str) -> None:
     fans = []
@@ -438,7 +446,86 @@ async def fanout_rounds(port: int, base: str, token: str) -> None:
     )
 
 
+# --- SSE fan-out over 2 replicas on PostgreSQL + Redis + Chroma ----------------------------------------
+
+
+async def replicas_fanout() -> None:
+    """SUBSCRIBERS streams split evenly over replicas A and B (one PostgreSQL, one Redis, one Chroma server);
+    FANOUT_TURNS turns posted alternately to A and B. Every event reaches both replicas' streams through Redis."""
+    from tests.replicas.servers import Backing, admin_token
+
+    backing = await asyncio.to_thread(Backing.start)
+    replicas = []
+    try:
+        token = await admin_token(backing.postgres.url())
+        replicas = await asyncio.to_thread(backing.replicas, "a", "b")
+        headers = {"Authorization": f"Bearer {token}"}
+        async with httpx.AsyncClient(base_url=replicas[0].url, headers=headers, timeout=30) as client:
+            profile = {"id": "fanout", "type": "llm_only", "system_prompt": "Be brief."}
+            (await client.post("/v1/profiles", json=profile)).raise_for_status()
+            (await client.post("/v1/sessions", json={"id": "fanout", "profile_id": "fanout"})).raise_for_status()
+        print(f"2 replicas (hypercorn) on PostgreSQL, Redis and a Chroma server: {replicas[0].url}, {replicas[1].url}")
+        fans = []
+        for r in range(ROUNDS):
+            fan = await _replicas_round(replicas, token)
+            fans.append(fan)
+            print(
+                f"  replicas round {r + 1}: received {fan['events']:,}/{fan['expected']:,} events; publish->receipt "
+                f"p50 {fan['p50_ms']:.1f} ms, p99 {fan['p99_ms']:.1f} ms (same replica {fan['p99_local_ms']:.1f}, "
+                f"other replica {fan['p99_cross_ms']:.1f}), max {fan['max_ms']:.1f} ms; "
+                f"load average {os.getloadavg()[0]:.1f}"
+            )
+        p50_ms = statistics.median(f["p50_ms"] for f in fans)
+        p99_ms = statistics.median(f["p99_ms"] for f in fans)
+        print(
+            f"SSE fan-out over 2 replicas, {SUBSCRIBERS} subscribers x {FANOUT_TURNS} turns x {ROUNDS} rounds: "
+            f"median p50 {p50_ms:.1f} ms, median p99 {p99_ms:.1f} ms (target p99 <= 100 ms: {verdict(p99_ms <= 100)})"
+        )
+    finally:
+        for replica in replicas:
+            replica.stop()
+        backing.stop()
+
+
+async def _replicas_round(replicas: list, token: str) -> dict[str, float]:
+    subs = [Subscriber(FANOUT_TURNS) for _ in range(SUBSCRIBERS)]
+    path = "/v1/sessions/fanout/events"
+    for i in range(0, SUBSCRIBERS, CONNECT_BATCH):
+        batch = range(i, min(i + CONNECT_BATCH, SUBSCRIBERS))
+        await asyncio.gather(*(subs[j].connect(replicas[j % 2].port, path, token) for j in batch))
+    gc.collect()
+    gc.freeze()
+    await asyncio.wait_for(asyncio.gather(*(s.ready for s in subs)), TIMEOUT_S)
+    headers = {"Authorization": f"Bearer {token}"}
+    clients = [httpx.AsyncClient(base_url=r.url, headers=headers, timeout=30) for r in replicas]
+    try:
+        for i in range(FANOUT_TURNS):
+            (await clients[i % 2].post("/v1/sessions/fanout/turns", json={"query": f"question {i}"})).raise_for_status()
+            await asyncio.sleep(TURN_GAP_S)
+        await asyncio.wait_for(asyncio.gather(*(s.done for s in subs)), TIMEOUT_S)
+    finally:
+        for client in clients:
+            await client.aclose()
+        for s in subs:
+            s.close()
+    # Event i was published by replica i % 2; subscriber j listens on replica j % 2.
+    local = sorted(x * 1000 for j, s in enumerate(subs) for i, x in enumerate(s.latencies) if i % 2 == j % 2)
+    cross = sorted(x * 1000 for j, s in enumerate(subs) for i, x in enumerate(s.latencies) if i % 2 != j % 2)
+    every = sorted(local + cross)
+    q = statistics.quantiles(every, n=100)
+    return {
+        "events": len(every),
+        "expected": SUBSCRIBERS * FANOUT_TURNS,
+        "p50_ms": q[49],
+        "p99_ms": q[98],
+        "p99_local_ms": statistics.quantiles(local, n=100)[98],
+        "p99_cross_ms": statistics.quantiles(cross, n=100)[98],
+        "max_ms": every[-1],
+    }
+
+
 if __name__ == "__main__":
     from tda.server_cli import run_event_loop
 
-    run_event_loop(main())  # the client side gets uvloop too, as the server does
+    # the client side gets uvloop too, as the server does
+    run_event_loop(replicas_fanout() if "--replicas" in sys.argv else main())

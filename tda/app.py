@@ -12,6 +12,9 @@ from quart_schema import QuartSchema, hide
 from .api import register_api
 from .api.openapi import RoutePaths
 from .config import Settings
+from .logs import install_request_ids
+from .metrics import watch_pool
+from .ops import bp as ops
 from .security import check_secret, session_secret
 from .service import TDAService
 from .views import bp as ui_pages
@@ -49,14 +52,19 @@ def create_app(settings: Settings | None = None, **service_options: Any) -> Quar
         openapi_provider_class=RoutePaths,
     )
     app.make_response = _plain_json_first(app.make_response)  # type: ignore[method-assign]
-    TDAService(settings, **service_options).init_app(app)
+    svc = TDAService(settings, **service_options)
+    svc.init_app(app)
+    watch_pool(svc.store.db.engine)
+    install_request_ids(app)
     register_api(app)
     app.register_blueprint(ui_pages)
+    app.register_blueprint(ops)
 
-    @app.get("/healthz")
-    @hide
-    async def healthz() -> dict[str, str]:
-        return {"status": "ok"}
+    @app.after_request
+    async def no_body_no_content_type(response: Any) -> Any:
+        if response.status_code in (204, 304):
+            response.headers.pop("Content-Type", None)
+        return response
 
     @app.get("/")
     @hide

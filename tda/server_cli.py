@@ -8,6 +8,7 @@ import gc
 import os
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -35,8 +36,27 @@ def _run(coro_fn: Callable[[Store], Awaitable[int]], settings: Settings) -> int:
 
 
 def cmd_db(args: argparse.Namespace, settings: Settings) -> int:
+    if args.action == "backup":
+        return cmd_db_backup(args, settings)
     upgrade(settings.sqlalchemy_url)
     print(f"database at {settings.sqlalchemy_url} is up to date")
+    return 0
+
+
+def cmd_db_backup(args: argparse.Namespace, settings: Settings) -> int:
+    from pathlib import Path
+
+    from .backup import BackupError, backup_sqlite
+
+    if not args.path:
+        print("tda db backup: name the file to write, e.g. `tda db backup var/tda-backup.db`", file=sys.stderr)
+        return 2
+    try:
+        report = backup_sqlite(settings.sqlalchemy_url, Path(args.path))
+    except (BackupError, OSError, sqlite3.Error) as exc:
+        print(f"tda db backup: {exc}", file=sys.stderr)
+        return 2
+    print(f"backed up {report.source} to {report.target}: {report.pages} pages, {report.bytes:,} bytes, integrity ok")
     return 0
 
 
@@ -92,9 +112,11 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     from dataclasses import replace
 
+    from .logs import configure
     from .security import InsecureSettings
 
     settings = replace(settings, host=args.host or settings.host, port=args.port or settings.port)
+    configure(settings.log_format, settings.log_level)
     try:
         if args.workers > 1:
             return serve_workers(settings, args.workers)
@@ -235,7 +257,8 @@ def register(commands: argparse._SubParsersAction) -> None:
     serve_p.set_defaults(func=cmd_serve)
 
     db = commands.add_parser("db", help="database schema")
-    db.add_argument("action", choices=["upgrade"])
+    db.add_argument("action", choices=["upgrade", "backup"], help="upgrade: migrate; backup PATH: copy (SQLite)")
+    db.add_argument("path", nargs="?", help="backup: the file to write (it must not exist)")
     db.set_defaults(func=cmd_db)
 
     tokens = commands.add_parser("tokens", help="API tokens (stored hashed; shown once)")

@@ -23,6 +23,7 @@ from components.context_window.fitting import clip
 from components.context_window.token_estimator import estimator_for
 from components.context_window.window_type import ContextWindowType
 
+from . import metrics
 from .errors import Conflict, Invalid, UpstreamFailed
 from .models import MessageRow, TurnRow
 from .sources import StoredHistory, build_context, input_hashes, message_of
@@ -102,8 +103,9 @@ async def run_turn(
     """A new turn: assemble for ``query``, call the model, record the turn (its tool loop starts if it calls tools).
     ``timings`` (optional) receives ``model_ms``: how long the model call took, for Server-Timing."""
     options = dataclasses.replace(options or TurnOptions(), timings=timings)
-    async with svc.session_lock(session_id):  # one turn at a time per session: turn numbers stay dense
-        return await _step(svc, session_id, query, None, options)
+    with metrics.TURN_SECONDS.time():
+        async with svc.session_lock(session_id):  # one turn at a time per session: turn numbers stay dense
+            return await _step(svc, session_id, query, None, options)
 
 
 async def answer_tool_calls(
@@ -254,6 +256,7 @@ async def _step(
     ctx = build_context(data, query, default_model=svc.settings.model, sources=svc.sources, history=history)
     ctx = await with_component_instructions(svc, _with_options(ctx, current, options))
     assembled = await svc.handler.assemble(ctx, stored.type)
+    metrics.observe_assembly(assembled.snapshot)
     snapshot = assembled.snapshot.to_dict()
     turn = current.row.turn if current else ctx.session.turn_number
     row = await svc.store.sessions.record_snapshot(
@@ -483,9 +486,13 @@ async def preview(svc: TDAService, body: PreviewIn) -> dict[str, Any]:
         stored = await svc.store.types.get(body.type_id or "")
         window_type, version = stored.type, stored.version
     data = await svc.store.sessions.load(body.session_id)
+    if body.profile_id:  # what if this session ran under another profile (its prompt, tools, model)?
+        data = dataclasses.replace(data, profile=await svc.store.profiles.get(body.profile_id))
     history = StoredHistory(svc.store.sessions, data)
     ctx = build_context(data, body.query, default_model=svc.settings.model, sources=svc.sources, history=history)
     ctx = await with_component_instructions(svc, ctx)
+    if body.context_limit is not None:  # what if the limit were this (like a session override: only lowers)
+        ctx = dataclasses.replace(ctx, session=dataclasses.replace(ctx.session, context_limit=body.context_limit))
     assembled = await svc.scratch_handler.assemble(ctx, window_type)
     return {
         "persisted": False,

@@ -29,7 +29,7 @@ async def test_tools_choose_the_richest_level_that_fits(modules):
     ctx = module_ctx(make_ctx(tools=make_tools(10)))
     est = ctx.tokens
     full = await tools_module.contribute(100_000, ctx)
-    full_cost = sum(est.count_tool(t) for t in full.tool_schemas())
+    full_cost = est.count_tools(full.tool_schemas())
     assert full.strategy == "full" and len(full.tool_schemas()) == 10
     condensed = await tools_module.contribute(full_cost - 1, ctx)
     assert condensed.strategy == "condensed" and condensed.placement == "tools"
@@ -37,10 +37,10 @@ async def test_tools_choose_the_richest_level_that_fits(modules):
     schema = condensed.tool_schemas()[-1]
     assert schema.description == "Tool number 9 does a useful thing."
     assert "description" not in schema.parameters["properties"]["arg_0"]
-    assert schema.parameters["required"] == ["arg_0"]
+    assert list(schema.parameters["required"]) == ["arg_0"]
     names = await tools_module.contribute(40, ctx)
     assert names.strategy == "names_only" and names.placement == "system"
-    assert 3 + est.count(names.text()) <= 40 and 0 < names.metadata["listed"] < 10
+    assert est.count_text_message(names.text()) <= 40 and 0 < names.metadata["listed"] < 10
     assert names.metadata["left_out"] == [f"tool_{i}" for i in range(10)]
 
 
@@ -72,9 +72,7 @@ async def test_tools_never_exceed_their_budget(budget, n):
     module = ModuleRegistry(entry_point_group=None).load().modules["tool_definitions"]
     ctx = module_ctx(make_ctx(tools=make_tools(n)))
     c = await module.contribute(budget, ctx)
-    cost = sum(ctx.tokens.count_tool(t) for t in c.tool_schemas()) + (
-        3 + ctx.tokens.count(c.text()) if c.texts() else 0
-    )
+    cost = ctx.tokens.count_tools(c.tool_schemas()) + (ctx.tokens.count_text_message(c.text()) if c.texts() else 0)
     assert cost <= budget
 
 

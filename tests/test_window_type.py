@@ -96,7 +96,7 @@ def test_rules_validate_conditions_actions_and_their_modules():
 
 def test_at_most_one_default():
     types = default_types()
-    types[1].is_default = True
+    types[1] = types[1].model_copy(update={"is_default": True})
     with pytest.raises(ValueError, match="only one default"):
         validate_default_flags(types)
     validate_default_flags(default_types())

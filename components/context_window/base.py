@@ -9,9 +9,10 @@ from __future__ import annotations
 import itertools
 import json
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Mapping, MutableSequence, Sequence
+from dataclasses import dataclass, field, replace
 from functools import cached_property
+from types import MappingProxyType
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -21,6 +22,32 @@ PROFILE_TYPES: tuple[str, ...] = ("tool_enabled", "llm_only", "rag_focused", "ge
 
 Placement = Literal["system", "tools", "history", "context"]
 """Where a contribution goes in the assembled window, most stable first (provider prompt caches)."""
+PLACEMENTS: tuple[str, ...] = ("system", "tools", "history", "context")
+ROLES: frozenset[str] = frozenset({"system", "user", "assistant", "tool"})
+
+
+def freeze(value: Any) -> Any:
+    """A read-only deep copy of plain data: mappings become ``MappingProxyType``, lists and tuples tuples."""
+    if isinstance(value, Mapping):
+        return MappingProxyType({k: freeze(v) for k, v in value.items()})
+    if isinstance(value, list | tuple):
+        return tuple(freeze(v) for v in value)
+    if isinstance(value, set | frozenset):
+        return frozenset(freeze(v) for v in value)
+    return value
+
+
+def thaw(value: Any) -> Any:
+    """Plain, JSON-ready data from ``freeze``'s output (a fresh copy the caller may change)."""
+    if isinstance(value, Mapping):
+        return {k: thaw(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [thaw(v) for v in value]
+    return value
+
+
+def _frozen(value: Any) -> bool:
+    return type(value) is MappingProxyType
 
 
 # ---------------------------------------------------------------------------------------------
@@ -95,10 +122,19 @@ class Message:
     """Token counts of this message's own text (content, name, tool calls; not the per-message overhead), per
     encoding, counted when it was stored: a long history is not re-tokenised. ``None``: count it now."""
 
+    def __post_init__(self) -> None:
+        # Checked once, when made: a message is then safe to share, count once and send as counted.
+        if self.role not in ROLES or type(self.content) is not str:
+            raise ValueError(f"a message needs a role in {sorted(ROLES)} and text content, got {self.role!r}")
+        if self.tool_calls and not all(_frozen(c) for c in self.tool_calls):
+            if not all(isinstance(c, Mapping) for c in self.tool_calls):
+                raise ValueError("tool_calls must be mappings in OpenAI's format")
+            object.__setattr__(self, "tool_calls", freeze(self.tool_calls))
+
     def to_chat(self) -> dict[str, Any]:
         out: dict[str, Any] = {"role": self.role, "content": self.content}
         if self.tool_calls:
-            out["tool_calls"] = [dict(c) for c in self.tool_calls]
+            out["tool_calls"] = thaw(self.tool_calls)
         if self.tool_call_id is not None:
             out["tool_call_id"] = self.tool_call_id
         if self.name is not None:
@@ -128,10 +164,18 @@ class ToolSchema:
     description: str = ""
     parameters: Mapping[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name or not isinstance(self.description, str):
+            raise ValueError(f"a tool needs a non-empty name and a text description, got {self.name!r}")
+        if not isinstance(self.parameters, Mapping):
+            raise ValueError(f"tool {self.name}: parameters must be a JSON schema object")
+        if not _frozen(self.parameters):  # read-only: what is counted is what is sent
+            object.__setattr__(self, "parameters", freeze(self.parameters))
+
     def to_openai(self) -> dict[str, Any]:
         return {
             "type": "function",
-            "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
+            "function": {"name": self.name, "description": self.description, "parameters": thaw(self.parameters)},
         }
 
     @cached_property
@@ -396,6 +440,24 @@ class AssemblyContext:
 
     def for_module(self, directives: Directives, tokens: TokenCounter) -> AssemblyContext:
         return _evolve(self, directives=directives, tokens=tokens)
+
+    def read_only(self) -> AssemblyContext:
+        """This context with nothing a module could change for the others: mutable sequences become
+        tuples and ``extras`` a frozen copy (messages, tools and records are frozen themselves)."""
+        session = self.session
+        changed = {
+            name: tuple(value)
+            for name in ("messages", "turns", "documents")
+            if isinstance(value := getattr(session, name), MutableSequence)
+        }
+        if changed:
+            session = replace(session, **changed)
+        return _evolve(
+            self,
+            session=session,
+            tools=tuple(self.tools) if isinstance(self.tools, MutableSequence) else self.tools,
+            extras=self.extras if _frozen(self.extras) else freeze(self.extras),
+        )
 
 
 def _evolve(obj: Any, **changes: Any) -> Any:

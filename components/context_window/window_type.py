@@ -1,7 +1,9 @@
 """Context window types: named compositions of modules, validated at the edge (pydantic v2).
 
-Validation that needs outside knowledge takes it through the validation context:
-``ContextWindowType.model_validate(data, context={"known_modules": {...}})`` rejects unknown module ids.
+Validation that needs outside knowledge takes it through the validation context (the registry's
+``validation_context()`` builds it): ``known_modules`` rejects unknown module ids, and ``non_condensable``
+rejects a type that would condense the floor (a non-condensable module in ``condensation_order`` or in a
+``condense`` rule). Validated types are frozen.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ MODULE_IDS_IN_ORDER: tuple[str, ...] = (
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class ModuleSlot(_Model):
@@ -225,6 +227,19 @@ class ContextWindowType(_Model):
                 raise ValueError(f"dynamic_adjustments[{i}] refers to modules not in this type: {missing}")
         return self
 
+    @model_validator(mode="after")
+    def _floor_is_never_condensed(self, info: ValidationInfo) -> ContextWindowType:
+        floor = set((info.context or {}).get("non_condensable") or ())
+        named = [m for m in self.condensation_order if m in floor]
+        if named:
+            raise ValueError(f"condensation_order names non-condensable modules {named}; remove them")
+        for i, rule in enumerate(self.dynamic_adjustments):
+            if isinstance(rule.action, Condense) and rule.action.module in floor:
+                raise ValueError(
+                    f"dynamic_adjustments[{i}] condenses {rule.action.module}, which is not condensable; remove the rule"
+                )
+        return self
+
     @property
     def active_ids(self) -> list[str]:
         return [m for m, s in self.modules.items() if s.active]
@@ -348,7 +363,7 @@ _DEFAULT_TYPE_DATA: list[dict[str, Any]] = [
 
 
 def default_types() -> list[ContextWindowType]:
-    """Fresh copies of the four shipped types (callers may mutate them)."""
+    """Fresh copies of the four shipped types (frozen: derive a changed one with ``model_copy(update=...)``)."""
     return [ContextWindowType.model_validate(d) for d in _DEFAULT_TYPE_DATA]
 
 

@@ -61,7 +61,7 @@ def _strip_descriptions(schema: Any) -> Any:
     """The parameter schema without ``description`` keys (types, enums and required stay)."""
     if isinstance(schema, Mapping):
         return {k: _strip_descriptions(v) for k, v in schema.items() if k != "description"}
-    if isinstance(schema, list):
+    if isinstance(schema, list | tuple):
         return [_strip_descriptions(v) for v in schema]
     return schema
 

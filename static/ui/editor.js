@@ -1,11 +1,12 @@
 // The type editor: module rows, a live composition bar, the condensation order (drag, keyboard or buttons),
 // rules, distillation; checks as you type; saving with If-Match (412 -> what changed, reload or reapply);
 // versions and rollback; what-if preview. Unsaved work is guarded against reloads and links.
-import { activeSlots, compositionBar } from "./bars.js";
+import { activeSlots, compositionBar, usageBar } from "./bars.js";
+import { comparison } from "./timeline.js";
 import { applyChanges, clone, describeChanges, diff, typeBody } from "./diff.js";
 import { initOrder } from "./order.js";
 import { initRules } from "./rules.js";
-import { ApiError, api, fmt, get, guardUnsaved, h, isAdmin, loadModuleNames, lockForViewers, moduleLabel, notify, plain, reportError, snapshotSummary } from "./lib.js";
+import { ApiError, api, errorText, fieldError, fmt, get, guardUnsaved, h, isAdmin, loadModuleNames, lockForViewers, moduleLabel, notify, plain, reportError, snapshotSummary } from "./lib.js";
 import { eventLists, moduleTable } from "./snapshot_view.js";
 
 const $ = (id) => document.getElementById(id);
@@ -320,9 +321,9 @@ function showErrors(errors, heading = "The type was not saved") {
 
 // --- saving and conflicts ------------------------------------------------------------------------
 
-function showLocalSummary(errors) {
+function showLocalSummary(errors, heading = "The type was not saved: fix these first") {
   const summary = $("error-summary");
-  summary.querySelector("h2").textContent = "The type was not saved: fix these first";
+  summary.querySelector("h2").textContent = heading;
   summary.querySelector("ul").replaceChildren(...errors.map((e) => h("li", {}, h("a", { href: `#${e.input}` }, e.msg))));
   summary.hidden = false;
   summary.focus();
@@ -424,23 +425,55 @@ function showVersion(v, current) {
 // --- what-if preview -----------------------------------------------------------------------------
 
 async function loadSessions() {
-  const { sessions } = await get("/v1/sessions");
-  $("preview-session").replaceChildren(...sessions.map((s) => h("option", { value: s.id }, `${s.title || s.id} (${s.profile_id})`)));
+  const [{ sessions }, { profiles }] = await Promise.all([get("/v1/sessions"), get("/v1/profiles")]);
+  $("preview-session").replaceChildren(...(sessions.length
+    ? sessions.map((s) => h("option", { value: s.id }, `${s.title || s.id} (${s.profile_id})`))
+    : [h("option", { value: "" }, "No sessions yet")]));
+  $("preview-profile").append(...profiles.map((p) => h("option", { value: p.id }, p.name || p.id)));
+}
+
+/** The session's last recorded snapshot, to compare the what-if with (null when it has none). */
+async function lastRecorded(sessionId) {
+  const { snapshots } = await get(`/v1/sessions/${encodeURIComponent(sessionId)}/snapshots?newest_first=true&limit=1`);
+  return snapshots[0] || null;
 }
 
 async function runPreview(event) {
   event.preventDefault();
   const out = $("preview");
+  const limitInput = $("preview-limit");
+  fieldError(limitInput, $("preview-limit-error"));
+  const local = localErrors();
+  if (local.length) {
+    out.replaceChildren(h("p", { class: "field-error" }, "No preview: the type has mistakes, marked at their fields."));
+    showLocalSummary(local, "The preview needs these fixed first");
+    return;
+  }
   out.replaceChildren(h("p", { class: "muted" }, "Assembling…"));
+  const sessionId = $("preview-session").value;
+  const common = { session_id: sessionId, query: $("preview-query").value || "Preview" };
+  if ($("preview-profile").value) common.profile_id = $("preview-profile").value;
+  if (limitInput.value) common.context_limit = Number(limitInput.value);
   try {
-    const body = { type: state, session_id: $("preview-session").value, query: $("preview-query").value || "Preview" };
-    const { data } = await api("POST", "/v1/context-window-types/preview", { body });
-    const snap = data.snapshot;
+    const ask = (extra) => api("POST", "/v1/context-window-types/preview", { body: { ...common, ...extra } }).then((r) => r.data.snapshot);
+    const [snap, saved, recorded] = await Promise.all([
+      ask({ type: state }), typeId ? ask({ type_id: typeId }) : null, lastRecorded(sessionId)]);
+    const bar = h("div", {});
+    usageBar(bar, snap);
+    const compared = [];
+    if (saved) compared.push(h("div", {}, h("h3", {}, "Against the saved type"), comparison(saved, snap, { labelA: "Saved", labelB: "As edited" })));
+    else compared.push(h("p", { class: "muted" }, "Not saved yet: nothing to compare with."));
+    if (recorded) {
+      compared.push(h("div", {}, h("h3", {}, `Against the recorded turn ${recorded.turn}`),
+        comparison(recorded.snapshot, snap, { labelA: `Turn ${recorded.turn}`, labelB: "What-if" }),
+        h("p", { class: "small muted" }, "The recorded turn had its own query and the history before it; the what-if uses the whole history.")));
+    } else compared.push(h("p", { class: "muted" }, "This session has no recorded turn to compare with."));
     out.replaceChildren(h("p", { class: "bar-summary", dataset: { testid: "preview-summary" } }, snapshotSummary(snap)),
-      moduleTable(snap), eventLists(snap));
+      bar, h("div", { class: "two-col" }, compared), h("details", {}, h("summary", {}, "Module by module"), moduleTable(snap), eventLists(snap)));
   } catch (err) {
     out.replaceChildren(h("p", { class: "field-error" }, `No preview: ${plain(err.message)}`));
-    if (err.status === 422 && err.fieldErrors.length) showErrors(err.fieldErrors, "The preview needs a valid type");
+    if (err.status === 422 && err.fieldErrors.some((e) => e.loc === "context_limit")) fieldError(limitInput, $("preview-limit-error"), errorText(err));
+    else if (err.status === 422 && err.fieldErrors.length) showErrors(err.fieldErrors, "The preview needs a valid type");
   }
 }
 

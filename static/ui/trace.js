@@ -1,7 +1,7 @@
 // One turn's trace: the window as sent (messages and tools coloured by module, tokens each), the modules' details,
 // the decision log, the cache-stable prefix, token method and duration; replay with its differences; feedback.
 import { colourFor, usageBar } from "./bars.js";
-import { api, fmt, get, h, limitSource, loadModuleNames, lockForViewers, moduleLabel, notify, pct, plain, reportError } from "./lib.js";
+import { api, fmt, get, h, loadModuleNames, lockForViewers, moduleLabel, notify, pct, plain, reportError, snapshotLimitSource } from "./lib.js";
 import { badges, decisionText, eventLists, moduleTable } from "./snapshot_view.js";
 
 const $ = (id) => document.getElementById(id);
@@ -17,7 +17,7 @@ function fact(name, value, testid) {
 
 function showFacts(trace) {
   const snap = trace.snapshot;
-  const limitNote = limitSource(snap.model_limit_source);
+  const limitNote = snapshotLimitSource(snap);
   $("trace-facts").replaceChildren(
     fact("Window type", h("a", { href: `/ui/types/${encodeURIComponent(trace.type_id)}` }, `${snap.window_type_name} (version ${trace.type_version})`)),
     fact("Model", `${trace.model}`),

@@ -6,6 +6,7 @@ from quart import Quart
 
 from . import audit, chat, components, events, modules, profiles, sessions, signin, snapshots, types
 from .errors import register_error_handlers
+from .openapi import OtherThan
 
 BLUEPRINTS = (
     types.bp,
@@ -22,6 +23,7 @@ BLUEPRINTS = (
 
 
 def register_api(app: Quart) -> None:
+    app.url_map.converters["other_than"] = OtherThan
     for bp in BLUEPRINTS:
         app.register_blueprint(bp)
     register_error_handlers(app)

@@ -84,7 +84,9 @@ def register_error_handlers(app: Quart) -> None:
 
     @app.errorhandler(BudgetExceeded)
     async def over_budget(exc: BudgetExceeded) -> tuple[dict[str, Any], int]:
-        return _json(422, "budget_exceeded", str(exc), floor_tokens=exc.floor_tokens, available=exc.available)
+        return _json(
+            422, "budget_exceeded", str(exc), floor_tokens=exc.floor_tokens, available=exc.available, floor=exc.parts
+        )
 
     @app.errorhandler(HTTPException)
     async def http_error(exc: HTTPException) -> Any:
@@ -94,7 +96,9 @@ def register_error_handlers(app: Quart) -> None:
             limit = app.config["MAX_CONTENT_LENGTH"]
             message = f"the body is larger than {limit:,} bytes; send less (the limit is TDA_MAX_BODY_BYTES)"
             return _json(413, "body_too_large", message)
-        return _json(exc.code, (exc.name or "error").lower().replace(" ", "_"), exc.description or exc.name)
+        body, status = _json(exc.code, (exc.name or "error").lower().replace(" ", "_"), exc.description or exc.name)
+        allow = [value for name, value in exc.get_headers() if name == "Allow"]  # 405 names the allowed methods
+        return (body, status, {"Allow": allow[0]}) if allow else (body, status)
 
     @app.errorhandler(Exception)
     async def unexpected(exc: Exception) -> tuple[dict[str, Any], int]:

@@ -7,9 +7,11 @@ from collections.abc import AsyncIterator
 from quart import Blueprint, Response, request
 from quart_schema import tag
 
+from .. import metrics
 from ..auth import require
 from ..events import SNAPSHOT_EVENT, Subscription, encode_sse
 from ..service import TDAService, service
+from .openapi import event_stream
 
 bp = Blueprint("events", __name__, url_prefix="/v1")
 tag(["events"])(bp)
@@ -23,6 +25,7 @@ def _last_event_id() -> int:
 
 
 async def _stream(svc: TDAService, sub: Subscription, session_id: str | None, after: int) -> AsyncIterator[bytes]:
+    metrics.SSE_SUBSCRIBERS.inc()
     try:
         yield b"retry: 2000\n\n"
         # Subscribed before reading the store, so nothing published meanwhile is missed; ids dedupe the overlap.
@@ -37,10 +40,13 @@ async def _stream(svc: TDAService, sub: Subscription, session_id: str | None, af
             try:
                 event = await sub.next()
             except StopAsyncIteration:
+                if sub.dropped and not svc.bus.closed:  # its queue overflowed: the frame that did not fit is lost
+                    metrics.SSE_DROPPED.inc()
                 return
             if event.id == 0 or event.id > after:  # heartbeats have id 0; resumed ids are not sent twice
                 yield event.payload
     finally:
+        metrics.SSE_SUBSCRIBERS.dec()
         svc.bus.unsubscribe(sub)
 
 
@@ -57,6 +63,7 @@ def _sse(svc: TDAService, session_id: str | None) -> Response:
 
 @bp.get("/sessions/<session_id>/events")
 @require("viewer")
+@event_stream
 async def session_events(session_id: str) -> Response:
     """``event: context_window_snapshot`` for each turn of the session; send Last-Event-ID to resume."""
     svc = service()
@@ -66,6 +73,7 @@ async def session_events(session_id: str) -> Response:
 
 @bp.get("/events")
 @require("viewer")
+@event_stream
 async def all_events() -> Response:
     """Snapshots of every session."""
     return _sse(service(), None)

@@ -15,6 +15,14 @@ MIN_CONTEXT_LIMIT = 256
 
 
 class _In(BaseModel):
+    """A JSON body: unknown fields and lax coercions (``0`` for a boolean, ``false`` for a number) are refused."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class _Query(BaseModel):
+    """A query string: every value arrives as text, so numbers and booleans are parsed from it."""
+
     model_config = ConfigDict(extra="forbid")
 
 
@@ -198,6 +206,10 @@ class PreviewIn(_In):
     type_id: str | None = None
     session_id: str
     query: str = Field(min_length=1, max_length=200_000)
+    profile_id: str | None = Field(None, description="assemble under this profile instead of the session's own")
+    context_limit: int | None = Field(
+        None, ge=MIN_CONTEXT_LIMIT, le=MAX_INT, description="tokens; like a session limit, it can only lower the model's"
+    )
 
     @model_validator(mode="after")
     def _one_type(self) -> PreviewIn:
@@ -210,18 +222,18 @@ class SignInIn(_In):
     token: str = Field(min_length=1, max_length=200)
 
 
-class SessionQuery(_In):
+class SessionQuery(_Query):
     turns: int = Field(50, ge=1, le=500, description="how many of the newest turns (listed oldest first)")
     before: int | None = Field(None, ge=1, le=MAX_INT, description="only turns before this one (older_turns)")
 
 
-class SnapshotsQuery(_In):
+class SnapshotsQuery(_Query):
     after: int = Field(0, ge=0, le=MAX_INT, description="only snapshots with a larger id")
     limit: int = Field(100, ge=1, le=1000)
     newest_first: bool = Field(False, description="true: the latest first (limit=1 gives the latest snapshot)")
 
 
-class AuditQuery(_In):
+class AuditQuery(_Query):
     entity: str | None = None
     entity_id: str | None = None
     limit: int = Field(100, ge=1, le=1000)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from quart import Blueprint, g
-from quart_schema import tag, validate_request
+from quart_schema import security_scheme, tag, validate_request
 
 from ..auth import csrf_token, require, sign_in, sign_out
 from ..errors import Unauthorized
@@ -17,6 +17,7 @@ tag(["auth"])(bp)
 
 
 @bp.post("/session")
+@security_scheme([])  # the token is in the body: no credentials needed to present it
 @validate_request(SignInIn)
 async def create_session(data: SignInIn) -> dict[str, Any]:
     """Sign in with an API token: sets an HttpOnly session cookie; echo ``csrf_token`` as X-CSRF-Token on writes."""
@@ -33,6 +34,7 @@ async def whoami() -> dict[str, Any]:
 
 
 @bp.delete("/session")
+@security_scheme([])  # signing out needs no credentials: it only clears the cookie
 async def delete_session() -> tuple[str, int]:
     """Sign out."""
     sign_out()

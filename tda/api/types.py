@@ -15,6 +15,8 @@ from ..service import service
 from ..store import StoredType
 from ..turns import preview
 from .common import if_match_version, json_object
+from .openapi import if_match
+from .profiles import check_limit_lowers
 from .schemas import PreviewIn, RollbackIn
 
 bp = Blueprint("types", __name__, url_prefix="/v1/context-window-types")
@@ -51,6 +53,11 @@ async def create_type() -> Any:
     """Create a type; ``is_default: true`` makes it the default (the previous default is demoted)."""
     svc = service()
     t = svc.validate_type(await _type_body())
+    if t.id == "preview":  # POST /v1/context-window-types/preview is the what-if preview, not a type
+        raise Invalid(
+            "'preview' is reserved; choose another id",
+            errors=[{"loc": "id", "msg": "'preview' is reserved", "type": "value_error"}],
+        )
     return _out(await svc.store.types.create(t, actor()), 201)
 
 
@@ -59,34 +66,41 @@ async def create_type() -> Any:
 @validate_request(PreviewIn)
 async def preview_type(data: PreviewIn) -> dict[str, Any]:
     """The snapshot a type (saved or unsaved) would produce for a session and query. Persists nothing."""
-    return await preview(service(), data)
+    svc = service()
+    if data.context_limit is not None:  # like any override, a what-if limit can only lower the model's
+        session = await svc.store.sessions.get(data.session_id)
+        profile = await svc.store.profiles.get(data.profile_id or session.profile_id)
+        check_limit_lowers(data.context_limit, profile.model or svc.settings.model)
+    return await preview(svc, data)
 
 
-@bp.get("/<type_id>")
+@bp.get("/<other_than(preview):type_id>")
 @require("viewer")
 async def get_type(type_id: str) -> Any:
     return _out(await service().store.types.get(type_id))
 
 
-@bp.put("/<type_id>")
+@bp.put("/<other_than(preview):type_id>")
 @require("admin")
+@if_match(required=True)
 @document_request(ContextWindowType)
 async def put_type(type_id: str) -> Any:
     """Replace a type. Needs ``If-Match: <ETag>`` (428 without, 412 if someone saved first)."""
     svc = service()
-    expected = if_match_version(type_id)
     body = await _type_body()
     if body.setdefault("id", type_id) != type_id:
         raise Invalid(
             "a type's id cannot change; create a new type instead",
             errors=[{"loc": "id", "msg": f"must be {type_id!r} (the id in the URL)", "type": "value_error"}],
         )
-    t = svc.validate_type(body)
+    t = svc.validate_type(body)  # a body that cannot be saved is 422 whatever the ETag
+    expected = if_match_version(type_id)
     return _out(await svc.store.types.update(t, expected, actor()))
 
 
-@bp.delete("/<type_id>")
+@bp.delete("/<other_than(preview):type_id>")
 @require("admin")
+@if_match(required=True)
 async def delete_type(type_id: str) -> tuple[str, int]:
     """Delete a type. Needs ``If-Match``; 409 for the default type or one bound to profiles."""
     expected = if_match_version(type_id)
@@ -103,11 +117,12 @@ async def type_versions(type_id: str) -> dict[str, Any]:
 
 @bp.post("/<type_id>/rollback")
 @require("admin")
+@if_match(required=False)
 @validate_request(RollbackIn)
 async def rollback_type(type_id: str, data: RollbackIn) -> Any:
     """Make an old version current again, as a new version (If-Match optional; checked when sent)."""
     svc = service()
-    expected = if_match_version(type_id) if "If-Match" in request.headers else None
+    expected = if_match_version(type_id) if request.headers.get("If-Match") else None
     old = await svc.store.types.version(type_id, data.version)
     svc.validate_type(old.model_dump(mode="json"))  # still valid against the installed modules?
     return _out(await svc.store.types.rollback(type_id, data.version, expected, actor()))

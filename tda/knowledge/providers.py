@@ -31,7 +31,7 @@ class _Opened:
 
 
 class LiveKnowledge:
-    def __init__(self, data_dir: Path, chroma_url: str | None = None, *, embedder: str = "minilm-onnx") -> None:
+    def __init__(self, data_dir: Path, chroma_url: str | None = None, *, embedder: str = "minilm") -> None:
         self.data_dir = data_dir
         self.chroma_url = chroma_url
         self.embedder = embedder
@@ -61,6 +61,11 @@ class LiveKnowledge:
         """Open the store and load the embedding model (one champion-case search embeds a query)."""
         opened = await self._ready()
         await asyncio.to_thread(opened.cases.search, "warm up", k=1)
+
+    async def check(self) -> None:
+        """Raises unless the store opens and answers (the /readyz probe)."""
+        opened = await self._ready()
+        await asyncio.to_thread(opened.store.client.heartbeat)
 
     def close(self) -> None:
         with self._lock:

@@ -42,9 +42,13 @@ async def test_session_context_limit_slider(page: Any, server: Server) -> None:
     await expect(page.locator("#limit-state")).to_contain_text("limited to 8,192 tokens")
     assert server.request("GET", "/v1/sessions/demo")[2]["context_limit"] == 8192
 
-    await page.fill("#limit-number", "999999")  # above the model's limit: the API refuses, the field says why
+    await page.fill("#limit-number", "999999")  # above the model's limit: said at the field as it is typed
+    await expect(page.locator("#limit-error")).to_contain_text("At most 128,000 tokens")
+    await page.fill("#limit-number", "1000")  # below the slider's floor
+    await expect(page.locator("#limit-error")).to_contain_text("At least 4,096 tokens")
     await page.click("#limit-form button[type=submit]")
-    await expect(page.locator("#limit-error")).to_contain_text("at most 128000")
+    await expect(page.locator("#limit-number")).to_be_focused()
+    assert server.request("GET", "/v1/sessions/demo")[2]["context_limit"] == 8192  # nothing was sent
 
     await page.click("#limit-clear")
     await expect(page.locator("#limit-state")).to_contain_text("Model default")

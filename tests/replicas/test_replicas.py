@@ -7,6 +7,8 @@ import asyncio
 import contextlib
 import itertools
 
+import httpx
+
 from tests.replicas.conftest import Cluster, SSEClient, new_session, streaming
 
 
@@ -42,7 +44,7 @@ async def test_concurrent_turns_on_one_session_across_replicas_get_dense_turn_nu
     assert snapshot_ids == sorted(snapshot_ids)  # one after another: each turn's snapshot after the previous one's
     assert [t["turn"] for t in stored] == numbers
     # Each turn read the history of every turn before it, whichever replica recorded them: the input grows.
-    tokens_in = [r.json()["tokens_in"] for r in sorted(replies, key=lambda r: r.json()["turn"])]
+    tokens_in = [r.json()["snapshot"]["total_used"] for r in sorted(replies, key=lambda r: r.json()["turn"])]
     assert all(later > earlier for earlier, later in itertools.pairwise(tokens_in)), tokens_in
 
 
@@ -100,3 +102,27 @@ async def test_clients_of_a_killed_replica_resume_on_the_other_with_nothing_miss
     for old, new in zip(clients, resumed, strict=True):
         seen = [i for i, _ in old.events] + [i for i, _ in new.events]
         assert seen == every  # nothing missed, nothing twice
+
+
+async def test_deactivating_a_module_through_a_applies_on_b(live: Cluster) -> None:
+    async def active_on(client: httpx.AsyncClient) -> bool:
+        modules = (await client.get("/v1/context-window/modules")).json()["modules"]
+        return next(m for m in modules if m["module_id"] == "workflow_history")["active"]
+
+    async with live.client(live.a) as a, live.client(live.b) as b:
+        assert await active_on(b)
+        r = await a.post("/v1/context-window/modules/workflow_history/deactivate")
+        assert r.status_code == 200, r.text
+        try:
+            for _ in range(50):
+                if not await active_on(b):
+                    break
+                await asyncio.sleep(0.1)
+            assert not await active_on(b)
+        finally:
+            assert (await a.post("/v1/context-window/modules/workflow_history/activate")).status_code == 200
+        for _ in range(50):
+            if await active_on(b):
+                break
+            await asyncio.sleep(0.1)
+        assert await active_on(b)

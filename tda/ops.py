@@ -1,0 +1,80 @@
+"""Operations endpoints (outside /v1, no token: probes and scrapers call them): /healthz, /readyz, /metrics."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from quart import Blueprint, Response
+from quart_schema import hide
+from sqlalchemy import text
+
+from components.context_window.token_estimator import resolve_model_limit
+
+from .metrics import exposition
+from .service import TDAService, service
+
+bp = Blueprint("ops", __name__)
+CHECK_TIMEOUT_S = 5.0
+
+
+@bp.get("/healthz")
+@hide
+async def healthz() -> dict[str, str]:
+    """Alive: the process answers. Says nothing about its dependencies (that is /readyz)."""
+    return {"status": "ok"}
+
+
+async def _database(svc: TDAService) -> dict[str, Any]:
+    async with svc.store.db.read() as session:
+        await session.execute(text("SELECT 1"))
+    return {"backend": svc.store.db.engine.dialect.name}
+
+
+async def _knowledge(svc: TDAService) -> dict[str, Any]:
+    await svc.knowledge.check()
+    return {"chroma": svc.settings.chroma_url or "embedded"}
+
+
+async def _model_limits(svc: TDAService) -> dict[str, Any]:
+    limit, source = await asyncio.to_thread(resolve_model_limit, svc.settings.model)
+    return {"model": svc.settings.model, "limit": limit, "source": source}
+
+
+CHECKS: dict[str, Callable[[TDAService], Awaitable[dict[str, Any]]]] = {
+    "database": _database,
+    "knowledge": _knowledge,
+    "model_limits": _model_limits,
+}
+
+
+async def _run(check: Callable[[TDAService], Awaitable[dict[str, Any]]], svc: TDAService) -> dict[str, Any]:
+    started = time.perf_counter()
+    try:
+        detail = await asyncio.wait_for(check(svc), CHECK_TIMEOUT_S)
+        result = {"ok": True, **detail}
+    except TimeoutError:
+        result = {"ok": False, "error": f"no answer within {CHECK_TIMEOUT_S:g} s"}
+    except Exception as exc:  # any failure means "not ready", with the reason for the operator
+        result = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+    return {**result, "ms": round((time.perf_counter() - started) * 1000, 1)}
+
+
+@bp.get("/readyz")
+@hide
+async def readyz() -> tuple[dict[str, Any], int]:
+    """Ready for traffic: the database answers, the knowledge store (Chroma) opens, model limits resolve."""
+    svc = service()
+    results = await asyncio.gather(*(_run(check, svc) for check in CHECKS.values()))
+    checks = dict(zip(CHECKS, results, strict=True))
+    ready = all(c["ok"] for c in checks.values())
+    return {"status": "ready" if ready else "not_ready", "checks": checks}, 200 if ready else 503
+
+
+@bp.get("/metrics")
+@hide
+async def metrics() -> Response:
+    body, content_type = exposition(service().settings.prometheus_multiproc_dir)
+    return Response(body, content_type=content_type)

@@ -1,0 +1,73 @@
+"""The schemathesis CLI (`st run`) against a live `tda serve` with an admin token: every check on, a bounded
+number of examples per operation, a fixed seed. It must find no 5xx and no response that breaks the document."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.ops.live import Live, cli, free_port, tda_env, token_in
+
+HERE = Path(__file__).resolve().parent
+ST = Path(sys.executable).with_name("st")
+MAX_EXAMPLES = 3
+
+
+def test_st_run_finds_no_server_errors_and_no_schema_violations(tmp_path: Path) -> None:
+    env = tda_env(tmp_path / "data", free_port())
+    token = token_in(cli([sys.executable, "-m", "tda.cli", "demo"], env))  # real rows: requests reach past 404s
+    server = Live(env, tmp_path / "serve.log")
+    server.start()
+    report = tmp_path / "report.json"
+    try:
+        done = subprocess.run(
+            [
+                str(ST),
+                "--config-file",
+                str(HERE / "schemathesis.toml"),
+                "run",
+                f"{server.url}/openapi.json",
+                "-H",
+                f"Authorization: Bearer {token}",
+                "--checks",
+                "all",
+                "--max-examples",
+                str(MAX_EXAMPLES),
+                "--exclude-path-regex",
+                "/events$",  # event streams never end by themselves (tests/service/test_sse.py covers them)
+                "--workers",
+                "1",
+                "--seed",
+                "1",
+                "--generation-database",
+                "none",
+                "--request-timeout",
+                "30",
+                "--no-color",
+                "--report",
+                "json",
+                "--report-json-path",
+                str(report),
+            ],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+    finally:
+        server.stop()
+    assert report.exists(), done.stdout[-3000:] + done.stderr[-3000:]
+    result = json.loads(report.read_text())
+    failures = result["failures"]
+    server_error_codes = {"ST101", "ST102"}  # `st explain --list`: 5xx answers
+    server_errors = sum(f["count"] for f in failures if f["code"] in server_error_codes)
+    violations = sum(f["count"] for f in failures if f["code"] not in server_error_codes)
+    print(
+        f"\nschemathesis: {result['operations']['tested']} operations, {result['test_cases']['generated']} examples, "
+        f"{server_errors} 5xx, {violations} schema violations ({result['running_time']:.0f} s)"
+    )
+    assert result["operations"]["tested"] >= 40 and result["operations"]["errored"] == 0
+    assert failures == [], done.stdout[-6000:]
+    assert done.returncode == 0, done.stdout[-6000:]
