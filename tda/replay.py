@@ -81,6 +81,8 @@ async def reassemble(
 
 def comparable(snapshot: dict[str, Any]) -> dict[str, Any]:
     data = ContextWindowSnapshot.from_dict(snapshot).to_dict()  # normalises older stored shapes
+    for module in data["modules"]:
+        module.pop("blocked_ms", None)  # how long a module held the event loop: wall time, like duration_ms
     return {k: v for k, v in data.items() if k not in VARIES_BETWEEN_RUNS}
 
 
