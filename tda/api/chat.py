@@ -261,14 +261,18 @@ async def _streamed(
     async def events() -> AsyncIterator[bytes]:
         yield _chunk(chunk_id, model, {"role": "assistant", "content": ""})
         pending: asyncio.Task[dict[str, Any]] | None = first
-        while pending is not None:
-            await asyncio.wait({turn, pending}, return_when=asyncio.FIRST_COMPLETED)
-            if pending.done():
-                yield _chunk(chunk_id, model, pending.result())
-                pending = asyncio.create_task(deltas.get())
-            elif turn.done():
+        try:
+            while pending is not None:
+                await asyncio.wait({turn, pending}, return_when=asyncio.FIRST_COMPLETED)
+                if pending.done():
+                    yield _chunk(chunk_id, model, pending.result())
+                    pending = asyncio.create_task(deltas.get())
+                elif turn.done():
+                    pending.cancel()
+                    pending = None
+        finally:  # the client went away: stop waiting for deltas (the turn itself goes on and is recorded)
+            if pending is not None:
                 pending.cancel()
-                pending = None
         while not deltas.empty():
             yield _chunk(chunk_id, model, deltas.get_nowait())
         if turn.exception() is not None:
