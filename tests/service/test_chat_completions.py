@@ -337,3 +337,33 @@ async def test_mistakes_get_openai_errors_that_say_what_to_change(served: Served
             model="tda", messages=messages, tools=TOOLS, extra_headers={"X-TDA-Session": "e3"}
         )
     assert (await served.get("/v1/sessions/e3/turns"))["turns"][0]["results"] == []  # nothing half-written
+
+
+async def test_a_client_chat_is_merged_once_even_around_tdas_own_messages(served: Served):
+    client = served.client()
+    session = {"X-TDA-Session": "merge-1"}
+    chat: list[Any] = [
+        {"role": "system", "content": "Client-side instructions."},
+        {"role": "user", "content": "Earlier question"},
+        {"role": "assistant", "content": "Earlier answer"},
+        {"role": "user", "content": "Now this"},
+    ]
+    served.model.replies = ["Answer one.", "Answer two."]
+    first = await client.chat.completions.create(model="tda", messages=chat, extra_headers=session)
+    stored = (await served.get("/v1/sessions/merge-1/messages"))["messages"]
+    assert [(m["turn"], m["role"], m["content"]) for m in stored] == [
+        (1, "user", "Earlier question"),  # the client's earlier chat, kept as history once
+        (1, "assistant", "Earlier answer"),
+        (2, "user", "Now this"),
+        (2, "assistant", "Answer one."),
+    ]
+    # a phase move writes tda's own system message, which no client echoes
+    await served.svc.store.sessions.update("merge-1", {"phase": "ideate"}, "test")
+    await served.svc.store.sessions.update(
+        "merge-1", {"phase": "focus"}, "test", carry=[{"role": "system", "content": "carried", "turn": 2}]
+    )
+    chat += [first.choices[0].message.model_dump(exclude_none=True), {"role": "user", "content": "And then?"}]
+    await client.chat.completions.create(model="tda", messages=chat, extra_headers=session)
+    stored = (await served.get("/v1/sessions/merge-1/messages"))["messages"]
+    assert [m["content"] for m in stored][-3:] == ["carried", "And then?", "Answer two."]
+    assert sum(m["content"] == "Now this" for m in stored) == 1
