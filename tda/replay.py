@@ -20,8 +20,9 @@ if TYPE_CHECKING:
     from .models import SnapshotRow
     from .service import TDAService
 
-VARIES_BETWEEN_RUNS = ("duration_ms", "created_at", "prefix_stable_tokens")
-"""Not an outcome of the inputs: wall time, and how much matched the previous window of the session."""
+VARIES_BETWEEN_RUNS = ("prefix_stable_tokens",)
+"""Not an outcome of the inputs, besides wall times (the snapshot's own ``comparable``): how much matched the
+previous window of the session."""
 MAX_DIFFERENCES = 200
 
 
@@ -80,9 +81,7 @@ async def reassemble(
 
 
 def comparable(snapshot: dict[str, Any]) -> dict[str, Any]:
-    data = ContextWindowSnapshot.from_dict(snapshot).to_dict()  # normalises older stored shapes
-    for module in data["modules"]:
-        module.pop("blocked_ms", None)  # how long a module held the event loop: wall time, like duration_ms
+    data = ContextWindowSnapshot.from_dict(snapshot).comparable()  # normalises older stored shapes
     return {k: v for k, v in data.items() if k not in VARIES_BETWEEN_RUNS}
 
 
