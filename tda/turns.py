@@ -134,8 +134,9 @@ async def chat_turn(
     (the chat ends with a user message; earlier new messages become history) or the open turn continues
     (it ends with the results of the tool calls tda's last reply made)."""
     async with svc.session_lock(session_id):
-        newest = await svc.store.sessions.newest_messages(session_id, 1)
-        new = new_messages(newest[-1] if newest else None, conversation)
+        newest = await svc.store.sessions.newest_messages(session_id, 8)
+        anchor = next((m for m in reversed(newest) if m.role != "system"), None)  # clients do not echo tda's own
+        new = new_messages(anchor, conversation)
         if not new:
             current = await open_turn(svc, session_id)
             if current is not None and current.answered and not current.unanswered:
@@ -423,7 +424,7 @@ def _keep_as_champion(svc: TDAService, session_id: str, turn: int, query: str, a
     session's next turn waits for it). The turn is already stored: a failure there costs the case, never the turn."""
     recorder = svc.sources.case_recorder
     plan, tokens = row.plan, row.tokens_in + row.tokens_out
-    if recorder is None or not (answer.strip() or plan):
+    if recorder is None or not query.strip() or not (answer.strip() or plan):
         return None
 
     async def record() -> None:

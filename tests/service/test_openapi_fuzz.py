@@ -35,6 +35,11 @@ def fuzz_target(tmp_path_factory: pytest.TempPathFactory, template_db_for_fuzz: 
             await store.close()
 
     token = asyncio.run(seed())
+    # /v1/chat/completions creates its session, so generated requests run real turns: import litellm here,
+    # outside any request's 10 s read timeout (a served app preloads it at start-up the same way).
+    from tda.llm import _litellm
+
+    _litellm()
     return create_app(settings_, migrate=False, warm_up_llm=False, warm_up_knowledge=False), token
 
 
@@ -77,5 +82,5 @@ def test_no_server_errors(fuzz_target: tuple[Any, str]) -> None:
 
             try:
                 no_5xx()
-            except Unsatisfiable:  # an operation whose every input is valid has no negative case
-                assert mode is GenerationMode.NEGATIVE, operation.label
+            except Unsatisfiable:
+                assert mode == GenerationMode.NEGATIVE, operation.label  # no inputs: nothing invalid to send
