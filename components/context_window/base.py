@@ -320,19 +320,27 @@ HISTORY_PAGES = (32, 128, 512)
 """Page sizes of a walk: small first (a short window stops early), larger after (fewer reads for a long one)."""
 
 
-async def newest_first(source: MessageSource) -> AsyncIterator[tuple[int, Message]]:
-    """``(position, message)`` from the newest back, position counted from the oldest (0) as in a list.
-    Pages are read only as the caller walks on: stop early and the older ones are never read. Every walk asks
-    for the same pages, so a source that keeps its pages serves a second walk from memory."""
+async def pages_newest_first(source: MessageSource) -> AsyncIterator[tuple[int, Sequence[Message]]]:
+    """``(position of the page's first message, messages newest first)`` from the newest page back; a message's
+    position is its index in the history counted from the oldest (0), as in a list. Pages are read only as the
+    caller walks on: stop early and the older ones are never read. Every walk asks for the same pages, so a
+    source that keeps its pages serves a second walk from memory."""
     position, cursor = source.total, None
     for n in itertools.count():
         page = await source.page(cursor, HISTORY_PAGES[min(n, len(HISTORY_PAGES) - 1)])
-        for message in page.messages:
-            position -= 1
-            yield position, message
+        if page.messages:
+            yield position - 1, page.messages
+            position -= len(page.messages)
         if page.older is None or not page.messages:
             return
         cursor = page.older
+
+
+async def newest_first(source: MessageSource) -> AsyncIterator[tuple[int, Message]]:
+    """``(position, message)`` from the newest back (see ``pages_newest_first``)."""
+    async for first, messages in pages_newest_first(source):
+        for offset, message in enumerate(messages):
+            yield first - offset, message
 
 
 # ---------------------------------------------------------------------------------------------

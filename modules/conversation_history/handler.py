@@ -18,12 +18,14 @@ from components.context_window.base import (
     ContextModule,
     Contribution,
     Message,
+    MessagePage,
     MessageSource,
-    newest_first,
+    pages_newest_first,
 )
 from components.context_window.fitting import first_sentence
 from components.context_window.phases import visible
 from components.context_window.session_cache import BoundedCache, SessionCache, content_key
+from components.context_window.token_estimator import MESSAGE_OVERHEAD
 
 SUMMARY_SHARE = 0.15
 SUMMARY_MAX_TOKENS = 600
@@ -45,32 +47,53 @@ async def units_newest_first(source: MessageSource, phase: str | None = None) ->
     their call, or calls without their results, are left out (a provider would reject them).
     """
     pending: list[Message] = []
-    async for i, message in newest_first(source):
-        if not message.valid or not visible(message.phase, phase):
-            continue
-        if message.role == "tool":
-            pending.append(message)
-            continue
-        if message.role == "assistant" and message.tool_calls:
-            calls = {c.get("id") for c in message.tool_calls}
-            results = [m for m in reversed(pending) if m.tool_call_id in calls]  # a result answering another call
-            if {m.tool_call_id for m in results} == calls:  # is an orphan: it never joins this unit
-                yield i, (message, *results)
+    async for first, messages in pages_newest_first(source):
+        for offset, message in enumerate(messages):
+            if not message.valid or not visible(message.phase, phase):
+                continue
+            if message.role == "tool":
+                pending.append(message)
+                continue
+            if message.role == "assistant" and message.tool_calls:
+                calls = {c.get("id") for c in message.tool_calls}
+                results = [m for m in reversed(pending) if m.tool_call_id in calls]  # a result answering another call
+                if {m.tool_call_id for m in results} == calls:  # is an orphan: it never joins this unit
+                    yield first - offset, (message, *results)
+                pending = []
+                continue
             pending = []
-            continue
-        pending = []
-        yield i, (message,)
+            yield first - offset, (message,)
 
 
 async def older_than(source: MessageSource, end: int, count: int, phase: str | None) -> list[Message]:
     """The valid, visible messages among the ``count`` just before position ``end``, oldest first."""
     found: list[Message] = []
-    async for i, message in newest_first(source):
-        if i < end - count:
-            break
-        if i < end and message.valid and visible(message.phase, phase):
-            found.append(message)
+    async for first, messages in pages_newest_first(source):
+        if first - len(messages) + 1 >= end:
+            continue  # the whole page is newer than what is asked for
+        for offset, message in enumerate(messages):
+            i = first - offset
+            if i < end - count:
+                return found[::-1]
+            if i < end and message.valid and visible(message.phase, phase):
+                found.append(message)
     return found[::-1]
+
+
+class _Remembered:
+    """A source whose pages are read once per window: the fill and the summary's look-back walk the same pages."""
+
+    def __init__(self, source: MessageSource) -> None:
+        self._source = source
+        self._pages: dict[tuple[Any, int], MessagePage] = {}
+        self.total = source.total
+        self.last_turn = source.last_turn
+
+    async def page(self, cursor: Any, limit: int) -> MessagePage:
+        key = (cursor, limit)
+        if key not in self._pages:
+            self._pages[key] = await self._source.page(cursor, limit)
+        return self._pages[key]
 
 
 def extractive_summary(dropped: Sequence[Message]) -> list[str]:
@@ -126,7 +149,7 @@ class ConversationHistoryModule(ContextModule):
     # -- the window ----------------------------------------------------------------------------
 
     async def _window(self, budget: int, ctx: AssemblyContext, strategy: str | None) -> Contribution:
-        source = ctx.session.message_source()
+        source = _Remembered(ctx.session.message_source())
         summarize = ctx.directives.config.get("summarize_dropped", True) or strategy == "summarize"
         kept = await self._fill(source, budget, ctx)
         first_kept = kept[-1][0] if kept else source.total
@@ -192,6 +215,13 @@ class ConversationHistoryModule(ContextModule):
         assert ctx.tokens is not None
         header = f"Summary of the {first_kept} earlier messages not shown:"
         body = await self._summary_body(recent_dropped, first_kept, room, ctx)
+        # Skip the lines that cannot fit by their own counts (cached per line) before counting whole texts:
+        # counting the text once per dropped line re-tokenised it dozens of times.
+        count = ctx.tokens.count
+        estimate = count(header) + sum(count(line) + 1 for line in body) + MESSAGE_OVERHEAD
+        while len(body) > 1 and estimate > room:
+            estimate -= count(body[0]) + 1
+            body = body[1:]
         while body:
             text = f"{header}\n" + "\n".join(body)
             message = Message("system", text, turn=recent_dropped[-1].turn)

@@ -26,7 +26,7 @@ from components.context_window.base import (
     joined,
     newest_first,
 )
-from components.context_window.fitting import estimator
+from components.context_window.fitting import clip, estimator
 from components.context_window.phases import visible
 from components.context_window.token_estimator import TokenEstimator
 
@@ -36,6 +36,10 @@ HEADER = "Knowledge base excerpts. Cite them as [SOURCE n]; sources of one docum
 REFORMULATE_INSTRUCTION = (
     "Rewrite the follow-up question as one standalone search query for a knowledge base, resolving "
     "pronouns and references from the conversation. Reply with the query only."
+)
+FILTER_INSTRUCTION = (
+    "Below are a question and numbered passages from a knowledge base. Reply with the numbers of the "
+    "passages that help answer the question, most useful first, separated by commas; nothing else."
 )
 
 
@@ -52,6 +56,10 @@ class Options:
     """A neighbour competes for budget with its hit's score times this, per chunk of distance."""
     reformulate: bool = True
     history_messages: int = 3
+    llm_filter: bool = False
+    """Retrieve ``filter_pool`` passages and keep the 2 to 10 the model judges relevant (needs a real
+    model: without a summarizer the stage is skipped)."""
+    filter_pool: int = 15
 
     @classmethod
     def from_context(cls, ctx: AssemblyContext) -> Options:
@@ -67,6 +75,8 @@ class Options:
             neighbour_decay=float(cfg.get("neighbour_decay", d.neighbour_decay)),
             reformulate=bool(cfg.get("reformulate", d.reformulate)),
             history_messages=max(1, int(cfg.get("history_messages", d.history_messages))),
+            llm_filter=bool(cfg.get("llm_filter", d.llm_filter)),
+            filter_pool=max(2, int(cfg.get("filter_pool", d.filter_pool))),
         )
 
 
@@ -193,10 +203,16 @@ class KnowledgeContextModule(ContextModule):
             return self._empty("no budget")
         opts = Options.from_context(ctx)
         retrieval_query = await self._retrieval_query(ctx, opts)
+        judge = ctx.summarizer if opts.llm_filter else None
         hits = await ctx.knowledge.retrieve(
-            retrieval_query, collections=opts.collections, k=opts.k, min_score=opts.min_score
+            retrieval_query,
+            collections=opts.collections,
+            k=opts.filter_pool if judge else opts.k,
+            min_score=opts.min_score,
         )
         ranked = dedupe_text(hits)
+        if judge is not None and ranked:
+            ranked = await _judged(ranked, retrieval_query, judge)
         plan = Plan(ctx.query, retrieval_query, ranked, await self._neighbours(ranked, ctx, opts))
         plan.sources = pack(plan, budget, estimator(ctx), opts)
         self._remember(ctx, plan)
@@ -287,6 +303,32 @@ class KnowledgeContextModule(ContextModule):
                 ],
             },
         )
+
+
+_KEEP_AT_LEAST, _KEEP_AT_MOST = 2, 10
+
+
+async def _judged(ranked: list[Passage], query: str, judge: Any) -> list[Passage]:
+    """The passages the model judges relevant, in retrieval order: at least 2 (the best ranked fill
+    up), at most 10. A failing or unreadable answer keeps the retrieval order."""
+    listing = "\n\n".join(f"[{n}] {clip(p.text, 700)}" for n, p in enumerate(ranked, start=1))
+    try:
+        reply = await judge.summarize(
+            f"Question: {query}\n\nPassages:\n{listing}", max_tokens=48, instruction=FILTER_INSTRUCTION
+        )
+    except Exception as exc:  # the filter costs its own stage, never the turn
+        log.warning("knowledge_context: relevance filter failed: %r", exc)
+        return ranked
+    picked = {int(n) - 1 for n in re.findall(r"\d+", reply) if 0 < int(n) <= len(ranked)}
+    if not picked and not re.search(r"\bnone\b", reply, re.IGNORECASE):
+        return ranked  # not an answer to the question asked
+    kept = [p for i, p in enumerate(ranked) if i in picked][:_KEEP_AT_MOST]
+    for p in ranked:
+        if len(kept) >= _KEEP_AT_LEAST:
+            break
+        if p not in kept:
+            kept.append(p)
+    return sorted(kept, key=ranked.index)
 
 
 # --- pure helpers (the budget arithmetic) ----------------------------------------------------

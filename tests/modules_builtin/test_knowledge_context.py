@@ -440,3 +440,48 @@ def test_narrowing_only_ever_removes_neighbours_at_the_ends_of_a_window() -> Non
         steps.append(indices)
         window = window.narrowed()
     assert steps == [[3, 4, 5, 6], [4, 5, 6]]  # 5 sits between two hits: never cut out of the middle
+
+
+# --- the optional LLM relevance filter --------------------------------------------------------------
+
+
+def judge(answer: str) -> object:
+    """The service's summarizer on litellm's mock_response: the reply is ``answer``, the call is real."""
+    from tda.llm import LLM, LLMSummarizer
+
+    return LLMSummarizer(LLM(mock=True, mock_answer=answer), "gpt-4o")
+
+
+def many_hits() -> tuple[FakeKnowledge, list[Passage]]:
+    docs = {f"d{i}": document(f"d{i}", 1) for i in range(15)}
+    hits = [hit(docs[f"d{i}"], 0, 0.9 - i * 0.01) for i in range(15)]
+    return FakeKnowledge(hits, docs), hits
+
+
+async def test_the_llm_filter_keeps_what_the_model_judges_relevant_in_retrieval_order() -> None:
+    kb, _ = many_hits()
+    config = {"llm_filter": True, "max_expansion": 0}
+    c = await make_module().contribute(10_000, context(kb, config=config, summarizer=judge("9, 3, 12")))
+    assert kb.queries[0][2] == 15  # a wider pool is retrieved for the model to judge
+    assert [s["document_id"] for s in c.metadata["sources"]] == ["d2", "d8", "d11"]
+
+
+async def test_the_llm_filter_keeps_at_least_two_and_at_most_ten() -> None:
+    kb, _ = many_hits()
+    config = {"llm_filter": True, "max_expansion": 0}
+    one = await make_module().contribute(10_000, context(kb, config=config, summarizer=judge("7")))
+    assert [s["document_id"] for s in one.metadata["sources"]] == ["d0", "d6"]  # the best ranked fills up
+    every = ", ".join(str(n) for n in range(15, 0, -1))
+    kb, _ = many_hits()
+    most = await make_module().contribute(10_000, context(kb, config=config, summarizer=judge(every)))
+    assert len(most.metadata["sources"]) == 10
+
+
+async def test_without_a_model_or_with_a_useless_answer_the_filter_changes_nothing() -> None:
+    config = {"llm_filter": True, "max_expansion": 0}
+    kb, _ = many_hits()
+    plain = await make_module().contribute(10_000, context(kb, config=config))  # mock model: no summarizer
+    assert kb.queries[0][2] == 6 and len(plain.metadata["sources"]) == 6
+    kb, _ = many_hits()
+    babble = await make_module().contribute(10_000, context(kb, config=config, summarizer=judge("I cannot tell.")))
+    assert len(babble.metadata["sources"]) == 15
