@@ -11,6 +11,7 @@ from typing import Any, Protocol, runtime_checkable
 from components.context_window.base import (
     AssemblyContext,
     CaseRetriever,
+    ChampionCase,
     Document,
     Embedder,
     KnowledgeRetriever,
@@ -83,6 +84,20 @@ class Cutoff:
     attachments_until: datetime
 
 
+@dataclass(frozen=True)
+class CasesBefore:
+    """A replay's champion cases: those recorded before the replayed turn (a case the turn itself recorded,
+    or one recorded since, was not there when it was assembled)."""
+
+    cases: CaseRetriever
+    cutoff: Cutoff
+
+    async def retrieve_cases(self, query: str, *, k: int = 3) -> list[ChampionCase]:
+        until = _aware(self.cutoff.attachments_until).timestamp()
+        found = await self.cases.retrieve_cases(query, k=k + 8)  # headroom for the ones left out
+        return [c for c in found if c.recorded_at is None or c.recorded_at < until][:k]
+
+
 def build_context(
     data: SessionData,
     query: str,
@@ -119,7 +134,7 @@ def build_context(
         model=p.model or default_model,
         tools=sources.tools_of(p),
         knowledge=sources.knowledge,
-        cases=sources.cases,
+        cases=sources.cases if cutoff is None or sources.cases is None else CasesBefore(sources.cases, cutoff),
         summarizer=sources.summarizer,
         embedder=sources.embedder,
     )

@@ -107,6 +107,7 @@ class ChampionCaseStore:
                 answer=str(meta.get("answer", "")),
                 tokens=int(meta.get("tokens", 0)),
                 feedback=int(meta.get("feedback", 0)),
+                recorded_at=float(meta["recorded_at"]) if meta.get("recorded_at") is not None else None,
             )
             for cid, text, meta, distance in zip(
                 found["ids"][0],
