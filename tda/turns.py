@@ -26,7 +26,7 @@ from components.context_window.window_type import ContextWindowType
 from . import metrics
 from .errors import Conflict, Invalid, UpstreamFailed
 from .models import MessageRow, TurnRow
-from .sources import StoredHistory, build_context, input_hashes, message_of
+from .sources import build_context, input_hashes, message_of
 from .store.types import StoredType
 
 if TYPE_CHECKING:
@@ -253,7 +253,7 @@ async def _step(
     # A continuation reads the history before its own turn: the turn so far follows the query instead.
     data = await svc.store.sessions.load(session_id, before_turn=current.row.turn if current else None)
     stored = await resolve_type(svc, data.profile)
-    history = StoredHistory(svc.store.sessions, data)
+    history = await svc.history.source(data)
     ctx = build_context(data, query, default_model=svc.settings.model, sources=svc.sources, history=history)
     ctx = await with_component_instructions(svc, _with_options(ctx, current, options))
     assembled = await svc.handler.assemble(ctx, stored.type)
@@ -489,7 +489,7 @@ async def preview(svc: TDAService, body: PreviewIn) -> dict[str, Any]:
     data = await svc.store.sessions.load(body.session_id)
     if body.profile_id:  # what if this session ran under another profile (its prompt, tools, model)?
         data = dataclasses.replace(data, profile=await svc.store.profiles.get(body.profile_id))
-    history = StoredHistory(svc.store.sessions, data)
+    history = await svc.history.source(data)
     ctx = build_context(data, body.query, default_model=svc.settings.model, sources=svc.sources, history=history)
     ctx = await with_component_instructions(svc, ctx)
     if body.context_limit is not None:  # what if the limit were this (like a session override: only lowers)

@@ -64,10 +64,7 @@ async def test_deactivated_and_inactive_modules_are_skipped_with_reasons():
 async def test_an_inactive_slot_frees_its_share_for_the_others():
     a, b, c = Scripted("a", BLOCKS), Scripted("b", BLOCKS), Scripted("c", BLOCKS)
     t = wtype({"a": (30, 0, 100, 50), "b": (10, 0, 100, 40), "c": (22, 0, 100, 30)})
-    t = ContextWindowType.model_validate(  # the editor's own toggle (types are frozen: a new one)
-        t.model_dump()
-        | {"modules": {**t.model_dump()["modules"], "c": t.modules["c"].model_dump() | {"active": False}}}
-    )
+    t = t.model_copy(update={"modules": {**t.modules, "c": t.modules["c"].model_copy(update={"active": False})}})
     snap = (await handler(a, b, c).assemble(make_ctx(), t)).snapshot
     # 22 points freed, shared 3:1 like the active targets
     assert snap.module("a").target_pct == pytest.approx(30 + 22 * 0.75)

@@ -32,6 +32,7 @@ from ..llm import routing_error
 from ..service import TDAService, service
 from ..turns import TurnOptions, chat_turn
 from .common import json_object
+from .openapi import openai_wire
 
 bp = Blueprint("chat", __name__, url_prefix="/v1")
 tag(["chat"])(bp)
@@ -107,6 +108,7 @@ async def over_budget(exc: BudgetExceeded) -> tuple[dict[str, Any], int]:
 
 
 @bp.post("/chat/completions")
+@openai_wire
 @document_request(ChatRequest)
 @require("admin")
 async def chat_completions() -> Any:
