@@ -57,6 +57,8 @@ def module(body: dict[str, Any], module_id: str) -> dict[str, Any]:
 
 
 async def test_the_tool_loop_through_turns_and_tool_results(agent: Agent):
+    # genie: tools, no champion cases, so the finished turn's case cannot change what a replay retrieves
+    await agent.call("patch", "/v1/profiles/p1", 200, {"type": "genie"})
     agent.model.replies = [[("call_1", "lookup_orders", {"customer": "ACME"})], "ACME has 2 open orders."]
     first = await agent.turn("How many open orders does ACME have?")
     assert first["finish_reason"] == "tool_calls" and first["tool_calls"][0]["id"] == "call_1"

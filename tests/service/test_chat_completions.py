@@ -122,7 +122,10 @@ async def test_a_tool_loop_then_a_second_turn_through_the_openai_sdk(served: Ser
         "They total 242.75.",
     ]
     client = served.client()
-    session = {"X-TDA-Session": "agent-1"}
+    # A genie profile calls tools but is served no champion cases: the steps replay identically later, when the
+    # finished turn's case would otherwise change what retrieval finds.
+    await served.svc.store.profiles.create("agent", {"type": "genie"}, "test")
+    session = {"X-TDA-Session": "agent-1", "X-TDA-Profile": "agent"}
     events = served.svc.bus.subscribe("agent-1")
     messages: list[Any] = [
         {"role": "system", "content": "You are the sales agent."},
