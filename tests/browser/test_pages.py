@@ -136,6 +136,12 @@ async def test_every_page_renders(page: Any, server: Server, tmp_path: Path) -> 
     await expect(page.locator("#messages > li").last).to_have_attribute("data-module", "query")
     await expect(page.locator("a[rel=prev]")).to_have_attribute("href", f"/ui/sessions/{SESSION}/turns/17")
     await expect(page.locator("a[rel=next]")).to_have_count(0)  # the latest turn
+    await page.click("#compare-previous")
+    snapshots = server.request("GET", f"/v1/sessions/{SESSION}/snapshots")[2]["snapshots"]
+    totals = {s["turn"]: s["snapshot"]["total_used"] for s in snapshots}
+    total = page.locator('[data-testid="comparison"] tr', has_text="Total used")
+    await expect(total.locator("td").first).to_have_text(f"{totals[17]:,}")
+    await expect(total.locator("td").nth(1)).to_have_text(f"{totals[18]:,}")
     await shoot(page, folder, "ui-trace")
 
     await page.goto("/ui/sessions")
