@@ -9,7 +9,7 @@ from components.context_window.base import Message, ToolSchema
 from components.context_window.snapshot import ContextWindowSnapshot
 
 from .errors import Conflict, NotFound
-from .sources import Cutoff, StoredHistory, build_context, input_hashes
+from .sources import Cutoff, build_context, input_hashes
 from .turns import with_component_instructions
 
 if TYPE_CHECKING:
@@ -61,7 +61,7 @@ async def reassemble(
         inputs["query"],
         default_model=inputs["model"],
         sources=svc.sources,
-        history=StoredHistory(svc.store.sessions, data),
+        history=await svc.history.source(data),
         cutoff=Cutoff(row.turn, row.created_at),
     )
     ctx = dataclasses.replace(

@@ -173,3 +173,16 @@ def test_a_closed_pipe_ends_the_command_quietly(settings: Settings, home: str, t
         code = proc.wait(timeout=120)
     assert json.loads(first)["id"] == 0
     assert "Traceback" not in err and "BrokenPipeError" not in err and code == 0
+
+
+def test_search_says_why_it_returns_fewer_than_k(
+    settings: Settings, home: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(settings, "search", "descale the kettle with vinegar", "--collection", home, "-k", "5", "--json") == 0
+    floored = json.loads(capsys.readouterr().out)
+    assert run(settings, "search", "descale the kettle with vinegar", "--collection", home, "-k", "5") == 0
+    err = capsys.readouterr().err
+    assert f"{len(floored)} of -k 5 passages" in err and "--relative-floor 0.5" in err
+    everything = ["--relative-floor", "0", "--json"]
+    assert run(settings, "search", "descale the kettle with vinegar", "--collection", home, "-k", "5", *everything) == 0
+    assert len(json.loads(capsys.readouterr().out)) >= len(floored)
