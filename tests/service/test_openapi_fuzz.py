@@ -58,7 +58,11 @@ def test_no_server_errors(fuzz_target: tuple[Any, str]) -> None:
     assert len(operations) > 30
     headers = {"Authorization": f"Bearer {token}"}
     for operation in operations:
-        for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
+        raw = operation.definition.raw
+        has_inputs = bool(raw.get("parameters") or raw.get("requestBody"))
+        # Nothing to make invalid (e.g. signing out: no parameters, no body, no credentials needed).
+        modes = (GenerationMode.POSITIVE, GenerationMode.NEGATIVE) if has_inputs else (GenerationMode.POSITIVE,)
+        for mode in modes:
 
             @given(case=operation.as_strategy(mode))
             @settings(
