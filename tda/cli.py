@@ -30,8 +30,8 @@ def _registry(settings: Settings) -> ModuleRegistry:
 def _load_type(args: argparse.Namespace, registry: ModuleRegistry) -> ContextWindowType:
     if args.type_file:
         data = json.loads(Path(args.type_file).read_text(encoding="utf-8"))
-        known = registry.known_ids() | set(MODULE_IDS_IN_ORDER)  # built-in ids are never typos, even if removed
-        return ContextWindowType.model_validate(data, context={"known_modules": known})
+        context = registry.validation_context(also_known=MODULE_IDS_IN_ORDER)  # built-in ids are never typos
+        return ContextWindowType.model_validate(data, context=context)
     if args.type not in DEFAULT_TYPES:
         raise ValueError(f"unknown window type {args.type!r}; choose one of {sorted(DEFAULT_TYPES)} or --type-file")
     return DEFAULT_TYPES[args.type]
@@ -151,7 +151,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "types" and args.action == "show" and not args.id:
         print("tda types show: name a type id", file=sys.stderr)
         return 2
-    return args.func(args, Settings.from_env())
+    try:
+        settings = Settings.from_env()
+    except ValueError as exc:  # a TDA_* variable that cannot be used: say which and how, no traceback
+        print(f"tda: {exc}", file=sys.stderr)
+        return 2
+    return args.func(args, settings)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ def offline_library_defaults() -> None:
         os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(folder))
 
 
-EMBEDDER_NAMES = ("minilm-onnx", "minilm", "hashing")
+EMBEDDER_NAMES = ("minilm", "hashing")
 LOG_FORMATS = ("text", "json")
 
 
@@ -34,6 +34,19 @@ def _embedder(value: str) -> str:
     if value not in EMBEDDER_NAMES:
         raise ValueError(f"TDA_EMBEDDER={value!r} is not an embedder; use one of {', '.join(EMBEDDER_NAMES)}")
     return value
+
+
+def _database_url(value: str) -> str:
+    """SQLite (aiosqlite) or PostgreSQL (asyncpg); ``postgresql://`` and ``postgres://`` mean asyncpg."""
+    scheme, sep, rest = value.partition("://")
+    if scheme in {"postgresql", "postgres", "postgresql+asyncpg"} and sep:
+        return f"postgresql+asyncpg://{rest}"
+    if scheme in {"sqlite", "sqlite+aiosqlite"} and sep:
+        return f"sqlite+aiosqlite://{rest}"
+    raise ValueError(
+        f"TDA_DATABASE_URL={value!r} is not supported; use postgresql+asyncpg://user:password@host:5432/db "
+        "or sqlite+aiosqlite:///path/to/tda.db"
+    )
 
 
 def _bus_url(value: str) -> str:
@@ -66,9 +79,8 @@ class Settings:
     """The model turns are sent to (litellm name)."""
     mock_model: bool = True
     """Answer turns with litellm's ``mock_response`` instead of calling a provider (demo/offline)."""
-    embedder: str = "minilm-onnx"
-    """Embedder for new knowledge collections and champion cases: ``minilm-onnx`` (all-MiniLM-L6-v2, int8
-    ONNX on onnxruntime), ``minilm`` (the same model on torch) or ``hashing``
+    embedder: str = "minilm"
+    """Embedder for new knowledge collections and champion cases: ``minilm`` (all-MiniLM-L6-v2) or ``hashing``
     (deterministic feature hashing: fast, for tests and machines without the model)."""
     module_timeout_s: float = 2.0
     secret_key: str | None = None
@@ -95,7 +107,7 @@ class Settings:
         offline_library_defaults()
         read = {
             "data_dir": ("TDA_DATA_DIR", Path),
-            "database_url": ("TDA_DATABASE_URL", str),
+            "database_url": ("TDA_DATABASE_URL", _database_url),
             "chroma_url": ("TDA_CHROMA_URL", str),
             "bus_url": ("TDA_BUS_URL", _bus_url),
             "modules_dir": ("TDA_MODULES_DIR", Path),

@@ -17,12 +17,16 @@ import contextlib
 import json
 import logging
 import time
+import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 log = logging.getLogger(__name__)
 
 SNAPSHOT_EVENT = "context_window_snapshot"
+CONTROL = "control:"
+"""Events named ``control:<what>`` say that shared state changed; the bus runs a handler, no stream sees them."""
 HEARTBEAT = b": heartbeat\n\n"
 
 
@@ -39,13 +43,14 @@ class Event:
     payload: bytes
     """The complete SSE frame."""
 
-    def to_wire(self) -> bytes:
-        return f"{self.id}\n{self.session_id}\n{self.name}\n".encode() + self.payload
+    def to_wire(self, origin: str) -> bytes:
+        """For Redis: who sent it, then the event (session ids and names hold no newline)."""
+        return f"{origin}\n{self.id}\n{self.session_id}\n{self.name}\n".encode() + self.payload
 
     @classmethod
-    def from_wire(cls, wire: bytes) -> Event:
-        event_id, session_id, name, payload = wire.split(b"\n", 3)
-        return cls(int(event_id), session_id.decode(), name.decode(), payload)
+    def from_wire(cls, wire: bytes) -> tuple[str, Event]:
+        origin, event_id, session_id, name, payload = wire.split(b"\n", 4)
+        return origin.decode(), cls(int(event_id), session_id.decode(), name.decode(), payload)
 
 
 def snapshot_event(snapshot_id: int, session_id: str, snapshot: dict[str, Any]) -> Event:
@@ -82,6 +87,7 @@ class EventBus:
     def __init__(self, queue_size: int = 256) -> None:
         self.queue_size = queue_size
         self._subscribers: set[Subscription] = set()
+        self._control: dict[str, Callable[[], Awaitable[None]]] = {}
         self.dropped = 0
         self.closed = False
 
@@ -115,6 +121,13 @@ class EventBus:
 
     def publish_snapshot(self, snapshot_id: int, session_id: str, snapshot: dict[str, Any]) -> int:
         return self.publish(snapshot_event(snapshot_id, session_id, snapshot))
+
+    def on_control(self, what: str, handler: Callable[[], Awaitable[None]]) -> None:
+        """Run ``handler`` when another process says ``what`` changed (e.g. "modules": reload them)."""
+        self._control[what] = handler
+
+    def publish_control(self, what: str) -> None:
+        """Tell the other processes that ``what`` changed (there are none, here)."""
 
     async def start(self) -> None:
         """Connect to what carries events between processes (nothing, here)."""
@@ -157,12 +170,13 @@ class EventBus:
 
 class RedisBus(EventBus):
     """Events between replicas over Redis pub/sub: one channel, one Redis subscription per replica, fanned out
-    to the local subscribers as ``EventBus`` does. A replica's own events come back to it through Redis too,
-    so every replica delivers the events in one order.
+    to the local subscribers as ``EventBus`` does.
 
-    ``publish_snapshot`` does not wait: frames queue for one sender task, which keeps their order. ``drain()``
-    waits until they reached Redis; the turn lock drains before the next turn of a session may start, so a
-    session's events reach Redis in turn order whichever replica ran each turn.
+    ``publish_snapshot`` delivers to this replica's streams at once (as the in-process bus does: no Redis round
+    trip for them) and queues the frame for Redis; one sender task keeps the frames' order, and each replica
+    skips its own frames when Redis echoes them. ``drain()`` waits until the queued frames reached Redis; the
+    turn lock drains before the next turn of a session may start, so a session's events reach every replica in
+    turn order whichever replica ran each turn.
 
     Redis is not the record (the database is): when the connection drops, every local stream is ended, and
     again once it is back, so clients reconnect with Last-Event-ID and resume from stored snapshots.
@@ -181,16 +195,23 @@ class RedisBus(EventBus):
         self._outbox: asyncio.Queue[bytes] = asyncio.Queue(self.OUTBOX)
         self._tasks: list[asyncio.Task[None]] = []
         self._redis: Any = None
+        self.origin = uuid.uuid4().hex
+        """This process, on the wire: it skips its own frames (it delivered or applied them already)."""
 
     def publish_snapshot(self, snapshot_id: int, session_id: str, snapshot: dict[str, Any]) -> int:
-        """Queue the event for Redis; returns how many frames wait to be sent."""
+        """Deliver to this replica's streams and queue for the others; returns how many local streams got it."""
         if self.closed:
             return 0
+        event = snapshot_event(snapshot_id, session_id, snapshot)
         try:
-            self._outbox.put_nowait(snapshot_event(snapshot_id, session_id, snapshot).to_wire())
+            self._outbox.put_nowait(event.to_wire(self.origin))
         except asyncio.QueueFull:  # Redis has been unreachable for long: streams were ended, clients resume from the DB
-            log.warning("event bus: Redis outbox full, snapshot %s not sent live", snapshot_id)
-        return self._outbox.qsize()
+            log.warning("event bus: Redis outbox full, snapshot %s not sent to other replicas", snapshot_id)
+        return self.publish(event)
+
+    def publish_control(self, what: str) -> None:
+        with contextlib.suppress(asyncio.QueueFull):
+            self._outbox.put_nowait(Event(0, "", CONTROL + what, b"").to_wire(self.origin))
 
     async def start(self) -> None:
         import redis.asyncio as redis
@@ -243,13 +264,32 @@ class RedisBus(EventBus):
                     self.connected.set()
                 async for message in pubsub.listen():
                     if message["type"] == "message":
-                        self.publish(Event.from_wire(message["data"]))
+                        origin, event = Event.from_wire(message["data"])
+                        if origin != self.origin:  # this replica's own events were delivered when published
+                            self._receive_one(event)
             except (redis.RedisError, OSError) as exc:
                 self._lost(exc)
                 await asyncio.sleep(self.RETRY_S)
             finally:
                 with contextlib.suppress(Exception):
                     await pubsub.aclose()
+
+    def _receive_one(self, event: Event) -> None:
+        if not event.name.startswith(CONTROL):
+            self.publish(event)
+            return
+        handler = self._control.get(event.name.removeprefix(CONTROL))
+        if handler is not None:
+            task = asyncio.create_task(self._run_control(event.name, handler))
+            self._tasks.append(task)
+            task.add_done_callback(self._tasks.remove)
+
+    @staticmethod
+    async def _run_control(name: str, handler: Callable[[], Awaitable[None]]) -> None:
+        try:
+            await handler()
+        except Exception:  # one failed refresh must not stop the bus; the next change or a restart applies it
+            log.exception("event bus: handling %s failed", name)
 
     def _lost(self, exc: BaseException) -> None:
         if self.connected.is_set():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -19,6 +20,14 @@ def _litellm() -> Any:
     litellm.suppress_debug_info = True
     litellm.telemetry = False
     return litellm
+
+
+async def _litellm_loaded() -> Any:
+    """litellm, imported in a worker thread the first time: the import takes seconds and must not stall the
+    event loop (every open stream and request would wait) when a turn arrives before ``preload`` ran."""
+    if _litellm.cache_info().currsize == 0:
+        return await asyncio.to_thread(_litellm)
+    return _litellm()
 
 
 def _warm_up() -> None:
@@ -39,12 +48,27 @@ async def preload() -> None:
     await asyncio.to_thread(_warm_up)
 
 
+async def routing_error(model: str) -> str | None:
+    """Why litellm cannot route ``model`` to a provider, or None when it can (a client error, not a 502)."""
+    litellm = await _litellm_loaded()
+    try:
+        litellm.get_llm_provider(model=model)
+    except Exception as exc:  # litellm raises its own BadRequestError with a long explanation
+        return f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}"
+    return None
+
+
 @dataclass(frozen=True)
 class Completion:
     text: str
     tokens_in: int
     tokens_out: int
     tool_calls: list[dict[str, Any]]
+    finish_reason: str = "stop"
+
+
+Delta = Callable[[dict[str, Any]], Awaitable[None]]
+"""Receives each streamed delta as OpenAI sends it: ``{"content": ...}`` or ``{"tool_calls": [...]}``."""
 
 
 class LLM:
@@ -55,23 +79,82 @@ class LLM:
         self.mock_answer = mock_answer
         self.timeout_s = timeout_s
 
-    async def complete(self, model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Completion:
+    def mock_reply(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Any:
+        """What the mock model answers: litellm's ``mock_response`` (a text, or a ModelResponse for tool calls)."""
+        return self.mock_answer
+
+    async def complete(
+        self,
+        model: str,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        *,
+        max_tokens: int | None = None,
+        tool_choice: Any = None,
+        on_delta: Delta | None = None,
+    ) -> Completion:
+        """One model call. ``max_tokens`` caps the reply (the window type's output reserve); with ``on_delta``
+        the reply is streamed, each delta handed over as it arrives, and the whole returned at the end."""
         kwargs: dict[str, Any] = {"model": model, "messages": messages, "timeout": self.timeout_s}
         if tools:
             # Our tools are plain functions, never litellm-proxy MCP servers; skipping that check also avoids
             # importing the optional `mcp` package, whose absence otherwise fails every call with tools.
             kwargs.update(tools=tools, _skip_mcp_handler=True)
+            if tool_choice is not None:
+                kwargs["tool_choice"] = tool_choice
+        if max_tokens:
+            kwargs["max_tokens"] = max_tokens
         if self.mock:
-            kwargs["mock_response"] = self.mock_answer
-        response = await _litellm().acompletion(**kwargs)
-        message = response.choices[0].message
+            kwargs["mock_response"] = self.mock_reply(messages, tools)
+        if on_delta is not None:
+            return await self._streamed(kwargs, on_delta)
+        response = await (await _litellm_loaded()).acompletion(**kwargs)
+        return self._completion(response)
+
+    async def _streamed(self, kwargs: dict[str, Any], on_delta: Delta) -> Completion:
+        litellm = await _litellm_loaded()
+        stream = await litellm.acompletion(**kwargs, stream=True, stream_options={"include_usage": True})
+        chunks = []
+        async for chunk in stream:
+            chunks.append(chunk)
+            for choice in chunk.choices or ():
+                delta = choice.delta
+                if delta.content:
+                    await on_delta({"content": delta.content})
+                if delta.tool_calls:
+                    await on_delta({"tool_calls": [_delta_call(c) for c in delta.tool_calls]})
+        return self._completion(litellm.stream_chunk_builder(chunks, messages=kwargs["messages"]))
+
+    def _completion(self, response: Any) -> Completion:
+        choice = response.choices[0]
+        message = choice.message
         usage = getattr(response, "usage", None)
+        calls = [_call(c) for c in (message.tool_calls or [])]
         return Completion(
             text=message.content or "",
-            tokens_in=int(getattr(usage, "prompt_tokens", 0) or 0),
+            # A mock's usage is made up: 0 lets the caller report the snapshot's exact count instead.
+            tokens_in=0 if self.mock else int(getattr(usage, "prompt_tokens", 0) or 0),
             tokens_out=int(getattr(usage, "completion_tokens", 0) or 0),
-            tool_calls=[c.model_dump() for c in (message.tool_calls or [])],
+            tool_calls=calls,
+            finish_reason="tool_calls" if calls else (choice.finish_reason or "stop"),
         )
+
+
+def _call(call: Any) -> dict[str, Any]:
+    """A tool call as OpenAI sends it (litellm's objects carry extra provider fields)."""
+    data = call.model_dump() if hasattr(call, "model_dump") else dict(call)
+    function = data.get("function") or {}
+    return {
+        "id": data.get("id") or "",
+        "type": "function",
+        "function": {"name": function.get("name") or "", "arguments": function.get("arguments") or ""},
+    }
+
+
+def _delta_call(call: Any) -> dict[str, Any]:
+    out = _call(call)
+    out["index"] = getattr(call, "index", 0) or 0
+    return out
 
 
 class LLMSummarizer:

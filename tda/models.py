@@ -83,6 +83,9 @@ class SessionRow(Base):
     phase: Mapped[str | None] = mapped_column(String(32), default=None)
     message_count: Mapped[int] = mapped_column(default=0, server_default="0")
     """Kept with every write of messages: a turn knows the history's length without counting it."""
+    history_version: Mapped[int] = mapped_column(default=0, server_default="0")
+    """Bumped by every change to the history other than appending a turn (validity, purge, imports): what a
+    replica kept of the history stays right while this is unchanged."""
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
 
@@ -151,6 +154,17 @@ class AttachmentRow(Base):
     mime_type: Mapped[str] = mapped_column(String(100), default="text/plain")
     text: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class ComponentInstructionRow(Base):
+    """How to use one UI component (charting, tables, ...): texts at three intensities, for component_instructions."""
+
+    __tablename__ = "component_instructions"
+    component_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    full: Mapped[str] = mapped_column(Text, default="")
+    medium: Mapped[str] = mapped_column(Text, default="")
+    light: Mapped[str] = mapped_column(Text, default="")
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
 class ModuleStateRow(Base):

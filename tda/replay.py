@@ -5,10 +5,12 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
+from components.context_window.base import Message, ToolSchema
 from components.context_window.snapshot import ContextWindowSnapshot
 
 from .errors import Conflict, NotFound
-from .sources import Cutoff, StoredHistory, build_context, input_hashes
+from .sources import Cutoff, build_context, input_hashes
+from .turns import with_component_instructions
 
 if TYPE_CHECKING:
     from components.context_window.base import AssemblyContext
@@ -18,8 +20,9 @@ if TYPE_CHECKING:
     from .models import SnapshotRow
     from .service import TDAService
 
-VARIES_BETWEEN_RUNS = ("duration_ms", "created_at", "prefix_stable_tokens")
-"""Not an outcome of the inputs: wall time, and how much matched the previous window of the session."""
+VARIES_BETWEEN_RUNS = ("prefix_stable_tokens",)
+"""Not an outcome of the inputs, besides wall times (the snapshot's own ``comparable``): how much matched the
+previous window of the session."""
 MAX_DIFFERENCES = 200
 
 
@@ -49,9 +52,8 @@ async def reassemble(
         try:
             window_type = await svc.store.types.version(row.type_id, row.type_version)
         except NotFound:
-            raise Conflict(
-                f"type {row.type_id!r} v{row.type_version} no longer exists (deleted), so this snapshot cannot be replayed"
-            ) from None
+            gone = f"type {row.type_id!r} v{row.type_version} no longer exists (deleted)"
+            raise Conflict(f"{gone}, so this snapshot cannot be replayed") from None
     inputs = row.inputs
     data = await svc.store.sessions.load(row.session_id, before_turn=row.turn)
     ctx = build_context(
@@ -59,7 +61,7 @@ async def reassemble(
         inputs["query"],
         default_model=inputs["model"],
         sources=svc.sources,
-        history=StoredHistory(svc.store.sessions, data),
+        history=await svc.history.source(data),
         cutoff=Cutoff(row.turn, row.created_at),
     )
     ctx = dataclasses.replace(
@@ -69,12 +71,16 @@ async def reassemble(
         session=dataclasses.replace(
             ctx.session, context_limit=inputs.get("session_context_limit"), phase=inputs.get("phase")
         ),
+        # a tool-loop step: the turn so far after its query; the client's own tools (chat completions)
+        continuation=tuple(Message.from_chat(m) for m in inputs.get("continuation") or ()),
+        tools=tuple(ToolSchema.from_openai(t) for t in inputs["tools"]) if "tools" in inputs else ctx.tools,
     )
+    ctx = await with_component_instructions(svc, ctx)
     return await svc.scratch_handler.assemble(ctx, window_type), ctx
 
 
 def comparable(snapshot: dict[str, Any]) -> dict[str, Any]:
-    data = ContextWindowSnapshot.from_dict(snapshot).to_dict()  # normalises older stored shapes
+    data = ContextWindowSnapshot.from_dict(snapshot).comparable()  # normalises older stored shapes
     return {k: v for k, v in data.items() if k not in VARIES_BETWEEN_RUNS}
 
 

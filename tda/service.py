@@ -21,6 +21,7 @@ from .config import Settings
 from .db import upgrade_async
 from .errors import Invalid, field_errors
 from .events import create_bus
+from .history import HistoryCache
 from .knowledge.providers import LiveKnowledge
 from .llm import LLM, LLMSummarizer, preload
 from .sources import Sources
@@ -53,10 +54,11 @@ class TDAService:
         self._session_locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
         self.bus = create_bus(settings.bus_url)
         self.writer = BackgroundWriter()
+        self.history = HistoryCache(self.store.sessions)
         self.llm = llm or LLM(mock=settings.mock_model)
         self.knowledge = LiveKnowledge(settings.data_dir, settings.chroma_url, embedder=settings.embedder)
         """Opened at start-up (warm_up_knowledge) or on first use: Chroma and the embedder take seconds to load."""
-        self.sources = sources or Sources(knowledge=self.knowledge, cases=self.knowledge)
+        self.sources = sources or Sources(knowledge=self.knowledge, cases=self.knowledge, embedder=self.knowledge)
         if self.sources.summarizer is None and not self.llm.mock:
             # A mock model cannot summarise or rewrite a follow-up; without a summarizer the modules
             # use their own extractive fallbacks and the original query.
@@ -84,6 +86,7 @@ class TDAService:
         self.registry.load()
         await self.store.types.seed_defaults()
         await self.apply_module_state()
+        self.bus.on_control("modules", self.reload_modules)
         await self.bus.start()
         self._heartbeats = asyncio.create_task(self.bus.run_heartbeats(self.heartbeat_s))
 
@@ -100,6 +103,11 @@ class TDAService:
         await self.writer.drain()  # before the stores close: what turns queued is written
         await asyncio.to_thread(self.knowledge.close)
         await self.store.close()
+
+    async def reload_modules(self) -> None:
+        """Another replica installed, removed, activated or deactivated a module: do the same here."""
+        self.registry.reload()
+        await self.apply_module_state()
 
     async def apply_module_state(self) -> None:
         """Re-apply the activation admins chose (the registry keeps it only in memory)."""
@@ -127,13 +135,11 @@ class TDAService:
             finally:
                 await self.bus.drain()
 
-    def known_modules(self) -> set[str]:
-        """Installed modules plus the built-in ids (a type may name a built-in that is missing here)."""
-        return set(self.registry.modules) | set(MODULE_IDS_IN_ORDER)
-
     def validate_type(self, data: Any, loc: tuple[str, ...] = ()) -> ContextWindowType:
         try:
-            return ContextWindowType.model_validate(data, context={"known_modules": self.known_modules()})
+            # Installed modules plus the built-in ids (a type may name a built-in that is missing here).
+            context = self.registry.validation_context(also_known=MODULE_IDS_IN_ORDER)
+            return ContextWindowType.model_validate(data, context=context)
         except ValidationError as exc:
             raise Invalid(
                 "the context window type is invalid; fix the fields listed in errors", errors=field_errors(exc, loc)

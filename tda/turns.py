@@ -1,24 +1,44 @@
 """One turn: load from storage, assemble, store and publish the snapshot, call the model, record the turn.
-And the what-if preview, which assembles the same way but persists nothing."""
+
+A turn whose reply calls tools stays open (outcome ``tool_calls``): the results come back as ``tool``
+messages (stored in order with their call ids, and parsed into the turn's ``results``), and the model is
+called again for the same turn with its tool loop so far (``AssemblyContext.continuation``), until it
+answers without calling a tool. And the what-if preview, which assembles the same way but persists nothing."""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import json
+import logging
 import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from components.context_window import phases
+from components.context_window.base import AssemblyContext, Message, ToolSchema
+from components.context_window.distillation import parse_result
+from components.context_window.fitting import clip
+from components.context_window.token_estimator import estimator_for
 from components.context_window.window_type import ContextWindowType
 
 from . import metrics
-from .errors import Conflict, UpstreamFailed
-from .sources import StoredHistory, build_context, input_hashes
+from .errors import Conflict, Invalid, UpstreamFailed
+from .models import MessageRow, TurnRow
+from .sources import build_context, input_hashes, message_of
 from .store.types import StoredType
 
 if TYPE_CHECKING:
+    from components.context_window.handler import AssembledContext
+
     from .api.schemas import PreviewIn
-    from .llm import Completion
+    from .llm import Completion, Delta
     from .models import ProfileRow
     from .service import TDAService
+
+log = logging.getLogger(__name__)
+
 
 async def resolve_type(svc: TDAService, profile: ProfileRow) -> StoredType:
     """The profile's bound type, or the default when it binds none."""
@@ -27,96 +47,367 @@ async def resolve_type(svc: TDAService, profile: ProfileRow) -> StoredType:
     return await svc.store.types.default()
 
 
+@dataclass(frozen=True)
+class TurnOptions:
+    """What a client may set per call (the OpenAI endpoint passes its request's fields through)."""
+
+    tools: tuple[ToolSchema, ...] | None = None
+    """The client's tools; None: the profile's."""
+    tool_choice: Any = None
+    model: str | None = None
+    """A litellm model name; None: the profile's model, else the service's."""
+    max_tokens: int | None = None
+    """Caps the reply further; the window type's output reserve is always the upper bound."""
+    on_delta: Delta | None = None
+    """Stream the reply: called with each delta as the model sends it."""
+    timings: dict[str, float] | None = None
+    """Receives ``model_ms``: how long the model call took (for Server-Timing)."""
+
+
+@dataclass(frozen=True)
+class OpenTurn:
+    """The newest turn while its tool loop runs: the calls of its last assistant message and the answered ids."""
+
+    row: TurnRow
+    messages: list[MessageRow]
+    calls: dict[str, str]
+    """Tool call id -> tool name."""
+    answered: set[str]
+
+    @property
+    def unanswered(self) -> list[str]:
+        return [i for i in self.calls if i not in self.answered]
+
+
+async def open_turn(svc: TDAService, session_id: str) -> OpenTurn | None:
+    """The newest turn if it ended in tool calls (its results may have come in since), else None."""
+    row = await svc.store.sessions.newest_turn(session_id)
+    if row is None or row.outcome != "tool_calls":
+        return None
+    messages = await svc.store.sessions.turn_messages(session_id, row.turn)
+    last_call = max((i for i, m in enumerate(messages) if m.role == "assistant" and m.tool_calls), default=None)
+    if last_call is None:
+        return None
+    calls = {str(c.get("id")): str((c.get("function") or {}).get("name", "")) for c in messages[last_call].tool_calls}
+    answered = {m.tool_call_id for m in messages[last_call + 1 :] if m.role == "tool" and m.tool_call_id}
+    return OpenTurn(row, messages, calls, answered)
+
+
 async def run_turn(
-    svc: TDAService, session_id: str, query: str, timings: dict[str, float] | None = None
+    svc: TDAService,
+    session_id: str,
+    query: str,
+    timings: dict[str, float] | None = None,
+    options: TurnOptions | None = None,
 ) -> dict[str, Any]:
-    """``timings`` (optional) receives ``model_ms``: how long the model call took, for Server-Timing."""
+    """A new turn: assemble for ``query``, call the model, record the turn (its tool loop starts if it calls tools).
+    ``timings`` (optional) receives ``model_ms``: how long the model call took, for Server-Timing."""
+    options = dataclasses.replace(options or TurnOptions(), timings=timings)
     with metrics.TURN_SECONDS.time():
-        return await _run_turn(svc, session_id, query, timings)
+        async with svc.session_lock(session_id):  # one turn at a time per session: turn numbers stay dense
+            return await _step(svc, session_id, query, None, options)
 
 
-async def _run_turn(svc: TDAService, session_id: str, query: str, timings: dict[str, float] | None) -> dict[str, Any]:
-    async with svc.session_lock(session_id):  # one turn at a time per session: turn numbers stay dense
-        await svc.writer.settle(session_id)  # the previous turn's champion case is recorded: this turn may use it
-        data = await svc.store.sessions.load(session_id)
-        stored = await resolve_type(svc, data.profile)
-        history = StoredHistory(svc.store.sessions, data)
-        ctx = build_context(data, query, default_model=svc.settings.model, sources=svc.sources, history=history)
-        assembled = await svc.handler.assemble(ctx, stored.type)
-        metrics.observe_assembly(assembled.snapshot)
-        snapshot = assembled.snapshot.to_dict()
-        turn = ctx.session.turn_number
-        row = await svc.store.sessions.record_snapshot(
-            {
-                "session_id": session_id,
-                "turn": turn,
-                "type_id": stored.id,
-                "type_version": stored.version,
-                "model": ctx.model,
-                "data": snapshot,
-                "inputs": {
-                    "query": query,
-                    "model": ctx.model,
-                    "hashes": input_hashes(ctx),
-                    "profile_context_limit": ctx.profile.context_limit,
-                    "session_context_limit": ctx.session.context_limit,
-                    "phase": ctx.session.phase,
-                },
-            }
+async def answer_tool_calls(
+    svc: TDAService,
+    session_id: str,
+    turn: int,
+    results: Sequence[Mapping[str, Any]],
+    options: TurnOptions | None = None,
+) -> dict[str, Any]:
+    """The results of the open turn's tool calls (``{tool_call_id, content}`` each): stored, then the model
+    continues the turn with them."""
+    async with svc.session_lock(session_id):
+        current = await open_turn(svc, session_id)
+        if current is None or current.row.turn != turn:
+            waiting = f"turn {current.row.turn} is" if current else "no turn is"
+            raise Conflict(f"turn {turn} of session {session_id!r} is not waiting for tool results; {waiting}")
+        await record_tool_results(svc, session_id, current, results)
+        return await _continue(svc, session_id, options or TurnOptions())
+
+
+async def chat_turn(
+    svc: TDAService, session_id: str, conversation: Sequence[Message], options: TurnOptions, actor: str
+) -> dict[str, Any]:
+    """The OpenAI endpoint's turn. The client keeps the whole chat (the API is stateless) and sends it every time:
+    what is new after the last message tda recorded is merged into the session, then either a new turn runs
+    (the chat ends with a user message; earlier new messages become history) or the open turn continues
+    (it ends with the results of the tool calls tda's last reply made)."""
+    async with svc.session_lock(session_id):
+        newest = await svc.store.sessions.newest_messages(session_id, 8)
+        anchor = next((m for m in reversed(newest) if m.role != "system"), None)  # clients do not echo tda's own
+        new = new_messages(anchor, conversation)
+        if not new:
+            current = await open_turn(svc, session_id)
+            if current is not None and current.answered and not current.unanswered:
+                return await _continue(svc, session_id, options)  # a retry after a failed model call
+            raise Invalid(_NOTHING_NEW, errors=[{"loc": "messages", "msg": _NOTHING_NEW, "type": "nothing_new"}])
+        last = new[-1]
+        if last.role == "user":
+            if len(new) > 1:
+                await _import_history(svc, session_id, new[:-1], newest[-1].turn if newest else 0, actor)
+            return await _step(svc, session_id, last.content, None, options)
+        if last.role != "tool" or any(m.role != "tool" for m in new):
+            msg = "the chat must end with a new user message, or with tool results answering tda's last reply"
+            raise Invalid(msg, errors=[{"loc": f"messages.{len(conversation) - 1}", "msg": msg, "type": "value_error"}])
+        current = await open_turn(svc, session_id)
+        if current is None:
+            raise Conflict("these tool results answer no pending call: tda's last reply in this session called no tool")
+        await record_tool_results(
+            svc, session_id, current, [{"tool_call_id": m.tool_call_id, "content": m.content} for m in new]
         )
-        svc.bus.publish_snapshot(row.id, session_id, snapshot)
-        await asyncio.sleep(0)  # every woken stream writes its frame now, before this turn's model call runs
-        called = time.perf_counter()
-        try:
-            done = await svc.llm.complete(ctx.model, assembled.messages, assembled.tools)
-        except Exception as exc:  # provider errors are many and untyped; the caller needs the reason
-            raise UpstreamFailed(
-                f"the model call failed ({type(exc).__name__}: {exc}); snapshot {row.id} was kept", snapshot_id=row.id
-            ) from None
-        if timings is not None:
-            timings["model_ms"] = (time.perf_counter() - called) * 1000
-        tokens_in = done.tokens_in or assembled.snapshot.total_used
-        await svc.store.sessions.record_turn(
-            session_id,
-            {
-                "turn": turn,
-                "query": query,
-                "plan": _plan_of(done),
-                "answer": done.text,
-                "tokens_in": tokens_in,
-                "tokens_out": done.tokens_out,
-                "model": ctx.model,
-                "snapshot_id": row.id,
-                "phase": ctx.session.phase,
-            },
-            [
-                {
-                    "role": "user",
-                    "content": query,
-                    "tokens": assembled.snapshot.query_tokens,
-                    "phase": ctx.session.phase,
-                },
-                {
-                    "role": "assistant",
-                    "content": done.text,
-                    "tool_calls": done.tool_calls,
-                    "tokens": done.tokens_out,
-                    "phase": ctx.session.phase,
-                },
+        return await _continue(svc, session_id, options)
+
+
+_NOTHING_NEW = "nothing new in messages: add a user message, or the results of the tool calls of the last reply"
+
+
+def new_messages(newest: MessageRow | None, conversation: Sequence[Message]) -> list[Message]:
+    """The client's messages after the last one tda recorded (system messages aside: the profile's prompt rules).
+    A client whose copy no longer contains that message (edited or trimmed) gets its trailing user/tool messages
+    taken as new."""
+    chat = [m for m in conversation if m.role in ("user", "assistant", "tool")]
+    if newest is None:
+        return chat
+    recorded = _identity(message_of(newest))
+    for j in range(len(chat) - 1, -1, -1):
+        if _identity(chat[j]) == recorded:
+            return chat[j + 1 :]
+    k = len(chat)
+    while k > 0 and chat[k - 1].role in ("user", "tool"):
+        k -= 1
+    return chat[k:]
+
+
+def _identity(m: Message) -> tuple[Any, ...]:
+    return (m.role, m.content.strip(), m.tool_call_id or "", tuple(str(c.get("id")) for c in m.tool_calls))
+
+
+async def _import_history(
+    svc: TDAService, session_id: str, messages: Sequence[Message], last_turn: int, actor: str
+) -> None:
+    """Messages the client had before this turn, kept as history (under one turn number of their own)."""
+    newest_turn = await svc.store.sessions.newest_turn(session_id)
+    turn = max(last_turn, newest_turn.turn if newest_turn else 0) + 1
+    tokens = estimator_for(svc.settings.model)
+    rows = [
+        {
+            "role": m.role,
+            "content": m.content,
+            "turn": turn,
+            "tool_calls": [dict(c) for c in m.tool_calls],
+            "tool_call_id": m.tool_call_id,
+            "tokens": tokens.count_message(m),
+        }
+        for m in messages
+    ]
+    await svc.store.sessions.add_messages(session_id, rows, actor)
+
+
+async def record_tool_results(
+    svc: TDAService, session_id: str, current: OpenTurn, results: Sequence[Mapping[str, Any]]
+) -> None:
+    """Store tool messages answering ``current``'s calls, in order, and their parsed results as turn results.
+    Every pending call must be answered (providers reject a call without its result): 422 says which are missing."""
+    ids = [str(r.get("tool_call_id") or "") for r in results]
+    unknown = [i for i in ids if i not in current.calls or i in current.answered]
+    missing = [i for i in current.unanswered if i not in ids]
+    if unknown or missing or len(set(ids)) != len(ids):
+        raise Invalid(
+            f"turn {current.row.turn} waits for results of tool calls {current.unanswered}; "
+            "send exactly one result per call id",
+            errors=[
+                *({"loc": "tool_call_id", "msg": f"{i!r} is not a pending call", "type": "unknown"} for i in unknown),
+                *({"loc": "tool_call_id", "msg": f"no result for {i!r}", "type": "missing"} for i in missing),
             ],
         )
-        case_id = _keep_as_champion(svc, session_id, turn, query, done, tokens_in)
+    tokens = estimator_for(current.row.model or svc.settings.model)
+    messages, parsed = [], []
+    for r in results:
+        call_id, content = str(r["tool_call_id"]), tool_text(r.get("content"))
+        message = Message("tool", content, turn=current.row.turn, tool_call_id=call_id)
+        messages.append(
+            {"role": "tool", "content": content, "tool_call_id": call_id, "tokens": tokens.count_message(message)}
+        )
+        parsed.append(as_result(current.calls[call_id], content))
+    await svc.store.sessions.extend_turn(session_id, current.row.turn, {"results": parsed}, messages)
+
+
+async def continue_open_turn(svc: TDAService, session_id: str, options: TurnOptions) -> dict[str, Any]:
+    """Call the model again for the open turn whose calls are all answered (the caller holds the session lock)."""
+    return await _continue(svc, session_id, options)
+
+
+async def _continue(svc: TDAService, session_id: str, options: TurnOptions) -> dict[str, Any]:
+    current = await open_turn(svc, session_id)
+    if current is None or current.unanswered or not current.answered:
+        raise Conflict(f"session {session_id!r} has no turn whose tool calls are all answered")
+    return await _step(svc, session_id, current.row.query, current, options)
+
+
+async def _step(
+    svc: TDAService, session_id: str, query: str, current: OpenTurn | None, options: TurnOptions
+) -> dict[str, Any]:
+    """Assemble, snapshot, publish, call the model, record: a new turn (``current`` None) or the next step of one."""
+    await svc.writer.settle(session_id)  # the previous turn's champion case is recorded: this turn may use it
+    # A continuation reads the history before its own turn: the turn so far follows the query instead.
+    data = await svc.store.sessions.load(session_id, before_turn=current.row.turn if current else None)
+    stored = await resolve_type(svc, data.profile)
+    history = await svc.history.source(data)
+    ctx = build_context(data, query, default_model=svc.settings.model, sources=svc.sources, history=history)
+    ctx = await with_component_instructions(svc, _with_options(ctx, current, options))
+    assembled = await svc.handler.assemble(ctx, stored.type)
+    metrics.observe_assembly(assembled.snapshot)
+    snapshot = assembled.snapshot.to_dict()
+    turn = current.row.turn if current else ctx.session.turn_number
+    row = await svc.store.sessions.record_snapshot(
+        {
+            "session_id": session_id,
+            "turn": turn,
+            "type_id": stored.id,
+            "type_version": stored.version,
+            "model": ctx.model,
+            "data": snapshot,
+            "inputs": _inputs(ctx, options),
+        }
+    )
+    svc.bus.publish_snapshot(row.id, session_id, snapshot)
+    await asyncio.sleep(0)  # every woken stream writes its frame now, before this turn's model call runs
+    done = await _call_model(svc, ctx, assembled, options, row.id)
+    tokens_in = done.tokens_in or assembled.snapshot.total_used
+    reply = {
+        "role": "assistant",
+        "content": done.text,
+        "tool_calls": done.tool_calls,
+        "tokens": done.tokens_out,
+        "phase": ctx.session.phase,
+    }
+    step = {
+        "answer": done.text,
+        "plan": _plan_of(done),
+        "outcome": "tool_calls" if done.tool_calls else "success",
+        "tokens_in": tokens_in,
+        "tokens_out": done.tokens_out,
+        "model": ctx.model,
+        "snapshot_id": row.id,
+    }
+    if current is None:
+        user = {"role": "user", "content": query, "tokens": assembled.snapshot.query_tokens, "phase": ctx.session.phase}
+        turn_row = await svc.store.sessions.record_turn(
+            session_id, {"turn": turn, "query": query, "phase": ctx.session.phase, **step}, [user, reply]
+        )
+    else:
+        turn_row = await svc.store.sessions.extend_turn(session_id, turn, step, [reply])
+    case_id = None
+    if not done.tool_calls:  # a finished turn (its whole tool loop is the plan) may be served as an example
+        case_id = _keep_as_champion(svc, session_id, turn, query, done.text, turn_row)
     return {
         "session_id": session_id,
         "turn": turn,
         "answer": done.text,
+        "tool_calls": done.tool_calls,
+        "finish_reason": done.finish_reason,
         "tokens_in": tokens_in,
         "tokens_out": done.tokens_out,
         "snapshot_id": row.id,
         "champion_case_id": case_id,
+        "model": ctx.model,
         "summary": assembled.snapshot.summary(),
         "snapshot": snapshot,
     }
+
+
+def _with_options(ctx: AssemblyContext, current: OpenTurn | None, options: TurnOptions) -> AssemblyContext:
+    changes: dict[str, Any] = {}
+    if current is not None:  # the turn so far, after its query: the assistant's calls and the results
+        start = next((i for i, m in enumerate(current.messages) if m.role == "user"), -1) + 1
+        changes["continuation"] = tuple(message_of(m) for m in current.messages[start:] if m.valid)
+    if options.tools is not None:
+        changes["tools"] = options.tools
+    if options.model:
+        changes["model"] = options.model
+    return dataclasses.replace(ctx, **changes) if changes else ctx
+
+
+async def with_component_instructions(svc: TDAService, ctx: AssemblyContext) -> AssemblyContext:
+    """The instruction texts of the profile's components (one read), for component_instructions."""
+    texts = await svc.store.components.texts_for(ctx.profile.components)
+    return dataclasses.replace(ctx, extras={**ctx.extras, "component_instructions": texts}) if texts else ctx
+
+
+def _inputs(ctx: AssemblyContext, options: TurnOptions) -> dict[str, Any]:
+    """What replay needs to assemble this window again."""
+    inputs: dict[str, Any] = {
+        "query": ctx.query,
+        "model": ctx.model,
+        "hashes": input_hashes(ctx),
+        "profile_context_limit": ctx.profile.context_limit,
+        "session_context_limit": ctx.session.context_limit,
+        "phase": ctx.session.phase,
+    }
+    if ctx.continuation:
+        inputs["continuation"] = [m.to_chat() for m in ctx.continuation]
+    if options.tools is not None:
+        inputs["tools"] = [t.to_openai() for t in options.tools]
+    return inputs
+
+
+async def _call_model(
+    svc: TDAService, ctx: AssemblyContext, assembled: AssembledContext, options: TurnOptions, snapshot_id: int
+) -> Completion:
+    reserve = assembled.snapshot.output_reserve
+    max_tokens = min(n for n in (reserve or None, options.max_tokens) if n) if (reserve or options.max_tokens) else None
+    sent = {t["function"]["name"] for t in assembled.tools}
+    tool_choice = options.tool_choice
+    if isinstance(tool_choice, Mapping) and (tool_choice.get("function") or {}).get("name") not in sent:
+        tool_choice = None  # the named tool got no schema this turn; a provider would reject the call
+    called = time.perf_counter()
+    try:
+        done = await svc.llm.complete(
+            ctx.model,
+            assembled.messages,
+            assembled.tools,
+            max_tokens=max_tokens,
+            tool_choice=tool_choice if assembled.tools else None,
+            on_delta=options.on_delta,
+        )
+    except Exception as exc:  # provider errors are many and untyped; the caller needs the reason
+        raise UpstreamFailed(
+            f"the model call failed ({type(exc).__name__}: {exc}); snapshot {snapshot_id} was kept",
+            snapshot_id=snapshot_id,
+        ) from None
+    if options.timings is not None:
+        options.timings["model_ms"] = (time.perf_counter() - called) * 1000
+    return done
+
+
+def tool_text(content: Any) -> str:
+    """A tool result's text: strings as sent, OpenAI content parts joined, anything else as JSON."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list) and all(isinstance(p, Mapping) for p in content):
+        return "".join(str(p.get("text", "")) for p in content)
+    return json.dumps(content, ensure_ascii=False, default=str)
+
+
+def as_result(tool: str, content: str) -> dict[str, Any]:
+    """A tool message as a turn result in a shape plan_hydration distils (a table when the JSON is one)."""
+    try:
+        data = json.loads(content)
+    except ValueError:
+        return {"tool": tool, "text": content}
+    if isinstance(data, list) and data and all(isinstance(r, Mapping) for r in data):
+        data = {"rows": data}
+    if isinstance(data, Mapping) and "rows" in data:
+        candidate = {**data, "tool": data.get("tool") or tool}
+        try:
+            parse_result(candidate, 1)
+            return candidate
+        except ValueError:
+            pass
+    return {"tool": tool, "text": content}
 
 
 def _plan_of(done: Completion) -> str:
@@ -128,23 +419,19 @@ def _plan_of(done: Completion) -> str:
     return "\n".join(lines)
 
 
-def _keep_as_champion(
-    svc: TDAService, session_id: str, turn: int, query: str, done: Completion, tokens_in: int
-) -> str | None:
-    """Record the answered turn as a champion case, after the response (the session's next turn waits for it).
-    The turn is already stored: a failure there costs the case, never the turn."""
+def _keep_as_champion(svc: TDAService, session_id: str, turn: int, query: str, answer: str, row: TurnRow) -> str | None:
+    """Record the finished turn (its whole tool loop is the plan) as a champion case, after the response (the
+    session's next turn waits for it). The turn is already stored: a failure there costs the case, never the turn."""
     recorder = svc.sources.case_recorder
-    plan = _plan_of(done)
-    if recorder is None or not (done.text.strip() or plan):
+    plan, tokens = row.plan, row.tokens_in + row.tokens_out
+    if recorder is None or not query.strip() or not (answer.strip() or plan):
         return None
 
     async def record() -> None:
-        await recorder.record_case(
-            query, done.text, plan=plan, tokens=tokens_in + done.tokens_out, session_id=session_id, turn=turn
-        )
+        await recorder.record_case(query, answer, plan=plan, tokens=tokens, session_id=session_id, turn=turn)
 
     svc.writer.submit(session_id, record, f"champion case of turn {turn} of session {session_id}")
-    return recorder.case_id(query, done.text)
+    return recorder.case_id(query, answer)
 
 
 async def set_feedback(svc: TDAService, session_id: str, turn: int, feedback: int) -> dict[str, Any]:
@@ -166,6 +453,32 @@ async def set_feedback(svc: TDAService, session_id: str, turn: int, feedback: in
     return {"session_id": session_id, "turn": turn, "feedback": feedback, "champion_case_id": case_id}
 
 
+async def carried_into_phase(
+    svc: TDAService, session_id: str, to_phase: str | None, summary: str | None
+) -> dict[str, Any] | None:
+    """The message a move to a later IFOC phase carries (``phases.transition``), as a row to store, or None.
+    Without a ``summary`` from the caller, the old phase's valid turns are summarised one line each."""
+    data = await svc.store.sessions.load(session_id)
+    from_phase = data.session.phase
+    if to_phase is None or from_phase is None or not phases.is_forward(from_phase, to_phase):
+        return None
+    if summary is None:
+        summary = "\n".join(
+            f"- Turn {t.turn}: {clip(t.query, 160)} -> {clip(t.answer, 200) or t.outcome}"
+            for t in data.turns[-PHASE_SUMMARY_TURNS:]
+            if t.valid and t.phase == from_phase
+        )
+    last_turn = max(data.last_message_turn, data.turns[-1].turn if data.turns else 0)
+    message = phases.transition(from_phase, to_phase, summary, turn=last_turn)
+    if message is None:
+        return None
+    return {"role": "system", "content": message.content, "turn": message.turn, "phase": message.phase}
+
+
+PHASE_SUMMARY_TURNS = 20
+"""How many of the old phase's newest turns the default phase summary lists."""
+
+
 async def preview(svc: TDAService, body: PreviewIn) -> dict[str, Any]:
     if body.type is not None:
         window_type: ContextWindowType = svc.validate_type(body.type, loc=("type",))
@@ -174,8 +487,13 @@ async def preview(svc: TDAService, body: PreviewIn) -> dict[str, Any]:
         stored = await svc.store.types.get(body.type_id or "")
         window_type, version = stored.type, stored.version
     data = await svc.store.sessions.load(body.session_id)
-    history = StoredHistory(svc.store.sessions, data)
+    if body.profile_id:  # what if this session ran under another profile (its prompt, tools, model)?
+        data = dataclasses.replace(data, profile=await svc.store.profiles.get(body.profile_id))
+    history = await svc.history.source(data)
     ctx = build_context(data, body.query, default_model=svc.settings.model, sources=svc.sources, history=history)
+    ctx = await with_component_instructions(svc, ctx)
+    if body.context_limit is not None:  # what if the limit were this (like a session override: only lowers)
+        ctx = dataclasses.replace(ctx, session=dataclasses.replace(ctx.session, context_limit=body.context_limit))
     assembled = await svc.scratch_handler.assemble(ctx, window_type)
     return {
         "persisted": False,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -27,26 +29,31 @@ async def test_tools_choose_the_richest_level_that_fits(modules):
     ctx = module_ctx(make_ctx(tools=make_tools(10)))
     est = ctx.tokens
     full = await tools_module.contribute(100_000, ctx)
-    full_cost = sum(est.count_tool(t) for t in full.tool_schemas())
+    full_cost = est.count_tools(full.tool_schemas())
     assert full.strategy == "full" and len(full.tool_schemas()) == 10
     condensed = await tools_module.contribute(full_cost - 1, ctx)
     assert condensed.strategy == "condensed" and condensed.placement == "tools"
-    schema = condensed.tool_schemas()[0]
-    assert schema.description == "Tool number 0 does a useful thing."
+    assert [t.name for t in condensed.tool_schemas()] == [f"tool_{i}" for i in range(10)]  # all still callable
+    schema = condensed.tool_schemas()[-1]
+    assert schema.description == "Tool number 9 does a useful thing."
     assert "description" not in schema.parameters["properties"]["arg_0"]
-    assert schema.parameters["required"] == ["arg_0"]
-    names = await tools_module.contribute(60, ctx)
+    assert list(schema.parameters["required"]) == ["arg_0"]
+    names = await tools_module.contribute(40, ctx)
     assert names.strategy == "names_only" and names.placement == "system"
-    assert 3 + est.count(names.text()) <= 60 and 0 < names.metadata["included"] < 10
+    assert est.count_text_message(names.text()) <= 40 and 0 < names.metadata["listed"] < 10
+    assert names.metadata["left_out"] == [f"tool_{i}" for i in range(10)]
 
 
-async def test_tools_after_the_first_turn_are_names_only_unless_forced(modules):
+async def test_tools_stay_full_on_later_turns_unless_configured_otherwise(modules):
     later = make_ctx(tools=make_tools(3), messages=conversation(2))
-    assert (await modules["tool_definitions"].contribute(100_000, module_ctx(later))).strategy == "names_only"
-    forced = await modules["tool_definitions"].contribute(100_000, module_ctx(later, force_full=True))
-    assert forced.strategy == "full"
-    configured = module_ctx(later, config={"after_first_turn": "full"})
-    assert (await modules["tool_definitions"].contribute(100_000, configured)).strategy == "full"
+    assert (await modules["tool_definitions"].contribute(100_000, module_ctx(later))).strategy == "full"
+    lean = module_ctx(later, config={"after_first_turn": "names_only"})
+    assert (await modules["tool_definitions"].contribute(100_000, lean)).strategy == "names_only"
+    forced = module_ctx(later, force_full=True, config={"after_first_turn": "names_only"})
+    assert (await modules["tool_definitions"].contribute(100_000, forced)).strategy == "full"
+    purged = make_ctx(tools=make_tools(3), messages=[replace(m, valid=False) for m in conversation(2)])
+    again = module_ctx(purged, config={"after_first_turn": "names_only"})
+    assert (await modules["tool_definitions"].contribute(100_000, again)).strategy == "full"  # purge resets to full
 
 
 async def test_tools_condense_one_level_at_a_time(modules):
@@ -54,7 +61,7 @@ async def test_tools_condense_one_level_at_a_time(modules):
     full = await modules["tool_definitions"].contribute(100_000, ctx)
     smaller = await modules["tool_definitions"].condense(full, 100_000, ctx)
     assert smaller.strategy == "condensed"
-    assert (await modules["tool_definitions"].condense(smaller, 100_000, ctx)).strategy == "names_only"
+    assert (await modules["tool_definitions"].condense(smaller, 100_000, ctx)).strategy == "partial"
 
 
 @settings(max_examples=60, deadline=None)
@@ -65,9 +72,7 @@ async def test_tools_never_exceed_their_budget(budget, n):
     module = ModuleRegistry(entry_point_group=None).load().modules["tool_definitions"]
     ctx = module_ctx(make_ctx(tools=make_tools(n)))
     c = await module.contribute(budget, ctx)
-    cost = sum(ctx.tokens.count_tool(t) for t in c.tool_schemas()) + (
-        3 + ctx.tokens.count(c.text()) if c.texts() else 0
-    )
+    cost = ctx.tokens.count_tools(c.tool_schemas()) + (ctx.tokens.count_text_message(c.text()) if c.texts() else 0)
     assert cost <= budget
 
 
@@ -125,6 +130,26 @@ async def test_tool_calls_and_results_stay_together_and_orphans_are_left_out(mod
         has_call = any(m.tool_calls for m in kept)
         has_result = any(m.role == "tool" for m in kept)
         assert has_call == has_result, budget
+
+
+async def test_a_result_answering_another_call_never_joins_a_unit(modules):
+    call = {"id": "call_a", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}
+    messages = [
+        Message("user", "look it up", turn=1),
+        Message("assistant", "", turn=1, tool_calls=(call,)),
+        Message("tool", "the answer to call_a", turn=1, tool_call_id="call_a"),
+        Message("tool", "a stray result for call_z", turn=1, tool_call_id="call_z"),
+        Message("assistant", "done", turn=1),
+    ]
+    kept = (
+        await modules["conversation_history"].contribute(10_000, module_ctx(make_ctx(messages=messages)))
+    ).messages()
+    assert [m.tool_call_id for m in kept if m.role == "tool"] == ["call_a"]
+    unanswered = [messages[0], messages[1], messages[3], messages[4]]  # call_a's own result is missing
+    kept = (
+        await modules["conversation_history"].contribute(10_000, module_ctx(make_ctx(messages=unanswered)))
+    ).messages()
+    assert not any(m.tool_calls or m.role == "tool" for m in kept)
 
 
 async def test_history_cost_does_not_depend_on_history_length(modules):

@@ -53,11 +53,23 @@ async def test_deactivated_and_inactive_modules_are_skipped_with_reasons():
     registry = ModuleRegistry.from_modules([a, b, c])
     registry.deactivate("b")
     t = wtype({"a": (30, 0, 100, 50), "b": (10, 0, 100, 40), "c": (10, 0, 100, 30)})
-    t.modules["c"].active = False
+    t = t.model_copy(update={"modules": {**t.modules, "c": t.modules["c"].model_copy(update={"active": False})}})
     snap = (await ContextWindowHandler(registry).assemble(make_ctx(), t)).snapshot
     assert snap.module("b").reason == "deactivated"
     assert snap.module("c").reason == "inactive in this window type"
     assert b.calls == [] and c.calls == []
+    assert snap.module("a").target_pct == pytest.approx(50)  # both skipped shares (10 + 10) went to a
+
+
+async def test_an_inactive_slot_frees_its_share_for_the_others():
+    a, b, c = Scripted("a", BLOCKS), Scripted("b", BLOCKS), Scripted("c", BLOCKS)
+    t = wtype({"a": (30, 0, 100, 50), "b": (10, 0, 100, 40), "c": (22, 0, 100, 30)})
+    t = t.model_copy(update={"modules": {**t.modules, "c": t.modules["c"].model_copy(update={"active": False})}})
+    snap = (await handler(a, b, c).assemble(make_ctx(), t)).snapshot
+    # 22 points freed, shared 3:1 like the active targets
+    assert snap.module("a").target_pct == pytest.approx(30 + 22 * 0.75)
+    assert snap.module("b").target_pct == pytest.approx(10 + 22 * 0.25)
+    assert any("redistributed 22%" in line for line in snap.decisions)
 
 
 async def test_first_turn_forces_full_tools_and_raises_target_to_max():
@@ -260,8 +272,8 @@ async def test_builtin_modules_produce_provider_ready_output(builtin_registry):
     assert first.tools[0]["function"]["parameters"]["properties"]["arg_0"]["description"]  # full schemas
     later_ctx = make_ctx(messages=conversation(3), tools=make_tools(6), limit=128_000)
     later = await handler_.assemble(later_ctx, DEFAULT_TYPES["balanced"])
-    assert later.tools == []  # after the first turn: names only, in the system text
-    assert later.messages[0]["role"] == "system" and "tool_0" in later.messages[0]["content"]
+    assert later.tools == first.tools  # full schemas on every turn they fit, in the same order (prompt caches hit)
+    assert later.messages[0]["role"] == "system"
     assert [m["role"] for m in later.messages[-7:]] == ["user", "assistant"] * 3 + ["user"]
     assert later.messages[-1]["content"] == later_ctx.query
 
@@ -276,3 +288,28 @@ async def test_turn_records_count_as_completed_turns():
     turns = [TurnRecord(turn=i, query=f"q{i}") for i in (1, 2)]
     snap = (await handler(hist).assemble(make_ctx(turns=turns), t)).snapshot
     assert snap.turn == 3 and snap.adjustments_fired
+
+
+async def test_a_turn_continues_with_its_tool_loop_after_the_query_and_counts_it():
+    import dataclasses
+
+    from components.context_window.base import Message
+
+    call = {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}
+    loop = (
+        Message("assistant", "", turn=3, tool_calls=(call,)),
+        Message("tool", words(200, "row"), turn=3, tool_call_id="c1"),
+    )
+    hist = Scripted("conversation_history", BLOCKS)
+    t = wtype({"conversation_history": (60, 0, 90, 80)})
+    plain = await handler(hist).assemble(make_ctx(limit=4_000), t)
+    ctx = dataclasses.replace(make_ctx(limit=4_000), continuation=loop)
+    out = await handler(hist).assemble(ctx, t)
+    assert [m["role"] for m in out.messages[-3:]] == ["user", "assistant", "tool"]
+    assert out.messages[-1]["tool_call_id"] == "c1" and out.messages[-3]["content"] == ctx.query
+    assert out.snapshot.query_tokens > plain.snapshot.query_tokens
+    assert out.snapshot.total_used <= out.snapshot.available_budget
+    assert out.snapshot.module("conversation_history").used < plain.snapshot.module("conversation_history").used
+    huge = dataclasses.replace(ctx, continuation=(loop[0], Message("tool", words(5000, "row"), tool_call_id="c1")))
+    with pytest.raises(BudgetExceeded, match="tool"):
+        await handler(hist).assemble(huge, t)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import tiktoken
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -174,3 +175,15 @@ def test_model_limit_comes_from_litellm_then_table_then_default():
     assert resolve_model_limit("gpt-4") == (8_192, "litellm")
     assert resolve_model_limit("my-gateway/llama3-custom") == (8_192, "fallback_table")
     assert resolve_model_limit("something-unmapped") == (128_000, "default")
+
+
+@pytest.mark.parametrize(
+    ("model", "limit"),
+    [
+        ("gemini-2.0-flash", 1_048_576),  # Google's model card; litellm's bundled map does not have it
+        ("gemini/gemini-2.0-flash", 1_048_576),
+        ("ollama/llama3.1:8b", 131_072),  # Llama 3.1 reads 128K, not Llama 3's 8K
+    ],
+)
+def test_models_missing_from_litellm_resolve_from_the_table(model, limit):
+    assert resolve_model_limit(model) == (limit, "fallback_table")

@@ -96,7 +96,7 @@ def test_rules_validate_conditions_actions_and_their_modules():
 
 def test_at_most_one_default():
     types = default_types()
-    types[1].is_default = True
+    types[1] = types[1].model_copy(update={"is_default": True})
     with pytest.raises(ValueError, match="only one default"):
         validate_default_flags(types)
     validate_default_flags(default_types())
@@ -105,3 +105,34 @@ def test_at_most_one_default():
 def test_round_trips_through_json():
     for t in DEFAULT_TYPES.values():
         assert ContextWindowType.model_validate_json(t.model_dump_json()) == t
+
+
+REFERENCE_RULES = [
+    {"condition": "high_confidence_rag", "action": {"reduce": "tool_definitions", "by_pct": 50}},
+    {"condition": "no_documents_attached", "action": {"transfer": "document_context", "to": "conversation_history"}},
+    {"condition": "first_turn", "action": {"force_full": "tool_definitions"}},
+    {"condition": "long_conversation", "action": {"condense": "conversation_history"}},
+]
+
+
+def test_the_reference_rule_form_is_accepted_and_stored_in_tdas_form():
+    data = DEFAULT_TYPES["balanced"].model_dump() | {"id": "reference", "dynamic_adjustments": REFERENCE_RULES}
+    rules = ContextWindowType.model_validate(data).model_dump()["dynamic_adjustments"]
+    assert rules[0] == {
+        "condition": {"type": "high_confidence_rag", "threshold": 0.85},
+        "action": {"type": "reduce", "module": "tool_definitions", "by_pct": 50},
+    }
+    assert rules[1]["action"] == {"type": "transfer", "module": "document_context", "to": "conversation_history"}
+    assert rules[2]["action"] == {"type": "force_full", "module": "tool_definitions"}
+    assert rules[3]["condition"] == {"type": "long_conversation", "threshold": 10}
+    assert (
+        ContextWindowType.model_validate(data | {"dynamic_adjustments": rules}).model_dump()["dynamic_adjustments"]
+        == rules
+    )
+
+
+def test_a_shorthand_action_without_a_known_verb_says_what_to_write():
+    data = DEFAULT_TYPES["balanced"].model_dump() | {"id": "reference"}
+    data["dynamic_adjustments"] = [{"condition": "first_turn", "action": {"shrink": "tool_definitions"}}]
+    with pytest.raises(ValidationError, match="reduce, transfer, force_full or condense"):
+        ContextWindowType.model_validate(data)

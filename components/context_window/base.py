@@ -9,9 +9,10 @@ from __future__ import annotations
 import itertools
 import json
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Mapping, MutableSequence, Sequence
+from dataclasses import dataclass, field, replace
 from functools import cached_property
+from types import MappingProxyType
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -21,6 +22,41 @@ PROFILE_TYPES: tuple[str, ...] = ("tool_enabled", "llm_only", "rag_focused", "ge
 
 Placement = Literal["system", "tools", "history", "context"]
 """Where a contribution goes in the assembled window, most stable first (provider prompt caches)."""
+PLACEMENTS: tuple[str, ...] = ("system", "tools", "history", "context")
+ROLES: frozenset[str] = frozenset({"system", "user", "assistant", "tool"})
+
+
+def freeze(value: Any) -> Any:
+    """A read-only deep copy of plain data: mappings become ``MappingProxyType``, lists and tuples tuples."""
+    if isinstance(value, Mapping):
+        return MappingProxyType({k: freeze(v) for k, v in value.items()})
+    if isinstance(value, list | tuple):
+        return tuple(freeze(v) for v in value)
+    if isinstance(value, set | frozenset):
+        return frozenset(freeze(v) for v in value)
+    return value
+
+
+def thaw(value: Any) -> Any:
+    """Plain, JSON-ready data from ``freeze``'s output (a fresh copy the caller may change)."""
+    if isinstance(value, Mapping):
+        return {k: thaw(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [thaw(v) for v in value]
+    return value
+
+
+def _frozen(value: Any) -> bool:
+    return type(value) is MappingProxyType
+
+
+def _unfrozen(value: Any) -> Any:
+    """``json.dumps``'s hook for frozen mappings (tuples already serialise as lists)."""
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, frozenset):
+        return sorted(value)
+    raise TypeError(f"{type(value).__name__} is not JSON data")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -95,10 +131,19 @@ class Message:
     """Token counts of this message's own text (content, name, tool calls; not the per-message overhead), per
     encoding, counted when it was stored: a long history is not re-tokenised. ``None``: count it now."""
 
+    def __post_init__(self) -> None:
+        # Checked once, when made: a message is then safe to share, count once and send as counted.
+        if self.role not in ROLES or type(self.content) is not str:
+            raise ValueError(f"a message needs a role in {sorted(ROLES)} and text content, got {self.role!r}")
+        if self.tool_calls and not all(_frozen(c) for c in self.tool_calls):
+            if not all(isinstance(c, Mapping) for c in self.tool_calls):
+                raise ValueError("tool_calls must be mappings in OpenAI's format")
+            object.__setattr__(self, "tool_calls", freeze(self.tool_calls))
+
     def to_chat(self) -> dict[str, Any]:
         out: dict[str, Any] = {"role": self.role, "content": self.content}
         if self.tool_calls:
-            out["tool_calls"] = [dict(c) for c in self.tool_calls]
+            out["tool_calls"] = thaw(self.tool_calls)
         if self.tool_call_id is not None:
             out["tool_call_id"] = self.tool_call_id
         if self.name is not None:
@@ -128,16 +173,26 @@ class ToolSchema:
     description: str = ""
     parameters: Mapping[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name or not isinstance(self.description, str):
+            raise ValueError(f"a tool needs a non-empty name and a text description, got {self.name!r}")
+        if not isinstance(self.parameters, Mapping):
+            raise ValueError(f"tool {self.name}: parameters must be a JSON schema object")
+        if not _frozen(self.parameters):  # read-only: what is counted is what is sent
+            object.__setattr__(self, "parameters", freeze(self.parameters))
+
     def to_openai(self) -> dict[str, Any]:
-        return {
-            "type": "function",
-            "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
-        }
+        """The tool as sent: a fresh dict parsed from ``json`` (exactly what was counted; the caller may change it)."""
+        return json.loads(self.json)
 
     @cached_property
     def json(self) -> str:
         """The exact JSON text sent for this tool (as the OpenAI SDK and httpx serialise a request body)."""
-        return json.dumps(self.to_openai(), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        tool = {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
+        }
+        return json.dumps(tool, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=_unfrozen)
 
     @classmethod
     def from_openai(cls, data: Mapping[str, Any]) -> ToolSchema:
@@ -265,19 +320,27 @@ HISTORY_PAGES = (32, 128, 512)
 """Page sizes of a walk: small first (a short window stops early), larger after (fewer reads for a long one)."""
 
 
-async def newest_first(source: MessageSource) -> AsyncIterator[tuple[int, Message]]:
-    """``(position, message)`` from the newest back, position counted from the oldest (0) as in a list.
-    Pages are read only as the caller walks on: stop early and the older ones are never read. Every walk asks
-    for the same pages, so a source that keeps its pages serves a second walk from memory."""
+async def pages_newest_first(source: MessageSource) -> AsyncIterator[tuple[int, Sequence[Message]]]:
+    """``(position of the page's first message, messages newest first)`` from the newest page back; a message's
+    position is its index in the history counted from the oldest (0), as in a list. Pages are read only as the
+    caller walks on: stop early and the older ones are never read. Every walk asks for the same pages, so a
+    source that keeps its pages serves a second walk from memory."""
     position, cursor = source.total, None
     for n in itertools.count():
         page = await source.page(cursor, HISTORY_PAGES[min(n, len(HISTORY_PAGES) - 1)])
-        for message in page.messages:
-            position -= 1
-            yield position, message
+        if page.messages:
+            yield position - 1, page.messages
+            position -= len(page.messages)
         if page.older is None or not page.messages:
             return
         cursor = page.older
+
+
+async def newest_first(source: MessageSource) -> AsyncIterator[tuple[int, Message]]:
+    """``(position, message)`` from the newest back (see ``pages_newest_first``)."""
+    async for first, messages in pages_newest_first(source):
+        for offset, message in enumerate(messages):
+            yield first - offset, message
 
 
 # ---------------------------------------------------------------------------------------------
@@ -344,6 +407,13 @@ class CaseRetriever(Protocol):
 
 
 @runtime_checkable
+class Embedder(Protocol):
+    """Embeds short texts (the knowledge store's embedder): vectors of one length, comparable by cosine."""
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+
+@runtime_checkable
 class Summarizer(Protocol):
     async def summarize(self, text: str, *, max_tokens: int, instruction: str = "") -> str: ...
 
@@ -374,16 +444,46 @@ class AssemblyContext:
     knowledge: KnowledgeRetriever | None = None
     cases: CaseRetriever | None = None
     summarizer: Summarizer | None = None
+    embedder: Embedder | None = None
+    """Optional: lets modules rank by meaning as well as by words (tool_definitions ranks tools with it)."""
     model_limit: int | None = None
     """Known input limit of the model; ``None`` means the orchestrator resolves it."""
+    continuation: Sequence[Message] = ()
+    """The current turn's tool loop so far (assistant ``tool_calls``, then the ``tool`` results answering
+    them), sent right after the query and never dropped: the model continues the turn with the results."""
     extras: Mapping[str, Any] = field(default_factory=dict)
     """Free-form inputs for third-party modules (e.g. ``component_instructions`` texts)."""
     directives: Directives = field(default_factory=Directives)
     tokens: TokenCounter | None = None
     """Set by the orchestrator: the estimator whose counts the budget is enforced with."""
+    memo: dict[str, Any] = field(default_factory=dict)
+    """This module's scratch space for this one assembly (shared by its ``signals``, ``contribute`` and
+    ``condense`` calls, fresh for the next assembly): what is fetched once per turn lives here, so nothing
+    from an earlier assembly can leak into a later one."""
 
-    def for_module(self, directives: Directives, tokens: TokenCounter) -> AssemblyContext:
-        return _evolve(self, directives=directives, tokens=tokens)
+    def for_module(
+        self, directives: Directives, tokens: TokenCounter, memo: dict[str, Any] | None = None
+    ) -> AssemblyContext:
+        return _evolve(self, directives=directives, tokens=tokens, memo={} if memo is None else memo)
+
+    def read_only(self) -> AssemblyContext:
+        """This context with nothing a module could change for the others: mutable sequences become
+        tuples and ``extras`` a frozen copy (messages, tools and records are frozen themselves)."""
+        session = self.session
+        changed = {
+            name: tuple(value)
+            for name in ("messages", "turns", "documents")
+            if isinstance(value := getattr(session, name), MutableSequence)
+        }
+        if changed:
+            session = replace(session, **changed)
+        return _evolve(
+            self,
+            session=session,
+            tools=tuple(self.tools) if isinstance(self.tools, MutableSequence) else self.tools,
+            continuation=tuple(self.continuation),
+            extras=self.extras if _frozen(self.extras) else freeze(self.extras),
+        )
 
 
 def _evolve(obj: Any, **changes: Any) -> Any:

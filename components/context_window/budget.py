@@ -13,12 +13,17 @@ SURPLUS_RECIPIENT_ABOVE = 0.80
 
 
 class BudgetExceeded(Exception):
-    """The content that may not be condensed or dropped does not fit in the available budget."""
+    """The floor — content that may not be condensed or dropped — does not fit in the available budget.
 
-    def __init__(self, floor_tokens: int, available: int, detail: str = "") -> None:
+    ``parts`` says what the floor is made of (module ids of non-condensable contributions, ``query``,
+    ``reply priming``) and how many tokens each needs; they add up to ``floor_tokens``.
+    """
+
+    def __init__(self, floor_tokens: int, available: int, parts: Mapping[str, int] | None = None) -> None:
         self.floor_tokens = floor_tokens
         self.available = available
-        self.detail = detail
+        self.parts = dict(parts or {})
+        detail = ", ".join(f"{name} {tokens:,}" for name, tokens in self.parts.items())
         super().__init__(
             f"the non-condensable floor needs {floor_tokens:,} tokens but only {available:,} are available"
             + (f" ({detail})" if detail else "")

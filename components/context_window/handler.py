@@ -13,21 +13,24 @@ Every figure is counted with one TokenEstimator on the exact text sent, so the g
 
 from __future__ import annotations
 
-import asyncio
+import logging
 import math
 import time
-from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from . import budget as b
 from . import window_type as wt
-from .base import AssemblyContext, ContextModule, Contribution, Directives, Message, ToolSchema
+from .base import AssemblyContext, ContextModule, Contribution, Directives, Message, ToolSchema, freeze
 from .conditions import Facts, holds
+from .isolation import BLOCKING_WARN_S, Outcome, checked_contribution, checked_signals, run_calls
+from .session_cache import BoundedCache
 from .snapshot import Condensation, ContextWindowSnapshot, ModuleUsage, Reallocation
 from .token_estimator import REPLY_PRIMING, TokenEstimator, estimator_for, resolve_model_limit
+
+log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT_S = 2.0
 _PLACEMENT_ORDER = {"system": 0, "tools": 1, "history": 2, "context": 3}
@@ -67,6 +70,7 @@ class _Slot:
     condensed: bool = False
     received: int = 0
     donated: int = 0
+    blocked_s: float = 0.0
 
     @property
     def module_id(self) -> str:
@@ -98,6 +102,7 @@ class _Run:
     fired: list[str] = field(default_factory=list)
     condensations: list[Condensation] = field(default_factory=list)
     reallocations: list[Reallocation] = field(default_factory=list)
+    memos: dict[str, dict[str, Any]] = field(default_factory=dict)
     started: float = 0.0
 
     @property
@@ -125,8 +130,8 @@ class ContextWindowHandler:
         self.modules = modules
         self.timeout_s = timeout_s
         self._estimator = estimator
-        self._previous: OrderedDict[str, list[Any]] = OrderedDict()
-        self._remember = remember_sessions
+        self._previous: BoundedCache[str, list[Any]] = BoundedCache(remember_sessions)
+        """Per session, the previous window's items: only ``prefix_stable_tokens`` reads it."""
 
     async def assemble(self, ctx: AssemblyContext, window_type: wt.ContextWindowType) -> AssembledContext:
         run = self._start(ctx, window_type)
@@ -141,6 +146,7 @@ class ContextWindowHandler:
     # -- set-up ----------------------------------------------------------------------------------
 
     def _start(self, ctx: AssemblyContext, wtype: wt.ContextWindowType) -> _Run:
+        ctx = ctx.read_only()
         model_limit, source = (ctx.model_limit, "context") if ctx.model_limit else resolve_model_limit(ctx.model)
         started = time.perf_counter()  # after the limit lookup: litellm's one-off import is not assembly time
         limits = b.resolve_limits(
@@ -148,13 +154,16 @@ class ContextWindowHandler:
         )
         tokens = self._estimator(ctx.model)
         query = Message("user", ctx.query, turn=ctx.session.turn_number)
-        run = _Run(ctx, wtype, limits, tokens, query, tokens.count_message(query), started=started)
+        # The turn's own tool loop is part of the query: the model answers the whole of it.
+        query_tokens = tokens.count_message(query) + sum(tokens.count_message(m) for m in ctx.continuation)
+        run = _Run(ctx, wtype, limits, tokens, query, query_tokens, started=started)
         run.log(
             f"limit {limits.effective_limit:,} ({limits.limit_source}); reserve {limits.output_reserve:,}; "
             f"available {limits.available:,}; query {run.query_tokens:,}"
+            + (f" (with {len(ctx.continuation)} tool-loop messages)" if ctx.continuation else "")
         )
         if run.module_budget < 0:
-            raise b.BudgetExceeded(run.query_tokens + REPLY_PRIMING, limits.available, "the query alone")
+            raise b.BudgetExceeded(run.query_tokens + REPLY_PRIMING, limits.available, self._floor_parts(run))
         return run
 
     # -- pass 1: resolve -------------------------------------------------------------------------
@@ -165,7 +174,7 @@ class ContextWindowHandler:
             module = self.modules.get(module_id)
             reason = self._skip_reason(spec, module, module_id, run.ctx.profile.type)
             if reason:
-                freed += spec.target_pct if spec.active else 0.0
+                freed += spec.target_pct  # inactive, not installed, switched off or not applicable alike
                 run.skipped.append(ModuleUsage(module_id, "skipped", spec.priority, 0.0, reason=reason))
                 run.log(f"pass 1: skip {module_id}: {reason}")
                 continue
@@ -191,15 +200,18 @@ class ContextWindowHandler:
     # -- signals ---------------------------------------------------------------------------------
 
     async def _gather_signals(self, run: _Run) -> None:
-        slots = [s for s in run.slots.values() if type(s.module).signals is not ContextModule.signals]
-        results = await asyncio.gather(
-            *(self._timed(s.module.signals(self._module_ctx(run, s))) for s in slots), return_exceptions=True
-        )
-        for slot, result in zip(slots, results, strict=True):
-            if isinstance(result, BaseException):
-                run.log(f"signals: {slot.module_id} failed ({_describe(result)}); ignored")
-            elif result:
-                run.signals[slot.module_id] = result
+        slots = {m: s for m, s in run.slots.items() if type(s.module).signals is not ContextModule.signals}
+        outcomes = await self._call(run, {m: s.module.signals(self._module_ctx(run, s)) for m, s in slots.items()})
+        for module_id, outcome in outcomes.items():
+            if outcome.status != "ok":
+                run.log(f"signals: {module_id} {outcome.status} ({outcome.reason}); ignored")
+                continue
+            good, bad = checked_signals(outcome.value)
+            for problem in bad:
+                run.log(f"signals: {module_id}: {problem}; ignored")
+                log.warning("module %s: %s; ignored", module_id, problem)
+            if good:
+                run.signals[module_id] = good
 
     # -- pass 2: adjust --------------------------------------------------------------------------
 
@@ -260,7 +272,7 @@ class ContextWindowHandler:
             slot.allocated = allocation[module_id]
             slot.max_tokens = max(slot.allocated, math.floor(slot.spec.max_pct * budget / 100))
         ordered = sorted(run.slots.values(), key=lambda s: (-s.priority, s.module_id))
-        await asyncio.gather(*(self._contribute(run, s, s.allocated) for s in ordered))
+        await self._contribute(run, {s.module_id: s.allocated for s in ordered})
         for slot in ordered:
             if slot.status == "ok" and slot.used > slot.allocated:
                 run.log(f"pass 3: {slot.module_id} used {slot.used:,} of its {slot.allocated:,} allocation")
@@ -268,21 +280,49 @@ class ContextWindowHandler:
             if slot.condense_rule is not None and slot.status == "ok":
                 await self._condense_by_rule(run, slot, slot.condense_rule)
 
-    async def _contribute(self, run: _Run, slot: _Slot, allocation: int) -> Contribution | None:
-        """Call contribute() under the timeout; record failure instead of raising. Returns the result."""
-        if allocation <= 0:
-            slot.status, slot.reason = "skipped", "no budget allocated"
+    async def _contribute(self, run: _Run, budgets: dict[str, int]) -> None:
+        """Call contribute() on these slots under the timeout; a failure is recorded, never raised.
+
+        A non-condensable module is always asked, even with no allocation: what it sends is the floor,
+        sent whole or reported by ``BudgetExceeded``, never silently left out.
+        """
+        calls: dict[str, Coroutine[Any, Any, Any]] = {}
+        for module_id, budget in budgets.items():
+            slot = run.slots[module_id]
+            if budget <= 0 and slot.condensable:
+                slot.status, slot.reason = "skipped", "no budget allocated"
+                continue
+            calls[module_id] = slot.module.contribute(max(budget, 0), self._module_ctx(run, slot))
+        for module_id, outcome in (await self._call(run, calls)).items():
+            slot = run.slots[module_id]
+            contribution = self._accepted(run, slot, outcome)
+            if contribution is not None:
+                slot.contribution, slot.status, slot.reason = contribution, "ok", ""
+            else:
+                slot.contribution, slot.status, slot.reason = None, outcome.status, outcome.reason
+                run.log(f"pass 3: {module_id} {slot.status}: {slot.reason}; its budget returns to the pool")
+
+    def _accepted(self, run: _Run, slot: _Slot, outcome: Outcome) -> Contribution | None:
+        """The outcome's contribution, checked at the boundary and measured; None (outcome updated) if bad."""
+        if outcome.status != "ok":
             return None
         try:
-            contribution = await self._timed(slot.module.contribute(allocation, self._module_ctx(run, slot)))
-            slot.contribution = self._measured(run, contribution, slot.module_id)
-            return slot.contribution
-        except TimeoutError:
-            slot.status, slot.reason = "timeout", f"contribute() took longer than {self.timeout_s:g} s"
-        except Exception as exc:  # a module must never break the turn
-            slot.status, slot.reason = "failed", _describe(exc)
-        run.log(f"pass 3: {slot.module_id} {slot.status}: {slot.reason}; its budget returns to the pool")
-        return None
+            return self._measured(run, checked_contribution(outcome.value, slot.module_id), slot.module_id)
+        except (ValueError, TypeError) as exc:
+            outcome.status, outcome.reason = "failed", f"invalid contribution: {exc}"
+            return None
+
+    async def _call(self, run: _Run, calls: Mapping[str, Coroutine[Any, Any, Any]]) -> dict[str, Outcome]:
+        """Run module calls isolated (see isolation.py), adding up each module's time on the event loop."""
+        if not calls:
+            return {}
+        outcomes = await run_calls(calls, self.timeout_s)
+        for module_id, outcome in outcomes.items():
+            slot = run.slots[str(module_id)]
+            slot.blocked_s += outcome.blocked_s
+            if outcome.blocked_s > BLOCKING_WARN_S:
+                log.warning("module %s held the event loop for %.3f s", module_id, outcome.blocked_s)
+        return outcomes  # type: ignore[return-value]
 
     async def _condense_by_rule(self, run: _Run, slot: _Slot, rule: wt.Condense) -> None:
         target = math.floor(slot.allocated * rule.to_pct / 100)
@@ -314,14 +354,13 @@ class ContextWindowHandler:
             run.reallocations.append(Reallocation(slot.module_id, slot.received))
         if plan.grants:
             run.log(f"pass 3b: {sum(plan.grants.values()):,} surplus tokens to {', '.join(sorted(plan.grants))}")
-        await asyncio.gather(*(self._recontribute(run, s) for s in recipients))
-
-    async def _recontribute(self, run: _Run, slot: _Slot) -> None:
-        """Let a recipient use its larger allocation; keep the earlier result if the new one is no better."""
-        before = slot.contribution
-        again = await self._contribute(run, slot, slot.allocated)
-        if again is None or again.tokens > slot.allocated or before is None or again.tokens < before.tokens:
-            slot.contribution, slot.status, slot.reason = before, "ok", ""
+        before = {s.module_id: (s.contribution, s.status, s.reason) for s in recipients}
+        await self._contribute(run, {s.module_id: s.allocated for s in recipients})
+        for slot in recipients:  # keep the earlier result if the new one is no better
+            earlier = before[slot.module_id]
+            again = slot.contribution if slot.status == "ok" else None
+            if again is None or again.tokens > slot.allocated or earlier[0] is None or again.tokens < earlier[0].tokens:
+                slot.contribution, slot.status, slot.reason = earlier
 
     # -- pass 4: condense, then trim -------------------------------------------------------------
 
@@ -338,11 +377,16 @@ class ContextWindowHandler:
     async def _condense_slot(self, run: _Run, slot: _Slot, target: int, why: str) -> None:
         before = slot.contribution
         assert before is not None
-        try:
-            smaller = await self._timed(slot.module.condense(before, target, self._module_ctx(run, slot)))
-            smaller = self._measured(run, smaller, slot.module_id)
-        except Exception as exc:
-            run.log(f"condense {slot.module_id}: {_describe(exc)}; kept as it was")
+        if not slot.condensable:  # a type saved before validation knew the module: never condense the floor
+            run.log(f"condense {slot.module_id}: not condensable; sent whole")
+            return
+        outcomes = await self._call(
+            run, {slot.module_id: slot.module.condense(before, target, self._module_ctx(run, slot))}
+        )
+        outcome = outcomes[slot.module_id]
+        smaller = self._accepted(run, slot, outcome)
+        if smaller is None:
+            run.log(f"condense {slot.module_id}: {outcome.status} ({outcome.reason}); kept as it was")
             return
         if smaller.tokens >= before.tokens:
             run.log(f"condense {slot.module_id}: no smaller result ({smaller.tokens:,} tokens); kept")
@@ -366,10 +410,17 @@ class ContextWindowHandler:
             slot.condensed = True
             run.condensations.append(Condensation(slot.module_id, before.tokens, slot.used, "trim", "over budget"))
             run.log(f"trim {slot.module_id}: {before.tokens:,} -> {slot.used:,} tokens, whole units dropped")
-        excess = run.total_used - run.limits.available
-        if excess > 0:
-            floor = run.total_used
-            raise b.BudgetExceeded(floor, run.limits.available, "system prompt, non-condensable modules and query")
+        if run.total_used > run.limits.available:  # only the floor is left, and it does not fit
+            parts = self._floor_parts(run)
+            assert sum(parts.values()) == run.total_used
+            raise b.BudgetExceeded(run.total_used, run.limits.available, parts)
+
+    @staticmethod
+    def _floor_parts(run: _Run) -> dict[str, int]:
+        """What the floor is made of: non-condensable contributions, the query and the reply priming."""
+        parts = {s.module_id: s.used for s in run.slots.values() if not s.condensable and s.used}
+        query = "query and the turn's tool results" if run.ctx.continuation else "query"
+        return parts | {query: run.query_tokens, "reply priming": REPLY_PRIMING}
 
     def _drop_units(self, run: _Run, c: Contribution, target: int) -> Contribution:
         """The largest run of units (kept from the protected end) whose measured size fits ``target``."""
@@ -425,8 +476,9 @@ class ContextWindowHandler:
             if text:
                 messages.append({"role": "system", "content": text})
                 items.append(text)
-        messages.append(run.query.to_chat())
-        items.append(run.query)
+        for message in (run.query, *run.ctx.continuation):
+            messages.append(message.to_chat())
+            items.append(message)
         return messages, tools, items
 
     def _changed_tail_tokens(self, run: _Run, items: list[Any]) -> int:
@@ -435,10 +487,8 @@ class ContextWindowHandler:
         Everything before it is a prefix a provider's prompt cache can reuse.
         """
         session_id = run.ctx.session.id
-        previous = self._previous.pop(session_id, [])
-        self._previous[session_id] = items
-        if len(self._previous) > self._remember:
-            self._previous.popitem(last=False)
+        previous = self._previous.get(session_id, [])
+        self._previous.put(session_id, items)
         same = 0
         for now, before in zip(items, previous, strict=False):  # the windows may differ in length
             if now != before:
@@ -470,6 +520,7 @@ class ContextWindowHandler:
                 surplus_donated=s.donated,
                 reason=s.reason,
                 metadata=dict(s.contribution.metadata) if s.contribution is not None else {},
+                blocked_ms=round(s.blocked_s * 1000, 3),
             )
             for s in sorted(run.slots.values(), key=lambda s: (-s.priority, s.module_id))
         ]
@@ -506,9 +557,9 @@ class ContextWindowHandler:
         directives = Directives(
             force_full=slot.force_full,
             condense_strategy=slot.condense_rule.strategy if slot.condense_rule else None,
-            config={**slot.spec.config, "distillation": run.wtype.distillation.model_dump()},
+            config=freeze({**slot.spec.config, "distillation": run.wtype.distillation.model_dump()}),
         )
-        return run.ctx.for_module(directives, run.tokens)
+        return run.ctx.for_module(directives, run.tokens, run.memos.setdefault(slot.module_id, {}))
 
     def _measured(self, run: _Run, c: Contribution, module_id: str) -> Contribution:
         """The contribution with ``tokens`` counted here, on exactly what will be rendered."""
@@ -534,11 +585,3 @@ class ContextWindowHandler:
         if has_text:
             n += tokens.count_text_message(c.text())
         return c.replace(tokens=n, module_id=module_id)
-
-    async def _timed(self, call: Awaitable[Any]) -> Any:
-        async with asyncio.timeout(self.timeout_s):  # no extra task per call, unlike wait_for
-            return await call
-
-
-def _describe(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__

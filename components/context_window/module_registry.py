@@ -249,6 +249,16 @@ class ModuleRegistry:
         self._ensure_loaded()
         return set(self.modules)
 
+    def validation_context(self, also_known: Iterable[str] = ()) -> dict[str, set[str]]:
+        """What ``ContextWindowType.model_validate(data, context=...)`` needs from the installed modules."""
+        self._ensure_loaded()
+        return {
+            "known_modules": set(self.modules) | set(also_known),
+            "non_condensable": {
+                m for m, module in self.modules.items() if not module.manifest.capabilities.condensable
+            },
+        }
+
     def infos(self) -> list[ModuleInfo]:
         self._ensure_loaded()
         return [self.info(m) for m in sorted(self.modules)]

@@ -24,6 +24,8 @@ class ModuleUsage:
     surplus_donated: int = 0
     reason: str = ""
     metadata: dict[str, Any] = field(default_factory=dict)
+    blocked_ms: float = 0.0
+    """Time the module held the event loop in this assembly (nothing else ran meanwhile); varies run to run."""
 
     @property
     def utilisation(self) -> float:
@@ -92,6 +94,8 @@ class ContextWindowSnapshot:
         data = self.to_dict()
         for key in ("duration_ms", "created_at"):
             data.pop(key)
+        for module in data["modules"]:
+            module.pop("blocked_ms")
         return data
 
     def to_sse(self, event_id: str | int | None = None) -> str:

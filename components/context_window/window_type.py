@@ -1,7 +1,9 @@
 """Context window types: named compositions of modules, validated at the edge (pydantic v2).
 
-Validation that needs outside knowledge takes it through the validation context:
-``ContextWindowType.model_validate(data, context={"known_modules": {...}})`` rejects unknown module ids.
+Validation that needs outside knowledge takes it through the validation context (the registry's
+``validation_context()`` builds it): ``known_modules`` rejects unknown module ids, and ``non_condensable``
+rejects a type that would condense the floor (a non-condensable module in ``condensation_order`` or in a
+``condense`` rule). Validated types are frozen.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ MODULE_IDS_IN_ORDER: tuple[str, ...] = (
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class ModuleSlot(_Model):
@@ -118,9 +120,53 @@ class Condense(_Model):
 Action = Annotated[Reduce | Transfer | ForceFull | Condense, Field(discriminator="type")]
 
 
+REFERENCE_DEFAULTS: dict[str, dict[str, Any]] = {
+    "long_conversation": {"threshold": 10},  # the reference fires after turn 10
+    "high_confidence_rag": {"threshold": 0.85},
+}
+"""Thresholds the reference's shorthand conditions imply (they name a condition without parameters)."""
+_ACTION_KEYS = ("reduce", "transfer", "force_full", "condense")
+
+
+def normalise_shorthand(rule: Any) -> Any:
+    """The reference's rule form -> tda's: ``{"condition": "high_confidence_rag", "action": {"reduce":
+    "tool_definitions", "by_pct": 50}}`` becomes ``{"condition": {"type": "high_confidence_rag", "threshold":
+    0.85}, "action": {"type": "reduce", "module": "tool_definitions", "by_pct": 50}}``. Anything else is left
+    as it is (and validated as tda's form)."""
+    if not isinstance(rule, dict):
+        return rule
+    rule = dict(rule)
+    condition = rule.get("condition")
+    if isinstance(condition, str):
+        rule["condition"] = {"type": condition, **REFERENCE_DEFAULTS.get(condition, {})}
+    action = rule.get("action")
+    if isinstance(action, dict) and "type" not in action:
+        named = [k for k in _ACTION_KEYS if k in action]
+        if len(named) != 1:
+            raise ValueError(
+                "an action needs 'type' (reduce, transfer, force_full or condense) and 'module', "
+                "or the reference's form with exactly one of those as key, e.g. {'reduce': 'tool_definitions'}"
+            )
+        if len(named) == 1:
+            kind = named[0]
+            rest = {k: v for k, v in action.items() if k != kind}
+            rule["action"] = {
+                "type": kind,
+                "module": action[kind],
+                **({"by_pct": 50} if kind == "reduce" else {}),
+                **rest,
+            }
+    return rule
+
+
 class DynamicAdjustment(_Model):
     condition: Condition
     action: Action
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, data: Any) -> Any:
+        return normalise_shorthand(data)
 
     def describe(self) -> str:
         c, a = self.condition, self.action
@@ -179,6 +225,20 @@ class ContextWindowType(_Model):
             missing = sorted(rule.modules() - set(self.modules))
             if missing:
                 raise ValueError(f"dynamic_adjustments[{i}] refers to modules not in this type: {missing}")
+        return self
+
+    @model_validator(mode="after")
+    def _floor_is_never_condensed(self, info: ValidationInfo) -> ContextWindowType:
+        floor = set((info.context or {}).get("non_condensable") or ())
+        named = [m for m in self.condensation_order if m in floor]
+        if named:
+            raise ValueError(f"condensation_order names non-condensable modules {named}; remove them")
+        for i, rule in enumerate(self.dynamic_adjustments):
+            if isinstance(rule.action, Condense) and rule.action.module in floor:
+                raise ValueError(
+                    f"dynamic_adjustments[{i}] condenses {rule.action.module}, which is not condensable; "
+                    "remove the rule"
+                )
         return self
 
     @property
@@ -304,7 +364,7 @@ _DEFAULT_TYPE_DATA: list[dict[str, Any]] = [
 
 
 def default_types() -> list[ContextWindowType]:
-    """Fresh copies of the four shipped types (callers may mutate them)."""
+    """Fresh copies of the four shipped types (frozen: derive a changed one with ``model_copy(update=...)``)."""
     return [ContextWindowType.model_validate(d) for d in _DEFAULT_TYPE_DATA]
 
 

@@ -1,23 +1,54 @@
-"""tool_definitions: the richest level of tool description that fits the budget.
+"""tool_definitions: keeps every tool callable whenever the budget allows.
 
-Levels, richest first: ``full`` schemas, ``condensed`` schemas (first sentence of each description,
-no parameter descriptions, still callable), ``names_only`` (a text list). After the first turn the
-module sends names only, unless a rule forces full schemas (``force_full``) or the window type's
-slot config sets ``"after_first_turn": "full"``.
+Levels, richest first:
+
+* ``full``: every schema as written, in the profile's order (stable, so provider prompt caches hit);
+* ``condensed``: every tool still callable; all schemas condensed (first sentence of the description,
+  no parameter descriptions), then the most relevant tools upgraded back to full while room remains;
+* ``partial``: the most relevant tools as schemas (condensed, upgraded to full where room remains), the
+  rest listed by name only; the snapshot names the tools left without a schema;
+* ``names_only``: a text list, the last resort.
+
+Full schemas go out on every turn when they fit. Relevance is lexical (BM25 over each tool's name and
+description against the query and the recent turns, with tools called recently ranked up) plus, when
+the context brings an ``embedder``, cosine similarity of the same texts. The opt-in slot config
+``"after_first_turn": "names_only"`` sends names only once the model has seen the schemas in the valid
+history; purging the session's memory invalidates that history, so full schemas come back.
 """
 
 from __future__ import annotations
 
+import math
 import re
+from collections import Counter, OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 from weakref import WeakKeyDictionary
 
-from components.context_window.base import AssemblyContext, ContextModule, Contribution, ToolSchema
+from components.context_window.base import (
+    AssemblyContext,
+    ContextModule,
+    Contribution,
+    ModuleManifest,
+    ToolSchema,
+    newest_first,
+)
+from components.context_window.token_estimator import TokenEstimator
 
-LEVELS = ("full", "condensed", "names_only")
-NAMES_HEADER = "Available tools (ask for a tool's schema before calling it if you need its arguments):"
+LEVELS = ("full", "condensed", "partial", "names_only")
+NAMES_HEADER = "Available tools:"
+PARTIAL_HEADER = "Also available (no schema sent this turn; ask for one of these by name if you need it):"
+RECENT_MESSAGES = 6
+"""How many of the newest messages count as "recent turns" for relevance."""
+SEEN_SCAN = 200
+"""How far back the opt-in names-only mode looks for a valid message (a long purged history is not read)."""
 _FIRST_SENTENCE = re.compile(r"^(.+?[.!?])(\s|$)", re.S)
+_WORD = re.compile(r"[a-z0-9]+")
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+STOPWORDS = frozenset(
+    "a an and are as at be by can do for from get give how i in is it me my of on or our please set show "
+    "some that the this to us was we what when where which who will with you your".split()
+)
 
 
 def first_sentence(text: str, limit: int = 160) -> str:
@@ -30,7 +61,7 @@ def _strip_descriptions(schema: Any) -> Any:
     """The parameter schema without ``description`` keys (types, enums and required stay)."""
     if isinstance(schema, Mapping):
         return {k: _strip_descriptions(v) for k, v in schema.items() if k != "description"}
-    if isinstance(schema, list):
+    if isinstance(schema, list | tuple):
         return [_strip_descriptions(v) for v in schema]
     return schema
 
@@ -39,7 +70,7 @@ _condensed: WeakKeyDictionary[ToolSchema, ToolSchema] = WeakKeyDictionary()
 
 
 def condensed(tool: ToolSchema) -> ToolSchema:
-    """The condensed schema of ``tool``, built once per tool object."""
+    """The condensed schema of ``tool`` (still callable: name and parameters), built once per tool object."""
     small = _condensed.get(tool)
     if small is None:
         small = _condensed[tool] = ToolSchema(
@@ -52,53 +83,232 @@ def name_line(tool: ToolSchema) -> str:
     return f"- {tool.name}"
 
 
+def cost(contribution: Contribution, tokens: TokenEstimator) -> int:
+    """Tokens as the orchestrator counts them: each schema, plus the text block as one message."""
+    text = contribution.text()
+    return tokens.count_tools(contribution.tool_schemas()) + (tokens.count_text_message(text) if text else 0)
+
+
+# --- relevance --------------------------------------------------------------------------------------
+
+
+def terms(text: str) -> list[str]:
+    """Lower-case words; ``snake_case`` and ``camelCase`` names split into their parts."""
+    text = _CAMEL.sub(" ", text).replace("_", " ").lower()
+    return [w[:-1] if len(w) > 3 and w.endswith("s") else w for w in _WORD.findall(text) if w not in STOPWORDS]
+
+
+def tool_text(tool: ToolSchema) -> str:
+    return f"{tool.name} {tool.description}"
+
+
+_tool_terms: WeakKeyDictionary[ToolSchema, Counter[str]] = WeakKeyDictionary()
+
+
+def tool_terms(tool: ToolSchema) -> Counter[str]:
+    """The words of a tool's name and description, counted once per tool object."""
+    counted = _tool_terms.get(tool)
+    if counted is None:
+        counted = _tool_terms[tool] = Counter(terms(tool_text(tool)))
+    return counted
+
+
+def lexical_scores(tools: Sequence[ToolSchema], query_terms: Counter[str]) -> list[float]:
+    """BM25 of each tool's name and description against weighted query terms, scaled to 0..1."""
+    docs = [tool_terms(t) for t in tools]
+    if not docs or not query_terms:
+        return [0.0] * len(docs)
+    avg_len = sum(sum(d.values()) for d in docs) / len(docs) or 1.0
+    df = Counter(w for d in docs for w in d)
+    scores = []
+    for d in docs:
+        length = sum(d.values())
+        score = 0.0
+        for word, weight in query_terms.items():
+            tf = d.get(word, 0)
+            if tf:
+                idf = math.log(1 + (len(docs) - df[word] + 0.5) / (df[word] + 0.5))
+                score += weight * idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * length / avg_len))
+        scores.append(score)
+    top = max(scores)
+    return [s / top if top > 0 else 0.0 for s in scores]
+
+
+def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b, strict=False))
+    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+    return dot / norm if norm else 0.0
+
+
+async def recent(ctx: AssemblyContext) -> tuple[list[str], set[str]]:
+    """The newest valid messages' texts, and the names of tools they called (reads only the newest page)."""
+    texts: list[str] = []
+    called: set[str] = set()
+    seen = 0
+    async for _, message in newest_first(ctx.session.message_source()):
+        seen += 1
+        if len(texts) == RECENT_MESSAGES or seen > 4 * RECENT_MESSAGES:
+            break
+        if not message.valid:
+            continue
+        if message.role in ("user", "assistant") and message.content:
+            texts.append(message.content)
+        called.update(str((c.get("function") or {}).get("name", "")) for c in message.tool_calls)
+    return texts, called
+
+
+async def schemas_in_history(ctx: AssemblyContext) -> bool:
+    """Whether the valid history shows the model has had the tools (a purge invalidates it: full again)."""
+    async for position, message in newest_first(ctx.session.message_source()):
+        if message.valid:
+            return True
+        if ctx.session.message_source().total - position > SEEN_SCAN:
+            return False
+    return False
+
+
 class ToolDefinitionsModule(ContextModule):
+    def __init__(self, manifest: ModuleManifest) -> None:
+        super().__init__(manifest)
+        self._vectors: OrderedDict[tuple[int, str], list[float]] = OrderedDict()
+        """Embeddings of tool texts, per embedder (bounded): a tool is embedded once, not every turn."""
+        self._last: dict[str, Any] = {}
+
     async def contribute(self, budget: int, ctx: AssemblyContext) -> Contribution:
         tools = list(ctx.tools)
         if not tools:
             return Contribution(self.module_id, placement="tools", strategy="none")
-        start = self._starting_level(ctx)
-        return self._fit(tools, budget, ctx, LEVELS.index(start))
+        return await self._fit(tools, budget, ctx, LEVELS.index(await self._starting_level(ctx)))
 
     async def condense(self, contribution: Contribution, target_tokens: int, ctx: AssemblyContext) -> Contribution:
+        """One level down (``partial`` may stay ``partial`` with fewer schemas)."""
         level = contribution.metadata.get("level", "full")
-        next_level = min(LEVELS.index(level) + 1, len(LEVELS) - 1)
-        return self._fit(list(ctx.tools), target_tokens, ctx, next_level)
+        if level not in LEVELS:
+            level = "full"
+        next_level = LEVELS.index(level) if level == "partial" else min(LEVELS.index(level) + 1, len(LEVELS) - 1)
+        return await self._fit(list(ctx.tools), target_tokens, ctx, next_level)
 
-    def _starting_level(self, ctx: AssemblyContext) -> str:
-        if ctx.directives.force_full or ctx.session.turn_number <= 1:
+    async def purge(self, session_id: str, user_id: str) -> dict[str, Any]:
+        """Nothing per session is kept: full schemas return on the next turn whenever they fit."""
+        return {"purged": 0, "what": "nothing per session; full schemas are sent whenever they fit"}
+
+    def get_status(self) -> dict[str, Any]:
+        return {**super().get_status(), "embedded_tools": len(self._vectors), "last": dict(self._last)}
+
+    async def _starting_level(self, ctx: AssemblyContext) -> str:
+        if ctx.directives.force_full:
             return "full"
-        return ctx.directives.config.get("after_first_turn", "names_only")
+        after = ctx.directives.config.get("after_first_turn", "full")
+        if after not in LEVELS:
+            raise ValueError(f"option 'after_first_turn' must be one of {', '.join(LEVELS)}, got {after!r}")
+        return after if after != "full" and await schemas_in_history(ctx) else "full"
 
-    def _fit(self, tools: Sequence[ToolSchema], budget: int, ctx: AssemblyContext, first_level: int) -> Contribution:
-        """The first level from ``first_level`` on that fits; names-only drops trailing tools if it must."""
+    # -- fitting -------------------------------------------------------------------------------
+
+    async def _fit(self, tools: list[ToolSchema], budget: int, ctx: AssemblyContext, first: int) -> Contribution:
         assert ctx.tokens is not None
-        for level in LEVELS[first_level:-1]:
-            schemas = tools if level == "full" else [condensed(t) for t in tools]
-            if ctx.tokens.count_tools(schemas) <= budget:
-                return self._schemas(schemas, level, len(tools))
-        return self._names(tools, budget, ctx)
+        tokens = ctx.tokens
+        if first == 0 and tokens.count_tools(tools) <= budget:
+            return self._made(tools, tools, [], "full", ranking="")
+        if first == len(LEVELS) - 1:
+            return self._names_only(tools, budget, tokens)
+        ranked, method = await self._ranked(tools, ctx)
+        if first <= 1 and tokens.count_tools([condensed(t) for t in tools]) <= budget:
+            schemas = self._upgrade(ranked, {id(t): condensed(t) for t in tools}, budget, tokens)
+            return self._made(tools, [schemas[id(t)] for t in tools], [], "condensed", method)
+        chosen = self._partial(tools, ranked, budget, tokens)
+        while chosen:
+            schemas = [chosen[id(t)] for t in tools if id(t) in chosen]
+            rest = [t for t in ranked if id(t) not in chosen]  # best first: what to ask for is on top
+            made = self._made(tools, schemas, rest, "partial", method)
+            if cost(made, tokens) <= budget:
+                return made
+            del chosen[next(id(t) for t in reversed(ranked) if id(t) in chosen)]  # the list's estimate was short
+        return self._names_only(ranked, budget, tokens)
 
-    def _schemas(self, schemas: Sequence[ToolSchema], level: str, total: int) -> Contribution:
+    def _upgrade(
+        self, ranked: Sequence[ToolSchema], chosen: dict[int, ToolSchema], budget: int, tokens: TokenEstimator
+    ) -> dict[int, ToolSchema]:
+        """Best-ranked first, swap a chosen condensed schema for the full one while the total stays in budget."""
+        used = tokens.count_tools(list(chosen.values()))
+        for tool in ranked:
+            if id(tool) not in chosen:
+                continue
+            extra = tokens.count_tool(tool) - tokens.count_tool(chosen[id(tool)])
+            if used + extra <= budget:
+                chosen[id(tool)] = tool
+                used += extra
+        return chosen
+
+    def _partial(
+        self, tools: Sequence[ToolSchema], ranked: Sequence[ToolSchema], budget: int, tokens: TokenEstimator
+    ) -> dict[int, ToolSchema]:
+        """Schemas for the best-ranked tools (by ``id`` of the tool) leaving room to list the rest by name."""
+        names_cost = tokens.count_text_message(PARTIAL_HEADER) + sum(tokens.count(name_line(t)) + 1 for t in tools)
+        room = budget - names_cost
+        chosen: dict[int, ToolSchema] = {}
+        used = tokens.tools_overhead  # the definitions block's fixed cost, paid once any schema is sent
+        for tool in ranked:
+            cost = tokens.count_tool(condensed(tool))
+            if used + cost > room:
+                break
+            chosen[id(tool)] = condensed(tool)
+            used += cost
+        return self._upgrade(ranked, chosen, room, tokens)
+
+    def _made(
+        self,
+        tools: Sequence[ToolSchema],
+        schemas: Sequence[ToolSchema],
+        rest: Sequence[ToolSchema],
+        level: str,
+        ranking: str,
+    ) -> Contribution:
+        originals = {id(t) for t in tools}
+        full = sum(1 for s in schemas if id(s) in originals)
+        total = len(tools)
+        meta: dict[str, Any] = {
+            "level": level,
+            "tools": total,
+            "included": len(schemas),
+            "full_schemas": full,
+            "condensed_schemas": len(schemas) - full,
+        }
+        if ranking:
+            meta["ranking"] = ranking
+        if rest:
+            meta["left_out"] = [t.name for t in rest]
+            meta["reason"] = f"{len(rest)} of {total} tools have no schema this turn (budget); listed by name"
+        self._last = meta
+        lines = tuple((name_line(t),) for t in rest)
         return Contribution(
             self.module_id,
-            units=tuple((t,) for t in schemas),
+            units=tuple((s,) for s in schemas) + lines,
             placement="tools",
+            header=PARTIAL_HEADER if rest else "",
+            joiner="\n",
             strategy=level,
-            metadata={"level": level, "tools": total, "included": len(schemas)},
+            metadata=meta,
         )
 
-    def _names(self, tools: Sequence[ToolSchema], budget: int, ctx: AssemblyContext) -> Contribution:
-        assert ctx.tokens is not None
+    def _names_only(self, tools: Sequence[ToolSchema], budget: int, tokens: TokenEstimator) -> Contribution:
+        """A text list in the given order; trailing names are dropped if even the list does not fit."""
         lines: list[str] = []
-        used = ctx.tokens.count_text_message(NAMES_HEADER) + 1  # the message, its header and the newline
+        used = tokens.count_text_message(NAMES_HEADER) + 1  # the message, its header and the newline
         for tool in tools:
-            line = name_line(tool)
-            cost = ctx.tokens.count(line) + 1  # the joining newline costs about one token
+            cost = tokens.count(name_line(tool)) + 1  # the joining newline costs about one token
             if used + cost > budget:
                 break
-            lines.append(line)
+            lines.append(name_line(tool))
             used += cost
+        meta: dict[str, Any] = {
+            "level": "names_only",
+            "tools": len(tools),
+            "included": 0,
+            "listed": len(lines),
+            "left_out": [t.name for t in tools],
+            "reason": "no schema fits the budget; tools are listed by name only",
+        }
         contribution = Contribution(
             self.module_id,
             units=tuple((line,) for line in lines),
@@ -106,8 +316,51 @@ class ToolDefinitionsModule(ContextModule):
             header=NAMES_HEADER,
             joiner="\n",
             strategy="names_only",
-            metadata={"level": "names_only", "tools": len(tools), "included": len(lines)},
+            metadata=meta,
         )
-        while contribution.units and ctx.tokens.count_text_message(contribution.text()) > budget:
+        while contribution.units and tokens.count_text_message(contribution.text()) > budget:
             contribution = contribution.replace(units=contribution.units[:-1])
+        meta["listed"] = len(contribution.units)
+        if len(contribution.units) < len(tools):
+            meta["not_listed"] = [t.name for t in tools[len(contribution.units) :]]
+        self._last = meta
         return contribution
+
+    # -- relevance -----------------------------------------------------------------------------
+
+    async def _ranked(self, tools: Sequence[ToolSchema], ctx: AssemblyContext) -> tuple[list[ToolSchema], str]:
+        """Tools by relevance to the query and the recent turns, best first; ties keep the profile's order."""
+        texts, called = await recent(ctx)
+        query_terms = Counter(terms(ctx.query))
+        for word in terms(" ".join(texts)):
+            query_terms[word] += 0.5  # recent turns count, the query counts more
+        scores = lexical_scores(tools, query_terms)
+        method = "lexical"
+        similarities = await self._similarities(tools, " ".join([ctx.query, *texts[:2]]), ctx)
+        if similarities is not None:
+            scores = [s + max(0.0, sim) for s, sim in zip(scores, similarities, strict=True)]
+            method = "lexical+embedding"
+        # a tool the conversation just used is the likeliest next call (a follow-up rarely repeats its words)
+        scores = [s + (1.5 if t.name in called else 0.0) for s, t in zip(scores, tools, strict=True)]
+        order = sorted(range(len(tools)), key=lambda i: (-scores[i], i))
+        return [tools[i] for i in order], method
+
+    async def _similarities(self, tools: Sequence[ToolSchema], query: str, ctx: AssemblyContext) -> list[float] | None:
+        """Cosine of each tool's text with the query, or None without an embedder (or when it fails)."""
+        if ctx.embedder is None:
+            return None
+        key = id(ctx.embedder)
+        missing = [tool_text(t) for t in tools if (key, tool_text(t)) not in self._vectors]
+        try:
+            vectors = await ctx.embedder.embed([query, *missing])
+        except Exception:  # ranking falls back to words alone; the turn goes on
+            return None
+        for text, vector in zip(missing, vectors[1:], strict=True):
+            self._vectors[(key, text)] = list(vector)
+        similarities = []
+        for tool in tools:
+            self._vectors.move_to_end((key, tool_text(tool)))
+            similarities.append(_cosine(vectors[0], self._vectors[(key, tool_text(tool))]))
+        while len(self._vectors) > 4096:
+            self._vectors.popitem(last=False)
+        return similarities

@@ -43,10 +43,18 @@ class WorkflowHistoryModule(ContextModule):
         elif not kept:
             meta["reason"] = f"{budget} tokens cannot hold the header and the newest turn"
         strategy = "empty" if not kept else "full" if len(kept) == len(turns) else "fewer_turns"
-        self._last = meta | {"budget": budget, "strategy": strategy}
+        self._last = meta | {"budget": budget, "strategy": strategy, "session_id": ctx.session.id}
         return text_contribution(
             self.module_id, kept, placement="context", strategy=strategy, metadata=meta, header=HEADER
         )
+
+    async def purge(self, session_id: str, user_id: str) -> dict[str, Any]:
+        """The turns themselves are the store's (a memory purge invalidates them); this forgets what the module
+        last reported about the session."""
+        mine = self._last.get("session_id") == session_id
+        if mine:
+            self._last = {}
+        return {"purged": int(mine), "what": "the session's last workflow summary"}
 
     def get_status(self) -> dict[str, Any]:
         return super().get_status() | {"last": dict(self._last)}

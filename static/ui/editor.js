@@ -1,12 +1,12 @@
 // The type editor: module rows, a live composition bar, the condensation order (drag, keyboard or buttons),
 // rules, distillation; checks as you type; saving with If-Match (412 -> what changed, reload or reapply);
-// versions and rollback; what-if preview. Unsaved work is guarded against reloads and links.
+// versions and rollback; the what-if (what_if.js). Unsaved work is guarded against reloads and links.
 import { activeSlots, compositionBar } from "./bars.js";
 import { applyChanges, clone, describeChanges, diff, typeBody } from "./diff.js";
 import { initOrder } from "./order.js";
 import { initRules } from "./rules.js";
-import { ApiError, api, fmt, get, guardUnsaved, h, isAdmin, loadModuleNames, lockForViewers, moduleLabel, notify, plain, reportError, snapshotSummary } from "./lib.js";
-import { eventLists, moduleTable } from "./snapshot_view.js";
+import { ApiError, api, fmt, get, guardUnsaved, h, isAdmin, loadModuleNames, lockForViewers, moduleLabel, notify, plain, reportError } from "./lib.js";
+import { initWhatIf } from "./what_if.js";
 
 const $ = (id) => document.getElementById(id);
 const form = $("editor");
@@ -42,7 +42,6 @@ async function load() {
     render();
   }
   form.setAttribute("aria-busy", "false");
-  loadSessions();
 }
 
 function setLoaded(data) {
@@ -320,9 +319,9 @@ function showErrors(errors, heading = "The type was not saved") {
 
 // --- saving and conflicts ------------------------------------------------------------------------
 
-function showLocalSummary(errors) {
+function showLocalSummary(errors, heading = "The type was not saved: fix these first") {
   const summary = $("error-summary");
-  summary.querySelector("h2").textContent = "The type was not saved: fix these first";
+  summary.querySelector("h2").textContent = heading;
   summary.querySelector("ul").replaceChildren(...errors.map((e) => h("li", {}, h("a", { href: `#${e.input}` }, e.msg))));
   summary.hidden = false;
   summary.focus();
@@ -421,29 +420,6 @@ function showVersion(v, current) {
   lockForViewers($("version-diff"));
 }
 
-// --- what-if preview -----------------------------------------------------------------------------
-
-async function loadSessions() {
-  const { sessions } = await get("/v1/sessions");
-  $("preview-session").replaceChildren(...sessions.map((s) => h("option", { value: s.id }, `${s.title || s.id} (${s.profile_id})`)));
-}
-
-async function runPreview(event) {
-  event.preventDefault();
-  const out = $("preview");
-  out.replaceChildren(h("p", { class: "muted" }, "Assembling…"));
-  try {
-    const body = { type: state, session_id: $("preview-session").value, query: $("preview-query").value || "Preview" };
-    const { data } = await api("POST", "/v1/context-window-types/preview", { body });
-    const snap = data.snapshot;
-    out.replaceChildren(h("p", { class: "bar-summary", dataset: { testid: "preview-summary" } }, snapshotSummary(snap)),
-      moduleTable(snap), eventLists(snap));
-  } catch (err) {
-    out.replaceChildren(h("p", { class: "field-error" }, `No preview: ${plain(err.message)}`));
-    if (err.status === 422 && err.fieldErrors.length) showErrors(err.fieldErrors, "The preview needs a valid type");
-  }
-}
-
 // --- start ---------------------------------------------------------------------------------------
 
 const condensable = (id) => modules[id]?.capabilities?.condensable !== false;
@@ -470,6 +446,15 @@ document.addEventListener("keydown", (event) => {
 });
 guardUnsaved(isDirty);
 $("ref-limit").addEventListener("change", showTokens);
-$("preview-form").addEventListener("submit", runPreview);
+initWhatIf({
+  getState: () => state,
+  getTypeId: () => typeId,
+  check: () => {
+    const local = localErrors();
+    if (local.length) showLocalSummary(local, "The preview needs these fixed first");
+    return local.length === 0;
+  },
+  showTypeErrors: (errors) => showErrors(errors, "The preview needs a valid type"),
+});
 if (!typeId) $("history-section").hidden = true;
 load().catch((err) => reportError(err, "Could not load the type"));

@@ -135,13 +135,20 @@ export function limitSource(source) {
   }[source] || String(source || "").replace(/_/g, " ");
 }
 
+/** Where a snapshot's effective limit came from: a session or profile override, else the model. */
+export function snapshotLimitSource(snap) {
+  if (snap.session_override && snap.effective_limit === snap.session_override) return limitSource("session_override");
+  if (snap.profile_override && snap.effective_limit === snap.profile_override) return limitSource("profile_override");
+  return limitSource(snap.model_limit_source);
+}
+
 /** One line about a snapshot: tokens used of the budget, the limit and where it came from, condensations. */
 export function snapshotSummary(snap) {
   const condensed = snap.modules.filter((m) => m.condensed).length;
   const failed = snap.modules.filter((m) => m.status === "failed" || m.status === "timeout").map((m) => moduleLabel(m.module_id));
   const share = snap.available_budget ? snap.total_used / snap.available_budget : 0;
   return `${fmt(snap.total_used)} of ${fmt(snap.available_budget)} available tokens used (${pct(share)}) in a `
-    + `${fmt(snap.effective_limit)}-token limit (${limitSource(snap.model_limit_source)}), ${fmt(snap.output_reserve)} kept for the reply; `
+    + `${fmt(snap.effective_limit)}-token limit (${snapshotLimitSource(snap)}), ${fmt(snap.output_reserve)} kept for the reply; `
     + `${snap.modules.filter((m) => m.status === "ok").length} modules took part, ${condensed} condensed`
     + (failed.length ? `; failed: ${failed.join(", ")}` : "")
     + (snap.adjustments_fired?.length ? `; ${snap.adjustments_fired.length} rule${snap.adjustments_fired.length > 1 ? "s" : ""} fired` : "") + ".";
@@ -161,7 +168,7 @@ export function ruleText(raw) {
   const to = /-> (\w+)/.exec(rest)?.[1];
   const what = {
     reduce: `reduce ${moduleLabel(module)}${by ? ` by ${by}` : ""}`,
-    transfer: `give ${moduleLabel(module)}'s share to ${to ? moduleLabel(to) : "another module"}`,
+    transfer: `give the share of ${moduleLabel(module)} to ${to ? moduleLabel(to) : "another module"}`,
     force_full: `give ${moduleLabel(module)} its full maximum`,
     condense: `condense ${moduleLabel(module)}`,
   }[action] || `${action.replace(/_/g, " ")} ${moduleLabel(module)}`;
@@ -183,6 +190,8 @@ export async function loadModuleNames() {
   for (const m of modules) moduleNames.set(m.module_id, m.display_name);
   return modules;
 }
+
+export const isModule = (id) => moduleNames.has(id);
 
 export function moduleLabel(id) {
   return moduleNames.get(id) || id.replace(/_/g, " ").replace(/^rag\b/, "RAG").replace(/^./, (c) => c.toUpperCase());

@@ -224,9 +224,26 @@ async function setLimit(limit) {
   }
 }
 
-$("limit-range").addEventListener("input", () => { $("limit-number").value = $("limit-range").value; });
-$("limit-number").addEventListener("input", () => { $("limit-range").value = $("limit-number").value; });
-$("limit-form").addEventListener("submit", (e) => { e.preventDefault(); setLimit(Number($("limit-number").value)); });
+/** The limit box is checked as it is typed: a whole number between the slider's floor and the model's limit. */
+function limitProblem() {
+  const raw = $("limit-number").value;
+  const value = Number(raw);
+  const floor = Number($("limit-number").min);
+  if (raw === "" || !Number.isInteger(value)) return "Give a whole number of tokens.";
+  if (value < floor) return `At least ${fmt(floor)} tokens: smaller windows cannot hold a system prompt and tools usefully.`;
+  if (value > modelLimit) return `At most ${fmt(modelLimit)} tokens (the model's limit); a session limit can only lower it.`;
+  return "";
+}
+
+$("limit-range").addEventListener("input", () => { $("limit-number").value = $("limit-range").value; fieldError($("limit-number"), $("limit-error"), limitProblem()); });
+$("limit-number").addEventListener("input", () => { $("limit-range").value = $("limit-number").value; fieldError($("limit-number"), $("limit-error"), limitProblem()); });
+$("limit-form").addEventListener("submit", (e) => {
+  e.preventDefault();
+  const problem = limitProblem();
+  fieldError($("limit-number"), $("limit-error"), problem);
+  if (problem) $("limit-number").focus();
+  else setLimit(Number($("limit-number").value));
+});
 $("limit-clear").addEventListener("click", () => setLimit(null));
 
 // --- phase and attachments ----------------------------------------------------------------------

@@ -74,9 +74,9 @@ export function timeline(root, points, { traceHref }) {
   const legend = h("ul", { class: "legend" },
     ids.map((id) => h("li", {}, h("span", { class: "swatch", style: { background: colourFor(id) } }), moduleLabel(id))),
     h("li", {}, h("span", { class: "key-line" }), "Available budget"),
-    h("li", {}, h("span", { class: "key condensed" }, "▼"), "Condensation"),
-    h("li", {}, h("span", { class: "key rule" }, "◆"), "Rule fired"),
-    h("li", {}, h("span", { class: "key version" }, "┆"), "New type or version"));
+    h("li", {}, h("span", { class: "key key-condensed" }, "▼"), "Condensation"),
+    h("li", {}, h("span", { class: "key key-rule" }, "◆"), "Rule fired"),
+    h("li", {}, h("span", { class: "key key-version" }, "┆"), "New type or version"));
   root.replaceChildren(h("div", { class: "timeline-scroll" }, svg), legend,
     h("p", { class: "small muted" }, "Turns run left to right; click a turn (or focus it and press Enter) to open its trace."));
 }

@@ -4,11 +4,22 @@ from __future__ import annotations
 
 from quart import Quart
 
-from . import audit, events, modules, profiles, sessions, signin, snapshots, types
+from . import audit, chat, components, events, modules, profiles, sessions, signin, snapshots, types
 from .errors import register_error_handlers
 from .openapi import OtherThan
 
-BLUEPRINTS = (types.bp, modules.bp, profiles.bp, sessions.bp, snapshots.bp, events.bp, signin.bp, audit.bp)
+BLUEPRINTS = (
+    types.bp,
+    modules.bp,
+    profiles.bp,
+    sessions.bp,
+    snapshots.bp,
+    events.bp,
+    signin.bp,
+    audit.bp,
+    chat.bp,
+    components.bp,
+)
 
 
 def register_api(app: Quart) -> None:

@@ -84,7 +84,9 @@ def register_error_handlers(app: Quart) -> None:
 
     @app.errorhandler(BudgetExceeded)
     async def over_budget(exc: BudgetExceeded) -> tuple[dict[str, Any], int]:
-        return _json(422, "budget_exceeded", str(exc), floor_tokens=exc.floor_tokens, available=exc.available)
+        return _json(
+            422, "budget_exceeded", str(exc), floor_tokens=exc.floor_tokens, available=exc.available, floor=exc.parts
+        )
 
     @app.errorhandler(HTTPException)
     async def http_error(exc: HTTPException) -> Any:

@@ -58,6 +58,7 @@ async def install_module(data: InstallIn) -> tuple[dict[str, Any], int]:
     except ValueError as exc:
         raise Invalid(str(exc), errors=[{"loc": "path", "msg": str(exc), "type": "value_error"}]) from None
     await svc.apply_module_state()
+    svc.bus.publish_control("modules")
     return info.to_dict(), 201
 
 
@@ -73,6 +74,7 @@ async def uninstall_module(module_id: str) -> tuple[str, int]:
         raise Conflict(str(exc)) from None
     await svc.store.modules.forget(module_id, actor())
     await svc.apply_module_state()
+    svc.bus.publish_control("modules")
     return "", 204
 
 
@@ -84,6 +86,7 @@ async def _set_active(module_id: str, active: bool) -> dict[str, Any]:
     except ValueError as exc:
         raise Conflict(str(exc)) from None
     await svc.store.modules.set(module_id, active, actor())
+    svc.bus.publish_control("modules")
     return _info(svc, module_id)
 
 
@@ -122,6 +125,7 @@ async def reload_modules() -> dict[str, Any]:
     svc = service()
     svc.registry.reload()
     await svc.apply_module_state()
+    svc.bus.publish_control("modules")
     return _modules(svc)
 
 

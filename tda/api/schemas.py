@@ -112,6 +112,12 @@ class SessionPatch(_ReadBack):
     context_limit: int | None = Field(None, description="read-only here: change it with POST .../context-limit")
     title: str | None = Field(None, max_length=200)
     phase: Phase | None = None
+    phase_summary: str | None = Field(
+        None,
+        max_length=50_000,
+        description="on a move to a later phase: what the phase being left produced, carried into the new one "
+        "(default: its turns, one line each)",
+    )
     user_id: str | None = Field(None, max_length=100)
 
 
@@ -149,6 +155,29 @@ class TurnIn(_In):
     query: str = Field(min_length=1, max_length=200_000)
 
 
+class ComponentInstructionsIn(_In):
+    full: str = Field("", max_length=100_000, description="the whole instruction")
+    medium: str = Field("", max_length=100_000, description="shorter, for a tighter budget")
+    light: str = Field("", max_length=100_000, description="a line or two: the last step before dropping it")
+
+    @model_validator(mode="after")
+    def _some_text(self) -> ComponentInstructionsIn:
+        if not any(t.strip() for t in (self.full, self.medium, self.light)):
+            raise ValueError("give at least one of full, medium, light as text")
+        return self
+
+
+class ToolResultIn(_In):
+    tool_call_id: str = Field(min_length=1, max_length=100)
+    content: str = Field("", max_length=5_000_000)
+
+
+class ToolResultsIn(_In):
+    """The results of the tool calls the turn's last reply made: one per call id."""
+
+    results: list[ToolResultIn] = Field(min_length=1, max_length=128)
+
+
 class TurnValidityIn(_In):
     valid: bool
 
@@ -177,6 +206,13 @@ class PreviewIn(_In):
     type_id: str | None = None
     session_id: str
     query: str = Field(min_length=1, max_length=200_000)
+    profile_id: str | None = Field(None, description="assemble under this profile instead of the session's own")
+    context_limit: int | None = Field(
+        None,
+        ge=MIN_CONTEXT_LIMIT,
+        le=MAX_INT,
+        description="tokens; like a session limit, it can only lower the model's",
+    )
 
     @model_validator(mode="after")
     def _one_type(self) -> PreviewIn:

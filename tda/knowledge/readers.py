@@ -94,11 +94,73 @@ def _paragraphs(lines: list[str]) -> list[str]:
     return out
 
 
+# "1. Definitions", "3.2 Scope", "Section 3", "ARTICLE IV - Term", "§ 5 Notices": a numbered heading line.
+_NUMBERED_HEADING = re.compile(
+    r"^\s*(?:(?i:section|article|part|chapter|clause|§)\s*)?"
+    r"(?P<number>\d+(?:\.\d+)*|[IVXLC]+)(?:[.):]|\s*[-–—]\s*)?(?:\s+(?P<title>[A-Z\"“'(][^\n]{0,78}?))?\s*$",
+)
+_WORDED = re.compile(r"^\s*(?:section|article|part|chapter|clause|§)", re.IGNORECASE)
+# "3. Grant of Patent License. Subject to ...": a numbered paragraph opening with a short titled phrase.
+_INLINE_HEADING = re.compile(r"^\s*(?P<number>\d+(?:\.\d+)*)\.\s+(?P<title>[A-Z][\w'’-]*(?:\s+[\w'’-]+){0,5})\.\s+\S")
+
+
 def _read_plain(text: str, stem: str) -> ExtractedDocument:
+    """Paragraphs; numbered headings ("1. Definitions", "Section 3") open sections, nested by their
+    numbering (1.2 sits under 1), so plain-text licences and specifications get section paths too."""
     paragraphs = _paragraphs(text.splitlines())
-    first = paragraphs[0] if paragraphs else ""
-    title = first if first and "\n" not in first and len(first) <= 120 else stem
-    return ExtractedDocument(title, tuple(Block(p) for p in paragraphs))
+    first = paragraphs[0].split("\n") if paragraphs else [""]
+    if len(first) == 2 and _SETEXT_UNDERLINE.match(first[1].strip()):
+        first = first[:1]  # an underlined title
+    title = first[0].strip() if len(first) == 1 and 0 < len(first[0].strip()) <= 120 else stem
+    blocks: list[Block] = []
+    stack: list[tuple[int, str]] = []  # (depth, heading)
+
+    def open_section(depth: int, heading: str) -> None:
+        while stack and stack[-1][0] >= depth:
+            stack.pop()
+        stack.append((depth, heading))
+
+    for paragraph in paragraphs:
+        lines = paragraph.split("\n")
+        heading = _numbered_heading(lines[0]) if _stands_alone(lines) else None
+        if heading is not None:
+            open_section(*heading)
+            rest = lines[1:]
+            if rest and _SETEXT_UNDERLINE.match(rest[0].strip()):
+                rest = rest[1:]
+            if rest:
+                blocks.append(Block("\n".join(rest), (title, *(h for _, h in stack))))
+            continue
+        inline = _INLINE_HEADING.match(lines[0])
+        if inline:  # the heading is part of the text: keep the text whole
+            open_section(inline["number"].count(".") + 1, f"{inline['number']}. {inline['title']}")
+        blocks.append(Block(paragraph, (title, *(h for _, h in stack)) if stack else ()))
+    return ExtractedDocument(title, tuple(blocks))
+
+
+def _stands_alone(lines: list[str]) -> bool:
+    """The first line is a line of its own, not the start of wrapped text: alone, underlined, or short
+    and followed by much longer or further indented lines."""
+    rest = [len(line.strip()) for line in lines[1:]]
+    if not rest or _SETEXT_UNDERLINE.match(lines[1].strip()):
+        return True
+    first = lines[0].strip()
+    indented = len(lines[1]) - len(lines[1].lstrip()) > len(lines[0]) - len(lines[0].lstrip())
+    return len(first) <= 60 and (len(first) < 0.7 * max(rest) or indented)
+
+
+def _numbered_heading(line: str) -> tuple[int, str] | None:
+    """(depth, heading) when ``line`` is a numbered heading on its own, else None."""
+    match = _NUMBERED_HEADING.match(line)
+    if not match or len(line.strip()) > 90:
+        return None
+    worded = bool(_WORDED.match(line))
+    if not match["title"] and not worded:
+        return None  # a bare number is a list item or a page number, not a heading
+    if match["number"].isalpha() and not worded:
+        return None  # "I think ..." is not article I
+    depth = match["number"].count(".") + 1 if not match["number"].isalpha() else 1
+    return depth, " ".join(line.split()).rstrip(".")
 
 
 def _read_markdown(text: str, stem: str) -> ExtractedDocument:

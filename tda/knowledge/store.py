@@ -112,6 +112,13 @@ class KnowledgeStore:
             metadata={KIND_KEY: kind},  # type: ignore[arg-type]
         )
 
+    def embedder_for(self, name: str) -> Any:
+        """The embedding function ``name`` uses: its own if it exists, else the one it would be created with."""
+        try:
+            return self.client.get_collection(name).configuration.get("embedding_function")
+        except Exception:  # not there yet
+            return make_embedder(self.embedder_name)
+
     def collection_names(self) -> list[str]:
         return sorted(
             c.name
@@ -169,13 +176,14 @@ class KnowledgeStore:
         """Store ``chunks`` as the whole of ``document_id``: new chunks are written first, then the old
         ones removed, so a failure leaves the previous version intact (never half a document).
 
-        A chunk whose text is already stored for another document in the collection is stored once.
+        Every document owns its chunks: a text that another document also holds is stored for each of
+        them (retrieval shows it once), so deleting or replacing one never takes text from the other.
         """
         col = self.collection(collection, create=True)
         old = col.get(where={"document_id": document_id}, include=["metadatas"])
         if old["ids"] and all((m or {}).get("doc_hash") == doc_hash for m in old["metadatas"] or []):
             return PutResult("unchanged", len(old["ids"]))
-        fresh = self._unique_chunks(col, document_id, chunks)
+        fresh = _unique_chunks(chunks)
         ids = [f"{document_id}::{doc_hash[:12]}::{c.chunk_index}" for c in fresh]
         metadatas = [_metadata(c, document_id, title, doc_hash, source) for c in fresh]
         embeddings = self._embed(col, [embedding_text(title, c) for c in fresh], on_embedded)
@@ -200,22 +208,6 @@ class KnowledgeStore:
         self._bump(collection)
         return PutResult("replaced" if old["ids"] else "added", len(fresh), len(chunks) - len(fresh))
 
-    def _unique_chunks(self, col: Collection, document_id: str, chunks: Sequence[Chunk]) -> list[Chunk]:
-        """Drop repeats within the document and chunks another document already stores verbatim."""
-        hashes = list(dict.fromkeys(c.content_hash for c in chunks))
-        elsewhere: set[str] = set()
-        for start in range(0, len(hashes), 500):
-            found = col.get(where={"content_hash": {"$in": hashes[start : start + 500]}}, include=["metadatas"])
-            elsewhere |= {str(m["content_hash"]) for m in found["metadatas"] or [] if m["document_id"] != document_id}
-        seen: set[str] = set()
-        out = []
-        for chunk in chunks:
-            h = chunk.content_hash
-            if h not in seen and h not in elsewhere:
-                out.append(chunk)
-            seen.add(h)
-        return out
-
     def _embed(self, col: Collection, texts: list[str], on_embedded: Callable[[int], None] | None) -> list[Any]:
         embed = col.configuration.get("embedding_function") or make_embedder(self.embedder_name)
         vectors: list[Any] = []
@@ -237,6 +229,17 @@ class KnowledgeStore:
             {"id": i, "text": t, "metadata": m or {}}
             for i, t, m in zip(got["ids"], got["documents"] or [], got["metadatas"] or [], strict=True)
         ]
+
+
+def _unique_chunks(chunks: Sequence[Chunk]) -> list[Chunk]:
+    """The chunks without repeats of a text earlier in the same document (a running footer)."""
+    seen: set[str] = set()
+    out = []
+    for chunk in chunks:
+        if chunk.content_hash not in seen:
+            out.append(chunk)
+        seen.add(chunk.content_hash)
+    return out
 
 
 def embedding_text(title: str, chunk: Chunk) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..db import Database
 from .audit import AuditStore
+from .components import ComponentInstructionStore
 from .modules import ModuleStateStore
 from .profiles import ProfileStore
 from .sessions import SessionStore
@@ -22,6 +23,7 @@ class Store:
         self.tokens = TokenStore(db)
         self.modules = ModuleStateStore(db)
         self.audit = AuditStore(db)
+        self.components = ComponentInstructionStore(db)
 
     @classmethod
     def connect(cls, url: str) -> Store:

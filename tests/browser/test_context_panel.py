@@ -42,9 +42,13 @@ async def test_session_context_limit_slider(page: Any, server: Server) -> None:
     await expect(page.locator("#limit-state")).to_contain_text("limited to 8,192 tokens")
     assert server.request("GET", "/v1/sessions/demo")[2]["context_limit"] == 8192
 
-    await page.fill("#limit-number", "999999")  # above the model's limit: the API refuses, the field says why
+    await page.fill("#limit-number", "999999")  # above the model's limit: said at the field as it is typed
+    await expect(page.locator("#limit-error")).to_contain_text("At most 128,000 tokens")
+    await page.fill("#limit-number", "1000")  # below the slider's floor
+    await expect(page.locator("#limit-error")).to_contain_text("At least 4,096 tokens")
     await page.click("#limit-form button[type=submit]")
-    await expect(page.locator("#limit-error")).to_contain_text("at most 128000")
+    await expect(page.locator("#limit-number")).to_be_focused()
+    assert server.request("GET", "/v1/sessions/demo")[2]["context_limit"] == 8192  # nothing was sent
 
     await page.click("#limit-clear")
     await expect(page.locator("#limit-state")).to_contain_text("Model default")
@@ -108,3 +112,17 @@ async def test_turn_validity_and_memory_purge(page: Any, server: Server) -> None
     await expect(page.locator("#turns tbody tr.invalid")).to_have_count(len(turns))
     assert not any(t["valid"] for t in server.request("GET", "/v1/sessions/demo/turns")[2]["turns"])
     assert page.js_errors == []
+
+
+async def test_an_error_toast_goes_at_the_next_success(page: Any, server: Server) -> None:
+    await page.goto("/ui/sessions/demo")
+    await expect(page.locator("#live")).to_have_text("Live")
+    await page.fill("#turn-query", "word " * 50_000)  # over the length a query may have: the turn is refused
+    await page.click("#turn-form button")
+    toast = page.locator("#toast")
+    await expect(toast).to_have_attribute("data-kind", "error")
+    await expect(toast).to_be_visible()
+    await page.fill("#turn-query", "And now a short one?")  # a success that has no message of its own
+    await page.click("#turn-form button")
+    await expect(toast).to_be_hidden()
+    await expect(toast).not_to_have_attribute("data-kind", "error")

@@ -24,11 +24,22 @@ FILLER = (
 
 
 def seed_busy_session(server: Server) -> None:
-    """A session with a small window and a long history, so the panel shows condensation and full bars."""
+    """A session with a small window and a long history, so the panel shows condensation and full bars; its own
+    profile and type, changed halfway, so the timeline shows a new type version."""
+    _, _, balanced = server.request("GET", "/v1/context-window-types/balanced")
+    shots = {k: v for k, v in balanced.items() if k not in {"version", "updated_at", "etag"}}
+    shots.update(id="shots", name="Returns review", is_default=False)
+    assert server.request("POST", "/v1/context-window-types", shots)[0] == 201
+    _, _, tools = server.request("GET", "/v1/profiles/demo-tools")
+    profile = {k: tools[k] for k in ("type", "system_prompt", "tools", "knowledge_collections")}
+    status, _, body = server.request(
+        "POST", "/v1/profiles", {**profile, "id": "shots", "name": "Returns analyst", "context_window_type_id": "shots"}
+    )
+    assert status == 201, body
     status, _, body = server.request(
         "POST",
         "/v1/sessions",
-        {"id": SESSION, "profile_id": "demo-tools", "title": "Quarterly returns review", "context_limit": 6144},
+        {"id": SESSION, "profile_id": "shots", "title": "Quarterly returns review", "context_limit": 6144},
     )
     assert status == 201, body
     messages = []
@@ -39,7 +50,23 @@ def seed_busy_session(server: Server) -> None:
         ]
     status, _, body = server.request("POST", f"/v1/sessions/{SESSION}/messages", {"messages": messages})
     assert status == 201, body
-    for query in ("Which regions drove the rise in returns?", "Draft the summary for the regional managers."):
+    queries = [
+        "Which regions drove the rise in returns?",
+        "How do refunds compare with last quarter?",
+        "Which carriers are involved?",
+        "List the five products returned most.",
+        "What did the north region change in March?",
+        "Draft the summary for the regional managers.",
+    ]
+    for i, query in enumerate(queries):
+        if i == 3:  # the type changes halfway: a larger reply reserve
+            _, _, current = server.request("GET", "/v1/context-window-types/shots")
+            changed = {k: v for k, v in current.items() if k not in {"version", "updated_at", "etag"}}
+            changed["output_reserve_pct"] = 20
+            assert (
+                server.request("PUT", "/v1/context-window-types/shots", changed, {"If-Match": current["etag"]})[0]
+                == 200
+            )
         status, _, body = server.request("POST", f"/v1/sessions/{SESSION}/turns", {"query": query})
         assert status == 201, body
 
@@ -63,7 +90,7 @@ async def test_every_page_renders(page: Any, server: Server, tmp_path: Path) -> 
     seed_busy_session(server)
 
     await page.goto("/ui/types")
-    await expect(page.locator(".card")).to_have_count(4)
+    await expect(page.locator(".card")).to_have_count(5)
     await shoot(page, folder, "ui-types")
 
     await page.goto("/ui/types/balanced")
@@ -91,12 +118,38 @@ async def test_every_page_renders(page: Any, server: Server, tmp_path: Path) -> 
     await shoot(page, folder, "ui-modules")
 
     await page.goto("/ui/profiles")
-    await expect(page.locator("#profile-table tbody tr")).to_have_count(4)
+    await expect(page.locator("#profile-table tbody tr")).to_have_count(5)
     await shoot(page, folder, "ui-profiles")
 
     await page.goto(f"/ui/sessions/{SESSION}")
     await expect(page.locator("#live")).to_have_text("Live")
-    await expect(page.locator("#fact-turn")).to_contain_text("14 (")
+    await expect(page.locator("#fact-turn")).to_contain_text("18 (")
     await expect(page.locator(".module-card").first).to_be_visible()
     await expect(page.locator("#analytics")).to_contain_text("Condensations")
+    await expect(page.locator("#timeline a.turn-column")).to_have_count(6)
+    await expect(page.locator("#timeline .mark-version")).to_have_count(1)
     await shoot(page, folder, "ui-context-panel")
+    await shoot(page, folder, "ui-timeline", page.locator("#timeline-h").locator(".."))
+
+    await page.goto(f"/ui/sessions/{SESSION}/turns/18")
+    await expect(page.locator("#trace-status")).to_contain_text("identical")
+    await expect(page.locator("#messages > li").last).to_have_attribute("data-module", "query")
+    await expect(page.locator("a[rel=prev]")).to_have_attribute("href", f"/ui/sessions/{SESSION}/turns/17")
+    await expect(page.locator("a[rel=next]")).to_have_count(0)  # the latest turn
+    await shoot(page, folder, "ui-trace")
+
+    await page.goto("/ui/sessions")
+    await expect(page.locator(f'#session-table tr[data-session="{SESSION}"]')).to_be_visible()
+    await shoot(page, folder, "ui-sessions")
+    await page.goto("/ui/audit")
+    await expect(page.locator("#audit-table tbody tr").first).to_contain_text("Output reserve changed from 12% to 20%")
+    await shoot(page, folder, "ui-audit")
+
+    # A phone: the panel at 390 px, menu closed.
+    await page.set_viewport_size({"width": 390, "height": 844})
+    await page.goto(f"/ui/sessions/{SESSION}")
+    await expect(page.locator("#timeline a.turn-column")).to_have_count(6)
+    assert await page.evaluate("document.documentElement.scrollWidth") <= 390
+    assert page.js_errors == [] and await page.evaluate(CONTRAST) == []
+    await page.screenshot(path=folder / "ui-phone.png")
+    await page.set_viewport_size({"width": 1360, "height": 900})

@@ -52,6 +52,15 @@ async def test_negative_feedback_removes_a_case_from_what_is_served(cases: Champ
     assert await cases.retrieve_cases("export invoices") == []
 
 
+async def test_a_rating_sticks_through_later_unrated_records(cases: ChampionCaseStore) -> None:
+    cid = cases.record(CaseRecord("export invoices to csv", "done", feedback=-1))
+    assert cases.record(CaseRecord("export invoices to csv", "done", tokens=99)) == cid  # the same turn again
+    assert await cases.retrieve_cases("export invoices") == []  # still rated -1: never served
+    cases.record(CaseRecord("export invoices to csv", "done", feedback=0))  # an explicit rating does change it
+    [case] = await cases.retrieve_cases("export invoices")
+    assert (case.feedback, case.tokens) == (0, 0)
+
+
 def test_bad_input_is_refused(cases: ChampionCaseStore) -> None:
     with pytest.raises(ValueError, match="non-empty query"):
         cases.record(CaseRecord("  ", "x"))

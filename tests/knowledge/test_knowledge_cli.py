@@ -40,7 +40,7 @@ def test_ingest_reports_per_file_and_exits_1_when_any_file_failed(
     assert "looks binary" in err and "bad.html" in err
     assert "added      " in out and "kettle.md (1 chunks)" in out
     assert "2 of 3 files ingested into 'home': 2 new chunks" in out
-    assert "file" in err  # the progress bar went to stderr
+    assert "loading the embedding model" in err and "chunk" in err  # progress on stderr, in chunks
 
     code = run(settings, "ingest", str(docs / "kettle.md"), "--collection", "home", "--embedder", "hashing", "--quiet")
     assert code == 0 and "unchanged" in capsys.readouterr().out
@@ -88,3 +88,101 @@ def test_bad_input_exits_2_with_a_message(settings: Settings, capsys: pytest.Cap
     assert "no knowledge collection named 'missing'" in capsys.readouterr().err
     assert run(settings, "ingest", "nothing.txt", "--collection", "a b") == 2
     assert "invalid collection name" in capsys.readouterr().err
+
+
+# --- tda knowledge context --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def home(settings: Settings, docs: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    files = [str(docs / "kettle.md"), str(docs / "toaster.txt")]
+    assert run(settings, "ingest", *files, "--collection", "home", "--embedder", "hashing", "--quiet") == 0
+    capsys.readouterr()
+    return "home"
+
+
+def gpt4o_tokens(text: str) -> int:
+    """An independent count: tiktoken's own encoding for the model, not the project's estimator."""
+    import tiktoken
+
+    return len(tiktoken.encoding_for_model("gpt-4o").encode(text))
+
+
+def test_context_prints_what_the_module_contributes_within_the_budget(
+    settings: Settings, home: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(settings, "context", "--collection", home, "--budget", "200", "--query", "descale the kettle") == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("Knowledge base excerpts.") and "[SOURCE 1] Kettle › Descaling" in out
+    assert "white vinegar" in out and gpt4o_tokens(out.rstrip("\n")) <= 200
+    assert "of 200 tokens; sources: [1]" in err
+
+    assert run(settings, "context", "--collection", home, "--budget", "30", "--query", "descale", "--json") == 0
+    row = json.loads(capsys.readouterr().out)
+    assert row["id"] is None and row["tokens"] == gpt4o_tokens(row["text"]) and row["tokens"] <= 30
+
+
+def test_context_answers_a_whole_queries_file_as_json_lines_in_order(
+    settings: Settings, home: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    queries = tmp_path / "q.jsonl"
+    lines = [{"id": "a", "query": "crumb tray"}, {"id": 7, "query": "kettle descaling vinegar"}]
+    queries.write_text("\n".join(json.dumps(x) for x in lines) + "\n\n")
+    assert run(settings, "context", "--collection", home, "--budget", "120", "--queries", str(queries)) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["id"] for r in rows] == ["a", 7]
+    assert set(rows[0]) == {"id", "text", "tokens", "sources"}
+    assert "crumb tray" in rows[0]["text"] and "vinegar" in rows[1]["text"]
+    assert all(r["tokens"] == gpt4o_tokens(r["text"]) <= 120 for r in rows)
+    assert rows[1]["sources"][0]["document_id"].endswith("kettle.md")
+
+
+def test_context_refuses_bad_input_before_running_anything(
+    settings: Settings, home: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    queries = tmp_path / "q.jsonl"
+    queries.write_text('{"id": 1, "query": "crumb tray"}\n{"id": 2}\n')
+    assert run(settings, "context", "--collection", home, "--budget", "100", "--queries", str(queries)) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and 'q.jsonl:2: each line needs "id" and a "query" string' in err
+    queries.write_text("not json\n")
+    assert run(settings, "context", "--collection", home, "--budget", "100", "--queries", str(queries)) == 2
+    assert "q.jsonl:1: not JSON" in capsys.readouterr().err
+    assert run(settings, "context", "--collection", "nope", "--budget", "100", "--query", "x") == 2
+    assert "no knowledge collection named 'nope'" in capsys.readouterr().err
+    assert run(settings, "context", "--collection", home, "--budget", "100", "--query", "x", "--config", "k") == 2
+    assert "write KEY=VALUE" in capsys.readouterr().err
+
+
+def test_a_closed_pipe_ends_the_command_quietly(settings: Settings, home: str, tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    queries = tmp_path / "q.jsonl"
+    queries.write_text("".join(json.dumps({"id": i, "query": "kettle"}) + "\n" for i in range(400)))
+    env = {**os.environ, "TDA_DATA_DIR": str(settings.data_dir)}
+    command = [sys.executable, "-m", "tda.cli", "knowledge", "context", "--collection", home, "--budget", "60"]
+    with subprocess.Popen(
+        [*command, "--queries", str(queries)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+    ) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        first = proc.stdout.readline()
+        proc.stdout.close()  # what `| head -1` does
+        err = proc.stderr.read().decode()
+        code = proc.wait(timeout=120)
+    assert json.loads(first)["id"] == 0
+    assert "Traceback" not in err and "BrokenPipeError" not in err and code == 0
+
+
+def test_search_says_why_it_returns_fewer_than_k(
+    settings: Settings, home: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(settings, "search", "descale the kettle with vinegar", "--collection", home, "-k", "5", "--json") == 0
+    floored = json.loads(capsys.readouterr().out)
+    assert run(settings, "search", "descale the kettle with vinegar", "--collection", home, "-k", "5") == 0
+    err = capsys.readouterr().err
+    assert f"{len(floored)} of -k 5 passages" in err and "--relative-floor 0.5" in err
+    everything = ["--relative-floor", "0", "--json"]
+    assert run(settings, "search", "descale the kettle with vinegar", "--collection", home, "-k", "5", *everything) == 0
+    assert len(json.loads(capsys.readouterr().out)) >= len(floored)

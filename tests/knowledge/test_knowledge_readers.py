@@ -113,3 +113,40 @@ def test_encrypted_pdf_is_refused_with_a_fix(tmp_path: Path) -> None:
 def test_windows_1252_text_is_decoded(tmp_path: Path) -> None:
     doc = read_document(write(tmp_path, "old.txt", "Caf\xe9 menu\n\nCr\xe8me br\xfbl\xe9e.".encode("cp1252")))
     assert doc.title == "Café menu" and "Crème brûlée." in doc.text
+
+
+def test_numbered_sections_in_plain_text_become_section_paths(tmp_path: Path) -> None:
+    text = """Widget Licence
+==============
+
+1. Definitions
+--------------
+
+1.1. "Widget"
+    means the software distributed with this licence.
+
+1.2. "You"
+    means the person using the Widget.
+
+2. Grant of Rights. Subject to the terms of this licence, you may use
+   the Widget for any purpose, and copy it for friends.
+
+Section 3
+The Widget comes without warranty.
+
+4. This licence applies to any program that contains a notice
+placed by the copyright holder saying it may be distributed.
+
+1. Buy milk
+"""
+    path = tmp_path / "widget.txt"
+    path.write_text(text)
+    doc = read_document(path)
+    assert doc.title == "Widget Licence"
+    found = {b.text.split()[0]: b.headings[1:] for b in doc.blocks if b.headings}
+    assert found["means"] == ("1. Definitions", '1.2. "You"')  # 1.2 sits under 1, after 1.1 closed
+    assert found["2."] == ("2. Grant of Rights",)  # an inline heading keeps its paragraph whole
+    assert found["The"] == ("Section 3",)
+    # Wrapped prose that starts with a number is not a heading; it stays in the open section.
+    assert found["4."] == ("Section 3",)
+    assert "2. Grant of Rights. Subject to the terms" in doc.text and "The Widget comes without warranty." in doc.text

@@ -42,10 +42,7 @@ def chunks_of(store: KnowledgeStore, collection: str, document_id: str) -> list[
     return store.get_chunks(collection, where={"document_id": document_id})
 
 
-def test_ingest_reports_each_bad_file_and_ingests_the_rest(
-    store: KnowledgeStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.chdir(tmp_path)
+def test_ingest_reports_each_bad_file_and_ingests_the_rest(store: KnowledgeStore, tmp_path: Path) -> None:
     report = ingest_paths(store, [corpus(tmp_path)], "garden")
     status = {Path(f.path).name: f.status for f in report.files}
     assert status == {
@@ -58,8 +55,8 @@ def test_ingest_reports_each_bad_file_and_ingests_the_rest(
     }  # the .png is not a supported type: not picked up
     errors = {Path(f.path).name: f.error for f in report.errors}
     assert "not a readable PDF" in errors["broken.pdf"] and "no text found" in errors["empty.md"]
-    assert store.document_ids("garden") == ["docs/guide.md", "docs/manual.pdf", "docs/notes.txt", "docs/page.html"]
-    assert not chunks_of(store, "garden", "docs/broken.pdf")  # nothing half-ingested
+    assert store.document_ids("garden") == ["guide.md", "manual.pdf", "notes.txt", "page.html"]
+    assert not chunks_of(store, "garden", "broken.pdf")  # nothing half-ingested
 
 
 def test_chunk_metadata_carries_provenance(store: KnowledgeStore, tmp_path: Path) -> None:
@@ -107,13 +104,52 @@ def test_a_failed_write_leaves_the_previous_version_intact(
     assert sorted(r["text"] for r in store.get_chunks("garden")) == before
 
 
-def test_identical_chunks_are_stored_once_across_documents(store: KnowledgeStore, tmp_path: Path) -> None:
+def test_ids_are_relative_to_the_ingest_root_never_the_working_directory(
+    store: KnowledgeStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    docs = corpus(tmp_path)
+    (docs / "sub").mkdir()
+    (docs / "sub" / "deep.md").write_text("# Deep\n\nWorms turn leaves into soil.\n")
+    monkeypatch.chdir(docs / "sub")
+    first = ingest_paths(store, [docs], "garden")
+    monkeypatch.chdir(tmp_path)
+    # The same files through another spelling of the path: the same ids, nothing new.
+    again = ingest_paths(store, [tmp_path / "docs" / ".." / "docs"], "garden")
+    assert {f.document_id for f in first.files if f.status == "added"} >= {"guide.md", "sub/deep.md"}
+    assert {f.status for f in again.files if f.status != "error"} == {"unchanged"}
+    # A file named directly is relative to its own folder; an explicit root names the folder.
+    assert ingest_paths(store, [docs / "sub" / "deep.md"], "garden").files[0].document_id == "deep.md"
+    rooted = ingest_paths(store, [docs / "sub" / "deep.md"], "garden", base=tmp_path)
+    assert rooted.files[0].document_id == "docs/sub/deep.md"
+    outside = ingest_paths(store, [docs / "guide.md"], "garden", base=docs / "sub").files[0]
+    assert outside.status == "error" and "not under the ingest root" in outside.error
+
+
+def test_content_ids_name_the_same_text_once_wherever_it_lies(store: KnowledgeStore, tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "a" / "guide.md").write_text(GUIDE)
+    (tmp_path / "b" / "copy.md").write_text(GUIDE)
+    report = ingest_paths(store, [tmp_path / "a", tmp_path / "b"], "garden", id_scheme="content")
+    assert [f.status for f in report.files] == ["added", "unchanged"]
+    assert report.files[0].document_id == report.files[1].document_id
+    assert report.files[0].document_id.startswith("sha256:")
+
+
+def test_deleting_a_document_never_takes_text_another_document_holds(store: KnowledgeStore, tmp_path: Path) -> None:
     shared = "Every page ends with the same legal disclaimer about warranties."
     (tmp_path / "a.txt").write_text(f"Alpha\n\nAlpha specific text.\n\n{shared}")
-    (tmp_path / "b.txt").write_text(f"Alpha\n\nAlpha specific text.\n\n{shared}")  # same text, another document
-    report = ingest_paths(store, [tmp_path / "a.txt", tmp_path / "b.txt"], "legal")
-    assert [f.duplicates for f in report.files] == [0, 1]
-    assert sum(shared in r["text"] for r in store.get_chunks("legal")) == 1
+    (tmp_path / "b.txt").write_text(f"Beta\n\nBeta specific text.\n\n{shared}")
+    ingest_paths(store, [tmp_path / "a.txt", tmp_path / "b.txt"], "legal")
+    store.delete_document("legal", "a.txt")
+    assert any(shared in r["text"] for r in chunks_of(store, "legal", "b.txt"))
+    hits = ChromaKnowledgeRetriever(store).search("legal disclaimer about warranties", collections=["legal"], k=3)
+    assert hits and shared in hits[0].text and hits[0].document_id == "b.txt"
+    # replacing b with other text removes only b's copy; a repeated chunk within one file is stored once
+    (tmp_path / "b.txt").write_text(f"Beta\n\n{shared}\n\nMore.\n\n{shared}")
+    [result] = ingest_paths(store, [tmp_path / "b.txt"], "legal").files
+    assert result.status == "replaced"
+    assert sum(shared in r["text"] for r in chunks_of(store, "legal", "b.txt")) >= 1
 
 
 def test_a_reopened_store_embeds_queries_with_the_collection_embedder(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ The same shape as deploy/compose.yaml: one database, one Redis, one Chroma, N re
 from __future__ import annotations
 
 import asyncio
+import glob
 import os
 import shutil
 import signal
@@ -20,7 +21,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PG_BIN = Path(os.environ.get("TDA_PG_BIN", "/usr/lib/postgresql/15/bin"))
+PG_BIN = Path(
+    os.environ.get("TDA_PG_BIN")
+    or max(
+        glob.glob("/usr/lib/postgresql/*/bin"),
+        key=lambda p: int(Path(p).parent.name),
+        default="/usr/lib/postgresql/15/bin",
+    )
+)
+"""Debian's layout: the newest installed major version (TDA_PG_BIN overrides)."""
 REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
 CHROMA = Path(sys.executable).parent / "chroma"
 NO_DISK = ("--save", "", "--appendonly", "no", "--protected-mode", "no")
@@ -35,7 +44,7 @@ def require_binaries() -> None:
     """One clear line naming the install command when Debian's servers are missing (never a silent skip)."""
     missing = [str(p) for p in (PG_BIN / "initdb", PG_BIN / "postgres", Path(REDIS_SERVER)) if not p.exists()]
     if missing:
-        raise MissingServer(f"{', '.join(missing)} not found: run `{INSTALL}` (CI's .ci/run does)")
+        raise MissingServer(f"{', '.join(missing)} not found: run `{INSTALL}` (`make test` does it)")
 
 
 def free_port() -> int:

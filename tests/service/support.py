@@ -48,3 +48,42 @@ FIXTURE_TYPE = {
     },
     "condensation_order": ["fixture_echo"],
 }
+
+
+class ScriptedModel:
+    """The mock model, scripted reply by reply (the way simonw/llm scripts a fake model). Each reply is a text,
+    or a list of ``(call_id, tool_name, arguments)`` tool calls; it goes through litellm as ``mock_response``,
+    so the service's real litellm path runs. ``sent`` keeps what each call was sent."""
+
+    def __init__(self, *replies: Any) -> None:
+        from tda.llm import LLM
+
+        self.replies = list(replies)
+        self.sent: list[dict[str, Any]] = []
+        model = self
+
+        class _LLM(LLM):
+            def mock_reply(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Any:
+                return model._next()
+
+            async def complete(self, model_name: str, messages: Any, tools: Any, **kwargs: Any) -> Any:
+                model.sent.append({"model": model_name, "messages": messages, "tools": tools, **kwargs})
+                return await super().complete(model_name, messages, tools, **kwargs)
+
+        self.llm = _LLM(mock=True)
+
+    def _next(self) -> Any:
+        reply = self.replies.pop(0) if self.replies else "Done."
+        if isinstance(reply, str):
+            return reply
+        from litellm import ModelResponse
+
+        calls = [
+            {"id": cid, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+            for cid, name, args in reply
+        ]
+        message = {"role": "assistant", "content": None, "tool_calls": calls}
+        return ModelResponse(
+            choices=[{"index": 0, "finish_reason": "tool_calls", "message": message}],
+            usage={"prompt_tokens": 0, "completion_tokens": 9, "total_tokens": 9},
+        )

@@ -38,7 +38,9 @@ class RecordingLLM(LLM):
         self.calls: list[list[dict[str, Any]]] = []
         self.tool_calls: list[dict[str, Any]] = []
 
-    async def complete(self, model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Completion:
+    async def complete(
+        self, model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]], **_: Any
+    ) -> Completion:
         self.calls.append(messages)
         return Completion("Forty-five days, after an inspection at the depot.", 900, 12, self.tool_calls)
 
@@ -71,7 +73,7 @@ async def wired(handbook: str, settings: Settings, llm: RecordingLLM) -> AsyncIt
         headers = {"Authorization": f"Bearer {token}"}
         profile = {
             "id": "librarian",
-            "type": "rag_focused",
+            "type": "tool_enabled",  # champion cases (rag_context) serve tool-enabled profiles only
             "context_window_type_id": "knowledge_heavy",  # a shipped type: knowledge 40%, RAG cases 20%
             "knowledge_collections": [handbook],
             "system_prompt": "Answer from the knowledge base.",
@@ -147,11 +149,17 @@ async def test_the_tool_calls_of_a_turn_are_its_cases_plan(wired, llm):
     client, headers = wired
     call = {"id": "c1", "type": "function", "function": {"name": "lookup_policy", "arguments": '{"item": "kettle"}'}}
     llm.tool_calls = [call]
-    await _turn(client, headers)
+    first = await _turn(client, headers)
+    assert first["champion_case_id"] is None  # the turn waits for its tool result: not finished, not a case
+    llm.tool_calls = []
+    results = {"results": [{"tool_call_id": "c1", "content": "45 days"}]}
+    r = await client.post("/v1/sessions/s1/turns/1/tool-results", json=results, headers=headers)
+    assert r.status_code == 201, await r.get_json()
+    assert (await r.get_json())["champion_case_id"]
     turns = (await (await client.get("/v1/sessions/s1/turns", headers=headers)).get_json())["turns"]
     assert turns[0]["plan"] == 'lookup_policy({"item": "kettle"})'
     await _turn(client, headers)
-    assert 'lookup_policy({"item": "kettle"})' in "\n".join(str(m["content"]) for m in llm.calls[1])
+    assert 'lookup_policy({"item": "kettle"})' in "\n".join(str(m["content"]) for m in llm.calls[2])
 
 
 async def test_feedback_errors_follow_the_api_conventions(wired):
@@ -181,6 +189,10 @@ async def test_a_demo_turn_reads_the_demo_collection(settings: Settings, llm: Re
             headers={"Authorization": f"Bearer {token}"},
         )
         assert r.status_code == 201, await r.get_json()
-        knowledge = _module((await r.get_json())["snapshot"], "knowledge_context")
+        snapshot = (await r.get_json())["snapshot"]
+        knowledge = _module(snapshot, "knowledge_context")
+        assert await seed_demo(svc.store) == {"types_created": 0, "profiles_created": 0, "session": DEMO_SESSION}
     assert knowledge["used"] > 0
+    components = _module(snapshot, "component_instructions")  # the demo's texts, seeded through the store
+    assert components["used"] > 0 and components["metadata"]["intensities"] == {"charting": "full", "tables": "full"}
     assert "[SOURCE 1]" in "\n".join(str(m["content"]) for m in llm.calls[0])

@@ -1,0 +1,285 @@
+"""Running module code so that no module can break, hang, stall or poison a turn.
+
+* Every call is driven step by step from outside the module: each synchronous step is timed, which is
+  exactly how long the module held the event loop. A module that holds it longer than its timeout is
+  recorded "timeout" and its result discarded, even though nothing could interrupt it.
+* Most module calls finish in their first step; those run inline (no task). A call that awaits becomes a
+  task, and the timeout is enforced from outside it: when the deadline passes the task is cancelled, and a
+  task that ignores the cancellation is abandoned (left to finish on its own) and recorded "timeout".
+* Any ``Exception``, and a ``CancelledError`` the module raised itself (not one from the caller), is a
+  failure of that module; a caller's cancellation still cancels the turn.
+* What a module returns is checked at the boundary: a ``Contribution`` with a known placement and units of
+  text, messages or tools, or ``signals()`` as a mapping of names to plain values.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import math
+from collections.abc import Coroutine, Generator, Hashable, Mapping
+from dataclasses import dataclass
+from time import perf_counter
+from typing import Any
+
+from .base import PLACEMENTS, Contribution, Message, ToolSchema
+
+log = logging.getLogger(__name__)
+
+CANCEL_GRACE_S = 0.05
+"""How long a cancelled module may take to stop before it is abandoned."""
+BLOCKING_WARN_S = 0.05
+"""Holding the event loop longer than this in one call is flagged (every other request waits meanwhile)."""
+
+_abandoned: set[asyncio.Task[Any]] = set()
+"""Tasks of modules that ignored cancellation, until their coroutine is closed (kept referenced meanwhile)."""
+
+
+@dataclass
+class Outcome:
+    status: str  # "ok", "failed" or "timeout"
+    value: Any = None
+    reason: str = ""
+    blocked_s: float = 0.0
+    """Time the call held the event loop (the sum of its synchronous steps)."""
+
+
+class _Driver:
+    """Steps a module's coroutine, adding up the time each step takes."""
+
+    __slots__ = ("abandoned", "blocked", "cancelled_by_us", "coro")
+
+    def __init__(self, coro: Coroutine[Any, Any, Any]) -> None:
+        self.coro = coro
+        self.blocked = 0.0
+        self.cancelled_by_us = False
+        self.abandoned = False
+
+    def step(self, value: Any = None, exc: BaseException | None = None) -> Any:
+        started = perf_counter()
+        try:
+            return self.coro.send(value) if exc is None else self.coro.throw(exc)
+        finally:
+            self.blocked += perf_counter() - started
+
+
+class _Rest:
+    """The rest of a call whose first step ran inline, as an awaitable a task can drive."""
+
+    def __init__(self, driver: _Driver, pending: Any) -> None:
+        self.driver = driver
+        self.pending = pending
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        yielded = self.pending
+        while True:
+            try:
+                value, exc = (yield yielded), None
+            except BaseException as thrown:  # cancellation, delivered by the task
+                if self.driver.abandoned:  # it ignored one cancellation: stop stepping it, close it
+                    _close(self.driver.coro)
+                    raise
+                value, exc = None, thrown
+            try:
+                yielded = self.driver.step(value, exc)
+            except StopIteration as stop:
+                return stop.value
+
+
+async def _finish(rest: _Rest) -> Any:
+    return await rest
+
+
+def _close(coro: Coroutine[Any, Any, Any]) -> None:
+    with contextlib.suppress(Exception):  # "coroutine ignored GeneratorExit": it is not stepped again either way
+        coro.close()
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+async def run_calls(calls: Mapping[Hashable, Coroutine[Any, Any, Any]], timeout_s: float) -> dict[Hashable, Outcome]:
+    """Run module calls concurrently, each under ``timeout_s``; never raises for a module's fault."""
+    outcomes: dict[Hashable, Outcome] = {}
+    pending: dict[asyncio.Task[Any], tuple[Hashable, _Driver]] = {}
+    for key, coro in calls.items():
+        driver = _Driver(coro)
+        try:
+            first = driver.step()
+        except StopIteration as stop:
+            outcomes[key] = _judge(driver, timeout_s, value=stop.value)
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as exc:  # CancelledError here is the module's own: nobody cancelled it
+            outcomes[key] = _judge(driver, timeout_s, error=exc)
+        else:
+            pending[asyncio.ensure_future(_finish(_Rest(driver, first)))] = (key, driver)
+    if pending:
+        await _wait(pending, timeout_s, outcomes)
+    return outcomes
+
+
+async def _wait(
+    pending: dict[asyncio.Task[Any], tuple[Hashable, _Driver]], timeout_s: float, outcomes: dict[Hashable, Outcome]
+) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    try:
+        while pending:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                break
+            blocked_before = sum(d.blocked for _, d in pending.values())
+            done, _ = await asyncio.wait(set(pending), timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                key, driver = pending.pop(task)
+                outcomes[key] = _judge_task(task, driver, timeout_s)
+            for task, (_, driver) in list(pending.items()):
+                if driver.blocked > timeout_s:  # it keeps holding the loop: no deadline can pass meanwhile
+                    _cancel(task, driver)
+            # Time a module held the loop is not time the others had: extend their deadline by it.
+            deadline += max(0.0, sum(d.blocked for _, d in pending.values()) - blocked_before)
+    except asyncio.CancelledError:  # the caller cancelled the turn: stop every module, then let it propagate
+        for task, (_, driver) in pending.items():
+            _cancel(task, driver)
+        raise
+    if not pending:
+        return
+    for task, (_, driver) in pending.items():
+        _cancel(task, driver)
+    done, still = await asyncio.wait(set(pending), timeout=CANCEL_GRACE_S)
+    for task in done:
+        key, driver = pending[task]
+        outcomes[key] = Outcome("timeout", reason=f"took longer than {timeout_s:g} s", blocked_s=driver.blocked)
+        task.exception() if not task.cancelled() else None  # retrieved: no "never retrieved" warning
+    for task in still:
+        key, driver = pending[task]
+        driver.abandoned = True
+        task.cancel()  # delivered at its next wake-up: the module's coroutine is closed, never stepped again
+        _abandoned.add(task)
+        task.add_done_callback(_forget)
+        outcomes[key] = Outcome(
+            "timeout",
+            reason=f"took longer than {timeout_s:g} s and ignored cancellation; abandoned",
+            blocked_s=driver.blocked,
+        )
+
+
+def _cancel(task: asyncio.Task[Any], driver: _Driver) -> None:
+    driver.cancelled_by_us = True
+    task.cancel()
+
+
+def _forget(task: asyncio.Task[Any]) -> None:
+    _abandoned.discard(task)
+    if not task.cancelled():
+        task.exception()
+
+
+def _judge_task(task: asyncio.Task[Any], driver: _Driver, timeout_s: float) -> Outcome:
+    if task.cancelled():
+        if driver.cancelled_by_us:
+            return Outcome("timeout", reason=_too_long(driver, timeout_s), blocked_s=driver.blocked)
+        return _judge(driver, timeout_s, error=asyncio.CancelledError())
+    exc = task.exception()
+    if exc is not None:
+        if driver.cancelled_by_us:
+            return Outcome("timeout", reason=_too_long(driver, timeout_s), blocked_s=driver.blocked)
+        return _judge(driver, timeout_s, error=exc)
+    return _judge(driver, timeout_s, value=task.result())
+
+
+def _too_long(driver: _Driver, timeout_s: float) -> str:
+    if driver.blocked > timeout_s:
+        return f"blocked the event loop for {driver.blocked:.2f} s (limit {timeout_s:g} s)"
+    return f"took longer than {timeout_s:g} s"
+
+
+def _judge(driver: _Driver, timeout_s: float, *, value: Any = None, error: BaseException | None = None) -> Outcome:
+    if driver.blocked > timeout_s:
+        return Outcome("timeout", reason=_too_long(driver, timeout_s), blocked_s=driver.blocked)
+    if error is not None:
+        return Outcome("failed", reason=_describe(error), blocked_s=driver.blocked)
+    return Outcome("ok", value, blocked_s=driver.blocked)
+
+
+# --- what modules hand back ------------------------------------------------------------------------
+
+
+def checked_contribution(value: Any, module_id: str) -> Contribution:
+    """``value`` as a well-formed, read-only Contribution of ``module_id``; ValueError says what is wrong."""
+    if not isinstance(value, Contribution):
+        raise ValueError(f"returned {type(value).__name__}, not a Contribution")
+    if value.placement not in PLACEMENTS:
+        raise ValueError(f"placement {value.placement!r} is not one of {', '.join(PLACEMENTS)}")
+    if value.trim_from not in ("start", "end"):
+        raise ValueError(f"trim_from {value.trim_from!r} is not 'start' or 'end'")
+    for name in ("header", "joiner", "strategy"):
+        if not isinstance(getattr(value, name), str):
+            raise ValueError(f"{name} must be text")
+    units = _units(value.units)
+    metadata = _plain(value.metadata, "metadata")
+    return value.replace(units=units, metadata=metadata, module_id=module_id, tokens=0)
+
+
+def _units(units: Any) -> tuple[tuple[Any, ...], ...]:
+    """A fresh tuple of tuples (the module keeps no handle on what was measured); items must be sendable."""
+    if isinstance(units, str | bytes) or not hasattr(units, "__iter__"):
+        raise ValueError("units must be a sequence of units (tuples of text, Message or ToolSchema)")
+    out = []
+    for unit in units:
+        if isinstance(unit, str | bytes) or not hasattr(unit, "__iter__"):
+            raise ValueError(f"a unit must be a tuple of items, got {type(unit).__name__}")
+        unit = tuple(unit)
+        for item in unit:
+            kind = type(item)
+            if kind is not Message and kind is not str and not isinstance(item, Message | ToolSchema | str):
+                raise ValueError(f"a unit holds a {kind.__name__}; use str, Message or ToolSchema")
+        out.append(unit)
+    return tuple(out)
+
+
+def _plain(value: Any, what: str) -> dict[str, Any]:
+    """A JSON-safe deep copy of a mapping (snapshots are stored and sent as JSON)."""
+    if not isinstance(value, Mapping):
+        raise ValueError(f"{what} must be a mapping")
+    if not value:
+        return {}
+    try:
+        return json.loads(json.dumps(dict(value), allow_nan=False, default=_json_default))
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{what} must be plain JSON data: {exc}") from None
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, tuple | frozenset | set):
+        return list(value)
+    raise TypeError(f"{type(value).__name__} is not JSON data")
+
+
+SIGNAL_TYPES: dict[str, type | tuple[type, ...]] = {"top_score": (int, float), "eligible_cases": int}
+"""Signals the conditions read, and the type each must have."""
+
+
+def checked_signals(value: Any) -> tuple[dict[str, Any], list[str]]:
+    """The valid part of a ``signals()`` result, and what was wrong with the rest."""
+    if not isinstance(value, Mapping):
+        return {}, [f"signals() returned {type(value).__name__}, not a mapping"]
+    good: dict[str, Any] = {}
+    bad: list[str] = []
+    for key, item in value.items():
+        expected = SIGNAL_TYPES.get(key, (str, int, float, bool, type(None)))
+        if not isinstance(key, str):
+            bad.append(f"signal name {key!r} is not text")
+        elif (isinstance(item, bool) and key in SIGNAL_TYPES) or not isinstance(item, expected):
+            bad.append(f"signal {key!r} = {item!r:.80} has the wrong type")
+        elif isinstance(item, float) and not math.isfinite(item):
+            bad.append(f"signal {key!r} is not a finite number")
+        else:
+            good[key] = item
+    return good, bad

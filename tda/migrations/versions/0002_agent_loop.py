@@ -1,0 +1,32 @@
+"""component instructions: texts per component id, sent to the model for the profile's components
+
+Revision ID: 0002
+Revises: 0003 (0001 as numbered; chained after 0003 so the branch has one head until the lead re-chains)
+Create Date: 2026-11-23 14:40:00
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0002"
+down_revision = "0003"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    op.create_table(
+        "component_instructions",
+        sa.Column("component_id", sa.String(length=64), nullable=False),
+        sa.Column("full", sa.Text(), nullable=False, server_default=""),
+        sa.Column("medium", sa.Text(), nullable=False, server_default=""),
+        sa.Column("light", sa.Text(), nullable=False, server_default=""),
+        sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+        sa.PrimaryKeyConstraint("component_id"),
+    )
+
+
+def downgrade() -> None:
+    op.drop_table("component_instructions")
