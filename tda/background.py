@@ -22,11 +22,8 @@ class BackgroundWriter:
     def __init__(self) -> None:
         self._last: dict[str, asyncio.Task[None]] = {}
         """Per key, the newest job: each job waits for the one before it."""
-        self._closed = False
 
     def submit(self, key: str, job: Job, what: str) -> None:
-        if self._closed:
-            raise RuntimeError("the background writer is shut down; no new work is taken")
         previous = self._last.get(key)
         task = asyncio.create_task(self._run(previous, job, what))
         self._last[key] = task
@@ -39,8 +36,7 @@ class BackgroundWriter:
             await asyncio.shield(task)
 
     async def drain(self) -> None:
-        """Take no new jobs and wait for all that were submitted."""
-        self._closed = True
+        """Wait for every job, those submitted while waiting included (a turn finishing during shutdown)."""
         while self._last:
             await asyncio.gather(*self._last.values())
 

@@ -83,6 +83,9 @@ class SessionRow(Base):
     phase: Mapped[str | None] = mapped_column(String(32), default=None)
     message_count: Mapped[int] = mapped_column(default=0, server_default="0")
     """Kept with every write of messages: a turn knows the history's length without counting it."""
+    history_version: Mapped[int] = mapped_column(default=0, server_default="0")
+    """Bumped by every change to the history other than appending a turn (validity, purge, imports): what a
+    replica kept of the history stays right while this is unchanged."""
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
 

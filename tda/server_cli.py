@@ -112,6 +112,8 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     from dataclasses import replace
 
+    from hypercorn.utils import LifespanFailureError
+
     from .logs import configure
     from .security import InsecureSettings
 
@@ -124,6 +126,9 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     except InsecureSettings as exc:
         print(f"tda serve: {exc}", file=sys.stderr)
         return 2
+    except LifespanFailureError as exc:  # start-up failed (database, Redis, ...): the reason, not hypercorn's stack
+        print(f"tda serve: could not start: {exc.args[-1] if exc.args else exc}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -21,6 +21,7 @@ from .config import Settings
 from .db import upgrade_async
 from .errors import Invalid, field_errors
 from .events import create_bus
+from .history import HistoryCache
 from .knowledge.providers import LiveKnowledge
 from .llm import LLM, LLMSummarizer, preload
 from .sources import Sources
@@ -53,6 +54,7 @@ class TDAService:
         self._session_locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
         self.bus = create_bus(settings.bus_url)
         self.writer = BackgroundWriter()
+        self.history = HistoryCache(self.store.sessions)
         self.llm = llm or LLM(mock=settings.mock_model)
         self.knowledge = LiveKnowledge(settings.data_dir, settings.chroma_url, embedder=settings.embedder)
         """Opened at start-up (warm_up_knowledge) or on first use: Chroma and the embedder take seconds to load."""

@@ -14,8 +14,7 @@ from components.context_window.base import (
     Document,
     Embedder,
     KnowledgeRetriever,
-    Message,
-    MessagePage,
+    MessageSource,
     Profile,
     Session,
     Summarizer,
@@ -23,8 +22,11 @@ from components.context_window.base import (
     TurnRecord,
 )
 
+from .history import history_read, message_of
 from .models import AttachmentRow, ProfileRow, TurnRow
-from .store.sessions import SessionData, SessionStore
+from .store.sessions import SessionData
+
+__all__ = ["message_of"]  # turns.py builds messages from rows with it
 
 
 @runtime_checkable
@@ -81,40 +83,13 @@ class Cutoff:
     attachments_until: datetime
 
 
-class StoredHistory:
-    """A session's messages as a MessageSource: pages read from the store newest first, each once per turn."""
-
-    def __init__(self, sessions: SessionStore, data: SessionData) -> None:
-        self._sessions = sessions
-        self._session_id = data.session.id
-        self._before_turn = data.before_turn
-        self.total = data.message_count
-        self.last_turn = data.last_message_turn
-        self._pages: dict[tuple[Any, int], MessagePage] = {}
-        self.read: dict[int, tuple[int, int, bool, str]] = {}
-        """id -> (id, turn, valid, content digest) of every message read: the part of the history this turn used."""
-
-    async def page(self, cursor: Any, limit: int) -> MessagePage:
-        key = (cursor, limit)
-        if key not in self._pages:
-            rows = await self._sessions.message_page(self._session_id, cursor, limit, self._before_turn)
-            older = (rows[-1].turn, rows[-1].id) if len(rows) == limit else None
-            self._pages[key] = MessagePage(tuple(message_of(r) for r in rows), older)
-            self.read.update((r.id, (r.id, r.turn, r.valid, _content_digest(r.content))) for r in rows)
-        return self._pages[key]
-
-
-def _content_digest(text: str) -> str:
-    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
-
-
 def build_context(
     data: SessionData,
     query: str,
     *,
     default_model: str,
     sources: Sources,
-    history: StoredHistory,
+    history: MessageSource,
     cutoff: Cutoff | None = None,
 ) -> AssemblyContext:
     attachments = data.attachments
@@ -155,20 +130,6 @@ def _aware(t: datetime) -> datetime:
     return t if t.tzinfo else t.replace(tzinfo=UTC)
 
 
-def message_of(m: Any) -> Message:
-    return Message(
-        role=m.role,
-        content=m.content,
-        turn=m.turn,
-        valid=m.valid,
-        tool_calls=tuple(m.tool_calls or ()),
-        tool_call_id=m.tool_call_id,
-        name=m.name,
-        phase=m.phase,
-        tokens=m.token_counts,
-    )
-
-
 def _turn(t: TurnRow) -> TurnRecord:
     return TurnRecord(
         turn=t.turn,
@@ -202,9 +163,8 @@ def _values(item: Any) -> tuple[Any, ...]:
 
 def _history_read(s: Session) -> list[Any]:
     """What of the history the assembly read (a stored session's walk reads only the newest part)."""
-    if isinstance(s.history, StoredHistory):
-        return sorted(s.history.read.values(), key=lambda r: (r[1], r[0]))
-    return [_values(x) for x in s.messages]
+    read = history_read(s.history) if s.history is not None else None
+    return read if read is not None else [_values(x) for x in s.messages]
 
 
 def input_hashes(ctx: AssemblyContext) -> dict[str, str]:

@@ -26,7 +26,7 @@ from components.context_window.window_type import ContextWindowType
 from . import metrics
 from .errors import Conflict, Invalid, UpstreamFailed
 from .models import MessageRow, TurnRow
-from .sources import StoredHistory, build_context, input_hashes, message_of
+from .sources import build_context, input_hashes, message_of
 from .store.types import StoredType
 
 if TYPE_CHECKING:
@@ -134,8 +134,9 @@ async def chat_turn(
     (the chat ends with a user message; earlier new messages become history) or the open turn continues
     (it ends with the results of the tool calls tda's last reply made)."""
     async with svc.session_lock(session_id):
-        newest = await svc.store.sessions.newest_messages(session_id, 1)
-        new = new_messages(newest[-1] if newest else None, conversation)
+        newest = await svc.store.sessions.newest_messages(session_id, 8)
+        anchor = next((m for m in reversed(newest) if m.role != "system"), None)  # clients do not echo tda's own
+        new = new_messages(anchor, conversation)
         if not new:
             current = await open_turn(svc, session_id)
             if current is not None and current.answered and not current.unanswered:
@@ -252,7 +253,7 @@ async def _step(
     # A continuation reads the history before its own turn: the turn so far follows the query instead.
     data = await svc.store.sessions.load(session_id, before_turn=current.row.turn if current else None)
     stored = await resolve_type(svc, data.profile)
-    history = StoredHistory(svc.store.sessions, data)
+    history = await svc.history.source(data)
     ctx = build_context(data, query, default_model=svc.settings.model, sources=svc.sources, history=history)
     ctx = await with_component_instructions(svc, _with_options(ctx, current, options))
     assembled = await svc.handler.assemble(ctx, stored.type)
@@ -423,7 +424,7 @@ def _keep_as_champion(svc: TDAService, session_id: str, turn: int, query: str, a
     session's next turn waits for it). The turn is already stored: a failure there costs the case, never the turn."""
     recorder = svc.sources.case_recorder
     plan, tokens = row.plan, row.tokens_in + row.tokens_out
-    if recorder is None or not (answer.strip() or plan):
+    if recorder is None or not query.strip() or not (answer.strip() or plan):
         return None
 
     async def record() -> None:
@@ -488,7 +489,7 @@ async def preview(svc: TDAService, body: PreviewIn) -> dict[str, Any]:
     data = await svc.store.sessions.load(body.session_id)
     if body.profile_id:  # what if this session ran under another profile (its prompt, tools, model)?
         data = dataclasses.replace(data, profile=await svc.store.profiles.get(body.profile_id))
-    history = StoredHistory(svc.store.sessions, data)
+    history = await svc.history.source(data)
     ctx = build_context(data, body.query, default_model=svc.settings.model, sources=svc.sources, history=history)
     ctx = await with_component_instructions(svc, ctx)
     if body.context_limit is not None:  # what if the limit were this (like a session override: only lowers)

@@ -236,7 +236,8 @@ class ContextWindowType(_Model):
         for i, rule in enumerate(self.dynamic_adjustments):
             if isinstance(rule.action, Condense) and rule.action.module in floor:
                 raise ValueError(
-                    f"dynamic_adjustments[{i}] condenses {rule.action.module}, which is not condensable; remove the rule"
+                    f"dynamic_adjustments[{i}] condenses {rule.action.module}, which is not condensable; "
+                    "remove the rule"
                 )
         return self
 

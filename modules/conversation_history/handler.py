@@ -10,7 +10,6 @@ summarizer provider when one is configured, otherwise extracted from the dropped
 from __future__ import annotations
 
 import re
-from collections import OrderedDict
 from collections.abc import AsyncIterator, Sequence
 from functools import lru_cache
 from typing import Any
@@ -20,17 +19,21 @@ from components.context_window.base import (
     ContextModule,
     Contribution,
     Message,
+    MessagePage,
     MessageSource,
-    newest_first,
+    pages_newest_first,
 )
 from components.context_window.phases import visible
+from components.context_window.session_cache import BoundedCache, SessionCache, content_key
+from components.context_window.token_estimator import MESSAGE_OVERHEAD
 
 SUMMARY_SHARE = 0.15
 SUMMARY_MAX_TOKENS = 600
 SUMMARY_SOURCE_MESSAGES = 40
 """How many of the most recent dropped messages the summary looks at (bounded work per turn)."""
 SUMMARY_BUCKET = 10
-"""A summary is reused until this many more messages have been dropped (bounded model calls)."""
+"""A model-written summary covers messages up to a multiple of this (it may repeat a few shown ones), so it
+is reused until this many more messages have been dropped (bounded model calls), and depends only on them."""
 _SENTENCE = re.compile(r"^(.+?[.!?])(\s|$)", re.S)
 
 Unit = tuple[Message, ...]
@@ -45,32 +48,53 @@ async def units_newest_first(source: MessageSource, phase: str | None = None) ->
     their call, or calls without their results, are left out (a provider would reject them).
     """
     pending: list[Message] = []
-    async for i, message in newest_first(source):
-        if not message.valid or not visible(message.phase, phase):
-            continue
-        if message.role == "tool":
-            pending.append(message)
-            continue
-        if message.role == "assistant" and message.tool_calls:
-            calls = {c.get("id") for c in message.tool_calls}
-            results = [m for m in reversed(pending) if m.tool_call_id in calls]  # a result answering another call
-            if {m.tool_call_id for m in results} == calls:  # is an orphan: it never joins this unit
-                yield i, (message, *results)
+    async for first, messages in pages_newest_first(source):
+        for offset, message in enumerate(messages):
+            if not message.valid or not visible(message.phase, phase):
+                continue
+            if message.role == "tool":
+                pending.append(message)
+                continue
+            if message.role == "assistant" and message.tool_calls:
+                calls = {c.get("id") for c in message.tool_calls}
+                results = [m for m in reversed(pending) if m.tool_call_id in calls]  # a result answering another call
+                if {m.tool_call_id for m in results} == calls:  # is an orphan: it never joins this unit
+                    yield first - offset, (message, *results)
+                pending = []
+                continue
             pending = []
-            continue
-        pending = []
-        yield i, (message,)
+            yield first - offset, (message,)
 
 
 async def older_than(source: MessageSource, end: int, count: int, phase: str | None) -> list[Message]:
     """The valid, visible messages among the ``count`` just before position ``end``, oldest first."""
     found: list[Message] = []
-    async for i, message in newest_first(source):
-        if i < end - count:
-            break
-        if i < end and message.valid and visible(message.phase, phase):
-            found.append(message)
+    async for first, messages in pages_newest_first(source):
+        if first - len(messages) + 1 >= end:
+            continue  # the whole page is newer than what is asked for
+        for offset, message in enumerate(messages):
+            i = first - offset
+            if i < end - count:
+                return found[::-1]
+            if i < end and message.valid and visible(message.phase, phase):
+                found.append(message)
     return found[::-1]
+
+
+class _Remembered:
+    """A source whose pages are read once per window: the fill and the summary's look-back walk the same pages."""
+
+    def __init__(self, source: MessageSource) -> None:
+        self._source = source
+        self._pages: dict[tuple[Any, int], MessagePage] = {}
+        self.total = source.total
+        self.last_turn = source.last_turn
+
+    async def page(self, cursor: Any, limit: int) -> MessagePage:
+        key = (cursor, limit)
+        if key not in self._pages:
+            self._pages[key] = await self._source.page(cursor, limit)
+        return self._pages[key]
 
 
 def first_sentence(text: str, limit: int = 200) -> str:
@@ -106,9 +130,13 @@ def _within(kept: list[tuple[int, Unit, int]], budget: int) -> list[tuple[int, U
 class ConversationHistoryModule(ContextModule):
     def __init__(self, manifest: Any) -> None:
         super().__init__(manifest)
-        self._summaries: OrderedDict[tuple[str, int], str] = OrderedDict()
-        self._walks: OrderedDict[str, tuple[object, str | None, int, list[tuple[int, Unit, int]]]] = OrderedDict()
-        """Per session, the last walk: condensing right after contributing reuses it instead of walking again."""
+        self._summaries: SessionCache[str] = SessionCache(1024)
+        """Model-written summaries, keyed by the exact transcript summarised and the room given."""
+        self._walks: BoundedCache[str, tuple[object, str | None, object, int, list[tuple[int, Unit, int]]]] = (
+            BoundedCache(64)
+        )
+        """Per session, the last walk: condensing right after contributing reuses it instead of walking again.
+        Reused only for the very same immutable history (a tuple, or this assembly's source), phase and counter."""
 
     async def contribute(self, budget: int, ctx: AssemblyContext) -> Contribution:
         return await self._window(budget, ctx, ctx.directives.condense_strategy)
@@ -118,11 +146,9 @@ class ConversationHistoryModule(ContextModule):
 
     async def purge(self, session_id: str, user_id: str) -> dict[str, Any]:
         """Forget a session's cached summaries (call it when the session's history is purged or edited)."""
-        stale = [key for key in self._summaries if key[0] == session_id]
-        for key in stale:
-            del self._summaries[key]
-        self._walks.pop(session_id, None)
-        return {"purged": len(stale), "what": "cached summaries"}
+        purged = self._summaries.purge(session_id)
+        self._walks.discard_where(lambda key: key == session_id)
+        return {"purged": purged, "what": "cached summaries"}
 
     def get_status(self) -> dict[str, Any]:
         return {**super().get_status(), "cached_summaries": len(self._summaries)}
@@ -130,7 +156,7 @@ class ConversationHistoryModule(ContextModule):
     # -- the window ----------------------------------------------------------------------------
 
     async def _window(self, budget: int, ctx: AssemblyContext, strategy: str | None) -> Contribution:
-        source = ctx.session.message_source()
+        source = _Remembered(ctx.session.message_source())
         summarize = ctx.directives.config.get("summarize_dropped", True) or strategy == "summarize"
         kept = await self._fill(source, budget, ctx)
         first_kept = kept[-1][0] if kept else source.total
@@ -142,7 +168,10 @@ class ConversationHistoryModule(ContextModule):
             while kept and used > budget - room:  # make room for the summary by letting the oldest go
                 used -= kept.pop()[2]
             first_kept = kept[-1][0] if kept else source.total
-            recent_dropped = await older_than(source, first_kept, SUMMARY_SOURCE_MESSAGES, phase)
+            end = first_kept
+            if ctx.summarizer is not None:  # a model call: summarise a bucket-aligned excerpt, reused for a while
+                end = min(source.total, -(-first_kept // SUMMARY_BUCKET) * SUMMARY_BUCKET)
+            recent_dropped = await older_than(source, end, SUMMARY_SOURCE_MESSAGES, phase)
             if recent_dropped:
                 summary = await self._summary(recent_dropped, first_kept, room, ctx)
         units = ((summary,),) * (summary is not None) + tuple(unit for _, unit, _ in reversed(kept))
@@ -165,8 +194,15 @@ class ConversationHistoryModule(ContextModule):
         phase = ctx.session.phase
         history = ctx.session.history if ctx.session.history is not None else ctx.session.messages
         walk = self._walks.get(ctx.session.id)
-        if walk is not None and walk[0] is history and walk[1] == phase and walk[2] >= budget:
-            return _within(walk[3], budget)  # a greedy walk under a smaller budget is a prefix of this one
+        reusable = ctx.session.history is not None or isinstance(history, tuple)  # a list could have changed
+        if (
+            reusable
+            and walk is not None
+            and walk[0] is history
+            and walk[1:3] == (phase, ctx.tokens)
+            and walk[3] >= budget
+        ):
+            return _within(walk[4], budget)  # a greedy walk under a smaller budget is a prefix of this one
         assert ctx.tokens is not None
         count = ctx.tokens.count_message
         kept: list[tuple[int, Unit, int]] = []
@@ -177,9 +213,7 @@ class ConversationHistoryModule(ContextModule):
                 break
             kept.append((index, unit, cost))
             used += cost
-        self._walks[ctx.session.id] = (history, phase, budget, kept)
-        if len(self._walks) > 64:
-            self._walks.popitem(last=False)
+        self._walks.put(ctx.session.id, (history, phase, ctx.tokens, budget, kept))
         return list(kept)
 
     async def _summary(
@@ -188,6 +222,13 @@ class ConversationHistoryModule(ContextModule):
         assert ctx.tokens is not None
         header = f"Summary of the {first_kept} earlier messages not shown:"
         body = await self._summary_body(recent_dropped, first_kept, room, ctx)
+        # Skip the lines that cannot fit by their own counts (cached per line) before counting whole texts:
+        # counting the text once per dropped line re-tokenised it dozens of times.
+        count = ctx.tokens.count
+        estimate = count(header) + sum(count(line) + 1 for line in body) + MESSAGE_OVERHEAD
+        while len(body) > 1 and estimate > room:
+            estimate -= count(body[0]) + 1
+            body = body[1:]
         while body:
             text = f"{header}\n" + "\n".join(body)
             message = Message("system", text, turn=recent_dropped[-1].turn)
@@ -201,17 +242,15 @@ class ConversationHistoryModule(ContextModule):
     ) -> list[str]:
         if ctx.summarizer is None:
             return extractive_summary(dropped)
-        key = (ctx.session.id, first_kept // SUMMARY_BUCKET)
-        text = self._summaries.get(key)
+        transcript = "\n".join(f"{m.role}: {m.content}" for m in dropped)
+        key = content_key(transcript, room)  # the same excerpt and room: the same summary, whatever came before
+        text = self._summaries.get((ctx.session.id, key))
         if text is None:
-            transcript = "\n".join(f"{m.role}: {m.content}" for m in dropped)
             try:
                 text = await ctx.summarizer.summarize(
                     transcript, max_tokens=max(1, room - 20), instruction="Summarise this conversation excerpt."
                 )
             except Exception:  # the summary is a nicety: fall back to extraction
                 return extractive_summary(dropped)
-            self._summaries[key] = text
-            if len(self._summaries) > 1024:
-                self._summaries.popitem(last=False)
+            self._summaries.put((ctx.session.id, key), text)
         return [line for line in text.splitlines() if line.strip()]

@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import re
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
@@ -42,7 +41,6 @@ FILTER_INSTRUCTION = (
     "Below are a question and numbered passages from a knowledge base. Reply with the numbers of the "
     "passages that help answer the question, most useful first, separated by commas; nothing else."
 )
-_MAX_CACHED_PLANS = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,10 +196,6 @@ class Plan:
 
 
 class KnowledgeContextModule(ContextModule):
-    def __init__(self, manifest: Any) -> None:
-        super().__init__(manifest)
-        self._plans: OrderedDict[tuple[str, int, str], Plan] = OrderedDict()
-
     async def contribute(self, budget: int, ctx: AssemblyContext) -> Contribution:
         if ctx.knowledge is None:
             return self._empty("no knowledge retriever configured")
@@ -225,22 +219,13 @@ class KnowledgeContextModule(ContextModule):
         return self._render(plan, strategy="full", retrieved=len(hits))
 
     async def condense(self, contribution: Contribution, target_tokens: int, ctx: AssemblyContext) -> Contribution:
-        plan = self._plans.get(_plan_key(ctx))
-        if plan is None:  # not ours, or evicted: retrieve again at the smaller budget
+        plan = ctx.memo.get("plan")  # this assembly's retrieval: never one from an earlier turn
+        if plan is None:  # not ours: retrieve again at the smaller budget
             return await self.contribute(target_tokens, ctx)
         sources = pack(plan, target_tokens, estimator(ctx), Options.from_context(ctx))
         smaller = dataclasses.replace(plan, sources=sources)
         self._remember(ctx, smaller)
         return self._render(smaller, strategy="condensed", retrieved=contribution.metadata.get("retrieved", 0))
-
-    async def purge(self, session_id: str, user_id: str) -> dict[str, Any]:
-        doomed = [key for key in self._plans if key[0] == session_id]
-        for key in doomed:
-            del self._plans[key]
-        return {"purged": len(doomed)}
-
-    def get_status(self) -> dict[str, Any]:
-        return {**super().get_status(), "cached_plans": len(self._plans)}
 
     # --- steps ---------------------------------------------------------------------------
 
@@ -278,11 +263,7 @@ class KnowledgeContextModule(ContextModule):
         return nearby
 
     def _remember(self, ctx: AssemblyContext, plan: Plan) -> None:
-        key = _plan_key(ctx)
-        self._plans[key] = plan
-        self._plans.move_to_end(key)
-        while len(self._plans) > _MAX_CACHED_PLANS:
-            self._plans.popitem(last=False)
+        ctx.memo["plan"] = plan
 
     def _empty(self, reason: str) -> Contribution:
         return Contribution(
@@ -351,10 +332,6 @@ async def _judged(ranked: list[Passage], query: str, judge: Any) -> list[Passage
 
 
 # --- pure helpers (the budget arithmetic) ----------------------------------------------------
-
-
-def _plan_key(ctx: AssemblyContext) -> tuple[str, int, str]:
-    return (ctx.session.id, ctx.session.turn_number, ctx.query)
 
 
 @lru_cache(maxsize=4096)

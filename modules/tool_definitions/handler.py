@@ -102,9 +102,20 @@ def tool_text(tool: ToolSchema) -> str:
     return f"{tool.name} {tool.description}"
 
 
+_tool_terms: WeakKeyDictionary[ToolSchema, Counter[str]] = WeakKeyDictionary()
+
+
+def tool_terms(tool: ToolSchema) -> Counter[str]:
+    """The words of a tool's name and description, counted once per tool object."""
+    counted = _tool_terms.get(tool)
+    if counted is None:
+        counted = _tool_terms[tool] = Counter(terms(tool_text(tool)))
+    return counted
+
+
 def lexical_scores(tools: Sequence[ToolSchema], query_terms: Counter[str]) -> list[float]:
     """BM25 of each tool's name and description against weighted query terms, scaled to 0..1."""
-    docs = [Counter(terms(tool_text(t))) for t in tools]
+    docs = [tool_terms(t) for t in tools]
     if not docs or not query_terms:
         return [0.0] * len(docs)
     avg_len = sum(sum(d.values()) for d in docs) / len(docs) or 1.0

@@ -208,7 +208,10 @@ class PreviewIn(_In):
     query: str = Field(min_length=1, max_length=200_000)
     profile_id: str | None = Field(None, description="assemble under this profile instead of the session's own")
     context_limit: int | None = Field(
-        None, ge=MIN_CONTEXT_LIMIT, le=MAX_INT, description="tokens; like a session limit, it can only lower the model's"
+        None,
+        ge=MIN_CONTEXT_LIMIT,
+        le=MAX_INT,
+        description="tokens; like a session limit, it can only lower the model's",
     )
 
     @model_validator(mode="after")

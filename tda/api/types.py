@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import weakref
 from typing import Any
 
-from quart import Blueprint, request
+from quart import Blueprint, Response, request
 from quart_schema import document_request, tag, validate_request
 
 from components.context_window.window_type import ContextWindowType
@@ -13,6 +15,7 @@ from ..auth import actor, require
 from ..errors import Invalid
 from ..service import service
 from ..store import StoredType
+from ..store.types import TypeList
 from ..turns import preview
 from .common import if_match_version, json_object
 from .openapi import if_match
@@ -37,13 +40,21 @@ def _out(stored: StoredType, status: int = 200) -> tuple[dict[str, Any], int, di
     return {**stored.to_dict(), "etag": stored.etag}, status, {"ETag": stored.etag}
 
 
+_BODIES: weakref.WeakKeyDictionary[TypeList, bytes] = weakref.WeakKeyDictionary()
+"""The list's JSON per generation of the current types: built once, not per request."""
+
+
 @bp.get("")
 @require("viewer")
-async def list_types() -> dict[str, Any]:
+async def list_types() -> Response:
     """All context window types, the default first."""
-    types = await service().store.types.list()
-    default = next((t.id for t in types if t.type.is_default), None)
-    return {"types": [{**t.to_dict(), "etag": t.etag} for t in types], "default": default}
+    current = await service().store.types.current()
+    body = _BODIES.get(current)
+    if body is None:
+        default = next((t.id for t in current.types if t.type.is_default), None)
+        types = [{**t.to_dict(), "etag": t.etag} for t in current.types]
+        body = _BODIES[current] = json.dumps({"types": types, "default": default}, separators=(",", ":")).encode()
+    return Response(body, mimetype="application/json")
 
 
 @bp.post("")

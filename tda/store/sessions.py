@@ -94,8 +94,9 @@ def snapshot_dict(row: SnapshotRow) -> dict[str, Any]:
     }
 
 
-RECENT_TURNS = 100
-"""How many of the newest turns a turn reads (workflow_history and plan_hydration look back only a few)."""
+RECENT_TURNS = 40
+"""How many of the newest turns a turn reads: workflow_history shows 10 by default, plan_hydration the newest
+valid one (a session whose newest 40 turns are all invalid or in another phase shows none)."""
 
 
 @dataclass(frozen=True)
@@ -158,22 +159,28 @@ class SessionStore:
         """The header, the newest ``turns`` turns and the attachments, without the messages (index reads only).
         ``before_turn`` (replay) leaves out every message and turn from that turn on; ``turns_before`` pages
         the turns only."""
+        in_session = MessageRow.session_id == session_id
+        last_turn_query = select(func.max(MessageRow.turn)).where(in_session)
+        recent = select(TurnRow).where(TurnRow.session_id == session_id)
+        if before_turn is not None:
+            last_turn_query = last_turn_query.where(MessageRow.turn < before_turn)
+            recent = recent.where(TurnRow.turn < before_turn)
+        if turns_before is not None:
+            recent = recent.where(TurnRow.turn < turns_before)
+        header = (
+            select(SessionRow, ProfileRow, last_turn_query.scalar_subquery())
+            .join(ProfileRow, ProfileRow.id == SessionRow.profile_id)
+            .where(SessionRow.id == session_id)
+        )
         async with self.db.read() as s:
-            row = await _session(s, session_id)
-            profile = await s.get(ProfileRow, row.profile_id)
-            assert profile is not None  # foreign key
-            in_session = MessageRow.session_id == session_id
-            last_turn_query = select(func.max(MessageRow.turn)).where(in_session)
-            recent = select(TurnRow).where(TurnRow.session_id == session_id)
-            if before_turn is None:
-                count = row.message_count
-            else:  # a replay: counting the older messages is the price of rebuilding the past
-                last_turn_query = last_turn_query.where(MessageRow.turn < before_turn)
-                count = await s.scalar(select(func.count()).where(in_session, MessageRow.turn < before_turn)) or 0
-                recent = recent.where(TurnRow.turn < before_turn)
-            if turns_before is not None:
-                recent = recent.where(TurnRow.turn < turns_before)
-            last_turn = await s.scalar(last_turn_query) or 0
+            found = (await s.execute(header)).first()  # one round trip: the session, its profile, its last turn
+            if found is None:
+                raise NotFound(f"no session {session_id!r}")
+            row, profile, last_turn = found[0], found[1], found[2] or 0
+            count = row.message_count
+            if before_turn is not None:  # counted from the newest end: a continuation's own turn is a few messages
+                later = await s.scalar(select(func.count()).where(in_session, MessageRow.turn >= before_turn)) or 0
+                count = row.message_count - later
             newest_turns = (await s.scalars(recent.order_by(TurnRow.turn.desc()).limit(turns))).all()
             attachments = (
                 await s.scalars(
@@ -183,6 +190,16 @@ class SessionStore:
                 )
             ).all()
         return SessionData(row, profile, count, last_turn, list(newest_turns)[::-1], list(attachments), before_turn)
+
+    async def messages_after(self, session_id: str, after: MessageCursor) -> list[Row[Any]]:
+        """The messages newer than ``after``, oldest first (what was appended since a replica last read)."""
+        query = (
+            select(*_MESSAGE_COLUMNS)
+            .where(MessageRow.session_id == session_id, tuple_(MessageRow.turn, MessageRow.id) > tuple_(*after))
+            .order_by(MessageRow.turn, MessageRow.id)
+        )
+        async with self.db.read() as s:
+            return list((await s.execute(query)).all())
 
     async def message_page(
         self, session_id: str, before: MessageCursor | None, limit: int, before_turn: int | None = None
@@ -230,6 +247,7 @@ class SessionStore:
             row.updated_at = utcnow()
             if carry:
                 await _append(s, session_id, carry)
+                await _history_changed(s, session_id)  # carried messages need not come last in the order
             await s.flush()
             audit.record(s, actor, action, "session", session_id, before, session_dict(row))
         return row
@@ -332,6 +350,7 @@ class SessionStore:
         async with self.db.write() as s:
             await _session(s, session_id)
             rows = await _append(s, session_id, messages)
+            await _history_changed(s, session_id)  # imported turns may fall anywhere in the order
             audit.record(s, actor, "add_messages", "session", session_id, None, {"count": len(rows)})
         return rows
 
@@ -343,6 +362,7 @@ class SessionStore:
                 raise NotFound(f"session {session_id!r} has no turn {turn}")
             before = row.valid
             row.valid = valid
+            await _history_changed(s, session_id)
             await s.execute(
                 update(MessageRow)
                 .where(MessageRow.session_id == session_id, MessageRow.turn == turn)
@@ -371,6 +391,7 @@ class SessionStore:
             turns = await s.execute(
                 update(TurnRow).where(TurnRow.session_id == session_id, TurnRow.valid.is_(True)).values(valid=False)
             )
+            await _history_changed(s, session_id)
             counts = {"messages_invalidated": messages.rowcount, "turns_invalidated": turns.rowcount}
             audit.record(s, actor, "purge_memory", "session", session_id, None, counts)
         return counts
@@ -446,6 +467,15 @@ async def _append(s: AsyncSession, session_id: str, messages: list[dict[str, Any
         .execution_options(synchronize_session=False)
     )
     return rows
+
+
+async def _history_changed(s: AsyncSession, session_id: str) -> None:
+    await s.execute(
+        update(SessionRow)
+        .where(SessionRow.id == session_id)
+        .values(history_version=SessionRow.history_version + 1)
+        .execution_options(synchronize_session=False)
+    )
 
 
 def _token_counts(fields: dict[str, Any]) -> dict[str, int] | None:

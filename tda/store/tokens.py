@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from sqlalchemy import select
+from sqlalchemy import Select, select
 
 from ..db import Database
 from ..errors import NotFound
@@ -46,13 +46,18 @@ def token_dict(row: ApiTokenRow) -> dict[str, Any]:
     }
 
 
+CACHE_TTL_S = 1.0
+"""How long a verified token (or a sign-in's token) is trusted without reading it again: a revocation through
+another replica or the CLI takes effect within this, with nothing to publish. Revoking here clears it at once."""
+
+
 class TokenStore:
-    def __init__(self, db: Database, cache_ttl_s: float = 5.0) -> None:
+    def __init__(self, db: Database, cache_ttl_s: float = CACHE_TTL_S) -> None:
         self.db = db
         self.cache_ttl_s = cache_ttl_s
-        self._cache: dict[str, tuple[float, Principal | None]] = {}
-        """token hash -> (expiry, principal): one read per token per few seconds instead of one per request.
-        Revoking here clears it at once; a revocation by another process shows within ``cache_ttl_s``."""
+        self._cache: dict[str | int, tuple[float, Principal | None]] = {}
+        """token hash, or token id for a browser sign-in -> (expiry, principal): one read per token per second
+        instead of one per request."""
 
     async def create(self, name: str, role: str, actor: str = "cli") -> tuple[str, ApiTokenRow]:
         if role not in ROLES:
@@ -66,25 +71,26 @@ class TokenStore:
         return token, row
 
     async def authenticate(self, token: str) -> Principal | None:
-        digest, now = hash_token(token), time.monotonic()
-        cached = self._cache.get(digest)
+        digest = hash_token(token)
+        return await self._cached(digest, select(ApiTokenRow).where(ApiTokenRow.token_hash == digest))
+
+    async def principal(self, token_id: int) -> Principal | None:
+        """The token behind a browser session, re-read (at most a second later) so a revoked token ends its
+        sessions too."""
+        return await self._cached(token_id, select(ApiTokenRow).where(ApiTokenRow.id == token_id))
+
+    async def _cached(self, key: str | int, query: Select[tuple[ApiTokenRow]]) -> Principal | None:
+        now = time.monotonic()
+        cached = self._cache.get(key)
         if cached is not None and cached[0] > now:
             return cached[1]
         async with self.db.read() as s:
-            row = await s.scalar(select(ApiTokenRow).where(ApiTokenRow.token_hash == digest))
+            row = await s.scalar(query)
         principal = None if row is None or row.revoked_at is not None else Principal(row.id, row.name, row.role)
         if len(self._cache) > 10_000:
             self._cache.clear()
-        self._cache[digest] = (now + self.cache_ttl_s, principal)
+        self._cache[key] = (now + self.cache_ttl_s, principal)
         return principal
-
-    async def principal(self, token_id: int) -> Principal | None:
-        """The token behind a browser session, re-read so a revoked token ends its sessions too."""
-        async with self.db.read() as s:
-            row = await s.get(ApiTokenRow, token_id)
-        if row is None or row.revoked_at is not None:
-            return None
-        return Principal(row.id, row.name, row.role)
 
     async def list(self) -> list[ApiTokenRow]:
         async with self.db.read() as s:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import time
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
@@ -58,33 +60,85 @@ def _stored(row: WindowTypeRow) -> StoredType:
     return stored
 
 
+_HEAD = (WindowTypeRow.id, WindowTypeRow.version, WindowTypeRow.updated_at)
+
+
 def _data(t: ContextWindowType) -> dict[str, Any]:
     return t.model_dump(mode="json")
 
 
+CACHE_TTL_S = 1.0
+"""How long a replica serves the current types without asking the database which versions are current: a save
+through another replica is seen within this. Saves here are seen at once; writes always check the database."""
+
+
+@dataclass(frozen=True, eq=False)
+class TypeList:
+    """The current types, the default first, as of ``checked`` (monotonic). Compared by identity: a new list is a
+    new generation, so what callers derive from one (a response body) can be cached against it."""
+
+    types: tuple[StoredType, ...]
+    checked: float
+
+    def find(self, type_id: str) -> StoredType | None:
+        return next((t for t in self.types if t.id == type_id), None)
+
+
+def _forgets_current(write: Any) -> Any:
+    """A write here is seen by the next read here at once (it re-checks the database)."""
+
+    @functools.wraps(write)
+    async def wrapper(self: TypeStore, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return await write(self, *args, **kwargs)
+        finally:
+            self._current = None
+
+    return wrapper
+
+
 class TypeStore:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, cache_ttl_s: float = CACHE_TTL_S) -> None:
         self.db = db
+        self.cache_ttl_s = cache_ttl_s
+        self._current: TypeList | None = None
 
     # --- reads ---------------------------------------------------------------------------------
 
-    async def list(self) -> list[StoredType]:
+    async def current(self) -> TypeList:
+        """The current types: re-checked at most every ``cache_ttl_s``; a check reads only ids and versions,
+        and the content of a version not seen before (a version's content never changes)."""
+        current = self._current
+        if current is not None and time.monotonic() - current.checked < self.cache_ttl_s:
+            return current
+        checked = time.monotonic()
+        order = (WindowTypeRow.is_default.desc(), WindowTypeRow.id)
         async with self.db.read() as s:
-            rows = (
-                await s.scalars(select(WindowTypeRow).order_by(WindowTypeRow.is_default.desc(), WindowTypeRow.id))
-            ).all()
-        return [_stored(r) for r in rows]
+            heads = (await s.execute(select(*_HEAD).order_by(*order))).all()
+            known = {(h.id, h.version, h.updated_at): _PARSED.get((h.id, h.version, h.updated_at)) for h in heads}
+            missing = [key[0] for key, stored in known.items() if stored is None]
+            if missing:
+                for row in (await s.scalars(select(WindowTypeRow).where(WindowTypeRow.id.in_(missing)))).all():
+                    known[(row.id, row.version, row.updated_at)] = _stored(row)
+        found = [known.get((h.id, h.version, h.updated_at)) for h in heads]
+        self._current = TypeList(tuple(t for t in found if t is not None), checked)
+        return self._current
+
+    async def list(self) -> list[StoredType]:
+        return list((await self.current()).types)
 
     async def get(self, type_id: str) -> StoredType:
-        async with self.db.read() as s:
+        found = (await self.current()).find(type_id)
+        if found is not None:
+            return found
+        async with self.db.read() as s:  # perhaps created through another replica within the last second
             return _stored(await self._row(s, type_id))
 
     async def default(self) -> StoredType:
-        async with self.db.read() as s:
-            row = await s.scalar(select(WindowTypeRow).where(WindowTypeRow.is_default.is_(True)))
-        if row is None:
+        found = next((t for t in (await self.current()).types if t.type.is_default), None)
+        if found is None:
             raise NotFound("no default context window type exists; create one with is_default=true")
-        return _stored(row)
+        return found
 
     async def version(self, type_id: str, version: int) -> ContextWindowType:
         async with self.db.read() as s:
@@ -120,6 +174,7 @@ class TypeStore:
 
     # --- writes (each one transaction) ------------------------------------------------------------
 
+    @_forgets_current
     async def create(self, t: ContextWindowType, actor: str) -> StoredType:
         async with self.db.write() as s:
             if await s.get(WindowTypeRow, t.id) is not None:
@@ -136,6 +191,7 @@ class TypeStore:
             audit.record(s, actor, "create", "context_window_type", t.id, None, row.data)
         return _stored(row)
 
+    @_forgets_current
     async def update(self, t: ContextWindowType, expected_version: int, actor: str) -> StoredType:
         async with self.db.write() as s:
             current = await self._row(s, t.id)
@@ -149,6 +205,7 @@ class TypeStore:
                 await _demote_default(s, actor)
             return _stored(await _write_version(s, current, _data(t), actor, "update"))
 
+    @_forgets_current
     async def rollback(self, type_id: str, to_version: int, expected_version: int | None, actor: str) -> StoredType:
         """Make an old version current again (as a new version); the default flag stays as it is now."""
         async with self.db.write() as s:
@@ -161,6 +218,7 @@ class TypeStore:
             data = {**old.data, "is_default": current.is_default}
             return _stored(await _write_version(s, current, data, actor, f"rollback to v{to_version}"))
 
+    @_forgets_current
     async def delete(self, type_id: str, expected_version: int, actor: str) -> None:
         async with self.db.write() as s:
             current = await self._row(s, type_id)

@@ -63,7 +63,10 @@ def seed_busy_session(server: Server) -> None:
             _, _, current = server.request("GET", "/v1/context-window-types/shots")
             changed = {k: v for k, v in current.items() if k not in {"version", "updated_at", "etag"}}
             changed["output_reserve_pct"] = 20
-            assert server.request("PUT", "/v1/context-window-types/shots", changed, {"If-Match": current["etag"]})[0] == 200
+            assert (
+                server.request("PUT", "/v1/context-window-types/shots", changed, {"If-Match": current["etag"]})[0]
+                == 200
+            )
         status, _, body = server.request("POST", f"/v1/sessions/{SESSION}/turns", {"query": query})
         assert status == 201, body
 
@@ -131,6 +134,8 @@ async def test_every_page_renders(page: Any, server: Server, tmp_path: Path) -> 
     await page.goto(f"/ui/sessions/{SESSION}/turns/18")
     await expect(page.locator("#trace-status")).to_contain_text("identical")
     await expect(page.locator("#messages > li").last).to_have_attribute("data-module", "query")
+    await expect(page.locator("a[rel=prev]")).to_have_attribute("href", f"/ui/sessions/{SESSION}/turns/17")
+    await expect(page.locator("a[rel=next]")).to_have_count(0)  # the latest turn
     await shoot(page, folder, "ui-trace")
 
     await page.goto("/ui/sessions")

@@ -354,15 +354,16 @@ async def test_no_budget_is_left_unused_while_a_ranked_hit_remains(budget: int, 
         assert budget - used <= 12 + TOKENS.count("[SOURCE 9] GAMMA › Intro") + longest_sentence + 12
 
 
-async def test_purge_forgets_a_sessions_cached_plans() -> None:
-    a = document("alpha", 3)
-    kb = FakeKnowledge([hit(a, 1, 0.9)], {"alpha": a})
+async def test_a_later_assembly_never_reuses_an_earlier_retrieval() -> None:
+    """Same session, turn and query, but the knowledge changed in between: the new passages are used."""
+    a, b = document("alpha", 3), document("beta", 3)
     module = make_module()
-    await module.contribute(1000, context(kb, session_id="one"))
-    await module.contribute(1000, context(kb, session_id="two"))
-    assert module.get_status()["cached_plans"] == 2
-    assert await module.purge("one", "user") == {"purged": 1}
-    assert module.get_status()["cached_plans"] == 1
+    first = context(FakeKnowledge([hit(a, 1, 0.9)], {"alpha": a}), session_id="one")
+    full = await module.contribute(1000, first)
+    later = context(FakeKnowledge([hit(b, 1, 0.9)], {"beta": b}), session_id="one")
+    condensed = await module.condense(full, 900, later)
+    assert {s["document_id"] for s in condensed.metadata["sources"]} == {"beta"}
+    assert not module.manifest.capabilities.purgeable
 
 
 # --- follow-up reformulation ------------------------------------------------------------------------
@@ -422,7 +423,7 @@ async def test_first_questions_and_failing_summarizers_use_the_query_as_is() -> 
 def test_manifest_applies_to_every_profile_type(profile_type: str) -> None:
     module = make_module()
     assert module.applies_to(profile_type)
-    assert module.manifest.capabilities.condensable and module.manifest.capabilities.purgeable
+    assert module.manifest.capabilities.condensable and not module.manifest.capabilities.purgeable  # keeps nothing
 
 
 def test_narrowing_only_ever_removes_neighbours_at_the_ends_of_a_window() -> None:

@@ -6,9 +6,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+from pathlib import Path
+from typing import Any
 
 import httpx
 
+from tda.knowledge.ingest import ingest_paths
+from tda.knowledge.store import KnowledgeStore
 from tests.replicas.conftest import Cluster, SSEClient, new_session, streaming
 
 
@@ -69,7 +73,69 @@ async def test_a_stale_if_match_on_a_after_a_save_through_b_is_refused(live: Clu
     assert now.headers["ETag"] == saved.headers["ETag"] != seen_on_a
 
 
+async def test_deactivating_a_module_through_a_applies_on_b(live: Cluster) -> None:
+    async def active_on(client: httpx.AsyncClient) -> bool:
+        modules = (await client.get("/v1/context-window/modules")).json()["modules"]
+        return next(m for m in modules if m["module_id"] == "workflow_history")["active"]
+
+    async with live.client(live.a) as a, live.client(live.b) as b:
+        assert await active_on(b)
+        r = await a.post("/v1/context-window/modules/workflow_history/deactivate")
+        assert r.status_code == 200, r.text
+        try:
+            for _ in range(50):
+                if not await active_on(b):
+                    break
+                await asyncio.sleep(0.1)
+            assert not await active_on(b)
+        finally:
+            assert (await a.post("/v1/context-window/modules/workflow_history/activate")).status_code == 200
+        for _ in range(50):
+            if await active_on(b):
+                break
+            await asyncio.sleep(0.1)
+        assert await active_on(b)
+
+
+async def test_knowledge_and_champion_cases_live_in_the_chroma_server_for_every_replica(
+    live: Cluster, tmp_path: Path
+) -> None:
+    (tmp_path / "handbook.md").write_text(
+        "# Field handbook\n\n## Refunds\n\nRefunds for heliotrope kettles are granted within forty-five days "
+        "of delivery, after an inspection at the Ostrava depot.\n"
+    )
+    store = KnowledgeStore.open(tmp_path / "unused", live.backing.chroma.url, embedder="hashing")
+    try:
+        assert ingest_paths(store, [tmp_path / "handbook.md"], "handbook", base=tmp_path).chunks > 0
+    finally:
+        store.close()
+    query = {"query": "How many days do customers have to get a refund for a heliotrope kettle?"}
+    async with live.client(live.a) as a, live.client(live.b) as b:
+        profile = {
+            "id": "p-librarian",
+            "type": "tool_enabled",  # champion cases serve tool-enabled profiles
+            "context_window_type_id": "knowledge_heavy",
+            "knowledge_collections": ["handbook"],
+        }
+        assert (await a.post("/v1/profiles", json=profile)).status_code == 201
+        assert (
+            await a.post("/v1/sessions", json={"id": "s-librarian", "profile_id": "p-librarian"})
+        ).status_code == 201
+        first = (await a.post("/v1/sessions/s-librarian/turns", json=query)).json()
+        second = (await b.post("/v1/sessions/s-librarian/turns", json=query)).json()
+    for turn in (first, second):
+        knowledge = _module(turn["snapshot"], "knowledge_context")
+        assert knowledge["status"] == "ok" and knowledge["used"] > 0
+    assert first["champion_case_id"]  # recorded by A in the Chroma server ...
+    assert _module(second["snapshot"], "rag_context")["metadata"]["cases_used"] >= 1  # ... and served by B
+
+
+def _module(snapshot: dict[str, Any], module_id: str) -> dict[str, Any]:
+    return next(m for m in snapshot["modules"] if m["module_id"] == module_id)
+
+
 async def test_clients_of_a_killed_replica_resume_on_the_other_with_nothing_missed(live: Cluster) -> None:
+    """Last in this file: it kills A (a later test that needs A starts it again, which takes seconds)."""
     async with live.client(live.b) as b:
         session_id = await new_session(b, "killed")
 
@@ -102,27 +168,3 @@ async def test_clients_of_a_killed_replica_resume_on_the_other_with_nothing_miss
     for old, new in zip(clients, resumed, strict=True):
         seen = [i for i, _ in old.events] + [i for i, _ in new.events]
         assert seen == every  # nothing missed, nothing twice
-
-
-async def test_deactivating_a_module_through_a_applies_on_b(live: Cluster) -> None:
-    async def active_on(client: httpx.AsyncClient) -> bool:
-        modules = (await client.get("/v1/context-window/modules")).json()["modules"]
-        return next(m for m in modules if m["module_id"] == "workflow_history")["active"]
-
-    async with live.client(live.a) as a, live.client(live.b) as b:
-        assert await active_on(b)
-        r = await a.post("/v1/context-window/modules/workflow_history/deactivate")
-        assert r.status_code == 200, r.text
-        try:
-            for _ in range(50):
-                if not await active_on(b):
-                    break
-                await asyncio.sleep(0.1)
-            assert not await active_on(b)
-        finally:
-            assert (await a.post("/v1/context-window/modules/workflow_history/activate")).status_code == 200
-        for _ in range(50):
-            if await active_on(b):
-                break
-            await asyncio.sleep(0.1)
-        assert await active_on(b)

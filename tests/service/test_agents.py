@@ -171,3 +171,27 @@ async def test_a_case_rated_wrong_stays_unserved_after_an_identical_turn(agent: 
     assert second["champion_case_id"] == first["champion_case_id"]
     third = await agent.turn(query)
     assert module(third, "rag_context")["used"] == 0  # never served again
+
+
+@pytest.mark.parametrize("type_id", ["balanced", "token_efficient"])
+async def test_forty_tools_go_out_in_full_on_every_turn_of_the_shipped_types(agent: Agent, type_id: str):
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": f"tool_{i:02d}",
+                "description": f"Tool {i} looks up one kind of record and returns it as rows.",
+                "parameters": {
+                    "type": "object",
+                    "properties": {"id": {"type": "string", "description": "The record's id."}},
+                    "required": ["id"],
+                },
+            },
+        }
+        for i in range(40)
+    ]
+    await agent.call("patch", "/v1/profiles/p1", 200, {"tools": tools, "context_window_type_id": type_id})
+    for n in range(3):
+        body = await agent.turn(f"Question {n}: look up record {n}")
+        assert agent.model.sent[-1]["tools"] == tools  # full, callable, in the profile's order: caches keep hitting
+        assert module(body, "tool_definitions")["strategy"] == "full"

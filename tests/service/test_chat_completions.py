@@ -208,6 +208,7 @@ async def test_a_streamed_reply_arrives_in_openai_chunks_and_is_recorded(served:
         extra_headers=session,
     )
     chunks = [chunk async for chunk in stream]
+    assert {c.model for c in chunks} == {"gpt-4o"} and len({c.id for c in chunks}) == 1
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     assert text == "Streaming works fine here."
     assert len([c for c in chunks if c.choices and c.choices[0].delta.content]) > 1  # really in pieces
@@ -231,6 +232,23 @@ async def test_a_streamed_reply_arrives_in_openai_chunks_and_is_recorded(served:
     calls = [c for chunk in chunks for c in (chunk.choices[0].delta.tool_calls or [])]
     assert calls[0].id == "call_9" and calls[0].function.name == "send_email"
     assert chunks[-1].choices[0].finish_reason == "tool_calls"
+
+
+async def test_a_smaller_max_tokens_in_the_request_wins_over_the_reserve(served: Served):
+    client = served.client()
+    session = {"X-TDA-Session": "small"}
+    await client.chat.completions.create(
+        model="tda", messages=[{"role": "user", "content": "hi"}], max_tokens=50, extra_headers=session
+    )
+    await client.chat.completions.create(
+        model="tda",
+        messages=[{"role": "user", "content": "hi"}, {"role": "user", "content": "more"}],
+        max_completion_tokens=10**6,
+        extra_headers=session,
+    )
+    [small, large] = served.model.sent
+    snapshot = (await served.get("/v1/sessions/small/snapshots?newest_first=true&limit=1"))["snapshots"][0]
+    assert small["max_tokens"] == 50 and large["max_tokens"] == snapshot["snapshot"]["output_reserve"]
 
 
 async def test_raw_sse_ends_with_done(served: Served):
@@ -284,6 +302,8 @@ async def test_mistakes_get_openai_errors_that_say_what_to_change(served: Served
             messages=[{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}],
             extra_headers={"X-TDA-Session": "e1"},
         )
+    with pytest.raises(openai.UnprocessableEntityError, match="names no provider"):
+        await client.chat.completions.create(model="no-such-model-xyz", messages=[{"role": "user", "content": "hi"}])
     with pytest.raises(openai.NotFoundError, match="nobody"):
         await client.chat.completions.create(
             model="tda", messages=[{"role": "user", "content": "hi"}], extra_headers={"X-TDA-Profile": "nobody"}
@@ -317,3 +337,33 @@ async def test_mistakes_get_openai_errors_that_say_what_to_change(served: Served
             model="tda", messages=messages, tools=TOOLS, extra_headers={"X-TDA-Session": "e3"}
         )
     assert (await served.get("/v1/sessions/e3/turns"))["turns"][0]["results"] == []  # nothing half-written
+
+
+async def test_a_client_chat_is_merged_once_even_around_tdas_own_messages(served: Served):
+    client = served.client()
+    session = {"X-TDA-Session": "merge-1"}
+    chat: list[Any] = [
+        {"role": "system", "content": "Client-side instructions."},
+        {"role": "user", "content": "Earlier question"},
+        {"role": "assistant", "content": "Earlier answer"},
+        {"role": "user", "content": "Now this"},
+    ]
+    served.model.replies = ["Answer one.", "Answer two."]
+    first = await client.chat.completions.create(model="tda", messages=chat, extra_headers=session)
+    stored = (await served.get("/v1/sessions/merge-1/messages"))["messages"]
+    assert [(m["turn"], m["role"], m["content"]) for m in stored] == [
+        (1, "user", "Earlier question"),  # the client's earlier chat, kept as history once
+        (1, "assistant", "Earlier answer"),
+        (2, "user", "Now this"),
+        (2, "assistant", "Answer one."),
+    ]
+    # a phase move writes tda's own system message, which no client echoes
+    await served.svc.store.sessions.update("merge-1", {"phase": "ideate"}, "test")
+    await served.svc.store.sessions.update(
+        "merge-1", {"phase": "focus"}, "test", carry=[{"role": "system", "content": "carried", "turn": 2}]
+    )
+    chat += [first.choices[0].message.model_dump(exclude_none=True), {"role": "user", "content": "And then?"}]
+    await client.chat.completions.create(model="tda", messages=chat, extra_headers=session)
+    stored = (await served.get("/v1/sessions/merge-1/messages"))["messages"]
+    assert [m["content"] for m in stored][-3:] == ["carried", "And then?", "Answer two."]
+    assert sum(m["content"] == "Now this" for m in stored) == 1

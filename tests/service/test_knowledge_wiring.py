@@ -189,6 +189,10 @@ async def test_a_demo_turn_reads_the_demo_collection(settings: Settings, llm: Re
             headers={"Authorization": f"Bearer {token}"},
         )
         assert r.status_code == 201, await r.get_json()
-        knowledge = _module((await r.get_json())["snapshot"], "knowledge_context")
+        snapshot = (await r.get_json())["snapshot"]
+        knowledge = _module(snapshot, "knowledge_context")
+        assert await seed_demo(svc.store) == {"types_created": 0, "profiles_created": 0, "session": DEMO_SESSION}
     assert knowledge["used"] > 0
+    components = _module(snapshot, "component_instructions")  # the demo's texts, seeded through the store
+    assert components["used"] > 0 and components["metadata"]["intensities"] == {"charting": "full", "tables": "full"}
     assert "[SOURCE 1]" in "\n".join(str(m["content"]) for m in llm.calls[0])

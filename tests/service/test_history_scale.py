@@ -1,0 +1,228 @@
+"""A turn's cost follows its window, not the history: what a turn reads from the database, what is kept between
+turns (and when it is dropped), token counts stored at write, paged session reads, and case recording after
+the response with nothing lost at shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import tiktoken
+
+from tda.app import create_app
+from tda.config import Settings
+from tda.db import upgrade
+from tda.llm import LLM, Completion
+from tda.sources import Sources
+from tda.store import Store
+
+HISTORY = 3_000
+"""Messages imported before the first turn (1,500 questions and answers)."""
+
+
+class RecordingLLM(LLM):
+    def __init__(self) -> None:
+        super().__init__(mock=True)
+        self.calls: list[list[dict[str, Any]]] = []
+
+    async def complete(
+        self, model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]], **kw: Any
+    ) -> Completion:
+        self.calls.append(messages)
+        return Completion(f"Answer number {len(self.calls)}.", 100, 5, [])
+
+
+class SlowRecorder:
+    """A champion-case recorder that takes its time (as Chroma and an embedder can)."""
+
+    def __init__(self) -> None:
+        self.recorded: list[tuple[str, int]] = []
+
+    def case_id(self, query: str, answer: str) -> str:
+        return f"case:{query}"
+
+    async def record_case(self, query: str, answer: str, **kw: Any) -> str:
+        await asyncio.sleep(0.3)
+        self.recorded.append((kw["session_id"], kw["turn"]))
+        return f"case:{query}"
+
+    async def retrieve_cases(self, query: str, *, k: int = 3) -> list[Any]:
+        return []
+
+
+class Reads:
+    """Counts the message rows the store hands out."""
+
+    def __init__(self, svc: Any) -> None:
+        self.rows = 0
+        store = svc.store.sessions
+        for name in ("message_page", "messages_after"):
+            original = getattr(store, name)
+
+            async def counted(*args: Any, _original: Any = original, **kw: Any) -> Any:
+                rows = await _original(*args, **kw)
+                self.rows += len(rows)
+                return rows
+
+            setattr(store, name, counted)
+
+
+def _history(turns: int, start: int = 1) -> list[dict[str, Any]]:
+    out = []
+    for t in range(start, start + turns):
+        out.append({"role": "user", "content": f"question {t}: how did the returns in region {t % 7} go?", "turn": t})
+        out.append(
+            {"role": "assistant", "content": f"answer {t}: returns in region {t % 7} fell by {t % 13}%.", "turn": t}
+        )
+    return out
+
+
+@pytest.fixture
+def llm() -> RecordingLLM:
+    return RecordingLLM()
+
+
+@pytest.fixture
+def recorder() -> SlowRecorder:
+    return SlowRecorder()
+
+
+@pytest.fixture
+async def app(settings: Settings, llm: RecordingLLM, recorder: SlowRecorder) -> AsyncIterator[Any]:
+    app = create_app(settings, llm=llm, sources=Sources(cases=recorder), migrate=False, warm_up_llm=False)
+    async with app.test_app() as running:
+        svc = running.app.extensions["tda"]
+        await svc.store.profiles.create(
+            "p", {"type": "llm_only", "context_limit": 4_000, "context_window_type_id": "balanced"}, "test"
+        )
+        await svc.store.sessions.create({"id": "long", "profile_id": "p"}, "test")
+        await svc.store.sessions.add_messages("long", _history(HISTORY // 2), "test")
+        token, _ = await svc.store.tokens.create("t", "admin")
+        yield running, svc, {"Authorization": f"Bearer {token}"}
+
+
+async def _turn(client: Any, headers: dict[str, str], query: str, session: str = "long") -> dict[str, Any]:
+    r = await client.post(f"/v1/sessions/{session}/turns", json={"query": query}, headers=headers)
+    assert r.status_code == 201, await r.get_json()
+    return await r.get_json()
+
+
+def _sent(llm: RecordingLLM, call: int = -1) -> str:
+    return "\n".join(str(m["content"]) for m in llm.calls[call])
+
+
+async def test_a_turn_reads_only_the_newest_messages_and_the_next_only_what_was_added(app, llm):
+    running, svc, headers = app
+    reads = Reads(svc)
+    client = running.test_client()
+    body = await _turn(client, headers, "Which region did best?")
+    assert body["turn"] == HISTORY // 2 + 1
+    history = next(m for m in body["snapshot"]["modules"] if m["module_id"] == "conversation_history")
+    assert history["metadata"]["messages_total"] == HISTORY
+    assert "answer 1500:" in _sent(llm) and "answer 1:" not in _sent(llm)
+    first_reads = reads.rows
+    assert 0 < first_reads <= 512  # the pages the window used, not 3,000 messages
+
+    reads.rows = 0
+    await _turn(client, headers, "And the worst?")
+    assert reads.rows == 2  # the previous turn's question and answer; the rest was kept
+    assert "Which region did best?" in _sent(llm) and "Answer number 1." in _sent(llm)
+
+
+async def test_a_history_change_through_another_replica_is_seen_by_the_next_turn(app, llm, settings):
+    running, _svc, headers = app
+    client = running.test_client()
+    await _turn(client, headers, "Which region did best?")
+    await _turn(client, headers, "And the worst?")
+    assert "Which region did best?" in _sent(llm)
+    other = Store.connect(settings.sqlalchemy_url)  # a second replica on the same database
+    try:
+        await other.sessions.set_turn_validity("long", 1501, False, "test")
+        await _turn(client, headers, "Once more?")
+        assert "Which region did best?" not in _sent(llm) and "answer 1500:" in _sent(llm)
+        await other.sessions.purge_memory("long", "test")
+        await _turn(client, headers, "Anything left?")
+        assert "answer 1500:" not in _sent(llm) and "Once more?" not in _sent(llm)
+    finally:
+        await other.close()
+
+
+async def test_messages_are_stored_with_their_token_counts_per_encoding(app):
+    running, svc, headers = app
+    await _turn(running.test_client(), headers, "How many kettles came back?")
+    rows = await svc.store.sessions.message_page("long", None, 2)
+    assert [r.role for r in rows] == ["assistant", "user"]
+    for row in rows:
+        for name in ("o200k_base", "cl100k_base"):
+            enc = tiktoken.get_encoding(name)  # OpenAI cookbook: 3 per message plus its fields' tokens
+            assert row.token_counts[name] == 3 + len(enc.encode(row.role)) + len(enc.encode(row.content))
+    session = await svc.store.sessions.get("long")
+    assert session.message_count == HISTORY + 2
+
+
+async def test_get_session_pages_its_turns_and_costs_no_history_read(app):
+    running, svc, headers = app
+    client = running.test_client()
+    for t in range(1, 121):
+        await svc.store.sessions.record_turn("long", {"turn": 1500 + t, "query": f"q{t}", "answer": f"a{t}"}, [])
+    reads = Reads(svc)
+    r = await client.get("/v1/sessions/long?turns=50", headers=headers)
+    body = await r.get_json()
+    assert r.status_code == 200 and reads.rows == 0
+    assert [t["turn"] for t in body["turns"]] == list(range(1571, 1621))
+    assert body["older_turns"] == 1571 and body["message_count"] == HISTORY
+    older = await (await client.get("/v1/sessions/long?turns=50&before=1571", headers=headers)).get_json()
+    assert [t["turn"] for t in older["turns"]] == list(range(1521, 1571)) and older["older_turns"] == 1521
+    last = await (await client.get("/v1/sessions/long?turns=50&before=1521", headers=headers)).get_json()
+    assert [t["turn"] for t in last["turns"]] == list(range(1501, 1521)) and last["older_turns"] is None
+    r = await client.get("/v1/sessions/long?turns=0", headers=headers)
+    assert r.status_code == 422 and (await r.get_json())["errors"][0]["loc"] == "turns"
+
+
+async def test_champion_cases_are_recorded_after_the_response_and_before_shutdown_returns(settings, llm, recorder):
+    app = create_app(settings, llm=llm, sources=Sources(cases=recorder), migrate=False, warm_up_llm=False)
+    async with app.test_app() as running:
+        svc = running.app.extensions["tda"]
+        await svc.store.profiles.create("p", {"type": "llm_only"}, "test")
+        await svc.store.sessions.create({"id": "s", "profile_id": "p"}, "test")
+        token, _ = await svc.store.tokens.create("t", "admin")
+        headers = {"Authorization": f"Bearer {token}"}
+        body = await _turn(running.test_client(), headers, "First?", session="s")
+        assert body["champion_case_id"] == "case:First?" and recorder.recorded == []  # answered before recording
+        await _turn(running.test_client(), headers, "Second?", session="s")
+        assert recorder.recorded == [("s", 1)]  # the next turn of the session waited for the previous case
+    assert recorder.recorded == [("s", 1), ("s", 2)]  # shutdown drained what was queued
+
+
+def test_the_migration_counts_the_messages_of_existing_sessions(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "old.db"
+    url = f"sqlite+aiosqlite:///{path}"
+    upgrade(url, "0001")
+    with sqlite3.connect(path) as db:
+        now = "2026-01-01 00:00:00"
+        db.execute(
+            "INSERT INTO profiles (id, name, type, system_prompt, tools, components, knowledge_collections,"
+            " created_at, updated_at) VALUES ('p', '', 'llm_only', '', '[]', '[]', '[]', ?, ?)",
+            (now, now),
+        )
+        for sid, n in (("a", 3), ("b", 0)):
+            db.execute(
+                "INSERT INTO sessions (id, profile_id, user_id, title, created_at, updated_at)"
+                " VALUES (?, 'p', 'u', '', ?, ?)",
+                (sid, now, now),
+            )
+            for i in range(n):
+                db.execute(
+                    "INSERT INTO messages (session_id, turn, role, content, tool_calls, valid, tokens,"
+                    " created_at) VALUES (?, ?, 'user', 'hi', '[]', 1, 0, ?)",
+                    (sid, i, now),
+                )
+    upgrade(url)
+    with sqlite3.connect(path) as db:
+        counts = dict(db.execute("SELECT id, message_count FROM sessions").fetchall())
+        assert counts == {"a": 3, "b": 0}
+        assert db.execute("SELECT token_counts FROM messages LIMIT 1").fetchone() == (None,)

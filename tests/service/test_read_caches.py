@@ -1,0 +1,88 @@
+"""Reads served from per-replica caches stay honest: a token revoked or a type saved through another replica
+(another Store on the same database) is seen within a second; through this one, at once."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from tda.store import Store
+from tda.store.tokens import CACHE_TTL_S as TOKEN_TTL
+from tda.store.types import CACHE_TTL_S as TYPES_TTL
+from tests.service.support import FIXTURE_TYPE
+
+
+async def _within(seconds: float, check) -> float:
+    """How long until ``check()`` holds (polling); fails the test past ``seconds``."""
+    started = time.monotonic()
+    while not await check():
+        assert time.monotonic() - started < seconds, f"not seen within {seconds} s"
+        await asyncio.sleep(0.05)
+    return time.monotonic() - started
+
+
+async def test_a_token_revoked_on_another_replica_stops_working_within_a_second(client, svc, settings):
+    assert TOKEN_TTL <= 1.0
+    token, row = await svc.store.tokens.create("elsewhere", "viewer")
+    headers = {"Authorization": f"Bearer {token}"}
+    assert (await client.get("/v1/profiles", headers=headers)).status_code == 200  # now cached here
+    other = Store.connect(settings.sqlalchemy_url)
+    try:
+        await other.tokens.revoke(row.id, "test")
+    finally:
+        await other.close()
+
+    async def refused() -> bool:
+        return (await client.get("/v1/profiles", headers=headers)).status_code == 401
+
+    await _within(1.0 + 0.5, refused)  # the TTL, plus this machine's slack
+
+
+async def test_a_signed_in_browser_loses_access_within_a_second_of_a_revocation_elsewhere(client, svc, settings):
+    token, row = await svc.store.tokens.create("browser", "viewer")
+    assert (await client.post("/v1/auth/session", json={"token": token})).status_code == 200
+    assert (await client.get("/v1/profiles")).status_code == 200
+    other = Store.connect(settings.sqlalchemy_url)
+    try:
+        await other.tokens.revoke(row.id, "test")
+    finally:
+        await other.close()
+
+    async def refused() -> bool:
+        return (await client.get("/v1/profiles")).status_code == 401
+
+    await _within(1.0 + 0.5, refused)
+
+
+async def test_types_saved_elsewhere_are_listed_within_a_second_and_saved_here_at_once(client, admin, svc, settings):
+    assert TYPES_TTL <= 1.0
+    listed = await (await client.get("/v1/context-window-types", headers=admin)).get_json()
+    assert "fixture" not in {t["id"] for t in listed["types"]}
+    r = await client.post("/v1/context-window-types", json=FIXTURE_TYPE, headers=admin)
+    assert r.status_code == 201
+    listed = await (await client.get("/v1/context-window-types", headers=admin)).get_json()
+    fixture = next(t for t in listed["types"] if t["id"] == "fixture")
+    assert fixture["version"] == 1 and fixture["etag"] == r.headers["ETag"]
+
+    other = Store.connect(settings.sqlalchemy_url)
+    try:
+        saved = await other.types.update(
+            (await other.types.get("fixture")).type.model_copy(update={"name": "Renamed elsewhere"}), 1, "test"
+        )
+    finally:
+        await other.close()
+
+    async def seen() -> bool:
+        body = await (await client.get("/v1/context-window-types", headers=admin)).get_json()
+        return any(
+            t["id"] == "fixture" and t["name"] == "Renamed elsewhere" and t["version"] == 2 for t in body["types"]
+        )
+
+    await _within(1.0 + 0.5, seen)
+    r = await client.get("/v1/context-window-types/fixture", headers=admin)
+    assert r.headers["ETag"] == saved.etag
+    # A stale If-Match is refused whatever this replica had cached: writes check the database.
+    r = await client.put(
+        "/v1/context-window-types/fixture", json=FIXTURE_TYPE, headers={**admin, "If-Match": '"fixture.v1"'}
+    )
+    assert r.status_code == 412

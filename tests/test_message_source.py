@@ -1,0 +1,114 @@
+"""The history as an async, paged source: the history module reads only the pages its window needs, gives the
+same window as from a list, and trusts counts stored with a message instead of re-tokenising it."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import tiktoken
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from components.context_window.base import (
+    InMemoryMessages,
+    Message,
+    MessagePage,
+    Session,
+    newest_first,
+)
+from components.context_window.token_estimator import TokenEstimator, counts_to_store
+from tests.support import conversation, make_ctx, module_ctx, tool_call_exchange
+
+
+class CountingSource:
+    """A MessageSource over a list that records how many messages it handed out (like a database would read)."""
+
+    def __init__(self, messages: list[Message]) -> None:
+        self._memory = InMemoryMessages(messages)
+        self.read = 0
+        self.pages = 0
+
+    @property
+    def total(self) -> int:
+        return self._memory.total
+
+    @property
+    def last_turn(self) -> int:
+        return self._memory.last_turn
+
+    async def page(self, cursor: Any, limit: int) -> MessagePage:
+        page = await self._memory.page(cursor, limit)
+        self.read += len(page.messages)
+        self.pages += 1
+        return page
+
+
+def _paged(ctx, source):
+    return dataclasses.replace(ctx, session=dataclasses.replace(ctx.session, messages=(), history=source))
+
+
+async def test_a_walk_yields_every_message_newest_first_with_its_list_position():
+    messages = conversation(150)  # 300 messages: several pages
+    walked = [(i, m) async for i, m in newest_first(InMemoryMessages(messages))]
+    assert walked == [(i, messages[i]) for i in range(len(messages) - 1, -1, -1)]
+
+
+async def test_the_window_reads_only_the_newest_pages_of_a_long_history(builtin_registry):
+    history = builtin_registry.modules["conversation_history"]
+    messages = conversation(5_000)  # 10,000 messages
+    source = CountingSource(messages)
+    ctx = module_ctx(_paged(make_ctx(messages=()), source))
+    c = await history.contribute(2_000, ctx)
+    kept = c.messages()
+    assert kept[-1] == messages[-1] and c.metadata["messages_total"] == 10_000
+    # What the window holds, plus the summary's look-back, rounded up to the pages: far from 10,000.
+    assert len(kept) < 60 and source.read <= 32 + 128 and source.pages <= 2
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 80), st.integers(0, 6_000), st.booleans())
+async def test_a_paged_source_gives_the_same_window_as_a_list(turns, budget, with_tools):
+    from components.context_window.module_registry import ModuleRegistry
+
+    history = ModuleRegistry(entry_point_group=None).load().modules["conversation_history"]
+    messages = conversation(turns, words_per_message=15)
+    if with_tools:
+        messages[turns // 2 : turns // 2] = tool_call_exchange(turns // 2, "call_x", 20)
+    listed = module_ctx(dataclasses.replace(make_ctx(messages=messages), session=Session("a", messages=messages)))
+    paged = module_ctx(_paged(make_ctx(messages=()), CountingSource(messages)))
+    paged = dataclasses.replace(paged, session=dataclasses.replace(paged.session, id="b"))
+    a = await history.contribute(budget, listed)
+    b = await history.contribute(budget, paged)
+    assert a.messages() == b.messages() and a.metadata == b.metadata
+
+
+def test_the_turn_number_comes_from_the_source_header():
+    source = CountingSource(conversation(7))
+    assert Session("s", history=source).turn_number == 8 and source.pages == 0
+
+
+def test_stored_counts_follow_the_cookbook_accounting_per_encoding():
+    message = Message("assistant", "Looking it up — 42 kettles.", name="agent")
+    counts = counts_to_store(message)
+    for name in ("o200k_base", "cl100k_base"):
+        enc = tiktoken.get_encoding(name)
+        # OpenAI cookbook: 3 per message, every field's tokens, 1 more for a name.
+        expected = 3 + len(enc.encode("assistant")) + len(enc.encode(message.content)) + 1 + len(enc.encode("agent"))
+        assert counts[name] == expected
+
+
+def test_a_message_with_stored_counts_costs_the_same_and_is_not_tokenised_again():
+    plain = Message("user", "How many kettles came back in March, and why?")
+    stored = dataclasses.replace(plain, tokens=counts_to_store(plain))
+    fresh, reading = TokenEstimator("o200k_base"), TokenEstimator("o200k_base")
+    misses = reading.misses, fresh.misses
+    assert reading.count_message(stored) == fresh.count_message(plain) == stored.tokens["o200k_base"]
+    assert reading.misses == misses[0] and fresh.misses > misses[1]  # nothing tokenised to read the stored count
+
+
+def test_a_stored_count_for_another_encoding_is_not_used():
+    plain = Message("user", "Returns by region, please.")
+    only_cl100k = dataclasses.replace(plain, tokens={"cl100k_base": 999})
+    est = TokenEstimator("o200k_base")
+    assert est.count_message(only_cl100k) == TokenEstimator("o200k_base").count_message(plain)
