@@ -86,7 +86,8 @@ class SSEClient:
 
     replica: Replica
     token: str
-    session_id: str
+    session_id: str | None
+    """``None``: the all-sessions stream."""
     last_event_id: int | None = None
     events: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
     opened: asyncio.Event = field(default_factory=asyncio.Event)
@@ -102,7 +103,8 @@ class SSEClient:
         headers = {"Authorization": f"Bearer {self.token}", "Accept": "text/event-stream"}
         if self.last_event_id is not None:
             headers["Last-Event-ID"] = str(self.last_event_id)
-        url = f"{self.replica.url}/v1/sessions/{self.session_id}/events"
+        path = "/v1/events" if self.session_id is None else f"/v1/sessions/{self.session_id}/events"
+        url = self.replica.url + path
         try:
             async with (
                 httpx.AsyncClient(timeout=httpx.Timeout(30, read=None)) as client,
