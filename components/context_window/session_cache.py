@@ -20,12 +20,12 @@ V = TypeVar("V")
 
 
 class BoundedCache(Generic[K, V]):
-    """At most ``max_entries`` entries; the oldest go first. ``get`` is the dict's own (hot paths call it
-    per message), so a hit costs one dict lookup."""
+    """At most ``max_entries`` entries; the oldest go first (0 keeps nothing: a cache switched off). ``get`` is
+    the dict's own (hot paths call it per message), so a hit costs one dict lookup."""
 
     def __init__(self, max_entries: int = 1024) -> None:
-        if max_entries < 1:
-            raise ValueError("max_entries must be at least 1")
+        if max_entries < 0:
+            raise ValueError("max_entries must be 0 or more")
         self.max_entries = max_entries
         self._entries: OrderedDict[K, V] = OrderedDict()
         self.get = self._entries.get
