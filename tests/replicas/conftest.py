@@ -131,7 +131,7 @@ class SSEClient:
             async with self.changed:
                 self.changed.notify_all()
 
-    async def wait_for(self, count: int, timeout: float = 20) -> list[int]:
+    async def wait_for(self, count: int, timeout: float = 60) -> list[int]:
         """Until ``count`` events arrived (or fail with what did arrive)."""
         async with self.changed:
             with contextlib.suppress(TimeoutError):
@@ -145,7 +145,7 @@ class SSEClient:
 async def streaming(client: SSEClient) -> AsyncIterator[SSEClient]:
     task = asyncio.create_task(client.run())
     try:
-        await asyncio.wait_for(client.opened.wait(), 20)
+        await asyncio.wait_for(client.opened.wait(), 60)
         yield client
     finally:
         task.cancel()
