@@ -43,7 +43,7 @@ class Cluster:
         return {"Authorization": f"Bearer {self.token}"}
 
     def client(self, replica: Replica) -> httpx.AsyncClient:
-        return httpx.AsyncClient(base_url=replica.url, headers=self.headers, timeout=30)
+        return httpx.AsyncClient(base_url=replica.url, headers=self.headers, timeout=120)  # turns queue per session
 
     def ensure_running(self) -> None:
         """A test that killed a replica leaves it dead; the next one that needs it starts it again."""
