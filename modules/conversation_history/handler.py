@@ -9,7 +9,6 @@ summarizer provider when one is configured, otherwise extracted from the dropped
 
 from __future__ import annotations
 
-import re
 from collections.abc import AsyncIterator, Sequence
 from functools import lru_cache
 from typing import Any
@@ -23,6 +22,7 @@ from components.context_window.base import (
     MessageSource,
     pages_newest_first,
 )
+from components.context_window.fitting import first_sentence
 from components.context_window.phases import visible
 from components.context_window.session_cache import BoundedCache, SessionCache, content_key
 from components.context_window.token_estimator import MESSAGE_OVERHEAD
@@ -34,7 +34,6 @@ SUMMARY_SOURCE_MESSAGES = 40
 SUMMARY_BUCKET = 10
 """A model-written summary covers messages up to a multiple of this (it may repeat a few shown ones), so it
 is reused until this many more messages have been dropped (bounded model calls), and depends only on them."""
-_SENTENCE = re.compile(r"^(.+?[.!?])(\s|$)", re.S)
 
 Unit = tuple[Message, ...]
 
@@ -95,12 +94,6 @@ class _Remembered:
         if key not in self._pages:
             self._pages[key] = await self._source.page(cursor, limit)
         return self._pages[key]
-
-
-def first_sentence(text: str, limit: int = 200) -> str:
-    match = _SENTENCE.match(text.strip())
-    sentence = " ".join((match.group(1) if match else text.strip()).split())
-    return sentence if len(sentence) <= limit else sentence[: limit - 1].rstrip() + "…"
 
 
 def extractive_summary(dropped: Sequence[Message]) -> list[str]:

@@ -33,6 +33,7 @@ from components.context_window.base import (
     ToolSchema,
     newest_first,
 )
+from components.context_window.fitting import first_sentence
 from components.context_window.token_estimator import TokenEstimator
 
 LEVELS = ("full", "condensed", "partial", "names_only")
@@ -42,19 +43,12 @@ RECENT_MESSAGES = 6
 """How many of the newest messages count as "recent turns" for relevance."""
 SEEN_SCAN = 200
 """How far back the opt-in names-only mode looks for a valid message (a long purged history is not read)."""
-_FIRST_SENTENCE = re.compile(r"^(.+?[.!?])(\s|$)", re.S)
 _WORD = re.compile(r"[a-z0-9]+")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 STOPWORDS = frozenset(
     "a an and are as at be by can do for from get give how i in is it me my of on or our please set show "
     "some that the this to us was we what when where which who will with you your".split()
 )
-
-
-def first_sentence(text: str, limit: int = 160) -> str:
-    match = _FIRST_SENTENCE.match(text.strip())
-    sentence = (match.group(1) if match else text.strip()).replace("\n", " ")
-    return sentence if len(sentence) <= limit else sentence[: limit - 1].rstrip() + "…"
 
 
 def _strip_descriptions(schema: Any) -> Any:
@@ -74,7 +68,7 @@ def condensed(tool: ToolSchema) -> ToolSchema:
     small = _condensed.get(tool)
     if small is None:
         small = _condensed[tool] = ToolSchema(
-            tool.name, first_sentence(tool.description), _strip_descriptions(tool.parameters)
+            tool.name, first_sentence(tool.description, 160), _strip_descriptions(tool.parameters)
         )
     return small
 

@@ -7,6 +7,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from components.context_window.base import ProfileType
+from components.context_window.phases import Phase
 
 MAX_INT = 2**31 - 1
 """Upper bound for ids, turns and versions: larger numbers cannot name anything and overflow SQL integers."""
@@ -80,9 +81,6 @@ class ProfilePatch(_ReadBack):
     tools: list[ToolIn] | None = None
     components: list[str] | None = None
     knowledge_collections: list[str] | None = None
-
-
-Phase = Literal["ideate", "focus", "operate", "complete"]
 
 
 class SessionIn(_In):

@@ -44,7 +44,7 @@ def test_st_run_finds_no_server_errors_and_no_schema_violations(tmp_path: Path) 
                 "--generation-database",
                 "none",
                 "--request-timeout",
-                "30",
+                "120",  # the largest schema-valid bodies (16 MiB of messages, each counted) take a while
                 "--no-color",
                 "--report",
                 "json",
