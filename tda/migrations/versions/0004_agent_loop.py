@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0002"
+revision = "0004"
 down_revision = "0003"
 branch_labels = None
 depends_on = None
