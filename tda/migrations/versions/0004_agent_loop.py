@@ -1,7 +1,7 @@
 """component instructions: texts per component id, sent to the model for the profile's components
 
-Revision ID: 0002
-Revises: 0003 (0001 as numbered; chained after 0003 so the branch has one head until the lead re-chains)
+Revision ID: 0004
+Revises: 0003
 Create Date: 2026-11-23 14:40:00
 """
 
