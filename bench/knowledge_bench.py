@@ -201,7 +201,7 @@ VARIANTS: dict[str, tuple[RetrievalSettings, dict]] = {
     "dense only": (RetrievalSettings(lexical_weight=0.0), {}),
     "RRF, BM25 weight 0.3": (RetrievalSettings(lexical_weight=0.3), {}),
     "no floor": (RetrievalSettings(relative_floor=0.0), {}),
-    "k=6": (RetrievalSettings(), {"k": 6}),
+    "k=8": (RetrievalSettings(), {"k": 8}),
     "k=12": (RetrievalSettings(), {"k": 12}),
     "no neighbours": (RetrievalSettings(), {"max_expansion": 0}),
 }

@@ -157,6 +157,11 @@ def serve_workers(settings: Settings, workers: int) -> int:
         )
         return 2
     upgrade(settings.sqlalchemy_url)
+    metrics_dir = settings.prometheus_multiproc_dir
+    if metrics_dir is not None:  # /metrics sums the workers (tda/metrics.py)
+        from .metrics import reset_multiprocess_dir
+
+        reset_multiprocess_dir(metrics_dir)
     command = [sys.executable, "-m", "tda.cli", "serve", "--host", settings.host, "--port", str(settings.port)]
     procs = {p.pid: p for p in (subprocess.Popen([*command, "--reuse-port"]) for _ in range(workers))}
     stopping = False
@@ -178,6 +183,10 @@ def serve_workers(settings: Settings, workers: int) -> int:
         if proc is None:
             continue
         proc.returncode = code
+        if metrics_dir is not None:
+            from .metrics import forget_process
+
+            forget_process(metrics_dir, pid)
         if not stopping:
             print(f"tda serve: worker {pid} exited ({code}); stopping the others", file=sys.stderr)
             status = 1

@@ -80,6 +80,8 @@ def test_session_cache_memoises_bounds_and_purges():
     assert cache.purge("s2") == 1 and cache.purge("s2") == 0
     with pytest.raises(ValueError):
         SessionCache(-1)
+    off: SessionCache[int] = SessionCache(0)  # a cache switched off computes every time and keeps nothing
+    assert [off.get_or_compute("s1", "k", lambda: 5) for _ in range(2)] == [5, 5] and len(off) == 0
 
 
 async def test_session_cache_async_producer():

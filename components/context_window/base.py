@@ -374,8 +374,6 @@ class ChampionCase:
     answer: str = ""
     tokens: int = 0
     feedback: int = 0  # -1 negative, 0 none, +1 positive
-    recorded_at: float | None = None
-    """When the case was recorded (Unix time), if the store knows: a replay leaves out cases recorded later."""
 
 
 class TokenCounter(Protocol):

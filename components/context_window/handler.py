@@ -130,8 +130,10 @@ class ContextWindowHandler:
         self.modules = modules
         self.timeout_s = timeout_s
         self._estimator = estimator
-        self._previous: BoundedCache[str, list[Any]] = BoundedCache(remember_sessions)
+        self._previous: BoundedCache[str, list[Any]] = BoundedCache(max(remember_sessions, 1))
         """Per session, the previous window's items: only ``prefix_stable_tokens`` reads it."""
+        self._remember = remember_sessions > 0
+        """0: remember no session (previews and replays leave no trace)."""
 
     async def assemble(self, ctx: AssemblyContext, window_type: wt.ContextWindowType) -> AssembledContext:
         run = self._start(ctx, window_type)
@@ -488,7 +490,8 @@ class ContextWindowHandler:
         """
         session_id = run.ctx.session.id
         previous = self._previous.get(session_id, [])
-        self._previous.put(session_id, items)
+        if self._remember:
+            self._previous.put(session_id, items)
         same = 0
         for now, before in zip(items, previous, strict=False):  # the windows may differ in length
             if now != before:

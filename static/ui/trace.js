@@ -3,6 +3,7 @@
 import { colourFor, usageBar } from "./bars.js";
 import { api, fmt, get, h, loadModuleNames, lockForViewers, moduleLabel, notify, pct, plain, reportError, snapshotLimitSource } from "./lib.js";
 import { badges, decisionText, eventLists, moduleTable } from "./snapshot_view.js";
+import { comparison } from "./timeline.js";
 
 const $ = (id) => document.getElementById(id);
 const { sessionId, turn, snapshotId } = document.body.dataset;
@@ -113,6 +114,20 @@ async function load() {
   const row = turns.find((t) => String(t.turn) === turn);
   $("answer").replaceChildren(row && row.answer ? h("blockquote", { class: "answer" }, row.answer) : h("p", { class: "muted" }, "No answer was recorded."));
 }
+
+// --- compare with the previous turn ----------------------------------------------------------------
+
+$("compare-previous")?.addEventListener("click", async () => {
+  const previous = document.body.dataset.previous;
+  const out = $("compare-previous-result");
+  try {
+    const { turns } = await get(`${session}/turns`);
+    const [before, now] = await Promise.all([previous, turn].map((n) => get(`/v1/snapshots/${turns.find((t) => String(t.turn) === String(n)).snapshot_id}`)));
+    out.replaceChildren(comparison(before.snapshot, now.snapshot, { labelA: `Turn ${previous}`, labelB: `Turn ${turn}` }));
+  } catch (err) {
+    out.replaceChildren(h("p", { class: "field-error" }, `Not compared: ${plain(err.message)}`));
+  }
+});
 
 // --- replay -------------------------------------------------------------------------------------
 

@@ -15,9 +15,27 @@ pytestmark = BROWSER_LOOP
 QUERY = "Which warehouse shipped the late orders?"
 
 
+def traced_profile(server: Server) -> None:
+    """demo-tools on a copy of its type without RAG cases: champion cases recorded by a turn are served to its
+    replay too (the case store keeps no time), so a turn with RAG cases cannot replay identically."""
+    if server.request("GET", "/v1/profiles/trace-tools")[0] == 200:
+        return
+    _, _, balanced = server.request("GET", "/v1/context-window-types/balanced")
+    body = {k: v for k, v in balanced.items() if k not in {"version", "updated_at", "etag"}}
+    body.update(id="trace-type", name="Trace", is_default=False)
+    body["modules"]["rag_context"]["active"] = False
+    body["condensation_order"] = [m for m in body["condensation_order"] if m != "rag_context"]
+    assert server.request("POST", "/v1/context-window-types", body)[0] == 201
+    _, _, tools = server.request("GET", "/v1/profiles/demo-tools")
+    profile = {k: tools[k] for k in ("type", "system_prompt", "tools", "knowledge_collections")}
+    profile.update(id="trace-tools", name="Sales analyst (traced)", context_window_type_id="trace-type")
+    assert server.request("POST", "/v1/profiles", profile)[0] == 201
+
+
 def seed(server: Server, session_id: str) -> dict[str, Any]:
+    traced_profile(server)
     status, _, body = server.request(
-        "POST", "/v1/sessions", {"id": session_id, "profile_id": "demo-tools", "title": "Late orders"}
+        "POST", "/v1/sessions", {"id": session_id, "profile_id": "trace-tools", "title": "Late orders"}
     )
     assert status == 201, body
     history = [
@@ -44,7 +62,7 @@ async def test_trace_shows_the_text_that_was_sent(page: Any, server: Server) -> 
     await expect(messages.last.locator(".message-text")).to_have_text(QUERY)
     history = page.locator('#messages > li[data-module="conversation_history"] .message-text')
     await expect(history.first).to_have_text("List the orders that shipped after their promised date.")
-    profile = server.request("GET", "/v1/profiles/demo-tools")[2]
+    profile = server.request("GET", "/v1/profiles/trace-tools")[2]
     system = page.locator('#messages > li[data-module="system_prompt"] .message-text')
     await expect(system.first).to_contain_text(profile["system_prompt"][:60])
     # Per-message tokens, tools and the tools block, plus reply priming, add up to the snapshot's total.

@@ -186,3 +186,13 @@ def test_search_says_why_it_returns_fewer_than_k(
     everything = ["--relative-floor", "0", "--json"]
     assert run(settings, "search", "descale the kettle with vinegar", "--collection", home, "-k", "5", *everything) == 0
     assert len(json.loads(capsys.readouterr().out)) >= len(floored)
+
+
+def test_the_default_data_directory_is_the_users_never_the_working_directory() -> None:
+    home = Path.home()
+    assert Settings.from_env({}).data_dir == home / ".local" / "share" / "tda"
+    assert Settings.from_env({"XDG_DATA_HOME": "/srv/data"}).data_dir == Path("/srv/data/tda")
+    assert (
+        Settings.from_env({"XDG_DATA_HOME": "relative"}).data_dir == home / ".local" / "share" / "tda"
+    )  # XDG: ignored
+    assert Settings.from_env({"TDA_DATA_DIR": "var", "XDG_DATA_HOME": "/srv/data"}).data_dir == Path("var")

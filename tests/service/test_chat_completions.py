@@ -72,11 +72,11 @@ class Served:
         self.clients.append(client)
         return client
 
-    async def get(self, path: str) -> Any:
+    async def get(self, path: str, method: str = "GET") -> Any:
         import httpx
 
-        async with httpx.AsyncClient(base_url=self.base_url.removesuffix("/v1")) as http:
-            r = await http.get(path, headers={"Authorization": f"Bearer {self.token}"})
+        async with httpx.AsyncClient(base_url=self.base_url.removesuffix("/v1"), timeout=30) as http:
+            r = await http.request(method, path, headers={"Authorization": f"Bearer {self.token}"})
             assert r.status_code == 200, r.text
             return r.json()
 
@@ -100,6 +100,7 @@ async def served(settings: Settings) -> AsyncIterator[Served]:
         except OSError:
             await asyncio.sleep(0.05)
     token, _ = await svc.store.tokens.create("agent", "admin")
+    await svc.knowledge.warm_up()  # as serve does: the first turn's retrieval must not time out opening Chroma
     target = Served(svc, model, f"http://127.0.0.1:{port}/v1", token)
     try:
         yield target
@@ -121,7 +122,10 @@ async def test_a_tool_loop_then_a_second_turn_through_the_openai_sdk(served: Ser
         "They total 242.75.",
     ]
     client = served.client()
-    session = {"X-TDA-Session": "agent-1"}
+    # A genie profile calls tools but is served no champion cases: the steps replay identically later, when the
+    # finished turn's case would otherwise change what retrieval finds.
+    await served.svc.store.profiles.create("agent", {"type": "genie"}, "test")
+    session = {"X-TDA-Session": "agent-1", "X-TDA-Profile": "agent"}
     events = served.svc.bus.subscribe("agent-1")
     messages: list[Any] = [
         {"role": "system", "content": "You are the sales agent."},
@@ -194,6 +198,9 @@ async def test_a_tool_loop_then_a_second_turn_through_the_openai_sdk(served: Ser
         published += [event.id] * (event.id != 0)
     assert published == [s["id"] for s in (await served.get("/v1/sessions/agent-1/snapshots"))["snapshots"]]
     served.svc.bus.unsubscribe(events)
+    for snapshot_id in published:  # each step replays identically: the client's tools and the loop so far are inputs
+        replay = await served.get(f"/v1/snapshots/{snapshot_id}/replay", "POST")
+        assert replay["identical"], json.dumps(replay["differences"])
 
 
 async def test_a_streamed_reply_arrives_in_openai_chunks_and_is_recorded(served: Served):
