@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test bench clean
+.PHONY: install run test bench bench-properties clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -28,6 +28,9 @@ bench: $(STAMP)
 	$(BIN)/python bench/distillation_bench.py
 	$(BIN)/python bench/knowledge_bench.py
 	$(BIN)/python bench/service_bench.py
+
+bench-properties: $(STAMP)
+	$(BIN)/python bench/property_bench.py --cases 100000
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .hypothesis

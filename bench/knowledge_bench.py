@@ -201,7 +201,7 @@ VARIANTS: dict[str, tuple[RetrievalSettings, dict]] = {
     "dense only": (RetrievalSettings(lexical_weight=0.0), {}),
     "RRF, BM25 weight 0.3": (RetrievalSettings(lexical_weight=0.3), {}),
     "no floor": (RetrievalSettings(relative_floor=0.0), {}),
-    "k=6": (RetrievalSettings(), {"k": 6}),
+    "k=8": (RetrievalSettings(), {"k": 8}),
     "k=12": (RetrievalSettings(), {"k": 12}),
     "no neighbours": (RetrievalSettings(), {"max_expansion": 0}),
 }
@@ -261,6 +261,59 @@ async def bench_corpus(name: str, args: argparse.Namespace) -> bool:
     return ok
 
 
+def footprint(embedder: str, turns: int = 30) -> None:
+    """`tda serve` with ``embedder``: `tda demo` seeds a temp data dir (its knowledge embedded with the
+    embedder), the server starts (warm-up loads the model), ``turns`` turns run on the demo session
+    (each retrieves knowledge), then the server's resident memory is read from /proc."""
+    import os
+    import socket
+    import subprocess
+
+    import httpx
+
+    with tempfile.TemporaryDirectory() as tmp, socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+        probe.close()
+        env = {**os.environ, "TDA_DATA_DIR": tmp, "TDA_MODULES_DIR": f"{tmp}/modules", "TDA_PORT": str(port)}
+        env |= {"TDA_MOCK_MODEL": "1", "TDA_EMBEDDER": embedder, "PYTHONPATH": str(ROOT)}
+        demo = subprocess.run(
+            [sys.executable, "-m", "tda.cli", "demo"], env=env, cwd=ROOT, capture_output=True, text=True, check=True
+        )
+        token = demo.stdout.strip().splitlines()[-1].split()[-1]
+        server = subprocess.Popen(
+            [sys.executable, "-m", "tda.cli", "serve"],
+            env=env,
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            base = f"http://127.0.0.1:{port}"
+            with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=120) as client:
+                for _ in range(600):
+                    try:
+                        if client.get("/healthz").status_code == 200:
+                            break
+                    except httpx.TransportError:
+                        time.sleep(0.2)
+                started = time.perf_counter()
+                for i in range(turns):
+                    r = client.post("/v1/sessions/demo/turns", json={"query": f"How are refunds handled, case {i}?"})
+                    r.raise_for_status()
+                seconds = time.perf_counter() - started
+            status = Path(f"/proc/{server.pid}/status").read_text()
+            rss = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS"))
+            modules = "torch loaded" if "torch" in Path(f"/proc/{server.pid}/maps").read_text() else "no torch"
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+    print(
+        f"tda serve, embedder {embedder}: RSS {rss / 1024:.0f} MB after {turns} turns ({modules}); "
+        f"{seconds / turns * 1000:.0f} ms a turn"
+    )
+
+
 async def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", default="all", choices=["all", *CORPORA])
@@ -268,7 +321,11 @@ async def main() -> int:
     parser.add_argument("--budgets", type=lambda v: [int(b) for b in v.split(",")], default=list(BUDGETS))
     parser.add_argument("--variants", action="store_true", help="also run ranking/packing variants (ablation)")
     parser.add_argument("--show-misses", action="store_true")
+    parser.add_argument("--footprint", action="store_true", help="only measure `tda serve`'s memory with the embedder")
     args = parser.parse_args()
+    if args.footprint:
+        footprint(args.embedder)
+        return 0
     print(
         f"embedder {args.embedder}; budgets in {MODEL} tokens; targets: >= +{TARGET_MARGIN * 100:.0f} points over "
         f"the better naive variant at each budget, >= {TARGET_AT_2000:.0%} at 2,000"

@@ -65,7 +65,8 @@ class Database:
         self.sessions = async_sessionmaker(self.engine, expire_on_commit=False)
         self.is_postgres = self.engine.dialect.name == "postgresql"
         self._write_lock = asyncio.Lock() if self.engine.dialect.name == "sqlite" else None
-        self._lock_engine: AsyncEngine | None = None
+        self._lock_engine = create_engine(url, **LOCK_POOL) if self.is_postgres else None
+        """Connections are opened on first use: an engine costs nothing until a turn takes a lock."""
 
     @contextlib.asynccontextmanager
     async def read(self) -> AsyncIterator[AsyncSession]:
@@ -92,11 +93,9 @@ class Database:
         PostgreSQL: a transaction-scoped advisory lock on a connection of its own, so it is released when
         the block ends or the process dies (the server drops its connection). SQLite serves one process, so
         callers' in-process locks suffice and this is a no-op."""
-        if not self.is_postgres:
+        if self._lock_engine is None:
             yield
             return
-        if self._lock_engine is None:
-            self._lock_engine = create_engine(self.url, **LOCK_POOL)
         async with self._lock_engine.connect() as connection, connection.begin():
             await advisory_xact_lock(connection, key)
             yield

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import Conflict
+from .errors import Conflict, NotFound
 from .store import Store
 
 if TYPE_CHECKING:
@@ -61,6 +61,7 @@ PROFILES: list[dict[str, Any]] = [
         "knowledge_collections": [DEMO_COLLECTION],
         "system_prompt": "You are a sales analyst. Use the tools to answer with figures, and say which query you ran.",
         "tools": _TOOLS,
+        "components": ["charting", "tables"],
     },
     {
         "id": "demo-chat",
@@ -98,6 +99,21 @@ _HISTORY = [
 ]
 
 
+COMPONENT_INSTRUCTIONS: dict[str, dict[str, str]] = {
+    "charting": {
+        "full": "To show a chart, answer with a fenced ```chart block holding a Vega-Lite v5 spec: inline data "
+        "values, a title, and a label with units on every axis. Prefer bars for categories and lines for time.",
+        "medium": "Charts: a ```chart block with a Vega-Lite v5 spec; title and labelled axes.",
+        "light": "Charts: ```chart with Vega-Lite.",
+    },
+    "tables": {
+        "full": "To show a table, use a Markdown table with a header row; right-align numbers, at most 20 rows, "
+        "and say how many rows were left out.",
+        "light": "Tables: Markdown, at most 20 rows.",
+    },
+}
+
+
 async def seed_demo(store: Store) -> dict[str, Any]:
     """Idempotent: creates what is missing, leaves what exists (including edits) alone."""
     types = await store.types.seed_defaults(ACTOR)
@@ -108,6 +124,11 @@ async def seed_demo(store: Store) -> dict[str, Any]:
             profiles += 1
         except Conflict:
             pass
+    for component, texts in COMPONENT_INSTRUCTIONS.items():
+        try:
+            await store.components.get(component)
+        except NotFound:  # an admin's own texts stay
+            await store.components.put(component, texts, ACTOR)
     session = await _seed_session(store)
     return {"types_created": types, "profiles_created": profiles, "session": session}
 

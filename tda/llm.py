@@ -22,6 +22,14 @@ def _litellm() -> Any:
     return litellm
 
 
+async def _litellm_loaded() -> Any:
+    """litellm, imported in a worker thread the first time: the import takes seconds and must not stall the
+    event loop (every open stream and request would wait) when a turn arrives before ``preload`` ran."""
+    if _litellm.cache_info().currsize == 0:
+        return await asyncio.to_thread(_litellm)
+    return _litellm()
+
+
 def _warm_up() -> None:
     litellm = _litellm()
     tool = {"type": "function", "function": {"name": "noop", "parameters": {"type": "object", "properties": {}}}}
@@ -38,6 +46,16 @@ async def preload() -> None:
     """Import litellm and make one mock call in a worker thread at start-up. Done lazily by the first turn,
     it would block the event loop for seconds (import) and ~0.5 s (first call), stalling every SSE stream."""
     await asyncio.to_thread(_warm_up)
+
+
+async def routing_error(model: str) -> str | None:
+    """Why litellm cannot route ``model`` to a provider, or None when it can (a client error, not a 502)."""
+    litellm = await _litellm_loaded()
+    try:
+        litellm.get_llm_provider(model=model)
+    except Exception as exc:  # litellm raises its own BadRequestError with a long explanation
+        return f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}"
+    return None
 
 
 @dataclass(frozen=True)
@@ -90,11 +108,11 @@ class LLM:
             kwargs["mock_response"] = self.mock_reply(messages, tools)
         if on_delta is not None:
             return await self._streamed(kwargs, on_delta)
-        response = await _litellm().acompletion(**kwargs)
+        response = await (await _litellm_loaded()).acompletion(**kwargs)
         return self._completion(response)
 
     async def _streamed(self, kwargs: dict[str, Any], on_delta: Delta) -> Completion:
-        litellm = _litellm()
+        litellm = await _litellm_loaded()
         stream = await litellm.acompletion(**kwargs, stream=True, stream_options={"include_usage": True})
         chunks = []
         async for chunk in stream:

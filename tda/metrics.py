@@ -73,6 +73,18 @@ def watch_pool(engine: AsyncEngine) -> None:
     event.listen(pool, "checkin", lambda *_: DB_CONNECTIONS_IN_USE.dec())
 
 
+def reset_multiprocess_dir(multiproc_dir: Path) -> None:
+    """Before the workers start: figures of an earlier run would otherwise be added to this one's."""
+    multiproc_dir.mkdir(parents=True, exist_ok=True)
+    for stale in multiproc_dir.glob("*.db"):
+        stale.unlink()
+
+
+def forget_process(multiproc_dir: Path, pid: int) -> None:
+    """A worker exited: its live gauges (open streams, pool use) stop counting; its counters stay summed."""
+    multiprocess.mark_process_dead(pid, str(multiproc_dir))
+
+
 def exposition(multiproc_dir: Path | None) -> tuple[bytes, str]:
     """The text format for a scrape: this process's registry, or every worker's in multiprocess mode."""
     registry: Any = REGISTRY

@@ -112,6 +112,8 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     from dataclasses import replace
 
+    from hypercorn.utils import LifespanFailureError
+
     from .logs import configure
     from .security import InsecureSettings
 
@@ -124,6 +126,9 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     except InsecureSettings as exc:
         print(f"tda serve: {exc}", file=sys.stderr)
         return 2
+    except LifespanFailureError as exc:  # start-up failed (database, Redis, ...): the reason, not hypercorn's stack
+        print(f"tda serve: could not start: {exc.args[-1] if exc.args else exc}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -152,6 +157,11 @@ def serve_workers(settings: Settings, workers: int) -> int:
         )
         return 2
     upgrade(settings.sqlalchemy_url)
+    metrics_dir = settings.prometheus_multiproc_dir
+    if metrics_dir is not None:  # /metrics sums the workers (tda/metrics.py)
+        from .metrics import reset_multiprocess_dir
+
+        reset_multiprocess_dir(metrics_dir)
     command = [sys.executable, "-m", "tda.cli", "serve", "--host", settings.host, "--port", str(settings.port)]
     procs = {p.pid: p for p in (subprocess.Popen([*command, "--reuse-port"]) for _ in range(workers))}
     stopping = False
@@ -173,6 +183,10 @@ def serve_workers(settings: Settings, workers: int) -> int:
         if proc is None:
             continue
         proc.returncode = code
+        if metrics_dir is not None:
+            from .metrics import forget_process
+
+            forget_process(metrics_dir, pid)
         if not stopping:
             print(f"tda serve: worker {pid} exited ({code}); stopping the others", file=sys.stderr)
             status = 1

@@ -11,7 +11,7 @@ import json
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
-from components.context_window.base import Message, ToolSchema
+from components.context_window.base import ToolSchema
 from components.context_window.token_estimator import REPLY_PRIMING, estimator_for
 
 from .replay import comparable, diff, reassemble
@@ -36,10 +36,11 @@ async def trace(svc: TDAService, snapshot_id: int, type_id: str | None = None) -
     for i, chat in enumerate(assembled.messages):
         last = i == len(assembled.messages) - 1
         module_id = QUERY if last else _take(owners, chat)
-        messages.append({**chat, "module_id": module_id, "tokens": tokens.count_message(Message.from_chat(chat))})
+        messages.append({**chat, "module_id": module_id, "tokens": tokens.count_chat(chat)})
+    schemas = [ToolSchema.from_openai(t) for t in assembled.tools]
     tools = [
-        {"tool": t, "module_id": _take(owners, t), "tokens": tokens.count_tool(ToolSchema.from_openai(t))}
-        for t in assembled.tools
+        {"tool": t, "module_id": _take(owners, t), "tokens": tokens.count_tool(s)}
+        for t, s in zip(assembled.tools, schemas, strict=True)
     ]
     return {
         "snapshot_id": row.id,
@@ -51,6 +52,7 @@ async def trace(svc: TDAService, snapshot_id: int, type_id: str | None = None) -
         "query": row.inputs.get("query", ""),
         "identical": not diff(comparable(row.data), comparable(assembled.snapshot.to_dict())),
         "reply_priming": REPLY_PRIMING,
+        "tools_overhead": tokens.count_tools(schemas) - sum(t["tokens"] for t in tools),
         "messages": messages,
         "tools": tools,
         "snapshot": assembled.snapshot.to_dict() if other else row.data,

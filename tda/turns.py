@@ -134,8 +134,9 @@ async def chat_turn(
     (the chat ends with a user message; earlier new messages become history) or the open turn continues
     (it ends with the results of the tool calls tda's last reply made)."""
     async with svc.session_lock(session_id):
-        newest = await svc.store.sessions.newest_messages(session_id, 1)
-        new = new_messages(newest[-1] if newest else None, conversation)
+        newest = await svc.store.sessions.newest_messages(session_id, 8)
+        anchor = next((m for m in reversed(newest) if m.role != "system"), None)  # clients do not echo tda's own
+        new = new_messages(anchor, conversation)
         if not new:
             current = await open_turn(svc, session_id)
             if current is not None and current.answered and not current.unanswered:
@@ -255,6 +256,7 @@ async def _step(
     history = await svc.history.source(data)
     ctx = build_context(data, query, default_model=svc.settings.model, sources=svc.sources, history=history)
     ctx = await with_component_instructions(svc, _with_options(ctx, current, options))
+    assembled_at = time.time()  # replay serves the champion cases recorded by then
     assembled = await svc.handler.assemble(ctx, stored.type)
     metrics.observe_assembly(assembled.snapshot)
     snapshot = assembled.snapshot.to_dict()
@@ -267,7 +269,7 @@ async def _step(
             "type_version": stored.version,
             "model": ctx.model,
             "data": snapshot,
-            "inputs": _inputs(ctx, options),
+            "inputs": _inputs(ctx, options, assembled_at),
         }
     )
     svc.bus.publish_snapshot(row.id, session_id, snapshot)
@@ -334,10 +336,11 @@ async def with_component_instructions(svc: TDAService, ctx: AssemblyContext) -> 
     return dataclasses.replace(ctx, extras={**ctx.extras, "component_instructions": texts}) if texts else ctx
 
 
-def _inputs(ctx: AssemblyContext, options: TurnOptions) -> dict[str, Any]:
+def _inputs(ctx: AssemblyContext, options: TurnOptions, assembled_at: float) -> dict[str, Any]:
     """What replay needs to assemble this window again."""
     inputs: dict[str, Any] = {
         "query": ctx.query,
+        "assembled_at": assembled_at,
         "model": ctx.model,
         "hashes": input_hashes(ctx),
         "profile_context_limit": ctx.profile.context_limit,
@@ -423,7 +426,7 @@ def _keep_as_champion(svc: TDAService, session_id: str, turn: int, query: str, a
     session's next turn waits for it). The turn is already stored: a failure there costs the case, never the turn."""
     recorder = svc.sources.case_recorder
     plan, tokens = row.plan, row.tokens_in + row.tokens_out
-    if recorder is None or not (answer.strip() or plan):
+    if recorder is None or not query.strip() or not (answer.strip() or plan):
         return None
 
     async def record() -> None:

@@ -135,17 +135,23 @@ async def turn_trace(session_id: str, turn: int) -> dict[str, Any]:
     """One turn's trace: the window as sent, module by module (an unknown session or turn gets a 404 page)."""
     store = service().store.sessions
     session = await store.get(session_id)
-    numbers = [t.turn for t in await store.turns(session_id) if t.snapshot_id is not None]
     row = await store.turn(session_id, turn)
     if row.snapshot_id is None:
         raise NotFound(f"turn {turn} of session {session_id!r} has no recorded snapshot to trace")
-    earlier = [n for n in numbers if n < turn]
-    later = [n for n in numbers if n > turn]
     return {
         "session_id": session.id,
         "session_title": session.title or session.id,
         "turn": turn,
         "snapshot_id": row.snapshot_id,
-        "previous": earlier[-1] if earlier else None,
-        "next": later[0] if later else None,
+        "previous": await _traced(session_id, turn - 1),
+        "next": await _traced(session_id, turn + 1),
     }
+
+
+async def _traced(session_id: str, turn: int) -> int | None:
+    """``turn`` when it exists and has a snapshot to trace (turn numbers are dense), else None."""
+    try:
+        row = await service().store.sessions.turn(session_id, turn)
+    except NotFound:
+        return None
+    return turn if row.snapshot_id is not None else None

@@ -64,9 +64,7 @@ async def test_deactivated_and_inactive_modules_are_skipped_with_reasons():
 async def test_an_inactive_slot_frees_its_share_for_the_others():
     a, b, c = Scripted("a", BLOCKS), Scripted("b", BLOCKS), Scripted("c", BLOCKS)
     t = wtype({"a": (30, 0, 100, 50), "b": (10, 0, 100, 40), "c": (22, 0, 100, 30)})
-    t = ContextWindowType.model_validate(  # the editor's own toggle (types are frozen: a new one)
-        t.model_dump() | {"modules": {**t.model_dump()["modules"], "c": t.modules["c"].model_dump() | {"active": False}}}
-    )
+    t = t.model_copy(update={"modules": {**t.modules, "c": t.modules["c"].model_copy(update={"active": False})}})
     snap = (await handler(a, b, c).assemble(make_ctx(), t)).snapshot
     # 22 points freed, shared 3:1 like the active targets
     assert snap.module("a").target_pct == pytest.approx(30 + 22 * 0.75)
@@ -290,3 +288,28 @@ async def test_turn_records_count_as_completed_turns():
     turns = [TurnRecord(turn=i, query=f"q{i}") for i in (1, 2)]
     snap = (await handler(hist).assemble(make_ctx(turns=turns), t)).snapshot
     assert snap.turn == 3 and snap.adjustments_fired
+
+
+async def test_a_turn_continues_with_its_tool_loop_after_the_query_and_counts_it():
+    import dataclasses
+
+    from components.context_window.base import Message
+
+    call = {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}
+    loop = (
+        Message("assistant", "", turn=3, tool_calls=(call,)),
+        Message("tool", words(200, "row"), turn=3, tool_call_id="c1"),
+    )
+    hist = Scripted("conversation_history", BLOCKS)
+    t = wtype({"conversation_history": (60, 0, 90, 80)})
+    plain = await handler(hist).assemble(make_ctx(limit=4_000), t)
+    ctx = dataclasses.replace(make_ctx(limit=4_000), continuation=loop)
+    out = await handler(hist).assemble(ctx, t)
+    assert [m["role"] for m in out.messages[-3:]] == ["user", "assistant", "tool"]
+    assert out.messages[-1]["tool_call_id"] == "c1" and out.messages[-3]["content"] == ctx.query
+    assert out.snapshot.query_tokens > plain.snapshot.query_tokens
+    assert out.snapshot.total_used <= out.snapshot.available_budget
+    assert out.snapshot.module("conversation_history").used < plain.snapshot.module("conversation_history").used
+    huge = dataclasses.replace(ctx, continuation=(loop[0], Message("tool", words(5000, "row"), tool_call_id="c1")))
+    with pytest.raises(BudgetExceeded, match="tool"):
+        await handler(hist).assemble(huge, t)

@@ -24,15 +24,6 @@ async def test_round_trips_through_dict_and_json(builtin_registry):
     assert {m["module_id"]: m["utilisation"] for m in data["modules"]}["system_prompt"] > 0
 
 
-async def test_sse_event_is_one_framed_event(builtin_registry):
-    snap = await snapshot(builtin_registry)
-    text = snap.to_sse(event_id=42)
-    head, data_line, end = text.split("\n", 2)[0], text.split("\n")[2], text[-2:]
-    assert head == "event: context_window_snapshot" and text.split("\n")[1] == "id: 42"
-    assert data_line.startswith("data: {") and end == "\n\n"
-    assert json.loads(data_line[len("data: ") :])["session_id"] == "s"
-
-
 async def test_summary_mentions_figures_rules_and_condensing(builtin_registry):
     snap = await snapshot(builtin_registry)
     line = snap.summary()

@@ -50,6 +50,15 @@ def _frozen(value: Any) -> bool:
     return type(value) is MappingProxyType
 
 
+def _unfrozen(value: Any) -> Any:
+    """``json.dumps``'s hook for frozen mappings (tuples already serialise as lists)."""
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, frozenset):
+        return sorted(value)
+    raise TypeError(f"{type(value).__name__} is not JSON data")
+
+
 # ---------------------------------------------------------------------------------------------
 # Manifest (pydantic: it is read from manifest.json, an edge of the system)
 # ---------------------------------------------------------------------------------------------
@@ -173,15 +182,17 @@ class ToolSchema:
             object.__setattr__(self, "parameters", freeze(self.parameters))
 
     def to_openai(self) -> dict[str, Any]:
-        return {
-            "type": "function",
-            "function": {"name": self.name, "description": self.description, "parameters": thaw(self.parameters)},
-        }
+        """The tool as sent: a fresh dict parsed from ``json`` (exactly what was counted; the caller may change it)."""
+        return json.loads(self.json)
 
     @cached_property
     def json(self) -> str:
         """The exact JSON text sent for this tool (as the OpenAI SDK and httpx serialise a request body)."""
-        return json.dumps(self.to_openai(), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        tool = {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
+        }
+        return json.dumps(tool, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=_unfrozen)
 
     @classmethod
     def from_openai(cls, data: Mapping[str, Any]) -> ToolSchema:
@@ -445,9 +456,15 @@ class AssemblyContext:
     directives: Directives = field(default_factory=Directives)
     tokens: TokenCounter | None = None
     """Set by the orchestrator: the estimator whose counts the budget is enforced with."""
+    memo: dict[str, Any] = field(default_factory=dict)
+    """This module's scratch space for this one assembly (shared by its ``signals``, ``contribute`` and
+    ``condense`` calls, fresh for the next assembly): what is fetched once per turn lives here, so nothing
+    from an earlier assembly can leak into a later one."""
 
-    def for_module(self, directives: Directives, tokens: TokenCounter) -> AssemblyContext:
-        return _evolve(self, directives=directives, tokens=tokens)
+    def for_module(
+        self, directives: Directives, tokens: TokenCounter, memo: dict[str, Any] | None = None
+    ) -> AssemblyContext:
+        return _evolve(self, directives=directives, tokens=tokens, memo={} if memo is None else memo)
 
     def read_only(self) -> AssemblyContext:
         """This context with nothing a module could change for the others: mutable sequences become
@@ -464,6 +481,7 @@ class AssemblyContext:
             self,
             session=session,
             tools=tuple(self.tools) if isinstance(self.tools, MutableSequence) else self.tools,
+            continuation=tuple(self.continuation),
             extras=self.extras if _frozen(self.extras) else freeze(self.extras),
         )
 

@@ -354,16 +354,6 @@ def distill(result: Table | Text, position: int, max_rows: int, max_chars: int) 
     return Distilled(position, result, base_level(result, max_rows, max_chars), stats)
 
 
-def fingerprint(results: Sequence[Any]) -> tuple[Any, ...]:
-    """A cheap identity for a turn's results (tool, size and columns of each; rows are not read)."""
-    return tuple(
-        (str(r.get("tool")), len(r.get("rows") or ()), len(r.get("text") or ""), tuple(r.get("columns") or ()))
-        if isinstance(r, Mapping)
-        else repr(type(r))
-        for r in results
-    )
-
-
 def apply_l2(items: Sequence[Distilled]) -> tuple[list[str], bool]:
     """Render every result; when together they exceed L2_TOTAL_CHARS, cut samples to L2_SAMPLE_ROWS."""
     blocks = [d.render() for d in items]

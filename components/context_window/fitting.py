@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from .base import AssemblyContext
     from .base import TokenCounter as TokenEstimator
 
+_FIRST_SENTENCE = re.compile(r"^(.+?[.!?])(\s|$)", re.S)
 _SENTENCE_OR_PARAGRAPH_END = re.compile(r"(?<=[.!?:;])\s+|\n")
 _WORD_END = re.compile(r"\s+")
 
@@ -107,6 +108,13 @@ def estimator(ctx: AssemblyContext) -> TokenEstimator:
     from .token_estimator import estimator_for
 
     return estimator_for(ctx.model)
+
+
+def first_sentence(text: str, limit: int = 200) -> str:
+    """The first sentence of ``text`` on one line, at most ``limit`` characters ("…" marking a cut)."""
+    match = _FIRST_SENTENCE.match(text.strip())
+    sentence = " ".join((match.group(1) if match else text.strip()).split())
+    return sentence if len(sentence) <= limit else sentence[: limit - 1].rstrip() + "…"
 
 
 def clip(text: str, limit: int) -> str:

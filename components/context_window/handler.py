@@ -16,7 +16,6 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -27,6 +26,7 @@ from . import window_type as wt
 from .base import AssemblyContext, ContextModule, Contribution, Directives, Message, ToolSchema, freeze
 from .conditions import Facts, holds
 from .isolation import BLOCKING_WARN_S, Outcome, checked_contribution, checked_signals, run_calls
+from .session_cache import BoundedCache
 from .snapshot import Condensation, ContextWindowSnapshot, ModuleUsage, Reallocation
 from .token_estimator import REPLY_PRIMING, TokenEstimator, estimator_for, resolve_model_limit
 
@@ -102,6 +102,7 @@ class _Run:
     fired: list[str] = field(default_factory=list)
     condensations: list[Condensation] = field(default_factory=list)
     reallocations: list[Reallocation] = field(default_factory=list)
+    memos: dict[str, dict[str, Any]] = field(default_factory=dict)
     started: float = 0.0
 
     @property
@@ -129,8 +130,10 @@ class ContextWindowHandler:
         self.modules = modules
         self.timeout_s = timeout_s
         self._estimator = estimator
-        self._previous: OrderedDict[str, list[Any]] = OrderedDict()
-        self._remember = remember_sessions
+        self._previous: BoundedCache[str, list[Any]] = BoundedCache(max(remember_sessions, 1))
+        """Per session, the previous window's items: only ``prefix_stable_tokens`` reads it."""
+        self._remember = remember_sessions > 0
+        """0: remember no session (previews and replays leave no trace)."""
 
     async def assemble(self, ctx: AssemblyContext, window_type: wt.ContextWindowType) -> AssembledContext:
         run = self._start(ctx, window_type)
@@ -418,7 +421,7 @@ class ContextWindowHandler:
     def _floor_parts(run: _Run) -> dict[str, int]:
         """What the floor is made of: non-condensable contributions, the query and the reply priming."""
         parts = {s.module_id: s.used for s in run.slots.values() if not s.condensable and s.used}
-        query = "query and tool results" if run.ctx.continuation else "query"
+        query = "query and the turn's tool results" if run.ctx.continuation else "query"
         return parts | {query: run.query_tokens, "reply priming": REPLY_PRIMING}
 
     def _drop_units(self, run: _Run, c: Contribution, target: int) -> Contribution:
@@ -486,10 +489,9 @@ class ContextWindowHandler:
         Everything before it is a prefix a provider's prompt cache can reuse.
         """
         session_id = run.ctx.session.id
-        previous = self._previous.pop(session_id, [])
-        self._previous[session_id] = items
-        if len(self._previous) > self._remember:
-            self._previous.popitem(last=False)
+        previous = self._previous.get(session_id, [])
+        if self._remember:
+            self._previous.put(session_id, items)
         same = 0
         for now, before in zip(items, previous, strict=False):  # the windows may differ in length
             if now != before:
@@ -560,7 +562,7 @@ class ContextWindowHandler:
             condense_strategy=slot.condense_rule.strategy if slot.condense_rule else None,
             config=freeze({**slot.spec.config, "distillation": run.wtype.distillation.model_dump()}),
         )
-        return run.ctx.for_module(directives, run.tokens)
+        return run.ctx.for_module(directives, run.tokens, run.memos.setdefault(slot.module_id, {}))
 
     def _measured(self, run: _Run, c: Contribution, module_id: str) -> Contribution:
         """The contribution with ``tokens`` counted here, on exactly what will be rendered."""
@@ -572,16 +574,15 @@ class ContextWindowHandler:
         tools: list[ToolSchema] = []
         for unit in c.units:
             for item in unit:
-                if isinstance(item, Message):
+                kind = type(item)
+                if kind is Message:
                     n += tokens.count_message(item)
-                elif isinstance(item, str):
+                elif kind is str:
                     has_text = True
-                elif isinstance(item, ToolSchema):
+                elif kind is ToolSchema:
                     tools.append(item)
                 else:
-                    raise TypeError(
-                        f"{module_id} put a {type(item).__name__} in a unit; use str, Message or ToolSchema"
-                    )
+                    raise TypeError(f"a unit holds a {kind.__name__}; use str, Message or ToolSchema")
         n += tokens.count_tools(tools)
         if has_text:
             n += tokens.count_text_message(c.text())

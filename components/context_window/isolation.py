@@ -15,15 +15,16 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import math
-from collections.abc import Coroutine, Generator, Hashable, Mapping
+from collections.abc import Coroutine, Generator, Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from time import perf_counter
 from typing import Any
 
-from .base import PLACEMENTS, Contribution, Message, ToolSchema
+from .base import PLACEMENTS, Contribution
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +34,7 @@ BLOCKING_WARN_S = 0.05
 """Holding the event loop longer than this in one call is flagged (every other request waits meanwhile)."""
 
 _abandoned: set[asyncio.Task[Any]] = set()
-"""Tasks of modules that ignored cancellation: referenced until they end, so they are not destroyed pending."""
+"""Tasks of modules that ignored cancellation, until their coroutine is closed (kept referenced meanwhile)."""
 
 
 @dataclass
@@ -48,12 +49,13 @@ class Outcome:
 class _Driver:
     """Steps a module's coroutine, adding up the time each step takes."""
 
-    __slots__ = ("blocked", "cancelled_by_us", "coro")
+    __slots__ = ("abandoned", "blocked", "cancelled_by_us", "coro")
 
     def __init__(self, coro: Coroutine[Any, Any, Any]) -> None:
         self.coro = coro
         self.blocked = 0.0
         self.cancelled_by_us = False
+        self.abandoned = False
 
     def step(self, value: Any = None, exc: BaseException | None = None) -> Any:
         started = perf_counter()
@@ -76,6 +78,9 @@ class _Rest:
             try:
                 value, exc = (yield yielded), None
             except BaseException as thrown:  # cancellation, delivered by the task
+                if self.driver.abandoned:  # it ignored one cancellation: stop stepping it, close it
+                    _close(self.driver.coro)
+                    raise
                 value, exc = None, thrown
             try:
                 yielded = self.driver.step(value, exc)
@@ -85,6 +90,11 @@ class _Rest:
 
 async def _finish(rest: _Rest) -> Any:
     return await rest
+
+
+def _close(coro: Coroutine[Any, Any, Any]) -> None:
+    with contextlib.suppress(Exception):  # "coroutine ignored GeneratorExit": it is not stepped again either way
+        coro.close()
 
 
 def _describe(exc: BaseException) -> str:
@@ -147,6 +157,8 @@ async def _wait(
         task.exception() if not task.cancelled() else None  # retrieved: no "never retrieved" warning
     for task in still:
         key, driver = pending[task]
+        driver.abandoned = True
+        task.cancel()  # delivered at its next wake-up: the module's coroutine is closed, never stepped again
         _abandoned.add(task)
         task.add_done_callback(_forget)
         outcomes[key] = Outcome(
@@ -214,18 +226,17 @@ def checked_contribution(value: Any, module_id: str) -> Contribution:
 
 
 def _units(units: Any) -> tuple[tuple[Any, ...], ...]:
-    """A fresh tuple of tuples (the module keeps no handle on what was measured); items must be sendable."""
-    if isinstance(units, str | bytes) or not hasattr(units, "__iter__"):
+    """A fresh tuple of tuples: the module keeps no handle on what is measured (the items themselves are
+    immutable, and the handler's measuring rejects any that is not text, a Message or a ToolSchema)."""
+    if type(units) is tuple and all(type(unit) is tuple for unit in units):
+        return units  # already immutable all the way down to the items
+    if isinstance(units, str | bytes | Mapping) or not isinstance(units, Iterable):
         raise ValueError("units must be a sequence of units (tuples of text, Message or ToolSchema)")
     out = []
     for unit in units:
-        if isinstance(unit, str | bytes) or not hasattr(unit, "__iter__"):
+        if isinstance(unit, str | bytes | Mapping) or not isinstance(unit, Iterable):
             raise ValueError(f"a unit must be a tuple of items, got {type(unit).__name__}")
-        unit = tuple(unit)
-        for item in unit:
-            if type(item) is not str and not isinstance(item, Message | ToolSchema):
-                raise ValueError(f"a unit holds a {type(item).__name__}; use str, Message or ToolSchema")
-        out.append(unit)
+        out.append(tuple(unit))
     return tuple(out)
 
 

@@ -16,12 +16,12 @@ Two rules make the helpers total:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Literal, TypeVar
+from typing import Literal, TypeVar, get_args
 
 from .base import Message
 
 Phase = Literal["ideate", "focus", "operate", "complete"]
-PHASES: tuple[str, ...] = ("ideate", "focus", "operate", "complete")
+PHASES: tuple[str, ...] = get_args(Phase)
 
 VISIBLE_FROM: dict[str, frozenset[str]] = {
     "ideate": frozenset({"ideate"}),

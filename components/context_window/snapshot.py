@@ -1,13 +1,11 @@
-"""ContextWindowSnapshot: who used what in one assembly, as data, JSON and an SSE event."""
+"""ContextWindowSnapshot: who used what in one assembly, as data and JSON (tda/events.py sends it over SSE)."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 ModuleStatus = Literal["ok", "failed", "timeout", "skipped"]
-SSE_EVENT = "context_window_snapshot"
 
 
 @dataclass
@@ -97,10 +95,6 @@ class ContextWindowSnapshot:
         for module in data["modules"]:
             module.pop("blocked_ms")
         return data
-
-    def to_sse(self, event_id: str | int | None = None) -> str:
-        head = f"event: {SSE_EVENT}\n" + (f"id: {event_id}\n" if event_id is not None else "")
-        return f"{head}data: {json.dumps(self.to_dict(), separators=(',', ':'))}\n\n"
 
     def summary(self) -> str:
         condensed = sum(1 for m in self.modules if m.condensed)

@@ -167,10 +167,13 @@ class TokenEstimator:
         self._scale = 1.0 + self.tokenizer.margin
         self._texts: BoundedCache[str, int] = BoundedCache(cache_size)
         self._messages: BoundedCache[int, tuple[Message, int]] = BoundedCache(cache_size)
+        self._tools: BoundedCache[str, int] = BoundedCache(4096)
         """Per message object (messages are frozen): id -> (the message, its count). Holding the message
         keeps its id from being reused while the entry lives."""
         self.misses = 0
         self.tools_overhead = TOOLS_OVERHEAD + self.count(TOOLS_HEADER) + self.count(TOOLS_FOOTER)
+        self._stored_key = self.encoding_name if self.stored_exact else None
+        """The key of this estimator's figure among a message's stored counts (None: stored counts do not apply)."""
 
     @property
     def exact(self) -> bool:
@@ -210,9 +213,10 @@ class TokenEstimator:
         This is the one per-message figure: the orchestrator budgets with it, and stores keep it per
         message and encoding at write time (``counts_to_store``), so a stored history is never re-tokenised.
         """
-        stored = message.tokens.get(self.encoding_name) if message.tokens and self.stored_exact else None
-        if stored is not None:
-            return stored
+        if message.tokens and self._stored_key is not None:
+            stored = message.tokens.get(self._stored_key)
+            if stored is not None:
+                return stored
         entry = self._messages.get(id(message))
         if entry is not None and entry[0] is message:
             return entry[1]
@@ -272,8 +276,12 @@ class TokenEstimator:
         return MESSAGE_OVERHEAD + self.count(role) + self.count(text)
 
     def count_tool(self, tool: ToolSchema) -> int:
-        """One tool: the JSON sent, or its function-definition rendering if that is larger."""
-        return max(self.count(tool.json), self.count(function_definition(tool)))
+        """One tool: the JSON sent, or its function-definition rendering if that is larger (cached by the JSON)."""
+        sent = tool.json
+        n = self._tools.get(sent)
+        if n is None:
+            n = self._tools.put(sent, max(self.count(sent), self.count(function_definition(tool))))
+        return n
 
     def count_tools(self, tools: Sequence[ToolSchema]) -> int:
         """A request's tools: each tool, plus the fixed overhead of the definitions block (0 for none)."""

@@ -13,6 +13,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
+from .phases import Phase
+
 MODULE_IDS_IN_ORDER: tuple[str, ...] = (
     "system_prompt",
     "tool_definitions",
@@ -84,7 +86,7 @@ class SmallWindow(_Model):
 
 class PhaseIs(_Model):
     type: Literal["phase_is"]
-    phase: Literal["ideate", "focus", "operate", "complete"]
+    phase: Phase
 
 
 Condition = Annotated[
@@ -236,7 +238,8 @@ class ContextWindowType(_Model):
         for i, rule in enumerate(self.dynamic_adjustments):
             if isinstance(rule.action, Condense) and rule.action.module in floor:
                 raise ValueError(
-                    f"dynamic_adjustments[{i}] condenses {rule.action.module}, which is not condensable; remove the rule"
+                    f"dynamic_adjustments[{i}] condenses {rule.action.module}, which is not condensable; "
+                    "remove the rule"
                 )
         return self
 

@@ -9,8 +9,6 @@ summarizer provider when one is configured, otherwise extracted from the dropped
 
 from __future__ import annotations
 
-import re
-from collections import OrderedDict
 from collections.abc import AsyncIterator, Sequence
 from functools import lru_cache
 from typing import Any
@@ -24,7 +22,9 @@ from components.context_window.base import (
     MessageSource,
     pages_newest_first,
 )
+from components.context_window.fitting import first_sentence
 from components.context_window.phases import visible
+from components.context_window.session_cache import BoundedCache, SessionCache, content_key
 from components.context_window.token_estimator import MESSAGE_OVERHEAD
 
 SUMMARY_SHARE = 0.15
@@ -32,8 +32,8 @@ SUMMARY_MAX_TOKENS = 600
 SUMMARY_SOURCE_MESSAGES = 40
 """How many of the most recent dropped messages the summary looks at (bounded work per turn)."""
 SUMMARY_BUCKET = 10
-"""A summary is reused until this many more messages have been dropped (bounded model calls)."""
-_SENTENCE = re.compile(r"^(.+?[.!?])(\s|$)", re.S)
+"""A model-written summary covers messages up to a multiple of this (it may repeat a few shown ones), so it
+is reused until this many more messages have been dropped (bounded model calls), and depends only on them."""
 
 Unit = tuple[Message, ...]
 
@@ -96,12 +96,6 @@ class _Remembered:
         return self._pages[key]
 
 
-def first_sentence(text: str, limit: int = 200) -> str:
-    match = _SENTENCE.match(text.strip())
-    sentence = " ".join((match.group(1) if match else text.strip()).split())
-    return sentence if len(sentence) <= limit else sentence[: limit - 1].rstrip() + "…"
-
-
 def extractive_summary(dropped: Sequence[Message]) -> list[str]:
     """Bullet lines, oldest first: the first sentence of each user request and assistant answer."""
     return list(_extract(tuple((m.role, m.content) for m in dropped)))
@@ -129,9 +123,13 @@ def _within(kept: list[tuple[int, Unit, int]], budget: int) -> list[tuple[int, U
 class ConversationHistoryModule(ContextModule):
     def __init__(self, manifest: Any) -> None:
         super().__init__(manifest)
-        self._summaries: OrderedDict[tuple[str, int], str] = OrderedDict()
-        self._walks: OrderedDict[str, tuple[object, str | None, int, list[tuple[int, Unit, int]]]] = OrderedDict()
-        """Per session, the last walk: condensing right after contributing reuses it instead of walking again."""
+        self._summaries: SessionCache[str] = SessionCache(1024)
+        """Model-written summaries, keyed by the exact transcript summarised and the room given."""
+        self._walks: BoundedCache[str, tuple[object, str | None, object, int, list[tuple[int, Unit, int]]]] = (
+            BoundedCache(64)
+        )
+        """Per session, the last walk: condensing right after contributing reuses it instead of walking again.
+        Reused only for the very same immutable history (a tuple, or this assembly's source), phase and counter."""
 
     async def contribute(self, budget: int, ctx: AssemblyContext) -> Contribution:
         return await self._window(budget, ctx, ctx.directives.condense_strategy)
@@ -141,11 +139,9 @@ class ConversationHistoryModule(ContextModule):
 
     async def purge(self, session_id: str, user_id: str) -> dict[str, Any]:
         """Forget a session's cached summaries (call it when the session's history is purged or edited)."""
-        stale = [key for key in self._summaries if key[0] == session_id]
-        for key in stale:
-            del self._summaries[key]
-        self._walks.pop(session_id, None)
-        return {"purged": len(stale), "what": "cached summaries"}
+        purged = self._summaries.purge(session_id)
+        self._walks.discard_where(lambda key: key == session_id)
+        return {"purged": purged, "what": "cached summaries"}
 
     def get_status(self) -> dict[str, Any]:
         return {**super().get_status(), "cached_summaries": len(self._summaries)}
@@ -165,7 +161,10 @@ class ConversationHistoryModule(ContextModule):
             while kept and used > budget - room:  # make room for the summary by letting the oldest go
                 used -= kept.pop()[2]
             first_kept = kept[-1][0] if kept else source.total
-            recent_dropped = await older_than(source, first_kept, SUMMARY_SOURCE_MESSAGES, phase)
+            end = first_kept
+            if ctx.summarizer is not None:  # a model call: summarise a bucket-aligned excerpt, reused for a while
+                end = min(source.total, -(-first_kept // SUMMARY_BUCKET) * SUMMARY_BUCKET)
+            recent_dropped = await older_than(source, end, SUMMARY_SOURCE_MESSAGES, phase)
             if recent_dropped:
                 summary = await self._summary(recent_dropped, first_kept, room, ctx)
         units = ((summary,),) * (summary is not None) + tuple(unit for _, unit, _ in reversed(kept))
@@ -188,8 +187,15 @@ class ConversationHistoryModule(ContextModule):
         phase = ctx.session.phase
         history = ctx.session.history if ctx.session.history is not None else ctx.session.messages
         walk = self._walks.get(ctx.session.id)
-        if walk is not None and walk[0] is history and walk[1] == phase and walk[2] >= budget:
-            return _within(walk[3], budget)  # a greedy walk under a smaller budget is a prefix of this one
+        reusable = ctx.session.history is not None or isinstance(history, tuple)  # a list could have changed
+        if (
+            reusable
+            and walk is not None
+            and walk[0] is history
+            and walk[1:3] == (phase, ctx.tokens)
+            and walk[3] >= budget
+        ):
+            return _within(walk[4], budget)  # a greedy walk under a smaller budget is a prefix of this one
         assert ctx.tokens is not None
         count = ctx.tokens.count_message
         kept: list[tuple[int, Unit, int]] = []
@@ -200,9 +206,7 @@ class ConversationHistoryModule(ContextModule):
                 break
             kept.append((index, unit, cost))
             used += cost
-        self._walks[ctx.session.id] = (history, phase, budget, kept)
-        if len(self._walks) > 64:
-            self._walks.popitem(last=False)
+        self._walks.put(ctx.session.id, (history, phase, ctx.tokens, budget, kept))
         return list(kept)
 
     async def _summary(
@@ -231,17 +235,15 @@ class ConversationHistoryModule(ContextModule):
     ) -> list[str]:
         if ctx.summarizer is None:
             return extractive_summary(dropped)
-        key = (ctx.session.id, first_kept // SUMMARY_BUCKET)
-        text = self._summaries.get(key)
+        transcript = "\n".join(f"{m.role}: {m.content}" for m in dropped)
+        key = content_key(transcript, room)  # the same excerpt and room: the same summary, whatever came before
+        text = self._summaries.get((ctx.session.id, key))
         if text is None:
-            transcript = "\n".join(f"{m.role}: {m.content}" for m in dropped)
             try:
                 text = await ctx.summarizer.summarize(
                     transcript, max_tokens=max(1, room - 20), instruction="Summarise this conversation excerpt."
                 )
             except Exception:  # the summary is a nicety: fall back to extraction
                 return extractive_summary(dropped)
-            self._summaries[key] = text
-            if len(self._summaries) > 1024:
-                self._summaries.popitem(last=False)
+            self._summaries.put((ctx.session.id, key), text)
         return [line for line in text.splitlines() if line.strip()]

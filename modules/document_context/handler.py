@@ -83,7 +83,7 @@ class DocumentContextModule(ContextModule):
             return self._done(budget, [], {"reason": "no documents attached"}, "empty")
         per_file = option(ctx.directives.config, "per_file_chars", PER_FILE_CHARS, minimum=1)
         total = option(ctx.directives.config, "total_chars", TOTAL_CHARS, minimum=1)
-        key = ("limits", per_file, total, tuple((d.id, len(d.text), hash(d.text)) for d in docs))
+        key = ("limits", per_file, total, tuple((d.id, d.name, d.text) for d in docs))  # by content, exactly
         prepared, omitted = self._cache.get_or_compute(
             ctx.session.id, key, lambda: within_char_limits(docs, per_file, total)
         )
@@ -129,7 +129,7 @@ class DocumentContextModule(ContextModule):
         return fit_blocks(blocks, budget, tokens, HEADER)
 
     def _cached_cut(self, p: Prepared, share: int, tokens: TokenEstimator, session_id: str) -> str:
-        key = ("cut", p.doc.id, hash(p.doc.text), len(p.text), share, tokens.encoding_name)
+        key = ("cut", p.doc.id, p.doc.name, p.doc.text, len(p.text), share, tokens)
         return self._cache.get_or_compute(session_id, key, lambda: p.cut_block(share, tokens))
 
     def _done(self, budget: int, blocks: list[str], meta: dict[str, Any], strategy: str) -> Contribution:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import re
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
@@ -27,7 +26,7 @@ from components.context_window.base import (
     joined,
     newest_first,
 )
-from components.context_window.fitting import estimator
+from components.context_window.fitting import clip, estimator
 from components.context_window.phases import visible
 from components.context_window.token_estimator import TokenEstimator
 
@@ -38,7 +37,10 @@ REFORMULATE_INSTRUCTION = (
     "Rewrite the follow-up question as one standalone search query for a knowledge base, resolving "
     "pronouns and references from the conversation. Reply with the query only."
 )
-_MAX_CACHED_PLANS = 256
+FILTER_INSTRUCTION = (
+    "Below are a question and numbered passages from a knowledge base. Reply with the numbers of the "
+    "passages that help answer the question, most useful first, separated by commas; nothing else."
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +56,10 @@ class Options:
     """A neighbour competes for budget with its hit's score times this, per chunk of distance."""
     reformulate: bool = True
     history_messages: int = 3
+    llm_filter: bool = False
+    """Retrieve ``filter_pool`` passages and keep the 2 to 10 the model judges relevant (needs a real
+    model: without a summarizer the stage is skipped)."""
+    filter_pool: int = 15
 
     @classmethod
     def from_context(cls, ctx: AssemblyContext) -> Options:
@@ -69,6 +75,8 @@ class Options:
             neighbour_decay=float(cfg.get("neighbour_decay", d.neighbour_decay)),
             reformulate=bool(cfg.get("reformulate", d.reformulate)),
             history_messages=max(1, int(cfg.get("history_messages", d.history_messages))),
+            llm_filter=bool(cfg.get("llm_filter", d.llm_filter)),
+            filter_pool=max(2, int(cfg.get("filter_pool", d.filter_pool))),
         )
 
 
@@ -188,10 +196,6 @@ class Plan:
 
 
 class KnowledgeContextModule(ContextModule):
-    def __init__(self, manifest: Any) -> None:
-        super().__init__(manifest)
-        self._plans: OrderedDict[tuple[str, int, str], Plan] = OrderedDict()
-
     async def contribute(self, budget: int, ctx: AssemblyContext) -> Contribution:
         if ctx.knowledge is None:
             return self._empty("no knowledge retriever configured")
@@ -199,32 +203,29 @@ class KnowledgeContextModule(ContextModule):
             return self._empty("no budget")
         opts = Options.from_context(ctx)
         retrieval_query = await self._retrieval_query(ctx, opts)
+        judge = ctx.summarizer if opts.llm_filter else None
         hits = await ctx.knowledge.retrieve(
-            retrieval_query, collections=opts.collections, k=opts.k, min_score=opts.min_score
+            retrieval_query,
+            collections=opts.collections,
+            k=opts.filter_pool if judge else opts.k,
+            min_score=opts.min_score,
         )
         ranked = dedupe_text(hits)
+        if judge is not None and ranked:
+            ranked = await _judged(ranked, retrieval_query, judge)
         plan = Plan(ctx.query, retrieval_query, ranked, await self._neighbours(ranked, ctx, opts))
         plan.sources = pack(plan, budget, estimator(ctx), opts)
         self._remember(ctx, plan)
         return self._render(plan, strategy="full", retrieved=len(hits))
 
     async def condense(self, contribution: Contribution, target_tokens: int, ctx: AssemblyContext) -> Contribution:
-        plan = self._plans.get(_plan_key(ctx))
-        if plan is None:  # not ours, or evicted: retrieve again at the smaller budget
+        plan = ctx.memo.get("plan")  # this assembly's retrieval: never one from an earlier turn
+        if plan is None:  # not ours: retrieve again at the smaller budget
             return await self.contribute(target_tokens, ctx)
         sources = pack(plan, target_tokens, estimator(ctx), Options.from_context(ctx))
         smaller = dataclasses.replace(plan, sources=sources)
         self._remember(ctx, smaller)
         return self._render(smaller, strategy="condensed", retrieved=contribution.metadata.get("retrieved", 0))
-
-    async def purge(self, session_id: str, user_id: str) -> dict[str, Any]:
-        doomed = [key for key in self._plans if key[0] == session_id]
-        for key in doomed:
-            del self._plans[key]
-        return {"purged": len(doomed)}
-
-    def get_status(self) -> dict[str, Any]:
-        return {**super().get_status(), "cached_plans": len(self._plans)}
 
     # --- steps ---------------------------------------------------------------------------
 
@@ -262,11 +263,7 @@ class KnowledgeContextModule(ContextModule):
         return nearby
 
     def _remember(self, ctx: AssemblyContext, plan: Plan) -> None:
-        key = _plan_key(ctx)
-        self._plans[key] = plan
-        self._plans.move_to_end(key)
-        while len(self._plans) > _MAX_CACHED_PLANS:
-            self._plans.popitem(last=False)
+        ctx.memo["plan"] = plan
 
     def _empty(self, reason: str) -> Contribution:
         return Contribution(
@@ -308,11 +305,33 @@ class KnowledgeContextModule(ContextModule):
         )
 
 
+_KEEP_AT_LEAST, _KEEP_AT_MOST = 2, 10
+
+
+async def _judged(ranked: list[Passage], query: str, judge: Any) -> list[Passage]:
+    """The passages the model judges relevant, in retrieval order: at least 2 (the best ranked fill
+    up), at most 10. A failing or unreadable answer keeps the retrieval order."""
+    listing = "\n\n".join(f"[{n}] {clip(p.text, 700)}" for n, p in enumerate(ranked, start=1))
+    try:
+        reply = await judge.summarize(
+            f"Question: {query}\n\nPassages:\n{listing}", max_tokens=48, instruction=FILTER_INSTRUCTION
+        )
+    except Exception as exc:  # the filter costs its own stage, never the turn
+        log.warning("knowledge_context: relevance filter failed: %r", exc)
+        return ranked
+    picked = {int(n) - 1 for n in re.findall(r"\d+", reply) if 0 < int(n) <= len(ranked)}
+    if not picked and not re.search(r"\bnone\b", reply, re.IGNORECASE):
+        return ranked  # not an answer to the question asked
+    kept = [p for i, p in enumerate(ranked) if i in picked][:_KEEP_AT_MOST]
+    for p in ranked:
+        if len(kept) >= _KEEP_AT_LEAST:
+            break
+        if p not in kept:
+            kept.append(p)
+    return sorted(kept, key=ranked.index)
+
+
 # --- pure helpers (the budget arithmetic) ----------------------------------------------------
-
-
-def _plan_key(ctx: AssemblyContext) -> tuple[str, int, str]:
-    return (ctx.session.id, ctx.session.turn_number, ctx.query)
 
 
 @lru_cache(maxsize=4096)

@@ -25,10 +25,10 @@ from components.context_window.base import (
     joined,
     text_contribution,
 )
-from components.context_window.distillation import Distilled, Table, apply_l2, distill, fingerprint, parse_result
+from components.context_window.distillation import Distilled, Table, apply_l2, distill, parse_result
 from components.context_window.fitting import clip, estimator, fit_blocks
 from components.context_window.phases import visible
-from components.context_window.session_cache import SessionCache
+from components.context_window.session_cache import SessionCache, content_key
 from components.context_window.window_type import Distillation
 
 NOTE = "Statistics describe every row; samples only illustrate. Do not infer totals from samples."
@@ -100,7 +100,7 @@ class PlanHydrationModule(ContextModule):
         return super().get_status() | {"distillation_cache": self._distilled_results.stats(), "last": dict(self._last)}
 
     def _distilled(self, turn: TurnRecord, ctx: AssemblyContext) -> tuple[Distilled, ...]:
-        """Distilled once per session and turn: a finished turn's results do not change."""
+        """Distilled once per distinct content: the same results are never distilled twice, changed ones always are."""
         limits = Distillation.model_validate(ctx.directives.config.get("distillation") or {})
 
         def compute() -> tuple[Distilled, ...]:
@@ -109,7 +109,7 @@ class PlanHydrationModule(ContextModule):
                 for i, raw in enumerate(turn.results, 1)
             )
 
-        key = (turn.turn, limits.max_rows, limits.max_chars, fingerprint(turn.results))
+        key = (limits.max_rows, limits.max_chars, content_key(turn.results))  # the values, not only their shape
         return self._distilled_results.get_or_compute(ctx.session.id, key, compute)
 
     def _empty(self, reason: str) -> Contribution:

@@ -2,8 +2,8 @@
 
 Cases come from ``ctx.cases`` (a ``CaseRetriever``). A case is used when its score is at least
 ``min_score`` and nobody rated it negatively; the best ``k`` are kept, best first. Retrieval is
-cached per session and query, so ``signals`` (before allocation), ``contribute`` and ``condense``
-ask the retriever once per turn.
+kept in the assembly's memo, so ``signals`` (before allocation), ``contribute`` and ``condense``
+ask the retriever once per turn, and every turn sees the current cases and ratings.
 
 Options (``ctx.directives.config``): ``min_score`` (0.7), ``k`` (3).
 Condensing drops the weakest cases first, then shortens the best one at a sentence boundary.
@@ -24,7 +24,6 @@ from components.context_window.base import (
 )
 from components.context_window.fitting import cut_to_tokens, estimator, fit_blocks
 from components.context_window.options import option
-from components.context_window.session_cache import SessionCache
 from components.context_window.token_estimator import TokenEstimator
 
 HEADER = (
@@ -39,7 +38,6 @@ DEFAULT_K = 3
 class RagContextModule(ContextModule):
     def __init__(self, manifest: ModuleManifest) -> None:
         super().__init__(manifest)
-        self._cases: SessionCache[tuple[ChampionCase, ...]] = SessionCache(max_entries=512)
         self._last: dict[str, Any] = {}
 
     async def signals(self, ctx: AssemblyContext) -> dict[str, Any]:
@@ -71,11 +69,8 @@ class RagContextModule(ContextModule):
             self.module_id, kept, placement="context", strategy=strategy, metadata=meta, header=HEADER
         )
 
-    async def purge(self, session_id: str, user_id: str) -> dict[str, Any]:
-        return {"purged": self._cases.purge(session_id)}
-
     def get_status(self) -> dict[str, Any]:
-        return super().get_status() | {"cache": self._cases.stats(), "last": dict(self._last)}
+        return super().get_status() | {"last": dict(self._last)}
 
     async def _eligible_cases(self, ctx: AssemblyContext) -> tuple[ChampionCase, ...]:
         config = ctx.directives.config
@@ -90,10 +85,12 @@ class RagContextModule(ContextModule):
             good = [c for c in found if c.score >= min_score and c.feedback >= 0]
             return tuple(sorted(good, key=lambda c: (-c.score, c.id))[:k])
 
-        # Per turn: signals, contribute and condense share one retrieval, while a later turn sees the cases
-        # recorded and rated since (a repeated query must not be served a stale, or negatively rated, case).
-        key = (ctx.session.turn_number, ctx.query, min_score, k)
-        return await self._cases.aget_or_compute(ctx.session.id, key, retrieve)
+        # One retrieval per assembly (signals, contribute and condense share it through the assembly's memo);
+        # the next assembly asks again, so a case recorded or rated since is seen, whatever came before.
+        key = f"cases:{min_score}:{k}"
+        if key not in ctx.memo:
+            ctx.memo[key] = await retrieve()
+        return ctx.memo[key]
 
 
 def render_case(number: int, case: ChampionCase) -> str:

@@ -33,6 +33,7 @@ from components.context_window.base import (
     ToolSchema,
     newest_first,
 )
+from components.context_window.fitting import first_sentence
 from components.context_window.token_estimator import TokenEstimator
 
 LEVELS = ("full", "condensed", "partial", "names_only")
@@ -42,19 +43,12 @@ RECENT_MESSAGES = 6
 """How many of the newest messages count as "recent turns" for relevance."""
 SEEN_SCAN = 200
 """How far back the opt-in names-only mode looks for a valid message (a long purged history is not read)."""
-_FIRST_SENTENCE = re.compile(r"^(.+?[.!?])(\s|$)", re.S)
 _WORD = re.compile(r"[a-z0-9]+")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 STOPWORDS = frozenset(
     "a an and are as at be by can do for from get give how i in is it me my of on or our please set show "
     "some that the this to us was we what when where which who will with you your".split()
 )
-
-
-def first_sentence(text: str, limit: int = 160) -> str:
-    match = _FIRST_SENTENCE.match(text.strip())
-    sentence = (match.group(1) if match else text.strip()).replace("\n", " ")
-    return sentence if len(sentence) <= limit else sentence[: limit - 1].rstrip() + "…"
 
 
 def _strip_descriptions(schema: Any) -> Any:
@@ -74,7 +68,7 @@ def condensed(tool: ToolSchema) -> ToolSchema:
     small = _condensed.get(tool)
     if small is None:
         small = _condensed[tool] = ToolSchema(
-            tool.name, first_sentence(tool.description), _strip_descriptions(tool.parameters)
+            tool.name, first_sentence(tool.description, 160), _strip_descriptions(tool.parameters)
         )
     return small
 
@@ -102,9 +96,20 @@ def tool_text(tool: ToolSchema) -> str:
     return f"{tool.name} {tool.description}"
 
 
+_tool_terms: WeakKeyDictionary[ToolSchema, Counter[str]] = WeakKeyDictionary()
+
+
+def tool_terms(tool: ToolSchema) -> Counter[str]:
+    """The words of a tool's name and description, counted once per tool object."""
+    counted = _tool_terms.get(tool)
+    if counted is None:
+        counted = _tool_terms[tool] = Counter(terms(tool_text(tool)))
+    return counted
+
+
 def lexical_scores(tools: Sequence[ToolSchema], query_terms: Counter[str]) -> list[float]:
     """BM25 of each tool's name and description against weighted query terms, scaled to 0..1."""
-    docs = [Counter(terms(tool_text(t))) for t in tools]
+    docs = [tool_terms(t) for t in tools]
     if not docs or not query_terms:
         return [0.0] * len(docs)
     avg_len = sum(sum(d.values()) for d in docs) / len(docs) or 1.0

@@ -33,12 +33,6 @@ export function diff(before, after) {
     .map((p) => ({ path: p, before: a.get(p), after: b.get(p) }));
 }
 
-export function show(value) {
-  if (value === undefined) return "(none)";
-  if (Array.isArray(value)) return value.length ? value.join(" → ") : "(empty)";
-  return typeof value === "string" ? `“${value}”` : JSON.stringify(value);
-}
-
 /** Set each change's ``after`` at its path in ``target`` (a copy); used to reapply my edits on their version. */
 export function applyChanges(target, changes) {
   const out = clone(target);

@@ -1,13 +1,12 @@
 // The type editor: module rows, a live composition bar, the condensation order (drag, keyboard or buttons),
 // rules, distillation; checks as you type; saving with If-Match (412 -> what changed, reload or reapply);
-// versions and rollback; what-if preview. Unsaved work is guarded against reloads and links.
-import { activeSlots, compositionBar, usageBar } from "./bars.js";
-import { comparison } from "./timeline.js";
+// versions and rollback; the what-if (what_if.js). Unsaved work is guarded against reloads and links.
+import { activeSlots, compositionBar } from "./bars.js";
 import { applyChanges, clone, describeChanges, diff, typeBody } from "./diff.js";
 import { initOrder } from "./order.js";
 import { initRules } from "./rules.js";
-import { ApiError, api, errorText, fieldError, fmt, get, guardUnsaved, h, isAdmin, loadModuleNames, lockForViewers, moduleLabel, notify, plain, reportError, snapshotSummary } from "./lib.js";
-import { eventLists, moduleTable } from "./snapshot_view.js";
+import { ApiError, api, fmt, get, guardUnsaved, h, isAdmin, loadModuleNames, lockForViewers, moduleLabel, notify, plain, reportError } from "./lib.js";
+import { initWhatIf } from "./what_if.js";
 
 const $ = (id) => document.getElementById(id);
 const form = $("editor");
@@ -43,7 +42,6 @@ async function load() {
     render();
   }
   form.setAttribute("aria-busy", "false");
-  loadSessions();
 }
 
 function setLoaded(data) {
@@ -422,61 +420,6 @@ function showVersion(v, current) {
   lockForViewers($("version-diff"));
 }
 
-// --- what-if preview -----------------------------------------------------------------------------
-
-async function loadSessions() {
-  const [{ sessions }, { profiles }] = await Promise.all([get("/v1/sessions"), get("/v1/profiles")]);
-  $("preview-session").replaceChildren(...(sessions.length
-    ? sessions.map((s) => h("option", { value: s.id }, `${s.title || s.id} (${s.profile_id})`))
-    : [h("option", { value: "" }, "No sessions yet")]));
-  $("preview-profile").append(...profiles.map((p) => h("option", { value: p.id }, p.name || p.id)));
-}
-
-/** The session's last recorded snapshot, to compare the what-if with (null when it has none). */
-async function lastRecorded(sessionId) {
-  const { snapshots } = await get(`/v1/sessions/${encodeURIComponent(sessionId)}/snapshots?newest_first=true&limit=1`);
-  return snapshots[0] || null;
-}
-
-async function runPreview(event) {
-  event.preventDefault();
-  const out = $("preview");
-  const limitInput = $("preview-limit");
-  fieldError(limitInput, $("preview-limit-error"));
-  const local = localErrors();
-  if (local.length) {
-    out.replaceChildren(h("p", { class: "field-error" }, "No preview: the type has mistakes, marked at their fields."));
-    showLocalSummary(local, "The preview needs these fixed first");
-    return;
-  }
-  out.replaceChildren(h("p", { class: "muted" }, "Assembling…"));
-  const sessionId = $("preview-session").value;
-  const common = { session_id: sessionId, query: $("preview-query").value || "Preview" };
-  if ($("preview-profile").value) common.profile_id = $("preview-profile").value;
-  if (limitInput.value) common.context_limit = Number(limitInput.value);
-  try {
-    const ask = (extra) => api("POST", "/v1/context-window-types/preview", { body: { ...common, ...extra } }).then((r) => r.data.snapshot);
-    const [snap, saved, recorded] = await Promise.all([
-      ask({ type: state }), typeId ? ask({ type_id: typeId }) : null, lastRecorded(sessionId)]);
-    const bar = h("div", {});
-    usageBar(bar, snap);
-    const compared = [];
-    if (saved) compared.push(h("div", {}, h("h3", {}, "Against the saved type"), comparison(saved, snap, { labelA: "Saved", labelB: "As edited" })));
-    else compared.push(h("p", { class: "muted" }, "Not saved yet: nothing to compare with."));
-    if (recorded) {
-      compared.push(h("div", {}, h("h3", {}, `Against the recorded turn ${recorded.turn}`),
-        comparison(recorded.snapshot, snap, { labelA: `Turn ${recorded.turn}`, labelB: "What-if" }),
-        h("p", { class: "small muted" }, "The recorded turn had its own query and the history before it; the what-if uses the whole history.")));
-    } else compared.push(h("p", { class: "muted" }, "This session has no recorded turn to compare with."));
-    out.replaceChildren(h("p", { class: "bar-summary", dataset: { testid: "preview-summary" } }, snapshotSummary(snap)),
-      bar, h("div", { class: "two-col" }, compared), h("details", {}, h("summary", {}, "Module by module"), moduleTable(snap), eventLists(snap)));
-  } catch (err) {
-    out.replaceChildren(h("p", { class: "field-error" }, `No preview: ${plain(err.message)}`));
-    if (err.status === 422 && err.fieldErrors.some((e) => e.loc === "context_limit")) fieldError(limitInput, $("preview-limit-error"), errorText(err));
-    else if (err.status === 422 && err.fieldErrors.length) showErrors(err.fieldErrors, "The preview needs a valid type");
-  }
-}
-
 // --- start ---------------------------------------------------------------------------------------
 
 const condensable = (id) => modules[id]?.capabilities?.condensable !== false;
@@ -503,6 +446,15 @@ document.addEventListener("keydown", (event) => {
 });
 guardUnsaved(isDirty);
 $("ref-limit").addEventListener("change", showTokens);
-$("preview-form").addEventListener("submit", runPreview);
+initWhatIf({
+  getState: () => state,
+  getTypeId: () => typeId,
+  check: () => {
+    const local = localErrors();
+    if (local.length) showLocalSummary(local, "The preview needs these fixed first");
+    return local.length === 0;
+  },
+  showTypeErrors: (errors) => showErrors(errors, "The preview needs a valid type"),
+});
 if (!typeId) $("history-section").hidden = true;
 load().catch((err) => reportError(err, "Could not load the type"));

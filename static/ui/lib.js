@@ -168,7 +168,7 @@ export function ruleText(raw) {
   const to = /-> (\w+)/.exec(rest)?.[1];
   const what = {
     reduce: `reduce ${moduleLabel(module)}${by ? ` by ${by}` : ""}`,
-    transfer: `give ${moduleLabel(module)}'s share to ${to ? moduleLabel(to) : "another module"}`,
+    transfer: `give the share of ${moduleLabel(module)} to ${to ? moduleLabel(to) : "another module"}`,
     force_full: `give ${moduleLabel(module)} its full maximum`,
     condense: `condense ${moduleLabel(module)}`,
   }[action] || `${action.replace(/_/g, " ")} ${moduleLabel(module)}`;
@@ -190,6 +190,8 @@ export async function loadModuleNames() {
   for (const m of modules) moduleNames.set(m.module_id, m.display_name);
   return modules;
 }
+
+export const isModule = (id) => moduleNames.has(id);
 
 export function moduleLabel(id) {
   return moduleNames.get(id) || id.replace(/_/g, " ").replace(/^rag\b/, "RAG").replace(/^./, (c) => c.toUpperCase());

@@ -1,5 +1,5 @@
 // How a snapshot's modules are shown: allocation against use, utilisation coloured at 50% and 80%, and badges.
-import { fmt, h, moduleLabel, pct, plain, ruleText, utilisationClass } from "./lib.js";
+import { fmt, h, isModule, moduleLabel, pct, plain, ruleText, utilisationClass } from "./lib.js";
 
 export function badges(m, snap) {
   const fired = (snap.adjustments_fired || []).some((r) => r.includes(` ${m.module_id}`));
@@ -46,8 +46,19 @@ export function moduleTable(snap) {
       h("td", {}, badges(m, snap), m.reason ? h("span", { class: "muted small" }, ` ${m.reason}`) : null)))));
 }
 
-/** "pass 2: small_window(32000) -> reduce …" reads as a sentence; other lines are already prose. */
-export const decisionText = (line) => plain(line).replace(/^(pass \w+: )?(\w+(?:\([^)]*\))? -> .*)$/, (all, pass, rule) => `${pass || ""}${ruleText(rule)}`);
+const STEP = { "pass 1": "Taking part", "pass 2": "Rules", "pass 3": "Allocation", "pass 3b": "Surplus", signals: "Signals" };
+
+/** A decision-log line in words: the step named, a rule as a sentence, modules by name, arrows as arrows. */
+export function decisionText(line) {
+  let text = plain(line);
+  let head = "";
+  const step = /^(pass \w+|signals): (.*)$/.exec(text);
+  if (step) [head, text] = [`${STEP[step[1]] || step[1]}: `, step[2]];
+  const rule = /^(\w+(?:\([^)]*\))? -> \w+ \w+(?: by [\d.]+%| -> \w+)?)( fired, but .*)?$/.exec(text);
+  if (rule) text = `${ruleText(rule[1]).replace(/\.$/, "")}${rule[2] ? `: it${rule[2]}` : ""}.`;
+  text = text.replace(/ -> /g, " → ").replace(/\b[a-z]+(?:_[a-z]+)+\b/g, (id) => (isModule(id) ? moduleLabel(id) : id));
+  return head + text;
+}
 
 export function eventLists(snap) {
   const list = (title, items, render) => h("div", {}, h("h3", {}, title),

@@ -3,6 +3,7 @@
 import { colourFor, usageBar } from "./bars.js";
 import { api, fmt, get, h, loadModuleNames, lockForViewers, moduleLabel, notify, pct, plain, reportError, snapshotLimitSource } from "./lib.js";
 import { badges, decisionText, eventLists, moduleTable } from "./snapshot_view.js";
+import { comparison } from "./timeline.js";
 
 const $ = (id) => document.getElementById(id);
 const { sessionId, turn, snapshotId } = document.body.dataset;
@@ -26,7 +27,21 @@ function showFacts(trace) {
     fact("Cache-stable prefix", `${fmt(snap.prefix_stable_tokens)} tokens (${pct(snap.total_used ? snap.prefix_stable_tokens / snap.total_used : 0)})`, "prefix"),
     fact("Token counting", snap.token_method || "not recorded", "token-method"),
     fact("Assembly time", `${Number(snap.duration_ms).toFixed(1)} ms`, "duration"),
-    fact("Recorded", new Date(snap.created_at).toLocaleString()));
+    fact("Recorded", new Date(snap.created_at).toLocaleString()),
+    ...extraFacts(snap));
+}
+
+const KNOWN = new Set(["window_type_id", "window_type_name", "model", "model_limit", "model_limit_source", "profile_override",
+  "session_override", "effective_limit", "output_reserve", "available_budget", "query_tokens", "total_used", "modules",
+  "condensations", "reallocations", "adjustments_fired", "decisions", "prefix_stable_tokens", "token_method", "duration_ms",
+  "session_id", "profile_id", "turn", "created_at", "utilisation"]);
+
+/** Facts the snapshot holds that this page has no special place for (newer fields, such as loop flags). */
+function extraFacts(snap) {
+  const words = (key) => key.replace(/_/g, " ").replace(/^./, (c) => c.toUpperCase());
+  const show = (v) => (typeof v === "boolean" ? (v ? "yes" : "no") : typeof v === "number" ? fmt(v) : Array.isArray(v) ? v.join(", ") || "none" : String(v));
+  const plain = (v) => v !== null && (typeof v !== "object" || (Array.isArray(v) && v.every((x) => typeof x !== "object")));
+  return Object.entries(snap).filter(([k, v]) => !KNOWN.has(k) && plain(v)).map(([k, v]) => fact(words(k), show(v)));
 }
 
 function toolCalls(calls) {
@@ -38,6 +53,7 @@ function messageItem(m, i) {
     h("div", { class: "message-head" },
       h("span", { class: "swatch", style: { background: colour(m.module_id) }, "aria-hidden": "true" }),
       h("strong", {}, `${i + 1}. ${m.role}${m.name ? ` (${m.name})` : ""}`),
+      m.tool_call_id ? h("span", { class: "muted small" }, ` result of call ${m.tool_call_id}`) : null,
       h("span", { class: "muted" }, ` from ${label(m.module_id)}`),
       h("span", { class: "tokens-badge", dataset: { testid: "message-tokens" } }, `${fmt(m.tokens)} tokens`)),
     m.content ? h("pre", { class: "message-text" }, m.content) : h("p", { class: "muted small" }, "(no text)"),
@@ -89,13 +105,29 @@ async function load() {
   showFacts(trace);
   usageBar($("trace-bar"), snap);
   $("messages").replaceChildren(...trace.messages.map(messageItem));
-  $("tools").replaceChildren(...(trace.tools.length ? trace.tools.map(toolItem) : [h("li", { class: "muted" }, "No tools were sent.")]));
+  $("tools").replaceChildren(...(trace.tools.length ? [...trace.tools.map(toolItem), h("li", { class: "message" },
+    h("div", { class: "message-head" }, h("span", {}, "The tool definitions block around them"),
+      h("span", { class: "tokens-badge" }, `${fmt(trace.tools_overhead)} tokens`)))] : [h("li", { class: "muted" }, "No tools were sent.")]));
   $("trace-modules").replaceChildren(moduleDetails(snap));
   $("trace-decisions").replaceChildren(...snap.decisions.map((d) => h("li", {}, decisionText(d))));
   $("trace-events").replaceChildren(eventLists(snap));
   const row = turns.find((t) => String(t.turn) === turn);
   $("answer").replaceChildren(row && row.answer ? h("blockquote", { class: "answer" }, row.answer) : h("p", { class: "muted" }, "No answer was recorded."));
 }
+
+// --- compare with the previous turn ----------------------------------------------------------------
+
+$("compare-previous")?.addEventListener("click", async () => {
+  const previous = document.body.dataset.previous;
+  const out = $("compare-previous-result");
+  try {
+    const { turns } = await get(`${session}/turns`);
+    const [before, now] = await Promise.all([previous, turn].map((n) => get(`/v1/snapshots/${turns.find((t) => String(t.turn) === String(n)).snapshot_id}`)));
+    out.replaceChildren(comparison(before.snapshot, now.snapshot, { labelA: `Turn ${previous}`, labelB: `Turn ${turn}` }));
+  } catch (err) {
+    out.replaceChildren(h("p", { class: "field-error" }, `Not compared: ${plain(err.message)}`));
+  }
+});
 
 // --- replay -------------------------------------------------------------------------------------
 

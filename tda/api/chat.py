@@ -21,16 +21,18 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from quart import Blueprint, Response, request
-from quart_schema import tag
+from quart_schema import document_request, tag
 
 from components.context_window.base import Message, ToolSchema
 from components.context_window.budget import BudgetExceeded
 
 from ..auth import actor, require
 from ..errors import Conflict, Invalid, NotFound, ServiceError, field_errors
+from ..llm import routing_error
 from ..service import TDAService, service
 from ..turns import TurnOptions, chat_turn
 from .common import json_object
+from .openapi import openai_wire
 
 bp = Blueprint("chat", __name__, url_prefix="/v1")
 tag(["chat"])(bp)
@@ -44,25 +46,43 @@ _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _background: set[asyncio.Task[Any]] = set()
 
 
-class ChatMessage(BaseModel):
+class _Loose(BaseModel):
     model_config = ConfigDict(extra="ignore")
-    role: Literal["system", "developer", "user", "assistant", "tool"]
-    content: str | list[dict[str, Any]] | None = None
-    tool_calls: list[dict[str, Any]] | None = None
-    tool_call_id: str | None = Field(None, max_length=100)
-    name: str | None = None
 
 
-class ChatTool(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+class CalledFunction(_Loose):
+    name: str = Field(min_length=1, max_length=128)
+    arguments: str = Field("", max_length=1_000_000)
+
+
+class ToolCall(_Loose):
+    id: str = Field(min_length=1, max_length=100)
     type: Literal["function"] = "function"
-    function: dict[str, Any]
+    function: CalledFunction
 
 
-class ChatRequest(BaseModel):
+class ChatMessage(_Loose):
+    role: Literal["system", "developer", "user", "assistant", "tool"]
+    content: str | list[dict[str, Any]] | None = Field(None)
+    tool_calls: list[ToolCall] | None = Field(None, max_length=128)
+    tool_call_id: str | None = Field(None, min_length=1, max_length=100)
+    name: str | None = Field(None, max_length=100)
+
+
+class FunctionDefinition(_Loose):
+    name: str = Field(min_length=1, max_length=128)
+    description: str = Field("", max_length=100_000)
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+
+
+class ChatTool(_Loose):
+    type: Literal["function"] = "function"
+    function: FunctionDefinition
+
+
+class ChatRequest(_Loose):
     """The fields tda reads; others OpenAI defines (temperature, seed, ...) are accepted and not used."""
 
-    model_config = ConfigDict(extra="ignore")
     model: str = Field("tda", max_length=200)
     messages: list[ChatMessage] = Field(min_length=1, max_length=10_000)
     tools: list[ChatTool] | None = Field(None, max_length=512)
@@ -88,6 +108,8 @@ async def over_budget(exc: BudgetExceeded) -> tuple[dict[str, Any], int]:
 
 
 @bp.post("/chat/completions")
+@openai_wire
+@document_request(ChatRequest)
 @require("admin")
 async def chat_completions() -> Any:
     """An OpenAI chat completion (``stream: true`` for server-sent chunks), with tda's context management."""
@@ -100,6 +122,9 @@ async def chat_completions() -> Any:
         model=None if body.model in PROFILE_DEFAULT_MODEL else body.model,
         max_tokens=body.max_completion_tokens or body.max_tokens,
     )
+    if options.model is not None and (why := await routing_error(options.model)):
+        msg = f"model {options.model!r} names no provider litellm knows ({why}); send 'tda' for the profile's model"
+        raise Invalid(msg, errors=[{"loc": "model", "msg": msg, "type": "value_error"}])
     conversation = [_message(m, i) for i, m in enumerate(body.messages)]
     headers = {SESSION_HEADER: session_id}
     if body.stream:
@@ -129,7 +154,7 @@ def _message(m: ChatMessage, index: int) -> Message:
     return Message(
         role=role,  # type: ignore[arg-type]
         content=content or "",
-        tool_calls=tuple(m.tool_calls or ()),
+        tool_calls=tuple(c.model_dump() for c in m.tool_calls or ()),
         tool_call_id=m.tool_call_id,
     )
 
@@ -232,20 +257,24 @@ async def _streamed(
     if turn.done() and turn.exception() is not None and not first.done():
         first.cancel()
         raise turn.exception()  # type: ignore[misc]
-    model = options.model or "tda"
+    model = options.model or await _model_of(svc, session_id)
     chunk_id = f"chatcmpl-tda-{session_id}-{uuid.uuid4().hex[:8]}"
 
     async def events() -> AsyncIterator[bytes]:
         yield _chunk(chunk_id, model, {"role": "assistant", "content": ""})
         pending: asyncio.Task[dict[str, Any]] | None = first
-        while pending is not None:
-            await asyncio.wait({turn, pending}, return_when=asyncio.FIRST_COMPLETED)
-            if pending.done():
-                yield _chunk(chunk_id, model, pending.result())
-                pending = asyncio.create_task(deltas.get())
-            elif turn.done():
+        try:
+            while pending is not None:
+                await asyncio.wait({turn, pending}, return_when=asyncio.FIRST_COMPLETED)
+                if pending.done():
+                    yield _chunk(chunk_id, model, pending.result())
+                    pending = asyncio.create_task(deltas.get())
+                elif turn.done():
+                    pending.cancel()
+                    pending = None
+        finally:  # the client went away: stop waiting for deltas (the turn itself goes on and is recorded)
+            if pending is not None:
                 pending.cancel()
-                pending = None
         while not deltas.empty():
             yield _chunk(chunk_id, model, deltas.get_nowait())
         if turn.exception() is not None:
@@ -271,6 +300,12 @@ async def _streamed(
     response = Response(events(), mimetype="text/event-stream", headers={**headers, "Cache-Control": "no-cache"})
     response.timeout = None
     return response
+
+
+async def _model_of(svc: TDAService, session_id: str) -> str:
+    """The model the session's turns call when the request names none (its profile's, else the service's)."""
+    profile = await svc.store.profiles.get((await svc.store.sessions.get(session_id)).profile_id)
+    return profile.model or svc.settings.model
 
 
 def _with_delta(options: TurnOptions, put: Any) -> TurnOptions:

@@ -21,6 +21,7 @@ from .schemas import Error
 F = TypeVar("F", bound=Callable[..., Any])
 IF_MATCH = "_tda_if_match"
 EVENT_STREAM = "_tda_event_stream"
+OPENAI_WIRE = "_tda_openai_wire"
 ERROR_SCHEMA = Error.model_json_schema()
 _VARIABLE = re.compile(r"<(?:[^<>:]*:)?([^<>:]+)>")
 
@@ -56,15 +57,40 @@ def event_stream(func: F) -> F:
     return func
 
 
+def openai_wire(func: F) -> F:
+    """Document the route in OpenAI's wire format: JSON or (``stream: true``) server-sent chunks, and errors
+    as OpenAI's ``{"error": {"message", "type", ...}}`` so its SDKs show the message."""
+    setattr(func, OPENAI_WIRE, True)
+    return func
+
+
+_OPENAI_ERROR = {
+    "type": "object",
+    "required": ["error"],
+    "properties": {
+        "error": {
+            "type": "object",
+            "required": ["message", "type"],
+            "properties": {"message": {"type": "string"}, "type": {"type": "string"}},
+        }
+    },
+}
+
+
 def _outcomes(func: Callable[..., Any], method: str) -> dict[str, Any]:
-    media = "text/event-stream" if getattr(func, EVENT_STREAM, False) else "application/json"
+    openai = getattr(func, OPENAI_WIRE, False)
+    if openai:
+        media = ["application/json", "text/event-stream"]
+    else:
+        media = ["text/event-stream" if getattr(func, EVENT_STREAM, False) else "application/json"]
+    error = _OPENAI_ERROR if openai else {"$ref": "#/components/schemas/Error"}
     deleted = {"204": {"description": "Deleted; no body"}} if method == "delete" else {}
     return {
         **deleted,
-        "2XX": {"description": "Success", "content": {media: {"schema": {}}}},
+        "2XX": {"description": "Success", "content": {m: {"schema": {}} for m in media}},
         "4XX": {
             "description": "A request the client can fix; ``message`` says how",
-            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+            "content": {"application/json": {"schema": error}},
         },
     }
 

@@ -7,6 +7,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from components.context_window.base import ProfileType
+from components.context_window.phases import Phase
 
 MAX_INT = 2**31 - 1
 """Upper bound for ids, turns and versions: larger numbers cannot name anything and overflow SQL integers."""
@@ -80,9 +81,6 @@ class ProfilePatch(_ReadBack):
     tools: list[ToolIn] | None = None
     components: list[str] | None = None
     knowledge_collections: list[str] | None = None
-
-
-Phase = Literal["ideate", "focus", "operate", "complete"]
 
 
 class SessionIn(_In):
@@ -183,7 +181,7 @@ class TurnValidityIn(_In):
 
 
 class FeedbackIn(_In):
-    feedback: Literal[-1, 0, 1]
+    feedback: int = Field(ge=-1, le=1)  # an int, not Literal[-1, 0, 1]: a Literal also takes true and 1.0
     """+1 helpful, -1 wrong (the case is never served again), 0 clears a rating."""
 
 
@@ -208,7 +206,10 @@ class PreviewIn(_In):
     query: str = Field(min_length=1, max_length=200_000)
     profile_id: str | None = Field(None, description="assemble under this profile instead of the session's own")
     context_limit: int | None = Field(
-        None, ge=MIN_CONTEXT_LIMIT, le=MAX_INT, description="tokens; like a session limit, it can only lower the model's"
+        None,
+        ge=MIN_CONTEXT_LIMIT,
+        le=MAX_INT,
+        description="tokens; like a session limit, it can only lower the model's",
     )
 
     @model_validator(mode="after")

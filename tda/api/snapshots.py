@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from quart import Blueprint
 from pydantic import BaseModel, ConfigDict, Field
+from quart import Blueprint
 from quart_schema import tag, validate_querystring
 
 from ..auth import require
@@ -19,7 +19,11 @@ bp = Blueprint("snapshots", __name__, url_prefix="/v1/snapshots")
 
 class TraceQuery(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    type_id: str | None = Field(None, min_length=1, max_length=64, description="assemble the turn under this saved type")
+    type_id: str | None = Field(
+        None, min_length=1, max_length=64, description="assemble the turn under this saved type"
+    )
+
+
 tag(["snapshots"])(bp)
 
 

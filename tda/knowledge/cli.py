@@ -53,7 +53,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "--collection", action="append", default=[], help="collection to search (repeatable; default: all)"
     )
     search.add_argument("-k", type=int, default=5, help="passages to return (default 5)")
-    search.add_argument("--min-score", type=float, default=0.0)
+    search.add_argument(
+        "--min-score",
+        type=float,
+        default=0.0,
+        help="drop passages whose cosine similarity to the query is below this (default 0: none)",
+    )
+    search.add_argument(
+        "--relative-floor",
+        type=float,
+        default=0.5,
+        help="also drop passages that BOTH dense and BM25 rate below this share of their best hit "
+        "(default 0.5; 0 keeps all); each signal's top hit always survives",
+    )
     search.add_argument("--document", action="append", default=[], help="only this document id (repeatable)")
     search.add_argument("--section", action="append", default=[], help="only this section and below (repeatable)")
     search.add_argument("--json", action="store_true")
@@ -194,11 +206,12 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
     from .chunking import where_label
-    from .retrieval import ChromaKnowledgeRetriever
+    from .retrieval import ChromaKnowledgeRetriever, RetrievalSettings
     from .store import KnowledgeError
 
     try:
-        retriever = ChromaKnowledgeRetriever(_open(args, settings))
+        floor = RetrievalSettings(relative_floor=args.relative_floor)
+        retriever = ChromaKnowledgeRetriever(_open(args, settings), floor)
         for name in args.collection:
             retriever.store.collection(name)  # a clear error for a misspelt collection
         passages = retriever.search(
@@ -229,6 +242,12 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
         return 0
     if not passages:
         print("no passages found")
+    elif len(passages) < args.k:  # say why there are fewer than asked for
+        print(
+            f"{len(passages)} of -k {args.k} passages: the others fell below the floors "
+            f"(--relative-floor {args.relative_floor:g}, --min-score {args.min_score:g}) or the collection is small",
+            file=sys.stderr,
+        )
     for n, p in enumerate(passages, start=1):
         where = where_label(p.title or p.document_id, p.section)
         page = f" (p. {p.page})" if p.page is not None else ""

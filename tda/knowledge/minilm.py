@@ -85,17 +85,18 @@ class MiniLM:
 
     @staticmethod
     def _layer(w: dict[str, np.ndarray], p: str) -> dict[str, Any]:
-        """One layer's weights, transposed once for ``x @ W`` and Q, K, V fused into one matrix."""
+        """One layer's weights as ``x @ W`` operands: transposed views of the mapped file (BLAS reads
+        them transposed, nothing is copied), Q, K and V fused into one matrix."""
         qkv = [f"{p}attention.self.{n}" for n in ("query", "key", "value")]
         return {
-            "qkv": np.ascontiguousarray(np.concatenate([w[f"{n}.weight"] for n in qkv]).T),
+            "qkv": np.concatenate([w[f"{n}.weight"] for n in qkv]).T,
             "qkv_bias": np.concatenate([w[f"{n}.bias"] for n in qkv]),
-            "out": np.ascontiguousarray(w[f"{p}attention.output.dense.weight"].T),
+            "out": w[f"{p}attention.output.dense.weight"].T,
             "out_bias": w[f"{p}attention.output.dense.bias"],
             "norm1": (w[f"{p}attention.output.LayerNorm.weight"], w[f"{p}attention.output.LayerNorm.bias"]),
-            "up": np.ascontiguousarray(w[f"{p}intermediate.dense.weight"].T),
+            "up": w[f"{p}intermediate.dense.weight"].T,
             "up_bias": w[f"{p}intermediate.dense.bias"],
-            "down": np.ascontiguousarray(w[f"{p}output.dense.weight"].T),
+            "down": w[f"{p}output.dense.weight"].T,
             "down_bias": w[f"{p}output.dense.bias"],
             "norm2": (w[f"{p}output.LayerNorm.weight"], w[f"{p}output.LayerNorm.bias"]),
         }

@@ -112,3 +112,17 @@ async def test_turn_validity_and_memory_purge(page: Any, server: Server) -> None
     await expect(page.locator("#turns tbody tr.invalid")).to_have_count(len(turns))
     assert not any(t["valid"] for t in server.request("GET", "/v1/sessions/demo/turns")[2]["turns"])
     assert page.js_errors == []
+
+
+async def test_an_error_toast_goes_at_the_next_success(page: Any, server: Server) -> None:
+    await page.goto("/ui/sessions/demo")
+    await expect(page.locator("#live")).to_have_text("Live")
+    await page.fill("#turn-query", "word " * 50_000)  # over the length a query may have: the turn is refused
+    await page.click("#turn-form button")
+    toast = page.locator("#toast")
+    await expect(toast).to_have_attribute("data-kind", "error")
+    await expect(toast).to_be_visible()
+    await page.fill("#turn-query", "And now a short one?")  # a success that has no message of its own
+    await page.click("#turn-form button")
+    await expect(toast).to_be_hidden()
+    await expect(toast).not_to_have_attribute("data-kind", "error")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import pytest
 from playwright.async_api import expect
 
 from tests.browser.conftest import BROWSER_LOOP, Server
@@ -79,7 +80,9 @@ async def test_targets_in_tokens_for_a_reference_limit(page: Any, server: Server
         expected = math.floor(room * slot["target_pct"] / 100)
         await expect(page.locator(f'[data-tokens-for="{module_id}"]')).to_have_text(f"≈ {expected:,} tokens")
     # Small non-zero shares never read 0%.
-    assert await page.evaluate("import('/static/ui/lib.js').then((m) => [m.pct(24 / 11262), m.pct(0), m.pct(0.5)])") == [
+    assert await page.evaluate(
+        "import('/static/ui/lib.js').then((m) => [m.pct(24 / 11262), m.pct(0), m.pct(0.5)])"
+    ) == [
         "<1%",
         "0%",
         "50%",
@@ -116,7 +119,9 @@ async def test_one_truth_about_modules(page: Any, server: Server) -> None:
         server.request("POST", "/v1/context-window/modules/workflow_history/activate")
 
 
-async def test_focus_is_never_hidden_under_the_sticky_bars(page: Any) -> None:
+@pytest.mark.parametrize("width", [1360, 390])
+async def test_focus_is_never_hidden_under_the_sticky_bars(page: Any, width: int) -> None:
+    await page.set_viewport_size({"width": width, "height": 844})
     await open_editor(page, "balanced")
     await page.locator("#f-id").focus()
     hidden = []

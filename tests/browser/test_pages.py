@@ -29,6 +29,10 @@ def seed_busy_session(server: Server) -> None:
     _, _, balanced = server.request("GET", "/v1/context-window-types/balanced")
     shots = {k: v for k, v in balanced.items() if k not in {"version", "updated_at", "etag"}}
     shots.update(id="shots", name="Returns review", is_default=False)
+    # Champion cases recorded by later turns are served to replays too (the case store keeps no time), so a
+    # turn with RAG cases does not replay identically; this session leaves them out to show a reproducible trace.
+    shots["modules"]["rag_context"]["active"] = False
+    shots["condensation_order"] = [m for m in shots["condensation_order"] if m != "rag_context"]
     assert server.request("POST", "/v1/context-window-types", shots)[0] == 201
     _, _, tools = server.request("GET", "/v1/profiles/demo-tools")
     profile = {k: tools[k] for k in ("type", "system_prompt", "tools", "knowledge_collections")}
@@ -63,7 +67,10 @@ def seed_busy_session(server: Server) -> None:
             _, _, current = server.request("GET", "/v1/context-window-types/shots")
             changed = {k: v for k, v in current.items() if k not in {"version", "updated_at", "etag"}}
             changed["output_reserve_pct"] = 20
-            assert server.request("PUT", "/v1/context-window-types/shots", changed, {"If-Match": current["etag"]})[0] == 200
+            assert (
+                server.request("PUT", "/v1/context-window-types/shots", changed, {"If-Match": current["etag"]})[0]
+                == 200
+            )
         status, _, body = server.request("POST", f"/v1/sessions/{SESSION}/turns", {"query": query})
         assert status == 201, body
 
@@ -87,7 +94,9 @@ async def test_every_page_renders(page: Any, server: Server, tmp_path: Path) -> 
     seed_busy_session(server)
 
     await page.goto("/ui/types")
-    await expect(page.locator(".card")).to_have_count(5)
+    await expect(page.locator(".card")).to_have_count(
+        len(server.request("GET", "/v1/context-window-types")[2]["types"])
+    )
     await shoot(page, folder, "ui-types")
 
     await page.goto("/ui/types/balanced")
@@ -115,7 +124,9 @@ async def test_every_page_renders(page: Any, server: Server, tmp_path: Path) -> 
     await shoot(page, folder, "ui-modules")
 
     await page.goto("/ui/profiles")
-    await expect(page.locator("#profile-table tbody tr")).to_have_count(5)
+    await expect(page.locator("#profile-table tbody tr")).to_have_count(
+        len(server.request("GET", "/v1/profiles")[2]["profiles"])
+    )
     await shoot(page, folder, "ui-profiles")
 
     await page.goto(f"/ui/sessions/{SESSION}")
@@ -131,6 +142,14 @@ async def test_every_page_renders(page: Any, server: Server, tmp_path: Path) -> 
     await page.goto(f"/ui/sessions/{SESSION}/turns/18")
     await expect(page.locator("#trace-status")).to_contain_text("identical")
     await expect(page.locator("#messages > li").last).to_have_attribute("data-module", "query")
+    await expect(page.locator("a[rel=prev]")).to_have_attribute("href", f"/ui/sessions/{SESSION}/turns/17")
+    await expect(page.locator("a[rel=next]")).to_have_count(0)  # the latest turn
+    await page.click("#compare-previous")
+    snapshots = server.request("GET", f"/v1/sessions/{SESSION}/snapshots")[2]["snapshots"]
+    totals = {s["turn"]: s["snapshot"]["total_used"] for s in snapshots}
+    total = page.locator('[data-testid="comparison"] tr', has_text="Total used")
+    await expect(total.locator("td").first).to_have_text(f"{totals[17]:,}")
+    await expect(total.locator("td").nth(1)).to_have_text(f"{totals[18]:,}")
     await shoot(page, folder, "ui-trace")
 
     await page.goto("/ui/sessions")

@@ -16,7 +16,9 @@ PHONE = {"width": 390, "height": 844}
 
 
 def seed(server: Server) -> int:
-    status, _, body = server.request("POST", "/v1/sessions", {"id": "phone", "profile_id": "demo-tools", "title": "Phone"})
+    status, _, body = server.request(
+        "POST", "/v1/sessions", {"id": "phone", "profile_id": "demo-tools", "title": "Phone"}
+    )
     assert status == 201, body
     status, _, turn = server.request("POST", "/v1/sessions/phone/turns", {"query": "Summarise the week's returns."})
     assert status == 201, turn

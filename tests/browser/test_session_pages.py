@@ -56,7 +56,7 @@ async def test_create_a_session_attach_a_document_and_set_the_phase(page: Any, s
     rows = page.locator("#audit-table tbody tr")
     await expect(rows.first).to_contain_text("removed a document from session supplier-audit")
     await expect(page.locator("#audit-table")).to_contain_text("created session supplier-audit")
-    await expect(page.locator("#audit-table")).to_contain_text("phase: null → \"focus\"")
+    await expect(page.locator("#audit-table")).to_contain_text('phase: null → "focus"')
     assert page.js_errors == []
 
 

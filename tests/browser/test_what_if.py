@@ -14,10 +14,13 @@ pytestmark = BROWSER_LOOP
 
 
 def seed(server: Server) -> dict[str, Any]:
-    status, _, body = server.request("POST", "/v1/sessions", {"id": "what-if", "profile_id": "demo-rag", "title": "What if"})
+    status, _, body = server.request(
+        "POST", "/v1/sessions", {"id": "what-if", "profile_id": "demo-rag", "title": "What if"}
+    )
     assert status == 201, body
     history = [
-        {"role": "user", "turn": t, "content": f"Question {t} about supplier delays and pallets. " * 6} for t in range(1, 6)
+        {"role": "user", "turn": t, "content": f"Question {t} about supplier delays and pallets. " * 6}
+        for t in range(1, 6)
     ]
     assert server.request("POST", "/v1/sessions/what-if/messages", {"messages": history})[0] == 201
     status, _, turn = server.request("POST", "/v1/sessions/what-if/turns", {"query": "Which supplier is late?"})
@@ -57,5 +60,7 @@ async def test_what_if_with_a_limit_against_saved_and_recorded(page: Any, server
     await expect(row.locator("td").nth(2)).to_have_text(f"−{budget['saved'] - budget['edited']:,}")
     await expect(tables.nth(1)).to_contain_text(f"Turn {turn['turn']}")
     recorded = next(m["used"] for m in turn["snapshot"]["modules"] if m["module_id"] == "conversation_history")
-    await expect(tables.nth(1).locator("tr", has_text="Conversation history").locator("td").first).to_have_text(f"{recorded:,}")
+    await expect(tables.nth(1).locator("tr", has_text="Conversation history").locator("td").first).to_have_text(
+        f"{recorded:,}"
+    )
     assert page.js_errors == []

@@ -173,3 +173,26 @@ def test_a_closed_pipe_ends_the_command_quietly(settings: Settings, home: str, t
         code = proc.wait(timeout=120)
     assert json.loads(first)["id"] == 0
     assert "Traceback" not in err and "BrokenPipeError" not in err and code == 0
+
+
+def test_search_says_why_it_returns_fewer_than_k(
+    settings: Settings, home: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(settings, "search", "descale the kettle with vinegar", "--collection", home, "-k", "5", "--json") == 0
+    floored = json.loads(capsys.readouterr().out)
+    assert run(settings, "search", "descale the kettle with vinegar", "--collection", home, "-k", "5") == 0
+    err = capsys.readouterr().err
+    assert f"{len(floored)} of -k 5 passages" in err and "--relative-floor 0.5" in err
+    everything = ["--relative-floor", "0", "--json"]
+    assert run(settings, "search", "descale the kettle with vinegar", "--collection", home, "-k", "5", *everything) == 0
+    assert len(json.loads(capsys.readouterr().out)) >= len(floored)
+
+
+def test_the_default_data_directory_is_the_users_never_the_working_directory() -> None:
+    home = Path.home()
+    assert Settings.from_env({}).data_dir == home / ".local" / "share" / "tda"
+    assert Settings.from_env({"XDG_DATA_HOME": "/srv/data"}).data_dir == Path("/srv/data/tda")
+    assert (
+        Settings.from_env({"XDG_DATA_HOME": "relative"}).data_dir == home / ".local" / "share" / "tda"
+    )  # XDG: ignored
+    assert Settings.from_env({"TDA_DATA_DIR": "var", "XDG_DATA_HOME": "/srv/data"}).data_dir == Path("var")

@@ -71,3 +71,17 @@ def test_gelu_matches_the_exact_formula() -> None:
     x = np.linspace(-8, 8, 4001, dtype=np.float32)
     exact = np.array([0.5 * v * (1 + math.erf(v / math.sqrt(2))) for v in x.astype(np.float64)])
     assert np.abs(_gelu(x) - exact).max() < 1e-6
+
+
+def test_embedding_with_minilm_never_imports_torch() -> None:
+    """The point of the numpy build: torch's ~500 MB of resident memory stays out of the service."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from tda.knowledge.embeddings import make_embedder; "
+        "v = make_embedder('minilm')(['a question about refunds']); "
+        "print(len(v[0]), any(m == 'torch' or m.startswith(('torch.', 'sentence_transformers')) for m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300)
+    assert out.stdout.split() == ["384", "False"]

@@ -354,15 +354,16 @@ async def test_no_budget_is_left_unused_while_a_ranked_hit_remains(budget: int, 
         assert budget - used <= 12 + TOKENS.count("[SOURCE 9] GAMMA › Intro") + longest_sentence + 12
 
 
-async def test_purge_forgets_a_sessions_cached_plans() -> None:
-    a = document("alpha", 3)
-    kb = FakeKnowledge([hit(a, 1, 0.9)], {"alpha": a})
+async def test_a_later_assembly_never_reuses_an_earlier_retrieval() -> None:
+    """Same session, turn and query, but the knowledge changed in between: the new passages are used."""
+    a, b = document("alpha", 3), document("beta", 3)
     module = make_module()
-    await module.contribute(1000, context(kb, session_id="one"))
-    await module.contribute(1000, context(kb, session_id="two"))
-    assert module.get_status()["cached_plans"] == 2
-    assert await module.purge("one", "user") == {"purged": 1}
-    assert module.get_status()["cached_plans"] == 1
+    first = context(FakeKnowledge([hit(a, 1, 0.9)], {"alpha": a}), session_id="one")
+    full = await module.contribute(1000, first)
+    later = context(FakeKnowledge([hit(b, 1, 0.9)], {"beta": b}), session_id="one")
+    condensed = await module.condense(full, 900, later)
+    assert {s["document_id"] for s in condensed.metadata["sources"]} == {"beta"}
+    assert not module.manifest.capabilities.purgeable
 
 
 # --- follow-up reformulation ------------------------------------------------------------------------
@@ -422,7 +423,7 @@ async def test_first_questions_and_failing_summarizers_use_the_query_as_is() -> 
 def test_manifest_applies_to_every_profile_type(profile_type: str) -> None:
     module = make_module()
     assert module.applies_to(profile_type)
-    assert module.manifest.capabilities.condensable and module.manifest.capabilities.purgeable
+    assert module.manifest.capabilities.condensable and not module.manifest.capabilities.purgeable  # keeps nothing
 
 
 def test_narrowing_only_ever_removes_neighbours_at_the_ends_of_a_window() -> None:
@@ -439,3 +440,48 @@ def test_narrowing_only_ever_removes_neighbours_at_the_ends_of_a_window() -> Non
         steps.append(indices)
         window = window.narrowed()
     assert steps == [[3, 4, 5, 6], [4, 5, 6]]  # 5 sits between two hits: never cut out of the middle
+
+
+# --- the optional LLM relevance filter --------------------------------------------------------------
+
+
+def judge(answer: str) -> object:
+    """The service's summarizer on litellm's mock_response: the reply is ``answer``, the call is real."""
+    from tda.llm import LLM, LLMSummarizer
+
+    return LLMSummarizer(LLM(mock=True, mock_answer=answer), "gpt-4o")
+
+
+def many_hits() -> tuple[FakeKnowledge, list[Passage]]:
+    docs = {f"d{i}": document(f"d{i}", 1) for i in range(15)}
+    hits = [hit(docs[f"d{i}"], 0, 0.9 - i * 0.01) for i in range(15)]
+    return FakeKnowledge(hits, docs), hits
+
+
+async def test_the_llm_filter_keeps_what_the_model_judges_relevant_in_retrieval_order() -> None:
+    kb, _ = many_hits()
+    config = {"llm_filter": True, "max_expansion": 0}
+    c = await make_module().contribute(10_000, context(kb, config=config, summarizer=judge("9, 3, 12")))
+    assert kb.queries[0][2] == 15  # a wider pool is retrieved for the model to judge
+    assert [s["document_id"] for s in c.metadata["sources"]] == ["d2", "d8", "d11"]
+
+
+async def test_the_llm_filter_keeps_at_least_two_and_at_most_ten() -> None:
+    kb, _ = many_hits()
+    config = {"llm_filter": True, "max_expansion": 0}
+    one = await make_module().contribute(10_000, context(kb, config=config, summarizer=judge("7")))
+    assert [s["document_id"] for s in one.metadata["sources"]] == ["d0", "d6"]  # the best ranked fills up
+    every = ", ".join(str(n) for n in range(15, 0, -1))
+    kb, _ = many_hits()
+    most = await make_module().contribute(10_000, context(kb, config=config, summarizer=judge(every)))
+    assert len(most.metadata["sources"]) == 10
+
+
+async def test_without_a_model_or_with_a_useless_answer_the_filter_changes_nothing() -> None:
+    config = {"llm_filter": True, "max_expansion": 0}
+    kb, _ = many_hits()
+    plain = await make_module().contribute(10_000, context(kb, config=config))  # mock model: no summarizer
+    assert kb.queries[0][2] == 6 and len(plain.metadata["sources"]) == 6
+    kb, _ = many_hits()
+    babble = await make_module().contribute(10_000, context(kb, config=config, summarizer=judge("I cannot tell.")))
+    assert len(babble.metadata["sources"]) == 15

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import pytest
@@ -97,15 +98,13 @@ async def test_without_retriever_it_contributes_nothing_and_says_why(rag, ctx_fo
     assert await rag.signals(ctx_for()) == {"top_score": 0.0, "eligible_cases": 0}
 
 
-async def test_purge_forgets_only_that_session(rag, ctx_for):
-    cases = Cases(CASES)
-    await rag.signals(ctx_for(cases=cases, session=Session(id="a")))
-    await rag.signals(ctx_for(cases=cases, session=Session(id="b")))
-    assert rag.get_status()["cache"]["sessions"] == 2
-    assert await rag.purge("a", "u") == {"purged": 1}
-    assert rag.get_status()["cache"]["sessions"] == 1
-    await rag.signals(ctx_for(cases=cases, session=Session(id="a")))
-    assert cases.calls.count("What changed?") == 3  # re-fetched after the purge
+async def test_each_assembly_sees_the_current_cases_and_ratings(rag, ctx_for):
+    """Same session, turn and query: a case rated negatively since the last assembly is no longer served."""
+    rated = [dataclasses.replace(c, feedback=-1) if c.score == 0.93 else c for c in CASES]
+    first = await rag.contribute(10_000, ctx_for(cases=Cases(CASES)))
+    later = await rag.contribute(10_000, ctx_for(cases=Cases(rated)))
+    assert "0.93" in first.text() and "0.93" not in later.text()
+    assert not rag.manifest.capabilities.purgeable  # nothing is kept between assemblies
 
 
 texts = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=400)

@@ -14,7 +14,7 @@ from typing import Any
 
 from tests.ops.live import Live, cli, free_port, tda_env, token_in
 
-RUN_BEFORE_KILL_S = 3.0
+RUN_BEFORE_KILL_S = 1.0
 
 
 BASE: dict[str, Any] = {}
@@ -36,6 +36,7 @@ class Writer(threading.Thread):
         self.refused: list[Any] = []
         """(status, body) of the first answers that were not 2xx, to say why if nothing was acknowledged."""
         self.stop = threading.Event()
+        self.enough = 5 if kind == "types" else 3
 
     def run(self) -> None:
         i = 0
@@ -74,7 +75,10 @@ def test_acknowledged_writes_survive_sigkill_and_the_backup_holds_them(tmp_path:
         writers = [Writer(server, "types"), Writer(server, "turns")]
         for w in writers:
             w.start()
-        time.sleep(RUN_BEFORE_KILL_S)
+        deadline = time.monotonic() + 120  # a loaded machine answers slowly: wait for enough writes, not a clock
+        while time.monotonic() < deadline and not all(len(w.acknowledged) >= w.enough for w in writers):
+            time.sleep(0.05)
+        time.sleep(RUN_BEFORE_KILL_S)  # and a little more, so the kill lands mid-loop
         server.stop(signal.SIGKILL)  # mid-loop: requests are in flight
         time.sleep(0.3)
         for w in writers:

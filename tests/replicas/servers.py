@@ -44,7 +44,7 @@ def require_binaries() -> None:
     """One clear line naming the install command when Debian's servers are missing (never a silent skip)."""
     missing = [str(p) for p in (PG_BIN / "initdb", PG_BIN / "postgres", Path(REDIS_SERVER)) if not p.exists()]
     if missing:
-        raise MissingServer(f"{', '.join(missing)} not found: run `{INSTALL}` (CI's .ci/run does)")
+        raise MissingServer(f"{', '.join(missing)} not found: run `{INSTALL}` (`make test` does it)")
 
 
 def free_port() -> int:
@@ -226,7 +226,7 @@ class Replica:
             )
         return self
 
-    def wait_ready(self, seconds: float = 90) -> Replica:
+    def wait_ready(self, seconds: float = 180) -> Replica:
         assert self.proc is not None
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:

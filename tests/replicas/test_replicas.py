@@ -6,9 +6,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+from pathlib import Path
+from typing import Any
 
 import httpx
 
+from tda.knowledge.ingest import ingest_paths
+from tda.knowledge.store import KnowledgeStore
 from tests.replicas.conftest import Cluster, SSEClient, new_session, streaming
 
 
@@ -48,6 +52,34 @@ async def test_concurrent_turns_on_one_session_across_replicas_get_dense_turn_nu
     assert all(later > earlier for earlier, later in itertools.pairwise(tokens_in)), tokens_in
 
 
+async def test_the_all_sessions_stream_sends_turns_from_both_replicas_in_id_order(live: Cluster) -> None:
+    async with live.client(live.a) as a, live.client(live.b) as b:
+        sessions = [await new_session(a, f"everything-{i}") for i in range(6)]
+        clients = [SSEClient(replica, live.token, None) for replica in (live.a, live.b)]
+        async with contextlib.AsyncExitStack() as stack:
+            for c in clients:
+                await stack.enter_async_context(streaming(c))
+            for round_ in range(3):  # turns on six sessions at once, half through each replica
+                replies = await asyncio.gather(
+                    *(
+                        (a if i % 2 else b).post(f"/v1/sessions/{s}/turns", json={"query": f"q{round_}"})
+                        for i, s in enumerate(sessions)
+                    )
+                )
+                assert [r.status_code for r in replies] == [201] * 6
+            for c in clients:
+                await c.wait_for(18)
+        stored = []
+        for s in sessions:
+            stored += [row["id"] for row in (await b.get(f"/v1/sessions/{s}/snapshots")).json()["snapshots"]]
+        stored.sort()
+    assert len(stored) == 18
+    for c in clients:
+        ids = [i for i, _ in c.events]
+        assert ids == sorted(set(ids))  # strictly increasing: a reconnect's Last-Event-ID skips nothing
+        assert [i for i in ids if i in set(stored)] == stored
+
+
 async def test_a_stale_if_match_on_a_after_a_save_through_b_is_refused(live: Cluster) -> None:
     async with live.client(live.a) as a, live.client(live.b) as b:
         body = {"id": "shared", "name": "Shared", "modules": {"system_prompt": {"target_pct": 40}}}
@@ -67,41 +99,6 @@ async def test_a_stale_if_match_on_a_after_a_save_through_b_is_refused(live: Clu
         now = await a.get("/v1/context-window-types/shared")
     assert now.json()["name"] == "Saved on B"
     assert now.headers["ETag"] == saved.headers["ETag"] != seen_on_a
-
-
-async def test_clients_of_a_killed_replica_resume_on_the_other_with_nothing_missed(live: Cluster) -> None:
-    async with live.client(live.b) as b:
-        session_id = await new_session(b, "killed")
-
-        async def turn(i: int) -> int:
-            r = await b.post(f"/v1/sessions/{session_id}/turns", json={"query": f"question {i}"})
-            assert r.status_code == 201, r.text
-            return int(r.json()["snapshot_id"])
-
-        clients = [SSEClient(live.a, live.token, session_id) for _ in range(5)]
-        tasks = [asyncio.create_task(c.run()) for c in clients]
-        await asyncio.wait_for(asyncio.gather(*(c.opened.wait() for c in clients)), 20)
-        before = [await turn(i) for i in range(3)]
-        for c in clients:
-            assert await c.wait_for(3) == before
-        live.a.kill()  # mid-stream: no shutdown code runs on A
-        await asyncio.wait_for(asyncio.gather(*(c.ended.wait() for c in clients)), 10)
-        await asyncio.gather(*tasks)
-        while_away = [await turn(i) for i in range(3, 6)]  # published while the clients are disconnected
-
-        resumed = [SSEClient(live.b, live.token, session_id, last_event_id=c.last_id) for c in clients]
-        async with contextlib.AsyncExitStack() as stack:
-            for c in resumed:
-                await stack.enter_async_context(streaming(c))
-            after = [await turn(i) for i in range(6, 8)]
-            for c in resumed:
-                assert await c.wait_for(5) == while_away + after
-        stored = (await b.get(f"/v1/sessions/{session_id}/snapshots")).json()["snapshots"]
-    every = [s["id"] for s in stored]
-    assert every == before + while_away + after
-    for old, new in zip(clients, resumed, strict=True):
-        seen = [i for i, _ in old.events] + [i for i, _ in new.events]
-        assert seen == every  # nothing missed, nothing twice
 
 
 async def test_deactivating_a_module_through_a_applies_on_b(live: Cluster) -> None:
@@ -126,3 +123,76 @@ async def test_deactivating_a_module_through_a_applies_on_b(live: Cluster) -> No
                 break
             await asyncio.sleep(0.1)
         assert await active_on(b)
+
+
+async def test_knowledge_and_champion_cases_live_in_the_chroma_server_for_every_replica(
+    live: Cluster, tmp_path: Path
+) -> None:
+    (tmp_path / "handbook.md").write_text(
+        "# Field handbook\n\n## Refunds\n\nRefunds for heliotrope kettles are granted within forty-five days "
+        "of delivery, after an inspection at the Ostrava depot.\n"
+    )
+    store = KnowledgeStore.open(tmp_path / "unused", live.backing.chroma.url, embedder="hashing")
+    try:
+        assert ingest_paths(store, [tmp_path / "handbook.md"], "handbook", base=tmp_path).chunks > 0
+    finally:
+        store.close()
+    query = {"query": "How many days do customers have to get a refund for a heliotrope kettle?"}
+    async with live.client(live.a) as a, live.client(live.b) as b:
+        profile = {
+            "id": "p-librarian",
+            "type": "tool_enabled",  # champion cases serve tool-enabled profiles
+            "context_window_type_id": "knowledge_heavy",
+            "knowledge_collections": ["handbook"],
+        }
+        assert (await a.post("/v1/profiles", json=profile)).status_code == 201
+        assert (
+            await a.post("/v1/sessions", json={"id": "s-librarian", "profile_id": "p-librarian"})
+        ).status_code == 201
+        first = (await a.post("/v1/sessions/s-librarian/turns", json=query)).json()
+        second = (await b.post("/v1/sessions/s-librarian/turns", json=query)).json()
+    for turn in (first, second):
+        knowledge = _module(turn["snapshot"], "knowledge_context")
+        assert knowledge["status"] == "ok" and knowledge["used"] > 0
+    assert first["champion_case_id"]  # recorded by A in the Chroma server ...
+    assert _module(second["snapshot"], "rag_context")["metadata"]["cases_used"] >= 1  # ... and served by B
+
+
+def _module(snapshot: dict[str, Any], module_id: str) -> dict[str, Any]:
+    return next(m for m in snapshot["modules"] if m["module_id"] == module_id)
+
+
+async def test_clients_of_a_killed_replica_resume_on_the_other_with_nothing_missed(live: Cluster) -> None:
+    """Last in this file: it kills A (a later test that needs A starts it again, which takes seconds)."""
+    async with live.client(live.b) as b:
+        session_id = await new_session(b, "killed")
+
+        async def turn(i: int) -> int:
+            r = await b.post(f"/v1/sessions/{session_id}/turns", json={"query": f"question {i}"})
+            assert r.status_code == 201, r.text
+            return int(r.json()["snapshot_id"])
+
+        clients = [SSEClient(live.a, live.token, session_id) for _ in range(5)]
+        tasks = [asyncio.create_task(c.run()) for c in clients]
+        await asyncio.wait_for(asyncio.gather(*(c.opened.wait() for c in clients)), 60)
+        before = [await turn(i) for i in range(3)]
+        for c in clients:
+            assert await c.wait_for(3) == before
+        live.a.kill()  # mid-stream: no shutdown code runs on A
+        await asyncio.wait_for(asyncio.gather(*(c.ended.wait() for c in clients)), 30)
+        await asyncio.gather(*tasks)
+        while_away = [await turn(i) for i in range(3, 6)]  # published while the clients are disconnected
+
+        resumed = [SSEClient(live.b, live.token, session_id, last_event_id=c.last_id) for c in clients]
+        async with contextlib.AsyncExitStack() as stack:
+            for c in resumed:
+                await stack.enter_async_context(streaming(c))
+            after = [await turn(i) for i in range(6, 8)]
+            for c in resumed:
+                assert await c.wait_for(5) == while_away + after
+        stored = (await b.get(f"/v1/sessions/{session_id}/snapshots")).json()["snapshots"]
+    every = [s["id"] for s in stored]
+    assert every == before + while_away + after
+    for old, new in zip(clients, resumed, strict=True):
+        seen = [i for i, _ in old.events] + [i for i, _ in new.events]
+        assert seen == every  # nothing missed, nothing twice

@@ -44,6 +44,7 @@ async def agent(settings: Settings) -> AsyncIterator[Agent]:
     async with app.test_app() as running:
         svc = running.app.extensions["tda"]
         token, _ = await svc.store.tokens.create("test-admin", "admin")
+        await svc.knowledge.warm_up()  # as serve does: retrieval must not time out opening Chroma on turn 1
         a = Agent(running.test_client(), {"Authorization": f"Bearer {token}"}, model, svc)
         profile = {"id": "p1", "type": "tool_enabled", "tools": [TOOL], "components": ["charting", "maps"]}
         await a.call("post", "/v1/profiles", 201, profile)
@@ -56,6 +57,8 @@ def module(body: dict[str, Any], module_id: str) -> dict[str, Any]:
 
 
 async def test_the_tool_loop_through_turns_and_tool_results(agent: Agent):
+    # genie: tools, no champion cases, so the finished turn's case cannot change what a replay retrieves
+    await agent.call("patch", "/v1/profiles/p1", 200, {"type": "genie"})
     agent.model.replies = [[("call_1", "lookup_orders", {"customer": "ACME"})], "ACME has 2 open orders."]
     first = await agent.turn("How many open orders does ACME have?")
     assert first["finish_reason"] == "tool_calls" and first["tool_calls"][0]["id"] == "call_1"
@@ -170,4 +173,29 @@ async def test_a_case_rated_wrong_stays_unserved_after_an_identical_turn(agent: 
     second = await agent.turn(query)  # the same question, the same answer: recorded again, unrated
     assert second["champion_case_id"] == first["champion_case_id"]
     third = await agent.turn(query)
-    assert module(third, "rag_context")["used"] == 0  # never served again
+    rag = module(third, "rag_context")
+    assert rag["status"] == "ok" and rag["used"] == 0  # retrieval ran, and the wrong case is never served again
+
+
+@pytest.mark.parametrize("type_id", ["balanced", "token_efficient"])
+async def test_forty_tools_go_out_in_full_on_every_turn_of_the_shipped_types(agent: Agent, type_id: str):
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": f"tool_{i:02d}",
+                "description": f"Tool {i} looks up one kind of record and returns it as rows.",
+                "parameters": {
+                    "type": "object",
+                    "properties": {"id": {"type": "string", "description": "The record's id."}},
+                    "required": ["id"],
+                },
+            },
+        }
+        for i in range(40)
+    ]
+    await agent.call("patch", "/v1/profiles/p1", 200, {"tools": tools, "context_window_type_id": type_id})
+    for n in range(3):
+        body = await agent.turn(f"Question {n}: look up record {n}")
+        assert agent.model.sent[-1]["tools"] == tools  # full, callable, in the profile's order: caches keep hitting
+        assert module(body, "tool_definitions")["strategy"] == "full"

@@ -72,11 +72,11 @@ class Served:
         self.clients.append(client)
         return client
 
-    async def get(self, path: str) -> Any:
+    async def get(self, path: str, method: str = "GET") -> Any:
         import httpx
 
-        async with httpx.AsyncClient(base_url=self.base_url.removesuffix("/v1")) as http:
-            r = await http.get(path, headers={"Authorization": f"Bearer {self.token}"})
+        async with httpx.AsyncClient(base_url=self.base_url.removesuffix("/v1"), timeout=30) as http:
+            r = await http.request(method, path, headers={"Authorization": f"Bearer {self.token}"})
             assert r.status_code == 200, r.text
             return r.json()
 
@@ -100,6 +100,7 @@ async def served(settings: Settings) -> AsyncIterator[Served]:
         except OSError:
             await asyncio.sleep(0.05)
     token, _ = await svc.store.tokens.create("agent", "admin")
+    await svc.knowledge.warm_up()  # as serve does: the first turn's retrieval must not time out opening Chroma
     target = Served(svc, model, f"http://127.0.0.1:{port}/v1", token)
     try:
         yield target
@@ -121,7 +122,10 @@ async def test_a_tool_loop_then_a_second_turn_through_the_openai_sdk(served: Ser
         "They total 242.75.",
     ]
     client = served.client()
-    session = {"X-TDA-Session": "agent-1"}
+    # A genie profile calls tools but is served no champion cases: the steps replay identically later, when the
+    # finished turn's case would otherwise change what retrieval finds.
+    await served.svc.store.profiles.create("agent", {"type": "genie"}, "test")
+    session = {"X-TDA-Session": "agent-1", "X-TDA-Profile": "agent"}
     events = served.svc.bus.subscribe("agent-1")
     messages: list[Any] = [
         {"role": "system", "content": "You are the sales agent."},
@@ -194,6 +198,9 @@ async def test_a_tool_loop_then_a_second_turn_through_the_openai_sdk(served: Ser
         published += [event.id] * (event.id != 0)
     assert published == [s["id"] for s in (await served.get("/v1/sessions/agent-1/snapshots"))["snapshots"]]
     served.svc.bus.unsubscribe(events)
+    for snapshot_id in published:  # each step replays identically: the client's tools and the loop so far are inputs
+        replay = await served.get(f"/v1/snapshots/{snapshot_id}/replay", "POST")
+        assert replay["identical"], json.dumps(replay["differences"])
 
 
 async def test_a_streamed_reply_arrives_in_openai_chunks_and_is_recorded(served: Served):
@@ -208,6 +215,7 @@ async def test_a_streamed_reply_arrives_in_openai_chunks_and_is_recorded(served:
         extra_headers=session,
     )
     chunks = [chunk async for chunk in stream]
+    assert {c.model for c in chunks} == {"gpt-4o"} and len({c.id for c in chunks}) == 1
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     assert text == "Streaming works fine here."
     assert len([c for c in chunks if c.choices and c.choices[0].delta.content]) > 1  # really in pieces
@@ -231,6 +239,23 @@ async def test_a_streamed_reply_arrives_in_openai_chunks_and_is_recorded(served:
     calls = [c for chunk in chunks for c in (chunk.choices[0].delta.tool_calls or [])]
     assert calls[0].id == "call_9" and calls[0].function.name == "send_email"
     assert chunks[-1].choices[0].finish_reason == "tool_calls"
+
+
+async def test_a_smaller_max_tokens_in_the_request_wins_over_the_reserve(served: Served):
+    client = served.client()
+    session = {"X-TDA-Session": "small"}
+    await client.chat.completions.create(
+        model="tda", messages=[{"role": "user", "content": "hi"}], max_tokens=50, extra_headers=session
+    )
+    await client.chat.completions.create(
+        model="tda",
+        messages=[{"role": "user", "content": "hi"}, {"role": "user", "content": "more"}],
+        max_completion_tokens=10**6,
+        extra_headers=session,
+    )
+    [small, large] = served.model.sent
+    snapshot = (await served.get("/v1/sessions/small/snapshots?newest_first=true&limit=1"))["snapshots"][0]
+    assert small["max_tokens"] == 50 and large["max_tokens"] == snapshot["snapshot"]["output_reserve"]
 
 
 async def test_raw_sse_ends_with_done(served: Served):
@@ -284,6 +309,8 @@ async def test_mistakes_get_openai_errors_that_say_what_to_change(served: Served
             messages=[{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}],
             extra_headers={"X-TDA-Session": "e1"},
         )
+    with pytest.raises(openai.UnprocessableEntityError, match="names no provider"):
+        await client.chat.completions.create(model="no-such-model-xyz", messages=[{"role": "user", "content": "hi"}])
     with pytest.raises(openai.NotFoundError, match="nobody"):
         await client.chat.completions.create(
             model="tda", messages=[{"role": "user", "content": "hi"}], extra_headers={"X-TDA-Profile": "nobody"}
@@ -317,3 +344,33 @@ async def test_mistakes_get_openai_errors_that_say_what_to_change(served: Served
             model="tda", messages=messages, tools=TOOLS, extra_headers={"X-TDA-Session": "e3"}
         )
     assert (await served.get("/v1/sessions/e3/turns"))["turns"][0]["results"] == []  # nothing half-written
+
+
+async def test_a_client_chat_is_merged_once_even_around_tdas_own_messages(served: Served):
+    client = served.client()
+    session = {"X-TDA-Session": "merge-1"}
+    chat: list[Any] = [
+        {"role": "system", "content": "Client-side instructions."},
+        {"role": "user", "content": "Earlier question"},
+        {"role": "assistant", "content": "Earlier answer"},
+        {"role": "user", "content": "Now this"},
+    ]
+    served.model.replies = ["Answer one.", "Answer two."]
+    first = await client.chat.completions.create(model="tda", messages=chat, extra_headers=session)
+    stored = (await served.get("/v1/sessions/merge-1/messages"))["messages"]
+    assert [(m["turn"], m["role"], m["content"]) for m in stored] == [
+        (1, "user", "Earlier question"),  # the client's earlier chat, kept as history once
+        (1, "assistant", "Earlier answer"),
+        (2, "user", "Now this"),
+        (2, "assistant", "Answer one."),
+    ]
+    # a phase move writes tda's own system message, which no client echoes
+    await served.svc.store.sessions.update("merge-1", {"phase": "ideate"}, "test")
+    await served.svc.store.sessions.update(
+        "merge-1", {"phase": "focus"}, "test", carry=[{"role": "system", "content": "carried", "turn": 2}]
+    )
+    chat += [first.choices[0].message.model_dump(exclude_none=True), {"role": "user", "content": "And then?"}]
+    await client.chat.completions.create(model="tda", messages=chat, extra_headers=session)
+    stored = (await served.get("/v1/sessions/merge-1/messages"))["messages"]
+    assert [m["content"] for m in stored][-3:] == ["carried", "And then?", "Answer two."]
+    assert sum(m["content"] == "Now this" for m in stored) == 1

@@ -5,7 +5,6 @@ from __future__ import annotations
 from tests.service.support import FIXTURE_TYPE
 
 
-
 async def test_trace_shows_the_text_that_was_sent(client, admin, viewer, session_id):
     r = await client.post(f"/v1/sessions/{session_id}/turns", json={"query": "How long is it?"}, headers=admin)
     turn = await r.get_json()
@@ -22,7 +21,7 @@ async def test_trace_shows_the_text_that_was_sent(client, admin, viewer, session
     # Per-message counts add up to what the snapshot says was used: the trace is the window that was counted.
     snapshot = turn["snapshot"]
     counted = sum(m["tokens"] for m in trace["messages"]) + sum(t["tokens"] for t in trace["tools"])
-    assert counted + trace["reply_priming"] == snapshot["total_used"]
+    assert counted + trace["tools_overhead"] + trace["reply_priming"] == snapshot["total_used"]
     assert all(m["tokens"] >= 3 + len(m["content"]) // 8 for m in trace["messages"])  # overhead plus the text
 
 
@@ -32,7 +31,9 @@ async def test_trace_of_an_unknown_snapshot_is_404(client, viewer):
 
 
 async def test_a_turn_under_another_type(client, admin, viewer, session_id):
-    turn = await (await client.post(f"/v1/sessions/{session_id}/turns", json={"query": "Again?"}, headers=admin)).get_json()
+    turn = await (
+        await client.post(f"/v1/sessions/{session_id}/turns", json={"query": "Again?"}, headers=admin)
+    ).get_json()
     lean = {**FIXTURE_TYPE, "id": "lean", "name": "Lean", "output_reserve_pct": 45}
     assert (await client.post("/v1/context-window-types", json=lean, headers=admin)).status_code == 201
     r = await client.get(f"/v1/snapshots/{turn['snapshot_id']}/trace?type_id=lean", headers=viewer)
@@ -64,4 +65,6 @@ async def test_what_if_under_a_limit_and_another_profile(client, admin, viewer, 
     assert echo((await r.get_json())["snapshot"])["used"] > echo(own["snapshot"])["used"]  # the longer prompt
     r = await client.post("/v1/context-window-types/preview", json={**body, "profile_id": "nope"}, headers=viewer)
     assert r.status_code == 404
-    assert (await (await client.get(f"/v1/sessions/{session_id}/snapshots", headers=viewer)).get_json())["snapshots"] == []
+    assert (await (await client.get(f"/v1/sessions/{session_id}/snapshots", headers=viewer)).get_json())[
+        "snapshots"
+    ] == []

@@ -1,0 +1,65 @@
+// The editor's what-if: the edited type assembled for a recorded session under a chosen profile and context limit;
+// the bar, and the differences from the saved type and from the session's last recorded turn. Nothing is stored.
+import { usageBar } from "./bars.js";
+import { api, errorText, fieldError, get, h, plain, snapshotSummary } from "./lib.js";
+import { eventLists, moduleTable } from "./snapshot_view.js";
+import { comparison } from "./timeline.js";
+
+const $ = (id) => document.getElementById(id);
+
+async function loadSessions() {
+  const [{ sessions }, { profiles }] = await Promise.all([get("/v1/sessions"), get("/v1/profiles")]);
+  $("preview-session").replaceChildren(...(sessions.length
+    ? sessions.map((s) => h("option", { value: s.id }, `${s.title || s.id} (${s.profile_id})`))
+    : [h("option", { value: "" }, "No sessions yet")]));
+  $("preview-profile").append(...profiles.map((p) => h("option", { value: p.id }, p.name || p.id)));
+}
+
+/** The session's last recorded snapshot, to compare the what-if with (null when it has none). */
+async function lastRecorded(sessionId) {
+  const { snapshots } = await get(`/v1/sessions/${encodeURIComponent(sessionId)}/snapshots?newest_first=true&limit=1`);
+  return snapshots[0] || null;
+}
+
+async function runPreview(event, { getState, getTypeId, check, showTypeErrors }) {
+  event.preventDefault();
+  const out = $("preview");
+  const limitInput = $("preview-limit");
+  fieldError(limitInput, $("preview-limit-error"));
+  if (!check()) {
+    out.replaceChildren(h("p", { class: "field-error" }, "No preview: the type has mistakes, marked at their fields."));
+    return;
+  }
+  out.replaceChildren(h("p", { class: "muted" }, "Assembling…"));
+  const sessionId = $("preview-session").value;
+  const common = { session_id: sessionId, query: $("preview-query").value || "Preview" };
+  if ($("preview-profile").value) common.profile_id = $("preview-profile").value;
+  if (limitInput.value) common.context_limit = Number(limitInput.value);
+  try {
+    const ask = (extra) => api("POST", "/v1/context-window-types/preview", { body: { ...common, ...extra } }).then((r) => r.data.snapshot);
+    const [snap, saved, recorded] = await Promise.all([
+      ask({ type: getState() }), getTypeId() ? ask({ type_id: getTypeId() }) : null, lastRecorded(sessionId)]);
+    const bar = h("div", {});
+    usageBar(bar, snap);
+    const compared = [];
+    if (saved) compared.push(h("div", {}, h("h3", {}, "Against the saved type"), comparison(saved, snap, { labelA: "Saved", labelB: "As edited" })));
+    else compared.push(h("p", { class: "muted" }, "Not saved yet: nothing to compare with."));
+    if (recorded) {
+      compared.push(h("div", {}, h("h3", {}, `Against the recorded turn ${recorded.turn}`),
+        comparison(recorded.snapshot, snap, { labelA: `Turn ${recorded.turn}`, labelB: "What-if" }),
+        h("p", { class: "small muted" }, "The recorded turn had its own query and the history before it; the what-if uses the whole history.")));
+    } else compared.push(h("p", { class: "muted" }, "This session has no recorded turn to compare with."));
+    out.replaceChildren(h("p", { class: "bar-summary", dataset: { testid: "preview-summary" } }, snapshotSummary(snap)),
+      bar, h("div", { class: "two-col" }, compared), h("details", {}, h("summary", {}, "Module by module"), moduleTable(snap), eventLists(snap)));
+  } catch (err) {
+    out.replaceChildren(h("p", { class: "field-error" }, `No preview: ${plain(err.message)}`));
+    if (err.status === 422 && err.fieldErrors.some((e) => e.loc === "context_limit")) fieldError(limitInput, $("preview-limit-error"), errorText(err));
+    else if (err.status === 422 && err.fieldErrors.length) showTypeErrors(err.fieldErrors);
+  }
+}
+
+/** ``check()`` runs the editor's own checks first; ``showTypeErrors`` places the API's errors on the fields. */
+export function initWhatIf(editor) {
+  $("preview-form").addEventListener("submit", (event) => runPreview(event, editor));
+  loadSessions();
+}

@@ -1,0 +1,82 @@
+"""Same input, same output, whatever was assembled before in the process (module caches keyed by content)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from components.context_window.base import AssemblyContext, ChampionCase, Message, Session, TurnRecord
+from components.context_window.handler import ContextWindowHandler
+from components.context_window.module_registry import ModuleRegistry
+from components.context_window.providers import StaticCases
+from components.context_window.window_type import DEFAULT_TYPES
+from tests.support import conversation, make_ctx, make_tools
+
+BALANCED = DEFAULT_TYPES["balanced"]
+
+
+def outcome(result: Any) -> tuple[Any, ...]:
+    """What must not depend on earlier assemblies: everything but timing and the prefix-cache report."""
+    snap = result.snapshot.comparable()
+    snap.pop("prefix_stable_tokens")
+    return result.messages, result.tools, snap
+
+
+async def fresh(ctx: AssemblyContext) -> tuple[Any, ...]:
+    handler = ContextWindowHandler(ModuleRegistry(entry_point_group=None).load())
+    return outcome(await handler.assemble(ctx, BALANCED))
+
+
+def with_session(ctx: AssemblyContext, **changes: Any) -> AssemblyContext:
+    session = ctx.session
+    fields = {f: getattr(session, f) for f in session.__dataclass_fields__}
+    return AssemblyContext(**{**ctx.__dict__, "session": Session(**{**fields, **changes})})
+
+
+def balance_turn(balance: float) -> TurnRecord:
+    result = {"tool": "accounts", "columns": ["account", "balance"], "rows": [["acme", balance], ["globex", 5.0]]}
+    return TurnRecord(turn=1, query="Balances?", results=(result,))
+
+
+async def test_plan_hydration_serves_the_values_not_a_cached_shape():
+    handler = ContextWindowHandler(ModuleRegistry(entry_point_group=None).load())
+    base = make_ctx(limit=16_000, messages=conversation(1))
+    first = with_session(base, turns=[balance_turn(100.00)])
+    second = with_session(base, turns=[balance_turn(999.99)])
+    await handler.assemble(first, BALANCED)
+    later = outcome(await handler.assemble(second, BALANCED))
+    assert "999.99" in str(later[0]) and "100.00" not in str(later[0])
+    assert later == await fresh(second)
+
+
+async def test_rag_serves_current_feedback_on_a_repeated_query():
+    handler = ContextWindowHandler(ModuleRegistry(entry_point_group=None).load())
+    good = ChampionCase("c1", "How did EMEA do?", 0.9, plan="Query sales by region.", answer="EMEA grew 12 percent.")
+    before = AssemblyContext(**{**make_ctx(limit=16_000).__dict__, "cases": StaticCases([good])})
+    rated = AssemblyContext(**{**before.__dict__, "cases": StaticCases([dataclasses.replace(good, feedback=-1)])})
+    assert "EMEA grew" in str(outcome(await handler.assemble(before, BALANCED))[0])
+    later = outcome(await handler.assemble(rated, BALANCED))
+    assert "EMEA grew" not in str(later[0])
+    assert later == await fresh(rated)
+
+
+async def test_history_appended_to_the_same_list_is_read_anew():
+    handler = ContextWindowHandler(ModuleRegistry(entry_point_group=None).load())
+    messages = conversation(30, 60)
+    ctx = make_ctx(limit=4_000, messages=messages, tools=make_tools(3))
+    await handler.assemble(ctx, BALANCED)
+    ctx.session.messages.append(Message("user", "one more thing about EMEA", turn=31))  # type: ignore[attr-defined]
+    later = outcome(await handler.assemble(ctx, BALANCED))
+    assert "one more thing about EMEA" in str(later[0])
+    assert later == await fresh(ctx)
+
+
+async def test_earlier_different_inputs_leave_no_trace():
+    """One handler assembles a run of different sessions; each result equals a fresh process's."""
+    handler = ContextWindowHandler(ModuleRegistry(entry_point_group=None).load())
+    inputs = [
+        make_ctx(limit=limit, messages=conversation(turns, 40), tools=make_tools(tools), query=f"question {i}")
+        for i, (limit, turns, tools) in enumerate([(3_000, 20, 5), (50_000, 3, 0), (3_000, 25, 5), (8_000, 20, 12)])
+    ]
+    for ctx in inputs + inputs[::-1]:
+        assert outcome(await handler.assemble(ctx, BALANCED)) == await fresh(ctx)
