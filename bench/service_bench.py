@@ -45,10 +45,12 @@ sys.path.insert(0, str(ROOT))
 
 import httpx  # noqa: E402
 
-from tda.config import Settings  # noqa: E402
+from tda.config import Settings, offline_library_defaults  # noqa: E402
 from tda.db import upgrade_async  # noqa: E402
 from tda.demo import seed_demo  # noqa: E402
 from tda.store import Store  # noqa: E402
+
+offline_library_defaults()  # as the service does: the history written here is stored with its token counts
 
 SUBSCRIBERS = int(os.environ.get("BENCH_SUBSCRIBERS", "1000"))
 RUN_SSE = os.environ.get("BENCH_SSE", "1") != "0"

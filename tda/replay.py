@@ -9,7 +9,7 @@ from components.context_window.base import Message, ToolSchema
 from components.context_window.snapshot import ContextWindowSnapshot
 
 from .errors import Conflict, NotFound
-from .sources import Cutoff, build_context, input_hashes
+from .sources import Cutoff, aware_utc, build_context, input_hashes
 from .turns import with_component_instructions
 
 if TYPE_CHECKING:
@@ -62,7 +62,8 @@ async def reassemble(
         default_model=inputs["model"],
         sources=svc.sources,
         history=await svc.history.source(data),
-        cutoff=Cutoff(row.turn, row.created_at),
+        # snapshots from before "assembled_at" was recorded: the snapshot's own time, a little later
+        cutoff=Cutoff(row.turn, row.created_at, inputs.get("assembled_at", aware_utc(row.created_at).timestamp())),
     )
     ctx = dataclasses.replace(
         ctx,

@@ -11,6 +11,7 @@ from typing import Any, Protocol, runtime_checkable
 from components.context_window.base import (
     AssemblyContext,
     CaseRetriever,
+    ChampionCase,
     Document,
     Embedder,
     KnowledgeRetriever,
@@ -31,7 +32,12 @@ __all__ = ["message_of"]  # turns.py builds messages from rows with it
 
 @runtime_checkable
 class CaseRecorder(Protocol):
-    """Keeps successful turns as champion cases (``tda.knowledge.providers.LiveKnowledge`` implements it)."""
+    """Keeps successful turns as champion cases (``tda.knowledge.providers.LiveKnowledge`` implements it), and
+    serves them as they were at a time: what it recorded after a turn was assembled stays out of its replay."""
+
+    async def retrieve_cases(
+        self, query: str, *, k: int = 3, recorded_before: float | None = None
+    ) -> list[ChampionCase]: ...
 
     def case_id(self, query: str, answer: str) -> str:
         """The id ``record_case`` gives this query and answer: a turn answers with it before the case is written."""
@@ -81,6 +87,19 @@ class Cutoff:
 
     turn: int
     attachments_until: datetime
+    cases_until: float
+    """Unix time the turn's assembly started: champion cases recorded later are left out."""
+
+
+@dataclass(frozen=True)
+class CasesAsOf:
+    """Serves the champion cases recorded by ``until`` (a Unix time), with their ratings as they are now."""
+
+    recorder: CaseRecorder
+    until: float
+
+    async def retrieve_cases(self, query: str, *, k: int = 3) -> list[ChampionCase]:
+        return await self.recorder.retrieve_cases(query, k=k, recorded_before=self.until)
 
 
 def build_context(
@@ -92,9 +111,11 @@ def build_context(
     history: MessageSource,
     cutoff: Cutoff | None = None,
 ) -> AssemblyContext:
-    attachments = data.attachments
+    attachments, cases = data.attachments, sources.cases
     if cutoff is not None:
-        attachments = [a for a in attachments if _aware(a.created_at) <= _aware(cutoff.attachments_until)]
+        attachments = [a for a in attachments if aware_utc(a.created_at) <= aware_utc(cutoff.attachments_until)]
+        recorder = sources.case_recorder  # a read-only retriever (a test's fake) records nothing later
+        cases = CasesAsOf(recorder, cutoff.cases_until) if recorder is not None else cases
     p, s = data.profile, data.session
     return AssemblyContext(
         query=query,
@@ -119,13 +140,13 @@ def build_context(
         model=p.model or default_model,
         tools=sources.tools_of(p),
         knowledge=sources.knowledge,
-        cases=sources.cases,
+        cases=cases,
         summarizer=sources.summarizer,
         embedder=sources.embedder,
     )
 
 
-def _aware(t: datetime) -> datetime:
+def aware_utc(t: datetime) -> datetime:
     # SQLite hands datetimes back without a zone; they were written in UTC.
     return t if t.tzinfo else t.replace(tzinfo=UTC)
 

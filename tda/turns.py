@@ -256,6 +256,7 @@ async def _step(
     history = await svc.history.source(data)
     ctx = build_context(data, query, default_model=svc.settings.model, sources=svc.sources, history=history)
     ctx = await with_component_instructions(svc, _with_options(ctx, current, options))
+    assembled_at = time.time()  # replay serves the champion cases recorded by then
     assembled = await svc.handler.assemble(ctx, stored.type)
     metrics.observe_assembly(assembled.snapshot)
     snapshot = assembled.snapshot.to_dict()
@@ -268,7 +269,7 @@ async def _step(
             "type_version": stored.version,
             "model": ctx.model,
             "data": snapshot,
-            "inputs": _inputs(ctx, options),
+            "inputs": _inputs(ctx, options, assembled_at),
         }
     )
     svc.bus.publish_snapshot(row.id, session_id, snapshot)
@@ -335,10 +336,11 @@ async def with_component_instructions(svc: TDAService, ctx: AssemblyContext) -> 
     return dataclasses.replace(ctx, extras={**ctx.extras, "component_instructions": texts}) if texts else ctx
 
 
-def _inputs(ctx: AssemblyContext, options: TurnOptions) -> dict[str, Any]:
+def _inputs(ctx: AssemblyContext, options: TurnOptions, assembled_at: float) -> dict[str, Any]:
     """What replay needs to assemble this window again."""
     inputs: dict[str, Any] = {
         "query": ctx.query,
+        "assembled_at": assembled_at,
         "model": ctx.model,
         "hashes": input_hashes(ctx),
         "profile_context_limit": ctx.profile.context_limit,

@@ -75,7 +75,7 @@ def test_session_cache_memoises_bounds_and_purges():
     assert cache.get_or_compute("s1", "k", lambda: calls.append(1) or 1) == 1
     assert cache.get_or_compute("s1", "k", lambda: calls.append(2) or 2) == 1
     cache.get_or_compute("s2", "k", lambda: 3)
-    cache.get_or_compute("s3", "k", lambda: 4)  # evicts the least recently used (s1)
+    cache.get_or_compute("s3", "k", lambda: 4)  # evicts the oldest (s1)
     assert len(cache) == 2 and cache.stats() == {"sessions": 2, "entries": 2, "hits": 1, "misses": 3}
     assert cache.purge("s2") == 1 and cache.purge("s2") == 0
     with pytest.raises(ValueError):

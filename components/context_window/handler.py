@@ -574,16 +574,15 @@ class ContextWindowHandler:
         tools: list[ToolSchema] = []
         for unit in c.units:
             for item in unit:
-                if isinstance(item, Message):
+                kind = type(item)
+                if kind is Message:
                     n += tokens.count_message(item)
-                elif isinstance(item, str):
+                elif kind is str:
                     has_text = True
-                elif isinstance(item, ToolSchema):
+                elif kind is ToolSchema:
                     tools.append(item)
                 else:
-                    raise TypeError(
-                        f"{module_id} put a {type(item).__name__} in a unit; use str, Message or ToolSchema"
-                    )
+                    raise TypeError(f"a unit holds a {kind.__name__}; use str, Message or ToolSchema")
         n += tokens.count_tools(tools)
         if has_text:
             n += tokens.count_text_message(c.text())

@@ -19,12 +19,12 @@ import contextlib
 import json
 import logging
 import math
-from collections.abc import Coroutine, Generator, Hashable, Mapping
+from collections.abc import Coroutine, Generator, Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from time import perf_counter
 from typing import Any
 
-from .base import PLACEMENTS, Contribution, Message, ToolSchema
+from .base import PLACEMENTS, Contribution
 
 log = logging.getLogger(__name__)
 
@@ -226,19 +226,17 @@ def checked_contribution(value: Any, module_id: str) -> Contribution:
 
 
 def _units(units: Any) -> tuple[tuple[Any, ...], ...]:
-    """A fresh tuple of tuples (the module keeps no handle on what was measured); items must be sendable."""
-    if isinstance(units, str | bytes) or not hasattr(units, "__iter__"):
+    """A fresh tuple of tuples: the module keeps no handle on what is measured (the items themselves are
+    immutable, and the handler's measuring rejects any that is not text, a Message or a ToolSchema)."""
+    if type(units) is tuple and all(type(unit) is tuple for unit in units):
+        return units  # already immutable all the way down to the items
+    if isinstance(units, str | bytes | Mapping) or not isinstance(units, Iterable):
         raise ValueError("units must be a sequence of units (tuples of text, Message or ToolSchema)")
     out = []
     for unit in units:
-        if isinstance(unit, str | bytes) or not hasattr(unit, "__iter__"):
+        if isinstance(unit, str | bytes | Mapping) or not isinstance(unit, Iterable):
             raise ValueError(f"a unit must be a tuple of items, got {type(unit).__name__}")
-        unit = tuple(unit)
-        for item in unit:
-            kind = type(item)
-            if kind is not Message and kind is not str and not isinstance(item, Message | ToolSchema | str):
-                raise ValueError(f"a unit holds a {kind.__name__}; use str, Message or ToolSchema")
-        out.append(unit)
+        out.append(tuple(unit))
     return tuple(out)
 
 

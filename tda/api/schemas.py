@@ -181,7 +181,7 @@ class TurnValidityIn(_In):
 
 
 class FeedbackIn(_In):
-    feedback: Literal[-1, 0, 1]
+    feedback: int = Field(ge=-1, le=1)  # an int, not Literal[-1, 0, 1]: a Literal also takes true and 1.0
     """+1 helpful, -1 wrong (the case is never served again), 0 clears a rating."""
 
 

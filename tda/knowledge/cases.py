@@ -3,7 +3,8 @@
 A case is embedded by its query, so a new question finds past turns that asked the same thing.
 Identical (query, answer) pairs are stored once; recording one again updates its plan and tokens, and
 its feedback only when the record carries a rating: a rated case keeps its rating through later identical
-turns. Cases with negative feedback are never served.
+turns. Cases with negative feedback are never served. ``recorded_at`` is when the case was first recorded,
+so a replay can ask for the cases that existed when its turn was assembled (``recorded_before``).
 """
 
 from __future__ import annotations
@@ -51,10 +52,10 @@ class ChampionCaseStore:
             raise ValueError("feedback must be -1, 0 or +1")
         cid = case_id(case.query, case.answer)
         collection = self._collection()
-        feedback = case.feedback
-        if feedback is None:  # an unrated record never resets a rating given earlier
-            stored = collection.get(ids=[cid], include=["metadatas"])["metadatas"]
-            feedback = int((stored[0] or {}).get("feedback", 0)) if stored else 0
+        found = collection.get(ids=[cid], include=["metadatas"])["metadatas"]
+        stored = (found[0] or {}) if found else {}
+        # an unrated record never resets a rating given earlier
+        feedback = int(stored.get("feedback", 0)) if case.feedback is None else case.feedback
         collection.upsert(
             ids=[cid],
             documents=[case.query],
@@ -66,7 +67,8 @@ class ChampionCaseStore:
                     "feedback": feedback,
                     "session_id": case.session_id,
                     "turn": case.turn,
-                    "recorded_at": time.time(),
+                    # kept from the first record: the turns assembled since then saw this case
+                    "recorded_at": float(stored.get("recorded_at", time.time())),
                 }
             ],
         )
@@ -83,11 +85,14 @@ class ChampionCaseStore:
     def count(self) -> int:
         return self._collection().count()
 
-    async def retrieve_cases(self, query: str, *, k: int = 3) -> list[ChampionCase]:
-        return await asyncio.to_thread(self.search, query, k=k)
+    async def retrieve_cases(
+        self, query: str, *, k: int = 3, recorded_before: float | None = None
+    ) -> list[ChampionCase]:
+        return await asyncio.to_thread(self.search, query, k=k, recorded_before=recorded_before)
 
-    def search(self, query: str, *, k: int = 3) -> list[ChampionCase]:
-        """The ``k`` most similar cases without negative feedback, best first, scores 0..1."""
+    def search(self, query: str, *, k: int = 3, recorded_before: float | None = None) -> list[ChampionCase]:
+        """The ``k`` most similar cases without negative feedback, best first, scores 0..1; with
+        ``recorded_before`` (a Unix time), only the cases first recorded by then."""
         col = self._collection()
         total = col.count()
         if not query.strip() or k <= 0 or not total:
@@ -95,7 +100,7 @@ class ChampionCaseStore:
         found = col.query(
             query_texts=[query],
             n_results=min(k, total),
-            where={"feedback": {"$gte": 0}},
+            where=_served(recorded_before),
             include=["documents", "metadatas", "distances"],
         )
         cases = [
@@ -117,3 +122,11 @@ class ChampionCaseStore:
             )
         ]
         return sorted(cases, key=lambda c: -c.score)
+
+
+def _served(recorded_before: float | None) -> dict[str, Any]:
+    """The Chroma ``where`` for cases that may be served: not rated negative, and recorded by the cutoff."""
+    rated_ok: dict[str, Any] = {"feedback": {"$gte": 0}}
+    if recorded_before is None:
+        return rated_ok
+    return {"$and": [rated_ok, {"recorded_at": {"$lte": recorded_before}}]}

@@ -103,9 +103,12 @@ class LiveKnowledge:
 
     # --- CaseRetriever and the champion-case writes ----------------------------------------
 
-    async def retrieve_cases(self, query: str, *, k: int = 3) -> list[ChampionCase]:
+    async def retrieve_cases(
+        self, query: str, *, k: int = 3, recorded_before: float | None = None
+    ) -> list[ChampionCase]:
+        """The cases to serve; with ``recorded_before`` (a Unix time), only those recorded by then (replay)."""
         opened = await self._ready()
-        return await opened.cases.retrieve_cases(query, k=k)
+        return await opened.cases.retrieve_cases(query, k=k, recorded_before=recorded_before)
 
     def case_id(self, query: str, answer: str) -> str:
         """The id ``record_case`` gives this query and answer (known before it is recorded)."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from components.context_window.base import CaseRetriever
@@ -59,6 +61,19 @@ async def test_a_rating_sticks_through_later_unrated_records(cases: ChampionCase
     cases.record(CaseRecord("export invoices to csv", "done", feedback=0))  # an explicit rating does change it
     [case] = await cases.retrieve_cases("export invoices")
     assert (case.feedback, case.tokens) == (0, 0)
+
+
+async def test_a_replay_is_served_the_cases_recorded_by_its_time(cases: ChampionCaseStore) -> None:
+    older = cases.record(CaseRecord("export invoices to csv", "done"))
+    time.sleep(0.01)
+    turn_assembled = time.time()
+    time.sleep(0.01)
+    newer = cases.record(CaseRecord("export invoices to pdf", "done"))
+    cases.record(CaseRecord("export invoices to csv", "done", tokens=7))  # the older case recorded again
+    served = await cases.retrieve_cases("export invoices", k=3, recorded_before=turn_assembled)
+    assert [c.id for c in served] == [older]  # still there: it existed since its first record
+    assert {c.id for c in await cases.retrieve_cases("export invoices", k=3)} == {older, newer}
+    assert await cases.retrieve_cases("export invoices", recorded_before=turn_assembled - 60) == []
 
 
 def test_bad_input_is_refused(cases: ChampionCaseStore) -> None:

@@ -12,7 +12,8 @@ from tests.ops.live import Live, cli, free_port, tda_env, token_in
 
 HERE = Path(__file__).resolve().parent
 ST = Path(sys.executable).with_name("st")
-MAX_EXAMPLES = 3
+MAX_EXAMPLES = 2
+"""Per operation and phase; the coverage phase adds its own boundary cases (about 50 requests per operation)."""
 
 
 def test_st_run_finds_no_server_errors_and_no_schema_violations(tmp_path: Path) -> None:

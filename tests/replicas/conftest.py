@@ -43,7 +43,7 @@ class Cluster:
         return {"Authorization": f"Bearer {self.token}"}
 
     def client(self, replica: Replica) -> httpx.AsyncClient:
-        return httpx.AsyncClient(base_url=replica.url, headers=self.headers, timeout=30)
+        return httpx.AsyncClient(base_url=replica.url, headers=self.headers, timeout=120)  # turns queue per session
 
     def ensure_running(self) -> None:
         """A test that killed a replica leaves it dead; the next one that needs it starts it again."""
@@ -86,7 +86,8 @@ class SSEClient:
 
     replica: Replica
     token: str
-    session_id: str
+    session_id: str | None
+    """``None``: the all-sessions stream."""
     last_event_id: int | None = None
     events: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
     opened: asyncio.Event = field(default_factory=asyncio.Event)
@@ -102,7 +103,8 @@ class SSEClient:
         headers = {"Authorization": f"Bearer {self.token}", "Accept": "text/event-stream"}
         if self.last_event_id is not None:
             headers["Last-Event-ID"] = str(self.last_event_id)
-        url = f"{self.replica.url}/v1/sessions/{self.session_id}/events"
+        path = "/v1/events" if self.session_id is None else f"/v1/sessions/{self.session_id}/events"
+        url = self.replica.url + path
         try:
             async with (
                 httpx.AsyncClient(timeout=httpx.Timeout(30, read=None)) as client,
@@ -129,7 +131,7 @@ class SSEClient:
             async with self.changed:
                 self.changed.notify_all()
 
-    async def wait_for(self, count: int, timeout: float = 20) -> list[int]:
+    async def wait_for(self, count: int, timeout: float = 60) -> list[int]:
         """Until ``count`` events arrived (or fail with what did arrive)."""
         async with self.changed:
             with contextlib.suppress(TimeoutError):
@@ -143,7 +145,7 @@ class SSEClient:
 async def streaming(client: SSEClient) -> AsyncIterator[SSEClient]:
     task = asyncio.create_task(client.run())
     try:
-        await asyncio.wait_for(client.opened.wait(), 20)
+        await asyncio.wait_for(client.opened.wait(), 60)
         yield client
     finally:
         task.cancel()

@@ -226,7 +226,7 @@ class Replica:
             )
         return self
 
-    def wait_ready(self, seconds: float = 90) -> Replica:
+    def wait_ready(self, seconds: float = 180) -> Replica:
         assert self.proc is not None
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:

@@ -59,10 +59,11 @@ async def test_workers_share_one_port_and_deliver_every_event_to_every_stream(ba
     data.mkdir()
     server = Replica("workers", backing.env(data), data / "serve.log", extra_args=("--workers", "2")).start()
     try:
-        await asyncio.to_thread(server.wait_ready)
-        deadline = time.monotonic() + 60
+        await asyncio.to_thread(server.wait_ready, 240)  # generous: a loaded 2-core CI machine starts 3 processes
+        deadline = time.monotonic() + 240
         while server.log.read_text().count("tda serving on") < 2 and time.monotonic() < deadline:
-            await asyncio.sleep(0.1)
+            await asyncio.sleep(0.2)
+        assert server.log.read_text().count("tda serving on") == 2, server.log.read_text()[-3000:]
         assert server.proc is not None
         workers = _children(server.proc.pid)
         assert len(workers) == 2
@@ -81,9 +82,9 @@ async def test_workers_share_one_port_and_deliver_every_event_to_every_stream(ba
                     assert r.status_code == 201, r.text
                     ids.append(r.json()["snapshot_id"])
                 for c in clients:
-                    assert await c.wait_for(3) == ids
+                    assert await c.wait_for(3, timeout=60) == ids
         server.proc.send_signal(signal.SIGTERM)
-        assert server.proc.wait(timeout=30) == 0
+        assert server.proc.wait(timeout=60) == 0
         assert not any(Path(f"/proc/{pid}").exists() for pid in workers)
     finally:
         with contextlib.suppress(Exception):

@@ -196,3 +196,30 @@ async def test_a_demo_turn_reads_the_demo_collection(settings: Settings, llm: Re
     components = _module(snapshot, "component_instructions")  # the demo's texts, seeded through the store
     assert components["used"] > 0 and components["metadata"]["intensities"] == {"charting": "full", "tables": "full"}
     assert "[SOURCE 1]" in "\n".join(str(m["content"]) for m in llm.calls[0])
+
+
+async def test_a_replay_sees_only_the_cases_recorded_before_its_turn(wired):
+    """Turn 1's own case, and turn 2's record of the same case, are not inputs either turn had when assembled."""
+    client, headers = wired
+    svc = client.app.extensions["tda"]
+    first = await _turn(client, headers)
+    await svc.writer.settle("s1")  # turn 1's champion case is in the store now
+    second = await _turn(client, headers)  # the same question: served turn 1's case, and records it again
+    await svc.writer.settle("s1")
+    assert _module(first["snapshot"], "rag_context")["used"] == 0
+    assert _module(second["snapshot"], "rag_context")["metadata"]["cases_used"] == 1
+
+    for body in (first, second):
+        r = await client.post(f"/v1/snapshots/{body['snapshot_id']}/replay", headers=headers)
+        replay = await r.get_json()
+        assert r.status_code == 200 and replay["identical"], replay["differences"]
+        r = await client.get(f"/v1/snapshots/{body['snapshot_id']}/trace", headers=headers)
+        assert r.status_code == 200 and (await r.get_json())["identical"]
+
+    # a preview is not a replay: it serves every case recorded so far
+    r = await client.post(
+        "/v1/context-window-types/preview",
+        json={"type_id": "knowledge_heavy", "session_id": "s1", "query": QUERY},
+        headers=headers,
+    )
+    assert _module((await r.get_json())["snapshot"], "rag_context")["metadata"]["cases_used"] == 1

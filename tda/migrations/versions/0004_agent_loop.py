@@ -1,7 +1,7 @@
 """component instructions: texts per component id, sent to the model for the profile's components
 
-Revision ID: 0002
-Revises: 0003 (0001 as numbered; chained after 0003 so the branch has one head until the lead re-chains)
+Revision ID: 0004
+Revises: 0003
 Create Date: 2026-11-23 14:40:00
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0002"
+revision = "0004"
 down_revision = "0003"
 branch_labels = None
 depends_on = None
