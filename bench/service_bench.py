@@ -423,6 +423,11 @@ async def main() -> None:
             )
             if RUN_SSE:
                 await fanout_rounds(port, base, token)
+        except Exception:
+            log = data / f"server-{port}.log"
+            tail = log.read_text(errors="replace").splitlines()[-60:] if log.exists() else []
+            print("server log, last lines:\n" + "\n".join(tail), file=sys.stderr)
+            raise
         finally:
             server.terminate()
             try:

@@ -226,3 +226,18 @@ def test_the_migration_counts_the_messages_of_existing_sessions(tmp_path):
         counts = dict(db.execute("SELECT id, message_count FROM sessions").fetchall())
         assert counts == {"a": 3, "b": 0}
         assert db.execute("SELECT token_counts FROM messages LIMIT 1").fetchone() == (None,)
+
+
+async def test_turns_stay_right_when_the_kept_histories_are_evicted(app, llm):
+    running, svc, headers = app
+    client = running.test_client()
+    svc.history.max_messages = 40  # far below what three sessions hold: runs are dropped all the time
+    for sid in ("e1", "e2", "e3"):
+        await svc.store.sessions.create({"id": sid, "profile_id": "p"}, "test")
+        await svc.store.sessions.add_messages(sid, _history(15), "test")
+    for round_no in range(4):
+        for sid in ("e1", "e2", "e3"):
+            body = await _turn(client, headers, f"{sid} round {round_no}", session=sid)
+            assert body["turn"] == 16 + round_no
+            assert f"{sid} round {round_no - 1}" in _sent(llm) if round_no else "answer 15:" in _sent(llm)
+    assert svc.history.stats()["messages"] <= 40 + 256  # the bound, plus one read ahead in flight
