@@ -10,6 +10,7 @@ import itertools
 import json
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Mapping, MutableSequence, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from types import MappingProxyType
@@ -338,9 +339,10 @@ async def pages_newest_first(source: MessageSource) -> AsyncIterator[tuple[int, 
 
 async def newest_first(source: MessageSource) -> AsyncIterator[tuple[int, Message]]:
     """``(position, message)`` from the newest back (see ``pages_newest_first``)."""
-    async for first, messages in pages_newest_first(source):
-        for offset, message in enumerate(messages):
-            yield first - offset, message
+    async with aclosing(pages_newest_first(source)) as pages:
+        async for first, messages in pages:
+            for offset, message in enumerate(messages):
+                yield first - offset, message
 
 
 # ---------------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ summarizer provider when one is configured, otherwise extracted from the dropped
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
+from contextlib import aclosing
 from functools import lru_cache
 from typing import Any
 
@@ -47,36 +48,39 @@ async def units_newest_first(source: MessageSource, phase: str | None = None) ->
     their call, or calls without their results, are left out (a provider would reject them).
     """
     pending: list[Message] = []
-    async for first, messages in pages_newest_first(source):
-        for offset, message in enumerate(messages):
-            if not message.valid or not visible(message.phase, phase):
-                continue
-            if message.role == "tool":
-                pending.append(message)
-                continue
-            if message.role == "assistant" and message.tool_calls:
-                calls = {c.get("id") for c in message.tool_calls}
-                results = [m for m in reversed(pending) if m.tool_call_id in calls]  # a result answering another call
-                if {m.tool_call_id for m in results} == calls:  # is an orphan: it never joins this unit
-                    yield first - offset, (message, *results)
+    async with aclosing(pages_newest_first(source)) as pages:
+        async for first, messages in pages:
+            for offset, message in enumerate(messages):
+                if not message.valid or not visible(message.phase, phase):
+                    continue
+                if message.role == "tool":
+                    pending.append(message)
+                    continue
+                if message.role == "assistant" and message.tool_calls:
+                    calls = {c.get("id") for c in message.tool_calls}
+                    # A result answering another call is an orphan: it never joins this unit.
+                    results = [m for m in reversed(pending) if m.tool_call_id in calls]
+                    if {m.tool_call_id for m in results} == calls:
+                        yield first - offset, (message, *results)
+                    pending = []
+                    continue
                 pending = []
-                continue
-            pending = []
-            yield first - offset, (message,)
+                yield first - offset, (message,)
 
 
 async def older_than(source: MessageSource, end: int, count: int, phase: str | None) -> list[Message]:
     """The valid, visible messages among the ``count`` just before position ``end``, oldest first."""
     found: list[Message] = []
-    async for first, messages in pages_newest_first(source):
-        if first - len(messages) + 1 >= end:
-            continue  # the whole page is newer than what is asked for
-        for offset, message in enumerate(messages):
-            i = first - offset
-            if i < end - count:
-                return found[::-1]
-            if i < end and message.valid and visible(message.phase, phase):
-                found.append(message)
+    async with aclosing(pages_newest_first(source)) as pages:
+        async for first, messages in pages:
+            if first - len(messages) + 1 >= end:
+                continue  # the whole page is newer than what is asked for
+            for offset, message in enumerate(messages):
+                i = first - offset
+                if i < end - count:
+                    return found[::-1]
+                if i < end and message.valid and visible(message.phase, phase):
+                    found.append(message)
     return found[::-1]
 
 
@@ -200,12 +204,13 @@ class ConversationHistoryModule(ContextModule):
         count = ctx.tokens.count_message
         kept: list[tuple[int, Unit, int]] = []
         used = 0
-        async for index, unit in units_newest_first(source, phase):
-            cost = count(unit[0]) if len(unit) == 1 else sum(count(m) for m in unit)
-            if used + cost > budget:
-                break
-            kept.append((index, unit, cost))
-            used += cost
+        async with aclosing(units_newest_first(source, phase)) as units:
+            async for index, unit in units:
+                cost = count(unit[0]) if len(unit) == 1 else sum(count(m) for m in unit)
+                if used + cost > budget:
+                    break
+                kept.append((index, unit, cost))
+                used += cost
         self._walks.put(ctx.session.id, (history, phase, ctx.tokens, budget, kept))
         return list(kept)
 

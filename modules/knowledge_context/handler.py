@@ -13,6 +13,7 @@ import dataclasses
 import logging
 import re
 from collections.abc import Mapping, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import Any
@@ -519,14 +520,15 @@ async def _recent_exchanges(ctx: AssemblyContext, count: int) -> list[Message]:
     """
     query = ctx.query.strip()
     found: list[Message] = []
-    async for _, m in newest_first(ctx.session.message_source()):
-        if len(found) >= count:
-            break
-        if m.role not in ("user", "assistant") or not m.valid or not m.content.strip():
-            continue
-        if not visible(m.phase, ctx.session.phase):
-            continue
-        if not found and m.role == "user" and m.content.strip() == query:
-            continue  # the current question is already part of the history
-        found.append(m)
+    async with aclosing(newest_first(ctx.session.message_source())) as messages:
+        async for _, m in messages:
+            if len(found) >= count:
+                break
+            if m.role not in ("user", "assistant") or not m.valid or not m.content.strip():
+                continue
+            if not visible(m.phase, ctx.session.phase):
+                continue
+            if not found and m.role == "user" and m.content.strip() == query:
+                continue  # the current question is already part of the history
+            found.append(m)
     return found[::-1]

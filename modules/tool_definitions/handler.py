@@ -22,6 +22,7 @@ import math
 import re
 from collections import Counter, OrderedDict
 from collections.abc import Mapping, Sequence
+from contextlib import aclosing
 from typing import Any
 from weakref import WeakKeyDictionary
 
@@ -139,25 +140,27 @@ async def recent(ctx: AssemblyContext) -> tuple[list[str], set[str]]:
     texts: list[str] = []
     called: set[str] = set()
     seen = 0
-    async for _, message in newest_first(ctx.session.message_source()):
-        seen += 1
-        if len(texts) == RECENT_MESSAGES or seen > 4 * RECENT_MESSAGES:
-            break
-        if not message.valid:
-            continue
-        if message.role in ("user", "assistant") and message.content:
-            texts.append(message.content)
-        called.update(str((c.get("function") or {}).get("name", "")) for c in message.tool_calls)
+    async with aclosing(newest_first(ctx.session.message_source())) as messages:
+        async for _, message in messages:
+            seen += 1
+            if len(texts) == RECENT_MESSAGES or seen > 4 * RECENT_MESSAGES:
+                break
+            if not message.valid:
+                continue
+            if message.role in ("user", "assistant") and message.content:
+                texts.append(message.content)
+            called.update(str((c.get("function") or {}).get("name", "")) for c in message.tool_calls)
     return texts, called
 
 
 async def schemas_in_history(ctx: AssemblyContext) -> bool:
     """Whether the valid history shows the model has had the tools (a purge invalidates it: full again)."""
-    async for position, message in newest_first(ctx.session.message_source()):
-        if message.valid:
-            return True
-        if ctx.session.message_source().total - position > SEEN_SCAN:
-            return False
+    async with aclosing(newest_first(ctx.session.message_source())) as messages:
+        async for position, message in messages:
+            if message.valid:
+                return True
+            if ctx.session.message_source().total - position > SEEN_SCAN:
+                return False
     return False
 
 
