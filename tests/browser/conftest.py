@@ -7,12 +7,9 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.request
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -21,6 +18,8 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
+
+from tests.ops.live import cli, free_port, token_in, wait_until_up
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -68,7 +67,7 @@ class Server:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "tda.cli", "serve"], cwd=ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT
             )
-        _wait_until_up(self.url, self.proc, self.log)
+        wait_until_up(self.url, self.proc, self.log, 60)
 
     def stop(self) -> None:
         if self.proc is None:
@@ -107,44 +106,11 @@ class Server:
             return err.code, dict(err.headers), json.loads(err.read() or b"null")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _cli(env: dict[str, str], *args: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "tda.cli", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
-    )
-    assert done.returncode == 0, f"tda {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}"
-    return done.stdout
-
-
-def _token(output: str) -> str:
-    match = re.search(r"(tda_\S+)\s*$", output.strip())
-    assert match, f"no token in: {output}"
-    return match.group(1)
-
-
-def _wait_until_up(url: str, proc: subprocess.Popen[bytes], log: Path, seconds: float = 60) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"tda serve exited early:\n{log.read_text()}")
-        try:
-            with urllib.request.urlopen(f"{url}/healthz", timeout=1):
-                return
-        except OSError:
-            time.sleep(0.1)
-    raise RuntimeError(f"tda serve did not answer on {url} within {seconds} s")
-
-
 @pytest.fixture(scope="session")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     """One server for the browser tests (tests edit different types, so they do not interfere)."""
     data = tmp_path_factory.mktemp("tda-ui")
-    port = _free_port()
+    port = free_port()
     env = {
         **os.environ,
         "TDA_DATA_DIR": str(data),
@@ -156,8 +122,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         "TDA_HOST": "127.0.0.1",
         "TDA_PORT": str(port),
     }
-    admin = _token(_cli(env, "demo"))
-    viewer = _token(_cli(env, "tokens", "create", "--role", "viewer", "--name", "browser-viewer"))
+    admin = token_in(cli([sys.executable, "-m", "tda.cli", "demo"], env))
+    viewer = token_in(
+        cli([sys.executable, "-m", "tda.cli", "tokens", "create", "--role", "viewer", "--name", "browser-viewer"], env)
+    )
     server = Server(f"http://127.0.0.1:{port}", admin, viewer, env, data / "serve.log")
     server.start()
     try:

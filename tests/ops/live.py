@@ -51,6 +51,20 @@ def token_in(output: str) -> str:
     return match.group(1)
 
 
+def wait_until_up(url: str, proc: subprocess.Popen[bytes], log: Path, seconds: float = 90) -> None:
+    """Until ``/healthz`` answers; a server that exits or stays silent fails with its log."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"tda serve exited early:\n{log.read_text()}")
+        try:
+            with urllib.request.urlopen(f"{url}/healthz", timeout=1):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"tda serve did not answer on {url} within {seconds} s:\n{log.read_text()}")
+
+
 @dataclass
 class Live:
     """`command` (default: this checkout's `python -m tda.cli serve`) with ``env``; ``call`` speaks JSON."""
@@ -70,16 +84,7 @@ class Live:
     def start(self, wait_s: float = 90) -> None:
         with self.log.open("a") as out:
             self.proc = subprocess.Popen(self.command, cwd=self.cwd, env=self.env, stdout=out, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + wait_s
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"tda serve exited early:\n{self.log.read_text()}")
-            try:
-                with urllib.request.urlopen(f"{self.url}/healthz", timeout=1):
-                    return
-            except OSError:
-                time.sleep(0.1)
-        raise RuntimeError(f"tda serve did not answer on {self.url} within {wait_s} s:\n{self.log.read_text()}")
+        wait_until_up(self.url, self.proc, self.log, wait_s)
 
     def stop(self, sig: int = signal.SIGTERM) -> None:
         if self.proc is None:
