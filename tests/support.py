@@ -17,6 +17,7 @@ from components.context_window.base import (
     ToolSchema,
 )
 from components.context_window.token_estimator import estimator_for
+from components.context_window.window_type import ContextWindowType
 
 
 def manifest(
@@ -169,3 +170,18 @@ def module_ctx(ctx: AssemblyContext, **directives: Any) -> AssemblyContext:
     from components.context_window.base import Directives
 
     return ctx.for_module(Directives(**directives), estimator_for(ctx.model))
+
+
+def wtype(slots: dict[str, tuple[float, float, float, int]], *, order=(), rules=(), reserve=10) -> ContextWindowType:
+    return ContextWindowType.model_validate(
+        {
+            "id": "t",
+            "name": "Test",
+            "output_reserve_pct": reserve,
+            "modules": {
+                m: {"target_pct": t, "min_pct": lo, "max_pct": hi, "priority": p} for m, (t, lo, hi, p) in slots.items()
+            },
+            "condensation_order": list(order),
+            "dynamic_adjustments": list(rules),
+        }
+    )

@@ -10,23 +10,7 @@ from components.context_window.base import Document, TurnRecord
 from components.context_window.budget import BudgetExceeded
 from components.context_window.handler import ContextWindowHandler
 from components.context_window.module_registry import ModuleRegistry
-from components.context_window.window_type import ContextWindowType
-from tests.support import Scripted, conversation, make_ctx, make_tools, words
-
-
-def wtype(slots: dict[str, tuple[float, float, float, int]], *, order=(), rules=(), reserve=10) -> ContextWindowType:
-    return ContextWindowType.model_validate(
-        {
-            "id": "t",
-            "name": "Test",
-            "output_reserve_pct": reserve,
-            "modules": {
-                m: {"target_pct": t, "min_pct": lo, "max_pct": hi, "priority": p} for m, (t, lo, hi, p) in slots.items()
-            },
-            "condensation_order": list(order),
-            "dynamic_adjustments": list(rules),
-        }
-    )
+from tests.support import Scripted, conversation, make_ctx, make_tools, words, wtype
 
 
 def handler(*modules, timeout_s: float = 2.0) -> ContextWindowHandler:

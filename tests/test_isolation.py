@@ -13,22 +13,13 @@ from components.context_window.budget import BudgetExceeded
 from components.context_window.handler import ContextWindowHandler
 from components.context_window.module_registry import ModuleRegistry
 from components.context_window.window_type import DEFAULT_TYPES, ContextWindowType
+from tests import support
 from tests.oracle import cookbook_tokens, text_tokens
 from tests.support import Scripted, conversation, make_ctx, manifest, words
 
 
-def wtype(slots: dict[str, tuple[float, float, float, int]], *, order=(), reserve=0) -> ContextWindowType:
-    return ContextWindowType.model_validate(
-        {
-            "id": "t",
-            "name": "Test",
-            "output_reserve_pct": reserve,
-            "modules": {
-                m: {"target_pct": t, "min_pct": lo, "max_pct": hi, "priority": p} for m, (t, lo, hi, p) in slots.items()
-            },
-            "condensation_order": list(order),
-        }
-    )
+def wtype(slots: dict[str, tuple[float, float, float, int]], **options: Any) -> ContextWindowType:
+    return support.wtype(slots, **{"reserve": 0, **options})  # no output reserve: the budget is the limit
 
 
 def handler(*modules: ContextModule, timeout_s: float = 0.2) -> ContextWindowHandler:
