@@ -5,12 +5,9 @@ Chromium missing fails these tests loudly; TDA_SKIP_BROWSER=1 skips them with a 
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 import sys
 import tempfile
-import urllib.request
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +16,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from tests.ops.live import cli, free_port, token_in, wait_until_up
+from tests.ops.live import Live, cli, free_port, token_in
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -52,33 +49,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @dataclass
-class Server:
+class Server(Live):
     """`tda serve` in a subprocess, with an admin and a viewer token; ``restart()`` keeps port and data."""
 
-    url: str
-    admin_token: str
-    viewer_token: str
-    env: dict[str, str]
-    log: Path
-    proc: subprocess.Popen[bytes] | None = None
+    viewer_token: str = ""
 
-    def start(self) -> None:
-        with self.log.open("a") as out:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "tda.cli", "serve"], cwd=ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT
-            )
-        wait_until_up(self.url, self.proc, self.log, 60)
-
-    def stop(self) -> None:
-        if self.proc is None:
-            return
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self.proc = None
+    @property
+    def admin_token(self) -> str:
+        return self.token
 
     def restart(self) -> None:
         self.stop()
@@ -86,24 +64,9 @@ class Server:
 
     def request(
         self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None
-    ) -> tuple[int, dict[str, str], Any]:
+    ) -> tuple[int, Any, Any]:
         """Call the API as an admin, the way another client would (not through the browser)."""
-        data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(
-            self.url + path,
-            data=data,
-            method=method,
-            headers={
-                "Authorization": f"Bearer {self.admin_token}",
-                "Content-Type": "application/json",
-                **(headers or {}),
-            },
-        )
-        try:
-            with urllib.request.urlopen(req, timeout=10) as res:
-                return res.status, dict(res.headers), json.loads(res.read() or b"null")
-        except urllib.error.HTTPError as err:
-            return err.code, dict(err.headers), json.loads(err.read() or b"null")
+        return self.call(method, path, body, headers)
 
 
 @pytest.fixture(scope="session")
@@ -126,7 +89,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     viewer = token_in(
         cli([sys.executable, "-m", "tda.cli", "tokens", "create", "--role", "viewer", "--name", "browser-viewer"], env)
     )
-    server = Server(f"http://127.0.0.1:{port}", admin, viewer, env, data / "serve.log")
+    server = Server(env, data / "serve.log", token=admin, viewer_token=viewer)
     server.start()
     try:
         yield server
