@@ -9,6 +9,7 @@ the first call, and every blocking call runs in a worker thread, never on the ev
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -16,6 +17,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from components.context_window.base import ChampionCase, Passage
+
+log = logging.getLogger(__name__)
+
+CASE_FLUSH_S = 1.0
+"""Champion cases recorded within this long are written together: one Chroma write instead of one per turn."""
 
 if TYPE_CHECKING:
     from .cases import ChampionCaseStore
@@ -39,6 +45,7 @@ class LiveKnowledge:
         self._embed_fn: Any = None
         self._lock = threading.Lock()
         self._closed = False
+        self._flusher: asyncio.Task[None] | None = None
 
     def _open(self) -> _Opened:
         """Runs in a worker thread; the lock makes concurrent first calls open the store once."""
@@ -68,11 +75,15 @@ class LiveKnowledge:
         await asyncio.to_thread(opened.store.client.heartbeat)
 
     def close(self) -> None:
+        """Write the pending champion cases, then release the store (blocking: call it from a worker thread)."""
         with self._lock:
             self._closed = True
             if self._opened is not None:
-                self._opened.store.close()
-                self._opened = None
+                try:
+                    self._opened.cases.flush()
+                finally:
+                    self._opened.store.close()
+                    self._opened = None
 
     # --- KnowledgeRetriever ----------------------------------------------------------------
 
@@ -132,4 +143,17 @@ class LiveKnowledge:
         from .cases import CaseRecord  # imported by _open already: no cost on the event loop
 
         case = CaseRecord(query, answer, plan, tokens, feedback, session_id, turn)
-        return await asyncio.to_thread(opened.cases.record, case)
+        cid = await asyncio.to_thread(opened.cases.record, case)
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.create_task(self._flush_later(opened))
+        return cid
+
+    async def _flush_later(self, opened: _Opened) -> None:
+        """Write the cases recorded in the next ``CASE_FLUSH_S`` in one go (served from memory meanwhile)."""
+        await asyncio.sleep(CASE_FLUSH_S)
+        if self._closed:  # close() wrote them
+            return
+        try:
+            await asyncio.to_thread(opened.cases.flush)
+        except Exception as exc:  # kept pending: the next record schedules another try, close() a last one
+            log.warning("writing champion cases failed (kept for the next try): %s", exc)

@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from components.context_window.base import CaseRetriever
 from tda.knowledge.cases import CaseRecord, ChampionCaseStore
-from tda.knowledge.store import KnowledgeStore
+from tda.knowledge.embeddings import HashingEmbedding
+from tda.knowledge.store import KnowledgeStore, open_client
+
+WORDS = ["invoice", "export", "revenue", "region", "ticket", "refund", "users", "country"]
 
 
 @pytest.fixture
@@ -89,3 +95,89 @@ async def test_cases_do_not_show_up_as_a_knowledge_collection(cases: ChampionCas
     cases.record(CaseRecord("a question", "an answer"))
     assert store.collection_names() == []
     assert await cases.retrieve_cases("anything", k=0) == []
+
+
+async def test_negative_neighbours_never_crowd_out_the_servable_cases(cases: ChampionCaseStore) -> None:
+    """More negatively rated cases nearer the query than a search over-fetches: the servable one still comes."""
+    for i in range(20):
+        cases.record(CaseRecord(f"export invoices to csv {i}", "done", feedback=-1))
+    wanted = cases.record(CaseRecord("send the invoices by mail", "sent"))
+    for written in (False, True):
+        if written:
+            cases.flush()
+        assert [c.id for c in await cases.retrieve_cases("export invoices to csv", k=1)] == [wanted]
+        assert await cases.retrieve_cases("export invoices to csv", k=3, recorded_before=time.time() - 60) == []
+
+
+async def test_recorded_cases_are_served_before_and_after_they_are_written(cases: ChampionCaseStore) -> None:
+    cid = cases.record(CaseRecord("count users by country", "a table"))
+    assert cases.pending == 1  # kept in memory, not yet written
+    before = await cases.retrieve_cases("users by country")
+    assert cases.flush() == 1 and cases.pending == 0
+    after = await cases.retrieve_cases("users by country")
+    assert [c.id for c in before] == [c.id for c in after] == [cid]
+    assert before[0].score == pytest.approx(after[0].score, abs=1e-5)  # Python's cosine and Chroma's agree
+
+
+async def test_a_rating_is_written_at_once(cases: ChampionCaseStore, store: KnowledgeStore) -> None:
+    cid = cases.record(CaseRecord("export invoices", "done"))
+    cases.record(CaseRecord("export invoices", "done", feedback=-1))
+    assert cases.pending == 0
+    reopened = ChampionCaseStore(store)  # another process would see what is written
+    assert await reopened.retrieve_cases("export invoices") == []
+    cases.set_feedback(cid, 1)
+    assert [c.feedback for c in await reopened.retrieve_cases("export invoices")] == [1]
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    records=st.lists(
+        st.tuples(st.sampled_from(WORDS), st.sampled_from(WORDS), st.sampled_from([-1, 0, 1, None])),
+        min_size=1,
+        max_size=30,
+    ),
+    written=st.integers(0, 30),
+    k=st.integers(1, 5),
+    cutoff=st.integers(0, 30),
+    query=st.sampled_from(WORDS),
+)
+async def test_search_serves_the_k_nearest_servable_cases(
+    tmp_path_factory: pytest.TempPathFactory,
+    records: list[tuple[str, str, int | None]],
+    written: int,
+    k: int,
+    cutoff: int,
+    query: str,
+) -> None:
+    """Against a brute-force oracle: cosine of the hashing vectors over every case rated >= 0 and recorded by
+    the cutoff; some cases written to Chroma, the rest still in memory."""
+    cases = ChampionCaseStore(KnowledgeStore(open_client(tmp_path_factory.mktemp("cases")), embedder="hashing"))
+    first_at: dict[str, float] = {}
+    rating: dict[str, int] = {}
+    text: dict[str, str] = {}
+    cutoff_at = 0.0
+    for i, (a, b, feedback) in enumerate(records):
+        if i == written:
+            cases.flush()
+        if i == cutoff:
+            cutoff_at = time.time()
+            time.sleep(0.002)
+        cid = cases.record(CaseRecord(f"{a} {b}", "answer", feedback=feedback))
+        first_at.setdefault(cid, time.time())
+        rating[cid] = rating.get(cid, 0) if feedback is None else feedback
+        text[cid] = f"{a} {b}"
+    if cutoff >= len(records):
+        cutoff_at = time.time()
+    embed = HashingEmbedding()
+    q = embed([query])[0]
+    oracle = sorted(
+        (
+            round(max(0.0, float(np.dot(q, embed([text[cid]])[0]))), 4)
+            for cid in text
+            if rating[cid] >= 0 and first_at[cid] <= cutoff_at
+        ),
+        reverse=True,
+    )[:k]
+    served = await cases.retrieve_cases(query, k=k, recorded_before=cutoff_at)
+    assert [round(c.score, 4) for c in served] == pytest.approx(oracle, abs=2e-4)
+    assert all(rating[c.id] >= 0 and first_at[c.id] <= cutoff_at for c in served)

@@ -13,7 +13,7 @@ from tda.app import create_app
 from tda.config import Settings
 from tda.demo import DEMO_SESSION, seed_demo, seed_demo_knowledge
 from tda.knowledge.ingest import ingest_paths
-from tda.knowledge.store import KnowledgeStore
+from tda.knowledge.store import CASES_COLLECTION, KnowledgeStore
 from tda.llm import LLM, Completion
 
 HANDBOOK = """# Field handbook
@@ -223,3 +223,22 @@ async def test_a_replay_sees_only_the_cases_recorded_before_its_turn(wired):
         headers=headers,
     )
     assert _module((await r.get_json())["snapshot"], "rag_context")["metadata"]["cases_used"] == 1
+
+
+async def test_champion_cases_held_in_memory_are_written_at_shutdown(handbook, settings, llm):
+    """Cases are written in batches; those not written yet when the service stops are written by its shutdown."""
+    app = create_app(settings, llm=llm, migrate=False, warm_up_llm=False, warm_up_knowledge=False)
+    async with app.test_app() as running:
+        client = running.test_client()
+        svc = running.app.extensions["tda"]
+        token, _ = await svc.store.tokens.create("test-admin", "admin")
+        headers = {"Authorization": f"Bearer {token}"}
+        await client.post("/v1/profiles", json={"id": "p", "type": "tool_enabled"}, headers=headers)
+        await client.post("/v1/sessions", json={"id": "s1", "profile_id": "p"}, headers=headers)
+        ids = {(await _turn(client, headers, f"question {i}"))["champion_case_id"] for i in range(3)}
+    store = KnowledgeStore.open(settings.data_dir, embedder="hashing")
+    try:
+        written = store.client.get_collection(CASES_COLLECTION).get(include=[])["ids"]
+    finally:
+        store.close()
+    assert set(written) == ids and len(ids) == 3
