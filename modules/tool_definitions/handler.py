@@ -23,6 +23,7 @@ import re
 from collections import Counter, OrderedDict
 from collections.abc import Mapping, Sequence
 from contextlib import aclosing
+from functools import lru_cache
 from typing import Any
 from weakref import WeakKeyDictionary
 
@@ -93,6 +94,12 @@ def terms(text: str) -> list[str]:
     return [w[:-1] if len(w) > 3 and w.endswith("s") else w for w in _WORD.findall(text) if w not in STOPWORDS]
 
 
+@lru_cache(maxsize=4096)
+def message_terms(text: str) -> tuple[str, ...]:
+    """``terms`` of a recent message, by content: consecutive turns rank against mostly the same messages."""
+    return tuple(terms(text))
+
+
 def tool_text(tool: ToolSchema) -> str:
     return f"{tool.name} {tool.description}"
 
@@ -113,18 +120,15 @@ def lexical_scores(tools: Sequence[ToolSchema], query_terms: Counter[str]) -> li
     docs = [tool_terms(t) for t in tools]
     if not docs or not query_terms:
         return [0.0] * len(docs)
-    avg_len = sum(sum(d.values()) for d in docs) / len(docs) or 1.0
-    df = Counter(w for d in docs for w in d)
+    n, lengths = len(docs), [sum(d.values()) for d in docs]
+    avg_len = sum(lengths) / n or 1.0
+    df = Counter(w for d in docs for w in d if w in query_terms)  # only query words score
+    weighted_idf = {w: query_terms[w] * math.log(1 + (n - f + 0.5) / (f + 0.5)) for w, f in df.items()}
     scores = []
-    for d in docs:
-        length = sum(d.values())
-        score = 0.0
-        for word, weight in query_terms.items():
-            tf = d.get(word, 0)
-            if tf:
-                idf = math.log(1 + (len(docs) - df[word] + 0.5) / (df[word] + 0.5))
-                score += weight * idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * length / avg_len))
-        scores.append(score)
+    for d, length in zip(docs, lengths, strict=True):
+        norm = 1.2 * (0.25 + 0.75 * length / avg_len)
+        # a tool has a few words; the query and recent turns have many
+        scores.append(sum(weighted_idf[w] * tf * 2.2 / (tf + norm) for w, tf in d.items() if w in weighted_idf))
     top = max(scores)
     return [s / top if top > 0 else 0.0 for s in scores]
 
@@ -326,11 +330,19 @@ class ToolDefinitionsModule(ContextModule):
     # -- relevance -----------------------------------------------------------------------------
 
     async def _ranked(self, tools: Sequence[ToolSchema], ctx: AssemblyContext) -> tuple[list[ToolSchema], str]:
-        """Tools by relevance to the query and the recent turns, best first; ties keep the profile's order."""
+        """Tools by relevance to the query and the recent turns, best first; ties keep the profile's order.
+        Ranked once per assembly: contribute, the surplus pass and condense rank the same tools for the same turn."""
+        if "ranked" not in ctx.memo:
+            ctx.memo["ranked"] = await self._rank(tools, ctx)
+        ranked, method = ctx.memo["ranked"]
+        return list(ranked), method
+
+    async def _rank(self, tools: Sequence[ToolSchema], ctx: AssemblyContext) -> tuple[list[ToolSchema], str]:
         texts, called = await recent(ctx)
         query_terms = Counter(terms(ctx.query))
-        for word in terms(" ".join(texts)):
-            query_terms[word] += 0.5  # recent turns count, the query counts more
+        for text in texts:
+            for word in message_terms(text):
+                query_terms[word] += 0.5  # recent turns count, the query counts more
         scores = lexical_scores(tools, query_terms)
         method = "lexical"
         similarities = await self._similarities(tools, " ".join([ctx.query, *texts[:2]]), ctx)

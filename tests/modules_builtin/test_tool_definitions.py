@@ -146,7 +146,8 @@ async def test_the_embedder_ranks_by_meaning_and_each_tool_is_embedded_once(modu
     out = await module.contribute(one_schema, ctx)
     assert out.metadata["ranking"] == "lexical+embedding"
     assert [t.name for t in out.tool_schemas()] == ["send_email"]
-    await module.contribute(one_schema, ctx)
+    next_turn = module_ctx(_evolve(make_ctx(tools=tools, query=query), embedder=embedder))
+    await module.contribute(one_schema, next_turn)
     assert len(embedder.calls[0]) == 1 + len(tools) and embedder.calls[1] == [ctx.query]
 
 
