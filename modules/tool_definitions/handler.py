@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections import Counter, OrderedDict
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from contextlib import aclosing
 from functools import lru_cache
@@ -36,6 +36,7 @@ from components.context_window.base import (
     newest_first,
 )
 from components.context_window.fitting import first_sentence
+from components.context_window.session_cache import BoundedCache
 from components.context_window.token_estimator import TokenEstimator
 
 LEVELS = ("full", "condensed", "partial", "names_only")
@@ -171,8 +172,9 @@ async def schemas_in_history(ctx: AssemblyContext) -> bool:
 class ToolDefinitionsModule(ContextModule):
     def __init__(self, manifest: ModuleManifest) -> None:
         super().__init__(manifest)
-        self._vectors: OrderedDict[tuple[int, str], list[float]] = OrderedDict()
-        """Embeddings of tool texts, per embedder (bounded): a tool is embedded once, not every turn."""
+        self._vectors: WeakKeyDictionary[Any, BoundedCache[str, list[float]]] = WeakKeyDictionary()
+        """Embeddings of tool texts by text, per embedder (held weakly: a new embedder never sees another's
+        vectors): a tool is embedded once, not every turn."""
         self._last: dict[str, Any] = {}
 
     async def contribute(self, budget: int, ctx: AssemblyContext) -> Contribution:
@@ -194,7 +196,11 @@ class ToolDefinitionsModule(ContextModule):
         return {"purged": 0, "what": "nothing per session; full schemas are sent whenever they fit"}
 
     def get_status(self) -> dict[str, Any]:
-        return {**super().get_status(), "embedded_tools": len(self._vectors), "last": dict(self._last)}
+        return {
+            **super().get_status(),
+            "embedded_tools": sum(len(c) for c in self._vectors.values()),
+            "last": dict(self._last),
+        }
 
     async def _starting_level(self, ctx: AssemblyContext) -> str:
         if ctx.directives.force_full:
@@ -358,18 +364,18 @@ class ToolDefinitionsModule(ContextModule):
         """Cosine of each tool's text with the query, or None without an embedder (or when it fails)."""
         if ctx.embedder is None:
             return None
-        key = id(ctx.embedder)
-        missing = [tool_text(t) for t in tools if (key, tool_text(t)) not in self._vectors]
+        cache = self._vector_cache(ctx.embedder)
+        texts = [tool_text(t) for t in tools]
+        missing = [text for text in dict.fromkeys(texts) if text not in cache]
         try:
             vectors = await ctx.embedder.embed([query, *missing])
         except Exception:  # ranking falls back to words alone; the turn goes on
             return None
-        for text, vector in zip(missing, vectors[1:], strict=True):
-            self._vectors[(key, text)] = list(vector)
-        similarities = []
-        for tool in tools:
-            self._vectors.move_to_end((key, tool_text(tool)))
-            similarities.append(_cosine(vectors[0], self._vectors[(key, tool_text(tool))]))
-        while len(self._vectors) > 4096:
-            self._vectors.popitem(last=False)
-        return similarities
+        fresh = {text: cache.put(text, list(vector)) for text, vector in zip(missing, vectors[1:], strict=True)}
+        return [_cosine(vectors[0], fresh.get(text) or cache.get(text) or []) for text in texts]
+
+    def _vector_cache(self, embedder: Any) -> BoundedCache[str, list[float]]:
+        try:
+            return self._vectors.setdefault(embedder, BoundedCache(4096))
+        except TypeError:  # an embedder that cannot be held weakly: its vectors serve this call only
+            return BoundedCache(4096)
