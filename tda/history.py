@@ -70,10 +70,16 @@ class _Run:
             self.prints += prints
 
 
+KEPT_MESSAGES = 5_000
+"""Messages kept over all sessions (~0.5 KB each: a few MB). The sessions turned over most recently stay; a session
+dropped from here reads its history from the database again, a page per window (20,000 kept grew a long-running
+server by ~10 MB for hits on sessions that were idle anyway)."""
+
+
 class HistoryCache:
     """Per session (by id and creation time: a deleted and re-created id starts afresh), the kept run."""
 
-    def __init__(self, sessions: SessionStore, max_messages: int = 20_000) -> None:
+    def __init__(self, sessions: SessionStore, max_messages: int = KEPT_MESSAGES) -> None:
         self.sessions = sessions
         self.max_messages = max_messages
         self._runs: OrderedDict[tuple[str, str], _Run] = OrderedDict()
