@@ -6,6 +6,13 @@ its feedback only when the record carries a rating: a rated case keeps its ratin
 turns. Cases with negative feedback are never served. ``recorded_at`` is when the case was first recorded,
 so a replay can ask for the cases that existed when its turn was assembled (``recorded_before``).
 
+The store is bounded (``MAX_CASES``): once full, a new case takes the record of the case least worth keeping
+(rated negative first, then unrated, then positive; the oldest first among them), written over in place. An
+embedded Chroma keeps every record it ever indexed in memory (~3-6 KB each: deleting one frees nothing), so
+recording every turn grew a server by ~6 MB per 1,000 turns; a record written over in place costs nothing more.
+A case's id is its content hash; the Chroma record holding it may carry an older case's id (``case_id`` in its
+metadata says whose it is now).
+
 Writes are batched: ``record`` keeps the case in memory (served from there at once) and ``flush`` writes
 what is pending in one upsert. An embedded Chroma holds the GIL for a whole write, fsync included (~25 ms
 on a plain disk), stalling every thread of the server: one write per turn cost each turn that much. A rating
@@ -15,6 +22,7 @@ is written through at once; ``close`` (service shutdown) flushes, so nothing rec
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import threading
 import time
@@ -30,6 +38,8 @@ from .store import CASES_COLLECTION, KnowledgeStore
 OVERFETCH = 4
 """Cases fetched per case served: the negative ones (and, in a replay, the later ones) are filtered out here,
 which is much cheaper than Chroma's ``where`` (it builds an allow-list of every matching record per query)."""
+MAX_CASES = 2_000
+"""Cases kept at most (a few MB in Chroma's memory)."""
 MAX_PENDING = 2000
 """Cases kept in memory at most; past this, ``record`` writes them before returning."""
 
@@ -62,8 +72,11 @@ def case_id(query: str, answer: str) -> str:
 class ChampionCaseStore:
     """Implements ``CaseRetriever``; ``record``, ``set_feedback`` and ``flush`` are called by the application."""
 
-    def __init__(self, store: KnowledgeStore) -> None:
+    def __init__(self, store: KnowledgeStore, max_cases: int = MAX_CASES) -> None:
         self.store = store
+        self.max_cases = max_cases
+        self._records: dict[str, _Kept] | None = None
+        """Case id -> the Chroma record holding it, its first record time and rating (loaded on first write)."""
         self._pending: dict[str, _Pending] = {}
         self._lock = threading.Lock()
         """Guards ``_pending`` (records, searches and flushes run in worker threads)."""
@@ -113,8 +126,37 @@ class ChampionCaseStore:
         return cid
 
     def _stored(self, cid: str) -> dict[str, Any]:
-        found = self._collection().get(ids=[cid], include=["metadatas"])["metadatas"]
-        return dict(found[0] or {}) if found else {}
+        record = self._kept().get(cid)
+        found = self._collection().get(ids=[record.record_id if record else cid], include=["metadatas"])
+        meta = dict((found["metadatas"] or [{}])[0] or {}) if found["ids"] else {}
+        return meta if meta and _case_id(found["ids"][0], meta) == cid else {}
+
+    def _kept(self) -> dict[str, _Kept]:
+        """What the collection holds, read once (then kept up to date by this store's writes)."""
+        if self._records is None:
+            found = self._collection().get(include=["metadatas"])
+            self._records = {
+                _case_id(rid, meta or {}): _Kept.of(rid, meta or {})
+                for rid, meta in zip(found["ids"], found["metadatas"] or [], strict=True)
+            }
+        return self._records
+
+    def _record_ids(self, batch: dict[str, _Pending]) -> list[str]:
+        """The Chroma record for each case of ``batch``: its own, a fresh one while there is room, else the record
+        of a case least worth keeping (written over in place)."""
+        kept = self._kept()
+        new = [cid for cid in batch if cid not in kept]
+        room = max(self.max_cases - len(kept), 0)
+        victims = sorted((k for cid, k in kept.items() if cid not in batch), key=_Kept.worth)[: max(len(new) - room, 0)]
+        reuse = iter(v.record_id for v in victims)
+        for victim in victims:
+            del kept[victim.case_id]
+        ids = {cid: kept[cid].record_id if cid in kept else cid for cid in batch}
+        for cid in new[room:]:
+            ids[cid] = next(reuse, cid)
+        for cid, p in batch.items():
+            kept[cid] = _Kept.of(ids[cid], {**p.metadata, "case_id": cid})
+        return [ids[cid] for cid in batch]
 
     def flush(self) -> int:
         """Write every pending case (one upsert per batch); returns how many. A case recorded again meanwhile
@@ -124,15 +166,15 @@ class ChampionCaseStore:
                 batch = dict(self._pending)
             if not batch:
                 return 0
-            col, ids = self._collection(), list(batch)
+            col, cids, ids = self._collection(), list(batch), self._record_ids(batch)
             step = self.store.client.get_max_batch_size()
             for start in range(0, len(ids), step):
-                part = [batch[i] for i in ids[start : start + step]]
+                part = cids[start : start + step]
                 col.upsert(
                     ids=ids[start : start + step],
-                    documents=[p.document for p in part],
-                    metadatas=[p.metadata for p in part],
-                    embeddings=[p.embedding for p in part],
+                    documents=[batch[cid].document for cid in part],
+                    metadatas=[{**batch[cid].metadata, "case_id": cid} for cid in part],
+                    embeddings=[batch[cid].embedding for cid in part],
                 )
             with self._lock:  # still served from memory until written, so never missing in between
                 for cid, written in batch.items():
@@ -155,10 +197,13 @@ class ChampionCaseStore:
         if pending is not None:
             self.flush()
             return
-        col = self._collection()
-        if not col.get(ids=[cid], include=[])["ids"]:
+        if not self._stored(cid):
             raise KeyError(f"no champion case {cid!r}")
-        col.update(ids=[cid], metadatas=[{"feedback": feedback}])
+        record = self._kept().get(cid)
+        record_id = record.record_id if record else cid
+        self._collection().update(ids=[record_id], metadatas=[{"feedback": feedback}])
+        if record is not None:
+            self._kept()[cid] = dataclasses.replace(record, feedback=feedback)
 
     def count(self) -> int:
         self.flush()
@@ -204,14 +249,38 @@ class ChampionCaseStore:
         columns = (found["ids"], found["documents"], found["metadatas"], found["distances"])
         rows = list(zip(*(column[0] for column in columns), strict=True))  # type: ignore[index]
         cases = [
-            _case(cid, text, meta or {}, 1.0 - float(distance))
-            for cid, text, meta, distance in rows
-            if cid not in pending and servable(meta or {})  # a pending case is newer than its written copy
+            _case(_case_id(rid, meta or {}), text, meta or {}, 1.0 - float(distance))
+            for rid, text, meta, distance in rows
+            if _case_id(rid, meta or {}) not in pending and servable(meta or {})  # pending: newer than written
         ]
         wanted = n if where is not None else n // OVERFETCH
         if where is None and len(cases) < wanted and len(rows) == n:
             return None
         return cases
+
+
+@dataclass(frozen=True, slots=True)
+class _Kept:
+    """A written case, as far as choosing which to write over needs it."""
+
+    case_id: str
+    record_id: str
+    recorded_at: float
+    feedback: int
+
+    @classmethod
+    def of(cls, record_id: str, meta: dict[str, Any]) -> _Kept:
+        cid = _case_id(record_id, meta)
+        return cls(cid, record_id, float(meta.get("recorded_at", 0.0)), int(meta.get("feedback", 0)))
+
+    def worth(self) -> tuple[int, float]:
+        """Sorts the case to drop first first: negative (never served), unrated, positive; older first."""
+        return (self.feedback, self.recorded_at)
+
+
+def _case_id(record_id: str, meta: dict[str, Any]) -> str:
+    """Which case a Chroma record holds (a record written over in place keeps its first case's id)."""
+    return str(meta.get("case_id") or record_id)
 
 
 @dataclass(frozen=True, slots=True)

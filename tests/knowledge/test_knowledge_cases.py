@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from components.context_window.base import CaseRetriever
-from tda.knowledge.cases import CaseRecord, ChampionCaseStore
+from tda.knowledge.cases import CaseRecord, ChampionCaseStore, case_id
 from tda.knowledge.embeddings import HashingEmbedding
 from tda.knowledge.store import KnowledgeStore, open_client
 
@@ -181,3 +181,36 @@ async def test_search_serves_the_k_nearest_servable_cases(
     served = await cases.retrieve_cases(query, k=k, recorded_before=cutoff_at)
     assert [round(c.score, 4) for c in served] == pytest.approx(oracle, abs=2e-4)
     assert all(rating[c.id] >= 0 and first_at[c.id] <= cutoff_at for c in served)
+
+
+async def test_a_full_store_writes_over_the_cases_least_worth_keeping(store: KnowledgeStore) -> None:
+    cases = ChampionCaseStore(store, max_cases=4)
+    rated = cases.record(CaseRecord("rated question", "kept", feedback=1))
+    wrong = cases.record(CaseRecord("wrong question", "dropped first", feedback=-1))
+    old = [cases.record(CaseRecord(f"old question {i}", "old")) for i in range(2)]
+    cases.flush()
+    time.sleep(0.01)
+    new = [cases.record(CaseRecord(f"new question {i}", "new")) for i in range(2)]
+    assert cases.count() == 4  # written over in place: the collection never holds more
+    served = {c.id for c in await cases.retrieve_cases("question", k=10)}
+    assert served == {rated, old[1], *new}  # the negative went first, then the oldest unrated
+    assert wrong not in served and old[0] not in served
+    cases.set_feedback(new[0], 1)  # a case in a record that held another case before is rated as itself
+    [case] = [c for c in await cases.retrieve_cases("new question 0", k=10) if c.id == new[0]]
+    assert case.feedback == 1 and case.answer == "new"
+    again = cases.record(CaseRecord("old question 0", "old"))  # a dropped case comes back as a new one
+    assert again == old[0] and cases.count() == 4
+    assert old[0] in {c.id for c in await cases.retrieve_cases("old question 0", k=10)}
+    reopened = ChampionCaseStore(store, max_cases=4)  # another process reads which case each record holds
+    assert {c.id for c in await reopened.retrieve_cases("question", k=10)} == {rated, *new, old[0]}
+
+
+async def test_cases_written_before_records_named_their_case_are_read(store: KnowledgeStore) -> None:
+    """A collection from an earlier version: each record's id is its case id, no ``case_id`` in its metadata."""
+    cases = ChampionCaseStore(store, max_cases=2)
+    cid = case_id("export invoices", "done")
+    cases._collection().upsert(ids=[cid], documents=["export invoices"], metadatas=[{"answer": "done", "feedback": 0}])
+    assert [c.id for c in await cases.retrieve_cases("export invoices")] == [cid]
+    assert cases.record(CaseRecord("export invoices", "done", feedback=1)) == cid and cases.count() == 1
+    [case] = await cases.retrieve_cases("export invoices")
+    assert (case.id, case.feedback) == (cid, 1)
