@@ -16,7 +16,8 @@ metadata says whose it is now).
 Writes are batched: ``record`` keeps the case in memory (served from there at once) and ``flush`` writes
 what is pending in one upsert. An embedded Chroma holds the GIL for a whole write, fsync included (~25 ms
 on a plain disk), stalling every thread of the server: one write per turn cost each turn that much. A rating
-is written through at once; ``close`` (service shutdown) flushes, so nothing recorded is lost.
+is written through at once; ``close`` (service shutdown) flushes, so nothing recorded is lost. With a Chroma
+server (``write_through``) every case is written as it is recorded: the other replicas serve it at once.
 """
 
 from __future__ import annotations
@@ -72,9 +73,12 @@ def case_id(query: str, answer: str) -> str:
 class ChampionCaseStore:
     """Implements ``CaseRetriever``; ``record``, ``set_feedback`` and ``flush`` are called by the application."""
 
-    def __init__(self, store: KnowledgeStore, max_cases: int = MAX_CASES) -> None:
+    def __init__(self, store: KnowledgeStore, max_cases: int = MAX_CASES, *, write_through: bool = False) -> None:
         self.store = store
         self.max_cases = max_cases
+        self.write_through = write_through
+        """Write each case as it is recorded (a Chroma server: other replicas serve it at once, and an HTTP write
+        leaves the GIL free) instead of in batches."""
         self._records: dict[str, _Kept] | None = None
         """Case id -> the Chroma record holding it, its first record time and rating (loaded on first write)."""
         self._pending: dict[str, _Pending] = {}
@@ -121,7 +125,7 @@ class ChampionCaseStore:
         with self._lock:
             self._pending[cid] = _Pending(case.query, metadata, embedding)
             full = len(self._pending) >= MAX_PENDING
-        if case.feedback is not None or full:  # a rating is a user's action: written before it is answered
+        if case.feedback is not None or full or self.write_through:  # a rating: written before it is answered
             self.flush()
         return cid
 

@@ -58,7 +58,8 @@ class LiveKnowledge:
                 from .store import KnowledgeStore
 
                 store = KnowledgeStore.open(self.data_dir, self.chroma_url, embedder=self.embedder)
-                self._opened = _Opened(store, ChromaKnowledgeRetriever(store), ChampionCaseStore(store))
+                cases = ChampionCaseStore(store, write_through=self.chroma_url is not None)
+                self._opened = _Opened(store, ChromaKnowledgeRetriever(store), cases)
             return self._opened
 
     async def _ready(self) -> _Opened:

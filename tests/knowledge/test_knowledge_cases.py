@@ -214,3 +214,9 @@ async def test_cases_written_before_records_named_their_case_are_read(store: Kno
     assert cases.record(CaseRecord("export invoices", "done", feedback=1)) == cid and cases.count() == 1
     [case] = await cases.retrieve_cases("export invoices")
     assert (case.id, case.feedback) == (cid, 1)
+
+
+async def test_written_through_cases_are_served_by_another_store_at_once(store: KnowledgeStore) -> None:
+    """With a Chroma server shared by replicas, each case is written as it is recorded."""
+    cid = ChampionCaseStore(store, write_through=True).record(CaseRecord("export invoices", "done"))
+    assert [c.id for c in await ChampionCaseStore(store).retrieve_cases("export invoices")] == [cid]
