@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -13,6 +14,8 @@ from ..models import ComponentInstructionRow, utcnow
 from . import audit
 
 INTENSITIES = ("full", "medium", "light")
+CACHE_TTL_S = 1.0
+"""Every turn reads the texts: a replica re-reads them at most this often (its own writes are seen at once)."""
 
 
 def instruction_dict(row: ComponentInstructionRow) -> dict[str, Any]:
@@ -24,8 +27,11 @@ def instruction_dict(row: ComponentInstructionRow) -> dict[str, Any]:
 
 
 class ComponentInstructionStore:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, cache_ttl_s: float = CACHE_TTL_S) -> None:
         self.db = db
+        self.cache_ttl_s = cache_ttl_s
+        self._texts: tuple[float, dict[str, dict[str, str]]] | None = None
+        """When read, and every component's texts."""
 
     async def list(self) -> list[ComponentInstructionRow]:
         async with self.db.read() as s:
@@ -40,13 +46,23 @@ class ComponentInstructionStore:
         return row
 
     async def texts_for(self, component_ids: Sequence[str]) -> dict[str, dict[str, str]]:
-        """``{component: {intensity: text}}`` for the named components that have instructions (one read)."""
+        """``{component: {intensity: text}}`` for the named components that have instructions."""
         if not component_ids:
             return {}
+        every = await self._all_texts()
+        return {c: every[c] for c in component_ids if c in every}
+
+    async def _all_texts(self) -> dict[str, dict[str, str]]:
+        """Every component's texts (a handful), re-read at most every ``cache_ttl_s``."""
+        cached = self._texts
+        if cached is not None and time.monotonic() - cached[0] < self.cache_ttl_s:
+            return cached[1]
+        checked = time.monotonic()
         async with self.db.read() as s:
-            query = select(ComponentInstructionRow).where(ComponentInstructionRow.component_id.in_(component_ids))
-            rows = (await s.scalars(query)).all()
-        return {r.component_id: {i: getattr(r, i) for i in INTENSITIES if getattr(r, i).strip()} for r in rows}
+            rows = (await s.scalars(select(ComponentInstructionRow))).all()
+        texts = {r.component_id: {i: getattr(r, i) for i in INTENSITIES if getattr(r, i).strip()} for r in rows}
+        self._texts = (checked, texts)
+        return texts
 
     async def put(self, component_id: str, texts: dict[str, str], actor: str) -> tuple[ComponentInstructionRow, bool]:
         """Create or replace; returns the row and whether it was created."""
@@ -61,6 +77,7 @@ class ComponentInstructionStore:
             row.updated_at = utcnow()
             await s.flush()
             audit.record(s, actor, "put", "component", component_id, before, instruction_dict(row))
+        self._texts = None
         return row, before is None
 
     async def delete(self, component_id: str, actor: str) -> None:
@@ -70,3 +87,4 @@ class ComponentInstructionStore:
                 raise NotFound(f"no instructions for component {component_id!r}")
             audit.record(s, actor, "delete", "component", component_id, instruction_dict(row), None)
             await s.delete(row)
+        self._texts = None

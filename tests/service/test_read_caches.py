@@ -7,6 +7,7 @@ import asyncio
 import time
 
 from tda.store import Store
+from tda.store.components import CACHE_TTL_S as COMPONENTS_TTL
 from tda.store.tokens import CACHE_TTL_S as TOKEN_TTL
 from tda.store.types import CACHE_TTL_S as TYPES_TTL
 from tests.service.support import FIXTURE_TYPE
@@ -86,3 +87,27 @@ async def test_types_saved_elsewhere_are_listed_within_a_second_and_saved_here_a
         "/v1/context-window-types/fixture", json=FIXTURE_TYPE, headers={**admin, "If-Match": '"fixture.v1"'}
     )
     assert r.status_code == 412
+
+
+async def test_component_texts_saved_elsewhere_are_used_within_a_second_and_saved_here_at_once(svc, settings):
+    assert COMPONENTS_TTL <= 1.0
+    await svc.store.components.put("chart", {"full": "Draw charts."}, "test")
+    assert await svc.store.components.texts_for(["chart", "table"]) == {"chart": {"full": "Draw charts."}}
+    other = Store.connect(settings.sqlalchemy_url)
+    try:
+        await other.components.put("chart", {"full": "Draw bar charts.", "light": "Charts."}, "test")
+        await other.components.put("table", {"medium": "Tables."}, "test")
+    finally:
+        await other.close()
+
+    async def seen() -> bool:
+        return await svc.store.components.texts_for(["chart", "table"]) == {
+            "chart": {"full": "Draw bar charts.", "light": "Charts."},
+            "table": {"medium": "Tables."},
+        }
+
+    await _within(1.0 + 0.5, seen)
+    await svc.store.components.delete("table", "test")
+    assert await svc.store.components.texts_for(["chart", "table"]) == {
+        "chart": {"full": "Draw bar charts.", "light": "Charts."}
+    }
