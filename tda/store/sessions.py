@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Row, func, select, tuple_, update
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from components.context_window.base import Message
@@ -314,12 +315,14 @@ class SessionStore:
         """The turn and its messages in one transaction: a turn is never half-recorded."""
         async with self.db.write() as s:
             await _session(s, session_id)
-            if await s.scalar(select(TurnRow.id).where(TurnRow.session_id == session_id, TurnRow.turn == turn["turn"])):
-                raise Conflict(
-                    f"turn {turn['turn']} of session {session_id!r} was recorded meanwhile; send the query again"
-                )
             row = TurnRow(session_id=session_id, **turn)
             s.add(row)
+            try:
+                await s.flush()  # the (session, turn) constraint: no read first
+            except IntegrityError:
+                raise Conflict(
+                    f"turn {turn['turn']} of session {session_id!r} was recorded meanwhile; send the query again"
+                ) from None
             await _append(s, session_id, [{"turn": turn["turn"], **m} for m in messages])
         return row
 

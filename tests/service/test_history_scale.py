@@ -14,6 +14,7 @@ import tiktoken
 from tda.app import create_app
 from tda.config import Settings
 from tda.db import upgrade
+from tda.errors import Conflict, NotFound
 from tda.llm import LLM, Completion
 from tda.sources import Sources
 from tda.store import Store
@@ -241,3 +242,17 @@ async def test_turns_stay_right_when_the_kept_histories_are_evicted(app, llm):
             assert body["turn"] == 16 + round_no
             assert f"{sid} round {round_no - 1}" in _sent(llm) if round_no else "answer 15:" in _sent(llm)
     assert svc.history.stats()["messages"] <= 40 + 256  # the bound, plus one read ahead in flight
+
+
+async def test_a_turn_recorded_twice_is_refused_whole(app):
+    """Two writers of one turn (replicas racing past a lost lock): the second is refused, none of its messages land."""
+    _running, svc, _headers = app
+    before = (await svc.store.sessions.load("long")).message_count
+    first = {"turn": 1700, "query": "q", "answer": "a"}
+    await svc.store.sessions.record_turn("long", first, [{"role": "user", "content": "first", "turn": 1700}])
+    with pytest.raises(Conflict, match="turn 1700 of session 'long' was recorded meanwhile"):
+        await svc.store.sessions.record_turn("long", first, [{"role": "user", "content": "second", "turn": 1700}])
+    assert (await svc.store.sessions.load("long")).message_count == before + 1
+    assert [m.content for m in await svc.store.sessions.turn_messages("long", 1700)] == ["first"]
+    with pytest.raises(NotFound):
+        await svc.store.sessions.record_turn("nowhere", first, [])
