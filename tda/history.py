@@ -103,7 +103,8 @@ class HistoryCache:
             if len(run.keys) > stored or (run.complete and len(run.keys) != stored):
                 # Written meanwhile by another replica, or not by appending: start again from the database.
                 run = self._replace(_Run(key, data.session.history_version, complete=stored == 0))
-        self._runs.move_to_end(key)
+        if self._runs.get(key) is run:  # else dropped while it read (other sessions needed the room): used uncached
+            self._runs.move_to_end(key)
         self._evict()
         return run
 

@@ -256,3 +256,26 @@ async def test_a_turn_recorded_twice_is_refused_whole(app):
     assert [m.content for m in await svc.store.sessions.turn_messages("long", 1700)] == ["first"]
     with pytest.raises(NotFound):
         await svc.store.sessions.record_turn("nowhere", first, [])
+
+
+async def test_a_turn_whose_kept_history_is_dropped_while_it_reads_still_runs(app, llm, monkeypatch):
+    """Turns on other sessions may drop a session's kept history while its turn reads what was added: the turn
+    goes on with what it read (this was an HTTP 500 once the server held more sessions than it keeps)."""
+    running, svc, headers = app
+    client = running.test_client()
+    for sid in ("d1", "d2"):
+        await svc.store.sessions.create({"id": sid, "profile_id": "p"}, "test")
+        await svc.store.sessions.add_messages(sid, _history(5), "test")
+    await _turn(client, headers, "first", session="d1")  # d1's history is kept now
+    svc.history.max_messages = 1  # from here on, keeping one session's history drops the others'
+    read_since = svc.store.sessions.messages_after
+
+    async def meanwhile_another_session_takes_the_room(session_id, after):
+        rows = await read_since(session_id, after)
+        if session_id == "d1":
+            await svc.history.source(await svc.store.sessions.load("d2"))
+        return rows
+
+    monkeypatch.setattr(svc.store.sessions, "messages_after", meanwhile_another_session_takes_the_room)
+    body = await _turn(client, headers, "second", session="d1")
+    assert body["turn"] == 7 and "first" in _sent(llm)
