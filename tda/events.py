@@ -172,8 +172,9 @@ class RedisBus(EventBus):
     """Events between replicas over Redis pub/sub: one channel, one Redis subscription per replica, fanned out
     to the local subscribers as ``EventBus`` does.
 
-    ``publish_snapshot`` delivers to this replica's streams at once (as the in-process bus does: no Redis round
-    trip for them) and queues the frame for Redis; one sender task keeps the frames' order, and each replica
+    ``publish_snapshot`` queues the frame for Redis, then delivers to this replica's streams on the event loop's
+    next step (no Redis round trip for them), after the sender has handed the frame on: the other replicas'
+    streams do not wait for this replica's whole fan-out. One sender task keeps the frames' order, and each replica
     skips its own frames when Redis echoes them. ``drain()`` waits until the queued frames reached Redis; the
     turn lock drains before the next turn of a session may start, so a session's events reach every replica in
     turn order whichever replica ran each turn.
@@ -199,7 +200,7 @@ class RedisBus(EventBus):
         """This process, on the wire: it skips its own frames (it delivered or applied them already)."""
 
     def publish_snapshot(self, snapshot_id: int, session_id: str, snapshot: dict[str, Any]) -> int:
-        """Deliver to this replica's streams and queue for the others; returns how many local streams got it."""
+        """Queue for the other replicas, then deliver to this replica's streams; returns how many may get it."""
         if self.closed:
             return 0
         event = snapshot_event(snapshot_id, session_id, snapshot)
@@ -207,7 +208,10 @@ class RedisBus(EventBus):
             self._outbox.put_nowait(event.to_wire(self.origin))
         except asyncio.QueueFull:  # Redis has been unreachable for long: streams were ended, clients resume from the DB
             log.warning("event bus: Redis outbox full, snapshot %s not sent to other replicas", snapshot_id)
-        return self.publish(event)
+        # This replica's streams next: the sender, woken first, hands the frame to Redis before hundreds of local
+        # streams queue up ahead of it (else the other replicas' streams wait for this one's whole fan-out).
+        asyncio.get_running_loop().call_soon(self.publish, event)
+        return self.subscriber_count
 
     def publish_control(self, what: str) -> None:
         with contextlib.suppress(asyncio.QueueFull):

@@ -83,3 +83,26 @@ async def test_losing_redis_ends_the_streams_and_the_bus_recovers_when_it_return
     one.publish_snapshot(99, "s1", {"turn": 99})
     [(event_id, _, _)] = await received(again, 1)
     assert event_id == 99
+
+
+async def test_an_event_leaves_for_the_other_replicas_before_this_ones_streams_are_served(
+    buses: list[RedisBus], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Else the other replicas' streams wait for this replica's whole fan-out (hundreds of writes) first."""
+    one, two = buses
+    local = [one.subscribe("s1") for _ in range(50)]
+    queued_when_sent: list[int] = []
+    publish = one._redis.publish
+
+    async def watched(channel: str, frame: bytes) -> int:
+        queued_when_sent.append(sum(sub.queue.qsize() for sub in local))
+        return await publish(channel, frame)
+
+    monkeypatch.setattr(one._redis, "publish", watched)
+    remote = two.subscribe("s1")
+    one.publish_snapshot(7, "s1", {"turn": 7})
+    await one.drain()
+    assert queued_when_sent == [0]  # handed to Redis while no local stream had it yet
+    assert [i for i, _, _ in await received(remote, 1)] == [7]
+    for sub in local:
+        assert [i for i, _, _ in await received(sub, 1)] == [7]
