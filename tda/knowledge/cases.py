@@ -151,7 +151,8 @@ class ChampionCaseStore:
         kept = self._kept()
         new = [cid for cid in batch if cid not in kept]
         room = max(self.max_cases - len(kept), 0)
-        victims = sorted((k for cid, k in kept.items() if cid not in batch), key=_Kept.worth)[: max(len(new) - room, 0)]
+        over = len(new) - room
+        victims = sorted((k for cid, k in kept.items() if cid not in batch), key=_Kept.worth)[:over] if over > 0 else []
         reuse = iter(v.record_id for v in victims)
         for victim in victims:
             del kept[victim.case_id]
