@@ -20,7 +20,7 @@ def offline_library_defaults() -> None:
         os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(folder))
 
 
-EMBEDDER_NAMES = ("minilm", "hashing")
+EMBEDDER_NAMES = ("minilm", "minilm-int8", "hashing")
 LOG_FORMATS = ("text", "json")
 
 

