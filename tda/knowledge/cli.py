@@ -139,7 +139,7 @@ def _embedder_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--embedder",
         choices=EMBEDDER_NAMES,
-        help="embedder for new collections (default: TDA_EMBEDDER, else minilm; existing collections keep theirs)",
+        help="embedder for new collections (default: TDA_EMBEDDER, else minilm-int8; existing collections keep theirs)",
     )
 
 

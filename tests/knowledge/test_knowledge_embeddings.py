@@ -106,7 +106,7 @@ def _licence_passages() -> list[str]:
 
 def test_the_int8_build_agrees_with_the_fp32_model() -> None:
     """int8 weights and per-token int8 activations against the fp32 model (the numpy build, itself
-    checked against torch above): each vector within cosine 0.99, and a query whose best passage is
+    checked against torch above): each vector within cosine 0.995, and a query whose best passage is
     clear under fp32 (a lead of 0.03 or more) finds the same passage."""
     passages = _licence_passages()
     queries = [
@@ -124,7 +124,7 @@ def test_the_int8_build_agrees_with_the_fp32_model() -> None:
     fp32 = np.asarray(MiniLMEmbedding()([*passages, *queries]))
     int8 = np.asarray(MiniLMInt8Embedding()([*passages, *queries]))
     assert int8.shape == fp32.shape and int8.dtype == np.float32 and len(passages) >= 30
-    assert float((int8 * fp32).sum(axis=1).min()) >= 0.99
+    assert float((int8 * fp32).sum(axis=1).min()) >= 0.995
     ref, ours = fp32[len(passages) :] @ fp32[: len(passages)].T, int8[len(passages) :] @ int8[: len(passages)].T
     clear = [i for i, row in enumerate(np.sort(ref, axis=1)) if row[-1] - row[-2] >= 0.03]
     assert len(clear) >= 5
