@@ -242,7 +242,9 @@ class MiniLMInt8Embedding(MiniLMEmbedding):
     def _load() -> tuple[Any, Any]:
         from .minilm_int8 import MiniLMInt8
 
-        return _load_minilm(MiniLMInt8)
+        runtime = _load_minilm(MiniLMInt8)
+        _return_freed_memory()  # onnxruntime's copies of the graph while it prepared the session
+        return runtime
 
     @staticmethod
     def name() -> str:
