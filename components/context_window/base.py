@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import marshal
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Mapping, MutableSequence, Sequence
 from contextlib import aclosing
@@ -183,8 +184,13 @@ class ToolSchema:
             object.__setattr__(self, "parameters", freeze(self.parameters))
 
     def to_openai(self) -> dict[str, Any]:
-        """The tool as sent: a fresh dict parsed from ``json`` (exactly what was counted; the caller may change it)."""
-        return json.loads(self.json)
+        """The tool as sent: a fresh dict equal to ``json`` (exactly what was counted; the caller may change it)."""
+        return marshal.loads(self._wire)
+
+    @cached_property
+    def _wire(self) -> bytes:
+        # ``json`` parsed once, kept marshalled: a fresh copy per turn from marshal is twice as fast as parsing
+        return marshal.dumps(json.loads(self.json))
 
     @cached_property
     def json(self) -> str:
@@ -317,8 +323,9 @@ class InMemoryMessages:
         return MessagePage(self.messages[start:end][::-1], start if start > 0 else None)
 
 
-HISTORY_PAGES = (32, 128, 512)
-"""Page sizes of a walk: small first (a short window stops early), larger after (fewer reads for a long one)."""
+HISTORY_PAGES = (32, 64, 128, 256, 512)
+"""Page sizes of a walk, doubling: a short window stops early, a long one needs few reads, and a walk never
+reads (and builds) more than about twice the messages it uses."""
 
 
 async def pages_newest_first(source: MessageSource) -> AsyncIterator[tuple[int, Sequence[Message]]]:

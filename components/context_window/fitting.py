@@ -23,7 +23,8 @@ _WORD_END = re.compile(r"\s+")
 
 
 def fit_blocks(blocks: Sequence[str], budget: int, tokens: TokenEstimator, header: str = "") -> list[str]:
-    """The longest prefix of ``blocks`` that fits ``budget`` together with ``header``.
+    """The longest prefix of ``blocks`` that fits ``budget`` together with ``header``, counted as the one
+    message a text contribution is sent as (its overhead included, as the orchestrator measures it).
 
     Stops at the first block that does not fit rather than skipping to smaller later ones: callers
     order blocks by importance (best case first, newest turn first), and that order must hold.
@@ -31,14 +32,14 @@ def fit_blocks(blocks: Sequence[str], budget: int, tokens: TokenEstimator, heade
     if budget <= 0:
         return []
     kept: list[str] = []
-    used = tokens.count(header) + 1 if header else 0
+    used = tokens.count_text_message("") + (tokens.count(header) + 1 if header else 0)
     for block in blocks:
         cost = tokens.count(block) + (1 if kept else 0)  # "\n\n" is one token in both encodings
         if used + cost > budget:
             break
         kept.append(block)
         used += cost
-    while kept and tokens.count(joined(header, kept)) > budget:
+    while kept and tokens.count_text_message(joined(header, kept)) > budget:
         kept.pop()
     return kept
 

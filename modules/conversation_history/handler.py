@@ -39,19 +39,20 @@ is reused until this many more messages have been dropped (bounded model calls),
 Unit = tuple[Message, ...]
 
 
-async def units_newest_first(source: MessageSource, phase: str | None = None) -> AsyncIterator[tuple[int, Unit]]:
-    """Yield ``(position of the unit's first message, unit)`` from the newest back, reading pages as it goes.
+async def unit_pages(source: MessageSource, phase: str | None = None) -> AsyncIterator[list[tuple[int, Unit]]]:
+    """Per page read, the units it completes, newest first, as ``(position of the unit's first message, unit)``.
 
+    Pages are read only as the caller walks on; a walk steps once per page, not per message.
     Invalid messages are skipped, and so are messages the session's IFOC ``phase`` may not see.
-
     Tool results are gathered until the assistant message that issued the calls; results without
     their call, or calls without their results, are left out (a provider would reject them).
     """
     pending: list[Message] = []
     async with aclosing(pages_newest_first(source)) as pages:
         async for first, messages in pages:
+            units: list[tuple[int, Unit]] = []
             for offset, message in enumerate(messages):
-                if not message.valid or not visible(message.phase, phase):
+                if not message.valid or (phase is not None and not visible(message.phase, phase)):
                     continue
                 if message.role == "tool":
                     pending.append(message)
@@ -61,11 +62,12 @@ async def units_newest_first(source: MessageSource, phase: str | None = None) ->
                     # A result answering another call is an orphan: it never joins this unit.
                     results = [m for m in reversed(pending) if m.tool_call_id in calls]
                     if {m.tool_call_id for m in results} == calls:
-                        yield first - offset, (message, *results)
+                        units.append((first - offset, (message, *results)))
                     pending = []
                     continue
                 pending = []
-                yield first - offset, (message,)
+                units.append((first - offset, (message,)))
+            yield units
 
 
 async def older_than(source: MessageSource, end: int, count: int, phase: str | None) -> list[Message]:
@@ -204,13 +206,17 @@ class ConversationHistoryModule(ContextModule):
         count = ctx.tokens.count_message
         kept: list[tuple[int, Unit, int]] = []
         used = 0
-        async with aclosing(units_newest_first(source, phase)) as units:
-            async for index, unit in units:
-                cost = count(unit[0]) if len(unit) == 1 else sum(count(m) for m in unit)
-                if used + cost > budget:
-                    break
-                kept.append((index, unit, cost))
-                used += cost
+        async with aclosing(unit_pages(source, phase)) as pages:
+            async for units in pages:
+                for index, unit in units:
+                    cost = count(unit[0]) if len(unit) == 1 else sum(count(m) for m in unit)
+                    if used + cost > budget:
+                        break
+                    kept.append((index, unit, cost))
+                    used += cost
+                else:
+                    continue  # the whole page fitted: on to the next
+                break
         self._walks.put(ctx.session.id, (history, phase, ctx.tokens, budget, kept))
         return list(kept)
 

@@ -129,7 +129,9 @@ class Source:
         chunks = tuple(c for c in self.chunks if c.chunk_index != far)
         return Source(self.hit, chunks, self.expanded - {far})
 
+    @cached_property
     def label(self) -> str:
+        """Where the text comes from; computed once per source, as ``text``."""
         where = _where(self.hit.title or self.hit.document_id, self.hit.section)
         pages = sorted({c.page for c in self.chunks if c.page is not None} | _page_ends(self.chunks))
         if pages:
@@ -352,7 +354,7 @@ def dedupe_text(hits: Sequence[Passage]) -> list[Passage]:
 
 
 def _blocks(sources: Sequence[Source]) -> list[str]:
-    return [f"[SOURCE {n}] {s.label()}\n{s.text}" for n, s in enumerate(sources, start=1)]
+    return [f"[SOURCE {n}] {s.label}\n{s.text}" for n, s in enumerate(sources, start=1)]
 
 
 def _text(sources: Sequence[Source]) -> str:
@@ -372,7 +374,7 @@ def _estimate(sources: Sequence[Source], tokens: TokenEstimator) -> int:
     """
     if not sources:
         return 0
-    parts = sum(tokens.count(s.label()) + tokens.count(s.text) + 6 for s in sources)
+    parts = sum(tokens.count(s.label) + tokens.count(s.text) + 6 for s in sources)
     return tokens.count(HEADER) + 1 + parts
 
 
@@ -491,12 +493,19 @@ def _spans(text: str) -> list[tuple[int, int]]:
     return spans
 
 
+@lru_cache(maxsize=1024)
+def _sentences(text: str) -> tuple[tuple[tuple[int, int], ...], tuple[frozenset[str], ...]]:
+    """The sentences of a passage and the content words of each, by content: hits recur from turn to turn."""
+    spans = tuple(_spans(text))
+    return spans, tuple(query_terms(text[a:b]) for a, b in spans)
+
+
 def _window(text: str, terms: frozenset[str], room: int, tokens: TokenEstimator) -> str | None:
     """The run of whole sentences of ``text`` within ``room`` tokens that holds most of the query's
     words (the earliest such run), "…" marking what was left out; None if not one sentence fits."""
-    spans = _spans(text)
+    spans, words = _sentences(text)
     costs = [tokens.count(text[a:b]) + 1 for a, b in spans]
-    gains = [len(query_terms(text[a:b]) & terms) for a, b in spans]
+    gains = [len(w & terms) for w in words]
     limit = room - 4  # the "…" marks on either side
     best: tuple[int, int, int] | None = None
     low, cost, gain = 0, 0, 0

@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import math
 import re
-from collections import Counter, OrderedDict
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from contextlib import aclosing
+from functools import lru_cache
 from typing import Any
 from weakref import WeakKeyDictionary
 
@@ -35,6 +36,7 @@ from components.context_window.base import (
     newest_first,
 )
 from components.context_window.fitting import first_sentence
+from components.context_window.session_cache import BoundedCache
 from components.context_window.token_estimator import TokenEstimator
 
 LEVELS = ("full", "condensed", "partial", "names_only")
@@ -93,6 +95,12 @@ def terms(text: str) -> list[str]:
     return [w[:-1] if len(w) > 3 and w.endswith("s") else w for w in _WORD.findall(text) if w not in STOPWORDS]
 
 
+@lru_cache(maxsize=4096)
+def message_terms(text: str) -> tuple[str, ...]:
+    """``terms`` of a recent message, by content: consecutive turns rank against mostly the same messages."""
+    return tuple(terms(text))
+
+
 def tool_text(tool: ToolSchema) -> str:
     return f"{tool.name} {tool.description}"
 
@@ -113,18 +121,15 @@ def lexical_scores(tools: Sequence[ToolSchema], query_terms: Counter[str]) -> li
     docs = [tool_terms(t) for t in tools]
     if not docs or not query_terms:
         return [0.0] * len(docs)
-    avg_len = sum(sum(d.values()) for d in docs) / len(docs) or 1.0
-    df = Counter(w for d in docs for w in d)
+    n, lengths = len(docs), [sum(d.values()) for d in docs]
+    avg_len = sum(lengths) / n or 1.0
+    df = Counter(w for d in docs for w in d if w in query_terms)  # only query words score
+    weighted_idf = {w: query_terms[w] * math.log(1 + (n - f + 0.5) / (f + 0.5)) for w, f in df.items()}
     scores = []
-    for d in docs:
-        length = sum(d.values())
-        score = 0.0
-        for word, weight in query_terms.items():
-            tf = d.get(word, 0)
-            if tf:
-                idf = math.log(1 + (len(docs) - df[word] + 0.5) / (df[word] + 0.5))
-                score += weight * idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * length / avg_len))
-        scores.append(score)
+    for d, length in zip(docs, lengths, strict=True):
+        norm = 1.2 * (0.25 + 0.75 * length / avg_len)
+        # a tool has a few words; the query and recent turns have many
+        scores.append(sum(weighted_idf[w] * tf * 2.2 / (tf + norm) for w, tf in d.items() if w in weighted_idf))
     top = max(scores)
     return [s / top if top > 0 else 0.0 for s in scores]
 
@@ -167,8 +172,9 @@ async def schemas_in_history(ctx: AssemblyContext) -> bool:
 class ToolDefinitionsModule(ContextModule):
     def __init__(self, manifest: ModuleManifest) -> None:
         super().__init__(manifest)
-        self._vectors: OrderedDict[tuple[int, str], list[float]] = OrderedDict()
-        """Embeddings of tool texts, per embedder (bounded): a tool is embedded once, not every turn."""
+        self._vectors: WeakKeyDictionary[Any, BoundedCache[str, list[float]]] = WeakKeyDictionary()
+        """Embeddings of tool texts by text, per embedder (held weakly: a new embedder never sees another's
+        vectors): a tool is embedded once, not every turn."""
         self._last: dict[str, Any] = {}
 
     async def contribute(self, budget: int, ctx: AssemblyContext) -> Contribution:
@@ -190,7 +196,11 @@ class ToolDefinitionsModule(ContextModule):
         return {"purged": 0, "what": "nothing per session; full schemas are sent whenever they fit"}
 
     def get_status(self) -> dict[str, Any]:
-        return {**super().get_status(), "embedded_tools": len(self._vectors), "last": dict(self._last)}
+        return {
+            **super().get_status(),
+            "embedded_tools": sum(len(c) for c in self._vectors.values()),
+            "last": dict(self._last),
+        }
 
     async def _starting_level(self, ctx: AssemblyContext) -> str:
         if ctx.directives.force_full:
@@ -326,11 +336,19 @@ class ToolDefinitionsModule(ContextModule):
     # -- relevance -----------------------------------------------------------------------------
 
     async def _ranked(self, tools: Sequence[ToolSchema], ctx: AssemblyContext) -> tuple[list[ToolSchema], str]:
-        """Tools by relevance to the query and the recent turns, best first; ties keep the profile's order."""
+        """Tools by relevance to the query and the recent turns, best first; ties keep the profile's order.
+        Ranked once per assembly: contribute, the surplus pass and condense rank the same tools for the same turn."""
+        if "ranked" not in ctx.memo:
+            ctx.memo["ranked"] = await self._rank(tools, ctx)
+        ranked, method = ctx.memo["ranked"]
+        return list(ranked), method
+
+    async def _rank(self, tools: Sequence[ToolSchema], ctx: AssemblyContext) -> tuple[list[ToolSchema], str]:
         texts, called = await recent(ctx)
         query_terms = Counter(terms(ctx.query))
-        for word in terms(" ".join(texts)):
-            query_terms[word] += 0.5  # recent turns count, the query counts more
+        for text in texts:
+            for word in message_terms(text):
+                query_terms[word] += 0.5  # recent turns count, the query counts more
         scores = lexical_scores(tools, query_terms)
         method = "lexical"
         similarities = await self._similarities(tools, " ".join([ctx.query, *texts[:2]]), ctx)
@@ -346,18 +364,18 @@ class ToolDefinitionsModule(ContextModule):
         """Cosine of each tool's text with the query, or None without an embedder (or when it fails)."""
         if ctx.embedder is None:
             return None
-        key = id(ctx.embedder)
-        missing = [tool_text(t) for t in tools if (key, tool_text(t)) not in self._vectors]
+        cache = self._vector_cache(ctx.embedder)
+        texts = [tool_text(t) for t in tools]
+        missing = [text for text in dict.fromkeys(texts) if text not in cache]
         try:
             vectors = await ctx.embedder.embed([query, *missing])
         except Exception:  # ranking falls back to words alone; the turn goes on
             return None
-        for text, vector in zip(missing, vectors[1:], strict=True):
-            self._vectors[(key, text)] = list(vector)
-        similarities = []
-        for tool in tools:
-            self._vectors.move_to_end((key, tool_text(tool)))
-            similarities.append(_cosine(vectors[0], self._vectors[(key, tool_text(tool))]))
-        while len(self._vectors) > 4096:
-            self._vectors.popitem(last=False)
-        return similarities
+        fresh = {text: cache.put(text, list(vector)) for text, vector in zip(missing, vectors[1:], strict=True)}
+        return [_cosine(vectors[0], fresh.get(text) or cache.get(text) or []) for text in texts]
+
+    def _vector_cache(self, embedder: Any) -> BoundedCache[str, list[float]]:
+        try:
+            return self._vectors.setdefault(embedder, BoundedCache(4096))
+        except TypeError:  # an embedder that cannot be held weakly: its vectors serve this call only
+            return BoundedCache(4096)

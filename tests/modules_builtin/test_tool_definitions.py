@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import sys
 from collections.abc import Sequence
 
@@ -146,8 +147,37 @@ async def test_the_embedder_ranks_by_meaning_and_each_tool_is_embedded_once(modu
     out = await module.contribute(one_schema, ctx)
     assert out.metadata["ranking"] == "lexical+embedding"
     assert [t.name for t in out.tool_schemas()] == ["send_email"]
-    await module.contribute(one_schema, ctx)
+    next_turn = module_ctx(_evolve(make_ctx(tools=tools, query=query), embedder=embedder))
+    await module.contribute(one_schema, next_turn)
     assert len(embedder.calls[0]) == 1 + len(tools) and embedder.calls[1] == [ctx.query]
+
+
+async def test_a_new_embedder_embeds_afresh_and_never_sees_the_old_ones_vectors(module):
+    """Vectors are kept per embedder object, not per id(): a replaced embedder (a reloaded model) whose
+    meaning differs ranks by its own vectors, even when it lands at the address of the one it replaced."""
+
+    class ReversedEmbedder(WordEmbedder):
+        """Knows no synonyms: an email is unlike anything else, the query included."""
+
+        async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+            self.calls.append(list(texts))
+            return [[0.0, 1.0] if "email" in t.lower() else [1.0, 0.0] for t in texts]
+
+    tools = realistic_tools(1)
+    query = "post a letter for Bob"
+    probe = module_ctx(make_ctx(tools=tools, query=query))
+    one_schema = room_for_one(module, tools, probe, "send_email")
+    first = WordEmbedder()
+    ctx = module_ctx(_evolve(make_ctx(tools=tools, query=query), embedder=first))
+    assert [t.name for t in (await module.contribute(one_schema, ctx)).tool_schemas()] == ["send_email"]
+    del first, ctx
+    gc.collect()
+    assert module.get_status()["embedded_tools"] == 0  # the vectors went with their embedder
+    second = ReversedEmbedder()
+    ctx = module_ctx(_evolve(make_ctx(tools=tools, query=query), embedder=second))
+    out = await module.contribute(one_schema, ctx)
+    assert len(second.calls[0]) == 1 + len(tools)  # every tool embedded by the new model
+    assert [t.name for t in out.tool_schemas()] != ["send_email"]
 
 
 async def test_a_failing_embedder_falls_back_to_words(module):
