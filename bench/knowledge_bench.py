@@ -15,7 +15,8 @@ verbatim span of the corpus (bench/data/*/README.md has provenance and licences)
 
 Also reported: ingestion throughput (chunks/s, model loaded) and the module's contribute latency for
 a query whose embedding is cached. Run from the repository root:
-``python bench/knowledge_bench.py [--corpus sqlite|licences|all] [--embedder NAME] [--variants]``.
+``python bench/knowledge_bench.py [--corpus sqlite|licences|all] [--embedder NAME] [--variants]``;
+``--speed`` (the embedder alone) and ``--footprint`` (`tda serve`'s memory) measure one embedder.
 """
 
 from __future__ import annotations
@@ -147,8 +148,11 @@ class NaiveBaseline:
         for path in sorted((self.corpus / "corpus").iterdir()):
             self.chunks += [(path.name, c) for c in naive_chunks(read_document(path).text)]
         texts = [c for _, c in self.chunks]
-        digest = hashlib.sha256(("\0".join([self.embedder, *texts])).encode()).hexdigest()[:16]
-        cached = CACHE / f"naive-{digest}.npy"  # the baseline's vectors do not change between runs
+        # The baseline's vectors do not change between runs of one model; a probe vector tells models
+        # apart (an embedder's name stays when its arithmetic changes).
+        probe = np.asarray(self.embed(["the naive baseline's cache key"])[0], dtype=np.float32).round(4).tobytes()
+        digest = hashlib.sha256(b"\0".join([self.embedder.encode(), probe, *(t.encode() for t in texts)])).hexdigest()
+        cached = CACHE / f"naive-{digest[:16]}.npy"
         if cached.exists():
             self.matrix = np.load(cached)
             return
@@ -261,6 +265,37 @@ async def bench_corpus(name: str, args: argparse.Namespace) -> bool:
     return ok
 
 
+def speed(embedder: str, corpus: str) -> None:
+    """The embedder alone on ``corpus``'s chunks (what ingestion embeds), in this process: chunks/s
+    (wall, and per CPU-second: what two idle cores would give is about twice that), then one short
+    query at a time (ms each), and the process's peak RSS."""
+    import resource
+
+    from tda.knowledge.chunking import chunk_document
+    from tda.knowledge.store import embedding_text
+
+    count = estimator_for(MODEL).count
+    texts = []
+    for path in sorted((CORPORA[corpus] / "corpus").iterdir()):
+        doc = read_document(path)
+        texts += [embedding_text(doc.title, c) for c in chunk_document(doc, count)]
+    embed = make_embedder(embedder)
+    embed(["load the model before the clock starts"])
+    wall, cpu = time.perf_counter(), time.process_time()
+    embed(texts)
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    queries = [q["question"] for q in load_questions(CORPORA[corpus])][:20]
+    started = time.perf_counter()
+    for q in queries:
+        embed([q])
+    query_ms = (time.perf_counter() - started) / len(queries) * 1000
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(
+        f"embedder {embedder} on {corpus} ({len(texts)} chunks): {len(texts) / wall:.1f} chunks/s wall, "
+        f"{len(texts) / cpu:.1f} chunks per CPU-second; {query_ms:.1f} ms a query; peak RSS {peak:.0f} MB"
+    )
+
+
 def footprint(embedder: str, turns: int = 30) -> None:
     """`tda serve` with ``embedder``: `tda demo` seeds a temp data dir (its knowledge embedded with the
     embedder), the server starts (warm-up loads the model), ``turns`` turns run on the demo session
@@ -322,7 +357,11 @@ async def main() -> int:
     parser.add_argument("--variants", action="store_true", help="also run ranking/packing variants (ablation)")
     parser.add_argument("--show-misses", action="store_true")
     parser.add_argument("--footprint", action="store_true", help="only measure `tda serve`'s memory with the embedder")
+    parser.add_argument("--speed", action="store_true", help="only measure the embedder's speed and peak memory")
     args = parser.parse_args()
+    if args.speed:
+        speed(args.embedder, "licences" if args.corpus == "all" else args.corpus)
+        return 0
     if args.footprint:
         footprint(args.embedder)
         return 0

@@ -20,7 +20,7 @@ def offline_library_defaults() -> None:
         os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(folder))
 
 
-EMBEDDER_NAMES = ("minilm", "hashing")
+EMBEDDER_NAMES = ("minilm", "minilm-int8", "hashing")
 LOG_FORMATS = ("text", "json")
 
 
@@ -79,9 +79,10 @@ class Settings:
     """The model turns are sent to (litellm name)."""
     mock_model: bool = True
     """Answer turns with litellm's ``mock_response`` instead of calling a provider (demo/offline)."""
-    embedder: str = "minilm"
-    """Embedder for new knowledge collections and champion cases: ``minilm`` (all-MiniLM-L6-v2) or ``hashing``
-    (deterministic feature hashing: fast, for tests and machines without the model)."""
+    embedder: str = "minilm-int8"
+    """Embedder for new knowledge collections and champion cases: ``minilm-int8`` (all-MiniLM-L6-v2, int8,
+    onnxruntime), ``minilm`` (the same model in fp32, numpy) or ``hashing`` (deterministic feature hashing:
+    fast, for tests and machines without the model)."""
     module_timeout_s: float = 2.0
     secret_key: str | None = None
     """Signs browser-session cookies. Unset: a random one is made on first start and kept in data_dir/secret_key."""

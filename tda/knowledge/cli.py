@@ -134,10 +134,12 @@ def _pipe_safe(command: Callable[..., int]) -> Callable[..., int]:
 
 
 def _embedder_option(parser: argparse.ArgumentParser) -> None:
+    from tda.config import EMBEDDER_NAMES
+
     parser.add_argument(
         "--embedder",
-        choices=["minilm", "hashing"],  # tda.config.EMBEDDER_NAMES
-        help="embedder for new collections (default: TDA_EMBEDDER, else minilm; existing collections keep theirs)",
+        choices=EMBEDDER_NAMES,
+        help="embedder for new collections (default: TDA_EMBEDDER, else minilm-int8; existing collections keep theirs)",
     )
 
 

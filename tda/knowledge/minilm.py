@@ -24,10 +24,14 @@ _EPS = 1e-12
 _DTYPES = {"F32": np.float32, "I64": np.int64}
 
 
-def read_safetensors(path: Path) -> dict[str, np.ndarray]:
-    """Tensors of a safetensors file as read-only arrays over a memory map (nothing is copied)."""
+def map_file(path: Path) -> mmap.mmap:
     with path.open("rb") as fh:
-        mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+
+
+def read_safetensors(source: Path | mmap.mmap) -> dict[str, np.ndarray]:
+    """Tensors of a safetensors file as read-only arrays over a memory map (nothing is copied)."""
+    mapped = map_file(source) if isinstance(source, Path) else source
     (length,) = struct.unpack("<Q", mapped[:8])
     header = json.loads(mapped[8 : 8 + length])
     start = 8 + length
@@ -72,15 +76,33 @@ def _gelu(x: np.ndarray) -> np.ndarray:
     return x * poly
 
 
+def mean_pooled(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """sentence-transformers' pooling: the mean of the unpadded tokens' states, L2-normalised."""
+    weights = mask[:, :, None].astype(np.float32)
+    pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1.0)
+    return pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+
+
+class TokenEmbeddings:
+    """The input of the first layer: word + position + token-type embeddings, normalised."""
+
+    def __init__(self, w: dict[str, np.ndarray]) -> None:
+        self.words = w["embeddings.word_embeddings.weight"]  # mapped: only the rows used are read
+        self.positions = np.array(w["embeddings.position_embeddings.weight"])
+        self.token_type = np.array(w["embeddings.token_type_embeddings.weight"][0])
+        self.norm = (np.array(w["embeddings.LayerNorm.weight"]), np.array(w["embeddings.LayerNorm.bias"]))
+
+    def __call__(self, ids: np.ndarray) -> np.ndarray:
+        x = self.words[ids] + self.positions[: ids.shape[1]] + self.token_type
+        return _layer_norm(x.astype(np.float32), *self.norm)
+
+
 class MiniLM:
     """The encoder: token ids and attention mask in, normalised sentence vectors out."""
 
     def __init__(self, weights: Path) -> None:
         w = read_safetensors(weights)
-        self.words = w["embeddings.word_embeddings.weight"]  # mapped: only the rows used are read
-        self.positions = np.array(w["embeddings.position_embeddings.weight"])
-        self.token_type = np.array(w["embeddings.token_type_embeddings.weight"][0])
-        self.embedding_norm = (w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"])
+        self.embed_tokens = TokenEmbeddings(w)
         self.layers = [self._layer(w, f"encoder.layer.{i}.") for i in range(LAYERS)]
 
     @staticmethod
@@ -104,16 +126,12 @@ class MiniLM:
     def encode(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         """``ids`` and ``mask`` are (batch, length) with length <= 512; returns (batch, 384), L2-normalised."""
         batch, length = ids.shape
-        x = self.words[ids] + self.positions[:length] + self.token_type
-        x = _layer_norm(x.astype(np.float32), *self.embedding_norm).reshape(batch * length, HIDDEN)
+        x = self.embed_tokens(ids).reshape(batch * length, HIDDEN)
         # Padding is hidden from attention by a large negative score (as transformers does).
         hide = ((1.0 - mask) * np.float32(-1e9)).astype(np.float32)[:, None, None, :]
         for layer in self.layers:
             x = self._block(x, layer, hide, batch, length)
-        hidden = x.reshape(batch, length, HIDDEN)
-        weights = mask[:, :, None].astype(np.float32)
-        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1.0)
-        return pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+        return mean_pooled(x.reshape(batch, length, HIDDEN), mask)
 
     @staticmethod
     def _block(x: np.ndarray, layer: dict[str, Any], hide: np.ndarray, batch: int, length: int) -> np.ndarray:

@@ -37,7 +37,7 @@ class _Opened:
 
 
 class LiveKnowledge:
-    def __init__(self, data_dir: Path, chroma_url: str | None = None, *, embedder: str = "minilm") -> None:
+    def __init__(self, data_dir: Path, chroma_url: str | None = None, *, embedder: str = "minilm-int8") -> None:
         self.data_dir = data_dir
         self.chroma_url = chroma_url
         self.embedder = embedder

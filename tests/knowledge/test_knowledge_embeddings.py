@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from chromadb.utils.embedding_functions import known_embedding_functions
 
-from tda.knowledge.embeddings import HashingEmbedding, MiniLMEmbedding, make_embedder
+from tda.knowledge.embeddings import HashingEmbedding, MiniLMEmbedding, MiniLMInt8Embedding, make_embedder
 
 
 def test_hashing_is_deterministic_normalised_and_lexical() -> None:
@@ -18,12 +20,12 @@ def test_hashing_is_deterministic_normalised_and_lexical() -> None:
 
 
 def test_embedders_are_registered_so_reopened_collections_rebuild_them() -> None:
-    for cls in (HashingEmbedding, MiniLMEmbedding):
+    for cls in (HashingEmbedding, MiniLMEmbedding, MiniLMInt8Embedding):
         assert known_embedding_functions[cls.name()] is cls
     rebuilt = HashingEmbedding.build_from_config(HashingEmbedding(dimensions=64).get_config())
     assert rebuilt.dimensions == 64
     assert MiniLMEmbedding.build_from_config({"batch_size": 8}).get_config() == {"batch_size": 8, "max_seq_length": 512}
-    with pytest.raises(ValueError, match="unknown embedder 'nope'; choose one of minilm, hashing"):
+    with pytest.raises(ValueError, match="unknown embedder 'nope'; choose one of minilm, minilm-int8, hashing"):
         make_embedder("nope")
 
 
@@ -73,15 +75,97 @@ def test_gelu_matches_the_exact_formula() -> None:
     assert np.abs(_gelu(x) - exact).max() < 1e-6
 
 
-def test_embedding_with_minilm_never_imports_torch() -> None:
-    """The point of the numpy build: torch's ~500 MB of resident memory stays out of the service."""
+@pytest.mark.parametrize("name", ["minilm", "minilm-int8"])
+def test_embedding_with_minilm_never_imports_torch(name: str) -> None:
+    """The point of the numpy and int8 builds: torch's ~500 MB of resident memory stays out of the service."""
     import subprocess
     import sys
 
     code = (
         "import sys; from tda.knowledge.embeddings import make_embedder; "
-        "v = make_embedder('minilm')(['a question about refunds']); "
+        f"v = make_embedder({name!r})(['a question about refunds']); "
         "print(len(v[0]), any(m == 'torch' or m.startswith(('torch.', 'sentence_transformers')) for m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300)
     assert out.stdout.split() == ["384", "False"]
+
+
+# --- the int8 build --------------------------------------------------------------------------------
+
+_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _licence_passages() -> list[str]:
+    """Real text the model was not tuned on: paragraphs of the licence corpus (bench/data/licences)."""
+    passages = []
+    for path in sorted((_ROOT / "bench" / "data" / "licences" / "corpus").iterdir()):
+        paragraphs = [" ".join(p.split()) for p in path.read_text(encoding="utf-8").split("\n\n")]
+        passages += [p for p in paragraphs if 200 <= len(p) <= 1500][:6]
+    return passages
+
+
+def test_the_int8_build_agrees_with_the_fp32_model() -> None:
+    """int8 weights and per-token int8 activations against the fp32 model (the numpy build, itself
+    checked against torch above): each vector within cosine 0.995, and a query whose best passage is
+    clear under fp32 (a lead of 0.03 or more) finds the same passage."""
+    passages = _licence_passages()
+    queries = [
+        "Can I sell copies of the software?",
+        "What happens to my licence if I sue a contributor over a patent?",
+        "Do I have to publish the source code when I distribute the program?",
+        "Is there any warranty on the work?",
+        "May I link a proprietary program with the library?",
+        "Which law governs the licence?",
+        "How do I apply these terms to my own program?",
+        "Can the licence steward publish new versions of the licence?",
+        "What counts as a modified version of the document?",
+        "Must I keep the copyright notices?",
+    ]
+    fp32 = np.asarray(MiniLMEmbedding()([*passages, *queries]))
+    int8 = np.asarray(MiniLMInt8Embedding()([*passages, *queries]))
+    assert int8.shape == fp32.shape and int8.dtype == np.float32 and len(passages) >= 30
+    assert float((int8 * fp32).sum(axis=1).min()) >= 0.995
+    ref, ours = fp32[len(passages) :] @ fp32[: len(passages)].T, int8[len(passages) :] @ int8[: len(passages)].T
+    clear = [i for i, row in enumerate(np.sort(ref, axis=1)) if row[-1] - row[-2] >= 0.03]
+    assert len(clear) >= 5
+    assert [int(np.argmax(ref[i])) for i in clear] == [int(np.argmax(ours[i])) for i in clear]
+
+
+def test_an_int8_vector_does_not_depend_on_its_batch() -> None:
+    """Per-token activation scales: a text embedded alone (as a query is) or among others (as chunks
+    are at ingestion) gets the same vector, to quantisation noise."""
+    texts = _licence_passages()[:12]
+    together = np.asarray(MiniLMInt8Embedding(batch_size=12)(texts))
+    alone = np.asarray([MiniLMInt8Embedding(batch_size=1)([t, *["x"] * 5])[0] for t in texts])
+    assert float((together * alone).sum(axis=1).min()) >= 0.999
+
+
+def test_a_collection_made_with_the_int8_build_reopens_in_a_new_process(tmp_path: Path) -> None:
+    """The collection records its embedder (chromadb's registry): another process whose default is
+    something else still embeds queries with the int8 build, and finds the passage."""
+    import subprocess
+    import sys
+
+    from tda.knowledge.ingest import ingest_paths
+    from tda.knowledge.store import KnowledgeStore, open_client
+
+    (tmp_path / "garden.md").write_text(
+        "# Garden\n\n## Roses\n\nPrune roses in late winter, just above an outward-facing bud.\n\n"
+        "## Lawn\n\nMow the lawn weekly in summer and leave the clippings as mulch.\n"
+    )
+    store = KnowledgeStore(open_client(tmp_path / "data"), embedder="minilm-int8")
+    ingest_paths(store, [tmp_path / "garden.md"], "garden")
+    store.close()
+    code = (
+        "import sys; from pathlib import Path; "
+        "from tda.knowledge.store import KnowledgeStore, open_client; "
+        "from tda.knowledge.retrieval import ChromaKnowledgeRetriever; "
+        f"s = KnowledgeStore(open_client(Path({str(tmp_path / 'data')!r})), embedder='hashing'); "
+        "print(s.list_collections()[0].embedder); "
+        "print(ChromaKnowledgeRetriever(s).search('when do I cut back the flowering shrubs?', k=1)[0].text)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300, cwd=_ROOT
+    )
+    embedder, passage = out.stdout.splitlines()[:2]
+    assert embedder == "MiniLMInt8Embedding" and "Prune roses" in passage
