@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -49,6 +49,15 @@ def _database_url(value: str) -> str:
     )
 
 
+def _positive_int(var: str) -> Callable[[str], int]:
+    def parse(value: str) -> int:
+        if not value.isdigit() or int(value) < 1:
+            raise ValueError(f"{var}={value!r} is not a whole number of at least 1")
+        return int(value)
+
+    return parse
+
+
 def _bus_url(value: str) -> str:
     if not value.startswith(("redis://", "rediss://", "unix://")):
         raise ValueError(f"TDA_BUS_URL={value!r} is not a Redis URL; use redis://host:6379/0 or leave it unset")
@@ -83,6 +92,9 @@ class Settings:
     """Embedder for new knowledge collections and champion cases: ``minilm-int8`` (all-MiniLM-L6-v2, int8,
     onnxruntime), ``minilm`` (the same model in fp32, numpy) or ``hashing`` (deterministic feature hashing:
     fast, for tests and machines without the model)."""
+    max_champion_cases: int | None = None
+    """Champion cases kept at most (``TDA_MAX_CHAMPION_CASES``; default ``MAX_CASES`` in tda/knowledge/cases.py,
+    2,000): past it, a new case takes the place of the one least worth keeping, so the store stops growing."""
     module_timeout_s: float = 2.0
     secret_key: str | None = None
     """Signs browser-session cookies. Unset: a random one is made on first start and kept in data_dir/secret_key."""
@@ -117,6 +129,7 @@ class Settings:
             "model": ("TDA_MODEL", str),
             "mock_model": ("TDA_MOCK_MODEL", lambda v: v.lower() not in {"0", "false", "no"}),
             "embedder": ("TDA_EMBEDDER", _embedder),
+            "max_champion_cases": ("TDA_MAX_CHAMPION_CASES", _positive_int("TDA_MAX_CHAMPION_CASES")),
             "module_timeout_s": ("TDA_MODULE_TIMEOUT_S", float),
             "secret_key": ("TDA_SECRET_KEY", str),
             "module_roots": ("TDA_MODULE_ROOTS", lambda v: tuple(Path(p) for p in v.split(os.pathsep) if p)),

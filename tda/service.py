@@ -56,7 +56,12 @@ class TDAService:
         self.writer = BackgroundWriter()
         self.history = HistoryCache(self.store.sessions)
         self.llm = llm or LLM(mock=settings.mock_model)
-        self.knowledge = LiveKnowledge(settings.data_dir, settings.chroma_url, embedder=settings.embedder)
+        self.knowledge = LiveKnowledge(
+            settings.data_dir,
+            settings.chroma_url,
+            embedder=settings.embedder,
+            max_cases=settings.max_champion_cases,
+        )
         """Opened at start-up (warm_up_knowledge) or on first use: Chroma and the embedder take seconds to load."""
         self.sources = sources or Sources(knowledge=self.knowledge, cases=self.knowledge, embedder=self.knowledge)
         if self.sources.summarizer is None and not self.llm.mock:

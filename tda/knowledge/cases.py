@@ -163,29 +163,40 @@ class ChampionCaseStore:
             kept[cid] = _Kept.of(ids[cid], {**p.metadata, "case_id": cid})
         return [ids[cid] for cid in batch]
 
+    def _fitted(self, batch: dict[str, _Pending]) -> dict[str, _Pending]:
+        """``batch`` without the new cases least worth keeping past ``max_cases`` (one batch can hold more new
+        cases than the store keeps: they would all be written, none written over)."""
+        new = [cid for cid in batch if cid not in self._kept()]
+        excess = len(new) - self.max_cases
+        if excess <= 0:
+            return batch
+        dropped = set(sorted(new, key=lambda cid: _Kept.of(cid, batch[cid].metadata).worth())[:excess])
+        return {cid: p for cid, p in batch.items() if cid not in dropped}
+
     def flush(self) -> int:
-        """Write every pending case (one upsert per batch); returns how many. A case recorded again meanwhile
-        stays pending with its newer content."""
+        """Write every pending case (one upsert per batch); returns how many were written. A case recorded again
+        meanwhile stays pending with its newer content."""
         with self._flushing:
             with self._lock:
                 batch = dict(self._pending)
             if not batch:
                 return 0
-            col, cids, ids = self._collection(), list(batch), self._record_ids(batch)
+            kept = self._fitted(batch)
+            col, cids, ids = self._collection(), list(kept), self._record_ids(kept)
             step = self.store.client.get_max_batch_size()
             for start in range(0, len(ids), step):
                 part = cids[start : start + step]
                 col.upsert(
                     ids=ids[start : start + step],
-                    documents=[batch[cid].document for cid in part],
-                    metadatas=[{**batch[cid].metadata, "case_id": cid} for cid in part],
-                    embeddings=[batch[cid].embedding for cid in part],
+                    documents=[kept[cid].document for cid in part],
+                    metadatas=[{**kept[cid].metadata, "case_id": cid} for cid in part],
+                    embeddings=[kept[cid].embedding for cid in part],
                 )
             with self._lock:  # still served from memory until written, so never missing in between
                 for cid, written in batch.items():
                     if self._pending.get(cid) is written:
                         del self._pending[cid]
-            return len(batch)
+            return len(kept)
 
     @property
     def pending(self) -> int:

@@ -37,10 +37,18 @@ class _Opened:
 
 
 class LiveKnowledge:
-    def __init__(self, data_dir: Path, chroma_url: str | None = None, *, embedder: str = "minilm-int8") -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        chroma_url: str | None = None,
+        *,
+        embedder: str = "minilm-int8",
+        max_cases: int | None = None,
+    ) -> None:
         self.data_dir = data_dir
         self.chroma_url = chroma_url
         self.embedder = embedder
+        self.max_cases = max_cases
         self._opened: _Opened | None = None
         self._embed_fn: Any = None
         self._lock = threading.Lock()
@@ -53,12 +61,12 @@ class LiveKnowledge:
             if self._closed:
                 raise RuntimeError("the knowledge store was closed (the service is shutting down)")
             if self._opened is None:
-                from .cases import ChampionCaseStore
+                from .cases import MAX_CASES, ChampionCaseStore
                 from .retrieval import ChromaKnowledgeRetriever
                 from .store import KnowledgeStore
 
                 store = KnowledgeStore.open(self.data_dir, self.chroma_url, embedder=self.embedder)
-                cases = ChampionCaseStore(store, write_through=self.chroma_url is not None)
+                cases = ChampionCaseStore(store, self.max_cases or MAX_CASES, write_through=self.chroma_url is not None)
                 self._opened = _Opened(store, ChromaKnowledgeRetriever(store), cases)
             return self._opened
 

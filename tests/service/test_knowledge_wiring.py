@@ -3,6 +3,7 @@ previews, successful turns kept as champion cases, and feedback that stops a wro
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -242,3 +243,29 @@ async def test_champion_cases_held_in_memory_are_written_at_shutdown(handbook, s
     finally:
         store.close()
     assert set(written) == ids and len(ids) == 3
+
+
+async def test_the_champion_case_cap_is_a_setting(handbook, settings, llm):
+    """TDA_MAX_CHAMPION_CASES bounds the case store: past it, new turns take the places of older unrated cases."""
+    cap = Settings.from_env({"TDA_MAX_CHAMPION_CASES": "2"}).max_champion_cases
+    settings = dataclasses.replace(settings, max_champion_cases=cap)
+    app = create_app(settings, llm=llm, migrate=False, warm_up_llm=False, warm_up_knowledge=False)
+    async with app.test_app() as running:
+        client = running.test_client()
+        svc = running.app.extensions["tda"]
+        token, _ = await svc.store.tokens.create("test-admin", "admin")
+        headers = {"Authorization": f"Bearer {token}"}
+        await client.post("/v1/profiles", json={"id": "p", "type": "tool_enabled"}, headers=headers)
+        await client.post("/v1/sessions", json={"id": "s1", "profile_id": "p"}, headers=headers)
+        for i in range(4):
+            await _turn(client, headers, f"question {i}")
+    store = KnowledgeStore.open(settings.data_dir, embedder="hashing")
+    try:
+        assert store.client.get_collection(CASES_COLLECTION).count() == 2
+    finally:
+        store.close()
+
+
+def test_a_case_cap_below_one_is_refused_with_what_to_write() -> None:
+    with pytest.raises(ValueError, match="TDA_MAX_CHAMPION_CASES='0' is not a whole number of at least 1"):
+        Settings.from_env({"TDA_MAX_CHAMPION_CASES": "0"})
