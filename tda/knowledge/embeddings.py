@@ -19,7 +19,8 @@ import itertools
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -104,6 +105,8 @@ class MiniLMEmbedding(EmbeddingFunction[Documents]):
     _runtime: Any = None
     _lock = threading.Lock()
     _recent = _RecentVectors()
+    batch_pieces = 2048
+    """Word pieces per batch (padded): attention scores grow with batch x length², and so would resident memory."""
 
     def __init__(self, batch_size: int = 32, max_seq_length: int = 512) -> None:
         self.batch_size = batch_size
@@ -131,14 +134,21 @@ class MiniLMEmbedding(EmbeddingFunction[Documents]):
         model, tokenizer = self.runtime()
         pieces = [e.ids for e in tokenizer.encode_batch(texts)]
         out: list[Any] = [None] * len(texts)
+        batches = _batches(pieces, self.batch_size, self.max_seq_length, self.batch_pieces)
         with _blas_threads(1 if len(texts) <= 4 else None):
-            for batch in _batches(pieces, self.batch_size, self.max_seq_length):
-                ids, mask = _padded([pieces[i] for i in batch], self.max_seq_length)
-                for i, vector in zip(batch, model.encode(ids, mask), strict=True):
+            for batch, vectors in zip(batches, self._run(model, pieces, batches), strict=True):
+                for i, vector in zip(batch, vectors, strict=True):
                     out[i] = vector.astype(np.float32)
         if len(texts) > 4:
             _return_freed_memory()
         return out
+
+    def _run(self, model: Any, pieces: list[list[int]], batches: list[list[int]]) -> Iterable[np.ndarray]:
+        """Each batch's vectors, in order (numpy's BLAS spreads each product over the cores)."""
+        return (self._encode_batch(model, pieces, batch) for batch in batches)
+
+    def _encode_batch(self, model: Any, pieces: list[list[int]], batch: list[int]) -> np.ndarray:
+        return model.encode(*_padded([pieces[i] for i in batch], self.max_seq_length))
 
     @staticmethod
     def name() -> str:
@@ -194,17 +204,13 @@ def _malloc_trim() -> Any:
         return None
 
 
-_BATCH_PIECES = 2048
-"""Word pieces per batch: attention scores grow with batch x length², and so would resident memory."""
-
-
-def _batches(pieces: list[list[int]], size: int, limit: int) -> list[list[int]]:
-    """Indices of ``pieces`` grouped shortest first, at most ``size`` a batch and ~2,048 pieces."""
+def _batches(pieces: list[list[int]], size: int, limit: int, most: int) -> list[list[int]]:
+    """Indices of ``pieces`` grouped shortest first, at most ``size`` a batch and ``most`` pieces (padded)."""
     order = sorted(range(len(pieces)), key=lambda i: len(pieces[i]))
     batches: list[list[int]] = []
     for i in order:
         width = min(len(pieces[i]), limit)
-        if batches and len(batches[-1]) < size and width * (len(batches[-1]) + 1) <= _BATCH_PIECES:
+        if batches and len(batches[-1]) < size and width * (len(batches[-1]) + 1) <= most:
             batches[-1].append(i)
         else:
             batches.append([i])
@@ -237,6 +243,9 @@ class MiniLMInt8Embedding(MiniLMEmbedding):
     _runtime: Any = None
     _lock = threading.Lock()
     _recent = _RecentVectors()
+    batch_pieces = 512
+    """Small batches (a chunk or two), run side by side: measured on the SQLite corpus, ~50 chunks/s against
+    ~34 for batches of 2,048 pieces run one after another, with less memory at the peak."""
 
     @staticmethod
     def _load() -> tuple[Any, Any]:
@@ -245,6 +254,15 @@ class MiniLMInt8Embedding(MiniLMEmbedding):
         runtime = _load_minilm(MiniLMInt8)
         _return_freed_memory()  # onnxruntime's copies of the graph while it prepared the session
         return runtime
+
+    def _run(self, model: Any, pieces: list[list[int]], batches: list[list[int]]) -> Iterable[np.ndarray]:
+        """Batches side by side, one per core, each run on one thread: onnxruntime lets go of the GIL, and a
+        run per core beats one run spread over the cores (its small products wait less on each other). A
+        query is one batch: it runs alone."""
+        if len(batches) < 2:
+            return super()._run(model, pieces, batches)
+        with ThreadPoolExecutor(min(len(batches), model.workers)) as pool:
+            return list(pool.map(lambda batch: self._encode_batch(model, pieces, batch), batches))
 
     @staticmethod
     def name() -> str:

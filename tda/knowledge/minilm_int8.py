@@ -152,12 +152,14 @@ def built_graph(weights: Path) -> bytes:
 class MiniLMInt8:
     """The encoder: token ids and attention mask in, normalised sentence vectors out (as ``MiniLM``)."""
 
-    def __init__(self, weights: Path, threads: int | None = None) -> None:
+    def __init__(self, weights: Path, workers: int | None = None) -> None:
         import onnxruntime
 
         self.embed_tokens = TokenEmbeddings(read_safetensors(weights))  # rows are read as they are used
+        self.workers = workers or min(os.cpu_count() or 1, 4)
+        """Runs to make side by side (the session is safe to share between threads)."""
         options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = threads or min(os.cpu_count() or 1, 4)
+        options.intra_op_num_threads = 1  # a run per core: runs side by side beat one run over all cores
         options.inter_op_num_threads = 1
         options.enable_cpu_mem_arena = False  # an ingestion batch's buffers are returned, not kept for the process
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
