@@ -226,8 +226,10 @@ async def test_a_replay_sees_only_the_cases_recorded_before_its_turn(wired):
     assert _module((await r.get_json())["snapshot"], "rag_context")["metadata"]["cases_used"] == 1
 
 
-async def test_champion_cases_held_in_memory_are_written_at_shutdown(handbook, settings, llm):
-    """Cases are written in batches; those not written yet when the service stops are written by its shutdown."""
+async def _turns_then_shutdown(
+    settings: Settings, llm: RecordingLLM, queries: list[str]
+) -> tuple[list[str], list[str]]:
+    """Turns on a new session of a service that then stops: the turns' champion-case ids, and the records written."""
     app = create_app(settings, llm=llm, migrate=False, warm_up_llm=False, warm_up_knowledge=False)
     async with app.test_app() as running:
         client = running.test_client()
@@ -236,34 +238,26 @@ async def test_champion_cases_held_in_memory_are_written_at_shutdown(handbook, s
         headers = {"Authorization": f"Bearer {token}"}
         await client.post("/v1/profiles", json={"id": "p", "type": "tool_enabled"}, headers=headers)
         await client.post("/v1/sessions", json={"id": "s1", "profile_id": "p"}, headers=headers)
-        ids = {(await _turn(client, headers, f"question {i}"))["champion_case_id"] for i in range(3)}
+        ids = [(await _turn(client, headers, query))["champion_case_id"] for query in queries]
     store = KnowledgeStore.open(settings.data_dir, embedder="hashing")
     try:
-        written = store.client.get_collection(CASES_COLLECTION).get(include=[])["ids"]
+        return ids, store.client.get_collection(CASES_COLLECTION).get(include=[])["ids"]
     finally:
         store.close()
-    assert set(written) == ids and len(ids) == 3
+
+
+async def test_champion_cases_held_in_memory_are_written_at_shutdown(handbook, settings, llm):
+    """Cases are written in batches; those not written yet when the service stops are written by its shutdown."""
+    ids, written = await _turns_then_shutdown(settings, llm, [f"question {i}" for i in range(3)])
+    assert set(written) == set(ids) and len(set(ids)) == 3
 
 
 async def test_the_champion_case_cap_is_a_setting(handbook, settings, llm):
     """TDA_MAX_CHAMPION_CASES bounds the case store: past it, new turns take the places of older unrated cases."""
     cap = Settings.from_env({"TDA_MAX_CHAMPION_CASES": "2"}).max_champion_cases
     settings = dataclasses.replace(settings, max_champion_cases=cap)
-    app = create_app(settings, llm=llm, migrate=False, warm_up_llm=False, warm_up_knowledge=False)
-    async with app.test_app() as running:
-        client = running.test_client()
-        svc = running.app.extensions["tda"]
-        token, _ = await svc.store.tokens.create("test-admin", "admin")
-        headers = {"Authorization": f"Bearer {token}"}
-        await client.post("/v1/profiles", json={"id": "p", "type": "tool_enabled"}, headers=headers)
-        await client.post("/v1/sessions", json={"id": "s1", "profile_id": "p"}, headers=headers)
-        for i in range(4):
-            await _turn(client, headers, f"question {i}")
-    store = KnowledgeStore.open(settings.data_dir, embedder="hashing")
-    try:
-        assert store.client.get_collection(CASES_COLLECTION).count() == 2
-    finally:
-        store.close()
+    _, written = await _turns_then_shutdown(settings, llm, [f"question {i}" for i in range(4)])
+    assert len(written) == 2
 
 
 def test_a_case_cap_below_one_is_refused_with_what_to_write() -> None:
