@@ -162,13 +162,21 @@ def stored_rows(messages: list[Message]) -> list[tuple[str, str, int, dict[str, 
     return [(m.role, m.content, m.turn, te.counts_to_store(m)) for m in messages]
 
 
-def next_turn(base: AssemblyContext, rows: list[Any], limit: int, turn: int) -> AssemblyContext:
-    """What the service assembles on a new turn: the history read from the store as new objects, plus one new
-    message; the profile's tools are the same objects (the service caches them per profile version), and
-    everything else is rebuilt with the same content. Only content-keyed caches can help."""
+def follow_up(turn: int) -> str:
+    return f"Follow-up {turn}: and how does the forecast change next quarter?"
+
+
+def rebuilt_history(rows: list[Any], turn: int) -> PagedHistory:
+    """The history read from the store as new objects, plus this turn's new message."""
+    new = Message("user", follow_up(turn), turn=10**6 + turn)
+    return PagedHistory([*rows, *stored_rows([new])])
+
+
+def next_turn(base: AssemblyContext, history: Any, limit: int) -> AssemblyContext:
+    """What the service assembles on a new turn over ``history``: the profile's tools are the same objects (the
+    service caches them per profile version), and everything else is rebuilt with the same content. Only
+    content-keyed caches can help."""
     fresh = workload(0)  # passages, cases, profile: new objects, same content
-    new = Message("user", f"Follow-up {turn}: and how does the forecast change next quarter?", turn=10**6 + turn)
-    history = PagedHistory([*rows, *stored_rows([new])])
     turns = tuple(dataclasses.replace(t) for t in base.session.turns)
     session = Session(base.session.id, turns=turns, history=history)
     return dataclasses.replace(base, session=session, knowledge=fresh.knowledge, cases=fresh.cases, model_limit=limit)
@@ -203,18 +211,11 @@ class ServiceHistory:
         """Record this turn's question as the service does, then the turn's view of the history."""
         self.recorded += 1
         number = self.messages[-1].turn + self.recorded
-        question = f"Follow-up {turn}: and how does the forecast change next quarter?"
+        question = follow_up(turn)
         await self.store.sessions.record_turn(
             self.SESSION, {"turn": number, "query": question}, [{"role": "user", "content": question}]
         )
         return await self.cache.source(await self.store.sessions.load(self.SESSION))
-
-
-def service_turn(base: AssemblyContext, history: Any, limit: int) -> AssemblyContext:
-    fresh = workload(0)
-    turns = tuple(dataclasses.replace(t) for t in base.session.turns)
-    session = Session(base.session.id, turns=turns, history=history)
-    return dataclasses.replace(base, session=session, knowledge=fresh.knowledge, cases=fresh.cases, model_limit=limit)
 
 
 def measure(
@@ -232,8 +233,8 @@ def measure(
 
     def turn(n: int) -> AssemblyContext:
         if service is None:
-            return next_turn(base, rows, limit, n)
-        return service_turn(base, loop.run_until_complete(service.next_turn(n)), limit)
+            return next_turn(base, rebuilt_history(rows, n), limit)
+        return next_turn(base, loop.run_until_complete(service.next_turn(n)), limit)
 
     gc.collect()
     gc.freeze()  # as `tda serve` does after start-up: long-lived data is not re-scanned by every collection

@@ -5,12 +5,24 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 from tda.store import Store
 from tda.store.components import CACHE_TTL_S as COMPONENTS_TTL
 from tda.store.tokens import CACHE_TTL_S as TOKEN_TTL
 from tda.store.types import CACHE_TTL_S as TYPES_TTL
 from tests.service.support import FIXTURE_TYPE
+
+
+@asynccontextmanager
+async def elsewhere(settings) -> AsyncIterator[Store]:
+    """Another replica's store on the same database."""
+    other = Store.connect(settings.sqlalchemy_url)
+    try:
+        yield other
+    finally:
+        await other.close()
 
 
 async def _within(seconds: float, check) -> float:
@@ -27,11 +39,8 @@ async def test_a_token_revoked_on_another_replica_stops_working_within_a_second(
     token, row = await svc.store.tokens.create("elsewhere", "viewer")
     headers = {"Authorization": f"Bearer {token}"}
     assert (await client.get("/v1/profiles", headers=headers)).status_code == 200  # now cached here
-    other = Store.connect(settings.sqlalchemy_url)
-    try:
+    async with elsewhere(settings) as other:
         await other.tokens.revoke(row.id, "test")
-    finally:
-        await other.close()
 
     async def refused() -> bool:
         return (await client.get("/v1/profiles", headers=headers)).status_code == 401
@@ -43,11 +52,8 @@ async def test_a_signed_in_browser_loses_access_within_a_second_of_a_revocation_
     token, row = await svc.store.tokens.create("browser", "viewer")
     assert (await client.post("/v1/auth/session", json={"token": token})).status_code == 200
     assert (await client.get("/v1/profiles")).status_code == 200
-    other = Store.connect(settings.sqlalchemy_url)
-    try:
+    async with elsewhere(settings) as other:
         await other.tokens.revoke(row.id, "test")
-    finally:
-        await other.close()
 
     async def refused() -> bool:
         return (await client.get("/v1/profiles")).status_code == 401
@@ -65,13 +71,10 @@ async def test_types_saved_elsewhere_are_listed_within_a_second_and_saved_here_a
     fixture = next(t for t in listed["types"] if t["id"] == "fixture")
     assert fixture["version"] == 1 and fixture["etag"] == r.headers["ETag"]
 
-    other = Store.connect(settings.sqlalchemy_url)
-    try:
+    async with elsewhere(settings) as other:
         saved = await other.types.update(
             (await other.types.get("fixture")).type.model_copy(update={"name": "Renamed elsewhere"}), 1, "test"
         )
-    finally:
-        await other.close()
 
     async def seen() -> bool:
         body = await (await client.get("/v1/context-window-types", headers=admin)).get_json()
@@ -93,12 +96,9 @@ async def test_component_texts_saved_elsewhere_are_used_within_a_second_and_save
     assert COMPONENTS_TTL <= 1.0
     await svc.store.components.put("chart", {"full": "Draw charts."}, "test")
     assert await svc.store.components.texts_for(["chart", "table"]) == {"chart": {"full": "Draw charts."}}
-    other = Store.connect(settings.sqlalchemy_url)
-    try:
+    async with elsewhere(settings) as other:
         await other.components.put("chart", {"full": "Draw bar charts.", "light": "Charts."}, "test")
         await other.components.put("table", {"medium": "Tables."}, "test")
-    finally:
-        await other.close()
 
     async def seen() -> bool:
         return await svc.store.components.texts_for(["chart", "table"]) == {
