@@ -14,17 +14,19 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
+from . import inline_sqlite
 from .errors import Conflict
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
-    # Foreign keys enforce cascades; WAL lets readers (SSE resume, GETs) run beside the writer.
+    # Foreign keys enforce cascades; WAL lets readers (SSE resume, GETs) run beside the writer. A locked
+    # database is waited for by inline_sqlite, without blocking the loop, so SQLite itself must not wait.
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA busy_timeout=10000")
+    cursor.execute("PRAGMA busy_timeout=0")
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.close()
 
@@ -49,6 +51,8 @@ def create_engine(url: str, **pool: Any) -> AsyncEngine:
     is_sqlite = backend == "sqlite"
     if is_sqlite:
         _ensure_sqlite_folder(url)
+    if is_sqlite:  # run on the loop's thread: see inline_sqlite
+        pool = {**pool, "async_creator": inline_sqlite.creator(url)}
     engine = create_async_engine(url, **(pool or (POSTGRES_POOL if backend == "postgresql" else {})))
     if is_sqlite:
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas)

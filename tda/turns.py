@@ -8,11 +8,12 @@ answers without calling a tool. And the what-if preview, which assembles the sam
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import json
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -61,7 +62,23 @@ class TurnOptions:
     on_delta: Delta | None = None
     """Stream the reply: called with each delta as the model sends it."""
     timings: dict[str, float] | None = None
-    """Receives ``model_ms``: how long the model call took (for Server-Timing)."""
+    """Receives the milliseconds each step of the turn took, by name (``STEPS``), for Server-Timing."""
+
+
+STEPS = ("load", "assemble", "snapshot", "model", "record")
+"""A turn's steps, in order: read the session, assemble the window, store and publish its snapshot, call the
+model, record the turn."""
+
+
+@contextlib.contextmanager
+def _timed(options: TurnOptions, step: str) -> Iterator[None]:
+    """Adds the time the block took to ``options.timings[step]`` (ms), when the caller asked for timings."""
+    started = time.perf_counter()
+    try:
+        yield
+    finally:
+        if options.timings is not None:
+            options.timings[step] = options.timings.get(step, 0.0) + (time.perf_counter() - started) * 1000
 
 
 @dataclass(frozen=True)
@@ -101,7 +118,7 @@ async def run_turn(
     options: TurnOptions | None = None,
 ) -> dict[str, Any]:
     """A new turn: assemble for ``query``, call the model, record the turn (its tool loop starts if it calls tools).
-    ``timings`` (optional) receives ``model_ms``: how long the model call took, for Server-Timing."""
+    ``timings`` (optional) receives the milliseconds each of its ``STEPS`` took, for Server-Timing."""
     options = dataclasses.replace(options or TurnOptions(), timings=timings)
     with metrics.TURN_SECONDS.time():
         async with svc.session_lock(session_id):  # one turn at a time per session: turn numbers stay dense
@@ -249,32 +266,36 @@ async def _step(
     svc: TDAService, session_id: str, query: str, current: OpenTurn | None, options: TurnOptions
 ) -> dict[str, Any]:
     """Assemble, snapshot, publish, call the model, record: a new turn (``current`` None) or the next step of one."""
-    await svc.writer.settle(session_id)  # the previous turn's champion case is recorded: this turn may use it
-    # A continuation reads the history before its own turn: the turn so far follows the query instead.
-    data = await svc.store.sessions.load(session_id, before_turn=current.row.turn if current else None)
-    stored = await resolve_type(svc, data.profile)
-    history = await svc.history.source(data)
-    ctx = build_context(data, query, default_model=svc.settings.model, sources=svc.sources, history=history)
-    ctx = await with_component_instructions(svc, _with_options(ctx, current, options))
-    assembled_at = time.time()  # replay serves the champion cases recorded by then
-    assembled = await svc.handler.assemble(ctx, stored.type)
-    metrics.observe_assembly(assembled.snapshot)
-    snapshot = assembled.snapshot.to_dict()
-    turn = current.row.turn if current else ctx.session.turn_number
-    row = await svc.store.sessions.record_snapshot(
-        {
-            "session_id": session_id,
-            "turn": turn,
-            "type_id": stored.id,
-            "type_version": stored.version,
-            "model": ctx.model,
-            "data": snapshot,
-            "inputs": _inputs(ctx, options, assembled_at),
-        }
-    )
-    svc.bus.publish_snapshot(row.id, session_id, snapshot)
-    await asyncio.sleep(0)  # every woken stream writes its frame now, before this turn's model call runs
-    done = await _call_model(svc, ctx, assembled, options, row.id)
+    with _timed(options, "load"):
+        await svc.writer.settle(session_id)  # the previous turn's champion case is recorded: this turn may use it
+        # A continuation reads the history before its own turn: the turn so far follows the query instead.
+        data = await svc.store.sessions.load(session_id, before_turn=current.row.turn if current else None)
+        stored = await resolve_type(svc, data.profile)
+        history = await svc.history.source(data)
+        ctx = build_context(data, query, default_model=svc.settings.model, sources=svc.sources, history=history)
+        ctx = await with_component_instructions(svc, _with_options(ctx, current, options))
+    with _timed(options, "assemble"):
+        assembled_at = time.time()  # replay serves the champion cases recorded by then
+        assembled = await svc.handler.assemble(ctx, stored.type)
+    with _timed(options, "snapshot"):
+        metrics.observe_assembly(assembled.snapshot)
+        snapshot = assembled.snapshot.to_dict()
+        turn = current.row.turn if current else ctx.session.turn_number
+        row = await svc.store.sessions.record_snapshot(
+            {
+                "session_id": session_id,
+                "turn": turn,
+                "type_id": stored.id,
+                "type_version": stored.version,
+                "model": ctx.model,
+                "data": snapshot,
+                "inputs": _inputs(ctx, options, assembled_at),
+            }
+        )
+        svc.bus.publish_snapshot(row.id, session_id, snapshot)
+        await asyncio.sleep(0)  # every woken stream writes its frame now, before this turn's model call runs
+    with _timed(options, "model"):
+        done = await _call_model(svc, ctx, assembled, options, row.id)
     tokens_in = done.tokens_in or assembled.snapshot.total_used
     reply = {
         "role": "assistant",
@@ -292,13 +313,19 @@ async def _step(
         "model": ctx.model,
         "snapshot_id": row.id,
     }
-    if current is None:
-        user = {"role": "user", "content": query, "tokens": assembled.snapshot.query_tokens, "phase": ctx.session.phase}
-        turn_row = await svc.store.sessions.record_turn(
-            session_id, {"turn": turn, "query": query, "phase": ctx.session.phase, **step}, [user, reply]
-        )
-    else:
-        turn_row = await svc.store.sessions.extend_turn(session_id, turn, step, [reply])
+    with _timed(options, "record"):
+        if current is None:
+            user = {
+                "role": "user",
+                "content": query,
+                "tokens": assembled.snapshot.query_tokens,
+                "phase": ctx.session.phase,
+            }
+            turn_row = await svc.store.sessions.record_turn(
+                session_id, {"turn": turn, "query": query, "phase": ctx.session.phase, **step}, [user, reply]
+            )
+        else:
+            turn_row = await svc.store.sessions.extend_turn(session_id, turn, step, [reply])
     case_id = None
     if not done.tool_calls:  # a finished turn (its whole tool loop is the plan) may be served as an example
         case_id = _keep_as_champion(svc, session_id, turn, query, done.text, turn_row)
@@ -363,9 +390,8 @@ async def _call_model(
     tool_choice = options.tool_choice
     if isinstance(tool_choice, Mapping) and (tool_choice.get("function") or {}).get("name") not in sent:
         tool_choice = None  # the named tool got no schema this turn; a provider would reject the call
-    called = time.perf_counter()
     try:
-        done = await svc.llm.complete(
+        return await svc.llm.complete(
             ctx.model,
             assembled.messages,
             assembled.tools,
@@ -378,9 +404,6 @@ async def _call_model(
             f"the model call failed ({type(exc).__name__}: {exc}); snapshot {snapshot_id} was kept",
             snapshot_id=snapshot_id,
         ) from None
-    if options.timings is not None:
-        options.timings["model_ms"] = (time.perf_counter() - called) * 1000
-    return done
 
 
 def tool_text(content: Any) -> str:

@@ -15,7 +15,7 @@ from ..auth import actor, require
 from ..service import service
 from ..store.profiles import profile_dict
 from ..store.sessions import attachment_dict, message_dict, session_dict, snapshot_dict, turn_dict
-from ..turns import answer_tool_calls, carried_into_phase, resolve_type, run_turn, set_feedback
+from ..turns import STEPS, answer_tool_calls, carried_into_phase, resolve_type, run_turn, set_feedback
 from .common import check_same_as_stored
 from .profiles import check_limit_lowers
 from .schemas import (
@@ -169,12 +169,12 @@ async def list_turns(session_id: str) -> dict[str, Any]:
 @validate_request(TurnIn)
 async def create_turn(session_id: str, data: TurnIn) -> tuple[dict[str, Any], int, dict[str, str]]:
     """Assemble the context, store and stream the snapshot, call the model, record the turn.
-    The ``Server-Timing`` header says how long the model call took (``model``) and the whole turn (``turn``)."""
-    started, timings = time.perf_counter(), {"model_ms": 0.0}
+    The ``Server-Timing`` header says how long each step took (``load``, ``assemble``, ``snapshot``, ``model``,
+    ``record``) and the whole turn (``turn``), waiting for the session's lock included."""
+    started, timings = time.perf_counter(), dict.fromkeys(STEPS, 0.0)
     body = await run_turn(service(), session_id, data.query, timings)
-    total_ms = (time.perf_counter() - started) * 1000
-    timing = f"model;dur={timings['model_ms']:.2f}, turn;dur={total_ms:.2f}"
-    return body, 201, {"Server-Timing": timing}
+    timings["turn"] = (time.perf_counter() - started) * 1000
+    return body, 201, {"Server-Timing": ", ".join(f"{step};dur={ms:.2f}" for step, ms in timings.items())}
 
 
 @bp.post("/<session_id>/turns/<int(max=2147483647):turn>/tool-results")

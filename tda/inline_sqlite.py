@@ -1,0 +1,150 @@
+"""SQLite for SQLAlchemy's aiosqlite dialect, run on the event loop's own thread.
+
+aiosqlite runs every call (cursor, execute, fetch, close, commit) on a thread of its own and hands the result
+back: about ten hops per statement, each waking a thread and the loop. tda's statements are index reads and
+short writes that SQLite answers in microseconds, so the hops cost more than the work: inline, a turn's
+session load takes 3.4 ms instead of 6.2 and its record 4.1 instead of 7.1 (bench/service_bench.py).
+
+The one wait that could block the loop is another process holding the write lock (a CLI command, a backup).
+SQLite is told not to wait (``busy_timeout=0``); a locked database is retried after ``asyncio.sleep`` for up
+to ``BUSY_TIMEOUT_S``, so every stream keeps being served meanwhile."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
+
+from sqlalchemy.dialects.sqlite.aiosqlite import SQLiteDialect_aiosqlite
+from sqlalchemy.engine import make_url
+
+BUSY_TIMEOUT_S = 10.0
+"""How long a statement waits for another process's write lock before it fails (as busy_timeout did)."""
+
+T = TypeVar("T")
+
+
+async def _unlocked(call: Callable[..., T], *args: Any) -> T:
+    """``call(*args)``, retried while another connection holds the lock, sleeping between tries."""
+    deadline, delay = time.monotonic() + BUSY_TIMEOUT_S, 0.001
+    while True:
+        try:
+            return call(*args)
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() + delay > deadline:
+                raise
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 0.05)
+
+
+class Cursor:
+    """aiosqlite's cursor interface over a sqlite3 cursor."""
+
+    def __init__(self, cursor: sqlite3.Cursor) -> None:
+        self._cursor = cursor
+
+    async def __aenter__(self) -> Cursor:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._cursor.close()
+
+    async def execute(self, sql: str, parameters: Sequence[Any] = ()) -> Cursor:
+        await _unlocked(self._cursor.execute, sql, parameters)
+        return self
+
+    async def executemany(self, sql: str, parameters: Iterable[Sequence[Any]]) -> Cursor:
+        await _unlocked(self._cursor.executemany, sql, list(parameters))  # a list: a retry re-reads it whole
+        return self
+
+    async def fetchone(self) -> Any:
+        return self._cursor.fetchone()
+
+    async def fetchmany(self, size: int | None = None) -> list[Any]:
+        return self._cursor.fetchmany(size or self._cursor.arraysize)
+
+    async def fetchall(self) -> list[Any]:
+        return self._cursor.fetchall()
+
+    async def close(self) -> None:
+        self._cursor.close()
+
+    @property
+    def description(self) -> Any:
+        return self._cursor.description
+
+    @property
+    def rowcount(self) -> int:
+        return self._cursor.rowcount
+
+    @property
+    def lastrowid(self) -> int | None:
+        return self._cursor.lastrowid
+
+    @property
+    def arraysize(self) -> int:
+        return self._cursor.arraysize
+
+    @arraysize.setter
+    def arraysize(self, value: int) -> None:
+        self._cursor.arraysize = value
+
+
+class _RunNow:
+    """Stands in for aiosqlite's queue to its thread (SQLAlchemy sets the isolation level through it)."""
+
+    @staticmethod
+    def put_nowait(item: tuple[asyncio.Future[Any], Callable[[], Any]]) -> None:
+        future, function = item
+        try:
+            future.set_result(function())
+        except Exception as exc:
+            future.set_exception(exc)
+
+
+class Connection:
+    """aiosqlite's connection interface (what SQLAlchemy's adapter uses) over a sqlite3 connection."""
+
+    def __init__(self, connection: sqlite3.Connection) -> None:
+        self._conn = connection
+        self._connection: sqlite3.Connection | None = connection
+        self._tx = _RunNow()
+
+    @property
+    def isolation_level(self) -> str | None:
+        return self._conn.isolation_level
+
+    def cursor(self) -> Cursor:
+        return Cursor(self._conn.cursor())
+
+    async def execute(self, sql: str, parameters: Sequence[Any] = ()) -> Cursor:
+        return await self.cursor().execute(sql, parameters)
+
+    async def commit(self) -> None:
+        await _unlocked(self._conn.commit)
+
+    async def rollback(self) -> None:
+        self._conn.rollback()
+
+    async def create_function(self, *args: Any, **kwargs: Any) -> None:
+        self._conn.create_function(*args, **kwargs)
+
+    async def close(self) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        if self._connection is not None:
+            self._connection = None
+            self._conn.close()
+
+
+def creator(url: str) -> Callable[[], Any]:
+    """An ``async_creator`` for ``create_async_engine``: connections to ``url`` as the dialect would open them."""
+    args, kwargs = SQLiteDialect_aiosqlite().create_connect_args(make_url(url))
+
+    async def connect() -> Connection:
+        return Connection(sqlite3.connect(*args, **{**kwargs, "timeout": 0, "check_same_thread": False}))
+
+    return connect
