@@ -18,6 +18,11 @@ what is pending in one upsert. An embedded Chroma holds the GIL for a whole writ
 on a plain disk), stalling every thread of the server: one write per turn cost each turn that much. A rating
 is written through at once; ``close`` (service shutdown) flushes, so nothing recorded is lost. With a Chroma
 server (``write_through``) every case is written as it is recorded: the other replicas serve it at once.
+
+Searches of an embedded store never reach Chroma: this store is its only writer, so it keeps a mirror of every
+written case (``_Mirror``: at most ``MAX_CASES`` vectors, ~3 MB) and ranks them all by exact cosine with one
+matrix product, ~0.1 ms where a Chroma query took ~5 ms of a turn. With a Chroma server, where other replicas
+write too, searches go to Chroma.
 """
 
 from __future__ import annotations
@@ -27,12 +32,14 @@ import dataclasses
 import hashlib
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from components.context_window.base import ChampionCase
+from components.context_window.session_cache import BoundedCache
 
 from .store import CASES_COLLECTION, KnowledgeStore
 
@@ -86,6 +93,10 @@ class ChampionCaseStore:
         """Guards ``_pending`` (records, searches and flushes run in worker threads)."""
         self._flushing = threading.Lock()
         self._cached: tuple[Any, Any] | None = None
+        self._mirror: _Mirror | None = None
+        """Every written case, when this store is the collection's only writer (loaded on first use)."""
+        self._vectors: BoundedCache[str, np.ndarray] = BoundedCache(256)
+        """Recent texts' vectors: a turn's query is searched with, then recorded with, the same vector."""
 
     def _collection(self) -> Any:
         return self._opened()[0]
@@ -98,7 +109,18 @@ class ChampionCaseStore:
         return self._cached
 
     def _embed(self, text: str) -> np.ndarray:
-        return np.asarray(self._opened()[1]([text])[0], dtype=np.float32)
+        vector = self._vectors.get(text)
+        if vector is None:
+            vector = np.asarray(self._opened()[1]([text])[0], dtype=np.float32)
+            vector.setflags(write=False)
+            self._vectors.put(text, vector)
+        return vector
+
+    def _written(self) -> _Mirror | None:
+        """The mirror of the written cases, or None when others write to the collection too (a Chroma server)."""
+        if self._mirror is None and not self.write_through:
+            self._mirror = _Mirror(self._collection().get(include=["documents", "metadatas", "embeddings"]))
+        return self._mirror
 
     def record(self, case: CaseRecord) -> str:
         if not case.query.strip():
@@ -130,6 +152,9 @@ class ChampionCaseStore:
         return cid
 
     def _stored(self, cid: str) -> dict[str, Any]:
+        mirror = self._written()
+        if mirror is not None:
+            return mirror.metadata(cid)
         record = self._kept().get(cid)
         found = self._collection().get(ids=[record.record_id if record else cid], include=["metadatas"])
         meta = dict((found["metadatas"] or [{}])[0] or {}) if found["ids"] else {}
@@ -183,15 +208,20 @@ class ChampionCaseStore:
                 return 0
             kept = self._fitted(batch)
             col, cids, ids = self._collection(), list(kept), self._record_ids(kept)
+            mirror = self._written()
             step = self.store.client.get_max_batch_size()
             for start in range(0, len(ids), step):
                 part = cids[start : start + step]
-                col.upsert(
-                    ids=ids[start : start + step],
-                    documents=[kept[cid].document for cid in part],
-                    metadatas=[{**kept[cid].metadata, "case_id": cid} for cid in part],
-                    embeddings=[kept[cid].embedding for cid in part],
-                )
+                records = {
+                    "ids": ids[start : start + step],
+                    "documents": [kept[cid].document for cid in part],
+                    "metadatas": [{**kept[cid].metadata, "case_id": cid} for cid in part],
+                    "embeddings": [kept[cid].embedding for cid in part],
+                }
+                col.upsert(**records)
+                if mirror is not None:
+                    with self._lock:  # a search sees a case pending or mirrored, never neither
+                        mirror.write(**records)
             with self._lock:  # still served from memory until written, so never missing in between
                 for cid, written in batch.items():
                     if self._pending.get(cid) is written:
@@ -220,6 +250,9 @@ class ChampionCaseStore:
         self._collection().update(ids=[record_id], metadatas=[{"feedback": feedback}])
         if record is not None:
             self._kept()[cid] = dataclasses.replace(record, feedback=feedback)
+        if self._mirror is not None:
+            with self._lock:
+                self._mirror.rate(record_id, feedback)
 
     def count(self) -> int:
         self.flush()
@@ -236,10 +269,15 @@ class ChampionCaseStore:
         if not query.strip() or k <= 0:
             return []
         vector = self._embed(query)
+        mirror = self._written()
         with self._lock:
             pending = dict(self._pending)
+            mirrored = mirror.view() if mirror is not None else None
         servable = _Servable(recorded_before)
-        found = self._stored_nearest(vector, k * OVERFETCH, pending, servable)
+        if mirrored is not None:
+            found = mirrored.nearest(vector, k, lambda cid, meta: cid not in pending and servable(meta))
+        else:
+            found = self._stored_nearest(vector, k * OVERFETCH, pending, servable)
         if found is None:  # too few servable among the nearest: ask Chroma for servable ones only
             found = self._stored_nearest(vector, k + len(pending), pending, servable, where=servable.where())
         cases = (found or []) + [
@@ -273,6 +311,79 @@ class ChampionCaseStore:
         if where is None and len(cases) < wanted and len(rows) == n:
             return None
         return cases
+
+
+class _Mirror:
+    """The written cases, one row per Chroma record, as Chroma holds them. ``view`` is a snapshot for a search:
+    a write replaces the arrays rather than changing them, so a search running meanwhile is unaffected."""
+
+    def __init__(self, found: dict[str, Any]) -> None:
+        self.record_ids: list[str] = list(found["ids"])
+        self.documents: list[str] = list(found["documents"] or [])
+        self.metadatas: list[dict[str, Any]] = [dict(m or {}) for m in found["metadatas"] or []]
+        vectors = found["embeddings"]
+        self.matrix = _unit_rows(np.asarray(vectors, dtype=np.float32)) if len(self.record_ids) else np.zeros((0, 0))
+        self.row = {rid: i for i, rid in enumerate(self.record_ids)}
+        self.case_rows = {
+            _case_id(rid, meta): i for i, (rid, meta) in enumerate(zip(self.record_ids, self.metadatas, strict=True))
+        }
+
+    def metadata(self, cid: str) -> dict[str, Any]:
+        row = self.case_rows.get(cid)
+        return dict(self.metadatas[row]) if row is not None else {}
+
+    def write(
+        self, ids: list[str], documents: list[str], metadatas: list[dict[str, Any]], embeddings: list[np.ndarray]
+    ) -> None:
+        """What an upsert of these records wrote (a record written over now holds another case)."""
+        rows = [np.asarray(e, dtype=np.float32) for e in embeddings]
+        matrix = self.matrix if self.matrix.size else np.zeros((0, len(rows[0])), dtype=np.float32)
+        self.record_ids = list(self.record_ids)  # new lists: a view taken before keeps the old ones
+        self.documents, self.metadatas = list(self.documents), list(self.metadatas)
+        new = [rid for rid in ids if rid not in self.row]
+        matrix = np.vstack([matrix, np.zeros((len(new), matrix.shape[1]), dtype=np.float32)])
+        for rid in new:
+            self.row[rid] = len(self.record_ids)
+            self.record_ids.append(rid)
+            self.documents.append("")
+            self.metadatas.append({})
+        for rid, document, meta, vector in zip(ids, documents, metadatas, _unit_rows(np.vstack(rows)), strict=True):
+            i = self.row[rid]
+            self.case_rows.pop(_case_id(rid, self.metadatas[i]), None)
+            self.documents[i], self.metadatas[i], matrix[i] = document, dict(meta), vector
+            self.case_rows[_case_id(rid, meta)] = i
+        self.matrix = matrix
+
+    def rate(self, record_id: str, feedback: int) -> None:
+        i = self.row[record_id]
+        self.metadatas = list(self.metadatas)
+        self.metadatas[i] = {**self.metadatas[i], "feedback": feedback}
+
+    def view(self) -> _Mirror:
+        view = object.__new__(_Mirror)
+        view.__dict__.update(self.__dict__)
+        return view
+
+    def nearest(self, vector: np.ndarray, k: int, keep: Callable[[str, dict[str, Any]], bool]) -> list[ChampionCase]:
+        """The ``k`` cases ``keep`` accepts nearest ``vector`` by cosine, nearest first."""
+        if not self.record_ids:
+            return []
+        norm = float(np.linalg.norm(vector))
+        similarity = self.matrix @ (vector / norm) if norm else np.zeros(len(self.record_ids))
+        found = []
+        for i in np.argsort(-similarity, kind="stable"):
+            rid, meta = self.record_ids[i], self.metadatas[i]
+            cid = _case_id(rid, meta)
+            if keep(cid, meta):
+                found.append(_case(cid, self.documents[i], meta, float(similarity[i])))
+                if len(found) == k:
+                    break
+        return found
+
+
+def _unit_rows(matrix: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return matrix / np.where(norms == 0, 1, norms)
 
 
 @dataclass(frozen=True, slots=True)
