@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 ModuleStatus = Literal["ok", "failed", "timeout", "skipped"]
@@ -81,10 +81,17 @@ class ContextWindowSnapshot:
         return next(m for m in self.modules if m.module_id == module_id)
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
+        """As ``dataclasses.asdict`` plus the utilisations, built field by field (asdict's generic deep copy took
+        0.7 ms a turn). Every value is plain data; module metadata is each module's own copy already (the
+        isolation boundary made it), so one level of copying leaves nothing shared with the snapshot."""
+        data = _fields(self)
+        data["modules"] = [
+            _fields(m) | {"metadata": dict(m.metadata), "utilisation": m.utilisation} for m in self.modules
+        ]
+        data["condensations"] = [_fields(c) for c in self.condensations]
+        data["reallocations"] = [_fields(r) for r in self.reallocations]
+        data["adjustments_fired"], data["decisions"] = list(self.adjustments_fired), list(self.decisions)
         data["utilisation"] = self.utilisation
-        for out, usage in zip(data["modules"], self.modules, strict=True):
-            out["utilisation"] = usage.utilisation
         return data
 
     def comparable(self) -> dict[str, Any]:
@@ -117,3 +124,8 @@ class ContextWindowSnapshot:
         data["condensations"] = [Condensation(**c) for c in data.get("condensations", [])]
         data["reallocations"] = [Reallocation(**r) for r in data.get("reallocations", [])]
         return cls(**data)
+
+
+def _fields(obj: Any) -> dict[str, Any]:
+    """A dataclass's fields by name (the values themselves, not copies)."""
+    return {name: getattr(obj, name) for name in obj.__dataclass_fields__}
