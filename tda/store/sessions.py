@@ -312,18 +312,18 @@ class SessionStore:
             return list(reversed((await s.scalars(query)).all()))
 
     async def record_turn(self, session_id: str, turn: dict[str, Any], messages: list[dict[str, Any]]) -> TurnRow:
-        """The turn and its messages in one transaction: a turn is never half-recorded."""
-        async with self.db.write() as s:
-            await _session(s, session_id)
-            row = TurnRow(session_id=session_id, **turn)
-            s.add(row)
-            try:
-                await s.flush()  # the (session, turn) constraint: no read first
-            except IntegrityError:
-                raise Conflict(
-                    f"turn {turn['turn']} of session {session_id!r} was recorded meanwhile; send the query again"
-                ) from None
-            await _append(s, session_id, [{"turn": turn["turn"], **m} for m in messages])
+        """The turn and its messages in one transaction: a turn is never half-recorded. One flush writes them all;
+        whether the session exists is asked only if it fails (a turn is recorded right after its session loaded)."""
+        try:
+            async with self.db.write() as s:
+                row = TurnRow(session_id=session_id, **turn)
+                s.add(row)
+                await _append(s, session_id, [{"turn": turn["turn"], **m} for m in messages])
+        except Conflict:  # the (session, turn) constraint, or the session is gone
+            await self.get(session_id)
+            raise Conflict(
+                f"turn {turn['turn']} of session {session_id!r} was recorded meanwhile; send the query again"
+            ) from None
         return row
 
     async def extend_turn(
