@@ -55,6 +55,8 @@ class _Run:
     messages: list[Message] = field(default_factory=list)
     prints: list[str] = field(default_factory=list)
     complete: bool = False
+    synced: int = -1
+    """The session's message count when the run last held all of its newest messages (-1: not yet)."""
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     def add(self, rows: list[Any], *, older: bool) -> None:
@@ -95,11 +97,13 @@ class HistoryCache:
         run = self._runs.get(key)
         stored = data.session.message_count  # the whole history's, whatever part this turn sees
         if run is None or run.version != data.session.history_version or not run.keys:
-            run = self._replace(_Run(key, data.session.history_version, complete=stored == 0))
-        else:
+            # empty: whatever is read from here on is the newest (the turn holds the session's lock)
+            run = self._replace(_Run(key, data.session.history_version, complete=stored == 0, synced=stored))
+        elif run.synced != stored:  # messages were added since (by a turn recorded elsewhere): read them
             async with run.lock:
                 rows = await self.sessions.messages_after(data.session.id, run.keys[-1])
                 self._add(run, rows, older=False)
+                run.synced = stored
             if len(run.keys) > stored or (run.complete and len(run.keys) != stored):
                 # Written meanwhile by another replica, or not by appending: start again from the database.
                 run = self._replace(_Run(key, data.session.history_version, complete=stored == 0))
@@ -107,6 +111,18 @@ class HistoryCache:
             self._runs.move_to_end(key)
         self._evict()
         return run
+
+    def recorded(self, data: SessionData, rows: list[Any]) -> None:
+        """``rows`` were just appended to the session ``data`` was loaded for, by its turn, under the session's lock
+        (every other way of adding messages bumps ``history_version``): kept with its run, no read next turn."""
+        run = self._runs.get((data.session.id, data.session.created_at.isoformat()))
+        if run is None or run.synced != data.session.message_count or not rows:
+            return  # not in sync when the turn began: the next turn reads what is new
+        if run.keys and (rows[0].turn, rows[0].id) < run.keys[-1]:
+            return
+        self._add(run, rows, older=False)
+        run.synced = data.session.message_count + len(rows)
+        self._evict()
 
     async def read_older(self, session_id: str, run: _Run, want: int) -> None:
         """Extend ``run`` back by at least ``want`` messages (fewer when the history starts sooner)."""

@@ -321,9 +321,10 @@ async def _step(
                 "tokens": assembled.snapshot.query_tokens,
                 "phase": ctx.session.phase,
             }
-            turn_row = await svc.store.sessions.record_turn(
+            turn_row, rows = await svc.store.sessions.record_turn(
                 session_id, {"turn": turn, "query": query, "phase": ctx.session.phase, **step}, [user, reply]
             )
+            svc.history.recorded(data, rows)
         else:
             turn_row = await svc.store.sessions.extend_turn(session_id, turn, step, [reply])
     case_id = None

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Row, func, select, tuple_, update
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from components.context_window.base import Message
@@ -311,20 +310,22 @@ class SessionStore:
             )
             return list(reversed((await s.scalars(query)).all()))
 
-    async def record_turn(self, session_id: str, turn: dict[str, Any], messages: list[dict[str, Any]]) -> TurnRow:
+    async def record_turn(
+        self, session_id: str, turn: dict[str, Any], messages: list[dict[str, Any]]
+    ) -> tuple[TurnRow, list[MessageRow]]:
         """The turn and its messages in one transaction: a turn is never half-recorded. One flush writes them all;
         whether the session exists is asked only if it fails (a turn is recorded right after its session loaded)."""
         try:
             async with self.db.write() as s:
                 row = TurnRow(session_id=session_id, **turn)
                 s.add(row)
-                await _append(s, session_id, [{"turn": turn["turn"], **m} for m in messages])
+                rows = await _append(s, session_id, [{"turn": turn["turn"], **m} for m in messages])
         except Conflict:  # the (session, turn) constraint, or the session is gone
             await self.get(session_id)
             raise Conflict(
                 f"turn {turn['turn']} of session {session_id!r} was recorded meanwhile; send the query again"
             ) from None
-        return row
+        return row, rows
 
     async def extend_turn(
         self, session_id: str, turn: int, changes: dict[str, Any], messages: list[dict[str, Any]]

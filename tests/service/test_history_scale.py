@@ -114,7 +114,7 @@ def _sent(llm: RecordingLLM, call: int = -1) -> str:
     return "\n".join(str(m["content"]) for m in llm.calls[call])
 
 
-async def test_a_turn_reads_only_the_newest_messages_and_the_next_only_what_was_added(app, llm):
+async def test_a_turn_reads_only_the_newest_messages_and_the_next_only_what_was_added(app, llm, settings):
     running, svc, headers = app
     reads = Reads(svc)
     client = running.test_client()
@@ -127,9 +127,21 @@ async def test_a_turn_reads_only_the_newest_messages_and_the_next_only_what_was_
     assert 0 < first_reads <= 512  # the pages the window used, not 3,000 messages
 
     reads.rows = 0
-    await _turn(client, headers, "And the worst?")
-    assert reads.rows == 2  # the previous turn's question and answer; the rest was kept
+    second = await _turn(client, headers, "And the worst?")
+    assert reads.rows == 0  # the previous turn's question and answer were kept as it recorded them
     assert "Which region did best?" in _sent(llm) and "Answer number 1." in _sent(llm)
+
+    other = Store.connect(settings.sqlalchemy_url)  # a second replica records the next turn
+    try:
+        elsewhere = {"turn": second["turn"] + 1, "query": "Elsewhere?", "answer": "Answered elsewhere."}
+        messages = [{"role": "user", "content": "Elsewhere?"}, {"role": "assistant", "content": "Answered elsewhere."}]
+        await other.sessions.record_turn("long", elsewhere, messages)
+    finally:
+        await other.close()
+    reads.rows = 0
+    await _turn(client, headers, "And here?")
+    assert reads.rows == 2  # what the other replica added is read; this replica's own turns were kept
+    assert "Answered elsewhere." in _sent(llm) and "And the worst?" in _sent(llm)
 
 
 async def test_a_history_change_through_another_replica_is_seen_by_the_next_turn(app, llm, settings):
