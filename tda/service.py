@@ -14,6 +14,7 @@ from quart import Quart, current_app
 
 from components.context_window.handler import ContextWindowHandler
 from components.context_window.module_registry import ModuleRegistry
+from components.context_window.token_estimator import STORED_ENCODINGS, estimator, estimator_for
 from components.context_window.window_type import MODULE_IDS_IN_ORDER, ContextWindowType
 
 from .background import BackgroundWriter
@@ -85,6 +86,7 @@ class TDAService:
         # Both load in worker threads, side by side; serving starts once the first turn would not stall on them
         # (a turn arriving while MiniLM still loads would time its retrieval modules out).
         warm_ups = [preload()] if self.warm_up_llm else []
+        warm_ups.append(asyncio.to_thread(_load_tokenizers, self.settings.model))
         if self.warm_up_knowledge:
             warm_ups.append(self._warm_up_knowledge())
         await asyncio.gather(*warm_ups)
@@ -149,6 +151,14 @@ class TDAService:
             raise Invalid(
                 "the context window type is invalid; fix the fields listed in errors", errors=field_errors(exc, loc)
             ) from None
+
+
+def _load_tokenizers(model: str) -> None:
+    """The encodings a turn counts with: its model's, and those stored with each message. Loading one takes ~0.4 s,
+    which the first turn would otherwise spend with the event loop blocked."""
+    estimator_for(model)
+    for name in STORED_ENCODINGS:
+        estimator(name)
 
 
 def service() -> TDAService:
