@@ -281,7 +281,7 @@ async def _step(
         metrics.observe_assembly(assembled.snapshot)
         snapshot = assembled.snapshot.to_dict()
         turn = current.row.turn if current else ctx.session.turn_number
-        row = await svc.store.sessions.record_snapshot(
+        snapshot_id = await svc.store.sessions.record_snapshot(
             {
                 "session_id": session_id,
                 "turn": turn,
@@ -292,10 +292,10 @@ async def _step(
                 "inputs": _inputs(ctx, options, assembled_at),
             }
         )
-        svc.bus.publish_snapshot(row.id, session_id, snapshot)
+        svc.bus.publish_snapshot(snapshot_id, session_id, snapshot)
         await asyncio.sleep(0)  # every woken stream writes its frame now, before this turn's model call runs
     with _timed(options, "model"):
-        done = await _call_model(svc, ctx, assembled, options, row.id)
+        done = await _call_model(svc, ctx, assembled, options, snapshot_id)
     tokens_in = done.tokens_in or assembled.snapshot.total_used
     reply = {
         "role": "assistant",
@@ -311,7 +311,7 @@ async def _step(
         "tokens_in": tokens_in,
         "tokens_out": done.tokens_out,
         "model": ctx.model,
-        "snapshot_id": row.id,
+        "snapshot_id": snapshot_id,
     }
     with _timed(options, "record"):
         if current is None:
@@ -338,7 +338,7 @@ async def _step(
         "finish_reason": done.finish_reason,
         "tokens_in": tokens_in,
         "tokens_out": done.tokens_out,
-        "snapshot_id": row.id,
+        "snapshot_id": snapshot_id,
         "champion_case_id": case_id,
         "model": ctx.model,
         "summary": assembled.snapshot.summary(),

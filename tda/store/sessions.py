@@ -6,7 +6,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Row, func, select, tuple_, update
+from sqlalchemy import Row, func, insert, select, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from components.context_window.base import Message
@@ -108,8 +108,9 @@ class SessionData:
     profile: ProfileRow
     message_count: int
     last_message_turn: int
-    turns: list[TurnRow]
-    """The newest ``RECENT_TURNS`` turns, oldest first."""
+    turns: list[Row[Any]]
+    """The newest ``RECENT_TURNS`` turns, oldest first: rows with a ``TurnRow``'s attributes (read without the ORM,
+    whose objects cost three times as much to build, every turn)."""
     attachments: list[AttachmentRow]
     before_turn: int | None = None
     """Set for a replay: only what existed before this turn (messages, turns) was loaded."""
@@ -130,6 +131,9 @@ _MESSAGE_COLUMNS = (
     MessageRow.phase,
     MessageRow.token_counts,
 )
+
+
+_TURN_COLUMNS = tuple(TurnRow.__table__.columns)
 
 
 class SessionStore:
@@ -161,7 +165,7 @@ class SessionStore:
         the turns only."""
         in_session = MessageRow.session_id == session_id
         last_turn_query = select(func.max(MessageRow.turn)).where(in_session)
-        recent = select(TurnRow).where(TurnRow.session_id == session_id)
+        recent = select(*_TURN_COLUMNS).where(TurnRow.session_id == session_id)
         if before_turn is not None:
             last_turn_query = last_turn_query.where(MessageRow.turn < before_turn)
             recent = recent.where(TurnRow.turn < before_turn)
@@ -181,7 +185,7 @@ class SessionStore:
             if before_turn is not None:  # counted from the newest end: a continuation's own turn is a few messages
                 later = await s.scalar(select(func.count()).where(in_session, MessageRow.turn >= before_turn)) or 0
                 count = row.message_count - later
-            newest_turns = (await s.scalars(recent.order_by(TurnRow.turn.desc()).limit(turns))).all()
+            newest_turns = (await s.execute(recent.order_by(TurnRow.turn.desc()).limit(turns))).all()
             attachments = (
                 await s.scalars(
                     select(AttachmentRow)
@@ -429,15 +433,13 @@ class SessionStore:
 
     # --- snapshots -------------------------------------------------------------------------------
 
-    async def record_snapshot(self, fields: dict[str, Any]) -> SnapshotRow:
+    async def record_snapshot(self, fields: dict[str, Any]) -> int:
+        """Store a snapshot; returns its id (an INSERT ... RETURNING: no ORM object to build and flush)."""
         async with self.db.write() as s:
             # Ids commit in id order across replicas, so an SSE resume (id > Last-Event-ID) skips none.
             if self.db.is_postgres:
                 await advisory_xact_lock(s, "snapshots")
-            row = SnapshotRow(**fields)
-            s.add(row)
-            await s.flush()
-        return row
+            return int(await s.scalar(insert(SnapshotRow).values(**fields).returning(SnapshotRow.id)))
 
     async def snapshot(self, snapshot_id: int) -> SnapshotRow:
         async with self.db.read() as s:
