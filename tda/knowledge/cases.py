@@ -39,7 +39,6 @@ from typing import Any
 import numpy as np
 
 from components.context_window.base import ChampionCase
-from components.context_window.session_cache import BoundedCache
 
 from .store import CASES_COLLECTION, KnowledgeStore
 
@@ -95,8 +94,6 @@ class ChampionCaseStore:
         self._cached: tuple[Any, Any] | None = None
         self._mirror: _Mirror | None = None
         """Every written case, when this store is the collection's only writer (loaded on first use)."""
-        self._vectors: BoundedCache[str, np.ndarray] = BoundedCache(256)
-        """Recent texts' vectors: a turn's query is searched with, then recorded with, the same vector."""
 
     def _collection(self) -> Any:
         return self._opened()[0]
@@ -109,12 +106,7 @@ class ChampionCaseStore:
         return self._cached
 
     def _embed(self, text: str) -> np.ndarray:
-        vector = self._vectors.get(text)
-        if vector is None:
-            vector = np.asarray(self._opened()[1]([text])[0], dtype=np.float32)
-            vector.setflags(write=False)
-            self._vectors.put(text, vector)
-        return vector
+        return np.asarray(self._opened()[1]([text])[0], dtype=np.float32)  # recent texts' vectors are kept there
 
     def _written(self) -> _Mirror | None:
         """The mirror of the written cases, or None when others write to the collection too (a Chroma server)."""
