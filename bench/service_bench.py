@@ -39,6 +39,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -260,10 +261,11 @@ def p50(values: list[float]) -> float:
     return statistics.median(values)
 
 
-async def latencies(base: str, token: str) -> dict[str, float]:
+async def latencies(base: str, token: str) -> dict[str, Any]:
     """Turns and session reads alternating between 200 and 10,000 messages: the machine's noise hits both alike."""
     turn_ms: dict[str, list[float]] = {"small": [], "large": []}
     overhead_ms: dict[str, list[float]] = {"small": [], "large": []}
+    steps_ms: dict[str, dict[str, list[float]]] = {"small": {}, "large": {}}
     get_ms: dict[str, list[float]] = {"small": [], "large": []}
     async with httpx.AsyncClient(base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=60) as client:
         cpu = server_cpu()
@@ -278,6 +280,8 @@ async def latencies(base: str, token: str) -> dict[str, float]:
                 if i >= 5:  # the first few warm caches up
                     turn_ms[size].append(elapsed)
                     overhead_ms[size].append(timing["turn"] - timing["model"])
+                    for step, ms in timing.items():
+                        steps_ms[size].setdefault(step, []).append(ms)
         cpu_per_turn = (server_cpu() - cpu) / (2 * LAT_TURNS) * 1000
         for i in range(LAT_GETS):
             for size, session in (("small", f"small-{i % SMALL_SESSIONS}"), ("large", "large")):
@@ -292,6 +296,7 @@ async def latencies(base: str, token: str) -> dict[str, float]:
         "get_small": p50(get_ms["small"]),
         "get_large": p50(get_ms["large"]),
         "cpu_per_turn": cpu_per_turn,
+        "steps": {size: {step: p50(ms) for step, ms in steps.items()} for size, steps in steps_ms.items()},
     }
 
 
@@ -398,6 +403,9 @@ async def main() -> None:
                 f"(target <= 10 ms: {verdict(worst <= 10)}); server CPU per turn, all threads, case recording "
                 f"included: {lat['cpu_per_turn']:.1f} ms; load average {os.getloadavg()[0]:.1f}"
             )
+            for size, n in (("small", SMALL), ("large", LARGE)):
+                steps = ", ".join(f"{step} {ms:.1f}" for step, ms in lat["steps"][size].items())
+                print(f"  a turn's steps at {n:,} messages, p50 ms (Server-Timing): {steps}")
             print(
                 f"GET /v1/sessions/{{id}} p50: {lat['get_small']:.1f} ms at {SMALL} messages, "
                 f"{lat['get_large']:.1f} ms at {LARGE:,}; ratio {ratio_get:.2f} "
