@@ -6,7 +6,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Row, func, insert, select, tuple_, update
+from sqlalchemy import BigInteger, Row, bindparam, func, insert, select, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from components.context_window.base import Message
@@ -135,6 +135,39 @@ _MESSAGE_COLUMNS = (
 
 _TURN_COLUMNS = tuple(TurnRow.__table__.columns)
 
+# What ``load`` reads, built once (building a statement costs more than SQLite answering it). ``before`` and
+# ``turns_before`` are turn numbers; none given reads as _NO_TURN, past every turn (a 64-bit parameter: PostgreSQL
+# compares it with the 32-bit column as it is).
+_NO_TURN = 2**31
+_BEFORE, _TURNS_BEFORE = bindparam("before", type_=BigInteger), bindparam("turns_before", type_=BigInteger)
+_HEADER = (
+    select(
+        SessionRow,
+        ProfileRow,
+        select(func.max(MessageRow.turn))
+        .where(MessageRow.session_id == bindparam("session_id"), MessageRow.turn < _BEFORE)
+        .scalar_subquery(),
+    )
+    .join(ProfileRow, ProfileRow.id == SessionRow.profile_id)
+    .where(SessionRow.id == bindparam("session_id"))
+)
+_MESSAGES_FROM_TURN = select(func.count()).where(
+    MessageRow.session_id == bindparam("session_id"), MessageRow.turn >= _BEFORE
+)
+_NEWEST_TURNS = (
+    select(*_TURN_COLUMNS)
+    .where(
+        TurnRow.session_id == bindparam("session_id"),
+        TurnRow.turn < _BEFORE,
+        TurnRow.turn < _TURNS_BEFORE,
+    )
+    .order_by(TurnRow.turn.desc())
+    .limit(bindparam("turns"))
+)
+_ATTACHMENTS = (
+    select(AttachmentRow).where(AttachmentRow.session_id == bindparam("session_id")).order_by(AttachmentRow.created_at)
+)
+
 
 class SessionStore:
     def __init__(self, db: Database) -> None:
@@ -163,36 +196,18 @@ class SessionStore:
         """The header, the newest ``turns`` turns and the attachments, without the messages (index reads only).
         ``before_turn`` (replay) leaves out every message and turn from that turn on; ``turns_before`` pages
         the turns only."""
-        in_session = MessageRow.session_id == session_id
-        last_turn_query = select(func.max(MessageRow.turn)).where(in_session)
-        recent = select(*_TURN_COLUMNS).where(TurnRow.session_id == session_id)
-        if before_turn is not None:
-            last_turn_query = last_turn_query.where(MessageRow.turn < before_turn)
-            recent = recent.where(TurnRow.turn < before_turn)
-        if turns_before is not None:
-            recent = recent.where(TurnRow.turn < turns_before)
-        header = (
-            select(SessionRow, ProfileRow, last_turn_query.scalar_subquery())
-            .join(ProfileRow, ProfileRow.id == SessionRow.profile_id)
-            .where(SessionRow.id == session_id)
-        )
+        params = {"session_id": session_id, "before": _NO_TURN if before_turn is None else before_turn}
+        turn_params = {**params, "turns": turns, "turns_before": _NO_TURN if turns_before is None else turns_before}
         async with self.db.read() as s:
-            found = (await s.execute(header)).first()  # one round trip: the session, its profile, its last turn
+            found = (await s.execute(_HEADER, params)).first()  # one round trip: session, profile, last turn
             if found is None:
                 raise NotFound(f"no session {session_id!r}")
             row, profile, last_turn = found[0], found[1], found[2] or 0
             count = row.message_count
             if before_turn is not None:  # counted from the newest end: a continuation's own turn is a few messages
-                later = await s.scalar(select(func.count()).where(in_session, MessageRow.turn >= before_turn)) or 0
-                count = row.message_count - later
-            newest_turns = (await s.execute(recent.order_by(TurnRow.turn.desc()).limit(turns))).all()
-            attachments = (
-                await s.scalars(
-                    select(AttachmentRow)
-                    .where(AttachmentRow.session_id == session_id)
-                    .order_by(AttachmentRow.created_at)
-                )
-            ).all()
+                count = row.message_count - (await s.scalar(_MESSAGES_FROM_TURN, params) or 0)
+            newest_turns = (await s.execute(_NEWEST_TURNS, turn_params)).all()
+            attachments = (await s.scalars(_ATTACHMENTS, params)).all()
         return SessionData(row, profile, count, last_turn, list(newest_turns)[::-1], list(attachments), before_turn)
 
     async def messages_after(self, session_id: str, after: MessageCursor) -> list[Row[Any]]:
@@ -439,7 +454,7 @@ class SessionStore:
             # Ids commit in id order across replicas, so an SSE resume (id > Last-Event-ID) skips none.
             if self.db.is_postgres:
                 await advisory_xact_lock(s, "snapshots")
-            return int(await s.scalar(insert(SnapshotRow).values(**fields).returning(SnapshotRow.id)))
+            return int(await s.scalar(_INSERT_SNAPSHOT, fields))
 
     async def snapshot(self, snapshot_id: int) -> SnapshotRow:
         async with self.db.read() as s:
@@ -466,13 +481,17 @@ async def _append(s: AsyncSession, session_id: str, messages: list[dict[str, Any
     rows = [MessageRow(session_id=session_id, token_counts=_token_counts(m), **m) for m in messages]
     s.add_all(rows)
     await s.flush()
-    await s.execute(
-        update(SessionRow)
-        .where(SessionRow.id == session_id)
-        .values(message_count=SessionRow.message_count + len(rows))
-        .execution_options(synchronize_session=False)
-    )
+    await s.execute(_COUNT_MESSAGES, {"session_id": session_id, "added": len(rows)})
     return rows
+
+
+_COUNT_MESSAGES = (
+    update(SessionRow)
+    .where(SessionRow.id == bindparam("session_id"))
+    .values(message_count=SessionRow.message_count + bindparam("added"))
+    .execution_options(synchronize_session=False)
+)
+_INSERT_SNAPSHOT = insert(SnapshotRow).returning(SnapshotRow.id)
 
 
 async def _history_changed(s: AsyncSession, session_id: str) -> None:
