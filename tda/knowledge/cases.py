@@ -40,6 +40,7 @@ import numpy as np
 
 from components.context_window.base import ChampionCase
 
+from .embeddings import embeds_at_once
 from .store import CASES_COLLECTION, KnowledgeStore
 
 OVERFETCH = 4
@@ -253,6 +254,10 @@ class ChampionCaseStore:
     async def retrieve_cases(
         self, query: str, *, k: int = 3, recorded_before: float | None = None
     ) -> list[ChampionCase]:
+        """Searched on the event loop when that is cheap: the mirror is loaded and the query's vector needs no
+        model run (~0.1 ms; a hop to a worker thread and back cost several times that). Else in a worker thread."""
+        if self._mirror is not None and embeds_at_once(self._opened()[1], query):
+            return self.search(query, k=k, recorded_before=recorded_before)
         return await asyncio.to_thread(self.search, query, k=k, recorded_before=recorded_before)
 
     def search(self, query: str, *, k: int = 3, recorded_before: float | None = None) -> list[ChampionCase]:

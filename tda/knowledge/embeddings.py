@@ -78,6 +78,10 @@ class _RecentVectors:
         self._vectors: OrderedDict[str, Any] = OrderedDict()
         self._lock = threading.Lock()
 
+    def has(self, text: str) -> bool:
+        with self._lock:
+            return text in self._vectors
+
     def embed(self, texts: list[str], encode: Any) -> Embeddings:
         if len(texts) > 4:  # an ingestion batch: nothing to reuse
             return encode(texts)
@@ -92,6 +96,15 @@ class _RecentVectors:
                     self._vectors.popitem(last=False)
             known.update(fresh)
         return [known[t] for t in texts]
+
+
+def embeds_at_once(embed: Any, text: str) -> bool:
+    """Whether ``embed`` gives ``text``'s vector without running a model (a lexical embedder, or a model that
+    embedded it recently): callers may then stay on the event loop rather than hop to a worker thread."""
+    if isinstance(embed, HashingEmbedding):
+        return True
+    recent = getattr(type(embed), "_recent", None)
+    return isinstance(recent, _RecentVectors) and recent.has(text)
 
 
 @register_embedding_function

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 
 import numpy as np
@@ -219,3 +220,22 @@ async def test_written_through_cases_are_served_by_another_store_at_once(store: 
     """With a Chroma server shared by replicas, each case is written as it is recorded."""
     cid = ChampionCaseStore(store, write_through=True).record(CaseRecord("export invoices", "done"))
     assert [c.id for c in await ChampionCaseStore(store).retrieve_cases("export invoices")] == [cid]
+
+
+async def test_a_search_stays_on_the_event_loop_once_it_is_cheap(store: KnowledgeStore) -> None:
+    """The first search loads the mirror of the written cases (Chroma: a worker thread); later ones, whose
+    vectors need no model run (the hashing embedder), run on the loop's own thread: no hop there and back."""
+    ChampionCaseStore(store).record(CaseRecord("export invoices to csv", "done", feedback=1))  # written at once
+    cases = ChampionCaseStore(store)  # as after a restart: nothing loaded yet
+    threads: list[str] = []
+    search = cases.search
+
+    def traced(*args: object, **kwargs: object) -> list:
+        threads.append(threading.current_thread().name)
+        return search(*args, **kwargs)
+
+    cases.search = traced  # type: ignore[method-assign]
+    first = await cases.retrieve_cases("export invoices")
+    second = await cases.retrieve_cases("export invoices")
+    assert [c.id for c in first] == [c.id for c in second] and len(first) == 1
+    assert threads[0] != threading.main_thread().name and threads[1] == threading.main_thread().name
