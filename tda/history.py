@@ -2,8 +2,10 @@
 already read kept per session, so a turn reads from the database only what was added since the one before.
 
 What is kept is a contiguous run of a session's newest messages. It stays right while the session's
-``history_version`` is unchanged: recording a turn only appends (read with one "newer than" query), and every
-other change to the history (validity, purge, imported messages) bumps the version, which drops the run.
+``history_version`` is unchanged: recording a turn only appends (a turn's own messages are added as it records
+them; what another replica appended is read with one "newer than" query, when the session's message count says
+there is some), and every other change to the history (validity, purge, imported messages) bumps the version,
+which drops the run.
 The version lives in the database, so a change made through another replica is seen here on the next turn.
 """
 
