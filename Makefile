@@ -24,6 +24,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest
 
 bench: $(STAMP)
+	BIN=$(BIN) scripts/test-deps.sh bench
 	$(BIN)/python bench/assembly_bench.py
 	$(BIN)/python bench/distillation_bench.py
 	$(BIN)/python bench/knowledge_bench.py
