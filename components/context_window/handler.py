@@ -71,6 +71,8 @@ class _Slot:
     received: int = 0
     donated: int = 0
     blocked_s: float = 0.0
+    view: tuple[Any, AssemblyContext] | None = None
+    """The context this module was last handed, and the directives it was built for (see ``_module_ctx``)."""
 
     @property
     def module_id(self) -> str:
@@ -103,6 +105,8 @@ class _Run:
     condensations: list[Condensation] = field(default_factory=list)
     reallocations: list[Reallocation] = field(default_factory=list)
     memos: dict[str, dict[str, Any]] = field(default_factory=dict)
+    distillation: dict[str, Any] | None = None
+    """The window type's distillation settings as plain data, read once per assembly (frozen per module)."""
     started: float = 0.0
 
     @property
@@ -557,12 +561,21 @@ class ContextWindowHandler:
     # -- helpers ---------------------------------------------------------------------------------
 
     def _module_ctx(self, run: _Run, slot: _Slot) -> AssemblyContext:
+        """The read-only context a module call gets: built once per module and assembly, and again only if
+        pass 2 changed its directives (a module is called up to four times a turn)."""
+        settled = (slot.force_full, slot.condense_rule)
+        if slot.view is not None and slot.view[0][0] == settled[0] and slot.view[0][1] is settled[1]:
+            return slot.view[1]
+        if run.distillation is None:
+            run.distillation = run.wtype.distillation.model_dump()
         directives = Directives(
             force_full=slot.force_full,
             condense_strategy=slot.condense_rule.strategy if slot.condense_rule else None,
-            config=freeze({**slot.spec.config, "distillation": run.wtype.distillation.model_dump()}),
+            config=freeze({**slot.spec.config, "distillation": run.distillation}),
         )
-        return run.ctx.for_module(directives, run.tokens, run.memos.setdefault(slot.module_id, {}))
+        view = run.ctx.for_module(directives, run.tokens, run.memos.setdefault(slot.module_id, {}))
+        slot.view = (settled, view)
+        return view
 
     def _measured(self, run: _Run, c: Contribution, module_id: str) -> Contribution:
         """The contribution with ``tokens`` counted here, on exactly what will be rendered."""

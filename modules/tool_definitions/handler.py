@@ -23,6 +23,7 @@ import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from contextlib import aclosing
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 from weakref import WeakKeyDictionary
@@ -63,15 +64,17 @@ def _strip_descriptions(schema: Any) -> Any:
     return schema
 
 
-_condensed: WeakKeyDictionary[ToolSchema, ToolSchema] = WeakKeyDictionary()
+_condensed: BoundedCache[ToolSchema, ToolSchema] = BoundedCache(4096)
+"""By tool object: a ToolSchema is frozen and hashed by identity, and the key holds it, so the object is its
+content. A plain dict lookup (a weak-keyed one builds a weak reference per lookup, ~200 lookups a turn)."""
 
 
 def condensed(tool: ToolSchema) -> ToolSchema:
     """The condensed schema of ``tool`` (still callable: name and parameters), built once per tool object."""
     small = _condensed.get(tool)
     if small is None:
-        small = _condensed[tool] = ToolSchema(
-            tool.name, first_sentence(tool.description, 160), _strip_descriptions(tool.parameters)
+        small = _condensed.put(
+            tool, ToolSchema(tool.name, first_sentence(tool.description, 160), _strip_descriptions(tool.parameters))
         )
     return small
 
@@ -105,31 +108,53 @@ def tool_text(tool: ToolSchema) -> str:
     return f"{tool.name} {tool.description}"
 
 
-_tool_terms: WeakKeyDictionary[ToolSchema, Counter[str]] = WeakKeyDictionary()
-
-
 def tool_terms(tool: ToolSchema) -> Counter[str]:
-    """The words of a tool's name and description, counted once per tool object."""
-    counted = _tool_terms.get(tool)
-    if counted is None:
-        counted = _tool_terms[tool] = Counter(terms(tool_text(tool)))
-    return counted
+    """The words of a tool's name and description."""
+    return Counter(terms(tool_text(tool)))
+
+
+@dataclass(frozen=True)
+class _Index:
+    """A tool list's words for BM25: per word, the tools holding it as (position, term frequency, length
+    norm). Built once per tool list: a turn then visits only the query's words, not every tool's."""
+
+    size: int
+    postings: Mapping[str, tuple[tuple[int, int, float], ...]]
+
+
+_indexes: BoundedCache[tuple[ToolSchema, ...], _Index] = BoundedCache(256)
+"""By the tuple of tool objects (frozen, held by the key: the objects are their content)."""
+
+
+def _index(tools: Sequence[ToolSchema]) -> _Index:
+    key = tuple(tools)
+    index = _indexes.get(key)
+    if index is None:
+        docs = [tool_terms(t) for t in tools]
+        lengths = [sum(d.values()) for d in docs]
+        avg_len = sum(lengths) / len(docs) or 1.0
+        postings: dict[str, list[tuple[int, int, float]]] = {}
+        for i, (d, length) in enumerate(zip(docs, lengths, strict=True)):
+            norm = 1.2 * (0.25 + 0.75 * length / avg_len)
+            for w, tf in d.items():
+                postings.setdefault(w, []).append((i, tf, norm))
+        index = _indexes.put(key, _Index(len(docs), {w: tuple(p) for w, p in postings.items()}))
+    return index
 
 
 def lexical_scores(tools: Sequence[ToolSchema], query_terms: Counter[str]) -> list[float]:
     """BM25 of each tool's name and description against weighted query terms, scaled to 0..1."""
-    docs = [tool_terms(t) for t in tools]
-    if not docs or not query_terms:
-        return [0.0] * len(docs)
-    n, lengths = len(docs), [sum(d.values()) for d in docs]
-    avg_len = sum(lengths) / n or 1.0
-    df = Counter(w for d in docs for w in d if w in query_terms)  # only query words score
-    weighted_idf = {w: query_terms[w] * math.log(1 + (n - f + 0.5) / (f + 0.5)) for w, f in df.items()}
-    scores = []
-    for d, length in zip(docs, lengths, strict=True):
-        norm = 1.2 * (0.25 + 0.75 * length / avg_len)
-        # a tool has a few words; the query and recent turns have many
-        scores.append(sum(weighted_idf[w] * tf * 2.2 / (tf + norm) for w, tf in d.items() if w in weighted_idf))
+    if not tools or not query_terms:
+        return [0.0] * len(tools)
+    index = _index(tools)
+    n = index.size
+    scores = [0.0] * n
+    for w in sorted(query_terms.keys() & index.postings.keys()):  # only query words score; a fixed order
+        found = index.postings[w]
+        idf = query_terms[w] * math.log(1 + (n - len(found) + 0.5) / (len(found) + 0.5))
+        for i, tf, norm in found:
+            # a tool has a few words; the query and recent turns have many
+            scores[i] += idf * tf * 2.2 / (tf + norm)
     top = max(scores)
     return [s / top if top > 0 else 0.0 for s in scores]
 
