@@ -121,6 +121,8 @@ class Rogue(ContextModule):
             return Contribution(self.module_id, units=((42,),))
         if how == "not_a_contribution":
             return {"units": "hi"}  # type: ignore[return-value]
+        if how == "bad_condensed":
+            return Contribution(self.module_id, units=(("hi",),), condensed="yes")  # type: ignore[arg-type]
         if how == "bad_metadata":
             return Contribution(self.module_id, units=(("hi",),), metadata={"x": object()})
         if how == "mutate_context":
@@ -146,6 +148,7 @@ def ok_type(*ids: str) -> ContextWindowType:
         ("bad_item", "failed", "holds a int"),
         ("not_a_contribution", "failed", "not a Contribution"),
         ("bad_metadata", "failed", "metadata must be plain JSON"),
+        ("bad_condensed", "failed", "condensed must be True or False"),
         ("mutate_context", "failed", "AttributeError"),
         ("mutate_config", "failed", "TypeError"),
         ("block", "timeout", "blocked the event loop"),

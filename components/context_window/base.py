@@ -466,6 +466,10 @@ class Directives:
 
     force_full: bool = False
     condense_strategy: str | None = None
+    condense_to: int | None = None
+    """Set when a condense rule applies: a contribution above this many tokens is then condensed to it (with
+    ``condense_strategy``). A module that can build that condensed result directly may return it at once,
+    marked ``condensed``: a long history is then not read twice as deep as it is sent."""
     config: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -560,6 +564,8 @@ class Contribution:
     """Which end loses units first when the orchestrator trims (history drops its oldest: "start")."""
     joiner: str = "\n\n"
     """What separates text units in ``text()`` (a blank line; a newline suits lists)."""
+    condensed: bool = False
+    """Already condensed as ``ctx.directives.condense_to`` asked (the orchestrator records the condensation)."""
     tokens: int = 0
 
     @property

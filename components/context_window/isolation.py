@@ -220,6 +220,8 @@ def checked_contribution(value: Any, module_id: str) -> Contribution:
     for name in ("header", "joiner", "strategy"):
         if not isinstance(getattr(value, name), str):
             raise ValueError(f"{name} must be text")
+    if type(value.condensed) is not bool:
+        raise ValueError("condensed must be True or False")
     units = _units(value.units)
     metadata = _plain(value.metadata, "metadata")
     return value.replace(units=units, metadata=metadata, module_id=module_id, tokens=0)
