@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
 from functools import lru_cache
+from types import MappingProxyType
 from typing import Any
 from weakref import WeakKeyDictionary
 
@@ -99,9 +100,10 @@ def terms(text: str) -> list[str]:
 
 
 @lru_cache(maxsize=4096)
-def message_terms(text: str) -> tuple[str, ...]:
-    """``terms`` of a recent message, by content: consecutive turns rank against mostly the same messages."""
-    return tuple(terms(text))
+def message_terms(text: str) -> Mapping[str, int]:
+    """``terms`` of a recent message counted, by content: consecutive turns rank against mostly the same
+    messages. Read-only (shared between turns)."""
+    return MappingProxyType(Counter(terms(text)))
 
 
 def tool_text(tool: ToolSchema) -> str:
@@ -115,11 +117,10 @@ def tool_terms(tool: ToolSchema) -> Counter[str]:
 
 @dataclass(frozen=True)
 class _Index:
-    """A tool list's words for BM25: per word, the tools holding it as (position, term frequency, length
-    norm). Built once per tool list: a turn then visits only the query's words, not every tool's."""
+    """A tool list's words for BM25: per word, its idf and the tools holding it as (position, term weight).
+    Built once per tool list: a turn then visits only the query's words, not every tool's."""
 
-    size: int
-    postings: Mapping[str, tuple[tuple[int, int, float], ...]]
+    postings: Mapping[str, tuple[float, tuple[tuple[int, float], ...]]]
 
 
 _indexes: BoundedCache[tuple[ToolSchema, ...], _Index] = BoundedCache(256)
@@ -131,32 +132,40 @@ def _index(tools: Sequence[ToolSchema]) -> _Index:
     index = _indexes.get(key)
     if index is None:
         docs = [tool_terms(t) for t in tools]
-        lengths = [sum(d.values()) for d in docs]
-        avg_len = sum(lengths) / len(docs) or 1.0
-        postings: dict[str, list[tuple[int, int, float]]] = {}
+        n, lengths = len(docs), [sum(d.values()) for d in docs]
+        avg_len = sum(lengths) / n or 1.0
+        found: dict[str, list[tuple[int, float]]] = {}
         for i, (d, length) in enumerate(zip(docs, lengths, strict=True)):
-            norm = 1.2 * (0.25 + 0.75 * length / avg_len)
+            norm = 1.2 * (0.25 + 0.75 * length / avg_len)  # a tool has a few words; the query has many
             for w, tf in d.items():
-                postings.setdefault(w, []).append((i, tf, norm))
-        index = _indexes.put(key, _Index(len(docs), {w: tuple(p) for w, p in postings.items()}))
+                found.setdefault(w, []).append((i, tf * 2.2 / (tf + norm)))
+        idf = {w: math.log(1 + (n - len(p) + 0.5) / (len(p) + 0.5)) for w, p in found.items()}
+        index = _indexes.put(key, _Index({w: (idf[w], tuple(p)) for w, p in found.items()}))
     return index
 
 
-def lexical_scores(tools: Sequence[ToolSchema], query_terms: Counter[str]) -> list[float]:
+def lexical_scores(tools: Sequence[ToolSchema], query_terms: Mapping[str, float]) -> list[float]:
     """BM25 of each tool's name and description against weighted query terms, scaled to 0..1."""
     if not tools or not query_terms:
         return [0.0] * len(tools)
-    index = _index(tools)
-    n = index.size
-    scores = [0.0] * n
-    for w in sorted(query_terms.keys() & index.postings.keys()):  # only query words score; a fixed order
-        found = index.postings[w]
-        idf = query_terms[w] * math.log(1 + (n - len(found) + 0.5) / (len(found) + 0.5))
-        for i, tf, norm in found:
-            # a tool has a few words; the query and recent turns have many
-            scores[i] += idf * tf * 2.2 / (tf + norm)
+    postings = _index(tools).postings
+    scores = [0.0] * len(tools)
+    for w in sorted(query_terms.keys() & postings.keys()):  # only query words score; a fixed order
+        idf, found = postings[w]
+        weight = query_terms[w] * idf
+        for i, term_weight in found:
+            scores[i] += weight * term_weight
     top = max(scores)
     return [s / top if top > 0 else 0.0 for s in scores]
+
+
+def query_weights(query: str, recent_texts: Sequence[str]) -> dict[str, float]:
+    """The query's words (1 each) and the recent messages' words (0.5 each: the query counts more)."""
+    weights: dict[str, float] = dict(Counter(terms(query)))
+    for text in recent_texts:
+        for word, n in message_terms(text).items():
+            weights[word] = weights.get(word, 0) + 0.5 * n
+    return weights
 
 
 def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
@@ -370,11 +379,7 @@ class ToolDefinitionsModule(ContextModule):
 
     async def _rank(self, tools: Sequence[ToolSchema], ctx: AssemblyContext) -> tuple[list[ToolSchema], str]:
         texts, called = await recent(ctx)
-        query_terms = Counter(terms(ctx.query))
-        for text in texts:
-            for word in message_terms(text):
-                query_terms[word] += 0.5  # recent turns count, the query counts more
-        scores = lexical_scores(tools, query_terms)
+        scores = lexical_scores(tools, query_weights(ctx.query, texts))
         method = "lexical"
         similarities = await self._similarities(tools, " ".join([ctx.query, *texts[:2]]), ctx)
         if similarities is not None:
