@@ -117,6 +117,19 @@ async def test_history_uses_the_summarizer_provider_when_configured(modules):
     assert purged["purged"] >= 1
 
 
+@pytest.mark.parametrize(("turns", "budget", "target"), [(40, 3_000, 1_500), (40, 1_500, 600), (5, 3_000, 1_500)])
+async def test_history_under_a_condense_rule_is_what_condensing_would_make(modules, turns, budget, target):
+    history = modules["conversation_history"]
+    ctx = make_ctx(messages=conversation(turns))
+    plain = module_ctx(ctx, condense_strategy="summarize")
+    full = await history.contribute(budget, plain)
+    size = sum(plain.tokens.count_message(m) for m in full.messages())
+    two_steps = await history.condense(full, target, plain) if size > target else full
+    at_once = await history.contribute(budget, module_ctx(ctx, condense_strategy="summarize", condense_to=target))
+    assert at_once.messages() == two_steps.messages() and at_once.strategy == two_steps.strategy
+    assert at_once.condensed is (two_steps is not full)  # marked only when it was condensed
+
+
 async def test_tool_calls_and_results_stay_together_and_orphans_are_left_out(modules):
     messages = conversation(2) + tool_call_exchange(3, "call_a", 50) + conversation(1)
     orphan = Message("tool", "stray result", tool_call_id="nobody", turn=4)

@@ -104,6 +104,49 @@ async def test_long_conversation_honours_threshold_and_condenses(completed_turns
         assert not usage.condensed and snap.condensations == []
 
 
+class CondensesUpFront(Scripted):
+    """Builds the rule's condensed result while contributing (as conversation_history does); ``honest=False``
+    marks a result above the rule's target as condensed."""
+
+    def __init__(self, module_id: str, blocks: list[str], honest: bool = True) -> None:
+        super().__init__(module_id, blocks)
+        self.honest = honest
+
+    async def contribute(self, budget: int, ctx: Any) -> Any:
+        target = ctx.directives.condense_to
+        if target is None:
+            return await super().contribute(budget, ctx)
+        self.calls.append(("contribute", budget))
+        return self._fit(target if self.honest else budget, ctx, strategy="fewer").replace(condensed=True)
+
+
+@pytest.mark.parametrize("honest", [True, False])
+async def test_a_condense_rule_is_offered_up_front_and_recorded_when_honoured(honest):
+    hist = CondensesUpFront("conversation_history", BLOCKS, honest=honest)
+    rule = {
+        "condition": {"type": "long_conversation", "threshold": 2},
+        "action": {"type": "condense", "module": "conversation_history", "to_pct": 40},
+    }
+    t = wtype({"conversation_history": (50, 0, 60, 80)}, rules=[rule])
+    snap = (await handler(hist).assemble(make_ctx(messages=conversation(3)), t)).snapshot
+    usage = snap.module("conversation_history")
+    assert usage.condensed and usage.used <= usage.allocated * 40 // 100
+    (step,) = snap.condensations
+    if honest:  # taken as it came: one call, recorded against the allocation the rule cut
+        assert hist.calls == [("contribute", usage.allocated)]
+        assert (step.before, step.after) == (usage.allocated, usage.used)
+        assert step.reason == "rule (summarize), applied while contributing"
+    else:  # above the target whatever it says: condensed by the orchestrator as any other
+        assert hist.calls[-1] == ("condense", usage.allocated * 40 // 100)
+        assert step.reason == "rule (summarize)" and step.before > usage.allocated * 40 // 100
+
+
+async def test_condensed_means_nothing_without_a_rule():
+    marked = CondensesUpFront("a", BLOCKS)
+    snap = (await handler(marked).assemble(make_ctx(), wtype({"a": (50, 0, 60, 80)}))).snapshot
+    assert not snap.module("a").condensed and snap.condensations == []
+
+
 @pytest.mark.parametrize(("score", "fires"), [(0.90, True), (0.85, True), (0.84, False)])
 async def test_high_confidence_rag_uses_signals_gathered_before_allocation(score, fires):
     rag = Scripted("rag_context", BLOCKS, signals={"top_score": score})

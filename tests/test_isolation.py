@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from components.context_window.base import AssemblyContext, ContextModule, Contribution, Message, ToolSchema
+from components.context_window.base import AssemblyContext, ContextModule, Contribution, Message, ToolSchema, freeze
 from components.context_window.budget import BudgetExceeded
 from components.context_window.handler import ContextWindowHandler
 from components.context_window.module_registry import ModuleRegistry
@@ -121,6 +121,8 @@ class Rogue(ContextModule):
             return Contribution(self.module_id, units=((42,),))
         if how == "not_a_contribution":
             return {"units": "hi"}  # type: ignore[return-value]
+        if how == "bad_condensed":
+            return Contribution(self.module_id, units=(("hi",),), condensed="yes")  # type: ignore[arg-type]
         if how == "bad_metadata":
             return Contribution(self.module_id, units=(("hi",),), metadata={"x": object()})
         if how == "mutate_context":
@@ -146,6 +148,7 @@ def ok_type(*ids: str) -> ContextWindowType:
         ("bad_item", "failed", "holds a int"),
         ("not_a_contribution", "failed", "not a Contribution"),
         ("bad_metadata", "failed", "metadata must be plain JSON"),
+        ("bad_condensed", "failed", "condensed must be True or False"),
         ("mutate_context", "failed", "AttributeError"),
         ("mutate_config", "failed", "TypeError"),
         ("block", "timeout", "blocked the event loop"),
@@ -215,3 +218,31 @@ async def test_special_token_look_alikes_are_counted_as_text():
     result = await handler(Scripted("m", [text])).assemble(make_ctx(query=text), ok_type("m"))
     assert result.snapshot.total_used == cookbook_tokens(result.messages)
     assert text_tokens(text) > 3
+
+
+@pytest.mark.parametrize(
+    "metadata",
+    [
+        {"a": 1, "b": [1, 2.5, (3, "x")], "c": {"d": None, "e": True}, "big": 10**30, "z": -0.0},
+        {"lone surrogate": "\ud800x", "frozen": freeze({"q": (1, {"r": [2]})})},
+        {1: "a number as a key", "set": {3}},  # JSON turns both into text keys and lists
+    ],
+)
+def test_metadata_is_copied_as_its_json_round_trip(metadata):
+    import json
+
+    from components.context_window.isolation import _json_default, _plain
+
+    copied = _plain(metadata, "metadata")
+    assert copied == json.loads(json.dumps(metadata, default=_json_default))
+    assert json.dumps(copied) == json.dumps(json.loads(json.dumps(metadata, default=_json_default)))
+
+
+@pytest.mark.parametrize("bad", [{"n": float("nan")}, {"o": object()}, {"cycle": []}])
+def test_metadata_that_is_not_json_is_refused(bad):
+    from components.context_window.isolation import _plain
+
+    if "cycle" in bad:
+        bad["cycle"].append(bad)
+    with pytest.raises(ValueError, match="plain JSON"):
+        _plain(bad, "metadata")

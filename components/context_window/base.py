@@ -12,7 +12,7 @@ import marshal
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Mapping, MutableSequence, Sequence
 from contextlib import aclosing
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from types import MappingProxyType
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -117,7 +117,7 @@ class ModuleManifest(_Strict):
 # ---------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Message:
     """One chat message. A tool call (assistant with ``tool_calls``) and its ``tool`` results form one unit."""
 
@@ -133,14 +133,38 @@ class Message:
     """Token counts of this message's own text (content, name, tool calls; not the per-message overhead), per
     encoding, counted when it was stored: a long history is not re-tokenised. ``None``: count it now."""
 
-    def __post_init__(self) -> None:
+    def __init__(
+        self,
+        role: Literal["system", "user", "assistant", "tool"],
+        content: str = "",
+        turn: int = 0,
+        valid: bool = True,
+        tool_calls: tuple[Mapping[str, Any], ...] = (),
+        tool_call_id: str | None = None,
+        name: str | None = None,
+        phase: str | None = None,
+        tokens: Mapping[str, int] | None = None,
+    ) -> None:
+        # Written out rather than generated: a frozen dataclass sets each field through object.__setattr__,
+        # and building the messages a window reads (anew from stored rows, every turn) was the largest
+        # single cost of a turn over a long history. The slots' own setters are twice as fast.
         # Checked once, when made: a message is then safe to share, count once and send as counted.
-        if self.role not in ROLES or type(self.content) is not str:
-            raise ValueError(f"a message needs a role in {sorted(ROLES)} and text content, got {self.role!r}")
-        if self.tool_calls and not all(_frozen(c) for c in self.tool_calls):
-            if not all(isinstance(c, Mapping) for c in self.tool_calls):
+        if role not in ROLES or type(content) is not str:
+            raise ValueError(f"a message needs a role in {sorted(ROLES)} and text content, got {role!r}")
+        if tool_calls and not all(_frozen(c) for c in tool_calls):
+            if not all(isinstance(c, Mapping) for c in tool_calls):
                 raise ValueError("tool_calls must be mappings in OpenAI's format")
-            object.__setattr__(self, "tool_calls", freeze(self.tool_calls))
+            tool_calls = freeze(tool_calls)
+        s_role, s_content, s_turn, s_valid, s_calls, s_call_id, s_name, s_phase, s_tokens = _MESSAGE_SETTERS
+        s_role(self, role)
+        s_content(self, content)
+        s_turn(self, turn)
+        s_valid(self, valid)
+        s_calls(self, tool_calls)
+        s_call_id(self, tool_call_id)
+        s_name(self, name)
+        s_phase(self, phase)
+        s_tokens(self, tokens)
 
     def to_chat(self) -> dict[str, Any]:
         out: dict[str, Any] = {"role": self.role, "content": self.content}
@@ -165,6 +189,10 @@ class Message:
             name=data.get("name"),
             phase=data.get("phase"),
         )
+
+
+_MESSAGE_SETTERS = tuple(Message.__dict__[f.name].__set__ for f in fields(Message))
+"""Each field's slot setter, in field order (they bypass the frozen ``__setattr__``, as dataclasses' own init does)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -438,6 +466,10 @@ class Directives:
 
     force_full: bool = False
     condense_strategy: str | None = None
+    condense_to: int | None = None
+    """Set when a condense rule applies: a contribution above this many tokens is then condensed to it (with
+    ``condense_strategy``). A module that can build that condensed result directly may return it at once,
+    marked ``condensed``: a long history is then not read twice as deep as it is sent."""
     config: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -532,6 +564,8 @@ class Contribution:
     """Which end loses units first when the orchestrator trims (history drops its oldest: "start")."""
     joiner: str = "\n\n"
     """What separates text units in ``text()`` (a blank line; a newline suits lists)."""
+    condensed: bool = False
+    """Already condensed as ``ctx.directives.condense_to`` asked (the orchestrator records the condensation)."""
     tokens: int = 0
 
     @property

@@ -67,10 +67,14 @@ class _Slot:
     reason: str = ""
     force_full: bool = False
     condense_rule: wt.Condense | None = None
+    rule_target: int | None = None
+    """The condense rule's target in tokens (its share of the allocation made in pass 3)."""
     condensed: bool = False
     received: int = 0
     donated: int = 0
     blocked_s: float = 0.0
+    view: tuple[Any, AssemblyContext] | None = None
+    """The context this module was last handed, and the directives it was built for (see ``_module_ctx``)."""
 
     @property
     def module_id(self) -> str:
@@ -103,6 +107,8 @@ class _Run:
     condensations: list[Condensation] = field(default_factory=list)
     reallocations: list[Reallocation] = field(default_factory=list)
     memos: dict[str, dict[str, Any]] = field(default_factory=dict)
+    distillation: dict[str, Any] | None = None
+    """The window type's distillation settings as plain data, read once per assembly (frozen per module)."""
     started: float = 0.0
 
     @property
@@ -273,6 +279,8 @@ class ContextWindowHandler:
         for module_id, slot in run.slots.items():
             slot.allocated = allocation[module_id]
             slot.max_tokens = max(slot.allocated, math.floor(slot.spec.max_pct * budget / 100))
+            if slot.condense_rule is not None:
+                slot.rule_target = math.floor(slot.allocated * slot.condense_rule.to_pct / 100)
         ordered = sorted(run.slots.values(), key=lambda s: (-s.priority, s.module_id))
         await self._contribute(run, {s.module_id: s.allocated for s in ordered})
         for slot in ordered:
@@ -327,8 +335,15 @@ class ContextWindowHandler:
         return outcomes  # type: ignore[return-value]
 
     async def _condense_by_rule(self, run: _Run, slot: _Slot, rule: wt.Condense) -> None:
-        target = math.floor(slot.allocated * rule.to_pct / 100)
-        if slot.used > target:
+        target = slot.rule_target
+        assert target is not None and slot.contribution is not None
+        if slot.condensable and slot.contribution.condensed and slot.used <= target:  # condensed while contributing
+            slot.condensed = True
+            why = f"rule ({rule.strategy}), applied while contributing"
+            c = slot.contribution
+            run.condensations.append(Condensation(slot.module_id, slot.allocated, c.tokens, c.strategy, why))
+            run.log(f"condense {slot.module_id} ({why}): {slot.allocated:,} allocated -> {c.tokens:,} [{c.strategy}]")
+        elif slot.used > target:
             await self._condense_slot(run, slot, target, f"rule ({rule.strategy})")
 
     # -- pass 3b: surplus ------------------------------------------------------------------------
@@ -557,12 +572,22 @@ class ContextWindowHandler:
     # -- helpers ---------------------------------------------------------------------------------
 
     def _module_ctx(self, run: _Run, slot: _Slot) -> AssemblyContext:
+        """The read-only context a module call gets: built once per module and assembly, and again only if
+        pass 2 changed its directives (a module is called up to four times a turn)."""
+        settled = (slot.force_full, slot.condense_rule, slot.rule_target)
+        if slot.view is not None and slot.view[0] == settled:
+            return slot.view[1]
+        if run.distillation is None:
+            run.distillation = run.wtype.distillation.model_dump()
         directives = Directives(
             force_full=slot.force_full,
             condense_strategy=slot.condense_rule.strategy if slot.condense_rule else None,
-            config=freeze({**slot.spec.config, "distillation": run.wtype.distillation.model_dump()}),
+            condense_to=slot.rule_target if slot.condensable else None,  # the floor is never condensed
+            config=freeze({**slot.spec.config, "distillation": run.distillation}),
         )
-        return run.ctx.for_module(directives, run.tokens, run.memos.setdefault(slot.module_id, {}))
+        view = run.ctx.for_module(directives, run.tokens, run.memos.setdefault(slot.module_id, {}))
+        slot.view = (settled, view)
+        return view
 
     def _measured(self, run: _Run, c: Contribution, module_id: str) -> Contribution:
         """The contribution with ``tokens`` counted here, on exactly what will be rendered."""

@@ -34,9 +34,10 @@ class ModuleUsage:
 class Condensation:
     module_id: str
     before: int
+    """Tokens before condensing; for a rule the module applied while contributing, the allocation it cut."""
     after: int
     strategy: str
-    reason: str  # "over budget", "rule", "trim"
+    reason: str  # "over budget", "rule (<strategy>)", "rule (<strategy>), applied while contributing", "trim"
 
 
 @dataclass(frozen=True)

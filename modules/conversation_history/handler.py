@@ -138,7 +138,15 @@ class ConversationHistoryModule(ContextModule):
         Reused only for the very same immutable history (a tuple, or this assembly's source), phase and counter."""
 
     async def contribute(self, budget: int, ctx: AssemblyContext) -> Contribution:
-        return await self._window(budget, ctx, ctx.directives.condense_strategy)
+        strategy, target = ctx.directives.condense_strategy, ctx.directives.condense_to
+        if target is not None and target < budget:
+            # A condense rule cuts a window above ``target`` down to the window at ``target``. When the history
+            # does not fit there whole, that is the result: build it directly (marked condensed) rather than
+            # reading twice as deep first. A history that fits whole is the same at either budget.
+            smaller = await self._window(target, ctx, strategy)
+            if smaller.metadata["first_kept_index"] > 0:
+                return smaller.replace(condensed=True)
+        return await self._window(budget, ctx, strategy)
 
     async def condense(self, contribution: Contribution, target_tokens: int, ctx: AssemblyContext) -> Contribution:
         return await self._window(target_tokens, ctx, ctx.directives.condense_strategy or "summarize")

@@ -205,21 +205,14 @@ class KnowledgeContextModule(ContextModule):
         if budget <= 0:
             return self._empty("no budget")
         opts = Options.from_context(ctx)
-        retrieval_query = await self._retrieval_query(ctx, opts)
-        judge = ctx.summarizer if opts.llm_filter else None
-        hits = await ctx.knowledge.retrieve(
-            retrieval_query,
-            collections=opts.collections,
-            k=opts.filter_pool if judge else opts.k,
-            min_score=opts.min_score,
-        )
-        ranked = dedupe_text(hits)
-        if judge is not None and ranked:
-            ranked = await _judged(ranked, retrieval_query, judge)
-        plan = Plan(ctx.query, retrieval_query, ranked, await self._neighbours(ranked, ctx, opts))
-        plan.sources = pack(plan, budget, estimator(ctx), opts)
+        # Retrieved once per assembly: the surplus pass asks again with a larger budget, for the same turn.
+        retrieval = ctx.memo.get(("retrieval", opts))
+        if retrieval is None:
+            retrieval = ctx.memo[("retrieval", opts)] = await self._retrieve(ctx, opts)
+        found, retrieved = retrieval
+        plan = dataclasses.replace(found, sources=pack(found, budget, estimator(ctx), opts))
         self._remember(ctx, plan)
-        return self._render(plan, strategy="full", retrieved=len(hits))
+        return self._render(plan, strategy="full", retrieved=retrieved)
 
     async def condense(self, contribution: Contribution, target_tokens: int, ctx: AssemblyContext) -> Contribution:
         plan = ctx.memo.get("plan")  # this assembly's retrieval: never one from an earlier turn
@@ -231,6 +224,22 @@ class KnowledgeContextModule(ContextModule):
         return self._render(smaller, strategy="condensed", retrieved=contribution.metadata.get("retrieved", 0))
 
     # --- steps ---------------------------------------------------------------------------
+
+    async def _retrieve(self, ctx: AssemblyContext, opts: Options) -> tuple[Plan, int]:
+        """What packing draws from (no sources chosen yet), and how many hits the retriever returned."""
+        assert ctx.knowledge is not None
+        retrieval_query = await self._retrieval_query(ctx, opts)
+        judge = ctx.summarizer if opts.llm_filter else None
+        hits = await ctx.knowledge.retrieve(
+            retrieval_query,
+            collections=opts.collections,
+            k=opts.filter_pool if judge else opts.k,
+            min_score=opts.min_score,
+        )
+        ranked = dedupe_text(hits)
+        if judge is not None and ranked:
+            ranked = await _judged(ranked, retrieval_query, judge)
+        return Plan(ctx.query, retrieval_query, ranked, await self._neighbours(ranked, ctx, opts)), len(hits)
 
     async def _retrieval_query(self, ctx: AssemblyContext, opts: Options) -> str:
         """A follow-up becomes a standalone query through the summarizer; the model still answers ctx.query."""

@@ -23,7 +23,9 @@ import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from contextlib import aclosing
+from dataclasses import dataclass
 from functools import lru_cache
+from types import MappingProxyType
 from typing import Any
 from weakref import WeakKeyDictionary
 
@@ -63,15 +65,17 @@ def _strip_descriptions(schema: Any) -> Any:
     return schema
 
 
-_condensed: WeakKeyDictionary[ToolSchema, ToolSchema] = WeakKeyDictionary()
+_condensed: BoundedCache[ToolSchema, ToolSchema] = BoundedCache(4096)
+"""By tool object: a ToolSchema is frozen and hashed by identity, and the key holds it, so the object is its
+content. A plain dict lookup (a weak-keyed one builds a weak reference per lookup, ~200 lookups a turn)."""
 
 
 def condensed(tool: ToolSchema) -> ToolSchema:
     """The condensed schema of ``tool`` (still callable: name and parameters), built once per tool object."""
     small = _condensed.get(tool)
     if small is None:
-        small = _condensed[tool] = ToolSchema(
-            tool.name, first_sentence(tool.description, 160), _strip_descriptions(tool.parameters)
+        small = _condensed.put(
+            tool, ToolSchema(tool.name, first_sentence(tool.description, 160), _strip_descriptions(tool.parameters))
         )
     return small
 
@@ -96,42 +100,72 @@ def terms(text: str) -> list[str]:
 
 
 @lru_cache(maxsize=4096)
-def message_terms(text: str) -> tuple[str, ...]:
-    """``terms`` of a recent message, by content: consecutive turns rank against mostly the same messages."""
-    return tuple(terms(text))
+def message_terms(text: str) -> Mapping[str, int]:
+    """``terms`` of a recent message counted, by content: consecutive turns rank against mostly the same
+    messages. Read-only (shared between turns)."""
+    return MappingProxyType(Counter(terms(text)))
 
 
 def tool_text(tool: ToolSchema) -> str:
     return f"{tool.name} {tool.description}"
 
 
-_tool_terms: WeakKeyDictionary[ToolSchema, Counter[str]] = WeakKeyDictionary()
-
-
 def tool_terms(tool: ToolSchema) -> Counter[str]:
-    """The words of a tool's name and description, counted once per tool object."""
-    counted = _tool_terms.get(tool)
-    if counted is None:
-        counted = _tool_terms[tool] = Counter(terms(tool_text(tool)))
-    return counted
+    """The words of a tool's name and description."""
+    return Counter(terms(tool_text(tool)))
 
 
-def lexical_scores(tools: Sequence[ToolSchema], query_terms: Counter[str]) -> list[float]:
+@dataclass(frozen=True)
+class _Index:
+    """A tool list's words for BM25: per word, its idf and the tools holding it as (position, term weight).
+    Built once per tool list: a turn then visits only the query's words, not every tool's."""
+
+    postings: Mapping[str, tuple[float, tuple[tuple[int, float], ...]]]
+
+
+_indexes: BoundedCache[tuple[ToolSchema, ...], _Index] = BoundedCache(256)
+"""By the tuple of tool objects (frozen, held by the key: the objects are their content)."""
+
+
+def _index(tools: Sequence[ToolSchema]) -> _Index:
+    key = tuple(tools)
+    index = _indexes.get(key)
+    if index is None:
+        docs = [tool_terms(t) for t in tools]
+        n, lengths = len(docs), [sum(d.values()) for d in docs]
+        avg_len = sum(lengths) / n or 1.0
+        found: dict[str, list[tuple[int, float]]] = {}
+        for i, (d, length) in enumerate(zip(docs, lengths, strict=True)):
+            norm = 1.2 * (0.25 + 0.75 * length / avg_len)  # a tool has a few words; the query has many
+            for w, tf in d.items():
+                found.setdefault(w, []).append((i, tf * 2.2 / (tf + norm)))
+        idf = {w: math.log(1 + (n - len(p) + 0.5) / (len(p) + 0.5)) for w, p in found.items()}
+        index = _indexes.put(key, _Index({w: (idf[w], tuple(p)) for w, p in found.items()}))
+    return index
+
+
+def lexical_scores(tools: Sequence[ToolSchema], query_terms: Mapping[str, float]) -> list[float]:
     """BM25 of each tool's name and description against weighted query terms, scaled to 0..1."""
-    docs = [tool_terms(t) for t in tools]
-    if not docs or not query_terms:
-        return [0.0] * len(docs)
-    n, lengths = len(docs), [sum(d.values()) for d in docs]
-    avg_len = sum(lengths) / n or 1.0
-    df = Counter(w for d in docs for w in d if w in query_terms)  # only query words score
-    weighted_idf = {w: query_terms[w] * math.log(1 + (n - f + 0.5) / (f + 0.5)) for w, f in df.items()}
-    scores = []
-    for d, length in zip(docs, lengths, strict=True):
-        norm = 1.2 * (0.25 + 0.75 * length / avg_len)
-        # a tool has a few words; the query and recent turns have many
-        scores.append(sum(weighted_idf[w] * tf * 2.2 / (tf + norm) for w, tf in d.items() if w in weighted_idf))
+    if not tools or not query_terms:
+        return [0.0] * len(tools)
+    postings = _index(tools).postings
+    scores = [0.0] * len(tools)
+    for w in sorted(query_terms.keys() & postings.keys()):  # only query words score; a fixed order
+        idf, found = postings[w]
+        weight = query_terms[w] * idf
+        for i, term_weight in found:
+            scores[i] += weight * term_weight
     top = max(scores)
     return [s / top if top > 0 else 0.0 for s in scores]
+
+
+def query_weights(query: str, recent_texts: Sequence[str]) -> dict[str, float]:
+    """The query's words (1 each) and the recent messages' words (0.5 each: the query counts more)."""
+    weights: dict[str, float] = dict(Counter(terms(query)))
+    for text in recent_texts:
+        for word, n in message_terms(text).items():
+            weights[word] = weights.get(word, 0) + 0.5 * n
+    return weights
 
 
 def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
@@ -345,11 +379,7 @@ class ToolDefinitionsModule(ContextModule):
 
     async def _rank(self, tools: Sequence[ToolSchema], ctx: AssemblyContext) -> tuple[list[ToolSchema], str]:
         texts, called = await recent(ctx)
-        query_terms = Counter(terms(ctx.query))
-        for text in texts:
-            for word in message_terms(text):
-                query_terms[word] += 0.5  # recent turns count, the query counts more
-        scores = lexical_scores(tools, query_terms)
+        scores = lexical_scores(tools, query_weights(ctx.query, texts))
         method = "lexical"
         similarities = await self._similarities(tools, " ".join([ctx.query, *texts[:2]]), ctx)
         if similarities is not None:

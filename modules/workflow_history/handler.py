@@ -35,8 +35,13 @@ class WorkflowHistoryModule(ContextModule):
 
     async def contribute(self, budget: int, ctx: AssemblyContext) -> Contribution:
         max_turns = option(ctx.directives.config, "max_turns", MAX_TURNS, minimum=1)
-        turns = list(visible_turns(ctx, max_turns))
-        kept = fit_blocks([summarize(t) for t in turns], budget, estimator(ctx), HEADER)
+        # Summarised once per assembly: the surplus pass and condense ask again for the same turns.
+        summaries = ctx.memo.get(("summaries", max_turns))
+        if summaries is None:
+            turns = list(visible_turns(ctx, max_turns))
+            summaries = ctx.memo[("summaries", max_turns)] = (turns, [summarize(t) for t in turns])
+        turns, blocks = summaries
+        kept = fit_blocks(blocks, budget, estimator(ctx), HEADER)
         meta: dict[str, Any] = {"turns_available": len(turns), "turns_included": len(kept), "phase": ctx.session.phase}
         if not turns:
             meta["reason"] = "no earlier turns visible in this phase"
