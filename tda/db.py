@@ -49,9 +49,8 @@ LOCK_NAMESPACE = 0x7464  # 'td': the first key of two-key advisory locks, so tda
 def create_engine(url: str, **pool: Any) -> AsyncEngine:
     backend = make_url(url).get_backend_name()
     is_sqlite = backend == "sqlite"
-    if is_sqlite:
-        _ensure_sqlite_folder(url)
     if is_sqlite:  # run on the loop's thread: see inline_sqlite
+        _ensure_sqlite_folder(url)
         pool = {**pool, "async_creator": inline_sqlite.creator(url)}
     engine = create_async_engine(url, **(pool or (POSTGRES_POOL if backend == "postgresql" else {})))
     if is_sqlite:

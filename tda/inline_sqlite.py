@@ -3,7 +3,8 @@
 aiosqlite runs every call (cursor, execute, fetch, close, commit) on a thread of its own and hands the result
 back: about ten hops per statement, each waking a thread and the loop. tda's statements are index reads and
 short writes that SQLite answers in microseconds, so the hops cost more than the work: inline, a turn's
-session load takes 3.4 ms instead of 6.2 and its record 4.1 instead of 7.1 (bench/service_bench.py).
+session load took 3.4 ms instead of 6.2 and its record 4.1 instead of 7.1 (the store called directly, on
+bench/service_bench.py's data).
 
 The one wait that could block the loop is another process holding the write lock (a CLI command, a backup).
 SQLite is told not to wait (``busy_timeout=0``); a locked database is retried after ``asyncio.sleep`` for up

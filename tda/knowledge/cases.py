@@ -21,8 +21,8 @@ server (``write_through``) every case is written as it is recorded: the other re
 
 Searches of an embedded store never reach Chroma: this store is its only writer, so it keeps a mirror of every
 written case (``_Mirror``: at most ``MAX_CASES`` vectors, ~3 MB) and ranks them all by exact cosine with one
-matrix product, ~0.1 ms where a Chroma query took ~5 ms of a turn. With a Chroma server, where other replicas
-write too, searches go to Chroma.
+matrix product, 0.2-0.4 ms at 2,000 cases where a Chroma query took ~5 ms of a turn. With a Chroma server,
+where other replicas write too, searches go to Chroma.
 """
 
 from __future__ import annotations
@@ -256,7 +256,7 @@ class ChampionCaseStore:
         self, query: str, *, k: int = 3, recorded_before: float | None = None
     ) -> list[ChampionCase]:
         """Searched on the event loop when that is cheap: the mirror is loaded and the query's vector needs no
-        model run (~0.1 ms; a hop to a worker thread and back cost several times that). Else in a worker thread."""
+        model run (0.2-0.4 ms at 2,000 cases; a hop to a worker thread and back cost more). Else in a worker thread."""
         if self._mirror is not None and embeds_at_once(self._opened()[1], query):
             return self.search(query, k=k, recorded_before=recorded_before)
         return await asyncio.to_thread(self.search, query, k=k, recorded_before=recorded_before)
@@ -312,7 +312,7 @@ class ChampionCaseStore:
 
 class _Mirror:
     """The written cases, one row per Chroma record, as Chroma holds them. The vectors live in one array grown by
-    doubling and written in place (a new array per write left the freed ones to fragment the heap: +20 MB of RSS
+    doubling and written in place (a new array per write left the freed ones to fragment the heap: ~14 MB more RSS
     over 3,000 turns); callers hold the store's lock, so a search never sees a row half written."""
 
     def __init__(self, found: dict[str, Any]) -> None:
