@@ -29,6 +29,10 @@ class BackgroundWriter:
         self._last[key] = task
         task.add_done_callback(lambda done: self._last.get(key) is done and self._last.pop(key))
 
+    def busy(self, key: str) -> bool:
+        """Whether jobs submitted for ``key`` are still to finish."""
+        return key in self._last
+
     async def settle(self, key: str) -> None:
         """Wait until every job submitted for ``key`` so far has finished."""
         task = self._last.get(key)

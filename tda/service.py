@@ -132,15 +132,22 @@ class TDAService:
 
         In process first (turns queued here hold no database connection), then the database's lock (PostgreSQL:
         an advisory lock, released even if this process dies). Before letting go, the session's events are
-        handed to the bus, so the next turn's events, wherever it runs, come after them."""
+        handed to the bus, so the next turn's events, wherever it runs, come after them. Work the block left to
+        the background writer (its champion case) is done before the lock goes, after the response: the next
+        turn, on any replica, sees it."""
         lock = self._session_locks.get(session_id)
         if lock is None:
             lock = self._session_locks[session_id] = asyncio.Lock()
-        async with lock, self.store.db.exclusive(f"session:{session_id}"):
+        async with contextlib.AsyncExitStack() as held:
+            await held.enter_async_context(lock)
+            await held.enter_async_context(self.store.db.exclusive(f"session:{session_id}"))
             try:
                 yield
             finally:
                 await self.bus.drain()
+                if self.writer.busy(session_id):
+                    release = held.pop_all().aclose
+                    self.writer.submit(session_id, release, f"release of session {session_id}'s lock")
 
     def validate_type(self, data: Any, loc: tuple[str, ...] = ()) -> ContextWindowType:
         try:

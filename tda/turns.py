@@ -267,7 +267,6 @@ async def _step(
 ) -> dict[str, Any]:
     """Assemble, snapshot, publish, call the model, record: a new turn (``current`` None) or the next step of one."""
     with _timed(options, "load"):
-        await svc.writer.settle(session_id)  # the previous turn's champion case is recorded: this turn may use it
         # A continuation reads the history before its own turn: the turn so far follows the query instead.
         data = await svc.store.sessions.load(session_id, before_turn=current.row.turn if current else None)
         stored = await resolve_type(svc, data.profile)

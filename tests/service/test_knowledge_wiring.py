@@ -3,6 +3,7 @@ previews, successful turns kept as champion cases, and feedback that stops a wro
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -144,6 +145,26 @@ async def test_an_answered_turn_is_served_to_later_turns_until_rated_wrong(wired
     third = await _turn(client, headers)
     assert _module(third["snapshot"], "rag_context")["used"] == 0
     assert "## Champion cases" not in "\n".join(str(m["content"]) for m in llm.calls[2])
+
+
+async def test_the_sessions_lock_is_held_until_its_champion_case_is_recorded(wired, monkeypatch):
+    """Recording runs after the response, but before the next turn, on any replica, can take the lock."""
+    client, headers = wired
+    svc = client.app.extensions["tda"]
+    recorder, recorded = svc.sources.case_recorder, asyncio.Event()
+    record_case = recorder.record_case
+
+    async def slow_record_case(*args: Any, **kwargs: Any) -> str:
+        await asyncio.sleep(0.3)
+        case_id = await record_case(*args, **kwargs)
+        recorded.set()
+        return case_id
+
+    monkeypatch.setattr(recorder, "record_case", slow_record_case)
+    await _turn(client, headers)
+    assert not recorded.is_set()  # the response did not wait for it
+    async with svc.session_lock("s1"):
+        assert recorded.is_set()
 
 
 async def test_the_tool_calls_of_a_turn_are_its_cases_plan(wired, llm):
