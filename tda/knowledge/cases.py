@@ -7,22 +7,19 @@ turns. Cases with negative feedback are never served. ``recorded_at`` is when th
 so a replay can ask for the cases that existed when its turn was assembled (``recorded_before``).
 
 The store is bounded (``MAX_CASES``): once full, a new case takes the record of the case least worth keeping
-(rated negative first, then unrated, then positive; the oldest first among them), written over in place. An
-embedded Chroma keeps every record it ever indexed in memory (~3-6 KB each: deleting one frees nothing), so
-recording every turn grew a server by ~6 MB per 1,000 turns; a record written over in place costs nothing more.
-A case's id is its content hash; the Chroma record holding it may carry an older case's id (``case_id`` in its
+(rated negative first, then unrated, then positive; the oldest first among them), written over in place.
+A case's id is its content hash; the record holding it may carry an older case's id (``case_id`` in its
 metadata says whose it is now).
 
-Writes are batched: ``record`` keeps the case in memory (served from there at once) and ``flush`` writes
-what is pending in one upsert. An embedded Chroma holds the GIL for a whole write, fsync included (~25 ms
-on a plain disk), stalling every thread of the server: one write per turn cost each turn that much. A rating
-is written through at once; ``close`` (service shutdown) flushes, so nothing recorded is lost. With a Chroma
-server (``write_through``) every case is written as it is recorded: the other replicas serve it at once.
+Where cases are kept: an embedded store keeps them in a ``CaseTable`` (SQLite) and searches a mirror of every
+written case in memory (``_Mirror``: at most ``MAX_CASES`` vectors, ~3 MB), ranked by exact cosine with one
+matrix product, 0.2-0.4 ms at 2,000 cases. It is their only writer, so the mirror stays right. With a Chroma
+server (``write_through``), where other replicas write too, they are a Chroma collection and searches go there.
 
-Searches of an embedded store never reach Chroma: this store is its only writer, so it keeps a mirror of every
-written case (``_Mirror``: at most ``MAX_CASES`` vectors, ~3 MB) and ranks them all by exact cosine with one
-matrix product, 0.2-0.4 ms at 2,000 cases where a Chroma query took ~5 ms of a turn. With a Chroma server,
-where other replicas write too, searches go to Chroma.
+Writes are batched: ``record`` keeps the case in memory (served from there at once) and ``flush`` writes
+what is pending in one transaction (``LiveKnowledge`` flushes what a second recorded). A rating is written
+through at once; ``close`` (service shutdown) flushes, so nothing recorded is lost. With a Chroma server every
+case is written as it is recorded: the other replicas serve it at once.
 """
 
 from __future__ import annotations
@@ -40,6 +37,7 @@ import numpy as np
 
 from components.context_window.base import ChampionCase
 
+from .case_table import CaseTable
 from .embeddings import embeds_at_once
 from .store import CASES_COLLECTION, KnowledgeStore
 
@@ -47,7 +45,7 @@ OVERFETCH = 4
 """Cases fetched per case served: the negative ones (and, in a replay, the later ones) are filtered out here,
 which is much cheaper than Chroma's ``where`` (it builds an allow-list of every matching record per query)."""
 MAX_CASES = 2_000
-"""Cases kept at most (a few MB in Chroma's memory)."""
+"""Cases kept at most (~3 MB of vectors in the mirror)."""
 MAX_PENDING = 2000
 """Cases kept in memory at most; past this, ``record`` writes them before returning."""
 
@@ -87,7 +85,7 @@ class ChampionCaseStore:
         """Write each case as it is recorded (a Chroma server: other replicas serve it at once, and an HTTP write
         leaves the GIL free) instead of in batches."""
         self._records: dict[str, _Kept] | None = None
-        """Case id -> the Chroma record holding it, its first record time and rating (loaded on first write)."""
+        """Case id -> the record holding it, its first record time and rating (loaded on first write)."""
         self._pending: dict[str, _Pending] = {}
         self._lock = threading.Lock()
         """Guards ``_pending`` (records, searches and flushes run in worker threads)."""
@@ -100,11 +98,22 @@ class ChampionCaseStore:
         return self._opened()[0]
 
     def _opened(self) -> tuple[Any, Any]:
-        """The collection and its embedding function, looked up once (the collection is tda's own)."""
+        """Where the cases are kept (a Chroma server's collection, or an embedded store's ``CaseTable``) and the
+        embedding function they were recorded with, opened once."""
         if self._cached is None:
-            col = self.store.collection(CASES_COLLECTION, create=True, kind="cases")
-            self._cached = (col, col.configuration.get("embedding_function"))
+            if self.write_through:
+                col = self.store.collection(CASES_COLLECTION, create=True, kind="cases")
+                self._cached = (col, col.configuration.get("embedding_function"))
+            else:
+                table = CaseTable.open(self.store, self.store.folder())
+                self._cached = (table, table.embedding_function)
         return self._cached
+
+    def close(self) -> None:
+        """Write what is pending and let go of the table (the Chroma client is the knowledge store's to close)."""
+        self.flush()
+        if self._cached is not None and isinstance(self._cached[0], CaseTable):
+            self._cached[0].close()
 
     def _embed(self, text: str) -> np.ndarray:
         return np.asarray(self._opened()[1]([text])[0], dtype=np.float32)  # recent texts' vectors are kept there
@@ -165,7 +174,7 @@ class ChampionCaseStore:
         return self._records
 
     def _record_ids(self, batch: dict[str, _Pending]) -> list[str]:
-        """The Chroma record for each case of ``batch``: its own, a fresh one while there is room, else the record
+        """The record for each case of ``batch``: its own, a fresh one while there is room, else the record
         of a case least worth keeping (written over in place)."""
         kept = self._kept()
         new = [cid for cid in batch if cid not in kept]
@@ -311,7 +320,7 @@ class ChampionCaseStore:
 
 
 class _Mirror:
-    """The written cases, one row per Chroma record, as Chroma holds them. The vectors live in one array grown by
+    """The written cases, one row per record, as the table holds them. The vectors live in one array grown by
     doubling and written in place (a new array per write left the freed ones to fragment the heap: ~14 MB more RSS
     over 3,000 turns); callers hold the store's lock, so a search never sees a row half written."""
 
@@ -403,7 +412,7 @@ class _Kept:
 
 
 def _case_id(record_id: str, meta: dict[str, Any]) -> str:
-    """Which case a Chroma record holds (a record written over in place keeps its first case's id)."""
+    """Which case a record holds (a record written over in place keeps its first case's id)."""
     return str(meta.get("case_id") or record_id)
 
 

@@ -89,7 +89,7 @@ class LiveKnowledge:
             self._closed = True
             if self._opened is not None:
                 try:
-                    self._opened.cases.flush()
+                    self._opened.cases.close()
                 finally:
                     self._opened.store.close()
                     self._opened = None

@@ -84,6 +84,13 @@ class KnowledgeStore:
     def open(cls, data_dir: Path, chroma_url: str | None = None, *, embedder: str = DEFAULT_EMBEDDER) -> KnowledgeStore:
         return cls(open_client(data_dir, chroma_url), embedder)
 
+    def folder(self) -> Path:
+        """The folder an embedded store keeps its files in (Chroma's are in ``chroma`` there)."""
+        settings = self.client.get_settings()
+        if not settings.is_persistent or not settings.persist_directory:
+            raise KnowledgeError("a Chroma server keeps no files here; this needs an embedded store")
+        return Path(settings.persist_directory).parent
+
     def close(self) -> None:
         """Release the client (HTTP connections, or the embedded database's handles)."""
         # chromadb 1.5.9 stops its HTTP client components without closing the httpx sessions inside them.

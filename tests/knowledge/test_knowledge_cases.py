@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from components.context_window.base import CaseRetriever
 from tda.knowledge.cases import CaseRecord, ChampionCaseStore, case_id
 from tda.knowledge.embeddings import HashingEmbedding
-from tda.knowledge.store import KnowledgeStore, open_client
+from tda.knowledge.store import CASES_COLLECTION, KnowledgeStore, open_client
 
 WORDS = ["invoice", "export", "revenue", "region", "ticket", "refund", "users", "country"]
 
@@ -117,7 +117,7 @@ async def test_recorded_cases_are_served_before_and_after_they_are_written(cases
     assert cases.flush() == 1 and cases.pending == 0
     after = await cases.retrieve_cases("users by country")
     assert [c.id for c in before] == [c.id for c in after] == [cid]
-    assert before[0].score == pytest.approx(after[0].score, abs=1e-5)  # Python's cosine and Chroma's agree
+    assert before[0].score == pytest.approx(after[0].score, abs=1e-5)  # pending and written cases score alike
 
 
 async def test_a_rating_is_written_at_once(cases: ChampionCaseStore, store: KnowledgeStore) -> None:
@@ -205,21 +205,30 @@ async def test_a_full_store_writes_over_the_cases_least_worth_keeping(store: Kno
     assert {c.id for c in await reopened.retrieve_cases("question", k=10)} == {rated, *new, old[0]}
 
 
-async def test_cases_written_before_records_named_their_case_are_read(store: KnowledgeStore) -> None:
-    """A collection from an earlier version: each record's id is its case id, no ``case_id`` in its metadata."""
+async def test_cases_an_earlier_version_kept_in_chroma_move_to_the_case_table(store: KnowledgeStore) -> None:
+    """Earlier versions kept an embedded store's cases in a Chroma collection, whose index grows with every write:
+    the first open moves them out, with their embedder. The oldest records' ids are their case ids, without
+    ``case_id`` in their metadata."""
+    legacy = store.collection(CASES_COLLECTION, create=True, kind="cases")
+    old, rated = case_id("export invoices", "done"), case_id("count users", "a table")
+    legacy.upsert(ids=[old], documents=["export invoices"], metadatas=[{"answer": "done", "feedback": 0}])
+    legacy.upsert(
+        ids=["a-record"], documents=["count users"], metadatas=[{"answer": "a table", "feedback": 1, "case_id": rated}]
+    )
     cases = ChampionCaseStore(store, max_cases=2)
-    cid = case_id("export invoices", "done")
-    cases._collection().upsert(ids=[cid], documents=["export invoices"], metadatas=[{"answer": "done", "feedback": 0}])
-    assert [c.id for c in await cases.retrieve_cases("export invoices")] == [cid]
-    assert cases.record(CaseRecord("export invoices", "done", feedback=1)) == cid and cases.count() == 1
-    [case] = await cases.retrieve_cases("export invoices")
-    assert (case.id, case.feedback) == (cid, 1)
+    assert [c.id for c in await cases.retrieve_cases("export invoices", k=1)] == [old]
+    assert [(c.id, c.feedback) for c in await cases.retrieve_cases("count users", k=1)] == [(rated, 1)]
+    assert CASES_COLLECTION not in [c.name for c in store.client.list_collections()]
+    assert cases.record(CaseRecord("export invoices", "done", feedback=1)) == old and cases.count() == 2
+    [case] = await ChampionCaseStore(store).retrieve_cases("export invoices", k=1)  # reopened: from the table
+    assert (case.id, case.feedback) == (old, 1)
 
 
 async def test_written_through_cases_are_served_by_another_store_at_once(store: KnowledgeStore) -> None:
     """With a Chroma server shared by replicas, each case is written as it is recorded."""
     cid = ChampionCaseStore(store, write_through=True).record(CaseRecord("export invoices", "done"))
-    assert [c.id for c in await ChampionCaseStore(store).retrieve_cases("export invoices")] == [cid]
+    other = ChampionCaseStore(store, write_through=True)
+    assert [c.id for c in await other.retrieve_cases("export invoices")] == [cid]
 
 
 async def test_a_search_stays_on_the_event_loop_once_it_is_cheap(store: KnowledgeStore) -> None:

@@ -4,7 +4,9 @@ previews, successful turns kept as champion cases, and feedback that stops a wro
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
+import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -14,8 +16,9 @@ import pytest
 from tda.app import create_app
 from tda.config import Settings
 from tda.demo import DEMO_SESSION, seed_demo, seed_demo_knowledge
+from tda.knowledge import case_table
 from tda.knowledge.ingest import ingest_paths
-from tda.knowledge.store import CASES_COLLECTION, KnowledgeStore
+from tda.knowledge.store import KnowledgeStore
 from tda.llm import LLM, Completion
 
 HANDBOOK = """# Field handbook
@@ -260,11 +263,8 @@ async def _turns_then_shutdown(
         await client.post("/v1/profiles", json={"id": "p", "type": "tool_enabled"}, headers=headers)
         await client.post("/v1/sessions", json={"id": "s1", "profile_id": "p"}, headers=headers)
         ids = [(await _turn(client, headers, query))["champion_case_id"] for query in queries]
-    store = KnowledgeStore.open(settings.data_dir, embedder="hashing")
-    try:
-        return ids, store.client.get_collection(CASES_COLLECTION).get(include=[])["ids"]
-    finally:
-        store.close()
+    with contextlib.closing(sqlite3.connect(settings.data_dir / case_table.FILE_NAME)) as db:
+        return ids, [rid for (rid,) in db.execute("SELECT record_id FROM cases")]
 
 
 async def test_champion_cases_held_in_memory_are_written_at_shutdown(handbook, settings, llm):
