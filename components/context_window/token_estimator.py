@@ -155,11 +155,18 @@ def _load_counter(kind: str, name: str) -> Callable[[str], int] | None:
         return None
 
 
+CACHE_SIZE = 8_192
+"""Texts, and messages without stored counts, remembered per estimator: a few assemblies' worth (a window at
+10,000 messages counts ~500). Stored messages carry their counts and skip the cache. Each turn brings new texts
+(its query, answer, summaries), so a larger bound is memory that only grows: 200,000 kept a server growing by
+~1 MB per 1,000 turns for 200,000 entries, holding evicted history messages alive all the while."""
+
+
 class TokenEstimator:
     """Counts tokens for one tokenizer, caching per text. Share one per tokenizer across assemblies."""
 
     def __init__(
-        self, encoding_name: str = "cl100k_base", *, cache_size: int = 200_000, tokenizer: Tokenizer | None = None
+        self, encoding_name: str = "cl100k_base", *, cache_size: int = CACHE_SIZE, tokenizer: Tokenizer | None = None
     ) -> None:
         self.tokenizer = tokenizer or Tokenizer("tiktoken", encoding_name)
         self.encoding_name = self.tokenizer.name
