@@ -331,14 +331,20 @@ class SessionStore:
 
     async def record_turn(
         self, session_id: str, turn: dict[str, Any], messages: list[dict[str, Any]]
-    ) -> tuple[TurnRow, list[MessageRow]]:
-        """The turn and its messages in one transaction: a turn is never half-recorded. One flush writes them all;
-        whether the session exists is asked only if it fails (a turn is recorded right after its session loaded)."""
+    ) -> tuple[Row[Any], list[Row[Any]]]:
+        """The turn and its messages in one transaction: a turn is never half-recorded. Returns rows with a
+        ``TurnRow``'s and a message page's attributes. Core inserts on a bare connection: an ORM session's unit
+        of work cost more than the writes (3 ms against 1.6). Whether the session exists is asked only if the
+        write fails (a turn is recorded right after its session loaded)."""
         try:
-            async with self.db.write() as s:
-                row = TurnRow(session_id=session_id, **turn)
-                s.add(row)
-                rows = await _append(s, session_id, [{"turn": turn["turn"], **m} for m in messages])
+            async with self.db.write_rows() as c:
+                row = (await c.execute(_INSERT_TURN, {"session_id": session_id, **turn})).one()
+                rows = []
+                for m in messages:  # one by one: ids in the order given
+                    fields = {"session_id": session_id, "turn": turn["turn"], **m}
+                    fields["token_counts"] = _token_counts(fields)
+                    rows.append((await c.execute(_INSERT_MESSAGE, fields)).one())
+                await c.execute(_COUNT_MESSAGES, {"session_id": session_id, "added": len(rows)})
         except Conflict:  # the (session, turn) constraint, or the session is gone
             await self.get(session_id)
             raise Conflict(
@@ -450,11 +456,11 @@ class SessionStore:
 
     async def record_snapshot(self, fields: dict[str, Any]) -> int:
         """Store a snapshot; returns its id (an INSERT ... RETURNING: no ORM object to build and flush)."""
-        async with self.db.write() as s:
+        async with self.db.write_rows() as c:
             # Ids commit in id order across replicas, so an SSE resume (id > Last-Event-ID) skips none.
             if self.db.is_postgres:
-                await advisory_xact_lock(s, "snapshots")
-            return int(await s.scalar(_INSERT_SNAPSHOT, fields))
+                await advisory_xact_lock(c, "snapshots")
+            return int(await c.scalar(_INSERT_SNAPSHOT, fields))
 
     async def snapshot(self, snapshot_id: int) -> SnapshotRow:
         async with self.db.read() as s:
@@ -491,7 +497,10 @@ _COUNT_MESSAGES = (
     .values(message_count=SessionRow.message_count + bindparam("added"))
     .execution_options(synchronize_session=False)
 )
-_INSERT_SNAPSHOT = insert(SnapshotRow).returning(SnapshotRow.id)
+# Of the tables, not the mapped classes: a mapped class's insert goes through the ORM's bulk machinery.
+_INSERT_SNAPSHOT = insert(SnapshotRow.__table__).returning(SnapshotRow.__table__.c.id)
+_INSERT_TURN = insert(TurnRow.__table__).returning(*_TURN_COLUMNS)
+_INSERT_MESSAGE = insert(MessageRow.__table__).returning(*(MessageRow.__table__.c[c.key] for c in _MESSAGE_COLUMNS))
 
 
 async def _history_changed(s: AsyncSession, session_id: str) -> None:
