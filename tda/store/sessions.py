@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections import namedtuple
 from dataclasses import dataclass
 from typing import Any
 
@@ -108,8 +109,8 @@ class SessionData:
     profile: ProfileRow
     message_count: int
     last_message_turn: int
-    turns: list[Row[Any]]
-    """The newest ``RECENT_TURNS`` turns, oldest first: rows with a ``TurnRow``'s attributes (read without the ORM,
+    turns: list[TurnTuple]
+    """The newest ``RECENT_TURNS`` turns, oldest first, with a ``TurnRow``'s attributes (read without the ORM,
     whose objects cost three times as much to build, every turn)."""
     attachments: list[AttachmentRow]
     before_turn: int | None = None
@@ -134,6 +135,8 @@ _MESSAGE_COLUMNS = (
 
 
 _TURN_COLUMNS = tuple(TurnRow.__table__.columns)
+TurnTuple = namedtuple("TurnTuple", [c.key for c in _TURN_COLUMNS])
+"""A turn as ``load`` reads it: a Row's attributes cost ~1 µs each, and a turn reads 10 of 40 turns' (0.4 ms)."""
 
 # What ``load`` reads, built once (building a statement costs more than SQLite answering it). ``before`` and
 # ``turns_before`` are turn numbers; none given reads as _NO_TURN, past every turn (a 64-bit parameter: PostgreSQL
@@ -206,9 +209,9 @@ class SessionStore:
             count = row.message_count
             if before_turn is not None:  # counted from the newest end: a continuation's own turn is a few messages
                 count = row.message_count - (await s.scalar(_MESSAGES_FROM_TURN, params) or 0)
-            newest_turns = (await s.execute(_NEWEST_TURNS, turn_params)).all()
+            newest_turns = [TurnTuple._make(t) for t in (await s.execute(_NEWEST_TURNS, turn_params))]
             attachments = (await s.scalars(_ATTACHMENTS, params)).all()
-        return SessionData(row, profile, count, last_turn, list(newest_turns)[::-1], list(attachments), before_turn)
+        return SessionData(row, profile, count, last_turn, newest_turns[::-1], list(attachments), before_turn)
 
     async def messages_after(self, session_id: str, after: MessageCursor) -> list[Row[Any]]:
         """The messages newer than ``after``, oldest first (what was appended since a replica last read)."""
