@@ -120,6 +120,8 @@ class EventBus:
         return delivered
 
     def publish_snapshot(self, snapshot_id: int, session_id: str, snapshot: dict[str, Any]) -> int:
+        if not self._subscribers:  # nobody to encode the frame for (a stream that comes later resumes from the DB)
+            return 0
         return self.publish(snapshot_event(snapshot_id, session_id, snapshot))
 
     def on_control(self, what: str, handler: Callable[[], Awaitable[None]]) -> None:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
+import operator
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from typing import Any, Protocol, runtime_checkable
@@ -179,7 +182,15 @@ def _digest(value: Any) -> str:
 
 def _values(item: Any) -> tuple[Any, ...]:
     """A dataclass's field values, shallow (``asdict`` deep-copies every nested value: slow on long histories)."""
-    return tuple(getattr(item, f.name) for f in fields(item))
+    return _field_getter(type(item))(item)
+
+
+@functools.cache
+def _field_getter(cls: type) -> Callable[[Any], tuple[Any, ...]]:
+    """Reads a dataclass's fields in one C call (``fields()`` per item took 0.3 ms of every turn, for its turns)."""
+    names = [f.name for f in fields(cls)]
+    get = operator.attrgetter(*names)
+    return get if len(names) > 1 else lambda item: (get(item),)
 
 
 def _history_read(s: Session) -> list[Any]:

@@ -270,6 +270,25 @@ async def test_a_turn_recorded_twice_is_refused_whole(app):
         await svc.store.sessions.record_turn("nowhere", first, [])
 
 
+async def test_a_recorded_turn_returns_its_rows_as_stored(app):
+    """record_turn hands back (to the history cache, to champion-case recording) what a later read returns:
+    ids in the order given, the columns' defaults, the token counts stored per encoding."""
+    _running, svc, _headers = app
+    turn = {"turn": 1800, "query": "q?", "answer": "a.", "tokens_in": 7}
+    messages = [
+        {"role": "user", "content": "q?", "tokens": 3},
+        {"role": "assistant", "content": "a.", "tool_calls": [{"id": "c1", "function": {"name": "f"}}], "tokens": 2},
+    ]
+    row, rows = await svc.store.sessions.record_turn("long", turn, messages)
+    stored = await svc.store.sessions.turn("long", 1800)
+    assert {c: getattr(row, c) for c in row._fields} == {c: getattr(stored, c) for c in row._fields}
+    assert (row.plan, row.results, row.outcome, row.valid) == ("", [], "success", True)
+    page = await svc.store.sessions.message_page("long", None, 2)
+    assert [tuple(r) for r in rows] == [tuple(r) for r in page[::-1]]
+    assert rows[0].id < rows[1].id and rows[1].tool_calls == messages[1]["tool_calls"]
+    assert rows[0].token_counts["o200k_base"] > 0 and rows[0].valid is True
+
+
 async def test_a_turn_whose_kept_history_is_dropped_while_it_reads_still_runs(app, llm, monkeypatch):
     """Turns on other sessions may drop a session's kept history while its turn reads what was added: the turn
     goes on with what it read (this was an HTTP 500 once the server held more sessions than it keeps)."""
