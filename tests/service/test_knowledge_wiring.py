@@ -158,7 +158,7 @@ async def test_the_sessions_lock_is_held_until_its_champion_case_is_recorded(wir
     record_case = recorder.record_case
 
     async def slow_record_case(*args: Any, **kwargs: Any) -> str:
-        await asyncio.sleep(0.3)
+        await asyncio.sleep(1.0)  # far longer than a response takes, even on a slow machine
         case_id = await record_case(*args, **kwargs)
         recorded.set()
         return case_id
