@@ -17,7 +17,6 @@ import json
 import sqlite3
 import threading
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -42,27 +41,24 @@ _UPSERT = "INSERT OR REPLACE INTO cases VALUES (?, ?, ?, ?)"
 class CaseTable:
     """The cases, one row per record: id, query, metadata as JSON, vector as float32 bytes."""
 
-    def __init__(self, path: Path, embedding_function: Any) -> None:
-        self.path = path
+    def __init__(self, db: sqlite3.Connection, embedding_function: Any) -> None:
         self.embedding_function = embedding_function
-        self._db = sqlite3.connect(path, check_same_thread=False)
+        self._db = db
         self._lock = threading.Lock()
         """One connection shared by the worker threads the case store runs in."""
 
     @classmethod
-    def open(cls, store: KnowledgeStore, folder: Path) -> CaseTable:
-        """The table in ``folder``, created on first use with the cases of the store's Chroma collection, if any."""
-        db = sqlite3.connect(folder / FILE_NAME)
+    def open(cls, store: KnowledgeStore) -> CaseTable:
+        """The table beside the store's files, created on first use with the cases of its Chroma collection, if any."""
+        db = sqlite3.connect(store.folder() / FILE_NAME, check_same_thread=False)
         try:
-            db.executescript("PRAGMA journal_mode=WAL;" + _SCHEMA)
-            embedder = db.execute("SELECT value FROM settings WHERE key = 'embedder'").fetchone()
-            if embedder is None:
-                embedder = (json.dumps(_move_from_chroma(db, store)),)
-        finally:
+            db.executescript("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;" + _SCHEMA)
+            found = db.execute("SELECT value FROM settings WHERE key = 'embedder'").fetchone()
+            described = json.loads(found[0]) if found else _move_from_chroma(db, store)
+            return cls(db, config_to_embedding_function(described))
+        except BaseException:
             db.close()
-        table = cls(folder / FILE_NAME, config_to_embedding_function(json.loads(embedder[0])))
-        table._db.execute("PRAGMA synchronous=NORMAL")
-        return table
+            raise
 
     def get(self, ids: Sequence[str] | None = None, include: Sequence[str] = ()) -> dict[str, Any]:
         """Chroma's ``get``, every column included (the table holds at most the case store's few thousand)."""

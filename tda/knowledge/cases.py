@@ -105,7 +105,7 @@ class ChampionCaseStore:
                 col = self.store.collection(CASES_COLLECTION, create=True, kind="cases")
                 self._cached = (col, col.configuration.get("embedding_function"))
             else:
-                table = CaseTable.open(self.store, self.store.folder())
+                table = CaseTable.open(self.store)
                 self._cached = (table, table.embedding_function)
         return self._cached
 
@@ -164,12 +164,17 @@ class ChampionCaseStore:
         return meta if meta and _case_id(found["ids"][0], meta) == cid else {}
 
     def _kept(self) -> dict[str, _Kept]:
-        """What the collection holds, read once (then kept up to date by this store's writes)."""
+        """What the store holds, read once (from the mirror when there is one), then kept up to date by writes."""
         if self._records is None:
-            found = self._collection().get(include=["metadatas"])
+            mirror = self._written()
+            if mirror is not None:  # it holds every record already: no second read of the store
+                with self._lock:
+                    ids, metas = list(mirror.record_ids), list(mirror.metadatas)
+            else:
+                found = self._collection().get(include=["metadatas"])
+                ids, metas = found["ids"], found["metadatas"] or []
             self._records = {
-                _case_id(rid, meta or {}): _Kept.of(rid, meta or {})
-                for rid, meta in zip(found["ids"], found["metadatas"] or [], strict=True)
+                _case_id(rid, meta or {}): _Kept.of(rid, meta or {}) for rid, meta in zip(ids, metas, strict=True)
             }
         return self._records
 
