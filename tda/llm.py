@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -46,6 +47,36 @@ async def preload() -> None:
     """Import litellm and make one mock call in a worker thread at start-up. Done lazily by the first turn,
     it would block the event loop for seconds (import) and ~0.5 s (first call), stalling every SSE stream."""
     await asyncio.to_thread(_warm_up)
+
+
+_CALLBACK_LISTS = (
+    "callbacks",
+    "input_callback",
+    "success_callback",
+    "failure_callback",
+    "service_callback",
+    "_async_input_callback",
+    "_async_success_callback",
+    "_async_failure_callback",
+)
+
+
+@contextmanager
+def _logged_only_if_read(litellm: Any) -> Iterator[None]:
+    """Skip litellm's own per-call logging while no litellm callback is registered: it has no reader then, yet
+    after every reply it ran a task on the event loop that walks a copy of every message sent (looking for base64
+    to truncate), ~3-4 ms of CPU per turn on a long session. Callbacks an operator registers (Langfuse, a
+    CustomLogger) are called as before. litellm marks its own nested calls unlogged with this context variable."""
+    if any(getattr(litellm, name, None) for name in _CALLBACK_LISTS):
+        yield
+        return
+    from litellm._internal_context import is_internal_call
+
+    token = is_internal_call.set(True)
+    try:
+        yield
+    finally:
+        is_internal_call.reset(token)
 
 
 async def routing_error(model: str) -> str | None:
@@ -106,13 +137,15 @@ class LLM:
             kwargs["max_tokens"] = max_tokens
         if self.mock:
             kwargs["mock_response"] = self.mock_reply(messages, tools)
+        litellm = await _litellm_loaded()
         if on_delta is not None:
-            return await self._streamed(kwargs, on_delta)
-        response = await (await _litellm_loaded()).acompletion(**kwargs)
+            return await self._streamed(litellm, kwargs, on_delta)
+        with _logged_only_if_read(litellm):
+            response = await litellm.acompletion(**kwargs)
         return self._completion(response)
 
-    async def _streamed(self, kwargs: dict[str, Any], on_delta: Delta) -> Completion:
-        litellm = await _litellm_loaded()
+    async def _streamed(self, litellm: Any, kwargs: dict[str, Any], on_delta: Delta) -> Completion:
+        # litellm's stream wrapper schedules its success logging whatever the context says: streamed replies keep it
         stream = await litellm.acompletion(**kwargs, stream=True, stream_options={"include_usage": True})
         chunks = []
         async for chunk in stream:

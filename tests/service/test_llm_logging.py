@@ -1,0 +1,75 @@
+"""litellm's per-call logging runs only when someone reads it: an operator's callbacks still see every call."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from tda.llm import LLM, _litellm
+
+MESSAGES = [{"role": "user", "content": "Which regions grew fastest?"}]
+
+
+@pytest.fixture
+def litellm() -> Any:
+    return _litellm()
+
+
+@pytest.fixture
+def success_logs(litellm: Any, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every async success log litellm runs, by model: its handler, wrapped."""
+    from litellm.litellm_core_utils.litellm_logging import Logging
+
+    seen: list[str] = []
+    original = Logging.async_success_handler
+
+    async def recorded(self: Any, *args: Any, **kwargs: Any) -> Any:
+        seen.append(self.model)
+        return await original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Logging, "async_success_handler", recorded)
+    return seen
+
+
+async def settled() -> None:
+    """litellm's logging runs in a task of its own worker, after the reply."""
+    for _ in range(20):
+        await asyncio.sleep(0.01)
+
+
+async def test_without_callbacks_a_call_runs_no_litellm_logging(litellm: Any, success_logs: list[str]):
+    await litellm.acompletion(model="gpt-4o-mini", messages=MESSAGES, mock_response="direct")
+    await settled()
+    assert success_logs == ["gpt-4o-mini"]  # the probe sees litellm's logging when litellm is called directly
+
+    done = await LLM(mock=True).complete("gpt-4o", MESSAGES, [])
+    await settled()
+    assert done.text
+    assert success_logs == ["gpt-4o-mini"]
+
+
+async def test_a_registered_callback_still_sees_every_call(litellm: Any, monkeypatch: pytest.MonkeyPatch):
+    from litellm.integrations.custom_logger import CustomLogger
+
+    class Recorder(CustomLogger):
+        def __init__(self) -> None:
+            super().__init__()
+            self.models: list[str] = []
+
+        async def async_log_success_event(self, kwargs: Any, response_obj: Any, start_time: Any, end_time: Any):
+            self.models.append(kwargs["model"])
+
+    async def ignore(_: dict[str, Any]) -> None:
+        return None
+
+    recorder = Recorder()
+    monkeypatch.setattr(litellm, "callbacks", [recorder])
+    await LLM(mock=True).complete("gpt-4o", MESSAGES, [])
+    await LLM(mock=True).complete("gpt-4o-mini", MESSAGES, [], on_delta=ignore)
+    for _ in range(100):
+        if len(recorder.models) == 2:
+            break
+        await asyncio.sleep(0.02)
+    assert sorted(recorder.models) == ["gpt-4o", "gpt-4o-mini"]
