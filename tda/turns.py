@@ -280,21 +280,23 @@ async def _step(
         metrics.observe_assembly(assembled.snapshot)
         snapshot = assembled.snapshot.to_dict()
         turn = current.row.turn if current else ctx.session.turn_number
-        snapshot_id = await svc.store.sessions.record_snapshot(
-            {
-                "session_id": session_id,
-                "turn": turn,
-                "type_id": stored.id,
-                "type_version": stored.version,
-                "model": ctx.model,
-                "data": snapshot,
-                "inputs": _inputs(ctx, options, assembled_at),
-            }
-        )
-        svc.bus.publish_snapshot(snapshot_id, session_id, snapshot)
-        await asyncio.sleep(0)  # every woken stream writes its frame now, before this turn's model call runs
+        row = {
+            "session_id": session_id,
+            "turn": turn,
+            "type_id": stored.id,
+            "type_version": stored.version,
+            "model": ctx.model,
+            "data": snapshot,
+            "inputs": _inputs(ctx, options, assembled_at),
+        }
+        # Written while the model answers (the model does not need it, the turn's record does): its write and
+        # its SSE frames take no time of their own from the response.
+        recorded = asyncio.create_task(_record_snapshot(svc, row))
     with _timed(options, "model"):
-        done = await _call_model(svc, ctx, assembled, options, snapshot_id)
+        try:
+            done = await _call_model(svc, ctx, assembled, options, recorded)
+        finally:  # also when the turn is cancelled: the snapshot of a window that was sent is kept
+            snapshot_id = await recorded
     tokens_in = done.tokens_in or assembled.snapshot.total_used
     reply = {
         "role": "assistant",
@@ -381,8 +383,19 @@ def _inputs(ctx: AssemblyContext, options: TurnOptions, assembled_at: float) -> 
     return inputs
 
 
+async def _record_snapshot(svc: TDAService, row: dict[str, Any]) -> int:
+    """Stores the window's snapshot, then streams it to the session's subscribers (its id is the event id)."""
+    snapshot_id = await svc.store.sessions.record_snapshot(row)
+    svc.bus.publish_snapshot(snapshot_id, row["session_id"], row["data"])
+    return snapshot_id
+
+
 async def _call_model(
-    svc: TDAService, ctx: AssemblyContext, assembled: AssembledContext, options: TurnOptions, snapshot_id: int
+    svc: TDAService,
+    ctx: AssemblyContext,
+    assembled: AssembledContext,
+    options: TurnOptions,
+    recorded: asyncio.Future[int],
 ) -> Completion:
     reserve = assembled.snapshot.output_reserve
     max_tokens = min(n for n in (reserve or None, options.max_tokens) if n) if (reserve or options.max_tokens) else None
@@ -400,6 +413,7 @@ async def _call_model(
             on_delta=options.on_delta,
         )
     except Exception as exc:  # provider errors are many and untyped; the caller needs the reason
+        snapshot_id = await recorded
         raise UpstreamFailed(
             f"the model call failed ({type(exc).__name__}: {exc}); snapshot {snapshot_id} was kept",
             snapshot_id=snapshot_id,
