@@ -509,7 +509,7 @@ class ContextWindowHandler:
             self._previous.put(session_id, items)
         same = 0
         for now, before in zip(items, previous, strict=False):  # the windows may differ in length
-            if now != before:
+            if now is not before and now != before:  # a cached history hands back the very same messages
                 break
             same += 1
         return sum(self._item_tokens(run.tokens, item) for item in items[same:])
