@@ -7,7 +7,7 @@ from collections import namedtuple
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import BigInteger, Row, bindparam, func, insert, select, tuple_, update
+from sqlalchemy import BigInteger, Row, bindparam, exists, func, insert, select, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from components.context_window.base import Message
@@ -150,6 +150,8 @@ _HEADER = (
         select(func.max(MessageRow.turn))
         .where(MessageRow.session_id == bindparam("session_id"), MessageRow.turn < _BEFORE)
         .scalar_subquery(),
+        # Most sessions have no attachments: knowing it here saves their query (an index probe) on most turns.
+        exists().where(AttachmentRow.session_id == bindparam("session_id")),
     )
     .join(ProfileRow, ProfileRow.id == SessionRow.profile_id)
     .where(SessionRow.id == bindparam("session_id"))
@@ -205,12 +207,12 @@ class SessionStore:
             found = (await s.execute(_HEADER, params)).first()  # one round trip: session, profile, last turn
             if found is None:
                 raise NotFound(f"no session {session_id!r}")
-            row, profile, last_turn = found[0], found[1], found[2] or 0
+            row, profile, last_turn, attached = found[0], found[1], found[2] or 0, found[3]
             count = row.message_count
             if before_turn is not None:  # counted from the newest end: a continuation's own turn is a few messages
                 count = row.message_count - (await s.scalar(_MESSAGES_FROM_TURN, params) or 0)
             newest_turns = [TurnTuple._make(t) for t in (await s.execute(_NEWEST_TURNS, turn_params))]
-            attachments = (await s.scalars(_ATTACHMENTS, params)).all()
+            attachments = (await s.scalars(_ATTACHMENTS, params)).all() if attached else ()
         return SessionData(row, profile, count, last_turn, newest_turns[::-1], list(attachments), before_turn)
 
     async def messages_after(self, session_id: str, after: MessageCursor) -> list[Row[Any]]:
