@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from quart import Quart, jsonify, redirect
+from quart import Quart, Response, jsonify, redirect
 from quart_schema import QuartSchema, hide
 
 from .api import register_api
@@ -75,14 +75,26 @@ def create_app(settings: Settings | None = None, **service_options: Any) -> Quar
 
 
 def _plain_json_first(make_response: Callable[[Any], Awaitable[Any]]) -> Callable[[Any], Awaitable[Any]]:
-    """Serialise plain dict/list results directly: quart-schema would first walk each one with a new
-    pydantic TypeAdapter, which costs milliseconds per response for nothing (they are JSON already)."""
+    """Serialise plain dict/list results directly, with their status and headers: quart-schema would first walk
+    the body and a headers dict each with a new pydantic TypeAdapter, which costs milliseconds per response for
+    nothing (they are JSON and strings already)."""
 
     async def wrapper(result: Any) -> Any:
         if isinstance(result, (dict, list)):
             result = jsonify(result)
         elif isinstance(result, tuple) and result and isinstance(result[0], (dict, list)):
-            result = (jsonify(result[0]), *result[1:])
+            result = _json_response(*result)
         return await make_response(result)
 
     return wrapper
+
+
+def _json_response(body: Any, *status_or_headers: Any) -> Response:
+    """A view's ``(body, status)``, ``(body, headers)`` or ``(body, status, headers)`` as one response."""
+    response = jsonify(body)
+    for extra in status_or_headers:
+        if isinstance(extra, int):
+            response.status_code = extra
+        else:
+            response.headers.update(extra)
+    return response
