@@ -349,8 +349,10 @@ def server_rss_mb() -> float:
     raise RuntimeError("no VmRSS")
 
 
-async def many_turns(base: str, token: str, turns: int, tag: str) -> float:
-    """``turns`` turns over MEMORY_SESSIONS sessions by MEMORY_WORKERS clients; returns turns/s."""
+async def many_turns(base: str, token: str, turns: int, tag: str) -> tuple[float, float]:
+    """``turns`` turns over MEMORY_SESSIONS sessions by MEMORY_WORKERS clients: (turns/s, server CPU ms a turn).
+    The CPU figure stays flat as cases pile up unless a turn's cost grows with them (it did: OpenBLAS's threads
+    spinning after each champion-case search, ~100 ms a turn past a few thousand cases)."""
     queue = iter(range(turns))
     async with httpx.AsyncClient(base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=60) as client:
 
@@ -360,9 +362,9 @@ async def many_turns(base: str, token: str, turns: int, tag: str) -> float:
                 if r.status_code != 201:
                     raise RuntimeError(f"turn failed: {r.status_code} {r.text[:800]}")
 
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), server_cpu()
         await asyncio.gather(*(worker() for _ in range(MEMORY_WORKERS)))
-        return turns / (time.perf_counter() - started)
+        return turns / (time.perf_counter() - started), (server_cpu() - cpu) / turns * 1000
 
 
 def verdict(ok: bool) -> str:
@@ -419,15 +421,15 @@ async def main() -> None:
                 f"{verdict(share >= 0.6)}); wrk -t1 -c{CONCURRENCY} -d{WRK_SECONDS}s x {ROUNDS} rounds, alternating: "
                 f"tda {', '.join(f'{x:,.0f}' for x in tda_rps)}; bare {', '.join(f'{x:,.0f}' for x in bare_rps)}"
             )
-            warm_rate = await many_turns(base, token, WARMUP_TURNS, "warm-up")
+            warm_rate, warm_cpu = await many_turns(base, token, WARMUP_TURNS, "warm-up")
             warm_rss = server_rss_mb()
-            rate = await many_turns(base, token, MEMORY_TURNS, "memory")
+            rate, cpu = await many_turns(base, token, MEMORY_TURNS, "memory")
             rss = server_rss_mb()
             print(
                 f"memory: RSS {warm_rss:.0f} MB after {WARMUP_TURNS:,} warm-up turns, {rss:.0f} MB after "
                 f"{MEMORY_TURNS:,} more over {MEMORY_SESSIONS} sessions: +{rss - warm_rss:.1f} MB (target < 50 MB: "
-                f"{verdict(rss - warm_rss < 50)}); {rate:,.0f} turns/s with {MEMORY_WORKERS} clients "
-                f"(warm-up {warm_rate:,.0f})"
+                f"{verdict(rss - warm_rss < 50)}); {rate:,.0f} turns/s with {MEMORY_WORKERS} clients, server CPU "
+                f"{cpu:.1f} ms a turn (warm-up {warm_rate:,.0f} turns/s, {warm_cpu:.1f} ms)"
             )
             if RUN_SSE:
                 await fanout_rounds(port, base, token)

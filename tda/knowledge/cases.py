@@ -38,7 +38,7 @@ import numpy as np
 from components.context_window.base import ChampionCase
 
 from .case_table import CaseTable
-from .embeddings import embeds_at_once
+from .embeddings import embeds_at_once, row_products
 from .store import CASES_COLLECTION, KnowledgeStore
 
 OVERFETCH = 4
@@ -380,7 +380,7 @@ class _Mirror:
         if not n or self.matrix is None:
             return []
         norm = float(np.linalg.norm(vector))
-        similarity = self.matrix[:n] @ (vector / norm) if norm else np.zeros(n, dtype=np.float32)
+        similarity = row_products(self.matrix[:n], vector / norm) if norm else np.zeros(n, dtype=np.float32)
         found = []
         for i in np.argsort(-similarity, kind="stable"):
             rid, meta = self.record_ids[i], self.metadatas[i]

@@ -23,6 +23,7 @@ import numpy as np
 from components.context_window.base import Passage
 
 from .chunking import content_hash
+from .embeddings import row_products
 from .lexical import BM25Index
 from .store import KnowledgeError, KnowledgeStore
 
@@ -291,7 +292,7 @@ def _dense_scores(col: Any, ids: list[str], vector: np.ndarray) -> dict[str, flo
         return {}
     got = col.get(ids=ids, include=["embeddings"])
     matrix = np.asarray(got["embeddings"], dtype=np.float32)
-    sims = matrix @ vector / (np.linalg.norm(matrix, axis=1) * (np.linalg.norm(vector) or 1.0) + 1e-12)
+    sims = row_products(matrix, vector) / (np.linalg.norm(matrix, axis=1) * (np.linalg.norm(vector) or 1.0) + 1e-12)
     return {i: max(0.0, float(s)) for i, s in zip(got["ids"], sims, strict=True)}
 
 
