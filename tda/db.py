@@ -77,6 +77,12 @@ class Database:
             yield session
 
     @contextlib.asynccontextmanager
+    async def read_rows(self) -> AsyncIterator[AsyncConnection]:
+        """``read`` for Core statements only: a connection without an ORM session."""
+        async with self.engine.connect() as connection:
+            yield connection
+
+    @contextlib.asynccontextmanager
     async def write(self) -> AsyncIterator[AsyncSession]:
         """One transaction: committed when the block ends, rolled back entirely if it raises.
 

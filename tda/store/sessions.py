@@ -134,6 +134,10 @@ _MESSAGE_COLUMNS = (
 )
 
 
+MessageTuple = namedtuple("MessageTuple", [c.key for c in _MESSAGE_COLUMNS])
+"""A message as a history page reads it (tda/history.py builds a Message and a fingerprint from each: 15 attribute
+reads, ~0.3 µs each on a Row)."""
+
 _TURN_COLUMNS = tuple(TurnRow.__table__.columns)
 TurnTuple = namedtuple("TurnTuple", [c.key for c in _TURN_COLUMNS])
 """A turn as ``load`` reads it: a Row's attributes cost ~1 µs each, and a turn reads 10 of 40 turns' (0.4 ms)."""
@@ -168,6 +172,20 @@ _NEWEST_TURNS = (
     )
     .order_by(TurnRow.turn.desc())
     .limit(bindparam("turns"))
+)
+# History pages, newest first or (``_MESSAGES_AFTER``) what was appended since, on a bare connection: with the
+# statement built once and no ORM session, reading 200 messages and building them costs 1.6 ms instead of 2.8.
+_CURSOR = tuple_(bindparam("turn", type_=BigInteger), bindparam("id", type_=BigInteger))
+_MESSAGE_PAGE = (
+    select(*_MESSAGE_COLUMNS)
+    .where(MessageRow.session_id == bindparam("session_id"), tuple_(MessageRow.turn, MessageRow.id) < _CURSOR)
+    .order_by(MessageRow.turn.desc(), MessageRow.id.desc())
+    .limit(bindparam("limit"))
+)
+_MESSAGES_AFTER = (
+    select(*_MESSAGE_COLUMNS)
+    .where(MessageRow.session_id == bindparam("session_id"), tuple_(MessageRow.turn, MessageRow.id) > _CURSOR)
+    .order_by(MessageRow.turn, MessageRow.id)
 )
 _ATTACHMENTS = (
     select(AttachmentRow).where(AttachmentRow.session_id == bindparam("session_id")).order_by(AttachmentRow.created_at)
@@ -215,28 +233,18 @@ class SessionStore:
             attachments = (await s.scalars(_ATTACHMENTS, params)).all() if attached else ()
         return SessionData(row, profile, count, last_turn, newest_turns[::-1], list(attachments), before_turn)
 
-    async def messages_after(self, session_id: str, after: MessageCursor) -> list[Row[Any]]:
+    async def messages_after(self, session_id: str, after: MessageCursor) -> list[MessageTuple]:
         """The messages newer than ``after``, oldest first (what was appended since a replica last read)."""
-        query = (
-            select(*_MESSAGE_COLUMNS)
-            .where(MessageRow.session_id == session_id, tuple_(MessageRow.turn, MessageRow.id) > tuple_(*after))
-            .order_by(MessageRow.turn, MessageRow.id)
-        )
-        async with self.db.read() as s:
-            return list((await s.execute(query)).all())
+        return await self._messages(_MESSAGES_AFTER, {"session_id": session_id, "turn": after[0], "id": after[1]})
 
-    async def message_page(
-        self, session_id: str, before: MessageCursor | None, limit: int, before_turn: int | None = None
-    ) -> list[Row[Any]]:
+    async def message_page(self, session_id: str, before: MessageCursor | None, limit: int) -> list[MessageTuple]:
         """Up to ``limit`` messages older than ``before`` (None: the newest), newest first: one index range read."""
-        query = select(*_MESSAGE_COLUMNS).where(MessageRow.session_id == session_id)
-        if before is not None:
-            query = query.where(tuple_(MessageRow.turn, MessageRow.id) < tuple_(*before))
-        if before_turn is not None:
-            query = query.where(MessageRow.turn < before_turn)
-        query = query.order_by(MessageRow.turn.desc(), MessageRow.id.desc()).limit(limit)
-        async with self.db.read() as s:
-            return list((await s.execute(query)).all())
+        turn, id_ = before if before is not None else (_NO_TURN, 0)
+        return await self._messages(_MESSAGE_PAGE, {"session_id": session_id, "turn": turn, "id": id_, "limit": limit})
+
+    async def _messages(self, statement: Any, params: dict[str, Any]) -> list[MessageTuple]:
+        async with self.db.read_rows() as connection:
+            return [MessageTuple._make(row) for row in await connection.execute(statement, params)]
 
     async def create(self, fields: dict[str, Any], actor: str) -> SessionRow:
         session_id = fields.pop("id", None) or new_id()

@@ -16,6 +16,7 @@ from alembic.migration import MigrationContext
 from sqlalchemy import inspect, text
 
 from tda.db import LOCK_NAMESPACE, Database, alembic_config, create_engine, upgrade
+from tda.demo import seed_demo
 from tda.errors import PreconditionFailed
 from tda.models import Base
 from tda.store import Store
@@ -128,3 +129,29 @@ async def test_an_advisory_lock_is_held_across_processes_and_released_when_its_h
 async def critical_y(db: Database) -> None:
     async with db.exclusive("session:y"):
         pass
+
+
+async def test_history_pages_and_what_was_appended_since_read_in_order_on_postgresql(backing: Backing) -> None:
+    """The history's reads (prebuilt statements comparing (turn, id) with 64-bit parameters) on a real server:
+    pages newest first that continue from their cursor, and the messages after a cursor, oldest first."""
+    url = fresh_database(backing)
+    await asyncio.to_thread(upgrade, url)
+    store = Store.connect(url)
+    try:
+        await seed_demo(store)
+        await store.sessions.create({"id": "paged", "profile_id": "demo-tools"}, "test")
+        for turn in range(1, 6):
+            messages = [{"role": "user", "content": f"q{turn}"}, {"role": "assistant", "content": f"a{turn}"}]
+            await store.sessions.record_turn("paged", {"turn": turn, "query": f"q{turn}"}, messages)
+        written = [f"{kind}{turn}" for turn in range(1, 6) for kind in ("q", "a")]
+        read, cursor = [], None
+        while page := await store.sessions.message_page("paged", cursor, 3):
+            read += [m.content for m in page]
+            cursor = (page[-1].turn, page[-1].id)
+        assert read == written[::-1]
+        fourth = (await store.sessions.message_page("paged", None, 7))[-1]  # the 4th message written
+        after = await store.sessions.messages_after("paged", (fourth.turn, fourth.id))
+        assert [m.content for m in after] == written[4:]
+        assert all(m.token_counts for m in after)  # stored JSON read back as written
+    finally:
+        await store.close()
