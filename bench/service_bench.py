@@ -351,8 +351,8 @@ def server_rss_mb() -> float:
 
 async def many_turns(base: str, token: str, turns: int, tag: str) -> tuple[float, float]:
     """``turns`` turns over MEMORY_SESSIONS sessions by MEMORY_WORKERS clients: (turns/s, server CPU ms a turn).
-    The CPU figure stays flat as cases pile up unless a turn's cost grows with them (it did: OpenBLAS's threads
-    spinning after each champion-case search, ~100 ms a turn past a few thousand cases)."""
+    Comparing the two phases shows a turn's cost growing with what earlier turns stored (it did: OpenBLAS's threads
+    spun after each champion-case search once the cases filled up, ~100 ms of a core a turn after 3,000 turns)."""
     queue = iter(range(turns))
     async with httpx.AsyncClient(base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=60) as client:
 
