@@ -69,6 +69,14 @@ class ProfileRow(Base):
     tools: Mapped[list[Any]] = mapped_column(default=list)
     components: Mapped[list[Any]] = mapped_column(default=list)
     knowledge_collections: Mapped[list[Any]] = mapped_column(default=list)
+    system_prompt_mode: Mapped[str] = mapped_column(String(16), default="client", server_default="client")
+    """How the profile's prompt combines with a chat client's own system messages (see ``SYSTEM_PROMPT_MODES``)."""
+    case_sharing: Mapped[str] = mapped_column(String(16), default="user", server_default="user")
+    """Whose champion cases this profile's windows may show (see ``CASE_SHARING``)."""
+    query_rewrite: Mapped[bool] = mapped_column(default=False, server_default=text("false"))
+    """Rewrite follow-ups into standalone retrieval queries with an extra, bounded model call."""
+    upstream: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    """Where the model is called: ``base_url``, ``api_key_env``, ``fallbacks``, ``num_retries`` (empty: the service's)."""
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
 
@@ -106,6 +114,8 @@ class MessageRow(Base):
     tokens: Mapped[int] = mapped_column(default=0)
     token_counts: Mapped[dict[str, Any] | None] = mapped_column(default=None)
     """Tokens of the message's own text per encoding, counted when written (None: written before counts were kept)."""
+    parts: Mapped[list[Any] | None] = mapped_column(default=None)
+    """The content parts as the client sent them (images, files) when not plain text; ``content`` holds their text."""
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
@@ -127,7 +137,10 @@ class SnapshotRow(Base):
 
 class TurnRow(Base):
     __tablename__ = "turns"
-    __table_args__ = (UniqueConstraint("session_id", "turn", name="uq_turns_session_turn"),)
+    __table_args__ = (
+        UniqueConstraint("session_id", "turn", name="uq_turns_session_turn"),
+        Index("ix_turns_conversation", "session_id", "conversation_key"),
+    )
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     session_id: Mapped[str] = mapped_column(ForeignKey("sessions.id", ondelete="CASCADE"))
     turn: Mapped[int]
@@ -143,6 +156,10 @@ class TurnRow(Base):
     phase: Mapped[str | None] = mapped_column(String(32), default=None)
     model: Mapped[str] = mapped_column(String(200), default="")
     snapshot_id: Mapped[int | None] = mapped_column(ForeignKey("snapshots.id", ondelete="SET NULL"), default=None)
+    request_key: Mapped[str | None] = mapped_column(String(64), default=None)
+    """A chat client's turn: digest of its conversation through the turn's user message (a retry has the same)."""
+    conversation_key: Mapped[str | None] = mapped_column(String(64), default=None)
+    """A chat client's turn: digest of its conversation through the turn's last reply (the next turn extends it)."""
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 

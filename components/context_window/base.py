@@ -22,6 +22,18 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 ProfileType = Literal["tool_enabled", "llm_only", "rag_focused", "genie"]
 PROFILE_TYPES: tuple[str, ...] = ("tool_enabled", "llm_only", "rag_focused", "genie")
 
+SystemPromptMode = Literal["client", "profile", "prepend", "append"]
+SYSTEM_PROMPT_MODE_HELP = (
+    "how the profile's system prompt combines with a chat client's own system messages: 'client' keeps the "
+    "client's (the profile's only when the client sends none), 'profile' replaces them, 'prepend' puts the "
+    "profile's first, 'append' after"
+)
+CaseSharing = Literal["session", "user", "profile"]
+CASE_SHARING_HELP = (
+    "whose champion cases a window may show: 'session' its own session's, 'user' also the same user's other "
+    "sessions of this profile (not cases built on tool results), 'profile' every case of this profile"
+)
+
 Placement = Literal["system", "tools", "history", "context"]
 """Where a contribution goes in the assembled window, most stable first (provider prompt caches)."""
 PLACEMENTS: tuple[str, ...] = ("system", "tools", "history", "context")
@@ -270,6 +282,9 @@ class Profile:
     components: tuple[str, ...] = ()
     context_limit: int | None = None
     knowledge_collections: tuple[str, ...] = ()
+    system_prompt_mode: SystemPromptMode = "client"
+    case_sharing: CaseSharing = "user"
+    query_rewrite: bool = False
 
 
 @dataclass(frozen=True, slots=True)

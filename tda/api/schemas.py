@@ -6,7 +6,13 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from components.context_window.base import ProfileType
+from components.context_window.base import (
+    CASE_SHARING_HELP,
+    SYSTEM_PROMPT_MODE_HELP,
+    CaseSharing,
+    ProfileType,
+    SystemPromptMode,
+)
 from components.context_window.phases import Phase
 
 MAX_INT = 2**31 - 1
@@ -53,6 +59,17 @@ class ToolIn(_In):
     function: dict[str, Any]
 
 
+class UpstreamIn(_In):
+    """Where a profile's model is called (empty: the service's default upstream)."""
+
+    base_url: str | None = Field(None, max_length=500, pattern=r"^https?://\S+$", description="an OpenAI-compatible API")
+    api_key_env: str | None = Field(
+        None, pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$", description="the environment variable holding the API key"
+    )
+    fallbacks: list[str] = Field(default_factory=list, max_length=5, description="models tried in order on failure")
+    num_retries: int | None = Field(None, ge=0, le=5)
+
+
 class ProfileFields(_In):
     name: str = Field("", max_length=100)
     type: ProfileType = "tool_enabled"
@@ -65,6 +82,10 @@ class ProfileFields(_In):
     tools: list[ToolIn] = Field(default_factory=list)
     components: list[str] = Field(default_factory=list)
     knowledge_collections: list[str] = Field(default_factory=list)
+    system_prompt_mode: SystemPromptMode = Field("client", description=SYSTEM_PROMPT_MODE_HELP)
+    case_sharing: CaseSharing = Field("user", description=CASE_SHARING_HELP)
+    query_rewrite: bool = Field(False, description="rewrite follow-ups into standalone retrieval queries (a model call)")
+    upstream: UpstreamIn = Field(default_factory=UpstreamIn)
 
 
 class ProfileIn(ProfileFields):
@@ -81,6 +102,10 @@ class ProfilePatch(_ReadBack):
     tools: list[ToolIn] | None = None
     components: list[str] | None = None
     knowledge_collections: list[str] | None = None
+    system_prompt_mode: SystemPromptMode | None = None
+    case_sharing: CaseSharing | None = None
+    query_rewrite: bool | None = None
+    upstream: UpstreamIn | None = None
 
 
 class SessionIn(_In):

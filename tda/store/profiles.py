@@ -21,6 +21,10 @@ EDITABLE = (
     "tools",
     "components",
     "knowledge_collections",
+    "system_prompt_mode",
+    "case_sharing",
+    "query_rewrite",
+    "upstream",
 )
 
 
