@@ -76,7 +76,7 @@ class ProfileRow(Base):
     query_rewrite: Mapped[bool] = mapped_column(default=False, server_default=text("false"))
     """Rewrite follow-ups into standalone retrieval queries with an extra, bounded model call."""
     upstream: Mapped[dict[str, Any]] = mapped_column(default=dict)
-    """Where the model is called: ``base_url``, ``api_key_env``, ``fallbacks``, ``num_retries`` (empty: the service's)."""
+    """Where the model is called: ``base_url``, ``api_key_env``, ``fallbacks``, ``num_retries`` ({}: the default)."""
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
 

@@ -62,7 +62,9 @@ class ToolIn(_In):
 class UpstreamIn(_In):
     """Where a profile's model is called (empty: the service's default upstream)."""
 
-    base_url: str | None = Field(None, max_length=500, pattern=r"^https?://\S+$", description="an OpenAI-compatible API")
+    base_url: str | None = Field(
+        None, max_length=500, pattern=r"^https?://\S+$", description="an OpenAI-compatible API"
+    )
     api_key_env: str | None = Field(
         None, pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$", description="the environment variable holding the API key"
     )
@@ -84,7 +86,9 @@ class ProfileFields(_In):
     knowledge_collections: list[str] = Field(default_factory=list)
     system_prompt_mode: SystemPromptMode = Field("client", description=SYSTEM_PROMPT_MODE_HELP)
     case_sharing: CaseSharing = Field("user", description=CASE_SHARING_HELP)
-    query_rewrite: bool = Field(False, description="rewrite follow-ups into standalone retrieval queries (a model call)")
+    query_rewrite: bool = Field(
+        False, description="rewrite follow-ups into standalone retrieval queries (a model call)"
+    )
     upstream: UpstreamIn = Field(default_factory=UpstreamIn)
 
 
