@@ -38,6 +38,7 @@ def message_of(row: Any) -> Message:
         name=row.name,
         phase=row.phase,
         tokens=row.token_counts,
+        parts=tuple(row.parts) if row.parts else None,
     )
 
 

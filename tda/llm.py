@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
@@ -96,6 +96,18 @@ class Completion:
     tokens_out: int
     tool_calls: list[dict[str, Any]]
     finish_reason: str = "stop"
+    more: tuple[Choice, ...] = ()
+    """The other choices when the client asked for ``n`` > 1 (the first is this completion's own)."""
+    logprobs: Any = None
+    """The first choice's log probabilities, when the client asked for them (as the provider sent them)."""
+
+
+@dataclass(frozen=True)
+class Choice:
+    text: str
+    tool_calls: list[dict[str, Any]]
+    finish_reason: str
+    logprobs: Any = None
 
 
 Delta = Callable[[dict[str, Any]], Awaitable[None]]
@@ -123,10 +135,15 @@ class LLM:
         max_tokens: int | None = None,
         tool_choice: Any = None,
         on_delta: Delta | None = None,
+        params: Mapping[str, Any] | None = None,
     ) -> Completion:
         """One model call. ``max_tokens`` caps the reply (the window type's output reserve); with ``on_delta``
-        the reply is streamed, each delta handed over as it arrives, and the whole returned at the end."""
+        the reply is streamed, each delta handed over as it arrives, and the whole returned at the end. ``params``
+        are the client's own request parameters (temperature, response_format, n, ...), passed on as sent;
+        litellm drops those a provider does not support (``drop_params``)."""
         kwargs: dict[str, Any] = {"model": model, "messages": messages, "timeout": self.timeout_s}
+        if params:
+            kwargs.update(params, drop_params=True)
         if tools:
             # Our tools are plain functions, never litellm-proxy MCP servers; skipping that check also avoids
             # importing the optional `mcp` package, whose absence otherwise fails every call with tools.
@@ -159,18 +176,30 @@ class LLM:
         return self._completion(litellm.stream_chunk_builder(chunks, messages=kwargs["messages"]))
 
     def _completion(self, response: Any) -> Completion:
-        choice = response.choices[0]
-        message = choice.message
+        first, *more = (_choice(c) for c in response.choices)
         usage = getattr(response, "usage", None)
-        calls = [_call(c) for c in (message.tool_calls or [])]
         return Completion(
-            text=message.content or "",
+            text=first.text,
             # A mock's usage is made up: 0 lets the caller report the snapshot's exact count instead.
             tokens_in=0 if self.mock else int(getattr(usage, "prompt_tokens", 0) or 0),
             tokens_out=int(getattr(usage, "completion_tokens", 0) or 0),
-            tool_calls=calls,
-            finish_reason="tool_calls" if calls else (choice.finish_reason or "stop"),
+            tool_calls=first.tool_calls,
+            finish_reason=first.finish_reason,
+            more=tuple(more),
+            logprobs=first.logprobs,
         )
+
+
+def _choice(choice: Any) -> Choice:
+    message = choice.message
+    calls = [_call(c) for c in (message.tool_calls or [])]
+    logprobs = getattr(choice, "logprobs", None)
+    return Choice(
+        text=message.content or "",
+        tool_calls=calls,
+        finish_reason="tool_calls" if calls else (choice.finish_reason or "stop"),
+        logprobs=logprobs.model_dump() if hasattr(logprobs, "model_dump") else logprobs,
+    )
 
 
 def _call(call: Any) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from components.context_window.base import Message, ToolSchema
 from components.context_window.snapshot import ContextWindowSnapshot
 
 from .errors import Conflict, NotFound
+from .gateway import replay_context
 from .sources import Cutoff, aware_utc, build_context, input_hashes
 from .turns import with_component_instructions
 
@@ -55,6 +56,10 @@ async def reassemble(
             gone = f"type {row.type_id!r} v{row.type_version} no longer exists (deleted)"
             raise Conflict(f"{gone}, so this snapshot cannot be replayed") from None
     inputs = row.inputs
+    if "gateway" in inputs:  # a chat client's window: its conversation as sent, not the stored history
+        profile = await svc.store.profiles.get((await svc.store.sessions.get(row.session_id)).profile_id)
+        ctx = await replay_context(svc, row, profile)
+        return await svc.scratch_handler.assemble(ctx, window_type), ctx
     data = await svc.store.sessions.load(row.session_id, before_turn=row.turn)
     ctx = build_context(
         data,

@@ -130,6 +130,9 @@ def build_context(
             components=tuple(p.components),
             context_limit=p.context_limit,
             knowledge_collections=tuple(p.knowledge_collections),
+            system_prompt_mode=p.system_prompt_mode,  # type: ignore[arg-type]
+            case_sharing=p.case_sharing,  # type: ignore[arg-type]
+            query_rewrite=p.query_rewrite,
         ),
         session=Session(
             id=s.id,

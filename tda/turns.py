@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from components.context_window.handler import AssembledContext
 
     from .api.schemas import PreviewIn
+    from .gateway import ClientCall
     from .llm import Completion, Delta
     from .models import ProfileRow
     from .service import TDAService
@@ -71,7 +72,7 @@ model, record the turn."""
 
 
 @contextlib.contextmanager
-def _timed(options: TurnOptions, step: str) -> Iterator[None]:
+def _timed(options: TurnOptions | ClientCall, step: str) -> Iterator[None]:
     """Adds the time the block took to ``options.timings[step]`` (ms), when the caller asked for timings."""
     started = time.perf_counter()
     try:
@@ -143,84 +144,6 @@ async def answer_tool_calls(
         return await _continue(svc, session_id, options or TurnOptions())
 
 
-async def chat_turn(
-    svc: TDAService, session_id: str, conversation: Sequence[Message], options: TurnOptions, actor: str
-) -> dict[str, Any]:
-    """The OpenAI endpoint's turn. The client keeps the whole chat (the API is stateless) and sends it every time:
-    what is new after the last message tda recorded is merged into the session, then either a new turn runs
-    (the chat ends with a user message; earlier new messages become history) or the open turn continues
-    (it ends with the results of the tool calls tda's last reply made)."""
-    async with svc.session_lock(session_id):
-        newest = await svc.store.sessions.newest_messages(session_id, 8)
-        anchor = next((m for m in reversed(newest) if m.role != "system"), None)  # clients do not echo tda's own
-        new = new_messages(anchor, conversation)
-        if not new:
-            current = await open_turn(svc, session_id)
-            if current is not None and current.answered and not current.unanswered:
-                return await _continue(svc, session_id, options)  # a retry after a failed model call
-            raise Invalid(_NOTHING_NEW, errors=[{"loc": "messages", "msg": _NOTHING_NEW, "type": "nothing_new"}])
-        last = new[-1]
-        if last.role == "user":
-            if len(new) > 1:
-                await _import_history(svc, session_id, new[:-1], newest[-1].turn if newest else 0, actor)
-            return await _step(svc, session_id, last.content, None, options)
-        if last.role != "tool" or any(m.role != "tool" for m in new):
-            msg = "the chat must end with a new user message, or with tool results answering tda's last reply"
-            raise Invalid(msg, errors=[{"loc": f"messages.{len(conversation) - 1}", "msg": msg, "type": "value_error"}])
-        current = await open_turn(svc, session_id)
-        if current is None:
-            raise Conflict("these tool results answer no pending call: tda's last reply in this session called no tool")
-        await record_tool_results(
-            svc, session_id, current, [{"tool_call_id": m.tool_call_id, "content": m.content} for m in new]
-        )
-        return await _continue(svc, session_id, options)
-
-
-_NOTHING_NEW = "nothing new in messages: add a user message, or the results of the tool calls of the last reply"
-
-
-def new_messages(newest: MessageRow | None, conversation: Sequence[Message]) -> list[Message]:
-    """The client's messages after the last one tda recorded (system messages aside: the profile's prompt rules).
-    A client whose copy no longer contains that message (edited or trimmed) gets its trailing user/tool messages
-    taken as new."""
-    chat = [m for m in conversation if m.role in ("user", "assistant", "tool")]
-    if newest is None:
-        return chat
-    recorded = _identity(message_of(newest))
-    for j in range(len(chat) - 1, -1, -1):
-        if _identity(chat[j]) == recorded:
-            return chat[j + 1 :]
-    k = len(chat)
-    while k > 0 and chat[k - 1].role in ("user", "tool"):
-        k -= 1
-    return chat[k:]
-
-
-def _identity(m: Message) -> tuple[Any, ...]:
-    return (m.role, m.content.strip(), m.tool_call_id or "", tuple(str(c.get("id")) for c in m.tool_calls))
-
-
-async def _import_history(
-    svc: TDAService, session_id: str, messages: Sequence[Message], last_turn: int, actor: str
-) -> None:
-    """Messages the client had before this turn, kept as history (under one turn number of their own)."""
-    newest_turn = await svc.store.sessions.newest_turn(session_id)
-    turn = max(last_turn, newest_turn.turn if newest_turn else 0) + 1
-    tokens = estimator_for(svc.settings.model)
-    rows = [
-        {
-            "role": m.role,
-            "content": m.content,
-            "turn": turn,
-            "tool_calls": [dict(c) for c in m.tool_calls],
-            "tool_call_id": m.tool_call_id,
-            "tokens": tokens.count_message(m),
-        }
-        for m in messages
-    ]
-    await svc.store.sessions.add_messages(session_id, rows, actor)
-
-
 async def record_tool_results(
     svc: TDAService, session_id: str, current: OpenTurn, results: Sequence[Mapping[str, Any]]
 ) -> None:
@@ -248,11 +171,6 @@ async def record_tool_results(
         )
         parsed.append(as_result(current.calls[call_id], content))
     await svc.store.sessions.extend_turn(session_id, current.row.turn, {"results": parsed}, messages)
-
-
-async def continue_open_turn(svc: TDAService, session_id: str, options: TurnOptions) -> dict[str, Any]:
-    """Call the model again for the open turn whose calls are all answered (the caller holds the session lock)."""
-    return await _continue(svc, session_id, options)
 
 
 async def _continue(svc: TDAService, session_id: str, options: TurnOptions) -> dict[str, Any]:

@@ -144,6 +144,9 @@ class Message:
     tokens: Mapping[str, int] | None = field(default=None, compare=False)
     """Token counts of this message's own text (content, name, tool calls; not the per-message overhead), per
     encoding, counted when it was stored: a long history is not re-tokenised. ``None``: count it now."""
+    parts: tuple[Mapping[str, Any], ...] | None = None
+    """OpenAI content parts as the client sent them (text, images, files), when the content is not plain text:
+    sent as they are. ``content`` then holds the text of the text parts (what modules read and search)."""
 
     def __init__(
         self,
@@ -156,6 +159,7 @@ class Message:
         name: str | None = None,
         phase: str | None = None,
         tokens: Mapping[str, int] | None = None,
+        parts: tuple[Mapping[str, Any], ...] | None = None,
     ) -> None:
         # Written out rather than generated: a frozen dataclass sets each field through object.__setattr__,
         # and building the messages a window reads (anew from stored rows, every turn) was the largest
@@ -167,7 +171,11 @@ class Message:
             if not all(isinstance(c, Mapping) for c in tool_calls):
                 raise ValueError("tool_calls must be mappings in OpenAI's format")
             tool_calls = freeze(tool_calls)
-        s_role, s_content, s_turn, s_valid, s_calls, s_call_id, s_name, s_phase, s_tokens = _MESSAGE_SETTERS
+        if parts is not None and not (type(parts) is tuple and all(_frozen(p) for p in parts)):
+            if not all(isinstance(p, Mapping) and isinstance(p.get("type"), str) for p in parts):
+                raise ValueError("content parts must be mappings with a 'type', in OpenAI's format")
+            parts = freeze(tuple(parts))
+        s_role, s_content, s_turn, s_valid, s_calls, s_call_id, s_name, s_phase, s_tokens, s_parts = _MESSAGE_SETTERS
         s_role(self, role)
         s_content(self, content)
         s_turn(self, turn)
@@ -177,9 +185,10 @@ class Message:
         s_name(self, name)
         s_phase(self, phase)
         s_tokens(self, tokens)
+        s_parts(self, parts)
 
     def to_chat(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"role": self.role, "content": self.content}
+        out: dict[str, Any] = {"role": self.role, "content": self.content if self.parts is None else thaw(self.parts)}
         if self.tool_calls:
             out["tool_calls"] = thaw(self.tool_calls)
         if self.tool_call_id is not None:
@@ -190,10 +199,14 @@ class Message:
 
     @classmethod
     def from_chat(cls, data: Mapping[str, Any]) -> Message:
-        """Build from an OpenAI-style dict; ``turn``, ``valid`` and ``phase`` keys are optional."""
+        """Build from an OpenAI-style dict; ``turn``, ``valid`` and ``phase`` keys are optional. A list of content
+        parts is kept as ``parts``, its text parts joined into ``content``."""
+        content = data.get("content") or ""
+        parts = tuple(content) if isinstance(content, list | tuple) else None
         return cls(
             role=data["role"],
-            content=data.get("content") or "",
+            content=text_of_parts(parts) if parts is not None else content,
+            parts=parts,
             turn=int(data.get("turn", 0)),
             valid=bool(data.get("valid", True)),
             tool_calls=tuple(data.get("tool_calls") or ()),
@@ -201,6 +214,11 @@ class Message:
             name=data.get("name"),
             phase=data.get("phase"),
         )
+
+
+def text_of_parts(parts: Sequence[Mapping[str, Any]]) -> str:
+    """The text of a message's content parts (what retrieval and summaries read): its text parts, in order."""
+    return "\n".join(str(p.get("text", "")) for p in parts if p.get("type") in ("text", "input_text", "output_text"))
 
 
 _MESSAGE_SETTERS = tuple(Message.__dict__[f.name].__set__ for f in fields(Message))
@@ -214,6 +232,8 @@ class ToolSchema:
     name: str
     description: str = ""
     parameters: Mapping[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
+    strict: bool | None = None
+    """OpenAI's structured-outputs flag for the call's arguments, sent when the client set it."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name or not isinstance(self.description, str):
@@ -235,16 +255,18 @@ class ToolSchema:
     @cached_property
     def json(self) -> str:
         """The exact JSON text sent for this tool (as the OpenAI SDK and httpx serialise a request body)."""
-        tool = {
-            "type": "function",
-            "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
-        }
+        function = {"name": self.name, "description": self.description, "parameters": self.parameters}
+        if self.strict is not None:
+            function["strict"] = self.strict
+        tool = {"type": "function", "function": function}
         return json.dumps(tool, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=_unfrozen)
 
     @classmethod
     def from_openai(cls, data: Mapping[str, Any]) -> ToolSchema:
         fn = data.get("function", data)
-        return cls(fn["name"], fn.get("description", ""), fn.get("parameters") or {"type": "object", "properties": {}})
+        parameters = fn.get("parameters") or {"type": "object", "properties": {}}
+        strict = fn.get("strict")
+        return cls(fn["name"], fn.get("description") or "", parameters, strict if isinstance(strict, bool) else None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -504,6 +526,15 @@ class AssemblyContext:
     """Optional: lets modules rank by meaning as well as by words (tool_definitions ranks tools with it)."""
     model_limit: int | None = None
     """Known input limit of the model; ``None`` means the orchestrator resolves it."""
+    query_message: Message | None = None
+    """The user message that asks ``query`` as the client sent it (its name, image parts): sent as it is.
+    ``None``: a plain user message with ``query`` as its text."""
+    tools_as_sent: bool = False
+    """``tools`` are a chat client's own: sent whole with the query, as part of the floor (never ranked,
+    condensed or listed by name, and the same on every step of the turn)."""
+    instructions: Sequence[Message] = ()
+    """A chat client's own system (and developer) messages from the top of its conversation, as sent. The
+    system_prompt module combines them with the profile's prompt as ``profile.system_prompt_mode`` says."""
     continuation: Sequence[Message] = ()
     """The current turn's tool loop so far (assistant ``tool_calls``, then the ``tool`` results answering
     them), sent right after the query and never dropped: the model continues the turn with the results."""
@@ -538,6 +569,7 @@ class AssemblyContext:
             session=session,
             tools=tuple(self.tools) if isinstance(self.tools, MutableSequence) else self.tools,
             continuation=tuple(self.continuation),
+            instructions=tuple(self.instructions),
             extras=self.extras if _frozen(self.extras) else freeze(self.extras),
         )
 

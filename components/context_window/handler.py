@@ -161,9 +161,11 @@ class ContextWindowHandler:
             model_limit, source, ctx.profile.context_limit, ctx.session.context_limit, wtype.output_reserve_pct
         )
         tokens = self._estimator(ctx.model)
-        query = Message("user", ctx.query, turn=ctx.session.turn_number)
+        query = ctx.query_message or Message("user", ctx.query, turn=ctx.session.turn_number)
         # The turn's own tool loop is part of the query: the model answers the whole of it.
         query_tokens = tokens.count_message(query) + sum(tokens.count_message(m) for m in ctx.continuation)
+        if ctx.tools_as_sent:  # the client's own tools go with its query: the floor, as sent
+            query_tokens += tokens.count_tools(ctx.tools)
         run = _Run(ctx, wtype, limits, tokens, query, query_tokens, started=started)
         run.log(
             f"limit {limits.effective_limit:,} ({limits.limit_source}); reserve {limits.output_reserve:,}; "
@@ -436,7 +438,8 @@ class ContextWindowHandler:
     def _floor_parts(run: _Run) -> dict[str, int]:
         """What the floor is made of: non-condensable contributions, the query and the reply priming."""
         parts = {s.module_id: s.used for s in run.slots.values() if not s.condensable and s.used}
-        query = "query and the turn's tool results" if run.ctx.continuation else "query"
+        query = "query" + (", the client's tools" if run.ctx.tools_as_sent and run.ctx.tools else "")
+        query += " and the turn's tool results" if run.ctx.continuation else ""
         return parts | {query: run.query_tokens, "reply priming": REPLY_PRIMING}
 
     def _drop_units(self, run: _Run, c: Contribution, target: int) -> Contribution:
@@ -480,7 +483,10 @@ class ContextWindowHandler:
         messages: list[dict[str, Any]] = []
         tools: list[dict[str, Any]] = []
         items: list[Any] = []
+        client_tools = list(run.ctx.tools) if run.ctx.tools_as_sent else []
         for c in parts:
+            if client_tools and c.placement != "system":  # the client's tools come right after the system text
+                tools, client_tools = self._tools_as_sent(client_tools, items), []
             for unit in c.units:
                 for item in unit:
                     if isinstance(item, Message):
@@ -493,10 +499,17 @@ class ContextWindowHandler:
             if text:
                 messages.append({"role": "system", "content": text})
                 items.append(text)
+        if client_tools:
+            tools = self._tools_as_sent(client_tools, items)
         for message in (run.query, *run.ctx.continuation):
             messages.append(message.to_chat())
             items.append(message)
         return messages, tools, items
+
+    @staticmethod
+    def _tools_as_sent(tools: list[ToolSchema], items: list[Any]) -> list[dict[str, Any]]:
+        items.extend(("tool", t.json) for t in tools)
+        return [t.to_openai() for t in tools]
 
     def _changed_tail_tokens(self, run: _Run, items: list[Any]) -> int:
         """Tokens from the first item that differs from the session's previous window to the end.

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from .base import Message, ToolSchema
+from .content_parts import part_tokens
 from .session_cache import BoundedCache
 
 MESSAGE_OVERHEAD = 3
@@ -228,6 +229,8 @@ class TokenEstimator:
         if entry is not None and entry[0] is message:
             return entry[1]
         n = self.count_fields(message.role, message.content, message.name, message.tool_calls, message.tool_call_id)
+        if message.parts is not None:  # the parts are sent instead of the content text
+            n += sum(part_tokens(p, self.count) for p in message.parts) - self.count(message.content)
         self._messages.put(id(message), (message, n))
         return n
 
@@ -238,6 +241,8 @@ class TokenEstimator:
 
     def count_chat(self, message: Mapping[str, Any]) -> int:
         """``count_message`` for an OpenAI-style dict (``role``, ``content``, ``name``, ``tool_calls``, ...)."""
+        if isinstance(message.get("content"), list | tuple):
+            return self.count_message(Message.from_chat(message))
         return self.count_fields(
             str(message.get("role", "")),
             message.get("content") or "",
@@ -269,6 +274,8 @@ class TokenEstimator:
         """``count_message`` without filling the cache: for counts stored once with a new message."""
         counter = self._counter
         assert counter is not None
+        if message.parts is not None:
+            return self.count_message(message)
         return self.count_fields(
             message.role,
             message.content,

@@ -1,11 +1,17 @@
-"""system_prompt: the profile's prompt with ``{placeholders}`` filled in; never condensed (the floor)."""
+"""system_prompt: the profile's prompt with ``{placeholders}`` filled in; never condensed (the floor).
+
+A chat client's own system messages (``ctx.instructions``) are sent as it sent them; the profile's
+``system_prompt_mode`` says how the profile's prompt joins them: ``client`` (the default) keeps the client's
+alone (the profile's prompt only when the client sends none), ``profile`` replaces them, ``prepend`` and
+``append`` put the profile's prompt before or after them.
+"""
 
 from __future__ import annotations
 
 import re
 from typing import Any
 
-from components.context_window.base import AssemblyContext, ContextModule, Contribution, text_contribution
+from components.context_window.base import AssemblyContext, ContextModule, Contribution, Message, text_contribution
 
 PLACEHOLDERS = ["components", "phase", "profile_name", "profile_type", "tools_context"]
 
@@ -34,7 +40,13 @@ class SystemPromptModule(ContextModule):
     async def contribute(self, budget: int, ctx: AssemblyContext) -> Contribution:
         # The budget is advisory here: the prompt is the floor, and the orchestrator fails loudly if it cannot fit.
         text = render(ctx.profile.system_prompt, ctx)
-        return text_contribution(self.module_id, [text], placement="system", strategy="full")
+        client, mode = tuple(ctx.instructions), ctx.profile.system_prompt_mode
+        if not client or mode == "profile":
+            return text_contribution(self.module_id, [text], placement="system", strategy="full")
+        own = (Message("system", text),) if text and mode in ("prepend", "append") else ()
+        messages = own + client if mode == "prepend" else client + own
+        strategy = "client" if not own else f"client_{mode}ed"
+        return Contribution(self.module_id, tuple((m,) for m in messages), placement="system", strategy=strategy)
 
     def get_status(self) -> dict[str, Any]:
         return {**super().get_status(), "placeholders": PLACEHOLDERS}

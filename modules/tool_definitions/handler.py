@@ -213,6 +213,9 @@ class ToolDefinitionsModule(ContextModule):
 
     async def contribute(self, budget: int, ctx: AssemblyContext) -> Contribution:
         tools = list(ctx.tools)
+        if ctx.tools_as_sent:
+            reason = "the client's own tools are sent as it sent them, with its query"
+            return Contribution(self.module_id, placement="tools", strategy="as_sent", metadata={"reason": reason})
         if not tools:
             return Contribution(self.module_id, placement="tools", strategy="none")
         return await self._fit(tools, budget, ctx, LEVELS.index(await self._starting_level(ctx)))

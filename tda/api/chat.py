@@ -1,10 +1,10 @@
-"""POST /v1/chat/completions: OpenAI's chat-completions wire format, onto the same turn code as /v1/sessions.
+"""POST /v1/chat/completions: OpenAI's chat-completions wire format onto the gateway (``tda/gateway.py``).
 
-Point any OpenAI client at ``base_url=http://host:port/v1`` with a tda token as its API key. Headers:
-``X-TDA-Session`` names the session (created on first use; without it every call gets a new one, answered
-in the same header), ``X-TDA-Profile`` binds the profile of a new session (default: the profile ``default``,
-created on first use). The client sends its whole chat each time; tda merges what is new, assembles the
-window under the profile's type, calls the model through litellm and records the turn and its tool loop.
+Point any OpenAI client at ``base_url=http://host:port/v1`` with a tda token as its API key. The client's
+conversation, tools and parameters are what the model gets, under the profile's window type. Headers (both
+optional): ``X-TDA-Profile`` (or the model name ``tda/<profile>``) picks the profile (default: the profile
+``default``, created on first use); ``X-TDA-Session`` records the calls in that session (created on first use);
+without it a call is stateless and leaves nothing behind.
 """
 
 from __future__ import annotations
@@ -23,14 +23,15 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from quart import Blueprint, Response, request
 from quart_schema import document_request, tag
 
-from components.context_window.base import Message, ToolSchema
+from components.context_window.base import Message, ToolSchema, text_of_parts
 from components.context_window.budget import BudgetExceeded
 
 from ..auth import actor, require
 from ..errors import Conflict, Invalid, NotFound, ServiceError, field_errors
-from ..llm import routing_error
+from ..gateway import ClientCall, complete, split
+from ..llm import Choice, routing_error
+from ..models import ProfileRow, SessionRow
 from ..service import TDAService, service
-from ..turns import TurnOptions, chat_turn
 from .common import json_object
 from .openapi import openai_wire
 
@@ -42,6 +43,8 @@ PROFILE_HEADER = "X-TDA-Profile"
 DEFAULT_PROFILE = "default"
 PROFILE_DEFAULT_MODEL = ("tda", "default", "")
 """Model names that mean "the profile's model" (a client must send some model name)."""
+PROFILE_MODEL_PREFIX = "tda/"
+"""``tda/<profile id>``: the model of that profile (for clients that cannot send headers)."""
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _background: set[asyncio.Task[Any]] = set()
 
@@ -71,8 +74,9 @@ class ChatMessage(_Loose):
 
 class FunctionDefinition(_Loose):
     name: str = Field(min_length=1, max_length=128)
-    description: str = Field("", max_length=100_000)
+    description: str | None = Field(None, max_length=100_000)
     parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    strict: bool | None = None
 
 
 class ChatTool(_Loose):
@@ -80,18 +84,31 @@ class ChatTool(_Loose):
     function: FunctionDefinition
 
 
-class ChatRequest(_Loose):
-    """The fields tda reads; others OpenAI defines (temperature, seed, ...) are accepted and not used."""
+class ChatRequest(BaseModel):
+    """The fields tda reads. Every other field (temperature, response_format, seed, stop, user, n, ...) is passed
+    to the model as sent; litellm drops the ones a provider does not support."""
+
+    model_config = ConfigDict(extra="allow")
 
     model: str = Field("tda", max_length=200)
-    messages: list[ChatMessage] = Field(min_length=1, max_length=10_000)
+    messages: list[ChatMessage] = Field(min_length=1, max_length=100_000)
     tools: list[ChatTool] | None = Field(None, max_length=512)
     tool_choice: Literal["none", "auto", "required"] | dict[str, Any] | None = None
     stream: bool = False
     stream_options: dict[str, Any] | None = None
     max_tokens: int | None = Field(None, ge=1)
     max_completion_tokens: int | None = Field(None, ge=1)
-    n: int = Field(1, ge=1, le=1, description="one choice per call")
+    n: int = Field(1, ge=1, le=128)
+    user: str | None = Field(None, max_length=256)
+
+    def params(self) -> dict[str, Any]:
+        """What goes to the model as the client sent it."""
+        params = dict(self.model_extra or {})
+        if self.n != 1:
+            params["n"] = self.n
+        if self.user is not None:
+            params["user"] = self.user
+        return params
 
 
 @bp.errorhandler(ServiceError)
@@ -115,22 +132,27 @@ async def chat_completions() -> Any:
     """An OpenAI chat completion (``stream: true`` for server-sent chunks), with tda's context management."""
     svc = service()
     body = _parse(await json_object())
-    session_id = await _session(svc)
-    options = TurnOptions(
-        tools=tuple(ToolSchema.from_openai(t.model_dump()) for t in body.tools) if body.tools is not None else None,
+    if body.stream and body.n > 1:
+        msg = "n > 1 cannot be streamed by tda; send stream: false, or n: 1"
+        raise Invalid(msg, errors=[{"loc": "n", "msg": msg, "type": "value_error"}])
+    messages = [_message(m, i) for i, m in enumerate(body.messages)]
+    split(messages)  # a chat without a user message is refused before anything is created
+    model = await _model(body.model)
+    profile, session = await resolve_call(svc, body.model, body.user)
+    call = ClientCall(
+        messages=messages,
+        tools=tuple(ToolSchema.from_openai(t.model_dump(exclude_none=True)) for t in body.tools or ()),
         tool_choice=body.tool_choice,
-        model=None if body.model in PROFILE_DEFAULT_MODEL else body.model,
+        model=model,
         max_tokens=body.max_completion_tokens or body.max_tokens,
+        params=body.params(),
+        user=body.user,
     )
-    if options.model is not None and (why := await routing_error(options.model)):
-        msg = f"model {options.model!r} names no provider litellm knows ({why}); send 'tda' for the profile's model"
-        raise Invalid(msg, errors=[{"loc": "model", "msg": msg, "type": "value_error"}])
-    conversation = [_message(m, i) for i, m in enumerate(body.messages)]
-    headers = {SESSION_HEADER: session_id}
+    headers = {SESSION_HEADER: session.id} if session is not None else {}
     if body.stream:
         usage = bool((body.stream_options or {}).get("include_usage"))
-        return await _streamed(svc, session_id, conversation, options, usage, headers)
-    result = await chat_turn(svc, session_id, conversation, options, actor())
+        return await _streamed(svc, call, profile, session, usage, headers)
+    result = await complete(svc, call, profile, session)
     return _completion(result), 200, {**headers, **_tda_headers(result)}
 
 
@@ -147,55 +169,78 @@ def _message(m: ChatMessage, index: int) -> Message:
             f"messages[{index}] is a tool result without tool_call_id; say which call it answers",
             errors=[{"loc": f"messages.{index}.tool_call_id", "msg": "required for role 'tool'", "type": "missing"}],
         )
-    content = m.content
-    if isinstance(content, list):  # content parts: tda reads the text ones
-        content = "".join(str(part.get("text", "")) for part in content if part.get("type", "text") == "text")
     role = "system" if m.role == "developer" else m.role
+    content = m.content
+    if isinstance(content, list) and not all(isinstance(p.get("type"), str) for p in content):
+        msg = "every content part needs a 'type' (text, image_url, input_audio, file)"
+        raise Invalid(f"messages[{index}]: {msg}", errors=[{"loc": f"messages.{index}.content", "msg": msg}])
+    parts = tuple(content) if isinstance(content, list) else None
     return Message(
         role=role,  # type: ignore[arg-type]
-        content=content or "",
+        content=text_of_parts(parts) if parts is not None else content or "",
+        parts=parts,
         tool_calls=tuple(c.model_dump() for c in m.tool_calls or ()),
         tool_call_id=m.tool_call_id,
+        name=m.name,
     )
 
 
-async def _session(svc: TDAService) -> str:
-    """The session the headers name, created on first use (bound to the named or the default profile)."""
-    session_id = request.headers.get(SESSION_HEADER) or f"chat-{uuid.uuid4().hex[:16]}"
+async def _model(name: str) -> str | None:
+    """The litellm model a request names, or None for the profile's model."""
+    if name in PROFILE_DEFAULT_MODEL or name.startswith(PROFILE_MODEL_PREFIX):
+        return None
+    if why := await routing_error(name):
+        msg = f"model {name!r} names no provider litellm knows ({why}); send 'tda' for the profile's model"
+        raise Invalid(msg, errors=[{"loc": "model", "msg": msg, "type": "value_error"}])
+    return name
+
+
+async def resolve_call(svc: TDAService, model: str, user: str | None) -> tuple[ProfileRow, SessionRow | None]:
+    """The profile and session a call's headers (and model name ``tda/<profile>``) name. Without ``X-TDA-Session``
+    the call is stateless: nothing is recorded. A named session is created on first use, for the user the request
+    names (OpenAI's ``user``), else for the caller."""
+    session_id = request.headers.get(SESSION_HEADER)
     profile_id = request.headers.get(PROFILE_HEADER)
+    if profile_id is None and model.startswith(PROFILE_MODEL_PREFIX):
+        profile_id = model.removeprefix(PROFILE_MODEL_PREFIX)
     for header, value in ((SESSION_HEADER, session_id), (PROFILE_HEADER, profile_id)):
         if value is not None and not _ID.match(value):
             msg = "use 1-64 letters, digits, '_', '.' or '-', starting with a letter or digit"
             raise Invalid(f"{header} {value!r} is not an id: {msg}", errors=[{"loc": header, "msg": msg}])
+    if session_id is None:
+        return await _profile(svc, profile_id), None
     try:
-        row = await svc.store.sessions.get(session_id)
+        session = await svc.store.sessions.get(session_id)
     except NotFound:
         profile = await _profile(svc, profile_id)
+        fields = {"id": session_id, "profile_id": profile.id, "user_id": (user or actor())[:100]}
         with contextlib.suppress(Conflict):  # another request created it meanwhile
-            await svc.store.sessions.create({"id": session_id, "profile_id": profile}, actor())
-        return session_id
-    if profile_id is not None and row.profile_id != profile_id:
-        raise Conflict(f"session {session_id!r} is bound to profile {row.profile_id!r}, not {profile_id!r}")
-    return session_id
+            await svc.store.sessions.create(fields, actor())
+        return profile, await svc.store.sessions.get(session_id)
+    if profile_id is not None and session.profile_id != profile_id:
+        raise Conflict(f"session {session_id!r} is bound to profile {session.profile_id!r}, not {profile_id!r}")
+    return await svc.store.profiles.get(session.profile_id), session
 
 
-async def _profile(svc: TDAService, profile_id: str | None) -> str:
+async def _profile(svc: TDAService, profile_id: str | None) -> ProfileRow:
     if profile_id is not None:
-        await svc.store.profiles.get(profile_id)  # 404 names it
-        return profile_id
+        return await svc.store.profiles.get(profile_id)  # 404 names it
     try:
-        await svc.store.profiles.get(DEFAULT_PROFILE)
+        return await svc.store.profiles.get(DEFAULT_PROFILE)
     except NotFound:
-        fields = {"name": "Default", "type": "tool_enabled", "system_prompt": "You are a helpful assistant."}
+        # A gateway default: the client brings its own system prompt; tda adds none of its own.
+        fields = {"name": "Default", "type": "tool_enabled", "system_prompt": ""}
         with contextlib.suppress(Conflict):
             await svc.store.profiles.create(DEFAULT_PROFILE, fields, actor())
-    return DEFAULT_PROFILE
+    return await svc.store.profiles.get(DEFAULT_PROFILE)
 
 
 # --- OpenAI's response shapes ------------------------------------------------------------------------
 
 
 def _completion_id(result: dict[str, Any]) -> str:
+    if result["session_id"] is None:
+        return f"chatcmpl-tda-{uuid.uuid4().hex}"
     return f"chatcmpl-tda-{result['session_id']}-{result['snapshot_id']}"
 
 
@@ -205,20 +250,27 @@ def _usage(result: dict[str, Any]) -> dict[str, int]:
 
 
 def _completion(result: dict[str, Any]) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": result["answer"] or None}
-    if result["tool_calls"]:
-        message["tool_calls"] = result["tool_calls"]
+    first = Choice(result["answer"], result["tool_calls"], result["finish_reason"], result["logprobs"])
     return {
         "id": _completion_id(result),
         "object": "chat.completion",
         "created": int(time.time()),
         "model": result["model"],
-        "choices": [{"index": 0, "message": message, "finish_reason": result["finish_reason"], "logprobs": None}],
+        "choices": [_choice(i, c) for i, c in enumerate((first, *result["more"]))],
         "usage": _usage(result),
     }
 
 
+def _choice(index: int, choice: Choice) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": choice.text or None}
+    if choice.tool_calls:
+        message["tool_calls"] = choice.tool_calls
+    return {"index": index, "message": message, "finish_reason": choice.finish_reason, "logprobs": choice.logprobs}
+
+
 def _tda_headers(result: dict[str, Any]) -> dict[str, str]:
+    if result["session_id"] is None:
+        return {}
     return {"X-TDA-Turn": str(result["turn"]), "X-TDA-Snapshot": str(result["snapshot_id"])}
 
 
@@ -239,9 +291,9 @@ def _sse(body: Any) -> bytes:
 
 async def _streamed(
     svc: TDAService,
-    session_id: str,
-    conversation: list[Message],
-    options: TurnOptions,
+    call: ClientCall,
+    profile: ProfileRow,
+    session: SessionRow | None,
     usage: bool,
     headers: dict[str, str],
 ) -> Response:
@@ -249,7 +301,7 @@ async def _streamed(
     chat, an unknown profile) are plain HTTP errors; later ones arrive as an ``error`` event. A client that goes
     away does not cancel the turn: it is still recorded."""
     deltas: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-    turn = asyncio.create_task(chat_turn(svc, session_id, conversation, _with_delta(options, deltas.put), actor()))
+    turn = asyncio.create_task(complete(svc, dataclasses.replace(call, on_delta=deltas.put), profile, session))
     _background.add(turn)
     turn.add_done_callback(_background.discard)
     first = asyncio.create_task(deltas.get())
@@ -257,8 +309,8 @@ async def _streamed(
     if turn.done() and turn.exception() is not None and not first.done():
         first.cancel()
         raise turn.exception()  # type: ignore[misc]
-    model = options.model or await _model_of(svc, session_id)
-    chunk_id = f"chatcmpl-tda-{session_id}-{uuid.uuid4().hex[:8]}"
+    model = call.model or profile.model or svc.settings.model
+    chunk_id = f"chatcmpl-tda-{uuid.uuid4().hex}"
 
     async def events() -> AsyncIterator[bytes]:
         yield _chunk(chunk_id, model, {"role": "assistant", "content": ""})
@@ -300,13 +352,3 @@ async def _streamed(
     response = Response(events(), mimetype="text/event-stream", headers={**headers, "Cache-Control": "no-cache"})
     response.timeout = None
     return response
-
-
-async def _model_of(svc: TDAService, session_id: str) -> str:
-    """The model the session's turns call when the request names none (its profile's, else the service's)."""
-    profile = await svc.store.profiles.get((await svc.store.sessions.get(session_id)).profile_id)
-    return profile.model or svc.settings.model
-
-
-def _with_delta(options: TurnOptions, put: Any) -> TurnOptions:
-    return dataclasses.replace(options, on_delta=put)

@@ -48,6 +48,7 @@ def message_dict(row: MessageRow) -> dict[str, Any]:
         "valid": row.valid,
         "phase": row.phase,
         "tokens": row.tokens,
+        "parts": row.parts,
         "created_at": row.created_at.isoformat(),
     }
 
@@ -131,6 +132,7 @@ _MESSAGE_COLUMNS = (
     MessageRow.valid,
     MessageRow.phase,
     MessageRow.token_counts,
+    MessageRow.parts,
 )
 
 
@@ -329,6 +331,37 @@ class SessionStore:
                 .order_by(MessageRow.id)
             )
             return list((await s.scalars(query)).all())
+
+    async def turn_asking(self, session_id: str, request_key: str) -> TurnRow | None:
+        """The newest turn a chat client opened with this conversation (a retry, or a step of its tool loop)."""
+        async with self.db.read() as s:
+            query = (
+                select(TurnRow)
+                .where(TurnRow.session_id == session_id, TurnRow.request_key == request_key)
+                .order_by(TurnRow.turn.desc())
+                .limit(1)
+            )
+            return await s.scalar(query)
+
+    async def turn_ending(self, session_id: str, conversation_keys: list[str]) -> TurnRow | None:
+        """The newest turn whose conversation (through its last reply) has one of these digests: the turn a chat
+        client's conversation goes on from."""
+        found: TurnRow | None = None
+        async with self.db.read() as s:
+            for start in range(0, len(conversation_keys), 500):
+                query = (
+                    select(TurnRow)
+                    .where(
+                        TurnRow.session_id == session_id,
+                        TurnRow.conversation_key.in_(conversation_keys[start : start + 500]),
+                    )
+                    .order_by(TurnRow.turn.desc())
+                    .limit(1)
+                )
+                row = await s.scalar(query)
+                if row is not None and (found is None or row.turn > found.turn):
+                    found = row
+        return found
 
     async def newest_messages(self, session_id: str, limit: int) -> list[MessageRow]:
         """The newest ``limit`` messages, valid or not, oldest first (what a client's copy of the chat ends with)."""
@@ -532,6 +565,7 @@ def _token_counts(fields: dict[str, Any]) -> dict[str, int] | None:
         tool_calls=tuple(fields.get("tool_calls") or ()),
         tool_call_id=fields.get("tool_call_id"),
         name=fields.get("name"),
+        parts=tuple(fields["parts"]) if fields.get("parts") else None,
     )
     return counts_to_store(message) or None
 

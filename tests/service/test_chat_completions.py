@@ -115,6 +115,10 @@ def _module(snapshot: dict[str, Any], module_id: str) -> dict[str, Any]:
     return next(m for m in snapshot["modules"] if m["module_id"] == module_id)
 
 
+async def _sessions(served: Served) -> set[str]:
+    return {s["id"] for s in (await served.get("/v1/sessions"))["sessions"]}
+
+
 async def test_a_tool_loop_then_a_second_turn_through_the_openai_sdk(served: Served):
     served.model.replies = [
         [("call_1", "lookup_orders", {"customer": "ACME"})],
@@ -122,9 +126,8 @@ async def test_a_tool_loop_then_a_second_turn_through_the_openai_sdk(served: Ser
         "They total 242.75.",
     ]
     client = served.client()
-    # A genie profile calls tools but is served no champion cases: the steps replay identically later, when the
-    # finished turn's case would otherwise change what retrieval finds.
-    await served.svc.store.profiles.create("agent", {"type": "genie"}, "test")
+    profile_tools = [{"type": "function", "function": {"name": "search_orders", "parameters": {"type": "object"}}}]
+    await served.svc.store.profiles.create("agent", {"type": "genie", "tools": profile_tools}, "test")
     session = {"X-TDA-Session": "agent-1", "X-TDA-Profile": "agent"}
     events = served.svc.bus.subscribe("agent-1")
     messages: list[Any] = [
@@ -141,6 +144,7 @@ async def test_a_tool_loop_then_a_second_turn_through_the_openai_sdk(served: Ser
         "lookup_orders",
         {"customer": "ACME"},
     )
+    assert served.model.sent[0]["messages"][0] == {"role": "system", "content": "You are the sales agent."}
     messages += [
         choice.message.model_dump(exclude_none=True),
         {"role": "tool", "tool_call_id": "call_1", "content": json.dumps(ORDERS)},
@@ -159,27 +163,17 @@ async def test_a_tool_loop_then_a_second_turn_through_the_openai_sdk(served: Ser
     snapshots = (await served.get("/v1/sessions/agent-1/snapshots?newest_first=true&limit=1"))["snapshots"]
     snapshot = snapshots[0]["snapshot"]
     assert snapshots[0]["turn"] == 2
-    tools = _module(snapshot, "tool_definitions")
-    assert tools["strategy"] == "full" and tools["metadata"]["full_schemas"] == len(TOOLS)
+    for sent in served.model.sent:  # the client's tools, whole and in its order, on every step; never the profile's
+        assert sent["tools"] == [{"type": "function", "function": t["function"]} for t in TOOLS]
     sent = served.model.sent[2]
-    assert sent["tools"] == [{"type": "function", "function": t["function"]} for t in TOOLS]  # full, in order
     window = sent["messages"]
-    calls = [i for i, m in enumerate(window) if m.get("tool_calls")]
-    assert len(calls) == 1 and window[calls[0] + 1] == {
-        "role": "tool",
-        "content": json.dumps(ORDERS),
-        "tool_call_id": "call_1",
-    }  # the pair, kept together in history
-    plan = _module(snapshot, "plan_hydration")
-    assert plan["used"] > 0 and plan["metadata"]["turn"] == 1 and plan["metadata"]["results"] == 1
-    hydrated = next(
-        m["content"] for m in window if m["role"] == "system" and "Results of the previous turn" in m["content"]
-    )
-    assert "lookup_orders" in hydrated and "120.5" in hydrated
+    assert window == [m if m.get("content") is not None else {**m, "content": ""} for m in messages]
+    assert not any("Results of the previous turn" in str(m["content"]) for m in window)  # the client has them
     assert sent["max_tokens"] == snapshot["output_reserve"]
     assert third.usage.prompt_tokens == snapshot["total_used"]
 
     turns = (await served.get("/v1/sessions/agent-1/turns"))["turns"]
+    assert [t["turn"] for t in turns] == [1, 2]
     assert turns[0]["results"] == [{"tool": "lookup_orders", "rows": ORDERS}]
     assert turns[0]["plan"] == 'lookup_orders({"customer": "ACME"})' and turns[0]["outcome"] == "success"
     assert turns[0]["answer"] == "ACME has 3 open orders."
@@ -198,9 +192,115 @@ async def test_a_tool_loop_then_a_second_turn_through_the_openai_sdk(served: Ser
         published += [event.id] * (event.id != 0)
     assert published == [s["id"] for s in (await served.get("/v1/sessions/agent-1/snapshots"))["snapshots"]]
     served.svc.bus.unsubscribe(events)
-    for snapshot_id in published:  # each step replays identically: the client's tools and the loop so far are inputs
+    for snapshot_id in published:  # each step replays identically: the client's conversation is kept as input
         replay = await served.get(f"/v1/snapshots/{snapshot_id}/replay", "POST")
         assert replay["identical"], json.dumps(replay["differences"])
+
+
+async def test_without_a_session_a_tool_loop_completes_and_leaves_nothing_behind(served: Served):
+    served.model.replies = [[("call_7", "lookup_orders", {"customer": "ACME"})], "Three."]
+    client = served.client()
+    before = await _sessions(served)
+    messages: list[Any] = [{"role": "user", "content": "How many open orders does ACME have?"}]
+    raw = await client.chat.completions.with_raw_response.create(model="tda", messages=messages, tools=TOOLS)
+    assert "X-TDA-Session" not in raw.headers
+    reply = raw.parse().choices[0].message
+    messages += [reply.model_dump(exclude_none=True), {"role": "tool", "tool_call_id": "call_7", "content": "3 rows"}]
+    done = await client.chat.completions.create(model="tda", messages=messages, tools=TOOLS)
+    assert done.choices[0].message.content == "Three."
+    assert served.model.sent[1]["messages"][-1] == {"role": "tool", "content": "3 rows", "tool_call_id": "call_7"}
+    assert await _sessions(served) == before
+
+
+async def test_a_retry_is_the_same_turn_and_an_edited_history_is_what_the_model_reads(served: Served):
+    client = served.client()
+    session = {"X-TDA-Session": "retry-1"}
+    chat: list[Any] = [{"role": "user", "content": "My name is Alice."}]
+    served.model.replies = ["Hello Alice.", "Hello Alice!", "Your name is Bob."]
+    await client.chat.completions.create(model="tda", messages=chat, extra_headers=session)
+    retried = await client.chat.completions.create(model="tda", messages=chat, extra_headers=session)
+    assert [m["content"] for m in served.model.sent[1]["messages"]] == ["My name is Alice."]  # once, as sent
+    turns = (await served.get("/v1/sessions/retry-1/turns"))["turns"]
+    assert [t["turn"] for t in turns] == [1] and turns[0]["answer"] == "Hello Alice!"
+
+    edited = [
+        {"role": "user", "content": "My name is Bob."},
+        {"role": "assistant", "content": retried.choices[0].message.content},
+        {"role": "user", "content": "What is my name?"},
+    ]
+    await client.chat.completions.create(model="tda", messages=edited, extra_headers=session)
+    sent = [m["content"] for m in served.model.sent[2]["messages"]]
+    assert sent == ["My name is Bob.", "Hello Alice!", "What is my name?"]
+    snapshot = (await served.get("/v1/sessions/retry-1/snapshots?newest_first=true&limit=1"))["snapshots"][0]
+    assert snapshot["turn"] == 2
+    assert (await served.get(f"/v1/snapshots/{snapshot['id']}"))["inputs"]["gateway"]["fork"] is True
+
+
+async def test_the_profile_prompt_joins_the_clients_as_the_profile_says(served: Served):
+    client = served.client()
+    chat = [{"role": "developer", "content": "Client rules."}, {"role": "user", "content": "hi"}]
+    expected = {
+        "client": ["Client rules."],
+        "profile": ["Profile rules."],
+        "prepend": ["Profile rules.", "Client rules."],
+        "append": ["Client rules.", "Profile rules."],
+    }
+    for mode, system in expected.items():
+        fields = {"type": "llm_only", "system_prompt": "Profile rules.", "system_prompt_mode": mode}
+        await served.svc.store.profiles.create(f"p-{mode}", fields, "test")
+        await client.chat.completions.create(model=f"tda/p-{mode}", messages=chat)
+        sent = served.model.sent[-1]["messages"]
+        assert [m["content"] for m in sent if m["role"] == "system"] == system, mode
+    await client.chat.completions.create(model="tda/p-client", messages=chat[1:])
+    assert served.model.sent[-1]["messages"][0] == {"role": "system", "content": "Profile rules."}
+
+
+async def test_parameters_images_and_strict_tools_reach_the_model_as_sent(served: Served):
+    client = served.client()
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo=", "detail": "low"}}
+    content = [{"type": "text", "text": "What is in this picture?"}, image]
+    schema = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
+    response_format = {"type": "json_schema", "json_schema": {"name": "reply", "schema": schema, "strict": True}}
+    strict_tool = {"type": "function", "function": {**TOOLS[0]["function"], "strict": True}}
+    await client.chat.completions.create(
+        model="tda",
+        messages=[{"role": "user", "content": content}],
+        tools=[strict_tool],
+        temperature=0.2,
+        top_p=0.9,
+        seed=7,
+        stop=["END"],
+        user="end-user-1",
+        response_format=response_format,
+        parallel_tool_calls=False,
+        presence_penalty=0.1,
+        frequency_penalty=0.2,
+        logprobs=True,
+        metadata={"run": "r1"},
+    )
+    sent = served.model.sent[-1]
+    assert sent["messages"] == [{"role": "user", "content": content}]
+    assert sent["tools"] == [strict_tool]
+    assert sent["params"] == {
+        "temperature": 0.2,
+        "top_p": 0.9,
+        "seed": 7,
+        "stop": ["END"],
+        "user": "end-user-1",
+        "response_format": response_format,
+        "parallel_tool_calls": False,
+        "presence_penalty": 0.1,
+        "frequency_penalty": 0.2,
+        "logprobs": True,
+        "metadata": {"run": "r1"},
+    }
+
+
+async def test_a_client_without_tools_gets_none_though_its_profile_has_some(served: Served):
+    tools = [{"type": "function", "function": {"name": "search_orders", "parameters": {"type": "object"}}}]
+    await served.svc.store.profiles.create("tooled", {"type": "tool_enabled", "tools": tools}, "test")
+    await served.client().chat.completions.create(model="tda/tooled", messages=[{"role": "user", "content": "hi"}])
+    assert served.model.sent[-1]["tools"] == []
 
 
 async def test_a_streamed_reply_arrives_in_openai_chunks_and_is_recorded(served: Served):
@@ -239,23 +339,18 @@ async def test_a_streamed_reply_arrives_in_openai_chunks_and_is_recorded(served:
     calls = [c for chunk in chunks for c in (chunk.choices[0].delta.tool_calls or [])]
     assert calls[0].id == "call_9" and calls[0].function.name == "send_email"
     assert chunks[-1].choices[0].finish_reason == "tool_calls"
+    turns = (await served.get("/v1/sessions/stream-1/turns"))["turns"]
+    assert [t["turn"] for t in turns] == [1, 2]  # the second call extends the first turn's conversation
 
 
 async def test_a_smaller_max_tokens_in_the_request_wins_over_the_reserve(served: Served):
     client = served.client()
-    session = {"X-TDA-Session": "small"}
+    await client.chat.completions.create(model="tda", messages=[{"role": "user", "content": "hi"}], max_tokens=50)
     await client.chat.completions.create(
-        model="tda", messages=[{"role": "user", "content": "hi"}], max_tokens=50, extra_headers=session
-    )
-    await client.chat.completions.create(
-        model="tda",
-        messages=[{"role": "user", "content": "hi"}, {"role": "user", "content": "more"}],
-        max_completion_tokens=10**6,
-        extra_headers=session,
+        model="tda", messages=[{"role": "user", "content": "more"}], max_completion_tokens=10**6
     )
     [small, large] = served.model.sent
-    snapshot = (await served.get("/v1/sessions/small/snapshots?newest_first=true&limit=1"))["snapshots"][0]
-    assert small["max_tokens"] == 50 and large["max_tokens"] == snapshot["snapshot"]["output_reserve"]
+    assert small["max_tokens"] == 50 and 50 < large["max_tokens"] < 10**6
 
 
 async def test_raw_sse_ends_with_done(served: Served):
@@ -271,24 +366,26 @@ async def test_raw_sse_ends_with_done(served: Served):
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
     frames = [f for f in r.text.split("\n\n") if f]
     assert all(f.startswith("data: ") for f in frames) and frames[-1] == "data: [DONE]"
-    assert r.headers["X-TDA-Session"].startswith("chat-")  # no header: a new session, named in the response
+    assert "X-TDA-Session" not in r.headers  # no header: stateless
 
 
 async def test_sessions_are_created_on_first_use_under_the_named_or_default_profile(served: Served):
     client = served.client()
-    raw = await client.chat.completions.with_raw_response.create(
-        model="tda", messages=[{"role": "user", "content": "hello"}]
+    await client.chat.completions.create(
+        model="tda", messages=[{"role": "user", "content": "hello"}], extra_headers={"X-TDA-Session": "fresh"}
     )
-    assert raw.headers["X-TDA-Session"].startswith("chat-")
-    session = await served.get(f"/v1/sessions/{raw.headers['X-TDA-Session']}")
+    session = await served.get("/v1/sessions/fresh")
     assert session["profile_id"] == "default" and session["profile"]["type"] == "tool_enabled"
+    assert session["user_id"] == "token:agent#1"
     await served.svc.store.profiles.create("analyst", {"type": "llm_only"}, "test")
     await client.chat.completions.create(
         model="tda",
         messages=[{"role": "user", "content": "hello"}],
+        user="end-user-7",
         extra_headers={"X-TDA-Session": "bound", "X-TDA-Profile": "analyst"},
     )
-    assert (await served.get("/v1/sessions/bound"))["profile_id"] == "analyst"
+    bound = await served.get("/v1/sessions/bound")
+    assert (bound["profile_id"], bound["user_id"]) == ("analyst", "end-user-7")
     with pytest.raises(openai.ConflictError, match="bound to profile 'analyst'"):
         await client.chat.completions.create(
             model="tda",
@@ -303,74 +400,22 @@ async def test_mistakes_get_openai_errors_that_say_what_to_change(served: Served
         await served.client("not-a-token").chat.completions.create(
             model="tda", messages=[{"role": "user", "content": "hi"}]
         )
-    with pytest.raises(openai.UnprocessableEntityError, match="must end with a new user message"):
-        await client.chat.completions.create(
-            model="tda",
-            messages=[{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}],
-            extra_headers={"X-TDA-Session": "e1"},
-        )
+    with pytest.raises(openai.UnprocessableEntityError, match="need a user message"):
+        await client.chat.completions.create(model="tda", messages=[{"role": "system", "content": "hi"}])
     with pytest.raises(openai.UnprocessableEntityError, match="names no provider"):
         await client.chat.completions.create(model="no-such-model-xyz", messages=[{"role": "user", "content": "hi"}])
     with pytest.raises(openai.NotFoundError, match="nobody"):
         await client.chat.completions.create(
             model="tda", messages=[{"role": "user", "content": "hi"}], extra_headers={"X-TDA-Profile": "nobody"}
         )
-    with pytest.raises(openai.UnprocessableEntityError, match="tool results answering"):
+    with pytest.raises(openai.UnprocessableEntityError, match="without tool_call_id"):
         await client.chat.completions.create(
             model="tda",
-            messages=[{"role": "user", "content": "hi"}, {"role": "tool", "tool_call_id": "x", "content": "1"}],
+            messages=[{"role": "user", "content": "hi"}, {"role": "tool", "content": "1"}],
             extra_headers={"X-TDA-Session": "e2"},
         )
-    served.model.replies = ["hello"]
-    chat: list[Any] = [{"role": "user", "content": "hi"}]
-    reply = await client.chat.completions.create(model="tda", messages=chat, extra_headers={"X-TDA-Session": "e4"})
-    chat += [
-        reply.choices[0].message.model_dump(exclude_none=True),
-        {"role": "tool", "tool_call_id": "x", "content": "1"},
-    ]
-    with pytest.raises(openai.ConflictError, match="called no tool"):
-        await client.chat.completions.create(model="tda", messages=chat, extra_headers={"X-TDA-Session": "e4"})
-    served.model.replies = [[("call_a", "lookup_orders", {"customer": "ACME"})]]
-    messages: list[Any] = [{"role": "user", "content": "orders?"}]
-    first = await client.chat.completions.create(
-        model="tda", messages=messages, tools=TOOLS, extra_headers={"X-TDA-Session": "e3"}
-    )
-    messages += [
-        first.choices[0].message.model_dump(exclude_none=True),
-        {"role": "tool", "tool_call_id": "call_zz", "content": "1"},
-    ]
-    with pytest.raises(openai.UnprocessableEntityError, match="call_a"):
+    with pytest.raises(openai.UnprocessableEntityError, match="n > 1 cannot be streamed"):
         await client.chat.completions.create(
-            model="tda", messages=messages, tools=TOOLS, extra_headers={"X-TDA-Session": "e3"}
+            model="tda", messages=[{"role": "user", "content": "hi"}], n=2, stream=True
         )
-    assert (await served.get("/v1/sessions/e3/turns"))["turns"][0]["results"] == []  # nothing half-written
-
-
-async def test_a_client_chat_is_merged_once_even_around_tdas_own_messages(served: Served):
-    client = served.client()
-    session = {"X-TDA-Session": "merge-1"}
-    chat: list[Any] = [
-        {"role": "system", "content": "Client-side instructions."},
-        {"role": "user", "content": "Earlier question"},
-        {"role": "assistant", "content": "Earlier answer"},
-        {"role": "user", "content": "Now this"},
-    ]
-    served.model.replies = ["Answer one.", "Answer two."]
-    first = await client.chat.completions.create(model="tda", messages=chat, extra_headers=session)
-    stored = (await served.get("/v1/sessions/merge-1/messages"))["messages"]
-    assert [(m["turn"], m["role"], m["content"]) for m in stored] == [
-        (1, "user", "Earlier question"),  # the client's earlier chat, kept as history once
-        (1, "assistant", "Earlier answer"),
-        (2, "user", "Now this"),
-        (2, "assistant", "Answer one."),
-    ]
-    # a phase move writes tda's own system message, which no client echoes
-    await served.svc.store.sessions.update("merge-1", {"phase": "ideate"}, "test")
-    await served.svc.store.sessions.update(
-        "merge-1", {"phase": "focus"}, "test", carry=[{"role": "system", "content": "carried", "turn": 2}]
-    )
-    chat += [first.choices[0].message.model_dump(exclude_none=True), {"role": "user", "content": "And then?"}]
-    await client.chat.completions.create(model="tda", messages=chat, extra_headers=session)
-    stored = (await served.get("/v1/sessions/merge-1/messages"))["messages"]
-    assert [m["content"] for m in stored][-3:] == ["carried", "And then?", "Answer two."]
-    assert sum(m["content"] == "Now this" for m in stored) == 1
+    assert served.model.sent == [] and "e2" not in await _sessions(served)  # nothing sent, nothing half-written

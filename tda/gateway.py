@@ -1,0 +1,420 @@
+"""The chat gateway: a client's conversation, as the client sent it, sent on to its model under the profile's budget.
+
+The client's messages are authoritative. Its leading system messages are the instructions (the profile's
+``system_prompt_mode`` says how the profile's own prompt joins them), the last user message is the query, what
+follows it is the turn's tool loop, and everything before is history the window type may condense. Its tools are
+the turn's tools, sent whole; its parameters go to the model as sent. tda's modules add what the type adds
+(knowledge, champion cases, documents) under the budget.
+
+Without a session tda keeps nothing: each call stands alone and the client holds its tool loop. With a session
+each call is recorded for the trace, the live panel and replay, keyed by digests of the conversation: a call whose
+conversation through its user message was seen before is the same turn (a retry, or the next step of its tool
+loop); any other call is a new turn that goes on from the newest turn whose conversation it extends — a fork when
+that is not the newest turn (an edited or shortened history); the stored session never replaces what was sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import hashlib
+import json
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from components.context_window.base import InMemoryMessages, Message, ToolSchema
+from components.context_window.token_estimator import TokenEstimator, estimator_for
+
+from . import metrics
+from .errors import Conflict, Invalid, UpstreamFailed
+from .models import ProfileRow, SessionRow
+from .sources import Cutoff, build_context, input_hashes
+from .store.sessions import SessionData
+from .turns import _record_snapshot, _timed, as_result, resolve_type, with_component_instructions
+
+if TYPE_CHECKING:
+    from components.context_window.handler import AssembledContext
+
+    from .llm import Completion, Delta
+    from .service import TDAService
+
+
+@dataclass(frozen=True)
+class ClientCall:
+    """One call of a chat client, as it sent it."""
+
+    messages: Sequence[Message]
+    tools: Sequence[ToolSchema] = ()
+    """The client's tools: the turn's tools (none when it sends none)."""
+    tool_choice: Any = None
+    model: str | None = None
+    """None: the profile's model, else the service's."""
+    max_tokens: int | None = None
+    params: Mapping[str, Any] = field(default_factory=dict)
+    """Sent to the model as the client set them: temperature, top_p, seed, stop, response_format, n, ..."""
+    user: str | None = None
+    """The end user the client names (OpenAI's ``user``): the session's user when it creates one."""
+    on_delta: Delta | None = None
+    timings: dict[str, float] | None = None
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """A client's messages, split where the window treats them differently."""
+
+    instructions: tuple[Message, ...]
+    history: tuple[Message, ...]
+    query: Message
+    continuation: tuple[Message, ...]
+
+    @property
+    def chat(self) -> tuple[Message, ...]:
+        """What a session records: everything but the instructions, which belong to the call (an agent's handoff
+        changes them, and the Responses API sends them with every call)."""
+        return (*self.history, self.query, *self.continuation)
+
+
+def split(messages: Sequence[Message]) -> Conversation:
+    """Instructions (leading system messages), history, the last user message, and the tool loop after it."""
+    start = next((i for i, m in enumerate(messages) if m.role != "system"), len(messages))
+    last_user = next((i for i in range(len(messages) - 1, start - 1, -1) if messages[i].role == "user"), None)
+    if last_user is None:
+        msg = "messages need a user message: the window is assembled for the newest one"
+        raise Invalid(msg, errors=[{"loc": "messages", "msg": msg, "type": "value_error"}])
+    return Conversation(
+        tuple(messages[:start]), tuple(messages[start:last_user]), messages[last_user], tuple(messages[last_user + 1 :])
+    )
+
+
+async def complete(
+    svc: TDAService, call: ClientCall, profile: ProfileRow, session: SessionRow | None
+) -> dict[str, Any]:
+    """Assemble the client's conversation, call the model, and record the call when there is a session."""
+    conversation = split(call.messages)
+    if session is None:
+        return await _run(svc, call, conversation, profile, None, None)
+    async with svc.session_lock(session.id):  # one call at a time per session: turn numbers stay dense
+        place = await _place(svc, session.id, conversation)
+        return await _run(svc, call, conversation, profile, session, place)
+
+
+@dataclass(frozen=True)
+class _Place:
+    """Where a call goes in its session's record."""
+
+    turn: int
+    new: bool
+    """A new turn (else the next step, or a retry, of ``turn``)."""
+    imported: tuple[Message, ...] = ()
+    """A new turn's history the session has not recorded since the turn it extends."""
+    extends: int | None = None
+    """The turn whose conversation this one goes on from (None: from the start)."""
+    recorded: tuple[Message, ...] = ()
+    """A step's tool-loop messages the session recorded before (what is new comes after them)."""
+    fork: bool = False
+
+
+async def _place(svc: TDAService, session_id: str, conversation: Conversation) -> _Place:
+    request_key = digest((*conversation.history, conversation.query))
+    same = await svc.store.sessions.turn_asking(session_id, request_key)
+    if same is not None:
+        messages = await svc.store.sessions.turn_messages(session_id, same.turn)
+        asked = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
+        recorded = tuple(_message(m) for m in messages[asked + 1 :])
+        return _Place(same.turn, new=False, recorded=recorded)
+    prefixes = prefix_digests(conversation.history)
+    extended = await svc.store.sessions.turn_ending(session_id, list(prefixes))
+    newest = await svc.store.sessions.newest_turn(session_id)
+    turn = (newest.turn if newest else 0) + 1
+    if extended is None:
+        return _Place(turn, new=True, imported=conversation.history, fork=newest is not None)
+    start = prefixes[extended.conversation_key or ""]
+    fork = newest is not None and extended.turn != newest.turn
+    return _Place(turn, new=True, imported=conversation.history[start:], extends=extended.turn, fork=fork)
+
+
+async def _run(
+    svc: TDAService,
+    call: ClientCall,
+    conversation: Conversation,
+    profile: ProfileRow,
+    session: SessionRow | None,
+    place: _Place | None,
+) -> dict[str, Any]:
+    with _timed(call, "load"):
+        ctx = await _context(svc, call, conversation, profile, session)
+        window_type = await resolve_type(svc, profile)
+    with _timed(call, "assemble"):
+        assembled_at = time.time()  # replay serves the champion cases recorded by then
+        assembled = await svc.handler.assemble(ctx, window_type.type)
+    metrics.observe_assembly(assembled.snapshot)
+    snapshot = assembled.snapshot.to_dict()
+    recorded: asyncio.Task[int] | None = None
+    if session is not None and place is not None:
+        inputs = {
+            "query": ctx.query,
+            "model": ctx.model,
+            "assembled_at": assembled_at,
+            "hashes": input_hashes(ctx),
+            "gateway": _inputs(call, conversation, place),
+        }
+        row = {
+            "session_id": session.id,
+            "turn": place.turn,
+            "type_id": window_type.id,
+            "type_version": window_type.version,
+            "model": ctx.model,
+            "data": snapshot,
+            "inputs": inputs,
+        }
+        recorded = asyncio.create_task(_record_snapshot(svc, row))  # written while the model answers
+    with _timed(call, "model"):
+        try:
+            done = await _call_model(svc, ctx.model, assembled, call)
+        except Exception as exc:  # provider errors are many and untyped; the caller needs the reason
+            kept = f"; snapshot {await recorded} was kept" if recorded else ""
+            raise UpstreamFailed(f"the model call failed ({type(exc).__name__}: {exc}){kept}") from None
+        finally:
+            snapshot_id = await recorded if recorded else None
+    tokens_in = done.tokens_in or assembled.snapshot.total_used
+    result = {
+        "session_id": session.id if session else None,
+        "turn": place.turn if place else None,
+        "answer": done.text,
+        "tool_calls": done.tool_calls,
+        "finish_reason": done.finish_reason,
+        "more": done.more,
+        "logprobs": done.logprobs,
+        "tokens_in": tokens_in,
+        "tokens_out": done.tokens_out,
+        "snapshot_id": snapshot_id,
+        "model": ctx.model,
+        "summary": assembled.snapshot.summary(),
+        "snapshot": snapshot,
+    }
+    if session is not None and place is not None:
+        with _timed(call, "record"):
+            await _record(svc, session.id, conversation, place, done, tokens_in, snapshot_id, ctx.model)
+    return result
+
+
+async def _context(
+    svc: TDAService,
+    call: ClientCall,
+    conversation: Conversation,
+    profile: ProfileRow,
+    session: SessionRow | None,
+    cutoff: Cutoff | None = None,
+) -> Any:
+    """The assembly context of a call: the profile's modules and sources over the client's own conversation."""
+    if session is None:  # stateless: a session that exists only for this call (the scope of what it may see)
+        session = SessionRow(id="", profile_id=profile.id, user_id=call.user or "anonymous")
+    attachments = await svc.store.sessions.attachments(session.id) if session.id else []
+    data = SessionData(session, profile, len(conversation.history), 0, [], attachments)
+    history = InMemoryMessages(conversation.history)
+    ctx = build_context(
+        data,
+        conversation.query.content,
+        default_model=svc.settings.model,
+        sources=svc.sources,
+        history=history,
+        cutoff=cutoff,
+    )
+    ctx = dataclasses.replace(
+        ctx,
+        query_message=conversation.query,
+        instructions=conversation.instructions,
+        continuation=conversation.continuation,
+        tools=tuple(call.tools),
+        tools_as_sent=True,
+        model=call.model or ctx.model,
+    )
+    return await with_component_instructions(svc, ctx)
+
+
+def _inputs(call: ClientCall, conversation: Conversation, place: _Place) -> dict[str, Any]:
+    """What the snapshot keeps of the call: the conversation as sent (for replay, up to ``REPLAY_KEEPS`` messages),
+    what was asked of the model besides the window, and where the call went in the session's record."""
+    kept = len(conversation.chat) <= REPLAY_KEEPS
+    return {
+        "instructions": [m.to_chat() for m in conversation.instructions],
+        "chat": [m.to_chat() for m in conversation.chat] if kept else None,
+        "history": len(conversation.history),
+        "user": call.user,
+        "tools": [t.to_openai() for t in call.tools],
+        "params": dict(call.params),
+        "max_tokens": call.max_tokens,
+        "new_turn": place.new,
+        "extends_turn": place.extends,
+        "fork": place.fork,
+    }
+
+
+REPLAY_KEEPS = 1_000
+"""Conversations up to this many messages are kept with their snapshot, so the window can be replayed (longer ones
+would make a long session's snapshots grow with the square of its length)."""
+
+
+async def replay_context(svc: TDAService, row: Any, profile: ProfileRow) -> Any:
+    """The assembly context a recorded chat-client window was built from, for replay."""
+    inputs, session = row.inputs, await svc.store.sessions.get(row.session_id)
+    gateway = inputs["gateway"]
+    if gateway.get("chat") is None:
+        raise Conflict(f"this window's conversation had over {REPLAY_KEEPS:,} messages and was not kept for replay")
+    chat = [Message.from_chat(m) for m in gateway["chat"]]
+    history = gateway["history"]
+    conversation = Conversation(
+        tuple(Message.from_chat(m) for m in gateway["instructions"]),
+        tuple(chat[:history]),
+        chat[history],
+        tuple(chat[history + 1 :]),
+    )
+    call = ClientCall(
+        chat,
+        tools=tuple(ToolSchema.from_openai(t) for t in gateway["tools"]),
+        model=inputs["model"],
+        user=gateway.get("user"),
+    )
+    cutoff = Cutoff(row.turn, row.created_at, inputs["assembled_at"])
+    return await _context(svc, call, conversation, profile, session, cutoff)
+
+
+async def _call_model(svc: TDAService, model: str, assembled: AssembledContext, call: ClientCall) -> Completion:
+    reserve = assembled.snapshot.output_reserve
+    caps = [n for n in (reserve, call.max_tokens) if n]
+    return await svc.llm.complete(
+        model,
+        assembled.messages,
+        assembled.tools,
+        max_tokens=min(caps) if caps else None,
+        tool_choice=call.tool_choice if assembled.tools else None,
+        on_delta=call.on_delta,
+        params=call.params,
+    )
+
+
+async def _record(
+    svc: TDAService,
+    session_id: str,
+    conversation: Conversation,
+    place: _Place,
+    done: Completion,
+    tokens_in: int,
+    snapshot_id: int | None,
+    model: str,
+) -> None:
+    """The call in the session's record: a new turn with the history it brought, or one more step of its turn."""
+    reply = Message("assistant", done.text, turn=place.turn, tool_calls=tuple(done.tool_calls))
+    tokens = estimator_for(model)
+    step_messages = conversation.continuation[_common(place.recorded, conversation.continuation) :]
+    results = _results(conversation.continuation, step_messages)
+    step = {
+        "answer": done.text,
+        "plan": _plan(done),
+        "outcome": "tool_calls" if done.tool_calls else "success",
+        "tokens_in": tokens_in,
+        "tokens_out": done.tokens_out,
+        "model": model,
+        "snapshot_id": snapshot_id,
+        "conversation_key": digest((*conversation.chat, reply)),
+    }
+    if place.new:
+        messages = [*place.imported, conversation.query, *conversation.continuation, reply]
+        fields = {
+            "turn": place.turn,
+            "query": conversation.query.content,
+            "request_key": digest((*conversation.history, conversation.query)),
+            "results": results,
+            **step,
+        }
+        await svc.store.sessions.record_turn(session_id, fields, [_row(m, tokens) for m in messages])
+    else:
+        await svc.store.sessions.extend_turn(
+            session_id, place.turn, {**step, "results": results}, [_row(m, tokens) for m in (*step_messages, reply)]
+        )
+
+
+def _results(continuation: Sequence[Message], new: Sequence[Message]) -> list[dict[str, Any]]:
+    """The new tool results as turn results (what plan_hydration distils), named by the calls they answer."""
+    names = {
+        str(c.get("id")): str((c.get("function") or {}).get("name", "")) for m in continuation for c in m.tool_calls
+    }
+    return [as_result(names.get(m.tool_call_id or "", ""), m.content) for m in new if m.role == "tool"]
+
+
+def _plan(done: Completion) -> str:
+    return "\n".join(
+        f"{(c.get('function') or {}).get('name', '?')}({(c.get('function') or {}).get('arguments') or ''})"
+        for c in done.tool_calls
+    )
+
+
+def _common(recorded: Sequence[Message], sent: Sequence[Message]) -> int:
+    """How many of ``sent``'s first messages the session recorded already."""
+    n = 0
+    for a, b in zip(recorded, sent, strict=False):
+        if _identity(a) != _identity(b):
+            break
+        n += 1
+    return n
+
+
+def _row(m: Message, tokens: TokenEstimator) -> dict[str, Any]:
+    chat = m.to_chat()
+    return {
+        "tokens": tokens.count_message(m),
+        "role": m.role,
+        "content": m.content,
+        "parts": chat["content"] if m.parts is not None else None,
+        "tool_calls": chat.get("tool_calls", []),
+        "tool_call_id": m.tool_call_id,
+        "name": m.name,
+    }
+
+
+def _message(row: Any) -> Message:
+    return Message(
+        role=row.role,
+        content=row.content,
+        tool_calls=tuple(row.tool_calls or ()),
+        tool_call_id=row.tool_call_id,
+        name=row.name,
+        parts=tuple(row.parts) if row.parts else None,
+    )
+
+
+# --- conversation digests ---------------------------------------------------------------------------------
+
+
+def _identity(m: Message) -> bytes:
+    """What makes two messages the same message of a conversation (turn numbers and token counts aside)."""
+    chat = m.to_chat()
+    return json.dumps(
+        [chat["role"], chat["content"], chat.get("tool_calls"), chat.get("tool_call_id"), chat.get("name")],
+        ensure_ascii=False,
+        separators=(",", ":"),
+        sort_keys=True,
+        default=str,
+    ).encode()
+
+
+def digest(messages: Sequence[Message]) -> str:
+    h = hashlib.sha256()
+    for m in messages:
+        h.update(_identity(m))
+        h.update(b"\x00")
+    return h.hexdigest()
+
+
+def prefix_digests(messages: Sequence[Message]) -> dict[str, int]:
+    """The digest of every prefix of ``messages`` that ends with an assistant reply -> the prefix's length: the
+    places where an earlier turn may have ended."""
+    h, found = hashlib.sha256(), {}
+    for i, m in enumerate(messages):
+        h.update(_identity(m))
+        h.update(b"\x00")
+        if m.role == "assistant":
+            found[h.hexdigest()] = i + 1
+    return found
