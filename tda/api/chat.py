@@ -219,14 +219,14 @@ async def resolve_call(svc: TDAService, model: str, user: str | None) -> tuple[P
         return profile, await svc.store.sessions.get(session_id)
     if profile_id is not None and session.profile_id != profile_id:
         raise Conflict(f"session {session_id!r} is bound to profile {session.profile_id!r}, not {profile_id!r}")
-    return await svc.store.profiles.get(session.profile_id), session
+    return await svc.store.profiles.current(session.profile_id), session
 
 
 async def _profile(svc: TDAService, profile_id: str | None) -> ProfileRow:
     if profile_id is not None:
-        return await svc.store.profiles.get(profile_id)  # 404 names it
+        return await svc.store.profiles.current(profile_id)  # 404 names it
     try:
-        return await svc.store.profiles.get(DEFAULT_PROFILE)
+        return await svc.store.profiles.current(DEFAULT_PROFILE)
     except NotFound:
         # A gateway default: the client brings its own system prompt; tda adds none of its own.
         fields = {"name": "Default", "type": "tool_enabled", "system_prompt": ""}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from sqlalchemy import select
@@ -10,6 +11,10 @@ from ..db import Database
 from ..errors import Conflict, Invalid, NotFound
 from ..models import ProfileRow, SessionRow, WindowTypeRow, utcnow
 from . import audit
+from .types import CACHE_TTL_S
+
+MAX_CACHED = 1024
+"""Profiles kept by ``current`` at most (a full cache starts over)."""
 
 EDITABLE = (
     "name",
@@ -38,8 +43,22 @@ def profile_dict(row: ProfileRow) -> dict[str, Any]:
 
 
 class ProfileStore:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, cache_ttl_s: float = CACHE_TTL_S) -> None:
         self.db = db
+        self.cache_ttl_s = cache_ttl_s
+        self._current: dict[str, tuple[float, ProfileRow]] = {}
+
+    async def current(self, profile_id: str) -> ProfileRow:
+        """``get`` for the per-call path (the gateway): served from memory for up to ``cache_ttl_s``, as types are
+        (a save through another replica is seen within that; a save here at once)."""
+        cached = self._current.get(profile_id)
+        if cached is not None and time.monotonic() - cached[0] < self.cache_ttl_s:
+            return cached[1]
+        row = await self.get(profile_id)
+        if len(self._current) >= MAX_CACHED:
+            self._current.clear()
+        self._current[profile_id] = (time.monotonic(), row)
+        return row
 
     async def list(self) -> list[ProfileRow]:
         async with self.db.read() as s:
@@ -50,6 +69,7 @@ class ProfileStore:
             return await _profile(s, profile_id)
 
     async def create(self, profile_id: str, fields: dict[str, Any], actor: str) -> ProfileRow:
+        self._current.pop(profile_id, None)
         async with self.db.write() as s:
             if await s.get(ProfileRow, profile_id) is not None:
                 raise Conflict(f"a profile with id {profile_id!r} already exists; choose another id")
@@ -61,6 +81,7 @@ class ProfileStore:
         return row
 
     async def update(self, profile_id: str, fields: dict[str, Any], actor: str) -> ProfileRow:
+        self._current.pop(profile_id, None)
         async with self.db.write() as s:
             row = await _profile(s, profile_id)
             await _check_type_exists(s, fields.get("context_window_type_id"))
@@ -73,6 +94,7 @@ class ProfileStore:
         return row
 
     async def delete(self, profile_id: str, actor: str) -> None:
+        self._current.pop(profile_id, None)
         async with self.db.write() as s:
             row = await _profile(s, profile_id)
             sessions = (

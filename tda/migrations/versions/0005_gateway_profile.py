@@ -18,15 +18,14 @@ depends_on = None
 
 
 def upgrade() -> None:
-    with op.batch_alter_table("profiles") as batch:
-        batch.add_column(sa.Column("system_prompt_mode", sa.String(length=16), nullable=False, server_default="client"))
-        batch.add_column(sa.Column("case_sharing", sa.String(length=16), nullable=False, server_default="user"))
-        batch.add_column(sa.Column("query_rewrite", sa.Boolean(), nullable=False, server_default=sa.false()))
-        batch.add_column(sa.Column("upstream", sa.JSON(), nullable=False, server_default="{}"))
+    # Plain ADD COLUMNs (SQLite's batch mode would copy the tables that sessions and turns refer to).
+    op.add_column("profiles", sa.Column("system_prompt_mode", sa.String(16), nullable=False, server_default="client"))
+    op.add_column("profiles", sa.Column("case_sharing", sa.String(16), nullable=False, server_default="user"))
+    op.add_column("profiles", sa.Column("query_rewrite", sa.Boolean(), nullable=False, server_default=sa.false()))
+    op.add_column("profiles", sa.Column("upstream", sa.JSON(), nullable=False, server_default="{}"))
     op.add_column("messages", sa.Column("parts", sa.JSON(), nullable=True))
-    with op.batch_alter_table("turns") as batch:
-        batch.add_column(sa.Column("request_key", sa.String(length=64), nullable=True))
-        batch.add_column(sa.Column("conversation_key", sa.String(length=64), nullable=True))
+    op.add_column("turns", sa.Column("request_key", sa.String(64), nullable=True))
+    op.add_column("turns", sa.Column("conversation_key", sa.String(64), nullable=True))
     op.create_index("ix_turns_conversation", "turns", ["session_id", "conversation_key"])
 
 
