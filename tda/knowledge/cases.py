@@ -1,7 +1,9 @@
 """Champion cases: successful turns kept in their own collection and served to rag_context.
 
 A case is embedded by its query, so a new question finds past turns that asked the same thing.
-Identical (query, answer) pairs are stored once; recording one again updates its plan and tokens, and
+Every case is recorded in a scope (its profile, session and user, and whether it was built on tool results) and
+every search is bound to one: a window sees only the cases its profile's ``case_sharing`` allows (``scope.py``).
+Identical (query, answer) pairs of one owner are stored once; recording one again updates its plan and tokens, and
 its feedback only when the record carries a rating: a rated case keeps its rating through later identical
 turns. Cases with negative feedback are never served. ``recorded_at`` is when the case was first recorded,
 so a replay can ask for the cases that existed when its turn was assembled (``recorded_before``).
@@ -26,7 +28,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import hashlib
 import threading
 import time
 from collections.abc import Callable
@@ -39,11 +40,15 @@ from components.context_window.base import ChampionCase
 
 from .case_table import CaseTable
 from .embeddings import embeds_at_once, row_products
+from .scope import CaseScope, case_id
 from .store import CASES_COLLECTION, KnowledgeStore
 
+__all__ = ["CaseRecord", "CaseScope", "ChampionCaseStore", "case_id"]
+
 OVERFETCH = 4
-"""Cases fetched per case served: the negative ones (and, in a replay, the later ones) are filtered out here,
-which is much cheaper than Chroma's ``where`` (it builds an allow-list of every matching record per query)."""
+"""Cases fetched per case served with ``profile`` sharing: the negative ones (and, in a replay, the later ones) are
+filtered out here, which is much cheaper than Chroma's ``where`` (it builds an allow-list of every matching record per
+query). A narrower scope is a small part of the collection: it is asked for with a ``where`` at once."""
 MAX_CASES = 2_000
 """Cases kept at most (~3 MB of vectors in the mirror)."""
 MAX_PENDING = 2000
@@ -60,6 +65,15 @@ class CaseRecord:
     """-1 negative, 0 none, +1 positive; None keeps the stored case's rating (0 for a new case)."""
     session_id: str = ""
     turn: int = 0
+    scope: CaseScope = dataclasses.field(kw_only=True)
+    """The session whose turn this is: who may be shown the case."""
+    from_tools: bool = dataclasses.field(default=False, kw_only=True)
+    """The turn's tool loop ran (a plan, tool results): its answer may quote tool data, so it stays in its session
+    unless the profile shares every case."""
+
+    @property
+    def id(self) -> str:
+        return case_id(self.query, self.answer, self.scope.owner(self.from_tools))
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,12 +85,9 @@ class _Pending:
     embedding: np.ndarray
 
 
-def case_id(query: str, answer: str) -> str:
-    return hashlib.sha256(f"{' '.join(query.split())}\x00{' '.join(answer.split())}".encode()).hexdigest()[:32]
-
-
 class ChampionCaseStore:
-    """Implements ``CaseRetriever``; ``record``, ``set_feedback`` and ``flush`` are called by the application."""
+    """Serves each scope the cases it may see (``retrieve_cases``; windows reach it through ``tda.sources.ScopedCases``,
+    bound to their session); ``record``, ``set_feedback`` and ``flush`` are called by the application."""
 
     def __init__(self, store: KnowledgeStore, max_cases: int = MAX_CASES, *, write_through: bool = False) -> None:
         self.store = store
@@ -129,7 +140,7 @@ class ChampionCaseStore:
             raise ValueError("a champion case needs a non-empty query")
         if case.feedback not in (-1, 0, 1, None):
             raise ValueError("feedback must be -1, 0 or +1")
-        cid = case_id(case.query, case.answer)
+        cid = case.id
         with self._lock:
             pending = self._pending.get(cid)
         stored = pending.metadata if pending else self._stored(cid)
@@ -142,6 +153,7 @@ class ChampionCaseStore:
             "feedback": feedback,
             "session_id": case.session_id,
             "turn": case.turn,
+            **case.scope.metadata(case.from_tools),
             # kept from the first record: the turns assembled since then saw this case
             "recorded_at": float(stored.get("recorded_at", time.time())),
         }
@@ -267,28 +279,32 @@ class ChampionCaseStore:
         return self._collection().count()
 
     async def retrieve_cases(
-        self, query: str, *, k: int = 3, recorded_before: float | None = None
+        self, query: str, *, scope: CaseScope, k: int = 3, recorded_before: float | None = None
     ) -> list[ChampionCase]:
         """Searched on the event loop when that is cheap: the mirror is loaded and the query's vector needs no
         model run (0.2-0.4 ms at 2,000 cases; a hop to a worker thread and back cost more). Else in a worker thread."""
         if self._mirror is not None and embeds_at_once(self._opened()[1], query):
-            return self.search(query, k=k, recorded_before=recorded_before)
-        return await asyncio.to_thread(self.search, query, k=k, recorded_before=recorded_before)
+            return self.search(query, scope=scope, k=k, recorded_before=recorded_before)
+        return await asyncio.to_thread(self.search, query, scope=scope, k=k, recorded_before=recorded_before)
 
-    def search(self, query: str, *, k: int = 3, recorded_before: float | None = None) -> list[ChampionCase]:
-        """The ``k`` most similar cases without negative feedback, best first, scores 0..1; with
+    def search(
+        self, query: str, *, scope: CaseScope, k: int = 3, recorded_before: float | None = None
+    ) -> list[ChampionCase]:
+        """The ``k`` most similar cases ``scope`` may see without negative feedback, best first, scores 0..1; with
         ``recorded_before`` (a Unix time), only the cases first recorded by then."""
         if not query.strip() or k <= 0:
             return []
         vector = self._embed(query)
         mirror = self._written()
-        servable = _Servable(recorded_before)
+        servable = _Servable(scope, recorded_before)
         with self._lock:
             pending = dict(self._pending)
             if mirror is not None:
                 found = mirror.nearest(vector, k, lambda cid, meta: cid not in pending and servable(meta))
-        if mirror is None:
-            found = self._stored_nearest(vector, k * OVERFETCH, pending, servable)
+        if mirror is None:  # a narrow scope is a small part of the collection: ask Chroma for it at once
+            found = (
+                self._stored_nearest(vector, k * OVERFETCH, pending, servable) if scope.sharing == "profile" else None
+            )
         if found is None:  # too few servable among the nearest: ask Chroma for servable ones only
             found = self._stored_nearest(vector, k + len(pending), pending, servable, where=servable.where())
         cases = (found or []) + [
@@ -423,21 +439,23 @@ def _case_id(record_id: str, meta: dict[str, Any]) -> str:
 
 @dataclass(frozen=True, slots=True)
 class _Servable:
-    """Which cases may be served: not rated negative, and recorded by the cutoff (a replay's) if there is one."""
+    """Which cases may be served: in the scope, not rated negative, and recorded by the cutoff (a replay's) if
+    there is one."""
 
+    scope: CaseScope
     recorded_before: float | None
 
     def __call__(self, metadata: dict[str, Any]) -> bool:
-        if int(metadata.get("feedback", 0)) < 0:
+        if int(metadata.get("feedback", 0)) < 0 or not self.scope.allows(metadata):
             return False
         return self.recorded_before is None or float(metadata.get("recorded_at", 0.0)) <= self.recorded_before
 
     def where(self) -> dict[str, Any]:
         """The same as a Chroma ``where``."""
-        rated_ok: dict[str, Any] = {"feedback": {"$gte": 0}}
-        if self.recorded_before is None:
-            return rated_ok
-        return {"$and": [rated_ok, {"recorded_at": {"$lte": self.recorded_before}}]}
+        clauses: list[dict[str, Any]] = [self.scope.where(), {"feedback": {"$gte": 0}}]
+        if self.recorded_before is not None:
+            clauses.append({"recorded_at": {"$lte": self.recorded_before}})
+        return {"$and": clauses}
 
 
 def _cosine(a: np.ndarray, b: np.ndarray) -> float:
