@@ -40,7 +40,7 @@ from components.context_window.base import ChampionCase
 
 from .case_table import CaseTable
 from .embeddings import embeds_at_once, row_products
-from .scope import CaseScope, case_id
+from .scope import CaseScope, case_groups, case_id
 from .store import CASES_COLLECTION, KnowledgeStore
 
 __all__ = ["CaseRecord", "CaseScope", "ChampionCaseStore", "case_id"]
@@ -300,7 +300,8 @@ class ChampionCaseStore:
         with self._lock:
             pending = dict(self._pending)
             if mirror is not None:
-                found = mirror.nearest(vector, k, lambda cid, meta: cid not in pending and servable(meta))
+                rows = mirror.rows_of(scope)
+                found = mirror.nearest(vector, k, lambda cid, meta: cid not in pending and servable(meta), rows)
         if mirror is None:  # a narrow scope is a small part of the collection: ask Chroma for it at once
             found = (
                 self._stored_nearest(vector, k * OVERFETCH, pending, servable) if scope.sharing == "profile" else None
@@ -354,6 +355,33 @@ class _Mirror:
         self.case_rows = {
             _case_id(rid, meta): i for i, (rid, meta) in enumerate(zip(self.record_ids, self.metadatas, strict=True))
         }
+        self.groups: dict[tuple[str, ...], set[int]] = {}
+        """The rows of each group of cases (``case_groups``): a search reads only its scope's rows (a full scan
+        of 2,000 for a session's few cases took 1.2-1.6 ms, against 0.2 ms)."""
+        self._rows: dict[tuple[tuple[str, ...], ...], np.ndarray] = {}
+        """``rows_of`` by a scope's groups, until the next write (a profile's 2,000 rows sorted: 0.07 ms a search)."""
+        for i, meta in enumerate(self.metadatas):
+            self._group(i, meta)
+
+    def _group(self, row: int, meta: dict[str, Any], *, remove: bool = False) -> None:
+        self._rows.clear()
+        for group in case_groups(meta):
+            if remove:
+                self.groups.get(group, set()).discard(row)
+            else:
+                self.groups.setdefault(group, set()).add(row)
+
+    def rows_of(self, scope: CaseScope) -> np.ndarray:
+        """The rows holding the cases ``scope`` may see, in row order."""
+        groups = scope.groups()
+        found = self._rows.get(groups)
+        if found is None:
+            rows = set().union(*(self.groups.get(group, ()) for group in groups))
+            found = np.fromiter(sorted(rows), dtype=np.intp, count=len(rows))
+            if len(self._rows) >= 1024:
+                self._rows.clear()
+            self._rows[groups] = found
+        return found
 
     def metadata(self, cid: str) -> dict[str, Any]:
         row = self.case_rows.get(cid)
@@ -374,6 +402,8 @@ class _Mirror:
                 self._make_room(len(vector))
             else:
                 self.case_rows.pop(_case_id(rid, self.metadatas[i]), None)
+                self._group(i, self.metadatas[i], remove=True)
+            self._group(i, meta)
             self.documents[i], self.metadatas[i] = document, dict(meta)
             self.matrix[i] = vector  # type: ignore[index]
             self.case_rows[_case_id(rid, meta)] = i
@@ -390,19 +420,22 @@ class _Mirror:
         i = self.row[record_id]
         self.metadatas[i] = {**self.metadatas[i], "feedback": feedback}
 
-    def nearest(self, vector: np.ndarray, k: int, keep: Callable[[str, dict[str, Any]], bool]) -> list[ChampionCase]:
-        """The ``k`` cases ``keep`` accepts nearest ``vector`` by cosine, nearest first."""
-        n = len(self.record_ids)
-        if not n or self.matrix is None:
+    def nearest(
+        self, vector: np.ndarray, k: int, keep: Callable[[str, dict[str, Any]], bool], rows: np.ndarray
+    ) -> list[ChampionCase]:
+        """The ``k`` cases among ``rows`` that ``keep`` accepts nearest ``vector`` by cosine, nearest first."""
+        if not len(rows) or self.matrix is None:
             return []
         norm = float(np.linalg.norm(vector))
-        similarity = row_products(self.matrix[:n], vector / norm) if norm else np.zeros(n, dtype=np.float32)
+        matrix = self.matrix[rows] if len(rows) < len(self.record_ids) else self.matrix[: len(self.record_ids)]
+        similarity = row_products(matrix, vector / norm) if norm else np.zeros(len(rows), dtype=np.float32)
         found = []
-        for i in np.argsort(-similarity, kind="stable"):
+        for j in np.argsort(-similarity, kind="stable"):
+            i = rows[j]
             rid, meta = self.record_ids[i], self.metadatas[i]
             cid = _case_id(rid, meta)
             if keep(cid, meta):
-                found.append(_case(cid, self.documents[i], meta, float(similarity[i])))
+                found.append(_case(cid, self.documents[i], meta, float(similarity[j])))
                 if len(found) == k:
                     break
         return found

@@ -74,6 +74,17 @@ class CaseScope:
             and meta.get("from_tools", True) is False  # a case without the flag may quote tool data
         )
 
+    def groups(self) -> tuple[tuple[str, ...], ...]:
+        """The groups of cases (``case_groups``) this scope may see: the cases it ``allows`` are those in one."""
+        if not self.profile_id:
+            return ()
+        if self.sharing == "profile":
+            return (("profile", self.profile_id),)
+        own = ("session", self.profile_id, self.session_key)
+        if self.sharing == "user" and self.real_user:
+            return (own, ("user", self.profile_id, self.user_id))
+        return (own,)
+
     def where(self) -> dict[str, Any]:
         """``allows`` as a Chroma ``where`` clause."""
         profile = {"profile_id": self.profile_id}
@@ -84,6 +95,18 @@ class CaseScope:
             users = {"$and": [{"user_id": self.user_id}, {"from_tools": False}]}
             own = {"$or": [own, users]}
         return {"$and": [profile, own]}
+
+
+def case_groups(meta: dict[str, Any]) -> tuple[tuple[str, ...], ...]:
+    """The groups a case is in, by its metadata: its profile's, its session's, and its user's when it is tool-free.
+    An index of cases by group finds a scope's cases without reading every case (``CaseScope.groups``)."""
+    profile = meta.get("profile_id")
+    if not profile:
+        return ()
+    groups = [("profile", str(profile)), ("session", str(profile), str(meta.get("session_key")))]
+    if meta.get("from_tools", True) is False:
+        groups.append(("user", str(profile), str(meta.get("user_id"))))
+    return tuple(groups)
 
 
 NOWHERE = CaseScope(profile_id="", session_key="")

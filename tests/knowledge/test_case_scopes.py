@@ -57,3 +57,17 @@ async def test_cases_without_a_scope_are_never_served(store: KnowledgeStore, wri
     cases = ChampionCaseStore(store, write_through=write_through)
     for scope in (CaseScope("p1", "s1", "alice", "profile"), CaseScope("", "", "", "profile")):
         assert await cases.retrieve_cases(QUERY, scope=scope, k=5) == []
+
+
+async def test_a_record_written_over_by_another_scopes_case_leaves_the_first_scope(store: KnowledgeStore) -> None:
+    """A full store writes a new case over an old one in place: the record is then the new case's scope's only."""
+    cases = ChampionCaseStore(store, max_cases=1)
+    alice, bob = CaseScope("p1", "s1", "alice"), CaseScope("p1", "s2", "bob")
+    cases.record(CaseRecord(QUERY, "alice's", scope=alice))
+    cases.flush()
+    assert [c.answer for c in await cases.retrieve_cases(QUERY, scope=alice)] == ["alice's"]  # from the mirror
+    cases.record(CaseRecord(QUERY, "bob's", scope=bob))
+    cases.flush()
+    assert cases.count() == 1
+    assert await cases.retrieve_cases(QUERY, scope=alice) == []
+    assert [c.answer for c in await cases.retrieve_cases(QUERY, scope=bob)] == ["bob's"]
