@@ -469,7 +469,7 @@ def _keep_as_champion(
     plan, tokens = row.plan, row.tokens_in + row.tokens_out
     if recorder is None or not query.strip() or not (answer.strip() or plan):
         return None
-    scope, from_tools = case_scope(data.session, data.profile), _ran_tools(row)
+    scope, from_tools = case_scope(data.session, data.profile), _may_quote_tools(row, data)
 
     async def record() -> None:
         await recorder.record_case(
@@ -487,9 +487,11 @@ def _keep_as_champion(
     return recorder.case_id(query, answer, scope=scope, from_tools=from_tools)
 
 
-def _ran_tools(row: TurnRow) -> bool:
-    """The turn's tool loop ran: its answer may quote tool data, which stays in the session unless shared."""
-    return bool(row.plan or row.results)
+def _may_quote_tools(row: TurnRow, before: SessionData) -> bool:
+    """The turn's answer may quote tool data, which stays in its session unless shared: its tool loop ran, or that of
+    a turn before it its window may show (``before``: the session's newest turns before it; a follow-up such as
+    "and the owner again?" answers from the history)."""
+    return bool(row.plan or row.results) or any(t.plan or t.results for t in before.turns)
 
 
 async def set_feedback(svc: TDAService, session_id: str, turn: int, feedback: int) -> dict[str, Any]:
@@ -499,12 +501,12 @@ async def set_feedback(svc: TDAService, session_id: str, turn: int, feedback: in
     recorder = svc.sources.case_recorder
     if recorder is None:
         raise Conflict("champion cases are not configured on this service; feedback has nowhere to go")
-    session = await svc.store.sessions.get(session_id)
+    before = await svc.store.sessions.load(session_id, before_turn=turn)  # what the turn was assembled from
     case_id = await recorder.record_case(
         row.query,
         row.answer,
-        scope=case_scope(session, await svc.store.profiles.get(session.profile_id)),
-        from_tools=_ran_tools(row),
+        scope=case_scope(before.session, before.profile),
+        from_tools=_may_quote_tools(row, before),
         plan=row.plan,
         tokens=row.tokens_in + row.tokens_out,
         feedback=feedback,

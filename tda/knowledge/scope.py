@@ -1,7 +1,7 @@
 """Whose champion cases a window may show: the scope every case is recorded in and every search is bound to.
 
-A case records the profile, the session and its user it came from, and whether the turn's tool loop ran
-(``from_tools``: its answer may quote tool data). A window for a session of profile P may show a case of P only,
+A case records the profile, the session and its user it came from, and whether its answer may quote tool data
+(``from_tools``: its turn's tool loop ran, or an earlier turn's whose results its history may show). A window for a session of profile P may show a case of P only,
 and only as the profile's ``case_sharing`` allows:
 
 * ``session``: the session's own cases;

@@ -170,3 +170,17 @@ async def test_a_session_created_again_under_a_deleted_ones_id_starts_with_no_ca
     await agent.session("a", "bob")
     body, sent = await agent.ask("a", SECRET_QUESTION)
     assert cases_used(body) == 0 and not any(secret in sent for secret in SECRETS)
+
+
+async def test_a_follow_up_quoting_an_earlier_tool_result_stays_in_its_session(agent: Agent):
+    """The follow-up calls no tool itself, but answers from the tool result in its history."""
+    await agent.session("a", "alice")
+    await agent.secret_turn("a")
+    agent.model.replies = ["The owner was John Smith."]
+    follow_up = await agent.call("post", "/v1/sessions/a/turns", 201, {"query": "Who was the owner again?"})
+    await agent.svc.writer.settle("a")
+    rated = await agent.call("post", "/v1/sessions/a/turns/2/feedback", 200, {"feedback": 1})
+    assert rated["champion_case_id"] == follow_up["champion_case_id"]
+    await agent.session("c", "alice")
+    body, sent = await agent.ask("c", "Who was the owner again?")
+    assert cases_used(body) == 0 and "John Smith" not in sent
