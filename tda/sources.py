@@ -100,7 +100,9 @@ class Cutoff:
 
 def case_scope(session: SessionRow, profile: ProfileRow) -> CaseScope:
     """The scope of a session's champion cases: what its turns record in, and what its windows may be shown."""
-    sharing: Any = profile.case_sharing if profile.case_sharing in ("user", "profile") else "session"  # else: narrowest
+    sharing: Any = profile.case_sharing
+    if sharing not in ("session", "user", "profile"):  # a value this version does not know: the narrowest
+        sharing = "session"
     return CaseScope(profile.id, session_key(session.id, session.created_at), session.user_id, sharing)
 
 

@@ -1,8 +1,8 @@
 """Whose champion cases a window may show: the scope every case is recorded in and every search is bound to.
 
 A case records the profile, the session and its user it came from, and whether its answer may quote tool data
-(``from_tools``: its turn's tool loop ran, or an earlier turn's whose results its history may show). A window for a session of profile P may show a case of P only,
-and only as the profile's ``case_sharing`` allows:
+(``from_tools``: its turn's tool loop ran, or an earlier turn's whose results its history may show). A window for a
+session of profile P may show a case of P only, and only as the profile's ``case_sharing`` allows:
 
 * ``session``: the session's own cases;
 * ``user`` (the default): also the same user's cases from their other sessions, unless built on tool results. The

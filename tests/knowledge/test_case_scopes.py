@@ -13,15 +13,17 @@ from tests.knowledge.helpers import VISIBLE, record_scoped_cases
 QUERY = "export the invoices of march"
 
 
-@pytest.mark.parametrize("where", ["pending", "written", "chroma"])
+@pytest.mark.parametrize("where", ["pending", "written", "reopened", "chroma"])
 @pytest.mark.parametrize(("window", "visible"), VISIBLE, ids=[":".join(w) for w, _ in VISIBLE])
 async def test_a_search_serves_only_what_its_scope_may_see(
     store: KnowledgeStore, where: str, window: tuple[str, str, str, str], visible: set[str]
 ) -> None:
     cases = ChampionCaseStore(store, write_through=where == "chroma")
     record_scoped_cases(cases, QUERY)
-    if where == "written":
+    if where in ("written", "reopened"):
         cases.flush()
+    if where == "reopened":  # another process: the scopes as the table holds them
+        cases = ChampionCaseStore(store)
     served = await cases.retrieve_cases(QUERY, scope=CaseScope(*window), k=20)  # type: ignore[arg-type]
     assert {c.answer for c in served} == visible
     if visible:  # k servable ones, however many of other scopes are as near
