@@ -68,8 +68,8 @@ class CaseRecord:
     scope: CaseScope = dataclasses.field(kw_only=True)
     """The session whose turn this is: who may be shown the case."""
     from_tools: bool = dataclasses.field(default=False, kw_only=True)
-    """The turn's tool loop ran (a plan, tool results): its answer may quote tool data, so it stays in its session
-    unless the profile shares every case."""
+    """The answer may quote tool data (the turn's tool loop ran, or an earlier one whose results its history may
+    show), so the case stays in its session unless the profile shares every case."""
 
     @property
     def id(self) -> str:
