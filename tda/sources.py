@@ -132,10 +132,10 @@ def build_context(
     attachments, cases = data.attachments, sources.cases
     if cutoff is not None:
         attachments = [a for a in attachments if aware_utc(a.created_at) <= aware_utc(cutoff.attachments_until)]
+    scope = case_scope(data.session, data.profile)
     recorder = sources.case_recorder  # a read-only retriever (a test's fake) holds no one else's cases
     if recorder is not None:
-        until = cutoff.cases_until if cutoff is not None else None
-        cases = ScopedCases(recorder, case_scope(data.session, data.profile), until)
+        cases = ScopedCases(recorder, scope, cutoff.cases_until if cutoff is not None else None)
     p, s = data.profile, data.session
     return AssemblyContext(
         query=query,
@@ -147,6 +147,7 @@ def build_context(
             components=tuple(p.components),
             context_limit=p.context_limit,
             knowledge_collections=tuple(p.knowledge_collections),
+            case_sharing=scope.sharing,  # in the inputs: a replay says when the sharing changed since
         ),
         session=Session(
             id=s.id,

@@ -184,3 +184,17 @@ async def test_a_follow_up_quoting_an_earlier_tool_result_stays_in_its_session(a
     await agent.session("c", "alice")
     body, sent = await agent.ask("c", "Who was the owner again?")
     assert cases_used(body) == 0 and "John Smith" not in sent
+
+
+async def test_a_replay_after_the_sharing_narrowed_says_the_profile_changed(agent: Agent):
+    await agent.call("patch", "/v1/profiles/p1", 200, {"case_sharing": "profile"})
+    await agent.session("a", "alice")
+    await agent.secret_turn("a")
+    await agent.session("b", "bob")
+    body, _ = await agent.ask("b", SECRET_QUESTION)
+    assert cases_used(body) == 1
+    await agent.call("patch", "/v1/profiles/p1", 200, {"case_sharing": "user"})
+    replayed = await agent.call("post", f"/v1/snapshots/{body['snapshot_id']}/replay", 200)
+    assert not replayed["identical"] and "profile" in replayed["inputs_changed"]
+    rag = next(m for m in replayed["replayed"]["modules"] if m["module_id"] == "rag_context")
+    assert rag["metadata"]["cases_used"] == 0  # the replay is bound to the scope as it is now
