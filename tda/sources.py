@@ -27,7 +27,8 @@ from components.context_window.base import (
 )
 
 from .history import history_read, message_of
-from .models import AttachmentRow, ProfileRow, TurnRow
+from .knowledge.scope import CaseScope, session_key
+from .models import AttachmentRow, ProfileRow, SessionRow, TurnRow
 from .store.sessions import SessionData
 
 __all__ = ["message_of"]  # turns.py builds messages from rows with it
@@ -35,14 +36,15 @@ __all__ = ["message_of"]  # turns.py builds messages from rows with it
 
 @runtime_checkable
 class CaseRecorder(Protocol):
-    """Keeps successful turns as champion cases (``tda.knowledge.providers.LiveKnowledge`` implements it), and
-    serves them as they were at a time: what it recorded after a turn was assembled stays out of its replay."""
+    """Keeps successful turns as champion cases (``tda.knowledge.providers.LiveKnowledge`` implements it), each in
+    the scope of the session it came from, and serves a scope the cases it may see as they were at a time: what it
+    recorded after a turn was assembled stays out of its replay. Windows reach it only through ``ScopedCases``."""
 
     async def retrieve_cases(
-        self, query: str, *, k: int = 3, recorded_before: float | None = None
+        self, query: str, *, scope: CaseScope, k: int = 3, recorded_before: float | None = None
     ) -> list[ChampionCase]: ...
 
-    def case_id(self, query: str, answer: str) -> str:
+    def case_id(self, query: str, answer: str, *, scope: CaseScope, from_tools: bool) -> str:
         """The id ``record_case`` gives this query and answer: a turn answers with it before the case is written."""
         ...
 
@@ -51,6 +53,8 @@ class CaseRecorder(Protocol):
         query: str,
         answer: str,
         *,
+        scope: CaseScope,
+        from_tools: bool,
         plan: str = "",
         tokens: int = 0,
         feedback: int | None = None,
@@ -94,15 +98,26 @@ class Cutoff:
     """Unix time the turn's assembly started: champion cases recorded later are left out."""
 
 
-@dataclass(frozen=True)
-class CasesAsOf:
-    """Serves the champion cases recorded by ``until`` (a Unix time), with their ratings as they are now."""
+def case_scope(session: SessionRow, profile: ProfileRow) -> CaseScope:
+    """The scope of a session's champion cases: what its turns record in, and what its windows may be shown."""
+    sharing: Any = profile.case_sharing
+    if sharing not in ("session", "user", "profile"):  # a value this version does not know: the narrowest
+        sharing = "session"
+    return CaseScope(profile.id, session_key(session.id, session.created_at), session.user_id, sharing)
 
-    recorder: CaseRecorder
-    until: float
+
+class ScopedCases:
+    """The component's ``CaseRetriever`` for one window: the recorder's cases this session's scope may see (and in a
+    replay, those recorded by ``until``, a Unix time, with their ratings as they are now). A module asks by query
+    alone: it cannot name another scope."""
+
+    __slots__ = ("__recorder", "__scope", "__until")
+
+    def __init__(self, recorder: CaseRecorder, scope: CaseScope, until: float | None = None) -> None:
+        self.__recorder, self.__scope, self.__until = recorder, scope, until
 
     async def retrieve_cases(self, query: str, *, k: int = 3) -> list[ChampionCase]:
-        return await self.recorder.retrieve_cases(query, k=k, recorded_before=self.until)
+        return await self.__recorder.retrieve_cases(query, scope=self.__scope, k=k, recorded_before=self.__until)
 
 
 def build_context(
@@ -117,8 +132,10 @@ def build_context(
     attachments, cases = data.attachments, sources.cases
     if cutoff is not None:
         attachments = [a for a in attachments if aware_utc(a.created_at) <= aware_utc(cutoff.attachments_until)]
-        recorder = sources.case_recorder  # a read-only retriever (a test's fake) records nothing later
-        cases = CasesAsOf(recorder, cutoff.cases_until) if recorder is not None else cases
+    scope = case_scope(data.session, data.profile)
+    recorder = sources.case_recorder  # a read-only retriever (a test's fake) holds no one else's cases
+    if recorder is not None:
+        cases = ScopedCases(recorder, scope, cutoff.cases_until if cutoff is not None else None)
     p, s = data.profile, data.session
     return AssemblyContext(
         query=query,
@@ -131,7 +148,7 @@ def build_context(
             context_limit=p.context_limit,
             knowledge_collections=tuple(p.knowledge_collections),
             system_prompt_mode=p.system_prompt_mode,  # type: ignore[arg-type]
-            case_sharing=p.case_sharing,  # type: ignore[arg-type]
+            case_sharing=scope.sharing,  # in the inputs: a replay says when the sharing changed since
             query_rewrite=p.query_rewrite,
         ),
         session=Session(

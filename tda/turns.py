@@ -27,7 +27,7 @@ from components.context_window.window_type import ContextWindowType
 from . import metrics
 from .errors import Conflict, Invalid, UpstreamFailed
 from .models import MessageRow, TurnRow
-from .sources import build_context, input_hashes, message_of
+from .sources import build_context, case_scope, input_hashes, message_of
 from .store.types import StoredType
 
 if TYPE_CHECKING:
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from .llm import Completion, Delta
     from .models import ProfileRow
     from .service import TDAService
+    from .store.sessions import SessionData
 
 log = logging.getLogger(__name__)
 
@@ -248,7 +249,7 @@ async def _step(
             turn_row = await svc.store.sessions.extend_turn(session_id, turn, step, [reply])
     case_id = None
     if not done.tool_calls:  # a finished turn (its whole tool loop is the plan) may be served as an example
-        case_id = _keep_as_champion(svc, session_id, turn, query, done.text, turn_row)
+        case_id = _keep_as_champion(svc, data, turn, query, done.text, turn_row)
     return {
         "session_id": session_id,
         "turn": turn,
@@ -376,19 +377,39 @@ def _plan_of(done: Completion) -> str:
     return "\n".join(lines)
 
 
-def _keep_as_champion(svc: TDAService, session_id: str, turn: int, query: str, answer: str, row: TurnRow) -> str | None:
-    """Record the finished turn (its whole tool loop is the plan) as a champion case, after the response (the
-    session's next turn waits for it). The turn is already stored: a failure there costs the case, never the turn."""
-    recorder = svc.sources.case_recorder
+def _keep_as_champion(
+    svc: TDAService, data: SessionData, turn: int, query: str, answer: str, row: TurnRow
+) -> str | None:
+    """Record the finished turn (its whole tool loop is the plan) as a champion case in its session's scope, after
+    the response (the session's next turn waits for it). The turn is already stored: a failure there costs the case,
+    never the turn."""
+    recorder, session_id = svc.sources.case_recorder, data.session.id
     plan, tokens = row.plan, row.tokens_in + row.tokens_out
     if recorder is None or not query.strip() or not (answer.strip() or plan):
         return None
+    scope, from_tools = case_scope(data.session, data.profile), _may_quote_tools(row, data)
 
     async def record() -> None:
-        await recorder.record_case(query, answer, plan=plan, tokens=tokens, session_id=session_id, turn=turn)
+        await recorder.record_case(
+            query,
+            answer,
+            scope=scope,
+            from_tools=from_tools,
+            plan=plan,
+            tokens=tokens,
+            session_id=session_id,
+            turn=turn,
+        )
 
     svc.writer.submit(session_id, record, f"champion case of turn {turn} of session {session_id}")
-    return recorder.case_id(query, answer)
+    return recorder.case_id(query, answer, scope=scope, from_tools=from_tools)
+
+
+def _may_quote_tools(row: TurnRow, before: SessionData) -> bool:
+    """The turn's answer may quote tool data, which stays in its session unless shared: its tool loop ran, or that of
+    a turn before it its window may show (``before``: the session's newest turns before it; a follow-up such as
+    "and the owner again?" answers from the history)."""
+    return bool(row.plan or row.results) or any(t.plan or t.results for t in before.turns)
 
 
 async def set_feedback(svc: TDAService, session_id: str, turn: int, feedback: int) -> dict[str, Any]:
@@ -398,9 +419,12 @@ async def set_feedback(svc: TDAService, session_id: str, turn: int, feedback: in
     recorder = svc.sources.case_recorder
     if recorder is None:
         raise Conflict("champion cases are not configured on this service; feedback has nowhere to go")
+    before = await svc.store.sessions.load(session_id, before_turn=turn)  # what the turn was assembled from
     case_id = await recorder.record_case(
         row.query,
         row.answer,
+        scope=case_scope(before.session, before.profile),
+        from_tools=_may_quote_tools(row, before),
         plan=row.plan,
         tokens=row.tokens_in + row.tokens_out,
         feedback=feedback,

@@ -26,6 +26,7 @@ CASE_FLUSH_S = 1.0
 if TYPE_CHECKING:
     from .cases import ChampionCaseStore
     from .retrieval import ChromaKnowledgeRetriever
+    from .scope import CaseScope
     from .store import KnowledgeStore
 
 
@@ -75,8 +76,10 @@ class LiveKnowledge:
 
     async def warm_up(self) -> None:
         """Open the store and load the embedding model (one champion-case search embeds a query)."""
+        from .scope import NOWHERE
+
         opened = await self._ready()
-        await asyncio.to_thread(opened.cases.search, "warm up", k=1)
+        await asyncio.to_thread(opened.cases.search, "warm up", scope=NOWHERE, k=1)
 
     async def check(self) -> None:
         """Raises unless the store opens and answers (the /readyz probe)."""
@@ -124,34 +127,37 @@ class LiveKnowledge:
     # --- CaseRetriever and the champion-case writes ----------------------------------------
 
     async def retrieve_cases(
-        self, query: str, *, k: int = 3, recorded_before: float | None = None
+        self, query: str, *, scope: CaseScope, k: int = 3, recorded_before: float | None = None
     ) -> list[ChampionCase]:
-        """The cases to serve; with ``recorded_before`` (a Unix time), only those recorded by then (replay)."""
+        """The cases ``scope`` may see; with ``recorded_before`` (a Unix time), only those recorded by then (replay)."""
         opened = await self._ready()
-        return await opened.cases.retrieve_cases(query, k=k, recorded_before=recorded_before)
+        return await opened.cases.retrieve_cases(query, scope=scope, k=k, recorded_before=recorded_before)
 
-    def case_id(self, query: str, answer: str) -> str:
-        """The id ``record_case`` gives this query and answer (known before it is recorded)."""
-        from .cases import case_id
+    def case_id(self, query: str, answer: str, *, scope: CaseScope, from_tools: bool) -> str:
+        """The id ``record_case`` gives this query and answer in this scope (known before it is recorded)."""
+        from .scope import case_id
 
-        return case_id(query, answer)
+        return case_id(query, answer, scope.owner(from_tools))
 
     async def record_case(
         self,
         query: str,
         answer: str,
         *,
+        scope: CaseScope,
+        from_tools: bool,
         plan: str = "",
         tokens: int = 0,
         feedback: int | None = None,
         session_id: str = "",
         turn: int = 0,
     ) -> str:
-        """Store a champion case, or update the one with the same query and answer; returns its id."""
+        """Store a champion case in ``scope``, or update that scope's case with the same query and answer; returns
+        its id. ``from_tools``: the turn's tool loop ran, so the answer may quote tool data."""
         opened = await self._ready()
         from .cases import CaseRecord  # imported by _open already: no cost on the event loop
 
-        case = CaseRecord(query, answer, plan, tokens, feedback, session_id, turn)
+        case = CaseRecord(query, answer, plan, tokens, feedback, session_id, turn, scope=scope, from_tools=from_tools)
         cid = await asyncio.to_thread(opened.cases.record, case)
         if self._flusher is None or self._flusher.done():
             self._flusher = asyncio.create_task(self._flush_later(opened))

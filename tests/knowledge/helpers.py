@@ -1,9 +1,10 @@
-"""Test helpers for the knowledge tests: a tiny real-PDF writer."""
+"""Test helpers for the knowledge tests: a tiny real-PDF writer, and champion cases recorded in scopes."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 
 def _escape(text: str) -> str:
@@ -48,3 +49,40 @@ def make_pdf(
         with path.open("wb") as fh:
             writer.write(fh)
     return path
+
+
+# --- champion-case scopes: recorded cases and who may see them, written out by hand from the policy -----------
+
+SCOPED_CASES = {
+    # answer: (profile, session, user, from_tools)
+    "alice s1 plain": ("p1", "s1", "alice", False),
+    "alice s1 tools": ("p1", "s1", "alice", True),
+    "alice s2 plain": ("p1", "s2", "alice", False),
+    "alice s2 tools": ("p1", "s2", "alice", True),
+    "bob s3 plain": ("p1", "s3", "bob", False),
+    "anonymous s4 plain": ("p1", "s4", "anonymous", False),
+    "alice p2 plain": ("p2", "s5", "alice", False),
+}
+P1 = {answer for answer, (profile, *_) in SCOPED_CASES.items() if profile == "p1"}
+VISIBLE = [
+    # (profile, session, user, case_sharing) of the window: the answers it may be shown
+    (("p1", "s1", "alice", "session"), {"alice s1 plain", "alice s1 tools"}),
+    (("p1", "s1", "alice", "user"), {"alice s1 plain", "alice s1 tools", "alice s2 plain"}),
+    (("p1", "s1", "alice", "profile"), P1),
+    (("p1", "s6", "alice", "user"), {"alice s1 plain", "alice s2 plain"}),
+    (("p1", "s3", "bob", "user"), {"bob s3 plain"}),
+    (("p1", "s4", "anonymous", "user"), {"anonymous s4 plain"}),
+    (("p1", "s7", "anonymous", "user"), set()),
+    (("p1", "s7", "anonymous", "profile"), P1),
+    (("p2", "s1", "alice", "profile"), {"alice p2 plain"}),
+    (("p2", "s9", "alice", "user"), {"alice p2 plain"}),
+    (("p3", "s1", "alice", "profile"), set()),
+]
+
+
+def record_scoped_cases(cases: Any, query: str) -> None:
+    """Every case of ``SCOPED_CASES``, asked with ``query``, recorded under the default ``user`` sharing."""
+    from tda.knowledge.cases import CaseRecord, CaseScope
+
+    for answer, (profile, session, user, from_tools) in SCOPED_CASES.items():
+        cases.record(CaseRecord(query, answer, scope=CaseScope(profile, session, user), from_tools=from_tools))

@@ -11,9 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from tda.knowledge.cases import CaseScope, ChampionCaseStore
 from tda.knowledge.ingest import ingest_paths
 from tda.knowledge.retrieval import ChromaKnowledgeRetriever
 from tda.knowledge.store import KnowledgeStore
+from tests.knowledge.helpers import VISIBLE, record_scoped_cases
 
 CHROMA = Path(sys.executable).parent / "chroma"
 
@@ -57,5 +59,18 @@ def test_ingest_and_search_through_a_chroma_server(chroma_url: str, tmp_path: Pa
         [top] = ChromaKnowledgeRetriever(store).search("when does the shop open", k=1)
         assert "opens at nine" in top.text and top.section == "FAQ › Hours"
         assert not (tmp_path / "unused" / "chroma").exists()  # nothing embedded locally
+    finally:
+        store.close()
+
+
+def test_champion_cases_stay_in_their_scope_on_a_chroma_server(chroma_url: str, tmp_path: Path) -> None:
+    """Replicas share the cases through the server: another replica's search is bound by the server's ``where``."""
+    store = KnowledgeStore.open(tmp_path / "unused", chroma_url, embedder="hashing")
+    try:
+        record_scoped_cases(ChampionCaseStore(store, write_through=True), "export the invoices of march")
+        replica = ChampionCaseStore(store, write_through=True)
+        for window, visible in VISIBLE:
+            served = replica.search("export the invoices of march", scope=CaseScope(*window), k=20)  # type: ignore[arg-type]
+            assert {c.answer for c in served} == visible, window
     finally:
         store.close()

@@ -41,7 +41,7 @@ class SlowRecorder:
     def __init__(self) -> None:
         self.recorded: list[tuple[str, int]] = []
 
-    def case_id(self, query: str, answer: str) -> str:
+    def case_id(self, query: str, answer: str, **scope: Any) -> str:
         return f"case:{query}"
 
     async def record_case(self, query: str, answer: str, **kw: Any) -> str:
@@ -49,7 +49,7 @@ class SlowRecorder:
         self.recorded.append((kw["session_id"], kw["turn"]))
         return f"case:{query}"
 
-    async def retrieve_cases(self, query: str, *, k: int = 3) -> list[Any]:
+    async def retrieve_cases(self, query: str, **kw: Any) -> list[Any]:
         return []
 
 
