@@ -130,6 +130,7 @@ def build_context(
             components=tuple(p.components),
             context_limit=p.context_limit,
             knowledge_collections=tuple(p.knowledge_collections),
+            query_rewrite=p.query_rewrite,
         ),
         session=Session(
             id=s.id,
