@@ -180,6 +180,8 @@ async def test_with_query_rewrite_the_rewrite_is_one_bounded_call_in_the_snapsho
     turns = await (await client.get("/v1/sessions/s1/turns", headers=headers)).get_json()
     newest = max(turns["turns"], key=lambda t: t["turn"])
     assert (newest["tokens_in"], newest["tokens_out"]) == (rewrite_in + answer_in, rewrite_out + answer_out)
+    metrics = (await (await client.get("/metrics")).get_data()).decode()
+    assert 'tda_auxiliary_model_calls_total{module="knowledge_context",purpose="query_rewrite",status="ok"}' in metrics
 
 
 async def test_a_tool_loop_step_makes_no_second_rewrite_and_searches_with_the_turns(gateway, upstream: Upstream):
