@@ -1,11 +1,11 @@
 """knowledge_context: knowledge-base passages as numbered, citable sources within the module's budget.
 
 One turn: (rewrite a follow-up into a standalone query, if the profile asks: ``query_rewrite``) -> retrieve ->
-drop duplicate text -> pack by parts: the ranked hits go in best first, each whole when it fits, else as a window of its
-sentences around the query's words in the room that is left (no budget stays unused while a ranked
-hit remains); a hit next to a chosen chunk continues that source. Neighbouring chunks of strong hits
-are extras, added nearest first with what is left, under ONE total limit. Condensing packs the same
-ranked hits again at the smaller budget."""
+drop duplicate text -> pack by parts: the ranked hits go in best first, each whole when it fits, else as a
+window of its sentences around the query's words in the room that is left (no budget stays unused while a
+ranked hit remains); a hit next to a chosen chunk continues that source. Neighbouring chunks of strong hits
+are extras, added nearest first with what is left, under ONE total limit. Condensing packs the same ranked
+hits again at the smaller budget."""
 
 from __future__ import annotations
 
