@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from components.context_window.metering import Summary, prompt_of
+
 MOCK_ANSWER = "This is a mock answer (TDA_MOCK_MODEL is on, so no provider was called)."
 
 
@@ -76,7 +78,10 @@ def _logged_only_if_read(litellm: Any) -> Iterator[None]:
     try:
         yield
     finally:
-        is_internal_call.reset(token)
+        try:
+            is_internal_call.reset(token)
+        except ValueError:  # stepped across two contexts by a caller (a reply is worth more than the flag)
+            is_internal_call.set(False if token.old_value is token.MISSING else token.old_value)
 
 
 async def routing_error(model: str) -> str | None:
@@ -220,13 +225,17 @@ def _delta_call(call: Any) -> dict[str, Any]:
 
 
 class LLMSummarizer:
-    """The ``Summarizer`` modules use to condense and to rewrite follow-ups (a real model only)."""
+    """The ``Summarizer`` modules use to condense and to rewrite follow-ups (a real model only). Every reply is
+    bounded by ``max_tokens``; the provider's counts come back with it for the snapshot and the turn's usage."""
 
     def __init__(self, llm: LLM, model: str) -> None:
         self.llm = llm
         self.model = model
 
     async def summarize(self, text: str, *, max_tokens: int, instruction: str = "") -> str:
-        prompt = (instruction or "Summarise the following, keeping facts, numbers and decisions.") + "\n\n" + text
-        done = await self.llm.complete(self.model, [{"role": "user", "content": prompt}], [])
-        return done.text
+        return (await self.summarize_with_usage(text, max_tokens=max_tokens, instruction=instruction)).text
+
+    async def summarize_with_usage(self, text: str, *, max_tokens: int, instruction: str = "") -> Summary:
+        message = {"role": "user", "content": prompt_of(text, instruction)}
+        done = await self.llm.complete(self.model, [message], [], max_tokens=max(1, max_tokens))
+        return Summary(done.text, done.tokens_in, done.tokens_out, self.model)

@@ -37,6 +37,14 @@ ASSEMBLY_SECONDS = Histogram(
 TOKENS_ALLOCATED = Counter("tda_module_tokens_allocated", "Tokens allocated to a module", ["module"])
 TOKENS_USED = Counter("tda_module_tokens_used", "Tokens a module's contribution used in the sent context", ["module"])
 TOKENS_CONDENSED = Counter("tda_module_tokens_condensed", "Tokens removed from a module by condensing", ["module"])
+AUXILIARY_CALLS = Counter(
+    "tda_auxiliary_model_calls",
+    "Model calls modules made while assembling (rewrites, summaries, filters)",
+    ["module", "purpose", "status"],
+)
+AUXILIARY_TOKENS = Counter(
+    "tda_auxiliary_model_tokens", "Tokens of the model calls modules made while assembling", ["module", "direction"]
+)
 MODULE_FAILURES = Counter("tda_module_failures", "Contributions that raised or timed out", ["module", "status"])
 SSE_SUBSCRIBERS = Gauge("tda_sse_subscribers", "Open SSE streams", multiprocess_mode="livesum")
 SSE_DROPPED = Counter(
@@ -61,6 +69,10 @@ def observe_assembly(snapshot: ContextWindowSnapshot) -> None:
             MODULE_FAILURES.labels(usage.module_id, usage.status).inc()
     for step in snapshot.condensations:
         TOKENS_CONDENSED.labels(step.module_id).inc(max(0, step.before - step.after))
+    for call in snapshot.auxiliary_calls:
+        AUXILIARY_CALLS.labels(call.module_id, call.purpose, call.status).inc()
+        AUXILIARY_TOKENS.labels(call.module_id, "in").inc(call.tokens_in)
+        AUXILIARY_TOKENS.labels(call.module_id, "out").inc(call.tokens_out)
 
 
 def watch_pool(engine: AsyncEngine) -> None:

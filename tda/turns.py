@@ -216,7 +216,9 @@ async def _step(
             done = await _call_model(svc, ctx, assembled, options, recorded)
         finally:  # also when the turn is cancelled: the snapshot of a window that was sent is kept
             snapshot_id = await recorded
-    tokens_in = done.tokens_in or assembled.snapshot.total_used
+    # The turn's usage: the answer's call plus every model call the modules made while assembling (snapshot).
+    extra_in, extra_out = assembled.snapshot.auxiliary_tokens
+    tokens_in, tokens_out = (done.tokens_in or assembled.snapshot.total_used) + extra_in, done.tokens_out + extra_out
     reply = {
         "role": "assistant",
         "content": done.text,
@@ -229,7 +231,7 @@ async def _step(
         "plan": _plan_of(done),
         "outcome": "tool_calls" if done.tool_calls else "success",
         "tokens_in": tokens_in,
-        "tokens_out": done.tokens_out,
+        "tokens_out": tokens_out,
         "model": ctx.model,
         "snapshot_id": snapshot_id,
     }
@@ -257,7 +259,7 @@ async def _step(
         "tool_calls": done.tool_calls,
         "finish_reason": done.finish_reason,
         "tokens_in": tokens_in,
-        "tokens_out": done.tokens_out,
+        "tokens_out": tokens_out,
         "snapshot_id": snapshot_id,
         "champion_case_id": case_id,
         "model": ctx.model,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import time
 from typing import Any
 
@@ -191,6 +192,34 @@ async def test_a_module_cannot_change_what_was_counted():
     with pytest.raises(TypeError):
         message.tool_calls[0]["function"]["arguments"] = "{}"  # type: ignore[index]
     assert ctx.session.messages == []  # the caller's list was never handed to a module
+
+
+_TRACE: contextvars.ContextVar[str] = contextvars.ContextVar("trace", default="turn")
+
+
+class AroundAwait(ContextModule):
+    """Sets a context variable, awaits, then resets it: what litellm does around every model call."""
+
+    def __init__(self, module_id: str) -> None:
+        super().__init__(manifest(module_id))
+
+    async def contribute(self, budget: int, ctx: AssemblyContext) -> Contribution:
+        token = _TRACE.set(self.module_id)
+        try:
+            await asyncio.sleep(0.01)  # the first step runs inline, the rest in a task
+            seen = _TRACE.get()
+        finally:
+            _TRACE.reset(token)  # raised "created in a different Context" when the two steps had two contexts
+        return Contribution(self.module_id, units=((f"{self.module_id} saw {seen}",),))
+
+
+async def test_a_module_sees_one_context_for_the_whole_call_and_leaks_nothing_into_the_turn():
+    first, second = AroundAwait("first"), AroundAwait("second")
+    result = await handler(first, second).assemble(make_ctx(), ok_type("first", "second"))
+    for module_id in ("first", "second"):
+        assert result.snapshot.module(module_id).status == "ok", result.snapshot.module(module_id).reason
+        assert result.contributions[module_id].texts() == [f"{module_id} saw {module_id}"]  # not the other's
+    assert _TRACE.get() == "turn"
 
 
 @pytest.mark.parametrize("how", ["bad_signals", "signals_not_a_dict"])

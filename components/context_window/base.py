@@ -489,7 +489,12 @@ class Embedder(Protocol):
 
 @runtime_checkable
 class Summarizer(Protocol):
-    async def summarize(self, text: str, *, max_tokens: int, instruction: str = "") -> str: ...
+    """A model that writes short texts for modules (summaries, query rewrites). Each call is a model call the
+    turn pays for: the orchestrator meters it (``metering.py``) and the snapshot lists it."""
+
+    async def summarize(self, text: str, *, max_tokens: int, instruction: str = "") -> str:
+        """The reply, at most ``max_tokens`` tokens long."""
+        ...
 
 
 # ---------------------------------------------------------------------------------------------
@@ -549,9 +554,17 @@ class AssemblyContext:
     from an earlier assembly can leak into a later one."""
 
     def for_module(
-        self, directives: Directives, tokens: TokenCounter, memo: dict[str, Any] | None = None
+        self,
+        directives: Directives,
+        tokens: TokenCounter,
+        memo: dict[str, Any] | None = None,
+        summarizer: Summarizer | None = None,
     ) -> AssemblyContext:
-        return _evolve(self, directives=directives, tokens=tokens, memo={} if memo is None else memo)
+        """What one module is handed; ``summarizer`` (if given) replaces the context's: the metered one."""
+        changes: dict[str, Any] = {"directives": directives, "tokens": tokens, "memo": {} if memo is None else memo}
+        if summarizer is not None:
+            changes["summarizer"] = summarizer
+        return _evolve(self, **changes)
 
     def read_only(self) -> AssemblyContext:
         """This context with nothing a module could change for the others: mutable sequences become

@@ -26,8 +26,9 @@ from . import window_type as wt
 from .base import AssemblyContext, ContextModule, Contribution, Directives, Message, ToolSchema, freeze
 from .conditions import Facts, holds
 from .isolation import BLOCKING_WARN_S, Outcome, checked_contribution, checked_signals, run_calls
+from .metering import MeteredSummarizer
 from .session_cache import BoundedCache
-from .snapshot import Condensation, ContextWindowSnapshot, ModuleUsage, Reallocation
+from .snapshot import AuxiliaryCall, Condensation, ContextWindowSnapshot, ModuleUsage, Reallocation
 from .token_estimator import REPLY_PRIMING, TokenEstimator, estimator_for, resolve_model_limit
 
 log = logging.getLogger(__name__)
@@ -106,6 +107,8 @@ class _Run:
     fired: list[str] = field(default_factory=list)
     condensations: list[Condensation] = field(default_factory=list)
     reallocations: list[Reallocation] = field(default_factory=list)
+    auxiliary: list[AuxiliaryCall] = field(default_factory=list)
+    """Every model call the modules made through the summarizer (see metering.py)."""
     memos: dict[str, dict[str, Any]] = field(default_factory=dict)
     distillation: dict[str, Any] | None = None
     """The window type's distillation settings as plain data, read once per assembly (frozen per module)."""
@@ -571,6 +574,7 @@ class ContextWindowHandler:
             modules=usages + run.skipped,
             condensations=run.condensations,
             reallocations=run.reallocations,
+            auxiliary_calls=list(run.auxiliary),  # a copy: an abandoned module's late call changes nothing
             adjustments_fired=run.fired,
             decisions=run.decisions,
             prefix_stable_tokens=stable,
@@ -598,7 +602,9 @@ class ContextWindowHandler:
             condense_to=slot.rule_target if slot.condensable else None,  # the floor is never condensed
             config=freeze({**slot.spec.config, "distillation": run.distillation}),
         )
-        view = run.ctx.for_module(directives, run.tokens, run.memos.setdefault(slot.module_id, {}))
+        inner = run.ctx.summarizer
+        metered = MeteredSummarizer(inner, run.auxiliary, slot.module_id, run.tokens) if inner is not None else None
+        view = run.ctx.for_module(directives, run.tokens, run.memos.setdefault(slot.module_id, {}), metered)
         slot.view = (settled, view)
         return view
 

@@ -6,6 +6,10 @@
 * Most module calls finish in their first step; those run inline (no task). A call that awaits becomes a
   task, and the timeout is enforced from outside it: when the deadline passes the task is cancelled, and a
   task that ignores the cancellation is abandoned (left to finish on its own) and recorded "timeout".
+* Every call runs in a context of its own (a copy of the caller's), the same one for all its steps: a step run
+  inline and the rest run in a task would otherwise see two contexts, so a context variable set before an
+  ``await`` could not be reset after it (litellm's ``is_internal_call``: every model call failed), and what a
+  module set would leak into the turn.
 * Any ``Exception``, and a ``CancelledError`` the module raised itself (not one from the caller), is a
   failure of that module; a caller's cancellation still cancels the turn.
 * What a module returns is checked at the boundary: a ``Contribution`` with a known placement and units of
@@ -16,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import json
 import logging
 import math
@@ -106,10 +111,12 @@ async def run_calls(calls: Mapping[Hashable, Coroutine[Any, Any, Any]], timeout_
     """Run module calls concurrently, each under ``timeout_s``; never raises for a module's fault."""
     outcomes: dict[Hashable, Outcome] = {}
     pending: dict[asyncio.Task[Any], tuple[Hashable, _Driver]] = {}
+    loop = asyncio.get_running_loop()
     for key, coro in calls.items():
         driver = _Driver(coro)
+        context = contextvars.copy_context()
         try:
-            first = driver.step()
+            first = context.run(driver.step)
         except StopIteration as stop:
             outcomes[key] = _judge(driver, timeout_s, value=stop.value)
         except (KeyboardInterrupt, SystemExit):
@@ -117,7 +124,7 @@ async def run_calls(calls: Mapping[Hashable, Coroutine[Any, Any, Any]], timeout_
         except BaseException as exc:  # CancelledError here is the module's own: nobody cancelled it
             outcomes[key] = _judge(driver, timeout_s, error=exc)
         else:
-            pending[asyncio.ensure_future(_finish(_Rest(driver, first)))] = (key, driver)
+            pending[loop.create_task(_finish(_Rest(driver, first)), context=context)] = (key, driver)
     if pending:
         await _wait(pending, timeout_s, outcomes)
     return outcomes

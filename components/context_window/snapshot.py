@@ -47,6 +47,26 @@ class Reallocation:
     """Positive: surplus received; negative: unused allocation donated."""
 
 
+@dataclass(frozen=True)
+class AuxiliaryCall:
+    """A model call a module made while the window was assembled (a query rewrite, a summary, a relevance
+    filter): the turn pays for it on top of the answer's own call."""
+
+    module_id: str
+    purpose: str
+    """What it was for: "query_rewrite", "llm_filter", "history_summary", or "summary" when the module did not say."""
+    model: str
+    tokens_in: int
+    tokens_out: int
+    max_tokens: int
+    """The bound the reply was given."""
+    ms: float
+    status: str = "ok"
+    """"ok", "failed" (no tokens reported) or "cancelled" (the module timed out meanwhile)."""
+    estimated: bool = False
+    """The summarizer reported no counts (a mock model): they are the assembly's own count of what was sent."""
+
+
 @dataclass
 class ContextWindowSnapshot:
     window_type_id: str
@@ -64,6 +84,8 @@ class ContextWindowSnapshot:
     modules: list[ModuleUsage]
     condensations: list[Condensation] = field(default_factory=list)
     reallocations: list[Reallocation] = field(default_factory=list)
+    auxiliary_calls: list[AuxiliaryCall] = field(default_factory=list)
+    """Model calls modules made during this assembly, in the order they ended."""
     adjustments_fired: list[str] = field(default_factory=list)
     decisions: list[str] = field(default_factory=list)
     prefix_stable_tokens: int = 0
@@ -78,6 +100,11 @@ class ContextWindowSnapshot:
     def utilisation(self) -> float:
         return round(self.total_used / self.available_budget, 4) if self.available_budget else 0.0
 
+    @property
+    def auxiliary_tokens(self) -> tuple[int, int]:
+        """Tokens in and out of the auxiliary calls, together: what the turn costs beyond the answer's call."""
+        return sum(c.tokens_in for c in self.auxiliary_calls), sum(c.tokens_out for c in self.auxiliary_calls)
+
     def module(self, module_id: str) -> ModuleUsage:
         return next(m for m in self.modules if m.module_id == module_id)
 
@@ -91,6 +118,7 @@ class ContextWindowSnapshot:
         ]
         data["condensations"] = [_fields(c) for c in self.condensations]
         data["reallocations"] = [_fields(r) for r in self.reallocations]
+        data["auxiliary_calls"] = [_fields(c) for c in self.auxiliary_calls]
         data["adjustments_fired"], data["decisions"] = list(self.adjustments_fired), list(self.decisions)
         data["utilisation"] = self.utilisation
         return data
@@ -102,6 +130,8 @@ class ContextWindowSnapshot:
             data.pop(key)
         for module in data["modules"]:
             module.pop("blocked_ms")
+        for call in data["auxiliary_calls"]:
+            call.pop("ms")
         return data
 
     def summary(self) -> str:
@@ -113,6 +143,7 @@ class ContextWindowSnapshot:
             f"{sum(1 for m in self.modules if m.status == 'ok')} modules, {condensed} condensed"
             + (f", failed: {', '.join(failed)}" if failed else "")
             + (f", rules: {len(self.adjustments_fired)}" if self.adjustments_fired else "")
+            + (f", model calls: {len(self.auxiliary_calls)}" if self.auxiliary_calls else "")
         )
 
     @classmethod
@@ -124,6 +155,7 @@ class ContextWindowSnapshot:
         ]
         data["condensations"] = [Condensation(**c) for c in data.get("condensations", [])]
         data["reallocations"] = [Reallocation(**r) for r in data.get("reallocations", [])]
+        data["auxiliary_calls"] = [AuxiliaryCall(**c) for c in data.get("auxiliary_calls", [])]
         return cls(**data)
 
 

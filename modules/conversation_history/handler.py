@@ -24,6 +24,7 @@ from components.context_window.base import (
     pages_newest_first,
 )
 from components.context_window.fitting import first_sentence
+from components.context_window.metering import labelled
 from components.context_window.phases import visible
 from components.context_window.session_cache import BoundedCache, SessionCache, content_key
 from components.context_window.token_estimator import MESSAGE_OVERHEAD
@@ -259,7 +260,7 @@ class ConversationHistoryModule(ContextModule):
         text = self._summaries.get((ctx.session.id, key))
         if text is None:
             try:
-                text = await ctx.summarizer.summarize(
+                text = await labelled(ctx.summarizer, "history_summary").summarize(
                     transcript, max_tokens=max(1, room - 20), instruction="Summarise this conversation excerpt."
                 )
             except Exception:  # the summary is a nicety: fall back to extraction

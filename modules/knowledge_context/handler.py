@@ -1,11 +1,11 @@
 """knowledge_context: knowledge-base passages as numbered, citable sources within the module's budget.
 
-One turn: (reformulate a follow-up into a standalone query) -> retrieve -> drop duplicate text ->
-pack by parts: the ranked hits go in best first, each whole when it fits, else as a window of its
-sentences around the query's words in the room that is left (no budget stays unused while a ranked
-hit remains); a hit next to a chosen chunk continues that source. Neighbouring chunks of strong hits
-are extras, added nearest first with what is left, under ONE total limit. Condensing packs the same
-ranked hits again at the smaller budget."""
+One turn: (rewrite a follow-up into a standalone query, if the profile asks: ``query_rewrite``) -> retrieve ->
+drop duplicate text -> pack by parts: the ranked hits go in best first, each whole when it fits, else as a
+window of its sentences around the query's words in the room that is left (no budget stays unused while a
+ranked hit remains); a hit next to a chosen chunk continues that source. Neighbouring chunks of strong hits
+are extras, added nearest first with what is left, under ONE total limit. Condensing packs the same ranked
+hits again at the smaller budget."""
 
 from __future__ import annotations
 
@@ -28,7 +28,9 @@ from components.context_window.base import (
     newest_first,
 )
 from components.context_window.fitting import clip, estimator
+from components.context_window.metering import labelled
 from components.context_window.phases import visible
+from components.context_window.session_cache import SessionCache
 from components.context_window.token_estimator import TokenEstimator
 
 log = logging.getLogger(__name__)
@@ -38,6 +40,8 @@ REFORMULATE_INSTRUCTION = (
     "Rewrite the follow-up question as one standalone search query for a knowledge base, resolving "
     "pronouns and references from the conversation. Reply with the query only."
 )
+REWRITE_MAX_TOKENS = 64
+FILTER_MAX_TOKENS = 48
 FILTER_INSTRUCTION = (
     "Below are a question and numbered passages from a knowledge base. Reply with the numbers of the "
     "passages that help answer the question, most useful first, separated by commas; nothing else."
@@ -56,6 +60,7 @@ class Options:
     neighbour_decay: float = 0.85
     """A neighbour competes for budget with its hit's score times this, per chunk of distance."""
     reformulate: bool = True
+    """Off: never rewrite a follow-up. On, it rewrites only for profiles with ``query_rewrite`` (one model call)."""
     history_messages: int = 3
     llm_filter: bool = False
     """Retrieve ``filter_pool`` passages and keep the 2 to 10 the model judges relevant (needs a real
@@ -199,6 +204,18 @@ class Plan:
 
 
 class KnowledgeContextModule(ContextModule):
+    def __init__(self, manifest: Any) -> None:
+        super().__init__(manifest)
+        self._rewrites: SessionCache[str] = SessionCache(1024)
+        """The rewritten query of each session's turn: its tool-loop steps search with it, making no new call."""
+
+    async def purge(self, session_id: str, user_id: str) -> dict[str, Any]:
+        """Forget a session's rewritten queries."""
+        return {"purged": self._rewrites.purge(session_id), "what": "rewritten queries"}
+
+    def get_status(self) -> dict[str, Any]:
+        return {**super().get_status(), "cached_rewrites": len(self._rewrites)}
+
     async def contribute(self, budget: int, ctx: AssemblyContext) -> Contribution:
         if ctx.knowledge is None:
             return self._empty("no knowledge retriever configured")
@@ -229,7 +246,7 @@ class KnowledgeContextModule(ContextModule):
         """What packing draws from (no sources chosen yet), and how many hits the retriever returned."""
         assert ctx.knowledge is not None
         retrieval_query = await self._retrieval_query(ctx, opts)
-        judge = ctx.summarizer if opts.llm_filter else None
+        judge = labelled(ctx.summarizer, "llm_filter") if opts.llm_filter and ctx.summarizer else None
         hits = await ctx.knowledge.retrieve(
             retrieval_query,
             collections=opts.collections,
@@ -242,21 +259,30 @@ class KnowledgeContextModule(ContextModule):
         return Plan(ctx.query, retrieval_query, ranked, await self._neighbours(ranked, ctx, opts)), len(hits)
 
     async def _retrieval_query(self, ctx: AssemblyContext, opts: Options) -> str:
-        """A follow-up becomes a standalone query through the summarizer; the model still answers ctx.query."""
-        if not opts.reformulate or ctx.summarizer is None:
+        """A follow-up becomes a standalone query through the summarizer, when the profile asks for it (a model
+        call before the answer's: it costs tokens and time) and there is a collection to search; the model still
+        answers ctx.query. At most one call a turn: the turn's tool-loop steps reuse its rewrite."""
+        if not (ctx.profile.query_rewrite and opts.reformulate and opts.collections) or ctx.summarizer is None:
             return ctx.query
+        turn = (ctx.session.turn_number, ctx.query)
+        if ctx.continuation:
+            return self._rewrites.get((ctx.session.id, turn)) or ctx.query
         recent = await _recent_exchanges(ctx, opts.history_messages)
         if not recent:
             return ctx.query
         conversation = "\n".join(f"{m.role}: {m.content}" for m in recent)
         try:
-            rewritten = await ctx.summarizer.summarize(
-                f"{conversation}\n\nFollow-up question: {ctx.query}", max_tokens=64, instruction=REFORMULATE_INSTRUCTION
+            rewritten = await labelled(ctx.summarizer, "query_rewrite").summarize(
+                f"{conversation}\n\nFollow-up question: {ctx.query}",
+                max_tokens=REWRITE_MAX_TOKENS,
+                instruction=REFORMULATE_INSTRUCTION,
             )
         except Exception as exc:  # a failing summarizer costs the reformulation, not the turn
             log.warning("knowledge_context: query reformulation failed: %r", exc)
             return ctx.query
-        return rewritten.strip() or ctx.query
+        query = rewritten.strip() or ctx.query
+        self._rewrites.put((ctx.session.id, turn), query)
+        return query
 
     async def _neighbours(
         self, ranked: Sequence[Passage], ctx: AssemblyContext, opts: Options
@@ -326,7 +352,7 @@ async def _judged(ranked: list[Passage], query: str, judge: Any) -> list[Passage
     listing = "\n\n".join(f"[{n}] {clip(p.text, 700)}" for n, p in enumerate(ranked, start=1))
     try:
         reply = await judge.summarize(
-            f"Question: {query}\n\nPassages:\n{listing}", max_tokens=48, instruction=FILTER_INSTRUCTION
+            f"Question: {query}\n\nPassages:\n{listing}", max_tokens=FILTER_MAX_TOKENS, instruction=FILTER_INSTRUCTION
         )
     except Exception as exc:  # the filter costs its own stage, never the turn
         log.warning("knowledge_context: relevance filter failed: %r", exc)

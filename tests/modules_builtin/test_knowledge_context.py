@@ -104,13 +104,17 @@ def context(
     messages: Sequence[Message] = (),
     summarizer: object = None,
     session_id: str = "s1",
+    query_rewrite: bool = False,
+    collections: tuple[str, ...] = ("kb",),
+    continuation: Sequence[Message] = (),
 ) -> AssemblyContext:
     ctx = AssemblyContext(
         query=query,
-        profile=Profile(id="p", type="rag_focused", knowledge_collections=("kb",)),
+        profile=Profile(id="p", type="rag_focused", knowledge_collections=collections, query_rewrite=query_rewrite),
         session=Session(id=session_id, messages=tuple(messages)),
         knowledge=knowledge,
         summarizer=summarizer,  # type: ignore[arg-type]
+        continuation=continuation,
     )
     return ctx.for_module(Directives(config=config or {}), TOKENS)
 
@@ -363,7 +367,6 @@ async def test_a_later_assembly_never_reuses_an_earlier_retrieval() -> None:
     later = context(FakeKnowledge([hit(b, 1, 0.9)], {"beta": b}), session_id="one")
     condensed = await module.condense(full, 900, later)
     assert {s["document_id"] for s in condensed.metadata["sources"]} == {"beta"}
-    assert not module.manifest.capabilities.purgeable
 
 
 # --- follow-up reformulation ------------------------------------------------------------------------
@@ -390,10 +393,13 @@ HISTORY = (
 )
 
 
+FOLLOW_UP = "and how often does it checkpoint?"
+
+
 async def test_follow_ups_are_reformulated_from_the_last_three_messages() -> None:
     kb, summarizer = FakeKnowledge([]), FakeSummarizer()
     c = await make_module().contribute(
-        500, context(kb, query="and how often does it checkpoint?", messages=HISTORY, summarizer=summarizer)
+        500, context(kb, query=FOLLOW_UP, messages=HISTORY, summarizer=summarizer, query_rewrite=True)
     )
     [(text, max_tokens, instruction)] = summarizer.calls
     assert "old question one" not in text
@@ -406,24 +412,61 @@ async def test_follow_ups_are_reformulated_from_the_last_three_messages() -> Non
 
 async def test_first_questions_and_failing_summarizers_use_the_query_as_is() -> None:
     kb = FakeKnowledge([])
-    await make_module().contribute(500, context(kb, query="first question", summarizer=FakeSummarizer()))
+    on = {"summarizer": FakeSummarizer(), "query_rewrite": True}
+    await make_module().contribute(500, context(kb, query="first question", **on))
     await make_module().contribute(
-        500, context(kb, query="follow up", messages=HISTORY, summarizer=FakeSummarizer(fail=True))
+        500, context(kb, query="follow up", messages=HISTORY, summarizer=FakeSummarizer(fail=True), query_rewrite=True)
     )
     await make_module().contribute(
-        500,
-        context(
-            kb, query="no reformulation", messages=HISTORY, summarizer=FakeSummarizer(), config={"reformulate": False}
-        ),
+        500, context(kb, query="no reformulation", messages=HISTORY, config={"reformulate": False}, **on)
     )
     assert [q[0] for q in kb.queries] == ["first question", "follow up", "no reformulation"]
+    assert not on["summarizer"].calls
+
+
+@pytest.mark.parametrize(
+    "why", ["the profile does not ask for it", "the profile searches no collection", "the module turns it off"]
+)
+async def test_no_rewrite_call_unless_the_profile_asks_and_has_collections_to_search(why: str) -> None:
+    kb, summarizer = FakeKnowledge([]), FakeSummarizer()
+    settings = {
+        "the profile does not ask for it": {"query_rewrite": False},
+        "the profile searches no collection": {"query_rewrite": True, "collections": ()},
+        "the module turns it off": {"query_rewrite": True, "config": {"reformulate": False}},
+    }[why]
+    follow_up = context(kb, query=FOLLOW_UP, messages=HISTORY, summarizer=summarizer, **settings)
+    await make_module().contribute(500, follow_up)
+    assert summarizer.calls == []
+    assert [q[0] for q in kb.queries] == [FOLLOW_UP]
+
+
+CALL = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": ""}}
+TOOL_LOOP = (
+    Message("assistant", "", tool_calls=(CALL,)),
+    Message("tool", "42 rows", tool_call_id="c1"),
+)
+
+
+async def test_a_tool_loop_step_makes_no_new_call_and_searches_with_its_turns_rewrite() -> None:
+    module, summarizer = make_module(), FakeSummarizer()
+    turn = {"query": FOLLOW_UP, "messages": HISTORY, "summarizer": summarizer, "query_rewrite": True}
+    first, step = FakeKnowledge([]), FakeKnowledge([])
+    await module.contribute(500, context(first, **turn))
+    await module.contribute(500, context(step, continuation=TOOL_LOOP, **turn))
+    assert len(summarizer.calls) == 1
+    assert first.queries[0][0] == step.queries[0][0] == "standalone query about WAL checkpoints"
+    other_session = FakeKnowledge([])  # a step whose turn was rewritten elsewhere (another replica): the query
+    await module.contribute(500, context(other_session, continuation=TOOL_LOOP, session_id="s2", **turn))
+    assert len(summarizer.calls) == 1 and other_session.queries[0][0] == FOLLOW_UP
+    assert (await module.purge("s1", "u"))["purged"] == 1
 
 
 @pytest.mark.parametrize("profile_type", ["tool_enabled", "llm_only", "rag_focused", "genie"])
 def test_manifest_applies_to_every_profile_type(profile_type: str) -> None:
     module = make_module()
     assert module.applies_to(profile_type)
-    assert module.manifest.capabilities.condensable and not module.manifest.capabilities.purgeable  # keeps nothing
+    # It keeps each turn's rewritten query (for the turn's tool-loop steps): a session's purge forgets them.
+    assert module.manifest.capabilities.condensable and module.manifest.capabilities.purgeable
 
 
 def test_narrowing_only_ever_removes_neighbours_at_the_ends_of_a_window() -> None:

@@ -70,3 +70,25 @@ async def test_a_registered_callback_still_sees_every_call(litellm: Any, monkeyp
     await LLM(mock=True).complete("gpt-4o-mini", MESSAGES, [], on_delta=ignore)
     await until(lambda: len(recorder.models) == 2)
     assert sorted(recorder.models) == ["gpt-4o", "gpt-4o-mini"]
+
+
+async def test_a_call_ended_in_another_context_keeps_its_reply_and_restores_the_flag(
+    litellm: Any, monkeypatch: pytest.MonkeyPatch
+):
+    """A caller that steps a coroutine inline first and in a task after (two contexts) cannot make the reset fail:
+    the reply was thrown away with 'Token ... was created in a different Context'."""
+    import contextvars
+
+    from litellm._internal_context import is_internal_call
+
+    from tda.llm import _CALLBACK_LISTS, _logged_only_if_read
+
+    for name in _CALLBACK_LISTS:  # no reader: the flag is set (an earlier test's call may have registered one)
+        monkeypatch.setattr(litellm, name, [], raising=False)
+    block = _logged_only_if_read(litellm)
+    block.__enter__()
+    assert is_internal_call.get() is True
+    other = contextvars.copy_context()  # what a task created after the first step runs in
+    other.run(block.__exit__, None, None, None)
+    assert other.run(is_internal_call.get) is False
+    is_internal_call.set(False)
