@@ -22,6 +22,7 @@ import json
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from components.context_window.base import InMemoryMessages, Message, ToolSchema
@@ -29,10 +30,19 @@ from components.context_window.token_estimator import TokenEstimator, estimator_
 
 from . import metrics
 from .errors import Conflict, Invalid, UpstreamFailed
+from .knowledge.scope import ANONYMOUS
 from .models import ProfileRow, SessionRow
 from .sources import Cutoff, build_context, input_hashes
 from .store.sessions import SessionData
-from .turns import _record_snapshot, _timed, as_result, resolve_type, with_component_instructions
+from .turns import (
+    _record_snapshot,
+    _timed,
+    as_result,
+    keep_case,
+    quotes_tools,
+    resolve_type,
+    with_component_instructions,
+)
 
 if TYPE_CHECKING:
     from components.context_window.handler import AssembledContext
@@ -178,7 +188,9 @@ async def _run(
             raise UpstreamFailed(f"the model call failed ({type(exc).__name__}: {exc}){kept}") from None
         finally:
             snapshot_id = await recorded if recorded else None
-    tokens_in = done.tokens_in or assembled.snapshot.total_used
+    # The call's usage: the answer's call plus every model call the modules made while assembling (snapshot).
+    extra_in, extra_out = assembled.snapshot.auxiliary_tokens
+    tokens_in, tokens_out = (done.tokens_in or assembled.snapshot.total_used) + extra_in, done.tokens_out + extra_out
     result = {
         "session_id": session.id if session else None,
         "turn": place.turn if place else None,
@@ -188,15 +200,23 @@ async def _run(
         "more": done.more,
         "logprobs": done.logprobs,
         "tokens_in": tokens_in,
-        "tokens_out": done.tokens_out,
+        "tokens_out": tokens_out,
         "snapshot_id": snapshot_id,
+        "champion_case_id": None,
         "model": ctx.model,
         "summary": assembled.snapshot.summary(),
         "snapshot": snapshot,
     }
     if session is not None and place is not None:
         with _timed(call, "record"):
-            await _record(svc, session.id, conversation, place, done, tokens_in, snapshot_id, ctx.model)
+            row = await _record(
+                svc, session.id, conversation, place, done, (tokens_in, tokens_out), snapshot_id, ctx.model
+            )
+        if not done.tool_calls:  # a finished turn may be served later as an example, in its session's scope
+            data = SessionData(session, profile, 0, 0, [], [])
+            from_tools = quotes_tools((*conversation.chat, *conversation.instructions))
+            query = conversation.query.content
+            result["champion_case_id"] = keep_case(svc, data, place.turn, query, done.text, row, from_tools=from_tools)
     return result
 
 
@@ -210,7 +230,7 @@ async def _context(
 ) -> Any:
     """The assembly context of a call: the profile's modules and sources over the client's own conversation."""
     if session is None:  # stateless: a session that exists only for this call (the scope of what it may see)
-        session = SessionRow(id="", profile_id=profile.id, user_id=call.user or "anonymous")
+        session = SessionRow(id="", profile_id=profile.id, user_id=call.user or ANONYMOUS, created_at=_EPOCH)
     attachments = await svc.store.sessions.attachments(session.id) if session.id else []
     data = SessionData(session, profile, len(conversation.history), 0, [], attachments)
     history = InMemoryMessages(conversation.history)
@@ -221,6 +241,7 @@ async def _context(
         sources=svc.sources,
         history=history,
         cutoff=cutoff,
+        others_cases_only=True,  # the session's own turns are in the client's conversation, as it wants them
     )
     ctx = dataclasses.replace(
         ctx,
@@ -252,6 +273,8 @@ def _inputs(call: ClientCall, conversation: Conversation, place: _Place) -> dict
     }
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+"""The creation time of a stateless call's passing session (it has none; the case scope needs one)."""
 REPLAY_KEEPS = 1_000
 """Conversations up to this many messages are kept with their snapshot, so the window can be replayed (longer ones
 would make a long session's snapshots grow with the square of its length)."""
@@ -301,11 +324,12 @@ async def _record(
     conversation: Conversation,
     place: _Place,
     done: Completion,
-    tokens_in: int,
+    usage: tuple[int, int],
     snapshot_id: int | None,
     model: str,
-) -> None:
-    """The call in the session's record: a new turn with the history it brought, or one more step of its turn."""
+) -> Any:
+    """The call in the session's record: a new turn with the history it brought, or one more step of its turn.
+    Returns the turn's row as it now is."""
     reply = Message("assistant", done.text, turn=place.turn, tool_calls=tuple(done.tool_calls))
     tokens = estimator_for(model)
     step_messages = conversation.continuation[_common(place.recorded, conversation.continuation) :]
@@ -314,8 +338,8 @@ async def _record(
         "answer": done.text,
         "plan": _plan(done),
         "outcome": "tool_calls" if done.tool_calls else "success",
-        "tokens_in": tokens_in,
-        "tokens_out": done.tokens_out,
+        "tokens_in": usage[0],
+        "tokens_out": usage[1],
         "model": model,
         "snapshot_id": snapshot_id,
         "conversation_key": digest((*conversation.chat, reply)),
@@ -329,11 +353,11 @@ async def _record(
             "results": results,
             **step,
         }
-        await svc.store.sessions.record_turn(session_id, fields, [_row(m, tokens) for m in messages])
-    else:
-        await svc.store.sessions.extend_turn(
-            session_id, place.turn, {**step, "results": results}, [_row(m, tokens) for m in (*step_messages, reply)]
-        )
+        row, _ = await svc.store.sessions.record_turn(session_id, fields, [_row(m, tokens) for m in messages])
+        return row
+    return await svc.store.sessions.extend_turn(
+        session_id, place.turn, {**step, "results": results}, [_row(m, tokens) for m in (*step_messages, reply)]
+    )
 
 
 def _results(continuation: Sequence[Message], new: Sequence[Message]) -> list[dict[str, Any]]:

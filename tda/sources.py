@@ -98,12 +98,14 @@ class Cutoff:
     """Unix time the turn's assembly started: champion cases recorded later are left out."""
 
 
-def case_scope(session: SessionRow, profile: ProfileRow) -> CaseScope:
-    """The scope of a session's champion cases: what its turns record in, and what its windows may be shown."""
+def case_scope(session: SessionRow, profile: ProfileRow, *, others_only: bool = False) -> CaseScope:
+    """The scope of a session's champion cases: what its turns record in, and what its windows may be shown
+    (``others_only``: not the session's own cases)."""
     sharing: Any = profile.case_sharing
     if sharing not in ("session", "user", "profile"):  # a value this version does not know: the narrowest
         sharing = "session"
-    return CaseScope(profile.id, session_key(session.id, session.created_at), session.user_id, sharing)
+    key = session_key(session.id, session.created_at)
+    return CaseScope(profile.id, key, session.user_id, sharing, others_only=others_only)
 
 
 class ScopedCases:
@@ -128,11 +130,12 @@ def build_context(
     sources: Sources,
     history: MessageSource,
     cutoff: Cutoff | None = None,
+    others_cases_only: bool = False,
 ) -> AssemblyContext:
     attachments, cases = data.attachments, sources.cases
     if cutoff is not None:
         attachments = [a for a in attachments if aware_utc(a.created_at) <= aware_utc(cutoff.attachments_until)]
-    scope = case_scope(data.session, data.profile)
+    scope = case_scope(data.session, data.profile, others_only=others_cases_only)
     recorder = sources.case_recorder  # a read-only retriever (a test's fake) holds no one else's cases
     if recorder is not None:
         cases = ScopedCases(recorder, scope, cutoff.cases_until if cutoff is not None else None)

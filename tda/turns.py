@@ -13,7 +13,7 @@ import dataclasses
 import json
 import logging
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -382,14 +382,20 @@ def _plan_of(done: Completion) -> str:
 def _keep_as_champion(
     svc: TDAService, data: SessionData, turn: int, query: str, answer: str, row: TurnRow
 ) -> str | None:
-    """Record the finished turn (its whole tool loop is the plan) as a champion case in its session's scope, after
-    the response (the session's next turn waits for it). The turn is already stored: a failure there costs the case,
-    never the turn."""
+    """Record the finished turn (its whole tool loop is the plan) as a champion case in its session's scope."""
+    return keep_case(svc, data, turn, query, answer, row, from_tools=_may_quote_tools(row, data))
+
+
+def keep_case(
+    svc: TDAService, data: SessionData, turn: int, query: str, answer: str, row: Any, *, from_tools: bool
+) -> str | None:
+    """Record a finished turn as a champion case in its session's scope, after the response (the session's next
+    turn waits for it). The turn is already stored: a failure there costs the case, never the turn."""
     recorder, session_id = svc.sources.case_recorder, data.session.id
     plan, tokens = row.plan, row.tokens_in + row.tokens_out
     if recorder is None or not query.strip() or not (answer.strip() or plan):
         return None
-    scope, from_tools = case_scope(data.session, data.profile), _may_quote_tools(row, data)
+    scope = case_scope(data.session, data.profile)
 
     async def record() -> None:
         await recorder.record_case(
@@ -407,6 +413,11 @@ def _keep_as_champion(
     return recorder.case_id(query, answer, scope=scope, from_tools=from_tools)
 
 
+def quotes_tools(messages: Iterable[Message]) -> bool:
+    """Whether an answer to this conversation may quote tool data: it holds a tool call or a tool result."""
+    return any(m.role == "tool" or m.tool_calls for m in messages)
+
+
 def _may_quote_tools(row: TurnRow, before: SessionData) -> bool:
     """The turn's answer may quote tool data, which stays in its session unless shared: its tool loop ran, or that of
     a turn before it its window may show (``before``: the session's newest turns before it; a follow-up such as
@@ -422,11 +433,16 @@ async def set_feedback(svc: TDAService, session_id: str, turn: int, feedback: in
     if recorder is None:
         raise Conflict("champion cases are not configured on this service; feedback has nowhere to go")
     before = await svc.store.sessions.load(session_id, before_turn=turn)  # what the turn was assembled from
+    from_tools = _may_quote_tools(row, before)
+    if row.request_key is not None:  # a chat client's turn: its conversation as sent says (unknown: assume so)
+        snapshot = await svc.store.sessions.snapshot(row.snapshot_id) if row.snapshot_id else None
+        chat = snapshot.inputs.get("gateway", {}).get("chat") if snapshot is not None else None
+        from_tools = chat is None or quotes_tools(Message.from_chat(m) for m in chat)
     case_id = await recorder.record_case(
         row.query,
         row.answer,
         scope=case_scope(before.session, before.profile),
-        from_tools=_may_quote_tools(row, before),
+        from_tools=from_tools,
         plan=row.plan,
         tokens=row.tokens_in + row.tokens_out,
         feedback=feedback,

@@ -228,8 +228,9 @@ async def _profile(svc: TDAService, profile_id: str | None) -> ProfileRow:
     try:
         return await svc.store.profiles.current(DEFAULT_PROFILE)
     except NotFound:
-        # A gateway default: the client brings its own system prompt; tda adds none of its own.
-        fields = {"name": "Default", "type": "tool_enabled", "system_prompt": ""}
+        # A gateway's default: the client brings its own system prompt, and no call is shown another session's
+        # turns (an admin can share champion cases on purpose).
+        fields = {"name": "Default", "type": "tool_enabled", "system_prompt": "", "case_sharing": "session"}
         with contextlib.suppress(Conflict):
             await svc.store.profiles.create(DEFAULT_PROFILE, fields, actor())
     return await svc.store.profiles.get(DEFAULT_PROFILE)

@@ -36,6 +36,9 @@ class CaseScope:
     """The session's id and creation time (``session_key()``): unique even when an id is reused."""
     user_id: str = ANONYMOUS
     sharing: CaseSharing = "user"
+    others_only: bool = False
+    """Leave the session's own cases out: a chat client's window, whose conversation already holds what its
+    session said (and a retried or edited turn must not come back as an example)."""
 
     @property
     def real_user(self) -> bool:
@@ -63,6 +66,8 @@ class CaseScope:
         """May a window of this scope show the case with this metadata?"""
         if not self.profile_id or meta.get("profile_id") != self.profile_id:
             return False
+        if self.others_only and meta.get("session_key") == self.session_key:
+            return False
         if self.sharing == "profile":
             return True
         if self.session_key and meta.get("session_key") == self.session_key:
@@ -80,21 +85,24 @@ class CaseScope:
             return ()
         if self.sharing == "profile":
             return (("profile", self.profile_id),)
-        own = ("session", self.profile_id, self.session_key)
+        own = () if self.others_only else (("session", self.profile_id, self.session_key),)
         if self.sharing == "user" and self.real_user:
-            return (own, ("user", self.profile_id, self.user_id))
-        return (own,)
+            return (*own, ("user", self.profile_id, self.user_id))
+        return own
 
     def where(self) -> dict[str, Any]:
         """``allows`` as a Chroma ``where`` clause."""
-        profile = {"profile_id": self.profile_id}
+        profile: dict[str, Any] = {"profile_id": self.profile_id}
+        if self.others_only:
+            profile = {"$and": [profile, {"session_key": {"$ne": self.session_key}}]}
         if self.sharing == "profile":
             return profile
+        users = {"$and": [{"user_id": self.user_id}, {"from_tools": False}]}
+        shared = self.sharing == "user" and self.real_user
+        if self.others_only:
+            return {"$and": [profile, users]} if shared else {"$and": [profile, {"profile_id": {"$eq": ""}}]}
         own: dict[str, Any] = {"session_key": self.session_key}
-        if self.sharing == "user" and self.real_user:
-            users = {"$and": [{"user_id": self.user_id}, {"from_tools": False}]}
-            own = {"$or": [own, users]}
-        return {"$and": [profile, own]}
+        return {"$and": [profile, {"$or": [own, users]} if shared else own]}
 
 
 def case_groups(meta: dict[str, Any]) -> tuple[tuple[str, ...], ...]:

@@ -419,3 +419,29 @@ async def test_mistakes_get_openai_errors_that_say_what_to_change(served: Served
             model="tda", messages=[{"role": "user", "content": "hi"}], n=2, stream=True
         )
     assert served.model.sent == [] and "e2" not in await _sessions(served)  # nothing sent, nothing half-written
+
+
+async def test_another_sessions_tool_data_never_reaches_a_window_unless_the_profile_shares_cases(served: Served):
+    """The leak the gateway had: a fresh session's prompt received another session's tool result."""
+    client = served.client()
+    secret = "owner John Smith, balance 1234.56 EUR"
+    question = "Who owns account 42 and what is its balance?"
+    for profile, sharing in (("private", "user"), ("shared", "profile")):
+        await served.svc.store.profiles.create(profile, {"type": "tool_enabled", "case_sharing": sharing}, "test")
+        served.model.replies = [[("call_s", "lookup_orders", {"customer": "42"})], f"The {secret}."]
+        chat: list[Any] = [{"role": "user", "content": question}]
+        headers = {"X-TDA-Session": f"{profile}-a", "X-TDA-Profile": profile}
+        first = await client.chat.completions.create(model="tda", messages=chat, tools=TOOLS, extra_headers=headers)
+        chat += [
+            first.choices[0].message.model_dump(exclude_none=True),
+            {"role": "tool", "tool_call_id": "call_s", "content": secret},
+        ]
+        await client.chat.completions.create(model="tda", messages=chat, tools=TOOLS, extra_headers=headers)
+        await served.svc.writer.settle(f"{profile}-a")  # the finished turn's case is recorded
+        served.model.sent.clear()
+        fresh = [{"role": "user", "content": question}]
+        other = {"X-TDA-Session": f"{profile}-b", "X-TDA-Profile": profile}
+        await client.chat.completions.create(model="tda", messages=fresh, extra_headers=other)
+        await client.chat.completions.create(model=f"tda/{profile}", messages=fresh)  # stateless, same caller
+        leaked = [secret in json.dumps(sent["messages"]) for sent in served.model.sent]
+        assert leaked == ([False, False] if sharing == "user" else [True, True]), profile
