@@ -292,15 +292,18 @@ class ChampionCaseStore:
     ) -> list[ChampionCase]:
         """The ``k`` most similar cases ``scope`` may see without negative feedback, best first, scores 0..1; with
         ``recorded_before`` (a Unix time), only the cases first recorded by then."""
-        if not query.strip() or k <= 0:
+        if not query.strip() or k <= 0 or not scope.groups():
             return []
-        vector = self._embed(query)
         mirror = self._written()
         servable = _Servable(scope, recorded_before)
         with self._lock:
             pending = dict(self._pending)
+            rows = mirror.rows_of(scope) if mirror is not None else None
+        if rows is not None and not len(rows) and not any(servable(p.metadata) for p in pending.values()):
+            return []  # nothing this scope may see: the query is not even embedded
+        vector = self._embed(query)
+        with self._lock:
             if mirror is not None:
-                rows = mirror.rows_of(scope)
                 found = mirror.nearest(vector, k, lambda cid, meta: cid not in pending and servable(meta), rows)
         if mirror is None:  # a narrow scope is a small part of the collection: ask Chroma for it at once
             found = (
