@@ -94,6 +94,17 @@ async def routing_error(model: str) -> str | None:
     return None
 
 
+OPENAI_BODIES = frozenset({"openai", "azure", "openai_like", "custom_openai"})
+"""Providers whose API takes OpenAI's request body as it is (``metadata`` included)."""
+
+
+def _provider(litellm: Any, model: str) -> str:
+    try:
+        return str(litellm.get_llm_provider(model=model)[1])
+    except Exception:  # an unroutable name fails in the call itself, with litellm's message
+        return ""
+
+
 @dataclass(frozen=True)
 class Completion:
     text: str
@@ -147,8 +158,13 @@ class LLM:
         are the client's own request parameters (temperature, response_format, n, ...), passed on as sent;
         litellm drops those a provider does not support (``drop_params``)."""
         kwargs: dict[str, Any] = {"model": model, "messages": messages, "timeout": self.timeout_s}
+        litellm = await _litellm_loaded()
         if params:
             kwargs.update(params, drop_params=True)
+            if "metadata" in params:  # litellm keeps ``metadata`` for its own callbacks: OpenAI's goes in the body
+                metadata = kwargs.pop("metadata")
+                if _provider(litellm, model) in OPENAI_BODIES:  # elsewhere dropped, as drop_params would
+                    kwargs["extra_body"] = {**kwargs.get("extra_body", {}), "metadata": metadata}
         if tools:
             # Our tools are plain functions, never litellm-proxy MCP servers; skipping that check also avoids
             # importing the optional `mcp` package, whose absence otherwise fails every call with tools.
@@ -159,7 +175,6 @@ class LLM:
             kwargs["max_tokens"] = max_tokens
         if self.mock:
             kwargs["mock_response"] = self.mock_reply(messages, tools)
-        litellm = await _litellm_loaded()
         if on_delta is not None:
             return await self._streamed(litellm, kwargs, on_delta)
         with _logged_only_if_read(litellm):
