@@ -268,13 +268,15 @@ async def test_an_image_in_older_history_counts_and_is_dropped_whole(builtin_reg
         assert provider_count(result.messages) <= snap.available_budget
         sent = [m for m in result.messages if m["role"] == "user" and "picture" in str(m["content"])]
         assert all(m["content"][1]["type"] == "image_url" for m in sent if isinstance(m["content"], list))
-        return sent, snap
+        return sent, snap, result.messages
 
-    text_only, _ = await window([Message("user", asked.content, turn=1), *history[1:]], 12_000)
+    text_only, _, _ = await window([Message("user", asked.content, turn=1), *history[1:]], 12_000)
     assert len(text_only) == 1  # the message fits when it is text
-    tight, _ = await window(history, 12_000)
-    assert tight == []  # with its image it does not: dropped whole (a summary line may mention it)
-    roomy, snap = await window(history, 128_000)
+    tight, _, messages = await window(history, 12_000)
+    assert tight == []  # with its image it does not: dropped whole
+    summary = [m["content"] for m in messages if str(m["content"]).startswith("Summary of")]
+    assert summary and "User: What is in this picture? [1 image]" in summary[0]  # and the summary says so
+    roomy, snap, _ = await window(history, 128_000)
     assert len(roomy) == 1 and isinstance(roomy[0]["content"], list)  # kept with its image, and counted
     assert snap.total_used >= gpt4o_mini_image(1024, 1024)
 

@@ -223,6 +223,25 @@ def has_media(parts: tuple[Mapping[str, Any], ...] | None) -> bool:
     return parts is not None and any(p.get("type") not in TEXT_PART_TYPES for p in parts)
 
 
+def media_note(parts: tuple[Mapping[str, Any], ...] | None) -> str:
+    """What a message carries besides text, for a line that stands in for it ("[2 images, 1 file]"; "" if none):
+    a summary of dropped messages then says what was not shown instead of losing it silently."""
+    kinds = [
+        _MEDIA_NOUNS.get(str(p.get("type")), "attachment") for p in parts or () if p.get("type") not in TEXT_PART_TYPES
+    ]
+    counts = {noun: kinds.count(noun) for noun in dict.fromkeys(kinds)}
+    return "[" + ", ".join(f"{n} {noun}{'s' if n > 1 else ''}" for noun, n in counts.items()) + "]" if counts else ""
+
+
+_MEDIA_NOUNS = {
+    "image_url": "image",
+    "input_image": "image",
+    "file": "file",
+    "input_file": "file",
+    "input_audio": "audio clip",
+}
+
+
 def part_tokens(part: Mapping[str, Any], count: Callable[[str], int], rules: ImageRules = UNKNOWN_RULES) -> int:
     """Tokens one content part adds to its message (``count`` counts text; ``rules``: the model's images)."""
     kind = part.get("type")
