@@ -25,7 +25,7 @@ from components.context_window.handler import ContextWindowHandler
 from components.context_window.token_estimator import counts_to_store, estimator, estimator_for
 from components.context_window.window_type import DEFAULT_TYPES
 from tests.media import IMAGE_FORMATS, MAX_SIDE, data_url, image_part, pdf_bytes, wav_bytes
-from tests.oracle import cookbook_tokens
+from tests.oracle import cookbook_tokens, text_tokens
 from tests.support import conversation, make_ctx
 
 MODELS = [
@@ -163,6 +163,15 @@ def test_a_pdf_is_counted_per_page_and_never_below_litellm(model):
     assert ours >= litellm.token_counter(model=model, messages=[ask(part)])
     one_page = image_tokens(model, {"type": "file", "file": {"file_data": _pdf_url(1)}})
     assert image_tokens(model, {"type": "file", "file": {"file_data": _pdf_url(7)}}) == 7 * one_page
+
+
+@pytest.mark.parametrize("compress", [True, False])
+def test_a_pdf_page_denser_than_the_per_page_figure_counts_its_text(compress):
+    text = " ".join(f"word{i} item{i * 7} value{i % 13}" for i in range(2_000))  # about 18,000 tokens
+    raw = pdf_bytes([text], compress=compress)
+    part = {"type": "file", "file": {"file_data": "data:application/pdf;base64," + base64.b64encode(raw).decode()}}
+    assert image_tokens("gpt-4o", part) >= text_tokens(text) + 1445 > 3000 + 1600
+    assert estimator_for("gpt-4o").count_chat(ask(part)) >= litellm.token_counter(model="gpt-4o", messages=[ask(part)])
 
 
 def _pdf_url(pages: int) -> str:

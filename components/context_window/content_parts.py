@@ -64,7 +64,7 @@ AUDIO_MIN_BYTES_PER_SECOND = 1000
 """An encoded (not WAV) clip's length is unknown offline: bytes / 1,000 seconds bounds it for any codec at
 8 kbit/s or more (MP3's lowest rate)."""
 INFLATED_LIMIT = 32 << 20
-"""At most this many bytes are inflated from a PDF's streams (to count its pages): a zip bomb stops here."""
+"""At most this many bytes are inflated from a PDF's streams (its pages and text): a zip bomb stops here."""
 
 
 # --- per-model rules -------------------------------------------------------------------------------
@@ -303,33 +303,44 @@ def pdf_page_image(rules: ImageRules) -> int:
 
 
 def pdf_tokens(raw: bytes, rules: ImageRules) -> int:
-    """A PDF: ``pdf_page_tokens`` per page (pages counted from its page objects, in object streams too), and
-    never less than half its content streams' inflated bytes (a page denser than 3,000 tokens of text has at
-    least twice that in text operators). An estimate: a provider's count depends on the text it extracts."""
-    streams = b"".join(_inflated_streams(raw))
-    pages = max(1, len(_PAGE_OBJECT.findall(raw)) + len(_PAGE_OBJECT.findall(streams)))
-    text = max(pages * PDF_TEXT_TOKENS_PER_PAGE, len(streams) // 2)
-    return text + pages * pdf_page_image(rules)
+    """A PDF: ``pdf_page_tokens`` per page (pages counted from its page objects, in object streams too), and more
+    text when its pages show more: the bytes of the strings its content streams show (a shown byte is at most
+    one character of extracted text, save ligatures; a token at least one character). An estimate: what a
+    provider counts depends on the text it extracts and the resolution it renders pages at."""
+    pages = len(_PAGE_OBJECT.findall(raw))
+    shown = 0
+    for stream, inflated in _streams(raw):
+        pages += len(_PAGE_OBJECT.findall(stream)) if inflated else 0  # an object stream's pages
+        if b"BT" in stream and b"Tf" in stream and stream[:64].isascii():  # a content stream showing text
+            shown += sum(len(m) - 2 for m in _LITERAL.findall(stream)) + sum(len(m) // 2 for m in _HEX.findall(stream))
+    pages = max(1, pages)
+    return max(pages * PDF_TEXT_TOKENS_PER_PAGE, shown) + pages * pdf_page_image(rules)
 
 
 _PAGE_OBJECT = re.compile(rb"/Type\s*/Page(?![A-Za-z])")
-_STREAM = re.compile(rb"stream\r?\n")
+_STREAM = re.compile(rb"(?<!end)stream\r?\n")
+_LITERAL = re.compile(rb"\((?:\\.|[^\\)])*\)")
+_HEX = re.compile(rb"<[0-9A-Fa-f\s]+>")
 
 
-def _inflated_streams(raw: bytes) -> list[bytes]:
-    """The PDF's Flate streams, inflated (at most ``INFLATED_LIMIT`` bytes in all); undecodable ones skipped."""
-    out: list[bytes] = []
+def _streams(raw: bytes) -> list[tuple[bytes, bool]]:
+    """The PDF's streams, each with whether it was inflated: Flate streams are (at most ``INFLATED_LIMIT`` bytes
+    in all), others are as they are."""
+    out: list[tuple[bytes, bool]] = []
     room = INFLATED_LIMIT
     for match in _STREAM.finditer(raw):
         end = raw.find(b"endstream", match.end())
-        if end < 0 or room <= 0:
+        if end < 0:
             break
+        body, inflated = raw[match.end() : end], True
         try:
-            data = zlib.decompressobj().decompress(raw[match.end() : end], room)
+            body = zlib.decompressobj().decompress(body, max(1, room))
+            room -= len(body)
         except zlib.error:
-            continue
-        room -= len(data)
-        out.append(data)
+            inflated = False
+        out.append((body, inflated))
+        if room <= 0:
+            break
     return out
 
 
@@ -430,7 +441,7 @@ class _Base64Bytes:
         if any(c in payload for c in "\r\n\t "):
             payload = re.sub(r"\s+", "", payload)
         self.payload = payload
-        self.size = len(payload) * 3 // 4 - len(payload) + len(payload.rstrip("="))
+        self.size = len(payload) * 3 // 4 - payload[-2:].count("=")
 
     def read(self, start: int, n: int) -> bytes:
         first = start // 3 * 4
