@@ -174,6 +174,20 @@ def test_a_pdf_page_denser_than_the_per_page_figure_counts_its_text(compress):
     assert estimator_for("gpt-4o").count_chat(ask(part)) >= litellm.token_counter(model="gpt-4o", messages=[ask(part)])
 
 
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.sampled_from(["gpt-4o", "claude-sonnet-4-20250514", "gemini/gemini-2.0-flash"]),
+    st.lists(st.integers(0, 6_000), min_size=1, max_size=5),
+    st.booleans(),
+)
+def test_pdfs_of_any_page_count_and_density_are_never_below_litellm(model, lengths, compress):
+    pages = [" ".join(f"w{i}x{n}" for i in range(n)) for n in lengths]
+    url = "data:application/pdf;base64," + base64.b64encode(pdf_bytes(pages, compress=compress)).decode()
+    message = ask({"type": "file", "file": {"filename": "a.pdf", "file_data": url}})
+    ours = estimator_for(model).count_request([Message.from_chat(message)])
+    assert ours >= litellm.token_counter(model=model, messages=[message])
+
+
 def _pdf_url(pages: int) -> str:
     return "data:application/pdf;base64," + base64.b64encode(pdf_bytes(["hello"] * pages)).decode()
 
