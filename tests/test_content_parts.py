@@ -125,6 +125,11 @@ def test_published_examples(model, size, detail, expected):
     assert image_tokens(model, image_part(data_url("png", *size), detail)) == expected
 
 
+def test_a_sliver_too_thin_for_one_patch_once_scaled_counts_the_patch_cap():
+    """1 x 100,000 px: OpenAI's scale factor rounds to 0 patches wide; counted at its 1,536-patch cap."""
+    assert image_tokens("gpt-4.1-mini", image_part(data_url("png", 1, 100_000))) == math.ceil(1536 * 1.62)
+
+
 def test_small_images_on_claude_keep_litellms_floor():
     """Anthropic counts a 200 x 200 image as 54 tokens, but litellm (the floor) counts 85 for any image."""
     assert image_tokens("claude-3-5-sonnet-20240620", image_part(data_url("png", 200, 200))) == 85

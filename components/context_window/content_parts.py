@@ -32,9 +32,9 @@ IMAGE_PART_TYPES = frozenset({"image_url", "input_image"})
 FILE_PART_TYPES = frozenset({"file", "input_file"})
 AUDIO_PART_TYPES = frozenset({"input_audio"})
 
-LITELLM_BASE, LITELLM_TILE, LITELLM_LONG_SIDE = 85, 170, 2000
-"""What ``litellm.token_counter`` counts an image as, for every model: OpenAI's gpt-4o tile rule, with the
-long side capped at 2,000 px, and 85 for ``detail`` "low" or "auto" (litellm 1.106)."""
+LITELLM_BASE, LITELLM_TILE = 85, 170
+"""What ``litellm.token_counter`` counts an image as, for every model: OpenAI's gpt-4o tile rule (its long side
+capped at 2,000 px, within ``openai_tiles``'s 2,048), and 85 for ``detail`` "low" or "auto" (litellm 1.106)."""
 
 ANTHROPIC_LONG_EDGE = 1568
 ANTHROPIC_PIXELS_PER_TOKEN = 750
@@ -45,10 +45,10 @@ table's largest figure is 1,590 (1092 x 1092). 1,600 bounds both that and litell
 GEMINI_TOKENS = 258
 GEMINI_SMALL_SIDE, GEMINI_TILE = 384, 768
 GEMINI_ASSUMED_SIDE = 3072
-"""A Gemini image of unknown size is counted as 3072 x 3072 (16 tiles): Gemini documents no upper size,
-so this is an assumption, larger than any camera image it is sent scaled for (4 x 4 tiles of 768)."""
+"""Google documents no largest image size: one of unknown size counts as 3072 x 3072 (16 tiles of 768 px), an
+assumption; an image whose header is read counts its own tiles, however many."""
 GEMINI_3_MINIMUM = 1120
-"""Gemini 3 counts an image at ``media_resolution_high`` (its default for images) as 1,120 tokens."""
+"""Gemini 3 counts an image by its ``media_resolution``, 1,120 tokens at "high": never less is counted."""
 
 PDF_TEXT_TOKENS_PER_PAGE = 3000
 """Anthropic: a PDF page's text "typically uses 1,500-3,000 tokens"; its page is also sent as an image."""
@@ -178,6 +178,8 @@ def openai_patches(width: int, height: int) -> int:
         return raw
     r = math.sqrt(32 * 32 * OPENAI_MAX_PATCHES / (width * height))
     r *= min(math.floor(width * r / 32) / (width * r / 32), math.floor(height * r / 32) / (height * r / 32))
+    if r <= 0:  # a side thinner than one patch once scaled: the formula breaks down, count the cap
+        return OPENAI_MAX_PATCHES
     return min(OPENAI_MAX_PATCHES, _ceil_div(width * r, 32) * _ceil_div(height * r, 32))
 
 
@@ -204,7 +206,7 @@ def gemini_image_tokens(width: int, height: int) -> int:
 
 def litellm_image_tokens(size: tuple[int, int] | None, detail: str) -> int:
     """What ``litellm.token_counter`` counts (the floor every rule keeps): 85 at "low"/"auto", else OpenAI's tile
-    rule with the long side capped at 2,000 px (its worst case for an image it cannot read)."""
+    rule with the long side capped at 2,000 px, which ``openai_tiles`` (2,048 px) never counts fewer tiles than."""
     if detail != "high":
         return LITELLM_BASE
     return LITELLM_BASE + LITELLM_TILE * (openai_tiles(*size) if size else OPENAI_MAX_TILES)
