@@ -265,7 +265,8 @@ async def test_a_large_image_in_the_query_that_cannot_fit_raises_budget_exceeded
     ctx = image_query(make_ctx(limit=32_000), 2048, 4096)
     with pytest.raises(BudgetExceeded) as info:
         await ContextWindowHandler(builtin_registry).assemble(ctx, DEFAULT_TYPES["balanced"])
-    assert info.value.floor_tokens >= gpt4o_mini_image(2048, 4096)
+    assert info.value.floor_tokens >= info.value.parts["query [1 image]"] >= gpt4o_mini_image(2048, 4096)
+    assert "query [1 image] 36,8" in str(info.value)  # the error says what to shrink
 
 
 async def test_an_image_in_the_query_makes_room_by_condensing_history(builtin_registry):
