@@ -25,6 +25,7 @@ from . import budget as b
 from . import window_type as wt
 from .base import AssemblyContext, ContextModule, Contribution, Directives, Message, ToolSchema, freeze
 from .conditions import Facts, holds
+from .content_parts import media_note
 from .isolation import BLOCKING_WARN_S, Outcome, checked_contribution, checked_signals, run_calls
 from .metering import MeteredSummarizer
 from .session_cache import BoundedCache
@@ -441,7 +442,8 @@ class ContextWindowHandler:
     def _floor_parts(run: _Run) -> dict[str, int]:
         """What the floor is made of: non-condensable contributions, the query and the reply priming."""
         parts = {s.module_id: s.used for s in run.slots.values() if not s.condensable and s.used}
-        query = "query" + (", the client's tools" if run.ctx.tools_as_sent and run.ctx.tools else "")
+        query = " ".join(filter(None, ("query", media_note(run.query.parts))))  # "query [1 image]": what to shrink
+        query += ", the client's tools" if run.ctx.tools_as_sent and run.ctx.tools else ""
         query += " and the turn's tool results" if run.ctx.continuation else ""
         return parts | {query: run.query_tokens, "reply priming": REPLY_PRIMING}
 

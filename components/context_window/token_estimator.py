@@ -18,10 +18,15 @@ Which tokenizer (``tokenizer_for``):
 
 Counts are cached per estimator keyed by the text itself (the dict hashes and compares the content),
 so an unchanged history is never re-tokenised and no two texts can collide.
+
+Images, files and audio in a message's content parts are counted by the model's own rules
+(``content_parts``): the estimator for a model (``estimator_for``) is a view of its tokenizer's shared
+estimator carrying the model's ``ImageRules``; text caches stay shared per tokenizer.
 """
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -31,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from .base import Message, ToolSchema
-from .content_parts import part_tokens
+from .content_parts import UNKNOWN_RULES, ImageRules, has_media, image_rules_for, part_tokens
 from .session_cache import BoundedCache
 
 MESSAGE_OVERHEAD = 3
@@ -164,12 +169,23 @@ CACHE_SIZE = 8_192
 
 
 class TokenEstimator:
-    """Counts tokens for one tokenizer, caching per text. Share one per tokenizer across assemblies."""
+    """Counts tokens for one tokenizer, caching per text. Share one per tokenizer across assemblies.
+
+    ``images`` are the rules its messages' images and files are counted by (the largest of OpenAI's and
+    Anthropic's unless made for a model: ``for_model``)."""
 
     def __init__(
-        self, encoding_name: str = "cl100k_base", *, cache_size: int = CACHE_SIZE, tokenizer: Tokenizer | None = None
+        self,
+        encoding_name: str = "cl100k_base",
+        *,
+        cache_size: int = CACHE_SIZE,
+        tokenizer: Tokenizer | None = None,
+        images: ImageRules = UNKNOWN_RULES,
     ) -> None:
         self.tokenizer = tokenizer or Tokenizer("tiktoken", encoding_name)
+        self.images = images
+        self._cache_size = cache_size
+        self._views: dict[ImageRules, TokenEstimator] = {images: self}
         self.encoding_name = self.tokenizer.name
         self._counter = _load_counter(self.tokenizer.kind, self.tokenizer.name)
         self._scale = 1.0 + self.tokenizer.margin
@@ -182,6 +198,21 @@ class TokenEstimator:
         self.tools_overhead = TOOLS_OVERHEAD + self.count(TOOLS_HEADER) + self.count(TOOLS_FOOTER)
         self._stored_key = self.encoding_name if self.stored_exact else None
         """The key of this estimator's figure among a message's stored counts (None: stored counts do not apply)."""
+
+    def for_model(self, model: str) -> TokenEstimator:
+        """This estimator counting images and files by ``model``'s rules (``with_images``)."""
+        return self.with_images(image_rules_for(model))
+
+    def with_images(self, images: ImageRules) -> TokenEstimator:
+        """A view sharing this estimator's tokenizer and text caches, counting images by ``images``. Its message
+        cache is its own: the same message with an image costs differently per model. One view per rules."""
+        view = self._views.get(images)
+        if view is None:
+            view = copy.copy(self)
+            view.images = images
+            view._messages = BoundedCache(self._cache_size)
+            self._views[images] = view
+        return view
 
     @property
     def exact(self) -> bool:
@@ -220,8 +251,11 @@ class TokenEstimator:
 
         This is the one per-message figure: the orchestrator budgets with it, and stores keep it per
         message and encoding at write time (``counts_to_store``), so a stored history is never re-tokenised.
+        Content parts are counted as sent (``part_tokens``); a message with images or files is counted by this
+        estimator's model rules, never from stored counts (those are per encoding, not per model).
         """
-        if message.tokens and self._stored_key is not None:
+        media = has_media(message.parts)
+        if message.tokens and self._stored_key is not None and not media:
             stored = message.tokens.get(self._stored_key)
             if stored is not None:
                 return stored
@@ -230,7 +264,7 @@ class TokenEstimator:
             return entry[1]
         n = self.count_fields(message.role, message.content, message.name, message.tool_calls, message.tool_call_id)
         if message.parts is not None:  # the parts are sent instead of the content text
-            n += sum(part_tokens(p, self.count) for p in message.parts) - self.count(message.content)
+            n += sum(part_tokens(p, self.count, self.images) for p in message.parts) - self.count(message.content)
         self._messages.put(id(message), (message, n))
         return n
 
@@ -320,7 +354,10 @@ STORED_ENCODINGS = ("o200k_base", "cl100k_base")
 
 
 def counts_to_store(message: Message) -> dict[str, int]:
-    """Per-encoding ``count_message`` figures to store with ``message`` (empty when no encoding loads)."""
+    """Per-encoding ``count_message`` figures to store with ``message`` (empty when no encoding loads, and for a
+    message with images or files: their tokens depend on the model, so it is counted per model when used)."""
+    if has_media(message.parts):
+        return {}
     counts = {}
     for name in STORED_ENCODINGS:
         est = estimator(name)
@@ -377,8 +414,9 @@ _estimators: dict[Tokenizer, TokenEstimator] = {}
 
 
 def estimator_for(model: str) -> TokenEstimator:
-    """The shared estimator for ``model``'s tokenizer (one cache per tokenizer per process)."""
-    return _shared(tokenizer_for(model))
+    """The shared estimator for ``model``'s tokenizer (one text cache per tokenizer per process), counting
+    images and files by ``model``'s rules."""
+    return _shared(tokenizer_for(model)).for_model(model)
 
 
 def estimator(name: str) -> TokenEstimator:

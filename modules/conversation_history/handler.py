@@ -23,6 +23,7 @@ from components.context_window.base import (
     MessageSource,
     pages_newest_first,
 )
+from components.context_window.content_parts import media_note
 from components.context_window.fitting import first_sentence
 from components.context_window.metering import labelled
 from components.context_window.phases import visible
@@ -104,17 +105,18 @@ class _Remembered:
 
 
 def extractive_summary(dropped: Sequence[Message]) -> list[str]:
-    """Bullet lines, oldest first: the first sentence of each user request and assistant answer."""
-    return list(_extract(tuple((m.role, m.content) for m in dropped)))
+    """Bullet lines, oldest first: the first sentence of each user request and assistant answer, and what it
+    carried besides text ("[1 image]"), so an image or file dropped with its message is not lost silently."""
+    return list(_extract(tuple((m.role, m.content, media_note(m.parts)) for m in dropped)))
 
 
 @lru_cache(maxsize=4096)
-def _extract(dropped: tuple[tuple[str, str], ...]) -> tuple[str, ...]:
+def _extract(dropped: tuple[tuple[str, str, str], ...]) -> tuple[str, ...]:
     # Cached by content: consecutive turns summarise nearly the same messages.
     return tuple(
-        f"- {'User' if role == 'user' else 'Assistant'}: {first_sentence(content)}"
-        for role, content in dropped
-        if role in ("user", "assistant") and content.strip()
+        f"- {'User' if role == 'user' else 'Assistant'}: " + " ".join(filter(None, (first_sentence(content), note)))
+        for role, content, note in dropped
+        if role in ("user", "assistant") and (content.strip() or note)
     )
 
 
@@ -255,7 +257,7 @@ class ConversationHistoryModule(ContextModule):
     ) -> list[str]:
         if ctx.summarizer is None:
             return extractive_summary(dropped)
-        transcript = "\n".join(f"{m.role}: {m.content}" for m in dropped)
+        transcript = "\n".join(f"{m.role}: {m.content} {media_note(m.parts)}".rstrip() for m in dropped)
         key = content_key(transcript, room)  # the same excerpt and room: the same summary, whatever came before
         text = self._summaries.get((ctx.session.id, key))
         if text is None:

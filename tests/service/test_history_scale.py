@@ -11,13 +11,16 @@ from typing import Any
 import pytest
 import tiktoken
 
+from components.context_window.token_estimator import estimator_for
 from tda.app import create_app
 from tda.config import Settings
 from tda.db import upgrade
 from tda.errors import Conflict, NotFound
+from tda.history import message_of
 from tda.llm import LLM, Completion
 from tda.sources import Sources
 from tda.store import Store
+from tests.media import data_url
 
 HISTORY = 3_000
 """Messages imported before the first turn (1,500 questions and answers)."""
@@ -173,6 +176,30 @@ async def test_messages_are_stored_with_their_token_counts_per_encoding(app):
             assert row.token_counts[name] == 3 + len(enc.encode(row.role)) + len(enc.encode(row.content))
     session = await svc.store.sessions.get("long")
     assert session.message_count == HISTORY + 2
+
+
+async def test_a_message_with_an_image_is_stored_without_per_encoding_counts_and_counted_per_model(app):
+    """An image's tokens depend on the model (765 on gpt-4o, 25,501 on gpt-4o-mini for 1024 x 1024), so its
+    message keeps no per-encoding count; a message of text parts keeps the cookbook count of its texts."""
+    _running, svc, _headers = app
+    image = {"type": "image_url", "image_url": {"url": data_url("png", 1024, 1024), "detail": "high"}}
+    texts = [{"type": "text", "text": "Two parts"}, {"type": "text", "text": "of text."}]
+    await svc.store.sessions.add_messages(
+        "long",
+        [
+            {"role": "user", "content": "Look:", "parts": [{"type": "text", "text": "Look:"}, image], "turn": 1600},
+            {"role": "user", "content": "Two parts\nof text.", "parts": texts, "turn": 1600},
+        ],
+        "test",
+    )
+    text_row, pictured_row = await svc.store.sessions.message_page("long", None, 2)
+    assert pictured_row.token_counts is None
+    enc = tiktoken.get_encoding("o200k_base")
+    assert text_row.token_counts["o200k_base"] == 3 + 1 + len(enc.encode("Two parts")) + len(enc.encode("of text."))
+    pictured = message_of(pictured_row)
+    look = 3 + 1 + len(enc.encode("Look:"))
+    assert estimator_for("gpt-4o").count_message(pictured) == look + 765
+    assert estimator_for("gpt-4o-mini").count_message(pictured) == look + 2833 + 5667 * 4
 
 
 async def test_get_session_pages_its_turns_and_costs_no_history_read(app):
