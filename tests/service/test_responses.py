@@ -12,7 +12,8 @@ from typing import Any
 import openai
 import pytest
 
-from tests.service.test_chat_completions import ORDERS, Served, served  # noqa: F401  (the served-app fixture)
+from tests.service.support import Served
+from tests.service.test_chat_completions import ORDERS
 
 LOOKUP = {
     "type": "function",
