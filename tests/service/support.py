@@ -57,8 +57,8 @@ FIXTURE_TYPE = {
 
 
 class ScriptedModel:
-    """The mock model, scripted reply by reply (the way simonw/llm scripts a fake model). Each reply is a text,
-    or a list of ``(call_id, tool_name, arguments)`` tool calls; it goes through litellm as ``mock_response``,
+    """The mock model, scripted reply by reply (the way simonw/llm scripts a fake model). Each reply is a text, an
+    exception (the provider failing), or a list of ``(call_id, tool_name, arguments)`` tool calls; it goes through litellm as ``mock_response``,
     so the service's real litellm path runs. ``sent`` keeps what each call was sent."""
 
     def __init__(self, *replies: Any) -> None:
@@ -80,7 +80,7 @@ class ScriptedModel:
 
     def _next(self) -> Any:
         reply = self.replies.pop(0) if self.replies else "Done."
-        if isinstance(reply, str):
+        if isinstance(reply, str | Exception):  # litellm raises an exception given as the mock response
             return reply
         from litellm import ModelResponse
 

@@ -356,3 +356,29 @@ async def test_a_pydantic_ai_responses_model_completes_its_tool_loop(served: Ser
     assert first["messages"][0] == {"role": "system", "content": INSTRUCTIONS}
     assert [m["role"] for m in second["messages"]] == ["system", "user", "assistant", "tool"]
     assert second["messages"][3]["content"] == json.dumps(ORDERS)
+
+
+async def test_each_response_of_a_turn_continues_from_its_own_reply_past_a_failure_and_a_retry(served: Served):
+    """Which recorded reply a response id names when a turn's call failed (the SDK retries a 502) or was retried."""
+    client = served.client()
+    session = {"X-TDA-Session": "steps-1"}
+    served.model.replies = [RuntimeError("provider down"), "Hello Alice.", "Noted.", "Got it.", "Bonjour.", "Hola."]
+    with pytest.raises(openai.APIStatusError, match="provider down"):
+        await client.responses.create(model="tda", input="My name is Alice.", extra_headers=session)
+    first = await client.responses.create(model="tda", input="My name is Alice.", extra_headers=session)
+    assert first.output_text == "Hello Alice."
+    noted = await client.responses.create(
+        model="tda", input="I live in Paris.", previous_response_id=first.id, extra_headers=session
+    )
+    retried = await client.responses.create(
+        model="tda", input="I live in Paris.", previous_response_id=first.id, extra_headers=session
+    )
+    assert (noted.output_text, retried.output_text) == ("Noted.", "Got it.")
+    for previous, reply in ((noted, "Noted."), (retried, "Got it.")):
+        await client.responses.create(
+            model="tda", input="And?", previous_response_id=previous.id, extra_headers=session
+        )
+        sent = [m["content"] for m in served.model.sent[-1]["messages"]]
+        assert sent == ["My name is Alice.", "Hello Alice.", "I live in Paris.", reply, "And?"]
+    snapshots = (await served.get("/v1/sessions/steps-1/snapshots"))["snapshots"]
+    assert [s["turn"] for s in snapshots] == [1, 1, 2, 2, 3, 4]  # the failed call's window was kept too
