@@ -329,6 +329,14 @@ async def test_an_agents_sdk_agent_runs_its_tool_loop_on_the_responses_api(serve
     assert [m["role"] for m in second["messages"]] == ["system", "user", "assistant", "tool"]
     assert second["messages"][3] == {"role": "tool", "content": json.dumps(ORDERS), "tool_call_id": "call_5"}
 
+    # The SDK's server-side conversation: it sends only the new input and the id of the last response.
+    served.model.replies = ["242.75 in all."]
+    followup = await agents.Runner.run(agent, "And in total?", previous_response_id=result.last_response_id)
+    assert followup.final_output == "242.75 in all."
+    sent = served.model.sent[-1]["messages"]
+    assert [m["role"] for m in sent] == ["system", "user", "assistant", "tool", "assistant", "user"]
+    assert sent[0]["content"] == INSTRUCTIONS and sent[4]["content"] == "ACME has 3 open orders."
+
     streamed = agents.Runner.run_streamed(agent, QUESTION, max_turns=4)
     served.model.replies = [[("call_6", "lookup_orders", {"customer": "ACME"})], "Still 3."]
     async for _ in streamed.stream_events():
