@@ -58,8 +58,8 @@ FIXTURE_TYPE = {
 
 class ScriptedModel:
     """The mock model, scripted reply by reply (the way simonw/llm scripts a fake model). Each reply is a text, an
-    exception (the provider failing), or a list of ``(call_id, tool_name, arguments)`` tool calls; it goes through litellm as ``mock_response``,
-    so the service's real litellm path runs. ``sent`` keeps what each call was sent."""
+    exception (the provider failing), or a list of ``(call_id, tool_name, arguments)`` tool calls; it goes through
+    litellm as ``mock_response``, so the service's real litellm path runs. ``sent`` keeps what each call was sent."""
 
     def __init__(self, *replies: Any) -> None:
         from tda.llm import LLM
