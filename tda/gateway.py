@@ -289,7 +289,8 @@ async def answered(svc: TDAService, row: Any) -> tuple[Message, ...]:
     if gateway is None:
         raise NotFound(f"snapshot {row.id} is not of a chat client's call")
     if gateway.get("chat") is None:
-        raise Conflict(f"this call's conversation had over {REPLAY_KEEPS:,} messages and was not kept")
+        msg = f"this call's conversation had over {REPLAY_KEEPS:,} messages and was not kept"
+        raise Conflict(f"{msg}; send the whole conversation instead")
     reply = (await _step_replies(svc, row.session_id, row.turn)).get(row.id)
     if reply is None:
         raise NotFound(f"the model call of snapshot {row.id} failed: it has no reply to go on from")

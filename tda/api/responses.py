@@ -90,6 +90,7 @@ async def create_response() -> Any:
     body = _parse(await json_object())
     _refuse_unsupported(body)
     tools = _tools(body.tools or [])
+    tool_choice, params = _tool_choice(body.tool_choice) if tools else None, _params(body, bool(tools))
     messages = [*_instructions(body.instructions), *_input_messages(body.input)]
     session_id, profile_id = requested_ids(body.model)
     if body.previous_response_id is not None:
@@ -108,10 +109,10 @@ async def create_response() -> Any:
     call = ClientCall(
         messages=messages,
         tools=tools,
-        tool_choice=_tool_choice(body.tool_choice) if tools else None,
+        tool_choice=tool_choice,
         model=model,
         max_tokens=body.max_output_tokens,
-        params=_params(body, bool(tools)),
+        params=params,
         user=body.user,
     )
     headers = {SESSION_HEADER: session.id} if session is not None else {}

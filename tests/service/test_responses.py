@@ -290,6 +290,14 @@ async def test_mistakes_get_openai_errors_that_say_what_to_change_and_create_not
     with pytest.raises(openai.UnprocessableEntityError, match="send the image as image_url"):
         image = {"type": "input_image", "file_id": "file-1", "detail": "auto"}
         await client.responses.create(model="tda", input=[{"role": "user", "content": [image]}])
+    with pytest.raises(openai.UnprocessableEntityError, match="a json_schema format needs a name and a schema"):
+        bad_format = {"format": {"type": "json_schema", "schema": {"type": "object"}}}
+        await client.responses.create(model="tda", input="hi", text=bad_format, extra_headers=session)
+    with pytest.raises(openai.UnprocessableEntityError, match="tool_choice is 'none', 'auto', 'required'"):
+        choice = {"type": "file_search"}
+        await client.responses.create(
+            model="tda", input="hi", tools=[LOOKUP], tool_choice=choice, extra_headers=session
+        )
     with pytest.raises(openai.UnprocessableEntityError, match="names no provider"):
         await client.responses.create(model="no-such-model-xyz", input="hi", extra_headers=session)
     with pytest.raises(openai.UnprocessableEntityError) as caught:
