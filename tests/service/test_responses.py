@@ -352,26 +352,35 @@ async def test_an_agents_sdk_agent_runs_its_tool_loop_on_the_responses_api(serve
     assert streamed.final_output == "Still 3." and seen == ["ACME", "ACME"]
 
 
-async def test_a_pydantic_ai_responses_model_completes_its_tool_loop(served: Served):
+async def test_pydantic_ai_openai_models_complete_their_tool_loop(served: Served, monkeypatch: pytest.MonkeyPatch):
+    """pydantic-ai's ``openai:`` models speak the Responses API; pointed at tda by the environment, as a user would."""
     pytest.importorskip("pydantic_ai")
     from pydantic_ai import Agent
-    from pydantic_ai.models.openai import OpenAIResponsesModel
-    from pydantic_ai.providers.openai import OpenAIProvider
 
-    served.model.replies = [[("call_8", "lookup_orders", {"customer": "ACME"})], "ACME has 3 open orders."]
+    monkeypatch.setenv("OPENAI_BASE_URL", served.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", served.token)
 
     def lookup_orders(customer: str) -> str:
         """Look up a customer's orders."""
         return json.dumps(ORDERS)
 
-    model = OpenAIResponsesModel("tda", provider=OpenAIProvider(openai_client=served.client()))
-    agent = Agent(model, instructions=INSTRUCTIONS, tools=[lookup_orders])
-    result = await agent.run(QUESTION)
+    agent = Agent("openai:tda", instructions=INSTRUCTIONS, tools=[lookup_orders])
+    served.model.replies = [[("call_8", "lookup_orders", {"customer": "ACME"})], "ACME has 3 open orders."]
+    async with agent:  # its own HTTP client, closed on the way out
+        result = await agent.run(QUESTION)
     assert result.output == "ACME has 3 open orders."
     first, second = served.model.sent
     assert first["messages"][0] == {"role": "system", "content": INSTRUCTIONS}
+    assert [t["function"]["name"] for t in first["tools"]] == ["lookup_orders"]
     assert [m["role"] for m in second["messages"]] == ["system", "user", "assistant", "tool"]
-    assert second["messages"][3]["content"] == json.dumps(ORDERS)
+    assert second["messages"][3] == {"role": "tool", "content": json.dumps(ORDERS), "tool_call_id": "call_8"}
+
+    served.model.replies = [[("call_9", "lookup_orders", {"customer": "ACME"})], "Still three open orders."]
+    agent = Agent("openai-responses:tda", instructions=INSTRUCTIONS, tools=[lookup_orders])
+    async with agent, agent.run_stream(QUESTION) as streamed:
+        text = await streamed.get_output()
+    assert text == "Still three open orders."
+    assert served.model.sent[-1]["messages"][3]["tool_call_id"] == "call_9"
 
 
 async def test_each_response_of_a_turn_continues_from_its_own_reply_past_a_failure_and_a_retry(served: Served):
