@@ -20,7 +20,7 @@ import dataclasses
 import hashlib
 import json
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -57,6 +57,9 @@ class ClientCall:
     user: str | None = None
     """The end user the client names (OpenAI's ``user``): the session's user when it creates one."""
     on_delta: Delta | None = None
+    on_snapshot: Callable[[int], object] | None = None
+    """Told the id of the call's snapshot once it is stored (with a session), while the model answers: a streamed
+    Responses API reply names itself by it from its first event."""
     timings: dict[str, float] | None = None
 
 
@@ -170,6 +173,8 @@ async def _run(
             "inputs": inputs,
         }
         recorded = asyncio.create_task(_record_snapshot(svc, row))  # written while the model answers
+        if (told := call.on_snapshot) is not None:
+            recorded.add_done_callback(lambda task: task.cancelled() or task.exception() or told(task.result()))
     with _timed(call, "model"):
         try:
             done = await _call_model(svc, ctx.model, assembled, call)

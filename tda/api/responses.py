@@ -12,6 +12,7 @@ is stateless, and its id cannot be continued.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import json
@@ -374,7 +375,8 @@ class _Shape:
         self.created_at = created_at
         self.message_id = f"msg_{ids}"
         self.call_prefix = f"fc_{ids}"
-        self.stateless_id = f"resp_tda{ids}"
+        self.id = f"resp_tda{ids}"
+        """Until a recorded call names it: the id of a response that is not stored."""
         self.echo = echo or {}
         self.model = "tda"
         if body is not None:
@@ -400,7 +402,7 @@ class _Shape:
     ) -> dict[str, Any]:
         """The response object: in progress (no result yet), or with the result's output and usage."""
         out: dict[str, Any] = {
-            "id": response_id or (result and _response_id(result)) or self.stateless_id,
+            "id": response_id or (result and _response_id(result)) or self.id,
             "object": "response",
             "created_at": self.created_at,
             "status": status or "in_progress",
@@ -493,10 +495,16 @@ async def _streamed(
 ) -> Response:
     """The model's text as ``response.output_text.delta`` events as it arrives; its function calls (whole) and
     ``response.completed`` when it is done; an error after the model started arrives as ``response.failed``."""
+    snapshot_id: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+    call = dataclasses.replace(call, on_snapshot=lambda i: snapshot_id.done() or snapshot_id.set_result(i))
     streamed = await start_turn(svc, call, profile, session)
     event = _Events()
 
     async def events() -> AsyncIterator[bytes]:
+        if session is not None:  # the id names the recorded call (stored before the model answers, as a rule)
+            await asyncio.wait({snapshot_id, streamed.turn}, return_when=asyncio.FIRST_COMPLETED)
+            if snapshot_id.done():
+                shape.id = f"resp_{snapshot_id.result()}_{session.id}"
         yield event("response.created", response=shape.response(None))
         yield event("response.in_progress", response=shape.response(None))
         text: list[str] | None = None

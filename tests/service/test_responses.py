@@ -110,6 +110,7 @@ async def test_a_streamed_tool_loop_arrives_as_response_events(served: Served):
     ]
     assert [e.sequence_number for e in events] == list(range(len(events)))
     assert events[-1].response.output_text == "Let me look that up."
+    assert events[0].response.id == events[-1].response.id and events[0].response.id.endswith("_stream-r")
 
     # The SDK's stream helper checks each event against the snapshot it accumulates.
     async with client.responses.stream(
