@@ -19,7 +19,7 @@ import json
 import re
 import time
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -398,7 +398,11 @@ class _Shape:
             }
 
     def response(
-        self, result: dict[str, Any] | None, status: str | None = None, response_id: str | None = None
+        self,
+        result: dict[str, Any] | None,
+        status: str | None = None,
+        response_id: str | None = None,
+        message_at: int = 0,
     ) -> dict[str, Any]:
         """The response object: in progress (no result yet), or with the result's output and usage."""
         out: dict[str, Any] = {
@@ -419,16 +423,16 @@ class _Shape:
         }
         if result is not None:
             out["status"], out["incomplete_details"] = _status(result["finish_reason"])
-            out["output"] = self.output(result)
+            out["output"] = self.output(result, message_at)
             if "tokens_in" in result:
                 out["usage"] = _usage(result)
         return out
 
-    def output(self, result: dict[str, Any]) -> list[dict[str, Any]]:
-        items = []
+    def output(self, result: dict[str, Any], message_at: int = 0) -> list[dict[str, Any]]:
+        """The message (when there is text, or nothing else) at ``message_at`` among the function calls."""
+        items = [self.function_call(i, c, "completed") for i, c in enumerate(result["tool_calls"])]
         if result["answer"] or not result["tool_calls"]:
-            items.append(self.message(result["answer"], "completed"))
-        items += [self.function_call(i, c, "completed") for i, c in enumerate(result["tool_calls"])]
+            items.insert(message_at, self.message(result["answer"], "completed"))
         return items
 
     def message(self, text: str | None, status: str) -> dict[str, Any]:
@@ -473,18 +477,6 @@ def _tda_headers(result: dict[str, Any]) -> dict[str, str]:
 # --- streaming ------------------------------------------------------------------------------------------
 
 
-class _Events:
-    """Server-sent events in order, each with its ``type`` and ``sequence_number``."""
-
-    def __init__(self) -> None:
-        self.sequence = 0
-
-    def __call__(self, kind: str, **fields: Any) -> bytes:
-        body = {"type": kind, "sequence_number": self.sequence, **fields}
-        self.sequence += 1
-        return f"event: {kind}\ndata: {json.dumps(body, separators=(',', ':'))}\n\n".encode()
-
-
 async def _streamed(
     svc: TDAService,
     call: ClientCall,
@@ -493,88 +485,159 @@ async def _streamed(
     shape: _Shape,
     headers: dict[str, str],
 ) -> Response:
-    """The model's text as ``response.output_text.delta`` events as it arrives; its function calls (whole) and
-    ``response.completed`` when it is done; an error after the model started arrives as ``response.failed``."""
+    """The Responses API's events as the model answers; an error after it started arrives as ``response.failed``."""
     snapshot_id: asyncio.Future[int] = asyncio.get_running_loop().create_future()
     call = dataclasses.replace(call, on_snapshot=lambda i: snapshot_id.done() or snapshot_id.set_result(i))
     streamed = await start_turn(svc, call, profile, session)
-    event = _Events()
 
     async def events() -> AsyncIterator[bytes]:
         if session is not None:  # the id names the recorded call (stored before the model answers, as a rule)
             await asyncio.wait({snapshot_id, streamed.turn}, return_when=asyncio.FIRST_COMPLETED)
             if snapshot_id.done():
                 shape.id = f"resp_{snapshot_id.result()}_{session.id}"
-        yield event("response.created", response=shape.response(None))
-        yield event("response.in_progress", response=shape.response(None))
-        text: list[str] | None = None
+        stream = _Stream(shape)
+        yield stream.event("response.created", response=shape.response(None))
+        yield stream.event("response.in_progress", response=shape.response(None))
         async with contextlib.aclosing(streamed.deltas()) as deltas:
             async for delta in deltas:
-                if not delta.get("content"):
-                    continue  # function calls are sent whole, when the model is done
-                if text is None:
-                    text = []
-                    for opening in _message_opened(event, shape):
-                        yield opening
-                text.append(delta["content"])
-                yield event("response.output_text.delta", **_at(shape), delta=delta["content"], logprobs=[])
+                for sent in stream.delta(delta):
+                    yield sent
         if (exc := streamed.error()) is not None:
             message = exc.message if isinstance(exc, ServiceError) else f"{type(exc).__name__}: {exc}"
             failed = {**shape.response(None, status="failed"), "error": {"code": "server_error", "message": message}}
-            yield event("response.failed", response=failed)
+            yield stream.event("response.failed", response=failed)
             return
-        result = streamed.turn.result()
-        if text is None and (result["answer"] or not result["tool_calls"]):
-            for opening in _message_opened(event, shape):
-                yield opening
-            text = []
-        if text is not None:
-            for closing in _message_closed(event, shape, result["answer"]):
-                yield closing
-        output_index = 1 if text is not None else 0
-        for i, tool_call in enumerate(result["tool_calls"]):
-            for item_event in _function_call_events(event, shape, output_index + i, i, tool_call):
-                yield item_event
-        response = shape.response(result)
-        kind = "response.completed" if response["status"] == "completed" else "response.incomplete"
-        yield event(kind, response=response)
+        for sent in stream.finish(streamed.turn.result()):
+            yield sent
 
     response = Response(events(), mimetype="text/event-stream", headers={**headers, "Cache-Control": "no-cache"})
     response.timeout = None
     return response
 
 
-def _at(shape: _Shape) -> dict[str, Any]:
-    return {"item_id": shape.message_id, "output_index": 0, "content_index": 0}
+class _Stream:
+    """The model's deltas as the Responses API's events, each with its ``type`` and ``sequence_number``: text as
+    ``response.output_text.delta``, a function call's arguments as ``response.function_call_arguments.delta``,
+    one output item at a time, each closed before the next opens (output indexes in the order they opened)."""
+
+    def __init__(self, shape: _Shape) -> None:
+        self.shape = shape
+        self.sequence = 0
+        self.order: list[int | None] = []
+        """The output items as they opened: None the message, else a function call's place among the calls."""
+        self.text: list[str] | None = None
+        """The message's text so far while it is open."""
+        self.calls: dict[int, int] = {}
+        """The model's index of each function call opened -> its place among the calls."""
+        self.open_call: tuple[int, dict[str, Any], list[str]] | None = None
+        """The function call open: its place, its first delta and its arguments so far."""
+        self.closed: set[int] = set()
+
+    def event(self, kind: str, **fields: Any) -> bytes:
+        body = {"type": kind, "sequence_number": self.sequence, **fields}
+        self.sequence += 1
+        return f"event: {kind}\ndata: {json.dumps(body, separators=(',', ':'))}\n\n".encode()
+
+    def delta(self, delta: dict[str, Any]) -> list[bytes]:
+        out = []
+        if text := delta.get("content"):
+            if not self.order:
+                out += self._open_message()
+            if self.text is not None:  # text after a function call comes whole, with the completed response
+                self.text.append(text)
+                out.append(self.event("response.output_text.delta", **self._text_at(), delta=text, logprobs=[]))
+        for call in delta.get("tool_calls") or ():
+            out += self._call_delta(call)
+        return out
+
+    def finish(self, result: dict[str, Any]) -> list[bytes]:
+        """The items still open closed with what the model sent in the end, those it did not stream sent whole,
+        then ``response.completed`` (``response.incomplete`` when the reply was cut short)."""
+        out = []
+        if self.text is not None:
+            out += self._close_message(result["answer"])
+        elif None not in self.order and (result["answer"] or not result["tool_calls"]):
+            out += [*self._open_message(), *self._close_message(result["answer"])]
+        for place, call in enumerate(result["tool_calls"]):
+            if place in self.closed:
+                continue
+            if place not in self.order:
+                out += self._open_call(place, call)
+            if self.open_call is None or self.open_call[0] != place or not self.open_call[2]:
+                arguments = (call.get("function") or {}).get("arguments") or ""
+                out.append(
+                    self.event("response.function_call_arguments.delta", **self._call_at(place), delta=arguments)
+                )
+            out += self._close_call(place, call)
+        message_at = self.order.index(None) if None in self.order else 0
+        response = self.shape.response(result, message_at=message_at)
+        kind = "response.completed" if response["status"] == "completed" else "response.incomplete"
+        return [*out, self.event(kind, response=response)]
+
+    def _call_delta(self, call: dict[str, Any]) -> list[bytes]:
+        out = []
+        index = call.get("index", 0)
+        if index not in self.calls:
+            if self.text is not None:
+                out += self._close_message("".join(self.text))
+            if self.open_call is not None:
+                place, first, arguments = self.open_call
+                out += self._close_call(place, _with_arguments(first, "".join(arguments)))
+            self.calls[index] = len(self.calls)
+            out += self._open_call(self.calls[index], call)
+        if (arguments := (call.get("function") or {}).get("arguments")) and self.open_call is not None:
+            place = self.calls[index]
+            if self.open_call[0] == place:  # (a late fragment of a call already closed is in the completed response)
+                self.open_call[2].append(arguments)
+                out.append(
+                    self.event("response.function_call_arguments.delta", **self._call_at(place), delta=arguments)
+                )
+        return out
+
+    def _open_message(self) -> list[bytes]:
+        self.order.append(None)
+        self.text = []
+        item = self.shape.message(None, "in_progress")
+        return [
+            self.event("response.output_item.added", output_index=self.order.index(None), item=item),
+            self.event("response.content_part.added", **self._text_at(), part=_text_part("")),
+        ]
+
+    def _close_message(self, text: str) -> list[bytes]:
+        self.text = None
+        item = self.shape.message(text, "completed")
+        return [
+            self.event("response.output_text.done", **self._text_at(), text=text, logprobs=[]),
+            self.event("response.content_part.done", **self._text_at(), part=_text_part(text)),
+            self.event("response.output_item.done", output_index=self.order.index(None), item=item),
+        ]
+
+    def _open_call(self, place: int, call: dict[str, Any]) -> list[bytes]:
+        self.order.append(place)
+        self.open_call = (place, call, [])
+        item = self.shape.function_call(place, call, "in_progress", arguments="")
+        return [self.event("response.output_item.added", output_index=self.order.index(place), item=item)]
+
+    def _close_call(self, place: int, call: dict[str, Any]) -> list[bytes]:
+        self.open_call = None
+        self.closed.add(place)
+        done = self.shape.function_call(place, call, "completed")
+        return [
+            self.event(
+                "response.function_call_arguments.done",
+                **self._call_at(place),
+                arguments=done["arguments"],
+                name=done["name"],
+            ),
+            self.event("response.output_item.done", output_index=self.order.index(place), item=done),
+        ]
+
+    def _text_at(self) -> dict[str, Any]:
+        return {"item_id": self.shape.message_id, "output_index": self.order.index(None), "content_index": 0}
+
+    def _call_at(self, place: int) -> dict[str, Any]:
+        return {"item_id": f"{self.shape.call_prefix}_{place}", "output_index": self.order.index(place)}
 
 
-def _message_opened(event: _Events, shape: _Shape) -> Sequence[bytes]:
-    return (
-        event("response.output_item.added", output_index=0, item=shape.message(None, "in_progress")),
-        event("response.content_part.added", **_at(shape), part=_text_part("")),
-    )
-
-
-def _message_closed(event: _Events, shape: _Shape, text: str) -> Sequence[bytes]:
-    return (
-        event("response.output_text.done", **_at(shape), text=text, logprobs=[]),
-        event("response.content_part.done", **_at(shape), part=_text_part(text)),
-        event("response.output_item.done", output_index=0, item=shape.message(text, "completed")),
-    )
-
-
-def _function_call_events(
-    event: _Events, shape: _Shape, output_index: int, index: int, call: dict[str, Any]
-) -> Sequence[bytes]:
-    done = shape.function_call(index, call, "completed")
-    where = {"item_id": done["id"], "output_index": output_index}
-    return (
-        event(
-            "response.output_item.added",
-            output_index=output_index,
-            item=shape.function_call(index, call, "in_progress", ""),
-        ),
-        event("response.function_call_arguments.delta", **where, delta=done["arguments"]),
-        event("response.function_call_arguments.done", **where, arguments=done["arguments"], name=done["name"]),
-        event("response.output_item.done", output_index=output_index, item=done),
-    )
+def _with_arguments(call: dict[str, Any], arguments: str) -> dict[str, Any]:
+    return {**call, "function": {**(call.get("function") or {}), "arguments": arguments}}

@@ -144,6 +144,29 @@ async def test_a_streamed_tool_loop_arrives_as_response_events(served: Served):
     assert [t["turn"] for t in turns] == [1]  # a retry and its tool loop: one turn, recorded once
     assert turns[0]["answer"] == "Three open orders, all in all."
 
+    # Two calls in one reply: each item is opened, streamed and closed before the next, as OpenAI sends them.
+    served.model.replies = [[("call_a", "lookup_orders", {"customer": "ACME"}), ("call_b", "lookup_orders", {})]]
+    stream = await client.responses.create(model="tda", input=QUESTION, tools=[LOOKUP], stream=True)
+    events = [event async for event in stream]
+    one_call = [
+        "response.output_item.added",
+        "response.function_call_arguments.delta",
+        "response.function_call_arguments.done",
+        "response.output_item.done",
+    ]
+    assert [e.type for e in events] == [
+        "response.created",
+        "response.in_progress",
+        *one_call,
+        *one_call,
+        "response.completed",
+    ]
+    assert [getattr(e, "output_index", None) for e in events[2:-1]] == [0] * 4 + [1] * 4
+    assert [(c.call_id, c.arguments) for c in events[-1].response.output] == [
+        ("call_a", json.dumps({"customer": "ACME"})),
+        ("call_b", "{}"),
+    ]
+
 
 async def test_previous_response_id_continues_the_conversation_without_a_session_header(served: Served):
     served.model.replies = ["Hello Alice.", "Your name is Alice.", "Bonjour Alice."]
