@@ -58,8 +58,9 @@ FIXTURE_TYPE = {
 
 class ScriptedModel:
     """The mock model, scripted reply by reply (the way simonw/llm scripts a fake model). Each reply is a text, an
-    exception (the provider failing), or a list of ``(call_id, tool_name, arguments)`` tool calls; it goes through
-    litellm as ``mock_response``, so the service's real litellm path runs. ``sent`` keeps what each call was sent."""
+    exception (the provider failing), a list of ``(call_id, tool_name, arguments)`` tool calls, or a tuple of a text
+    and such calls (a reply with both); it goes through litellm as ``mock_response``, so the service's real litellm
+    path runs. ``sent`` keeps what each call was sent."""
 
     def __init__(self, *replies: Any) -> None:
         from tda.llm import LLM
@@ -84,11 +85,12 @@ class ScriptedModel:
             return reply
         from litellm import ModelResponse
 
+        text, reply = reply if isinstance(reply, tuple) else (None, reply)
         calls = [
             {"id": cid, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
             for cid, name, args in reply
         ]
-        message = {"role": "assistant", "content": None, "tool_calls": calls}
+        message = {"role": "assistant", "content": text, "tool_calls": calls}
         return ModelResponse(
             choices=[{"index": 0, "finish_reason": "tool_calls", "message": message}],
             usage={"prompt_tokens": 0, "completion_tokens": 9, "total_tokens": 9},

@@ -167,6 +167,15 @@ async def test_a_streamed_tool_loop_arrives_as_response_events(served: Served):
         ("call_b", "{}"),
     ]
 
+    # Text, then a call: the message is closed before the call opens, and comes first in the output.
+    served.model.replies = [("Let me check.", [("call_c", "lookup_orders", {"customer": "ACME"})])]
+    async with client.responses.stream(model="tda", input=QUESTION, tools=[LOOKUP]) as stream:
+        kinds = [(event.type, getattr(event, "output_index", None)) async for event in stream]
+        final = await stream.get_final_response()
+    assert kinds.index(("response.output_item.done", 0)) < kinds.index(("response.output_item.added", 1))
+    assert [item.type for item in final.output] == ["message", "function_call"]
+    assert final.output_text == "Let me check." and final.output[1].call_id == "call_c"
+
 
 async def test_previous_response_id_continues_the_conversation_without_a_session_header(served: Served):
     served.model.replies = ["Hello Alice.", "Your name is Alice.", "Bonjour Alice."]
