@@ -440,3 +440,22 @@ async def test_each_response_of_a_turn_continues_from_its_own_reply_past_a_failu
         assert sent == ["My name is Alice.", "Hello Alice.", "I live in Paris.", reply, "And?"]
     snapshots = (await served.get("/v1/sessions/steps-1/snapshots"))["snapshots"]
     assert [s["turn"] for s in snapshots] == [1, 1, 2, 2, 3, 4]  # the failed call's window was kept too
+
+
+async def test_a_reply_with_text_and_calls_sent_back_as_items_is_the_one_message_recorded(served: Served):
+    served.model.replies = [("Let me check.", [("call_d", "lookup_orders", {"customer": "ACME"})]), "Three."]
+    client = served.client()
+    session = {"X-TDA-Session": "merge-1"}
+    first = await client.responses.create(model="tda", input=QUESTION, tools=[LOOKUP], extra_headers=session)
+    assert [item.type for item in first.output] == ["message", "function_call"]
+    loop = [
+        {"role": "user", "content": QUESTION},
+        *_items(first),
+        {"type": "function_call_output", "call_id": "call_d", "output": "3 rows"},
+    ]
+    await client.responses.create(model="tda", input=loop, tools=[LOOKUP], extra_headers=session)
+    sent = served.model.sent[-1]["messages"]
+    assert [m["role"] for m in sent] == ["user", "assistant", "tool"]
+    assert sent[1]["content"] == "Let me check." and sent[1]["tool_calls"][0]["id"] == "call_d"
+    stored = (await served.get("/v1/sessions/merge-1/messages"))["messages"]
+    assert [(m["turn"], m["role"]) for m in stored] == [(1, "user"), (1, "assistant"), (1, "tool"), (1, "assistant")]
