@@ -20,7 +20,7 @@ import dataclasses
 import hashlib
 import json
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -29,7 +29,7 @@ from components.context_window.base import InMemoryMessages, Message, ToolSchema
 from components.context_window.token_estimator import TokenEstimator, estimator_for
 
 from . import metrics
-from .errors import Conflict, Invalid, UpstreamFailed
+from .errors import Conflict, Invalid, NotFound, UpstreamFailed
 from .knowledge.scope import ANONYMOUS
 from .models import ProfileRow, SessionRow
 from .sources import Cutoff, build_context, input_hashes
@@ -67,6 +67,9 @@ class ClientCall:
     user: str | None = None
     """The end user the client names (OpenAI's ``user``): the session's user when it creates one."""
     on_delta: Delta | None = None
+    on_snapshot: Callable[[int], object] | None = None
+    """Told the id of the call's snapshot once it is stored (with a session), while the model answers: a streamed
+    Responses API reply names itself by it from its first event."""
     timings: dict[str, float] | None = None
 
 
@@ -180,6 +183,8 @@ async def _run(
             "inputs": inputs,
         }
         recorded = asyncio.create_task(_record_snapshot(svc, row))  # written while the model answers
+        if (told := call.on_snapshot) is not None:
+            recorded.add_done_callback(lambda task: task.cancelled() or task.exception() or told(task.result()))
     with _timed(call, "model"):
         try:
             done = await _call_model(svc, ctx.model, assembled, call)
@@ -302,6 +307,54 @@ async def replay_context(svc: TDAService, row: Any, profile: ProfileRow) -> Any:
     )
     cutoff = Cutoff(row.turn, row.created_at, inputs["assembled_at"])
     return await _context(svc, call, conversation, profile, session, cutoff)
+
+
+async def answered(svc: TDAService, row: Any) -> tuple[Message, ...]:
+    """The conversation one recorded client call sent (its instructions aside) and the reply it got, from its
+    snapshot ``row``: where a client that names that call goes on from (the Responses API's
+    ``previous_response_id``). NotFound: no chat client made the call, or its model call failed (no reply)."""
+    gateway = (row.inputs or {}).get("gateway")
+    if gateway is None:
+        raise NotFound(f"snapshot {row.id} is not of a chat client's call")
+    if gateway.get("chat") is None:
+        msg = f"this call's conversation had over {REPLAY_KEEPS:,} messages and was not kept"
+        raise Conflict(f"{msg}; send the whole conversation instead")
+    reply = (await _step_replies(svc, row.session_id, row.turn)).get(row.id)
+    if reply is None:
+        raise NotFound(f"the model call of snapshot {row.id} failed: it has no reply to go on from")
+    return (*(Message.from_chat(m) for m in gateway["chat"]), reply)
+
+
+async def _step_replies(svc: TDAService, session_id: str, turn: int) -> dict[int, Message]:
+    """The reply each step of a turn got, by snapshot id, found by following how ``_record`` wrote the turn: the
+    first step its history, query, tool loop and reply; each later step the tool-loop messages it added and its
+    reply. A step whose messages are not where they would be wrote nothing (its model call failed); when the
+    step after one wrote what it would have written, the reply is both's (the failed one's id was never sent)."""
+    messages = [_message(m) for m in await svc.store.sessions.turn_messages(session_id, turn)]
+    asked = max((i for i, m in enumerate(messages) if m.role == "user"), default=len(messages))
+    replies: dict[int, Message] = {}
+    position, last_start = asked + 1, None
+    for snapshot_id, inputs in await svc.store.sessions.turn_snapshot_inputs(session_id, turn):
+        gateway = inputs.get("gateway") or {}
+        if gateway.get("chat") is None:
+            break  # how much such a step wrote is not known
+        continuation = [Message.from_chat(m) for m in gateway["chat"][gateway["history"] + 1 :]]
+        for start in (position, last_start):
+            if start is None:
+                continue
+            added = continuation[_common(messages[asked + 1 : start], continuation) :]
+            end = start + len(added)
+            written = messages[start : end + 1]
+            if (
+                len(written) == len(added) + 1
+                and written[-1].role == "assistant"
+                and _common(written, added) == len(added)
+            ):
+                replies[snapshot_id] = messages[end]
+                if start == position:
+                    position, last_start = end + 1, start
+                break
+    return replies
 
 
 async def _call_model(svc: TDAService, model: str, assembled: AssembledContext, call: ClientCall) -> Completion:

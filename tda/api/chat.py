@@ -9,9 +9,7 @@ without it a call is stateless and leaves nothing behind.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import dataclasses
 import json
 import re
 import time
@@ -34,6 +32,7 @@ from ..models import ProfileRow, SessionRow
 from ..service import TDAService, service
 from .common import json_object
 from .openapi import openai_wire
+from .streaming import start_turn
 
 bp = Blueprint("chat", __name__, url_prefix="/v1")
 tag(["chat"])(bp)
@@ -46,7 +45,6 @@ PROFILE_DEFAULT_MODEL = ("tda", "default", "")
 PROFILE_MODEL_PREFIX = "tda/"
 """``tda/<profile id>``: the model of that profile (for clients that cannot send headers)."""
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-_background: set[asyncio.Task[Any]] = set()
 
 
 class _Loose(BaseModel):
@@ -137,7 +135,7 @@ async def chat_completions() -> Any:
         raise Invalid(msg, errors=[{"loc": "n", "msg": msg, "type": "value_error"}])
     messages = [_message(m, i) for i, m in enumerate(body.messages)]
     split(messages)  # a chat without a user message is refused before anything is created
-    model = await _model(body.model)
+    model = await requested_model(body.model)
     profile, session = await resolve_call(svc, body.model, body.user)
     call = ClientCall(
         messages=messages,
@@ -185,7 +183,7 @@ def _message(m: ChatMessage, index: int) -> Message:
     )
 
 
-async def _model(name: str) -> str | None:
+async def requested_model(name: str) -> str | None:
     """The litellm model a request names, or None for the profile's model."""
     if name in PROFILE_DEFAULT_MODEL or name.startswith(PROFILE_MODEL_PREFIX):
         return None
@@ -197,8 +195,13 @@ async def _model(name: str) -> str | None:
 
 async def resolve_call(svc: TDAService, model: str, user: str | None) -> tuple[ProfileRow, SessionRow | None]:
     """The profile and session a call's headers (and model name ``tda/<profile>``) name. Without ``X-TDA-Session``
-    the call is stateless: nothing is recorded. A named session is created on first use, for the user the request
-    names (OpenAI's ``user``), else for the caller."""
+    the call is stateless: nothing is recorded."""
+    session_id, profile_id = requested_ids(model)
+    return await resolve_ids(svc, session_id, profile_id, user)
+
+
+def requested_ids(model: str) -> tuple[str | None, str | None]:
+    """The session and profile ids a call's headers (and model name ``tda/<profile>``) name, checked."""
     session_id = request.headers.get(SESSION_HEADER)
     profile_id = request.headers.get(PROFILE_HEADER)
     if profile_id is None and model.startswith(PROFILE_MODEL_PREFIX):
@@ -207,6 +210,14 @@ async def resolve_call(svc: TDAService, model: str, user: str | None) -> tuple[P
         if value is not None and not _ID.match(value):
             msg = "use 1-64 letters, digits, '_', '.' or '-', starting with a letter or digit"
             raise Invalid(f"{header} {value!r} is not an id: {msg}", errors=[{"loc": header, "msg": msg}])
+    return session_id, profile_id
+
+
+async def resolve_ids(
+    svc: TDAService, session_id: str | None, profile_id: str | None, user: str | None
+) -> tuple[ProfileRow, SessionRow | None]:
+    """The profile and session of a call (no session: stateless). A named session is created on first use, for
+    the user the request names (OpenAI's ``user``), else for the caller."""
     if session_id is None:
         return await _profile(svc, profile_id), None
     try:
@@ -298,44 +309,21 @@ async def _streamed(
     usage: bool,
     headers: dict[str, str],
 ) -> Response:
-    """Run the turn in a task that hands deltas over a queue. Errors before the model starts answering (a bad
-    chat, an unknown profile) are plain HTTP errors; later ones arrive as an ``error`` event. A client that goes
-    away does not cancel the turn: it is still recorded."""
-    deltas: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-    turn = asyncio.create_task(complete(svc, dataclasses.replace(call, on_delta=deltas.put), profile, session))
-    _background.add(turn)
-    turn.add_done_callback(_background.discard)
-    first = asyncio.create_task(deltas.get())
-    await asyncio.wait({turn, first}, return_when=asyncio.FIRST_COMPLETED)
-    if turn.done() and turn.exception() is not None and not first.done():
-        first.cancel()
-        raise turn.exception()  # type: ignore[misc]
+    """Server-sent chunks as the model answers; an error after it started arrives as an ``error`` event."""
+    streamed = await start_turn(svc, call, profile, session)
     model = call.model or profile.model or svc.settings.model
     chunk_id = f"chatcmpl-tda-{uuid.uuid4().hex}"
 
     async def events() -> AsyncIterator[bytes]:
         yield _chunk(chunk_id, model, {"role": "assistant", "content": ""})
-        pending: asyncio.Task[dict[str, Any]] | None = first
-        try:
-            while pending is not None:
-                await asyncio.wait({turn, pending}, return_when=asyncio.FIRST_COMPLETED)
-                if pending.done():
-                    yield _chunk(chunk_id, model, pending.result())
-                    pending = asyncio.create_task(deltas.get())
-                elif turn.done():
-                    pending.cancel()
-                    pending = None
-        finally:  # the client went away: stop waiting for deltas (the turn itself goes on and is recorded)
-            if pending is not None:
-                pending.cancel()
-        while not deltas.empty():
-            yield _chunk(chunk_id, model, deltas.get_nowait())
-        if turn.exception() is not None:
-            exc = turn.exception()
+        async with contextlib.aclosing(streamed.deltas()) as deltas:
+            async for delta in deltas:
+                yield _chunk(chunk_id, model, delta)
+        if (exc := streamed.error()) is not None:
             message = exc.message if isinstance(exc, ServiceError) else f"{type(exc).__name__}: {exc}"
             yield _sse({"error": {"message": message, "type": getattr(exc, "code", "internal_error")}})
         else:
-            result = turn.result()
+            result = streamed.turn.result()
             yield _chunk(chunk_id, result["model"], {}, result["finish_reason"])
             if usage:
                 yield _sse(

@@ -515,6 +515,16 @@ class SessionStore:
             raise NotFound(f"no snapshot {snapshot_id}")
         return row
 
+    async def turn_snapshot_inputs(self, session_id: str, turn: int) -> list[tuple[int, dict[str, Any]]]:
+        """The id and inputs of each window assembled for one turn (each step of its tool loop), oldest first."""
+        query = (
+            select(SnapshotRow.id, SnapshotRow.inputs)
+            .where(SnapshotRow.session_id == session_id, SnapshotRow.turn == turn)
+            .order_by(SnapshotRow.id)
+        )
+        async with self.db.read() as s:
+            return [(int(i), inputs) for i, inputs in (await s.execute(query)).all()]
+
     async def snapshots(
         self, session_id: str | None, after_id: int = 0, limit: int = 500, newest_first: bool = False
     ) -> list[SnapshotRow]:

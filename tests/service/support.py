@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import json
+import socket
 import textwrap
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import openai
+
+if TYPE_CHECKING:
+    from tda.service import TDAService
 
 ECHO = '''
 from components.context_window.base import ContextModule, Message, text_contribution, Contribution, newest_first
@@ -51,9 +57,10 @@ FIXTURE_TYPE = {
 
 
 class ScriptedModel:
-    """The mock model, scripted reply by reply (the way simonw/llm scripts a fake model). Each reply is a text,
-    or a list of ``(call_id, tool_name, arguments)`` tool calls; it goes through litellm as ``mock_response``,
-    so the service's real litellm path runs. ``sent`` keeps what each call was sent."""
+    """The mock model, scripted reply by reply (the way simonw/llm scripts a fake model). Each reply is a text, an
+    exception (the provider failing), a list of ``(call_id, tool_name, arguments)`` tool calls, or a tuple of a text
+    and such calls (a reply with both); it goes through litellm as ``mock_response``, so the service's real litellm
+    path runs. ``sent`` keeps what each call was sent."""
 
     def __init__(self, *replies: Any) -> None:
         from tda.llm import LLM
@@ -74,16 +81,45 @@ class ScriptedModel:
 
     def _next(self) -> Any:
         reply = self.replies.pop(0) if self.replies else "Done."
-        if isinstance(reply, str):
+        if isinstance(reply, str | Exception):  # litellm raises an exception given as the mock response
             return reply
         from litellm import ModelResponse
 
+        text, reply = reply if isinstance(reply, tuple) else (None, reply)
         calls = [
             {"id": cid, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
             for cid, name, args in reply
         ]
-        message = {"role": "assistant", "content": None, "tool_calls": calls}
+        message = {"role": "assistant", "content": text, "tool_calls": calls}
         return ModelResponse(
             choices=[{"index": 0, "finish_reason": "tool_calls", "message": message}],
             usage={"prompt_tokens": 0, "completion_tokens": 9, "total_tokens": 9},
         )
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Served:
+    """The app served on 127.0.0.1 (the ``served`` fixture), its scripted model, and the official SDK pointed at it."""
+
+    def __init__(self, svc: TDAService, model: ScriptedModel, base_url: str, token: str) -> None:
+        self.svc, self.model, self.base_url, self.token = svc, model, base_url, token
+        self.clients: list[openai.AsyncOpenAI] = []
+
+    def client(self, key: str | None = None) -> openai.AsyncOpenAI:
+        """The official SDK, pointed at tda: base_url and a tda token as the API key are all it takes."""
+        client = openai.AsyncOpenAI(base_url=self.base_url, api_key=key or self.token, max_retries=0, timeout=30)
+        self.clients.append(client)
+        return client
+
+    async def get(self, path: str, method: str = "GET") -> Any:
+        import httpx
+
+        async with httpx.AsyncClient(base_url=self.base_url.removesuffix("/v1"), timeout=30) as http:
+            r = await http.request(method, path, headers={"Authorization": f"Bearer {self.token}"})
+            assert r.status_code == 200, r.text
+            return r.json()

@@ -8,19 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
-from collections.abc import AsyncIterator
 from typing import Any
 
 import openai
 import pytest
-from hypercorn.asyncio import serve
-from hypercorn.config import Config
 
-from tda.app import create_app
-from tda.config import Settings
-from tda.service import TDAService
-from tests.service.support import ScriptedModel
+from tests.service.support import Served
 
 TOOLS = [
     {
@@ -53,62 +46,6 @@ ORDERS = [
     {"order": 2, "status": "open", "amount": 80.0},
     {"order": 3, "status": "open", "amount": 42.25},
 ]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Served:
-    def __init__(self, svc: TDAService, model: ScriptedModel, base_url: str, token: str) -> None:
-        self.svc, self.model, self.base_url, self.token = svc, model, base_url, token
-        self.clients: list[openai.AsyncOpenAI] = []
-
-    def client(self, key: str | None = None) -> openai.AsyncOpenAI:
-        """The official SDK, pointed at tda: base_url and a tda token as the API key are all it takes."""
-        client = openai.AsyncOpenAI(base_url=self.base_url, api_key=key or self.token, max_retries=0, timeout=30)
-        self.clients.append(client)
-        return client
-
-    async def get(self, path: str, method: str = "GET") -> Any:
-        import httpx
-
-        async with httpx.AsyncClient(base_url=self.base_url.removesuffix("/v1"), timeout=30) as http:
-            r = await http.request(method, path, headers={"Authorization": f"Bearer {self.token}"})
-            assert r.status_code == 200, r.text
-            return r.json()
-
-
-@pytest.fixture
-async def served(settings: Settings) -> AsyncIterator[Served]:
-    model = ScriptedModel()
-    app = create_app(settings, llm=model.llm, migrate=False, warm_up_llm=False, warm_up_knowledge=False)
-    config = Config()
-    port = _free_port()
-    config.bind = [f"127.0.0.1:{port}"]
-    config.accesslog = None
-    stop = asyncio.Event()
-    server = asyncio.create_task(serve(app, config, shutdown_trigger=stop.wait))
-    svc: TDAService = app.extensions["tda"]
-    for _ in range(200):
-        try:
-            _, writer = await asyncio.open_connection("127.0.0.1", port)
-            writer.close()
-            break
-        except OSError:
-            await asyncio.sleep(0.05)
-    token, _ = await svc.store.tokens.create("agent", "admin")
-    await svc.knowledge.warm_up()  # as serve does: the first turn's retrieval must not time out opening Chroma
-    target = Served(svc, model, f"http://127.0.0.1:{port}/v1", token)
-    try:
-        yield target
-    finally:
-        for client in target.clients:
-            await client.close()
-        stop.set()
-        await asyncio.wait_for(server, 10)
 
 
 def _module(snapshot: dict[str, Any], module_id: str) -> dict[str, Any]:

@@ -1,0 +1,64 @@
+"""A gateway call streamed: the turn runs in a task that hands the model's deltas over a queue, shared by the
+OpenAI wire formats (chat completions, responses)."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import AsyncIterator
+from typing import Any
+
+from ..gateway import ClientCall, complete
+from ..models import ProfileRow, SessionRow
+from ..service import TDAService
+
+_background: set[asyncio.Task[Any]] = set()
+
+
+@dataclasses.dataclass
+class StreamedTurn:
+    turn: asyncio.Task[dict[str, Any]]
+    queue: asyncio.Queue[dict[str, Any]]
+    first: asyncio.Task[dict[str, Any]]
+
+    async def deltas(self) -> AsyncIterator[dict[str, Any]]:
+        """Each delta as the model sends it (``{"content": ...}`` or ``{"tool_calls": [...]}``), until the turn
+        ends. Close it (``contextlib.aclosing``) when the client goes away: the turn itself goes on and is
+        recorded."""
+        pending: asyncio.Task[dict[str, Any]] | None = self.first
+        try:
+            while pending is not None:
+                await asyncio.wait({self.turn, pending}, return_when=asyncio.FIRST_COMPLETED)
+                if pending.done():
+                    yield pending.result()
+                    pending = asyncio.create_task(self.queue.get())
+                elif self.turn.done():
+                    pending.cancel()
+                    pending = None
+        finally:
+            if pending is not None:
+                pending.cancel()
+        while not self.queue.empty():
+            yield self.queue.get_nowait()
+
+    def error(self) -> BaseException | None:
+        """What ended the turn, once the deltas are through (None: it completed; ``turn.result()`` is its result)."""
+        return self.turn.exception()
+
+
+async def start_turn(
+    svc: TDAService, call: ClientCall, profile: ProfileRow, session: SessionRow | None
+) -> StreamedTurn:
+    """Start the call and wait for its first delta. Errors before the model starts answering (a bad chat, an
+    unknown profile) are raised here, as plain HTTP errors; later ones are the caller's to send as an event. A
+    client that goes away does not cancel the turn."""
+    queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    turn = asyncio.create_task(complete(svc, dataclasses.replace(call, on_delta=queue.put), profile, session))
+    _background.add(turn)
+    turn.add_done_callback(_background.discard)
+    first = asyncio.create_task(queue.get())
+    await asyncio.wait({turn, first}, return_when=asyncio.FIRST_COMPLETED)
+    if turn.done() and turn.exception() is not None and not first.done():
+        first.cancel()
+        raise turn.exception()  # type: ignore[misc]
+    return StreamedTurn(turn, queue, first)
