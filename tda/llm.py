@@ -98,6 +98,15 @@ async def routing_error(model: str, base_url: str | None = None) -> str | None:
     return None
 
 
+async def provider_of(model: str) -> str | None:
+    """The provider litellm calls ``model`` at (``openai``, ``anthropic``, ...), or None when it knows none."""
+    litellm = await _litellm_loaded()
+    try:
+        return str(litellm.get_llm_provider(model=model)[1])
+    except Exception:  # litellm raises its own BadRequestError for names it cannot route
+        return None
+
+
 NO_KEY = "no-key"
 """The key sent to a base URL whose upstream names no key variable: never a provider's own key (litellm would
 otherwise send ``OPENAI_API_KEY`` to whatever host the URL names). Local servers ignore it."""

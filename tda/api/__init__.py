@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from quart import Quart
 
-from . import audit, chat, components, events, modules, profiles, sessions, signin, snapshots, types
+from . import audit, chat, components, events, model_list, modules, profiles, sessions, signin, snapshots, types
 from .errors import register_error_handlers
 from .openapi import OtherThan
 
@@ -18,6 +18,7 @@ BLUEPRINTS = (
     signin.bp,
     audit.bp,
     chat.bp,
+    model_list.bp,
     components.bp,
 )
 

@@ -32,6 +32,7 @@ from ..llm import routing_error
 from ..service import TDAService, service
 from ..turns import TurnOptions, chat_turn
 from .common import json_object
+from .model_list import profile_of_model, session_base_url
 from .openapi import openai_wire
 
 bp = Blueprint("chat", __name__, url_prefix="/v1")
@@ -115,14 +116,16 @@ async def chat_completions() -> Any:
     """An OpenAI chat completion (``stream: true`` for server-sent chunks), with tda's context management."""
     svc = service()
     body = _parse(await json_object())
-    session_id = await _session(svc)
+    by_model = profile_of_model(body.model)  # "tda/<profile_id>" selects the profile
+    session_id = await _session(svc, by_model)
     options = TurnOptions(
         tools=tuple(ToolSchema.from_openai(t.model_dump()) for t in body.tools) if body.tools is not None else None,
         tool_choice=body.tool_choice,
-        model=None if body.model in PROFILE_DEFAULT_MODEL else body.model,
+        model=None if body.model in PROFILE_DEFAULT_MODEL or by_model else body.model,
         max_tokens=body.max_completion_tokens or body.max_tokens,
     )
-    if options.model is not None and (why := await routing_error(options.model)):
+    why = options.model is not None and await routing_error(options.model)
+    if why and not await session_base_url(svc, session_id):  # at a base URL any name is a model (openai/<name>)
         msg = f"model {options.model!r} names no provider litellm knows ({why}); send 'tda' for the profile's model"
         raise Invalid(msg, errors=[{"loc": "model", "msg": msg, "type": "value_error"}])
     conversation = [_message(m, i) for i, m in enumerate(body.messages)]
@@ -159,10 +162,15 @@ def _message(m: ChatMessage, index: int) -> Message:
     )
 
 
-async def _session(svc: TDAService) -> str:
-    """The session the headers name, created on first use (bound to the named or the default profile)."""
+async def _session(svc: TDAService, by_model: str | None = None) -> str:
+    """The session the headers name, created on first use (bound to the named or the default profile).
+    ``by_model``: the profile the request's ``model`` names (``tda/<profile_id>``)."""
     session_id = request.headers.get(SESSION_HEADER) or f"chat-{uuid.uuid4().hex[:16]}"
     profile_id = request.headers.get(PROFILE_HEADER)
+    if by_model is not None and profile_id not in (None, by_model):
+        msg = f"model 'tda/{by_model}' names profile {by_model!r}, {PROFILE_HEADER} names {profile_id!r}; send one"
+        raise Invalid(msg, errors=[{"loc": "model", "msg": msg, "type": "value_error"}])
+    profile_id = by_model or profile_id
     for header, value in ((SESSION_HEADER, session_id), (PROFILE_HEADER, profile_id)):
         if value is not None and not _ID.match(value):
             msg = "use 1-64 letters, digits, '_', '.' or '-', starting with a letter or digit"

@@ -4,89 +4,22 @@ was sent. The client is the real `openai` SDK against a served app; the mock mod
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import logging
-import socket
 import uuid
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
-from typing import Any
+from collections.abc import Iterator
 
-import httpx
 import openai
 import pytest
-from hypercorn.asyncio import serve
-from hypercorn.config import Config
 
-from tda.app import create_app
 from tda.config import Settings
-from tda.service import TDAService
 from tests.service.fake_upstream import FakeUpstream, fake_upstream
+from tests.service.served_app import served
 
 KEY_VAR = "TDA_TEST_UPSTREAM_KEY"
 GPT_41_OUTPUT_LIMIT = 32_768
 """gpt-4.1's output limit as OpenAI documents it (platform.openai.com/docs/models/gpt-4.1)."""
 CHAT = [{"role": "user", "content": "Which regions grew fastest last quarter?"}]
-
-
-@dataclasses.dataclass
-class App:
-    base_url: str
-    token: str
-    svc: TDAService
-    clients: list[openai.AsyncOpenAI] = dataclasses.field(default_factory=list)
-
-    def sdk(self, **headers: str) -> openai.AsyncOpenAI:
-        """The official SDK pointed at tda (closed when the app stops)."""
-        client = openai.AsyncOpenAI(
-            base_url=self.base_url, api_key=self.token, max_retries=0, timeout=60, default_headers=headers
-        )
-        self.clients.append(client)
-        return client
-
-    async def http(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
-        async with httpx.AsyncClient(base_url=self.base_url.removesuffix("/v1"), timeout=30) as client:
-            return await client.request(method, path, headers={"Authorization": f"Bearer {self.token}"}, **kwargs)
-
-    async def profile(self, profile_id: str, **fields: Any) -> None:
-        r = await self.http("POST", "/v1/profiles", json={"id": profile_id, "type": "tool_enabled", **fields})
-        assert r.status_code == 201, r.text
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@asynccontextmanager
-async def served(settings: Settings) -> AsyncIterator[App]:
-    app = create_app(settings, migrate=False, warm_up_llm=False, warm_up_knowledge=False)
-    config = Config()
-    port = _free_port()
-    config.bind = [f"127.0.0.1:{port}"]
-    config.accesslog = None
-    stop = asyncio.Event()
-    server = asyncio.create_task(serve(app, config, shutdown_trigger=stop.wait))
-    svc: TDAService = app.extensions["tda"]
-    for _ in range(200):
-        try:
-            _, writer = await asyncio.open_connection("127.0.0.1", port)
-            writer.close()
-            break
-        except OSError:
-            await asyncio.sleep(0.05)
-    token, _ = await svc.store.tokens.create("agent", "admin")
-    await svc.knowledge.warm_up()
-    target = App(f"http://127.0.0.1:{port}/v1", token, svc)
-    try:
-        yield target
-    finally:
-        for client in target.clients:
-            await client.close()
-        stop.set()
-        await asyncio.wait_for(server, 10)
 
 
 @pytest.fixture
@@ -221,3 +154,24 @@ async def test_max_tokens_is_capped_at_the_model_s_output_limit(live: Settings, 
     assert sent[0] == GPT_41_OUTPUT_LIMIT
     assert sent[1] == 500  # the client's own cap, lower still
     assert sent[2] == reserves[1]  # no known limit: the type's reserve
+
+
+async def test_a_client_may_name_any_model_at_a_base_url_but_only_a_routable_one_without(
+    live: Settings, upstream: FakeUpstream, secret: str
+):
+    async with served(live) as app:
+        await app.profile("local", model="my-local-model", upstream={"base_url": upstream.base_url})
+        await app.profile("openai", model="gpt-4o")
+        reply = await app.sdk(**{"X-TDA-Profile": "local"}).chat.completions.create(
+            model="another-local-model",
+            messages=CHAT,  # type: ignore[arg-type]
+        )
+        with pytest.raises(openai.UnprocessableEntityError) as refused:
+            await app.sdk(**{"X-TDA-Profile": "openai"}).chat.completions.create(
+                model="another-local-model",
+                messages=CHAT,  # type: ignore[arg-type]
+            )
+
+    assert reply.choices[0].message.content == upstream.answer("another-local-model")
+    assert upstream.models_called() == ["another-local-model"]
+    assert "names no provider litellm knows" in refused.value.message
