@@ -73,9 +73,9 @@ def _upstream_base_url(value: str) -> str:
 
 def _env_var_name(value: str) -> str:
     if not re.match(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$", value):
-        raise ValueError(
-            f"TDA_UPSTREAM_API_KEY_ENV={value!r} is not an environment variable's name (the key itself goes in "
-            "that variable, never here); use e.g. OPENAI_API_KEY"
+        raise ValueError(  # the value is not echoed: it may be the key itself
+            "TDA_UPSTREAM_API_KEY_ENV is not an environment variable's name; put the key in a variable of its own "
+            "and name that variable here, e.g. TDA_UPSTREAM_API_KEY_ENV=OPENAI_API_KEY"
         )
     return value
 

@@ -120,6 +120,7 @@ async def test_a_failed_call_is_retried_num_retries_times(
     assert upstream.models_called() == ["flaky"] * 3 + ["down"] * 3  # the first call and two retries each
     assert failed.value.status_code == 502
     assert "the model call failed" in failed.value.message
+    assert secret not in str(failed.value.body)
 
 
 async def test_a_fallback_model_answers_when_the_first_fails(live: Settings, upstream: FakeUpstream, secret: str):
@@ -175,3 +176,26 @@ async def test_a_client_may_name_any_model_at_a_base_url_but_only_a_routable_one
     assert reply.choices[0].message.content == upstream.answer("another-local-model")
     assert upstream.models_called() == ["another-local-model"]
     assert "names no provider litellm knows" in refused.value.message
+
+
+def test_upstream_settings_are_read_and_bad_ones_refused_without_echoing_a_key():
+    env = {
+        "TDA_UPSTREAM_BASE_URL": "http://127.0.0.1:11434/v1/",
+        "TDA_UPSTREAM_API_KEY_ENV": "TEAM_LLM_KEY",
+        "TDA_UPSTREAM_RETRIES": "0",
+        "TDA_UPSTREAM_FALLBACKS": "gpt-4o-mini, gpt-4.1-mini",
+    }
+    settings = Settings.from_env(env)
+    assert settings.upstream_base_url == "http://127.0.0.1:11434/v1"
+    assert settings.upstream_api_key_env == "TEAM_LLM_KEY"
+    assert settings.upstream_retries == 0
+    assert settings.upstream_fallbacks == ("gpt-4o-mini", "gpt-4.1-mini")
+    assert Settings.from_env({}).upstream_retries == 2
+    key = "sk-proj-" + "x" * 40  # the key itself where its variable's name belongs
+    with pytest.raises(ValueError, match="put the key in a variable of its own") as refused:
+        Settings.from_env({"TDA_UPSTREAM_API_KEY_ENV": key})
+    assert key not in str(refused.value)
+    with pytest.raises(ValueError, match="0 to 5"):
+        Settings.from_env({"TDA_UPSTREAM_RETRIES": "9"})
+    with pytest.raises(ValueError, match="http"):
+        Settings.from_env({"TDA_UPSTREAM_BASE_URL": "127.0.0.1:11434"})
