@@ -51,14 +51,32 @@ def _route_is_openai(allowed: str) -> bool:
     return bool(getattr(current_app.view_functions.get(rule.endpoint), OPENAI_WIRE, False))
 
 
+def _tda_resource(path: str) -> bool:
+    """Whether ``path`` is under one of tda's own /v1 resources (``/v1/sessions/...``): its 404s (an id out of
+    an integer route's range, a sub-path that does not exist) keep the error shape /openapi.json documents."""
+    segment = _first_segment(path)
+    return any(
+        rule.rule.startswith("/v1/")
+        and _first_segment(rule.rule) == segment
+        and not getattr(current_app.view_functions.get(rule.endpoint), OPENAI_WIRE, False)
+        for rule in current_app.url_map.iter_rules()
+    )
+
+
+def _first_segment(path: str) -> str:
+    return path.removeprefix("/v1/").split("/", 1)[0]
+
+
 def _unrouted_v1(exc: HTTPException) -> tuple[dict[str, Any], int, dict[str, str]] | None:
     """A /v1 path no route serves (404), or a method an OpenAI route does not take (405), in OpenAI's shape:
     OpenAI clients call /v1 paths this server may lack (``/v1/embeddings``) and show only that shape's message.
-    A 405 on tda's own routes keeps tda's documented error shape."""
+    tda's own resources keep tda's documented error shape."""
     if request.url_rule is not None or not request.path.startswith("/v1/") or exc.code not in (404, 405):
         return None
     call = f"{request.method} {request.path}"
     if exc.code == 404:
+        if _tda_resource(request.path):
+            return None
         message = (
             f"{call} is not a route of this server. Its OpenAI-compatible routes: {', '.join(_openai_routes())}; "
             "GET /v1/models lists the model names to send; /openapi.json documents every route"

@@ -85,6 +85,7 @@ async def test_a_path_the_server_lacks_answers_in_openai_s_shape(settings: Setti
         wrong_on_models = await app.http("DELETE", "/v1/models")
         tda_route_405 = await app.http("DELETE", "/v1/profiles")
         tda_404 = await app.http("GET", "/v1/profiles/nobody")
+        tda_unrouted = await app.http("GET", "/v1/snapshots/99999999999")  # past the integer route's range
 
     message = embeddings.value.message
     assert "POST /v1/embeddings is not a route of this server" in message
@@ -98,3 +99,4 @@ async def test_a_path_the_server_lacks_answers_in_openai_s_shape(settings: Setti
     # tda's own routes keep the error shape /openapi.json documents for them
     assert tda_route_405.status_code == 405 and tda_route_405.json()["error"] == "method_not_allowed"
     assert tda_404.status_code == 404 and tda_404.json()["error"] == "not_found"
+    assert tda_unrouted.status_code == 404 and tda_unrouted.json()["error"] == "not_found"
