@@ -52,7 +52,8 @@ def no_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
 async def test_a_profile_s_base_url_and_key_reach_its_upstream(
     live: Settings, upstream: FakeUpstream, secret: str, caplog: pytest.LogCaptureFixture
 ):
-    caplog.set_level(logging.DEBUG)
+    caplog.set_level(logging.INFO)  # what `tda serve` logs by default (TDA_LOG_LEVEL)
+    caplog.set_level(logging.DEBUG, logger="tda")
     async with served(live) as app:
         at = {"base_url": upstream.base_url, "api_key_env": KEY_VAR}
         await app.profile("local", model="my-local-model", upstream=at)  # a name litellm has no entry for
