@@ -135,16 +135,18 @@ class Upstream:
 
     def merged(self, profile: Mapping[str, Any] | None) -> Upstream:
         """A profile's upstream (``ProfileRow.upstream``) over this default: what it sets wins. A profile that
-        names its own base URL uses only its own key variable: the default's key is never sent to another host."""
+        names its own base URL uses only its own key variable and fallbacks: the default's key is never sent to
+        another host, nor its models asked for there."""
         if not profile:
             return self
-        base_url = profile.get("base_url")
+        own_host = bool(profile.get("base_url"))
         retries = profile.get("num_retries")
+        fallbacks = tuple(profile.get("fallbacks") or ())
         return Upstream(
-            base_url=base_url or self.base_url,
-            api_key_env=profile.get("api_key_env") if base_url else profile.get("api_key_env") or self.api_key_env,
+            base_url=profile.get("base_url") or self.base_url,
+            api_key_env=profile.get("api_key_env") or (None if own_host else self.api_key_env),
             num_retries=self.num_retries if retries is None else int(retries),
-            fallbacks=tuple(profile.get("fallbacks") or ()) or self.fallbacks,
+            fallbacks=fallbacks or (() if own_host else self.fallbacks),
         )
 
 

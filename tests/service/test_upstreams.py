@@ -13,6 +13,7 @@ import openai
 import pytest
 
 from tda.config import Settings
+from tda.llm import Upstream
 from tests.service.fake_upstream import FakeUpstream, fake_upstream
 from tests.service.served_app import served
 
@@ -200,3 +201,14 @@ def test_upstream_settings_are_read_and_bad_ones_refused_without_echoing_a_key()
         Settings.from_env({"TDA_UPSTREAM_RETRIES": "9"})
     with pytest.raises(ValueError, match="http"):
         Settings.from_env({"TDA_UPSTREAM_BASE_URL": "127.0.0.1:11434"})
+
+
+def test_a_profile_s_upstream_overrides_the_default_field_by_field():
+    default = Upstream(base_url="https://llm.internal/v1", api_key_env="TEAM_KEY", num_retries=2, fallbacks=("b",))
+    assert default.merged({}) == default
+    assert default.merged({"num_retries": 0}) == Upstream("https://llm.internal/v1", "TEAM_KEY", 0, ("b",))
+    assert default.merged({"api_key_env": "MINE"}) == Upstream("https://llm.internal/v1", "MINE", 2, ("b",))
+    # its own host: neither the default's key nor its fallback models go there
+    assert default.merged({"base_url": "http://127.0.0.1:11434/v1"}) == Upstream("http://127.0.0.1:11434/v1", None, 2)
+    own = {"base_url": "http://127.0.0.1:11434/v1", "api_key_env": "LOCAL", "fallbacks": ["qwen"]}
+    assert default.merged(own) == Upstream("http://127.0.0.1:11434/v1", "LOCAL", 2, ("qwen",))
