@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -64,6 +65,37 @@ def _bus_url(value: str) -> str:
     return value
 
 
+def _upstream_base_url(value: str) -> str:
+    if not re.match(r"^https?://\S+$", value):
+        raise ValueError(f"TDA_UPSTREAM_BASE_URL={value!r} is not an http(s) URL; use e.g. http://127.0.0.1:11434/v1")
+    return value.rstrip("/")
+
+
+def _env_var_name(value: str) -> str:
+    if not re.match(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$", value):
+        raise ValueError(  # the value is not echoed: it may be the key itself
+            "TDA_UPSTREAM_API_KEY_ENV is not an environment variable's name; put the key in a variable of its own "
+            "and name that variable here, e.g. TDA_UPSTREAM_API_KEY_ENV=OPENAI_API_KEY"
+        )
+    return value
+
+
+def _retries(value: str) -> int:
+    if not value.isdigit() or int(value) > 5:
+        raise ValueError(f"TDA_UPSTREAM_RETRIES={value!r} is not a whole number from 0 to 5")
+    return int(value)
+
+
+def _model_names(value: str) -> tuple[str, ...]:
+    return tuple(name.strip() for name in value.split(",") if name.strip())
+
+
+def api_key_in_env(name: str) -> str | None:
+    """The value of the environment variable a model upstream names for its key, read when a call is made (so a
+    rotated key is picked up); the key is never stored in settings, logged or returned."""
+    return os.environ.get(name) or None
+
+
 def user_data_dir(env: Mapping[str, str]) -> Path:
     """The user's data directory (XDG): ``$XDG_DATA_HOME/tda``, else ``~/.local/share/tda``. Never
     relative to the working directory, so every command finds the same store wherever it runs."""
@@ -86,6 +118,17 @@ class Settings:
     port: int = 8000
     model: str = "gpt-4o"
     """The model turns are sent to (litellm name)."""
+    upstream_base_url: str | None = None
+    """``TDA_UPSTREAM_BASE_URL``: an OpenAI-compatible API (``http://host:port/v1``) models are called at, for
+    profiles that name no upstream of their own; unset: the provider litellm picks from the model's name."""
+    upstream_api_key_env: str | None = None
+    """``TDA_UPSTREAM_API_KEY_ENV``: the name of the environment variable holding the key for the default
+    upstream (sent as ``Authorization: Bearer``); unset: the provider's own variable (``OPENAI_API_KEY``, ...)
+    without a base URL, and no key with one."""
+    upstream_retries: int = 2
+    """``TDA_UPSTREAM_RETRIES``: retries of a failed model call (0-5; LiteLLM's and the OpenAI SDK's default, 2)."""
+    upstream_fallbacks: tuple[str, ...] = ()
+    """``TDA_UPSTREAM_FALLBACKS``: models tried in order when a call still fails (comma-separated)."""
     mock_model: bool = True
     """Answer turns with litellm's ``mock_response`` instead of calling a provider (demo/offline)."""
     embedder: str = "minilm-int8"
@@ -127,6 +170,10 @@ class Settings:
             "host": ("TDA_HOST", str),
             "port": ("TDA_PORT", int),
             "model": ("TDA_MODEL", str),
+            "upstream_base_url": ("TDA_UPSTREAM_BASE_URL", _upstream_base_url),
+            "upstream_api_key_env": ("TDA_UPSTREAM_API_KEY_ENV", _env_var_name),
+            "upstream_retries": ("TDA_UPSTREAM_RETRIES", _retries),
+            "upstream_fallbacks": ("TDA_UPSTREAM_FALLBACKS", _model_names),
             "mock_model": ("TDA_MOCK_MODEL", lambda v: v.lower() not in {"0", "false", "no"}),
             "embedder": ("TDA_EMBEDDER", _embedder),
             "max_champion_cases": ("TDA_MAX_CHAMPION_CASES", _positive_int("TDA_MAX_CHAMPION_CASES")),

@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from components.context_window.metering import Summary, prompt_of
+
+from .config import api_key_in_env
+
+if TYPE_CHECKING:
+    from .config import Settings
 
 MOCK_ANSWER = "This is a mock answer (TDA_MOCK_MODEL is on, so no provider was called)."
 
@@ -43,6 +49,7 @@ def _warm_up() -> None:
         tools=[tool],
         _skip_mcp_handler=True,
     )
+    _new_router(litellm, "gpt-4o", Upstream(), None)  # the first Router imports its parts: ~25 ms
 
 
 async def preload() -> None:
@@ -84,8 +91,11 @@ def _logged_only_if_read(litellm: Any) -> Iterator[None]:
             is_internal_call.set(False if token.old_value is token.MISSING else token.old_value)
 
 
-async def routing_error(model: str) -> str | None:
-    """Why litellm cannot route ``model`` to a provider, or None when it can (a client error, not a 502)."""
+async def routing_error(model: str, base_url: str | None = None) -> str | None:
+    """Why litellm cannot route ``model`` to a provider, or None when it can (a client error, not a 502). At an
+    upstream with a base URL every name routes: unknown names are called there as OpenAI-compatible models."""
+    if base_url:
+        return None
     litellm = await _litellm_loaded()
     try:
         litellm.get_llm_provider(model=model)
@@ -98,11 +108,84 @@ OPENAI_BODIES = frozenset({"openai", "azure", "openai_like", "custom_openai"})
 """Providers whose API takes OpenAI's request body as it is (``metadata`` included)."""
 
 
-def _provider(litellm: Any, model: str) -> str:
+async def provider_of(model: str) -> str | None:
+    """The provider litellm calls ``model`` at (``openai``, ``anthropic``, ...), or None when it knows none."""
+    litellm = await _litellm_loaded()
     try:
         return str(litellm.get_llm_provider(model=model)[1])
-    except Exception:  # an unroutable name fails in the call itself, with litellm's message
-        return ""
+    except Exception:  # litellm raises its own BadRequestError for names it cannot route
+        return None
+
+
+NO_KEY = "no-key"
+"""The key sent to a base URL whose upstream names no key variable: never a provider's own key (litellm would
+otherwise send ``OPENAI_API_KEY`` to whatever host the URL names). Local servers ignore it."""
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """Where a model is called: an OpenAI-compatible base URL (None: the provider litellm picks from the model's
+    name), the name of the environment variable holding its key, how many times a failed call is retried, and
+    the models tried in order (at the same upstream) when it still fails."""
+
+    base_url: str | None = None
+    api_key_env: str | None = None
+    num_retries: int = 0
+    fallbacks: tuple[str, ...] = ()
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Upstream:
+        return cls(
+            base_url=settings.upstream_base_url,
+            api_key_env=settings.upstream_api_key_env,
+            num_retries=settings.upstream_retries,
+            fallbacks=settings.upstream_fallbacks,
+        )
+
+    def merged(self, profile: Mapping[str, Any] | None) -> Upstream:
+        """A profile's upstream (``ProfileRow.upstream``) over this default: what it sets wins. A profile that
+        names its own base URL uses only its own key variable and fallbacks: the default's key is never sent to
+        another host, nor its models asked for there."""
+        if not profile:
+            return self
+        own_host = bool(profile.get("base_url"))
+        retries = profile.get("num_retries")
+        fallbacks = tuple(profile.get("fallbacks") or ())
+        return Upstream(
+            base_url=profile.get("base_url") or self.base_url,
+            api_key_env=profile.get("api_key_env") or (None if own_host else self.api_key_env),
+            num_retries=self.num_retries if retries is None else int(retries),
+            fallbacks=fallbacks or (() if own_host else self.fallbacks),
+        )
+
+
+def routed_name(model: str, base_url: str | None, providers: Any) -> str:
+    """The litellm name ``model`` is called by. At a base URL (an OpenAI-compatible API), a name without an
+    explicit provider prefix is sent as an OpenAI model (``openai/<name>``): ``llama3`` or ``meta-llama/Llama-3``
+    at a vLLM server, and ``claude-...`` at a gateway that speaks OpenAI's format, not Anthropic's. A prefixed
+    name (``ollama/llama3``, ``anthropic/claude-...``) keeps its provider."""
+    if not base_url or model.split("/", 1)[0] in providers:
+        return model
+    return f"openai/{model}"
+
+
+@cache
+def output_limit(model: str) -> int | None:
+    """The most tokens ``model`` may answer with (litellm's ``max_output_tokens``), or None when unknown."""
+    try:
+        limit = _litellm().get_model_info(model).get("max_output_tokens")
+    except Exception:  # litellm raises for models it has no entry for
+        return None
+    return int(limit) if limit else None
+
+
+def capped_max_tokens(requested: int | None, models: tuple[str, ...]) -> int | None:
+    """``requested`` (the type's output reserve, or the client's cap) lowered to the smallest known output limit
+    of the models the call may reach (the model, then its fallbacks: they are sent the same ``max_tokens``)."""
+    if not requested:
+        return requested
+    limits = [n for n in map(output_limit, models) if n]
+    return min(requested, *limits) if limits else requested
 
 
 @dataclass(frozen=True)
@@ -130,13 +213,23 @@ Delta = Callable[[dict[str, Any]], Awaitable[None]]
 """Receives each streamed delta as OpenAI sends it: ``{"content": ...}`` or ``{"tool_calls": [...]}``."""
 
 
-class LLM:
-    """Calls the configured model, or litellm's ``mock_response`` in demo/offline mode."""
+ROUTERS_KEPT = 64
+"""litellm Routers kept (one per model, upstream and key), least recently used dropped first."""
 
-    def __init__(self, *, mock: bool, mock_answer: str = MOCK_ANSWER, timeout_s: float = 120.0) -> None:
+
+class LLM:
+    """Calls the configured model through a litellm Router (retries, fallbacks), or litellm's ``mock_response``
+    in demo/offline mode (through the same Router, so the mock measures the same path)."""
+
+    def __init__(
+        self, *, mock: bool, mock_answer: str = MOCK_ANSWER, timeout_s: float = 120.0, upstream: Upstream | None = None
+    ) -> None:
         self.mock = mock
         self.mock_answer = mock_answer
         self.timeout_s = timeout_s
+        self.upstream = upstream or Upstream()
+        """The default upstream (``TDA_UPSTREAM_*``); a profile's own settings are merged over it per call."""
+        self._routers: OrderedDict[tuple[str, Upstream, str | None], Any] = OrderedDict()
 
     def mock_reply(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Any:
         """What the mock model answers: litellm's ``mock_response`` (a text, or a ModelResponse for tool calls)."""
@@ -152,18 +245,21 @@ class LLM:
         tool_choice: Any = None,
         on_delta: Delta | None = None,
         params: Mapping[str, Any] | None = None,
+        upstream: Upstream | None = None,
     ) -> Completion:
-        """One model call. ``max_tokens`` caps the reply (the window type's output reserve); with ``on_delta``
-        the reply is streamed, each delta handed over as it arrives, and the whole returned at the end. ``params``
-        are the client's own request parameters (temperature, response_format, n, ...), passed on as sent;
-        litellm drops those a provider does not support (``drop_params``)."""
+        """One model call at ``upstream`` (default: this LLM's). ``max_tokens`` caps the reply (the window type's
+        output reserve), lowered to the model's output limit; with ``on_delta`` the reply is streamed, each delta
+        handed over as it arrives, and the whole returned at the end. ``params`` are the client's own request
+        parameters (temperature, response_format, n, ...), passed on as sent; litellm drops those a provider does
+        not support (``drop_params``)."""
+        upstream = upstream or self.upstream
         kwargs: dict[str, Any] = {"model": model, "messages": messages, "timeout": self.timeout_s}
         litellm = await _litellm_loaded()
         if params:
             kwargs.update(params, drop_params=True)
             if "metadata" in params:  # litellm keeps ``metadata`` for its own callbacks: OpenAI's goes in the body
                 metadata = kwargs.pop("metadata")
-                if _provider(litellm, model) in OPENAI_BODIES:  # elsewhere dropped, as drop_params would
+                if await provider_of(routed_name(model, upstream.base_url, litellm.provider_list)) in OPENAI_BODIES:
                     kwargs["extra_body"] = {**kwargs.get("extra_body", {}), "metadata": metadata}
         if tools:
             # Our tools are plain functions, never litellm-proxy MCP servers; skipping that check also avoids
@@ -172,18 +268,33 @@ class LLM:
             if tool_choice is not None:
                 kwargs["tool_choice"] = tool_choice
         if max_tokens:
-            kwargs["max_tokens"] = max_tokens
+            kwargs["max_tokens"] = capped_max_tokens(max_tokens, (model, *upstream.fallbacks))
         if self.mock:
             kwargs["mock_response"] = self.mock_reply(messages, tools)
+        router = self._router(litellm, model, upstream)
         if on_delta is not None:
-            return await self._streamed(litellm, kwargs, on_delta)
+            return await self._streamed(litellm, router, kwargs, on_delta)
         with _logged_only_if_read(litellm):
-            response = await litellm.acompletion(**kwargs)
+            response = await router.acompletion(**kwargs)
         return self._completion(response)
 
-    async def _streamed(self, litellm: Any, kwargs: dict[str, Any], on_delta: Delta) -> Completion:
+    def _router(self, litellm: Any, model: str, upstream: Upstream) -> Any:
+        """The Router for ``model`` at ``upstream``, built once: building one takes milliseconds. The key is read
+        from its variable on every call; a changed key gets a new Router."""
+        key = api_key_in_env(upstream.api_key_env) if upstream.api_key_env else None
+        cache_key = (model, upstream, key)
+        router = self._routers.get(cache_key)
+        if router is None:
+            router = self._routers[cache_key] = _new_router(litellm, model, upstream, key)
+            while len(self._routers) > ROUTERS_KEPT:
+                self._routers.popitem(last=False)
+        else:
+            self._routers.move_to_end(cache_key)
+        return router
+
+    async def _streamed(self, litellm: Any, router: Any, kwargs: dict[str, Any], on_delta: Delta) -> Completion:
         # litellm's stream wrapper schedules its success logging whatever the context says: streamed replies keep it
-        stream = await litellm.acompletion(**kwargs, stream=True, stream_options={"include_usage": True})
+        stream = await router.acompletion(**kwargs, stream=True, stream_options={"include_usage": True})
         chunks = []
         async for chunk in stream:
             chunks.append(chunk)
@@ -220,6 +331,50 @@ def _choice(choice: Any) -> Choice:
         finish_reason="tool_calls" if calls else (choice.finish_reason or "stop"),
         logprobs=logprobs.model_dump() if hasattr(logprobs, "model_dump") else logprobs,
     )
+
+
+def _new_router(litellm: Any, model: str, upstream: Upstream, key: str | None) -> Any:
+    """A Router with one deployment per model (the model, then its fallbacks), all at ``upstream``."""
+    names = tuple(dict.fromkeys((model, *upstream.fallbacks)))
+    at: dict[str, str] = {}
+    if upstream.base_url:
+        at = {"api_base": upstream.base_url, "api_key": key or NO_KEY}
+    elif key:
+        at = {"api_key": key}
+    deployments = [
+        {
+            "model_name": name,
+            "litellm_params": {"model": routed_name(name, upstream.base_url, litellm.provider_list), **at},
+        }
+        for name in names
+    ]
+    router = _router_class()(
+        model_list=deployments,
+        num_retries=upstream.num_retries,
+        fallbacks=[{model: list(names[1:])}] if len(names) > 1 else [],
+    )
+    _unhook(litellm, router)
+    return router
+
+
+@cache
+def _router_class() -> Any:
+    class Router(_litellm().Router):  # type: ignore[misc,name-defined]
+        async def increment_deployment_usage_for_response(self, response: object, request_kwargs: Any) -> None:
+            """Skipped: it counts usage against tpm/rpm limits, which tda never sets, after deep-copying the
+            model's whole info to find that out (~0.2 ms of CPU a call)."""
+
+    return Router
+
+
+def _unhook(litellm: Any, router: Any) -> None:
+    """Take the Router's own callbacks out of litellm's global lists. They track usage and cool deployments down
+    for load balancing, which one deployment per model never needs; left in, every call would run litellm's
+    logging again (``_logged_only_if_read`` sees a callback) and each cached Router would add to every call."""
+    for name in _CALLBACK_LISTS:
+        callbacks = getattr(litellm, name, None)
+        if isinstance(callbacks, list):
+            callbacks[:] = [c for c in callbacks if getattr(c, "__self__", None) is not router]
 
 
 def _call(call: Any) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from .errors import Invalid, field_errors
 from .events import create_bus
 from .history import HistoryCache
 from .knowledge.providers import LiveKnowledge
-from .llm import LLM, LLMSummarizer, preload
+from .llm import LLM, LLMSummarizer, Upstream, preload
 from .sources import Sources
 from .store import Store
 
@@ -56,7 +56,7 @@ class TDAService:
         self.bus = create_bus(settings.bus_url)
         self.writer = BackgroundWriter()
         self.history = HistoryCache(self.store.sessions)
-        self.llm = llm or LLM(mock=settings.mock_model)
+        self.llm = llm or LLM(mock=settings.mock_model, upstream=Upstream.from_settings(settings))
         self.knowledge = LiveKnowledge(
             settings.data_dir,
             settings.chroma_url,

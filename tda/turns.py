@@ -213,7 +213,7 @@ async def _step(
         recorded = asyncio.create_task(_record_snapshot(svc, row))
     with _timed(options, "model"):
         try:
-            done = await _call_model(svc, ctx, assembled, options, recorded)
+            done = await _call_model(svc, ctx, assembled, options, recorded, data.profile.upstream)
         finally:  # also when the turn is cancelled: the snapshot of a window that was sent is kept
             snapshot_id = await recorded
     # The turn's usage: the answer's call plus every model call the modules made while assembling (snapshot).
@@ -317,7 +317,10 @@ async def _call_model(
     assembled: AssembledContext,
     options: TurnOptions,
     recorded: asyncio.Future[int],
+    upstream: Mapping[str, Any] | None = None,
 ) -> Completion:
+    """The model call at the profile's ``upstream`` (merged over the service's default); ``max_tokens`` is the
+    type's output reserve, the client's cap when lower, and the model's output limit when lower (``LLM``)."""
     reserve = assembled.snapshot.output_reserve
     max_tokens = min(n for n in (reserve or None, options.max_tokens) if n) if (reserve or options.max_tokens) else None
     sent = {t["function"]["name"] for t in assembled.tools}
@@ -332,6 +335,7 @@ async def _call_model(
             max_tokens=max_tokens,
             tool_choice=tool_choice if assembled.tools else None,
             on_delta=options.on_delta,
+            upstream=svc.llm.upstream.merged(upstream),
         )
     except Exception as exc:  # provider errors are many and untyped; the caller needs the reason
         snapshot_id = await recorded

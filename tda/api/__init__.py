@@ -4,7 +4,20 @@ from __future__ import annotations
 
 from quart import Quart
 
-from . import audit, chat, components, events, modules, profiles, responses, sessions, signin, snapshots, types
+from . import (
+    audit,
+    chat,
+    components,
+    events,
+    model_list,
+    modules,
+    profiles,
+    responses,
+    sessions,
+    signin,
+    snapshots,
+    types,
+)
 from .errors import register_error_handlers
 from .openapi import OtherThan
 
@@ -19,6 +32,7 @@ BLUEPRINTS = (
     audit.bp,
     chat.bp,
     responses.bp,
+    model_list.bp,
     components.bp,
 )
 

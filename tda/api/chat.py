@@ -31,6 +31,7 @@ from ..llm import Choice, routing_error
 from ..models import ProfileRow, SessionRow
 from ..service import TDAService, service
 from .common import json_object
+from .model_list import profile_of_model
 from .openapi import openai_wire
 from .streaming import start_turn
 
@@ -42,8 +43,6 @@ PROFILE_HEADER = "X-TDA-Profile"
 DEFAULT_PROFILE = "default"
 PROFILE_DEFAULT_MODEL = ("tda", "default", "")
 """Model names that mean "the profile's model" (a client must send some model name)."""
-PROFILE_MODEL_PREFIX = "tda/"
-"""``tda/<profile id>``: the model of that profile (for clients that cannot send headers)."""
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
@@ -135,8 +134,9 @@ async def chat_completions() -> Any:
         raise Invalid(msg, errors=[{"loc": "n", "msg": msg, "type": "value_error"}])
     messages = [_message(m, i) for i, m in enumerate(body.messages)]
     split(messages)  # a chat without a user message is refused before anything is created
-    model = await requested_model(body.model)
-    profile, session = await resolve_call(svc, body.model, body.user)
+    session_id, profile_id = requested_ids(body.model)
+    model = await requested_model(svc, body.model, session_id, profile_id)
+    profile, session = await resolve_ids(svc, session_id, profile_id, body.user)
     call = ClientCall(
         messages=messages,
         tools=tuple(ToolSchema.from_openai(t.model_dump(exclude_none=True)) for t in body.tools or ()),
@@ -183,29 +183,36 @@ def _message(m: ChatMessage, index: int) -> Message:
     )
 
 
-async def requested_model(name: str) -> str | None:
-    """The litellm model a request names, or None for the profile's model."""
-    if name in PROFILE_DEFAULT_MODEL or name.startswith(PROFILE_MODEL_PREFIX):
+async def requested_model(svc: TDAService, name: str, session_id: str | None, profile_id: str | None) -> str | None:
+    """The litellm model a request names, or None for the profile's model. Checked before anything is created: a
+    name litellm cannot route is a 422, except at an upstream with a base URL, where any name is a model there."""
+    if name in PROFILE_DEFAULT_MODEL or profile_of_model(name):
         return None
-    if why := await routing_error(name):
+    why = await routing_error(name)
+    if why and not svc.llm.upstream.merged((await _profile_of(svc, session_id, profile_id)).upstream).base_url:
         msg = f"model {name!r} names no provider litellm knows ({why}); send 'tda' for the profile's model"
         raise Invalid(msg, errors=[{"loc": "model", "msg": msg, "type": "value_error"}])
     return name
 
 
-async def resolve_call(svc: TDAService, model: str, user: str | None) -> tuple[ProfileRow, SessionRow | None]:
-    """The profile and session a call's headers (and model name ``tda/<profile>``) name. Without ``X-TDA-Session``
-    the call is stateless: nothing is recorded."""
-    session_id, profile_id = requested_ids(model)
-    return await resolve_ids(svc, session_id, profile_id, user)
+async def _profile_of(svc: TDAService, session_id: str | None, profile_id: str | None) -> Any:
+    """The profile a call will run under (nothing is created to find out); ``upstream`` {} when none exists yet."""
+    with contextlib.suppress(NotFound):
+        if session_id is not None:
+            return await svc.store.profiles.current((await svc.store.sessions.get(session_id)).profile_id)
+        return await svc.store.profiles.current(profile_id or DEFAULT_PROFILE)
+    return ProfileRow(id=profile_id or DEFAULT_PROFILE, upstream={})
 
 
 def requested_ids(model: str) -> tuple[str | None, str | None]:
     """The session and profile ids a call's headers (and model name ``tda/<profile>``) name, checked."""
     session_id = request.headers.get(SESSION_HEADER)
     profile_id = request.headers.get(PROFILE_HEADER)
-    if profile_id is None and model.startswith(PROFILE_MODEL_PREFIX):
-        profile_id = model.removeprefix(PROFILE_MODEL_PREFIX)
+    by_model = profile_of_model(model)
+    if by_model is not None and profile_id not in (None, by_model):
+        msg = f"model 'tda/{by_model}' names profile {by_model!r}, {PROFILE_HEADER} names {profile_id!r}; send one"
+        raise Invalid(msg, errors=[{"loc": "model", "msg": msg, "type": "value_error"}])
+    profile_id = by_model or profile_id
     for header, value in ((SESSION_HEADER, session_id), (PROFILE_HEADER, profile_id)):
         if value is not None and not _ID.match(value):
             msg = "use 1-64 letters, digits, '_', '.' or '-', starting with a letter or digit"

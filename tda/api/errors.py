@@ -7,7 +7,7 @@ import logging
 from typing import Any
 
 from pydantic import ValidationError
-from quart import Quart, request
+from quart import Quart, current_app, request
 from quart_schema import RequestSchemaValidationError
 from werkzeug.exceptions import HTTPException
 
@@ -16,12 +16,78 @@ from components.context_window.budget import BudgetExceeded
 from ..errors import Invalid, ServiceError, field_errors
 from ..security import json_depth_exceeds
 from ..service import service
+from .openapi import OPENAI_WIRE
 
 log = logging.getLogger(__name__)
 
 
 def _json(status: int, error: str, message: str, **extra: Any) -> tuple[dict[str, Any], int]:
     return {"error": error, "message": message, **extra}, status
+
+
+def openai_error(
+    status: int, message: str, code: str, *, kind: str = "invalid_request_error", param: str | None = None
+) -> tuple[dict[str, Any], int]:
+    """OpenAI's error shape, which its SDKs (and the agent frameworks built on them) show the message of."""
+    return {"error": {"message": message, "type": kind, "code": code, "param": param}}, status
+
+
+def _openai_routes() -> list[str]:
+    """The OpenAI-compatible routes this server has (``METHOD /path``), for messages that say where to go."""
+    out = []
+    for rule in current_app.url_map.iter_rules():
+        if getattr(current_app.view_functions.get(rule.endpoint), OPENAI_WIRE, False):
+            out += [f"{m} {rule.rule}" for m in sorted(rule.methods or ()) if m not in ("HEAD", "OPTIONS")]
+    return sorted(out)
+
+
+def _route_is_openai(allowed: str) -> bool:
+    """Whether the path a 405 refused belongs to an OpenAI-compatible route (matched with a method it allows)."""
+    method = allowed.split(",")[0].strip()
+    try:
+        rule, _ = current_app.url_map.bind("localhost").match(request.path, method, return_rule=True)
+    except HTTPException:
+        return False
+    return bool(getattr(current_app.view_functions.get(rule.endpoint), OPENAI_WIRE, False))
+
+
+def _tda_resource(path: str) -> bool:
+    """Whether ``path`` is under one of tda's own /v1 resources (``/v1/sessions/...``): its 404s (an id out of
+    an integer route's range, a sub-path that does not exist) keep the error shape /openapi.json documents."""
+    segment = _first_segment(path)
+    return any(
+        rule.rule.startswith("/v1/")
+        and _first_segment(rule.rule) == segment
+        and not getattr(current_app.view_functions.get(rule.endpoint), OPENAI_WIRE, False)
+        for rule in current_app.url_map.iter_rules()
+    )
+
+
+def _first_segment(path: str) -> str:
+    return path.removeprefix("/v1/").split("/", 1)[0]
+
+
+def _unrouted_v1(exc: HTTPException) -> tuple[dict[str, Any], int, dict[str, str]] | None:
+    """A /v1 path no route serves (404), or a method an OpenAI route does not take (405), in OpenAI's shape:
+    OpenAI clients call /v1 paths this server may lack (``/v1/embeddings``) and show only that shape's message.
+    tda's own resources keep tda's documented error shape."""
+    if request.url_rule is not None or not request.path.startswith("/v1/") or exc.code not in (404, 405):
+        return None
+    call = f"{request.method} {request.path}"
+    if exc.code == 404:
+        if _tda_resource(request.path):
+            return None
+        message = (
+            f"{call} is not a route of this server. Its OpenAI-compatible routes: {', '.join(_openai_routes())}; "
+            "GET /v1/models lists the model names to send; /openapi.json documents every route"
+        )
+        body, status = openai_error(404, message, "unknown_url")
+        return body, status, {}
+    allow = next((value for name, value in exc.get_headers() if name == "Allow"), "")
+    if not _route_is_openai(allow):
+        return None
+    body, status = openai_error(405, f"{call} is not allowed; this route takes {allow}", "method_not_allowed")
+    return body, status, {"Allow": allow}
 
 
 class InvalidJSON(ServiceError):
@@ -92,6 +158,8 @@ def register_error_handlers(app: Quart) -> None:
     async def http_error(exc: HTTPException) -> Any:
         if exc.code is None or exc.code < 400:
             return exc
+        if (openai := _unrouted_v1(exc)) is not None:
+            return openai
         if exc.code == 413:
             limit = app.config["MAX_CONTENT_LENGTH"]
             message = f"the body is larger than {limit:,} bytes; send less (the limit is TDA_MAX_BODY_BYTES)"

@@ -64,6 +64,12 @@ def openai_wire(func: F) -> F:
     return func
 
 
+def openai_json(func: F) -> F:
+    """Like ``openai_wire`` for a JSON-only route (no stream): OpenAI's error shape, JSON answers."""
+    setattr(func, OPENAI_WIRE, "json")
+    return func
+
+
 _OPENAI_ERROR = {
     "type": "object",
     "required": ["error"],
@@ -80,7 +86,7 @@ _OPENAI_ERROR = {
 def _outcomes(func: Callable[..., Any], method: str) -> dict[str, Any]:
     openai = getattr(func, OPENAI_WIRE, False)
     if openai:
-        media = ["application/json", "text/event-stream"]
+        media = ["application/json"] if openai == "json" else ["application/json", "text/event-stream"]
     else:
         media = ["text/event-stream" if getattr(func, EVENT_STREAM, False) else "application/json"]
     error = _OPENAI_ERROR if openai else {"$ref": "#/components/schemas/Error"}

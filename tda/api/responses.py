@@ -105,7 +105,7 @@ async def create_response() -> Any:
     elif session_id is None and body.store is not False:
         session_id = f"resp-{uuid.uuid4().hex[:20]}"  # OpenAI stores responses unless told not to
     split(messages)  # a conversation without a user message is refused before anything is created
-    model = await requested_model(body.model)
+    model = await requested_model(svc, body.model, session_id, profile_id)
     profile, session = await resolve_ids(svc, session_id, profile_id, body.user)
     call = ClientCall(
         messages=messages,

@@ -1,0 +1,107 @@
+"""A real HTTP server on 127.0.0.1 speaking OpenAI's chat-completions API, in a thread: it records every request
+(path, headers, JSON body) and answers by script, so tests see exactly what tda sent an upstream."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Received:
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+
+
+@dataclass
+class FakeUpstream:
+    base_url: str = ""
+    received: list[Received] = field(default_factory=list)
+    failures: dict[str, list[int]] = field(default_factory=dict)
+    """Model name -> statuses to answer its next calls with, in order (then it answers normally)."""
+    always_failing: set[str] = field(default_factory=set)
+    """Models answered 500 every time."""
+
+    def models_called(self) -> list[str]:
+        return [r.body.get("model", "") for r in self.received]
+
+    def answer(self, model: str) -> str:
+        return f"Answer from {model} at the fake upstream."
+
+
+def _handler(fake: FakeUpstream) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: Any) -> None:  # keep test output clean
+            pass
+
+        def do_POST(self) -> None:
+            raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            body = json.loads(raw or b"{}")
+            fake.received.append(Received(self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+            model = str(body.get("model", ""))
+            scripted = fake.failures.get(model)
+            status = 500 if model in fake.always_failing else (scripted.pop(0) if scripted else 200)
+            if status != 200:
+                error = {"error": {"message": f"scripted failure of {model}", "type": "server_error", "code": None}}
+                return self._send(status, "application/json", json.dumps(error).encode())
+            if body.get("stream"):
+                return self._send(200, "text/event-stream", _stream(model, fake.answer(model)))
+            return self._send(200, "application/json", json.dumps(_completion(model, fake.answer(model))).encode())
+
+        def _send(self, status: int, content_type: str, data: bytes) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    return Handler
+
+
+def _completion(model: str, text: str) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "created": 1_700_000_000,
+        "model": model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
+    }
+
+
+def _stream(model: str, text: str) -> bytes:
+    base = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 1_700_000_000, "model": model}
+    chunks = [
+        {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]},
+        *(
+            {**base, "choices": [{"index": 0, "delta": {"content": word}, "finish_reason": None}]}
+            for word in re.findall(r"\S+\s*", text)
+        ),
+        {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+        {**base, "choices": [], "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}},
+    ]
+    frames = [f"data: {json.dumps(c)}\n\n" for c in chunks]
+    return ("".join(frames) + "data: [DONE]\n\n").encode()
+
+
+@contextmanager
+def fake_upstream() -> Iterator[FakeUpstream]:
+    fake = FakeUpstream()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(fake))
+    fake.base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield fake
+    finally:
+        server.shutdown()
+        server.server_close()
