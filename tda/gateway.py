@@ -187,7 +187,7 @@ async def _run(
             recorded.add_done_callback(lambda task: task.cancelled() or task.exception() or told(task.result()))
     with _timed(call, "model"):
         try:
-            done = await _call_model(svc, ctx.model, assembled, call)
+            done = await _call_model(svc, ctx.model, assembled, call, profile)
         except Exception as exc:  # provider errors are many and untyped; the caller needs the reason
             kept = f"; snapshot {await recorded} was kept" if recorded else ""
             raise UpstreamFailed(f"the model call failed ({type(exc).__name__}: {exc}){kept}") from None
@@ -357,7 +357,10 @@ async def _step_replies(svc: TDAService, session_id: str, turn: int) -> dict[int
     return replies
 
 
-async def _call_model(svc: TDAService, model: str, assembled: AssembledContext, call: ClientCall) -> Completion:
+async def _call_model(
+    svc: TDAService, model: str, assembled: AssembledContext, call: ClientCall, profile: ProfileRow
+) -> Completion:
+    """The model call at the profile's upstream (merged over the service's default)."""
     reserve = assembled.snapshot.output_reserve
     caps = [n for n in (reserve, call.max_tokens) if n]
     return await svc.llm.complete(
@@ -368,6 +371,7 @@ async def _call_model(svc: TDAService, model: str, assembled: AssembledContext, 
         tool_choice=call.tool_choice if assembled.tools else None,
         on_delta=call.on_delta,
         params=call.params,
+        upstream=svc.llm.upstream.merged(profile.upstream),
     )
 
 

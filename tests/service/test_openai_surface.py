@@ -62,8 +62,9 @@ async def test_model_tda_slash_profile_runs_the_chat_under_that_profile(settings
     async with served(settings) as app:
         await _profiles(app)
         client = app.sdk()
-        raw = await client.chat.completions.with_raw_response.create(model="tda/analyst", messages=CHAT)  # type: ignore[arg-type]
-        session = (await app.http("GET", f"/v1/sessions/{raw.headers['X-TDA-Session']}")).json()
+        recorded = app.sdk(**{"X-TDA-Session": "by-model"})
+        raw = await recorded.chat.completions.with_raw_response.create(model="tda/analyst", messages=CHAT)  # type: ignore[arg-type]
+        session = (await app.http("GET", "/v1/sessions/by-model")).json()
         with pytest.raises(openai.UnprocessableEntityError) as both:
             await app.sdk(**{"X-TDA-Profile": "plain"}).chat.completions.create(model="tda/analyst", messages=CHAT)  # type: ignore[arg-type]
         with pytest.raises(openai.NotFoundError) as unknown:

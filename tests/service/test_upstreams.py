@@ -143,7 +143,8 @@ async def test_max_tokens_is_capped_at_the_model_s_output_limit(live: Settings, 
         at = {"base_url": upstream.base_url, "api_key_env": KEY_VAR}
         await app.profile("big", model="gpt-4.1", upstream=at)
         await app.profile("unknown", model="my-local-model", upstream=at)
-        big, unknown = app.sdk(**{"X-TDA-Profile": "big"}), app.sdk(**{"X-TDA-Profile": "unknown"})
+        big = app.sdk(**{"X-TDA-Profile": "big", "X-TDA-Session": "big-1"})  # recorded: its snapshot is read
+        unknown = app.sdk(**{"X-TDA-Profile": "unknown", "X-TDA-Session": "unknown-1"})
         first = await big.chat.completions.with_raw_response.create(model="tda", messages=CHAT)  # type: ignore[arg-type]
         await big.chat.completions.create(model="tda", messages=CHAT, max_tokens=500)  # type: ignore[arg-type]
         other = await unknown.chat.completions.with_raw_response.create(model="tda", messages=CHAT)  # type: ignore[arg-type]
