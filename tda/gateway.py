@@ -32,15 +32,16 @@ from . import metrics
 from .errors import Conflict, Invalid, NotFound, UpstreamFailed
 from .knowledge.scope import ANONYMOUS
 from .models import ProfileRow, SessionRow
-from .sources import Cutoff, build_context, input_hashes
+from .sources import Cutoff, build_context, input_hashes, message_of
 from .store.sessions import SessionData
 from .turns import (
-    _record_snapshot,
-    _timed,
     as_result,
     keep_case,
+    plan_of,
     quotes_tools,
+    record_snapshot,
     resolve_type,
+    timed,
     with_component_instructions,
 )
 
@@ -135,7 +136,7 @@ async def _place(svc: TDAService, session_id: str, conversation: Conversation) -
     if same is not None:
         messages = await svc.store.sessions.turn_messages(session_id, same.turn)
         asked = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
-        recorded = tuple(_message(m) for m in messages[asked + 1 :])
+        recorded = tuple(message_of(m) for m in messages[asked + 1 :])
         return _Place(same.turn, new=False, recorded=recorded)
     prefixes = prefix_digests(conversation.history)
     extended = await svc.store.sessions.turn_ending(session_id, list(prefixes))
@@ -156,10 +157,10 @@ async def _run(
     session: SessionRow | None,
     place: _Place | None,
 ) -> dict[str, Any]:
-    with _timed(call, "load"):
+    with timed(call, "load"):
         ctx = await _context(svc, call, conversation, profile, session)
         window_type = await resolve_type(svc, profile)
-    with _timed(call, "assemble"):
+    with timed(call, "assemble"):
         assembled_at = time.time()  # replay serves the champion cases recorded by then
         assembled = await svc.handler.assemble(ctx, window_type.type)
     metrics.observe_assembly(assembled.snapshot)
@@ -182,10 +183,10 @@ async def _run(
             "data": snapshot,
             "inputs": inputs,
         }
-        recorded = asyncio.create_task(_record_snapshot(svc, row))  # written while the model answers
+        recorded = asyncio.create_task(record_snapshot(svc, row))  # written while the model answers
         if (told := call.on_snapshot) is not None:
             recorded.add_done_callback(lambda task: task.cancelled() or task.exception() or told(task.result()))
-    with _timed(call, "model"):
+    with timed(call, "model"):
         try:
             done = await _call_model(svc, ctx.model, assembled, call, profile)
         except Exception as exc:  # provider errors are many and untyped; the caller needs the reason
@@ -213,7 +214,7 @@ async def _run(
         "snapshot": snapshot,
     }
     if session is not None and place is not None:
-        with _timed(call, "record"):
+        with timed(call, "record"):
             row = await _record(
                 svc, session.id, conversation, place, done, (tokens_in, tokens_out), snapshot_id, ctx.model
             )
@@ -330,7 +331,7 @@ async def _step_replies(svc: TDAService, session_id: str, turn: int) -> dict[int
     first step its history, query, tool loop and reply; each later step the tool-loop messages it added and its
     reply. A step whose messages are not where they would be wrote nothing (its model call failed); when the
     step after one wrote what it would have written, the reply is both's (the failed one's id was never sent)."""
-    messages = [_message(m) for m in await svc.store.sessions.turn_messages(session_id, turn)]
+    messages = [message_of(m) for m in await svc.store.sessions.turn_messages(session_id, turn)]
     asked = max((i for i, m in enumerate(messages) if m.role == "user"), default=len(messages))
     replies: dict[int, Message] = {}
     position, last_start = asked + 1, None
@@ -393,7 +394,7 @@ async def _record(
     results = _results(conversation.continuation, step_messages)
     step = {
         "answer": done.text,
-        "plan": _plan(done),
+        "plan": plan_of(done),
         "outcome": "tool_calls" if done.tool_calls else "success",
         "tokens_in": usage[0],
         "tokens_out": usage[1],
@@ -425,13 +426,6 @@ def _results(continuation: Sequence[Message], new: Sequence[Message]) -> list[di
     return [as_result(names.get(m.tool_call_id or "", ""), m.content) for m in new if m.role == "tool"]
 
 
-def _plan(done: Completion) -> str:
-    return "\n".join(
-        f"{(c.get('function') or {}).get('name', '?')}({(c.get('function') or {}).get('arguments') or ''})"
-        for c in done.tool_calls
-    )
-
-
 def _common(recorded: Sequence[Message], sent: Sequence[Message]) -> int:
     """How many of ``sent``'s first messages the session recorded already."""
     n = 0
@@ -453,17 +447,6 @@ def _row(m: Message, tokens: TokenEstimator) -> dict[str, Any]:
         "tool_call_id": m.tool_call_id,
         "name": m.name,
     }
-
-
-def _message(row: Any) -> Message:
-    return Message(
-        role=row.role,
-        content=row.content,
-        tool_calls=tuple(row.tool_calls or ()),
-        tool_call_id=row.tool_call_id,
-        name=row.name,
-        parts=tuple(row.parts) if row.parts else None,
-    )
 
 
 # --- conversation digests ---------------------------------------------------------------------------------

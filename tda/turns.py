@@ -1,4 +1,5 @@
-"""One turn: load from storage, assemble, store and publish the snapshot, call the model, record the turn.
+"""One turn of the native API: load from storage, assemble, store and publish the snapshot, call the model, record
+the turn. (A chat client's call goes through ``gateway.py``, which shares the steps below that fit it.)
 
 A turn whose reply calls tools stays open (outcome ``tool_calls``): the results come back as ``tool``
 messages (stored in order with their call ids, and parsed into the turn's ``results``), and the model is
@@ -73,7 +74,7 @@ model, record the turn."""
 
 
 @contextlib.contextmanager
-def _timed(options: TurnOptions | ClientCall, step: str) -> Iterator[None]:
+def timed(options: TurnOptions | ClientCall, step: str) -> Iterator[None]:
     """Adds the time the block took to ``options.timings[step]`` (ms), when the caller asked for timings."""
     started = time.perf_counter()
     try:
@@ -185,17 +186,17 @@ async def _step(
     svc: TDAService, session_id: str, query: str, current: OpenTurn | None, options: TurnOptions
 ) -> dict[str, Any]:
     """Assemble, snapshot, publish, call the model, record: a new turn (``current`` None) or the next step of one."""
-    with _timed(options, "load"):
+    with timed(options, "load"):
         # A continuation reads the history before its own turn: the turn so far follows the query instead.
         data = await svc.store.sessions.load(session_id, before_turn=current.row.turn if current else None)
         stored = await resolve_type(svc, data.profile)
         history = await svc.history.source(data)
         ctx = build_context(data, query, default_model=svc.settings.model, sources=svc.sources, history=history)
         ctx = await with_component_instructions(svc, _with_options(ctx, current, options))
-    with _timed(options, "assemble"):
+    with timed(options, "assemble"):
         assembled_at = time.time()  # replay serves the champion cases recorded by then
         assembled = await svc.handler.assemble(ctx, stored.type)
-    with _timed(options, "snapshot"):
+    with timed(options, "snapshot"):
         metrics.observe_assembly(assembled.snapshot)
         snapshot = assembled.snapshot.to_dict()
         turn = current.row.turn if current else ctx.session.turn_number
@@ -210,8 +211,8 @@ async def _step(
         }
         # Written while the model answers (the model does not need it, the turn's record does): its write and
         # its SSE frames take no time of their own from the response.
-        recorded = asyncio.create_task(_record_snapshot(svc, row))
-    with _timed(options, "model"):
+        recorded = asyncio.create_task(record_snapshot(svc, row))
+    with timed(options, "model"):
         try:
             done = await _call_model(svc, ctx, assembled, options, recorded, data.profile.upstream)
         finally:  # also when the turn is cancelled: the snapshot of a window that was sent is kept
@@ -228,14 +229,14 @@ async def _step(
     }
     step = {
         "answer": done.text,
-        "plan": _plan_of(done),
+        "plan": plan_of(done),
         "outcome": "tool_calls" if done.tool_calls else "success",
         "tokens_in": tokens_in,
         "tokens_out": tokens_out,
         "model": ctx.model,
         "snapshot_id": snapshot_id,
     }
-    with _timed(options, "record"):
+    with timed(options, "record"):
         if current is None:
             user = {
                 "role": "user",
@@ -304,7 +305,7 @@ def _inputs(ctx: AssemblyContext, options: TurnOptions, assembled_at: float) -> 
     return inputs
 
 
-async def _record_snapshot(svc: TDAService, row: dict[str, Any]) -> int:
+async def record_snapshot(svc: TDAService, row: dict[str, Any]) -> int:
     """Stores the window's snapshot, then streams it to the session's subscribers (its id is the event id)."""
     snapshot_id = await svc.store.sessions.record_snapshot(row)
     svc.bus.publish_snapshot(snapshot_id, row["session_id"], row["data"])
@@ -374,7 +375,7 @@ def as_result(tool: str, content: str) -> dict[str, Any]:
     return {"tool": tool, "text": content}
 
 
-def _plan_of(done: Completion) -> str:
+def plan_of(done: Completion) -> str:
     """The tool calls the model chose, one per line: the plan a later turn can adapt."""
     lines = []
     for call in done.tool_calls:
