@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-import asyncio
 import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypercorn.asyncio import serve
-from hypercorn.config import Config
 
 from tda.app import create_app
 from tda.config import Settings
 from tda.db import upgrade
 from tda.service import TDAService
-from tests.service.support import BOOM, ECHO, FIXTURE_TYPE, ScriptedModel, Served, free_port, write_module
+from tests.service.served_app import serving
+from tests.service.support import BOOM, ECHO, FIXTURE_TYPE, ScriptedModel, Served, write_module
 
 
 @pytest.fixture(scope="session")
@@ -110,27 +108,10 @@ async def session_id(client: Any, admin: dict[str, str]) -> str:
 async def served(settings: Settings) -> AsyncIterator[Served]:
     model = ScriptedModel()
     app = create_app(settings, llm=model.llm, migrate=False, warm_up_llm=False, warm_up_knowledge=False)
-    config = Config()
-    port = free_port()
-    config.bind = [f"127.0.0.1:{port}"]
-    config.accesslog = None
-    stop = asyncio.Event()
-    server = asyncio.create_task(serve(app, config, shutdown_trigger=stop.wait))
-    svc: TDAService = app.extensions["tda"]
-    for _ in range(200):
+    async with serving(app) as (svc, base_url, token):
+        target = Served(svc, model, base_url, token)
         try:
-            _, writer = await asyncio.open_connection("127.0.0.1", port)
-            writer.close()
-            break
-        except OSError:
-            await asyncio.sleep(0.05)
-    token, _ = await svc.store.tokens.create("agent", "admin")
-    await svc.knowledge.warm_up()  # as serve does: the first turn's retrieval must not time out opening Chroma
-    target = Served(svc, model, f"http://127.0.0.1:{port}/v1", token)
-    try:
-        yield target
-    finally:
-        for client in target.clients:
-            await client.close()
-        stop.set()
-        await asyncio.wait_for(server, 10)
+            yield target
+        finally:
+            for client in target.clients:
+                await client.close()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -17,6 +16,7 @@ from hypercorn.config import Config
 from tda.app import create_app
 from tda.config import Settings
 from tda.service import TDAService
+from tests.service.support import free_port
 
 
 @dataclasses.dataclass
@@ -44,17 +44,12 @@ class App:
         assert r.status_code == 201, r.text
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @asynccontextmanager
-async def served(settings: Settings) -> AsyncIterator[App]:
-    app = create_app(settings, migrate=False, warm_up_llm=False, warm_up_knowledge=False)
+async def serving(app: Any) -> AsyncIterator[tuple[TDAService, str, str]]:
+    """``app`` served by hypercorn on a free loopback port until the block ends: its service, base URL and an
+    admin token."""
     config = Config()
-    port = _free_port()
+    port = free_port()
     config.bind = [f"127.0.0.1:{port}"]
     config.accesslog = None
     stop = asyncio.Event()
@@ -68,12 +63,21 @@ async def served(settings: Settings) -> AsyncIterator[App]:
         except OSError:
             await asyncio.sleep(0.05)
     token, _ = await svc.store.tokens.create("agent", "admin")
-    await svc.knowledge.warm_up()
-    target = App(f"http://127.0.0.1:{port}/v1", token, svc)
+    await svc.knowledge.warm_up()  # as serve does: the first turn's retrieval must not time out opening Chroma
     try:
-        yield target
+        yield svc, f"http://127.0.0.1:{port}/v1", token
     finally:
-        for client in target.clients:
-            await client.close()
         stop.set()
         await asyncio.wait_for(server, 10)
+
+
+@asynccontextmanager
+async def served(settings: Settings) -> AsyncIterator[App]:
+    app = create_app(settings, migrate=False, warm_up_llm=False, warm_up_knowledge=False)
+    async with serving(app) as (svc, base_url, token):
+        target = App(base_url, token, svc)
+        try:
+            yield target
+        finally:
+            for client in target.clients:
+                await client.close()
