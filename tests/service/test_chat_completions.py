@@ -382,3 +382,26 @@ async def test_another_sessions_tool_data_never_reaches_a_window_unless_the_prof
         await client.chat.completions.create(model=f"tda/{profile}", messages=fresh)  # stateless, same caller
         leaked = [secret in json.dumps(sent["messages"]) for sent in served.model.sent]
         assert leaked == ([False, False] if sharing == "user" else [True, True]), profile
+
+
+async def test_two_conversations_may_share_a_session(served: Served):
+    """Agents-as-tools and concurrent runs send different conversations under one session: each is answered from
+    what it sent, and each call is recorded."""
+    client = served.client()
+    session = {"X-TDA-Session": "shared-1"}
+    a: list[Any] = [{"role": "system", "content": "Agent A."}, {"role": "user", "content": "Plan the trip."}]
+    b: list[Any] = [{"role": "system", "content": "Agent B."}, {"role": "user", "content": "Book the hotel."}]
+    served.model.replies = ["Plan ready.", "Hotel booked.", "Trip planned.", "Hotel confirmed."]
+    replies = await asyncio.gather(
+        client.chat.completions.create(model="tda", messages=a, extra_headers=session),
+        client.chat.completions.create(model="tda", messages=b, extra_headers=session),
+    )
+    for chat, reply in zip((a, b), replies, strict=True):
+        chat += [reply.choices[0].message.model_dump(exclude_none=True), {"role": "user", "content": "Go on."}]
+    await client.chat.completions.create(model="tda", messages=a, extra_headers=session)
+    await client.chat.completions.create(model="tda", messages=b, extra_headers=session)
+    sent = [[m["content"] for m in s["messages"]] for s in served.model.sent]
+    assert sent[2][:2] == ["Agent A.", "Plan the trip."] and sent[3][:2] == ["Agent B.", "Book the hotel."]
+    assert not any("Book the hotel." in c for c in sent[2]) and not any("Plan the trip." in c for c in sent[3])
+    turns = (await served.get("/v1/sessions/shared-1/turns"))["turns"]
+    assert len(turns) == 4
