@@ -161,6 +161,8 @@ class ContextWindowHandler:
     async def assemble(self, ctx: AssemblyContext, window_type: wt.ContextWindowType) -> AssembledContext:
         run = self._start(ctx, window_type)
         self._resolve(run)
+        if run.module_budget < 0:
+            await self._raise_floor(run)
         await self._gather_signals(run)
         self._adjust(run)
         await self._allocate_and_contribute(run)
@@ -189,9 +191,16 @@ class ContextWindowHandler:
             f"available {limits.available:,}; query {run.query_tokens:,}"
             + (f" (with {len(ctx.continuation)} tool-loop messages)" if ctx.continuation else "")
         )
-        if run.module_budget < 0:
-            raise b.BudgetExceeded(run.query_tokens + REPLY_PRIMING, limits.available, self._floor_parts(run))
         return run
+
+    async def _raise_floor(self, run: _Run) -> None:
+        """The query alone does not fit: ask only the floor's modules (non-condensable: the system prompt, ...) and
+        report the whole floor, so a caller who raises the limit to it is not refused again."""
+        floor = {m: 0 for m, s in run.slots.items() if not s.condensable}
+        run.log(f"the query ({run.query_tokens:,}) does not fit; measuring the floor only ({', '.join(floor)})")
+        await self._contribute(run, floor)
+        parts = self._floor_parts(run)
+        raise b.BudgetExceeded(sum(parts.values()), run.limits.available, parts)
 
     # -- pass 1: resolve -------------------------------------------------------------------------
 
