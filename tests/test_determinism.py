@@ -5,7 +5,14 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from components.context_window.base import AssemblyContext, ChampionCase, Message, Session, TurnRecord
+from components.context_window.base import (
+    AssemblyContext,
+    ChampionCase,
+    InMemoryMessages,
+    Message,
+    Session,
+    TurnRecord,
+)
 from components.context_window.handler import ContextWindowHandler
 from components.context_window.module_registry import ModuleRegistry
 from components.context_window.providers import StaticCases
@@ -80,3 +87,37 @@ async def test_earlier_different_inputs_leave_no_trace():
     ]
     for ctx in inputs + inputs[::-1]:
         assert outcome(await handler.assemble(ctx, BALANCED)) == await fresh(ctx)
+
+
+class Paged:
+    """A third party's MessageSource over a list its application keeps appending to (like a store's cache)."""
+
+    def __init__(self, messages: list[Message]) -> None:
+        self.messages = messages
+
+    @property
+    def total(self) -> int:
+        return len(self.messages)
+
+    @property
+    def last_turn(self) -> int:
+        return self.messages[-1].turn if self.messages else 0
+
+    async def page(self, cursor: Any, limit: int) -> Any:
+        return await InMemoryMessages(self.messages).page(cursor, limit)
+
+
+async def test_a_growing_history_source_is_read_anew_every_turn():
+    """The same MessageSource object over a list that grew: each turn's window holds the newest exchange,
+    as a fresh handler's does (the oracle: the history's own last messages)."""
+    for make_source in (InMemoryMessages, Paged):
+        handler = ContextWindowHandler(ModuleRegistry(entry_point_group=None).load())
+        messages = conversation(30, 60)
+        ctx = with_session(make_ctx(limit=4_000, tools=make_tools(3)), history=make_source(messages))
+        for turn in range(31, 34):
+            await handler.assemble(ctx, BALANCED)
+            messages += [Message("user", f"newest question {turn}", turn=turn), Message("assistant", f"reply {turn}")]
+            later = outcome(await handler.assemble(ctx, BALANCED))
+            sent = [m["content"] for m in later[0]]
+            assert sent[-3:-1] == [f"newest question {turn}", f"reply {turn}"], make_source
+            assert later == await fresh(ctx)

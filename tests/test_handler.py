@@ -340,3 +340,45 @@ async def test_a_turn_continues_with_its_tool_loop_after_the_query_and_counts_it
     huge = dataclasses.replace(ctx, continuation=(loop[0], Message("tool", words(5000, "row"), tool_call_id="c1")))
     with pytest.raises(BudgetExceeded, match="tool"):
         await handler(hist).assemble(huge, t)
+
+
+def enum_tools(names: list[str]) -> list:
+    from components.context_window.base import ToolSchema
+
+    colours = ["red", "green", "blue", "cyan", "magenta", "yellow", "black", "white"]
+    return [
+        ToolSchema(
+            name,
+            f"Paint with {name}.",
+            {
+                "type": "object",
+                "properties": {f"p{j}": {"type": "string", "enum": colours} for j in range(4)},
+                "required": ["p0"],
+            },
+        )
+        for name in names
+    ]
+
+
+async def test_prefix_stable_tokens_are_the_shared_prefix_as_charged(builtin_registry):
+    """Oracle: the cookbook count of the system message (tests/oracle.py), the only item before the tools; the
+    first window and a changed system prompt share nothing; an identical window shares all but the priming."""
+    from tests.oracle import cookbook_message_tokens
+
+    t = wtype({"system_prompt": (10, 0, 20, 95), "tool_definitions": (60, 0, 80, 85)})
+    h = ContextWindowHandler(builtin_registry)
+    names = ["paint_a", "paint_b", "paint_c", "paint_d"]
+
+    def ctx(tool_names: list[str], prompt: str = "You paint things.") -> Any:
+        return make_ctx(tools=enum_tools(tool_names), system_prompt=prompt, limit=50_000)
+
+    first = await h.assemble(ctx(names), t)
+    assert first.snapshot.prefix_stable_tokens == 0  # nothing to share with: a session's first window
+    same = await h.assemble(ctx(names), t)
+    assert same.snapshot.prefix_stable_tokens == same.snapshot.total_used - 3  # everything but the reply priming
+    renamed = await h.assemble(ctx(["paint_x", "paint_y", *names[2:]]), t)
+    system = [m for m in renamed.messages if m["role"] == "system"]
+    assert len(system) == 1 and len(renamed.tools) == 4
+    assert renamed.snapshot.prefix_stable_tokens == cookbook_message_tokens(system[0])
+    other_prompt = await h.assemble(ctx(["paint_x", "paint_y", *names[2:]], prompt="You draw things."), t)
+    assert other_prompt.snapshot.prefix_stable_tokens == 0  # the very first message differs

@@ -48,6 +48,43 @@ async def test_balanced_sends_the_system_prompt_or_raises_at_every_small_limit(b
     assert cookbook_tokens(result.messages) <= result.snapshot.available_budget
 
 
+@pytest.mark.parametrize("tools_as_sent", [False, True])
+async def test_a_query_too_big_alone_reports_the_whole_floor_and_that_floor_is_enough(builtin_registry, tools_as_sent):
+    """The query alone over the budget: the error names the system prompt too (and the client's tools when they go
+    with the query), and a caller who raises the limit to the reported floor gets a window, not a second error.
+    Oracle: the cookbook count of the system prompt and the query (tests/oracle.py), plus litellm's for tools."""
+    import dataclasses
+
+    from tests.oracle import litellm_tools_tokens
+    from tests.support import make_tools
+
+    prompt = "You are a careful assistant. " * 20
+    query = words(120, "question")
+    t = wtype({"system_prompt": (10, 0, 100, 95), "conversation_history": (80, 0, 100, 60)})
+
+    def ctx(limit: int) -> Any:
+        made = make_ctx(limit=limit, query=query, system_prompt=prompt, messages=conversation(3))
+        if not tools_as_sent:
+            return made
+        return dataclasses.replace(made, tools=make_tools(2), tools_as_sent=True)
+
+    with pytest.raises(BudgetExceeded) as info:
+        await ContextWindowHandler(builtin_registry).assemble(ctx(60), t)
+    exc = info.value
+    expected = cookbook_tokens([{"role": "system", "content": prompt}, {"role": "user", "content": query}])
+    if tools_as_sent:
+        tools = [tool.to_openai() for tool in make_tools(2)]
+        assert exc.floor_tokens >= expected + litellm_tools_tokens(tools)
+    else:
+        assert exc.floor_tokens == expected
+    assert exc.parts["system_prompt"] == cookbook_tokens([{"role": "system", "content": prompt}]) - 3
+    assert exc.floor_tokens == sum(exc.parts.values()) and exc.available == 60
+    result = await ContextWindowHandler(builtin_registry).assemble(ctx(exc.floor_tokens), t)
+    assert result.messages[0] == {"role": "system", "content": prompt}
+    assert result.messages[-1] == {"role": "user", "content": query}
+    assert result.snapshot.total_used == exc.floor_tokens
+
+
 async def test_budget_exceeded_names_the_parts_of_the_floor():
     prompt = Scripted("system_prompt", [words(300, "rule")], behaviour="ignore", condensable=False, placement="system")
     chatter = Scripted("chatter", [words(200, "x")] * 5, behaviour="ignore")

@@ -112,3 +112,44 @@ def test_a_stored_count_for_another_encoding_is_not_used():
     only_cl100k = dataclasses.replace(plain, tokens={"cl100k_base": 999})
     est = TokenEstimator("o200k_base")
     assert est.count_message(only_cl100k) == TokenEstimator("o200k_base").count_message(plain)
+
+
+async def test_a_store_following_the_documented_contract_is_counted_as_the_provider_counts():
+    """``Message.tokens`` is the whole message's count: a store that fills it from the cookbook formula (written
+    independently in tests/oracle.py) gets a window whose total is the oracle's count of what was sent."""
+    from components.context_window.handler import ContextWindowHandler
+    from components.context_window.module_registry import ModuleRegistry
+    from components.context_window.window_type import DEFAULT_TYPES
+    from tests.oracle import cookbook_message_tokens, cookbook_tokens
+
+    plain = conversation(20, 30)  # 40 messages
+    stored = [
+        dataclasses.replace(m, tokens={"o200k_base": cookbook_message_tokens(m.to_chat(), "gpt-4o")}) for m in plain
+    ]
+    handler = ContextWindowHandler(ModuleRegistry(entry_point_group=None).load(), remember_sessions=0)
+    windows = []
+    for history in (plain, stored):
+        ctx = make_ctx(limit=100_000, history=InMemoryMessages(tuple(history)))
+        windows.append(await handler.assemble(ctx, DEFAULT_TYPES["balanced"]))
+    plain_window, stored_window = windows
+    assert stored_window.messages == plain_window.messages and len(stored_window.messages) >= 42
+    assert stored_window.snapshot.total_used == plain_window.snapshot.total_used
+    assert stored_window.snapshot.total_used == cookbook_tokens(stored_window.messages, "gpt-4o")
+
+
+def test_a_text_only_count_that_cannot_be_a_whole_message_is_recounted():
+    """A store that kept the text's count alone (the overhead left out) is caught where it shows: a short message's
+    text-only figure is below any whole-message count, so the message is counted afresh."""
+    est = TokenEstimator("o200k_base")
+    enc = tiktoken.get_encoding("o200k_base")
+    for message in (
+        Message("user", "Yes."),
+        Message("assistant", "OK", name="agent"),
+        Message("tool", "", tool_call_id="c1"),
+    ):
+        text_only = len(enc.encode(message.content))
+        with_text_count = dataclasses.replace(message, tokens={"o200k_base": text_only})
+        expected = 3 + len(enc.encode(message.role)) + text_only
+        expected += (1 + len(enc.encode(message.name))) if message.name else 0
+        expected += len(enc.encode(message.tool_call_id)) if message.tool_call_id else 0
+        assert est.count_message(with_text_count) == expected

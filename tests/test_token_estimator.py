@@ -127,6 +127,78 @@ def test_encoding_follows_the_model():
         assert encoding_name_for(model) == tiktoken.encoding_name_for_model(model)
 
 
+# (model id as a client sends it, the base model tiktoken's own table is asked about)
+OPENAI_IDS = [
+    ("ft:gpt-4o-mini-2024-07-18:acme::9xYz", "gpt-4o-mini-2024-07-18"),
+    ("ft:gpt-4.1-mini-2025-04-14:acme:support:AbC1", "gpt-4.1-mini-2025-04-14"),
+    ("ft:gpt-3.5-turbo-0125:acme::x1", "gpt-3.5-turbo-0125"),
+    ("openai/gpt-4o-2024-08-06", "gpt-4o-2024-08-06"),
+    ("azure/gpt-4o-mini", "gpt-4o-mini"),
+    ("azure/ft:gpt-4o-2024-08-06:acme::q", "gpt-4o-2024-08-06"),
+    ("openrouter/openai/gpt-4.1", "gpt-4.1"),
+    ("gpt-4-0613", "gpt-4-0613"),
+    ("o3-mini-2025-01-31", "o3-mini-2025-01-31"),
+    ("gpt-5-2025-08-07", "gpt-5-2025-08-07"),
+]
+
+
+@pytest.mark.parametrize("model, base", OPENAI_IDS)
+def test_fine_tuned_prefixed_and_dated_ids_use_the_base_models_encoding_exactly(model, base):
+    # Oracle: tiktoken's own model table on the base model (a fine-tune keeps its base model's tokenizer).
+    expected = tiktoken.encoding_name_for_model(base)
+    assert encoding_name_for(model) == expected
+    est = estimator_for(model)
+    assert est.exact and est.method == f"tiktoken:{expected}"
+    text = "Fine-tuned models count like their base: naïve café, 日本語, <|endoftext|>. " * 30
+    assert est.count(text) == len(tiktoken.get_encoding(expected).encode(text, disallowed_special=()))
+
+
+def test_the_issues_fine_tuned_example_is_counted_with_o200k():
+    model = "ft:gpt-4o-mini-2024-07-18:org::abc123"
+    messages = [{"role": "user", "content": "Résumé: " + "données, コード, код. " * 60}]
+    est = estimator_for(model)
+    counted = sum(est.count_chat(m) for m in messages) + 3
+    assert counted == cookbook_tokens(messages, "gpt-4o-mini")  # the oracle, on the base model's encoding
+    assert counted != cookbook_tokens(messages, "gpt-4")  # what was counted before (cl100k), reported as exact
+
+
+CLAUDES = ["claude-sonnet-4-5", "claude-3-5-sonnet-20241022", "claude-opus-4-1", "anthropic/claude-sonnet-4-5-20250929"]
+SCRIPTS = {
+    "thai": "สวัสดีครับ วันนี้อากาศดีมาก เราไปเที่ยวทะเลกันไหม ",
+    "english": "The quick brown fox jumps over the lazy dog. ",
+    "code": "def f(x):\n    return {k: v for k, v in x.items() if v}\n",
+    "emoji": "🙂🚀 ok ",
+    "hindi": "नमस्ते, आप कैसे हैं? ",
+}
+
+
+@pytest.mark.parametrize("model", CLAUDES)
+@pytest.mark.parametrize("script", sorted(SCRIPTS))
+def test_claude_estimates_are_never_below_litellms_own_count(model, script):
+    """litellm counts (some) Claude ids with its bundled Anthropic tokenizer; the estimate stays above it."""
+    text = SCRIPTS[script] * 30  # within litellm's 1,024-character chunking on every script
+    messages = [
+        {"role": "system", "content": "Answer briefly."},
+        {"role": "user", "content": text[:1000]},
+        {"role": "assistant", "content": text[:900]},
+    ]
+    est = estimator_for(model)
+    counted = sum(est.count_chat(m) for m in messages) + 3
+    assert counted >= litellm_tokens(messages, model=model)
+    assert counted >= litellm_tokens(messages, model="claude-sonnet-4-5")  # the Anthropic tokenizer's count
+
+
+def test_the_issues_thai_conversation_is_not_undercounted_for_claude():
+    import litellm
+
+    turn = SCRIPTS["thai"] * 18
+    messages = [{"role": ("user", "assistant")[i % 2], "content": turn} for i in range(8)]
+    est = estimator_for("claude-sonnet-4-5")
+    counted = sum(est.count_chat(m) for m in messages) + 3
+    assert counted >= litellm.token_counter(model="claude-sonnet-4-5", messages=messages)
+    assert "anthropic_tokenizer" in est.method and not est.exact
+
+
 def test_models_without_an_offline_tokenizer_are_estimated_with_a_margin_and_say_so():
     est = estimator_for("claude-3-5-sonnet")
     assert not est.exact and "estimate" in est.method and "cl100k_base" in est.method

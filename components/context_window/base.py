@@ -142,8 +142,11 @@ class Message:
     name: str | None = None
     phase: str | None = None
     tokens: Mapping[str, int] | None = field(default=None, compare=False)
-    """Token counts of this message's own text (content, name, tool calls; not the per-message overhead), per
-    encoding, counted when it was stored: a long history is not re-tokenised. ``None``: count it now."""
+    """The whole message's tokens as a prompt bills them, per tiktoken encoding name, counted when it was stored
+    so a long history is not re-tokenised: ``TokenEstimator.count_message``, i.e. the cookbook's 3 per message
+    + role + content + 1 and the name + tool calls / tool_call_id (reply priming excluded). Stores make them
+    with ``counts_to_store``. ``None``: count it now. A figure below the message's least possible count (the
+    overhead, role and name alone) is not a whole-message count and is ignored."""
     parts: tuple[Mapping[str, Any], ...] | None = None
     """OpenAI content parts as the client sent them (text, images, files), when the content is not plain text:
     sent as they are. ``content`` then holds the text of the text parts (what modules read and search)."""

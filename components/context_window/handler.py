@@ -38,6 +38,19 @@ DEFAULT_TIMEOUT_S = 2.0
 _PLACEMENT_ORDER = {"system": 0, "tools": 1, "history": 2, "context": 3}
 
 
+@dataclass(frozen=True, slots=True)
+class _ToolItem:
+    """A tool in the window as compared with the previous window (by the JSON sent), with the schema it is
+    counted by."""
+
+    json: str
+    schema: ToolSchema = field(compare=False)
+
+
+def _is_tool(item: Any) -> bool:
+    return type(item) is _ToolItem
+
+
 class ModuleSource(Protocol):
     """What the handler needs from a registry."""
 
@@ -148,6 +161,8 @@ class ContextWindowHandler:
     async def assemble(self, ctx: AssemblyContext, window_type: wt.ContextWindowType) -> AssembledContext:
         run = self._start(ctx, window_type)
         self._resolve(run)
+        if run.module_budget < 0:
+            await self._raise_floor(run)
         await self._gather_signals(run)
         self._adjust(run)
         await self._allocate_and_contribute(run)
@@ -176,9 +191,16 @@ class ContextWindowHandler:
             f"available {limits.available:,}; query {run.query_tokens:,}"
             + (f" (with {len(ctx.continuation)} tool-loop messages)" if ctx.continuation else "")
         )
-        if run.module_budget < 0:
-            raise b.BudgetExceeded(run.query_tokens + REPLY_PRIMING, limits.available, self._floor_parts(run))
         return run
+
+    async def _raise_floor(self, run: _Run) -> None:
+        """The query alone does not fit: ask only the floor's modules (non-condensable: the system prompt, ...) and
+        report the whole floor, so a caller who raises the limit to it is not refused again."""
+        floor = {m: 0 for m, s in run.slots.items() if not s.condensable}
+        run.log(f"the query ({run.query_tokens:,}) does not fit; measuring the floor only ({', '.join(floor)})")
+        await self._contribute(run, floor)
+        parts = self._floor_parts(run)
+        raise b.BudgetExceeded(sum(parts.values()), run.limits.available, parts)
 
     # -- pass 1: resolve -------------------------------------------------------------------------
 
@@ -471,7 +493,7 @@ class ContextWindowHandler:
         if total > run.limits.available:  # unreachable by construction; fail loudly rather than overflow
             raise AssertionError(f"assembled {total} tokens into {run.limits.available}")
         messages, tools, items = self._render(run)
-        stable = total - REPLY_PRIMING - self._changed_tail_tokens(run, items)
+        stable = self._stable_prefix_tokens(run, items)
         snapshot = self._snapshot(run, total, stable)
         contributions = {m: s.contribution for m, s in run.slots.items() if s.contribution is not None and s.used}
         return AssembledContext(messages, tools, snapshot, contributions)
@@ -479,7 +501,7 @@ class ContextWindowHandler:
     def _render(self, run: _Run) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[Any]]:
         """Stable first: system prompt and other system text, tools, history, per-turn context, query.
 
-        Also returns the window as a list of comparable items (messages, texts, tool JSON) in order.
+        Also returns the window as a list of comparable items (messages, texts, tools by their JSON) in order.
         """
         parts = sorted(
             (s.contribution for s in run.slots.values() if s.used > 0 and s.contribution is not None),
@@ -499,7 +521,7 @@ class ContextWindowHandler:
                         items.append(item)
                     elif not isinstance(item, str):
                         tools.append(item.to_openai())
-                        items.append(("tool", item.json))
+                        items.append(_ToolItem(item.json, item))
             text = c.text()
             if text:
                 messages.append({"role": "system", "content": text})
@@ -513,14 +535,14 @@ class ContextWindowHandler:
 
     @staticmethod
     def _tools_as_sent(tools: list[ToolSchema], items: list[Any]) -> list[dict[str, Any]]:
-        items.extend(("tool", t.json) for t in tools)
+        items.extend(_ToolItem(t.json, t) for t in tools)
         return [t.to_openai() for t in tools]
 
-    def _changed_tail_tokens(self, run: _Run, items: list[Any]) -> int:
-        """Tokens from the first item that differs from the session's previous window to the end.
-
-        Everything before it is a prefix a provider's prompt cache can reuse.
-        """
+    def _stable_prefix_tokens(self, run: _Run, items: list[Any]) -> int:
+        """Tokens of the items the window shares, from its start, with the session's previous window: the prefix a
+        provider's prompt cache can reuse. Each item counts what it is charged (a tool its rendered size when that is
+        larger than its JSON); the tools block's fixed overhead counts once every tool sent is in the prefix.
+        Nothing matches on a session's first window: 0."""
         session_id = run.ctx.session.id
         previous = self._previous.get(session_id, [])
         if self._remember:
@@ -530,14 +552,19 @@ class ContextWindowHandler:
             if now is not before and now != before:  # a cached history hands back the very same messages
                 break
             same += 1
-        return sum(self._item_tokens(run.tokens, item) for item in items[same:])
+        tokens = run.tokens
+        stable = sum(self._item_tokens(tokens, item) for item in items[:same])
+        tools_sent = any(_is_tool(item) for item in items)
+        if tools_sent and not any(_is_tool(item) for item in items[same:]):
+            stable += tokens.tools_overhead
+        return stable
 
     @staticmethod
     def _item_tokens(tokens: TokenEstimator, item: Any) -> int:
         if isinstance(item, Message):
             return tokens.count_message(item)
-        if isinstance(item, tuple):
-            return tokens.count(item[1])
+        if _is_tool(item):
+            return tokens.count_tool(item.schema)  # as charged: the larger of the JSON and the rendering
         return tokens.count_text_message(item)
 
     def _snapshot(self, run: _Run, total: int, stable: int) -> ContextWindowSnapshot:

@@ -57,7 +57,11 @@ _O200K_PREFIXES = ("gpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "o1", "o3", "o4", "c
 _OPENAI_PREFIXES = ("gpt-", "o1", "o3", "o4", "chatgpt-", "text-", "davinci", "babbage", "ft:gpt")
 _OPENAI_PROVIDERS = ("", "openai", "azure", "azure_ai", "text-completion-openai")
 _BUNDLED_HF_TOKENIZERS = {("claude-2", "claude-instant"): "anthropic_tokenizer.json"}
-"""Model prefixes for which litellm ships a tokenizer file (offline), and that file."""
+"""Model prefixes for which litellm ships the provider's own tokenizer file (offline), and that file."""
+_FLOOR_HF_TOKENIZERS = {"claude": "anthropic_tokenizer.json"}
+"""Model names (containing the key) whose estimate is never below this bundled tokenizer's count:
+``litellm.token_counter`` counts Claude models with it (Anthropic's own pre-Claude-3 tokenizer), and on some
+scripts it counts far more than cl100k (Thai: about 1.5 times cl100k + 25%)."""
 
 # Known input limits for models litellm does not map (or maps without max_input_tokens).
 FALLBACK_LIMITS: dict[str, int] = {
@@ -87,8 +91,27 @@ def _split(model: str) -> tuple[str, str]:
     return provider, base
 
 
+def _openai_base(model: str) -> str:
+    """The model id without its provider prefix (``openai/``, ``azure/``); a fine-tuned model
+    (``ft:<base>:<org>:<suffix>:<id>``) is its base model, whose tokenizer it keeps."""
+    base = _split(model)[1]
+    return base[3:].split(":", 1)[0] if base.startswith("ft:") else base
+
+
+@lru_cache(maxsize=512)
 def encoding_name_for(model: str) -> str:
-    return "o200k_base" if _split(model)[1].startswith(_O200K_PREFIXES) else "cl100k_base"
+    """The tiktoken encoding of an OpenAI model: tiktoken's own table (exact names, then prefixes, which cover
+    dated snapshots), on the base model of a provider-prefixed or fine-tuned id; our prefixes for models
+    newer than the installed tiktoken."""
+    base = _openai_base(model)
+    try:
+        from tiktoken.model import encoding_name_for_model
+
+        name = encoding_name_for_model(base)
+    except (ImportError, KeyError):
+        name = "o200k_base" if base.startswith(_O200K_PREFIXES) else "cl100k_base"
+    # harmony is o200k plus chat special tokens: ordinary text encodes the same, and stored counts share the key
+    return "o200k_base" if name == "o200k_harmony" else name
 
 
 def is_openai_model(model: str) -> bool:
@@ -104,6 +127,8 @@ class Tokenizer:
     name: str  # the encoding name, or the tokenizer file
     margin: float = 0.0
     model: str = ""
+    floor: str = ""
+    """A bundled tokenizer file whose count a text never goes below (estimates only; see ``_FLOOR_HF_TOKENIZERS``)."""
 
     @property
     def exact(self) -> bool:
@@ -117,7 +142,8 @@ def tokenizer_for(model: str) -> Tokenizer:
     for prefixes, file in _BUNDLED_HF_TOKENIZERS.items():
         if base.startswith(prefixes) and _bundled_file(file) is not None:
             return Tokenizer("huggingface", file)
-    return Tokenizer("tiktoken", "cl100k_base", SAFETY_MARGIN, model)
+    floor = next((f for key, f in _FLOOR_HF_TOKENIZERS.items() if key in base and _bundled_file(f)), "")
+    return Tokenizer("tiktoken", "cl100k_base", SAFETY_MARGIN, model, floor)
 
 
 def bundled_tokenizer_dir() -> Path | None:
@@ -189,6 +215,7 @@ class TokenEstimator:
         self.encoding_name = self.tokenizer.name
         self._counter = _load_counter(self.tokenizer.kind, self.tokenizer.name)
         self._scale = 1.0 + self.tokenizer.margin
+        self._floor = _load_counter("huggingface", self.tokenizer.floor) if self.tokenizer.floor else None
         self._texts: BoundedCache[str, int] = BoundedCache(cache_size)
         self._messages: BoundedCache[int, tuple[Message, int]] = BoundedCache(cache_size)
         self._tools: BoundedCache[str, int] = BoundedCache(4096)
@@ -226,7 +253,8 @@ class TokenEstimator:
         if t.kind == "huggingface":
             return f"huggingface:{t.name} (litellm's offline tokenizer)"
         if t.margin:
-            return f"tiktoken:{t.name} +{t.margin:.0%} (estimate: no offline tokenizer for {t.model})"
+            floor = f", at least huggingface:{t.floor} (litellm's count)" if self._floor is not None else ""
+            return f"tiktoken:{t.name} +{t.margin:.0%}{floor} (estimate: no offline tokenizer for {t.model})"
         return f"tiktoken:{t.name}"
 
     def count(self, text: str) -> int:
@@ -243,6 +271,8 @@ class TokenEstimator:
             n = self._counter(text)
             if self._scale != 1.0:
                 n = math.ceil(n * self._scale)
+            if self._floor is not None:
+                n = max(n, self._floor(text))
         self._texts.put(text, n)
         return n
 
@@ -257,7 +287,7 @@ class TokenEstimator:
         media = has_media(message.parts)
         if message.tokens and self._stored_key is not None and not media:
             stored = message.tokens.get(self._stored_key)
-            if stored is not None:
+            if stored is not None and stored >= self._least(message):
                 return stored
         entry = self._messages.get(id(message))
         if entry is not None and entry[0] is message:
@@ -267,6 +297,14 @@ class TokenEstimator:
             n += sum(part_tokens(p, self.count, self.images) for p in message.parts) - self.count(message.content)
         self._messages.put(id(message), (message, n))
         return n
+
+    @staticmethod
+    def _least(message: Message) -> int:
+        """What any whole-message count of ``message`` is at least, without tokenising: the overhead, a token
+        for the role and each non-empty text field, and the name's extra token."""
+        texts = (message.content, message.name, message.tool_call_id)
+        n = MESSAGE_OVERHEAD + 1 + sum(1 for text in texts if text) + len(message.tool_calls)
+        return n + NAME_OVERHEAD if message.name is not None else n
 
     @property
     def stored_exact(self) -> bool:

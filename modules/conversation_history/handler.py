@@ -27,7 +27,7 @@ from components.context_window.content_parts import media_note
 from components.context_window.fitting import first_sentence
 from components.context_window.metering import labelled
 from components.context_window.phases import visible
-from components.context_window.session_cache import BoundedCache, SessionCache, content_key
+from components.context_window.session_cache import SessionCache, content_key
 from components.context_window.token_estimator import MESSAGE_OVERHEAD
 
 SUMMARY_SHARE = 0.15
@@ -134,11 +134,6 @@ class ConversationHistoryModule(ContextModule):
         super().__init__(manifest)
         self._summaries: SessionCache[str] = SessionCache(1024)
         """Model-written summaries, keyed by the exact transcript summarised and the room given."""
-        self._walks: BoundedCache[str, tuple[object, str | None, object, int, list[tuple[int, Unit, int]]]] = (
-            BoundedCache(64)
-        )
-        """Per session, the last walk: condensing right after contributing reuses it instead of walking again.
-        Reused only for the very same immutable history (a tuple, or this assembly's source), phase and counter."""
 
     async def contribute(self, budget: int, ctx: AssemblyContext) -> Contribution:
         strategy, target = ctx.directives.condense_strategy, ctx.directives.condense_to
@@ -157,7 +152,6 @@ class ConversationHistoryModule(ContextModule):
     async def purge(self, session_id: str, user_id: str) -> dict[str, Any]:
         """Forget a session's cached summaries (call it when the session's history is purged or edited)."""
         purged = self._summaries.purge(session_id)
-        self._walks.discard_where(lambda key: key == session_id)
         return {"purged": purged, "what": "cached summaries"}
 
     def get_status(self) -> dict[str, Any]:
@@ -202,17 +196,11 @@ class ConversationHistoryModule(ContextModule):
     async def _fill(self, source: MessageSource, budget: int, ctx: AssemblyContext) -> list[tuple[int, Unit, int]]:
         """Newest units that fit in ``budget``, newest first, as (position of first message, unit, tokens)."""
         phase = ctx.session.phase
-        history = ctx.session.history if ctx.session.history is not None else ctx.session.messages
-        walk = self._walks.get(ctx.session.id)
-        reusable = ctx.session.history is not None or isinstance(history, tuple)  # a list could have changed
-        if (
-            reusable
-            and walk is not None
-            and walk[0] is history
-            and walk[1:3] == (phase, ctx.tokens)
-            and walk[3] >= budget
-        ):
-            return _within(walk[4], budget)  # a greedy walk under a smaller budget is a prefix of this one
+        # The walk is reused within this assembly only (condensing right after contributing): a source's
+        # identity says nothing about its content (a list behind it may have grown since the last turn).
+        walk = ctx.memo.get("walk")
+        if walk is not None and walk[0] >= budget:
+            return _within(walk[1], budget)  # a greedy walk under a smaller budget is a prefix of this one
         assert ctx.tokens is not None
         count = ctx.tokens.count_message
         kept: list[tuple[int, Unit, int]] = []
@@ -228,7 +216,7 @@ class ConversationHistoryModule(ContextModule):
                 else:
                     continue  # the whole page fitted: on to the next
                 break
-        self._walks.put(ctx.session.id, (history, phase, ctx.tokens, budget, kept))
+        ctx.memo["walk"] = (budget, kept)
         return list(kept)
 
     async def _summary(

@@ -36,6 +36,7 @@ from components.context_window.base import (
     ModuleManifest,
     ToolSchema,
     newest_first,
+    thaw,
 )
 from components.context_window.fitting import first_sentence
 from components.context_window.session_cache import BoundedCache
@@ -56,13 +57,41 @@ STOPWORDS = frozenset(
 )
 
 
+ANNOTATIONS = frozenset({"description", "title", "examples", "$comment"})
+"""Schema keywords that only explain (JSON Schema's annotations, ``default`` aside: it changes what a call may
+omit). Condensing drops them where they are keywords, never a property that happens to have such a name."""
+_SCHEMA_MAPS = frozenset({"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"})
+"""Keywords whose value maps names (property names, definition names) to schemas."""
+_SCHEMAS = frozenset(
+    {"items", "additionalItems", "additionalProperties", "unevaluatedItems", "unevaluatedProperties", "contains"}
+    | {"propertyNames", "not", "if", "then", "else", "anyOf", "oneOf", "allOf", "prefixItems"}
+)
+"""Keywords whose value is a schema or a list of schemas."""
+
+
 def _strip_descriptions(schema: Any) -> Any:
-    """The parameter schema without ``description`` keys (types, enums and required stay)."""
-    if isinstance(schema, Mapping):
-        return {k: _strip_descriptions(v) for k, v in schema.items() if k != "description"}
-    if isinstance(schema, list | tuple):
-        return [_strip_descriptions(v) for v in schema]
-    return schema
+    """The parameter schema without its annotations (``ANNOTATIONS``), walked as a JSON Schema: keywords are
+    told from names, so a property called ``description`` or ``title`` stays, with everything ``required``
+    and every type, enum, default and constraint."""
+    if not isinstance(schema, Mapping):
+        return thaw(schema)  # true/false schemas, and whatever a hand-written schema holds
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in ANNOTATIONS:
+            continue
+        if key in _SCHEMA_MAPS and isinstance(value, Mapping):
+            out[key] = {name: _strip_descriptions(sub) for name, sub in value.items()}
+        elif key in _SCHEMAS:
+            out[key] = (
+                [_strip_descriptions(v) for v in value]
+                if isinstance(value, list | tuple)
+                else (_strip_descriptions(value))
+            )
+        elif key == "dependencies" and isinstance(value, Mapping):  # draft 7: a schema or a list of names each
+            out[key] = {name: _strip_descriptions(sub) for name, sub in value.items()}
+        else:
+            out[key] = thaw(value)  # data (enum, const, default, required): as written
+    return out
 
 
 _condensed: BoundedCache[ToolSchema, ToolSchema] = BoundedCache(4096)

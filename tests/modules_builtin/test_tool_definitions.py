@@ -223,3 +223,105 @@ async def test_every_level_fits_its_budget_and_sends_callable_schemas(budget, n,
         callable_schema(schema)
     named = set(out.metadata.get("left_out", []))
     assert named.isdisjoint(t.name for t in out.tool_schemas())
+
+
+# --- condensing keeps every parameter: annotations are dropped as keywords, never as property names -------------
+
+
+def test_a_parameter_named_description_survives_condensing():
+    from modules.tool_definitions.handler import condensed
+
+    tool = ToolSchema(
+        "create_ticket",
+        "Open a support ticket. The ticket is assigned to the on-call engineer.",
+        {
+            "type": "object",
+            "title": "CreateTicket",
+            "description": "Ticket fields.",
+            "properties": {
+                "title": {"type": "string", "description": "One line.", "title": "Title"},
+                "description": {"type": "string", "description": "What happened.", "examples": ["It broke"]},
+                "default": {"type": "boolean", "default": False, "description": "Use the default queue."},
+                "examples": {"type": "array", "items": {"type": "string", "description": "An example."}},
+            },
+            "required": ["title", "description"],
+        },
+    )
+    expected = {  # written by hand: the annotations go, every parameter and its constraints stay
+        "type": "object",
+        "properties": {
+            "title": {"type": "string"},
+            "description": {"type": "string"},
+            "default": {"type": "boolean", "default": False},
+            "examples": {"type": "array", "items": {"type": "string"}},
+        },
+        "required": ["title", "description"],
+    }
+    small = condensed(tool)
+    assert dict(small.to_openai()["function"]["parameters"]) == expected
+    call = {"title": "Printer on fire", "description": "Third floor."}
+    jsonschema.validate(call, small.to_openai()["function"]["parameters"])
+    with pytest.raises(jsonschema.ValidationError):  # the parameter's type still holds
+        jsonschema.validate({"title": "x", "description": 42}, small.to_openai()["function"]["parameters"])
+
+
+NAMES = ["description", "title", "examples", "default", "properties", "items", "type", "required", "enum", "x"]
+
+
+@st.composite
+def schemas(draw, depth: int = 0) -> dict:
+    kind = draw(st.sampled_from(["string", "integer", "object", "array"] if depth < 3 else ["string", "integer"]))
+    schema: dict = {"type": kind}
+    if draw(st.booleans()):
+        schema["description"] = draw(st.sampled_from(["Explained.", "More words here."]))
+    if draw(st.booleans()):
+        schema["title"] = "T"
+    if kind == "string" and draw(st.booleans()):
+        schema["enum"] = ["a", "description", "title"]
+    if kind == "object":
+        names = draw(st.lists(st.sampled_from(NAMES), unique=True, max_size=4))
+        schema["properties"] = {n: draw(schemas(depth + 1)) for n in names}
+        schema["required"] = [n for n in names if draw(st.booleans())]
+        schema["additionalProperties"] = draw(st.booleans())
+    if kind == "array":
+        schema["items"] = draw(schemas(depth + 1))
+    return schema
+
+
+def sample(schema: dict, wrong: bool = False):
+    """An instance of ``schema`` (every property given); ``wrong``: the innermost values of the wrong type."""
+    kind = schema["type"]
+    if kind == "object":
+        return {n: sample(s, wrong) for n, s in schema["properties"].items()}
+    if kind == "array":
+        return [sample(schema["items"], wrong)]
+    if kind == "integer":
+        return "seven" if wrong else 7
+    return 7 if wrong else (schema["enum"][1] if "enum" in schema else "text")
+
+
+@settings(max_examples=200, deadline=None)
+@given(schemas(), st.data())
+def test_condensed_schemas_accept_and_reject_exactly_what_the_full_ones_do(schema, data):
+    """Oracle: the jsonschema validator. Annotations never change what validates, so the condensed schema must
+    agree with the full one on every instance: a call built from the schema, the same with wrong types, and
+    instances missing or adding properties."""
+    from modules.tool_definitions.handler import condensed
+
+    tool = ToolSchema("f", "Does f.", {"type": "object", "properties": {"arg": schema}, "required": ["arg"]})
+    full, small = tool.to_openai()["function"]["parameters"], condensed(tool).to_openai()["function"]["parameters"]
+    good = {"arg": sample(schema)}
+    instances = [
+        good,
+        {"arg": sample(schema, wrong=True)},
+        {},
+        data.draw(st.dictionaries(st.sampled_from(NAMES), st.integers() | st.text(max_size=3))),
+    ]
+    if isinstance(good["arg"], dict) and good["arg"]:
+        name = data.draw(st.sampled_from(sorted(good["arg"])))
+        instances.append({"arg": {k: v for k, v in good["arg"].items() if k != name}})
+        instances.append({"arg": {**good["arg"], "unexpected": 1}})
+    for instance in instances:
+        assert jsonschema.Draft202012Validator(small).is_valid(instance) == jsonschema.Draft202012Validator(
+            full
+        ).is_valid(instance), instance
