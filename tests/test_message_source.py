@@ -135,21 +135,3 @@ async def test_a_store_following_the_documented_contract_is_counted_as_the_provi
     assert stored_window.messages == plain_window.messages and len(stored_window.messages) >= 42
     assert stored_window.snapshot.total_used == plain_window.snapshot.total_used
     assert stored_window.snapshot.total_used == cookbook_tokens(stored_window.messages, "gpt-4o")
-
-
-def test_a_text_only_count_that_cannot_be_a_whole_message_is_recounted():
-    """A store that kept the text's count alone (the overhead left out) is caught where it shows: a short message's
-    text-only figure is below any whole-message count, so the message is counted afresh."""
-    est = TokenEstimator("o200k_base")
-    enc = tiktoken.get_encoding("o200k_base")
-    for message in (
-        Message("user", "Yes."),
-        Message("assistant", "OK", name="agent"),
-        Message("tool", "", tool_call_id="c1"),
-    ):
-        text_only = len(enc.encode(message.content))
-        with_text_count = dataclasses.replace(message, tokens={"o200k_base": text_only})
-        expected = 3 + len(enc.encode(message.role)) + text_only
-        expected += (1 + len(enc.encode(message.name))) if message.name else 0
-        expected += len(enc.encode(message.tool_call_id)) if message.tool_call_id else 0
-        assert est.count_message(with_text_count) == expected

@@ -287,7 +287,7 @@ class TokenEstimator:
         media = has_media(message.parts)
         if message.tokens and self._stored_key is not None and not media:
             stored = message.tokens.get(self._stored_key)
-            if stored is not None and stored >= self._least(message):
+            if stored is not None:
                 return stored
         entry = self._messages.get(id(message))
         if entry is not None and entry[0] is message:
@@ -297,14 +297,6 @@ class TokenEstimator:
             n += sum(part_tokens(p, self.count, self.images) for p in message.parts) - self.count(message.content)
         self._messages.put(id(message), (message, n))
         return n
-
-    @staticmethod
-    def _least(message: Message) -> int:
-        """What any whole-message count of ``message`` is at least, without tokenising: the overhead, a token
-        for the role and each non-empty text field, and the name's extra token."""
-        texts = (message.content, message.name, message.tool_call_id)
-        n = MESSAGE_OVERHEAD + 1 + sum(1 for text in texts if text) + len(message.tool_calls)
-        return n + NAME_OVERHEAD if message.name is not None else n
 
     @property
     def stored_exact(self) -> bool:
