@@ -123,7 +123,10 @@ class SnapshotRow(Base):
     """What one assembly produced (``data``) and what it read (``inputs``: enough to replay it)."""
 
     __tablename__ = "snapshots"
-    __table_args__ = (Index("ix_snapshots_session", "session_id", "id"),)
+    __table_args__ = (
+        Index("ix_snapshots_session", "session_id", "id"),
+        {"sqlite_autoincrement": True},  # ids are SSE event ids: never reused after a session is deleted
+    )
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     session_id: Mapped[str] = mapped_column(ForeignKey("sessions.id", ondelete="CASCADE"))
     turn: Mapped[int]
