@@ -50,6 +50,24 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(line, default=str)
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def escape_controls(text: str) -> str:
+    """Control characters as escapes (a newline as ``\\n``): a request path decoded into the access line, or any
+    other text a client chose, cannot start a forged log line or move the terminal's cursor."""
+    return _CONTROL.sub(lambda m: m.group(0).encode("unicode_escape").decode("ascii"), text)
+
+
+class TextFormatter(logging.Formatter):
+    """One line per record: the message's control characters are escaped (a traceback still follows on its own
+    lines; JSON lines escape them by themselves)."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        record.message = escape_controls(record.message)
+        return super().formatMessage(record)
+
+
 class RedactingFormatter(logging.Formatter):
     """Another formatter's line with the credentials in any URL hidden (messages, extras, tracebacks)."""
 
@@ -69,7 +87,7 @@ def configure(log_format: str, level: str) -> None:
     if log_format == "json":
         formatter: logging.Formatter = JsonFormatter()
     else:
-        formatter = logging.Formatter("%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s")
+        formatter = TextFormatter("%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s")
     handler.setFormatter(RedactingFormatter(formatter))
     root = logging.getLogger()
     root.handlers = [handler]

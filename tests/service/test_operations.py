@@ -198,3 +198,23 @@ def test_cli_errors_hide_credentials(monkeypatch: pytest.MonkeyPatch, capsys: py
     assert main(["db", "upgrade"]) == 2
     err = capsys.readouterr().err
     assert "hunter2" not in err and "mysql://***@db/tda" in err
+
+
+async def test_text_access_log_cannot_be_forged_with_a_newline_in_the_path(
+    client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The path is logged decoded: %0A would end the access line and let the client write a line of its own."""
+    stream = io.StringIO()
+    root, tda_logger = logging.getLogger(), logging.getLogger("tda")
+    saved = (root.handlers[:], root.level, tda_logger.level)
+    monkeypatch.setattr("sys.stderr", stream)
+    configure("text", "INFO")
+    try:
+        forged = "/healthz%0A2026-11-25 20:00:00,000 INFO tda.access [x] POST /v1/tokens 201 1.0 ms%1B[2K"
+        await client.get(forged, headers={"X-Request-ID": "req-forge"})
+    finally:
+        root.handlers, root.level, tda_logger.level = saved
+    lines = stream.getvalue().splitlines()
+    [access] = [line for line in lines if "req-forge" in line]
+    assert "/healthz\\n2026-11-25 20:00:00,000 INFO tda.access [x] POST /v1/tokens 201 1.0 ms\\x1b[2K" in access
+    assert not any(line.startswith("2026-11-25 20:00:00,000") for line in lines)
