@@ -8,9 +8,12 @@ anywhere an admin token can name. Viewer tokens read and stream; browser session
 
 from __future__ import annotations
 
-import ipaddress
+import math
 import os
 import secrets
+import stat
+import string
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +22,18 @@ from .errors import Forbidden
 
 SECRET_FILE = "secret_key"
 WEAK_SECRETS = frozenset({"dev-only-change-me", "secret", "changeme", "change-me", "password", "tda", "test"})
-MIN_SECRET_CHARS = 16
+MIN_SECRET_BITS = 256
+"""32 bytes of entropy: ``secrets.token_urlsafe(32)`` (43 chars), ``openssl rand -hex 32`` (64) or ``-base64 32``."""
+_BASE64 = string.ascii_letters + string.digits
+ALPHABETS = (
+    (string.digits, 10),
+    (string.digits + "abcdef", 16),
+    (string.digits + "ABCDEF", 16),
+    (_BASE64 + "+/", 64),
+    (_BASE64 + "-_", 64),  # base64url (secrets.token_urlsafe)
+    (string.printable.strip(), 94),
+)
+"""Estimating entropy: a key is counted as drawn at random from the smallest of these that holds all of it."""
 
 
 class InsecureSettings(Exception):
@@ -42,31 +56,39 @@ def session_secret(settings: Settings) -> str:
 
 
 def _read_secret(path: Path) -> str:
+    if stat.S_IMODE(path.stat().st_mode) & 0o077:
+        raise InsecureSettings(
+            f"{path} can be read by other users, who could sign in as anyone with it; "
+            f"`chmod 600 {path}`, or delete it so a new one is made"
+        )
     secret = path.read_text().strip()
-    if len(secret) < MIN_SECRET_CHARS:
-        raise InsecureSettings(f"{path} holds no usable secret; delete it (a new one is made) or set TDA_SECRET_KEY")
+    if is_weak(secret):
+        raise InsecureSettings(f"{path} holds no strong secret; delete it (a new one is made) or set TDA_SECRET_KEY")
     return secret
 
 
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:  # a host name: it may resolve to anything
-        return False
+def entropy_bits(secret: str) -> float:
+    """An upper bound of the key's entropy, so a floor on it refuses every key that cannot be strong: its length
+    times the bits of a character drawn at random from the smallest alphabet holding all of it ('=' padding
+    aside), and no more than its size compressed (a repeated pattern, ``abcabc...``, is not random however long)."""
+    key = secret.rstrip("=")
+    size = next((size for chars, size in ALPHABETS if set(key) <= set(chars)), 256)
+    compressed = len(zlib.compress(key.encode(), 9)) - len(zlib.compress(b"", 9))
+    return min(len(key) * math.log2(size), 8.0 * compressed)
 
 
 def is_weak(secret: str) -> bool:
-    return secret.lower() in WEAK_SECRETS or len(secret) < MIN_SECRET_CHARS
+    return secret.lower() in WEAK_SECRETS or entropy_bits(secret) < MIN_SECRET_BITS
 
 
 def check_secret(settings: Settings, secret: str) -> None:
-    """Anyone who knows the secret can forge a browser session: refuse a weak one where others can connect."""
-    if is_weak(secret) and not is_loopback(settings.host):
+    """Anyone who knows the secret can sign an admin's browser session: a guessable one is refused wherever the
+    service listens (a loopback port is open to every local user and to a browser's cross-site requests)."""
+    if is_weak(secret):
         raise InsecureSettings(
-            f"refusing to serve on {settings.host}: TDA_SECRET_KEY is a known or short (<{MIN_SECRET_CHARS} chars) "
-            "secret, so browser sessions could be forged; set a long random one, or unset it to have one generated"
+            f"TDA_SECRET_KEY has under {MIN_SECRET_BITS // 8} bytes of entropy (a known word, too short, or not "
+            "random), so browser sessions could be forged; set a random one, e.g. "
+            "`python3 -c 'import secrets; print(secrets.token_urlsafe(32))'`, or unset it to have one generated"
         )
 
 
