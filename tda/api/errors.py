@@ -163,7 +163,10 @@ def register_error_handlers(app: Quart) -> None:
         if exc.code == 413:
             limit = app.config["MAX_CONTENT_LENGTH"]
             message = f"the body is larger than {limit:,} bytes; send less (the limit is TDA_MAX_BODY_BYTES)"
-            return _json(413, "body_too_large", message)
+            # The rest of the body was not read: the connection cannot carry another request (HTTP/1 only;
+            # HTTP/2 ends the stream by itself and forbids the header).
+            close = {"Connection": "close"} if request.http_version in ("1.0", "1.1") else {}
+            return (*_json(413, "body_too_large", message), close)
         body, status = _json(exc.code, (exc.name or "error").lower().replace(" ", "_"), exc.description or exc.name)
         allow = [value for name, value in exc.get_headers() if name == "Allow"]  # 405 names the allowed methods
         return (body, status, {"Allow": allow[0]}) if allow else (body, status)

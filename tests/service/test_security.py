@@ -162,3 +162,66 @@ def test_settings_read_module_roots_and_limits_from_the_environment(tmp_path: Pa
     )
     assert s.module_roots == (tmp_path / "a", tmp_path / "b")
     assert (s.max_body_bytes, s.max_json_depth, s.secret_key) == (2048, 8, None)
+
+
+async def test_pages_carry_security_headers_and_a_policy_their_scripts_fit(client: Any, admin: dict[str, str]) -> None:
+    """Whether the policy lets the pages work is checked in Chromium (tests/browser/test_pages.py); here: every
+    response is marked, and the pages' scripts and styles are all files the policy allows (none inline)."""
+    import hashlib
+    import re
+
+    r = await client.post("/v1/auth/session", json={"token": admin["Authorization"].removeprefix("Bearer ")})
+    assert r.status_code in (200, 201)
+    for path in ("/ui/sign-in", "/ui/types", "/ui/sessions", "/docs", "/v1/auth/session", "/healthz"):
+        r = await client.get(path)
+        assert r.status_code == 200, path
+        assert r.headers["X-Frame-Options"] == "DENY" and r.headers["X-Content-Type-Options"] == "nosniff"
+        assert r.headers["Referrer-Policy"] == "no-referrer"
+        if r.mimetype != "text/html":
+            continue
+        page = await r.get_data(as_text=True)
+        policy = dict(part.strip().split(" ", 1) for part in r.headers["Content-Security-Policy"].split(";"))
+        assert policy["frame-ancestors"] == "'none'" and policy["object-src"] == "'none'"
+        inline = re.findall(r"<script>(.*?)</script>", page, re.DOTALL)
+        for script in inline:  # only /docs has one: allowed by its hash, nothing else inline
+            digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
+            assert f"'sha256-{digest}'" in policy["script-src"].split() and path == "/docs"
+        assert "'unsafe-inline'" not in policy["script-src"] and "'unsafe-eval'" not in policy["script-src"]
+        for src in re.findall(r"<(?:script|link)[^>]* (?:src|href)=\"([^\"]+)\"", page):
+            assert src == "data:," or (src.startswith("/") and not src.startswith("//")), (path, src)  # 'self'
+        assert path == "/docs" or " style=" not in page
+
+
+async def test_rollback_refuses_an_empty_if_match(client: Any, admin: dict[str, str]) -> None:
+    url = "/v1/context-window-types/knowledge_heavy"
+    body = await (await client.get(url, headers=admin)).get_json()
+    edit = {k: v for k, v in body.items() if k not in ("version", "updated_at", "etag")}
+    r = await client.put(url, json={**edit, "name": "KH 2"}, headers={**admin, "If-Match": body["etag"]})
+    assert r.status_code == 200
+    r = await client.post(f"{url}/rollback", json={"version": 1}, headers={**admin, "If-Match": ""})
+    assert r.status_code == 412 and "GET it again" in (await r.get_json())["message"]
+    assert (await (await client.get(url, headers=admin)).get_json())["name"] == "KH 2"  # nothing rolled back
+
+
+async def test_a_413_closes_the_connection(settings: Settings) -> None:
+    """The unread rest of the body would be taken for the next request on a kept-alive connection."""
+    app = create_app(replace(settings, max_body_bytes=10_000), **QUIET)
+    async with app.test_app() as running:
+        r = await running.test_client().post("/v1/profiles", data="x" * 20_000, headers={"Content-Type": "text/plain"})
+    assert r.status_code == 413 and r.headers["Connection"] == "close"
+
+
+def test_a_new_data_dir_and_database_are_private(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tda.cli import main
+
+    data = tmp_path / "new" / "data"
+    monkeypatch.setenv("TDA_DATA_DIR", str(data))
+    old = os.umask(0o022)  # the usual umask, which leaves new files readable by all
+    try:
+        assert main(["db", "upgrade"]) == 0
+        create_app(Settings(data_dir=data / "other"), **QUIET)
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(data.stat().st_mode) == 0o700 and stat.S_IMODE((data / "tda.db").stat().st_mode) == 0o600
+    assert stat.S_IMODE((data / "other").stat().st_mode) == 0o700
+    assert all(stat.S_IMODE(p.stat().st_mode) & 0o077 == 0 for p in data.glob("tda.db*"))
