@@ -160,3 +160,22 @@ def json_depth_exceeds(value: Any, limit: int) -> bool:
             return True
         stack.extend((child, depth + 1) for child in children)
     return False
+
+
+def first_nul(value: Any) -> str | None:
+    """The dotted location of the first string (or object key) in a JSON value holding a NUL character, or None;
+    ``body`` for the whole. Iterative, as json_depth_exceeds."""
+    stack: list[tuple[Any, tuple[str, ...]]] = [(value, ())]
+    while stack:
+        item, loc = stack.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                return ".".join(loc) or "body"
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                if "\x00" in key:
+                    return ".".join((*loc, repr(key.replace("\x00", "\\u0000"))))
+                stack.append((child, (*loc, key)))
+        elif isinstance(item, list):
+            stack.extend((child, (*loc, str(i))) for i, child in enumerate(item))
+    return None

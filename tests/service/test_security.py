@@ -19,7 +19,7 @@ from tda.app import create_app
 from tda.auth import SESSION_KEY
 from tda.config import Settings
 from tda.security import InsecureSettings
-from tests.service.support import ECHO, write_module
+from tests.service.support import ECHO, check_nul_is_refused_before_anything_is_written, write_module
 
 QUIET = {"migrate": False, "warm_up_llm": False, "warm_up_knowledge": False}
 
@@ -225,3 +225,7 @@ def test_a_new_data_dir_and_database_are_private(tmp_path: Path, monkeypatch: py
     assert stat.S_IMODE(data.stat().st_mode) == 0o700 and stat.S_IMODE((data / "tda.db").stat().st_mode) == 0o600
     assert stat.S_IMODE((data / "other").stat().st_mode) == 0o700
     assert all(stat.S_IMODE(p.stat().st_mode) & 0o077 == 0 for p in data.glob("tda.db*"))
+
+
+async def test_nul_characters_are_refused_with_the_field_before_anything_is_written(client, admin) -> None:
+    await check_nul_is_refused_before_anything_is_written(client, admin)
