@@ -206,6 +206,16 @@ class ApiTokenRow(Base):
     revoked_at: Mapped[datetime | None] = mapped_column(default=None)
 
 
+class BrowserSessionRow(Base):
+    """A browser sign-in: the cookie carries a random id, kept here hashed, so signing out ends it on every
+    replica (a copied cookie stops working) and a signed cookie alone signs nobody in."""
+
+    __tablename__ = "browser_sessions"
+    id_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    token_id: Mapped[int] = mapped_column(ForeignKey("api_tokens.id", ondelete="CASCADE"), index=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
+
+
 class AuditRow(Base):
     __tablename__ = "audit_log"
     __table_args__ = (Index("ix_audit_entity", "entity", "entity_id"),)

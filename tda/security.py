@@ -3,7 +3,8 @@
 Trust model: an admin token may change types, profiles and sessions, and install modules. A module is Python
 code that runs inside the server, so installing one is as powerful as shell access; tda only installs from
 folders the operator has designated (``TDA_MODULES_DIR`` and the roots in ``TDA_MODULE_ROOTS``), never from
-anywhere an admin token can name. Viewer tokens read and stream; browser sessions are signed cookies.
+anywhere an admin token can name. Viewer tokens read and stream; browser sessions are signed cookies naming a
+session kept in the database (tda/auth.py), so signing out ends them.
 """
 
 from __future__ import annotations

@@ -24,12 +24,15 @@ from tests.service.support import ECHO, check_nul_is_refused_before_anything_is_
 QUIET = {"migrate": False, "warm_up_llm": False, "warm_up_knowledge": False}
 
 
-def _cookie(secret: str, token_id: int) -> str:
-    """A session cookie for ``token_id`` signed with ``secret``, the way Quart signs its own."""
+def _serializer(secret: str) -> Any:
     signer = Quart(__name__)
     signer.secret_key = secret
-    serializer = signer.session_interface.get_signing_serializer(signer)
-    return serializer.dumps({SESSION_KEY: {"token_id": token_id, "csrf": "x"}})
+    return signer.session_interface.get_signing_serializer(signer)
+
+
+def _cookie(secret: str, content: dict[str, Any]) -> str:
+    """A session cookie holding ``content`` signed with ``secret``, the way Quart signs its own."""
+    return _serializer(secret).dumps({SESSION_KEY: content})
 
 
 async def test_without_a_configured_secret_one_is_generated_and_kept_private(settings: Settings) -> None:
@@ -44,14 +47,21 @@ async def test_without_a_configured_secret_one_is_generated_and_kept_private(set
 
 
 async def test_a_session_forged_with_the_old_development_secret_is_refused(test_app: Any, svc: Any) -> None:
+    token, row = await svc.store.tokens.create("someone", "admin")
+    r = await test_app.test_client().post("/v1/auth/session", json={"token": token})
+    content = _serializer(test_app.app.secret_key).loads(r.headers["Set-Cookie"].split(";")[0].split("=", 1)[1])
     client = test_app.test_client()
-    _, row = await svc.store.tokens.create("someone", "admin")
-    forged = _cookie("dev-only-change-me", row.id)
+    forged = _cookie("dev-only-change-me", content[SESSION_KEY])
     r = await client.get("/v1/auth/session", headers={"Cookie": f"tda_session={forged}"})
     assert r.status_code == 401
-    genuine = _cookie(test_app.app.secret_key, row.id)  # the control: the same cookie, signed with the real secret
+    genuine = _cookie(test_app.app.secret_key, content[SESSION_KEY])  # the control: the real secret
     r = await client.get("/v1/auth/session", headers={"Cookie": f"tda_session={genuine}"})
     assert r.status_code == 200 and (await r.get_json())["name"] == "someone"
+    # A validly signed cookie is not enough by itself: it must name a session the server started.
+    invented = _cookie(test_app.app.secret_key, {"id": "made-up", "csrf": "x"})
+    assert (await client.get("/v1/auth/session", headers={"Cookie": f"tda_session={invented}"})).status_code == 401
+    old_style = _cookie(test_app.app.secret_key, {"token_id": row.id, "csrf": "x"})  # before sessions were stored
+    assert (await client.get("/v1/auth/session", headers={"Cookie": f"tda_session={old_style}"})).status_code == 401
 
 
 WEAK = [
