@@ -7,7 +7,8 @@ from __future__ import annotations
 import re
 
 HIDDEN = "***"
-_URL = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]+")
+_URL = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]*[^\s'\"<>).,;\]]")
+"""A URL in prose: up to a space or a quote, and not the punctuation that closes the sentence around it."""
 _USERINFO = re.compile(r"^([^:]+://)[^\s'\"<>]*@")
 """Everything up to the last ``@``: an unencoded ``@`` or ``/`` in a password must not leave part of it shown."""
 _SECRET_QUERY = re.compile(

@@ -218,3 +218,13 @@ async def test_text_access_log_cannot_be_forged_with_a_newline_in_the_path(
     [access] = [line for line in lines if "req-forge" in line]
     assert "/healthz\\n2026-11-25 20:00:00,000 INFO tda.access [x] POST /v1/tokens 201 1.0 ms\\x1b[2K" in access
     assert not any(line.startswith("2026-11-25 20:00:00,000") for line in lines)
+
+
+def test_api_error_messages_hide_credentials_in_urls() -> None:
+    """A model call's failure quotes what the provider library said, which may be the upstream's URL."""
+    from tda.errors import UpstreamFailed
+
+    body = UpstreamFailed(
+        "the model call failed (APIConnectionError: http://me:hunter2@llm:8080/v1?key=sk-1)"
+    ).to_dict()
+    assert body["message"] == "the model call failed (APIConnectionError: http://***@llm:8080/v1?key=***)"
