@@ -29,10 +29,10 @@ async def json_object() -> dict[str, Any]:
 
 
 def if_match_version(resource_id: str) -> int:
-    """The version named by ``If-Match`` (required on writes: 428 without it, 412 when it names another resource
-    or nothing, as an empty one does)."""
+    """The version named by ``If-Match`` (required on writes: 428 without it or with an empty one, 412 when it names
+    another resource)."""
     header = request.headers.get("If-Match")
-    if header is None:
+    if not header:
         raise PreconditionRequired(
             "send If-Match with the ETag from your last GET, so you cannot overwrite someone else's change"
         )

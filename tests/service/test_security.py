@@ -209,7 +209,7 @@ async def test_rollback_refuses_an_empty_if_match(client: Any, admin: dict[str, 
     r = await client.put(url, json={**edit, "name": "KH 2"}, headers={**admin, "If-Match": body["etag"]})
     assert r.status_code == 200
     r = await client.post(f"{url}/rollback", json={"version": 1}, headers={**admin, "If-Match": ""})
-    assert r.status_code == 412 and "GET it again" in (await r.get_json())["message"]
+    assert r.status_code == 428 and "send If-Match" in (await r.get_json())["message"]
     assert (await (await client.get(url, headers=admin)).get_json())["name"] == "KH 2"  # nothing rolled back
 
 
