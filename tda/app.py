@@ -15,7 +15,7 @@ from .config import Settings
 from .logs import install_request_ids
 from .metrics import watch_pool
 from .ops import bp as ops
-from .security import check_secret, session_secret
+from .security import check_secret, install_security_headers, session_secret
 from .service import TDAService
 from .views import bp as ui_pages
 
@@ -56,6 +56,7 @@ def create_app(settings: Settings | None = None, **service_options: Any) -> Quar
     svc.init_app(app)
     watch_pool(svc.store.db.engine)
     install_request_ids(app)
+    install_security_headers(app)
     register_api(app)
     app.register_blueprint(ui_pages)
     app.register_blueprint(ops)

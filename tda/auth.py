@@ -35,10 +35,11 @@ async def _from_bearer(header: str) -> Principal:
 
 
 async def _from_cookie(data: dict[str, Any]) -> Principal:
-    principal = await service().store.tokens.principal(int(data.get("token_id", 0)))
+    session_id = data.get("id")
+    principal = await service().store.tokens.session_principal(session_id) if isinstance(session_id, str) else None
     if principal is None:
         session.pop(SESSION_KEY, None)
-        raise Unauthorized("your sign-in ended (the token was revoked); sign in again")
+        raise Unauthorized("your sign-in ended (signed out, expired, or the token was revoked); sign in again")
     if request.method not in SAFE_METHODS:
         sent = request.headers.get(CSRF_HEADER, "")
         if not sent or not hmac.compare_digest(sent, str(data.get("csrf", ""))):
@@ -80,10 +81,11 @@ def actor() -> str:
     return g.principal.actor
 
 
-def sign_in(principal: Principal) -> str:
-    """Start a browser session for ``principal``; returns the CSRF token the page must echo on writes."""
+async def sign_in(principal: Principal) -> str:
+    """Start a browser session for ``principal`` (kept server-side: the cookie holds its random id); returns the
+    CSRF token the page must echo on writes."""
     csrf = secrets.token_urlsafe(32)
-    session[SESSION_KEY] = {"token_id": principal.token_id, "csrf": csrf}
+    session[SESSION_KEY] = {"id": await service().store.tokens.start_session(principal.token_id), "csrf": csrf}
     session.permanent = False
     return csrf
 
@@ -93,5 +95,8 @@ def csrf_token() -> str | None:
     return data.get("csrf") if isinstance(data, dict) else None
 
 
-def sign_out() -> None:
-    session.pop(SESSION_KEY, None)
+async def sign_out() -> None:
+    """End the session on the server too: the same cookie, copied or replayed, signs nobody in afterwards."""
+    data = session.pop(SESSION_KEY, None)
+    if isinstance(data, dict) and isinstance(data.get("id"), str):
+        await service().store.tokens.end_session(data["id"])

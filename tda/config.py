@@ -9,6 +9,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from .redact import redact_url
+
 
 def offline_library_defaults() -> None:
     """Keep third-party libraries offline: litellm's cost map and tiktoken's encodings ship with litellm."""
@@ -45,7 +47,7 @@ def _database_url(value: str) -> str:
     if scheme in {"sqlite", "sqlite+aiosqlite"} and sep:
         return f"sqlite+aiosqlite://{rest}"
     raise ValueError(
-        f"TDA_DATABASE_URL={value!r} is not supported; use postgresql+asyncpg://user:password@host:5432/db "
+        f"TDA_DATABASE_URL={redact_url(value)!r} is not supported; use postgresql+asyncpg://user:password@host:5432/db "
         "or sqlite+aiosqlite:///path/to/tda.db"
     )
 
@@ -61,13 +63,17 @@ def _positive_int(var: str) -> Callable[[str], int]:
 
 def _bus_url(value: str) -> str:
     if not value.startswith(("redis://", "rediss://", "unix://")):
-        raise ValueError(f"TDA_BUS_URL={value!r} is not a Redis URL; use redis://host:6379/0 or leave it unset")
+        raise ValueError(
+            f"TDA_BUS_URL={redact_url(value)!r} is not a Redis URL; use redis://host:6379/0 or leave it unset"
+        )
     return value
 
 
 def _upstream_base_url(value: str) -> str:
     if not re.match(r"^https?://\S+$", value):
-        raise ValueError(f"TDA_UPSTREAM_BASE_URL={value!r} is not an http(s) URL; use e.g. http://127.0.0.1:11434/v1")
+        raise ValueError(
+            f"TDA_UPSTREAM_BASE_URL={redact_url(value)!r} is not an http(s) URL; use e.g. http://127.0.0.1:11434/v1"
+        )
     return value.rstrip("/")
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -32,9 +33,13 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
 
 
 def _ensure_sqlite_folder(url: str) -> None:
+    """The database's folder (0700) and file (0600) when new: they hold every session, and token hashes. SQLite
+    gives its -wal and -shm files the database file's mode."""
     database = make_url(url).database
-    if database and database != ":memory:":
-        Path(database).parent.mkdir(parents=True, exist_ok=True)
+    if database and database != ":memory:" and not database.startswith("file:"):
+        path = Path(database)
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
 
 
 POSTGRES_POOL = {"pool_size": 10, "max_overflow": 10, "pool_pre_ping": True}

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from .redact import redact_urls
+
 
 class ServiceError(Exception):
     status = 400
     code = "bad_request"
 
     def __init__(self, message: str, **details: Any) -> None:
+        message = redact_urls(message)  # a failure quoting an upstream's URL must not show its key or password
         super().__init__(message)
         self.message = message
         self.details = details

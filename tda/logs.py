@@ -18,6 +18,8 @@ from typing import Any
 
 from quart import Quart, Response, g, request
 
+from .redact import redact_urls
+
 REQUEST_ID: ContextVar[str] = ContextVar("tda_request_id", default="-")
 _SANE_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 access = logging.getLogger("tda.access")
@@ -48,15 +50,45 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(line, default=str)
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def escape_controls(text: str) -> str:
+    """Control characters as escapes (a newline as ``\\n``): a request path decoded into the access line, or any
+    other text a client chose, cannot start a forged log line or move the terminal's cursor."""
+    return _CONTROL.sub(lambda m: m.group(0).encode("unicode_escape").decode("ascii"), text)
+
+
+class TextFormatter(logging.Formatter):
+    """One line per record: the message's control characters are escaped (a traceback still follows on its own
+    lines; JSON lines escape them by themselves)."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        record.message = escape_controls(record.message)
+        return super().formatMessage(record)
+
+
+class RedactingFormatter(logging.Formatter):
+    """Another formatter's line with the credentials in any URL hidden (messages, extras, tracebacks)."""
+
+    def __init__(self, inner: logging.Formatter) -> None:
+        super().__init__()
+        self.inner = inner
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redact_urls(self.inner.format(record))
+
+
 def configure(log_format: str, level: str) -> None:
     """Route logs to stderr in the chosen format (called once by `tda serve`): tda's own at ``level``
     (TDA_LOG_LEVEL), other libraries' from WARNING up."""
     handler = logging.StreamHandler(sys.stderr)
     handler.addFilter(RequestIdFilter())
     if log_format == "json":
-        handler.setFormatter(JsonFormatter())
+        formatter: logging.Formatter = JsonFormatter()
     else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"))
+        formatter = TextFormatter("%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s")
+    handler.setFormatter(RedactingFormatter(formatter))
     root = logging.getLogger()
     root.handlers = [handler]
     root.setLevel(logging.WARNING)  # libraries speak up only when something is wrong

@@ -123,7 +123,10 @@ class SnapshotRow(Base):
     """What one assembly produced (``data``) and what it read (``inputs``: enough to replay it)."""
 
     __tablename__ = "snapshots"
-    __table_args__ = (Index("ix_snapshots_session", "session_id", "id"),)
+    __table_args__ = (
+        Index("ix_snapshots_session", "session_id", "id"),
+        {"sqlite_autoincrement": True},  # ids are SSE event ids: never reused after a session is deleted
+    )
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     session_id: Mapped[str] = mapped_column(ForeignKey("sessions.id", ondelete="CASCADE"))
     turn: Mapped[int]
@@ -201,6 +204,16 @@ class ApiTokenRow(Base):
     token_hash: Mapped[str] = mapped_column(String(64), unique=True)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     revoked_at: Mapped[datetime | None] = mapped_column(default=None)
+
+
+class BrowserSessionRow(Base):
+    """A browser sign-in: the cookie carries a random id, kept here hashed, so signing out ends it on every
+    replica (a copied cookie stops working) and a signed cookie alone signs nobody in."""
+
+    __tablename__ = "browser_sessions"
+    id_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    token_id: Mapped[int] = mapped_column(ForeignKey("api_tokens.id", ondelete="CASCADE"), index=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
 
 
 class AuditRow(Base):

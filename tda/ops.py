@@ -14,6 +14,7 @@ from sqlalchemy import text
 from components.context_window.token_estimator import resolve_model_limit
 
 from .metrics import exposition
+from .redact import redact_url, redact_urls
 from .service import TDAService, service
 
 bp = Blueprint("ops", __name__)
@@ -35,7 +36,7 @@ async def _database(svc: TDAService) -> dict[str, Any]:
 
 async def _knowledge(svc: TDAService) -> dict[str, Any]:
     await svc.knowledge.check()
-    return {"chroma": svc.settings.chroma_url or "embedded"}
+    return {"chroma": redact_url(svc.settings.chroma_url) if svc.settings.chroma_url else "embedded"}
 
 
 async def _model_limits(svc: TDAService) -> dict[str, Any]:
@@ -58,7 +59,7 @@ async def _run(check: Callable[[TDAService], Awaitable[dict[str, Any]]], svc: TD
     except TimeoutError:
         result = {"ok": False, "error": f"no answer within {CHECK_TIMEOUT_S:g} s"}
     except Exception as exc:  # any failure means "not ready", with the reason for the operator
-        result = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+        result = {"ok": False, "error": redact_urls(f"{type(exc).__name__}: {exc}")}  # no login here
     return {**result, "ms": round((time.perf_counter() - started) * 1000, 1)}
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from .config import Settings
 from .db import upgrade
+from .redact import redact_url, redact_urls
 from .store import Store
 from .store.tokens import ROLES
 
@@ -39,7 +40,7 @@ def cmd_db(args: argparse.Namespace, settings: Settings) -> int:
     if args.action == "backup":
         return cmd_db_backup(args, settings)
     upgrade(settings.sqlalchemy_url)
-    print(f"database at {settings.sqlalchemy_url} is up to date")
+    print(f"database at {redact_url(settings.sqlalchemy_url)} is up to date")
     return 0
 
 
@@ -54,7 +55,7 @@ def cmd_db_backup(args: argparse.Namespace, settings: Settings) -> int:
     try:
         report = backup_sqlite(settings.sqlalchemy_url, Path(args.path))
     except (BackupError, OSError, sqlite3.Error) as exc:
-        print(f"tda db backup: {exc}", file=sys.stderr)
+        print(f"tda db backup: {redact_urls(str(exc))}", file=sys.stderr)
         return 2
     print(f"backed up {report.source} to {report.target}: {report.pages} pages, {report.bytes:,} bytes, integrity ok")
     return 0
@@ -79,7 +80,7 @@ def cmd_tokens(args: argparse.Namespace, settings: Settings) -> int:
     try:
         return _run({"create": create, "list": listing, "revoke": revoke}[args.action], settings)
     except Exception as exc:  # NotFound and friends: a message, not a traceback
-        print(f"tda tokens: {exc}", file=sys.stderr)
+        print(f"tda tokens: {redact_urls(str(exc))}", file=sys.stderr)
         return 2
 
 
@@ -127,7 +128,8 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
         print(f"tda serve: {exc}", file=sys.stderr)
         return 2
     except LifespanFailureError as exc:  # start-up failed (database, Redis, ...): the reason, not hypercorn's stack
-        print(f"tda serve: could not start: {exc.args[-1] if exc.args else exc}", file=sys.stderr)
+        reason = exc.args[-1] if exc.args else exc
+        print(f"tda serve: could not start: {redact_urls(str(reason))}", file=sys.stderr)
         return 1
     return 0
 

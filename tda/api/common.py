@@ -29,7 +29,8 @@ async def json_object() -> dict[str, Any]:
 
 
 def if_match_version(resource_id: str) -> int:
-    """The version named by ``If-Match`` (required on writes: 428 without it, 412 when it names another resource)."""
+    """The version named by ``If-Match`` (required on writes: 428 without it or with an empty one, 412 when it names
+    another resource)."""
     header = request.headers.get("If-Match")
     if not header:
         raise PreconditionRequired(

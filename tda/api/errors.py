@@ -14,7 +14,7 @@ from werkzeug.exceptions import HTTPException
 from components.context_window.budget import BudgetExceeded
 
 from ..errors import Invalid, ServiceError, field_errors
-from ..security import json_depth_exceeds
+from ..security import first_nul, json_depth_exceeds
 from ..service import service
 from .openapi import OPENAI_WIRE
 
@@ -94,6 +94,26 @@ class InvalidJSON(ServiceError):
     status, code = 400, "invalid_json"
 
 
+def refuse_nul(loc: str | None) -> None:
+    """Text never holds NUL (U+0000): PostgreSQL cannot store it in text, and SQLite would keep what PostgreSQL
+    refuses. Refused, not stripped: dropping characters would change what the client sent without telling it."""
+    if loc is not None:
+        raise Invalid(
+            f"{loc} contains a NUL character (\\u0000), which text fields cannot hold; remove it",
+            errors=[{"loc": loc, "msg": "contains a NUL character (\\u0000)", "type": "nul_character"}],
+            param=loc,  # OpenAI's error shape names the field here
+        )
+
+
+async def refuse_nul_in_url() -> None:
+    """A NUL in the path or the query, as in the body, is refused before any handler or the database sees it."""
+    if "\x00" in request.path:
+        refuse_nul("path")
+    for name, value in request.args.items(multi=True):
+        if "\x00" in name + value:
+            refuse_nul(f"query.{name}".replace("\x00", "\\u0000"))
+
+
 async def check_json_body() -> None:
     """API bodies must be UTF-8 JSON, nested at most ``max_json_depth`` deep: refused here with a message
     that says what is wrong, before any handler (or the JSON parser's recursion) meets them."""
@@ -120,11 +140,13 @@ async def check_json_body() -> None:
         raise InvalidJSON(f"the body is not valid JSON ({msg}{where}); send a JSON object") from None
     else:
         if not json_depth_exceeds(data, limit):
+            refuse_nul(first_nul(data))
             return
     raise InvalidJSON(f"the JSON body nests arrays/objects more than {limit} levels deep; flatten it")
 
 
 def register_error_handlers(app: Quart) -> None:
+    app.before_request(refuse_nul_in_url)
     app.before_request(check_json_body)
 
     @app.errorhandler(ServiceError)
@@ -163,7 +185,10 @@ def register_error_handlers(app: Quart) -> None:
         if exc.code == 413:
             limit = app.config["MAX_CONTENT_LENGTH"]
             message = f"the body is larger than {limit:,} bytes; send less (the limit is TDA_MAX_BODY_BYTES)"
-            return _json(413, "body_too_large", message)
+            # The rest of the body was not read: the connection cannot carry another request (HTTP/1 only;
+            # HTTP/2 ends the stream by itself and forbids the header).
+            close = {"Connection": "close"} if request.http_version in ("1.0", "1.1") else {}
+            return (*_json(413, "body_too_large", message), close)
         body, status = _json(exc.code, (exc.name or "error").lower().replace(" ", "_"), exc.description or exc.name)
         allow = [value for name, value in exc.get_headers() if name == "Allow"]  # 405 names the allowed methods
         return (body, status, {"Allow": allow[0]}) if allow else (body, status)

@@ -24,7 +24,7 @@ async def create_session(data: SignInIn) -> dict[str, Any]:
     principal = await service().store.tokens.authenticate(data.token.strip())
     if principal is None:
         raise Unauthorized("this API token is unknown or revoked")
-    return {"name": principal.name, "role": principal.role, "csrf_token": sign_in(principal)}
+    return {"name": principal.name, "role": principal.role, "csrf_token": await sign_in(principal)}
 
 
 @bp.get("/session")
@@ -34,8 +34,8 @@ async def whoami() -> dict[str, Any]:
 
 
 @bp.delete("/session")
-@security_scheme([])  # signing out needs no credentials: it only clears the cookie
+@security_scheme([])  # signing out needs no credentials: holding the cookie is enough to end its session
 async def delete_session() -> tuple[str, int]:
-    """Sign out."""
-    sign_out()
+    """Sign out: the session ends on the server, so a copy of the cookie no longer works either."""
+    await sign_out()
     return "", 204

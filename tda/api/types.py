@@ -133,7 +133,7 @@ async def type_versions(type_id: str) -> dict[str, Any]:
 async def rollback_type(type_id: str, data: RollbackIn) -> Any:
     """Make an old version current again, as a new version (If-Match optional; checked when sent)."""
     svc = service()
-    expected = if_match_version(type_id) if request.headers.get("If-Match") else None
+    expected = if_match_version(type_id) if "If-Match" in request.headers else None  # an empty one is refused
     old = await svc.store.types.version(type_id, data.version)
     svc.validate_type(old.model_dump(mode="json"))  # still valid against the installed modules?
     return _out(await svc.store.types.rollback(type_id, data.version, expected, actor()))

@@ -18,6 +18,7 @@ from chromadb.api import ClientAPI
 from chromadb.api.models.Collection import Collection
 from chromadb.config import Settings as ChromaSettings
 
+from ..redact import redact_url
 from .chunking import Chunk, where_label
 from .embeddings import DEFAULT_EMBEDDER, make_embedder
 
@@ -51,7 +52,7 @@ def open_client(data_dir: Path, chroma_url: str | None = None) -> ClientAPI:
     if chroma_url:
         url = urlparse(chroma_url)
         if not url.hostname:
-            raise KnowledgeError(f"chroma URL {chroma_url!r} has no host; use http://HOST:PORT")
+            raise KnowledgeError(f"chroma URL {redact_url(chroma_url)!r} has no host; use http://HOST:PORT")
         https = url.scheme == "https"
         return chromadb.HttpClient(
             host=url.hostname, port=url.port or (443 if https else 8000), ssl=https, settings=settings

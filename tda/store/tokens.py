@@ -6,13 +6,14 @@ import hashlib
 import secrets
 import time
 from dataclasses import dataclass
+from datetime import UTC, timedelta
 from typing import Any, Literal
 
-from sqlalchemy import Select, bindparam, select
+from sqlalchemy import Select, bindparam, delete, select
 
 from ..db import Database
 from ..errors import NotFound
-from ..models import ApiTokenRow, utcnow
+from ..models import ApiTokenRow, BrowserSessionRow, utcnow
 from . import audit
 
 Role = Literal["admin", "viewer"]
@@ -45,6 +46,9 @@ def token_dict(row: ApiTokenRow) -> dict[str, Any]:
         "revoked": row.revoked_at is not None,
     }
 
+
+SESSION_MAX_AGE = timedelta(days=7)
+"""A browser sign-in ends after this even if its window stays open (rows older are deleted at the next sign-in)."""
 
 CACHE_TTL_S = 1.0
 """How long a verified token (or a sign-in's token) is trusted without reading it again: a revocation through
@@ -94,6 +98,30 @@ class TokenStore:
             self._cache.clear()
         self._cache[key] = (now + self.cache_ttl_s, principal)
         return principal
+
+    async def start_session(self, token_id: int) -> str:
+        """A new browser session for ``token_id``: the random id its cookie carries (stored hashed)."""
+        session_id = secrets.token_urlsafe(32)
+        async with self.db.write() as s:
+            await s.execute(delete(BrowserSessionRow).where(BrowserSessionRow.created_at < utcnow() - SESSION_MAX_AGE))
+            s.add(BrowserSessionRow(id_hash=hash_token(session_id), token_id=token_id))
+        return session_id
+
+    async def session_principal(self, session_id: str) -> Principal | None:
+        """Who a browser session is, read every time (not cached), so a sign-out on any replica counts at once;
+        None once it has ended or expired, or its token was revoked."""
+        async with self.db.read() as s:
+            row = await s.get(BrowserSessionRow, hash_token(session_id))
+        if row is None:
+            return None
+        started = row.created_at if row.created_at.tzinfo else row.created_at.replace(tzinfo=UTC)  # SQLite: naive
+        if started < utcnow() - SESSION_MAX_AGE:
+            return None
+        return await self.principal(row.token_id)
+
+    async def end_session(self, session_id: str) -> None:
+        async with self.db.write() as s:
+            await s.execute(delete(BrowserSessionRow).where(BrowserSessionRow.id_hash == hash_token(session_id)))
 
     async def list(self) -> list[ApiTokenRow]:
         async with self.db.read() as s:

@@ -6,6 +6,7 @@ Chromium missing fails these tests loudly; TDA_SKIP_BROWSER=1 skips them with a 
 from __future__ import annotations
 
 import os
+import secrets
 import sys
 import tempfile
 from collections.abc import AsyncIterator, Iterator
@@ -79,7 +80,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         "TDA_DATA_DIR": str(data),
         "TDA_MODULES_DIR": str(data / "modules"),
         "TDA_MODULE_ROOTS": tempfile.gettempdir(),  # tests write module folders under pytest's tmp_path
-        "TDA_SECRET_KEY": "browser-tests",
+        "TDA_SECRET_KEY": secrets.token_urlsafe(32),
         "TDA_MOCK_MODEL": "1",
         "TDA_EMBEDDER": "hashing",  # the real model would cost seconds of start-up per run
         "TDA_HOST": "127.0.0.1",

@@ -1,4 +1,4 @@
-"""`tda serve` refuses to listen beyond loopback with a weak secret: one line saying what to change, exit 2."""
+"""`tda serve` refuses a weak secret, on loopback too: one line saying what to change, exit 2."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from pathlib import Path
 from tests.ops.live import ROOT, free_port, tda_env
 
 
-def test_serve_refuses_a_weak_secret_on_a_public_address(tmp_path: Path) -> None:
-    env = tda_env(tmp_path, free_port(), TDA_SECRET_KEY="dev-only-change-me")
+def test_serve_refuses_a_weak_secret_even_on_loopback(tmp_path: Path) -> None:
+    env = tda_env(tmp_path, free_port(), TDA_SECRET_KEY="secret")
     done = subprocess.run(
-        [sys.executable, "-m", "tda.cli", "serve", "--host", "0.0.0.0"],
+        [sys.executable, "-m", "tda.cli", "serve", "--host", "127.0.0.1"],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -21,5 +21,5 @@ def test_serve_refuses_a_weak_secret_on_a_public_address(tmp_path: Path) -> None
     )
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1 and "TDA_SECRET_KEY" in lines[0] and "0.0.0.0" in lines[0]
+    assert len(lines) == 1 and "TDA_SECRET_KEY" in lines[0] and "32 bytes" in lines[0]
     assert not (tmp_path / "secret_key").exists()  # a configured secret is used as given, nothing generated

@@ -4,6 +4,7 @@ sight, `tda serve` (run from another folder) serves the UI pages and their stati
 from __future__ import annotations
 
 import re
+import secrets
 import shutil
 import subprocess
 import sys
@@ -60,7 +61,8 @@ def test_an_installed_wheel_serves_the_ui_from_another_folder(wheel: Path, tmp_p
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     data = tmp_path / "data"
-    env = {k: v for k, v in tda_env(data, free_port(), TDA_SECRET_KEY="wheel-test").items() if k != "PYTHONPATH"}
+    live_env = tda_env(data, free_port(), TDA_SECRET_KEY=secrets.token_urlsafe(32))
+    env = {k: v for k, v in live_env.items() if k != "PYTHONPATH"}
     where = cli([str(python), "-c", "import tda, components, modules; print(tda.__file__)"], env, cwd=elsewhere)
     assert Path(where.strip()).is_relative_to(venv), f"tda imported from {where}, not from the wheel"
 

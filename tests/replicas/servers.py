@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import glob
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -253,6 +254,10 @@ class Replica:
         stop_process(self.proc)
 
 
+REPLICA_SECRET = secrets.token_urlsafe(32)
+"""One cookie secret for every replica of the run, so a cookie signed by one is good on all."""
+
+
 def replica_env(data_dir: Path, database_url: str, bus_url: str, chroma_url: str) -> dict[str, str]:
     return {
         **os.environ,
@@ -264,7 +269,7 @@ def replica_env(data_dir: Path, database_url: str, bus_url: str, chroma_url: str
         "TDA_MODULES_DIR": str(data_dir / "modules"),
         "TDA_EMBEDDER": "hashing",
         "TDA_MOCK_MODEL": "1",
-        "TDA_SECRET_KEY": "replica-tests",
+        "TDA_SECRET_KEY": REPLICA_SECRET,
     }
 
 

@@ -155,3 +155,19 @@ async def test_history_pages_and_what_was_appended_since_read_in_order_on_postgr
         assert all(m.token_counts for m in after)  # stored JSON read back as written
     finally:
         await store.close()
+
+
+async def test_nul_characters_are_refused_on_postgresql_as_on_sqlite(backing: Backing, tmp_path) -> None:
+    """PostgreSQL cannot store NUL in text: a NUL used to surface as a 500, after a turn's snapshot was written."""
+    from tda.app import create_app
+    from tda.config import Settings
+    from tests.service.support import check_nul_is_refused_before_anything_is_written
+
+    url = fresh_database(backing)
+    await asyncio.to_thread(upgrade, url)
+    settings = Settings(data_dir=tmp_path, database_url=url, modules_dir=tmp_path / "modules", embedder="hashing")
+    app = create_app(settings, migrate=False, warm_up_llm=False, warm_up_knowledge=False)
+    async with app.test_app() as running:
+        token, _ = await app.extensions["tda"].store.tokens.create("nul", "admin")
+        client = running.test_client()
+        await check_nul_is_refused_before_anything_is_written(client, {"Authorization": f"Bearer {token}"})

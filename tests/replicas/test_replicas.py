@@ -196,3 +196,15 @@ async def test_clients_of_a_killed_replica_resume_on_the_other_with_nothing_miss
     for old, new in zip(clients, resumed, strict=True):
         seen = [i for i, _ in old.events] + [i for i, _ in new.events]
         assert seen == every  # nothing missed, nothing twice
+
+
+async def test_signing_out_on_a_ends_the_cookie_on_b(live: Cluster) -> None:
+    """Browser sessions live in the shared database: a sign-out on one replica ends the cookie on every one."""
+    async with httpx.AsyncClient(base_url=live.a.url) as a, httpx.AsyncClient(base_url=live.b.url) as b:
+        r = await a.post("/v1/auth/session", json={"token": live.token})
+        assert r.status_code == 200, r.text
+        cookie = {"Cookie": f"tda_session={r.cookies['tda_session']}"}
+        assert (await b.get("/v1/auth/session", headers=cookie)).status_code == 200  # one secret, one session
+        assert (await a.delete("/v1/auth/session", headers=cookie)).status_code == 204
+        assert (await b.get("/v1/auth/session", headers=cookie)).status_code == 401
+        assert (await a.get("/v1/auth/session", headers=cookie)).status_code == 401

@@ -123,3 +123,61 @@ class Served:
             r = await http.request(method, path, headers={"Authorization": f"Bearer {self.token}"})
             assert r.status_code == 200, r.text
             return r.json()
+
+
+NUL_REQUESTS = [
+    # (method, path, JSON body, the location the 422 must name)
+    ("POST", "/v1/context-window-types", {"id": "nul_type", "name": "Nul\u0000"}, "name"),  # + a valid type's fields
+    ("POST", "/v1/profiles", {"id": "nul_p2", "type": "llm_only", "system_prompt": "a\u0000b"}, "system_prompt"),
+    ("POST", "/v1/sessions", {"id": "nul_s2", "profile_id": "nul_p", "title": "t\u0000"}, "title"),
+    (
+        "POST",
+        "/v1/sessions/nul_s/messages",
+        {"messages": [{"role": "user", "content": "\u0000", "turn": 1}]},
+        "messages.0.content",
+    ),
+    (
+        "POST",
+        "/v1/sessions/nul_s/messages",
+        {"messages": [{"role": "user", "content": "x", "turn": 1, "n\u0000": 1}]},
+        "messages.0.'n\\\\u0000'",
+    ),
+    ("POST", "/v1/sessions/nul_s/attachments", {"name": "notes.txt", "text": "a\u0000"}, "text"),
+    ("POST", "/v1/sessions/nul_s/turns", {"query": "what is\u0000 this"}, "query"),
+    ("PATCH", "/v1/sessions/nul_s", {"title": "\u0000"}, "title"),
+    (
+        "POST",
+        "/v1/chat/completions",
+        {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi\u0000"}]},
+        "messages.0.content",
+    ),
+    ("GET", "/v1/sessions/nul%00s", None, "path"),
+    ("GET", "/v1/sessions?user_id=a%00", None, "query.user_id"),
+]
+
+
+async def check_nul_is_refused_before_anything_is_written(client: Any, headers: dict[str, str]) -> None:
+    """Every text a client sends may hold a NUL (JSON's \\u0000): 422 naming where, and nothing stored; the same
+    on SQLite and PostgreSQL (which cannot store NUL in text, and answered 500 after a half-written turn)."""
+    r = await client.post("/v1/profiles", json={"id": "nul_p", "type": "llm_only"}, headers=headers)
+    assert r.status_code == 201, await r.get_json()
+    r = await client.post("/v1/sessions", json={"id": "nul_s", "profile_id": "nul_p"}, headers=headers)
+    assert r.status_code == 201, await r.get_json()
+    balanced = await (await client.get("/v1/context-window-types/balanced", headers=headers)).get_json()
+    valid_type = {k: v for k, v in balanced.items() if k not in ("version", "updated_at", "etag", "is_default")}
+    for method, path, body, loc in NUL_REQUESTS:
+        if path == "/v1/context-window-types":
+            body = {**valid_type, **body}
+        r = await client.open(path, method=method, json=body, headers=headers)
+        reply = await r.get_json()
+        assert r.status_code == 422, (path, reply)
+        error = reply["error"] if isinstance(reply["error"], dict) else reply  # OpenAI's shape on its routes
+        assert error["errors"][0]["loc"] == loc and "NUL" in error["message"], (path, reply)
+        assert error is reply or error["param"] == loc
+    session = await (await client.get("/v1/sessions/nul_s", headers=headers)).get_json()
+    assert session["title"] == ""
+    for listing in ("turns", "snapshots", "messages", "attachments"):
+        r = await client.get(f"/v1/sessions/nul_s/{listing}", headers=headers)
+        assert r.status_code == 200 and not [v for v in (await r.get_json()).values() if v and isinstance(v, list)]
+    for missing in ("/v1/sessions/nul_s2", "/v1/profiles/nul_p2", "/v1/context-window-types/nul_type"):
+        assert (await client.get(missing, headers=headers)).status_code == 404, missing

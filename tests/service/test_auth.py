@@ -45,3 +45,21 @@ async def test_bearer_tokens_are_stored_hashed_and_revocable(client, svc):
     assert (await client.get("/v1/profiles", headers={"Authorization": f"Basic {token}"})).status_code == 401
     await svc.store.tokens.revoke(row.id, "test")
     assert (await client.get("/v1/profiles", headers=headers)).status_code == 401
+
+
+async def test_signing_out_ends_the_session_for_a_copied_cookie_too(test_app, svc):
+    """Sessions are kept server-side: a cookie copied before sign-out (another tab, a stolen copy) stops working."""
+    token, _ = await svc.store.tokens.create("browser", "admin")
+    browser, thief = test_app.test_client(), test_app.test_client()
+    r = await browser.post("/v1/auth/session", json={"token": token})
+    assert r.status_code == 200
+    cookie = r.headers["Set-Cookie"].split(";", 1)[0]
+    assert token not in cookie
+    assert (await thief.get("/v1/profiles", headers={"Cookie": cookie})).status_code == 200
+    assert (await browser.delete("/v1/auth/session")).status_code == 204
+    r = await thief.get("/v1/profiles", headers={"Cookie": cookie})
+    assert r.status_code == 401 and "sign in again" in (await r.get_json())["message"]
+    assert (await browser.get("/v1/profiles")).status_code == 401
+    r = await browser.post("/v1/auth/session", json={"token": token})  # signing in again starts a new session
+    assert r.status_code == 200 and (await browser.get("/v1/profiles")).status_code == 200
+    assert (await thief.get("/v1/profiles", headers={"Cookie": cookie})).status_code == 401

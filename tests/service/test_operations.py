@@ -149,3 +149,82 @@ async def test_json_logs_carry_the_request_id(client: Any, admin: dict[str, str]
 async def test_the_operations_endpoints_are_not_in_the_api_document(client: Any) -> None:
     paths = (await (await client.get("/openapi.json")).get_json())["paths"]
     assert not {"/healthz", "/readyz", "/metrics"} & set(paths)
+
+
+SECRET_CHROMA_URL = "http://admin:hunter2@127.0.0.1:9/?api_key=t0ken&tenant=t1"  # nothing listens on port 9
+
+
+async def test_readyz_never_shows_credentials_of_the_chroma_url(settings: Settings, monkeypatch) -> None:
+    """/readyz needs no login: it names the Chroma server without its password or token, failing or not."""
+    app = create_app(replace(settings, chroma_url=SECRET_CHROMA_URL), **QUIET)
+    async with app.test_app() as running:
+        client = running.test_client()
+        failing = await (await client.get("/readyz")).get_data(as_text=True)
+
+        async def reachable() -> None:
+            return None
+
+        monkeypatch.setattr(app.extensions["tda"].knowledge, "check", reachable)
+        body = await (await client.get("/readyz")).get_json()
+    assert "hunter2" not in failing and "t0ken" not in failing and "knowledge" in failing
+    assert body["checks"]["knowledge"]["chroma"] == "http://***@127.0.0.1:9/?api_key=***&tenant=t1"
+
+
+@pytest.mark.parametrize("log_format", ["text", "json"])
+def test_log_lines_hide_credentials_in_urls(monkeypatch: pytest.MonkeyPatch, log_format: str) -> None:
+    stream = io.StringIO()
+    root, tda_logger = logging.getLogger(), logging.getLogger("tda")
+    saved = (root.handlers[:], root.level, tda_logger.level)
+    monkeypatch.setattr("sys.stderr", stream)
+    configure(log_format, "INFO")
+    try:
+        log = logging.getLogger("tda.test")
+        log.warning("database %s did not answer", "postgresql+asyncpg://tda:hunter2@db:5432/tda")
+        try:
+            raise ConnectionError("redis://:s3cret@bus:6379/0 refused the connection")
+        except ConnectionError:
+            log.exception("bus down")
+    finally:
+        root.handlers, root.level, tda_logger.level = saved
+    out = stream.getvalue()
+    assert "hunter2" not in out and "s3cret" not in out
+    assert "postgresql+asyncpg://***@db:5432/tda" in out and "redis://***@bus:6379/0" in out
+
+
+def test_cli_errors_hide_credentials(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from tda.cli import main
+
+    monkeypatch.setenv("TDA_DATABASE_URL", "mysql://root:hunter2@db/tda")
+    assert main(["db", "upgrade"]) == 2
+    err = capsys.readouterr().err
+    assert "hunter2" not in err and "mysql://***@db/tda" in err
+
+
+async def test_text_access_log_cannot_be_forged_with_a_newline_in_the_path(
+    client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The path is logged decoded: %0A would end the access line and let the client write a line of its own."""
+    stream = io.StringIO()
+    root, tda_logger = logging.getLogger(), logging.getLogger("tda")
+    saved = (root.handlers[:], root.level, tda_logger.level)
+    monkeypatch.setattr("sys.stderr", stream)
+    configure("text", "INFO")
+    try:
+        forged = "/healthz%0A2026-11-25 20:00:00,000 INFO tda.access [x] POST /v1/tokens 201 1.0 ms%1B[2K"
+        await client.get(forged, headers={"X-Request-ID": "req-forge"})
+    finally:
+        root.handlers, root.level, tda_logger.level = saved
+    lines = stream.getvalue().splitlines()
+    [access] = [line for line in lines if "req-forge" in line]
+    assert "/healthz\\n2026-11-25 20:00:00,000 INFO tda.access [x] POST /v1/tokens 201 1.0 ms\\x1b[2K" in access
+    assert not any(line.startswith("2026-11-25 20:00:00,000") for line in lines)
+
+
+def test_api_error_messages_hide_credentials_in_urls() -> None:
+    """A model call's failure quotes what the provider library said, which may be the upstream's URL."""
+    from tda.errors import UpstreamFailed
+
+    body = UpstreamFailed(
+        "the model call failed (APIConnectionError: http://me:hunter2@llm:8080/v1?key=sk-1)"
+    ).to_dict()
+    assert body["message"] == "the model call failed (APIConnectionError: http://***@llm:8080/v1?key=***)"

@@ -57,3 +57,66 @@ def test_db_upgrade_tokens_and_demo(
             await store.close()
 
     asyncio.run(check())
+
+
+def test_snapshot_ids_migration_keeps_the_data_and_the_turn_links(tmp_path: Path):
+    """0006 rebuilds SQLite's snapshots table with AUTOINCREMENT: rows, ids and turns.snapshot_id all survive
+    (foreign keys stay on, as the app runs), and an id freed by a deleted session is not handed out again."""
+    import sqlite3
+
+    from tda.db import upgrade
+
+    path = tmp_path / "tda.db"
+    upgrade(f"sqlite+aiosqlite:///{path}", "0005")
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA foreign_keys=ON")
+    now = "2026-11-25 20:00:00"
+    db.execute(
+        "INSERT INTO profiles (id, name, type, system_prompt, tools, components, knowledge_collections, created_at, "
+        "updated_at) VALUES ('p', '', 'llm_only', '', '[]', '[]', '[]', ?, ?)",
+        (now, now),
+    )
+    for sid in ("keep", "drop"):
+        db.execute(
+            "INSERT INTO sessions (id, profile_id, user_id, title, created_at, updated_at) "
+            "VALUES (?, 'p', 'u', '', ?, ?)",
+            (sid, now, now),
+        )
+    for snap_id, sid in ((1, "keep"), (2, "keep"), (3, "drop")):
+        db.execute(
+            "INSERT INTO snapshots (id, session_id, turn, type_id, type_version, model, data, inputs, created_at) "
+            "VALUES (?, ?, ?, 't', 1, 'm', ?, '{}', ?)",
+            (snap_id, sid, snap_id, f'{{"n": {snap_id}}}', now),
+        )
+        db.execute(
+            "INSERT INTO turns (session_id, turn, query, plan, answer, outcome, results, summary, tokens_in, "
+            "tokens_out, valid, model, snapshot_id, created_at) VALUES (?, ?, 'q', '', '', 'success', '[]', '', "
+            "0, 0, 1, 'm', ?, ?)",
+            (sid, snap_id, snap_id, now),
+        )
+    db.commit()
+    db.close()
+
+    upgrade(f"sqlite+aiosqlite:///{path}")
+
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA foreign_keys=ON")
+    assert "AUTOINCREMENT" in db.execute("SELECT sql FROM sqlite_master WHERE name = 'snapshots'").fetchone()[0]
+    assert db.execute("SELECT id, session_id, data FROM snapshots ORDER BY id").fetchall() == [
+        (1, "keep", '{"n": 1}'),
+        (2, "keep", '{"n": 2}'),
+        (3, "drop", '{"n": 3}'),
+    ]
+    assert db.execute("SELECT turn, snapshot_id FROM turns ORDER BY turn").fetchall() == [(1, 1), (2, 2), (3, 3)]
+    assert db.execute("PRAGMA foreign_key_check").fetchall() == []
+    assert {r[1] for r in db.execute("PRAGMA index_list('snapshots')")} >= {"ix_snapshots_session"}
+    assert not db.execute("SELECT name FROM sqlite_master WHERE name LIKE '\\_%' ESCAPE '\\'").fetchall()
+    db.execute("DELETE FROM sessions WHERE id = 'drop'")  # cascades to its snapshot and turn
+    assert db.execute("SELECT count(*) FROM turns").fetchone() == (2,)
+    db.execute(
+        "INSERT INTO snapshots (session_id, turn, type_id, type_version, model, data, inputs, created_at) "
+        "VALUES ('keep', 3, 't', 1, 'm', '{}', '{}', ?)",
+        (now,),
+    )
+    assert db.execute("SELECT max(id) FROM snapshots").fetchone() == (4,)
+    db.close()

@@ -1,9 +1,12 @@
-"""Security defaults: a generated cookie secret, refusal of weak secrets off loopback, module installs only from
+"""Security defaults: a generated cookie secret, refusal of weak secrets, module installs only from
 designated folders, and bounded JSON bodies answered in the API's error format."""
 
 from __future__ import annotations
 
+import base64
 import json
+import os
+import secrets
 import stat
 from dataclasses import replace
 from pathlib import Path
@@ -16,17 +19,20 @@ from tda.app import create_app
 from tda.auth import SESSION_KEY
 from tda.config import Settings
 from tda.security import InsecureSettings
-from tests.service.support import ECHO, write_module
+from tests.service.support import ECHO, check_nul_is_refused_before_anything_is_written, write_module
 
 QUIET = {"migrate": False, "warm_up_llm": False, "warm_up_knowledge": False}
 
 
-def _cookie(secret: str, token_id: int) -> str:
-    """A session cookie for ``token_id`` signed with ``secret``, the way Quart signs its own."""
+def _serializer(secret: str) -> Any:
     signer = Quart(__name__)
     signer.secret_key = secret
-    serializer = signer.session_interface.get_signing_serializer(signer)
-    return serializer.dumps({SESSION_KEY: {"token_id": token_id, "csrf": "x"}})
+    return signer.session_interface.get_signing_serializer(signer)
+
+
+def _cookie(secret: str, content: dict[str, Any]) -> str:
+    """A session cookie holding ``content`` signed with ``secret``, the way Quart signs its own."""
+    return _serializer(secret).dumps({SESSION_KEY: content})
 
 
 async def test_without_a_configured_secret_one_is_generated_and_kept_private(settings: Settings) -> None:
@@ -41,25 +47,60 @@ async def test_without_a_configured_secret_one_is_generated_and_kept_private(set
 
 
 async def test_a_session_forged_with_the_old_development_secret_is_refused(test_app: Any, svc: Any) -> None:
+    token, row = await svc.store.tokens.create("someone", "admin")
+    r = await test_app.test_client().post("/v1/auth/session", json={"token": token})
+    content = _serializer(test_app.app.secret_key).loads(r.headers["Set-Cookie"].split(";")[0].split("=", 1)[1])
     client = test_app.test_client()
-    _, row = await svc.store.tokens.create("someone", "admin")
-    forged = _cookie("dev-only-change-me", row.id)
+    forged = _cookie("dev-only-change-me", content[SESSION_KEY])
     r = await client.get("/v1/auth/session", headers={"Cookie": f"tda_session={forged}"})
     assert r.status_code == 401
-    genuine = _cookie(test_app.app.secret_key, row.id)  # the control: the same cookie, signed with the real secret
+    genuine = _cookie(test_app.app.secret_key, content[SESSION_KEY])  # the control: the real secret
     r = await client.get("/v1/auth/session", headers={"Cookie": f"tda_session={genuine}"})
     assert r.status_code == 200 and (await r.get_json())["name"] == "someone"
+    # A validly signed cookie is not enough by itself: it must name a session the server started.
+    invented = _cookie(test_app.app.secret_key, {"id": "made-up", "csrf": "x"})
+    assert (await client.get("/v1/auth/session", headers={"Cookie": f"tda_session={invented}"})).status_code == 401
+    old_style = _cookie(test_app.app.secret_key, {"token_id": row.id, "csrf": "x"})  # before sessions were stored
+    assert (await client.get("/v1/auth/session", headers={"Cookie": f"tda_session={old_style}"})).status_code == 401
 
 
-@pytest.mark.parametrize("secret", ["dev-only-change-me", "changeme", "short-secret"])
-def test_a_weak_secret_is_refused_off_loopback_only(settings: Settings, secret: str) -> None:
-    for host in ("0.0.0.0", "10.1.2.3", "::", "tda.example.com"):
-        with pytest.raises(InsecureSettings, match="TDA_SECRET_KEY"):
+WEAK = [
+    "secret",
+    "dev-only-change-me",
+    "a-long-random-secret-for-this-host",  # 34 characters, about 204 bits even if every one were random
+    secrets.token_hex(31),  # 248 bits
+    secrets.token_urlsafe(32)[:40],  # 240 bits
+    "a" * 200,  # long, not random
+    "0123456789" * 10,
+]
+STRONG = [secrets.token_urlsafe(32), secrets.token_hex(32), base64.b64encode(os.urandom(32)).decode()]
+
+
+@pytest.mark.parametrize("secret", WEAK)
+def test_a_weak_secret_is_refused_whatever_the_bind_address(settings: Settings, secret: str) -> None:
+    """A loopback port is open to every local user and to cross-site requests from the operator's browser."""
+    for host in ("0.0.0.0", "10.1.2.3", "127.0.0.1", "localhost", "::1"):
+        with pytest.raises(InsecureSettings, match="TDA_SECRET_KEY has under 32 bytes of entropy"):
             create_app(replace(settings, secret_key=secret, host=host), **QUIET)
-    for host in ("127.0.0.1", "localhost", "::1"):
-        create_app(replace(settings, secret_key=secret, host=host), **QUIET)
-    create_app(replace(settings, secret_key="a-long-random-secret-for-this-host", host="0.0.0.0"), **QUIET)
+
+
+@pytest.mark.parametrize("secret", STRONG)  # secrets.token_urlsafe(32), openssl rand -hex 32, openssl rand -base64 32
+def test_a_random_32_byte_secret_is_accepted(settings: Settings, secret: str) -> None:
+    assert create_app(replace(settings, secret_key=secret, host="0.0.0.0"), **QUIET).secret_key == secret
     create_app(replace(settings, host="0.0.0.0"), **QUIET)  # unset: generated, strong
+
+
+def test_a_secret_file_others_can_read_is_refused(settings: Settings) -> None:
+    path = settings.data_dir / "secret_key"
+    create_app(settings, **QUIET)
+    path.chmod(0o644)
+    with pytest.raises(InsecureSettings, match="chmod 600"):
+        create_app(settings, **QUIET)
+    path.chmod(0o600)
+    create_app(settings, **QUIET)
+    path.write_text("secret\n")
+    with pytest.raises(InsecureSettings, match="no strong secret"):
+        create_app(settings, **QUIET)
 
 
 async def test_modules_install_only_from_designated_folders(
@@ -131,3 +172,70 @@ def test_settings_read_module_roots_and_limits_from_the_environment(tmp_path: Pa
     )
     assert s.module_roots == (tmp_path / "a", tmp_path / "b")
     assert (s.max_body_bytes, s.max_json_depth, s.secret_key) == (2048, 8, None)
+
+
+async def test_pages_carry_security_headers_and_a_policy_their_scripts_fit(client: Any, admin: dict[str, str]) -> None:
+    """Whether the policy lets the pages work is checked in Chromium (tests/browser/test_pages.py); here: every
+    response is marked, and the pages' scripts and styles are all files the policy allows (none inline)."""
+    import hashlib
+    import re
+
+    r = await client.post("/v1/auth/session", json={"token": admin["Authorization"].removeprefix("Bearer ")})
+    assert r.status_code in (200, 201)
+    for path in ("/ui/sign-in", "/ui/types", "/ui/sessions", "/docs", "/v1/auth/session", "/healthz"):
+        r = await client.get(path)
+        assert r.status_code == 200, path
+        assert r.headers["X-Frame-Options"] == "DENY" and r.headers["X-Content-Type-Options"] == "nosniff"
+        assert r.headers["Referrer-Policy"] == "no-referrer"
+        if r.mimetype != "text/html":
+            continue
+        page = await r.get_data(as_text=True)
+        policy = dict(part.strip().split(" ", 1) for part in r.headers["Content-Security-Policy"].split(";"))
+        assert policy["frame-ancestors"] == "'none'" and policy["object-src"] == "'none'"
+        inline = re.findall(r"<script>(.*?)</script>", page, re.DOTALL)
+        for script in inline:  # only /docs has one: allowed by its hash, nothing else inline
+            digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
+            assert f"'sha256-{digest}'" in policy["script-src"].split() and path == "/docs"
+        assert "'unsafe-inline'" not in policy["script-src"] and "'unsafe-eval'" not in policy["script-src"]
+        for src in re.findall(r"<(?:script|link)[^>]* (?:src|href)=\"([^\"]+)\"", page):
+            assert src == "data:," or (src.startswith("/") and not src.startswith("//")), (path, src)  # 'self'
+        assert path == "/docs" or " style=" not in page
+
+
+async def test_rollback_refuses_an_empty_if_match(client: Any, admin: dict[str, str]) -> None:
+    url = "/v1/context-window-types/knowledge_heavy"
+    body = await (await client.get(url, headers=admin)).get_json()
+    edit = {k: v for k, v in body.items() if k not in ("version", "updated_at", "etag")}
+    r = await client.put(url, json={**edit, "name": "KH 2"}, headers={**admin, "If-Match": body["etag"]})
+    assert r.status_code == 200
+    r = await client.post(f"{url}/rollback", json={"version": 1}, headers={**admin, "If-Match": ""})
+    assert r.status_code == 428 and "send If-Match" in (await r.get_json())["message"]
+    assert (await (await client.get(url, headers=admin)).get_json())["name"] == "KH 2"  # nothing rolled back
+
+
+async def test_a_413_closes_the_connection(settings: Settings) -> None:
+    """The unread rest of the body would be taken for the next request on a kept-alive connection."""
+    app = create_app(replace(settings, max_body_bytes=10_000), **QUIET)
+    async with app.test_app() as running:
+        r = await running.test_client().post("/v1/profiles", data="x" * 20_000, headers={"Content-Type": "text/plain"})
+    assert r.status_code == 413 and r.headers["Connection"] == "close"
+
+
+def test_a_new_data_dir_and_database_are_private(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tda.cli import main
+
+    data = tmp_path / "new" / "data"
+    monkeypatch.setenv("TDA_DATA_DIR", str(data))
+    old = os.umask(0o022)  # the usual umask, which leaves new files readable by all
+    try:
+        assert main(["db", "upgrade"]) == 0
+        create_app(Settings(data_dir=data / "other"), **QUIET)
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(data.stat().st_mode) == 0o700 and stat.S_IMODE((data / "tda.db").stat().st_mode) == 0o600
+    assert stat.S_IMODE((data / "other").stat().st_mode) == 0o700
+    assert all(stat.S_IMODE(p.stat().st_mode) & 0o077 == 0 for p in data.glob("tda.db*"))
+
+
+async def test_nul_characters_are_refused_with_the_field_before_anything_is_written(client, admin) -> None:
+    await check_nul_is_refused_before_anything_is_written(client, admin)

@@ -120,3 +120,27 @@ async def test_shutdown_ends_open_streams(client, viewer, svc):
         svc.bus.close()
         await asyncio.wait_for(conn._task, 5)  # the response completes instead of hanging
     assert conn.status_code == 200
+
+
+async def test_event_ids_are_not_reused_after_a_session_is_deleted(client, admin, viewer, session_id):
+    """Snapshot ids are the event ids: a deleted session's ids handed out again would sit at or below a client's
+    Last-Event-ID, so a connected or resuming client would skip the new events."""
+    await _turn(client, admin, session_id, "one")
+    r = await client.post("/v1/sessions", json={"id": "gone", "profile_id": "p1"}, headers=admin)
+    assert r.status_code == 201
+    await _turn(client, admin, "gone", "a")
+    newest = (await _turn(client, admin, "gone", "b"))["snapshot_id"]
+    async with client.request("/v1/events", headers=viewer) as conn:  # connected while "gone" holds the newest id
+        await conn.send_complete()
+        raw = await _read_until(conn, lambda b: b.startswith(b"retry:"))
+        assert (await client.delete("/v1/sessions/gone", headers=admin)).status_code == 204
+        new = [(await _turn(client, admin, session_id, q))["snapshot_id"] for q in ("two", "three", "four")]
+        raw = await _read_until(conn, lambda b: f"id: {new[-1]}".encode() in b, raw)
+        await conn.disconnect()
+    assert min(new) > newest
+    assert [e["id"] for e in _events(raw)] == [str(i) for i in new]
+    async with client.request("/v1/events", headers={**viewer, "Last-Event-ID": str(newest)}) as conn:
+        await conn.send_complete()
+        raw = await _read_until(conn, lambda b: f"id: {new[-1]}".encode() in b)
+        await conn.disconnect()
+    assert [e["id"] for e in _events(raw)] == [str(i) for i in new]
