@@ -506,4 +506,6 @@ async def preview(svc: TDAService, body: PreviewIn) -> dict[str, Any]:
         "session_id": body.session_id,
         "summary": assembled.snapshot.summary(),
         "snapshot": assembled.snapshot.to_dict(),
+        "messages": assembled.messages,  # what the model would be sent, as sent
+        "tools": assembled.tools,
     }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tests.oracle import cookbook_tokens
 from tests.service.support import FIXTURE_TYPE
 
 
@@ -154,7 +155,12 @@ async def test_preview_persists_nothing(client, admin, viewer, session_id):
         json={"type_id": "fixture", "session_id": session_id, "query": "hi"},
         headers=viewer,
     )
-    assert r.status_code == 200 and (await r.get_json())["type_version"] == 1
+    body = await r.get_json()
+    assert r.status_code == 200 and body["type_version"] == 1
+    # what the model would be sent: the window's messages, the query last, and their count is the snapshot's
+    assert body["messages"][-1] == {"role": "user", "content": "hi"} and isinstance(body["tools"], list)
+    counted = cookbook_tokens(body["messages"], "gpt-4o")  # an independent count of the messages as sent
+    assert counted == body["snapshot"]["total_used"] if not body["tools"] else counted < body["snapshot"]["total_used"]
     assert (await client.get("/v1/context-window-types/draft", headers=viewer)).status_code == 404
     assert (await (await client.get(f"/v1/sessions/{session_id}/snapshots", headers=viewer)).get_json())[
         "snapshots"
