@@ -28,8 +28,11 @@ class KnowledgeContextRunner:
         collections: Sequence[str],
         model: str,
         config: Mapping[str, Any] | None = None,
+        knowledge: LiveKnowledge | None = None,
     ) -> None:
-        self.knowledge = LiveKnowledge(data_dir, chroma_url, embedder=embedder)
+        """``knowledge``: a running service's store (the HTTP API), left open by ``close``; else one is opened."""
+        self.owns_knowledge = knowledge is None
+        self.knowledge = knowledge or LiveKnowledge(data_dir, chroma_url, embedder=embedder)
         definition = load_folder(BUILTIN_DIR / "knowledge_context", "builtin")
         self.module = definition.cls(definition.manifest)
         self.collections = tuple(collections)
@@ -57,4 +60,5 @@ class KnowledgeContextRunner:
         return {"text": text, "tokens": self.tokens.count(text), "sources": contribution.metadata.get("sources", [])}
 
     def close(self) -> None:
-        self.knowledge.close()
+        if self.owns_knowledge:
+            self.knowledge.close()

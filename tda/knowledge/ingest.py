@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable, Sequence
+import tempfile
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -75,6 +76,11 @@ class _Prepared:
     title: str
     chunks: list[Chunk]
     doc_hash: str
+    source: str = ""
+
+
+def _with_source(item: _Prepared, source: str) -> _Prepared:
+    return _Prepared(item.path, item.document_id, item.title, item.chunks, item.doc_hash, source)
 
 
 def ingest_paths(
@@ -89,20 +95,33 @@ def ingest_paths(
     on_embedded: Callable[[int], None] | None = None,
     base: Path | None = None,
     id_scheme: str = "path",
+    document_ids: Mapping[Path, str] | None = None,
+    sources: Mapping[Path, str] | None = None,
+    all_or_nothing: bool = False,
 ) -> IngestReport:
     """Ingest every file under ``paths`` into ``collection``; per-file errors are collected, not raised.
 
     Every file is read and chunked first, so ``on_planned`` learns the total number of chunks before
     the slow part (embedding) starts; ``on_embedded`` then counts chunks as they are embedded, and
-    ``on_file`` reports each file as it is stored (or skipped: its chunks count as done)."""
+    ``on_file`` reports each file as it is stored (or skipped: its chunks count as done).
+    ``document_ids`` names some files' documents explicitly, ``sources`` their provenance (default: the path).
+    With ``all_or_nothing``, a file that cannot be read stops the ingest before anything is stored: the report
+    then holds only the errors."""
     check_collection_name(collection)
     if id_scheme not in ID_SCHEMES:
         raise ValueError(f"unknown id scheme {id_scheme!r}; use one of {', '.join(ID_SCHEMES)}")
     counter = (tokens or TokenEstimator("cl100k_base")).count
     report = IngestReport(collection)
     prepared: list[_Prepared | FileResult] = []
+    named, sourced = document_ids or {}, sources or {}
     for path, root in discover(paths, base):
-        prepared.append(_prepare(path, root, id_scheme, target_tokens, counter))
+        item = _prepare(path, root, id_scheme, target_tokens, counter, named.get(path))
+        prepared.append(
+            item if path not in sourced or isinstance(item, FileResult) else _with_source(item, sourced[path])
+        )
+    if all_or_nothing and any(isinstance(p, FileResult) for p in prepared):
+        report.files = [p for p in prepared if isinstance(p, FileResult)]
+        return report
     if on_planned:
         on_planned(sum(len(p.chunks) for p in prepared if isinstance(p, _Prepared)))
     for item in prepared:
@@ -114,12 +133,12 @@ def ingest_paths(
 
 
 def _prepare(
-    path: Path, root: Path, scheme: str, target_tokens: int, counter: Callable[[str], int]
+    path: Path, root: Path, scheme: str, target_tokens: int, counter: Callable[[str], int], doc_id: str | None = None
 ) -> _Prepared | FileResult:
     try:
         if not path.exists():
             raise ReadError(f"{path}: no such file")
-        doc_id = document_id_for(path, root, scheme)
+        doc_id = doc_id or document_id_for(path, root, scheme)
         doc = read_document(path)
         chunks = chunk_document(doc, counter, target_tokens=target_tokens)
         # The hash covers the chunking parameters, so re-ingesting with another target re-chunks.
@@ -141,7 +160,7 @@ def _store(
             title=item.title,
             chunks=item.chunks,
             doc_hash=item.doc_hash,
-            source=str(item.path),
+            source=item.source or str(item.path),
             on_embedded=on_embedded,
         )
     except Exception as exc:  # the store or embedder failed for this file: report it, keep going
@@ -150,3 +169,84 @@ def _store(
     return FileResult(
         str(item.path), item.document_id, put.status, put.chunks, put.duplicates, planned=len(item.chunks)
     )
+
+
+# --- documents sent over HTTP: the same path as files on disk ------------------------------
+
+READER_SUFFIX = {
+    "text/plain": ".txt",
+    "text/markdown": ".md",
+    "text/x-markdown": ".md",
+    "text/html": ".html",
+    "application/pdf": ".pdf",
+}
+"""MIME type -> the suffix whose reader reads it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Upload:
+    """A document sent as bytes: ``name`` is its relative file name (``guides/setup.md``), the document id unless
+    ``document_id`` is given; ``mime_type`` picks the reader when the name's suffix does not."""
+
+    name: str
+    data: bytes
+    document_id: str | None = None
+    mime_type: str | None = None
+
+    def file_name(self) -> str:
+        """The name written to disk: the upload's, with the MIME type's suffix added when its own reads otherwise."""
+        wanted = READER_SUFFIX.get(self.mime_type or "")
+        suffix = Path(self.name).suffix.lower()
+        if wanted is None or READER_SUFFIX.get(_MIME_OF.get(suffix, "")) == wanted:
+            return self.name
+        return self.name + wanted
+
+
+_MIME_OF = {".txt": "text/plain", ".md": "text/markdown", ".markdown": "text/markdown", ".htm": "text/html"}
+_MIME_OF |= {".html": "text/html", ".pdf": "application/pdf"}
+
+
+def ingest_uploads(
+    store: KnowledgeStore,
+    uploads: Sequence[Upload],
+    collection: str,
+    *,
+    target_tokens: int = DEFAULT_TARGET_TOKENS,
+) -> IngestReport:
+    """Ingest documents held in memory (the HTTP API) through ``ingest_paths``, as the CLI ingests files: each is
+    written under a temporary root at its name, so the ids, chunks and hashes are those of the same files on disk.
+    All or nothing: one unreadable upload stores none of them. Paths in the report are the upload names."""
+    with tempfile.TemporaryDirectory(prefix="tda-ingest-") as tmp:
+        root = Path(tmp)
+        paths, ids = [], {}
+        for upload in uploads:
+            path = root / upload.file_name()
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(upload.data)
+            paths.append(path)
+            ids[path] = upload.document_id or upload.name
+        report = ingest_paths(
+            store,
+            paths,
+            collection,
+            target_tokens=target_tokens,
+            base=root,
+            document_ids=ids,
+            sources={path: upload.name for path, upload in zip(paths, uploads, strict=True)},
+            all_or_nothing=True,
+        )
+    names = {str(path): upload.name for path, upload in zip(paths, uploads, strict=True)}
+    prefix = f"{root}/"
+    report.files = [
+        FileResult(
+            names.get(f.path, f.path),
+            ids.get(Path(f.path), f.document_id) if f.status == "error" else f.document_id,
+            f.status,
+            f.chunks,
+            f.duplicates,
+            f.error.replace(prefix, ""),
+            f.planned,
+        )
+        for f in report.files
+    ]
+    return report

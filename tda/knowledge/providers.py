@@ -11,14 +11,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from components.context_window.base import ChampionCase, Passage
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 CASE_FLUSH_S = 1.0
 """Champion cases recorded within this long are written together: one Chroma write instead of one per turn."""
@@ -96,6 +97,12 @@ class LiveKnowledge:
                 finally:
                     self._opened.store.close()
                     self._opened = None
+
+    async def in_store(self, work: Callable[[KnowledgeStore, ChromaKnowledgeRetriever], T]) -> T:
+        """Run blocking ``work`` on the turns' own store and retriever in a worker thread (the HTTP API): writes
+        through this store invalidate the retriever's caches, so the next turn sees them."""
+        opened = await self._ready()
+        return await asyncio.to_thread(work, opened.store, opened.retriever)
 
     # --- KnowledgeRetriever ----------------------------------------------------------------
 
