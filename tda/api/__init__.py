@@ -9,6 +9,7 @@ from . import (
     chat,
     components,
     events,
+    knowledge,
     model_list,
     modules,
     profiles,
@@ -34,6 +35,7 @@ BLUEPRINTS = (
     responses.bp,
     model_list.bp,
     components.bp,
+    knowledge.bp,
 )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from components.context_window.base import (
     CASE_SHARING_HELP,
@@ -246,6 +246,68 @@ class PreviewIn(_In):
         if (self.type is None) == (self.type_id is None):
             raise ValueError("give exactly one of 'type' (an unsaved type body) or 'type_id'")
         return self
+
+
+KnowledgeMime = Literal["text/plain", "text/markdown", "text/x-markdown", "text/html", "application/pdf"]
+MAX_KNOWLEDGE_DOCUMENT_BYTES = 10 * 1024 * 1024
+"""A document sent to a knowledge collection, decoded (the body as a whole is bounded by TDA_MAX_BODY_BYTES)."""
+KnowledgeCollections = Field(
+    default_factory=list, max_length=50, description="collection names (search: empty means every collection)"
+)
+
+
+class KnowledgeDocumentIn(_In):
+    """One document: its text, or its file's bytes in base64 (PDF, HTML, Markdown or plain text)."""
+
+    id: str | None = Field(None, min_length=1, max_length=500, description="the document id (default: name)")
+    name: str = Field(
+        min_length=1,
+        max_length=300,
+        description="a relative file name such as guides/setup.md: its suffix (or mime_type) picks the reader, "
+        "and it is the document id unless id is given, as `tda knowledge ingest` names a file under its folder",
+    )
+    text: str | None = Field(None, max_length=5_000_000)
+    content_base64: str | None = Field(None, max_length=(MAX_KNOWLEDGE_DOCUMENT_BYTES + 2) // 3 * 4)
+    mime_type: KnowledgeMime | None = Field(None, description="the reader, when the name's suffix does not say")
+
+    @field_validator("name")
+    @classmethod
+    def _relative_name(cls, name: str) -> str:
+        parts = name.split("/")
+        if "\\" in name or any(part in ("", ".", "..") for part in parts):
+            raise ValueError("must be a relative file name (folders with /, no '..', no leading /)")
+        if any(len(part.encode()) > 200 for part in parts):
+            raise ValueError("each folder or file name must be at most 200 bytes")
+        return name
+
+    @model_validator(mode="after")
+    def _one_body(self) -> KnowledgeDocumentIn:
+        if (self.text is None) == (self.content_base64 is None):
+            raise ValueError("give exactly one of 'text' or 'content_base64'")
+        return self
+
+
+class KnowledgeIngestIn(_In):
+    documents: list[KnowledgeDocumentIn] = Field(min_length=1, max_length=100)
+    target_tokens: int = Field(300, ge=20, le=8000, description="chunk size target in tokens, as the CLI's")
+
+
+class KnowledgeSearchIn(_In):
+    query: str = Field(min_length=1, max_length=200_000)
+    collections: list[str] = KnowledgeCollections
+    k: int = Field(5, ge=1, le=100, description="passages to return at most")
+    min_score: float = Field(0.0, ge=0.0, le=1.0, description="drop passages less similar to the query (cosine)")
+    documents: list[str] = Field(default_factory=list, max_length=100, description="only these document ids")
+    sections: list[str] = Field(default_factory=list, max_length=100, description="only these sections and below")
+
+
+class KnowledgeContextIn(_In):
+    query: str = Field(min_length=1, max_length=200_000)
+    collections: list[str] = Field(min_length=1, max_length=50, description="the collections a profile would read")
+    budget: int = Field(ge=0, le=1_000_000, description="the knowledge_context module's budget in tokens")
+    model: str | None = Field(
+        None, min_length=1, max_length=200, description="whose tokenizer counts (default: the service's model)"
+    )
 
 
 class SignInIn(_In):

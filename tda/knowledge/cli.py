@@ -208,7 +208,7 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
     from .chunking import where_label
-    from .retrieval import ChromaKnowledgeRetriever, RetrievalSettings
+    from .retrieval import ChromaKnowledgeRetriever, RetrievalSettings, passage_json
     from .store import KnowledgeError
 
     try:
@@ -227,19 +227,7 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
     except (KnowledgeError, ValueError) as exc:
         return _fail("search", exc)
     if args.json:
-        rows = [
-            {
-                "score": p.score,
-                "collection": p.collection,
-                "document_id": p.document_id,
-                "title": p.title,
-                "section": p.section,
-                "page": p.page,
-                "chunk_index": p.chunk_index,
-                "text": p.text,
-            }
-            for p in passages
-        ]
+        rows = [passage_json(p) for p in passages]
         print(json.dumps(rows, indent=2, ensure_ascii=False))
         return 0
     if not passages:

@@ -31,6 +31,8 @@ class FileResult:
 class IngestReport:
     collection: str
     files: list[FileResult] = field(default_factory=list)
+    refused: bool = False
+    """All or nothing, and some file could not be read: nothing was stored; ``files`` holds those errors."""
 
     @property
     def errors(self) -> list[FileResult]:
@@ -121,6 +123,7 @@ def ingest_paths(
         )
     if all_or_nothing and any(isinstance(p, FileResult) for p in prepared):
         report.files = [p for p in prepared if isinstance(p, FileResult)]
+        report.refused = True
         return report
     if on_planned:
         on_planned(sum(len(p.chunks) for p in prepared if isinstance(p, _Prepared)))

@@ -322,6 +322,20 @@ def _passage(
     )
 
 
+def passage_json(p: Passage) -> dict[str, Any]:
+    """A passage as `tda knowledge search --json` and POST /v1/knowledge/search show it: score and provenance."""
+    return {
+        "score": p.score,
+        "collection": p.collection,
+        "document_id": p.document_id,
+        "title": p.title,
+        "section": p.section,
+        "page": p.page,
+        "chunk_index": p.chunk_index,
+        "text": p.text,
+    }
+
+
 def _in_section(section: str, wanted: str) -> bool:
     """A section filter matches the section itself and everything below it."""
     return section == wanted or section.startswith(f"{wanted} › ")

@@ -1,0 +1,212 @@
+"""/v1/knowledge: the service's knowledge collections over HTTP, through the same functions as `tda knowledge`.
+
+Reads (list, search, context) need the viewer role, writes (ingest, delete) the admin role. Every call runs on
+the store the turns use (``svc.knowledge``), in a worker thread: Chroma and the embedder never block the loop.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import threading
+from typing import Any
+
+from quart import Blueprint
+from quart_schema import tag, validate_request
+
+from ..auth import require
+from ..errors import Invalid, NotFound
+from ..knowledge.ingest import IngestReport, Upload, ingest_uploads
+from ..knowledge.retrieval import ChromaKnowledgeRetriever, passage_json
+from ..knowledge.store import KnowledgeError, KnowledgeStore
+from ..service import service
+from .schemas import KnowledgeContextIn, KnowledgeDocumentIn, KnowledgeIngestIn, KnowledgeSearchIn
+
+bp = Blueprint("knowledge", __name__, url_prefix="/v1/knowledge")
+tag(["knowledge"])(bp)
+
+_WRITES = threading.Lock()
+"""One write at a time (they run in worker threads): two ingests of one document never interleave."""
+
+
+def _existing(store: KnowledgeStore, names: list[str]) -> None:
+    """404 for a collection that does not exist (a search or a turn would quietly find nothing)."""
+    known = set(store.collection_names())
+    missing = [name for name in names if name not in known]
+    if missing:
+        raise NotFound(
+            f"no knowledge collection named {missing[0]!r}; GET /v1/knowledge/collections lists them, "
+            "POST .../collections/NAME/documents creates one"
+        )
+
+
+async def _run(work: Any) -> Any:
+    """``work(store, retriever)`` in a worker thread; the store's refusals become 422s that say what to change."""
+    try:
+        return await service().knowledge.in_store(work)
+    except KnowledgeError as exc:
+        raise Invalid(str(exc)) from None
+
+
+@bp.get("/collections")
+@require("viewer")
+async def list_collections() -> dict[str, Any]:
+    """Every knowledge collection with its document and chunk counts and its embedder."""
+    infos = await _run(lambda store, _: store.list_collections())
+    return {
+        "collections": [
+            {"name": i.name, "documents": i.documents, "chunks": i.chunks, "embedder": i.embedder} for i in infos
+        ]
+    }
+
+
+@bp.get("/collections/<name>/documents")
+@require("viewer")
+async def list_documents(name: str) -> dict[str, Any]:
+    def documents(store: KnowledgeStore, _: Any) -> list[str]:
+        _existing(store, [name])
+        return store.document_ids(name)
+
+    return {"collection": name, "documents": await _run(documents)}
+
+
+@bp.post("/collections/<name>/documents")
+@require("admin")
+@validate_request(KnowledgeIngestIn)
+async def ingest_documents(name: str, data: KnowledgeIngestIn) -> tuple[dict[str, Any], int]:
+    """Ingest the documents sent (created if missing) as `tda knowledge ingest` ingests files: one that cannot
+    be read is a 422 naming it, and then none is stored. Unchanged documents are skipped; changed ones replaced."""
+    uploads = _uploads(data.documents)
+
+    def ingest(store: KnowledgeStore, _: Any) -> IngestReport:
+        with _WRITES:
+            return ingest_uploads(store, uploads, name, target_tokens=data.target_tokens)
+
+    report = await _run(ingest)
+    if report.refused:
+        _refuse_unreadable(report, data.documents)
+    body = {
+        "collection": name,
+        "chunks": report.chunks,
+        "documents": [
+            {
+                "name": f.path,
+                "document_id": f.document_id,
+                "status": f.status,
+                "chunks": f.chunks,
+                "duplicates": f.duplicates,
+                **({"error": f.error} if f.error else {}),
+            }
+            for f in report.files
+        ],
+    }
+    return body, 500 if report.errors else 201  # a storing failure (the store or embedder) is not the client's
+
+
+def _uploads(documents: list[KnowledgeDocumentIn]) -> list[Upload]:
+    uploads, errors = [], []
+    for n, doc in enumerate(documents):
+        if doc.text is not None:
+            data = doc.text.encode()
+        else:
+            try:
+                data = base64.b64decode(doc.content_base64 or "", validate=True)
+            except (binascii.Error, ValueError):
+                errors.append(_error(n, "content_base64", f"{doc.name}: content_base64 is not base64", "base64"))
+                continue
+        uploads.append(Upload(doc.name, data, doc.id, doc.mime_type))
+    errors += _clashes(uploads)
+    if errors:
+        raise Invalid("; ".join(e["msg"] for e in errors) + "; nothing was stored", errors=errors)
+    return uploads
+
+
+def _clashes(uploads: list[Upload]) -> list[dict[str, Any]]:
+    """Two documents of one request with the same id or file name: the second would overwrite the first."""
+    errors, ids, files = [], set(), set()
+    for n, upload in enumerate(uploads):
+        doc_id, file_name = upload.document_id or upload.name, upload.file_name()
+        if doc_id in ids or file_name in files:
+            errors.append(_error(n, "name", f"{upload.name}: sent twice (same id or name); send each once", "clash"))
+        ids.add(doc_id)
+        files.add(file_name)
+    return errors
+
+
+def _error(n: int, field: str, msg: str, kind: str) -> dict[str, Any]:
+    return {"loc": f"documents.{n}.{field}", "msg": msg, "type": kind}
+
+
+def _refuse_unreadable(report: IngestReport, documents: list[KnowledgeDocumentIn]) -> None:
+    index = {doc.name: n for n, doc in enumerate(documents)}
+    errors = [_error(index.get(f.path, 0), "name", f.error, "unreadable") for f in report.errors]
+    raise Invalid(
+        "; ".join(f.error for f in report.errors) + "; nothing was stored (fix or leave out these documents)",
+        errors=errors,
+    )
+
+
+@bp.delete("/collections/<name>")
+@require("admin")
+async def delete_collection(name: str) -> tuple[str, int]:
+    def delete(store: KnowledgeStore, _: Any) -> None:
+        with _WRITES:
+            _existing(store, [name])
+            store.delete_collection(name)
+
+    await _run(delete)
+    return "", 204
+
+
+@bp.delete("/collections/<name>/documents/<path:document_id>")
+@require("admin")
+async def delete_document(name: str, document_id: str) -> tuple[str, int]:
+    def delete(store: KnowledgeStore, _: Any) -> int:
+        with _WRITES:
+            _existing(store, [name])
+            return store.delete_document(name, document_id)
+
+    if not await _run(delete):
+        raise NotFound(f"no document {document_id!r} in {name!r}; GET .../collections/{name}/documents lists them")
+    return "", 204
+
+
+@bp.post("/search")
+@require("viewer")
+@validate_request(KnowledgeSearchIn)
+async def search(data: KnowledgeSearchIn) -> dict[str, Any]:
+    """Passages for a query with their scores and provenance, as `tda knowledge search --json` prints them."""
+
+    def find(store: KnowledgeStore, retriever: ChromaKnowledgeRetriever) -> list[dict[str, Any]]:
+        _existing(store, data.collections)
+        passages = retriever.search(
+            data.query,
+            collections=data.collections,
+            k=data.k,
+            min_score=data.min_score,
+            documents=data.documents,
+            sections=data.sections,
+        )
+        return [passage_json(p) for p in passages]
+
+    return {"passages": await _run(find)}
+
+
+@bp.post("/context")
+@require("viewer")
+@validate_request(KnowledgeContextIn)
+async def context(data: KnowledgeContextIn) -> dict[str, Any]:
+    """What knowledge_context would add to a turn at this budget ({text, tokens, sources}), as
+    `tda knowledge context --json` prints it: the same module, on the service's own store."""
+    from ..knowledge.contexts import KnowledgeContextRunner
+
+    svc = service()
+    await _run(lambda store, _: _existing(store, data.collections))
+    runner = KnowledgeContextRunner(
+        svc.settings.data_dir,
+        embedder=svc.settings.embedder,
+        collections=data.collections,
+        model=data.model or svc.settings.model,
+        knowledge=svc.knowledge,
+    )
+    return await runner.context(data.query, data.budget)
