@@ -122,14 +122,19 @@ def _uploads(documents: list[KnowledgeDocumentIn]) -> list[Upload]:
 
 
 def _clashes(uploads: list[Upload]) -> list[dict[str, Any]]:
-    """Two documents of one request with the same id or file name: the second would overwrite the first."""
-    errors, ids, files = [], set(), set()
-    for n, upload in enumerate(uploads):
-        doc_id, file_name = upload.document_id or upload.name, upload.file_name()
-        if doc_id in ids or file_name in files:
+    """Two documents of one request with the same id or file name (the second would overwrite the first), or a
+    name that is another's folder (``a.md`` and ``a.md/b.md``: both cannot be files)."""
+    files = [upload.file_name() for upload in uploads]
+    folders = {"/".join(name.split("/")[:n]) for name in files for n in range(1, name.count("/") + 1)}
+    errors, ids, seen = [], set(), set()
+    for n, (upload, file_name) in enumerate(zip(uploads, files, strict=True)):
+        doc_id = upload.document_id or upload.name
+        if doc_id in ids or file_name in seen:
             errors.append(_error(n, "name", f"{upload.name}: sent twice (same id or name); send each once", "clash"))
+        elif file_name in folders:
+            errors.append(_error(n, "name", f"{upload.name}: another document's name uses it as a folder", "clash"))
         ids.add(doc_id)
-        files.add(file_name)
+        seen.add(file_name)
     return errors
 
 

@@ -145,6 +145,7 @@ async def test_a_bad_file_is_a_422_naming_it_and_nothing_is_stored(
         ({"documents": [{"name": "a.pdf", "content_base64": "not base64!"}]}, "documents.0.content_base64"),
         ({"documents": [{"name": "a.md", "text": "x"}, {"name": "a.md", "text": "y"}]}, "documents.1.name"),
         ({"documents": [{"name": "../etc/passwd.txt", "text": "x"}]}, "documents.0.name"),
+        ({"documents": [{"name": "a.md", "text": "x"}, {"name": "a.md/b.md", "text": "y"}]}, "documents.0.name"),
         ({"documents": [{"name": "a.md", "text": "x", "content_base64": "eA=="}]}, "documents.0"),
         ({"documents": [{"name": "notes", "text": "x"}]}, "documents.0.name"),  # no reader for it
         ({"documents": []}, "documents"),
