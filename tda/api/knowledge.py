@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import threading
 from typing import Any
 
 from quart import Blueprint
@@ -25,9 +24,6 @@ from .schemas import KnowledgeContextIn, KnowledgeDocumentIn, KnowledgeIngestIn,
 bp = Blueprint("knowledge", __name__, url_prefix="/v1/knowledge")
 tag(["knowledge"])(bp)
 
-_WRITES = threading.Lock()
-"""One write at a time (they run in worker threads): two ingests of one document never interleave."""
-
 
 def _existing(store: KnowledgeStore, names: list[str]) -> None:
     """404 for a collection that does not exist (a search or a turn would quietly find nothing)."""
@@ -40,10 +36,10 @@ def _existing(store: KnowledgeStore, names: list[str]) -> None:
         )
 
 
-async def _run(work: Any) -> Any:
+async def _run(work: Any, *, write: bool = False) -> Any:
     """``work(store, retriever)`` in a worker thread; the store's refusals become 422s that say what to change."""
     try:
-        return await service().knowledge.in_store(work)
+        return await service().knowledge.in_store(work, write=write)
     except KnowledgeError as exc:
         raise Invalid(str(exc)) from None
 
@@ -79,10 +75,9 @@ async def ingest_documents(name: str, data: KnowledgeIngestIn) -> tuple[dict[str
     uploads = _uploads(data.documents)
 
     def ingest(store: KnowledgeStore, _: Any) -> IngestReport:
-        with _WRITES:
-            return ingest_uploads(store, uploads, name, target_tokens=data.target_tokens)
+        return ingest_uploads(store, uploads, name, target_tokens=data.target_tokens)
 
-    report = await _run(ingest)
+    report = await _run(ingest, write=True)
     if report.refused:
         _refuse_unreadable(report, data.documents)
     body = {
@@ -155,11 +150,10 @@ def _refuse_unreadable(report: IngestReport, documents: list[KnowledgeDocumentIn
 @require("admin")
 async def delete_collection(name: str) -> tuple[str, int]:
     def delete(store: KnowledgeStore, _: Any) -> None:
-        with _WRITES:
-            _existing(store, [name])
-            store.delete_collection(name)
+        _existing(store, [name])
+        store.delete_collection(name)
 
-    await _run(delete)
+    await _run(delete, write=True)
     return "", 204
 
 
@@ -167,11 +161,10 @@ async def delete_collection(name: str) -> tuple[str, int]:
 @require("admin")
 async def delete_document(name: str, document_id: str) -> tuple[str, int]:
     def delete(store: KnowledgeStore, _: Any) -> int:
-        with _WRITES:
-            _existing(store, [name])
-            return store.delete_document(name, document_id)
+        _existing(store, [name])
+        return store.delete_document(name, document_id)
 
-    if not await _run(delete):
+    if not await _run(delete, write=True):
         raise NotFound(f"no document {document_id!r} in {name!r}; GET .../collections/{name}/documents lists them")
     return "", 204
 

@@ -56,6 +56,7 @@ class LiveKnowledge:
         self._lock = threading.Lock()
         self._closed = False
         self._flusher: asyncio.Task[None] | None = None
+        self._writes = asyncio.Lock()
 
     def _open(self) -> _Opened:
         """Runs in a worker thread; the lock makes concurrent first calls open the store once."""
@@ -98,11 +99,18 @@ class LiveKnowledge:
                     self._opened.store.close()
                     self._opened = None
 
-    async def in_store(self, work: Callable[[KnowledgeStore, ChromaKnowledgeRetriever], T]) -> T:
+    async def in_store(
+        self, work: Callable[[KnowledgeStore, ChromaKnowledgeRetriever], T], *, write: bool = False
+    ) -> T:
         """Run blocking ``work`` on the turns' own store and retriever in a worker thread (the HTTP API): writes
-        through this store invalidate the retriever's caches, so the next turn sees them."""
+        through this store invalidate the retriever's caches, so the next turn sees them. Writes run one at a
+        time (two ingests of one document never interleave), waiting here rather than in a worker thread, which
+        the turns' retrieval needs."""
         opened = await self._ready()
-        return await asyncio.to_thread(work, opened.store, opened.retriever)
+        if not write:
+            return await asyncio.to_thread(work, opened.store, opened.retriever)
+        async with self._writes:
+            return await asyncio.to_thread(work, opened.store, opened.retriever)
 
     # --- KnowledgeRetriever ----------------------------------------------------------------
 

@@ -228,3 +228,13 @@ async def test_search_and_context_refuse_what_they_cannot_answer(client: Any, vi
         assert r.status_code == 422
     r = await client.post("/v1/knowledge/search", json={"query": "x", "k": 0}, headers=viewer)
     assert r.status_code == 422 and (await r.get_json())["errors"][0]["loc"] == "k"
+
+
+async def test_concurrent_ingests_of_one_document_leave_one_whole_version(
+    client: Any, admin: dict[str, str], settings: Settings
+) -> None:
+    versions = [KETTLE * n for n in (3, 5, 7, 9)]
+    sent = [_ingest(client, admin, "home", {"documents": [{"name": "kettle.md", "text": v}]}) for v in versions]
+    assert [r.status_code for r in await asyncio.gather(*sent)] == [201] * 4
+    chunks = KnowledgeStore(open_client(settings.data_dir), "hashing").get_chunks("home")
+    assert len({c["metadata"]["doc_hash"] for c in chunks}) == 1  # not two versions' chunks mixed
