@@ -222,7 +222,9 @@ async def _run(
             data = SessionData(session, profile, 0, 0, [], [])
             from_tools = quotes_tools((*conversation.chat, *conversation.instructions))
             query = conversation.query.content
-            result["champion_case_id"] = keep_case(svc, data, place.turn, query, done.text, row, from_tools=from_tools)
+            result["champion_case_id"] = await keep_case(
+                svc, data, place.turn, query, done.text, row, from_tools=from_tools
+            )
     return result
 
 

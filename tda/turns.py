@@ -28,6 +28,7 @@ from components.context_window.window_type import ContextWindowType
 from . import metrics
 from .errors import Conflict, Invalid, UpstreamFailed
 from .models import MessageRow, TurnRow
+from .redact import redact_urls
 from .sources import build_context, case_scope, input_hashes, message_of
 from .store.types import StoredType
 
@@ -252,7 +253,7 @@ async def _step(
             turn_row = await svc.store.sessions.extend_turn(session_id, turn, step, [reply])
     case_id = None
     if not done.tool_calls:  # a finished turn (its whole tool loop is the plan) may be served as an example
-        case_id = _keep_as_champion(svc, data, turn, query, done.text, turn_row)
+        case_id = await _keep_as_champion(svc, data, turn, query, done.text, turn_row)
     return {
         "session_id": session_id,
         "turn": turn,
@@ -384,38 +385,39 @@ def plan_of(done: Completion) -> str:
     return "\n".join(lines)
 
 
-def _keep_as_champion(
+async def _keep_as_champion(
     svc: TDAService, data: SessionData, turn: int, query: str, answer: str, row: TurnRow
 ) -> str | None:
     """Record the finished turn (its whole tool loop is the plan) as a champion case in its session's scope."""
-    return keep_case(svc, data, turn, query, answer, row, from_tools=_may_quote_tools(row, data))
+    return await keep_case(svc, data, turn, query, answer, row, from_tools=_may_quote_tools(row, data))
 
 
-def keep_case(
+async def keep_case(
     svc: TDAService, data: SessionData, turn: int, query: str, answer: str, row: Any, *, from_tools: bool
 ) -> str | None:
-    """Record a finished turn as a champion case in its session's scope, after the response (the session's next
-    turn waits for it). The turn is already stored: a failure there costs the case, never the turn."""
-    recorder, session_id = svc.sources.case_recorder, data.session.id
+    """Record a finished turn as a champion case in its session's scope, written before the turn is answered: the
+    answer names the case only once it is durable (~3.5 ms a turn, the query's embedding included; docs/service.md).
+    The turn is already stored: a failure here costs the case (the answer names none), never the turn."""
+    recorder = svc.sources.case_recorder
     plan, tokens = row.plan, row.tokens_in + row.tokens_out
     if recorder is None or not query.strip() or not (answer.strip() or plan):
         return None
-    scope = case_scope(data.session, data.profile)
-
-    async def record() -> None:
-        await recorder.record_case(
+    try:
+        return await recorder.record_case(
             query,
             answer,
-            scope=scope,
+            scope=case_scope(data.session, data.profile),
             from_tools=from_tools,
             plan=plan,
             tokens=tokens,
-            session_id=session_id,
+            session_id=data.session.id,
             turn=turn,
         )
-
-    svc.writer.submit(session_id, record, f"champion case of turn {turn} of session {session_id}")
-    return recorder.case_id(query, answer, scope=scope, from_tools=from_tools)
+    except Exception as exc:  # e.g. a Chroma server that is down: the turn stands, its case is not claimed
+        log.warning(
+            "champion case of turn %s of session %s not recorded: %s", turn, data.session.id, redact_urls(str(exc))
+        )
+        return None
 
 
 def quotes_tools(messages: Iterable[Message]) -> bool:
