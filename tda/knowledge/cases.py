@@ -20,8 +20,8 @@ server (``write_through``), where other replicas write too, they are a Chroma co
 
 ``record`` keeps the case in memory (served from there at once) and ``flush`` writes what is pending in one
 transaction. ``LiveKnowledge`` flushes right after each record, before the turn naming the case is answered (turns
-recorded meanwhile share the commit); a rating is written through at once; ``close`` (service shutdown) flushes. With a Chroma server every
-case is written as it is recorded: the other replicas serve it at once.
+recorded meanwhile share the commit); a rating is written through at once; ``close`` (service shutdown) flushes.
+With a Chroma server every case is written as it is recorded: the other replicas serve it at once.
 """
 
 from __future__ import annotations
