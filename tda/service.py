@@ -18,6 +18,7 @@ from components.context_window.token_estimator import STORED_ENCODINGS, estimato
 from components.context_window.window_type import MODULE_IDS_IN_ORDER, ContextWindowType
 
 from .background import BackgroundWriter
+from .clients import FailedAuthLimit
 from .config import Settings
 from .db import upgrade_async
 from .errors import Invalid, field_errors
@@ -55,6 +56,7 @@ class TDAService:
         self._session_locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
         self.bus = create_bus(settings.bus_url)
         self.writer = BackgroundWriter()
+        self.failed_auth = FailedAuthLimit(settings.auth_failures_per_minute)
         self.history = HistoryCache(self.store.sessions)
         self.llm = llm or LLM(mock=settings.mock_model, upstream=Upstream.from_settings(settings))
         self.knowledge = LiveKnowledge(

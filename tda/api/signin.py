@@ -7,9 +7,7 @@ from typing import Any
 from quart import Blueprint, g
 from quart_schema import security_scheme, tag, validate_request
 
-from ..auth import csrf_token, require, sign_in, sign_out
-from ..errors import Unauthorized
-from ..service import service
+from ..auth import authenticate, csrf_token, require, sign_in, sign_out
 from .schemas import SignInIn
 
 bp = Blueprint("auth", __name__, url_prefix="/v1/auth")
@@ -21,9 +19,7 @@ tag(["auth"])(bp)
 @validate_request(SignInIn)
 async def create_session(data: SignInIn) -> dict[str, Any]:
     """Sign in with an API token: sets an HttpOnly session cookie; echo ``csrf_token`` as X-CSRF-Token on writes."""
-    principal = await service().store.tokens.authenticate(data.token.strip())
-    if principal is None:
-        raise Unauthorized("this API token is unknown or revoked")
+    principal = await authenticate(data.token.strip(), "this API token is unknown or revoked")
     return {"name": principal.name, "role": principal.role, "csrf_token": await sign_in(principal)}
 
 
