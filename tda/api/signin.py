@@ -8,6 +8,7 @@ from quart import Blueprint, g
 from quart_schema import security_scheme, tag, validate_request
 
 from ..auth import authenticate, csrf_token, require, sign_in, sign_out
+from ..service import service
 from .schemas import SignInIn
 
 bp = Blueprint("auth", __name__, url_prefix="/v1/auth")
@@ -35,3 +36,13 @@ async def delete_session() -> tuple[str, int]:
     """Sign out: the session ends on the server, so a copy of the cookie no longer works either."""
     await sign_out()
     return "", 204
+
+
+@bp.delete("/sessions")
+@require("viewer")
+async def delete_all_sessions() -> dict[str, Any]:
+    """Sign out everywhere: ends every browser session signed in with the caller's token (this one included), on
+    every replica; copied cookies stop working too. The token itself stays valid (revoke it to end that)."""
+    ended = await service().store.tokens.end_sessions_of(g.principal.token_id)
+    await sign_out()
+    return {"ended": ended}
