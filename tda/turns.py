@@ -43,6 +43,8 @@ if TYPE_CHECKING:
     from .store.sessions import SessionData
 
 log = logging.getLogger(__name__)
+MAX_TURN = 2**31 - 1
+"""Turn numbers are 32-bit SQL integers (``MAX_INT`` in tda/api/schemas.py)."""
 
 
 async def resolve_type(svc: TDAService, profile: ProfileRow) -> StoredType:
@@ -193,6 +195,11 @@ async def _step(
         stored = await resolve_type(svc, data.profile)
         history = await svc.history.source(data)
         ctx = build_context(data, query, default_model=svc.settings.model, sources=svc.sources, history=history)
+        if current is None and ctx.session.turn_number > MAX_TURN:  # an imported history took the last numbers
+            raise Conflict(
+                f"session {session_id!r} has used every turn number (its history reaches turn {MAX_TURN:,}, the "
+                "largest a turn can have); start a new session, or import the history with smaller turn numbers"
+            )
         ctx = await with_component_instructions(svc, _with_options(ctx, current, options))
     with timed(options, "assemble"):
         assembled_at = time.time()  # replay serves the champion cases recorded by then
