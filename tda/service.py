@@ -135,8 +135,8 @@ class TDAService:
         In process first (turns queued here hold no database connection), then the database's lock (PostgreSQL:
         an advisory lock, released even if this process dies). Before letting go, the session's events are
         handed to the bus, so the next turn's events, wherever it runs, come after them. Work the block left to
-        the background writer (its champion case) is done before the lock goes, after the response: the next
-        turn, on any replica, sees it."""
+        the background writer is done before the lock goes, after the response: the next turn, on any replica,
+        sees it."""
         lock = self._session_locks.get(session_id)
         if lock is None:
             lock = self._session_locks[session_id] = asyncio.Lock()
