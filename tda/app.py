@@ -7,10 +7,12 @@ from pathlib import Path
 from typing import Any
 
 from quart import Quart, Response, jsonify, redirect
+from quart.sessions import SecureCookieSessionInterface
 from quart_schema import QuartSchema, hide
 
 from .api import register_api
 from .api.openapi import RoutePaths
+from .clients import request_is_https
 from .config import Settings
 from .logs import install_request_ids
 from .metrics import watch_pool
@@ -51,6 +53,7 @@ def create_app(settings: Settings | None = None, **service_options: Any) -> Quar
         swagger_ui_path="/docs",
         openapi_provider_class=RoutePaths,
     )
+    app.session_interface = HttpsAwareSessions()
     app.make_response = _plain_json_first(app.make_response)  # type: ignore[method-assign]
     svc = TDAService(settings, **service_options)
     svc.init_app(app)
@@ -73,6 +76,14 @@ def create_app(settings: Settings | None = None, **service_options: Any) -> Quar
         return redirect("/ui/types")  # the admin UI (it sends strangers to sign in); the API docs are at /docs
 
     return app
+
+
+class HttpsAwareSessions(SecureCookieSessionInterface):
+    """The session cookie gets ``Secure`` when the request came over https: its own TLS, or a trusted proxy's
+    ``X-Forwarded-Proto: https`` (``TDA_TRUSTED_PROXIES``), so a browser never sends it over plain http."""
+
+    def get_cookie_secure(self, app: Quart) -> bool:
+        return bool(app.config["SESSION_COOKIE_SECURE"]) or request_is_https()
 
 
 def _plain_json_first(make_response: Callable[[Any], Awaitable[Any]]) -> Callable[[Any], Awaitable[Any]]:

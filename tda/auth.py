@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 from quart import g, request, session
 
+from .clients import client_address
 from .errors import Forbidden, Unauthorized
 from .service import service
 from .store.tokens import Principal
@@ -24,14 +25,25 @@ RANK = {"viewer": 0, "admin": 1}
 F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
 
 
+async def authenticate(token: str, refusal: str) -> Principal:
+    """The principal of an API token; a wrong one counts against the client's limit of failed attempts (429 once
+    it is reached, before the token is even looked up: guessing stays slow)."""
+    limit, client = service().failed_auth, client_address()
+    limit.check(client)
+    principal = await service().store.tokens.authenticate(token)
+    if principal is None:
+        limit.failed(client)
+        raise Unauthorized(refusal)
+    return principal
+
+
 async def _from_bearer(header: str) -> Principal:
     scheme, _, token = header.partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         raise Unauthorized("use 'Authorization: Bearer <token>'")
-    principal = await service().store.tokens.authenticate(token.strip())
-    if principal is None:
-        raise Unauthorized("this API token is unknown or revoked; create one with `tda tokens create --role admin`")
-    return principal
+    return await authenticate(
+        token.strip(), "this API token is unknown or revoked; create one with `tda tokens create --role admin`"
+    )
 
 
 async def _from_cookie(data: dict[str, Any]) -> Principal:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from .clients import TrustedProxies
 from .redact import redact_url
 
 
@@ -153,6 +154,11 @@ class Settings:
     """Larger request bodies are refused with 413."""
     max_json_depth: int = 64
     """JSON bodies nested deeper are refused with 400."""
+    trusted_proxies: TrustedProxies | None = None
+    """``TDA_TRUSTED_PROXIES``: the reverse proxies whose ``X-Forwarded-For``/``-Proto`` are believed, as addresses or
+    CIDRs (``127.0.0.1,10.0.0.0/8``) or a count of proxies in front (``1``); unset, those headers are ignored."""
+    auth_failures_per_minute: int = 20
+    """``TDA_AUTH_FAILURES_PER_MINUTE``: failed authentications a client address may make a minute; then 429."""
     log_format: str = "text"
     """``text`` or ``json`` (one object per line, with the request id)."""
     log_level: str = "INFO"
@@ -188,6 +194,8 @@ class Settings:
             "module_roots": ("TDA_MODULE_ROOTS", lambda v: tuple(Path(p) for p in v.split(os.pathsep) if p)),
             "max_body_bytes": ("TDA_MAX_BODY_BYTES", int),
             "max_json_depth": ("TDA_MAX_JSON_DEPTH", int),
+            "trusted_proxies": ("TDA_TRUSTED_PROXIES", TrustedProxies.parse),
+            "auth_failures_per_minute": ("TDA_AUTH_FAILURES_PER_MINUTE", _positive_int("TDA_AUTH_FAILURES_PER_MINUTE")),
             "log_format": ("TDA_LOG_FORMAT", _log_format),
             "log_level": ("TDA_LOG_LEVEL", str),
             "prometheus_multiproc_dir": ("PROMETHEUS_MULTIPROC_DIR", Path),

@@ -16,6 +16,7 @@ class ServiceError(Exception):
         super().__init__(message)
         self.message = message
         self.details = details
+        self.headers: dict[str, str] = {}
 
     def to_dict(self) -> dict[str, Any]:
         return {"error": self.code, "message": self.message, **self.details}
@@ -49,6 +50,26 @@ class Invalid(ServiceError):
 
 class PreconditionRequired(ServiceError):
     status, code = 428, "precondition_required"
+
+
+class TooManyRequests(ServiceError):
+    """429; ``retry_after`` (seconds) goes out as the Retry-After header."""
+
+    status, code = 429, "too_many_requests"
+
+    def __init__(self, message: str, *, retry_after: int, **details: Any) -> None:
+        super().__init__(message, retry_after=retry_after, **details)
+        self.headers = {"Retry-After": str(retry_after)}
+
+
+class Unavailable(ServiceError):
+    """503: a dependency (the database, Redis, a Chroma server) is unreachable; try again after ``retry_after``."""
+
+    status, code = 503, "unavailable"
+
+    def __init__(self, message: str, *, retry_after: int = 5, **details: Any) -> None:
+        super().__init__(message, retry_after=retry_after, **details)
+        self.headers = {"Retry-After": str(retry_after)}
 
 
 class UpstreamFailed(ServiceError):

@@ -2,9 +2,10 @@
 
 Heartbeats are events too: one timer for the whole bus puts a heartbeat in every queue, so a
 subscriber waits on its queue alone (no per-event timeout machinery on the hot path of a fan-out).
-A subscriber whose queue is full is dropped (its stream ends; the browser reconnects with
-``Last-Event-ID`` and resumes from stored snapshots), so one slow reader never slows the others
-or grows memory without bound. Each event is encoded once and the same bytes go to every subscriber.
+A subscriber whose queue is full (256 events or ``MAX_QUEUED_BYTES`` of frames) is dropped and its queue emptied
+at once (its stream ends; the browser reconnects with ``Last-Event-ID`` and resumes from stored snapshots), so one
+slow reader never slows the others, and a reader that never reads holds no frames while it stays connected.
+Each event is encoded once and the same bytes go to every subscriber.
 
 ``EventBus`` serves one process. ``RedisBus`` (``TDA_BUS_URL=redis://…``) puts Redis pub/sub in front of
 it, so an event published on any replica reaches the subscribers of every replica.
@@ -28,6 +29,8 @@ SNAPSHOT_EVENT = "context_window_snapshot"
 CONTROL = "control:"
 """Events named ``control:<what>`` say that shared state changed; the bus runs a handler, no stream sees them."""
 HEARTBEAT = b": heartbeat\n\n"
+MAX_QUEUED_BYTES = 4 * 1024 * 1024
+"""Frames a subscriber may have waiting; past it (or past its queue's length) it is dropped."""
 
 
 def encode_sse(event: str, data: Any, event_id: int | str | None = None) -> bytes:
@@ -69,6 +72,8 @@ class Subscription:
     """``None``: every session."""
     queue: asyncio.Queue[Event] = field(default_factory=lambda: asyncio.Queue(256))
     dropped: bool = False
+    queued_bytes: int = 0
+    """The frames waiting in ``queue``: a reader that stalls may hold at most ``MAX_QUEUED_BYTES`` of them."""
 
     def wants(self, event: Event) -> bool:
         return self.session_id is None or self.session_id == event.session_id
@@ -80,12 +85,14 @@ class Subscription:
         event = await self.queue.get()
         if event is _CLOSED:
             raise StopAsyncIteration
+        self.queued_bytes -= len(event.payload)
         return event
 
 
 class EventBus:
-    def __init__(self, queue_size: int = 256) -> None:
+    def __init__(self, queue_size: int = 256, max_queued_bytes: int = 0) -> None:
         self.queue_size = queue_size
+        self.max_queued_bytes = max_queued_bytes or MAX_QUEUED_BYTES
         self._subscribers: set[Subscription] = set()
         self._control: dict[str, Callable[[], Awaitable[None]]] = {}
         self.dropped = 0
@@ -112,11 +119,16 @@ class EventBus:
         for sub in list(self._subscribers):
             if event is not HEARTBEAT_EVENT and not sub.wants(event):
                 continue
+            if sub.queued_bytes + len(event.payload) > self.max_queued_bytes:
+                self._drop(sub)
+                continue
             try:
                 sub.queue.put_nowait(event)
-                delivered += 1
             except asyncio.QueueFull:
                 self._drop(sub)
+                continue
+            sub.queued_bytes += len(event.payload)
+            delivered += 1
         return delivered
 
     def publish_snapshot(self, snapshot_id: int, session_id: str, snapshot: dict[str, Any]) -> int:
@@ -166,8 +178,12 @@ class EventBus:
         if not sub.dropped:
             sub.dropped = True
             self.dropped += 1
-        with contextlib.suppress(asyncio.QueueFull):  # next() sees ``dropped`` once the queue drains
-            sub.queue.put_nowait(_CLOSED)
+        # Its client resumes from the database (Last-Event-ID) anyway: let go of what it has not read now, not when
+        # a reader that never reads finally disconnects (100 of them kept ~35 MiB of frames alive until then).
+        while not sub.queue.empty():
+            sub.queue.get_nowait()
+        sub.queued_bytes = 0
+        sub.queue.put_nowait(_CLOSED)
 
 
 class RedisBus(EventBus):

@@ -35,6 +35,7 @@ from .models import ProfileRow, SessionRow
 from .sources import Cutoff, build_context, input_hashes, message_of
 from .store.sessions import SessionData
 from .turns import (
+    MAX_TURN,
     as_result,
     keep_case,
     plan_of,
@@ -142,6 +143,8 @@ async def _place(svc: TDAService, session_id: str, conversation: Conversation) -
     extended = await svc.store.sessions.turn_ending(session_id, list(prefixes))
     newest = await svc.store.sessions.newest_turn(session_id)
     turn = (newest.turn if newest else 0) + 1
+    if turn > MAX_TURN:  # an imported history took the last 32-bit turn number
+        raise Conflict(f"session {session_id!r} has used every turn number; start a new session")
     if extended is None:
         return _Place(turn, new=True, imported=conversation.history, fork=newest is not None)
     start = prefixes[extended.conversation_key or ""]
@@ -222,7 +225,9 @@ async def _run(
             data = SessionData(session, profile, 0, 0, [], [])
             from_tools = quotes_tools((*conversation.chat, *conversation.instructions))
             query = conversation.query.content
-            result["champion_case_id"] = keep_case(svc, data, place.turn, query, done.text, row, from_tools=from_tools)
+            result["champion_case_id"] = await keep_case(
+                svc, data, place.turn, query, done.text, row, from_tools=from_tools
+            )
     return result
 
 

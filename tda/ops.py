@@ -39,6 +39,16 @@ async def _knowledge(svc: TDAService) -> dict[str, Any]:
     return {"chroma": redact_url(svc.settings.chroma_url) if svc.settings.chroma_url else "embedded"}
 
 
+async def _bus(svc: TDAService) -> dict[str, Any]:
+    """Redis, with several replicas: while it is gone turns still work, but live snapshots stay on their replica."""
+    connected = getattr(svc.bus, "connected", None)
+    if connected is None:
+        return {"backend": "in-process"}
+    if not connected.is_set():
+        raise ConnectionError("Redis (TDA_BUS_URL) is unreachable; live snapshots reach only this replica's streams")
+    return {"backend": "redis"}
+
+
 async def _model_limits(svc: TDAService) -> dict[str, Any]:
     limit, source = await asyncio.to_thread(resolve_model_limit, svc.settings.model)
     return {"model": svc.settings.model, "limit": limit, "source": source}
@@ -47,6 +57,7 @@ async def _model_limits(svc: TDAService) -> dict[str, Any]:
 CHECKS: dict[str, Callable[[TDAService], Awaitable[dict[str, Any]]]] = {
     "database": _database,
     "knowledge": _knowledge,
+    "bus": _bus,
     "model_limits": _model_limits,
 }
 
@@ -66,7 +77,8 @@ async def _run(check: Callable[[TDAService], Awaitable[dict[str, Any]]], svc: TD
 @bp.get("/readyz")
 @hide
 async def readyz() -> tuple[dict[str, Any], int]:
-    """Ready for traffic: the database answers, the knowledge store (Chroma) opens, model limits resolve."""
+    """Ready for traffic: the database answers, the knowledge store (Chroma) opens, Redis (when configured) is
+    connected, model limits resolve."""
     svc = service()
     results = await asyncio.gather(*(_run(check, svc) for check in CHECKS.values()))
     checks = dict(zip(CHECKS, results, strict=True))

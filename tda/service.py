@@ -18,6 +18,7 @@ from components.context_window.token_estimator import STORED_ENCODINGS, estimato
 from components.context_window.window_type import MODULE_IDS_IN_ORDER, ContextWindowType
 
 from .background import BackgroundWriter
+from .clients import FailedAuthLimit
 from .config import Settings
 from .db import upgrade_async
 from .errors import Invalid, field_errors
@@ -55,6 +56,7 @@ class TDAService:
         self._session_locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
         self.bus = create_bus(settings.bus_url)
         self.writer = BackgroundWriter()
+        self.failed_auth = FailedAuthLimit(settings.auth_failures_per_minute)
         self.history = HistoryCache(self.store.sessions)
         self.llm = llm or LLM(mock=settings.mock_model, upstream=Upstream.from_settings(settings))
         self.knowledge = LiveKnowledge(
@@ -133,8 +135,8 @@ class TDAService:
         In process first (turns queued here hold no database connection), then the database's lock (PostgreSQL:
         an advisory lock, released even if this process dies). Before letting go, the session's events are
         handed to the bus, so the next turn's events, wherever it runs, come after them. Work the block left to
-        the background writer (its champion case) is done before the lock goes, after the response: the next
-        turn, on any replica, sees it."""
+        the background writer is done before the lock goes, after the response: the next turn, on any replica,
+        sees it."""
         lock = self._session_locks.get(session_id)
         if lock is None:
             lock = self._session_locks[session_id] = asyncio.Lock()

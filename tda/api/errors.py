@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import socket
 from typing import Any
 
 from pydantic import ValidationError
@@ -13,7 +14,8 @@ from werkzeug.exceptions import HTTPException
 
 from components.context_window.budget import BudgetExceeded
 
-from ..errors import Invalid, ServiceError, field_errors
+from ..errors import Invalid, ServiceError, Unavailable, field_errors
+from ..redact import redact_urls
 from ..security import first_nul, json_depth_exceeds
 from ..service import service
 from .openapi import OPENAI_WIRE
@@ -150,8 +152,8 @@ def register_error_handlers(app: Quart) -> None:
     app.before_request(check_json_body)
 
     @app.errorhandler(ServiceError)
-    async def service_error(exc: ServiceError) -> tuple[dict[str, Any], int]:
-        return exc.to_dict(), exc.status
+    async def service_error(exc: ServiceError) -> Any:
+        return (exc.to_dict(), exc.status, exc.headers) if exc.headers else (exc.to_dict(), exc.status)
 
     @app.errorhandler(RequestSchemaValidationError)
     async def invalid_body(exc: RequestSchemaValidationError) -> tuple[dict[str, Any], int]:
@@ -194,6 +196,46 @@ def register_error_handlers(app: Quart) -> None:
         return (body, status, {"Allow": allow[0]}) if allow else (body, status)
 
     @app.errorhandler(Exception)
-    async def unexpected(exc: Exception) -> tuple[dict[str, Any], int]:
+    async def unexpected(exc: Exception) -> Any:
+        gone = unreachable_dependency(exc)
+        if gone is not None:  # not a bug: answer 503 until it is back (no restart needed), and log one line
+            log.warning("%s is unreachable: %s", gone, redact_urls(f"{type(exc).__name__}: {exc}"))
+            return await service_error(Unavailable(f"{gone} is unreachable; try again shortly"))
         log.exception("unhandled error")
         return _json(500, "internal_error", "an unexpected error occurred; it has been logged")
+
+
+_DATABASE_ERRORS = ("OperationalError", "InterfaceError", "TimeoutError", "DisconnectionError")
+"""SQLAlchemy's errors for a database it cannot reach or lost the connection to (a pool timeout included)."""
+_DEPENDENCIES = {
+    "sqlalchemy": "the database",
+    "asyncpg": "the database",
+    "aiosqlite": "the database",
+    "sqlite3": "the database",
+    "redis": "Redis (TDA_BUS_URL)",
+    "httpx": "the Chroma server (TDA_CHROMA_URL)",
+    "httpcore": "the Chroma server (TDA_CHROMA_URL)",
+    "chromadb": "the Chroma server (TDA_CHROMA_URL)",
+}
+
+
+def unreachable_dependency(exc: BaseException) -> str | None:
+    """Which dependency ``exc`` says is unreachable (a refused or dropped connection, a timeout), or None for any
+    other error. Looks through the chain: SQLAlchemy and the clients wrap the socket's error."""
+    seen: set[int] = set()
+    found: str | None = None
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        module = type(current).__module__.split(".")[0]
+        name = type(current).__name__
+        if module == "sqlalchemy" and name in _DATABASE_ERRORS:
+            return "the database"
+        if module in ("redis", "httpx", "httpcore", "asyncpg") and ("Connect" in name or "Timeout" in name):
+            return _DEPENDENCIES[module]
+        if "Could not connect to a Chroma server" in str(current):
+            found = found or _DEPENDENCIES["chromadb"]
+        if isinstance(current, (ConnectionError, TimeoutError, socket.gaierror)):
+            found = found or _DEPENDENCIES.get(module, "a service it depends on (the database, Redis or Chroma)")
+        current = current.__cause__ or current.__context__
+    return found

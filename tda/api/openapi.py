@@ -98,6 +98,11 @@ def _outcomes(func: Callable[..., Any], method: str) -> dict[str, Any]:
             "description": "A request the client can fix; ``message`` says how",
             "content": {"application/json": {"schema": error}},
         },
+        "503": {
+            "description": "The database, Redis or the Chroma server is unreachable; try again after Retry-After",
+            "headers": {"Retry-After": {"description": "seconds", "schema": {"type": "integer"}}},
+            "content": {"application/json": {"schema": error}},
+        },
     }
 
 

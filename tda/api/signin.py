@@ -7,8 +7,7 @@ from typing import Any
 from quart import Blueprint, g
 from quart_schema import security_scheme, tag, validate_request
 
-from ..auth import csrf_token, require, sign_in, sign_out
-from ..errors import Unauthorized
+from ..auth import authenticate, csrf_token, require, sign_in, sign_out
 from ..service import service
 from .schemas import SignInIn
 
@@ -21,9 +20,7 @@ tag(["auth"])(bp)
 @validate_request(SignInIn)
 async def create_session(data: SignInIn) -> dict[str, Any]:
     """Sign in with an API token: sets an HttpOnly session cookie; echo ``csrf_token`` as X-CSRF-Token on writes."""
-    principal = await service().store.tokens.authenticate(data.token.strip())
-    if principal is None:
-        raise Unauthorized("this API token is unknown or revoked")
+    principal = await authenticate(data.token.strip(), "this API token is unknown or revoked")
     return {"name": principal.name, "role": principal.role, "csrf_token": await sign_in(principal)}
 
 
@@ -39,3 +36,13 @@ async def delete_session() -> tuple[str, int]:
     """Sign out: the session ends on the server, so a copy of the cookie no longer works either."""
     await sign_out()
     return "", 204
+
+
+@bp.delete("/sessions")
+@require("viewer")
+async def delete_all_sessions() -> dict[str, Any]:
+    """Sign out everywhere: ends every browser session signed in with the caller's token (this one included), on
+    every replica; copied cookies stop working too. The token itself stays valid (revoke it to end that)."""
+    ended = await service().store.tokens.end_sessions_of(g.principal.token_id)
+    await sign_out()
+    return {"ended": ended}

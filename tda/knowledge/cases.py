@@ -18,10 +18,10 @@ written case in memory (``_Mirror``: at most ``MAX_CASES`` vectors, ~3 MB), rank
 matrix product, 0.2-0.4 ms at 2,000 cases. It is their only writer, so the mirror stays right. With a Chroma
 server (``write_through``), where other replicas write too, they are a Chroma collection and searches go there.
 
-Writes are batched: ``record`` keeps the case in memory (served from there at once) and ``flush`` writes
-what is pending in one transaction (``LiveKnowledge`` flushes what a second recorded). A rating is written
-through at once; ``close`` (service shutdown) flushes, so nothing recorded is lost. With a Chroma server every
-case is written as it is recorded: the other replicas serve it at once.
+``record`` keeps the case in memory (served from there at once) and ``flush`` writes what is pending in one
+transaction. ``LiveKnowledge`` flushes right after each record, before the turn naming the case is answered (turns
+recorded meanwhile share the commit); a rating is written through at once; ``close`` (service shutdown) flushes.
+With a Chroma server every case is written as it is recorded: the other replicas serve it at once.
 """
 
 from __future__ import annotations

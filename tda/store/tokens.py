@@ -123,6 +123,11 @@ class TokenStore:
         async with self.db.write() as s:
             await s.execute(delete(BrowserSessionRow).where(BrowserSessionRow.id_hash == hash_token(session_id)))
 
+    async def end_sessions_of(self, token_id: int) -> int:
+        """Sign out everywhere: end every browser session signed in with ``token_id``; returns how many."""
+        async with self.db.write() as s:
+            return await _end_sessions(s, [token_id])
+
     async def list(self) -> list[ApiTokenRow]:
         async with self.db.read() as s:
             return list((await s.scalars(select(ApiTokenRow).order_by(ApiTokenRow.id))).all())
@@ -133,6 +138,7 @@ class TokenStore:
             if row is None:
                 raise NotFound(f"no API token {token_id}")
             row.revoked_at = row.revoked_at or utcnow()
+            await _end_sessions(s, [token_id])  # on every replica at once: their caches may still hold the token
             self._cache.clear()
             audit.record(s, actor, "revoke", "api_token", str(token_id), None, token_dict(row))
 
@@ -144,5 +150,13 @@ class TokenStore:
             for row in rows:
                 row.revoked_at = utcnow()
                 audit.record(s, actor, "revoke", "api_token", str(row.id), None, token_dict(row))
+            await _end_sessions(s, [row.id for row in rows])
             self._cache.clear()
         return len(rows)
+
+
+async def _end_sessions(s: Any, token_ids: list[int]) -> int:
+    if not token_ids:
+        return 0
+    done = await s.execute(delete(BrowserSessionRow).where(BrowserSessionRow.token_id.in_(token_ids)))
+    return int(done.rowcount or 0)

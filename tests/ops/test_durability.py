@@ -1,5 +1,6 @@
 """Durability: SIGKILL `tda serve` in the middle of a loop of type saves and turns, restart it, and every write
-that got a 2xx answer is there; the SQLite file passes `PRAGMA integrity_check`. Then `tda db backup` copies the
+that got a 2xx answer is there, the champion case each turn's 201 named included; the SQLite file passes
+`PRAGMA integrity_check`. Then `tda db backup` copies the
 database while the restarted server keeps writing, and the copy holds everything too."""
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ class Writer(threading.Thread):
         super().__init__(daemon=True)
         self.server, self.kind = server, kind
         self.acknowledged: list[Any] = []
+        self.cases: list[str] = []
+        """The champion_case_id each acknowledged turn named."""
         self.attempts = 0
         self.refused: list[Any] = []
         """(status, body) of the first answers that were not 2xx, to say why if nothing was acknowledged."""
@@ -59,6 +62,8 @@ class Writer(threading.Thread):
             status, _, body = self.server.call("POST", "/v1/sessions/dur/turns", {"query": f"question {i}"})
             if status == 201:
                 self.acknowledged.append((body["turn"], f"question {i}"))
+                if body.get("champion_case_id"):
+                    self.cases.append(body["champion_case_id"])
             elif len(self.refused) < 3:
                 self.refused.append((status, body))
 
@@ -87,6 +92,12 @@ def test_acknowledged_writes_survive_sigkill_and_the_backup_holds_them(tmp_path:
     finally:
         server.stop(signal.SIGKILL)
     types_acked, turns_acked = writers[0].acknowledged, writers[1].acknowledged
+    cases_named = set(writers[1].cases)
+    assert cases_named, "no turn named a champion case: the check below would prove nothing"
+    with sqlite3.connect(next((tmp_path / "data").rglob("champion_cases.sqlite3"))) as db:  # on disk, as killed
+        cases_kept = {row[0] for row in db.execute("SELECT json_extract(metadata, '$.case_id') FROM cases")}
+    print(f"\nSIGKILL: {len(cases_named)} champion cases named by 201s, {len(cases_named & cases_kept)} on disk")
+    assert cases_named <= cases_kept
     assert len(types_acked) >= 5 and len(turns_acked) >= 3, (
         f"too few writes before the kill to prove anything: {writers[0].refused} {writers[1].refused}"
     )

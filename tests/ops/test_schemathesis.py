@@ -1,12 +1,17 @@
-"""The schemathesis CLI (`st run`) against a live `tda serve` with an admin token: every check on, a bounded
-number of examples per operation, a fixed seed. It must find no 5xx and no response that breaks the document."""
+"""The schemathesis CLI (`st run`) against a live `tda serve` with an admin token, on SQLite and on PostgreSQL:
+every check on, every phase (stateful included), a bounded number of examples per operation, a fixed seed. It must
+find no 5xx and no response that breaks the document."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 from tests.ops.live import Live, cli, free_port, tda_env, token_in
 
@@ -16,8 +21,28 @@ MAX_EXAMPLES = 2
 """Per operation and phase; the coverage phase adds its own boundary cases (about 50 requests per operation)."""
 
 
-def test_st_run_finds_no_server_errors_and_no_schema_violations(tmp_path: Path) -> None:
-    env = tda_env(tmp_path / "data", free_port())
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database(request: pytest.FixtureRequest) -> Iterator[dict[str, str]]:
+    """The environment naming the backend: SQLite in the data dir, or a throwaway PostgreSQL server."""
+    if request.param == "sqlite":
+        yield {}
+        return
+    from tests.replicas.servers import Postgres, require_binaries
+
+    require_binaries()
+    root = Path(tempfile.mkdtemp(prefix="tda-st-pg-"))
+    root.chmod(0o755)  # the postgres user must reach its folder inside
+    server = Postgres(root).start()
+    try:
+        yield {"TDA_DATABASE_URL": server.url()}
+    finally:
+        server.stop()
+
+
+def test_st_run_finds_no_server_errors_and_no_schema_violations(tmp_path: Path, database: dict[str, str]) -> None:
+    # One client sends thousands of requests without or with a wrong token (the ignored_auth check): the per-client
+    # limit on failed auth (tests/service/test_proxies_and_limits.py) would answer it 429 for everything else.
+    env = tda_env(tmp_path / "data", free_port(), TDA_AUTH_FAILURES_PER_MINUTE="1000000", **database)
     token = token_in(cli([sys.executable, "-m", "tda.cli", "demo"], env))  # real rows: requests reach past 404s
     server = Live(env, tmp_path / "serve.log")
     server.start()
@@ -65,8 +90,10 @@ def test_st_run_finds_no_server_errors_and_no_schema_violations(tmp_path: Path) 
     server_error_codes = {"ST101", "ST102"}  # `st explain --list`: 5xx answers
     server_errors = sum(f["count"] for f in failures if f["code"] in server_error_codes)
     violations = sum(f["count"] for f in failures if f["code"] not in server_error_codes)
+    backend = env.get("TDA_DATABASE_URL", "sqlite").split(":")[0]
     print(
-        f"\nschemathesis: {result['operations']['tested']} operations, {result['test_cases']['generated']} examples, "
+        f"\nschemathesis ({backend}): {result['operations']['tested']} operations, "
+        f"{result['test_cases']['generated']} examples, "
         f"{server_errors} 5xx, {violations} schema violations ({result['running_time']:.0f} s)"
     )
     assert result["operations"]["tested"] >= 40 and result["operations"]["errored"] == 0

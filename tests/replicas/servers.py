@@ -92,7 +92,7 @@ class Postgres:
     def start(self) -> Postgres:
         if os.geteuid() == 0:
             shutil.chown(self.root, "postgres", "postgres")
-        data, log = self.root / "data", self.root / "postgres.log"
+        data = self.root / "data"
         done = subprocess.run(
             [PG_BIN / "initdb", "-D", data, "-U", "tda", "--auth=trust", "--no-locale", "-E", "UTF8", "--no-sync"],
             capture_output=True,
@@ -101,6 +101,13 @@ class Postgres:
         )
         if done.returncode:
             raise RuntimeError(f"initdb failed in {self.root}:\n{done.stdout}\n{done.stderr}")
+        self.run()
+        self.create_database("tda")
+        return self
+
+    def run(self) -> Postgres:
+        """Start the server on its data folder (again, after ``stop``: a database outage that ends)."""
+        data, log = self.root / "data", self.root / "postgres.log"
         settings = {
             "listen_addresses": "127.0.0.1",
             "unix_socket_directories": str(self.root),
@@ -119,7 +126,6 @@ class Postgres:
             )
         wait_for_port(self.port, self.proc, "postgres", log)
         self._wait_accepting()
-        self.create_database("tda")
         return self
 
     def _wait_accepting(self) -> None:

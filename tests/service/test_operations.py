@@ -47,7 +47,7 @@ async def test_healthz_and_readyz(client: Any) -> None:
         assert body["status"] == "not_ready"
     assert r.status_code == 200, body
     assert body["status"] == "ready"
-    assert set(body["checks"]) == {"database", "knowledge", "model_limits"}
+    assert set(body["checks"]) == {"database", "knowledge", "bus", "model_limits"}
     assert all(check["ok"] for check in body["checks"].values())
     assert body["checks"]["model_limits"]["limit"] == 128_000  # gpt-4o's input limit, as litellm lists it
 

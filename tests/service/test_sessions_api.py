@@ -64,6 +64,22 @@ async def test_turn_errors(client, admin, viewer, session_id):
     assert body["error"] == "budget_exceeded" and body["available"] < body["floor_tokens"]
 
 
+async def test_a_session_whose_history_took_the_last_turn_number_refuses_a_turn_cleanly(client, admin, session_id):
+    """Turn numbers are 32-bit in SQL: a history imported up to 2**31 - 1 leaves no number for the next turn. A 409
+    that says what to do, nothing written (PostgreSQL answered 500 here; SQLite stored a turn PostgreSQL cannot)."""
+    last = 2**31 - 1
+    message = {"role": "user", "content": "the last one", "turn": last}
+    r = await client.post(f"/v1/sessions/{session_id}/messages", json={"messages": [message]}, headers=admin)
+    assert r.status_code == 201, await r.get_json()
+    before = await (await client.get(f"/v1/sessions/{session_id}/snapshots", headers=admin)).get_json()
+    r = await client.post(f"/v1/sessions/{session_id}/turns", json={"query": "one more"}, headers=admin)
+    body = await r.get_json()
+    assert r.status_code == 409 and "new session" in body["message"], body
+    turns = (await (await client.get(f"/v1/sessions/{session_id}/turns", headers=admin)).get_json())["turns"]
+    assert all(t["turn"] <= last for t in turns)
+    assert await (await client.get(f"/v1/sessions/{session_id}/snapshots", headers=admin)).get_json() == before
+
+
 async def test_context_limit_only_lowers_and_null_clears(client, admin, session_id):
     url = f"/v1/sessions/{session_id}/context-limit"
     r = await client.post(url, json={"context_limit": 8000}, headers=admin)
