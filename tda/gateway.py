@@ -373,6 +373,7 @@ async def _call_model(
         on_delta=call.on_delta,
         params=call.params,
         upstream=svc.llm.upstream.merged(profile.upstream),
+        cache_prefix=assembled.stable_messages,
     )
 
 

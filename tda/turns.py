@@ -337,6 +337,7 @@ async def _call_model(
             tool_choice=tool_choice if assembled.tools else None,
             on_delta=options.on_delta,
             upstream=svc.llm.upstream.merged(upstream),
+            cache_prefix=assembled.stable_messages,
         )
     except Exception as exc:  # provider errors are many and untyped; the caller needs the reason
         snapshot_id = await recorded

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import statistics
+from collections.abc import Iterator
 from typing import Any
 
 import litellm
+import pytest
 
+from tda.config import Settings
+from tests.service.fake_upstream import FakeUpstream, fake_upstream
+from tests.service.served_app import served
+
+PARAMETERS = {"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]}
 WORDS = "the order for customer shipping invoice warehouse delivery status refund account payment label".split()
 
 
@@ -65,3 +74,58 @@ async def test_a_long_chat_keeps_a_byte_stable_prefix_while_history_stays_full(c
     assert statistics.median(ratios) >= 0.70, ratios
     assert statistics.mean(fills) >= 0.50, fills
     assert all(abs(reported - measured) <= 0.05 * measured for reported, measured in honesty if measured), honesty
+
+
+@pytest.fixture
+def upstream() -> Iterator[FakeUpstream]:
+    with fake_upstream() as fake:
+        yield fake
+
+
+@pytest.fixture
+def live(settings: Settings) -> Settings:
+    """The test settings with the mock model off: turns call the fake upstream."""
+    return dataclasses.replace(settings, mock_model=False)
+
+
+TOOLS = [
+    {"type": "function", "function": {"name": name, "description": f"{name} an order", "parameters": PARAMETERS}}
+    for name in ("find", "refund")
+]
+CHAT = [
+    {"role": "system", "content": "You help with orders."},
+    {"role": "user", "content": "Where is order 7?"},
+    {"role": "assistant", "content": "It shipped on Monday."},
+    {"role": "user", "content": "And order 8?"},
+]
+
+
+def marked(block: Any) -> bool:
+    """Whether an Anthropic content block (or a list of them) carries a cache breakpoint."""
+    if isinstance(block, list):
+        return any(marked(b) for b in block)
+    return isinstance(block, dict) and block.get("cache_control") == {"type": "ephemeral"}
+
+
+async def test_an_anthropic_call_marks_the_end_of_the_stable_prefix_and_the_tools(live, upstream):
+    """Anthropic caches only what a request marks: the tools block, the system text and the end of the history
+    carry ``cache_control`` as Anthropic's API receives them (litellm's anthropic provider, at a fake that records
+    the body); the question does not (it changes every turn). An OpenAI model gets no marks (it caches unasked)."""
+    async with served(live) as app:
+        await app.profile(
+            "claude", model="anthropic/claude-3-5-sonnet-20241022", upstream={"base_url": upstream.base_url}
+        )
+        await app.profile("gpt", model="gpt-4o", upstream={"base_url": upstream.base_url})
+        for profile in ("claude", "gpt"):
+            client = app.sdk(**{"X-TDA-Profile": profile})
+            await client.chat.completions.create(model="tda", messages=CHAT, tools=TOOLS)  # type: ignore[arg-type]
+    to_anthropic, to_openai = upstream.received
+    assert to_anthropic.path.endswith("/messages") and to_openai.path.endswith("/chat/completions")
+    body = to_anthropic.body
+    assert [t["name"] for t in body["tools"]] == ["find", "refund"]
+    assert [marked(t) for t in body["tools"]] == [False, True]
+    assert marked(body["system"][-1]) and "You help with orders." in body["system"][-1]["text"]
+    contents = [(m["role"], m["content"]) for m in body["messages"]]
+    assert [role for role, _ in contents] == ["user", "assistant", "user"]
+    assert [marked(content) for _, content in contents] == [False, True, False]  # the history's end, not the query
+    assert "cache_control" not in json.dumps(to_openai.body)
