@@ -231,3 +231,14 @@ async def test_a_bad_cache_block_names_the_option(modules):
     ctx = module_ctx(make_ctx(messages=conversation(30)), config={"cache_block": "six"})
     with pytest.raises(ValueError, match="cache_block"):
         await modules["conversation_history"].contribute(1_500, ctx)
+
+
+async def test_auto_cache_blocks_are_half_the_window_from_a_few_nested_sizes(modules):
+    """The default ("auto"): the largest of 2, 4, 6, 8, 12, 16, 24, ... within half the messages a sliding window
+    keeps; what the window used is in its metadata."""
+    from modules.conversation_history.handler import block_size
+
+    assert [block_size({}, n) for n in (0, 3, 12, 13, 17, 50, 100)] == [2, 2, 6, 6, 8, 24, 48]
+    assert block_size({"cache_block": 0}, 50) == 0 and block_size({"cache_block": 10}, 4) == 10
+    c = await modules["conversation_history"].contribute(3_000, module_ctx(make_ctx(messages=conversation(60))))
+    assert c.metadata["cache_block"] >= 2 and c.metadata["first_kept_index"] % c.metadata["cache_block"] == 0

@@ -36,10 +36,14 @@ SUMMARY_MAX_TOKENS = 600
 SUMMARY_SOURCE_MESSAGES = 40
 """How many of the most recent dropped messages the summary looks at (bounded work per turn)."""
 SUMMARY_BUCKET = 10
-CACHE_BLOCK = 6
+CACHE_BLOCK = "auto"
 """Default ``cache_block``: once history overflows, its start moves only in steps of this many message
 positions, so the window's prefix stays byte-identical (a provider's prompt cache hits) between steps.
-0 slides the start every turn (the most history kept, the least cache reuse)."""
+0 slides the start every turn (the most history kept, the least cache reuse); "auto" takes the largest of
+``AUTO_BLOCKS`` within half the messages a sliding window keeps."""
+AUTO_BLOCKS = tuple(sorted({2**i for i in range(1, 13)} | {3 * 2**i for i in range(1, 12)}))
+"""2, 4, 6, 8, 12, 16, 24, ...: few sizes, each a multiple of the smaller ones but one, so a window that keeps a
+few messages more or fewer than last turn mostly lands on the same start."""
 SUMMARY_ROOM_STEP = 32
 """With cache blocks, the summary's room is rounded down to this step: a budget a few tokens different (a
 longer query) must not change the summary at the start of the history, or the whole prefix after it."""
@@ -128,6 +132,14 @@ def _extract(dropped: tuple[tuple[str, str, str], ...]) -> tuple[str, ...]:
     )
 
 
+def block_size(config: Any, kept_messages: int) -> int:
+    """``cache_block`` as set (a whole number), or "auto": the largest of ``AUTO_BLOCKS`` within half of
+    ``kept_messages`` (what the sliding window holds)."""
+    if config.get("cache_block", CACHE_BLOCK) == "auto":
+        return max(b for b in AUTO_BLOCKS if b <= max(2, kept_messages // 2))
+    return option(config, "cache_block", 0, minimum=0)
+
+
 def block_aligned(kept: list[tuple[int, Unit, int]], block: int) -> list[tuple[int, Unit, int]]:
     """``kept`` (newest first) without the units before the next multiple of ``block`` at or after its oldest
     position: the start stays put while the history grows, until a sliding window would pass it. If that would
@@ -181,21 +193,24 @@ class ConversationHistoryModule(ContextModule):
     async def _window(self, budget: int, ctx: AssemblyContext, strategy: str | None) -> Contribution:
         source = _Remembered(ctx.session.message_source())
         summarize = ctx.directives.config.get("summarize_dropped", True) or strategy == "summarize"
-        block = option(ctx.directives.config, "cache_block", CACHE_BLOCK, minimum=0)
         kept = await self._fill(source, budget, ctx)
         first_kept = kept[-1][0] if kept else source.total
         summary: Message | None = None
         phase = ctx.session.phase
         room = 0
-        if first_kept > 0 and summarize and await older_than(source, first_kept, SUMMARY_SOURCE_MESSAGES, phase):
+        # Overflowing: older messages this turn could see were left out (invisible ones do not count).
+        overflowing = first_kept > 0 and bool(await older_than(source, first_kept, SUMMARY_SOURCE_MESSAGES, phase))
+        if overflowing and summarize:
             room = min(int(budget * SUMMARY_SHARE), SUMMARY_MAX_TOKENS)
-            if block:
+            if ctx.directives.config.get("cache_block", CACHE_BLOCK):
                 room -= room % SUMMARY_ROOM_STEP
             used = sum(cost for _, _, cost in kept)
             while kept and used > budget - room:  # make room for the summary by letting the oldest go
                 used -= kept.pop()[2]
         sliding = sum(cost for _, _, cost in kept)
-        kept = block_aligned(kept, block)
+        block = block_size(ctx.directives.config, sum(len(unit) for _, unit, _ in kept))
+        if overflowing:
+            kept = block_aligned(kept, block)
         first_kept = kept[-1][0] if kept else source.total
         if room:
             end = first_kept

