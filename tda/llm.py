@@ -237,6 +237,24 @@ class Completion:
     """The other choices when the client asked for ``n`` > 1 (the first is this completion's own)."""
     logprobs: Any = None
     """The first choice's log probabilities, when the client asked for them (as the provider sent them)."""
+    cache_read_tokens: int = 0
+    """Prompt tokens the provider read from its prompt cache (OpenAI's ``cached_tokens``, Anthropic's
+    ``cache_read_input_tokens``)."""
+    cache_write_tokens: int = 0
+    """Prompt tokens the provider wrote to its cache (Anthropic's ``cache_creation_input_tokens``)."""
+
+
+def cache_usage(usage: Any) -> tuple[int, int]:
+    """(read, written) prompt-cache tokens from a litellm usage: Anthropic's own fields first, else OpenAI's
+    ``prompt_tokens_details.cached_tokens`` (litellm copies Anthropic's reads there too)."""
+    if usage is None:
+        return 0, 0
+    read = getattr(usage, "cache_read_input_tokens", None)
+    if not read:
+        details = getattr(usage, "prompt_tokens_details", None)
+        read = getattr(details, "cached_tokens", None) if details is not None else None
+    written = getattr(usage, "cache_creation_input_tokens", None)
+    return int(read or 0), int(written or 0)
 
 
 @dataclass(frozen=True)
@@ -358,6 +376,7 @@ class LLM:
     def _completion(self, response: Any) -> Completion:
         first, *more = (_choice(c) for c in response.choices)
         usage = getattr(response, "usage", None)
+        read, written = (0, 0) if self.mock else cache_usage(usage)
         return Completion(
             text=first.text,
             # A mock's usage is made up: 0 lets the caller report the snapshot's exact count instead.
@@ -367,6 +386,8 @@ class LLM:
             finish_reason=first.finish_reason,
             more=tuple(more),
             logprobs=first.logprobs,
+            cache_read_tokens=read,
+            cache_write_tokens=written,
         )
 
 

@@ -508,6 +508,14 @@ class SessionStore:
                 await advisory_xact_lock(c, "snapshots")
             return int(await c.scalar(_INSERT_SNAPSHOT, fields))
 
+    async def record_model_call(self, snapshot_id: int, call: dict[str, Any]) -> None:
+        """Add what the turn's model call reported and cost to its snapshot (``data["model_call"]``): known only
+        after the answer, while the snapshot is stored as the model starts answering."""
+        async with self.db.write() as s:
+            row = await s.get(SnapshotRow, snapshot_id)
+            if row is not None:
+                row.data = {**row.data, "model_call": call}
+
     async def snapshot(self, snapshot_id: int) -> SnapshotRow:
         async with self.db.read() as s:
             row = await s.get(SnapshotRow, snapshot_id)

@@ -129,3 +129,38 @@ async def test_an_anthropic_call_marks_the_end_of_the_stable_prefix_and_the_tool
     assert [role for role, _ in contents] == ["user", "assistant", "user"]
     assert [marked(content) for _, content in contents] == [False, True, False]  # the history's end, not the query
     assert "cache_control" not in json.dumps(to_openai.body)
+
+
+async def test_what_the_provider_cached_and_the_turn_s_dollars_are_read_back(live, upstream):
+    """Anthropic's ``cache_read_input_tokens`` / ``cache_creation_input_tokens`` reach the turn, its trace and
+    /metrics; the turn's dollars match litellm's own ``cost_per_token`` (the oracle) for the reported usage, the input
+    split by module in proportion to the tokens each sent (the query's part under ``query``)."""
+    upstream.usage = {"cache_read_input_tokens": 1200, "cache_creation_input_tokens": 300}
+    model = "anthropic/claude-sonnet-4-5"
+    async with served(live) as app:
+        profile = {"model": model, "upstream": {"base_url": upstream.base_url}, "system_prompt": "You help."}
+        await app.profile("claude", type="llm_only", **profile)
+        assert (await app.http("POST", "/v1/sessions", json={"id": "c1", "profile_id": "claude"})).status_code == 201
+        r = await app.http("POST", "/v1/sessions/c1/turns", json={"query": "Where is order 7?"})
+        assert r.status_code == 201, r.text
+        done = r.json()
+        trace = (await app.http("GET", f"/v1/snapshots/{done['snapshot_id']}/trace")).json()
+        exposed = (await app.http("GET", "/metrics")).text
+    call = done["model_call"]
+    assert call["cache_read_tokens"] == 1200 and call["cache_write_tokens"] == 300
+    assert trace["model_call"] == call
+    assert f'tda_prompt_cache_tokens_total{{cache="read",model="{model}"}} 1200.0' in exposed
+    assert f'tda_prompt_cache_tokens_total{{cache="written",model="{model}"}} 300.0' in exposed
+    # litellm counts Anthropic's prompt as the uncached input plus what was read and written
+    expected_in, expected_out = litellm.cost_per_token(
+        model=model,
+        prompt_tokens=call["prompt_tokens"],
+        completion_tokens=call["completion_tokens"],
+        cache_read_input_tokens=1200,
+        cache_creation_input_tokens=300,
+    )
+    cost = call["cost"]
+    assert cost["input_usd"] == pytest.approx(expected_in) and cost["output_usd"] == pytest.approx(expected_out)
+    shares = cost["input_by_module_usd"]
+    assert sum(shares.values()) == pytest.approx(cost["input_usd"]) and {"system_prompt", "query"} <= set(shares)
+    assert cost["saved_by_cache_usd"] > 0  # 1,200 read at a tenth of the price outweighs 300 written at 1.25x
