@@ -145,7 +145,7 @@ async def test_what_the_provider_cached_and_the_turn_s_dollars_are_read_back(liv
         assert r.status_code == 201, r.text
         done = r.json()
         trace = (await app.http("GET", f"/v1/snapshots/{done['snapshot_id']}/trace")).json()
-        exposed = (await app.http("GET", "/metrics")).text
+        exposed = (await app.http("GET", "/metrics")).text  # this model is called by no other test
     call = done["model_call"]
     assert call["cache_read_tokens"] == 1200 and call["cache_write_tokens"] == 300
     assert trace["model_call"] == call
@@ -164,3 +164,31 @@ async def test_what_the_provider_cached_and_the_turn_s_dollars_are_read_back(liv
     shares = cost["input_by_module_usd"]
     assert sum(shares.values()) == pytest.approx(cost["input_usd"]) and {"system_prompt", "query"} <= set(shares)
     assert cost["saved_by_cache_usd"] > 0  # 1,200 read at a tenth of the price outweighs 300 written at 1.25x
+
+
+async def test_an_openai_cache_hit_reaches_the_chat_client_and_metrics(live, upstream):
+    """OpenAI's ``prompt_tokens_details.cached_tokens`` comes back to a chat client (the real ``openai`` SDK) as
+    OpenAI would report it, and is counted in /metrics with the call's dollars at the cached-input price."""
+    upstream.usage = {"prompt_tokens": 2048, "prompt_tokens_details": {"cached_tokens": 1536}}
+    async with served(live) as app:
+        await app.profile("gpt", model="gpt-4o", upstream={"base_url": upstream.base_url})
+        client = app.sdk(**{"X-TDA-Profile": "gpt"})
+        before = (await app.http("GET", "/metrics")).text  # counters are per process: other tests add to them
+        reply = await client.chat.completions.create(model="tda", messages=CHAT)  # type: ignore[arg-type]
+        after = (await app.http("GET", "/metrics")).text
+    assert reply.usage is not None and reply.usage.prompt_tokens_details is not None
+    assert reply.usage.prompt_tokens_details.cached_tokens == 1536 and reply.usage.prompt_tokens == 2048
+
+    def added(series: str) -> float:
+        return metric(after, series) - metric(before, series)
+
+    assert added('tda_prompt_cache_tokens_total{cache="read",model="gpt-4o"}') == 1536
+    assert added('tda_prompt_cache_tokens_total{cache="uncached",model="gpt-4o"}') == 512
+    # OpenAI's list price for gpt-4o: $2.50 per million input tokens, $1.25 cached
+    input_usd = added('tda_model_cost_usd_total{model="gpt-4o",part="input"}')
+    assert input_usd == pytest.approx(512 * 2.5e-6 + 1536 * 1.25e-6)
+
+
+def metric(exposition: str, series: str) -> float:
+    line = next((line for line in exposition.splitlines() if line.startswith(series + " ")), None)
+    return float(line.split()[-1]) if line else 0.0
