@@ -6,12 +6,14 @@ import dataclasses
 import json
 import statistics
 from collections.abc import Iterator
+from itertools import pairwise
 from typing import Any
 
 import litellm
 import pytest
 
 from tda.config import Settings
+from tda.llm import with_cache_breakpoints
 from tests.service.fake_upstream import FakeUpstream, fake_upstream
 from tests.service.served_app import served
 
@@ -71,6 +73,7 @@ async def test_a_long_chat_keeps_a_byte_stable_prefix_while_history_stays_full(c
         previous = window
     assert history["metadata"]["first_kept_index"] > 0  # history did overflow
     print(f"median prefix {statistics.median(ratios):.0%}, history fill {statistics.mean(fills):.0%}", honesty[:6])
+    print(f"chat client: median prefix {statistics.median(ratios):.0%}")
     assert statistics.median(ratios) >= 0.70, ratios
     assert statistics.mean(fills) >= 0.50, fills
     assert all(abs(reported - measured) <= 0.05 * measured for reported, measured in honesty if measured), honesty
@@ -192,3 +195,45 @@ async def test_an_openai_cache_hit_reaches_the_chat_client_and_metrics(live, ups
 def metric(exposition: str, series: str) -> float:
     line = next((line for line in exposition.splitlines() if line.startswith(series + " ")), None)
     return float(line.split()[-1]) if line else 0.0
+
+
+def test_breakpoints_skip_messages_without_text_and_mark_the_last_part_of_a_list():
+    """A call-only assistant message has no text to mark: the breakpoint goes on the message before it; content in
+    parts gets the mark on its last part; the inputs are left as they were (they are the trace's window)."""
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
+    call = {"id": "c1", "type": "function", "function": {"name": "find", "arguments": "{}"}}
+    messages = [
+        {"role": "system", "content": "You help."},
+        {"role": "user", "content": [{"type": "text", "text": "This one?"}, image]},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "user", "content": "And now?"},
+    ]
+    original = json.dumps(messages)
+    marked, tools = with_cache_breakpoints(messages, [], stable=3)
+    assert json.dumps(messages) == original and tools == []
+    assert marked[0]["content"] == [{"type": "text", "text": "You help.", "cache_control": {"type": "ephemeral"}}]
+    assert marked[1]["content"] == [messages[1]["content"][0], {**image, "cache_control": {"type": "ephemeral"}}]
+    assert marked[2:] == messages[2:]
+
+
+async def test_a_chat_client_s_own_growing_history_keeps_a_stable_prefix(live, upstream):
+    """At the chat endpoint the client sends its whole history each call; what reaches the provider still begins
+    with the previous call's window for most calls once the history overflows (cache blocks over the client's
+    positions), measured on the bodies the fake upstream received. (History summaries are model calls: they go to
+    the service's default upstream, the same fake here.)"""
+    async with served(dataclasses.replace(live, upstream_base_url=upstream.base_url)) as app:
+        at = {"base_url": upstream.base_url}
+        await app.profile("chat", model="gpt-4o", upstream=at, context_window_type_id="conversation_first")
+        assert (await app.http("PATCH", "/v1/profiles/chat", json={"context_limit": 3000})).status_code == 200
+        client = app.sdk(**{"X-TDA-Profile": "chat", "X-TDA-Session": "gw"})
+        chat: list[dict[str, str]] = [{"role": "system", "content": "You are a helpful support assistant."}]
+        for turn in range(1, 36):
+            chat.append({"role": "user", "content": question(turn)})
+            reply = await client.chat.completions.create(model="tda", messages=chat)  # type: ignore[arg-type]
+            chat.append({"role": "assistant", "content": reply.choices[0].message.content or ""})
+    bodies = [r.body["messages"] for r in upstream.received if r.body["messages"][0]["content"] == chat[0]["content"]]
+    windows = [[{"role": m["role"], "content": m["content"]} for m in body] for body in bodies]
+    assert len(windows[-1]) < len(chat) - 1  # the history overflowed: tda trimmed it
+    ratios = [tokens(shared_prefix(now, before)) / tokens(before) for before, now in pairwise(windows[20:])]
+    print(f"chat client: median prefix {statistics.median(ratios):.0%}")
+    assert statistics.median(ratios) >= 0.70, ratios
