@@ -218,7 +218,7 @@ async def _run(
         "model_call": used,
     }
     if snapshot_id is not None:
-        await svc.store.sessions.record_model_call(snapshot_id, used)
+        await svc.store.sessions.record_model_call(snapshot_id, snapshot, used)
     if session is not None and place is not None:
         with timed(call, "record"):
             row = await _record(
