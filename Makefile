@@ -30,6 +30,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/knowledge_bench.py
 	$(BIN)/python bench/service_bench.py
 	$(BIN)/python bench/gateway_bench.py
+	$(BIN)/python bench/cost_bench.py
 
 bench-properties: $(STAMP)
 	$(BIN)/python bench/property_bench.py --cases 100000

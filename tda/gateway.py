@@ -29,6 +29,7 @@ from components.context_window.base import InMemoryMessages, Message, ToolSchema
 from components.context_window.token_estimator import TokenEstimator, estimator_for
 
 from . import metrics
+from .cost import model_call
 from .errors import Conflict, Invalid, NotFound, UpstreamFailed
 from .knowledge.scope import ANONYMOUS
 from .models import ProfileRow, SessionRow
@@ -197,6 +198,8 @@ async def _run(
             raise UpstreamFailed(f"the model call failed ({type(exc).__name__}: {exc}){kept}") from None
         finally:
             snapshot_id = await recorded if recorded else None
+    used = model_call(ctx.model, assembled.snapshot, done)
+    metrics.observe_model_call(used)
     # The call's usage: the answer's call plus every model call the modules made while assembling (snapshot).
     extra_in, extra_out = assembled.snapshot.auxiliary_tokens
     tokens_in, tokens_out = (done.tokens_in or assembled.snapshot.total_used) + extra_in, done.tokens_out + extra_out
@@ -215,7 +218,10 @@ async def _run(
         "model": ctx.model,
         "summary": assembled.snapshot.summary(),
         "snapshot": snapshot,
+        "model_call": used,
     }
+    if snapshot_id is not None:
+        await svc.store.sessions.record_model_call(snapshot_id, snapshot, used)
     if session is not None and place is not None:
         with timed(call, "record"):
             row = await _record(
@@ -378,6 +384,7 @@ async def _call_model(
         on_delta=call.on_delta,
         params=call.params,
         upstream=svc.llm.upstream.merged(profile.upstream),
+        cache_prefix=assembled.stable_messages,
     )
 
 

@@ -117,6 +117,44 @@ async def provider_of(model: str) -> str | None:
         return None
 
 
+EXPLICIT_CACHING = frozenset({"anthropic"})
+"""Providers that cache a prompt prefix only where the request marks it with ``cache_control`` (OpenAI and Gemini
+cache a long enough prefix on their own: there a byte-stable prefix is all it takes)."""
+CACHE_CONTROL = {"type": "ephemeral"}
+
+
+def with_cache_breakpoints(
+    messages: list[dict[str, Any]], tools: list[dict[str, Any]], stable: int
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Copies of ``messages`` and ``tools`` with ``cache_control`` on the last tool, at the end of the leading system
+    text and at the end of the window's stable part (its first ``stable`` messages): three of Anthropic's four
+    breakpoints, each where the content after it changes more often than before it."""
+    marked = list(messages)
+    system_end = next((i for i, m in enumerate(messages) if m.get("role") != "system"), len(messages))
+    for end in sorted({min(system_end, stable), stable}):
+        index = _last_with_text(marked, end)
+        if index is not None:
+            marked[index] = _cached(marked[index])
+    if tools:
+        tools = [*tools[:-1], {**tools[-1], "cache_control": CACHE_CONTROL}]
+    return marked, tools
+
+
+def _last_with_text(messages: list[dict[str, Any]], end: int) -> int | None:
+    """The last message before ``end`` with content to mark (a call-only assistant message has none)."""
+    for index in range(min(end, len(messages)) - 1, -1, -1):
+        if messages[index].get("content"):
+            return index
+    return None
+
+
+def _cached(message: dict[str, Any]) -> dict[str, Any]:
+    content = message["content"]
+    if isinstance(content, str):
+        return {**message, "content": [{"type": "text", "text": content, "cache_control": CACHE_CONTROL}]}
+    return {**message, "content": [*content[:-1], {**content[-1], "cache_control": CACHE_CONTROL}]}
+
+
 NO_KEY = "no-key"
 """The key sent to a base URL whose upstream names no key variable: never a provider's own key (litellm would
 otherwise send ``OPENAI_API_KEY`` to whatever host the URL names). Local servers ignore it."""
@@ -199,6 +237,24 @@ class Completion:
     """The other choices when the client asked for ``n`` > 1 (the first is this completion's own)."""
     logprobs: Any = None
     """The first choice's log probabilities, when the client asked for them (as the provider sent them)."""
+    cache_read_tokens: int = 0
+    """Prompt tokens the provider read from its prompt cache (OpenAI's ``cached_tokens``, Anthropic's
+    ``cache_read_input_tokens``)."""
+    cache_write_tokens: int = 0
+    """Prompt tokens the provider wrote to its cache (Anthropic's ``cache_creation_input_tokens``)."""
+
+
+def cache_usage(usage: Any) -> tuple[int, int]:
+    """(read, written) prompt-cache tokens from a litellm usage: Anthropic's own fields first, else OpenAI's
+    ``prompt_tokens_details.cached_tokens`` (litellm copies Anthropic's reads there too)."""
+    if usage is None:
+        return 0, 0
+    read = getattr(usage, "cache_read_input_tokens", None)
+    if not read:
+        details = getattr(usage, "prompt_tokens_details", None)
+        read = getattr(details, "cached_tokens", None) if details is not None else None
+    written = getattr(usage, "cache_creation_input_tokens", None)
+    return int(read or 0), int(written or 0)
 
 
 @dataclass(frozen=True)
@@ -246,15 +302,19 @@ class LLM:
         on_delta: Delta | None = None,
         params: Mapping[str, Any] | None = None,
         upstream: Upstream | None = None,
+        cache_prefix: int | None = None,
     ) -> Completion:
         """One model call at ``upstream`` (default: this LLM's). ``max_tokens`` caps the reply (the window type's
         output reserve), lowered to the model's output limit; with ``on_delta`` the reply is streamed, each delta
         handed over as it arrives, and the whole returned at the end. ``params`` are the client's own request
         parameters (temperature, response_format, n, ...), passed on as sent; litellm drops those a provider does
-        not support (``drop_params``)."""
+        not support (``drop_params``). ``cache_prefix``: how many leading messages are the window's stable part, marked
+        for a provider that caches only what is marked (``with_cache_breakpoints``)."""
         upstream = upstream or self.upstream
-        kwargs: dict[str, Any] = {"model": model, "messages": messages, "timeout": self.timeout_s}
         litellm = await _litellm_loaded()
+        if cache_prefix is not None and await self._caches_explicitly(litellm, model, upstream):
+            messages, tools = with_cache_breakpoints(messages, tools, cache_prefix)
+        kwargs: dict[str, Any] = {"model": model, "messages": messages, "timeout": self.timeout_s}
         if params:
             kwargs.update(params, drop_params=True)
             if "metadata" in params:  # litellm keeps ``metadata`` for its own callbacks: OpenAI's goes in the body
@@ -277,6 +337,13 @@ class LLM:
         with _logged_only_if_read(litellm):
             response = await router.acompletion(**kwargs)
         return self._completion(response)
+
+    @staticmethod
+    async def _caches_explicitly(litellm: Any, model: str, upstream: Upstream) -> bool:
+        """Whether every model the call may reach (fallbacks too: they get the same body) is at such a provider."""
+        names = (model, *upstream.fallbacks)
+        providers = [await provider_of(routed_name(n, upstream.base_url, litellm.provider_list)) for n in names]
+        return all(p in EXPLICIT_CACHING for p in providers)
 
     def _router(self, litellm: Any, model: str, upstream: Upstream) -> Any:
         """The Router for ``model`` at ``upstream``, built once: building one takes milliseconds. The key is read
@@ -309,6 +376,7 @@ class LLM:
     def _completion(self, response: Any) -> Completion:
         first, *more = (_choice(c) for c in response.choices)
         usage = getattr(response, "usage", None)
+        read, written = (0, 0) if self.mock else cache_usage(usage)
         return Completion(
             text=first.text,
             # A mock's usage is made up: 0 lets the caller report the snapshot's exact count instead.
@@ -318,6 +386,8 @@ class LLM:
             finish_reason=first.finish_reason,
             more=tuple(more),
             logprobs=first.logprobs,
+            cache_read_tokens=read,
+            cache_write_tokens=written,
         )
 
 

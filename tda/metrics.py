@@ -45,6 +45,12 @@ AUXILIARY_CALLS = Counter(
 AUXILIARY_TOKENS = Counter(
     "tda_auxiliary_model_tokens", "Tokens of the model calls modules made while assembling", ["module", "direction"]
 )
+PROMPT_CACHE_TOKENS = Counter(
+    "tda_prompt_cache_tokens",
+    "Prompt tokens of turns' model calls by what the provider's prompt cache did with them (read, written, neither)",
+    ["model", "cache"],
+)
+MODEL_COST_USD = Counter("tda_model_cost_usd", "Dollars of turns' model calls (litellm's cost map)", ["model", "part"])
 MODULE_FAILURES = Counter("tda_module_failures", "Contributions that raised or timed out", ["module", "status"])
 SSE_SUBSCRIBERS = Gauge("tda_sse_subscribers", "Open SSE streams", multiprocess_mode="livesum")
 SSE_DROPPED = Counter(
@@ -73,6 +79,17 @@ def observe_assembly(snapshot: ContextWindowSnapshot) -> None:
         AUXILIARY_CALLS.labels(call.module_id, call.purpose, call.status).inc()
         AUXILIARY_TOKENS.labels(call.module_id, "in").inc(call.tokens_in)
         AUXILIARY_TOKENS.labels(call.module_id, "out").inc(call.tokens_out)
+
+
+def observe_model_call(call: dict[str, Any]) -> None:
+    """A turn's model call (``tda.cost.model_call``): its prompt tokens by cache outcome and its dollars."""
+    model, read, written = call["model"], call["cache_read_tokens"], call["cache_write_tokens"]
+    PROMPT_CACHE_TOKENS.labels(model, "read").inc(read)
+    PROMPT_CACHE_TOKENS.labels(model, "written").inc(written)
+    PROMPT_CACHE_TOKENS.labels(model, "uncached").inc(max(0, call["prompt_tokens"] - read - written))
+    if call["cost"] is not None:
+        MODEL_COST_USD.labels(model, "input").inc(call["cost"]["input_usd"])
+        MODEL_COST_USD.labels(model, "output").inc(call["cost"]["output_usd"])
 
 
 def watch_pool(engine: AsyncEngine) -> None:

@@ -56,6 +56,7 @@ async def trace(svc: TDAService, snapshot_id: int, type_id: str | None = None) -
         "messages": messages,
         "tools": tools,
         "snapshot": assembled.snapshot.to_dict() if other else row.data,
+        "model_call": row.data.get("model_call"),
     }
 
 

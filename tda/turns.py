@@ -26,6 +26,7 @@ from components.context_window.token_estimator import estimator_for
 from components.context_window.window_type import ContextWindowType
 
 from . import metrics
+from .cost import model_call
 from .errors import Conflict, Invalid, UpstreamFailed
 from .models import MessageRow, TurnRow
 from .redact import redact_urls
@@ -225,6 +226,8 @@ async def _step(
             done = await _call_model(svc, ctx, assembled, options, recorded, data.profile.upstream)
         finally:  # also when the turn is cancelled: the snapshot of a window that was sent is kept
             snapshot_id = await recorded
+    call = model_call(ctx.model, assembled.snapshot, done)
+    metrics.observe_model_call(call)
     # The turn's usage: the answer's call plus every model call the modules made while assembling (snapshot).
     extra_in, extra_out = assembled.snapshot.auxiliary_tokens
     tokens_in, tokens_out = (done.tokens_in or assembled.snapshot.total_used) + extra_in, done.tokens_out + extra_out
@@ -258,6 +261,7 @@ async def _step(
             svc.history.recorded(data, rows)
         else:
             turn_row = await svc.store.sessions.extend_turn(session_id, turn, step, [reply])
+        await svc.store.sessions.record_model_call(snapshot_id, snapshot, call)
     case_id = None
     if not done.tool_calls:  # a finished turn (its whole tool loop is the plan) may be served as an example
         case_id = await _keep_as_champion(svc, data, turn, query, done.text, turn_row)
@@ -274,6 +278,7 @@ async def _step(
         "model": ctx.model,
         "summary": assembled.snapshot.summary(),
         "snapshot": snapshot,
+        "model_call": call,
     }
 
 
@@ -345,6 +350,7 @@ async def _call_model(
             tool_choice=tool_choice if assembled.tools else None,
             on_delta=options.on_delta,
             upstream=svc.llm.upstream.merged(upstream),
+            cache_prefix=assembled.stable_messages,
         )
     except Exception as exc:  # provider errors are many and untyped; the caller needs the reason
         snapshot_id = await recorded

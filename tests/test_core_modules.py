@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from itertools import pairwise
 
 import pytest
 from hypothesis import given, settings
@@ -167,8 +168,11 @@ async def test_a_result_answering_another_call_never_joins_a_unit(modules):
 
 async def test_history_cost_does_not_depend_on_history_length(modules):
     recent = conversation(100)
-    short = module_ctx(make_ctx(messages=recent))
-    long = module_ctx(make_ctx(messages=[Message("user", "old filler", turn=0)] * 20_000 + recent))
+    # Sliding (cache_block 0): cache blocks align to absolute positions, which the filler shifts.
+    short = module_ctx(make_ctx(messages=recent), config={"cache_block": 0})
+    long = module_ctx(
+        make_ctx(messages=[Message("user", "old filler", turn=0)] * 20_000 + recent), config={"cache_block": 0}
+    )
     a = await modules["conversation_history"].contribute(2_000, short)
     b = await modules["conversation_history"].contribute(2_000, long)
     assert a.messages()[1:] == b.messages()[1:]  # the same window (after the summary), whatever lies behind it
@@ -194,3 +198,47 @@ async def test_history_shows_only_what_the_ifoc_phase_may_see(modules):
     assert seen["operate"] == ["said in focus", "said in operate", "said in None"]
     assert seen["complete"] == ["said in operate", "said in None"]
     assert len(seen[None]) == 4
+
+
+async def test_history_start_moves_in_cache_blocks_so_the_prefix_stays_identical(modules):
+    """As a chat grows past its budget, the window's start stays put for turns at a time (a byte-identical prefix
+    for the provider's prompt cache) and jumps a block at once; sliding (0) moves it every turn. What a block holds
+    back is the difference from the sliding window's size, reported per window."""
+    history = modules["conversation_history"]
+    starts, held, previous = [], [], None
+    for turns in range(20, 32):
+        messages = conversation(turns)
+        blocked = await history.contribute(1_500, module_ctx(make_ctx(messages=messages), config={"cache_block": 6}))
+        sliding = await history.contribute(1_500, module_ctx(make_ctx(messages=messages), config={"cache_block": 0}))
+        start, slide_start = blocked.metadata["first_kept_index"], sliding.metadata["first_kept_index"]
+        assert start % 6 == 0 and slide_start <= start < slide_start + 6
+        kept = [m for m in blocked.messages() if m.role != "system"]
+        assert kept == list(messages[start:])  # newest whole, oldest dropped in one block
+        count = module_ctx(make_ctx()).tokens.count_message
+        slid = sum(count(m) for m in sliding.messages() if m.role != "system")
+        assert blocked.metadata["held_back_tokens"] == slid - sum(count(m) for m in kept)
+        if starts and starts[-1] == start:  # summary included: the previous window is where this one starts
+            assert blocked.messages()[: len(previous)] == previous
+        starts.append(start)
+        previous = blocked.messages()
+        held.append(blocked.metadata["held_back_tokens"])
+    moves = sum(a != b for a, b in pairwise(starts))
+    assert moves <= len(starts) // 3  # 2 messages a turn, 6 a block: the start moves at most every third turn
+    assert max(held) > 0 and min(held) == 0
+
+
+async def test_a_bad_cache_block_names_the_option(modules):
+    ctx = module_ctx(make_ctx(messages=conversation(30)), config={"cache_block": "six"})
+    with pytest.raises(ValueError, match="cache_block"):
+        await modules["conversation_history"].contribute(1_500, ctx)
+
+
+async def test_auto_cache_blocks_are_half_the_window_from_a_few_nested_sizes(modules):
+    """The default ("auto"): the largest of 2, 4, 6, 8, 12, 16, 24, ... within half the messages a sliding window
+    keeps; what the window used is in its metadata."""
+    from modules.conversation_history.handler import block_size
+
+    assert [block_size({}, n) for n in (0, 3, 12, 13, 17, 50, 100)] == [2, 2, 6, 6, 8, 24, 48]
+    assert block_size({"cache_block": 0}, 50) == 0 and block_size({"cache_block": 10}, 4) == 10
+    c = await modules["conversation_history"].contribute(3_000, module_ctx(make_ctx(messages=conversation(60))))
+    assert c.metadata["cache_block"] >= 2 and c.metadata["first_kept_index"] % c.metadata["cache_block"] == 0

@@ -65,6 +65,9 @@ class AssembledContext:
     tools: list[dict[str, Any]]
     snapshot: ContextWindowSnapshot
     contributions: dict[str, Contribution]
+    stable_messages: int = 0
+    """How many leading messages are the window's stable part (system text, tools' descriptions, history): where
+    per-turn context and the query begin. A provider with explicit prompt caching is told to cache up to here."""
 
 
 @dataclass
@@ -492,16 +495,17 @@ class ContextWindowHandler:
         total = run.total_used
         if total > run.limits.available:  # unreachable by construction; fail loudly rather than overflow
             raise AssertionError(f"assembled {total} tokens into {run.limits.available}")
-        messages, tools, items = self._render(run)
+        messages, tools, items, stable_messages = self._render(run)
         stable = self._stable_prefix_tokens(run, items)
         snapshot = self._snapshot(run, total, stable)
         contributions = {m: s.contribution for m, s in run.slots.items() if s.contribution is not None and s.used}
-        return AssembledContext(messages, tools, snapshot, contributions)
+        return AssembledContext(messages, tools, snapshot, contributions, stable_messages)
 
-    def _render(self, run: _Run) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[Any]]:
+    def _render(self, run: _Run) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[Any], int]:
         """Stable first: system prompt and other system text, tools, history, per-turn context, query.
 
-        Also returns the window as a list of comparable items (messages, texts, tools by their JSON) in order.
+        Also returns the window as a list of comparable items (messages, texts, tools by their JSON) in order, and
+        how many leading messages come before the per-turn context and the query (the stable part).
         """
         parts = sorted(
             (s.contribution for s in run.slots.values() if s.used > 0 and s.contribution is not None),
@@ -511,7 +515,10 @@ class ContextWindowHandler:
         tools: list[dict[str, Any]] = []
         items: list[Any] = []
         client_tools = list(run.ctx.tools) if run.ctx.tools_as_sent else []
+        stable: int | None = None
         for c in parts:
+            if stable is None and c.placement == "context":
+                stable = len(messages)
             if client_tools and c.placement != "system":  # the client's tools come right after the system text
                 tools, client_tools = self._tools_as_sent(client_tools, items), []
             for unit in c.units:
@@ -528,10 +535,11 @@ class ContextWindowHandler:
                 items.append(text)
         if client_tools:
             tools = self._tools_as_sent(client_tools, items)
+        stable = len(messages) if stable is None else stable
         for message in (run.query, *run.ctx.continuation):
             messages.append(message.to_chat())
             items.append(message)
-        return messages, tools, items
+        return messages, tools, items, stable
 
     @staticmethod
     def _tools_as_sent(tools: list[ToolSchema], items: list[Any]) -> list[dict[str, Any]]:

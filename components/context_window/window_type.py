@@ -293,10 +293,10 @@ def _rule(condition: dict[str, Any], action: dict[str, Any]) -> dict[str, Any]:
 _FIRST_TURN_FULL_TOOLS = _rule({"type": "first_turn"}, {"type": "force_full", "module": "tool_definitions"})
 
 
-def _long_conversation(turns: int) -> dict[str, Any]:
+def _long_conversation(turns: int, to_pct: float = 50) -> dict[str, Any]:
     return _rule(
         {"type": "long_conversation", "threshold": turns},
-        {"type": "condense", "module": "conversation_history", "strategy": "summarize"},
+        {"type": "condense", "module": "conversation_history", "strategy": "summarize", "to_pct": to_pct},
     )
 
 
@@ -349,7 +349,8 @@ _DEFAULT_TYPE_DATA: list[dict[str, Any]] = [
         output_reserve_pct=12,
         modules=_slots(sys=(8, 5, 12), hist=(50, 20, 70), know=(15, 0, 25), doc=(15, 0, 25), comp=(5, 0, 10)),
         condensation_order=_order("comp", "doc", "know", "hist"),
-        dynamic_adjustments=[_long_conversation(15)],
+        # Keeps most of its share verbatim once long: history moves in cache blocks (a stable prefix), not halves.
+        dynamic_adjustments=[_long_conversation(15, to_pct=85)],
     ),
     dict(
         id="token_efficient",

@@ -26,6 +26,7 @@ from components.context_window.base import (
 from components.context_window.content_parts import media_note
 from components.context_window.fitting import first_sentence
 from components.context_window.metering import labelled
+from components.context_window.options import option
 from components.context_window.phases import visible
 from components.context_window.session_cache import SessionCache, content_key
 from components.context_window.token_estimator import MESSAGE_OVERHEAD
@@ -35,6 +36,17 @@ SUMMARY_MAX_TOKENS = 600
 SUMMARY_SOURCE_MESSAGES = 40
 """How many of the most recent dropped messages the summary looks at (bounded work per turn)."""
 SUMMARY_BUCKET = 10
+CACHE_BLOCK = "auto"
+"""Default ``cache_block``: once history overflows, its start moves only in steps of this many message
+positions, so the window's prefix stays byte-identical (a provider's prompt cache hits) between steps.
+0 slides the start every turn (the most history kept, the least cache reuse); "auto" takes the largest of
+``AUTO_BLOCKS`` within half the messages a sliding window keeps."""
+AUTO_BLOCKS = tuple(sorted({2**i for i in range(1, 13)} | {3 * 2**i for i in range(1, 12)}))
+"""2, 4, 6, 8, 12, 16, 24, ...: few sizes, each a multiple of the smaller ones but one, so a window that keeps a
+few messages more or fewer than last turn mostly lands on the same start."""
+SUMMARY_ROOM_STEP = 32
+"""With cache blocks, the summary's room is rounded down to this step: a budget a few tokens different (a
+longer query) must not change the summary at the start of the history, or the whole prefix after it."""
 """A model-written summary covers messages up to a multiple of this (it may repeat a few shown ones), so it
 is reused until this many more messages have been dropped (bounded model calls), and depends only on them."""
 
@@ -120,6 +132,25 @@ def _extract(dropped: tuple[tuple[str, str, str], ...]) -> tuple[str, ...]:
     )
 
 
+def block_size(config: Any, kept_messages: int) -> int:
+    """``cache_block`` as set (a whole number), or "auto": the largest of ``AUTO_BLOCKS`` within half of
+    ``kept_messages`` (what the sliding window holds)."""
+    if config.get("cache_block", CACHE_BLOCK) == "auto":
+        return max(b for b in AUTO_BLOCKS if b <= max(2, kept_messages // 2))
+    return option(config, "cache_block", 0, minimum=0)
+
+
+def block_aligned(kept: list[tuple[int, Unit, int]], block: int) -> list[tuple[int, Unit, int]]:
+    """``kept`` (newest first) without the units before the next multiple of ``block`` at or after its oldest
+    position: the start stays put while the history grows, until a sliding window would pass it. If that would
+    leave nothing, ``kept`` as it is (a block larger than the window cannot be honoured)."""
+    if block <= 0 or not kept or kept[-1][0] == 0:
+        return kept
+    start = -(-kept[-1][0] // block) * block
+    aligned = [entry for entry in kept if entry[0] >= start]
+    return aligned or kept
+
+
 def _within(kept: list[tuple[int, Unit, int]], budget: int) -> list[tuple[int, Unit, int]]:
     used = 0
     for i, (_, _, cost) in enumerate(kept):
@@ -166,12 +197,22 @@ class ConversationHistoryModule(ContextModule):
         first_kept = kept[-1][0] if kept else source.total
         summary: Message | None = None
         phase = ctx.session.phase
-        if first_kept > 0 and summarize and await older_than(source, first_kept, SUMMARY_SOURCE_MESSAGES, phase):
+        room = 0
+        # Overflowing: older messages this turn could see were left out (invisible ones do not count).
+        overflowing = first_kept > 0 and bool(await older_than(source, first_kept, SUMMARY_SOURCE_MESSAGES, phase))
+        if overflowing and summarize:
             room = min(int(budget * SUMMARY_SHARE), SUMMARY_MAX_TOKENS)
+            if ctx.directives.config.get("cache_block", CACHE_BLOCK):
+                room -= room % SUMMARY_ROOM_STEP
             used = sum(cost for _, _, cost in kept)
             while kept and used > budget - room:  # make room for the summary by letting the oldest go
                 used -= kept.pop()[2]
-            first_kept = kept[-1][0] if kept else source.total
+        sliding = sum(cost for _, _, cost in kept)
+        block = block_size(ctx.directives.config, sum(len(unit) for _, unit, _ in kept))
+        if overflowing:
+            kept = block_aligned(kept, block)
+        first_kept = kept[-1][0] if kept else source.total
+        if room:
             end = first_kept
             if ctx.summarizer is not None:  # a model call: summarise a bucket-aligned excerpt, reused for a while
                 end = min(source.total, -(-first_kept // SUMMARY_BUCKET) * SUMMARY_BUCKET)
@@ -190,6 +231,8 @@ class ConversationHistoryModule(ContextModule):
                 "messages_kept": sum(len(unit) for _, unit, _ in kept),
                 "first_kept_index": first_kept,
                 "summary": summary is not None,
+                "cache_block": block,
+                "held_back_tokens": sliding - sum(cost for _, _, cost in kept),
             },
         )
 

@@ -263,9 +263,17 @@ def _completion_id(result: dict[str, Any]) -> str:
     return f"chatcmpl-tda-{result['session_id']}-{result['snapshot_id']}"
 
 
-def _usage(result: dict[str, Any]) -> dict[str, int]:
+def _usage(result: dict[str, Any]) -> dict[str, Any]:
     prompt, completion = int(result["tokens_in"]), int(result["tokens_out"])
-    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+    usage: dict[str, Any] = {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
+    cached = (result.get("model_call") or {}).get("cache_read_tokens")
+    if cached:  # as OpenAI reports a prompt-cache hit
+        usage["prompt_tokens_details"] = {"cached_tokens": int(cached)}
+    return usage
 
 
 def _completion(result: dict[str, Any]) -> dict[str, Any]:

@@ -508,6 +508,14 @@ class SessionStore:
                 await advisory_xact_lock(c, "snapshots")
             return int(await c.scalar(_INSERT_SNAPSHOT, fields))
 
+    async def record_model_call(self, snapshot_id: int, data: dict[str, Any], call: dict[str, Any]) -> None:
+        """Store a snapshot's ``data`` again with what the turn's model call reported and cost (``model_call``):
+        known only after the answer, while the snapshot is stored as the model starts answering. One UPDATE of the
+        data the caller holds: no read first."""
+        statement = update(SnapshotRow).where(SnapshotRow.id == snapshot_id).values(data={**data, "model_call": call})
+        async with self.db.write_rows() as c:
+            await c.execute(statement)
+
     async def snapshot(self, snapshot_id: int) -> SnapshotRow:
         async with self.db.read() as s:
             row = await s.get(SnapshotRow, snapshot_id)

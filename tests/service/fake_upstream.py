@@ -1,5 +1,6 @@
-"""A real HTTP server on 127.0.0.1 speaking OpenAI's chat-completions API, in a thread: it records every request
-(path, headers, JSON body) and answers by script, so tests see exactly what tda sent an upstream."""
+"""A real HTTP server on 127.0.0.1 speaking OpenAI's chat-completions API (and Anthropic's messages API at
+``/v1/messages``), in a thread: it records every request (path, headers, JSON body) and answers by script, so tests
+see exactly what tda sent an upstream."""
 
 from __future__ import annotations
 
@@ -28,6 +29,8 @@ class FakeUpstream:
     """Model name -> statuses to answer its next calls with, in order (then it answers normally)."""
     always_failing: set[str] = field(default_factory=set)
     """Models answered 500 every time."""
+    usage: dict[str, int] = field(default_factory=dict)
+    """Extra usage fields in each answer (``cache_read_input_tokens``, ``prompt_tokens_details``...)."""
 
     def models_called(self) -> list[str]:
         return [r.body.get("model", "") for r in self.received]
@@ -53,9 +56,14 @@ def _handler(fake: FakeUpstream) -> type[BaseHTTPRequestHandler]:
             if status != 200:
                 error = {"error": {"message": f"scripted failure of {model}", "type": "server_error", "code": None}}
                 return self._send(status, "application/json", json.dumps(error).encode())
+            if self.path.endswith("/messages"):
+                answer = _anthropic_message(model, fake.answer(model), fake.usage)
+                return self._send(200, "application/json", json.dumps(answer).encode())
             if body.get("stream"):
                 return self._send(200, "text/event-stream", _stream(model, fake.answer(model)))
-            return self._send(200, "application/json", json.dumps(_completion(model, fake.answer(model))).encode())
+            completion = _completion(model, fake.answer(model))
+            completion["usage"].update(fake.usage)
+            return self._send(200, "application/json", json.dumps(completion).encode())
 
         def _send(self, status: int, content_type: str, data: bytes) -> None:
             self.send_response(status)
@@ -75,6 +83,19 @@ def _completion(model: str, text: str) -> dict[str, Any]:
         "model": model,
         "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
         "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
+    }
+
+
+def _anthropic_message(model: str, text: str, usage: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": "msg_fake",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [{"type": "text", "text": text}],
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 11, "output_tokens": 7, **usage},
     }
 
 

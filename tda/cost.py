@@ -1,0 +1,79 @@
+"""What a turn's model call cost: the tokens the provider read from its prompt cache or wrote to it, and dollars
+from litellm's cost map (input, cached input, cache writes, output), the input split by module in proportion to
+the tokens each put in the window."""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from components.context_window.snapshot import ContextWindowSnapshot
+
+    from .llm import Completion
+
+QUERY = "query"
+"""Where the query, the turn's tool loop and the reply priming are charged (no module contributes them)."""
+
+
+@cache
+def prices(model: str) -> tuple[float, float, float, float] | None:
+    """Dollars per token (input, cached input, cache write, output) from litellm's cost map; None when unknown.
+    A provider without a cached-input or cache-write price charges them as input."""
+    from .llm import _litellm
+
+    try:
+        info = _litellm().get_model_info(model)
+    except Exception:  # litellm raises for models it has no entry for
+        return None
+    price_in, price_out = info.get("input_cost_per_token"), info.get("output_cost_per_token")
+    if price_in is None or price_out is None:
+        return None
+    read = info.get("cache_read_input_token_cost")
+    write = info.get("cache_creation_input_token_cost")
+    return (
+        float(price_in),
+        float(price_in if read is None else read),
+        float(price_in if write is None else write),
+        float(price_out),
+    )
+
+
+def model_call(model: str, snapshot: ContextWindowSnapshot, done: Completion) -> dict[str, Any]:
+    """The turn's model call as the provider reported it, and what it cost (``cost`` None for an unpriced model)."""
+    prompt = done.tokens_in or snapshot.total_used
+    read, written = done.cache_read_tokens, done.cache_write_tokens
+    call: dict[str, Any] = {
+        "model": model,
+        "prompt_tokens": prompt,
+        "cache_read_tokens": read,
+        "cache_write_tokens": written,
+        "completion_tokens": done.tokens_out,
+        "cost": None,
+    }
+    price = prices(model)
+    if price is None:
+        return call
+    price_in, price_read, price_write, price_out = price
+    fresh = max(0, prompt - read - written)
+    input_usd = fresh * price_in + read * price_read + written * price_write
+    output_usd = done.tokens_out * price_out
+    call["cost"] = {
+        "input_usd": input_usd,
+        "output_usd": output_usd,
+        "total_usd": input_usd + output_usd,
+        "saved_by_cache_usd": read * (price_in - price_read) - written * (price_write - price_in),
+        "input_by_module_usd": by_module(snapshot, input_usd),
+        "prices_per_million": dict(
+            zip(("input", "cached_input", "cache_write", "output"), (p * 1e6 for p in price), strict=True)
+        ),
+    }
+    return call
+
+
+def by_module(snapshot: ContextWindowSnapshot, dollars: float) -> dict[str, float]:
+    """``dollars`` shared by module in proportion to the tokens each used (the query's part to ``query``)."""
+    used = {m.module_id: m.used for m in snapshot.modules if m.used > 0}
+    used[QUERY] = snapshot.total_used - sum(used.values())
+    total = sum(used.values())
+    return {module: dollars * tokens / total for module, tokens in used.items()} if total else {}
