@@ -5,6 +5,7 @@ database while the restarted server keeps writing, and the copy holds everything
 
 from __future__ import annotations
 
+import http.client
 import signal
 import sqlite3
 import sys
@@ -48,7 +49,7 @@ class Writer(threading.Thread):
             self.attempts += 1
             try:
                 self.write(i)
-            except OSError:  # the server is gone: keep trying until told to stop (nothing more is acknowledged)
+            except (OSError, http.client.HTTPException):  # the server is gone, or died mid-answer: not acknowledged
                 time.sleep(0.01)
 
     def write(self, i: int) -> None:

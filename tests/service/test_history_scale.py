@@ -221,7 +221,7 @@ async def test_get_session_pages_its_turns_and_costs_no_history_read(app):
     assert r.status_code == 422 and (await r.get_json())["errors"][0]["loc"] == "turns"
 
 
-async def test_champion_cases_are_recorded_after_the_response_and_before_shutdown_returns(settings, llm, recorder):
+async def test_a_champion_case_is_recorded_before_the_response_names_it(settings, llm, recorder):
     app = create_app(settings, llm=llm, sources=Sources(cases=recorder), migrate=False, warm_up_llm=False)
     async with app.test_app() as running:
         svc = running.app.extensions["tda"]
@@ -230,10 +230,9 @@ async def test_champion_cases_are_recorded_after_the_response_and_before_shutdow
         token, _ = await svc.store.tokens.create("t", "admin")
         headers = {"Authorization": f"Bearer {token}"}
         body = await _turn(running.test_client(), headers, "First?", session="s")
-        assert body["champion_case_id"] == "case:First?" and recorder.recorded == []  # answered before recording
+        assert body["champion_case_id"] == "case:First?" and recorder.recorded == [("s", 1)]  # durable when named
         await _turn(running.test_client(), headers, "Second?", session="s")
-        assert recorder.recorded == [("s", 1)]  # the next turn of the session waited for the previous case
-    assert recorder.recorded == [("s", 1), ("s", 2)]  # shutdown drained what was queued
+        assert recorder.recorded == [("s", 1), ("s", 2)]
 
 
 def test_the_migration_counts_the_messages_of_existing_sessions(tmp_path):
