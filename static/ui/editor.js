@@ -5,7 +5,7 @@ import { activeSlots, compositionBar } from "./bars.js";
 import { applyChanges, clone, describeChanges, diff, typeBody } from "./diff.js";
 import { initOrder } from "./order.js";
 import { initRules } from "./rules.js";
-import { ApiError, api, fmt, get, guardUnsaved, h, isAdmin, loadModuleNames, lockForViewers, moduleLabel, notify, plain, reportError } from "./lib.js";
+import { ApiError, actorName, api, fmt, get, guardUnsaved, h, isAdmin, loadModuleNames, lockForViewers, moduleLabel, notify, plain, reportError } from "./lib.js";
 import { initWhatIf } from "./what_if.js";
 
 const $ = (id) => document.getElementById(id);
@@ -327,9 +327,11 @@ function showLocalSummary(errors, heading = "The type was not saved: fix these f
   summary.focus();
 }
 
+let saving = false; // one request at a time: a double-click or a held Ctrl+S saves once
+
 async function save(event) {
   event?.preventDefault();
-  if (!isAdmin()) return;
+  if (!isAdmin() || saving) return;
   clearErrors();
   const local = localErrors();
   if (local.length) {
@@ -337,6 +339,21 @@ async function save(event) {
     showLocalSummary(local);
     return;
   }
+  if (base && !isDirty()) {
+    notify("Nothing to save: the type is as saved.");
+    return;
+  }
+  saving = true;
+  $("save").setAttribute("aria-disabled", "true");
+  try {
+    await send();
+  } finally {
+    saving = false;
+    $("save").removeAttribute("aria-disabled");
+  }
+}
+
+async function send() {
   try {
     if (typeId) {
       const res = await api("PUT", url(), { body: state, headers: { "If-Match": etag } });
@@ -383,15 +400,44 @@ async function showConflict(err) {
 
 // --- version history -----------------------------------------------------------------------------
 
+let versionList = [];
+
+/** What a version changed from the one before it, in a few words. */
+function summary(v, i) {
+  if (v.rollback_of) return `rollback of v${v.rollback_of}`;
+  const previous = versionList[i + 1];
+  if (!previous) return "first version";
+  const lines = describeChanges(previous.data, v.data, moduleLabel);
+  if (!lines.length) return "no change";
+  return lines.length === 1 ? lines[0] : `${lines[0]} (+${lines.length - 1} more)`;
+}
+
 async function loadVersions() {
   if (!typeId) return;
   $("history-section").hidden = false;
-  const { versions } = await get(`${url()}/versions`);
-  const current = versions.find((v) => v.current) || versions[0];
-  $("versions").replaceChildren(...versions.map((v) => h("li", {},
+  ({ versions: versionList } = await get(`${url()}/versions`));
+  const current = versionList.find((v) => v.current) || versionList[0];
+  $("versions").replaceChildren(...versionList.map((v, i) => h("li", { dataset: { version: v.version } },
     h("button", { type: "button", class: "link", "aria-controls": "version-diff", onclick: () => showVersion(v, current) },
       `v${v.version}${v.current ? " (current)" : ""}`),
-    h("span", { class: "muted small" }, ` ${v.actor} · ${new Date(v.created_at).toLocaleString()}`))));
+    h("span", { class: "muted small" }, ` ${actorName(v.actor)} · ${new Date(v.created_at).toLocaleString()}`),
+    h("span", { class: "small version-summary" }, ` · ${summary(v, i)}`))));
+  const options = () => versionList.map((v) => h("option", { value: v.version }, `v${v.version}${v.current ? " (current)" : ""}`));
+  $("compare-from").replaceChildren(...options());
+  $("compare-to").replaceChildren(...options());
+  $("compare-from").value = String(versionList[Math.min(1, versionList.length - 1)].version);
+  $("compare-to").value = String(current.version);
+}
+
+function compareVersions(event) {
+  event.preventDefault();
+  const pick = (id) => versionList.find((v) => String(v.version) === $(id).value);
+  const from = pick("compare-from");
+  const to = pick("compare-to");
+  if (!from || !to) return;
+  const changes = describeChanges(from.data, to.data, moduleLabel, { skip: ["is_default"] });
+  $("version-diff").replaceChildren(h("h3", {}, `From v${from.version} to v${to.version}`),
+    changes.length ? h("ul", { class: "diff" }, changes.map((text) => h("li", {}, text))) : h("p", { class: "muted" }, "No differences."));
 }
 
 function showVersion(v, current) {
@@ -445,6 +491,7 @@ document.addEventListener("keydown", (event) => {
   }
 });
 guardUnsaved(isDirty);
+$("compare-form").addEventListener("submit", compareVersions);
 $("ref-limit").addEventListener("change", showTokens);
 initWhatIf({
   getState: () => state,

@@ -194,7 +194,8 @@ export async function loadModuleNames() {
 export const isModule = (id) => moduleNames.has(id);
 
 export function moduleLabel(id) {
-  return moduleNames.get(id) || id.replace(/_/g, " ").replace(/^rag\b/, "RAG").replace(/^./, (c) => c.toUpperCase());
+  if (!id) return "no module";
+  return moduleNames.get(id) || String(id).replace(/_/g, " ").replace(/^rag\b/, "RAG").replace(/^./, (c) => c.toUpperCase());
 }
 
 /** Disable every control of a viewer (the API refuses their writes; the page says so up front). */
@@ -209,3 +210,6 @@ export function lockForViewers(root = document) {
     if (el.tagName === "A") el.removeAttribute("href");
   });
 }
+
+/** Who made a change, by name: `token:demo-admin#1` is the token named demo-admin. */
+export const actorName = (actor) => /^token:(.+)#\d+$/.exec(actor || "")?.[1] || actor || "unknown";
