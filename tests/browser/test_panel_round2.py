@@ -76,3 +76,32 @@ async def test_timeline_axis_is_readable_on_a_phone(browser: Any, server: Server
     assert plot["axisPx"] >= 10, plot
     assert await page.evaluate("document.documentElement.scrollWidth") == 390
     await context.close()
+
+
+async def test_panel_says_why_each_module_used_what_it_did(page: Any, server: Server) -> None:
+    status, _, body = await asyncio.to_thread(
+        server.request, "POST", "/v1/sessions", {"id": "why", "profile_id": "demo-tools", "title": "Why"}
+    )
+    assert status == 201, body
+    status, _, turn = await asyncio.to_thread(
+        server.request, "POST", "/v1/sessions/why/turns", {"query": "Where did returns rise?"}
+    )
+    assert status == 201, turn
+    snap = turn["snapshot"]
+    reasons = {m["module_id"]: m["metadata"]["reason"] for m in snap["modules"] if m["metadata"].get("reason")}
+    assert reasons, "some module should say why it is empty"
+    assert snap["adjustments_fired"], "the first turn should fire a rule"
+
+    await page.goto("/ui/sessions/why")
+    for module_id, reason in reasons.items():
+        card = page.locator(f'#module-cards [data-module="{module_id}"]')
+        await expect(card.locator('[data-testid="why"]')).to_contain_text(reason[1:].rstrip("."))
+    # A fired rule is named at its module, in words (not "Rule fired" alone).
+    fired = [m for m in snap["modules"] if any(f" {m['module_id']}" in r for r in snap["adjustments_fired"])]
+    assert fired
+    why = page.locator(f'#module-cards [data-module="{fired[0]["module_id"]}"] [data-testid="why"]')
+    await expect(why).to_contain_text("Rule: ")
+    assert "->" not in await why.inner_text()
+    # Decision-log words: where the limit came from in plain words, not the table's key.
+    await expect(page.locator("#decisions")).not_to_contain_text("(litellm)")
+    assert page.js_errors == []
