@@ -202,6 +202,8 @@ export function moduleLabel(id) {
 export function lockForViewers(root = document) {
   if (isAdmin()) return;
   root.querySelectorAll(".admin-fieldset").forEach((fs) => { fs.disabled = true; });
+  // A write form a viewer cannot use is not shown at all (its submit would only meet a 403).
+  root.querySelectorAll("form.admin-only").forEach((f) => { f.hidden = true; f.querySelectorAll("input, select, textarea, button").forEach((c) => { c.disabled = true; }); });
   root.querySelectorAll(".admin-only").forEach((el) => {
     el.setAttribute("aria-disabled", "true");
     if ("disabled" in el) el.disabled = true;

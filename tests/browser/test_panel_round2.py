@@ -4,6 +4,7 @@ budget), a limit change is a step, phone axis text is readable; the panel says w
 from __future__ import annotations
 
 import asyncio
+import itertools
 from typing import Any
 
 from playwright.async_api import expect
@@ -55,7 +56,7 @@ async def test_timeline_is_scaled_to_usage_with_limit_steps(page: Any, server: S
     # The budget line moves only horizontally or vertically: a step where the limit changed, no slope.
     pts = plot["pts"]
     assert len(pts) >= 4
-    assert all(abs(a[0] - b[0]) < 0.01 or abs(a[1] - b[1]) < 0.01 for a, b in zip(pts, pts[1:], strict=False)), pts
+    assert all(abs(a[0] - b[0]) < 0.01 or abs(a[1] - b[1]) < 0.01 for a, b in itertools.pairwise(pts)), pts
 
     await page.get_by_role("button", name="Share of budget").click()
     plot = await page.evaluate(PLOT)

@@ -8,7 +8,7 @@ from typing import Any
 
 from playwright.async_api import expect
 
-from tests.browser.conftest import BROWSER_LOOP, Server
+from tests.browser.conftest import BROWSER_LOOP, Server, signed_in_page
 
 pytestmark = BROWSER_LOOP
 
@@ -173,3 +173,27 @@ async def test_versions_read_as_sentences_with_names_and_rollbacks(page: Any, se
     await expect(lines).to_have_count(1)
     await expect(lines.first).to_have_text(sentence)
     assert page.js_errors == []
+
+
+# --- 8. viewers have no live write controls -----------------------------------------------------------
+
+
+async def test_viewers_have_no_live_write_controls(browser: Any, server: Server) -> None:
+    page = await signed_in_page(browser, server, server.viewer_token)
+    await page.goto("/ui/profiles")
+    rows = page.locator("#profile-table tbody tr")
+    await expect(rows.first).to_be_visible()
+    controls = rows.locator("input, select, button")
+    assert await controls.count() >= 3
+    for control in await controls.all():
+        await expect(control).to_be_disabled()
+
+    await page.goto("/ui/modules")
+    await expect(page.locator("#module-table tbody tr").first).to_be_visible()
+    await expect(page.locator("#install-form")).to_be_hidden()
+    await expect(page.locator("#install-path")).to_be_disabled()
+    await page.evaluate("document.getElementById('install-form').requestSubmit()")  # even a forced submit sends nothing
+    await page.wait_for_timeout(300)
+    await expect(page.locator("#install-path-error")).to_have_text("")
+    assert page.js_errors == []
+    await page.context.close()
