@@ -23,7 +23,7 @@ function change(e) {
   if (!data) return h("span", { class: "muted" }, "–");
   const name = data.name || data.title || data.display_name;
   const count = typeof data.count === "number" ? `${data.count} item${data.count === 1 ? "" : "s"}` : "";
-  return h("span", {}, [name && `“${name}”`, count].filter(Boolean).join(" ") || h("details", {}, h("summary", {}, "Details"), h("pre", { class: "message-text" }, JSON.stringify(data, null, 2))));
+  return h("span", {}, [name && `“${name}”`, count].filter(Boolean).join(" ") || h("details", {}, h("summary", {}, "Details"), h("pre", { class: "message-text", tabindex: "0", "aria-label": "Details" }, JSON.stringify(data, null, 2))));
 }
 
 function link(e) {

@@ -56,7 +56,8 @@ function messageItem(m, i) {
       m.tool_call_id ? h("span", { class: "muted small" }, ` result of call ${m.tool_call_id}`) : null,
       h("span", { class: "muted" }, ` from ${label(m.module_id)}`),
       h("span", { class: "tokens-badge", dataset: { testid: "message-tokens" } }, `${fmt(m.tokens)} tokens`)),
-    m.content ? h("pre", { class: "message-text" }, m.content) : h("p", { class: "muted small" }, "(no text)"),
+    // A box that scrolls takes focus, so its text can be scrolled from the keyboard.
+    m.content ? h("pre", { class: "message-text", tabindex: "0", "aria-label": "Message text" }, m.content) : h("p", { class: "muted small" }, "(no text)"),
     m.tool_calls ? toolCalls(m.tool_calls) : null);
 }
 
@@ -68,7 +69,7 @@ function toolItem(t) {
       h("strong", {}, fn.name), h("span", { class: "muted" }, ` from ${label(t.module_id)}`),
       h("span", { class: "tokens-badge" }, `${fmt(t.tokens)} tokens`)),
     fn.description ? h("p", { class: "small" }, fn.description) : null,
-    h("details", {}, h("summary", {}, "Parameters as sent"), h("pre", { class: "message-text" }, JSON.stringify(fn.parameters, null, 2))));
+    h("details", {}, h("summary", {}, "Parameters as sent"), h("pre", { class: "message-text", tabindex: "0", "aria-label": `Parameters of ${fn.name}` }, JSON.stringify(fn.parameters, null, 2))));
 }
 
 const words = (key) => key.replace(/_/g, " ").replace(/^./, (c) => c.toUpperCase());
