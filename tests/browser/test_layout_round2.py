@@ -60,7 +60,7 @@ async def centre(page: Any, selector: str) -> tuple[float, float]:
     return box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
 
 
-async def test_nothing_scrolls_sideways_at_768(browser: Any, server: Server) -> None:
+async def test_nothing_scrolls_sideways_on_tablets(browser: Any, server: Server) -> None:
     status, _, body = await asyncio.to_thread(
         server.request, "POST", "/v1/sessions", {"id": "tablet", "profile_id": "demo-tools", "title": "Tablet"}
     )
@@ -79,14 +79,16 @@ async def test_nothing_scrolls_sideways_at_768(browser: Any, server: Server) -> 
         "/ui/audit": "#audit-table tbody tr",
     }
     widths, menu_rows = {}, {}
-    for path, ready in pages.items():
-        await page.goto(path)
-        await expect(page.locator(ready).first).to_be_visible()
-        await page.wait_for_timeout(150)
-        widths[path] = await page.evaluate("document.documentElement.scrollWidth")
-        tops = await page.evaluate("[...document.querySelectorAll('.top nav li')].map((li) => li.offsetTop)")
-        menu_rows[path] = len(set(tops)) if all(t >= 0 for t in tops) else 0
-    assert widths == dict.fromkeys(pages, 768)
+    for width in (768, 900, 1024):  # portrait and landscape tablets, small laptops
+        await page.set_viewport_size({"width": width, "height": 1024})
+        for path, ready in pages.items():
+            await page.goto(path)
+            await expect(page.locator(ready).first).to_be_visible()
+            await page.wait_for_timeout(150)
+            widths[width, path] = await page.evaluate("document.documentElement.scrollWidth") - width
+            tops = await page.evaluate("[...document.querySelectorAll('.top nav li')].map((li) => li.offsetTop)")
+            menu_rows[width, path] = len(set(tops)) if all(t >= 0 for t in tops) else 0
+    assert widths == dict.fromkeys(widths, 0), widths  # no page wider than the screen
     # The menu is one row of links, or collapsed behind the Menu button: never links wrapped over two rows.
     assert all(rows <= 1 or rows == 0 for rows in menu_rows.values()), menu_rows
     await page.context.close()
