@@ -21,7 +21,13 @@ function niceTop(peak) {
   return [1, 2, 5, 10].map((m) => m * unit).find((v) => v >= p);
 }
 
-let scale = "usage"; // "usage": tokens, axis fitted to what was used; "share": % of each turn's available budget
+let scale = "usage";
+let drawn = null; // the last drawing's arguments: redrawn at the new width when the window is resized
+let resizeTimer;
+window.addEventListener("resize", () => {
+  clearTimeout(resizeTimer);
+  resizeTimer = setTimeout(() => { if (drawn) timeline(...drawn); }, 150);
+}); // "usage": tokens, axis fitted to what was used; "share": % of each turn's available budget
 
 /** points: [{turn, href, snap, typeVersion}] oldest first. */
 export function timeline(root, points, opts) {
@@ -29,6 +35,7 @@ export function timeline(root, points, opts) {
     root.replaceChildren(h("p", { class: "muted" }, "No snapshots yet: run a turn to start the timeline."));
     return;
   }
+  drawn = [root, points, opts];
   const { traceHref } = opts;
   // The drawing is as wide as its box, so axis text is 11 real pixels on a phone too (not a scaled-down 960).
   const W = Math.max(320, Math.round(root.clientWidth || 960));
