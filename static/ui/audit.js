@@ -1,6 +1,6 @@
 // The audit log: who changed what, with the change in sentences for types and the fields that changed otherwise.
 import { describeChanges } from "./diff.js";
-import { get, h, loadModuleNames, moduleLabel, reportError } from "./lib.js";
+import { actorName, get, h, loadModuleNames, moduleLabel, reportError } from "./lib.js";
 
 const $ = (id) => document.getElementById(id);
 const ENTITY = { context_window_type: "window type", profile: "profile", session: "session", module: "module", api_token: "API token" };
@@ -23,7 +23,7 @@ function change(e) {
   if (!data) return h("span", { class: "muted" }, "–");
   const name = data.name || data.title || data.display_name;
   const count = typeof data.count === "number" ? `${data.count} item${data.count === 1 ? "" : "s"}` : "";
-  return h("span", {}, [name && `“${name}”`, count].filter(Boolean).join(" ") || h("details", {}, h("summary", {}, "Details"), h("pre", { class: "message-text" }, JSON.stringify(data, null, 2))));
+  return h("span", {}, [name && `“${name}”`, count].filter(Boolean).join(" ") || h("details", {}, h("summary", {}, "Details"), h("pre", { class: "message-text", tabindex: "0", "aria-label": "Details" }, JSON.stringify(data, null, 2))));
 }
 
 function link(e) {
@@ -42,7 +42,7 @@ async function load(event) {
     const { entries } = await get(`/v1/audit?${params}`);
     $("audit-table").querySelector("tbody").replaceChildren(...(entries.length ? entries.map((e) => h("tr", { dataset: { entity: e.entity } },
       h("td", { dataset: { label: "When" } }, new Date(e.at).toLocaleString()),
-      h("td", { dataset: { label: "Who" } }, e.actor),
+      h("td", { dataset: { label: "Who" } }, actorName(e.actor)),
       h("td", { dataset: { label: "What" } }, `${ACTION[e.action] || e.action.replace(/_/g, " ")} ${ENTITY[e.entity] || e.entity} `, link(e)),
       h("td", { dataset: { label: "Change" } }, change(e))))
       : [h("tr", {}, h("td", { colspan: 4, class: "muted" }, "Nothing recorded for this filter."))]));

@@ -65,7 +65,7 @@ export function compositionBar(el, { slots, reservePct }) {
 }
 
 /** A snapshot's use on the same scale: modules' tokens, the query, what is left, and the output reserve. */
-export function usageBar(el, snap) {
+export function usageBar(el, snap, { title } = {}) {
   if (!snap) {
     el.replaceChildren(h("p", { class: "muted" }, "No snapshot yet: run a turn to see the actual use."));
     return;
@@ -81,7 +81,7 @@ export function usageBar(el, snap) {
   segments.push({ key: "free", cls: "free", width: w(snap.available_budget - snap.total_used), title: `Unused ${fmt(snap.available_budget - snap.total_used)}` });
   segments.push({ key: "reserve", cls: "reserve", width: w(snap.output_reserve), title: `Output reserve ${fmt(snap.output_reserve)}` });
   const share = snap.available_budget ? (snap.total_used * 100) / snap.available_budget : 0;
-  const summary = `Turn ${snap.turn}: ${fmt(snap.total_used)} of ${fmt(snap.available_budget)} available tokens used (${share > 0 && share < 1 ? "<1" : share.toFixed(0)}%); `
+  const summary = `${title || `Turn ${snap.turn}`}: ${fmt(snap.total_used)} of ${fmt(snap.available_budget)} available tokens used (${share > 0 && share < 1 ? "<1" : share.toFixed(0)}%); `
     + `context limit ${fmt(snap.effective_limit)}, output reserve ${fmt(snap.output_reserve)}.`;
   stack(el, { label: "Actual use", segments, summary, state: "ok", testid: "usage-summary" });
 }

@@ -12,6 +12,8 @@ export function typeBody(data) {
 
 /** Leaves by dotted path; lists of plain values (like the condensation order) are one leaf. */
 function flatten(value, path = "", out = new Map()) {
+  // Rules have no ids: the list is one leaf, so removing one rule is not "every later rule changed".
+  if (path === "dynamic_adjustments") return out.set(path, value);
   const plainList = Array.isArray(value) && value.every((v) => !isObject(v) && !Array.isArray(v));
   if (isObject(value) || (Array.isArray(value) && !plainList)) {
     const entries = Array.isArray(value) ? value.map((v, i) => [String(i), v]) : Object.entries(value);
@@ -72,7 +74,6 @@ const quoted = (v) => (v === undefined || v === null || v === "" ? "empty" : typ
 /** The changes from ``before`` to ``after`` as sentences, naming modules by ``label(id)``. */
 export function describeChanges(before, after, label, { skip = [] } = {}) {
   const out = [];
-  const rulesSeen = new Set();
   for (const c of diff(before, after)) {
     if (skip.some((s) => c.path === s || c.path.startsWith(`${s}.`))) continue;
     const parts = c.path.split(".");
@@ -80,18 +81,8 @@ export function describeChanges(before, after, label, { skip = [] } = {}) {
     else if (c.path === "condensation_order") {
       const list = (v) => (v && v.length ? v.map(label).join(", ") : "nothing");
       out.push(`Condensation order changed from ${list(c.before)} to ${list(c.after)}.`);
-    } else if (parts[0] === "dynamic_adjustments") {
-      const i = Number(parts[1]);
-      const was = before.dynamic_adjustments?.[i];
-      const now = after.dynamic_adjustments?.[i];
-      if (!was || !now) {
-        if (!rulesSeen.has(i)) out.push(`Rule ${i + 1} ${was ? "removed" : "added"}: ${ruleWords(was || now, label)}.`);
-        rulesSeen.add(i);
-        continue;
-      }
-      const field = RULE_FIELD[parts.slice(2).join(".")] || parts.slice(2).join(" ").replace(/_/g, " ");
-      const show = (v) => (parts.at(-1) === "module" || parts.at(-1) === "to" ? label(v) : quoted(v));
-      out.push(`Rule ${i + 1}: ${field} changed from ${show(c.before)} to ${show(c.after)}.`);
+    } else if (c.path === "dynamic_adjustments") {
+      out.push(...ruleChanges(c.before || [], c.after || [], label));
     } else if (c.path === "is_default") {
       out.push(c.after ? "Made the default type." : "No longer the default type.");
     } else if (c.path === "output_reserve_pct") {
@@ -117,10 +108,46 @@ function moduleSentence(id, field, c, label) {
   return `${name}: ${word} changed from ${value(c.before)} to ${value(c.after)}.`;
 }
 
-function ruleWords(rule, label) {
+const WHEN = {
+  first_turn: () => "on the first turn", no_documents_attached: () => "with no documents attached",
+  documents_attached: () => "with documents attached", long_conversation: (c) => `from turn ${c.threshold}`,
+  high_confidence_rag: (c) => `when the best RAG match scores at least ${c.threshold}`,
+  small_window: (c) => `when the limit is at most ${Number(c.threshold).toLocaleString("en")} tokens`,
+  phase_is: (c) => `in the ${c.phase} phase`,
+};
+
+/** A rule in words: "reduce Tool definitions by 30% when the limit is at most 32,000 tokens". */
+export function ruleWords(rule, label) {
   if (!rule) return "";
   const c = rule.condition || {};
   const a = rule.action || {};
-  const when = c.type === "phase_is" ? `phase is ${c.phase}` : `${(c.type || "").replace(/_/g, " ")}${c.threshold !== undefined ? ` (${c.threshold})` : ""}`;
-  return `when ${when}, ${(a.type || "").replace(/_/g, " ")} ${label(a.module || "")}`;
+  const name = label(a.module || "");
+  const what = {
+    reduce: () => `reduce ${name} by ${a.by_pct}%`,
+    transfer: () => `give the share of ${name} to ${label(a.to || "")}`,
+    force_full: () => `give ${name} its full maximum`,
+    condense: () => `condense ${name}${a.to_pct !== undefined ? ` to ${a.to_pct}%` : ""}${a.strategy ? ` (${a.strategy})` : ""}`,
+  }[a.type]?.() || `${String(a.type || "").replace(/_/g, " ")} ${name}`;
+  const when = WHEN[c.type]?.(c) || `when ${String(c.type || "").replace(/_/g, " ")}`;
+  return `${what} ${when}`;
+}
+
+const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+
+/** Rule list changes as sentences: an edit in place is one before/after sentence; removals and additions are
+ * found by content, so removing rule 2 of 3 is one "removed" sentence. */
+function ruleChanges(before, after, label) {
+  if (before.length === after.length) {
+    const edits = before.map((was, i) => [was, after[i], i]).filter(([was, now]) => !same(was, now));
+    return edits.map(([was, now, i]) => `Rule ${i + 1} changed from “${ruleWords(was, label)}” to “${ruleWords(now, label)}”.`);
+  }
+  const unmatched = [...after.keys()];
+  const out = [];
+  before.forEach((was, i) => {
+    const at = unmatched.findIndex((j) => same(after[j], was));
+    if (at >= 0) unmatched.splice(at, 1);
+    else out.push(`Rule ${i + 1} removed: ${ruleWords(was, label)}.`);
+  });
+  for (const j of unmatched) out.push(`Rule ${j + 1} added: ${ruleWords(after[j], label)}.`);
+  return out;
 }

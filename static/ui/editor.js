@@ -4,8 +4,8 @@
 import { activeSlots, compositionBar } from "./bars.js";
 import { applyChanges, clone, describeChanges, diff, typeBody } from "./diff.js";
 import { initOrder } from "./order.js";
-import { initRules } from "./rules.js";
-import { ApiError, api, fmt, get, guardUnsaved, h, isAdmin, loadModuleNames, lockForViewers, moduleLabel, notify, plain, reportError } from "./lib.js";
+import { STRATEGIES, initRules } from "./rules.js";
+import { ApiError, actorName, api, fmt, get, guardUnsaved, h, isAdmin, loadModuleNames, lockForViewers, moduleLabel, notify, plain, reportError } from "./lib.js";
 import { initWhatIf } from "./what_if.js";
 
 const $ = (id) => document.getElementById(id);
@@ -194,7 +194,8 @@ const bad = (v, lo, hi) => v === "" || v === null || Number.isNaN(Number(v)) || 
 function localErrors() {
   const out = [];
   const add = (slot, input, msg) => out.push({ slot, input, msg });
-  if (!typeId && !ID_RULE.test(state.id)) add("f-id-error", "f-id", state.id ? "Use lowercase letters, digits, “-” and “_” only, starting with a letter or digit." : "Give the type an id.");
+  if (!typeId && state.id.length > 64) add("f-id-error", "f-id", `The id is at most 64 characters; this one has ${state.id.length}.`);
+  else if (!typeId && !ID_RULE.test(state.id)) add("f-id-error", "f-id", state.id ? "Use lowercase letters, digits, “-” and “_” only, starting with a letter or digit." : "Give the type an id.");
   if (!String(state.name).trim()) add("f-name-error", "f-name", "Give the type a name.");
   if (bad(state.output_reserve_pct, 0, 50)) add("f-reserve-error", "f-reserve-n", "The output reserve is a whole percentage from 0 to 50.");
   for (const [id, s] of Object.entries(state.modules)) {
@@ -206,6 +207,11 @@ function localErrors() {
     if (Number(s.min_pct) > Number(s.target_pct)) add(`e-${id}`, `in-${id}-min_pct`, `${name}: the minimum (${s.min_pct}%) is above the target (${s.target_pct}%).`);
     if (Number(s.target_pct) > Number(s.max_pct)) add(`e-${id}`, `in-${id}-max_pct`, `${name}: the target (${s.target_pct}%) is above the maximum (${s.max_pct}%).`);
   }
+  (state.dynamic_adjustments || []).forEach((r, i) => {
+    if (r.action?.type === "condense" && !STRATEGIES[r.action.strategy ?? "summarize"]) {
+      add(`r${i}-action-strategy-error`, `r${i}-action-strategy`, `Rule ${i + 1}: “${r.action.strategy}” is not a strategy; choose ${Object.values(STRATEGIES).map((t) => `“${t}”`).join(" or ")}.`);
+    }
+  });
   if (bad(state.distillation.max_rows, 1, Infinity)) add("f-max-rows-error", "f-max-rows", "At least 1 row.");
   if (bad(state.distillation.max_chars, 100, Infinity)) add("f-max-chars-error", "f-max-chars", "At least 100 characters.");
   return out;
@@ -327,9 +333,17 @@ function showLocalSummary(errors, heading = "The type was not saved: fix these f
   summary.focus();
 }
 
+/** Targets over 100% save (the service scales them down), but never without saying so. */
+function overNote() {
+  const total = activeSlots(state).filter((s) => takesPart(s.id)).reduce((sum, s) => sum + s.pct, 0);
+  return total > 100 ? ` Note: the targets add up to ${Math.round(total)}%, so each is scaled down to fit the budget.` : "";
+}
+
+let saving = false; // one request at a time: a double-click or a held Ctrl+S saves once
+
 async function save(event) {
   event?.preventDefault();
-  if (!isAdmin()) return;
+  if (!isAdmin() || saving) return;
   clearErrors();
   const local = localErrors();
   if (local.length) {
@@ -337,17 +351,32 @@ async function save(event) {
     showLocalSummary(local);
     return;
   }
+  if (base && !isDirty()) {
+    notify("Nothing to save: the type is as saved.");
+    return;
+  }
+  saving = true;
+  $("save").setAttribute("aria-disabled", "true");
+  try {
+    await send();
+  } finally {
+    saving = false;
+    $("save").removeAttribute("aria-disabled");
+  }
+}
+
+async function send() {
   try {
     if (typeId) {
       const res = await api("PUT", url(), { body: state, headers: { "If-Match": etag } });
       setLoaded(res.data);
-      notify(`Saved ${res.data.name} as version ${res.data.version}.`);
+      notify(`Saved ${res.data.name} as version ${res.data.version}.${overNote()}`);
     } else {
       const res = await api("POST", "/v1/context-window-types", { body: state });
       typeId = res.data.id;
       history.replaceState(null, "", `/ui/types/${encodeURIComponent(typeId)}`);
       setLoaded(res.data);
-      notify(`Created ${res.data.name}.`);
+      notify(`Created ${res.data.name}.${overNote()}`);
     }
   } catch (err) {
     if (!(err instanceof ApiError)) throw err;
@@ -383,15 +412,44 @@ async function showConflict(err) {
 
 // --- version history -----------------------------------------------------------------------------
 
+let versionList = [];
+
+/** What a version changed from the one before it, in a few words. */
+function summary(v, i) {
+  if (v.rollback_of) return `rollback of v${v.rollback_of}`;
+  const previous = versionList[i + 1];
+  if (!previous) return "first version";
+  const lines = describeChanges(previous.data, v.data, moduleLabel);
+  if (!lines.length) return "no change";
+  return lines.length === 1 ? lines[0] : `${lines[0]} (+${lines.length - 1} more)`;
+}
+
 async function loadVersions() {
   if (!typeId) return;
   $("history-section").hidden = false;
-  const { versions } = await get(`${url()}/versions`);
-  const current = versions.find((v) => v.current) || versions[0];
-  $("versions").replaceChildren(...versions.map((v) => h("li", {},
+  ({ versions: versionList } = await get(`${url()}/versions`));
+  const current = versionList.find((v) => v.current) || versionList[0];
+  $("versions").replaceChildren(...versionList.map((v, i) => h("li", { dataset: { version: v.version } },
     h("button", { type: "button", class: "link", "aria-controls": "version-diff", onclick: () => showVersion(v, current) },
       `v${v.version}${v.current ? " (current)" : ""}`),
-    h("span", { class: "muted small" }, ` ${v.actor} · ${new Date(v.created_at).toLocaleString()}`))));
+    h("span", { class: "muted small" }, ` ${actorName(v.actor)} · ${new Date(v.created_at).toLocaleString()}`),
+    h("span", { class: "small version-summary" }, ` · ${summary(v, i)}`))));
+  const options = () => versionList.map((v) => h("option", { value: v.version }, `v${v.version}${v.current ? " (current)" : ""}`));
+  $("compare-from").replaceChildren(...options());
+  $("compare-to").replaceChildren(...options());
+  $("compare-from").value = String(versionList[Math.min(1, versionList.length - 1)].version);
+  $("compare-to").value = String(current.version);
+}
+
+function compareVersions(event) {
+  event.preventDefault();
+  const pick = (id) => versionList.find((v) => String(v.version) === $(id).value);
+  const from = pick("compare-from");
+  const to = pick("compare-to");
+  if (!from || !to) return;
+  const changes = describeChanges(from.data, to.data, moduleLabel, { skip: ["is_default"] });
+  $("version-diff").replaceChildren(h("h3", {}, `From v${from.version} to v${to.version}`),
+    changes.length ? h("ul", { class: "diff" }, changes.map((text) => h("li", {}, text))) : h("p", { class: "muted" }, "No differences."));
 }
 
 function showVersion(v, current) {
@@ -445,6 +503,7 @@ document.addEventListener("keydown", (event) => {
   }
 });
 guardUnsaved(isDirty);
+$("compare-form").addEventListener("submit", compareVersions);
 $("ref-limit").addEventListener("change", showTokens);
 initWhatIf({
   getState: () => state,

@@ -194,13 +194,16 @@ export async function loadModuleNames() {
 export const isModule = (id) => moduleNames.has(id);
 
 export function moduleLabel(id) {
-  return moduleNames.get(id) || id.replace(/_/g, " ").replace(/^rag\b/, "RAG").replace(/^./, (c) => c.toUpperCase());
+  if (!id) return "no module";
+  return moduleNames.get(id) || String(id).replace(/_/g, " ").replace(/^rag\b/, "RAG").replace(/^./, (c) => c.toUpperCase());
 }
 
 /** Disable every control of a viewer (the API refuses their writes; the page says so up front). */
 export function lockForViewers(root = document) {
   if (isAdmin()) return;
   root.querySelectorAll(".admin-fieldset").forEach((fs) => { fs.disabled = true; });
+  // A write form a viewer cannot use is not shown at all (its submit would only meet a 403).
+  root.querySelectorAll("form.admin-only").forEach((f) => { f.hidden = true; f.querySelectorAll("input, select, textarea, button").forEach((c) => { c.disabled = true; }); });
   root.querySelectorAll(".admin-only").forEach((el) => {
     el.setAttribute("aria-disabled", "true");
     if ("disabled" in el) el.disabled = true;
@@ -209,3 +212,6 @@ export function lockForViewers(root = document) {
     if (el.tagName === "A") el.removeAttribute("href");
   });
 }
+
+/** Who made a change, by name: `token:demo-admin#1` is the token named demo-admin. */
+export const actorName = (actor) => /^token:(.+)#\d+$/.exec(actor || "")?.[1] || actor || "unknown";

@@ -1,5 +1,5 @@
 // The modules page: installed modules and their lifecycle (activate, deactivate, purge, install, uninstall, reload).
-import { api, fieldError, get, h, lockForViewers, notify, reportError } from "./lib.js";
+import { api, fieldError, get, h, isAdmin, lockForViewers, notify, reportError } from "./lib.js";
 
 const tbody = document.querySelector("#module-table tbody");
 let sessions = [];
@@ -72,6 +72,7 @@ async function load() {
 document.getElementById("reload-modules").addEventListener("click", () => act("Modules reloaded.", "POST", "/v1/context-window/modules/reload"));
 document.getElementById("install-form").addEventListener("submit", async (event) => {
   event.preventDefault();
+  if (!isAdmin()) return; // the form is hidden for viewers; the API would refuse anyway
   const input = document.getElementById("install-path");
   const error = document.getElementById("install-path-error");
   fieldError(input, error);

@@ -55,8 +55,9 @@ export function initOrder({ list, rest, live, getState, onChange, condensable = 
   function item(id, index) {
     const li = h("li", {
       tabindex: 0, draggable: isAdmin() ? "true" : "false", class: grabbed?.id === id ? "grabbed" : "",
-      "aria-roledescription": "sortable item", "aria-pressed": grabbed?.id === id ? "true" : "false",
-      "aria-label": `${index + 1}. ${moduleLabel(id)}`, dataset: { module: id },
+      // No aria-pressed (a list item cannot be pressed): the picked-up state is in its name and announced.
+      "aria-roledescription": "sortable item",
+      "aria-label": `${index + 1}. ${moduleLabel(id)}${grabbed?.id === id ? ", picked up" : ""}`, dataset: { module: id },
       onkeydown: (e) => keydown(e, id),
       ondragstart: (e) => { dragged = id; e.dataTransfer.effectAllowed = "move"; e.dataTransfer.setData("text/plain", id); li.classList.add("dragging"); },
       ondragend: () => { dragged = null; li.classList.remove("dragging"); clearMarks(); },

@@ -96,7 +96,7 @@ function renderTurns(turns) {
       h("td", {}, t.query),
       h("td", { class: "clip" }, t.answer || t.summary || ""),
       h("td", { class: "num" }, `${fmt(t.tokens_in)} / ${fmt(t.tokens_out)}`),
-      h("td", {}, toggle, h("label", { for: `valid-${t.turn}` }, t.valid ? " yes" : " no")));
+      h("td", {}, toggle, h("label", { for: `valid-${t.turn}` }, h("span", { class: "sr-only" }, `Turn ${t.turn} `), " in context")));
   });
   $("turns").querySelector("tbody").replaceChildren(...(rows.length ? rows
     : [h("tr", {}, h("td", { colspan: 5, class: "muted" }, "No turns yet."))]));

@@ -4,11 +4,11 @@ import { api, errorText, fieldError, get, h, lockForViewers, notify } from "./li
 const tbody = document.querySelector("#profile-table tbody");
 
 function row(p, types, defaultId) {
-  const typeSelect = h("select", { id: `type-${p.id}`, "aria-label": `Context window type for ${p.name || p.id}` },
+  const typeSelect = h("select", { id: `type-${p.id}`, class: "admin-only", "aria-label": `Context window type for ${p.name || p.id}` },
     h("option", { value: "" }, `Default type (${defaultId})`),
     types.map((t) => h("option", { value: t.id, selected: t.id === p.context_window_type_id }, t.name)));
   const limit = h("input", {
-    type: "number", id: `limit-${p.id}`, class: "wide-number", min: 256, step: 1, value: p.context_limit ?? "", placeholder: "model default",
+    type: "number", id: `limit-${p.id}`, class: "wide-number admin-only", min: 256, step: 1, value: p.context_limit ?? "", placeholder: "model default",
     "aria-label": `Context-limit override for ${p.name || p.id}, in tokens; empty for the model default`,
     "aria-describedby": `err-${p.id}`,
   });

@@ -11,6 +11,7 @@ const CONDITIONS = {
   small_window: { label: "Small context window", threshold: { label: "Limit at most (tokens)", min: 1, step: 1, value: 16000 } },
   phase_is: { label: "Session phase is" },
 };
+export const STRATEGIES = { summarize: "Summarise what is dropped", truncate: "Keep the newest, drop the rest" };
 const PHASES = ["ideate", "focus", "operate", "complete"];
 const ACTIONS = {
   reduce: { label: "Reduce its share", defaults: { by_pct: 50 } },
@@ -85,8 +86,11 @@ export function initRules({ root, add, getState, moduleIds, onChange, whyIdle = 
     if (a.type === "reduce") out.push(field(i, "action.by_pct", "By (%)", numberInput(a.by_pct, { min: 0, max: 100 }, (v) => { a.by_pct = v; onChange(); })));
     if (a.type === "transfer") out.push(field(i, "action.to", "To module", moduleSelect(a.to, (m) => { a.to = m; onChange(); })));
     if (a.type === "condense") {
-      const strategy = h("input", { value: a.strategy ?? "summarize" });
-      strategy.addEventListener("input", () => { a.strategy = strategy.value; onChange(); });
+      // A choice, not free text: a made-up strategy would silently mean "keep the newest".
+      const current = a.strategy ?? "summarize";
+      const options = { ...STRATEGIES, ...(STRATEGIES[current] ? {} : { [current]: `“${current}” (not a known strategy)` }) };
+      const strategy = select(options, current, {});
+      strategy.addEventListener("change", () => { a.strategy = strategy.value; onChange(); });
       out.push(field(i, "action.strategy", "Strategy", strategy),
         field(i, "action.to_pct", "To (% of its allocation)", numberInput(a.to_pct, { min: 1, max: 100 }, (v) => { a.to_pct = v; onChange(); })));
     }

@@ -1,8 +1,23 @@
 // How a snapshot's modules are shown: allocation against use, utilisation coloured at 50% and 80%, and badges.
-import { fmt, h, isModule, moduleLabel, pct, plain, ruleText, utilisationClass } from "./lib.js";
+import { fmt, h, isModule, limitSource, moduleLabel, pct, plain, ruleText, utilisationClass } from "./lib.js";
+
+/** The rules that fired for this module this turn (as the service reports them). */
+const rulesFor = (m, snap) => (snap.adjustments_fired || []).filter((r) => new RegExp(`\\b${m.module_id}\\b`).test(r));
+
+/** Why a module used what it did: the module's own reason, the rules that changed its share, condensing, surplus. */
+export function whyText(m, snap) {
+  const out = [];
+  const reason = m.metadata?.reason || m.reason;
+  if (reason) out.push(`${plain(String(reason)).replace(/^./, (c) => c.toUpperCase()).replace(/\.?$/, ".")}`);
+  else if (m.status === "ok" && !m.used) out.push(m.allocated ? "It had nothing to add this turn." : "It was given no tokens this turn.");
+  for (const r of rulesFor(m, snap)) out.push(`Rule: ${ruleText(r)}`);
+  if (m.condensed) out.push(`Condensed to fit its ${fmt(m.allocated)}-token share${m.strategy ? ` (${m.strategy.replace(/[_+]/g, " ")})` : ""}.`);
+  if (m.surplus_received) out.push(`Received ${fmt(m.surplus_received)} unused tokens from other modules.`);
+  return out.join(" ");
+}
 
 export function badges(m, snap) {
-  const fired = (snap.adjustments_fired || []).some((r) => r.includes(` ${m.module_id}`));
+  const fired = rulesFor(m, snap).length > 0;
   const out = [];
   if (m.status === "failed" || m.status === "timeout") out.push(["failed", m.status === "timeout" ? "Timed out" : "Failed"]);
   if (m.status === "skipped") out.push(["skipped", "Skipped"]);
@@ -30,7 +45,7 @@ export function moduleCard(m, snap) {
       h("div", {}, h("dt", {}, "Target"), h("dd", {}, `${Number(m.target_pct).toFixed(1)}%`))),
     meter(m),
     badges(m, snap),
-    m.reason ? h("p", { class: "muted small" }, m.reason) : null);
+    whyText(m, snap) ? h("p", { class: "small why", dataset: { testid: "why" } }, whyText(m, snap)) : null);
 }
 
 export function moduleTable(snap) {
@@ -43,7 +58,7 @@ export function moduleTable(snap) {
       h("td", { class: "num" }, fmt(m.allocated)),
       h("td", { class: "num" }, fmt(m.used)),
       h("td", {}, meter(m)),
-      h("td", {}, badges(m, snap), m.reason ? h("span", { class: "muted small" }, ` ${m.reason}`) : null)))));
+      h("td", {}, badges(m, snap), whyText(m, snap) ? h("span", { class: "small why" }, ` ${whyText(m, snap)}`) : null)))));
 }
 
 const STEP = { "pass 1": "Taking part", "pass 2": "Rules", "pass 3": "Allocation", "pass 3b": "Surplus", signals: "Signals" };
@@ -56,6 +71,7 @@ export function decisionText(line) {
   if (step) [head, text] = [`${STEP[step[1]] || step[1]}: `, step[2]];
   const rule = /^(\w+(?:\([^)]*\))? -> \w+ \w+(?: by [\d.]+%| -> \w+)?)( fired, but .*)?$/.exec(text);
   if (rule) text = `${ruleText(rule[1]).replace(/\.$/, "")}${rule[2] ? `: it${rule[2]}` : ""}.`;
+  text = text.replace(/\((litellm|fallback_table|default|session_override|profile_override)\)/g, (_, src) => `(${limitSource(src)})`);
   text = text.replace(/ -> /g, " → ").replace(/\b[a-z]+(?:_[a-z]+)+\b/g, (id) => (isModule(id) ? moduleLabel(id) : id));
   return head + text;
 }

@@ -4,7 +4,6 @@ import { colourFor } from "./bars.js";
 import { fmt, h, moduleLabel, ruleText } from "./lib.js";
 
 const SVG = "http://www.w3.org/2000/svg";
-const W = 960;
 const H = 240;
 const PAD = { left: 56, right: 12, top: 34, bottom: 26 };
 
@@ -15,23 +14,47 @@ function s(tag, attrs = {}, ...children) {
   return el;
 }
 
+/** A round axis top a little above ``peak``: 1, 2 or 5 times a power of ten. */
+function niceTop(peak) {
+  const p = Math.max(peak * 1.1, 1e-9);
+  const unit = 10 ** Math.floor(Math.log10(p));
+  return [1, 2, 5, 10].map((m) => m * unit).find((v) => v >= p);
+}
+
+let scale = "usage";
+let drawn = null; // the last drawing's arguments: redrawn at the new width when the window is resized
+let resizeTimer;
+window.addEventListener("resize", () => {
+  clearTimeout(resizeTimer);
+  resizeTimer = setTimeout(() => { if (drawn) timeline(...drawn); }, 150);
+}); // "usage": tokens, axis fitted to what was used; "share": % of each turn's available budget
+
 /** points: [{turn, href, snap, typeVersion}] oldest first. */
-export function timeline(root, points, { traceHref }) {
+export function timeline(root, points, opts) {
   if (!points.length) {
     root.replaceChildren(h("p", { class: "muted" }, "No snapshots yet: run a turn to start the timeline."));
     return;
   }
+  drawn = [root, points, opts];
+  const { traceHref } = opts;
+  // The drawing is as wide as its box, so axis text is 11 real pixels on a phone too (not a scaled-down 960).
+  const W = Math.max(320, Math.round(root.clientWidth || 960));
   const ids = [...new Set(points.flatMap((p) => p.snap.modules.filter((m) => m.used > 0).map((m) => m.module_id)))];
-  const top = Math.max(...points.map((p) => p.snap.available_budget), 1);
+  const share = scale === "share";
+  const value = (p, tokens) => (share ? (100 * tokens) / Math.max(p.snap.available_budget, 1) : tokens);
+  const peak = Math.max(...points.map((p) => value(p, p.snap.total_used)), share ? 1 : 10);
+  const top = share ? Math.min(100, niceTop(peak)) : niceTop(peak);
   const x = (i) => PAD.left + (points.length === 1 ? (W - PAD.left - PAD.right) / 2 : (i * (W - PAD.left - PAD.right)) / (points.length - 1));
-  const y = (tokens) => H - PAD.bottom - (tokens * (H - PAD.top - PAD.bottom)) / top;
-  const used = (p, id) => p.snap.modules.find((m) => m.module_id === id)?.used || 0;
+  const y = (v) => H - PAD.bottom - (Math.min(v, top) * (H - PAD.top - PAD.bottom)) / top;
+  const used = (p, id) => value(p, p.snap.modules.find((m) => m.module_id === id)?.used || 0);
+  const tick = (v) => (share ? `${Math.round(v * 10) / 10}%` : fmt(Math.round(v)));
 
-  const svg = s("svg", { viewBox: `0 0 ${W} ${H}`, class: "timeline-svg", role: "group", "aria-label": "Tokens per module across turns" });
-  // axis: 0, half and the largest available budget
+  const svg = s("svg", { viewBox: `0 0 ${W} ${H}`, width: W, height: H, class: "timeline-svg", role: "group",
+    "aria-label": share ? "Share of the available budget used per module across turns" : "Tokens per module across turns",
+    "data-scale": scale, "data-top": top });
   for (const t of [0, top / 2, top]) {
     svg.append(s("line", { x1: PAD.left, x2: W - PAD.right, y1: y(t), y2: y(t), class: "grid-line" }),
-      s("text", { x: PAD.left - 6, y: y(t) + 4, "text-anchor": "end", class: "axis" }, fmt(Math.round(t))));
+      s("text", { x: PAD.left - 6, y: y(t) + 4, "text-anchor": "end", class: "axis" }, tick(t)));
   }
   // stacked areas, highest priority at the bottom (the order the window fills in)
   const base = points.map(() => 0);
@@ -43,8 +66,13 @@ export function timeline(root, points, { traceHref }) {
       : `M${points.map((_, i) => `${x(i)},${y(base[i])}`).join(" L")} L${[...points.keys()].reverse().map((i) => `${x(i)},${y(lower[i])}`).join(" L")} Z`;
     svg.append(s("path", { d: path, fill: colourFor(id), class: "area", "data-module": id }, s("title", {}, moduleLabel(id))));
   }
-  // the available budget of each turn
-  svg.append(s("polyline", { points: points.map((p, i) => `${x(i)},${y(p.snap.available_budget)}`).join(" "), class: "budget-line" }));
+  // the available budget: it holds for a whole turn and changes between turns, so it is drawn as steps
+  if (!share) {
+    const half = points.length > 1 ? (x(1) - x(0)) / 2 : 8;
+    const steps = points.flatMap((p, i) => [[x(i) - (i ? half : 0), y(p.snap.available_budget)], [x(i) + (i < points.length - 1 ? half : 0), y(p.snap.available_budget)]]);
+    svg.append(s("polyline", { points: steps.map(([a, b]) => `${a},${b}`).join(" "), class: "budget-line" },
+      s("title", {}, `Available budget${top < Math.max(...points.map((p) => p.snap.available_budget)) ? " (above the top of the chart where flat on it)" : ""}`)));
+  }
   // markers and clickable columns
   const step = points.length > 1 ? x(1) - x(0) : 40;
   points.forEach((p, i) => {
@@ -71,13 +99,18 @@ export function timeline(root, points, { traceHref }) {
       svg.append(s("text", { x: x(i), y: H - 8, "text-anchor": "middle", class: "axis" }, String(p.turn)));
     }
   });
+  const toggle = h("div", { class: "scale-toggle", role: "group", "aria-label": "Timeline scale" },
+    ...[["usage", "Tokens used"], ["share", "Share of budget"]].map(([key, text]) => h("button", {
+      type: "button", class: "link", "aria-pressed": String(scale === key), dataset: { scale: key },
+      onclick: () => { scale = key; timeline(root, points, opts); },
+    }, text)));
   const legend = h("ul", { class: "legend" },
     ids.map((id) => h("li", {}, h("span", { class: "swatch", style: { background: colourFor(id) } }), moduleLabel(id))),
-    h("li", {}, h("span", { class: "key-line" }), "Available budget"),
+    share ? null : h("li", {}, h("span", { class: "key-line" }), "Available budget"),
     h("li", {}, h("span", { class: "key key-condensed" }, "▼"), "Condensation"),
     h("li", {}, h("span", { class: "key key-rule" }, "◆"), "Rule fired"),
     h("li", {}, h("span", { class: "key key-version" }, "┆"), "New type or version"));
-  root.replaceChildren(h("div", { class: "timeline-scroll" }, svg), legend,
+  root.replaceChildren(toggle, h("div", { class: "timeline-scroll", tabindex: "0", role: "region", "aria-label": "Timeline chart" }, svg), legend,
     h("p", { class: "small muted" }, "Turns run left to right; click a turn (or focus it and press Enter) to open its trace."));
 }
 

@@ -56,7 +56,8 @@ function messageItem(m, i) {
       m.tool_call_id ? h("span", { class: "muted small" }, ` result of call ${m.tool_call_id}`) : null,
       h("span", { class: "muted" }, ` from ${label(m.module_id)}`),
       h("span", { class: "tokens-badge", dataset: { testid: "message-tokens" } }, `${fmt(m.tokens)} tokens`)),
-    m.content ? h("pre", { class: "message-text" }, m.content) : h("p", { class: "muted small" }, "(no text)"),
+    // A box that scrolls takes focus, so its text can be scrolled from the keyboard.
+    m.content ? h("pre", { class: "message-text", tabindex: "0", "aria-label": "Message text" }, m.content) : h("p", { class: "muted small" }, "(no text)"),
     m.tool_calls ? toolCalls(m.tool_calls) : null);
 }
 
@@ -68,7 +69,7 @@ function toolItem(t) {
       h("strong", {}, fn.name), h("span", { class: "muted" }, ` from ${label(t.module_id)}`),
       h("span", { class: "tokens-badge" }, `${fmt(t.tokens)} tokens`)),
     fn.description ? h("p", { class: "small" }, fn.description) : null,
-    h("details", {}, h("summary", {}, "Parameters as sent"), h("pre", { class: "message-text" }, JSON.stringify(fn.parameters, null, 2))));
+    h("details", {}, h("summary", {}, "Parameters as sent"), h("pre", { class: "message-text", tabindex: "0", "aria-label": `Parameters of ${fn.name}` }, JSON.stringify(fn.parameters, null, 2))));
 }
 
 const words = (key) => key.replace(/_/g, " ").replace(/^./, (c) => c.toUpperCase());
@@ -131,11 +132,45 @@ $("compare-previous")?.addEventListener("click", async () => {
 
 // --- replay -------------------------------------------------------------------------------------
 
+const FIELD_WORDS = {
+  used: "tokens used", allocated: "tokens allocated", total_used: "tokens used in all", utilisation: "share of the budget used",
+  available_budget: "available budget", effective_limit: "context limit", output_reserve: "output reserve", target_pct: "target",
+  surplus_received: "unused tokens received", surplus_donated: "unused tokens given away", condensed: "condensed",
+  strategy: "strategy", decisions: "decision log", condensations: "condensations", adjustments_fired: "rules fired",
+  reason: "reason", status: "status", metadata: "details", auxiliary_calls: "extra model calls",
+};
+
+/** A replayed value in words: shares as percentages (precise enough to differ), lists by their length. */
+function replayValue(field, v, other) {
+  if (v === null || v === undefined) return "none";
+  if (typeof v === "boolean") return v ? "yes" : "no";
+  if (typeof v === "number" && /utilisation|share|score/.test(field) && v <= 1) {
+    for (const digits of [1, 2, 3]) {
+      const text = `${(v * 100).toFixed(digits)}%`;
+      if (typeof other !== "number" || text !== `${(other * 100).toFixed(digits)}%`) return text;
+    }
+    return `${(v * 100).toFixed(3)}%`;
+  }
+  if (typeof v === "number") return fmt(v);
+  if (Array.isArray(v)) return `${v.length} entr${v.length === 1 ? "y" : "ies"}`;
+  if (typeof v === "object") return `${Object.keys(v).length} details`;
+  return `“${plain(String(v))}”`;
+}
+
+/** One replay difference as a sentence: "Conversation history: tokens used was 1,204, now 1,180." */
 function difference(d) {
-  const m = /^modules\.([^.]+)\.(\w+)$/.exec(d.path);
-  const value = (v) => (typeof v === "number" ? fmt(v) : JSON.stringify(v));
-  const what = m ? `${moduleLabel(m[1])}: ${words(m[2]).toLowerCase()}` : words(d.path.replace(/\./g, " "));
-  return `${what} was ${value(d.recorded)}, now ${value(d.replayed)}.`;
+  const parts = d.path.replace(/\[(\d+)\]/g, ".#$1").split(".");
+  let who = "";
+  if (parts[0] === "modules" && parts.length > 2) {
+    who = `${moduleLabel(parts[1])}: `;
+    parts.splice(0, 2);
+  }
+  const field = parts.filter((x) => !x.startsWith("#")).at(-1) || parts[0];
+  const index = parts.find((x) => x.startsWith("#"));
+  const name = parts.filter((x) => !x.startsWith("#")).map((x) => FIELD_WORDS[x] || x.replace(/_/g, " ")).join(", ");
+  const where = index ? `${name} (entry ${Number(index.slice(1)) + 1})` : name;
+  const what = `${who}${where}`.replace(/^./, (c) => c.toUpperCase());
+  return `${what} was ${replayValue(field, d.recorded, d.replayed)}, now ${replayValue(field, d.replayed, d.recorded)}.`;
 }
 
 $("replay").addEventListener("click", async () => {
@@ -148,7 +183,7 @@ $("replay").addEventListener("click", async () => {
       ? h("p", { class: "ok-note", dataset: { testid: "replay-verdict" } }, "Identical: the same inputs give the same window.")
       : h("div", {}, h("p", { class: "warning", dataset: { testid: "replay-verdict" } }, `Different in ${data.differences.length} place${data.differences.length === 1 ? "" : "s"}:`),
         h("ul", { class: "diff" }, data.differences.slice(0, 40).map((d) => h("li", {}, difference(d))))),
-    changed);
+    ...(changed ? [changed] : [])); // replaceChildren would print a null as the word "null"
   } catch (err) {
     out.replaceChildren(h("p", { class: "field-error" }, `Not replayed: ${plain(err.message)}`));
   }

@@ -40,7 +40,7 @@ async function runPreview(event, { getState, getTypeId, check, showTypeErrors })
     const [snap, saved, recorded] = await Promise.all([
       ask({ type: getState() }), getTypeId() ? ask({ type_id: getTypeId() }) : null, lastRecorded(sessionId)]);
     const bar = h("div", {});
-    usageBar(bar, snap);
+    usageBar(bar, snap, { title: "What-if (the next turn, not recorded)" });
     const compared = [];
     if (saved) compared.push(h("div", {}, h("h3", {}, "Against the saved type"), comparison(saved, snap, { labelA: "Saved", labelB: "As edited" })));
     else compared.push(h("p", { class: "muted" }, "Not saved yet: nothing to compare with."));

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
@@ -16,7 +17,7 @@ from components.context_window.window_type import ContextWindowType, default_typ
 
 from ..db import Database
 from ..errors import Conflict, NotFound, PreconditionFailed
-from ..models import ProfileRow, WindowTypeRow, WindowTypeVersionRow, utcnow
+from ..models import AuditRow, ProfileRow, WindowTypeRow, WindowTypeVersionRow, utcnow
 from . import audit
 
 
@@ -157,6 +158,7 @@ class TypeStore:
                     .order_by(WindowTypeVersionRow.version.desc())
                 )
             ).all()
+            rollbacks = await _rollback_sources(s, type_id, rows)
         return [
             {
                 "version": r.version,
@@ -164,6 +166,7 @@ class TypeStore:
                 "actor": r.actor,
                 "created_at": r.created_at.isoformat(),
                 "data": r.data,
+                "rollback_of": rollbacks.get(r.version),
             }
             for r in rows
         ]
@@ -201,6 +204,8 @@ class TypeStore:
                     f"{t.id!r} is the default type and there must always be one: "
                     "make another type the default instead of clearing is_default here"
                 )
+            if _data(t) == current.data:
+                return _stored(current)  # nothing changed: no new version, the same ETag
             if t.is_default and not current.is_default:
                 await _demote_default(s, actor)
             return _stored(await _write_version(s, current, _data(t), actor, "update"))
@@ -254,6 +259,24 @@ class TypeStore:
         if row is None:
             raise NotFound(f"no context window type {type_id!r}")
         return row
+
+
+async def _rollback_sources(s: AsyncSession, type_id: str, rows: Sequence[WindowTypeVersionRow]) -> dict[int, int]:
+    """{version: the version it rolled back to}, from the audit log (written in the same transaction as the version:
+    the same actor and content, within a second)."""
+    query = (
+        select(AuditRow)
+        .where(AuditRow.entity == "context_window_type", AuditRow.entity_id == type_id)
+        .where(AuditRow.action.like("rollback to v%"))
+    )
+    out: dict[int, int] = {}
+    for entry in (await s.scalars(query)).all():
+        for r in rows:
+            close = abs((r.created_at - entry.at).total_seconds()) < 1
+            if r.version not in out and r.actor == entry.actor and r.data == entry.after and close:
+                out[r.version] = int(entry.action.removeprefix("rollback to v"))
+                break
+    return out
 
 
 def _check_version(row: WindowTypeRow, expected_version: int) -> None:

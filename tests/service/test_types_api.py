@@ -179,3 +179,20 @@ async def test_the_database_refuses_a_second_default(svc):
     except Conflict:
         pass
     assert [t.id for t in await svc.store.types.list() if t.type.is_default] == ["balanced"]
+
+
+async def test_an_unchanged_put_keeps_the_version_and_a_rollback_says_what_it_restored(client, admin):
+    body, etag = await _get(client, admin, "token_efficient")
+    edit = {k: v for k, v in body.items() if k not in ("version", "updated_at", "etag")}
+    r = await client.put(f"{URL}/token_efficient", json=edit, headers={**admin, "If-Match": etag})
+    assert r.status_code == 200 and r.headers["ETag"] == etag and (await r.get_json())["version"] == 1
+    audit = await (await client.get("/v1/audit?entity_id=token_efficient", headers=admin)).get_json()
+    assert [e["action"] for e in audit["entries"]] == ["create"]  # nothing changed, nothing recorded
+
+    r = await client.put(f"{URL}/token_efficient", json={**edit, "name": "TE 2"}, headers={**admin, "If-Match": etag})
+    r = await client.post(
+        f"{URL}/token_efficient/rollback", json={"version": 1}, headers={**admin, "If-Match": r.headers["ETag"]}
+    )
+    assert r.status_code == 200
+    versions = (await (await client.get(f"{URL}/token_efficient/versions", headers=admin)).get_json())["versions"]
+    assert [(v["version"], v["rollback_of"]) for v in versions] == [(3, 1), (2, None), (1, None)]
