@@ -10,7 +10,7 @@ import itertools
 import json
 import marshal
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Mapping, MutableSequence, Sequence
+from collections.abc import AsyncGenerator, Mapping, MutableSequence, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
@@ -396,7 +396,7 @@ HISTORY_PAGES = (32, 64, 128, 256, 512)
 reads (and builds) more than about twice the messages it uses."""
 
 
-async def pages_newest_first(source: MessageSource) -> AsyncIterator[tuple[int, Sequence[Message]]]:
+async def pages_newest_first(source: MessageSource) -> AsyncGenerator[tuple[int, Sequence[Message]], None]:
     """``(position of the page's first message, messages newest first)`` from the newest page back; a message's
     position is its index in the history counted from the oldest (0), as in a list. Pages are read only as the
     caller walks on: stop early and the older ones are never read. Every walk asks for the same pages, so a
@@ -412,7 +412,7 @@ async def pages_newest_first(source: MessageSource) -> AsyncIterator[tuple[int, 
         cursor = page.older
 
 
-async def newest_first(source: MessageSource) -> AsyncIterator[tuple[int, Message]]:
+async def newest_first(source: MessageSource) -> AsyncGenerator[tuple[int, Message], None]:
     """``(position, message)`` from the newest back (see ``pages_newest_first``)."""
     async with aclosing(pages_newest_first(source)) as pages:
         async for first, messages in pages:

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from quart import Blueprint, Response, request
-from quart_schema import document_request, tag
+from quart_schema import document_request, tag_blueprint
 
 from components.context_window.base import Message, ToolSchema, text_of_parts
 from components.context_window.budget import BudgetExceeded
@@ -36,7 +36,7 @@ from .openapi import openai_wire
 from .streaming import start_turn
 
 bp = Blueprint("chat", __name__, url_prefix="/v1")
-tag(["chat"])(bp)
+tag_blueprint(bp, ["chat"])
 
 SESSION_HEADER = "X-TDA-Session"
 PROFILE_HEADER = "X-TDA-Profile"

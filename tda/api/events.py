@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 from quart import Blueprint, Response, request
-from quart_schema import tag
+from quart_schema import tag_blueprint
 
 from .. import metrics
 from ..auth import require
@@ -14,7 +14,7 @@ from ..service import TDAService, service
 from .openapi import event_stream
 
 bp = Blueprint("events", __name__, url_prefix="/v1")
-tag(["events"])(bp)
+tag_blueprint(bp, ["events"])
 
 RESUME_BATCH = 500
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from quart import Blueprint, Response
-from quart_schema import document_request, tag
+from quart_schema import document_request, tag_blueprint
 
 from components.context_window.base import Message, ToolSchema
 from components.context_window.budget import BudgetExceeded
@@ -40,7 +40,7 @@ from .openapi import openai_wire
 from .streaming import start_turn
 
 bp = Blueprint("responses", __name__, url_prefix="/v1")
-tag(["chat"])(bp)
+tag_blueprint(bp, ["chat"])
 bp.errorhandler(ServiceError)(openai_error)
 bp.errorhandler(BudgetExceeded)(over_budget)
 

@@ -6,7 +6,7 @@ import time
 from typing import Any
 
 from quart import Blueprint
-from quart_schema import tag, validate_querystring, validate_request
+from quart_schema import tag_blueprint, validate_querystring, validate_request
 
 from components.context_window.token_estimator import resolve_model_limit
 
@@ -33,13 +33,13 @@ from .schemas import (
 )
 
 bp = Blueprint("sessions", __name__, url_prefix="/v1/sessions")
-tag(["sessions"])(bp)
+tag_blueprint(bp, ["sessions"])
 
 
 @bp.get("")
 @require("viewer")
 async def list_sessions() -> dict[str, Any]:
-    return {"sessions": [session_dict(s) for s in await service().store.sessions.list()]}
+    return {"sessions": [session_dict(s) for s in await service().store.sessions.all()]}
 
 
 @bp.post("")

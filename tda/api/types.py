@@ -7,7 +7,7 @@ import weakref
 from typing import Any
 
 from quart import Blueprint, Response, request
-from quart_schema import document_request, tag, validate_request
+from quart_schema import document_request, tag_blueprint, validate_request
 
 from components.context_window.window_type import ContextWindowType
 
@@ -23,7 +23,7 @@ from .profiles import check_limit_lowers
 from .schemas import PreviewIn, RollbackIn
 
 bp = Blueprint("types", __name__, url_prefix="/v1/context-window-types")
-tag(["context-window-types"])(bp)
+tag_blueprint(bp, ["context-window-types"])
 COMPUTED = ("etag", "version", "updated_at")
 """What GET adds to a type: a body GET returned can be sent back (read-modify-write); these are ignored
 (the version a write applies to is the one in If-Match)."""

@@ -60,7 +60,7 @@ class ProfileStore:
         self._current[profile_id] = (time.monotonic(), row)
         return row
 
-    async def list(self) -> list[ProfileRow]:
+    async def all(self) -> list[ProfileRow]:
         async with self.db.read() as s:
             return list((await s.scalars(select(ProfileRow).order_by(ProfileRow.id))).all())
 

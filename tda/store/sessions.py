@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import uuid
-from collections import namedtuple
 from dataclasses import dataclass
-from typing import Any
+from datetime import datetime
+from typing import Any, NamedTuple
 
 from sqlalchemy import BigInteger, Row, bindparam, exists, func, insert, select, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -136,13 +136,52 @@ _MESSAGE_COLUMNS = (
 )
 
 
-MessageTuple = namedtuple("MessageTuple", [c.key for c in _MESSAGE_COLUMNS])
-"""A message as a history page reads it (tda/history.py builds a Message and a fingerprint from each: 15 attribute
-reads, ~0.3 µs each on a Row)."""
+class MessageTuple(NamedTuple):
+    """A message as a history page reads it (tda/history.py builds a Message and a fingerprint from each: 15 attribute
+    reads, ~0.3 µs each on a Row)."""
+
+    id: int
+    turn: int
+    role: str
+    content: str
+    tool_calls: list[Any]
+    tool_call_id: str | None
+    name: str | None
+    valid: bool
+    phase: str | None
+    token_counts: dict[str, Any] | None
+    parts: list[Any] | None
+
 
 _TURN_COLUMNS = tuple(TurnRow.__table__.columns)
-TurnTuple = namedtuple("TurnTuple", [c.key for c in _TURN_COLUMNS])
-"""A turn as ``load`` reads it: a Row's attributes cost ~1 µs each, and a turn reads 10 of 40 turns' (0.4 ms)."""
+
+
+class TurnTuple(NamedTuple):
+    """A turn as ``load`` reads it: a Row's attributes cost ~1 µs each, and a turn reads 10 of 40 turns' (0.4 ms)."""
+
+    id: int
+    session_id: str
+    turn: int
+    query: str
+    plan: str
+    answer: str
+    outcome: str
+    results: list[Any]
+    summary: str
+    tokens_in: int
+    tokens_out: int
+    valid: bool
+    phase: str | None
+    model: str
+    snapshot_id: int | None
+    request_key: str | None
+    conversation_key: str | None
+    created_at: datetime
+
+
+# The tuples' fields are the columns each statement selects, in order.
+assert MessageTuple._fields == tuple(c.key for c in _MESSAGE_COLUMNS)
+assert TurnTuple._fields == tuple(c.key for c in _TURN_COLUMNS)
 
 # What ``load`` reads, built once (building a statement costs more than SQLite answering it). ``before`` and
 # ``turns_before`` are turn numbers; none given reads as _NO_TURN, past every turn (a 64-bit parameter: PostgreSQL
@@ -200,7 +239,7 @@ class SessionStore:
 
     # --- sessions --------------------------------------------------------------------------------
 
-    async def list(self, profile_id: str | None = None, limit: int = 200) -> list[SessionRow]:
+    async def all(self, profile_id: str | None = None, limit: int = 200) -> list[SessionRow]:
         query = select(SessionRow).order_by(SessionRow.created_at.desc()).limit(limit)
         if profile_id:
             query = query.where(SessionRow.profile_id == profile_id)

@@ -123,7 +123,7 @@ class TokenStore:
         async with self.db.write() as s:
             await s.execute(delete(BrowserSessionRow).where(BrowserSessionRow.id_hash == hash_token(session_id)))
 
-    async def list(self) -> list[ApiTokenRow]:
+    async def all(self) -> list[ApiTokenRow]:
         async with self.db.read() as s:
             return list((await s.scalars(select(ApiTokenRow).order_by(ApiTokenRow.id))).all())
 

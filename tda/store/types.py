@@ -124,7 +124,7 @@ class TypeStore:
         self._current = TypeList(tuple(t for t in found if t is not None), checked)
         return self._current
 
-    async def list(self) -> list[StoredType]:
+    async def all(self) -> list[StoredType]:
         return list((await self.current()).types)
 
     async def get(self, type_id: str) -> StoredType:
