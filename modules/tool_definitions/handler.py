@@ -291,9 +291,9 @@ class ToolDefinitionsModule(ContextModule):
             return self._made(tools, [schemas[id(t)] for t in tools], [], "condensed", method)
         chosen = self._partial(tools, ranked, budget, tokens)
         while chosen:
-            schemas = [chosen[id(t)] for t in tools if id(t) in chosen]
+            sent = [chosen[id(t)] for t in tools if id(t) in chosen]
             rest = [t for t in ranked if id(t) not in chosen]  # best first: what to ask for is on top
-            made = self._made(tools, schemas, rest, "partial", method)
+            made = self._made(tools, sent, rest, "partial", method)
             if cost(made, tokens) <= budget:
                 return made
             del chosen[next(id(t) for t in reversed(ranked) if id(t) in chosen)]  # the list's estimate was short
