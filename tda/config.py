@@ -167,7 +167,7 @@ class Settings:
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
         env = os.environ if env is None else env
         offline_library_defaults()
-        read = {
+        read: dict[str, tuple[str, Callable[[str], Any]]] = {
             "data_dir": ("TDA_DATA_DIR", Path),
             "database_url": ("TDA_DATABASE_URL", _database_url),
             "chroma_url": ("TDA_CHROMA_URL", str),

@@ -329,7 +329,7 @@ def _choice(choice: Any) -> Choice:
         text=message.content or "",
         tool_calls=calls,
         finish_reason="tool_calls" if calls else (choice.finish_reason or "stop"),
-        logprobs=logprobs.model_dump() if hasattr(logprobs, "model_dump") else logprobs,
+        logprobs=logprobs.model_dump() if logprobs is not None and hasattr(logprobs, "model_dump") else logprobs,
     )
 
 
@@ -359,7 +359,7 @@ def _new_router(litellm: Any, model: str, upstream: Upstream, key: str | None) -
 
 @cache
 def _router_class() -> Any:
-    class Router(_litellm().Router):  # type: ignore[misc,name-defined]
+    class Router(_litellm().Router):  # type: ignore[misc]  # litellm is imported lazily: its Router is Any here
         async def increment_deployment_usage_for_response(self, response: object, request_kwargs: Any) -> None:
             """Skipped: it counts usage against tpm/rpm limits, which tda never sets, after deep-copying the
             model's whole info to find that out (~0.2 ms of CPU a call)."""

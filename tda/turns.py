@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from .llm import Completion, Delta
     from .models import ProfileRow
     from .service import TDAService
-    from .store.sessions import SessionData
+    from .store.sessions import SessionData, TurnTuple
 
 log = logging.getLogger(__name__)
 
@@ -236,6 +236,7 @@ async def _step(
         "model": ctx.model,
         "snapshot_id": snapshot_id,
     }
+    turn_row: TurnRow | TurnTuple
     with timed(options, "record"):
         if current is None:
             user = {
@@ -385,7 +386,7 @@ def plan_of(done: Completion) -> str:
 
 
 def _keep_as_champion(
-    svc: TDAService, data: SessionData, turn: int, query: str, answer: str, row: TurnRow
+    svc: TDAService, data: SessionData, turn: int, query: str, answer: str, row: TurnRow | TurnTuple
 ) -> str | None:
     """Record the finished turn (its whole tool loop is the plan) as a champion case in its session's scope."""
     return keep_case(svc, data, turn, query, answer, row, from_tools=_may_quote_tools(row, data))
@@ -423,7 +424,7 @@ def quotes_tools(messages: Iterable[Message]) -> bool:
     return any(m.role == "tool" or m.tool_calls for m in messages)
 
 
-def _may_quote_tools(row: TurnRow, before: SessionData) -> bool:
+def _may_quote_tools(row: TurnRow | TurnTuple, before: SessionData) -> bool:
     """The turn's answer may quote tool data, which stays in its session unless shared: its tool loop ran, or that of
     a turn before it its window may show (``before``: the session's newest turns before it; a follow-up such as
     "and the owner again?" answers from the history)."""

@@ -173,9 +173,10 @@ def _message(m: ChatMessage, index: int) -> Message:
         msg = "every content part needs a 'type' (text, image_url, input_audio, file)"
         raise Invalid(f"messages[{index}]: {msg}", errors=[{"loc": f"messages.{index}.content", "msg": msg}])
     parts = tuple(content) if isinstance(content, list) else None
+    text = text_of_parts(parts) if parts is not None else content if isinstance(content, str) else ""
     return Message(
-        role=role,  # type: ignore[arg-type]
-        content=text_of_parts(parts) if parts is not None else content or "",
+        role=role,
+        content=text,
         parts=parts,
         tool_calls=tuple(c.model_dump() for c in m.tool_calls or ()),
         tool_call_id=m.tool_call_id,

@@ -487,12 +487,18 @@ async def _streamed(
 ) -> Response:
     """The Responses API's events as the model answers; an error after it started arrives as ``response.failed``."""
     snapshot_id: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-    call = dataclasses.replace(call, on_snapshot=lambda i: snapshot_id.done() or snapshot_id.set_result(i))
+
+    def snapshot_recorded(i: int) -> None:
+        if not snapshot_id.done():
+            snapshot_id.set_result(i)
+
+    call = dataclasses.replace(call, on_snapshot=snapshot_recorded)
     streamed = await start_turn(svc, call, profile, session)
 
     async def events() -> AsyncIterator[bytes]:
         if session is not None:  # the id names the recorded call (stored before the model answers, as a rule)
-            await asyncio.wait({snapshot_id, streamed.turn}, return_when=asyncio.FIRST_COMPLETED)
+            either: set[asyncio.Future[Any]] = {snapshot_id, streamed.turn}
+            await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
             if snapshot_id.done():
                 shape.id = f"resp_{snapshot_id.result()}_{session.id}"
         stream = _Stream(shape)
@@ -585,13 +591,11 @@ class _Stream:
                 out += self._close_call(place, _with_arguments(first, "".join(arguments)))
             self.calls[index] = len(self.calls)
             out += self._open_call(self.calls[index], call)
-        if (arguments := (call.get("function") or {}).get("arguments")) and self.open_call is not None:
+        if (fragment := (call.get("function") or {}).get("arguments")) and self.open_call is not None:
             place = self.calls[index]
             if self.open_call[0] == place:  # (a late fragment of a call already closed is in the completed response)
-                self.open_call[2].append(arguments)
-                out.append(
-                    self.event("response.function_call_arguments.delta", **self._call_at(place), delta=arguments)
-                )
+                self.open_call[2].append(fragment)
+                out.append(self.event("response.function_call_arguments.delta", **self._call_at(place), delta=fragment))
         return out
 
     def _open_message(self) -> list[bytes]:

@@ -13,9 +13,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from components.context_window.base import Message
 from components.context_window.token_estimator import counts_to_store
 
-from ..db import Database, advisory_xact_lock
+from ..db import Database, advisory_xact_lock, rowcount
 from ..errors import Conflict, Invalid, NotFound
-from ..models import AttachmentRow, MessageRow, ProfileRow, SessionRow, SnapshotRow, TurnRow, utcnow
+from ..models import AttachmentRow, Base, MessageRow, ProfileRow, SessionRow, SnapshotRow, TurnRow, utcnow
 from . import audit
 
 
@@ -53,7 +53,7 @@ def message_dict(row: MessageRow) -> dict[str, Any]:
     }
 
 
-def turn_dict(row: TurnRow) -> dict[str, Any]:
+def turn_dict(row: TurnRow | TurnTuple) -> dict[str, Any]:
     return {
         "turn": row.turn,
         "query": row.query,
@@ -416,7 +416,7 @@ class SessionStore:
 
     async def record_turn(
         self, session_id: str, turn: dict[str, Any], messages: list[dict[str, Any]]
-    ) -> tuple[Row[Any], list[Row[Any]]]:
+    ) -> tuple[TurnTuple, list[Row[Any]]]:
         """The turn and its messages in one transaction: a turn is never half-recorded. Returns rows with a
         ``TurnRow``'s and a message page's attributes. Core inserts on a bare connection: an ORM session's unit
         of work cost more than the writes (3 ms against 1.6). Whether the session exists is asked only if the
@@ -435,7 +435,7 @@ class SessionStore:
             raise Conflict(
                 f"turn {turn['turn']} of session {session_id!r} was recorded meanwhile; send the query again"
             ) from None
-        return row, rows
+        return TurnTuple._make(row), rows
 
     async def extend_turn(
         self, session_id: str, turn: int, changes: dict[str, Any], messages: list[dict[str, Any]]
@@ -506,7 +506,7 @@ class SessionStore:
                 update(TurnRow).where(TurnRow.session_id == session_id, TurnRow.valid.is_(True)).values(valid=False)
             )
             await _history_changed(s, session_id)
-            counts = {"messages_invalidated": messages.rowcount, "turns_invalidated": turns.rowcount}
+            counts = {"messages_invalidated": rowcount(messages), "turns_invalidated": rowcount(turns)}
             audit.record(s, actor, "purge_memory", "session", session_id, None, counts)
         return counts
 
@@ -593,9 +593,10 @@ _COUNT_MESSAGES = (
     .execution_options(synchronize_session=False)
 )
 # Of the tables, not the mapped classes: a mapped class's insert goes through the ORM's bulk machinery.
-_INSERT_SNAPSHOT = insert(SnapshotRow.__table__).returning(SnapshotRow.__table__.c.id)
-_INSERT_TURN = insert(TurnRow.__table__).returning(*_TURN_COLUMNS)
-_INSERT_MESSAGE = insert(MessageRow.__table__).returning(*(MessageRow.__table__.c[c.key] for c in _MESSAGE_COLUMNS))
+_SNAPSHOTS, _TURNS, _MESSAGES = (Base.metadata.tables[row.__tablename__] for row in (SnapshotRow, TurnRow, MessageRow))
+_INSERT_SNAPSHOT = insert(_SNAPSHOTS).returning(_SNAPSHOTS.c.id)
+_INSERT_TURN = insert(_TURNS).returning(*_TURN_COLUMNS)
+_INSERT_MESSAGE = insert(_MESSAGES).returning(*(_MESSAGES.c[c.key] for c in _MESSAGE_COLUMNS))
 
 
 async def _history_changed(s: AsyncSession, session_id: str) -> None:

@@ -86,7 +86,7 @@ class TokenStore:
         sessions too."""
         return await self._cached(token_id, _BY_ID)
 
-    async def _cached(self, key: str | int, query: Select[tuple[ApiTokenRow]]) -> Principal | None:
+    async def _cached(self, key: str | int, query: Select[ApiTokenRow]) -> Principal | None:
         now = time.monotonic()
         cached = self._cache.get(key)
         if cached is not None and cached[0] > now:

@@ -14,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from components.context_window.window_type import ContextWindowType, default_types
 
-from ..db import Database
+from ..db import Database, rowcount
 from ..errors import Conflict, NotFound, PreconditionFailed
 from ..models import ProfileRow, WindowTypeRow, WindowTypeVersionRow, utcnow
 from . import audit
@@ -277,7 +277,7 @@ async def _write_version(
         .values(data=data, name=data["name"], is_default=data["is_default"], version=new_version, updated_at=utcnow())
         .execution_options(synchronize_session=False)
     )
-    if result.rowcount != 1:
+    if rowcount(result) != 1:
         raise PreconditionFailed(f"{row.id!r} changed while saving; reload and try again")
     s.add(WindowTypeVersionRow(type_id=row.id, version=new_version, data=data, actor=actor))
     audit.record(s, actor, action, "context_window_type", row.id, before, data)
