@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -12,6 +11,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from components.context_window.metering import Summary, prompt_of
+from components.context_window.session_cache import BoundedCache
 
 from .config import api_key_in_env
 
@@ -229,7 +229,7 @@ class LLM:
         self.timeout_s = timeout_s
         self.upstream = upstream or Upstream()
         """The default upstream (``TDA_UPSTREAM_*``); a profile's own settings are merged over it per call."""
-        self._routers: OrderedDict[tuple[str, Upstream, str | None], Any] = OrderedDict()
+        self._routers: BoundedCache[tuple[str, Upstream, str | None], Any] = BoundedCache(ROUTERS_KEPT)
 
     def mock_reply(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Any:
         """What the mock model answers: litellm's ``mock_response`` (a text, or a ModelResponse for tool calls)."""
@@ -285,11 +285,9 @@ class LLM:
         cache_key = (model, upstream, key)
         router = self._routers.get(cache_key)
         if router is None:
-            router = self._routers[cache_key] = _new_router(litellm, model, upstream, key)
-            while len(self._routers) > ROUTERS_KEPT:
-                self._routers.popitem(last=False)
+            router = self._routers.put(cache_key, _new_router(litellm, model, upstream, key))
         else:
-            self._routers.move_to_end(cache_key)
+            self._routers.touch(cache_key)
         return router
 
     async def _streamed(self, litellm: Any, router: Any, kwargs: dict[str, Any], on_delta: Delta) -> Completion:

@@ -25,6 +25,7 @@ from components.context_window.base import (
     ToolSchema,
     TurnRecord,
 )
+from components.context_window.session_cache import BoundedCache
 
 from .history import history_read, message_of
 from .knowledge.scope import CaseScope, session_key
@@ -72,16 +73,14 @@ class Sources:
     """A read-only retriever (a test's fake), or a recorder, which windows reach only through ``ScopedCases``."""
     summarizer: Summarizer | None = None
     embedder: Embedder | None = None
-    _tools: dict[tuple[str, str], tuple[ToolSchema, ...]] = field(default_factory=dict, repr=False)
+    _tools: BoundedCache[tuple[str, str], tuple[ToolSchema, ...]] = field(
+        default_factory=lambda: BoundedCache(256), repr=False
+    )
 
     def tools_of(self, profile: ProfileRow) -> tuple[ToolSchema, ...]:
         """Same profile version, same ToolSchema objects: their JSON and token counts are computed once."""
         key = (profile.id, profile.updated_at.isoformat())
-        if key not in self._tools:
-            if len(self._tools) > 256:
-                self._tools.clear()
-            self._tools[key] = tuple(ToolSchema.from_openai(t) for t in profile.tools)
-        return self._tools[key]
+        return self._tools.get_or_compute(key, lambda: tuple(ToolSchema.from_openai(t) for t in profile.tools))
 
     @property
     def case_recorder(self) -> CaseRecorder | None:

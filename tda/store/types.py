@@ -12,6 +12,7 @@ from typing import Any
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from components.context_window.session_cache import BoundedCache
 from components.context_window.window_type import ContextWindowType, default_types
 
 from ..db import Database, rowcount
@@ -46,7 +47,7 @@ def etag_for(type_id: str, version: int) -> str:
     return f'"{type_id}.v{version}"'
 
 
-_PARSED: dict[tuple[str, int, datetime], StoredType] = {}
+_PARSED: BoundedCache[tuple[str, int, datetime], StoredType] = BoundedCache(4096)
 """(id, version, updated_at) -> parsed type: a version's content never changes, so it is validated once."""
 
 
@@ -54,9 +55,7 @@ def _stored(row: WindowTypeRow) -> StoredType:
     key = (row.id, row.version, row.updated_at)
     stored = _PARSED.get(key)
     if stored is None:
-        if len(_PARSED) > 4096:
-            _PARSED.clear()
-        stored = _PARSED[key] = StoredType(ContextWindowType.model_validate(row.data), row.version, row.updated_at)
+        stored = _PARSED.put(key, StoredType(ContextWindowType.model_validate(row.data), row.version, row.updated_at))
     return stored
 
 
