@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -13,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from components.context_window.metering import Summary, prompt_of
 from components.context_window.session_cache import BoundedCache
 
-from .config import api_key_in_env
+from .config import api_key_in_env, offline_library_defaults
 
 if TYPE_CHECKING:
     from .config import Settings
@@ -23,7 +22,8 @@ MOCK_ANSWER = "This is a mock answer (TDA_MOCK_MODEL is on, so no provider was c
 
 @cache
 def _litellm() -> Any:
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    """litellm, set up once for every call tda makes: offline (config.offline_library_defaults), quiet."""
+    offline_library_defaults()
     import litellm
 
     litellm.suppress_debug_info = True

@@ -23,7 +23,6 @@ from components.context_window.base import AssemblyContext, Message, ToolSchema
 from components.context_window.distillation import parse_result
 from components.context_window.fitting import clip
 from components.context_window.token_estimator import estimator_for
-from components.context_window.window_type import ContextWindowType
 
 from . import metrics
 from .errors import Conflict, Invalid, UpstreamFailed
@@ -34,7 +33,6 @@ from .store.types import StoredType
 if TYPE_CHECKING:
     from components.context_window.handler import AssembledContext
 
-    from .api.schemas import PreviewIn
     from .gateway import ClientCall
     from .llm import Completion, Delta
     from .models import ProfileRow
@@ -482,29 +480,3 @@ async def carried_into_phase(
 
 PHASE_SUMMARY_TURNS = 20
 """How many of the old phase's newest turns the default phase summary lists."""
-
-
-async def preview(svc: TDAService, body: PreviewIn) -> dict[str, Any]:
-    if body.type is not None:
-        window_type: ContextWindowType = svc.validate_type(body.type, loc=("type",))
-        version = None
-    else:
-        stored = await svc.store.types.get(body.type_id or "")
-        window_type, version = stored.type, stored.version
-    data = await svc.store.sessions.load(body.session_id)
-    if body.profile_id:  # what if this session ran under another profile (its prompt, tools, model)?
-        data = dataclasses.replace(data, profile=await svc.store.profiles.get(body.profile_id))
-    history = await svc.history.source(data)
-    ctx = build_context(data, body.query, default_model=svc.settings.model, sources=svc.sources, history=history)
-    ctx = await with_component_instructions(svc, ctx)
-    if body.context_limit is not None:  # what if the limit were this (like a session override: only lowers)
-        ctx = dataclasses.replace(ctx, session=dataclasses.replace(ctx.session, context_limit=body.context_limit))
-    assembled = await svc.scratch_handler.assemble(ctx, window_type)
-    return {
-        "persisted": False,
-        "type_id": window_type.id,
-        "type_version": version,
-        "session_id": body.session_id,
-        "summary": assembled.snapshot.summary(),
-        "snapshot": assembled.snapshot.to_dict(),
-    }

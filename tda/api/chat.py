@@ -10,7 +10,6 @@ without it a call is stateless and leaves nothing behind.
 from __future__ import annotations
 
 import contextlib
-import json
 import re
 import time
 import uuid
@@ -26,6 +25,7 @@ from components.context_window.budget import BudgetExceeded
 
 from ..auth import actor, require
 from ..errors import Conflict, Invalid, NotFound, ServiceError, field_errors
+from ..events import encode_sse
 from ..gateway import ClientCall, complete, split
 from ..llm import Choice, routing_error
 from ..models import ProfileRow, SessionRow
@@ -302,11 +302,7 @@ def _chunk(chunk_id: str, model: str, delta: dict[str, Any], finish: str | None 
         "model": model,
         "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}],
     }
-    return _sse(body)
-
-
-def _sse(body: Any) -> bytes:
-    return f"data: {json.dumps(body, separators=(',', ':'))}\n\n".encode()
+    return encode_sse(body)
 
 
 async def _streamed(
@@ -329,12 +325,12 @@ async def _streamed(
                 yield _chunk(chunk_id, model, delta)
         if (exc := streamed.error()) is not None:
             message = exc.message if isinstance(exc, ServiceError) else f"{type(exc).__name__}: {exc}"
-            yield _sse({"error": {"message": message, "type": getattr(exc, "code", "internal_error")}})
+            yield encode_sse({"error": {"message": message, "type": getattr(exc, "code", "internal_error")}})
         else:
             result = streamed.turn.result()
             yield _chunk(chunk_id, result["model"], {}, result["finish_reason"])
             if usage:
-                yield _sse(
+                yield encode_sse(
                     {
                         "id": chunk_id,
                         "object": "chat.completion.chunk",

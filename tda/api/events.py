@@ -62,7 +62,7 @@ async def _stored(svc: TDAService, session_id: str | None, after: int) -> AsyncI
         rows = await svc.store.sessions.snapshots(session_id, after, RESUME_BATCH)
         for row in rows:
             after = row.id
-            yield encode_sse(SNAPSHOT_EVENT, {"snapshot_id": row.id, **row.data}, row.id), row.id
+            yield encode_sse({"snapshot_id": row.id, **row.data}, SNAPSHOT_EVENT, row.id), row.id
         if len(rows) < RESUME_BATCH:
             return
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import json
 import re
 import time
 import uuid
@@ -31,6 +30,7 @@ from components.context_window.budget import BudgetExceeded
 
 from ..auth import require
 from ..errors import Conflict, Invalid, NotFound, ServiceError, field_errors
+from ..events import encode_sse
 from ..gateway import ClientCall, answered, complete, split
 from ..models import ProfileRow, SessionRow
 from ..service import TDAService, service
@@ -542,7 +542,7 @@ class _Stream:
     def event(self, kind: str, **fields: Any) -> bytes:
         body = {"type": kind, "sequence_number": self.sequence, **fields}
         self.sequence += 1
-        return f"event: {kind}\ndata: {json.dumps(body, separators=(',', ':'))}\n\n".encode()
+        return encode_sse(body, kind)
 
     def delta(self, delta: dict[str, Any]) -> list[bytes]:
         out = []
