@@ -5,7 +5,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test bench bench-properties clean
+# `make lint`: ruff (style, imports, formatting) and mypy (types), configured in pyproject.toml.
+.PHONY: install run lint test bench bench-properties clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -18,6 +19,11 @@ install: $(STAMP)
 run: $(STAMP)
 	TDA_DATA_DIR=$${TDA_DATA_DIR:-var} $(BIN)/tda demo
 	TDA_DATA_DIR=$${TDA_DATA_DIR:-var} $(BIN)/tda serve
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 test: $(STAMP)
 	BIN=$(BIN) scripts/test-deps.sh

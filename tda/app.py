@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from quart import Quart, Response, jsonify, redirect
 from quart.sessions import SecureCookieSessionInterface
@@ -54,7 +54,8 @@ def create_app(settings: Settings | None = None, **service_options: Any) -> Quar
         openapi_provider_class=RoutePaths,
     )
     app.session_interface = HttpsAwareSessions()
-    app.make_response = _plain_json_first(app.make_response)  # type: ignore[method-assign]
+    # wraps the bound method; mypy types the attribute as the unbound one (with self), so no callable matches it
+    app.make_response = _plain_json_first(app.make_response)  # type: ignore[assignment]
     svc = TDAService(settings, **service_options)
     svc.init_app(app)
     watch_pool(svc.store.db.engine)
@@ -86,12 +87,15 @@ class HttpsAwareSessions(SecureCookieSessionInterface):
         return bool(app.config["SESSION_COOKIE_SECURE"]) or request_is_https()
 
 
-def _plain_json_first(make_response: Callable[[Any], Awaitable[Any]]) -> Callable[[Any], Awaitable[Any]]:
+_R = TypeVar("_R")
+
+
+def _plain_json_first(make_response: Callable[[Any], Awaitable[_R]]) -> Callable[[Any], Coroutine[Any, Any, _R]]:
     """Serialise plain dict/list results directly, with their status and headers: quart-schema would first walk
     the body and a headers dict each with a new pydantic TypeAdapter, which costs milliseconds per response for
     nothing (they are JSON and strings already)."""
 
-    async def wrapper(result: Any) -> Any:
+    async def wrapper(result: Any) -> _R:
         if isinstance(result, (dict, list)):
             result = jsonify(result)
         elif isinstance(result, tuple) and result and isinstance(result[0], (dict, list)):

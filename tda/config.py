@@ -1,11 +1,12 @@
-"""Settings: one frozen dataclass read from ``TDA_*`` environment variables. Nothing else reads the environment."""
+"""Settings: one frozen dataclass read from ``TDA_*`` environment variables. Nothing else reads the environment.
+Each field names its variable and parser where it is declared (``env_setting``)."""
 
 from __future__ import annotations
 
 import os
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -110,59 +111,73 @@ def user_data_dir(env: Mapping[str, str]) -> Path:
     return (Path(base) if Path(base).is_absolute() else Path.home() / ".local" / "share") / "tda"
 
 
+def env_setting(var: str, parse: Callable[[str], Any] = str, **default: Any) -> Any:
+    """A setting read from the environment variable ``var`` when it is set and not empty, parsed by ``parse``
+    (whose ValueError says what to change); else ``default`` / ``default_factory``."""
+    return field(metadata={"env": var, "parse": parse}, **default)
+
+
 @dataclass(frozen=True)
 class Settings:
-    data_dir: Path = field(default_factory=lambda: user_data_dir(os.environ))
+    data_dir: Path = env_setting("TDA_DATA_DIR", Path, default_factory=lambda: user_data_dir(os.environ))
     """``TDA_DATA_DIR``; default the user's data directory. ``make run`` keeps the checkout's ``var/``."""
-    database_url: str | None = None
+    database_url: str | None = env_setting("TDA_DATABASE_URL", _database_url, default=None)
     """SQLAlchemy URL; default ``sqlite+aiosqlite:///<data_dir>/tda.db``."""
-    chroma_url: str | None = None
+    chroma_url: str | None = env_setting("TDA_CHROMA_URL", default=None)
     """A Chroma server (``http://host:port``); default: an embedded store under ``data_dir/chroma``."""
-    bus_url: str | None = None
+    bus_url: str | None = env_setting("TDA_BUS_URL", _bus_url, default=None)
     """Redis (``redis://host:6379/0``) carrying snapshots and events between replicas; default: in-process."""
-    modules_dir: Path = field(default_factory=lambda: Path.home() / ".tda" / "context_modules")
-    host: str = "127.0.0.1"
-    port: int = 8000
-    model: str = "gpt-4o"
+    modules_dir: Path = env_setting(
+        "TDA_MODULES_DIR", Path, default_factory=lambda: Path.home() / ".tda" / "context_modules"
+    )
+    host: str = env_setting("TDA_HOST", default="127.0.0.1")
+    port: int = env_setting("TDA_PORT", int, default=8000)
+    model: str = env_setting("TDA_MODEL", default="gpt-4o")
     """The model turns are sent to (litellm name)."""
-    upstream_base_url: str | None = None
+    upstream_base_url: str | None = env_setting("TDA_UPSTREAM_BASE_URL", _upstream_base_url, default=None)
     """``TDA_UPSTREAM_BASE_URL``: an OpenAI-compatible API (``http://host:port/v1``) models are called at, for
     profiles that name no upstream of their own; unset: the provider litellm picks from the model's name."""
-    upstream_api_key_env: str | None = None
+    upstream_api_key_env: str | None = env_setting("TDA_UPSTREAM_API_KEY_ENV", _env_var_name, default=None)
     """``TDA_UPSTREAM_API_KEY_ENV``: the name of the environment variable holding the key for the default
     upstream (sent as ``Authorization: Bearer``); unset: the provider's own variable (``OPENAI_API_KEY``, ...)
     without a base URL, and no key with one."""
-    upstream_retries: int = 2
+    upstream_retries: int = env_setting("TDA_UPSTREAM_RETRIES", _retries, default=2)
     """``TDA_UPSTREAM_RETRIES``: retries of a failed model call (0-5; LiteLLM's and the OpenAI SDK's default, 2)."""
-    upstream_fallbacks: tuple[str, ...] = ()
+    upstream_fallbacks: tuple[str, ...] = env_setting("TDA_UPSTREAM_FALLBACKS", _model_names, default=())
     """``TDA_UPSTREAM_FALLBACKS``: models tried in order when a call still fails (comma-separated)."""
-    mock_model: bool = True
+    mock_model: bool = env_setting("TDA_MOCK_MODEL", lambda v: v.lower() not in {"0", "false", "no"}, default=True)
     """Answer turns with litellm's ``mock_response`` instead of calling a provider (demo/offline)."""
-    embedder: str = "minilm-int8"
+    embedder: str = env_setting("TDA_EMBEDDER", _embedder, default="minilm-int8")
     """Embedder for new knowledge collections and champion cases: ``minilm-int8`` (all-MiniLM-L6-v2, int8,
     onnxruntime), ``minilm`` (the same model in fp32, numpy) or ``hashing`` (deterministic feature hashing:
     fast, for tests and machines without the model)."""
-    max_champion_cases: int | None = None
+    max_champion_cases: int | None = env_setting(
+        "TDA_MAX_CHAMPION_CASES", _positive_int("TDA_MAX_CHAMPION_CASES"), default=None
+    )
     """Champion cases kept at most (``TDA_MAX_CHAMPION_CASES``; default ``MAX_CASES`` in tda/knowledge/cases.py,
     2,000): past it, a new case takes the place of the one least worth keeping, so the store stops growing."""
-    module_timeout_s: float = 2.0
-    secret_key: str | None = None
+    module_timeout_s: float = env_setting("TDA_MODULE_TIMEOUT_S", float, default=2.0)
+    secret_key: str | None = env_setting("TDA_SECRET_KEY", default=None)
     """Signs browser-session cookies. Unset: a random one is made on first start and kept in data_dir/secret_key."""
-    module_roots: tuple[Path, ...] = ()
+    module_roots: tuple[Path, ...] = env_setting(
+        "TDA_MODULE_ROOTS", lambda v: tuple(Path(p) for p in v.split(os.pathsep) if p), default=()
+    )
     """Folders (besides modules_dir) that modules may be installed from (``TDA_MODULE_ROOTS``, ``:``-separated)."""
-    max_body_bytes: int = 16 * 1024 * 1024
+    max_body_bytes: int = env_setting("TDA_MAX_BODY_BYTES", int, default=16 * 1024 * 1024)
     """Larger request bodies are refused with 413."""
-    max_json_depth: int = 64
+    max_json_depth: int = env_setting("TDA_MAX_JSON_DEPTH", int, default=64)
     """JSON bodies nested deeper are refused with 400."""
-    trusted_proxies: TrustedProxies | None = None
+    trusted_proxies: TrustedProxies | None = env_setting("TDA_TRUSTED_PROXIES", TrustedProxies.parse, default=None)
     """``TDA_TRUSTED_PROXIES``: the reverse proxies whose ``X-Forwarded-For``/``-Proto`` are believed, as addresses or
     CIDRs (``127.0.0.1,10.0.0.0/8``) or a count of proxies in front (``1``); unset, those headers are ignored."""
-    auth_failures_per_minute: int = 20
+    auth_failures_per_minute: int = env_setting(
+        "TDA_AUTH_FAILURES_PER_MINUTE", _positive_int("TDA_AUTH_FAILURES_PER_MINUTE"), default=20
+    )
     """``TDA_AUTH_FAILURES_PER_MINUTE``: failed authentications a client address may make a minute; then 429."""
-    log_format: str = "text"
+    log_format: str = env_setting("TDA_LOG_FORMAT", _log_format, default="text")
     """``text`` or ``json`` (one object per line, with the request id)."""
-    log_level: str = "INFO"
-    prometheus_multiproc_dir: Path | None = None
+    log_level: str = env_setting("TDA_LOG_LEVEL", default="INFO")
+    prometheus_multiproc_dir: Path | None = env_setting("PROMETHEUS_MULTIPROC_DIR", Path, default=None)
     """``PROMETHEUS_MULTIPROC_DIR``: set for several worker processes, so /metrics sums them (tda/metrics.py)."""
 
     @property
@@ -173,33 +188,6 @@ class Settings:
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
         env = os.environ if env is None else env
         offline_library_defaults()
-        read = {
-            "data_dir": ("TDA_DATA_DIR", Path),
-            "database_url": ("TDA_DATABASE_URL", _database_url),
-            "chroma_url": ("TDA_CHROMA_URL", str),
-            "bus_url": ("TDA_BUS_URL", _bus_url),
-            "modules_dir": ("TDA_MODULES_DIR", Path),
-            "host": ("TDA_HOST", str),
-            "port": ("TDA_PORT", int),
-            "model": ("TDA_MODEL", str),
-            "upstream_base_url": ("TDA_UPSTREAM_BASE_URL", _upstream_base_url),
-            "upstream_api_key_env": ("TDA_UPSTREAM_API_KEY_ENV", _env_var_name),
-            "upstream_retries": ("TDA_UPSTREAM_RETRIES", _retries),
-            "upstream_fallbacks": ("TDA_UPSTREAM_FALLBACKS", _model_names),
-            "mock_model": ("TDA_MOCK_MODEL", lambda v: v.lower() not in {"0", "false", "no"}),
-            "embedder": ("TDA_EMBEDDER", _embedder),
-            "max_champion_cases": ("TDA_MAX_CHAMPION_CASES", _positive_int("TDA_MAX_CHAMPION_CASES")),
-            "module_timeout_s": ("TDA_MODULE_TIMEOUT_S", float),
-            "secret_key": ("TDA_SECRET_KEY", str),
-            "module_roots": ("TDA_MODULE_ROOTS", lambda v: tuple(Path(p) for p in v.split(os.pathsep) if p)),
-            "max_body_bytes": ("TDA_MAX_BODY_BYTES", int),
-            "max_json_depth": ("TDA_MAX_JSON_DEPTH", int),
-            "trusted_proxies": ("TDA_TRUSTED_PROXIES", TrustedProxies.parse),
-            "auth_failures_per_minute": ("TDA_AUTH_FAILURES_PER_MINUTE", _positive_int("TDA_AUTH_FAILURES_PER_MINUTE")),
-            "log_format": ("TDA_LOG_FORMAT", _log_format),
-            "log_level": ("TDA_LOG_LEVEL", str),
-            "prometheus_multiproc_dir": ("PROMETHEUS_MULTIPROC_DIR", Path),
-        }
-        values = {name: parse(env[var]) for name, (var, parse) in read.items() if env.get(var)}
+        values = {f.name: f.metadata["parse"](env[var]) for f in fields(cls) if env.get(var := f.metadata["env"])}
         values.setdefault("data_dir", user_data_dir(env))
         return replace(cls(), **{**values, **overrides})

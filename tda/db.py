@@ -8,9 +8,9 @@ import contextlib
 import os
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import event, text
+from sqlalchemy import CursorResult, Result, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
@@ -160,3 +160,9 @@ def upgrade(url: str, revision: str = "head") -> None:
 
 async def upgrade_async(url: str) -> None:
     await asyncio.to_thread(upgrade, url)
+
+
+def rowcount(result: Result[Any]) -> int:
+    """Rows an UPDATE or DELETE matched: ``AsyncSession.execute`` is typed as returning a ``Result``, but for those
+    statements it is a ``CursorResult``, which counts them."""
+    return cast(CursorResult[Any], result).rowcount

@@ -33,8 +33,10 @@ MAX_QUEUED_BYTES = 4 * 1024 * 1024
 """Frames a subscriber may have waiting; past it (or past its queue's length) it is dropped."""
 
 
-def encode_sse(event: str, data: Any, event_id: int | str | None = None) -> bytes:
-    head = f"event: {event}\n" + (f"id: {event_id}\n" if event_id is not None else "")
+def encode_sse(data: Any, event: str | None = None, event_id: int | str | None = None) -> bytes:
+    """One server-sent event, ``data`` as compact JSON: every stream tda serves (snapshots, chat completions,
+    responses) frames its events here. No ``event`` line: the client's default, ``message`` (OpenAI's chunks)."""
+    head = (f"event: {event}\n" if event is not None else "") + (f"id: {event_id}\n" if event_id is not None else "")
     return f"{head}data: {json.dumps(data, separators=(',', ':'))}\n\n".encode()
 
 
@@ -59,7 +61,7 @@ class Event:
 def snapshot_event(snapshot_id: int, session_id: str, snapshot: dict[str, Any]) -> Event:
     # published_at (epoch seconds) lets a client show how fresh an event is (and the benchmark measure fan-out).
     data = {"snapshot_id": snapshot_id, "published_at": time.time(), **snapshot}
-    return Event(snapshot_id, session_id, SNAPSHOT_EVENT, encode_sse(SNAPSHOT_EVENT, data, snapshot_id))
+    return Event(snapshot_id, session_id, SNAPSHOT_EVENT, encode_sse(data, SNAPSHOT_EVENT, snapshot_id))
 
 
 _CLOSED = Event(-1, "", "closed", b"")

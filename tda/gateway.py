@@ -29,23 +29,15 @@ from components.context_window.base import InMemoryMessages, Message, ToolSchema
 from components.context_window.token_estimator import TokenEstimator, estimator_for
 
 from . import metrics
+from .champions import keep_case, quotes_tools
 from .cost import model_call
 from .errors import Conflict, Invalid, NotFound, UpstreamFailed
 from .knowledge.scope import ANONYMOUS
 from .models import ProfileRow, SessionRow
 from .sources import Cutoff, build_context, input_hashes, message_of
 from .store.sessions import SessionData
-from .turns import (
-    MAX_TURN,
-    as_result,
-    keep_case,
-    plan_of,
-    quotes_tools,
-    record_snapshot,
-    resolve_type,
-    timed,
-    with_component_instructions,
-)
+from .tool_results import as_result, plan_of
+from .turns import MAX_TURN, record_snapshot, resolve_type, timed, with_component_instructions
 
 if TYPE_CHECKING:
     from components.context_window.handler import AssembledContext

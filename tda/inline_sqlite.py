@@ -149,6 +149,7 @@ def creator(url: str) -> Callable[[], Any]:
     args, kwargs = SQLiteDialect_aiosqlite().create_connect_args(make_url(url))
 
     async def connect() -> Connection:
-        return Connection(sqlite3.connect(*args, **{**kwargs, "timeout": 0, "check_same_thread": False}))
+        (database,) = args  # the dialect passes the file name alone, the rest as keywords
+        return Connection(sqlite3.connect(database, **{**kwargs, "timeout": 0, "check_same_thread": False}))
 
     return connect

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -12,8 +10,9 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from components.context_window.metering import Summary, prompt_of
+from components.context_window.session_cache import BoundedCache
 
-from .config import api_key_in_env
+from .config import api_key_in_env, offline_library_defaults
 
 if TYPE_CHECKING:
     from .config import Settings
@@ -23,7 +22,8 @@ MOCK_ANSWER = "This is a mock answer (TDA_MOCK_MODEL is on, so no provider was c
 
 @cache
 def _litellm() -> Any:
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    """litellm, set up once for every call tda makes: offline (config.offline_library_defaults), quiet."""
+    offline_library_defaults()
     import litellm
 
     litellm.suppress_debug_info = True
@@ -285,7 +285,7 @@ class LLM:
         self.timeout_s = timeout_s
         self.upstream = upstream or Upstream()
         """The default upstream (``TDA_UPSTREAM_*``); a profile's own settings are merged over it per call."""
-        self._routers: OrderedDict[tuple[str, Upstream, str | None], Any] = OrderedDict()
+        self._routers: BoundedCache[tuple[str, Upstream, str | None], Any] = BoundedCache(ROUTERS_KEPT)
 
     def mock_reply(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Any:
         """What the mock model answers: litellm's ``mock_response`` (a text, or a ModelResponse for tool calls)."""
@@ -352,11 +352,9 @@ class LLM:
         cache_key = (model, upstream, key)
         router = self._routers.get(cache_key)
         if router is None:
-            router = self._routers[cache_key] = _new_router(litellm, model, upstream, key)
-            while len(self._routers) > ROUTERS_KEPT:
-                self._routers.popitem(last=False)
+            router = self._routers.put(cache_key, _new_router(litellm, model, upstream, key))
         else:
-            self._routers.move_to_end(cache_key)
+            self._routers.touch(cache_key)
         return router
 
     async def _streamed(self, litellm: Any, router: Any, kwargs: dict[str, Any], on_delta: Delta) -> Completion:
@@ -399,7 +397,7 @@ def _choice(choice: Any) -> Choice:
         text=message.content or "",
         tool_calls=calls,
         finish_reason="tool_calls" if calls else (choice.finish_reason or "stop"),
-        logprobs=logprobs.model_dump() if hasattr(logprobs, "model_dump") else logprobs,
+        logprobs=logprobs.model_dump() if logprobs is not None and hasattr(logprobs, "model_dump") else logprobs,
     )
 
 
@@ -429,7 +427,7 @@ def _new_router(litellm: Any, model: str, upstream: Upstream, key: str | None) -
 
 @cache
 def _router_class() -> Any:
-    class Router(_litellm().Router):  # type: ignore[misc,name-defined]
+    class Router(_litellm().Router):  # type: ignore[misc]  # litellm is imported lazily: its Router is Any here
         async def increment_deployment_usage_for_response(self, response: object, request_kwargs: Any) -> None:
             """Skipped: it counts usage against tpm/rpm limits, which tda never sets, after deep-copying the
             model's whole info to find that out (~0.2 ms of CPU a call)."""

@@ -68,7 +68,7 @@ def cmd_tokens(args: argparse.Namespace, settings: Settings) -> int:
         return 0
 
     async def listing(store: Store) -> int:
-        for row in await store.tokens.list():
+        for row in await store.tokens.all():
             print(f"#{row.id:<5}{row.role:<8}{'revoked' if row.revoked_at else 'active':<9}{row.name}")
         return 0
 

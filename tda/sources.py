@@ -25,11 +25,12 @@ from components.context_window.base import (
     ToolSchema,
     TurnRecord,
 )
+from components.context_window.session_cache import BoundedCache
 
 from .history import history_read, message_of
 from .knowledge.scope import CaseScope, session_key
 from .models import AttachmentRow, ProfileRow, SessionRow, TurnRow
-from .store.sessions import SessionData
+from .store.sessions import SessionData, TurnTuple
 
 __all__ = ["message_of"]  # turns.py builds messages from rows with it
 
@@ -68,19 +69,18 @@ class Sources:
     """Providers handed to modules. Each may be missing: the modules that need it then contribute nothing."""
 
     knowledge: KnowledgeRetriever | None = None
-    cases: CaseRetriever | None = None
+    cases: CaseRetriever | CaseRecorder | None = None
+    """A read-only retriever (a test's fake), or a recorder, which windows reach only through ``ScopedCases``."""
     summarizer: Summarizer | None = None
     embedder: Embedder | None = None
-    _tools: dict[tuple[str, str], tuple[ToolSchema, ...]] = field(default_factory=dict, repr=False)
+    _tools: BoundedCache[tuple[str, str], tuple[ToolSchema, ...]] = field(
+        default_factory=lambda: BoundedCache(256), repr=False
+    )
 
     def tools_of(self, profile: ProfileRow) -> tuple[ToolSchema, ...]:
         """Same profile version, same ToolSchema objects: their JSON and token counts are computed once."""
         key = (profile.id, profile.updated_at.isoformat())
-        if key not in self._tools:
-            if len(self._tools) > 256:
-                self._tools.clear()
-            self._tools[key] = tuple(ToolSchema.from_openai(t) for t in profile.tools)
-        return self._tools[key]
+        return self._tools.get_or_compute(key, lambda: tuple(ToolSchema.from_openai(t) for t in profile.tools))
 
     @property
     def case_recorder(self) -> CaseRecorder | None:
@@ -132,25 +132,27 @@ def build_context(
     cutoff: Cutoff | None = None,
     others_cases_only: bool = False,
 ) -> AssemblyContext:
-    attachments, cases = data.attachments, sources.cases
+    attachments = data.attachments
     if cutoff is not None:
         attachments = [a for a in attachments if aware_utc(a.created_at) <= aware_utc(cutoff.attachments_until)]
     scope = case_scope(data.session, data.profile, others_only=others_cases_only)
-    recorder = sources.case_recorder  # a read-only retriever (a test's fake) holds no one else's cases
-    if recorder is not None:
-        cases = ScopedCases(recorder, scope, cutoff.cases_until if cutoff is not None else None)
+    cases: CaseRetriever | None = None
+    if isinstance(sources.cases, CaseRecorder):
+        cases = ScopedCases(sources.cases, scope, cutoff.cases_until if cutoff is not None else None)
+    else:  # a read-only retriever (a test's fake) holds no one else's cases
+        cases = sources.cases
     p, s = data.profile, data.session
     return AssemblyContext(
         query=query,
         profile=Profile(
             id=p.id,
-            type=p.type,
+            type=p.type,  # type: ignore[arg-type]  # a ProfileType: validated when the profile was saved
             name=p.name,
-            system_prompt=p.system_prompt,  # type: ignore[arg-type]
+            system_prompt=p.system_prompt,
             components=tuple(p.components),
             context_limit=p.context_limit,
             knowledge_collections=tuple(p.knowledge_collections),
-            system_prompt_mode=p.system_prompt_mode,  # type: ignore[arg-type]
+            system_prompt_mode=p.system_prompt_mode,  # type: ignore[arg-type]  # as type, above
             case_sharing=scope.sharing,  # in the inputs: a replay says when the sharing changed since
             query_rewrite=p.query_rewrite,
         ),
@@ -177,7 +179,7 @@ def aware_utc(t: datetime) -> datetime:
     return t if t.tzinfo else t.replace(tzinfo=UTC)
 
 
-def _turn(t: TurnRow) -> TurnRecord:
+def _turn(t: TurnRow | TurnTuple) -> TurnRecord:
     return TurnRecord(
         turn=t.turn,
         query=t.query,
@@ -203,9 +205,10 @@ def _digest(value: Any) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-def _values(item: Any) -> tuple[Any, ...]:
+def _values(item: object) -> tuple[Any, ...]:
     """A dataclass's field values, shallow (``asdict`` deep-copies every nested value: slow on long histories)."""
-    return _field_getter(type(item))(item)
+    cls: type = type(item)  # as type[object], mypy would check the class against Hashable as an instance
+    return _field_getter(cls)(item)
 
 
 @functools.cache

@@ -38,9 +38,10 @@ async def trace(svc: TDAService, snapshot_id: int, type_id: str | None = None) -
         module_id = QUERY if last else _take(owners, chat)
         messages.append({**chat, "module_id": module_id, "tokens": tokens.count_chat(chat)})
     schemas = [ToolSchema.from_openai(t) for t in assembled.tools]
+    tool_tokens = [tokens.count_tool(s) for s in schemas]
     tools = [
-        {"tool": t, "module_id": _take(owners, t), "tokens": tokens.count_tool(s)}
-        for t, s in zip(assembled.tools, schemas, strict=True)
+        {"tool": t, "module_id": _take(owners, t), "tokens": n}
+        for t, n in zip(assembled.tools, tool_tokens, strict=True)
     ]
     return {
         "snapshot_id": row.id,
@@ -52,7 +53,7 @@ async def trace(svc: TDAService, snapshot_id: int, type_id: str | None = None) -
         "query": row.inputs.get("query", ""),
         "identical": not diff(comparable(row.data), comparable(assembled.snapshot.to_dict())),
         "reply_priming": REPLY_PRIMING,
-        "tools_overhead": tokens.count_tools(schemas) - sum(t["tokens"] for t in tools),
+        "tools_overhead": tokens.count_tools(schemas) - sum(tool_tokens),
         "messages": messages,
         "tools": tools,
         "snapshot": assembled.snapshot.to_dict() if other else row.data,

@@ -4,44 +4,43 @@ the turn. (A chat client's call goes through ``gateway.py``, which shares the st
 A turn whose reply calls tools stays open (outcome ``tool_calls``): the results come back as ``tool``
 messages (stored in order with their call ids, and parsed into the turn's ``results``), and the model is
 called again for the same turn with its tool loop so far (``AssemblyContext.continuation``), until it
-answers without calling a tool. And the what-if preview, which assembles the same way but persists nothing."""
+answers without calling a tool.
+
+Beside it, by concern: ``tool_results.py`` (a tool loop's results and plan), ``champions.py`` (finished turns kept
+as champion cases, and their feedback), ``phase_change.py`` (a move to a later phase) and ``preview.py`` (the
+what-if preview, which assembles the same way but persists nothing)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import dataclasses
-import json
 import logging
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from components.context_window import phases
 from components.context_window.base import AssemblyContext, Message, ToolSchema
-from components.context_window.distillation import parse_result
-from components.context_window.fitting import clip
 from components.context_window.token_estimator import estimator_for
-from components.context_window.window_type import ContextWindowType
 
 from . import metrics
+from .champions import keep_as_champion
 from .cost import model_call
 from .errors import Conflict, Invalid, UpstreamFailed
 from .models import MessageRow, TurnRow
-from .redact import redact_urls
-from .sources import build_context, case_scope, input_hashes, message_of
+from .sources import build_context, input_hashes, message_of
 from .store.types import StoredType
+from .tool_results import as_result, plan_of, tool_text
 
 if TYPE_CHECKING:
     from components.context_window.handler import AssembledContext
 
-    from .api.schemas import PreviewIn
     from .gateway import ClientCall
     from .llm import Completion, Delta
     from .models import ProfileRow
     from .service import TDAService
-    from .store.sessions import SessionData
+    from .store.sessions import TurnTuple
 
 log = logging.getLogger(__name__)
 MAX_TURN = 2**31 - 1
@@ -247,6 +246,7 @@ async def _step(
         "model": ctx.model,
         "snapshot_id": snapshot_id,
     }
+    turn_row: TurnRow | TurnTuple
     with timed(options, "record"):
         if current is None:
             user = {
@@ -264,7 +264,7 @@ async def _step(
         await svc.store.sessions.record_model_call(snapshot_id, snapshot, call)
     case_id = None
     if not done.tool_calls:  # a finished turn (its whole tool loop is the plan) may be served as an example
-        case_id = await _keep_as_champion(svc, data, turn, query, done.text, turn_row)
+        case_id = await keep_as_champion(svc, data, turn, query, done.text, turn_row)
     return {
         "session_id": session_id,
         "turn": turn,
@@ -358,169 +358,3 @@ async def _call_model(
             f"the model call failed ({type(exc).__name__}: {exc}); snapshot {snapshot_id} was kept",
             snapshot_id=snapshot_id,
         ) from None
-
-
-def tool_text(content: Any) -> str:
-    """A tool result's text: strings as sent, OpenAI content parts joined, anything else as JSON."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list) and all(isinstance(p, Mapping) for p in content):
-        return "".join(str(p.get("text", "")) for p in content)
-    return json.dumps(content, ensure_ascii=False, default=str)
-
-
-def as_result(tool: str, content: str) -> dict[str, Any]:
-    """A tool message as a turn result in a shape plan_hydration distils (a table when the JSON is one)."""
-    try:
-        data = json.loads(content)
-    except ValueError:
-        return {"tool": tool, "text": content}
-    if isinstance(data, list) and data and all(isinstance(r, Mapping) for r in data):
-        data = {"rows": data}
-    if isinstance(data, Mapping) and "rows" in data:
-        candidate = {**data, "tool": data.get("tool") or tool}
-        try:
-            parse_result(candidate, 1)
-            return candidate
-        except ValueError:
-            pass
-    return {"tool": tool, "text": content}
-
-
-def plan_of(done: Completion) -> str:
-    """The tool calls the model chose, one per line: the plan a later turn can adapt."""
-    lines = []
-    for call in done.tool_calls:
-        function = call.get("function") or {}
-        lines.append(f"{function.get('name', '?')}({function.get('arguments') or ''})")
-    return "\n".join(lines)
-
-
-async def _keep_as_champion(
-    svc: TDAService, data: SessionData, turn: int, query: str, answer: str, row: TurnRow
-) -> str | None:
-    """Record the finished turn (its whole tool loop is the plan) as a champion case in its session's scope."""
-    return await keep_case(svc, data, turn, query, answer, row, from_tools=_may_quote_tools(row, data))
-
-
-async def keep_case(
-    svc: TDAService, data: SessionData, turn: int, query: str, answer: str, row: Any, *, from_tools: bool
-) -> str | None:
-    """Record a finished turn as a champion case in its session's scope, written before the turn is answered: the
-    answer names the case only once it is durable (~3.5 ms a turn, the query's embedding included; docs/service.md).
-    The turn is already stored: a failure here costs the case (the answer names none), never the turn."""
-    recorder = svc.sources.case_recorder
-    plan, tokens = row.plan, row.tokens_in + row.tokens_out
-    if recorder is None or not query.strip() or not (answer.strip() or plan):
-        return None
-    try:
-        return await recorder.record_case(
-            query,
-            answer,
-            scope=case_scope(data.session, data.profile),
-            from_tools=from_tools,
-            plan=plan,
-            tokens=tokens,
-            session_id=data.session.id,
-            turn=turn,
-        )
-    except Exception as exc:  # e.g. a Chroma server that is down: the turn stands, its case is not claimed
-        log.warning(
-            "champion case of turn %s of session %s not recorded: %s", turn, data.session.id, redact_urls(str(exc))
-        )
-        return None
-
-
-def quotes_tools(messages: Iterable[Message]) -> bool:
-    """Whether an answer to this conversation may quote tool data: it holds a tool call or a tool result."""
-    return any(m.role == "tool" or m.tool_calls for m in messages)
-
-
-def _may_quote_tools(row: TurnRow, before: SessionData) -> bool:
-    """The turn's answer may quote tool data, which stays in its session unless shared: its tool loop ran, or that of
-    a turn before it its window may show (``before``: the session's newest turns before it; a follow-up such as
-    "and the owner again?" answers from the history)."""
-    return bool(row.plan or row.results) or any(t.plan or t.results for t in before.turns)
-
-
-async def set_feedback(svc: TDAService, session_id: str, turn: int, feedback: int) -> dict[str, Any]:
-    """Rate a recorded turn's champion case (recording it first if it is missing); negative is never served."""
-    await svc.writer.settle(session_id)  # the turn's own recording must not land after (and undo) this rating
-    row = await svc.store.sessions.turn(session_id, turn)
-    recorder = svc.sources.case_recorder
-    if recorder is None:
-        raise Conflict("champion cases are not configured on this service; feedback has nowhere to go")
-    before = await svc.store.sessions.load(session_id, before_turn=turn)  # what the turn was assembled from
-    from_tools = _may_quote_tools(row, before)
-    if row.request_key is not None:  # a chat client's turn: its conversation as sent says (unknown: assume so)
-        snapshot = await svc.store.sessions.snapshot(row.snapshot_id) if row.snapshot_id else None
-        chat = snapshot.inputs.get("gateway", {}).get("chat") if snapshot is not None else None
-        from_tools = chat is None or quotes_tools(Message.from_chat(m) for m in chat)
-    case_id = await recorder.record_case(
-        row.query,
-        row.answer,
-        scope=case_scope(before.session, before.profile),
-        from_tools=from_tools,
-        plan=row.plan,
-        tokens=row.tokens_in + row.tokens_out,
-        feedback=feedback,
-        session_id=session_id,
-        turn=turn,
-    )
-    return {"session_id": session_id, "turn": turn, "feedback": feedback, "champion_case_id": case_id}
-
-
-async def carried_into_phase(
-    svc: TDAService, session_id: str, to_phase: str | None, summary: str | None
-) -> dict[str, Any] | None:
-    """The message a move to a later IFOC phase carries (``phases.transition``), as a row to store, or None.
-    Without a ``summary`` from the caller, the old phase's valid turns are summarised one line each."""
-    data = await svc.store.sessions.load(session_id)
-    from_phase = data.session.phase
-    if to_phase is None or from_phase is None or not phases.is_forward(from_phase, to_phase):
-        return None
-    if summary is None:
-        summary = "\n".join(
-            f"- Turn {t.turn}: {clip(t.query, 160)} -> {clip(t.answer, 200) or t.outcome}"
-            for t in data.turns[-PHASE_SUMMARY_TURNS:]
-            if t.valid and t.phase == from_phase
-        )
-    last_turn = max(data.last_message_turn, data.turns[-1].turn if data.turns else 0)
-    message = phases.transition(from_phase, to_phase, summary, turn=last_turn)
-    if message is None:
-        return None
-    return {"role": "system", "content": message.content, "turn": message.turn, "phase": message.phase}
-
-
-PHASE_SUMMARY_TURNS = 20
-"""How many of the old phase's newest turns the default phase summary lists."""
-
-
-async def preview(svc: TDAService, body: PreviewIn) -> dict[str, Any]:
-    if body.type is not None:
-        window_type: ContextWindowType = svc.validate_type(body.type, loc=("type",))
-        version = None
-    else:
-        stored = await svc.store.types.get(body.type_id or "")
-        window_type, version = stored.type, stored.version
-    data = await svc.store.sessions.load(body.session_id)
-    if body.profile_id:  # what if this session ran under another profile (its prompt, tools, model)?
-        data = dataclasses.replace(data, profile=await svc.store.profiles.get(body.profile_id))
-    history = await svc.history.source(data)
-    ctx = build_context(data, body.query, default_model=svc.settings.model, sources=svc.sources, history=history)
-    ctx = await with_component_instructions(svc, ctx)
-    if body.context_limit is not None:  # what if the limit were this (like a session override: only lowers)
-        ctx = dataclasses.replace(ctx, session=dataclasses.replace(ctx.session, context_limit=body.context_limit))
-    assembled = await svc.scratch_handler.assemble(ctx, window_type)
-    return {
-        "persisted": False,
-        "type_id": window_type.id,
-        "type_version": version,
-        "session_id": body.session_id,
-        "summary": assembled.snapshot.summary(),
-        "snapshot": assembled.snapshot.to_dict(),
-        "messages": assembled.messages,  # what the model would be sent, as sent
-        "tools": assembled.tools,
-    }

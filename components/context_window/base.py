@@ -10,7 +10,7 @@ import itertools
 import json
 import marshal
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Mapping, MutableSequence, Sequence
+from collections.abc import AsyncGenerator, Hashable, Mapping, MutableSequence, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
@@ -20,7 +20,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 ProfileType = Literal["tool_enabled", "llm_only", "rag_focused", "genie"]
-PROFILE_TYPES: tuple[str, ...] = ("tool_enabled", "llm_only", "rag_focused", "genie")
+PROFILE_TYPES: tuple[ProfileType, ...] = ("tool_enabled", "llm_only", "rag_focused", "genie")
 
 SystemPromptMode = Literal["client", "profile", "prepend", "append"]
 SYSTEM_PROMPT_MODE_HELP = (
@@ -258,7 +258,7 @@ class ToolSchema:
     @cached_property
     def json(self) -> str:
         """The exact JSON text sent for this tool (as the OpenAI SDK and httpx serialise a request body)."""
-        function = {"name": self.name, "description": self.description, "parameters": self.parameters}
+        function: dict[str, Any] = {"name": self.name, "description": self.description, "parameters": self.parameters}
         if self.strict is not None:
             function["strict"] = self.strict
         tool = {"type": "function", "function": function}
@@ -396,7 +396,7 @@ HISTORY_PAGES = (32, 64, 128, 256, 512)
 reads (and builds) more than about twice the messages it uses."""
 
 
-async def pages_newest_first(source: MessageSource) -> AsyncIterator[tuple[int, Sequence[Message]]]:
+async def pages_newest_first(source: MessageSource) -> AsyncGenerator[tuple[int, Sequence[Message]], None]:
     """``(position of the page's first message, messages newest first)`` from the newest page back; a message's
     position is its index in the history counted from the oldest (0), as in a list. Pages are read only as the
     caller walks on: stop early and the older ones are never read. Every walk asks for the same pages, so a
@@ -412,7 +412,7 @@ async def pages_newest_first(source: MessageSource) -> AsyncIterator[tuple[int, 
         cursor = page.older
 
 
-async def newest_first(source: MessageSource) -> AsyncIterator[tuple[int, Message]]:
+async def newest_first(source: MessageSource) -> AsyncGenerator[tuple[int, Message], None]:
     """``(position, message)`` from the newest back (see ``pages_newest_first``)."""
     async with aclosing(pages_newest_first(source)) as pages:
         async for first, messages in pages:
@@ -455,6 +455,9 @@ class ChampionCase:
 
 class TokenCounter(Protocol):
     """What modules count with (``ctx.tokens``): ``token_estimator.TokenEstimator`` implements it."""
+
+    tools_overhead: int
+    """The tool definitions block's fixed cost, paid once any schema is sent."""
 
     def count(self, text: str) -> int: ...
 
@@ -551,7 +554,7 @@ class AssemblyContext:
     directives: Directives = field(default_factory=Directives)
     tokens: TokenCounter | None = None
     """Set by the orchestrator: the estimator whose counts the budget is enforced with."""
-    memo: dict[str, Any] = field(default_factory=dict)
+    memo: dict[Hashable, Any] = field(default_factory=dict)
     """This module's scratch space for this one assembly (shared by its ``signals``, ``contribute`` and
     ``condense`` calls, fresh for the next assembly): what is fetched once per turn lives here, so nothing
     from an earlier assembly can leak into a later one."""
@@ -560,7 +563,7 @@ class AssemblyContext:
         self,
         directives: Directives,
         tokens: TokenCounter,
-        memo: dict[str, Any] | None = None,
+        memo: dict[Hashable, Any] | None = None,
         summarizer: Summarizer | None = None,
     ) -> AssemblyContext:
         """What one module is handed; ``summarizer`` (if given) replaces the context's: the metered one."""
@@ -573,7 +576,7 @@ class AssemblyContext:
         """This context with nothing a module could change for the others: mutable sequences become
         tuples and ``extras`` a frozen copy (messages, tools and records are frozen themselves)."""
         session = self.session
-        changed = {
+        changed: dict[str, Any] = {
             name: tuple(value)
             for name in ("messages", "turns", "documents")
             if isinstance(value := getattr(session, name), MutableSequence)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Hashable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -126,7 +126,7 @@ class _Run:
     reallocations: list[Reallocation] = field(default_factory=list)
     auxiliary: list[AuxiliaryCall] = field(default_factory=list)
     """Every model call the modules made through the summarizer (see metering.py)."""
-    memos: dict[str, dict[str, Any]] = field(default_factory=dict)
+    memos: dict[str, dict[Hashable, Any]] = field(default_factory=dict)
     distillation: dict[str, Any] | None = None
     """The window type's distillation settings as plain data, read once per assembly (frozen per module)."""
     started: float = 0.0
@@ -359,11 +359,11 @@ class ContextWindowHandler:
             return {}
         outcomes = await run_calls(calls, self.timeout_s)
         for module_id, outcome in outcomes.items():
-            slot = run.slots[str(module_id)]
+            slot = run.slots[module_id]
             slot.blocked_s += outcome.blocked_s
             if outcome.blocked_s > BLOCKING_WARN_S:
                 log.warning("module %s held the event loop for %.3f s", module_id, outcome.blocked_s)
-        return outcomes  # type: ignore[return-value]
+        return outcomes
 
     async def _condense_by_rule(self, run: _Run, slot: _Slot, rule: wt.Condense) -> None:
         target = slot.rule_target

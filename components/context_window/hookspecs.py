@@ -29,6 +29,7 @@ def tda_module_folders() -> Iterable[Path]:
     names (default ``handler.py``), which defines the ``ContextModule`` subclass named by
     ``handler.class``. The class is constructed with the validated manifest.
     """
+    raise NotImplementedError  # a specification: pluggy calls the plugins' implementations, never this
 
 
 @hookspec
@@ -38,3 +39,4 @@ def tda_context_modules() -> Iterable[tuple[dict | object, type]]:
     ``manifest`` is a ``ModuleManifest`` or a dict that validates as one; ``module_class`` is a
     ``ContextModule`` subclass constructed with the manifest.
     """
+    raise NotImplementedError  # a specification, as above

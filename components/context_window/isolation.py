@@ -28,9 +28,11 @@ from collections.abc import Coroutine, Generator, Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from time import perf_counter
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeVar
 
 from .base import PLACEMENTS, Contribution
+
+_Key = TypeVar("_Key", bound=Hashable)  # whatever names a call: its outcome comes back under it
 
 log = logging.getLogger(__name__)
 
@@ -107,10 +109,10 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
-async def run_calls(calls: Mapping[Hashable, Coroutine[Any, Any, Any]], timeout_s: float) -> dict[Hashable, Outcome]:
+async def run_calls(calls: Mapping[_Key, Coroutine[Any, Any, Any]], timeout_s: float) -> dict[_Key, Outcome]:
     """Run module calls concurrently, each under ``timeout_s``; never raises for a module's fault."""
-    outcomes: dict[Hashable, Outcome] = {}
-    pending: dict[asyncio.Task[Any], tuple[Hashable, _Driver]] = {}
+    outcomes: dict[_Key, Outcome] = {}
+    pending: dict[asyncio.Task[Any], tuple[_Key, _Driver]] = {}
     loop = asyncio.get_running_loop()
     for key, coro in calls.items():
         driver = _Driver(coro)
@@ -131,7 +133,7 @@ async def run_calls(calls: Mapping[Hashable, Coroutine[Any, Any, Any]], timeout_
 
 
 async def _wait(
-    pending: dict[asyncio.Task[Any], tuple[Hashable, _Driver]], timeout_s: float, outcomes: dict[Hashable, Outcome]
+    pending: dict[asyncio.Task[Any], tuple[_Key, _Driver]], timeout_s: float, outcomes: dict[_Key, Outcome]
 ) -> None:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout_s

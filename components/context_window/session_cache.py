@@ -53,6 +53,13 @@ class BoundedCache(Generic[K, V]):
         self.misses += 1
         return self.put(key, await compute())
 
+    def touch(self, key: K) -> None:
+        """Mark ``key`` as just used: it goes last (least-recently-used eviction, for costly values)."""
+        self._entries.move_to_end(key)
+
+    def discard(self, key: K) -> None:
+        self._entries.pop(key, None)
+
     def discard_where(self, doomed: Callable[[K], bool]) -> int:
         """Drop the entries whose key ``doomed`` accepts; returns how many went."""
         keys = [k for k in self._entries if doomed(k)]

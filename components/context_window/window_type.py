@@ -174,7 +174,7 @@ class DynamicAdjustment(_Model):
         c, a = self.condition, self.action
         cond = c.type + (f"({c.threshold})" if hasattr(c, "threshold") else "")
         cond += f"({c.phase})" if isinstance(c, PhaseIs) else ""
-        detail = {"reduce": lambda: f" by {a.by_pct:g}%", "transfer": lambda: f" -> {a.to}"}.get(a.type, lambda: "")()
+        detail = f" by {a.by_pct:g}%" if isinstance(a, Reduce) else f" -> {a.to}" if isinstance(a, Transfer) else ""
         return f"{cond} -> {a.type} {a.module}{detail}"
 
     def modules(self) -> set[str]:

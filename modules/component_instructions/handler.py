@@ -19,12 +19,12 @@ from components.context_window.base import (
     ContextModule,
     Contribution,
     ModuleManifest,
+    TokenCounter,
     joined,
     text_contribution,
 )
 from components.context_window.fitting import estimator, fit_blocks
 from components.context_window.options import option
-from components.context_window.token_estimator import TokenEstimator
 
 HEADER = "## Component instructions"
 INTENSITIES = ("full", "medium", "light")
@@ -87,7 +87,7 @@ def enabled_texts(ctx: AssemblyContext) -> tuple[dict[str, Mapping[str, str]], l
 
 
 def fit_intensities(
-    texts: Mapping[str, Mapping[str, str]], start: int, budget: int, tokens: TokenEstimator
+    texts: Mapping[str, Mapping[str, str]], start: int, budget: int, tokens: TokenCounter
 ) -> tuple[list[str], list[str]]:
     """The fullest blocks that fit, and the intensity each got; below all-light, drop from the end."""
     names = list(texts)

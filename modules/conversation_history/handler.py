@@ -9,7 +9,7 @@ summarizer provider when one is configured, otherwise extracted from the dropped
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
 from functools import lru_cache
 from typing import Any
@@ -53,7 +53,7 @@ is reused until this many more messages have been dropped (bounded model calls),
 Unit = tuple[Message, ...]
 
 
-async def unit_pages(source: MessageSource, phase: str | None = None) -> AsyncIterator[list[tuple[int, Unit]]]:
+async def unit_pages(source: MessageSource, phase: str | None = None) -> AsyncGenerator[list[tuple[int, Unit]], None]:
     """Per page read, the units it completes, newest first, as ``(position of the unit's first message, unit)``.
 
     Pages are read only as the caller walks on; a walk steps once per page, not per message.

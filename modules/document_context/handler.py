@@ -20,13 +20,13 @@ from components.context_window.base import (
     Contribution,
     Document,
     ModuleManifest,
+    TokenCounter,
     joined,
     text_contribution,
 )
 from components.context_window.fitting import cut_to_chars, cut_to_tokens, estimator, fit_blocks, water_fill
 from components.context_window.options import option
 from components.context_window.session_cache import SessionCache
-from components.context_window.token_estimator import TokenEstimator
 
 HEADER = "## Documents attached to this session"
 PER_FILE_CHARS = 20_000
@@ -56,7 +56,7 @@ class Prepared:
             parts.append(f"[Document truncated: showing the first {len(body):,} of {len(self.doc.text):,} characters]")
         return "\n".join(parts)
 
-    def cut_block(self, max_tokens: int, tokens: TokenEstimator) -> str:
+    def cut_block(self, max_tokens: int, tokens: TokenCounter) -> str:
         """The block within ``max_tokens``, body cut at a paragraph or sentence end; "" if nothing fits."""
         frame = tokens.count(self.block("x")) - 1  # title and marker (its numbers are at most this long)
         room = max_tokens - frame - 2
@@ -112,7 +112,7 @@ class DocumentContextModule(ContextModule):
         return super().get_status() | {"cache": self._cache.stats(), "last": dict(self._last)}
 
     def _cut_to_budget(
-        self, prepared: list[Prepared], note: str, budget: int, tokens: TokenEstimator, session_id: str
+        self, prepared: list[Prepared], note: str, budget: int, tokens: TokenCounter, session_id: str
     ) -> list[str]:
         """Each document cut to a fair token share; the omitted note (if any) keeps its place at the end."""
         reserve = tokens.count(HEADER) + 1 + (tokens.count(note) + 1 if note else 0) + len(prepared)
@@ -128,7 +128,7 @@ class DocumentContextModule(ContextModule):
                 return blocks
         return fit_blocks(blocks, budget, tokens, HEADER)
 
-    def _cached_cut(self, p: Prepared, share: int, tokens: TokenEstimator, session_id: str) -> str:
+    def _cached_cut(self, p: Prepared, share: int, tokens: TokenCounter, session_id: str) -> str:
         key = ("cut", p.doc.id, p.doc.name, p.doc.text, len(p.text), share, tokens)
         return self._cache.get_or_compute(session_id, key, lambda: p.cut_block(share, tokens))
 

@@ -24,6 +24,7 @@ from components.context_window.base import (
     Contribution,
     Message,
     Passage,
+    TokenCounter,
     joined,
     newest_first,
 )
@@ -31,7 +32,6 @@ from components.context_window.fitting import clip, estimator
 from components.context_window.metering import labelled
 from components.context_window.phases import visible
 from components.context_window.session_cache import SessionCache
-from components.context_window.token_estimator import TokenEstimator
 
 log = logging.getLogger(__name__)
 
@@ -396,11 +396,11 @@ def _text(sources: Sequence[Source]) -> str:
     return joined(HEADER, _blocks(sources))
 
 
-def _cost(sources: Sequence[Source], tokens: TokenEstimator) -> int:
+def _cost(sources: Sequence[Source], tokens: TokenCounter) -> int:
     return tokens.count(_text(sources))
 
 
-def _estimate(sources: Sequence[Source], tokens: TokenEstimator) -> int:
+def _estimate(sources: Sequence[Source], tokens: TokenCounter) -> int:
     """An upper estimate of ``_cost`` from per-part counts, which stay cached from turn to turn.
 
     Counting the whole text for every candidate would re-tokenise it each time. The "[SOURCE n] "
@@ -417,7 +417,7 @@ _MIN_WINDOW = 12
 """Tokens below which the room left is not worth a window (a label and a sentence fragment)."""
 
 
-def pack(plan: Plan, budget: int, tokens: TokenEstimator, opts: Options) -> list[Source]:
+def pack(plan: Plan, budget: int, tokens: TokenCounter, opts: Options) -> list[Source]:
     """The sources for ``budget``: the ranked hits best first (whole, else a window of the best part in
     the room left), then neighbours of strong hits with what remains."""
     terms = query_terms(plan.retrieval_query)
@@ -453,7 +453,7 @@ def _widen(
     chosen: list[Source],
     nearby: Mapping[tuple[str, str, int], list[Passage]],
     budget: int,
-    tokens: TokenEstimator,
+    tokens: TokenCounter,
     opts: Options,
 ) -> list[Source]:
     """Neighbours of the chosen strong hits, each worth its hit's score decayed by distance, best first,
@@ -535,7 +535,7 @@ def _sentences(text: str) -> tuple[tuple[tuple[int, int], ...], tuple[frozenset[
     return spans, tuple(query_terms(text[a:b]) for a, b in spans)
 
 
-def _window(text: str, terms: frozenset[str], room: int, tokens: TokenEstimator) -> str | None:
+def _window(text: str, terms: frozenset[str], room: int, tokens: TokenCounter) -> str | None:
     """The run of whole sentences of ``text`` within ``room`` tokens that holds most of the query's
     words (the earliest such run), "…" marking what was left out; None if not one sentence fits."""
     spans, words = _sentences(text)

@@ -19,12 +19,12 @@ from components.context_window.base import (
     ContextModule,
     Contribution,
     ModuleManifest,
+    TokenCounter,
     joined,
     text_contribution,
 )
 from components.context_window.fitting import cut_to_tokens, estimator, fit_blocks
 from components.context_window.options import option
-from components.context_window.token_estimator import TokenEstimator
 
 HEADER = (
     "## Champion cases\n"
@@ -107,7 +107,7 @@ def render_case(number: int, case: ChampionCase) -> str:
     return "\n".join(parts)
 
 
-def _shortened_best(block: str, budget: int, tokens: TokenEstimator) -> list[str]:
+def _shortened_best(block: str, budget: int, tokens: TokenCounter) -> list[str]:
     """The best case cut at a sentence end to fit; nothing if not even its question survives."""
     room = budget - tokens.count(HEADER) - 1
     while room > 0:

@@ -34,13 +34,13 @@ from components.context_window.base import (
     ContextModule,
     Contribution,
     ModuleManifest,
+    TokenCounter,
     ToolSchema,
     newest_first,
     thaw,
 )
 from components.context_window.fitting import first_sentence
 from components.context_window.session_cache import BoundedCache
-from components.context_window.token_estimator import TokenEstimator
 
 LEVELS = ("full", "condensed", "partial", "names_only")
 NAMES_HEADER = "Available tools:"
@@ -113,7 +113,7 @@ def name_line(tool: ToolSchema) -> str:
     return f"- {tool.name}"
 
 
-def cost(contribution: Contribution, tokens: TokenEstimator) -> int:
+def cost(contribution: Contribution, tokens: TokenCounter) -> int:
     """Tokens as the orchestrator counts them: each schema, plus the text block as one message."""
     text = contribution.text()
     return tokens.count_tools(contribution.tool_schemas()) + (tokens.count_text_message(text) if text else 0)
@@ -291,16 +291,16 @@ class ToolDefinitionsModule(ContextModule):
             return self._made(tools, [schemas[id(t)] for t in tools], [], "condensed", method)
         chosen = self._partial(tools, ranked, budget, tokens)
         while chosen:
-            schemas = [chosen[id(t)] for t in tools if id(t) in chosen]
+            sent = [chosen[id(t)] for t in tools if id(t) in chosen]
             rest = [t for t in ranked if id(t) not in chosen]  # best first: what to ask for is on top
-            made = self._made(tools, schemas, rest, "partial", method)
+            made = self._made(tools, sent, rest, "partial", method)
             if cost(made, tokens) <= budget:
                 return made
             del chosen[next(id(t) for t in reversed(ranked) if id(t) in chosen)]  # the list's estimate was short
         return self._names_only(ranked, budget, tokens)
 
     def _upgrade(
-        self, ranked: Sequence[ToolSchema], chosen: dict[int, ToolSchema], budget: int, tokens: TokenEstimator
+        self, ranked: Sequence[ToolSchema], chosen: dict[int, ToolSchema], budget: int, tokens: TokenCounter
     ) -> dict[int, ToolSchema]:
         """Best-ranked first, swap a chosen condensed schema for the full one while the total stays in budget."""
         used = tokens.count_tools(list(chosen.values()))
@@ -314,7 +314,7 @@ class ToolDefinitionsModule(ContextModule):
         return chosen
 
     def _partial(
-        self, tools: Sequence[ToolSchema], ranked: Sequence[ToolSchema], budget: int, tokens: TokenEstimator
+        self, tools: Sequence[ToolSchema], ranked: Sequence[ToolSchema], budget: int, tokens: TokenCounter
     ) -> dict[int, ToolSchema]:
         """Schemas for the best-ranked tools (by ``id`` of the tool) leaving room to list the rest by name."""
         names_cost = tokens.count_text_message(PARTIAL_HEADER) + sum(tokens.count(name_line(t)) + 1 for t in tools)
@@ -364,7 +364,7 @@ class ToolDefinitionsModule(ContextModule):
             metadata=meta,
         )
 
-    def _names_only(self, tools: Sequence[ToolSchema], budget: int, tokens: TokenEstimator) -> Contribution:
+    def _names_only(self, tools: Sequence[ToolSchema], budget: int, tokens: TokenCounter) -> Contribution:
         """A text list in the given order; trailing names are dropped if even the list does not fit."""
         lines: list[str] = []
         used = tokens.count_text_message(NAMES_HEADER) + 1  # the message, its header and the newline

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from quart import Blueprint
-from quart_schema import tag, validate_querystring
+from quart_schema import tag_blueprint, validate_querystring
 
 from ..auth import require
 from ..service import service
@@ -13,12 +13,12 @@ from ..store.audit import audit_dict
 from .schemas import AuditQuery
 
 bp = Blueprint("audit", __name__, url_prefix="/v1/audit")
-tag(["audit"])(bp)
+tag_blueprint(bp, ["audit"])
 
 
 @bp.get("")
 @require("admin")
 @validate_querystring(AuditQuery)
 async def list_audit(query_args: AuditQuery) -> dict[str, Any]:
-    rows = await service().store.audit.list(query_args.entity, query_args.entity_id, query_args.limit)
+    rows = await service().store.audit.all(query_args.entity, query_args.entity_id, query_args.limit)
     return {"entries": [audit_dict(r) for r in rows]}

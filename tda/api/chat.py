@@ -10,7 +10,6 @@ without it a call is stateless and leaves nothing behind.
 from __future__ import annotations
 
 import contextlib
-import json
 import re
 import time
 import uuid
@@ -19,13 +18,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from quart import Blueprint, Response, request
-from quart_schema import document_request, tag
+from quart_schema import document_request, tag_blueprint
 
 from components.context_window.base import Message, ToolSchema, text_of_parts
 from components.context_window.budget import BudgetExceeded
 
 from ..auth import actor, require
 from ..errors import Conflict, Invalid, NotFound, ServiceError, field_errors
+from ..events import encode_sse
 from ..gateway import ClientCall, complete, split
 from ..llm import Choice, routing_error
 from ..models import ProfileRow, SessionRow
@@ -36,7 +36,7 @@ from .openapi import openai_wire
 from .streaming import start_turn
 
 bp = Blueprint("chat", __name__, url_prefix="/v1")
-tag(["chat"])(bp)
+tag_blueprint(bp, ["chat"])
 
 SESSION_HEADER = "X-TDA-Session"
 PROFILE_HEADER = "X-TDA-Profile"
@@ -173,9 +173,10 @@ def _message(m: ChatMessage, index: int) -> Message:
         msg = "every content part needs a 'type' (text, image_url, input_audio, file)"
         raise Invalid(f"messages[{index}]: {msg}", errors=[{"loc": f"messages.{index}.content", "msg": msg}])
     parts = tuple(content) if isinstance(content, list) else None
+    text = text_of_parts(parts) if parts is not None else content if isinstance(content, str) else ""
     return Message(
-        role=role,  # type: ignore[arg-type]
-        content=text_of_parts(parts) if parts is not None else content or "",
+        role=role,
+        content=text,
         parts=parts,
         tool_calls=tuple(c.model_dump() for c in m.tool_calls or ()),
         tool_call_id=m.tool_call_id,
@@ -309,11 +310,7 @@ def _chunk(chunk_id: str, model: str, delta: dict[str, Any], finish: str | None 
         "model": model,
         "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}],
     }
-    return _sse(body)
-
-
-def _sse(body: Any) -> bytes:
-    return f"data: {json.dumps(body, separators=(',', ':'))}\n\n".encode()
+    return encode_sse(body)
 
 
 async def _streamed(
@@ -336,12 +333,12 @@ async def _streamed(
                 yield _chunk(chunk_id, model, delta)
         if (exc := streamed.error()) is not None:
             message = exc.message if isinstance(exc, ServiceError) else f"{type(exc).__name__}: {exc}"
-            yield _sse({"error": {"message": message, "type": getattr(exc, "code", "internal_error")}})
+            yield encode_sse({"error": {"message": message, "type": getattr(exc, "code", "internal_error")}})
         else:
             result = streamed.turn.result()
             yield _chunk(chunk_id, result["model"], {}, result["finish_reason"])
             if usage:
-                yield _sse(
+                yield encode_sse(
                     {
                         "id": chunk_id,
                         "object": "chat.completion.chunk",

@@ -6,7 +6,7 @@ import re
 from typing import Any
 
 from quart import Blueprint
-from quart_schema import tag, validate_request
+from quart_schema import tag_blueprint, validate_request
 
 from ..auth import actor, require
 from ..errors import Invalid
@@ -15,7 +15,7 @@ from ..store.components import instruction_dict
 from .schemas import ComponentInstructionsIn
 
 bp = Blueprint("components", __name__, url_prefix="/v1/component-instructions")
-tag(["component instructions"])(bp)
+tag_blueprint(bp, ["component instructions"])
 
 
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -32,7 +32,7 @@ def _checked_id(component_id: str) -> str:
 @require("viewer")
 async def list_instructions() -> dict[str, Any]:
     """Every component's instructions; a profile's ``components`` name which of them a turn sends."""
-    return {"components": [instruction_dict(r) for r in await service().store.components.list()]}
+    return {"components": [instruction_dict(r) for r in await service().store.components.all()]}
 
 
 @bp.get("/<component_id>")

@@ -121,7 +121,7 @@ async def check_json_body() -> None:
     that says what is wrong, before any handler (or the JSON parser's recursion) meets them."""
     if request.method not in ("POST", "PUT", "PATCH"):
         return
-    raw = await request.get_data(cache=True, as_text=False)
+    raw = await request.get_data(cache=True, as_text=False, parse_form_data=False)
     try:
         text = raw.decode()
     except UnicodeDecodeError:

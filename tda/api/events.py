@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 from quart import Blueprint, Response, request
-from quart_schema import tag
+from quart_schema import tag_blueprint
 
 from .. import metrics
 from ..auth import require
@@ -14,7 +14,7 @@ from ..service import TDAService, service
 from .openapi import event_stream
 
 bp = Blueprint("events", __name__, url_prefix="/v1")
-tag(["events"])(bp)
+tag_blueprint(bp, ["events"])
 
 RESUME_BATCH = 500
 
@@ -62,7 +62,7 @@ async def _stored(svc: TDAService, session_id: str | None, after: int) -> AsyncI
         rows = await svc.store.sessions.snapshots(session_id, after, RESUME_BATCH)
         for row in rows:
             after = row.id
-            yield encode_sse(SNAPSHOT_EVENT, {"snapshot_id": row.id, **row.data}, row.id), row.id
+            yield encode_sse({"snapshot_id": row.id, **row.data}, SNAPSHOT_EVENT, row.id), row.id
         if len(rows) < RESUME_BATCH:
             return
 

@@ -11,7 +11,7 @@ import binascii
 from typing import Any
 
 from quart import Blueprint
-from quart_schema import tag, validate_request
+from quart_schema import tag_blueprint, validate_request
 
 from ..auth import require
 from ..errors import Invalid, NotFound
@@ -22,7 +22,7 @@ from ..service import service
 from .schemas import KnowledgeContextIn, KnowledgeDocumentIn, KnowledgeIngestIn, KnowledgeSearchIn
 
 bp = Blueprint("knowledge", __name__, url_prefix="/v1/knowledge")
-tag(["knowledge"])(bp)
+tag_blueprint(bp, ["knowledge"])
 
 
 def _existing(store: KnowledgeStore, names: list[str]) -> None:

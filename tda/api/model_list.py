@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from quart import Blueprint
-from quart_schema import tag
+from quart_schema import tag_blueprint
 
 from ..auth import require
 from ..errors import NotFound, ServiceError
@@ -22,7 +22,7 @@ from .errors import openai_error
 from .openapi import openai_json
 
 bp = Blueprint("models", __name__, url_prefix="/v1/models")
-tag(["chat"])(bp)
+tag_blueprint(bp, ["chat"])
 
 DEFAULT_MODEL_ID = "tda"
 PROFILE_PREFIX = "tda/"
@@ -70,7 +70,7 @@ class ModelNotFound(NotFound):
 
 
 async def _entries(svc: TDAService) -> list[dict[str, Any]]:
-    profiles = await svc.store.profiles.list()
+    profiles = await svc.store.profiles.all()
     default = next((p for p in profiles if p.id == DEFAULT_PROFILE), None)
     entries = [_entry(DEFAULT_MODEL_ID, default.created_at if default else None, "tda")]
     entries += [_entry(f"{PROFILE_PREFIX}{p.id}", p.created_at, "tda") for p in profiles]

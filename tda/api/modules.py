@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from quart import Blueprint
-from quart_schema import tag, validate_request
+from quart_schema import tag_blueprint, validate_request
 
 from ..auth import actor, require
 from ..errors import Conflict, Invalid, NotFound
@@ -16,7 +16,7 @@ from ..turns import resolve_type
 from .schemas import InstallIn, PurgeIn
 
 bp = Blueprint("modules", __name__, url_prefix="/v1/context-window")
-tag(["modules"])(bp)
+tag_blueprint(bp, ["modules"])
 
 
 def _modules(svc: TDAService) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from quart import Blueprint
-from quart_schema import tag, validate_request
+from quart_schema import tag_blueprint, validate_request
 
 from components.context_window.token_estimator import resolve_model_limit
 
@@ -17,7 +17,7 @@ from .common import check_same_as_stored
 from .schemas import ProfileIn, ProfilePatch
 
 bp = Blueprint("profiles", __name__, url_prefix="/v1/profiles")
-tag(["profiles"])(bp)
+tag_blueprint(bp, ["profiles"])
 
 
 def check_limit_lowers(limit: int | None, model: str, loc: str = "context_limit") -> None:
@@ -45,7 +45,7 @@ def _patch_fields(data: ProfilePatch) -> dict[str, Any]:
 @bp.get("")
 @require("viewer")
 async def list_profiles() -> dict[str, Any]:
-    return {"profiles": [profile_dict(p) for p in await service().store.profiles.list()]}
+    return {"profiles": [profile_dict(p) for p in await service().store.profiles.all()]}
 
 
 @bp.post("")

@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import json
 import re
 import time
 import uuid
@@ -24,13 +23,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from quart import Blueprint, Response
-from quart_schema import document_request, tag
+from quart_schema import document_request, tag_blueprint
 
 from components.context_window.base import Message, ToolSchema
 from components.context_window.budget import BudgetExceeded
 
 from ..auth import require
 from ..errors import Conflict, Invalid, NotFound, ServiceError, field_errors
+from ..events import encode_sse
 from ..gateway import ClientCall, answered, complete, split
 from ..models import ProfileRow, SessionRow
 from ..service import TDAService, service
@@ -40,7 +40,7 @@ from .openapi import openai_wire
 from .streaming import start_turn
 
 bp = Blueprint("responses", __name__, url_prefix="/v1")
-tag(["chat"])(bp)
+tag_blueprint(bp, ["chat"])
 bp.errorhandler(ServiceError)(openai_error)
 bp.errorhandler(BudgetExceeded)(over_budget)
 
@@ -487,12 +487,18 @@ async def _streamed(
 ) -> Response:
     """The Responses API's events as the model answers; an error after it started arrives as ``response.failed``."""
     snapshot_id: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-    call = dataclasses.replace(call, on_snapshot=lambda i: snapshot_id.done() or snapshot_id.set_result(i))
+
+    def snapshot_recorded(i: int) -> None:
+        if not snapshot_id.done():
+            snapshot_id.set_result(i)
+
+    call = dataclasses.replace(call, on_snapshot=snapshot_recorded)
     streamed = await start_turn(svc, call, profile, session)
 
     async def events() -> AsyncIterator[bytes]:
         if session is not None:  # the id names the recorded call (stored before the model answers, as a rule)
-            await asyncio.wait({snapshot_id, streamed.turn}, return_when=asyncio.FIRST_COMPLETED)
+            either: set[asyncio.Future[Any]] = {snapshot_id, streamed.turn}
+            await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
             if snapshot_id.done():
                 shape.id = f"resp_{snapshot_id.result()}_{session.id}"
         stream = _Stream(shape)
@@ -536,7 +542,7 @@ class _Stream:
     def event(self, kind: str, **fields: Any) -> bytes:
         body = {"type": kind, "sequence_number": self.sequence, **fields}
         self.sequence += 1
-        return f"event: {kind}\ndata: {json.dumps(body, separators=(',', ':'))}\n\n".encode()
+        return encode_sse(body, kind)
 
     def delta(self, delta: dict[str, Any]) -> list[bytes]:
         out = []
@@ -585,13 +591,11 @@ class _Stream:
                 out += self._close_call(place, _with_arguments(first, "".join(arguments)))
             self.calls[index] = len(self.calls)
             out += self._open_call(self.calls[index], call)
-        if (arguments := (call.get("function") or {}).get("arguments")) and self.open_call is not None:
+        if (fragment := (call.get("function") or {}).get("arguments")) and self.open_call is not None:
             place = self.calls[index]
             if self.open_call[0] == place:  # (a late fragment of a call already closed is in the completed response)
-                self.open_call[2].append(arguments)
-                out.append(
-                    self.event("response.function_call_arguments.delta", **self._call_at(place), delta=arguments)
-                )
+                self.open_call[2].append(fragment)
+                out.append(self.event("response.function_call_arguments.delta", **self._call_at(place), delta=fragment))
         return out
 
     def _open_message(self) -> list[bytes]:

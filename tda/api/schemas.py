@@ -251,7 +251,7 @@ class PreviewIn(_In):
 KnowledgeMime = Literal["text/plain", "text/markdown", "text/x-markdown", "text/html", "application/pdf"]
 MAX_KNOWLEDGE_DOCUMENT_BYTES = 10 * 1024 * 1024
 """A document sent to a knowledge collection, decoded (the body as a whole is bounded by TDA_MAX_BODY_BYTES)."""
-KnowledgeCollections = Field(
+KnowledgeCollections: Any = Field(
     default_factory=list, max_length=50, description="collection names (search: empty means every collection)"
 )
 

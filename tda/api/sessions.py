@@ -6,16 +6,18 @@ import time
 from typing import Any
 
 from quart import Blueprint
-from quart_schema import tag, validate_querystring, validate_request
+from quart_schema import tag_blueprint, validate_querystring, validate_request
 
 from components.context_window.token_estimator import resolve_model_limit
 
 from ..analytics import context_analytics
 from ..auth import actor, require
+from ..champions import set_feedback
+from ..phase_change import carried_into_phase
 from ..service import service
 from ..store.profiles import profile_dict
 from ..store.sessions import attachment_dict, message_dict, session_dict, snapshot_dict, turn_dict
-from ..turns import STEPS, answer_tool_calls, carried_into_phase, resolve_type, run_turn, set_feedback
+from ..turns import STEPS, answer_tool_calls, resolve_type, run_turn
 from .common import check_same_as_stored
 from .profiles import check_limit_lowers
 from .schemas import (
@@ -33,13 +35,13 @@ from .schemas import (
 )
 
 bp = Blueprint("sessions", __name__, url_prefix="/v1/sessions")
-tag(["sessions"])(bp)
+tag_blueprint(bp, ["sessions"])
 
 
 @bp.get("")
 @require("viewer")
 async def list_sessions() -> dict[str, Any]:
-    return {"sessions": [session_dict(s) for s in await service().store.sessions.list()]}
+    return {"sessions": [session_dict(s) for s in await service().store.sessions.all()]}
 
 
 @bp.post("")

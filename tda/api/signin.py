@@ -5,14 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from quart import Blueprint, g
-from quart_schema import security_scheme, tag, validate_request
+from quart_schema import security_scheme, tag_blueprint, validate_request
 
 from ..auth import authenticate, csrf_token, require, sign_in, sign_out
 from ..service import service
 from .schemas import SignInIn
 
 bp = Blueprint("auth", __name__, url_prefix="/v1/auth")
-tag(["auth"])(bp)
+tag_blueprint(bp, ["auth"])
 
 
 @bp.post("/session")

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 from quart import Blueprint
-from quart_schema import tag, validate_querystring
+from quart_schema import tag_blueprint, validate_querystring
 
 from ..auth import require
 from ..replay import replay
@@ -24,7 +24,7 @@ class TraceQuery(BaseModel):
     )
 
 
-tag(["snapshots"])(bp)
+tag_blueprint(bp, ["snapshots"])
 
 
 @bp.get("/<int(max=2147483647):snapshot_id>")

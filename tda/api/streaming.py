@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any
 
 from ..gateway import ClientCall, complete
@@ -21,7 +21,7 @@ class StreamedTurn:
     queue: asyncio.Queue[dict[str, Any]]
     first: asyncio.Task[dict[str, Any]]
 
-    async def deltas(self) -> AsyncIterator[dict[str, Any]]:
+    async def deltas(self) -> AsyncGenerator[dict[str, Any], None]:
         """Each delta as the model sends it (``{"content": ...}`` or ``{"tool_calls": [...]}``), until the turn
         ends. Close it (``contextlib.aclosing``) when the client goes away: the turn itself goes on and is
         recorded."""

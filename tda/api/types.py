@@ -7,23 +7,23 @@ import weakref
 from typing import Any
 
 from quart import Blueprint, Response, request
-from quart_schema import document_request, tag, validate_request
+from quart_schema import document_request, tag_blueprint, validate_request
 
 from components.context_window.window_type import ContextWindowType
 
 from ..auth import actor, require
 from ..errors import Invalid
+from ..preview import preview
 from ..service import service
 from ..store import StoredType
 from ..store.types import TypeList
-from ..turns import preview
 from .common import if_match_version, json_object
 from .openapi import if_match
 from .profiles import check_limit_lowers
 from .schemas import PreviewIn, RollbackIn
 
 bp = Blueprint("types", __name__, url_prefix="/v1/context-window-types")
-tag(["context-window-types"])(bp)
+tag_blueprint(bp, ["context-window-types"])
 COMPUTED = ("etag", "version", "updated_at")
 """What GET adds to a type: a body GET returned can be sent back (read-modify-write); these are ignored
 (the version a write applies to is the one in If-Match)."""
@@ -82,7 +82,21 @@ async def preview_type(data: PreviewIn) -> dict[str, Any]:
         session = await svc.store.sessions.get(data.session_id)
         profile = await svc.store.profiles.get(data.profile_id or session.profile_id)
         check_limit_lowers(data.context_limit, profile.model or svc.settings.model)
-    return await preview(svc, data)
+    if data.type is not None:
+        window_type: ContextWindowType = svc.validate_type(data.type, loc=("type",))
+        version = None
+    else:
+        stored = await svc.store.types.get(data.type_id or "")
+        window_type, version = stored.type, stored.version
+    return await preview(
+        svc,
+        window_type,
+        version,
+        data.session_id,
+        data.query,
+        profile_id=data.profile_id,
+        context_limit=data.context_limit,
+    )
 
 
 @bp.get("/<other_than(preview):type_id>")

@@ -23,7 +23,7 @@ import numpy as np
 from chromadb.utils.embedding_functions import config_to_embedding_function
 
 from .embeddings import make_embedder
-from .store import CASES_COLLECTION, KnowledgeStore
+from .store import CASES_COLLECTION, KnowledgeStore, included
 
 FILE_NAME = "champion_cases.sqlite3"
 _SCHEMA = """
@@ -108,9 +108,10 @@ def _move_from_chroma(db: sqlite3.Connection, store: KnowledgeStore) -> dict[str
     if collection is None:
         function = make_embedder(store.embedder_name)
     else:
-        function = collection.configuration.get("embedding_function")
+        function = included(collection.configuration.get("embedding_function"))
         found = collection.get(include=["documents", "metadatas", "embeddings"])
-        rows = zip(found["ids"], found["documents"], found["metadatas"], found["embeddings"], strict=True)
+        documents, metadatas = included(found["documents"]), included(found["metadatas"])
+        rows = zip(found["ids"], documents, metadatas, included(found["embeddings"]), strict=True)
     described = {"name": function.name(), "config": function.get_config()}
     with db:
         db.executemany(_UPSERT, [_row(*row) for row in rows])

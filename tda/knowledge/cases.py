@@ -32,7 +32,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -41,7 +41,7 @@ from components.context_window.base import ChampionCase
 from .case_table import CaseTable
 from .embeddings import embeds_at_once, row_products
 from .scope import CaseScope, case_groups, case_id
-from .store import CASES_COLLECTION, KnowledgeStore
+from .store import CASES_COLLECTION, KnowledgeStore, included
 
 __all__ = ["CaseRecord", "CaseScope", "ChampionCaseStore", "case_id"]
 
@@ -232,12 +232,12 @@ class ChampionCaseStore:
             step = self.store.client.get_max_batch_size()
             for start in range(0, len(ids), step):
                 part = cids[start : start + step]
-                records = {
-                    "ids": ids[start : start + step],
-                    "documents": [kept[cid].document for cid in part],
-                    "metadatas": [{**kept[cid].metadata, "case_id": cid} for cid in part],
-                    "embeddings": [kept[cid].embedding for cid in part],
-                }
+                records = _Records(
+                    ids=ids[start : start + step],
+                    documents=[kept[cid].document for cid in part],
+                    metadatas=[{**kept[cid].metadata, "case_id": cid} for cid in part],
+                    embeddings=[kept[cid].embedding for cid in part],
+                )
                 col.upsert(**records)
                 if mirror is not None:
                     with self._lock:  # a search sees a case pending or mirrored, never neither
@@ -302,8 +302,9 @@ class ChampionCaseStore:
         if rows is not None and not len(rows) and not any(servable(p.metadata) for p in pending.values()):
             return []  # nothing this scope may see: the query is not even embedded
         vector = self._embed(query)
+        found: list[ChampionCase] | None = None
         with self._lock:
-            if mirror is not None:
+            if mirror is not None and rows is not None:
                 found = mirror.nearest(vector, k, lambda cid, meta: cid not in pending and servable(meta), rows)
         if mirror is None:  # a narrow scope is a small part of the collection: ask Chroma for it at once
             found = (
@@ -332,7 +333,7 @@ class ChampionCaseStore:
             query_embeddings=[vector], n_results=n, where=where, include=["documents", "metadatas", "distances"]
         )
         columns = (found["ids"], found["documents"], found["metadatas"], found["distances"])
-        rows = list(zip(*(column[0] for column in columns), strict=True))  # type: ignore[index]
+        rows = list(zip(*(included(column)[0] for column in columns), strict=True))
         cases = [
             _case(_case_id(rid, meta or {}), text, meta or {}, 1.0 - float(distance))
             for rid, text, meta, distance in rows
@@ -342,6 +343,15 @@ class ChampionCaseStore:
         if where is None and len(cases) < wanted and len(rows) == n:
             return None
         return cases
+
+
+class _Records(TypedDict):
+    """One upsert's records, as Chroma takes them and the mirror keeps them."""
+
+    ids: list[str]
+    documents: list[str]
+    metadatas: list[dict[str, Any]]
+    embeddings: list[np.ndarray]
 
 
 class _Mirror:

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from .store import KnowledgeStore
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(subparsers: argparse._SubParsersAction) -> None:
     knowledge = subparsers.add_parser("knowledge", help="knowledge collections (Chroma): ingest, search, list, delete")
     actions = knowledge.add_subparsers(dest="knowledge_command", required=True)
 

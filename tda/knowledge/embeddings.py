@@ -18,7 +18,6 @@ import hashlib
 import itertools
 import re
 import threading
-from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -27,6 +26,8 @@ from typing import Any
 import numpy as np
 from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
 from chromadb.utils.embedding_functions import register_embedding_function
+
+from components.context_window.session_cache import BoundedCache
 
 from .minilm import MAX_POSITIONS, MiniLM
 
@@ -74,8 +75,7 @@ class _RecentVectors:
     champion cases and when recording the case; the model runs once for the three."""
 
     def __init__(self, size: int = 1024) -> None:
-        self.size = size
-        self._vectors: OrderedDict[str, Any] = OrderedDict()
+        self._vectors: BoundedCache[str, Any] = BoundedCache(size)
         self._lock = threading.Lock()
 
     def has(self, text: str) -> bool:
@@ -86,14 +86,13 @@ class _RecentVectors:
         if len(texts) > 4:  # an ingestion batch: nothing to reuse
             return encode(texts)
         with self._lock:
-            known = {t: self._vectors[t] for t in texts if t in self._vectors}
+            known = {t: v for t in texts if (v := self._vectors.get(t)) is not None}
         missing = list(dict.fromkeys(t for t in texts if t not in known))
         if missing:
             fresh = dict(zip(missing, encode(missing), strict=True))
             with self._lock:
-                self._vectors.update(fresh)
-                while len(self._vectors) > self.size:
-                    self._vectors.popitem(last=False)
+                for text, vector in fresh.items():
+                    self._vectors.put(text, vector)
             known.update(fresh)
         return [known[t] for t in texts]
 

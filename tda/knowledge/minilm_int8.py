@@ -107,8 +107,8 @@ def layers_graph(w: dict[str, np.ndarray]) -> bytes:
         return w[f"{prefix}.weight"], w[f"{prefix}.bias"]
 
     def add_and_norm(x: str, residual: str, prefix: str, name: str) -> str:
-        gain, shift = params(prefix)
-        scale, shift = const(f"{name}.g", gain), const(f"{name}.beta", shift)
+        gain, bias = params(prefix)
+        scale, shift = const(f"{name}.g", gain), const(f"{name}.beta", bias)
         node = helper.make_node("SkipLayerNormalization", [x, residual, scale, shift], [name], domain=_MS)
         node.attribute.append(helper.make_attribute("epsilon", _EPS))
         nodes.append(node)
@@ -134,7 +134,7 @@ def layers_graph(w: dict[str, np.ndarray]) -> bytes:
         down = grouped_dense(f"{n}.gelu", *params(f"{p}output.dense"), f"{n}.down", groups=4)
         x = add_and_norm(down, x, f"{p}output.LayerNorm", f"{n}.norm2")
     nodes.append(helper.make_node("Identity", [x], ["hidden"]))
-    shape = ["batch", "length", HIDDEN]
+    shape: list[str | int | None] = ["batch", "length", HIDDEN]
     graph = helper.make_graph(
         nodes,
         "all-MiniLM-L6-v2 layers, int8 weights",

@@ -59,18 +59,20 @@ class LiveKnowledge:
         with self._lock:
             if self._closed:
                 raise RuntimeError("the knowledge store was closed (the service is shutting down)")
-            if self._opened is None:
+            opened = self._opened
+            if opened is None:
                 from .cases import MAX_CASES, ChampionCaseStore
                 from .retrieval import ChromaKnowledgeRetriever
                 from .store import KnowledgeStore
 
                 store = KnowledgeStore.open(self.data_dir, self.chroma_url, embedder=self.embedder)
                 cases = ChampionCaseStore(store, self.max_cases or MAX_CASES, write_through=self.chroma_url is not None)
-                self._opened = _Opened(store, ChromaKnowledgeRetriever(store), cases)
-            return self._opened
+                opened = self._opened = _Opened(store, ChromaKnowledgeRetriever(store), cases)
+            return opened
 
     async def _ready(self) -> _Opened:
-        return self._opened or await asyncio.to_thread(self._open)
+        opened = self._opened
+        return opened if opened is not None else await asyncio.to_thread(self._open)
 
     async def warm_up(self) -> None:
         """Open the store and load the embedding model (one champion-case search embeds a query)."""

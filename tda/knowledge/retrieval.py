@@ -169,17 +169,17 @@ class ChromaKnowledgeRetriever:
         found = col.query(
             query_embeddings=[vector],
             n_results=min(self.settings.candidates, total),
-            where=where,  # type: ignore[arg-type]
+            where=where,
             include=["documents", "metadatas", "distances"],
         )
         pool = {
             i: _Candidate(i, t, dict(m or {}), name, max(0.0, 1.0 - float(d)), dense_rank=rank)
             for rank, (i, t, m, d) in enumerate(
                 zip(
-                    found["ids"][0],  # type: ignore[index]
-                    found["documents"][0],  # type: ignore[index]
-                    found["metadatas"][0],  # type: ignore[index]
-                    found["distances"][0],  # type: ignore[index]
+                    found["ids"][0],
+                    found["documents"][0],
+                    found["metadatas"][0],
+                    found["distances"][0],
                     strict=True,
                 ),
                 start=1,
@@ -305,7 +305,7 @@ def _passage(
     dense: float | None = None,
     lexical: float | None = None,
 ) -> Passage:
-    extra = {"id": id_}
+    extra: dict[str, Any] = {"id": id_}
     if dense is not None:
         extra |= {"dense_score": round(dense, 4), "lexical_score": round(lexical or 0.0, 4)}
     page = meta.get("page_start")

@@ -10,18 +10,20 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 from urllib.parse import urlparse
 
 import chromadb
 from chromadb.api import ClientAPI
 from chromadb.api.models.Collection import Collection
+from chromadb.api.types import Metadata, Where
 from chromadb.config import Settings as ChromaSettings
 
 from ..redact import redact_url
 from .chunking import Chunk, where_label
 from .embeddings import DEFAULT_EMBEDDER, make_embedder
 
+_T = TypeVar("_T")
 CASES_COLLECTION = "tda-champion-cases"
 KIND_KEY = "tda_kind"
 _NAME = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9._-]{1,510}[a-zA-Z0-9]$")
@@ -116,8 +118,9 @@ class KnowledgeStore:
                 ) from exc
         return self.client.get_or_create_collection(
             name,
-            embedding_function=make_embedder(self.embedder_name),
-            metadata={KIND_KEY: kind},  # type: ignore[arg-type]
+            # chromadb types the parameter as taking texts or images (EmbeddingFunction is invariant): ours embeds texts
+            embedding_function=make_embedder(self.embedder_name),  # type: ignore[arg-type]
+            metadata={KIND_KEY: kind},
         )
 
     def embedder_for(self, name: str) -> Any:
@@ -204,7 +207,7 @@ class KnowledgeStore:
                     documents=[c.text for c in fresh][batch],
                     metadatas=metadatas[batch],
                     embeddings=embeddings[batch],
-                )  # type: ignore[arg-type]
+                )
                 written.extend(ids[batch])
         except Exception:
             if written:
@@ -231,8 +234,8 @@ class KnowledgeStore:
     ) -> list[dict[str, Any]]:
         """Chunks as dicts (id, text, metadata), for neighbour lookup and lexical indexing."""
         got = self.collection(collection).get(
-            where=where, ids=list(ids) if ids else None, include=["documents", "metadatas"]
-        )  # type: ignore[arg-type]
+            where=cast(Where | None, where), ids=list(ids) if ids else None, include=["documents", "metadatas"]
+        )  # the filter is built by our callers as plain dicts (chromadb's Where spells its operators as Literals)
         return [
             {"id": i, "text": t, "metadata": m or {}}
             for i, t, m in zip(got["ids"], got["documents"] or [], got["metadatas"] or [], strict=True)
@@ -257,8 +260,8 @@ def embedding_text(title: str, chunk: Chunk) -> str:
     return f"{where}\n{chunk.text}" if where else chunk.text
 
 
-def _metadata(chunk: Chunk, document_id: str, title: str, doc_hash: str, source: str) -> dict[str, Any]:
-    meta: dict[str, Any] = {
+def _metadata(chunk: Chunk, document_id: str, title: str, doc_hash: str, source: str) -> Metadata:
+    meta: dict[str, str | int | None] = {
         "document_id": document_id,
         "title": title,
         "section": chunk.section,
@@ -272,3 +275,10 @@ def _metadata(chunk: Chunk, document_id: str, title: str, doc_hash: str, source:
         meta["page_start"] = chunk.page_start
         meta["page_end"] = chunk.page_end
     return meta
+
+
+def included(value: _T | None) -> _T:
+    """A field of a Chroma result that the query asked to include (typed optional: another query might not)."""
+    if value is None:
+        raise RuntimeError("Chroma left out a field the query included")
+    return value

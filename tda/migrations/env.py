@@ -36,6 +36,8 @@ async def _run_online(url: str) -> None:
 
 def main() -> None:
     url = context.config.attributes.get("url") or context.config.get_main_option("sqlalchemy.url")
+    if not url:
+        raise RuntimeError("no database URL: pass one in the Alembic config's attributes or sqlalchemy.url")
     if context.is_offline_mode():
         context.configure(url=url, target_metadata=target_metadata, literal_binds=True)
         with context.begin_transaction():

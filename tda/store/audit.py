@@ -27,7 +27,7 @@ class AuditStore:
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    async def list(self, entity: str | None = None, entity_id: str | None = None, limit: int = 100) -> list[AuditRow]:
+    async def all(self, entity: str | None = None, entity_id: str | None = None, limit: int = 100) -> list[AuditRow]:
         query = select(AuditRow).order_by(AuditRow.id.desc()).limit(limit)
         if entity:
             query = query.where(AuditRow.entity == entity)

@@ -33,7 +33,7 @@ class ComponentInstructionStore:
         self._texts: tuple[float, dict[str, dict[str, str]]] | None = None
         """When read, and every component's texts."""
 
-    async def list(self) -> list[ComponentInstructionRow]:
+    async def all(self) -> list[ComponentInstructionRow]:
         async with self.db.read() as s:
             query = select(ComponentInstructionRow).order_by(ComponentInstructionRow.component_id)
             return list((await s.scalars(query)).all())

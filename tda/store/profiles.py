@@ -7,6 +7,8 @@ from typing import Any
 
 from sqlalchemy import select
 
+from components.context_window.session_cache import BoundedCache
+
 from ..db import Database
 from ..errors import Conflict, Invalid, NotFound
 from ..models import ProfileRow, SessionRow, WindowTypeRow, utcnow
@@ -46,7 +48,7 @@ class ProfileStore:
     def __init__(self, db: Database, cache_ttl_s: float = CACHE_TTL_S) -> None:
         self.db = db
         self.cache_ttl_s = cache_ttl_s
-        self._current: dict[str, tuple[float, ProfileRow]] = {}
+        self._current: BoundedCache[str, tuple[float, ProfileRow]] = BoundedCache(MAX_CACHED)
 
     async def current(self, profile_id: str) -> ProfileRow:
         """``get`` for the per-call path (the gateway): served from memory for up to ``cache_ttl_s``, as types are
@@ -55,12 +57,10 @@ class ProfileStore:
         if cached is not None and time.monotonic() - cached[0] < self.cache_ttl_s:
             return cached[1]
         row = await self.get(profile_id)
-        if len(self._current) >= MAX_CACHED:
-            self._current.clear()
-        self._current[profile_id] = (time.monotonic(), row)
+        self._current.put(profile_id, (time.monotonic(), row))
         return row
 
-    async def list(self) -> list[ProfileRow]:
+    async def all(self) -> list[ProfileRow]:
         async with self.db.read() as s:
             return list((await s.scalars(select(ProfileRow).order_by(ProfileRow.id))).all())
 
@@ -69,7 +69,7 @@ class ProfileStore:
             return await _profile(s, profile_id)
 
     async def create(self, profile_id: str, fields: dict[str, Any], actor: str) -> ProfileRow:
-        self._current.pop(profile_id, None)
+        self._current.discard(profile_id)
         async with self.db.write() as s:
             if await s.get(ProfileRow, profile_id) is not None:
                 raise Conflict(f"a profile with id {profile_id!r} already exists; choose another id")
@@ -81,7 +81,7 @@ class ProfileStore:
         return row
 
     async def update(self, profile_id: str, fields: dict[str, Any], actor: str) -> ProfileRow:
-        self._current.pop(profile_id, None)
+        self._current.discard(profile_id)
         async with self.db.write() as s:
             row = await _profile(s, profile_id)
             await _check_type_exists(s, fields.get("context_window_type_id"))
@@ -94,7 +94,7 @@ class ProfileStore:
         return row
 
     async def delete(self, profile_id: str, actor: str) -> None:
-        self._current.pop(profile_id, None)
+        self._current.discard(profile_id)
         async with self.db.write() as s:
             row = await _profile(s, profile_id)
             sessions = (

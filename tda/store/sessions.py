@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import uuid
-from collections import namedtuple
 from dataclasses import dataclass
-from typing import Any
+from datetime import datetime
+from typing import Any, NamedTuple
 
 from sqlalchemy import BigInteger, Row, bindparam, exists, func, insert, select, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -13,9 +13,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from components.context_window.base import Message
 from components.context_window.token_estimator import counts_to_store
 
-from ..db import Database, advisory_xact_lock
+from ..db import Database, advisory_xact_lock, rowcount
 from ..errors import Conflict, Invalid, NotFound
-from ..models import AttachmentRow, MessageRow, ProfileRow, SessionRow, SnapshotRow, TurnRow, utcnow
+from ..models import AttachmentRow, Base, MessageRow, ProfileRow, SessionRow, SnapshotRow, TurnRow, utcnow
 from . import audit
 
 
@@ -53,7 +53,7 @@ def message_dict(row: MessageRow) -> dict[str, Any]:
     }
 
 
-def turn_dict(row: TurnRow) -> dict[str, Any]:
+def turn_dict(row: TurnRow | TurnTuple) -> dict[str, Any]:
     return {
         "turn": row.turn,
         "query": row.query,
@@ -136,13 +136,52 @@ _MESSAGE_COLUMNS = (
 )
 
 
-MessageTuple = namedtuple("MessageTuple", [c.key for c in _MESSAGE_COLUMNS])
-"""A message as a history page reads it (tda/history.py builds a Message and a fingerprint from each: 15 attribute
-reads, ~0.3 µs each on a Row)."""
+class MessageTuple(NamedTuple):
+    """A message as a history page reads it (tda/history.py builds a Message and a fingerprint from each: 15 attribute
+    reads, ~0.3 µs each on a Row)."""
+
+    id: int
+    turn: int
+    role: str
+    content: str
+    tool_calls: list[Any]
+    tool_call_id: str | None
+    name: str | None
+    valid: bool
+    phase: str | None
+    token_counts: dict[str, Any] | None
+    parts: list[Any] | None
+
 
 _TURN_COLUMNS = tuple(TurnRow.__table__.columns)
-TurnTuple = namedtuple("TurnTuple", [c.key for c in _TURN_COLUMNS])
-"""A turn as ``load`` reads it: a Row's attributes cost ~1 µs each, and a turn reads 10 of 40 turns' (0.4 ms)."""
+
+
+class TurnTuple(NamedTuple):
+    """A turn as ``load`` reads it: a Row's attributes cost ~1 µs each, and a turn reads 10 of 40 turns' (0.4 ms)."""
+
+    id: int
+    session_id: str
+    turn: int
+    query: str
+    plan: str
+    answer: str
+    outcome: str
+    results: list[Any]
+    summary: str
+    tokens_in: int
+    tokens_out: int
+    valid: bool
+    phase: str | None
+    model: str
+    snapshot_id: int | None
+    request_key: str | None
+    conversation_key: str | None
+    created_at: datetime
+
+
+# The tuples' fields are the columns each statement selects, in order.
+assert MessageTuple._fields == tuple(c.key for c in _MESSAGE_COLUMNS)
+assert TurnTuple._fields == tuple(c.key for c in _TURN_COLUMNS)
 
 # What ``load`` reads, built once (building a statement costs more than SQLite answering it). ``before`` and
 # ``turns_before`` are turn numbers; none given reads as _NO_TURN, past every turn (a 64-bit parameter: PostgreSQL
@@ -200,7 +239,7 @@ class SessionStore:
 
     # --- sessions --------------------------------------------------------------------------------
 
-    async def list(self, profile_id: str | None = None, limit: int = 200) -> list[SessionRow]:
+    async def all(self, profile_id: str | None = None, limit: int = 200) -> list[SessionRow]:
         query = select(SessionRow).order_by(SessionRow.created_at.desc()).limit(limit)
         if profile_id:
             query = query.where(SessionRow.profile_id == profile_id)
@@ -377,7 +416,7 @@ class SessionStore:
 
     async def record_turn(
         self, session_id: str, turn: dict[str, Any], messages: list[dict[str, Any]]
-    ) -> tuple[Row[Any], list[Row[Any]]]:
+    ) -> tuple[TurnTuple, list[Row[Any]]]:
         """The turn and its messages in one transaction: a turn is never half-recorded. Returns rows with a
         ``TurnRow``'s and a message page's attributes. Core inserts on a bare connection: an ORM session's unit
         of work cost more than the writes (3 ms against 1.6). Whether the session exists is asked only if the
@@ -396,7 +435,7 @@ class SessionStore:
             raise Conflict(
                 f"turn {turn['turn']} of session {session_id!r} was recorded meanwhile; send the query again"
             ) from None
-        return row, rows
+        return TurnTuple._make(row), rows
 
     async def extend_turn(
         self, session_id: str, turn: int, changes: dict[str, Any], messages: list[dict[str, Any]]
@@ -467,7 +506,7 @@ class SessionStore:
                 update(TurnRow).where(TurnRow.session_id == session_id, TurnRow.valid.is_(True)).values(valid=False)
             )
             await _history_changed(s, session_id)
-            counts = {"messages_invalidated": messages.rowcount, "turns_invalidated": turns.rowcount}
+            counts = {"messages_invalidated": rowcount(messages), "turns_invalidated": rowcount(turns)}
             audit.record(s, actor, "purge_memory", "session", session_id, None, counts)
         return counts
 
@@ -562,9 +601,10 @@ _COUNT_MESSAGES = (
     .execution_options(synchronize_session=False)
 )
 # Of the tables, not the mapped classes: a mapped class's insert goes through the ORM's bulk machinery.
-_INSERT_SNAPSHOT = insert(SnapshotRow.__table__).returning(SnapshotRow.__table__.c.id)
-_INSERT_TURN = insert(TurnRow.__table__).returning(*_TURN_COLUMNS)
-_INSERT_MESSAGE = insert(MessageRow.__table__).returning(*(MessageRow.__table__.c[c.key] for c in _MESSAGE_COLUMNS))
+_SNAPSHOTS, _TURNS, _MESSAGES = (Base.metadata.tables[row.__tablename__] for row in (SnapshotRow, TurnRow, MessageRow))
+_INSERT_SNAPSHOT = insert(_SNAPSHOTS).returning(_SNAPSHOTS.c.id)
+_INSERT_TURN = insert(_TURNS).returning(*_TURN_COLUMNS)
+_INSERT_MESSAGE = insert(_MESSAGES).returning(*(_MESSAGES.c[c.key] for c in _MESSAGE_COLUMNS))
 
 
 async def _history_changed(s: AsyncSession, session_id: str) -> None:

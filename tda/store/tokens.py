@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 from sqlalchemy import Select, bindparam, delete, select
 
+from components.context_window.session_cache import BoundedCache
+
 from ..db import Database
 from ..errors import NotFound
 from ..models import ApiTokenRow, BrowserSessionRow, utcnow
@@ -63,7 +65,7 @@ class TokenStore:
     def __init__(self, db: Database, cache_ttl_s: float = CACHE_TTL_S) -> None:
         self.db = db
         self.cache_ttl_s = cache_ttl_s
-        self._cache: dict[str | int, tuple[float, Principal | None]] = {}
+        self._cache: BoundedCache[str | int, tuple[float, Principal | None]] = BoundedCache(10_000)
         """token hash, or token id for a browser sign-in -> (expiry, principal): one read per token per second
         instead of one per request."""
 
@@ -86,7 +88,7 @@ class TokenStore:
         sessions too."""
         return await self._cached(token_id, _BY_ID)
 
-    async def _cached(self, key: str | int, query: Select[tuple[ApiTokenRow]]) -> Principal | None:
+    async def _cached(self, key: str | int, query: Select[ApiTokenRow]) -> Principal | None:
         now = time.monotonic()
         cached = self._cache.get(key)
         if cached is not None and cached[0] > now:
@@ -94,9 +96,7 @@ class TokenStore:
         async with self.db.read() as s:
             row = await s.scalar(query, {"key": key})
         principal = None if row is None or row.revoked_at is not None else Principal(row.id, row.name, row.role)
-        if len(self._cache) > 10_000:
-            self._cache.clear()
-        self._cache[key] = (now + self.cache_ttl_s, principal)
+        self._cache.put(key, (now + self.cache_ttl_s, principal))
         return principal
 
     async def start_session(self, token_id: int) -> str:
@@ -128,7 +128,7 @@ class TokenStore:
         async with self.db.write() as s:
             return await _end_sessions(s, [token_id])
 
-    async def list(self) -> list[ApiTokenRow]:
+    async def all(self) -> list[ApiTokenRow]:
         async with self.db.read() as s:
             return list((await s.scalars(select(ApiTokenRow).order_by(ApiTokenRow.id))).all())
 

@@ -13,9 +13,10 @@ from typing import Any
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from components.context_window.session_cache import BoundedCache
 from components.context_window.window_type import ContextWindowType, default_types
 
-from ..db import Database
+from ..db import Database, rowcount
 from ..errors import Conflict, NotFound, PreconditionFailed
 from ..models import AuditRow, ProfileRow, WindowTypeRow, WindowTypeVersionRow, utcnow
 from . import audit
@@ -47,7 +48,7 @@ def etag_for(type_id: str, version: int) -> str:
     return f'"{type_id}.v{version}"'
 
 
-_PARSED: dict[tuple[str, int, datetime], StoredType] = {}
+_PARSED: BoundedCache[tuple[str, int, datetime], StoredType] = BoundedCache(4096)
 """(id, version, updated_at) -> parsed type: a version's content never changes, so it is validated once."""
 
 
@@ -55,9 +56,7 @@ def _stored(row: WindowTypeRow) -> StoredType:
     key = (row.id, row.version, row.updated_at)
     stored = _PARSED.get(key)
     if stored is None:
-        if len(_PARSED) > 4096:
-            _PARSED.clear()
-        stored = _PARSED[key] = StoredType(ContextWindowType.model_validate(row.data), row.version, row.updated_at)
+        stored = _PARSED.put(key, StoredType(ContextWindowType.model_validate(row.data), row.version, row.updated_at))
     return stored
 
 
@@ -125,7 +124,7 @@ class TypeStore:
         self._current = TypeList(tuple(t for t in found if t is not None), checked)
         return self._current
 
-    async def list(self) -> list[StoredType]:
+    async def all(self) -> list[StoredType]:
         return list((await self.current()).types)
 
     async def get(self, type_id: str) -> StoredType:
@@ -300,7 +299,7 @@ async def _write_version(
         .values(data=data, name=data["name"], is_default=data["is_default"], version=new_version, updated_at=utcnow())
         .execution_options(synchronize_session=False)
     )
-    if result.rowcount != 1:
+    if rowcount(result) != 1:
         raise PreconditionFailed(f"{row.id!r} changed while saving; reload and try again")
     s.add(WindowTypeVersionRow(type_id=row.id, version=new_version, data=data, actor=actor))
     audit.record(s, actor, action, "context_window_type", row.id, before, data)

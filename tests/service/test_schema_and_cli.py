@@ -50,8 +50,8 @@ def test_db_upgrade_tokens_and_demo(
         store = Store.connect(f"sqlite+aiosqlite:///{tmp_path / 'var' / 'tda.db'}")
         try:
             assert await store.tokens.authenticate(demo_token) is None
-            assert len(await store.types.list()) == 4
-            assert {p.type for p in await store.profiles.list()} == {"tool_enabled", "llm_only", "rag_focused", "genie"}
+            assert len(await store.types.all()) == 4
+            assert {p.type for p in await store.profiles.all()} == {"tool_enabled", "llm_only", "rag_focused", "genie"}
             assert len((await store.sessions.load("demo")).turns) == 4
         finally:
             await store.close()

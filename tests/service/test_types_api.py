@@ -162,7 +162,7 @@ async def test_a_constraint_race_is_a_conflict_not_a_500(svc):
         raise AssertionError("a duplicate key must not pass")
     except Conflict as exc:
         assert "concurrent change" in exc.message
-    assert [p.id for p in await svc.store.profiles.list()] == ["twin"]
+    assert [p.id for p in await svc.store.profiles.all()] == ["twin"]
 
 
 async def test_the_database_refuses_a_second_default(svc):
@@ -178,7 +178,7 @@ async def test_the_database_refuses_a_second_default(svc):
         raise AssertionError("two defaults must not pass")
     except Conflict:
         pass
-    assert [t.id for t in await svc.store.types.list() if t.type.is_default] == ["balanced"]
+    assert [t.id for t in await svc.store.types.all() if t.type.is_default] == ["balanced"]
 
 
 async def test_an_unchanged_put_keeps_the_version_and_a_rollback_says_what_it_restored(client, admin):
