@@ -42,4 +42,6 @@ async def preview(
         "session_id": session_id,
         "summary": assembled.snapshot.summary(),
         "snapshot": assembled.snapshot.to_dict(),
+        "messages": assembled.messages,  # what the model would be sent, as sent
+        "tools": assembled.tools,
     }
