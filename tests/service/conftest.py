@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from tda.app import create_app
 from tda.config import Settings
 from tda.db import upgrade
 from tda.service import TDAService
+from tests.service.fake_upstream import FakeUpstream, fake_upstream
 from tests.service.served_app import serving
 from tests.service.support import BOOM, ECHO, FIXTURE_TYPE, ScriptedModel, Served, write_module
 
@@ -115,3 +117,16 @@ async def served(settings: Settings) -> AsyncIterator[Served]:
         finally:
             for client in target.clients:
                 await client.close()
+
+
+@pytest.fixture
+def upstream() -> Iterator[FakeUpstream]:
+    """A fake OpenAI-compatible (and Anthropic) upstream on 127.0.0.1 that records every request."""
+    with fake_upstream() as fake:
+        yield fake
+
+
+@pytest.fixture
+def live(settings: Settings) -> Settings:
+    """The test settings with the mock model off: turns call an upstream."""
+    return dataclasses.replace(settings, mock_model=False)

@@ -5,16 +5,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import statistics
-from collections.abc import Iterator
 from itertools import pairwise
 from typing import Any
 
 import litellm
 import pytest
 
-from tda.config import Settings
 from tda.llm import with_cache_breakpoints
-from tests.service.fake_upstream import FakeUpstream, fake_upstream
 from tests.service.served_app import served
 
 PARAMETERS = {"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]}
@@ -77,18 +74,6 @@ async def test_a_long_chat_keeps_a_byte_stable_prefix_while_history_stays_full(c
     assert statistics.median(ratios) >= 0.70, ratios
     assert statistics.mean(fills) >= 0.50, fills
     assert all(abs(reported - measured) <= 0.05 * measured for reported, measured in honesty if measured), honesty
-
-
-@pytest.fixture
-def upstream() -> Iterator[FakeUpstream]:
-    with fake_upstream() as fake:
-        yield fake
-
-
-@pytest.fixture
-def live(settings: Settings) -> Settings:
-    """The test settings with the mock model off: turns call the fake upstream."""
-    return dataclasses.replace(settings, mock_model=False)
 
 
 TOOLS = [

@@ -7,7 +7,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import uuid
-from collections.abc import Iterator
 
 import openai
 import pytest
@@ -28,18 +27,6 @@ def secret(monkeypatch: pytest.MonkeyPatch) -> str:
     value = f"sk-test-{uuid.uuid4().hex}"
     monkeypatch.setenv(KEY_VAR, value)
     return value
-
-
-@pytest.fixture
-def upstream() -> Iterator[FakeUpstream]:
-    with fake_upstream() as fake:
-        yield fake
-
-
-@pytest.fixture
-def live(settings: Settings) -> Settings:
-    """The test settings with the mock model off: turns call an upstream."""
-    return dataclasses.replace(settings, mock_model=False)
 
 
 @pytest.fixture
