@@ -115,6 +115,8 @@ class _Place:
     turn: int
     new: bool
     """A new turn (else the next step, or a retry, of ``turn``)."""
+    request_key: str
+    """The digest of the conversation through its user message (computed once, recorded with a new turn)."""
     imported: tuple[Message, ...] = ()
     """A new turn's history the session has not recorded since the turn it extends."""
     extends: int | None = None
@@ -131,7 +133,7 @@ async def _place(svc: TDAService, session_id: str, conversation: Conversation) -
         messages = await svc.store.sessions.turn_messages(session_id, same.turn)
         asked = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
         recorded = tuple(message_of(m) for m in messages[asked + 1 :])
-        return _Place(same.turn, new=False, recorded=recorded)
+        return _Place(same.turn, new=False, request_key=request_key, recorded=recorded)
     prefixes = prefix_digests(conversation.history)
     extended = await svc.store.sessions.turn_ending(session_id, list(prefixes))
     newest = await svc.store.sessions.newest_turn(session_id)
@@ -139,10 +141,11 @@ async def _place(svc: TDAService, session_id: str, conversation: Conversation) -
     if turn > MAX_TURN:  # an imported history took the last 32-bit turn number
         raise Conflict(f"session {session_id!r} has used every turn number; start a new session")
     if extended is None:
-        return _Place(turn, new=True, imported=conversation.history, fork=newest is not None)
+        return _Place(turn, new=True, request_key=request_key, imported=conversation.history, fork=newest is not None)
     start = prefixes[extended.conversation_key or ""]
     fork = newest is not None and extended.turn != newest.turn
-    return _Place(turn, new=True, imported=conversation.history[start:], extends=extended.turn, fork=fork)
+    imported = conversation.history[start:]
+    return _Place(turn, new=True, request_key=request_key, imported=imported, extends=extended.turn, fork=fork)
 
 
 async def _run(
@@ -411,7 +414,7 @@ async def _record(
         fields = {
             "turn": place.turn,
             "query": conversation.query.content,
-            "request_key": digest((*conversation.history, conversation.query)),
+            "request_key": place.request_key,
             "results": results,
             **step,
         }
