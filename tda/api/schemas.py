@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, date, datetime, timedelta
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -17,7 +18,8 @@ from components.context_window.phases import Phase
 
 MAX_INT = 2**31 - 1
 """Upper bound for ids, turns and versions: larger numbers cannot name anything and overflow SQL integers."""
-Slug = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+SLUG = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+Slug = Field(pattern=SLUG)
 MIN_CONTEXT_LIMIT = 256
 
 
@@ -317,6 +319,57 @@ class SignInIn(_In):
 class SessionQuery(_Query):
     turns: int = Field(50, ge=1, le=500, description="how many of the newest turns (listed oldest first)")
     before: int | None = Field(None, ge=1, le=MAX_INT, description="only turns before this one (older_turns)")
+
+
+class TurnsQuery(_Query):
+    """Which turns to list: every filter given must match (dates in UTC; a day alone means the whole day)."""
+
+    type_id: str | None = Field(None, pattern=SLUG, description="assembled under this window type")
+    model: str | None = Field(None, min_length=1, max_length=200, description="answered by this model")
+    outcome: Literal["success", "tool_calls"] | None = Field(
+        None, description="success: answered; tool_calls: ended asking for tool results"
+    )
+    since: datetime | None = Field(None, description="on or after this time (2026-11-25 or 2026-11-25T10:00)")
+    until: datetime | None = Field(None, description="before this time; a day alone includes that day")
+    q: str | None = Field(None, min_length=1, max_length=200, description="text in the query, answer or messages")
+
+    @field_validator("until", mode="before")
+    @classmethod
+    def _whole_day(cls, value: Any) -> Any:
+        """``until=2026-11-25`` means up to the end of that day, as a person reading a date range expects."""
+        if isinstance(value, str) and len(value.strip()) == 10:
+            try:
+                return datetime.combine(date.fromisoformat(value.strip()), datetime.min.time()) + timedelta(days=1)
+            except ValueError:
+                return value  # pydantic names the problem
+        return value
+
+    @field_validator("since", "until")
+    @classmethod
+    def _utc(cls, value: datetime | None) -> datetime | None:
+        """Compared in UTC (SQLite stores times without their zone): a time without one is UTC."""
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> TurnsQuery:
+        if self.since is not None and self.until is not None and self.since >= self.until:
+            raise ValueError("since must come before until: swap the two dates")
+        return self
+
+    def turn_filters(self) -> dict[str, Any]:
+        """The filters given (the store's ``turn_filters``)."""
+        names = ("type_id", "model", "outcome", "since", "until", "q")
+        return {k: getattr(self, k) for k in names if getattr(self, k) is not None}
+
+
+class SessionsQuery(TurnsQuery):
+    """Sessions of a profile, and with any turn filter only the sessions with a turn that matches (those turns
+    are listed with each session)."""
+
+    profile_id: str | None = Field(None, pattern=SLUG, description="sessions of this profile")
+    limit: int = Field(200, ge=1, le=1000)
 
 
 class SnapshotsQuery(_Query):

@@ -28,9 +28,11 @@ from .schemas import (
     SessionIn,
     SessionPatch,
     SessionQuery,
+    SessionsQuery,
     SnapshotsQuery,
     ToolResultsIn,
     TurnIn,
+    TurnsQuery,
     TurnValidityIn,
 )
 
@@ -40,8 +42,14 @@ tag_blueprint(bp, ["sessions"])
 
 @bp.get("")
 @require("viewer")
-async def list_sessions() -> dict[str, Any]:
-    return {"sessions": [session_dict(s) for s in await service().store.sessions.all()]}
+@validate_querystring(SessionsQuery)
+async def list_sessions(query_args: SessionsQuery) -> dict[str, Any]:
+    """Sessions, newest first. With turn filters (type_id, model, outcome, since, until, q) only the sessions with
+    a matching turn, each with those turns' numbers (``matching_turns``); without, ``matching_turns`` is null."""
+    q = query_args
+    filters = q.turn_filters()
+    found = await service().store.sessions.search(q.profile_id, filters, q.limit)
+    return {"sessions": [{**session_dict(s), "matching_turns": turns if filters else None} for s, turns in found]}
 
 
 @bp.post("")
@@ -162,8 +170,13 @@ async def delete_attachment(session_id: str, attachment_id: str) -> tuple[str, i
 
 @bp.get("/<session_id>/turns")
 @require("viewer")
-async def list_turns(session_id: str) -> dict[str, Any]:
-    return {"turns": [turn_dict(t) for t in await service().store.sessions.turns(session_id)]}
+@validate_querystring(TurnsQuery)
+async def list_turns(session_id: str, query_args: TurnsQuery) -> dict[str, Any]:
+    """The session's turns in order; with filters (type_id, model, outcome, since, until, q) those that match."""
+    filters = query_args.turn_filters()
+    store = service().store.sessions
+    rows = await store.matching_turns(session_id, filters) if filters else await store.turns(session_id)
+    return {"turns": [turn_dict(t) for t in rows]}
 
 
 @bp.post("/<session_id>/turns")

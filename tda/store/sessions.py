@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from sqlalchemy import BigInteger, Row, bindparam, exists, func, insert, select, tuple_, update
+from sqlalchemy import BigInteger, Row, bindparam, exists, func, insert, or_, select, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from components.context_window.base import Message
@@ -347,6 +347,35 @@ class SessionStore:
             query = select(TurnRow).where(TurnRow.session_id == session_id).order_by(TurnRow.turn)
             return list((await s.scalars(query)).all())
 
+    async def matching_turns(self, session_id: str, filters: dict[str, Any]) -> list[TurnRow]:
+        """The session's turns that match every filter (``turn_filters``), in order."""
+        async with self.db.read() as s:
+            await _session(s, session_id)
+            query = select(TurnRow).where(TurnRow.session_id == session_id, *turn_filters(filters))
+            return list((await s.scalars(query.order_by(TurnRow.turn))).all())
+
+    async def search(
+        self, profile_id: str | None, filters: dict[str, Any], limit: int = 200
+    ) -> list[tuple[SessionRow, list[int]]]:
+        """Sessions (newest first), each with its turns that match every filter; with filters, only the sessions
+        that have such a turn. The turn lists stop at ``SEARCH_TURNS`` turns in all."""
+        query = select(SessionRow).order_by(SessionRow.created_at.desc()).limit(limit)
+        if profile_id:
+            query = query.where(SessionRow.profile_id == profile_id)
+        async with self.db.read() as s:
+            if not filters:
+                return [(row, []) for row in (await s.scalars(query)).all()]
+            turns = select(TurnRow.session_id, TurnRow.turn).where(*turn_filters(filters))
+            if profile_id:
+                turns = turns.join(SessionRow, SessionRow.id == TurnRow.session_id).where(
+                    SessionRow.profile_id == profile_id
+                )
+            matched: dict[str, list[int]] = {}
+            for session_id, turn in (await s.execute(turns.order_by(TurnRow.turn).limit(SEARCH_TURNS))).all():
+                matched.setdefault(session_id, []).append(turn)
+            rows = (await s.scalars(query.where(SessionRow.id.in_(list(matched))))).all() if matched else []
+            return [(row, matched[row.id]) for row in rows]
+
     async def turn(self, session_id: str, turn: int) -> TurnRow:
         async with self.db.read() as s:
             await _session(s, session_id)
@@ -583,6 +612,42 @@ class SessionStore:
                 await _session(s, session_id)
                 query = query.where(SnapshotRow.session_id == session_id)
             return list((await s.scalars(query)).all())
+
+
+SEARCH_TURNS = 5_000
+"""A search lists at most this many matching turns (a page of sessions never needs more)."""
+
+
+def turn_filters(filters: dict[str, Any]) -> list[Any]:
+    """SQL conditions on ``TurnRow`` for a search's filters (type_id, model, outcome, since, until, q)."""
+    conditions: list[Any] = []
+    if "type_id" in filters:
+        conditions.append(
+            exists().where(SnapshotRow.id == TurnRow.snapshot_id, SnapshotRow.type_id == filters["type_id"])
+        )
+    if "model" in filters:
+        conditions.append(TurnRow.model == filters["model"])
+    if "outcome" in filters:
+        conditions.append(TurnRow.outcome == filters["outcome"])
+    if "since" in filters:
+        conditions.append(TurnRow.created_at >= filters["since"])
+    if "until" in filters:
+        conditions.append(TurnRow.created_at < filters["until"])
+    if "q" in filters:
+        text = filters["q"]
+        in_messages = exists().where(
+            MessageRow.session_id == TurnRow.session_id,
+            MessageRow.turn == TurnRow.turn,
+            MessageRow.content.icontains(text, autoescape=True),
+        )
+        conditions.append(
+            or_(
+                TurnRow.query.icontains(text, autoescape=True),
+                TurnRow.answer.icontains(text, autoescape=True),
+                in_messages,
+            )
+        )
+    return conditions
 
 
 async def _append(s: AsyncSession, session_id: str, messages: list[dict[str, Any]]) -> list[MessageRow]:
