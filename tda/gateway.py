@@ -216,7 +216,7 @@ async def _run(
         "model_call": used,
     }
     if snapshot_id is not None:
-        await svc.store.sessions.record_model_call(snapshot_id, snapshot, used)
+        await svc.store.sessions.record_model_call(snapshot_id, snapshot, used, call.timings)
     if session is not None and place is not None:
         with timed(call, "record"):
             row = await _record(
@@ -277,6 +277,8 @@ def _inputs(call: ClientCall, conversation: Conversation, place: _Place) -> dict
         "history": len(conversation.history),
         "user": call.user,
         "tools": [t.to_openai() for t in call.tools],
+        "tool_choice": call.tool_choice,
+        "client_model": call.model,  # None: the client asked for the profile's model
         "params": dict(call.params),
         "max_tokens": call.max_tokens,
         "new_turn": place.new,

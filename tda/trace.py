@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from components.context_window.base import ToolSchema
 from components.context_window.token_estimator import REPLY_PRIMING, estimator_for
@@ -58,7 +59,39 @@ async def trace(svc: TDAService, snapshot_id: int, type_id: str | None = None) -
         "tools": tools,
         "snapshot": assembled.snapshot.to_dict() if other else row.data,
         "model_call": row.data.get("model_call"),
+        "timings_ms": row.data.get("timings_ms"),
+        "request": request_of(row),
     }
+
+
+def request_of(row: Any) -> dict[str, Any]:
+    """The request that made this window, as its client sent it, to send again (``body`` None when the conversation
+    was too long to keep). No credentials: the caller adds its own token."""
+    inputs = row.inputs or {}
+    gateway = inputs.get("gateway")
+    if gateway is None:  # POST /v1/sessions/{id}/turns
+        note = (
+            "a later step of the turn's tool loop: this request starts the turn again"
+            if "continuation" in inputs
+            else ""
+        )
+        path = f"/v1/sessions/{quote(row.session_id, safe='')}/turns"
+        return {"method": "POST", "path": path, "headers": {}, "body": {"query": inputs.get("query", "")}, "note": note}
+    headers = {"X-TDA-Session": row.session_id}
+    if gateway.get("chat") is None:
+        note = "the conversation had too many messages to keep, so the request cannot be rebuilt"
+        return {"method": "POST", "path": "/v1/chat/completions", "headers": headers, "body": None, "note": note}
+    # Snapshots older than the fields client_model and tool_choice name the resolved model and no tool_choice.
+    model = gateway["client_model"] if "client_model" in gateway else inputs.get("model")
+    body: dict[str, Any] = {"model": model or "tda", "messages": [*gateway["instructions"], *gateway["chat"]]}
+    if gateway.get("tools"):
+        body["tools"] = gateway["tools"]
+    if gateway.get("tool_choice") is not None:
+        body["tool_choice"] = gateway["tool_choice"]
+    if gateway.get("max_tokens") is not None:
+        body["max_tokens"] = gateway["max_tokens"]
+    body.update(gateway.get("params") or {})  # temperature, seed, user, n, ... as sent
+    return {"method": "POST", "path": "/v1/chat/completions", "headers": headers, "body": body, "note": ""}
 
 
 def _key(item: dict[str, Any]) -> str:

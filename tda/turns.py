@@ -261,7 +261,7 @@ async def _step(
             svc.history.recorded(data, rows)
         else:
             turn_row = await svc.store.sessions.extend_turn(session_id, turn, step, [reply])
-        await svc.store.sessions.record_model_call(snapshot_id, snapshot, call)
+        await svc.store.sessions.record_model_call(snapshot_id, snapshot, call, options.timings)
     case_id = None
     if not done.tool_calls:  # a finished turn (its whole tool loop is the plan) may be served as an example
         case_id = await keep_as_champion(svc, data, turn, query, done.text, turn_row)

@@ -145,6 +145,7 @@ async def chat_completions() -> Any:
         max_tokens=body.max_completion_tokens or body.max_tokens,
         params=body.params(),
         user=body.user,
+        timings={},  # kept with the snapshot: the trace's latency breakdown
     )
     headers = {SESSION_HEADER: session.id} if session is not None else {}
     if body.stream:

@@ -576,11 +576,17 @@ class SessionStore:
                 await advisory_xact_lock(c, "snapshots")
             return int(await c.scalar(_INSERT_SNAPSHOT, fields))
 
-    async def record_model_call(self, snapshot_id: int, data: dict[str, Any], call: dict[str, Any]) -> None:
+    async def record_model_call(
+        self, snapshot_id: int, data: dict[str, Any], call: dict[str, Any], timings: dict[str, float] | None = None
+    ) -> None:
         """Store a snapshot's ``data`` again with what the turn's model call reported and cost (``model_call``):
         known only after the answer, while the snapshot is stored as the model starts answering. One UPDATE of the
-        data the caller holds: no read first."""
-        statement = update(SnapshotRow).where(SnapshotRow.id == snapshot_id).values(data={**data, "model_call": call})
+        data the caller holds: no read first. ``timings``: the milliseconds each step took so far (``timings_ms``,
+        for the trace's latency breakdown)."""
+        data = {**data, "model_call": call}
+        if timings:
+            data["timings_ms"] = {step: round(ms, 3) for step, ms in timings.items() if ms > 0}
+        statement = update(SnapshotRow).where(SnapshotRow.id == snapshot_id).values(data=data)
         async with self.db.write_rows() as c:
             await c.execute(statement)
 

@@ -1,0 +1,56 @@
+"""The trace of a turn carries the request that made it (to copy and send again, without credentials) and how long
+each step of the turn took."""
+
+from __future__ import annotations
+
+TOOL = {
+    "type": "function",
+    "function": {"name": "lookup", "description": "Find a row.", "parameters": {"type": "object", "properties": {}}},
+}
+
+
+async def test_a_chat_clients_request_rebuilt_and_sent_again_is_the_same_turn(client, admin, viewer, session_id):
+    sent = {
+        "model": "tda",
+        "messages": [
+            {"role": "system", "content": "You are terse."},
+            {"role": "user", "content": "Hi"},
+            {"role": "assistant", "content": "Hello."},
+            {"role": "user", "content": "Which row?"},
+        ],
+        "tools": [TOOL],
+        "tool_choice": "auto",
+        "temperature": 0.2,
+        "seed": 7,
+        "max_tokens": 50,
+    }
+    headers = {**admin, "X-TDA-Session": "copy-1"}
+    r = await client.post("/v1/chat/completions", json=sent, headers=headers)
+    assert r.status_code == 200, await r.get_json()
+    turn, snapshot = r.headers["X-TDA-Turn"], r.headers["X-TDA-Snapshot"]
+    trace = await (await client.get(f"/v1/snapshots/{snapshot}/trace", headers=viewer)).get_json()
+    request = trace["request"]
+    assert request["path"] == "/v1/chat/completions" and request["headers"] == {"X-TDA-Session": "copy-1"}
+    assert request["body"] == sent  # the client's own body, field for field (the token is not part of it)
+    assert "Authorization" not in str(request)
+    assert set(trace["timings_ms"]) >= {"load", "assemble", "model"}
+    assert all(ms > 0 for ms in trace["timings_ms"].values())
+
+    again = await client.post("/v1/chat/completions", json=request["body"], headers={**admin, **request["headers"]})
+    assert again.status_code == 200 and again.headers["X-TDA-Turn"] == turn  # the same turn, sent again
+    retrace = await (
+        await client.get(f"/v1/snapshots/{again.headers['X-TDA-Snapshot']}/trace", headers=viewer)
+    ).get_json()
+    assert retrace["request"] == request and retrace["messages"] == trace["messages"]
+
+
+async def test_a_native_turn_names_its_query_and_its_step_times(client, admin, viewer, session_id):
+    r = await client.post(f"/v1/sessions/{session_id}/turns", json={"query": "How long?"}, headers=admin)
+    body = await r.get_json()
+    timing = dict(part.split(";dur=") for part in r.headers["Server-Timing"].split(", "))
+    trace = await (await client.get(f"/v1/snapshots/{body['snapshot_id']}/trace", headers=viewer)).get_json()
+    assert trace["request"]["path"] == f"/v1/sessions/{session_id}/turns"
+    assert trace["request"]["body"] == {"query": "How long?"}
+    # The stored steps are the ones the Server-Timing header reported (all but recording, which comes after).
+    for step in ("load", "assemble", "snapshot", "model"):
+        assert abs(trace["timings_ms"][step] - float(timing[step])) < 0.01
