@@ -1,26 +1,95 @@
-// The sessions page: create a session, and links to each session's context panel.
+// The sessions page: find sessions and turns (filters kept in the address), create a session, open its panel.
 import { api, errorText, fmt, get, h, lockForViewers } from "./lib.js";
 
 const $ = (id) => document.getElementById(id);
+const FILTERS = ["profile_id", "type_id", "model", "outcome", "since", "until", "q"];
+const TURN_FILTERS = FILTERS.filter((name) => name !== "profile_id");
 
 function cell(label, ...content) {
   return h("td", { dataset: { label } }, ...content);
 }
 
-async function load() {
-  const [{ sessions }, { profiles }] = await Promise.all([get("/v1/sessions"), get("/v1/profiles")]);
-  $("s-profile").replaceChildren(...profiles.map((p) => h("option", { value: p.id }, `${p.name || p.id} (${p.type.replace(/_/g, " ")})`)));
-  const names = Object.fromEntries(profiles.map((p) => [p.id, p.name || p.id]));
-  $("session-table").querySelector("tbody").replaceChildren(...(sessions.length ? sessions.map((s) => h("tr", { dataset: { session: s.id } },
-    h("th", { scope: "row" }, h("a", { href: `/ui/sessions/${encodeURIComponent(s.id)}` }, s.title || s.id), " ", h("code", { class: "small muted" }, s.id)),
+/** The filters in the address, known names with a value only (what the API is asked and the form shows). */
+function filtersInAddress() {
+  const given = new URLSearchParams(location.search);
+  return new URLSearchParams(FILTERS.filter((name) => given.get(name)?.trim()).map((name) => [name, given.get(name).trim()]));
+}
+
+function showFilters(filters) {
+  const form = $("filters");
+  for (const name of FILTERS) form.elements[name].value = filters.get(name) || "";
+}
+
+function matchingTurns(session, filters) {
+  if (!session.matching_turns) return null;
+  const base = `/ui/sessions/${encodeURIComponent(session.id)}/turns/`;
+  const shown = session.matching_turns.slice(0, 12);
+  return h("p", { class: "small matching-turns", dataset: { testid: "matching-turns" } },
+    `${session.matching_turns.length} matching turn${session.matching_turns.length === 1 ? "" : "s"}: `,
+    shown.flatMap((n, i) => [i ? ", " : "", h("a", { href: base + n, "aria-label": `Turn ${n} of ${session.title || session.id}${filters.get("q") ? `, containing “${filters.get("q")}”` : ""}` }, `turn ${n}`)]),
+    session.matching_turns.length > shown.length ? ` and ${session.matching_turns.length - shown.length} more` : "");
+}
+
+function sessionRow(s, names, filters) {
+  return h("tr", { dataset: { session: s.id } },
+    h("th", { scope: "row" }, h("a", { href: `/ui/sessions/${encodeURIComponent(s.id)}` }, s.title || s.id), " ", h("code", { class: "small muted" }, s.id),
+      matchingTurns(s, filters)),
     cell("Profile", names[s.profile_id] || s.profile_id),
     cell("User", s.user_id),
     cell("Phase", s.phase || "none"),
     cell("Context limit", s.context_limit ? `${fmt(s.context_limit)} tokens` : "model default"),
-    cell("Updated", new Date(s.updated_at).toLocaleString())))
-    : [h("tr", {}, h("td", { colspan: 6, class: "muted" }, "No sessions yet: create one above, or with POST /v1/sessions."))]));
+    cell("Updated", new Date(s.updated_at).toLocaleString()));
+}
+
+let names = {};
+
+async function loadChoices() {
+  const [{ profiles }, { types }] = await Promise.all([get("/v1/profiles"), get("/v1/context-window-types")]);
+  $("s-profile").replaceChildren(...profiles.map((p) => h("option", { value: p.id }, `${p.name || p.id} (${p.type.replace(/_/g, " ")})`)));
+  $("f-profile").replaceChildren(h("option", { value: "" }, "Any profile"), ...profiles.map((p) => h("option", { value: p.id }, p.name || p.id)));
+  $("f-type").replaceChildren(h("option", { value: "" }, "Any type"), ...types.map((t) => h("option", { value: t.id }, t.name || t.id)));
+  $("f-models").replaceChildren(...[...new Set(profiles.map((p) => p.model).filter(Boolean))].map((m) => h("option", { value: m })));
+  names = Object.fromEntries(profiles.map((p) => [p.id, p.name || p.id]));
+}
+
+async function loadSessions() {
+  const filters = filtersInAddress();
+  showFilters(filters);
+  $("filter-error").textContent = "";
+  const body = $("session-table").querySelector("tbody");
+  let sessions;
+  try {
+    ({ sessions } = await get(`/v1/sessions?${filters}`));
+  } catch (err) {
+    const fields = (err.fieldErrors || []).map((e) => `${[].concat(e.loc || []).join(".")}: ${e.msg}`).join("; ");
+    $("filter-error").textContent = `Not filtered: ${fields || errorText(err)}`;
+    body.replaceChildren(h("tr", {}, h("td", { colspan: 6, class: "muted" }, "Change the filters above to list sessions.")));
+    return;
+  }
+  const filtered = [...filters.keys()].length > 0;
+  const turns = sessions.reduce((n, s) => n + (s.matching_turns?.length || 0), 0);
+  $("filter-summary").textContent = !filtered ? "" : TURN_FILTERS.some((name) => filters.has(name))
+    ? `${sessions.length} session${sessions.length === 1 ? "" : "s"} with ${turns} matching turn${turns === 1 ? "" : "s"}.`
+    : `${sessions.length} session${sessions.length === 1 ? "" : "s"} match.`;
+  body.replaceChildren(...(sessions.length ? sessions.map((s) => sessionRow(s, names, filters))
+    : [h("tr", {}, h("td", { colspan: 6, class: "muted" }, filtered ? "No session matches these filters." : "No sessions yet: create one above, or with POST /v1/sessions."))]));
   lockForViewers();
 }
+
+$("filters").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const form = new FormData($("filters"));
+  const filters = new URLSearchParams(FILTERS.filter((name) => String(form.get(name) || "").trim()).map((name) => [name, String(form.get(name)).trim()]));
+  history.pushState(null, "", `${location.pathname}${[...filters.keys()].length ? `?${filters}` : ""}`);
+  loadSessions();
+});
+
+$("f-clear").addEventListener("click", () => {
+  history.pushState(null, "", location.pathname);
+  loadSessions();
+});
+
+window.addEventListener("popstate", loadSessions);
 
 $("new-session").addEventListener("submit", async (event) => {
   event.preventDefault();
@@ -36,4 +105,4 @@ $("new-session").addEventListener("submit", async (event) => {
   }
 });
 
-load();
+loadChoices().then(loadSessions);

@@ -38,7 +38,44 @@ const KNOWN = new Set(["window_type_id", "window_type_name", "model", "model_lim
 
 /** Facts the snapshot holds that this page has no special place for (newer fields, such as loop flags). */
 function extraFacts(snap) {
-  const words = (key) => key.replace(/_/g, " ").replace(/^./, (c) => c.toUpperCase());
+  /** Runs of messages from the same module, in the order sent: [{module, items: [[message, index]]}]. */
+function runs(messages) {
+  const out = [];
+  messages.forEach((m, i) => {
+    const last = out.at(-1);
+    if (last && last.module === m.module_id) last.items.push([m, i]);
+    else out.push({ module: m.module_id, items: [[m, i]] });
+  });
+  return out;
+}
+
+/** A group's heading in the list: a button that shows or hides the group's messages (kept in the list, so the
+ * order the model read them stays visible), with the group's tokens and share of the window. */
+function groupHead(run, n, total) {
+  const tokens = run.items.reduce((sum, [m]) => sum + m.tokens, 0);
+  const ids = run.items.map(([, i]) => `message-${i + 1}`);
+  const count = `${run.items.length} message${run.items.length === 1 ? "" : "s"}`;
+  const button = h("button", { type: "button", class: "group-toggle link", "aria-expanded": "true", "aria-controls": ids.join(" "),
+    onclick: () => setGroup(button, button.getAttribute("aria-expanded") !== "true") },
+  h("span", { class: "swatch", style: { background: colour(run.module) }, "aria-hidden": "true" }),
+  `${label(run.module)}: ${count}, ${fmt(tokens)} tokens`);
+  return h("li", { class: "message-group", id: `group-${n}`, dataset: { group: run.module } },
+    button, ...tokenBar(tokens, total));
+}
+
+function setGroup(button, open) {
+  button.setAttribute("aria-expanded", String(open));
+  for (const id of button.getAttribute("aria-controls").split(" ")) document.getElementById(id).hidden = !open;
+}
+
+function groupedMessages(messages, total) {
+  return runs(messages).flatMap((run, n) => [groupHead(run, n, total), ...run.items.map(([m, i]) => messageItem(m, i, total))]);
+}
+
+$("collapse-all").addEventListener("click", () => document.querySelectorAll(".group-toggle").forEach((b) => setGroup(b, false)));
+$("expand-all").addEventListener("click", () => document.querySelectorAll(".group-toggle").forEach((b) => setGroup(b, true)));
+
+const words = (key) => key.replace(/_/g, " ").replace(/^./, (c) => c.toUpperCase());
   const show = (v) => (typeof v === "boolean" ? (v ? "yes" : "no") : typeof v === "number" ? fmt(v) : Array.isArray(v) ? v.join(", ") || "none" : String(v));
   const plain = (v) => v !== null && (typeof v !== "object" || (Array.isArray(v) && v.every((x) => typeof x !== "object")));
   return Object.entries(snap).filter(([k, v]) => !KNOWN.has(k) && plain(v)).map(([k, v]) => fact(words(k), show(v)));
@@ -48,14 +85,22 @@ function toolCalls(calls) {
   return calls.map((c) => h("p", { class: "small" }, h("strong", {}, "Calls "), h("code", {}, `${c.function?.name || "?"}(${c.function?.arguments || ""})`)));
 }
 
-function messageItem(m, i) {
-  return h("li", { class: "message", dataset: { module: m.module_id, role: m.role }, style: { borderLeftColor: colour(m.module_id) } },
+/** A message's share of the window as a bar (its width) and a figure beside the token count. */
+function tokenBar(tokens, total) {
+  const share = total ? tokens / total : 0;
+  return [h("span", { class: "token-bar", "aria-hidden": "true" }, h("span", { style: { width: `${Math.min(100, share * 100)}%` } })),
+    h("span", { class: "token-share muted small", dataset: { testid: "message-share" } }, pct(share, share && share < 0.01 ? 1 : 0))];
+}
+
+function messageItem(m, i, total) {
+  return h("li", { class: "message", id: `message-${i + 1}`, dataset: { module: m.module_id, role: m.role }, style: { borderLeftColor: colour(m.module_id) } },
     h("div", { class: "message-head" },
       h("span", { class: "swatch", style: { background: colour(m.module_id) }, "aria-hidden": "true" }),
       h("strong", {}, `${i + 1}. ${m.role}${m.name ? ` (${m.name})` : ""}`),
       m.tool_call_id ? h("span", { class: "muted small" }, ` result of call ${m.tool_call_id}`) : null,
       h("span", { class: "muted" }, ` from ${label(m.module_id)}`),
-      h("span", { class: "tokens-badge", dataset: { testid: "message-tokens" } }, `${fmt(m.tokens)} tokens`)),
+      h("span", { class: "tokens-badge", dataset: { testid: "message-tokens" } }, `${fmt(m.tokens)} tokens`),
+      ...tokenBar(m.tokens, total)),
     // A box that scrolls takes focus, so its text can be scrolled from the keyboard.
     m.content ? h("pre", { class: "message-text", tabindex: "0", "aria-label": "Message text" }, m.content) : h("p", { class: "muted small" }, "(no text)"),
     m.tool_calls ? toolCalls(m.tool_calls) : null);
@@ -105,7 +150,7 @@ async function load() {
   $("trace-status").className = trace.identical ? "hint ok-note" : "warning";
   showFacts(trace);
   usageBar($("trace-bar"), snap);
-  $("messages").replaceChildren(...trace.messages.map(messageItem));
+  $("messages").replaceChildren(...groupedMessages(trace.messages, snap.total_used));
   $("tools").replaceChildren(...(trace.tools.length ? [...trace.tools.map(toolItem), h("li", { class: "message" },
     h("div", { class: "message-head" }, h("span", {}, "The tool definitions block around them"),
       h("span", { class: "tokens-badge" }, `${fmt(trace.tools_overhead)} tokens`)))] : [h("li", { class: "muted" }, "No tools were sent.")]));
@@ -113,8 +158,111 @@ async function load() {
   $("trace-decisions").replaceChildren(...snap.decisions.map((d) => h("li", {}, decisionText(d))));
   $("trace-events").replaceChildren(eventLists(snap));
   const row = turns.find((t) => String(t.turn) === turn);
+  showCall(trace, row);
   $("answer").replaceChildren(row && row.answer ? h("blockquote", { class: "answer" }, row.answer) : h("p", { class: "muted" }, "No answer was recorded."));
 }
+
+// --- the model call: tokens, cache, cost, step times, and the request to send again --------------------
+
+const STEPS = { load: "Load the session", assemble: "Assemble the window", snapshot: "Store the snapshot", model: "Model call", record: "Record the turn" };
+const STEP_COLOURS = { load: "#455a64", assemble: "#1f4e79", snapshot: "#7a6000", model: "#2e6b30", record: "#ad1457" };
+
+const dollars = (usd) => (usd >= 0.01 || usd === 0 ? `$${usd.toFixed(4)}` : `$${usd.toPrecision(3)}`);
+
+function callFacts(trace, row) {
+  const call = trace.model_call;
+  const turnNote = (own, all, what) => (row && all !== own ? ` (${fmt(all)} ${what} in the whole turn, with its tool loop and the modules' own calls)` : "");
+  if (!call) return [fact("Model call", "not recorded: the call failed or the snapshot is older than these figures")];
+  const cost = call.cost;
+  return [
+    fact("Tokens in", `${fmt(call.prompt_tokens)}${turnNote(call.prompt_tokens, row?.tokens_in, "in")}`, "tokens-in"),
+    fact("Tokens out", `${fmt(call.completion_tokens)}${turnNote(call.completion_tokens, row?.tokens_out, "out")}`, "tokens-out"),
+    fact("Cached tokens", `${fmt(call.cache_read_tokens)} read from the provider's cache${call.cache_write_tokens ? `, ${fmt(call.cache_write_tokens)} written to it` : ""}`, "cached"),
+    fact("Cost", cost ? `${dollars(cost.total_usd)} (input ${dollars(cost.input_usd)}, output ${dollars(cost.output_usd)}${cost.saved_by_cache_usd > 0 ? `; the cache saved ${dollars(cost.saved_by_cache_usd)}` : ""})`
+      : `price unknown: litellm has no price for ${call.model}`, "cost"),
+  ];
+}
+
+function latency(timings) {
+  const steps = Object.entries(timings || {}).filter(([, ms]) => ms > 0);
+  if (!steps.length) return h("p", { class: "muted" }, "Not recorded for this turn: step times are kept with turns made by this version on.");
+  const total = steps.reduce((sum, [, ms]) => sum + ms, 0);
+  const ms = (x) => `${x < 10 ? x.toFixed(2) : x.toFixed(1)} ms`;
+  const name = (step) => STEPS[step] || words(step);
+  return h("div", {},
+    h("div", { class: "stack latency-bar", role: "img", "aria-label": `Latency: ${steps.map(([step, x]) => `${name(step)} ${ms(x)}`).join(", ")}` },
+      steps.map(([step, x]) => h("span", { class: "seg", style: { width: `${(x / total) * 100}%`, background: STEP_COLOURS[step] || "#37474f" } }))),
+    h("ol", { class: "latency-steps" }, steps.map(([step, x]) => h("li", { dataset: { step } },
+      h("span", { class: "swatch", style: { background: STEP_COLOURS[step] || "#37474f" }, "aria-hidden": "true" }),
+      `${name(step)}: `, h("strong", {}, ms(x)), h("span", { class: "muted" }, ` (${pct(x / total)})`)))),
+    h("p", { class: "small", dataset: { testid: "latency-total" } }, `${ms(total)} in all before the turn was recorded (the time the client waited, less sending the reply).`));
+}
+
+let request = null;
+
+function showCall(trace, row) {
+  $("call-facts").replaceChildren(...callFacts(trace, row));
+  $("latency").replaceChildren(latency(trace.timings_ms));
+  request = trace.request;
+  const unusable = !request || request.body === null;
+  document.querySelectorAll("[data-copy]").forEach((b) => { b.disabled = unusable; });
+  if (request?.note) $("copy-hint").append(` Note: ${request.note}.`);
+}
+
+const shellQuote = (text) => `'${String(text).replace(/'/g, "'\\''")}'`;
+
+function curlOf(req) {
+  const lines = [`curl -sS ${shellQuote(location.origin + req.path)}`, '-H "Authorization: Bearer $TDA_TOKEN"', "-H 'Content-Type: application/json'",
+    ...Object.entries(req.headers).map(([k, v]) => `-H ${shellQuote(`${k}: ${v}`)}`), "--data-binary @- <<'JSON'"];
+  return `${lines.join(" \\\n  ")}\n${JSON.stringify(req.body, null, 2)}\nJSON\n`;
+}
+
+/** A JSON value as a Python literal (JSON's strings and numbers are Python's too). */
+function py(value, depth = 1) {
+  const pad = "    ".repeat(depth), end = "    ".repeat(depth - 1);
+  if (value === null || value === undefined) return "None";
+  if (typeof value === "boolean") return value ? "True" : "False";
+  if (typeof value !== "object") return JSON.stringify(value);
+  const items = Array.isArray(value) ? value.map((x) => py(x, depth + 1)) : Object.entries(value).map(([k, x]) => `${JSON.stringify(k)}: ${py(x, depth + 1)}`);
+  const [open, close] = Array.isArray(value) ? ["[", "]"] : ["{", "}"];
+  return items.length ? `${open}\n${items.map((x) => pad + x).join(",\n")},\n${end}${close}` : `${open}${close}`;
+}
+
+const SDK_ARGUMENTS = ["model", "messages", "tools", "tool_choice", "max_tokens"];
+
+function pythonOf(req) {
+  const head = ["import os", "", "from openai import OpenAI", "",
+    `client = OpenAI(base_url=${JSON.stringify(`${location.origin}/v1`)}, api_key=os.environ["TDA_TOKEN"])`];
+  if (req.path !== "/v1/chat/completions") {
+    return [...head, `reply = client.post(${JSON.stringify(req.path.replace(/^\/v1/, ""))}, body=${py(req.body)}, cast_to=object)`, 'print(reply["answer"])', ""].join("\n");
+  }
+  const extra = Object.fromEntries(Object.entries(req.body).filter(([k]) => !SDK_ARGUMENTS.includes(k)));
+  const args = [...SDK_ARGUMENTS.filter((k) => k in req.body).map((k) => `    ${k}=${py(req.body[k], 2)},`),
+    Object.keys(req.headers).length ? `    extra_headers=${py(req.headers, 2)},` : null,
+    Object.keys(extra).length ? `    extra_body=${py(extra, 2)},  # sent as they are: parameters the SDK has no argument for` : null].filter(Boolean);
+  return [...head, "completion = client.chat.completions.create(", ...args, ")", "print(completion.choices[0].message.content)", ""].join("\n");
+}
+
+const COPIES = {
+  json: ["the request body as JSON", (req) => `${JSON.stringify(req.body, null, 2)}\n`],
+  curl: ["the cURL command", curlOf],
+  python: ["the Python (OpenAI SDK) code", pythonOf],
+};
+
+document.querySelectorAll("[data-copy]").forEach((button) => button.addEventListener("click", async () => {
+  const [what, render] = COPIES[button.dataset.copy];
+  const req = request;
+  const text = render(req);
+  $("copy-text").hidden = false;
+  $("copy-text").textContent = text;
+  try {
+    await navigator.clipboard.writeText(text);
+    const send = `POST ${req.path}${Object.entries(req.headers).map(([k, v]) => ` with ${k}: ${v}`).join("")}`;
+    $("copy-status").textContent = `Copied ${what} (${send}); it is shown below too. Set TDA_TOKEN to your token before running it.`;
+  } catch {
+    $("copy-status").textContent = `The browser did not allow copying: ${what} is below, select it and copy.`;
+  }
+}));
 
 // --- compare with the previous turn ----------------------------------------------------------------
 
