@@ -38,44 +38,7 @@ const KNOWN = new Set(["window_type_id", "window_type_name", "model", "model_lim
 
 /** Facts the snapshot holds that this page has no special place for (newer fields, such as loop flags). */
 function extraFacts(snap) {
-  /** Runs of messages from the same module, in the order sent: [{module, items: [[message, index]]}]. */
-function runs(messages) {
-  const out = [];
-  messages.forEach((m, i) => {
-    const last = out.at(-1);
-    if (last && last.module === m.module_id) last.items.push([m, i]);
-    else out.push({ module: m.module_id, items: [[m, i]] });
-  });
-  return out;
-}
-
-/** A group's heading in the list: a button that shows or hides the group's messages (kept in the list, so the
- * order the model read them stays visible), with the group's tokens and share of the window. */
-function groupHead(run, n, total) {
-  const tokens = run.items.reduce((sum, [m]) => sum + m.tokens, 0);
-  const ids = run.items.map(([, i]) => `message-${i + 1}`);
-  const count = `${run.items.length} message${run.items.length === 1 ? "" : "s"}`;
-  const button = h("button", { type: "button", class: "group-toggle link", "aria-expanded": "true", "aria-controls": ids.join(" "),
-    onclick: () => setGroup(button, button.getAttribute("aria-expanded") !== "true") },
-  h("span", { class: "swatch", style: { background: colour(run.module) }, "aria-hidden": "true" }),
-  `${label(run.module)}: ${count}, ${fmt(tokens)} tokens`);
-  return h("li", { class: "message-group", id: `group-${n}`, dataset: { group: run.module } },
-    button, ...tokenBar(tokens, total));
-}
-
-function setGroup(button, open) {
-  button.setAttribute("aria-expanded", String(open));
-  for (const id of button.getAttribute("aria-controls").split(" ")) document.getElementById(id).hidden = !open;
-}
-
-function groupedMessages(messages, total) {
-  return runs(messages).flatMap((run, n) => [groupHead(run, n, total), ...run.items.map(([m, i]) => messageItem(m, i, total))]);
-}
-
-$("collapse-all").addEventListener("click", () => document.querySelectorAll(".group-toggle").forEach((b) => setGroup(b, false)));
-$("expand-all").addEventListener("click", () => document.querySelectorAll(".group-toggle").forEach((b) => setGroup(b, true)));
-
-const words = (key) => key.replace(/_/g, " ").replace(/^./, (c) => c.toUpperCase());
+  const words = (key) => key.replace(/_/g, " ").replace(/^./, (c) => c.toUpperCase());
   const show = (v) => (typeof v === "boolean" ? (v ? "yes" : "no") : typeof v === "number" ? fmt(v) : Array.isArray(v) ? v.join(", ") || "none" : String(v));
   const plain = (v) => v !== null && (typeof v !== "object" || (Array.isArray(v) && v.every((x) => typeof x !== "object")));
   return Object.entries(snap).filter(([k, v]) => !KNOWN.has(k) && plain(v)).map(([k, v]) => fact(words(k), show(v)));
@@ -116,6 +79,43 @@ function toolItem(t) {
     fn.description ? h("p", { class: "small" }, fn.description) : null,
     h("details", {}, h("summary", {}, "Parameters as sent"), h("pre", { class: "message-text", tabindex: "0", "aria-label": `Parameters of ${fn.name}` }, JSON.stringify(fn.parameters, null, 2))));
 }
+
+/** Runs of messages from the same module, in the order sent: [{module, items: [[message, index]]}]. */
+function runs(messages) {
+  const out = [];
+  messages.forEach((m, i) => {
+    const last = out.at(-1);
+    if (last && last.module === m.module_id) last.items.push([m, i]);
+    else out.push({ module: m.module_id, items: [[m, i]] });
+  });
+  return out;
+}
+
+/** A group's heading in the list: a button that shows or hides the group's messages (kept in the list, so the
+ * order the model read them stays visible), with the group's tokens and share of the window. */
+function groupHead(run, n, total) {
+  const tokens = run.items.reduce((sum, [m]) => sum + m.tokens, 0);
+  const ids = run.items.map(([, i]) => `message-${i + 1}`);
+  const count = `${run.items.length} message${run.items.length === 1 ? "" : "s"}`;
+  const button = h("button", { type: "button", class: "group-toggle link", "aria-expanded": "true", "aria-controls": ids.join(" "),
+    onclick: () => setGroup(button, button.getAttribute("aria-expanded") !== "true") },
+  h("span", { class: "swatch", style: { background: colour(run.module) }, "aria-hidden": "true" }),
+  `${label(run.module)}: ${count}, ${fmt(tokens)} tokens`);
+  return h("li", { class: "message-group", id: `group-${n}`, dataset: { group: run.module } },
+    button, ...tokenBar(tokens, total));
+}
+
+function setGroup(button, open) {
+  button.setAttribute("aria-expanded", String(open));
+  for (const id of button.getAttribute("aria-controls").split(" ")) document.getElementById(id).hidden = !open;
+}
+
+function groupedMessages(messages, total) {
+  return runs(messages).flatMap((run, n) => [groupHead(run, n, total), ...run.items.map(([m, i]) => messageItem(m, i, total))]);
+}
+
+$("collapse-all").addEventListener("click", () => document.querySelectorAll(".group-toggle").forEach((b) => setGroup(b, false)));
+$("expand-all").addEventListener("click", () => document.querySelectorAll(".group-toggle").forEach((b) => setGroup(b, true)));
 
 const words = (key) => key.replace(/_/g, " ").replace(/^./, (c) => c.toUpperCase());
 
@@ -184,7 +184,9 @@ function callFacts(trace, row) {
 }
 
 function latency(timings) {
-  const steps = Object.entries(timings || {}).filter(([, ms]) => ms > 0);
+  const order = Object.keys(STEPS); // the store may keep the keys in another order
+  const rank = (step) => (order.includes(step) ? order.indexOf(step) : order.length);
+  const steps = Object.entries(timings || {}).filter(([, ms]) => ms > 0).sort(([a], [b]) => rank(a) - rank(b));
   if (!steps.length) return h("p", { class: "muted" }, "Not recorded for this turn: step times are kept with turns made by this version on.");
   const total = steps.reduce((sum, [, ms]) => sum + ms, 0);
   const ms = (x) => `${x < 10 ? x.toFixed(2) : x.toFixed(1)} ms`;
