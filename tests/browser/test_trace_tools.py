@@ -178,6 +178,30 @@ async def test_the_model_call_groups_and_token_bars(page: Any, server: Server) -
     assert page.js_errors == []
 
 
+def turns_of(server: Server, session: str) -> list[dict[str, Any]]:
+    return server.request("GET", f"/v1/sessions/{session}/turns")[2]["turns"]
+
+
+async def test_a_native_turns_request_copied_and_run_asks_the_same_query(browser: Any, server: Server) -> None:
+    turn = await asyncio.to_thread(native_turn, server)
+    page = await signed_in_page(browser, server, server.admin_token)
+    await page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=server.url)
+    await page.goto(f"/ui/sessions/tools-native/turns/{turn['turn']}")
+    await expect(page.locator("#messages > li.message").first).to_be_visible()
+    env = {**os.environ, "TDA_TOKEN": server.admin_token}
+    for kind, command in (("curl", ["bash", "-c"]), ("python", [sys.executable, "-c"])):
+        before = await asyncio.to_thread(turns_of, server, "tools-native")
+        code = await copied(page, kind)
+        run = await asyncio.to_thread(
+            subprocess.run, [*command, code], env=env, capture_output=True, text=True, timeout=60
+        )
+        assert run.returncode == 0, run.stderr
+        after = await asyncio.to_thread(turns_of, server, "tools-native")
+        assert len(after) == len(before) + 1 and after[-1]["query"] == "Where did returns rise?", kind
+    assert page.js_errors == []
+    await page.context.close()
+
+
 def filter_seed(server: Server) -> None:
     if server.request("GET", "/v1/sessions/find-a")[0] == 200:
         return
