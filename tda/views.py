@@ -112,7 +112,7 @@ async def profiles() -> dict[str, Any]:
 @bp.get("/sessions")
 @page("sessions.html", "sessions")
 async def sessions() -> dict[str, Any]:
-    return {}
+    return {"service_model": service().settings.model}  # offered in the model filter
 
 
 @bp.get("/audit")

@@ -48,7 +48,8 @@ async function loadChoices() {
   $("s-profile").replaceChildren(...profiles.map((p) => h("option", { value: p.id }, `${p.name || p.id} (${p.type.replace(/_/g, " ")})`)));
   $("f-profile").replaceChildren(h("option", { value: "" }, "Any profile"), ...profiles.map((p) => h("option", { value: p.id }, p.name || p.id)));
   $("f-type").replaceChildren(h("option", { value: "" }, "Any type"), ...types.map((t) => h("option", { value: t.id }, t.name || t.id)));
-  $("f-models").replaceChildren(...[...new Set(profiles.map((p) => p.model).filter(Boolean))].map((m) => h("option", { value: m })));
+  const models = new Set([...$("f-models").options].map((o) => o.value).concat(profiles.map((p) => p.model)).filter(Boolean));
+  $("f-models").replaceChildren(...[...models].map((m) => h("option", { value: m })));
   names = Object.fromEntries(profiles.map((p) => [p.id, p.name || p.id]));
 }
 

@@ -115,6 +115,7 @@ async def create_response() -> Any:
         max_tokens=body.max_output_tokens,
         params=params,
         user=body.user,
+        timings={},  # kept with the snapshot: the trace's latency breakdown
     )
     headers = {SESSION_HEADER: session.id} if session is not None else {}
     shape = _Shape(body, created_at=int(time.time()), ids=uuid.uuid4().hex)
