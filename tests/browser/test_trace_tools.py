@@ -202,6 +202,28 @@ async def test_a_native_turns_request_copied_and_run_asks_the_same_query(browser
     await page.context.close()
 
 
+def unpriced_turn(server: Server) -> int:
+    """A turn on a model litellm can route but has no price for (a house model behind an OpenAI-style API)."""
+    if server.request("GET", "/v1/sessions/unpriced")[0] != 200:
+        profile = {"id": "house-model", "type": "llm_only", "system_prompt": "Be brief.", "model": "openai/house-7b"}
+        status, _, body = server.request("POST", "/v1/profiles", profile)
+        assert status == 201, body
+        assert server.request("POST", "/v1/sessions", {"id": "unpriced", "profile_id": "house-model"})[0] == 201
+    status, _, turn = server.request("POST", "/v1/sessions/unpriced/turns", {"query": "Hello?"})
+    assert status == 201, turn
+    assert turn["model_call"]["cost"] is None
+    return turn["turn"]
+
+
+async def test_an_unpriced_model_says_price_unknown_never_zero(page: Any, server: Server) -> None:
+    turn = await asyncio.to_thread(unpriced_turn, server)
+    await page.goto(f"/ui/sessions/unpriced/turns/{turn}")
+    cost = page.locator('#call-facts [data-testid="cost"]')
+    await expect(cost).to_contain_text("price unknown")
+    assert "$" not in await cost.text_content()
+    assert page.js_errors == []
+
+
 def filter_seed(server: Server) -> None:
     if server.request("GET", "/v1/sessions/find-a")[0] == 200:
         return
@@ -270,7 +292,7 @@ async def test_axe_and_a_tablets_width_on_the_changed_pages(browser: Any, server
     page = await signed_in_page(browser, server, server.admin_token if role == "admin" else server.viewer_token)
     await page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=server.url)
     found, widths = {}, {}
-    for width in (1360, 768):
+    for width in (1360, 768, 390):
         await page.set_viewport_size({"width": width, "height": 1000})
         await page.goto("/ui/sessions?q=rotterdam&outcome=success")
         await expect(page.locator('[data-testid="matching-turns"]').first).to_be_visible()

@@ -3,6 +3,8 @@ each step of the turn took."""
 
 from __future__ import annotations
 
+import pytest
+
 TOOL = {
     "type": "function",
     "function": {"name": "lookup", "description": "Find a row.", "parameters": {"type": "object", "properties": {}}},
@@ -54,3 +56,21 @@ async def test_a_native_turn_names_its_query_and_its_step_times(client, admin, v
     # The stored steps are the ones the Server-Timing header reported (all but recording, which comes after).
     for step in ("load", "assemble", "snapshot", "model"):
         assert abs(trace["timings_ms"][step] - float(timing[step])) < 0.01
+
+
+def test_a_model_a_router_routes_but_litellm_has_no_price_for_is_unpriced() -> None:
+    import litellm
+
+    from tda.cost import prices
+
+    litellm.Router(model_list=[{"model_name": "openai/house-13b", "litellm_params": {"model": "openai/house-13b"}}])
+    assert litellm.get_model_info("openai/house-13b")["input_cost_per_token"] == 0  # what litellm fills in
+    assert prices("openai/house-13b") is None  # "price unknown", not $0
+    assert prices("gpt-4o") == pytest.approx(
+        (
+            litellm.model_cost["gpt-4o"]["input_cost_per_token"],
+            litellm.model_cost["gpt-4o"]["cache_read_input_token_cost"],
+            litellm.model_cost["gpt-4o"]["input_cost_per_token"],  # no cache-write price: charged as input
+            litellm.model_cost["gpt-4o"]["output_cost_per_token"],
+        )
+    )
