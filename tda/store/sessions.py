@@ -358,7 +358,7 @@ class SessionStore:
         self, profile_id: str | None, filters: dict[str, Any], limit: int = 200
     ) -> list[tuple[SessionRow, list[int]]]:
         """Sessions (newest first), each with its turns that match every filter; with filters, only the sessions
-        that have such a turn. The turn lists stop at ``SEARCH_TURNS`` turns in all."""
+        that have such a turn. The turn lists stop at the newest ``SEARCH_TURNS`` matching turns in all."""
         query = select(SessionRow).order_by(SessionRow.created_at.desc()).limit(limit)
         if profile_id:
             query = query.where(SessionRow.profile_id == profile_id)
@@ -371,8 +371,11 @@ class SessionStore:
                     SessionRow.profile_id == profile_id
                 )
             matched: dict[str, list[int]] = {}
-            for session_id, turn in (await s.execute(turns.order_by(TurnRow.turn).limit(SEARCH_TURNS))).all():
+            newest_first = turns.order_by(TurnRow.created_at.desc(), TurnRow.id.desc()).limit(SEARCH_TURNS)
+            for session_id, turn in (await s.execute(newest_first)).all():
                 matched.setdefault(session_id, []).append(turn)
+            for numbers in matched.values():
+                numbers.sort()
             rows = (await s.scalars(query.where(SessionRow.id.in_(list(matched))))).all() if matched else []
             return [(row, matched[row.id]) for row in rows]
 
