@@ -202,10 +202,19 @@ function latency(timings) {
 
 let request = null;
 
+/** The body with the fields a reader looks for first (the API returns keys sorted). */
+function readable(body, order = ["model", "messages", "tools", "tool_choice", "max_tokens", "query"]) {
+  if (!body) return body;
+  const first = order.filter((k) => k in body);
+  const out = Object.fromEntries([...first.map((k) => [k, body[k]]), ...Object.entries(body).filter(([k]) => !first.includes(k))]);
+  if (Array.isArray(out.messages)) out.messages = out.messages.map((m) => readable(m, ["role", "name", "content", "tool_calls", "tool_call_id"]));
+  return out;
+}
+
 function showCall(trace, row) {
   $("call-facts").replaceChildren(...callFacts(trace, row));
   $("latency").replaceChildren(latency(trace.timings_ms));
-  request = trace.request;
+  request = trace.request && { ...trace.request, body: readable(trace.request.body) };
   const unusable = !request || request.body === null;
   document.querySelectorAll("[data-copy]").forEach((b) => { b.disabled = unusable; });
   if (request?.note) $("copy-hint").append(` Note: ${request.note}.`);
