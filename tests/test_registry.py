@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from components.context_window.base import AssemblyContext, Profile, Session
 from components.context_window.module_registry import ModuleRegistry
 from components.context_window.window_type import MODULE_IDS_IN_ORDER
 
@@ -121,3 +122,14 @@ def test_reload_picks_up_new_folders_and_keeps_activation_state(user_dir):
     registry.reload()
     assert "good_echo" in registry.modules
     assert not registry.is_active("tool_definitions")
+
+
+async def test_a_helper_file_beside_the_handler_imports_and_a_reload_rereads_it(user_dir):
+    ctx = AssemblyContext(query="q", profile=Profile(id="p"), session=Session(id="s"), model="gpt-4o")
+    shutil.copytree(FIXTURES / "with_helper", user_dir / "with_helper")
+    registry = ModuleRegistry(user_dir=user_dir, entry_point_group=None).load()
+    assert registry.load_errors == []
+    assert (await registry.get("with_helper").contribute(100, ctx)).text() == "from the helper file"
+    (user_dir / "with_helper" / "wording.py").write_text('GREETING = "changed on disk"\n')
+    registry.reload()
+    assert (await registry.get("with_helper").contribute(100, ctx)).text() == "changed on disk"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+import importlib.machinery
 import importlib.metadata
 import importlib.util
 import shutil
@@ -77,17 +79,48 @@ def load_folder(path: Path, source: str) -> ModuleDefinition:
     handler_file = path / manifest.handler.file
     if not handler_file.is_file():
         raise ModuleLoadError(f"{manifest.module_id}: handler file {manifest.handler.file} not found in {path}")
-    module_name = f"tda_context_modules.{source}.{manifest.module_id}"
-    spec = importlib.util.spec_from_file_location(module_name, handler_file)
-    assert spec is not None and spec.loader is not None
-    code = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = code  # dataclasses and pickling look modules up here
+    package = f"tda_context_modules.{source}.{manifest.module_id}"
     try:
-        spec.loader.exec_module(code)
+        code = _import_as_package(package, path, handler_file)
     except Exception as exc:
-        sys.modules.pop(module_name, None)
         raise ModuleLoadError(f"{manifest.module_id}: importing {handler_file.name} failed: {exc!r}") from exc
     return ModuleDefinition(manifest, _module_class(code, manifest), source, path)
+
+
+def _import_as_package(package: str, folder: Path, handler_file: Path) -> Any:
+    """Import ``handler_file`` as ``<package>.<stem>``, ``package`` being ``folder``: so a helper file beside the
+    handler imports relatively (``from .helper import x``). A reload forgets the previous import of the folder."""
+    for name in [n for n in sys.modules if n == package or n.startswith(package + ".")]:
+        del sys.modules[name]
+    _ensure_namespace(package.rpartition(".")[0])
+    init = folder / "__init__.py"
+    if init.is_file():
+        spec = importlib.util.spec_from_file_location(package, init, submodule_search_locations=[str(folder)])
+    else:
+        spec = importlib.machinery.ModuleSpec(package, None, is_package=True)
+        spec.submodule_search_locations = [str(folder)]
+    assert spec is not None
+    sys.modules[package] = importlib.util.module_from_spec(spec)  # dataclasses and pickling look modules up here
+    try:
+        if spec.loader is not None:
+            spec.loader.exec_module(sys.modules[package])
+        dotted = ".".join(handler_file.relative_to(folder).with_suffix("").parts)
+        return importlib.import_module(f"{package}.{dotted}")
+    except BaseException:
+        for name in [n for n in sys.modules if n == package or n.startswith(package + ".")]:
+            del sys.modules[name]
+        raise
+
+
+def _ensure_namespace(name: str) -> None:
+    """Empty parent packages (``tda_context_modules``, ``tda_context_modules.user``) for the module packages."""
+    parts = name.split(".")
+    for i in range(1, len(parts) + 1):
+        dotted = ".".join(parts[:i])
+        if dotted not in sys.modules:
+            spec = importlib.machinery.ModuleSpec(dotted, None, is_package=True)
+            spec.submodule_search_locations = []
+            sys.modules[dotted] = importlib.util.module_from_spec(spec)
 
 
 def _module_class(code: Any, manifest: ModuleManifest) -> type[ContextModule]:
