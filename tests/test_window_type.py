@@ -136,3 +136,14 @@ def test_a_shorthand_action_without_a_known_verb_says_what_to_write():
     data["dynamic_adjustments"] = [{"condition": "first_turn", "action": {"shrink": "tool_definitions"}}]
     with pytest.raises(ValidationError, match="reduce, transfer, force_full or condense"):
         ContextWindowType.model_validate(data)
+
+
+def test_module_options_are_checked_against_each_modules_model_when_saving(builtin_registry):
+    data = base()
+    data["modules"]["workflow_history"]["config"] = {"max_turns": "lots", "colour": "red"}
+    with pytest.raises(ValidationError) as info:
+        ContextWindowType.model_validate(data, context=builtin_registry.validation_context())
+    errors = {".".join(map(str, e["loc"])): e["msg"] for e in info.value.errors()}
+    assert set(errors) == {"modules.workflow_history.config.max_turns", "modules.workflow_history.config.colour"}
+    assert "has no option 'colour'" in errors["modules.workflow_history.config.colour"]
+    ContextWindowType.model_validate(data)  # reading a stored type checks no options (the handler reports them)

@@ -60,6 +60,8 @@ class ModuleInfo:
     defaults: dict[str, Any]
     path: str | None
     status: dict[str, Any]
+    options_schema: dict[str, Any] | None
+    """The JSON schema of the module's options model (what a type's slot ``config`` may hold); None: undeclared."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -282,14 +284,17 @@ class ModuleRegistry:
         self._ensure_loaded()
         return set(self.modules)
 
-    def validation_context(self, also_known: Iterable[str] = ()) -> dict[str, set[str]]:
-        """What ``ContextWindowType.model_validate(data, context=...)`` needs from the installed modules."""
+    def validation_context(self, also_known: Iterable[str] = ()) -> dict[str, Any]:
+        """What ``ContextWindowType.model_validate(data, context=...)`` needs from the installed modules to
+        check a type being saved: module ids, the floor, each module's options model."""
         self._ensure_loaded()
         return {
             "known_modules": set(self.modules) | set(also_known),
             "non_condensable": {
                 m for m, module in self.modules.items() if not module.manifest.capabilities.condensable
             },
+            "module_options": {m: model for m, module in self.modules.items() if (model := module.options_model)},
+            "on_save": True,
         }
 
     def infos(self) -> list[ModuleInfo]:
@@ -312,6 +317,7 @@ class ModuleRegistry:
             defaults=m.defaults.model_dump(),
             path=str(definition.path) if definition.path else None,
             status=module.get_status(),
+            options_schema=module.options_model.model_json_schema() if module.options_model else None,
         )
 
     # -- lifecycle -------------------------------------------------------------------------------

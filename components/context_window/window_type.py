@@ -11,8 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from .options import option_problems
 from .phases import Phase
 
 MODULE_IDS_IN_ORDER: tuple[str, ...] = (
@@ -110,6 +112,10 @@ class Transfer(_Model):
 class ForceFull(_Model):
     type: Literal["force_full"]
     module: str
+
+
+CONDENSE_STRATEGIES = ("summarize", "truncate")
+"""What a condense rule may ask for: summarise what is dropped, or keep the newest and drop the rest."""
 
 
 class Condense(_Model):
@@ -212,6 +218,10 @@ class ContextWindowType(_Model):
                 raise ValueError(f"unknown module ids {unknown}; installed: {sorted(known)}")
         if not any(s.active for s in modules.values()):
             raise ValueError("at least one module must be active")
+        models = (info.context or {}).get("module_options") or {}
+        problems = [p for m, slot in modules.items() if m in models for p in option_problems(m, models[m], slot.config)]
+        if problems:
+            raise ValidationError.from_exception_data("module options", problems)
         return modules
 
     @model_validator(mode="after")
@@ -243,9 +253,42 @@ class ContextWindowType(_Model):
                 )
         return self
 
+    @model_validator(mode="after")
+    def _sensible_when_saved(self, info: ValidationInfo) -> ContextWindowType:
+        """Checked when a type is saved (the registry's validation context), not when a stored one is read: the
+        active modules' shares fit in one budget, and condense rules name a strategy that exists."""
+        if not (info.context or {}).get("on_save"):
+            return self
+        problems = []
+        for figure in ("target_pct", "min_pct"):
+            total = sum(getattr(s, figure) for s in self.modules.values() if s.active)
+            if total > 100 + 1e-9:
+                problems.append(
+                    _problem(
+                        ("modules",),
+                        f"the active modules' {figure} add up to {total:g}%; they share one budget, so lower them "
+                        "to 100% in total or less",
+                    )
+                )
+        for i, rule in enumerate(self.dynamic_adjustments):
+            if isinstance(rule.action, Condense) and rule.action.strategy not in CONDENSE_STRATEGIES:
+                problems.append(
+                    _problem(
+                        ("dynamic_adjustments", i, "action", "strategy"),
+                        f"{rule.action.strategy!r} is not a strategy; use one of {', '.join(CONDENSE_STRATEGIES)}",
+                    )
+                )
+        if problems:
+            raise ValidationError.from_exception_data("context window type", problems)
+        return self
+
     @property
     def active_ids(self) -> list[str]:
         return [m for m, s in self.modules.items() if s.active]
+
+
+def _problem(loc: tuple[str | int, ...], text: str) -> InitErrorDetails:
+    return InitErrorDetails(type=PydanticCustomError("value_error", "{text}", {"text": text}), loc=loc, input=None)
 
 
 def validate_default_flags(types: Iterable[ContextWindowType]) -> None:

@@ -31,6 +31,8 @@ from components.context_window.phases import visible
 from components.context_window.session_cache import SessionCache, content_key
 from components.context_window.token_estimator import MESSAGE_OVERHEAD
 
+from .options import HistoryOptions
+
 SUMMARY_SHARE = 0.15
 SUMMARY_MAX_TOKENS = 600
 SUMMARY_SOURCE_MESSAGES = 40
@@ -161,6 +163,8 @@ def _within(kept: list[tuple[int, Unit, int]], budget: int) -> list[tuple[int, U
 
 
 class ConversationHistoryModule(ContextModule):
+    options_model = HistoryOptions
+
     def __init__(self, manifest: Any) -> None:
         super().__init__(manifest)
         self._summaries: SessionCache[str] = SessionCache(1024)

@@ -28,6 +28,8 @@ from components.context_window.fitting import cut_to_chars, cut_to_tokens, estim
 from components.context_window.options import option
 from components.context_window.session_cache import SessionCache
 
+from .options import DocumentOptions
+
 HEADER = "## Documents attached to this session"
 PER_FILE_CHARS = 20_000
 TOTAL_CHARS = 50_000
@@ -72,6 +74,8 @@ class Prepared:
 
 
 class DocumentContextModule(ContextModule):
+    options_model = DocumentOptions
+
     def __init__(self, manifest: ModuleManifest) -> None:
         super().__init__(manifest)
         self._cache: SessionCache[Any] = SessionCache(max_entries=512)

@@ -33,6 +33,8 @@ from components.context_window.metering import labelled
 from components.context_window.phases import visible
 from components.context_window.session_cache import SessionCache
 
+from .options import KnowledgeOptions
+
 log = logging.getLogger(__name__)
 
 HEADER = "Knowledge base excerpts. Cite them as [SOURCE n]; sources of one document may continue each other."
@@ -204,6 +206,8 @@ class Plan:
 
 
 class KnowledgeContextModule(ContextModule):
+    options_model = KnowledgeOptions
+
     def __init__(self, manifest: Any) -> None:
         super().__init__(manifest)
         self._rewrites: SessionCache[str] = SessionCache(1024)

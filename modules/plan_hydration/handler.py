@@ -27,6 +27,7 @@ from components.context_window.base import (
 )
 from components.context_window.distillation import Distilled, Table, apply_l2, distill, parse_result
 from components.context_window.fitting import clip, estimator, fit_blocks
+from components.context_window.options import ModuleOptions
 from components.context_window.phases import visible
 from components.context_window.session_cache import SessionCache, content_key
 from components.context_window.window_type import Distillation
@@ -52,6 +53,8 @@ LADDER = (
 
 
 class PlanHydrationModule(ContextModule):
+    options_model = ModuleOptions
+
     def __init__(self, manifest: ModuleManifest) -> None:
         super().__init__(manifest)
         # Entries hold the rows of big results: keep the bound modest (about one per recently active session).

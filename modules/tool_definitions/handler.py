@@ -42,6 +42,8 @@ from components.context_window.base import (
 from components.context_window.fitting import first_sentence
 from components.context_window.session_cache import BoundedCache
 
+from .options import ToolOptions
+
 LEVELS = ("full", "condensed", "partial", "names_only")
 NAMES_HEADER = "Available tools:"
 PARTIAL_HEADER = "Also available (no schema sent this turn; ask for one of these by name if you need it):"
@@ -66,6 +68,7 @@ _SCHEMAS = frozenset(
     {"items", "additionalItems", "additionalProperties", "unevaluatedItems", "unevaluatedProperties", "contains"}
     | {"propertyNames", "not", "if", "then", "else", "anyOf", "oneOf", "allOf", "prefixItems"}
 )
+
 """Keywords whose value is a schema or a list of schemas."""
 
 
@@ -233,6 +236,8 @@ async def schemas_in_history(ctx: AssemblyContext) -> bool:
 
 
 class ToolDefinitionsModule(ContextModule):
+    options_model = ToolOptions
+
     def __init__(self, manifest: ModuleManifest) -> None:
         super().__init__(manifest)
         self._vectors: WeakKeyDictionary[Any, BoundedCache[str, list[float]]] = WeakKeyDictionary()
