@@ -15,7 +15,7 @@ from components.context_window.budget import BudgetExceeded
 from components.context_window.handler import ContextWindowHandler
 from components.context_window.module_registry import ModuleRegistry
 from components.context_window.snapshot import ContextWindowSnapshot
-from components.context_window.window_type import DEFAULT_TYPES, MODULE_IDS_IN_ORDER, ContextWindowType
+from components.context_window.window_type import DEFAULT_TYPES, ContextWindowType
 
 from .config import Settings
 from .session_file import SessionFileError, load_session_file
@@ -30,7 +30,7 @@ def _registry(settings: Settings) -> ModuleRegistry:
 def _load_type(args: argparse.Namespace, registry: ModuleRegistry) -> ContextWindowType:
     if args.type_file:
         data = json.loads(Path(args.type_file).read_text(encoding="utf-8"))
-        context = registry.validation_context(also_known=MODULE_IDS_IN_ORDER)  # built-in ids are never typos
+        context = registry.validation_context()
         return ContextWindowType.model_validate(data, context=context)
     if args.type not in DEFAULT_TYPES:
         raise ValueError(f"unknown window type {args.type!r}; choose one of {sorted(DEFAULT_TYPES)} or --type-file")

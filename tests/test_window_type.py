@@ -7,7 +7,6 @@ from pydantic import ValidationError
 
 from components.context_window.window_type import (
     DEFAULT_TYPES,
-    MODULE_IDS_IN_ORDER,
     ContextWindowType,
     default_types,
     validate_default_flags,
@@ -26,7 +25,7 @@ def errors(data, **context) -> str:
     return str(info.value)
 
 
-def test_shipped_types_carry_the_reference_figures():
+def test_shipped_types_carry_the_reference_figures(builtin_registry):
     balanced = DEFAULT_TYPES["balanced"]
     figures = {m: (s.target_pct, s.min_pct, s.max_pct, s.priority) for m, s in balanced.modules.items()}
     assert figures["system_prompt"] == (10, 5, 15, 95)
@@ -53,7 +52,7 @@ def test_shipped_types_carry_the_reference_figures():
     assert DEFAULT_TYPES["conversation_first"].modules["conversation_history"].target_pct == 50
     assert [t.id for t in default_types() if t.is_default] == ["balanced"]
     for t in DEFAULT_TYPES.values():
-        assert set(t.modules) == set(MODULE_IDS_IN_ORDER)
+        assert set(t.modules) == builtin_registry.builtin_ids
 
 
 def test_min_target_max_must_be_ordered():
@@ -67,10 +66,10 @@ def test_output_reserve_is_between_0_and_50(reserve):
     assert "output_reserve_pct" in errors(base(output_reserve_pct=reserve))
 
 
-def test_unknown_modules_are_rejected_against_the_registry():
+def test_unknown_modules_are_rejected_against_the_registry(builtin_registry):
     data = base()
     data["modules"]["mystery"] = {"target_pct": 1}
-    assert "unknown module ids ['mystery']" in errors(data, known_modules=set(MODULE_IDS_IN_ORDER))
+    assert "unknown module ids ['mystery']" in errors(data, known_modules=builtin_registry.builtin_ids)
     ContextWindowType.model_validate(data)  # without a registry context the id is not checked
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from components.context_window.base import AssemblyContext, Directives, Profile, Session
-from components.context_window.module_registry import BUILTIN_DIR, load_folder
+from components.context_window.module_registry import ModuleRegistry
 from components.context_window.token_estimator import estimator_for
 
 from .providers import LiveKnowledge
@@ -33,8 +33,7 @@ class KnowledgeContextRunner:
         """``knowledge``: a running service's store (the HTTP API), left open by ``close``; else one is opened."""
         self.owns_knowledge = knowledge is None
         self.knowledge = knowledge or LiveKnowledge(data_dir, chroma_url, embedder=embedder)
-        definition = load_folder(BUILTIN_DIR / "knowledge_context", "builtin")
-        self.module = definition.cls(definition.manifest)
+        self.module = ModuleRegistry(entry_point_group=None).load().modules["knowledge_context"]
         self.collections = tuple(collections)
         self.model = model
         self.tokens = estimator_for(model)
