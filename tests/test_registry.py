@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import importlib.metadata
 import shutil
 from pathlib import Path
@@ -142,3 +143,15 @@ def test_built_in_modules_and_types_come_through_the_plugin_hooks_like_a_packs(m
     assert types["pack_type"].modules["pack_extra"].target_pct == 10
     bare = ModuleRegistry(builtin=None, entry_point_group=None).load()  # the component ships no module of its own
     assert bare.modules == {} and bare.window_types() == []
+
+
+def test_the_component_names_no_built_in_module(builtin_registry):
+    """Adding a built-in module never means editing the component: no code there holds a built-in module's id
+    (docstrings and messages may mention one as an example)."""
+    component = Path(__file__).resolve().parents[1] / "components" / "context_window"
+    named = []
+    for source in sorted(component.glob("*.py")):
+        for node in ast.walk(ast.parse(source.read_text())):
+            if isinstance(node, ast.Constant) and node.value in builtin_registry.builtin_ids:
+                named.append(f"{source.name}:{node.lineno} {node.value!r}")
+    assert named == []
