@@ -146,3 +146,10 @@ def test_module_options_are_checked_against_each_modules_model_when_saving(built
     assert set(errors) == {"modules.workflow_history.config.max_turns", "modules.workflow_history.config.colour"}
     assert "has no option 'colour'" in errors["modules.workflow_history.config.colour"]
     ContextWindowType.model_validate(data)  # reading a stored type checks no options (the handler reports them)
+
+
+def test_the_shipped_types_pass_every_check_a_saved_type_passes(builtin_registry):
+    """Their options match the modules' options models (a shipped option a module does not declare would be
+    dropped on every turn), shares fit, strategies exist."""
+    for t in default_types():
+        ContextWindowType.model_validate(t.model_dump(mode="json"), context=builtin_registry.validation_context())
