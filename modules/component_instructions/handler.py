@@ -26,10 +26,9 @@ from components.context_window.base import (
 from components.context_window.fitting import estimator, fit_blocks
 from components.context_window.options import option
 
-from .options import ComponentOptions
+from .options import INTENSITIES, ComponentOptions
 
 HEADER = "## Component instructions"
-INTENSITIES = ("full", "medium", "light")
 
 
 class ComponentInstructionsModule(ContextModule):

@@ -38,7 +38,7 @@ SUMMARY_MAX_TOKENS = 600
 SUMMARY_SOURCE_MESSAGES = 40
 """How many of the most recent dropped messages the summary looks at (bounded work per turn)."""
 SUMMARY_BUCKET = 10
-CACHE_BLOCK = "auto"
+CACHE_BLOCK = HistoryOptions().cache_block
 """Default ``cache_block``: once history overflows, its start moves only in steps of this many message
 positions, so the window's prefix stays byte-identical (a provider's prompt cache hits) between steps.
 0 slides the start every turn (the most history kept, the least cache reuse); "auto" takes the largest of

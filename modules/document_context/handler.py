@@ -31,8 +31,8 @@ from components.context_window.session_cache import SessionCache
 from .options import DocumentOptions
 
 HEADER = "## Documents attached to this session"
-PER_FILE_CHARS = 20_000
-TOTAL_CHARS = 50_000
+PER_FILE_CHARS = DocumentOptions().per_file_chars
+TOTAL_CHARS = DocumentOptions().total_chars
 MIN_USEFUL_CHARS = 500
 """A document that would get less than this (and is longer) is omitted rather than shown as a stub."""
 SHARE_STEP = 32

@@ -34,8 +34,8 @@ HEADER = (
     "do not copy their answers, figures or identifiers."
 )
 
-DEFAULT_MIN_SCORE = 0.7
-DEFAULT_K = 3
+DEFAULT_MIN_SCORE = RagOptions().min_score
+DEFAULT_K = RagOptions().k
 
 
 class RagContextModule(ContextModule):

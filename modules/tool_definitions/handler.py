@@ -42,9 +42,8 @@ from components.context_window.base import (
 from components.context_window.fitting import first_sentence
 from components.context_window.session_cache import BoundedCache
 
-from .options import ToolOptions
+from .options import LEVELS, ToolOptions
 
-LEVELS = ("full", "condensed", "partial", "names_only")
 NAMES_HEADER = "Available tools:"
 PARTIAL_HEADER = "Also available (no schema sent this turn; ask for one of these by name if you need it):"
 RECENT_MESSAGES = 6

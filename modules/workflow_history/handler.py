@@ -25,7 +25,7 @@ from components.context_window.phases import check_phase, visible
 from .options import WorkflowOptions
 
 HEADER = "## Workflow history (previous turns, newest first)"
-MAX_TURNS = 10
+MAX_TURNS = WorkflowOptions().max_turns
 OUTLINE_STEPS = 3
 CLIP = 200
 
