@@ -159,6 +159,11 @@ class ContextWindowHandler:
         self.modules = modules
         self.timeout_s = timeout_s
         self._estimator = estimator
+        self._validated: BoundedCache[tuple[int, Any], tuple[wt.ModuleSlot, dict[str, Any], Any, list[str]]] = (
+            BoundedCache(1024)
+        )
+        """Per (window-type slot, options model): the slot (held, so its id stays its own), the config it validated to,
+        the options, what was dropped. Stored types' slots live on between turns: validated once, not per turn."""
         self._previous: BoundedCache[str, list[Any]] = BoundedCache(max(remember_sessions, 1))
         """Per session, the previous window's items: only ``prefix_stable_tokens`` reads it."""
         self._remember = remember_sessions > 0
@@ -654,17 +659,18 @@ class ContextWindowHandler:
         """The slot's config validated by the module's options model, once per assembly. Saving checks options;
         a type stored before that may hold a bad one: it is dropped (its default applies) and logged."""
         if slot.options is None:
-            config: Mapping[str, Any] = slot.spec.config
-            options = None
             model = type(slot.module).options_model
+            config: Mapping[str, Any] = slot.spec.config
+            options, dropped = None, list[str]()
             if model is not None:
-                options, dropped = usable_options(model, config)
-                if dropped:
-                    run.log(
-                        f"{slot.module_id}: ignored invalid options {dropped} (the defaults apply); "
-                        "fix them in the window type"
-                    )
-                config = {k: v for k, v in options.model_dump(exclude_unset=True).items()}
+                known = self._validated.get((id(slot.spec), model))
+                if known is None or known[0] is not slot.spec:
+                    options, dropped = usable_options(model, config)
+                    validated = options.model_dump(exclude_unset=True)
+                    known = self._validated.put((id(slot.spec), model), (slot.spec, validated, options, dropped))
+                _, config, options, dropped = known
+            if dropped:
+                run.log(f"{slot.module_id}: ignored invalid options {dropped} (the defaults apply); fix the type")
             slot.options = (freeze({**config, "distillation": run.distillation}), options)
         return slot.options
 
