@@ -15,7 +15,7 @@ from components.context_window.budget import BudgetExceeded
 from components.context_window.handler import ContextWindowHandler
 from components.context_window.module_registry import ModuleRegistry
 from components.context_window.snapshot import ContextWindowSnapshot
-from components.context_window.window_type import DEFAULT_TYPES, MODULE_IDS_IN_ORDER, ContextWindowType
+from components.context_window.window_type import ContextWindowType
 
 from .config import Settings
 from .session_file import SessionFileError, load_session_file
@@ -30,11 +30,12 @@ def _registry(settings: Settings) -> ModuleRegistry:
 def _load_type(args: argparse.Namespace, registry: ModuleRegistry) -> ContextWindowType:
     if args.type_file:
         data = json.loads(Path(args.type_file).read_text(encoding="utf-8"))
-        context = registry.validation_context(also_known=MODULE_IDS_IN_ORDER)  # built-in ids are never typos
+        context = registry.validation_context()
         return ContextWindowType.model_validate(data, context=context)
-    if args.type not in DEFAULT_TYPES:
-        raise ValueError(f"unknown window type {args.type!r}; choose one of {sorted(DEFAULT_TYPES)} or --type-file")
-    return DEFAULT_TYPES[args.type]
+    shipped = {t.id: t for t in registry.window_types()}
+    if args.type not in shipped:
+        raise ValueError(f"unknown window type {args.type!r}; choose one of {sorted(shipped)} or --type-file")
+    return shipped[args.type]
 
 
 def cmd_assemble(args: argparse.Namespace, settings: Settings) -> int:
@@ -86,15 +87,16 @@ def format_snapshot(s: ContextWindowSnapshot) -> str:
 
 
 def cmd_types(args: argparse.Namespace, settings: Settings) -> int:
+    shipped = {t.id: t for t in _registry(settings).window_types()}  # the built-in plugin's and packs'
     if args.action == "list":
-        for t in DEFAULT_TYPES.values():
+        for t in shipped.values():
             default = " (default)" if t.is_default else ""
             print(f"{t.id:<20}{t.name}{default}: {len(t.active_ids)} active modules, reserve {t.output_reserve_pct:g}%")
         return 0
-    chosen = [DEFAULT_TYPES[args.id]] if args.id else list(DEFAULT_TYPES.values())
-    if args.id and args.id not in DEFAULT_TYPES:
-        print(f"tda types: unknown type {args.id!r}; known: {sorted(DEFAULT_TYPES)}", file=sys.stderr)
+    if args.id and args.id not in shipped:
+        print(f"tda types: unknown type {args.id!r}; known: {sorted(shipped)}", file=sys.stderr)
         return 2
+    chosen = [shipped[args.id]] if args.id else list(shipped.values())
     data = [t.model_dump(mode="json") for t in chosen]
     print(json.dumps(data[0] if args.action == "show" else data, indent=2))
     return 0

@@ -15,7 +15,7 @@ from quart import Quart, current_app
 from components.context_window.handler import ContextWindowHandler
 from components.context_window.module_registry import ModuleRegistry
 from components.context_window.token_estimator import STORED_ENCODINGS, estimator, estimator_for
-from components.context_window.window_type import MODULE_IDS_IN_ORDER, ContextWindowType
+from components.context_window.window_type import ContextWindowType
 
 from .background import BackgroundWriter
 from .clients import FailedAuthLimit
@@ -93,7 +93,7 @@ class TDAService:
             warm_ups.append(self._warm_up_knowledge())
         await asyncio.gather(*warm_ups)
         self.registry.load()
-        await self.store.types.seed_defaults()
+        await self.store.types.seed_defaults(types=self.registry.window_types())  # built-in and packs' types
         await self.apply_module_state()
         self.bus.on_control("modules", self.reload_modules)
         await self.bus.start()
@@ -153,8 +153,8 @@ class TDAService:
 
     def validate_type(self, data: Any, loc: tuple[str, ...] = ()) -> ContextWindowType:
         try:
-            # Installed modules plus the built-in ids (a type may name a built-in that is missing here).
-            context = self.registry.validation_context(also_known=MODULE_IDS_IN_ORDER)
+            # Installed modules plus every built-in id (a type may name a built-in that failed to load here).
+            context = self.registry.validation_context()
             return ContextWindowType.model_validate(data, context=context)
         except ValidationError as exc:
             raise Invalid(

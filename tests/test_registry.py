@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import ast
 import importlib.metadata
 import shutil
 from pathlib import Path
 
 import pytest
 
+from components.context_window.base import AssemblyContext, Profile, Session
 from components.context_window.module_registry import ModuleRegistry
-from components.context_window.window_type import MODULE_IDS_IN_ORDER
 
 FIXTURES = Path(__file__).parent / "modules"
 
@@ -33,7 +34,7 @@ def fake_entry_points(monkeypatch: pytest.MonkeyPatch, *values: tuple[str, str])
 
 def test_builtin_modules_load_with_their_manifests(builtin_registry):
     loaded = set(builtin_registry.modules)
-    assert {"system_prompt", "tool_definitions", "conversation_history"} <= loaded <= set(MODULE_IDS_IN_ORDER)
+    assert {"system_prompt", "tool_definitions", "conversation_history"} <= loaded == builtin_registry.builtin_ids
     info = builtin_registry.info("system_prompt")
     assert info.source == "builtin" and info.capabilities["condensable"] is False
     assert builtin_registry.load_errors == []
@@ -121,3 +122,36 @@ def test_reload_picks_up_new_folders_and_keeps_activation_state(user_dir):
     registry.reload()
     assert "good_echo" in registry.modules
     assert not registry.is_active("tool_definitions")
+
+
+async def test_a_helper_file_beside_the_handler_imports_and_a_reload_rereads_it(user_dir):
+    ctx = AssemblyContext(query="q", profile=Profile(id="p"), session=Session(id="s"), model="gpt-4o")
+    shutil.copytree(FIXTURES / "with_helper", user_dir / "with_helper")
+    registry = ModuleRegistry(user_dir=user_dir, entry_point_group=None).load()
+    assert registry.load_errors == []
+    assert (await registry.get("with_helper").contribute(100, ctx)).text() == "from the helper file"
+    (user_dir / "with_helper" / "wording.py").write_text('GREETING = "changed on disk"\n')
+    registry.reload()
+    assert (await registry.get("with_helper").contribute(100, ctx)).text() == "changed on disk"
+
+
+def test_built_in_modules_and_types_come_through_the_plugin_hooks_like_a_packs(monkeypatch):
+    fake_entry_points(monkeypatch, ("demo", "tests.packs.demo_pack"))
+    registry = ModuleRegistry().load()
+    types = {t.id: t for t in registry.window_types()}
+    assert set(types) == {"balanced", "knowledge_heavy", "conversation_first", "token_efficient", "pack_type"}
+    assert types["pack_type"].modules["pack_extra"].target_pct == 10
+    bare = ModuleRegistry(builtin=None, entry_point_group=None).load()  # the component ships no module of its own
+    assert bare.modules == {} and bare.window_types() == []
+
+
+def test_the_component_names_no_built_in_module(builtin_registry):
+    """Adding a built-in module never means editing the component: no code there holds a built-in module's id
+    (docstrings and messages may mention one as an example)."""
+    component = Path(__file__).resolve().parents[1] / "components" / "context_window"
+    named = []
+    for source in sorted(component.glob("*.py")):
+        for node in ast.walk(ast.parse(source.read_text())):
+            if isinstance(node, ast.Constant) and node.value in builtin_registry.builtin_ids:
+                named.append(f"{source.name}:{node.lineno} {node.value!r}")
+    assert named == []

@@ -7,7 +7,6 @@ from pydantic import ValidationError
 
 from components.context_window.window_type import (
     DEFAULT_TYPES,
-    MODULE_IDS_IN_ORDER,
     ContextWindowType,
     default_types,
     validate_default_flags,
@@ -26,7 +25,7 @@ def errors(data, **context) -> str:
     return str(info.value)
 
 
-def test_shipped_types_carry_the_reference_figures():
+def test_shipped_types_carry_the_reference_figures(builtin_registry):
     balanced = DEFAULT_TYPES["balanced"]
     figures = {m: (s.target_pct, s.min_pct, s.max_pct, s.priority) for m, s in balanced.modules.items()}
     assert figures["system_prompt"] == (10, 5, 15, 95)
@@ -53,7 +52,7 @@ def test_shipped_types_carry_the_reference_figures():
     assert DEFAULT_TYPES["conversation_first"].modules["conversation_history"].target_pct == 50
     assert [t.id for t in default_types() if t.is_default] == ["balanced"]
     for t in DEFAULT_TYPES.values():
-        assert set(t.modules) == set(MODULE_IDS_IN_ORDER)
+        assert set(t.modules) == builtin_registry.builtin_ids
 
 
 def test_min_target_max_must_be_ordered():
@@ -67,10 +66,10 @@ def test_output_reserve_is_between_0_and_50(reserve):
     assert "output_reserve_pct" in errors(base(output_reserve_pct=reserve))
 
 
-def test_unknown_modules_are_rejected_against_the_registry():
+def test_unknown_modules_are_rejected_against_the_registry(builtin_registry):
     data = base()
     data["modules"]["mystery"] = {"target_pct": 1}
-    assert "unknown module ids ['mystery']" in errors(data, known_modules=set(MODULE_IDS_IN_ORDER))
+    assert "unknown module ids ['mystery']" in errors(data, known_modules=builtin_registry.builtin_ids)
     ContextWindowType.model_validate(data)  # without a registry context the id is not checked
 
 
@@ -136,3 +135,21 @@ def test_a_shorthand_action_without_a_known_verb_says_what_to_write():
     data["dynamic_adjustments"] = [{"condition": "first_turn", "action": {"shrink": "tool_definitions"}}]
     with pytest.raises(ValidationError, match="reduce, transfer, force_full or condense"):
         ContextWindowType.model_validate(data)
+
+
+def test_module_options_are_checked_against_each_modules_model_when_saving(builtin_registry):
+    data = base()
+    data["modules"]["workflow_history"]["config"] = {"max_turns": "lots", "colour": "red"}
+    with pytest.raises(ValidationError) as info:
+        ContextWindowType.model_validate(data, context=builtin_registry.validation_context())
+    errors = {".".join(map(str, e["loc"])): e["msg"] for e in info.value.errors()}
+    assert set(errors) == {"modules.workflow_history.config.max_turns", "modules.workflow_history.config.colour"}
+    assert "has no option 'colour'" in errors["modules.workflow_history.config.colour"]
+    ContextWindowType.model_validate(data)  # reading a stored type checks no options (the handler reports them)
+
+
+def test_the_shipped_types_pass_every_check_a_saved_type_passes(builtin_registry):
+    """Their options match the modules' options models (a shipped option a module does not declare would be
+    dropped on every turn), shares fit, strategies exist."""
+    for t in default_types():
+        ContextWindowType.model_validate(t.model_dump(mode="json"), context=builtin_registry.validation_context())

@@ -15,7 +15,7 @@ from contextlib import aclosing
 from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from types import MappingProxyType
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -519,6 +519,8 @@ class Directives:
     ``condense_strategy``). A module that can build that condensed result directly may return it at once,
     marked ``condensed``: a long history is then not read twice as deep as it is sent."""
     config: Mapping[str, Any] = field(default_factory=dict)
+    options: Any = None
+    """``config`` validated by the module's ``options_model`` (an instance of it; ``None`` if undeclared)."""
 
 
 @dataclass(frozen=True)
@@ -667,6 +669,11 @@ def text_contribution(module_id: str, blocks: Sequence[str], **kw: Any) -> Contr
 
 class ContextModule(ABC):
     """A contributor to the context window. Subclass it in a module folder's ``handler.py``."""
+
+    options_model: ClassVar[type[BaseModel] | None] = None
+    """The options a window type's slot may set (its ``config``), as a pydantic model (subclass
+    ``options.ModuleOptions``): checked when a type is saved, shown by the type editor, and handed to the
+    module validated as ``ctx.directives.options``. ``None``: undeclared, any keys pass unchecked."""
 
     def __init__(self, manifest: ModuleManifest) -> None:
         self.manifest = manifest

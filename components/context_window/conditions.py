@@ -26,8 +26,10 @@ class Facts:
 
     @property
     def rag_top_score(self) -> float | None:
-        score = self.signals.get("rag_context", {}).get("top_score")
-        return float(score) if score is not None else None
+        """The best ``top_score`` signal any module reported (a module serving retrieved examples reports its best
+        example's score): the component knows the signal, not which module sends it."""
+        scores = [float(s["top_score"]) for s in self.signals.values() if s.get("top_score") is not None]
+        return max(scores) if scores else None
 
 
 def _high_confidence_rag(c: wt.HighConfidenceRag, f: Facts) -> bool:

@@ -28,6 +28,7 @@ from .conditions import Facts, holds
 from .content_parts import media_note
 from .isolation import BLOCKING_WARN_S, Outcome, checked_contribution, checked_signals, run_calls
 from .metering import MeteredSummarizer
+from .options import usable_options
 from .session_cache import BoundedCache
 from .snapshot import AuxiliaryCall, Condensation, ContextWindowSnapshot, ModuleUsage, Reallocation
 from .token_estimator import REPLY_PRIMING, TokenEstimator, estimator_for, resolve_model_limit
@@ -93,6 +94,8 @@ class _Slot:
     blocked_s: float = 0.0
     view: tuple[Any, AssemblyContext] | None = None
     """The context this module was last handed, and the directives it was built for (see ``_module_ctx``)."""
+    options: tuple[Mapping[str, Any], Any] | None = None
+    """The slot's config as the module gets it, and its options model instance (see ``_options``)."""
 
     @property
     def module_id(self) -> str:
@@ -156,6 +159,11 @@ class ContextWindowHandler:
         self.modules = modules
         self.timeout_s = timeout_s
         self._estimator = estimator
+        self._validated: BoundedCache[tuple[int, Any], tuple[wt.ModuleSlot, dict[str, Any], Any, list[str]]] = (
+            BoundedCache(1024)
+        )
+        """Per (window-type slot, options model): the slot (held, so its id stays its own), the config it validated to,
+        the options, what was dropped. Stored types' slots live on between turns: validated once, not per turn."""
         self._previous: BoundedCache[str, list[Any]] = BoundedCache(max(remember_sessions, 1))
         """Per session, the previous window's items: only ``prefix_stable_tokens`` reads it."""
         self._remember = remember_sessions > 0
@@ -633,17 +641,38 @@ class ContextWindowHandler:
             return slot.view[1]
         if run.distillation is None:
             run.distillation = run.wtype.distillation.model_dump()
+        config, options = self._options(run, slot)
         directives = Directives(
             force_full=slot.force_full,
             condense_strategy=slot.condense_rule.strategy if slot.condense_rule else None,
             condense_to=slot.rule_target if slot.condensable else None,  # the floor is never condensed
-            config=freeze({**slot.spec.config, "distillation": run.distillation}),
+            config=config,
+            options=options,
         )
         inner = run.ctx.summarizer
         metered = MeteredSummarizer(inner, run.auxiliary, slot.module_id, run.tokens) if inner is not None else None
         view = run.ctx.for_module(directives, run.tokens, run.memos.setdefault(slot.module_id, {}), metered)
         slot.view = (settled, view)
         return view
+
+    def _options(self, run: _Run, slot: _Slot) -> tuple[Mapping[str, Any], Any]:
+        """The slot's config validated by the module's options model, once per assembly. Saving checks options;
+        a type stored before that may hold a bad one: it is dropped (its default applies) and logged."""
+        if slot.options is None:
+            model = type(slot.module).options_model
+            config: Mapping[str, Any] = slot.spec.config
+            options, dropped = None, list[str]()
+            if model is not None:
+                known = self._validated.get((id(slot.spec), model))
+                if known is None or known[0] is not slot.spec:
+                    options, dropped = usable_options(model, config)
+                    validated = options.model_dump(exclude_unset=True)
+                    known = self._validated.put((id(slot.spec), model), (slot.spec, validated, options, dropped))
+                _, config, options, dropped = known
+            if dropped:
+                run.log(f"{slot.module_id}: ignored invalid options {dropped} (the defaults apply); fix the type")
+            slot.options = (freeze({**config, "distillation": run.distillation}), options)
+        return slot.options
 
     def _measured(self, run: _Run, c: Contribution, module_id: str) -> Contribution:
         """The contribution with ``tokens`` counted here, on exactly what will be rendered."""

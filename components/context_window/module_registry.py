@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+import importlib
+import importlib.machinery
 import importlib.metadata
 import importlib.util
 import shutil
@@ -17,8 +20,11 @@ from pydantic import ValidationError
 
 from . import hookspecs
 from .base import ContextModule, ModuleManifest
+from .window_type import ContextWindowType
 
-BUILTIN_DIR = Path(__file__).resolve().parents[2] / "modules"
+BUILTIN_PLUGIN = "modules"
+"""Import name of the plugin that brings the built-in modules and shipped types (the application's ``modules``
+package): registered under the name ``builtin``, through the same hooks as any pack."""
 PRECEDENCE = {"builtin": 0, "pack": 1, "user": 2}
 
 
@@ -58,6 +64,8 @@ class ModuleInfo:
     defaults: dict[str, Any]
     path: str | None
     status: dict[str, Any]
+    options_schema: dict[str, Any] | None
+    """The JSON schema of the module's options model (what a type's slot ``config`` may hold); None: undeclared."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -77,17 +85,48 @@ def load_folder(path: Path, source: str) -> ModuleDefinition:
     handler_file = path / manifest.handler.file
     if not handler_file.is_file():
         raise ModuleLoadError(f"{manifest.module_id}: handler file {manifest.handler.file} not found in {path}")
-    module_name = f"tda_context_modules.{source}.{manifest.module_id}"
-    spec = importlib.util.spec_from_file_location(module_name, handler_file)
-    assert spec is not None and spec.loader is not None
-    code = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = code  # dataclasses and pickling look modules up here
+    package = f"tda_context_modules.{source}.{manifest.module_id}"
     try:
-        spec.loader.exec_module(code)
+        code = _import_as_package(package, path, handler_file)
     except Exception as exc:
-        sys.modules.pop(module_name, None)
         raise ModuleLoadError(f"{manifest.module_id}: importing {handler_file.name} failed: {exc!r}") from exc
     return ModuleDefinition(manifest, _module_class(code, manifest), source, path)
+
+
+def _import_as_package(package: str, folder: Path, handler_file: Path) -> Any:
+    """Import ``handler_file`` as ``<package>.<stem>``, ``package`` being ``folder``: so a helper file beside the
+    handler imports relatively (``from .helper import x``). A reload forgets the previous import of the folder."""
+    for name in [n for n in sys.modules if n == package or n.startswith(package + ".")]:
+        del sys.modules[name]
+    _ensure_namespace(package.rpartition(".")[0])
+    init = folder / "__init__.py"
+    if init.is_file():
+        spec = importlib.util.spec_from_file_location(package, init, submodule_search_locations=[str(folder)])
+    else:
+        spec = importlib.machinery.ModuleSpec(package, None, is_package=True)
+        spec.submodule_search_locations = [str(folder)]
+    assert spec is not None
+    sys.modules[package] = importlib.util.module_from_spec(spec)  # dataclasses and pickling look modules up here
+    try:
+        if spec.loader is not None:
+            spec.loader.exec_module(sys.modules[package])
+        dotted = ".".join(handler_file.relative_to(folder).with_suffix("").parts)
+        return importlib.import_module(f"{package}.{dotted}")
+    except BaseException:
+        for name in [n for n in sys.modules if n == package or n.startswith(package + ".")]:
+            del sys.modules[name]
+        raise
+
+
+def _ensure_namespace(name: str) -> None:
+    """Empty parent packages (``tda_context_modules``, ``tda_context_modules.user``) for the module packages."""
+    parts = name.split(".")
+    for i in range(1, len(parts) + 1):
+        dotted = ".".join(parts[:i])
+        if dotted not in sys.modules:
+            spec = importlib.machinery.ModuleSpec(dotted, None, is_package=True)
+            spec.submodule_search_locations = []
+            sys.modules[dotted] = importlib.util.module_from_spec(spec)
 
 
 def _module_class(code: Any, manifest: ModuleManifest) -> type[ContextModule]:
@@ -130,12 +169,13 @@ class ModuleRegistry:
     def __init__(
         self,
         *,
-        builtin_dir: Path | None = BUILTIN_DIR,
+        builtin: str | object | None = BUILTIN_PLUGIN,
         user_dir: Path | None = None,
         entry_point_group: str | None = hookspecs.ENTRY_POINT_GROUP,
         plugins: Iterable[tuple[str, object]] = (),
     ) -> None:
-        self.builtin_dir = builtin_dir
+        self.builtin = builtin
+        """The built-in plugin, or its import name; ``None``: no built-in modules."""
         self.user_dir = user_dir
         self.entry_point_group = entry_point_group
         self.extra_plugins = list(plugins)
@@ -145,11 +185,13 @@ class ModuleRegistry:
         self.load_errors: list[LoadError] = []
         self._inactive: set[str] = set()
         self._loaded = False
+        self.builtin_ids: set[str] = set()
+        """Every module id the built-in plugin offers, loaded or not (a type naming one is never a typo)."""
 
     @classmethod
     def from_modules(cls, modules: Iterable[ContextModule]) -> ModuleRegistry:
         """A registry over ready-made module objects (no discovery): for tests and embedding."""
-        registry = cls(builtin_dir=None, entry_point_group=None)
+        registry = cls(builtin=None, entry_point_group=None)
         for module in modules:
             registry.modules[module.module_id] = module
             registry.definitions[module.module_id] = ModuleDefinition(module.manifest, type(module), "pack")
@@ -159,10 +201,13 @@ class ModuleRegistry:
     # -- discovery -------------------------------------------------------------------------------
 
     def load(self) -> ModuleRegistry:
+        self.load_errors = []
         pm = self._plugin_manager()
         candidates: list[ModuleDefinition] = []
         for name, source, plugin in self._plugins(pm):
             candidates.extend(self._collect(pm, name, source, plugin))
+        self.builtin_ids = {d.manifest.module_id for d in candidates if d.source == "builtin"}
+        self.builtin_ids |= {e.name for e in self.load_errors if e.source == "builtin"}
         chosen: dict[str, ModuleDefinition] = {}
         for definition in sorted(candidates, key=lambda d: PRECEDENCE[d.source]):
             chosen[definition.manifest.module_id] = definition  # later (higher precedence) wins
@@ -179,9 +224,9 @@ class ModuleRegistry:
     def _plugin_manager(self) -> pluggy.PluginManager:
         pm = pluggy.PluginManager(hookspecs.PROJECT)
         pm.add_hookspecs(hookspecs)
-        self.load_errors = []
-        if self.builtin_dir is not None:
-            pm.register(_FolderPlugin(self.builtin_dir), name="builtin")
+        builtin = self._builtin_plugin()
+        if builtin is not None:
+            pm.register(builtin, name="builtin")
         for name, plugin in self._entry_point_plugins():
             pm.register(plugin, name=f"pack:{name}")
         for name, plugin in self.extra_plugins:
@@ -190,6 +235,15 @@ class ModuleRegistry:
             pm.register(_FolderPlugin(self.user_dir), name="user")
         return pm
 
+    def _builtin_plugin(self) -> object | None:
+        if not isinstance(self.builtin, str):
+            return self.builtin
+        try:
+            return importlib.import_module(self.builtin)
+        except Exception as exc:
+            self._record(LoadError(self.builtin, "builtin", f"the built-in plugin failed to load: {exc!r}"))
+            return None
+
     def _entry_point_plugins(self) -> Iterator[tuple[str, object]]:
         if not self.entry_point_group:
             return
@@ -197,7 +251,7 @@ class ModuleRegistry:
             try:
                 yield ep.name, ep.load()
             except Exception as exc:
-                self.load_errors.append(LoadError(ep.name, "pack", f"entry point failed to load: {exc!r}"))
+                self._record(LoadError(ep.name, "pack", f"entry point failed to load: {exc!r}"))
 
     def _plugins(self, pm: pluggy.PluginManager) -> Iterator[tuple[str, str, object]]:
         for name, plugin in pm.list_name_plugin():
@@ -221,8 +275,12 @@ class ModuleRegistry:
         try:
             return impl.function()
         except Exception as exc:
-            self.load_errors.append(LoadError(name, source, f"{impl.function.__name__} failed: {exc!r}"))
+            self._record(LoadError(name, source, f"{impl.function.__name__} failed: {exc!r}"))
             return None
+
+    def _record(self, error: LoadError) -> None:
+        if error not in self.load_errors:  # window_types() may meet the same broken plugin again
+            self.load_errors.append(error)
 
     def _try(self, found: list[ModuleDefinition], name: str, source: str, load: Any) -> None:
         try:
@@ -231,6 +289,23 @@ class ModuleRegistry:
             self.load_errors.append(LoadError(str(exc).split(":", 1)[0], source, str(exc)))
         except Exception as exc:
             self.load_errors.append(LoadError(name, source, repr(exc)))
+
+    def window_types(self) -> list[ContextWindowType]:
+        """The window types the plugins ship (``tda_window_types``), by id, higher precedence winning; each is
+        validated as a stored type is (the installed modules check it when it is saved)."""
+        pm = self._plugin_manager()
+        types: dict[str, ContextWindowType] = {}
+        for name, source, plugin in sorted(self._plugins(pm), key=lambda p: PRECEDENCE[p[1]]):
+            for impl in pm.hook.tda_window_types.get_hookimpls():
+                if impl.plugin is plugin:
+                    for item in self._call(impl, name, source) or ():
+                        try:
+                            t = ContextWindowType.model_validate(item)
+                        except ValidationError as exc:
+                            self._record(LoadError(name, source, f"window type invalid: {_first_errors(exc)}"))
+                        else:
+                            types[t.id] = t
+        return list(types.values())
 
     def _ensure_loaded(self) -> None:
         if not self._loaded:
@@ -249,14 +324,17 @@ class ModuleRegistry:
         self._ensure_loaded()
         return set(self.modules)
 
-    def validation_context(self, also_known: Iterable[str] = ()) -> dict[str, set[str]]:
-        """What ``ContextWindowType.model_validate(data, context=...)`` needs from the installed modules."""
+    def validation_context(self, also_known: Iterable[str] = ()) -> dict[str, Any]:
+        """What ``ContextWindowType.model_validate(data, context=...)`` needs from the installed modules to
+        check a type being saved: module ids, the floor, each module's options model."""
         self._ensure_loaded()
         return {
-            "known_modules": set(self.modules) | set(also_known),
+            "known_modules": set(self.modules) | self.builtin_ids | set(also_known),
             "non_condensable": {
                 m for m, module in self.modules.items() if not module.manifest.capabilities.condensable
             },
+            "module_options": {m: model for m, module in self.modules.items() if (model := module.options_model)},
+            "on_save": True,
         }
 
     def infos(self) -> list[ModuleInfo]:
@@ -279,6 +357,7 @@ class ModuleRegistry:
             defaults=m.defaults.model_dump(),
             path=str(definition.path) if definition.path else None,
             status=module.get_status(),
+            options_schema=module.options_model.model_json_schema() if module.options_model else None,
         )
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -352,3 +431,9 @@ def _code_definition(manifest: Any, cls: type, source: str) -> ModuleDefinition:
     if not (isinstance(cls, type) and issubclass(cls, ContextModule)):
         raise ModuleLoadError(f"{validated.module_id}: {cls!r} is not a ContextModule subclass")
     return ModuleDefinition(validated, cls, source)
+
+
+@functools.cache
+def shipped_types() -> tuple[ContextWindowType, ...]:
+    """The window types the built-in plugin ships (read once: they are frozen)."""
+    return tuple(ModuleRegistry(entry_point_group=None).window_types())

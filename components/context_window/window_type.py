@@ -8,25 +8,14 @@ rejects a type that would condense the floor (a non-condensable module in ``cond
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from .options import option_problems
 from .phases import Phase
-
-MODULE_IDS_IN_ORDER: tuple[str, ...] = (
-    "system_prompt",
-    "tool_definitions",
-    "conversation_history",
-    "rag_context",
-    "knowledge_context",
-    "plan_hydration",
-    "document_context",
-    "component_instructions",
-    "workflow_history",
-)
-"""The nine built-in modules, highest default priority first."""
 
 
 class _Model(BaseModel):
@@ -110,6 +99,10 @@ class Transfer(_Model):
 class ForceFull(_Model):
     type: Literal["force_full"]
     module: str
+
+
+CONDENSE_STRATEGIES = ("summarize", "truncate")
+"""What a condense rule may ask for: summarise what is dropped, or keep the newest and drop the rest."""
 
 
 class Condense(_Model):
@@ -212,6 +205,10 @@ class ContextWindowType(_Model):
                 raise ValueError(f"unknown module ids {unknown}; installed: {sorted(known)}")
         if not any(s.active for s in modules.values()):
             raise ValueError("at least one module must be active")
+        models = (info.context or {}).get("module_options") or {}
+        problems = [p for m, slot in modules.items() if m in models for p in option_problems(m, models[m], slot.config)]
+        if problems:
+            raise ValidationError.from_exception_data("module options", problems)
         return modules
 
     @model_validator(mode="after")
@@ -243,9 +240,42 @@ class ContextWindowType(_Model):
                 )
         return self
 
+    @model_validator(mode="after")
+    def _sensible_when_saved(self, info: ValidationInfo) -> ContextWindowType:
+        """Checked when a type is saved (the registry's validation context), not when a stored one is read: the
+        active modules' shares fit in one budget, and condense rules name a strategy that exists."""
+        if not (info.context or {}).get("on_save"):
+            return self
+        problems = []
+        for figure in ("target_pct", "min_pct"):
+            total = sum(getattr(s, figure) for s in self.modules.values() if s.active)
+            if total > 100 + 1e-9:
+                problems.append(
+                    _problem(
+                        ("modules",),
+                        f"the active modules' {figure} add up to {total:g}%; they share one budget, so lower them "
+                        "to 100% in total or less",
+                    )
+                )
+        for i, rule in enumerate(self.dynamic_adjustments):
+            if isinstance(rule.action, Condense) and rule.action.strategy not in CONDENSE_STRATEGIES:
+                problems.append(
+                    _problem(
+                        ("dynamic_adjustments", i, "action", "strategy"),
+                        f"{rule.action.strategy!r} is not a strategy; use one of {', '.join(CONDENSE_STRATEGIES)}",
+                    )
+                )
+        if problems:
+            raise ValidationError.from_exception_data("context window type", problems)
+        return self
+
     @property
     def active_ids(self) -> list[str]:
         return [m for m, s in self.modules.items() if s.active]
+
+
+def _problem(loc: tuple[str | int, ...], text: str) -> InitErrorDetails:
+    return InitErrorDetails(type=PydanticCustomError("value_error", "{text}", {"text": text}), loc=loc, input=None)
 
 
 def validate_default_flags(types: Iterable[ContextWindowType]) -> None:
@@ -255,120 +285,31 @@ def validate_default_flags(types: Iterable[ContextWindowType]) -> None:
         raise ValueError(f"only one default context window type is allowed, got {defaults}")
 
 
-# --- the four shipped types -----------------------------------------------------------------------
-
-_PRIORITY = dict(zip(MODULE_IDS_IN_ORDER, (95, 85, 80, 75, 70, 65, 60, 55, 50), strict=True))
-_SHORT = dict(
-    sys="system_prompt",
-    tools="tool_definitions",
-    hist="conversation_history",
-    rag="rag_context",
-    know="knowledge_context",
-    plan="plan_hydration",
-    doc="document_context",
-    comp="component_instructions",
-    wf="workflow_history",
-)
-
-
-def _slots(**figures: tuple[float, float, float]) -> dict[str, dict[str, Any]]:
-    """Build module slots from ``short=(target, min, max)``; unnamed modules are inactive."""
-    slots: dict[str, dict[str, Any]] = {}
-    for short, module_id in _SHORT.items():
-        target, lo, hi = figures.get(short, (0, 0, 0))
-        slots[module_id] = dict(
-            active=short in figures, target_pct=target, min_pct=lo, max_pct=hi, priority=_PRIORITY[module_id]
-        )
-    return slots
-
-
-def _order(*shorts: str) -> list[str]:
-    return [_SHORT[s] for s in shorts]
-
-
-def _rule(condition: dict[str, Any], action: dict[str, Any]) -> dict[str, Any]:
-    return {"condition": condition, "action": action}
-
-
-_FIRST_TURN_FULL_TOOLS = _rule({"type": "first_turn"}, {"type": "force_full", "module": "tool_definitions"})
-
-
-def _long_conversation(turns: int, to_pct: float = 50) -> dict[str, Any]:
-    return _rule(
-        {"type": "long_conversation", "threshold": turns},
-        {"type": "condense", "module": "conversation_history", "strategy": "summarize", "to_pct": to_pct},
-    )
-
-
-_DEFAULT_TYPE_DATA: list[dict[str, Any]] = [
-    dict(
-        id="balanced",
-        name="Balanced",
-        description="General purpose: every module takes part, tools and history get the largest shares.",
-        is_default=True,
-        output_reserve_pct=12,
-        modules=_slots(
-            sys=(10, 5, 15),
-            tools=(22, 0, 40),
-            hist=(22, 10, 60),
-            rag=(15, 0, 30),
-            know=(10, 0, 25),
-            plan=(8, 0, 15),
-            doc=(5, 0, 15),
-            comp=(4, 0, 10),
-            wf=(4, 0, 10),
-        ),
-        condensation_order=_order("wf", "comp", "doc", "plan", "know", "rag", "hist", "tools"),
-        dynamic_adjustments=[
-            _FIRST_TURN_FULL_TOOLS,
-            _rule(
-                {"type": "no_documents_attached"},
-                {"type": "transfer", "module": "document_context", "to": "conversation_history"},
-            ),
-            _long_conversation(10),
-            _rule(
-                {"type": "high_confidence_rag", "threshold": 0.85},
-                {"type": "reduce", "module": "tool_definitions", "by_pct": 50},
-            ),
-        ],
-    ),
-    dict(
-        id="knowledge_heavy",
-        name="Knowledge Heavy",
-        description="Document Q&A: knowledge and RAG cases dominate; no tools.",
-        output_reserve_pct=12,
-        modules=_slots(
-            sys=(8, 5, 12), hist=(15, 10, 30), rag=(20, 5, 40), know=(40, 10, 60), doc=(10, 0, 20), comp=(3, 0, 8)
-        ),
-        condensation_order=_order("comp", "doc", "rag", "hist", "know"),
-    ),
-    dict(
-        id="conversation_first",
-        name="Conversation First",
-        description="Long chats: half the window keeps the conversation verbatim.",
-        output_reserve_pct=12,
-        modules=_slots(sys=(8, 5, 12), hist=(50, 20, 70), know=(15, 0, 25), doc=(15, 0, 25), comp=(5, 0, 10)),
-        condensation_order=_order("comp", "doc", "know", "hist"),
-        # Keeps most of its share verbatim once long: history moves in cache blocks (a stable prefix), not halves.
-        dynamic_adjustments=[_long_conversation(15, to_pct=85)],
-    ),
-    dict(
-        id="token_efficient",
-        name="Token Efficient",
-        description="Cost-sensitive agents: lean tools and history, a larger output reserve.",
-        output_reserve_pct=15,
-        modules=_slots(
-            sys=(12, 8, 18), tools=(20, 0, 30), hist=(40, 15, 55), rag=(15, 0, 25), plan=(8, 0, 12), wf=(5, 0, 8)
-        ),
-        condensation_order=_order("wf", "plan", "rag", "hist", "tools"),
-        dynamic_adjustments=[_FIRST_TURN_FULL_TOOLS, _long_conversation(5)],
-    ),
-]
+# --- the shipped types ------------------------------------------------------------------------------
 
 
 def default_types() -> list[ContextWindowType]:
-    """Fresh copies of the four shipped types (frozen: derive a changed one with ``model_copy(update=...)``)."""
-    return [ContextWindowType.model_validate(d) for d in _DEFAULT_TYPE_DATA]
+    """The types the plugins ship (the built-in ones: ``modules/window_types/*.json``), read through the module
+    registry's ``tda_window_types`` hook. Frozen: derive a changed one with ``model_copy(update=...)``."""
+    from .module_registry import shipped_types  # the registry imports this module
+
+    return list(shipped_types())
 
 
-DEFAULT_TYPES: dict[str, ContextWindowType] = {t.id: t for t in default_types()}
+class _ShippedTypes(Mapping[str, ContextWindowType]):
+    """``DEFAULT_TYPES``: the shipped types by id, read on first use (not when the component is imported)."""
+
+    def _types(self) -> dict[str, ContextWindowType]:
+        return {t.id: t for t in default_types()}
+
+    def __getitem__(self, type_id: str) -> ContextWindowType:
+        return self._types()[type_id]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._types())
+
+    def __len__(self) -> int:
+        return len(self._types())
+
+
+DEFAULT_TYPES: Mapping[str, ContextWindowType] = _ShippedTypes()

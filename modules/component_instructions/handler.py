@@ -26,11 +26,14 @@ from components.context_window.base import (
 from components.context_window.fitting import estimator, fit_blocks
 from components.context_window.options import option
 
+from .options import INTENSITIES, ComponentOptions
+
 HEADER = "## Component instructions"
-INTENSITIES = ("full", "medium", "light")
 
 
 class ComponentInstructionsModule(ContextModule):
+    options_model = ComponentOptions
+
     def __init__(self, manifest: ModuleManifest) -> None:
         super().__init__(manifest)
         self._last: dict[str, Any] = {}

@@ -31,12 +31,14 @@ from components.context_window.phases import visible
 from components.context_window.session_cache import SessionCache, content_key
 from components.context_window.token_estimator import MESSAGE_OVERHEAD
 
+from .options import HistoryOptions
+
 SUMMARY_SHARE = 0.15
 SUMMARY_MAX_TOKENS = 600
 SUMMARY_SOURCE_MESSAGES = 40
 """How many of the most recent dropped messages the summary looks at (bounded work per turn)."""
 SUMMARY_BUCKET = 10
-CACHE_BLOCK = "auto"
+CACHE_BLOCK = HistoryOptions().cache_block
 """Default ``cache_block``: once history overflows, its start moves only in steps of this many message
 positions, so the window's prefix stays byte-identical (a provider's prompt cache hits) between steps.
 0 slides the start every turn (the most history kept, the least cache reuse); "auto" takes the largest of
@@ -161,6 +163,8 @@ def _within(kept: list[tuple[int, Unit, int]], budget: int) -> list[tuple[int, U
 
 
 class ConversationHistoryModule(ContextModule):
+    options_model = HistoryOptions
+
     def __init__(self, manifest: Any) -> None:
         super().__init__(manifest)
         self._summaries: SessionCache[str] = SessionCache(1024)

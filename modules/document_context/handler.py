@@ -28,9 +28,11 @@ from components.context_window.fitting import cut_to_chars, cut_to_tokens, estim
 from components.context_window.options import option
 from components.context_window.session_cache import SessionCache
 
+from .options import DocumentOptions
+
 HEADER = "## Documents attached to this session"
-PER_FILE_CHARS = 20_000
-TOTAL_CHARS = 50_000
+PER_FILE_CHARS = DocumentOptions().per_file_chars
+TOTAL_CHARS = DocumentOptions().total_chars
 MIN_USEFUL_CHARS = 500
 """A document that would get less than this (and is longer) is omitted rather than shown as a stub."""
 SHARE_STEP = 32
@@ -72,6 +74,8 @@ class Prepared:
 
 
 class DocumentContextModule(ContextModule):
+    options_model = DocumentOptions
+
     def __init__(self, manifest: ModuleManifest) -> None:
         super().__init__(manifest)
         self._cache: SessionCache[Any] = SessionCache(max_entries=512)

@@ -33,6 +33,8 @@ from components.context_window.metering import labelled
 from components.context_window.phases import visible
 from components.context_window.session_cache import SessionCache
 
+from .options import KnowledgeOptions
+
 log = logging.getLogger(__name__)
 
 HEADER = "Knowledge base excerpts. Cite them as [SOURCE n]; sources of one document may continue each other."
@@ -48,24 +50,29 @@ FILTER_INSTRUCTION = (
 )
 
 
+_DEFAULTS = KnowledgeOptions()
+
+
 @dataclass(frozen=True, slots=True)
 class Options:
-    k: int = 6
-    min_score: float = 0.0
+    """The options as the handler reads them; the defaults and checks are ``KnowledgeOptions``'."""
+
+    k: int = _DEFAULTS.k
+    min_score: float = _DEFAULTS.min_score
     collections: tuple[str, ...] = ()
-    max_expansion: int = 4
+    max_expansion: int = _DEFAULTS.max_expansion
     """Neighbouring chunks added in total, over all hits together (never per hit or per side)."""
-    expand_ratio: float = 0.8
+    expand_ratio: float = _DEFAULTS.expand_ratio
     """Only hits scoring at least this share of the best hit are widened."""
-    neighbour_decay: float = 0.85
+    neighbour_decay: float = _DEFAULTS.neighbour_decay
     """A neighbour competes for budget with its hit's score times this, per chunk of distance."""
-    reformulate: bool = True
+    reformulate: bool = _DEFAULTS.reformulate
     """Off: never rewrite a follow-up. On, it rewrites only for profiles with ``query_rewrite`` (one model call)."""
-    history_messages: int = 3
-    llm_filter: bool = False
+    history_messages: int = _DEFAULTS.history_messages
+    llm_filter: bool = _DEFAULTS.llm_filter
     """Retrieve ``filter_pool`` passages and keep the 2 to 10 the model judges relevant (needs a real
     model: without a summarizer the stage is skipped)."""
-    filter_pool: int = 15
+    filter_pool: int = _DEFAULTS.filter_pool
 
     @classmethod
     def from_context(cls, ctx: AssemblyContext) -> Options:
@@ -204,6 +211,8 @@ class Plan:
 
 
 class KnowledgeContextModule(ContextModule):
+    options_model = KnowledgeOptions
+
     def __init__(self, manifest: Any) -> None:
         super().__init__(manifest)
         self._rewrites: SessionCache[str] = SessionCache(1024)

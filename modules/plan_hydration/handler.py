@@ -1,7 +1,7 @@
 """plan_hydration: the previous turn's tool results, distilled so the next plan can build on them.
 
 Source: the newest valid ``TurnRecord`` in ``ctx.session.turns`` that the session's IFOC phase may
-see; its ``results`` in the shapes documented in ``components/context_window/distillation.py``.
+see; its ``results`` in the shapes documented in ``components/context_window/turn_results.py``.
 Thresholds: the window type's ``distillation`` (``ctx.directives.config["distillation"]``:
 ``max_rows``, ``max_chars``).
 
@@ -25,11 +25,14 @@ from components.context_window.base import (
     joined,
     text_contribution,
 )
-from components.context_window.distillation import Distilled, Table, apply_l2, distill, parse_result
 from components.context_window.fitting import clip, estimator, fit_blocks
+from components.context_window.options import ModuleOptions
 from components.context_window.phases import visible
 from components.context_window.session_cache import SessionCache, content_key
+from components.context_window.turn_results import Table, parse_result
 from components.context_window.window_type import Distillation
+
+from .distillation import Distilled, apply_l2, distill
 
 NOTE = "Statistics describe every row; samples only illustrate. Do not infer totals from samples."
 
@@ -52,6 +55,8 @@ LADDER = (
 
 
 class PlanHydrationModule(ContextModule):
+    options_model = ModuleOptions
+
     def __init__(self, manifest: ModuleManifest) -> None:
         super().__init__(manifest)
         # Entries hold the rows of big results: keep the bound modest (about one per recently active session).

@@ -26,16 +26,21 @@ from components.context_window.base import (
 from components.context_window.fitting import cut_to_tokens, estimator, fit_blocks
 from components.context_window.options import option
 
+from .options import RagOptions
+
 HEADER = (
     "## Champion cases\n"
     "Past turns that answered similar questions well. Adapt their approach to the current question; "
     "do not copy their answers, figures or identifiers."
 )
-DEFAULT_MIN_SCORE = 0.7
-DEFAULT_K = 3
+
+DEFAULT_MIN_SCORE = RagOptions().min_score
+DEFAULT_K = RagOptions().k
 
 
 class RagContextModule(ContextModule):
+    options_model = RagOptions
+
     def __init__(self, manifest: ModuleManifest) -> None:
         super().__init__(manifest)
         self._last: dict[str, Any] = {}

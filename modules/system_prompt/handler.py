@@ -12,6 +12,7 @@ import re
 from typing import Any
 
 from components.context_window.base import AssemblyContext, ContextModule, Contribution, Message, text_contribution
+from components.context_window.options import ModuleOptions
 
 PLACEHOLDERS = ["components", "phase", "profile_name", "profile_type", "tools_context"]
 
@@ -37,6 +38,8 @@ def render(prompt: str, ctx: AssemblyContext) -> str:
 
 
 class SystemPromptModule(ContextModule):
+    options_model = ModuleOptions
+
     async def contribute(self, budget: int, ctx: AssemblyContext) -> Contribution:
         # The budget is advisory here: the prompt is the floor, and the orchestrator fails loudly if it cannot fit.
         text = render(ctx.profile.system_prompt, ctx)

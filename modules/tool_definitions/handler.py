@@ -42,7 +42,8 @@ from components.context_window.base import (
 from components.context_window.fitting import first_sentence
 from components.context_window.session_cache import BoundedCache
 
-LEVELS = ("full", "condensed", "partial", "names_only")
+from .options import LEVELS, ToolOptions
+
 NAMES_HEADER = "Available tools:"
 PARTIAL_HEADER = "Also available (no schema sent this turn; ask for one of these by name if you need it):"
 RECENT_MESSAGES = 6
@@ -66,6 +67,7 @@ _SCHEMAS = frozenset(
     {"items", "additionalItems", "additionalProperties", "unevaluatedItems", "unevaluatedProperties", "contains"}
     | {"propertyNames", "not", "if", "then", "else", "anyOf", "oneOf", "allOf", "prefixItems"}
 )
+
 """Keywords whose value is a schema or a list of schemas."""
 
 
@@ -233,6 +235,8 @@ async def schemas_in_history(ctx: AssemblyContext) -> bool:
 
 
 class ToolDefinitionsModule(ContextModule):
+    options_model = ToolOptions
+
     def __init__(self, manifest: ModuleManifest) -> None:
         super().__init__(manifest)
         self._vectors: WeakKeyDictionary[Any, BoundedCache[str, list[float]]] = WeakKeyDictionary()

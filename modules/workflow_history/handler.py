@@ -22,13 +22,17 @@ from components.context_window.fitting import clip, estimator, fit_blocks
 from components.context_window.options import option
 from components.context_window.phases import check_phase, visible
 
+from .options import WorkflowOptions
+
 HEADER = "## Workflow history (previous turns, newest first)"
-MAX_TURNS = 10
+MAX_TURNS = WorkflowOptions().max_turns
 OUTLINE_STEPS = 3
 CLIP = 200
 
 
 class WorkflowHistoryModule(ContextModule):
+    options_model = WorkflowOptions
+
     def __init__(self, manifest: ModuleManifest) -> None:
         super().__init__(manifest)
         self._last: dict[str, Any] = {}

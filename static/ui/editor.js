@@ -140,7 +140,8 @@ function moduleRow(id) {
       required ? h("span", { class: "badge", title: "Required modules always take part" }, "required") : null,
       info ? null : h("span", { class: "badge b-failed", title: "Named by the type but not installed here" }, "not installed"),
       off ? h("span", { class: "badge b-skipped", dataset: { testid: "globally-off" } }, "switched off for all types") : null,
-      off ? h("p", { class: "small muted" }, "Deactivated on the Modules page: it takes part in no type until it is activated again.") : null),
+      off ? h("p", { class: "small muted" }, "Deactivated on the Modules page: it takes part in no type until it is activated again.") : null,
+      optionFields(id, name, info?.options_schema, slot)),
     h("td", {}, toggle, h("label", { for: `active-${id}`, class: "sr-only" }, `${name} active`),
       required ? h("span", { class: "sr-only" }, " (required, always active)") : null),
     h("td", {}, numberField("target_pct", "Target %"), h("span", { class: "tokens small muted", dataset: { tokensFor: id } })),
@@ -149,6 +150,49 @@ function moduleRow(id) {
     h("td", {}, sliderPriority(id, name, slot)));
   const errorRow = h("tr", { class: "row-error" }, h("td", { colspan: 6 }, h("p", { class: "field-error", "data-loc": `modules.${id}`, id: `e-${id}` })));
   return [row, errorRow];
+}
+
+/** The module's options (its slot's ``config``), a field per property of its options model's JSON schema; an
+ * empty field means the default (shown as the placeholder). The server checks them again when the type is saved. */
+function optionFields(id, name, schema, slot) {
+  const props = Object.entries(schema?.properties || {});
+  if (!props.length) return null;
+  const field = ([key, declared]) => {
+    const variant = declared.anyOf?.find((v) => v.type !== "null"); // "a list or none", "'auto' or a number"
+    const spec = variant ? { ...variant, ...declared } : declared;
+    const loc = `modules.${id}.config.${key}`;
+    const label = `${spec.title || key} for ${name}`;
+    const current = slot.config?.[key];
+    const common = { id: `opt-${id}-${key}`, "data-loc": loc, "aria-describedby": `e-${id}`, title: spec.description || "" };
+    const set = (value) => {
+      const config = { ...(slotFor(id).config || {}) };
+      if (value === undefined) delete config[key]; else config[key] = value;
+      state.modules[id].config = config;
+      changed();
+    };
+    let input;
+    if (spec.type === "boolean") {
+      input = h("input", { ...common, type: "checkbox", checked: current ?? spec.default ?? false, onchange: () => set(input.checked) });
+    } else if (spec.enum) {
+      input = h("select", { ...common, onchange: () => set(input.value || undefined) },
+        h("option", { value: "" }, `default (${spec.default ?? "none"})`),
+        ...spec.enum.map((v) => h("option", { value: v, selected: current === v }, String(v))));
+    } else if (spec.type === "array") {
+      input = h("textarea", { ...common, rows: 3, placeholder: "one per line", oninput: () => set(input.value.trim() ? input.value.split("\n").filter((l) => l.trim()) : undefined) });
+      input.value = (current || []).join("\n");
+    } else {
+      const numeric = spec.type === "integer" || spec.type === "number";
+      input = h("input", {
+        ...common, type: numeric ? "number" : "text", min: spec.minimum, max: spec.maximum, step: spec.type === "integer" ? 1 : "any",
+        value: current ?? "", placeholder: spec.default === undefined ? "" : String(spec.default),
+        oninput: () => set(input.value === "" ? undefined : numeric || /^-?\d+(\.\d+)?$/.test(input.value) ? Number(input.value) : input.value),
+      });
+    }
+    return h("div", { class: "option-field" }, h("label", { for: common.id }, spec.title || key), " ", input,
+      spec.description ? h("span", { class: "small muted" }, ` ${spec.description}`) : null);
+  };
+  return h("details", { class: "module-options", dataset: { testid: `options-${id}` } },
+    h("summary", {}, `Options (${props.length})`), ...props.map(field));
 }
 
 function sliderPriority(id, name, slot) {

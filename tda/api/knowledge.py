@@ -206,5 +206,6 @@ async def context(data: KnowledgeContextIn) -> dict[str, Any]:
         collections=data.collections,
         model=data.model or svc.settings.model,
         knowledge=svc.knowledge,
+        module=svc.registry.get("knowledge_context"),  # the module turns use, not a fresh import per request
     )
     return await runner.context(data.query, data.budget)

@@ -11,8 +11,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from components.context_window.base import AssemblyContext, Directives, Profile, Session
-from components.context_window.module_registry import BUILTIN_DIR, load_folder
+from components.context_window.base import AssemblyContext, ContextModule, Directives, Profile, Session
+from components.context_window.module_registry import ModuleRegistry
 from components.context_window.token_estimator import estimator_for
 
 from .providers import LiveKnowledge
@@ -29,12 +29,13 @@ class KnowledgeContextRunner:
         model: str,
         config: Mapping[str, Any] | None = None,
         knowledge: LiveKnowledge | None = None,
+        module: ContextModule | None = None,
     ) -> None:
-        """``knowledge``: a running service's store (the HTTP API), left open by ``close``; else one is opened."""
+        """``knowledge``: a running service's store (the HTTP API), left open by ``close``; else one is opened.
+        ``module``: the running service's knowledge_context; else the built-in one is loaded."""
         self.owns_knowledge = knowledge is None
         self.knowledge = knowledge or LiveKnowledge(data_dir, chroma_url, embedder=embedder)
-        definition = load_folder(BUILTIN_DIR / "knowledge_context", "builtin")
-        self.module = definition.cls(definition.manifest)
+        self.module = module or ModuleRegistry(entry_point_group=None).load().modules["knowledge_context"]
         self.collections = tuple(collections)
         self.model = model
         self.tokens = estimator_for(model)

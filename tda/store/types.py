@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
@@ -238,13 +238,14 @@ class TypeStore:
             await _purge_orphan_versions(s, type_id)
             audit.record(s, actor, "delete", "context_window_type", type_id, current.data, None)
 
-    async def seed_defaults(self, actor: str = "system") -> int:
-        """Insert the four shipped types when there are none (a fresh database). Returns how many."""
+    async def seed_defaults(self, actor: str = "system", types: Iterable[ContextWindowType] | None = None) -> int:
+        """Insert the shipped types (``types``, else the built-in ones) when there are none (a fresh database).
+        Returns how many."""
         async with self.db.read() as s:
             if await s.scalar(select(func.count()).select_from(WindowTypeRow)):
                 return 0
         created = 0
-        for t in default_types():
+        for t in default_types() if types is None else types:
             try:
                 await self.create(t, actor)
                 created += 1

@@ -9,15 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from components.context_window.base import Session, TurnRecord
-from components.context_window.distillation import (
-    L2_SAMPLE_ROWS,
-    Table,
-    column_kind,
-    column_statistics,
-    fmt,
-    parse_result,
-    sample_plan,
-)
+from components.context_window.turn_results import Table, parse_result
+from modules.plan_hydration.distillation import L2_SAMPLE_ROWS, column_kind, column_statistics, fmt, sample_plan
 
 
 @pytest.fixture

@@ -44,6 +44,9 @@ def test_the_wheel_carries_the_ui(wheel: Path) -> None:
         assert shipped, f"nothing to ship in {folder}/"
         assert {f"tda/{name}" for name in shipped} <= names
     assert {"modules/system_prompt/manifest.json", "tda/migrations/versions/0001_initial_schema.py"} <= names
+    # the built-in plugin, its shipped types (data) and a module's helper beside its handler
+    plugin = {"modules/__init__.py", "modules/window_types/balanced.json", "modules/plan_hydration/distillation.py"}
+    assert plugin <= names
 
 
 def test_an_installed_wheel_serves_the_ui_from_another_folder(wheel: Path, tmp_path: Path) -> None:

@@ -18,3 +18,15 @@ class PackExtra(ContextModule):
 def tda_context_modules():
     prompt = {"module_id": "system_prompt", "display_name": "Pack prompt", "capabilities": {"condensable": False}}
     return [(prompt, PackPrompt), ({"module_id": "pack_extra", "display_name": "Pack extra"}, PackExtra)]
+
+
+@hookimpl
+def tda_window_types():
+    """A pack may ship window types too: seeded with the built-in ones on a fresh database."""
+    return [
+        {
+            "id": "pack_type",
+            "name": "Pack type",
+            "modules": {"system_prompt": {"target_pct": 20, "max_pct": 40}, "pack_extra": {"target_pct": 10}},
+        }
+    ]

@@ -1,15 +1,7 @@
 """Distilling tool results for the next turn: verbatim, metadata only, or statistics plus a sample.
 
-Accepted result shapes (one mapping per tool call, in ``TurnRecord.results``):
-
-* table:   ``{"tool": str, "columns": [str, ...], "rows": [[value, ...], ...]}`` — each row as long as
-  ``columns``;
-* records: ``{"tool": str, "rows": [{column: value, ...}, ...]}`` — columns in first-seen key order
-  (or as given in ``"columns"``), missing keys are nulls;
-* text:    ``{"tool": str, "text": str}``.
-
-Any other mapping is kept as its JSON text. ``tool`` is optional (default ``"tool"``). Values are
-plain JSON scalars; ``None`` and ``""`` count as nulls.
+plan_hydration's helper (the folder is a package). The result shapes it reads are the component's
+``turn_results`` (``TurnRecord.results``), parsed by ``parse_result``.
 
 Levels, per result: *full* (verbatim) while within the window type's ``distillation`` thresholds
 (``max_rows``, ``max_chars``). Over them, a table with more than ``L1_ROWS`` rows or ``L1_CHARS``
@@ -21,18 +13,18 @@ When the distilled results together exceed ``L2_TOTAL_CHARS``, samples shrink to
 
 from __future__ import annotations
 
-import json
 import math
 import operator
 import re
 import statistics
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any, Literal
 
-from .fitting import clip
+from components.context_window.fitting import clip
+from components.context_window.turn_results import Table, Text
 
 L1_ROWS = 100
 L1_CHARS = 50_000
@@ -46,55 +38,6 @@ TOP_CATEGORIES = 10
 Kind = Literal["numeric", "temporal", "categorical"]
 Level = Literal["full", "metadata", "analytical"]
 _TEMPORAL_NAME = re.compile(r"(date|time|timestamp|day|week|month|created|updated|(^|_)(at|on|ts)$)", re.I)
-
-
-# --- parsing --------------------------------------------------------------------------------------
-
-
-_ROW_TYPES = (list, tuple)
-
-
-@dataclass(frozen=True, slots=True)
-class Table:
-    tool: str
-    columns: tuple[str, ...]
-    rows: Sequence[Sequence[Any]]
-
-
-@dataclass(frozen=True, slots=True)
-class Text:
-    tool: str
-    text: str
-
-
-def parse_result(raw: Mapping[str, Any], position: int) -> Table | Text:
-    """One result in one of the accepted shapes; a malformed table says which row to fix."""
-    if not isinstance(raw, Mapping):
-        raise ValueError(
-            f"result {position} must be a mapping such as {{'tool': ..., 'rows': [...]}}, got {type(raw).__name__}"
-        )
-    tool = str(raw.get("tool") or "tool")
-    rows = raw.get("rows")
-    if isinstance(rows, Sequence) and not isinstance(rows, str):
-        if rows and all(isinstance(r, Mapping) for r in rows):
-            return _records(tool, raw.get("columns"), rows)
-        columns = tuple(str(c) for c in raw.get("columns") or ())
-        width = len(columns)
-        bad = next((i for i, row in enumerate(rows, 1) if type(row) not in _ROW_TYPES or len(row) != width), None)
-        if bad is not None:
-            raise ValueError(
-                f"result {position} ({tool}): row {bad} must be a list of {width} values matching "
-                f"'columns', got {rows[bad - 1]!r:.80}"
-            )
-        return Table(tool, columns, rows)
-    if isinstance(raw.get("text"), str):
-        return Text(tool, raw["text"])
-    return Text(tool, json.dumps({k: v for k, v in raw.items() if k != "tool"}, default=str, ensure_ascii=False))
-
-
-def _records(tool: str, columns: Sequence[str] | None, records: Sequence[Mapping[str, Any]]) -> Table:
-    names = list(columns or dict.fromkeys(k for r in records for k in r))
-    return Table(tool, tuple(map(str, names)), [tuple(r.get(c) for c in names) for r in records])
 
 
 # --- sizes and verbatim rendering ------------------------------------------------------------------

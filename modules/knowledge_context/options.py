@@ -1,0 +1,20 @@
+"""knowledge_context's options (a window type's slot ``config``); the handler reads them into its ``Options``."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from components.context_window.options import ModuleOptions
+
+
+class KnowledgeOptions(ModuleOptions):
+    k: int = Field(6, ge=1, description="Passages retrieved at most.")
+    min_score: float = Field(0.0, ge=0, le=1, description="Passages scoring below this are left out.")
+    collections: list[str] | None = Field(None, description="Collections searched; default: the profile's.")
+    max_expansion: int = Field(4, ge=0, description="Neighbouring chunks added in total, over all hits.")
+    expand_ratio: float = Field(0.8, ge=0, le=1, description="Only hits scoring this share of the best widen.")
+    neighbour_decay: float = Field(0.85, ge=0, le=1, description="A neighbour's score factor per chunk of distance.")
+    reformulate: bool = Field(True, description="Rewrite a follow-up question for profiles with query_rewrite.")
+    history_messages: int = Field(3, ge=1, description="Recent messages a follow-up is rewritten from.")
+    llm_filter: bool = Field(False, description="Let the model keep the relevant passages of a larger pool.")
+    filter_pool: int = Field(15, ge=2, description="Passages the model filter chooses from.")
