@@ -35,6 +35,7 @@ from .tool_results import as_result, plan_of, tool_text
 
 if TYPE_CHECKING:
     from components.context_window.handler import AssembledContext
+    from components.context_window.snapshot import ContextWindowSnapshot
 
     from .gateway import ClientCall
     from .llm import Completion, Delta
@@ -204,6 +205,7 @@ async def _step(
     with timed(options, "assemble"):
         assembled_at = time.time()  # replay serves the champion cases recorded by then
         assembled = await svc.handler.assemble(ctx, stored.type)
+    model_at = time.time_ns()
     with timed(options, "snapshot"):
         metrics.observe_assembly(assembled.snapshot)
         snapshot = assembled.snapshot.to_dict()
@@ -227,6 +229,7 @@ async def _step(
             snapshot_id = await recorded
     call = model_call(ctx.model, assembled.snapshot, done)
     metrics.observe_model_call(call)
+    export_turn(svc, assembled.snapshot, call, (assembled_at, model_at), snapshot_id, done.finish_reason)
     # The turn's usage: the answer's call plus every model call the modules made while assembling (snapshot).
     extra_in, extra_out = assembled.snapshot.auxiliary_tokens
     tokens_in, tokens_out = (done.tokens_in or assembled.snapshot.total_used) + extra_in, done.tokens_out + extra_out
@@ -316,6 +319,24 @@ def _inputs(ctx: AssemblyContext, options: TurnOptions, assembled_at: float) -> 
     if options.tools is not None:
         inputs["tools"] = [t.to_openai() for t in options.tools]
     return inputs
+
+
+def export_turn(
+    svc: TDAService,
+    snapshot: ContextWindowSnapshot,
+    call: dict[str, Any],
+    started: tuple[float, int],
+    snapshot_id: int | None,
+    finish_reason: str | None,
+) -> None:
+    """The turn's spans to the OTLP collector when one is set (``TDA_OTLP_ENDPOINT``; tda/traces_out.py).
+    ``started``: when assembly began (``time.time()``) and when the model was called (``time.time_ns()``)."""
+    if svc.traces_out is None:
+        return
+    from .traces_out import TurnTimes  # loaded with the exporter already
+
+    times = TurnTimes(int(started[0] * 1e9), started[1], time.time_ns())
+    svc.traces_out.turn(snapshot, call, times, snapshot_id=snapshot_id, finish_reason=finish_reason)
 
 
 async def record_snapshot(svc: TDAService, row: dict[str, Any]) -> int:

@@ -1,0 +1,240 @@
+"""Traces out: each turn as OpenTelemetry spans, sent to an OTLP/HTTP (protobuf) collector when
+``TDA_OTLP_ENDPOINT`` is set (Langfuse, Arize Phoenix, Jaeger, an OpenTelemetry Collector, ...).
+
+Imported only when that setting is set (``TDAService``): with it unset, nothing of OpenTelemetry's exporters is
+loaded. A turn is one trace: ``tda.turn`` holds ``tda.assemble`` (with a child per module: allocated, used,
+strategy) and the model call, ``chat {model}``, named and described by the OpenTelemetry GenAI semantic
+conventions (``gen_ai.*``: model, provider, tokens in and out, tokens read from and written to the prompt cache)
+plus its dollars. Spans are made after the answer, from what the turn recorded, and queued for the SDK's batch
+processor, which sends them from its own thread: a turn never waits for the collector, and a collector that is
+down costs a warning in the log (once, and a line when it answers again), never the turn.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+from components.context_window.snapshot import ContextWindowSnapshot
+
+log = logging.getLogger(__name__)
+
+TRACES_PATH = "/v1/traces"
+EXPORT_TIMEOUT_S = 5.0
+"""How long one batch may take to send, retries included (the SDK's default is 10 s): it bounds shutdown."""
+
+
+def traces_url(endpoint: str) -> str:
+    """The collector's traces URL: OTLP's base address plus ``/v1/traces``, unless the setting names it already."""
+    return endpoint if endpoint.endswith(TRACES_PATH) else endpoint + TRACES_PATH
+
+
+@dataclass(frozen=True)
+class TurnTimes:
+    """Wall-clock nanoseconds (``time.time_ns``): assembly starts, assembly ends (the model is called), the answer
+    is in."""
+
+    started: int
+    assembled: int
+    answered: int
+
+
+class _LoggedOnce(SpanExporter):
+    """The OTLP exporter, its failures logged once until an export succeeds again (a collector that is down would
+    otherwise log every batch, with the SDK's own retry warnings)."""
+
+    def __init__(self, exporter: SpanExporter, url: str) -> None:
+        self.exporter, self.url = exporter, url
+        self.failing = False
+        self._lock = threading.Lock()
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        try:
+            result = self.exporter.export(spans)
+        except Exception as exc:  # the exporter catches its own errors; anything else still drops only the batch
+            log.debug("OTLP export raised: %s", exc)
+            result = SpanExportResult.FAILURE
+        with self._lock:
+            if result is SpanExportResult.FAILURE and not self.failing:
+                log.warning(
+                    "traces are not reaching the OTLP collector at %s; turns go on, their spans are dropped "
+                    "until it answers",
+                    self.url,
+                )
+            elif result is SpanExportResult.SUCCESS and self.failing:
+                log.info("traces reach the OTLP collector at %s again", self.url)
+            self.failing = result is SpanExportResult.FAILURE
+        return result
+
+    def shutdown(self) -> None:
+        self.exporter.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return self.exporter.force_flush(timeout_millis)
+
+
+class TracesOut:
+    """A tracer provider of tda's own (the process-wide one is left to the host) exporting to ``endpoint``."""
+
+    def __init__(self, endpoint: str, headers: Mapping[str, str] | None = None, *, service_name: str = "tda") -> None:
+        url = traces_url(endpoint)
+        # The SDK logs every failed batch and retry; _LoggedOnce says it once instead.
+        logging.getLogger("opentelemetry.exporter.otlp").setLevel(logging.CRITICAL)
+        self.exporter = _LoggedOnce(
+            OTLPSpanExporter(endpoint=url, headers=dict(headers or {}), timeout=EXPORT_TIMEOUT_S), url
+        )
+        self.provider = TracerProvider(resource=Resource.create({"service.name": service_name}))
+        self.provider.add_span_processor(BatchSpanProcessor(self.exporter))
+        self.tracer = self.provider.get_tracer("tda")
+
+    def turn(
+        self,
+        snapshot: ContextWindowSnapshot,
+        call: Mapping[str, Any],
+        times: TurnTimes,
+        *,
+        snapshot_id: int | None = None,
+        finish_reason: str | None = None,
+    ) -> None:
+        """Queue the turn's spans (never raises: a span that cannot be made is not worth a turn)."""
+        try:
+            self._turn(snapshot, call, times, snapshot_id, finish_reason)
+        except Exception:
+            log.exception("the turn's spans were not made")
+
+    def _turn(
+        self,
+        snapshot: ContextWindowSnapshot,
+        call: Mapping[str, Any],
+        times: TurnTimes,
+        snapshot_id: int | None,
+        finish_reason: str | None,
+    ) -> None:
+        root = self.tracer.start_span(
+            "tda.turn", start_time=times.started, attributes=_turn_attributes(snapshot, snapshot_id)
+        )
+        inside = trace.set_span_in_context(root)
+        assembly = self.tracer.start_span(
+            "tda.assemble", context=inside, start_time=times.started, attributes=_assembly_attributes(snapshot)
+        )
+        shares = (call.get("cost") or {}).get("input_by_module_usd", {})
+        in_assembly = trace.set_span_in_context(assembly)
+        for module in snapshot.modules:
+            span = self.tracer.start_span(
+                f"tda.module {module.module_id}",
+                context=in_assembly,
+                start_time=times.started,
+                attributes=_module_attributes(module, shares.get(module.module_id)),
+            )
+            # Modules run side by side: each span lasts as long as the module held the event loop.
+            span.end(end_time=times.started + int(module.blocked_ms * 1e6))
+        assembly.end(end_time=times.assembled)
+        model = self.tracer.start_span(
+            f"chat {call['model']}",
+            context=inside,
+            kind=trace.SpanKind.CLIENT,
+            start_time=times.assembled,
+            attributes=_model_call_attributes(snapshot, call, finish_reason),
+        )
+        model.end(end_time=times.answered)
+        root.end(end_time=times.answered)
+
+    def flush(self, timeout_s: float = 10.0) -> bool:
+        """Send what is queued now (blocking: call it from a worker thread)."""
+        return self.provider.force_flush(int(timeout_s * 1000))
+
+    def shutdown(self) -> None:
+        """Send what is queued and stop (blocking, at most about ``EXPORT_TIMEOUT_S`` when the collector is down)."""
+        self.provider.shutdown()
+
+
+def _turn_attributes(snapshot: ContextWindowSnapshot, snapshot_id: int | None) -> dict[str, Any]:
+    attributes: dict[str, Any] = {
+        "gen_ai.conversation.id": snapshot.session_id,
+        "session.id": snapshot.session_id,  # what Langfuse and Phoenix group traces into sessions by
+        "tda.session_id": snapshot.session_id,
+        "tda.profile_id": snapshot.profile_id,
+        "tda.turn": snapshot.turn,
+        "tda.window_type_id": snapshot.window_type_id,
+    }
+    if snapshot_id is not None:
+        attributes["tda.snapshot_id"] = snapshot_id
+    return attributes
+
+
+def _assembly_attributes(snapshot: ContextWindowSnapshot) -> dict[str, Any]:
+    return {
+        "tda.window_type_id": snapshot.window_type_id,
+        "tda.context.effective_limit": snapshot.effective_limit,
+        "tda.context.available_budget": snapshot.available_budget,
+        "tda.context.total_used": snapshot.total_used,
+        "tda.context.query_tokens": snapshot.query_tokens,
+        "tda.context.utilisation": snapshot.utilisation,
+        "tda.context.prefix_stable_tokens": snapshot.prefix_stable_tokens,
+        "tda.context.token_method": snapshot.token_method,
+        "tda.context.condensations": len(snapshot.condensations),
+    }
+
+
+def _module_attributes(module: Any, input_usd: float | None) -> dict[str, Any]:
+    attributes: dict[str, Any] = {
+        "tda.module.id": module.module_id,
+        "tda.module.status": module.status,
+        "tda.module.allocated_tokens": module.allocated,
+        "tda.module.used_tokens": module.used,
+        "tda.module.strategy": module.strategy,
+        "tda.module.condensed": module.condensed,
+        "tda.module.blocked_ms": module.blocked_ms,
+    }
+    if module.reason:
+        attributes["tda.module.reason"] = module.reason
+    if input_usd is not None:
+        attributes["tda.module.input_cost_usd"] = input_usd
+    return attributes
+
+
+def _model_call_attributes(
+    snapshot: ContextWindowSnapshot, call: Mapping[str, Any], finish_reason: str | None
+) -> dict[str, Any]:
+    model = call["model"]
+    attributes: dict[str, Any] = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.provider.name": provider_of(model),
+        "gen_ai.request.model": model,
+        "gen_ai.usage.input_tokens": call["prompt_tokens"],
+        "gen_ai.usage.output_tokens": call["completion_tokens"],
+        "gen_ai.usage.cache_read.input_tokens": call["cache_read_tokens"],
+        "gen_ai.usage.cache_creation.input_tokens": call["cache_write_tokens"],
+    }
+    if finish_reason:
+        attributes["gen_ai.response.finish_reasons"] = (finish_reason,)
+    cost = call.get("cost")
+    if cost is None:
+        attributes["tda.cost.price_unknown"] = True  # never a $0 that reads as free
+    else:
+        attributes["gen_ai.usage.cost"] = cost["total_usd"]  # Langfuse's name for a generation's dollars
+        attributes["tda.cost.input_usd"] = cost["input_usd"]
+        attributes["tda.cost.output_usd"] = cost["output_usd"]
+        attributes["tda.cost.total_usd"] = cost["total_usd"]
+    return attributes
+
+
+@cache
+def provider_of(model: str) -> str:
+    """The provider litellm routes ``model`` to (``openai``, ``anthropic``, ...), as gen_ai.provider.name."""
+    from .llm import _litellm
+
+    try:
+        return str(_litellm().get_llm_provider(model)[1])
+    except Exception:  # a name litellm cannot place
+        return model.partition("/")[0] if "/" in model else "unknown"
