@@ -251,6 +251,8 @@ async def _step(
     }
     turn_row: TurnRow | TurnTuple
     with timed(options, "record"):
+        # The call's cost first: whoever sees the turn recorded (the panel polls for it) finds it priced.
+        await svc.store.sessions.record_model_call(snapshot_id, snapshot, call)
         if current is None:
             user = {
                 "role": "user",
@@ -264,7 +266,6 @@ async def _step(
             svc.history.recorded(data, rows)
         else:
             turn_row = await svc.store.sessions.extend_turn(session_id, turn, step, [reply])
-        await svc.store.sessions.record_model_call(snapshot_id, snapshot, call)
     case_id = None
     if not done.tool_calls:  # a finished turn (its whole tool loop is the plan) may be served as an example
         case_id = await keep_as_champion(svc, data, turn, query, done.text, turn_row)
