@@ -55,7 +55,7 @@ class _LoggedOnce(SpanExporter):
 
     def __init__(self, exporter: SpanExporter, url: str) -> None:
         self.exporter, self.url = exporter, url
-        self.failing = False
+        self.failing = self.closed = False
         self._lock = threading.Lock()
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
@@ -77,7 +77,10 @@ class _LoggedOnce(SpanExporter):
         return result
 
     def shutdown(self) -> None:
-        self.exporter.shutdown()
+        with self._lock:
+            closed, self.closed = self.closed, True
+        if not closed:
+            self.exporter.shutdown()
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         return self.exporter.force_flush(timeout_millis)
@@ -154,8 +157,15 @@ class TracesOut:
         return self.provider.force_flush(int(timeout_s * 1000))
 
     def shutdown(self) -> None:
-        """Send what is queued and stop (blocking, at most about ``EXPORT_TIMEOUT_S`` when the collector is down)."""
-        self.provider.shutdown()
+        """Send what is queued and stop (blocking: at most about ``EXPORT_TIMEOUT_S``, the SDK's default being 30 s
+        and a batch's retries each). A collector known to be down gets no more tries: the queue is dropped."""
+        # A stopped exporter gives up its retries and fails what is left at once (the SDK waits up to 30 s).
+        give_up = threading.Timer(0 if self.exporter.failing else EXPORT_TIMEOUT_S, self.exporter.shutdown)
+        give_up.start()
+        try:
+            self.provider.shutdown()
+        finally:
+            give_up.cancel()
 
 
 def _turn_attributes(snapshot: ContextWindowSnapshot, snapshot_id: int | None) -> dict[str, Any]:
