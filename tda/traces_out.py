@@ -25,7 +25,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
-from components.context_window.snapshot import ContextWindowSnapshot
+from components.context_window.snapshot import AuxiliaryCall, ContextWindowSnapshot, ModuleUsage
 
 log = logging.getLogger(__name__)
 
@@ -139,6 +139,8 @@ class TracesOut:
                 start_time=times.started,
                 attributes=_module_attributes(module, shares.get(module.module_id)),
             )
+            for aux in (c for c in snapshot.auxiliary_calls if c.module_id == module.module_id):
+                self._auxiliary_call(aux, trace.set_span_in_context(span), times.started)
             # Modules run side by side: each span lasts as long as the module held the event loop.
             span.end(end_time=times.started + int(module.blocked_ms * 1e6))
         assembly.end(end_time=times.assembled)
@@ -151,6 +153,27 @@ class TracesOut:
         )
         model.end(end_time=times.answered)
         root.end(end_time=times.answered)
+
+    def _auxiliary_call(self, call: AuxiliaryCall, context: Any, started: int) -> None:
+        """A model call a module made while assembling (a summary, a query rewrite), as a GenAI client span under
+        the module's (its start is not recorded: it is drawn from the assembly's start, as long as it took)."""
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": provider_of(call.model),
+            "gen_ai.request.model": call.model,
+            "gen_ai.request.max_tokens": call.max_tokens,
+            "gen_ai.usage.input_tokens": call.tokens_in,
+            "gen_ai.usage.output_tokens": call.tokens_out,
+            "tda.auxiliary.purpose": call.purpose,
+            "tda.auxiliary.status": call.status,
+            "tda.auxiliary.estimated": call.estimated,
+        }
+        span = self.tracer.start_span(
+            f"chat {call.model}", context=context, kind=trace.SpanKind.CLIENT, start_time=started, attributes=attributes
+        )
+        if call.status != "ok":
+            span.set_status(trace.StatusCode.ERROR, call.status)
+        span.end(end_time=started + int(call.ms * 1e6))
 
     def flush(self, timeout_s: float = 10.0) -> bool:
         """Send what is queued now (blocking: call it from a worker thread)."""
@@ -169,14 +192,13 @@ class TracesOut:
 
 
 def _turn_attributes(snapshot: ContextWindowSnapshot, snapshot_id: int | None) -> dict[str, Any]:
-    attributes: dict[str, Any] = {
-        "gen_ai.conversation.id": snapshot.session_id,
-        "session.id": snapshot.session_id,  # what Langfuse and Phoenix group traces into sessions by
-        "tda.session_id": snapshot.session_id,
-        "tda.profile_id": snapshot.profile_id,
-        "tda.turn": snapshot.turn,
-        "tda.window_type_id": snapshot.window_type_id,
-    }
+    attributes: dict[str, Any] = {"tda.turn": snapshot.turn, "tda.window_type_id": snapshot.window_type_id}
+    if snapshot.session_id:  # a chat call without a session has none
+        attributes["gen_ai.conversation.id"] = snapshot.session_id
+        attributes["session.id"] = snapshot.session_id  # what Langfuse and Phoenix group traces into sessions by
+        attributes["tda.session_id"] = snapshot.session_id
+    if snapshot.profile_id:
+        attributes["tda.profile_id"] = snapshot.profile_id
     if snapshot_id is not None:
         attributes["tda.snapshot_id"] = snapshot_id
     return attributes
@@ -196,7 +218,7 @@ def _assembly_attributes(snapshot: ContextWindowSnapshot) -> dict[str, Any]:
     }
 
 
-def _module_attributes(module: Any, input_usd: float | None) -> dict[str, Any]:
+def _module_attributes(module: ModuleUsage, input_usd: float | None) -> dict[str, Any]:
     attributes: dict[str, Any] = {
         "tda.module.id": module.module_id,
         "tda.module.status": module.status,

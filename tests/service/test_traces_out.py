@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -255,3 +256,40 @@ def test_the_endpoint_setting_says_what_to_change():
     settings = Settings.from_env({"TDA_OTLP_ENDPOINT": "http://c:4318/", "TDA_OTLP_HEADERS": "Authorization=Basic a=="})
     assert settings.otlp_endpoint == "http://c:4318" and settings.otlp_headers == (("Authorization", "Basic a=="),)
     assert "Basic a==" not in repr(settings)
+
+
+def test_a_module_s_own_model_calls_are_client_spans_under_it():
+    """A summary a module asked for while assembling is a GenAI ``chat`` span under that module's span, with its
+    tokens and purpose; a failed one is marked an error. A chat call without a session has no session id."""
+    from components.context_window.snapshot import AuxiliaryCall, ContextWindowSnapshot, ModuleUsage
+    from tda.traces_out import TracesOut, TurnTimes
+
+    modules = [ModuleUsage("conversation_history", "ok", allocated=900, used=700, strategy="summary", blocked_ms=2.0)]
+    calls = [
+        AuxiliaryCall("conversation_history", "history_summary", "gpt-4o-mini", 640, 90, 256, ms=40.0),
+        AuxiliaryCall("conversation_history", "history_summary", "gpt-4o-mini", 0, 0, 256, ms=5.0, status="failed"),
+    ]
+    snapshot = ContextWindowSnapshot(
+        *("balanced", "Balanced", "gpt-4o", 128_000, "litellm", None, None, 4_000, 500, 3_500, 12, 712, modules),
+        auxiliary_calls=calls,
+    )
+    call = {"model": "gpt-4o", "prompt_tokens": 712, "cache_read_tokens": 0, "cache_write_tokens": 0}
+    with otlp_collector() as collector:
+        out = TracesOut(collector.url)
+        now = time.time_ns()
+        out.turn(
+            snapshot, {**call, "completion_tokens": 9, "cost": None}, TurnTimes(now, now + 50_000_000, now + 90_000_000)
+        )
+        out.shutdown()
+    (module,) = collector.named("tda.module conversation_history")
+    summaries = [s for s in collector.named("chat gpt-4o-mini") if s.parent_id == module.span_id]
+    assert [(s.attributes["gen_ai.usage.input_tokens"], s.attributes["tda.auxiliary.status"]) for s in summaries] == [
+        (640, "ok"),
+        (0, "failed"),
+    ]
+    assert summaries[0].attributes["tda.auxiliary.purpose"] == "history_summary"
+    assert summaries[0].end - summaries[0].start == 40_000_000
+    (root,) = collector.named("tda.turn")
+    assert "session.id" not in root.attributes and root.attributes["tda.turn"] == 0
+    (answer,) = collector.named("chat gpt-4o")
+    assert answer.attributes["tda.cost.price_unknown"] is True and "gen_ai.usage.cost" not in answer.attributes
