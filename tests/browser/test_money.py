@@ -7,6 +7,7 @@ import asyncio
 import re
 from typing import Any
 
+import pytest
 from playwright.async_api import expect
 
 from tests.browser.conftest import BROWSER_LOOP, Server
@@ -23,6 +24,12 @@ def run_turns(server: Server, session_id: str, profile_id: str, queries: tuple[s
         assert status == 201, turn
         done.append(turn)
     return done
+
+
+def run_more(server: Server, session_id: str, query: str) -> list[dict[str, Any]]:
+    status, _, turn = server.request("POST", f"/v1/sessions/{session_id}/turns", {"query": query})
+    assert status == 201, turn
+    return [turn]
 
 
 def unpriced_profile(server: Server) -> None:
@@ -47,6 +54,15 @@ async def test_dollars_in_the_panel_timeline_and_trace(page: Any, server: Server
     label = await page.locator("#timeline a.turn-column").first.get_attribute("aria-label")
     assert re.search(r" tokens, \$[0-9.]+", label), label
     await expect(page.locator('[data-testid="timeline-cost"]')).to_contain_text("Model calls of these turns: $")
+
+    # live: a turn run elsewhere while the panel is open updates the figure (snapshot over SSE, then the priced turn)
+    before = await page.locator("#fact-cost").inner_text()
+    (third,) = await asyncio.to_thread(run_more, server, "money", "What about exchanges?")
+    await expect(page.locator("#fact-cost")).not_to_have_text(before, timeout=15_000)
+    total = sum(c["total_usd"] for c in priced) + third["model_call"]["cost"]["total_usd"]
+    session_total = await page.locator("#fact-cost").inner_text()
+    shown = float(re.search(r"\$([0-9.]+) this session", session_total).group(1))
+    assert shown == pytest.approx(total, rel=0.01), (session_total, total)
 
     await page.goto("/ui/sessions/money/turns/1")
     section = page.locator('[data-testid="turn-cost"]')
