@@ -144,13 +144,17 @@ class TracesOut:
             # Modules run side by side: each span lasts as long as the module held the event loop.
             span.end(end_time=times.started + int(module.blocked_ms * 1e6))
         assembly.end(end_time=times.assembled)
+        failed = "error" in call
         model = self.tracer.start_span(
             f"chat {call['model']}",
             context=inside,
             kind=trace.SpanKind.CLIENT,
             start_time=times.assembled,
-            attributes=_model_call_attributes(snapshot, call, finish_reason),
+            attributes=_failed_call_attributes(call) if failed else _model_call_attributes(call, finish_reason),
         )
+        if failed:
+            for span in (model, root):
+                span.set_status(trace.StatusCode.ERROR, call["error"])
         model.end(end_time=times.answered)
         root.end(end_time=times.answered)
 
@@ -235,9 +239,17 @@ def _module_attributes(module: ModuleUsage, input_usd: float | None) -> dict[str
     return attributes
 
 
-def _model_call_attributes(
-    snapshot: ContextWindowSnapshot, call: Mapping[str, Any], finish_reason: str | None
-) -> dict[str, Any]:
+def _failed_call_attributes(call: Mapping[str, Any]) -> dict[str, Any]:
+    """A model call that failed: what was asked of whom, and why it failed (no usage: none was reported)."""
+    return {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.provider.name": provider_of(call["model"]),
+        "gen_ai.request.model": call["model"],
+        "error.type": "model_call_failed",
+    }
+
+
+def _model_call_attributes(call: Mapping[str, Any], finish_reason: str | None) -> dict[str, Any]:
     model = call["model"]
     attributes: dict[str, Any] = {
         "gen_ai.operation.name": "chat",

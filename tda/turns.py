@@ -225,6 +225,12 @@ async def _step(
     with timed(options, "model"):
         try:
             done = await _call_model(svc, ctx, assembled, options, recorded, data.profile.upstream)
+        except UpstreamFailed as failed:
+            failure = {"model": ctx.model, "error": str(failed)}
+            export_turn(
+                svc, assembled.snapshot, failure, (assembled_at, model_at), failed.details.get("snapshot_id"), None
+            )
+            raise
         finally:  # also when the turn is cancelled: the snapshot of a window that was sent is kept
             snapshot_id = await recorded
     call = model_call(ctx.model, assembled.snapshot, done)
@@ -331,7 +337,8 @@ def export_turn(
     finish_reason: str | None,
 ) -> None:
     """The turn's spans to the OTLP collector when one is set (``TDA_OTLP_ENDPOINT``; tda/traces_out.py).
-    ``started``: when assembly began (``time.time()``) and when the model was called (``time.time_ns()``)."""
+    ``call``: ``model_call``, or ``{model, error}`` for a call that failed. ``started``: when assembly began
+    (``time.time()``) and when the model was called (``time.time_ns()``)."""
     if svc.traces_out is None:
         return
     from .traces_out import TurnTimes  # loaded with the exporter already

@@ -20,12 +20,13 @@ from pathlib import Path
 from typing import Any
 
 import litellm
+import openai
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
-from opentelemetry.proto.trace.v1.trace_pb2 import Span
+from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
 from tests.service.served_app import served
 from tests.service.support import free_port
@@ -46,6 +47,7 @@ class Received:
     end: int
     attributes: dict[str, Any]
     resource: dict[str, Any]
+    status: tuple[int, str] = (0, "")
 
 
 @dataclass
@@ -98,6 +100,7 @@ def otlp_collector() -> Iterator[Collector]:
                             s.end_time_unix_nano,
                             _attributes(s.attributes),
                             resource,
+                            (s.status.code, s.status.message),
                         )
                         for s in scope.spans
                     )
@@ -293,3 +296,26 @@ def test_a_module_s_own_model_calls_are_client_spans_under_it():
     assert "session.id" not in root.attributes and root.attributes["tda.turn"] == 0
     (answer,) = collector.named("chat gpt-4o")
     assert answer.attributes["tda.cost.price_unknown"] is True and "gen_ai.usage.cost" not in answer.attributes
+
+
+async def test_a_failed_model_call_is_an_error_span(live, upstream):
+    """A turn whose model call fails (the provider answers 500) still leaves its trace: the window that was
+    assembled, and a ``chat`` span marked as an error with the reason, on the native and the chat endpoint."""
+    upstream.always_failing = {"gpt-4o"}
+    with otlp_collector() as collector:
+        settings = dataclasses.replace(live, otlp_endpoint=collector.url, upstream_retries=0)
+        async with served(settings) as app:
+            await app.profile("gpt", type="llm_only", model="gpt-4o", upstream={"base_url": upstream.base_url})
+            assert (await app.http("POST", "/v1/sessions", json={"id": "f1", "profile_id": "gpt"})).status_code == 201
+            r = await app.http("POST", "/v1/sessions/f1/turns", json={"query": "Where is order 7?"})
+            assert r.status_code == 502, r.text
+            client = app.sdk(**{"X-TDA-Profile": "gpt", "X-TDA-Session": "f2"})
+            with pytest.raises(openai.APIStatusError):
+                await client.chat.completions.create(model="tda", messages=[{"role": "user", "content": "Hi?"}])
+    calls = collector.named("chat gpt-4o")
+    assert len(calls) == 2 and len(collector.named("tda.assemble")) == 2
+    for span in calls:
+        assert span.status[0] == Status.StatusCode.STATUS_CODE_ERROR and "the model call failed" in span.status[1]
+        assert span.attributes["error.type"] == "model_call_failed"
+        assert "gen_ai.usage.input_tokens" not in span.attributes
+    assert [r.attributes["session.id"] for r in collector.named("tda.turn")] == ["f1", "f2"]
