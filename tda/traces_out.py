@@ -273,12 +273,32 @@ def _model_call_attributes(call: Mapping[str, Any], finish_reason: str | None) -
     return attributes
 
 
+# litellm's provider names where the GenAI conventions name the same provider otherwise (their well-known values)
+SEMCONV_PROVIDERS = {
+    "gemini": "gcp.gemini",
+    "vertex_ai": "gcp.vertex_ai",
+    "vertex_ai_beta": "gcp.vertex_ai",
+    "bedrock": "aws.bedrock",
+    "bedrock_converse": "aws.bedrock",
+    "azure": "azure.ai.openai",
+    "azure_ai": "azure.ai.inference",
+    "watsonx": "ibm.watsonx.ai",
+    "mistral": "mistral_ai",
+    "xai": "x_ai",
+    "cohere_chat": "cohere",
+}
+
+
 @cache
 def provider_of(model: str) -> str:
-    """The provider litellm routes ``model`` to (``openai``, ``anthropic``, ...), as gen_ai.provider.name."""
+    """The provider litellm routes ``model`` to, as the GenAI conventions name it (``gen_ai.provider.name``:
+    ``openai``, ``anthropic``, ``gcp.gemini``, ...); litellm's own name for one they do not list."""
     from .llm import _litellm
 
+    litellm = _litellm()
     try:
-        return str(_litellm().get_llm_provider(model)[1])
-    except Exception:  # a name litellm cannot place
-        return model.partition("/")[0] if "/" in model else "unknown"
+        provider = str(litellm.get_llm_provider(model)[1])
+    except Exception:  # a name litellm cannot route by itself: its cost map may still know whose it is
+        listed = litellm.model_cost.get(model, {}).get("litellm_provider")
+        provider = listed or (model.partition("/")[0] if "/" in model else "unknown")
+    return SEMCONV_PROVIDERS.get(provider, provider)

@@ -319,3 +319,20 @@ async def test_a_failed_model_call_is_an_error_span(live, upstream):
         assert span.attributes["error.type"] == "model_call_failed"
         assert "gen_ai.usage.input_tokens" not in span.attributes
     assert [r.attributes["session.id"] for r in collector.named("tda.turn")] == ["f1", "f2"]
+
+
+def test_providers_are_named_as_the_genai_conventions_name_them():
+    """gen_ai.provider.name takes the conventions' well-known values, not litellm's spellings of them."""
+    from tda.traces_out import provider_of
+
+    names = {
+        "gpt-4o": "openai",
+        "anthropic/claude-sonnet-4-5": "anthropic",
+        "gemini/gemini-2.0-flash": "gcp.gemini",
+        "vertex_ai/gemini-2.0-flash": "gcp.vertex_ai",
+        "bedrock/anthropic.claude-3-sonnet-20240229-v1:0": "aws.bedrock",
+        "azure/gpt-4o": "azure.ai.openai",
+        "mistral/mistral-large-latest": "mistral_ai",
+        "xai/grok-2": "x_ai",
+    }
+    assert {model: provider_of(model) for model in names} == names
