@@ -83,6 +83,7 @@ def _call(call: dict[str, Any] | None) -> dict[str, Any] | None:
         "model": call.get("model"),
         **{key: call.get(key, 0) for key in TOKEN_FIELDS},
         "cost_usd": cost["total_usd"] if cost else None,
+        "auxiliary_usd": (call.get("auxiliary") or {}).get("usd"),
     }
 
 
@@ -104,4 +105,18 @@ def cost_totals(calls: Iterable[dict[str, Any] | None]) -> dict[str, Any]:
         **{key: sum(c.get(key, 0) for c in recorded) for key in TOKEN_FIELDS},
         **{key: sum(cost.get(key, 0.0) for cost in priced) if priced else None for key in DOLLAR_FIELDS},
         "input_by_module_usd": dict(sorted(by_module.items())) if priced else None,
+        **_auxiliary_totals([c["auxiliary"] for c in recorded if c.get("auxiliary")]),
+    }
+
+
+def _auxiliary_totals(auxiliary: list[dict[str, Any]]) -> dict[str, Any]:
+    """The modules' own model calls (summaries, query rewrites), besides the answers': their count, tokens and
+    the dollars of those with a price (None when there were some and none had one)."""
+    priced = [a["usd"] for a in auxiliary if a["usd"] is not None]
+    return {
+        "auxiliary_calls": sum(a["calls"] for a in auxiliary),
+        "auxiliary_tokens_in": sum(a["tokens_in"] for a in auxiliary),
+        "auxiliary_tokens_out": sum(a["tokens_out"] for a in auxiliary),
+        "auxiliary_usd": sum(priced) if priced or not auxiliary else None,
+        "auxiliary_unpriced_models": sorted({m for a in auxiliary for m in a["unpriced_models"]}),
     }

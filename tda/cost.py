@@ -55,6 +55,8 @@ def model_call(model: str, snapshot: ContextWindowSnapshot, done: Completion) ->
         "completion_tokens": done.tokens_out,
         "cost": None,
     }
+    if snapshot.auxiliary_calls:
+        call["auxiliary"] = auxiliary(snapshot)
     price = prices(model)
     if price is None:
         return call
@@ -108,4 +110,24 @@ def module_split(snapshot: ContextWindowSnapshot, uncached_usd: float, cached_us
             "input_usd": (uncached_usd + cached_usd) * tokens / total,
         }
         for module, tokens in used.items()
+    }
+
+
+def auxiliary(snapshot: ContextWindowSnapshot) -> dict[str, Any]:
+    """The model calls modules made while assembling (summaries, query rewrites): their tokens and dollars at their
+    model's list price, by module. ``usd`` None when a model has no price (``unpriced_models``), never $0."""
+    calls = snapshot.auxiliary_calls
+    by_module: dict[str, float] = {}
+    unpriced = sorted({c.model for c in calls if prices(c.model) is None})
+    for c in calls:
+        price = prices(c.model)
+        if price is not None:
+            by_module[c.module_id] = by_module.get(c.module_id, 0.0) + c.tokens_in * price[0] + c.tokens_out * price[3]
+    return {
+        "calls": len(calls),
+        "tokens_in": sum(c.tokens_in for c in calls),
+        "tokens_out": sum(c.tokens_out for c in calls),
+        "usd": None if unpriced else sum(by_module.values()),
+        "by_module_usd": by_module,
+        "unpriced_models": unpriced,
     }

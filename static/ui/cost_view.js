@@ -40,7 +40,9 @@ export function costSection(call) {
         cell(usd(m.input_usd)), cell(usd(m.cached_input_usd)))),
       h("tr", { dataset: { module: "output" } }, h("th", { scope: "row" }, "Answer (output)"), cell(fmt(call.completion_tokens)),
         cell(cost ? `${usd(cost.output_usd)} output` : usd(null)), cell("")),
-      h("tr", { class: "total" }, h("th", { scope: "row" }, "Total"), cell(fmt(call.prompt_tokens + call.completion_tokens)),
+      call.auxiliary ? h("tr", { dataset: { module: "auxiliary" } }, h("th", { scope: "row" }, `Modules' own model calls (${call.auxiliary.calls})`),
+        cell(fmt(call.auxiliary.tokens_in + call.auxiliary.tokens_out)), cell(usd(call.auxiliary.usd)), cell("")) : null,
+      h("tr", { class: "total" }, h("th", { scope: "row" }, "Total of the answer's call"), cell(fmt(call.prompt_tokens + call.completion_tokens)),
         cell(usd(cost ? cost.total_usd : null)), cell(cost ? usd(cost.cached_input_usd) : "")))));
   if (cost) {
     const per = cost.prices_per_million;
@@ -58,7 +60,8 @@ export function totalsFacts(cost) {
   const unknown = cost.unpriced_calls ? `${fmt(cost.unpriced_calls)} call${cost.unpriced_calls > 1 ? "s" : ""} at unknown prices (${cost.unpriced_models.join(", ")})` : null;
   const spent = cost.priced_calls ? usd(cost.total_usd) + (unknown ? ` + ${unknown}` : "") : "price unknown";
   return [["Spent", spent], ["Saved by prompt cache", cost.priced_calls ? usd(cost.saved_by_cache_usd) : "–"],
-    ["Tokens in", `${fmt(cost.prompt_tokens)} (${fmt(cost.cache_read_tokens)} from cache)`], ["Tokens out", fmt(cost.completion_tokens)]];
+    ["Tokens in", `${fmt(cost.prompt_tokens)} (${fmt(cost.cache_read_tokens)} from cache)`], ["Tokens out", fmt(cost.completion_tokens)],
+    ...(cost.auxiliary_calls ? [["Modules' own model calls", `${usd(cost.auxiliary_usd)} (${fmt(cost.auxiliary_calls)}: summaries, query rewrites)`]] : [])];
 }
 
 /** Input dollars by module over many calls, most expensive first. */

@@ -86,3 +86,43 @@ async def test_turn_session_and_profile_dollars(live, upstream):
     assert done["u"][0]["model_call"]["cost"] is None
     assert unpriced_profile["summary"]["total_usd"] is None and unpriced_profile["summary"]["unpriced_calls"] == 2
     assert missing.status_code == 404 and "nobody" in missing.json()["message"]
+
+
+def test_the_modules_own_model_calls_are_priced_by_module():
+    """A summary or a query rewrite a module asked for while assembling is priced at its model's list price
+    (litellm's ``cost_per_token``, the oracle) and charged to that module; an unpriced model makes the figure
+    unknown, not $0."""
+    from components.context_window.snapshot import AuxiliaryCall, ContextWindowSnapshot, ModuleUsage
+    from tda.analytics import cost_totals
+    from tda.cost import model_call
+    from tda.llm import Completion
+
+    def snapshot(*calls: AuxiliaryCall) -> ContextWindowSnapshot:
+        modules = [ModuleUsage("conversation_history", "ok", allocated=900, used=700)]
+        window = ("balanced", "Balanced", "gpt-4o", 128_000, "litellm", None, None, 4_000, 500, 3_500, 12, 712, modules)
+        return ContextWindowSnapshot(*window, auxiliary_calls=list(calls))
+
+    summary = AuxiliaryCall("conversation_history", "history_summary", "gpt-4o-mini", 640, 90, 256, ms=40.0)
+    rewrite = AuxiliaryCall("rag_context", "query_rewrite", "gpt-4o-mini", 120, 12, 64, ms=9.0)
+    done = Completion("ok", 712, 9, [])
+    call = model_call("gpt-4o", snapshot(summary, rewrite), done)
+    expected = {
+        c.module_id: sum(
+            litellm.cost_per_token(model=c.model, prompt_tokens=c.tokens_in, completion_tokens=c.tokens_out)
+        )
+        for c in (summary, rewrite)
+    }
+    aux = call["auxiliary"]
+    assert aux["calls"] == 2 and aux["tokens_in"] == 760 and aux["tokens_out"] == 102
+    assert aux["by_module_usd"] == pytest.approx(expected) and aux["usd"] == pytest.approx(sum(expected.values()))
+    assert "auxiliary" not in model_call("gpt-4o", snapshot(), done)
+
+    unpriced = AuxiliaryCall("conversation_history", "history_summary", UNPRICED, 640, 90, 256, ms=40.0)
+    unknown = model_call("gpt-4o", snapshot(summary, unpriced), done)["auxiliary"]
+    assert unknown["usd"] is None and unknown["unpriced_models"] == [UNPRICED]
+
+    totals = cost_totals([call, call, model_call("gpt-4o", snapshot(summary, unpriced), done)])
+    assert totals["auxiliary_calls"] == 6 and totals["auxiliary_usd"] == pytest.approx(2 * sum(expected.values()))
+    assert totals["auxiliary_unpriced_models"] == [UNPRICED]
+    assert cost_totals([model_call("gpt-4o", snapshot(unpriced), done)])["auxiliary_usd"] is None
+    assert cost_totals([call])["total_usd"] == pytest.approx(call["cost"]["total_usd"])  # the answer's own call
