@@ -190,9 +190,9 @@ async def _run(
         try:
             done = await _call_model(svc, ctx.model, assembled, call, profile)
         except Exception as exc:  # provider errors are many and untyped; the caller needs the reason
-            kept = f"; snapshot {await recorded} was kept" if recorded else ""
-            failed = UpstreamFailed(f"the model call failed ({type(exc).__name__}: {exc}){kept}")
             snapshot_id = await recorded if recorded else None
+            kept = f"; snapshot {snapshot_id} was kept" if recorded else ""
+            failed = UpstreamFailed(f"the model call failed ({type(exc).__name__}: {exc}){kept}")
             failure = {"model": ctx.model, "error": str(failed)}
             export_turn(svc, assembled.snapshot, failure, (assembled_at, model_at), snapshot_id, None)
             raise failed from None
