@@ -94,6 +94,26 @@ def _retries(value: str) -> int:
     return int(value)
 
 
+def _otlp_endpoint(value: str) -> str:
+    if not re.match(r"^https?://\S+$", value):
+        raise ValueError(
+            f"TDA_OTLP_ENDPOINT={redact_url(value)!r} is not an http(s) URL; use an OTLP/HTTP collector's address, "
+            "e.g. http://127.0.0.1:4318 (or leave it unset: no traces are exported)"
+        )
+    return value.rstrip("/")
+
+
+def _otlp_headers(value: str) -> tuple[tuple[str, str], ...]:
+    """``name=value,name2=value2`` (OpenTelemetry's format for OTEL_EXPORTER_OTLP_HEADERS)."""
+    pairs = [item.partition("=") for item in value.split(",") if item.strip()]
+    if any(not name.strip() or not sep for name, sep, _ in pairs):
+        raise ValueError(  # the value is not echoed: it holds credentials
+            "TDA_OTLP_HEADERS is not a list of name=value pairs; use e.g. "
+            "TDA_OTLP_HEADERS='Authorization=Basic <base64 of public:secret key>'"
+        )
+    return tuple((name.strip(), header.strip()) for name, _, header in pairs)
+
+
 def _model_names(value: str) -> tuple[str, ...]:
     return tuple(name.strip() for name in value.split(",") if name.strip())
 
@@ -174,6 +194,11 @@ class Settings:
         "TDA_AUTH_FAILURES_PER_MINUTE", _positive_int("TDA_AUTH_FAILURES_PER_MINUTE"), default=20
     )
     """``TDA_AUTH_FAILURES_PER_MINUTE``: failed authentications a client address may make a minute; then 429."""
+    otlp_endpoint: str | None = env_setting("TDA_OTLP_ENDPOINT", _otlp_endpoint, default=None)
+    """``TDA_OTLP_ENDPOINT``: an OTLP/HTTP (protobuf) collector each turn is exported to as OpenTelemetry spans
+    (``http://host:4318``; ``/v1/traces`` is added unless the URL ends with it). Unset: nothing is exported."""
+    otlp_headers: tuple[tuple[str, str], ...] = env_setting("TDA_OTLP_HEADERS", _otlp_headers, default=(), repr=False)
+    """``TDA_OTLP_HEADERS``: headers sent with each export, ``name=value`` comma-separated (a collector's key)."""
     log_format: str = env_setting("TDA_LOG_FORMAT", _log_format, default="text")
     """``text`` or ``json`` (one object per line, with the request id)."""
     log_level: str = env_setting("TDA_LOG_LEVEL", default="INFO")

@@ -22,8 +22,9 @@ def prices(model: str) -> tuple[float, float, float, float] | None:
     A provider without a cached-input or cache-write price charges them as input."""
     from .llm import _litellm
 
+    litellm = _litellm()
     try:
-        info = _litellm().get_model_info(model)
+        info = litellm.get_model_info(model)
     except Exception:  # litellm raises for models it has no entry for
         return None
     price_in, price_out = info.get("input_cost_per_token"), info.get("output_cost_per_token")
@@ -54,19 +55,25 @@ def model_call(model: str, snapshot: ContextWindowSnapshot, done: Completion) ->
         "completion_tokens": done.tokens_out,
         "cost": None,
     }
+    if snapshot.auxiliary_calls:
+        call["auxiliary"] = auxiliary(snapshot)
     price = prices(model)
     if price is None:
         return call
     price_in, price_read, price_write, price_out = price
     fresh = max(0, prompt - read - written)
-    input_usd = fresh * price_in + read * price_read + written * price_write
+    uncached_usd, cached_usd = fresh * price_in, read * price_read + written * price_write
+    input_usd = uncached_usd + cached_usd
     output_usd = done.tokens_out * price_out
     call["cost"] = {
         "input_usd": input_usd,
+        "uncached_input_usd": uncached_usd,
+        "cached_input_usd": cached_usd,
         "output_usd": output_usd,
         "total_usd": input_usd + output_usd,
         "saved_by_cache_usd": read * (price_in - price_read) - written * (price_write - price_in),
         "input_by_module_usd": by_module(snapshot, input_usd),
+        "by_module": module_split(snapshot, uncached_usd, cached_usd),
         "prices_per_million": dict(
             zip(("input", "cached_input", "cache_write", "output"), (p * 1e6 for p in price), strict=True)
         ),
@@ -74,9 +81,53 @@ def model_call(model: str, snapshot: ContextWindowSnapshot, done: Completion) ->
     return call
 
 
-def by_module(snapshot: ContextWindowSnapshot, dollars: float) -> dict[str, float]:
-    """``dollars`` shared by module in proportion to the tokens each used (the query's part to ``query``)."""
+def tokens_by_module(snapshot: ContextWindowSnapshot) -> dict[str, int]:
+    """The tokens each module put in the window; the rest (the query, the tool loop, the reply priming) as ``query``."""
     used = {m.module_id: m.used for m in snapshot.modules if m.used > 0}
     used[QUERY] = snapshot.total_used - sum(used.values())
+    return used
+
+
+def by_module(snapshot: ContextWindowSnapshot, dollars: float) -> dict[str, float]:
+    """``dollars`` shared by module in proportion to the tokens each used (the query's part to ``query``)."""
+    used = tokens_by_module(snapshot)
     total = sum(used.values())
     return {module: dollars * tokens / total for module, tokens in used.items()} if total else {}
+
+
+def module_split(snapshot: ContextWindowSnapshot, uncached_usd: float, cached_usd: float) -> dict[str, dict[str, Any]]:
+    """Each module's tokens and its share of the uncached and the cached input's dollars, in proportion to its
+    tokens (a provider reports how much was cached, not which tokens; the output is the answer's, no module's)."""
+    used = tokens_by_module(snapshot)
+    total = sum(used.values())
+    if not total:
+        return {}
+    return {
+        module: {
+            "tokens": tokens,
+            "uncached_input_usd": uncached_usd * tokens / total,
+            "cached_input_usd": cached_usd * tokens / total,
+            "input_usd": (uncached_usd + cached_usd) * tokens / total,
+        }
+        for module, tokens in used.items()
+    }
+
+
+def auxiliary(snapshot: ContextWindowSnapshot) -> dict[str, Any]:
+    """The model calls modules made while assembling (summaries, query rewrites): their tokens and dollars at their
+    model's list price, by module. ``usd`` None when a model has no price (``unpriced_models``), never $0."""
+    calls = snapshot.auxiliary_calls
+    by_module: dict[str, float] = {}
+    unpriced = sorted({c.model for c in calls if prices(c.model) is None})
+    for c in calls:
+        price = prices(c.model)
+        if price is not None:
+            by_module[c.module_id] = by_module.get(c.module_id, 0.0) + c.tokens_in * price[0] + c.tokens_out * price[3]
+    return {
+        "calls": len(calls),
+        "tokens_in": sum(c.tokens_in for c in calls),
+        "tokens_out": sum(c.tokens_out for c in calls),
+        "usd": None if unpriced else sum(by_module.values()),
+        "by_module_usd": by_module,
+        "unpriced_models": unpriced,
+    }

@@ -37,7 +37,7 @@ from .models import ProfileRow, SessionRow
 from .sources import Cutoff, build_context, input_hashes, message_of
 from .store.sessions import SessionData
 from .tool_results import as_result, plan_of
-from .turns import MAX_TURN, record_snapshot, resolve_type, timed, with_component_instructions
+from .turns import MAX_TURN, export_turn, record_snapshot, resolve_type, timed, with_component_instructions
 
 if TYPE_CHECKING:
     from components.context_window.handler import AssembledContext
@@ -162,6 +162,7 @@ async def _run(
     with timed(call, "assemble"):
         assembled_at = time.time()  # replay serves the champion cases recorded by then
         assembled = await svc.handler.assemble(ctx, window_type.type)
+    model_at = time.time_ns()
     metrics.observe_assembly(assembled.snapshot)
     snapshot = assembled.snapshot.to_dict()
     recorded: asyncio.Task[int] | None = None
@@ -189,12 +190,17 @@ async def _run(
         try:
             done = await _call_model(svc, ctx.model, assembled, call, profile)
         except Exception as exc:  # provider errors are many and untyped; the caller needs the reason
-            kept = f"; snapshot {await recorded} was kept" if recorded else ""
-            raise UpstreamFailed(f"the model call failed ({type(exc).__name__}: {exc}){kept}") from None
+            snapshot_id = await recorded if recorded else None
+            kept = f"; snapshot {snapshot_id} was kept" if recorded else ""
+            failed = UpstreamFailed(f"the model call failed ({type(exc).__name__}: {exc}){kept}")
+            failure = {"model": ctx.model, "error": str(failed)}
+            export_turn(svc, assembled.snapshot, failure, (assembled_at, model_at), snapshot_id, None)
+            raise failed from None
         finally:
             snapshot_id = await recorded if recorded else None
     used = model_call(ctx.model, assembled.snapshot, done)
     metrics.observe_model_call(used)
+    export_turn(svc, assembled.snapshot, used, (assembled_at, model_at), snapshot_id, done.finish_reason)
     # The call's usage: the answer's call plus every model call the modules made while assembling (snapshot).
     extra_in, extra_out = assembled.snapshot.auxiliary_tokens
     tokens_in, tokens_out = (done.tokens_in or assembled.snapshot.total_used) + extra_in, done.tokens_out + extra_out

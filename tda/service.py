@@ -7,7 +7,7 @@ import contextlib
 import logging
 import weakref
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 from quart import Quart, current_app
@@ -29,7 +29,19 @@ from .llm import LLM, LLMSummarizer, Upstream, preload
 from .sources import Sources
 from .store import Store
 
+if TYPE_CHECKING:
+    from .traces_out import TracesOut
+
 log = logging.getLogger(__name__)
+
+
+def _traces_out(settings: Settings) -> TracesOut | None:
+    """The OTLP exporter when ``TDA_OTLP_ENDPOINT`` is set; else None (OpenTelemetry's exporter is not imported)."""
+    if settings.otlp_endpoint is None:
+        return None
+    from .traces_out import TracesOut
+
+    return TracesOut(settings.otlp_endpoint, dict(settings.otlp_headers))
 
 
 class TDAService:
@@ -75,6 +87,7 @@ class TDAService:
         self.warm_up_llm = warm_up_llm
         self.warm_up_knowledge = warm_up_knowledge and sources is None  # injected sources bring their own
         self.heartbeat_s = heartbeat_s
+        self.traces_out = _traces_out(settings)
         self._heartbeats: asyncio.Task[None] | None = None
 
     def init_app(self, app: Quart) -> None:
@@ -112,6 +125,8 @@ class TDAService:
         await self.writer.drain()  # before the stores close: what turns queued is written
         await asyncio.to_thread(self.knowledge.close)
         await self.store.close()
+        if self.traces_out is not None:  # the turns' queued spans are sent (bounded when the collector is down)
+            await asyncio.to_thread(self.traces_out.shutdown)
 
     async def reload_modules(self) -> None:
         """Another replica installed, removed, activated or deactivated a module: do the same here."""

@@ -35,6 +35,7 @@ from .tool_results import as_result, plan_of, tool_text
 
 if TYPE_CHECKING:
     from components.context_window.handler import AssembledContext
+    from components.context_window.snapshot import ContextWindowSnapshot
 
     from .gateway import ClientCall
     from .llm import Completion, Delta
@@ -204,6 +205,7 @@ async def _step(
     with timed(options, "assemble"):
         assembled_at = time.time()  # replay serves the champion cases recorded by then
         assembled = await svc.handler.assemble(ctx, stored.type)
+    model_at = time.time_ns()
     with timed(options, "snapshot"):
         metrics.observe_assembly(assembled.snapshot)
         snapshot = assembled.snapshot.to_dict()
@@ -223,10 +225,17 @@ async def _step(
     with timed(options, "model"):
         try:
             done = await _call_model(svc, ctx, assembled, options, recorded, data.profile.upstream)
+        except UpstreamFailed as failed:
+            failure = {"model": ctx.model, "error": str(failed)}
+            export_turn(
+                svc, assembled.snapshot, failure, (assembled_at, model_at), failed.details.get("snapshot_id"), None
+            )
+            raise
         finally:  # also when the turn is cancelled: the snapshot of a window that was sent is kept
             snapshot_id = await recorded
     call = model_call(ctx.model, assembled.snapshot, done)
     metrics.observe_model_call(call)
+    export_turn(svc, assembled.snapshot, call, (assembled_at, model_at), snapshot_id, done.finish_reason)
     # The turn's usage: the answer's call plus every model call the modules made while assembling (snapshot).
     extra_in, extra_out = assembled.snapshot.auxiliary_tokens
     tokens_in, tokens_out = (done.tokens_in or assembled.snapshot.total_used) + extra_in, done.tokens_out + extra_out
@@ -248,6 +257,8 @@ async def _step(
     }
     turn_row: TurnRow | TurnTuple
     with timed(options, "record"):
+        # The call's cost first: whoever sees the turn recorded (the panel polls for it) finds it priced.
+        await svc.store.sessions.record_model_call(snapshot_id, snapshot, call, options.timings)
         if current is None:
             user = {
                 "role": "user",
@@ -261,7 +272,6 @@ async def _step(
             svc.history.recorded(data, rows)
         else:
             turn_row = await svc.store.sessions.extend_turn(session_id, turn, step, [reply])
-        await svc.store.sessions.record_model_call(snapshot_id, snapshot, call, options.timings)
     case_id = None
     if not done.tool_calls:  # a finished turn (its whole tool loop is the plan) may be served as an example
         case_id = await keep_as_champion(svc, data, turn, query, done.text, turn_row)
@@ -316,6 +326,25 @@ def _inputs(ctx: AssemblyContext, options: TurnOptions, assembled_at: float) -> 
     if options.tools is not None:
         inputs["tools"] = [t.to_openai() for t in options.tools]
     return inputs
+
+
+def export_turn(
+    svc: TDAService,
+    snapshot: ContextWindowSnapshot,
+    call: dict[str, Any],
+    started: tuple[float, int],
+    snapshot_id: int | None,
+    finish_reason: str | None,
+) -> None:
+    """The turn's spans to the OTLP collector when one is set (``TDA_OTLP_ENDPOINT``; tda/traces_out.py).
+    ``call``: ``model_call``, or ``{model, error}`` for a call that failed. ``started``: when assembly began
+    (``time.time()``) and when the model was called (``time.time_ns()``)."""
+    if svc.traces_out is None:
+        return
+    from .traces_out import TurnTimes  # loaded with the exporter already
+
+    times = TurnTimes(int(started[0] * 1e9), started[1], time.time_ns())
+    svc.traces_out.turn(snapshot, call, times, snapshot_id=snapshot_id, finish_reason=finish_reason)
 
 
 async def record_snapshot(svc: TDAService, row: dict[str, Any]) -> int:

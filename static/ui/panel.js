@@ -2,6 +2,7 @@
 // decision log and the turns; new snapshots arrive live over SSE, and the stream reconnects by itself.
 import { activeSlots, compositionBar, usageBar } from "./bars.js";
 import { api, errorText, fieldError, fmt, get, h, isAdmin, limitSource, loadModuleNames, lockForViewers, moduleLabel, notify, pct, reportError, ruleText } from "./lib.js";
+import { byModuleTable, callLine, totalsFacts, usd } from "./cost_view.js";
 import { decisionText, moduleCard } from "./snapshot_view.js";
 import { comparison, timeline } from "./timeline.js";
 
@@ -13,6 +14,7 @@ let modelLimit = 0;
 let lastEventId = 0;
 let typeId = null;
 let lastTurns = [];
+let profileId = null;
 const traceHref = (n) => `/ui/sessions/${encodeURIComponent(sessionId)}/turns/${n}`;
 
 // --- the latest snapshot -------------------------------------------------------------------------
@@ -56,6 +58,7 @@ async function loadType(session) {
 async function loadSession() {
   const session = await get(base);
   const { profile } = session;
+  profileId = profile.id;
   $("session-title").textContent = session.title || session.id;
   $("fact-profile").textContent = `${profile.name || profile.id} (${profile.type.replace(/_/g, " ")})`
     + (profile.context_limit ? `, limit ${fmt(profile.context_limit)}` : "");
@@ -129,9 +132,13 @@ let recorded = []; // the latest snapshot row of each turn, oldest first
 async function loadTimeline() {
   const { snapshots } = await get(`${base}/snapshots?limit=500&newest_first=true`);
   const byTurn = new Map();
-  for (const row of [...snapshots].reverse()) byTurn.set(row.turn, row); // a retried turn: its last snapshot
+  const calls = new Map(); // every model call of a turn (a tool loop makes one per step)
+  for (const row of [...snapshots].reverse()) {
+    byTurn.set(row.turn, row); // a retried turn: its last snapshot
+    if (row.snapshot.model_call) calls.set(row.turn, [...(calls.get(row.turn) || []), row.snapshot.model_call]);
+  }
   recorded = [...byTurn.values()];
-  timeline($("timeline"), recorded.map((r) => ({ turn: r.turn, snap: r.snapshot, typeVersion: r.type_version })), { traceHref });
+  timeline($("timeline"), recorded.map((r) => ({ turn: r.turn, snap: r.snapshot, typeVersion: r.type_version, calls: calls.get(r.turn) || [] })), { traceHref });
   const options = (selected) => recorded.map((r) => h("option", { value: r.id, selected: r === selected }, `Turn ${r.turn}`));
   const keep = (id) => $(id).value;
   const [a, b, one] = [keep("cmp-a"), keep("cmp-b"), keep("cmp-turn")];
@@ -180,8 +187,9 @@ $("compare-types").addEventListener("submit", async (event) => {
 // --- analytics -----------------------------------------------------------------------------------
 
 async function loadAnalytics() {
-  const { summary } = await get(`${base}/context-analytics`);
+  const { summary, turns } = await get(`${base}/context-analytics`);
   if (!summary.turns) return;
+  showCost(summary.cost, turns.at(-1).model_call); // the turn is recorded after its call is priced
   const pctOf = (u) => `${Math.round(u * 100)}%`;
   const rules = Object.entries(summary.adjustment_frequency);
   $("analytics").replaceChildren(
@@ -199,7 +207,26 @@ async function loadAnalytics() {
           h("td", { class: "num" }, pctOf(m.avg_utilisation)), h("td", { class: "num" }, `${m.times_condensed}×`),
           h("td", { class: "num" }, `${m.times_failed}×`))))),
     h("p", { class: "small muted" }, rules.length
-      ? `Rules fired: ${rules.map(([rule, f]) => `${ruleText(rule).replace(/\.$/, "")} (${pctOf(f)} of turns)`).join("; ")}.` : "No rule has fired yet."));
+      ? `Rules fired: ${rules.map(([rule, f]) => `${ruleText(rule).replace(/\.$/, "")} (${pctOf(f)} of turns)`).join("; ")}.` : "No rule has fired yet."),
+    h("h3", {}, "Cost of the model calls"),
+    h("dl", { class: "facts", dataset: { testid: "session-cost" } }, totalsFacts(summary.cost).map(([k, v]) => h("div", {}, h("dt", {}, k), h("dd", {}, v)))),
+    summary.cost.priced_calls ? byModuleTable(summary.cost) : null,
+    h("p", { class: "small muted", id: "profile-cost" }));
+  loadProfileCost();
+}
+
+/** The live figure: the newest call's dollars, and the session's so far. */
+function showCost(cost, last) {
+  const session = cost.priced_calls ? `${usd(cost.total_usd)} this session${cost.unpriced_calls ? ` (+ ${cost.unpriced_calls} unpriced)` : ""}` : "price unknown this session";
+  $("fact-cost").textContent = `${callLine(last)}; ${session}`;
+}
+
+async function loadProfileCost() {
+  if (!profileId) return;
+  const { summary, sessions } = await get(`/v1/profiles/${encodeURIComponent(profileId)}/analytics`);
+  const spent = summary.priced_calls ? usd(summary.total_usd) : "price unknown";
+  $("profile-cost").textContent = `Profile ${profileId}: ${spent} over ${fmt(summary.model_calls)} model calls in ${fmt(sessions.length)} session${sessions.length === 1 ? "" : "s"}`
+    + (summary.priced_calls && summary.unpriced_calls ? `, besides ${fmt(summary.unpriced_calls)} at unknown prices.` : ".");
 }
 
 // --- context limit -------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 // The session's timeline: tokens per module across turns as a stacked area, with markers for condensations,
 // rules fired and type versions; each turn's column links to its trace. And comparing two snapshots.
 import { colourFor } from "./bars.js";
+import { usd } from "./cost_view.js";
 import { fmt, h, moduleLabel, ruleText } from "./lib.js";
 
 const SVG = "http://www.w3.org/2000/svg";
@@ -90,7 +91,8 @@ export function timeline(root, points, opts) {
         s("text", { x: x(i) - step / 2 + 3, y: PAD.top - 26, class: "axis" }, `${p.snap.window_type_id} v${p.typeVersion}`));
       notes.push(`type ${p.snap.window_type_name} version ${p.typeVersion} from here`);
     }
-    const label = `Turn ${p.turn}: ${fmt(p.snap.total_used)} of ${fmt(p.snap.available_budget)} tokens${notes.length ? `; ${notes.join("; ")}` : ""}. Open its trace.`;
+    const cost = callsOf(p).length ? `, ${usd(dollars(callsOf(p)))}` : "";
+    const label = `Turn ${p.turn}: ${fmt(p.snap.total_used)} of ${fmt(p.snap.available_budget)} tokens${cost}${notes.length ? `; ${notes.join("; ")}` : ""}. Open its trace.`;
     const link = s("a", { href: traceHref(p.turn), "aria-label": label, class: "turn-column", "data-turn": p.turn },
       s("rect", { x: x(i) - Math.max(step, 8) / 2, y: PAD.top - 30, width: Math.max(step, 8), height: H - PAD.bottom - PAD.top + 30, class: "hit" }),
       s("title", {}, label));
@@ -111,8 +113,23 @@ export function timeline(root, points, opts) {
     h("li", {}, h("span", { class: "key key-rule" }, "◆"), "Rule fired"),
     h("li", {}, h("span", { class: "key key-version" }, "┆"), "New type or version"));
   root.replaceChildren(toggle, h("div", { class: "timeline-scroll", tabindex: "0", role: "region", "aria-label": "Timeline chart" }, svg), legend,
-    h("p", { class: "small muted" }, "Turns run left to right; click a turn (or focus it and press Enter) to open its trace."));
+    h("p", { class: "small muted" }, "Turns run left to right; click a turn (or focus it and press Enter) to open its trace."), costLine(points));
 }
+
+/** What the drawn turns' model calls cost together (a turn's own dollars are in its column's label). */
+function costLine(points) {
+  const calls = points.flatMap(callsOf);
+  if (!calls.length) return null;
+  const unknown = calls.filter((c) => !c.cost).length;
+  const known = unknown < calls.length;
+  return h("p", { class: "small", dataset: { testid: "timeline-cost" } }, `Model calls of these turns: ${known ? usd(dollars(calls.filter((c) => c.cost))) : "price unknown"}`
+    + (known && unknown ? `, besides ${unknown} at unknown prices` : "") + ".");
+}
+
+/** A turn's model calls (points may carry them all: a tool loop makes one per step), else its snapshot's. */
+const callsOf = (p) => p.calls || (p.snap.model_call ? [p.snap.model_call] : []);
+/** Their dollars; null (price unknown) when any is unpriced, never a partial sum read as the whole. */
+const dollars = (calls) => (calls.every((c) => c.cost) ? calls.reduce((sum, c) => sum + c.cost.total_usd, 0) : null);
 
 /** Two snapshots side by side: tokens per module and the difference. */
 export function comparison(a, b, { labelA, labelB }) {

@@ -4,6 +4,7 @@ import { colourFor, usageBar } from "./bars.js";
 import { api, fmt, get, h, loadModuleNames, lockForViewers, moduleLabel, notify, pct, plain, reportError, snapshotLimitSource } from "./lib.js";
 import { badges, decisionText, eventLists, moduleTable } from "./snapshot_view.js";
 import { comparison } from "./timeline.js";
+import { costSection } from "./cost_view.js";
 
 const $ = (id) => document.getElementById(id);
 const { sessionId, turn, snapshotId } = document.body.dataset;
@@ -154,7 +155,7 @@ async function load() {
   $("tools").replaceChildren(...(trace.tools.length ? [...trace.tools.map(toolItem), h("li", { class: "message" },
     h("div", { class: "message-head" }, h("span", {}, "The tool definitions block around them"),
       h("span", { class: "tokens-badge" }, `${fmt(trace.tools_overhead)} tokens`)))] : [h("li", { class: "muted" }, "No tools were sent.")]));
-  $("trace-modules").replaceChildren(moduleDetails(snap));
+  $("trace-modules").replaceChildren(moduleDetails(snap), costSection(trace.model_call)); // tokens and dollars per module
   $("trace-decisions").replaceChildren(...snap.decisions.map((d) => h("li", {}, decisionText(d))));
   $("trace-events").replaceChildren(eventLists(snap));
   const row = turns.find((t) => String(t.turn) === turn);

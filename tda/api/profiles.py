@@ -9,6 +9,7 @@ from quart_schema import tag_blueprint, validate_request
 
 from components.context_window.token_estimator import resolve_model_limit
 
+from ..analytics import cost_totals
 from ..auth import actor, require
 from ..errors import Invalid
 from ..service import service
@@ -62,6 +63,22 @@ async def create_profile(data: ProfileIn) -> tuple[dict[str, Any], int]:
 @require("viewer")
 async def get_profile(profile_id: str) -> dict[str, Any]:
     return profile_dict(await service().store.profiles.get(profile_id))
+
+
+@bp.get("/<profile_id>/analytics")
+@require("viewer")
+async def profile_analytics(profile_id: str) -> dict[str, Any]:
+    """What the profile's model calls cost: tokens and dollars over all its sessions, and per session (most
+    expensive first). Calls to a model without a known price are counted apart, never as $0."""
+    svc = service()
+    await svc.store.profiles.get(profile_id)  # 404 for an unknown profile
+    calls = await svc.store.sessions.model_calls_of_profile(profile_id)
+    per_session: dict[str, list[dict[str, Any] | None]] = {}
+    for session_id, call in calls:
+        per_session.setdefault(session_id, []).append(call)
+    sessions = [{"session_id": sid, **cost_totals(session_calls)} for sid, session_calls in per_session.items()]
+    sessions.sort(key=lambda s: -(s["total_usd"] or 0.0))
+    return {"profile_id": profile_id, "summary": cost_totals(c for _, c in calls), "sessions": sessions}
 
 
 @bp.patch("/<profile_id>")

@@ -610,6 +610,18 @@ class SessionStore:
         async with self.db.read() as s:
             return [(int(i), inputs) for i, inputs in (await s.execute(query)).all()]
 
+    async def model_calls_of_profile(self, profile_id: str) -> list[tuple[str, dict[str, Any] | None]]:
+        """(session id, ``model_call``) of each snapshot of the profile's sessions, oldest first: only that part of
+        each snapshot is read (a window's data is large; its call is a few numbers)."""
+        query = (
+            select(SnapshotRow.session_id, SnapshotRow.data["model_call"])
+            .join(SessionRow, SessionRow.id == SnapshotRow.session_id)
+            .where(SessionRow.profile_id == profile_id)
+            .order_by(SnapshotRow.id)
+        )
+        async with self.db.read() as s:
+            return [(session_id, call) for session_id, call in (await s.execute(query)).all()]
+
     async def snapshots(
         self, session_id: str | None, after_id: int = 0, limit: int = 500, newest_first: bool = False
     ) -> list[SnapshotRow]:
