@@ -30,7 +30,7 @@ def prices(model: str) -> tuple[float, float, float, float] | None:
     price_in, price_out = info.get("input_cost_per_token"), info.get("output_cost_per_token")
     # A litellm Router registers each model it routes, priced or not, with an empty entry that get_model_info
     # fills with zeros: only a price in the cost map itself is known (else a house model would cost "$0").
-    listed = _litellm().model_cost.get(info.get("key") or model) or {}
+    listed = litellm.model_cost.get(info.get("key") or model) or {}
     if price_in is None or price_out is None or "input_cost_per_token" not in listed:
         return None
     read = info.get("cache_read_input_token_cost")
