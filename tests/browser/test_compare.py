@@ -1,0 +1,103 @@
+"""Trace tools people know from Langfuse, LangSmith and the OpenAI Playground (issue 26): two turns' windows side by
+side, any two type versions in sentences, the what-if's own messages beside the recorded turn's, dark mode."""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+from typing import Any
+
+from playwright.async_api import expect
+
+from tests.browser.conftest import BROWSER_LOOP, Server
+
+pytestmark = BROWSER_LOOP
+
+SESSION = "cmp-late"
+OTHER = "cmp-other"
+FIRST = "Which warehouse shipped the late orders?"
+SECOND = "Which carrier lost the pallets?"
+OTHER_FIRST = "Which warehouse shipped the early orders?"
+
+
+def seed(server: Server) -> list[dict[str, Any]]:
+    """Two turns of one session and one turn of another (a query one word apart), through the API."""
+    from tests.browser.test_trace import traced_profile
+
+    if server.request("GET", f"/v1/sessions/{SESSION}")[0] == 200:
+        recorded = {s: server.request("GET", f"/v1/sessions/{s}/snapshots")[2]["snapshots"] for s in (SESSION, OTHER)}
+        return [*recorded[SESSION], *recorded[OTHER]]
+    traced_profile(server)
+    turns = []
+    for session_id, queries in ((SESSION, (FIRST, SECOND)), (OTHER, (OTHER_FIRST,))):
+        status, _, body = server.request(
+            "POST", "/v1/sessions", {"id": session_id, "profile_id": "trace-tools", "title": f"Compare {session_id}"}
+        )
+        assert status == 201, body
+        for query in queries:
+            status, _, turn = server.request("POST", f"/v1/sessions/{session_id}/turns", {"query": query})
+            assert status == 201, turn
+            turns.append(turn)
+    return turns
+
+
+def trace_of(server: Server, session_id: str, turn: int) -> dict[str, Any]:
+    _, _, listed = server.request("GET", f"/v1/sessions/{session_id}/turns")
+    snapshot_id = next(t["snapshot_id"] for t in listed["turns"] if t["turn"] == turn)
+    status, _, trace = server.request("GET", f"/v1/snapshots/{snapshot_id}/trace")
+    assert status == 200, trace
+    return trace
+
+
+async def test_compare_two_turns_shows_the_message_that_differs(page: Any, server: Server) -> None:
+    first, _, other = await asyncio.to_thread(seed, server)
+    await page.goto(f"/ui/compare?sa={SESSION}&ta=1&sb={OTHER}&tb=1")
+    diff = page.locator('[data-testid="window-diff"]')
+    await expect(diff).to_be_visible()
+
+    # The query is the last message of both windows: a "changed" line, the old word struck, the new one marked.
+    changed = diff.locator("li.wd-row[data-kind=changed]")
+    changed = changed.filter(has_text=FIRST)  # (the knowledge excerpts, retrieved for each query, differ too)
+    await expect(changed).to_have_count(1)
+    await expect(changed.locator(".wd-cell").nth(0)).to_contain_text(FIRST)
+    await expect(changed.locator(".wd-cell").nth(1)).to_contain_text(OTHER_FIRST)
+    await expect(changed.locator("del")).to_have_text(["late"])
+    await expect(changed.locator("ins")).to_have_text(["early"])
+    await expect(diff.locator("li.wd-row[data-kind=added], li.wd-row[data-kind=removed]")).to_have_count(0)
+    await expect(page.locator('[data-testid="window-diff-summary"]')).to_contain_text("0 only in")
+
+    # Tokens per module before and after, and the totals the turns recorded.
+    total = page.locator('#cmp-modules [data-testid="comparison"] tr', has_text="Total used").locator("td")
+    await expect(total.nth(0)).to_have_text(f"{first['snapshot']['total_used']:,}")
+    await expect(total.nth(1)).to_have_text(f"{other['snapshot']['total_used']:,}")
+    assert page.js_errors == []
+
+
+async def test_compare_turns_picked_on_the_page(page: Any, server: Server) -> None:
+    await asyncio.to_thread(seed, server)
+    await page.goto(f"/ui/sessions/{OTHER}/turns/1")
+    await page.click("#compare-page-link")
+    await expect(page.locator('[data-testid="window-diff"]')).to_be_visible()
+    await page.select_option("#pick-sa", SESSION)
+    await expect(page.locator("#pick-ta option")).to_have_count(2)
+    await page.select_option("#pick-ta", "1")
+    await page.select_option("#pick-sb", SESSION)
+    await expect(page.locator("#pick-tb option")).to_have_count(2)
+    await page.select_option("#pick-tb", "2")
+    await page.click("#compare-pick button[type=submit]")
+    await expect(page).to_have_url(f"{server.url}/ui/compare?sa={SESSION}&ta=1&sb={SESSION}&tb=2")
+    await expect(page.locator(".wd-heads")).to_have_text("Turn 1Turn 2")
+
+    # Against difflib's alignment of the two traces' messages (by role and text): as many lines the same, and every
+    # other message of each window on a line of its own kind. Turn 1's question is history in turn 2: the same.
+    a, b = trace_of(server, SESSION, 1), trace_of(server, SESSION, 2)
+    keys = [[(m["role"], m["content"]) for m in t["messages"]] for t in (a, b)]
+    same = sum(block.size for block in difflib.SequenceMatcher(None, *keys, autojunk=False).get_matching_blocks())
+    rows = page.locator("li.wd-row")
+    kinds = await rows.evaluate_all("(rows) => rows.map((r) => r.dataset.kind)")
+    assert kinds.count("same") == same
+    assert kinds.count("changed") + kinds.count("added") == len(keys[1]) - same
+    assert kinds.count("changed") + kinds.count("removed") == len(keys[0]) - same
+    await expect(rows.filter(has_text=SECOND)).to_have_attribute("data-kind", "added")
+    await expect(page.locator("li.wd-row[data-kind=same]", has_text=FIRST)).to_have_count(1)
+    assert page.js_errors == []
