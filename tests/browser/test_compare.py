@@ -101,3 +101,44 @@ async def test_compare_turns_picked_on_the_page(page: Any, server: Server) -> No
     await expect(rows.filter(has_text=SECOND)).to_have_attribute("data-kind", "added")
     await expect(page.locator("li.wd-row[data-kind=same]", has_text=FIRST)).to_have_count(1)
     assert page.js_errors == []
+
+
+WHAT_IF = "cmp-what-if"
+
+
+def seed_what_if(server: Server) -> dict[str, Any]:
+    status, _, body = server.request(
+        "POST", "/v1/sessions", {"id": WHAT_IF, "profile_id": "demo-rag", "title": "Compare what-if"}
+    )
+    assert status == 201, body
+    status, _, turn = server.request("POST", f"/v1/sessions/{WHAT_IF}/turns", {"query": FIRST})
+    assert status == 201, turn
+    return turn
+
+
+async def test_what_if_lists_the_messages_it_would_send_beside_the_recorded_turn(page: Any, server: Server) -> None:
+    turn = await asyncio.to_thread(seed_what_if, server)
+    await page.goto("/ui/types/knowledge_heavy")
+    await expect(page.locator("#editor")).to_have_attribute("aria-busy", "false")
+    await page.select_option("#preview-session", WHAT_IF)
+    await page.fill("#preview-query", SECOND)
+    await page.click("#preview-form button")
+    section = page.locator(".what-if-messages")
+    await expect(section.locator("h3")).to_have_text(f"Messages it would send, beside turn {turn['turn']}'s")
+
+    # What the preview API says it would send (the same question, asked directly), message by message.
+    body = {"session_id": WHAT_IF, "query": SECOND, "type_id": "knowledge_heavy"}
+    status, _, preview = server.request("POST", "/v1/context-window-types/preview", body)
+    assert status == 200, preview
+    sent = preview["messages"]
+    assert sent[-1] == {"role": "user", "content": SECOND}
+    rows = section.locator("li.wd-row")
+    right = section.locator("li.wd-row .wd-cell:nth-child(2):not(.wd-empty)")
+    await expect(right).to_have_count(len(sent))
+    for cell, message in zip(await right.all(), sent, strict=True):
+        await expect(cell.locator("strong").first).to_have_text(message["role"])
+    await expect(rows.last.locator(".wd-cell").nth(1)).to_contain_text(SECOND)
+    # Beside the recorded turn's own: its question was the last message it sent, now history.
+    await expect(rows.filter(has_text=FIRST).first.locator(".wd-cell").nth(0)).to_contain_text(FIRST)
+    await expect(section).to_contain_text("Turn 1 (as sent)")
+    assert page.js_errors == []
