@@ -24,16 +24,17 @@ async function lastRecorded(sessionId) {
 
 /** The what-if's messages and tools as it would send them; beside the recorded turn's when there is one. */
 async function sentMessages(whatIf, recorded) {
+  const sent = whatIf.messages.map((m, i) => ({ ...m, ...(whatIf.attribution?.[i] || {}) })); // with module and tokens
   const tools = whatIf.tools.length
     ? h("p", { class: "small" }, `And ${whatIf.tools.length} tool${whatIf.tools.length === 1 ? "" : "s"}: ${whatIf.tools.map((t) => t.function?.name).join(", ")}.`)
     : h("p", { class: "small muted" }, "No tools.");
-  if (!recorded) return h("div", {}, windowDiff([], whatIf.messages, { a: "No recorded turn", b: "What-if" }), tools);
+  if (!recorded) return h("div", {}, windowDiff([], sent, { a: "No recorded turn", b: "What-if" }), tools);
   try {
     const trace = await get(`/v1/snapshots/${recorded.id}/trace`);
-    return h("div", {}, windowDiff(trace.messages, whatIf.messages, { a: `Turn ${recorded.turn} (as sent)`, b: "What-if" }), tools);
+    return h("div", {}, windowDiff(trace.messages, sent, { a: `Turn ${recorded.turn} (as sent)`, b: "What-if" }), tools);
   } catch (err) { // the what-if stands on its own when the recorded turn cannot be traced
     return h("div", {}, h("p", { class: "muted" }, `Turn ${recorded.turn}'s messages are not shown: ${plain(err.message)}`),
-      windowDiff([], whatIf.messages, { a: `Turn ${recorded.turn}`, b: "What-if" }), tools);
+      windowDiff([], sent, { a: `Turn ${recorded.turn}`, b: "What-if" }), tools);
   }
 }
 

@@ -58,7 +58,25 @@ export function alignMessages(a, b) {
     else gapB.push(b[at]); // a "b" step carries its index in b first
   }
   flush();
-  return rows;
+  return pairByModule(rows);
+}
+
+/** A module's message that changed and moved (another message now sits between) is one "changed" row where the
+ * new one is, not a removal and an addition: the trace names each message's module. */
+function pairByModule(rows) {
+  const owner = (m) => (m && m.module_id && m.module_id !== "query" ? `${m.module_id} ${m.role}` : null);
+  const removed = new Map();
+  for (const r of rows) if (r.kind === "removed" && owner(r.a) && !removed.has(owner(r.a))) removed.set(owner(r.a), r);
+  const out = [];
+  const taken = new Set();
+  for (const r of rows) {
+    const partner = r.kind === "added" ? removed.get(owner(r.b)) : undefined;
+    if (partner && !taken.has(partner)) {
+      taken.add(partner);
+      out.push({ kind: "changed", a: partner.a, b: r.b, moved: true });
+    } else out.push(r);
+  }
+  return out.filter((r) => !taken.has(r));
 }
 
 const MAX_WORD_PAIRS = 400_000;
@@ -67,7 +85,7 @@ const MAX_WORD_PAIRS = 400_000;
 function markedText(text, other, tag) {
   const words = text.split(/(\s+)/);
   const otherWords = other.split(/(\s+)/);
-  if (words.length * otherWords.length > MAX_WORD_PAIRS) return [text];
+  if (words.length * otherWords.length > MAX_WORD_PAIRS) return [h("span", { class: "wd-note" }, "(too long to mark word by word)\n"), text];
   const path = lcsPath(words, otherWords, (x, y) => x === y);
   const out = [];
   for (const [kind, i] of path) {
@@ -96,7 +114,7 @@ function cell(m, { side, other, kind, label }) {
 }
 
 function row(r, labels) {
-  const status = r.kind === "same" ? "Same" : r.kind === "changed" ? "Changed" : `${LABEL[r.kind]} ${r.kind === "removed" ? labels.a : labels.b}`;
+  const status = r.kind === "same" ? "Same" : r.kind === "changed" ? (r.moved ? "Changed and moved" : "Changed") : `${LABEL[r.kind]} ${r.kind === "removed" ? labels.a : labels.b}`;
   return h("li", { class: `wd-row wd-${r.kind}`, dataset: { kind: r.kind } },
     h("span", { class: `wd-status badge wd-badge-${r.kind}` }, status),
     h("div", { class: "wd-cells" },

@@ -107,6 +107,8 @@ WHAT_IF = "cmp-what-if"
 
 
 def seed_what_if(server: Server) -> dict[str, Any]:
+    if server.request("GET", f"/v1/sessions/{WHAT_IF}")[0] == 200:
+        return server.request("GET", f"/v1/sessions/{WHAT_IF}/turns")[2]["turns"][0]
     status, _, body = server.request(
         "POST", "/v1/sessions", {"id": WHAT_IF, "profile_id": "demo-rag", "title": "Compare what-if"}
     )
@@ -135,8 +137,9 @@ async def test_what_if_lists_the_messages_it_would_send_beside_the_recorded_turn
     rows = section.locator("li.wd-row")
     right = section.locator("li.wd-row .wd-cell:nth-child(2):not(.wd-empty)")
     await expect(right).to_have_count(len(sent))
-    for cell, message in zip(await right.all(), sent, strict=True):
+    for cell, message, who in zip(await right.all(), sent, preview["attribution"], strict=True):
         await expect(cell.locator("strong").first).to_have_text(message["role"])
+        await expect(cell.locator(".tokens-badge")).to_have_text(f"{who['tokens']:,} tokens")
     await expect(rows.last.locator(".wd-cell").nth(1)).to_contain_text(SECOND)
     # Beside the recorded turn's own: its question was the last message it sent, now history.
     await expect(rows.filter(has_text=FIRST).first.locator(".wd-cell").nth(0)).to_contain_text(FIRST)
