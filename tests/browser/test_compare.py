@@ -145,3 +145,46 @@ async def test_what_if_lists_the_messages_it_would_send_beside_the_recorded_turn
     await expect(rows.filter(has_text=FIRST).first.locator(".wd-cell").nth(0)).to_contain_text(FIRST)
     await expect(section).to_contain_text("Turn 1 (as sent)")
     assert page.js_errors == []
+
+
+async def test_compare_and_what_if_do_not_scroll_sideways_on_tablets_or_phones(browser: Any, server: Server) -> None:
+    from tests.browser.test_layout_round2 import sized_page
+
+    await asyncio.to_thread(seed, server)
+    await asyncio.to_thread(seed_what_if, server)
+    page = await sized_page(browser, server, 768, 1024)
+    widths = {}
+    for width in (768, 390):
+        await page.set_viewport_size({"width": width, "height": 1024})
+        await page.goto(f"/ui/compare?sa={SESSION}&ta=1&sb={OTHER}&tb=1")
+        await expect(page.locator("li.wd-row").first).to_be_visible()
+        widths[width, "compare"] = await page.evaluate("document.documentElement.scrollWidth") - width
+        await page.goto("/ui/types/knowledge_heavy")
+        await expect(page.locator("#editor")).to_have_attribute("aria-busy", "false")
+        await page.select_option("#preview-session", WHAT_IF)
+        await page.click("#preview-form button")
+        await expect(page.locator(".what-if-messages li.wd-row").first).to_be_visible()
+        widths[width, "what-if"] = await page.evaluate("document.documentElement.scrollWidth") - width
+    assert widths == dict.fromkeys(widths, 0), widths
+    # On a phone the two sides stack, each message saying which turn it belongs to.
+    await expect(page.locator(".what-if-messages .wd-side").first).to_be_visible()
+    await page.context.close()
+
+
+async def test_any_two_versions_compare_after_a_rule_removal(page: Any, server: Server) -> None:
+    from tests.browser.test_round2 import RULES, make_type, open_editor, put
+
+    v1 = await asyncio.to_thread(make_type, server, "cmp-versions", RULES)
+    v2 = await asyncio.to_thread(put, server, v1, name="Renamed")
+    await asyncio.to_thread(put, server, v2, dynamic_adjustments=[RULES[0], RULES[2]])  # v3 removes rule 2
+    await open_editor(page, "cmp-versions")
+    await page.select_option("#compare-from", "1")
+    await page.select_option("#compare-to", "3")
+    await page.click("#compare-form button[type=submit]")
+    lines = page.locator("#version-diff li")
+    removed = "Rule 2 removed: reduce Documents by 40% from turn 12."
+    await expect(lines).to_have_text([removed, "Name changed from “Round two cmp-versions” to “Renamed”."])
+    await page.select_option("#compare-from", "2")
+    await page.click("#compare-form button[type=submit]")
+    await expect(lines).to_have_text([removed])
+    assert page.js_errors == []
