@@ -188,3 +188,25 @@ async def test_any_two_versions_compare_after_a_rule_removal(page: Any, server: 
     await page.click("#compare-form button[type=submit]")
     await expect(lines).to_have_text([removed])
     assert page.js_errors == []
+
+
+async def test_compare_page_has_no_serious_axe_violations(page: Any, server: Server) -> None:
+    from tests.browser.test_axe import small_targets, violations
+
+    await asyncio.to_thread(seed, server)
+    await page.goto(f"/ui/compare?sa={SESSION}&ta=1&sb={SESSION}&tb=2")
+    await expect(page.locator("li.wd-row").first).to_be_visible()
+    assert await violations(page) + await small_targets(page) == []
+
+    # A turn against itself: every message the same, folded into one line that opens.
+    sent = trace_of(server, SESSION, 2)["messages"]
+    await page.goto(f"/ui/compare?sa={SESSION}&ta=2&sb={SESSION}&tb=2")
+    await expect(page.locator('[data-testid="window-diff-summary"]')).to_have_text(
+        f"All {len(sent)} messages are the same."
+    )
+    fold = page.locator(".wd-fold summary")
+    await expect(fold).to_have_text(f"{len(sent)} identical messages ({sum(m['tokens'] for m in sent):,} tokens)")
+    await fold.click()
+    await expect(page.locator(".wd-fold li.wd-row").first).to_be_visible()
+    assert await violations(page) + await small_targets(page) == []
+    assert page.js_errors == []
