@@ -58,3 +58,18 @@ async def test_dark_mode_what_if_and_versions(page: Any, server: Server) -> None
     assert await violations(page) == []
     assert await page.evaluate(CONTRAST) == []
     assert page.js_errors == []
+
+
+async def test_dark_mode_sign_in_and_error_pages(browser: Any, server: Server, page: Any) -> None:
+    context = await browser.new_context(base_url=server.url, color_scheme="dark")
+    stranger = await context.new_page()
+    await stranger.goto("/ui/sign-in")
+    await expect(stranger.locator("form")).to_be_visible()
+    assert await violations(stranger) == [] and await stranger.evaluate(CONTRAST) == []
+    assert luminance(await stranger.evaluate("getComputedStyle(document.documentElement).backgroundColor")) < 0.05
+    await context.close()
+
+    await page.emulate_media(color_scheme="dark")
+    response = await page.goto("/ui/types/no-such-type")
+    assert response.status == 404
+    assert await violations(page) == [] and await page.evaluate(CONTRAST) == []
