@@ -27,20 +27,17 @@ async function fillTurns(select, sessionId, wanted) {
   return turns;
 }
 
-/** The picks from the address, with defaults: the first session with turns, its last two turns. */
+/** The picks from the address, with defaults: the first session, its last two turns. */
 async function picks() {
   const q = new URLSearchParams(location.search);
-  const fallback = sessions.find((s) => s.id === q.get("sa"))?.id || sessions[0]?.id || "";
-  const sa = q.get("sa") || fallback;
+  const sa = q.get("sa") || sessions[0]?.id || "";
   const sb = q.get("sb") || sa;
-  const turnsA = await fillTurns($("pick-ta"), sa, q.get("ta"));
-  const turnsB = sb === sa ? turnsA : await traceable(sb);
+  const [turnsA, turnsB] = await Promise.all([sa ? traceable(sa) : [], sb ? traceable(sb) : []]);
   const ta = q.get("ta") || String(turnsA.at(-2)?.turn ?? turnsA.at(-1)?.turn ?? "");
   const tb = q.get("tb") || String(turnsB.at(-1)?.turn ?? "");
-  await fillTurns($("pick-ta"), sa, ta);
-  await fillTurns($("pick-tb"), sb, tb);
   $("pick-sa").value = sa;
   $("pick-sb").value = sb;
+  await Promise.all([fillTurns($("pick-ta"), sa, ta), fillTurns($("pick-tb"), sb, tb)]);
   return { sa, ta, sb, tb };
 }
 
