@@ -19,8 +19,23 @@ function lcsTable(a, b, equal) {
   return { table, width };
 }
 
-/** Walk the table: [["same", i, j] | ["a", i] | ["b", j]] in order. */
-function lcsPath(a, b, equal) {
+/** [["same", i, j] | ["a", i] | ["b", j]] in order: the common start and end first (windows share a stable
+ * prefix), then a longest common subsequence of the middle; null when the middle's table would exceed maxCells. */
+function lcsPath(a, b, equal, maxCells) {
+  let start = 0;
+  while (start < a.length && start < b.length && equal(a[start], b[start])) start++;
+  let end = 0;
+  while (end < a.length - start && end < b.length - start && equal(a[a.length - 1 - end], b[b.length - 1 - end])) end++;
+  const midA = a.slice(start, a.length - end);
+  const midB = b.slice(start, b.length - end);
+  if ((midA.length + 1) * (midB.length + 1) > maxCells) return null;
+  const middle = middlePath(midA, midB, equal);
+  const shift = ([kind, i, j]) => (kind === "same" ? [kind, i + start, j + start] : [kind, i + start]);
+  return [...Array.from({ length: start }, (_, i) => ["same", i, i]), ...middle.map(shift),
+    ...Array.from({ length: end }, (_, k) => ["same", a.length - end + k, b.length - end + k])];
+}
+
+function middlePath(a, b, equal) {
   const { table, width } = lcsTable(a, b, equal);
   const out = [];
   let i = 0;
@@ -50,7 +65,8 @@ export function alignMessages(a, b) {
       else rows.push({ kind: "added", b: gapB.shift() });
     }
   };
-  for (const [kind, at, atB] of lcsPath(keysA, keysB, (x, y) => x === y)) {
+  const unmatched = () => [...keysA.map((_, i) => ["a", i]), ...keysB.map((_, j) => ["b", j])];
+  for (const [kind, at, atB] of lcsPath(keysA, keysB, (x, y) => x === y, 4_000_000) ?? unmatched()) {
     if (kind === "same") {
       flush();
       rows.push({ kind: "same", a: a[at], b: b[atB] });
@@ -79,14 +95,14 @@ function pairByModule(rows) {
   return out.filter((r) => !taken.has(r));
 }
 
-const MAX_WORD_PAIRS = 400_000;
+const MAX_WORD_CELLS = 1_000_000;
 /** A changed text as spans, the words the other side lacks marked (<del> on the left, <ins> on the right);
  * texts too long to compare word by word are shown whole. */
 function markedText(text, other, tag) {
   const words = text.split(/(\s+)/);
   const otherWords = other.split(/(\s+)/);
-  if (words.length * otherWords.length > MAX_WORD_PAIRS) return [h("span", { class: "wd-note" }, "(too long to mark word by word)\n"), text];
-  const path = lcsPath(words, otherWords, (x, y) => x === y);
+  const path = lcsPath(words, otherWords, (x, y) => x === y, MAX_WORD_CELLS);
+  if (!path) return [h("span", { class: "wd-note" }, "(too long to mark word by word)\n"), text];
   const out = [];
   for (const [kind, i] of path) {
     if (kind === "same") out.push(words[i]);
