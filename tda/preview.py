@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from components.context_window.window_type import ContextWindowType
 
 from .sources import build_context
+from .trace import attribution
 from .turns import with_component_instructions
 
 if TYPE_CHECKING:
@@ -43,5 +44,6 @@ async def preview(
         "summary": assembled.snapshot.summary(),
         "snapshot": assembled.snapshot.to_dict(),
         "messages": assembled.messages,  # what the model would be sent, as sent
+        "attribution": attribution(assembled, ctx.model),  # per message: its module and tokens
         "tools": assembled.tools,
     }

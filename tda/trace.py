@@ -33,11 +33,8 @@ async def trace(svc: TDAService, snapshot_id: int, type_id: str | None = None) -
     assembled, ctx = await reassemble(svc, row, other.type if other else None)
     tokens = estimator_for(ctx.model)
     owners = _owners(assembled.contributions.values())
-    messages = []
-    for i, chat in enumerate(assembled.messages):
-        last = i == len(assembled.messages) - 1
-        module_id = QUERY if last else _take(owners, chat)
-        messages.append({**chat, "module_id": module_id, "tokens": tokens.count_chat(chat)})
+    who = attribution(assembled, ctx.model, owners)
+    messages = [{**chat, **w} for chat, w in zip(assembled.messages, who, strict=True)]
     schemas = [ToolSchema.from_openai(t) for t in assembled.tools]
     tool_tokens = [tokens.count_tool(s) for s in schemas]
     tools = [
@@ -92,6 +89,18 @@ def request_of(row: Any) -> dict[str, Any]:
         body["max_tokens"] = gateway["max_tokens"]
     body.update(gateway.get("params") or {})  # temperature, seed, user, n, ... as sent
     return {"method": "POST", "path": "/v1/chat/completions", "headers": headers, "body": body, "note": ""}
+
+
+def attribution(assembled: Any, model: str, owners: dict[str, list[str]] | None = None) -> list[dict[str, Any]]:
+    """For each message of an assembled window, in order: the module that contributed it (the last one is the
+    query) and its tokens by the model's counter. ``owners`` is consumed (tools are attributed from what is left)."""
+    tokens = estimator_for(model)
+    owners = _owners(assembled.contributions.values()) if owners is None else owners
+    last = len(assembled.messages) - 1
+    return [
+        {"module_id": QUERY if i == last else _take(owners, chat), "tokens": tokens.count_chat(chat)}
+        for i, chat in enumerate(assembled.messages)
+    ]
 
 
 def _key(item: dict[str, Any]) -> str:

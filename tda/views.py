@@ -121,6 +121,13 @@ async def audit() -> dict[str, Any]:
     return {}
 
 
+@bp.get("/compare")
+@page("compare.html", "sessions")
+async def compare() -> dict[str, Any]:
+    """Two turns' windows side by side (of one session or two); the page reads its picks from the address."""
+    return {}
+
+
 @bp.get("/sessions/<session_id>")
 @page("panel.html", "sessions")
 async def panel(session_id: str) -> dict[str, Any]:

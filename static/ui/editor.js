@@ -476,7 +476,7 @@ async function loadVersions() {
   $("versions").replaceChildren(...versionList.map((v, i) => h("li", { dataset: { version: v.version } },
     h("button", { type: "button", class: "link", "aria-controls": "version-diff", onclick: () => showVersion(v, current) },
       `v${v.version}${v.current ? " (current)" : ""}`),
-    h("span", { class: "muted small" }, ` ${actorName(v.actor)} · ${new Date(v.created_at).toLocaleString()}`),
+    h("span", { class: "muted small" }, ` ${v.author || actorName(v.actor)} · ${new Date(v.created_at).toLocaleString()}`),
     h("span", { class: "small version-summary" }, ` · ${summary(v, i)}`))));
   const options = () => versionList.map((v) => h("option", { value: v.version }, `v${v.version}${v.current ? " (current)" : ""}`));
   $("compare-from").replaceChildren(...options());

@@ -4,6 +4,7 @@ import { usageBar } from "./bars.js";
 import { api, errorText, fieldError, get, h, plain, snapshotSummary } from "./lib.js";
 import { eventLists, moduleTable } from "./snapshot_view.js";
 import { comparison } from "./timeline.js";
+import { windowDiff } from "./window_diff.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -21,6 +22,22 @@ async function lastRecorded(sessionId) {
   return snapshots[0] || null;
 }
 
+/** The what-if's messages and tools as it would send them; beside the recorded turn's when there is one. */
+async function sentMessages(whatIf, recorded) {
+  const sent = whatIf.messages.map((m, i) => ({ ...m, ...(whatIf.attribution?.[i] || {}) })); // with module and tokens
+  const tools = whatIf.tools.length
+    ? h("p", { class: "small" }, `And ${whatIf.tools.length} tool${whatIf.tools.length === 1 ? "" : "s"}: ${whatIf.tools.map((t) => t.function?.name).join(", ")}.`)
+    : h("p", { class: "small muted" }, "No tools.");
+  if (!recorded) return h("div", {}, windowDiff([], sent, { a: "No recorded turn", b: "What-if" }), tools);
+  try {
+    const trace = await get(`/v1/snapshots/${recorded.id}/trace`);
+    return h("div", {}, windowDiff(trace.messages, sent, { a: `Turn ${recorded.turn} (as sent)`, b: "What-if" }), tools);
+  } catch (err) { // the what-if stands on its own when the recorded turn cannot be traced
+    return h("div", {}, h("p", { class: "muted" }, `Turn ${recorded.turn}'s messages are not shown: ${plain(err.message)}`),
+      windowDiff([], sent, { a: `Turn ${recorded.turn}`, b: "What-if" }), tools);
+  }
+}
+
 async function runPreview(event, { getState, getTypeId, check, showTypeErrors }) {
   event.preventDefault();
   const out = $("preview");
@@ -36,9 +53,11 @@ async function runPreview(event, { getState, getTypeId, check, showTypeErrors })
   if ($("preview-profile").value) common.profile_id = $("preview-profile").value;
   if (limitInput.value) common.context_limit = Number(limitInput.value);
   try {
-    const ask = (extra) => api("POST", "/v1/context-window-types/preview", { body: { ...common, ...extra } }).then((r) => r.data.snapshot);
-    const [snap, saved, recorded] = await Promise.all([
+    const ask = (extra) => api("POST", "/v1/context-window-types/preview", { body: { ...common, ...extra } }).then((r) => r.data);
+    const [whatIf, savedOut, recorded] = await Promise.all([
       ask({ type: getState() }), getTypeId() ? ask({ type_id: getTypeId() }) : null, lastRecorded(sessionId)]);
+    const snap = whatIf.snapshot;
+    const saved = savedOut?.snapshot;
     const bar = h("div", {});
     usageBar(bar, snap, { title: "What-if (the next turn, not recorded)" });
     const compared = [];
@@ -50,7 +69,10 @@ async function runPreview(event, { getState, getTypeId, check, showTypeErrors })
         h("p", { class: "small muted" }, "The recorded turn had its own query and the history before it; the what-if uses the whole history.")));
     } else compared.push(h("p", { class: "muted" }, "This session has no recorded turn to compare with."));
     out.replaceChildren(h("p", { class: "bar-summary", dataset: { testid: "preview-summary" } }, snapshotSummary(snap)),
-      bar, h("div", { class: "two-col" }, compared), h("details", {}, h("summary", {}, "Module by module"), moduleTable(snap), eventLists(snap)));
+      bar, h("div", { class: "two-col" }, compared), h("details", {}, h("summary", {}, "Module by module"), moduleTable(snap), eventLists(snap)),
+      h("section", { class: "what-if-messages", "aria-labelledby": "what-if-messages-h" },
+        h("h3", { id: "what-if-messages-h" }, recorded ? `Messages it would send, beside turn ${recorded.turn}'s` : "Messages it would send"),
+        await sentMessages(whatIf, recorded)));
   } catch (err) {
     out.replaceChildren(h("p", { class: "field-error" }, `No preview: ${plain(err.message)}`));
     if (err.status === 422 && err.fieldErrors.some((e) => e.loc === "context_limit")) fieldError(limitInput, $("preview-limit-error"), errorText(err));

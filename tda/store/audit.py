@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from sqlalchemy import select
@@ -37,11 +38,22 @@ class AuditStore:
             return list((await s.scalars(query)).all())
 
 
+_TOKEN_ACTOR = re.compile(r"token:(?P<name>.+)#\d+")
+
+
+def author_of(actor: str) -> str:
+    """Who to show for an actor: an API token's name ("token:ops-admin#3" -> "ops-admin"), other actors as they are
+    ("cli", "system"). The full actor stays alongside, since token names need not be unique."""
+    match = _TOKEN_ACTOR.fullmatch(actor)
+    return match["name"] if match else actor
+
+
 def audit_dict(row: AuditRow) -> dict[str, Any]:
     return {
         "id": row.id,
         "at": row.at.isoformat(),
         "actor": row.actor,
+        "author": author_of(row.actor),
         "action": row.action,
         "entity": row.entity,
         "entity_id": row.entity_id,

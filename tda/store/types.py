@@ -163,6 +163,7 @@ class TypeStore:
                 "version": r.version,
                 "current": r.version == current.version,
                 "actor": r.actor,
+                "author": audit.author_of(r.actor),
                 "created_at": r.created_at.isoformat(),
                 "data": r.data,
                 "rollback_of": rollbacks.get(r.version),

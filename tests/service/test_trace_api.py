@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from components.context_window.token_estimator import REPLY_PRIMING
 from tests.service.support import FIXTURE_TYPE
 
 
@@ -68,3 +69,19 @@ async def test_what_if_under_a_limit_and_another_profile(client, admin, viewer, 
     assert (await (await client.get(f"/v1/sessions/{session_id}/snapshots", headers=viewer)).get_json())[
         "snapshots"
     ] == []
+
+
+async def test_what_if_names_each_message_module_and_tokens(client, viewer, session_id):
+    """The preview's messages stay as they would be sent; ``attribution`` says, per message, whose and how long.
+    Its counts add up, with the tools, to what the preview's snapshot says it would use."""
+    body = {"type_id": "fixture", "session_id": session_id, "query": "How long is it?"}
+    out = await (await client.post("/v1/context-window-types/preview", json=body, headers=viewer)).get_json()
+    assert out["messages"][-1] == {"role": "user", "content": "How long is it?"}  # as sent: no extra keys
+    who = out["attribution"]
+    assert len(who) == len(out["messages"]) and who[-1]["module_id"] == "query"
+    sent = {(m["role"], m["content"], w["module_id"]) for m, w in zip(out["messages"], who, strict=True)}
+    assert ("user", "What is a context window?", "fixture_echo") in sent
+    assert any(c == "You answer briefly." and mod == "fixture_echo" for _, c, mod in sent)
+    assert all(w["tokens"] >= 3 + len(m["content"]) // 8 for m, w in zip(out["messages"], who, strict=True))
+    assert out["tools"] == []  # so the messages and the reply's priming are all the window holds
+    assert sum(w["tokens"] for w in who) + REPLY_PRIMING == out["snapshot"]["total_used"]

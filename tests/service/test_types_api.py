@@ -196,3 +196,19 @@ async def test_an_unchanged_put_keeps_the_version_and_a_rollback_says_what_it_re
     assert r.status_code == 200
     versions = (await (await client.get(f"{URL}/token_efficient/versions", headers=admin)).get_json())["versions"]
     assert [(v["version"], v["rollback_of"]) for v in versions] == [(3, 1), (2, None), (1, None)]
+
+
+async def test_versions_and_audit_name_the_author_by_the_token_name(client, svc):
+    """A version and an audit entry say who saved them by the API token's name (the actor stays alongside);
+    actors that are not tokens (the seeding "system") are shown as they are."""
+    token, _ = await svc.store.tokens.create("ops-alice", "admin")
+    alice = {"Authorization": f"Bearer {token}"}
+    body, etag = await _get(client, alice, "token_efficient")
+    edit = {k: v for k, v in body.items() if k not in ("version", "updated_at", "etag")}
+    r = await client.put(f"{URL}/token_efficient", json={**edit, "name": "TE"}, headers={**alice, "If-Match": etag})
+    assert r.status_code == 200
+    versions = (await (await client.get(f"{URL}/token_efficient/versions", headers=alice)).get_json())["versions"]
+    assert [(v["version"], v["author"]) for v in versions] == [(2, "ops-alice"), (1, "system")]
+    assert versions[0]["actor"].startswith("token:ops-alice#")
+    audit = await (await client.get("/v1/audit?entity_id=token_efficient", headers=alice)).get_json()
+    assert [(e["action"], e["author"]) for e in audit["entries"]] == [("update", "ops-alice"), ("create", "system")]
