@@ -75,14 +75,14 @@ async def test_dollars_in_the_panel_timeline_and_trace(page: Any, server: Server
 
 async def test_unknown_prices_read_price_unknown_never_zero(page: Any, server: Server) -> None:
     await asyncio.to_thread(unpriced_profile, server)
-    (turn,) = await asyncio.to_thread(run_turns, server, "unpriced", "acme", ("Hello?",))
+    (turn,) = await asyncio.to_thread(run_turns, server, "unpriced-acme", "acme", ("Hello?",))
     assert turn["model_call"]["cost"] is None
-    await page.goto("/ui/sessions/unpriced")
+    await page.goto("/ui/sessions/unpriced-acme")
     await expect(page.locator("#fact-cost")).to_contain_text("price unknown for openai/acme-small-unpriced")
     await expect(page.locator('[data-testid="session-cost"]')).to_contain_text("price unknown")
     await expect(page.locator("#profile-cost")).to_contain_text("Profile acme: price unknown")
     await expect(page.locator('[data-testid="timeline-cost"]')).to_contain_text("price unknown")
-    await page.goto("/ui/sessions/unpriced/turns/1")
+    await page.goto("/ui/sessions/unpriced-acme/turns/1")
     section = page.locator('[data-testid="turn-cost"]')
     await expect(section).to_contain_text("price unknown")
     assert "$0" not in await section.inner_text()
