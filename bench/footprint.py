@@ -50,9 +50,8 @@ def build_venv(venv: Path) -> None:
 
 
 def size_mb(folder: Path) -> float:
-    """Bytes of every regular file under ``folder`` (what `du --apparent-size` counts), in MB."""
-    total = sum(p.lstat().st_size for p in folder.rglob("*") if p.is_file() and not p.is_symlink())
-    return total / 1e6
+    """Disk used by the files under ``folder`` in MiB, as `du -sm` counts it (blocks allocated)."""
+    return sum(p.lstat().st_blocks * 512 for p in folder.rglob("*")) / 2**20
 
 
 def distributions(venv: Path) -> dict[str, str]:
