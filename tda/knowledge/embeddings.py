@@ -28,6 +28,7 @@ from chromadb.utils.embedding_functions import register_embedding_function
 
 from components.context_window.session_cache import BoundedCache
 
+from ..memory import return_freed_memory
 from .minilm import MAX_POSITIONS, MiniLM
 from .model_files import model_folder
 
@@ -152,7 +153,7 @@ class MiniLMEmbedding(EmbeddingFunction[Documents]):
                 for i, vector in zip(batch, vectors, strict=True):
                     out[i] = vector.astype(np.float32)
         if len(texts) > 4:
-            _return_freed_memory()
+            return_freed_memory()
         return out
 
     def _run(self, model: Any, pieces: list[list[int]], batches: list[list[int]]) -> Iterable[np.ndarray]:
@@ -205,26 +206,6 @@ def _blas_controller() -> Any:
     return ThreadpoolController()
 
 
-def _return_freed_memory() -> None:
-    """Give the C heap's free pages back to the system after an ingestion call: glibc keeps the
-    batches' freed buffers (measured: `tda serve`-like process 265-304 MB after ingesting, 194 MB
-    after the trim). A no-op where the C library is not glibc."""
-    trim = _malloc_trim()
-    if trim is not None:
-        trim(0)
-
-
-@functools.cache
-def _malloc_trim() -> Any:
-    import ctypes
-    import ctypes.util
-
-    try:
-        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
-    except (OSError, AttributeError):
-        return None
-
-
 def _batches(pieces: list[list[int]], size: int, limit: int, most: int) -> list[list[int]]:
     """Indices of ``pieces`` grouped shortest first, at most ``size`` a batch and ``most`` pieces (padded)."""
     order = sorted(range(len(pieces)), key=lambda i: len(pieces[i]))
@@ -273,7 +254,7 @@ class MiniLMInt8Embedding(MiniLMEmbedding):
         from .minilm_int8 import MiniLMInt8
 
         runtime = _load_minilm(MiniLMInt8)
-        _return_freed_memory()  # onnxruntime's copies of the graph while it prepared the session
+        return_freed_memory()  # onnxruntime's copies of the graph while it prepared the session
         return runtime
 
     def _run(self, model: Any, pieces: list[list[int]], batches: list[list[int]]) -> Iterable[np.ndarray]:
