@@ -38,3 +38,18 @@ def drop_tiktoken_rank_copies() -> int:
             dropped += 1
     return_freed_memory()
     return dropped
+
+
+_M_ARENA_MAX = -8  # glibc's mallopt parameter
+
+
+def limit_malloc_arenas(arenas: int = 2) -> None:
+    """At most ``arenas`` glibc heaps for the process's threads (glibc's default is 8 per core): each worker
+    thread (asyncio.to_thread, onnxruntime, chromadb) otherwise gets a heap of its own, whose freed pages stay
+    resident. Measured on `tda serve` after the demo and 20 turns: 9 MB less, turns as fast. Call it before
+    threads start; a no-op where the C library is not glibc."""
+    try:
+        mallopt = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").mallopt
+    except (OSError, AttributeError):
+        return
+    mallopt(_M_ARENA_MAX, arenas)
