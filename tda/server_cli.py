@@ -17,7 +17,7 @@ from typing import Any
 
 from .config import Settings
 from .db import upgrade
-from .memory import limit_malloc_arenas
+from .memory import tune_malloc
 from .redact import redact_url, redact_urls
 from .store import Store
 from .store.tokens import ROLES
@@ -124,7 +124,7 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     try:
         if args.workers > 1:
             return serve_workers(settings, args.workers)
-        limit_malloc_arenas()
+        tune_malloc()
         run_event_loop(serve(settings, reuse_port=args.reuse_port))
     except MigrationFailed as exc:
         print(f"tda serve: could not start: {redact_urls(str(exc))}", file=sys.stderr)
@@ -250,8 +250,8 @@ async def serve(settings: Settings, ready: Callable[[], Any] | None = None, reus
 
     from .app import create_app
 
+    app = create_app(settings, migrate=False)  # refuses bad settings before the database is touched
     await migrate_in_child(settings.sqlalchemy_url)
-    app = create_app(settings, migrate=False)
     config = Config()
     bind = f"fd://{_reuse_port_socket(settings.host, settings.port)}" if reuse_port else None
     config.bind = [bind or f"{settings.host}:{settings.port}"]
