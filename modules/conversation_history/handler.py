@@ -25,9 +25,9 @@ from components.context_window.base import (
     RecalledUnit,
     pages_newest_first,
 )
-from components.context_window.history_recall import SessionRecall
 from components.context_window.content_parts import media_note
 from components.context_window.fitting import first_sentence
+from components.context_window.history_recall import SessionRecall
 from components.context_window.metering import labelled
 from components.context_window.options import option
 from components.context_window.phases import visible
