@@ -125,11 +125,11 @@ async def test_the_index_reads_and_embeds_only_what_was_added_since_last_time():
     ranking = await recall.recall(make_ctx(messages=messages).session, "greyhound", before=60, enough_tokens=100)
     assert ranking.units[0].messages[0].content == FACT and ranking.method == "lexical+dense"
     assert embedder.embedded == 60 + 1
-    grown = [*messages, *conversation(2)]
+    grown = [*messages, *(Message("user", f"new message {i}", turn=31) for i in range(4))]
     await recall.recall(make_ctx(messages=grown).session, "greyhound", before=60, enough_tokens=100)
     assert embedder.embedded == 60 + 1 + 4 + 1
     edited = [Message("user", "something else entirely", turn=1), *grown[1:]]
     again = await recall.recall(make_ctx(messages=edited).session, "greyhound", before=60, enough_tokens=100)
-    assert embedder.embedded == 61 + 5 + 64 + 1  # an edited history is indexed afresh
+    assert embedder.embedded == 61 + 5 + 1 + 1  # an edited history is indexed afresh: only the new text embedded
     assert again.units[0].messages[0].content == FACT
     assert isinstance(recall.index_of(make_ctx().session).dense, VectorIndex)

@@ -141,9 +141,12 @@ class SessionRecall:
     """The ``HistoryRecall`` provider: one ``HistoryIndex`` per session, synced from the session's history at first
     use. ``embedder`` (optional) adds meaning to words; without it recall is lexical."""
 
-    def __init__(self, embedder: Embedder | None = None, max_sessions: int = 64) -> None:
+    def __init__(self, embedder: Embedder | None = None, max_sessions: int = 64, max_vectors: int = 50_000) -> None:
         self.embedder = embedder
         self._indexes: BoundedCache[str, HistoryIndex] = BoundedCache(max_sessions)
+        self._vectors: BoundedCache[str, list[float]] = BoundedCache(max_vectors)
+        """Vectors by the text embedded: a history indexed afresh (edited, or another session with the same
+        messages) is not embedded again."""
 
     def forget(self, session_id: str) -> int:
         """Drop a session's index (its history was purged or edited); returns how many indexes went (0 or 1)."""
@@ -182,10 +185,12 @@ class SessionRecall:
         vectors = None
         if self.embedder is not None:
             texts = [searchable_text(m)[:EMBED_CHARS] or " " for m in messages]
-            rows: list[list[float]] = []
-            for start in range(0, len(texts), EMBED_BATCH):
-                rows.extend(await self.embedder.embed(texts[start : start + EMBED_BATCH]))
-            vectors = rows
+            missing = list(dict.fromkeys(t for t in texts if self._vectors.get(t) is None))
+            for start in range(0, len(missing), EMBED_BATCH):
+                batch = missing[start : start + EMBED_BATCH]
+                for text, vector in zip(batch, await self.embedder.embed(batch), strict=True):
+                    self._vectors.put(text, vector)
+            vectors = [self._vectors.get(t) or (await self.embedder.embed([t]))[0] for t in texts]
         index.add(messages, vectors)
 
     async def recall(self, session: Session, query: str, *, before: int, enough_tokens: int) -> RecallRanking:
