@@ -49,6 +49,35 @@ USER_SENTENCES = [
     "I read that {a} and {b} go together, is that right?",
     "Honestly I'm not sure where to start with {a}.",
 ]
+SYNONYMS = {
+    "sister": "sibling",
+    "brother": "sibling",
+    "cousin": "relative",
+    "boss": "manager",
+    "neighbour": "the woman next door",
+    "best friend": "closest mate",
+    "daughter": "kid",
+    "son": "boy",
+    "aunt": "mum's sister",
+    "colleague": "coworker",
+    "flatmate": "roommate",
+    "uncle": "dad's brother",
+}
+"""How a question may name a relation without the statement's word."""
+PEOPLE_SENTENCES = [
+    "My {rel} {name} thinks the {a} is overrated.",
+    "{name} (my {rel}) helped me with the {a} last week.",
+    "I still owe my {rel} a call about the {a}.",
+    "My {rel} keeps sending me articles about {a} and {b}.",
+    "{name} asked whether the {a} could wait until after the {b}.",
+    "When my {rel} visited, we argued about {a} for an hour.",
+]
+"""Everyday mentions of the same people: a name or a relation alone does not find a fact."""
+KIND_WORDS = (
+    "dog puppy rescue named city moving relocating job career working allergic clinic food car bought dealer "
+    "birthday card date weekends hobby pastime Saturday occupation vehicle"
+).split()
+"""Words of the fact kinds, sprinkled through ordinary messages so they are not giveaways either."""
 ASSISTANT_SENTENCES = [
     "A good first step is to look at {a} before you change anything about {b}.",
     "Many people find that {a} works better when {b} is planned in advance.",
@@ -93,14 +122,22 @@ KINDS = [
         "pet",
         "Biscuit Pepper Noodle Juniper Captain Mochi Waffles Pickle Ziggy Clementine".split(),
         ["{who} adopted a rescue greyhound and named it {value}.", "{who} finally got a dog, a beagle called {value}."],
-        ["What did {rel} call the dog?", "What's the name of the animal {name} took in?"],
+        [
+            "What did {rel} call the dog?",
+            "What's the name of the animal {name} took in?",
+            "What is the new pet of {rel} known as?",
+        ],
         "what the dog is called",
     ),
     FactKind(
         "move",
         "Lisbon Tallinn Montreal Osaka Valparaiso Ljubljana Adelaide Bergen Tucson Galway".split(),
         ["{who} is relocating to {value} at the end of the summer.", "{who} accepted an offer and moves to {value}."],
-        ["Which city is {rel} going to live in?", "Where will {name} be based from now on?"],
+        [
+            "Which city is {rel} going to live in?",
+            "Where will {name} be based from now on?",
+            "Where is {rel} heading after the summer?",
+        ],
         "which city the move is to",
     ),
     FactKind(
@@ -108,7 +145,11 @@ KINDS = [
         "a sommelier,a lighthouse keeper,an actuary,a puppeteer,a court stenographer,a glassblower,a ferry captain,"
         "a beekeeper,a dialysis nurse,a patent examiner".split(","),
         ["{who} started working as {value} this month.", "{who} changed careers and is now {value}."],
-        ["What does {rel} do for a living these days?", "What is {name}'s occupation now?"],
+        [
+            "What does {rel} do for a living these days?",
+            "What is {name}'s occupation now?",
+            "How does {rel} earn money now?",
+        ],
         "what the new occupation is",
     ),
     FactKind(
@@ -118,7 +159,11 @@ KINDS = [
             "{who} found out at the clinic that they are allergic to {value}.",
             "{who} reacts badly to {value}, it turns out.",
         ],
-        ["Which food must {rel} avoid?", "Is there an ingredient I shouldn't serve {name}?"],
+        [
+            "Which food must {rel} avoid?",
+            "Is there an ingredient I shouldn't serve {name}?",
+            "What should I leave out when I cook for {rel}?",
+        ],
         "which ingredient to avoid",
     ),
     FactKind(
@@ -126,7 +171,11 @@ KINDS = [
         "a green Skoda Octavia,a 2009 Volvo estate,a red Fiat Panda,a secondhand Nissan Leaf,a Toyota Hilux,"
         "a vintage Saab 900,a Mazda MX-5,a Renault Kangoo,a Subaru Forester,a Honda Jazz".split(","),
         ["{who} bought {value} from a dealer across town.", "{who} is driving {value} now after the old one died."],
-        ["What vehicle did {rel} purchase?", "Which car does {name} have at the moment?"],
+        [
+            "What vehicle did {rel} purchase?",
+            "Which car does {name} have at the moment?",
+            "What does {rel} drive these days?",
+        ],
         "which car was bought",
     ),
     FactKind(
@@ -134,7 +183,11 @@ KINDS = [
         "March 3rd,July 19th,October 28th,January 11th,May 30th,August 2nd,December 14th,April 22nd,June 6th,"
         "September 9th".split(","),
         ["{who} has a birthday coming up on {value}.", "Don't let me forget, {who} turns forty on {value}."],
-        ["When should I send {rel} a card?", "On what date was {name} born?"],
+        [
+            "When should I send {rel} a card?",
+            "On what date was {name} born?",
+            "When does {rel} celebrate getting older?",
+        ],
         "the date of the birthday",
     ),
     FactKind(
@@ -142,7 +195,11 @@ KINDS = [
         "bouldering,pottery,birdwatching,fencing,amateur radio,sourdough baking,salsa dancing,chess,kayaking,"
         "calligraphy".split(","),
         ["{who} has taken up {value} on weekends.", "{who} spends every Saturday on {value} lately."],
-        ["What pastime has {rel} picked up?", "How does {name} spend free weekends now?"],
+        [
+            "What pastime has {rel} picked up?",
+            "How does {name} spend free weekends now?",
+            "What new interest keeps {rel} busy?",
+        ],
         "the new pastime",
     ),
 ]
@@ -176,18 +233,61 @@ class Style:
     """How often the assistant's reply repeats the fact (then the reply mentions it too, as real chats do)."""
     by_name: float
     """How often a question names the person rather than the relation."""
+    mentions: float = 0.5
+    """How often an ordinary user message mentions one of the people."""
+    synonyms: float = 0.4
+    """How often a question names the relation by another word (sibling for sister)."""
 
 
 STYLES = [
-    Style("terse", (26, 32), (6, 9), (1, 3), (10, 18), facts=10, joint=3, distractors=12, echo=0.2, by_name=0.3),
-    Style("chatty", (20, 26), (7, 11), (3, 6), (16, 30), facts=9, joint=3, distractors=10, echo=0.5, by_name=0.5),
-    Style("crowded", (30, 36), (5, 8), (2, 4), (12, 22), facts=12, joint=4, distractors=24, echo=0.3, by_name=0.7),
+    Style(
+        "terse",
+        (26, 32),
+        (6, 9),
+        (1, 3),
+        (10, 18),
+        facts=10,
+        joint=3,
+        distractors=12,
+        echo=0.2,
+        by_name=0.3,
+        mentions=0.4,
+        synonyms=0.5,
+    ),
+    Style(
+        "chatty",
+        (20, 26),
+        (7, 11),
+        (3, 6),
+        (16, 30),
+        facts=9,
+        joint=3,
+        distractors=10,
+        echo=0.5,
+        by_name=0.4,
+        mentions=0.6,
+        synonyms=0.4,
+    ),
+    Style(
+        "crowded",
+        (30, 36),
+        (5, 8),
+        (2, 4),
+        (12, 22),
+        facts=12,
+        joint=4,
+        distractors=24,
+        echo=0.3,
+        by_name=0.3,
+        mentions=0.8,
+        synonyms=0.6,
+    ),
 ]
 
 
 def _words(rng: random.Random, topic: str) -> dict[str, str]:
     vocab = TOPICS[topic]
-    return {"a": rng.choice(vocab), "b": rng.choice(vocab)}
+    return {"a": rng.choice(vocab), "b": rng.choice(vocab if rng.random() < 0.7 else KIND_WORDS)}
 
 
 def _user(rng: random.Random, topic: str, style: Style, fact: str | None = None) -> str:
@@ -195,6 +295,11 @@ def _user(rng: random.Random, topic: str, style: Style, fact: str | None = None)
     parts += [
         rng.choice(USER_SENTENCES).format(**_words(rng, topic)) for _ in range(rng.randint(*style.user_sentences))
     ]
+    if rng.random() < style.mentions:
+        rel, name = rng.choice(PEOPLE)
+        parts.insert(
+            rng.randint(0, len(parts)), rng.choice(PEOPLE_SENTENCES).format(rel=rel, name=name, **_words(rng, topic))
+        )
     if fact is not None:
         parts.insert(rng.randint(1, len(parts)), fact)
     return " ".join(parts)
@@ -231,11 +336,8 @@ def make_chat(seed: int, style: Style) -> Chat:
         who = f"my {person[0]} {person[1]}"
         text = rng.choice(kind.statements).format(who=who[0].upper() + who[1:], value=value)
         ask = rng.choice(kind.questions)
-        asked = (
-            ask.format(rel=f"my {person[0]}", name=person[1])
-            if rng.random() < style.by_name
-            else ask.format(rel=f"my {person[0]}", name=f"my {person[0]}")
-        )
+        rel = f"my {SYNONYMS[person[0]] if rng.random() < style.synonyms else person[0]}"
+        asked = ask.format(rel=rel, name=person[1] if rng.random() < style.by_name else rel)
         question = Question(asked, [], kind.name)
         facts.append((person, kind, value, question))
         plants.append(_Plant(text, f"{person[1]} and {value}" if rng.random() < style.echo else None, question))
@@ -254,7 +356,8 @@ def make_chat(seed: int, style: Style) -> Chat:
     for rel, asked in by_person.items():
         if len(asked) >= 2 and len(joint) < style.joint:
             (k1, q1), (k2, q2) = asked[:2]
-            text = f"Remind me about my {rel}: {k1.joint}, and {k2.joint}?"
+            said = SYNONYMS[rel] if rng.random() < style.synonyms else rel
+            text = f"Remind me about my {said}: {k1.joint}, and {k2.joint}?"
             joint.append((Question(text, [], "joint"), q1, q2))
     rng.shuffle(plants)
     chat = Chat()
