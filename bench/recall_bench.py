@@ -72,7 +72,9 @@ class Baselines:
     def __init__(self, chat: Chat, embed: Any) -> None:
         self.texts = [str(m["content"]) for m in chat.messages]
         tokens = estimator_for("gpt-4o")
-        self.costs = [tokens.count_message(Message(str(m["role"]), t)) for m, t in zip(chat.messages, self.texts)]
+        self.costs = [
+            tokens.count_message(Message(str(m["role"]), t)) for m, t in zip(chat.messages, self.texts, strict=True)
+        ]
         self.bm25 = BM25Index(self.texts)
         self.vectors = unit_rows(embed(self.texts))
         self.embed = embed

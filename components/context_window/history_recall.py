@@ -173,12 +173,14 @@ class SessionRecall:
 
     def _current(self, index: HistoryIndex, session: Session, version: Any) -> bool:
         """Whether what ``index`` holds is still the start of the session's history."""
-        if index.version != version or len(index) > session.message_source().total:
+        if index.version != version:
             return False
-        if version is None and session.history is None:  # an in-memory list: compare what was indexed
+        if version is not None:  # a versioned history only grows while its version holds (a continuation sees less)
+            return True
+        if session.history is None:  # an in-memory list: compare what was indexed
             held = session.messages
             return len(held) >= len(index) and all(a == b for a, b in zip(index.messages, held, strict=False))
-        return True
+        return len(index) <= session.history.total
 
     async def add(self, index: HistoryIndex, messages: Sequence[Message]) -> None:
         """Index ``messages`` (the history's next ones), embedding them when there is an embedder."""
