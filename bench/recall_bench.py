@@ -11,13 +11,16 @@ a turn (``POST /v1/sessions/{id}/turns``). Baselines get exactly the history tok
 in that window, filled greedily down their ranking (a message that does not fit is passed over for the next):
 newest messages, BM25 top, dense top (the same embedder) and hybrid top (RRF of the two).
 
-Run: `python bench/recall_bench.py` (BENCH_RECALL_SEEDS=n chats per style, BENCH_LIMITS=4000,8000,16000).
+Run: `python bench/recall_bench.py` (BENCH_RECALL_SEEDS=n chats per style, BENCH_LIMITS=4000,8000,16000);
+`python bench/recall_bench.py --speed` measures a turn's overhead on a 10,000-message session, indexing one recorded
+message and a what-if preview on 700 messages, with the hashing embedder and TDA_EMBEDDER's.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -168,7 +171,89 @@ def report(tally: dict[int, Tally], seconds: float) -> None:
 STYLES_USED: list[str] = []
 
 
+SPEED_MESSAGES = 10_000
+PREVIEW_MESSAGES = 700
+
+
+def _timing(header: str, step: str) -> float:
+    return next(float(p.split("dur=")[1]) for p in header.split(", ") if p.startswith(f"{step};"))
+
+
+async def speed(embedder: str, folder: Path) -> dict[str, float]:
+    """Medians through the service, recall on: a turn's overhead (Server-Timing turn minus model) on a 10,000-message
+    session, the CPU of indexing one recorded message, and a what-if preview on a 700-message session."""
+    from components.context_window.history_recall import HistoryIndex, SessionRecall
+    from tda.app import create_app
+
+    settings = Settings(data_dir=folder, mock_model=True, embedder=embedder)
+    app = create_app(settings, migrate=False, warm_up_llm=False, warm_up_knowledge=True)
+    data = chats(1)[0][1]
+    texts = [str(m["content"]) for m in data.messages]
+    history = [
+        {
+            "role": "user" if i % 2 == 0 else "assistant",
+            "content": texts[i % len(texts)] + f" ({i})",
+            "turn": i // 2 + 1,
+        }
+        for i in range(SPEED_MESSAGES)
+    ]
+    out: dict[str, float] = {}
+    async with app.test_app() as running:
+        svc = running.app.extensions["tda"]
+        token, _ = await svc.store.tokens.create("bench", "admin")
+        headers = {"Authorization": f"Bearer {token}"}
+        client = running.test_client()
+        profile = {"id": "chat", "type": "llm_only", "context_window_type_id": "conversation_first"}
+        assert (await client.post("/v1/profiles", json=profile, headers=headers)).status_code == 201
+        for sid, messages in (("long", history), ("preview", history[:PREVIEW_MESSAGES])):
+            body = {"id": sid, "profile_id": "chat", "context_limit": 16_000}
+            assert (await client.post("/v1/sessions", json=body, headers=headers)).status_code == 201
+            r = await client.post(f"/v1/sessions/{sid}/messages", json={"messages": messages}, headers=headers)
+            assert r.status_code == 201
+            await svc.writer.settle(sid)  # indexed after the import, as a turn would wait for it
+        overheads = []
+        for n in range(21):
+            r = await client.post(
+                "/v1/sessions/long/turns", json={"query": f"What did we say about {n}?"}, headers=headers
+            )
+            assert r.status_code == 201, await r.get_json()
+            await svc.writer.settle("long")
+            header = r.headers["Server-Timing"]
+            if n:  # the first turn warms caches up
+                overheads.append(_timing(header, "turn") - _timing(header, "model"))
+        out["turn overhead, ms (10,000 messages)"] = statistics.median(overheads)
+        previews = []
+        for n in range(11):
+            body = {"type_id": "conversation_first", "session_id": "preview", "query": f"What about {n}?"}
+            started = time.perf_counter()
+            r = await client.post("/v1/context-window-types/preview", json=body, headers=headers)
+            assert r.status_code == 200, await r.get_json()
+            if n:
+                previews.append((time.perf_counter() - started) * 1000)
+        out["what-if preview, ms (700 messages)"] = statistics.median(previews)
+        recall = svc.sources.history_recall
+        assert isinstance(recall, SessionRecall)
+        index, cpu = HistoryIndex(), []
+        from components.context_window.base import Message as M
+
+        for i in range(201):
+            message = M("user", texts[i % len(texts)] + f" [{i}]", turn=i)
+            started = time.process_time()
+            await recall.add(index, [message])
+            if i:
+                cpu.append((time.process_time() - started) * 1000)
+        out["indexing one recorded message, ms of CPU"] = statistics.median(cpu)
+    return out
+
+
 def main() -> None:
+    if "--speed" in sys.argv:
+        for embedder in ("hashing", EMBEDDER):
+            folder = Path(tempfile.mkdtemp(prefix="recall-speed-"))
+            upgrade(f"sqlite+aiosqlite:///{folder / 'tda.db'}")
+            for what, ms in asyncio.run(speed(embedder, folder)).items():
+                print(f"{embedder}: {what}: {ms:.2f}")
+        return
     data = chats(SEEDS)
     STYLES_USED.extend(sorted({name.split("-")[0] for name, _ in data}))
     started = time.perf_counter()

@@ -56,6 +56,9 @@ is reused until this many more messages have been dropped (bounded model calls),
 RECALL_PCT = 0
 """Default ``recall_pct``: the share of the module's budget for older messages recalled by relevance to the query
 (the rest keeps the newest turns). 0: no recall, a sliding window (the shipped types turn it on)."""
+RECALL_COST_EXPONENT = 0.5
+"""Default ``recall_cost_exponent``: recalled units are packed by fused score / tokens ** this (0: by rank alone).
+Measured on bench/recall_bench.py (docs/knowledge.md): 0.5 beat 0 and 1 at every limit."""
 RECALL_MARKER = (
     "Earlier messages of this conversation, recalled because they may bear on the current question. They came "
     "before the recent messages above; they are shown in their original order."
@@ -290,8 +293,10 @@ class ConversationHistoryModule(ContextModule):
         assert ctx.tokens is not None
         newest_budget = int(budget * (100 - recall_pct) / 100)
         kept = await self._fill(source, newest_budget, ctx)
-        if not kept:  # the newest message always stays when it fits the whole budget
-            kept = (await self._fill(source, budget, ctx))[:1]
+        if not any(unit[0].role == "user" for _, unit, _ in kept):  # the newest exchange stays, from its question
+            within = await self._fill(source, budget, ctx)
+            asked = next((i for i, (_, unit, _) in enumerate(within) if unit[0].role == "user"), None)
+            kept = within[: asked + 1] if asked is not None else within[:1]
         overflowing = bool(kept) and kept[-1][0] > 0
         block = block_size(ctx.directives.config, sum(len(unit) for _, unit, _ in kept))
         if overflowing:
@@ -329,11 +334,16 @@ class ConversationHistoryModule(ContextModule):
             return (), {"recalled_messages": 0}
         recall = ctx.history_recall or self._own_recall(ctx)
         ranking = await recall.recall(ctx.session, ctx.query, before=before, enough_tokens=room * 4)
+        exponent = option(ctx.directives.config, "recall_cost_exponent", RECALL_COST_EXPONENT, minimum=0)
+        costs = {u.position: sum(count(m) for m in u.messages) for u in ranking.units}
+        # Relevance per token: a short message that ranks a little lower beats a long reply that ranks a little higher
+        # (evidence sits mostly in short user messages; a long reply spends room several short ones could use).
+        by_value = sorted(ranking.units, key=lambda u: (-u.score / max(1, costs[u.position]) ** exponent, u.position))
         chosen: list[RecalledUnit] = []
         seen: set[str] = set()
         left = room
-        for unit in ranking.units:
-            cost = sum(count(m) for m in unit.messages)
+        for unit in by_value:
+            cost = costs[unit.position]
             text = "\n".join(m.content for m in unit.messages)
             if cost > left or text in seen:  # too large for what is left, or a repeat of what is chosen
                 continue
