@@ -520,6 +520,18 @@ class RecallRanking:
     """How many earlier messages were ranked."""
 
 
+@dataclass(frozen=True, slots=True)
+class RecallLead:
+    """How much better the best message before a split matches a query than the best one from the split on (the
+    messages a window shows anyway): is anything older worth recalling?"""
+
+    dense: float | None
+    """Best cosine before the split minus best cosine after it (None without vectors)."""
+    lexical: float
+    """Best BM25 score before the split over the best after it (``inf`` when only older messages match; 0 when
+    none does)."""
+
+
 @runtime_checkable
 class HistoryRecall(Protocol):
     """Searches a session's own earlier messages by relevance (``history_recall.SessionRecall`` implements it over
@@ -528,6 +540,10 @@ class HistoryRecall(Protocol):
     async def recall(self, session: Session, query: str, *, before: int, enough_tokens: int) -> RecallRanking:
         """Whole units of ``session``'s valid, visible messages before position ``before``, best first, until they
         hold about ``enough_tokens`` tokens or none are left."""
+        ...
+
+    async def lead(self, session: Session, query: str, *, split: int) -> RecallLead:
+        """How the messages before position ``split`` outrank those from ``split`` on for ``query``."""
         ...
 
 

@@ -22,7 +22,16 @@ from typing import Any
 
 import numpy as np
 
-from .base import Embedder, Message, MessageSource, RecalledUnit, RecallRanking, Session, pages_newest_first
+from .base import (
+    Embedder,
+    Message,
+    MessageSource,
+    RecalledUnit,
+    RecallLead,
+    RecallRanking,
+    Session,
+    pages_newest_first,
+)
 from .phases import visible
 from .relevance import BM25Index, VectorIndex, fuse, terms
 from .session_cache import BoundedCache
@@ -243,6 +252,20 @@ class SessionRecall:
             (query_vector,) = await self.embedder.embed([query])
         positions, scores, method, reason = index.rank(query, query_vector, before)
         return collect_units(index, positions, scores, method, reason, session.phase, enough_tokens)
+
+    async def lead(self, session: Session, query: str, *, split: int) -> RecallLead:
+        """How the best message before ``split`` outranks the best from ``split`` on, by each signal."""
+        index = await self.sync(session)
+        lexical = index.lexical.scores(query)
+        older, newer = float(lexical[:split].max(initial=0.0)), float(lexical[split:].max(initial=0.0))
+        ratio = older / newer if newer > 0 else (float("inf") if older > 0 else 0.0)
+        dense = None
+        if self.embedder is not None and index.dense is not None:
+            (query_vector,) = await self.embedder.embed([query])
+            scores = index.dense_scores(query_vector, len(index))
+            if scores is not None and 0 < split < len(scores):
+                dense = float(scores[:split].max() - scores[split:].max())
+        return RecallLead(dense, ratio)
 
 
 def collect_units(

@@ -56,6 +56,13 @@ is reused until this many more messages have been dropped (bounded model calls),
 RECALL_PCT = 0
 """Default ``recall_pct``: the share of the module's budget for older messages recalled by relevance to the query
 (the rest keeps the newest turns). 0: no recall, a sliding window (the shipped types turn it on)."""
+RECALL_DENSE_LEAD = 0.08
+"""Default ``recall_dense_lead``: recall runs when an older message's cosine with the query beats the best of the
+newest turns' by this much (or ``recall_lexical_lead`` holds). A conversation going on (each question like the last
+ones) leads by a few hundredths; a question about something said long ago by a tenth or more."""
+RECALL_LEXICAL_LEAD = 1.5
+"""Default ``recall_lexical_lead``: recall runs when an older message's BM25 score beats the newest turns' best by
+this factor (a name or a term said long ago and not since)."""
 RECALL_COST_EXPONENT = 0.5
 """Default ``recall_cost_exponent``: recalled units are packed by fused score / tokens ** this (0: by rank alone).
 Measured on bench/recall_bench.py (docs/knowledge.md): 0.5 beat 0 and 1 at every limit."""
@@ -234,9 +241,13 @@ class ConversationHistoryModule(ContextModule):
         recall_pct = option(ctx.directives.config, "recall_pct", float(RECALL_PCT), minimum=0)
         if recall_pct > 100:
             raise ValueError(f"option 'recall_pct' must be at most 100, got {recall_pct:g}")
-        if recall_pct:
-            return await self._recall_window(budget, ctx, strategy, recall_pct)
         source = _Remembered(ctx.session.message_source())
+        held_back: dict[str, Any] = {}
+        if recall_pct:
+            reason = await self._recall_not_needed(source, budget, ctx)
+            if reason is None:
+                return await self._recall_window(budget, ctx, strategy, recall_pct)
+            held_back = {"recall": "held back", "recall_reason": reason}
         summarize = ctx.directives.config.get("summarize_dropped", True) or strategy == "summarize"
         kept = await self._fill(source, budget, ctx)
         first_kept = kept[-1][0] if kept else source.total
@@ -279,7 +290,30 @@ class ConversationHistoryModule(ContextModule):
                 "summary": summary is not None,
                 "cache_block": block,
                 "held_back_tokens": sliding - sum(cost for _, _, cost in kept),
+                **held_back,
             },
+        )
+
+    async def _recall_not_needed(self, source: MessageSource, budget: int, ctx: AssemblyContext) -> str | None:
+        """Why the newest turns alone serve this query (None: recall). Recall gives up most of the window's stable
+        prefix (recalled messages change every turn), so it runs only when an older message matches the query
+        clearly better than any the newest turns already show: a question about something said long ago, not the
+        next question of a conversation going on."""
+        kept = await self._fill(source, budget, ctx)
+        first_kept = kept[-1][0] if kept else source.total
+        if first_kept <= 0:
+            return "the whole history fits"
+        recall = ctx.history_recall or self._own_recall(ctx)
+        lead = await recall.lead(ctx.session, ctx.query, split=first_kept)
+        config = ctx.directives.config
+        dense_lead = option(config, "recall_dense_lead", RECALL_DENSE_LEAD)
+        lexical_lead = option(config, "recall_lexical_lead", RECALL_LEXICAL_LEAD, minimum=0)
+        if (lead.dense is not None and lead.dense >= dense_lead) or lead.lexical >= lexical_lead:
+            return None
+        dense = "" if lead.dense is None else f"meaning {lead.dense:+.2f} (recalls from {dense_lead:+.2f}), "
+        return (
+            f"no older message matches the query clearly better than the newest turns: {dense}"
+            f"words x{lead.lexical:.2f} (recalls from x{lexical_lead:.2f})"
         )
 
     async def _recall_window(
