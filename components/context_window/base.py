@@ -690,6 +690,10 @@ class Contribution:
     volatile_tail: int = 0
     """How many of the last units change from turn to turn (recalled history): the window's stable part, which a
     provider's prompt cache reuses, ends before them."""
+    held_back: int = 0
+    """Tokens the module left unused on purpose within its budget (history keeping its start on a cache block):
+    the surplus pass counts them as used, so a module that keeps its prefix stable is not refused a grant for it
+    (and does not swing between two windows from turn to turn)."""
     condensed: bool = False
     """Already condensed as ``ctx.directives.condense_to`` asked (the orchestrator records the condensation)."""
     tokens: int = 0

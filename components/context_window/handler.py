@@ -386,7 +386,7 @@ class ContextWindowHandler:
         slots = run.slots
         plan = b.plan_surplus(
             allocated={m: s.allocated for m, s in slots.items()},
-            used={m: s.used for m, s in slots.items()},
+            used={m: s.used + (s.contribution.held_back if s.contribution else 0) for m, s in slots.items()},
             recipients_allowed=[m for m, s in slots.items() if s.condensable and s.status == "ok" and not s.condensed],
             priority={m: s.priority for m, s in slots.items()},
             max_tokens={m: s.max_tokens for m, s in slots.items()},

@@ -277,11 +277,13 @@ class ConversationHistoryModule(ContextModule):
             if recent_dropped:
                 summary = await self._summary(recent_dropped, first_kept, room, ctx)
         units = ((summary,),) * (summary is not None) + tuple(unit for _, unit, _ in reversed(kept))
+        held = sliding - sum(cost for _, _, cost in kept)
         return Contribution(
             self.module_id,
             units=units,
             placement="history",
             trim_from="start",
+            held_back=held,
             strategy=strategy or ("sliding_window+summary" if summary else "sliding_window"),
             metadata={
                 "messages_total": source.total,
@@ -289,7 +291,7 @@ class ConversationHistoryModule(ContextModule):
                 "first_kept_index": first_kept,
                 "summary": summary is not None,
                 "cache_block": block,
-                "held_back_tokens": sliding - sum(cost for _, _, cost in kept),
+                "held_back_tokens": held,
                 **held_back,
             },
         )
