@@ -56,11 +56,13 @@ is reused until this many more messages have been dropped (bounded model calls),
 RECALL_PCT = 0
 """Default ``recall_pct``: the share of the module's budget for older messages recalled by relevance to the query
 (the rest keeps the newest turns). 0: no recall, a sliding window (the shipped types turn it on)."""
-RECALL_DENSE_LEAD = 0.08
+RECALL_DENSE_LEAD = 0.03
 """Default ``recall_dense_lead``: recall runs when an older message's cosine with the query beats the best of the
-newest turns' by this much (or ``recall_lexical_lead`` holds). A conversation going on (each question like the last
-ones) leads by a few hundredths; a question about something said long ago by a tenth or more."""
-RECALL_LEXICAL_LEAD = 1.5
+newest turns' by this much (or ``recall_lexical_lead`` holds). Measured on bench/recall_bench.py (one chat a style):
+0.08 / x1.5 held recall back from questions it answers (85 / 81 / 71% at 4K / 8K / 16K); 0.03 / x1.2 gives
+90 / 95 / 93%, while a conversation going on with questions alike (tests/service/test_cost.py) leads by 0.00 / x1.00
+and keeps its stable prefix."""
+RECALL_LEXICAL_LEAD = 1.2
 """Default ``recall_lexical_lead``: recall runs when an older message's BM25 score beats the newest turns' best by
 this factor (a name or a term said long ago and not since)."""
 RECALL_COST_EXPONENT = 0.5
