@@ -171,7 +171,7 @@ def report(tally: dict[int, Tally], seconds: float) -> None:
 STYLES_USED: list[str] = []
 
 
-SPEED_MESSAGES = 10_000
+SPEED_MESSAGES = int(os.environ.get("BENCH_SPEED_MESSAGES", "10000"))
 PREVIEW_MESSAGES = 700
 
 
@@ -248,7 +248,7 @@ async def speed(embedder: str, folder: Path) -> dict[str, float]:
 
 def main() -> None:
     if "--speed" in sys.argv:
-        for embedder in ("hashing", EMBEDDER):
+        for embedder in os.environ.get("BENCH_SPEED_EMBEDDERS", f"hashing,{EMBEDDER}").split(","):
             folder = Path(tempfile.mkdtemp(prefix="recall-speed-"))
             upgrade(f"sqlite+aiosqlite:///{folder / 'tda.db'}")
             for what, ms in asyncio.run(speed(embedder, folder)).items():

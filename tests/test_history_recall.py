@@ -104,8 +104,7 @@ async def test_recall_places_what_changes_after_the_cached_prefix():
     assert window.stable_messages <= contents.index(RECALL_MARKER)
     assert contents.index(FACT) > contents.index(RECALL_MARKER)
     history = window.snapshot.module("conversation_history")
-    # the history fills what the type lets it: Conversation First's long_conversation rule keeps 85% once long
-    assert history.used > 0.8 * history.allocated
+    assert history.used > 0.9 * history.allocated  # the history fills its allocation
 
 
 class CountingEmbedder:

@@ -349,8 +349,9 @@ _DEFAULT_TYPE_DATA: list[dict[str, Any]] = [
         output_reserve_pct=12,
         modules=_slots(sys=(8, 5, 12), hist=(50, 20, 70), know=(15, 0, 25), doc=(15, 0, 25), comp=(5, 0, 10)),
         condensation_order=_order("comp", "doc", "know", "hist"),
-        # Keeps most of its share verbatim once long: history moves in cache blocks (a stable prefix), not halves.
-        dynamic_adjustments=[_long_conversation(15, to_pct=85)],
+        # No condense rule once long: the history fills its share, the newest turns in cache blocks (a stable
+        # prefix) and the rest recalled by relevance (_HISTORY_RECALL). The rule it had (condense to 85% once 15
+        # turns long) fired at once on imported turn numbers and cut recall's room by 40% (docs/knowledge.md).
     ),
     dict(
         id="token_efficient",

@@ -28,12 +28,19 @@ def sent(trace: dict[str, Any]) -> list[dict[str, str]]:
 
 
 def without_recall() -> dict[str, Any]:
-    """Conversation First with conversation_history's recall off: the newest turns in cache blocks only."""
+    """Conversation First as it was before recall: the newest turns in cache blocks only, and its condense rule."""
     from components.context_window.window_type import DEFAULT_TYPES
 
     data = DEFAULT_TYPES["conversation_first"].model_dump(mode="json")
     data.update(id="cf_blocks", name="Conversation First, cache blocks only", is_default=False)
     data["modules"]["conversation_history"]["config"]["recall_pct"] = 0
+    # as Conversation First shipped before recall: once long, history condensed to 85% (its summary's room steady)
+    data["dynamic_adjustments"] = [
+        {
+            "condition": {"type": "long_conversation", "threshold": 15},
+            "action": {"type": "condense", "module": "conversation_history", "strategy": "summarize", "to_pct": 85},
+        }
+    ]
     return data
 
 
