@@ -211,7 +211,8 @@ async def speed(embedder: str, folder: Path) -> dict[str, float]:
             r = await client.post(f"/v1/sessions/{sid}/messages", json={"messages": messages}, headers=headers)
             assert r.status_code == 201
             await svc.writer.settle(sid)  # indexed after the import, as a turn would wait for it
-        overheads = []
+        overheads: list[float] = []
+        assembly: list[float] = []
         for n in range(21):
             r = await client.post(
                 "/v1/sessions/long/turns", json={"query": f"What did we say about {n}?"}, headers=headers
@@ -221,7 +222,9 @@ async def speed(embedder: str, folder: Path) -> dict[str, float]:
             header = r.headers["Server-Timing"]
             if n:  # the first turn warms caches up
                 overheads.append(_timing(header, "turn") - _timing(header, "model"))
+                assembly.append(_timing(header, "assemble"))
         out["turn overhead, ms (10,000 messages)"] = statistics.median(overheads)
+        out["of which assembly, ms"] = statistics.median(assembly)
         previews = []
         for n in range(11):
             body = {"type_id": "conversation_first", "session_id": "preview", "query": f"What about {n}?"}
