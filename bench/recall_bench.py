@@ -171,7 +171,7 @@ def report(tally: dict[int, Tally], seconds: float) -> None:
 STYLES_USED: list[str] = []
 
 
-SPEED_MESSAGES = 10_000
+SPEED_MESSAGES = int(os.environ.get("BENCH_SPEED_MESSAGES", "10000"))
 PREVIEW_MESSAGES = 700
 
 
@@ -211,7 +211,8 @@ async def speed(embedder: str, folder: Path) -> dict[str, float]:
             r = await client.post(f"/v1/sessions/{sid}/messages", json={"messages": messages}, headers=headers)
             assert r.status_code == 201
             await svc.writer.settle(sid)  # indexed after the import, as a turn would wait for it
-        overheads = []
+        overheads: list[float] = []
+        assembly: list[float] = []
         for n in range(21):
             r = await client.post(
                 "/v1/sessions/long/turns", json={"query": f"What did we say about {n}?"}, headers=headers
@@ -221,7 +222,9 @@ async def speed(embedder: str, folder: Path) -> dict[str, float]:
             header = r.headers["Server-Timing"]
             if n:  # the first turn warms caches up
                 overheads.append(_timing(header, "turn") - _timing(header, "model"))
+                assembly.append(_timing(header, "assemble"))
         out["turn overhead, ms (10,000 messages)"] = statistics.median(overheads)
+        out["of which assembly, ms"] = statistics.median(assembly)
         previews = []
         for n in range(11):
             body = {"type_id": "conversation_first", "session_id": "preview", "query": f"What about {n}?"}
@@ -248,7 +251,7 @@ async def speed(embedder: str, folder: Path) -> dict[str, float]:
 
 def main() -> None:
     if "--speed" in sys.argv:
-        for embedder in ("hashing", EMBEDDER):
+        for embedder in os.environ.get("BENCH_SPEED_EMBEDDERS", f"hashing,{EMBEDDER}").split(","):
             folder = Path(tempfile.mkdtemp(prefix="recall-speed-"))
             upgrade(f"sqlite+aiosqlite:///{folder / 'tda.db'}")
             for what, ms in asyncio.run(speed(embedder, folder)).items():

@@ -80,6 +80,7 @@ class HistoryIndex:
     """Vectors of the messages' parts (``parts_of``), in order; ``owner`` says whose each is."""
     owner: list[int] = field(default_factory=list)
     _owner_array: np.ndarray = field(default_factory=lambda: np.zeros(0, np.intp))
+    _starts: np.ndarray = field(default_factory=lambda: np.zeros(0, np.intp))
     unit_of: list[int] = field(default_factory=list)
     """Per message, the position of the first message of its unit (a tool result's call)."""
     _calls: dict[str, int] = field(default_factory=dict)
@@ -117,11 +118,13 @@ class HistoryIndex:
         """Each of the first ``n`` messages' best part cosine with the query (None: not every message has vectors)."""
         if self.dense is None or not self.owner or self.owner[-1] < n - 1:
             return None
-        if len(self._owner_array) != len(self.owner):
-            self._owner_array = np.asarray(self.owner, dtype=np.intp)
+        if len(self._owner_array) != len(self.owner):  # where each message's parts start (parts are in order)
+            owner = np.asarray(self.owner, dtype=np.intp)
+            self._owner_array = owner
+            self._starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
         scores = self.dense.scores(query_vector)
         best = np.full(len(self.messages), -1.0)
-        np.maximum.at(best, self._owner_array, scores)
+        best[self._owner_array[self._starts]] = np.maximum.reduceat(scores, self._starts)
         return best[:n]
 
     def unit(self, first: int, phase: str | None) -> tuple[Message, ...] | None:

@@ -350,7 +350,8 @@ _DEFAULT_TYPE_DATA: list[dict[str, Any]] = [
         modules=_slots(sys=(8, 5, 12), hist=(50, 20, 70), know=(15, 0, 25), doc=(15, 0, 25), comp=(5, 0, 10)),
         condensation_order=_order("comp", "doc", "know", "hist"),
         # No condense rule once long: the history fills its share, the newest turns in cache blocks (a stable
-        # prefix) and the rest recalled by relevance (see _HISTORY_RECALL).
+        # prefix) and the rest recalled by relevance (_HISTORY_RECALL). The rule it had (condense to 85% once 15
+        # turns long) fired at once on imported turn numbers and cut recall's room by 40% (docs/knowledge.md).
     ),
     dict(
         id="token_efficient",
@@ -366,8 +367,8 @@ _DEFAULT_TYPE_DATA: list[dict[str, Any]] = [
 ]
 
 
-_HISTORY_RECALL = {"recall_pct": 80}
-"""Every shipped type recalls older history: conversation_history keeps the newest turns in 20% of its budget and
+_HISTORY_RECALL = {"recall_pct": 50}
+"""Every shipped type recalls older history: conversation_history keeps the newest turns in 50% of its budget and
 fills the rest with earlier messages recalled by relevance to the query (docs/knowledge.md, "History recall")."""
 for _data in _DEFAULT_TYPE_DATA:
     _data["modules"]["conversation_history"]["config"] = dict(_HISTORY_RECALL)
