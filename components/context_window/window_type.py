@@ -367,9 +367,10 @@ _DEFAULT_TYPE_DATA: list[dict[str, Any]] = [
 ]
 
 
-_HISTORY_RECALL = {"recall_pct": 50}
-"""Every shipped type recalls older history: conversation_history keeps the newest turns in 50% of its budget and
-fills the rest with earlier messages recalled by relevance to the query (docs/knowledge.md, "History recall")."""
+_HISTORY_RECALL = {"recall_pct": 80}
+"""Every shipped type recalls older history: conversation_history keeps the newest turns in 20% of its budget and
+fills the rest with earlier messages recalled by relevance to the query, when an older message matches it clearly
+better than the newest turns (docs/knowledge.md, "History recall")."""
 for _data in _DEFAULT_TYPE_DATA:
     _data["modules"]["conversation_history"]["config"] = dict(_HISTORY_RECALL)
 

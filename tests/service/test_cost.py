@@ -27,23 +27,6 @@ def sent(trace: dict[str, Any]) -> list[dict[str, str]]:
     return [{"role": m["role"], "content": m["content"]} for m in trace["messages"]]
 
 
-def without_recall() -> dict[str, Any]:
-    """Conversation First as it was before recall: the newest turns in cache blocks only, and its condense rule."""
-    from components.context_window.window_type import DEFAULT_TYPES
-
-    data = DEFAULT_TYPES["conversation_first"].model_dump(mode="json")
-    data.update(id="cf_blocks", name="Conversation First, cache blocks only", is_default=False)
-    data["modules"]["conversation_history"]["config"]["recall_pct"] = 0
-    # as Conversation First shipped before recall: once long, history condensed to 85% (its summary's room steady)
-    data["dynamic_adjustments"] = [
-        {
-            "condition": {"type": "long_conversation", "threshold": 15},
-            "action": {"type": "condense", "module": "conversation_history", "strategy": "summarize", "to_pct": 85},
-        }
-    ]
-    return data
-
-
 def shared_prefix(now: list[dict[str, str]], before: list[dict[str, str]]) -> list[dict[str, str]]:
     same = 0
     for a, b in zip(now, before, strict=False):
@@ -64,10 +47,7 @@ async def test_a_long_chat_keeps_a_byte_stable_prefix_while_history_stays_full(c
     previous window from the start, history fills >= 50% of its allocation on average, and the snapshot's
     ``prefix_stable_tokens`` is within 5% of the measured prefix. Before cache blocks: 2% and 43%."""
     svc.llm.mock_answer = "Here is what I found about that order. " * 8
-    # Cache blocks are what this measures: recall (on in the shipped types) adds per-turn content after the stable
-    # history and costs prefix reuse by design (docs/knowledge.md, "History recall"), so it is off here.
-    assert (await client.post("/v1/context-window-types", json=without_recall(), headers=admin)).status_code == 201
-    profile = {"id": "chat", "type": "llm_only", "context_window_type_id": "cf_blocks", "model": "gpt-4o"}
+    profile = {"id": "chat", "type": "llm_only", "context_window_type_id": "conversation_first", "model": "gpt-4o"}
     profile["system_prompt"] = "You are a helpful support assistant for a long chat."
     assert (await client.post("/v1/profiles", json=profile, headers=admin)).status_code == 201
     body = {"id": "long", "profile_id": "chat", "context_limit": 3000}
@@ -228,8 +208,7 @@ async def test_a_chat_client_s_own_growing_history_keeps_a_stable_prefix(live, u
     the service's default upstream, the same fake here.)"""
     async with served(dataclasses.replace(live, upstream_base_url=upstream.base_url)) as app:
         at = {"base_url": upstream.base_url}
-        assert (await app.http("POST", "/v1/context-window-types", json=without_recall())).status_code == 201
-        await app.profile("chat", model="gpt-4o", upstream=at, context_window_type_id="cf_blocks")
+        await app.profile("chat", model="gpt-4o", upstream=at, context_window_type_id="conversation_first")
         assert (await app.http("PATCH", "/v1/profiles/chat", json={"context_limit": 3000})).status_code == 200
         client = app.sdk(**{"X-TDA-Profile": "chat", "X-TDA-Session": "gw"})
         chat: list[dict[str, str]] = [{"role": "system", "content": "You are a helpful support assistant."}]
