@@ -38,6 +38,8 @@ bench: $(STAMP)
 	$(BIN)/python bench/gateway_bench.py
 	$(BIN)/python bench/cost_bench.py
 	$(BIN)/python bench/footprint.py
+	$(BIN)/python bench/recall_bench.py
+	$(BIN)/python bench/recall_bench.py --speed
 
 bench-properties: $(STAMP)
 	$(BIN)/python bench/property_bench.py --cases 100000

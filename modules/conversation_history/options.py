@@ -16,3 +16,20 @@ class HistoryOptions(ModuleOptions):
         description="Move the window's start in blocks of this many messages (a stable prefix providers cache); "
         "'auto' picks a block from the window's size, 0 slides message by message.",
     )
+    recall_pct: Annotated[float, Field(ge=0, le=100)] = Field(
+        0,
+        description="Share (%) of the history budget for older messages recalled by relevance to the query, when "
+        "one matches it clearly better than the newest turns; the rest keeps the newest turns. 0: no recall.",
+    )
+    recall_dense_lead: float = Field(
+        0.03,
+        description="Recall when an older message's cosine with the query beats the newest turns' best by this much.",
+    )
+    recall_lexical_lead: Annotated[float, Field(ge=0)] = Field(
+        1.2,
+        description="Recall when an older message's BM25 score beats the newest turns' best by this factor.",
+    )
+    recall_cost_exponent: Annotated[float, Field(ge=0)] = Field(
+        0.5,
+        description="Recalled messages are packed by relevance / tokens ** this (0: by rank alone).",
+    )

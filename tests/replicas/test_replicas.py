@@ -208,3 +208,21 @@ async def test_signing_out_on_a_ends_the_cookie_on_b(live: Cluster) -> None:
         assert (await a.delete("/v1/auth/session", headers=cookie)).status_code == 204
         assert (await b.get("/v1/auth/session", headers=cookie)).status_code == 401
         assert (await a.get("/v1/auth/session", headers=cookie)).status_code == 401
+
+
+async def test_history_imported_through_a_is_recalled_by_a_turn_on_b(live: Cluster) -> None:
+    """Recall's index is built from the history every replica shares: a fact far back in a history imported through
+    one replica reaches the window a turn on the other sends."""
+    from tests.service.test_history_recall import FACT, QUESTION, long_history
+
+    async with live.client(live.a) as a, live.client(live.b) as b:
+        profile = {"id": "p-recall", "type": "llm_only", "context_window_type_id": "conversation_first"}
+        assert (await a.post("/v1/profiles", json=profile)).status_code == 201
+        session = {"id": "s-recall", "profile_id": "p-recall", "context_limit": 4000}
+        assert (await a.post("/v1/sessions", json=session)).status_code == 201
+        r = await a.post("/v1/sessions/s-recall/messages", json={"messages": long_history(300)})
+        assert r.status_code == 201, r.text
+        r = await b.post("/v1/sessions/s-recall/turns", json={"query": QUESTION})
+        assert r.status_code == 201, r.text
+        trace = (await b.get(f"/v1/snapshots/{r.json()['snapshot_id']}/trace")).json()
+    assert FACT in str(trace)
