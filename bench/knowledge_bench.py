@@ -121,23 +121,26 @@ async def run_tda(
     name: str,
     config: dict | None = None,
 ) -> Result:
-    """The module as a turn runs it; each query is contributed twice and the second (embedding
-    cached, as in a turn after the champion-case search) is timed."""
+    """The module as a turn runs it; each query is contributed twice, in two assemblies, and the second
+    (query embedding cached, as in a turn after the champion-case search) is timed."""
     definition = load_folder(ROOT / "modules" / "knowledge_context", "builtin")
     module = definition.cls(definition.manifest)
     tokens = estimator_for(MODEL)
     hits, latencies, worst, used, abstained = [], [], 0, [], 0
     for q in questions:
-        ctx = AssemblyContext(
-            query=q["question"],
-            profile=Profile(id="bench", type="rag_focused", knowledge_collections=(collection,)),
-            session=Session(id=f"bench-{q['id']}"),
-            model=MODEL,
-            knowledge=retriever,
-        ).for_module(Directives(config=config or {}), tokens)
-        await module.contribute(budget, ctx)
+
+        def context(q: dict = q) -> AssemblyContext:
+            return AssemblyContext(
+                query=q["question"],
+                profile=Profile(id="bench", type="rag_focused", knowledge_collections=(collection,)),
+                session=Session(id=f"bench-{q['id']}"),
+                model=MODEL,
+                knowledge=retriever,
+            ).for_module(Directives(config=config or {}), tokens)
+
+        await module.contribute(budget, context())  # embeds the query (a turn's champion-case search does)
         started = time.perf_counter()
-        contribution = await module.contribute(budget, ctx)
+        contribution = await module.contribute(budget, context())  # a fresh assembly: retrieval and packing
         latencies.append((time.perf_counter() - started) * 1000)
         text = contribution.text()
         worst = max(worst, tokens.count(text))

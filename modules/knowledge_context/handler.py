@@ -51,6 +51,17 @@ FILTER_INSTRUCTION = (
 @dataclass(frozen=True, slots=True)
 class Options:
     k: int = 6
+    """The least retrieval depth; a larger budget retrieves more (one hit per ``depth_tokens``)."""
+    depth_tokens: int = 60
+    """Budget tokens per retrieved hit beyond ``k``: depth grows with the budget, so spare room is filled
+    from further down the ranking instead of staying empty (at 4,000 tokens: 66 hits, after the floors)."""
+    max_depth: int = 80
+    window_share: float = 0.34
+    """At most this share of the budget for any one hit while every ranked hit has had its turn: at small
+    budgets the best hits are sent as sentence windows side by side instead of the first hit alone."""
+    abstain_below: float = 0.25
+    """Send nothing when the best hit's cosine similarity to the query is below this AND the best hit shares
+    under half the query's content words: the corpus has no answer, and near misses invite wrong ones."""
     min_score: float = 0.0
     collections: tuple[str, ...] = ()
     max_expansion: int = 4
@@ -67,6 +78,10 @@ class Options:
     model: without a summarizer the stage is skipped)."""
     filter_pool: int = 15
 
+    def depth(self, budget: int) -> int:
+        """How many hits to retrieve for ``budget``: never fewer than ``k``, more as the budget grows."""
+        return max(self.k, min(self.max_depth, budget // self.depth_tokens))
+
     @classmethod
     def from_context(cls, ctx: AssemblyContext) -> Options:
         cfg: Mapping[str, Any] = ctx.directives.config
@@ -74,6 +89,10 @@ class Options:
         d = cls()
         return cls(
             k=max(1, int(cfg.get("k", d.k))),
+            depth_tokens=max(1, int(cfg.get("depth_tokens", d.depth_tokens))),
+            max_depth=max(1, int(cfg.get("max_depth", d.max_depth))),
+            window_share=min(1.0, max(0.05, float(cfg.get("window_share", d.window_share)))),
+            abstain_below=float(cfg.get("abstain_below", d.abstain_below)),
             min_score=float(cfg.get("min_score", d.min_score)),
             collections=tuple(collections),
             max_expansion=max(0, int(cfg.get("max_expansion", d.max_expansion))),
@@ -201,6 +220,8 @@ class Plan:
     nearby: dict[tuple[str, str, int], list[Passage]] = field(default_factory=dict)
     """Neighbouring chunks of the strong hits, by hit."""
     sources: list[Source] = field(default_factory=list)
+    abstained: str = ""
+    """Why nothing is sent although passages were found (the relevance floor), else empty."""
 
 
 class KnowledgeContextModule(ContextModule):
@@ -222,11 +243,17 @@ class KnowledgeContextModule(ContextModule):
         if budget <= 0:
             return self._empty("no budget")
         opts = Options.from_context(ctx)
-        # Retrieved once per assembly: the surplus pass asks again with a larger budget, for the same turn.
+        # Retrieved once per assembly, deep enough for the largest budget asked so far: the surplus pass asks
+        # again with a larger budget, for the same turn.
+        depth = opts.depth(budget)
         retrieval = ctx.memo.get(("retrieval", opts))
-        if retrieval is None:
-            retrieval = ctx.memo[("retrieval", opts)] = await self._retrieve(ctx, opts)
-        found, retrieved = retrieval
+        if retrieval is None or retrieval[2] < depth:
+            found, retrieved = await self._retrieve(ctx, opts, depth)
+            retrieval = ctx.memo[("retrieval", opts)] = (found, retrieved, depth)
+        found, retrieved, _ = retrieval
+        if found.abstained:
+            self._remember(ctx, found)
+            return self._abstain(found, retrieved)
         plan = dataclasses.replace(found, sources=pack(found, budget, estimator(ctx), opts))
         self._remember(ctx, plan)
         return self._render(plan, strategy="full", retrieved=retrieved)
@@ -235,6 +262,8 @@ class KnowledgeContextModule(ContextModule):
         plan = ctx.memo.get("plan")  # this assembly's retrieval: never one from an earlier turn
         if plan is None:  # not ours: retrieve again at the smaller budget
             return await self.contribute(target_tokens, ctx)
+        if plan.abstained:
+            return self._abstain(plan, contribution.metadata.get("retrieved", 0))
         sources = pack(plan, target_tokens, estimator(ctx), Options.from_context(ctx))
         smaller = dataclasses.replace(plan, sources=sources)
         self._remember(ctx, smaller)
@@ -242,7 +271,7 @@ class KnowledgeContextModule(ContextModule):
 
     # --- steps ---------------------------------------------------------------------------
 
-    async def _retrieve(self, ctx: AssemblyContext, opts: Options) -> tuple[Plan, int]:
+    async def _retrieve(self, ctx: AssemblyContext, opts: Options, depth: int) -> tuple[Plan, int]:
         """What packing draws from (no sources chosen yet), and how many hits the retriever returned."""
         assert ctx.knowledge is not None
         retrieval_query = await self._retrieval_query(ctx, opts)
@@ -250,10 +279,13 @@ class KnowledgeContextModule(ContextModule):
         hits = await ctx.knowledge.retrieve(
             retrieval_query,
             collections=opts.collections,
-            k=opts.filter_pool if judge else opts.k,
+            k=opts.filter_pool if judge else depth,  # the model judges a fixed pool
             min_score=opts.min_score,
         )
         ranked = dedupe_text(hits)
+        reason = unanswerable(ranked, retrieval_query, opts.abstain_below)
+        if reason:
+            return Plan(ctx.query, retrieval_query, abstained=reason), len(hits)
         if judge is not None and ranked:
             ranked = await _judged(ranked, retrieval_query, judge)
         return Plan(ctx.query, retrieval_query, ranked, await self._neighbours(ranked, ctx, opts)), len(hits)
@@ -307,6 +339,11 @@ class KnowledgeContextModule(ContextModule):
         return Contribution(
             module_id=self.module_id, placement="context", strategy="empty", metadata={"reason": reason}
         )
+
+    def _abstain(self, plan: Plan, retrieved: int) -> Contribution:
+        empty = self._empty(plan.abstained)
+        meta = {**empty.metadata, "abstained": True, "retrieval_query": plan.retrieval_query, "retrieved": retrieved}
+        return empty.replace(metadata=meta)
 
     def _render(self, plan: Plan, *, strategy: str, retrieved: int) -> Contribution:
         if not plan.sources:
@@ -388,6 +425,26 @@ def dedupe_text(hits: Sequence[Passage]) -> list[Passage]:
     return sorted(best.values(), key=lambda p: -p.score)
 
 
+def unanswerable(ranked: Sequence[Passage], query: str, floor: float) -> str:
+    """Why no passage should be sent (the relevance floor), or "" to send them.
+
+    Both signals must fail: the best hit's cosine similarity to the query (the retriever's ``dense_score``,
+    else its score) is below ``floor``, and no hit among the first few holds half the query's content words.
+    One signal alone would abstain on answerable questions worded away from their answer (low cosine) or
+    answered by a passage that shares few words with them (no lexical match)."""
+    if floor <= 0 or not ranked:
+        return ""
+    similarity = max(float(p.metadata.get("dense_score", p.score)) for p in ranked)
+    terms = query_terms(query)
+    overlap = max((len(terms & query_terms(p.text + " " + p.section + " " + p.title)) for p in ranked[:5]), default=0)
+    if similarity >= floor or (terms and overlap * 2 >= len(terms)):
+        return ""
+    return (
+        f"abstained: no passage is relevant enough (best similarity {similarity:.2f} < {floor:.2f}, "
+        f"at most {overlap} of the query's {len(terms)} content words in a top passage)"
+    )
+
+
 def _blocks(sources: Sequence[Source]) -> list[str]:
     return [f"[SOURCE {n}] {s.label}\n{s.text}" for n, s in enumerate(sources, start=1)]
 
@@ -415,12 +472,15 @@ def _estimate(sources: Sequence[Source], tokens: TokenCounter) -> int:
 
 _MIN_WINDOW = 12
 """Tokens below which the room left is not worth a window (a label and a sentence fragment)."""
+_MIN_SHARE = 80
+"""The least room a hit may take in the first pass (a sentence or two and its label)."""
 
 
 def pack(plan: Plan, budget: int, tokens: TokenCounter, opts: Options) -> list[Source]:
     """The sources for ``budget``: the ranked hits best first (whole, else a window of the best part in
     the room left), then neighbours of strong hits with what remains."""
     terms = query_terms(plan.retrieval_query)
+    share = max(_MIN_SHARE, int(budget * opts.window_share))
     chosen: list[Source] = []
     for hit in plan.ranked:
         if any(s.covers(hit) for s in chosen):
@@ -431,17 +491,35 @@ def pack(plan: Plan, budget: int, tokens: TokenCounter, opts: Options) -> list[S
             trial = [*chosen, Source(hit, (hit,))]
         else:
             trial = _replaced(chosen, j, chosen[j].with_chunk(hit, neighbour=False))
-        if _estimate(trial, tokens) <= budget:
+        whole = tokens.count(hit.text) <= share or j is not None
+        if whole and _estimate(trial, tokens) <= budget:
             chosen = trial
             continue
-        room = budget - _estimate([*chosen, Source(hit, (hit,), window="")], tokens)
+        room = min(share, budget - _estimate([*chosen, Source(hit, (hit,), window="")], tokens))
         window = _window(hit.text, terms, room, tokens) if room >= _MIN_WINDOW else None
         if window is not None:
             chosen.append(Source(hit, (hit,), window=window))
+    chosen = _grown(chosen, budget, tokens, terms)
     chosen = _widen(chosen, plan.nearby, budget, tokens, opts)
     while chosen and _cost(chosen, tokens) > budget:  # the estimate is an upper bound: a safety net
         narrower = chosen[-1].narrowed()
         chosen = _replaced(chosen, len(chosen) - 1, narrower) if narrower else chosen[:-1]
+    return chosen
+
+
+def _grown(chosen: list[Source], budget: int, tokens: TokenCounter, terms: frozenset[str]) -> list[Source]:
+    """Windows grown, best first, into the room the first pass left (whole again when the hit fits)."""
+    for i, source in enumerate(chosen):
+        if source.window is None:
+            continue
+        whole = _replaced(chosen, i, Source(source.hit, (source.hit,)))
+        if _estimate(whole, tokens) <= budget:
+            chosen = whole
+            continue
+        room = budget - _estimate(_replaced(chosen, i, Source(source.hit, (source.hit,), window="")), tokens)
+        window = _window(source.hit.text, terms, room, tokens)
+        if window is not None and len(window) > len(source.window):
+            chosen = _replaced(chosen, i, Source(source.hit, (source.hit,), window=window))
     return chosen
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import groupby
 
 from .readers import Block, ExtractedDocument
@@ -64,6 +64,10 @@ class _Unit:
     tokens: int
     page: int | None
     joiner: str
+    block: int = 0
+    """Which block (paragraph, list entry, code block) of the section the unit belongs to."""
+    block_tokens: int = 0
+    """The whole block's tokens: a short block is never split across chunks."""
 
 
 def split_sentences(text: str) -> list[str]:
@@ -93,7 +97,7 @@ def chunk_document(
     overlap = target_tokens // 6 if overlap_tokens is None else overlap_tokens
     chunks: list[Chunk] = []
     for headings, blocks in groupby(doc.blocks, key=lambda b: b.headings):
-        units = list(_units(blocks, count, target_tokens))
+        units = _with_block_sizes(list(_units(blocks, count, target_tokens)))
         for group in _pack(units, target_tokens, overlap):
             text = _join(group)
             pages = [u.page for u in group if u.page is not None]
@@ -108,13 +112,20 @@ def _join(units: list[_Unit]) -> str:
 
 
 def _units(blocks: Iterable[Block], count: Counter, target: int) -> Iterable[_Unit]:
-    for block in blocks:
+    for number, block in enumerate(blocks):
         joiner = "\n\n"
         pieces = _code_line_groups(block.text, count, target) if block.preformatted else split_sentences(block.text)
         for piece in pieces:
             for part in _cut_oversized(piece, count, target):
-                yield _Unit(part, count(part), block.page, joiner)
+                yield _Unit(part, count(part), block.page, joiner, number)
                 joiner = "\n" if block.preformatted else " "
+
+
+def _with_block_sizes(units: list[_Unit]) -> list[_Unit]:
+    sizes: dict[int, int] = {}
+    for u in units:
+        sizes[u.block] = sizes.get(u.block, 0) + u.tokens + 1
+    return [replace(u, block_tokens=sizes[u.block]) for u in units]
 
 
 def _code_line_groups(text: str, count: Counter, target: int) -> list[str]:
@@ -142,22 +153,53 @@ def _greedy_groups(pieces: list[str], separator: str, count: Counter, target: in
 
 
 def _pack(units: list[_Unit], target: int, overlap: int) -> Iterable[list[_Unit]]:
-    """Greedy packing to ``target`` tokens; each new chunk starts with the previous one's tail sentences."""
+    """Greedy packing to ``target`` tokens; each new chunk starts with the previous one's tail sentences.
+
+    A chunk does not end inside a short block (an option's name and its description, a definition) nor
+    with a lead-in (a line ending in ":", a bare term) whose subject follows: those move to the next chunk
+    whole, so a term is never separated from the prose that explains it."""
     current: list[_Unit] = []
     carried = 0  # how many leading units of ``current`` are overlap from the previous chunk
     for unit in units:
         if current and _tokens(current) + unit.tokens > target:
             if carried < len(current):
-                yield current
-                current = _tail(current, overlap)
-                carried = len(current)
+                cut = _cut_point(current, carried, unit, target)
+                body, moved = current[:cut], current[cut:]
+                yield body
+                current = [replace(moved[0], joiner=""), *moved[1:]] if moved else _tail(body, overlap)
+                carried = 0 if moved else len(current)
             if current and _tokens(current) + unit.tokens > target:
                 current, carried = [], 0  # the overlap would push the new chunk over the target
         if not current:
-            unit = _Unit(unit.text, unit.tokens, unit.page, "")
+            unit = replace(unit, joiner="")
         current.append(unit)
     if carried < len(current):
         yield current
+
+
+def _cut_point(current: list[_Unit], carried: int, unit: _Unit, target: int) -> int:
+    """Where the chunk ends when ``unit`` does not fit: before a short block it would split, or before a
+    lead-in that introduces what follows; else after everything (the units from there start the next)."""
+    last = current[-1]
+    start = next(i for i in range(len(current)) if current[i].block == last.block)
+    if unit.block == last.block:
+        splits_short_block = last.block_tokens <= target // 2
+        cut = start if splits_short_block else len(current)
+    else:
+        cut = start if _lead_in(current[start:]) else len(current)
+    if cut <= carried or _tokens(current[cut:]) + unit.tokens > target:
+        return len(current)
+    return cut
+
+
+_TERMINAL = re.compile(r"[.!?][\"')\]]?$")
+
+
+def _lead_in(block: list[_Unit]) -> bool:
+    """A whole block that introduces the next: ends with ":" (a list's or table's lead-in), or a short line
+    without a sentence end (a term, an option name, a table's header)."""
+    text = _join(block).rstrip()
+    return text.endswith(":") or ("\n" not in text and len(text) <= 80 and not _TERMINAL.search(text))
 
 
 def _tokens(units: list[_Unit]) -> int:
@@ -172,5 +214,5 @@ def _tail(units: list[_Unit], budget: int) -> list[_Unit]:
             break
         tail.insert(0, unit)
     if tail:
-        tail[0] = _Unit(tail[0].text, tail[0].tokens, tail[0].page, "")
+        tail[0] = replace(tail[0], joiner="")
     return tail
