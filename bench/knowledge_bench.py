@@ -16,7 +16,8 @@ answer that is a verbatim span of the corpus (bench/data/*/README.md has provena
   "Source: file" blocks, either whole chunks while they fit or (generous) cut at the budget;
 * hybrid: the same chunks ranked by BM25 (written here, not tda's) and the embedder, fused by
   reciprocal rank (k 60), packed as sentence windows (the best-matching sentence and one on each side,
-  best chunk first), then the windows widened to whole chunks while the budget allows.
+  best chunk first), then every window widened by a sentence on each side, round after round, while
+  the budget allows.
 
 Unanswerable questions count as abstained when tda sends no text; answerable questions it abstained
 on are reported too (abstaining must not cost answers).
@@ -267,22 +268,30 @@ class HybridBaseline(NaiveBaseline):
         return sorted(fused, key=lambda i: -fused[i])
 
     def context(self, query: str, budget: int, tokens: TokenEstimator, *, cut: bool = False, k: int = 40) -> str:
+        """Sentence windows (the best-matching sentence and one each side) of the top chunks while they
+        fit, then every window widened by a sentence a side, best chunk first, round after round."""
         wanted = set(words(query))
-        picks: list[tuple[int, str]] = []
+        picks: list[tuple[int, int, int]] = []  # (chunk, best sentence, radius)
+        split = {i: [x for x in _SENTENCE.split(self.chunks[i][1]) if x.strip()] for i in self.ranked(query)[:k]}
 
-        def text_of(parts: list[tuple[int, str]]) -> str:
-            return "\n\n".join(f"Source: {self.chunks[i][0]}\n{t}" for i, t in parts)
+        def text_of(parts: list[tuple[int, int, int]]) -> str:
+            return "\n\n".join(
+                f"Source: {self.chunks[i][0]}\n" + " ".join(split[i][max(0, b - r) : b + r + 1]) for i, b, r in parts
+            )
 
-        for i in self.ranked(query)[:k]:
-            sentences = [x for x in _SENTENCE.split(self.chunks[i][1]) if x.strip()]
+        for i, sentences in split.items():
             best = max(range(len(sentences)), key=lambda j: len(wanted & set(words(sentences[j]))))
-            window = " ".join(sentences[max(0, best - 1) : best + 2])
-            if tokens.count(text_of([*picks, (i, window)])) <= budget:
-                picks.append((i, window))
-        for n, (i, _) in enumerate(picks):  # widen, best first, while the budget allows
-            trial = [*picks[:n], (i, self.chunks[i][1]), *picks[n + 1 :]]
-            if tokens.count(text_of(trial)) <= budget:
-                picks = trial
+            if tokens.count(text_of([*picks, (i, best, 1)])) <= budget:
+                picks.append((i, best, 1))
+        grown = True
+        while grown:
+            grown = False
+            for n, (i, b, r) in enumerate(picks):
+                if b - r <= 0 and b + r + 1 >= len(split[i]):
+                    continue  # already the whole chunk
+                trial = [*picks[:n], (i, b, r + 1), *picks[n + 1 :]]
+                if tokens.count(text_of(trial)) <= budget:
+                    picks, grown = trial, True
         return text_of(picks)
 
     def run(self, questions: list[dict], budget: int, *, cut: bool = False) -> Result:
