@@ -185,8 +185,11 @@ def _cut_point(current: list[_Unit], carried: int, unit: _Unit, target: int) -> 
     if unit.block == last.block:
         splits_short_block = last.block_tokens <= target // 2
         cut = start if splits_short_block else len(current)
-    else:
-        cut = start if _lead_in(current[start:]) else len(current)
+    else:  # walk back over lead-ins that introduce one another ("Options:", then an option's name)
+        cut = len(current)
+        while cut > carried and _lead_in(current[start:cut]):
+            cut, block = start, current[start - 1].block if start else -1
+            start = next((i for i in range(cut) if current[i].block == block), cut)
     if cut <= carried or _tokens(current[cut:]) + unit.tokens > target:
         return len(current)
     return cut
