@@ -51,14 +51,12 @@ FILTER_INSTRUCTION = (
 @dataclass(frozen=True, slots=True)
 class Options:
     k: int = 6
-    """The least retrieval depth; a larger budget retrieves more (one hit per ``depth_tokens``)."""
+    """The hits packed first, before the neighbours of strong hits; also the least retrieval depth: a larger
+    budget retrieves more (one hit per ``depth_tokens``), packed after the neighbours while room is left."""
     depth_tokens: int = 60
     """Budget tokens per retrieved hit beyond ``k``: depth grows with the budget, so spare room is filled
     from further down the ranking instead of staying empty (at 4,000 tokens: 66 hits, after the floors)."""
     max_depth: int = 80
-    window_share: float = 0.34
-    """At most this share of the budget for any one hit while every ranked hit has had its turn: at small
-    budgets the best hits are sent as sentence windows side by side instead of the first hit alone."""
     abstain_below: float = 0.25
     """Send nothing when the best hit's cosine similarity to the query is below this AND the best hit shares
     under half the query's content words: the corpus has no answer, and near misses invite wrong ones."""
@@ -91,7 +89,6 @@ class Options:
             k=max(1, int(cfg.get("k", d.k))),
             depth_tokens=max(1, int(cfg.get("depth_tokens", d.depth_tokens))),
             max_depth=max(1, int(cfg.get("max_depth", d.max_depth))),
-            window_share=min(1.0, max(0.05, float(cfg.get("window_share", d.window_share)))),
             abstain_below=float(cfg.get("abstain_below", d.abstain_below)),
             min_score=float(cfg.get("min_score", d.min_score)),
             collections=tuple(collections),
@@ -472,17 +469,27 @@ def _estimate(sources: Sequence[Source], tokens: TokenCounter) -> int:
 
 _MIN_WINDOW = 12
 """Tokens below which the room left is not worth a window (a label and a sentence fragment)."""
-_MIN_SHARE = 80
-"""The least room a hit may take in the first pass (a sentence or two and its label)."""
 
 
 def pack(plan: Plan, budget: int, tokens: TokenCounter, opts: Options) -> list[Source]:
-    """The sources for ``budget``: the ranked hits best first (whole, else a window of the best part in
-    the room left), then neighbours of strong hits with what remains."""
+    """The sources for ``budget``: the first ``k`` ranked hits best first (whole, else a window of the best
+    part in the room left), then neighbours of strong hits, then the hits further down the ranking while
+    room is left (the retrieval's depth grows with the budget, so a large budget is not left half empty)."""
     terms = query_terms(plan.retrieval_query)
-    share = max(_MIN_SHARE, int(budget * opts.window_share))
-    chosen: list[Source] = []
-    for hit in plan.ranked:
+    chosen = _taken(plan.ranked[: opts.k], [], budget, tokens, terms)
+    chosen = _widen(chosen, plan.nearby, budget, tokens, opts)
+    chosen = _taken(plan.ranked[opts.k :], chosen, budget, tokens, terms)
+    while chosen and _cost(chosen, tokens) > budget:  # the estimate is an upper bound: a safety net
+        narrower = chosen[-1].narrowed()
+        chosen = _replaced(chosen, len(chosen) - 1, narrower) if narrower else chosen[:-1]
+    return chosen
+
+
+def _taken(
+    hits: Sequence[Passage], chosen: list[Source], budget: int, tokens: TokenCounter, terms: frozenset[str]
+) -> list[Source]:
+    """``chosen`` and then ``hits`` in rank order: each whole when it fits, else a window in the room left."""
+    for hit in hits:
         if any(s.covers(hit) for s in chosen):
             continue  # already shown as part of another hit's source
         # A hit right next to a chosen (whole) chunk continues that source rather than opening a new one.
@@ -491,35 +498,13 @@ def pack(plan: Plan, budget: int, tokens: TokenCounter, opts: Options) -> list[S
             trial = [*chosen, Source(hit, (hit,))]
         else:
             trial = _replaced(chosen, j, chosen[j].with_chunk(hit, neighbour=False))
-        whole = tokens.count(hit.text) <= share or j is not None
-        if whole and _estimate(trial, tokens) <= budget:
+        if _estimate(trial, tokens) <= budget:
             chosen = trial
             continue
-        room = min(share, budget - _estimate([*chosen, Source(hit, (hit,), window="")], tokens))
+        room = budget - _estimate([*chosen, Source(hit, (hit,), window="")], tokens)
         window = _window(hit.text, terms, room, tokens) if room >= _MIN_WINDOW else None
         if window is not None:
-            chosen.append(Source(hit, (hit,), window=window))
-    chosen = _grown(chosen, budget, tokens, terms)
-    chosen = _widen(chosen, plan.nearby, budget, tokens, opts)
-    while chosen and _cost(chosen, tokens) > budget:  # the estimate is an upper bound: a safety net
-        narrower = chosen[-1].narrowed()
-        chosen = _replaced(chosen, len(chosen) - 1, narrower) if narrower else chosen[:-1]
-    return chosen
-
-
-def _grown(chosen: list[Source], budget: int, tokens: TokenCounter, terms: frozenset[str]) -> list[Source]:
-    """Windows grown, best first, into the room the first pass left (whole again when the hit fits)."""
-    for i, source in enumerate(chosen):
-        if source.window is None:
-            continue
-        whole = _replaced(chosen, i, Source(source.hit, (source.hit,)))
-        if _estimate(whole, tokens) <= budget:
-            chosen = whole
-            continue
-        room = budget - _estimate(_replaced(chosen, i, Source(source.hit, (source.hit,), window="")), tokens)
-        window = _window(source.hit.text, terms, room, tokens)
-        if window is not None and len(window) > len(source.window):
-            chosen = _replaced(chosen, i, Source(source.hit, (source.hit,), window=window))
+            chosen = [*chosen, Source(hit, (hit,), window=window)]
     return chosen
 
 

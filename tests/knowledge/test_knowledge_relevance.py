@@ -87,14 +87,6 @@ async def test_depth_follows_the_budget_of_each_pass_of_one_assembly() -> None:
     assert "retention job" in large.text() and kb.asked == [6, 66]
 
 
-async def test_at_a_small_budget_the_best_hits_share_it_as_windows() -> None:
-    """Six ~120-token hits at 300 tokens: the first hit alone would take the room; each gets a window."""
-    hits = [passage(i, filler(i), 0.9 - i * 0.02) for i in range(6)]
-    out = await module().contribute(300, context(RankedKnowledge(hits), query="topic 2 detail 4"))
-    assert "Paragraph 2 talks about topic 2 and detail 4 of it." in out.text()
-    assert len(out.metadata["sources"]) >= 3 and TOKENS.count(out.text()) <= 300
-
-
 async def test_when_no_passage_is_relevant_it_sends_nothing_and_says_why() -> None:
     weak = [passage(i, filler(i), 0.5, dense=0.12) for i in range(6)]
     out = await module().contribute(2000, context(RankedKnowledge(weak), query="who won the 2018 football final?"))
