@@ -166,8 +166,13 @@ def _pack(units: list[_Unit], target: int, overlap: int) -> Iterable[list[_Unit]
                 cut = _cut_point(current, carried, unit, target)
                 body, moved = current[:cut], current[cut:]
                 yield body
-                current = [replace(moved[0], joiner=""), *moved[1:]] if moved else _tail(body, overlap)
-                carried = 0 if moved else len(current)
+                tail = _tail(body, overlap)
+                if moved and _tokens([*tail, *moved]) + unit.tokens > target:
+                    tail = []  # what moved matters more than the overlap
+                current = [*tail, *moved]
+                if current:
+                    current[0] = replace(current[0], joiner="")
+                carried = len(tail)
             if current and _tokens(current) + unit.tokens > target:
                 current, carried = [], 0  # the overlap would push the new chunk over the target
         if not current:

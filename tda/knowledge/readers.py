@@ -108,8 +108,6 @@ def _read_plain(text: str, stem: str) -> ExtractedDocument:
     """Paragraphs; numbered headings ("1. Definitions", "Section 3") open sections, nested by their
     numbering (1.2 sits under 1), so plain-text licences and specifications get section paths too."""
     paragraphs = _paragraphs(text.splitlines())
-    if paragraphs and _MAN_HEADER.match(paragraphs[0]):
-        return _read_manual_page(paragraphs, stem)
     first = paragraphs[0].split("\n") if paragraphs else [""]
     if len(first) == 2 and _SETEXT_UNDERLINE.match(first[1].strip()):
         first = first[:1]  # an underlined title
@@ -137,35 +135,6 @@ def _read_plain(text: str, stem: str) -> ExtractedDocument:
         if inline:  # the heading is part of the text: keep the text whole
             open_section(inline["number"].count(".") + 1, f"{inline['number']}. {inline['title']}")
         blocks.append(Block(paragraph, (title, *(h for _, h in stack)) if stack else ()))
-    return ExtractedDocument(title, tuple(blocks))
-
-
-# A manual page rendered as text (`man PAGE | col -b`): "SORT(1)   User Commands   SORT(1)" opens it, and
-# sections are capitalised lines at the left margin ("DESCRIPTION", "EXIT STATUS") over indented text.
-_MAN_HEADER = re.compile(r"^(\S+)\([0-9][^)]*\)\s.*\s\1\([0-9][^)]*\)\s*$")
-_MAN_SECTION = re.compile(r"^[A-Z][A-Z0-9 ,/&()'-]{1,40}$")
-
-
-def _read_manual_page(paragraphs: list[str], stem: str) -> ExtractedDocument:
-    """Sections by the page's own headings; the title is the NAME line ("sort - sort lines of text files"),
-    which is what a question about the page names. The running header and footer are left out."""
-    body = paragraphs[1:]
-    if body and not body[-1].startswith(" ") and "\n" not in body[-1]:
-        body = body[:-1]  # the footer: "GNU coreutils 9.1   September 2022   SORT(1)"
-    title, heading = stem, ""
-    blocks: list[Block] = []
-    for paragraph in body:
-        lines = paragraph.split("\n")
-        if _MAN_SECTION.match(lines[0]):
-            heading = lines[0].strip().title()
-            lines = lines[1:]
-        text = "\n".join(line.strip() for line in lines if line.strip())
-        if not text:
-            continue
-        if heading == "Name" and title == stem:
-            title = " ".join(text.split())[:120]
-        blocks.append(Block(text, (title, heading) if heading else (title,)))
-    blocks = [Block(b.text, (title, *b.headings[1:]), b.page) for b in blocks]
     return ExtractedDocument(title, tuple(blocks))
 
 
