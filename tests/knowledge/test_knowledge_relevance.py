@@ -122,32 +122,43 @@ async def test_abstention_shows_in_the_snapshot_of_an_assembly(
 
 
 def test_a_chunk_boundary_never_separates_an_option_name_from_its_description() -> None:
-    """Blocks as a manual has them: prose, then "--kill-after" on a line of its own before its description.
-    Where the target falls between the name and its description, the name opens the next chunk with it."""
+    """Blocks as a manual has them: prose, a lead-in, then the option's names on a line of their own before its
+    description. Where the target falls between them, the names (too long for the overlap) and the lead-in open
+    the next chunk with the description."""
     prose = [
         Block(f"Sentence {i} of the introduction says something about timeouts in general.", ("t",)) for i in range(14)
     ]
     blocks = (
         *prose,
         Block("Options:", ("t",)),
-        Block("--kill-after=DURATION", ("t",)),
+        Block("-k DURATION, --kill-after=DURATION, --kill-delay=DURATION, --grace=DURATION", ("t",)),
         Block("Also send a KILL signal if the command is still running this long after the first signal.", ("t",)),
     )
     doc = ExtractedDocument("t", blocks)
-    for target in range(120, 260, 7):
+    for target in range(100, 260, 3):
         chunks = chunk_document(doc, TOKENS.count, target_tokens=target)
         [described] = [c for c in chunks if "Also send a KILL signal" in c.text]
         assert "--kill-after=DURATION" in described.text, target
         assert "Options:" in described.text, target
 
 
-def test_a_short_paragraph_is_not_split_across_chunks() -> None:
-    """An option entry of two sentences: a boundary falling inside it moves the whole entry to the next chunk."""
+def test_an_option_entry_is_not_split_across_chunks() -> None:
+    """An option entry of four sentences, its name in the first: wherever the target falls inside it, the whole
+    entry moves to the next chunk, so the sentence a question matches is never without the option's name (the
+    one-sentence overlap alone would carry only the sentence before it)."""
     prose = [
         Block(f"Sentence {i} of the introduction says something about timeouts in general.", ("t",)) for i in range(14)
     ]
-    entry = Block("-s, --signal=SIGNAL Specify the signal to be sent on timeout. It may be a name like HUP.", ("t",))
+    entry = Block(
+        "--kill-after=DURATION sends a second signal when the first one was not enough to stop the command. "
+        "The duration is a floating point number followed by an optional unit such as seconds or minutes. "
+        "A duration of zero disables this second signal entirely and leaves the command running as it was. "
+        "The second signal is always KILL, which a process cannot catch, block or ignore in any way at all.",
+        ("t",),
+    )
     doc = ExtractedDocument("t", (*prose, entry))
-    for target in range(120, 260, 7):
+    for target in range(200, 320, 5):
         chunks = chunk_document(doc, TOKENS.count, target_tokens=target)
-        assert any(entry.text in c.text for c in chunks), target
+        for chunk in chunks:
+            if "cannot catch, block or ignore" in chunk.text:
+                assert "--kill-after=DURATION" in chunk.text, target
