@@ -143,14 +143,14 @@ def test_a_chunk_boundary_never_separates_an_option_name_from_its_description() 
 
 
 def test_an_option_entry_is_not_split_across_chunks() -> None:
-    """An option entry of four sentences, its name in the first: wherever the target falls inside it, the whole
-    entry moves to the next chunk, so the sentence a question matches is never without the option's name (the
-    one-sentence overlap alone would carry only the sentence before it)."""
+    """An option entry as a manual page has it, the name on its own line, four sentences below: wherever the
+    target falls inside it, the whole entry moves to the next chunk, so the sentence a question matches is never
+    without the option's name (the one-sentence overlap alone would carry only the sentence before it)."""
     prose = [
         Block(f"Sentence {i} of the introduction says something about timeouts in general.", ("t",)) for i in range(14)
     ]
     entry = Block(
-        "--kill-after=DURATION sends a second signal when the first one was not enough to stop the command. "
+        "--kill-after=DURATION\nSends a second signal when the first one was not enough to stop the command. "
         "The duration is a floating point number followed by an optional unit such as seconds or minutes. "
         "A duration of zero disables this second signal entirely and leaves the command running as it was. "
         "The second signal is always KILL, which a process cannot catch, block or ignore in any way at all.",
