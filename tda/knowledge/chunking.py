@@ -66,8 +66,6 @@ class _Unit:
     joiner: str
     block: int = 0
     """Which block (paragraph, list entry, code block) of the section the unit belongs to."""
-    block_tokens: int = 0
-    """The whole block's tokens: a short block is never split across chunks."""
 
 
 def split_sentences(text: str) -> list[str]:
@@ -97,7 +95,7 @@ def chunk_document(
     overlap = target_tokens // 6 if overlap_tokens is None else overlap_tokens
     chunks: list[Chunk] = []
     for headings, blocks in groupby(doc.blocks, key=lambda b: b.headings):
-        units = _with_block_sizes(list(_units(blocks, count, target_tokens)))
+        units = list(_units(blocks, count, target_tokens))
         for group in _pack(units, target_tokens, overlap):
             text = _join(group)
             pages = [u.page for u in group if u.page is not None]
@@ -119,13 +117,6 @@ def _units(blocks: Iterable[Block], count: Counter, target: int) -> Iterable[_Un
             for part in _cut_oversized(piece, count, target):
                 yield _Unit(part, count(part), block.page, joiner, number)
                 joiner = "\n" if block.preformatted else " "
-
-
-def _with_block_sizes(units: list[_Unit]) -> list[_Unit]:
-    sizes: dict[int, int] = {}
-    for u in units:
-        sizes[u.block] = sizes.get(u.block, 0) + u.tokens + 1
-    return [replace(u, block_tokens=sizes[u.block]) for u in units]
 
 
 def _code_line_groups(text: str, count: Counter, target: int) -> list[str]:
@@ -155,10 +146,10 @@ def _greedy_groups(pieces: list[str], separator: str, count: Counter, target: in
 def _pack(units: list[_Unit], target: int, overlap: int) -> Iterable[list[_Unit]]:
     """Greedy packing to ``target`` tokens; each new chunk starts with the previous one's tail sentences.
 
-    A chunk does not end inside a short definition entry (an option's name on its own line, its description
-    below) nor with a lead-in (a line ending in ":", a bare term) whose subject follows: those move to the
-    next chunk whole, so a term is never separated from the prose that explains it. (Keeping every short
-    paragraph whole was measured too: it cost 2 of 56 SQLite questions at 300 and 500 tokens.)"""
+    A chunk does not end with lead-ins (a line ending in ":", a bare term such as an option's name on its own
+    line) whose subject follows: they move to the next chunk with it, so a term is never separated from the
+    prose that explains it. (Keeping short paragraphs or definition entries whole as well was measured: it
+    cost 2 of 56 SQLite questions at 300 and 500 tokens, and 2-3 of 50 on the manuals at 500 and 1,000.)"""
     current: list[_Unit] = []
     carried = 0  # how many leading units of ``current`` are overlap from the previous chunk
     for unit in units:
@@ -184,15 +175,12 @@ def _pack(units: list[_Unit], target: int, overlap: int) -> Iterable[list[_Unit]
 
 
 def _cut_point(current: list[_Unit], carried: int, unit: _Unit, target: int) -> int:
-    """Where the chunk ends when ``unit`` does not fit: before a short entry it would split, or before a
-    lead-in that introduces what follows; else after everything (the units from there start the next)."""
+    """Where the chunk ends when ``unit`` does not fit: before the lead-ins that introduce what follows, else
+    after everything (the units from there start the next)."""
     last = current[-1]
     start = next(i for i in range(len(current)) if current[i].block == last.block)
-    if unit.block == last.block:
-        splits_entry = last.block_tokens <= target // 2 and _entry(current[start].text)
-        cut = start if splits_entry else len(current)
-    else:  # walk back over lead-ins that introduce one another ("Options:", then an option's name)
-        cut = len(current)
+    cut = len(current)
+    if unit.block != last.block:  # walk back over lead-ins that introduce one another ("Options:", an option's name)
         while cut > carried and _lead_in(current[start:cut]):
             cut, block = start, current[start - 1].block if start else -1
             start = next((i for i in range(cut) if current[i].block == block), cut)
@@ -202,13 +190,6 @@ def _cut_point(current: list[_Unit], carried: int, unit: _Unit, target: int) -> 
 
 
 _TERMINAL = re.compile(r"[.!?][\"')\]]?$")
-
-
-def _entry(first_sentence: str) -> bool:
-    """A definition entry: a term alone on its first line ("-k, --kill-after=DURATION", "ConnectTimeout"), its
-    description on the lines below (a manual's option list, a glossary)."""
-    term, newline, _ = first_sentence.partition("\n")
-    return bool(newline) and len(term.strip()) <= 80 and not _TERMINAL.search(term.strip())
 
 
 def _lead_in(block: list[_Unit]) -> bool:

@@ -140,25 +140,3 @@ def test_a_chunk_boundary_never_separates_an_option_name_from_its_description() 
         [described] = [c for c in chunks if "Also send a KILL signal" in c.text]
         assert "--kill-after=DURATION" in described.text, target
         assert "Options:" in described.text, target
-
-
-def test_an_option_entry_is_not_split_across_chunks() -> None:
-    """An option entry as a manual page has it, the name on its own line, four sentences below: wherever the
-    target falls inside it, the whole entry moves to the next chunk, so the sentence a question matches is never
-    without the option's name (the one-sentence overlap alone would carry only the sentence before it)."""
-    prose = [
-        Block(f"Sentence {i} of the introduction says something about timeouts in general.", ("t",)) for i in range(14)
-    ]
-    entry = Block(
-        "--kill-after=DURATION\nSends a second signal when the first one was not enough to stop the command. "
-        "The duration is a floating point number followed by an optional unit such as seconds or minutes. "
-        "A duration of zero disables this second signal entirely and leaves the command running as it was. "
-        "The second signal is always KILL, which a process cannot catch, block or ignore in any way at all.",
-        ("t",),
-    )
-    doc = ExtractedDocument("t", (*prose, entry))
-    for target in range(200, 320, 5):
-        chunks = chunk_document(doc, TOKENS.count, target_tokens=target)
-        for chunk in chunks:
-            if "cannot catch, block or ignore" in chunk.text:
-                assert "--kill-after=DURATION" in chunk.text, target
