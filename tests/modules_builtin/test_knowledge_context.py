@@ -151,7 +151,7 @@ async def test_sources_are_numbered_with_document_section_and_page() -> None:
 async def test_directive_config_overrides_collections_k_and_min_score() -> None:
     kb = FakeKnowledge([])
     config = {"collections": ["other"], "k": 3, "min_score": 0.4}
-    c = await make_module().contribute(120, context(kb, config=config))  # a small budget: the depth is k (120 // 60 < 3)
+    c = await make_module().contribute(120, context(kb, config=config))  # small budget: depth is k (120 // 60 < 3)
     assert kb.queries == [("what is it?", ("other",), 3, 0.4)]
     assert c.is_empty and c.metadata["reason"] == "no passage found"
 
