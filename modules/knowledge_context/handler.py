@@ -316,12 +316,12 @@ class KnowledgeContextModule(ContextModule):
     async def _neighbours(
         self, ranked: Sequence[Passage], ctx: AssemblyContext, opts: Options
     ) -> dict[tuple[str, str, int], list[Passage]]:
-        """Neighbouring chunks of the strong hits (those within ``expand_ratio`` of the best)."""
+        """Neighbouring chunks of the strong hits among the first ``k`` (those within ``expand_ratio`` of the best)."""
         if opts.max_expansion <= 0 or not ranked or ctx.knowledge is None:
             return {}
         strong = opts.expand_ratio * ranked[0].score
         nearby: dict[tuple[str, str, int], list[Passage]] = {}
-        for hit in ranked:
+        for hit in ranked[: opts.k]:  # only the first k are widened (deeper hits are packed after the neighbours)
             if hit.score >= strong:
                 # At most the shared total per side: the total, not the radius, bounds what is added.
                 found = await ctx.knowledge.neighbours(hit, before=opts.max_expansion, after=opts.max_expansion)
