@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 import re
 from collections.abc import Mapping, Sequence
 from contextlib import aclosing
@@ -31,6 +32,7 @@ from components.context_window.base import (
 from components.context_window.fitting import clip, estimator
 from components.context_window.metering import labelled
 from components.context_window.phases import visible
+from components.context_window.relevance import terms as stemmed_terms
 from components.context_window.session_cache import SessionCache
 
 log = logging.getLogger(__name__)
@@ -475,10 +477,10 @@ def pack(plan: Plan, budget: int, tokens: TokenCounter, opts: Options) -> list[S
     """The sources for ``budget``: the first ``k`` ranked hits best first (whole, else a window of the best
     part in the room left), then neighbours of strong hits, then the hits further down the ranking while
     room is left (the retrieval's depth grows with the budget, so a large budget is not left half empty)."""
-    terms = query_terms(plan.retrieval_query)
-    chosen = _taken(plan.ranked[: opts.k], [], budget, tokens, terms)
+    weights = _term_weights(plan.retrieval_query, plan.ranked)
+    chosen = _taken(plan.ranked[: opts.k], [], budget, tokens, weights)
     chosen = _widen(chosen, plan.nearby, budget, tokens, opts)
-    chosen = _taken(plan.ranked[opts.k :], chosen, budget, tokens, terms)
+    chosen = _taken(plan.ranked[opts.k :], chosen, budget, tokens, weights)
     while chosen and _cost(chosen, tokens) > budget:  # the estimate is an upper bound: a safety net
         narrower = chosen[-1].narrowed()
         chosen = _replaced(chosen, len(chosen) - 1, narrower) if narrower else chosen[:-1]
@@ -486,7 +488,7 @@ def pack(plan: Plan, budget: int, tokens: TokenCounter, opts: Options) -> list[S
 
 
 def _taken(
-    hits: Sequence[Passage], chosen: list[Source], budget: int, tokens: TokenCounter, terms: frozenset[str]
+    hits: Sequence[Passage], chosen: list[Source], budget: int, tokens: TokenCounter, weights: Mapping[str, float]
 ) -> list[Source]:
     """``chosen`` and then ``hits`` in rank order: each whole when it fits, else a window in the room left."""
     for hit in hits:
@@ -502,7 +504,7 @@ def _taken(
             chosen = trial
             continue
         room = budget - _estimate([*chosen, Source(hit, (hit,), window="")], tokens)
-        window = _window(hit.text, terms, room, tokens) if room >= _MIN_WINDOW else None
+        window = _window(hit.text, weights, room, tokens) if room >= _MIN_WINDOW else None
         if window is not None:
             chosen = [*chosen, Source(hit, (hit,), window=window)]
     return chosen
@@ -595,23 +597,31 @@ def _spans(text: str) -> list[tuple[int, int]]:
 def _sentences(text: str) -> tuple[tuple[tuple[int, int], ...], tuple[frozenset[str], ...]]:
     """The sentences of a passage and the content words of each, by content: hits recur from turn to turn."""
     spans = tuple(_spans(text))
-    return spans, tuple(query_terms(text[a:b]) for a, b in spans)
+    return spans, tuple(frozenset(stemmed_terms(text[a:b])) for a, b in spans)
 
 
-def _window(text: str, terms: frozenset[str], room: int, tokens: TokenCounter) -> str | None:
+def _term_weights(query: str, ranked: Sequence[Passage]) -> dict[str, float]:
+    """The query's stemmed words, each weighted by how rare it is among the ranked hits (an idf over them): a
+    window is chosen for the words that tell the hits apart, not for the ones every hit shares."""
+    wanted = set(stemmed_terms(query))
+    held = [set(stemmed_terms(p.text)) & wanted for p in ranked]
+    return {t: math.log(1 + (len(ranked) + 1) / (sum(t in h for h in held) + 0.5)) for t in wanted}
+
+
+def _window(text: str, weights: Mapping[str, float], room: int, tokens: TokenCounter) -> str | None:
     """The run of whole sentences of ``text`` within ``room`` tokens that holds most of the query's
     words (the earliest such run), "…" marking what was left out; None if not one sentence fits."""
     spans, words = _sentences(text)
     costs = [tokens.count(text[a:b]) + 1 for a, b in spans]
-    gains = [len(w & terms) for w in words]
+    gains = [sum(weights.get(w, 0.0) for w in sentence) for sentence in words]
     limit = room - 4  # the "…" marks on either side
-    best: tuple[int, int, int] | None = None
-    low, cost, gain = 0, 0, 0
+    best: tuple[float, int, int] | None = None
+    low, cost, gain = 0, 0, 0.0
     for high in range(len(spans)):
         cost, gain = cost + costs[high], gain + gains[high]
         while cost > limit and low <= high:
             cost, gain, low = cost - costs[low], gain - gains[low], low + 1
-        if low <= high and (best is None or gain > best[0]):
+        if low <= high and (best is None or gain > best[0] + 1e-9):  # float sums: the earliest of equals
             best = (gain, low, high)
     if best is None:
         return None
