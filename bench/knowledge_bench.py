@@ -1,17 +1,26 @@
-"""Knowledge retrieval quality: does the answering passage reach the model, at 500, 1,000 and 2,000 tokens?
+"""Knowledge retrieval quality: does the answering passage reach the model, at 300 to 4,000 tokens?
 
-Two public corpora, each with questions worded away from the answer text and an answer that is a
-verbatim span of the corpus (bench/data/*/README.md has provenance and licences):
+Three public corpora of different kinds, each with questions worded away from the answer text and an
+answer that is a verbatim span of the corpus (bench/data/*/README.md has provenance and licences):
 
 * ``sqlite``: 13 pages of the SQLite documentation (HTML, public domain);
-* ``licences``: 8 free-software licences from Debian's /usr/share/common-licenses (plain text).
+* ``licences``: 8 free-software licences from Debian's /usr/share/common-licenses (plain text);
+* ``manuals``: 25 manuals from a Debian system: man pages rendered to text, Markdown and HTML from
+  /usr/share/doc, with 10 questions the corpus cannot answer (abstention).
 
 "Answered" = the answer span is inside the text that would be sent to the model:
 
 * tda: the real ``knowledge_context`` module, driven directly with the real retriever
   (``tda.knowledge``: structure-aware chunks, embeddings, BM25 with rank fusion, packing by parts);
 * naive: 1,000-character chunks with 200 overlap, the same embedder, top-k by similarity as
-  "Source: file" blocks, either whole chunks while they fit or (generous) cut at the budget.
+  "Source: file" blocks, either whole chunks while they fit or (generous) cut at the budget;
+* hybrid: the same chunks ranked by BM25 (written here, not tda's) and the embedder, fused by
+  reciprocal rank (k 60), packed as sentence windows (the best-matching sentence and one on each side,
+  best chunk first), then every window widened by a sentence on each side, round after round, while
+  the budget allows.
+
+Unanswerable questions count as abstained when tda sends no text; answerable questions it abstained
+on are reported too (abstaining must not cost answers).
 
 Also reported: ingestion throughput (chunks/s, model loaded) and the module's contribute latency for
 a query whose embedding is cached. Run from the repository root:
@@ -25,10 +34,13 @@ import argparse
 import asyncio
 import hashlib
 import json
+import math
+import re
 import statistics
 import sys
 import tempfile
 import time
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,10 +61,12 @@ from tda.knowledge.store import KnowledgeStore, open_client  # noqa: E402
 offline_library_defaults()  # tiktoken loads litellm's bundled encodings, as in the service
 
 DATA = ROOT / "bench" / "data"
-CORPORA = {"sqlite": DATA / "knowledge", "licences": DATA / "licences"}
+CORPORA = {"sqlite": DATA / "knowledge", "licences": DATA / "licences", "manuals": DATA / "manuals"}
 MODEL = "gpt-4o"
-BUDGETS = (500, 1000, 2000)
+BUDGETS = (300, 500, 1000, 2000, 4000)
 TARGET_MARGIN = 0.10
+MARGIN_BUDGETS = (500, 1000, 2000)
+"""Where the margin over the naive baselines is a target (at 300 and 4,000 the target is the hybrid's count)."""
 TARGET_AT_2000 = 0.92
 CACHE = Path(tempfile.gettempdir()) / "tda-knowledge-bench"
 
@@ -67,10 +81,16 @@ class Result:
     hits: list[bool]
     latencies_ms: list[float]
     max_tokens: int
+    mean_tokens: float = 0.0
+    abstained: int = 0
 
     @property
     def rate(self) -> float:
         return sum(self.hits) / len(self.hits)
+
+
+def load_unanswerable(folder: Path) -> list[dict]:
+    return json.loads((folder / "questions.json").read_text(encoding="utf-8")).get("unanswerable", [])
 
 
 def load_questions(folder: Path) -> list[dict]:
@@ -104,28 +124,33 @@ async def run_tda(
     name: str,
     config: dict | None = None,
 ) -> Result:
-    """The module as a turn runs it; each query is contributed twice and the second (embedding
-    cached, as in a turn after the champion-case search) is timed."""
+    """The module as a turn runs it; each query is contributed twice, in two assemblies, and the second
+    (query embedding cached, as in a turn after the champion-case search) is timed."""
     definition = load_folder(ROOT / "modules" / "knowledge_context", "builtin")
     module = definition.cls(definition.manifest)
     tokens = estimator_for(MODEL)
-    hits, latencies, worst = [], [], 0
+    hits, latencies, worst, used, abstained = [], [], 0, [], 0
     for q in questions:
-        ctx = AssemblyContext(
-            query=q["question"],
-            profile=Profile(id="bench", type="rag_focused", knowledge_collections=(collection,)),
-            session=Session(id=f"bench-{q['id']}"),
-            model=MODEL,
-            knowledge=retriever,
-        ).for_module(Directives(config=config or {}), tokens)
-        await module.contribute(budget, ctx)
+
+        def context(q: dict = q) -> AssemblyContext:
+            return AssemblyContext(
+                query=q["question"],
+                profile=Profile(id="bench", type="rag_focused", knowledge_collections=(collection,)),
+                session=Session(id=f"bench-{q['id']}"),
+                model=MODEL,
+                knowledge=retriever,
+            ).for_module(Directives(config=config or {}), tokens)
+
+        await module.contribute(budget, context())  # embeds the query (a turn's champion-case search does)
         started = time.perf_counter()
-        contribution = await module.contribute(budget, ctx)
+        contribution = await module.contribute(budget, context())  # a fresh assembly: retrieval and packing
         latencies.append((time.perf_counter() - started) * 1000)
         text = contribution.text()
         worst = max(worst, tokens.count(text))
-        hits.append(normalise(q["answer"]) in normalise(text))
-    return Result(name, hits, latencies, worst)
+        used.append(tokens.count(text))
+        abstained += not text
+        hits.append("answer" in q and normalise(q["answer"]) in normalise(text))
+    return Result(name, hits, latencies, worst, statistics.mean(used) if used else 0.0, abstained)
 
 
 # --- the naive baseline ------------------------------------------------------------------------
@@ -199,6 +224,84 @@ def cut_to_budget(text: str, budget: int, tokens: TokenEstimator) -> str:
     return text[:low]
 
 
+# --- the hybrid baseline (written here, independently of tda's retrieval) ----------------------
+
+_WORD = re.compile(r"[a-z0-9]+")
+_STOP = frozenset(
+    "a an and are as at be by can do does for from has have how i if in is it of on or so "
+    "that the this to was what when where which who why will with you your my me".split()
+)
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n\s*\n")
+
+
+def words(text: str) -> list[str]:
+    """Lower-case words without function words, cut to 5 letters (a crude stem, unlike tda's Snowball)."""
+    return [w[:5] for w in _WORD.findall(text.lower()) if w not in _STOP]
+
+
+class HybridBaseline(NaiveBaseline):
+    """The naive chunks ranked by BM25 and by the embedder, fused by reciprocal rank, packed as
+    sentence windows around each chunk's best-matching sentence, then widened to whole chunks."""
+
+    def ingest(self) -> None:
+        super().ingest()
+        self.bags = [Counter(words(c)) for _, c in self.chunks]
+        self.lengths = np.array([sum(b.values()) for b in self.bags], dtype=np.float64)
+        df = Counter(w for b in self.bags for w in b)
+        n = len(self.bags)
+        self.idf = {w: math.log(1 + (n - f + 0.5) / (f + 0.5)) for w, f in df.items()}
+
+    def bm25(self, query: str, k1: float = 1.2, b: float = 0.75) -> np.ndarray:
+        avg = float(self.lengths.mean())
+        scores = np.zeros(len(self.bags))
+        for w in set(words(query)):
+            if w not in self.idf:
+                continue
+            tf = np.array([bag.get(w, 0) for bag in self.bags], dtype=np.float64)
+            scores += self.idf[w] * tf * (k1 + 1) / (tf + k1 * (1 - b + b * self.lengths / avg))
+        return scores
+
+    def ranked(self, query: str, depth: int = 40) -> list[int]:
+        q = np.asarray(self.embed([query])[0], dtype=np.float32)
+        fused: dict[int, float] = {}
+        for order in (np.argsort(-(self.matrix @ q))[:depth], np.argsort(-self.bm25(query))[:depth]):
+            for rank, i in enumerate(order, start=1):
+                fused[int(i)] = fused.get(int(i), 0.0) + 1 / (60 + rank)
+        return sorted(fused, key=lambda i: -fused[i])
+
+    def context(self, query: str, budget: int, tokens: TokenEstimator, *, cut: bool = False, k: int = 40) -> str:
+        """Sentence windows (the best-matching sentence and one each side) of the top chunks while they
+        fit, then every window widened by a sentence a side, best chunk first, round after round."""
+        wanted = set(words(query))
+        picks: list[tuple[int, int, int]] = []  # (chunk, best sentence, radius)
+        split = {i: [x for x in _SENTENCE.split(self.chunks[i][1]) if x.strip()] for i in self.ranked(query)[:k]}
+
+        def text_of(parts: list[tuple[int, int, int]]) -> str:
+            return "\n\n".join(
+                f"Source: {self.chunks[i][0]}\n" + " ".join(split[i][max(0, b - r) : b + r + 1]) for i, b, r in parts
+            )
+
+        for i, sentences in split.items():
+            best = max(range(len(sentences)), key=lambda j: len(wanted & set(words(sentences[j]))))
+            if tokens.count(text_of([*picks, (i, best, 1)])) <= budget:
+                picks.append((i, best, 1))
+        grown = True
+        while grown:
+            grown = False
+            for n, (i, b, r) in enumerate(picks):
+                if b - r <= 0 and b + r + 1 >= len(split[i]):
+                    continue  # already the whole chunk
+                trial = [*picks[:n], (i, b, r + 1), *picks[n + 1 :]]
+                if tokens.count(text_of(trial)) <= budget:
+                    picks, grown = trial, True
+        return text_of(picks)
+
+    def run(self, questions: list[dict], budget: int, *, cut: bool = False) -> Result:
+        result = super().run(questions, budget, cut=False)
+        result.name = "hybrid"
+        return result
+
+
 # --- report ------------------------------------------------------------------------------------
 
 VARIANTS: dict[str, tuple[RetrievalSettings, dict]] = {
@@ -217,14 +320,18 @@ def pct(r: Result) -> str:
 
 async def bench_corpus(name: str, args: argparse.Namespace) -> bool:
     folder = CORPORA[name]
-    questions = load_questions(folder)
+    questions, unanswerable = load_questions(folder), load_unanswerable(folder)
     corpus = folder / "corpus"
     files = list(corpus.iterdir())
     size_kb = sum(p.stat().st_size for p in files) / 1024
-    print(f"\n## {name}: {len(files)} files, {size_kb:.0f} KB, {len(questions)} questions")
+    print(
+        f"\n## {name}: {len(files)} files, {size_kb:.0f} KB, "
+        f"{len(questions)} questions, {len(unanswerable)} unanswerable"
+    )
     collection = f"bench-{name}"
-    baseline = NaiveBaseline(folder, args.embedder)
+    baseline, hybrid = NaiveBaseline(folder, args.embedder), HybridBaseline(folder, args.embedder)
     baseline.ingest()
+    hybrid.ingest()
     with tempfile.TemporaryDirectory() as tmp:
         store, seconds, chunks = ingest_tda(Path(tmp), corpus, collection, args.embedder)
         rate = chunks / seconds
@@ -234,31 +341,54 @@ async def bench_corpus(name: str, args: argparse.Namespace) -> bool:
         extra: dict[str, list[str]] = {v: [] for v in variants}
         for budget in args.budgets:
             tda = await run_tda(ChromaKnowledgeRetriever(store), collection, questions, budget, "tda")
+            mixed = hybrid.run(questions, budget)
             whole = baseline.run(questions, budget, cut=False)
             cut = baseline.run(questions, budget, cut=True)
             margin = tda.rate - max(whole.rate, cut.rate)
             passed = (
-                margin >= TARGET_MARGIN and tda.max_tokens <= budget and (budget < 2000 or tda.rate >= TARGET_AT_2000)
+                (margin >= TARGET_MARGIN or budget not in MARGIN_BUDGETS)
+                and tda.max_tokens <= budget
+                and (budget != 2000 or tda.rate >= TARGET_AT_2000)
+                and sum(tda.hits) >= sum(mixed.hits)
             )
             ok &= passed
             latencies += tda.latencies_ms
-            cells = [f"{budget:,}", pct(tda), pct(whole), pct(cut), f"{margin * 100:+.1f}", f"{tda.max_tokens:,}"]
+            none = ""
+            if unanswerable:
+                off = await run_tda(ChromaKnowledgeRetriever(store), collection, unanswerable, budget, "unanswerable")
+                none = f"{off.abstained}/{len(unanswerable)}"
+            cells = [
+                f"{budget:,}",
+                f"{sum(tda.hits)} ({pct(tda)})",
+                f"{sum(mixed.hits)} ({pct(mixed)})",
+                pct(whole),
+                pct(cut),
+                f"{margin * 100:+.1f}",
+                f"{tda.mean_tokens:,.0f} / {tda.max_tokens:,}",
+                str(tda.abstained),
+                none or "-",
+            ]
             rows.append("| " + " | ".join([*cells, "yes" if passed else "NO"]) + " |")
             for v, (settings, config) in variants.items():
                 r = await run_tda(ChromaKnowledgeRetriever(store, settings), collection, questions, budget, v, config)
-                extra[v].append(pct(r))
+                extra[v].append(f"{sum(r.hits)}")
             if args.show_misses:
                 print(f"missed at {budget}: {[q['id'] for q, hit in zip(questions, tda.hits, strict=True) if not hit]}")
+                print(
+                    f"hybrid missed at {budget}: "
+                    f"{[q['id'] for q, h in zip(questions, mixed.hits, strict=True) if not h]}"
+                )
     print(
-        "\n| budget (tokens) | tda | naive: whole chunks | naive: cut at budget | margin (points) | max tokens | met |"
+        "\n| budget | tda | hybrid | naive: whole | naive: cut | margin over naive | tokens mean / max "
+        "| answerable abstained | unanswerable abstained | met |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     print("\n".join(rows))
     if variants:
         print("\n| variant | " + " | ".join(f"{b:,}" for b in args.budgets) + " |")
         print("|---|" + "---|" * len(args.budgets))
-        for v, rates in extra.items():
-            print(f"| {v} | " + " | ".join(rates) + " |")
+        for v, counts in extra.items():
+            print(f"| {v} | " + " | ".join(counts) + " |")
     lat = sorted(latencies)
     p50, p90 = statistics.median(lat), lat[int(len(lat) * 0.9)]
     print(f"\nknowledge_context contribute, query embedding cached: p50 {p50:.1f} ms, p90 {p90:.1f} ms")
@@ -367,7 +497,7 @@ async def main() -> int:
         return 0
     print(
         f"embedder {args.embedder}; budgets in {MODEL} tokens; targets: >= +{TARGET_MARGIN * 100:.0f} points over "
-        f"the better naive variant at each budget, >= {TARGET_AT_2000:.0%} at 2,000"
+        f"the better naive variant at 500-2,000, >= {TARGET_AT_2000:.0%} at 2,000, at least the hybrid's count"
     )
     ok = True
     for name in CORPORA if args.corpus == "all" else [args.corpus]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 import re
 from collections.abc import Mapping, Sequence
 from contextlib import aclosing
@@ -31,6 +32,7 @@ from components.context_window.base import (
 from components.context_window.fitting import clip, estimator
 from components.context_window.metering import labelled
 from components.context_window.phases import visible
+from components.context_window.relevance import terms as stemmed_terms
 from components.context_window.session_cache import SessionCache
 
 from .options import KnowledgeOptions
@@ -58,6 +60,15 @@ class Options:
     """The options as the handler reads them; the defaults and checks are ``KnowledgeOptions``'."""
 
     k: int = _DEFAULTS.k
+    """The hits packed first, before the neighbours of strong hits; also the least retrieval depth: a larger
+    budget retrieves more (one hit per ``depth_tokens``), packed after the neighbours while room is left."""
+    depth_tokens: int = _DEFAULTS.depth_tokens
+    """Budget tokens per retrieved hit beyond ``k``: depth grows with the budget, so spare room is filled
+    from further down the ranking instead of staying empty (at 4,000 tokens: 66 hits, after the floors)."""
+    max_depth: int = _DEFAULTS.max_depth
+    abstain_below: float = _DEFAULTS.abstain_below
+    """Send nothing when the best hit's cosine similarity to the query is below this AND the best hit shares
+    under half the query's content words: the corpus has no answer, and near misses invite wrong ones."""
     min_score: float = _DEFAULTS.min_score
     collections: tuple[str, ...] = ()
     max_expansion: int = _DEFAULTS.max_expansion
@@ -74,6 +85,10 @@ class Options:
     model: without a summarizer the stage is skipped)."""
     filter_pool: int = _DEFAULTS.filter_pool
 
+    def depth(self, budget: int) -> int:
+        """How many hits to retrieve for ``budget``: never fewer than ``k``, more as the budget grows."""
+        return max(self.k, min(self.max_depth, budget // self.depth_tokens))
+
     @classmethod
     def from_context(cls, ctx: AssemblyContext) -> Options:
         cfg: Mapping[str, Any] = ctx.directives.config
@@ -81,6 +96,9 @@ class Options:
         d = cls()
         return cls(
             k=max(1, int(cfg.get("k", d.k))),
+            depth_tokens=max(1, int(cfg.get("depth_tokens", d.depth_tokens))),
+            max_depth=max(1, int(cfg.get("max_depth", d.max_depth))),
+            abstain_below=float(cfg.get("abstain_below", d.abstain_below)),
             min_score=float(cfg.get("min_score", d.min_score)),
             collections=tuple(collections),
             max_expansion=max(0, int(cfg.get("max_expansion", d.max_expansion))),
@@ -208,6 +226,8 @@ class Plan:
     nearby: dict[tuple[str, str, int], list[Passage]] = field(default_factory=dict)
     """Neighbouring chunks of the strong hits, by hit."""
     sources: list[Source] = field(default_factory=list)
+    abstained: str = ""
+    """Why nothing is sent although passages were found (the relevance floor), else empty."""
 
 
 class KnowledgeContextModule(ContextModule):
@@ -231,11 +251,17 @@ class KnowledgeContextModule(ContextModule):
         if budget <= 0:
             return self._empty("no budget")
         opts = Options.from_context(ctx)
-        # Retrieved once per assembly: the surplus pass asks again with a larger budget, for the same turn.
+        # Retrieved once per assembly, deep enough for the largest budget asked so far: the surplus pass asks
+        # again with a larger budget, for the same turn.
+        depth = opts.depth(budget)
         retrieval = ctx.memo.get(("retrieval", opts))
-        if retrieval is None:
-            retrieval = ctx.memo[("retrieval", opts)] = await self._retrieve(ctx, opts)
-        found, retrieved = retrieval
+        if retrieval is None or retrieval[2] < depth:
+            found, retrieved = await self._retrieve(ctx, opts, depth)
+            retrieval = ctx.memo[("retrieval", opts)] = (found, retrieved, depth)
+        found, retrieved, _ = retrieval
+        if found.abstained:
+            self._remember(ctx, found)
+            return self._abstain(found, retrieved)
         plan = dataclasses.replace(found, sources=pack(found, budget, estimator(ctx), opts))
         self._remember(ctx, plan)
         return self._render(plan, strategy="full", retrieved=retrieved)
@@ -244,6 +270,8 @@ class KnowledgeContextModule(ContextModule):
         plan = ctx.memo.get("plan")  # this assembly's retrieval: never one from an earlier turn
         if plan is None:  # not ours: retrieve again at the smaller budget
             return await self.contribute(target_tokens, ctx)
+        if plan.abstained:
+            return self._abstain(plan, contribution.metadata.get("retrieved", 0))
         sources = pack(plan, target_tokens, estimator(ctx), Options.from_context(ctx))
         smaller = dataclasses.replace(plan, sources=sources)
         self._remember(ctx, smaller)
@@ -251,7 +279,7 @@ class KnowledgeContextModule(ContextModule):
 
     # --- steps ---------------------------------------------------------------------------
 
-    async def _retrieve(self, ctx: AssemblyContext, opts: Options) -> tuple[Plan, int]:
+    async def _retrieve(self, ctx: AssemblyContext, opts: Options, depth: int) -> tuple[Plan, int]:
         """What packing draws from (no sources chosen yet), and how many hits the retriever returned."""
         assert ctx.knowledge is not None
         retrieval_query = await self._retrieval_query(ctx, opts)
@@ -259,10 +287,13 @@ class KnowledgeContextModule(ContextModule):
         hits = await ctx.knowledge.retrieve(
             retrieval_query,
             collections=opts.collections,
-            k=opts.filter_pool if judge else opts.k,
+            k=opts.filter_pool if judge else depth,  # the model judges a fixed pool
             min_score=opts.min_score,
         )
         ranked = dedupe_text(hits)
+        reason = unanswerable(ranked, retrieval_query, opts.abstain_below)
+        if reason:
+            return Plan(ctx.query, retrieval_query, abstained=reason), len(hits)
         if judge is not None and ranked:
             ranked = await _judged(ranked, retrieval_query, judge)
         return Plan(ctx.query, retrieval_query, ranked, await self._neighbours(ranked, ctx, opts)), len(hits)
@@ -296,12 +327,12 @@ class KnowledgeContextModule(ContextModule):
     async def _neighbours(
         self, ranked: Sequence[Passage], ctx: AssemblyContext, opts: Options
     ) -> dict[tuple[str, str, int], list[Passage]]:
-        """Neighbouring chunks of the strong hits (those within ``expand_ratio`` of the best)."""
+        """Neighbouring chunks of the strong hits among the first ``k`` (those within ``expand_ratio`` of the best)."""
         if opts.max_expansion <= 0 or not ranked or ctx.knowledge is None:
             return {}
         strong = opts.expand_ratio * ranked[0].score
         nearby: dict[tuple[str, str, int], list[Passage]] = {}
-        for hit in ranked:
+        for hit in ranked[: opts.k]:  # only the first k are widened (deeper hits are packed after the neighbours)
             if hit.score >= strong:
                 # At most the shared total per side: the total, not the radius, bounds what is added.
                 found = await ctx.knowledge.neighbours(hit, before=opts.max_expansion, after=opts.max_expansion)
@@ -316,6 +347,11 @@ class KnowledgeContextModule(ContextModule):
         return Contribution(
             module_id=self.module_id, placement="context", strategy="empty", metadata={"reason": reason}
         )
+
+    def _abstain(self, plan: Plan, retrieved: int) -> Contribution:
+        empty = self._empty(plan.abstained)
+        meta = {**empty.metadata, "abstained": True, "retrieval_query": plan.retrieval_query, "retrieved": retrieved}
+        return empty.replace(metadata=meta)
 
     def _render(self, plan: Plan, *, strategy: str, retrieved: int) -> Contribution:
         if not plan.sources:
@@ -397,6 +433,26 @@ def dedupe_text(hits: Sequence[Passage]) -> list[Passage]:
     return sorted(best.values(), key=lambda p: -p.score)
 
 
+def unanswerable(ranked: Sequence[Passage], query: str, floor: float) -> str:
+    """Why no passage should be sent (the relevance floor), or "" to send them.
+
+    Both signals must fail: the best hit's cosine similarity to the query (the retriever's ``dense_score``,
+    else its score) is below ``floor``, and no hit among the first few holds half the query's content words.
+    One signal alone would abstain on answerable questions worded away from their answer (low cosine) or
+    answered by a passage that shares few words with them (no lexical match)."""
+    if floor <= 0 or not ranked:
+        return ""
+    similarity = max(float(p.metadata.get("dense_score", p.score)) for p in ranked)
+    terms = query_terms(query)
+    overlap = max((len(terms & query_terms(p.text + " " + p.section + " " + p.title)) for p in ranked[:5]), default=0)
+    if similarity >= floor or (terms and overlap * 2 >= len(terms)):
+        return ""
+    return (
+        f"abstained: no passage is relevant enough (best similarity {similarity:.2f} < {floor:.2f}, "
+        f"at most {overlap} of the query's {len(terms)} content words in a top passage)"
+    )
+
+
 def _blocks(sources: Sequence[Source]) -> list[str]:
     return [f"[SOURCE {n}] {s.label}\n{s.text}" for n, s in enumerate(sources, start=1)]
 
@@ -427,11 +483,24 @@ _MIN_WINDOW = 12
 
 
 def pack(plan: Plan, budget: int, tokens: TokenCounter, opts: Options) -> list[Source]:
-    """The sources for ``budget``: the ranked hits best first (whole, else a window of the best part in
-    the room left), then neighbours of strong hits with what remains."""
-    terms = query_terms(plan.retrieval_query)
-    chosen: list[Source] = []
-    for hit in plan.ranked:
+    """The sources for ``budget``: the first ``k`` ranked hits best first (whole, else a window of the best
+    part in the room left), then neighbours of strong hits, then the hits further down the ranking while
+    room is left (the retrieval's depth grows with the budget, so a large budget is not left half empty)."""
+    weights = _term_weights(plan.retrieval_query, plan.ranked)
+    chosen = _taken(plan.ranked[: opts.k], [], budget, tokens, weights)
+    chosen = _widen(chosen, plan.nearby, budget, tokens, opts)
+    chosen = _taken(plan.ranked[opts.k :], chosen, budget, tokens, weights)
+    while chosen and _cost(chosen, tokens) > budget:  # the estimate is an upper bound: a safety net
+        narrower = chosen[-1].narrowed()
+        chosen = _replaced(chosen, len(chosen) - 1, narrower) if narrower else chosen[:-1]
+    return chosen
+
+
+def _taken(
+    hits: Sequence[Passage], chosen: list[Source], budget: int, tokens: TokenCounter, weights: Mapping[str, float]
+) -> list[Source]:
+    """``chosen`` and then ``hits`` in rank order: each whole when it fits, else a window in the room left."""
+    for hit in hits:
         if any(s.covers(hit) for s in chosen):
             continue  # already shown as part of another hit's source
         # A hit right next to a chosen (whole) chunk continues that source rather than opening a new one.
@@ -444,13 +513,9 @@ def pack(plan: Plan, budget: int, tokens: TokenCounter, opts: Options) -> list[S
             chosen = trial
             continue
         room = budget - _estimate([*chosen, Source(hit, (hit,), window="")], tokens)
-        window = _window(hit.text, terms, room, tokens) if room >= _MIN_WINDOW else None
+        window = _window(hit.text, weights, room, tokens) if room >= _MIN_WINDOW else None
         if window is not None:
-            chosen.append(Source(hit, (hit,), window=window))
-    chosen = _widen(chosen, plan.nearby, budget, tokens, opts)
-    while chosen and _cost(chosen, tokens) > budget:  # the estimate is an upper bound: a safety net
-        narrower = chosen[-1].narrowed()
-        chosen = _replaced(chosen, len(chosen) - 1, narrower) if narrower else chosen[:-1]
+            chosen = [*chosen, Source(hit, (hit,), window=window)]
     return chosen
 
 
@@ -541,23 +606,31 @@ def _spans(text: str) -> list[tuple[int, int]]:
 def _sentences(text: str) -> tuple[tuple[tuple[int, int], ...], tuple[frozenset[str], ...]]:
     """The sentences of a passage and the content words of each, by content: hits recur from turn to turn."""
     spans = tuple(_spans(text))
-    return spans, tuple(query_terms(text[a:b]) for a, b in spans)
+    return spans, tuple(frozenset(stemmed_terms(text[a:b])) for a, b in spans)
 
 
-def _window(text: str, terms: frozenset[str], room: int, tokens: TokenCounter) -> str | None:
+def _term_weights(query: str, ranked: Sequence[Passage]) -> dict[str, float]:
+    """The query's stemmed words, each weighted by how rare it is among the ranked hits (an idf over them): a
+    window is chosen for the words that tell the hits apart, not for the ones every hit shares."""
+    wanted = set(stemmed_terms(query))
+    held = [set(stemmed_terms(p.text)) & wanted for p in ranked]
+    return {t: math.log(1 + (len(ranked) + 1) / (sum(t in h for h in held) + 0.5)) for t in wanted}
+
+
+def _window(text: str, weights: Mapping[str, float], room: int, tokens: TokenCounter) -> str | None:
     """The run of whole sentences of ``text`` within ``room`` tokens that holds most of the query's
     words (the earliest such run), "…" marking what was left out; None if not one sentence fits."""
     spans, words = _sentences(text)
     costs = [tokens.count(text[a:b]) + 1 for a, b in spans]
-    gains = [len(w & terms) for w in words]
+    gains = [sum(weights.get(w, 0.0) for w in sentence) for sentence in words]
     limit = room - 4  # the "…" marks on either side
-    best: tuple[int, int, int] | None = None
-    low, cost, gain = 0, 0, 0
+    best: tuple[float, int, int] | None = None
+    low, cost, gain = 0, 0, 0.0
     for high in range(len(spans)):
         cost, gain = cost + costs[high], gain + gains[high]
         while cost > limit and low <= high:
             cost, gain, low = cost - costs[low], gain - gains[low], low + 1
-        if low <= high and (best is None or gain > best[0]):
+        if low <= high and (best is None or gain > best[0] + 1e-9):  # float sums: the earliest of equals
             best = (gain, low, high)
     if best is None:
         return None

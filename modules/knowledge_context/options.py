@@ -8,7 +8,16 @@ from components.context_window.options import ModuleOptions
 
 
 class KnowledgeOptions(ModuleOptions):
-    k: int = Field(6, ge=1, description="Passages retrieved at most.")
+    k: int = Field(6, ge=1, description="Hits packed first; also the least retrieval depth.")
+    depth_tokens: int = Field(60, ge=1, description="Budget tokens per hit retrieved beyond k (depth grows with it).")
+    max_depth: int = Field(80, ge=1, description="Hits retrieved at most, however large the budget.")
+    abstain_below: float = Field(
+        0.25,
+        ge=0,
+        le=1,
+        description="Send nothing when the best hit's similarity is below this and it shares under half the "
+        "question's words.",
+    )
     min_score: float = Field(0.0, ge=0, le=1, description="Passages scoring below this are left out.")
     collections: list[str] | None = Field(None, description="Collections searched; default: the profile's.")
     max_expansion: int = Field(4, ge=0, description="Neighbouring chunks added in total, over all hits.")

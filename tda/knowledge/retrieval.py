@@ -4,8 +4,10 @@ Pipeline: candidate pool (dense, plus BM25 when hybrid) -> reciprocal-rank fusio
 optional reranker -> top k. Scores are 0..1, higher is better.
 
 Fusion is by rank, not by score: similarity and BM25 scores live on different scales, and mixing them
-let one signal bury the other's best hits. The floor is per signal: a candidate is dropped only when
-BOTH signals rate it below ``relative_floor`` of their own best, so no retriever's top hit is ever cut.
+let one signal bury the other's best hits. The fusion is the relevance engine's (``relevance.fuse``, the
+one reciprocal-rank fusion in the codebase), over the pool's BM25 and cosine scores. The floor is per
+signal: a candidate is dropped only when BOTH signals rate it below ``relative_floor`` of their own best,
+so no retriever's top hit is ever cut.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from components.context_window.base import Passage
+from components.context_window.relevance import fuse
 
 from .chunking import content_hash
 from .embeddings import row_products
@@ -59,9 +62,7 @@ class _Candidate:
     collection: str
     dense: float
     lexical: float = 0.0
-    dense_rank: int = 0
-    """1-based rank in the dense list; 0 when the candidate came from BM25 only."""
-    lexical_rank: int = 0
+    """BM25 score over the best BM25 score of the collection (0..1)."""
 
 
 class ChromaKnowledgeRetriever:
@@ -173,16 +174,9 @@ class ChromaKnowledgeRetriever:
             include=["documents", "metadatas", "distances"],
         )
         pool = {
-            i: _Candidate(i, t, dict(m or {}), name, max(0.0, 1.0 - float(d)), dense_rank=rank)
-            for rank, (i, t, m, d) in enumerate(
-                zip(
-                    found["ids"][0],
-                    found["documents"][0],
-                    found["metadatas"][0],
-                    found["distances"][0],
-                    strict=True,
-                ),
-                start=1,
+            i: _Candidate(i, t, dict(m or {}), name, max(0.0, 1.0 - float(d)))
+            for i, t, m, d in zip(
+                found["ids"][0], found["documents"][0], found["metadatas"][0], found["distances"][0], strict=True
             )
         }
         if self.settings.lexical_weight > 0:
@@ -193,17 +187,19 @@ class ChromaKnowledgeRetriever:
                 for i, c in pool.items()
                 if any(_in_section(str(c.metadata.get("section", "")), s) for s in sections)
             }
-        return [
-            _passage(c.id, c.text, c.metadata, name, self._fused(c), c.dense, c.lexical)
-            for c in _above_floor(list(pool.values()), self.settings.relative_floor)
-        ]
+        kept = _above_floor(list(pool.values()), self.settings.relative_floor)
+        return [_passage(c.id, c.text, c.metadata, name, score, c.dense, c.lexical) for c, score in self._fused(kept)]
 
-    def _fused(self, c: _Candidate) -> float:
-        """Weighted reciprocal-rank fusion, scaled so that first in both rankings is 1."""
+    def _fused(self, pool: list[_Candidate]) -> list[tuple[_Candidate, float]]:
+        """Weighted reciprocal-rank fusion of the pool's cosine and BM25 rankings (the relevance engine's), scaled
+        so that first in both is 1; BM25 ranks only candidates that share a word with the query."""
+        if not pool:
+            return []
         w, k = self.settings.lexical_weight, self.settings.rrf_k
-        score = (1 - w) / (k + c.dense_rank) if c.dense_rank else 0.0
-        score += w / (k + c.lexical_rank) if c.lexical_rank else 0.0
-        return score * (k + 1)
+        dense = np.array([c.dense for c in pool], dtype=np.float64)
+        lexical = np.array([c.lexical for c in pool], dtype=np.float64) if w > 0 else None
+        ranking = fuse(lexical=lexical, dense=dense, weights=(w, 1 - w), rrf_k=k)
+        return [(pool[p], float(s) * (k + 1)) for p, s in zip(ranking.positions, ranking.scores, strict=True)]
 
     def _collection(self, name: str) -> tuple[Any, int]:
         """The collection's handle (kept while this store has not written to it: opening one costs ms)
@@ -237,17 +233,23 @@ class ChromaKnowledgeRetriever:
         best = float(scores.max()) if len(scores) else 0.0
         if best <= 0:
             return
+        for i in self._row_numbers(name, list(pool)):  # every candidate's BM25 rank counts in the fusion
+            pool[rows[i]["id"]] = replace(pool[rows[i]["id"]], lexical=float(scores[i]) / best)
         top = [int(i) for i in np.argsort(-scores)[: self.settings.candidates] if scores[i] > 0]
         missing = [rows[i]["id"] for i in top if rows[i]["id"] not in pool]
         dense = _dense_scores(col, missing, vector)
-        for rank, row in enumerate((rows[i] for i in top), start=1):
-            lexical = float(scores[top[rank - 1]]) / best
-            if row["id"] in pool:
-                pool[row["id"]] = replace(pool[row["id"]], lexical=lexical, lexical_rank=rank)
-            else:
+        for i in top:
+            row = rows[i]
+            if row["id"] not in pool:
+                lexical = float(scores[i]) / best
                 pool[row["id"]] = _Candidate(
-                    row["id"], row["text"], row["metadata"], name, dense.get(row["id"], 0.0), lexical, 0, rank
+                    row["id"], row["text"], row["metadata"], name, dense.get(row["id"], 0.0), lexical
                 )
+
+    def _row_numbers(self, name: str, ids: list[str]) -> list[int]:
+        """Where the chunks ``ids`` sit in the collection's in-memory rows (their BM25 scores' positions)."""
+        numbers = self._lexical[name].numbers
+        return [numbers[i] for i in ids if i in numbers]
 
     def _lexical_index(self, name: str, total: int) -> tuple[BM25Index, list[dict[str, Any]]]:
         key = (self.store.version(name), total)
@@ -260,7 +262,8 @@ class ChromaKnowledgeRetriever:
             positions = {
                 (str(r["metadata"].get("document_id", "")), int(r["metadata"].get("chunk_index", 0))): r for r in rows
             }
-            cached = self._lexical[name] = _CollectionIndex(key, bm25, rows, positions)
+            numbers = {str(r["id"]): n for n, r in enumerate(rows)}
+            cached = self._lexical[name] = _CollectionIndex(key, bm25, rows, positions, numbers)
         return cached.bm25, cached.rows
 
 
@@ -272,6 +275,8 @@ class _CollectionIndex:
     bm25: BM25Index
     rows: list[dict[str, Any]]
     positions: dict[tuple[str, int], dict[str, Any]]
+    numbers: dict[str, int]
+    """Each chunk's row number, by id."""
 
 
 def _above_floor(pool: list[_Candidate], relative: float) -> list[_Candidate]:

@@ -112,3 +112,45 @@ async def test_documents_that_get_no_room_are_named(documents, ctx_for, tokens_u
     assert none.is_empty and none.metadata["dropped_for_budget"] == ["a.txt", "b.txt"]
     both = await documents.contribute(100, ctx)
     assert tokens_used(both) <= 100 and both.metadata["included"] == 2 and both.metadata["dropped_for_budget"] == []
+
+
+# --- long documents: the parts that match the question, not the first N characters ---------------
+
+TOPICS = ["invoicing", "shipping", "returns", "warranty", "payroll", "onboarding", "security", "travel"]
+
+
+def handbook() -> Document:
+    """27,000+ characters of distinct paragraphs; the one about parking permits sits near the end."""
+    paragraphs = [
+        f"Section {i}: the {TOPICS[i % len(TOPICS)]} procedure, revision {i}. Staff follow the {TOPICS[i % 8]} "
+        f"checklist and file form {100 + i} with their team lead before the end of the month. " * 3
+        for i in range(60)
+    ]
+    paragraphs.insert(52, "Parking permits for the north garage are renewed every March at the reception desk.")
+    return Document(id="hb", name="handbook.txt", text="\n\n".join(paragraphs))
+
+
+async def test_a_long_document_sends_the_part_that_matches_the_question_with_a_marker(documents, ctx_for):
+    hb = handbook()
+    assert len(hb.text) > 27_000 and hb.text.index("Parking permits") > 20_000  # beyond the per-file limit
+    ctx = ctx_for("Where do I renew my parking permit for the garage?", session=with_docs(hb))
+    block = (await documents.contribute(50_000, ctx)).texts()[0]
+    assert "Parking permits for the north garage are renewed every March at the reception desk." in block
+    assert block.splitlines()[-1].startswith("[Document excerpted: the parts that match the question, ")
+    assert block.splitlines()[-1].endswith(f" of {len(hb.text):,} characters; […] marks what was left out]")
+    assert block.splitlines()[1] == "[…]"  # the opening was left out: the room went to the matching part's context
+    assert 19_000 <= len(block) <= 20_000 + 300  # the per-file limit is used and holds (title and marker aside)
+
+
+async def test_under_a_small_token_budget_the_matching_part_is_what_is_sent(documents, ctx_for, tokens_used):
+    ctx = ctx_for("When are parking permits renewed?", session=with_docs(handbook()))
+    out = await documents.contribute(400, ctx)
+    assert "renewed every March at the reception desk" in out.text() and tokens_used(out) <= 400
+    assert "[Document excerpted: " in out.text()
+
+
+async def test_a_question_no_part_matches_keeps_the_opening_and_says_it_was_truncated(documents, ctx_for):
+    ctx = ctx_for("Zebra?", session=with_docs(handbook()))
+    block = (await documents.contribute(50_000, ctx)).texts()[0]
+    assert block.splitlines()[1].startswith("Section 0: the invoicing procedure")
+    assert block.splitlines()[-1].startswith("[Document truncated: showing the first ")

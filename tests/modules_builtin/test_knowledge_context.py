@@ -144,12 +144,14 @@ async def test_sources_are_numbered_with_document_section_and_page() -> None:
         "expanded": [],
         "window": False,
     }
-    assert kb.queries == [("what is it?", ("kb",), 6, 0.0)]  # the profile's collections, default k
+    # the profile's collections; the depth grows with the budget: one hit per 60 tokens (2,000 // 60)
+    assert kb.queries == [("what is it?", ("kb",), 33, 0.0)]
 
 
 async def test_directive_config_overrides_collections_k_and_min_score() -> None:
     kb = FakeKnowledge([])
-    c = await make_module().contribute(500, context(kb, config={"collections": ["other"], "k": 3, "min_score": 0.4}))
+    config = {"collections": ["other"], "k": 3, "min_score": 0.4}
+    c = await make_module().contribute(120, context(kb, config=config))  # small budget: depth is k (120 // 60 < 3)
     assert kb.queries == [("what is it?", ("other",), 3, 0.4)]
     assert c.is_empty and c.metadata["reason"] == "no passage found"
 
@@ -524,7 +526,7 @@ async def test_without_a_model_or_with_a_useless_answer_the_filter_changes_nothi
     config = {"llm_filter": True, "max_expansion": 0}
     kb, _ = many_hits()
     plain = await make_module().contribute(10_000, context(kb, config=config))  # mock model: no summarizer
-    assert kb.queries[0][2] == 6 and len(plain.metadata["sources"]) == 6
+    assert kb.queries[0][2] == 80 and len(plain.metadata["sources"]) == 15  # the deepest retrieval: all 15 hits
     kb, _ = many_hits()
     babble = await make_module().contribute(10_000, context(kb, config=config, summarizer=judge("I cannot tell.")))
     assert len(babble.metadata["sources"]) == 15
