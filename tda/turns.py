@@ -227,6 +227,7 @@ async def _step(
             snapshot_id = await recorded
     call = model_call(ctx.model, assembled.snapshot, done)
     metrics.observe_model_call(call)
+    svc.observe_prompt_count(session_id, ctx.model, assembled, done.tokens_in)
     # The turn's usage: the answer's call plus every model call the modules made while assembling (snapshot).
     extra_in, extra_out = assembled.snapshot.auxiliary_tokens
     tokens_in, tokens_out = (done.tokens_in or assembled.snapshot.total_used) + extra_in, done.tokens_out + extra_out
