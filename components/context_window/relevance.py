@@ -1,0 +1,462 @@
+"""The relevance engine the modules share: rank candidates for a query, then pack the best into a budget.
+
+A pure module (numpy and a stemmer; no tda, database or web imports). The pieces, each usable alone:
+
+* ``terms`` / ``BM25Index``: the one Okapi BM25 in the codebase (k1=1.2, b=0.75, Snowball stems, stopwords
+  dropped). The index grows with ``add`` (history is indexed as it is recorded) and scores a query over every
+  text in one numpy pass per query term.
+* ``VectorIndex`` / ``dense_scores``: cosine similarity through the component's ``Embedder`` protocol.
+* ``fuse``: reciprocal-rank fusion of the lexical and dense rankings, with a relevance ``Floor`` that can leave
+  nothing, and then says why in ``Ranking.reason`` (what the snapshot shows).
+* ``pack``: greedy budget packing down the ranking. Its depth is the budget's, not a fixed k: it goes on while
+  budget is left and ranked candidates remain, skipping one that does not fit and taking the next that does.
+* ``select``: all of it for a list of ``Candidate`` s, returning a ``Selection`` in conversation/document order.
+
+Conventions: a candidate is addressed by its position in the arrays handed in (0..n-1); rankings list positions
+best first, ties broken by ``order`` (earlier first), so the same input always gives the same output.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+import snowballstemmer
+
+from .base import Embedder
+
+# ---------------------------------------------------------------------------------------------
+# Lexical: BM25
+# ---------------------------------------------------------------------------------------------
+
+_TOKEN = re.compile(r"[a-z0-9_]+")
+STOPWORDS = frozenset(
+    "a an and are as at be by can do does for from has have how i if in is it its of on or that the "
+    "their there these this to was what when where which who why will with you your".split()
+)
+"""Function words carry no topic; dropping them keeps BM25 from rewarding "the" and "of"."""
+
+_STEMMER = snowballstemmer.stemmer("english")
+
+
+@lru_cache(maxsize=100_000)
+def stem(word: str) -> str:
+    """English Snowball stem, so "grows", "growing" and "grow" match (cached: vocabularies are small)."""
+    return str(_STEMMER.stemWord(word))
+
+
+def terms(text: str) -> list[str]:
+    """The stemmed content words of ``text``, lower-cased, in order (repeats kept)."""
+    return [stem(t) for t in _TOKEN.findall(text.lower()) if t not in STOPWORDS]
+
+
+class BM25Index:
+    """Okapi BM25 over a growing list of texts: ``idf = ln(1 + (N - n + 0.5) / (n + 0.5))`` and
+    ``tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avglen))`` per query term (each distinct term once).
+
+    ``add`` appends texts (positions continue from ``len(index)``); scores always reflect every text added.
+    """
+
+    def __init__(self, texts: Sequence[str] = (), *, k1: float = 1.2, b: float = 0.75) -> None:
+        self.k1, self.b = k1, b
+        self._lengths: list[int] = []
+        self._length_array = np.zeros(0, dtype=np.float64)
+        self._total_length = 0
+        self._postings: dict[str, tuple[list[int], list[int]]] = {}
+        self._arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        """Posting lists as numpy arrays, built when a query first needs them and dropped when a term grows."""
+        self.add(texts)
+
+    def __len__(self) -> int:
+        return len(self._lengths)
+
+    def add(self, texts: Sequence[str]) -> None:
+        """Index ``texts`` after those already held."""
+        for text in texts:
+            self.add_terms(terms(text))
+
+    def add_terms(self, text_terms: Sequence[str]) -> None:
+        """Index one text given as its ``terms`` (callers that stored them need not re-stem)."""
+        row = len(self._lengths)
+        counts = Counter(text_terms)
+        for term, tf in counts.items():
+            rows, tfs = self._postings.setdefault(term, ([], []))
+            rows.append(row)
+            tfs.append(tf)
+            self._arrays.pop(term, None)
+        self._lengths.append(len(text_terms))
+        self._total_length += len(text_terms)
+
+    def idf(self, term: str) -> float:
+        n = len(self._postings[term][0]) if term in self._postings else 0
+        return math.log(1 + (len(self) - n + 0.5) / (n + 0.5))
+
+    def scores(self, query: str) -> np.ndarray:
+        """BM25 score of every indexed text for ``query`` (0 where no query term occurs)."""
+        return self.scores_for_terms(terms(query))
+
+    def scores_for_terms(self, query_terms: Sequence[str]) -> np.ndarray:
+        n = len(self)
+        out = np.zeros(n, dtype=np.float64)
+        if not n:
+            return out
+        if len(self._length_array) != n:
+            self._length_array = np.asarray(self._lengths, dtype=np.float64)
+        average = self._total_length / n or 1.0
+        norm = self.k1 * (1 - self.b + self.b * self._length_array / average)
+        for term in set(query_terms):
+            if term not in self._postings:
+                continue
+            rows, tf = self._posting_arrays(term)
+            out[rows] += self.idf(term) * tf * (self.k1 + 1) / (tf + norm[rows])
+        return out
+
+    def _posting_arrays(self, term: str) -> tuple[np.ndarray, np.ndarray]:
+        arrays = self._arrays.get(term)
+        if arrays is None:
+            rows, tfs = self._postings[term]
+            arrays = self._arrays[term] = (np.asarray(rows, dtype=np.intp), np.asarray(tfs, dtype=np.float64))
+        return arrays
+
+
+# ---------------------------------------------------------------------------------------------
+# Dense: cosine through the Embedder protocol
+# ---------------------------------------------------------------------------------------------
+
+
+def unit_rows(vectors: Sequence[Sequence[float]] | Sequence[float] | np.ndarray) -> np.ndarray:
+    """``vectors`` as a float32 matrix with unit-length rows (a zero row stays zero)."""
+    matrix = np.asarray(vectors, dtype=np.float32)
+    if matrix.ndim == 1:
+        matrix = matrix.reshape(1, -1)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return matrix / np.where(norms == 0, 1.0, norms)
+
+
+class VectorIndex:
+    """Unit vectors in a growing matrix (appends are amortised: the matrix doubles when full)."""
+
+    def __init__(self, dimensions: int | None = None) -> None:
+        self._matrix = np.zeros((0, dimensions or 0), dtype=np.float32)
+        self._size = 0
+
+    def __len__(self) -> int:
+        return self._size
+
+    @property
+    def matrix(self) -> np.ndarray:
+        return self._matrix[: self._size]
+
+    def add(self, vectors: Sequence[Sequence[float]] | np.ndarray) -> None:
+        rows = unit_rows(vectors)
+        if not len(rows):
+            return
+        if self._matrix.shape[1] != rows.shape[1]:
+            if self._size:
+                raise ValueError(f"vectors of {rows.shape[1]} dimensions added to an index of {self._matrix.shape[1]}")
+            self._matrix = np.zeros((0, rows.shape[1]), dtype=np.float32)
+        needed = self._size + len(rows)
+        if needed > len(self._matrix):
+            grown = np.zeros((max(needed, 2 * len(self._matrix), 64), rows.shape[1]), dtype=np.float32)
+            grown[: self._size] = self._matrix[: self._size]
+            self._matrix = grown
+        self._matrix[self._size : needed] = rows
+        self._size = needed
+
+    def scores(self, query_vector: Sequence[float] | np.ndarray) -> np.ndarray:
+        """Cosine of every held vector with ``query_vector`` (float64, in -1..1)."""
+        if not self._size:
+            return np.zeros(0, dtype=np.float64)
+        return (self.matrix @ unit_rows(query_vector)[0]).astype(np.float64)
+
+
+async def dense_scores(
+    embedder: Embedder, query: str, *, texts: Sequence[str] = (), index: VectorIndex | None = None
+) -> np.ndarray:
+    """Cosine of ``query`` with each candidate: with ``index`` its held vectors (texts embedded earlier), else
+    ``texts`` embedded now in one call with the query."""
+    if index is not None:
+        (query_vector,) = await embedder.embed([query])
+        return index.scores(query_vector)
+    if not texts:
+        return np.zeros(0, dtype=np.float64)
+    vectors = unit_rows(await embedder.embed([query, *texts]))
+    return (vectors[1:] @ vectors[0]).astype(np.float64)
+
+
+# ---------------------------------------------------------------------------------------------
+# Fusion and the relevance floor
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Floor:
+    """What a candidate needs to count as relevant at all. It enters a signal's ranking when its lexical score
+    is above ``min_lexical`` (default: it shares a query term) or its cosine is at least ``min_dense`` (``None``:
+    every candidate enters the dense ranking); a candidate in neither ranking is left out. When every candidate is
+    left out the ranking is empty and ``Ranking.reason`` says why: the engine may return nothing."""
+
+    min_lexical: float = 0.0
+    min_dense: float | None = None
+
+
+RRF_K = 60
+"""Reciprocal-rank fusion's constant (Cormack et al. 2009): score = sum of weight / (RRF_K + rank), ranks from 1."""
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """Candidates best first: ``positions[i]`` is a candidate's position, ``scores[i]`` its fused score."""
+
+    positions: np.ndarray
+    scores: np.ndarray
+    lexical: np.ndarray | None = None
+    """Each candidate's BM25 score (by position), when the lexical signal was used."""
+    dense: np.ndarray | None = None
+    """Each candidate's cosine (by position), when the dense signal was used."""
+    reason: str | None = None
+    """Why the ranking is empty (the floor left nothing, or there was nothing to rank); ``None`` otherwise."""
+
+    def __len__(self) -> int:
+        return len(self.positions)
+
+    @property
+    def method(self) -> str:
+        used = [name for name, scores in (("lexical", self.lexical), ("dense", self.dense)) if scores is not None]
+        return "+".join(used) or "none"
+
+
+def rank_positions(scores: np.ndarray, order: np.ndarray, eligible: np.ndarray) -> np.ndarray:
+    """Positions of the ``eligible`` candidates by ``scores`` descending, ties by ``order`` ascending."""
+    candidates = np.flatnonzero(eligible)
+    keys = np.lexsort((order[candidates], -scores[candidates]))
+    return candidates[keys]
+
+
+def fuse(
+    *,
+    lexical: np.ndarray | None = None,
+    dense: np.ndarray | None = None,
+    order: Sequence[int] | np.ndarray | None = None,
+    floor: Floor = Floor(),
+    weights: tuple[float, float] = (1.0, 1.0),
+    rrf_k: int = RRF_K,
+) -> Ranking:
+    """Rank candidates by reciprocal-rank fusion of the given signals (per-candidate score arrays of one length).
+
+    Each signal ranks the candidates that pass its floor (see ``Floor``); a candidate's fused score is
+    ``weights[0] / (rrf_k + lexical rank) + weights[1] / (rrf_k + dense rank)``, a signal it is not ranked by adding
+    nothing. With one signal this is that signal's order. ``order`` breaks ties (default: position).
+    """
+    signals = [s for s in (lexical, dense) if s is not None]
+    if not signals:
+        return _empty(lexical, dense, "no relevance signal (neither lexical nor dense scores)")
+    n = len(signals[0])
+    if any(len(s) != n for s in signals):
+        raise ValueError("lexical and dense scores must cover the same candidates")
+    if n == 0:
+        return _empty(lexical, dense, "nothing to rank")
+    ordering = np.arange(n) if order is None else np.asarray(order)
+    fused = np.zeros(n, dtype=np.float64)
+    ranked = np.zeros(n, dtype=bool)
+    for scores, weight, eligible in _eligible(lexical, dense, floor, weights):
+        positions = rank_positions(scores, ordering, eligible)
+        fused[positions] += weight / (rrf_k + np.arange(1, len(positions) + 1))
+        ranked[positions] = True
+    if not ranked.any():
+        return _empty(lexical, dense, floor_reason(lexical, dense, floor))
+    positions = rank_positions(fused, ordering, ranked)
+    return Ranking(positions, fused[positions], lexical, dense)
+
+
+def _eligible(
+    lexical: np.ndarray | None, dense: np.ndarray | None, floor: Floor, weights: tuple[float, float]
+) -> list[tuple[np.ndarray, float, np.ndarray]]:
+    out = []
+    if lexical is not None:
+        out.append((lexical, weights[0], lexical > floor.min_lexical))
+    if dense is not None:
+        eligible = np.ones(len(dense), dtype=bool) if floor.min_dense is None else dense >= floor.min_dense
+        out.append((dense, weights[1], eligible))
+    return out
+
+
+def floor_reason(lexical: np.ndarray | None, dense: np.ndarray | None, floor: Floor) -> str:
+    """Why nothing passed ``floor``, in words a snapshot reader can act on."""
+    parts = []
+    if lexical is not None:
+        parts.append("no candidate shares a word with the query")
+    if dense is not None and floor.min_dense is not None:
+        parts.append(f"the closest in meaning scores {float(dense.max()):.2f}, below the floor {floor.min_dense:.2f}")
+    return "nothing relevant: " + " and ".join(parts)
+
+
+def _empty(lexical: np.ndarray | None, dense: np.ndarray | None, reason: str) -> Ranking:
+    return Ranking(np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.float64), lexical, dense, reason)
+
+
+# ---------------------------------------------------------------------------------------------
+# Packing under a budget
+# ---------------------------------------------------------------------------------------------
+
+
+Redundant = Callable[[int, Sequence[int]], bool]
+"""``redundant(position, chosen_positions)``: whether a candidate only repeats what is already chosen."""
+
+
+@dataclass(frozen=True)
+class Packing:
+    """What ``pack`` chose: ``chosen`` positions in the order they were taken (best first)."""
+
+    chosen: tuple[int, ...]
+    used: int
+    budget: int
+    considered: int
+    """How far down the ranking packing went (every candidate when the budget outlasts the ranking)."""
+    too_large: int = 0
+    """Candidates passed over because they did not fit in what was left."""
+    redundant: int = 0
+    """Candidates passed over as near-duplicates of chosen ones."""
+
+    def in_order(self, order: Sequence[int] | np.ndarray) -> list[int]:
+        """The chosen positions sorted by ``order`` (conversation or document order)."""
+        return sorted(self.chosen, key=lambda p: (order[p], p))
+
+
+def pack(
+    positions: Sequence[int] | np.ndarray,
+    costs: Sequence[int] | np.ndarray,
+    budget: int,
+    *,
+    redundant: Redundant | None = None,
+    smallest_cost: int | None = None,
+) -> Packing:
+    """Take candidates down ``positions`` (best first) while they fit in ``budget`` tokens.
+
+    The contract: ``used = sum(costs of chosen) <= budget``; a candidate is skipped only when it does not fit in
+    what is left after every better one taken, or ``redundant`` says it repeats chosen ones; packing never stops
+    while budget is left and candidates remain (no fixed k), except that it stops once what is left is below
+    ``smallest_cost`` (default: the cheapest candidate's cost), since nothing further could fit. So a better
+    candidate that fits is never dropped in favour of a worse one.
+    """
+    cost = np.asarray(costs)
+    if budget <= 0 or not len(positions):
+        return Packing((), 0, max(budget, 0), 0)
+    floor_cost = int(cost.min()) if smallest_cost is None else smallest_cost
+    chosen: list[int] = []
+    left, considered, too_large, repeats = budget, 0, 0, 0
+    for position in positions:
+        if left < floor_cost:
+            break
+        considered += 1
+        c = int(cost[position])
+        if c > left:
+            too_large += 1
+        elif redundant is not None and redundant(int(position), chosen):
+            repeats += 1
+        else:
+            chosen.append(int(position))
+            left -= c
+    return Packing(tuple(chosen), budget - left, budget, considered, too_large, repeats)
+
+
+def near_duplicates(vectors: np.ndarray, threshold: float) -> Redundant:
+    """A ``redundant`` test: a candidate whose unit vector's cosine with a chosen one's is at least ``threshold``."""
+    matrix = unit_rows(vectors)
+
+    def redundant(position: int, chosen: Sequence[int]) -> bool:
+        return bool(chosen) and float(np.max(matrix[list(chosen)] @ matrix[position])) >= threshold
+
+    return redundant
+
+
+# ---------------------------------------------------------------------------------------------
+# All together, for a list of candidates
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """Something that may enter the window: ``tokens`` is what it costs as sent, ``order`` its place in the
+    conversation or document (chosen candidates come back sorted by it)."""
+
+    id: Hashable
+    text: str
+    tokens: int
+    order: int
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The chosen candidates in ``order``, what they cost, and what the snapshot shows about the choice."""
+
+    chosen: tuple[Candidate, ...]
+    used: int
+    budget: int
+    ranked: int
+    """How many candidates passed the floor."""
+    considered: int
+    method: str
+    reason: str | None = None
+    """Why nothing was chosen (``None`` when something was)."""
+    scores: dict[Hashable, float] = field(default_factory=dict)
+    """Fused score of each chosen candidate, by id."""
+
+    def snapshot(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "method": self.method,
+            "chosen": len(self.chosen),
+            "ranked": self.ranked,
+            "considered": self.considered,
+            "used_tokens": self.used,
+            "budget": self.budget,
+        }
+        if self.reason:
+            out["reason"] = self.reason
+        return out
+
+
+async def select(
+    query: str,
+    candidates: Sequence[Candidate],
+    budget: int,
+    *,
+    embedder: Embedder | None = None,
+    lexical: bool = True,
+    floor: Floor = Floor(),
+    weights: tuple[float, float] = (1.0, 1.0),
+    redundancy: float | None = None,
+) -> Selection:
+    """Rank ``candidates`` for ``query`` (BM25 over their texts, cosine through ``embedder`` when given, fused by
+    RRF above ``floor``) and pack the best into ``budget`` (see ``pack``). ``redundancy``: skip a candidate whose
+    cosine with a chosen one is at least this (needs ``embedder``). Returns them in ``order``."""
+    texts = [c.text for c in candidates]
+    lexical_scores = BM25Index(texts).scores(query) if lexical else None
+    dense = None
+    vectors = None
+    if embedder is not None and candidates:
+        vectors = unit_rows(await embedder.embed([query, *texts]))
+        dense = (vectors[1:] @ vectors[0]).astype(np.float64)
+    order = np.asarray([c.order for c in candidates], dtype=np.int64)
+    ranking = fuse(lexical=lexical_scores, dense=dense, order=order, floor=floor, weights=weights)
+    redundant = near_duplicates(vectors[1:], redundancy) if redundancy is not None and vectors is not None else None
+    packing = pack(ranking.positions, [c.tokens for c in candidates], budget, redundant=redundant)
+    fused = dict(zip(ranking.positions.tolist(), ranking.scores.tolist(), strict=True))
+    chosen = tuple(candidates[p] for p in packing.in_order(order))
+    reason = ranking.reason or (None if chosen else "nothing ranked fits the budget")
+    return Selection(
+        chosen,
+        packing.used,
+        packing.budget,
+        len(ranking),
+        packing.considered,
+        ranking.method,
+        reason,
+        {candidates[p].id: fused[p] for p in packing.chosen},
+    )
