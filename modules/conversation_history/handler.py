@@ -30,6 +30,7 @@ from components.context_window.options import option
 from components.context_window.phases import visible
 from components.context_window.session_cache import SessionCache, content_key
 from components.context_window.token_estimator import MESSAGE_OVERHEAD
+from components.context_window.tool_clearing import Cleared, ClearRule, clear_unit, recall
 
 SUMMARY_SHARE = 0.15
 SUMMARY_MAX_TOKENS = 600
@@ -45,6 +46,11 @@ AUTO_BLOCKS = tuple(sorted({2**i for i in range(1, 13)} | {3 * 2**i for i in ran
 """2, 4, 6, 8, 12, 16, 24, ...: few sizes, each a multiple of the smaller ones but one, so a window that keeps a
 few messages more or fewer than last turn mostly lands on the same start."""
 SUMMARY_ROOM_STEP = 32
+SHOWN_CLEARED = 50
+"""The snapshot lists the newest this many cleared results (and counts them all)."""
+RECALL_PCT = 15
+"""Default ``recall_cleared_pct``: with tool results cleared, this share of the budget is kept for showing the
+cleared ones the question needs again (rounded down to ``SUMMARY_ROOM_STEP``, so the fill is stable)."""
 """With cache blocks, the summary's room is rounded down to this step: a budget a few tokens different (a
 longer query) must not change the summary at the start of the history, or the whole prefix after it."""
 """A model-written summary covers messages up to a multiple of this (it may repeat a few shown ones), so it
@@ -193,7 +199,8 @@ class ConversationHistoryModule(ContextModule):
     async def _window(self, budget: int, ctx: AssemblyContext, strategy: str | None) -> Contribution:
         source = _Remembered(ctx.session.message_source())
         summarize = ctx.directives.config.get("summarize_dropped", True) or strategy == "summarize"
-        kept = await self._fill(source, budget, ctx)
+        reserve = _recall_reserve(ctx.directives.config, budget)
+        kept = await self._fill(source, budget - reserve, ctx)
         first_kept = kept[-1][0] if kept else source.total
         summary: Message | None = None
         phase = ctx.session.phase
@@ -219,7 +226,11 @@ class ConversationHistoryModule(ContextModule):
             recent_dropped = await older_than(source, end, SUMMARY_SOURCE_MESSAGES, phase)
             if recent_dropped:
                 summary = await self._summary(recent_dropped, first_kept, room, ctx)
-        units = ((summary,),) * (summary is not None) + tuple(unit for _, unit, _ in reversed(kept))
+        head: tuple[Unit, ...] = ((summary,),) if summary is not None else ()
+        units = head + tuple(unit for _, unit, _ in reversed(kept))
+        assert ctx.tokens is not None
+        used = sum(cost for _, _, cost in kept) + (ctx.tokens.count_message(summary) if summary is not None else 0)
+        units, clearing = await _recall_cleared(units, ctx, budget - used)
         return Contribution(
             self.module_id,
             units=units,
@@ -233,6 +244,7 @@ class ConversationHistoryModule(ContextModule):
                 "summary": summary is not None,
                 "cache_block": block,
                 "held_back_tokens": sliding - sum(cost for _, _, cost in kept),
+                **clearing,
             },
         )
 
@@ -248,9 +260,13 @@ class ConversationHistoryModule(ContextModule):
         count = ctx.tokens.count_message
         kept: list[tuple[int, Unit, int]] = []
         used = 0
+        rule, turn = ClearRule.from_config(ctx.directives.config), ctx.session.turn_number
+        cleared: dict[int, Cleared] = ctx.memo.setdefault("cleared", {})
         async with aclosing(unit_pages(source, phase)) as pages:
             async for units in pages:
-                for index, unit in units:
+                for index, whole in units:
+                    unit, gone = clear_unit(whole, rule, turn, count)
+                    cleared.update((id(c.reference), c) for c in gone)
                     cost = count(unit[0]) if len(unit) == 1 else sum(count(m) for m in unit)
                     if used + cost > budget:
                         break
@@ -300,3 +316,40 @@ class ConversationHistoryModule(ContextModule):
                 return extractive_summary(dropped)
             self._summaries.put((ctx.session.id, key), text)
         return [line for line in text.splitlines() if line.strip()]
+
+
+def _recall_reserve(config: Any, budget: int) -> int:
+    """Room kept for recalling cleared tool results (0 unless results are cleared and recall is on)."""
+    if not ClearRule.from_config(config).active:
+        return 0
+    room = int(budget * option(config, "recall_cleared_pct", RECALL_PCT, minimum=0) / 100)
+    return min(room - room % SUMMARY_ROOM_STEP, budget)
+
+
+async def _recall_cleared(
+    units: tuple[Unit, ...], ctx: AssemblyContext, room: int
+) -> tuple[tuple[Unit, ...], dict[str, Any]]:
+    """The window's cleared tool results, those the question needs shown again in place of their references
+    (within ``room``), and what the snapshot says about both (nothing when no rule clears)."""
+    known: dict[int, Cleared] = ctx.memo.get("cleared", {})
+    cleared = [known[id(m)] for unit in units for m in unit if id(m) in known]
+    if not ClearRule.from_config(ctx.directives.config).active:
+        return units, {}
+    assert ctx.tokens is not None
+    tokens = ctx.tokens
+    wanted = option(ctx.directives.config, "recall_cleared_pct", RECALL_PCT, minimum=0) > 0
+    found, why = await recall(
+        ctx.query, cleared, room if wanted else 0, tokens.count_message, tokens.count, ctx.embedder
+    )
+    swap = {id(r.cleared.reference): r.message for r in found}
+    if swap:
+        units = tuple(tuple(swap.get(id(m), m) for m in unit) for unit in units)
+    return units, {
+        "tool_results_cleared": {
+            "count": len(cleared),
+            "tokens": sum(c.tokens for c in cleared),
+            "results": [c.describe() for c in cleared[-SHOWN_CLEARED:]],
+        },
+        "tool_results_recalled": [r.describe() for r in found],
+        "recall": why,
+    }
