@@ -1,0 +1,66 @@
+"""Old tool results cleared over HTTP: a type saved with the clearing options, a session with imported tool turns,
+one turn to Claude through litellm at a fake Anthropic upstream. What Anthropic receives keeps its pairing rule
+(each tool_result answers a tool_use of the assistant message just before it), the cleared results are references,
+the one the question needs is recalled, and the snapshot says which."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from components.context_window.window_type import DEFAULT_TYPES
+from tests.service.served_app import served
+from tests.test_tool_clearing import chat, result_text
+
+
+def anthropic_pairing_errors(messages: list[dict[str, Any]]) -> list[str]:
+    """Anthropic's rule, written apart from tda: a user message's tool_result blocks answer exactly the tool_use
+    blocks of the assistant message right before it."""
+    errors = []
+    for i, message in enumerate(messages):
+        blocks = message["content"] if isinstance(message["content"], list) else []
+        results = {b["tool_use_id"] for b in blocks if b.get("type") == "tool_result"}
+        uses = {b["id"] for b in blocks if b.get("type") == "tool_use"}
+        before = messages[i - 1]["content"] if i and isinstance(messages[i - 1]["content"], list) else []
+        asked = {b["id"] for b in before if b.get("type") == "tool_use"}
+        if results and results != asked:
+            errors.append(f"message {i} answers {sorted(results)}, the assistant before asked {sorted(asked)}")
+        if uses and not (i + 1 < len(messages) and messages[i + 1]["role"] == "user"):
+            errors.append(f"tool_use {sorted(uses)} at {i} has no user message answering it")
+    return errors
+
+
+def text_of(block: dict[str, Any]) -> str:
+    content = block.get("content")
+    if isinstance(content, list):
+        return "".join(part.get("text", "") for part in content)
+    return str(content)
+
+
+async def test_a_claude_turn_sends_references_for_old_results_and_recalls_the_one_asked_about(live, upstream):
+    wtype = DEFAULT_TYPES["balanced"].model_dump()
+    wtype.update(id="clearing", name="Clearing", is_default=False)
+    wtype["modules"]["conversation_history"]["config"] = {"clear_tool_results_after_turns": 4}
+    history = [{**m.to_chat(), "turn": m.turn} for m in chat(14)]
+    async with served(live) as app:
+        r = await app.http("POST", "/v1/context-window-types", json=wtype)
+        assert r.status_code == 201, r.text
+        model = "anthropic/claude-3-5-sonnet-20241022"
+        await app.profile("claude", model=model, context_window_type_id="clearing", upstream={"base_url": upstream.base_url})
+        assert (await app.http("POST", "/v1/sessions", json={"id": "s", "profile_id": "claude"})).status_code == 201
+        r = await app.http("POST", "/v1/sessions/s/messages", json={"messages": history})
+        assert r.status_code == 201, r.text
+        r = await app.http("POST", "/v1/sessions/s/turns", json={"query": "Which carrier shipped order 3017?"})
+        assert r.status_code == 201, r.text
+    snapshot = r.json()["snapshot"]
+    meta = next(m for m in snapshot["modules"] if m["module_id"] == "conversation_history")["metadata"]
+    assert [c["turn"] for c in meta["tool_results_cleared"]["results"]] == list(range(1, 9))
+    assert [(c["turn"], c["tool"]) for c in meta["tool_results_recalled"]] == [(3, "search_orders")]
+    body = upstream.received[-1].body
+    assert anthropic_pairing_errors(body["messages"]) == []
+    results = [b for m in body["messages"] if isinstance(m["content"], list) for b in m["content"]]
+    results = [text_of(b) for b in results if b.get("type") == "tool_result"]
+    assert len(results) == 14
+    planted = next(line for line in result_text(3).splitlines() if line.startswith("order 3017:"))
+    assert planted in results[2]
+    assert all(results[t - 1].endswith("tokens, cleared]") for t in (1, 2, 4, 5, 6, 7, 8))
+    assert all(results[t - 1] == result_text(t) for t in range(9, 15))
