@@ -44,8 +44,10 @@ async def test_a_claude_turn_sends_references_for_old_results_and_recalls_the_on
     async with served(live) as app:
         r = await app.http("POST", "/v1/context-window-types", json=wtype)
         assert r.status_code == 201, r.text
-        model = "anthropic/claude-3-5-sonnet-20241022"
-        await app.profile("claude", model=model, context_window_type_id="clearing", upstream={"base_url": upstream.base_url})
+        at = {"base_url": upstream.base_url}
+        await app.profile(
+            "claude", model="anthropic/claude-3-5-sonnet-20241022", context_window_type_id="clearing", upstream=at
+        )
         assert (await app.http("POST", "/v1/sessions", json={"id": "s", "profile_id": "claude"})).status_code == 201
         r = await app.http("POST", "/v1/sessions/s/messages", json={"messages": history})
         assert r.status_code == 201, r.text
