@@ -164,22 +164,42 @@ async def test_results_are_cleared_in_batches_so_the_prefix_stays_byte_stable(bu
     assert median >= 0.7 and median >= measured[False][0] - 0.05, measured
 
 
-async def test_a_cleared_result_the_question_needs_is_recalled_in_place(history):
+async def test_a_cleared_result_the_question_needs_is_recalled_after_the_history(history):
+    """The reference stays where it is (the history's bytes do not change); the part of the result that names what
+    the question asks is shown in one note after the history, within the module's budget."""
     messages = chat(14)
     config = {"clear_tool_results_after_turns": 4, "cache_block": 0}
     asked = module_ctx(make_ctx(messages=messages, query="Which carrier shipped order 3017?"), config=config)
     c = await history.contribute(8_000, asked)
-    results = {m.turn: m.content for m in c.messages() if m.role == "tool"}
+    sent = c.messages()
+    results = {m.turn: m.content for m in sent if m.role == "tool"}
+    assert all(results[t].endswith("cleared]") for t in range(1, 9))
+    note = sent[-1]
     planted = next(line for line in result_text(3).splitlines() if line.startswith("order 3017:"))
-    assert planted in results[3] and results[3].startswith("[parts of the result of search_orders at turn 3")
-    assert all(results[t].endswith("cleared]") for t in (1, 2, 4, 5, 6, 7, 8))  # the others stay references
-    assert c.metadata["tool_results_recalled"][0]["turn"] == 3
-    assert sum(asked.tokens.count_message(m) for m in c.messages()) <= 8_000
-    assert [m.tool_call_id for m in c.messages() if m.role == "tool"] == [f"call_{t}" for t in range(1, 15)]
-    # asked about nothing in them: every old result stays a reference
+    assert note.role == "user" and planted in note.content
+    assert "[result of search_orders at turn 3 (call call_3), the 1 of " in note.content
+    assert "order 5017" not in note.content  # only the part the question names, not every result's lines
+    assert [(r["turn"], r["shown"].endswith("parts")) for r in c.metadata["tool_results_recalled"]] == [(3, True)]
+    assert sum(asked.tokens.count_message(m) for m in sent) <= 8_000
+    assert pairing_errors([m.to_chat() for m in sent]) == []
+    # asked about nothing in them: no note, every old result stays a reference
     other = module_ctx(make_ctx(messages=messages, query="Thanks, that is all."), config=config)
     c = await history.contribute(8_000, other)
-    assert c.metadata["tool_results_recalled"] == []
+    assert c.metadata["tool_results_recalled"] == [] and c.messages()[-1].role == "assistant"
+
+
+async def test_recall_keeps_the_history_prefix_byte_stable(builtin_registry):
+    """Follow-up questions about different cleared results change only what comes after the history."""
+    handler = ContextWindowHandler(builtin_registry)
+    wtype = clearing_type(clear_tool_results_after_turns=4)
+    windows = []
+    for order in (7017, 8021, 7030):  # turns 7 and 8: cleared, and in the window (a condense rule drops 1-6)
+        ctx = make_ctx(messages=chat(14), query=f"Which carrier shipped order {order}?", limit=40_000)
+        out = await handler.assemble(ctx, wtype)
+        note = out.messages[-2]["content"]  # right before the query
+        assert str(order) in note and len(note) < 1_000  # the matching part only
+        windows.append(out.messages[:-2])
+    assert windows[0] == windows[1] == windows[2]
 
 
 async def test_a_bad_clearing_option_names_the_option(history):

@@ -9,31 +9,31 @@ Cache-stable: a result's age is judged against a horizon that moves in steps of 
 so results are cleared in batches, not one more every turn: between steps the history's bytes do not change and a
 provider's prompt cache keeps hitting. The size rule never changes its mind about a result.
 
-Recall: a cleared result relevant to the turn's question (the relevance engine: BM25, with the embedder's cosine
-when there is one, fused above a floor) is shown again in place of its reference: whole when all of it ranks and
-fits, else its matching parts, marked as such.
+Recall: a cleared result relevant to the turn's question (the relevance engine's BM25, above a floor) is shown again,
+whole when all of it ranks and fits, else its matching parts, marked as such. Its reference stays where it is (the
+history's bytes do not change) and the recalled text goes in one note after the history, before the query: it is
+per-turn context, and the stable order (system, tools, history, then what changes per turn) holds on every turn.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from functools import lru_cache
+from typing import Any
 
-from .base import Embedder, Message
+from .base import Message
 from .options import option
-from .relevance import BM25Index, Candidate, Floor, select
+from .relevance import BM25Index, Floor, fuse, pack, terms
 
 Unit = tuple[Message, ...]
 Count = Callable[[Message], int]
-PART_TOKENS = 120
-"""A long result is recalled in parts of about this many tokens (whole lines where it can)."""
-PART_CHARS = 600
-"""A line longer than this is cut into pieces of this many characters (JSON results often have one line)."""
-RECALL_MIN_DENSE = 0.6
-"""The cosine a part needs to count as relevant by meaning alone. High: the parts of one tool's results look alike
-(the same fields on every line), so a looser floor would recall them all."""
+PART_CHARS = 480
+"""A long result is recalled in parts of about this many characters (~120 tokens; whole lines where it can, a
+longer line cut: JSON results often have one line)."""
+FEW_PARTS = 4
 RECALL_MIN_LEXICAL = 0.5
 """A part's BM25 score must reach this share of the best part's: words every part shares ("order", "status")
 match everywhere; the rare ones the question names ("305") single out the part it needs."""
@@ -121,7 +121,8 @@ def _with_content(message: Message, content: str) -> Message:
 @dataclass(frozen=True)
 class Recalled:
     cleared: Cleared
-    message: Message
+    text: str
+    """The whole result, or its matching parts in order, joined by a line with "..."."""
     parts: int
     """How many parts were shown (0: the whole result)."""
     of: int
@@ -130,65 +131,91 @@ class Recalled:
         shown = "whole" if not self.parts else f"{self.parts} of {self.of} parts"
         return {**self.cleared.describe(), "shown": shown}
 
+    def block(self) -> str:
+        c = self.cleared
+        shown = "whole" if not self.parts else f"the {self.parts} of {self.of} parts that match the question"
+        return f"[result of {c.tool} at turn {c.turn} (call {c.original.tool_call_id}), {shown}]\n{self.text}"
 
-def split_parts(text: str, count: Callable[[str], int], part_tokens: int = PART_TOKENS) -> list[str]:
-    """``text`` in consecutive parts of about ``part_tokens`` tokens, on line boundaries where it can."""
-    pieces = [line[i : i + PART_CHARS] for line in text.split("\n") for i in range(0, max(len(line), 1), PART_CHARS)]
+
+RECALL_HEADER = "Earlier tool results, cleared above, recalled for this question:"
+
+
+def recall_note(recalled: Sequence[Recalled], turn: int) -> Message:
+    """One user message after the history, before the query: recalled text is per-turn context, so it goes after
+    the byte-stable part of the window (and stays out of the system text, where some providers would move it)."""
+    return Message("user", "\n\n".join([RECALL_HEADER, *(r.block() for r in recalled)]), turn=turn)
+
+
+@lru_cache(maxsize=1024)
+def split_parts(text: str, part_chars: int = PART_CHARS) -> tuple[str, ...]:
+    """``text`` in consecutive parts of at most ~``part_chars`` characters, on line boundaries where it can
+    (a longer line is cut). Cached: a cleared result is split once, not on every turn that searches it."""
+    pieces = [line[i : i + part_chars] for line in text.split("\n") for i in range(0, max(len(line), 1), part_chars)]
     parts: list[str] = []
     current: list[str] = []
     size = 0
     for piece in pieces:
-        n = count(piece) + 1
-        if current and size + n > part_tokens:
+        if current and size + len(piece) + 1 > part_chars:
             parts.append("\n".join(current))
             current, size = [], 0
         current.append(piece)
-        size += n
+        size += len(piece) + 1
     if current:
         parts.append("\n".join(current))
-    return [p for p in parts if p.strip()]
+    return tuple(p for p in parts if p.strip())
 
 
-async def recall(
-    query: str,
-    cleared: Sequence[Cleared],
-    budget: int,
-    count: Count,
-    count_text: Callable[[str], int],
-    embedder: Embedder | None = None,
-) -> tuple[list[Recalled], dict[str, Any]]:
-    """The cleared results (or their parts) relevant to ``query`` that fit in ``budget`` extra tokens, each as the
-    message to send in place of its reference; and what the snapshot shows about the choice."""
-    if not cleared or budget <= 0 or not query.strip():
-        return [], {"reason": "nothing cleared" if not cleared else "no room for recall"}
-    split = [split_parts(c.original.content, count_text) for c in cleared]
+@lru_cache(maxsize=8192)
+def _part_terms(part: str) -> tuple[str, ...]:
+    return tuple(terms(part))
+
+
+def _telling(index: BM25Index, query_terms: list[str]) -> list[str]:
+    """The query's terms found in at most half the parts (idf >= ln 2): a word in most of them ("order", "shipped")
+    tells none apart, and would recall them all. With fewer than ``FEW_PARTS`` parts, every term counts."""
+    if len(index) < FEW_PARTS:
+        return query_terms
+    return [t for t in query_terms if index.idf(t) >= math.log(2)]
+
+
+def recall(
+    query: str, cleared: Sequence[Cleared], budget: int, count: Count, count_text: Callable[[str], int], turn: int
+) -> tuple[Message | None, list[Recalled], dict[str, Any]]:
+    """The note recalling the cleared results (or their parts) relevant to ``query`` that fits in ``budget``
+    tokens (None: nothing relevant, or no room), what it holds, and what the snapshot shows about the choice.
+
+    Ranked by the relevance engine's BM25 with a floor relative to the best part (``RECALL_MIN_LEXICAL``) and
+    packed down the ranking while room is left. Lexical only: tool results are mostly ids, names and figures,
+    which words match and meaning does not."""
+    if not cleared or budget <= 0 or not terms(query):
+        reason = "nothing cleared" if not cleared else "no room for recall" if budget <= 0 else "no words to match"
+        return None, [], {"reason": reason}
+    split = [split_parts(c.original.content) for c in cleared]
     places = [(i, j) for i, parts in enumerate(split) for j in range(len(parts))]  # in conversation order
-    candidates = [Candidate(k, split[i][j], count_text(split[i][j]) + 1, k) for k, (i, j) in enumerate(places)]
-    best = BM25Index([c.text for c in candidates]).scores(query)
-    floor = Floor(min_lexical=RECALL_MIN_LEXICAL * float(best.max(initial=0.0)), min_dense=RECALL_MIN_DENSE)
-    selection = await select(query, candidates, budget, embedder=embedder, floor=floor)
+    index = BM25Index()
+    for i, j in places:
+        index.add_terms(_part_terms(split[i][j]))
+    scores = index.scores_for_terms(_telling(index, terms(query)))
+    floor = Floor(min_lexical=max(RECALL_MIN_LEXICAL * float(scores.max(initial=0.0)), 0.0))
+    ranking = fuse(lexical=scores, floor=floor)
+    overhead = count(Message("user", RECALL_HEADER))
+    costs = [count_text(split[i][j]) + 1 for i, j in places]
+    packing = pack(ranking.positions, costs, budget - overhead)
     chosen: dict[int, list[int]] = {}
-    for c in selection.chosen:
-        i, j = places[cast(int, c.id)]
+    for k in sorted(packing.chosen):
+        i, j = places[k]
         chosen.setdefault(i, []).append(j)
-    recalled, spent = [], 0
-    for i, js in sorted(chosen.items()):
-        item = cleared[i]
-        message = _recalled_message(item, split[i], js)
-        extra = count(message) - count(item.reference)
-        if spent + extra > budget:
-            continue
-        spent += extra
-        recalled.append(Recalled(item, message, 0 if len(js) == len(split[i]) else len(js), len(split[i])))
-    return recalled, {**selection.snapshot(), "used_tokens": spent}
-
-
-def _recalled_message(item: Cleared, parts: list[str], chosen: list[int]) -> Message:
-    if len(chosen) == len(parts):
-        return item.original
-    header = (
-        f"[parts of the result of {item.tool} at turn {item.turn} that match the question: {len(chosen)} of "
-        f"{len(parts)}, {item.tokens:,} tokens in all; the rest cleared]"
-    )
-    body = "\n...\n".join(parts[j] for j in sorted(chosen))
-    return _with_content(item.original, f"{header}\n{body}")
+    recalled = [
+        Recalled(
+            cleared[i], "\n...\n".join(split[i][j] for j in js), len(js) * (len(js) < len(split[i])), len(split[i])
+        )
+        for i, js in chosen.items()
+    ]
+    note = recall_note(recalled, turn) if recalled else None
+    while note is not None and count(note) > budget:  # the blocks' headers did not fit: the newest results go
+        recalled.pop()
+        note = recall_note(recalled, turn) if recalled else None
+    why: dict[str, Any] = {"method": ranking.method, "ranked": len(ranking), "considered": packing.considered}
+    if note is None:
+        why["reason"] = ranking.reason or "nothing ranked fits the room"
+    return note, recalled, why

@@ -329,22 +329,17 @@ def _recall_reserve(config: Any, budget: int) -> int:
 async def _recall_cleared(
     units: tuple[Unit, ...], ctx: AssemblyContext, room: int
 ) -> tuple[tuple[Unit, ...], dict[str, Any]]:
-    """The window's cleared tool results, those the question needs shown again in place of their references
-    (within ``room``), and what the snapshot says about both (nothing when no rule clears)."""
-    known: dict[int, Cleared] = ctx.memo.get("cleared", {})
-    cleared = [known[id(m)] for unit in units for m in unit if id(m) in known]
+    """The window's units and, after them, a note recalling the cleared tool results the question needs (within
+    ``room``); and what the snapshot says about both (nothing when no rule clears)."""
     if not ClearRule.from_config(ctx.directives.config).active:
         return units, {}
+    known: dict[int, Cleared] = ctx.memo.get("cleared", {})
+    cleared = [known[id(m)] for unit in units for m in unit if id(m) in known]
     assert ctx.tokens is not None
-    tokens = ctx.tokens
     wanted = option(ctx.directives.config, "recall_cleared_pct", RECALL_PCT, minimum=0) > 0
-    found, why = await recall(
-        ctx.query, cleared, room if wanted else 0, tokens.count_message, tokens.count, ctx.embedder
-    )
-    swap = {id(r.cleared.reference): r.message for r in found}
-    if swap:
-        units = tuple(tuple(swap.get(id(m), m) for m in unit) for unit in units)
-    return units, {
+    tokens, turn = ctx.tokens, ctx.session.turn_number
+    note, found, why = recall(ctx.query, cleared, room if wanted else 0, tokens.count_message, tokens.count, turn)
+    return units + (((note,),) if note is not None else ()), {
         "tool_results_cleared": {
             "count": len(cleared),
             "tokens": sum(c.tokens for c in cleared),

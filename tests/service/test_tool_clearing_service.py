@@ -1,10 +1,11 @@
 """Old tool results cleared over HTTP: a type saved with the clearing options, a session with imported tool turns,
 one turn to Claude through litellm at a fake Anthropic upstream. What Anthropic receives keeps its pairing rule
 (each tool_result answers a tool_use of the assistant message just before it), the cleared results are references,
-the one the question needs is recalled, and the snapshot says which."""
+the part of the one the question needs is recalled after the history, and the snapshot says which."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from components.context_window.window_type import DEFAULT_TYPES
@@ -62,7 +63,9 @@ async def test_a_claude_turn_sends_references_for_old_results_and_recalls_the_on
     results = [b for m in body["messages"] if isinstance(m["content"], list) for b in m["content"]]
     results = [text_of(b) for b in results if b.get("type") == "tool_result"]
     assert len(results) == 14
+    assert all(results[t - 1].endswith("tokens, cleared]") for t in range(1, 9))
     planted = next(line for line in result_text(3).splitlines() if line.startswith("order 3017:"))
-    assert planted in results[2]
-    assert all(results[t - 1].endswith("tokens, cleared]") for t in (1, 2, 4, 5, 6, 7, 8))
+    last = body["messages"][-1]  # the recall note and the question: Anthropic's last user turn
+    assert last["role"] == "user" and planted in json.dumps(last["content"])
+    assert "Which carrier shipped order 3017?" in json.dumps(last["content"])
     assert all(results[t - 1] == result_text(t) for t in range(9, 15))
