@@ -229,7 +229,7 @@ class ConversationHistoryModule(ContextModule):
         head: tuple[Unit, ...] = ((summary,),) if summary is not None else ()
         units = head + tuple(unit for _, unit, _ in reversed(kept))
         assert ctx.tokens is not None
-        used = sum(cost for _, _, cost in kept) + (ctx.tokens.count_message(summary) if summary is not None else 0)
+        used = sum(ctx.tokens.count_message(m) for unit in units for m in unit)
         units, clearing = await _recall_cleared(units, ctx, budget - used)
         return Contribution(
             self.module_id,
@@ -261,13 +261,18 @@ class ConversationHistoryModule(ContextModule):
         kept: list[tuple[int, Unit, int]] = []
         used = 0
         rule, turn = ClearRule.from_config(ctx.directives.config), ctx.session.turn_number
+        by_size = ClearRule(over_tokens=rule.over_tokens)
         cleared: dict[int, Cleared] = ctx.memo.setdefault("cleared", {})
         async with aclosing(unit_pages(source, phase)) as pages:
             async for units in pages:
                 for index, whole in units:
                     unit, gone = clear_unit(whole, rule, turn, count)
                     cleared.update((id(c.reference), c) for c in gone)
-                    cost = count(unit[0]) if len(unit) == 1 else sum(count(m) for m in unit)
+                    # Priced as the size rule alone leaves it: what the age rule clears saves tokens but never
+                    # lets the window reach further back, so its start moves as smoothly as without it (a step
+                    # of the age horizon would otherwise pull it back and rewrite the whole prefix).
+                    priced = clear_unit(whole, by_size, turn, count)[0] if by_size.active else whole
+                    cost = count(priced[0]) if len(priced) == 1 else sum(count(m) for m in priced)
                     if used + cost > budget:
                         break
                     kept.append((index, unit, cost))
