@@ -57,6 +57,12 @@ Llama, Mistral) differ from cl100k by up to about a fifth on English prose and c
 CALIBRATION_MARGIN = 0.05
 """Added to the largest provider/cl100k ratio seen: inputs not yet seen may tokenise a little worse."""
 CALIBRATION_MIN_SAMPLES = 3
+CALIBRATION_MIN_TEXT = 200
+"""cl100k text tokens a request needs to calibrate: a short one is mostly fixed overheads (a provider's hidden tool
+prompt, its message framing), which a ratio would spread over every text."""
+CALIBRATION_RATIOS = (0.5, 4.0)
+"""Ratios outside these are not the same request counted by another tokenizer (a proxy's made-up usage, a count
+of something else) and are ignored."""
 """Provider counts seen before a learned ratio may go below ``SAFETY_MARGIN`` (above it, one count suffices)."""
 DEFAULT_MODEL_LIMIT = 128_000
 
@@ -191,14 +197,19 @@ def provider_ratio(messages: Sequence[Mapping[str, Any]], tools: Sequence[ToolSc
     """The factor cl100k's text counts need for this request's estimate to reach ``provider_tokens`` (the
     provider's prompt count of exactly this request): the fixed overheads (per message, per name, the tools block,
     the reply priming) are not scaled, so the factor applies to the rest. 0.0 when it cannot be told (no cl100k,
-    no text, images whose tokens follow other rules)."""
+    images whose tokens follow other rules, under ``CALIBRATION_MIN_TEXT``, a ratio outside
+    ``CALIBRATION_RATIOS``)."""
     base = estimator("cl100k_base")
     if not base.exact or any(isinstance(m.get("content"), list | tuple) for m in messages):
         return 0.0
     fixed = REPLY_PRIMING + (TOOLS_OVERHEAD if tools else 0)
     fixed += sum(MESSAGE_OVERHEAD + (NAME_OVERHEAD if m.get("name") is not None else 0) for m in messages)
     text = sum(base.count_chat(m) for m in messages) + base.count_tools(tools) + REPLY_PRIMING - fixed
-    return (provider_tokens - fixed) / text if text > 0 else 0.0
+    if text < CALIBRATION_MIN_TEXT:
+        return 0.0
+    ratio = (provider_tokens - fixed) / text
+    low, high = CALIBRATION_RATIOS
+    return ratio if low <= ratio <= high else 0.0
 
 
 def tokenizer_for(model: str) -> Tokenizer:

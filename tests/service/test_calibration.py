@@ -49,12 +49,14 @@ def test_the_ratio_a_provider_counting_like_cl100k_implies_is_one():
     count needs no scaling (the overheads are not scaled)."""
     messages = [
         {"role": "system", "content": "You answer briefly."},
-        {"role": "user", "content": "Where is order 7? " * 20, "name": "ann"},
+        {"role": "user", "content": "Where is order 7? " * 60, "name": "ann"},
     ]
     tools = [{"type": "function", "function": {"name": "find", "description": "Find an order", "parameters": {}}}]
     exact = litellm.token_counter(model="gpt-4", messages=messages)
     assert provider_ratio(messages, [], exact) == pytest.approx(1.0)
     assert provider_ratio(messages, [], exact * 2) > 2  # the overheads stay: the text alone doubles and more
+    assert provider_ratio(messages, [], 11) == 0.0  # a made-up count (a fake's fixed usage) teaches nothing
+    assert provider_ratio(messages[:1], [], 40) == 0.0  # too short: mostly overheads
     with_tools = litellm.token_counter(model="gpt-4", messages=messages, tools=tools)
     # tda counts a tool as the larger of its JSON and litellm's rendering: at least litellm's count, so below 1
     assert 0 < provider_ratio(messages, [ToolSchema.from_openai(t) for t in tools], with_tools) <= 1.0
@@ -93,3 +95,20 @@ async def test_provider_counts_calibrate_the_estimate_persisted_across_a_restart
         again = r.json()["snapshot"]
     assert f"calibrated on {learned.samples}" in again["token_method"] or "calibrated on" in again["token_method"]
     assert again["total_used"] >= provider_count(upstream.received[-1].body)
+
+
+async def test_a_chat_clients_calls_calibrate_too(live, upstream):
+    """Through /v1/chat/completions (the real openai SDK, no session): the provider's counts tune the model too."""
+    upstream.prompt_tokens = provider_count
+    async with served(live) as app:
+        await app.profile("llama", type="llm_only", model=MODEL, upstream={"base_url": upstream.base_url})
+        client = app.sdk(**{"X-TDA-Profile": "llama"})
+        for turn in range(1, 5):
+            messages = [{"role": "user", "content": question(turn) * 5}]
+            await client.chat.completions.create(model="tda", messages=messages)  # type: ignore[arg-type]
+    learned = calibration_for(MODEL)
+    assert learned is not None and learned.samples == 4
+    tokens = estimator_for(MODEL)
+    for r in upstream.received:
+        sent = [Message.from_chat(m) for m in r.body["messages"]]
+        assert tokens.count_request(sent) >= provider_count(r.body)
