@@ -14,7 +14,7 @@ from quart import Quart, current_app
 
 from components.context_window.handler import AssembledContext, ContextWindowHandler
 from components.context_window.module_registry import ModuleRegistry
-from components.context_window.token_estimator import STORED_ENCODINGS, estimator, estimator_for
+from components.context_window.token_estimator import STORED_ENCODINGS, calibratable, estimator, estimator_for
 from components.context_window.window_type import MODULE_IDS_IN_ORDER, ContextWindowType
 
 from .background import BackgroundWriter
@@ -156,7 +156,7 @@ class TDAService:
 
     def observe_prompt_count(self, key: str, model: str, assembled: AssembledContext, prompt_tokens: int) -> None:
         """After the response (in ``key``'s queue): the provider's count of the window tunes the model's estimate."""
-        if prompt_tokens > 0:
+        if prompt_tokens > 0 and calibratable(model):
             messages, tools = assembled.messages, assembled.tools
             job = lambda: self.calibrations.observe(model, messages, tools, prompt_tokens)  # noqa: E731
             self.writer.submit(key, job, "token calibration")
