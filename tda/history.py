@@ -172,6 +172,8 @@ class StoredHistory:
         if self._upper is None and run.keys:
             self._upper = _after(run.keys[-1])
         self._oldest_read: MessageCursor | None = None
+        self.version = (run.key, run.version)
+        """Changes whenever the history changes other than by appending (``MessageSource``'s optional version)."""
 
     def _end(self, cursor: MessageCursor | None) -> int:
         bound = cursor if cursor is not None else self._upper

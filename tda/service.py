@@ -13,6 +13,7 @@ from pydantic import ValidationError
 from quart import Quart, current_app
 
 from components.context_window.handler import AssembledContext, ContextWindowHandler
+from components.context_window.history_recall import SessionRecall
 from components.context_window.module_registry import ModuleRegistry
 from components.context_window.token_estimator import STORED_ENCODINGS, calibratable, estimator, estimator_for
 from components.context_window.window_type import MODULE_IDS_IN_ORDER, ContextWindowType
@@ -69,6 +70,8 @@ class TDAService:
         )
         """Opened at start-up (warm_up_knowledge) or on first use: Chroma and the embedder take seconds to load."""
         self.sources = sources or Sources(knowledge=self.knowledge, cases=self.knowledge, embedder=self.knowledge)
+        if self.sources.history_recall is None:  # one index per session, shared by its turns (tda/recall.py)
+            self.sources.history_recall = SessionRecall(self.sources.embedder)
         if self.sources.summarizer is None and not self.llm.mock:
             # A mock model cannot summarise or rewrite a follow-up; without a summarizer the modules
             # use their own extractive fallbacks and the original query.

@@ -17,6 +17,7 @@ from components.context_window.base import (
     ChampionCase,
     Document,
     Embedder,
+    HistoryRecall,
     KnowledgeRetriever,
     MessageSource,
     Profile,
@@ -73,6 +74,8 @@ class Sources:
     """A read-only retriever (a test's fake), or a recorder, which windows reach only through ``ScopedCases``."""
     summarizer: Summarizer | None = None
     embedder: Embedder | None = None
+    history_recall: HistoryRecall | None = None
+    """Recalls older history by relevance (``tda/recall.py`` keeps it up to date as messages are recorded)."""
     _tools: BoundedCache[tuple[str, str], tuple[ToolSchema, ...]] = field(
         default_factory=lambda: BoundedCache(256), repr=False
     )
@@ -171,6 +174,7 @@ def build_context(
         cases=cases,
         summarizer=sources.summarizer,
         embedder=sources.embedder,
+        history_recall=sources.history_recall,
     )
 
 

@@ -29,6 +29,7 @@ from .champions import keep_as_champion
 from .cost import model_call
 from .errors import Conflict, Invalid, UpstreamFailed
 from .models import MessageRow, TurnRow
+from .recall import index_after
 from .sources import build_context, input_hashes, message_of
 from .store.types import StoredType
 from .tool_results import as_result, plan_of, tool_text
@@ -260,6 +261,7 @@ async def _step(
                 session_id, {"turn": turn, "query": query, "phase": ctx.session.phase, **step}, [user, reply]
             )
             svc.history.recorded(data, rows)
+            index_after(svc, session_id)
         else:
             turn_row = await svc.store.sessions.extend_turn(session_id, turn, step, [reply])
         await svc.store.sessions.record_model_call(snapshot_id, snapshot, call)

@@ -65,9 +65,11 @@ def pairing_errors(messages: list[dict[str, Any]]) -> list[str]:
 
 
 def clearing_type(**config: Any) -> ContextWindowType:
+    """Balanced with ``config`` for conversation_history; without recall of older history unless ``recall_pct``
+    is given (it brings older units back by relevance: a separate feature with its own tests)."""
     base = DEFAULT_TYPES["balanced"]
     history = base.modules["conversation_history"]
-    slot = history.model_copy(update={"config": {**history.config, **config}})
+    slot = history.model_copy(update={"config": {**history.config, "recall_pct": 0, **config}})
     return base.model_copy(update={"modules": {**base.modules, "conversation_history": slot}})
 
 
@@ -112,10 +114,23 @@ async def test_large_results_are_cleared_whatever_their_age_but_never_the_turn_b
     assert pairing_errors(out.messages) == []
 
 
-@pytest.mark.parametrize(("after", "over", "limit"), [(1, 0, 6_000), (3, 0, 12_000), (0, 200, 4_000), (2, 300, 9_000)])
-async def test_every_window_keeps_calls_and_results_paired(builtin_registry, after, over, limit):
+@pytest.mark.parametrize(
+    ("after", "over", "limit", "recall_pct"),
+    [
+        (1, 0, 6_000, 0),
+        (3, 0, 12_000, 0),
+        (0, 200, 4_000, 0),
+        (2, 300, 9_000, 0),
+        (2, 0, 9_000, 60),
+        (0, 200, 6_000, 60),
+    ],
+)
+async def test_every_window_keeps_calls_and_results_paired(builtin_registry, after, over, limit, recall_pct):
+    """With and without recall of older history (recall_pct), whatever the rules."""
     handler = ContextWindowHandler(builtin_registry)
-    wtype = clearing_type(clear_tool_results_after_turns=after, clear_tool_results_over_tokens=over)
+    wtype = clearing_type(
+        clear_tool_results_after_turns=after, clear_tool_results_over_tokens=over, recall_pct=recall_pct
+    )
     for turns in range(2, 30, 3):
         ctx = make_ctx(messages=chat(turns), query=f"Where is order {turns * 1000 - 3}?", limit=limit)
         out = await handler.assemble(ctx, wtype)

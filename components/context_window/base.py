@@ -371,6 +371,10 @@ class MessageSource(Protocol):
         ...
 
 
+# A MessageSource may also have a ``version`` attribute: any value that changes whenever its history changes other
+# than by appending (validity, purge, import), so what was read from it before can be trusted while it is equal.
+
+
 @dataclass(frozen=True, eq=False)
 class InMemoryMessages:
     """A MessageSource over a list (session files, tests); the cursor is an index."""
@@ -493,6 +497,40 @@ class Embedder(Protocol):
     async def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
 
 
+@dataclass(frozen=True, slots=True)
+class RecalledUnit:
+    """An earlier message recalled for the query, whole: one message, or a tool call with its results."""
+
+    position: int
+    """Position of its first message in the history (0 = the oldest)."""
+    messages: tuple[Message, ...]
+    score: float
+    """Fused relevance (higher is better; 0 for messages no signal ranked, which come last, newest first)."""
+
+
+@dataclass(frozen=True)
+class RecallRanking:
+    units: tuple[RecalledUnit, ...]
+    """Best first."""
+    method: str
+    """The signals used: "lexical", "lexical+dense"."""
+    reason: str | None = None
+    """Why nothing was recalled (the snapshot shows it)."""
+    searched: int = 0
+    """How many earlier messages were ranked."""
+
+
+@runtime_checkable
+class HistoryRecall(Protocol):
+    """Searches a session's own earlier messages by relevance (``history_recall.SessionRecall`` implements it over
+    the relevance engine; the application may keep the index as it records messages)."""
+
+    async def recall(self, session: Session, query: str, *, before: int, enough_tokens: int) -> RecallRanking:
+        """Whole units of ``session``'s valid, visible messages before position ``before``, best first, until they
+        hold about ``enough_tokens`` tokens or none are left."""
+        ...
+
+
 @runtime_checkable
 class Summarizer(Protocol):
     """A model that writes short texts for modules (summaries, query rewrites). Each call is a model call the
@@ -535,6 +573,9 @@ class AssemblyContext:
     summarizer: Summarizer | None = None
     embedder: Embedder | None = None
     """Optional: lets modules rank by meaning as well as by words (tool_definitions ranks tools with it)."""
+    history_recall: HistoryRecall | None = None
+    """Optional: recalls older history by relevance (conversation_history). ``None``: the module indexes the history
+    itself at first use (a library call, ``tda assemble``)."""
     model_limit: int | None = None
     """Known input limit of the model; ``None`` means the orchestrator resolves it."""
     query_message: Message | None = None
@@ -630,6 +671,9 @@ class Contribution:
     """Which end loses units first when the orchestrator trims (history drops its oldest: "start")."""
     joiner: str = "\n\n"
     """What separates text units in ``text()`` (a blank line; a newline suits lists)."""
+    volatile_tail: int = 0
+    """How many of the last units change from turn to turn (recalled history): the window's stable part, which a
+    provider's prompt cache reuses, ends before them."""
     condensed: bool = False
     """Already condensed as ``ctx.directives.condense_to`` asked (the orchestrator records the condensation)."""
     tokens: int = 0

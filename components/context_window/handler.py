@@ -478,7 +478,9 @@ class ContextWindowHandler:
 
         def keep(n: int) -> Contribution:
             kept = units[len(units) - n :] if c.trim_from == "start" else units[:n]
-            return self._measured(run, c.replace(units=kept, strategy=f"{c.strategy}+trim"), c.module_id)
+            tail = min(c.volatile_tail, n) if c.trim_from == "start" else max(0, c.volatile_tail - (len(units) - n))
+            trimmed = c.replace(units=kept, strategy=f"{c.strategy}+trim", volatile_tail=tail)
+            return self._measured(run, trimmed, c.module_id)
 
         lo, hi = 0, len(units)  # keep(lo) fits (empty always does); find the largest n that fits
         while lo < hi:
@@ -521,7 +523,10 @@ class ContextWindowHandler:
                 stable = len(messages)
             if client_tools and c.placement != "system":  # the client's tools come right after the system text
                 tools, client_tools = self._tools_as_sent(client_tools, items), []
-            for unit in c.units:
+            volatile_from = len(c.units) - c.volatile_tail if c.volatile_tail else None
+            for n, unit in enumerate(c.units):
+                if n == volatile_from and stable is None:  # recalled history changes per turn: not cached
+                    stable = len(messages)
                 for item in unit:
                     if isinstance(item, Message):
                         messages.append(item.to_chat())

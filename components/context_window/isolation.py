@@ -233,6 +233,8 @@ def checked_contribution(value: Any, module_id: str) -> Contribution:
     if type(value.condensed) is not bool:
         raise ValueError("condensed must be True or False")
     units = _units(value.units)
+    if type(value.volatile_tail) is not int or not 0 <= value.volatile_tail <= len(units):
+        raise ValueError("volatile_tail must be a whole number of units, at most how many there are")
     metadata = _plain(value.metadata, "metadata")
     return value.replace(units=units, metadata=metadata, module_id=module_id, tokens=0)
 

@@ -70,6 +70,9 @@ class BoundedCache(Generic[K, V]):
     def clear(self) -> None:
         self._entries.clear()
 
+    def values(self) -> list[V]:
+        return list(self._entries.values())
+
     def __contains__(self, key: object) -> bool:
         return key in self._entries
 

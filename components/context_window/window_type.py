@@ -349,8 +349,8 @@ _DEFAULT_TYPE_DATA: list[dict[str, Any]] = [
         output_reserve_pct=12,
         modules=_slots(sys=(8, 5, 12), hist=(50, 20, 70), know=(15, 0, 25), doc=(15, 0, 25), comp=(5, 0, 10)),
         condensation_order=_order("comp", "doc", "know", "hist"),
-        # Keeps most of its share verbatim once long: history moves in cache blocks (a stable prefix), not halves.
-        dynamic_adjustments=[_long_conversation(15, to_pct=85)],
+        # No condense rule once long: the history fills its share, the newest turns in cache blocks (a stable
+        # prefix) and the rest recalled by relevance (see _HISTORY_RECALL).
     ),
     dict(
         id="token_efficient",
@@ -364,6 +364,13 @@ _DEFAULT_TYPE_DATA: list[dict[str, Any]] = [
         dynamic_adjustments=[_FIRST_TURN_FULL_TOOLS, _long_conversation(5)],
     ),
 ]
+
+
+_HISTORY_RECALL = {"recall_pct": 60}
+"""Every shipped type recalls older history: conversation_history keeps the newest turns in 40% of its budget and
+fills the rest with earlier messages recalled by relevance to the query (docs/knowledge.md, "History recall")."""
+for _data in _DEFAULT_TYPE_DATA:
+    _data["modules"]["conversation_history"]["config"] = dict(_HISTORY_RECALL)
 
 
 def default_types() -> list[ContextWindowType]:

@@ -18,19 +18,23 @@ from components.context_window.base import (
     AssemblyContext,
     ContextModule,
     Contribution,
+    HistoryRecall,
     Message,
     MessagePage,
     MessageSource,
+    RecalledUnit,
     pages_newest_first,
 )
 from components.context_window.content_parts import media_note
 from components.context_window.fitting import first_sentence
+from components.context_window.history_recall import SessionRecall
 from components.context_window.metering import labelled
 from components.context_window.options import option
 from components.context_window.phases import visible
-from components.context_window.session_cache import SessionCache, content_key
+from components.context_window.session_cache import BoundedCache, SessionCache, content_key
 from components.context_window.token_estimator import MESSAGE_OVERHEAD
-from components.context_window.tool_clearing import Cleared, ClearRule, clear_unit, recall
+from components.context_window.tool_clearing import Cleared, ClearRule, clear_unit
+from components.context_window.tool_clearing import recall as recall_cleared
 
 SUMMARY_SHARE = 0.15
 SUMMARY_MAX_TOKENS = 600
@@ -48,13 +52,22 @@ few messages more or fewer than last turn mostly lands on the same start."""
 SUMMARY_ROOM_STEP = 32
 SHOWN_CLEARED = 50
 """The snapshot lists the newest this many cleared results (and counts them all)."""
-RECALL_PCT = 15
+RECALL_CLEARED_PCT = 15
 """Default ``recall_cleared_pct``: with tool results cleared, this share of the budget is kept for showing the
 cleared ones the question needs again (rounded down to ``SUMMARY_ROOM_STEP``, so the fill is stable)."""
 """With cache blocks, the summary's room is rounded down to this step: a budget a few tokens different (a
 longer query) must not change the summary at the start of the history, or the whole prefix after it."""
 """A model-written summary covers messages up to a multiple of this (it may repeat a few shown ones), so it
 is reused until this many more messages have been dropped (bounded model calls), and depends only on them."""
+
+RECALL_PCT = 0
+"""Default ``recall_pct``: the share of the module's budget for older messages recalled by relevance to the query
+(the rest keeps the newest turns). 0: no recall, a sliding window (the shipped types turn it on)."""
+RECALL_MARKER = (
+    "Earlier messages of this conversation, recalled because they may bear on the current question. They came "
+    "before the recent messages above; they are shown in their original order."
+)
+"""Opens the recalled messages (a fixed text: counted once, and the same every turn)."""
 
 Unit = tuple[Message, ...]
 
@@ -138,6 +151,18 @@ def _extract(dropped: tuple[tuple[str, str, str], ...]) -> tuple[str, ...]:
     )
 
 
+def summary_header(covered: int, dropped: int, *, lines: bool = False) -> str:
+    """What the summary covers, truthfully: ``covered`` messages (``lines``: requests and answers, a line each) just
+    before those shown, of the ``dropped`` earlier messages not shown; older ones are said to be left out."""
+    if not lines and covered >= dropped:
+        return f"Summary of the {dropped} earlier messages not shown:"
+    what = "requests and answers" if lines else "messages"
+    return (
+        f"Summary of the last {covered} {what} before those shown ({dropped} earlier messages are not shown; "
+        "older ones are not summarised here):"
+    )
+
+
 def block_size(config: Any, kept_messages: int) -> int:
     """``cache_block`` as set (a whole number), or "auto": the largest of ``AUTO_BLOCKS`` within half of
     ``kept_messages`` (what the sliding window holds)."""
@@ -166,11 +191,22 @@ def _within(kept: list[tuple[int, Unit, int]], budget: int) -> list[tuple[int, U
     return list(kept)
 
 
+def without_orphan_opening(kept: list[tuple[int, Unit, int]]) -> list[tuple[int, Unit, int]]:
+    """``kept`` (newest first) without the oldest units that are replies (an assistant message, a tool call) whose
+    question was dropped: the window opens with a user message. Kept as is when no user message is left after."""
+    end = len(kept)
+    while end > 0 and kept[end - 1][1][0].role != "user":
+        end -= 1
+    return kept[:end] if end > 0 else kept
+
+
 class ConversationHistoryModule(ContextModule):
     def __init__(self, manifest: Any) -> None:
         super().__init__(manifest)
         self._summaries: SessionCache[str] = SessionCache(1024)
         """Model-written summaries, keyed by the exact transcript summarised and the room given."""
+        self._recalls: BoundedCache[str, SessionRecall] = BoundedCache(4)
+        """History indexes this module keeps when the context brings no ``history_recall`` provider."""
 
     async def contribute(self, budget: int, ctx: AssemblyContext) -> Contribution:
         strategy, target = ctx.directives.condense_strategy, ctx.directives.condense_to
@@ -189,7 +225,9 @@ class ConversationHistoryModule(ContextModule):
     async def purge(self, session_id: str, user_id: str) -> dict[str, Any]:
         """Forget a session's cached summaries (call it when the session's history is purged or edited)."""
         purged = self._summaries.purge(session_id)
-        return {"purged": purged, "what": "cached summaries"}
+        for recall in self._recalls.values():
+            purged += recall.forget(session_id)
+        return {"purged": purged, "what": "cached summaries and history indexes"}
 
     def get_status(self) -> dict[str, Any]:
         return {**super().get_status(), "cached_summaries": len(self._summaries)}
@@ -197,6 +235,11 @@ class ConversationHistoryModule(ContextModule):
     # -- the window ----------------------------------------------------------------------------
 
     async def _window(self, budget: int, ctx: AssemblyContext, strategy: str | None) -> Contribution:
+        recall_pct = option(ctx.directives.config, "recall_pct", float(RECALL_PCT), minimum=0)
+        if recall_pct > 100:
+            raise ValueError(f"option 'recall_pct' must be at most 100, got {recall_pct:g}")
+        if recall_pct:
+            return await self._recall_window(budget, ctx, strategy, recall_pct)
         source = _Remembered(ctx.session.message_source())
         summarize = ctx.directives.config.get("summarize_dropped", True) or strategy == "summarize"
         reserve = _recall_reserve(ctx.directives.config, budget)
@@ -218,6 +261,7 @@ class ConversationHistoryModule(ContextModule):
         block = block_size(ctx.directives.config, sum(len(unit) for _, unit, _ in kept))
         if overflowing:
             kept = block_aligned(kept, block)
+        kept = without_orphan_opening(kept)
         first_kept = kept[-1][0] if kept else source.total
         if room:
             end = first_kept
@@ -230,13 +274,15 @@ class ConversationHistoryModule(ContextModule):
         units = head + tuple(unit for _, unit, _ in reversed(kept))
         assert ctx.tokens is not None
         used = sum(ctx.tokens.count_message(m) for unit in units for m in unit)
-        units, clearing = await _recall_cleared(units, ctx, budget - used)
+        note, clearing = await _recall_cleared(units, ctx, budget - used)
+        units += ((note,),) if note is not None else ()
         return Contribution(
             self.module_id,
             units=units,
             placement="history",
             trim_from="start",
             strategy=strategy or ("sliding_window+summary" if summary else "sliding_window"),
+            volatile_tail=int(note is not None),
             metadata={
                 "messages_total": source.total,
                 "messages_kept": sum(len(unit) for _, unit, _ in kept),
@@ -247,6 +293,93 @@ class ConversationHistoryModule(ContextModule):
                 **clearing,
             },
         )
+
+    async def _recall_window(
+        self, budget: int, ctx: AssemblyContext, strategy: str | None, recall_pct: float
+    ) -> Contribution:
+        """The newest turns within ``100 - recall_pct`` % of ``budget`` (in cache blocks, opening with a user
+        message), then older messages recalled by relevance to the query in all the room left: the history fills
+        its allocation. Recalled units come after the newest ones (they change per turn; the prefix stays cached),
+        behind a marker, in conversation order."""
+        source = _Remembered(ctx.session.message_source())
+        assert ctx.tokens is not None
+        reserve = _recall_reserve(ctx.directives.config, budget)  # for cleared tool results the question needs
+        newest_budget = int((budget - reserve) * (100 - recall_pct) / 100)
+        kept = await self._fill(source, newest_budget, ctx)
+        if not kept:  # the newest message always stays when it fits the whole budget
+            kept = (await self._fill(source, budget, ctx))[:1]
+        overflowing = bool(kept) and kept[-1][0] > 0
+        block = block_size(ctx.directives.config, sum(len(unit) for _, unit, _ in kept))
+        if overflowing:
+            kept = without_orphan_opening(block_aligned(kept, block))
+        first_kept = kept[-1][0] if kept else source.total
+        newest = tuple(unit for _, unit, _ in reversed(kept))
+        newest_used = sum(ctx.tokens.count_message(m) for unit in newest for m in unit)
+        note, clearing = await _recall_cleared(newest, ctx, reserve)
+        note_used = ctx.tokens.count_message(note) if note is not None else 0
+        recalled, facts = await self._recalled(ctx, first_kept, budget - newest_used - note_used)
+        marker = (Message("system", RECALL_MARKER),) if recalled else ()
+        tail = ((note,),) if note is not None else ()
+        units = newest + tuple((m,) for m in marker) + recalled + tail
+        return Contribution(
+            self.module_id,
+            units=units,
+            placement="history",
+            trim_from="start",
+            strategy=strategy or ("newest+recall" if recalled else "sliding_window"),
+            volatile_tail=len(marker) + len(recalled) + len(tail),
+            metadata={
+                "messages_total": source.total,
+                "messages_kept": sum(len(unit) for _, unit, _ in kept),
+                "first_kept_index": first_kept,
+                "summary": False,
+                "cache_block": block,
+                "newest_tokens": newest_used,
+                **facts,
+                **clearing,
+            },
+        )
+
+    async def _recalled(self, ctx: AssemblyContext, before: int, room: int) -> tuple[tuple[Unit, ...], dict[str, Any]]:
+        """Older units packed into ``room`` by relevance (best first; one that does not fit is passed over for the
+        next that does, so the depth is the room's, not a fixed k), returned in conversation order."""
+        assert ctx.tokens is not None
+        count = ctx.tokens.count_message
+        room -= count(Message("system", RECALL_MARKER))
+        if before <= 0 or room <= 0:
+            return (), {"recalled_messages": 0}
+        recall = ctx.history_recall or self._own_recall(ctx)
+        ranking = await recall.recall(ctx.session, ctx.query, before=before, enough_tokens=room * 4)
+        chosen: list[RecalledUnit] = []
+        seen: set[str] = set()
+        left = room
+        for unit in ranking.units:
+            cost = sum(count(m) for m in unit.messages)
+            text = "\n".join(m.content for m in unit.messages)
+            if cost > left or text in seen:  # too large for what is left, or a repeat of what is chosen
+                continue
+            chosen.append(unit)
+            seen.add(text)
+            left -= cost
+        chosen.sort(key=lambda u: u.position)
+        facts: dict[str, Any] = {
+            "recall": ranking.method,
+            "recalled_messages": sum(len(u.messages) for u in chosen),
+            "recalled_tokens": room - left,
+            "recall_searched": ranking.searched,
+        }
+        if ranking.reason and not chosen:
+            facts["recall_reason"] = ranking.reason
+        return tuple(u.messages for u in chosen), facts
+
+    def _own_recall(self, ctx: AssemblyContext) -> HistoryRecall:
+        """Without a provider (a library call, ``tda assemble``), the module indexes the history itself at first use,
+        with the context's embedder (one index per embedder: the same history ranks the same way)."""
+        key = type(ctx.embedder).__name__ if ctx.embedder is not None else ""
+        recall = self._recalls.get(key)
+        if recall is None:
+            recall = self._recalls.put(key, SessionRecall(ctx.embedder))
+        return recall
 
     async def _fill(self, source: MessageSource, budget: int, ctx: AssemblyContext) -> list[tuple[int, Unit, int]]:
         """Newest units that fit in ``budget``, newest first, as (position of first message, unit, tokens)."""
@@ -287,8 +420,13 @@ class ConversationHistoryModule(ContextModule):
         self, recent_dropped: list[Message], first_kept: int, room: int, ctx: AssemblyContext
     ) -> Message | None:
         assert ctx.tokens is not None
-        header = f"Summary of the {first_kept} earlier messages not shown:"
         body = await self._summary_body(recent_dropped, first_kept, room, ctx)
+        extractive = ctx.summarizer is None or body == extractive_summary(recent_dropped)
+
+        def header_for(lines: list[str]) -> str:  # extractive: a line per request or answer, the oldest cut first
+            return summary_header(len(lines) if extractive else len(recent_dropped), first_kept, lines=extractive)
+
+        header = header_for(body)
         # Skip the lines that cannot fit by their own counts (cached per line) before counting whole texts:
         # counting the text once per dropped line re-tokenised it dozens of times.
         count = ctx.tokens.count
@@ -297,7 +435,7 @@ class ConversationHistoryModule(ContextModule):
             estimate -= count(body[0]) + 1
             body = body[1:]
         while body:
-            text = f"{header}\n" + "\n".join(body)
+            text = f"{header_for(body)}\n" + "\n".join(body)
             message = Message("system", text, turn=recent_dropped[-1].turn)
             if ctx.tokens.count_message(message) <= room:
                 return message
@@ -327,29 +465,32 @@ def _recall_reserve(config: Any, budget: int) -> int:
     """Room kept for recalling cleared tool results (0 unless results are cleared and recall is on)."""
     if not ClearRule.from_config(config).active:
         return 0
-    room = int(budget * option(config, "recall_cleared_pct", RECALL_PCT, minimum=0) / 100)
+    room = int(budget * option(config, "recall_cleared_pct", RECALL_CLEARED_PCT, minimum=0) / 100)
     return min(room - room % SUMMARY_ROOM_STEP, budget)
 
 
 async def _recall_cleared(
     units: tuple[Unit, ...], ctx: AssemblyContext, room: int
-) -> tuple[tuple[Unit, ...], dict[str, Any]]:
-    """The window's units and, after them, a note recalling the cleared tool results the question needs (within
-    ``room``); and what the snapshot says about both (nothing when no rule clears)."""
+) -> tuple[Message | None, dict[str, Any]]:
+    """A note recalling the cleared tool results among ``units`` that the question needs (within ``room``; the
+    caller puts it after the history's stable part), and what the snapshot says about both (nothing when no rule
+    clears)."""
     if not ClearRule.from_config(ctx.directives.config).active:
-        return units, {}
+        return None, {}
     known: dict[int, Cleared] = ctx.memo.get("cleared", {})
     cleared = [known[id(m)] for unit in units for m in unit if id(m) in known]
     assert ctx.tokens is not None
-    wanted = option(ctx.directives.config, "recall_cleared_pct", RECALL_PCT, minimum=0) > 0
+    wanted = option(ctx.directives.config, "recall_cleared_pct", RECALL_CLEARED_PCT, minimum=0) > 0
     tokens, turn = ctx.tokens, ctx.session.turn_number
-    note, found, why = recall(ctx.query, cleared, room if wanted else 0, tokens.count_message, tokens.count, turn)
-    return units + (((note,),) if note is not None else ()), {
+    note, found, why = recall_cleared(
+        ctx.query, cleared, room if wanted else 0, tokens.count_message, tokens.count, turn
+    )
+    return note, {
         "tool_results_cleared": {
             "count": len(cleared),
             "tokens": sum(c.tokens for c in cleared),
             "results": [c.describe() for c in cleared[-SHOWN_CLEARED:]],
         },
         "tool_results_recalled": [r.describe() for r in found],
-        "recall": why,
+        "tool_results_recall": why,
     }

@@ -1,0 +1,182 @@
+"""Recall bench (`make bench`): does the window hold what a question about a long chat needs?
+
+Data: bench/recall_data.py generates long multi-session chats offline (three styles, two seeds each) with facts
+planted at random depths, distractors, and paraphrased one- and two-fact questions. A message is one unit; a question
+is recalled when every evidence message's text is in the window sent to the model.
+
+tda runs through the service: a fresh app (SQLite, the mock model recorded, the embedder of TDA_EMBEDDER, default
+minilm-int8), an llm_only profile bound to the shipped Conversation First type; per question and limit a new session
+gets the chat imported over HTTP (``POST /v1/sessions/{id}/messages``, with turn numbers) and the question is asked as
+a turn (``POST /v1/sessions/{id}/turns``). Baselines get exactly the history tokens tda's conversation_history used
+in that window, filled greedily down their ranking (a message that does not fit is passed over for the next):
+newest messages, BM25 top, dense top (the same embedder) and hybrid top (RRF of the two).
+
+Run: `python bench/recall_bench.py` (BENCH_RECALL_SEEDS=n chats per style, BENCH_LIMITS=4000,8000,16000).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import numpy as np  # noqa: E402
+
+from bench.recall_data import Chat, chats  # noqa: E402
+from components.context_window.base import Message  # noqa: E402
+from components.context_window.relevance import BM25Index, fuse, unit_rows  # noqa: E402
+from components.context_window.token_estimator import estimator_for  # noqa: E402
+from tda.config import Settings, offline_library_defaults  # noqa: E402
+from tda.db import upgrade  # noqa: E402
+from tda.llm import LLM, Completion  # noqa: E402
+
+offline_library_defaults()
+
+LIMITS = tuple(int(x) for x in os.environ.get("BENCH_LIMITS", "4000,8000,16000").split(","))
+SEEDS = int(os.environ.get("BENCH_RECALL_SEEDS", "2"))
+EMBEDDER = os.environ.get("TDA_EMBEDDER", "minilm-int8")
+TARGETS = {4000: 75.0, 8000: 85.0, 16000: 95.0}
+BASELINES = ("newest", "bm25", "dense", "hybrid")
+
+
+class RecordingLLM(LLM):
+    """The mock model, keeping the messages of the last call (the window as sent)."""
+
+    def __init__(self) -> None:
+        super().__init__(mock=True)
+        self.last: list[dict[str, Any]] = []
+
+    async def complete(self, model: str, messages: list[dict[str, Any]], tools: Any, **kw: Any) -> Completion:
+        self.last = messages
+        return Completion("Noted.", 10, 2, [])
+
+
+@dataclass
+class Tally:
+    asked: int = 0
+    recalled: dict[str, int] = field(default_factory=lambda: dict.fromkeys(("tda", *BASELINES), 0))
+    history_tokens: list[int] = field(default_factory=list)
+
+
+class Baselines:
+    """Rankings of one chat's messages for a question, packed into a token budget."""
+
+    def __init__(self, chat: Chat, embed: Any) -> None:
+        self.texts = [str(m["content"]) for m in chat.messages]
+        tokens = estimator_for("gpt-4o")
+        self.costs = [
+            tokens.count_message(Message(str(m["role"]), t)) for m, t in zip(chat.messages, self.texts, strict=True)
+        ]
+        self.bm25 = BM25Index(self.texts)
+        self.vectors = unit_rows(embed(self.texts))
+        self.embed = embed
+
+    def rankings(self, query: str) -> dict[str, list[int]]:
+        n = len(self.texts)
+        lexical = self.bm25.scores(query)
+        dense = self.vectors @ unit_rows(self.embed([query]))[0]
+        return {
+            "newest": list(range(n - 1, -1, -1)),
+            "bm25": fuse(lexical=lexical).positions.tolist(),
+            "dense": fuse(dense=dense.astype(np.float64)).positions.tolist(),
+            "hybrid": fuse(lexical=lexical, dense=dense.astype(np.float64)).positions.tolist(),
+        }
+
+    def packed(self, ranking: list[int], budget: int) -> set[int]:
+        chosen, left = set(), budget
+        for i in ranking:
+            if self.costs[i] <= left:
+                chosen.add(i)
+                left -= self.costs[i]
+        return chosen
+
+
+def in_window(window: list[dict[str, Any]], text: str) -> bool:
+    return any(isinstance(m.get("content"), str) and text in m["content"] for m in window)
+
+
+async def run(data: list[tuple[str, Chat]], folder: Path) -> dict[int, Tally]:
+    from tda.app import create_app
+    from tda.knowledge.embeddings import make_embedder
+
+    embed_fn = make_embedder(EMBEDDER)
+    embed = lambda texts: np.asarray(embed_fn(list(texts)), dtype=np.float32)  # noqa: E731
+    tally = {limit: Tally() for limit in LIMITS}
+    llm = RecordingLLM()
+    settings = Settings(data_dir=folder, mock_model=True, embedder=EMBEDDER)
+    app = create_app(settings, llm=llm, migrate=False, warm_up_llm=False, warm_up_knowledge=False)
+    async with app.test_app() as running:
+        svc = running.app.extensions["tda"]
+        token, _ = await svc.store.tokens.create("bench", "admin")
+        headers = {"Authorization": f"Bearer {token}"}
+        client = running.test_client()
+        profile = {"id": "chat", "type": "llm_only", "context_window_type_id": "conversation_first"}
+        assert (await client.post("/v1/profiles", json=profile, headers=headers)).status_code == 201
+        n = 0
+        for name, chat in data:
+            baselines = Baselines(chat, embed)
+            imported = [{**m, "turn": i // 2 + 1} for i, m in enumerate(chat.messages)]
+            for question in chat.questions:
+                evidence = [baselines.texts[i] for i in question.evidence]
+                rankings = baselines.rankings(question.text)
+                for limit in LIMITS:
+                    n += 1
+                    sid = f"q{n}"
+                    body = {"id": sid, "profile_id": "chat", "context_limit": limit}
+                    assert (await client.post("/v1/sessions", json=body, headers=headers)).status_code == 201
+                    r = await client.post(f"/v1/sessions/{sid}/messages", json={"messages": imported}, headers=headers)
+                    assert r.status_code == 201, await r.get_json()
+                    r = await client.post(f"/v1/sessions/{sid}/turns", json={"query": question.text}, headers=headers)
+                    assert r.status_code == 201, await r.get_json()
+                    snapshot = (await r.get_json())["snapshot"]
+                    used = next(m["used"] for m in snapshot["modules"] if m["module_id"] == "conversation_history")
+                    t = tally[limit]
+                    t.asked += 1
+                    t.history_tokens.append(used)
+                    t.recalled["tda"] += all(in_window(llm.last, e) for e in evidence)
+                    for base in BASELINES:
+                        chosen = baselines.packed(rankings[base], used)
+                        t.recalled[base] += all(i in chosen for i in question.evidence)
+            print(f"  {name}: {len(chat.messages)} messages, {len(chat.questions)} questions", file=sys.stderr)
+    return tally
+
+
+def report(tally: dict[int, Tally], seconds: float) -> None:
+    print(f"Recall bench: {len(STYLES_USED)} styles x {SEEDS} chats, embedder {EMBEDDER}, {seconds:.0f} s\n")
+    print("| limit | questions | history tokens (mean) | tda | newest | BM25 top | dense top | hybrid top | target |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
+    for limit, t in tally.items():
+        pct = {k: 100 * v / max(1, t.asked) for k, v in t.recalled.items()}
+        best = max(pct[b] for b in BASELINES)
+        target = TARGETS.get(limit)
+        met = "" if target is None else ("met" if pct["tda"] >= target and pct["tda"] >= best + 5 else "missed")
+        print(
+            f"| {limit:,} | {t.asked} | {np.mean(t.history_tokens):,.0f} | {pct['tda']:.1f}% | {pct['newest']:.1f}% | "
+            f"{pct['bm25']:.1f}% | {pct['dense']:.1f}% | {pct['hybrid']:.1f}% | "
+            f"{'' if target is None else f'>= {target:.0f}%, +5 over {best:.1f}%: {met}'} |"
+        )
+
+
+STYLES_USED: list[str] = []
+
+
+def main() -> None:
+    data = chats(SEEDS)
+    STYLES_USED.extend(sorted({name.split("-")[0] for name, _ in data}))
+    started = time.perf_counter()
+    folder = Path(tempfile.mkdtemp(prefix="recall-bench-"))
+    upgrade(f"sqlite+aiosqlite:///{folder / 'tda.db'}")
+    tally = asyncio.run(run(data, folder))
+    report(tally, time.perf_counter() - started)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,240 @@
+"""Recall of a session's older messages: an index of its history that the relevance engine searches.
+
+``HistoryIndex`` holds one session's messages in history order with their BM25 terms and (when an embedder is
+given) their vectors; ``recall`` ranks the messages older than a position for a query (lexical + dense, fused by
+RRF, see ``relevance.py``) and hands back whole units: an assistant message that called tools together with the
+``tool`` results answering it, as the window must send them. ``SessionRecall`` implements the component's
+``HistoryRecall`` protocol over one ``HistoryIndex`` per session, kept in a bounded cache and brought up to date
+from the session's ``MessageSource`` at first use: only messages added since the last call are read and indexed.
+
+A pure module: the application may feed an index as it records messages (``HistoryIndex.add``) and store its
+vectors where replicas share them; nothing here knows about storage.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from contextlib import aclosing
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .base import Embedder, Message, MessageSource, RecalledUnit, RecallRanking, Session, pages_newest_first
+from .phases import visible
+from .relevance import BM25Index, VectorIndex, fuse, terms
+from .session_cache import BoundedCache
+
+EMBED_CHARS = 2_000
+"""Characters of a message embedded (small embedders read ~256-512 tokens anyway; the rest costs time for nothing)."""
+EMBED_BATCH = 64
+
+
+def searchable_text(message: Message) -> str:
+    """What a message is searched by: its text, and for a tool call the calls' names and arguments."""
+    if not message.tool_calls:
+        return message.content
+    calls = " ".join(
+        f"{(c.get('function') or {}).get('name', '')} {(c.get('function') or {}).get('arguments', '')}"
+        for c in message.tool_calls
+    )
+    return f"{message.content} {calls}".strip()
+
+
+@dataclass(eq=False)
+class HistoryIndex:
+    """One session's messages, oldest first, as they were added (position = index in the history)."""
+
+    version: Any = None
+    """What the history was read as (a store's history version), so a changed history is read afresh."""
+    messages: list[Message] = field(default_factory=list)
+    lexical: BM25Index = field(default_factory=BM25Index)
+    dense: VectorIndex | None = None
+    unit_of: list[int] = field(default_factory=list)
+    """Per message, the position of the first message of its unit (a tool result's call)."""
+    _calls: dict[str, int] = field(default_factory=dict)
+    """Open tool call id -> position of the assistant message that made it."""
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    def __len__(self) -> int:
+        return len(self.messages)
+
+    def add(self, messages: Sequence[Message], vectors: Sequence[Sequence[float]] | np.ndarray | None = None) -> None:
+        """Append ``messages`` (the history's next ones, in order) with their vectors when the index is dense."""
+        for message in messages:
+            position = len(self.messages)
+            self.messages.append(message)
+            self.lexical.add_terms(terms(searchable_text(message)))
+            unit = position
+            if message.role == "tool" and message.tool_call_id in self._calls:
+                unit = self._calls[message.tool_call_id]
+            elif message.role == "assistant" and message.tool_calls:
+                self._calls = {str(c.get("id")): position for c in message.tool_calls}
+            elif message.role != "tool":
+                self._calls = {}
+            self.unit_of.append(unit)
+        if vectors is not None and len(vectors):
+            if self.dense is None:
+                self.dense = VectorIndex()
+            self.dense.add(vectors)
+
+    def unit(self, first: int, phase: str | None) -> tuple[Message, ...] | None:
+        """The unit starting at ``first``: one message, or a tool call with every result answering it (``None`` when a
+        result is missing, or the unit holds an invalid or invisible message: a provider would reject it)."""
+        head = self.messages[first]
+        if not head.tool_calls:
+            return (head,) if _shown(head, phase) else None
+        calls = {str(c.get("id")) for c in head.tool_calls}
+        results: list[Message] = []
+        for position in range(first + 1, len(self.messages)):
+            if self.unit_of[position] != first:
+                if self.messages[position].role != "tool":
+                    break
+                continue
+            results.append(self.messages[position])
+        if {m.tool_call_id for m in results} != calls or not all(_shown(m, phase) for m in (head, *results)):
+            return None
+        return (head, *results)
+
+    def rank(
+        self, query: str, query_vector: Sequence[float] | None, before: int, weights: tuple[float, float] = (1.0, 1.0)
+    ) -> tuple[np.ndarray, np.ndarray, str, str | None]:
+        """Positions of the messages before ``before``, best first, with fused scores, the method and (when nothing
+        ranks) the reason. Messages that match no query term and have no vector come last, newest first."""
+        n = min(before, len(self.messages))
+        if n <= 0:
+            return np.zeros(0, np.intp), np.zeros(0), "none", "no earlier messages"
+        lexical = self.lexical.scores(query)[:n]
+        dense = None
+        if self.dense is not None and query_vector is not None and len(self.dense) >= n:
+            dense = self.dense.scores(query_vector)[:n]
+        ranking = fuse(lexical=lexical, dense=dense, weights=weights)
+        unranked = np.ones(n, dtype=bool)
+        unranked[ranking.positions] = False
+        rest = np.flatnonzero(unranked)[::-1]  # what no signal ranks still fills the room: the newest first
+        positions = np.concatenate([ranking.positions, rest])
+        scores = np.concatenate([ranking.scores, np.zeros(len(rest))])
+        return positions, scores, ranking.method, ranking.reason
+
+
+def _shown(message: Message, phase: str | None) -> bool:
+    return message.valid and (phase is None or visible(message.phase, phase)) and message.role != "system"
+
+
+async def read_new(index: HistoryIndex, source: MessageSource) -> list[Message]:
+    """The messages of ``source`` after the first ``len(index)``, oldest first (pages read newest first, stopping
+    at what the index already holds)."""
+    wanted = source.total - len(index)
+    if wanted <= 0:
+        return []
+    found: list[Message] = []
+    async with aclosing(pages_newest_first(source)) as pages:
+        async for _, messages in pages:
+            found.extend(messages[: wanted - len(found)])
+            if len(found) >= wanted:
+                break
+    return found[::-1]
+
+
+class SessionRecall:
+    """The ``HistoryRecall`` provider: one ``HistoryIndex`` per session, synced from the session's history at first
+    use. ``embedder`` (optional) adds meaning to words; without it recall is lexical."""
+
+    def __init__(self, embedder: Embedder | None = None, max_sessions: int = 64, max_vectors: int = 50_000) -> None:
+        self.embedder = embedder
+        self._indexes: BoundedCache[str, HistoryIndex] = BoundedCache(max_sessions)
+        self._vectors: BoundedCache[str, list[float]] = BoundedCache(max_vectors)
+        """Vectors by the text embedded: a history indexed afresh (edited, or another session with the same
+        messages) is not embedded again."""
+
+    def forget(self, session_id: str) -> int:
+        """Drop a session's index (its history was purged or edited); returns how many indexes went (0 or 1)."""
+        found = session_id in self._indexes
+        self._indexes.discard(session_id)
+        return int(found)
+
+    def index_of(self, session: Session) -> HistoryIndex:
+        return self._indexes.get(session.id) or self._indexes.put(session.id, HistoryIndex())
+
+    async def sync(self, session: Session) -> HistoryIndex:
+        """The session's index holding its whole history (read and indexed since the last call only)."""
+        source = session.message_source()
+        version = getattr(source, "version", None)
+        index = self.index_of(session)
+        async with index.lock:
+            if not self._current(index, session, version):
+                index = self._indexes.put(session.id, HistoryIndex(version=version))
+            new = await read_new(index, source)
+            if new:
+                await self.add(index, new)
+        self._indexes.touch(session.id)
+        return index
+
+    def _current(self, index: HistoryIndex, session: Session, version: Any) -> bool:
+        """Whether what ``index`` holds is still the start of the session's history."""
+        if index.version != version:
+            return False
+        if version is not None:  # a versioned history only grows while its version holds (a continuation sees less)
+            return True
+        if session.history is None:  # an in-memory list: compare what was indexed
+            held = session.messages
+            return len(held) >= len(index) and all(a == b for a, b in zip(index.messages, held, strict=False))
+        return len(index) <= session.history.total
+
+    async def add(self, index: HistoryIndex, messages: Sequence[Message]) -> None:
+        """Index ``messages`` (the history's next ones), embedding them when there is an embedder."""
+        vectors = None
+        if self.embedder is not None:
+            texts = [searchable_text(m)[:EMBED_CHARS] or " " for m in messages]
+            missing = list(dict.fromkeys(t for t in texts if self._vectors.get(t) is None))
+            for start in range(0, len(missing), EMBED_BATCH):
+                batch = missing[start : start + EMBED_BATCH]
+                for text, vector in zip(batch, await self.embedder.embed(batch), strict=True):
+                    self._vectors.put(text, vector)
+            vectors = [self._vectors.get(t) or (await self.embedder.embed([t]))[0] for t in texts]
+        index.add(messages, vectors)
+
+    async def recall(self, session: Session, query: str, *, before: int, enough_tokens: int) -> RecallRanking:
+        """Units of the session's messages before position ``before``, best first, until their messages hold about
+        ``enough_tokens`` tokens (by their stored counts, else ~4 characters a token) or the ranking ends."""
+        index = await self.sync(session)
+        query_vector = None
+        if self.embedder is not None and index.dense is not None:
+            (query_vector,) = await self.embedder.embed([query])
+        positions, scores, method, reason = index.rank(query, query_vector, before)
+        return collect_units(index, positions, scores, method, reason, session.phase, enough_tokens)
+
+
+def collect_units(
+    index: HistoryIndex,
+    positions: np.ndarray,
+    scores: np.ndarray,
+    method: str,
+    reason: str | None,
+    phase: str | None,
+    enough_tokens: int,
+) -> RecallRanking:
+    """Ranked messages as ranked whole units (a unit once, at its best message's rank), until ``enough_tokens``."""
+    units: list[RecalledUnit] = []
+    seen: set[int] = set()
+    gathered = 0
+    for position, score in zip(positions.tolist(), scores.tolist(), strict=True):
+        first = index.unit_of[position]
+        if first in seen:
+            continue
+        seen.add(first)
+        unit = index.unit(first, phase)
+        if unit is None:
+            continue
+        units.append(RecalledUnit(first, unit, score))
+        gathered += sum(_rough_tokens(m) for m in unit)
+        if gathered >= enough_tokens:
+            break
+    return RecallRanking(tuple(units), method, reason if not units else None, searched=len(positions))
+
+
+def _rough_tokens(message: Message) -> int:
+    if message.tokens:
+        return max(message.tokens.values())
+    return len(message.content) // 4 + 4

@@ -1,0 +1,32 @@
+"""Recall of older history in the service: one ``SessionRecall`` (the component's index of each session's messages,
+searched by the relevance engine) shared by every turn, and kept up to date as messages are recorded.
+
+Messages are indexed right after they are stored (an import, a turn's query and reply), by the background writer
+while the session's lock is still held: the next turn, which waits for that lock, finds the index ready and reads
+nothing again. A replica that has not indexed a session yet (another replica recorded it) indexes it from the shared
+database at the session's next turn; what it reads from there is the same history every replica sees.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from components.context_window.base import Session
+
+if TYPE_CHECKING:
+    from .service import TDAService
+
+
+async def index_history(svc: TDAService, session_id: str) -> None:
+    """Bring ``session_id``'s recall index up to its stored history (only what was added since is read)."""
+    recall = svc.sources.history_recall
+    if recall is None or not hasattr(recall, "sync"):
+        return
+    data = await svc.store.sessions.load(session_id)
+    source = await svc.history.source(data)
+    await recall.sync(Session(id=session_id, user_id=data.session.user_id, history=source))
+
+
+def index_after(svc: TDAService, session_id: str) -> None:
+    """Index what was just stored for ``session_id``, after the response (call it holding the session's lock)."""
+    svc.writer.submit(session_id, lambda: index_history(svc, session_id), f"history index of session {session_id}")

@@ -1,0 +1,135 @@
+"""conversation_history with recall: the newest turns, then older messages recalled by relevance, whole and in order,
+filling the module's budget; checked against what was planted, never against the ranking code itself."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from components.context_window.base import Message
+from components.context_window.handler import ContextWindowHandler
+from components.context_window.history_recall import SessionRecall
+from components.context_window.relevance import VectorIndex
+from components.context_window.window_type import DEFAULT_TYPES
+from modules.conversation_history.handler import RECALL_MARKER
+from tests.support import conversation, make_ctx, module_ctx, tool_call_exchange
+
+FACT = "My sister Margot adopted a three-legged greyhound called Biscuit last spring."
+RECALL = {"recall_pct": 60, "cache_block": 0}
+
+
+def planted(turns: int = 60, at: int = 4) -> list[Message]:
+    messages = conversation(turns)
+    messages[2 * at] = Message("user", FACT, turn=at + 1)
+    return messages
+
+
+@pytest.fixture
+def history(builtin_registry):
+    return builtin_registry.modules["conversation_history"]
+
+
+def window_parts(messages: list[Message]) -> tuple[list[Message], list[Message]]:
+    """(newest block, recalled) split at the marker."""
+    contents = [m.content for m in messages]
+    if RECALL_MARKER not in contents:
+        return messages, []
+    at = contents.index(RECALL_MARKER)
+    return messages[:at], messages[at + 1 :]
+
+
+async def test_a_planted_fact_far_back_is_recalled_whole_after_the_newest_turns(history):
+    messages = planted()
+    ctx = module_ctx(make_ctx(messages=messages, query="What kind of dog did Margot adopt?"), config=RECALL)
+    c = await history.contribute(1_500, ctx)
+    newest, recalled = window_parts(c.messages())
+    assert FACT in [m.content for m in recalled]
+    assert newest == messages[len(messages) - len(newest) :]  # the newest block is the history's end, whole
+    positions = [messages.index(m) for m in recalled]
+    assert positions == sorted(positions) and max(positions) < len(messages) - len(newest)
+    assert c.volatile_tail == len(recalled) + 1
+    used = sum(ctx.tokens.count_message(m) for m in c.messages())
+    largest = max(ctx.tokens.count_message(m) for m in messages)
+    assert budget_filled(used, 1_500, largest)
+
+
+def budget_filled(used: int, budget: int, largest: int) -> bool:
+    """Within budget, and short of it by less than one message (the history fills its allocation)."""
+    return budget - largest < used <= budget
+
+
+async def test_without_recall_the_fact_is_lost(history):
+    ctx = module_ctx(make_ctx(messages=planted(), query="What kind of dog did Margot adopt?"), config={})
+    c = await history.contribute(1_500, ctx)
+    assert FACT not in [m.content for m in c.messages()]
+
+
+async def test_a_recalled_tool_call_comes_with_its_results(history):
+    messages = conversation(30)
+    exchange = tool_call_exchange(3, "call_7")
+    exchange[2] = Message("tool", "warehouse Zanzibar reports 17 crates of saffron", turn=3, tool_call_id="call_7")
+    messages[4:4] = exchange
+    ctx = module_ctx(make_ctx(messages=messages, query="How many crates of saffron were in Zanzibar?"), config=RECALL)
+    _, recalled = window_parts((await history.contribute(1_200, ctx)).messages())
+    roles = [(m.role, m.tool_call_id) for m in recalled]
+    assert ("tool", "call_7") in roles
+    at = roles.index(("tool", "call_7"))
+    assert recalled[at - 1].tool_calls and recalled[at - 1].tool_calls[0]["id"] == "call_7"
+
+
+@pytest.mark.parametrize("budget", [300, 450, 700, 1_100, 1_600])
+@pytest.mark.parametrize("block", [0, 4, "auto"])
+async def test_the_window_never_opens_with_a_reply_whose_question_was_dropped(history, budget, block):
+    messages = conversation(40, words_per_message=25)
+    messages[-5] = Message("assistant", "answer 38: " + "long reply " * 120, turn=38)  # a long answer to cut at
+    for config in ({"cache_block": block}, {**RECALL, "cache_block": block}):
+        c = await history.contribute(budget, module_ctx(make_ctx(messages=messages), config=config))
+        shown = [m for m in c.messages() if m.role != "system"]
+        assert not shown or shown[0].role == "user", (budget, block, config, shown[0].content[:30])
+
+
+async def test_recall_places_what_changes_after_the_cached_prefix():
+    """Through the orchestrator: recalled messages come after the newest history, outside the stable part."""
+    from components.context_window.module_registry import ModuleRegistry
+
+    handler = ContextWindowHandler(ModuleRegistry(entry_point_group=None).load())
+    wtype = DEFAULT_TYPES["conversation_first"]
+    ctx = dataclasses.replace(
+        make_ctx(messages=planted(200), query="Which dog did my sister adopt?", limit=4_000, profile_type="llm_only")
+    )
+    window = await handler.assemble(ctx, wtype)
+    contents = [m.get("content") for m in window.messages]
+    assert RECALL_MARKER in contents and FACT in contents
+    assert window.stable_messages <= contents.index(RECALL_MARKER)
+    assert contents.index(FACT) > contents.index(RECALL_MARKER)
+    history = window.snapshot.module("conversation_history")
+    assert history.used > 0.9 * history.allocated  # the history fills its allocation
+
+
+class CountingEmbedder:
+    """Letter counts as vectors; counts how many texts it embedded."""
+
+    def __init__(self) -> None:
+        self.embedded = 0
+
+    async def embed(self, texts):
+        self.embedded += len(texts)
+        return [[t.lower().count(c) + 0.01 for c in "abcdefghijklmnopqrstuvwxyz"] for t in texts]
+
+
+async def test_the_index_reads_and_embeds_only_what_was_added_since_last_time():
+    embedder = CountingEmbedder()
+    recall = SessionRecall(embedder)
+    messages = planted(30)
+    ranking = await recall.recall(make_ctx(messages=messages).session, "greyhound", before=60, enough_tokens=100)
+    assert ranking.units[0].messages[0].content == FACT and ranking.method == "lexical+dense"
+    assert embedder.embedded == 60 + 1
+    grown = [*messages, *(Message("user", f"new message {i}", turn=31) for i in range(4))]
+    await recall.recall(make_ctx(messages=grown).session, "greyhound", before=60, enough_tokens=100)
+    assert embedder.embedded == 60 + 1 + 4 + 1
+    edited = [Message("user", "something else entirely", turn=1), *grown[1:]]
+    again = await recall.recall(make_ctx(messages=edited).session, "greyhound", before=60, enough_tokens=100)
+    assert embedder.embedded == 61 + 5 + 1 + 1  # an edited history is indexed afresh: only the new text embedded
+    assert again.units[0].messages[0].content == FACT
+    assert isinstance(recall.index_of(make_ctx().session).dense, VectorIndex)
