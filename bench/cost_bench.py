@@ -184,14 +184,15 @@ async def main() -> None:
 
 async def agent_runs() -> None:
     """An agent's session (a tool call with a ~350-700-token result every turn): old results kept whole, against
-    results cleared after 4 or 2 turns (in batches) and results over 300 tokens cleared, all with auto cache blocks."""
+    results cleared after 4 or 2 turns (in batches) and results over 300 tokens cleared, all with auto cache blocks
+    and without recall of older history (``recall_pct`` 0: it refills the window with older units, results whole)."""
     runs = {
-        "results kept whole": await session("auto", agent=True),
-        "cleared after 4 turns": await session("auto", agent=True, clear_tool_results_after_turns=4),
-        "cleared after 2 turns": await session("auto", agent=True, clear_tool_results_after_turns=2),
-        "cleared over 300 tokens": await session("auto", agent=True, clear_tool_results_over_tokens=300),
+        "results kept whole": await session("auto", agent=True, recall_pct=0),
+        "cleared after 4 turns": await session("auto", agent=True, recall_pct=0, clear_tool_results_after_turns=4),
+        "cleared after 2 turns": await session("auto", agent=True, recall_pct=0, clear_tool_results_after_turns=2),
+        "cleared over 300 tokens": await session("auto", agent=True, recall_pct=0, clear_tool_results_over_tokens=300),
     }
-    print(f"\nAgent session: {TURNS} turns with a tool result each, gpt-4o prices\n")
+    print(f"\nAgent session: {TURNS} turns with a tool result each, gpt-4o prices, recall_pct 0\n")
     print("| old tool results | tokens sent | reused from cache | reused | $ without cache | $ with cache |")
     print("|---|---:|---:|---:|---:|---:|")
     for label, turns in runs.items():
