@@ -65,10 +65,32 @@ class ClearRule:
             return -1
         return (current_turn - self.after_turns) // self.after_turns * self.after_turns
 
-    def clears(self, result: Message, tokens: int, current_turn: int) -> bool:
+    def clears(self, result: Message, tokens: int, current_turn: int, old: bool = False) -> bool:
+        """``old``: an unnumbered result (a chat client's) that ``UnnumberedAges`` found old enough."""
         if result.turn >= current_turn:  # the turn being answered: its tool loop always stays
             return False
-        return result.turn <= self.horizon(current_turn) or 0 < self.over_tokens < tokens
+        return old or result.turn <= self.horizon(current_turn) or 0 < self.over_tokens < tokens
+
+
+class UnnumberedAges:
+    """The age rule for messages without turn numbers (turn 0: a chat client's conversation), walking units newest
+    first: a unit is old when it lies before the N-th newest user message, that position rounded down to a step of
+    4N positions (positions in the client's conversation do not change as it grows), so results are cleared in
+    batches, as with ``ClearRule.horizon``."""
+
+    def __init__(self, after_turns: int) -> None:
+        self.after_turns = after_turns
+        self.users = 0
+        self.boundary: int | None = None
+
+    def old(self, position: int, unit: Unit) -> bool:
+        if not self.after_turns or unit[0].turn != 0:
+            return False
+        if unit[0].role == "user" and self.boundary is None:
+            self.users += 1
+            if self.users == self.after_turns:
+                self.boundary = position - position % (4 * self.after_turns)
+        return self.boundary is not None and position < self.boundary
 
 
 @dataclass(frozen=True)
@@ -86,18 +108,22 @@ class Cleared:
 
 
 def reference_text(tool: str, turn: int, tokens: int) -> str:
-    return f"[result of {tool} at turn {turn}, {tokens:,} tokens, cleared]"
+    at = f" at turn {turn}" if turn else ""  # a chat client's messages carry no turn numbers
+    return f"[result of {tool}{at}, {tokens:,} tokens, cleared]"
 
 
-def clear_unit(unit: Unit, rule: ClearRule, current_turn: int, count: Count) -> tuple[Unit, list[Cleared]]:
-    """``unit`` with the results ``rule`` clears replaced by references (same role, call id and turn)."""
+def clear_unit(
+    unit: Unit, rule: ClearRule, current_turn: int, count: Count, old: bool = False
+) -> tuple[Unit, list[Cleared]]:
+    """``unit`` with the results ``rule`` clears replaced by references (same role, call id and turn); ``old``: an
+    unnumbered unit old enough for the age rule (``UnnumberedAges``)."""
     if len(unit) == 1 or not rule.active:
         return unit, []
     names = {c.get("id"): str((c.get("function") or {}).get("name", "tool")) for c in unit[0].tool_calls}
     out, cleared = [unit[0]], []
     for result in unit[1:]:
         tokens = count(result)
-        if not rule.clears(result, tokens, current_turn):
+        if not rule.clears(result, tokens, current_turn, old):
             out.append(result)
             continue
         tool = names.get(result.tool_call_id, "tool")
@@ -134,7 +160,8 @@ class Recalled:
     def block(self) -> str:
         c = self.cleared
         shown = "whole" if not self.parts else f"the {self.parts} of {self.of} parts that match the question"
-        return f"[result of {c.tool} at turn {c.turn} (call {c.original.tool_call_id}), {shown}]\n{self.text}"
+        at = f" at turn {c.turn}" if c.turn else ""
+        return f"[result of {c.tool}{at} (call {c.original.tool_call_id}), {shown}]\n{self.text}"
 
 
 RECALL_HEADER = "Earlier tool results, cleared above, recalled for this question:"

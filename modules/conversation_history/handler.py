@@ -33,7 +33,7 @@ from components.context_window.options import option
 from components.context_window.phases import visible
 from components.context_window.session_cache import BoundedCache, SessionCache, content_key
 from components.context_window.token_estimator import MESSAGE_OVERHEAD
-from components.context_window.tool_clearing import Cleared, ClearRule, clear_unit
+from components.context_window.tool_clearing import Cleared, ClearRule, UnnumberedAges, clear_unit
 from components.context_window.tool_clearing import recall as recall_cleared
 
 SUMMARY_SHARE = 0.15
@@ -394,12 +394,12 @@ class ConversationHistoryModule(ContextModule):
         kept: list[tuple[int, Unit, int]] = []
         used = 0
         rule, turn = ClearRule.from_config(ctx.directives.config), ctx.session.turn_number
-        by_size = ClearRule(over_tokens=rule.over_tokens)
+        by_size, ages = ClearRule(over_tokens=rule.over_tokens), UnnumberedAges(rule.after_turns)
         cleared: dict[int, Cleared] = ctx.memo.setdefault("cleared", {})
         async with aclosing(unit_pages(source, phase)) as pages:
             async for units in pages:
                 for index, whole in units:
-                    unit, gone = clear_unit(whole, rule, turn, count)
+                    unit, gone = clear_unit(whole, rule, turn, count, ages.old(index, whole))
                     cleared.update((id(c.reference), c) for c in gone)
                     # Priced as the size rule alone leaves it: what the age rule clears saves tokens but never
                     # lets the window reach further back, so its start moves as smoothly as without it (a step

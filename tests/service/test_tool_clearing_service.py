@@ -10,7 +10,7 @@ from typing import Any
 
 from components.context_window.window_type import DEFAULT_TYPES
 from tests.service.served_app import served
-from tests.test_tool_clearing import chat, result_text
+from tests.test_tool_clearing import chat, pairing_errors, result_text
 
 
 def anthropic_pairing_errors(messages: list[dict[str, Any]]) -> list[str]:
@@ -69,3 +69,24 @@ async def test_a_claude_turn_sends_references_for_old_results_and_recalls_the_on
     assert last["role"] == "user" and planted in json.dumps(last["content"])
     assert "Which carrier shipped order 3017?" in json.dumps(last["content"])
     assert all(results[t - 1] == result_text(t) for t in range(9, 15))
+
+
+async def test_a_chat_clients_old_results_are_cleared_by_age_without_turn_numbers(live, upstream):
+    """Through /v1/chat/completions (the real openai SDK): the client's messages carry no turn numbers, so age is
+    counted in its user messages (batched by position); what the provider receives keeps OpenAI's pairing rule."""
+    wtype = DEFAULT_TYPES["balanced"].model_dump()
+    wtype.update(id="clearing", name="Clearing", is_default=False)
+    wtype["modules"]["conversation_history"]["config"] = {"clear_tool_results_after_turns": 4, "recall_pct": 0}
+    conversation = [m.to_chat() for m in chat(14)] + [{"role": "user", "content": "Thanks, anything else?"}]
+    async with served(live) as app:
+        assert (await app.http("POST", "/v1/context-window-types", json=wtype)).status_code == 201
+        at = {"base_url": upstream.base_url}
+        await app.profile("agent", model="gpt-4o", context_window_type_id="clearing", upstream=at)
+        client = app.sdk(**{"X-TDA-Profile": "agent"})
+        await client.chat.completions.create(model="tda", messages=conversation)  # type: ignore[arg-type]
+    sent = upstream.received[-1].body["messages"]
+    assert pairing_errors(sent) == []
+    results = [m["content"] for m in sent if m["role"] == "tool"]
+    assert len(results) == 14
+    assert all(r.startswith("[result of search_orders, ") and r.endswith(" tokens, cleared]") for r in results[:8])
+    assert results[8:] == [result_text(t) for t in range(9, 15)]
