@@ -55,13 +55,15 @@ def _text(rng: random.Random, label: str, words: int) -> str:
     return f"{label} " + " ".join(rng.choice(_WORDS) for _ in range(words)) + "."
 
 
-async def session(cache_block: int | str) -> list[Turn]:
-    """The 200 turns' figures with conversation_history's ``cache_block`` set as given (0: sliding)."""
+async def session(cache_block: int | str, agent: bool = False, **options: int) -> list[Turn]:
+    """The 200 turns' figures with conversation_history's ``cache_block`` set as given (0: sliding) and its other
+    ``options`` (clearing old tool results). ``agent``: every turn also calls a tool whose result (~350-700 tokens
+    of order lines) joins the history with the call."""
     base = DEFAULT_TYPES["conversation_first"]
     slots = dict(base.modules)
     history = slots["conversation_history"]
     slots["conversation_history"] = history.model_copy(
-        update={"config": {**history.config, "cache_block": cache_block}}
+        update={"config": {**history.config, "cache_block": cache_block, **options}}
     )
     wtype = base.model_copy(update={"modules": slots})
     handler = ContextWindowHandler(ModuleRegistry(entry_point_group=None).load())
@@ -86,6 +88,7 @@ async def session(cache_block: int | str) -> list[Turn]:
         )
         count = lambda chats: sum(tokens.count_message(Message.from_chat(m)) for m in chats)  # noqa: E731
         answer = _text(rng, f"Answer {n}:", rng.randint(70, 220))
+        exchange = _tool_exchange(rng, n) if agent else []
         turns.append(
             Turn(
                 sent=window.snapshot.total_used,
@@ -95,8 +98,18 @@ async def session(cache_block: int | str) -> list[Turn]:
             )
         )
         previous = sent
-        messages += [Message("user", query, turn=n), Message("assistant", answer, turn=n)]
+        messages += [Message("user", query, turn=n), *exchange, Message("assistant", answer, turn=n)]
     return turns
+
+
+def _tool_exchange(rng: random.Random, turn: int) -> list[Message]:
+    """An assistant call to search_orders and its result: 30-60 lines of orders."""
+    call = {"id": f"call_{turn}", "type": "function", "function": {"name": "search_orders", "arguments": "{}"}}
+    lines = [_text(rng, f"order {turn * 100 + i}:", 8) for i in range(rng.randint(30, 60))]
+    return [
+        Message("assistant", "", turn=turn, tool_calls=(call,)),
+        Message("tool", "\n".join(lines), turn=turn, tool_call_id=f"call_{turn}"),
+    ]
 
 
 def automatic_reuse(prefix: int) -> int:
@@ -166,6 +179,26 @@ async def main() -> None:
     for label, turns in runs.items():
         history = sum(t.stable_part for t in turns) / len(turns)
         print(f"\n{label}: mean stable part (system + history) {history:,.0f} tokens a turn")
+    await agent_runs()
+
+
+async def agent_runs() -> None:
+    """An agent's session (a tool call with a ~350-700-token result every turn): old results kept whole, against
+    results cleared after 4 or 2 turns (in batches) and results over 300 tokens cleared, all with auto cache blocks
+    and without recall of older history (``recall_pct`` 0: it refills the window with older units, results whole)."""
+    runs = {
+        "results kept whole": await session("auto", agent=True, recall_pct=0),
+        "cleared after 4 turns": await session("auto", agent=True, recall_pct=0, clear_tool_results_after_turns=4),
+        "cleared after 2 turns": await session("auto", agent=True, recall_pct=0, clear_tool_results_after_turns=2),
+        "cleared over 300 tokens": await session("auto", agent=True, recall_pct=0, clear_tool_results_over_tokens=300),
+    }
+    print(f"\nAgent session: {TURNS} turns with a tool result each, gpt-4o prices, recall_pct 0\n")
+    print("| old tool results | tokens sent | reused from cache | reused | $ without cache | $ with cache |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for label, turns in runs.items():
+        c = costs("gpt-4o", turns)
+        share = c["reused"] / c["sent"]
+        print(f"| {label} | {c['sent']:,} | {c['reused']:,} | {share:.0%} | {c['list']:.2f} | {c['cached']:.2f} |")
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
-from sqlalchemy import JSON, DateTime, ForeignKey, Index, Integer, String, Text, UniqueConstraint, text
+from sqlalchemy import JSON, DateTime, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint, text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 
@@ -193,6 +193,17 @@ class ModuleStateRow(Base):
     __tablename__ = "module_state"
     module_id: Mapped[str] = mapped_column(String(64), primary_key=True)
     active: Mapped[bool]
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class TokenCalibrationRow(Base):
+    """Per model without an offline tokenizer: the largest ratio of the provider's prompt count to cl100k's seen,
+    shared by every replica (``tda/calibration.py``)."""
+
+    __tablename__ = "token_calibrations"
+    model: Mapped[str] = mapped_column(String(200), primary_key=True)
+    ratio: Mapped[float] = mapped_column(Float)
+    samples: Mapped[int] = mapped_column(Integer)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 

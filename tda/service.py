@@ -12,13 +12,14 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 from quart import Quart, current_app
 
-from components.context_window.handler import ContextWindowHandler
+from components.context_window.handler import AssembledContext, ContextWindowHandler
 from components.context_window.history_recall import SessionRecall
 from components.context_window.module_registry import ModuleRegistry
-from components.context_window.token_estimator import STORED_ENCODINGS, estimator, estimator_for
+from components.context_window.token_estimator import STORED_ENCODINGS, calibratable, estimator, estimator_for
 from components.context_window.window_type import ContextWindowType
 
 from .background import BackgroundWriter
+from .calibration import Calibrations
 from .clients import FailedAuthLimit
 from .config import Settings
 from .db import upgrade_async
@@ -72,6 +73,7 @@ class TDAService:
         self.writer = BackgroundWriter()
         self.failed_auth = FailedAuthLimit(settings.auth_failures_per_minute)
         self.history = HistoryCache(self.store.sessions)
+        self.calibrations = Calibrations(self.store.calibrations)
         self.llm = llm or LLM(mock=settings.mock_model, upstream=Upstream.from_settings(settings))
         self.knowledge = LiveKnowledge(
             settings.data_dir,
@@ -111,6 +113,7 @@ class TDAService:
         await asyncio.gather(*warm_ups)
         self.registry.load()
         await self.store.types.seed_defaults(types=self.registry.window_types())  # built-in and packs' types
+        await self.calibrations.load()
         await self.apply_module_state()
         self.bus.on_control("modules", self.reload_modules)
         await self.bus.start()
@@ -169,6 +172,13 @@ class TDAService:
                 if self.writer.busy(session_id):
                     release = held.pop_all().aclose
                     self.writer.submit(session_id, release, f"release of session {session_id}'s lock")
+
+    def observe_prompt_count(self, key: str, model: str, assembled: AssembledContext, prompt_tokens: int) -> None:
+        """After the response (in ``key``'s queue): the provider's count of the window tunes the model's estimate."""
+        if prompt_tokens > 0 and calibratable(model):
+            messages, tools = assembled.messages, assembled.tools
+            job = lambda: self.calibrations.observe(model, messages, tools, prompt_tokens)  # noqa: E731
+            self.writer.submit(key, job, "token calibration")
 
     def validate_type(self, data: Any, loc: tuple[str, ...] = ()) -> ContextWindowType:
         try:

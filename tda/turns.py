@@ -237,6 +237,7 @@ async def _step(
     call = model_call(ctx.model, assembled.snapshot, done)
     metrics.observe_model_call(call)
     export_turn(svc, assembled.snapshot, call, (assembled_at, model_at), snapshot_id, done.finish_reason)
+    svc.observe_prompt_count(session_id, ctx.model, assembled, done.tokens_in)
     # The turn's usage: the answer's call plus every model call the modules made while assembling (snapshot).
     extra_in, extra_out = assembled.snapshot.auxiliary_tokens
     tokens_in, tokens_out = (done.tokens_in or assembled.snapshot.total_used) + extra_in, done.tokens_out + extra_out

@@ -13,7 +13,10 @@ Which tokenizer (``tokenizer_for``):
 
 * OpenAI models: tiktoken's encoding for the model (exact);
 * models for which litellm ships a tokenizer offline (Anthropic's pre-Claude-3 models): that tokenizer;
-* every other model: cl100k_base plus a ``SAFETY_MARGIN`` — an estimate, and ``method`` says so;
+* every other model: cl100k_base plus a ``SAFETY_MARGIN`` — an estimate, and ``method`` says so — or, once the
+  application has seen the provider's own prompt counts for the model (``calibrate``), cl100k_base times a learned
+  ratio: the largest ratio of the provider's count to cl100k's seen so far, plus ``CALIBRATION_MARGIN``, so the
+  estimate is never below what the provider counted on any request seen;
 * no encoding loads at all: UTF-8 bytes, an upper bound (a BPE token covers at least one byte).
 
 Counts are cached per estimator keyed by the text itself (the dict hashes and compares the content),
@@ -51,6 +54,16 @@ TOOLS_FOOTER = "} // namespace functions"
 SAFETY_MARGIN = 0.25
 """Added to cl100k counts for models without an offline tokenizer: their tokenizers (Claude 3+, Gemini,
 Llama, Mistral) differ from cl100k by up to about a fifth on English prose and code."""
+CALIBRATION_MARGIN = 0.05
+"""Added to the largest provider/cl100k ratio seen: inputs not yet seen may tokenise a little worse."""
+CALIBRATION_MIN_SAMPLES = 3
+CALIBRATION_MIN_TEXT = 200
+"""cl100k text tokens a request needs to calibrate: a short one is mostly fixed overheads (a provider's hidden tool
+prompt, its message framing), which a ratio would spread over every text."""
+CALIBRATION_RATIOS = (0.5, 4.0)
+"""Ratios outside these are not the same request counted by another tokenizer (a proxy's made-up usage, a count
+of something else) and are ignored."""
+"""Provider counts seen before a learned ratio may go below ``SAFETY_MARGIN`` (above it, one count suffices)."""
 DEFAULT_MODEL_LIMIT = 128_000
 
 _O200K_PREFIXES = ("gpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "o1", "o3", "o4", "chatgpt-4o", "gpt-oss")
@@ -129,10 +142,74 @@ class Tokenizer:
     model: str = ""
     floor: str = ""
     """A bundled tokenizer file whose count a text never goes below (estimates only; see ``_FLOOR_HF_TOKENIZERS``)."""
+    calibrated: int = 0
+    """Provider counts the margin was learned from (0: the fixed ``SAFETY_MARGIN``)."""
 
     @property
     def exact(self) -> bool:
-        return self.margin == 0.0
+        return self.margin == 0.0 and not self.calibrated
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """What a model's provider counted, against cl100k: the largest ratio seen (on the text, overheads aside)."""
+
+    ratio: float
+    samples: int
+
+    @property
+    def scale(self) -> float:
+        """What cl100k text counts are multiplied by: the ratio plus a margin; the fixed margin while few seen."""
+        learned = self.ratio * (1 + CALIBRATION_MARGIN)
+        return learned if self.samples >= CALIBRATION_MIN_SAMPLES else max(learned, 1 + SAFETY_MARGIN)
+
+
+_calibrations: dict[str, Calibration] = {}
+
+
+def calibrate(model: str, calibration: Calibration | None) -> None:
+    """Count ``model`` by ``calibration`` from now on (None: back to the fixed margin). The application feeds this
+    from the provider counts it stores; the shared estimators of the old ratio are let go."""
+    key = model.lower()
+    if calibration is None:
+        _calibrations.pop(key, None)
+    else:
+        _calibrations[key] = calibration
+    for stale in [t for t in _estimators if t.calibrated and t.model == model and t != tokenizer_for(model)]:
+        del _estimators[stale]
+
+
+def calibrations() -> dict[str, Calibration]:
+    """Every model's calibration in use (by lower-cased model name)."""
+    return dict(_calibrations)
+
+
+def calibration_for(model: str) -> Calibration | None:
+    return _calibrations.get(model.lower())
+
+
+def calibratable(model: str) -> bool:
+    """Whether ``model`` is counted by estimate (no offline tokenizer of its own), so provider counts can tune it."""
+    return tokenizer_for(model).model != ""
+
+
+def provider_ratio(messages: Sequence[Mapping[str, Any]], tools: Sequence[ToolSchema], provider_tokens: int) -> float:
+    """The factor cl100k's text counts need for this request's estimate to reach ``provider_tokens`` (the
+    provider's prompt count of exactly this request): the fixed overheads (per message, per name, the tools block,
+    the reply priming) are not scaled, so the factor applies to the rest. 0.0 when it cannot be told (no cl100k,
+    images whose tokens follow other rules, under ``CALIBRATION_MIN_TEXT``, a ratio outside
+    ``CALIBRATION_RATIOS``)."""
+    base = estimator("cl100k_base")
+    if not base.exact or any(isinstance(m.get("content"), list | tuple) for m in messages):
+        return 0.0
+    fixed = REPLY_PRIMING + (TOOLS_OVERHEAD if tools else 0)
+    fixed += sum(MESSAGE_OVERHEAD + (NAME_OVERHEAD if m.get("name") is not None else 0) for m in messages)
+    text = sum(base.count_chat(m) for m in messages) + base.count_tools(tools) + REPLY_PRIMING - fixed
+    if text < CALIBRATION_MIN_TEXT:
+        return 0.0
+    ratio = (provider_tokens - fixed) / text
+    low, high = CALIBRATION_RATIOS
+    return ratio if low <= ratio <= high else 0.0
 
 
 def tokenizer_for(model: str) -> Tokenizer:
@@ -143,6 +220,9 @@ def tokenizer_for(model: str) -> Tokenizer:
         if base.startswith(prefixes) and _bundled_file(file) is not None:
             return Tokenizer("huggingface", file)
     floor = next((f for key, f in _FLOOR_HF_TOKENIZERS.items() if key in base and _bundled_file(f)), "")
+    learned = _calibrations.get(model.lower())
+    if learned is not None:
+        return Tokenizer("tiktoken", "cl100k_base", learned.scale - 1, model, floor, learned.samples)
     return Tokenizer("tiktoken", "cl100k_base", SAFETY_MARGIN, model, floor)
 
 
@@ -252,6 +332,12 @@ class TokenEstimator:
             return f"utf-8 bytes (upper bound: the {t.name} tokenizer did not load)"
         if t.kind == "huggingface":
             return f"huggingface:{t.name} (litellm's offline tokenizer)"
+        if t.calibrated:
+            floor = f", at least huggingface:{t.floor}" if self._floor is not None else ""
+            return (
+                f"tiktoken:{t.name} x{1 + t.margin:.3f}{floor} (calibrated on {t.calibrated} provider counts for "
+                f"{t.model}: never below the largest provider/estimate ratio seen, +{CALIBRATION_MARGIN:.0%})"
+            )
         if t.margin:
             floor = f", at least huggingface:{t.floor} (litellm's count)" if self._floor is not None else ""
             return f"tiktoken:{t.name} +{t.margin:.0%}{floor} (estimate: no offline tokenizer for {t.model})"

@@ -33,6 +33,8 @@ from components.context_window.options import option
 from components.context_window.phases import visible
 from components.context_window.session_cache import BoundedCache, SessionCache, content_key
 from components.context_window.token_estimator import MESSAGE_OVERHEAD
+from components.context_window.tool_clearing import Cleared, ClearRule, UnnumberedAges, clear_unit
+from components.context_window.tool_clearing import recall as recall_cleared
 
 from .options import HistoryOptions
 
@@ -41,6 +43,8 @@ SUMMARY_MAX_TOKENS = 600
 SUMMARY_SOURCE_MESSAGES = 40
 """How many of the most recent dropped messages the summary looks at (bounded work per turn)."""
 SUMMARY_BUCKET = 10
+"""A model-written summary covers messages up to a multiple of this (it may repeat a few shown ones), so it
+is reused until this many more messages have been dropped (bounded model calls), and depends only on them."""
 CACHE_BLOCK = HistoryOptions().cache_block
 """Default ``cache_block``: once history overflows, its start moves only in steps of this many message
 positions, so the window's prefix stays byte-identical (a provider's prompt cache hits) between steps.
@@ -52,8 +56,11 @@ few messages more or fewer than last turn mostly lands on the same start."""
 SUMMARY_ROOM_STEP = 32
 """With cache blocks, the summary's room is rounded down to this step: a budget a few tokens different (a
 longer query) must not change the summary at the start of the history, or the whole prefix after it."""
-"""A model-written summary covers messages up to a multiple of this (it may repeat a few shown ones), so it
-is reused until this many more messages have been dropped (bounded model calls), and depends only on them."""
+SHOWN_CLEARED = 50
+"""The snapshot lists the newest this many cleared results (and counts them all)."""
+RECALL_CLEARED_PCT = HistoryOptions().recall_cleared_pct
+"""Default ``recall_cleared_pct``: with tool results cleared, this share of the budget is kept for showing the
+cleared ones the question needs again (rounded down to ``SUMMARY_ROOM_STEP``, so the fill is stable)."""
 
 RECALL_PCT = HistoryOptions().recall_pct
 """Default ``recall_pct``: the share of the module's budget for older messages recalled by relevance to the query
@@ -255,7 +262,8 @@ class ConversationHistoryModule(ContextModule):
                 return await self._recall_window(budget, ctx, strategy, recall_pct)
             held_back = {"recall": "held back", "recall_reason": reason}
         summarize = ctx.directives.config.get("summarize_dropped", True) or strategy == "summarize"
-        kept = await self._fill(source, budget, ctx)
+        reserve = _recall_reserve(ctx.directives.config, budget)
+        kept = await self._fill(source, budget - reserve, ctx)
         first_kept = kept[-1][0] if kept else source.total
         summary: Message | None = None
         phase = ctx.session.phase
@@ -282,8 +290,13 @@ class ConversationHistoryModule(ContextModule):
             recent_dropped = await older_than(source, end, SUMMARY_SOURCE_MESSAGES, phase)
             if recent_dropped:
                 summary = await self._summary(recent_dropped, first_kept, room, ctx)
-        units = ((summary,),) * (summary is not None) + tuple(unit for _, unit, _ in reversed(kept))
+        head: tuple[Unit, ...] = ((summary,),) if summary is not None else ()
+        units = head + tuple(unit for _, unit, _ in reversed(kept))
         held = sliding - sum(cost for _, _, cost in kept)
+        assert ctx.tokens is not None
+        used = sum(ctx.tokens.count_message(m) for unit in units for m in unit)
+        note, clearing = await _recall_cleared(units, ctx, budget - used)
+        units += ((note,),) if note is not None else ()
         return Contribution(
             self.module_id,
             units=units,
@@ -291,6 +304,7 @@ class ConversationHistoryModule(ContextModule):
             trim_from="start",
             held_back=held,
             strategy=strategy or ("sliding_window+summary" if summary else "sliding_window"),
+            volatile_tail=int(note is not None),
             metadata={
                 "messages_total": source.total,
                 "messages_kept": sum(len(unit) for _, unit, _ in kept),
@@ -299,6 +313,7 @@ class ConversationHistoryModule(ContextModule):
                 "cache_block": block,
                 "held_back_tokens": held,
                 **held_back,
+                **clearing,
             },
         )
 
@@ -333,7 +348,8 @@ class ConversationHistoryModule(ContextModule):
         behind a marker, in conversation order."""
         source = _Remembered(ctx.session.message_source())
         assert ctx.tokens is not None
-        newest_budget = int(budget * (100 - recall_pct) / 100)
+        reserve = _recall_reserve(ctx.directives.config, budget)  # for cleared tool results the question needs
+        newest_budget = int((budget - reserve) * (100 - recall_pct) / 100)
         kept = await self._fill(source, newest_budget, ctx)
         if not any(unit[0].role == "user" for _, unit, _ in kept):  # the newest exchange stays, from its question
             within = await self._fill(source, budget, ctx)
@@ -344,17 +360,21 @@ class ConversationHistoryModule(ContextModule):
         if overflowing:
             kept = without_orphan_opening(block_aligned(kept, block))
         first_kept = kept[-1][0] if kept else source.total
-        newest_used = sum(cost for _, _, cost in kept)
-        recalled, facts = await self._recalled(ctx, first_kept, budget - newest_used)
+        newest = tuple(unit for _, unit, _ in reversed(kept))
+        newest_used = sum(ctx.tokens.count_message(m) for unit in newest for m in unit)
+        note, clearing = await _recall_cleared(newest, ctx, reserve)
+        note_used = ctx.tokens.count_message(note) if note is not None else 0
+        recalled, facts = await self._recalled(ctx, first_kept, budget - newest_used - note_used)
         marker = (Message("system", RECALL_MARKER),) if recalled else ()
-        units = tuple(unit for _, unit, _ in reversed(kept)) + tuple((m,) for m in marker) + recalled
+        tail = ((note,),) if note is not None else ()
+        units = newest + tuple((m,) for m in marker) + recalled + tail
         return Contribution(
             self.module_id,
             units=units,
             placement="history",
             trim_from="start",
             strategy=strategy or ("newest+recall" if recalled else "sliding_window"),
-            volatile_tail=len(marker) + len(recalled),
+            volatile_tail=len(marker) + len(recalled) + len(tail),
             metadata={
                 "messages_total": source.total,
                 "messages_kept": sum(len(unit) for _, unit, _ in kept),
@@ -363,6 +383,7 @@ class ConversationHistoryModule(ContextModule):
                 "cache_block": block,
                 "newest_tokens": newest_used,
                 **facts,
+                **clearing,
             },
         )
 
@@ -424,10 +445,19 @@ class ConversationHistoryModule(ContextModule):
         count = ctx.tokens.count_message
         kept: list[tuple[int, Unit, int]] = []
         used = 0
+        rule, turn = ClearRule.from_config(ctx.directives.config), ctx.session.turn_number
+        by_size, ages = ClearRule(over_tokens=rule.over_tokens), UnnumberedAges(rule.after_turns)
+        cleared: dict[int, Cleared] = ctx.memo.setdefault("cleared", {})
         async with aclosing(unit_pages(source, phase)) as pages:
             async for units in pages:
-                for index, unit in units:
-                    cost = count(unit[0]) if len(unit) == 1 else sum(count(m) for m in unit)
+                for index, whole in units:
+                    unit, gone = clear_unit(whole, rule, turn, count, ages.old(index, whole))
+                    cleared.update((id(c.reference), c) for c in gone)
+                    # Priced as the size rule alone leaves it: what the age rule clears saves tokens but never
+                    # lets the window reach further back, so its start moves as smoothly as without it (a step
+                    # of the age horizon would otherwise pull it back and rewrite the whole prefix).
+                    priced = clear_unit(whole, by_size, turn, count)[0] if by_size.active else whole
+                    cost = count(priced[0]) if len(priced) == 1 else sum(count(m) for m in priced)
                     if used + cost > budget:
                         break
                     kept.append((index, unit, cost))
@@ -481,3 +511,38 @@ class ConversationHistoryModule(ContextModule):
                 return extractive_summary(dropped)
             self._summaries.put((ctx.session.id, key), text)
         return [line for line in text.splitlines() if line.strip()]
+
+
+def _recall_reserve(config: Any, budget: int) -> int:
+    """Room kept for recalling cleared tool results (0 unless results are cleared and recall is on)."""
+    if not ClearRule.from_config(config).active:
+        return 0
+    room = int(budget * option(config, "recall_cleared_pct", RECALL_CLEARED_PCT, minimum=0) / 100)
+    return min(room - room % SUMMARY_ROOM_STEP, budget)
+
+
+async def _recall_cleared(
+    units: tuple[Unit, ...], ctx: AssemblyContext, room: int
+) -> tuple[Message | None, dict[str, Any]]:
+    """A note recalling the cleared tool results among ``units`` that the question needs (within ``room``; the
+    caller puts it after the history's stable part), and what the snapshot says about both (nothing when no rule
+    clears)."""
+    if not ClearRule.from_config(ctx.directives.config).active:
+        return None, {}
+    known: dict[int, Cleared] = ctx.memo.get("cleared", {})
+    cleared = [known[id(m)] for unit in units for m in unit if id(m) in known]
+    assert ctx.tokens is not None
+    wanted = option(ctx.directives.config, "recall_cleared_pct", RECALL_CLEARED_PCT, minimum=0) > 0
+    tokens, turn = ctx.tokens, ctx.session.turn_number
+    note, found, why = recall_cleared(
+        ctx.query, cleared, room if wanted else 0, tokens.count_message, tokens.count, turn
+    )
+    return note, {
+        "tool_results_cleared": {
+            "count": len(cleared),
+            "tokens": sum(c.tokens for c in cleared),
+            "results": [c.describe() for c in cleared[-SHOWN_CLEARED:]],
+        },
+        "tool_results_recalled": [r.describe() for r in found],
+        "tool_results_recall": why,
+    }

@@ -33,3 +33,14 @@ class HistoryOptions(ModuleOptions):
         0.5,
         description="Recalled messages are packed by relevance / tokens ** this (0: by rank alone).",
     )
+    clear_tool_results_after_turns: Annotated[int, Field(ge=0)] = Field(
+        0,
+        description="Replace tool results at least this many turns old by a short reference (the call stays); "
+        "0: never by age.",
+    )
+    clear_tool_results_over_tokens: Annotated[int, Field(ge=0)] = Field(
+        0, description="Replace tool results larger than this many tokens by a short reference; 0: never by size."
+    )
+    recall_cleared_pct: Annotated[float, Field(ge=0, le=100)] = Field(
+        15, description="Share (%) of the history budget kept for showing cleared results the question needs again."
+    )

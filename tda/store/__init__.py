@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..db import Database
 from .audit import AuditStore
+from .calibrations import CalibrationStore
 from .components import ComponentInstructionStore
 from .modules import ModuleStateStore
 from .profiles import ProfileStore
@@ -24,6 +25,7 @@ class Store:
         self.modules = ModuleStateStore(db)
         self.audit = AuditStore(db)
         self.components = ComponentInstructionStore(db)
+        self.calibrations = CalibrationStore(db)
 
     @classmethod
     def connect(cls, url: str) -> Store:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -31,6 +31,8 @@ class FakeUpstream:
     """Models answered 500 every time."""
     usage: dict[str, int] = field(default_factory=dict)
     """Extra usage fields in each answer (``cache_read_input_tokens``, ``prompt_tokens_details``...)."""
+    prompt_tokens: Callable[[dict[str, Any]], int] | None = None
+    """The prompt count a chat-completions answer reports for a request body (None: 11): the provider's tokenizer."""
 
     def models_called(self) -> list[str]:
         return [r.body.get("model", "") for r in self.received]
@@ -63,6 +65,8 @@ def _handler(fake: FakeUpstream) -> type[BaseHTTPRequestHandler]:
                 return self._send(200, "text/event-stream", _stream(model, fake.answer(model)))
             completion = _completion(model, fake.answer(model))
             completion["usage"].update(fake.usage)
+            if fake.prompt_tokens is not None:
+                completion["usage"]["prompt_tokens"] = fake.prompt_tokens(body)
             return self._send(200, "application/json", json.dumps(completion).encode())
 
         def _send(self, status: int, content_type: str, data: bytes) -> None:
