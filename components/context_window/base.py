@@ -530,6 +530,9 @@ class RecallLead:
     lexical: float
     """Best BM25 score before the split over the best after it (``inf`` when only older messages match; 0 when
     none does)."""
+    continuity: float | None = None
+    """Best cosine of the query with the newest few user messages (None without vectors): high when the question
+    goes on with the conversation, low when it turns to something else."""
 
 
 @runtime_checkable

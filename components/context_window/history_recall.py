@@ -45,6 +45,9 @@ matches a query by its best part: one fact in a long message is not diluted by t
 bench: 85-90% at 4,000 tokens against 63% for whole-message vectors (docs/knowledge.md, "History recall")."""
 WEIGHTS = (0.5, 1.0)
 """RRF weights of the lexical and dense rankings when both are there (measured: 0.5/1 beat 1/1 and 1/0.5)."""
+RECENT_QUESTIONS = 3
+"""How many of the newest user messages a query is compared with to tell a conversation going on from a return to
+something said long ago (``RecallLead.continuity``)."""
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
@@ -262,13 +265,15 @@ class SessionRecall:
         lexical = index.lexical.scores(query)
         older, newer = float(lexical[:split].max(initial=0.0)), float(lexical[split:].max(initial=0.0))
         ratio = older / newer if newer > 0 else (float("inf") if older > 0 else 0.0)
-        dense = None
+        dense = continuity = None
         if self.embedder is not None and index.dense is not None:
             (query_vector,) = await self.embedder.embed([query])
             scores = index.dense_scores(query_vector, len(index))
             if scores is not None and 0 < split < len(scores):
                 dense = float(scores[:split].max() - scores[split:].max())
-        return RecallLead(dense, ratio)
+                asked = [p for p in range(len(index) - 1, split - 1, -1) if index.messages[p].role == "user"]
+                continuity = float(scores[asked[:RECENT_QUESTIONS]].max()) if asked else 0.0
+        return RecallLead(dense, ratio, continuity)
 
 
 def collect_units(

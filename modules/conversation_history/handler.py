@@ -74,6 +74,11 @@ and keeps its stable prefix."""
 RECALL_LEXICAL_LEAD = HistoryOptions().recall_lexical_lead
 """Default ``recall_lexical_lead``: recall runs when an older message's BM25 score beats the newest turns' best by
 this factor (a name or a term said long ago and not since)."""
+RECALL_CONTINUITY_BELOW = HistoryOptions().recall_continuity_below
+"""Default ``recall_continuity_below``: a question whose best cosine with the newest three user messages is below
+this turns away from the conversation going on, and recall runs even without a clear lead (distractors among the
+newest turns can outrank what it asks about). Measured: the recall bench's questions score 0.10-0.45 against the
+chat's newest questions, a conversation going on with alike questions 0.99-1.00."""
 RECALL_COST_EXPONENT = HistoryOptions().recall_cost_exponent
 """Default ``recall_cost_exponent``: recalled units are packed by fused score / tokens ** this (0: by rank alone).
 Measured on bench/recall_bench.py (docs/knowledge.md): 0.5 beat 0 and 1 at every limit."""
@@ -331,12 +336,16 @@ class ConversationHistoryModule(ContextModule):
         config = ctx.directives.config
         dense_lead = option(config, "recall_dense_lead", RECALL_DENSE_LEAD)
         lexical_lead = option(config, "recall_lexical_lead", RECALL_LEXICAL_LEAD, minimum=0)
+        turning = option(config, "recall_continuity_below", RECALL_CONTINUITY_BELOW)
         if (lead.dense is not None and lead.dense >= dense_lead) or lead.lexical >= lexical_lead:
             return None
+        if lead.continuity is not None and lead.continuity < turning:
+            return None
         dense = "" if lead.dense is None else f"meaning {lead.dense:+.2f} (recalls from {dense_lead:+.2f}), "
+        going_on = "" if lead.continuity is None else f"; it goes on with the newest questions ({lead.continuity:.2f})"
         return (
             f"no older message matches the query clearly better than the newest turns: {dense}"
-            f"words x{lead.lexical:.2f} (recalls from x{lexical_lead:.2f})"
+            f"words x{lead.lexical:.2f} (recalls from x{lexical_lead:.2f}){going_on}"
         )
 
     async def _recall_window(
