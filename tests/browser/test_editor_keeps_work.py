@@ -90,7 +90,7 @@ async def test_targets_in_tokens_for_a_reference_limit(page: Any, server: Server
 
 
 async def test_one_truth_about_modules(page: Any, server: Server) -> None:
-    await open_editor(page, "conversation_first")
+    await open_editor(page, "balanced")
     # The required system prompt cannot condense: it is never offered for the condensation order.
     rest = page.locator("#order-rest")
     await expect(rest.get_by_role("button", name="Add System prompt to the condensation order")).to_have_count(0)
