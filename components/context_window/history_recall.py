@@ -260,18 +260,21 @@ class SessionRecall:
         return collect_units(index, positions, scores, method, reason, session.phase, enough_tokens)
 
     async def lead(self, session: Session, query: str, *, split: int) -> RecallLead:
-        """How the best message before ``split`` outranks the best from ``split`` on, by each signal."""
+        """How the best message before ``split`` outranks the best from ``split`` on, by each signal. Only the
+        messages the session's source holds count: a replay or what-if sees the history as it was before its turn,
+        while the session's index may already hold that turn (whose question would match itself)."""
         index = await self.sync(session)
-        lexical = index.lexical.scores(query)
+        end = min(len(index), session.message_source().total)
+        lexical = index.lexical.scores(query)[:end]
         older, newer = float(lexical[:split].max(initial=0.0)), float(lexical[split:].max(initial=0.0))
         ratio = older / newer if newer > 0 else (float("inf") if older > 0 else 0.0)
         dense = continuity = None
         if self.embedder is not None and index.dense is not None:
             (query_vector,) = await self.embedder.embed([query])
-            scores = index.dense_scores(query_vector, len(index))
-            if scores is not None and 0 < split < len(scores):
+            scores = index.dense_scores(query_vector, end)
+            if scores is not None and 0 < split < end:
                 dense = float(scores[:split].max() - scores[split:].max())
-                asked = [p for p in range(len(index) - 1, split - 1, -1) if index.messages[p].role == "user"]
+                asked = [p for p in range(end - 1, split - 1, -1) if index.messages[p].role == "user"]
                 continuity = float(scores[asked[:RECENT_QUESTIONS]].max()) if asked else 0.0
         return RecallLead(dense, ratio, continuity)
 

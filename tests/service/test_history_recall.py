@@ -103,3 +103,15 @@ def test_tda_assemble_recalls_from_a_session_file(tmp_path: Path, capsys: pytest
     assert main(["assemble", "--session", str(path), "--type", "conversation_first", "--limit", "4000", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert FACT in [m["content"] for m in out["messages"]]
+
+
+async def test_a_replay_of_a_recalled_turn_is_identical(chat):
+    """The trace replays the turn on the history before it, while the session's recall index already holds that
+    turn: its question matching itself must not hold recall back in the replay."""
+    client, headers, _ = chat
+    await ask_after_import(chat, long_history(300))
+    turns = await (await client.get("/v1/sessions/s4000/turns", headers=headers)).get_json()
+    snapshot_id = turns["turns"][-1]["snapshot_id"]
+    trace = await (await client.get(f"/v1/snapshots/{snapshot_id}/trace", headers=headers)).get_json()
+    assert trace["identical"] is True
+    assert FACT in [m["content"] for m in trace["messages"]]
