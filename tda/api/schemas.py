@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, date, datetime, timedelta
 from typing import Any, ClassVar, Literal
 
@@ -321,6 +322,19 @@ class SessionQuery(_Query):
     before: int | None = Field(None, ge=1, le=MAX_INT, description="only turns before this one (older_turns)")
 
 
+ISO_TIME_PATTERN = r"^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}:\d{2})?)?$"
+"""A date, or a date and time, as the filters take them (OpenAPI's date-time is stricter: seconds and a zone)."""
+
+
+def iso_time_schema(schema: dict[str, Any]) -> None:
+    """The filter's schema says what it takes: a string of ``ISO_TIME_PATTERN`` (or nothing)."""
+    description = schema.get("description")
+    schema.clear()
+    schema.update({"anyOf": [{"type": "string", "pattern": ISO_TIME_PATTERN}, {"type": "null"}], "default": None})
+    if description:
+        schema["description"] = description
+
+
 class TurnsQuery(_Query):
     """Which turns to list: every filter given must match (dates in UTC; a day alone means the whole day)."""
 
@@ -329,9 +343,21 @@ class TurnsQuery(_Query):
     outcome: Literal["success", "tool_calls"] | None = Field(
         None, description="success: answered; tool_calls: ended asking for tool results"
     )
-    since: datetime | None = Field(None, description="on or after this time (2026-11-25 or 2026-11-25T10:00)")
-    until: datetime | None = Field(None, description="before this time; a day alone includes that day")
+    since: datetime | None = Field(
+        None, description="on or after this time (2026-11-25 or 2026-11-25T10:00)", json_schema_extra=iso_time_schema
+    )
+    until: datetime | None = Field(
+        None, description="before this time; a day alone includes that day", json_schema_extra=iso_time_schema
+    )
     q: str | None = Field(None, min_length=1, max_length=200, description="text in the query, answer or messages")
+
+    @field_validator("since", "until", mode="before")
+    @classmethod
+    def _iso(cls, value: Any) -> Any:
+        """Only what the schema says (pydantic alone would also take a number of seconds)."""
+        if isinstance(value, str) and not re.fullmatch(ISO_TIME_PATTERN, value):
+            raise ValueError("expected a date (2026-11-25) or a date and time (2026-11-25T10:00, optionally :ss and Z)")
+        return value
 
     @field_validator("until", mode="before")
     @classmethod
