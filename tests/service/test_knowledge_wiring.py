@@ -211,7 +211,8 @@ async def test_feedback_errors_follow_the_api_conventions(wired):
 
 async def test_a_demo_turn_reads_the_demo_collection(settings: Settings, llm: RecordingLLM):
     assert seed_demo_knowledge(settings).chunks > 0
-    app = create_app(settings, llm=llm, migrate=False, warm_up_llm=False, warm_up_knowledge=False)
+    # warmed up as `tda serve` is: loading the embedder inside the turn can pass the module timeout on a busy machine
+    app = create_app(settings, llm=llm, migrate=False, warm_up_llm=False, warm_up_knowledge=True)
     async with app.test_app() as running:
         svc = running.app.extensions["tda"]
         await seed_demo(svc.store)
