@@ -325,8 +325,8 @@ class ConversationHistoryModule(ContextModule):
     async def _recall_not_needed(self, source: MessageSource, budget: int, ctx: AssemblyContext) -> str | None:
         """Why the newest turns alone serve this query (None: recall). Recall gives up most of the window's stable
         prefix (recalled messages change every turn), so it runs only when an older message matches the query
-        clearly better than any the newest turns already show: a question about something said long ago, not the
-        next question of a conversation going on."""
+        clearly better than any the newest turns already show, or the query turns away from the newest questions:
+        a question about something said long ago, not the next question of a conversation going on."""
         kept = await self._fill(source, budget, ctx)
         first_kept = kept[-1][0] if kept else source.total
         if first_kept <= 0:
