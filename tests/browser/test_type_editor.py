@@ -71,6 +71,18 @@ async def test_edit_persists_after_reload(page: Any, server: Server) -> None:
     assert page.js_errors == []
 
 
+async def test_targets_over_100_are_not_saved_and_say_why(page: Any, server: Server) -> None:
+    await asyncio.to_thread(conversation_first_with_rule, server, "over_budget")
+    await open_editor(page, "over_budget")
+    await page.get_by_label("Target % for Conversation history (number)").fill("60")  # 8+60+15+15+5 = 103%
+    await page.click("#save")
+    await expect(page.locator("#error-summary")).to_contain_text("add up to 103%")
+    await expect(page.locator("#toast")).not_to_contain_text("Saved")
+    status, _, saved = server.request("GET", "/v1/context-window-types/over_budget")
+    assert status == 200 and saved["version"] == 1
+    assert page.js_errors == []
+
+
 async def test_slider_moves_the_composition_bar(page: Any) -> None:
     await open_editor(page, "balanced")
     bar = page.locator("#composition")
