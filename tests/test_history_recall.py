@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from components.context_window.base import Message
+from components.context_window.base import InMemoryMessages, Message
 from components.context_window.handler import ContextWindowHandler
 from components.context_window.history_recall import SessionRecall
 from components.context_window.relevance import VectorIndex
@@ -133,3 +133,24 @@ async def test_the_index_reads_and_embeds_only_what_was_added_since_last_time():
     assert embedder.embedded == 61 + 5 + 1 + 1  # an edited history is indexed afresh: only the new text embedded
     assert again.units[0].messages[0].content == FACT
     assert isinstance(recall.index_of(make_ctx().session).dense, VectorIndex)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class StoredMessages(InMemoryMessages):
+    """A versioned history, as the application's store gives: an index of it may be reused while it only grows."""
+
+    version: str = "v1"
+
+
+async def test_a_replayed_turn_is_led_by_the_history_it_saw_not_by_messages_recorded_after_it():
+    messages = planted(30)
+    query = "Draft the summary for the regional managers."
+    after = [*messages, Message("user", query, turn=31), Message("assistant", "Here is the summary.", turn=31)]
+    cached = SessionRecall(CountingEmbedder())
+    session_after = dataclasses.replace(make_ctx().session, history=StoredMessages(tuple(after)))
+    await cached.sync(session_after)  # the live session, its turn 31 recorded
+    turn_31 = dataclasses.replace(session_after, history=StoredMessages(tuple(messages)))  # what turn 31 saw
+    replayed = await cached.lead(turn_31, query, split=50)
+    fresh = await SessionRecall(CountingEmbedder()).lead(turn_31, query, split=50)
+    assert replayed.continuity == pytest.approx(fresh.continuity) and replayed.continuity < 0.999
+    assert replayed.dense == pytest.approx(fresh.dense)

@@ -377,12 +377,6 @@ function showLocalSummary(errors, heading = "The type was not saved: fix these f
   summary.focus();
 }
 
-/** Targets over 100% save (the service scales them down), but never without saying so. */
-function overNote() {
-  const total = activeSlots(state).filter((s) => takesPart(s.id)).reduce((sum, s) => sum + s.pct, 0);
-  return total > 100 ? ` Note: the targets add up to ${Math.round(total)}%, so each is scaled down to fit the budget.` : "";
-}
-
 let saving = false; // one request at a time: a double-click or a held Ctrl+S saves once
 
 async function save(event) {
@@ -414,13 +408,13 @@ async function send() {
     if (typeId) {
       const res = await api("PUT", url(), { body: state, headers: { "If-Match": etag } });
       setLoaded(res.data);
-      notify(`Saved ${res.data.name} as version ${res.data.version}.${overNote()}`);
+      notify(`Saved ${res.data.name} as version ${res.data.version}.`);
     } else {
       const res = await api("POST", "/v1/context-window-types", { body: state });
       typeId = res.data.id;
       history.replaceState(null, "", `/ui/types/${encodeURIComponent(typeId)}`);
       setLoaded(res.data);
-      notify(`Created ${res.data.name}.${overNote()}`);
+      notify(`Created ${res.data.name}.`);
     }
   } catch (err) {
     if (!(err instanceof ApiError)) throw err;

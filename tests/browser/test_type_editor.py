@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from playwright.async_api import expect
@@ -16,8 +17,26 @@ async def open_editor(page: Any, type_id: str) -> None:
     await expect(page.locator("#editor")).to_have_attribute("aria-busy", "false")
 
 
+# Conversation First's chat-length rule, which the shipped type no longer has (history recall replaced it).
+LONG_CHAT_RULE = {
+    "condition": {"type": "long_conversation", "threshold": 15},
+    "action": {"type": "condense", "module": "conversation_history", "strategy": "summarize", "to_pct": 50},
+}
+
+
+def conversation_first_with_rule(server: Server, type_id: str) -> None:
+    """A fresh copy of Conversation First carrying the chat-length rule, so the test can edit a rule."""
+    status, _, shipped = server.request("GET", "/v1/context-window-types/conversation_first")
+    assert status == 200, shipped
+    body = {k: v for k, v in shipped.items() if k not in ("version", "updated_at", "etag")}
+    body.update(id=type_id, dynamic_adjustments=[LONG_CHAT_RULE])
+    status, _, created = server.request("POST", "/v1/context-window-types", body)
+    assert status == 201, created
+
+
 async def test_edit_persists_after_reload(page: Any, server: Server) -> None:
-    await open_editor(page, "conversation_first")
+    await asyncio.to_thread(conversation_first_with_rule, server, "conversation_first_rule")
+    await open_editor(page, "conversation_first_rule")
     await page.fill("#f-name", "Conversation First (edited)")
     await page.fill("#f-reserve-n", "18")
     threshold = page.locator('[data-loc="dynamic_adjustments.0.condition.threshold"]')
@@ -45,10 +64,22 @@ async def test_edit_persists_after_reload(page: Any, server: Server) -> None:
     await expect(threshold).to_have_value("20")
     order = [await li.get_attribute("data-module") for li in await page.locator("#order li").all()]
     assert order == ["conversation_history", "document_context", "component_instructions", "knowledge_context"]
-    status, _, saved = server.request("GET", "/v1/context-window-types/conversation_first")
+    status, _, saved = server.request("GET", "/v1/context-window-types/conversation_first_rule")
     assert status == 200 and saved["version"] == 2
     assert saved["dynamic_adjustments"][0]["condition"] == {"type": "long_conversation", "threshold": 20}
     assert saved["output_reserve_pct"] == 18
+    assert page.js_errors == []
+
+
+async def test_targets_over_100_are_not_saved_and_say_why(page: Any, server: Server) -> None:
+    await asyncio.to_thread(conversation_first_with_rule, server, "over_budget")
+    await open_editor(page, "over_budget")
+    await page.get_by_label("Target % for Conversation history (number)").fill("60")  # 8+60+15+15+5 = 103%
+    await page.click("#save")
+    await expect(page.locator("#error-summary")).to_contain_text("add up to 103%")
+    await expect(page.locator("#toast")).not_to_contain_text("Saved")
+    status, _, saved = server.request("GET", "/v1/context-window-types/over_budget")
+    assert status == 200 and saved["version"] == 1
     assert page.js_errors == []
 
 
