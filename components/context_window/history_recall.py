@@ -262,16 +262,20 @@ class SessionRecall:
     async def lead(self, session: Session, query: str, *, split: int) -> RecallLead:
         """How the best message before ``split`` outranks the best from ``split`` on, by each signal."""
         index = await self.sync(session)
-        lexical = index.lexical.scores(query)
+        # The index may hold more than this session sees (a replay continues a session that went on): only the
+        # messages it sees are compared, so a replay judges as the turn did.
+        end = min(len(index), len(session.messages) if session.history is None else session.history.total)
+        lexical = index.lexical.scores(query)[:end]
         older, newer = float(lexical[:split].max(initial=0.0)), float(lexical[split:].max(initial=0.0))
         ratio = older / newer if newer > 0 else (float("inf") if older > 0 else 0.0)
         dense = continuity = None
         if self.embedder is not None and index.dense is not None:
             (query_vector,) = await self.embedder.embed([query])
             scores = index.dense_scores(query_vector, len(index))
+            scores = None if scores is None else scores[:end]
             if scores is not None and 0 < split < len(scores):
                 dense = float(scores[:split].max() - scores[split:].max())
-                asked = [p for p in range(len(index) - 1, split - 1, -1) if index.messages[p].role == "user"]
+                asked = [p for p in range(end - 1, split - 1, -1) if index.messages[p].role == "user"]
                 continuity = float(scores[asked[:RECENT_QUESTIONS]].max()) if asked else 0.0
         return RecallLead(dense, ratio, continuity)
 
