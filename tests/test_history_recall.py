@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from components.context_window.base import Message
+from components.context_window.base import InMemoryMessages, Message
 from components.context_window.handler import ContextWindowHandler
 from components.context_window.history_recall import SessionRecall
 from components.context_window.relevance import VectorIndex
@@ -133,3 +133,26 @@ async def test_the_index_reads_and_embeds_only_what_was_added_since_last_time():
     assert embedder.embedded == 61 + 5 + 1 + 1  # an edited history is indexed afresh: only the new text embedded
     assert again.units[0].messages[0].content == FACT
     assert isinstance(recall.index_of(make_ctx().session).dense, VectorIndex)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class VersionedMessages(InMemoryMessages):
+    """A store-like history: its version holds while it only grows, so one index serves every turn of it."""
+
+    version: int = 1
+
+
+async def test_the_lead_compares_only_the_messages_the_session_sees():
+    """A replay sees the history as it was before its turn, while the session's index already holds the turn's own
+    question: the lead must judge as the turn did, not find the question itself among the newest ones."""
+    recall = SessionRecall(CountingEmbedder())
+    messages = conversation(10)
+    question = "Which greyhound did my sister Margot adopt last spring?"
+    went_on = [*messages, Message("user", question, turn=11), Message("assistant", "Biscuit.", turn=11)]
+    session = make_ctx(messages=messages).session
+    then = dataclasses.replace(session, history=VersionedMessages(messages))
+    as_the_turn_saw = await recall.lead(then, question, split=14)
+    later = await recall.lead(dataclasses.replace(session, history=VersionedMessages(went_on)), question, split=14)
+    assert later.continuity == pytest.approx(1.0)  # the question itself is now among the newest
+    assert as_the_turn_saw.continuity < 0.99
+    assert await recall.lead(then, question, split=14) == as_the_turn_saw
