@@ -20,8 +20,10 @@ async def test_edit_persists_after_reload(page: Any, server: Server) -> None:
     await open_editor(page, "conversation_first")
     await page.fill("#f-name", "Conversation First (edited)")
     await page.fill("#f-reserve-n", "18")
+    # Conversation First ships without rules: add one (a long conversation, 10 turns) and change its threshold.
+    await page.click("#add-rule")
     threshold = page.locator('[data-loc="dynamic_adjustments.0.condition.threshold"]')
-    await expect(threshold).to_have_value("15")
+    await expect(threshold).to_have_value("10")
     await threshold.fill("20")
     # Keyboard reordering: pick up the first item, move it down one place, drop it.
     first = page.locator("#order li").first
