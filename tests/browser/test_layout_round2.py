@@ -42,7 +42,7 @@ async def test_save_is_not_covered_on_short_screens(browser: Any, server: Server
     await page.goto(f"/ui/types/{type_id}")
     await expect(page.locator("#editor")).to_have_attribute("aria-busy", "false")
     target = page.get_by_label("Target % for Conversation history (number)")
-    await target.fill("23")
+    await target.fill("21")  # a change that keeps the targets within 100%
     # Scroll down the page (the composition bar passes Save, then sticks to the top), checking Save at each stop.
     for y in range(0, 2400, 50):
         await page.evaluate(f"window.scrollTo(0, {y})")
