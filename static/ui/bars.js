@@ -54,7 +54,7 @@ export function compositionBar(el, { slots, reservePct }) {
   if (total > 100) {
     state = "over";
     summary = `Over budget: targets add up to ${total}% of the available budget, ${round(total - 100)} points too many. `
-      + "The service would scale them down proportionally; lower some targets.";
+      + "Saving is refused until they fit; lower some targets.";
   } else if (total < 100) {
     state = "under";
     summary += ` ${round(100 - total)}% is not assigned to any module.`;

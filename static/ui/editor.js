@@ -251,6 +251,7 @@ function localErrors() {
     if (Number(s.min_pct) > Number(s.target_pct)) add(`e-${id}`, `in-${id}-min_pct`, `${name}: the minimum (${s.min_pct}%) is above the target (${s.target_pct}%).`);
     if (Number(s.target_pct) > Number(s.max_pct)) add(`e-${id}`, `in-${id}-max_pct`, `${name}: the target (${s.target_pct}%) is above the maximum (${s.max_pct}%).`);
   }
+  sharesOverBudget(add);
   (state.dynamic_adjustments || []).forEach((r, i) => {
     if (r.action?.type === "condense" && !STRATEGIES[r.action.strategy ?? "summarize"]) {
       add(`r${i}-action-strategy-error`, `r${i}-action-strategy`, `Rule ${i + 1}: “${r.action.strategy}” is not a strategy; choose ${Object.values(STRATEGIES).map((t) => `“${t}”`).join(" or ")}.`);
@@ -259,6 +260,18 @@ function localErrors() {
   if (bad(state.distillation.max_rows, 1, Infinity)) add("f-max-rows-error", "f-max-rows", "At least 1 row.");
   if (bad(state.distillation.max_chars, 100, Infinity)) add("f-max-chars-error", "f-max-chars", "At least 100 characters.");
   return out;
+}
+
+/** The active modules share one budget: the service refuses targets (or minimums) adding up to over 100%. */
+function sharesOverBudget(add) {
+  const active = Object.entries(state.modules).filter(([, s]) => s.active);
+  if (!active.length) return;
+  for (const [field, word] of [["target_pct", "targets"], ["min_pct", "minimums"]]) {
+    const total = active.reduce((sum, [, s]) => sum + (Number(s[field]) || 0), 0);
+    if (total > 100 + 1e-9) {
+      add("modules-error", `in-${active[0][0]}-${field}`, `The active modules' ${word} add up to ${Math.round(total)}%; they share one budget, so lower them to 100% in total or less.`);
+    }
+  }
 }
 
 let shownLocal = [];

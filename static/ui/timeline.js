@@ -15,11 +15,12 @@ function s(tag, attrs = {}, ...children) {
   return el;
 }
 
-/** A round axis top a little above ``peak``: 1, 2 or 5 times a power of ten. */
+/** A round axis top a little above ``peak``, with steps fine enough that the peak always fills over 60% of the chart
+ * (1, 2, 5 alone left a 22% peak under a 50% top, the chart half empty). */
 function niceTop(peak) {
   const p = Math.max(peak * 1.1, 1e-9);
   const unit = 10 ** Math.floor(Math.log10(p));
-  return [1, 2, 5, 10].map((m) => m * unit).find((v) => v >= p);
+  return [1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10].map((m) => m * unit).find((v) => v >= p);
 }
 
 let scale = "usage";

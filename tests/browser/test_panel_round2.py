@@ -17,7 +17,7 @@ SESSION = "usage-scale"
 
 
 def seed(server: Server) -> list[dict[str, Any]]:
-    """Three turns in a large window (a few percent used), the limit lowered before the third."""
+    """Three turns in a large window (under a third of it used), the limit lowered before the third."""
     status, _, body = server.request(
         "POST", "/v1/sessions", {"id": SESSION, "profile_id": "demo-tools", "title": "Usage scale"}
     )
@@ -47,7 +47,9 @@ PLOT = """() => {
 
 async def test_timeline_is_scaled_to_usage_with_limit_steps(page: Any, server: Server) -> None:
     turns = await asyncio.to_thread(seed, server)
-    assert max(t["snapshot"]["total_used"] / t["snapshot"]["available_budget"] for t in turns) < 0.2
+    # Knowledge fills much of its share when the question matches (its depth grows with the budget): under a third
+    # of the budget is used, so a chart scaled to the budget would be mostly empty.
+    assert max(t["snapshot"]["total_used"] / t["snapshot"]["available_budget"] for t in turns) < 0.3
     await page.goto(f"/ui/sessions/{SESSION}")
     await expect(page.locator("#timeline a.turn-column")).to_have_count(3)
     plot = await page.evaluate(PLOT)

@@ -5,7 +5,11 @@ targets over 100% never saved without a word."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
+import sqlite3
+import time
+from pathlib import Path
 from typing import Any
 
 from playwright.async_api import expect
@@ -89,12 +93,34 @@ async def test_an_over_long_id_gets_a_length_message(page: Any) -> None:
     await expect(page.locator("#f-id-error")).to_have_text("The id is at most 64 characters; this one has 135.")
 
 
+def make_legacy_type(server: Server, type_id: str, rule: dict[str, Any], strategy: str) -> None:
+    """A type stored before strategies were checked on save: saved with a good one, then rewritten in the database
+    (a new updated_at, so the running service reads it afresh)."""
+    make_type(server, type_id, [rule])
+    with contextlib.closing(sqlite3.connect(Path(server.env["TDA_DATA_DIR"]) / "tda.db")) as db, db:
+        for table, key in (("context_window_types", "id"), ("context_window_type_versions", "type_id")):
+            db.execute(
+                f"UPDATE {table} SET data = json_set(data, '$.dynamic_adjustments[0].action.strategy', ?) "
+                f"WHERE {key} = ?",
+                (strategy, type_id),
+            )
+        db.execute(
+            "UPDATE context_window_types SET updated_at = datetime(updated_at, '+1 second') WHERE id = ?", (type_id,)
+        )
+    deadline = time.monotonic() + 5  # the service re-reads the current types at most every second
+    while (stored := server.request("GET", f"/v1/context-window-types/{type_id}")[2])["dynamic_adjustments"][0][
+        "action"
+    ]["strategy"] != strategy:
+        assert time.monotonic() < deadline, stored
+        time.sleep(0.2)
+
+
 async def test_condense_strategy_is_a_choice(page: Any, server: Server) -> None:
     rule = {
         "condition": {"type": "first_turn"},
-        "action": {"type": "condense", "module": "conversation_history", "strategy": "foo", "to_pct": 50},
+        "action": {"type": "condense", "module": "conversation_history", "strategy": "summarize", "to_pct": 50},
     }
-    await asyncio.to_thread(make_type, server, "r2-strategy", [rule])
+    await asyncio.to_thread(make_legacy_type, server, "r2-strategy", rule, "foo")
     await open_editor(page, "r2-strategy")
     strategy = page.locator("#r0-action-strategy")
     assert await strategy.evaluate("(el) => el.tagName") == "SELECT"
@@ -123,4 +149,12 @@ async def test_targets_over_100_percent_are_not_saved_without_a_word(page: Any, 
     expected = round(total - active[first]["target_pct"] + min(new_target, 100))
     assert expected > 100
     await page.click("#save")
-    await expect(page.locator("#toast")).to_contain_text(f"the targets add up to {expected}%")
+    # Refused (the service would answer 422 too), said at the modules and in the summary, nothing saved.
+    message = f"The active modules' targets add up to {expected}%"
+    await expect(page.locator("#error-summary")).to_contain_text(message)
+    await expect(page.locator("#modules-error")).to_contain_text(message)
+    stored = server.request("GET", "/v1/context-window-types/r2-over")[2]
+    assert stored["version"] == created["version"]
+    await page.get_by_label(f"Target % for {name} (number)").fill(str(active[first]["target_pct"]))
+    await page.click("#save")
+    await expect(page.locator("#toast")).to_contain_text("Saved Round two r2-over as version 2")
