@@ -24,6 +24,8 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -106,6 +108,19 @@ def in_window(window: list[dict[str, Any]], text: str) -> bool:
     return any(isinstance(m.get("content"), str) and text in m["content"] for m in window)
 
 
+@asynccontextmanager
+async def chat_service(app: Any) -> AsyncIterator[tuple[Any, Any, dict[str, str]]]:
+    """The running app with an admin token and an llm_only profile ``chat`` on Conversation First."""
+    async with app.test_app() as running:
+        svc = running.app.extensions["tda"]
+        token, _ = await svc.store.tokens.create("bench", "admin")
+        headers = {"Authorization": f"Bearer {token}"}
+        client = running.test_client()
+        profile = {"id": "chat", "type": "llm_only", "context_window_type_id": "conversation_first"}
+        assert (await client.post("/v1/profiles", json=profile, headers=headers)).status_code == 201
+        yield svc, client, headers
+
+
 async def run(data: list[tuple[str, Chat]], folder: Path) -> dict[int, Tally]:
     from tda.app import create_app
     from tda.knowledge.embeddings import make_embedder
@@ -116,13 +131,7 @@ async def run(data: list[tuple[str, Chat]], folder: Path) -> dict[int, Tally]:
     llm = RecordingLLM()
     settings = Settings(data_dir=folder, mock_model=True, embedder=EMBEDDER)
     app = create_app(settings, llm=llm, migrate=False, warm_up_llm=False, warm_up_knowledge=False)
-    async with app.test_app() as running:
-        svc = running.app.extensions["tda"]
-        token, _ = await svc.store.tokens.create("bench", "admin")
-        headers = {"Authorization": f"Bearer {token}"}
-        client = running.test_client()
-        profile = {"id": "chat", "type": "llm_only", "context_window_type_id": "conversation_first"}
-        assert (await client.post("/v1/profiles", json=profile, headers=headers)).status_code == 201
+    async with chat_service(app) as (_, client, headers):
         n = 0
         for name, chat in data:
             baselines = Baselines(chat, embed)
@@ -198,13 +207,7 @@ async def speed(embedder: str, folder: Path) -> dict[str, float]:
         for i in range(SPEED_MESSAGES)
     ]
     out: dict[str, float] = {}
-    async with app.test_app() as running:
-        svc = running.app.extensions["tda"]
-        token, _ = await svc.store.tokens.create("bench", "admin")
-        headers = {"Authorization": f"Bearer {token}"}
-        client = running.test_client()
-        profile = {"id": "chat", "type": "llm_only", "context_window_type_id": "conversation_first"}
-        assert (await client.post("/v1/profiles", json=profile, headers=headers)).status_code == 201
+    async with chat_service(app) as (svc, client, headers):
         for sid, messages in (("long", history), ("preview", history[:PREVIEW_MESSAGES])):
             body = {"id": sid, "profile_id": "chat", "context_limit": 16_000}
             assert (await client.post("/v1/sessions", json=body, headers=headers)).status_code == 201
