@@ -12,6 +12,7 @@ verbatim rows, then statistics only, then metadata only, then results are droppe
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from time import perf_counter
 from typing import Any
@@ -21,20 +22,26 @@ from components.context_window.base import (
     ContextModule,
     Contribution,
     ModuleManifest,
+    TokenCounter,
     TurnRecord,
     joined,
     text_contribution,
 )
 from components.context_window.fitting import clip, estimator, fit_blocks
-from components.context_window.options import ModuleOptions
 from components.context_window.phases import visible
-from components.context_window.session_cache import SessionCache, content_key
+from components.context_window.session_cache import SessionCache
+from components.context_window.turn_recall import Match, TurnRecall
 from components.context_window.turn_results import Table, parse_result
 from components.context_window.window_type import Distillation
 
 from .distillation import Distilled, apply_l2, distill
+from .offload import Searchable, TurnKeys, searchable
+from .options import PlanOptions
 
 NOTE = "Statistics describe every row; samples only illustrate. Do not infer totals from samples."
+RECALL_NOTE = f"From an earlier turn, recalled because it matches the current question. {NOTE}"
+JOIN_SLACK = 2
+"""Tokens kept aside when fitting a recalled block: the blank line joining it to what precedes it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,54 +62,67 @@ LADDER = (
 
 
 class PlanHydrationModule(ContextModule):
-    options_model = ModuleOptions
+    options_model = PlanOptions
 
     def __init__(self, manifest: ModuleManifest) -> None:
         super().__init__(manifest)
         # Entries hold the rows of big results: keep the bound modest (about one per recently active session).
         self._distilled_results: SessionCache[tuple[Distilled, ...]] = SessionCache(max_entries=64)
+        self._searchable: SessionCache[Searchable | None] = SessionCache(max_entries=8_192)
+        """Each earlier turn's searchable text, by content: built once, not every turn."""
+        self._keys = TurnKeys()
+        self._recall = TurnRecall()
         self._last: dict[str, Any] = {}
 
     async def contribute(self, budget: int, ctx: AssemblyContext) -> Contribution:
-        turn = previous_turn(ctx)
-        if turn is None or not turn.results:
-            reason = "no results from a previous turn" if turn is None else f"turn {turn.turn} has no results"
-            return self._empty(reason)
         started = perf_counter()
-        items = self._distilled(turn, ctx)
-        header = f"## Results of the previous turn (turn {turn.turn}: {clip(turn.query, 200)})\n{NOTE}"
-        blocks, l2 = apply_l2(items)
+        options = plan_options(ctx)
+        turns = visible_turns(ctx)
+        turn = turns[-1] if turns else None
+        recalled, recall_meta = await self._recalled_turns(ctx, turns, options)
+        room = int(budget * options.recall_pct / 100) if recalled else 0
         tokens = estimator(ctx)
-        strategy = "L2" if l2 else "distilled"
-        kept = blocks if tokens.count(joined(header, blocks)) <= budget else []
-        for step in LADDER if not kept else ():
-            candidate = [render_step(d, step) for d in items]
-            if tokens.count(joined(header, candidate)) <= budget:
-                kept, strategy = candidate, step.name
-                break
-        if not kept:
-            kept = fit_blocks([d.render(level="metadata") for d in items], budget, tokens, header)
-            strategy = "metadata_only" if len(kept) == len(items) else "fewer_results"
-        meta = {
-            "turn": turn.turn,
-            "results": len(items),
-            "results_included": len(kept),
-            "levels": [d.level for d in items],
-            "l2": l2,
-        }
-        if not kept:
-            meta["reason"] = f"{budget} tokens cannot hold the header and one result's metadata"
-            strategy = "empty"
+        header, kept, strategy, meta = "", [], "empty", dict[str, Any]()
+        if turn is not None and turn.results:
+            items = self._distilled(turn, ctx)
+            header = f"## Results of the previous turn (turn {turn.turn}: {clip(turn.query, 200)})\n{NOTE}"
+            kept, strategy, l2 = fit_results(items, header, budget - room, tokens)
+            meta = {
+                "turn": turn.turn,
+                "results": len(items),
+                "results_included": len(kept),
+                "levels": [d.level for d in items],
+                "l2": l2,
+            }
+            if not kept:
+                meta["reason"] = f"{budget - room} tokens cannot hold the header and one result's metadata"
+                header = ""
+        else:
+            meta["reason"] = "no results from a previous turn" if turn is None else f"turn {turn.turn} has no results"
+        blocks = self._recalled_blocks(recalled, ctx, header, kept, budget, tokens)
+        if recalled:
+            recall_meta["recalled_turns"] = [t.turn for t, _ in recalled[: len(blocks)]]
+            recall_meta["recalled_why"] = {t.turn: m.why() for t, m in recalled[: len(blocks)]}
+            if len(blocks) < len(recalled):
+                recall_meta["recall_dropped"] = "no room left in the budget for the other matches"
+        meta["recall"] = recall_meta
+        if blocks:
+            strategy = f"{strategy}+recall" if kept else "recall"
         self._last = meta | {"strategy": strategy, "budget": budget, "ms": round(1000 * (perf_counter() - started), 2)}
         return text_contribution(
-            self.module_id, kept, placement="context", strategy=strategy, metadata=meta, header=header
+            self.module_id, [*kept, *blocks], placement="context", strategy=strategy, metadata=meta, header=header
         )
 
     async def purge(self, session_id: str, user_id: str) -> dict[str, Any]:
-        return {"purged": self._distilled_results.purge(session_id)}
+        recall = self._searchable.purge(session_id) + self._recall.forget(session_id)
+        return {"purged": self._distilled_results.purge(session_id), "recall_index_entries": recall}
 
     def get_status(self) -> dict[str, Any]:
-        return super().get_status() | {"distillation_cache": self._distilled_results.stats(), "last": dict(self._last)}
+        return super().get_status() | {
+            "distillation_cache": self._distilled_results.stats(),
+            "recall_index": self._recall.stats(),
+            "last": dict(self._last),
+        }
 
     def _distilled(self, turn: TurnRecord, ctx: AssemblyContext) -> tuple[Distilled, ...]:
         """Distilled once per distinct content: the same results are never distilled twice, changed ones always are."""
@@ -114,12 +134,88 @@ class PlanHydrationModule(ContextModule):
                 for i, raw in enumerate(turn.results, 1)
             )
 
-        key = (limits.max_rows, limits.max_chars, content_key(turn.results))  # the values, not only their shape
+        key = (limits.max_rows, limits.max_chars, self._keys.results(turn))  # the values, not only their shape
         return self._distilled_results.get_or_compute(ctx.session.id, key, compute)
 
-    def _empty(self, reason: str) -> Contribution:
-        self._last = {"strategy": "empty", "reason": reason}
-        return Contribution(self.module_id, placement="context", strategy="empty", metadata={"reason": reason})
+    async def _recalled_turns(
+        self, ctx: AssemblyContext, turns: list[TurnRecord], options: PlanOptions
+    ) -> tuple[list[tuple[TurnRecord, Match]], dict[str, Any]]:
+        """Earlier turns (before the previous one) whose results match the query clearly, best first, with what
+        the snapshot says about the search."""
+        if not options.recall_pct:
+            return [], {"reason": "recall is off (recall_pct 0)"}
+        with_results = [t for t in turns if t.results]
+        found = [(t, self._searchable_of(t, ctx.session.id)) for t in with_results]
+        indexed = [(t, s) for t, s in found if s is not None]
+        texts = [s.text for _, s in indexed]
+        previous = len(indexed) - 1 if turns and indexed and indexed[-1][0] is turns[-1] else None
+        shown = [previous] if previous is not None else []
+        candidates = [i for i, (_, s) in enumerate(indexed) if i != previous and s.chars >= options.recall_min_chars]
+        matches = await self._recall.match(
+            ctx.session.id, texts, ctx.query, shown=shown, candidates=candidates, embedder=ctx.embedder
+        )
+        meta: dict[str, Any] = {"method": matches.method, "searched": matches.searched}
+        if matches.reason:
+            meta["reason"] = matches.reason
+        return [(indexed[m.position][0], m) for m in matches.matches[: options.recall_turns]], meta
+
+    def _searchable_of(self, turn: TurnRecord, session_id: str) -> Searchable | None:
+        return self._searchable.get_or_compute(
+            session_id, self._keys.turn(turn), lambda: searchable(turn, self._keys.turn(turn))
+        )
+
+    def _recalled_blocks(
+        self,
+        recalled: list[tuple[TurnRecord, Match]],
+        ctx: AssemblyContext,
+        header: str,
+        kept: list[str],
+        budget: int,
+        tokens: TokenCounter,
+    ) -> list[str]:
+        """Each recalled turn's results as one block, distilled to what the room left allows, in rank order; the
+        whole text is counted at the end so the joins between blocks can never take it over ``budget``."""
+        blocks: list[str] = []
+        for turn, _ in recalled:
+            left = budget - tokens.count_text_message(joined(header, [*kept, *blocks]))
+            heading = f"## Earlier result recalled (turn {turn.turn}: {clip(turn.query, 200)})\n{RECALL_NOTE}"
+            fitted, _, _ = fit_results(self._distilled(turn, ctx), heading, left - JOIN_SLACK, tokens)
+            if fitted:
+                blocks.append(joined(heading, fitted))
+        while blocks and tokens.count_text_message(joined(header, [*kept, *blocks])) > budget:
+            blocks.pop()
+        return blocks
+
+
+def plan_options(ctx: AssemblyContext) -> PlanOptions:
+    """The slot's options, validated (the orchestrator hands them so; a bare context's config is read here)."""
+    if isinstance(ctx.directives.options, PlanOptions):
+        return ctx.directives.options
+    return PlanOptions.model_validate({k: v for k, v in ctx.directives.config.items() if k != "distillation"})
+
+
+def fit_results(
+    items: Sequence[Distilled], header: str, budget: int, tokens: TokenCounter
+) -> tuple[list[str], str, bool]:
+    """The results under ``header`` within ``budget``: as distilled, else the whole set one rung down the ladder at
+    a time, else metadata only, else fewer results. Returns the blocks, the strategy and whether L2 applied."""
+    blocks, l2 = apply_l2(items)
+    if budget > 0 and tokens.count_text_message(joined(header, blocks)) <= budget:
+        return blocks, "L2" if l2 else "distilled", l2
+    for step in LADDER:
+        candidate = [render_step(d, step) for d in items]
+        if tokens.count_text_message(joined(header, candidate)) <= budget:
+            return candidate, step.name, l2
+    kept = fit_blocks([d.render(level="metadata") for d in items], budget, tokens, header)
+    if not kept:
+        return [], "empty", l2
+    return kept, "metadata_only" if len(kept) == len(items) else "fewer_results", l2
+
+
+def visible_turns(ctx: AssemblyContext) -> list[TurnRecord]:
+    """The valid turns the current IFOC phase may see, oldest first."""
+    phase = ctx.session.phase
+    return [t for t in ctx.session.turns if t.valid and visible(t.phase, phase)]
 
 
 def previous_turn(ctx: AssemblyContext) -> TurnRecord | None:

@@ -7,7 +7,6 @@ option ``max_turns`` (default 10). Condensing keeps fewer turns (the oldest go f
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 from components.context_window.base import (
@@ -19,13 +18,12 @@ from components.context_window.base import (
     text_contribution,
 )
 from components.context_window.fitting import clip, estimator, fit_blocks
-from components.context_window.options import option
 from components.context_window.phases import check_phase, visible
+from components.context_window.turn_recall import TurnRecall, TurnText
 
 from .options import WorkflowOptions
 
 HEADER = "## Workflow history (previous turns, newest first)"
-MAX_TURNS = WorkflowOptions().max_turns
 OUTLINE_STEPS = 3
 CLIP = 200
 
@@ -35,54 +33,109 @@ class WorkflowHistoryModule(ContextModule):
 
     def __init__(self, manifest: ModuleManifest) -> None:
         super().__init__(manifest)
+        self._recall = TurnRecall()
         self._last: dict[str, Any] = {}
 
     async def contribute(self, budget: int, ctx: AssemblyContext) -> Contribution:
-        max_turns = option(ctx.directives.config, "max_turns", MAX_TURNS, minimum=1)
-        # Summarised once per assembly: the surplus pass and condense ask again for the same turns.
-        summaries = ctx.memo.get(("summaries", max_turns))
-        if summaries is None:
-            turns = list(visible_turns(ctx, max_turns))
-            summaries = ctx.memo[("summaries", max_turns)] = (turns, [summarize(t) for t in turns])
-        turns, blocks = summaries
-        kept = fit_blocks(blocks, budget, estimator(ctx), HEADER)
-        meta: dict[str, Any] = {"turns_available": len(turns), "turns_included": len(kept), "phase": ctx.session.phase}
-        if not turns:
+        options = workflow_options(ctx)
+        max_turns = options.max_turns
+        # Summarised and searched once per assembly: the surplus pass and condense ask again for the same turns.
+        found = ctx.memo.get(("summaries", max_turns))
+        if found is None:
+            turns = visible_turns(ctx)
+            newest = turns[::-1][:max_turns]
+            recalled, recall_meta = await self._recalled(ctx, turns, options)
+            found = ctx.memo[("summaries", max_turns)] = (
+                newest,
+                [summarize(t) for t in newest],
+                recalled,
+                [summarize(t, recalled=True) for t in recalled],
+                recall_meta,
+            )
+        newest, blocks, recalled, recalled_blocks, recall_meta = found
+        tokens = estimator(ctx)
+        room = int(budget * options.recall_pct / 100) if recalled else 0
+        kept = fit_blocks(blocks, budget - room, tokens, HEADER)
+        more = fit_blocks([*kept, *recalled_blocks], budget, tokens, HEADER)[len(kept) :]
+        meta: dict[str, Any] = {
+            "turns_available": len(newest),
+            "turns_included": len(kept),
+            "phase": ctx.session.phase,
+            "recall": recall_meta | {"recalled_turns": [t.turn for t in recalled[: len(more)]]},
+        }
+        if not newest:
             meta["reason"] = "no earlier turns visible in this phase"
         elif not kept:
-            meta["reason"] = f"{budget} tokens cannot hold the header and the newest turn"
-        strategy = "empty" if not kept else "full" if len(kept) == len(turns) else "fewer_turns"
+            meta["reason"] = f"{budget - room} tokens cannot hold the header and the newest turn"
+        strategy = "empty" if not kept else "full" if len(kept) == len(newest) else "fewer_turns"
+        if more:
+            strategy = f"{strategy}+recall" if kept else "recall"
         self._last = meta | {"budget": budget, "strategy": strategy, "session_id": ctx.session.id}
         return text_contribution(
-            self.module_id, kept, placement="context", strategy=strategy, metadata=meta, header=HEADER
+            self.module_id, [*kept, *more], placement="context", strategy=strategy, metadata=meta, header=HEADER
         )
 
     async def purge(self, session_id: str, user_id: str) -> dict[str, Any]:
         """The turns themselves are the store's (a memory purge invalidates them); this forgets what the module
-        last reported about the session."""
+        last reported about the session and its recall index."""
         mine = self._last.get("session_id") == session_id
         if mine:
             self._last = {}
-        return {"purged": int(mine), "what": "the session's last workflow summary"}
+        indexes = self._recall.forget(session_id)
+        return {"purged": int(mine) + indexes, "what": "the session's last workflow summary and recall index"}
 
     def get_status(self) -> dict[str, Any]:
-        return super().get_status() | {"last": dict(self._last)}
+        return super().get_status() | {"recall_index": self._recall.stats(), "last": dict(self._last)}
+
+    async def _recalled(
+        self, ctx: AssemblyContext, turns: list[TurnRecord], options: WorkflowOptions
+    ) -> tuple[list[TurnRecord], dict[str, Any]]:
+        """Turns older than the newest ``max_turns`` whose query or plan match the question clearly, best first."""
+        if not options.recall_pct:
+            return [], {"reason": "recall is off (recall_pct 0)"}
+        older = len(turns) - options.max_turns
+        if older <= 0:
+            return [], {"reason": f"every visible turn is among the newest {options.max_turns}"}
+        texts = [turn_text(t) for t in turns]
+        matches = await self._recall.match(
+            ctx.session.id,
+            texts,
+            ctx.query,
+            shown=range(older, len(turns)),
+            candidates=range(older),
+            embedder=ctx.embedder,
+        )
+        meta: dict[str, Any] = {"method": matches.method, "searched": matches.searched}
+        if matches.reason:
+            meta["reason"] = matches.reason
+        chosen = matches.matches[: options.recall_turns]
+        meta["why"] = {turns[m.position].turn: m.why() for m in chosen}
+        return [turns[m.position] for m in chosen], meta
 
 
-def visible_turns(ctx: AssemblyContext, limit: int) -> Iterator[TurnRecord]:
-    """Valid turns the current phase may see, newest first; stops after ``limit`` (long sessions stay cheap)."""
+def workflow_options(ctx: AssemblyContext) -> WorkflowOptions:
+    """The slot's options, validated (the orchestrator hands them so; a bare context's config is read here)."""
+    if isinstance(ctx.directives.options, WorkflowOptions):
+        return ctx.directives.options
+    return WorkflowOptions.model_validate({k: v for k, v in ctx.directives.config.items() if k != "distillation"})
+
+
+def visible_turns(ctx: AssemblyContext) -> list[TurnRecord]:
+    """Valid turns the current phase may see, oldest first."""
     phase = check_phase(ctx.session.phase)
-    found = 0
-    for turn in reversed(ctx.session.turns):
-        if found == limit:
-            return
-        if turn.valid and visible(turn.phase, phase):
-            found += 1
-            yield turn
+    return [t for t in ctx.session.turns if t.valid and visible(t.phase, phase)]
 
 
-def summarize(turn: TurnRecord) -> str:
-    facts = [turn.outcome]
+def turn_text(turn: TurnRecord) -> TurnText:
+    """A turn as searched: its query and plan (by words), its query with the plan's outline (by meaning)."""
+    return TurnText(
+        (turn.turn, turn.query, turn.plan), f"{turn.query}\n{turn.plan}", (clip(f"{turn.query} {turn.plan}", 300),)
+    )
+
+
+def summarize(turn: TurnRecord, *, recalled: bool = False) -> str:
+    facts = ["recalled: an older turn matching the question"] if recalled else []
+    facts.append(turn.outcome)
     if turn.tokens_in or turn.tokens_out:
         facts.append(f"{turn.tokens_in:,} in / {turn.tokens_out:,} out tokens")
     line = f"- Turn {turn.turn} ({'; '.join(facts)}): {clip(turn.query, CLIP)}"

@@ -192,7 +192,7 @@ async def test_distillation_is_cached_per_session_and_purged(plan, ctx_for):
         await plan.contribute(5_000, ctx_for(session=Session(id=sid, turns=[TurnRecord(1, "q", results=(big,))])))
     cache = plan.get_status()["distillation_cache"]
     assert (cache["sessions"], cache["hits"], cache["misses"]) == (2, 1, 2)
-    assert await plan.purge("a", "u") == {"purged": 1}
+    assert (await plan.purge("a", "u"))["purged"] == 1
     assert plan.get_status()["distillation_cache"]["sessions"] == 1
 
 

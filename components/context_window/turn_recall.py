@@ -1,0 +1,269 @@
+"""Recall of earlier turns by relevance: what plan_hydration (old tool results) and workflow_history (turn lines)
+bring back once a turn is out of their usual reach.
+
+A pure module over the relevance engine (``relevance.py``). A module describes each turn it may recall as a
+``TurnText`` (a key holding everything the text was made from, the text searched by words, the short parts
+embedded); ``TurnRecall.match`` keeps one index per session, synced at each call (texts appended since the last
+call are indexed, a changed list is re-indexed from the texts' cached terms and vectors: nothing is stemmed or
+embedded twice), and says which of the ``candidates`` match the query *clearly*:
+
+* by words: the candidate holds at least ``MIN_MATCH`` of the query's distinctive words (by idf, counting the
+  words that occur in some indexed turn) and its BM25 score is ``LEXICAL_LEAD`` times the best of the turns the
+  window shows anyway (``shown``), or
+* by meaning (with an embedder): its best part's cosine is at least ``MIN_COSINE`` and beats the shown turns' best
+  by ``DENSE_LEAD``.
+
+So a question that goes on with what the window shows recalls nothing, and neither does one about something no
+turn holds; then ``TurnMatches.reason`` says why (the snapshot shows it). The clear matches come back best first,
+by reciprocal-rank fusion of the two signals. The index holds exactly the texts handed in, in order, so the same
+inputs always rank the same way whatever was asked before (assembly stays deterministic).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .base import Embedder
+from .relevance import BM25Index, Floor, VectorIndex, fuse, terms
+from .session_cache import BoundedCache
+
+MIN_MATCH = 0.5
+"""Share of the query's distinctive words (idf-weighted) a candidate must hold to match by words: one common word
+in common ("data", "show") is not a match."""
+LEXICAL_LEAD = 1.2
+"""A candidate's BM25 score over the best shown turn's, to be worth recalling (as conversation_history's lead)."""
+MIN_COSINE = 0.3
+"""Least cosine with the query for a match by meaning (MiniLM: unrelated texts score about 0.0-0.2)."""
+DENSE_LEAD = 0.03
+"""A candidate's cosine over the best shown turn's, to be worth recalling (as conversation_history's lead)."""
+EMBED_BATCH = 64
+
+
+@dataclass(frozen=True, slots=True)
+class TurnText:
+    """One recallable turn as a module sees it."""
+
+    key: Hashable
+    """Everything ``text`` and ``parts`` were made from (see ``session_cache``): a changed turn gets a new key."""
+    text: str
+    """Searched by words (BM25)."""
+    parts: tuple[str, ...] = ()
+    """Embedded, each alone; a turn matches by its best part (the query, a result's name and columns, ...)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Match:
+    position: int
+    """The candidate's position in the texts handed to ``match``."""
+    score: float
+    """Fused relevance (reciprocal-rank fusion of the signals it matched by)."""
+    coverage: float
+    """Share of the query's distinctive words it holds (idf-weighted)."""
+    lexical_lead: float
+    """Its BM25 score over the best shown turn's (``inf`` when no shown turn shares a word)."""
+    dense_lead: float | None
+    """Its cosine minus the best shown turn's (``None`` without an embedder)."""
+
+    def why(self) -> str:
+        """The lead that made it a match, in words a snapshot reader can check."""
+        lexical = "no shown turn" if self.lexical_lead == float("inf") else f"x{self.lexical_lead:.2f} the shown"
+        words = f"{self.coverage:.0%} of the question's distinctive words, {lexical} by BM25"
+        return words + ("" if self.dense_lead is None else f", meaning {self.dense_lead:+.2f}")
+
+
+@dataclass(frozen=True)
+class TurnMatches:
+    matches: tuple[Match, ...]
+    """Clear matches, best first."""
+    method: str
+    """The signals used: "lexical" or "lexical+dense"."""
+    reason: str | None = None
+    """Why nothing matched (``None`` when something did)."""
+    searched: int = 0
+    """How many candidates were compared."""
+
+
+@dataclass(eq=False)
+class _Index:
+    keys: list[Hashable] = field(default_factory=list)
+    lexical: BM25Index = field(default_factory=BM25Index)
+    term_sets: list[frozenset[str]] = field(default_factory=list)
+    doc_freq: Counter[str] = field(default_factory=Counter)
+    dense: VectorIndex | None = None
+    owner: list[int] = field(default_factory=list)
+    """Per embedded part, the position of the text it belongs to (parts are in order)."""
+
+    def best_cosines(self, query_vector: Sequence[float]) -> np.ndarray:
+        """Each text's best part cosine with the query (-1 for a text without parts)."""
+        best = np.full(len(self.keys), -1.0)
+        if self.dense is None or not self.owner:
+            return best
+        owner = np.asarray(self.owner, dtype=np.intp)
+        starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
+        best[owner[starts]] = np.maximum.reduceat(self.dense.scores(query_vector), starts)
+        return best
+
+
+class TurnRecall:
+    """One index per session (and embedder), with each text's terms and each part's vector cached by content."""
+
+    def __init__(self, max_sessions: int = 64, max_texts: int = 8_192, max_vectors: int = 20_000) -> None:
+        self._indexes: BoundedCache[tuple[str, str], _Index] = BoundedCache(max_sessions)
+        self._terms: BoundedCache[tuple[str, Hashable], list[str]] = BoundedCache(max_texts)
+        """Terms of each text, by session and key: a list re-indexed after a change is not stemmed again."""
+        self._vectors: BoundedCache[str, np.ndarray] = BoundedCache(max_vectors)
+
+    def forget(self, session_id: str) -> int:
+        """Drop a session's indexes and terms; returns how many indexes went."""
+        self._terms.discard_where(lambda key: key[0] == session_id)
+        return self._indexes.discard_where(lambda key: key[0] == session_id)
+
+    def stats(self) -> dict[str, int]:
+        return {"sessions": len(self._indexes), "texts": len(self._terms), "vectors": len(self._vectors)}
+
+    async def match(
+        self,
+        session_id: str,
+        texts: Sequence[TurnText],
+        query: str,
+        *,
+        shown: Sequence[int],
+        candidates: Sequence[int],
+        embedder: Embedder | None = None,
+    ) -> TurnMatches:
+        """The ``candidates`` (positions in ``texts``) that match ``query`` clearly better than the ``shown`` ones."""
+        method = "lexical" if embedder is None else "lexical+dense"
+        if not candidates:
+            return TurnMatches((), method, "no earlier turns to recall from", 0)
+        index = await self._sync(session_id, texts, embedder)
+        lexical = index.lexical.scores(query)
+        coverage = _coverage(index, query)
+        dense = None
+        if embedder is not None and index.dense is not None:
+            (query_vector,) = await embedder.embed([query])
+            dense = index.best_cosines(query_vector)
+        return _clear_matches(lexical, coverage, dense, shown, candidates, method)
+
+    async def _sync(self, session_id: str, texts: Sequence[TurnText], embedder: Embedder | None) -> _Index:
+        slot = (session_id, type(embedder).__name__ if embedder is not None else "")
+        index = self._indexes.get(slot)
+        keys = [t.key for t in texts]
+        if index is None or index.keys != keys[: len(index.keys)]:
+            index = self._indexes.put(slot, _Index())
+        else:
+            self._indexes.touch(slot)
+        new = texts[len(index.keys) :]
+        if new:
+            await self._add(session_id, index, new, embedder)
+        return index
+
+    async def _add(self, session_id: str, index: _Index, texts: Sequence[TurnText], embedder: Embedder | None) -> None:
+        vectors = await self._vectors_of(texts, embedder) if embedder is not None else None
+        for offset, text in enumerate(texts):
+            text_terms = self._terms.get((session_id, text.key))
+            if text_terms is None:
+                text_terms = self._terms.put((session_id, text.key), terms(text.text))
+            index.lexical.add_terms(text_terms)
+            distinct = frozenset(text_terms)
+            index.term_sets.append(distinct)
+            index.doc_freq.update(distinct)
+            if vectors is not None and vectors[offset]:
+                if index.dense is None:
+                    index.dense = VectorIndex()
+                index.dense.add(vectors[offset])
+                index.owner.extend([len(index.keys)] * len(vectors[offset]))
+            index.keys.append(text.key)
+
+    async def _vectors_of(self, texts: Sequence[TurnText], embedder: Embedder) -> list[list[np.ndarray]]:
+        """Each text's part vectors; only parts not embedded before are sent to the embedder."""
+        missing = list(dict.fromkeys(p for t in texts for p in t.parts if self._vectors.get(p) is None))
+        for start in range(0, len(missing), EMBED_BATCH):
+            batch = missing[start : start + EMBED_BATCH]
+            for part, vector in zip(batch, await embedder.embed(batch), strict=True):
+                self._vectors.put(part, np.asarray(vector, dtype=np.float32))
+        out = []
+        for t in texts:
+            found = [self._vectors.get(p) for p in t.parts]
+            out.append([v for v in found if v is not None])
+        return out
+
+
+def _coverage(index: _Index, query: str) -> np.ndarray:
+    """Per text, the idf-weighted share of the query's words (those some text holds) that it holds."""
+    words = {t for t in terms(query) if index.doc_freq[t]}
+    out = np.zeros(len(index.keys))
+    if not words:
+        return out
+    weights = {w: index.lexical.idf(w) for w in words}
+    total = sum(weights.values())
+    for position, held in enumerate(index.term_sets):
+        out[position] = sum(weights[w] for w in words & held) / total
+    return out
+
+
+def _clear_matches(
+    lexical: np.ndarray,
+    coverage: np.ndarray,
+    dense: np.ndarray | None,
+    shown: Sequence[int],
+    candidates: Sequence[int],
+    method: str,
+) -> TurnMatches:
+    pool = np.asarray(candidates, dtype=np.intp)
+    seen = np.asarray(shown, dtype=np.intp)
+    shown_lexical = float(lexical[seen].max(initial=0.0))
+    lex = lexical[pool]
+    lexical_lead = lex / shown_lexical if shown_lexical > 0 else np.where(lex > 0, np.inf, 0.0)
+    by_words = (lex > 0) & (coverage[pool] >= MIN_MATCH) & (lexical_lead >= LEXICAL_LEAD)
+    dense_lead = None
+    by_meaning = np.zeros(len(pool), dtype=bool)
+    if dense is not None:
+        shown_dense = float(dense[seen].max(initial=-1.0))
+        dense_lead = dense[pool] - shown_dense
+        by_meaning = (dense[pool] >= MIN_COSINE) & (dense_lead >= DENSE_LEAD)
+    clear = by_words | by_meaning
+    if not clear.any():
+        return TurnMatches((), method, _no_match(lex, coverage[pool], lexical_lead, dense, pool), len(pool))
+    ranking = fuse(
+        lexical=np.where(by_words, lex, 0.0),
+        dense=None if dense is None else np.where(by_meaning, dense[pool], -2.0),
+        order=pool,
+        floor=Floor(min_lexical=0.0, min_dense=-1.0),
+    )
+    matches = tuple(
+        Match(
+            int(pool[i]),
+            float(score),
+            float(coverage[pool[i]]),
+            float(lexical_lead[i]),
+            None if dense_lead is None else float(dense_lead[i]),
+        )
+        for i, score in zip(ranking.positions.tolist(), ranking.scores.tolist(), strict=True)
+    )
+    return TurnMatches(matches, method, None, len(pool))
+
+
+def _no_match(
+    lex: np.ndarray, coverage: np.ndarray, lexical_lead: np.ndarray, dense: np.ndarray | None, pool: np.ndarray
+) -> str:
+    """Why no candidate is a clear match, naming the closest one's figures against the thresholds."""
+    if not (lex > 0).any():
+        words = "no earlier turn shares a word with the question"
+    else:
+        best = int(np.argmax(coverage * (lex > 0)))
+        lead = "∞" if lexical_lead[best] == np.inf else f"{lexical_lead[best]:.2f}"
+        words = (
+            f"the closest by words holds {coverage[best]:.0%} of the question's distinctive words (recalls from "
+            f"{MIN_MATCH:.0%}) and scores x{lead} the shown turns by BM25 (from x{LEXICAL_LEAD})"
+        )
+    if dense is None:
+        return f"nothing relevant: {words}"
+    closest = float(dense[pool].max())
+    meaning = (
+        f"the closest in meaning scores {closest:.2f} (recalls from {MIN_COSINE}, and {DENSE_LEAD} above the shown)"
+    )
+    return f"nothing relevant: {words}; {meaning}"
