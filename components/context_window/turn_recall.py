@@ -8,8 +8,8 @@ call are indexed, a changed list is re-indexed from the texts' cached terms and 
 embedded twice), and says which of the ``candidates`` match the query *clearly*:
 
 * by words: the candidate holds at least ``MIN_MATCH`` of the query's distinctive words (by idf, counting the
-  words that occur in some indexed turn) and its BM25 score is ``LEXICAL_LEAD`` times the best of the turns the
-  window shows anyway (``shown``), or
+  words that occur in some indexed turn), two of them or ``MIN_SHARE`` of all of them, and its BM25 score is
+  ``LEXICAL_LEAD`` times the best of the turns the window shows anyway (``shown``), or
 * by meaning (with an embedder): its best part's cosine is at least ``MIN_COSINE`` and beats the shown turns' best
   by ``DENSE_LEAD``.
 
@@ -21,7 +21,6 @@ inputs always rank the same way whatever was asked before (assembly stays determ
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 
@@ -34,10 +33,15 @@ from .session_cache import BoundedCache
 MIN_MATCH = 0.5
 """Share of the query's distinctive words (idf-weighted) a candidate must hold to match by words: one common word
 in common ("data", "show") is not a match."""
+MIN_SHARE = 0.25
+"""A candidate sharing a single word with the query must also hold this share of all the query's words (idf-weighted;
+a word no turn holds weighs as the rarest): a long question sharing one word with a turn ("team") is about something
+else, while "what was the revenue?" is about the one turn that holds "revenue"."""
 LEXICAL_LEAD = 1.2
 """A candidate's BM25 score over the best shown turn's, to be worth recalling (as conversation_history's lead)."""
-MIN_COSINE = 0.3
-"""Least cosine with the query for a match by meaning (MiniLM: unrelated texts score about 0.0-0.2)."""
+MIN_COSINE = 0.35
+"""Least cosine with the query for a match by meaning. MiniLM on bench/tool_recall_bench.py: questions unrelated to any
+turn reach 0.31 at most, questions about a turn score 0.3-0.9 with it (most above 0.4)."""
 DENSE_LEAD = 0.03
 """A candidate's cosine over the best shown turn's, to be worth recalling (as conversation_history's lead)."""
 EMBED_BATCH = 64
@@ -67,12 +71,16 @@ class Match:
     """Its BM25 score over the best shown turn's (``inf`` when no shown turn shares a word)."""
     dense_lead: float | None
     """Its cosine minus the best shown turn's (``None`` without an embedder)."""
+    cosine: float | None = None
+    """Its best part's cosine with the query (``None`` without an embedder)."""
 
     def why(self) -> str:
         """The lead that made it a match, in words a snapshot reader can check."""
         lexical = "no shown turn" if self.lexical_lead == float("inf") else f"x{self.lexical_lead:.2f} the shown"
         words = f"{self.coverage:.0%} of the question's distinctive words, {lexical} by BM25"
-        return words + ("" if self.dense_lead is None else f", meaning {self.dense_lead:+.2f}")
+        if self.dense_lead is None or self.cosine is None:
+            return words
+        return f"{words}, meaning {self.cosine:.2f} ({self.dense_lead:+.2f} on the shown)"
 
 
 @dataclass(frozen=True)
@@ -91,8 +99,8 @@ class TurnMatches:
 class _Index:
     keys: list[Hashable] = field(default_factory=list)
     lexical: BM25Index = field(default_factory=BM25Index)
-    term_sets: list[frozenset[str]] = field(default_factory=list)
-    doc_freq: Counter[str] = field(default_factory=Counter)
+    holders: dict[str, list[int]] = field(default_factory=dict)
+    """Per word, the positions of the texts holding it."""
     dense: VectorIndex | None = None
     owner: list[int] = field(default_factory=list)
     """Per embedded part, the position of the text it belongs to (parts are in order)."""
@@ -141,12 +149,13 @@ class TurnRecall:
             return TurnMatches((), method, "no earlier turns to recall from", 0)
         index = await self._sync(session_id, texts, embedder)
         lexical = index.lexical.scores(query)
-        coverage = _coverage(index, query)
+        coverage, whole, common = _coverage(index, query)
         dense = None
         if embedder is not None and index.dense is not None:
             (query_vector,) = await embedder.embed([query])
             dense = index.best_cosines(query_vector)
-        return _clear_matches(lexical, coverage, dense, shown, candidates, method)
+        whole = np.where(common >= 2, 1.0, whole)  # two words in common answer enough of the question
+        return _clear_matches(lexical, coverage, whole, dense, shown, candidates, method)
 
     async def _sync(self, session_id: str, texts: Sequence[TurnText], embedder: Embedder | None) -> _Index:
         slot = (session_id, type(embedder).__name__ if embedder is not None else "")
@@ -168,9 +177,8 @@ class TurnRecall:
             if text_terms is None:
                 text_terms = self._terms.put((session_id, text.key), terms(text.text))
             index.lexical.add_terms(text_terms)
-            distinct = frozenset(text_terms)
-            index.term_sets.append(distinct)
-            index.doc_freq.update(distinct)
+            for word in set(text_terms):
+                index.holders.setdefault(word, []).append(len(index.keys))
             if vectors is not None and vectors[offset]:
                 if index.dense is None:
                     index.dense = VectorIndex()
@@ -192,22 +200,30 @@ class TurnRecall:
         return out
 
 
-def _coverage(index: _Index, query: str) -> np.ndarray:
-    """Per text, the idf-weighted share of the query's words (those some text holds) that it holds."""
-    words = {t for t in terms(query) if index.doc_freq[t]}
-    out = np.zeros(len(index.keys))
+def _coverage(index: _Index, query: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per text, the idf-weighted share of the query's words that it holds: among the words some text holds (how
+    much of what the turns could answer), and among all the query's words, a word no text holds weighing as the
+    rarest (how much of the question it answers); and how many of the query's words it holds."""
+    asked = set(terms(query))
+    words = sorted(t for t in asked if t in index.holders)
+    n = len(index.keys)
+    matched, count = np.zeros(n), np.zeros(n)
     if not words:
-        return out
-    weights = {w: index.lexical.idf(w) for w in words}
-    total = sum(weights.values())
-    for position, held in enumerate(index.term_sets):
-        out[position] = sum(weights[w] for w in words & held) / total
-    return out
+        return matched, matched.copy(), count
+    weights = [index.lexical.idf(w) for w in words]
+    for word, weight in zip(words, weights, strict=True):
+        rows = index.holders[word]
+        matched[rows] += weight
+        count[rows] += 1
+    total = sum(weights)
+    unknown = index.lexical.idf("") * (len(asked) - len(words))  # a word no text holds has the highest idf
+    return matched / total, matched / (total + unknown), count
 
 
 def _clear_matches(
     lexical: np.ndarray,
     coverage: np.ndarray,
+    whole: np.ndarray,
     dense: np.ndarray | None,
     shown: Sequence[int],
     candidates: Sequence[int],
@@ -218,7 +234,8 @@ def _clear_matches(
     shown_lexical = float(lexical[seen].max(initial=0.0))
     lex = lexical[pool]
     lexical_lead = lex / shown_lexical if shown_lexical > 0 else np.where(lex > 0, np.inf, 0.0)
-    by_words = (lex > 0) & (coverage[pool] >= MIN_MATCH) & (lexical_lead >= LEXICAL_LEAD)
+    answers = (coverage[pool] >= MIN_MATCH) & (whole[pool] >= MIN_SHARE)
+    by_words = (lex > 0) & answers & (lexical_lead >= LEXICAL_LEAD)
     dense_lead = None
     by_meaning = np.zeros(len(pool), dtype=bool)
     if dense is not None:
@@ -227,7 +244,8 @@ def _clear_matches(
         by_meaning = (dense[pool] >= MIN_COSINE) & (dense_lead >= DENSE_LEAD)
     clear = by_words | by_meaning
     if not clear.any():
-        return TurnMatches((), method, _no_match(lex, coverage[pool], lexical_lead, dense, pool), len(pool))
+        reason = _no_match(lex, coverage[pool], whole[pool], lexical_lead, dense, pool)
+        return TurnMatches((), method, reason, len(pool))
     ranking = fuse(
         lexical=np.where(by_words, lex, 0.0),
         dense=None if dense is None else np.where(by_meaning, dense[pool], -2.0),
@@ -241,6 +259,7 @@ def _clear_matches(
             float(coverage[pool[i]]),
             float(lexical_lead[i]),
             None if dense_lead is None else float(dense_lead[i]),
+            None if dense is None else float(dense[pool[i]]),
         )
         for i, score in zip(ranking.positions.tolist(), ranking.scores.tolist(), strict=True)
     )
@@ -248,7 +267,12 @@ def _clear_matches(
 
 
 def _no_match(
-    lex: np.ndarray, coverage: np.ndarray, lexical_lead: np.ndarray, dense: np.ndarray | None, pool: np.ndarray
+    lex: np.ndarray,
+    coverage: np.ndarray,
+    whole: np.ndarray,
+    lexical_lead: np.ndarray,
+    dense: np.ndarray | None,
+    pool: np.ndarray,
 ) -> str:
     """Why no candidate is a clear match, naming the closest one's figures against the thresholds."""
     if not (lex > 0).any():
@@ -258,7 +282,8 @@ def _no_match(
         lead = "∞" if lexical_lead[best] == np.inf else f"{lexical_lead[best]:.2f}"
         words = (
             f"the closest by words holds {coverage[best]:.0%} of the question's distinctive words (recalls from "
-            f"{MIN_MATCH:.0%}) and scores x{lead} the shown turns by BM25 (from x{LEXICAL_LEAD})"
+            f"{MIN_MATCH:.0%}; with one word in common, {whole[best]:.0%} of all, from {MIN_SHARE:.0%}) and scores "
+            f"x{lead} the shown turns by BM25 (from x{LEXICAL_LEAD})"
         )
     if dense is None:
         return f"nothing relevant: {words}"

@@ -27,11 +27,11 @@ from components.context_window.base import (
     joined,
     text_contribution,
 )
-from components.context_window.fitting import clip, estimator, fit_blocks
+from components.context_window.fitting import clip, cut_to_tokens, estimator, fit_blocks
 from components.context_window.phases import visible
 from components.context_window.session_cache import SessionCache
 from components.context_window.turn_recall import Match, TurnRecall
-from components.context_window.turn_results import Table, parse_result
+from components.context_window.turn_results import Table, Text, parse_result
 from components.context_window.window_type import Distillation
 
 from .distillation import Distilled, apply_l2, distill
@@ -40,6 +40,8 @@ from .options import PlanOptions
 
 NOTE = "Statistics describe every row; samples only illustrate. Do not infer totals from samples."
 RECALL_NOTE = f"From an earlier turn, recalled because it matches the current question. {NOTE}"
+OPENING_CHARS = 40
+"""Least opening of a recalled text result worth sending instead of its size alone."""
 JOIN_SLACK = 2
 """Tokens kept aside when fitting a recalled block: the blank line joining it to what precedes it."""
 
@@ -179,7 +181,9 @@ class PlanHydrationModule(ContextModule):
         for turn, _ in recalled:
             left = budget - tokens.count_text_message(joined(header, [*kept, *blocks]))
             heading = f"## Earlier result recalled (turn {turn.turn}: {clip(turn.query, 200)})\n{RECALL_NOTE}"
-            fitted, _, _ = fit_results(self._distilled(turn, ctx), heading, left - JOIN_SLACK, tokens)
+            items = self._distilled(turn, ctx)
+            fitted, _, _ = fit_results(items, heading, left - JOIN_SLACK, tokens)
+            fitted = with_openings(items, fitted, heading, left - JOIN_SLACK, tokens)
             if fitted:
                 blocks.append(joined(heading, fitted))
         while blocks and tokens.count_text_message(joined(header, [*kept, *blocks])) > budget:
@@ -210,6 +214,28 @@ def fit_results(
     if not kept:
         return [], "empty", l2
     return kept, "metadata_only" if len(kept) == len(items) else "fewer_results", l2
+
+
+def with_openings(
+    items: Sequence[Distilled], blocks: list[str], heading: str, budget: int, tokens: TokenCounter
+) -> list[str]:
+    """``blocks`` with each text result the distillation left as metadata (too long to include whole) replaced by
+    its opening, as much as the room left holds: a recalled report is read for what it says, not for its size."""
+    if len(blocks) != len(items):
+        return blocks
+    out = list(blocks)
+    for i, item in enumerate(items):
+        result = item.result
+        if not isinstance(result, Text) or out[i] != item.render(level="metadata"):
+            continue
+        spare = budget - tokens.count_text_message(joined(heading, out)) + tokens.count(out[i])
+        head = f"### Result {item.position}: {result.tool} (text, {len(result.text):,} characters; its opening)"
+        opening = cut_to_tokens(result.text, spare - tokens.count(head) - JOIN_SLACK, tokens)
+        if len(opening) >= OPENING_CHARS:
+            candidate = [*out[:i], f"{head}\n{opening}", *out[i + 1 :]]
+            if tokens.count_text_message(joined(heading, candidate)) <= budget:
+                out = candidate
+    return out
 
 
 def visible_turns(ctx: AssemblyContext) -> list[TurnRecord]:

@@ -19,7 +19,7 @@ from components.context_window.turn_results import Table, parse_result
 
 from .distillation import cell
 
-SEARCH_CHARS = 20_000
+SEARCH_CHARS = 8_000
 """Characters of a result searched by words (its start: a table's columns and first rows, a text's opening)."""
 PART_CHARS = 300
 """Characters of a part embedded: names and openings, which say what a result is about."""
@@ -29,7 +29,8 @@ PART_CHARS = 300
 class Searchable:
     text: TurnText
     chars: int
-    """Characters of the turn's results (rows as rendered, texts whole): what ``recall_min_chars`` compares."""
+    """Characters of the turn's results (rows as rendered, estimated past ``SEARCH_CHARS``; texts whole): what
+    ``recall_min_chars`` compares."""
 
 
 def searchable(turn: TurnRecord, key: Hashable) -> Searchable | None:
@@ -55,14 +56,16 @@ def searchable(turn: TurnRecord, key: Hashable) -> Searchable | None:
 
 
 def _rows_text(table: Table) -> tuple[str, int]:
-    """The rows as searched (up to ``SEARCH_CHARS``) and the size of all of them as rendered."""
-    lines, shown, size = [], 0, 0
+    """The rows as searched (up to ``SEARCH_CHARS``) and the size of all of them as rendered (rows past the searched
+    ones estimated at the searched ones' average: rendering every row of a huge result costs more than the search)."""
+    lines, shown = [], 0
     for row in table.rows:
+        if shown >= SEARCH_CHARS:
+            break
         line = " | ".join(map(cell, row))
-        size += len(line) + 1
-        if shown < SEARCH_CHARS:
-            lines.append(line)
-            shown += len(line) + 1
+        lines.append(line)
+        shown += len(line) + 1
+    size = shown if len(lines) == len(table.rows) else round(shown * len(table.rows) / len(lines))
     return "\n".join(lines)[:SEARCH_CHARS], size
 
 

@@ -1,0 +1,196 @@
+"""Old tool results come back when the question is about them (issue 21, item 3): plan_hydration recalls an earlier
+turn's results and workflow_history its turn line, within their budgets, the previous turn first; an unrelated
+question recalls nothing and the snapshot says why; a phase the session cannot see is never recalled. Figures are
+checked against sums computed here, never against the distillation code."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from components.context_window.base import Session, TurnRecord
+from components.context_window.token_estimator import estimator_for
+
+TOPICS = [
+    ("List the open support tickets by priority", "support_tickets", ["ticket_id", "priority", "status", "opened_on"]),
+    ("Show inventory levels by warehouse", "inventory", ["sku", "warehouse", "units", "counted_on"]),
+    ("Which employees joined last quarter", "employees", ["employee_id", "department", "salary", "hired_on"]),
+    ("Website sessions by traffic source", "web_sessions", ["session_id", "source", "pages", "visited_on"]),
+    ("Shipping delays by carrier", "shipments", ["shipment_id", "carrier", "delay_hours", "shipped_on"]),
+    ("Marketing campaign click-through rates", "campaigns", ["campaign", "channel", "ctr", "launched_on"]),
+    ("Server CPU utilisation per cluster", "metrics", ["host", "cluster", "cpu_pct", "sampled_at"]),
+    ("Supplier contract renewals due", "contracts", ["supplier", "category", "value_eur", "renews_on"]),
+    ("Customer churn by plan tier", "subscriptions", ["account", "tier", "months_active", "cancelled_on"]),
+    ("Energy consumption per building", "meters", ["meter", "building", "kwh", "read_on"]),
+]
+ORDERS_QUERY = "Total revenue of the 2024 orders by region"
+QUESTION = "What was the revenue figure from the orders query we ran at the start?"
+UNRELATED = "Draft a friendly reminder email about the team offsite next Thursday"
+
+
+def table(tool: str, columns: list[str], rows: int, rng: random.Random) -> dict:
+    body = [
+        [
+            f"{columns[0]}-{i}",
+            rng.choice(["north", "south", "east", "west"]),
+            round(rng.uniform(1, 500), 2),
+            "2024-05-01",
+        ]
+        for i in range(rows)
+    ]
+    return {"tool": tool, "columns": columns, "rows": body}
+
+
+def long_session(turns: int = 30, *, about: int = 2, phase_of_about: str | None = None, phase: str | None = None):
+    """``turns`` turns with large results (tables of 300 rows, or long texts); turn ``about`` ran the orders query."""
+    rng = random.Random(turns)
+    records = []
+    for n in range(1, turns + 1):
+        query, tool, columns = TOPICS[n % len(TOPICS)]
+        if n == about:
+            query, tool, columns = ORDERS_QUERY, "run_sql", ["order_id", "region", "revenue", "ordered_on"]
+        if n % 3 == 0 and n != about:
+            words = " ".join(rng.choice(["alpha", "beta", "gamma", "delta", "note"]) for _ in range(1_200))
+            result = {"tool": "fetch_report", "text": f"{query}. {words}"}
+        else:
+            result = table(tool, columns, 300, rng)
+        records.append(
+            TurnRecord(
+                turn=n,
+                query=f"{query} (request {n})",
+                plan=f"1. query {tool}\n2. summarise",
+                results=(result,),
+                phase=phase_of_about if n == about else phase,
+            )
+        )
+    return Session(id=f"long-{turns}-{about}-{phase_of_about}", turns=records, phase=phase)
+
+
+def revenue_sum(session: Session, turn: int) -> str:
+    rows = session.turns[turn - 1].results[0]["rows"]
+    return f"sum {sum(r[2] for r in rows):,.2f}"  # the statistics line's figure, formatted here
+
+
+@pytest.fixture
+def plan(builtin):
+    return builtin("plan_hydration")
+
+
+@pytest.fixture
+def workflow(builtin):
+    return builtin("workflow_history")
+
+
+async def test_a_question_about_turn_2_brings_its_result_back_after_the_previous_turn(plan, ctx_for):
+    session = long_session()
+    out = await plan.contribute(4_000, ctx_for(QUESTION, session=session))
+    text = out.text()
+    assert text.startswith("## Results of the previous turn (turn 30:")  # the previous turn keeps its place
+    heading = f"## Earlier result recalled (turn 2: {ORDERS_QUERY} (request 2))"
+    assert heading in text and text.index(heading) > text.index("### Result 1")
+    recalled = text[text.index(heading) :]
+    assert revenue_sum(session, 2) in recalled  # the statistics over all 300 rows of turn 2's revenue column
+    assert out.metadata["recall"]["recalled_turns"] == [2]
+    assert "distinctive words" in out.metadata["recall"]["recalled_why"][2]
+    assert out.metadata["turn"] == 30 and out.strategy.endswith("+recall")
+
+
+async def test_on_main_the_result_of_turn_2_is_gone(plan, ctx_for):
+    """What the test above guards: without recall only the previous turn is sent."""
+    session = long_session()
+    out = await plan.contribute(4_000, ctx_for(QUESTION, session=session, config={"recall_pct": 0}))
+    assert "turn 2:" not in out.text() and revenue_sum(session, 2) not in out.text()
+    assert out.metadata["recall"]["reason"] == "recall is off (recall_pct 0)"
+
+
+async def test_an_unrelated_question_recalls_nothing_and_says_why(plan, workflow, ctx_for):
+    session = long_session()
+    out = await plan.contribute(4_000, ctx_for(UNRELATED, session=session))
+    assert "Earlier result recalled" not in out.text()
+    assert out.metadata["recall"]["reason"] == "nothing relevant: no earlier turn shares a word with the question"
+    assert out.metadata["recall"]["searched"] == 29
+    lines = await workflow.contribute(4_000, ctx_for(UNRELATED, session=session))
+    assert "recalled" not in lines.text() and lines.metadata["recall"]["reason"].startswith("nothing relevant")
+
+
+async def test_a_question_going_on_with_the_previous_turn_recalls_nothing(plan, ctx_for):
+    session = long_session()
+    last = TurnRecord(
+        31,
+        "Forecast the robot maintenance windows",
+        results=(table("forecast", ["robot", "site", "hours", "due_on"], 50, random.Random(1)),),
+    )
+    session = Session(id="going-on", turns=[*session.turns, last])
+    out = await plan.contribute(
+        4_000, ctx_for("Which robot maintenance windows at each warehouse overlap in that forecast?", session=session)
+    )
+    assert out.metadata["turn"] == 31 and "Earlier result recalled" not in out.text()
+    reason = out.metadata["recall"]["reason"]
+    assert reason.startswith("nothing relevant: the closest by words") and "by BM25 (from x1.2)" in reason
+
+
+async def test_workflow_history_lists_turn_2_beyond_max_turns_marked_as_recalled(workflow, ctx_for):
+    session = long_session()
+    out = await workflow.contribute(2_000, ctx_for(QUESTION, session=session))
+    text = out.text()
+    assert out.metadata["turns_included"] == 10 and "- Turn 21 " in text and "- Turn 20 " not in text
+    line = f"- Turn 2 (recalled: an older turn matching the question; success): {ORDERS_QUERY} (request 2)"
+    assert line in text and text.index(line) > text.index("- Turn 21 ")
+    assert out.metadata["recall"]["recalled_turns"] == [2]
+    assert estimator_for("gpt-4o").count_text_message(text) <= 2_000
+
+
+@pytest.mark.parametrize("current", ["operate", "complete"])
+async def test_a_result_of_a_phase_the_session_cannot_see_is_never_recalled(plan, workflow, ctx_for, current):
+    session = long_session(phase_of_about="ideate", phase=current)
+    for module in (plan, workflow):
+        out = await module.contribute(6_000, ctx_for(QUESTION, session=session))
+        assert "request 2)" not in out.text() and revenue_sum(session, 2) not in out.text()
+
+
+async def test_an_invalid_turn_is_never_recalled(plan, ctx_for):
+    session = long_session()
+    turns = list(session.turns)
+    turns[1] = TurnRecord(**{f: getattr(turns[1], f) for f in TurnRecord.__slots__} | {"valid": False})
+    out = await plan.contribute(4_000, ctx_for(QUESTION, session=Session(id="invalid", turns=turns)))
+    assert "request 2)" not in out.text()
+
+
+async def test_small_results_are_left_out_below_recall_min_chars(plan, ctx_for):
+    session = long_session()
+    out = await plan.contribute(4_000, ctx_for(QUESTION, session=session, config={"recall_min_chars": 10**7}))
+    assert "Earlier result recalled" not in out.text()
+    assert out.metadata["recall"]["reason"] == "no earlier turns to recall from"
+
+
+async def test_the_index_is_built_once_and_grows_with_the_session(plan, ctx_for):
+    session = long_session(40)
+    first = Session(id=session.id, turns=session.turns[:30])
+    await plan.contribute(4_000, ctx_for(QUESTION, session=first))
+    built = plan.get_status()["recall_index"]["texts"]
+    assert built == 30
+    out = await plan.contribute(4_000, ctx_for(QUESTION, session=session))
+    assert plan.get_status()["recall_index"]["texts"] == 40  # only the ten new turns were read
+    assert out.metadata["recall"]["recalled_turns"] == [2]
+    changed = list(session.turns)
+    changed[1] = TurnRecord(2, "Count of late deliveries", plan="", results=({"tool": "t", "text": "12 late"},))
+    again = await plan.contribute(4_000, ctx_for(QUESTION, session=Session(id=session.id, turns=changed)))
+    assert "request 2)" not in again.text()  # a changed turn is read afresh
+    purged = await plan.purge(session.id, "u")
+    assert purged["recall_index_entries"] > 0 and plan.get_status()["recall_index"]["sessions"] == 0
+
+
+@settings(max_examples=30, deadline=None)
+@given(budget=st.integers(0, 6_000), recall_pct=st.floats(0, 100), about=st.integers(1, 25))
+def test_never_over_budget_and_the_previous_turn_first(builtin, ctx_for, run, budget, recall_pct, about):
+    session = long_session(26, about=about)
+    config = {"recall_pct": recall_pct}
+    for module_id in ("plan_hydration", "workflow_history"):
+        out = run(builtin(module_id).contribute(budget, ctx_for(QUESTION, session=session, config=config)))
+        text = out.text()
+        assert estimator_for("gpt-4o").count_text_message(text) <= budget if text else True
+        if module_id == "plan_hydration" and "Earlier result recalled" in text and "previous turn" in text:
+            assert text.startswith("## Results of the previous turn (turn 26:")
