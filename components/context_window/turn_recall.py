@@ -23,10 +23,12 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 
-from .base import Embedder
+from .base import Embedder, TurnRecord
+from .fitting import clip
 from .relevance import BM25Index, Floor, VectorIndex, fuse, terms
 from .session_cache import BoundedCache
 
@@ -45,6 +47,15 @@ turn reach 0.31 at most, questions about a turn score 0.3-0.9 with it (most abov
 DENSE_LEAD = 0.03
 """A candidate's cosine over the best shown turn's, to be worth recalling (as conversation_history's lead)."""
 EMBED_BATCH = 64
+GIST_CHARS = 300
+"""Characters of a turn's gist embedded (a query and a plan step: what the turn is about)."""
+
+
+def turn_gist(turn: TurnRecord) -> str:
+    """What a turn is about, as embedded by both modules (one text, so one vector): its query and its plan's first
+    step, on one line."""
+    first_step = turn.plan.strip().splitlines()[0] if turn.plan.strip() else ""
+    return clip(f"{turn.query} {first_step}", GIST_CHARS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,11 +130,16 @@ class _Index:
 class TurnRecall:
     """One index per session (and embedder), with each text's terms and each part's vector cached by content."""
 
-    def __init__(self, max_sessions: int = 64, max_texts: int = 8_192, max_vectors: int = 20_000) -> None:
+    _shared_vectors: ClassVar[BoundedCache[tuple[str, str], np.ndarray]] = BoundedCache(20_000)
+    """Vectors by embedder and part text, shared by every ``TurnRecall`` (plan_hydration's and workflow_history's
+    both embed a turn's query with its plan's first step): a text is embedded once. A vector depends only on the
+    text and the embedder, so sharing cannot change a ranking."""
+
+    def __init__(self, max_sessions: int = 64, max_texts: int = 8_192) -> None:
         self._indexes: BoundedCache[tuple[str, str], _Index] = BoundedCache(max_sessions)
         self._terms: BoundedCache[tuple[str, Hashable], list[str]] = BoundedCache(max_texts)
         """Terms of each text, by session and key: a list re-indexed after a change is not stemmed again."""
-        self._vectors: BoundedCache[str, np.ndarray] = BoundedCache(max_vectors)
+        self._vectors = self._shared_vectors
 
     def forget(self, session_id: str) -> int:
         """Drop a session's indexes and terms; returns how many indexes went."""
@@ -182,20 +198,21 @@ class TurnRecall:
             if vectors is not None and vectors[offset]:
                 if index.dense is None:
                     index.dense = VectorIndex()
-                index.dense.add(vectors[offset])
+                index.dense.add(np.stack(vectors[offset]))
                 index.owner.extend([len(index.keys)] * len(vectors[offset]))
             index.keys.append(text.key)
 
     async def _vectors_of(self, texts: Sequence[TurnText], embedder: Embedder) -> list[list[np.ndarray]]:
         """Each text's part vectors; only parts not embedded before are sent to the embedder."""
-        missing = list(dict.fromkeys(p for t in texts for p in t.parts if self._vectors.get(p) is None))
+        kind = type(embedder).__name__
+        missing = list(dict.fromkeys(p for t in texts for p in t.parts if self._vectors.get((kind, p)) is None))
         for start in range(0, len(missing), EMBED_BATCH):
             batch = missing[start : start + EMBED_BATCH]
             for part, vector in zip(batch, await embedder.embed(batch), strict=True):
-                self._vectors.put(part, np.asarray(vector, dtype=np.float32))
+                self._vectors.put((kind, part), np.asarray(vector, dtype=np.float32))
         out = []
         for t in texts:
-            found = [self._vectors.get(p) for p in t.parts]
+            found = [self._vectors.get((kind, p)) for p in t.parts]
             out.append([v for v in found if v is not None])
         return out
 

@@ -84,7 +84,8 @@ class PlanHydrationModule(ContextModule):
         recalled, recall_meta = await self._recalled_turns(ctx, turns, options)
         room = int(budget * options.recall_pct / 100) if recalled else 0
         tokens = estimator(ctx)
-        header, kept, strategy, meta = "", [], "empty", dict[str, Any]()
+        header, strategy, meta = "", "empty", dict[str, Any]()
+        kept: list[str] = []
         if turn is not None and turn.results:
             items = self._distilled(turn, ctx)
             header = f"## Results of the previous turn (turn {turn.turn}: {clip(turn.query, 200)})\n{NOTE}"

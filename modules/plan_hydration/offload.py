@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from components.context_window.base import TurnRecord
 from components.context_window.fitting import clip
 from components.context_window.session_cache import BoundedCache, content_key
-from components.context_window.turn_recall import TurnText
+from components.context_window.turn_recall import TurnText, turn_gist
 from components.context_window.turn_results import Table, parse_result
 
 from .distillation import cell
@@ -40,7 +40,7 @@ def searchable(turn: TurnRecord, key: Hashable) -> Searchable | None:
     except ValueError:
         return None
     words = [turn.query, turn.plan]
-    parts = [clip(f"{turn.query} {turn.plan.strip().splitlines()[0] if turn.plan.strip() else ''}", PART_CHARS)]
+    parts = [turn_gist(turn)]
     chars = 0
     for r in results:
         if isinstance(r, Table):

@@ -19,7 +19,7 @@ from components.context_window.base import (
 )
 from components.context_window.fitting import clip, estimator, fit_blocks
 from components.context_window.phases import check_phase, visible
-from components.context_window.turn_recall import TurnRecall, TurnText
+from components.context_window.turn_recall import TurnRecall, TurnText, turn_gist
 
 from .options import WorkflowOptions
 
@@ -127,10 +127,8 @@ def visible_turns(ctx: AssemblyContext) -> list[TurnRecord]:
 
 
 def turn_text(turn: TurnRecord) -> TurnText:
-    """A turn as searched: its query and plan (by words), its query with the plan's outline (by meaning)."""
-    return TurnText(
-        (turn.turn, turn.query, turn.plan), f"{turn.query}\n{turn.plan}", (clip(f"{turn.query} {turn.plan}", 300),)
-    )
+    """A turn as searched: its query and plan by words, its gist by meaning (the text plan_hydration embeds too)."""
+    return TurnText((turn.turn, turn.query, turn.plan), f"{turn.query}\n{turn.plan}", (turn_gist(turn),))
 
 
 def summarize(turn: TurnRecord, *, recalled: bool = False) -> str:
