@@ -168,7 +168,7 @@ class TurnRecall:
         coverage, whole, common = _coverage(index, query)
         dense = None
         if embedder is not None and index.dense is not None:
-            (query_vector,) = await embedder.embed([query])
+            (query_vector,) = (await self._vectors_of([TurnText(None, query, (query,))], embedder))[0]
             dense = index.best_cosines(query_vector)
         whole = np.where(common >= 2, 1.0, whole)  # two words in common answer enough of the question
         return _clear_matches(lexical, coverage, whole, dense, shown, candidates, method)

@@ -194,3 +194,76 @@ def test_never_over_budget_and_the_previous_turn_first(builtin, ctx_for, run, bu
         assert estimator_for("gpt-4o").count_text_message(text) <= budget if text else True
         if module_id == "plan_hydration" and "Earlier result recalled" in text and "previous turn" in text:
             assert text.startswith("## Results of the previous turn (turn 26:")
+
+
+class HashingEmbedder:
+    """tda's own lexical embedder (hashed word unigrams and bigrams), as the context's ``Embedder``; counts texts."""
+
+    def __init__(self) -> None:
+        from tda.knowledge.embeddings import HashingEmbedding
+
+        self.embed_fn = HashingEmbedding()
+        self.embedded = 0
+
+    async def embed(self, texts):
+        self.embedded += len(texts)
+        return [list(map(float, v)) for v in self.embed_fn(list(texts))]
+
+
+async def test_with_an_embedder_each_turn_is_embedded_once_for_both_modules(builtin, ctx_for):
+    from components.context_window.turn_recall import TurnRecall
+
+    TurnRecall._shared_vectors.clear()
+    plan, workflow, embedder = builtin("plan_hydration"), builtin("workflow_history"), HashingEmbedder()
+    session = long_session()
+    out = await plan.contribute(4_000, ctx_for(QUESTION, session=session, embedder=embedder))
+    assert out.metadata["recall"]["method"] == "lexical+dense" and out.metadata["recall"]["recalled_turns"] == [2]
+    first = embedder.embedded
+    assert first <= 30 + 30 + 1  # at most a gist per turn, the tool and columns (or opening) per result, the question
+    lines = await workflow.contribute(2_000, ctx_for(QUESTION, session=session, embedder=embedder))
+    assert lines.metadata["recall"]["recalled_turns"] == [2]
+    assert embedder.embedded == first  # the gists and the question were embedded for plan_hydration already
+    report = {"tool": "fetch_report", "text": "Quarterly audit findings for the robot fleet."}
+    grown = Session(session.id, turns=[*session.turns, TurnRecord(31, "Audit the robot fleet", results=(report,))])
+    await plan.contribute(4_000, ctx_for(QUESTION, session=grown, embedder=embedder))
+    assert embedder.embedded == first + 2  # only the new turn (its gist and its result); the question is known
+
+
+async def test_through_the_orchestrator_the_window_holds_turn_2s_result_and_line(builtin_registry):
+    from components.context_window.base import AssemblyContext, Profile
+    from components.context_window.handler import ContextWindowHandler
+    from components.context_window.window_type import DEFAULT_TYPES
+
+    session = long_session()
+    handler = ContextWindowHandler(builtin_registry)
+    for query, expected in ((QUESTION, True), (UNRELATED, False)):
+        ctx = AssemblyContext(query, Profile("p", "tool_enabled"), session, model="gpt-4o", model_limit=32_000)
+        window = await handler.assemble(ctx, DEFAULT_TYPES["balanced"])
+        text = "\n".join(str(m.get("content")) for m in window.messages)
+        assert (revenue_sum(session, 2) in text) is expected
+        assert ("- Turn 2 (recalled" in text) is expected
+        plan = window.snapshot.module("plan_hydration")
+        assert plan.used <= plan.allocated
+        assert ("reason" in plan.metadata["recall"]) is not expected  # why nothing was recalled, when nothing was
+
+
+@pytest.mark.parametrize(
+    ("module_id", "config", "says"),
+    [
+        ("plan_hydration", {"recall_pct": 150}, "plan_hydration option 'recall_pct'"),
+        ("plan_hydration", {"recall_min_chars": -1}, "plan_hydration option 'recall_min_chars'"),
+        ("workflow_history", {"recall_turns": 0}, "workflow_history option 'recall_turns'"),
+    ],
+)
+def test_a_bad_recall_option_is_refused_naming_module_and_option(builtin_registry, module_id, config, says):
+    from pydantic import ValidationError
+
+    from components.context_window.window_type import DEFAULT_TYPES, ContextWindowType
+
+    data = DEFAULT_TYPES["balanced"].model_dump() | {"id": "mine", "is_default": False}
+    data["modules"][module_id]["config"] = config
+    with pytest.raises(ValidationError) as info:
+        ContextWindowType.model_validate(data, context=builtin_registry.validation_context())
+    (option,) = config
+    messages = {".".join(map(str, e["loc"])): e["msg"] for e in info.value.errors()}
+    assert says in messages[f"modules.{module_id}.config.{option}"]
