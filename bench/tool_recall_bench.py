@@ -6,6 +6,8 @@ entity, a measure, a dimension: "Revenue of orders by region"), with its plan an
 2,000-9,000 characters opening with the batch code. The conversation holds each turn's question and a short answer
 (no figures: those are in the results). Per session, three questions about one turn older than the newest ten,
 paraphrased ("What did the purchases query show for sales per region?"), and one question about none of them.
+Before the questions, each session is assembled until its turns are indexed (a live session indexes a turn as it
+comes; a long one met whole is embedded a batch of parts per turn, matched by words meanwhile).
 
 A question is answered when its target's batch code is in the assembled window (Balanced type, ``tool_enabled``
 profile, ``--limit`` tokens, gpt-4o counting): plan_hydration's statistics name it (every row holds it) at every
@@ -155,16 +157,24 @@ async def accuracy(args: argparse.Namespace, embedder: Any) -> dict[str, Any]:
             )
             for q in QUESTIONS
         ]
-        for question in [*questions, rng.choice(UNRELATED)]:
-            ctx = AssemblyContext(
+        session = Session(f"bench-{seed}", messages=messages, turns=records)
+
+        def ctx(question: str, session: Session = session) -> AssemblyContext:
+            return AssemblyContext(
                 query=question,
                 profile=Profile("p", "tool_enabled"),
-                session=Session(f"bench-{seed}", messages=messages, turns=records),
+                session=session,
                 model="gpt-4o",
                 model_limit=args.limit,
                 embedder=embedder,
             )
-            window = await handler.assemble(ctx, DEFAULT_TYPES["balanced"])
+
+        for _ in range(10):  # a live session indexes its turns as they come; met whole, a batch of parts a turn
+            window = await handler.assemble(ctx(UNRELATED[0]), DEFAULT_TYPES["balanced"])
+            if not any(pending(window.snapshot, m) for m in ("plan_hydration", "workflow_history")):
+                break
+        for question in [*questions, rng.choice(UNRELATED)]:
+            window = await handler.assemble(ctx(question), DEFAULT_TYPES["balanced"])
             text = "\n".join(str(m.get("content")) for m in window.messages)
             if question in UNRELATED:
                 unrelated += 1
@@ -174,6 +184,11 @@ async def accuracy(args: argparse.Namespace, embedder: Any) -> dict[str, Any]:
             found += a.batch in text
             lines += f"- Turn {target} (" in text
     return {"questions": asked, "answered": found / asked, "workflow_line": lines / asked, "false": false / unrelated}
+
+
+def pending(snapshot: Any, module_id: str) -> int:
+    recall = snapshot.module(module_id).metadata.get("recall") or {}
+    return int(recall.get("pending_embeddings", 0))
 
 
 async def speed(embedder: Any) -> dict[str, float]:

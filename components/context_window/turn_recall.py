@@ -22,7 +22,7 @@ inputs always rank the same way whatever was asked before (assembly stays determ
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
 import numpy as np
@@ -47,6 +47,10 @@ turn reach 0.31 at most, questions about a turn score 0.3-0.9 with it (most abov
 DENSE_LEAD = 0.03
 """A candidate's cosine over the best shown turn's, to be worth recalling (as conversation_history's lead)."""
 EMBED_BATCH = 64
+EMBED_PER_CALL = 64
+"""Parts embedded at most in one call when many are new (a long session's first turn): the rest follow on the next
+calls, by words only meanwhile. Measured: 64 short parts take ~0.3-1 s with minilm-int8 on the shared 2-core machine,
+within the 2 s a module may take."""
 GIST_CHARS = 300
 """Characters of a turn's gist embedded (a query and a plan step: what the turn is about)."""
 
@@ -104,6 +108,9 @@ class TurnMatches:
     """Why nothing matched (``None`` when something did)."""
     searched: int = 0
     """How many candidates were compared."""
+    pending: int = 0
+    """Parts of earlier turns still to embed (a long session met for the first time): matched by words only until
+    they are, ``EMBED_PER_CALL`` more each call."""
 
 
 @dataclass(eq=False)
@@ -116,7 +123,7 @@ class _Index:
     owner: list[int] = field(default_factory=list)
     """Per embedded part, the position of the text it belongs to (parts are in order)."""
 
-    def best_cosines(self, query_vector: Sequence[float]) -> np.ndarray:
+    def best_cosines(self, query_vector: Sequence[float] | np.ndarray) -> np.ndarray:
         """Each text's best part cosine with the query (-1 for a text without parts)."""
         best = np.full(len(self.keys), -1.0)
         if self.dense is None or not self.owner:
@@ -163,6 +170,9 @@ class TurnRecall:
         method = "lexical" if embedder is None else "lexical+dense"
         if not candidates:
             return TurnMatches((), method, "no earlier turns to recall from", 0)
+        pending = await self._catch_up(texts, embedder) if embedder is not None else 0
+        if pending:  # a long session met for the first time: by words this turn, by meaning once all are embedded
+            embedder, method = None, "lexical"
         index = await self._sync(session_id, texts, embedder)
         lexical = index.lexical.scores(query)
         coverage, whole, common = _coverage(index, query)
@@ -171,7 +181,18 @@ class TurnRecall:
             (query_vector,) = (await self._vectors_of([TurnText(None, query, (query,))], embedder))[0]
             dense = index.best_cosines(query_vector)
         whole = np.where(common >= 2, 1.0, whole)  # two words in common answer enough of the question
-        return _clear_matches(lexical, coverage, whole, dense, shown, candidates, method)
+        found = _clear_matches(lexical, coverage, whole, dense, shown, candidates, method)
+        return replace(found, pending=pending) if pending else found
+
+    async def _catch_up(self, texts: Sequence[TurnText], embedder: Embedder) -> int:
+        """Embed up to ``EMBED_PER_CALL`` parts not embedded yet; returns how many are left after that (0: every
+        part has its vector). A turn on a long session met for the first time stays within the module's time."""
+        kind = type(embedder).__name__
+        missing = list(dict.fromkeys(p for t in texts for p in t.parts if self._vectors.get((kind, p)) is None))
+        if len(missing) <= EMBED_PER_CALL:
+            return 0
+        await self._vectors_of([TurnText(None, "", tuple(missing[:EMBED_PER_CALL]))], embedder)
+        return len(missing) - EMBED_PER_CALL
 
     async def _sync(self, session_id: str, texts: Sequence[TurnText], embedder: Embedder | None) -> _Index:
         slot = (session_id, type(embedder).__name__ if embedder is not None else "")

@@ -1,4 +1,5 @@
-"""plan_hydration: the previous turn's tool results, distilled so the next plan can build on them.
+"""plan_hydration: the previous turn's tool results, distilled so the next plan can build on them, and earlier
+turns' results recalled when the question is about them.
 
 Source: the newest valid ``TurnRecord`` in ``ctx.session.turns`` that the session's IFOC phase may
 see; its ``results`` in the shapes documented in ``components/context_window/turn_results.py``.
@@ -8,6 +9,17 @@ Thresholds: the window type's ``distillation`` (``ctx.directives.config["distill
 A turn's results are distilled once and cached per session (``purge`` forgets them). When the
 distilled results do not fit the budget, the whole set steps down: smaller samples and fewer
 verbatim rows, then statistics only, then metadata only, then results are dropped from the end.
+
+Offloading (options in ``options.py``): the results of every older valid, visible turn (those of at least
+``recall_min_chars`` characters; default: all) are offloaded to a per-session index
+(``components/context_window/turn_recall.py``: BM25 over the query, plan and results' opening, and with the
+context's ``Embedder`` the turn's gist and each result's name; built incrementally, by content, so a changed turn is
+read again). When the question matches one clearly better than the previous turn (the engine's floor and lead; see
+``turn_recall``), up to ``recall_turns`` of them come back, best first, after the previous turn's results, each as
+"## Earlier result recalled (turn N: <query>)" and distilled to what the room allows (a long text sends its
+opening). The previous turn keeps priority: it is squeezed only to leave ``recall_pct`` % of the budget when there
+is a match, and recalled results take what it leaves. The snapshot's ``recall`` says what came back and why, or why
+nothing did.
 """
 
 from __future__ import annotations
@@ -160,6 +172,8 @@ class PlanHydrationModule(ContextModule):
         meta: dict[str, Any] = {"method": matches.method, "searched": matches.searched}
         if matches.reason:
             meta["reason"] = matches.reason
+        if matches.pending:
+            meta["pending_embeddings"] = matches.pending
         return [(indexed[m.position][0], m) for m in matches.matches[: options.recall_turns]], meta
 
     def _searchable_of(self, turn: TurnRecord, session_id: str) -> Searchable | None:

@@ -1,8 +1,14 @@
-"""workflow_history: short summaries of the previous turns, newest first.
+"""workflow_history: short summaries of the previous turns, newest first, and older ones the question is about.
 
 One block per finished turn: its number, outcome, token cost, query and an outline of its plan.
 Only valid turns the session's IFOC phase may see are listed (``phases.visible``), at most the
 option ``max_turns`` (default 10). Condensing keeps fewer turns (the oldest go first).
+
+Turns beyond ``max_turns`` are offloaded to a per-session index of their query and plan
+(``components/context_window/turn_recall.py``). When the question matches some clearly better than the listed ones,
+up to ``recall_turns`` of them follow the list, marked "recalled: an older turn matching the question", within
+``recall_pct`` % of the budget (the newest turns keep the rest). The snapshot's ``recall`` says which and why, or why
+none.
 """
 
 from __future__ import annotations
@@ -108,6 +114,8 @@ class WorkflowHistoryModule(ContextModule):
         meta: dict[str, Any] = {"method": matches.method, "searched": matches.searched}
         if matches.reason:
             meta["reason"] = matches.reason
+        if matches.pending:
+            meta["pending_embeddings"] = matches.pending
         chosen = matches.matches[: options.recall_turns]
         meta["why"] = {turns[m.position].turn: m.why() for m in chosen}
         return [turns[m.position] for m in chosen], meta

@@ -229,6 +229,25 @@ async def test_with_an_embedder_each_turn_is_embedded_once_for_both_modules(buil
     assert embedder.embedded == first + 2  # only the new turn (its gist and its result); the question is known
 
 
+async def test_a_long_session_met_first_is_embedded_a_batch_a_turn_and_matched_by_words_meanwhile(builtin, ctx_for):
+    from components.context_window.turn_recall import EMBED_PER_CALL, TurnRecall
+
+    TurnRecall._shared_vectors.clear()
+    plan, embedder = builtin("plan_hydration"), HashingEmbedder()
+    session = long_session(120)
+    methods = []
+    for _ in range(6):
+        out = await plan.contribute(4_000, ctx_for(QUESTION, session=session, embedder=embedder))
+        recall = out.metadata["recall"]
+        methods.append((recall["method"], recall.get("pending_embeddings", 0) > 0))
+        assert recall["recalled_turns"] == [2]  # by words while the vectors are being made
+        if recall["method"] == "lexical+dense":
+            break
+    assert methods[0] == ("lexical", True) and methods[-1] == ("lexical+dense", False)
+    calls = len(methods)
+    assert embedder.embedded <= calls * EMBED_PER_CALL + 1  # never more than a batch a call (and the question)
+
+
 async def test_through_the_orchestrator_the_window_holds_turn_2s_result_and_line(builtin_registry):
     from components.context_window.base import AssemblyContext, Profile
     from components.context_window.handler import ContextWindowHandler
