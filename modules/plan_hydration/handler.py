@@ -177,9 +177,8 @@ class PlanHydrationModule(ContextModule):
         return [(indexed[m.position][0], m) for m in matches.matches[: options.recall_turns]], meta
 
     def _searchable_of(self, turn: TurnRecord, session_id: str) -> Searchable | None:
-        return self._searchable.get_or_compute(
-            session_id, self._keys.turn(turn), lambda: searchable(turn, self._keys.turn(turn))
-        )
+        key = self._keys.turn(turn)
+        return self._searchable.get_or_compute(session_id, key, lambda: searchable(turn, key))
 
     def _recalled_blocks(
         self,

@@ -1,15 +1,16 @@
 """Earlier turns' results as plan_hydration searches them (the turns it offloads to its recall index).
 
-A turn is searched by words over its query, its plan and its results (each result's tool, columns and the first
-``SEARCH_CHARS`` characters of its rows or text: a fact deep in a huge result is found through the statistics the
-recalled distillation shows, not the search), and by meaning over short parts: the query with the plan's first
-line, and each result's tool with its columns or first line. Built once per distinct turn (by content).
+A turn is searched by words over its query, its plan and its results (each result's tool, columns and its first
+``SEARCH_ROWS`` rows or ``SEARCH_CHARS`` characters: a fact deep in a huge result is found through the statistics
+the recalled distillation shows, not the search), and by meaning over short parts: the turn's gist (its query with
+the plan's first step) and each result's tool with its columns or first line. Built once per distinct turn.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from components.context_window.base import TurnRecord
 from components.context_window.fitting import clip
@@ -20,6 +21,9 @@ from components.context_window.turn_results import Table, parse_result
 from .distillation import cell
 
 SEARCH_CHARS = 8_000
+SEARCH_ROWS = 64
+"""Rows of a table searched by words: its columns and first rows say what it holds (ids and figures further down add
+little to a search), and what is searched is what the turn's key reads, every turn, for every earlier turn."""
 """Characters of a result searched by words (its start: a table's columns and first rows, a text's opening)."""
 PART_CHARS = 300
 """Characters of a part embedded: names and openings, which say what a result is about."""
@@ -47,7 +51,8 @@ def searchable(turn: TurnRecord, key: Hashable) -> Searchable | None:
             head = f"{r.tool}: {', '.join(r.columns)}"
             body, size = _rows_text(r)
         else:
-            head = f"{r.tool}: {r.text.strip().splitlines()[0] if r.text.strip() else ''}"
+            opening = r.text[:SEARCH_CHARS].strip()
+            head = f"{r.tool}: {opening.splitlines()[0] if opening else ''}"
             body, size = r.text[:SEARCH_CHARS], len(r.text)
         words += [head, body]
         parts.append(clip(head, PART_CHARS))
@@ -56,33 +61,60 @@ def searchable(turn: TurnRecord, key: Hashable) -> Searchable | None:
 
 
 def _rows_text(table: Table) -> tuple[str, int]:
-    """The rows as searched (up to ``SEARCH_CHARS``) and the size of all of them as rendered (rows past the searched
-    ones estimated at the searched ones' average: rendering every row of a huge result costs more than the search)."""
+    """The rows as searched (up to ``SEARCH_ROWS`` and ``SEARCH_CHARS``) and the size of all of them as rendered
+    (rows past the searched ones estimated at their average: rendering every row of a huge result costs more than
+    the search)."""
     lines, shown = [], 0
-    for row in table.rows:
+    for row in table.rows[:SEARCH_ROWS]:
         if shown >= SEARCH_CHARS:
             break
         line = " | ".join(map(cell, row))
         lines.append(line)
         shown += len(line) + 1
+    if not lines:
+        return "", 0
     size = shown if len(lines) == len(table.rows) else round(shown * len(table.rows) / len(lines))
     return "\n".join(lines)[:SEARCH_CHARS], size
 
 
 class TurnKeys:
-    """Content keys of turns. A turn's results may be large, and hashing them every turn for every earlier turn
-    would cost more than the search: a key is kept for the record it was computed from (held here, so its id
-    cannot be reused while the entry lives) and recomputed for any other record, equal or not."""
+    """Keys of turns by content. A turn's results may be large, and hashing them all every turn for every earlier
+    turn would cost more than the search (the service builds its records afresh each turn), so:
+
+    * ``turn`` keys a turn's searchable text by exactly what it is made from: the query, the plan and each result's
+      tool, columns, size and the rows or characters searched (``SEARCH_ROWS``, ``SEARCH_CHARS``), not the rest;
+    * ``results`` keys a distillation by every value (it reads them all).
+
+    Both are kept for the record they were computed from (held here, so its id cannot be reused while the entry
+    lives): a session whose records live on (a library caller's) is not hashed again."""
 
     def __init__(self, max_entries: int = 8_192) -> None:
-        self._memo: BoundedCache[int, tuple[TurnRecord, str]] = BoundedCache(max_entries)
+        self._results: BoundedCache[int, tuple[TurnRecord, str]] = BoundedCache(max_entries)
+        self._searched: BoundedCache[int, tuple[TurnRecord, Hashable]] = BoundedCache(max_entries)
 
     def results(self, turn: TurnRecord) -> str:
-        entry = self._memo.get(id(turn))
+        entry = self._results.get(id(turn))
         if entry is not None and entry[0] is turn:
             return entry[1]
-        return self._memo.put(id(turn), (turn, content_key(turn.results)))[1]
+        return self._results.put(id(turn), (turn, content_key(turn.results)))[1]
 
     def turn(self, turn: TurnRecord) -> Hashable:
-        """Everything a turn's searchable text is made from."""
-        return (turn.turn, turn.query, turn.plan, self.results(turn))
+        entry = self._searched.get(id(turn))
+        if entry is not None and entry[0] is turn:
+            return entry[1]
+        key = (turn.turn, turn.query, turn.plan, tuple(map(searched_part, turn.results)))
+        return self._searched.put(id(turn), (turn, key))[1]
+
+
+def searched_part(raw: Any) -> Hashable:
+    """What ``searchable`` reads of one raw result."""
+    if not isinstance(raw, Mapping):
+        return repr(raw)[:SEARCH_CHARS]
+    rows = raw.get("rows")
+    if isinstance(rows, Sequence) and not isinstance(rows, str):
+        rest = {k: v for k, v in raw.items() if k != "rows"}
+        return content_key(rest, len(rows), list(rows[:SEARCH_ROWS]))
+    text = raw.get("text")
+    if isinstance(text, str):
+        return (str(raw.get("tool")), len(text), text[:SEARCH_CHARS])
+    return content_key(raw)
