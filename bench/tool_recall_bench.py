@@ -16,7 +16,8 @@ questions for which an earlier result was recalled anyway.
 
 Speed: plan_hydration's and workflow_history's ``contribute`` on a 200-turn session, median over turns 151-200 as
 the session grows (each call sees one new turn, as a live session does), and the first call on the whole 200 turns
-(the index built from nothing).
+(the index built from nothing). ``_service``: the same with what the service hands a module: the newest 40
+records, built afresh for each turn (nothing kept by identity).
 
 Run ``python bench/tool_recall_bench.py [--embedder none|hashing|minilm] [--code DIR]``; ``--code`` runs another
 checkout's component and modules (e.g. main's, for the before figures).
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import random
 import statistics
 import sys
@@ -70,6 +72,8 @@ UNRELATED = [
     "Suggest a name for our new internal newsletter.",
     "How do I reset my laptop's keyboard backlight?",
 ]
+RECENT_TURNS = 40
+"""Turn records the service reads for a turn (tda/store/sessions.py)."""
 ANSWER = "Done: the results are above; the main points are summarised in the table."
 
 
@@ -205,11 +209,13 @@ async def speed(embedder: Any) -> dict[str, float]:
     for module_id, budget in (("plan_hydration", 3_000), ("workflow_history", 1_500)):
         module = registry.modules[module_id]
 
-        def ctx(n: int, *, sid: str, module_id: str = module_id) -> AssemblyContext:
+        def ctx(n: int, *, sid: str, fresh: bool = False, module_id: str = module_id) -> AssemblyContext:
+            # fresh: as the service gives them, the newest RECENT_TURNS records, built anew for each turn
+            turns = [dataclasses.replace(t) for t in records[max(0, n - RECENT_TURNS) : n]] if fresh else records[:n]
             whole = AssemblyContext(
                 query=question,
                 profile=Profile("p", "tool_enabled"),
-                session=Session(sid, messages=messages[: 2 * n], turns=records[:n]),
+                session=Session(sid, messages=messages[: 2 * n], turns=turns),
                 model="gpt-4o",
                 embedder=embedder,
             )
@@ -219,13 +225,16 @@ async def speed(embedder: Any) -> dict[str, float]:
         started = time.perf_counter()
         await module.contribute(budget, ctx(200, sid="cold"))
         out[f"{module_id}_cold_ms"] = 1000 * (time.perf_counter() - started)
-        await module.contribute(budget, ctx(150, sid="warm"))
-        times = []
-        for n in range(151, 201):
-            started = time.perf_counter()
-            await module.contribute(budget, ctx(n, sid="warm"))
-            times.append(1000 * (time.perf_counter() - started))
-        out[f"{module_id}_ms"] = statistics.median(times)
+        for label, fresh in (("", False), ("_service", True)):
+            sid = f"warm{label}"
+            await module.contribute(budget, ctx(150, sid=sid, fresh=fresh))
+            times = []
+            for n in range(151, 201):
+                turn_ctx = ctx(n, sid=sid, fresh=fresh)
+                started = time.perf_counter()
+                await module.contribute(budget, turn_ctx)
+                times.append(1000 * (time.perf_counter() - started))
+            out[f"{module_id}{label}_ms"] = statistics.median(times)
     return out
 
 

@@ -93,7 +93,10 @@ class PlanHydrationModule(ContextModule):
         options = plan_options(ctx)
         turns = visible_turns(ctx)
         turn = turns[-1] if turns else None
-        recalled, recall_meta = await self._recalled_turns(ctx, turns, options)
+        found = ctx.memo.get("recall")  # searched once per assembly: the surplus pass and condense ask again
+        if found is None:
+            found = ctx.memo["recall"] = await self._recalled_turns(ctx, turns, options)
+        recalled, recall_meta = found[0], dict(found[1])
         room = int(budget * options.recall_pct / 100) if recalled else 0
         tokens = estimator(ctx)
         header, strategy, meta = "", "empty", dict[str, Any]()
