@@ -93,29 +93,48 @@ class BM25Index:
         self._lengths.append(len(text_terms))
         self._total_length += len(text_terms)
 
-    def idf(self, term: str) -> float:
-        n = len(self._postings[term][0]) if term in self._postings else 0
-        return math.log(1 + (len(self) - n + 0.5) / (n + 0.5))
+    def idf(self, term: str, among: np.ndarray | None = None) -> float:
+        """``term``'s idf over every text, or over the texts at positions ``among`` only (see ``scores``)."""
+        if among is None:
+            n = len(self._postings[term][0]) if term in self._postings else 0
+            return math.log(1 + (len(self) - n + 0.5) / (n + 0.5))
+        rows = self._posting_arrays(term)[0] if term in self._postings else np.zeros(0, np.intp)
+        n = int(np.count_nonzero(self._mask(among)[rows]))
+        return math.log(1 + (len(among) - n + 0.5) / (n + 0.5))
 
-    def scores(self, query: str) -> np.ndarray:
-        """BM25 score of every indexed text for ``query`` (0 where no query term occurs)."""
-        return self.scores_for_terms(terms(query))
+    def scores(self, query: str, among: np.ndarray | None = None) -> np.ndarray:
+        """BM25 score of every indexed text for ``query`` (0 where no query term occurs). ``among`` (distinct
+        positions): score as if the index held only those texts (their count, average length and document
+        frequencies), the others 0 — an index that only grows can then serve a list that also loses texts."""
+        return self.scores_for_terms(terms(query), among)
 
-    def scores_for_terms(self, query_terms: Sequence[str]) -> np.ndarray:
+    def scores_for_terms(self, query_terms: Sequence[str], among: np.ndarray | None = None) -> np.ndarray:
         n = len(self)
         out = np.zeros(n, dtype=np.float64)
-        if not n:
+        if not n or (among is not None and not len(among)):
             return out
         if len(self._length_array) != n:
             self._length_array = np.asarray(self._lengths, dtype=np.float64)
-        average = self._total_length / n or 1.0
+        if among is None:
+            count, average, mask = n, self._total_length / n or 1.0, None
+        else:
+            count, average, mask = len(among), float(self._length_array[among].mean()) or 1.0, self._mask(among)
         norm = self.k1 * (1 - self.b + self.b * self._length_array / average)
         for term in set(query_terms):
             if term not in self._postings:
                 continue
             rows, tf = self._posting_arrays(term)
-            out[rows] += self.idf(term) * tf * (self.k1 + 1) / (tf + norm[rows])
+            if mask is not None:
+                kept = mask[rows]
+                rows, tf = rows[kept], tf[kept]
+            idf = math.log(1 + (count - len(rows) + 0.5) / (len(rows) + 0.5))
+            out[rows] += idf * tf * (self.k1 + 1) / (tf + norm[rows])
         return out
+
+    def _mask(self, among: np.ndarray) -> np.ndarray:
+        mask = np.zeros(len(self), dtype=bool)
+        mask[among] = True
+        return mask
 
     def _posting_arrays(self, term: str) -> tuple[np.ndarray, np.ndarray]:
         arrays = self._arrays.get(term)

@@ -3,9 +3,9 @@ bring back once a turn is out of their usual reach.
 
 A pure module over the relevance engine (``relevance.py``). A module describes each turn it may recall as a
 ``TurnText`` (a key holding everything the text was made from, the text searched by words, the short parts
-embedded); ``TurnRecall.match`` keeps one index per session, synced at each call (texts appended since the last
-call are indexed, a changed list is re-indexed from the texts' cached terms and vectors: nothing is stemmed or
-embedded twice), and says which of the ``candidates`` match the query *clearly*:
+embedded); ``TurnRecall.match`` keeps one index per session that texts are added to once, at the first call that
+hands them (their terms cached by key, their vectors by text: nothing is stemmed or embedded twice), and says which
+of the ``candidates`` match the query *clearly*:
 
 * by words: the candidate holds at least ``MIN_MATCH`` of the query's distinctive words (by idf, counting the
   words that occur in some indexed turn), two of them or ``MIN_SHARE`` of all of them, and its BM25 score is
@@ -15,12 +15,14 @@ embedded twice), and says which of the ``candidates`` match the query *clearly*:
 
 So a question that goes on with what the window shows recalls nothing, and neither does one about something no
 turn holds; then ``TurnMatches.reason`` says why (the snapshot shows it). The clear matches come back best first,
-by reciprocal-rank fusion of the two signals. The index holds exactly the texts handed in, in order, so the same
-inputs always rank the same way whatever was asked before (assembly stays deterministic).
+by reciprocal-rank fusion of the two signals. Every statistic (BM25's document count, lengths and frequencies, the
+word shares) is taken over the texts handed in alone, never over others the index holds from earlier calls (turns
+that changed, or slid out of a service's newest turns): the same inputs always rank the same way.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import ClassVar
@@ -47,6 +49,9 @@ turn reach 0.31 at most, questions about a turn score 0.3-0.9 with it (most abov
 DENSE_LEAD = 0.03
 """A candidate's cosine over the best shown turn's, to be worth recalling (as conversation_history's lead)."""
 EMBED_BATCH = 64
+COMPACT_FACTOR, COMPACT_SLACK = 2, 256
+"""An index holding more than twice the texts asked about (plus this slack) is rebuilt from the cached terms: a
+service that hands the newest turns only, or turns that changed, leave texts behind."""
 EMBED_PER_CALL = 64
 """Parts embedded at most in one call when many are new (a long session's first turn): the rest follow on the next
 calls, by words only meanwhile. Measured: 64 short parts take ~0.3-1 s with minilm-int8 on the shared 2-core machine,
@@ -115,7 +120,11 @@ class TurnMatches:
 
 @dataclass(eq=False)
 class _Index:
+    """Texts as they were first seen, appended only: the texts of a call are picked out by position (``among``), and
+    every statistic is taken over them alone, so what else the index holds never changes a ranking."""
+
     keys: list[Hashable] = field(default_factory=list)
+    position_of: dict[Hashable, int] = field(default_factory=dict)
     lexical: BM25Index = field(default_factory=BM25Index)
     holders: dict[str, list[int]] = field(default_factory=dict)
     """Per word, the positions of the texts holding it."""
@@ -173,13 +182,13 @@ class TurnRecall:
         pending = await self._catch_up(texts, embedder) if embedder is not None else 0
         if pending:  # a long session met for the first time: by words this turn, by meaning once all are embedded
             embedder, method = None, "lexical"
-        index = await self._sync(session_id, texts, embedder)
-        lexical = index.lexical.scores(query)
-        coverage, whole, common = _coverage(index, query)
+        index, among = await self._sync(session_id, texts, embedder)
+        lexical = index.lexical.scores(query, among)[among]
+        coverage, whole, common = _coverage(index, query, among)
         dense = None
         if embedder is not None and index.dense is not None:
             (query_vector,) = (await self._vectors_of([TurnText(None, query, (query,))], embedder))[0]
-            dense = index.best_cosines(query_vector)
+            dense = index.best_cosines(query_vector)[among]
         whole = np.where(common >= 2, 1.0, whole)  # two words in common answer enough of the question
         found = _clear_matches(lexical, coverage, whole, dense, shown, candidates, method)
         return replace(found, pending=pending) if pending else found
@@ -194,18 +203,20 @@ class TurnRecall:
         await self._vectors_of([TurnText(None, "", tuple(missing[:EMBED_PER_CALL]))], embedder)
         return len(missing) - EMBED_PER_CALL
 
-    async def _sync(self, session_id: str, texts: Sequence[TurnText], embedder: Embedder | None) -> _Index:
+    async def _sync(
+        self, session_id: str, texts: Sequence[TurnText], embedder: Embedder | None
+    ) -> tuple[_Index, np.ndarray]:
+        """The session's index holding every text (the new ones added), and the texts' positions in it."""
         slot = (session_id, type(embedder).__name__ if embedder is not None else "")
         index = self._indexes.get(slot)
-        keys = [t.key for t in texts]
-        if index is None or index.keys != keys[: len(index.keys)]:
-            index = self._indexes.put(slot, _Index())
+        if index is None or len(index.keys) > COMPACT_FACTOR * len(texts) + COMPACT_SLACK:
+            index = self._indexes.put(slot, _Index())  # new, or mostly texts no longer asked about: start afresh
         else:
             self._indexes.touch(slot)
-        new = texts[len(index.keys) :]
+        new = list({t.key: t for t in texts if t.key not in index.position_of}.values())
         if new:
             await self._add(session_id, index, new, embedder)
-        return index
+        return index, np.fromiter((index.position_of[t.key] for t in texts), dtype=np.intp, count=len(texts))
 
     async def _add(self, session_id: str, index: _Index, texts: Sequence[TurnText], embedder: Embedder | None) -> None:
         vectors = await self._vectors_of(texts, embedder) if embedder is not None else None
@@ -221,6 +232,7 @@ class TurnRecall:
                     index.dense = VectorIndex()
                 index.dense.add(np.stack(vectors[offset]))
                 index.owner.extend([len(index.keys)] * len(vectors[offset]))
+            index.position_of[text.key] = len(index.keys)
             index.keys.append(text.key)
 
     async def _vectors_of(self, texts: Sequence[TurnText], embedder: Embedder) -> list[list[np.ndarray]]:
@@ -238,24 +250,29 @@ class TurnRecall:
         return out
 
 
-def _coverage(index: _Index, query: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per text, the idf-weighted share of the query's words that it holds: among the words some text holds (how
-    much of what the turns could answer), and among all the query's words, a word no text holds weighing as the
-    rarest (how much of the question it answers); and how many of the query's words it holds."""
+def _coverage(index: _Index, query: str, among: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per text (at ``among``), the idf-weighted share of the query's words that it holds: among the words some text
+    holds (how much of what the turns could answer), and among all the query's words, a word no text holds weighing
+    as the rarest (how much of the question it answers); and how many of the query's words it holds."""
     asked = set(terms(query))
-    words = sorted(t for t in asked if t in index.holders)
-    n = len(index.keys)
-    matched, count = np.zeros(n), np.zeros(n)
-    if not words:
-        return matched, matched.copy(), count
-    weights = [index.lexical.idf(w) for w in words]
-    for word, weight in zip(words, weights, strict=True):
-        rows = index.holders[word]
-        matched[rows] += weight
+    held = np.zeros(len(index.keys), dtype=bool)
+    held[among] = True
+    rows_of = {w: rows for w in sorted(asked & index.holders.keys()) if len(rows := _held(index.holders[w], held))}
+    matched, count = np.zeros(len(index.keys)), np.zeros(len(index.keys))
+    if not rows_of:
+        return matched[among], matched[among], count[among]
+    weights = {w: index.lexical.idf(w, among) for w in rows_of}
+    for word, rows in rows_of.items():
+        matched[rows] += weights[word]
         count[rows] += 1
-    total = sum(weights)
-    unknown = index.lexical.idf("") * (len(asked) - len(words))  # a word no text holds has the highest idf
-    return matched / total, matched / (total + unknown), count
+    total = sum(weights.values())
+    unknown = math.log(1 + (len(among) + 0.5) / 0.5) * (len(asked) - len(rows_of))  # the rarest word's idf
+    return matched[among] / total, matched[among] / (total + unknown), count[among]
+
+
+def _held(rows: list[int], held: np.ndarray) -> np.ndarray:
+    positions = np.asarray(rows, dtype=np.intp)
+    return positions[held[positions]]
 
 
 def _clear_matches(

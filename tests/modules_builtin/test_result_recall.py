@@ -286,3 +286,20 @@ def test_a_bad_recall_option_is_refused_naming_module_and_option(builtin_registr
     (option,) = config
     messages = {".".join(map(str, e["loc"])): e["msg"] for e in info.value.errors()}
     assert says in messages[f"modules.{module_id}.config.{option}"]
+
+
+async def test_the_same_turns_rank_the_same_whatever_the_index_saw_before(builtin, ctx_for):
+    """A service hands the newest turns only: an index that saw more (turns that slid out, a changed turn) must give
+    what a fresh one gives for the same turns."""
+    session = long_session(60, about=30)
+    newest = Session(session.id, turns=session.turns[20:])
+    changed = list(session.turns)
+    changed[25] = TurnRecord(26, "Revenue of the orders again, by region", results=({"tool": "t", "text": "x"},))
+    # what the index saw: all 60 turns, then one changed, then the newest 50
+    seasoned = builtin("plan_hydration")
+    for turns in (session.turns, changed, session.turns[10:]):
+        await seasoned.contribute(4_000, ctx_for(QUESTION, session=Session(session.id, turns=turns)))
+    after = await seasoned.contribute(4_000, ctx_for(QUESTION, session=newest))
+    fresh = await builtin("plan_hydration").contribute(4_000, ctx_for(QUESTION, session=newest))
+    assert after.text() == fresh.text() and after.metadata == fresh.metadata
+    assert fresh.metadata["recall"]["recalled_turns"] == [30]
