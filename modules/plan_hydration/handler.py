@@ -53,6 +53,8 @@ from .options import PlanOptions
 NOTE = "Statistics describe every row; samples only illustrate. Do not infer totals from samples."
 RECALL_NOTE = f"From an earlier turn, recalled because it matches the current question. {NOTE}"
 OPENING_CHARS = 40
+OPENING_STEP = 64
+"""Tokens an opening's length moves by: a cut is searched once per step, not again for every few tokens of room."""
 """Least opening of a recalled text result worth sending instead of its size alone."""
 JOIN_SLACK = 2
 """Tokens kept aside when fitting a recalled block: the blank line joining it to what precedes it."""
@@ -247,7 +249,9 @@ def with_openings(
             continue
         spare = budget - tokens.count_text_message(joined(heading, out)) + tokens.count(out[i])
         head = f"### Result {item.position}: {result.tool} (text, {len(result.text):,} characters; its opening)"
-        opening = cut_to_tokens(result.text, spare - tokens.count(head) - JOIN_SLACK, tokens)
+        room = spare - tokens.count(head) - JOIN_SLACK
+        # in steps, so the next turn's slightly different room cuts at the same place (its counts are cached)
+        opening = cut_to_tokens(result.text, room - room % OPENING_STEP, tokens)
         if len(opening) >= OPENING_CHARS:
             candidate = [*out[:i], f"{head}\n{opening}", *out[i + 1 :]]
             if tokens.count_text_message(joined(heading, candidate)) <= budget:
