@@ -190,6 +190,14 @@ async def accuracy(args: argparse.Namespace, embedder: Any) -> dict[str, Any]:
     return {"questions": asked, "answered": found / asked, "workflow_line": lines / asked, "false": false / unrelated}
 
 
+def forget_vectors() -> None:
+    try:
+        from components.context_window.turn_recall import TurnRecall
+    except ImportError:  # code from before recall
+        return
+    TurnRecall._shared_vectors.clear()
+
+
 def pending(snapshot: Any, module_id: str) -> int:
     recall = snapshot.module(module_id).metadata.get("recall") or {}
     return int(recall.get("pending_embeddings", 0))
@@ -226,6 +234,7 @@ async def speed(embedder: Any) -> dict[str, float]:
         await module.contribute(budget, ctx(200, sid="cold"))
         out[f"{module_id}_cold_ms"] = 1000 * (time.perf_counter() - started)
         for label, fresh in (("", False), ("_service", True)):
+            forget_vectors()  # each run embeds its own new turns
             sid = f"warm{label}"
             await module.contribute(budget, ctx(150, sid=sid, fresh=fresh))
             times = []

@@ -119,11 +119,12 @@ class PlanHydrationModule(ContextModule):
                 header = ""
         else:
             meta["reason"] = "no results from a previous turn" if turn is None else f"turn {turn.turn} has no results"
-        blocks = self._recalled_blocks(recalled, ctx, header, kept, budget, tokens)
+        sent = self._recalled_blocks(recalled, ctx, header, kept, budget, tokens)
+        blocks = [block for _, _, block in sent]
         if recalled:
-            recall_meta["recalled_turns"] = [t.turn for t, _ in recalled[: len(blocks)]]
-            recall_meta["recalled_why"] = {t.turn: m.why() for t, m in recalled[: len(blocks)]}
-            if len(blocks) < len(recalled):
+            recall_meta["recalled_turns"] = [t.turn for t, _, _ in sent]
+            recall_meta["recalled_why"] = {t.turn: m.why() for t, m, _ in sent}
+            if len(sent) < len(recalled):
                 recall_meta["recall_dropped"] = "no room left in the budget for the other matches"
         meta["recall"] = recall_meta
         if blocks:
@@ -193,21 +194,21 @@ class PlanHydrationModule(ContextModule):
         kept: list[str],
         budget: int,
         tokens: TokenCounter,
-    ) -> list[str]:
+    ) -> list[tuple[TurnRecord, Match, str]]:
         """Each recalled turn's results as one block, distilled to what the room left allows, in rank order; the
         whole text is counted at the end so the joins between blocks can never take it over ``budget``."""
-        blocks: list[str] = []
-        for turn, _ in recalled:
-            left = budget - tokens.count_text_message(joined(header, [*kept, *blocks]))
+        sent: list[tuple[TurnRecord, Match, str]] = []
+        for turn, match in recalled:
+            left = budget - tokens.count_text_message(joined(header, [*kept, *(b for _, _, b in sent)]))
             heading = f"## Earlier result recalled (turn {turn.turn}: {clip(turn.query, 200)})\n{RECALL_NOTE}"
             items = self._distilled(turn, ctx)
             fitted, _, _ = fit_results(items, heading, left - JOIN_SLACK, tokens)
             fitted = with_openings(items, fitted, heading, left - JOIN_SLACK, tokens)
             if fitted:
-                blocks.append(joined(heading, fitted))
-        while blocks and tokens.count_text_message(joined(header, [*kept, *blocks])) > budget:
-            blocks.pop()
-        return blocks
+                sent.append((turn, match, joined(heading, fitted)))
+        while sent and tokens.count_text_message(joined(header, [*kept, *(b for _, _, b in sent)])) > budget:
+            sent.pop()
+        return sent
 
 
 def plan_options(ctx: AssemblyContext) -> PlanOptions:

@@ -219,14 +219,14 @@ async def test_with_an_embedder_each_turn_is_embedded_once_for_both_modules(buil
     out = await plan.contribute(4_000, ctx_for(QUESTION, session=session, embedder=embedder))
     assert out.metadata["recall"]["method"] == "lexical+dense" and out.metadata["recall"]["recalled_turns"] == [2]
     first = embedder.embedded
-    assert first <= 30 + 30 + 1  # at most a gist per turn, the tool and columns (or opening) per result, the question
+    assert first == 30 + 1  # one text per turn (its query and first plan step), and the question
     lines = await workflow.contribute(2_000, ctx_for(QUESTION, session=session, embedder=embedder))
     assert lines.metadata["recall"]["recalled_turns"] == [2]
     assert embedder.embedded == first  # the gists and the question were embedded for plan_hydration already
     report = {"tool": "fetch_report", "text": "Quarterly audit findings for the robot fleet."}
     grown = Session(session.id, turns=[*session.turns, TurnRecord(31, "Audit the robot fleet", results=(report,))])
     await plan.contribute(4_000, ctx_for(QUESTION, session=grown, embedder=embedder))
-    assert embedder.embedded == first + 2  # only the new turn (its gist and its result); the question is known
+    assert embedder.embedded == first + 1  # only the new turn; the question is known
 
 
 async def test_a_long_session_met_first_is_embedded_a_batch_a_turn_and_matched_by_words_meanwhile(builtin, ctx_for):
