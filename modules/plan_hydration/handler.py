@@ -107,6 +107,8 @@ class PlanHydrationModule(ContextModule):
             items = self._distilled(turn, ctx)
             header = f"## Results of the previous turn (turn {turn.turn}: {clip(turn.query, 200)})\n{NOTE}"
             kept, strategy, l2 = fit_results(items, header, budget - room, tokens)
+            if not kept and room:  # the previous turn first: with no room for it beside the recall share, it has all
+                kept, strategy, l2 = fit_results(items, header, budget, tokens)
             meta = {
                 "turn": turn.turn,
                 "results": len(items),
@@ -115,7 +117,7 @@ class PlanHydrationModule(ContextModule):
                 "l2": l2,
             }
             if not kept:
-                meta["reason"] = f"{budget - room} tokens cannot hold the header and one result's metadata"
+                meta["reason"] = f"{budget} tokens cannot hold the header and one result's metadata"
                 header = ""
         else:
             meta["reason"] = "no results from a previous turn" if turn is None else f"turn {turn.turn} has no results"

@@ -50,24 +50,29 @@ class WorkflowHistoryModule(ContextModule):
         if found is None:
             turns = visible_turns(ctx)
             newest = turns[::-1][:max_turns]
-            recalled, recall_meta = await self._recalled(ctx, turns, options)
+            recalled, search = await self._recalled(ctx, turns, options)
             found = ctx.memo[("summaries", max_turns)] = (
                 newest,
                 [summarize(t) for t in newest],
                 recalled,
                 [summarize(t, recalled=True) for t in recalled],
-                recall_meta,
+                search,
             )
-        newest, blocks, recalled, recalled_blocks, recall_meta = found
+        newest, blocks, recalled, recalled_blocks, (recall_meta, whys) = found
         tokens = estimator(ctx)
         room = int(budget * options.recall_pct / 100) if recalled else 0
-        kept = fit_blocks(blocks, budget - room, tokens, HEADER)
+        # the newest turn first: with no room for it beside the recall share, it takes the whole budget
+        kept = fit_blocks(blocks, budget - room, tokens, HEADER) or fit_blocks(blocks[:1], budget, tokens, HEADER)
         more = fit_blocks([*kept, *recalled_blocks], budget, tokens, HEADER)[len(kept) :]
         meta: dict[str, Any] = {
             "turns_available": len(newest),
             "turns_included": len(kept),
             "phase": ctx.session.phase,
-            "recall": recall_meta | {"recalled_turns": [t.turn for t in recalled[: len(more)]]},
+            "recall": recall_meta
+            | {
+                "recalled_turns": [t.turn for t in recalled[: len(more)]],
+                "recalled_why": {t.turn: why for t, why in zip(recalled[: len(more)], whys, strict=False)},
+            },
         }
         if not newest:
             meta["reason"] = "no earlier turns visible in this phase"
@@ -95,13 +100,14 @@ class WorkflowHistoryModule(ContextModule):
 
     async def _recalled(
         self, ctx: AssemblyContext, turns: list[TurnRecord], options: WorkflowOptions
-    ) -> tuple[list[TurnRecord], dict[str, Any]]:
-        """Turns older than the newest ``max_turns`` whose query or plan match the question clearly, best first."""
+    ) -> tuple[list[TurnRecord], tuple[dict[str, Any], list[str]]]:
+        """Turns older than the newest ``max_turns`` whose query or plan match the question clearly, best first, with
+        what the snapshot says about the search and why each matched."""
         if not options.recall_pct:
-            return [], {"reason": "recall is off (recall_pct 0)"}
+            return [], ({"reason": "recall is off (recall_pct 0)"}, [])
         older = len(turns) - options.max_turns
         if older <= 0:
-            return [], {"reason": f"every visible turn is among the newest {options.max_turns}"}
+            return [], ({"reason": f"every visible turn is among the newest {options.max_turns}"}, [])
         texts = [turn_text(t) for t in turns]
         matches = await self._recall.match(
             ctx.session.id,
@@ -117,8 +123,7 @@ class WorkflowHistoryModule(ContextModule):
         if matches.pending:
             meta["pending_embeddings"] = matches.pending
         chosen = matches.matches[: options.recall_turns]
-        meta["why"] = {turns[m.position].turn: m.why() for m in chosen}
-        return [turns[m.position] for m in chosen], meta
+        return [turns[m.position] for m in chosen], (meta, [m.why() for m in chosen])
 
 
 def workflow_options(ctx: AssemblyContext) -> WorkflowOptions:
