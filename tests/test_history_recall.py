@@ -127,10 +127,10 @@ async def test_the_index_reads_and_embeds_only_what_was_added_since_last_time():
     assert embedder.embedded == 60 + 1
     grown = [*messages, *(Message("user", f"new message {i}", turn=31) for i in range(4))]
     await recall.recall(make_ctx(messages=grown).session, "greyhound", before=60, enough_tokens=100)
-    assert embedder.embedded == 60 + 1 + 4 + 1
+    assert embedder.embedded == 60 + 1 + 4  # the query asked again is not embedded again
     edited = [Message("user", "something else entirely", turn=1), *grown[1:]]
     again = await recall.recall(make_ctx(messages=edited).session, "greyhound", before=60, enough_tokens=100)
-    assert embedder.embedded == 61 + 5 + 1 + 1  # an edited history is indexed afresh: only the new text embedded
+    assert embedder.embedded == 61 + 4 + 1  # an edited history is indexed afresh: only the new text embedded
     assert again.units[0].messages[0].content == FACT
     assert isinstance(recall.index_of(make_ctx().session).dense, VectorIndex)
 

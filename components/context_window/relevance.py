@@ -70,7 +70,7 @@ class BM25Index:
         self._total_length = 0
         self._postings: dict[str, tuple[list[int], list[int]]] = {}
         self._arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        """Posting lists as numpy arrays, built when a query first needs them and dropped when a term grows."""
+        """Posting lists as numpy arrays, built when a query first needs them and extended when a term grows."""
         self.add(texts)
 
     def __len__(self) -> int:
@@ -89,7 +89,6 @@ class BM25Index:
             rows, tfs = self._postings.setdefault(term, ([], []))
             rows.append(row)
             tfs.append(tf)
-            self._arrays.pop(term, None)
         self._lengths.append(len(text_terms))
         self._total_length += len(text_terms)
 
@@ -106,8 +105,9 @@ class BM25Index:
         out = np.zeros(n, dtype=np.float64)
         if not n:
             return out
-        if len(self._length_array) != n:
-            self._length_array = np.asarray(self._lengths, dtype=np.float64)
+        if len(self._length_array) != n:  # lengths only grow: convert what was added since
+            added = np.asarray(self._lengths[len(self._length_array) :], dtype=np.float64)
+            self._length_array = np.concatenate([self._length_array, added])
         average = self._total_length / n or 1.0
         norm = self.k1 * (1 - self.b + self.b * self._length_array / average)
         for term in set(query_terms):
@@ -118,10 +118,15 @@ class BM25Index:
         return out
 
     def _posting_arrays(self, term: str) -> tuple[np.ndarray, np.ndarray]:
+        rows, tfs = self._postings[term]
         arrays = self._arrays.get(term)
-        if arrays is None:
-            rows, tfs = self._postings[term]
-            arrays = self._arrays[term] = (np.asarray(rows, dtype=np.intp), np.asarray(tfs, dtype=np.float64))
+        held = 0 if arrays is None else len(arrays[0])
+        if arrays is None or held != len(rows):  # postings only grow: convert what was added since
+            old_rows, old_tfs = arrays or (np.zeros(0, np.intp), np.zeros(0, np.float64))
+            arrays = self._arrays[term] = (
+                np.concatenate([old_rows, np.asarray(rows[held:], dtype=np.intp)]),
+                np.concatenate([old_tfs, np.asarray(tfs[held:], dtype=np.float64)]),
+            )
         return arrays
 
 
