@@ -14,6 +14,7 @@ vectors where replicas share them; nothing here knows about storage.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import re
 from collections.abc import Sequence
 from contextlib import aclosing
@@ -81,9 +82,15 @@ class HistoryIndex:
     messages: list[Message] = field(default_factory=list)
     lexical: BM25Index = field(default_factory=BM25Index)
     dense: VectorIndex | None = None
-    """Vectors of the messages' parts (``parts_of``), in order; ``owner`` says whose each is."""
+    """The distinct vectors of the messages' parts (``parts_of``); ``row_of`` says which is each part's."""
     owner: list[int] = field(default_factory=list)
+    """Per part, in order, the position of its message."""
+    row_of: list[int] = field(default_factory=list)
+    """Per part, in order, its vector's row in ``dense``: a part said again (a greeting, a repeated line of a tool
+    result) is held and scored once."""
+    _row_by_digest: dict[bytes, int] = field(default_factory=dict)
     _owner_array: np.ndarray = field(default_factory=lambda: np.zeros(0, np.intp))
+    _row_array: np.ndarray = field(default_factory=lambda: np.zeros(0, np.intp))
     _starts: np.ndarray = field(default_factory=lambda: np.zeros(0, np.intp))
     unit_of: list[int] = field(default_factory=list)
     """Per message, the position of the first message of its unit (a tool result's call)."""
@@ -102,9 +109,7 @@ class HistoryIndex:
         if vectors is not None:
             rows = [row for per_message in vectors for row in per_message]
             if rows:
-                if self.dense is None:
-                    self.dense = VectorIndex()
-                self.dense.add(rows)
+                self.row_of.extend(self._rows_for(rows))
                 first = len(self.messages)
                 self.owner.extend(first + i for i, per_message in enumerate(vectors) for _ in per_message)
         for message in messages:
@@ -119,6 +124,27 @@ class HistoryIndex:
             elif message.role != "tool":
                 self._calls = {}
             self.unit_of.append(unit)
+
+    def _rows_for(self, vectors: Sequence[Any]) -> list[int]:
+        """Each vector's row in ``dense``, adding those not held yet (known by a digest of their bytes)."""
+        if self.dense is None:
+            self.dense = VectorIndex()
+        held = len(self.dense)
+        added: dict[bytes, int] = {}
+        new_rows: list[np.ndarray] = []
+        rows: list[int] = []
+        for vector in vectors:
+            as_array = np.asarray(vector, dtype=np.float32)
+            digest = hashlib.blake2b(as_array.tobytes(), digest_size=16).digest()
+            row = self._row_by_digest.get(digest, added.get(digest))
+            if row is None:
+                row = added[digest] = held + len(new_rows)
+                new_rows.append(as_array)
+            rows.append(row)
+        if new_rows:
+            self.dense.add(np.stack(new_rows))  # raises for vectors of another size, before anything is kept
+            self._row_by_digest.update(added)
+        return rows
 
     def dense_scores(self, query_vector: Sequence[float], n: int) -> np.ndarray | None:
         """Each of the first ``n`` messages' best part cosine with the query (None: not every message has vectors)."""
@@ -142,11 +168,12 @@ class HistoryIndex:
         if self._dense_cache is not None and self._dense_cache[0] == key:
             return self._dense_cache[1]
         if len(self._owner_array) != len(self.owner):  # where each message's parts start (parts are in order)
-            added = np.asarray(self.owner[len(self._owner_array) :], dtype=np.intp)  # owner only grows
-            owner = self._owner_array = np.concatenate([self._owner_array, added])
+            held = len(self._owner_array)  # owner and row_of only grow: convert what was added since
+            owner = self._owner_array = np.concatenate([self._owner_array, np.asarray(self.owner[held:], np.intp)])
+            self._row_array = np.concatenate([self._row_array, np.asarray(self.row_of[held:], np.intp)])
             self._starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
         assert self.dense is not None
-        scores = self.dense.scores(query_vector)
+        scores = self.dense.scores(query_vector)[self._row_array]
         best = np.full(len(self.messages), -1.0)
         best[self._owner_array[self._starts]] = np.maximum.reduceat(scores, self._starts)
         best.flags.writeable = False
