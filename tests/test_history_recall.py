@@ -174,7 +174,9 @@ async def test_a_part_said_in_many_messages_is_held_once_and_each_message_scores
     (query_vector,) = await embedder.embed([query])
 
     def cosine(a, b):
-        return sum(x * y for x, y in zip(a, b)) / (sum(x * x for x in a) ** 0.5 * sum(y * y for y in b) ** 0.5)
+        return sum(x * y for x, y in zip(a, b, strict=True)) / (
+            sum(x * x for x in a) ** 0.5 * sum(y * y for y in b) ** 0.5
+        )
 
     expected = []
     for parts in sentences:
