@@ -146,7 +146,7 @@ class HistoryIndex:
             self._row_by_digest.update(added)
         return rows
 
-    def dense_scores(self, query_vector: Sequence[float], n: int) -> np.ndarray | None:
+    def dense_scores(self, query_vector: Sequence[float] | np.ndarray, n: int) -> np.ndarray | None:
         """Each of the first ``n`` messages' best part cosine with the query (None: not every message has vectors)."""
         if self.dense is None or not self.owner or self.owner[-1] < n - 1:
             return None
@@ -199,7 +199,11 @@ class HistoryIndex:
         return (head, *results)
 
     def rank(
-        self, query: str, query_vector: Sequence[float] | None, before: int, weights: tuple[float, float] = WEIGHTS
+        self,
+        query: str,
+        query_vector: Sequence[float] | np.ndarray | None,
+        before: int,
+        weights: tuple[float, float] = WEIGHTS,
     ) -> tuple[np.ndarray, np.ndarray, str, str | None]:
         """Positions of the messages before ``before``, best first, with fused scores, the method and (when nothing
         ranks) the reason. Messages that match no query term and have no vector come last, newest first."""
