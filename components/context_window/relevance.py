@@ -52,8 +52,9 @@ def stem(word: str) -> str:
 
 
 def terms(text: str) -> list[str]:
-    """The stemmed content words of ``text``, lower-cased, in order (repeats kept)."""
-    return [stem(t) for t in _TOKEN.findall(text.lower()) if t not in STOPWORDS]
+    """The stemmed content words of ``text``, lower-cased, in order (repeats kept). A number is its own stem (the
+    stemmer returns digits unchanged, at ~0.1 ms a call: ids and figures in tool results are mostly new numbers)."""
+    return [t if t.isdigit() else stem(t) for t in _TOKEN.findall(text.lower()) if t not in STOPWORDS]
 
 
 class BM25Index:
