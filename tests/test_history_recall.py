@@ -127,10 +127,10 @@ async def test_the_index_reads_and_embeds_only_what_was_added_since_last_time():
     assert embedder.embedded == 60 + 1
     grown = [*messages, *(Message("user", f"new message {i}", turn=31) for i in range(4))]
     await recall.recall(make_ctx(messages=grown).session, "greyhound", before=60, enough_tokens=100)
-    assert embedder.embedded == 60 + 1 + 4 + 1
+    assert embedder.embedded == 60 + 1 + 4  # the query asked again is not embedded again
     edited = [Message("user", "something else entirely", turn=1), *grown[1:]]
     again = await recall.recall(make_ctx(messages=edited).session, "greyhound", before=60, enough_tokens=100)
-    assert embedder.embedded == 61 + 5 + 1 + 1  # an edited history is indexed afresh: only the new text embedded
+    assert embedder.embedded == 61 + 4 + 1  # an edited history is indexed afresh: only the new text embedded
     assert again.units[0].messages[0].content == FACT
     assert isinstance(recall.index_of(make_ctx().session).dense, VectorIndex)
 
@@ -154,3 +154,32 @@ async def test_a_replayed_turn_is_led_by_the_history_it_saw_not_by_messages_reco
     fresh = await SessionRecall(CountingEmbedder()).lead(turn_31, query, split=50)
     assert replayed.continuity == pytest.approx(fresh.continuity) and replayed.continuity < 0.999
     assert replayed.dense == pytest.approx(fresh.dense)
+
+
+async def test_a_part_said_in_many_messages_is_held_once_and_each_message_scores_by_its_best_part():
+    """Repeated lines (a tool's boilerplate, a greeting) are stored and scored once; every message still gets the
+    cosine of its own best sentence, as a plain per-sentence computation gives it."""
+    embedder = CountingEmbedder()
+    recall = SessionRecall(embedder)
+    sentences = [
+        ["Build finished.", "Cache warm.", f"Step {'k' * (i + 1)} wrote the zebra quartz file."] for i in range(40)
+    ]
+    messages = [
+        Message("user" if i % 2 == 0 else "assistant", " ".join(s), turn=i // 2 + 1) for i, s in enumerate(sentences)
+    ]
+    index = await recall.sync(make_ctx(messages=messages).session)
+    assert len(index.dense) == 2 + 40  # the two repeated sentences once, each message's own line once
+
+    query = "a zebra walked past quartz"
+    (query_vector,) = await embedder.embed([query])
+
+    def cosine(a, b):
+        return sum(x * y for x, y in zip(a, b, strict=True)) / (
+            sum(x * x for x in a) ** 0.5 * sum(y * y for y in b) ** 0.5
+        )
+
+    expected = []
+    for parts in sentences:
+        vectors = await embedder.embed(parts)
+        expected.append(max(cosine(v, query_vector) for v in vectors))
+    assert index.dense_scores(query_vector, len(messages)) == pytest.approx(expected, abs=1e-5)

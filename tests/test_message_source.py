@@ -135,3 +135,24 @@ async def test_a_store_following_the_documented_contract_is_counted_as_the_provi
     assert stored_window.messages == plain_window.messages and len(stored_window.messages) >= 42
     assert stored_window.snapshot.total_used == plain_window.snapshot.total_used
     assert stored_window.snapshot.total_used == cookbook_tokens(stored_window.messages, "gpt-4o")
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 60), st.integers(0, 5_000), st.integers(0, 5_000), st.booleans(), st.booleans())
+async def test_a_second_window_in_one_assembly_is_the_window_built_afresh(turns, first, second, with_tools, clearing):
+    """A surplus re-ask (more budget) or a condense (less) in the same assembly goes on from the walk already made;
+    what it gives must be what a fresh walk at that budget gives."""
+    from components.context_window.module_registry import ModuleRegistry
+
+    history = ModuleRegistry(entry_point_group=None).load().modules["conversation_history"]
+    messages = conversation(turns, words_per_message=15)
+    if with_tools:
+        messages[turns // 2 : turns // 2] = tool_call_exchange(turns // 2, "call_x", 60)
+    config = {"recall_pct": 0, **({"clear_tool_results_over_tokens": 40} if clearing else {})}
+    shared = module_ctx(_paged(make_ctx(messages=()), CountingSource(messages)), config=config)
+    await history.contribute(first, shared)
+    again = await history.contribute(second, shared)
+    fresh = await history.contribute(
+        second, module_ctx(_paged(make_ctx(messages=()), CountingSource(messages)), config=config)
+    )
+    assert again.messages() == fresh.messages() and again.metadata == fresh.metadata

@@ -221,3 +221,23 @@ async def test_a_bad_clearing_option_names_the_option(history):
     ctx = module_ctx(make_ctx(messages=chat(3)), config={"clear_tool_results_after_turns": "four"})
     with pytest.raises(ValueError, match="clear_tool_results_after_turns"):
         await history.contribute(5_000, ctx)
+
+
+def test_the_cleared_parts_index_grown_from_the_last_turns_scores_as_one_built_afresh():
+    """An agent's cleared results grow each turn; the index extended with the new parts ranks exactly as one built
+    over all of them (and a history that changed its opening parts is not served the old index)."""
+    from components.context_window.relevance import BM25Index
+    from components.context_window.tool_clearing import parts_index
+
+    earlier = tuple(f"order {n}: blue widget shipped to Oslo on day {n}" for n in range(30))
+    later = (*earlier, "order 99: red gadget refunded", "order 100: green gizmo shipped to Bergen")
+    parts_index(earlier)
+    grown = parts_index(later)
+    fresh = BM25Index(later)
+    query = ["gizmo", "bergen", "ship"]
+    assert len(grown) == len(later)
+    assert list(grown.scores_for_terms(query)) == pytest.approx(list(fresh.scores_for_terms(query)))
+    changed = ("order 1: something else", *later[1:])
+    assert list(parts_index(changed).scores_for_terms(["someth"])) == pytest.approx(
+        list(BM25Index(changed).scores_for_terms(["someth"]))
+    )

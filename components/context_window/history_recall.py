@@ -14,10 +14,12 @@ vectors where replicas share them; nothing here knows about storage.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import re
 from collections.abc import Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any
 
 import numpy as np
@@ -80,15 +82,23 @@ class HistoryIndex:
     messages: list[Message] = field(default_factory=list)
     lexical: BM25Index = field(default_factory=BM25Index)
     dense: VectorIndex | None = None
-    """Vectors of the messages' parts (``parts_of``), in order; ``owner`` says whose each is."""
+    """The distinct vectors of the messages' parts (``parts_of``); ``row_of`` says which is each part's."""
     owner: list[int] = field(default_factory=list)
+    """Per part, in order, the position of its message."""
+    row_of: list[int] = field(default_factory=list)
+    """Per part, in order, its vector's row in ``dense``: a part said again (a greeting, a repeated line of a tool
+    result) is held and scored once."""
+    _row_by_digest: dict[bytes, int] = field(default_factory=dict)
     _owner_array: np.ndarray = field(default_factory=lambda: np.zeros(0, np.intp))
+    _row_array: np.ndarray = field(default_factory=lambda: np.zeros(0, np.intp))
     _starts: np.ndarray = field(default_factory=lambda: np.zeros(0, np.intp))
     unit_of: list[int] = field(default_factory=list)
     """Per message, the position of the first message of its unit (a tool result's call)."""
     _calls: dict[str, int] = field(default_factory=dict)
     """Open tool call id -> position of the assistant message that made it."""
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    _lexical_cache: tuple[Any, np.ndarray] | None = None
+    _dense_cache: tuple[Any, np.ndarray] | None = None
 
     def __len__(self) -> int:
         return len(self.messages)
@@ -99,9 +109,7 @@ class HistoryIndex:
         if vectors is not None:
             rows = [row for per_message in vectors for row in per_message]
             if rows:
-                if self.dense is None:
-                    self.dense = VectorIndex()
-                self.dense.add(rows)
+                self.row_of.extend(self._rows_for(rows))
                 first = len(self.messages)
                 self.owner.extend(first + i for i, per_message in enumerate(vectors) for _ in per_message)
         for message in messages:
@@ -117,18 +125,60 @@ class HistoryIndex:
                 self._calls = {}
             self.unit_of.append(unit)
 
-    def dense_scores(self, query_vector: Sequence[float], n: int) -> np.ndarray | None:
+    def _rows_for(self, vectors: Sequence[Any]) -> list[int]:
+        """Each vector's row in ``dense``, adding those not held yet (known by a digest of their bytes)."""
+        if self.dense is None:
+            self.dense = VectorIndex()
+        held = len(self.dense)
+        added: dict[bytes, int] = {}
+        new_rows: list[np.ndarray] = []
+        rows: list[int] = []
+        for vector in vectors:
+            as_array = np.asarray(vector, dtype=np.float32)
+            digest = hashlib.blake2b(as_array.tobytes(), digest_size=16).digest()
+            row = self._row_by_digest.get(digest, added.get(digest))
+            if row is None:
+                row = added[digest] = held + len(new_rows)
+                new_rows.append(as_array)
+            rows.append(row)
+        if new_rows:
+            self.dense.add(np.stack(new_rows))  # raises for vectors of another size, before anything is kept
+            self._row_by_digest.update(added)
+        return rows
+
+    def dense_scores(self, query_vector: Sequence[float] | np.ndarray, n: int) -> np.ndarray | None:
         """Each of the first ``n`` messages' best part cosine with the query (None: not every message has vectors)."""
         if self.dense is None or not self.owner or self.owner[-1] < n - 1:
             return None
+        return self._best_part_scores(np.asarray(query_vector, dtype=np.float32))[:n]
+
+    def lexical_scores(self, query: str) -> np.ndarray:
+        """Every message's BM25 score for ``query`` (read-only; computed once per query and history length)."""
+        key = (query, len(self.messages))
+        if self._lexical_cache is None or self._lexical_cache[0] != key:
+            scores = self.lexical.scores(query)
+            scores.flags.writeable = False
+            self._lexical_cache = (key, scores)
+        return self._lexical_cache[1]
+
+    def _best_part_scores(self, query_vector: np.ndarray) -> np.ndarray:
+        """Every message's best part cosine (-1 without vectors), read-only: a turn's lead and recall ask for the same
+        query, so the last one's scores are kept (keyed by its vector and the parts held: the index only grows)."""
+        key = (query_vector.tobytes(), len(self.owner), len(self.messages))
+        if self._dense_cache is not None and self._dense_cache[0] == key:
+            return self._dense_cache[1]
         if len(self._owner_array) != len(self.owner):  # where each message's parts start (parts are in order)
-            owner = np.asarray(self.owner, dtype=np.intp)
-            self._owner_array = owner
+            held = len(self._owner_array)  # owner and row_of only grow: convert what was added since
+            owner = self._owner_array = np.concatenate([self._owner_array, np.asarray(self.owner[held:], np.intp)])
+            self._row_array = np.concatenate([self._row_array, np.asarray(self.row_of[held:], np.intp)])
             self._starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
-        scores = self.dense.scores(query_vector)
+        assert self.dense is not None
+        scores = self.dense.scores(query_vector)[self._row_array]
         best = np.full(len(self.messages), -1.0)
         best[self._owner_array[self._starts]] = np.maximum.reduceat(scores, self._starts)
-        return best[:n]
+        best.flags.writeable = False
+        self._dense_cache = (key, best)
+        return best
 
     def unit(self, first: int, phase: str | None) -> tuple[Message, ...] | None:
         """The unit starting at ``first``: one message, or a tool call with every result answering it (``None`` when a
@@ -149,14 +199,18 @@ class HistoryIndex:
         return (head, *results)
 
     def rank(
-        self, query: str, query_vector: Sequence[float] | None, before: int, weights: tuple[float, float] = WEIGHTS
+        self,
+        query: str,
+        query_vector: Sequence[float] | np.ndarray | None,
+        before: int,
+        weights: tuple[float, float] = WEIGHTS,
     ) -> tuple[np.ndarray, np.ndarray, str, str | None]:
         """Positions of the messages before ``before``, best first, with fused scores, the method and (when nothing
         ranks) the reason. Messages that match no query term and have no vector come last, newest first."""
         n = min(before, len(self.messages))
         if n <= 0:
             return np.zeros(0, np.intp), np.zeros(0), "none", "no earlier messages"
-        lexical = self.lexical.scores(query)[:n]
+        lexical = self.lexical_scores(query)[:n]
         dense = self.dense_scores(query_vector, n) if query_vector is not None else None
         ranking = fuse(lexical=lexical, dense=dense, weights=weights if dense is not None else (1.0, 1.0))
         unranked = np.ones(n, dtype=bool)
@@ -196,6 +250,8 @@ class SessionRecall:
         self._vectors: BoundedCache[str, np.ndarray] = BoundedCache(max_vectors)
         """Vectors by the text embedded: a history indexed afresh (edited, or another session with the same
         messages) is not embedded again."""
+        self._queries: BoundedCache[str, np.ndarray] = BoundedCache(64)
+        """Query vectors by the query's text (one embedder per recall: the same text, the same vector)."""
 
     def forget(self, session_id: str) -> int:
         """Drop a session's index (its history was purged or edited); returns how many indexes went (0 or 1)."""
@@ -249,13 +305,21 @@ class SessionRecall:
             vectors = [[known[p] for p in per] for per in parts]
         index.add(messages, vectors)
 
+    async def _query_vector(self, index: HistoryIndex, query: str) -> np.ndarray | None:
+        """The query's vector when ``index`` is dense (kept for the next asker: a turn's lead and recall)."""
+        if self.embedder is None or index.dense is None:
+            return None
+        vector = self._queries.get(query)
+        if vector is None:
+            (embedded,) = await self.embedder.embed([query])
+            vector = self._queries.put(query, np.asarray(embedded, dtype=np.float32))
+        return vector
+
     async def recall(self, session: Session, query: str, *, before: int, enough_tokens: int) -> RecallRanking:
         """Units of the session's messages before position ``before``, best first, until their messages hold about
         ``enough_tokens`` tokens (by their stored counts, else ~4 characters a token) or the ranking ends."""
         index = await self.sync(session)
-        query_vector = None
-        if self.embedder is not None and index.dense is not None:
-            (query_vector,) = await self.embedder.embed([query])
+        query_vector = await self._query_vector(index, query)
         positions, scores, method, reason = index.rank(query, query_vector, before)
         return collect_units(index, positions, scores, method, reason, session.phase, enough_tokens)
 
@@ -265,17 +329,17 @@ class SessionRecall:
         while the session's index may already hold that turn (whose question would match itself)."""
         index = await self.sync(session)
         end = min(len(index), session.message_source().total)
-        lexical = index.lexical.scores(query)[:end]
+        lexical = index.lexical_scores(query)[:end]
         older, newer = float(lexical[:split].max(initial=0.0)), float(lexical[split:].max(initial=0.0))
         ratio = older / newer if newer > 0 else (float("inf") if older > 0 else 0.0)
         dense = continuity = None
-        if self.embedder is not None and index.dense is not None:
-            (query_vector,) = await self.embedder.embed([query])
-            scores = index.dense_scores(query_vector, end)
-            if scores is not None and 0 < split < end:
-                dense = float(scores[:split].max() - scores[split:].max())
-                asked = [p for p in range(end - 1, split - 1, -1) if index.messages[p].role == "user"]
-                continuity = float(scores[asked[:RECENT_QUESTIONS]].max()) if asked else 0.0
+        query_vector = await self._query_vector(index, query)
+        scores = index.dense_scores(query_vector, end) if query_vector is not None else None
+        if scores is not None and 0 < split < end:
+            dense = float(scores[:split].max() - scores[split:].max())
+            newest_first = (p for p in range(end - 1, split - 1, -1) if index.messages[p].role == "user")
+            asked = list(islice(newest_first, RECENT_QUESTIONS))
+            continuity = float(scores[asked].max()) if asked else 0.0
         return RecallLead(dense, ratio, continuity)
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -197,6 +198,29 @@ def _part_terms(part: str) -> tuple[str, ...]:
     return tuple(terms(part))
 
 
+_PARTS_INDEXES: OrderedDict[tuple[str, ...], BM25Index] = OrderedDict()
+PARTS_INDEXES = 64
+"""How many indexes of cleared parts are kept (about one per session searching its cleared results)."""
+
+
+def parts_index(parts: tuple[str, ...]) -> BM25Index:
+    """A BM25 index of ``parts``, in order. A session's cleared results grow by a few each turn: the index of the
+    last turn's parts, when they open this turn's, is extended with the new ones instead of built again (an agent's
+    200 results were re-indexed on every turn)."""
+    index = _PARTS_INDEXES.get(parts)
+    if index is not None:
+        _PARTS_INDEXES.move_to_end(parts)
+        return index
+    held = next((key for key in reversed(_PARTS_INDEXES) if len(key) < len(parts) and parts[: len(key)] == key), ())
+    index = _PARTS_INDEXES.pop(held) if held else BM25Index()  # taken out: its old key no longer says what it holds
+    for part in parts[len(held) :]:
+        index.add_terms(_part_terms(part))
+    _PARTS_INDEXES[parts] = index
+    if len(_PARTS_INDEXES) > PARTS_INDEXES:
+        _PARTS_INDEXES.popitem(last=False)
+    return index
+
+
 def _telling(index: BM25Index, query_terms: list[str]) -> list[str]:
     """The query's terms found in at most half the parts (idf >= ln 2): a word in most of them ("order", "shipped")
     tells none apart, and would recall them all. With fewer than ``FEW_PARTS`` parts, every term counts."""
@@ -219,9 +243,7 @@ def recall(
         return None, [], {"reason": reason}
     split = [split_parts(c.original.content) for c in cleared]
     places = [(i, j) for i, parts in enumerate(split) for j in range(len(parts))]  # in conversation order
-    index = BM25Index()
-    for i, j in places:
-        index.add_terms(_part_terms(split[i][j]))
+    index = parts_index(tuple(split[i][j] for i, j in places))
     scores = index.scores_for_terms(_telling(index, terms(query)))
     floor = Floor(min_lexical=max(RECALL_MIN_LEXICAL * float(scores.max(initial=0.0)), 0.0))
     ranking = fuse(lexical=scores, floor=floor)

@@ -201,15 +201,6 @@ def block_aligned(kept: list[tuple[int, Unit, int]], block: int) -> list[tuple[i
     return aligned or kept
 
 
-def _within(kept: list[tuple[int, Unit, int]], budget: int) -> list[tuple[int, Unit, int]]:
-    used = 0
-    for i, (_, _, cost) in enumerate(kept):
-        used += cost
-        if used > budget:
-            return kept[:i]
-    return list(kept)
-
-
 def without_orphan_opening(kept: list[tuple[int, Unit, int]]) -> list[tuple[int, Unit, int]]:
     """``kept`` (newest first) without the oldest units that are replies (an assistant message, a tool call) whose
     question was dropped: the window opens with a user message. Kept as is when no user message is left after."""
@@ -444,38 +435,12 @@ class ConversationHistoryModule(ContextModule):
 
     async def _fill(self, source: MessageSource, budget: int, ctx: AssemblyContext) -> list[tuple[int, Unit, int]]:
         """Newest units that fit in ``budget``, newest first, as (position of first message, unit, tokens)."""
-        phase = ctx.session.phase
-        # The walk is reused within this assembly only (condensing right after contributing): a source's
-        # identity says nothing about its content (a list behind it may have grown since the last turn).
+        # The walk is reused within this assembly only (condensing right after contributing, a surplus re-ask): a
+        # source's identity says nothing about its content (a list behind it may have grown since the last turn).
         walk = ctx.memo.get("walk")
-        if walk is not None and walk[0] >= budget:
-            return _within(walk[1], budget)  # a greedy walk under a smaller budget is a prefix of this one
-        assert ctx.tokens is not None
-        count = ctx.tokens.count_message
-        kept: list[tuple[int, Unit, int]] = []
-        used = 0
-        rule, turn = ClearRule.from_config(ctx.directives.config), ctx.session.turn_number
-        by_size, ages = ClearRule(over_tokens=rule.over_tokens), UnnumberedAges(rule.after_turns)
-        cleared: dict[int, Cleared] = ctx.memo.setdefault("cleared", {})
-        async with aclosing(unit_pages(source, phase)) as pages:
-            async for units in pages:
-                for index, whole in units:
-                    unit, gone = clear_unit(whole, rule, turn, count, ages.old(index, whole))
-                    cleared.update((id(c.reference), c) for c in gone)
-                    # Priced as the size rule alone leaves it: what the age rule clears saves tokens but never
-                    # lets the window reach further back, so its start moves as smoothly as without it (a step
-                    # of the age horizon would otherwise pull it back and rewrite the whole prefix).
-                    priced = clear_unit(whole, by_size, turn, count)[0] if by_size.active else whole
-                    cost = count(priced[0]) if len(priced) == 1 else sum(count(m) for m in priced)
-                    if used + cost > budget:
-                        break
-                    kept.append((index, unit, cost))
-                    used += cost
-                else:
-                    continue  # the whole page fitted: on to the next
-                break
-        ctx.memo["walk"] = (budget, kept)
-        return list(kept)
+        if walk is None:
+            walk = ctx.memo["walk"] = _Walk(source, ctx)
+        return await walk.within(budget)
 
     async def _summary(
         self, recent_dropped: list[Message], first_kept: int, room: int, ctx: AssemblyContext
@@ -520,6 +485,57 @@ class ConversationHistoryModule(ContextModule):
                 return extractive_summary(dropped)
             self._summaries.put((ctx.session.id, key), text)
         return [line for line in text.splitlines() if line.strip()]
+
+
+class _Walk:
+    """The newest units priced one by one, kept for the assembly: a smaller budget takes a prefix of what was priced
+    (a greedy walk under less is a prefix of this one), a larger one goes on from where the last stopped."""
+
+    def __init__(self, source: MessageSource, ctx: AssemblyContext) -> None:
+        assert ctx.tokens is not None
+        self._count = ctx.tokens.count_message
+        self._rule, self._turn = ClearRule.from_config(ctx.directives.config), ctx.session.turn_number
+        self._by_size = ClearRule(over_tokens=self._rule.over_tokens)
+        self._ages = UnnumberedAges(self._rule.after_turns)
+        self._cleared: dict[int, Cleared] = ctx.memo.setdefault("cleared", {})
+        self._pages = unit_pages(source, ctx.session.phase)
+        self._page: list[tuple[int, Unit]] = []
+        self._done = False
+        self.priced: list[tuple[int, Unit, int]] = []
+        """Every unit priced so far, newest first."""
+
+    async def within(self, budget: int) -> list[tuple[int, Unit, int]]:
+        used = 0
+        for i, (_, _, cost) in enumerate(self.priced):
+            used += cost
+            if used > budget:
+                return self.priced[:i]
+        while (entry := await self._next()) is not None:
+            self.priced.append(entry)
+            used += entry[2]
+            if used > budget:
+                return self.priced[:-1]
+        return list(self.priced)
+
+    async def _next(self) -> tuple[int, Unit, int] | None:
+        """The next older unit priced, or None when the history is walked (its pages are then closed)."""
+        while not self._page:
+            if self._done:
+                return None
+            try:
+                self._page = list(reversed(await anext(self._pages)))  # popped from the end: newest first
+            except StopAsyncIteration:
+                self._done = True
+                return None
+        index, whole = self._page.pop()
+        count = self._count
+        unit, gone = clear_unit(whole, self._rule, self._turn, count, self._ages.old(index, whole))
+        self._cleared.update((id(c.reference), c) for c in gone)
+        # Priced as the size rule alone leaves it: what the age rule clears saves tokens but never lets the window
+        # reach further back, so its start moves as smoothly as without it (a step of the age horizon would
+        # otherwise pull it back and rewrite the whole prefix).
+        priced = clear_unit(whole, self._by_size, self._turn, count)[0] if self._by_size.active else whole
+        return index, unit, count(priced[0]) if len(priced) == 1 else sum(count(m) for m in priced)
 
 
 def _recall_reserve(config: Any, budget: int) -> int:

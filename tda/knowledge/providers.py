@@ -127,8 +127,15 @@ class LiveKnowledge:
     # --- Embedder (tool_definitions ranks tools by meaning with it) ------------------------
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """Vectors from the store's default embedder, computed in a worker thread."""
-        return await asyncio.to_thread(self._embed, list(texts))
+        """Vectors from the store's default embedder, computed in a worker thread unless it gives them at once (a
+        lexical embedder, a query embedded moments ago): a thread hop costs more than that on a busy machine."""
+        texts = list(texts)
+        if self._embed_fn is not None and len(texts) == 1:
+            from .embeddings import embeds_at_once  # loaded with the embedder already
+
+            if embeds_at_once(self._embed_fn, texts[0]):
+                return self._embed(texts)
+        return await asyncio.to_thread(self._embed, texts)
 
     def _embed(self, texts: list[str]) -> list[list[float]]:
         if self._embed_fn is None:

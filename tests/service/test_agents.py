@@ -199,3 +199,19 @@ async def test_forty_tools_go_out_in_full_on_every_turn_of_the_shipped_types(age
         body = await agent.turn(f"Question {n}: look up record {n}")
         assert agent.model.sent[-1]["tools"] == tools  # full, callable, in the profile's order: caches keep hitting
         assert module(body, "tool_definitions")["strategy"] == "full"
+
+
+async def test_a_tool_loops_results_are_indexed_for_recall_after_its_step_not_inside_the_next_window(agent: Agent):
+    """The continuation records the tool results and the answer; they are indexed in the background after it, so
+    the next turn's history recall does not index them (large results) while assembling its window."""
+    from components.context_window.base import Session
+
+    agent.model.replies = [[("call_1", "lookup_orders", {"customer": "ACME"})], "ACME has 2 open orders."]
+    await agent.turn("How many open orders does ACME have?")
+    rows = '[{"order": 7, "status": "open"}, {"order": 9, "status": "open"}]'
+    await agent.call(
+        "post", "/v1/sessions/s1/turns/1/tool-results", 201, {"results": [{"tool_call_id": "call_1", "content": rows}]}
+    )
+    await agent.svc.writer.settle("s1")
+    index = agent.svc.sources.history_recall.index_of(Session("s1"))
+    assert [m.role for m in index.messages] == ["user", "assistant", "tool", "assistant"]
