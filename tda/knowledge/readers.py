@@ -146,6 +146,15 @@ _COLUMNS = re.compile(r"\S {3,}\S")
 """Three or more spaces inside a line: columns of a table or aligned fields, not wrapped prose."""
 
 
+_MARKDOWN_LAYOUT = re.compile(r"^(?: {4}|\t|\s*[|>])", re.M)
+"""Markdown whose lines carry meaning: indented code, table rows, block quotes."""
+
+
+def _soft_wrapped(paragraph: str) -> bool:
+    """A Markdown paragraph whose line breaks are soft (rendered as spaces): no indented code, table or quote."""
+    return not _MARKDOWN_LAYOUT.search(paragraph)
+
+
 _LIST_ITEM = re.compile(r"^(?:[-*+o•]|\d+[.)])\s")
 
 
@@ -212,7 +221,7 @@ def _read_markdown(text: str, stem: str) -> ExtractedDocument:
 
     def flush() -> None:
         path = tuple(h for _, h in headings)
-        blocks.extend(Block(p, path) for p in _paragraphs(buffer))
+        blocks.extend(Block(p, path, wrapped=_soft_wrapped(p)) for p in _paragraphs(buffer))
         buffer.clear()
 
     def open_heading(level: int, name: str) -> None:

@@ -153,3 +153,22 @@ def test_unwrapping_keeps_list_items_and_aligned_columns_on_their_own_lines() ->
     assert unwrapped("after the last one,\n       and so on.", continued=True) == "after the last one, and so on."
     indented = "  When we speak of free software,\nwe mean freedom."
     assert unwrapped(indented) == "When we speak of free software, we mean freedom."
+
+
+def test_markdown_soft_line_breaks_are_sent_as_spaces_but_tables_code_and_lists_keep_their_lines(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "guide.md"
+    path.write_text(
+        "# Guide\n\npip supports basic HTTP-based authentication credentials. This is done by\n"
+        "providing the username (and optionally password) in the URL.\n\n"
+        "| option | meaning |\n|---|---|\n| -v | verbose |\n\n"
+        "    indented code line one\n    indented code line two\n\n"
+        "- first item\n- second item\n  wrapped onto a second line\n\nA last paragraph\nwrapped here.\n"
+    )
+    text = "\n".join(c.text for c in chunk_document(read_document(path), COUNT))
+    assert "authentication credentials. This is done by providing the username" in text
+    assert "| option | meaning |\n|---|---|\n| -v | verbose |" in text
+    assert "indented code line one\n    indented code line two" in text  # as before: not joined
+    assert "- first item\n- second item\n    wrapped onto a second line" in text
+    assert "A last paragraph wrapped here." in text
