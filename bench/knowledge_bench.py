@@ -6,7 +6,10 @@ answer that is a verbatim span of the corpus (bench/data/*/README.md has provena
 * ``sqlite``: 13 pages of the SQLite documentation (HTML, public domain);
 * ``licences``: 8 free-software licences from Debian's /usr/share/common-licenses (plain text);
 * ``manuals``: 25 manuals from a Debian system: man pages rendered to text, Markdown and HTML from
-  /usr/share/doc, with 10 questions the corpus cannot answer (abstention).
+  /usr/share/doc, with 10 questions the corpus cannot answer (abstention);
+* ``sysdocs``: 26 system and developer documents from a Debian system, none used to tune tda: configuration
+  file man pages (section 5) rendered to text, Markdown guides (pip, systemd), HTML manuals (libffi, zlib)
+  and plain-text FAQs and READMEs, with 10 unanswerable questions.
 
 "Answered" = the answer span is inside the text that would be sent to the model:
 
@@ -24,7 +27,7 @@ on are reported too (abstaining must not cost answers).
 
 Also reported: ingestion throughput (chunks/s, model loaded) and the module's contribute latency for
 a query whose embedding is cached. Run from the repository root:
-``python bench/knowledge_bench.py [--corpus sqlite|licences|all] [--embedder NAME] [--variants]``;
+``python bench/knowledge_bench.py [--corpus sqlite|licences|manuals|sysdocs|all] [--embedder NAME] [--variants]``;
 ``--speed`` (the embedder alone) and ``--footprint`` (`tda serve`'s memory) measure one embedder.
 """
 
@@ -61,7 +64,12 @@ from tda.knowledge.store import KnowledgeStore, open_client  # noqa: E402
 offline_library_defaults()  # tiktoken loads litellm's bundled encodings, as in the service
 
 DATA = ROOT / "bench" / "data"
-CORPORA = {"sqlite": DATA / "knowledge", "licences": DATA / "licences", "manuals": DATA / "manuals"}
+CORPORA = {
+    "sqlite": DATA / "knowledge",
+    "licences": DATA / "licences",
+    "manuals": DATA / "manuals",
+    "sysdocs": DATA / "sysdocs",
+}
 MODEL = "gpt-4o"
 BUDGETS = (300, 500, 1000, 2000, 4000)
 TARGET_MARGIN = 0.10

@@ -39,7 +39,7 @@ from .options import KnowledgeOptions
 
 log = logging.getLogger(__name__)
 
-HEADER = "Knowledge base excerpts. Cite them as [SOURCE n]; sources of one document may continue each other."
+HEADER = "Knowledge base excerpts. Cite them as [SOURCE n]."
 REFORMULATE_INSTRUCTION = (
     "Rewrite the follow-up question as one standalone search query for a knowledge base, resolving "
     "pronouns and references from the conversation. Reply with the query only."

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from itertools import groupby
 
-from .readers import Block, ExtractedDocument
+from .readers import Block, ExtractedDocument, unwrapped
 
 DEFAULT_TARGET_TOKENS = 300
 SECTION_SEPARATOR = " › "
@@ -113,10 +113,16 @@ def _units(blocks: Iterable[Block], count: Counter, target: int) -> Iterable[_Un
     for number, block in enumerate(blocks):
         joiner = "\n\n"
         pieces = _code_line_groups(block.text, count, target) if block.preformatted else split_sentences(block.text)
-        for piece in pieces:
+        for n, piece in enumerate(pieces):
             for part in _cut_oversized(piece, count, target):
-                yield _Unit(part, count(part), block.page, joiner, number)
+                # Sized as read, sent unwrapped: hard-wrapped text keeps its chunk boundaries and costs less.
+                text = unwrapped(part, continued=n > 0, indent=_indent(block.text)) if block.wrapped else part
+                yield _Unit(text, count(part), block.page, joiner, number)
                 joiner = "\n" if block.preformatted else " "
+
+
+def _indent(text: str) -> int:
+    return len(text) - len(text.lstrip(" "))
 
 
 def _code_line_groups(text: str, count: Counter, target: int) -> list[str]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from html.parser import HTMLParser
+from itertools import groupby
 from pathlib import Path
 
 SUPPORTED_SUFFIXES = (".txt", ".md", ".markdown", ".html", ".htm", ".pdf")
@@ -26,6 +27,9 @@ class Block:
     headings: tuple[str, ...] = ()
     page: int | None = None
     preformatted: bool = False
+    wrapped: bool = False
+    """Hard-wrapped text (plain text, man pages): its line breaks and indentation are layout, not content, and
+    are dropped from the text sent (``unwrapped``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +115,7 @@ def _read_plain(text: str, stem: str) -> ExtractedDocument:
     first = paragraphs[0].split("\n") if paragraphs else [""]
     if len(first) == 2 and _SETEXT_UNDERLINE.match(first[1].strip()):
         first = first[:1]  # an underlined title
-    title = first[0].strip() if len(first) == 1 and 0 < len(first[0].strip()) <= 120 else stem
+    title = " ".join(first[0].split()) if len(first) == 1 and 0 < len(first[0].strip()) <= 120 else stem
     blocks: list[Block] = []
     stack: list[tuple[int, str]] = []  # (depth, heading)
 
@@ -129,13 +133,58 @@ def _read_plain(text: str, stem: str) -> ExtractedDocument:
             if rest and _SETEXT_UNDERLINE.match(rest[0].strip()):
                 rest = rest[1:]
             if rest:
-                blocks.append(Block("\n".join(rest), (title, *(h for _, h in stack))))
+                blocks.append(Block("\n".join(rest), (title, *(h for _, h in stack)), wrapped=True))
             continue
         inline = _INLINE_HEADING.match(lines[0])
         if inline:  # the heading is part of the text: keep the text whole
             open_section(inline["number"].count(".") + 1, f"{inline['number']}. {inline['title']}")
-        blocks.append(Block(paragraph, (title, *(h for _, h in stack)) if stack else ()))
+        blocks.append(Block(paragraph, (title, *(h for _, h in stack)) if stack else (), wrapped=True))
     return ExtractedDocument(title, tuple(blocks))
+
+
+_COLUMNS = re.compile(r"\S {3,}\S")
+"""Three or more spaces inside a line: columns of a table or aligned fields, not wrapped prose."""
+
+
+_MARKDOWN_LAYOUT = re.compile(r"^(?: {4}|\t|\s*[|>])", re.M)
+"""Markdown whose lines carry meaning: indented code, table rows, block quotes."""
+
+
+def _soft_wrapped(paragraph: str) -> bool:
+    """A Markdown paragraph whose line breaks are soft (rendered as spaces): no indented code, table or quote."""
+    return not _MARKDOWN_LAYOUT.search(paragraph)
+
+
+_LIST_ITEM = re.compile(r"^(?:[-*+o•]|\d+[.)])\s")
+
+
+def unwrapped(text: str, *, continued: bool = False, indent: int = 0) -> str:
+    """Hard-wrapped ``text`` as it is sent: each run of lines at one indentation that is prose (no aligned
+    columns, no list items) joined into one line, the whole dedented. Man pages indent every line by 7 spaces
+    and wrap at 80 columns: each break and indentation costs a token that carries nothing. A run at another
+    indentation (an option's description under its name) keeps its own line. ``continued``: the text starts
+    mid-line (a sentence after another), so its first line belongs to the run below it; so does a paragraph's
+    indented first line. ``indent``: the first line's indentation, when it was stripped."""
+    lines = [line for line in text.split("\n") if line.strip()]
+    if not lines:
+        return text.strip()
+    indents = [len(line) - len(line.lstrip()) for line in lines]
+    indents[0] = max(indents[0], indent)
+    if len(lines) > 1 and (continued or (len(set(indents[1:])) == 1 and indents[0] > indents[1])):
+        indents[0] = indents[1]
+    levels = sorted(set(indents))
+    out: list[str] = []
+    for indent, run in groupby(zip(indents, lines, strict=True), key=lambda pair: pair[0]):
+        pad = "    " * levels.index(indent)  # a step of four spaces a level says as much as eleven
+        current: list[str] = []
+        for _, line in run:
+            line = line.strip()
+            if current and (_COLUMNS.search(line) or _COLUMNS.search(current[-1]) or _LIST_ITEM.match(line)):
+                out.append(pad + " ".join(current))
+                current = []
+            current.append(line)
+        out.append(pad + " ".join(current))
+    return "\n".join(out)
 
 
 def _stands_alone(lines: list[str]) -> bool:
@@ -172,7 +221,7 @@ def _read_markdown(text: str, stem: str) -> ExtractedDocument:
 
     def flush() -> None:
         path = tuple(h for _, h in headings)
-        blocks.extend(Block(p, path) for p in _paragraphs(buffer))
+        blocks.extend(Block(p, path, wrapped=_soft_wrapped(p)) for p in _paragraphs(buffer))
         buffer.clear()
 
     def open_heading(level: int, name: str) -> None:

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import itertools
+import re
+import textwrap
+from dataclasses import replace
+from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from components.context_window.token_estimator import TokenEstimator
 from tda.knowledge.chunking import chunk_document, content_hash, split_sentences
-from tda.knowledge.readers import Block, ExtractedDocument
+from tda.knowledge.readers import Block, ExtractedDocument, read_document, unwrapped
 
 COUNT = TokenEstimator("cl100k_base").count
 
@@ -102,3 +106,69 @@ def test_every_sentence_survives_whole_and_chunks_respect_the_target(paragraphs:
     assert all(c.token_count <= target for c in chunks)
     assert [c.chunk_index for c in chunks] == list(range(len(chunks)))
     assert everything.count("Sentence 0 ") >= 1
+
+
+# --- hard-wrapped text (man pages): sent unwrapped, chunked as read -----------------------------------
+
+
+def man_page(options: int = 30) -> str:
+    """A man page as `man -P cat | col -bx` renders it: 7-space indentation, 80-column wrapping, option names
+    on their own line with the description 4 further in, a table with aligned columns."""
+    wrapped = textwrap.TextWrapper(width=80, initial_indent=" " * 7, subsequent_indent=" " * 7)
+    described = textwrap.TextWrapper(width=80, initial_indent=" " * 11, subsequent_indent=" " * 11)
+    body = " ".join(f"The tool reads input number {i} and writes the result somewhere useful." for i in range(12))
+    out = ["TOOL(1)                         User Commands                        TOOL(1)", "", "DESCRIPTION"]
+    out += [wrapped.fill(body), "", "OPTIONS"]
+    for i in range(options):
+        out += [f"       -{i}, --option-{i}", described.fill(f"Option {i} changes the behaviour of step {i}. " * 3), ""]
+    out += ["       SIZE    FACTOR", "       K       1024", "       M       1048576", ""]
+    return "\n".join(out)
+
+
+def test_man_pages_are_sent_unwrapped_with_the_same_chunks_as_read(tmp_path: Path) -> None:
+    path = tmp_path / "tool.txt"
+    path.write_text(man_page())
+    doc = read_document(path)
+    as_read = ExtractedDocument(doc.title, tuple(replace(b, wrapped=False) for b in doc.blocks))
+    sent, raw = chunk_document(doc, COUNT, target_tokens=120), chunk_document(as_read, COUNT, target_tokens=120)
+
+    # Chunked as read: the same chunks with the same words (retrieval sees no difference) ...
+    assert [" ".join(c.text.split()) for c in sent] == [" ".join(c.text.split()) for c in raw]
+    # ... sent with no wrapping or 7-space margins, at fewer tokens.
+    text = "\n".join(c.text for c in sent)
+    assert not re.search(r"^ {7}\S|^ {9,}", text, flags=re.M)  # indentation in steps of 4, at most two steps
+    assert "the result somewhere useful. The tool reads" in text
+    assert sum(c.token_count for c in sent) < 0.97 * sum(c.token_count for c in raw)
+    # An option's name keeps its own line, its description indented one step below it; a table keeps its rows.
+    assert "-3, --option-3\n    Option 3 changes the behaviour of step 3." in text
+    assert "SIZE    FACTOR\nK       1024\nM       1048576" in text
+    assert doc.title == "TOOL(1) User Commands TOOL(1)"  # no run of spaces in every source's label
+
+
+def test_unwrapping_keeps_list_items_and_aligned_columns_on_their_own_lines() -> None:
+    listed = "       o   a username\n       o   a groupname, with @group syntax.\n       and more prose here"
+    assert unwrapped(listed) == "o   a username\no   a groupname, with @group syntax.\nand more prose here"
+    assert unwrapped("       - one\n       - two\n       wrapped on") == "- one\n- two wrapped on"
+    # A sentence that starts mid-line joins the lines below it; a paragraph's indented first line too.
+    assert unwrapped("after the last one,\n       and so on.", continued=True) == "after the last one, and so on."
+    indented = "  When we speak of free software,\nwe mean freedom."
+    assert unwrapped(indented) == "When we speak of free software, we mean freedom."
+
+
+def test_markdown_soft_line_breaks_are_sent_as_spaces_but_tables_code_and_lists_keep_their_lines(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "guide.md"
+    path.write_text(
+        "# Guide\n\npip supports basic HTTP-based authentication credentials. This is done by\n"
+        "providing the username (and optionally password) in the URL.\n\n"
+        "| option | meaning |\n|---|---|\n| -v | verbose |\n\n"
+        "    indented code line one\n    indented code line two\n\n"
+        "- first item\n- second item\n  wrapped onto a second line\n\nA last paragraph\nwrapped here.\n"
+    )
+    text = "\n".join(c.text for c in chunk_document(read_document(path), COUNT))
+    assert "authentication credentials. This is done by providing the username" in text
+    assert "| option | meaning |\n|---|---|\n| -v | verbose |" in text
+    assert "indented code line one\n    indented code line two" in text  # as before: not joined
+    assert "- first item\n- second item\n    wrapped onto a second line" in text
+    assert "A last paragraph wrapped here." in text

@@ -530,3 +530,32 @@ async def test_without_a_model_or_with_a_useless_answer_the_filter_changes_nothi
     kb, _ = many_hits()
     babble = await make_module().contribute(10_000, context(kb, config=config, summarizer=judge("I cannot tell.")))
     assert len(babble.metadata["sources"]) == 15
+
+
+# --- the first hits ----------------------------------------------------------------------------------
+
+
+def prose(doc: str, sentences: int) -> str:
+    return " ".join(
+        f"The {doc} manual sentence {j} explains one more detail of the {doc} tool." for j in range(sentences)
+    )
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    budget=st.integers(min_value=30, max_value=2500),
+    lengths=st.lists(st.integers(min_value=1, max_value=40), min_size=1, max_size=8),
+)
+async def test_the_first_hits_never_exceed_the_budget_and_stay_in_rank_order(budget: int, lengths: list[int]) -> None:
+    names = [f"doc{i}" for i in range(len(lengths))]
+    hits = [
+        Passage(text=prose(n, length), score=1 - i / 10, document_id=n, title=n.upper(), chunk_index=0, collection="kb")
+        for i, (n, length) in enumerate(zip(names, lengths, strict=True))
+    ]
+    c = await make_module().contribute(budget, context(FakeKnowledge(hits), config={"max_expansion": 0}))
+    assert TOKENS.count(c.text()) <= budget
+    shown = [s["document_id"] for s in c.metadata.get("sources", [])]
+    assert shown == sorted(shown, key=names.index)
+    blocks = [f"[SOURCE {i}] {h.title}\n{h.text}" for i, h in enumerate(hits, start=1)]
+    if budget >= TOKENS.count("Knowledge base excerpts. Cite them as [SOURCE n].\n" + "\n\n".join(blocks)) + 8:
+        assert all(h.text in c.text() for h in hits)  # room for every hit whole: each is whole
