@@ -42,12 +42,12 @@ from components.context_window.base import (
 from components.context_window.fitting import clip, cut_to_tokens, estimator, fit_blocks
 from components.context_window.phases import visible
 from components.context_window.session_cache import SessionCache
-from components.context_window.turn_recall import Match, TurnRecall
+from components.context_window.turn_recall import Match, TurnRecall, earlier_described, with_records
 from components.context_window.turn_results import Table, Text, parse_result
 from components.context_window.window_type import Distillation
 
 from .distillation import Distilled, apply_l2, distill
-from .offload import Searchable, TurnKeys, searchable
+from .offload import Searchable, TurnKeys, describe, searchable
 from .options import PlanOptions
 
 NOTE = "Statistics describe every row; samples only illustrate. Do not infer totals from samples."
@@ -169,7 +169,9 @@ class PlanHydrationModule(ContextModule):
             return [], {"reason": "recall is off (recall_pct 0)"}
         with_results = [t for t in turns if t.results]
         found = [(t, self._searchable_of(t, ctx.session.id)) for t in with_results]
-        indexed = [(t, s) for t, s in found if s is not None]
+        # the service's older turns (beyond those handed) by number, their records read only if recalled
+        earlier = [(n, s) for n, s in await earlier_described(ctx, "plan_hydration", describe) if s is not None]
+        indexed: list[tuple[TurnRecord | int, Searchable]] = [*earlier, *((t, s) for t, s in found if s is not None)]
         texts = [s.text for _, s in indexed]
         previous = len(indexed) - 1 if turns and indexed and indexed[-1][0] is turns[-1] else None
         shown = [previous] if previous is not None else []
@@ -182,7 +184,8 @@ class PlanHydrationModule(ContextModule):
             meta["reason"] = matches.reason
         if matches.pending:
             meta["pending_embeddings"] = matches.pending
-        return [(indexed[m.position][0], m) for m in matches.matches[: options.recall_turns]], meta
+        chosen = [(indexed[m.position][0], m) for m in matches.matches[: options.recall_turns]]
+        return await with_records(ctx, chosen), meta
 
     def _searchable_of(self, turn: TurnRecord, session_id: str) -> Searchable | None:
         key = self._keys.turn(turn)
