@@ -230,7 +230,7 @@ async def _run(
             row = await _record(
                 svc, session.id, conversation, place, done, (tokens_in, tokens_out), snapshot_id, ctx.model
             )
-            index_turn_after(svc, session.id, row)
+            index_turn_after(svc, session, row)
         if not done.tool_calls:  # a finished turn may be served later as an example, in its session's scope
             data = SessionData(session, profile, 0, 0, [], [])
             from_tools = quotes_tools((*conversation.chat, *conversation.instructions))

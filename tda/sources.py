@@ -178,9 +178,7 @@ def build_context(
         summarizer=sources.summarizer,
         embedder=sources.embedder,
         history_recall=sources.history_recall,
-        earlier_turns=None
-        if sources.turn_index is None
-        else sources.turn_index.bound(s.id, s.phase, s.history_version),
+        earlier_turns=None if sources.turn_index is None else sources.turn_index.bound(s),
     )
 
 

@@ -25,13 +25,16 @@ from components.context_window.phases import visible
 from components.context_window.session_cache import BoundedCache
 from components.context_window.turn_recall import TurnRecall, turn_gist
 
-from .models import TurnRow
+from .knowledge.scope import session_key
+from .models import SessionRow, TurnRow
 from .store.sessions import TurnTuple
 
 if TYPE_CHECKING:
     from .db import Database
     from .service import TDAService
 
+Key = tuple[str, str]
+"""A session's id, and its id with its creation time (``session_key``)."""
 PAGE = 256
 """Turns read at a time when a session is met for the first time (their results are described, then let go)."""
 OPEN = "tool_calls"
@@ -96,45 +99,48 @@ class TurnIndex:
     def __init__(self, db: Database, embedder: Callable[[], Embedder | None], max_sessions: int = 64) -> None:
         self._db = db
         self._embedder = embedder
-        self._sessions: BoundedCache[str, _Session] = BoundedCache(max_sessions)
+        self._sessions: BoundedCache[Key, _Session] = BoundedCache(max_sessions)
+        """By session id and creation time: a session deleted and created again under its id starts afresh, on
+        every replica."""
         self._describers: dict[str, Callable[[TurnRecord], Any]] = {}
         """Per kind, the describer a module last asked with: recorded turns are described with each at once."""
 
-    def bound(self, session_id: str, phase: str | None, history_version: int) -> SessionTurns:
-        """The component's ``EarlierTurns`` for one window of ``session_id``."""
-        return SessionTurns(self, session_id, phase, history_version)
+    def bound(self, session: SessionRow) -> SessionTurns:
+        """The component's ``EarlierTurns`` for one window of ``session`` (in its phase, at its history version)."""
+        return SessionTurns(self, _key(session), session.phase, session.history_version)
 
     def forget(self, session_id: str) -> None:
-        self._sessions.discard(session_id)
+        self._sessions.discard_where(lambda key: key[0] == session_id)
 
     def stats(self) -> dict[str, int]:
         return {"sessions": len(self._sessions), "turns": sum(len(s.entries) for s in self._sessions.values())}
 
-    async def recorded(self, session_id: str, row: Any) -> None:
+    async def recorded(self, session: Key, row: Any) -> None:
         """A turn just recorded (or extended): its gist embedded, and described for every kind asked for so far."""
         record = record_of(row)
         embedder = self._embedder()
         if embedder is not None:
             await TurnRecall.embed_parts([turn_gist(record)], embedder)
-        state = self._state(session_id)
+        state = self._state(session)
         async with state.lock:
             self._enter(state, record)
 
     async def described(
         self,
-        session_id: str,
+        session: Key,
         phase: str | None,
         version: int,
         kind: str,
         describe: Callable[[TurnRecord], D],
         before: int,
     ) -> list[tuple[int, D]]:
+        session_id = session[0]
         if self._describers.get(kind) is not describe:  # a module asks for the first time (or was reloaded)
             self._describers[kind] = describe
             for s in self._sessions.values():
                 for e in s.entries.values():
                     e.described.pop(kind, None)
-        state = self._state(session_id)
+        state = self._state(session)
         async with state.lock:
             await self._sync(session_id, state, version, before)
             numbers = sorted(n for n, e in state.entries.items() if n < before and e.valid and visible(e.phase, phase))
@@ -144,15 +150,15 @@ class TurnIndex:
                     self._enter(state, record)
             return [(n, state.entries[n].described[kind]) for n in numbers if kind in state.entries[n].described]
 
-    async def records(self, session_id: str, phase: str | None, numbers: Sequence[int]) -> list[TurnRecord]:
-        found = await self._read(session_id, numbers) if numbers else []
+    async def records(self, session: Key, phase: str | None, numbers: Sequence[int]) -> list[TurnRecord]:
+        found = await self._read(session[0], numbers) if numbers else []
         return sorted((r for r in found if r.valid and visible(r.phase, phase)), key=lambda r: r.turn)
 
-    def _state(self, session_id: str) -> _Session:
-        state = self._sessions.get(session_id)
+    def _state(self, session: Key) -> _Session:
+        state = self._sessions.get(session)
         if state is None:
-            return self._sessions.put(session_id, _Session())
-        self._sessions.touch(session_id)
+            return self._sessions.put(session, _Session())
+        self._sessions.touch(session)
         return state
 
     def _enter(self, state: _Session, record: TurnRecord) -> None:
@@ -195,8 +201,8 @@ class SessionTurns:
 
     __slots__ = ("__index", "__phase", "__session", "__version")
 
-    def __init__(self, index: TurnIndex, session_id: str, phase: str | None, version: int) -> None:
-        self.__index, self.__session, self.__phase, self.__version = index, session_id, phase, version
+    def __init__(self, index: TurnIndex, session: Key, phase: str | None, version: int) -> None:
+        self.__index, self.__session, self.__phase, self.__version = index, session, phase, version
 
     async def described(self, kind: str, describe: Callable[[TurnRecord], D], *, before: int) -> list[tuple[int, D]]:
         return await self.__index.described(self.__session, self.__phase, self.__version, kind, describe, before)
@@ -205,8 +211,12 @@ class SessionTurns:
         return await self.__index.records(self.__session, self.__phase, turns)
 
 
-def index_turn_after(svc: TDAService, session_id: str, row: Any) -> None:
-    """Describe and embed the turn just recorded for ``session_id``, after the response (hold the session's lock)."""
-    index = svc.sources.turn_index
+def index_turn_after(svc: TDAService, session: SessionRow, row: Any) -> None:
+    """Describe and embed the turn just recorded for ``session``, after the response (hold the session's lock)."""
+    index, key = svc.sources.turn_index, _key(session)
     if index is not None:
-        svc.writer.submit(session_id, lambda: index.recorded(session_id, row), f"turn index of session {session_id}")
+        svc.writer.submit(session.id, lambda: index.recorded(key, row), f"turn index of session {session.id}")
+
+
+def _key(session: SessionRow) -> Key:
+    return (session.id, session_key(session.id, session.created_at))

@@ -276,7 +276,7 @@ async def _step(
             index_after(svc, session_id)
         else:
             turn_row = await svc.store.sessions.extend_turn(session_id, turn, step, [reply])
-        index_turn_after(svc, session_id, turn_row)  # described and embedded for later turns' recall
+        index_turn_after(svc, data.session, turn_row)  # described and embedded for later turns' recall
     case_id = None
     if not done.tool_calls:  # a finished turn (its whole tool loop is the plan) may be served as an example
         case_id = await keep_as_champion(svc, data, turn, query, done.text, turn_row)
