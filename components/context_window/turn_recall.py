@@ -80,6 +80,17 @@ async def earlier_described(
     return await ctx.earlier_turns.described(kind, describe, before=before)
 
 
+async def described_turns(
+    ctx: AssemblyContext, kind: str, describe: Callable[[TurnRecord], D]
+) -> list[tuple[int, D]] | None:
+    """Every valid, visible turn of the session as the application keeps it described (``earlier_turns``), those
+    handed included: each was described once, as it was recorded, so nothing is keyed or read again per turn.
+    ``None`` without such an application (a library call): the module describes the turns it was handed."""
+    if ctx.earlier_turns is None or not ctx.session.turns:
+        return None
+    return await ctx.earlier_turns.described(kind, describe, before=max(t.turn for t in ctx.session.turns) + 1)
+
+
 async def with_records(ctx: AssemblyContext, chosen: list[tuple[TurnRecord | int, M]]) -> list[tuple[TurnRecord, M]]:
     """``chosen`` with each older turn (a number) replaced by its whole record, read in one call; a turn that is no
     longer valid or visible is left out."""

@@ -42,7 +42,7 @@ from components.context_window.base import (
 from components.context_window.fitting import clip, cut_to_tokens, estimator, fit_blocks
 from components.context_window.phases import visible
 from components.context_window.session_cache import SessionCache
-from components.context_window.turn_recall import Match, TurnRecall, earlier_described, with_records
+from components.context_window.turn_recall import Match, TurnRecall, described_turns, with_records
 from components.context_window.turn_results import Table, Text, parse_result
 from components.context_window.window_type import Distillation
 
@@ -167,11 +167,14 @@ class PlanHydrationModule(ContextModule):
         the snapshot says about the search."""
         if not options.recall_pct:
             return [], {"reason": "recall is off (recall_pct 0)"}
-        with_results = [t for t in turns if t.results]
-        found = [(t, self._searchable_of(t, ctx.session.id)) for t in with_results]
-        # the service's older turns (beyond those handed) by number, their records read only if recalled
-        earlier = [(n, s) for n, s in await earlier_described(ctx, "plan_hydration", describe) if s is not None]
-        indexed: list[tuple[TurnRecord | int, Searchable]] = [*earlier, *((t, s) for t, s in found if s is not None)]
+        found: list[tuple[TurnRecord | int, Searchable | None]]
+        described = await described_turns(ctx, "plan_hydration", describe)
+        if described is None:  # a library call: every turn is handed
+            found = [(t, self._searchable_of(t, ctx.session.id)) for t in turns if t.results]
+        else:  # the service's: every turn as described when recorded; a turn not handed is read only if recalled
+            in_hand: dict[int, TurnRecord] = {t.turn: t for t in turns}
+            found = [(in_hand.get(n, n), s) for n, s in described]
+        indexed = [(ref, s) for ref, s in found if s is not None]
         texts = [s.text for _, s in indexed]
         previous = len(indexed) - 1 if turns and indexed and indexed[-1][0] is turns[-1] else None
         shown = [previous] if previous is not None else []
