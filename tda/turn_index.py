@@ -37,6 +37,8 @@ Key = tuple[str, str]
 """A session's id, and its id with its creation time (``session_key``)."""
 PAGE = 256
 """Turns read at a time when a session is met for the first time (their results are described, then let go)."""
+RECALLED = 16
+"""Whole records kept per session of the turns recalled lately."""
 OPEN = "tool_calls"
 """The outcome of a turn whose tool loop may still go on (on another replica): described again once it is older."""
 
@@ -90,6 +92,8 @@ class _Session:
     """Every turn numbered below this has an entry (read from the database or recorded here)."""
     version: int | None = None
     """The session's ``history_version`` the validity flags were read at."""
+    recalled: BoundedCache[int, TurnRecord] = field(default_factory=lambda: BoundedCache(RECALLED))
+    """Whole records of turns recalled lately: a turn a conversation keeps coming back to is read once."""
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
 
@@ -151,8 +155,15 @@ class TurnIndex:
             return [(n, state.entries[n].described[kind]) for n in numbers if kind in state.entries[n].described]
 
     async def records(self, session: Key, phase: str | None, numbers: Sequence[int]) -> list[TurnRecord]:
-        found = await self._read(session[0], numbers) if numbers else []
-        return sorted((r for r in found if r.valid and visible(r.phase, phase)), key=lambda r: r.turn)
+        state = self._state(session)
+        async with state.lock:
+            missing = [n for n in numbers if state.recalled.get(n) is None]
+            for record in await self._read(session[0], missing) if missing else []:
+                state.recalled.put(record.turn, record)
+            found = [r for n in numbers if (r := state.recalled.get(n)) is not None]
+            # validity as of this window's sync (the entry's flag), not as cached
+            usable = [r for r in found if (e := state.entries.get(r.turn)) is not None and e.valid]
+        return sorted((r for r in usable if visible(r.phase, phase)), key=lambda r: r.turn)
 
     def _state(self, session: Key) -> _Session:
         state = self._sessions.get(session)
@@ -172,6 +183,7 @@ class TurnIndex:
                 flags = {number: valid for number, valid in await c.execute(_VALIDITY, {"session_id": session_id})}
             for number, entry in state.entries.items():
                 entry.valid = flags.get(number, False)
+            state.recalled.clear()
         state.version = version
         while state.read_below < before:  # turns recorded elsewhere, or before this process met the session
             if all(n in state.entries for n in range(state.read_below, before)):
