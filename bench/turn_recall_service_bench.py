@@ -5,8 +5,7 @@ reply calls a tool, the tool's rows come back (``/tool-results``), the model ans
 /turns`` step), from turn ``--from`` on: the Server-Timing ``assemble`` and ``turn`` figures, and plan_hydration's
 own ``contribute`` time (its status's ``last.ms``: wall time, other modules run beside it), and the process's CPU
 time for the step (less sensitive to other load on the machine); medians. Then three questions about turn 3's result:
-whether it
-reached the window.
+whether it reached the window (plan_hydration's "Earlier result recalled (turn 3: ...)").
 
 Run ``python bench/turn_recall_service_bench.py [--embedder hashing|minilm-int8] [--code DIR]``; ``--code`` runs
 another checkout (e.g. the branch's base, for the before figures).
