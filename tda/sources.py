@@ -178,7 +178,7 @@ def build_context(
         summarizer=sources.summarizer,
         embedder=sources.embedder,
         history_recall=sources.history_recall,
-        earlier_turns=None if sources.turn_index is None else sources.turn_index.bound(s),
+        earlier_turns=None if sources.turn_index is None else sources.turn_index.bound(s, s.phase),
     )
 
 

@@ -109,9 +109,10 @@ class TurnIndex:
         self._describers: dict[str, Callable[[TurnRecord], Any]] = {}
         """Per kind, the describer a module last asked with: recorded turns are described with each at once."""
 
-    def bound(self, session: SessionRow) -> SessionTurns:
-        """The component's ``EarlierTurns`` for one window of ``session`` (in its phase, at its history version)."""
-        return SessionTurns(self, _key(session), session.phase, session.history_version)
+    def bound(self, session: SessionRow, phase: str | None) -> SessionTurns:
+        """The component's ``EarlierTurns`` for one window of ``session`` in ``phase`` (the session's, or the replayed
+        turn's), at its history version."""
+        return SessionTurns(self, _key(session), phase, session.history_version)
 
     def forget(self, session_id: str) -> None:
         self._sessions.discard_where(lambda key: key[0] == session_id)
@@ -120,14 +121,15 @@ class TurnIndex:
         return {"sessions": len(self._sessions), "turns": sum(len(s.entries) for s in self._sessions.values())}
 
     async def recorded(self, session: Key, row: Any) -> None:
-        """A turn just recorded (or extended): its gist embedded, and described for every kind asked for so far."""
+        """A turn just recorded (or extended): described for every kind asked for so far, and its gist embedded (an
+        embedder that fails leaves the description: the turn then embeds the gist itself)."""
         record = record_of(row)
-        embedder = self._embedder()
-        if embedder is not None:
-            await TurnRecall.embed_parts([turn_gist(record)], embedder)
         state = self._state(session)
         async with state.lock:
             self._enter(state, record)
+        embedder = self._embedder()
+        if embedder is not None:
+            await TurnRecall.embed_parts([turn_gist(record)], embedder)
 
     async def described(
         self,

@@ -31,12 +31,13 @@ async def test_earlier_turns_are_read_described_and_filtered_on_postgresql(backi
             await store.sessions.record_turn("long", fields, [{"role": "user", "content": f"q{turn}"}])
         index = TurnIndex(store.db, lambda: None)
         session = await store.sessions.get("long")
-        earlier = index.bound(session)
+        earlier = index.bound(session, session.phase)
         assert await earlier.described("k", queried, before=6) == [(n, f"q{n}") for n in range(1, 6)]
         [third] = await earlier.records([3])
         assert third.results == ({"tool": "t", "rows": [{"n": 3}]},)
         await store.sessions.set_turn_validity("long", 3, False, "test")
-        moved = index.bound(await store.sessions.get("long"))  # the next turn's window: a newer history version
+        session = await store.sessions.get("long")
+        moved = index.bound(session, session.phase)  # the next turn's window: a newer history version
         assert [n for n, _ in await moved.described("k", queried, before=8)] == [1, 2, 4, 5, 6, 7]
         assert await moved.records([3]) == []
     finally:
