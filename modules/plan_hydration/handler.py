@@ -12,16 +12,15 @@ verbatim rows, then statistics only, then metadata only, then results are droppe
 
 Offloading (options in ``options.py``): the results of every older valid, visible turn (those of at least
 ``recall_min_chars`` characters; default: all) are offloaded to a per-session index
-(``components/context_window/turn_recall.py``: BM25 over the query, plan and results' opening, and with the
-context's ``Embedder`` the turn's gist; built incrementally, by content, so a changed turn is read again). With an
-application's ``ctx.earlier_turns`` (the service hands only its newest turns), every turn is searched as the
-application keeps it described (``offload.describe``, made once as the turn was recorded), and a recalled turn that
-was not handed is read whole by number. When the question matches one clearly better than the previous turn (the
-engine's floor and lead; see ``turn_recall``), up to ``recall_turns`` of them come back, best first, after the previous turn's results, each as
-"## Earlier result recalled (turn N: <query>)" and distilled to what the room allows (a long text sends its
-opening). The previous turn keeps priority: it is squeezed only to leave ``recall_pct`` % of the budget when there
-is a match, and recalled results take what it leaves. The snapshot's ``recall`` says what came back and why, or why
-nothing did.
+(``components/context_window/turn_recall.py``: BM25 over the query, plan and results' opening, and with the context's
+``Embedder`` the turn's gist; built incrementally, by content, so a changed turn is read again). With an application's
+``ctx.earlier_turns`` (the service hands only its newest turns), every turn is searched as the application keeps it
+described (``offload.describe``, made once as the turn was recorded), and a recalled turn that was not handed is read
+whole by number. When the question matches one clearly better than the previous turn (the engine's floor and lead; see
+``turn_recall``), up to ``recall_turns`` of them come back, best first, after the previous turn's results, each as "##
+Earlier result recalled (turn N: <query>)" and distilled to what the room allows (a long text sends its opening). The
+previous turn keeps priority: it is squeezed only to leave ``recall_pct`` % of the budget when there is a match, and
+recalled results take what it leaves. The snapshot's ``recall`` says what came back and why, or why nothing did.
 """
 
 from __future__ import annotations

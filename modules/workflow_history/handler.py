@@ -7,9 +7,9 @@ option ``max_turns`` (default 10). Condensing keeps fewer turns (the oldest go f
 Turns beyond ``max_turns`` are offloaded to a per-session index of their query and plan
 (``components/context_window/turn_recall.py``), and so are, with an application's ``ctx.earlier_turns``, the turns
 older than those it was handed (the service hands its newest 40; a recalled one is read whole by number). When the
-question matches some clearly better than the listed ones, up to ``recall_turns`` of them follow the list, marked "recalled: an older turn matching the question", within
-``recall_pct`` % of the budget (the newest turns keep the rest). The snapshot's ``recall`` says which and why, or why
-none.
+question matches some clearly better than the listed ones, up to ``recall_turns`` of them follow the list, marked
+"recalled: an older turn matching the question", within ``recall_pct`` % of the budget (the newest turns keep the
+rest). The snapshot's ``recall`` says which and why, or why none.
 """
 
 from __future__ import annotations
