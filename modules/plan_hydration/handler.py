@@ -17,9 +17,9 @@ Offloading (options in ``options.py``): the results of every older valid, visibl
 ``ctx.earlier_turns`` (the service hands only its newest turns), every turn is searched as the application keeps it
 described (``offload.describe``, made once as the turn was recorded), and a recalled turn that was not handed is read
 whole by number. When the question matches one clearly better than the previous turn (the engine's floor and lead; see
-``turn_recall``), up to ``recall_turns`` of them come back, best first, after the previous turn's results, each as "##
-Earlier result recalled (turn N: <query>)" and distilled to what the room allows (a long text sends its opening). The
-previous turn keeps priority: it is squeezed only to leave ``recall_pct`` % of the budget when there is a match, and
+``turn_recall``), up to ``recall_turns`` of them come back, best first, after the previous turn's results, each as
+"## Earlier result recalled (turn N: <query>)" and distilled to what the room allows (a long text sends its opening).
+The previous turn keeps priority: it is squeezed only to leave ``recall_pct`` % of the budget when there is a match, and
 recalled results take what it leaves. The snapshot's ``recall`` says what came back and why, or why nothing did.
 """
 
