@@ -563,7 +563,8 @@ class EarlierTurns(Protocol):
 
     async def described(self, kind: str, describe: Callable[[TurnRecord], D], *, before: int) -> list[tuple[int, D]]:
         """``(turn number, describe(turn))`` of each valid, visible turn numbered below ``before``, oldest first.
-        ``describe`` (pure: the same turn, the same description) runs once per turn and ``kind``, and is kept."""
+        ``describe`` (pure: the same turn, the same description; the same function on every call, a module-level
+        one) runs once per turn and ``kind``, and what it made is kept."""
         ...
 
     async def records(self, turns: Sequence[int]) -> list[TurnRecord]:
