@@ -5,7 +5,8 @@ reply calls a tool, the tool's rows come back (``/tool-results``), the model ans
 /turns`` step), from turn ``--from`` on: the Server-Timing ``assemble`` and ``turn`` figures, and plan_hydration's
 own ``contribute`` time (its status's ``last.ms``: wall time, other modules run beside it), and the process's CPU
 time for the step (less sensitive to other load on the machine); medians. Then three questions about turn 3's result:
-whether it reached the window (plan_hydration's "Earlier result recalled (turn 3: ...)").
+whether it reached the window (plan_hydration's "Earlier result recalled (turn 3: ...)"); and what a replica meeting
+the session for the first time spends reading and describing its turns (``cold_index_ms``).
 
 Run ``python bench/turn_recall_service_bench.py [--embedder hashing|minilm-int8] [--code DIR]``; ``--code`` runs
 another checkout (e.g. the branch's base, for the before figures).
@@ -89,6 +90,7 @@ async def play(args: argparse.Namespace, data: Path) -> dict[str, Any]:
             results = {"results": [{"tool_call_id": "c1", "content": json.dumps(rows)}]}
             await call(f"/v1/sessions/s/turns/{n}/tool-results", results)
             await svc.writer.settle("s")
+        cold = await cold_index_ms(svc)
         found = 0
         for question in QUESTIONS:
             model.replies.append("Answered.")
@@ -96,12 +98,27 @@ async def play(args: argparse.Namespace, data: Path) -> dict[str, Any]:
             await svc.writer.settle("s")
             found += MARK in "\n".join(str(m.get("content") or "") for m in model.sent[-1]["messages"])
     return {
+        **cold,
         "plan_hydration_ms": statistics.median(plan_ms),
         "assemble_ms": statistics.median(assemble),
         "turn_ms": statistics.median(whole),
         "turn_cpu_ms": statistics.median(cpus),
         "turn_3_recalled": f"{found}/{len(QUESTIONS)}",
     }
+
+
+async def cold_index_ms(svc: Any) -> dict[str, float]:
+    """A replica meeting the session for the first time: its turns read and described for plan_hydration."""
+    try:
+        from modules.plan_hydration.offload import describe
+        from tda.turn_index import TurnIndex
+    except ImportError:  # code from before the turn index
+        return {}
+    index = TurnIndex(svc.store.db, lambda: None)
+    session = await svc.store.sessions.get("s")
+    started = time.perf_counter()
+    await index.bound(session, session.phase).described("plan_hydration", describe, before=2**31 - 1)
+    return {"cold_index_ms": 1000 * (time.perf_counter() - started)}
 
 
 def main() -> None:
