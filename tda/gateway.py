@@ -37,6 +37,7 @@ from .models import ProfileRow, SessionRow
 from .sources import Cutoff, build_context, input_hashes, message_of
 from .store.sessions import SessionData
 from .tool_results import as_result, plan_of
+from .turn_index import index_turn_after
 from .turns import MAX_TURN, export_turn, record_snapshot, resolve_type, timed, with_component_instructions
 
 if TYPE_CHECKING:
@@ -229,6 +230,7 @@ async def _run(
             row = await _record(
                 svc, session.id, conversation, place, done, (tokens_in, tokens_out), snapshot_id, ctx.model
             )
+            index_turn_after(svc, session, row)
         if not done.tool_calls:  # a finished turn may be served later as an example, in its session's scope
             data = SessionData(session, profile, 0, 0, [], [])
             from_tools = quotes_tools((*conversation.chat, *conversation.instructions))

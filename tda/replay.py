@@ -70,15 +70,15 @@ async def reassemble(
         # snapshots from before "assembled_at" was recorded: the snapshot's own time, a little later
         cutoff=Cutoff(row.turn, row.created_at, inputs.get("assembled_at", aware_utc(row.created_at).timestamp())),
     )
+    phase = inputs.get("phase")
     ctx = dataclasses.replace(
         ctx,
         model=inputs["model"],
         profile=dataclasses.replace(ctx.profile, context_limit=inputs.get("profile_context_limit")),
-        session=dataclasses.replace(
-            ctx.session, context_limit=inputs.get("session_context_limit"), phase=inputs.get("phase")
-        ),
+        session=dataclasses.replace(ctx.session, context_limit=inputs.get("session_context_limit"), phase=phase),
         # a tool-loop step: the turn so far after its query; the client's own tools (chat completions)
         continuation=tuple(Message.from_chat(m) for m in inputs.get("continuation") or ()),
+        earlier_turns=None if svc.sources.turn_index is None else svc.sources.turn_index.bound(data.session, phase),
         tools=tuple(ToolSchema.from_openai(t) for t in inputs["tools"]) if "tools" in inputs else ctx.tools,
     )
     ctx = await with_component_instructions(svc, ctx)

@@ -31,6 +31,7 @@ from .llm import LLM, LLMSummarizer, Upstream, preload
 from .memory import drop_tiktoken_rank_copies
 from .sources import Sources
 from .store import Store
+from .turn_index import TurnIndex
 
 if TYPE_CHECKING:
     from .traces_out import TracesOut
@@ -85,6 +86,8 @@ class TDAService:
         self.sources = sources or Sources(knowledge=self.knowledge, cases=self.knowledge, embedder=self.knowledge)
         if self.sources.history_recall is None:  # one index per session, shared by its turns (tda/recall.py)
             self.sources.history_recall = SessionRecall(self.sources.embedder)
+        if self.sources.turn_index is None:  # older turns as modules search them (tda/turn_index.py)
+            self.sources.turn_index = TurnIndex(self.store.db, lambda: self.sources.embedder)
         if self.sources.summarizer is None and not self.llm.mock:
             # A mock model cannot summarise or rewrite a follow-up; without a summarizer the modules
             # use their own extractive fallbacks and the original query.

@@ -32,6 +32,7 @@ from .history import history_read, message_of
 from .knowledge.scope import CaseScope, session_key
 from .models import AttachmentRow, ProfileRow, SessionRow, TurnRow
 from .store.sessions import SessionData, TurnTuple
+from .turn_index import TurnIndex
 
 __all__ = ["message_of"]  # turns.py builds messages from rows with it
 
@@ -76,6 +77,8 @@ class Sources:
     embedder: Embedder | None = None
     history_recall: HistoryRecall | None = None
     """Recalls older history by relevance (``tda/recall.py`` keeps it up to date as messages are recorded)."""
+    turn_index: TurnIndex | None = None
+    """Keeps what modules search of each session's older turns (``tda/turn_index.py``), as turns are recorded."""
     _tools: BoundedCache[tuple[str, str], tuple[ToolSchema, ...]] = field(
         default_factory=lambda: BoundedCache(256), repr=False
     )
@@ -175,6 +178,7 @@ def build_context(
         summarizer=sources.summarizer,
         embedder=sources.embedder,
         history_recall=sources.history_recall,
+        earlier_turns=None if sources.turn_index is None else sources.turn_index.bound(s, s.phase),
     )
 
 

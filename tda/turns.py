@@ -33,6 +33,7 @@ from .recall import index_after
 from .sources import build_context, input_hashes, message_of
 from .store.types import StoredType
 from .tool_results import as_result, plan_of, tool_text
+from .turn_index import index_turn_after
 
 if TYPE_CHECKING:
     from components.context_window.handler import AssembledContext
@@ -274,6 +275,7 @@ async def _step(
             svc.history.recorded(data, rows)
         else:
             turn_row = await svc.store.sessions.extend_turn(session_id, turn, step, [reply])
+        index_turn_after(svc, data.session, turn_row)  # described and embedded for later turns' recall
     case_id = None
     if not done.tool_calls:  # a finished turn (its whole tool loop is the plan) may be served as an example
         case_id = await keep_as_champion(svc, data, turn, query, done.text, turn_row)

@@ -10,12 +10,12 @@ import itertools
 import json
 import marshal
 from abc import ABC, abstractmethod
-from collections.abc import AsyncGenerator, Hashable, Mapping, MutableSequence, Sequence
+from collections.abc import AsyncGenerator, Callable, Hashable, Mapping, MutableSequence, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from types import MappingProxyType
-from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
+from typing import Any, ClassVar, Literal, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -550,6 +550,28 @@ class HistoryRecall(Protocol):
         ...
 
 
+D = TypeVar("D")
+"""What a module makes of an earlier turn to search it (``EarlierTurns.described``)."""
+
+
+@runtime_checkable
+class EarlierTurns(Protocol):
+    """One session's valid turns older than those in ``Session.turns``, which the phase it is in may see. A service
+    hands modules its newest turns only (reading every turn's results each turn would cost more than the turn); it
+    keeps what modules search of the older ones, made once per turn as they are recorded, and reads a turn's whole
+    record only when it is recalled. Bound to its session by the application: a module cannot name another."""
+
+    async def described(self, kind: str, describe: Callable[[TurnRecord], D], *, before: int) -> list[tuple[int, D]]:
+        """``(turn number, describe(turn))`` of each valid, visible turn numbered below ``before``, oldest first.
+        ``describe`` (pure: the same turn, the same description; the same function on every call, a module-level
+        one) runs once per turn and ``kind``, and what it made is kept."""
+        ...
+
+    async def records(self, turns: Sequence[int]) -> list[TurnRecord]:
+        """The whole records of these turns (one read), oldest first; those no longer valid or visible left out."""
+        ...
+
+
 @runtime_checkable
 class Summarizer(Protocol):
     """A model that writes short texts for modules (summaries, query rewrites). Each call is a model call the
@@ -597,6 +619,9 @@ class AssemblyContext:
     history_recall: HistoryRecall | None = None
     """Optional: recalls older history by relevance (conversation_history). ``None``: the module indexes the history
     itself at first use (a library call, ``tda assemble``)."""
+    earlier_turns: EarlierTurns | None = None
+    """Optional: the session's turns older than ``session.turns`` (plan_hydration and workflow_history recall from
+    them too). ``None``: ``session.turns`` holds every turn (a library call, a session file)."""
     model_limit: int | None = None
     """Known input limit of the model; ``None`` means the orchestrator resolves it."""
     query_message: Message | None = None

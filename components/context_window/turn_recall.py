@@ -23,13 +23,13 @@ that changed, or slid out of a service's newest turns): the same inputs always r
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import ClassVar
+from typing import ClassVar, TypeVar
 
 import numpy as np
 
-from .base import Embedder, TurnRecord
+from .base import AssemblyContext, D, Embedder, TurnRecord
 from .fitting import clip
 from .relevance import BM25Index, Floor, VectorIndex, fuse, terms
 from .session_cache import BoundedCache
@@ -56,6 +56,7 @@ EMBED_PER_CALL = 64
 """Parts embedded at most in one call when many are new (a long session's first turn): the rest follow on the next
 calls, by words only meanwhile. Measured: 64 short parts take ~0.3-1 s with minilm-int8 on the shared 2-core machine,
 within the 2 s a module may take."""
+M = TypeVar("M")
 GIST_CHARS = 300
 """Characters of a turn's gist embedded (a query and a plan step: what the turn is about)."""
 
@@ -65,6 +66,44 @@ def turn_gist(turn: TurnRecord) -> str:
     step, on one line."""
     first_step = turn.plan.strip().splitlines()[0] if turn.plan.strip() else ""
     return clip(f"{turn.query} {first_step}", GIST_CHARS)
+
+
+async def earlier_described(
+    ctx: AssemblyContext, kind: str, describe: Callable[[TurnRecord], D]
+) -> list[tuple[int, D]]:
+    """The descriptions of the session's valid, visible turns older than those the module was handed
+    (``AssemblyContext.earlier_turns``; none for a library call, which hands every turn). ``describe`` must be the
+    same function every call (a module-level one): the application keeps what it made by it."""
+    if ctx.earlier_turns is None or not ctx.session.turns:
+        return []
+    before = min(t.turn for t in ctx.session.turns)
+    return await ctx.earlier_turns.described(kind, describe, before=before)
+
+
+async def described_turns(
+    ctx: AssemblyContext, kind: str, describe: Callable[[TurnRecord], D]
+) -> list[tuple[int, D]] | None:
+    """Every valid, visible turn of the session as the application keeps it described (``earlier_turns``), those
+    handed included: each was described once, as it was recorded, so nothing is keyed or read again per turn.
+    ``None`` without such an application (a library call): the module describes the turns it was handed."""
+    if ctx.earlier_turns is None or not ctx.session.turns:
+        return None
+    return await ctx.earlier_turns.described(kind, describe, before=max(t.turn for t in ctx.session.turns) + 1)
+
+
+async def with_records(ctx: AssemblyContext, chosen: list[tuple[TurnRecord | int, M]]) -> list[tuple[TurnRecord, M]]:
+    """``chosen`` with each older turn (a number) replaced by its whole record, read in one call; a turn that is no
+    longer valid or visible is left out."""
+    numbers = [ref for ref, _ in chosen if isinstance(ref, int)]
+    if not numbers or ctx.earlier_turns is None:
+        return [(ref, m) for ref, m in chosen if not isinstance(ref, int)]
+    records = {r.turn: r for r in await ctx.earlier_turns.records(numbers)}
+    out = []
+    for ref, m in chosen:
+        record = records.get(ref) if isinstance(ref, int) else ref
+        if record is not None:
+            out.append((record, m))
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +196,16 @@ class TurnRecall:
         """Terms of each text, by session and key: a list re-indexed after a change is not stemmed again."""
         self._vectors = self._shared_vectors
 
+    @classmethod
+    async def embed_parts(cls, parts: Sequence[str], embedder: Embedder) -> None:
+        """Embed ``parts`` now, ahead of the turn that searches them (an application does it as a turn is recorded,
+        after the response): ``match`` then finds their vectors cached and embeds only the query."""
+        missing = [p for p in dict.fromkeys(parts) if cls._shared_vectors.get((type(embedder).__name__, p)) is None]
+        for start in range(0, len(missing), EMBED_BATCH):
+            batch = missing[start : start + EMBED_BATCH]
+            for part, vector in zip(batch, await embedder.embed(batch), strict=True):
+                cls._shared_vectors.put((type(embedder).__name__, part), np.asarray(vector, dtype=np.float32))
+
     def forget(self, session_id: str) -> int:
         """Drop a session's indexes and terms; returns how many indexes went."""
         self._terms.discard_where(lambda key: key[0] == session_id)
@@ -238,11 +287,7 @@ class TurnRecall:
     async def _vectors_of(self, texts: Sequence[TurnText], embedder: Embedder) -> list[list[np.ndarray]]:
         """Each text's part vectors; only parts not embedded before are sent to the embedder."""
         kind = type(embedder).__name__
-        missing = list(dict.fromkeys(p for t in texts for p in t.parts if self._vectors.get((kind, p)) is None))
-        for start in range(0, len(missing), EMBED_BATCH):
-            batch = missing[start : start + EMBED_BATCH]
-            for part, vector in zip(batch, await embedder.embed(batch), strict=True):
-                self._vectors.put((kind, part), np.asarray(vector, dtype=np.float32))
+        await self.embed_parts([p for t in texts for p in t.parts], embedder)
         out = []
         for t in texts:
             found = [self._vectors.get((kind, p)) for p in t.parts]

@@ -12,14 +12,15 @@ verbatim rows, then statistics only, then metadata only, then results are droppe
 
 Offloading (options in ``options.py``): the results of every older valid, visible turn (those of at least
 ``recall_min_chars`` characters; default: all) are offloaded to a per-session index
-(``components/context_window/turn_recall.py``: BM25 over the query, plan and results' opening, and with the
-context's ``Embedder`` the turn's gist and each result's name; built incrementally, by content, so a changed turn is
-read again). When the question matches one clearly better than the previous turn (the engine's floor and lead; see
+(``components/context_window/turn_recall.py``: BM25 over the query, plan and results' opening, and with the context's
+``Embedder`` the turn's gist; built incrementally, by content, so a changed turn is read again). With an application's
+``ctx.earlier_turns`` (the service hands only its newest turns), every turn is searched as the application keeps it
+described (``offload.describe``, made once as the turn was recorded), and a recalled turn that was not handed is read
+whole by number. When the question matches one clearly better than the previous turn (the engine's floor and lead; see
 ``turn_recall``), up to ``recall_turns`` of them come back, best first, after the previous turn's results, each as
-"## Earlier result recalled (turn N: <query>)" and distilled to what the room allows (a long text sends its
-opening). The previous turn keeps priority: it is squeezed only to leave ``recall_pct`` % of the budget when there
-is a match, and recalled results take what it leaves. The snapshot's ``recall`` says what came back and why, or why
-nothing did.
+"## Earlier result recalled (turn N: <query>)" and distilled to what the room allows (a long text sends its opening).
+The previous turn keeps priority: it is squeezed only to leave ``recall_pct`` % of the budget when there is a match, and
+recalled results take what it leaves. The snapshot's ``recall`` says what came back and why, or why nothing did.
 """
 
 from __future__ import annotations
@@ -42,12 +43,12 @@ from components.context_window.base import (
 from components.context_window.fitting import clip, cut_to_tokens, estimator, fit_blocks
 from components.context_window.phases import visible
 from components.context_window.session_cache import SessionCache
-from components.context_window.turn_recall import Match, TurnRecall
+from components.context_window.turn_recall import Match, TurnRecall, described_turns, with_records
 from components.context_window.turn_results import Table, Text, parse_result
 from components.context_window.window_type import Distillation
 
 from .distillation import Distilled, apply_l2, distill
-from .offload import Searchable, TurnKeys, searchable
+from .offload import Searchable, TurnKeys, describe, searchable
 from .options import PlanOptions
 
 NOTE = "Statistics describe every row; samples only illustrate. Do not infer totals from samples."
@@ -167,9 +168,14 @@ class PlanHydrationModule(ContextModule):
         the snapshot says about the search."""
         if not options.recall_pct:
             return [], {"reason": "recall is off (recall_pct 0)"}
-        with_results = [t for t in turns if t.results]
-        found = [(t, self._searchable_of(t, ctx.session.id)) for t in with_results]
-        indexed = [(t, s) for t, s in found if s is not None]
+        found: list[tuple[TurnRecord | int, Searchable | None]]
+        described = await described_turns(ctx, "plan_hydration", describe)
+        if described is None:  # a library call: every turn is handed
+            found = [(t, self._searchable_of(t, ctx.session.id)) for t in turns if t.results]
+        else:  # the service's: every turn as described when recorded; a turn not handed is read only if recalled
+            in_hand: dict[int, TurnRecord] = {t.turn: t for t in turns}
+            found = [(in_hand.get(n, n), s) for n, s in described]
+        indexed = [(ref, s) for ref, s in found if s is not None]
         texts = [s.text for _, s in indexed]
         previous = len(indexed) - 1 if turns and indexed and indexed[-1][0] is turns[-1] else None
         shown = [previous] if previous is not None else []
@@ -182,7 +188,8 @@ class PlanHydrationModule(ContextModule):
             meta["reason"] = matches.reason
         if matches.pending:
             meta["pending_embeddings"] = matches.pending
-        return [(indexed[m.position][0], m) for m in matches.matches[: options.recall_turns]], meta
+        chosen = [(indexed[m.position][0], m) for m in matches.matches[: options.recall_turns]]
+        return await with_records(ctx, chosen), meta
 
     def _searchable_of(self, turn: TurnRecord, session_id: str) -> Searchable | None:
         key = self._keys.turn(turn)

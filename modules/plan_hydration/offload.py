@@ -99,8 +99,18 @@ class TurnKeys:
         entry = self._searched.get(id(turn))
         if entry is not None and entry[0] is turn:
             return entry[1]
-        key = (turn.turn, turn.query, turn.plan, tuple(map(searched_part, turn.results)))
-        return self._searched.put(id(turn), (turn, key))[1]
+        return self._searched.put(id(turn), (turn, search_key(turn)))[1]
+
+
+def search_key(turn: TurnRecord) -> Hashable:
+    """What ``searchable`` reads of ``turn``: the key of its searchable text."""
+    return (turn.turn, turn.query, turn.plan, tuple(map(searched_part, turn.results)))
+
+
+def describe(turn: TurnRecord) -> Searchable | None:
+    """An older turn as the service keeps it for plan_hydration (``EarlierTurns``): its searchable text when it has
+    results (the same text and key as when the module was handed the turn itself)."""
+    return searchable(turn, search_key(turn)) if turn.results else None
 
 
 def searched_part(raw: Any) -> Hashable:

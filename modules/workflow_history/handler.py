@@ -5,10 +5,11 @@ Only valid turns the session's IFOC phase may see are listed (``phases.visible``
 option ``max_turns`` (default 10). Condensing keeps fewer turns (the oldest go first).
 
 Turns beyond ``max_turns`` are offloaded to a per-session index of their query and plan
-(``components/context_window/turn_recall.py``). When the question matches some clearly better than the listed ones,
-up to ``recall_turns`` of them follow the list, marked "recalled: an older turn matching the question", within
-``recall_pct`` % of the budget (the newest turns keep the rest). The snapshot's ``recall`` says which and why, or why
-none.
+(``components/context_window/turn_recall.py``), and so are, with an application's ``ctx.earlier_turns``, the turns
+older than those it was handed (the service hands its newest 40; a recalled one is read whole by number). When the
+question matches some clearly better than the listed ones, up to ``recall_turns`` of them follow the list, marked
+"recalled: an older turn matching the question", within ``recall_pct`` % of the budget (the newest turns keep the
+rest). The snapshot's ``recall`` says which and why, or why none.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from components.context_window.base import (
 )
 from components.context_window.fitting import clip, estimator, fit_blocks
 from components.context_window.phases import check_phase, visible
-from components.context_window.turn_recall import TurnRecall, TurnText, turn_gist
+from components.context_window.turn_recall import TurnRecall, TurnText, earlier_described, turn_gist, with_records
 
 from .options import WorkflowOptions
 
@@ -105,15 +106,18 @@ class WorkflowHistoryModule(ContextModule):
         what the snapshot says about the search and why each matched."""
         if not options.recall_pct:
             return [], ({"reason": "recall is off (recall_pct 0)"}, [])
-        older = len(turns) - options.max_turns
+        # the service's older turns (beyond those handed) by number, their records read only if recalled
+        earlier = await earlier_described(ctx, "workflow_history", turn_text)
+        refs: list[TurnRecord | int] = [*(n for n, _ in earlier), *turns]
+        older = len(refs) - min(options.max_turns, len(turns))
         if older <= 0:
             return [], ({"reason": f"every visible turn is among the newest {options.max_turns}"}, [])
-        texts = [turn_text(t) for t in turns]
+        texts = [*(text for _, text in earlier), *map(turn_text, turns)]
         matches = await self._recall.match(
             ctx.session.id,
             texts,
             ctx.query,
-            shown=range(older, len(turns)),
+            shown=range(older, len(refs)),
             candidates=range(older),
             embedder=ctx.embedder,
         )
@@ -122,8 +126,8 @@ class WorkflowHistoryModule(ContextModule):
             meta["reason"] = matches.reason
         if matches.pending:
             meta["pending_embeddings"] = matches.pending
-        chosen = matches.matches[: options.recall_turns]
-        return [turns[m.position] for m in chosen], (meta, [m.why() for m in chosen])
+        chosen = await with_records(ctx, [(refs[m.position], m) for m in matches.matches[: options.recall_turns]])
+        return [t for t, _ in chosen], (meta, [m.why() for _, m in chosen])
 
 
 def workflow_options(ctx: AssemblyContext) -> WorkflowOptions:

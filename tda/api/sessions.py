@@ -113,7 +113,10 @@ async def update_session(session_id: str, data: SessionPatch) -> dict[str, Any]:
 @bp.delete("/<session_id>")
 @require("admin")
 async def delete_session(session_id: str) -> tuple[str, int]:
-    await service().store.sessions.delete(session_id, actor())
+    svc = service()
+    await svc.store.sessions.delete(session_id, actor())
+    if svc.sources.turn_index is not None:
+        svc.sources.turn_index.forget(session_id)
     return "", 204
 
 
@@ -229,6 +232,8 @@ async def purge_memory(session_id: str) -> dict[str, Any]:
     svc = service()
     session = await svc.store.sessions.get(session_id)
     counts = await svc.store.sessions.purge_memory(session_id, actor())
+    if svc.sources.turn_index is not None:  # its turns are invalid now (the next turn would read so); let go of them
+        svc.sources.turn_index.forget(session_id)
     purged = {}
     for info in svc.registry.infos():
         if info.capabilities.get("purgeable"):

@@ -5,6 +5,7 @@ checked against sums computed here, never against the distillation code."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import pytest
@@ -305,3 +306,49 @@ async def test_the_same_turns_rank_the_same_whatever_the_index_saw_before(builti
     fresh = await builtin("plan_hydration").contribute(4_000, ctx_for(QUESTION, session=newest))
     assert after.text() == fresh.text() and after.metadata == fresh.metadata
     assert fresh.metadata["recall"]["recalled_turns"] == [30]
+
+
+class KeptTurns:
+    """An application's ``EarlierTurns``: the older turns kept described, their records handed out only when asked by
+    number (what is asked is kept, so a test can tell what a module read)."""
+
+    def __init__(self, turns: list[TurnRecord]) -> None:
+        self.turns = {t.turn: t for t in turns}
+        self.described_calls: list[tuple[str, int]] = []
+        self.read: list[list[int]] = []
+        self._kept: dict[tuple[str, int], object] = {}
+
+    async def described(self, kind, describe, *, before):
+        self.described_calls.append((kind, before))
+        out = []
+        for n, t in sorted(self.turns.items()):
+            if n < before and t.valid:
+                if (kind, n) not in self._kept:
+                    self._kept[(kind, n)] = describe(t)
+                out.append((n, self._kept[(kind, n)]))
+        return out
+
+    async def records(self, turns):
+        self.read.append(list(turns))
+        return [self.turns[n] for n in sorted(turns) if n in self.turns]
+
+
+async def test_with_an_application_index_the_older_turns_are_searched_and_only_the_recalled_one_read(
+    plan, workflow, ctx_for
+):
+    """The service hands the newest turns only (here 10 of 30) and keeps the rest described: turn 2 still comes back,
+    and of the older turns only turn 2's whole record is read."""
+    whole = long_session()
+    kept = KeptTurns(whole.turns)
+    session = Session(id=whole.id, turns=whole.turns[-10:])
+    out = await plan.contribute(4_000, ctx_for(QUESTION, session=session, earlier_turns=kept))
+    assert out.metadata["recall"]["recalled_turns"] == [2]
+    assert revenue_sum(whole, 2) in out.text()
+    assert kept.read == [[2]]
+    assert out.metadata["recall"]["searched"] == 29  # every earlier turn, not only the 9 handed ones
+    lines = await workflow.contribute(2_000, ctx_for(QUESTION, session=session, earlier_turns=kept))
+    assert f"- Turn 2 (recalled: an older turn matching the question; success): {ORDERS_QUERY}" in lines.text()
+    assert ("workflow_history", 21) in kept.described_calls  # asked for the turns older than those it was handed
+    kept.turns[2] = dataclasses.replace(kept.turns[2], valid=False)  # invalidated since: never recalled
+    again = await plan.contribute(4_000, ctx_for(QUESTION, session=session, earlier_turns=kept))
+    assert revenue_sum(whole, 2) not in again.text()

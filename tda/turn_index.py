@@ -1,0 +1,236 @@
+"""Earlier turns in the service: what plan_hydration and workflow_history search of a session's turns beyond the newest
+``RECENT_TURNS`` a turn loads (``EarlierTurns`` in the component), kept as turns are recorded.
+
+Per session, one entry per turn: its validity, its phase and each module's description of it (``describe`` runs once
+per turn and kind; the results themselves are not kept). A recorded turn is described, and its gist embedded, by the
+background writer right after the response, holding the session's lock (``index_turn_after``): the next turn finds
+both ready and embeds only its own query. A replica meeting a session for the first time (another one recorded it, or
+it restarted) reads the turns from the database once, at the first turn that asks. Validity is the database's: the
+session's ``history_version`` moves with every validity change and memory purge, and then the flags are read again
+(one light query); the phase is the window's own, so a move to a later phase hides the earlier phases' turns at once.
+A recalled turn's whole record is read when it is recalled, by number, in one query.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import BigInteger, bindparam, select
+
+from components.context_window.base import D, Embedder, TurnRecord
+from components.context_window.phases import visible
+from components.context_window.session_cache import BoundedCache
+from components.context_window.turn_recall import TurnRecall, turn_gist
+
+from .knowledge.scope import session_key
+from .models import SessionRow, TurnRow
+from .store.sessions import TurnTuple
+
+if TYPE_CHECKING:
+    from .db import Database
+    from .service import TDAService
+
+Key = tuple[str, str]
+"""A session's id, and its id with its creation time (``session_key``)."""
+PAGE = 256
+"""Turns read at a time when a session is met for the first time (their results are described, then let go)."""
+RECALLED = 16
+"""Whole records kept per session of the turns recalled lately."""
+OPEN = "tool_calls"
+"""The outcome of a turn whose tool loop may still go on (on another replica): described again once it is older."""
+
+_COLUMNS = tuple(TurnRow.__table__.columns)
+_BETWEEN = (
+    select(*_COLUMNS)
+    .where(
+        TurnRow.session_id == bindparam("session_id"),
+        TurnRow.turn >= bindparam("start", type_=BigInteger),
+        TurnRow.turn < bindparam("end", type_=BigInteger),
+    )
+    .order_by(TurnRow.turn)
+    .limit(PAGE)
+)
+_NUMBERED = select(*_COLUMNS).where(
+    TurnRow.session_id == bindparam("session_id"), TurnRow.turn.in_(bindparam("numbers", expanding=True))
+)
+_VALIDITY = select(TurnRow.turn, TurnRow.valid).where(TurnRow.session_id == bindparam("session_id"))
+
+
+def record_of(row: Any) -> TurnRecord:
+    """A turn row (``TurnTuple`` or ``TurnRow``) as the component's record."""
+    return TurnRecord(
+        turn=row.turn,
+        query=row.query,
+        plan=row.plan,
+        answer=row.answer,
+        outcome=row.outcome,
+        tokens_in=row.tokens_in,
+        tokens_out=row.tokens_out,
+        results=tuple(row.results or ()),
+        valid=row.valid,
+        phase=row.phase,
+    )
+
+
+@dataclass(eq=False)
+class _Entry:
+    valid: bool
+    phase: str | None
+    final: bool
+    """False while the turn may still be extended (its tool loop open when read)."""
+    described: dict[str, Any] = field(default_factory=dict)
+    """Per kind, the module's description."""
+
+
+@dataclass(eq=False)
+class _Session:
+    entries: dict[int, _Entry] = field(default_factory=dict)
+    read_below: int = 0
+    """Every turn numbered below this has an entry (read from the database or recorded here)."""
+    version: int | None = None
+    """The session's ``history_version`` the validity flags were read at."""
+    recalled: BoundedCache[int, TurnRecord] = field(default_factory=lambda: BoundedCache(RECALLED))
+    """Whole records of turns recalled lately: a turn a conversation keeps coming back to is read once."""
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+
+class TurnIndex:
+    """Every session's earlier turns as the modules search them (a bounded number of sessions, least recent out)."""
+
+    def __init__(self, db: Database, embedder: Callable[[], Embedder | None], max_sessions: int = 64) -> None:
+        self._db = db
+        self._embedder = embedder
+        self._sessions: BoundedCache[Key, _Session] = BoundedCache(max_sessions)
+        """By session id and creation time: a session deleted and created again under its id starts afresh, on
+        every replica."""
+        self._describers: dict[str, Callable[[TurnRecord], Any]] = {}
+        """Per kind, the describer a module last asked with: recorded turns are described with each at once."""
+
+    def bound(self, session: SessionRow, phase: str | None) -> SessionTurns:
+        """The component's ``EarlierTurns`` for one window of ``session`` in ``phase`` (the session's, or the replayed
+        turn's), at its history version."""
+        return SessionTurns(self, _key(session), phase, session.history_version)
+
+    def forget(self, session_id: str) -> None:
+        self._sessions.discard_where(lambda key: key[0] == session_id)
+
+    def stats(self) -> dict[str, int]:
+        return {"sessions": len(self._sessions), "turns": sum(len(s.entries) for s in self._sessions.values())}
+
+    async def recorded(self, session: Key, row: Any) -> None:
+        """A turn just recorded (or extended): described for every kind asked for so far, and its gist embedded (an
+        embedder that fails leaves the description: the turn then embeds the gist itself)."""
+        record = record_of(row)
+        state = self._state(session)
+        async with state.lock:
+            self._enter(state, record)
+        embedder = self._embedder()
+        if embedder is not None:
+            await TurnRecall.embed_parts([turn_gist(record)], embedder)
+
+    async def described(
+        self,
+        session: Key,
+        phase: str | None,
+        version: int,
+        kind: str,
+        describe: Callable[[TurnRecord], D],
+        before: int,
+    ) -> list[tuple[int, D]]:
+        session_id = session[0]
+        if self._describers.get(kind) is not describe:  # a module asks for the first time (or was reloaded)
+            self._describers[kind] = describe
+            for s in self._sessions.values():
+                for e in s.entries.values():
+                    e.described.pop(kind, None)
+        state = self._state(session)
+        async with state.lock:
+            await self._sync(session_id, state, version, before)
+            numbers = sorted(n for n, e in state.entries.items() if n < before and e.valid and visible(e.phase, phase))
+            missing = [n for n in numbers if kind not in state.entries[n].described]
+            if missing:  # recorded before this kind was asked for: read once
+                for record in await self._read(session_id, missing):
+                    self._enter(state, record)
+            return [(n, state.entries[n].described[kind]) for n in numbers if kind in state.entries[n].described]
+
+    async def records(self, session: Key, phase: str | None, numbers: Sequence[int]) -> list[TurnRecord]:
+        state = self._state(session)
+        async with state.lock:
+            missing = [n for n in numbers if state.recalled.get(n) is None]
+            for record in await self._read(session[0], missing) if missing else []:
+                state.recalled.put(record.turn, record)
+            found = [r for n in numbers if (r := state.recalled.get(n)) is not None]
+            # validity as of this window's sync (the entry's flag), not as cached
+            usable = [r for r in found if (e := state.entries.get(r.turn)) is not None and e.valid]
+        return sorted((r for r in usable if visible(r.phase, phase)), key=lambda r: r.turn)
+
+    def _state(self, session: Key) -> _Session:
+        state = self._sessions.get(session)
+        if state is None:
+            return self._sessions.put(session, _Session())
+        self._sessions.touch(session)
+        return state
+
+    def _enter(self, state: _Session, record: TurnRecord) -> None:
+        described = {kind: describe(record) for kind, describe in self._describers.items()}
+        state.entries[record.turn] = _Entry(record.valid, record.phase, record.outcome != OPEN, described)
+
+    async def _sync(self, session_id: str, state: _Session, version: int, before: int) -> None:
+        """Entries for every turn below ``before``, as they now are."""
+        if state.version != version and state.entries:  # validity changed (a turn, a purge) or never read here
+            async with self._db.read_rows() as c:
+                flags = {number: valid for number, valid in await c.execute(_VALIDITY, {"session_id": session_id})}
+            for number, entry in state.entries.items():
+                entry.valid = flags.get(number, False)
+            state.recalled.clear()
+        state.version = version
+        while state.read_below < before:  # turns recorded elsewhere, or before this process met the session
+            if all(n in state.entries for n in range(state.read_below, before)):
+                state.read_below = before
+                break
+            params = {"session_id": session_id, "start": state.read_below, "end": before}
+            async with self._db.read_rows() as c:
+                rows = [TurnTuple._make(r) for r in await c.execute(_BETWEEN, params)]
+            for row in rows:
+                if row.turn not in state.entries:
+                    self._enter(state, record_of(row))
+            state.read_below = rows[-1].turn + 1 if len(rows) == PAGE else before
+        reopened = [n for n, e in state.entries.items() if n < before and not e.final]
+        if reopened:  # its tool loop may have gone on elsewhere; a newer turn exists now, so it is done
+            for record in await self._read(session_id, reopened):
+                self._enter(state, record)
+                state.entries[record.turn].final = True
+
+    async def _read(self, session_id: str, numbers: Sequence[int]) -> list[TurnRecord]:
+        async with self._db.read_rows() as c:
+            rows = await c.execute(_NUMBERED, {"session_id": session_id, "numbers": list(numbers)})
+            return [record_of(TurnTuple._make(r)) for r in rows]
+
+
+class SessionTurns:
+    """``EarlierTurns`` for one window: its session, phase and history version fixed by the application."""
+
+    __slots__ = ("__index", "__phase", "__session", "__version")
+
+    def __init__(self, index: TurnIndex, session: Key, phase: str | None, version: int) -> None:
+        self.__index, self.__session, self.__phase, self.__version = index, session, phase, version
+
+    async def described(self, kind: str, describe: Callable[[TurnRecord], D], *, before: int) -> list[tuple[int, D]]:
+        return await self.__index.described(self.__session, self.__phase, self.__version, kind, describe, before)
+
+    async def records(self, turns: Sequence[int]) -> list[TurnRecord]:
+        return await self.__index.records(self.__session, self.__phase, turns)
+
+
+def index_turn_after(svc: TDAService, session: SessionRow, row: Any) -> None:
+    """Describe and embed the turn just recorded for ``session``, after the response (hold the session's lock)."""
+    index, key = svc.sources.turn_index, _key(session)
+    if index is not None:
+        svc.writer.submit(session.id, lambda: index.recorded(key, row), f"turn index of session {session.id}")
+
+
+def _key(session: SessionRow) -> Key:
+    return (session.id, session_key(session.id, session.created_at))
