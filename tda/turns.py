@@ -275,12 +275,12 @@ async def _step(
             svc.history.recorded(data, rows)
         else:
             turn_row = await svc.store.sessions.extend_turn(session_id, turn, step, [reply])
-        index_turn_after(svc, data.session, turn_row)  # described and embedded for later turns' recall
     case_id = None
     if not done.tool_calls:  # a finished turn (its whole tool loop is the plan) may be served as an example
         case_id = await keep_as_champion(svc, data, turn, query, done.text, turn_row)
     # Last, so that it does not run in the turn's own waits (~2 ms a turn on the loop); a tool loop's step too, or
     # the next turn would index its tool results inside its window's assembly, holding the event loop.
+    index_turn_after(svc, data.session, turn_row)  # described and embedded for later turns' recall
     index_after(svc, session_id)
     return {
         "session_id": session_id,
