@@ -45,9 +45,9 @@ BY_IDS = 64
 """Up to this many parts are read by id; more are read as the session's whole set, filtered here: Chroma looks ids
 up slowly in bulk (2,000 ids: ~0.9 s), while a session's 2,000 vectors come back by metadata in 0.06-0.13 s."""
 PAGE = 5_000
-READ_S = 2.0
-"""A read waits this long (plus 1 ms a part) before the parts are embedded instead: a stalled server never holds a
-turn for long."""
+READ_S = 1.0
+"""A read waits this long (plus 1 ms a part) before the parts are embedded instead (and the store is left alone for
+30 s, ``STORE_RETRY_S``): a stalled server holds one turn, not every one."""
 
 _WRITE_NOW: ContextVar[bool] = ContextVar("tda_history_vectors_write_now", default=False)
 

@@ -7,9 +7,9 @@ import dataclasses
 
 import pytest
 
-from components.context_window.base import InMemoryMessages, Message
+from components.context_window.base import InMemoryMessages, Message, Session
 from components.context_window.handler import ContextWindowHandler
-from components.context_window.history_recall import SessionRecall
+from components.context_window.history_recall import SessionRecall, parts_of
 from components.context_window.relevance import VectorIndex
 from components.context_window.window_type import DEFAULT_TYPES
 from modules.conversation_history.handler import RECALL_MARKER
@@ -154,3 +154,65 @@ async def test_a_replayed_turn_is_led_by_the_history_it_saw_not_by_messages_reco
     fresh = await SessionRecall(CountingEmbedder()).lead(turn_31, query, split=50)
     assert replayed.continuity == pytest.approx(fresh.continuity) and replayed.continuity < 0.999
     assert replayed.dense == pytest.approx(fresh.dense)
+
+
+class DictVectors:
+    """A ``PartVectors`` store in a dict (by session, then part key), as the application keeps one in Chroma."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, dict[str, object]] = {}
+        self.down = False
+
+    async def get(self, session_id, keys):
+        if self.down:
+            raise ConnectionError("store down")
+        held = self.rows.get(session_id, {})
+        return {k: held[k] for k in keys if k in held}
+
+    async def put(self, session_id, vectors):
+        if self.down:
+            raise ConnectionError("store down")
+        self.rows.setdefault(session_id, {}).update(vectors)
+
+
+async def _recall_fact(recall: SessionRecall, session_id: str, messages: list[Message]) -> None:
+    session = Session(session_id, messages=messages)
+    ranking = await recall.recall(session, "greyhound", before=len(messages), enough_tokens=100)
+    assert ranking.units[0].messages[0].content == FACT and ranking.method == "lexical+dense"
+
+
+async def test_another_replica_reads_the_stored_vectors_instead_of_embedding_the_history():
+    store, messages = DictVectors(), planted(30)
+    await _recall_fact(SessionRecall(CountingEmbedder(), stored=store), "a", messages)
+    assert len(store.rows["a"]) == len({p for m in messages for p in parts_of(m.content)})
+    other = CountingEmbedder()
+    await _recall_fact(SessionRecall(other, stored=store), "a", messages)
+    assert other.embedded == 1  # the query only
+
+
+async def test_a_session_never_gets_another_sessions_vectors_even_for_the_same_text():
+    store, messages = DictVectors(), planted(30)
+    await _recall_fact(SessionRecall(CountingEmbedder(), stored=store), "a", messages)
+    other = CountingEmbedder()
+    await _recall_fact(SessionRecall(other, stored=store), "b", messages)
+    assert other.embedded == 60 + 1  # b asked for its own vectors only, found none and embedded its history
+    assert store.rows["b"].keys() == store.rows["a"].keys()
+
+
+async def test_a_store_that_fails_costs_embeddings_never_recall(caplog: pytest.LogCaptureFixture):
+    store, embedder = DictVectors(), CountingEmbedder()
+    store.down = True
+    recall = SessionRecall(embedder, stored=store)
+    messages = planted(30)
+    await _recall_fact(recall, "a", messages)
+    await _recall_fact(recall, "a", [*messages, Message("user", "one more", turn=31)])
+    assert embedder.embedded == 60 + 1 + 1 + 1
+    assert len([r for r in caplog.records if "history vectors" in r.getMessage()]) == 1
+
+
+async def test_messages_never_shown_are_not_embedded():
+    messages = planted(30)
+    messages[10:20] = [dataclasses.replace(m, valid=False) for m in messages[10:20]]
+    embedder = CountingEmbedder()
+    await _recall_fact(SessionRecall(embedder), "a", messages)
+    assert embedder.embedded == 50 + 1

@@ -18,6 +18,7 @@ import asyncio
 import hashlib
 import logging
 import re
+import time
 from collections.abc import Collection, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
@@ -51,6 +52,9 @@ WEIGHTS = (0.5, 1.0)
 RECENT_QUESTIONS = 3
 """How many of the newest user messages a query is compared with to tell a conversation going on from a return to
 something said long ago (``RecallLead.continuity``)."""
+STORE_RETRY_S = 30.0
+"""After a ``PartVectors`` call fails, the store is left alone this long: a stalled server is not waited for by
+every turn (each would spend its wait before embedding anyway)."""
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 log = logging.getLogger(__name__)
 
@@ -239,6 +243,7 @@ class SessionRecall:
         self.stored = stored
         """Where the parts' vectors are kept beyond this process: read before embedding, written after."""
         self._store_failed = False
+        self._store_retry_at = 0.0
         self._indexes: BoundedCache[str, HistoryIndex] = BoundedCache(max_sessions)
         self._vectors: BoundedCache[str, np.ndarray] = BoundedCache(max_vectors)
         """Vectors by the text embedded: a history indexed afresh (edited, or another session with the same
@@ -308,6 +313,8 @@ class SessionRecall:
         asked = {part_key(t): t for t in texts if part_key(t) not in index.stored}
         if not asked:
             return {}, True
+        if time.monotonic() < self._store_retry_at:
+            return {}, False
         try:
             found = await self.stored.get(index.session_id, asked.keys())
         except Exception as exc:  # the store is down: embed instead (the turn goes on)
@@ -337,6 +344,7 @@ class SessionRecall:
         if not self._store_failed:  # once per outage: every message indexed meanwhile would say the same
             log.warning("history vectors: the %s failed (%s); embedding instead until it works again", what, exc)
         self._store_failed = True
+        self._store_retry_at = time.monotonic() + STORE_RETRY_S
 
     async def recall(self, session: Session, query: str, *, before: int, enough_tokens: int) -> RecallRanking:
         """Units of the session's messages before position ``before``, best first, until their messages hold about
