@@ -20,7 +20,7 @@ from tda.history_vectors import collection_name
 from tests.service.support import ScriptedModel
 from tests.service.test_history_recall import FACT, QUESTION, long_history
 
-HISTORY = long_history(300)
+HISTORY = long_history(160)
 PARTS = {p for m in HISTORY for p in parts_of(searchable_text(Message(m["role"], m["content"])))}
 
 
