@@ -19,6 +19,7 @@ import os
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,8 @@ offline_library_defaults()
 LENGTHS = tuple(int(x) for x in os.environ.get("BENCH_VECTOR_MESSAGES", "2000,10000").split(","))
 EMBEDDER = os.environ.get("TDA_EMBEDDER", "minilm-int8")
 CHROMA_URL = os.environ.get("TDA_CHROMA_URL") or None
+RUN = uuid.uuid4().hex[:8]
+"""Session ids are unique per run and length: a shared Chroma server keeps what earlier runs stored."""
 
 
 class Counting:
@@ -56,21 +59,21 @@ def history(n: int) -> list[dict[str, Any]]:
     ]
 
 
-async def index_on_a(settings: Settings, messages: list[dict[str, Any]]) -> float:
+async def index_on_a(settings: Settings, session: str, messages: list[dict[str, Any]]) -> float:
     from tda.app import create_app
 
     app = create_app(settings, migrate=False, warm_up_llm=False, warm_up_knowledge=True)
     async with chat_service(app) as (svc, client, headers):
-        body = {"id": "long", "profile_id": "chat", "context_limit": 16_000}
+        body = {"id": session, "profile_id": "chat", "context_limit": 16_000}
         assert (await client.post("/v1/sessions", json=body, headers=headers)).status_code == 201
         started = time.perf_counter()
-        r = await client.post("/v1/sessions/long/messages", json={"messages": messages}, headers=headers)
+        r = await client.post(f"/v1/sessions/{session}/messages", json={"messages": messages}, headers=headers)
         assert r.status_code == 201
-        await svc.writer.settle("long")
+        await svc.writer.settle(session)
         return time.perf_counter() - started
 
 
-async def first_turn_on_b(settings: Settings, *, stored: bool) -> tuple[float, float, int]:
+async def first_turn_on_b(settings: Settings, session: str, *, stored: bool) -> tuple[float, float, int]:
     """B's first turn: its assembly (ms, Server-Timing), the CPU ms of the whole turn, and how many texts it
     embedded (the model and the tokenizers are warmed up first, as `tda serve` does)."""
     from tda.app import create_app
@@ -86,7 +89,7 @@ async def first_turn_on_b(settings: Settings, *, stored: bool) -> tuple[float, f
         client = running.test_client()
         cpu = time.process_time()
         r = await client.post(
-            "/v1/sessions/long/turns",
+            f"/v1/sessions/{session}/turns",
             json={"query": "What did we say about the boiler?"},
             headers={"Authorization": f"Bearer {token}"},
         )
@@ -107,10 +110,11 @@ def main() -> None:
         settings = Settings(data_dir=folder, mock_model=True, embedder=EMBEDDER, chroma_url=CHROMA_URL)
         messages = history(n)
         parts = len({p for m in messages for p in parts_of(searchable_text(Message(m["role"], m["content"])))})
-        indexing = asyncio.run(index_on_a(settings, messages))
-        after = asyncio.run(first_turn_on_b(settings, stored=True))
+        session = f"long-{n}-{RUN}"
+        indexing = asyncio.run(index_on_a(settings, session, messages))
+        after = asyncio.run(first_turn_on_b(settings, session, stored=True))
         unbounded = dataclasses.replace(settings, module_timeout_s=600.0)
-        before = asyncio.run(first_turn_on_b(unbounded, stored=False))
+        before = asyncio.run(first_turn_on_b(unbounded, session, stored=False))
         row = " | ".join(f"{w:,.0f}, {c:,.0f}, {t:,}" for w, c, t in (before, after))
         print(f"| {n:,} | {parts:,} | {indexing:,.1f} | {row} |", flush=True)
 
