@@ -73,9 +73,9 @@ async def index_on_a(settings: Settings, session: str, messages: list[dict[str, 
         return time.perf_counter() - started
 
 
-async def first_turn_on_b(settings: Settings, session: str, *, stored: bool) -> tuple[float, float, int]:
-    """B's first turn: its assembly (ms, Server-Timing), the CPU ms of the whole turn, and how many texts it
-    embedded (the model and the tokenizers are warmed up first, as `tda serve` does)."""
+async def first_turn_on_b(settings: Settings, session: str, *, stored: bool) -> tuple[float, float, int, str]:
+    """B's first turn: its assembly (ms, Server-Timing), the CPU ms of the whole turn, how many texts it embedded
+    (the model and the tokenizers are warmed up first, as `tda serve` does) and conversation_history's status."""
     from tda.app import create_app
 
     app = create_app(settings, migrate=False, warm_up_llm=True, warm_up_knowledge=True)
@@ -95,13 +95,15 @@ async def first_turn_on_b(settings: Settings, session: str, *, stored: bool) -> 
         )
         cpu = (time.process_time() - cpu) * 1000
         assert r.status_code == 201, await r.get_json()
-        return _timing(r.headers["Server-Timing"], "assemble"), cpu, counting.texts
+        modules = (await r.get_json())["snapshot"]["modules"]
+        status = next(m["status"] for m in modules if m["module_id"] == "conversation_history")
+        return _timing(r.headers["Server-Timing"], "assemble"), cpu, counting.texts, status
 
 
 def main() -> None:
     where = CHROMA_URL or "embedded Chroma (a restart)"
     print(f"History vectors bench: embedder {EMBEDDER}, {where}\n")
-    head = "B's first turn before: assembly ms, turn CPU ms, texts embedded"
+    head = "B's first turn before: assembly ms, turn CPU ms, texts embedded (history module)"
     print(f"| messages | parts | A: import + indexing, s | {head} | after |")
     print("|---:|---:|---:|---|---|")
     for n in LENGTHS:
@@ -115,7 +117,7 @@ def main() -> None:
         after = asyncio.run(first_turn_on_b(settings, session, stored=True))
         unbounded = dataclasses.replace(settings, module_timeout_s=600.0)
         before = asyncio.run(first_turn_on_b(unbounded, session, stored=False))
-        row = " | ".join(f"{w:,.0f}, {c:,.0f}, {t:,}" for w, c, t in (before, after))
+        row = " | ".join(f"{w:,.0f}, {c:,.0f}, {t:,} ({status})" for w, c, t, status in (before, after))
         print(f"| {n:,} | {parts:,} | {indexing:,.1f} | {row} |", flush=True)
 
 

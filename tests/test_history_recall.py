@@ -3,6 +3,7 @@ filling the module's budget; checked against what was planted, never against the
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 
 import pytest
@@ -216,3 +217,17 @@ async def test_messages_never_shown_are_not_embedded():
     embedder = CountingEmbedder()
     await _recall_fact(SessionRecall(embedder), "a", messages)
     assert embedder.embedded == 50 + 1
+
+
+async def test_indexing_cut_short_by_a_timeout_goes_on_and_is_not_started_again():
+    class SlowEmbedder(CountingEmbedder):
+        async def embed(self, texts):
+            await asyncio.sleep(0.05)
+            return await super().embed(texts)
+
+    embedder, messages = SlowEmbedder(), planted(100)
+    recall = SessionRecall(embedder)
+    with pytest.raises(TimeoutError):  # a module's timeout, while the history is embedded
+        await asyncio.wait_for(_recall_fact(recall, "a", messages), 0.02)
+    await _recall_fact(recall, "a", messages)  # waits for the indexing under way, then asks
+    assert embedder.embedded == 200 + 1

@@ -256,10 +256,16 @@ class SessionRecall:
         return int(found)
 
     def index_of(self, session: Session) -> HistoryIndex:
-        return self._indexes.get(session.id) or self._indexes.put(session.id, HistoryIndex(session_id=session.id))
+        index = self._indexes.get(session.id)  # not ``or``: an index still empty (being built) is falsy
+        return index if index is not None else self._indexes.put(session.id, HistoryIndex(session_id=session.id))
 
     async def sync(self, session: Session) -> HistoryIndex:
-        """The session's index holding its whole history (read and indexed since the last call only)."""
+        """The session's index holding its whole history (read and indexed since the last call only). The indexing
+        goes on when the caller is cancelled (a module's timeout while a long history is read from the store or
+        embedded): the next call finds it done, or waits for it, instead of starting again."""
+        return await asyncio.shield(self._sync(session))
+
+    async def _sync(self, session: Session) -> HistoryIndex:
         source = session.message_source()
         version = getattr(source, "version", None)
         index = self.index_of(session)
