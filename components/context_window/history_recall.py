@@ -296,7 +296,8 @@ class SessionRecall:
         if self.embedder is not None:
             parts = [parts_of(searchable_text(m)) if _embedded(m) else [] for m in messages]
             texts = list(dict.fromkeys(p for per in parts for p in per))
-            known, reachable = await self._from_store(index, texts)
+            keys = {t: part_key(t) for t in texts} if self.stored is not None else {}
+            known, reachable = await self._from_store(index, keys)
             for p in texts:
                 cached = self._vectors.get(p)
                 if cached is not None and p not in known:
@@ -307,16 +308,16 @@ class SessionRecall:
                 for text, vector in zip(batch, await self.embedder.embed(batch), strict=True):
                     known[text] = self._vectors.put(text, np.asarray(vector, dtype=np.float32))
             if reachable:  # a store that failed to read is not written to (it would fail again, message by message)
-                await self._to_store(index, texts, known)
+                await self._to_store(index, keys, known)
             vectors = [[known[p] for p in per] for per in parts]
         index.add(messages, vectors)
 
-    async def _from_store(self, index: HistoryIndex, texts: Sequence[str]) -> tuple[dict[str, np.ndarray], bool]:
-        """The vectors the store holds for those of ``texts`` the index does not know to be stored, by text, and
-        whether the store answered."""
+    async def _from_store(self, index: HistoryIndex, keys: Mapping[str, str]) -> tuple[dict[str, np.ndarray], bool]:
+        """The vectors the store holds for those texts (``keys``: text -> ``part_key``) the index does not know to be
+        stored, by text, and whether the store answered."""
         if self.stored is None or index.session_id is None:
             return {}, False
-        asked = {part_key(t): t for t in texts if part_key(t) not in index.stored}
+        asked = {k: t for t, k in keys.items() if k not in index.stored}
         if not asked:
             return {}, True
         if time.monotonic() < self._store_retry_at:
@@ -330,12 +331,12 @@ class SessionRecall:
         index.stored.update(k for k in found if k in asked)
         return {asked[k]: np.asarray(v, dtype=np.float32) for k, v in found.items() if k in asked}, True
 
-    async def _to_store(self, index: HistoryIndex, texts: Sequence[str], known: Mapping[str, np.ndarray]) -> None:
-        """Hand the store the vectors of ``texts`` it does not hold yet for the index's session."""
+    async def _to_store(self, index: HistoryIndex, keys: Mapping[str, str], known: Mapping[str, np.ndarray]) -> None:
+        """Hand the store the vectors of the texts (``keys``: text -> ``part_key``) it does not hold yet for the
+        index's session."""
         if self.stored is None or index.session_id is None:
             return
-        fresh = {part_key(t): known[t] for t in texts}
-        fresh = {k: v for k, v in fresh.items() if k not in index.stored}
+        fresh = {k: known[t] for t, k in keys.items() if k not in index.stored}
         if not fresh:
             return
         try:
