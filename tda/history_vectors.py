@@ -44,7 +44,8 @@ costs 1.5-4 ms and reading a vector back ~0.03-0.04 ms (docs/knowledge.md, "Hist
 BY_IDS = 64
 """Up to this many parts are read by id; more are read as the session's whole set, filtered here: Chroma looks ids
 up slowly in bulk (2,000 ids: ~0.9 s), while a session's 2,000 vectors come back by metadata in 0.06-0.13 s."""
-PAGE = 5_000
+PAGE = 2_000
+"""Records per read of a session's whole set (1,000-12,000 measured alike over HTTP; 2,000 used the least CPU)."""
 READ_S = 1.0
 """A read waits this long (plus 1 ms a part) before the parts are embedded instead (and the store is left alone for
 30 s, ``STORE_RETRY_S``): a stalled server holds one turn, not every one."""
