@@ -133,6 +133,8 @@ class TDAService:
         if self._heartbeats is not None:
             self._heartbeats.cancel()
         await self.writer.drain()  # before the stores close: what turns queued is written
+        if self.history_vectors is not None:
+            await self.history_vectors.flush()
         await asyncio.to_thread(self.knowledge.close)
         await self.store.close()
         if self.traces_out is not None:  # the turns' queued spans are sent (bounded when the collector is down)

@@ -124,6 +124,7 @@ async def test_a_memory_purge_deletes_the_vectors_and_none_come_back(minilm: Set
         embedded = len(chat.embedder.texts)
         await chat.ask("purged")  # the purged history is indexed again, as invalid: nothing of it is embedded
         await chat.svc.writer.settle("purged")
+        await chat.svc.history_vectors.flush()  # a recorded turn's vectors are written with others, within 1 s
         assert PARTS.isdisjoint(chat.embedder.texts[embedded:])
         assert await chat.svc.history_vectors.get("purged", {part_key(p) for p in PARTS}) == {}
         assert 0 < await chat.stored("purged") <= 4  # the new turn's question and reply only
