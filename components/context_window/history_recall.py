@@ -296,12 +296,10 @@ class SessionRecall:
         if self.embedder is not None:
             parts = [parts_of(searchable_text(m)) if _embedded(m) else [] for m in messages]
             texts = list(dict.fromkeys(p for per in parts for p in per))
+            known = {t: v for t in texts if (v := self._vectors.get(t)) is not None}
             keys = {t: part_key(t) for t in texts} if self.stored is not None else {}
-            known, reachable = await self._from_store(index, keys)
-            for p in texts:
-                cached = self._vectors.get(p)
-                if cached is not None and p not in known:
-                    known[p] = cached
+            found, reachable = await self._from_store(index, keys, known)
+            known.update(found)
             missing = [p for p in texts if p not in known]
             for start in range(0, len(missing), EMBED_BATCH):
                 batch = missing[start : start + EMBED_BATCH]
@@ -312,12 +310,14 @@ class SessionRecall:
             vectors = [[known[p] for p in per] for per in parts]
         index.add(messages, vectors)
 
-    async def _from_store(self, index: HistoryIndex, keys: Mapping[str, str]) -> tuple[dict[str, np.ndarray], bool]:
-        """The vectors the store holds for those texts (``keys``: text -> ``part_key``) the index does not know to be
-        stored, by text, and whether the store answered."""
+    async def _from_store(
+        self, index: HistoryIndex, keys: Mapping[str, str], known: Mapping[str, np.ndarray]
+    ) -> tuple[dict[str, np.ndarray], bool]:
+        """The vectors the store holds for the texts (``keys``: text -> ``part_key``) whose vector is not ``known``
+        here or that the index does not know to be stored, by text; and whether the store answered."""
         if self.stored is None or index.session_id is None:
             return {}, False
-        asked = {k: t for t, k in keys.items() if k not in index.stored}
+        asked = {k: t for t, k in keys.items() if t not in known or k not in index.stored}
         if not asked:
             return {}, True
         if time.monotonic() < self._store_retry_at:

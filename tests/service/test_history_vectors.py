@@ -95,13 +95,16 @@ async def running(settings: Settings) -> AsyncIterator[Chat]:
 
 
 async def test_a_restarted_service_reads_the_vectors_instead_of_embedding_the_history_again(minilm: Settings):
+    earlier = "Which kettle did we pick for the office kitchen in the end?"
     async with running(minilm) as first:
         await first.new_session("s")
         assert first.embedder.history_parts() == PARTS  # embedded once, when imported
         assert await first.stored("s") == len(PARTS)
-    async with running(minilm) as restarted:
+        await first.post("/v1/sessions/s/turns", {"query": earlier})  # its vectors wait to be written with others
+    async with running(minilm) as restarted:  # ... and were written when the service stopped
         sent = await restarted.ask("s")
-        assert restarted.embedder.history_parts() == set()  # only the question was embedded
+        assert restarted.embedder.history_parts() == set() and earlier not in restarted.embedder.texts
+        assert restarted.embedder.texts.count(QUESTION) == len(restarted.embedder.texts)  # only the new question
     assert FACT in [m["content"] for m in sent]
 
 
