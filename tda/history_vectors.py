@@ -44,8 +44,10 @@ costs 1.5-4 ms and reading a vector back ~0.03-0.04 ms (docs/knowledge.md, "Hist
 BY_IDS = 64
 """Up to this many parts are read by id; more are read as the session's whole set, filtered here: Chroma looks ids
 up slowly in bulk (2,000 ids: ~0.9 s), while a session's 2,000 vectors come back by metadata in 0.06-0.13 s."""
-PAGE = 2_000
-"""Records per read of a session's whole set (1,000-12,000 measured alike over HTTP; 2,000 used the least CPU)."""
+PAGE = 10_000
+"""Records per read of a session's whole set. Each page filters the collection again, so small pages cost more (12,000
+vectors: 2.7 s in pages of 2,000, 1.8 s in pages of 5,000, on the loaded machine); one read of more than ~30,000
+records fails in Chroma 1.5 ("too many SQL variables")."""
 READ_S = 1.0
 """A read waits this long (plus 1 ms a part) before the parts are embedded instead (and the store is left alone for
 30 s, ``STORE_RETRY_S``): a stalled server holds one turn, not every one."""
