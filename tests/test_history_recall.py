@@ -163,10 +163,12 @@ class DictVectors:
     def __init__(self) -> None:
         self.rows: dict[str, dict[str, object]] = {}
         self.down = False
+        self.asked = 0
 
     async def get(self, session_id, keys):
         if self.down:
             raise ConnectionError("store down")
+        self.asked += len(keys)
         held = self.rows.get(session_id, {})
         return {k: held[k] for k in keys if k in held}
 
@@ -231,3 +233,14 @@ async def test_indexing_cut_short_by_a_timeout_goes_on_and_is_not_started_again(
         await asyncio.wait_for(_recall_fact(recall, "a", messages), 0.02)
     await _recall_fact(recall, "a", messages)  # waits for the indexing under way, then asks
     assert embedder.embedded == 200 + 1
+
+
+async def test_an_edited_history_indexed_afresh_reads_back_only_what_changed():
+    store, embedder, messages = DictVectors(), CountingEmbedder(), planted(30)
+    recall = SessionRecall(embedder, stored=store)
+    await _recall_fact(recall, "a", messages)
+    asked, embedded = store.asked, embedder.embedded
+    edited = [Message("user", "something else entirely", turn=1), *messages[1:]]
+    await _recall_fact(recall, "a", edited)
+    assert store.asked - asked == 1 and embedder.embedded - embedded == 1 + 1  # the new text (and the query)
+    assert len(store.rows["a"]) == 60 + 1

@@ -271,7 +271,9 @@ class SessionRecall:
         index = self.index_of(session)
         async with index.lock:
             if not self._current(index, session, version):
-                index = self._indexes.put(session.id, HistoryIndex(version=version, session_id=session.id))
+                # what the store holds for the session still holds: a history read afresh is not read back
+                fresh = HistoryIndex(version=version, session_id=session.id, stored=index.stored)
+                index = self._indexes.put(session.id, fresh)
             new = await read_new(index, source)
             if new:
                 await self.add(index, new)
