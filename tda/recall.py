@@ -4,7 +4,9 @@ searched by the relevance engine) shared by every turn, and kept up to date as m
 Messages are indexed right after they are stored (an import, a turn's query and reply), by the background writer
 while the session's lock is still held: the next turn, which waits for that lock, finds the index ready and reads
 nothing again. A replica that has not indexed a session yet (another replica recorded it) indexes it from the shared
-database at the session's next turn; what it reads from there is the same history every replica sees.
+database at the session's next turn; what it reads from there is the same history every replica sees. The vectors of
+what it indexes are kept in the knowledge store's Chroma (``tda/history_vectors.py``), written by the indexing job:
+that replica reads them instead of embedding the history again.
 """
 
 from __future__ import annotations
@@ -12,6 +14,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from components.context_window.base import Session
+
+from .errors import Unavailable
+from .history_vectors import write_now
 
 if TYPE_CHECKING:
     from .service import TDAService
@@ -24,9 +29,27 @@ async def index_history(svc: TDAService, session_id: str) -> None:
         return
     data = await svc.store.sessions.load(session_id)
     source = await svc.history.source(data)
-    await recall.sync(Session(id=session_id, user_id=data.session.user_id, history=source))
+    with write_now():  # the vectors are written before the job ends, so before the session's lock goes
+        await recall.sync(Session(id=session_id, user_id=data.session.user_id, history=source))
 
 
 def index_after(svc: TDAService, session_id: str) -> None:
     """Index what was just stored for ``session_id``, after the response (call it holding the session's lock)."""
     svc.writer.submit(session_id, lambda: index_history(svc, session_id), f"history index of session {session_id}")
+
+
+async def forget_history(svc: TDAService, session_id: str, what: str) -> int:
+    """Drop ``session_id``'s recall index and delete its stored vectors (a deletion or a memory purge); returns how
+    many vectors went. A store that cannot be reached refuses: vectors of a forgotten history are never kept."""
+    recall = svc.sources.history_recall
+    if recall is not None and hasattr(recall, "forget"):
+        recall.forget(session_id)
+    if svc.history_vectors is None:
+        return 0
+    try:
+        return await svc.history_vectors.delete(session_id)
+    except Exception as exc:
+        raise Unavailable(
+            f"the history vectors of session {session_id!r} could not be deleted ({exc}); {what}: "
+            "try again once the Chroma store answers"
+        ) from exc

@@ -26,6 +26,7 @@ from .db import upgrade_async
 from .errors import Invalid, field_errors
 from .events import create_bus
 from .history import HistoryCache
+from .history_vectors import part_vectors_for
 from .knowledge.providers import LiveKnowledge
 from .llm import LLM, LLMSummarizer, Upstream, preload
 from .memory import drop_tiktoken_rank_copies
@@ -84,8 +85,10 @@ class TDAService:
         )
         """Opened at start-up (warm_up_knowledge) or on first use: Chroma and the embedder take seconds to load."""
         self.sources = sources or Sources(knowledge=self.knowledge, cases=self.knowledge, embedder=self.knowledge)
+        self.history_vectors = part_vectors_for(self.knowledge, settings.embedder, self.sources.embedder, self.writer)
+        """Where recall's part vectors are kept for other replicas and restarts (None: embedding is cheaper)."""
         if self.sources.history_recall is None:  # one index per session, shared by its turns (tda/recall.py)
-            self.sources.history_recall = SessionRecall(self.sources.embedder)
+            self.sources.history_recall = SessionRecall(self.sources.embedder, stored=self.history_vectors)
         if self.sources.turn_index is None:  # older turns as modules search them (tda/turn_index.py)
             self.sources.turn_index = TurnIndex(self.store.db, lambda: self.sources.embedder)
         if self.sources.summarizer is None and not self.llm.mock:
@@ -133,6 +136,8 @@ class TDAService:
         if self._heartbeats is not None:
             self._heartbeats.cancel()
         await self.writer.drain()  # before the stores close: what turns queued is written
+        if self.history_vectors is not None:
+            await self.history_vectors.flush()
         await asyncio.to_thread(self.knowledge.close)
         await self.store.close()
         if self.traces_out is not None:  # the turns' queued spans are sent (bounded when the collector is down)

@@ -3,13 +3,14 @@ filling the module's budget; checked against what was planted, never against the
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 
 import pytest
 
-from components.context_window.base import InMemoryMessages, Message
+from components.context_window.base import InMemoryMessages, Message, Session
 from components.context_window.handler import ContextWindowHandler
-from components.context_window.history_recall import SessionRecall
+from components.context_window.history_recall import SessionRecall, parts_of
 from components.context_window.relevance import VectorIndex
 from components.context_window.window_type import DEFAULT_TYPES
 from modules.conversation_history.handler import RECALL_MARKER
@@ -183,3 +184,107 @@ async def test_a_part_said_in_many_messages_is_held_once_and_each_message_scores
         vectors = await embedder.embed(parts)
         expected.append(max(cosine(v, query_vector) for v in vectors))
     assert index.dense_scores(query_vector, len(messages)) == pytest.approx(expected, abs=1e-5)
+
+
+class DictVectors:
+    """A ``PartVectors`` store in a dict (by session, then part key), as the application keeps one in Chroma."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, dict[str, object]] = {}
+        self.down = False
+        self.asked = 0
+
+    async def get(self, session_id, keys):
+        if self.down:
+            raise ConnectionError("store down")
+        self.asked += len(keys)
+        held = self.rows.get(session_id, {})
+        return {k: held[k] for k in keys if k in held}
+
+    async def put(self, session_id, vectors):
+        if self.down:
+            raise ConnectionError("store down")
+        self.rows.setdefault(session_id, {}).update(vectors)
+
+
+class HistoryEmbedder(CountingEmbedder):
+    """Also keeps the texts, so the history's can be told from the queries' (which a recall may keep)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.texts: list[str] = []
+
+    async def embed(self, texts):
+        self.texts.extend(texts)
+        return await super().embed(texts)
+
+    def history(self) -> list[str]:
+        return [t for t in self.texts if t != "greyhound"]
+
+
+async def _recall_fact(recall: SessionRecall, session_id: str, messages: list[Message]) -> None:
+    session = Session(session_id, messages=messages)
+    ranking = await recall.recall(session, "greyhound", before=len(messages), enough_tokens=100)
+    assert ranking.units[0].messages[0].content == FACT and ranking.method == "lexical+dense"
+
+
+async def test_another_replica_reads_the_stored_vectors_instead_of_embedding_the_history():
+    store, messages = DictVectors(), planted(30)
+    await _recall_fact(SessionRecall(CountingEmbedder(), stored=store), "a", messages)
+    assert len(store.rows["a"]) == len({p for m in messages for p in parts_of(m.content)})
+    other = CountingEmbedder()
+    await _recall_fact(SessionRecall(other, stored=store), "a", messages)
+    assert other.embedded == 1  # the query only
+
+
+async def test_a_session_never_gets_another_sessions_vectors_even_for_the_same_text():
+    store, messages = DictVectors(), planted(30)
+    await _recall_fact(SessionRecall(CountingEmbedder(), stored=store), "a", messages)
+    other = CountingEmbedder()
+    await _recall_fact(SessionRecall(other, stored=store), "b", messages)
+    assert other.embedded == 60 + 1  # b asked for its own vectors only, found none and embedded its history
+    assert store.rows["b"].keys() == store.rows["a"].keys()
+
+
+async def test_a_store_that_fails_costs_embeddings_never_recall(caplog: pytest.LogCaptureFixture):
+    store, embedder = DictVectors(), HistoryEmbedder()
+    store.down = True
+    recall = SessionRecall(embedder, stored=store)
+    messages = planted(30)
+    await _recall_fact(recall, "a", messages)
+    await _recall_fact(recall, "a", [*messages, Message("user", "one more", turn=31)])
+    assert len(embedder.history()) == 60 + 1
+    assert len([r for r in caplog.records if "history vectors" in r.getMessage()]) == 1
+
+
+async def test_messages_never_shown_are_not_embedded():
+    messages = planted(30)
+    messages[10:20] = [dataclasses.replace(m, valid=False) for m in messages[10:20]]
+    embedder = CountingEmbedder()
+    await _recall_fact(SessionRecall(embedder), "a", messages)
+    assert embedder.embedded == 50 + 1
+
+
+async def test_indexing_cut_short_by_a_timeout_goes_on_and_is_not_started_again():
+    class SlowEmbedder(CountingEmbedder):
+        async def embed(self, texts):
+            await asyncio.sleep(0.05)
+            return await super().embed(texts)
+
+    embedder, messages = SlowEmbedder(), planted(100)
+    recall = SessionRecall(embedder)
+    with pytest.raises(TimeoutError):  # a module's timeout, while the history is embedded
+        await asyncio.wait_for(_recall_fact(recall, "a", messages), 0.02)
+    await _recall_fact(recall, "a", messages)  # waits for the indexing under way, then asks
+    assert embedder.embedded == 200 + 1
+
+
+async def test_an_edited_history_indexed_afresh_reads_back_only_what_changed():
+    store, embedder, messages = DictVectors(), HistoryEmbedder(), planted(30)
+    recall = SessionRecall(embedder, stored=store)
+    await _recall_fact(recall, "a", messages)
+    asked, embedded = store.asked, len(embedder.history())
+    edited = [Message("user", "something else entirely", turn=1), *messages[1:]]
+    await _recall_fact(recall, "a", edited)
+    assert store.asked - asked == 1 and embedder.history()[embedded:] == ["something else entirely"]
+    assert len(store.rows["a"]) == 60 + 1

@@ -7,20 +7,23 @@ RRF, see ``relevance.py``) and hands back whole units: an assistant message that
 ``HistoryRecall`` protocol over one ``HistoryIndex`` per session, kept in a bounded cache and brought up to date
 from the session's ``MessageSource`` at first use: only messages added since the last call are read and indexed.
 
-A pure module: the application may feed an index as it records messages (``HistoryIndex.add``) and store its
-vectors where replicas share them; nothing here knows about storage.
+A pure module: the application may feed an index as it records messages (``HistoryIndex.add``) and keep the
+vectors where replicas and restarts find them again (``PartVectors``, keyed by ``part_key``); nothing here knows
+about storage.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import logging
 import re
-from collections.abc import Sequence
+import time
+from collections.abc import Collection, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -50,7 +53,31 @@ WEIGHTS = (0.5, 1.0)
 RECENT_QUESTIONS = 3
 """How many of the newest user messages a query is compared with to tell a conversation going on from a return to
 something said long ago (``RecallLead.continuity``)."""
+STORE_RETRY_S = 30.0
+"""After a ``PartVectors`` call fails, the store is left alone this long: a stalled server is not waited for by
+every turn (each would spend its wait before embedding anyway)."""
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+log = logging.getLogger(__name__)
+
+
+class PartVectors(Protocol):
+    """Where the application keeps each session's part vectors beyond this process (a store that replicas share,
+    or that outlives a restart). Parts are named by ``part_key`` of their text: the same part of a session is kept
+    once, and a rewritten history finds what it did not change. Reads and writes name the session: a session never
+    gets another's vectors. A failing call costs only the embedding it would have saved (``SessionRecall`` embeds)."""
+
+    async def get(self, session_id: str, keys: Collection[str]) -> Mapping[str, Sequence[float]]:
+        """The vectors ``session_id`` has stored under ``keys`` (those it has; the rest are missing)."""
+        ...
+
+    async def put(self, session_id: str, vectors: Mapping[str, np.ndarray]) -> None:
+        """Keep ``vectors`` (by key) for ``session_id``; the application may write them later, off the turn."""
+        ...
+
+
+def part_key(text: str) -> str:
+    """The name of a part's vector in a ``PartVectors`` store: a hash of its text."""
+    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 
 def parts_of(text: str) -> list[str]:
@@ -79,6 +106,10 @@ class HistoryIndex:
 
     version: Any = None
     """What the history was read as (a store's history version), so a changed history is read afresh."""
+    session_id: str | None = None
+    """Whose history this is: names the session to a ``PartVectors`` store (None: nothing is stored)."""
+    stored: set[str] = field(default_factory=set)
+    """``part_key``s the ``PartVectors`` store is known to hold for the session (no need to read or write them)."""
     messages: list[Message] = field(default_factory=list)
     lexical: BM25Index = field(default_factory=BM25Index)
     dense: VectorIndex | None = None
@@ -92,6 +123,8 @@ class HistoryIndex:
     _owner_array: np.ndarray = field(default_factory=lambda: np.zeros(0, np.intp))
     _row_array: np.ndarray = field(default_factory=lambda: np.zeros(0, np.intp))
     _starts: np.ndarray = field(default_factory=lambda: np.zeros(0, np.intp))
+    _vectored: int = 0
+    """How many of the first messages were added with vectors (a message never shown may have none)."""
     unit_of: list[int] = field(default_factory=list)
     """Per message, the position of the first message of its unit (a tool result's call)."""
     _calls: dict[str, int] = field(default_factory=dict)
@@ -112,6 +145,8 @@ class HistoryIndex:
                 self.row_of.extend(self._rows_for(rows))
                 first = len(self.messages)
                 self.owner.extend(first + i for i, per_message in enumerate(vectors) for _ in per_message)
+            if len(self.messages) == self._vectored:
+                self._vectored += len(messages)
         for message in messages:
             position = len(self.messages)
             self.messages.append(message)
@@ -148,7 +183,7 @@ class HistoryIndex:
 
     def dense_scores(self, query_vector: Sequence[float] | np.ndarray, n: int) -> np.ndarray | None:
         """Each of the first ``n`` messages' best part cosine with the query (None: not every message has vectors)."""
-        if self.dense is None or not self.owner or self.owner[-1] < n - 1:
+        if self.dense is None or not self.owner or self._vectored < n:
             return None
         return self._best_part_scores(np.asarray(query_vector, dtype=np.float32))[:n]
 
@@ -221,6 +256,11 @@ class HistoryIndex:
         return positions, scores, ranking.method, ranking.reason
 
 
+def _embedded(message: Message) -> bool:
+    """Whether a message could ever be recalled (what ``_shown`` requires whatever the phase)."""
+    return message.valid and message.role != "system"
+
+
 def _shown(message: Message, phase: str | None) -> bool:
     return message.valid and (phase is None or visible(message.phase, phase)) and message.role != "system"
 
@@ -244,8 +284,19 @@ class SessionRecall:
     """The ``HistoryRecall`` provider: one ``HistoryIndex`` per session, synced from the session's history at first
     use. ``embedder`` (optional) adds meaning to words; without it recall is lexical."""
 
-    def __init__(self, embedder: Embedder | None = None, max_sessions: int = 64, max_vectors: int = 20_000) -> None:
+    def __init__(
+        self,
+        embedder: Embedder | None = None,
+        max_sessions: int = 64,
+        max_vectors: int = 20_000,
+        *,
+        stored: PartVectors | None = None,
+    ) -> None:
         self.embedder = embedder
+        self.stored = stored
+        """Where the parts' vectors are kept beyond this process: read before embedding, written after."""
+        self._store_failed = False
+        self._store_retry_at = 0.0
         self._indexes: BoundedCache[str, HistoryIndex] = BoundedCache(max_sessions)
         self._vectors: BoundedCache[str, np.ndarray] = BoundedCache(max_vectors)
         """Vectors by the text embedded: a history indexed afresh (edited, or another session with the same
@@ -260,16 +311,24 @@ class SessionRecall:
         return int(found)
 
     def index_of(self, session: Session) -> HistoryIndex:
-        return self._indexes.get(session.id) or self._indexes.put(session.id, HistoryIndex())
+        index = self._indexes.get(session.id)  # not ``or``: an index still empty (being built) is falsy
+        return index if index is not None else self._indexes.put(session.id, HistoryIndex(session_id=session.id))
 
     async def sync(self, session: Session) -> HistoryIndex:
-        """The session's index holding its whole history (read and indexed since the last call only)."""
+        """The session's index holding its whole history (read and indexed since the last call only). The indexing
+        goes on when the caller is cancelled (a module's timeout while a long history is read from the store or
+        embedded): the next call finds it done, or waits for it, instead of starting again."""
+        return await asyncio.shield(self._sync(session))
+
+    async def _sync(self, session: Session) -> HistoryIndex:
         source = session.message_source()
         version = getattr(source, "version", None)
         index = self.index_of(session)
         async with index.lock:
             if not self._current(index, session, version):
-                index = self._indexes.put(session.id, HistoryIndex(version=version))
+                # what the store holds for the session still holds: a history read afresh is not read back
+                fresh = HistoryIndex(version=version, session_id=session.id, stored=index.stored)
+                index = self._indexes.put(session.id, fresh)
             new = await read_new(index, source)
             if new:
                 await self.add(index, new)
@@ -288,20 +347,23 @@ class SessionRecall:
         return len(index) <= session.history.total
 
     async def add(self, index: HistoryIndex, messages: Sequence[Message]) -> None:
-        """Index ``messages`` (the history's next ones), embedding them when there is an embedder."""
+        """Index ``messages`` (the history's next ones), embedding them when there is an embedder. A message never
+        shown (invalid, or a system message) is not embedded: recall never returns it."""
         vectors = None
         if self.embedder is not None:
-            parts = [parts_of(searchable_text(m)) for m in messages]
-            known: dict[str, np.ndarray] = {}
-            for p in (p for per in parts for p in per):
-                cached = self._vectors.get(p)
-                if cached is not None:
-                    known[p] = cached
-            missing = list(dict.fromkeys(p for per in parts for p in per if p not in known))
+            parts = [parts_of(searchable_text(m)) if _embedded(m) else [] for m in messages]
+            texts = list(dict.fromkeys(p for per in parts for p in per))
+            known = {t: v for t in texts if (v := self._vectors.get(t)) is not None}
+            keys = {t: part_key(t) for t in texts} if self.stored is not None else {}
+            found, reachable = await self._from_store(index, keys, known)
+            known.update(found)
+            missing = [p for p in texts if p not in known]
             for start in range(0, len(missing), EMBED_BATCH):
                 batch = missing[start : start + EMBED_BATCH]
                 for text, vector in zip(batch, await self.embedder.embed(batch), strict=True):
                     known[text] = self._vectors.put(text, np.asarray(vector, dtype=np.float32))
+            if reachable:  # a store that failed to read is not written to (it would fail again, message by message)
+                await self._to_store(index, keys, known)
             vectors = [[known[p] for p in per] for per in parts]
         index.add(messages, vectors)
 
@@ -314,6 +376,49 @@ class SessionRecall:
             (embedded,) = await self.embedder.embed([query])
             vector = self._queries.put(query, np.asarray(embedded, dtype=np.float32))
         return vector
+
+    async def _from_store(
+        self, index: HistoryIndex, keys: Mapping[str, str], known: Mapping[str, np.ndarray]
+    ) -> tuple[dict[str, np.ndarray], bool]:
+        """The vectors the store holds for the texts (``keys``: text -> ``part_key``) whose vector is not ``known``
+        here or that the index does not know to be stored, by text; and whether the store answered."""
+        if self.stored is None or index.session_id is None:
+            return {}, False
+        asked = {k: t for t, k in keys.items() if t not in known or k not in index.stored}
+        if not asked:
+            return {}, True
+        if time.monotonic() < self._store_retry_at:
+            return {}, False
+        try:
+            found = await self.stored.get(index.session_id, asked.keys())
+        except Exception as exc:  # the store is down: embed instead (the turn goes on)
+            self._failed("read", exc)
+            return {}, False
+        self._store_failed = False
+        index.stored.update(k for k in found if k in asked)
+        return {asked[k]: np.asarray(v, dtype=np.float32) for k, v in found.items() if k in asked}, True
+
+    async def _to_store(self, index: HistoryIndex, keys: Mapping[str, str], known: Mapping[str, np.ndarray]) -> None:
+        """Hand the store the vectors of the texts (``keys``: text -> ``part_key``) it does not hold yet for the
+        index's session."""
+        if self.stored is None or index.session_id is None:
+            return
+        fresh = {k: known[t] for t, k in keys.items() if k not in index.stored}
+        if not fresh:
+            return
+        try:
+            await self.stored.put(index.session_id, fresh)
+        except Exception as exc:
+            self._failed("write", exc)
+            return
+        index.stored.update(fresh)
+        self._store_failed = False
+
+    def _failed(self, what: str, exc: Exception) -> None:
+        if not self._store_failed:  # once per outage: every message indexed meanwhile would say the same
+            log.warning("history vectors: the %s failed (%s); embedding instead until it works again", what, exc)
+        self._store_failed = True
+        self._store_retry_at = time.monotonic() + STORE_RETRY_S
 
     async def recall(self, session: Session, query: str, *, before: int, enough_tokens: int) -> RecallRanking:
         """Units of the session's messages before position ``before``, best first, until their messages hold about

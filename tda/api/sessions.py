@@ -14,7 +14,7 @@ from ..analytics import context_analytics
 from ..auth import actor, require
 from ..champions import set_feedback
 from ..phase_change import carried_into_phase
-from ..recall import index_after
+from ..recall import forget_history, index_after
 from ..service import service
 from ..store.profiles import profile_dict
 from ..store.sessions import attachment_dict, message_dict, session_dict, snapshot_dict, turn_dict
@@ -113,7 +113,11 @@ async def update_session(session_id: str, data: SessionPatch) -> dict[str, Any]:
 @bp.delete("/<session_id>")
 @require("admin")
 async def delete_session(session_id: str) -> tuple[str, int]:
+    """Delete the session and everything kept of it: its history's vectors first (a failure there keeps the session,
+    so the deletion can be tried again)."""
     svc = service()
+    await svc.store.sessions.get(session_id)  # 404 before anything is deleted
+    await forget_history(svc, session_id, "the session was not deleted")
     await svc.store.sessions.delete(session_id, actor())
     if svc.sources.turn_index is not None:
         svc.sources.turn_index.forget(session_id)
@@ -234,6 +238,7 @@ async def purge_memory(session_id: str) -> dict[str, Any]:
     counts = await svc.store.sessions.purge_memory(session_id, actor())
     if svc.sources.turn_index is not None:  # its turns are invalid now (the next turn would read so); let go of them
         svc.sources.turn_index.forget(session_id)
+    counts["vectors_deleted"] = await forget_history(svc, session_id, "the history is purged; purge again")
     purged = {}
     for info in svc.registry.infos():
         if info.capabilities.get("purgeable"):

@@ -1,0 +1,168 @@
+"""Recall's part vectors kept in the knowledge store's embedded Chroma (default embedder, minilm-int8): a restart
+reads them instead of embedding the history again; deleting a session or purging its memory deletes them; a session
+never gets another's; a store that cannot be reached costs embeddings, never a turn."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+
+from components.context_window.base import Message
+from components.context_window.history_recall import part_key, parts_of, searchable_text
+from tda.app import create_app
+from tda.config import Settings
+from tda.history_vectors import collection_name
+from tests.service.support import ScriptedModel
+from tests.service.test_history_recall import FACT, QUESTION, long_history
+
+HISTORY = long_history(160)
+PARTS = {p for m in HISTORY for p in parts_of(searchable_text(Message(m["role"], m["content"])))}
+
+
+class CountingEmbedder:
+    """The service's embedder, remembering every text it was asked to embed."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.texts: list[str] = []
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        self.texts.extend(texts)
+        return await self.inner.embed(texts)
+
+    def history_parts(self) -> set[str]:
+        return PARTS & set(self.texts)
+
+
+@dataclasses.dataclass
+class Chat:
+    svc: Any
+    client: Any
+    headers: dict[str, str]
+    model: ScriptedModel
+    embedder: CountingEmbedder
+
+    async def post(self, path: str, body: Any = None, status: int = 201) -> Any:
+        r = await self.client.post(path, json=body, headers=self.headers)
+        assert r.status_code == status, await r.get_json()
+        return await r.get_json()
+
+    async def new_session(self, session_id: str, history: list[dict[str, Any]] = HISTORY) -> None:
+        await self.post("/v1/sessions", {"id": session_id, "profile_id": "chat", "context_limit": 4_000})
+        await self.post(f"/v1/sessions/{session_id}/messages", {"messages": history})
+        await self.svc.writer.settle(session_id)  # indexed (and its vectors written) after the response
+
+    async def ask(self, session_id: str) -> list[dict[str, Any]]:
+        await self.post(f"/v1/sessions/{session_id}/turns", {"query": QUESTION})
+        return self.model.sent[-1]["messages"]
+
+    async def stored(self, session_id: str) -> int:
+        """How many vectors the store holds for the session (read straight from Chroma)."""
+
+        def count(store: Any, _: Any) -> int:
+            col = store.client.get_collection(collection_name(self.svc.settings.embedder))
+            return len(col.get(where={"session_id": session_id}, include=[])["ids"])
+
+        return int(await self.svc.knowledge.in_store(count))
+
+
+@pytest.fixture
+def minilm(settings: Settings) -> Settings:
+    return dataclasses.replace(settings, embedder="minilm-int8")
+
+
+@asynccontextmanager
+async def running(settings: Settings) -> AsyncIterator[Chat]:
+    """One app on ``settings`` (its embedded Chroma under data_dir) with an llm_only profile ``chat``; stopping it
+    closes the store, as a restart does."""
+    model = ScriptedModel()
+    app = create_app(settings, llm=model.llm, migrate=False, warm_up_llm=False, warm_up_knowledge=False)
+    async with app.test_app() as served:
+        svc = served.app.extensions["tda"]
+        embedder = CountingEmbedder(svc.knowledge)
+        svc.sources.history_recall.embedder = embedder
+        token, _ = await svc.store.tokens.create("test-admin", "admin")
+        chat = Chat(svc, served.test_client(), {"Authorization": f"Bearer {token}"}, model, embedder)
+        if (await chat.client.get("/v1/profiles/chat", headers=chat.headers)).status_code != 200:
+            profile = {"id": "chat", "type": "llm_only", "context_window_type_id": "conversation_first"}
+            await chat.post("/v1/profiles", profile)
+        yield chat
+
+
+async def test_a_restarted_service_reads_the_vectors_instead_of_embedding_the_history_again(minilm: Settings):
+    earlier = "Which kettle did we pick for the office kitchen in the end?"
+    async with running(minilm) as first:
+        await first.new_session("s")
+        assert first.embedder.history_parts() == PARTS  # embedded once, when imported
+        assert await first.stored("s") == len(PARTS)
+        await first.post("/v1/sessions/s/turns", {"query": earlier})  # its vectors wait to be written with others
+    async with running(minilm) as restarted:  # ... and were written when the service stopped
+        sent = await restarted.ask("s")
+        assert restarted.embedder.history_parts() == set() and earlier not in restarted.embedder.texts
+        assert restarted.embedder.texts.count(QUESTION) == len(restarted.embedder.texts)  # only the new question
+    assert FACT in [m["content"] for m in sent]
+
+
+async def test_deleting_a_session_deletes_its_vectors(minilm: Settings):
+    async with running(minilm) as chat:
+        await chat.new_session("gone")
+        await chat.new_session("kept")
+        assert await chat.stored("gone") == len(PARTS)
+        r = await chat.client.delete("/v1/sessions/gone", headers=chat.headers)
+        assert r.status_code == 204
+        assert await chat.stored("gone") == 0
+        assert await chat.stored("kept") == len(PARTS)  # another session's, with the same texts, stay
+
+
+async def test_a_memory_purge_deletes_the_vectors_and_none_come_back(minilm: Settings):
+    async with running(minilm) as chat:
+        await chat.new_session("purged")
+        body = await chat.post("/v1/sessions/purged/purge-memory", status=200)
+        assert body["vectors_deleted"] == len(PARTS)
+        embedded = len(chat.embedder.texts)
+        await chat.ask("purged")  # the purged history is indexed again, as invalid: nothing of it is embedded
+        await chat.svc.writer.settle("purged")
+        await chat.svc.history_vectors.flush()  # a recorded turn's vectors are written with others, within 1 s
+        assert PARTS.isdisjoint(chat.embedder.texts[embedded:])
+        assert await chat.svc.history_vectors.get("purged", {part_key(p) for p in PARTS}) == {}
+        assert 0 < await chat.stored("purged") <= 4  # the new turn's question and reply only
+    assert FACT not in [m["content"] for m in chat.model.sent[-1]["messages"]]
+
+
+async def test_a_session_never_reads_another_sessions_vectors_even_for_the_same_text(minilm: Settings):
+    async with running(minilm) as first:
+        await first.new_session("a")
+        keys = {part_key(p) for p in PARTS}
+        assert set(await first.svc.history_vectors.get("a", keys)) == keys
+        assert await first.svc.history_vectors.get("b", keys) == {}
+    async with running(minilm) as restarted:  # b imports a's very texts: it embeds them, a's vectors are not its own
+        await restarted.new_session("b")
+        assert restarted.embedder.history_parts() == PARTS
+
+
+async def test_an_unreachable_chroma_costs_embeddings_never_a_turn(minilm: Settings, caplog: pytest.LogCaptureFixture):
+    down = dataclasses.replace(minilm, chroma_url="http://127.0.0.1:9")
+    caplog.set_level(logging.WARNING)
+    async with running(down) as chat:
+        await chat.new_session("s")
+        sent = await chat.ask("s")
+        await chat.ask("s")
+    assert FACT in [m["content"] for m in sent]
+    assert chat.embedder.history_parts() == PARTS
+    warnings = [r for r in caplog.records if "history vectors" in r.getMessage()]
+    assert len(warnings) == 1, [r.getMessage() for r in warnings]
+
+
+async def test_a_session_is_not_deleted_while_its_vectors_cannot_be(minilm: Settings):
+    down = dataclasses.replace(minilm, chroma_url="http://127.0.0.1:9")
+    async with running(down) as chat:
+        await chat.post("/v1/sessions", {"id": "s", "profile_id": "chat"})
+        r = await chat.client.delete("/v1/sessions/s", headers=chat.headers)
+        assert r.status_code == 503, await r.get_json()
+        assert "try again" in (await r.get_json())["message"]
+        assert (await chat.client.get("/v1/sessions/s", headers=chat.headers)).status_code == 200
