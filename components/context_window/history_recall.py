@@ -54,10 +54,12 @@ WEIGHTS = (0.5, 1.0)
 RECENT_QUESTIONS = 3
 """How many of the newest user messages a query is compared with to tell a conversation going on from a return to
 something said long ago (``RecallLead.continuity``)."""
-DENSE_AT_ONCE = 256
-"""At most this many parts not held in memory are read from the store or embedded inside a sync; a longer history
-(one a replica meets for the first time) is indexed by words at once and gets its vectors in the background, so a
-turn never waits on them (measured: ~12,000 stored vectors take 1.5-2.6 s to read, embedding them tens of seconds)."""
+READ_AT_ONCE = 1_500
+"""At most this many parts not held in memory are read from the ``PartVectors`` store inside a sync (~0.1-0.15 ms a
+part: 12,059 took 1.1-1.8 s over HTTP), and at most ``EMBED_AT_ONCE`` embedded (minilm-int8: ~5.6 ms of CPU a part):
+~0.2 s. A longer history (one a replica meets for the first time) is indexed by words at once and gets its vectors
+in a background job, so a turn never waits on them; recall ranks by words meanwhile."""
+EMBED_AT_ONCE = EMBED_BATCH
 CATCH_UP_MESSAGES = 1_000
 """Messages given vectors per step of the background job (it resumes from the last step done after a failure)."""
 STORE_RETRY_S = 30.0
@@ -337,8 +339,8 @@ class SessionRecall:
         """The session's index holding its whole history (read and indexed since the last call only). The indexing
         goes on when the caller is cancelled (a module's timeout while a long history is read from the store or
         embedded): the next call finds it done, or waits for it, instead of starting again. More than
-        ``DENSE_AT_ONCE`` parts to read or embed get their vectors in the background (the index ranks by words
-        meanwhile) unless ``dense`` (a job off the turn): then the call returns once every message has them."""
+        ``READ_AT_ONCE`` parts to read or ``EMBED_AT_ONCE`` to embed get their vectors in the background (the index
+        ranks by words meanwhile) unless ``dense`` (a job off the turn): then the call returns once all have them."""
         index = await asyncio.shield(self._sync(session))
         job = index.vectoring
         if dense and job is not None:
@@ -355,22 +357,12 @@ class SessionRecall:
                 fresh = HistoryIndex(version=version, session_id=session.id, stored=index.stored)
                 index = self._indexes.put(session.id, fresh)
             new = await read_new(index, source)
-            if new and self._dense_now(index, new):
-                await self.add(index, new)
-            elif new:
-                index.add(new)
+            if new:
+                await self.add(index, new, in_turn=True)
             if self.embedder is not None and index.vectored < len(index):
                 self._catch_up_later(session.id, index)
         self._indexes.touch(session.id)
         return index
-
-    def _dense_now(self, index: HistoryIndex, messages: Sequence[Message]) -> bool:
-        """Whether ``messages`` get their vectors inside this sync: none is waiting for them, and few parts are not
-        held in memory (reading or embedding many would keep the turn waiting)."""
-        if self.embedder is None or index.vectored < len(index) or len(messages) > DENSE_AT_ONCE * MAX_PARTS:
-            return False
-        texts = {p for m in messages if _embedded(m) for p in parts_of(searchable_text(m))}
-        return sum(1 for t in texts if t not in self._vectors) <= DENSE_AT_ONCE
 
     def _catch_up_later(self, session_id: str, index: HistoryIndex) -> None:
         """Start the job giving ``index``'s messages their vectors, unless it runs (a failed one is started again)."""
@@ -384,7 +376,9 @@ class SessionRecall:
             while index.vectored < len(index) and self._indexes.get(session_id) is index:
                 first = index.vectored
                 messages = index.messages[first : first + CATCH_UP_MESSAGES]
-                index.attach(first, await self._vectors_of(index, messages))
+                vectors = await self._vectors_of(index, messages)
+                assert vectors is not None
+                index.attach(first, vectors)
         except Exception as exc:  # the next sync starts again from what was done
             log.warning("history vectors of session %s: %s; recall ranks by words until they are in", session_id, exc)
 
@@ -399,22 +393,35 @@ class SessionRecall:
             return len(held) >= len(index) and all(a == b for a, b in zip(index.messages, held, strict=False))
         return len(index) <= session.history.total
 
-    async def add(self, index: HistoryIndex, messages: Sequence[Message]) -> None:
+    async def add(self, index: HistoryIndex, messages: Sequence[Message], *, in_turn: bool = False) -> None:
         """Index ``messages`` (the history's next ones), embedding them when there is an embedder. A message never
-        shown (invalid, or a system message) is not embedded: recall never returns it."""
-        vectors = await self._vectors_of(index, messages) if self.embedder is not None else None
+        shown (invalid, or a system message) is not embedded: recall never returns it. ``in_turn``: by words only
+        when earlier messages wait for their vectors, or these have too many to read or embed now (the background
+        job gives them theirs)."""
+        vectors = None
+        if self.embedder is not None and index.vectored == len(index):
+            vectors = await self._vectors_of(index, messages, bounded=in_turn)
         index.add(messages, vectors)
 
-    async def _vectors_of(self, index: HistoryIndex, messages: Sequence[Message]) -> list[list[np.ndarray]]:
-        """Each message's part vectors (read from memory or the store, else embedded; new ones stored)."""
+    async def _vectors_of(
+        self, index: HistoryIndex, messages: Sequence[Message], *, bounded: bool = False
+    ) -> list[list[np.ndarray]] | None:
+        """Each message's part vectors (read from memory or the store, else embedded; new ones stored). None when
+        ``bounded`` and more than ``READ_AT_ONCE`` would be read or ``EMBED_AT_ONCE`` embedded."""
         assert self.embedder is not None
         parts = [parts_of(searchable_text(m)) if _embedded(m) else [] for m in messages]
         texts = list(dict.fromkeys(p for per in parts for p in per))
         known = {t: v for t in texts if (v := self._vectors.get(t)) is not None}
+        if bounded and len(texts) - len(known) > READ_AT_ONCE:
+            return None
         keys = {t: part_key(t) for t in texts} if self.stored is not None else {}
         found, reachable = await self._from_store(index, keys, known)
         known.update(found)
         missing = [p for p in texts if p not in known]
+        if bounded and len(missing) > EMBED_AT_ONCE:
+            for text, vector in found.items():  # the background job finds them here, not read again
+                self._vectors.put(text, vector)
+            return None
         for start in range(0, len(missing), EMBED_BATCH):
             batch = missing[start : start + EMBED_BATCH]
             for text, vector in zip(batch, await self.embedder.embed(batch), strict=True):
