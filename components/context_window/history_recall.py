@@ -419,8 +419,8 @@ class SessionRecall:
         known.update(found)
         missing = [p for p in texts if p not in known]
         if bounded and len(missing) > EMBED_AT_ONCE:
-            for text, vector in found.items():  # the background job finds them here, not read again
-                self._vectors.put(text, vector)
+            for text, held in found.items():  # the background job finds them here, not read again
+                self._vectors.put(text, held)
             return None
         for start in range(0, len(missing), EMBED_BATCH):
             batch = missing[start : start + EMBED_BATCH]
