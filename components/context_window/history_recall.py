@@ -60,8 +60,6 @@ part: 12,059 took 1.1-1.8 s over HTTP), and at most ``EMBED_AT_ONCE`` embedded (
 ~0.2 s. A longer history (one a replica meets for the first time) is indexed by words at once and gets its vectors
 in a background job, so a turn never waits on them; recall ranks by words meanwhile."""
 EMBED_AT_ONCE = EMBED_BATCH
-CATCH_UP_MESSAGES = 1_000
-"""Messages given vectors per step of the background job (it resumes from the last step done after a failure)."""
 STORE_RETRY_S = 30.0
 """After a ``PartVectors`` call fails, the store is left alone this long: a stalled server is not waited for by
 every turn (each would spend its wait before embedding anyway)."""
@@ -374,8 +372,10 @@ class SessionRecall:
         """Give the messages without vectors theirs, a step at a time, while ``index`` is the session's."""
         try:
             while index.vectored < len(index) and self._indexes.get(session_id) is index:
+                # all at once: the store reads a session's large sets whole; embedded parts are kept by text, so
+                # a job that fails halfway is not embedding them again when the next sync starts it again
                 first = index.vectored
-                messages = index.messages[first : first + CATCH_UP_MESSAGES]
+                messages = index.messages[first:]
                 vectors = await self._vectors_of(index, messages)
                 assert vectors is not None
                 index.attach(first, vectors)
