@@ -321,6 +321,7 @@ class SessionRecall:
         """Vectors by the text embedded: a history indexed afresh (edited, or another session with the same
         messages) is not embedded again."""
         self._queries: BoundedCache[str, np.ndarray] = BoundedCache(64)
+        self._jobs: set[asyncio.Task[None]] = set()
         """Query vectors by the query's text (one embedder per recall: the same text, the same vector)."""
 
     def forget(self, session_id: str) -> int:
@@ -366,10 +367,12 @@ class SessionRecall:
         """Start the job giving ``index``'s messages their vectors, unless it runs (a failed one is started again)."""
         if index.vectoring is not None and not index.vectoring.done():
             return
-        index.vectoring = asyncio.get_running_loop().create_task(self._catch_up(session_id, index))
+        job = index.vectoring = asyncio.get_running_loop().create_task(self._catch_up(session_id, index))
+        self._jobs.add(job)  # the loop keeps only a weak reference to a task
+        job.add_done_callback(self._jobs.discard)
 
     async def _catch_up(self, session_id: str, index: HistoryIndex) -> None:
-        """Give the messages without vectors theirs, a step at a time, while ``index`` is the session's."""
+        """Give the messages without vectors theirs (and those added meanwhile), while ``index`` is the session's."""
         try:
             while index.vectored < len(index) and self._indexes.get(session_id) is index:
                 # all at once: the store reads a session's large sets whole; embedded parts are kept by text, so
