@@ -79,7 +79,8 @@ async def first_turn_on_b(settings: Settings, session: str, *, stored: bool) -> 
     from tda.app import create_app
 
     app = create_app(settings, migrate=False, warm_up_llm=True, warm_up_knowledge=True)
-    async with app.test_app() as running:
+    # the turn's indexing job gives a long history its vectors after the response: shutdown waits for it
+    async with app.test_app_class(app, shutdown_timeout=900) as running:
         svc = running.app.extensions["tda"]
         recall = svc.sources.history_recall
         counting = recall.embedder = Counting(recall.embedder)

@@ -30,7 +30,7 @@ async def index_history(svc: TDAService, session_id: str) -> None:
     data = await svc.store.sessions.load(session_id)
     source = await svc.history.source(data)
     with write_now():  # the vectors are written before the job ends, so before the session's lock goes
-        await recall.sync(Session(id=session_id, user_id=data.session.user_id, history=source))
+        await recall.sync(Session(id=session_id, user_id=data.session.user_id, history=source), dense=True)
 
 
 def index_after(svc: TDAService, session_id: str) -> None:

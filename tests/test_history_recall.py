@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import time
 
 import pytest
 
@@ -271,12 +272,12 @@ async def test_indexing_cut_short_by_a_timeout_goes_on_and_is_not_started_again(
             await asyncio.sleep(0.05)
             return await super().embed(texts)
 
-    embedder, messages = SlowEmbedder(), planted(100)
+    embedder, messages = SlowEmbedder(), planted(30)  # one batch: embedded inside the sync
     recall = SessionRecall(embedder)
     with pytest.raises(TimeoutError):  # a module's timeout, while the history is embedded
         await asyncio.wait_for(_recall_fact(recall, "a", messages), 0.02)
     await _recall_fact(recall, "a", messages)  # waits for the indexing under way, then asks
-    assert embedder.embedded == 200 + 1
+    assert embedder.embedded == 60 + 1
 
 
 async def test_an_edited_history_indexed_afresh_reads_back_only_what_changed():
@@ -288,3 +289,97 @@ async def test_an_edited_history_indexed_afresh_reads_back_only_what_changed():
     await _recall_fact(recall, "a", edited)
     assert store.asked - asked == 1 and embedder.history()[embedded:] == ["something else entirely"]
     assert len(store.rows["a"]) == 60 + 1
+
+
+class SlowEmbedder(HistoryEmbedder):
+    """An embedder that takes its time per batch (a real model embedding a long history)."""
+
+    async def embed(self, texts):
+        await asyncio.sleep(0.1)  # 2,000 parts: 3.2 s, beyond the module's 2 s timeout
+        return await super().embed(texts)
+
+
+def long_history() -> list[Message]:
+    return planted(1_000, at=3)  # 2,000 messages; the fact among the first ones
+
+
+def parts_in(messages: list[Message]) -> set[str]:
+    return {p for m in messages for p in parts_of(m.content)}
+
+
+async def _first_turn_by_words(recall: SessionRecall, session: Session) -> None:
+    started = time.perf_counter()
+    ranking = await recall.recall(session, "greyhound", before=2_000, enough_tokens=100)
+    assert time.perf_counter() - started < 1.5  # the module's timeout is 2 s: the turn never waits on the vectors
+    assert ranking.units[0].messages[0].content == FACT and ranking.method == "lexical"
+    assert ranking.pending == 2_000
+
+
+async def test_a_long_history_met_for_the_first_time_is_recalled_by_words_while_its_vectors_come_in():
+    embedder, messages = SlowEmbedder(), long_history()
+    recall = SessionRecall(embedder)
+    session = Session("a", messages=messages)
+    await _first_turn_by_words(recall, session)
+    job = recall.index_of(session).vectoring
+    assert job is not None and not job.done()
+    await asyncio.gather(recall.sync(session), recall.sync(session))  # turns meanwhile: no second job
+    assert recall.index_of(session).vectoring is job
+    await job
+    ranking = await recall.recall(session, "greyhound", before=2_000, enough_tokens=100)
+    assert ranking.units[0].messages[0].content == FACT and ranking.method == "lexical+dense"
+    assert ranking.pending == 0
+    assert sorted(embedder.history()) == sorted(parts_in(messages))  # each part embedded once in all
+
+
+async def test_a_replica_reads_a_long_historys_stored_vectors_off_the_turn():
+    class SlowStore(DictVectors):
+        per_key = 0.0
+
+        async def get(self, session_id, keys):
+            await asyncio.sleep(len(keys) * self.per_key)  # 2,000 parts: 4 s, as ~12,000 vectors from a loaded Chroma
+            return await super().get(session_id, keys)
+
+    store, messages = SlowStore(), long_history()
+    await SessionRecall(CountingEmbedder(), stored=store).sync(Session("a", messages=messages), dense=True)
+    assert len(store.rows["a"]) == len(parts_in(messages))
+    store.per_key = 1 / 500
+    asked, embedder = store.asked, HistoryEmbedder()
+    recall, session = SessionRecall(embedder, stored=store), Session("a", messages=messages)
+    await _first_turn_by_words(recall, session)
+    await recall.sync(session)  # a turn meanwhile
+    await recall.sync(session, dense=True)  # an indexing job off the turn waits for the vectors
+    ranking = await recall.recall(session, "greyhound", before=2_000, enough_tokens=100)
+    assert ranking.method == "lexical+dense" and ranking.units[0].messages[0].content == FACT
+    assert embedder.history() == [] and store.asked - asked == len(parts_in(messages))  # each part read once
+
+
+async def test_vectors_that_fail_to_come_are_tried_again_at_the_next_sync(caplog: pytest.LogCaptureFixture):
+    class FailingOnce(SlowEmbedder):
+        failed = False
+
+        async def embed(self, texts):
+            if not self.failed:
+                self.failed = True
+                raise ConnectionError("embedder down")
+            return await super().embed(texts)
+
+    embedder, messages = FailingOnce(), long_history()
+    recall, session = SessionRecall(embedder), Session("a", messages=messages)
+    await _first_turn_by_words(recall, session)
+    job = recall.index_of(session).vectoring
+    assert job is not None
+    await job
+    assert "embedder down" in caplog.text
+    await _first_turn_by_words(recall, session)  # still by words, and the job starts again
+    await recall.sync(session, dense=True)
+    ranking = await recall.recall(session, "greyhound", before=2_000, enough_tokens=100)
+    assert ranking.method == "lexical+dense"
+
+
+async def test_the_history_module_recalls_by_words_within_its_timeout_and_says_vectors_are_pending(history):
+    recall = SessionRecall(SlowEmbedder())
+    ctx = make_ctx(messages=long_history(), query="What kind of greyhound did Margot adopt?")
+    ctx = module_ctx(dataclasses.replace(ctx, history_recall=recall), config=RECALL)
+    c = await asyncio.wait_for(history.contribute(1_500, ctx), 1.0)  # the orchestrator's timeout is 2 s
+    assert FACT in [m.content for m in window_parts(c.messages())[1]]
+    assert c.metadata["recall"] == "lexical" and c.metadata["recall_vectors_pending"] == 2_000

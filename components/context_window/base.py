@@ -518,6 +518,8 @@ class RecallRanking:
     """Why nothing was recalled (the snapshot shows it)."""
     searched: int = 0
     """How many earlier messages were ranked."""
+    pending: int = 0
+    """How many messages still wait for their vectors (ranked by words until they are in)."""
 
 
 @dataclass(frozen=True, slots=True)

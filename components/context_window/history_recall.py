@@ -15,6 +15,7 @@ about storage.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import logging
 import re
@@ -53,6 +54,12 @@ WEIGHTS = (0.5, 1.0)
 RECENT_QUESTIONS = 3
 """How many of the newest user messages a query is compared with to tell a conversation going on from a return to
 something said long ago (``RecallLead.continuity``)."""
+READ_AT_ONCE = 1_500
+"""At most this many parts not held in memory are read from the ``PartVectors`` store inside a sync (~0.1-0.15 ms a
+part: 12,059 took 1.1-1.8 s over HTTP), and at most ``EMBED_AT_ONCE`` embedded (minilm-int8: ~5.6 ms of CPU a part):
+~0.2 s. A longer history (one a replica meets for the first time) is indexed by words at once and gets its vectors
+in a background job, so a turn never waits on them; recall ranks by words meanwhile."""
+EMBED_AT_ONCE = EMBED_BATCH
 STORE_RETRY_S = 30.0
 """After a ``PartVectors`` call fails, the store is left alone this long: a stalled server is not waited for by
 every turn (each would spend its wait before embedding anyway)."""
@@ -130,23 +137,25 @@ class HistoryIndex:
     _calls: dict[str, int] = field(default_factory=dict)
     """Open tool call id -> position of the assistant message that made it."""
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    vectoring: asyncio.Task[None] | None = None
+    """The background job giving the messages indexed by words only their vectors (one at a time per index)."""
     _lexical_cache: tuple[Any, np.ndarray] | None = None
     _dense_cache: tuple[Any, np.ndarray] | None = None
 
     def __len__(self) -> int:
         return len(self.messages)
 
+    @property
+    def vectored(self) -> int:
+        """How many of the first messages have their vectors (dense scores need every message ranked to)."""
+        return self._vectored
+
     def add(self, messages: Sequence[Message], vectors: Sequence[Sequence[Any]] | None = None) -> None:
         """Append ``messages`` (the history's next ones, in order) with, when the index is dense, each one's part
-        vectors (one list per message, its ``parts_of`` in order)."""
-        if vectors is not None:
-            rows = [row for per_message in vectors for row in per_message]
-            if rows:
-                self.row_of.extend(self._rows_for(rows))
-                first = len(self.messages)
-                self.owner.extend(first + i for i, per_message in enumerate(vectors) for _ in per_message)
-            if len(self.messages) == self._vectored:
-                self._vectored += len(messages)
+        vectors (one list per message, its ``parts_of`` in order). Vectors given while earlier messages still lack
+        theirs are dropped: ``attach`` gives them later, in order."""
+        if vectors is not None and len(self.messages) == self._vectored:
+            self.attach(len(self.messages), vectors)
         for message in messages:
             position = len(self.messages)
             self.messages.append(message)
@@ -159,6 +168,16 @@ class HistoryIndex:
             elif message.role != "tool":
                 self._calls = {}
             self.unit_of.append(unit)
+
+    def attach(self, first: int, vectors: Sequence[Sequence[Any]]) -> None:
+        """Give the messages from position ``first`` (the first without vectors) their part vectors, in order."""
+        if first != self._vectored:
+            raise ValueError(f"vectors for position {first}, but {self._vectored} is the first without")
+        rows = [row for per_message in vectors for row in per_message]
+        if rows:
+            self.row_of.extend(self._rows_for(rows))
+            self.owner.extend(first + i for i, per_message in enumerate(vectors) for _ in per_message)
+        self._vectored += len(vectors)
 
     def _rows_for(self, vectors: Sequence[Any]) -> list[int]:
         """Each vector's row in ``dense``, adding those not held yet (known by a digest of their bytes)."""
@@ -302,6 +321,7 @@ class SessionRecall:
         """Vectors by the text embedded: a history indexed afresh (edited, or another session with the same
         messages) is not embedded again."""
         self._queries: BoundedCache[str, np.ndarray] = BoundedCache(64)
+        self._jobs: set[asyncio.Task[None]] = set()
         """Query vectors by the query's text (one embedder per recall: the same text, the same vector)."""
 
     def forget(self, session_id: str) -> int:
@@ -314,11 +334,17 @@ class SessionRecall:
         index = self._indexes.get(session.id)  # not ``or``: an index still empty (being built) is falsy
         return index if index is not None else self._indexes.put(session.id, HistoryIndex(session_id=session.id))
 
-    async def sync(self, session: Session) -> HistoryIndex:
+    async def sync(self, session: Session, *, dense: bool = False) -> HistoryIndex:
         """The session's index holding its whole history (read and indexed since the last call only). The indexing
         goes on when the caller is cancelled (a module's timeout while a long history is read from the store or
-        embedded): the next call finds it done, or waits for it, instead of starting again."""
-        return await asyncio.shield(self._sync(session))
+        embedded): the next call finds it done, or waits for it, instead of starting again. More than
+        ``READ_AT_ONCE`` parts to read or ``EMBED_AT_ONCE`` to embed get their vectors in the background (the index
+        ranks by words meanwhile) unless ``dense`` (a job off the turn): then the call returns once all have them."""
+        index = await asyncio.shield(self._sync(session))
+        job = index.vectoring
+        if dense and job is not None:
+            await asyncio.shield(job)
+        return index
 
     async def _sync(self, session: Session) -> HistoryIndex:
         source = session.message_source()
@@ -331,9 +357,33 @@ class SessionRecall:
                 index = self._indexes.put(session.id, fresh)
             new = await read_new(index, source)
             if new:
-                await self.add(index, new)
+                await self.add(index, new, in_turn=True)
+            if self.embedder is not None and index.vectored < len(index):
+                self._catch_up_later(session.id, index)
         self._indexes.touch(session.id)
         return index
+
+    def _catch_up_later(self, session_id: str, index: HistoryIndex) -> None:
+        """Start the job giving ``index``'s messages their vectors, unless it runs (a failed one is started again)."""
+        if index.vectoring is not None and not index.vectoring.done():
+            return
+        job = index.vectoring = asyncio.get_running_loop().create_task(self._catch_up(session_id, index))
+        self._jobs.add(job)  # the loop keeps only a weak reference to a task
+        job.add_done_callback(self._jobs.discard)
+
+    async def _catch_up(self, session_id: str, index: HistoryIndex) -> None:
+        """Give the messages without vectors theirs (and those added meanwhile), while ``index`` is the session's."""
+        try:
+            while index.vectored < len(index) and self._indexes.get(session_id) is index:
+                # all at once: the store reads a session's large sets whole; embedded parts are kept by text, so
+                # a job that fails halfway is not embedding them again when the next sync starts it again
+                first = index.vectored
+                messages = index.messages[first:]
+                vectors = await self._vectors_of(index, messages)
+                assert vectors is not None
+                index.attach(first, vectors)
+        except Exception as exc:  # the next sync starts again from what was done
+            log.warning("history vectors of session %s: %s; recall ranks by words until they are in", session_id, exc)
 
     def _current(self, index: HistoryIndex, session: Session, version: Any) -> bool:
         """Whether what ``index`` holds is still the start of the session's history."""
@@ -346,30 +396,47 @@ class SessionRecall:
             return len(held) >= len(index) and all(a == b for a, b in zip(index.messages, held, strict=False))
         return len(index) <= session.history.total
 
-    async def add(self, index: HistoryIndex, messages: Sequence[Message]) -> None:
+    async def add(self, index: HistoryIndex, messages: Sequence[Message], *, in_turn: bool = False) -> None:
         """Index ``messages`` (the history's next ones), embedding them when there is an embedder. A message never
-        shown (invalid, or a system message) is not embedded: recall never returns it."""
+        shown (invalid, or a system message) is not embedded: recall never returns it. ``in_turn``: by words only
+        when earlier messages wait for their vectors, or these have too many to read or embed now (the background
+        job gives them theirs)."""
         vectors = None
-        if self.embedder is not None:
-            parts = [parts_of(searchable_text(m)) if _embedded(m) else [] for m in messages]
-            texts = list(dict.fromkeys(p for per in parts for p in per))
-            known = {t: v for t in texts if (v := self._vectors.get(t)) is not None}
-            keys = {t: part_key(t) for t in texts} if self.stored is not None else {}
-            found, reachable = await self._from_store(index, keys, known)
-            known.update(found)
-            missing = [p for p in texts if p not in known]
-            for start in range(0, len(missing), EMBED_BATCH):
-                batch = missing[start : start + EMBED_BATCH]
-                for text, vector in zip(batch, await self.embedder.embed(batch), strict=True):
-                    known[text] = self._vectors.put(text, np.asarray(vector, dtype=np.float32))
-            if reachable:  # a store that failed to read is not written to (it would fail again, message by message)
-                await self._to_store(index, keys, known)
-            vectors = [[known[p] for p in per] for per in parts]
+        if self.embedder is not None and index.vectored == len(index):
+            vectors = await self._vectors_of(index, messages, bounded=in_turn)
         index.add(messages, vectors)
 
-    async def _query_vector(self, index: HistoryIndex, query: str) -> np.ndarray | None:
-        """The query's vector when ``index`` is dense (kept for the next asker: a turn's lead and recall)."""
-        if self.embedder is None or index.dense is None:
+    async def _vectors_of(
+        self, index: HistoryIndex, messages: Sequence[Message], *, bounded: bool = False
+    ) -> list[list[np.ndarray]] | None:
+        """Each message's part vectors (read from memory or the store, else embedded; new ones stored). None when
+        ``bounded`` and more than ``READ_AT_ONCE`` would be read or ``EMBED_AT_ONCE`` embedded."""
+        assert self.embedder is not None
+        parts = [parts_of(searchable_text(m)) if _embedded(m) else [] for m in messages]
+        texts = list(dict.fromkeys(p for per in parts for p in per))
+        known = {t: v for t in texts if (v := self._vectors.get(t)) is not None}
+        if bounded and len(texts) - len(known) > READ_AT_ONCE:
+            return None
+        keys = {t: part_key(t) for t in texts} if self.stored is not None else {}
+        found, reachable = await self._from_store(index, keys, known)
+        known.update(found)
+        missing = [p for p in texts if p not in known]
+        if bounded and len(missing) > EMBED_AT_ONCE:
+            for text, held in found.items():  # the background job finds them here, not read again
+                self._vectors.put(text, held)
+            return None
+        for start in range(0, len(missing), EMBED_BATCH):
+            batch = missing[start : start + EMBED_BATCH]
+            for text, vector in zip(batch, await self.embedder.embed(batch), strict=True):
+                known[text] = self._vectors.put(text, np.asarray(vector, dtype=np.float32))
+        if reachable:  # a store that failed to read is not written to (it would fail again, message by message)
+            await self._to_store(index, keys, known)
+        return [[known[p] for p in per] for per in parts]
+
+    async def _query_vector(self, index: HistoryIndex, query: str, n: int) -> np.ndarray | None:
+        """The query's vector when ``index``'s first ``n`` messages have vectors (kept for the next asker: a turn's
+        lead and recall)."""
+        if self.embedder is None or index.dense is None or index.vectored < n:
             return None
         vector = self._queries.get(query)
         if vector is None:
@@ -424,9 +491,10 @@ class SessionRecall:
         """Units of the session's messages before position ``before``, best first, until their messages hold about
         ``enough_tokens`` tokens (by their stored counts, else ~4 characters a token) or the ranking ends."""
         index = await self.sync(session)
-        query_vector = await self._query_vector(index, query)
+        query_vector = await self._query_vector(index, query, min(before, len(index)))
         positions, scores, method, reason = index.rank(query, query_vector, before)
-        return collect_units(index, positions, scores, method, reason, session.phase, enough_tokens)
+        ranking = collect_units(index, positions, scores, method, reason, session.phase, enough_tokens)
+        return dataclasses.replace(ranking, pending=len(index) - index.vectored) if self.embedder else ranking
 
     async def lead(self, session: Session, query: str, *, split: int) -> RecallLead:
         """How the best message before ``split`` outranks the best from ``split`` on, by each signal. Only the
@@ -438,7 +506,7 @@ class SessionRecall:
         older, newer = float(lexical[:split].max(initial=0.0)), float(lexical[split:].max(initial=0.0))
         ratio = older / newer if newer > 0 else (float("inf") if older > 0 else 0.0)
         dense = continuity = None
-        query_vector = await self._query_vector(index, query)
+        query_vector = await self._query_vector(index, query, end)
         scores = index.dense_scores(query_vector, end) if query_vector is not None else None
         if scores is not None and 0 < split < end:
             dense = float(scores[:split].max() - scores[split:].max())

@@ -422,6 +422,8 @@ class ConversationHistoryModule(ContextModule):
         }
         if ranking.reason and not chosen:
             facts["recall_reason"] = ranking.reason
+        if ranking.pending:  # vectors still being read or embedded in the background: ranked by words meanwhile
+            facts["recall_vectors_pending"] = ranking.pending
         return tuple(u.messages for u in chosen), facts
 
     def _own_recall(self, ctx: AssemblyContext) -> HistoryRecall:
