@@ -24,15 +24,14 @@ from components.context_window.base import (
     Session,
     Summarizer,
     ToolSchema,
-    TurnRecord,
 )
 from components.context_window.session_cache import BoundedCache
 
 from .history import history_read, message_of
 from .knowledge.scope import CaseScope, session_key
-from .models import AttachmentRow, ProfileRow, SessionRow, TurnRow
-from .store.sessions import SessionData, TurnTuple
-from .turn_index import TurnIndex
+from .models import AttachmentRow, ProfileRow, SessionRow
+from .store.sessions import SessionData
+from .turn_index import TurnIndex, record_of
 
 __all__ = ["message_of"]  # turns.py builds messages from rows with it
 
@@ -166,7 +165,7 @@ def build_context(
             id=s.id,
             user_id=s.user_id,
             history=history,
-            turns=[_turn(t) for t in data.turns],
+            turns=[record_of(t) for t in data.turns],
             documents=[_document(a) for a in attachments],
             context_limit=s.context_limit,
             phase=s.phase,
@@ -185,21 +184,6 @@ def build_context(
 def aware_utc(t: datetime) -> datetime:
     # SQLite hands datetimes back without a zone; they were written in UTC.
     return t if t.tzinfo else t.replace(tzinfo=UTC)
-
-
-def _turn(t: TurnRow | TurnTuple) -> TurnRecord:
-    return TurnRecord(
-        turn=t.turn,
-        query=t.query,
-        plan=t.plan,
-        answer=t.answer,
-        outcome=t.outcome,
-        tokens_in=t.tokens_in,
-        tokens_out=t.tokens_out,
-        results=tuple(t.results or ()),
-        valid=t.valid,
-        phase=t.phase,
-    )
 
 
 def _document(a: AttachmentRow) -> Document:

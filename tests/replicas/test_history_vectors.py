@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import secrets
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -17,16 +17,7 @@ from tda.config import Settings
 from tests.replicas.servers import Backing
 from tests.service.support import ScriptedModel
 from tests.service.test_history_recall import FACT, QUESTION, long_history
-
-
-class CountingEmbedder:
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.texts: list[str] = []
-
-    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        self.texts.extend(texts)
-        return await self.inner.embed(texts)
+from tests.service.test_history_vectors import CountingEmbedder
 
 
 @dataclasses.dataclass
