@@ -321,8 +321,9 @@ class SessionRecall:
         """Vectors by the text embedded: a history indexed afresh (edited, or another session with the same
         messages) is not embedded again."""
         self._queries: BoundedCache[str, np.ndarray] = BoundedCache(64)
-        self._jobs: set[asyncio.Task[None]] = set()
         """Query vectors by the query's text (one embedder per recall: the same text, the same vector)."""
+        self._jobs: set[asyncio.Task[None]] = set()
+        """The background vector jobs running (held here: the loop keeps only a weak reference to a task)."""
 
     def forget(self, session_id: str) -> int:
         """Drop a session's index (its history was purged or edited); returns how many indexes went (0 or 1)."""
@@ -368,7 +369,7 @@ class SessionRecall:
         if index.vectoring is not None and not index.vectoring.done():
             return
         job = index.vectoring = asyncio.get_running_loop().create_task(self._catch_up(session_id, index))
-        self._jobs.add(job)  # the loop keeps only a weak reference to a task
+        self._jobs.add(job)
         job.add_done_callback(self._jobs.discard)
 
     async def _catch_up(self, session_id: str, index: HistoryIndex) -> None:
