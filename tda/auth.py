@@ -1,10 +1,13 @@
 """Who is calling: a bearer API token, or a browser session cookie (signed in with a token) plus a CSRF header.
 
-Roles: ``viewer`` reads and streams; ``admin`` also changes things.
+Roles: ``client`` chats (the OpenAI routes: what an agent needs, nothing that administers); ``viewer`` reads and
+streams; ``admin`` also changes things; ``operator`` manages projects and tokens. A token acts in its project
+(``tda/scope.py``): the store shows it that project's rows only.
 """
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import secrets
 from collections.abc import Awaitable, Callable
@@ -13,6 +16,7 @@ from typing import Any, TypeVar
 
 from quart import g, request, session
 
+from . import scope
 from .clients import client_address
 from .errors import Forbidden, Unauthorized
 from .service import service
@@ -21,7 +25,13 @@ from .store.tokens import Principal
 SESSION_KEY = "tda_auth"
 CSRF_HEADER = "X-CSRF-Token"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
-RANK = {"viewer": 0, "admin": 1}
+MAY_ACT_AS = {
+    "client": frozenset({"client", "admin", "operator"}),
+    "viewer": frozenset({"viewer", "admin", "operator"}),
+    "admin": frozenset({"admin", "operator"}),
+    "operator": frozenset({"operator"}),
+}
+"""Which tokens' roles may call a route that needs a role: a viewer does not chat, a client reads nothing."""
 F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
 
 
@@ -72,16 +82,19 @@ async def current_principal() -> Principal:
     )
 
 
-def require(role: str) -> Callable[[F], F]:
-    """Route decorator: the caller must hold ``role`` or a higher one."""
+def require(*roles: str) -> Callable[[F], F]:
+    """Route decorator: the caller's token may act as one of ``roles`` (``MAY_ACT_AS``); the rest of the request
+    (a streamed body included) acts in the token's project."""
+    allowed = frozenset().union(*(MAY_ACT_AS[role] for role in roles))
 
     def decorate(view: F) -> F:
         @wraps(view)
         async def wrapper(*args: Any, **kwargs: Any) -> Any:
             principal = await current_principal()
-            if RANK[principal.role] < RANK[role]:
-                raise Forbidden(f"this needs the {role} role; your token has {principal.role}")
-            g.principal = principal
+            if principal.role not in allowed:
+                needed = " or ".join(sorted(roles))
+                raise Forbidden(f"this needs a {needed} token; yours is a {principal.role} token")
+            enter(principal)
             return await view(*args, **kwargs)
 
         return wrapper  # type: ignore[return-value]
@@ -89,8 +102,30 @@ def require(role: str) -> Callable[[F], F]:
     return decorate
 
 
+def enter(principal: Principal) -> None:
+    """The request is ``principal``'s, and acts in its project from here on."""
+    g.principal = principal
+    scope.act_as(acting(principal))
+
+
+def acting(principal: Principal) -> scope.Acting:
+    shared = principal.role == "operator" or (principal.role == "admin" and principal.project == scope.DEFAULT_PROJECT)
+    return scope.Acting(principal.project, shared=shared)
+
+
 def actor() -> str:
     return g.principal.actor
+
+
+def end_user(user: str | None) -> str:
+    """Whom a session a chat creates belongs to (whose champion cases it may share): the caller's token, narrowed to
+    the OpenAI ``user`` it names. A client chooses ``user`` freely, so it never reaches another token's users."""
+    principal: Principal = g.principal
+    base = f"token#{principal.token_id}"
+    if not user:
+        return base
+    named = f"{base}/{user}"
+    return named if len(named) <= 100 else f"{base}/sha256:{hashlib.sha256(user.encode()).hexdigest()}"
 
 
 async def sign_in(principal: Principal) -> str:

@@ -8,6 +8,8 @@ from typing import Any, ClassVar
 from sqlalchemy import JSON, DateTime, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint, text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+from . import scope
+
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
@@ -19,6 +21,24 @@ class Base(DeclarativeBase):
         list[Any]: JSON,
         datetime: DateTime(timezone=True),
     }
+
+
+class ProjectRow(Base):
+    """A team's space: every token, profile, session (and what happens in it), knowledge collection and audit entry
+    belongs to one (``project_id``), and a project's tokens see only its rows (``tda/store/projects.py``)."""
+
+    __tablename__ = "projects"
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+def _project_column(*, shared: bool = False) -> Mapped[Any]:
+    """The owning project (a ``projects.name``; projects are never deleted), indexed: every read is filtered by it.
+    Set from the request's project (``tda/scope.py``). ``shared``: None for rows that are nobody's (the shipped
+    window types; the operator's audit entries)."""
+    if shared:
+        return mapped_column(String(64), index=True, default=scope.current)
+    return mapped_column(String(64), index=True, default=scope.owner, server_default=scope.DEFAULT_PROJECT)
 
 
 class WindowTypeRow(Base):
@@ -36,6 +56,8 @@ class WindowTypeRow(Base):
         ),
     )
     id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    project_id: Mapped[str | None] = _project_column(shared=True)
+    """None: a shipped (or operator-made) type every project reads and none owns."""
     name: Mapped[str] = mapped_column(String(100))
     is_default: Mapped[bool] = mapped_column(default=False)
     version: Mapped[int] = mapped_column(default=1)
@@ -58,6 +80,7 @@ class WindowTypeVersionRow(Base):
 class ProfileRow(Base):
     __tablename__ = "profiles"
     id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    project_id: Mapped[str] = _project_column()
     name: Mapped[str] = mapped_column(String(100), default="")
     type: Mapped[str] = mapped_column(String(32))
     system_prompt: Mapped[str] = mapped_column(Text, default="")
@@ -84,6 +107,7 @@ class ProfileRow(Base):
 class SessionRow(Base):
     __tablename__ = "sessions"
     id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    project_id: Mapped[str] = _project_column()
     profile_id: Mapped[str] = mapped_column(ForeignKey("profiles.id", ondelete="RESTRICT"))
     user_id: Mapped[str] = mapped_column(String(100), default="anonymous")
     title: Mapped[str] = mapped_column(String(200), default="")
@@ -129,6 +153,8 @@ class SnapshotRow(Base):
     )
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     session_id: Mapped[str] = mapped_column(ForeignKey("sessions.id", ondelete="CASCADE"))
+    project_id: Mapped[str] = mapped_column(String(64), index=True, server_default=scope.DEFAULT_PROJECT)
+    """The session's project (copied when stored: by-id reads, the global stream and its replay filter on it)."""
     turn: Mapped[int]
     type_id: Mapped[str] = mapped_column(String(64))
     type_version: Mapped[int]
@@ -212,6 +238,8 @@ class ApiTokenRow(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     name: Mapped[str] = mapped_column(String(100))
     role: Mapped[str] = mapped_column(String(16))
+    project_id: Mapped[str | None] = mapped_column(String(64), index=True, default=None)
+    """The project the token acts in; None for an operator token (it manages projects, across all of them)."""
     token_hash: Mapped[str] = mapped_column(String(64), unique=True)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     revoked_at: Mapped[datetime | None] = mapped_column(default=None)
@@ -231,6 +259,8 @@ class AuditRow(Base):
     __tablename__ = "audit_log"
     __table_args__ = (Index("ix_audit_entity", "entity", "entity_id"),)
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    project_id: Mapped[str | None] = _project_column(shared=True)
+    """The project the change was made in; None: by the operator, the CLI or the system."""
     at: Mapped[datetime] = mapped_column(default=utcnow)
     actor: Mapped[str] = mapped_column(String(100))
     action: Mapped[str] = mapped_column(String(32))

@@ -29,7 +29,9 @@ from components.context_window.session_cache import BoundedCache
 
 from .history import history_read, message_of
 from .knowledge.scope import CaseScope, session_key
+from .knowledge.store import in_project
 from .models import AttachmentRow, ProfileRow, SessionRow
+from .scope import DEFAULT_PROJECT
 from .store.sessions import SessionData
 from .turn_index import TurnIndex, record_of
 
@@ -110,7 +112,14 @@ def case_scope(session: SessionRow, profile: ProfileRow, *, others_only: bool = 
     if sharing not in ("session", "user", "profile"):  # a value this version does not know: the narrowest
         sharing = "session"
     key = session_key(session.id, session.created_at)
-    return CaseScope(profile.id, key, session.user_id, sharing, others_only=others_only)
+    return CaseScope(case_profile(profile), key, session.user_id, sharing, others_only=others_only)
+
+
+def case_profile(profile: ProfileRow) -> str:
+    """The profile as champion cases name it: qualified by its project (bare in the default project, as cases
+    recorded before projects are), so a profile id reused by another project never reaches the first's cases."""
+    project = profile.project_id
+    return profile.id if project in (None, DEFAULT_PROJECT) else f"{project}/{profile.id}"
 
 
 class ScopedCases:
@@ -156,7 +165,7 @@ def build_context(
             system_prompt=p.system_prompt,
             components=tuple(p.components),
             context_limit=p.context_limit,
-            knowledge_collections=tuple(p.knowledge_collections),
+            knowledge_collections=tuple(in_project(p.project_id, name) for name in p.knowledge_collections),
             system_prompt_mode=p.system_prompt_mode,  # type: ignore[arg-type]  # as type, above
             case_sharing=scope.sharing,  # in the inputs: a replay says when the sharing changed since
             query_rewrite=p.query_rewrite,

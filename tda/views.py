@@ -15,7 +15,7 @@ from urllib.parse import quote
 from quart import Blueprint, redirect, render_template, request
 from quart_schema import hide
 
-from .auth import csrf_token, current_principal
+from .auth import csrf_token, current_principal, enter
 from .errors import NotFound, ServiceError
 from .service import service
 from .store.tokens import Principal
@@ -53,6 +53,10 @@ def page(template: str, section: str) -> Callable[[View], View]:
             if principal is None:
                 return redirect(f"/ui/sign-in?next={quote(request.full_path.rstrip('?'))}")
             frame = {"principal": principal, "csrf": csrf_token() or "", "nav": NAV, "section": section}
+            if principal.role == "client":  # an agent's token: it chats, it administers nothing
+                message = "a client token only chats (the OpenAI routes); sign in with a viewer or admin token"
+                return await render_template("error.html", status=403, message=message, **frame), 403
+            enter(principal)
             try:
                 extra = await view(*args, **kwargs)
             except ServiceError as exc:  # e.g. an unknown session id in the address: say so on a page

@@ -23,7 +23,7 @@ from quart_schema import document_request, tag_blueprint
 from components.context_window.base import Message, ToolSchema, text_of_parts
 from components.context_window.budget import BudgetExceeded
 
-from ..auth import actor, require
+from ..auth import actor, end_user, require
 from ..errors import Conflict, Invalid, NotFound, ServiceError, field_errors
 from ..events import encode_sse
 from ..gateway import ClientCall, complete, split
@@ -31,7 +31,7 @@ from ..llm import Choice, routing_error
 from ..models import ProfileRow, SessionRow
 from ..service import TDAService, service
 from .common import json_object
-from .model_list import profile_of_model
+from .model_list import default_profile, profile_of_model
 from .openapi import openai_wire
 from .streaming import start_turn
 
@@ -40,7 +40,6 @@ tag_blueprint(bp, ["chat"])
 
 SESSION_HEADER = "X-TDA-Session"
 PROFILE_HEADER = "X-TDA-Profile"
-DEFAULT_PROFILE = "default"
 PROFILE_DEFAULT_MODEL = ("tda", "default", "")
 """Model names that mean "the profile's model" (a client must send some model name)."""
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -124,7 +123,7 @@ async def over_budget(exc: BudgetExceeded) -> tuple[dict[str, Any], int]:
 @bp.post("/chat/completions")
 @openai_wire
 @document_request(ChatRequest)
-@require("admin")
+@require("client")
 async def chat_completions() -> Any:
     """An OpenAI chat completion (``stream: true`` for server-sent chunks), with tda's context management."""
     svc = service()
@@ -144,7 +143,7 @@ async def chat_completions() -> Any:
         model=model,
         max_tokens=body.max_completion_tokens or body.max_tokens,
         params=body.params(),
-        user=body.user,
+        user=end_user(body.user) if body.user else None,  # whose cases: narrowed to the token
         timings={},  # kept with the snapshot: the trace's latency breakdown
     )
     headers = {SESSION_HEADER: session.id} if session is not None else {}
@@ -202,8 +201,8 @@ async def _profile_of(svc: TDAService, session_id: str | None, profile_id: str |
     with contextlib.suppress(NotFound):
         if session_id is not None:
             return await svc.store.profiles.current((await svc.store.sessions.get(session_id)).profile_id)
-        return await svc.store.profiles.current(profile_id or DEFAULT_PROFILE)
-    return ProfileRow(id=profile_id or DEFAULT_PROFILE, upstream={})
+        return await svc.store.profiles.current(profile_id or default_profile())
+    return ProfileRow(id=profile_id or default_profile(), upstream={})
 
 
 def requested_ids(model: str) -> tuple[str | None, str | None]:
@@ -226,14 +225,14 @@ async def resolve_ids(
     svc: TDAService, session_id: str | None, profile_id: str | None, user: str | None
 ) -> tuple[ProfileRow, SessionRow | None]:
     """The profile and session of a call (no session: stateless). A named session is created on first use, for
-    the user the request names (OpenAI's ``user``), else for the caller."""
+    the caller's token and the user the request names (OpenAI's ``user``: it narrows, never widens, ``end_user``)."""
     if session_id is None:
         return await _profile(svc, profile_id), None
     try:
         session = await svc.store.sessions.get(session_id)
     except NotFound:
         profile = await _profile(svc, profile_id)
-        fields = {"id": session_id, "profile_id": profile.id, "user_id": (user or actor())[:100]}
+        fields = {"id": session_id, "profile_id": profile.id, "user_id": end_user(user)}
         with contextlib.suppress(Conflict):  # another request created it meanwhile
             await svc.store.sessions.create(fields, actor())
         return profile, await svc.store.sessions.get(session_id)
@@ -246,14 +245,14 @@ async def _profile(svc: TDAService, profile_id: str | None) -> ProfileRow:
     if profile_id is not None:
         return await svc.store.profiles.current(profile_id)  # 404 names it
     try:
-        return await svc.store.profiles.current(DEFAULT_PROFILE)
+        return await svc.store.profiles.current(default_profile())
     except NotFound:
         # A gateway's default: the client brings its own system prompt, and no call is shown another session's
         # turns (an admin can share champion cases on purpose).
         fields = {"name": "Default", "type": "tool_enabled", "system_prompt": "", "case_sharing": "session"}
         with contextlib.suppress(Conflict):
-            await svc.store.profiles.create(DEFAULT_PROFILE, fields, actor())
-    return await svc.store.profiles.get(DEFAULT_PROFILE)
+            await svc.store.profiles.create(default_profile(), fields, actor())
+    return await svc.store.profiles.get(default_profile())
 
 
 # --- OpenAI's response shapes ------------------------------------------------------------------------

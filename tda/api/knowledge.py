@@ -13,11 +13,12 @@ from typing import Any
 from quart import Blueprint
 from quart_schema import tag_blueprint, validate_request
 
+from .. import scope
 from ..auth import require
 from ..errors import Invalid, NotFound
 from ..knowledge.ingest import IngestReport, Upload, ingest_uploads
 from ..knowledge.retrieval import ChromaKnowledgeRetriever, passage_json
-from ..knowledge.store import KnowledgeError, KnowledgeStore
+from ..knowledge.store import PROJECT_PREFIX, KnowledgeError, KnowledgeStore, in_project, of_project
 from ..service import service
 from .schemas import KnowledgeContextIn, KnowledgeDocumentIn, KnowledgeIngestIn, KnowledgeSearchIn
 
@@ -25,15 +26,31 @@ bp = Blueprint("knowledge", __name__, url_prefix="/v1/knowledge")
 tag_blueprint(bp, ["knowledge"])
 
 
+def _stored(name: str) -> str:
+    """The Chroma name of the caller's project's collection ``name``: a project sees and reaches only its own."""
+    if name.startswith(PROJECT_PREFIX):
+        msg = f"collection names starting with {PROJECT_PREFIX!r} are reserved; choose another name"
+        raise Invalid(msg, errors=[{"loc": "collection", "msg": msg, "type": "value_error"}])
+    return in_project(scope.owner(), name)
+
+
 def _existing(store: KnowledgeStore, names: list[str]) -> None:
-    """404 for a collection that does not exist (a search or a turn would quietly find nothing)."""
+    """404 for a collection that does not exist (a search or a turn would quietly find nothing). ``names``: as
+    stored (``_stored``)."""
     known = set(store.collection_names())
     missing = [name for name in names if name not in known]
     if missing:
         raise NotFound(
-            f"no knowledge collection named {missing[0]!r}; GET /v1/knowledge/collections lists them, "
-            "POST .../collections/NAME/documents creates one"
+            f"no knowledge collection named {of_project(scope.owner(), missing[0])!r}; GET /v1/knowledge/collections "
+            "lists them, POST .../collections/NAME/documents creates one"
         )
+
+
+def _passage(passage: Any) -> dict[str, Any]:
+    found = passage_json(passage)
+    if isinstance(found.get("collection"), str):
+        found["collection"] = of_project(scope.owner(), found["collection"])
+    return found
 
 
 async def _run(work: Any, *, write: bool = False) -> Any:
@@ -48,10 +65,12 @@ async def _run(work: Any, *, write: bool = False) -> Any:
 @require("viewer")
 async def list_collections() -> dict[str, Any]:
     """Every knowledge collection with its document and chunk counts and its embedder."""
-    infos = await _run(lambda store, _: store.list_collections())
+    project = scope.owner()
+    infos = await _run(lambda store, _: store.list_collections(lambda stored: of_project(project, stored) is not None))
     return {
         "collections": [
-            {"name": i.name, "documents": i.documents, "chunks": i.chunks, "embedder": i.embedder} for i in infos
+            {"name": of_project(project, i.name), "documents": i.documents, "chunks": i.chunks, "embedder": i.embedder}
+            for i in infos
         ]
     }
 
@@ -59,9 +78,11 @@ async def list_collections() -> dict[str, Any]:
 @bp.get("/collections/<name>/documents")
 @require("viewer")
 async def list_documents(name: str) -> dict[str, Any]:
+    stored = _stored(name)
+
     def documents(store: KnowledgeStore, _: Any) -> list[str]:
-        _existing(store, [name])
-        return store.document_ids(name)
+        _existing(store, [stored])
+        return store.document_ids(stored)
 
     return {"collection": name, "documents": await _run(documents)}
 
@@ -72,10 +93,10 @@ async def list_documents(name: str) -> dict[str, Any]:
 async def ingest_documents(name: str, data: KnowledgeIngestIn) -> tuple[dict[str, Any], int]:
     """Ingest the documents sent (created if missing) as `tda knowledge ingest` ingests files: one that cannot
     be read is a 422 naming it, and then none is stored. Unchanged documents are skipped; changed ones replaced."""
-    uploads = _uploads(data.documents)
+    uploads, stored = _uploads(data.documents), _stored(name)
 
     def ingest(store: KnowledgeStore, _: Any) -> IngestReport:
-        return ingest_uploads(store, uploads, name, target_tokens=data.target_tokens)
+        return ingest_uploads(store, uploads, stored, target_tokens=data.target_tokens)
 
     report = await _run(ingest, write=True)
     if report.refused:
@@ -149,9 +170,11 @@ def _refuse_unreadable(report: IngestReport, documents: list[KnowledgeDocumentIn
 @bp.delete("/collections/<name>")
 @require("admin")
 async def delete_collection(name: str) -> tuple[str, int]:
+    stored = _stored(name)
+
     def delete(store: KnowledgeStore, _: Any) -> None:
-        _existing(store, [name])
-        store.delete_collection(name)
+        _existing(store, [stored])
+        store.delete_collection(stored)
 
     await _run(delete, write=True)
     return "", 204
@@ -160,9 +183,11 @@ async def delete_collection(name: str) -> tuple[str, int]:
 @bp.delete("/collections/<name>/documents/<path:document_id>")
 @require("admin")
 async def delete_document(name: str, document_id: str) -> tuple[str, int]:
+    stored = _stored(name)
+
     def delete(store: KnowledgeStore, _: Any) -> int:
-        _existing(store, [name])
-        return store.delete_document(name, document_id)
+        _existing(store, [stored])
+        return store.delete_document(stored, document_id)
 
     if not await _run(delete, write=True):
         raise NotFound(f"no document {document_id!r} in {name!r}; GET .../collections/{name}/documents lists them")
@@ -175,17 +200,19 @@ async def delete_document(name: str, document_id: str) -> tuple[str, int]:
 async def search(data: KnowledgeSearchIn) -> dict[str, Any]:
     """Passages for a query with their scores and provenance, as `tda knowledge search --json` prints them."""
 
+    collections = [_stored(name) for name in data.collections]
+
     def find(store: KnowledgeStore, retriever: ChromaKnowledgeRetriever) -> list[dict[str, Any]]:
-        _existing(store, data.collections)
+        _existing(store, collections)
         passages = retriever.search(
             data.query,
-            collections=data.collections,
+            collections=collections,
             k=data.k,
             min_score=data.min_score,
             documents=data.documents,
             sections=data.sections,
         )
-        return [passage_json(p) for p in passages]
+        return [_passage(p) for p in passages]
 
     return {"passages": await _run(find)}
 
@@ -199,11 +226,12 @@ async def context(data: KnowledgeContextIn) -> dict[str, Any]:
     from ..knowledge.contexts import KnowledgeContextRunner
 
     svc = service()
-    await _run(lambda store, _: _existing(store, data.collections))
+    collections = [_stored(name) for name in data.collections]
+    await _run(lambda store, _: _existing(store, collections))
     runner = KnowledgeContextRunner(
         svc.settings.data_dir,
         embedder=svc.settings.embedder,
-        collections=data.collections,
+        collections=collections,
         model=data.model or svc.settings.model,
         knowledge=svc.knowledge,
         module=svc.registry.get("knowledge_context"),  # the module turns use, not a fresh import per request

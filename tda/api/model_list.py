@@ -13,6 +13,7 @@ from typing import Any
 from quart import Blueprint
 from quart_schema import tag_blueprint
 
+from .. import scope
 from ..auth import require
 from ..errors import NotFound, ServiceError
 from ..llm import provider_of
@@ -27,7 +28,14 @@ tag_blueprint(bp, ["chat"])
 DEFAULT_MODEL_ID = "tda"
 PROFILE_PREFIX = "tda/"
 DEFAULT_PROFILE = "default"
-"""The profile ``tda`` means (chat.py creates it on first use)."""
+"""The profile ``tda`` means in the default project (chat.py creates it on first use)."""
+
+
+def default_profile() -> str:
+    """The profile ``tda`` means in the caller's project: ``default``, or ``<project>.default`` (profile ids are
+    unique across projects)."""
+    project = scope.owner()
+    return DEFAULT_PROFILE if project == scope.DEFAULT_PROJECT else f"{project}.{DEFAULT_PROFILE}"
 
 
 def profile_of_model(name: str) -> str | None:
@@ -44,7 +52,7 @@ async def as_openai_error(exc: ServiceError) -> tuple[dict[str, Any], int]:
 
 @bp.get("")
 @openai_json
-@require("viewer")
+@require("viewer", "client")
 async def list_models() -> dict[str, Any]:
     """The models a chat request may name: ``tda``, ``tda/<profile_id>`` for each profile, and the models the
     profiles call."""
@@ -53,7 +61,7 @@ async def list_models() -> dict[str, Any]:
 
 @bp.get("/<path:model_id>")
 @openai_json
-@require("viewer")
+@require("viewer", "client")
 async def get_model(model_id: str) -> dict[str, Any]:
     """One entry of ``GET /v1/models``."""
     for entry in await _entries(service()):
@@ -71,7 +79,7 @@ class ModelNotFound(NotFound):
 
 async def _entries(svc: TDAService) -> list[dict[str, Any]]:
     profiles = await svc.store.profiles.all()
-    default = next((p for p in profiles if p.id == DEFAULT_PROFILE), None)
+    default = next((p for p in profiles if p.id == default_profile()), None)
     entries = [_entry(DEFAULT_MODEL_ID, default.created_at if default else None, "tda")]
     entries += [_entry(f"{PROFILE_PREFIX}{p.id}", p.created_at, "tda") for p in profiles]
     first_use: dict[str, datetime | None] = {svc.settings.model: None}

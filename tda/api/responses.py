@@ -28,7 +28,7 @@ from quart_schema import document_request, tag_blueprint
 from components.context_window.base import Message, ToolSchema
 from components.context_window.budget import BudgetExceeded
 
-from ..auth import require
+from ..auth import end_user, require
 from ..errors import Conflict, Invalid, NotFound, ServiceError, field_errors
 from ..events import encode_sse
 from ..gateway import ClientCall, answered, complete, split
@@ -84,7 +84,7 @@ class ResponsesRequest(BaseModel):
 @bp.post("/responses")
 @openai_wire
 @document_request(ResponsesRequest)
-@require("admin")
+@require("client")
 async def create_response() -> Any:
     """An OpenAI response (``stream: true`` for its server-sent events), with tda's context management."""
     svc = service()
@@ -114,7 +114,7 @@ async def create_response() -> Any:
         model=model,
         max_tokens=body.max_output_tokens,
         params=params,
-        user=body.user,
+        user=end_user(body.user) if body.user else None,  # whose cases: narrowed to the token
         timings={},  # kept with the snapshot: the trace's latency breakdown
     )
     headers = {SESSION_HEADER: session.id} if session is not None else {}
@@ -128,7 +128,7 @@ async def create_response() -> Any:
 
 @bp.get("/responses/<response_id>")
 @openai_wire
-@require("admin")
+@require("client")
 async def get_response(response_id: str) -> Any:
     """A stored response, rebuilt from the call its session recorded (usage is not kept; it is left out)."""
     svc = service()

@@ -25,9 +25,10 @@ async def create_session(data: SignInIn) -> dict[str, Any]:
 
 
 @bp.get("/session")
-@require("viewer")
+@require("viewer", "client")
 async def whoami() -> dict[str, Any]:
-    return {"name": g.principal.name, "role": g.principal.role, "csrf_token": csrf_token()}
+    principal = g.principal
+    return {"name": principal.name, "role": principal.role, "project": principal.project, "csrf_token": csrf_token()}
 
 
 @bp.delete("/session")

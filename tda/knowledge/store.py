@@ -20,6 +20,7 @@ from chromadb.api.types import Metadata, Where
 from chromadb.config import Settings as ChromaSettings
 
 from ..redact import redact_url
+from ..scope import DEFAULT_PROJECT
 from .chunking import Chunk, where_label
 from .embeddings import DEFAULT_EMBEDDER, make_embedder
 
@@ -62,6 +63,25 @@ def open_client(data_dir: Path, chroma_url: str | None = None) -> ClientAPI:
     path = Path(data_dir) / "chroma"
     path.mkdir(parents=True, exist_ok=True)
     return chromadb.PersistentClient(path=str(path), settings=settings)
+
+
+PROJECT_PREFIX = "prj."
+"""Chroma names of the collections of projects other than the default (``prj.<project>.<name>``)."""
+
+
+def in_project(project: str | None, name: str) -> str:
+    """The Chroma name of a project's collection: the name itself in the default project (as before projects)."""
+    if project in (None, DEFAULT_PROJECT):
+        return name
+    return f"{PROJECT_PREFIX}{project}.{name}"
+
+
+def of_project(project: str | None, stored: str) -> str | None:
+    """The name ``project`` knows a stored collection by; None for another project's."""
+    if stored.startswith(PROJECT_PREFIX):
+        owner, _, name = stored.removeprefix(PROJECT_PREFIX).partition(".")
+        return name if owner == project else None
+    return stored if project in (None, DEFAULT_PROJECT) else None
 
 
 def check_collection_name(name: str) -> str:
@@ -137,9 +157,9 @@ class KnowledgeStore:
             if (c.metadata or {}).get(KIND_KEY, "knowledge") == "knowledge"
         )
 
-    def list_collections(self) -> list[CollectionInfo]:
+    def list_collections(self, which: Callable[[str], bool] = lambda _: True) -> list[CollectionInfo]:
         infos = []
-        for name in self.collection_names():
+        for name in filter(which, self.collection_names()):
             col = self.collection(name)
             metas = col.get(include=["metadatas"])["metadatas"] or []
             documents = {m.get("document_id") for m in metas}

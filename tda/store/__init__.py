@@ -8,6 +8,7 @@ from .calibrations import CalibrationStore
 from .components import ComponentInstructionStore
 from .modules import ModuleStateStore
 from .profiles import ProfileStore
+from .projects import ProjectStore
 from .sessions import SessionStore
 from .tokens import TokenStore
 from .types import StoredType, TypeStore, etag_for
@@ -19,6 +20,7 @@ class Store:
     def __init__(self, db: Database) -> None:
         self.db = db
         self.types = TypeStore(db)
+        self.projects = ProjectStore(db)
         self.profiles = ProfileStore(db)
         self.sessions = SessionStore(db)
         self.tokens = TokenStore(db)

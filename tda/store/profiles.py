@@ -9,6 +9,7 @@ from sqlalchemy import select
 
 from components.context_window.session_cache import BoundedCache
 
+from .. import scope
 from ..db import Database
 from ..errors import Conflict, Invalid, NotFound
 from ..models import ProfileRow, SessionRow, WindowTypeRow, utcnow
@@ -48,16 +49,18 @@ class ProfileStore:
     def __init__(self, db: Database, cache_ttl_s: float = CACHE_TTL_S) -> None:
         self.db = db
         self.cache_ttl_s = cache_ttl_s
-        self._current: BoundedCache[str, tuple[float, ProfileRow]] = BoundedCache(MAX_CACHED)
+        self._current: BoundedCache[tuple[str | None, str], tuple[float, ProfileRow]] = BoundedCache(MAX_CACHED)
+        """(project acting, profile id) -> (when read, row): a project is never served another's profile."""
 
     async def current(self, profile_id: str) -> ProfileRow:
         """``get`` for the per-call path (the gateway): served from memory for up to ``cache_ttl_s``, as types are
         (a save through another replica is seen within that; a save here at once)."""
-        cached = self._current.get(profile_id)
+        key = (scope.current(), profile_id)
+        cached = self._current.get(key)
         if cached is not None and time.monotonic() - cached[0] < self.cache_ttl_s:
             return cached[1]
         row = await self.get(profile_id)
-        self._current.put(profile_id, (time.monotonic(), row))
+        self._current.put(key, (time.monotonic(), row))
         return row
 
     async def all(self) -> list[ProfileRow]:
@@ -69,7 +72,7 @@ class ProfileStore:
             return await _profile(s, profile_id)
 
     async def create(self, profile_id: str, fields: dict[str, Any], actor: str) -> ProfileRow:
-        self._current.discard(profile_id)
+        self._current.discard_where(lambda key: key[1] == profile_id)
         async with self.db.write() as s:
             if await s.get(ProfileRow, profile_id) is not None:
                 raise Conflict(f"a profile with id {profile_id!r} already exists; choose another id")
@@ -81,7 +84,7 @@ class ProfileStore:
         return row
 
     async def update(self, profile_id: str, fields: dict[str, Any], actor: str) -> ProfileRow:
-        self._current.discard(profile_id)
+        self._current.discard_where(lambda key: key[1] == profile_id)
         async with self.db.write() as s:
             row = await _profile(s, profile_id)
             await _check_type_exists(s, fields.get("context_window_type_id"))
@@ -94,7 +97,7 @@ class ProfileStore:
         return row
 
     async def delete(self, profile_id: str, actor: str) -> None:
-        self._current.discard(profile_id)
+        self._current.discard_where(lambda key: key[1] == profile_id)
         async with self.db.write() as s:
             row = await _profile(s, profile_id)
             sessions = (

@@ -365,11 +365,14 @@ class SessionStore:
         async with self.db.read() as s:
             if not filters:
                 return [(row, []) for row in (await s.scalars(query)).all()]
-            turns = select(TurnRow.session_id, TurnRow.turn).where(*turn_filters(filters))
+            # Joined with the sessions always: only the project's turns compete for the SEARCH_TURNS newest.
+            turns = (
+                select(TurnRow.session_id, TurnRow.turn)
+                .join(SessionRow, SessionRow.id == TurnRow.session_id)
+                .where(*turn_filters(filters))
+            )
             if profile_id:
-                turns = turns.join(SessionRow, SessionRow.id == TurnRow.session_id).where(
-                    SessionRow.profile_id == profile_id
-                )
+                turns = turns.where(SessionRow.profile_id == profile_id)
             matched: dict[str, list[int]] = {}
             newest_first = turns.order_by(TurnRow.created_at.desc(), TurnRow.id.desc()).limit(SEARCH_TURNS)
             for session_id, turn in (await s.execute(newest_first)).all():
@@ -577,7 +580,7 @@ class SessionStore:
             # Ids commit in id order across replicas, so an SSE resume (id > Last-Event-ID) skips none.
             if self.db.is_postgres:
                 await advisory_xact_lock(c, "snapshots")
-            return int(await c.scalar(_INSERT_SNAPSHOT, fields))
+            return int(await c.scalar(_INSERT_SNAPSHOT, {**fields, "of_session": fields["session_id"]}))
 
     async def record_model_call(
         self, snapshot_id: int, data: dict[str, Any], call: dict[str, Any], timings: dict[str, float] | None = None
@@ -688,7 +691,14 @@ _COUNT_MESSAGES = (
 )
 # Of the tables, not the mapped classes: a mapped class's insert goes through the ORM's bulk machinery.
 _SNAPSHOTS, _TURNS, _MESSAGES = (Base.metadata.tables[row.__tablename__] for row in (SnapshotRow, TurnRow, MessageRow))
-_INSERT_SNAPSHOT = insert(_SNAPSHOTS).returning(_SNAPSHOTS.c.id)
+_SESSIONS = Base.metadata.tables[SessionRow.__tablename__]
+_INSERT_SNAPSHOT = (
+    insert(_SNAPSHOTS)
+    .values(  # the session's project, whoever stores it (an operator's call is in no project)
+        project_id=select(_SESSIONS.c.project_id).where(_SESSIONS.c.id == bindparam("of_session")).scalar_subquery()
+    )
+    .returning(_SNAPSHOTS.c.id)
+)
 _INSERT_TURN = insert(_TURNS).returning(*_TURN_COLUMNS)
 _INSERT_MESSAGE = insert(_MESSAGES).returning(*(_MESSAGES.c[c.key] for c in _MESSAGE_COLUMNS))
 

@@ -14,12 +14,15 @@ from sqlalchemy import Select, bindparam, delete, select
 from components.context_window.session_cache import BoundedCache
 
 from ..db import Database
-from ..errors import NotFound
-from ..models import ApiTokenRow, BrowserSessionRow, utcnow
+from ..errors import Invalid, NotFound
+from ..models import ApiTokenRow, BrowserSessionRow, ProjectRow, utcnow
+from ..scope import DEFAULT_PROJECT
 from . import audit
 
-Role = Literal["admin", "viewer"]
-ROLES: tuple[str, ...] = ("admin", "viewer")
+Role = Literal["client", "viewer", "admin", "operator"]
+ROLES: tuple[str, ...] = ("client", "viewer", "admin", "operator")
+"""``client``: an agent, which only chats (the OpenAI routes) in its project; ``viewer`` reads and streams its project;
+``admin`` also changes it; ``operator`` manages projects and tokens, and is in none (it sees every project)."""
 TOKEN_PREFIX = "tda_"
 
 
@@ -33,6 +36,8 @@ class Principal:
     token_id: int
     name: str
     role: str
+    project: str | None = DEFAULT_PROJECT
+    """The project the token acts in (None: an operator's, in every project)."""
 
     @property
     def actor(self) -> str:
@@ -44,6 +49,7 @@ def token_dict(row: ApiTokenRow) -> dict[str, Any]:
         "id": row.id,
         "name": row.name,
         "role": row.role,
+        "project": row.project_id,
         "created_at": row.created_at.isoformat(),
         "revoked": row.revoked_at is not None,
     }
@@ -69,12 +75,22 @@ class TokenStore:
         """token hash, or token id for a browser sign-in -> (expiry, principal): one read per token per second
         instead of one per request."""
 
-    async def create(self, name: str, role: str, actor: str = "cli") -> tuple[str, ApiTokenRow]:
+    async def create(
+        self, name: str, role: str, actor: str = "cli", project: str | None = DEFAULT_PROJECT
+    ) -> tuple[str, ApiTokenRow]:
+        """A new token of ``role`` in ``project`` (an operator's is in none: ``project`` is ignored)."""
         if role not in ROLES:
-            raise ValueError(f"role must be one of {ROLES}, got {role!r}")
+            raise Invalid(
+                f"role must be one of {', '.join(ROLES)}, got {role!r}",
+                errors=[{"loc": "role", "msg": f"one of {', '.join(ROLES)}", "type": "enum"}],
+            )
+        project = None if role == "operator" else project or DEFAULT_PROJECT
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
         async with self.db.write() as s:
-            row = ApiTokenRow(name=name, role=role, token_hash=hash_token(token))
+            if project is not None and await s.get(ProjectRow, project) is None:
+                msg = f"no project {project!r}; create it first (`tda projects create {project}`)"
+                raise NotFound(msg, errors=[{"loc": "project", "msg": msg, "type": "missing"}])
+            row = ApiTokenRow(name=name, role=role, project_id=project, token_hash=hash_token(token))
             s.add(row)
             await s.flush()
             audit.record(s, actor, "create", "api_token", str(row.id), None, token_dict(row))
@@ -95,7 +111,9 @@ class TokenStore:
             return cached[1]
         async with self.db.read() as s:
             row = await s.scalar(query, {"key": key})
-        principal = None if row is None or row.revoked_at is not None else Principal(row.id, row.name, row.role)
+        principal = (
+            None if row is None or row.revoked_at is not None else Principal(row.id, row.name, row.role, row.project_id)
+        )
         self._cache.put(key, (now + self.cache_ttl_s, principal))
         return principal
 
@@ -128,9 +146,13 @@ class TokenStore:
         async with self.db.write() as s:
             return await _end_sessions(s, [token_id])
 
-    async def all(self) -> list[ApiTokenRow]:
+    async def all(self, project: str | None = None) -> list[ApiTokenRow]:
+        """Every token, or ``project``'s."""
+        query = select(ApiTokenRow).order_by(ApiTokenRow.id)
+        if project is not None:
+            query = query.where(ApiTokenRow.project_id == project)
         async with self.db.read() as s:
-            return list((await s.scalars(select(ApiTokenRow).order_by(ApiTokenRow.id))).all())
+            return list((await s.scalars(query)).all())
 
     async def revoke(self, token_id: int, actor: str) -> None:
         async with self.db.write() as s:

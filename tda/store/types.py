@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from components.context_window.session_cache import BoundedCache
 from components.context_window.window_type import ContextWindowType, default_types
 
+from .. import scope
 from ..db import Database, rowcount
 from ..errors import Conflict, NotFound, PreconditionFailed
 from ..models import AuditRow, ProfileRow, WindowTypeRow, WindowTypeVersionRow, utcnow
@@ -92,7 +93,7 @@ def _forgets_current(write: Any) -> Any:
         try:
             return await write(self, *args, **kwargs)
         finally:
-            self._current = None
+            self._current = {}
 
     return wrapper
 
@@ -101,14 +102,16 @@ class TypeStore:
     def __init__(self, db: Database, cache_ttl_s: float = CACHE_TTL_S) -> None:
         self.db = db
         self.cache_ttl_s = cache_ttl_s
-        self._current: TypeList | None = None
+        self._current: dict[str | None, TypeList] = {}
+        """Per project (the types each sees: its own and the shared ones)."""
 
     # --- reads ---------------------------------------------------------------------------------
 
     async def current(self) -> TypeList:
         """The current types: re-checked at most every ``cache_ttl_s``; a check reads only ids and versions,
         and the content of a version not seen before (a version's content never changes)."""
-        current = self._current
+        project = scope.current()
+        current = self._current.get(project)
         if current is not None and time.monotonic() - current.checked < self.cache_ttl_s:
             return current
         checked = time.monotonic()
@@ -121,8 +124,8 @@ class TypeStore:
                 for row in (await s.scalars(select(WindowTypeRow).where(WindowTypeRow.id.in_(missing)))).all():
                     known[(row.id, row.version, row.updated_at)] = _stored(row)
         found = [known.get((h.id, h.version, h.updated_at)) for h in heads]
-        self._current = TypeList(tuple(t for t in found if t is not None), checked)
-        return self._current
+        current = self._current[project] = TypeList(tuple(t for t in found if t is not None), checked)
+        return current
 
     async def all(self) -> list[StoredType]:
         return list((await self.current()).types)
@@ -135,7 +138,11 @@ class TypeStore:
             return _stored(await self._row(s, type_id))
 
     async def default(self) -> StoredType:
-        found = next((t for t in (await self.current()).types if t.type.is_default), None)
+        """The default type; a project that cannot see it (another project's) gets the first shared type."""
+        types = (await self.current()).types
+        found = next((t for t in types if t.type.is_default), None) or next(
+            (t for t in types if t.id in await self._shared_ids()), None
+        )
         if found is None:
             raise NotFound("no default context window type exists; create one with is_default=true")
         return found
@@ -171,6 +178,10 @@ class TypeStore:
             for r in rows
         ]
 
+    async def _shared_ids(self) -> set[str]:
+        async with self.db.read() as s:
+            return set((await s.scalars(select(WindowTypeRow.id).where(WindowTypeRow.project_id.is_(None)))).all())
+
     async def bound_profiles(self, type_id: str) -> list[str]:
         async with self.db.read() as s:
             return await _bound_profiles(s, type_id)
@@ -182,8 +193,10 @@ class TypeStore:
         async with self.db.write() as s:
             if await s.get(WindowTypeRow, t.id) is not None:
                 raise Conflict(f"a context window type with id {t.id!r} already exists; choose another id")
+            if t.is_default:
+                scope.require_shared("which type is the default")
             has_default = await s.scalar(select(func.count()).where(WindowTypeRow.is_default.is_(True)))
-            if not has_default:
+            if not has_default and scope.acting().shared:
                 t = t.model_copy(update={"is_default": True})  # there is always exactly one default
             elif t.is_default:
                 await _demote_default(s, actor)
@@ -197,8 +210,10 @@ class TypeStore:
     @_forgets_current
     async def update(self, t: ContextWindowType, expected_version: int, actor: str) -> StoredType:
         async with self.db.write() as s:
-            current = await self._row(s, t.id)
+            current = await self._row(s, t.id, write=True)
             _check_version(current, expected_version)
+            if t.is_default != current.is_default:
+                scope.require_shared("which type is the default")
             if current.is_default and not t.is_default:
                 raise Conflict(
                     f"{t.id!r} is the default type and there must always be one: "
@@ -214,7 +229,7 @@ class TypeStore:
     async def rollback(self, type_id: str, to_version: int, expected_version: int | None, actor: str) -> StoredType:
         """Make an old version current again (as a new version); the default flag stays as it is now."""
         async with self.db.write() as s:
-            current = await self._row(s, type_id)
+            current = await self._row(s, type_id, write=True)
             if expected_version is not None:
                 _check_version(current, expected_version)
             old = await s.get(WindowTypeVersionRow, (type_id, to_version))
@@ -226,7 +241,7 @@ class TypeStore:
     @_forgets_current
     async def delete(self, type_id: str, expected_version: int, actor: str) -> None:
         async with self.db.write() as s:
-            current = await self._row(s, type_id)
+            current = await self._row(s, type_id, write=True)
             _check_version(current, expected_version)
             if current.is_default:
                 raise Conflict(f"{type_id!r} is the default type; make another type the default before deleting it")
@@ -255,10 +270,12 @@ class TypeStore:
         return created
 
     @staticmethod
-    async def _row(s: AsyncSession, type_id: str) -> WindowTypeRow:
+    async def _row(s: AsyncSession, type_id: str, write: bool = False) -> WindowTypeRow:
         row = await s.get(WindowTypeRow, type_id)
         if row is None:
             raise NotFound(f"no context window type {type_id!r}")
+        if write and row.project_id is None:
+            scope.require_shared(f"the shipped type {type_id!r} (copy it under a new id to change it)")
         return row
 
 
