@@ -82,9 +82,10 @@ async def current_principal() -> Principal:
     )
 
 
-def require(*roles: str) -> Callable[[F], F]:
+def require(*roles: str, shared: str | None = None) -> Callable[[F], F]:
     """Route decorator: the caller's token may act as one of ``roles`` (``MAY_ACT_AS``); the rest of the request
-    (a streamed body included) acts in the token's project."""
+    (a streamed body included) acts in the token's project. ``shared``: what the route changes is every project's
+    (named so in the 403), which only an operator or a default-project admin may change."""
     allowed = frozenset().union(*(MAY_ACT_AS[role] for role in roles))
 
     def decorate(view: F) -> F:
@@ -95,6 +96,8 @@ def require(*roles: str) -> Callable[[F], F]:
                 needed = " or ".join(sorted(roles))
                 raise Forbidden(f"this needs a {needed} token; yours is a {principal.role} token")
             enter(principal)
+            if shared is not None:
+                scope.require_shared(shared)
             return await view(*args, **kwargs)
 
         return wrapper  # type: ignore[return-value]

@@ -64,13 +64,18 @@ def cmd_db_backup(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_tokens(args: argparse.Namespace, settings: Settings) -> int:
     async def create(store: Store) -> int:
-        token, row = await store.tokens.create(args.name or f"{args.role}-token", args.role)
-        print(f"created {row.role} token #{row.id} ({row.name}); it is shown only once:\n{token}")
+        if args.role == "operator" and args.project is not None:
+            print("tda tokens: an operator token is in no project (it manages all); drop --project", file=sys.stderr)
+            return 2
+        token, row = await store.tokens.create(args.name or f"{args.role}-token", args.role, project=args.project)
+        where = f" in project {row.project_id!r}" if row.project_id else ""
+        print(f"created {row.role} token #{row.id} ({row.name}){where}; it is shown only once:\n{token}")
         return 0
 
     async def listing(store: Store) -> int:
-        for row in await store.tokens.all():
-            print(f"#{row.id:<5}{row.role:<8}{'revoked' if row.revoked_at else 'active':<9}{row.name}")
+        for row in await store.tokens.all(args.project):
+            state = "revoked" if row.revoked_at else "active"
+            print(f"#{row.id:<5}{row.role:<9}{state:<9}{row.project_id or '(all)':<20}{row.name}")
         return 0
 
     async def revoke(store: Store) -> int:
@@ -82,6 +87,24 @@ def cmd_tokens(args: argparse.Namespace, settings: Settings) -> int:
         return _run({"create": create, "list": listing, "revoke": revoke}[args.action], settings)
     except Exception as exc:  # NotFound and friends: a message, not a traceback
         print(f"tda tokens: {redact_urls(str(exc))}", file=sys.stderr)
+        return 2
+
+
+def cmd_projects(args: argparse.Namespace, settings: Settings) -> int:
+    async def create(store: Store) -> int:
+        row = await store.projects.create(args.name, "cli")
+        print(f"created project {row.name!r}; give it tokens with `tda tokens create --project {row.name} --role ...`")
+        return 0
+
+    async def listing(store: Store) -> int:
+        for row in await store.projects.all():
+            print(row.name)
+        return 0
+
+    try:
+        return _run({"create": create, "list": listing}[args.action], settings)
+    except Exception as exc:  # Conflict, Invalid: a message, not a traceback
+        print(f"tda projects: {redact_urls(str(exc))}", file=sys.stderr)
         return 2
 
 
@@ -309,10 +332,18 @@ def register(commands: argparse._SubParsersAction) -> None:
     create = actions.add_parser("create", help="create a token")
     create.add_argument("--role", choices=ROLES, required=True)
     create.add_argument("--name", help="a label, e.g. who holds it")
-    actions.add_parser("list", help="list tokens (never their secrets)")
+    create.add_argument("--project", help="the project it acts in (default: 'default'); an operator token is in none")
+    listing = actions.add_parser("list", help="list tokens (never their secrets)")
+    listing.add_argument("--project", help="only this project's tokens")
     revoke = actions.add_parser("revoke", help="revoke a token by id")
     revoke.add_argument("id", type=int)
     tokens.set_defaults(func=cmd_tokens)
+
+    projects = commands.add_parser("projects", help="projects: each team's own tokens, profiles, sessions, knowledge")
+    project_actions = projects.add_subparsers(dest="action", required=True)
+    project_actions.add_parser("create", help="create a project").add_argument("name")
+    project_actions.add_parser("list", help="list the projects")
+    projects.set_defaults(func=cmd_projects)
 
     demo = commands.add_parser("demo", help="seed demo data and print a fresh demo admin token")
     demo.set_defaults(func=cmd_demo)

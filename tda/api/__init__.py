@@ -13,6 +13,7 @@ from . import (
     model_list,
     modules,
     profiles,
+    projects,
     responses,
     sessions,
     signin,
@@ -36,6 +37,7 @@ BLUEPRINTS = (
     model_list.bp,
     components.bp,
     knowledge.bp,
+    projects.bp,
 )
 
 

@@ -42,7 +42,7 @@ async def get_instructions(component_id: str) -> dict[str, Any]:
 
 
 @bp.put("/<component_id>")
-@require("admin")
+@require("admin", shared="the component instructions")
 @validate_request(ComponentInstructionsIn)
 async def put_instructions(component_id: str, data: ComponentInstructionsIn) -> tuple[dict[str, Any], int]:
     """Create or replace a component's texts (``full``, ``medium``, ``light``; at least one). When the budget
@@ -52,7 +52,7 @@ async def put_instructions(component_id: str, data: ComponentInstructionsIn) -> 
 
 
 @bp.delete("/<component_id>")
-@require("admin")
+@require("admin", shared="the component instructions")
 async def delete_instructions(component_id: str) -> tuple[str, int]:
     await service().store.components.delete(component_id, actor())
     return "", 204

@@ -41,7 +41,7 @@ async def list_modules() -> dict[str, Any]:
 
 
 @bp.post("/modules/install")
-@require("admin")
+@require("admin", shared="the installed modules")
 @validate_request(InstallIn)
 async def install_module(data: InstallIn) -> tuple[dict[str, Any], int]:
     """Install a module folder from the server's file system into the user module folder. Only folders under
@@ -63,7 +63,7 @@ async def install_module(data: InstallIn) -> tuple[dict[str, Any], int]:
 
 
 @bp.delete("/modules/<other_than(install,reload):module_id>")
-@require("admin")
+@require("admin", shared="the installed modules")
 async def uninstall_module(module_id: str) -> tuple[str, int]:
     """Uninstall a user-installed module (built-ins: deactivate instead; packs: pip uninstall)."""
     svc = service()
@@ -91,20 +91,20 @@ async def _set_active(module_id: str, active: bool) -> dict[str, Any]:
 
 
 @bp.post("/modules/<module_id>/activate")
-@require("admin")
+@require("admin", shared="the installed modules")
 async def activate_module(module_id: str) -> dict[str, Any]:
     return await _set_active(module_id, True)
 
 
 @bp.post("/modules/<module_id>/deactivate")
-@require("admin")
+@require("admin", shared="the installed modules")
 async def deactivate_module(module_id: str) -> dict[str, Any]:
     """Deactivated modules are skipped by every type; their share goes to the others."""
     return await _set_active(module_id, False)
 
 
 @bp.post("/modules/<module_id>/purge")
-@require("admin")
+@require("admin", shared="the installed modules")
 @validate_request(PurgeIn)
 async def purge_module(module_id: str, data: PurgeIn) -> dict[str, Any]:
     """Forget what a purgeable module cached for one session."""
@@ -119,7 +119,7 @@ async def purge_module(module_id: str, data: PurgeIn) -> dict[str, Any]:
 
 
 @bp.post("/modules/reload")
-@require("admin")
+@require("admin", shared="the installed modules")
 async def reload_modules() -> dict[str, Any]:
     """Discover modules again (after installing a pack or editing a user module)."""
     svc = service()

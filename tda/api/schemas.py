@@ -414,3 +414,21 @@ class Error(BaseModel):
     error: str
     message: str
     errors: list[dict[str, Any]] | None = None
+
+
+class ProjectIn(_In):
+    name: str = Field(min_length=1, max_length=63, description="lower-case letters, digits, '-' and '_'")
+
+
+class TokenIn(_In):
+    role: Literal["client", "viewer", "admin", "operator"] = Field(
+        description="client: chats only (agents); viewer: reads; admin: changes its project; operator: projects, tokens"
+    )
+    project: str | None = Field(
+        None, min_length=1, max_length=63, description="the project it acts in (default: 'default'; none for operator)"
+    )
+    name: str | None = Field(None, min_length=1, max_length=100)
+
+
+class TokenQuery(_Query):
+    project: str | None = Field(None, min_length=1, max_length=63, description="only this project's tokens")
