@@ -566,6 +566,7 @@ class SessionStore:
 
     async def delete_attachment(self, session_id: str, attachment_id: str, actor: str) -> None:
         async with self.db.write() as s:
+            await _session(s, session_id)
             row = await s.get(AttachmentRow, attachment_id)
             if row is None or row.session_id != session_id:
                 raise NotFound(f"session {session_id!r} has no attachment {attachment_id!r}")
