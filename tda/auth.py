@@ -123,12 +123,13 @@ def actor() -> str:
 def end_user(user: str | None) -> str:
     """Whom a session a chat creates belongs to (whose champion cases it may share): the caller's token, narrowed to
     the OpenAI ``user`` it names. A client chooses ``user`` freely, so it never reaches another token's users."""
-    principal: Principal = g.principal
-    base = f"token#{principal.token_id}"
+    base = actor()
     if not user:
         return base
     named = f"{base}/{user}"
-    return named if len(named) <= 100 else f"{base}/sha256:{hashlib.sha256(user.encode()).hexdigest()}"
+    if len(named) <= 100:
+        return named
+    return f"token#{g.principal.token_id}/sha256:{hashlib.sha256(user.encode()).hexdigest()}"  # 86 characters
 
 
 async def sign_in(principal: Principal) -> str:

@@ -22,10 +22,13 @@ from ..errors import Conflict, Invalid
 from ..models import AuditRow, ProfileRow, ProjectRow, SessionRow, SnapshotRow, WindowTypeRow
 from . import audit
 
-OWNED: tuple[Any, ...] = (ProfileRow, SessionRow, SnapshotRow, AuditRow)
+OWNED: tuple[Any, ...] = (ProfileRow, SessionRow, SnapshotRow)
 """Rows a project sees only if they are its own."""
 SHARED: tuple[Any, ...] = (WindowTypeRow,)
 """Rows a project sees if they are its own or nobody's (``project_id`` None: the shipped window types)."""
+SERVERS: tuple[Any, ...] = (AuditRow,)
+"""Rows a project sees if they are its own, and those who administer what projects share (``scope.Acting.shared``)
+see nobody's too (the audit entries of the operator, the CLI and the system)."""
 
 NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,62}")
 """A project name: lower-case letters, digits, '-' and '_' (it prefixes its knowledge collections' names)."""
@@ -33,15 +36,21 @@ NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,62}")
 
 @event.listens_for(Session, "do_orm_execute")
 def _only_the_current_project(state: ORMExecuteState) -> None:
-    project = scope.current()
+    acting = scope.acting()
+    project = acting.project
     if project is None or state.is_column_load or state.is_relationship_load:
         return
     if not (state.is_select or state.is_update or state.is_delete):
         return
-    options = [with_loader_criteria(row, row.project_id == project, include_aliases=True) for row in OWNED]
+    with_nobodys = SHARED + SERVERS if acting.shared else SHARED
+    options = [
+        with_loader_criteria(row, row.project_id == project, include_aliases=True)
+        for row in (*OWNED, *SERVERS)
+        if row not in with_nobodys
+    ]
     options += [
         with_loader_criteria(row, or_(row.project_id == project, row.project_id.is_(None)), include_aliases=True)
-        for row in SHARED
+        for row in with_nobodys
     ]
     state.statement = state.statement.options(*options)
 

@@ -322,7 +322,7 @@ async def test_sessions_are_created_on_first_use_under_the_named_or_default_prof
         extra_headers={"X-TDA-Session": "bound", "X-TDA-Profile": "analyst"},
     )
     bound = await served.get("/v1/sessions/bound")
-    assert (bound["profile_id"], bound["user_id"]) == ("analyst", "end-user-7")
+    assert (bound["profile_id"], bound["user_id"]) == ("analyst", "token:agent#1/end-user-7")
     with pytest.raises(openai.ConflictError, match="bound to profile 'analyst'"):
         await client.chat.completions.create(
             model="tda",
