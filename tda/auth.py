@@ -93,8 +93,7 @@ def require(*roles: str, shared: str | None = None) -> Callable[[F], F]:
         async def wrapper(*args: Any, **kwargs: Any) -> Any:
             principal = await current_principal()
             if principal.role not in allowed:
-                needed = " or ".join(sorted(roles))
-                raise Forbidden(f"this needs a {needed} token; yours is a {principal.role} token")
+                raise Forbidden(f"this needs the {' or '.join(roles)} role; your token has {principal.role}")
             enter(principal)
             if shared is not None:
                 scope.require_shared(shared)
