@@ -51,7 +51,7 @@ export function h(tag, attrs = {}, ...children) {
   return el;
 }
 
-export const isAdmin = () => document.body.dataset.role === "admin";
+export const isAdmin = () => ["admin", "operator"].includes(document.body.dataset.role);
 
 /** Show (or with no message, clear) an error on one input: the text in its error slot, aria-invalid on it. */
 export function fieldError(input, slot, message = "") {

@@ -140,9 +140,10 @@ class TypeStore:
     async def default(self) -> StoredType:
         """The default type; a project that cannot see it (another project's) gets the first shared type."""
         types = (await self.current()).types
-        found = next((t for t in types if t.type.is_default), None) or next(
-            (t for t in types if t.id in await self._shared_ids()), None
-        )
+        found = next((t for t in types if t.type.is_default), None)
+        if found is None:
+            shared = await self._shared_ids()
+            found = next((t for t in types if t.id in shared), None)
         if found is None:
             raise NotFound("no default context window type exists; create one with is_default=true")
         return found

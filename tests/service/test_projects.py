@@ -9,7 +9,9 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import sqlite3
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -413,3 +415,56 @@ async def test_operator_manages_projects_and_tokens_over_rest(client, svc: TDASe
     assert [t["id"] for t in listed["tokens"]] == [made["id"]] and "token" not in listed["tokens"][0]
     assert (await client.delete(f"/v1/tokens/{made['id']}", headers=operator)).status_code == 204
     assert (await client.get("/v1/models", headers=gamma)).status_code == 401
+
+
+def test_the_migration_moves_existing_data_into_the_default_project(tmp_path: Path):
+    """0009 on a database with data: every profile, session, snapshot and token is the ``default`` project's, the
+    shipped types and the system's audit entries are nobody's, and a token's entries are the default project's."""
+    from tda.db import upgrade
+
+    path = tmp_path / "tda.db"
+    upgrade(f"sqlite+aiosqlite:///{path}", "0008")
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA foreign_keys=ON")
+    now = "2026-12-01 20:00:00"
+    db.execute(
+        "INSERT INTO context_window_types (id, name, is_default, version, data, created_at, updated_at) "
+        "VALUES ('t', 'T', 1, 1, '{}', ?, ?)",
+        (now, now),
+    )
+    db.execute(
+        "INSERT INTO profiles (id, name, type, system_prompt, tools, components, knowledge_collections, created_at, "
+        "updated_at, upstream) VALUES ('p', '', 'llm_only', '', '[]', '[]', '[]', ?, ?, '{}')",
+        (now, now),
+    )
+    db.execute(
+        "INSERT INTO sessions (id, profile_id, user_id, title, created_at, updated_at) "
+        "VALUES ('s', 'p', 'u', '', ?, ?)",
+        (now, now),
+    )
+    db.execute(
+        "INSERT INTO snapshots (session_id, turn, type_id, type_version, model, data, inputs, created_at) "
+        "VALUES ('s', 1, 't', 1, 'm', '{}', '{}', ?)",
+        (now,),
+    )
+    db.execute("INSERT INTO api_tokens (name, role, token_hash, created_at) VALUES ('a', 'admin', 'h', ?)", (now,))
+    for actor in ("system", "token:a#1"):
+        db.execute(
+            "INSERT INTO audit_log (at, actor, action, entity, entity_id) VALUES (?, ?, 'create', 'x', 'y')",
+            (now, actor),
+        )
+    db.commit()
+    db.close()
+
+    upgrade(f"sqlite+aiosqlite:///{path}")
+
+    db = sqlite3.connect(path)
+    assert db.execute("SELECT name FROM projects").fetchall() == [("default",)]
+    for table in ("profiles", "sessions", "snapshots", "api_tokens"):
+        assert db.execute(f"SELECT project_id FROM {table}").fetchall() == [("default",)], table
+    assert db.execute("SELECT project_id FROM context_window_types").fetchall() == [(None,)]
+    assert db.execute("SELECT actor, project_id FROM audit_log ORDER BY id").fetchall() == [
+        ("system", None),
+        ("token:a#1", "default"),
+    ]
+    db.close()
