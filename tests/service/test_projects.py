@@ -468,3 +468,24 @@ def test_the_migration_moves_existing_data_into_the_default_project(tmp_path: Pa
         ("token:a#1", "default"),
     ]
     db.close()
+
+
+def test_champion_cases_of_a_profile_id_reused_by_another_project_stay_apart():
+    """Cases are scoped by the profile as qualified by its project: an id deleted in one project and created in
+    another names other cases (the default project's stay bare, as recorded before projects)."""
+    from datetime import UTC, datetime
+
+    from tda.models import ProfileRow, SessionRow
+    from tda.sources import case_scope
+
+    when = datetime(2026, 12, 1, tzinfo=UTC)
+    session = SessionRow(id="s", profile_id="support", user_id="u", created_at=when)
+    scopes = {
+        project: case_scope(session, ProfileRow(id="support", project_id=project, case_sharing="profile"))
+        for project in ("default", "alpha", "beta")
+    }
+    assert scopes["default"].profile_id == "support"
+    assert len({s.profile_id for s in scopes.values()}) == 3
+    recorded = scopes["alpha"].metadata(from_tools=False)
+    assert scopes["alpha"].allows(recorded) and not scopes["beta"].allows(recorded)
+    assert not scopes["default"].allows(recorded)
