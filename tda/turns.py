@@ -27,7 +27,8 @@ from components.context_window.token_estimator import estimator_for
 from . import metrics
 from .champions import keep_as_champion
 from .cost import model_call
-from .errors import Conflict, Invalid, UpstreamFailed
+from .errors import Conflict, Invalid, UpstreamFailed, UpstreamNotAllowed
+from .llm import model_call_error
 from .models import MessageRow, TurnRow
 from .recall import index_after
 from .sources import build_context, input_hashes, message_of
@@ -227,7 +228,7 @@ async def _step(
     with timed(options, "model"):
         try:
             done = await _call_model(svc, ctx, assembled, options, recorded, data.profile.upstream)
-        except UpstreamFailed as failed:
+        except (UpstreamFailed, UpstreamNotAllowed) as failed:
             failure = {"model": ctx.model, "error": str(failed)}
             export_turn(
                 svc, assembled.snapshot, failure, (assembled_at, model_at), failed.details.get("snapshot_id"), None
@@ -390,7 +391,4 @@ async def _call_model(
         )
     except Exception as exc:  # provider errors are many and untyped; the caller needs the reason
         snapshot_id = await recorded
-        raise UpstreamFailed(
-            f"the model call failed ({type(exc).__name__}: {exc}); snapshot {snapshot_id} was kept",
-            snapshot_id=snapshot_id,
-        ) from None
+        raise model_call_error(exc, f"; snapshot {snapshot_id} was kept", snapshot_id=snapshot_id) from None
