@@ -20,17 +20,22 @@ from tda.store import Store
 
 
 @pytest.fixture(scope="module")
-def fuzz_target(tmp_path_factory: pytest.TempPathFactory, template_db_for_fuzz: Path) -> tuple[Any, str]:
+def fuzz_target(tmp_path_factory: pytest.TempPathFactory, template_db_for_fuzz: Path) -> tuple[Any, dict[str, str]]:
     data = tmp_path_factory.mktemp("fuzz")
     shutil.copy(template_db_for_fuzz, data / "tda.db")
     settings_ = Settings(data_dir=data, modules_dir=data / "modules", mock_model=True, embedder="hashing")
 
-    async def seed() -> str:
+    async def seed() -> dict[str, str]:
         store = Store.connect(settings_.sqlalchemy_url)
         try:
             await seed_demo(store)  # real rows, so some generated requests reach past the 404s
-            token, _ = await store.tokens.create("fuzz", "admin")
-            return token
+            await store.projects.create("fuzzers", "test")
+            return {
+                "admin": (await store.tokens.create("fuzz", "admin"))[0],
+                # another project's admin: every read filtered, the demo's rows all someone else's
+                "project admin": (await store.tokens.create("fuzz-p", "admin", project="fuzzers"))[0],
+                "operator": (await store.tokens.create("fuzz-o", "operator"))[0],  # projects and tokens too
+            }
         finally:
             await store.close()
 
@@ -55,14 +60,19 @@ def template_db_for_fuzz(tmp_path_factory: pytest.TempPathFactory) -> Path:
 EXAMPLES_PER_OPERATION = 4
 
 
-def test_no_server_errors(fuzz_target: tuple[Any, str]) -> None:
-    """Every operation, with valid and with invalid inputs, a few examples each (bounded to stay fast)."""
-    app, token = fuzz_target
+def test_no_server_errors(fuzz_target: tuple[Any, dict[str, str]]) -> None:
+    """Every operation, with valid and with invalid inputs, a few examples each (bounded to stay fast), as the
+    default project's admin, another project's admin and an operator."""
+    app, tokens = fuzz_target
     # Event streams never end by themselves; they are tested in test_sse.py.
     schema = schemathesis.openapi.from_asgi("/openapi.json", app).exclude(path_regex=r"/events$")
     operations = [result.ok() for result in schema.get_all_operations()]
     assert len(operations) > 30
-    headers = {"Authorization": f"Bearer {token}"}
+    for token in tokens.values():
+        _fuzz(operations, {"Authorization": f"Bearer {token}"})
+
+
+def _fuzz(operations: list[Any], headers: dict[str, str]) -> None:
     for operation in operations:
         for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
 
