@@ -171,3 +171,25 @@ async def test_nul_characters_are_refused_on_postgresql_as_on_sqlite(backing: Ba
         token, _ = await app.extensions["tda"].store.tokens.create("nul", "admin")
         client = running.test_client()
         await check_nul_is_refused_before_anything_is_written(client, {"Authorization": f"Bearer {token}"})
+
+
+async def test_projects_are_isolated_on_postgresql(backing: Backing, tmp_path) -> None:
+    """The two-project probe suite on a real server: the store's project filter (an ORM hook reading the request's
+    context inside SQLAlchemy's greenlet) holds on asyncpg as on SQLite."""
+    from tda.app import create_app
+    from tda.config import Settings
+    from tests.service.support import BOOM, ECHO, write_module
+    from tests.service.test_projects import build_two, check_no_probe_succeeds
+
+    write_module(tmp_path / "modules", "fixture_echo", "Echo", ECHO, defaults={"priority": 90, "target_pct": 60})
+    write_module(tmp_path / "modules", "fixture_boom", "Boom", BOOM)
+    url = fresh_database(backing)
+    await asyncio.to_thread(upgrade, url)
+    settings = Settings(
+        data_dir=tmp_path, database_url=url, modules_dir=tmp_path / "modules", embedder="hashing", mock_model=True
+    )
+    app = create_app(settings, migrate=False, warm_up_llm=False, warm_up_knowledge=False)
+    async with app.test_app() as running:
+        client = running.test_client()
+        alpha, beta = await build_two(app.extensions["tda"], client)
+        await check_no_probe_succeeds(client, alpha, beta)

@@ -114,11 +114,14 @@ async def _build(svc: TDAService, client: Any, name: str) -> Project:
     return p
 
 
+async def build_two(svc: TDAService, client: Any) -> tuple[Project, Project]:
+    """Projects alpha and beta, each with its tokens and one of everything (also used on PostgreSQL)."""
+    return await _build(svc, client, "alpha"), await _build(svc, client, "beta")
+
+
 @pytest.fixture
 async def two(svc: TDAService, client: Any) -> tuple[Project, Project]:
-    alpha = await _build(svc, client, "alpha")
-    beta = await _build(svc, client, "beta")
-    return alpha, beta
+    return await build_two(svc, client)
 
 
 def _probes(a: Project) -> list[tuple[str, str, Any]]:
@@ -167,6 +170,9 @@ def _probes(a: Project) -> list[tuple[str, str, Any]]:
         ("POST", "/v1/responses", {"model": "tda", "input": "go on", "previous_response_id": a.response_id}),
         ("POST", "/v1/responses", {"model": f"tda/{a.profile}", "input": "vault code?"}),
         ("GET", f"/v1/models/tda/{a.profile}", None),
+        ("GET", f"/ui/sessions/{s}", None),
+        ("GET", f"/ui/sessions/{s}/turns/1", None),
+        ("GET", f"/ui/types/{a.type_id}", None),
     ]
 
 
@@ -200,7 +206,11 @@ async def _call(client: Any, method: str, path: str, body: Any, headers: dict[st
 
 
 async def test_no_probe_of_one_project_reaches_the_others_resources(client, two):
-    alpha, beta = two
+    await check_no_probe_succeeds(client, *two)
+
+
+async def check_no_probe_succeeds(client: Any, alpha: Project, beta: Project) -> None:
+    """Every probe of each project's tokens on the other's resources fails, and leaves them as they were."""
     successes = []
     for attacker, victim in ((beta, alpha), (alpha, beta)):
         for role, headers in attacker.tokens.items():
