@@ -10,7 +10,9 @@ such ids only.
 
 from __future__ import annotations
 
+import functools
 import re
+import weakref
 from typing import Any
 
 from sqlalchemy import event, or_, select
@@ -37,22 +39,43 @@ NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,62}")
 @event.listens_for(Session, "do_orm_execute")
 def _only_the_current_project(state: ORMExecuteState) -> None:
     acting = scope.acting()
-    project = acting.project
-    if project is None or state.is_column_load or state.is_relationship_load:
+    if acting.project is None or state.is_column_load or state.is_relationship_load:
         return
-    if not (state.is_select or state.is_update or state.is_delete):
-        return
-    with_nobodys = SHARED + SERVERS if acting.shared else SHARED
-    options = [
-        with_loader_criteria(row, row.project_id == project, include_aliases=True)
+    if state.is_select or state.is_update or state.is_delete:
+        state.statement = _filtered(state.statement, acting.project, acting.shared)
+
+
+_FILTERED: weakref.WeakKeyDictionary[Any, dict[tuple[str, bool], Any]] = weakref.WeakKeyDictionary()
+"""statement -> (project, shared) -> the statement with its criteria: a statement built once (the store's prebuilt
+reads) keeps its cache key, computed once, instead of a new statement's per call. Ad hoc statements drop out with
+their statement."""
+
+
+def _filtered(statement: Any, project: str, shared: bool) -> Any:
+    per_project = _FILTERED.setdefault(statement, {})
+    found = per_project.get((project, shared))
+    if found is None:
+        found = per_project[(project, shared)] = statement.options(*_criteria(project, shared))
+    return found
+
+
+@functools.lru_cache(maxsize=1024)
+def _criteria(project: str, shared: bool) -> tuple[Any, ...]:
+    """The options that filter a statement for ``project``: built once per project (building them cost more than
+    the read they filter). Lambdas, so the compiled statement is cached with ``project`` as a bound parameter."""
+    with_nobodys = SHARED + SERVERS if shared else SHARED
+    own = [
+        with_loader_criteria(row, lambda cls: cls.project_id == project, include_aliases=True)
         for row in (*OWNED, *SERVERS)
         if row not in with_nobodys
     ]
-    options += [
-        with_loader_criteria(row, or_(row.project_id == project, row.project_id.is_(None)), include_aliases=True)
+    own_or_nobodys = [
+        with_loader_criteria(
+            row, lambda cls: or_(cls.project_id == project, cls.project_id.is_(None)), include_aliases=True
+        )
         for row in with_nobodys
     ]
-    state.statement = state.statement.options(*options)
+    return (*own, *own_or_nobodys)
 
 
 def project_dict(row: ProjectRow) -> dict[str, Any]:
