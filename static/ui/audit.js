@@ -1,6 +1,6 @@
 // The audit log: who changed what, with the change in sentences for types and the fields that changed otherwise.
 import { describeChanges } from "./diff.js";
-import { actorName, get, h, loadModuleNames, moduleLabel, reportError } from "./lib.js";
+import { actorName, get, h, loadModuleNames, moduleLabel, pageNav, reportError } from "./lib.js";
 
 const $ = (id) => document.getElementById(id);
 const ENTITY = { context_window_type: "window type", profile: "profile", session: "session", module: "module", api_token: "API token" };
@@ -33,13 +33,18 @@ function link(e) {
   return h("code", {}, e.entity_id);
 }
 
-async function load(event) {
+const PAGE = 200;
+
+async function load(event, offset = 0) {
   event?.preventDefault();
-  const params = new URLSearchParams({ limit: "200" });
+  const params = new URLSearchParams({ limit: String(PAGE), offset: String(offset) });
   if ($("a-entity").value) params.set("entity", $("a-entity").value);
   if ($("a-id").value.trim()) params.set("entity_id", $("a-id").value.trim());
+  if ($("a-actor").value.trim()) params.set("actor", $("a-actor").value.trim());
   try {
-    const { entries } = await get(`/v1/audit?${params}`);
+    const { entries, next_offset: nextOffset } = await get(`/v1/audit?${params}`);
+    const go = (to) => load(null, to).then(() => $("audit-table").scrollIntoView());
+    pageNav($("audit-pages"), { offset, shown: entries.length, nextOffset, size: PAGE, noun: "changes", go });
     $("audit-table").querySelector("tbody").replaceChildren(...(entries.length ? entries.map((e) => h("tr", { dataset: { entity: e.entity } },
       h("td", { dataset: { label: "When" } }, new Date(e.at).toLocaleString()),
       h("td", { dataset: { label: "Who" } }, actorName(e.actor)),

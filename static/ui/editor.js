@@ -353,17 +353,29 @@ function describeLoc(el, loc) {
   return "The type";
 }
 
+/** A module option's error in the page's words: the module's name and the option's label, as the fields show them,
+ * where the API names its ids (`document_context option 'per_file_chars'`, as a client sends them). */
+function optionWords(loc, msg) {
+  const option = /^modules\.([^.]+)\.config\.([^.]+)/.exec(loc);
+  if (!option) return msg;
+  const [, id, key] = option;
+  const label = document.querySelector(`label[for="opt-${CSS.escape(id)}-${CSS.escape(key)}"]`)?.textContent.trim();
+  return msg.replace(`${id} option '${key}'`, `${moduleLabel(id)}, option “${label || key.replace(/_/g, " ")}”`)
+    .replace(`${id} has no option`, `${moduleLabel(id)} has no option`);
+}
+
 function showErrors(errors, heading = "The type was not saved") {
   clearErrors();
   const targets = [...form.querySelectorAll("[data-loc]")];
   const items = [];
   for (const e of errors) {
-    const msg = plain(e.msg);
-    const loc = editorLoc(e.loc, msg);
+    const loc = editorLoc(e.loc, plain(e.msg));
+    const msg = optionWords(loc, plain(e.msg));
     const match = targets
       .filter((t) => loc === t.dataset.loc || loc.startsWith(`${t.dataset.loc}.`))
       .sort((a, b) => b.dataset.loc.length - a.dataset.loc.length)[0];
     if (match) {
+      match.closest("details")?.setAttribute("open", ""); // an option in a closed group: show it
       if (!match.classList.contains("field-error")) match.setAttribute("aria-invalid", "true");
       const slot = errorSlot(match);
       if (slot) slot.textContent = [slot.textContent, msg].filter(Boolean).join("; ");

@@ -130,6 +130,21 @@ export function guardUnsaved(isDirty, message = "You have unsaved changes. Leave
   }, true);
 }
 
+/**
+ * Where a paged list is (the API's ``offset`` and ``next_offset``) and buttons to the pages either side: a list
+ * never stops silently at its page size. ``go(offset)`` shows another page.
+ */
+export function pageNav(nav, { offset, shown, nextOffset, size, noun, go }) {
+  const more = nextOffset !== null && nextOffset !== undefined;
+  nav.hidden = !offset && !more;
+  nav.replaceChildren(
+    h("p", { class: "small", dataset: { testid: "page-hint" } }, shown
+      ? `Showing ${noun} ${fmt(offset + 1)}–${fmt(offset + shown)}, newest first${more ? `; there are more: “Older” shows the next ${fmt(size)}` : ""}.`
+      : `No ${noun} on this page.`),
+    offset > 0 ? h("button", { type: "button", onclick: () => go(Math.max(0, offset - size)) }, `← Newer ${noun}`) : null,
+    more ? h("button", { type: "button", onclick: () => go(nextOffset) }, `Older ${noun} →`) : null);
+}
+
 export const fmt = (n) => (n === null || n === undefined ? "–" : Number(n).toLocaleString("en-US"));
 /** A fraction as a percentage; a small but non-zero share reads "<1%", never "0%". */
 export function pct(x, digits = 0) {

@@ -395,7 +395,11 @@ class SessionsQuery(TurnsQuery):
     are listed with each session)."""
 
     profile_id: str | None = Field(None, pattern=SLUG, description="sessions of this profile")
+    find: str | None = Field(
+        None, min_length=1, max_length=200, description="sessions whose id, title or user contains this (any case)"
+    )
     limit: int = Field(200, ge=1, le=1000)
+    offset: int = Field(0, ge=0, le=MAX_INT, description="skip this many (the previous page's next_offset)")
 
 
 class SnapshotsQuery(_Query):
@@ -407,7 +411,11 @@ class SnapshotsQuery(_Query):
 class AuditQuery(_Query):
     entity: str | None = None
     entity_id: str | None = None
+    actor: str | None = Field(
+        None, min_length=1, max_length=200, description="changes by an actor whose name contains this (any case)"
+    )
     limit: int = Field(100, ge=1, le=1000)
+    offset: int = Field(0, ge=0, le=MAX_INT, description="skip this many (the previous page's next_offset)")
 
 
 class Error(BaseModel):

@@ -355,13 +355,30 @@ class SessionStore:
             return list((await s.scalars(query.order_by(TurnRow.turn))).all())
 
     async def search(
-        self, profile_id: str | None, filters: dict[str, Any], limit: int = 200
+        self,
+        profile_id: str | None,
+        filters: dict[str, Any],
+        limit: int = 200,
+        *,
+        find: str | None = None,
+        offset: int = 0,
     ) -> list[tuple[SessionRow, list[int]]]:
-        """Sessions (newest first), each with its turns that match every filter; with filters, only the sessions
-        that have such a turn. The turn lists stop at the newest ``SEARCH_TURNS`` matching turns in all."""
-        query = select(SessionRow).order_by(SessionRow.created_at.desc()).limit(limit)
+        """Sessions (newest first; ``limit`` from ``offset``), each with its turns that match every filter; with
+        filters, only the sessions that have such a turn. ``find``: whose id, title or user contains it, in any
+        case. The turn lists stop at the newest ``SEARCH_TURNS`` matching turns in all."""
+        query = select(SessionRow).order_by(SessionRow.created_at.desc(), SessionRow.id).limit(limit).offset(offset)
         if profile_id:
             query = query.where(SessionRow.profile_id == profile_id)
+        if find:
+            needle = find.lower()
+            query = query.where(
+                or_(
+                    *(
+                        func.lower(c).contains(needle, autoescape=True)
+                        for c in (SessionRow.id, SessionRow.title, SessionRow.user_id)
+                    )
+                )
+            )
         async with self.db.read() as s:
             if not filters:
                 return [(row, []) for row in (await s.scalars(query)).all()]
