@@ -35,7 +35,7 @@ def check_limit_lowers(limit: int | None, model: str, loc: str = "context_limit"
         )
 
 
-NULLABLE = frozenset({"context_window_type_id", "context_limit", "model"})
+NULLABLE = frozenset({"context_window_type_id", "context_window_type_label", "context_limit", "model"})
 
 
 def _patch_fields(data: ProfilePatch) -> dict[str, Any]:
@@ -85,7 +85,8 @@ async def profile_analytics(profile_id: str) -> dict[str, Any]:
 @require("admin")
 @validate_request(ProfilePatch)
 async def update_profile(profile_id: str, data: ProfilePatch) -> dict[str, Any]:
-    """Change some fields (null clears context_window_type_id, context_limit and model)."""
+    """Change some fields (null clears context_window_type_id, context_window_type_label, context_limit and
+    model). A label must be on the bound type (422 otherwise)."""
     svc = service()
     current = await svc.store.profiles.get(profile_id)
     check_same_as_stored(data, profile_dict(current))
