@@ -7,9 +7,18 @@ const ENTITY = { context_window_type: "window type", profile: "profile", session
 const ACTION = { create: "created", update: "changed", delete: "deleted", rollback: "rolled back", attach: "attached a document to",
   detach: "removed a document from", add_messages: "imported messages into", purge_memory: "purged the memory of",
   turn_validity: "changed which turns count in", context_limit: "changed the context limit of", revoke: "revoked",
-  install: "installed", uninstall: "uninstalled", activate: "activated", deactivate: "deactivated" };
+  install: "installed", uninstall: "uninstalled", activate: "activated", deactivate: "deactivated",
+  label: "moved a label of", unlabel: "removed a label from" };
+
+/** A label's move (the rollout or the rollback): from which version to which, and why. */
+function labelMove(e) {
+  const now = e.after || e.before;
+  const where = e.after ? `${e.before ? `v${e.before.version} → ` : "put on "}v${e.after.version}` : `taken off v${e.before.version}`;
+  return h("span", { dataset: { testid: "label-move" } }, h("strong", {}, now.label), `: ${where}`, now.reason && e.after ? ` · “${now.reason}”` : "");
+}
 
 function change(e) {
+  if (e.action === "label" || e.action === "unlabel") return labelMove(e);
   if (e.entity === "context_window_type" && e.before && e.after) {
     const lines = describeChanges(e.before, e.after, moduleLabel);
     return lines.length ? h("ul", { class: "diff" }, lines.map((l) => h("li", {}, l))) : h("span", { class: "muted" }, "No differences.");

@@ -6,6 +6,7 @@ import { applyChanges, clone, describeChanges, diff, typeBody } from "./diff.js"
 import { initOrder } from "./order.js";
 import { STRATEGIES, initRules } from "./rules.js";
 import { ApiError, actorName, api, fmt, get, guardUnsaved, h, isAdmin, loadModuleNames, lockForViewers, moduleLabel, notify, plain, reportError } from "./lib.js";
+import { bindLabelForm, showLabels } from "./labels.js";
 import { initWhatIf } from "./what_if.js";
 
 const $ = (id) => document.getElementById(id);
@@ -476,6 +477,8 @@ async function showConflict(err) {
 // --- version history -----------------------------------------------------------------------------
 
 let versionList = [];
+let labels = [];
+let labelsBound = false;
 
 /** What a version changed from the one before it, in a few words. */
 function summary(v, i) {
@@ -490,13 +493,19 @@ function summary(v, i) {
 async function loadVersions() {
   if (!typeId) return;
   $("history-section").hidden = false;
+  if (!labelsBound) {
+    bindLabelForm(typeId, url(), () => labels, loadVersions);
+    labelsBound = true;
+  }
   ({ versions: versionList } = await get(`${url()}/versions`));
   const current = versionList.find((v) => v.current) || versionList[0];
   $("versions").replaceChildren(...versionList.map((v, i) => h("li", { dataset: { version: v.version } },
     h("button", { type: "button", class: "link", "aria-controls": "version-diff", onclick: () => showVersion(v, current) },
       `v${v.version}${v.current ? " (current)" : ""}`),
+    (v.labels || []).map((label) => [" ", h("span", { class: "badge default label-badge" }, label)]),
     h("span", { class: "muted small" }, ` ${v.author || actorName(v.actor)} · ${new Date(v.created_at).toLocaleString()}`),
     h("span", { class: "small version-summary" }, ` · ${summary(v, i)}`))));
+  labels = await showLabels(url(), versionList, loadVersions);
   const options = () => versionList.map((v) => h("option", { value: v.version }, `v${v.version}${v.current ? " (current)" : ""}`));
   $("compare-from").replaceChildren(...options());
   $("compare-to").replaceChildren(...options());
