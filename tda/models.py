@@ -141,6 +141,7 @@ class SnapshotRow(Base):
     __tablename__ = "snapshots"
     __table_args__ = (
         Index("ix_snapshots_session", "session_id", "id"),
+        Index("ix_snapshots_type_version", "type_id", "type_version"),  # metrics per type version
         {"sqlite_autoincrement": True},  # ids are SSE event ids: never reused after a session is deleted
     )
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)

@@ -18,6 +18,7 @@ from ..preview import preview
 from ..service import service
 from ..store import StoredType
 from ..store.types import TypeList
+from ..type_metrics import version_metrics
 from .common import if_match_version, json_object
 from .openapi import if_match
 from .profiles import check_limit_lowers
@@ -152,6 +153,16 @@ async def rollback_type(type_id: str, data: RollbackIn) -> Any:
     old = await svc.store.types.version(type_id, data.version)
     svc.validate_type(old.model_dump(mode="json"))  # still valid against the installed modules?
     return _out(await svc.store.types.rollback(type_id, data.version, expected, actor()))
+
+
+@bp.get("/<type_id>/metrics")
+@require("viewer")
+async def type_metrics(type_id: str) -> dict[str, Any]:
+    """What each version of the type did to the traffic it served: turns, windows, tokens, cost, cache reuse,
+    utilisation and condensations, per version and per day (from the recorded snapshots)."""
+    svc = service()
+    await svc.store.types.get(type_id)  # 404 for an unknown type
+    return {"type_id": type_id, **version_metrics(await svc.store.sessions.type_figures(type_id))}
 
 
 @bp.get("/<type_id>/labels")

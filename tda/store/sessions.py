@@ -639,6 +639,26 @@ class SessionStore:
         async with self.db.read() as s:
             return [(session_id, call) for session_id, call in (await s.execute(query)).all()]
 
+    async def type_figures(self, type_id: str) -> list[Row[Any]]:
+        """What metrics per version read of each window assembled under ``type_id``, oldest first: its version,
+        session, turn, time, model call, use and condensations (a few fields of each snapshot, not the window)."""
+        d = SnapshotRow.data
+        query = (
+            select(
+                SnapshotRow.type_version,
+                SnapshotRow.session_id,
+                SnapshotRow.turn,
+                SnapshotRow.created_at,
+                d["model_call"].label("model_call"),
+                d["utilisation"].label("utilisation"),
+                d["condensations"].label("condensations"),
+            )
+            .where(SnapshotRow.type_id == type_id)
+            .order_by(SnapshotRow.id)
+        )
+        async with self.db.read() as s:
+            return list((await s.execute(query)).all())
+
     async def snapshots(
         self, session_id: str | None, after_id: int = 0, limit: int = 500, newest_first: bool = False
     ) -> list[SnapshotRow]:

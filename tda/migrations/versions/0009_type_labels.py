@@ -1,4 +1,5 @@
-"""type labels: a name on one version of a type (production, staging), and profiles bound by label
+"""type labels: a name on one version of a type (production, staging), and profiles bound by label; snapshots
+indexed by type version (metrics per version)
 
 Revision ID: 0009
 Revises: 0008
@@ -28,9 +29,11 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("type_id", "label"),
     )
     op.add_column("profiles", sa.Column("context_window_type_label", sa.String(length=64), nullable=True))
+    op.create_index("ix_snapshots_type_version", "snapshots", ["type_id", "type_version"])
 
 
 def downgrade() -> None:
+    op.drop_index("ix_snapshots_type_version", table_name="snapshots")
     with op.batch_alter_table("profiles") as batch:
         batch.drop_column("context_window_type_label")
     op.drop_table("context_window_type_labels")
