@@ -7,6 +7,7 @@ import { initOrder } from "./order.js";
 import { STRATEGIES, initRules } from "./rules.js";
 import { ApiError, actorName, api, fmt, get, guardUnsaved, h, isAdmin, loadModuleNames, lockForViewers, moduleLabel, notify, plain, reportError } from "./lib.js";
 import { bindLabelForm, showLabels } from "./labels.js";
+import { showVersionMetrics } from "./version_metrics.js";
 import { initWhatIf } from "./what_if.js";
 
 const $ = (id) => document.getElementById(id);
@@ -496,6 +497,8 @@ async function loadVersions() {
   if (!labelsBound) {
     bindLabelForm(typeId, url(), () => labels, loadVersions);
     labelsBound = true;
+    $("metrics-section").hidden = false;
+    showVersionMetrics($("version-metrics"), url()).catch((err) => reportError(err, "Could not load the metrics"));
   }
   ({ versions: versionList } = await get(`${url()}/versions`));
   const current = versionList.find((v) => v.current) || versionList[0];
