@@ -86,3 +86,14 @@ async def test_bad_labels_and_bindings_are_refused_by_name(client, admin, sessio
     assert r.status_code == 422 and "set context_window_type_id too" in (await r.get_json())["message"]
     profile = await _ok(await client.get("/v1/profiles/p1", headers=admin))
     assert (profile["context_window_type_id"], profile["context_window_type_label"]) == ("fixture", None)
+
+
+async def test_the_active_type_of_a_profile_bound_by_label_is_the_labelled_version(client, admin, session_id):
+    first = (await _ok(await client.get(TYPE, headers=admin)))["version"]
+    await _save_v2(client, admin)
+    await _ok(await client.put(f"{TYPE}/labels/staging", json={"version": first}, headers=admin))
+    await _ok(await client.patch("/v1/profiles/p1", json={"context_window_type_label": "staging"}, headers=admin))
+    active = await _ok(await client.get("/v1/context-window/active/p1", headers=admin))
+    assert (active["bound_type_id"], active["bound_label"]) == ("fixture", "staging")
+    assert active["context_window_type"]["version"] == first
+    assert active["context_window_type"]["description"] != "v2: a changed description"
