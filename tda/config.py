@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from .clients import TrustedProxies
+from .proxies import TrustedProxies
 from .redact import redact_url
 from .upstream_policy import STANDARD_KEY_ENVS
 
