@@ -41,7 +41,8 @@ async function latestSnapshot() {
   const { snapshots } = await get(`${base}/snapshots?newest_first=true&limit=1`);
   const last = snapshots[0];
   if (last) lastEventId = Math.max(lastEventId, last.id);
-  return last ? last.snapshot : null;
+  // The record's turn number: a chat client's snapshots stored before they carried theirs all said turn 1.
+  return last ? { ...last.snapshot, turn: last.turn } : null;
 }
 
 // --- session, profile, type ----------------------------------------------------------------------
