@@ -132,6 +132,7 @@ class SessionPatch(_ReadBack):
     COMPUTED = _ReadBack.COMPUTED | {
         "profile",
         "context_window_type_id",
+        "context_window_type_version",
         "model",
         "model_limit",
         "model_limit_source",

@@ -85,6 +85,7 @@ async def get_session(session_id: str, query_args: SessionQuery) -> dict[str, An
         **session_dict(data.session),
         "profile": profile_dict(data.profile),
         "context_window_type_id": stored.id,
+        "context_window_type_version": stored.version,  # the label's when the profile binds by label
         "model": model,
         "model_limit": model_limit,
         "model_limit_source": source,

@@ -74,6 +74,8 @@ async def test_a_label_is_moved_in_the_editor_and_drives_a_profile(page: Any, se
     profile = server.request("GET", f"/v1/profiles/{PROFILE}")[2]
     assert (profile["context_window_type_id"], profile["context_window_type_label"]) == (TYPE, "production")
     assert await asyncio.to_thread(turn_version, server) == 1
+    await page.goto(f"/ui/sessions/{PROFILE}")  # the panel names the version its turns run
+    await expect(page.locator("#fact-type")).to_have_text("Labelled v1, by its label production")
 
     # The rollout: moving the label names the profiles it changes; their next turn runs v2.
     await page.goto(f"/ui/types/{TYPE}")
