@@ -29,7 +29,7 @@ from .content_parts import media_note
 from .isolation import BLOCKING_WARN_S, Outcome, checked_contribution, checked_signals, run_calls
 from .metering import MeteredSummarizer
 from .options import usable_options
-from .session_cache import BoundedCache
+from .session_cache import BoundedCache, content_key
 from .snapshot import AuxiliaryCall, Condensation, ContextWindowSnapshot, ModuleUsage, Reallocation
 from .token_estimator import REPLY_PRIMING, TokenEstimator, estimator_for, resolve_model_limit
 
@@ -159,11 +159,9 @@ class ContextWindowHandler:
         self.modules = modules
         self.timeout_s = timeout_s
         self._estimator = estimator
-        self._validated: BoundedCache[tuple[int, Any], tuple[wt.ModuleSlot, dict[str, Any], Any, list[str]]] = (
-            BoundedCache(1024)
-        )
-        """Per (window-type slot, options model): the slot (held, so its id stays its own), the config it validated to,
-        the options, what was dropped. Stored types' slots live on between turns: validated once, not per turn."""
+        self._validated: BoundedCache[tuple[str, Any], tuple[dict[str, Any], Any, list[str]]] = BoundedCache(1024)
+        """Per (a slot's config, by content; options model): the config it validated to, the options, what was
+        dropped. Validated once per distinct config, not per turn; a config edited in place is validated anew."""
         self._previous: BoundedCache[str, list[Any]] = BoundedCache(max(remember_sessions, 1))
         """Per session, the previous window's items: only ``prefix_stable_tokens`` reads it."""
         self._remember = remember_sessions > 0
@@ -668,12 +666,12 @@ class ContextWindowHandler:
             config: Mapping[str, Any] = slot.spec.config
             options, dropped = None, list[str]()
             if model is not None:
-                known = self._validated.get((id(slot.spec), model))
-                if known is None or known[0] is not slot.spec:
+                key = (content_key(config), model)
+                known = self._validated.get(key)
+                if known is None:
                     options, dropped = usable_options(model, config)
-                    validated = options.model_dump(exclude_unset=True)
-                    known = self._validated.put((id(slot.spec), model), (slot.spec, validated, options, dropped))
-                _, config, options, dropped = known
+                    known = self._validated.put(key, (options.model_dump(exclude_unset=True), options, dropped))
+                config, options, dropped = known
             if dropped:
                 run.log(f"{slot.module_id}: ignored invalid options {dropped} (the defaults apply); fix the type")
             slot.options = (freeze({**config, "distillation": run.distillation}), options)
