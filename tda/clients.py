@@ -14,8 +14,6 @@ import time
 from collections import deque
 from dataclasses import dataclass
 
-from quart import has_request_context, request
-
 from .errors import TooManyRequests
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -81,10 +79,14 @@ def _proxies() -> TrustedProxies:
 
 
 def client_address() -> str:
+    from quart import request  # here, not at import: the settings (tda.config) import this module without a web app
+
     return _proxies().client(request.remote_addr or "", request.headers.get("X-Forwarded-For", ""))
 
 
 def request_is_https() -> bool:
+    from quart import has_request_context, request
+
     if not has_request_context():
         return False
     forwarded = request.headers.get("X-Forwarded-Proto", "")
