@@ -21,9 +21,9 @@ Command = Callable[[argparse.Namespace, Settings], int]
 
 
 def _registry(settings: Settings) -> ModuleRegistry:
-    from components.context_window.module_registry import ModuleRegistry
+    from .builtins import module_registry
 
-    return ModuleRegistry(user_dir=settings.modules_dir).load()
+    return module_registry(user_dir=settings.modules_dir).load()
 
 
 def _load_type(args: argparse.Namespace, registry: ModuleRegistry) -> ContextWindowType:
