@@ -19,7 +19,7 @@ import logging
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from components.context_window.base import AssemblyContext, Message, ToolSchema
 from components.context_window.token_estimator import estimator_for
@@ -40,7 +40,6 @@ if TYPE_CHECKING:
     from components.context_window.handler import AssembledContext
     from components.context_window.snapshot import ContextWindowSnapshot
 
-    from .gateway import ClientCall
     from .llm import Completion, Delta
     from .models import ProfileRow
     from .service import TDAService
@@ -52,7 +51,10 @@ MAX_TURN = 2**31 - 1
 
 
 async def resolve_type(svc: TDAService, profile: ProfileRow) -> StoredType:
-    """The profile's bound type, or the default when it binds none."""
+    """The profile's bound type (the version its label is on, when it binds by label), or the default when it binds
+    none."""
+    if profile.context_window_type_id and profile.context_window_type_label:
+        return await svc.store.types.labelled(profile.context_window_type_id, profile.context_window_type_label)
     if profile.context_window_type_id:
         return await svc.store.types.get(profile.context_window_type_id)
     return await svc.store.types.default()
@@ -80,8 +82,15 @@ STEPS = ("load", "assemble", "snapshot", "model", "record")
 model, record the turn."""
 
 
+class Timed(Protocol):
+    """A turn's options or a client's call: where the step times go (None: nobody asked for them)."""
+
+    @property
+    def timings(self) -> dict[str, float] | None: ...
+
+
 @contextlib.contextmanager
-def timed(options: TurnOptions | ClientCall, step: str) -> Iterator[None]:
+def timed(options: Timed, step: str) -> Iterator[None]:
     """Adds the time the block took to ``options.timings[step]`` (ms), when the caller asked for timings."""
     started = time.perf_counter()
     try:

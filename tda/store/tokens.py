@@ -16,13 +16,11 @@ from components.context_window.session_cache import BoundedCache
 from ..db import Database
 from ..errors import Invalid, NotFound
 from ..models import ApiTokenRow, BrowserSessionRow, ProjectRow, utcnow
+from ..roles import ROLES as ROLES
 from ..scope import DEFAULT_PROJECT
 from . import audit
 
 Role = Literal["client", "viewer", "admin", "operator"]
-ROLES: tuple[str, ...] = ("client", "viewer", "admin", "operator")
-"""``client``: an agent, which only chats (the OpenAI routes) in its project; ``viewer`` reads and streams its project;
-``admin`` also changes it; ``operator`` manages projects and tokens, and is in none (it sees every project)."""
 TOKEN_PREFIX = "tda_"
 
 

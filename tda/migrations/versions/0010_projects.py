@@ -1,8 +1,8 @@
 """projects: every token, profile, session, snapshot, project-made window type and audit entry belongs to one;
 what existed moves into the project ``default``
 
-Revision ID: 0009
-Revises: 0008
+Revision ID: 0010
+Revises: 0009
 Create Date: 2026-12-02 06:00:00
 """
 
@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0009"
-down_revision = "0008"
+revision = "0010"
+down_revision = "0009"
 branch_labels = None
 depends_on = None
 
