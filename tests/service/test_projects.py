@@ -159,6 +159,10 @@ def _probes(a: Project) -> list[tuple[str, str, Any]]:
         ("PUT", f"/v1/context-window-types/{a.type_id}", {**FIXTURE_TYPE, "id": a.type_id, "name": "x"}),
         ("DELETE", f"/v1/context-window-types/{a.type_id}", None),
         ("GET", f"/v1/context-window-types/{a.type_id}/versions", None),
+        ("GET", f"/v1/context-window-types/{a.type_id}/metrics", None),
+        ("GET", f"/v1/context-window-types/{a.type_id}/labels", None),
+        ("PUT", f"/v1/context-window-types/{a.type_id}/labels/production", {"version": 1, "reason": "mine"}),
+        ("DELETE", f"/v1/context-window-types/{a.type_id}/labels/production", None),
         ("POST", f"/v1/context-window-types/{a.type_id}/rollback", {"version": 1}),
         ("POST", "/v1/context-window-types/preview", {"type_id": "knowledge_heavy", "session_id": s, "query": "q"}),
         ("GET", f"/v1/knowledge/collections/{a.collection}/documents", None),
@@ -499,3 +503,16 @@ def test_champion_cases_of_a_profile_id_reused_by_another_project_stay_apart():
     recorded = scopes["alpha"].metadata(from_tools=False)
     assert scopes["alpha"].allows(recorded) and not scopes["beta"].allows(recorded)
     assert not scopes["default"].allows(recorded)
+
+
+async def test_a_shared_types_metrics_count_only_the_projects_own_windows(client, svc: TDAService, two):
+    alpha, beta = two
+    token, _ = await svc.store.tokens.create("ops", "operator")
+    url = "/v1/context-window-types/knowledge_heavy/metrics"
+
+    async def windows(headers: dict[str, str]) -> int:
+        return sum(v["windows"] for v in (await _ok(await client.get(url, headers=headers), 200))["versions"])
+
+    mine, theirs = await windows(beta.tokens["viewer"]), await windows(alpha.tokens["viewer"])
+    assert mine > 0 and theirs > 0
+    assert await windows({"Authorization": f"Bearer {token}"}) == mine + theirs  # the operator sees both
