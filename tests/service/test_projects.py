@@ -516,3 +516,52 @@ async def test_a_shared_types_metrics_count_only_the_projects_own_windows(client
     mine, theirs = await windows(beta.tokens["viewer"]), await windows(alpha.tokens["viewer"])
     assert mine > 0 and theirs > 0
     assert await windows({"Authorization": f"Bearer {token}"}) == mine + theirs  # the operator sees both
+
+
+async def test_the_command_line_makes_projects_and_their_tokens(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+):
+    """`tda projects create/list` and `tda tokens create --project NAME --role ...` as the issue names them; the
+    tokens they print act in their project (checked against a store on the same database)."""
+    from tda.cli import main
+    from tda.config import Settings
+    from tda.store import Store
+
+    monkeypatch.setenv("TDA_DATA_DIR", str(tmp_path / "var"))
+    monkeypatch.setenv("TDA_MODULES_DIR", str(tmp_path / "modules"))
+    monkeypatch.setenv("TDA_EMBEDDER", "hashing")
+
+    def run(*words: str) -> tuple[int, str, str]:
+        code = main(list(words))
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    assert (await asyncio.to_thread(run, "projects", "create", "support"))[0] == 0
+    code, _, err = await asyncio.to_thread(run, "projects", "create", "support")
+    assert code == 2 and "already exists" in err
+    assert (await asyncio.to_thread(run, "projects", "list"))[1].split() == ["default", "support"]
+    printed = {}
+    for role in ("client", "viewer", "admin"):
+        code, out, _ = await asyncio.to_thread(run, "tokens", "create", "--project", "support", "--role", role)
+        assert code == 0 and "in project 'support'" in out
+        printed[role] = out.strip().splitlines()[-1]
+    code, out, _ = await asyncio.to_thread(run, "tokens", "create", "--role", "viewer", "--name", "plain")
+    printed["default"] = out.strip().splitlines()[-1]
+    code, out, _ = await asyncio.to_thread(run, "tokens", "create", "--role", "operator")
+    assert code == 0 and "in project" not in out
+    printed["operator"] = out.strip().splitlines()[-1]
+    code, _, err = await asyncio.to_thread(run, "tokens", "create", "--project", "nope", "--role", "client")
+    assert code == 2 and "no project 'nope'" in err
+
+    store = Store.connect(Settings.from_env().sqlalchemy_url)
+    try:
+        who = {key: await store.tokens.authenticate(token) for key, token in printed.items()}
+    finally:
+        await store.close()
+    assert {k: (p.role, p.project) for k, p in who.items() if p is not None} == {
+        "client": ("client", "support"),
+        "viewer": ("viewer", "support"),
+        "admin": ("admin", "support"),
+        "default": ("viewer", "default"),
+        "operator": ("operator", None),
+    }
