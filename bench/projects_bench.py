@@ -34,7 +34,7 @@ async def _seed(store: Store) -> int:
         messages = [{"role": "user", "content": f"q{turn}"}, {"role": "assistant", "content": f"a{turn}"}]
         await store.sessions.record_turn("s0", {"turn": turn, "query": f"q{turn}"}, messages)
     fields = {"session_id": "s0", "turn": 1, "type_id": "t", "type_version": 1, "model": "m", "data": {}, "inputs": {}}
-    return await store.sessions.record_snapshot(fields)
+    return (await store.sessions.record_snapshot(fields))[0]
 
 
 async def _per_read(read: Callable[[], Awaitable[object]]) -> float:

@@ -58,6 +58,12 @@ class Event:
         return origin.decode(), cls(int(event_id), session_id.decode(), name.decode(), payload)
 
 
+def stream_key(project: str, session_id: str) -> str:
+    """What a session's events are published and subscribed under: its project and id, so a stream of a deleted
+    session never carries the turns of another project's session created later under the same id."""
+    return f"{project}/{session_id}"
+
+
 def snapshot_event(snapshot_id: int, session_id: str, snapshot: dict[str, Any]) -> Event:
     # published_at (epoch seconds) lets a client show how fresh an event is (and the benchmark measure fan-out).
     data = {"snapshot_id": snapshot_id, "published_at": time.time(), **snapshot}

@@ -28,6 +28,7 @@ from . import metrics
 from .champions import keep_as_champion
 from .cost import model_call
 from .errors import Conflict, Invalid, UpstreamFailed, UpstreamNotAllowed
+from .events import stream_key
 from .llm import model_call_error
 from .models import MessageRow, TurnRow
 from .recall import index_after
@@ -366,8 +367,8 @@ def export_turn(
 
 async def record_snapshot(svc: TDAService, row: dict[str, Any]) -> int:
     """Stores the window's snapshot, then streams it to the session's subscribers (its id is the event id)."""
-    snapshot_id = await svc.store.sessions.record_snapshot(row)
-    svc.bus.publish_snapshot(snapshot_id, row["session_id"], row["data"])
+    snapshot_id, project = await svc.store.sessions.record_snapshot(row)
+    svc.bus.publish_snapshot(snapshot_id, stream_key(project, row["session_id"]), row["data"])
     return snapshot_id
 
 

@@ -9,7 +9,7 @@ from quart_schema import tag_blueprint
 
 from .. import metrics
 from ..auth import require
-from ..events import SNAPSHOT_EVENT, Subscription, encode_sse
+from ..events import SNAPSHOT_EVENT, Subscription, encode_sse, stream_key
 from ..service import TDAService, service
 from .openapi import event_stream
 
@@ -67,8 +67,8 @@ async def _stored(svc: TDAService, session_id: str | None, after: int) -> AsyncI
             return
 
 
-def _sse(svc: TDAService, session_id: str | None, after: int) -> Response:
-    sub = svc.bus.subscribe(session_id)
+def _sse(svc: TDAService, session_id: str | None, after: int, key: str | None = None) -> Response:
+    sub = svc.bus.subscribe(key)
     response = Response(
         _stream(svc, sub, session_id, after),
         mimetype="text/event-stream",
@@ -84,8 +84,8 @@ def _sse(svc: TDAService, session_id: str | None, after: int) -> Response:
 async def session_events(session_id: str) -> Response:
     """``event: context_window_snapshot`` for each turn of the session; send Last-Event-ID to resume."""
     svc = service()
-    await svc.store.sessions.get(session_id)  # 404 before the stream starts
-    return _sse(svc, session_id, _last_event_id())
+    session = await svc.store.sessions.get(session_id)  # 404 before the stream starts
+    return _sse(svc, session_id, _last_event_id(), stream_key(session.project_id, session_id))
 
 
 @bp.get("/events")

@@ -592,13 +592,15 @@ class SessionStore:
 
     # --- snapshots -------------------------------------------------------------------------------
 
-    async def record_snapshot(self, fields: dict[str, Any]) -> int:
-        """Store a snapshot; returns its id (an INSERT ... RETURNING: no ORM object to build and flush)."""
+    async def record_snapshot(self, fields: dict[str, Any]) -> tuple[int, str]:
+        """Store a snapshot; returns its id and its session's project (an INSERT ... RETURNING: no ORM object to
+        build and flush)."""
         async with self.db.write_rows() as c:
             # Ids commit in id order across replicas, so an SSE resume (id > Last-Event-ID) skips none.
             if self.db.is_postgres:
                 await advisory_xact_lock(c, "snapshots")
-            return int(await c.scalar(_INSERT_SNAPSHOT, {**fields, "of_session": fields["session_id"]}))
+            stored = (await c.execute(_INSERT_SNAPSHOT, {**fields, "of_session": fields["session_id"]})).one()
+            return int(stored[0]), str(stored[1])
 
     async def record_model_call(
         self, snapshot_id: int, data: dict[str, Any], call: dict[str, Any], timings: dict[str, float] | None = None
@@ -735,7 +737,7 @@ _INSERT_SNAPSHOT = (
     .values(  # the session's project, whoever stores it (an operator's call is in no project)
         project_id=select(_SESSIONS.c.project_id).where(_SESSIONS.c.id == bindparam("of_session")).scalar_subquery()
     )
-    .returning(_SNAPSHOTS.c.id)
+    .returning(_SNAPSHOTS.c.id, _SNAPSHOTS.c.project_id)
 )
 _INSERT_TURN = insert(_TURNS).returning(*_TURN_COLUMNS)
 _INSERT_MESSAGE = insert(_MESSAGES).returning(*(_MESSAGES.c[c.key] for c in _MESSAGE_COLUMNS))

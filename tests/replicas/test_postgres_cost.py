@@ -27,7 +27,7 @@ async def test_a_profile_s_model_calls_are_read_by_json_path(backing: Backing) -
         rows = [("a", CALL), ("b", None), ("a", {**CALL, "cost": None}), ("c", CALL)]
         for turn, (session_id, call) in enumerate(rows, start=1):
             row = {"session_id": session_id, "turn": turn, "type_id": "balanced", "type_version": 1, "model": "gpt-4o"}
-            snapshot_id = await store.sessions.record_snapshot({**row, "data": {"turn": turn}, "inputs": {}})
+            snapshot_id, _ = await store.sessions.record_snapshot({**row, "data": {"turn": turn}, "inputs": {}})
             if call is not None:
                 await store.sessions.record_model_call(snapshot_id, {"turn": turn}, call)
         calls = await store.sessions.model_calls_of_profile("p")

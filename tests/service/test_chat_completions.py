@@ -13,6 +13,7 @@ from typing import Any
 import openai
 import pytest
 
+from tda.events import stream_key
 from tests.service.support import Served
 
 TOOLS = [
@@ -66,7 +67,7 @@ async def test_a_tool_loop_then_a_second_turn_through_the_openai_sdk(served: Ser
     profile_tools = [{"type": "function", "function": {"name": "search_orders", "parameters": {"type": "object"}}}]
     await served.svc.store.profiles.create("agent", {"type": "genie", "tools": profile_tools}, "test")
     session = {"X-TDA-Session": "agent-1", "X-TDA-Profile": "agent"}
-    events = served.svc.bus.subscribe("agent-1")
+    events = served.svc.bus.subscribe(stream_key("default", "agent-1"))
     messages: list[Any] = [
         {"role": "system", "content": "You are the sales agent."},
         {"role": "user", "content": "How many open orders does ACME have?"},

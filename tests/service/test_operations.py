@@ -14,6 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tda.app import create_app
 from tda.config import Settings
+from tda.events import stream_key
 from tda.logs import configure
 
 QUIET = {"migrate": False, "warm_up_llm": False, "warm_up_knowledge": False}
@@ -106,7 +107,7 @@ async def test_sse_subscribers_and_dropped_frames(
         during = await _scrape(client)
         assert _delta(before, during, "tda_sse_subscribers") == 1
         for i in range(svc.bus.queue_size + 10):  # faster than any reader: the queue overflows
-            svc.bus.publish_snapshot(10_000 + i, session_id, {"turn": i})
+            svc.bus.publish_snapshot(10_000 + i, stream_key("default", session_id), {"turn": i})
         try:
             while True:
                 chunk = await asyncio.wait_for(conn.receive(), 5)

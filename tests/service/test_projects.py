@@ -565,3 +565,23 @@ async def test_the_command_line_makes_projects_and_their_tokens(
         "default": ("viewer", "default"),
         "operator": ("operator", None),
     }
+
+
+async def test_a_session_stream_never_carries_another_projects_session_of_the_same_id(client, two):
+    """alpha's viewer streams alpha's session; alpha deletes it and beta creates one under the same id: beta's turns
+    do not reach alpha's open stream."""
+    alpha, beta = two
+    async with client.request(f"/v1/sessions/{alpha.session}/events", headers=alpha.tokens["viewer"]) as conn:
+        await conn.send_complete()
+        raw = await asyncio.wait_for(conn.receive(), 5)
+        assert (await client.delete(f"/v1/sessions/{alpha.session}", headers=alpha.tokens["admin"])).status_code == 204
+        admin = beta.tokens["admin"]
+        await _ok(
+            await client.post("/v1/sessions", json={"id": alpha.session, "profile_id": beta.profile}, headers=admin)
+        )
+        turn = await _ok(await client.post(f"/v1/sessions/{alpha.session}/turns", json={"query": "q"}, headers=admin))
+        heartbeats = raw.count(b": heartbeat")
+        while raw.count(b": heartbeat") < heartbeats + 2:  # frames published before these would have come first
+            raw += await asyncio.wait_for(conn.receive(), 5)
+        await conn.disconnect()
+    assert f"id: {turn['snapshot_id']}".encode() not in raw and b"context_window_snapshot" not in raw
