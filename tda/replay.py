@@ -49,6 +49,8 @@ async def reassemble(
 ) -> tuple[AssembledContext, AssemblyContext]:
     """Assemble a stored snapshot's inputs again: same type version (unless ``window_type`` is given, to see the
     turn under another type), model, limits, phase, and the history before it."""
+    if "library" in row.inputs:
+        raise Conflict(f"this window was assembled in process by {row.inputs['library']}: its inputs stay with the agent")
     if window_type is None:
         try:
             window_type = await svc.store.types.version(row.type_id, row.type_version)
