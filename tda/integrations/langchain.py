@@ -14,8 +14,6 @@ modules added. Messages the window keeps unchanged are the agent's own objects (
 from __future__ import annotations
 
 import asyncio
-import json
-from collections import defaultdict
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -23,7 +21,7 @@ from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResp
 from langchain_core.messages import AnyMessage, convert_to_messages, convert_to_openai_messages
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from .window import Window
+from .window import Window, in_own_objects
 
 SOURCE = "langchain"
 
@@ -49,12 +47,9 @@ class TDAMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         chat = convert_to_openai_messages(sent)
         tools = [convert_to_openai_tool(t) for t in request.tools]
         window = await self.window.assemble(chat, tools, source=SOURCE)
-        own: dict[str, list[AnyMessage]] = defaultdict(list)
-        for message, as_chat in zip(sent, chat, strict=True):
-            own[_key(as_chat)].append(message)
-        messages = [own[_key(m)].pop(0) if own[_key(m)] else convert_to_messages([m])[0] for m in window.messages]
+        messages = in_own_objects(window.messages, list(zip(chat, sent, strict=True)), _message)
         return request.override(system_message=None, messages=messages)
 
 
-def _key(message: dict[str, Any]) -> str:
-    return json.dumps(message, sort_keys=True, default=str)
+def _message(chat: dict[str, Any]) -> AnyMessage:
+    return convert_to_messages([chat])[0]

@@ -15,8 +15,6 @@ processor (``ProcessHistory``), which is not handed the tools: it does not count
 
 from __future__ import annotations
 
-import json
-from collections import defaultdict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -37,7 +35,7 @@ from pydantic_ai.messages import (
 from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.tools import RunContext, ToolDefinition
 
-from .window import Window
+from .window import Window, in_own_objects
 
 SOURCE = "pydantic-ai"
 Processor = Callable[[list[ModelMessage]], Awaitable[list[ModelMessage]]]
@@ -76,13 +74,9 @@ async def assembled(
     sent = _as_chat(messages)
     chat = [{"role": "system", "content": instructions}] if instructions else []
     window_ = await window.assemble([*chat, *(c for c, _ in sent)], tools, source=SOURCE)
-    own: dict[str, list[Sent]] = defaultdict(list)
-    for as_chat, origin in sent:
-        own[_key(as_chat)].append(origin)
     kept = [m for m in window_.messages if not (instructions and m == chat[0])]  # pydantic-ai sends those itself
     names = {p.tool_call_id: p.tool_name for m in messages for p in m.parts if isinstance(p, ToolCallPart)}
-    parts = [own[_key(m)].pop(0) if own[_key(m)] else _from_chat(m, names) for m in kept]
-    return _grouped(parts, instructions)
+    return _grouped(in_own_objects(kept, sent, lambda m: _from_chat(m, names)), instructions)
 
 
 def _tool(tool: ToolDefinition) -> dict[str, Any]:
@@ -165,6 +159,3 @@ def _grouped(parts: Sequence[Sent], instructions: str | None) -> list[ModelMessa
         out.append(ModelRequest(parts=pending, instructions=instructions))
     return out
 
-
-def _key(message: dict[str, Any]) -> str:
-    return json.dumps(message, sort_keys=True, default=str)

@@ -9,10 +9,12 @@ each snapshot to a tda server for its trace and live panel when the agent asks i
 
 from __future__ import annotations
 
+import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from components.context_window.base import (
     AssemblyContext,
@@ -32,6 +34,7 @@ from components.context_window.window_type import ContextWindowType
 from ..builtins import module_registry
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -136,3 +139,20 @@ class Window:
             turn = sum(1 for m in messages if m.get("role") == "user")  # each user message starts a turn
             await self.report.report(self.last.snapshot, turn, source)
         return self.last
+
+
+def in_own_objects(
+    window: Sequence[Mapping[str, Any]], sent: Sequence[tuple[Mapping[str, Any], T]], made: Callable[[dict[str, Any]], T]
+) -> list[T]:
+    """The window's messages as the framework's objects: for a message the window kept unchanged, the object it
+    came from (``sent``: each chat message with its object, in order); ``made(message)`` for one a module added or
+    changed."""
+    own: dict[str, list[T]] = defaultdict(list)
+    for chat, origin in sent:
+        own[_identity(chat)].append(origin)
+    return [own[key].pop(0) if own[key := _identity(m)] else made(dict(m)) for m in window]
+
+
+def _identity(message: Mapping[str, Any]) -> str:
+    """A message as tda reads it (so ``None`` content and ``""`` are one)."""
+    return json.dumps(Message.from_chat(message).to_chat(), sort_keys=True, default=str)
