@@ -25,7 +25,7 @@ from tda.integrations.langchain import TDAMiddleware
 class ScriptedModel(GenericFakeChatModel):
     """Calls the tool, then answers; keeps what it was sent."""
 
-    sent: list[list[BaseMessage]] = []
+    sent: list[list[BaseMessage]] = []  # noqa: RUF012 (a pydantic field: each model gets its own list)
 
     def bind_tools(self, tools: Any, **kwargs: Any) -> ScriptedModel:
         return self

@@ -137,6 +137,12 @@ def _otlp_headers(value: str) -> tuple[tuple[str, str], ...]:
     return tuple((name.strip(), header.strip()) for name, _, header in pairs)
 
 
+def _capture_content(value: str) -> bool:
+    if value.lower() not in {"1", "true", "yes", "0", "false", "no"}:
+        raise ValueError(f"TDA_OTLP_CAPTURE_CONTENT={value!r} is not a yes or no; use true or false")
+    return value.lower() in {"1", "true", "yes"}
+
+
 def _model_names(value: str) -> tuple[str, ...]:
     return tuple(name.strip() for name in value.split(",") if name.strip())
 
@@ -231,6 +237,11 @@ class Settings:
     (``http://host:4318``; ``/v1/traces`` is added unless the URL ends with it). Unset: nothing is exported."""
     otlp_headers: tuple[tuple[str, str], ...] = env_setting("TDA_OTLP_HEADERS", _otlp_headers, default=(), repr=False)
     """``TDA_OTLP_HEADERS``: headers sent with each export, ``name=value`` comma-separated (a collector's key)."""
+    otlp_capture_content: bool = env_setting("TDA_OTLP_CAPTURE_CONTENT", _capture_content, default=False)
+    """``TDA_OTLP_CAPTURE_CONTENT``: ``true`` puts what the model was sent and answered on each ``chat`` span (the
+    GenAI conventions' ``gen_ai.system_instructions``, ``gen_ai.input.messages``, ``gen_ai.output.messages``, each
+    message with the module that contributed it), with keys, tokens and URL credentials redacted as in logs.
+    Default off: spans carry counts, never the conversation."""
     log_format: str = env_setting("TDA_LOG_FORMAT", _log_format, default="text")
     """``text`` or ``json`` (one object per line, with the request id)."""
     log_level: str = env_setting("TDA_LOG_LEVEL", default="INFO")

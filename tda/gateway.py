@@ -195,13 +195,13 @@ async def _run(
             snapshot_id = await recorded if recorded else None
             failed = model_call_error(exc, f"; snapshot {snapshot_id} was kept" if recorded else "")
             failure = {"model": ctx.model, "error": str(failed)}
-            export_turn(svc, assembled.snapshot, failure, (assembled_at, model_at), snapshot_id, None)
+            export_turn(svc, assembled, failure, (assembled_at, model_at), snapshot_id, None)
             raise failed from None
         finally:
             snapshot_id = await recorded if recorded else None
     used = model_call(ctx.model, assembled.snapshot, done)
     metrics.observe_model_call(used)
-    export_turn(svc, assembled.snapshot, used, (assembled_at, model_at), snapshot_id, done.finish_reason)
+    export_turn(svc, assembled, used, (assembled_at, model_at), snapshot_id, done)
     svc.observe_prompt_count(session.id if session else "calibration", ctx.model, assembled, done.tokens_in)
     # The call's usage: the answer's call plus every model call the modules made while assembling (snapshot).
     extra_in, extra_out = assembled.snapshot.auxiliary_tokens

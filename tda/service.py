@@ -48,7 +48,7 @@ def _traces_out(settings: Settings) -> TracesOut | None:
         return None
     from .traces_out import TracesOut
 
-    return TracesOut(settings.otlp_endpoint, dict(settings.otlp_headers))
+    return TracesOut(settings.otlp_endpoint, dict(settings.otlp_headers), capture_content=settings.otlp_capture_content)
 
 
 class TDAService:

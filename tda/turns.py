@@ -38,7 +38,6 @@ from .turn_index import index_turn_after
 
 if TYPE_CHECKING:
     from components.context_window.handler import AssembledContext
-    from components.context_window.snapshot import ContextWindowSnapshot
 
     from .llm import Completion, Delta
     from .models import ProfileRow
@@ -236,15 +235,13 @@ async def _step(
             done = await _call_model(svc, ctx, assembled, options, recorded, data.profile.upstream)
         except (UpstreamFailed, UpstreamNotAllowed) as failed:
             failure = {"model": ctx.model, "error": str(failed)}
-            export_turn(
-                svc, assembled.snapshot, failure, (assembled_at, model_at), failed.details.get("snapshot_id"), None
-            )
+            export_turn(svc, assembled, failure, (assembled_at, model_at), failed.details.get("snapshot_id"), None)
             raise
         finally:  # also when the turn is cancelled: the snapshot of a window that was sent is kept
             snapshot_id = await recorded
     call = model_call(ctx.model, assembled.snapshot, done)
     metrics.observe_model_call(call)
-    export_turn(svc, assembled.snapshot, call, (assembled_at, model_at), snapshot_id, done.finish_reason)
+    export_turn(svc, assembled, call, (assembled_at, model_at), snapshot_id, done)
     svc.observe_prompt_count(session_id, ctx.model, assembled, done.tokens_in)
     # The turn's usage: the answer's call plus every model call the modules made while assembling (snapshot).
     extra_in, extra_out = assembled.snapshot.auxiliary_tokens
@@ -344,21 +341,32 @@ def _inputs(ctx: AssemblyContext, options: TurnOptions, assembled_at: float) -> 
 
 def export_turn(
     svc: TDAService,
-    snapshot: ContextWindowSnapshot,
+    assembled: AssembledContext,
     call: dict[str, Any],
     started: tuple[float, int],
     snapshot_id: int | None,
-    finish_reason: str | None,
+    done: Completion | None,
 ) -> None:
     """The turn's spans to the OTLP collector when one is set (``TDA_OTLP_ENDPOINT``; tda/traces_out.py).
-    ``call``: ``model_call``, or ``{model, error}`` for a call that failed. ``started``: when assembly began
-    (``time.time()``) and when the model was called (``time.time_ns()``)."""
+    ``call``: ``model_call``, or ``{model, error}`` for a call that failed (``done`` None). ``started``: when
+    assembly began (``time.time()``) and when the model was called (``time.time_ns()``). The window and the answer
+    go on the spans only with ``TDA_OTLP_CAPTURE_CONTENT``."""
     if svc.traces_out is None:
         return
-    from .traces_out import TurnTimes  # loaded with the exporter already
+    from .traces_out import Sent, TurnTimes  # loaded with the exporter already
 
     times = TurnTimes(int(started[0] * 1e9), started[1], time.time_ns())
-    svc.traces_out.turn(snapshot, call, times, snapshot_id=snapshot_id, finish_reason=finish_reason)
+    sent = None
+    if svc.traces_out.capture_content:
+        from .trace import attribution
+
+        modules = [who["module_id"] for who in attribution(assembled, call["model"])]
+        answer, tool_calls = (done.text, done.tool_calls) if done is not None else ("", [])
+        sent = Sent(assembled.messages, modules, answer, tool_calls)
+    finish_reason = done.finish_reason if done is not None else None
+    svc.traces_out.turn(
+        assembled.snapshot, call, times, snapshot_id=snapshot_id, finish_reason=finish_reason, sent=sent
+    )
 
 
 async def record_snapshot(svc: TDAService, row: dict[str, Any]) -> int:

@@ -50,7 +50,9 @@ class TDAWindow(AbstractCapability[Any]):
 
     window: Window
 
-    async def before_model_request(self, ctx: RunContext[Any], request_context: ModelRequestContext) -> ModelRequestContext:
+    async def before_model_request(
+        self, ctx: RunContext[Any], request_context: ModelRequestContext
+    ) -> ModelRequestContext:
         parameters = request_context.model_request_parameters
         tools = [_tool(t) for t in (*parameters.function_tools, *parameters.output_tools)]
         request_context.messages = await assembled(self.window, request_context.messages, tools)
@@ -158,4 +160,3 @@ def _grouped(parts: Sequence[Sent], instructions: str | None) -> list[ModelMessa
     if pending:
         out.append(ModelRequest(parts=pending, instructions=instructions))
     return out
-

@@ -142,7 +142,9 @@ class Window:
 
 
 def in_own_objects(
-    window: Sequence[Mapping[str, Any]], sent: Sequence[tuple[Mapping[str, Any], T]], made: Callable[[dict[str, Any]], T]
+    window: Sequence[Mapping[str, Any]],
+    sent: Sequence[tuple[Mapping[str, Any], T]],
+    made: Callable[[dict[str, Any]], T],
 ) -> list[T]:
     """The window's messages as the framework's objects: for a message the window kept unchanged, the object it
     came from (``sent``: each chat message with its object, in order); ``made(message)`` for one a module added or
