@@ -11,6 +11,7 @@ first: POST /v1/sessions).
 from __future__ import annotations
 
 import argparse
+import asyncio
 
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, UserPromptPart
@@ -50,12 +51,12 @@ def history() -> list[ModelMessage]:
     ]
 
 
-def run(report: Reporter | None = None) -> tuple[str, ScriptedModel, Window]:
+async def run(report: Reporter | None = None) -> tuple[str, ScriptedModel, Window]:
     window = Window("balanced", model="gpt-4o", model_limit=4_000, report=report)
     model = ScriptedModel()
     agent = Agent(FunctionModel(model.respond), instructions="Answer briefly.", capabilities=[TDAWindow(window)])
     agent.tool_plain(order_status)
-    result = agent.run_sync("Where is order 7?", message_history=history())
+    result = await agent.run("Where is order 7?", message_history=history())
     return result.output, model, window
 
 
@@ -66,7 +67,7 @@ def main() -> None:
     parser.add_argument("--session", default="pydantic-ai-example", help="the server's session to report to")
     args = parser.parse_args()
     reporter = Reporter(args.report, args.token or "", args.session) if args.report else None
-    answer, model, window = run(reporter)
+    answer, model, window = asyncio.run(run(reporter))
     for n, sent in enumerate(model.sent, 1):
         print(f"model request {n}: {len(sent)} of the run's {len(history()) + 2 * n - 1} messages")
     assert window.last is not None

@@ -118,7 +118,7 @@ def pydantic_ai_as_chat(messages: list[Any]) -> list[dict[str, Any]]:
 
 def test_pydantic_ai_capability_sends_the_model_the_assembled_window():
     ex = example("pydantic_ai_agent")
-    answer, model, window = ex.run()
+    answer, model, window = asyncio.run(ex.run())
     assert answer == "Order 7 left on Monday." and len(model.sent) == 2
     sent = pydantic_ai_as_chat(model.sent[-1])
     instructions = {"role": "system", "content": "Answer briefly."}
