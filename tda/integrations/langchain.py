@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, cast
 
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
 from langchain_core.messages import AnyMessage, convert_to_messages, convert_to_openai_messages
@@ -26,7 +26,7 @@ from .window import Window, in_own_objects
 SOURCE = "langchain"
 
 
-class TDAMiddleware(AgentMiddleware):  # type: ignore[type-arg]
+class TDAMiddleware(AgentMiddleware):
     """Assembles each model request under ``window``'s type (``agent.invoke`` and ``agent.ainvoke`` alike)."""
 
     def __init__(self, window: Window) -> None:
@@ -52,4 +52,4 @@ class TDAMiddleware(AgentMiddleware):  # type: ignore[type-arg]
 
 
 def _message(chat: dict[str, Any]) -> AnyMessage:
-    return convert_to_messages([chat])[0]
+    return cast(AnyMessage, convert_to_messages([chat])[0])

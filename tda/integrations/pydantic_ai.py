@@ -73,12 +73,13 @@ async def assembled(
 ) -> list[ModelMessage]:
     """``messages`` as the window keeps them: the run's own parts where kept unchanged, new ones where added."""
     instructions = _instructions(messages)
-    sent = _as_chat(messages)
+    sent, last = _as_chat(messages)
     chat = [{"role": "system", "content": instructions}] if instructions else []
     window_ = await window.assemble([*chat, *(c for c, _ in sent)], tools, source=SOURCE)
     kept = [m for m in window_.messages if not (instructions and m == chat[0])]  # pydantic-ai sends those itself
     names = {p.tool_call_id: p.tool_name for m in messages for p in m.parts if isinstance(p, ToolCallPart)}
-    return _grouped(in_own_objects(kept, sent, lambda m: _from_chat(m, names)), instructions)
+    groups = in_own_objects(kept, sent, lambda m: [_from_chat(m, names)])
+    return _grouped([*(item for group in groups for item in group), *last], instructions)
 
 
 def _tool(tool: ToolDefinition) -> dict[str, Any]:
@@ -91,19 +92,25 @@ def _instructions(messages: Sequence[ModelMessage]) -> str | None:
     return last.instructions if last is not None else None
 
 
-def _as_chat(messages: Sequence[ModelMessage]) -> list[tuple[dict[str, Any], Sent]]:
-    """Each request part and each response as an OpenAI chat message, with what it came from."""
-    out: list[tuple[dict[str, Any], Sent]] = []
+def _as_chat(messages: Sequence[ModelMessage]) -> tuple[list[tuple[dict[str, Any], list[Sent]]], list[Sent]]:
+    """Each request part and each response as an OpenAI chat message, with what it came from; and the parts with
+    no chat message of their own (a tool-availability marker, speech), which go with the next one that has one
+    (the last of them, returned, at the end)."""
+    out: list[tuple[dict[str, Any], list[Sent]]] = []
+    riders: list[Sent] = []
     for message in messages:
-        if isinstance(message, ModelResponse):
-            out.append((_response_chat(message), message))
-            continue
-        for part in message.parts:
-            out.append((_part_chat(part), part))
-    return out
+        items: Sequence[Sent] = [message] if isinstance(message, ModelResponse) else message.parts
+        for item in items:
+            chat = _response_chat(item) if isinstance(item, ModelResponse) else _part_chat(item)
+            if chat is None:
+                riders.append(item)
+            else:
+                out.append((chat, [*riders, item]))
+                riders = []
+    return out, riders
 
 
-def _part_chat(part: ModelRequestPart) -> dict[str, Any]:
+def _part_chat(part: ModelRequestPart) -> dict[str, Any] | None:
     if isinstance(part, SystemPromptPart):
         return {"role": "system", "content": part.content}
     if isinstance(part, UserPromptPart):
@@ -112,9 +119,11 @@ def _part_chat(part: ModelRequestPart) -> dict[str, Any]:
         return {"role": "user", "content": text}
     if isinstance(part, ToolReturnPart):
         return {"role": "tool", "tool_call_id": part.tool_call_id, "content": part.model_response_str()}
-    if isinstance(part, RetryPromptPart) and part.tool_name is not None:
-        return {"role": "tool", "tool_call_id": part.tool_call_id, "content": part.model_response()}
-    return {"role": "user", "content": part.model_response()}  # a retry prompt, or a part of a newer kind
+    if isinstance(part, RetryPromptPart):
+        if part.tool_name is not None:
+            return {"role": "tool", "tool_call_id": part.tool_call_id, "content": part.model_response()}
+        return {"role": "user", "content": part.model_response()}
+    return None
 
 
 def _response_chat(response: ModelResponse) -> dict[str, Any]:

@@ -67,7 +67,7 @@ class Reporter:
         return int(response.json()["snapshot_id"])
 
 
-def split(messages: Sequence[Message]) -> tuple[tuple[Message, ...], tuple[Message, ...], Message, tuple[Message, ...]]:
+def split(messages: Sequence[Message]) -> tuple[Sequence[Message], Sequence[Message], Message, Sequence[Message]]:
     """Instructions (leading system messages), history, the last user message, and the tool loop after it."""
     start = next((i for i, m in enumerate(messages) if m.role != "system"), len(messages))
     last_user = next((i for i in range(len(messages) - 1, start - 1, -1) if messages[i].role == "user"), None)
