@@ -214,3 +214,19 @@ def test_importing_tda_imports_no_framework():
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip() == "[]"
+
+
+def test_pydantic_ai_parts_the_window_does_not_read_stay_in_place():
+    """A part with no chat message (a tool-availability marker) goes with the message after it, and an image in a
+    user prompt stays in the prompt: the window drops neither."""
+    from pydantic_ai.messages import BinaryContent, ModelRequest, ToolAvailabilityDeltaPart, UserPromptPart
+
+    from tda.integrations import Window
+    from tda.integrations.pydantic_ai import assembled
+
+    marker = ToolAvailabilityDeltaPart(tools_added=["order_status"])
+    image = BinaryContent(data=b"\x89PNG\r\n", media_type="image/png")
+    question = UserPromptPart(["What is in this picture?", image])
+    out = asyncio.run(assembled(Window(), [ModelRequest(parts=[marker, question])]))
+    assert [type(m).__name__ for m in out] == ["ModelRequest"]
+    assert out[0].parts[-2:] == [marker, question]
