@@ -93,14 +93,17 @@ def request_of(row: Any) -> dict[str, Any]:
 
 
 def attribution(assembled: Any, model: str, owners: dict[str, list[str]] | None = None) -> list[dict[str, Any]]:
-    """For each message of an assembled window, in order: the module that contributed it (the last one is the
-    query) and its tokens by the model's counter. ``owners`` is consumed (tools are attributed from what is left)."""
+    """For each message of an assembled window, in order: the module that contributed it and its tokens by the
+    model's counter. The query is the last user message no module contributed (a chat client's tool loop after it
+    is no module's either: ``""``). ``owners`` is consumed (tools are attributed from what is left)."""
     tokens = estimator_for(model)
     owners = _owners(assembled.contributions.values()) if owners is None else owners
-    last = len(assembled.messages) - 1
+    modules = [_take(owners, chat) for chat in assembled.messages]
+    unowned_users = [i for i, chat in enumerate(assembled.messages) if chat["role"] == "user" and not modules[i]]
+    query = unowned_users[-1] if unowned_users else len(assembled.messages) - 1
     return [
-        {"module_id": QUERY if i == last else _take(owners, chat), "tokens": tokens.count_chat(chat)}
-        for i, chat in enumerate(assembled.messages)
+        {"module_id": QUERY if i == query else module, "tokens": tokens.count_chat(chat)}
+        for i, (chat, module) in enumerate(zip(assembled.messages, modules, strict=True))
     ]
 
 

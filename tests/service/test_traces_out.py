@@ -339,6 +339,7 @@ def test_providers_are_named_as_the_genai_conventions_name_them():
 
 
 SECRET = "sk-proj-7f3Kq9Zx2Lm8Vb4Nw6Rt1Yp5"
+TOOLS = [{"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}]
 
 
 def _texts(message: dict[str, Any]) -> str:
@@ -356,15 +357,21 @@ async def test_content_is_on_the_chat_span_only_when_asked_with_its_modules_and_
         {"role": "assistant", "content": "It left on Monday."},
         {"role": "user", "content": f"Use my key {SECRET} to check order 8."},
     ]
+    call = {"id": "call_1", "type": "function", "function": {"name": "lookup", "arguments": '{"order": 8}'}}
+    tool_loop = [
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "order 8 is packed"},
+    ]
     with otlp_collector() as collector:
         settings = dataclasses.replace(live, otlp_endpoint=collector.url, otlp_capture_content=True)
         async with served(settings) as app:
             await app.profile("gpt", type="llm_only", model="gpt-4o", upstream={"base_url": upstream.base_url})
             client = app.sdk(**{"X-TDA-Profile": "gpt", "X-TDA-Session": "c1"})
             reply = await client.chat.completions.create(model="tda", messages=conversation)
-    (chat,) = collector.named("chat gpt-4o")
+            await client.chat.completions.create(model="tda", messages=[*conversation, *tool_loop], tools=TOOLS)
+    chat, step = sorted(collector.named("chat gpt-4o"), key=lambda span: span.start)
     attributes = chat.attributes
-    sent = upstream.received[-1].body["messages"]
+    sent = upstream.received[-2].body["messages"]  # the first call's
     instructions = json.loads(attributes["gen_ai.system_instructions"])
     inputs = json.loads(attributes["gen_ai.input.messages"])
     lead = next(i for i, m in enumerate(sent) if m["role"] != "system")
@@ -376,6 +383,15 @@ async def test_content_is_on_the_chat_span_only_when_asked_with_its_modules_and_
     assert inputs[-1]["tda.module_id"] == "query" and SECRET in sent[-1]["content"]
     assert {m["tda.module_id"] for m in inputs[:-1]} == {"conversation_history"}
     assert SECRET not in json.dumps(attributes)
+    # the next step of the turn: its tool loop follows the question, which is still the query
+    stepped = json.loads(step.attributes["gen_ai.input.messages"])
+    assert [(m["role"], m["tda.module_id"]) for m in stepped[-3:]] == [
+        ("user", "query"),
+        ("assistant", ""),
+        ("tool", ""),
+    ]
+    assert stepped[-2]["parts"] == [{"type": "tool_call", "id": "call_1", "name": "lookup", "arguments": {"order": 8}}]
+    assert stepped[-1]["parts"] == [{"type": "tool_call_response", "id": "call_1", "response": "order 8 is packed"}]
     output = json.loads(attributes["gen_ai.output.messages"])
     assert output == [
         {
