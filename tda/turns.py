@@ -361,7 +361,7 @@ def export_turn(
     times = TurnTimes(int(started[0] * 1e9), started[1], time.time_ns())
     sent = None
     if svc.traces_out.capture_content:
-        from .trace import attribution
+        from .attribution import attribution
 
         modules = [who["module_id"] for who in attribution(assembled, call["model"])]
         answer, tool_calls = (done.text, done.tool_calls) if done is not None else ("", [])
