@@ -109,6 +109,14 @@ async def complete(
         return await _run(svc, call, conversation, profile, session, place)
 
 
+async def window(svc: TDAService, call: ClientCall, profile: ProfileRow) -> tuple[AssembledContext, str]:
+    """The window a stateless call would send and its model, assembled and nothing else (no model call, no record):
+    what a client's count of its prompt tokens asks about."""
+    ctx = await _context(svc, call, split(call.messages), profile, None)
+    window_type = await resolve_type(svc, profile)
+    return await svc.handler.assemble(ctx, window_type.type), ctx.model
+
+
 @dataclass(frozen=True)
 class _Place:
     """Where a call goes in its session's record."""
@@ -473,13 +481,25 @@ def _row(m: Message, tokens: TokenEstimator) -> dict[str, Any]:
 def _identity(m: Message) -> bytes:
     """What makes two messages the same message of a conversation (turn numbers and token counts aside)."""
     chat = m.to_chat()
+    calls = [_canonical(c) for c in chat.get("tool_calls") or ()] or None
     return json.dumps(
-        [chat["role"], chat["content"], chat.get("tool_calls"), chat.get("tool_call_id"), chat.get("name")],
+        [chat["role"], chat["content"], calls, chat.get("tool_call_id"), chat.get("name")],
         ensure_ascii=False,
         separators=(",", ":"),
         sort_keys=True,
         default=str,
     ).encode()
+
+
+def _canonical(call: dict[str, Any]) -> dict[str, Any]:
+    """A tool call with its arguments' JSON in one spelling: a client that sends them as an object (Anthropic's
+    ``input``) cannot give back the model's own spacing, and the call is the same call."""
+    function = call.get("function") or {}
+    try:
+        arguments = json.loads(function.get("arguments") or "null")
+    except ValueError:
+        return call
+    return {**call, "function": {**function, "arguments": arguments}}
 
 
 def digest(messages: Sequence[Message]) -> str:

@@ -155,6 +155,41 @@ def _cached(message: dict[str, Any]) -> dict[str, Any]:
     return {**message, "content": [*content[:-1], {**content[-1], "cache_control": CACHE_CONTROL}]}
 
 
+def client_marked(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> bool:
+    """Whether the client placed cache marks of its own (Anthropic's clients do): then tda adds none, since a
+    request may carry only four and the client's say where its prompt changes."""
+    parts = (p for m in messages if isinstance(m.get("content"), list) for p in m["content"])
+    return any("cache_control" in p for p in parts) or any("cache_control" in t for t in tools)
+
+
+CLAUDE_THINKING = frozenset({"thinking", "redacted_thinking"})
+
+
+def without_claude_thinking(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``messages`` without the thinking blocks an Anthropic client sends back in its assistant messages: they are
+    signed by the Claude model that wrote them, and no other model's API takes them."""
+    out = []
+    for m in messages:
+        content = m.get("content")
+        if m.get("role") == "assistant" and isinstance(content, list) and any(_thinking(p) for p in content):
+            m = {**m, "content": [p for p in content if not _thinking(p)] or ""}
+        out.append(m)
+    return out
+
+
+def _thinking(part: Any) -> bool:
+    return isinstance(part, Mapping) and part.get("type") in CLAUDE_THINKING
+
+
+async def prompt_tokens(model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> int:
+    """The prompt's tokens as litellm counts them for ``model`` (0 when it cannot)."""
+    litellm = await _litellm_loaded()
+    try:
+        return int(litellm.token_counter(model=model, messages=messages, tools=tools or None))
+    except Exception:  # litellm raises its own errors for content it cannot read
+        return 0
+
+
 NO_KEY = "no-key"
 """The key sent to a base URL whose upstream names no key variable: never a provider's own key (litellm would
 otherwise send ``OPENAI_API_KEY`` to whatever host the URL names). Local servers ignore it."""
@@ -312,7 +347,10 @@ class LLM:
         for a provider that caches only what is marked (``with_cache_breakpoints``)."""
         upstream = upstream or self.upstream
         litellm = await _litellm_loaded()
-        if cache_prefix is not None and await self._caches_explicitly(litellm, model, upstream):
+        claude = await self._all_claude(litellm, model, upstream)
+        if not claude:
+            messages = without_claude_thinking(messages)
+        if cache_prefix is not None and claude and not client_marked(messages, tools):
             messages, tools = with_cache_breakpoints(messages, tools, cache_prefix)
         kwargs: dict[str, Any] = {"model": model, "messages": messages, "timeout": self.timeout_s}
         if params:
@@ -339,8 +377,9 @@ class LLM:
         return self._completion(response)
 
     @staticmethod
-    async def _caches_explicitly(litellm: Any, model: str, upstream: Upstream) -> bool:
-        """Whether every model the call may reach (fallbacks too: they get the same body) is at such a provider."""
+    async def _all_claude(litellm: Any, model: str, upstream: Upstream) -> bool:
+        """Whether every model the call may reach (fallbacks too: they get the same body) is at Anthropic's API:
+        one that caches only what is marked (``EXPLICIT_CACHING``) and takes its own thinking blocks back."""
         names = (model, *upstream.fallbacks)
         providers = [await provider_of(routed_name(n, upstream.base_url, litellm.provider_list)) for n in names]
         return all(p in EXPLICIT_CACHING for p in providers)
