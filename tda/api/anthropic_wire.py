@@ -177,12 +177,11 @@ def client_call(body: CountTokensRequest) -> ClientCall:
 
 def _marked(message: Message, cache_control: dict[str, Any]) -> Message:
     """``message`` with ``cache_control`` on its last content part (its text made a part when it has none)."""
-    parts = (
-        [dict(p) for p in message.parts] if message.parts is not None else [{"type": "text", "text": message.content}]
-    )
+    parts: list[dict[str, Any]] = [{"type": "text", "text": message.content}]
+    if message.parts is not None:
+        parts = [dict(p) for p in message.parts]
     parts[-1]["cache_control"] = cache_control
-    chat = {**message.to_chat(), "content": parts}
-    return Message.from_chat(chat)
+    return Message.from_chat({**message.to_chat(), "content": parts})
 
 
 def _system(system: str | list[dict[str, Any]] | None) -> list[Message]:

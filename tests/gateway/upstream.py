@@ -11,7 +11,8 @@ The script is a function of the request body alone (``answer``), so the same req
 * otherwise text quoting the last user message (``ECHO_PREFIX`` + its text).
 ``n`` choices are returned (each the same). ``/chat/completions`` streams when asked (SSE, usage at the end when
 ``stream_options.include_usage``); ``/responses`` answers in the Responses API's shape, streamed when asked (its
-named events); ``/v1/messages`` in Anthropic's, streamed when asked (its events); ``/models`` lists ``MODELS``. Paths are accepted with or without the ``/v1`` prefix.
+named events); ``/messages`` in Anthropic's Messages API's, streamed when asked (its events); ``/models`` lists
+``MODELS``. Paths are accepted with or without the ``/v1`` prefix.
 
 Run alone (``python tests/gateway/upstream.py --port N``) it serves until killed: the bench runs it in its own
 process so it never competes with the clients for the GIL.
