@@ -33,6 +33,7 @@ from .champions import keep_case, quotes_tools
 from .cost import model_call
 from .errors import Conflict, Invalid, NotFound, UpstreamFailed
 from .knowledge.scope import ANONYMOUS
+from .llm import max_tokens_for
 from .models import ProfileRow, SessionRow
 from .sources import Cutoff, build_context, input_hashes, message_of
 from .store.sessions import SessionData
@@ -43,7 +44,7 @@ from .turns import MAX_TURN, export_turn, record_snapshot, resolve_type, timed, 
 if TYPE_CHECKING:
     from components.context_window.handler import AssembledContext
 
-    from .llm import Completion, Delta
+    from .llm import Completion, Delta, Upstream
     from .service import TDAService
 
 
@@ -168,48 +169,30 @@ async def _run(
     with timed(call, "load"):
         ctx = await _context(svc, call, conversation, profile, session)
         window_type = await resolve_type(svc, profile)
-    with timed(call, "assemble"):
-        assembled_at = time.time()  # replay serves the champion cases recorded by then
-        assembled = await svc.handler.assemble(ctx, window_type.type)
-    model_at = time.time_ns()
-    metrics.observe_assembly(assembled.snapshot)
-    snapshot = assembled.snapshot.to_dict()
-    recorded: asyncio.Task[int] | None = None
-    if session is not None and place is not None:
-        inputs = {
-            "query": ctx.query,
-            "model": ctx.model,
-            "assembled_at": assembled_at,
-            "hashes": input_hashes(ctx),
-            "gateway": _inputs(call, conversation, place),
-        }
-        row = {
-            "session_id": session.id,
-            "turn": place.turn,
-            "type_id": window_type.id,
-            "type_version": window_type.version,
-            "model": ctx.model,
-            "data": snapshot,
-            "inputs": inputs,
-        }
-        recorded = asyncio.create_task(record_snapshot(svc, row))  # written while the model answers
-        if (told := call.on_snapshot) is not None:
-            recorded.add_done_callback(lambda task: task.cancelled() or task.exception() or told(task.result()))
-    with timed(call, "model"):
+    upstream = svc.llm.upstream.merged(profile.upstream)
+    models = tuple(dict.fromkeys((ctx.model, *upstream.fallbacks)))
+    one_model = dataclasses.replace(upstream, fallbacks=())
+    streamed = _Streamed(call.on_delta)
+    call = dataclasses.replace(call, on_delta=streamed.delta if call.on_delta else None)
+    for n, model in enumerate(models):  # each fallback model is sent a window assembled for its own limits
         try:
-            done = await _call_model(svc, ctx.model, assembled, call, profile)
-        except Exception as exc:  # provider errors are many and untyped; the caller needs the reason
-            snapshot_id = await recorded if recorded else None
-            kept = f"; snapshot {snapshot_id} was kept" if recorded else ""
-            failed = UpstreamFailed(f"the model call failed ({type(exc).__name__}: {exc}){kept}")
-            failure = {"model": ctx.model, "error": str(failed)}
-            export_turn(svc, assembled.snapshot, failure, (assembled_at, model_at), snapshot_id, None)
-            raise failed from None
-        finally:
-            snapshot_id = await recorded if recorded else None
+            answered = await _attempt(
+                svc, call, conversation, dataclasses.replace(ctx, model=model), window_type, one_model, session, place
+            )
+            break
+        except UpstreamFailed:
+            if n == len(models) - 1 or streamed.started:  # a reply already under way is not replaced by another
+                raise
+    ctx, assembled, snapshot, snapshot_id, done = (
+        answered.ctx,
+        answered.assembled,
+        answered.snapshot,
+        answered.snapshot_id,
+        answered.done,
+    )
     used = model_call(ctx.model, assembled.snapshot, done)
     metrics.observe_model_call(used)
-    export_turn(svc, assembled.snapshot, used, (assembled_at, model_at), snapshot_id, done.finish_reason)
+    export_turn(svc, assembled.snapshot, used, answered.times, snapshot_id, done.finish_reason)
     svc.observe_prompt_count(session.id if session else "calibration", ctx.model, assembled, done.tokens_in)
     # The call's usage: the answer's call plus every model call the modules made while assembling (snapshot).
     extra_in, extra_out = assembled.snapshot.auxiliary_tokens
@@ -247,6 +230,73 @@ async def _run(
                 svc, data, place.turn, query, done.text, row, from_tools=from_tools
             )
     return result
+
+
+@dataclass(frozen=True)
+class _Answered:
+    """One model's answer to the window assembled for it."""
+
+    ctx: Any
+    assembled: AssembledContext
+    snapshot: dict[str, Any]
+    snapshot_id: int | None
+    done: Completion
+    times: tuple[float, int]
+    """When the window was assembled (s) and the model called (ns): the exported span's."""
+
+
+async def _attempt(
+    svc: TDAService,
+    call: ClientCall,
+    conversation: Conversation,
+    ctx: Any,
+    window_type: Any,
+    upstream: Upstream,
+    session: SessionRow | None,
+    place: _Place | None,
+) -> _Answered:
+    """The window assembled for ``ctx.model``, its snapshot recorded (with a session), and the model's answer.
+    UpstreamFailed when the model call fails (its failure exported; the snapshot kept)."""
+    with timed(call, "assemble"):
+        assembled_at = time.time()  # replay serves the champion cases recorded by then
+        assembled = await svc.handler.assemble(ctx, window_type.type)
+    model_at = time.time_ns()
+    metrics.observe_assembly(assembled.snapshot)
+    snapshot = assembled.snapshot.to_dict()
+    recorded: asyncio.Task[int] | None = None
+    if session is not None and place is not None:
+        inputs = {
+            "query": ctx.query,
+            "model": ctx.model,
+            "assembled_at": assembled_at,
+            "hashes": input_hashes(ctx),
+            "gateway": _inputs(call, conversation, place),
+        }
+        row = {
+            "session_id": session.id,
+            "turn": place.turn,
+            "type_id": window_type.id,
+            "type_version": window_type.version,
+            "model": ctx.model,
+            "data": snapshot,
+            "inputs": inputs,
+        }
+        recorded = asyncio.create_task(record_snapshot(svc, row))  # written while the model answers
+        if (told := call.on_snapshot) is not None:
+            recorded.add_done_callback(lambda task: task.cancelled() or task.exception() or told(task.result()))
+    with timed(call, "model"):
+        try:
+            done = await _call_model(svc, ctx.model, assembled, call, upstream)
+        except Exception as exc:  # provider errors are many and untyped; the caller needs the reason
+            snapshot_id = await recorded if recorded else None
+            kept = f"; snapshot {snapshot_id} was kept" if recorded else ""
+            failed = UpstreamFailed(f"the model call failed ({type(exc).__name__}: {exc}){kept}")
+            failure = {"model": ctx.model, "error": str(failed)}
+            export_turn(svc, assembled.snapshot, failure, (assembled_at, model_at), snapshot_id, None)
+            raise failed from None
+        finally:
+            snapshot_id = await recorded if recorded else None
+    return _Answered(ctx, assembled, snapshot, snapshot_id, done, (assembled_at, model_at))
 
 
 async def _context(
@@ -383,21 +433,33 @@ async def _step_replies(svc: TDAService, session_id: str, turn: int) -> dict[int
     return replies
 
 
+@dataclass
+class _Streamed:
+    """Passes a streamed reply's deltas on, noting that one went out."""
+
+    to: Delta | None
+    started: bool = False
+
+    async def delta(self, delta: dict[str, Any]) -> None:
+        self.started = True
+        if self.to is not None:
+            await self.to(delta)
+
+
 async def _call_model(
-    svc: TDAService, model: str, assembled: AssembledContext, call: ClientCall, profile: ProfileRow
+    svc: TDAService, model: str, assembled: AssembledContext, call: ClientCall, upstream: Upstream
 ) -> Completion:
-    """The model call at the profile's upstream (merged over the service's default)."""
-    reserve = assembled.snapshot.output_reserve
-    caps = [n for n in (reserve, call.max_tokens) if n]
+    """The model call at ``upstream``; ``max_tokens`` as ``max_tokens_for`` decides (the client's, else none
+    unless the window needs one)."""
     return await svc.llm.complete(
         model,
         assembled.messages,
         assembled.tools,
-        max_tokens=min(caps) if caps else None,
+        max_tokens=max_tokens_for(model, call.max_tokens, assembled.snapshot),
         tool_choice=call.tool_choice if assembled.tools else None,
         on_delta=call.on_delta,
         params=call.params,
-        upstream=svc.llm.upstream.merged(profile.upstream),
+        upstream=upstream,
         cache_prefix=assembled.stable_messages,
     )
 

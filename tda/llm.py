@@ -15,6 +15,8 @@ from components.context_window.session_cache import BoundedCache
 from .config import api_key_in_env, offline_library_defaults
 
 if TYPE_CHECKING:
+    from components.context_window.snapshot import ContextWindowSnapshot
+
     from .config import Settings
 
 MOCK_ANSWER = "This is a mock answer (TDA_MOCK_MODEL is on, so no provider was called)."
@@ -250,6 +252,26 @@ def output_limit(model: str) -> int | None:
     except Exception:  # litellm raises for models it has no entry for
         return None
     return int(limit) if limit else None
+
+
+def max_tokens_for(model: str, requested: int | None, window: ContextWindowSnapshot) -> int | None:
+    """The ``max_tokens`` a call to ``model`` is sent for the ``window`` assembled for it. The client's own cap
+    (``requested``), lowered to the model's output limit and to the room the window leaves, when they are known.
+    None when the client sent none, unless the model's output limit is known and more than the window leaves:
+    then that room, so the answer fits the model's context. A model tda does not know gets none it was not sent
+    (a local server's own default stands)."""
+    room = room_left(window)
+    limit = output_limit(model)
+    if requested is None:
+        return room if limit is not None and room is not None and limit > room else None
+    return min(n for n in (requested, limit, room) if n is not None)
+
+
+def room_left(window: ContextWindowSnapshot) -> int | None:
+    """The tokens the window leaves for the answer within the model's context, or None when that context is a
+    guess (an unknown model's default, with no profile or session limit)."""
+    known = window.model_limit_source != "default" or window.profile_override or window.session_override
+    return max(1, window.effective_limit - window.total_used) if known else None
 
 
 def capped_max_tokens(requested: int | None, models: tuple[str, ...]) -> int | None:

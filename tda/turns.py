@@ -28,6 +28,7 @@ from . import metrics
 from .champions import keep_as_champion
 from .cost import model_call
 from .errors import Conflict, Invalid, UpstreamFailed
+from .llm import max_tokens_for
 from .models import MessageRow, TurnRow
 from .recall import index_after
 from .sources import build_context, input_hashes, message_of
@@ -369,10 +370,9 @@ async def _call_model(
     recorded: asyncio.Future[int],
     upstream: Mapping[str, Any] | None = None,
 ) -> Completion:
-    """The model call at the profile's ``upstream`` (merged over the service's default); ``max_tokens`` is the
-    type's output reserve, the client's cap when lower, and the model's output limit when lower (``LLM``)."""
-    reserve = assembled.snapshot.output_reserve
-    max_tokens = min(n for n in (reserve or None, options.max_tokens) if n) if (reserve or options.max_tokens) else None
+    """The model call at the profile's ``upstream`` (merged over the service's default); ``max_tokens`` as
+    ``max_tokens_for`` decides: the caller's cap, else none unless the window needs one."""
+    max_tokens = max_tokens_for(ctx.model, options.max_tokens, assembled.snapshot)
     sent = {t["function"]["name"] for t in assembled.tools}
     tool_choice = options.tool_choice
     if isinstance(tool_choice, Mapping) and (tool_choice.get("function") or {}).get("name") not in sent:
