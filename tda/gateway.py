@@ -33,7 +33,7 @@ from .champions import keep_case, quotes_tools
 from .cost import model_call
 from .errors import Conflict, Invalid, NotFound, UpstreamFailed
 from .knowledge.scope import ANONYMOUS
-from .llm import max_tokens_for
+from .llm import Relay, max_tokens_for
 from .models import ProfileRow, SessionRow
 from .sources import Cutoff, build_context, input_hashes, message_of
 from .store.sessions import SessionData
@@ -171,17 +171,23 @@ async def _run(
         window_type = await resolve_type(svc, profile)
     upstream = svc.llm.upstream.merged(profile.upstream)
     models = tuple(dict.fromkeys((ctx.model, *upstream.fallbacks)))
-    one_model = dataclasses.replace(upstream, fallbacks=())
-    streamed = _Streamed(call.on_delta)
-    call = dataclasses.replace(call, on_delta=streamed.delta if call.on_delta else None)
+    relay = Relay(call.on_delta)
+    call = dataclasses.replace(call, on_delta=relay.delta if call.on_delta else None)
     for n, model in enumerate(models):  # each fallback model is sent a window assembled for its own limits
         try:
             answered = await _attempt(
-                svc, call, conversation, dataclasses.replace(ctx, model=model), window_type, one_model, session, place
+                svc,
+                call,
+                conversation,
+                dataclasses.replace(ctx, model=model),
+                window_type,
+                upstream.only(),
+                session,
+                place,
             )
             break
         except UpstreamFailed:
-            if n == len(models) - 1 or streamed.started:  # a reply already under way is not replaced by another
+            if n == len(models) - 1 or relay.started:  # a reply already under way is not replaced by another
                 raise
     ctx, assembled, snapshot, snapshot_id, done = (
         answered.ctx,
@@ -431,19 +437,6 @@ async def _step_replies(svc: TDAService, session_id: str, turn: int) -> dict[int
                     position, last_start = end + 1, start
                 break
     return replies
-
-
-@dataclass
-class _Streamed:
-    """Passes a streamed reply's deltas on, noting that one went out."""
-
-    to: Delta | None
-    started: bool = False
-
-    async def delta(self, delta: dict[str, Any]) -> None:
-        self.started = True
-        if self.to is not None:
-            await self.to(delta)
 
 
 async def _call_model(

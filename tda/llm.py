@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -217,6 +218,10 @@ class Upstream:
             fallbacks=settings.upstream_fallbacks,
         )
 
+    def only(self) -> Upstream:
+        """This upstream for its one model: the caller tries the fallbacks itself, each with its own window."""
+        return dataclasses.replace(self, fallbacks=())
+
     def merged(self, profile: Mapping[str, Any] | None) -> Upstream:
         """A profile's upstream (``ProfileRow.upstream``) over this default: what it sets wins. A profile that
         names its own base URL uses only its own key variable and fallbacks: the default's key is never sent to
@@ -324,6 +329,20 @@ class Choice:
 
 Delta = Callable[[dict[str, Any]], Awaitable[None]]
 """Receives each streamed delta as OpenAI sends it: ``{"content": ...}`` or ``{"tool_calls": [...]}``."""
+
+
+@dataclass
+class Relay:
+    """Passes a streamed reply's deltas on to ``to``, noting whether one went out (then no other model may take
+    over the reply)."""
+
+    to: Delta | None
+    started: bool = False
+
+    async def delta(self, delta: dict[str, Any]) -> None:
+        self.started = True
+        if self.to is not None:
+            await self.to(delta)
 
 
 ROUTERS_KEPT = 64

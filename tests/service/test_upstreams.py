@@ -182,6 +182,25 @@ async def test_each_fallback_model_is_sent_a_window_assembled_for_it(
     assert backup_prompt + answer_room <= GPT_4_CONTEXT
 
 
+async def test_a_native_turn_s_fallback_is_assembled_for_its_own_model(
+    live: Settings, upstream: FakeUpstream, secret: str
+):
+    upstream.always_failing.add("gpt-4o")
+    async with served(live) as app:
+        at = {"base_url": upstream.base_url, "api_key_env": KEY_VAR, "num_retries": 0, "fallbacks": ["gpt-4"]}
+        await app.profile("native", model="gpt-4o", upstream=at)
+        r = await app.http("POST", "/v1/sessions", json={"id": "native-1", "profile_id": "native"})
+        assert r.status_code == 201, r.text
+        r = await app.http("POST", "/v1/sessions/native-1/turns", json={"query": CHAT[0]["content"]})
+        assert r.status_code == 201, r.text
+
+    turn = r.json()
+    assert turn["answer"] == upstream.answer("gpt-4") and turn["model"] == "gpt-4"
+    assert turn["snapshot"]["model"] == "gpt-4"
+    assert turn["snapshot"]["model_limit"] == litellm.get_model_info("gpt-4")["max_input_tokens"]
+    assert [r.body["model"] for r in upstream.received] == ["gpt-4o", "gpt-4"]
+
+
 async def test_a_client_may_name_any_model_at_a_base_url_but_only_a_routable_one_without(
     live: Settings, upstream: FakeUpstream, secret: str
 ):
