@@ -208,6 +208,7 @@ async def _run(
         "turn": place.turn if place else None,
         "answer": done.text,
         "tool_calls": done.tool_calls,
+        "thinking": done.thinking,
         "finish_reason": done.finish_reason,
         "more": done.more,
         "logprobs": done.logprobs,
@@ -534,16 +535,23 @@ def _row(m: Message, tokens: TokenEstimator) -> dict[str, Any]:
 
 
 def _identity(m: Message) -> bytes:
-    """What makes two messages the same message of a conversation (turn numbers and token counts aside)."""
+    """What makes two messages the same message of a conversation (turn numbers and token counts aside). A reply
+    is its text and calls: an Anthropic client sends it back as blocks, with the thinking that preceded it."""
     chat = m.to_chat()
     calls = [_canonical(c) for c in chat.get("tool_calls") or ()] or None
+    content = chat["content"]
+    if m.role == "assistant" and m.parts is not None and all(p.get("type") in _REPLY_PARTS for p in m.parts):
+        content = m.content
     return json.dumps(
-        [chat["role"], chat["content"], calls, chat.get("tool_call_id"), chat.get("name")],
+        [chat["role"], content, calls, chat.get("tool_call_id"), chat.get("name")],
         ensure_ascii=False,
         separators=(",", ":"),
         sort_keys=True,
         default=str,
     ).encode()
+
+
+_REPLY_PARTS = frozenset({"text", "thinking", "redacted_thinking"})
 
 
 def _canonical(call: dict[str, Any]) -> dict[str, Any]:

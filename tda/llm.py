@@ -304,6 +304,9 @@ class Completion:
     ``cache_read_input_tokens``)."""
     cache_write_tokens: int = 0
     """Prompt tokens the provider wrote to its cache (Anthropic's ``cache_creation_input_tokens``)."""
+    thinking: tuple[dict[str, Any], ...] = ()
+    """The reply's thinking blocks as a Claude model sent them (``thinking`` with its ``signature``,
+    ``redacted_thinking``): an Anthropic client sends them back with the next step of a tool loop."""
 
 
 def cache_usage(usage: Any) -> tuple[int, int]:
@@ -325,6 +328,7 @@ class Choice:
     tool_calls: list[dict[str, Any]]
     finish_reason: str
     logprobs: Any = None
+    thinking: tuple[dict[str, Any], ...] = ()
 
 
 Delta = Callable[[dict[str, Any]], Awaitable[None]]
@@ -449,6 +453,8 @@ class LLM:
                     await on_delta({"content": delta.content})
                 if delta.tool_calls:
                     await on_delta({"tool_calls": [_delta_call(c) for c in delta.tool_calls]})
+                if blocks := getattr(delta, "thinking_blocks", None):  # a Claude model's, as litellm passes them
+                    await on_delta({"thinking_blocks": [_plain(b) for b in blocks]})
         return self._completion(litellm.stream_chunk_builder(chunks, messages=kwargs["messages"]))
 
     def _completion(self, response: Any) -> Completion:
@@ -466,6 +472,7 @@ class LLM:
             logprobs=first.logprobs,
             cache_read_tokens=read,
             cache_write_tokens=written,
+            thinking=first.thinking,
         )
 
 
@@ -478,7 +485,13 @@ def _choice(choice: Any) -> Choice:
         tool_calls=calls,
         finish_reason="tool_calls" if calls else (choice.finish_reason or "stop"),
         logprobs=logprobs.model_dump() if logprobs is not None and hasattr(logprobs, "model_dump") else logprobs,
+        thinking=tuple(_plain(b) for b in getattr(message, "thinking_blocks", None) or ()),
     )
+
+
+def _plain(block: Any) -> dict[str, Any]:
+    """A litellm object (or dict) as a plain dict."""
+    return block.model_dump() if hasattr(block, "model_dump") else dict(block)
 
 
 def _new_router(litellm: Any, model: str, upstream: Upstream, key: str | None) -> Any:

@@ -332,7 +332,8 @@ def _tool_choice(choice: dict[str, Any] | None) -> tuple[Any, bool | None]:
 
 def message_of(message_id: str, result: Mapping[str, Any]) -> dict[str, Any]:
     """The gateway's result as Anthropic's ``message``."""
-    content: list[dict[str, Any]] = [{"type": "text", "text": result["answer"]}] if result["answer"] else []
+    content = [dict(b) for b in result.get("thinking") or ()]
+    content += [{"type": "text", "text": result["answer"]}] if result["answer"] else []
     content += [_tool_use_block(c) for c in result["tool_calls"]]
     return {
         "id": message_id,
@@ -395,7 +396,9 @@ class StreamedBlocks:
         self.message_id, self.model = message_id, model
         self.index = -1
         self.open: tuple[str, int] | None = None
-        """The open block: ("text", 0) or ("tool", the call's index in the model's stream)."""
+        """The open block: ("text", 0), ("tool", the call's index in the model's stream) or ("thinking", n)."""
+        self.thoughts = 0
+        """Thinking blocks signed so far: the next thinking text opens a new block."""
 
     def start(self) -> bytes:
         message: dict[str, Any] = {
@@ -412,6 +415,8 @@ class StreamedBlocks:
 
     def delta(self, delta: Mapping[str, Any]) -> list[bytes]:
         out: list[bytes] = []
+        for thought in delta.get("thinking_blocks") or ():
+            out += self._thinking(thought)
         if delta.get("content"):
             if self.open != ("text", 0):
                 out += self._next(("text", 0), {"type": "text", "text": ""})
@@ -429,6 +434,22 @@ class StreamedBlocks:
                 out += self._next(key, block)
             if function.get("arguments"):
                 out.append(self._delta({"type": "input_json_delta", "partial_json": function["arguments"]}))
+        return out
+
+    def _thinking(self, block: Mapping[str, Any]) -> list[bytes]:
+        """A Claude model's thinking, streamed as it sent it: text deltas, then the block's signature."""
+        if block.get("type") == "redacted_thinking":
+            self.thoughts += 1
+            return [*self._next(("thinking", self.thoughts), dict(block)), *self._close()]
+        out: list[bytes] = []
+        key = ("thinking", self.thoughts)
+        if self.open != key:
+            out += self._next(key, {"type": "thinking", "thinking": "", "signature": ""})
+        if block.get("thinking"):
+            out.append(self._delta({"type": "thinking_delta", "thinking": block["thinking"]}))
+        if block.get("signature"):
+            out.append(self._delta({"type": "signature_delta", "signature": block["signature"]}))
+            self.thoughts += 1
         return out
 
     def end(self, result: Mapping[str, Any]) -> list[bytes]:

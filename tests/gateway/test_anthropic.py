@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from tests.gateway.servers import MODEL, UPSTREAM_KEY
 from tests.gateway.support import SYSTEM_PROMPT, Gateway, balance_of, png_data_url, text_of
-from tests.gateway.upstream import TOOL_ARGUMENT, TOOL_RESULT_PREFIX, FakeUpstream, Recorded
+from tests.gateway.upstream import THINKING, TOOL_ARGUMENT, TOOL_RESULT_PREFIX, FakeUpstream, Recorded
 
 CLAUDE = "anthropic/claude-sonnet-4-5"
 """The Anthropic-native profile's model: litellm calls it at the fake's /v1/messages in Anthropic's format."""
@@ -200,6 +200,38 @@ async def test_a_session_records_the_tool_loop_as_one_turn(tda_server: Gateway, 
     await client.close()
     turns = (await tda_server.get(f"/v1/sessions/{session}/turns")).json()
     assert [t["turn"] for t in turns["turns"]] == [1]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_claude_s_thinking_comes_back_signed_and_goes_back_as_sent(
+    tda_server: Gateway, upstream: FakeUpstream, claude_profile: str, stream: bool
+):
+    """Extended thinking with tool use: the reply's signed thinking block reaches the client (streamed as
+    thinking and signature deltas), and the next step sends it back to Claude before the tool call, as Anthropic
+    requires; the session records the loop as one turn all the same."""
+    session = f"think-{uuid.uuid4().hex[:12]}"
+    client = _async_client(tda_server, **{"X-TDA-Session": session})
+    thinking: Any = {"type": "enabled", "budget_tokens": 1024}
+    messages: list[Any] = [{"role": "user", "content": "Balance of ACC-42?"}]
+    request: Any = {"model": claude_profile, "max_tokens": 2048, "thinking": thinking, "tools": [GET_BALANCE]}
+    if stream:
+        async with client.messages.stream(**request, messages=messages) as events:
+            kinds = [e.delta.type async for e in events if e.type == "content_block_delta"]
+            first = await events.get_final_message()
+        assert kinds[:2] == ["thinking_delta", "signature_delta"]
+    else:
+        first = await client.messages.create(**request, messages=messages)
+    assert [b.type for b in first.content] == ["thinking", "tool_use"]
+    thought = first.content[0].model_dump(exclude_none=True)
+    assert thought["thinking"] == THINKING and thought["signature"].startswith("sig-fake-")
+    messages += _answer_to(first.content, balance_of("ACC-42"))
+    second = await client.messages.create(**request, messages=messages)
+    assert [b.type for b in second.content] == ["thinking", "text"]
+    sent_back = _model_calls(upstream)[1].body["messages"][1]["content"]
+    assert sent_back[0] == thought and sent_back[1]["type"] == "tool_use"
+    turns = (await tda_server.get(f"/v1/sessions/{session}/turns")).json()["turns"]
+    assert [t["turn"] for t in turns] == [1]
+    await client.close()
 
 
 # --- count_tokens --------------------------------------------------------------------------------------------

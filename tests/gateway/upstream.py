@@ -31,6 +31,8 @@ from typing import Any
 TOOL_ARGUMENT = "ACC-42"
 TOOL_RESULT_PREFIX = "The tool answered: "
 ECHO_PREFIX = "You said: "
+THINKING = "The user wants a balance: I call get_balance."
+"""What an Anthropic-shaped answer thinks first when the request enables extended thinking."""
 MODELS = ("gpt-4.1", "gpt-4o-mini")
 
 
@@ -166,6 +168,8 @@ def anthropic_message(body: dict[str, Any], serial: int) -> dict[str, Any]:
         content = [{"type": "tool_use", "id": f"toolu_fake_{serial}", "name": name, "input": json.loads(arguments)}]
     else:
         content = [{"type": "text", "text": reply.text}]
+    if (body.get("thinking") or {}).get("type") == "enabled":  # extended thinking: a signed block comes first
+        content.insert(0, {"type": "thinking", "thinking": THINKING, "signature": f"sig-fake-{serial}"})
     prompt = max(1, len(json.dumps(body.get("messages"))) // 4)
     return {
         "id": f"msg_fake_{serial}",
@@ -186,6 +190,26 @@ def anthropic_events(body: dict[str, Any], serial: int) -> list[dict[str, Any]]:
     start = whole | {"content": [], "stop_reason": None, "usage": whole["usage"] | {"output_tokens": 1}}
     events: list[dict[str, Any]] = [{"type": "message_start", "message": start}]
     for index, block in enumerate(whole["content"]):
+        if block["type"] == "thinking":
+            opened, delta = (
+                {"type": "thinking", "thinking": "", "signature": ""},
+                {
+                    "type": "thinking_delta",
+                    "thinking": block["thinking"],
+                },
+            )
+            signed = {
+                "type": "content_block_delta",
+                "index": index,
+                "delta": {"type": "signature_delta", "signature": block["signature"]},
+            }
+            events += [
+                {"type": "content_block_start", "index": index, "content_block": opened},
+                {"type": "content_block_delta", "index": index, "delta": delta},
+                signed,
+                {"type": "content_block_stop", "index": index},
+            ]
+            continue
         if block["type"] == "text":
             opened, delta = {"type": "text", "text": ""}, {"type": "text_delta", "text": block["text"]}
         else:
