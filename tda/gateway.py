@@ -33,7 +33,7 @@ from .champions import keep_case, quotes_tools
 from .cost import model_call
 from .errors import Conflict, Invalid, NotFound, UpstreamFailed
 from .knowledge.scope import ANONYMOUS
-from .llm import Relay, max_tokens_for
+from .llm import Relay, max_tokens_for, model_call_error
 from .models import ProfileRow, SessionRow
 from .sources import Cutoff, build_context, input_hashes, message_of
 from .store.sessions import SessionData
@@ -296,8 +296,7 @@ async def _attempt(
             done = await _call_model(svc, ctx.model, assembled, call, upstream)
         except Exception as exc:  # provider errors are many and untyped; the caller needs the reason
             snapshot_id = await recorded if recorded else None
-            kept = f"; snapshot {snapshot_id} was kept" if recorded else ""
-            failed = UpstreamFailed(f"the model call failed ({type(exc).__name__}: {exc}){kept}")
+            failed = model_call_error(exc, f"; snapshot {snapshot_id} was kept" if recorded else "")
             failure = {"model": ctx.model, "error": str(failed)}
             export_turn(svc, assembled.snapshot, failure, (assembled_at, model_at), snapshot_id, None)
             raise failed from None

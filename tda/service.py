@@ -33,6 +33,7 @@ from .memory import drop_tiktoken_rank_copies
 from .sources import Sources
 from .store import Store
 from .turn_index import TurnIndex
+from .upstream_policy import UpstreamPolicy
 
 if TYPE_CHECKING:
     from .traces_out import TracesOut
@@ -76,7 +77,11 @@ class TDAService:
         self.failed_auth = FailedAuthLimit(settings.auth_failures_per_minute)
         self.history = HistoryCache(self.store.sessions)
         self.calibrations = Calibrations(self.store.calibrations)
-        self.llm = llm or LLM(mock=settings.mock_model, upstream=Upstream.from_settings(settings))
+        self.llm = llm or LLM(
+            mock=settings.mock_model,
+            upstream=Upstream.from_settings(settings),
+            policy=UpstreamPolicy(settings.upstream_key_envs, settings.upstream_hosts),
+        )
         self.knowledge = LiveKnowledge(
             settings.data_dir,
             settings.chroma_url,

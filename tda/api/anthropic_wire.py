@@ -6,8 +6,8 @@ blocks an assistant's tool calls, ``tool_result`` blocks tool messages (before t
 they led); ``thinking`` blocks stay in the assistant's parts as sent (an Anthropic model gets them back; litellm
 keeps them in place). ``cache_control`` stays on the block it marks (on a tool result, on its last part); on a
 tool, beside the tool. Only the body fields the Messages API defines are read: any other field (``api_base``,
-``api_key``, ``extra_headers``, ...) is refused with a 422 naming it, so nothing a client sends picks the host
-or the credentials of the model call.
+``api_key``, ``extra_headers``, ...) is refused with a 422 naming it (``wire_fields``, as on the OpenAI routes), so
+nothing a client sends picks the host or the credentials of the model call.
 
 Out: the gateway's reply as a ``message`` (text then ``tool_use`` blocks), or as Anthropic's event stream:
 ``message_start``, each block's ``content_block_start`` / ``content_block_delta`` (``text_delta``,
@@ -27,6 +27,7 @@ from components.context_window.base import Message, ToolSchema
 from ..errors import Invalid, field_errors
 from ..events import encode_sse
 from ..gateway import ClientCall
+from .wire_fields import refuse_unknown_fields
 
 REFUSED_FIELDS = {
     "container": "tda runs no code-execution containers; leave container out",
@@ -124,15 +125,12 @@ Request = TypeVar("Request", bound=CountTokensRequest)
 
 
 def parse(kind: type[Request], data: dict[str, Any]) -> Request:
+    """The request, its fields those the API defines (the model's fields; any other is a 422 naming it)."""
+    refuse_unknown_fields(data, kind.model_fields, "Anthropic's Messages API")
     try:
         return kind.model_validate(data)
     except ValidationError as exc:
-        errors = field_errors(exc)
-        unknown = [e["loc"] for e in errors if e["type"] == "extra_forbidden"]
-        if unknown:
-            msg = f"{', '.join(unknown)}: not a field of Anthropic's Messages API; remove it"
-            raise Invalid(f"{msg} (tda sends the model only the fields the API defines)", errors=errors) from None
-        raise Invalid("the request is invalid; fix the fields listed in errors", errors=errors) from None
+        raise Invalid("the request is invalid; fix the fields listed in errors", errors=field_errors(exc)) from None
 
 
 def invalid(loc: str, msg: str) -> Invalid:

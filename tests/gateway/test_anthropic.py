@@ -11,7 +11,7 @@ import asyncio
 import base64
 import uuid
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, get_type_hints
 
 import anthropic
 import httpx
@@ -20,6 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tda.api.anthropic_wire import FORWARDED, REFUSED_FIELDS, CountTokensRequest, MessagesRequest
 from tests.gateway.servers import MODEL, UPSTREAM_KEY
 from tests.gateway.support import SYSTEM_PROMPT, Gateway, balance_of, png_data_url, text_of
 from tests.gateway.upstream import THINKING, TOOL_ARGUMENT, TOOL_RESULT_PREFIX, FakeUpstream, Recorded
@@ -286,10 +287,28 @@ def test_routing_and_credential_fields_are_refused_naming_the_field(
             messages=[{"role": "user", "content": "Hi"}],
             extra_body={field: "http://attacker.example"},
         )
-    assert field in str(refused.value)
+    assert field in str(refused.value) and "chooses where the model is called" in str(refused.value)
     assert refused.value.body["type"] == "error" and refused.value.body["error"]["type"] == "invalid_request_error"
     assert not _model_calls(upstream)
     client.close()
+
+
+def test_every_field_of_the_sdk_s_requests_is_read_or_refused_by_name() -> None:
+    """The published request schemas (the SDK's own params, beta ones too) against what tda declares: a field tda
+    does not declare would be refused as unknown, so each is declared, then handled, forwarded or refused with its
+    own reason (REFUSED_FIELDS); none is dropped without a word."""
+    from anthropic.types import message_count_tokens_params, message_create_params
+    from anthropic.types.beta import message_create_params as beta_create_params
+
+    sdk = set(get_type_hints(message_create_params.MessageCreateParamsBase)) | {"stream"}
+    beta = set(get_type_hints(beta_create_params.MessageCreateParamsBase)) - {"betas"}  # betas: a header
+    assert sdk | beta <= set(MessagesRequest.model_fields)
+    counted = set(get_type_hints(message_count_tokens_params.MessageCountTokensParams)) - {"betas"}
+    assert counted <= set(CountTokensRequest.model_fields)
+    handled = {"model", "messages", "system", "tools", "tool_choice", "max_tokens", "stream", "stop_sequences"}
+    handled |= {"metadata", "cache_control", "temperature", "top_p"}
+    for name in MessagesRequest.model_fields:
+        assert name in handled or name in FORWARDED or name in REFUSED_FIELDS, name
 
 
 def test_a_wrong_key_is_an_authentication_error(tda_server: Gateway) -> None:
