@@ -63,6 +63,8 @@ class ClientCall:
     """Sent to the model as the client set them: temperature, top_p, seed, stop, response_format, n, ..."""
     user: str | None = None
     """The end user the client names (OpenAI's ``user``): the session's user when it creates one."""
+    anthropic_beta: str | None = None
+    """Anthropic's ``anthropic-beta`` header as the client sent it: sent on to a Claude model's API only."""
     on_delta: Delta | None = None
     on_snapshot: Callable[[int], object] | None = None
     """Told the id of the call's snapshot once it is stored (with a session), while the model answers: a streamed
@@ -454,6 +456,7 @@ async def _call_model(
         params=call.params,
         upstream=upstream,
         cache_prefix=assembled.stable_messages,
+        anthropic_beta=call.anthropic_beta,
     )
 
 

@@ -394,13 +394,15 @@ class LLM:
         params: Mapping[str, Any] | None = None,
         upstream: Upstream | None = None,
         cache_prefix: int | None = None,
+        anthropic_beta: str | None = None,
     ) -> Completion:
         """One model call at ``upstream`` (default: this LLM's). ``max_tokens`` caps the reply (the window type's
         output reserve), lowered to the model's output limit; with ``on_delta`` the reply is streamed, each delta
         handed over as it arrives, and the whole returned at the end. ``params`` are the client's own request
         parameters (temperature, response_format, n, ...), passed on as sent; litellm drops those a provider does
         not support (``drop_params``). ``cache_prefix``: how many leading messages are the window's stable part, marked
-        for a provider that caches only what is marked (``with_cache_breakpoints``)."""
+        for a provider that caches only what is marked (``with_cache_breakpoints``). ``anthropic_beta``: an Anthropic
+        client's beta features, sent only when every model the call may reach is at Anthropic's API."""
         upstream = upstream or self.upstream
         await self.check_upstream(upstream)
         litellm = await _litellm_loaded()
@@ -410,6 +412,8 @@ class LLM:
         if cache_prefix is not None and claude and not client_marked(messages, tools):
             messages, tools = with_cache_breakpoints(messages, tools, cache_prefix)
         kwargs: dict[str, Any] = {"model": model, "messages": messages, "timeout": self.timeout_s}
+        if anthropic_beta and claude:  # tda's own header for Anthropic's API (a client's extra_headers never pass)
+            kwargs["extra_headers"] = {"anthropic-beta": anthropic_beta}
         if params:
             kwargs.update(params, drop_params=True)
             if "metadata" in params:  # litellm keeps ``metadata`` for its own callbacks: OpenAI's goes in the body

@@ -140,7 +140,7 @@ def invalid(loc: str, msg: str) -> Invalid:
 # --- the request -------------------------------------------------------------------------------------------
 
 
-def client_call(body: CountTokensRequest) -> ClientCall:
+def client_call(body: CountTokensRequest, anthropic_beta: str | None = None) -> ClientCall:
     """The request as the gateway's call (model None: the route resolves it)."""
     for name, why in REFUSED_FIELDS.items():
         if getattr(body, name, None) is not None:
@@ -169,6 +169,7 @@ def client_call(body: CountTokensRequest) -> ClientCall:
         max_tokens=body.max_tokens if isinstance(body, MessagesRequest) else None,
         params={k: v for k, v in params.items() if v is not None},
         user=user,
+        anthropic_beta=anthropic_beta,
         timings={},  # kept with the snapshot: the trace's latency breakdown
     )
 

@@ -17,7 +17,7 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
-from quart import Blueprint, Response
+from quart import Blueprint, Response, request
 from quart_schema import document_request, tag_blueprint
 from werkzeug.exceptions import HTTPException
 
@@ -73,7 +73,7 @@ async def create_message() -> Any:
     """An Anthropic message (``stream: true`` for its event stream), with tda's context management."""
     svc = service()
     body = parse(MessagesRequest, await json_object())
-    call = client_call(body)
+    call = client_call(body, request.headers.get("anthropic-beta"))
     split(call.messages)  # a conversation without a user message is refused before anything is created
     session_id, profile_id = requested_ids(body.model)
     call = dataclasses.replace(call, model=await requested_model(svc, body.model, session_id, profile_id))

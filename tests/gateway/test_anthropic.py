@@ -235,6 +235,28 @@ async def test_claude_s_thinking_comes_back_signed_and_goes_back_as_sent(
     await client.close()
 
 
+async def test_the_beta_header_and_a_top_level_cache_mark_reach_claude(
+    tda_server: Gateway, upstream: FakeUpstream, claude_profile: str
+):
+    """``anthropic-beta`` goes on to Claude's API (never to an OpenAI-compatible one); the request-level
+    ``cache_control`` (automatic caching) marks the last block, as Anthropic applies it."""
+    client = _async_client(tda_server)
+    beta = "interleaved-thinking-2025-05-14"
+    for model in (claude_profile, MODEL):
+        await client.messages.create(
+            model=model,
+            max_tokens=50,
+            messages=[{"role": "user", "content": "Hi"}],
+            extra_headers={"anthropic-beta": beta},
+            extra_body={"cache_control": CACHE},
+        )
+    to_claude, to_openai = _model_calls(upstream)
+    assert beta in to_claude.headers["anthropic-beta"].split(",")
+    assert "anthropic-beta" not in to_openai.headers
+    assert to_claude.body["messages"][-1]["content"][-1] == {"type": "text", "text": "Hi", "cache_control": CACHE}
+    await client.close()
+
+
 # --- count_tokens --------------------------------------------------------------------------------------------
 
 
