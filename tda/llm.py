@@ -126,6 +126,17 @@ async def provider_of(model: str) -> str | None:
 EXPLICIT_CACHING = frozenset({"anthropic"})
 """Providers that cache a prompt prefix only where the request marks it with ``cache_control`` (OpenAI and Gemini
 cache a long enough prefix on their own: there a byte-stable prefix is all it takes)."""
+CLAUDE_HOSTS = frozenset({"bedrock", "vertex_ai", "openrouter"})
+"""Providers that serve Claude among other models: there too Claude caches only what is marked."""
+THINKING_BACK = frozenset({"anthropic", "bedrock", "vertex_ai"})
+"""Providers whose Claude takes its own thinking blocks back (litellm translates them for each)."""
+
+
+def serves_claude(provider: str | None, routed: str, among: frozenset[str] = CLAUDE_HOSTS) -> bool:
+    """Whether ``routed`` (litellm's name) is Claude: at Anthropic's API, or a Claude model at a host in ``among``."""
+    return provider in EXPLICIT_CACHING or (provider in among and "claude" in routed.lower())
+
+
 CACHE_CONTROL = {"type": "ephemeral"}
 
 
@@ -406,13 +417,14 @@ class LLM:
         upstream = upstream or self.upstream
         await self.check_upstream(upstream)
         litellm = await _litellm_loaded()
-        claude = await self._all_claude(litellm, model, upstream)
-        if not claude:
+        routes = await self._routes(litellm, model, upstream)
+        if not all(serves_claude(p, r, THINKING_BACK) for p, r in routes):
             messages = without_claude_thinking(messages)
+        claude = all(serves_claude(p, r) for p, r in routes)
         if cache_prefix is not None and claude and not client_marked(messages, tools):
             messages, tools = with_cache_breakpoints(messages, tools, cache_prefix)
         kwargs: dict[str, Any] = {"model": model, "messages": messages, "timeout": self.timeout_s}
-        if anthropic_beta and claude:  # tda's own header for Anthropic's API (a client's extra_headers never pass)
+        if anthropic_beta and all(p in EXPLICIT_CACHING for p, _ in routes):  # a client's extra_headers never pass
             kwargs["extra_headers"] = {"anthropic-beta": anthropic_beta}
         if params:
             kwargs.update(params, drop_params=True)
@@ -452,12 +464,10 @@ class LLM:
             await self.policy.check_resolved(upstream.base_url)
 
     @staticmethod
-    async def _all_claude(litellm: Any, model: str, upstream: Upstream) -> bool:
-        """Whether every model the call may reach (fallbacks too: they get the same body) is at Anthropic's API:
-        one that caches only what is marked (``EXPLICIT_CACHING``) and takes its own thinking blocks back."""
-        names = (model, *upstream.fallbacks)
-        providers = [await provider_of(routed_name(n, upstream.base_url, litellm.provider_list)) for n in names]
-        return all(p in EXPLICIT_CACHING for p in providers)
+    async def _routes(litellm: Any, model: str, upstream: Upstream) -> list[tuple[str | None, str]]:
+        """(provider, litellm name) of every model the call may reach (fallbacks too: they get the same body)."""
+        names = [routed_name(n, upstream.base_url, litellm.provider_list) for n in (model, *upstream.fallbacks)]
+        return [(await provider_of(name), name) for name in names]
 
     def _router(self, litellm: Any, model: str, upstream: Upstream) -> Any:
         """The Router for ``model`` at ``upstream``, built once: building one takes milliseconds. The key is read

@@ -119,6 +119,22 @@ async def test_an_anthropic_call_marks_the_end_of_the_stable_prefix_and_the_tool
     assert "cache_control" not in json.dumps(to_openai.body)
 
 
+async def test_claude_at_openrouter_is_marked_too_and_other_models_there_are_not(live, upstream):
+    """Claude caches only what is marked wherever it is served: at OpenRouter (an OpenAI-shaped API) its chat body
+    carries the same breakpoints; another model there gets none (issue 34)."""
+    async with served(live) as app:
+        at = {"base_url": upstream.base_url}
+        await app.profile("claude", model="openrouter/anthropic/claude-sonnet-4.5", upstream=at)
+        await app.profile("gpt", model="openrouter/openai/gpt-4o", upstream=at)
+        for profile in ("claude", "gpt"):
+            client = app.sdk(**{"X-TDA-Profile": profile})
+            await client.chat.completions.create(model="tda", messages=CHAT, tools=TOOLS)  # type: ignore[arg-type]
+    to_claude, to_gpt = upstream.received
+    assert [marked(t) for t in to_claude.body["tools"]] == [False, True]
+    assert [marked(m["content"]) for m in to_claude.body["messages"]] == [True, False, True, False]
+    assert "cache_control" not in json.dumps(to_gpt.body)
+
+
 async def test_what_the_provider_cached_and_the_turn_s_dollars_are_read_back(live, upstream):
     """Anthropic's ``cache_read_input_tokens`` / ``cache_creation_input_tokens`` reach the turn, its trace and
     /metrics; the turn's dollars match litellm's own ``cost_per_token`` (the oracle) for the reported usage, the input
