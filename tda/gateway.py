@@ -65,6 +65,8 @@ class ClientCall:
     """The end user the client names (OpenAI's ``user``): the session's user when it creates one."""
     anthropic_beta: str | None = None
     """Anthropic's ``anthropic-beta`` header as the client sent it: sent on to a Claude model's API only."""
+    cache_ttl: str | None = None
+    """The TTL of the cache marks tda places (its choice from the session's gaps, not the client's)."""
     on_delta: Delta | None = None
     on_snapshot: Callable[[int], object] | None = None
     """Told the id of the call's snapshot once it is stored (with a session), while the model answers: a streamed
@@ -174,7 +176,8 @@ async def _run(
     upstream = svc.llm.upstream.merged(profile.upstream)
     models = tuple(dict.fromkeys((ctx.model, *upstream.fallbacks)))
     relay = Relay(call.on_delta)
-    call = dataclasses.replace(call, on_delta=relay.delta if call.on_delta else None)
+    ttl = svc.cache_ttl.ttl(session.id) if session is not None else None
+    call = dataclasses.replace(call, on_delta=relay.delta if call.on_delta else None, cache_ttl=ttl)
     for n, model in enumerate(models):  # each fallback model is sent a window assembled for its own limits
         try:
             answered = await _attempt(
@@ -457,6 +460,7 @@ async def _call_model(
         upstream=upstream,
         cache_prefix=assembled.stable_messages,
         anthropic_beta=call.anthropic_beta,
+        cache_ttl=call.cache_ttl,
     )
 
 

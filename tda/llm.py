@@ -141,19 +141,21 @@ CACHE_CONTROL = {"type": "ephemeral"}
 
 
 def with_cache_breakpoints(
-    messages: list[dict[str, Any]], tools: list[dict[str, Any]], stable: int
+    messages: list[dict[str, Any]], tools: list[dict[str, Any]], stable: int, ttl: str | None = None
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Copies of ``messages`` and ``tools`` with ``cache_control`` on the last tool, at the end of the leading system
     text and at the end of the window's stable part (its first ``stable`` messages): three of Anthropic's four
-    breakpoints, each where the content after it changes more often than before it."""
+    breakpoints, each where the content after it changes more often than before it. ``ttl``: "1h" for Anthropic's
+    hour (``tda/cache_ttl.py``), None for its default 5 minutes."""
+    mark = {**CACHE_CONTROL, "ttl": ttl} if ttl else CACHE_CONTROL
     marked = list(messages)
     system_end = next((i for i, m in enumerate(messages) if m.get("role") != "system"), len(messages))
     for end in sorted({min(system_end, stable), stable}):
         index = _last_with_text(marked, end)
         if index is not None:
-            marked[index] = _cached(marked[index])
+            marked[index] = _cached(marked[index], mark)
     if tools:
-        tools = [*tools[:-1], {**tools[-1], "cache_control": CACHE_CONTROL}]
+        tools = [*tools[:-1], {**tools[-1], "cache_control": mark}]
     return marked, tools
 
 
@@ -165,11 +167,11 @@ def _last_with_text(messages: list[dict[str, Any]], end: int) -> int | None:
     return None
 
 
-def _cached(message: dict[str, Any]) -> dict[str, Any]:
+def _cached(message: dict[str, Any], mark: dict[str, Any]) -> dict[str, Any]:
     content = message["content"]
     if isinstance(content, str):
-        return {**message, "content": [{"type": "text", "text": content, "cache_control": CACHE_CONTROL}]}
-    return {**message, "content": [*content[:-1], {**content[-1], "cache_control": CACHE_CONTROL}]}
+        return {**message, "content": [{"type": "text", "text": content, "cache_control": mark}]}
+    return {**message, "content": [*content[:-1], {**content[-1], "cache_control": mark}]}
 
 
 def client_marked(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> bool:
@@ -406,6 +408,7 @@ class LLM:
         upstream: Upstream | None = None,
         cache_prefix: int | None = None,
         anthropic_beta: str | None = None,
+        cache_ttl: str | None = None,
     ) -> Completion:
         """One model call at ``upstream`` (default: this LLM's). ``max_tokens`` caps the reply (the window type's
         output reserve), lowered to the model's output limit; with ``on_delta`` the reply is streamed, each delta
@@ -413,7 +416,8 @@ class LLM:
         parameters (temperature, response_format, n, ...), passed on as sent; litellm drops those a provider does
         not support (``drop_params``). ``cache_prefix``: how many leading messages are the window's stable part, marked
         for a provider that caches only what is marked (``with_cache_breakpoints``). ``anthropic_beta``: an Anthropic
-        client's beta features, sent only when every model the call may reach is at Anthropic's API."""
+        client's beta features, sent only when every model the call may reach is at Anthropic's API. ``cache_ttl``:
+        the marks' TTL ("1h"; None: 5 minutes)."""
         upstream = upstream or self.upstream
         await self.check_upstream(upstream)
         litellm = await _litellm_loaded()
@@ -422,7 +426,7 @@ class LLM:
             messages = without_claude_thinking(messages)
         claude = all(serves_claude(p, r) for p, r in routes)
         if cache_prefix is not None and claude and not client_marked(messages, tools):
-            messages, tools = with_cache_breakpoints(messages, tools, cache_prefix)
+            messages, tools = with_cache_breakpoints(messages, tools, cache_prefix, cache_ttl)
         kwargs: dict[str, Any] = {"model": model, "messages": messages, "timeout": self.timeout_s}
         if anthropic_beta and all(p in EXPLICIT_CACHING for p, _ in routes):  # a client's extra_headers never pass
             kwargs["extra_headers"] = {"anthropic-beta": anthropic_beta}

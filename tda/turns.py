@@ -67,11 +67,13 @@ class TurnOptions:
     model: str | None = None
     """A litellm model name; None: the profile's model, else the service's."""
     max_tokens: int | None = None
-    """Caps the reply further; the window type's output reserve is always the upper bound."""
+    """Caps the reply (lowered to the model's output limit and the room the window leaves: ``max_tokens_for``)."""
     on_delta: Delta | None = None
     """Stream the reply: called with each delta as the model sends it."""
     timings: dict[str, float] | None = None
     """Receives the milliseconds each step of the turn took, by name (``STEPS``), for Server-Timing."""
+    cache_ttl: str | None = None
+    """The TTL of Claude's cache marks, chosen from the session's gaps (``tda/cache_ttl.py``)."""
 
 
 STEPS = ("load", "assemble", "snapshot", "model", "record")
@@ -215,7 +217,8 @@ async def _step(
     upstream = svc.llm.upstream.merged(data.profile.upstream)
     models = tuple(dict.fromkeys((ctx.model, *upstream.fallbacks)))
     relay = Relay(options.on_delta)
-    options = dataclasses.replace(options, on_delta=relay.delta if options.on_delta else None)
+    ttl = svc.cache_ttl.ttl(session_id)
+    options = dataclasses.replace(options, on_delta=relay.delta if options.on_delta else None, cache_ttl=ttl)
     for n, model in enumerate(models):  # each fallback model is sent a window assembled for its own limits
         try:
             attempt = await _attempt(
@@ -441,6 +444,7 @@ async def _call_model(
             on_delta=options.on_delta,
             upstream=upstream,
             cache_prefix=assembled.stable_messages,
+            cache_ttl=options.cache_ttl,
         )
     except Exception as exc:  # provider errors are many and untyped; the caller needs the reason
         snapshot_id = await recorded
