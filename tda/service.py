@@ -19,6 +19,7 @@ from components.context_window.token_estimator import STORED_ENCODINGS, calibrat
 from components.context_window.window_type import ContextWindowType
 
 from .background import BackgroundWriter
+from .builtins import module_registry
 from .cache_ttl import CacheTTL
 from .calibration import Calibrations
 from .clients import FailedAuthLimit
@@ -66,7 +67,7 @@ class TDAService:
     ) -> None:
         self.settings = settings
         self.store = Store.connect(settings.sqlalchemy_url)
-        self.registry = registry or ModuleRegistry(user_dir=settings.modules_dir)
+        self.registry = registry or module_registry(user_dir=settings.modules_dir)
         self.handler = ContextWindowHandler(self.registry, timeout_s=settings.module_timeout_s)
         self.scratch_handler = ContextWindowHandler(
             self.registry, timeout_s=settings.module_timeout_s, remember_sessions=0
