@@ -257,6 +257,37 @@ async def test_the_beta_header_and_a_top_level_cache_mark_reach_claude(
     await client.close()
 
 
+async def test_the_beta_client_as_claude_code_calls_it(
+    tda_server: Gateway, upstream: FakeUpstream, claude_profile: str
+):
+    """Claude Code's shape: the SDK's beta client (``/v1/messages?beta=true`` with ``anthropic-beta``), system
+    blocks with a cache mark, ``metadata.user_id``, ``tool_choice`` any, streamed; and its token count first."""
+    client = _async_client(tda_server)
+    betas = ["interleaved-thinking-2025-05-14", "context-management-2025-06-27"]
+    request: Any = {
+        "model": claude_profile,
+        "max_tokens": 500,
+        "system": [{"type": "text", "text": "You are Claude Code."}, *SYSTEM],
+        "tools": [GET_BALANCE],
+        "tool_choice": {"type": "any"},
+        "metadata": {"user_id": "user_abc_account_1_session_2"},
+        "messages": [{"role": "user", "content": QUESTION}],
+        "betas": betas,
+    }
+    counted = await client.beta.messages.count_tokens(
+        **{k: v for k, v in request.items() if k not in ("max_tokens", "metadata")}
+    )
+    assert counted.input_tokens > 0
+    async with client.beta.messages.stream(**request) as stream:
+        final = await stream.get_final_message()
+    assert final.stop_reason == "tool_use" and final.content[-1].input == {"account": TOOL_ARGUMENT}
+    (sent,) = _model_calls(upstream)
+    assert set(betas) <= set(sent.headers["anthropic-beta"].split(","))
+    assert sent.body["system"] == request["system"] and sent.body["tool_choice"]["type"] == "any"
+    assert sent.body["metadata"] == {"user_id": "user_abc_account_1_session_2"}
+    await client.close()
+
+
 # --- count_tokens --------------------------------------------------------------------------------------------
 
 
