@@ -160,7 +160,7 @@ def client_call(body: CountTokensRequest, anthropic_beta: str | None = None) -> 
     if parallel is False:
         params["parallel_tool_calls"] = False
     messages = conversation(body.messages)
-    if body.cache_control is not None:  # automatic caching: the mark goes on the last block
+    if body.cache_control is not None and messages:  # automatic caching: the mark goes on the last block
         messages[-1] = _marked(messages[-1], body.cache_control)
     return ClientCall(
         messages=[*_system(body.system), *messages],

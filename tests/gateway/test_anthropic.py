@@ -380,6 +380,16 @@ def test_a_conversation_without_a_user_message_is_refused(tda_server: Gateway, u
     client.close()
 
 
+def test_empty_content_is_a_422_not_a_500(tda_server: Gateway, upstream: FakeUpstream) -> None:
+    client = _client(tda_server)
+    with pytest.raises(anthropic.UnprocessableEntityError, match="user message"):
+        client.messages.create(
+            model=MODEL, max_tokens=10, messages=[{"role": "user", "content": []}], extra_body={"cache_control": CACHE}
+        )
+    assert not _model_calls(upstream)
+    client.close()
+
+
 def test_hosted_tools_and_files_are_refused_with_what_to_send(tda_server: Gateway) -> None:
     client = _client(tda_server)
     with pytest.raises(anthropic.UnprocessableEntityError, match="custom tools"):
