@@ -13,7 +13,6 @@ import uuid
 from collections.abc import Iterator
 from typing import Any, get_type_hints
 
-import anthropic
 import httpx
 import litellm
 import pytest
@@ -24,6 +23,8 @@ from tda.api.anthropic_wire import FORWARDED, REFUSED_FIELDS, CountTokensRequest
 from tests.gateway.servers import MODEL, UPSTREAM_KEY
 from tests.gateway.support import SYSTEM_PROMPT, Gateway, balance_of, png_data_url, text_of
 from tests.gateway.upstream import THINKING, TOOL_ARGUMENT, TOOL_RESULT_PREFIX, FakeUpstream, Recorded
+
+anthropic = pytest.importorskip("anthropic", reason="the test extra pins anthropic (pip install -e '.[test]')")
 
 CLAUDE = "anthropic/claude-sonnet-4-5"
 """The Anthropic-native profile's model: litellm calls it at the fake's /v1/messages in Anthropic's format."""
