@@ -340,6 +340,9 @@ class Session:
     history: MessageSource | None = None
     """The history read lazily, newest first, in pages (the application's store). When set, it is the history
     and ``messages`` is not read; when not, ``messages`` is (session files, tests)."""
+    current_turn: int | None = None
+    """The number of the turn being assembled when the application placed it (a chat client's call, whose history
+    is the client's and carries no turn numbers); None: the turn after the newest recorded one."""
 
     def message_source(self) -> MessageSource:
         return self.history if self.history is not None else InMemoryMessages(self.messages)
@@ -347,6 +350,8 @@ class Session:
     @property
     def turn_number(self) -> int:
         """The number of the turn being assembled: 1 for the first (O(1): reads only the newest record)."""
+        if self.current_turn is not None:
+            return self.current_turn
         last_turn = self.turns[-1].turn if self.turns else 0
         if self.history is not None:
             last_message = self.history.last_turn
