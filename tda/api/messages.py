@@ -38,7 +38,7 @@ from .anthropic_wire import (
     parse,
     sse,
 )
-from .chat import SESSION_HEADER, requested_ids, requested_model, resolve_ids
+from .chat import SESSION_HEADER, new_turn_requested, requested_ids, requested_model, resolve_ids
 from .common import json_object
 from .openapi import anthropic_wire
 from .streaming import start_turn
@@ -76,7 +76,9 @@ async def create_message() -> Any:
     call = client_call(body, request.headers.get("anthropic-beta"))
     split(call.messages)  # a conversation without a user message is refused before anything is created
     session_id, profile_id = requested_ids(body.model)
-    call = dataclasses.replace(call, model=await requested_model(svc, body.model, session_id, profile_id))
+    new_turn = new_turn_requested()  # checked before a session is created
+    model = await requested_model(svc, body.model, session_id, profile_id)
+    call = dataclasses.replace(call, model=model, new_turn=new_turn)
     profile, session = await resolve_ids(svc, session_id, profile_id, call.user)
     headers = {SESSION_HEADER: session.id} if session is not None else {}
     model = call.model or profile.model or svc.settings.model

@@ -199,9 +199,13 @@ async def test_a_session_records_the_tool_loop_as_one_turn(tda_server: Gateway, 
         model=MODEL, max_tokens=50, tools=[GET_BALANCE], messages=messages
     )  # a retry of the same step
     assert again.headers["X-TDA-Session"] == session and again.headers["X-TDA-Turn"] == "1"
-    await client.close()
     turns = (await tda_server.get(f"/v1/sessions/{session}/turns")).json()
     assert [t["turn"] for t in turns["turns"]] == [1]
+    anew = await client.messages.with_raw_response.create(
+        model=MODEL, max_tokens=50, tools=[GET_BALANCE], messages=messages, extra_headers={"X-TDA-New-Turn": "true"}
+    )  # the same request sent again as a new turn, as the chat route takes it
+    assert anew.headers["X-TDA-Turn"] == "2"
+    await client.close()
 
 
 @pytest.mark.parametrize("stream", [False, True])
@@ -292,10 +296,14 @@ async def test_the_beta_client_as_claude_code_calls_it(
 # --- count_tokens --------------------------------------------------------------------------------------------
 
 
+TEXT = st.characters(blacklist_characters="\x00", blacklist_categories=("Cs",))
+"""Any text a field may hold (tda refuses NUL with a 422 of its own; JSON cannot carry lone surrogates)."""
+
+
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
-    system=st.text(min_size=1, max_size=300),
-    user=st.text(min_size=1, max_size=600),
+    system=st.text(TEXT, min_size=1, max_size=300),
+    user=st.text(TEXT, min_size=1, max_size=600),
     with_tool=st.booleans(),
 )
 def test_count_tokens_is_never_below_litellm_s_count(
