@@ -513,9 +513,18 @@ class CaseRetriever(Protocol):
 
 @runtime_checkable
 class Embedder(Protocol):
-    """Embeds short texts (the knowledge store's embedder): vectors of one length, comparable by cosine."""
+    """Embeds short texts (the knowledge store's embedder): vectors of one length, comparable by cosine. An embedder
+    may name what its vectors depend on (its model) as a ``vector_space`` string: vectors cached for one are served
+    to any embedder naming the same (``vector_space``); without it, to embedders of the same class."""
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+
+def vector_space(embedder: Any) -> str:
+    """The key an embedder's cached vectors are kept under: its ``vector_space`` (its model) when it names one,
+    else its class. Two embedders with different models must not share vectors: name the model."""
+    named = getattr(embedder, "vector_space", None)
+    return named if isinstance(named, str) and named else type(embedder).__qualname__
 
 
 @dataclass(frozen=True, slots=True)
