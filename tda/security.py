@@ -163,20 +163,39 @@ def json_depth_exceeds(value: Any, limit: int) -> bool:
     return False
 
 
-def first_nul(value: Any) -> str | None:
-    """The dotted location of the first string (or object key) in a JSON value holding a NUL character, or None;
-    ``body`` for the whole. Iterative, as json_depth_exceeds."""
+UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+"""What no text field may hold: NUL (PostgreSQL cannot store it) and surrogates left unpaired (JSON may escape one,
+``"\\ud800"``, but it is no character: UTF-8 cannot encode it, so a driver or a provider fails on it). A paired
+escape (``"\\ud83d\\ude00"``) is decoded to its character and never reaches this."""
+
+
+def unstorable(text: str) -> str | None:
+    """Why ``text`` cannot be stored (``NUL`` or ``surrogate``), or None."""
+    found = UNSTORABLE.search(text)
+    if found is None:
+        return None
+    return "NUL" if found.group() == "\x00" else "surrogate"
+
+
+def first_unstorable(value: Any) -> tuple[str, str] | None:
+    """The dotted location of the first string (or object key) in a JSON value that cannot be stored, with why
+    (``unstorable``), or None; ``body`` for the whole. Iterative, as json_depth_exceeds."""
     stack: list[tuple[Any, tuple[str, ...]]] = [(value, ())]
     while stack:
         item, loc = stack.pop()
         if isinstance(item, str):
-            if "\x00" in item:
-                return ".".join(loc) or "body"
+            if why := unstorable(item):
+                return ".".join(loc) or "body", why
         elif isinstance(item, dict):
             for key, child in item.items():
-                if "\x00" in key:
-                    return ".".join((*loc, repr(key.replace("\x00", "\\u0000"))))
+                if why := unstorable(key):
+                    return ".".join((*loc, repr(escaped(key)))), why
                 stack.append((child, (*loc, key)))
         elif isinstance(item, list):
             stack.extend((child, (*loc, str(i))) for i, child in enumerate(item))
     return None
+
+
+def escaped(text: str) -> str:
+    """``text`` with each character ``UNSTORABLE`` finds as JSON escapes it: a location names it, not carries it."""
+    return UNSTORABLE.sub(lambda found: f"\\u{ord(found.group()):04x}", text)

@@ -16,7 +16,7 @@ from components.context_window.budget import BudgetExceeded
 
 from ..errors import Invalid, ServiceError, Unavailable, field_errors
 from ..redact import redact_urls
-from ..security import first_nul, json_depth_exceeds
+from ..security import escaped, first_unstorable, json_depth_exceeds, unstorable
 from ..service import service
 from .openapi import OPENAI_WIRE
 
@@ -96,24 +96,39 @@ class InvalidJSON(ServiceError):
     status, code = 400, "invalid_json"
 
 
-def refuse_nul(loc: str | None) -> None:
-    """Text never holds NUL (U+0000): PostgreSQL cannot store it in text, and SQLite would keep what PostgreSQL
-    refuses. Refused, not stripped: dropping characters would change what the client sent without telling it."""
-    if loc is not None:
+_UNSTORABLE = {
+    "NUL": ("a NUL character (\\u0000), which text fields cannot hold; remove it", "nul_character"),
+    "surrogate": (
+        "an unpaired surrogate (\\ud800-\\udfff without its pair), which is no character; send valid Unicode "
+        "(escape a character outside the BMP as both halves of its pair, or send it as UTF-8)",
+        "lone_surrogate",
+    ),
+}
+
+
+def refuse_unstorable(found: tuple[str, str] | None) -> None:
+    """Text never holds NUL (U+0000) nor an unpaired surrogate: PostgreSQL cannot store NUL in text (SQLite would
+    keep what PostgreSQL refuses), and no UTF-8 encoder takes a lone surrogate (the database driver, a provider's
+    client and the log would each fail on it). Refused, not stripped or replaced: changing characters would change
+    what the client sent without telling it."""
+    if found is not None:
+        loc, why = found
+        what, kind = _UNSTORABLE[why]
         raise Invalid(
-            f"{loc} contains a NUL character (\\u0000), which text fields cannot hold; remove it",
-            errors=[{"loc": loc, "msg": "contains a NUL character (\\u0000)", "type": "nul_character"}],
+            f"{loc} contains {what}",
+            errors=[{"loc": loc, "msg": f"contains {what.partition(',')[0]}", "type": kind}],
             param=loc,  # OpenAI's error shape names the field here
         )
 
 
-async def refuse_nul_in_url() -> None:
-    """A NUL in the path or the query, as in the body, is refused before any handler or the database sees it."""
-    if "\x00" in request.path:
-        refuse_nul("path")
+async def refuse_unstorable_in_url() -> None:
+    """A NUL (or a lone surrogate) in the path or the query, as in the body, is refused before any handler or the
+    database sees it."""
+    if why := unstorable(request.path):
+        refuse_unstorable(("path", why))
     for name, value in request.args.items(multi=True):
-        if "\x00" in name + value:
-            refuse_nul(f"query.{name}".replace("\x00", "\\u0000"))
+        if why := unstorable(name + value):
+            refuse_unstorable((f"query.{escaped(name)}", why))
 
 
 async def check_json_body() -> None:
@@ -142,13 +157,13 @@ async def check_json_body() -> None:
         raise InvalidJSON(f"the body is not valid JSON ({msg}{where}); send a JSON object") from None
     else:
         if not json_depth_exceeds(data, limit):
-            refuse_nul(first_nul(data))
+            refuse_unstorable(first_unstorable(data))
             return
     raise InvalidJSON(f"the JSON body nests arrays/objects more than {limit} levels deep; flatten it")
 
 
 def register_error_handlers(app: Quart) -> None:
-    app.before_request(refuse_nul_in_url)
+    app.before_request(refuse_unstorable_in_url)
     app.before_request(check_json_body)
 
     @app.errorhandler(ServiceError)
