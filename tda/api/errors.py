@@ -14,7 +14,7 @@ from werkzeug.exceptions import HTTPException
 
 from components.context_window.budget import BudgetExceeded
 
-from ..errors import Invalid, ServiceError, Unavailable, field_errors
+from ..errors import DiskFull, Invalid, ServiceError, Unavailable, field_errors, is_disk_full
 from ..redact import redact_urls
 from ..security import escaped, first_unstorable, json_depth_exceeds, unstorable
 from ..service import service
@@ -212,6 +212,10 @@ def register_error_handlers(app: Quart) -> None:
 
     @app.errorhandler(Exception)
     async def unexpected(exc: Exception) -> Any:
+        if is_disk_full(exc):  # a write outside the database's transactions (Chroma's files): not "unreachable"
+            log.warning("the disk is full: %s", redact_urls(f"{type(exc).__name__}: {exc}"))
+            service().store.db.note_disk_full()
+            return await service_error(DiskFull())
         gone = unreachable_dependency(exc)
         if gone is not None:  # not a bug: answer 503 until it is back (no restart needed), and log one line
             log.warning("%s is unreachable: %s", gone, redact_urls(f"{type(exc).__name__}: {exc}"))
