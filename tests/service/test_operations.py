@@ -258,7 +258,8 @@ async def test_a_full_disk_is_named_as_such_and_readyz_reports_it(
     assert (await client.get("/readyz")).status_code in (200, 503)  # warm: litellm may still be loading
     await full_disk()
 
-    r = await client.post("/v1/profiles", json={"id": "full_p", "type": "llm_only", "system_prompt": big}, headers=admin)
+    profile = {"id": "full_p", "type": "llm_only", "system_prompt": big}
+    r = await client.post("/v1/profiles", json=profile, headers=admin)
     body = await r.get_json()
     assert r.status_code == 507 and body["error"] == "disk_full", body
     assert "the disk is full" in body["message"] and "unreachable" not in body["message"]
@@ -272,7 +273,7 @@ async def test_a_full_disk_is_named_as_such_and_readyz_reports_it(
 
     await full_disk(False)
     assert (await client.get("/v1/profiles/full_p", headers=admin)).status_code == 404  # nothing half-written
-    r = await client.post("/v1/profiles", json={"id": "full_p", "type": "llm_only", "system_prompt": big}, headers=admin)
+    r = await client.post("/v1/profiles", json=profile, headers=admin)
     assert r.status_code == 201
     ready = await (await client.get("/readyz")).get_json()
     assert ready["checks"]["storage"]["ok"] and ready["checks"]["storage"]["free_bytes"] > 0

@@ -64,7 +64,7 @@ async def test_failed_auth_is_limited_per_client_with_retry_after(settings: Sett
     limited = replace(settings, trusted_proxies=TrustedProxies.parse("10.0.0.0/8"), auth_failures_per_minute=5)
     app = create_app(limited, **QUIET)
     async with app.test_app() as running:
-        client, token = running.test_client(), await _token(app)
+        client = running.test_client()
         wrong = {"Authorization": "Bearer tda_wrong", "X-Forwarded-For": CLIENT}
         statuses = [
             (await client.get("/v1/profiles", headers=wrong, scope_base={"client": PROXY})).status_code
