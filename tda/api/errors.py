@@ -2,21 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import socket
 from typing import Any
 
 from pydantic import ValidationError
-from quart import Quart, current_app, request
+from quart import Quart, current_app, g, request
 from quart_schema import RequestSchemaValidationError
 from werkzeug.exceptions import HTTPException
 
 from components.context_window.budget import BudgetExceeded
 
+from ..collector import PAUSE
 from ..errors import DiskFull, Invalid, ServiceError, Unavailable, field_errors, is_disk_full
 from ..redact import redact_urls
-from ..security import escaped, first_unstorable, json_depth_exceeds, unstorable
+from ..security import NestedTooDeep, checked_json, escaped, unstorable
 from ..service import service
 from .openapi import OPENAI_WIRE
 
@@ -131,9 +133,22 @@ async def refuse_unstorable_in_url() -> None:
             refuse_unstorable((f"query.{escaped(name)}", why))
 
 
+INLINE_BODY_BYTES = 64 * 1024
+"""Bodies up to this size are parsed on the event loop (faster than a hop to a thread); larger ones in a worker
+thread, in slices (``loads_in_slices``), so one big request never stalls the others."""
+BIG_BODY_BYTES = 1024 * 1024
+"""A request with a body over this pauses cycle collection while it runs (tda/collector.py)."""
+
+
+async def resume_collector(_exc: BaseException | None) -> None:
+    if g.pop("collector_paused", False):
+        PAUSE.release()
+
+
 async def check_json_body() -> None:
-    """API bodies must be UTF-8 JSON, nested at most ``max_json_depth`` deep: refused here with a message
-    that says what is wrong, before any handler (or the JSON parser's recursion) meets them."""
+    """API bodies must be UTF-8 JSON, nested at most ``max_json_depth`` deep, without text that cannot be stored:
+    refused here with a message that says what is wrong, before any handler (or the JSON parser's recursion) meets
+    them. The parsed body is kept for the handler (``request.get_json``, ``json_object``): it is parsed once."""
     if request.method not in ("POST", "PUT", "PATCH"):
         return
     raw = await request.get_data(cache=True, as_text=False, parse_form_data=False)
@@ -147,24 +162,32 @@ async def check_json_body() -> None:
     if not text.strip() or not request.path.startswith("/v1/"):
         return
     limit = service().settings.max_json_depth
+    if len(raw) > BIG_BODY_BYTES and not g.get("collector_paused"):
+        PAUSE.acquire()  # released when the request ends (resume_collector)
+        g.collector_paused = True
     try:
-        data = json.loads(text)
-    except RecursionError:
-        data = None
+        if text.startswith("\ufeff"):
+            raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+        if len(raw) <= INLINE_BODY_BYTES:
+            data, found = checked_json(text, limit)
+        else:
+            data, found = await asyncio.to_thread(checked_json, text, limit)
+    except NestedTooDeep:
+        raise InvalidJSON(f"the JSON body nests arrays/objects more than {limit} levels deep; flatten it") from None
     except ValueError as exc:
         where = f" at line {exc.lineno}, column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
         msg = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
         raise InvalidJSON(f"the body is not valid JSON ({msg}{where}); send a JSON object") from None
-    else:
-        if not json_depth_exceeds(data, limit):
-            refuse_unstorable(first_unstorable(data))
-            return
-    raise InvalidJSON(f"the JSON body nests arrays/objects more than {limit} levels deep; flatten it")
+    refuse_unstorable(found)
+    g.json_body = data
+    if request.is_json:
+        request._cached_json = {False: data, True: data}  # quart's own cache: get_json() parses nothing again
 
 
 def register_error_handlers(app: Quart) -> None:
     app.before_request(refuse_unstorable_in_url)
     app.before_request(check_json_body)
+    app.teardown_request(resume_collector)
 
     @app.errorhandler(ServiceError)
     async def service_error(exc: ServiceError) -> Any:
@@ -206,6 +229,11 @@ def register_error_handlers(app: Quart) -> None:
             # HTTP/2 ends the stream by itself and forbids the header).
             close = {"Connection": "close"} if request.http_version in ("1.0", "1.1") else {}
             return (*_json(413, "body_too_large", message), close)
+        if exc.code == 408:  # the body did not arrive in time: what came of it is unread, so the connection ends
+            limit = app.config["BODY_TIMEOUT"]
+            message = f"the body did not arrive within {limit} s (TDA_BODY_TIMEOUT_S); send it at once"
+            close = {"Connection": "close"} if request.http_version in ("1.0", "1.1") else {}
+            return (*_json(408, "request_timeout", message), close)
         body, status = _json(exc.code, (exc.name or "error").lower().replace(" ", "_"), exc.description or exc.name)
         allow = [value for name, value in exc.get_headers() if name == "Allow"]  # 405 names the allowed methods
         return (body, status, {"Allow": allow[0]}) if allow else (body, status)

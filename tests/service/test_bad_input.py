@@ -3,10 +3,21 @@ size or pace would hold the server (a 100,000-message chat, a body that trickles
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tda.app import create_app
+from tda.config import Settings
+from tda.security import loads_in_slices
+from tests.service.served_app import serving
+
+QUIET = {"migrate": False, "warm_up_llm": False, "warm_up_knowledge": False}
 
 LONE = "\ud800"
 """JSON's ``"\\ud800"``: half of a surrogate pair, sent without the other half. No character; UTF-8 cannot hold it."""
@@ -118,3 +129,106 @@ async def test_a_surrogate_pair_is_a_character_and_is_kept(client: Any, admin: d
     assert r.status_code == 201, await r.get_json()
     shown = await (await client.get("/v1/profiles/pair_p", headers=admin)).get_json()
     assert shown["system_prompt"] == "smile \U0001f600"
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.text(max_size=5), inner, max_size=5),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(JSON_VALUES, st.sampled_from([None, 2]), st.sampled_from([", ", ","]))
+def test_a_body_parsed_in_slices_is_what_json_loads_makes_of_it(value: Any, indent: int | None, comma: str) -> None:
+    """The oracle is json.loads itself, on texts json.dumps wrote (compact, spaced and indented)."""
+    text = json.dumps(value, indent=indent, separators=(comma, ": "))
+    assert loads_in_slices(text) == json.loads(text)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet='{}[]:,"ab1 \n-.etrunl', max_size=30))
+def test_text_that_is_not_json_is_refused_as_json_loads_refuses_it(text: str) -> None:
+    """The same error, message and position (a 400 says where), or the same value."""
+    try:
+        expected: Any = json.loads(text)
+    except json.JSONDecodeError as exc:
+        expected = (exc.msg, exc.pos)
+    try:
+        got: Any = loads_in_slices(text)
+    except json.JSONDecodeError as exc:
+        got = (exc.msg, exc.pos)
+    assert got == expected
+
+
+async def test_a_body_that_trickles_in_is_cut_with_408(settings: Settings) -> None:
+    """A client that sends its body a byte at a time holds a connection (and the body so far) for as long as it
+    likes, unless the body has a deadline: TDA_BODY_TIMEOUT_S after the request began, 408 and the connection is
+    closed, long before the body would have been complete."""
+    app = create_app(dataclasses.replace(settings, body_timeout_s=1), **QUIET)
+    async with serving(app) as (_, base_url, token):
+        port = int(base_url.rsplit(":", 1)[1].split("/")[0])
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        head = (
+            "POST /v1/profiles HTTP/1.1\r\nHost: tda\r\nContent-Type: application/json\r\n"
+            f"Authorization: Bearer {token}\r\nContent-Length: 1000\r\n\r\n"
+        )
+        writer.write(head.encode())
+        answer = asyncio.ensure_future(reader.read())  # until the server closes the connection
+        sent = 0
+        while not answer.done() and sent < 1000:
+            writer.write(b" ")
+            sent += 1
+            await asyncio.sleep(0.05)  # the whole body would take 50 s
+        reply = await asyncio.wait_for(answer, 30)
+        writer.close()
+    status, _, rest = reply.partition(b"\r\n")
+    assert status.startswith(b"HTTP/1.1 408") and sent < 1000, reply
+    body = json.loads(rest.partition(b"\r\n\r\n")[2])
+    assert body["error"] == "request_timeout" and "TDA_BODY_TIMEOUT_S" in body["message"]
+    assert b"connection: close" in rest.lower()
+
+
+def test_the_body_timeout_is_a_setting() -> None:
+    assert Settings.from_env({"TDA_BODY_TIMEOUT_S": "15"}).body_timeout_s == 15
+    assert Settings().body_timeout_s == 60  # as quart's own default
+    with pytest.raises(ValueError, match="TDA_BODY_TIMEOUT_S"):
+        Settings.from_env({"TDA_BODY_TIMEOUT_S": "0"})
+
+
+def conversation(n: int) -> list[dict[str, str]]:
+    """``n`` short messages, user and assistant in turn, ending with the user's."""
+    roles = ("user", "assistant")
+    return [{"role": roles[(n - 1 - i) % 2], "content": f"message {i}: what happened next?"} for i in range(n)]
+
+
+async def _healthz_while(client: Any, request: Any) -> tuple[float, list[float]]:
+    """How long ``request`` took (s), and each /healthz answer's wait (s) while it was in flight."""
+    waits: list[float] = []
+    loop = asyncio.get_running_loop()
+    big = asyncio.ensure_future(request)
+    started = loop.time()
+    while not big.done():
+        asked = loop.time()
+        assert (await client.get("/healthz")).status_code == 200
+        waits.append(loop.time() - asked)
+        await asyncio.sleep(0.005)
+    r = await big
+    assert r.status_code == 200, await r.get_json()
+    return loop.time() - started, waits
+
+
+@pytest.mark.parametrize("session", [None, "long"])
+async def test_a_long_chat_request_leaves_the_event_loop_to_the_others(
+    client: Any, admin: dict[str, str], session: str | None
+) -> None:
+    """The work of a 20,000-message chat (parsing, validating, indexing its history for recall) grows with it; done
+    in one go on the event loop it held every other request for most of its time (/healthz: 1.6 s of 3 s). Sliced
+    and off the loop, /healthz keeps answering while it runs, none waiting more than a fifth of its time (relative:
+    the machine's load slows both alike; bench/big_request_bench.py has the absolute figures, at 100,000)."""
+    headers = {**admin, "Content-Type": "application/json", **({"X-TDA-Session": session} if session else {})}
+    warm = {"model": "tda", "messages": conversation(3)}  # litellm loads on first use (served, at start)
+    assert (await client.post("/v1/chat/completions", json=warm, headers=admin)).status_code == 200
+    body = json.dumps({"model": "tda", "messages": conversation(20_000)}).encode()
+    took, waits = await _healthz_while(client, client.post("/v1/chat/completions", data=body, headers=headers))
+    assert len(waits) >= 3 and max(waits) < took / 5, (took, sorted(waits)[-5:])
