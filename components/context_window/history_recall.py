@@ -402,7 +402,10 @@ class SessionRecall:
                 messages = index.messages[first:]
                 vectors = await self._vectors_of(index, messages)
                 assert vectors is not None
-                index.attach(first, vectors)
+                for start in range(0, len(vectors), INDEX_SLICE):
+                    if start:
+                        await asyncio.sleep(0)  # a long history's rows take seconds to add
+                    index.attach(first + start, vectors[start : start + INDEX_SLICE])
         except Exception as exc:  # the next sync starts again from what was done
             log.warning("history vectors of session %s: %s; recall ranks by words until they are in", session_id, exc)
 
