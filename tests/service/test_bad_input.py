@@ -218,17 +218,33 @@ async def _healthz_while(client: Any, request: Any) -> tuple[float, list[float]]
     return loop.time() - started, waits
 
 
-@pytest.mark.parametrize("session", [None, "long"])
-async def test_a_long_chat_request_leaves_the_event_loop_to_the_others(
-    client: Any, admin: dict[str, str], session: str | None
-) -> None:
+async def test_a_long_chat_request_leaves_the_event_loop_to_the_others(client: Any, admin: dict[str, str]) -> None:
     """The work of a 20,000-message chat (parsing, validating, indexing its history for recall) grows with it; done
     in one go on the event loop it held every other request for most of its time (/healthz: 1.6 s of 3 s). Sliced
     and off the loop, /healthz keeps answering while it runs, none waiting more than a fifth of its time (relative:
     the machine's load slows both alike; bench/big_request_bench.py has the absolute figures, at 100,000)."""
-    headers = {**admin, "Content-Type": "application/json", **({"X-TDA-Session": session} if session else {})}
+    headers = {**admin, "Content-Type": "application/json"}
     warm = {"model": "tda", "messages": conversation(3)}  # litellm loads on first use (served, at start)
     assert (await client.post("/v1/chat/completions", json=warm, headers=admin)).status_code == 200
     body = json.dumps({"model": "tda", "messages": conversation(20_000)}).encode()
     took, waits = await _healthz_while(client, client.post("/v1/chat/completions", data=body, headers=headers))
     assert len(waits) >= 3 and max(waits) < took / 5, (took, sorted(waits)[-5:])
+
+
+def test_cycle_collection_pauses_while_big_requests_run_and_never_for_long() -> None:
+    import gc
+
+    from tda.collector import CollectorPause
+
+    assert gc.isenabled()
+    pause = CollectorPause(max_pause_s=3600)
+    with pause.held():
+        assert not gc.isenabled()
+        with pause.held():  # two big requests at once: on until the last ends
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    brief = CollectorPause(max_pause_s=-1)  # over its limit at once: a stream of big requests gets collection back
+    with brief.held(), brief.held():
+        assert gc.isenabled()
+    assert gc.isenabled()
