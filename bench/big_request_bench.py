@@ -122,7 +122,7 @@ async def main() -> None:
         base = f"http://127.0.0.1:{port}"
         try:
             async with httpx.AsyncClient() as client:
-                for _ in range(300):
+                for _ in range(1200):
                     try:
                         if (await client.get(f"{base}/healthz")).status_code == 200:
                             break
