@@ -121,13 +121,14 @@ async def main() -> None:
         server = start_server(data_dir, port)
         base = f"http://127.0.0.1:{port}"
         try:
-            async with httpx.AsyncClient() as client:
+            async with httpx.AsyncClient() as client:  # ready: tda serve answers /healthz while it loads
                 for _ in range(1200):
                     try:
-                        if (await client.get(f"{base}/healthz")).status_code == 200:
+                        if (await client.get(f"{base}/readyz")).status_code == 200:
                             break
                     except httpx.TransportError:
-                        await asyncio.sleep(0.1)
+                        pass
+                    await asyncio.sleep(0.1)
             body = json.dumps({"model": "tda", "messages": conversation(MESSAGES)}).encode()
             print(f"{MESSAGES:,} messages, {len(body) / 1e6:.1f} MB of JSON")
             for name, headers in (("stateless", {}), ("session", {"X-TDA-Session": "big"})):

@@ -3,6 +3,7 @@ Each field names its variable and parser where it is declared (``env_setting``).
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -19,11 +20,11 @@ def offline_library_defaults() -> None:
     """Keep third-party libraries offline: litellm's cost map and tiktoken's encodings ship with litellm."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
-    from components.context_window.token_estimator import bundled_tokenizer_dir
-
-    folder = bundled_tokenizer_dir()
-    if folder is not None:
-        os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(folder))
+    spec = importlib.util.find_spec("litellm")  # found, not imported (the component's bundled_tokenizer_dir
+    if spec and spec.submodule_search_locations:  # does the same, but importing it takes a second `tda serve` skips)
+        folder = Path(next(iter(spec.submodule_search_locations))) / "litellm_core_utils" / "tokenizers"
+        if folder.is_dir():
+            os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(folder))
 
 
 EMBEDDER_NAMES = ("minilm", "minilm-int8", "hashing")
