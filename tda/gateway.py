@@ -11,6 +11,8 @@ each call is recorded for the trace, the live panel and replay, keyed by digests
 conversation through its user message was seen before is the same turn (a retry, or the next step of its tool
 loop); any other call is a new turn that goes on from the newest turn whose conversation it extends — a fork when
 that is not the newest turn (an edited or shortened history); the stored session never replaces what was sent.
+A call that asks for a new turn (``ClientCall.new_turn``: a recorded request sent again) is never a retry, so the
+turn it repeats keeps its record as it was.
 """
 
 from __future__ import annotations
@@ -68,6 +70,9 @@ class ClientCall:
     """Told the id of the call's snapshot once it is stored (with a session), while the model answers: a streamed
     Responses API reply names itself by it from its first event."""
     timings: dict[str, float] | None = None
+    new_turn: bool = False
+    """Record the call as a new turn even when the session saw its conversation: a recorded request sent again
+    (else it would be a retry of its turn, adding to that turn's record)."""
 
 
 @dataclass(frozen=True)
@@ -106,7 +111,7 @@ async def complete(
     if session is None:
         return await _run(svc, call, conversation, profile, None, None)
     async with svc.session_lock(session.id):  # one call at a time per session: turn numbers stay dense
-        place = await _place(svc, session.id, conversation)
+        place = await _place(svc, session.id, conversation, again=not call.new_turn)
         return await _run(svc, call, conversation, profile, session, place)
 
 
@@ -128,9 +133,10 @@ class _Place:
     fork: bool = False
 
 
-async def _place(svc: TDAService, session_id: str, conversation: Conversation) -> _Place:
+async def _place(svc: TDAService, session_id: str, conversation: Conversation, *, again: bool = True) -> _Place:
+    """Where the call goes; ``again`` False: a new turn even when the session saw this conversation before."""
     request_key = await _sized(digest, (*conversation.history, conversation.query))
-    same = await svc.store.sessions.turn_asking(session_id, request_key)
+    same = await svc.store.sessions.turn_asking(session_id, request_key) if again else None
     if same is not None:
         messages = await svc.store.sessions.turn_messages(session_id, same.turn)
         asked = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
@@ -159,7 +165,7 @@ async def _run(
     place: _Place | None,
 ) -> dict[str, Any]:
     with timed(call, "load"):
-        ctx = await _context(svc, call, conversation, profile, session)
+        ctx = await _context(svc, call, conversation, profile, session, turn=place.turn if place else None)
         window_type = await resolve_type(svc, profile)
     with timed(call, "assemble"):
         assembled_at = time.time()  # replay serves the champion cases recorded by then
@@ -248,8 +254,10 @@ async def _context(
     profile: ProfileRow,
     session: SessionRow | None,
     cutoff: Cutoff | None = None,
+    turn: int | None = None,
 ) -> Any:
-    """The assembly context of a call: the profile's modules and sources over the client's own conversation."""
+    """The assembly context of a call: the profile's modules and sources over the client's own conversation;
+    ``turn``: where the session placed the call (its snapshot's turn)."""
     if session is None:  # stateless: a session that exists only for this call (the scope of what it may see)
         session = SessionRow(id="", profile_id=profile.id, user_id=call.user or ANONYMOUS, created_at=_EPOCH)
     attachments = await svc.store.sessions.attachments(session.id) if session.id else []
@@ -266,6 +274,7 @@ async def _context(
     )
     ctx = dataclasses.replace(
         ctx,
+        session=dataclasses.replace(ctx.session, current_turn=turn),
         query_message=conversation.query,
         instructions=conversation.instructions,
         continuation=conversation.continuation,
@@ -324,7 +333,7 @@ async def replay_context(svc: TDAService, row: Any, profile: ProfileRow) -> Any:
         user=gateway.get("user"),
     )
     cutoff = Cutoff(row.turn, row.created_at, inputs["assembled_at"])
-    return await _context(svc, call, conversation, profile, session, cutoff)
+    return await _context(svc, call, conversation, profile, session, cutoff, turn=row.turn)
 
 
 async def answered(svc: TDAService, row: Any) -> tuple[Message, ...]:

@@ -74,7 +74,8 @@ def request_of(row: Any) -> dict[str, Any]:
         )
         path = f"/v1/sessions/{quote(row.session_id, safe='')}/turns"
         return {"method": "POST", "path": path, "headers": {}, "body": {"query": inputs.get("query", "")}, "note": note}
-    headers = {"X-TDA-Session": row.session_id}
+    # Sent again, it is a new turn of the session: as a retry it would add to this turn's record.
+    headers = {"X-TDA-Session": row.session_id, "X-TDA-New-Turn": "true"}
     if gateway.get("chat") is None:
         note = "the conversation had too many messages to keep, so the request cannot be rebuilt"
         return {"method": "POST", "path": "/v1/chat/completions", "headers": headers, "body": None, "note": note}

@@ -51,7 +51,10 @@ MAX_TURN = 2**31 - 1
 
 
 async def resolve_type(svc: TDAService, profile: ProfileRow) -> StoredType:
-    """The profile's bound type, or the default when it binds none."""
+    """The profile's bound type (the version its label is on, when it binds by label), or the default when it binds
+    none."""
+    if profile.context_window_type_id and profile.context_window_type_label:
+        return await svc.store.types.labelled(profile.context_window_type_id, profile.context_window_type_label)
     if profile.context_window_type_id:
         return await svc.store.types.get(profile.context_window_type_id)
     return await svc.store.types.default()

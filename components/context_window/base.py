@@ -324,6 +324,9 @@ class Session:
     history: MessageSource | None = None
     """The history read lazily, newest first, in pages (the application's store). When set, it is the history
     and ``messages`` is not read; when not, ``messages`` is (session files, tests)."""
+    current_turn: int | None = None
+    """The number of the turn being assembled when the application placed it (a chat client's call, whose history
+    is the client's and carries no turn numbers); None: the turn after the newest recorded one."""
 
     def message_source(self) -> MessageSource:
         return self.history if self.history is not None else InMemoryMessages(self.messages)
@@ -331,6 +334,8 @@ class Session:
     @property
     def turn_number(self) -> int:
         """The number of the turn being assembled: 1 for the first (O(1): reads only the newest record)."""
+        if self.current_turn is not None:
+            return self.current_turn
         last_turn = self.turns[-1].turn if self.turns else 0
         if self.history is not None:
             last_message = self.history.last_turn
@@ -492,9 +497,18 @@ class CaseRetriever(Protocol):
 
 @runtime_checkable
 class Embedder(Protocol):
-    """Embeds short texts (the knowledge store's embedder): vectors of one length, comparable by cosine."""
+    """Embeds short texts (the knowledge store's embedder): vectors of one length, comparable by cosine. An embedder
+    may name what its vectors depend on (its model) as a ``vector_space`` string: vectors cached for one are served
+    to any embedder naming the same (``vector_space``); without it, to embedders of the same class."""
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+
+def vector_space(embedder: Any) -> str:
+    """The key an embedder's cached vectors are kept under: its ``vector_space`` (its model) when it names one,
+    else its class. Two embedders with different models must not share vectors: name the model."""
+    named = getattr(embedder, "vector_space", None)
+    return named if isinstance(named, str) and named else type(embedder).__qualname__
 
 
 @dataclass(frozen=True, slots=True)

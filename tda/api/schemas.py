@@ -80,6 +80,9 @@ class ProfileFields(_In):
     type: ProfileType = "tool_enabled"
     system_prompt: str = Field("You are a helpful assistant.", max_length=200_000)
     context_window_type_id: str | None = Field(None, description="null: the default type")
+    context_window_type_label: str | None = Field(
+        None, pattern=SLUG, description="run the version of the type with this label; null: its current version"
+    )
     context_limit: int | None = Field(
         None, ge=MIN_CONTEXT_LIMIT, le=MAX_INT, description="can only lower the model's limit"
     )
@@ -104,6 +107,7 @@ class ProfilePatch(_ReadBack):
     type: ProfileType | None = None
     system_prompt: str | None = Field(None, max_length=200_000)
     context_window_type_id: str | None = None
+    context_window_type_label: str | None = Field(None, pattern=SLUG)
     context_limit: int | None = Field(None, ge=MIN_CONTEXT_LIMIT, le=MAX_INT)
     model: str | None = Field(None, max_length=200)
     tools: list[ToolIn] | None = None
@@ -128,6 +132,7 @@ class SessionPatch(_ReadBack):
     COMPUTED = _ReadBack.COMPUTED | {
         "profile",
         "context_window_type_id",
+        "context_window_type_version",
         "model",
         "model_limit",
         "model_limit_source",
@@ -395,7 +400,11 @@ class SessionsQuery(TurnsQuery):
     are listed with each session)."""
 
     profile_id: str | None = Field(None, pattern=SLUG, description="sessions of this profile")
+    find: str | None = Field(
+        None, min_length=1, max_length=200, description="sessions whose id, title or user contains this (any case)"
+    )
     limit: int = Field(200, ge=1, le=1000)
+    offset: int = Field(0, ge=0, le=MAX_INT, description="skip this many (the previous page's next_offset)")
 
 
 class SnapshotsQuery(_Query):
@@ -404,10 +413,19 @@ class SnapshotsQuery(_Query):
     newest_first: bool = Field(False, description="true: the latest first (limit=1 gives the latest snapshot)")
 
 
+class LabelIn(_In):
+    version: int = Field(ge=1, le=MAX_INT, description="the version the label goes on")
+    reason: str = Field("", max_length=2000, description="why (what justified the rollout), kept with the label")
+
+
 class AuditQuery(_Query):
     entity: str | None = None
     entity_id: str | None = None
+    actor: str | None = Field(
+        None, min_length=1, max_length=200, description="changes by an actor whose name contains this (any case)"
+    )
     limit: int = Field(100, ge=1, le=1000)
+    offset: int = Field(0, ge=0, le=MAX_INT, description="skip this many (the previous page's next_offset)")
 
 
 class Error(BaseModel):

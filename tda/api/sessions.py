@@ -45,12 +45,15 @@ tag_blueprint(bp, ["sessions"])
 @require("viewer")
 @validate_querystring(SessionsQuery)
 async def list_sessions(query_args: SessionsQuery) -> dict[str, Any]:
-    """Sessions, newest first. With turn filters (type_id, model, outcome, since, until, q) only the sessions with
-    a matching turn, each with those turns' numbers (``matching_turns``); without, ``matching_turns`` is null."""
+    """Sessions, newest first, a page of ``limit`` from ``offset`` (``next_offset``: the next page's, null after the
+    last). ``find`` matches the id, title or user. With turn filters (type_id, model, outcome, since, until, q)
+    only the sessions with a matching turn, each with those turns' numbers (``matching_turns``); without,
+    ``matching_turns`` is null."""
     q = query_args
     filters = q.turn_filters()
-    found = await service().store.sessions.search(q.profile_id, filters, q.limit)
-    return {"sessions": [{**session_dict(s), "matching_turns": turns if filters else None} for s, turns in found]}
+    found = await service().store.sessions.search(q.profile_id, filters, q.limit + 1, find=q.find, offset=q.offset)
+    sessions = [{**session_dict(s), "matching_turns": turns if filters else None} for s, turns in found[: q.limit]]
+    return {"sessions": sessions, "next_offset": q.offset + q.limit if len(found) > q.limit else None}
 
 
 @bp.post("")
@@ -82,6 +85,7 @@ async def get_session(session_id: str, query_args: SessionQuery) -> dict[str, An
         **session_dict(data.session),
         "profile": profile_dict(data.profile),
         "context_window_type_id": stored.id,
+        "context_window_type_version": stored.version,  # the label's when the profile binds by label
         "model": model,
         "model_limit": model_limit,
         "model_limit_source": source,
