@@ -28,11 +28,13 @@ F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
 
 async def authenticate(token: str, refusal: str) -> Principal:
     """The principal of an API token; a wrong one counts against the client's limit of failed attempts (429 once
-    it is reached, before the token is even looked up: guessing stays slow)."""
-    limit, client = service().failed_auth, client_address()
-    limit.check(client)
+    it is reached). A valid token is never refused by that limit: the failures of another program behind the same
+    address (a proxy, a NAT, a misconfigured agent) must not lock its valid tokens out. Guessing gains nothing
+    from this: a token is 256 random bits, and past the limit a wrong one is still 429."""
     principal = await service().store.tokens.authenticate(token)
     if principal is None:
+        limit, client = service().failed_auth, client_address()
+        limit.check(client)
         limit.failed(client)
         raise Unauthorized(refusal)
     return principal

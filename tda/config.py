@@ -224,6 +224,9 @@ class Settings:
     """Folders (besides modules_dir) that modules may be installed from (``TDA_MODULE_ROOTS``, ``:``-separated)."""
     max_body_bytes: int = env_setting("TDA_MAX_BODY_BYTES", int, default=16 * 1024 * 1024)
     """Larger request bodies are refused with 413."""
+    body_timeout_s: int = env_setting("TDA_BODY_TIMEOUT_S", _positive_int("TDA_BODY_TIMEOUT_S"), default=60)
+    """``TDA_BODY_TIMEOUT_S``: a request body must have arrived this many seconds after its request began, else
+    408 and the connection is closed (a body that trickles in would hold a connection and its memory forever)."""
     max_json_depth: int = env_setting("TDA_MAX_JSON_DEPTH", int, default=64)
     """JSON bodies nested deeper are refused with 400."""
     trusted_proxies: TrustedProxies | None = env_setting("TDA_TRUSTED_PROXIES", TrustedProxies.parse, default=None)

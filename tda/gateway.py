@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from components.context_window.base import InMemoryMessages, Message, ToolSchema
 from components.context_window.token_estimator import TokenEstimator, estimator_for
@@ -147,14 +147,14 @@ class _Place:
 
 async def _place(svc: TDAService, session_id: str, conversation: Conversation, *, again: bool = True) -> _Place:
     """Where the call goes; ``again`` False: a new turn even when the session saw this conversation before."""
-    request_key = digest((*conversation.history, conversation.query))
+    request_key = await _sized(digest, (*conversation.history, conversation.query))
     same = await svc.store.sessions.turn_asking(session_id, request_key) if again else None
     if same is not None:
         messages = await svc.store.sessions.turn_messages(session_id, same.turn)
         asked = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
         recorded = tuple(message_of(m) for m in messages[asked + 1 :])
         return _Place(same.turn, new=False, request_key=request_key, recorded=recorded)
-    prefixes = prefix_digests(conversation.history)
+    prefixes = await _sized(prefix_digests, conversation.history)
     extended = await svc.store.sessions.turn_ending(session_id, list(prefixes))
     newest = await svc.store.sessions.newest_turn(session_id)
     turn = (newest.turn if newest else 0) + 1
@@ -497,7 +497,7 @@ async def _record(
         "tokens_out": usage[1],
         "model": model,
         "snapshot_id": snapshot_id,
-        "conversation_key": digest((*conversation.chat, reply)),
+        "conversation_key": await _sized(digest, (*conversation.chat, reply)),
     }
     if place.new:
         messages = [*place.imported, conversation.query, *conversation.continuation, reply]
@@ -508,7 +508,12 @@ async def _record(
             "results": results,
             **step,
         }
-        row, _ = await svc.store.sessions.record_turn(session_id, fields, [_row(m, tokens) for m in messages])
+        rows = []
+        for start in range(0, len(messages), LONG_CONVERSATION):  # counted here (the estimator's cache is the
+            if start:  # loop's), a slice at a time: other requests go on between
+                await asyncio.sleep(0)
+            rows += [_row(m, tokens) for m in messages[start : start + LONG_CONVERSATION]]
+        row, _ = await svc.store.sessions.record_turn(session_id, fields, rows)
         return row
     return await svc.store.sessions.extend_turn(
         session_id, place.turn, {**step, "results": results}, [_row(m, tokens) for m in (*step_messages, reply)]
@@ -547,6 +552,15 @@ def _row(m: Message, tokens: TokenEstimator) -> dict[str, Any]:
 
 
 # --- conversation digests ---------------------------------------------------------------------------------
+
+LONG_CONVERSATION = 500
+"""Messages past which hashing or counting a conversation runs in a worker thread: at 100,000 it is seconds of
+work, which the event loop must not wait for (every other request would)."""
+T = TypeVar("T")
+
+
+async def _sized(work: Callable[[Sequence[Message]], T], messages: Sequence[Message]) -> T:
+    return await asyncio.to_thread(work, messages) if len(messages) > LONG_CONVERSATION else work(messages)
 
 
 def _identity(m: Message) -> bytes:

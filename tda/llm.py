@@ -432,10 +432,15 @@ class LLM:
             kwargs["extra_headers"] = {"anthropic-beta": anthropic_beta}
         if params:
             kwargs.update(params, drop_params=True)
+            openai_body = (
+                await provider_of(routed_name(model, upstream.base_url, litellm.provider_list)) in OPENAI_BODIES
+            )
             if "metadata" in params:  # litellm keeps ``metadata`` for its own callbacks: OpenAI's goes in the body
                 metadata = kwargs.pop("metadata")
-                if await provider_of(routed_name(model, upstream.base_url, litellm.provider_list)) in OPENAI_BODIES:
+                if openai_body:
                     kwargs["extra_body"] = {**kwargs.get("extra_body", {}), "metadata": metadata}
+            if "user" in params and openai_body:  # litellm passes ``user`` only for models in OpenAI's own catalog
+                kwargs["allowed_openai_params"] = ["user"]
         if tools:
             # Our tools are plain functions, never litellm-proxy MCP servers; skipping that check also avoids
             # importing the optional `mcp` package, whose absence otherwise fails every call with tools.

@@ -116,6 +116,16 @@ def _outcomes(func: Callable[..., Any], method: str) -> dict[str, Any]:
         media = ["text/event-stream" if getattr(func, EVENT_STREAM, False) else "application/json"]
     error = _OPENAI_ERROR if openai else _ANTHROPIC_ERROR if anthropic else {"$ref": "#/components/schemas/Error"}
     deleted = {"204": {"description": "Deleted; no body"}} if method == "delete" else {}
+    full = (
+        {
+            "507": {
+                "description": "The disk is full; nothing was written",
+                "content": {"application/json": {"schema": error}},
+            }
+        }
+        if method != "get"
+        else {}
+    )
     return {
         **deleted,
         "2XX": {"description": "Success", "content": {m: {"schema": {}} for m in media}},
@@ -128,6 +138,7 @@ def _outcomes(func: Callable[..., Any], method: str) -> dict[str, Any]:
             "headers": {"Retry-After": {"description": "seconds", "schema": {"type": "integer"}}},
             "content": {"application/json": {"schema": error}},
         },
+        **full,
     }
 
 

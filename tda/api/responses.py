@@ -35,7 +35,7 @@ from ..gateway import ClientCall, answered, complete, split
 from ..models import ProfileRow, SessionRow
 from ..service import TDAService, service
 from .chat import SESSION_HEADER, openai_error, over_budget, requested_ids, requested_model, resolve_ids
-from .common import json_object
+from .common import json_object, sized_work, validate_in_slices
 from .openapi import openai_wire
 from .streaming import start_turn
 from .wire_fields import RESPONSES_FIELDS, refuse_unknown_fields
@@ -90,11 +90,12 @@ class ResponsesRequest(BaseModel):
 async def create_response() -> Any:
     """An OpenAI response (``stream: true`` for its server-sent events), with tda's context management."""
     svc = service()
-    body = _parse(await json_object())
+    body = await sized_work(_parse, await json_object(), "input")
     _refuse_unsupported(body)
     tools = _tools(body.tools or [])
     tool_choice, params = _tool_choice(body.tool_choice) if tools else None, _params(body, bool(tools))
-    messages = [*_instructions(body.instructions), *_input_messages(body.input)]
+    inputs = await sized_work(lambda sent: _input_messages(sent["input"]), {"input": body.input}, "input")
+    messages = [*_instructions(body.instructions), *inputs]
     session_id, profile_id = requested_ids(body.model)
     if body.previous_response_id is not None:
         previous = await _previous_call(svc, body.previous_response_id)
@@ -155,7 +156,7 @@ async def get_response(response_id: str) -> Any:
 def _parse(data: dict[str, Any]) -> ResponsesRequest:
     refuse_unknown_fields(data, RESPONSES_FIELDS, "the Responses API")
     try:
-        return ResponsesRequest.model_validate(data)
+        return validate_in_slices(ResponsesRequest, data, "input")
     except ValidationError as exc:
         raise Invalid("the request is invalid; fix the fields listed in errors", errors=field_errors(exc)) from None
 

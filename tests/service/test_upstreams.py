@@ -260,3 +260,20 @@ def test_a_profile_s_upstream_overrides_the_default_field_by_field():
     assert default.merged({"base_url": "http://127.0.0.1:11434/v1"}) == Upstream("http://127.0.0.1:11434/v1", None, 2)
     own = {"base_url": "http://127.0.0.1:11434/v1", "api_key_env": "LOCAL", "fallbacks": ["qwen"]}
     assert default.merged(own) == Upstream("http://127.0.0.1:11434/v1", "LOCAL", 2, ("qwen",))
+
+
+async def test_the_user_a_client_names_reaches_the_upstream(live: Settings, upstream: FakeUpstream, secret: str):
+    """OpenAI's ``user`` (the end user behind the client) is passed on, on chat completions and on Responses, with
+    and without a session, as docs/agents.md says: a provider's abuse monitoring keys on it."""
+    async with served(live) as app:
+        await app.profile(
+            "local", model="my-local-model", upstream={"base_url": upstream.base_url, "api_key_env": KEY_VAR}
+        )
+        client = app.sdk(**{"X-TDA-Profile": "local"})
+        await client.chat.completions.create(model="tda", messages=CHAT, user="end-user-1")  # type: ignore[arg-type]
+        recorded = app.sdk(**{"X-TDA-Profile": "local", "X-TDA-Session": "with-user"})
+        await recorded.chat.completions.create(model="tda", messages=CHAT, user="end-user-2")  # type: ignore[arg-type]
+        await client.responses.create(model="tda", input="Which regions grew?", user="end-user-3", store=False)
+        await client.responses.create(model="tda", input="Which regions grew?", user="end-user-4")
+
+    assert [r.body.get("user") for r in upstream.received] == [f"end-user-{n}" for n in (1, 2, 3, 4)]
