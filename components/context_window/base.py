@@ -237,14 +237,21 @@ class ToolSchema:
     parameters: Mapping[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
     strict: bool | None = None
     """OpenAI's structured-outputs flag for the call's arguments, sent when the client set it."""
+    cache_control: Mapping[str, Any] | None = None
+    """A prompt-cache mark the client put on the tool (Anthropic's ``cache_control``), sent beside it as litellm
+    takes it."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name or not isinstance(self.description, str):
             raise ValueError(f"a tool needs a non-empty name and a text description, got {self.name!r}")
         if not isinstance(self.parameters, Mapping):
             raise ValueError(f"tool {self.name}: parameters must be a JSON schema object")
+        if self.cache_control is not None and not isinstance(self.cache_control, Mapping):
+            raise ValueError(f"tool {self.name}: cache_control must be an object")
         if not _frozen(self.parameters):  # read-only: what is counted is what is sent
             object.__setattr__(self, "parameters", freeze(self.parameters))
+        if self.cache_control is not None and not _frozen(self.cache_control):
+            object.__setattr__(self, "cache_control", freeze(self.cache_control))
 
     def to_openai(self) -> dict[str, Any]:
         """The tool as sent: a fresh dict equal to ``json`` (exactly what was counted; the caller may change it)."""
@@ -261,7 +268,9 @@ class ToolSchema:
         function: dict[str, Any] = {"name": self.name, "description": self.description, "parameters": self.parameters}
         if self.strict is not None:
             function["strict"] = self.strict
-        tool = {"type": "function", "function": function}
+        tool: dict[str, Any] = {"type": "function", "function": function}
+        if self.cache_control is not None:
+            tool["cache_control"] = self.cache_control
         return json.dumps(tool, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=_unfrozen)
 
     @classmethod
@@ -269,7 +278,14 @@ class ToolSchema:
         fn = data.get("function", data)
         parameters = fn.get("parameters") or {"type": "object", "properties": {}}
         strict = fn.get("strict")
-        return cls(fn["name"], fn.get("description") or "", parameters, strict if isinstance(strict, bool) else None)
+        cache_control = data.get("cache_control")
+        return cls(
+            fn["name"],
+            fn.get("description") or "",
+            parameters,
+            strict if isinstance(strict, bool) else None,
+            cache_control if isinstance(cache_control, Mapping) else None,
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,7 +32,7 @@ from ..gateway import ClientCall, complete, split
 from ..llm import Choice, routing_error
 from ..models import ProfileRow, SessionRow
 from ..service import TDAService, service
-from .common import json_object
+from .common import json_object, sized_work, validate_in_slices
 from .model_list import default_profile, profile_of_model
 from .openapi import openai_wire
 from .streaming import start_turn
@@ -132,11 +132,10 @@ async def over_budget(exc: BudgetExceeded) -> tuple[dict[str, Any], int]:
 async def chat_completions() -> Any:
     """An OpenAI chat completion (``stream: true`` for server-sent chunks), with tda's context management."""
     svc = service()
-    body = _parse(await json_object())
+    body, messages = await sized_work(_read, await json_object(), "messages")
     if body.stream and body.n > 1:
         msg = "n > 1 cannot be streamed by tda; send stream: false, or n: 1"
         raise Invalid(msg, errors=[{"loc": "n", "msg": msg, "type": "value_error"}])
-    messages = [_message(m, i) for i, m in enumerate(body.messages)]
     split(messages)  # a chat without a user message is refused before anything is created
     session_id, profile_id = requested_ids(body.model)
     new_turn = new_turn_requested()  # checked before a session is created
@@ -161,10 +160,16 @@ async def chat_completions() -> Any:
     return _completion(result), 200, {**headers, **_tda_headers(result)}
 
 
+def _read(data: dict[str, Any]) -> tuple[ChatRequest, list[Message]]:
+    """The request and its conversation as tda's messages (work that grows with the conversation)."""
+    body = _parse(data)
+    return body, [_message(m, i) for i, m in enumerate(body.messages)]
+
+
 def _parse(data: dict[str, Any]) -> ChatRequest:
     refuse_unknown_fields(data, CHAT_FIELDS, "chat completions")
     try:
-        return ChatRequest.model_validate(data)
+        return validate_in_slices(ChatRequest, data, "messages")
     except ValidationError as exc:
         raise Invalid("the request is invalid; fix the fields listed in errors", errors=field_errors(exc)) from None
 

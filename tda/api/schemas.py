@@ -6,7 +6,7 @@ import re
 from datetime import UTC, date, datetime, timedelta
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
 
 from components.context_window.base import (
     CASE_SHARING_HELP,
@@ -16,6 +16,7 @@ from components.context_window.base import (
     SystemPromptMode,
 )
 from components.context_window.phases import Phase
+from components.context_window.snapshot import ContextWindowSnapshot
 
 MAX_INT = 2**31 - 1
 """Upper bound for ids, turns and versions: larger numbers cannot name anything and overflow SQL integers."""
@@ -405,6 +406,29 @@ class SessionsQuery(TurnsQuery):
     )
     limit: int = Field(200, ge=1, le=1000)
     offset: int = Field(0, ge=0, le=MAX_INT, description="skip this many (the previous page's next_offset)")
+
+
+SNAPSHOT = TypeAdapter(ContextWindowSnapshot)
+
+
+class SnapshotReportIn(_In):
+    """A window tda assembled in process (tda/integrations), reported for the session's trace and live panel."""
+
+    turn: int = Field(ge=1, le=MAX_INT, description="the agent's turn: its user messages so far")
+    source: str = Field("library", pattern=SLUG, description="what assembled it: langchain, pydantic-ai, ...")
+    snapshot: dict[str, Any] = Field(description="the snapshot as ContextWindowSnapshot.to_dict writes it")
+
+    @field_validator("snapshot")
+    @classmethod
+    def _a_snapshot(cls, value: dict[str, Any]) -> dict[str, Any]:
+        try:
+            snapshot = SNAPSHOT.validate_python(value)
+        except ValidationError as exc:
+            where = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:5])
+            raise ValueError(f"not a context window snapshot as tda writes one ({where})") from None
+        if len(snapshot.window_type_id) > 64 or len(snapshot.model) > 200:
+            raise ValueError("window_type_id is at most 64 characters and model at most 200")
+        return snapshot.to_dict()
 
 
 class SnapshotsQuery(_Query):

@@ -27,8 +27,11 @@ CLIENT_ROUTES = {
     ("GET", "/v1/responses/<response_id>"),
     ("GET", "/v1/models"),
     ("GET", "/v1/models/<path:model_id>"),
+    ("POST", "/v1/messages"),
+    ("POST", "/v1/messages/count_tokens"),
 }
-"""What a client token may call (GET /v1/models/<id> is an entry of GET /v1/models)."""
+"""What a client token may call (GET /v1/models/<id> is an entry of GET /v1/models; Anthropic's /v1/messages is the
+same chat in another wire format)."""
 SIGN_IN_ROUTES = {
     ("POST", "/v1/auth/session"),
     ("GET", "/v1/auth/session"),
@@ -174,6 +177,16 @@ def _probes(a: Project) -> list[tuple[str, str, Any]]:
         ("POST", "/v1/responses", {"model": "tda", "input": "go on", "previous_response_id": a.response_id}),
         ("POST", "/v1/responses", {"model": f"tda/{a.profile}", "input": "vault code?"}),
         ("GET", f"/v1/models/tda/{a.profile}", None),
+        (
+            "POST",
+            "/v1/messages",
+            {"model": f"tda/{a.profile}", "max_tokens": 50, "messages": [{"role": "user", "content": "vault?"}]},
+        ),
+        (
+            "POST",
+            "/v1/messages/count_tokens",
+            {"model": f"tda/{a.profile}", "messages": [{"role": "user", "content": "q"}]},
+        ),
         ("GET", f"/ui/sessions/{s}", None),
         ("GET", f"/ui/sessions/{s}/turns/1", None),
         ("GET", f"/ui/types/{a.type_id}", None),
