@@ -7,7 +7,7 @@ import asyncio
 import json
 import logging
 
-from tda.events import SNAPSHOT_EVENT
+from tda.events import SNAPSHOT_EVENT, stream_key
 from tda.integrations import Reporter, Window
 from tests.service.served_app import served
 from tests.service.support import free_port
@@ -24,7 +24,7 @@ async def test_reported_windows_join_the_session_s_snapshots_and_live_panel(sett
     async with served(settings) as app:
         await app.profile("agent")
         assert (await app.http("POST", "/v1/sessions", json={"id": "lc-1", "profile_id": "agent"})).status_code == 201
-        live = app.svc.bus.subscribe("lc-1")
+        live = app.svc.bus.subscribe(stream_key("default", "lc-1"))
         reporter = Reporter(app.base_url.removesuffix("/v1"), app.token, "lc-1")
         window = Window("balanced", model="gpt-4o", report=reporter)
         first = await window.assemble(CONVERSATION[:2], source="langchain")
