@@ -29,8 +29,8 @@ from components.context_window.session_cache import BoundedCache
 from components.context_window.token_estimator import resolve_model_limit
 
 from .history import history_read, message_of
-from .llm import LLMSummarizer
 from .knowledge.scope import CaseScope, session_key
+from .llm import LLMSummarizer
 from .models import AttachmentRow, ProfileRow, SessionRow
 from .store.sessions import SessionData
 from .turn_index import TurnIndex, record_of

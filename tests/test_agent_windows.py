@@ -22,7 +22,9 @@ WHOLE = re.compile(r"\[result of \S+(?: at turn \d+)? \(call ([^)]+)\), whole\]\
 
 
 def result_text(turn: int, call: int, lines: int) -> str:
-    return "\n".join(f'{{"order": "ORD-{turn}{call}{i:03d}", "status": "open", "carrier": "dhl"}}' for i in range(lines))
+    return "\n".join(
+        f'{{"order": "ORD-{turn}{call}{i:03d}", "status": "open", "carrier": "dhl"}}' for i in range(lines)
+    )
 
 
 @st.composite
@@ -60,7 +62,7 @@ def whole_results(window: list[dict[str, Any]]) -> list[tuple[str, str]]:
     for m in window:
         text = m["content"] if isinstance(m["content"], str) else ""
         heads = list(WHOLE.finditer(text))
-        for k, head in enumerate(heads):
+        for head in heads:
             end = text.find("\n\n[result of ", head.end())
             found.append((head.group(1), text[head.end() : end if end >= 0 else len(text)]))
     return found
@@ -78,7 +80,9 @@ async def test_no_window_sends_an_orphan_result_or_alters_a_whole_one(
     builtin_registry, history, limit, recall_pct, over, after, asked
 ):
     handler = ContextWindowHandler(builtin_registry)
-    wtype = clearing_type(clear_tool_results_over_tokens=over, clear_tool_results_after_turns=after, recall_pct=recall_pct)
+    wtype = clearing_type(
+        clear_tool_results_over_tokens=over, clear_tool_results_after_turns=after, recall_pct=recall_pct
+    )
     query = f"Which orders of batch {asked} are open? ORD-{asked}0001"
     ctx = make_ctx(messages=history, query=query, limit=limit)
     try:
@@ -98,8 +102,10 @@ async def test_balanced_at_1000_tokens_never_recalls_a_result_whose_call_is_gone
         Message("user", "Find the carrier for ORD-7008.", turn=1),
         Message("tool", '{"order": "ORD-7008", "carrier": "dhl"}', turn=1, tool_call_id="call_gone"),
         Message("assistant", "It ships with DHL.", turn=1),
-        *(Message("user" if i % 2 == 0 else "assistant", f"Small talk {i}: " + "lunch plans " * 8, turn=2 + i // 2)
-          for i in range(40)),
+        *(
+            Message("user" if i % 2 == 0 else "assistant", f"Small talk {i}: " + "lunch plans " * 8, turn=2 + i // 2)
+            for i in range(40)
+        ),
     ]
     ctx = make_ctx(messages=history, query="Which carrier was ORD-7008 shipped with?", limit=1_000)
     out = await ContextWindowHandler(builtin_registry).assemble(ctx, DEFAULT_TYPES["balanced"])

@@ -1,4 +1,4 @@
-"""ContextWindowHandler: the five passes that turn (context, window type) into a window that always fits.
+"""ContextWindowHandler: the passes that turn (context, window type) into a window that always fits.
 
     resolve   -> which modules take part (skipped shares are redistributed)
     signals   -> early facts from the modules (e.g. RAG's top score), gathered concurrently

@@ -24,6 +24,7 @@ from components.context_window.base import (
     MessagePage,
     MessageSource,
     RecalledUnit,
+    TokenCounter,
     pages_newest_first,
 )
 from components.context_window.content_parts import media_note
@@ -33,7 +34,7 @@ from components.context_window.metering import labelled
 from components.context_window.options import option
 from components.context_window.phases import visible
 from components.context_window.session_cache import BoundedCache, SessionCache, content_key
-from components.context_window.token_estimator import MESSAGE_OVERHEAD, TokenEstimator
+from components.context_window.token_estimator import MESSAGE_OVERHEAD
 from components.context_window.tool_clearing import Cleared, ClearRule, UnnumberedAges, clear_unit
 from components.context_window.tool_clearing import recall as recall_cleared
 
@@ -290,8 +291,9 @@ class ConversationHistoryModule(ContextModule):
         # marker: the window stays full while its prefix stays put between turns.
         tail = [unit for _, unit, _ in reversed(within[len(kept) :])]
         if tail:
+            assert ctx.tokens is not None
             tail_room = budget - reserve - room - sum(cost for _, _, cost in kept)
-            tail = _fitted_tail(tail, tail_room, ctx.tokens.count_message if ctx.tokens else len)
+            tail = _fitted_tail(tail, tail_room, ctx.tokens.count_message)
         if room:
             end = first_kept
             if ctx.summarizer is not None:  # a model call: summarise a bucket-aligned excerpt, reused for a while
@@ -302,8 +304,8 @@ class ConversationHistoryModule(ContextModule):
         head: tuple[Unit, ...] = ((summary,),) if summary is not None else ()
         after = ((Message("system", TAIL_MARKER),), *tail) if tail else ()
         units = head + tuple(unit for _, unit, _ in reversed(kept)) + after
-        held = sliding - sum(cost for _, _, cost in kept) - sum(ctx.tokens.count_message(m) for u in tail for m in u)
         assert ctx.tokens is not None
+        held = sliding - sum(cost for _, _, cost in kept) - sum(ctx.tokens.count_message(m) for u in tail for m in u)
         used = sum(ctx.tokens.count_message(m) for unit in units for m in unit)
         note, clearing = await _recall_cleared(units, ctx, budget - used)
         units += ((note,),) if note is not None else ()
@@ -408,7 +410,7 @@ class ConversationHistoryModule(ContextModule):
         )
 
     async def _recalled(
-        self, ctx: AssemblyContext, before: int, room: int, recent: list[tuple[int, Unit, int]] = ()
+        self, ctx: AssemblyContext, before: int, room: int, recent: Sequence[tuple[int, Unit, int]] = ()
     ) -> tuple[tuple[Unit, ...], dict[str, Any]]:
         """Older units packed into ``room`` by relevance (best first; one that does not fit is passed over for the
         next that does, so the depth is the room's, not a fixed k), then what room is left filled from ``recent``
@@ -579,7 +581,7 @@ CUT_NOTE = "\n[... the rest of this result, {tokens:,} tokens, is not shown]"
 """Ends a tool result cut to fit (its beginning is sent as it was)."""
 
 
-def cut_unit(unit: Unit, room: int, tokens: TokenEstimator) -> Unit | None:
+def cut_unit(unit: Unit, room: int, tokens: TokenCounter) -> Unit | None:
     """A tool call with its results cut to fit ``room``: each result's beginning (shares by water-filling), marked
     as cut, still answering its call. None: not a tool call, or not even the call and the notes fit."""
     if len(unit) < 2 or room <= 0:
