@@ -37,9 +37,6 @@ from .token_estimator import REPLY_PRIMING, TokenEstimator, estimator_for, resol
 log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT_S = 2.0
-LOOP_RESERVE_PCT = 10
-"""Share of the available budget the fill pass leaves free for a call with tools: its tool loop's next steps add
-their calls and results without changing the history part the turn's first step sent."""
 FILL_MIN_TOKENS = 64
 """Room below this is not offered again in the fill pass (a module call to add a line or two is not worth it)."""
 _PLACEMENT_ORDER = {"system": 0, "tools": 1, "history": 2, "context": 3}
@@ -515,27 +512,25 @@ class ContextWindowHandler:
         ``max_pct`` and any condense rule: those bound a module's share while the modules compete for the budget,
         and a window sent half empty while older history is dropped serves no one.
 
-        A turn's tool loop is given room it does not take from the history: a call with tools keeps
-        ``LOOP_RESERVE_PCT`` of the budget free for its next steps, and a step is offered what its turn's first
-        step was (its loop aside), cut back from the end of the module's per-turn tail when the loop has grown
-        past the reserve. So every step of a turn sends the history part the first step sent, or its beginning:
-        the provider's prompt cache holds within the turn."""
+        A step of a turn's tool loop is offered what the turn's first step was (its loop aside), cut back from the
+        end of the module's per-turn tail (``Contribution.volatile_tail``) to the room left; asked again within
+        that room when the tail is not enough. So every step of a turn sends the history part the first step
+        sent, or its beginning: the provider's prompt cache holds within the turn."""
         loop = sum(run.tokens.count_message(m) for m in run.ctx.continuation)
-        reserve = math.floor(run.limits.available * LOOP_RESERVE_PCT / 100) if run.ctx.tools or loop else 0
         for slot in sorted(run.slots.values(), key=lambda s: (-s.priority, s.module_id)):
             before = slot.contribution
             if slot.status != "ok" or not slot.condensable or before is None or not before.left_out:
                 continue
             fits = slot.used + run.limits.available - run.total_used
-            offered = fits + loop - reserve
-            if min(fits, offered) < slot.used + FILL_MIN_TOKENS:
+            offered = fits + loop  # the turn's first step had the loop's room too
+            if fits < slot.used + FILL_MIN_TOKENS:
                 continue
             slot.filling = True
-            asked = slot.module.contribute(offered, self._module_ctx(run, slot))
-            fuller = self._accepted(run, slot, (await self._call(run, {slot.module_id: asked}))[slot.module_id])
+            fuller = await self._ask(run, slot, offered)
             if fuller is not None and fuller.tokens > fits:
-                fuller = self._tail_cut(run, fuller, fits)
-            if fuller is None or fuller.tokens <= before.tokens:
+                # the first step's window less the end of its tail, else a window for the room left
+                fuller = self._tail_cut(run, fuller, fits) or await self._ask(run, slot, fits)
+            if fuller is None or not before.tokens < fuller.tokens <= fits:
                 run.log(f"fill {slot.module_id}: nothing more within {fits:,} tokens; kept as it was")
                 continue
             slot.contribution, filled = fuller, fuller.tokens - before.tokens
@@ -543,6 +538,11 @@ class ContextWindowHandler:
             slot.allocated = max(slot.allocated, fuller.tokens)
             run.reallocations.append(Reallocation(slot.module_id, filled))
             run.log(f"fill {slot.module_id}: {before.tokens:,} -> {fuller.tokens:,} tokens (room no module took)")
+
+    async def _ask(self, run: _Run, slot: _Slot, budget: int) -> Contribution | None:
+        """The slot's module asked to contribute within ``budget`` (isolated and measured; None if it failed)."""
+        asked = slot.module.contribute(budget, self._module_ctx(run, slot))
+        return self._accepted(run, slot, (await self._call(run, {slot.module_id: asked}))[slot.module_id])
 
     def _tail_cut(self, run: _Run, c: Contribution, target: int) -> Contribution | None:
         """``c`` within ``target`` by dropping units from the end of its per-turn tail (what comes before is sent

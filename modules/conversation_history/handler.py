@@ -284,7 +284,7 @@ class ConversationHistoryModule(ContextModule):
         block = block_size(ctx.directives.config, sum(len(unit) for _, unit, _ in kept))
         within = kept
         if overflowing:
-            kept = block_aligned(kept, block)
+            kept = block_aligned(_within(kept, _stable_room(budget - reserve - room, ctx)), block)
         kept = without_orphan_opening(kept)
         first_kept = kept[-1][0] if kept else source.total
         # What the block's start left out of the sliding window goes after the stable part, in order, behind a
@@ -604,6 +604,28 @@ def cut_unit(unit: Unit, room: int, tokens: TokenCounter) -> Unit | None:
         out.append(dataclasses.replace(result, content=text + note, tokens=None, parts=None))
     cut = tuple(out)
     return cut if sum(count(m) for m in cut) <= room else None
+
+
+LOOP_TAIL_PCT = 25
+"""With tools, the history's stable part (from the cache block's start) takes at most this much less of its room
+than it could: the rest goes to the per-turn tail, which the next steps of the turn's tool loop cut from its end to
+make room for their calls and results (see the handler's fill pass). So each step sends the first step's history
+part, or its beginning, and the provider's prompt cache holds within the turn."""
+
+
+def _stable_room(room: int, ctx: AssemblyContext) -> int:
+    """The room of the history's stable part: ``room``, less ``LOOP_TAIL_PCT`` when the turn may run a tool loop."""
+    return room * (100 - LOOP_TAIL_PCT) // 100 if ctx.tools or ctx.continuation else room
+
+
+def _within(kept: list[tuple[int, Unit, int]], room: int) -> list[tuple[int, Unit, int]]:
+    """The newest of ``kept`` (newest first) within ``room`` (at least one)."""
+    used = 0
+    for i, (_, _, cost) in enumerate(kept):
+        used += cost
+        if used > room:
+            return kept[: max(i, 1)]
+    return kept
 
 
 def _fitted_tail(tail: list[Unit], room: int, count: Any) -> list[Unit]:
