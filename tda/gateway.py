@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import hashlib
 import json
 import time
@@ -288,7 +289,7 @@ def window_cut(received: Sequence[Message], assembled: AssembledContext, tokens:
     """What the window did to the conversation the client sent (the ``usage.tda`` extension): its messages and
     tokens as received, the window's as sent, and how many of the client's messages were not sent as they came
     (left out, summarised, or cut: a message counts as sent only when it went byte for byte)."""
-    sent = Counter(_identity(Message.from_chat(m)) for m in assembled.messages)
+    sent = Counter(_chat_identity(m) for m in assembled.messages)
     cut = 0
     for m in received:
         key = _identity(m)
@@ -510,7 +511,13 @@ def _row(m: Message, tokens: TokenEstimator) -> dict[str, Any]:
 
 def _identity(m: Message) -> bytes:
     """What makes two messages the same message of a conversation (turn numbers and token counts aside)."""
-    chat = m.to_chat()
+    if m.tool_calls or m.parts is not None:
+        return _chat_identity(m.to_chat())
+    return _plain_identity(m.role, m.content, m.tool_call_id, m.name)  # most messages, the long ones among them
+
+
+def _chat_identity(chat: Mapping[str, Any]) -> bytes:
+    """``_identity`` of a message in the chat-completions shape."""
     return json.dumps(
         [chat["role"], chat["content"], chat.get("tool_calls"), chat.get("tool_call_id"), chat.get("name")],
         ensure_ascii=False,
@@ -518,6 +525,19 @@ def _identity(m: Message) -> bytes:
         sort_keys=True,
         default=str,
     ).encode()
+
+
+@functools.lru_cache(maxsize=4096)
+def _plain_identity(role: str, content: str, tool_call_id: str | None, name: str | None) -> bytes:
+    """A message without tool calls or parts, by its fields: a client resends its whole conversation on every call,
+    so each earlier message is encoded once, not once per call (JSON-escaping them grew every call with the
+    session)."""
+    chat: dict[str, Any] = {"role": role, "content": content}
+    if tool_call_id is not None:
+        chat["tool_call_id"] = tool_call_id
+    if name is not None:
+        chat["name"] = name
+    return _chat_identity(chat)
 
 
 def digest(messages: Sequence[Message]) -> str:
