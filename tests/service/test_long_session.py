@@ -20,7 +20,7 @@ import pytest
 
 from components.context_window.history_recall import SessionRecall
 from tda.config import Settings
-from tests.agent_session import TOOLS, tool_loop, turn_messages
+from tests.agent_session import SYSTEM, TOOLS, tool_loop, turn_messages
 from tests.service.fake_upstream import FakeUpstream, fake_upstream
 from tests.service.served_app import App, served
 
@@ -116,6 +116,39 @@ async def test_a_stateless_client_a_new_session_and_a_retry_see_the_same_windows
     windows = [json.dumps(b["messages"]) for b in bodies]
     assert windows[0] == windows[2] == windows[4]
     assert windows[1] == windows[3] == windows[5]
+
+
+@pytest.mark.parametrize("session", [None, "long-3"])
+async def test_the_responses_api_tells_what_was_cut_too(setup: Setup, session: str | None):
+    """The same session through /v1/responses: its input as items (messages, function calls and their outputs)."""
+    items: list[dict[str, Any]] = []
+    for m in tool_loop(60)[1][1:]:  # the system message goes as instructions
+        if m["role"] == "tool":
+            items.append({"type": "function_call_output", "call_id": m["tool_call_id"], "output": m["content"]})
+        elif m.get("tool_calls"):
+            call = m["tool_calls"][0]
+            function = call["function"]
+            items.append({"type": "function_call", "call_id": call["id"], **function})
+        else:
+            items.append({"role": m["role"], "content": m["content"]})
+    headers = {"X-TDA-Profile": "agent", **({"X-TDA-Session": session} if session else {})}
+    tools = [{"type": "function", **TOOLS[0]["function"]}]
+    raw = await setup.app.sdk(**headers).responses.with_raw_response.create(
+        model="tda",
+        instructions=SYSTEM["content"],
+        input=items,
+        tools=tools,  # type: ignore[arg-type]
+    )
+    cut = json.loads(raw.text)["usage"]["tda"]
+    assert cut["messages_received"] == len(items) + 1 and cut["messages_cut"] > 0
+    assert cut["tokens_sent"] < cut["tokens_received"]
+    (body,) = _answers(setup)
+    assert cut["messages_sent"] == len(body["messages"])
+    assert (
+        raw.headers["X-TDA-Cut"]
+        == f"messages={cut['messages_cut']}; tokens={cut['tokens_received'] - cut['tokens_sent']}"
+    )
+    _assert_paired(body["messages"])
 
 
 def _assert_paired(messages: list[dict[str, Any]]) -> None:
