@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 # `make lint`: ruff (style, imports, formatting) and mypy (types), configured in pyproject.toml.
-.PHONY: install run lint test bench bench-properties clean
+.PHONY: install run lint test test-fast bench bench-properties clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -28,6 +28,10 @@ lint: $(STAMP)
 test: $(STAMP)
 	BIN=$(BIN) scripts/test-deps.sh
 	$(BIN)/python -m pytest
+
+# `make test-fast`: the component and the built-in modules alone (no server, database server or browser; ~1 min).
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q tests/test_*.py tests/modules_builtin
 
 bench: $(STAMP)
 	BIN=$(BIN) scripts/test-deps.sh bench

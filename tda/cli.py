@@ -17,6 +17,7 @@ from components.context_window.module_registry import ModuleRegistry
 from components.context_window.snapshot import ContextWindowSnapshot
 from components.context_window.window_type import ContextWindowType
 
+from .builtins import module_registry
 from .config import Settings
 from .session_file import SessionFileError, load_session_file
 
@@ -24,7 +25,7 @@ Command = Callable[[argparse.Namespace, Settings], int]
 
 
 def _registry(settings: Settings) -> ModuleRegistry:
-    return ModuleRegistry(user_dir=settings.modules_dir).load()
+    return module_registry(user_dir=settings.modules_dir).load()
 
 
 def _load_type(args: argparse.Namespace, registry: ModuleRegistry) -> ContextWindowType:

@@ -10,8 +10,9 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from .clients import TrustedProxies
+from .proxies import TrustedProxies
 from .redact import redact_url
+from .upstream_policy import STANDARD_KEY_ENVS
 
 
 def offline_library_defaults() -> None:
@@ -88,6 +89,28 @@ def _env_var_name(value: str) -> str:
     return value
 
 
+def _key_envs(value: str) -> frozenset[str]:
+    names = frozenset(name.strip() for name in value.split(",") if name.strip())
+    if bad := sorted(n for n in names if not re.match(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$", n)):
+        raise ValueError(f"TDA_UPSTREAM_KEY_ENVS: {bad[0]!r} is not an environment variable's name")
+    if reserved := sorted(n for n in names if n.upper().startswith("TDA_")):
+        raise ValueError(
+            f"TDA_UPSTREAM_KEY_ENVS lists {reserved[0]}: tda's own settings are never model keys; "
+            "put the key in a variable of its own (OPENAI_API_KEY, MY_LLM_KEY, ...)"
+        )
+    return names
+
+
+def _hosts(value: str) -> tuple[str, ...]:
+    hosts = tuple(h.strip().lower() for h in value.split(",") if h.strip())
+    if bad := [h for h in hosts if not re.match(r"^[a-z0-9*?\[\]._:-]+$", h)]:
+        raise ValueError(
+            f"TDA_UPSTREAM_HOSTS: {bad[0]!r} is not a host pattern; use names or addresses, optionally with a port, "
+            "comma-separated, e.g. api.openai.com,*.openai.azure.com,127.0.0.1:11434"
+        )
+    return hosts
+
+
 def _retries(value: str) -> int:
     if not value.isdigit() or int(value) > 5:
         raise ValueError(f"TDA_UPSTREAM_RETRIES={value!r} is not a whole number from 0 to 5")
@@ -161,6 +184,15 @@ class Settings:
     """``TDA_UPSTREAM_API_KEY_ENV``: the name of the environment variable holding the key for the default
     upstream (sent as ``Authorization: Bearer``); unset: the provider's own variable (``OPENAI_API_KEY``, ...)
     without a base URL, and no key with one."""
+    upstream_key_envs: frozenset[str] = env_setting(
+        "TDA_UPSTREAM_KEY_ENVS", _key_envs, default=frozenset(STANDARD_KEY_ENVS)
+    )
+    """``TDA_UPSTREAM_KEY_ENVS``: the environment variables a profile's upstream may name as its key (comma-separated;
+    never a ``TDA_*`` one); default: the providers' standard names (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``, ...)."""
+    upstream_hosts: tuple[str, ...] = env_setting("TDA_UPSTREAM_HOSTS", _hosts, default=())
+    """``TDA_UPSTREAM_HOSTS``: the hosts a profile's base URL may name (comma-separated patterns, optionally with a
+    port: ``api.openai.com,*.openai.azure.com,127.0.0.1:11434``); unset: any host except link-local and
+    cloud-metadata addresses. Set it on a server that several teams share."""
     upstream_retries: int = env_setting("TDA_UPSTREAM_RETRIES", _retries, default=2)
     """``TDA_UPSTREAM_RETRIES``: retries of a failed model call (0-5; LiteLLM's and the OpenAI SDK's default, 2)."""
     upstream_fallbacks: tuple[str, ...] = env_setting("TDA_UPSTREAM_FALLBACKS", _model_names, default=())

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from components.context_window.base import Message
 from components.context_window.budget import BudgetExceeded
 from components.context_window.handler import ContextWindowHandler
-from components.context_window.window_type import DEFAULT_TYPES
+from tda.builtins import DEFAULT_TYPES
 from tests.support import make_ctx
 from tests.test_tool_clearing import clearing_type, pairing_errors
 

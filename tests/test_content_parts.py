@@ -23,7 +23,7 @@ from components.context_window.budget import BudgetExceeded
 from components.context_window.content_parts import image_rules_for, image_size
 from components.context_window.handler import ContextWindowHandler
 from components.context_window.token_estimator import counts_to_store, estimator, estimator_for
-from components.context_window.window_type import DEFAULT_TYPES
+from tda.builtins import DEFAULT_TYPES
 from tests.media import IMAGE_FORMATS, MAX_SIDE, data_url, image_part, pdf_bytes, wav_bytes
 from tests.oracle import cookbook_tokens, text_tokens
 from tests.support import conversation, make_ctx

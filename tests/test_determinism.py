@@ -14,10 +14,9 @@ from components.context_window.base import (
     TurnRecord,
 )
 from components.context_window.handler import ContextWindowHandler
-from components.context_window.module_registry import ModuleRegistry
 from components.context_window.providers import StaticCases
-from components.context_window.window_type import DEFAULT_TYPES
 from modules.conversation_history.handler import RECALL_MARKER, TAIL_MARKER
+from tda.builtins import DEFAULT_TYPES, module_registry
 from tests.support import conversation, make_ctx, make_tools
 
 BALANCED = DEFAULT_TYPES["balanced"]
@@ -31,7 +30,7 @@ def outcome(result: Any) -> tuple[Any, ...]:
 
 
 async def fresh(ctx: AssemblyContext) -> tuple[Any, ...]:
-    handler = ContextWindowHandler(ModuleRegistry(entry_point_group=None).load())
+    handler = ContextWindowHandler(module_registry(entry_point_group=None).load())
     return outcome(await handler.assemble(ctx, BALANCED))
 
 
@@ -47,7 +46,7 @@ def balance_turn(balance: float) -> TurnRecord:
 
 
 async def test_plan_hydration_serves_the_values_not_a_cached_shape():
-    handler = ContextWindowHandler(ModuleRegistry(entry_point_group=None).load())
+    handler = ContextWindowHandler(module_registry(entry_point_group=None).load())
     base = make_ctx(limit=16_000, messages=conversation(1))
     first = with_session(base, turns=[balance_turn(100.00)])
     second = with_session(base, turns=[balance_turn(999.99)])
@@ -58,7 +57,7 @@ async def test_plan_hydration_serves_the_values_not_a_cached_shape():
 
 
 async def test_rag_serves_current_feedback_on_a_repeated_query():
-    handler = ContextWindowHandler(ModuleRegistry(entry_point_group=None).load())
+    handler = ContextWindowHandler(module_registry(entry_point_group=None).load())
     good = ChampionCase("c1", "How did EMEA do?", 0.9, plan="Query sales by region.", answer="EMEA grew 12 percent.")
     before = AssemblyContext(**{**make_ctx(limit=16_000).__dict__, "cases": StaticCases([good])})
     rated = AssemblyContext(**{**before.__dict__, "cases": StaticCases([dataclasses.replace(good, feedback=-1)])})
@@ -69,7 +68,7 @@ async def test_rag_serves_current_feedback_on_a_repeated_query():
 
 
 async def test_history_appended_to_the_same_list_is_read_anew():
-    handler = ContextWindowHandler(ModuleRegistry(entry_point_group=None).load())
+    handler = ContextWindowHandler(module_registry(entry_point_group=None).load())
     messages = conversation(30, 60)
     ctx = make_ctx(limit=4_000, messages=messages, tools=make_tools(3))
     await handler.assemble(ctx, BALANCED)
@@ -81,7 +80,7 @@ async def test_history_appended_to_the_same_list_is_read_anew():
 
 async def test_earlier_different_inputs_leave_no_trace():
     """One handler assembles a run of different sessions; each result equals a fresh process's."""
-    handler = ContextWindowHandler(ModuleRegistry(entry_point_group=None).load())
+    handler = ContextWindowHandler(module_registry(entry_point_group=None).load())
     inputs = [
         make_ctx(limit=limit, messages=conversation(turns, 40), tools=make_tools(tools), query=f"question {i}")
         for i, (limit, turns, tools) in enumerate([(3_000, 20, 5), (50_000, 3, 0), (3_000, 25, 5), (8_000, 20, 12)])
@@ -112,7 +111,7 @@ async def test_a_growing_history_source_is_read_anew_every_turn():
     """The same MessageSource object over a list that grew: each turn's window holds the newest exchange,
     as a fresh handler's does (the oracle: the history's own last messages)."""
     for make_source in (InMemoryMessages, Paged):
-        handler = ContextWindowHandler(ModuleRegistry(entry_point_group=None).load())
+        handler = ContextWindowHandler(module_registry(entry_point_group=None).load())
         messages = conversation(30, 60)
         ctx = with_session(make_ctx(limit=4_000, tools=make_tools(3)), history=make_source(messages))
         for turn in range(31, 34):
