@@ -3,20 +3,30 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+PIP := $(BIN)/pip install --quiet --disable-pip-version-check
+RUNTIME := $(VENV)/.installed-runtime
 STAMP := $(VENV)/.installed
+# Two stamps, each newer than pyproject.toml and setup.py once its install is done: RUNTIME for the product alone
+# (`make run`: no test extra, no torch), STAMP for the product with the test extra (`make test`, lint, bench).
+# The test install holds the runtime, so it stamps both: `make run` after `make test` installs nothing more.
 
 # `make lint`: ruff (style, imports, formatting) and mypy (types), configured in pyproject.toml.
 .PHONY: install run lint test test-fast bench bench-properties clean
 
-$(STAMP): pyproject.toml
+$(RUNTIME): pyproject.toml setup.py
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[test]'
-	touch $(STAMP)
+	$(PIP) -e .
+	touch $(RUNTIME)
+
+$(STAMP): pyproject.toml setup.py
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(PIP) -e '.[test]'
+	touch $(RUNTIME) $(STAMP)
 
 install: $(STAMP)
 
 # `make run` keeps its data in the checkout's var/ (the CLI's default is the user's data directory).
-run: $(STAMP)
+run: $(RUNTIME)
 	TDA_DATA_DIR=$${TDA_DATA_DIR:-var} $(BIN)/tda demo
 	TDA_DATA_DIR=$${TDA_DATA_DIR:-var} $(BIN)/tda serve
 
@@ -45,6 +55,8 @@ bench: $(STAMP)
 	$(BIN)/python bench/recall_bench.py
 	$(BIN)/python bench/recall_bench.py --speed
 	$(BIN)/python bench/long_session_bench.py
+	$(BIN)/python bench/launch_bench.py
+	$(BIN)/python bench/in_process_bench.py
 
 bench-properties: $(STAMP)
 	$(BIN)/python bench/property_bench.py --cases 100000

@@ -20,6 +20,7 @@ from .store.tokens import Principal
 
 SESSION_KEY = "tda_auth"
 CSRF_HEADER = "X-CSRF-Token"
+API_KEY_HEADER = "x-api-key"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 RANK = {"viewer": 0, "admin": 1}
 F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
@@ -63,11 +64,15 @@ async def current_principal() -> Principal:
     header = request.headers.get("Authorization")
     if header:
         return await _from_bearer(header)
+    if key := request.headers.get(API_KEY_HEADER, "").strip():  # how the Anthropic SDKs send their key
+        return await authenticate(
+            key, "this API token (x-api-key) is unknown or revoked; create one with `tda tokens create`"
+        )
     data = session.get(SESSION_KEY)
     if isinstance(data, dict):
         return await _from_cookie(data)
     raise Unauthorized(
-        "authentication required: send 'Authorization: Bearer <token>' (create one with "
+        "authentication required: send 'Authorization: Bearer <token>' or 'x-api-key: <token>' (create one with "
         "`tda tokens create --role admin`) or sign in at POST /v1/auth/session"
     )
 

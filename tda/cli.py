@@ -8,27 +8,27 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from pydantic import ValidationError
-
-from components.context_window.budget import BudgetExceeded
-from components.context_window.handler import ContextWindowHandler
-from components.context_window.module_registry import ModuleRegistry
-from components.context_window.snapshot import ContextWindowSnapshot
-from components.context_window.window_type import ContextWindowType
-
-from .builtins import module_registry
 from .config import Settings
-from .session_file import SessionFileError, load_session_file
+
+if TYPE_CHECKING:  # imported by the commands that use them: `tda serve` binds before the component loads
+    from components.context_window.module_registry import ModuleRegistry
+    from components.context_window.snapshot import ContextWindowSnapshot
+    from components.context_window.window_type import ContextWindowType
 
 Command = Callable[[argparse.Namespace, Settings], int]
 
 
 def _registry(settings: Settings) -> ModuleRegistry:
+    from .builtins import module_registry
+
     return module_registry(user_dir=settings.modules_dir).load()
 
 
 def _load_type(args: argparse.Namespace, registry: ModuleRegistry) -> ContextWindowType:
+    from components.context_window.window_type import ContextWindowType
+
     if args.type_file:
         data = json.loads(Path(args.type_file).read_text(encoding="utf-8"))
         context = registry.validation_context()
@@ -40,6 +40,13 @@ def _load_type(args: argparse.Namespace, registry: ModuleRegistry) -> ContextWin
 
 
 def cmd_assemble(args: argparse.Namespace, settings: Settings) -> int:
+    from pydantic import ValidationError
+
+    from components.context_window.budget import BudgetExceeded
+    from components.context_window.handler import ContextWindowHandler
+
+    from .session_file import SessionFileError, load_session_file
+
     registry = _registry(settings)
     try:
         window_type = _load_type(args, registry)

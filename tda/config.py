@@ -3,6 +3,7 @@ Each field names its variable and parser where it is declared (``env_setting``).
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -19,11 +20,11 @@ def offline_library_defaults() -> None:
     """Keep third-party libraries offline: litellm's cost map and tiktoken's encodings ship with litellm."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
-    from components.context_window.token_estimator import bundled_tokenizer_dir
-
-    folder = bundled_tokenizer_dir()
-    if folder is not None:
-        os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(folder))
+    spec = importlib.util.find_spec("litellm")  # found, not imported (the component's bundled_tokenizer_dir
+    if spec and spec.submodule_search_locations:  # does the same, but importing it takes a second `tda serve` skips)
+        folder = Path(next(iter(spec.submodule_search_locations))) / "litellm_core_utils" / "tokenizers"
+        if folder.is_dir():
+            os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(folder))
 
 
 EMBEDDER_NAMES = ("minilm", "minilm-int8", "hashing")
@@ -137,6 +138,12 @@ def _otlp_headers(value: str) -> tuple[tuple[str, str], ...]:
     return tuple((name.strip(), header.strip()) for name, _, header in pairs)
 
 
+def _capture_content(value: str) -> bool:
+    if value.lower() not in {"1", "true", "yes", "0", "false", "no"}:
+        raise ValueError(f"TDA_OTLP_CAPTURE_CONTENT={value!r} is not a yes or no; use true or false")
+    return value.lower() in {"1", "true", "yes"}
+
+
 def _model_names(value: str) -> tuple[str, ...]:
     return tuple(name.strip() for name in value.split(",") if name.strip())
 
@@ -231,6 +238,11 @@ class Settings:
     (``http://host:4318``; ``/v1/traces`` is added unless the URL ends with it). Unset: nothing is exported."""
     otlp_headers: tuple[tuple[str, str], ...] = env_setting("TDA_OTLP_HEADERS", _otlp_headers, default=(), repr=False)
     """``TDA_OTLP_HEADERS``: headers sent with each export, ``name=value`` comma-separated (a collector's key)."""
+    otlp_capture_content: bool = env_setting("TDA_OTLP_CAPTURE_CONTENT", _capture_content, default=False)
+    """``TDA_OTLP_CAPTURE_CONTENT``: ``true`` puts what the model was sent and answered on each ``chat`` span (the
+    GenAI conventions' ``gen_ai.system_instructions``, ``gen_ai.input.messages``, ``gen_ai.output.messages``, each
+    message with the module that contributed it), with keys, tokens and URL credentials redacted as in logs.
+    Default off: spans carry counts, never the conversation."""
     log_format: str = env_setting("TDA_LOG_FORMAT", _log_format, default="text")
     """``text`` or ``json`` (one object per line, with the request id)."""
     log_level: str = env_setting("TDA_LOG_LEVEL", default="INFO")

@@ -11,13 +11,14 @@ each call is recorded for the trace, the live panel and replay, keyed by digests
 conversation through its user message was seen before is the same turn (a retry, or the next step of its tool
 loop); any other call is a new turn that goes on from the newest turn whose conversation it extends — a fork when
 that is not the newest turn (an edited or shortened history); the stored session never replaces what was sent.
+A call that asks for a new turn (``ClientCall.new_turn``: a recorded request sent again) is never a retry, so the
+turn it repeats keeps its record as it was.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-import functools
 import hashlib
 import json
 import time
@@ -33,9 +34,9 @@ from components.context_window.token_estimator import TokenEstimator, estimator_
 from . import metrics
 from .champions import keep_case, quotes_tools
 from .cost import model_call
-from .errors import Conflict, Invalid, NotFound
+from .errors import Conflict, Invalid, NotFound, UpstreamFailed
 from .knowledge.scope import ANONYMOUS
-from .llm import model_call_error
+from .llm import Relay, max_tokens_for, model_call_error
 from .models import ProfileRow, SessionRow
 from .sources import Cutoff, build_context, input_hashes, message_of, summarizer_for
 from .store.sessions import SessionData
@@ -46,7 +47,7 @@ from .turns import MAX_TURN, export_turn, record_snapshot, resolve_type, timed, 
 if TYPE_CHECKING:
     from components.context_window.handler import AssembledContext
 
-    from .llm import Completion, Delta
+    from .llm import Completion, Delta, Upstream
     from .service import TDAService
 
 
@@ -65,11 +66,18 @@ class ClientCall:
     """Sent to the model as the client set them: temperature, top_p, seed, stop, response_format, n, ..."""
     user: str | None = None
     """The end user the client names (OpenAI's ``user``): the session's user when it creates one."""
+    anthropic_beta: str | None = None
+    """Anthropic's ``anthropic-beta`` header as the client sent it: sent on to a Claude model's API only."""
+    cache_ttl: str | None = None
+    """The TTL of the cache marks tda places (its choice from the session's gaps, not the client's)."""
     on_delta: Delta | None = None
     on_snapshot: Callable[[int], object] | None = None
     """Told the id of the call's snapshot once it is stored (with a session), while the model answers: a streamed
     Responses API reply names itself by it from its first event."""
     timings: dict[str, float] | None = None
+    new_turn: bool = False
+    """Record the call as a new turn even when the session saw its conversation: a recorded request sent again
+    (else it would be a retry of its turn, adding to that turn's record)."""
 
 
 @dataclass(frozen=True)
@@ -108,8 +116,16 @@ async def complete(
     if session is None:
         return await _run(svc, call, conversation, profile, None, None)
     async with svc.session_lock(session.id):  # one call at a time per session: turn numbers stay dense
-        place = await _place(svc, session.id, conversation)
+        place = await _place(svc, session.id, conversation, again=not call.new_turn)
         return await _run(svc, call, conversation, profile, session, place)
+
+
+async def window(svc: TDAService, call: ClientCall, profile: ProfileRow) -> tuple[AssembledContext, str]:
+    """The window a stateless call would send and its model, assembled and nothing else (no model call, no record):
+    what a client's count of its prompt tokens asks about."""
+    ctx = await _context(svc, call, split(call.messages), profile, None)
+    window_type = await resolve_type(svc, profile)
+    return await svc.handler.assemble(ctx, window_type.type), ctx.model
 
 
 @dataclass(frozen=True)
@@ -130,9 +146,10 @@ class _Place:
     fork: bool = False
 
 
-async def _place(svc: TDAService, session_id: str, conversation: Conversation) -> _Place:
+async def _place(svc: TDAService, session_id: str, conversation: Conversation, *, again: bool = True) -> _Place:
+    """Where the call goes; ``again`` False: a new turn even when the session saw this conversation before."""
     request_key = digest((*conversation.history, conversation.query))
-    same = await svc.store.sessions.turn_asking(session_id, request_key)
+    same = await svc.store.sessions.turn_asking(session_id, request_key) if again else None
     if same is not None:
         messages = await svc.store.sessions.turn_messages(session_id, same.turn)
         asked = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
@@ -161,49 +178,39 @@ async def _run(
     place: _Place | None,
 ) -> dict[str, Any]:
     with timed(call, "load"):
-        ctx = await _context(svc, call, conversation, profile, session)
+        ctx = await _context(svc, call, conversation, profile, session, turn=place.turn if place else None)
         window_type = await resolve_type(svc, profile)
-    with timed(call, "assemble"):
-        assembled_at = time.time()  # replay serves the champion cases recorded by then
-        assembled = await svc.handler.assemble(ctx, window_type.type)
-    model_at = time.time_ns()
-    metrics.observe_assembly(assembled.snapshot)
-    snapshot = assembled.snapshot.to_dict()
-    recorded: asyncio.Task[int] | None = None
-    if session is not None and place is not None:
-        inputs = {
-            "query": ctx.query,
-            "model": ctx.model,
-            "assembled_at": assembled_at,
-            "hashes": input_hashes(ctx),
-            "gateway": _inputs(call, conversation, place),
-        }
-        row = {
-            "session_id": session.id,
-            "turn": place.turn,
-            "type_id": window_type.id,
-            "type_version": window_type.version,
-            "model": ctx.model,
-            "data": snapshot,
-            "inputs": inputs,
-        }
-        recorded = asyncio.create_task(record_snapshot(svc, row))  # written while the model answers
-        if (told := call.on_snapshot) is not None:
-            recorded.add_done_callback(lambda task: task.cancelled() or task.exception() or told(task.result()))
-    with timed(call, "model"):
+    upstream = svc.llm.upstream.merged(profile.upstream)
+    models = tuple(dict.fromkeys((ctx.model, *upstream.fallbacks)))
+    relay = Relay(call.on_delta)
+    ttl = svc.cache_ttl.ttl(session.id) if session is not None else None
+    call = dataclasses.replace(call, on_delta=relay.delta if call.on_delta else None, cache_ttl=ttl)
+    for n, model in enumerate(models):  # each fallback model is sent a window assembled for its own limits
         try:
-            done = await _call_model(svc, ctx.model, assembled, call, profile)
-        except Exception as exc:  # provider errors are many and untyped; the caller needs the reason
-            snapshot_id = await recorded if recorded else None
-            failed = model_call_error(exc, f"; snapshot {snapshot_id} was kept" if recorded else "")
-            failure = {"model": ctx.model, "error": str(failed)}
-            export_turn(svc, assembled.snapshot, failure, (assembled_at, model_at), snapshot_id, None)
-            raise failed from None
-        finally:
-            snapshot_id = await recorded if recorded else None
+            answered = await _attempt(
+                svc,
+                call,
+                conversation,
+                dataclasses.replace(ctx, model=model),
+                window_type,
+                upstream.only(),
+                session,
+                place,
+            )
+            break
+        except UpstreamFailed:
+            if n == len(models) - 1 or relay.started:  # a reply already under way is not replaced by another
+                raise
+    ctx, assembled, snapshot, snapshot_id, done = (
+        answered.ctx,
+        answered.assembled,
+        answered.snapshot,
+        answered.snapshot_id,
+        answered.done,
+    )
     used = model_call(ctx.model, assembled.snapshot, done)
     metrics.observe_model_call(used)
-    export_turn(svc, assembled.snapshot, used, (assembled_at, model_at), snapshot_id, done.finish_reason)
+    export_turn(svc, assembled, used, answered.times, snapshot_id, done)
     svc.observe_prompt_count(session.id if session else "calibration", ctx.model, assembled, done.tokens_in)
     # The call's usage: the answer's call plus every model call the modules made while assembling (snapshot).
     extra_in, extra_out = assembled.snapshot.auxiliary_tokens
@@ -213,6 +220,7 @@ async def _run(
         "turn": place.turn if place else None,
         "answer": done.text,
         "tool_calls": done.tool_calls,
+        "thinking": done.thinking,
         "finish_reason": done.finish_reason,
         "more": done.more,
         "logprobs": done.logprobs,
@@ -244,6 +252,72 @@ async def _run(
     return result
 
 
+@dataclass(frozen=True)
+class _Answered:
+    """One model's answer to the window assembled for it."""
+
+    ctx: Any
+    assembled: AssembledContext
+    snapshot: dict[str, Any]
+    snapshot_id: int | None
+    done: Completion
+    times: tuple[float, int]
+    """When the window was assembled (s) and the model called (ns): the exported span's."""
+
+
+async def _attempt(
+    svc: TDAService,
+    call: ClientCall,
+    conversation: Conversation,
+    ctx: Any,
+    window_type: Any,
+    upstream: Upstream,
+    session: SessionRow | None,
+    place: _Place | None,
+) -> _Answered:
+    """The window assembled for ``ctx.model``, its snapshot recorded (with a session), and the model's answer.
+    UpstreamFailed when the model call fails (its failure exported; the snapshot kept)."""
+    with timed(call, "assemble"):
+        assembled_at = time.time()  # replay serves the champion cases recorded by then
+        assembled = await svc.handler.assemble(ctx, window_type.type)
+    model_at = time.time_ns()
+    metrics.observe_assembly(assembled.snapshot)
+    snapshot = assembled.snapshot.to_dict()
+    recorded: asyncio.Task[int] | None = None
+    if session is not None and place is not None:
+        inputs = {
+            "query": ctx.query,
+            "model": ctx.model,
+            "assembled_at": assembled_at,
+            "hashes": input_hashes(ctx),
+            "gateway": _inputs(call, conversation, place),
+        }
+        row = {
+            "session_id": session.id,
+            "turn": place.turn,
+            "type_id": window_type.id,
+            "type_version": window_type.version,
+            "model": ctx.model,
+            "data": snapshot,
+            "inputs": inputs,
+        }
+        recorded = asyncio.create_task(record_snapshot(svc, row))  # written while the model answers
+        if (told := call.on_snapshot) is not None:
+            recorded.add_done_callback(lambda task: task.cancelled() or task.exception() or told(task.result()))
+    with timed(call, "model"):
+        try:
+            done = await _call_model(svc, ctx.model, assembled, call, upstream)
+        except Exception as exc:  # provider errors are many and untyped; the caller needs the reason
+            snapshot_id = await recorded if recorded else None
+            failed = model_call_error(exc, f"; snapshot {snapshot_id} was kept" if recorded else "")
+            failure = {"model": ctx.model, "error": str(failed)}
+            export_turn(svc, assembled, failure, (assembled_at, model_at), snapshot_id, None)
+            raise failed from None
+        finally:
+            snapshot_id = await recorded if recorded else None
+    return _Answered(ctx, assembled, snapshot, snapshot_id, done, (assembled_at, model_at))
+
+
 async def _context(
     svc: TDAService,
     call: ClientCall,
@@ -251,8 +325,10 @@ async def _context(
     profile: ProfileRow,
     session: SessionRow | None,
     cutoff: Cutoff | None = None,
+    turn: int | None = None,
 ) -> Any:
-    """The assembly context of a call: the profile's modules and sources over the client's own conversation."""
+    """The assembly context of a call: the profile's modules and sources over the client's own conversation;
+    ``turn``: where the session placed the call (its snapshot's turn)."""
     if session is None:  # stateless: a session that exists only for this call (the scope of what it may see)
         session = SessionRow(id="", profile_id=profile.id, user_id=call.user or ANONYMOUS, created_at=_EPOCH)
     attachments = await svc.store.sessions.attachments(session.id) if session.id else []
@@ -269,6 +345,7 @@ async def _context(
     )
     ctx = dataclasses.replace(
         ctx,
+        session=dataclasses.replace(ctx.session, current_turn=turn),
         query_message=conversation.query,
         instructions=conversation.instructions,
         continuation=conversation.continuation,
@@ -289,7 +366,7 @@ def window_cut(received: Sequence[Message], assembled: AssembledContext, tokens:
     """What the window did to the conversation the client sent (the ``usage.tda`` extension): its messages and
     tokens as received, the window's as sent, and how many of the client's messages were not sent as they came
     (left out, summarised, or cut: a message counts as sent only when it went byte for byte)."""
-    sent = Counter(_chat_identity(m) for m in assembled.messages)
+    sent = Counter(_identity(Message.from_chat(m)) for m in assembled.messages)
     cut = 0
     for m in received:
         key = _identity(m)
@@ -363,7 +440,7 @@ async def replay_context(svc: TDAService, row: Any, profile: ProfileRow) -> Any:
         user=gateway.get("user"),
     )
     cutoff = Cutoff(row.turn, row.created_at, inputs["assembled_at"])
-    return await _context(svc, call, conversation, profile, session, cutoff)
+    return await _context(svc, call, conversation, profile, session, cutoff, turn=row.turn)
 
 
 async def answered(svc: TDAService, row: Any) -> tuple[Message, ...]:
@@ -415,21 +492,22 @@ async def _step_replies(svc: TDAService, session_id: str, turn: int) -> dict[int
 
 
 async def _call_model(
-    svc: TDAService, model: str, assembled: AssembledContext, call: ClientCall, profile: ProfileRow
+    svc: TDAService, model: str, assembled: AssembledContext, call: ClientCall, upstream: Upstream
 ) -> Completion:
-    """The model call at the profile's upstream (merged over the service's default)."""
-    reserve = assembled.snapshot.output_reserve
-    caps = [n for n in (reserve, call.max_tokens) if n]
+    """The model call at ``upstream``; ``max_tokens`` as ``max_tokens_for`` decides (the client's, else none
+    unless the window needs one)."""
     return await svc.llm.complete(
         model,
         assembled.messages,
         assembled.tools,
-        max_tokens=min(caps) if caps else None,
+        max_tokens=max_tokens_for(model, call.max_tokens, assembled.snapshot),
         tool_choice=call.tool_choice if assembled.tools else None,
         on_delta=call.on_delta,
         params=call.params,
-        upstream=svc.llm.upstream.merged(profile.upstream),
+        upstream=upstream,
         cache_prefix=assembled.stable_messages,
+        anthropic_beta=call.anthropic_beta,
+        cache_ttl=call.cache_ttl,
     )
 
 
@@ -510,16 +588,15 @@ def _row(m: Message, tokens: TokenEstimator) -> dict[str, Any]:
 
 
 def _identity(m: Message) -> bytes:
-    """What makes two messages the same message of a conversation (turn numbers and token counts aside)."""
-    if m.tool_calls or m.parts is not None:
-        return _chat_identity(m.to_chat())
-    return _plain_identity(m.role, m.content, m.tool_call_id, m.name)  # most messages, the long ones among them
-
-
-def _chat_identity(chat: Mapping[str, Any]) -> bytes:
-    """``_identity`` of a message in the chat-completions shape."""
+    """What makes two messages the same message of a conversation (turn numbers and token counts aside). A reply
+    is its text and calls: an Anthropic client sends it back as blocks, with the thinking that preceded it."""
+    chat = m.to_chat()
+    calls = [_canonical(c) for c in chat.get("tool_calls") or ()] or None
+    content = chat["content"]
+    if m.role == "assistant" and m.parts is not None and all(p.get("type") in _REPLY_PARTS for p in m.parts):
+        content = m.content
     return json.dumps(
-        [chat["role"], chat["content"], chat.get("tool_calls"), chat.get("tool_call_id"), chat.get("name")],
+        [chat["role"], content, calls, chat.get("tool_call_id"), chat.get("name")],
         ensure_ascii=False,
         separators=(",", ":"),
         sort_keys=True,
@@ -527,17 +604,18 @@ def _chat_identity(chat: Mapping[str, Any]) -> bytes:
     ).encode()
 
 
-@functools.lru_cache(maxsize=4096)
-def _plain_identity(role: str, content: str, tool_call_id: str | None, name: str | None) -> bytes:
-    """A message without tool calls or parts, by its fields: a client resends its whole conversation on every call,
-    so each earlier message is encoded once, not once per call (JSON-escaping them grew every call with the
-    session)."""
-    chat: dict[str, Any] = {"role": role, "content": content}
-    if tool_call_id is not None:
-        chat["tool_call_id"] = tool_call_id
-    if name is not None:
-        chat["name"] = name
-    return _chat_identity(chat)
+_REPLY_PARTS = frozenset({"text", "thinking", "redacted_thinking"})
+
+
+def _canonical(call: dict[str, Any]) -> dict[str, Any]:
+    """A tool call with its arguments' JSON in one spelling: a client that sends them as an object (Anthropic's
+    ``input``) cannot give back the model's own spacing, and the call is the same call."""
+    function = call.get("function") or {}
+    try:
+        arguments = json.loads(function.get("arguments") or "null")
+    except ValueError:
+        return call
+    return {**call, "function": {**function, "arguments": arguments}}
 
 
 def digest(messages: Sequence[Message]) -> str:

@@ -5,6 +5,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from components.context_window.base import (
     AssemblyContext,
     ChampionCase,
@@ -123,3 +126,45 @@ async def test_a_growing_history_source_is_read_anew_every_turn():
             end = next((sent.index(m) for m in (RECALL_MARKER, TAIL_MARKER) if m in sent), len(sent) - 1)
             assert sent[end - 2 : end] == [f"newest question {turn}", f"reply {turn}"], make_source
             assert later == await fresh(ctx)
+
+
+# --- in-place edits: every cache is keyed by content, so an edited input is never served from memory ------------
+
+EDITS = st.sampled_from(["cell", "append_row", "drop_row", "rename_column", "slot_config"])
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.floats(0, 1e6, allow_nan=False).map(lambda x: round(x, 2)), min_size=1, max_size=6),
+    st.lists(EDITS, min_size=1, max_size=4),
+    st.floats(0, 1e6, allow_nan=False).map(lambda x: round(x, 2) + 0.01),
+)
+async def test_inputs_edited_in_place_are_read_anew(balances, edits, fresh_value):
+    """A library caller keeps its turn records and window type and edits them in place between turns (the
+    previous turn's result rows, a module's options): the same handler's window equals a fresh handler's (the
+    oracle: nothing remembered) after every edit."""
+    handler = ContextWindowHandler(module_registry(entry_point_group=None).load())
+    rows = [[f"account{i}", b] for i, b in enumerate(balances)]
+    result = {"tool": "accounts", "columns": ["account", "balance"], "rows": rows}
+    wtype = BALANCED.model_copy(deep=True)
+    earlier = [TurnRecord(turn=n, query=f"Revenue of region {n}?", plan=f"Query region {n}.") for n in (1, 2)]
+    base = make_ctx(limit=16_000, messages=conversation(3))
+    ctx = with_session(base, turns=[*earlier, TurnRecord(turn=3, query="Balances?", results=(result,))])
+    await handler.assemble(ctx, wtype)
+    for edit in edits:
+        if edit == "cell":
+            rows[0][1] = fresh_value
+        elif edit == "append_row":
+            rows.append([f"account{len(rows)}", fresh_value])
+        elif edit == "drop_row" and len(rows) > 1:
+            rows.pop()
+        elif edit == "rename_column":
+            result["columns"][1] = "balance_eur"
+        elif edit == "slot_config":
+            wtype.modules["workflow_history"].config["max_turns"] = 1  # one earlier turn summarised, not two
+        later = outcome(await handler.assemble(ctx, wtype))
+        assert later == outcome(
+            await ContextWindowHandler(module_registry(entry_point_group=None).load()).assemble(ctx, wtype)
+        )
+    if "cell" in edits:
+        assert f"{fresh_value}" in str(later[0])

@@ -4,7 +4,9 @@ Point any OpenAI client at ``base_url=http://host:port/v1`` with a tda token as 
 conversation, tools and parameters are what the model gets, under the profile's window type. Headers (both
 optional): ``X-TDA-Profile`` (or the model name ``tda/<profile>``) picks the profile (default: the profile
 ``default``, created on first use); ``X-TDA-Session`` records the calls in that session (created on first use);
-without it a call is stateless and leaves nothing behind.
+without it a call is stateless and leaves nothing behind. ``X-TDA-New-Turn: true`` records the call as a new turn
+even when the session has seen its conversation (a recorded request sent again, as the trace page copies it),
+where it would otherwise be a retry of that turn.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ tag_blueprint(bp, ["chat"])
 
 SESSION_HEADER = "X-TDA-Session"
 PROFILE_HEADER = "X-TDA-Profile"
+NEW_TURN_HEADER = "X-TDA-New-Turn"
 DEFAULT_PROFILE = "default"
 PROFILE_DEFAULT_MODEL = ("tda", "default", "")
 """Model names that mean "the profile's model" (a client must send some model name)."""
@@ -137,6 +140,7 @@ async def chat_completions() -> Any:
     messages = [_message(m, i) for i, m in enumerate(body.messages)]
     split(messages)  # a chat without a user message is refused before anything is created
     session_id, profile_id = requested_ids(body.model)
+    new_turn = new_turn_requested()  # checked before a session is created
     model = await requested_model(svc, body.model, session_id, profile_id)
     profile, session = await resolve_ids(svc, session_id, profile_id, body.user)
     call = ClientCall(
@@ -148,6 +152,7 @@ async def chat_completions() -> Any:
         params=body.params(),
         user=body.user,
         timings={},  # kept with the snapshot: the trace's latency breakdown
+        new_turn=new_turn,
     )
     headers = {SESSION_HEADER: session.id} if session is not None else {}
     if body.stream:
@@ -223,6 +228,15 @@ def requested_ids(model: str) -> tuple[str | None, str | None]:
             msg = "use 1-64 letters, digits, '_', '.' or '-', starting with a letter or digit"
             raise Invalid(f"{header} {value!r} is not an id: {msg}", errors=[{"loc": header, "msg": msg}])
     return session_id, profile_id
+
+
+def new_turn_requested() -> bool:
+    """Whether the call asks to be a new turn of its session (``X-TDA-New-Turn``), checked."""
+    value = request.headers.get(NEW_TURN_HEADER, "false").strip().lower()
+    if value not in ("true", "false", "1", "0"):
+        msg = f"{NEW_TURN_HEADER} {value!r} is not a yes or no: send true (record a new turn) or false"
+        raise Invalid(msg, errors=[{"loc": NEW_TURN_HEADER, "msg": msg, "type": "value_error"}])
+    return value in ("true", "1")
 
 
 async def resolve_ids(

@@ -76,6 +76,7 @@ class ResponsesRequest(BaseModel):
     truncation: str | None = None
     service_tier: str | None = None
     prompt_cache_key: str | None = Field(None, max_length=256)
+    prompt_cache_retention: str | None = Field(None, max_length=16)
     safety_identifier: str | None = Field(None, max_length=256)
     background: bool | None = None
     conversation: Any = None
@@ -305,6 +306,7 @@ def _params(body: ResponsesRequest, with_tools: bool) -> dict[str, Any]:
         "user": body.user,
         "service_tier": body.service_tier,
         "prompt_cache_key": body.prompt_cache_key,
+        "prompt_cache_retention": body.prompt_cache_retention,
         "safety_identifier": body.safety_identifier,
         "parallel_tool_calls": body.parallel_tool_calls if with_tools else None,
     }
