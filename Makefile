@@ -54,6 +54,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/footprint.py
 	$(BIN)/python bench/recall_bench.py
 	$(BIN)/python bench/recall_bench.py --speed
+	$(BIN)/python bench/long_session_bench.py
 	$(BIN)/python bench/launch_bench.py
 	$(BIN)/python bench/in_process_bench.py
 	$(BIN)/python bench/big_request_bench.py
