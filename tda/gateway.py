@@ -22,6 +22,7 @@ import dataclasses
 import hashlib
 import json
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -37,7 +38,7 @@ from .errors import Conflict, Invalid, NotFound, UpstreamFailed
 from .knowledge.scope import ANONYMOUS
 from .llm import Relay, max_tokens_for, model_call_error
 from .models import ProfileRow, SessionRow
-from .sources import Cutoff, build_context, input_hashes, message_of
+from .sources import Cutoff, build_context, input_hashes, message_of, summarizer_for
 from .store.sessions import SessionData
 from .tool_results import as_result, plan_of
 from .turn_index import index_turn_after
@@ -231,6 +232,7 @@ async def _run(
         "summary": assembled.snapshot.summary(),
         "snapshot": snapshot,
         "model_call": used,
+        "cut": window_cut(call.messages, assembled, estimator_for(ctx.model)),
     }
     if snapshot_id is not None:
         await svc.store.sessions.record_model_call(snapshot_id, snapshot, used, call.timings)
@@ -351,7 +353,43 @@ async def _context(
         tools_as_sent=True,
         model=call.model or ctx.model,
     )
+    if call.model and call.model != ctx.model:  # the client named another model: its own summaries too
+        ctx = dataclasses.replace(ctx, summarizer=summarizer_for(svc.sources.summarizer, call.model, profile, session))
     return await with_component_instructions(svc, ctx)
+
+
+CUT_HEADER = "X-TDA-Cut"
+"""The response header that says what the window left out of the client's conversation (see ``window_cut``)."""
+
+
+def window_cut(received: Sequence[Message], assembled: AssembledContext, tokens: TokenEstimator) -> dict[str, int]:
+    """What the window did to the conversation the client sent (the ``usage.tda`` extension): its messages and
+    tokens as received, the window's as sent, and how many of the client's messages were not sent as they came
+    (left out, summarised, or cut: a message counts as sent only when it went byte for byte)."""
+    sent = Counter(_identity(Message.from_chat(m)) for m in assembled.messages)
+    cut = 0
+    for m in received:
+        key = _identity(m)
+        if sent[key] > 0:
+            sent[key] -= 1
+        else:
+            cut += 1
+    return {
+        "messages_received": len(received),
+        "messages_sent": len(assembled.messages),
+        "messages_cut": cut,
+        "tokens_received": sum(tokens.count_message(m) for m in received),
+        "tokens_sent": assembled.snapshot.total_used,
+    }
+
+
+def cut_header(result: Mapping[str, Any]) -> dict[str, str]:
+    """``X-TDA-Cut: messages=<the client's messages not sent as they came>; tokens=<received less sent, or 0>``."""
+    cut = result.get("cut")
+    if not cut:
+        return {}
+    tokens = max(0, cut["tokens_received"] - cut["tokens_sent"])
+    return {CUT_HEADER: f"messages={cut['messages_cut']}; tokens={tokens}"}
 
 
 def _inputs(call: ClientCall, conversation: Conversation, place: _Place) -> dict[str, Any]:

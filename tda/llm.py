@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from components.context_window.metering import Summary, prompt_of
 from components.context_window.session_cache import BoundedCache
+from components.context_window.token_estimator import TokenEstimator, estimator_for
 
 from .config import api_key_in_env, offline_library_defaults
 from .errors import ServiceError, UpstreamFailed, UpstreamNotAllowed
@@ -635,16 +636,57 @@ def _delta_call(call: Any) -> dict[str, Any]:
 
 class LLMSummarizer:
     """The ``Summarizer`` modules use to condense and to rewrite follow-ups (a real model only). Every reply is
-    bounded by ``max_tokens``; the provider's counts come back with it for the snapshot and the turn's usage."""
+    bounded by ``max_tokens``; the provider's counts come back with it for the snapshot and the turn's usage.
 
-    def __init__(self, llm: LLM, model: str) -> None:
+    ``at`` binds it to a window's own model, upstream and limit: a team's conversation is summarised by the model
+    its profile names, at its profile's upstream, never sent through another provider; and a text longer than
+    that model's window leaves is cut to its newest part (the call would be refused, or cut by the provider)."""
+
+    def __init__(self, llm: LLM, model: str, upstream: Upstream | None = None, window: int | None = None) -> None:
         self.llm = llm
         self.model = model
+        self.upstream = upstream
+        """None: the LLM's default upstream."""
+        self.window = window
+        """The model's input limit as the window has it (None: unbounded but for the provider's own)."""
+
+    def at(self, model: str, profile_upstream: Mapping[str, Any] | None, window: int) -> LLMSummarizer:
+        """This summarizer for a window of ``model`` at the profile's upstream (merged over the default), within
+        ``window`` tokens."""
+        return LLMSummarizer(self.llm, model, self.llm.upstream.merged(profile_upstream), window)
 
     async def summarize(self, text: str, *, max_tokens: int, instruction: str = "") -> str:
         return (await self.summarize_with_usage(text, max_tokens=max_tokens, instruction=instruction)).text
 
     async def summarize_with_usage(self, text: str, *, max_tokens: int, instruction: str = "") -> Summary:
+        max_tokens = max(1, max_tokens)
+        if self.window is not None:
+            max_tokens = min(max_tokens, max(1, self.window // 4))  # a reply never takes most of the window
+            text = newest_within(text, instruction, self.window - max_tokens, estimator_for(self.model))
         message = {"role": "user", "content": prompt_of(text, instruction)}
-        done = await self.llm.complete(self.model, [message], [], max_tokens=max(1, max_tokens))
+        done = await self.llm.complete(self.model, [message], [], max_tokens=max_tokens, upstream=self.upstream)
         return Summary(done.text, done.tokens_in, done.tokens_out, self.model)
+
+
+CUT_MARK = "[... earlier text cut to fit the model's window]\n"
+
+
+def newest_within(text: str, instruction: str, limit: int, tokens: TokenEstimator) -> str:
+    """``text``, or its newest part behind ``CUT_MARK``, such that the prompt made of it is at most ``limit``
+    tokens as one message (whole lines where it can; the largest such suffix, found by bisection)."""
+
+    def size(body: str) -> int:
+        return tokens.count_text_message(prompt_of(body, instruction), "user")
+
+    if size(text) <= limit:
+        return text
+    lo, hi = 0, len(text)  # the smallest start whose suffix fits (hi always fits: the empty suffix, or nothing does)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if size(CUT_MARK + text[mid:]) <= limit:
+            hi = mid
+        else:
+            lo = mid + 1
+    line = text.find("\n", lo)
+    start = line + 1 if 0 <= line < len(text) - 1 and size(CUT_MARK + text[line + 1 :]) <= limit else lo
+    return CUT_MARK + text[start:]

@@ -758,6 +758,9 @@ class Contribution:
     (and does not swing between two windows from turn to turn)."""
     condensed: bool = False
     """Already condensed as ``ctx.directives.condense_to`` asked (the orchestrator records the condensation)."""
+    left_out: bool = False
+    """The module left content out for want of room (history older than its window): room no module took is
+    offered to it at the end of the assembly (the handler's fill pass), so the window is not sent half empty."""
     tokens: int = 0
 
     @property

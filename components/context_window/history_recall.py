@@ -256,8 +256,11 @@ class HistoryIndex:
 
     def unit(self, first: int, phase: str | None) -> tuple[Message, ...] | None:
         """The unit starting at ``first``: one message, or a tool call with every result answering it (``None`` when a
-        result is missing, or the unit holds an invalid or invisible message: a provider would reject it)."""
+        result is missing or has no call, or the unit holds an invalid or invisible message: a provider would reject
+        it)."""
         head = self.messages[first]
+        if head.role == "tool":  # a result whose call is not in the history: a provider rejects it alone
+            return None
         if not head.tool_calls:
             return (head,) if _shown(head, phase) else None
         calls = {str(c.get("id")) for c in head.tool_calls}

@@ -28,7 +28,7 @@ from components.context_window.budget import BudgetExceeded
 from ..auth import actor, end_user, require
 from ..errors import Conflict, Invalid, NotFound, ServiceError, field_errors
 from ..events import encode_sse
-from ..gateway import ClientCall, complete, split
+from ..gateway import ClientCall, complete, cut_header, split
 from ..llm import Choice, routing_error
 from ..models import ProfileRow, SessionRow
 from ..service import TDAService, service
@@ -296,6 +296,8 @@ def _usage(result: dict[str, Any]) -> dict[str, Any]:
     cached = (result.get("model_call") or {}).get("cache_read_tokens")
     if cached:  # as OpenAI reports a prompt-cache hit
         usage["prompt_tokens_details"] = {"cached_tokens": int(cached)}
+    if result.get("cut"):  # what the window left out of the conversation sent (docs/service.md)
+        usage["tda"] = result["cut"]
     return usage
 
 
@@ -320,8 +322,8 @@ def _choice(index: int, choice: Choice) -> dict[str, Any]:
 
 def _tda_headers(result: dict[str, Any]) -> dict[str, str]:
     if result["session_id"] is None:
-        return {}
-    return {"X-TDA-Turn": str(result["turn"]), "X-TDA-Snapshot": str(result["snapshot_id"])}
+        return cut_header(result)
+    return {"X-TDA-Turn": str(result["turn"]), "X-TDA-Snapshot": str(result["snapshot_id"]), **cut_header(result)}
 
 
 def _chunk(chunk_id: str, model: str, delta: dict[str, Any], finish: str | None = None) -> bytes:

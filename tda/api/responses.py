@@ -31,7 +31,7 @@ from components.context_window.budget import BudgetExceeded
 from ..auth import end_user, require
 from ..errors import Conflict, Invalid, NotFound, ServiceError, field_errors
 from ..events import encode_sse
-from ..gateway import ClientCall, answered, complete, split
+from ..gateway import ClientCall, answered, complete, cut_header, split
 from ..models import ProfileRow, SessionRow
 from ..service import TDAService, service
 from .chat import SESSION_HEADER, openai_error, over_budget, requested_ids, requested_model, resolve_ids
@@ -465,19 +465,22 @@ def _text_part(text: str) -> dict[str, Any]:
 
 def _usage(result: dict[str, Any]) -> dict[str, Any]:
     tokens_in, tokens_out = int(result["tokens_in"]), int(result["tokens_out"])
-    return {
+    usage: dict[str, Any] = {
         "input_tokens": tokens_in,
         "input_tokens_details": {"cached_tokens": 0},
         "output_tokens": tokens_out,
         "output_tokens_details": {"reasoning_tokens": 0},
         "total_tokens": tokens_in + tokens_out,
     }
+    if result.get("cut"):  # what the window left out of the conversation sent (docs/service.md)
+        usage["tda"] = result["cut"]
+    return usage
 
 
 def _tda_headers(result: dict[str, Any]) -> dict[str, str]:
     if result["session_id"] is None:
-        return {}
-    return {"X-TDA-Turn": str(result["turn"]), "X-TDA-Snapshot": str(result["snapshot_id"])}
+        return cut_header(result)
+    return {"X-TDA-Turn": str(result["turn"]), "X-TDA-Snapshot": str(result["snapshot_id"]), **cut_header(result)}
 
 
 # --- streaming ------------------------------------------------------------------------------------------
