@@ -68,7 +68,7 @@ ERROR_TYPES = {
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)  # JSON as sent: `false` is no number
 
 
 class Metadata(_Strict):
