@@ -154,23 +154,51 @@ BREEDS = {
 }
 CITIES = "Lisbon Tallinn Montreal Osaka Valparaiso Ljubljana Adelaide Bergen Tucson Galway Seville Kraków".split()
 HIGHLIGHTS = [
-    "the tiled old town at sunset, we just walked for hours",
-    "a tiny seafood place by the harbour that I'm still dreaming about",
-    "the hike up to the viewpoint, legs were jelly but worth it",
-    "a jazz bar in a basement where the pianist took requests",
-    "the covered market, I ate my way through half of it",
+    ("the tiled old town at sunset, we just walked for hours", "Which city had the old town {p} wandered at dusk?"),
+    ("a tiny seafood place by the harbour that I'm still dreaming about",
+     "Where did {p} find the little fish restaurant by the port?"),
+    ("the hike up to the viewpoint, legs were jelly but worth it", "In which city did {p} climb to a lookout?"),
+    ("a jazz bar in a basement where the pianist took requests",
+     "Which city has the cellar club where a pianist played {p}'s requests?"),
+    ("the covered market, I ate my way through half of it", "Where did {p} eat through a food hall?"),
 ]
 COMPANIES = "Northwind Lumen Brightwave Corvid Halcyon Tessellate Quarry Fernhill Orbital Kestrel".split()
 ROLES = ["data analyst", "project coordinator", "UX designer", "lab technician", "sales lead", "copy editor"]
 HOBBIES = [
-    ("pottery", "throwing bowls on the wheel"),
-    ("bouldering", "climbing at the indoor wall"),
-    ("salsa dancing", "dancing salsa on Thursdays"),
-    ("watercolour painting", "painting little watercolours"),
-    ("chess", "playing chess at the club"),
-    ("birdwatching", "watching birds at the reservoir"),
-    ("kayaking", "paddling a kayak on the river"),
-    ("ukulele", "strumming the ukulele"),
+    ("pottery", "throwing bowls on the wheel", "Finally made a bowl on the wheel that doesn't wobble! Glazed it blue.",
+     "What did {p} manage to make at pottery?"),
+    ("bouldering", "climbing at the indoor wall", "Topped the purple route on the overhang tonight, took me six weeks.",
+     "Which route did {p} finally complete at the climbing wall?"),
+    ("salsa dancing", "dancing salsa on Thursdays", "We did the little showcase at the end of term, I only stepped on "
+     "one foot.", "How did {p}'s first dance performance go?"),
+    ("watercolour painting", "painting little watercolours", "Painted the lighthouse at dusk from that photo you "
+     "sent, it's on the fridge now.", "What picture did {p} paint from a photo?"),
+    ("chess", "playing chess at the club", "Beat the club captain in forty moves. He was not pleased.",
+     "Who did {p} defeat in a board game at the club?"),
+    ("birdwatching", "watching birds at the reservoir", "Saw a kingfisher at the reservoir this morning, a flash of "
+     "electric blue.", "What bird did {p} spot at the reservoir?"),
+    ("kayaking", "paddling a kayak on the river", "Paddled all the way up to the weir and back, arms are noodles.",
+     "How far upriver did {p} get in the boat?"),
+    ("ukulele", "strumming the ukulele", "Played Riptide at the open mic, hands shaking the whole time.",
+     "Which song did {p} perform at the open mic?"),
+]
+HOBBY_CALLBACKS = [
+    "Back to {h} tonight, can't wait.",
+    "Skipped {h} this week, too tired. Feel guilty.",
+    "Someone new joined the {h} group, very keen.",
+    "My {h} teacher says I'm improving, slowly.",
+]
+PET_CALLBACKS = [
+    "{n} chewed one of my shoes this morning. The left one, obviously.",
+    "{n} says hi 🐾",
+    "Took {n} to the park, total menace with the ducks.",
+    "{n} has figured out how to open the kitchen cupboard. We're doomed.",
+    "How's {n} doing, {other}?",
+]
+VET = [
+    ("Took {n} to the vet: a grass seed stuck in an ear. Poor thing, all sorted now.", "a grass seed in an ear"),
+    ("Vet visit for {n}, needs to lose a bit of weight apparently. Diet food from now on.", "too much weight"),
+    ("{n} had to get two teeth out at the vet. Very sorry for himself all evening.", "two teeth removed"),
 ]
 RELATIVES = [
     ("grandma", "Rosalind"),
@@ -209,6 +237,8 @@ class _Writer:
     date: dt.date = dt.date(2023, 3, 6)
     session: int = 0
     _first: bool = False
+    callbacks: list[tuple[int, str]] = field(default_factory=list)
+    """Things people bring up again in later sessions (their pet, their hobby), as (speaker, text)."""
 
     def say(self, speaker: int, text: str) -> int:
         other = self.names[1 - speaker]
@@ -279,6 +309,8 @@ class _Life:
         detail = w.say(
             me, self.rng.choice(BREEDS[species]) + ". " + _pick(self.rng, ["Total chaos.", "Very sweet though."])
         )
+        w.callbacks.extend((me, t.replace("{n}", pet)) for t in self.rng.sample(PET_CALLBACKS, 4))
+        self.pet_name, self.species, self.pet_at = pet, species, told
         return [
             Question(self.q("What is the name of {p}'s {s}?", "What is my {s} called?", s=species), "single_hop",
                      (told,)),
@@ -296,8 +328,21 @@ class _Life:
             ),
         ]
 
+    def vet(self, w: _Writer, me: int) -> list[Question]:
+        said, _ = self.rng.choice(VET)
+        told = w.say(me, said.format(n=self.pet_name))
+        w.say(1 - me, self.rng.choice(["Oh no, poor baby!", "Aww, hope it gets better soon."]))
+        return [
+            Question(
+                self.q("What health problem did {p}'s {s} have?", "What was wrong with my {s} at the vet?",
+                       s=self.species),
+                "multi_hop",
+                (self.pet_at, told),
+            )
+        ]
+
     def trip(self, w: _Writer, me: int) -> list[Question]:
-        city, highlight = self.rng.choice(CITIES), self.rng.choice(HIGHLIGHTS)
+        city, (highlight, asked) = self.rng.choice(CITIES), self.rng.choice(HIGHLIGHTS)
         told = w.say(
             me,
             _pick(
@@ -315,9 +360,7 @@ class _Life:
         return [
             Question(self.q("When did {p} go to {c}?", "When was my trip to {c}?", c=city), "temporal", (told,)),
             Question(
-                self.q("Which city did {p} travel to for a short break?", "Where did I go for my short getaway?"),
-                "paraphrased",
-                (told,),
+                self.q(asked, asked.replace("{p}'s", "my").replace("{p}", "I")), "multi_hop", (told, best)
             ),
             Question(
                 self.q("What did {p} enjoy most about the trip to {c}?", "What was the best part of my {c} trip?",
@@ -379,7 +422,7 @@ class _Life:
         ]
 
     def hobby(self, w: _Writer, me: int, which: int) -> list[Question]:
-        hobby, doing = self.hobbies[which]
+        hobby, doing, _, _ = self.hobbies[which]
         told = w.say(
             me,
             _pick(
@@ -395,6 +438,7 @@ class _Life:
         )
         self.hobby_messages.append(told)
         w.say(1 - me, self.rng.choice(REACTIONS))
+        w.callbacks.extend((me, t.format(h=hobby)) for t in self.rng.sample(HOBBY_CALLBACKS, 2))
         if which < len(self.hobbies) - 1:
             return []
         return [
@@ -404,6 +448,14 @@ class _Life:
                 tuple(self.hobby_messages),
             )
         ]
+
+    def achievement(self, w: _Writer, me: int, which: int) -> list[Question]:
+        """A moment in a hobby months in: told without the hobby's name, asked about in other words."""
+        _, _, said, asked = self.hobbies[which]
+        told = w.say(me, said)
+        w.say(1 - me, self.rng.choice(REACTIONS))
+        mine = asked.replace("{p}'s", "my").replace("{p}", "I")
+        return [Question(self.q(asked, mine), "paraphrased", (told,))]
 
     def taught(self, w: _Writer, me: int) -> list[Question]:
         """The first part of the relative's story: who taught a skill (the bridge to the move, told later)."""
@@ -446,8 +498,15 @@ class _Life:
             )
         ]
 
+    def training(self, w: _Writer, me: int) -> list[Question]:
+        self.race_name = self.rng.choice(RACES)
+        w.say(me, f"Training for the {self.race_name} is brutal. Did intervals in the rain this morning.")
+        w.say(1 - me, "You're braver than me, {other}.")
+        w.callbacks.append((me, f"Only a few weeks left until the {self.race_name}, getting nervous."))
+        return []
+
     def race(self, w: _Writer, me: int) -> list[Question]:
-        race = self.rng.choice(RACES)
+        race = self.race_name
         minutes = self.rng.randint(24, 130)
         told = w.say(
             me,
@@ -516,11 +575,17 @@ def _conversation(seed: int, style: str) -> Conversation:
         plan[min(session, sessions - 1)].append(act)
 
     for speaker, life in enumerate(lives):
-        place(rng.randrange(2, sessions), lambda life=life, s=speaker: life.pet(w, s))
-        place(rng.randrange(1, sessions), lambda life=life, s=speaker: life.trip(w, s))
-        place(rng.randrange(0, sessions), lambda life=life, s=speaker: life.race(w, s))
-        for which, session in enumerate(sorted(rng.sample(range(sessions), 3))):
+        adopted = rng.randrange(1, sessions - 8)
+        place(adopted, lambda life=life, s=speaker: life.pet(w, s))
+        place(adopted + rng.randint(3, 7), lambda life=life, s=speaker: life.vet(w, s))
+        for session in rng.sample(range(1, sessions), 2):
+            place(session, lambda life=life, s=speaker: life.trip(w, s))
+        trained = rng.randrange(0, sessions - 6)
+        place(trained, lambda life=life, s=speaker: life.training(w, s))
+        place(trained + rng.randint(3, 5), lambda life=life, s=speaker: life.race(w, s))
+        for which, session in enumerate(sorted(rng.sample(range(sessions - 6), 3))):
             place(session, lambda life=life, s=speaker, i=which: life.hobby(w, s, i))
+            place(session + rng.randint(2, 6), lambda life=life, s=speaker, i=which: life.achievement(w, s, i))
         for first, second in ((life.interview, life.offer), (life.taught, life.moving)):
             start = rng.randrange(0, sessions // 2)
             place(start, lambda s=speaker, f=first: f(w, s))  # type: ignore[misc]
@@ -557,12 +622,17 @@ def _close(w: _Writer, rng: random.Random, style: str) -> None:
 def _chatter(w: _Writer, rng: random.Random, style: str, exchanges: int) -> None:
     for _ in range(exchanges):
         if style == "assistant":
-            w.say(0, rng.choice(REQUESTS))
+            mine = [i for i, (who, _) in enumerate(w.callbacks) if who == 0]
+            w.say(0, w.callbacks.pop(rng.choice(mine))[1] if mine and rng.random() < 0.4 else rng.choice(REQUESTS))
             w.say(1, rng.choice(ASSISTANT_REPLIES))
             continue
         speaker = rng.randrange(2)
         roll = rng.random()
-        if roll < 0.6:  # never quite the same twice: real chats do not repeat themselves word for word
+        if w.callbacks and roll < 0.3:  # something brought up again
+            speaker, said = w.callbacks.pop(rng.randrange(len(w.callbacks)))
+            w.say(speaker, said)
+            w.say(1 - speaker, rng.choice(REACTIONS))
+        elif roll < 0.65:  # never quite the same twice: real chats do not repeat themselves word for word
             said, answer = rng.choice(SMALL_TALK)
             w.say(speaker, f"{rng.choice(LEADS)}{said[0].lower() if said[0] != 'I' else 'I'}{said[1:]}")
             w.say(1 - speaker, f"{answer}{rng.choice(TAILS)}")

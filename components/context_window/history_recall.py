@@ -64,6 +64,8 @@ STORE_RETRY_S = 30.0
 """After a ``PartVectors`` call fails, the store is left alone this long: a stalled server is not waited for by
 every turn (each would spend its wait before embedding anyway)."""
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+_SPEAKER = re.compile(r"^(\[[^\]\n]{1,40}\]\s*)?[A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}: ")
+"""A chat line's speaker tag, after an optional bracketed header such as a date: "[8 May 2023] Maya: "."""
 log = logging.getLogger(__name__)
 
 
@@ -88,7 +90,9 @@ def part_key(text: str) -> str:
 
 
 def parts_of(text: str) -> list[str]:
-    """``text`` as at most ``MAX_PARTS`` runs of whole sentences, in order."""
+    """``text`` as at most ``MAX_PARTS`` runs of whole sentences, in order, without a leading speaker tag ("Maya: "):
+    a name said in every message of a chat between people would otherwise outweigh what each message says."""
+    text = _SPEAKER.sub(r"\1", text, count=1)
     sentences = [s for s in _SENTENCE_END.split(text) if s.strip()] or [text or " "]
     if len(sentences) <= MAX_PARTS:
         return [s[:EMBED_CHARS] for s in sentences]
