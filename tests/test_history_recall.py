@@ -35,9 +35,9 @@ def history(builtin_registry):
 def window_parts(messages: list[Message]) -> tuple[list[Message], list[Message]]:
     """(newest block, recalled) split at the marker."""
     contents = [m.content for m in messages]
-    if RECALL_MARKER not in contents:
+    at = next((i for i, c in enumerate(contents) if c.startswith(RECALL_MARKER)), None)
+    if at is None:
         return messages, []
-    at = contents.index(RECALL_MARKER)
     return messages[:at], messages[at + 1 :]
 
 
@@ -51,9 +51,11 @@ async def test_a_planted_fact_far_back_is_recalled_whole_after_the_newest_turns(
     positions = [messages.index(m) for m in recalled]
     assert positions == sorted(positions) and max(positions) < len(messages) - len(newest)
     assert c.volatile_tail == len(recalled) + 1
-    used = sum(ctx.tokens.count_message(m) for m in c.messages())
-    largest = max(ctx.tokens.count_message(m) for m in messages)
-    assert budget_filled(used, 1_500, largest)
+    assert sum(ctx.tokens.count_message(m) for m in c.messages()) <= 1_500
+    # nothing irrelevant fills the room: without vectors, a recalled message shares a word with the question or is
+    # in the exchange of one that does (two messages either side)
+    hits = [i for i, m in enumerate(messages) if any(w in m.content.lower() for w in ("kind", "dog", "margot", "adopt"))]
+    assert all(any(abs(p - h) <= 2 for h in hits) for p in positions)
 
 
 def budget_filled(used: int, budget: int, largest: int) -> bool:
@@ -102,11 +104,14 @@ async def test_recall_places_what_changes_after_the_cached_prefix():
     )
     window = await handler.assemble(ctx, wtype)
     contents = [m.get("content") for m in window.messages]
-    assert RECALL_MARKER in contents and FACT in contents
-    assert window.stable_messages <= contents.index(RECALL_MARKER)
-    assert contents.index(FACT) > contents.index(RECALL_MARKER)
+    marker = next(i for i, c in enumerate(contents) if c.startswith(RECALL_MARKER))
+    assert FACT in contents and contents[marker].endswith(" are left out.")
+    assert window.stable_messages <= marker
+    assert contents.index(FACT) > marker
     history = window.snapshot.module("conversation_history")
-    assert history.used > 0.9 * history.allocated  # the history fills its allocation
+    # recall adds only what is relevant; the newest turns take the rest (their start moves in cache blocks)
+    assert history.metadata["recalled_tokens"] < 0.2 * history.allocated
+    assert history.used > 0.6 * history.allocated
 
 
 class CountingEmbedder:

@@ -59,7 +59,7 @@ NEIGHBOUR_SHARE = 0.9
 """A neighbour's score is this share of its hit's: with RRF scores, the best hit's neighbours rank about 8th."""
 HOP_FROM = 3
 """The second hop starts from the names in this many best messages."""
-HOP_WEIGHT = 0.0
+HOP_WEIGHT = 0.5
 """RRF weight of the second hop's ranking (beside the lexical and dense ones)."""
 HOP_MIN_IDF = 2.0
 """A name leads a second hop only when it is rare in the history (idf at least this: in under ~1 message in 7)."""

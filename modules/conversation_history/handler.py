@@ -23,6 +23,7 @@ from components.context_window.base import (
     MessagePage,
     MessageSource,
     RecalledUnit,
+    RecallRanking,
     pages_newest_first,
 )
 from components.context_window.content_parts import media_note
@@ -86,7 +87,14 @@ RECALL_MARKER = (
     "Earlier messages of this conversation, recalled because they may bear on the current question. They came "
     "before the recent messages above; they are shown in their original order."
 )
-"""Opens the recalled messages (a fixed text: counted once, and the same every turn)."""
+"""Opens the recalled messages; ``recall_marker`` adds how much of the older history they are."""
+
+
+def recall_marker(shown: int, older: int) -> str:
+    """The marker, saying how many of the ``older`` messages (those before the recent ones) are shown: a question
+    such as "how many times..." then knows the list is partial."""
+    left_out = older - shown
+    return f"{RECALL_MARKER} {shown} of the {older} older messages are shown; {left_out} are left out."
 
 Unit = tuple[Message, ...]
 
@@ -343,31 +351,31 @@ class ConversationHistoryModule(ContextModule):
         self, budget: int, ctx: AssemblyContext, strategy: str | None, recall_pct: float
     ) -> Contribution:
         """The newest turns within ``100 - recall_pct`` % of ``budget`` (in cache blocks, opening with a user
-        message), then older messages recalled by relevance to the query in all the room left: the history fills
-        its allocation. Recalled units come after the newest ones (they change per turn; the prefix stays cached),
-        behind a marker, in conversation order."""
+        message), then older messages recalled by relevance to the query in the room left. Recall adds nothing
+        irrelevant to fill room: what it leaves goes to more of the newest turns. Recalled units come after the
+        newest ones (they change per turn; the prefix stays cached), behind a marker, in conversation order."""
         source = _Remembered(ctx.session.message_source())
         assert ctx.tokens is not None
+        count = ctx.tokens.count_message
         reserve = _recall_reserve(ctx.directives.config, budget)  # for cleared tool results the question needs
-        newest_budget = int((budget - reserve) * (100 - recall_pct) / 100)
-        kept = await self._fill(source, newest_budget, ctx)
-        if not any(unit[0].role == "user" for _, unit, _ in kept):  # the newest exchange stays, from its question
-            within = await self._fill(source, budget, ctx)
-            asked = next((i for i, (_, unit, _) in enumerate(within) if unit[0].role == "user"), None)
-            kept = within[: asked + 1] if asked is not None else within[:1]
-        overflowing = bool(kept) and kept[-1][0] > 0
-        block = block_size(ctx.directives.config, sum(len(unit) for _, unit, _ in kept))
-        if overflowing:
-            kept = without_orphan_opening(block_aligned(kept, block))
+        kept, block = await self._newest(source, int((budget - reserve) * (100 - recall_pct) / 100), budget, ctx)
         first_kept = kept[-1][0] if kept else source.total
+        newest_used = sum(cost for _, _, cost in kept)
+        ranking, room = await self._ranked(ctx, first_kept, budget - newest_used - reserve)
+        chosen = self._chosen(ranking, room, ctx)
+        spare = room - sum(cost for _, cost in chosen)
+        if first_kept > 0 and spare >= SUMMARY_ROOM_STEP:  # recall found less than its room: newer turns take it
+            kept, block = await self._newest(source, newest_used + spare, budget, ctx)
+            first_kept = kept[-1][0] if kept else source.total
+            chosen = [(u, cost) for u, cost in chosen if u.position < first_kept]
         newest = tuple(unit for _, unit, _ in reversed(kept))
-        newest_used = sum(ctx.tokens.count_message(m) for unit in newest for m in unit)
         note, clearing = await _recall_cleared(newest, ctx, reserve)
-        note_used = ctx.tokens.count_message(note) if note is not None else 0
-        recalled, facts = await self._recalled(ctx, first_kept, budget - newest_used - note_used)
-        marker = (Message("system", RECALL_MARKER),) if recalled else ()
+        recalled = tuple(u.messages for u, _ in chosen)
+        shown = sum(len(unit) for unit in recalled)
+        marker = (Message("system", recall_marker(shown, first_kept)),) if recalled else ()
         tail = ((note,),) if note is not None else ()
         units = newest + tuple((m,) for m in marker) + recalled + tail
+        facts = _recall_facts(ranking, chosen)
         return Contribution(
             self.module_id,
             units=units,
@@ -381,28 +389,51 @@ class ConversationHistoryModule(ContextModule):
                 "first_kept_index": first_kept,
                 "summary": False,
                 "cache_block": block,
-                "newest_tokens": newest_used,
+                "newest_tokens": sum(count(m) for unit in newest for m in unit),
                 **facts,
                 **clearing,
             },
         )
 
-    async def _recalled(self, ctx: AssemblyContext, before: int, room: int) -> tuple[tuple[Unit, ...], dict[str, Any]]:
-        """Older units packed into ``room`` by relevance (best first; one that does not fit is passed over for the
-        next that does, so the depth is the room's, not a fixed k), returned in conversation order."""
+    async def _newest(
+        self, source: MessageSource, room: int, budget: int, ctx: AssemblyContext
+    ) -> tuple[list[tuple[int, Unit, int]], int]:
+        """The newest units within ``room`` (newest first; in cache blocks, opening with a user message; the newest
+        exchange stays whole, from its question, within ``budget``), and the cache block used."""
+        kept = await self._fill(source, room, ctx)
+        if not any(unit[0].role == "user" for _, unit, _ in kept):  # the newest exchange stays, from its question
+            within = await self._fill(source, budget, ctx)
+            asked = next((i for i, (_, unit, _) in enumerate(within) if unit[0].role == "user"), None)
+            kept = within[: asked + 1] if asked is not None else within[:1]
+        block = block_size(ctx.directives.config, sum(len(unit) for _, unit, _ in kept))
+        if kept and kept[-1][0] > 0:
+            kept = without_orphan_opening(block_aligned(kept, block))
+        return kept, block
+
+    async def _ranked(self, ctx: AssemblyContext, before: int, room: int) -> tuple[RecallRanking | None, int]:
+        """The units before ``before`` ranked for the query, and the room for them (less the marker's)."""
+        assert ctx.tokens is not None
+        room -= ctx.tokens.count_message(Message("system", recall_marker(before, before)))  # its most digits
+        if before <= 0 or room <= 0:
+            return None, max(room, 0)
+        recall = ctx.history_recall or self._own_recall(ctx)
+        return await recall.recall(ctx.session, ctx.query, before=before, enough_tokens=room * 4), room
+
+    def _chosen(
+        self, ranking: RecallRanking | None, room: int, ctx: AssemblyContext
+    ) -> list[tuple[RecalledUnit, int]]:
+        """Ranked units packed into ``room`` best first (one that does not fit is passed over for the next that does,
+        so the depth is the room's, not a fixed k), in conversation order, with their costs."""
+        if ranking is None:
+            return []
         assert ctx.tokens is not None
         count = ctx.tokens.count_message
-        room -= count(Message("system", RECALL_MARKER))
-        if before <= 0 or room <= 0:
-            return (), {"recalled_messages": 0}
-        recall = ctx.history_recall or self._own_recall(ctx)
-        ranking = await recall.recall(ctx.session, ctx.query, before=before, enough_tokens=room * 4)
         exponent = option(ctx.directives.config, "recall_cost_exponent", RECALL_COST_EXPONENT, minimum=0)
         costs = {u.position: sum(count(m) for m in u.messages) for u in ranking.units}
-        # Relevance per token: a short message that ranks a little lower beats a long reply that ranks a little higher
-        # (evidence sits mostly in short user messages; a long reply spends room several short ones could use).
+        # In rank order by default (exponent 0): by relevance per token, short lines that hold nothing beat the
+        # longer message holding the fact (measured on bench/conversation_bench.py).
         by_value = sorted(ranking.units, key=lambda u: (-u.score / max(1, costs[u.position]) ** exponent, u.position))
-        chosen: list[RecalledUnit] = []
+        chosen: list[tuple[RecalledUnit, int]] = []
         seen: set[str] = set()
         left = room
         for unit in by_value:
@@ -410,21 +441,10 @@ class ConversationHistoryModule(ContextModule):
             text = "\n".join(m.content for m in unit.messages)
             if cost > left or text in seen:  # too large for what is left, or a repeat of what is chosen
                 continue
-            chosen.append(unit)
+            chosen.append((unit, cost))
             seen.add(text)
             left -= cost
-        chosen.sort(key=lambda u: u.position)
-        facts: dict[str, Any] = {
-            "recall": ranking.method,
-            "recalled_messages": sum(len(u.messages) for u in chosen),
-            "recalled_tokens": room - left,
-            "recall_searched": ranking.searched,
-        }
-        if ranking.reason and not chosen:
-            facts["recall_reason"] = ranking.reason
-        if ranking.pending:  # vectors still being read or embedded in the background: ranked by words meanwhile
-            facts["recall_vectors_pending"] = ranking.pending
-        return tuple(u.messages for u in chosen), facts
+        return sorted(chosen, key=lambda pair: pair[0].position)
 
     def _own_recall(self, ctx: AssemblyContext) -> HistoryRecall:
         """Without a provider (a library call, ``tda assemble``), the module indexes the history itself at first use,
@@ -538,6 +558,23 @@ class _Walk:
         # otherwise pull it back and rewrite the whole prefix).
         priced = clear_unit(whole, self._by_size, self._turn, count)[0] if self._by_size.active else whole
         return index, unit, count(priced[0]) if len(priced) == 1 else sum(count(m) for m in priced)
+
+
+def _recall_facts(ranking: RecallRanking | None, chosen: list[tuple[RecalledUnit, int]]) -> dict[str, Any]:
+    """What the snapshot says about recall: the method, what was recalled and searched, and why nothing was."""
+    if ranking is None:
+        return {"recalled_messages": 0}
+    facts: dict[str, Any] = {
+        "recall": ranking.method,
+        "recalled_messages": sum(len(u.messages) for u, _ in chosen),
+        "recalled_tokens": sum(cost for _, cost in chosen),
+        "recall_searched": ranking.searched,
+    }
+    if ranking.reason and not chosen:
+        facts["recall_reason"] = ranking.reason
+    if ranking.pending:  # vectors still being read or embedded in the background: ranked by words meanwhile
+        facts["recall_vectors_pending"] = ranking.pending
+    return facts
 
 
 def _recall_reserve(config: Any, budget: int) -> int:
