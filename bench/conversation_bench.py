@@ -2,10 +2,10 @@
 
 Data: bench/conversation_data.py (long chats between people over weeks, written offline; five question kinds, the
 evidence of each labelled by message). tda runs through the service as a user meets it: a fresh app (SQLite, the
-mock model recorded, the embedder of TDA_EMBEDDER, default minilm-int8), one llm_only profile per shipped type (the
-Balanced one created without a type, as a new user would); per question and limit a new session gets the chat
-imported over HTTP and the question is asked at once as a turn (no wait for the vectors). A question is recalled
-when every evidence message's text is in the window sent to the model.
+mock model, the embedder of TDA_EMBEDDER, default minilm-int8), an llm_only profile created without a type; each chat is imported into a session over HTTP and its
+questions are asked at once (no wait for the vectors) through the what-if preview, once per shipped type and limit:
+the window a turn would send, without recording the question. A question is recalled when every evidence message's text
+is in that window.
 
 The baseline is the plain hybrid a user could write in an afternoon: BM25 + the same embedder (whole messages),
 reciprocal-rank fusion, packed in rank order into exactly the history tokens tda's conversation_history used for
@@ -41,7 +41,6 @@ from components.context_window.relevance import BM25Index, fuse, unit_rows  # no
 from components.context_window.token_estimator import estimator_for  # noqa: E402
 from tda.config import Settings, offline_library_defaults  # noqa: E402
 from tda.db import upgrade  # noqa: E402
-from tda.llm import LLM, Completion  # noqa: E402
 
 offline_library_defaults()
 
@@ -52,18 +51,6 @@ EMBEDDER = os.environ.get("TDA_EMBEDDER", "minilm-int8")
 TYPES = tuple(
     os.environ.get("BENCH_TYPES", "balanced,conversation_first,knowledge_heavy,token_efficient").split(",")
 )
-
-
-class RecordingLLM(LLM):
-    """The mock model, keeping the messages of the last call (the window as sent)."""
-
-    def __init__(self) -> None:
-        super().__init__(mock=True)
-        self.last: list[dict[str, Any]] = []
-
-    async def complete(self, model: str, messages: list[dict[str, Any]], tools: Any, **kw: Any) -> Completion:
-        self.last = messages
-        return Completion("Noted.", 10, 2, [])
 
 
 @dataclass
@@ -111,6 +98,12 @@ def _module(snapshot: dict[str, Any], module_id: str) -> dict[str, Any]:
     return next((m for m in snapshot["modules"] if m["module_id"] == module_id), {})
 
 
+async def _ask(client: Any, headers: dict[str, str], path: str, body: dict[str, Any]) -> dict[str, Any]:
+    r = await client.post(path, json=body, headers=headers)
+    assert r.status_code in (200, 201), await r.get_json()
+    return dict(await r.get_json())
+
+
 async def run(data: list[Conversation], folder: Path) -> dict[tuple[str, int, str], Cell]:
     from tda.app import create_app
     from tda.knowledge.embeddings import make_embedder
@@ -118,42 +111,30 @@ async def run(data: list[Conversation], folder: Path) -> dict[tuple[str, int, st
     embed_fn = make_embedder(EMBEDDER)
     embed = lambda texts: np.asarray(embed_fn(list(texts)), dtype=np.float32)  # noqa: E731
     cells: dict[tuple[str, int, str], Cell] = defaultdict(Cell)
-    llm = RecordingLLM()
     settings = Settings(data_dir=folder, mock_model=True, embedder=EMBEDDER)
-    app = create_app(settings, llm=llm, migrate=False, warm_up_llm=False, warm_up_knowledge=True)
+    app = create_app(settings, migrate=False, warm_up_llm=False, warm_up_knowledge=True)
     async with app.test_app() as running:
         svc = running.app.extensions["tda"]
         token, _ = await svc.store.tokens.create("bench", "admin")
         headers = {"Authorization": f"Bearer {token}"}
         client = running.test_client()
-        for type_id in TYPES:  # Balanced as a new user gets it: a profile created without a type
-            profile: dict[str, Any] = {"id": type_id, "type": "llm_only"}
-            if type_id != "balanced":
-                profile["context_window_type_id"] = type_id
-            r = await client.post("/v1/profiles", json=profile, headers=headers)
-            assert r.status_code == 201, await r.get_json()
-        n = 0
-        for conversation in data:
+        r = await client.post("/v1/profiles", json={"id": "chat", "type": "llm_only"}, headers=headers)
+        assert r.status_code == 201, await r.get_json()  # created without a type: Balanced, as a new user gets
+        for number, conversation in enumerate(data):
             hybrid = Hybrid(conversation, embed)
             imported = [{**m, "turn": i // 2 + 1} for i, m in enumerate(conversation.messages)]
             questions = conversation.questions[:QUESTIONS] if QUESTIONS else conversation.questions
-            for question in questions:
+            sid = f"c{number}"
+            body = {"id": sid, "profile_id": "chat"}
+            assert (await client.post("/v1/sessions", json=body, headers=headers)).status_code == 201
+            await _ask(client, headers, f"/v1/sessions/{sid}/messages", {"messages": imported})
+            for question in questions:  # asked at once after the import: no wait for the vectors
                 evidence = [hybrid.texts[i] for i in question.evidence]
                 for type_id in TYPES:
                     for limit in LIMITS:
-                        n += 1
-                        sid = f"q{n}"
-                        body = {"id": sid, "profile_id": type_id, "context_limit": limit}
-                        assert (await client.post("/v1/sessions", json=body, headers=headers)).status_code == 201
-                        r = await client.post(
-                            f"/v1/sessions/{sid}/messages", json={"messages": imported}, headers=headers
-                        )
-                        assert r.status_code == 201, await r.get_json()
-                        r = await client.post(
-                            f"/v1/sessions/{sid}/turns", json={"query": question.text}, headers=headers
-                        )
-                        assert r.status_code == 201, await r.get_json()
-                        snapshot = (await r.get_json())["snapshot"]
+                        asked = {"type_id": type_id, "session_id": sid, "query": question.text, "context_limit": limit}
+                        out = await _ask(client, headers, "/v1/context-window-types/preview", asked)
+                        window, snapshot = out["messages"], out["snapshot"]
                         history = _module(snapshot, "conversation_history")
                         used = int(history.get("used", 0))
                         meta = history.get("metadata") or {}
@@ -163,11 +144,9 @@ async def run(data: list[Conversation], folder: Path) -> dict[tuple[str, int, st
                         cell.window_tokens.append(int(snapshot["total_used"]))
                         cell.recalled_tokens.append(int(meta.get("recalled_tokens", 0)))
                         cell.said_nothing += "nothing relevant" in str(meta.get("recall_reason", ""))
-                        cell.tda += all(in_window(llm.last, e) for e in evidence)
+                        cell.tda += all(in_window(window, e) for e in evidence)
                         chosen = hybrid.packed(question.text, used)
                         cell.hybrid += all(i in chosen for i in question.evidence)
-                        await svc.writer.settle(sid)
-                        r = await client.delete(f"/v1/sessions/{sid}", headers=headers)
             print(f"  {conversation.name}: {len(conversation.messages)} messages, {len(questions)} questions",
                   file=sys.stderr)
     return cells
