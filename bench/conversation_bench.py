@@ -2,10 +2,10 @@
 
 Data: bench/conversation_data.py (long chats between people over weeks, written offline; five question kinds, the
 evidence of each labelled by message). tda runs through the service as a user meets it: a fresh app (SQLite, the
-mock model, the embedder of TDA_EMBEDDER, default minilm-int8), an llm_only profile created without a type; each chat is imported into a session over HTTP and its
-questions are asked at once (no wait for the vectors) through the what-if preview, once per shipped type and limit:
-the window a turn would send, without recording the question. A question is recalled when every evidence message's text
-is in that window.
+mock model, the embedder of TDA_EMBEDDER, default minilm-int8), an llm_only profile created without a type; each
+chat is imported into a session over HTTP and its questions are asked at once (no wait for the vectors) through the
+what-if preview, once per shipped type and limit: the window a turn would send, without recording the question. A
+question is recalled when every evidence message's text is in that window.
 
 The baseline is the plain hybrid a user could write in an afternoon: BM25 + the same embedder (whole messages),
 reciprocal-rank fusion, packed in rank order into exactly the history tokens tda's conversation_history used for
@@ -48,9 +48,7 @@ LIMITS = tuple(int(x) for x in os.environ.get("BENCH_LIMITS", "4000,8000,16000")
 CONVERSATIONS = int(os.environ.get("BENCH_CONVERSATIONS", "2"))
 QUESTIONS = int(os.environ.get("BENCH_QUESTIONS", "0"))
 EMBEDDER = os.environ.get("TDA_EMBEDDER", "minilm-int8")
-TYPES = tuple(
-    os.environ.get("BENCH_TYPES", "balanced,conversation_first,knowledge_heavy,token_efficient").split(",")
-)
+TYPES = tuple(os.environ.get("BENCH_TYPES", "balanced,conversation_first,knowledge_heavy,token_efficient").split(","))
 
 
 @dataclass
@@ -73,7 +71,8 @@ class Hybrid:
         self.texts = [m["content"] for m in conversation.messages]
         tokens = estimator_for("gpt-4o")
         self.costs = [
-            tokens.count_message(Message(m["role"], m["content"])) for m in conversation.messages  # type: ignore[arg-type]
+            tokens.count_message(Message(m["role"], m["content"]))
+            for m in conversation.messages  # type: ignore[arg-type]
         ]
         self.bm25 = BM25Index(self.texts)
         self.vectors = unit_rows(embed(self.texts))
@@ -147,8 +146,10 @@ async def run(data: list[Conversation], folder: Path) -> dict[tuple[str, int, st
                         cell.tda += all(in_window(window, e) for e in evidence)
                         chosen = hybrid.packed(question.text, used)
                         cell.hybrid += all(i in chosen for i in question.evidence)
-            print(f"  {conversation.name}: {len(conversation.messages)} messages, {len(questions)} questions",
-                  file=sys.stderr)
+            print(
+                f"  {conversation.name}: {len(conversation.messages)} messages, {len(questions)} questions",
+                file=sys.stderr,
+            )
     return cells
 
 

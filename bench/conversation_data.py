@@ -155,32 +155,68 @@ BREEDS = {
 CITIES = "Lisbon Tallinn Montreal Osaka Valparaiso Ljubljana Adelaide Bergen Tucson Galway Seville Kraków".split()
 HIGHLIGHTS = [
     ("the tiled old town at sunset, we just walked for hours", "Which city had the old town {p} wandered at dusk?"),
-    ("a tiny seafood place by the harbour that I'm still dreaming about",
-     "Where did {p} find the little fish restaurant by the port?"),
+    (
+        "a tiny seafood place by the harbour that I'm still dreaming about",
+        "Where did {p} find the little fish restaurant by the port?",
+    ),
     ("the hike up to the viewpoint, legs were jelly but worth it", "In which city did {p} climb to a lookout?"),
-    ("a jazz bar in a basement where the pianist took requests",
-     "Which city has the cellar club where a pianist played {p}'s requests?"),
+    (
+        "a jazz bar in a basement where the pianist took requests",
+        "Which city has the cellar club where a pianist played {p}'s requests?",
+    ),
     ("the covered market, I ate my way through half of it", "Where did {p} eat through a food hall?"),
 ]
 COMPANIES = "Northwind Lumen Brightwave Corvid Halcyon Tessellate Quarry Fernhill Orbital Kestrel".split()
 ROLES = ["data analyst", "project coordinator", "UX designer", "lab technician", "sales lead", "copy editor"]
 HOBBIES = [
-    ("pottery", "throwing bowls on the wheel", "Finally made a bowl on the wheel that doesn't wobble! Glazed it blue.",
-     "What did {p} manage to make at pottery?"),
-    ("bouldering", "climbing at the indoor wall", "Topped the purple route on the overhang tonight, took me six weeks.",
-     "Which route did {p} finally complete at the climbing wall?"),
-    ("salsa dancing", "dancing salsa on Thursdays", "We did the little showcase at the end of term, I only stepped on "
-     "one foot.", "How did {p}'s first dance performance go?"),
-    ("watercolour painting", "painting little watercolours", "Painted the lighthouse at dusk from that photo you "
-     "sent, it's on the fridge now.", "What picture did {p} paint from a photo?"),
-    ("chess", "playing chess at the club", "Beat the club captain in forty moves. He was not pleased.",
-     "Who did {p} defeat in a board game at the club?"),
-    ("birdwatching", "watching birds at the reservoir", "Saw a kingfisher at the reservoir this morning, a flash of "
-     "electric blue.", "What bird did {p} spot at the reservoir?"),
-    ("kayaking", "paddling a kayak on the river", "Paddled all the way up to the weir and back, arms are noodles.",
-     "How far upriver did {p} get in the boat?"),
-    ("ukulele", "strumming the ukulele", "Played Riptide at the open mic, hands shaking the whole time.",
-     "Which song did {p} perform at the open mic?"),
+    (
+        "pottery",
+        "throwing bowls on the wheel",
+        "Finally made a bowl on the wheel that doesn't wobble! Glazed it blue.",
+        "What did {p} manage to make at pottery?",
+    ),
+    (
+        "bouldering",
+        "climbing at the indoor wall",
+        "Topped the purple route on the overhang tonight, took me six weeks.",
+        "Which route did {p} finally complete at the climbing wall?",
+    ),
+    (
+        "salsa dancing",
+        "dancing salsa on Thursdays",
+        "We did the little showcase at the end of term, I only stepped on one foot.",
+        "How did {p}'s first dance performance go?",
+    ),
+    (
+        "watercolour painting",
+        "painting little watercolours",
+        "Painted the lighthouse at dusk from that photo you sent, it's on the fridge now.",
+        "What picture did {p} paint from a photo?",
+    ),
+    (
+        "chess",
+        "playing chess at the club",
+        "Beat the club captain in forty moves. He was not pleased.",
+        "Who did {p} defeat in a board game at the club?",
+    ),
+    (
+        "birdwatching",
+        "watching birds at the reservoir",
+        "Saw a kingfisher at the reservoir this morning, a flash of electric blue.",
+        "What bird did {p} spot at the reservoir?",
+    ),
+    (
+        "kayaking",
+        "paddling a kayak on the river",
+        "Paddled all the way up to the weir and back, arms are noodles.",
+        "How far upriver did {p} get in the boat?",
+    ),
+    (
+        "ukulele",
+        "strumming the ukulele",
+        "Played Riptide at the open mic, hands shaking the whole time.",
+        "Which song did {p} perform at the open mic?",
+    ),
 ]
 HOBBY_CALLBACKS = [
     "Back to {h} tonight, can't wait.",
@@ -312,11 +348,14 @@ class _Life:
         w.callbacks.extend((me, t.replace("{n}", pet)) for t in self.rng.sample(PET_CALLBACKS, 4))
         self.pet_name, self.species, self.pet_at = pet, species, told
         return [
-            Question(self.q("What is the name of {p}'s {s}?", "What is my {s} called?", s=species), "single_hop",
-                     (told,)),
             Question(
-                self.q("What did {p} call the animal {poss} household took in?",
-                       "What name did I give the animal we took in?"),
+                self.q("What is the name of {p}'s {s}?", "What is my {s} called?", s=species), "single_hop", (told,)
+            ),
+            Question(
+                self.q(
+                    "What did {p} call the animal {poss} household took in?",
+                    "What name did I give the animal we took in?",
+                ),
                 "paraphrased",
                 (told,),
             ),
@@ -334,8 +373,9 @@ class _Life:
         w.say(1 - me, self.rng.choice(["Oh no, poor baby!", "Aww, hope it gets better soon."]))
         return [
             Question(
-                self.q("What health problem did {p}'s {s} have?", "What was wrong with my {s} at the vet?",
-                       s=self.species),
+                self.q(
+                    "What health problem did {p}'s {s} have?", "What was wrong with my {s} at the vet?", s=self.species
+                ),
                 "multi_hop",
                 (self.pet_at, told),
             )
@@ -359,12 +399,11 @@ class _Life:
         best = w.say(me, f"Honestly {highlight}.")
         return [
             Question(self.q("When did {p} go to {c}?", "When was my trip to {c}?", c=city), "temporal", (told,)),
+            Question(self.q(asked, asked.replace("{p}'s", "my").replace("{p}", "I")), "multi_hop", (told, best)),
             Question(
-                self.q(asked, asked.replace("{p}'s", "my").replace("{p}", "I")), "multi_hop", (told, best)
-            ),
-            Question(
-                self.q("What did {p} enjoy most about the trip to {c}?", "What was the best part of my {c} trip?",
-                       c=city),
+                self.q(
+                    "What did {p} enjoy most about the trip to {c}?", "What was the best part of my {c} trip?", c=city
+                ),
                 "multi_hop",
                 (told, best),
             ),
@@ -411,9 +450,7 @@ class _Life:
                 (told,),
             ),
             Question(self.q("Who is {p}'s new employer?", "Who do I work for now?"), "paraphrased", (told,)),
-            Question(
-                self.q("What position was {p} hired for?", "What role was I hired into?"), "paraphrased", (told,)
-            ),
+            Question(self.q("What position was {p} hired for?", "What role was I hired into?"), "paraphrased", (told,)),
             Question(
                 self.q("When did {p} sign on with the new company?", "When did I accept the new job?"),
                 "temporal",
@@ -522,8 +559,11 @@ class _Life:
         )
         w.say(1 - me, self.rng.choice(REACTIONS))
         return [
-            Question(self.q("How long did it take {p} to finish the {r}?", "What was my time in the {r}?", r=race),
-                     "single_hop", (told,)),
+            Question(
+                self.q("How long did it take {p} to finish the {r}?", "What was my time in the {r}?", r=race),
+                "single_hop",
+                (told,),
+            ),
             Question(self.q("When did {p} run the {r}?", "When did I run the {r}?", r=race), "temporal", (told,)),
         ]
 

@@ -54,7 +54,8 @@ async def test_a_planted_fact_far_back_is_recalled_whole_after_the_newest_turns(
     assert sum(ctx.tokens.count_message(m) for m in c.messages()) <= 1_500
     # nothing irrelevant fills the room: without vectors, a recalled message shares a word with the question or is
     # in the exchange of one that does (two messages either side)
-    hits = [i for i, m in enumerate(messages) if any(w in m.content.lower() for w in ("kind", "dog", "margot", "adopt"))]
+    asked = ("kind", "dog", "margot", "adopt")
+    hits = [i for i, m in enumerate(messages) if any(w in m.content.lower() for w in asked)]
     assert all(any(abs(p - h) <= 2 for h in hits) for p in positions)
 
 

@@ -15,6 +15,7 @@ about storage.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import hashlib
 import logging
@@ -63,7 +64,10 @@ HOP_WEIGHT = 0.5
 """RRF weight of the second hop's ranking (beside the lexical and dense ones)."""
 HOP_MIN_IDF = 2.0
 """A name leads a second hop only when it is rare in the history (idf at least this: in under ~1 message in 7)."""
-_NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]{2,}\b|\b[A-Z][a-z]{2,}\b(?= (?:is|was|has|had|said|taught|called)\b)")
+_NAME = re.compile(
+    r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]{2,}\b"  # not opening a sentence
+    r"|\b[A-Z][a-z]{2,}\b(?= (?:is|was|has|had|said|taught|called)\b)"
+)
 """Capitalised words that are names: not the first word of a sentence, unless a verb follows that a name takes."""
 RECENT_QUESTIONS = 3
 """How many of the newest user messages a query is compared with to tell a conversation going on from a return to
@@ -74,6 +78,10 @@ part: 12,059 took 1.1-1.8 s over HTTP), and at most ``EMBED_AT_ONCE`` embedded (
 ~0.2 s. A longer history (one a replica meets for the first time) is indexed by words at once and gets its vectors
 in a background job, so a turn never waits on them; recall ranks by words meanwhile."""
 EMBED_AT_ONCE = EMBED_BATCH
+VECTORS_WAIT_S = 1.0
+"""How long a turn waits for a running vectors job before it ranks by words (below the module's 2 s timeout): a
+conversation imported a moment ago gets its vectors in that time unless it is long (minilm-int8: ~5.6 ms of CPU a
+part, so ~180 parts a second)."""
 STORE_RETRY_S = 30.0
 """After a ``PartVectors`` call fails, the store is left alone this long: a stalled server is not waited for by
 every turn (each would spend its wait before embedding anyway)."""
@@ -555,10 +563,20 @@ class SessionRecall:
         self._store_failed = True
         self._store_retry_at = time.monotonic() + STORE_RETRY_S
 
+    async def _synced(self, session: Session) -> HistoryIndex:
+        """The session's index, after waiting up to ``VECTORS_WAIT_S`` for a vectors job under way: the same answer
+        whether the vectors were ready or came a moment ago."""
+        index = await self.sync(session)
+        job = index.vectoring
+        if job is not None and not job.done():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(job), VECTORS_WAIT_S)
+        return index
+
     async def recall(self, session: Session, query: str, *, before: int, enough_tokens: int) -> RecallRanking:
         """Units of the session's messages before position ``before``, best first, until their messages hold about
         ``enough_tokens`` tokens (by their stored counts, else ~4 characters a token) or the ranking ends."""
-        index = await self.sync(session)
+        index = await self._synced(session)
         query = index.focus(query)
         query_vector = await self._query_vector(index, query, min(before, len(index)))
         positions, scores, method, reason = index.rank(query, query_vector, before)
@@ -569,7 +587,7 @@ class SessionRecall:
         """How the best message before ``split`` outranks the best from ``split`` on, by each signal. Only the
         messages the session's source holds count: a replay or what-if sees the history as it was before its turn,
         while the session's index may already hold that turn (whose question would match itself)."""
-        index = await self.sync(session)
+        index = await self._synced(session)
         query = index.focus(query)
         end = min(len(index), session.message_source().total)
         lexical = index.lexical_scores(query)[:end]

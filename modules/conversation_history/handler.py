@@ -96,6 +96,7 @@ def recall_marker(shown: int, older: int) -> str:
     left_out = older - shown
     return f"{RECALL_MARKER} {shown} of the {older} older messages are shown; {left_out} are left out."
 
+
 Unit = tuple[Message, ...]
 
 
@@ -419,9 +420,7 @@ class ConversationHistoryModule(ContextModule):
         recall = ctx.history_recall or self._own_recall(ctx)
         return await recall.recall(ctx.session, ctx.query, before=before, enough_tokens=room * 4), room
 
-    def _chosen(
-        self, ranking: RecallRanking | None, room: int, ctx: AssemblyContext
-    ) -> list[tuple[RecalledUnit, int]]:
+    def _chosen(self, ranking: RecallRanking | None, room: int, ctx: AssemblyContext) -> list[tuple[RecalledUnit, int]]:
         """Ranked units packed into ``room`` best first (one that does not fit is passed over for the next that does,
         so the depth is the room's, not a fixed k), in conversation order, with their costs."""
         if ranking is None:
