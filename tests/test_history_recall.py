@@ -323,7 +323,7 @@ async def _first_turn_by_words(recall: SessionRecall, session: Session) -> None:
 
 async def test_a_long_history_met_for_the_first_time_is_recalled_by_words_while_its_vectors_come_in():
     embedder, messages = SlowEmbedder(), long_history()
-    recall = SessionRecall(embedder)
+    recall = SessionRecall(embedder, vectors_wait_s=0.0)  # the wait for the vectors is the next test's
     session = Session("a", messages=messages)
     await _first_turn_by_words(recall, session)
     job = recall.index_of(session).vectoring
@@ -335,6 +335,19 @@ async def test_a_long_history_met_for_the_first_time_is_recalled_by_words_while_
     assert ranking.units[0].messages[0].content == FACT and ranking.method == "lexical+dense"
     assert ranking.pending == 0
     assert sorted(embedder.history()) == sorted(parts_in(messages))  # each part embedded once in all
+
+
+async def test_a_history_imported_a_moment_ago_is_recalled_as_if_its_vectors_were_ready():
+    """Too many parts to embed inside the turn's sync, few enough for the job to finish within the wait: the first
+    turn ranks by meaning as a later one would (a conversation imported a second ago is not a worse one)."""
+    embedder, messages = HistoryEmbedder(), planted(150, at=3)
+    session = Session("a", messages=messages)
+    first = await SessionRecall(embedder).recall(session, "greyhound", before=300, enough_tokens=100)
+    ready = SessionRecall(HistoryEmbedder())
+    await ready.sync(session, dense=True)
+    later = await ready.recall(session, "greyhound", before=300, enough_tokens=100)
+    assert first.method == later.method == "lexical+dense" and first.pending == 0
+    assert [u.position for u in first.units] == [u.position for u in later.units]
 
 
 async def test_a_replica_reads_a_long_historys_stored_vectors_off_the_turn():
@@ -383,7 +396,7 @@ async def test_vectors_that_fail_to_come_are_tried_again_at_the_next_sync(caplog
 
 
 async def test_the_history_module_recalls_by_words_within_its_timeout_and_says_vectors_are_pending(history):
-    recall = SessionRecall(SlowEmbedder())
+    recall = SessionRecall(SlowEmbedder(), vectors_wait_s=0.0)
     ctx = make_ctx(messages=long_history(), query="What kind of greyhound did Margot adopt?")
     ctx = module_ctx(dataclasses.replace(ctx, history_recall=recall), config=RECALL)
     c = await asyncio.wait_for(history.contribute(1_500, ctx), 1.0)  # the orchestrator's timeout is 2 s

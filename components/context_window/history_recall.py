@@ -168,6 +168,8 @@ class HistoryIndex:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     vectoring: asyncio.Task[None] | None = None
     """The background job giving the messages indexed by words only their vectors (one at a time per index)."""
+    vectors_due: float = 0.0
+    """Until when (``time.monotonic``) recall waits for that job before ranking by words."""
     _lexical_cache: tuple[Any, np.ndarray] | None = None
     _dense_cache: tuple[Any, np.ndarray] | None = None
 
@@ -385,8 +387,11 @@ class SessionRecall:
         max_vectors: int = 20_000,
         *,
         stored: PartVectors | None = None,
+        vectors_wait_s: float = VECTORS_WAIT_S,
     ) -> None:
         self.embedder = embedder
+        self.vectors_wait_s = vectors_wait_s
+        """How long recall waits for a vectors job under way before ranking by words (see ``VECTORS_WAIT_S``)."""
         self.stored = stored
         """Where the parts' vectors are kept beyond this process: read before embedding, written after."""
         self._store_failed = False
@@ -444,6 +449,7 @@ class SessionRecall:
         if index.vectoring is not None and not index.vectoring.done():
             return
         job = index.vectoring = asyncio.get_running_loop().create_task(self._catch_up(session_id, index))
+        index.vectors_due = time.monotonic() + self.vectors_wait_s
         self._jobs.add(job)
         job.add_done_callback(self._jobs.discard)
 
@@ -564,13 +570,13 @@ class SessionRecall:
         self._store_retry_at = time.monotonic() + STORE_RETRY_S
 
     async def _synced(self, session: Session) -> HistoryIndex:
-        """The session's index, after waiting up to ``VECTORS_WAIT_S`` for a vectors job under way: the same answer
+        """The session's index, after waiting up to ``vectors_wait_s`` for a vectors job under way: the same answer
         whether the vectors were ready or came a moment ago."""
         index = await self.sync(session)
-        job = index.vectoring
-        if job is not None and not job.done():
+        job, left = index.vectoring, index.vectors_due - time.monotonic()
+        if job is not None and not job.done() and left > 0:  # one wait per job, shared by the turn's calls
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.shield(job), VECTORS_WAIT_S)
+                await asyncio.wait_for(asyncio.shield(job), left)
         return index
 
     async def recall(self, session: Session, query: str, *, before: int, enough_tokens: int) -> RecallRanking:
