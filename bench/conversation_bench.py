@@ -3,9 +3,12 @@
 Data: bench/conversation_data.py (long chats between people over weeks, written offline; five question kinds, the
 evidence of each labelled by message). tda runs through the service as a user meets it: a fresh app (SQLite, the
 mock model, the embedder of TDA_EMBEDDER, default minilm-int8), an llm_only profile created without a type; each
-chat is imported into a session over HTTP and its questions are asked at once (no wait for the vectors) through the
-what-if preview, once per shipped type and limit: the window a turn would send, without recording the question. A
-question is recalled when every evidence message's text is in that window.
+chat is imported into a session over HTTP and its questions are asked at once through the what-if preview, once per
+shipped type and limit: the window a turn would send, without recording the question. A turn asked right after an
+import waits for the session's lock, which the import's indexing holds until the history's vectors are in; the
+preview takes no lock, so the bench waits as a turn would (BENCH_SETTLE=0: not at all, the first questions are then
+ranked by words while the vectors come). A question is recalled when every evidence message's text is in that
+window.
 
 The baseline is the plain hybrid a user could write in an afternoon: BM25 + the same embedder (whole messages),
 reciprocal-rank fusion, packed in rank order into exactly the history tokens tda's conversation_history used for
@@ -47,6 +50,7 @@ offline_library_defaults()
 LIMITS = tuple(int(x) for x in os.environ.get("BENCH_LIMITS", "4000,8000,16000").split(","))
 CONVERSATIONS = int(os.environ.get("BENCH_CONVERSATIONS", "2"))
 QUESTIONS = int(os.environ.get("BENCH_QUESTIONS", "0"))
+SETTLE = os.environ.get("BENCH_SETTLE", "1") != "0"
 EMBEDDER = os.environ.get("TDA_EMBEDDER", "minilm-int8")
 TYPES = tuple(os.environ.get("BENCH_TYPES", "balanced,conversation_first,knowledge_heavy,token_efficient").split(","))
 
@@ -127,7 +131,9 @@ async def run(data: list[Conversation], folder: Path) -> dict[tuple[str, int, st
             body = {"id": sid, "profile_id": "chat"}
             assert (await client.post("/v1/sessions", json=body, headers=headers)).status_code == 201
             await _ask(client, headers, f"/v1/sessions/{sid}/messages", {"messages": imported})
-            for question in questions:  # asked at once after the import: no wait for the vectors
+            if SETTLE:  # as a turn does: it takes the session's lock, held by the import's indexing until it is done
+                await svc.writer.settle(sid)
+            for question in questions:
                 evidence = [hybrid.texts[i] for i in question.evidence]
                 for type_id in TYPES:
                     for limit in LIMITS:
