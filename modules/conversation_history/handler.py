@@ -82,7 +82,8 @@ newest turns can outrank what it asks about). Measured: the recall bench's quest
 chat's newest questions, a conversation going on with alike questions 0.99-1.00."""
 RECALL_COST_EXPONENT = HistoryOptions().recall_cost_exponent
 """Default ``recall_cost_exponent``: recalled units are packed by fused score / tokens ** this (0: by rank alone).
-Measured on bench/recall_bench.py (docs/knowledge.md): 0.5 beat 0 and 1 at every limit."""
+0: on long chats between people (bench/conversation_bench.py, docs/knowledge.md) relevance per token chose short
+lines that hold nothing over the longer message holding the fact."""
 RECALL_MARKER = (
     "Earlier messages of this conversation, recalled because they may bear on the current question. They came "
     "before the recent messages above; they are shown in their original order."
