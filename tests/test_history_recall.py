@@ -402,3 +402,64 @@ async def test_the_history_module_recalls_by_words_within_its_timeout_and_says_v
     c = await asyncio.wait_for(history.contribute(1_500, ctx), 1.0)  # the orchestrator's timeout is 2 s
     assert FACT in [m.content for m in window_parts(c.messages())[1]]
     assert c.metadata["recall"] == "lexical" and c.metadata["recall_vectors_pending"] == 2_000
+
+
+def chat_between_people(turns: int = 120) -> list[Message]:
+    """Two friends, every line opening with its speaker's name: many short lines say the other's name."""
+    lines = []
+    for t in range(turns):
+        lines.append(Message("user", f"Maya: Sure, Theo! Haha, see you on day {t}.", turn=t + 1))
+        lines.append(Message("assistant", f"Theo: Sounds good, Maya. The weather on day {t} was grey.", turn=t + 1))
+    return lines
+
+
+NEWS = "Theo: We finally adopted a rescue greyhound on Saturday and named her Juniper."
+DETAIL = "Theo: A brindle one with a white chest, very shy."
+TAUGHT = "Theo: My aunt Mireille taught me to sail every summer when I was a kid."
+MOVING = "Theo: Mireille called last night: she is selling the house and moving to Kraków in spring."
+
+
+def with_news(messages: list[Message]) -> list[Message]:
+    out = list(messages)
+    out[20:20] = [Message("assistant", NEWS), Message("user", "Maya: Aww! What does she look like?")]
+    out[22:22] = [Message("assistant", DETAIL)]
+    out[60:60] = [Message("assistant", TAUGHT)]
+    out[150:150] = [Message("assistant", MOVING)]
+    return out
+
+
+async def _recalled(query: str, messages: list[Message], embedder=None) -> list[str]:
+    ranking = await SessionRecall(embedder).recall(
+        Session("chat", messages=messages), query, before=len(messages) - 20, enough_tokens=400
+    )
+    return [m.content for u in ranking.units for m in u.messages]
+
+
+@pytest.mark.parametrize("embedder", [None, HistoryEmbedder()], ids=["words", "words+vectors"])
+async def test_a_short_line_saying_a_name_never_outranks_the_message_holding_the_fact(embedder):
+    messages = with_news(chat_between_people())
+    recalled = await _recalled("What did Theo name his greyhound?", messages, embedder)
+    assert recalled[0] == NEWS  # not "Maya: Sure, Theo! ..." (the name is in half the lines)
+
+
+async def test_the_reply_to_a_hit_comes_with_it():
+    recalled = await _recalled("What did Theo name his greyhound?", with_news(chat_between_people()))
+    assert DETAIL in recalled[:6]  # its exchange: the detail shares no word with the question
+
+
+async def test_a_second_hop_follows_a_name_the_first_hit_brings_in():
+    """Where will the relative who taught Theo to sail live now? The question hits TAUGHT, which names Mireille;
+    her move is told in a message sharing no word with the question."""
+    query = "Where will the relative who taught Theo to sail live now?"
+    recalled = await _recalled(query, with_news(chat_between_people()))
+    assert TAUGHT in recalled[:3] and MOVING in recalled[:8]
+
+
+async def test_the_window_says_how_many_older_messages_it_left_out(history):
+    messages = with_news(chat_between_people())
+    ctx = module_ctx(make_ctx(messages=messages, query="What did Theo name his greyhound?"), config=RECALL)
+    c = await history.contribute(1_200, ctx)
+    marker = next(m.content for m in c.messages() if m.content.startswith(RECALL_MARKER))
+    first_kept = c.metadata["first_kept_index"]
+    shown = c.metadata["recalled_messages"]
+    assert marker.endswith(f"{shown} of the {first_kept} older messages are shown; {first_kept - shown} are left out.")
