@@ -394,7 +394,11 @@ class ContextWindowHandler:
         slots = run.slots
         # A condense rule shifts a share to the others; what they leave unused comes back to it like any surplus (a
         # halved history must not leave the window mostly empty while it is cut). Until then it holds its target.
-        released = {m: s.allocated - s.rule_target for m, s in slots.items() if _rule_cut(s)}
+        released = {
+            m: s.allocated - s.rule_target
+            for m, s in slots.items()
+            if s.condensed and s.rule_target is not None and s.allocated > s.rule_target
+        }
         for module_id, tokens in released.items():
             slots[module_id].allocated -= tokens
         plan = b.plan_surplus(
@@ -711,8 +715,3 @@ class ContextWindowHandler:
         if has_text:
             n += tokens.count_text_message(c.text())
         return c.replace(tokens=n, module_id=module_id)
-
-
-def _rule_cut(slot: _Slot) -> bool:
-    """Whether a condense rule held ``slot`` below its allocation (it may take surplus back, see pass 3b)."""
-    return slot.condensed and slot.rule_target is not None and slot.allocated > slot.rule_target
