@@ -40,6 +40,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/footprint.py
 	$(BIN)/python bench/recall_bench.py
 	$(BIN)/python bench/recall_bench.py --speed
+	$(BIN)/python bench/conversation_bench.py
 
 bench-properties: $(STAMP)
 	$(BIN)/python bench/property_bench.py --cases 100000
