@@ -171,6 +171,7 @@ class HistoryIndex:
     vectors_due: float = 0.0
     """Until when (``time.monotonic``) recall waits for that job before ranking by words."""
     _lexical_cache: tuple[Any, np.ndarray] | None = None
+    _rank_cache: tuple[Any, tuple[np.ndarray, np.ndarray, str, str | None]] | None = None
     _dense_cache: tuple[Any, np.ndarray] | None = None
 
     def __len__(self) -> int:
@@ -303,7 +304,21 @@ class HistoryIndex:
         weights: tuple[float, float] = WEIGHTS,
     ) -> tuple[np.ndarray, np.ndarray, str, str | None]:
         """Positions of the messages before ``before``, best first, with fused scores, the method and (when nothing
-        ranks) the reason. Messages that match no query term and have no vector come last, newest first."""
+        ranks) the reason. Messages no signal ranks are left out (and the exchanges of the best hits come with them).
+        The last result is kept: a turn asks again when the history gets more room (the surplus pass)."""
+        vector = None if query_vector is None else np.asarray(query_vector, dtype=np.float32).tobytes()
+        key = (query, vector, before, len(self.messages), self._vectored, weights)
+        if self._rank_cache is None or self._rank_cache[0] != key:
+            self._rank_cache = (key, self._rank(query, query_vector, before, weights))
+        return self._rank_cache[1]
+
+    def _rank(
+        self,
+        query: str,
+        query_vector: Sequence[float] | np.ndarray | None,
+        before: int,
+        weights: tuple[float, float],
+    ) -> tuple[np.ndarray, np.ndarray, str, str | None]:
         n = min(before, len(self.messages))
         if n <= 0:
             return np.zeros(0, np.intp), np.zeros(0), "none", "no earlier messages"

@@ -419,7 +419,7 @@ class ConversationHistoryModule(ContextModule):
         if before <= 0 or room <= 0:
             return None, max(room, 0)
         recall = ctx.history_recall or self._own_recall(ctx)
-        return await recall.recall(ctx.session, ctx.query, before=before, enough_tokens=room * 4), room
+        return await recall.recall(ctx.session, ctx.query, before=before, enough_tokens=room * 2), room
 
     def _chosen(self, ranking: RecallRanking | None, room: int, ctx: AssemblyContext) -> list[tuple[RecalledUnit, int]]:
         """Ranked units packed into ``room`` best first (one that does not fit is passed over for the next that does,
@@ -429,15 +429,25 @@ class ConversationHistoryModule(ContextModule):
         assert ctx.tokens is not None
         count = ctx.tokens.count_message
         exponent = option(ctx.directives.config, "recall_cost_exponent", RECALL_COST_EXPONENT, minimum=0)
-        costs = {u.position: sum(count(m) for m in u.messages) for u in ranking.units}
+        costs: dict[int, int] = {}
+
+        def cost_of(unit: RecalledUnit) -> int:  # counted only for the units packing reaches
+            if unit.position not in costs:
+                costs[unit.position] = sum(count(m) for m in unit.messages)
+            return costs[unit.position]
+
         # In rank order by default (exponent 0): by relevance per token, short lines that hold nothing beat the
         # longer message holding the fact (measured on bench/conversation_bench.py).
-        by_value = sorted(ranking.units, key=lambda u: (-u.score / max(1, costs[u.position]) ** exponent, u.position))
+        by_value = ranking.units
+        if exponent:
+            by_value = tuple(sorted(by_value, key=lambda u: (-u.score / max(1, cost_of(u)) ** exponent, u.position)))
         chosen: list[tuple[RecalledUnit, int]] = []
         seen: set[str] = set()
         left = room
         for unit in by_value:
-            cost = costs[unit.position]
+            if left < MESSAGE_OVERHEAD + 2:  # not even a one-word message fits any more
+                break
+            cost = cost_of(unit)
             text = "\n".join(m.content for m in unit.messages)
             if cost > left or text in seen:  # too large for what is left, or a repeat of what is chosen
                 continue
