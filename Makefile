@@ -3,20 +3,30 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+PIP := $(BIN)/pip install --quiet --disable-pip-version-check
+RUNTIME := $(VENV)/.installed-runtime
 STAMP := $(VENV)/.installed
+# Two stamps, each newer than pyproject.toml and setup.py once its install is done: RUNTIME for the product alone
+# (`make run`: no test extra, no torch), STAMP for the product with the test extra (`make test`, lint, bench).
+# The test install holds the runtime, so it stamps both: `make run` after `make test` installs nothing more.
 
 # `make lint`: ruff (style, imports, formatting) and mypy (types), configured in pyproject.toml.
-.PHONY: install run lint test bench bench-properties clean
+.PHONY: install run lint test test-fast bench bench-properties clean
 
-$(STAMP): pyproject.toml
+$(RUNTIME): pyproject.toml setup.py
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[test]'
-	touch $(STAMP)
+	$(PIP) -e .
+	touch $(RUNTIME)
+
+$(STAMP): pyproject.toml setup.py
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(PIP) -e '.[test]'
+	touch $(RUNTIME) $(STAMP)
 
 install: $(STAMP)
 
 # `make run` keeps its data in the checkout's var/ (the CLI's default is the user's data directory).
-run: $(STAMP)
+run: $(RUNTIME)
 	TDA_DATA_DIR=$${TDA_DATA_DIR:-var} $(BIN)/tda demo
 	TDA_DATA_DIR=$${TDA_DATA_DIR:-var} $(BIN)/tda serve
 
@@ -28,6 +38,10 @@ lint: $(STAMP)
 test: $(STAMP)
 	BIN=$(BIN) scripts/test-deps.sh
 	$(BIN)/python -m pytest
+
+# `make test-fast`: the component and the built-in modules alone (no server, database server or browser; ~1 min).
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q tests/test_*.py tests/modules_builtin
 
 bench: $(STAMP)
 	BIN=$(BIN) scripts/test-deps.sh bench
@@ -41,6 +55,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/recall_bench.py
 	$(BIN)/python bench/recall_bench.py --speed
 	$(BIN)/python bench/conversation_bench.py
+	$(BIN)/python bench/launch_bench.py
 
 bench-properties: $(STAMP)
 	$(BIN)/python bench/property_bench.py --cases 100000

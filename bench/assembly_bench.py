@@ -45,7 +45,7 @@ from components.context_window.base import (
 from components.context_window.handler import ContextWindowHandler
 from components.context_window.module_registry import ModuleRegistry
 from components.context_window.providers import StaticCases, StaticKnowledge
-from components.context_window.window_type import DEFAULT_TYPES
+from tda.builtins import DEFAULT_TYPES, module_registry
 from tda.config import offline_library_defaults
 from tda.db import upgrade_async
 from tda.demo import seed_demo
@@ -304,7 +304,7 @@ def bench_counting() -> None:
 
 
 def main() -> None:
-    registry = ModuleRegistry(entry_point_group=None).load()
+    registry = module_registry(entry_point_group=None).load()
     print(f"modules: {', '.join(sorted(registry.modules))}")
     loop = asyncio.new_event_loop()
     try:

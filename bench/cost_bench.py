@@ -26,9 +26,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from components.context_window.base import AssemblyContext, Message, Profile, Session, TurnRecord
 from components.context_window.handler import ContextWindowHandler
-from components.context_window.module_registry import ModuleRegistry
 from components.context_window.token_estimator import estimator_for
-from components.context_window.window_type import DEFAULT_TYPES
+from tda.builtins import DEFAULT_TYPES, module_registry
 from tda.config import offline_library_defaults
 
 TURNS = 200
@@ -66,7 +65,7 @@ async def session(cache_block: int | str, agent: bool = False, **options: int) -
         update={"config": {**history.config, "cache_block": cache_block, **options}}
     )
     wtype = base.model_copy(update={"modules": slots})
-    handler = ContextWindowHandler(ModuleRegistry(entry_point_group=None).load())
+    handler = ContextWindowHandler(module_registry(entry_point_group=None).load())
     tokens = estimator_for("gpt-4o")
     rng = random.Random(23)
     messages: list[Message] = []

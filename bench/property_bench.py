@@ -55,6 +55,7 @@ from components.context_window.budget import BudgetExceeded
 from components.context_window.handler import ContextWindowHandler
 from components.context_window.module_registry import ModuleRegistry
 from components.context_window.window_type import ContextWindowType
+from tda.builtins import module_registry
 from tda.config import offline_library_defaults
 
 offline_library_defaults()
@@ -328,11 +329,11 @@ def run(seeds: list[int], fresh_each: bool, quiet: bool = True) -> tuple[dict[in
     outcomes: dict[int, str | None] = {}
 
     async def main() -> None:
-        builtins = ModuleRegistry(entry_point_group=None).load().modules
+        builtins = module_registry(entry_point_group=None).load().modules
         handler = ContextWindowHandler(ModuleRegistry.from_modules([]))
         for seed in seeds:
             if fresh_each:
-                builtins = ModuleRegistry(entry_point_group=None).load().modules
+                builtins = module_registry(entry_point_group=None).load().modules
                 handler = ContextWindowHandler(ModuleRegistry.from_modules([]))
             outcomes[seed] = await check(seed, handler, builtins, violations)
 

@@ -36,6 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tda.builtins import module_registry
+
 ROOT = Path(__file__).resolve().parents[1]
 
 ENTITIES = {
@@ -141,10 +143,9 @@ def make_embedder(name: str) -> Any:
 async def accuracy(args: argparse.Namespace, embedder: Any) -> dict[str, Any]:
     from components.context_window.base import AssemblyContext, Profile, Session
     from components.context_window.handler import ContextWindowHandler
-    from components.context_window.module_registry import ModuleRegistry
-    from components.context_window.window_type import DEFAULT_TYPES
+    from tda.builtins import DEFAULT_TYPES
 
-    handler = ContextWindowHandler(ModuleRegistry(entry_point_group=None).load())
+    handler = ContextWindowHandler(module_registry(entry_point_group=None).load())
     asked = found = lines = false = unrelated = 0
     for seed in range(args.sessions):
         rng = random.Random(1_000 + seed)
@@ -205,11 +206,10 @@ def pending(snapshot: Any, module_id: str) -> int:
 
 async def speed(embedder: Any) -> dict[str, float]:
     from components.context_window.base import AssemblyContext, Directives, Profile, Session
-    from components.context_window.module_registry import ModuleRegistry
     from components.context_window.token_estimator import estimator_for
-    from components.context_window.window_type import DEFAULT_TYPES
+    from tda.builtins import DEFAULT_TYPES
 
-    registry = ModuleRegistry(entry_point_group=None).load()
+    registry = module_registry(entry_point_group=None).load()
     _, records, messages = session_turns(7, 200)
     question = "What did the purchases query show for sales per region?"
     distillation = DEFAULT_TYPES["balanced"].distillation.model_dump()

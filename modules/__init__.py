@@ -1,6 +1,6 @@
 """The built-in context modules and the shipped window types: a plugin like any installed pack.
 
-The registry registers this package (its import name is ``module_registry.BUILTIN_PLUGIN``) through the same
+The application registers this package (``tda/builtins.py``: the component names no module) through the same
 pluggy hooks a pack implements, with the lowest precedence: a pack or the user folder may replace any module.
 Each sub-folder with a ``manifest.json`` is a module; ``window_types/*.json`` are the types seeded into a fresh
 database (plain ``ContextWindowType`` data: edit them as JSON).

@@ -12,7 +12,7 @@ from quart_schema import QuartSchema, hide
 
 from .api import register_api
 from .api.openapi import RoutePaths
-from .clients import request_is_https
+from .clients import TRUSTED_PROXIES, request_is_https
 from .config import Settings
 from .logs import install_request_ids
 from .metrics import watch_pool
@@ -43,6 +43,7 @@ def create_app(settings: Settings | None = None, **service_options: Any) -> Quar
         QUART_SCHEMA_SWAGGER_JS_URL=f"{SWAGGER}/swagger-ui-bundle.js",  # no CDN: the docs work offline
         QUART_SCHEMA_SWAGGER_CSS_URL=f"{SWAGGER}/swagger-ui.css",
     )
+    app.config[TRUSTED_PROXIES] = settings.trusted_proxies  # which X-Forwarded-* headers clients.py believes
     QuartSchema(
         app,
         info={"title": "tda", "version": "0.1.0", "description": "Context-window assembly service"},

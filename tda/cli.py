@@ -9,29 +9,29 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
-
-from pydantic import ValidationError
-
-from components.context_window.base import AssemblyContext
-from components.context_window.budget import BudgetExceeded
-from components.context_window.handler import ContextWindowHandler
-from components.context_window.history_recall import SessionRecall
-from components.context_window.module_registry import ModuleRegistry
-from components.context_window.snapshot import ContextWindowSnapshot
-from components.context_window.window_type import ContextWindowType
+from typing import TYPE_CHECKING, Any
 
 from .config import Settings
-from .session_file import SessionFileError, load_session_file
+
+if TYPE_CHECKING:  # imported by the commands that use them: `tda serve` binds before the component loads
+    from components.context_window.base import AssemblyContext
+    from components.context_window.handler import ContextWindowHandler
+    from components.context_window.module_registry import ModuleRegistry
+    from components.context_window.snapshot import ContextWindowSnapshot
+    from components.context_window.window_type import ContextWindowType
 
 Command = Callable[[argparse.Namespace, Settings], int]
 
 
 def _registry(settings: Settings) -> ModuleRegistry:
-    return ModuleRegistry(user_dir=settings.modules_dir).load()
+    from .builtins import module_registry
+
+    return module_registry(user_dir=settings.modules_dir).load()
 
 
 def _load_type(args: argparse.Namespace, registry: ModuleRegistry) -> ContextWindowType:
+    from components.context_window.window_type import ContextWindowType
+
     if args.type_file:
         data = json.loads(Path(args.type_file).read_text(encoding="utf-8"))
         context = registry.validation_context()
@@ -55,6 +55,8 @@ def _embedder(args: argparse.Namespace, settings: Settings) -> Any:
 async def _assemble(handler: ContextWindowHandler, ctx: AssemblyContext, window_type: ContextWindowType) -> Any:
     """One assembly; with an embedder, the history's vectors are made first (a one-off run has no later turn for
     which a background job could make them), so recall ranks by meaning as the service's does."""
+    from components.context_window.history_recall import SessionRecall
+
     if ctx.embedder is not None:
         recall = SessionRecall(ctx.embedder)
         await recall.sync(ctx.session, dense=True)
@@ -63,6 +65,13 @@ async def _assemble(handler: ContextWindowHandler, ctx: AssemblyContext, window_
 
 
 def cmd_assemble(args: argparse.Namespace, settings: Settings) -> int:
+    from pydantic import ValidationError
+
+    from components.context_window.budget import BudgetExceeded
+    from components.context_window.handler import ContextWindowHandler
+
+    from .session_file import SessionFileError, load_session_file
+
     registry = _registry(settings)
     try:
         window_type = _load_type(args, registry)

@@ -3,6 +3,7 @@ Each field names its variable and parser where it is declared (``env_setting``).
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -10,19 +11,20 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from .clients import TrustedProxies
+from .proxies import TrustedProxies
 from .redact import redact_url
+from .upstream_policy import STANDARD_KEY_ENVS
 
 
 def offline_library_defaults() -> None:
     """Keep third-party libraries offline: litellm's cost map and tiktoken's encodings ship with litellm."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
-    from components.context_window.token_estimator import bundled_tokenizer_dir
-
-    folder = bundled_tokenizer_dir()
-    if folder is not None:
-        os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(folder))
+    spec = importlib.util.find_spec("litellm")  # found, not imported (the component's bundled_tokenizer_dir
+    if spec and spec.submodule_search_locations:  # does the same, but importing it takes a second `tda serve` skips)
+        folder = Path(next(iter(spec.submodule_search_locations))) / "litellm_core_utils" / "tokenizers"
+        if folder.is_dir():
+            os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(folder))
 
 
 EMBEDDER_NAMES = ("minilm", "minilm-int8", "hashing")
@@ -86,6 +88,28 @@ def _env_var_name(value: str) -> str:
             "and name that variable here, e.g. TDA_UPSTREAM_API_KEY_ENV=OPENAI_API_KEY"
         )
     return value
+
+
+def _key_envs(value: str) -> frozenset[str]:
+    names = frozenset(name.strip() for name in value.split(",") if name.strip())
+    if bad := sorted(n for n in names if not re.match(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$", n)):
+        raise ValueError(f"TDA_UPSTREAM_KEY_ENVS: {bad[0]!r} is not an environment variable's name")
+    if reserved := sorted(n for n in names if n.upper().startswith("TDA_")):
+        raise ValueError(
+            f"TDA_UPSTREAM_KEY_ENVS lists {reserved[0]}: tda's own settings are never model keys; "
+            "put the key in a variable of its own (OPENAI_API_KEY, MY_LLM_KEY, ...)"
+        )
+    return names
+
+
+def _hosts(value: str) -> tuple[str, ...]:
+    hosts = tuple(h.strip().lower() for h in value.split(",") if h.strip())
+    if bad := [h for h in hosts if not re.match(r"^[a-z0-9*?\[\]._:-]+$", h)]:
+        raise ValueError(
+            f"TDA_UPSTREAM_HOSTS: {bad[0]!r} is not a host pattern; use names or addresses, optionally with a port, "
+            "comma-separated, e.g. api.openai.com,*.openai.azure.com,127.0.0.1:11434"
+        )
+    return hosts
 
 
 def _retries(value: str) -> int:
@@ -161,6 +185,15 @@ class Settings:
     """``TDA_UPSTREAM_API_KEY_ENV``: the name of the environment variable holding the key for the default
     upstream (sent as ``Authorization: Bearer``); unset: the provider's own variable (``OPENAI_API_KEY``, ...)
     without a base URL, and no key with one."""
+    upstream_key_envs: frozenset[str] = env_setting(
+        "TDA_UPSTREAM_KEY_ENVS", _key_envs, default=frozenset(STANDARD_KEY_ENVS)
+    )
+    """``TDA_UPSTREAM_KEY_ENVS``: the environment variables a profile's upstream may name as its key (comma-separated;
+    never a ``TDA_*`` one); default: the providers' standard names (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``, ...)."""
+    upstream_hosts: tuple[str, ...] = env_setting("TDA_UPSTREAM_HOSTS", _hosts, default=())
+    """``TDA_UPSTREAM_HOSTS``: the hosts a profile's base URL may name (comma-separated patterns, optionally with a
+    port: ``api.openai.com,*.openai.azure.com,127.0.0.1:11434``); unset: any host except link-local and
+    cloud-metadata addresses. Set it on a server that several teams share."""
     upstream_retries: int = env_setting("TDA_UPSTREAM_RETRIES", _retries, default=2)
     """``TDA_UPSTREAM_RETRIES``: retries of a failed model call (0-5; LiteLLM's and the OpenAI SDK's default, 2)."""
     upstream_fallbacks: tuple[str, ...] = env_setting("TDA_UPSTREAM_FALLBACKS", _model_names, default=())

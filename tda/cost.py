@@ -1,6 +1,6 @@
 """What a turn's model call cost: the tokens the provider read from its prompt cache or wrote to it, and dollars
-from litellm's cost map (input, cached input, cache writes, output), the input split by module in proportion to
-the tokens each put in the window."""
+from litellm's own cost function (``litellm.cost_per_token``: its tiers, such as Gemini's price above 200K prompt
+tokens, and cache prices), the input split by module in proportion to the tokens each put in the window."""
 
 from __future__ import annotations
 
@@ -18,8 +18,9 @@ QUERY = "query"
 
 @cache
 def prices(model: str) -> tuple[float, float, float, float] | None:
-    """Dollars per token (input, cached input, cache write, output) from litellm's cost map; None when unknown.
-    A provider without a cached-input or cache-write price charges them as input."""
+    """Dollars per token (input, cached input, cache write, output) from litellm's cost map, at its base tier; None
+    when unknown (whether a model is priced at all: a call's dollars come from ``dollars``). A provider without a
+    cached-input or cache-write price charges them as input."""
     from .llm import _litellm
 
     litellm = _litellm()
@@ -57,28 +58,57 @@ def model_call(model: str, snapshot: ContextWindowSnapshot, done: Completion) ->
     }
     if snapshot.auxiliary_calls:
         call["auxiliary"] = auxiliary(snapshot)
-    price = prices(model)
-    if price is None:
+    if prices(model) is None:
         return call
-    price_in, price_read, price_write, price_out = price
+    try:
+        input_usd, output_usd = dollars(model, prompt, done.tokens_out, read=read, written=written)
+        uncached_prompt_usd = dollars(model, prompt)[0]  # the same prompt, none of it cached: the same price tier
+        per_million = tier_prices(model, prompt)
+    except Exception:  # litellm raises for a model it cannot price after all: unknown, never $0
+        return call
     fresh = max(0, prompt - read - written)
-    uncached_usd, cached_usd = fresh * price_in, read * price_read + written * price_write
-    input_usd = uncached_usd + cached_usd
-    output_usd = done.tokens_out * price_out
+    uncached_usd = uncached_prompt_usd * fresh / prompt if prompt else 0.0
+    cached_usd = input_usd - uncached_usd
     call["cost"] = {
         "input_usd": input_usd,
         "uncached_input_usd": uncached_usd,
         "cached_input_usd": cached_usd,
         "output_usd": output_usd,
         "total_usd": input_usd + output_usd,
-        "saved_by_cache_usd": read * (price_in - price_read) - written * (price_write - price_in),
+        "saved_by_cache_usd": uncached_prompt_usd - input_usd,
         "input_by_module_usd": by_module(snapshot, input_usd),
         "by_module": module_split(snapshot, uncached_usd, cached_usd),
-        "prices_per_million": dict(
-            zip(("input", "cached_input", "cache_write", "output"), (p * 1e6 for p in price), strict=True)
-        ),
+        "prices_per_million": per_million,
     }
     return call
+
+
+def dollars(model: str, prompt: int, completion: int = 0, *, read: int = 0, written: int = 0) -> tuple[float, float]:
+    """(input, output) dollars of one call as litellm prices it: ``prompt`` counts every input token, ``read`` of
+    them read from the prompt cache and ``written`` written to it. litellm applies the model's tiers (a price
+    above a prompt size applies to the whole prompt) and its cache prices."""
+    from .llm import _litellm
+
+    input_usd, output_usd = _litellm().cost_per_token(
+        model=model,
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        cache_read_input_tokens=read,
+        cache_creation_input_tokens=written,
+    )
+    return float(input_usd), float(output_usd)
+
+
+def tier_prices(model: str, prompt: int) -> dict[str, float]:
+    """Dollars per million tokens at the tier a ``prompt``-token call is priced at (input, cached input, cache write,
+    output), each read from litellm's cost function for that prompt size."""
+    size = max(prompt, 1)
+    return {
+        "input": dollars(model, size)[0] / size * 1e6,
+        "cached_input": dollars(model, size, read=size)[0] / size * 1e6,
+        "cache_write": dollars(model, size, written=size)[0] / size * 1e6,
+        "output": dollars(model, size, 1_000_000)[1],
+    }
 
 
 def tokens_by_module(snapshot: ContextWindowSnapshot) -> dict[str, int]:
@@ -120,9 +150,8 @@ def auxiliary(snapshot: ContextWindowSnapshot) -> dict[str, Any]:
     by_module: dict[str, float] = {}
     unpriced = sorted({c.model for c in calls if prices(c.model) is None})
     for c in calls:
-        price = prices(c.model)
-        if price is not None:
-            by_module[c.module_id] = by_module.get(c.module_id, 0.0) + c.tokens_in * price[0] + c.tokens_out * price[3]
+        if prices(c.model) is not None:
+            by_module[c.module_id] = by_module.get(c.module_id, 0.0) + sum(dollars(c.model, c.tokens_in, c.tokens_out))
     return {
         "calls": len(calls),
         "tokens_in": sum(c.tokens_in for c in calls),

@@ -76,6 +76,12 @@ class UpstreamFailed(ServiceError):
     status, code = 502, "model_call_failed"
 
 
+class UpstreamNotAllowed(ServiceError):
+    """403: the profile's upstream names a key variable or host the operator's policy refuses (upstream_policy.py)."""
+
+    status, code = 403, "upstream_not_allowed"
+
+
 def field_errors(exc: Any, prefix: tuple[str | int, ...] = ()) -> list[dict[str, Any]]:
     """pydantic ``ValidationError`` -> ``[{loc, msg, type}]`` with dotted locations (``body`` for the whole)."""
     out = []

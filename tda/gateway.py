@@ -31,8 +31,9 @@ from components.context_window.token_estimator import TokenEstimator, estimator_
 from . import metrics
 from .champions import keep_case, quotes_tools
 from .cost import model_call
-from .errors import Conflict, Invalid, NotFound, UpstreamFailed
+from .errors import Conflict, Invalid, NotFound
 from .knowledge.scope import ANONYMOUS
+from .llm import model_call_error
 from .models import ProfileRow, SessionRow
 from .sources import Cutoff, build_context, input_hashes, message_of
 from .store.sessions import SessionData
@@ -192,8 +193,7 @@ async def _run(
             done = await _call_model(svc, ctx.model, assembled, call, profile)
         except Exception as exc:  # provider errors are many and untyped; the caller needs the reason
             snapshot_id = await recorded if recorded else None
-            kept = f"; snapshot {snapshot_id} was kept" if recorded else ""
-            failed = UpstreamFailed(f"the model call failed ({type(exc).__name__}: {exc}){kept}")
+            failed = model_call_error(exc, f"; snapshot {snapshot_id} was kept" if recorded else "")
             failure = {"model": ctx.model, "error": str(failed)}
             export_turn(svc, assembled.snapshot, failure, (assembled_at, model_at), snapshot_id, None)
             raise failed from None

@@ -13,6 +13,9 @@ from components.context_window.metering import Summary, prompt_of
 from components.context_window.session_cache import BoundedCache
 
 from .config import api_key_in_env, offline_library_defaults
+from .errors import ServiceError, UpstreamFailed, UpstreamNotAllowed
+from .redact import redact_secrets
+from .upstream_policy import UpstreamPolicy, UpstreamRefused
 
 if TYPE_CHECKING:
     from .config import Settings
@@ -278,13 +281,21 @@ class LLM:
     in demo/offline mode (through the same Router, so the mock measures the same path)."""
 
     def __init__(
-        self, *, mock: bool, mock_answer: str = MOCK_ANSWER, timeout_s: float = 120.0, upstream: Upstream | None = None
+        self,
+        *,
+        mock: bool,
+        mock_answer: str = MOCK_ANSWER,
+        timeout_s: float = 120.0,
+        upstream: Upstream | None = None,
+        policy: UpstreamPolicy | None = None,
     ) -> None:
         self.mock = mock
         self.mock_answer = mock_answer
         self.timeout_s = timeout_s
         self.upstream = upstream or Upstream()
         """The default upstream (``TDA_UPSTREAM_*``); a profile's own settings are merged over it per call."""
+        self.policy = policy or UpstreamPolicy()
+        """What a profile's upstream may name (tda/upstream_policy.py); the default upstream is the operator's."""
         self._routers: BoundedCache[tuple[str, Upstream, str | None], Any] = BoundedCache(ROUTERS_KEPT)
 
     def mock_reply(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Any:
@@ -311,6 +322,7 @@ class LLM:
         not support (``drop_params``). ``cache_prefix``: how many leading messages are the window's stable part, marked
         for a provider that caches only what is marked (``with_cache_breakpoints``)."""
         upstream = upstream or self.upstream
+        await self.check_upstream(upstream)
         litellm = await _litellm_loaded()
         if cache_prefix is not None and await self._caches_explicitly(litellm, model, upstream):
             messages, tools = with_cache_breakpoints(messages, tools, cache_prefix)
@@ -337,6 +349,20 @@ class LLM:
         with _logged_only_if_read(litellm):
             response = await router.acompletion(**kwargs)
         return self._completion(response)
+
+    def check_profile_upstream(self, profile: Mapping[str, Any]) -> None:
+        """A profile's upstream as written (``ProfileRow.upstream``): UpstreamRefused names the field at fault."""
+        if (name := profile.get("api_key_env")) and name != self.upstream.api_key_env:
+            self.policy.check_key_env(name)
+        if (url := profile.get("base_url")) and url != self.upstream.base_url:
+            self.policy.check_base_url(url)
+
+    async def check_upstream(self, upstream: Upstream) -> None:
+        """Before anything is sent: what differs from the operator's default upstream is allowed by the policy,
+        the base URL's resolved addresses included."""
+        self.check_profile_upstream({"api_key_env": upstream.api_key_env, "base_url": upstream.base_url})
+        if upstream.base_url and upstream.base_url != self.upstream.base_url:
+            await self.policy.check_resolved(upstream.base_url)
 
     @staticmethod
     async def _caches_explicitly(litellm: Any, model: str, upstream: Upstream) -> bool:
@@ -387,6 +413,35 @@ class LLM:
             cache_read_tokens=read,
             cache_write_tokens=written,
         )
+
+
+REASON_CHARS = 200
+"""How much of a provider's own error message a caller is shown."""
+
+
+def model_call_error(exc: BaseException, kept: str = "", **details: Any) -> ServiceError:
+    """What the caller is told of a failed model call (``kept``: what was kept of the turn, as a sentence tail)."""
+    if isinstance(exc, UpstreamRefused):
+        return UpstreamNotAllowed(
+            f"the profile's upstream is not allowed (upstream.{exc.field}): {exc}; an admin must change it",
+            **details,
+        )
+    return UpstreamFailed(f"the model call failed ({failure_reason(exc)}){kept}", **details)
+
+
+def failure_reason(exc: BaseException) -> str:
+    """Why a model call failed, as a caller may see it: the upstream's status, the kind of failure and, when the
+    upstream answered with an OpenAI- or Anthropic-shaped error, its message, short and with secrets redacted.
+    Never the raw body: an upstream that is not a model API (an internal service a URL pointed at) must not
+    have its answer relayed."""
+    status = getattr(exc, "status_code", None)
+    kind = type(exc).__name__
+    reason = f"{kind}, status {status}" if status else kind
+    body = getattr(exc, "body", None)
+    message = body.get("message") if isinstance(body, dict) else None
+    if isinstance(message, str) and message.strip():
+        reason += f": {redact_secrets(' '.join(message.split()))[:REASON_CHARS]}"  # cut after: no key half shown
+    return reason
 
 
 def _choice(choice: Any) -> Choice:

@@ -25,3 +25,12 @@ def redact_url(url: str) -> str:
 def redact_urls(text: str) -> str:
     """``text`` with every URL in it redacted (error messages quote the URL they failed on)."""
     return _URL.sub(lambda match: redact_url(match.group(0)), text)
+
+
+_KEY_LIKE = re.compile(r"\b(?=[A-Za-z0-9_-]*\d)(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9_-]{24,}\b")
+"""A run of 24+ letters and digits (mixed): an API key, a token, a signature."""
+
+
+def redact_secrets(text: str) -> str:
+    """``text`` with URLs' credentials and anything shaped like a key or token replaced by ***."""
+    return _KEY_LIKE.sub(HIDDEN, redact_urls(text))

@@ -19,12 +19,13 @@ import stat
 import string
 import zlib
 from pathlib import Path
-from typing import Any
-
-from quart import Quart, Response, request
+from typing import TYPE_CHECKING, Any
 
 from .config import Settings
 from .errors import Forbidden
+
+if TYPE_CHECKING:  # `tda serve` checks the secret before the web framework loads
+    from quart import Quart, Response
 
 SECRET_FILE = "secret_key"
 WEAK_SECRETS = frozenset({"dev-only-change-me", "secret", "changeme", "change-me", "password", "tda", "test"})
@@ -120,6 +121,7 @@ def docs_csp(page: str) -> str:
 def install_security_headers(app: Quart) -> None:
     """Every response: no MIME sniffing, no framing (clickjacking), no Referer to other sites; every HTML page:
     a Content-Security-Policy."""
+    from quart import request
 
     @app.after_request
     async def security_headers(response: Response) -> Response:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import importlib
 import os
 import signal
 import socket
@@ -13,14 +14,21 @@ import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .config import Settings
-from .db import upgrade
 from .memory import tune_malloc
 from .redact import redact_url, redact_urls
-from .store import Store
-from .store.tokens import ROLES
+from .roles import ROLES
+
+if TYPE_CHECKING:  # imported where used: `tda serve` binds its socket before the database layer loads
+    from .store import Store
+
+
+def upgrade(url: str) -> None:
+    from .db import upgrade
+
+    upgrade(url)
 
 
 def _run(coro_fn: Callable[[Store], Awaitable[int]], settings: Settings) -> int:
@@ -28,6 +36,8 @@ def _run(coro_fn: Callable[[Store], Awaitable[int]], settings: Settings) -> int:
     upgrade(settings.sqlalchemy_url)
 
     async def main() -> int:
+        from .store import Store
+
         store = Store.connect(settings.sqlalchemy_url)
         try:
             return await coro_fn(store)
@@ -244,14 +254,16 @@ def _reuse_port_socket(host: str, port: int) -> int:
 
 async def serve(settings: Settings, ready: Callable[[], Any] | None = None, reuse_port: bool = False) -> None:
     """hypercorn on settings.host:port until SIGINT/SIGTERM; open SSE streams are ended first, so
-    shutdown does not wait for them. ``reuse_port``: one of several workers on the same port."""
+    shutdown does not wait for them. ``reuse_port``: one of several workers on the same port. The socket is bound
+    at once and /healthz answered while the application loads behind it (tda/launch.py); ``ready`` is called when
+    the application is up. A failed start (bad settings, migrations, start-up) ends the server and is raised."""
     from hypercorn.asyncio import serve as hypercorn_serve
     from hypercorn.config import Config
 
-    from .app import create_app
+    from .launch import Launcher
+    from .security import check_secret, session_secret
 
-    app = create_app(settings, migrate=False)  # refuses bad settings before the database is touched
-    await migrate_in_child(settings.sqlalchemy_url)
+    check_secret(settings, session_secret(settings))  # a weak secret is refused before anything binds
     config = Config()
     bind = f"fd://{_reuse_port_socket(settings.host, settings.port)}" if reuse_port else None
     config.bind = [bind or f"{settings.host}:{settings.port}"]
@@ -262,21 +274,36 @@ async def serve(settings: Settings, ready: Callable[[], Any] | None = None, reus
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
 
+    async def load(launcher: Launcher) -> Any:
+        app_module = await asyncio.to_thread(importlib.import_module, "tda.app")  # the loop answers meanwhile
+        launcher.stage = "creating the application"
+        app = app_module.create_app(settings, migrate=False)  # refuses bad settings before the database is touched
+        launcher.stage = "migrating the database"
+        await migrate_in_child(settings.sqlalchemy_url)
+
+        @app.before_serving
+        async def announce() -> None:
+            # Start-up objects (litellm, tiktoken tables, ORM metadata) live forever: freezing them keeps full
+            # GC passes short, which would otherwise pause every open stream for tens of milliseconds.
+            gc.collect()
+            gc.freeze()
+            print(f"tda ready on http://{settings.host}:{settings.port}/ (API docs at /docs)", flush=True)
+            if ready is not None:
+                ready()
+
+        return app
+
+    launcher = Launcher(load, on_failure=stop.set)
+
     async def shutdown_trigger() -> None:
         await stop.wait()
-        app.extensions["tda"].bus.close()
+        if launcher.app is not None:
+            launcher.app.extensions["tda"].bus.close()  # type: ignore[attr-defined]
 
-    @app.before_serving
-    async def announce() -> None:
-        # Start-up objects (litellm, tiktoken tables, ORM metadata) live forever: freezing them keeps full
-        # GC passes short, which would otherwise pause every open stream for tens of milliseconds.
-        gc.collect()
-        gc.freeze()
-        print(f"tda serving on http://{settings.host}:{settings.port}/ (API docs at /docs)", flush=True)
-        if ready is not None:
-            ready()
-
-    await hypercorn_serve(app, config, shutdown_trigger=shutdown_trigger)
+    print(f"tda serving on http://{settings.host}:{settings.port}/ (loading; /readyz says when ready)", flush=True)
+    await hypercorn_serve(launcher, config, shutdown_trigger=shutdown_trigger)  # type: ignore[arg-type]
+    if launcher.failure is not None:
+        raise launcher.failure
 
 
 def _at_least_one(value: str) -> int:

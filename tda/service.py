@@ -19,6 +19,7 @@ from components.context_window.token_estimator import STORED_ENCODINGS, calibrat
 from components.context_window.window_type import ContextWindowType
 
 from .background import BackgroundWriter
+from .builtins import module_registry
 from .calibration import Calibrations
 from .clients import FailedAuthLimit
 from .config import Settings
@@ -33,6 +34,7 @@ from .memory import drop_tiktoken_rank_copies
 from .sources import Sources
 from .store import Store
 from .turn_index import TurnIndex
+from .upstream_policy import UpstreamPolicy
 
 if TYPE_CHECKING:
     from .traces_out import TracesOut
@@ -64,7 +66,7 @@ class TDAService:
     ) -> None:
         self.settings = settings
         self.store = Store.connect(settings.sqlalchemy_url)
-        self.registry = registry or ModuleRegistry(user_dir=settings.modules_dir)
+        self.registry = registry or module_registry(user_dir=settings.modules_dir)
         self.handler = ContextWindowHandler(self.registry, timeout_s=settings.module_timeout_s)
         self.scratch_handler = ContextWindowHandler(
             self.registry, timeout_s=settings.module_timeout_s, remember_sessions=0
@@ -76,7 +78,11 @@ class TDAService:
         self.failed_auth = FailedAuthLimit(settings.auth_failures_per_minute)
         self.history = HistoryCache(self.store.sessions)
         self.calibrations = Calibrations(self.store.calibrations)
-        self.llm = llm or LLM(mock=settings.mock_model, upstream=Upstream.from_settings(settings))
+        self.llm = llm or LLM(
+            mock=settings.mock_model,
+            upstream=Upstream.from_settings(settings),
+            policy=UpstreamPolicy(settings.upstream_key_envs, settings.upstream_hosts),
+        )
         self.knowledge = LiveKnowledge(
             settings.data_dir,
             settings.chroma_url,

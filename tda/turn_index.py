@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlalchemy import BigInteger, bindparam, select
 
@@ -30,8 +30,8 @@ from .models import SessionRow, TurnRow
 from .store.sessions import TurnTuple
 
 if TYPE_CHECKING:
+    from .background import BackgroundWriter
     from .db import Database
-    from .service import TDAService
 
 Key = tuple[str, str]
 """A session's id, and its id with its creation time (``session_key``)."""
@@ -225,7 +225,22 @@ class SessionTurns:
         return await self.__index.records(self.__session, self.__phase, turns)
 
 
-def index_turn_after(svc: TDAService, session: SessionRow, row: Any) -> None:
+class _Indexed(Protocol):
+    @property
+    def turn_index(self) -> TurnIndex | None: ...
+
+
+class _Service(Protocol):
+    """What indexing a recorded turn needs of the service (the service imports this module)."""
+
+    @property
+    def sources(self) -> _Indexed: ...
+
+    @property
+    def writer(self) -> BackgroundWriter: ...
+
+
+def index_turn_after(svc: _Service, session: SessionRow, row: Any) -> None:
     """Describe and embed the turn just recorded for ``session``, after the response (hold the session's lock)."""
     index, key = svc.sources.turn_index, _key(session)
     if index is not None:

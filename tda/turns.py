@@ -19,7 +19,7 @@ import logging
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from components.context_window.base import AssemblyContext, Message, ToolSchema
 from components.context_window.token_estimator import estimator_for
@@ -27,7 +27,8 @@ from components.context_window.token_estimator import estimator_for
 from . import metrics
 from .champions import keep_as_champion
 from .cost import model_call
-from .errors import Conflict, Invalid, UpstreamFailed
+from .errors import Conflict, Invalid, UpstreamFailed, UpstreamNotAllowed
+from .llm import model_call_error
 from .models import MessageRow, TurnRow
 from .recall import index_after
 from .sources import build_context, input_hashes, message_of
@@ -39,7 +40,6 @@ if TYPE_CHECKING:
     from components.context_window.handler import AssembledContext
     from components.context_window.snapshot import ContextWindowSnapshot
 
-    from .gateway import ClientCall
     from .llm import Completion, Delta
     from .models import ProfileRow
     from .service import TDAService
@@ -79,8 +79,15 @@ STEPS = ("load", "assemble", "snapshot", "model", "record")
 model, record the turn."""
 
 
+class Timed(Protocol):
+    """A turn's options or a client's call: where the step times go (None: nobody asked for them)."""
+
+    @property
+    def timings(self) -> dict[str, float] | None: ...
+
+
 @contextlib.contextmanager
-def timed(options: TurnOptions | ClientCall, step: str) -> Iterator[None]:
+def timed(options: Timed, step: str) -> Iterator[None]:
     """Adds the time the block took to ``options.timings[step]`` (ms), when the caller asked for timings."""
     started = time.perf_counter()
     try:
@@ -227,7 +234,7 @@ async def _step(
     with timed(options, "model"):
         try:
             done = await _call_model(svc, ctx, assembled, options, recorded, data.profile.upstream)
-        except UpstreamFailed as failed:
+        except (UpstreamFailed, UpstreamNotAllowed) as failed:
             failure = {"model": ctx.model, "error": str(failed)}
             export_turn(
                 svc, assembled.snapshot, failure, (assembled_at, model_at), failed.details.get("snapshot_id"), None
@@ -390,7 +397,4 @@ async def _call_model(
         )
     except Exception as exc:  # provider errors are many and untyped; the caller needs the reason
         snapshot_id = await recorded
-        raise UpstreamFailed(
-            f"the model call failed ({type(exc).__name__}: {exc}); snapshot {snapshot_id} was kept",
-            snapshot_id=snapshot_id,
-        ) from None
+        raise model_call_error(exc, f"; snapshot {snapshot_id} was kept", snapshot_id=snapshot_id) from None

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import settings
 
 from components.context_window.module_registry import ModuleRegistry
+from tda.builtins import module_registry
 from tda.config import offline_library_defaults
 
 offline_library_defaults()  # as the application does at start-up: tiktoken and litellm stay offline
@@ -18,4 +19,4 @@ settings.load_profile("tda")
 @pytest.fixture(scope="session")
 def builtin_registry() -> ModuleRegistry:
     """The built-in modules, discovered from modules/ exactly as the application does."""
-    return ModuleRegistry(entry_point_group=None).load()
+    return module_registry(entry_point_group=None).load()

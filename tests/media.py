@@ -101,6 +101,88 @@ def pdf_bytes(pages: list[str], *, compress: bool = True) -> bytes:
     return out + b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
 
 
+ENCODERS = {
+    "FlateDecode": zlib.compress,
+    "ASCIIHexDecode": lambda data: data.hex().encode() + b">",
+    "ASCII85Decode": lambda data: base64.a85encode(data, adobe=True)[2:],
+}
+"""PDF filters, written out here (ISO 32000-1, 7.4): each encodes what the filter decodes."""
+
+
+def pdf15_bytes(pages: list[str], *, filters: tuple[str, ...] = ("ASCIIHexDecode", "FlateDecode")) -> bytes:
+    """A PDF 1.5 whose catalog, page tree and page objects sit in an object stream, found through a
+    cross-reference stream: the layout a PDF 1.5 writer saves to. The object stream and each page's content
+    stream are encoded with the filter chain ``filters`` (decoded in that order, so encoded in reverse)."""
+
+    def encoded(data: bytes) -> bytes:
+        for name in reversed(filters):
+            data = ENCODERS[name](data)
+        return data
+
+    chain = b"[" + b" ".join(b"/" + f.encode() for f in filters) + b"]"
+    n = len(pages)
+    # objects 1..3: catalog, page tree, font; 4..3+n: pages (all in the object stream); then contents
+    first_content = 4 + n
+    kids = b" ".join(b"%d 0 R" % (4 + i) for i in range(n))
+    packed = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [" + kids + b"] /Count %d >>" % n,
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ] + [
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents %d 0 R "
+        b"/Resources << /Font << /F1 3 0 R >> >> >>" % (first_content + i)
+        for i in range(n)
+    ]
+    header, body = [], b""
+    for number, obj in enumerate(packed, 1):
+        header.append(b"%d %d" % (number, len(body)))
+        body += obj + b"\n"
+    head = b" ".join(header) + b"\n"
+    object_stream = encoded(head + body)
+    objstm = first_content + n
+    out, offsets = b"%PDF-1.5\n", {}
+    for i, text in enumerate(pages):
+        content = encoded(f"BT /F1 10 Tf 20 700 Td ({text}) Tj ET".encode("latin-1"))
+        offsets[first_content + i] = len(out)
+        out += b"%d 0 obj\n<< /Length %d /Filter %s >>\nstream\n" % (first_content + i, len(content), chain)
+        out += content + b"\nendstream\nendobj\n"
+    offsets[objstm] = len(out)
+    out += b"%d 0 obj\n<< /Type /ObjStm /N %d /First %d /Length %d /Filter %s >>\nstream\n" % (
+        objstm,
+        len(packed),
+        len(head),
+        len(object_stream),
+        chain,
+    )
+    out += object_stream + b"\nendstream\nendobj\n"
+    xref = objstm + 1
+    offsets[xref] = len(out)
+    rows = [struct.pack(">BIH", 0, 0, 65535)]
+    rows += [struct.pack(">BIH", 2, objstm, i) for i in range(len(packed))]
+    rows += [struct.pack(">BIH", 1, offsets[k], 0) for k in range(first_content, xref + 1)]
+    table = b"".join(rows)
+    out += b"%d 0 obj\n<< /Type /XRef /Size %d /W [1 4 2] /Root 1 0 R /Length %d >>\nstream\n" % (
+        xref,
+        xref + 1,
+        len(table),
+    )
+    return out + table + b"\nendstream\nendobj\nstartxref\n%d\n%%%%EOF\n" % offsets[xref]
+
+
+def encrypted_pdf(raw: bytes, *, user_password: str = "", algorithm: str = "AES-256") -> bytes:
+    """``raw`` encrypted by pypdf (``algorithm``: "RC4-40", "RC4-128", "AES-128", "AES-256"); an empty user
+    password opens it without one, as most "protected" PDFs do."""
+    import io
+
+    from pypdf import PdfReader, PdfWriter
+
+    writer = PdfWriter(clone_from=PdfReader(io.BytesIO(raw)))
+    writer.encrypt(user_password=user_password, owner_password="owner", algorithm=algorithm)
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
 def wav_bytes(seconds: float, rate: int = 16_000, channels: int = 1, sample_bytes: int = 2) -> bytes:
     data = bytes(int(seconds * rate) * channels * sample_bytes)
     byte_rate = rate * channels * sample_bytes

@@ -32,7 +32,7 @@ def test_assemble_json_has_snapshot_messages_and_tools(capsys):
 
 
 def test_assemble_with_a_type_file(tmp_path, capsys):
-    from components.context_window.window_type import DEFAULT_TYPES
+    from tda.builtins import DEFAULT_TYPES
 
     custom = DEFAULT_TYPES["conversation_first"].model_dump(mode="json") | {"id": "mine", "name": "Mine"}
     path = tmp_path / "type.json"

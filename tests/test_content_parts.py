@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import io
 import math
 from typing import Any
 
@@ -23,8 +24,17 @@ from components.context_window.budget import BudgetExceeded
 from components.context_window.content_parts import image_rules_for, image_size
 from components.context_window.handler import ContextWindowHandler
 from components.context_window.token_estimator import counts_to_store, estimator, estimator_for
-from components.context_window.window_type import DEFAULT_TYPES
-from tests.media import IMAGE_FORMATS, MAX_SIDE, data_url, image_part, pdf_bytes, wav_bytes
+from tda.builtins import DEFAULT_TYPES
+from tests.media import (
+    IMAGE_FORMATS,
+    MAX_SIDE,
+    data_url,
+    encrypted_pdf,
+    image_part,
+    pdf15_bytes,
+    pdf_bytes,
+    wav_bytes,
+)
 from tests.oracle import cookbook_tokens, text_tokens
 from tests.support import conversation, make_ctx
 
@@ -197,16 +207,60 @@ def _pdf_url(pages: int) -> str:
     return "data:application/pdf;base64," + base64.b64encode(pdf_bytes(["hello"] * pages)).decode()
 
 
-def test_pdf_pages_inside_compressed_object_streams_are_found():
-    """A PDF 1.5 keeps its page objects in a compressed object stream: the pages are counted all the same."""
-    import zlib
+FILTER_CHAINS = [("FlateDecode",), ("ASCIIHexDecode", "FlateDecode"), ("ASCII85Decode", "FlateDecode"), ()]
+ENCRYPTIONS = [None, "RC4-40", "RC4-128", "AES-128", "AES-256"]
 
-    pages = b" ".join(b"<< /Type /Page /Parent 2 0 R >>" for _ in range(5))
-    stream = zlib.compress(pages)
-    raw = b"%PDF-1.5\n1 0 obj\n<< /Type /ObjStm /Filter /FlateDecode >>\nstream\n" + stream + b"\nendstream\nendobj\n"
-    part = {"type": "file", "file": {"file_data": "data:application/pdf;base64," + base64.b64encode(raw).decode()}}
-    one = {"type": "file", "file": {"file_data": _pdf_url(1)}}
-    assert image_tokens("gpt-4o", part) >= 5 * image_tokens("gpt-4o", one) - 5
+
+def _pdf_part(raw: bytes) -> dict[str, Any]:
+    return {"type": "file", "file": {"file_data": "data:application/pdf;base64," + base64.b64encode(raw).decode()}}
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.sampled_from(["gpt-4o", "claude-sonnet-4-20250514", "gemini/gemini-2.0-flash"]),
+    st.integers(1, 80),
+    st.sampled_from(FILTER_CHAINS),
+    st.sampled_from(ENCRYPTIONS),
+)
+def test_pdf_pages_count_as_a_pdf_parser_reads_them(model, pages, filters, encryption):
+    """Page objects in an object stream behind any filter chain (PDF 1.5), encrypted or not: each page counts
+    what a one-page PDF 1.4 counts, the pages being those pypdf (the oracle) reads."""
+    from pypdf import PdfReader
+
+    raw = pdf15_bytes(["hello"] * pages, filters=filters)
+    raw = encrypted_pdf(raw, algorithm=encryption) if encryption else raw
+    reader = PdfReader(io.BytesIO(raw))
+    assert not reader.is_encrypted or reader.decrypt("")
+    assert len(reader.pages) == pages
+    one_page = image_tokens(model, _pdf_part(pdf_bytes(["hello"])))
+    assert image_tokens(model, _pdf_part(raw)) == pages * one_page >= pages * (3000 + 1445)
+
+
+def test_sixty_pages_behind_a_filter_chain_count_sixty_pages():
+    """Round 3's finding: 60 pages in an object stream under [/ASCIIHexDecode /FlateDecode] counted as one."""
+    raw = pdf15_bytes([f"page {i}" for i in range(60)], filters=("ASCIIHexDecode", "FlateDecode"))
+    assert image_tokens("gpt-4o", _pdf_part(raw)) >= 60 * 3000
+
+
+@pytest.mark.parametrize("filters", FILTER_CHAINS)
+def test_dense_pages_behind_a_filter_chain_count_their_text(filters):
+    text = " ".join(f"word{i} item{i * 7} value{i % 13}" for i in range(2_000))  # about 18,000 tokens
+    raw = encrypted_pdf(pdf15_bytes([text], filters=filters))
+    assert image_tokens("gpt-4o", _pdf_part(raw)) >= text_tokens(text) + 1445 > 3000 + 1600
+
+
+def test_a_pdf_that_needs_a_password_still_counts_its_pages():
+    """pypdf cannot open it (nor can a provider): its page objects, written in the clear, still count."""
+    raw = encrypted_pdf(pdf_bytes(["hello"] * 9), user_password="secret")
+    one_page = image_tokens("gpt-4o", _pdf_part(pdf_bytes(["hello"])))
+    assert image_tokens("gpt-4o", _pdf_part(raw)) == 9 * one_page
+
+
+def test_a_damaged_pdf_counts_at_least_one_page():
+    raw = pdf_bytes(["hello"] * 3)[:-200]  # its cross-reference table cut off
+    one_page = image_tokens("gpt-4o", _pdf_part(pdf_bytes(["hello"])))
+    assert image_tokens("gpt-4o", _pdf_part(raw)) >= one_page
+    assert image_tokens("gpt-4o", _pdf_part(b"%PDF-1.7 nothing else")) == one_page
 
 
 def test_files_and_audio_are_never_free():

@@ -68,9 +68,9 @@ async def test_tools_condense_one_level_at_a_time(modules):
 @settings(max_examples=60, deadline=None)
 @given(st.integers(0, 3000), st.integers(0, 12))
 async def test_tools_never_exceed_their_budget(budget, n):
-    from components.context_window.module_registry import ModuleRegistry
+    from tda.builtins import module_registry
 
-    module = ModuleRegistry(entry_point_group=None).load().modules["tool_definitions"]
+    module = module_registry(entry_point_group=None).load().modules["tool_definitions"]
     ctx = module_ctx(make_ctx(tools=make_tools(n)))
     c = await module.contribute(budget, ctx)
     cost = ctx.tokens.count_tools(c.tool_schemas()) + (ctx.tokens.count_text_message(c.text()) if c.texts() else 0)

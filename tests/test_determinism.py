@@ -5,6 +5,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from components.context_window.base import (
     AssemblyContext,
     ChampionCase,
@@ -14,10 +17,9 @@ from components.context_window.base import (
     TurnRecord,
 )
 from components.context_window.handler import ContextWindowHandler
-from components.context_window.module_registry import ModuleRegistry
 from components.context_window.providers import StaticCases
-from components.context_window.window_type import DEFAULT_TYPES
 from modules.conversation_history.handler import RECALL_MARKER
+from tda.builtins import DEFAULT_TYPES, module_registry
 from tests.support import conversation, make_ctx, make_tools
 
 BALANCED = DEFAULT_TYPES["balanced"]
@@ -31,7 +33,7 @@ def outcome(result: Any) -> tuple[Any, ...]:
 
 
 async def fresh(ctx: AssemblyContext) -> tuple[Any, ...]:
-    handler = ContextWindowHandler(ModuleRegistry(entry_point_group=None).load())
+    handler = ContextWindowHandler(module_registry(entry_point_group=None).load())
     return outcome(await handler.assemble(ctx, BALANCED))
 
 
@@ -47,7 +49,7 @@ def balance_turn(balance: float) -> TurnRecord:
 
 
 async def test_plan_hydration_serves_the_values_not_a_cached_shape():
-    handler = ContextWindowHandler(ModuleRegistry(entry_point_group=None).load())
+    handler = ContextWindowHandler(module_registry(entry_point_group=None).load())
     base = make_ctx(limit=16_000, messages=conversation(1))
     first = with_session(base, turns=[balance_turn(100.00)])
     second = with_session(base, turns=[balance_turn(999.99)])
@@ -58,7 +60,7 @@ async def test_plan_hydration_serves_the_values_not_a_cached_shape():
 
 
 async def test_rag_serves_current_feedback_on_a_repeated_query():
-    handler = ContextWindowHandler(ModuleRegistry(entry_point_group=None).load())
+    handler = ContextWindowHandler(module_registry(entry_point_group=None).load())
     good = ChampionCase("c1", "How did EMEA do?", 0.9, plan="Query sales by region.", answer="EMEA grew 12 percent.")
     before = AssemblyContext(**{**make_ctx(limit=16_000).__dict__, "cases": StaticCases([good])})
     rated = AssemblyContext(**{**before.__dict__, "cases": StaticCases([dataclasses.replace(good, feedback=-1)])})
@@ -69,7 +71,7 @@ async def test_rag_serves_current_feedback_on_a_repeated_query():
 
 
 async def test_history_appended_to_the_same_list_is_read_anew():
-    handler = ContextWindowHandler(ModuleRegistry(entry_point_group=None).load())
+    handler = ContextWindowHandler(module_registry(entry_point_group=None).load())
     messages = conversation(30, 60)
     ctx = make_ctx(limit=4_000, messages=messages, tools=make_tools(3))
     await handler.assemble(ctx, BALANCED)
@@ -81,7 +83,7 @@ async def test_history_appended_to_the_same_list_is_read_anew():
 
 async def test_earlier_different_inputs_leave_no_trace():
     """One handler assembles a run of different sessions; each result equals a fresh process's."""
-    handler = ContextWindowHandler(ModuleRegistry(entry_point_group=None).load())
+    handler = ContextWindowHandler(module_registry(entry_point_group=None).load())
     inputs = [
         make_ctx(limit=limit, messages=conversation(turns, 40), tools=make_tools(tools), query=f"question {i}")
         for i, (limit, turns, tools) in enumerate([(3_000, 20, 5), (50_000, 3, 0), (3_000, 25, 5), (8_000, 20, 12)])
@@ -112,7 +114,7 @@ async def test_a_growing_history_source_is_read_anew_every_turn():
     """The same MessageSource object over a list that grew: each turn's window holds the newest exchange,
     as a fresh handler's does (the oracle: the history's own last messages)."""
     for make_source in (InMemoryMessages, Paged):
-        handler = ContextWindowHandler(ModuleRegistry(entry_point_group=None).load())
+        handler = ContextWindowHandler(module_registry(entry_point_group=None).load())
         messages = conversation(30, 60)
         ctx = with_session(make_ctx(limit=4_000, tools=make_tools(3)), history=make_source(messages))
         for turn in range(31, 34):
@@ -124,3 +126,45 @@ async def test_a_growing_history_source_is_read_anew_every_turn():
             end = next((i for i, c in enumerate(sent) if c.startswith(RECALL_MARKER)), len(sent) - 1)
             assert sent[end - 2 : end] == [f"newest question {turn}", f"reply {turn}"], make_source
             assert later == await fresh(ctx)
+
+
+# --- in-place edits: every cache is keyed by content, so an edited input is never served from memory ------------
+
+EDITS = st.sampled_from(["cell", "append_row", "drop_row", "rename_column", "slot_config"])
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.floats(0, 1e6, allow_nan=False).map(lambda x: round(x, 2)), min_size=1, max_size=6),
+    st.lists(EDITS, min_size=1, max_size=4),
+    st.floats(0, 1e6, allow_nan=False).map(lambda x: round(x, 2) + 0.01),
+)
+async def test_inputs_edited_in_place_are_read_anew(balances, edits, fresh_value):
+    """A library caller keeps its turn records and window type and edits them in place between turns (the
+    previous turn's result rows, a module's options): the same handler's window equals a fresh handler's (the
+    oracle: nothing remembered) after every edit."""
+    handler = ContextWindowHandler(module_registry(entry_point_group=None).load())
+    rows = [[f"account{i}", b] for i, b in enumerate(balances)]
+    result = {"tool": "accounts", "columns": ["account", "balance"], "rows": rows}
+    wtype = BALANCED.model_copy(deep=True)
+    earlier = [TurnRecord(turn=n, query=f"Revenue of region {n}?", plan=f"Query region {n}.") for n in (1, 2)]
+    base = make_ctx(limit=16_000, messages=conversation(3))
+    ctx = with_session(base, turns=[*earlier, TurnRecord(turn=3, query="Balances?", results=(result,))])
+    await handler.assemble(ctx, wtype)
+    for edit in edits:
+        if edit == "cell":
+            rows[0][1] = fresh_value
+        elif edit == "append_row":
+            rows.append([f"account{len(rows)}", fresh_value])
+        elif edit == "drop_row" and len(rows) > 1:
+            rows.pop()
+        elif edit == "rename_column":
+            result["columns"][1] = "balance_eur"
+        elif edit == "slot_config":
+            wtype.modules["workflow_history"].config["max_turns"] = 1  # one earlier turn summarised, not two
+        later = outcome(await handler.assemble(ctx, wtype))
+        assert later == outcome(
+            await ContextWindowHandler(module_registry(entry_point_group=None).load()).assemble(ctx, wtype)
+        )
+    if "cell" in edits:
+        assert f"{fresh_value}" in str(later[0])

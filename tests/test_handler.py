@@ -318,7 +318,7 @@ async def test_output_is_stable_first_and_prefix_stability_is_measured():
 
 
 async def test_builtin_modules_produce_provider_ready_output(builtin_registry):
-    from components.context_window.window_type import DEFAULT_TYPES
+    from tda.builtins import DEFAULT_TYPES
 
     handler_ = ContextWindowHandler(builtin_registry)
     first = await handler_.assemble(make_ctx(tools=make_tools(6), limit=128_000), DEFAULT_TYPES["balanced"])

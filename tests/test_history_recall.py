@@ -13,8 +13,8 @@ from components.context_window.base import InMemoryMessages, Message, Session
 from components.context_window.handler import ContextWindowHandler
 from components.context_window.history_recall import SessionRecall, parts_of
 from components.context_window.relevance import VectorIndex
-from components.context_window.window_type import DEFAULT_TYPES
 from modules.conversation_history.handler import RECALL_MARKER
+from tda.builtins import DEFAULT_TYPES
 from tests.support import conversation, make_ctx, module_ctx, tool_call_exchange
 
 FACT = "My sister Margot adopted a three-legged greyhound called Biscuit last spring."
@@ -96,9 +96,9 @@ async def test_the_window_never_opens_with_a_reply_whose_question_was_dropped(hi
 
 async def test_recall_places_what_changes_after_the_cached_prefix():
     """Through the orchestrator: recalled messages come after the newest history, outside the stable part."""
-    from components.context_window.module_registry import ModuleRegistry
+    from tda.builtins import module_registry
 
-    handler = ContextWindowHandler(ModuleRegistry(entry_point_group=None).load())
+    handler = ContextWindowHandler(module_registry(entry_point_group=None).load())
     wtype = DEFAULT_TYPES["conversation_first"]
     ctx = dataclasses.replace(
         make_ctx(messages=planted(200), query="Which dog did my sister adopt?", limit=4_000, profile_type="llm_only")

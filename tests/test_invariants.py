@@ -14,6 +14,7 @@ from components.context_window.handler import ContextWindowHandler
 from components.context_window.module_registry import ModuleRegistry
 from components.context_window.token_estimator import REPLY_PRIMING
 from components.context_window.window_type import ContextWindowType
+from tda.builtins import module_registry
 from tests.oracle import cookbook_tokens, litellm_tools_tokens, text_tokens
 from tests.support import Scripted, conversation, make_ctx, make_tools, tool_call_exchange, words
 
@@ -92,7 +93,7 @@ def history(draw: Any) -> list[Message]:
 
 @st.composite
 def scenarios(draw: Any) -> tuple[list[ContextModule], ContextWindowType, Any]:
-    builtins = ModuleRegistry(entry_point_group=None).load()
+    builtins = module_registry(entry_point_group=None).load()
     modules: list[ContextModule] = draw(scripted_modules())
     modules += [builtins.modules[m] for m in ("system_prompt", "tool_definitions", "conversation_history")]
     wtype = draw(window_types([m.module_id for m in modules]))

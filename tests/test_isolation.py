@@ -13,7 +13,8 @@ from components.context_window.base import AssemblyContext, ContextModule, Contr
 from components.context_window.budget import BudgetExceeded
 from components.context_window.handler import ContextWindowHandler
 from components.context_window.module_registry import ModuleRegistry
-from components.context_window.window_type import DEFAULT_TYPES, ContextWindowType
+from components.context_window.window_type import ContextWindowType
+from tda.builtins import DEFAULT_TYPES
 from tests import support
 from tests.oracle import cookbook_tokens, text_tokens
 from tests.support import Scripted, conversation, make_ctx, manifest, words

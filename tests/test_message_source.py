@@ -18,6 +18,7 @@ from components.context_window.base import (
     newest_first,
 )
 from components.context_window.token_estimator import TokenEstimator, counts_to_store
+from tda.builtins import module_registry
 from tests.support import conversation, make_ctx, module_ctx, tool_call_exchange
 
 
@@ -69,9 +70,8 @@ async def test_the_window_reads_only_the_newest_pages_of_a_long_history(builtin_
 @settings(max_examples=40, deadline=None)
 @given(st.integers(1, 80), st.integers(0, 6_000), st.booleans())
 async def test_a_paged_source_gives_the_same_window_as_a_list(turns, budget, with_tools):
-    from components.context_window.module_registry import ModuleRegistry
 
-    history = ModuleRegistry(entry_point_group=None).load().modules["conversation_history"]
+    history = module_registry(entry_point_group=None).load().modules["conversation_history"]
     messages = conversation(turns, words_per_message=15)
     if with_tools:
         messages[turns // 2 : turns // 2] = tool_call_exchange(turns // 2, "call_x", 20)
@@ -118,15 +118,14 @@ async def test_a_store_following_the_documented_contract_is_counted_as_the_provi
     """``Message.tokens`` is the whole message's count: a store that fills it from the cookbook formula (written
     independently in tests/oracle.py) gets a window whose total is the oracle's count of what was sent."""
     from components.context_window.handler import ContextWindowHandler
-    from components.context_window.module_registry import ModuleRegistry
-    from components.context_window.window_type import DEFAULT_TYPES
+    from tda.builtins import DEFAULT_TYPES
     from tests.oracle import cookbook_message_tokens, cookbook_tokens
 
     plain = conversation(20, 30)  # 40 messages
     stored = [
         dataclasses.replace(m, tokens={"o200k_base": cookbook_message_tokens(m.to_chat(), "gpt-4o")}) for m in plain
     ]
-    handler = ContextWindowHandler(ModuleRegistry(entry_point_group=None).load(), remember_sessions=0)
+    handler = ContextWindowHandler(module_registry(entry_point_group=None).load(), remember_sessions=0)
     windows = []
     for history in (plain, stored):
         ctx = make_ctx(limit=100_000, history=InMemoryMessages(tuple(history)))
@@ -142,9 +141,8 @@ async def test_a_store_following_the_documented_contract_is_counted_as_the_provi
 async def test_a_second_window_in_one_assembly_is_the_window_built_afresh(turns, first, second, with_tools, clearing):
     """A surplus re-ask (more budget) or a condense (less) in the same assembly goes on from the walk already made;
     what it gives must be what a fresh walk at that budget gives."""
-    from components.context_window.module_registry import ModuleRegistry
 
-    history = ModuleRegistry(entry_point_group=None).load().modules["conversation_history"]
+    history = module_registry(entry_point_group=None).load().modules["conversation_history"]
     messages = conversation(turns, words_per_message=15)
     if with_tools:
         messages[turns // 2 : turns // 2] = tool_call_exchange(turns // 2, "call_x", 60)

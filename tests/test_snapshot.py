@@ -8,7 +8,7 @@ from dataclasses import asdict
 
 from components.context_window.handler import ContextWindowHandler
 from components.context_window.snapshot import ContextWindowSnapshot
-from components.context_window.window_type import DEFAULT_TYPES
+from tda.builtins import DEFAULT_TYPES
 from tests.support import conversation, make_ctx, make_tools
 
 

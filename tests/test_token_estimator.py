@@ -11,14 +11,18 @@ from hypothesis import strategies as st
 
 from components.context_window.base import Message, ToolSchema
 from components.context_window.token_estimator import (
+    CALIBRATION_RATIOS,
     SAFETY_MARGIN,
+    Calibration,
     TokenEstimator,
+    calibrate,
     encoding_name_for,
     estimator_for,
     resolve_model_limit,
     tokenizer_for,
 )
 from tests.oracle import cookbook_message_tokens, cookbook_tokens, litellm_tokens, litellm_tools_tokens, text_tokens
+from tests.support import make_tools
 
 LOOK_ALIKES = ["<|endoftext|>", "<|im_start|>", "<|start|>assistant<|message|>", "<|fim_prefix|>", "\u200b", "🙂", "ß"]
 texts = st.one_of(
@@ -259,3 +263,50 @@ def test_model_limit_comes_from_litellm_then_table_then_default():
 )
 def test_models_missing_from_litellm_resolve_from_the_table(model, limit):
     assert resolve_model_limit(model) == (limit, "fallback_table")
+
+
+# --- calibration never goes below litellm ---------------------------------------------------------------------
+
+CALIBRATABLE = [
+    "gemini/gemini-2.0-flash",
+    "claude-3-5-sonnet-20240620",
+    "claude-sonnet-4-20250514",
+    "mistral/mistral-large-latest",
+]
+"""Models tda estimates; a Llama's would have litellm fetch its tokenizer from the network."""
+
+
+def _calibrated(model: str, ratio: float, samples: int) -> TokenEstimator:
+    calibrate(model, Calibration(ratio, samples))
+    return estimator_for(model)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.sampled_from(CALIBRATABLE),
+    st.floats(CALIBRATION_RATIOS[0], 1.2) | st.floats(1.2, CALIBRATION_RATIOS[1]),  # below 1 at least half the time
+    st.integers(1, 8),
+    st.lists(texts, min_size=1, max_size=4),
+    st.integers(0, 8),
+)
+def test_a_calibrated_count_is_never_below_litellms(model, ratio, samples, contents, n_tools):
+    """Whatever ratio the provider's counts taught (0.5x cl100k to 4x), messages and tools count at least what
+    litellm.token_counter counts for the same request (the oracle)."""
+    messages = [{"role": "user" if i % 2 == 0 else "assistant", "content": c} for i, c in enumerate(contents)]
+    tools = make_tools(n_tools)
+    try:
+        ours = _calibrated(model, ratio, samples).count_request([Message.from_chat(m) for m in messages], tools)
+    finally:
+        calibrate(model, None)
+    assert ours >= litellm_tokens(messages, [t.to_openai() for t in tools], model)
+
+
+@pytest.mark.parametrize("model", CALIBRATABLE)
+def test_eight_tools_after_a_provider_counting_six_tenths_of_cl100k(model):
+    """Round 3's finding: after provider counts at 0.6x cl100k, eight tools were charged 334 against litellm's 394."""
+    tools = make_tools(8)
+    try:
+        ours = _calibrated(model, 0.6, 10).count_tools(tools)
+    finally:
+        calibrate(model, None)
+    assert ours >= litellm_tools_tokens([t.to_openai() for t in tools], model)

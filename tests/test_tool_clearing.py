@@ -15,7 +15,8 @@ import pytest
 
 from components.context_window.base import Message
 from components.context_window.handler import ContextWindowHandler
-from components.context_window.window_type import DEFAULT_TYPES, ContextWindowType
+from components.context_window.window_type import ContextWindowType
+from tda.builtins import DEFAULT_TYPES
 from tests.oracle import cookbook_message_tokens
 from tests.support import make_ctx, module_ctx
 

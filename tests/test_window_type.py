@@ -5,12 +5,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from components.context_window.window_type import (
-    DEFAULT_TYPES,
-    ContextWindowType,
-    default_types,
-    validate_default_flags,
-)
+from components.context_window.window_type import ContextWindowType, validate_default_flags
+from tda.builtins import DEFAULT_TYPES, default_types
 
 
 def base(**changes):

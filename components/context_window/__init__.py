@@ -20,10 +20,9 @@ from .budget import BudgetExceeded
 from .handler import AssembledContext, ContextWindowHandler
 from .module_registry import ModuleRegistry
 from .snapshot import ContextWindowSnapshot
-from .window_type import DEFAULT_TYPES, ContextWindowType, default_types
+from .window_type import ContextWindowType
 
 __all__ = [
-    "DEFAULT_TYPES",
     "AssembledContext",
     "AssemblyContext",
     "BudgetExceeded",
@@ -43,6 +42,5 @@ __all__ = [
     "Session",
     "ToolSchema",
     "TurnRecord",
-    "default_types",
     "text_contribution",
 ]

@@ -10,22 +10,25 @@ Where the rules come from (the formulas are in each function's docstring):
 * OpenAI, "Images and vision" guide, "Calculating costs" (tile models and patch models, per-model tables);
 * Anthropic, "Vision" guide, "Evaluate image size" and "Calculate image costs";
 * Google, Gemini API "Understand and count tokens" (images, audio);
-* Anthropic, "PDF support", "Estimate your costs" (PDF pages).
+* Anthropic, "PDF support", "Estimate your costs" (PDF pages; read by pypdf: its page tree and content streams).
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
+import io
 import json
 import math
 import re
 import struct
-import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
+
+from .session_cache import BoundedCache
 
 TEXT_PART_TYPES = frozenset({"text", "input_text", "output_text"})
 IMAGE_PART_TYPES = frozenset({"image_url", "input_image"})
@@ -67,7 +70,8 @@ AUDIO_MIN_BYTES_PER_SECOND = 1000
 """An encoded (not WAV) clip's length is unknown offline: bytes / 1,000 seconds bounds it for any codec at
 8 kbit/s or more (MP3's lowest rate)."""
 INFLATED_LIMIT = 32 << 20
-"""At most this many bytes are inflated from a PDF's streams (its pages and text): a zip bomb stops here."""
+"""At most this many bytes of a PDF's page contents are decoded for their text (pypdf bounds each stream at
+75 MB): a zip bomb stops here; the pages beyond count ``PDF_TEXT_TOKENS_PER_PAGE`` each."""
 
 
 # --- per-model rules -------------------------------------------------------------------------------
@@ -309,46 +313,75 @@ def pdf_page_image(rules: ImageRules) -> int:
 
 
 def pdf_tokens(raw: bytes, rules: ImageRules, count: Callable[[str], int]) -> int:
-    """A PDF: ``pdf_page_tokens`` per page (pages counted from its page objects, in object streams too), and more
-    text when its pages show more: the strings its content streams show, counted as text (a hex string, a
-    2-byte font's, at a token a byte). An estimate: what a provider counts depends on the text it extracts and
-    the resolution it renders pages at."""
-    pages, shown, hex_bytes = len(_PAGE_OBJECT.findall(raw)), [], 0
-    for stream, inflated in _streams(raw):
-        pages += len(_PAGE_OBJECT.findall(stream)) if inflated else 0  # an object stream's pages
-        if b"BT" in stream and b"Tf" in stream and stream[:64].isascii():  # a content stream showing text
-            shown += [m[1:-1].decode("latin-1") for m in _LITERAL.findall(stream)]
-            hex_bytes += sum(len(m) // 2 for m in _HEX.findall(stream))
-    pages = max(1, pages)
-    text = math.ceil(count(" ".join(shown)) * PDF_LAYOUT_MARGIN) + hex_bytes
+    """A PDF: ``pdf_page_tokens`` per page, and more text when its pages show more: the strings its content
+    streams show, counted as text (a hex string, a 2-byte font's, at a token a byte). An estimate: what a
+    provider counts depends on the text it extracts and the resolution it renders pages at."""
+    pages, shown, hex_bytes = pdf_layout(raw)
+    text = math.ceil(count(shown) * PDF_LAYOUT_MARGIN) + hex_bytes
     return max(pages * PDF_TEXT_TOKENS_PER_PAGE, text) + pages * pdf_page_image(rules)
 
 
-_PAGE_OBJECT = re.compile(rb"/Type\s*/Page(?![A-Za-z])")
-_STREAM = re.compile(rb"(?<!end)stream\r?\n")
-_LITERAL = re.compile(rb"\((?:\\.|[^\\)])*\)")
-_HEX = re.compile(rb"<[0-9A-Fa-f\s]+>")
+def pdf_layout(raw: bytes) -> tuple[int, str, int]:
+    """(pages, the literal strings its pages show, the bytes of the hex strings they show), read by pypdf: its
+    page tree however it is stored (object streams, any filter chain) and, when it is encrypted with an empty
+    user password (it opens without one), decrypted. Cached by the bytes' SHA-256 (not the bytes). A PDF pypdf
+    cannot read counts the page objects its bytes show (none, when they sit in an encrypted object stream);
+    every PDF counts at least one page."""
+    digest = hashlib.sha256(raw).digest()
+    known = _PDF_LAYOUTS.get(digest)
+    return known if known is not None else _PDF_LAYOUTS.put(digest, _layout(raw))
 
 
-def _streams(raw: bytes) -> list[tuple[bytes, bool]]:
-    """The PDF's streams, each with whether it was inflated: Flate streams are (at most ``INFLATED_LIMIT`` bytes
-    in all), others are as they are."""
-    out: list[tuple[bytes, bool]] = []
+_PDF_LAYOUTS: BoundedCache[bytes, tuple[int, str, int]] = BoundedCache(64)
+
+
+def _layout(raw: bytes) -> tuple[int, str, int]:
+    read = _read_pdf(raw)
+    if read is None:
+        return max(1, len(_PAGE_OBJECT.findall(raw))), "", 0
+    pages, contents = read
+    shown, hex_bytes = [], 0
+    for stream in contents:
+        if b"BT" in stream and b"Tf" in stream:  # a content stream showing text
+            shown += [m[1:-1].decode("latin-1") for m in _LITERAL.findall(stream)]
+            hex_bytes += sum(len(m) // 2 for m in _HEX.findall(stream))
+    return max(1, pages), " ".join(shown), hex_bytes
+
+
+def _read_pdf(raw: bytes) -> tuple[int, list[bytes]] | None:
+    """The page count and the pages' decoded content streams (at most ``INFLATED_LIMIT`` bytes in all), or None
+    when pypdf cannot read the page tree: a damaged file, or one that needs a password (a provider cannot
+    read it either)."""
+    from pypdf import PdfReader
+
+    try:
+        reader = PdfReader(io.BytesIO(raw))
+        if reader.is_encrypted and not reader.decrypt(""):
+            return None
+        pages = len(reader.pages)
+    except Exception:  # pypdf raises many kinds (PdfReadError, KeyError, ValueError, ...) on damaged files
+        return None
+    contents: list[bytes] = []
     room = INFLATED_LIMIT
-    for match in _STREAM.finditer(raw):
-        end = raw.find(b"endstream", match.end())
-        if end < 0:
-            break
-        body, inflated = raw[match.end() : end], True
-        try:
-            body = zlib.decompressobj().decompress(body, max(1, room))
-            room -= len(body)
-        except zlib.error:
-            inflated = False
-        out.append((body, inflated))
+    for page in reader.pages:
+        contents.append(_page_content(page))
+        room -= len(contents[-1])
         if room <= 0:
             break
-    return out
+    return pages, contents
+
+
+def _page_content(page: Any) -> bytes:
+    try:
+        stream = page.get_contents()
+        return bytes(stream.get_data()) if stream is not None else b""
+    except Exception:  # one damaged page shows no text; the others still count theirs
+        return b""
+
+
+_PAGE_OBJECT = re.compile(rb"/Type\s*/Page(?![A-Za-z])")
+_LITERAL = re.compile(rb"\((?:\\.|[^\\)])*\)")
+_HEX = re.compile(rb"<[0-9A-Fa-f\s]+>")
 
 
 def audio_tokens(data: Any) -> int:

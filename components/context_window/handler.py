@@ -29,9 +29,9 @@ from .content_parts import media_note
 from .isolation import BLOCKING_WARN_S, Outcome, checked_contribution, checked_signals, run_calls
 from .metering import MeteredSummarizer
 from .options import usable_options
-from .session_cache import BoundedCache
+from .session_cache import BoundedCache, content_key
 from .snapshot import AuxiliaryCall, Condensation, ContextWindowSnapshot, ModuleUsage, Reallocation
-from .token_estimator import REPLY_PRIMING, TokenEstimator, estimator_for, resolve_model_limit
+from .token_estimator import REPLY_PRIMING, TokenEstimator, estimator_for, function_definition, resolve_model_limit
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +50,24 @@ class _ToolItem:
 
 def _is_tool(item: Any) -> bool:
     return type(item) is _ToolItem
+
+
+def prompt_order(items: list[Any], model: str) -> list[Any]:
+    """The window's items in the order ``model``'s provider reads its prompt, where its cache prefix runs.
+    Anthropic: tools, then system, then messages (its prompt-caching guide); litellm moves every system message
+    into the system block. Gemini: litellm moves the system messages into ``system_instruction``, read before the
+    tools and the contents (assumed: Google documents no order for implicit caching). Others (OpenAI): as sent,
+    the function definitions rendered after the system text."""
+    base = model.lower().rpartition("/")[2]
+    is_system = [isinstance(i, str) or (isinstance(i, Message) and i.role == "system") for i in items]
+    system = [i for i, s in zip(items, is_system, strict=True) if s]
+    tools = [i for i in items if _is_tool(i)]
+    rest = [i for i, s in zip(items, is_system, strict=True) if not s and not _is_tool(i)]
+    if "claude" in base:
+        return [*tools, *system, *rest]
+    if "gemini" in base:
+        return [*system, *tools, *rest]
+    return items
 
 
 class ModuleSource(Protocol):
@@ -159,13 +177,12 @@ class ContextWindowHandler:
         self.modules = modules
         self.timeout_s = timeout_s
         self._estimator = estimator
-        self._validated: BoundedCache[tuple[int, Any], tuple[wt.ModuleSlot, dict[str, Any], Any, list[str]]] = (
-            BoundedCache(1024)
-        )
-        """Per (window-type slot, options model): the slot (held, so its id stays its own), the config it validated to,
-        the options, what was dropped. Stored types' slots live on between turns: validated once, not per turn."""
+        self._validated: BoundedCache[tuple[str, Any], tuple[dict[str, Any], Any, list[str]]] = BoundedCache(1024)
+        """Per (a slot's config, by content; options model): the config it validated to, the options, what was
+        dropped. Validated once per distinct config, not per turn; a config edited in place is validated anew."""
         self._previous: BoundedCache[str, list[Any]] = BoundedCache(max(remember_sessions, 1))
-        """Per session, the previous window's items: only ``prefix_stable_tokens`` reads it."""
+        """Per session, the previous window's model and items in its prompt order: only ``prefix_stable_tokens``
+        reads it."""
         self._remember = remember_sessions > 0
         """0: remember no session (previews and replays leave no trace)."""
 
@@ -574,22 +591,27 @@ class ContextWindowHandler:
 
     def _stable_prefix_tokens(self, run: _Run, items: list[Any]) -> int:
         """Tokens of the items the window shares, from its start, with the session's previous window: the prefix a
-        provider's prompt cache can reuse. Each item counts what it is charged (a tool its rendered size when that is
-        larger than its JSON); the tools block's fixed overhead counts once every tool sent is in the prefix.
-        Nothing matches on a session's first window: 0."""
-        session_id = run.ctx.session.id
-        previous = self._previous.get(session_id, [])
+        provider's prompt cache can reuse, measured in the order the provider reads the prompt (``prompt_order``)
+        and counted by the model's tokenizer (a tool as the definition it is rendered into, not the larger figure
+        it is charged). The tools block's fixed overhead counts once every tool sent is in the prefix. A cache is
+        the model's own: nothing matches on a session's first window, nor after the model (or its tokenizer)
+        changed: 0."""
+        model = run.ctx.model
+        ordered = prompt_order(items, model)
+        previous = self._previous.get(run.ctx.session.id)
         if self._remember:
-            self._previous.put(session_id, items)
+            self._previous.put(run.ctx.session.id, [model, ordered])
+        if previous is None or previous[0] != model:
+            return 0
         same = 0
-        for now, before in zip(items, previous, strict=False):  # the windows may differ in length
+        for now, before in zip(ordered, previous[1], strict=False):  # the windows may differ in length
             if now is not before and now != before:  # a cached history hands back the very same messages
                 break
             same += 1
         tokens = run.tokens
-        stable = sum(self._item_tokens(tokens, item) for item in items[:same])
-        tools_sent = any(_is_tool(item) for item in items)
-        if tools_sent and not any(_is_tool(item) for item in items[same:]):
+        stable = sum(self._item_tokens(tokens, item) for item in ordered[:same])
+        tools_sent = any(_is_tool(item) for item in ordered)
+        if tools_sent and not any(_is_tool(item) for item in ordered[same:]):
             stable += tokens.tools_overhead
         return stable
 
@@ -598,7 +620,7 @@ class ContextWindowHandler:
         if isinstance(item, Message):
             return tokens.count_message(item)
         if _is_tool(item):
-            return tokens.count_tool(item.schema)  # as charged: the larger of the JSON and the rendering
+            return tokens.count(function_definition(item.schema))  # what the provider tokenizes (litellm's count)
         return tokens.count_text_message(item)
 
     def _snapshot(self, run: _Run, total: int, stable: int) -> ContextWindowSnapshot:
@@ -681,12 +703,12 @@ class ContextWindowHandler:
             config: Mapping[str, Any] = slot.spec.config
             options, dropped = None, list[str]()
             if model is not None:
-                known = self._validated.get((id(slot.spec), model))
-                if known is None or known[0] is not slot.spec:
+                key = (content_key(config), model)
+                known = self._validated.get(key)
+                if known is None:
                     options, dropped = usable_options(model, config)
-                    validated = options.model_dump(exclude_unset=True)
-                    known = self._validated.put((id(slot.spec), model), (slot.spec, validated, options, dropped))
-                _, config, options, dropped = known
+                    known = self._validated.put(key, (options.model_dump(exclude_unset=True), options, dropped))
+                config, options, dropped = known
             if dropped:
                 run.log(f"{slot.module_id}: ignored invalid options {dropped} (the defaults apply); fix the type")
             slot.options = (freeze({**config, "distillation": run.distillation}), options)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import importlib
 import importlib.machinery
 import importlib.metadata
@@ -22,9 +21,6 @@ from . import hookspecs
 from .base import ContextModule, ModuleManifest
 from .window_type import ContextWindowType
 
-BUILTIN_PLUGIN = "modules"
-"""Import name of the plugin that brings the built-in modules and shipped types (the application's ``modules``
-package): registered under the name ``builtin``, through the same hooks as any pack."""
 PRECEDENCE = {"builtin": 0, "pack": 1, "user": 2}
 
 
@@ -169,13 +165,14 @@ class ModuleRegistry:
     def __init__(
         self,
         *,
-        builtin: str | object | None = BUILTIN_PLUGIN,
+        builtin: str | object | None = None,
         user_dir: Path | None = None,
         entry_point_group: str | None = hookspecs.ENTRY_POINT_GROUP,
         plugins: Iterable[tuple[str, object]] = (),
     ) -> None:
         self.builtin = builtin
-        """The built-in plugin, or its import name; ``None``: no built-in modules."""
+        """The application's built-in plugin, or its import name, registered under the name ``builtin`` with the
+        lowest precedence (tda passes its ``modules`` package: tda/builtins.py); ``None``: none."""
         self.user_dir = user_dir
         self.entry_point_group = entry_point_group
         self.extra_plugins = list(plugins)
@@ -431,9 +428,3 @@ def _code_definition(manifest: Any, cls: type, source: str) -> ModuleDefinition:
     if not (isinstance(cls, type) and issubclass(cls, ContextModule)):
         raise ModuleLoadError(f"{validated.module_id}: {cls!r} is not a ContextModule subclass")
     return ModuleDefinition(validated, cls, source)
-
-
-@functools.cache
-def shipped_types() -> tuple[ContextWindowType, ...]:
-    """The window types the built-in plugin ships (read once: they are frozen)."""
-    return tuple(ModuleRegistry(entry_point_group=None).window_types())

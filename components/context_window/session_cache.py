@@ -5,6 +5,10 @@ the same with a session id in the key so a module's ``purge`` can forget one ses
 keeps assembly deterministic: a key holds *everything* the cached value was computed from (texts,
 values, feedback, message contents), never an object identity or a position alone, so the same input
 gives the same output whatever was assembled before. ``content_key`` builds such a key from plain data.
+A caller may edit its inputs in place between turns (a turn's result rows, a slot's config): a key read from
+the input's values each time sees the edit; one kept per object would not. Only deeply frozen objects
+(``Message``, ``ToolSchema``: their parts, tool calls and parameters are read-only copies) may be cached by
+identity, the entry holding the object so its id is not reused.
 """
 
 from __future__ import annotations

@@ -16,7 +16,8 @@ Which tokenizer (``tokenizer_for``):
 * every other model: cl100k_base plus a ``SAFETY_MARGIN`` — an estimate, and ``method`` says so — or, once the
   application has seen the provider's own prompt counts for the model (``calibrate``), cl100k_base times a learned
   ratio: the largest ratio of the provider's count to cl100k's seen so far, plus ``CALIBRATION_MARGIN``, so the
-  estimate is never below what the provider counted on any request seen;
+  estimate is never below what the provider counted on any request seen, nor (the ratio is never taken below 1)
+  below what ``litellm.token_counter`` counts;
 * no encoding loads at all: UTF-8 bytes, an upper bound (a BPE token covers at least one byte).
 
 Counts are cached per estimator keyed by the text itself (the dict hashes and compares the content),
@@ -159,9 +160,11 @@ class Calibration:
 
     @property
     def scale(self) -> float:
-        """What cl100k text counts are multiplied by: the ratio plus a margin; the fixed margin while few seen."""
+        """What cl100k text counts are multiplied by: the ratio plus a margin; the fixed margin while few seen.
+        Never below 1: litellm counts every calibratable model with cl100k itself (or Anthropic's tokenizer, the
+        floor), and no count goes below litellm's. A provider counting less than cl100k only keeps it at 1."""
         learned = self.ratio * (1 + CALIBRATION_MARGIN)
-        return learned if self.samples >= CALIBRATION_MIN_SAMPLES else max(learned, 1 + SAFETY_MARGIN)
+        return max(1.0, learned if self.samples >= CALIBRATION_MIN_SAMPLES else max(learned, 1 + SAFETY_MARGIN))
 
 
 _calibrations: dict[str, Calibration] = {}

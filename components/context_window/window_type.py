@@ -8,7 +8,7 @@ rejects a type that would condense the floor (a non-condensable module in ``cond
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
@@ -283,33 +283,3 @@ def validate_default_flags(types: Iterable[ContextWindowType]) -> None:
     defaults = [t.id for t in types if t.is_default]
     if len(defaults) > 1:
         raise ValueError(f"only one default context window type is allowed, got {defaults}")
-
-
-# --- the shipped types ------------------------------------------------------------------------------
-
-
-def default_types() -> list[ContextWindowType]:
-    """The types the plugins ship (the built-in ones: ``modules/window_types/*.json``), read through the module
-    registry's ``tda_window_types`` hook. Frozen: derive a changed one with ``model_copy(update=...)``."""
-    from .module_registry import shipped_types  # the registry imports this module
-
-    return list(shipped_types())
-
-
-class _ShippedTypes(Mapping[str, ContextWindowType]):
-    """``DEFAULT_TYPES``: the shipped types by id, read on first use (not when the component is imported)."""
-
-    def _types(self) -> dict[str, ContextWindowType]:
-        return {t.id: t for t in default_types()}
-
-    def __getitem__(self, type_id: str) -> ContextWindowType:
-        return self._types()[type_id]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._types())
-
-    def __len__(self) -> int:
-        return len(self._types())
-
-
-DEFAULT_TYPES: Mapping[str, ContextWindowType] = _ShippedTypes()

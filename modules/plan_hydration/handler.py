@@ -42,13 +42,13 @@ from components.context_window.base import (
 )
 from components.context_window.fitting import clip, cut_to_tokens, estimator, fit_blocks
 from components.context_window.phases import visible
-from components.context_window.session_cache import SessionCache
+from components.context_window.session_cache import SessionCache, content_key
 from components.context_window.turn_recall import Match, TurnRecall, described_turns, with_records
 from components.context_window.turn_results import Table, Text, parse_result
 from components.context_window.window_type import Distillation
 
 from .distillation import Distilled, apply_l2, distill
-from .offload import Searchable, TurnKeys, describe, searchable
+from .offload import Searchable, describe, search_key, searchable
 from .options import PlanOptions
 
 NOTE = "Statistics describe every row; samples only illustrate. Do not infer totals from samples."
@@ -87,7 +87,6 @@ class PlanHydrationModule(ContextModule):
         self._distilled_results: SessionCache[tuple[Distilled, ...]] = SessionCache(max_entries=64)
         self._searchable: SessionCache[Searchable | None] = SessionCache(max_entries=8_192)
         """Each earlier turn's searchable text, by content: built once, not every turn."""
-        self._keys = TurnKeys()
         self._recall = TurnRecall()
         self._last: dict[str, Any] = {}
 
@@ -158,7 +157,7 @@ class PlanHydrationModule(ContextModule):
                 for i, raw in enumerate(turn.results, 1)
             )
 
-        key = (limits.max_rows, limits.max_chars, self._keys.results(turn))  # the values, not only their shape
+        key = (limits.max_rows, limits.max_chars, content_key(turn.results))  # every value: a caller may edit them
         return self._distilled_results.get_or_compute(ctx.session.id, key, compute)
 
     async def _recalled_turns(
@@ -192,7 +191,7 @@ class PlanHydrationModule(ContextModule):
         return await with_records(ctx, chosen), meta
 
     def _searchable_of(self, turn: TurnRecord, session_id: str) -> Searchable | None:
-        key = self._keys.turn(turn)
+        key = search_key(turn)  # what its searchable text reads, read anew: a caller may edit a turn in place
         return self._searchable.get_or_compute(session_id, key, lambda: searchable(turn, key))
 
     def _recalled_blocks(

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from components.context_window.base import TurnRecord
-from components.context_window.session_cache import BoundedCache, content_key
+from components.context_window.session_cache import content_key
 from components.context_window.turn_recall import TurnText, turn_gist
 from components.context_window.turn_results import Table, parse_result
 
@@ -72,34 +72,6 @@ def _rows_text(table: Table) -> tuple[str, int]:
         return "", 0
     size = shown if len(lines) == len(table.rows) else round(shown * len(table.rows) / len(lines))
     return "\n".join(lines)[:SEARCH_CHARS], size
-
-
-class TurnKeys:
-    """Keys of turns by content. A turn's results may be large, and hashing them all every turn for every earlier
-    turn would cost more than the search (the service builds its records afresh each turn), so:
-
-    * ``turn`` keys a turn's searchable text by exactly what it is made from: the query, the plan and each result's
-      tool, columns, size and the rows or characters searched (``SEARCH_ROWS``, ``SEARCH_CHARS``), not the rest;
-    * ``results`` keys a distillation by every value (it reads them all).
-
-    Both are kept for the record they were computed from (held here, so its id cannot be reused while the entry
-    lives): a session whose records live on (a library caller's) is not hashed again."""
-
-    def __init__(self, max_entries: int = 8_192) -> None:
-        self._results: BoundedCache[int, tuple[TurnRecord, str]] = BoundedCache(max_entries)
-        self._searched: BoundedCache[int, tuple[TurnRecord, Hashable]] = BoundedCache(max_entries)
-
-    def results(self, turn: TurnRecord) -> str:
-        entry = self._results.get(id(turn))
-        if entry is not None and entry[0] is turn:
-            return entry[1]
-        return self._results.put(id(turn), (turn, content_key(turn.results)))[1]
-
-    def turn(self, turn: TurnRecord) -> Hashable:
-        entry = self._searched.get(id(turn))
-        if entry is not None and entry[0] is turn:
-            return entry[1]
-        return self._searched.put(id(turn), (turn, search_key(turn)))[1]
 
 
 def search_key(turn: TurnRecord) -> Hashable:

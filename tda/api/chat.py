@@ -34,6 +34,7 @@ from .common import json_object
 from .model_list import profile_of_model
 from .openapi import openai_wire
 from .streaming import start_turn
+from .wire_fields import CHAT_FIELDS, refuse_unknown_fields
 
 bp = Blueprint("chat", __name__, url_prefix="/v1")
 tag_blueprint(bp, ["chat"])
@@ -82,8 +83,9 @@ class ChatTool(_Loose):
 
 
 class ChatRequest(BaseModel):
-    """The fields tda reads. Every other field (temperature, response_format, seed, stop, user, n, ...) is passed
-    to the model as sent; litellm drops the ones a provider does not support."""
+    """The fields tda reads. Every other field chat completions defines (temperature, response_format, seed, stop,
+    ...) is passed to the model as sent; litellm drops the ones a provider does not support. A field outside the
+    wire format is refused (``wire_fields.py``): litellm would read ``api_base`` or ``api_key`` as where to call."""
 
     model_config = ConfigDict(extra="allow")
 
@@ -156,6 +158,7 @@ async def chat_completions() -> Any:
 
 
 def _parse(data: dict[str, Any]) -> ChatRequest:
+    refuse_unknown_fields(data, CHAT_FIELDS, "chat completions")
     try:
         return ChatRequest.model_validate(data)
     except ValidationError as exc:

@@ -14,6 +14,7 @@ from ..auth import actor, require
 from ..errors import Invalid
 from ..service import service
 from ..store.profiles import profile_dict
+from ..upstream_policy import UpstreamRefused
 from .common import check_same_as_stored
 from .schemas import ProfileIn, ProfilePatch
 
@@ -33,6 +34,15 @@ def check_limit_lowers(limit: int | None, model: str, loc: str = "context_limit"
                 {"loc": loc, "msg": f"must be at most {model_limit} (the model's limit)", "type": "less_than_equal"}
             ],
         )
+
+
+def check_upstream_allowed(upstream: dict[str, Any] | None) -> None:
+    """The operator's policy (tda/upstream_policy.py) on the key variable and host a profile names."""
+    try:
+        service().llm.check_profile_upstream(upstream or {})
+    except UpstreamRefused as exc:
+        loc = f"upstream.{exc.field}"
+        raise Invalid(f"{loc}: {exc}", errors=[{"loc": loc, "msg": str(exc), "type": "value_error"}]) from None
 
 
 NULLABLE = frozenset({"context_window_type_id", "context_limit", "model"})
@@ -55,6 +65,7 @@ async def list_profiles() -> dict[str, Any]:
 async def create_profile(data: ProfileIn) -> tuple[dict[str, Any], int]:
     svc = service()
     check_limit_lowers(data.context_limit, data.model or svc.settings.model)
+    check_upstream_allowed(data.upstream.model_dump())
     row = await svc.store.profiles.create(data.id, data.model_dump(exclude={"id"}), actor())
     return profile_dict(row), 201
 
@@ -92,6 +103,7 @@ async def update_profile(profile_id: str, data: ProfilePatch) -> dict[str, Any]:
     fields = _patch_fields(data)
     limit = fields.get("context_limit", current.context_limit)
     check_limit_lowers(limit, fields.get("model", current.model) or svc.settings.model)
+    check_upstream_allowed(fields.get("upstream"))
     return profile_dict(await svc.store.profiles.update(profile_id, fields, actor()))
 
 

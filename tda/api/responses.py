@@ -38,6 +38,7 @@ from .chat import SESSION_HEADER, openai_error, over_budget, requested_ids, requ
 from .common import json_object
 from .openapi import openai_wire
 from .streaming import start_turn
+from .wire_fields import RESPONSES_FIELDS, refuse_unknown_fields
 
 bp = Blueprint("responses", __name__, url_prefix="/v1")
 tag_blueprint(bp, ["chat"])
@@ -151,6 +152,7 @@ async def get_response(response_id: str) -> Any:
 
 
 def _parse(data: dict[str, Any]) -> ResponsesRequest:
+    refuse_unknown_fields(data, RESPONSES_FIELDS, "the Responses API")
     try:
         return ResponsesRequest.model_validate(data)
     except ValidationError as exc:

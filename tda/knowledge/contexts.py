@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from components.context_window.base import AssemblyContext, ContextModule, Directives, Profile, Session
-from components.context_window.module_registry import ModuleRegistry
 from components.context_window.token_estimator import estimator_for
 
+from ..builtins import module_registry
 from .providers import LiveKnowledge
 
 
@@ -35,7 +35,7 @@ class KnowledgeContextRunner:
         ``module``: the running service's knowledge_context; else the built-in one is loaded."""
         self.owns_knowledge = knowledge is None
         self.knowledge = knowledge or LiveKnowledge(data_dir, chroma_url, embedder=embedder)
-        self.module = module or ModuleRegistry(entry_point_group=None).load().modules["knowledge_context"]
+        self.module = module or module_registry(entry_point_group=None).load().modules["knowledge_context"]
         self.collections = tuple(collections)
         self.model = model
         self.tokens = estimator_for(model)

@@ -16,10 +16,10 @@ from components.context_window.session_cache import BoundedCache
 from ..db import Database
 from ..errors import NotFound
 from ..models import ApiTokenRow, BrowserSessionRow, utcnow
+from ..roles import ROLES as ROLES
 from . import audit
 
 Role = Literal["admin", "viewer"]
-ROLES: tuple[str, ...] = ("admin", "viewer")
 TOKEN_PREFIX = "tda_"
 
 

@@ -14,8 +14,9 @@ from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from components.context_window.session_cache import BoundedCache
-from components.context_window.window_type import ContextWindowType, default_types
+from components.context_window.window_type import ContextWindowType
 
+from ..builtins import default_types
 from ..db import Database, rowcount
 from ..errors import Conflict, NotFound, PreconditionFailed
 from ..models import AuditRow, ProfileRow, WindowTypeRow, WindowTypeVersionRow, utcnow

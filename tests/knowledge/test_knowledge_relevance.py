@@ -10,7 +10,7 @@ from components.context_window.base import AssemblyContext, Directives, Passage,
 from components.context_window.handler import ContextWindowHandler
 from components.context_window.module_registry import ModuleRegistry, load_folder
 from components.context_window.token_estimator import estimator_for
-from components.context_window.window_type import DEFAULT_TYPES
+from tda.builtins import DEFAULT_TYPES
 from tda.knowledge.chunking import chunk_document
 from tda.knowledge.ingest import ingest_paths
 from tda.knowledge.readers import Block, ExtractedDocument

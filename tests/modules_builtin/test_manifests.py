@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from components.context_window.module_registry import load_folder
-from components.context_window.window_type import DEFAULT_TYPES
+from tda.builtins import DEFAULT_TYPES
 
 MODULES = Path(__file__).resolve().parents[2] / "modules"
 PLACEMENT = {

@@ -254,7 +254,7 @@ async def test_a_long_session_met_first_is_embedded_a_batch_a_turn_and_matched_b
 async def test_through_the_orchestrator_the_window_holds_turn_2s_result_and_line(builtin_registry):
     from components.context_window.base import AssemblyContext, Profile
     from components.context_window.handler import ContextWindowHandler
-    from components.context_window.window_type import DEFAULT_TYPES
+    from tda.builtins import DEFAULT_TYPES
 
     session = long_session()
     handler = ContextWindowHandler(builtin_registry)
@@ -280,7 +280,8 @@ async def test_through_the_orchestrator_the_window_holds_turn_2s_result_and_line
 def test_a_bad_recall_option_is_refused_naming_module_and_option(builtin_registry, module_id, config, says):
     from pydantic import ValidationError
 
-    from components.context_window.window_type import DEFAULT_TYPES, ContextWindowType
+    from components.context_window.window_type import ContextWindowType
+    from tda.builtins import DEFAULT_TYPES
 
     data = DEFAULT_TYPES["balanced"].model_dump() | {"id": "mine", "is_default": False}
     data["modules"][module_id]["config"] = config

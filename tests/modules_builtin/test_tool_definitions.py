@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from components.context_window.base import AssemblyContext, Message, ToolSchema, _evolve
-from components.context_window.module_registry import ModuleRegistry
+from tda.builtins import module_registry
 from tests.support import make_ctx, module_ctx
 
 TOPICS = [
@@ -47,7 +47,7 @@ def realistic_tools(copies: int = 5) -> list[ToolSchema]:
 
 @pytest.fixture
 def module():
-    return ModuleRegistry(entry_point_group=None).load().modules["tool_definitions"]
+    return module_registry(entry_point_group=None).load().modules["tool_definitions"]
 
 
 def callable_schema(schema: ToolSchema) -> None:
@@ -215,7 +215,7 @@ async def test_condensing_steps_down_and_purge_brings_full_back(module):
 @settings(max_examples=40, deadline=None)
 @given(st.integers(0, 6000), st.integers(1, 40), st.sampled_from(["convert money", "weather", "sql rows", ""]))
 async def test_every_level_fits_its_budget_and_sends_callable_schemas(budget, n, query):
-    module = ModuleRegistry(entry_point_group=None).load().modules["tool_definitions"]
+    module = module_registry(entry_point_group=None).load().modules["tool_definitions"]
     ctx = module_ctx(make_ctx(tools=realistic_tools()[:n], query=query or "?"))
     out = await module.contribute(budget, ctx)
     assert sent_cost(out, ctx) <= budget

@@ -52,17 +52,27 @@ def token_in(output: str) -> str:
 
 
 def wait_until_up(url: str, proc: subprocess.Popen[bytes], log: Path, seconds: float = 90) -> None:
-    """Until ``/healthz`` answers; a server that exits or stays silent fails with its log."""
+    """Until the application is up (``loaded``); a server that exits or stays silent fails with its log."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"tda serve exited early:\n{log.read_text()}")
-        try:
-            with urllib.request.urlopen(f"{url}/healthz", timeout=1):
-                return
-        except OSError:
-            time.sleep(0.1)
+        if loaded(url):
+            return
+        time.sleep(0.1)
     raise RuntimeError(f"tda serve did not answer on {url} within {seconds} s:\n{log.read_text()}")
+
+
+def loaded(url: str) -> bool:
+    """Whether `tda serve` at ``url`` has loaded its application: /readyz answers and no longer says "starting"
+    (it answers /healthz from its first second, while tda loads: tda/launch.py)."""
+    try:
+        with urllib.request.urlopen(f"{url}/readyz", timeout=2):
+            return True
+    except urllib.error.HTTPError as exc:
+        return json.loads(exc.read() or b"{}").get("status") != "starting"
+    except OSError:
+        return False
 
 
 @dataclass

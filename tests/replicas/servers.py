@@ -17,9 +17,10 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from tests.ops.live import loaded
 
 ROOT = Path(__file__).resolve().parents[2]
 PG_BIN = Path(
@@ -239,11 +240,9 @@ class Replica:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"replica {self.name} exited early:\n{self.log.read_text()[-3000:]}")
-            try:
-                with urllib.request.urlopen(f"{self.url}/healthz", timeout=1):
-                    return self
-            except OSError:
-                time.sleep(0.1)
+            if loaded(self.url):
+                return self
+            time.sleep(0.1)
         raise RuntimeError(f"replica {self.name} did not answer on {self.url} within {seconds} s")
 
     @property

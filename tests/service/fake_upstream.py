@@ -29,6 +29,8 @@ class FakeUpstream:
     """Model name -> statuses to answer its next calls with, in order (then it answers normally)."""
     always_failing: set[str] = field(default_factory=set)
     """Models answered 500 every time."""
+    error_body: tuple[str, bytes] | None = None
+    """(content type, body) a failure answers with instead of OpenAI's JSON error (an upstream that is not one)."""
     usage: dict[str, int] = field(default_factory=dict)
     """Extra usage fields in each answer (``cache_read_input_tokens``, ``prompt_tokens_details``...)."""
     prompt_tokens: Callable[[dict[str, Any]], int] | None = None
@@ -57,7 +59,8 @@ def _handler(fake: FakeUpstream) -> type[BaseHTTPRequestHandler]:
             status = 500 if model in fake.always_failing else (scripted.pop(0) if scripted else 200)
             if status != 200:
                 error = {"error": {"message": f"scripted failure of {model}", "type": "server_error", "code": None}}
-                return self._send(status, "application/json", json.dumps(error).encode())
+                content_type, data = fake.error_body or ("application/json", json.dumps(error).encode())
+                return self._send(status, content_type, data)
             if self.path.endswith("/messages"):
                 answer = _anthropic_message(model, fake.answer(model), fake.usage)
                 return self._send(200, "application/json", json.dumps(answer).encode())

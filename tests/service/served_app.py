@@ -36,7 +36,7 @@ class App:
 
     async def http(self, method: str, path: str, key: str | None = None, **kwargs: Any) -> httpx.Response:
         async with httpx.AsyncClient(base_url=self.base_url.removesuffix("/v1"), timeout=30) as client:
-            headers = {"Authorization": f"Bearer {key or self.token}"}
+            headers = {"Authorization": f"Bearer {key or self.token}", **kwargs.pop("headers", {})}
             return await client.request(method, path, headers=headers, **kwargs)
 
     async def profile(self, profile_id: str, **fields: Any) -> None:

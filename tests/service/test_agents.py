@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from components.context_window.window_type import DEFAULT_TYPES
 from tda.app import create_app
+from tda.builtins import DEFAULT_TYPES
 from tda.config import Settings
 from tests.service.support import ScriptedModel
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from tda.app import create_app
+from tda.cli import build_parser
 from tests.service.support import ScriptedModel
 
 GUIDE = (Path(__file__).resolve().parents[2] / "docs" / "modules.md").read_text()
@@ -23,7 +24,7 @@ def commands() -> list[str]:
     """Each command of the guide's shell blocks, continuation lines joined (a -d body may span lines)."""
     found: list[str] = []
     for block in SHELL:
-        found += [c.replace("\\\n", " ").strip() for c in re.split(r"\n(?=curl |mkdir )", block.strip())]
+        found += [c.replace("\\\n", " ").strip() for c in re.split(r"\n(?=curl |mkdir |export )", block.strip())]
     return found
 
 
@@ -68,6 +69,15 @@ async def test_the_module_guide_takes_a_module_into_a_live_turn(settings):
                     (settings.modules_dir / name).parent.mkdir(parents=True, exist_ok=True)
                     (settings.modules_dir / name).write_text(text)
                 continue
+            if command.startswith("export TDA_TOKEN="):  # the CLI's command, as written, names a real command
+                inner = re.fullmatch(r"export TDA_TOKEN=\$\(tda (.*) \| tail -n 1\)", command)
+                assert inner is not None, command
+                build_parser().parse_args(shlex.split(inner.group(1)))
+                continue
+            if command.startswith("export SNAPSHOT_ID="):  # a follow-up turn, its snapshot_id kept for the next step
+                inner = re.fullmatch(r"export SNAPSHOT_ID=\$\((curl .*) \| python3 -c '(.*)'\)", command)
+                assert inner is not None, command
+                command = inner.group(1)
             method, path, headers, body = curl(command, env)
             if path == "/v1/context-window-types":  # the guide's typo first: refused, nothing saved
                 typo = json.loads(json.dumps(body).replace('"notes":', '"note":'))
@@ -78,11 +88,12 @@ async def test_the_module_guide_takes_a_module_into_a_live_turn(settings):
             replies.append(await r.get_json())
             env["SNAPSHOT_ID"] = replies[-1].get("snapshot_id", env.get("SNAPSHOT_ID"))
 
-    loaded, _, _, _, turn, trace = replies
+    loaded, _, _, _, turn, _, trace = replies
     assert "house_notes" in {m["module_id"] for m in loaded["modules"]} and loaded["load_errors"] == []
     usage = next(m for m in turn["snapshot"]["modules"] if m["module_id"] == "house_notes")
     assert usage["status"] == "ok" and usage["used"] > 0
-    sent = "\n".join(str(m.get("content")) for m in model.sent[-1]["messages"])
+    first_turn = next(c for c in model.sent if "return my kettle" in str(c["messages"][-1].get("content")))
+    sent = "\n".join(str(m.get("content")) for m in first_turn["messages"])
     notes = ["Refunds are accepted within 30 days", "A kettle carries", "We never share order details"]
     assert all(n in sent for n in notes)
     assert sent.index(notes[0]) < sent.index(notes[1]) < sent.index(notes[2])  # most words shared first

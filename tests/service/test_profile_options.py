@@ -18,7 +18,12 @@ async def test_gateway_options_default_to_the_client_and_the_user(client: Any, a
 
 
 async def test_gateway_options_are_stored_and_patched(client: Any, admin: dict[str, str]) -> None:
-    upstream = {"base_url": "http://127.0.0.1:9/v1", "api_key_env": "MY_KEY", "fallbacks": ["gpt-4o"], "num_retries": 2}
+    upstream = {
+        "base_url": "http://127.0.0.1:9/v1",
+        "api_key_env": "OPENAI_API_KEY",
+        "fallbacks": ["gpt-4o"],
+        "num_retries": 2,
+    }
     fields = {"id": "gw", "system_prompt_mode": "prepend", "case_sharing": "session", "upstream": upstream}
     assert (await client.post("/v1/profiles", json=fields, headers=admin)).status_code == 201
     r = await client.patch("/v1/profiles/gw", json={"query_rewrite": True, "case_sharing": "profile"}, headers=admin)

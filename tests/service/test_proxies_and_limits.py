@@ -12,9 +12,9 @@ import pytest
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
 from tda.app import create_app
-from tda.clients import TrustedProxies
 from tda.config import Settings
 from tda.db import create_engine
+from tda.proxies import TrustedProxies
 
 QUIET = {"migrate": False, "warm_up_llm": False, "warm_up_knowledge": False}
 PROXY, CLIENT, OTHER = ("10.0.0.2", 40000), "203.0.113.7", "198.51.100.9"

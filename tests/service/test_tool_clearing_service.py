@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from components.context_window.window_type import DEFAULT_TYPES
+from tda.builtins import DEFAULT_TYPES
 from tests.service.served_app import served
 from tests.test_tool_clearing import chat, pairing_errors, result_text
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from components.context_window.window_type import DEFAULT_TYPES, ContextWindowType
+from components.context_window.window_type import ContextWindowType
+from tda.builtins import DEFAULT_TYPES
 
 URL = "/v1/context-window-types"
 

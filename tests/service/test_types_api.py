@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from components.context_window.window_type import DEFAULT_TYPES
+from tda.builtins import DEFAULT_TYPES
 from tests.service.support import FIXTURE_TYPE
 
 URL = "/v1/context-window-types"

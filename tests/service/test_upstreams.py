@@ -16,10 +16,16 @@ from tda.llm import Upstream
 from tests.service.fake_upstream import FakeUpstream, fake_upstream
 from tests.service.served_app import served
 
-KEY_VAR = "TDA_TEST_UPSTREAM_KEY"
+KEY_VAR = "TEST_UPSTREAM_KEY"
 GPT_41_OUTPUT_LIMIT = 32_768
 """gpt-4.1's output limit as OpenAI documents it (platform.openai.com/docs/models/gpt-4.1)."""
 CHAT = [{"role": "user", "content": "Which regions grew fastest last quarter?"}]
+
+
+@pytest.fixture
+def live(live: Settings) -> Settings:
+    """The operator lists the test's key variable among those a profile may name (TDA_UPSTREAM_KEY_ENVS)."""
+    return dataclasses.replace(live, upstream_key_envs=frozenset({KEY_VAR}))
 
 
 @pytest.fixture

@@ -1,0 +1,152 @@
+"""`tda serve` answers from its first second (tda/launch.py): /healthz while tda loads, /readyz saying it is starting,
+any other request waiting for the application rather than failing; then everything is the application's.
+Driven as hypercorn drives an ASGI app (lifespan, then requests), and once for real as a process."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from quart import Quart
+
+from tda.launch import Launcher
+from tests.ops.live import ROOT, free_port, tda_env
+
+
+async def call(app: Any, path: str) -> tuple[int, dict[str, Any]]:
+    """One GET through the ASGI interface: (status, JSON body)."""
+    sent: list[dict[str, Any]] = []
+    requests = [{"type": "http.request", "body": b"", "more_body": False}]
+
+    async def receive() -> dict[str, Any]:
+        if requests:
+            return requests.pop()
+        await asyncio.Event().wait()  # the client stays connected until the response is sent
+        raise AssertionError("unreachable")
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "GET",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(b"host", b"test")],
+        "client": ("127.0.0.1", 1),
+        "server": ("127.0.0.1", 80),
+    }
+    await app(scope, receive, send)
+    body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+    return sent[0]["status"], json.loads(body)
+
+
+async def start(launcher: Launcher) -> asyncio.Future[None]:
+    """The server's side of the lifespan start-up: it binds once the launcher says it started."""
+    inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    outbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    lifespan = asyncio.ensure_future(launcher({"type": "lifespan"}, inbox.get, outbox.put))
+    await inbox.put({"type": "lifespan.startup"})
+    assert (await outbox.get())["type"] == "lifespan.startup.complete"
+    return lifespan
+
+
+def application() -> Quart:
+    app = Quart(__name__)
+    app.config["started"] = False
+
+    @app.before_serving
+    async def started() -> None:
+        app.config["started"] = True
+
+    @app.get("/work")
+    async def work() -> dict[str, Any]:
+        return {"by": "application", "started": app.config["started"]}
+
+    @app.get("/readyz")
+    async def readyz() -> dict[str, str]:
+        return {"status": "ready"}
+
+    return app
+
+
+async def test_probes_are_answered_while_loading_and_other_requests_wait_for_the_application():
+    gate = asyncio.Event()
+
+    async def load(launcher: Launcher) -> Any:
+        launcher.stage = "creating the application"
+        await gate.wait()
+        return application()
+
+    launcher = Launcher(load)
+    lifespan = await start(launcher)
+    assert await call(launcher, "/healthz") == (200, {"status": "ok"})
+    assert await call(launcher, "/readyz") == (503, {"status": "starting", "stage": "creating the application"})
+    waiting = asyncio.ensure_future(call(launcher, "/work"))
+    await asyncio.sleep(0.05)
+    assert not waiting.done()  # held, not refused
+    gate.set()
+    assert await waiting == (200, {"by": "application", "started": True})  # after the application's start-up
+    assert await call(launcher, "/readyz") == (200, {"status": "ready"})  # the application's own probe now
+    lifespan.cancel()
+
+
+async def test_a_failed_load_ends_the_server_and_waiting_requests_get_503():
+    stopped = asyncio.Event()
+
+    async def load(launcher: Launcher) -> Any:
+        await asyncio.sleep(0.01)
+        raise RuntimeError("migrations failed")
+
+    launcher = Launcher(load, on_failure=stopped.set)
+    lifespan = await start(launcher)
+    status, body = await call(launcher, "/work")
+    assert status == 503 and "could not start" in body["error"]["message"]
+    await asyncio.wait_for(stopped.wait(), 5)
+    assert isinstance(launcher.failure, RuntimeError)
+    lifespan.cancel()
+
+
+def get(url: str) -> tuple[int, dict[str, Any]]:
+    try:
+        with urllib.request.urlopen(url, timeout=300) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+def test_tda_serve_answers_healthz_first_then_serves_requests_sent_while_it_loaded(tmp_path: Path) -> None:
+    port = free_port()
+    env = tda_env(tmp_path, port)
+    with (tmp_path / "serve.log").open("wb") as log:
+        server = subprocess.Popen([sys.executable, "-m", "tda.cli", "serve"], cwd=ROOT, env=env, stdout=log, stderr=log)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            assert server.poll() is None, (tmp_path / "serve.log").read_text()
+            try:
+                if get(f"{base}/healthz")[0] == 200:
+                    break
+            except OSError:
+                time.sleep(0.05)
+        status, body = get(f"{base}/readyz")
+        assert status == 200 or body["status"] == "starting"  # loading still, or already done
+        status, body = get(f"{base}/v1/sessions")  # sent at once: answered by the application
+        assert status == 401 and "token" in json.dumps(body).lower()
+        assert get(f"{base}/readyz")[0] == 200
+    finally:
+        server.terminate()
+        server.wait(60)
