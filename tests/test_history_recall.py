@@ -463,3 +463,12 @@ async def test_the_window_says_how_many_older_messages_it_left_out(history):
     first_kept = c.metadata["first_kept_index"]
     shown = c.metadata["recalled_messages"]
     assert marker.endswith(f"{shown} of the {first_kept} older messages are shown; {first_kept - shown} are left out.")
+
+
+async def test_a_speaker_given_as_the_messages_name_is_not_what_a_question_is_searched_by():
+    named = [
+        Message(m.role, m.content.split(": ", 1)[1], name=m.content.split(": ", 1)[0])
+        for m in with_news(chat_between_people())
+    ]
+    index = (await SessionRecall().sync(Session("named", messages=named))).focus("What did Theo name his greyhound?")
+    assert "Theo" not in index and "greyhound" in index

@@ -157,8 +157,8 @@ class HistoryIndex:
     _row_array: np.ndarray = field(default_factory=lambda: np.zeros(0, np.intp))
     _starts: np.ndarray = field(default_factory=lambda: np.zeros(0, np.intp))
     speakers: set[str] = field(default_factory=set)
-    """The names chat lines open with ("Maya: ..."): a question naming a speaker is about what they said, so the
-    name is not what it is searched by (see ``focus``)."""
+    """The names chat lines open with ("Maya: ...") or carry as their ``name``: a question naming a speaker is about
+    what they said, so the name is not what it is searched by (see ``focus``)."""
     _vectored: int = 0
     """How many of the first messages were added with vectors (a message never shown may have none)."""
     unit_of: list[int] = field(default_factory=list)
@@ -193,6 +193,8 @@ class HistoryIndex:
             self.messages.append(message)
             if (tag := _SPEAKER.match(message.content)) is not None:
                 self.speakers.add(tag.group(2))
+            elif message.name and message.role in ("user", "assistant"):  # the speaker given as the message's name
+                self.speakers.add(message.name)
             self.lexical.add_terms(terms(searchable_text(message)))
             unit = position
             if message.role == "tool" and message.tool_call_id in self._calls:
