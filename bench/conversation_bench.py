@@ -116,7 +116,9 @@ async def run(data: list[Conversation], folder: Path) -> dict[tuple[str, int, st
     cells: dict[tuple[str, int, str], Cell] = defaultdict(Cell)
     settings = Settings(data_dir=folder, mock_model=True, embedder=EMBEDDER)
     app = create_app(settings, migrate=False, warm_up_llm=False, warm_up_knowledge=True)
-    async with app.test_app() as running:
+    from quart.testing import TestApp
+
+    async with TestApp(app, startup_timeout=600) as running:  # loading the embedder on a busy machine takes a while
         svc = running.app.extensions["tda"]
         token, _ = await svc.store.tokens.create("bench", "admin")
         headers = {"Authorization": f"Bearer {token}"}
