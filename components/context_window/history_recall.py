@@ -56,6 +56,9 @@ NEIGHBOURS = 2
 """How many messages on each side of one of the best hits are ranked with it (its exchange)."""
 NEIGHBOURS_OF = 5
 """The best this many hits bring their exchanges."""
+NEIGHBOUR_MAX_CHARS = 300
+"""Only a short neighbour comes with its hit (a reply, a follow-up line): a long assistant answer beside a user's
+fact would spend the room of several hits (recall_bench.py's chats: 63 / 76% at 4K / 8K with every neighbour)."""
 NEIGHBOUR_SHARE = 0.9
 """A neighbour's score is this share of its hit's: with RRF scores, the best hit's neighbours rank about 8th."""
 HOP_FROM = 3
@@ -334,7 +337,8 @@ class HistoryIndex:
         hop = self._second_hop(query, ranking.positions[:HOP_FROM], n)
         if hop is not None:  # what the best hits name leads to the next hop's message: fused as a third ranking
             fused[hop] += HOP_WEIGHT / (RRF_K + np.arange(1, len(hop) + 1))
-        scores = with_neighbours(fused, ranking.positions[:NEIGHBOURS_OF])
+        short = np.fromiter((len(m.content) <= NEIGHBOUR_MAX_CHARS for m in self.messages[:n]), dtype=bool, count=n)
+        scores = with_neighbours(fused, ranking.positions[:NEIGHBOURS_OF], short)
         positions = np.flatnonzero(scores > 0)
         positions = positions[np.lexsort((-positions, -scores[positions]))]
         return positions, scores[positions], ranking.method, None
@@ -357,14 +361,15 @@ class HistoryIndex:
         return hop[np.lexsort((-hop, -scores[hop]))]
 
 
-def with_neighbours(fused: np.ndarray, hits: np.ndarray) -> np.ndarray:
-    """Each message's score, raised to just below a hit's when it is one of the ``NEIGHBOURS`` messages before or after
-    one of the best ``hits``: an exchange is ranked with its hit (the reply "A beagle mix, we think" holds the
-    detail a question about the dog asks; "Where did Theo find the fish restaurant?" hits the reply and needs the
-    message naming the city)."""
+def with_neighbours(fused: np.ndarray, hits: np.ndarray, short: np.ndarray) -> np.ndarray:
+    """Each message's score, raised to just below a hit's when it is ``short`` and one of the ``NEIGHBOURS`` messages
+    before or after one of the best ``hits``: an exchange is ranked with its hit (the reply "A beagle mix, we think"
+    holds the detail a question about the dog asks; "Where did Theo find the fish restaurant?" hits the reply and
+    needs the message naming the city)."""
     out = fused.copy()
     for hit in hits.tolist():
         near = np.arange(max(0, hit - NEIGHBOURS), min(len(fused), hit + NEIGHBOURS + 1))
+        near = near[short[near]]  # only ``short`` ones (see ``NEIGHBOUR_MAX_CHARS``)
         out[near] = np.maximum(out[near], fused[hit] * NEIGHBOUR_SHARE)
     return out
 
