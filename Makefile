@@ -55,7 +55,10 @@ bench: $(STAMP)
 	$(BIN)/python bench/recall_bench.py
 	$(BIN)/python bench/recall_bench.py --speed
 	$(BIN)/python bench/conversation_bench.py
+	$(BIN)/python bench/long_session_bench.py
 	$(BIN)/python bench/launch_bench.py
+	$(BIN)/python bench/in_process_bench.py
+	$(BIN)/python bench/big_request_bench.py
 
 bench-properties: $(STAMP)
 	$(BIN)/python bench/property_bench.py --cases 100000

@@ -155,7 +155,7 @@ def servers(folder: Path) -> Iterator[list[Target]]:
         )
         processes.append(proxy)
 
-        wait_until_serving(tda, f"http://127.0.0.1:{tda_port}/healthz", tda_dir / "server.log")
+        wait_until_serving(tda, f"http://127.0.0.1:{tda_port}/readyz", tda_dir / "server.log")
         wait_until_serving(proxy, f"http://127.0.0.1:{proxy_port}/health/liveliness", folder / "proxy.log")
         yield [
             Target("direct", f"{upstream_base}/chat/completions", "sk-fake-upstream-key", upstream.pid),

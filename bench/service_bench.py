@@ -148,7 +148,7 @@ def start_server(data_dir: Path, port: int) -> subprocess.Popen[bytes]:
     )
 
 
-async def wait_ready(base: str, path: str = "/healthz") -> None:
+async def wait_ready(base: str, path: str = "/readyz") -> None:
     async with httpx.AsyncClient() as client:
         for _ in range(300):
             try:

@@ -37,6 +37,7 @@ def create_app(settings: Settings | None = None, **service_options: Any) -> Quar
     check_secret(settings, app.secret_key)
     app.config.update(
         MAX_CONTENT_LENGTH=settings.max_body_bytes,
+        BODY_TIMEOUT=settings.body_timeout_s,
         SESSION_COOKIE_NAME="tda_session",
         SESSION_COOKIE_HTTPONLY=True,
         SESSION_COOKIE_SAMESITE="Lax",

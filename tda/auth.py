@@ -20,6 +20,7 @@ from .store.tokens import Principal
 
 SESSION_KEY = "tda_auth"
 CSRF_HEADER = "X-CSRF-Token"
+API_KEY_HEADER = "x-api-key"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 RANK = {"viewer": 0, "admin": 1}
 F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
@@ -27,11 +28,13 @@ F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
 
 async def authenticate(token: str, refusal: str) -> Principal:
     """The principal of an API token; a wrong one counts against the client's limit of failed attempts (429 once
-    it is reached, before the token is even looked up: guessing stays slow)."""
-    limit, client = service().failed_auth, client_address()
-    limit.check(client)
+    it is reached). A valid token is never refused by that limit: the failures of another program behind the same
+    address (a proxy, a NAT, a misconfigured agent) must not lock its valid tokens out. Guessing gains nothing
+    from this: a token is 256 random bits, and past the limit a wrong one is still 429."""
     principal = await service().store.tokens.authenticate(token)
     if principal is None:
+        limit, client = service().failed_auth, client_address()
+        limit.check(client)
         limit.failed(client)
         raise Unauthorized(refusal)
     return principal
@@ -63,11 +66,15 @@ async def current_principal() -> Principal:
     header = request.headers.get("Authorization")
     if header:
         return await _from_bearer(header)
+    if key := request.headers.get(API_KEY_HEADER, "").strip():  # how the Anthropic SDKs send their key
+        return await authenticate(
+            key, "this API token (x-api-key) is unknown or revoked; create one with `tda tokens create`"
+        )
     data = session.get(SESSION_KEY)
     if isinstance(data, dict):
         return await _from_cookie(data)
     raise Unauthorized(
-        "authentication required: send 'Authorization: Bearer <token>' (create one with "
+        "authentication required: send 'Authorization: Bearer <token>' or 'x-api-key: <token>' (create one with "
         "`tda tokens create --role admin`) or sign in at POST /v1/auth/session"
     )
 

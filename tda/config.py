@@ -138,6 +138,12 @@ def _otlp_headers(value: str) -> tuple[tuple[str, str], ...]:
     return tuple((name.strip(), header.strip()) for name, _, header in pairs)
 
 
+def _capture_content(value: str) -> bool:
+    if value.lower() not in {"1", "true", "yes", "0", "false", "no"}:
+        raise ValueError(f"TDA_OTLP_CAPTURE_CONTENT={value!r} is not a yes or no; use true or false")
+    return value.lower() in {"1", "true", "yes"}
+
+
 def _model_names(value: str) -> tuple[str, ...]:
     return tuple(name.strip() for name in value.split(",") if name.strip())
 
@@ -218,6 +224,9 @@ class Settings:
     """Folders (besides modules_dir) that modules may be installed from (``TDA_MODULE_ROOTS``, ``:``-separated)."""
     max_body_bytes: int = env_setting("TDA_MAX_BODY_BYTES", int, default=16 * 1024 * 1024)
     """Larger request bodies are refused with 413."""
+    body_timeout_s: int = env_setting("TDA_BODY_TIMEOUT_S", _positive_int("TDA_BODY_TIMEOUT_S"), default=60)
+    """``TDA_BODY_TIMEOUT_S``: a request body must have arrived this many seconds after its request began, else
+    408 and the connection is closed (a body that trickles in would hold a connection and its memory forever)."""
     max_json_depth: int = env_setting("TDA_MAX_JSON_DEPTH", int, default=64)
     """JSON bodies nested deeper are refused with 400."""
     trusted_proxies: TrustedProxies | None = env_setting("TDA_TRUSTED_PROXIES", TrustedProxies.parse, default=None)
@@ -232,6 +241,11 @@ class Settings:
     (``http://host:4318``; ``/v1/traces`` is added unless the URL ends with it). Unset: nothing is exported."""
     otlp_headers: tuple[tuple[str, str], ...] = env_setting("TDA_OTLP_HEADERS", _otlp_headers, default=(), repr=False)
     """``TDA_OTLP_HEADERS``: headers sent with each export, ``name=value`` comma-separated (a collector's key)."""
+    otlp_capture_content: bool = env_setting("TDA_OTLP_CAPTURE_CONTENT", _capture_content, default=False)
+    """``TDA_OTLP_CAPTURE_CONTENT``: ``true`` puts what the model was sent and answered on each ``chat`` span (the
+    GenAI conventions' ``gen_ai.system_instructions``, ``gen_ai.input.messages``, ``gen_ai.output.messages``, each
+    message with the module that contributed it), with keys, tokens and URL credentials redacted as in logs.
+    Default off: spans carry counts, never the conversation."""
     log_format: str = env_setting("TDA_LOG_FORMAT", _log_format, default="text")
     """``text`` or ``json`` (one object per line, with the request id)."""
     log_level: str = env_setting("TDA_LOG_LEVEL", default="INFO")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, cast
@@ -16,7 +17,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
 from . import inline_sqlite
-from .errors import Conflict
+from .errors import Conflict, DiskFull, is_disk_full
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 
@@ -48,6 +49,8 @@ LOCK_POOL = {"pool_size": 2, "max_overflow": 30, "pool_pre_ping": True}
 """Per replica: one connection per turn in flight on a distinct session, held for the whole turn. A separate
 pool, so lock holders never wait for connections that other lock holders hold. With both pools, a replica
 uses at most 52 connections: PostgreSQL's max_connections must be at least 52 x replicas (+ a few)."""
+DISK_FULL_HOLD_S = 60.0
+"""How long a write that failed for want of space keeps /readyz at 503 when no write succeeds meanwhile."""
 LOCK_NAMESPACE = 0x7464  # 'td': the first key of two-key advisory locks, so tda's locks collide with nobody else's
 
 
@@ -75,6 +78,19 @@ class Database:
         self._write_lock = asyncio.Lock() if self.engine.dialect.name == "sqlite" else None
         self._lock_engine = create_engine(url, **LOCK_POOL) if self.is_postgres else None
         """Connections are opened on first use: an engine costs nothing until a turn takes a lock."""
+        self.disk_full_at: float | None = None
+        """When a write last failed for want of disk space (monotonic), until a write succeeds: /readyz says so."""
+
+    def note_disk_full(self) -> None:
+        self.disk_full_at = time.monotonic()
+
+    def disk_full_for(self) -> float | None:
+        """Seconds since a write failed for want of space, while no write has succeeded since and the failure is
+        under ``DISK_FULL_HOLD_S`` old (with no traffic, a replica must come back to try again); else None."""
+        if self.disk_full_at is None:
+            return None
+        age = time.monotonic() - self.disk_full_at
+        return age if age < DISK_FULL_HOLD_S else None
 
     @contextlib.asynccontextmanager
     async def read(self) -> AsyncIterator[AsyncSession]:
@@ -111,6 +127,12 @@ class Database:
                 yield
         except IntegrityError as exc:
             raise Conflict(f"a concurrent change conflicted with this one; reload and retry ({exc.orig})") from None
+        except Exception as exc:
+            if not is_disk_full(exc):
+                raise
+            self.note_disk_full()
+            raise DiskFull() from exc  # rolled back: nothing of it was written
+        self.disk_full_at = None
 
     @contextlib.asynccontextmanager
     async def exclusive(self, key: str) -> AsyncIterator[None]:

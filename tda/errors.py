@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 from typing import Any
 
 from .redact import redact_urls
@@ -89,3 +90,38 @@ def field_errors(exc: Any, prefix: tuple[str | int, ...] = ()) -> list[dict[str,
         loc = ".".join(str(p) for p in (*prefix, *err["loc"])) or "body"
         out.append({"loc": loc, "msg": err["msg"], "type": err["type"]})
     return out
+
+
+class DiskFull(ServiceError):
+    """507: the database or the data directory has no space left; nothing of the request was written."""
+
+    status, code = 507, "disk_full"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "the disk is full: the server could not store this request, and nothing of it was written; "
+            "an operator must free space (or grow the volume), then send it again"
+        )
+
+
+SQLITE_FULL = 13
+POSTGRES_DISK_FULL = "53100"
+"""SQLSTATE ``disk_full`` (PostgreSQL's class 53, insufficient resources)."""
+NO_SPACE = frozenset({errno.ENOSPC, errno.EDQUOT})
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """Whether ``exc`` (or an error in its chain: SQLAlchemy and the drivers wrap the cause) says the disk is
+    full: SQLite's SQLITE_FULL, PostgreSQL's ``disk_full``, or ENOSPC/EDQUOT from a file write (Chroma, a backup)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, OSError) and current.errno in NO_SPACE:
+            return True
+        if getattr(current, "sqlite_errorcode", None) == SQLITE_FULL or "database or disk is full" in str(current):
+            return True
+        if getattr(current, "sqlstate", None) == POSTGRES_DISK_FULL:
+            return True
+        current = getattr(current, "orig", None) or current.__cause__ or current.__context__
+    return False

@@ -11,6 +11,8 @@ each call is recorded for the trace, the live panel and replay, keyed by digests
 conversation through its user message was seen before is the same turn (a retry, or the next step of its tool
 loop); any other call is a new turn that goes on from the newest turn whose conversation it extends — a fork when
 that is not the newest turn (an edited or shortened history); the stored session never replaces what was sent.
+A call that asks for a new turn (``ClientCall.new_turn``: a recorded request sent again) is never a retry, so the
+turn it repeats keeps its record as it was.
 """
 
 from __future__ import annotations
@@ -20,10 +22,11 @@ import dataclasses
 import hashlib
 import json
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from components.context_window.base import InMemoryMessages, Message, ToolSchema
 from components.context_window.token_estimator import TokenEstimator, estimator_for
@@ -31,11 +34,11 @@ from components.context_window.token_estimator import TokenEstimator, estimator_
 from . import metrics
 from .champions import keep_case, quotes_tools
 from .cost import model_call
-from .errors import Conflict, Invalid, NotFound
+from .errors import Conflict, Invalid, NotFound, UpstreamFailed
 from .knowledge.scope import ANONYMOUS
-from .llm import model_call_error
+from .llm import Relay, max_tokens_for, model_call_error
 from .models import ProfileRow, SessionRow
-from .sources import Cutoff, build_context, input_hashes, message_of
+from .sources import Cutoff, build_context, input_hashes, message_of, summarizer_for
 from .store.sessions import SessionData
 from .tool_results import as_result, plan_of
 from .turn_index import index_turn_after
@@ -44,7 +47,7 @@ from .turns import MAX_TURN, export_turn, record_snapshot, resolve_type, timed, 
 if TYPE_CHECKING:
     from components.context_window.handler import AssembledContext
 
-    from .llm import Completion, Delta
+    from .llm import Completion, Delta, Upstream
     from .service import TDAService
 
 
@@ -63,11 +66,18 @@ class ClientCall:
     """Sent to the model as the client set them: temperature, top_p, seed, stop, response_format, n, ..."""
     user: str | None = None
     """The end user the client names (OpenAI's ``user``): the session's user when it creates one."""
+    anthropic_beta: str | None = None
+    """Anthropic's ``anthropic-beta`` header as the client sent it: sent on to a Claude model's API only."""
+    cache_ttl: str | None = None
+    """The TTL of the cache marks tda places (its choice from the session's gaps, not the client's)."""
     on_delta: Delta | None = None
     on_snapshot: Callable[[int], object] | None = None
     """Told the id of the call's snapshot once it is stored (with a session), while the model answers: a streamed
     Responses API reply names itself by it from its first event."""
     timings: dict[str, float] | None = None
+    new_turn: bool = False
+    """Record the call as a new turn even when the session saw its conversation: a recorded request sent again
+    (else it would be a retry of its turn, adding to that turn's record)."""
 
 
 @dataclass(frozen=True)
@@ -106,8 +116,16 @@ async def complete(
     if session is None:
         return await _run(svc, call, conversation, profile, None, None)
     async with svc.session_lock(session.id):  # one call at a time per session: turn numbers stay dense
-        place = await _place(svc, session.id, conversation)
+        place = await _place(svc, session.id, conversation, again=not call.new_turn)
         return await _run(svc, call, conversation, profile, session, place)
+
+
+async def window(svc: TDAService, call: ClientCall, profile: ProfileRow) -> tuple[AssembledContext, str]:
+    """The window a stateless call would send and its model, assembled and nothing else (no model call, no record):
+    what a client's count of its prompt tokens asks about."""
+    ctx = await _context(svc, call, split(call.messages), profile, None)
+    window_type = await resolve_type(svc, profile)
+    return await svc.handler.assemble(ctx, window_type.type), ctx.model
 
 
 @dataclass(frozen=True)
@@ -128,15 +146,16 @@ class _Place:
     fork: bool = False
 
 
-async def _place(svc: TDAService, session_id: str, conversation: Conversation) -> _Place:
-    request_key = digest((*conversation.history, conversation.query))
-    same = await svc.store.sessions.turn_asking(session_id, request_key)
+async def _place(svc: TDAService, session_id: str, conversation: Conversation, *, again: bool = True) -> _Place:
+    """Where the call goes; ``again`` False: a new turn even when the session saw this conversation before."""
+    request_key = await _sized(digest, (*conversation.history, conversation.query))
+    same = await svc.store.sessions.turn_asking(session_id, request_key) if again else None
     if same is not None:
         messages = await svc.store.sessions.turn_messages(session_id, same.turn)
         asked = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
         recorded = tuple(message_of(m) for m in messages[asked + 1 :])
         return _Place(same.turn, new=False, request_key=request_key, recorded=recorded)
-    prefixes = prefix_digests(conversation.history)
+    prefixes = await _sized(prefix_digests, conversation.history)
     extended = await svc.store.sessions.turn_ending(session_id, list(prefixes))
     newest = await svc.store.sessions.newest_turn(session_id)
     turn = (newest.turn if newest else 0) + 1
@@ -159,8 +178,105 @@ async def _run(
     place: _Place | None,
 ) -> dict[str, Any]:
     with timed(call, "load"):
-        ctx = await _context(svc, call, conversation, profile, session)
+        ctx = await _context(svc, call, conversation, profile, session, turn=place.turn if place else None)
         window_type = await resolve_type(svc, profile)
+    upstream = svc.llm.upstream.merged(profile.upstream)
+    models = tuple(dict.fromkeys((ctx.model, *upstream.fallbacks)))
+    relay = Relay(call.on_delta)
+    ttl = svc.cache_ttl.ttl(session.id) if session is not None else None
+    call = dataclasses.replace(call, on_delta=relay.delta if call.on_delta else None, cache_ttl=ttl)
+    for n, model in enumerate(models):  # each fallback model is sent a window assembled for its own limits
+        try:
+            answered = await _attempt(
+                svc,
+                call,
+                conversation,
+                dataclasses.replace(ctx, model=model),
+                window_type,
+                upstream.only(),
+                session,
+                place,
+            )
+            break
+        except UpstreamFailed:
+            if n == len(models) - 1 or relay.started:  # a reply already under way is not replaced by another
+                raise
+    ctx, assembled, snapshot, snapshot_id, done = (
+        answered.ctx,
+        answered.assembled,
+        answered.snapshot,
+        answered.snapshot_id,
+        answered.done,
+    )
+    used = model_call(ctx.model, assembled.snapshot, done)
+    metrics.observe_model_call(used)
+    export_turn(svc, assembled, used, answered.times, snapshot_id, done)
+    svc.observe_prompt_count(session.id if session else "calibration", ctx.model, assembled, done.tokens_in)
+    # The call's usage: the answer's call plus every model call the modules made while assembling (snapshot).
+    extra_in, extra_out = assembled.snapshot.auxiliary_tokens
+    tokens_in, tokens_out = (done.tokens_in or assembled.snapshot.total_used) + extra_in, done.tokens_out + extra_out
+    result = {
+        "session_id": session.id if session else None,
+        "turn": place.turn if place else None,
+        "answer": done.text,
+        "tool_calls": done.tool_calls,
+        "thinking": done.thinking,
+        "finish_reason": done.finish_reason,
+        "more": done.more,
+        "logprobs": done.logprobs,
+        "tokens_in": tokens_in,
+        "tokens_out": tokens_out,
+        "snapshot_id": snapshot_id,
+        "champion_case_id": None,
+        "model": ctx.model,
+        "summary": assembled.snapshot.summary(),
+        "snapshot": snapshot,
+        "model_call": used,
+        "cut": window_cut(call.messages, assembled, estimator_for(ctx.model)),
+    }
+    if snapshot_id is not None:
+        await svc.store.sessions.record_model_call(snapshot_id, snapshot, used, call.timings)
+    if session is not None and place is not None:
+        with timed(call, "record"):
+            row = await _record(
+                svc, session.id, conversation, place, done, (tokens_in, tokens_out), snapshot_id, ctx.model
+            )
+            index_turn_after(svc, session, row)
+        if not done.tool_calls:  # a finished turn may be served later as an example, in its session's scope
+            data = SessionData(session, profile, 0, 0, [], [])
+            from_tools = quotes_tools((*conversation.chat, *conversation.instructions))
+            query = conversation.query.content
+            result["champion_case_id"] = await keep_case(
+                svc, data, place.turn, query, done.text, row, from_tools=from_tools
+            )
+    return result
+
+
+@dataclass(frozen=True)
+class _Answered:
+    """One model's answer to the window assembled for it."""
+
+    ctx: Any
+    assembled: AssembledContext
+    snapshot: dict[str, Any]
+    snapshot_id: int | None
+    done: Completion
+    times: tuple[float, int]
+    """When the window was assembled (s) and the model called (ns): the exported span's."""
+
+
+async def _attempt(
+    svc: TDAService,
+    call: ClientCall,
+    conversation: Conversation,
+    ctx: Any,
+    window_type: Any,
+    upstream: Upstream,
+    session: SessionRow | None,
+    place: _Place | None,
+) -> _Answered:
+    """The window assembled for ``ctx.model``, its snapshot recorded (with a session), and the model's answer.
+    UpstreamFailed when the model call fails (its failure exported; the snapshot kept)."""
     with timed(call, "assemble"):
         assembled_at = time.time()  # replay serves the champion cases recorded by then
         assembled = await svc.handler.assemble(ctx, window_type.type)
@@ -190,55 +306,16 @@ async def _run(
             recorded.add_done_callback(lambda task: task.cancelled() or task.exception() or told(task.result()))
     with timed(call, "model"):
         try:
-            done = await _call_model(svc, ctx.model, assembled, call, profile)
+            done = await _call_model(svc, ctx.model, assembled, call, upstream)
         except Exception as exc:  # provider errors are many and untyped; the caller needs the reason
             snapshot_id = await recorded if recorded else None
             failed = model_call_error(exc, f"; snapshot {snapshot_id} was kept" if recorded else "")
             failure = {"model": ctx.model, "error": str(failed)}
-            export_turn(svc, assembled.snapshot, failure, (assembled_at, model_at), snapshot_id, None)
+            export_turn(svc, assembled, failure, (assembled_at, model_at), snapshot_id, None)
             raise failed from None
         finally:
             snapshot_id = await recorded if recorded else None
-    used = model_call(ctx.model, assembled.snapshot, done)
-    metrics.observe_model_call(used)
-    export_turn(svc, assembled.snapshot, used, (assembled_at, model_at), snapshot_id, done.finish_reason)
-    svc.observe_prompt_count(session.id if session else "calibration", ctx.model, assembled, done.tokens_in)
-    # The call's usage: the answer's call plus every model call the modules made while assembling (snapshot).
-    extra_in, extra_out = assembled.snapshot.auxiliary_tokens
-    tokens_in, tokens_out = (done.tokens_in or assembled.snapshot.total_used) + extra_in, done.tokens_out + extra_out
-    result = {
-        "session_id": session.id if session else None,
-        "turn": place.turn if place else None,
-        "answer": done.text,
-        "tool_calls": done.tool_calls,
-        "finish_reason": done.finish_reason,
-        "more": done.more,
-        "logprobs": done.logprobs,
-        "tokens_in": tokens_in,
-        "tokens_out": tokens_out,
-        "snapshot_id": snapshot_id,
-        "champion_case_id": None,
-        "model": ctx.model,
-        "summary": assembled.snapshot.summary(),
-        "snapshot": snapshot,
-        "model_call": used,
-    }
-    if snapshot_id is not None:
-        await svc.store.sessions.record_model_call(snapshot_id, snapshot, used, call.timings)
-    if session is not None and place is not None:
-        with timed(call, "record"):
-            row = await _record(
-                svc, session.id, conversation, place, done, (tokens_in, tokens_out), snapshot_id, ctx.model
-            )
-            index_turn_after(svc, session, row)
-        if not done.tool_calls:  # a finished turn may be served later as an example, in its session's scope
-            data = SessionData(session, profile, 0, 0, [], [])
-            from_tools = quotes_tools((*conversation.chat, *conversation.instructions))
-            query = conversation.query.content
-            result["champion_case_id"] = await keep_case(
-                svc, data, place.turn, query, done.text, row, from_tools=from_tools
-            )
-    return result
+    return _Answered(ctx, assembled, snapshot, snapshot_id, done, (assembled_at, model_at))
 
 
 async def _context(
@@ -248,8 +325,10 @@ async def _context(
     profile: ProfileRow,
     session: SessionRow | None,
     cutoff: Cutoff | None = None,
+    turn: int | None = None,
 ) -> Any:
-    """The assembly context of a call: the profile's modules and sources over the client's own conversation."""
+    """The assembly context of a call: the profile's modules and sources over the client's own conversation;
+    ``turn``: where the session placed the call (its snapshot's turn)."""
     if session is None:  # stateless: a session that exists only for this call (the scope of what it may see)
         session = SessionRow(id="", profile_id=profile.id, user_id=call.user or ANONYMOUS, created_at=_EPOCH)
     attachments = await svc.store.sessions.attachments(session.id) if session.id else []
@@ -266,6 +345,7 @@ async def _context(
     )
     ctx = dataclasses.replace(
         ctx,
+        session=dataclasses.replace(ctx.session, current_turn=turn),
         query_message=conversation.query,
         instructions=conversation.instructions,
         continuation=conversation.continuation,
@@ -273,7 +353,43 @@ async def _context(
         tools_as_sent=True,
         model=call.model or ctx.model,
     )
+    if call.model and call.model != ctx.model:  # the client named another model: its own summaries too
+        ctx = dataclasses.replace(ctx, summarizer=summarizer_for(svc.sources.summarizer, call.model, profile, session))
     return await with_component_instructions(svc, ctx)
+
+
+CUT_HEADER = "X-TDA-Cut"
+"""The response header that says what the window left out of the client's conversation (see ``window_cut``)."""
+
+
+def window_cut(received: Sequence[Message], assembled: AssembledContext, tokens: TokenEstimator) -> dict[str, int]:
+    """What the window did to the conversation the client sent (the ``usage.tda`` extension): its messages and
+    tokens as received, the window's as sent, and how many of the client's messages were not sent as they came
+    (left out, summarised, or cut: a message counts as sent only when it went byte for byte)."""
+    sent = Counter(_identity(Message.from_chat(m)) for m in assembled.messages)
+    cut = 0
+    for m in received:
+        key = _identity(m)
+        if sent[key] > 0:
+            sent[key] -= 1
+        else:
+            cut += 1
+    return {
+        "messages_received": len(received),
+        "messages_sent": len(assembled.messages),
+        "messages_cut": cut,
+        "tokens_received": sum(tokens.count_message(m) for m in received),
+        "tokens_sent": assembled.snapshot.total_used,
+    }
+
+
+def cut_header(result: Mapping[str, Any]) -> dict[str, str]:
+    """``X-TDA-Cut: messages=<the client's messages not sent as they came>; tokens=<received less sent, or 0>``."""
+    cut = result.get("cut")
+    if not cut:
+        return {}
+    tokens = max(0, cut["tokens_received"] - cut["tokens_sent"])
+    return {CUT_HEADER: f"messages={cut['messages_cut']}; tokens={tokens}"}
 
 
 def _inputs(call: ClientCall, conversation: Conversation, place: _Place) -> dict[str, Any]:
@@ -324,7 +440,7 @@ async def replay_context(svc: TDAService, row: Any, profile: ProfileRow) -> Any:
         user=gateway.get("user"),
     )
     cutoff = Cutoff(row.turn, row.created_at, inputs["assembled_at"])
-    return await _context(svc, call, conversation, profile, session, cutoff)
+    return await _context(svc, call, conversation, profile, session, cutoff, turn=row.turn)
 
 
 async def answered(svc: TDAService, row: Any) -> tuple[Message, ...]:
@@ -376,21 +492,22 @@ async def _step_replies(svc: TDAService, session_id: str, turn: int) -> dict[int
 
 
 async def _call_model(
-    svc: TDAService, model: str, assembled: AssembledContext, call: ClientCall, profile: ProfileRow
+    svc: TDAService, model: str, assembled: AssembledContext, call: ClientCall, upstream: Upstream
 ) -> Completion:
-    """The model call at the profile's upstream (merged over the service's default)."""
-    reserve = assembled.snapshot.output_reserve
-    caps = [n for n in (reserve, call.max_tokens) if n]
+    """The model call at ``upstream``; ``max_tokens`` as ``max_tokens_for`` decides (the client's, else none
+    unless the window needs one)."""
     return await svc.llm.complete(
         model,
         assembled.messages,
         assembled.tools,
-        max_tokens=min(caps) if caps else None,
+        max_tokens=max_tokens_for(model, call.max_tokens, assembled.snapshot),
         tool_choice=call.tool_choice if assembled.tools else None,
         on_delta=call.on_delta,
         params=call.params,
-        upstream=svc.llm.upstream.merged(profile.upstream),
+        upstream=upstream,
         cache_prefix=assembled.stable_messages,
+        anthropic_beta=call.anthropic_beta,
+        cache_ttl=call.cache_ttl,
     )
 
 
@@ -418,7 +535,7 @@ async def _record(
         "tokens_out": usage[1],
         "model": model,
         "snapshot_id": snapshot_id,
-        "conversation_key": digest((*conversation.chat, reply)),
+        "conversation_key": await _sized(digest, (*conversation.chat, reply)),
     }
     if place.new:
         messages = [*place.imported, conversation.query, *conversation.continuation, reply]
@@ -429,7 +546,12 @@ async def _record(
             "results": results,
             **step,
         }
-        row, _ = await svc.store.sessions.record_turn(session_id, fields, [_row(m, tokens) for m in messages])
+        rows = []
+        for start in range(0, len(messages), LONG_CONVERSATION):  # counted here (the estimator's cache is the
+            if start:  # loop's), a slice at a time: other requests go on between
+                await asyncio.sleep(0)
+            rows += [_row(m, tokens) for m in messages[start : start + LONG_CONVERSATION]]
+        row, _ = await svc.store.sessions.record_turn(session_id, fields, rows)
         return row
     return await svc.store.sessions.extend_turn(
         session_id, place.turn, {**step, "results": results}, [_row(m, tokens) for m in (*step_messages, reply)]
@@ -469,17 +591,45 @@ def _row(m: Message, tokens: TokenEstimator) -> dict[str, Any]:
 
 # --- conversation digests ---------------------------------------------------------------------------------
 
+LONG_CONVERSATION = 500
+"""Messages past which hashing or counting a conversation runs in a worker thread: at 100,000 it is seconds of
+work, which the event loop must not wait for (every other request would)."""
+T = TypeVar("T")
+
+
+async def _sized(work: Callable[[Sequence[Message]], T], messages: Sequence[Message]) -> T:
+    return await asyncio.to_thread(work, messages) if len(messages) > LONG_CONVERSATION else work(messages)
+
 
 def _identity(m: Message) -> bytes:
-    """What makes two messages the same message of a conversation (turn numbers and token counts aside)."""
+    """What makes two messages the same message of a conversation (turn numbers and token counts aside). A reply
+    is its text and calls: an Anthropic client sends it back as blocks, with the thinking that preceded it."""
     chat = m.to_chat()
+    calls = [_canonical(c) for c in chat.get("tool_calls") or ()] or None
+    content = chat["content"]
+    if m.role == "assistant" and m.parts is not None and all(p.get("type") in _REPLY_PARTS for p in m.parts):
+        content = m.content
     return json.dumps(
-        [chat["role"], chat["content"], chat.get("tool_calls"), chat.get("tool_call_id"), chat.get("name")],
+        [chat["role"], content, calls, chat.get("tool_call_id"), chat.get("name")],
         ensure_ascii=False,
         separators=(",", ":"),
         sort_keys=True,
         default=str,
     ).encode()
+
+
+_REPLY_PARTS = frozenset({"text", "thinking", "redacted_thinking"})
+
+
+def _canonical(call: dict[str, Any]) -> dict[str, Any]:
+    """A tool call with its arguments' JSON in one spelling: a client that sends them as an object (Anthropic's
+    ``input``) cannot give back the model's own spacing, and the call is the same call."""
+    function = call.get("function") or {}
+    try:
+        arguments = json.loads(function.get("arguments") or "null")
+    except ValueError:
+        return call
+    return {**call, "function": {**function, "arguments": arguments}}
 
 
 def digest(messages: Sequence[Message]) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from components.context_window.metering import Summary, prompt_of
 from components.context_window.session_cache import BoundedCache
+from components.context_window.token_estimator import TokenEstimator, estimator_for
 
 from .config import api_key_in_env, offline_library_defaults
 from .errors import ServiceError, UpstreamFailed, UpstreamNotAllowed
@@ -18,6 +20,8 @@ from .redact import redact_secrets
 from .upstream_policy import UpstreamPolicy, UpstreamRefused
 
 if TYPE_CHECKING:
+    from components.context_window.snapshot import ContextWindowSnapshot
+
     from .config import Settings
 
 MOCK_ANSWER = "This is a mock answer (TDA_MOCK_MODEL is on, so no provider was called)."
@@ -123,23 +127,36 @@ async def provider_of(model: str) -> str | None:
 EXPLICIT_CACHING = frozenset({"anthropic"})
 """Providers that cache a prompt prefix only where the request marks it with ``cache_control`` (OpenAI and Gemini
 cache a long enough prefix on their own: there a byte-stable prefix is all it takes)."""
+CLAUDE_HOSTS = frozenset({"bedrock", "vertex_ai", "openrouter"})
+"""Providers that serve Claude among other models: there too Claude caches only what is marked."""
+THINKING_BACK = frozenset({"anthropic", "bedrock", "vertex_ai"})
+"""Providers whose Claude takes its own thinking blocks back (litellm translates them for each)."""
+
+
+def serves_claude(provider: str | None, routed: str, among: frozenset[str] = CLAUDE_HOSTS) -> bool:
+    """Whether ``routed`` (litellm's name) is Claude: at Anthropic's API, or a Claude model at a host in ``among``."""
+    return provider in EXPLICIT_CACHING or (provider in among and "claude" in routed.lower())
+
+
 CACHE_CONTROL = {"type": "ephemeral"}
 
 
 def with_cache_breakpoints(
-    messages: list[dict[str, Any]], tools: list[dict[str, Any]], stable: int
+    messages: list[dict[str, Any]], tools: list[dict[str, Any]], stable: int, ttl: str | None = None
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Copies of ``messages`` and ``tools`` with ``cache_control`` on the last tool, at the end of the leading system
     text and at the end of the window's stable part (its first ``stable`` messages): three of Anthropic's four
-    breakpoints, each where the content after it changes more often than before it."""
+    breakpoints, each where the content after it changes more often than before it. ``ttl``: "1h" for Anthropic's
+    hour (``tda/cache_ttl.py``), None for its default 5 minutes."""
+    mark = {**CACHE_CONTROL, "ttl": ttl} if ttl else CACHE_CONTROL
     marked = list(messages)
     system_end = next((i for i, m in enumerate(messages) if m.get("role") != "system"), len(messages))
     for end in sorted({min(system_end, stable), stable}):
         index = _last_with_text(marked, end)
         if index is not None:
-            marked[index] = _cached(marked[index])
+            marked[index] = _cached(marked[index], mark)
     if tools:
-        tools = [*tools[:-1], {**tools[-1], "cache_control": CACHE_CONTROL}]
+        tools = [*tools[:-1], {**tools[-1], "cache_control": mark}]
     return marked, tools
 
 
@@ -151,11 +168,46 @@ def _last_with_text(messages: list[dict[str, Any]], end: int) -> int | None:
     return None
 
 
-def _cached(message: dict[str, Any]) -> dict[str, Any]:
+def _cached(message: dict[str, Any], mark: dict[str, Any]) -> dict[str, Any]:
     content = message["content"]
     if isinstance(content, str):
-        return {**message, "content": [{"type": "text", "text": content, "cache_control": CACHE_CONTROL}]}
-    return {**message, "content": [*content[:-1], {**content[-1], "cache_control": CACHE_CONTROL}]}
+        return {**message, "content": [{"type": "text", "text": content, "cache_control": mark}]}
+    return {**message, "content": [*content[:-1], {**content[-1], "cache_control": mark}]}
+
+
+def client_marked(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> bool:
+    """Whether the client placed cache marks of its own (Anthropic's clients do): then tda adds none, since a
+    request may carry only four and the client's say where its prompt changes."""
+    parts = (p for m in messages if isinstance(m.get("content"), list) for p in m["content"])
+    return any("cache_control" in p for p in parts) or any("cache_control" in t for t in tools)
+
+
+CLAUDE_THINKING = frozenset({"thinking", "redacted_thinking"})
+
+
+def without_claude_thinking(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``messages`` without the thinking blocks an Anthropic client sends back in its assistant messages: they are
+    signed by the Claude model that wrote them, and no other model's API takes them."""
+    out = []
+    for m in messages:
+        content = m.get("content")
+        if m.get("role") == "assistant" and isinstance(content, list) and any(_thinking(p) for p in content):
+            m = {**m, "content": [p for p in content if not _thinking(p)] or ""}
+        out.append(m)
+    return out
+
+
+def _thinking(part: Any) -> bool:
+    return isinstance(part, Mapping) and part.get("type") in CLAUDE_THINKING
+
+
+async def prompt_tokens(model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> int:
+    """The prompt's tokens as litellm counts them for ``model`` (0 when it cannot)."""
+    litellm = await _litellm_loaded()
+    try:
+        return int(litellm.token_counter(model=model, messages=messages, tools=tools or None))
+    except Exception:  # litellm raises its own errors for content it cannot read
+        return 0
 
 
 NO_KEY = "no-key"
@@ -182,6 +234,10 @@ class Upstream:
             num_retries=settings.upstream_retries,
             fallbacks=settings.upstream_fallbacks,
         )
+
+    def only(self) -> Upstream:
+        """This upstream for its one model: the caller tries the fallbacks itself, each with its own window."""
+        return dataclasses.replace(self, fallbacks=())
 
     def merged(self, profile: Mapping[str, Any] | None) -> Upstream:
         """A profile's upstream (``ProfileRow.upstream``) over this default: what it sets wins. A profile that
@@ -220,6 +276,26 @@ def output_limit(model: str) -> int | None:
     return int(limit) if limit else None
 
 
+def max_tokens_for(model: str, requested: int | None, window: ContextWindowSnapshot) -> int | None:
+    """The ``max_tokens`` a call to ``model`` is sent for the ``window`` assembled for it. The client's own cap
+    (``requested``), lowered to the model's output limit and to the room the window leaves, when they are known.
+    None when the client sent none, unless the model's output limit is known and more than the window leaves:
+    then that room, so the answer fits the model's context. A model tda does not know gets none it was not sent
+    (a local server's own default stands)."""
+    room = room_left(window)
+    limit = output_limit(model)
+    if requested is None:
+        return room if limit is not None and room is not None and limit > room else None
+    return min(n for n in (requested, limit, room) if n is not None)
+
+
+def room_left(window: ContextWindowSnapshot) -> int | None:
+    """The tokens the window leaves for the answer within the model's context, or None when that context is a
+    guess (an unknown model's default, with no profile or session limit)."""
+    known = window.model_limit_source != "default" or window.profile_override or window.session_override
+    return max(1, window.effective_limit - window.total_used) if known else None
+
+
 def capped_max_tokens(requested: int | None, models: tuple[str, ...]) -> int | None:
     """``requested`` (the type's output reserve, or the client's cap) lowered to the smallest known output limit
     of the models the call may reach (the model, then its fallbacks: they are sent the same ``max_tokens``)."""
@@ -245,6 +321,9 @@ class Completion:
     ``cache_read_input_tokens``)."""
     cache_write_tokens: int = 0
     """Prompt tokens the provider wrote to its cache (Anthropic's ``cache_creation_input_tokens``)."""
+    thinking: tuple[dict[str, Any], ...] = ()
+    """The reply's thinking blocks as a Claude model sent them (``thinking`` with its ``signature``,
+    ``redacted_thinking``): an Anthropic client sends them back with the next step of a tool loop."""
 
 
 def cache_usage(usage: Any) -> tuple[int, int]:
@@ -266,10 +345,25 @@ class Choice:
     tool_calls: list[dict[str, Any]]
     finish_reason: str
     logprobs: Any = None
+    thinking: tuple[dict[str, Any], ...] = ()
 
 
 Delta = Callable[[dict[str, Any]], Awaitable[None]]
 """Receives each streamed delta as OpenAI sends it: ``{"content": ...}`` or ``{"tool_calls": [...]}``."""
+
+
+@dataclass
+class Relay:
+    """Passes a streamed reply's deltas on to ``to``, noting whether one went out (then no other model may take
+    over the reply)."""
+
+    to: Delta | None
+    started: bool = False
+
+    async def delta(self, delta: dict[str, Any]) -> None:
+        self.started = True
+        if self.to is not None:
+            await self.to(delta)
 
 
 ROUTERS_KEPT = 64
@@ -314,25 +408,40 @@ class LLM:
         params: Mapping[str, Any] | None = None,
         upstream: Upstream | None = None,
         cache_prefix: int | None = None,
+        anthropic_beta: str | None = None,
+        cache_ttl: str | None = None,
     ) -> Completion:
         """One model call at ``upstream`` (default: this LLM's). ``max_tokens`` caps the reply (the window type's
         output reserve), lowered to the model's output limit; with ``on_delta`` the reply is streamed, each delta
         handed over as it arrives, and the whole returned at the end. ``params`` are the client's own request
         parameters (temperature, response_format, n, ...), passed on as sent; litellm drops those a provider does
         not support (``drop_params``). ``cache_prefix``: how many leading messages are the window's stable part, marked
-        for a provider that caches only what is marked (``with_cache_breakpoints``)."""
+        for a provider that caches only what is marked (``with_cache_breakpoints``). ``anthropic_beta``: an Anthropic
+        client's beta features, sent only when every model the call may reach is at Anthropic's API. ``cache_ttl``:
+        the marks' TTL ("1h"; None: 5 minutes)."""
         upstream = upstream or self.upstream
         await self.check_upstream(upstream)
         litellm = await _litellm_loaded()
-        if cache_prefix is not None and await self._caches_explicitly(litellm, model, upstream):
-            messages, tools = with_cache_breakpoints(messages, tools, cache_prefix)
+        routes = await self._routes(litellm, model, upstream)
+        if not all(serves_claude(p, r, THINKING_BACK) for p, r in routes):
+            messages = without_claude_thinking(messages)
+        claude = all(serves_claude(p, r) for p, r in routes)
+        if cache_prefix is not None and claude and not client_marked(messages, tools):
+            messages, tools = with_cache_breakpoints(messages, tools, cache_prefix, cache_ttl)
         kwargs: dict[str, Any] = {"model": model, "messages": messages, "timeout": self.timeout_s}
+        if anthropic_beta and all(p in EXPLICIT_CACHING for p, _ in routes):  # a client's extra_headers never pass
+            kwargs["extra_headers"] = {"anthropic-beta": anthropic_beta}
         if params:
             kwargs.update(params, drop_params=True)
+            openai_body = (
+                await provider_of(routed_name(model, upstream.base_url, litellm.provider_list)) in OPENAI_BODIES
+            )
             if "metadata" in params:  # litellm keeps ``metadata`` for its own callbacks: OpenAI's goes in the body
                 metadata = kwargs.pop("metadata")
-                if await provider_of(routed_name(model, upstream.base_url, litellm.provider_list)) in OPENAI_BODIES:
+                if openai_body:
                     kwargs["extra_body"] = {**kwargs.get("extra_body", {}), "metadata": metadata}
+            if "user" in params and openai_body:  # litellm passes ``user`` only for models in OpenAI's own catalog
+                kwargs["allowed_openai_params"] = ["user"]
         if tools:
             # Our tools are plain functions, never litellm-proxy MCP servers; skipping that check also avoids
             # importing the optional `mcp` package, whose absence otherwise fails every call with tools.
@@ -365,11 +474,10 @@ class LLM:
             await self.policy.check_resolved(upstream.base_url)
 
     @staticmethod
-    async def _caches_explicitly(litellm: Any, model: str, upstream: Upstream) -> bool:
-        """Whether every model the call may reach (fallbacks too: they get the same body) is at such a provider."""
-        names = (model, *upstream.fallbacks)
-        providers = [await provider_of(routed_name(n, upstream.base_url, litellm.provider_list)) for n in names]
-        return all(p in EXPLICIT_CACHING for p in providers)
+    async def _routes(litellm: Any, model: str, upstream: Upstream) -> list[tuple[str | None, str]]:
+        """(provider, litellm name) of every model the call may reach (fallbacks too: they get the same body)."""
+        names = [routed_name(n, upstream.base_url, litellm.provider_list) for n in (model, *upstream.fallbacks)]
+        return [(await provider_of(name), name) for name in names]
 
     def _router(self, litellm: Any, model: str, upstream: Upstream) -> Any:
         """The Router for ``model`` at ``upstream``, built once: building one takes milliseconds. The key is read
@@ -395,6 +503,8 @@ class LLM:
                     await on_delta({"content": delta.content})
                 if delta.tool_calls:
                     await on_delta({"tool_calls": [_delta_call(c) for c in delta.tool_calls]})
+                if blocks := getattr(delta, "thinking_blocks", None):  # a Claude model's, as litellm passes them
+                    await on_delta({"thinking_blocks": [_plain(b) for b in blocks]})
         return self._completion(litellm.stream_chunk_builder(chunks, messages=kwargs["messages"]))
 
     def _completion(self, response: Any) -> Completion:
@@ -412,6 +522,7 @@ class LLM:
             logprobs=first.logprobs,
             cache_read_tokens=read,
             cache_write_tokens=written,
+            thinking=first.thinking,
         )
 
 
@@ -453,7 +564,13 @@ def _choice(choice: Any) -> Choice:
         tool_calls=calls,
         finish_reason="tool_calls" if calls else (choice.finish_reason or "stop"),
         logprobs=logprobs.model_dump() if logprobs is not None and hasattr(logprobs, "model_dump") else logprobs,
+        thinking=tuple(_plain(b) for b in getattr(message, "thinking_blocks", None) or ()),
     )
+
+
+def _plain(block: Any) -> dict[str, Any]:
+    """A litellm object (or dict) as a plain dict."""
+    return block.model_dump() if hasattr(block, "model_dump") else dict(block)
 
 
 def _new_router(litellm: Any, model: str, upstream: Upstream, key: str | None) -> Any:
@@ -519,16 +636,57 @@ def _delta_call(call: Any) -> dict[str, Any]:
 
 class LLMSummarizer:
     """The ``Summarizer`` modules use to condense and to rewrite follow-ups (a real model only). Every reply is
-    bounded by ``max_tokens``; the provider's counts come back with it for the snapshot and the turn's usage."""
+    bounded by ``max_tokens``; the provider's counts come back with it for the snapshot and the turn's usage.
 
-    def __init__(self, llm: LLM, model: str) -> None:
+    ``at`` binds it to a window's own model, upstream and limit: a team's conversation is summarised by the model
+    its profile names, at its profile's upstream, never sent through another provider; and a text longer than
+    that model's window leaves is cut to its newest part (the call would be refused, or cut by the provider)."""
+
+    def __init__(self, llm: LLM, model: str, upstream: Upstream | None = None, window: int | None = None) -> None:
         self.llm = llm
         self.model = model
+        self.upstream = upstream
+        """None: the LLM's default upstream."""
+        self.window = window
+        """The model's input limit as the window has it (None: unbounded but for the provider's own)."""
+
+    def at(self, model: str, profile_upstream: Mapping[str, Any] | None, window: int) -> LLMSummarizer:
+        """This summarizer for a window of ``model`` at the profile's upstream (merged over the default), within
+        ``window`` tokens."""
+        return LLMSummarizer(self.llm, model, self.llm.upstream.merged(profile_upstream), window)
 
     async def summarize(self, text: str, *, max_tokens: int, instruction: str = "") -> str:
         return (await self.summarize_with_usage(text, max_tokens=max_tokens, instruction=instruction)).text
 
     async def summarize_with_usage(self, text: str, *, max_tokens: int, instruction: str = "") -> Summary:
+        max_tokens = max(1, max_tokens)
+        if self.window is not None:
+            max_tokens = min(max_tokens, max(1, self.window // 4))  # a reply never takes most of the window
+            text = newest_within(text, instruction, self.window - max_tokens, estimator_for(self.model))
         message = {"role": "user", "content": prompt_of(text, instruction)}
-        done = await self.llm.complete(self.model, [message], [], max_tokens=max(1, max_tokens))
+        done = await self.llm.complete(self.model, [message], [], max_tokens=max_tokens, upstream=self.upstream)
         return Summary(done.text, done.tokens_in, done.tokens_out, self.model)
+
+
+CUT_MARK = "[... earlier text cut to fit the model's window]\n"
+
+
+def newest_within(text: str, instruction: str, limit: int, tokens: TokenEstimator) -> str:
+    """``text``, or its newest part behind ``CUT_MARK``, such that the prompt made of it is at most ``limit``
+    tokens as one message (whole lines where it can; the largest such suffix, found by bisection)."""
+
+    def size(body: str) -> int:
+        return tokens.count_text_message(prompt_of(body, instruction), "user")
+
+    if size(text) <= limit:
+        return text
+    lo, hi = 0, len(text)  # the smallest start whose suffix fits (hi always fits: the empty suffix, or nothing does)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if size(CUT_MARK + text[mid:]) <= limit:
+            hi = mid
+        else:
+            lo = mid + 1
+    line = text.find("\n", lo)
+    start = line + 1 if 0 <= line < len(text) - 1 and size(CUT_MARK + text[line + 1 :]) <= limit else lo
+    return CUT_MARK + text[start:]

@@ -55,6 +55,20 @@ class WindowTypeVersionRow(Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
+class WindowTypeLabelRow(Base):
+    """A name on one version of a type (``production``, ``staging``, any): a profile bound by label runs that
+    version, so moving the label is the rollout, and moving it back the rollback (both audited)."""
+
+    __tablename__ = "context_window_type_labels"
+    type_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    label: Mapped[str] = mapped_column(String(64), primary_key=True)
+    version: Mapped[int]
+    actor: Mapped[str] = mapped_column(String(100), default="system")
+    reason: Mapped[str] = mapped_column(Text, default="")
+    """Why it was put there (what justified the rollout); shown with the label and in the audit log."""
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
 class ProfileRow(Base):
     __tablename__ = "profiles"
     id: Mapped[str] = mapped_column(String(64), primary_key=True)
@@ -64,6 +78,8 @@ class ProfileRow(Base):
     context_window_type_id: Mapped[str | None] = mapped_column(
         ForeignKey("context_window_types.id", ondelete="RESTRICT"), default=None
     )
+    context_window_type_label: Mapped[str | None] = mapped_column(String(64), default=None)
+    """Run the version of the bound type that carries this label (None: its current version)."""
     context_limit: Mapped[int | None] = mapped_column(default=None)
     model: Mapped[str | None] = mapped_column(String(200), default=None)
     tools: Mapped[list[Any]] = mapped_column(default=list)
@@ -125,6 +141,7 @@ class SnapshotRow(Base):
     __tablename__ = "snapshots"
     __table_args__ = (
         Index("ix_snapshots_session", "session_id", "id"),
+        Index("ix_snapshots_type_version", "type_id", "type_version"),  # metrics per type version
         {"sqlite_autoincrement": True},  # ids are SSE event ids: never reused after a session is deleted
     )
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)

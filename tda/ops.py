@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import errno
+import shutil
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -34,6 +36,23 @@ async def _database(svc: TDAService) -> dict[str, Any]:
     return {"backend": svc.store.db.engine.dialect.name}
 
 
+MIN_FREE_BYTES = 1 << 20
+"""Under 1 MiB free where tda keeps its files, the disk is taken as full (SQLite cannot grow its log in less)."""
+
+
+async def _storage(svc: TDAService) -> dict[str, Any]:
+    """Room to write: no write failed for want of space since the last that succeeded (any backend), and the data
+    directory (the SQLite database, embedded Chroma) has space left."""
+    failed = svc.store.db.disk_full_for()
+    if failed is not None:
+        raise OSError(errno.ENOSPC, f"the disk is full: a write failed for want of space {failed:.0f} s ago")
+    folder = next(p for p in (svc.settings.data_dir, *svc.settings.data_dir.parents) if p.exists())
+    free = shutil.disk_usage(folder).free
+    if free < MIN_FREE_BYTES:
+        raise OSError(errno.ENOSPC, f"the disk is full: {free:,} bytes free in {folder}")
+    return {"free_bytes": free}
+
+
 async def _knowledge(svc: TDAService) -> dict[str, Any]:
     await svc.knowledge.check()
     return {"chroma": redact_url(svc.settings.chroma_url) if svc.settings.chroma_url else "embedded"}
@@ -56,6 +75,7 @@ async def _model_limits(svc: TDAService) -> dict[str, Any]:
 
 CHECKS: dict[str, Callable[[TDAService], Awaitable[dict[str, Any]]]] = {
     "database": _database,
+    "storage": _storage,
     "knowledge": _knowledge,
     "bus": _bus,
     "model_limits": _model_limits,
@@ -77,8 +97,8 @@ async def _run(check: Callable[[TDAService], Awaitable[dict[str, Any]]], svc: TD
 @bp.get("/readyz")
 @hide
 async def readyz() -> tuple[dict[str, Any], int]:
-    """Ready for traffic: the database answers, the knowledge store (Chroma) opens, Redis (when configured) is
-    connected, model limits resolve."""
+    """Ready for traffic: the database answers, the disk has room, the knowledge store (Chroma) opens, Redis (when
+    configured) is connected, model limits resolve."""
     svc = service()
     results = await asyncio.gather(*(_run(check, svc) for check in CHECKS.values()))
     checks = dict(zip(CHECKS, results, strict=True))

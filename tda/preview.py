@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 from components.context_window.window_type import ContextWindowType
 
+from .attribution import attribution
 from .sources import build_context
-from .trace import attribution
 from .turns import with_component_instructions
 
 if TYPE_CHECKING:

@@ -49,6 +49,9 @@ async def reassemble(
 ) -> tuple[AssembledContext, AssemblyContext]:
     """Assemble a stored snapshot's inputs again: same type version (unless ``window_type`` is given, to see the
     turn under another type), model, limits, phase, and the history before it."""
+    if "library" in row.inputs:
+        by = row.inputs["library"]
+        raise Conflict(f"this window was assembled in process by {by}: its inputs stay with the agent, not replayable")
     if window_type is None:
         try:
             window_type = await svc.store.types.version(row.type_id, row.type_version)

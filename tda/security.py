@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import math
 import os
 import re
@@ -165,20 +166,114 @@ def json_depth_exceeds(value: Any, limit: int) -> bool:
     return False
 
 
-def first_nul(value: Any) -> str | None:
-    """The dotted location of the first string (or object key) in a JSON value holding a NUL character, or None;
-    ``body`` for the whole. Iterative, as json_depth_exceeds."""
+UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+"""What no text field may hold: NUL (PostgreSQL cannot store it) and surrogates left unpaired (JSON may escape one,
+``"\\ud800"``, but it is no character: UTF-8 cannot encode it, so a driver or a provider fails on it). A paired
+escape (``"\\ud83d\\ude00"``) is decoded to its character and never reaches this."""
+
+
+def unstorable(text: str) -> str | None:
+    """Why ``text`` cannot be stored (``NUL`` or ``surrogate``), or None."""
+    found = UNSTORABLE.search(text)
+    if found is None:
+        return None
+    return "NUL" if found.group() == "\x00" else "surrogate"
+
+
+def first_unstorable(value: Any) -> tuple[str, str] | None:
+    """The dotted location of the first string (or object key) in a JSON value that cannot be stored, with why
+    (``unstorable``), or None; ``body`` for the whole. Iterative, as json_depth_exceeds."""
     stack: list[tuple[Any, tuple[str, ...]]] = [(value, ())]
     while stack:
         item, loc = stack.pop()
         if isinstance(item, str):
-            if "\x00" in item:
-                return ".".join(loc) or "body"
+            if why := unstorable(item):
+                return ".".join(loc) or "body", why
         elif isinstance(item, dict):
             for key, child in item.items():
-                if "\x00" in key:
-                    return ".".join((*loc, repr(key.replace("\x00", "\\u0000"))))
+                if why := unstorable(key):
+                    return ".".join((*loc, repr(escaped(key)))), why
                 stack.append((child, (*loc, key)))
         elif isinstance(item, list):
             stack.extend((child, (*loc, str(i))) for i, child in enumerate(item))
     return None
+
+
+def escaped(text: str) -> str:
+    """``text`` with each character ``UNSTORABLE`` finds as JSON escapes it: a location names it, not carries it."""
+    return UNSTORABLE.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
+
+
+_WHITESPACE = re.compile(r"[ \t\n\r]*")
+_ESCAPED_UNSTORABLE = re.compile(r"\\u(?:0000|[dD][89a-fA-F])")
+"""How a NUL or a surrogate can appear in JSON text: escaped (raw, NUL is a control character JSON refuses, and a
+surrogate is not UTF-8). A text without such an escape holds neither, so the walk of its values is skipped."""
+SLICED_LEVELS = 2
+"""How deep the parse goes member by member: the body's fields and the items of its lists (a chat's messages).
+Below, each item is parsed whole by json's C scanner, which holds the GIL for as long as it runs."""
+
+
+def loads_in_slices(text: str) -> Any:
+    """``json.loads(text)``, but the body object's members and its lists' items each parsed by one short call of
+    json's C scanner instead of one call for all: run in a worker thread, it lets the event loop's thread take the
+    GIL back between any two (a 100,000-message body would otherwise hold it ~150 ms in one call). The same
+    values, and the same JSONDecodeError (message, line and column) for a text that is not JSON."""
+    scan = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # the C scanner; typeshed omits it
+    value, end = _sliced(text, _skip(text, 0), scan, 0)
+    end = _skip(text, end)
+    if end != len(text):
+        raise json.JSONDecodeError("Extra data", text, end)
+    return value
+
+
+def _skip(text: str, at: int) -> int:
+    found = _WHITESPACE.match(text, at)
+    return found.end() if found else at
+
+
+def _sliced(text: str, at: int, scan: Any, level: int) -> tuple[Any, int]:
+    opener = text[at : at + 1]
+    if level >= SLICED_LEVELS or opener not in ("{", "["):
+        try:
+            return scan(text, at)
+        except StopIteration as stop:
+            raise json.JSONDecodeError("Expecting value", text, stop.value) from None
+    closer = "}" if opener == "{" else "]"
+    out: Any = {} if opener == "{" else []
+    at = _skip(text, at + 1)
+    if text.startswith(closer, at):
+        return out, at + 1
+    while True:
+        if opener == "{":
+            if not text.startswith('"', at):
+                raise json.JSONDecodeError("Expecting property name enclosed in double quotes", text, at)
+            key, at = json.decoder.scanstring(text, at + 1)  # type: ignore[attr-defined]  # as json's own
+            at = _skip(text, at)
+            if not text.startswith(":", at):
+                raise json.JSONDecodeError("Expecting ':' delimiter", text, at)
+            out[key], at = _sliced(text, _skip(text, at + 1), scan, level + 1)
+        else:
+            item, at = _sliced(text, at, scan, level + 1)
+            out.append(item)
+        at = _skip(text, at)
+        if text.startswith(closer, at):
+            return out, at + 1
+        if not text.startswith(",", at):
+            raise json.JSONDecodeError("Expecting ',' delimiter", text, at)
+        at = _skip(text, at + 1)
+
+
+class NestedTooDeep(Exception):
+    """A JSON body nests arrays/objects deeper than the limit."""
+
+
+def checked_json(text: str, max_depth: int) -> tuple[Any, tuple[str, str] | None]:
+    """A body's JSON value (ValueError when it is not JSON; NestedTooDeep past ``max_depth``), with where and why
+    the first text that cannot be stored is (``first_unstorable``), or None. Blocking: big ones in a worker thread."""
+    try:
+        data = loads_in_slices(text)
+    except RecursionError:  # the C scanner's own limit, met before ours
+        raise NestedTooDeep from None
+    if json_depth_exceeds(data, max_depth):
+        raise NestedTooDeep
+    return data, first_unstorable(data) if _ESCAPED_UNSTORABLE.search(text) else None

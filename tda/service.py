@@ -20,6 +20,7 @@ from components.context_window.window_type import ContextWindowType
 
 from .background import BackgroundWriter
 from .builtins import module_registry
+from .cache_ttl import CacheTTL
 from .calibration import Calibrations
 from .clients import FailedAuthLimit
 from .config import Settings
@@ -48,7 +49,7 @@ def _traces_out(settings: Settings) -> TracesOut | None:
         return None
     from .traces_out import TracesOut
 
-    return TracesOut(settings.otlp_endpoint, dict(settings.otlp_headers))
+    return TracesOut(settings.otlp_endpoint, dict(settings.otlp_headers), capture_content=settings.otlp_capture_content)
 
 
 class TDAService:
@@ -77,6 +78,8 @@ class TDAService:
         self.writer = BackgroundWriter()
         self.failed_auth = FailedAuthLimit(settings.auth_failures_per_minute)
         self.history = HistoryCache(self.store.sessions)
+        self.cache_ttl = CacheTTL()
+        """Each session's recent call times: the TTL of Claude's cache marks (tda/cache_ttl.py)."""
         self.calibrations = Calibrations(self.store.calibrations)
         self.llm = llm or LLM(
             mock=settings.mock_model,

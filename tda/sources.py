@@ -26,9 +26,11 @@ from components.context_window.base import (
     ToolSchema,
 )
 from components.context_window.session_cache import BoundedCache
+from components.context_window.token_estimator import resolve_model_limit
 
 from .history import history_read, message_of
 from .knowledge.scope import CaseScope, session_key
+from .llm import LLMSummarizer
 from .models import AttachmentRow, ProfileRow, SessionRow
 from .store.sessions import SessionData
 from .turn_index import TurnIndex, record_of
@@ -174,11 +176,20 @@ def build_context(
         tools=sources.tools_of(p),
         knowledge=sources.knowledge,
         cases=cases,
-        summarizer=sources.summarizer,
+        summarizer=summarizer_for(sources.summarizer, p.model or default_model, p, s),
         embedder=sources.embedder,
         history_recall=sources.history_recall,
         earlier_turns=None if sources.turn_index is None else sources.turn_index.bound(s, s.phase),
     )
+
+
+def summarizer_for(summarizer: Summarizer | None, model: str, p: ProfileRow, s: SessionRow) -> Summarizer | None:
+    """The service's summarizer bound to this window: its model at the profile's upstream, within the model's limit
+    as the profile and session lower it (an injected one, a test's fake, is used as it is)."""
+    if not isinstance(summarizer, LLMSummarizer):
+        return summarizer
+    window = min(n for n in (resolve_model_limit(model)[0], p.context_limit, s.context_limit) if n)
+    return summarizer.at(model, p.upstream, window)
 
 
 def aware_utc(t: datetime) -> datetime:

@@ -7,23 +7,17 @@ deterministic, so for an unchanged history the text is the text that was sent.
 
 from __future__ import annotations
 
-import json
-from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from components.context_window.base import ToolSchema
 from components.context_window.token_estimator import REPLY_PRIMING, estimator_for
 
+from .attribution import attribution, owners_of, take
 from .replay import comparable, diff, reassemble
 
 if TYPE_CHECKING:
-    from components.context_window.base import Contribution
-
     from .service import TDAService
-
-QUERY = "query"
-"""The module id the trace gives the user's query (the last message; no module contributes it)."""
 
 
 async def trace(svc: TDAService, snapshot_id: int, type_id: str | None = None) -> dict[str, Any]:
@@ -32,13 +26,13 @@ async def trace(svc: TDAService, snapshot_id: int, type_id: str | None = None) -
     other = await svc.store.types.get(type_id) if type_id else None
     assembled, ctx = await reassemble(svc, row, other.type if other else None)
     tokens = estimator_for(ctx.model)
-    owners = _owners(assembled.contributions.values())
+    owners = owners_of(assembled.contributions.values())
     who = attribution(assembled, ctx.model, owners)
     messages = [{**chat, **w} for chat, w in zip(assembled.messages, who, strict=True)]
     schemas = [ToolSchema.from_openai(t) for t in assembled.tools]
     tool_tokens = [tokens.count_tool(s) for s in schemas]
     tools = [
-        {"tool": t, "module_id": _take(owners, t), "tokens": n}
+        {"tool": t, "module_id": take(owners, t), "tokens": n}
         for t, n in zip(assembled.tools, tool_tokens, strict=True)
     ]
     return {
@@ -74,7 +68,8 @@ def request_of(row: Any) -> dict[str, Any]:
         )
         path = f"/v1/sessions/{quote(row.session_id, safe='')}/turns"
         return {"method": "POST", "path": path, "headers": {}, "body": {"query": inputs.get("query", "")}, "note": note}
-    headers = {"X-TDA-Session": row.session_id}
+    # Sent again, it is a new turn of the session: as a retry it would add to this turn's record.
+    headers = {"X-TDA-Session": row.session_id, "X-TDA-New-Turn": "true"}
     if gateway.get("chat") is None:
         note = "the conversation had too many messages to keep, so the request cannot be rebuilt"
         return {"method": "POST", "path": "/v1/chat/completions", "headers": headers, "body": None, "note": note}
@@ -89,41 +84,3 @@ def request_of(row: Any) -> dict[str, Any]:
         body["max_tokens"] = gateway["max_tokens"]
     body.update(gateway.get("params") or {})  # temperature, seed, user, n, ... as sent
     return {"method": "POST", "path": "/v1/chat/completions", "headers": headers, "body": body, "note": ""}
-
-
-def attribution(assembled: Any, model: str, owners: dict[str, list[str]] | None = None) -> list[dict[str, Any]]:
-    """For each message of an assembled window, in order: the module that contributed it (the last one is the
-    query) and its tokens by the model's counter. ``owners`` is consumed (tools are attributed from what is left)."""
-    tokens = estimator_for(model)
-    owners = _owners(assembled.contributions.values()) if owners is None else owners
-    last = len(assembled.messages) - 1
-    return [
-        {"module_id": QUERY if i == last else _take(owners, chat), "tokens": tokens.count_chat(chat)}
-        for i, chat in enumerate(assembled.messages)
-    ]
-
-
-def _key(item: dict[str, Any]) -> str:
-    return json.dumps(item, sort_keys=True, default=str)
-
-
-def _owners(contributions: Any) -> dict[str, list[str]]:
-    """Each message and tool a contribution renders, by its JSON, to the modules that rendered it (in order)."""
-    owners: dict[str, list[str]] = defaultdict(list)
-    for c in contributions:
-        for item in _rendered(c):
-            owners[_key(item)].append(c.module_id)
-    return owners
-
-
-def _rendered(c: Contribution) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = [m.to_chat() for m in c.messages()] + [t.to_openai() for t in c.tool_schemas()]
-    text = c.text()
-    if text:
-        out.append({"role": "system", "content": text})
-    return out
-
-
-def _take(owners: dict[str, list[str]], item: dict[str, Any]) -> str:
-    found = owners.get(_key(item))
-    return found.pop(0) if found else ""

@@ -5,13 +5,17 @@ Imported only when that setting is set (``TDAService``): with it unset, nothing 
 loaded. A turn is one trace: ``tda.turn`` holds ``tda.assemble`` (with a child per module: allocated, used,
 strategy) and the model call, ``chat {model}``, named and described by the OpenTelemetry GenAI semantic
 conventions (``gen_ai.*``: model, provider, tokens in and out, tokens read from and written to the prompt cache)
-plus its dollars. Spans are made after the answer, from what the turn recorded, and queued for the SDK's batch
+plus its dollars. With ``TDA_OTLP_CAPTURE_CONTENT`` the ``chat`` span also carries what the model was sent and
+answered (``gen_ai.system_instructions``, ``gen_ai.input.messages``, ``gen_ai.output.messages``, the conventions'
+JSON), each message naming the module that contributed it (``tda.module_id``), redacted as logs are. Spans are made
+after the answer, from what the turn recorded, and queued for the SDK's batch
 processor, which sends them from its own thread: a turn never waits for the collector, and a collector that is
 down costs a warning in the log (once, and a line when it answers again), never the turn.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from collections.abc import Mapping, Sequence
@@ -26,6 +30,8 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
 from components.context_window.snapshot import AuxiliaryCall, ContextWindowSnapshot, ModuleUsage
+
+from .redact import redact_secrets
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +53,18 @@ class TurnTimes:
     started: int
     assembled: int
     answered: int
+
+
+@dataclass(frozen=True)
+class Sent:
+    """What the model was sent and answered: the chat span's content when it is captured."""
+
+    messages: Sequence[Mapping[str, Any]]
+    """The window as sent (OpenAI chat messages)."""
+    modules: Sequence[str]
+    """The module that contributed each message (``tda.trace.attribution``)."""
+    answer: str = ""
+    tool_calls: Sequence[Mapping[str, Any]] = ()
 
 
 class _LoggedOnce(SpanExporter):
@@ -89,8 +107,16 @@ class _LoggedOnce(SpanExporter):
 class TracesOut:
     """A tracer provider of tda's own (the process-wide one is left to the host) exporting to ``endpoint``."""
 
-    def __init__(self, endpoint: str, headers: Mapping[str, str] | None = None, *, service_name: str = "tda") -> None:
+    def __init__(
+        self,
+        endpoint: str,
+        headers: Mapping[str, str] | None = None,
+        *,
+        service_name: str = "tda",
+        capture_content: bool = False,
+    ) -> None:
         url = traces_url(endpoint)
+        self.capture_content = capture_content
         # The SDK logs every failed batch and retry; _LoggedOnce says it once instead.
         logging.getLogger("opentelemetry.exporter.otlp").setLevel(logging.CRITICAL)
         self.exporter = _LoggedOnce(
@@ -108,10 +134,12 @@ class TracesOut:
         *,
         snapshot_id: int | None = None,
         finish_reason: str | None = None,
+        sent: Sent | None = None,
     ) -> None:
-        """Queue the turn's spans (never raises: a span that cannot be made is not worth a turn)."""
+        """Queue the turn's spans (never raises: a span that cannot be made is not worth a turn). ``sent``: the
+        window and the answer, put on the chat span only when content is captured."""
         try:
-            self._turn(snapshot, call, times, snapshot_id, finish_reason)
+            self._turn(snapshot, call, times, snapshot_id, finish_reason, sent if self.capture_content else None)
         except Exception:
             log.exception("the turn's spans were not made")
 
@@ -122,6 +150,7 @@ class TracesOut:
         times: TurnTimes,
         snapshot_id: int | None,
         finish_reason: str | None,
+        sent: Sent | None,
     ) -> None:
         root = self.tracer.start_span(
             "tda.turn", start_time=times.started, attributes=_turn_attributes(snapshot, snapshot_id)
@@ -145,12 +174,15 @@ class TracesOut:
             span.end(end_time=times.started + int(module.blocked_ms * 1e6))
         assembly.end(end_time=times.assembled)
         failed = "error" in call
+        attributes = _failed_call_attributes(call) if failed else _model_call_attributes(call, finish_reason)
+        if sent is not None:
+            attributes |= content_attributes(sent, None if failed else finish_reason or "stop")
         model = self.tracer.start_span(
             f"chat {call['model']}",
             context=inside,
             kind=trace.SpanKind.CLIENT,
             start_time=times.assembled,
-            attributes=_failed_call_attributes(call) if failed else _model_call_attributes(call, finish_reason),
+            attributes=attributes,
         )
         if failed:
             for span in (model, root):
@@ -271,6 +303,66 @@ def _model_call_attributes(call: Mapping[str, Any], finish_reason: str | None) -
         attributes["tda.cost.output_usd"] = cost["output_usd"]
         attributes["tda.cost.total_usd"] = cost["total_usd"]
     return attributes
+
+
+def content_attributes(sent: Sent, finish_reason: str | None) -> dict[str, str]:
+    """The GenAI conventions' content attributes (JSON text): the window's leading system messages as the system
+    instructions, the rest as the input messages, the answer as the output (none when ``finish_reason`` is None: the
+    call failed). Every part names its module (``tda.module_id``); every text is redacted as logs are."""
+    pairs = list(zip(sent.messages, sent.modules, strict=True))
+    lead = next((i for i, (m, _) in enumerate(pairs) if m.get("role") != "system"), len(pairs))
+    instructions = [{**part, "tda.module_id": module} for m, module in pairs[:lead] for part in _parts(m)]
+    inputs = [{"role": m["role"], "parts": _parts(m), "tda.module_id": module} for m, module in pairs[lead:]]
+    attributes = {"gen_ai.system_instructions": _json(instructions), "gen_ai.input.messages": _json(inputs)}
+    if finish_reason is not None:
+        reply = {"role": "assistant", "content": sent.answer, "tool_calls": list(sent.tool_calls)}
+        output = [{"role": "assistant", "parts": _parts(reply), "finish_reason": finish_reason}]
+        attributes["gen_ai.output.messages"] = _json(output)
+    return attributes
+
+
+def _parts(message: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A chat message's content as the conventions' parts: text, tool calls, a tool's response; other content
+    (images, files, audio) by its type alone, not its bytes."""
+    content = message.get("content")
+    if message.get("role") == "tool":
+        return [{"type": "tool_call_response", "id": message.get("tool_call_id"), "response": content}]
+    parts: list[dict[str, Any]] = []
+    if isinstance(content, str):
+        parts += [{"type": "text", "content": content}] if content else []
+    else:
+        for part in content or ():
+            text = part.get("text")
+            parts.append({"type": "text", "content": text} if isinstance(text, str) else {"type": part.get("type")})
+    for call in message.get("tool_calls") or ():
+        function = call.get("function") or {}
+        parts.append(
+            {"type": "tool_call", "id": call.get("id"), "name": function.get("name"), "arguments": _arguments(function)}
+        )
+    return parts
+
+
+def _arguments(function: Mapping[str, Any]) -> Any:
+    arguments = function.get("arguments")
+    try:
+        return json.loads(arguments) if isinstance(arguments, str) else arguments
+    except ValueError:
+        return arguments  # as the model wrote them
+
+
+def _json(value: Any) -> str:
+    return json.dumps(_redacted(value), ensure_ascii=False, default=str)
+
+
+def _redacted(value: Any) -> Any:
+    """Every text in ``value`` as a log line shows it (redact.py: keys, tokens and URL credentials hidden)."""
+    if isinstance(value, str):
+        return redact_secrets(value)
+    if isinstance(value, Mapping):
+        return {k: _redacted(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_redacted(v) for v in value]
+    return value
 
 
 # litellm's provider names where the GenAI conventions name the same provider otherwise (their well-known values)

@@ -28,7 +28,7 @@ from . import metrics
 from .champions import keep_as_champion
 from .cost import model_call
 from .errors import Conflict, Invalid, UpstreamFailed, UpstreamNotAllowed
-from .llm import model_call_error
+from .llm import Relay, max_tokens_for, model_call_error
 from .models import MessageRow, TurnRow
 from .recall import index_after
 from .sources import build_context, input_hashes, message_of
@@ -38,9 +38,8 @@ from .turn_index import index_turn_after
 
 if TYPE_CHECKING:
     from components.context_window.handler import AssembledContext
-    from components.context_window.snapshot import ContextWindowSnapshot
 
-    from .llm import Completion, Delta
+    from .llm import Completion, Delta, Upstream
     from .models import ProfileRow
     from .service import TDAService
     from .store.sessions import TurnTuple
@@ -51,7 +50,10 @@ MAX_TURN = 2**31 - 1
 
 
 async def resolve_type(svc: TDAService, profile: ProfileRow) -> StoredType:
-    """The profile's bound type, or the default when it binds none."""
+    """The profile's bound type (the version its label is on, when it binds by label), or the default when it binds
+    none."""
+    if profile.context_window_type_id and profile.context_window_type_label:
+        return await svc.store.types.labelled(profile.context_window_type_id, profile.context_window_type_label)
     if profile.context_window_type_id:
         return await svc.store.types.get(profile.context_window_type_id)
     return await svc.store.types.default()
@@ -67,11 +69,13 @@ class TurnOptions:
     model: str | None = None
     """A litellm model name; None: the profile's model, else the service's."""
     max_tokens: int | None = None
-    """Caps the reply further; the window type's output reserve is always the upper bound."""
+    """Caps the reply (lowered to the model's output limit and the room the window leaves: ``max_tokens_for``)."""
     on_delta: Delta | None = None
     """Stream the reply: called with each delta as the model sends it."""
     timings: dict[str, float] | None = None
     """Receives the milliseconds each step of the turn took, by name (``STEPS``), for Server-Timing."""
+    cache_ttl: str | None = None
+    """The TTL of Claude's cache marks, chosen from the session's gaps (``tda/cache_ttl.py``)."""
 
 
 STEPS = ("load", "assemble", "snapshot", "model", "record")
@@ -211,40 +215,32 @@ async def _step(
                 "largest a turn can have); start a new session, or import the history with smaller turn numbers"
             )
         ctx = await with_component_instructions(svc, _with_options(ctx, current, options))
-    with timed(options, "assemble"):
-        assembled_at = time.time()  # replay serves the champion cases recorded by then
-        assembled = await svc.handler.assemble(ctx, stored.type)
-    model_at = time.time_ns()
-    with timed(options, "snapshot"):
-        metrics.observe_assembly(assembled.snapshot)
-        snapshot = assembled.snapshot.to_dict()
-        turn = current.row.turn if current else ctx.session.turn_number
-        row = {
-            "session_id": session_id,
-            "turn": turn,
-            "type_id": stored.id,
-            "type_version": stored.version,
-            "model": ctx.model,
-            "data": snapshot,
-            "inputs": _inputs(ctx, options, assembled_at),
-        }
-        # Written while the model answers (the model does not need it, the turn's record does): its write and
-        # its SSE frames take no time of their own from the response.
-        recorded = asyncio.create_task(record_snapshot(svc, row))
-    with timed(options, "model"):
+    turn = current.row.turn if current else ctx.session.turn_number
+    upstream = svc.llm.upstream.merged(data.profile.upstream)
+    models = tuple(dict.fromkeys((ctx.model, *upstream.fallbacks)))
+    relay = Relay(options.on_delta)
+    ttl = svc.cache_ttl.ttl(session_id)
+    options = dataclasses.replace(options, on_delta=relay.delta if options.on_delta else None, cache_ttl=ttl)
+    for n, model in enumerate(models):  # each fallback model is sent a window assembled for its own limits
         try:
-            done = await _call_model(svc, ctx, assembled, options, recorded, data.profile.upstream)
-        except (UpstreamFailed, UpstreamNotAllowed) as failed:
-            failure = {"model": ctx.model, "error": str(failed)}
-            export_turn(
-                svc, assembled.snapshot, failure, (assembled_at, model_at), failed.details.get("snapshot_id"), None
+            attempt = await _attempt(
+                svc, dataclasses.replace(ctx, model=model), stored, options, (session_id, turn), upstream.only()
             )
-            raise
-        finally:  # also when the turn is cancelled: the snapshot of a window that was sent is kept
-            snapshot_id = await recorded
+            break
+        except UpstreamFailed:
+            if n == len(models) - 1 or relay.started:  # a reply already under way is not replaced by another
+                raise
+    ctx, assembled, snapshot, snapshot_id, done = (
+        attempt.ctx,
+        attempt.assembled,
+        attempt.snapshot,
+        attempt.snapshot_id,
+        attempt.done,
+    )
+    assembled_at, model_at = attempt.times
     call = model_call(ctx.model, assembled.snapshot, done)
     metrics.observe_model_call(call)
-    export_turn(svc, assembled.snapshot, call, (assembled_at, model_at), snapshot_id, done.finish_reason)
+    export_turn(svc, assembled, call, (assembled_at, model_at), snapshot_id, done)
     svc.observe_prompt_count(session_id, ctx.model, assembled, done.tokens_in)
     # The turn's usage: the answer's call plus every model call the modules made while assembling (snapshot).
     extra_in, extra_out = assembled.snapshot.auxiliary_tokens
@@ -344,21 +340,32 @@ def _inputs(ctx: AssemblyContext, options: TurnOptions, assembled_at: float) -> 
 
 def export_turn(
     svc: TDAService,
-    snapshot: ContextWindowSnapshot,
+    assembled: AssembledContext,
     call: dict[str, Any],
     started: tuple[float, int],
     snapshot_id: int | None,
-    finish_reason: str | None,
+    done: Completion | None,
 ) -> None:
     """The turn's spans to the OTLP collector when one is set (``TDA_OTLP_ENDPOINT``; tda/traces_out.py).
-    ``call``: ``model_call``, or ``{model, error}`` for a call that failed. ``started``: when assembly began
-    (``time.time()``) and when the model was called (``time.time_ns()``)."""
+    ``call``: ``model_call``, or ``{model, error}`` for a call that failed (``done`` None). ``started``: when
+    assembly began (``time.time()``) and when the model was called (``time.time_ns()``). The window and the answer
+    go on the spans only with ``TDA_OTLP_CAPTURE_CONTENT``."""
     if svc.traces_out is None:
         return
-    from .traces_out import TurnTimes  # loaded with the exporter already
+    from .traces_out import Sent, TurnTimes  # loaded with the exporter already
 
     times = TurnTimes(int(started[0] * 1e9), started[1], time.time_ns())
-    svc.traces_out.turn(snapshot, call, times, snapshot_id=snapshot_id, finish_reason=finish_reason)
+    sent = None
+    if svc.traces_out.capture_content:
+        from .attribution import attribution
+
+        modules = [who["module_id"] for who in attribution(assembled, call["model"])]
+        answer, tool_calls = (done.text, done.tool_calls) if done is not None else ("", [])
+        sent = Sent(assembled.messages, modules, answer, tool_calls)
+    finish_reason = done.finish_reason if done is not None else None
+    svc.traces_out.turn(
+        assembled.snapshot, call, times, snapshot_id=snapshot_id, finish_reason=finish_reason, sent=sent
+    )
 
 
 async def record_snapshot(svc: TDAService, row: dict[str, Any]) -> int:
@@ -368,18 +375,72 @@ async def record_snapshot(svc: TDAService, row: dict[str, Any]) -> int:
     return snapshot_id
 
 
+@dataclass(frozen=True)
+class Attempt:
+    """One model's answer to the window assembled for it (a turn tries its model, then each fallback)."""
+
+    ctx: AssemblyContext
+    assembled: AssembledContext
+    snapshot: dict[str, Any]
+    snapshot_id: int
+    done: Completion
+    times: tuple[float, int]
+    """When the window was assembled (s) and the model called (ns): the exported span's."""
+
+
+async def _attempt(
+    svc: TDAService,
+    ctx: AssemblyContext,
+    stored: StoredType,
+    options: TurnOptions,
+    where: tuple[str, int],
+    upstream: Upstream,
+) -> Attempt:
+    """The window assembled for ``ctx.model``, its snapshot recorded, and the model's answer at ``upstream``.
+    UpstreamFailed when the call fails (the failure exported, the snapshot kept)."""
+    session_id, turn = where
+    with timed(options, "assemble"):
+        assembled_at = time.time()  # replay serves the champion cases recorded by then
+        assembled = await svc.handler.assemble(ctx, stored.type)
+    model_at = time.time_ns()
+    with timed(options, "snapshot"):
+        metrics.observe_assembly(assembled.snapshot)
+        snapshot = assembled.snapshot.to_dict()
+        row = {
+            "session_id": session_id,
+            "turn": turn,
+            "type_id": stored.id,
+            "type_version": stored.version,
+            "model": ctx.model,
+            "data": snapshot,
+            "inputs": _inputs(ctx, options, assembled_at),
+        }
+        # Written while the model answers (the model does not need it, the turn's record does): its write and
+        # its SSE frames take no time of their own from the response.
+        recorded = asyncio.create_task(record_snapshot(svc, row))
+    with timed(options, "model"):
+        try:
+            done = await _call_model(svc, ctx, assembled, options, recorded, upstream)
+        except (UpstreamFailed, UpstreamNotAllowed) as failed:
+            failure = {"model": ctx.model, "error": str(failed)}
+            export_turn(svc, assembled, failure, (assembled_at, model_at), failed.details.get("snapshot_id"), None)
+            raise
+        finally:  # also when the turn is cancelled: the snapshot of a window that was sent is kept
+            snapshot_id = await recorded
+    return Attempt(ctx, assembled, snapshot, snapshot_id, done, (assembled_at, model_at))
+
+
 async def _call_model(
     svc: TDAService,
     ctx: AssemblyContext,
     assembled: AssembledContext,
     options: TurnOptions,
     recorded: asyncio.Future[int],
-    upstream: Mapping[str, Any] | None = None,
+    upstream: Upstream,
 ) -> Completion:
-    """The model call at the profile's ``upstream`` (merged over the service's default); ``max_tokens`` is the
-    type's output reserve, the client's cap when lower, and the model's output limit when lower (``LLM``)."""
-    reserve = assembled.snapshot.output_reserve
-    max_tokens = min(n for n in (reserve or None, options.max_tokens) if n) if (reserve or options.max_tokens) else None
+    """The model call at ``upstream``; ``max_tokens`` as ``max_tokens_for`` decides: the caller's cap, else none
+    unless the window needs one."""
+    max_tokens = max_tokens_for(ctx.model, options.max_tokens, assembled.snapshot)
     sent = {t["function"]["name"] for t in assembled.tools}
     tool_choice = options.tool_choice
     if isinstance(tool_choice, Mapping) and (tool_choice.get("function") or {}).get("name") not in sent:
@@ -392,8 +453,9 @@ async def _call_model(
             max_tokens=max_tokens,
             tool_choice=tool_choice if assembled.tools else None,
             on_delta=options.on_delta,
-            upstream=svc.llm.upstream.merged(upstream),
+            upstream=upstream,
             cache_prefix=assembled.stable_messages,
+            cache_ttl=options.cache_ttl,
         )
     except Exception as exc:  # provider errors are many and untyped; the caller needs the reason
         snapshot_id = await recorded

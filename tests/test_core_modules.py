@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from components.context_window.base import Message
+from modules.conversation_history.handler import TAIL_MARKER
 from tests.support import conversation, make_ctx, make_tools, module_ctx, tool_call_exchange, words
 
 
@@ -82,11 +83,16 @@ async def test_history_keeps_the_newest_valid_messages_in_order(modules):
     messages[-3] = Message("user", "withdrawn", turn=29, valid=False)
     ctx = module_ctx(make_ctx(messages=messages))
     c = await modules["conversation_history"].contribute(1_000, ctx)
-    kept = c.messages()
-    assert all(m.valid for m in kept) and "withdrawn" not in [m.content for m in kept]
-    assert kept[-1] == messages[-1] and kept[-2] == messages[-2]
-    assert [m.turn for m in kept if m.role != "system"] == sorted(m.turn for m in kept if m.role != "system")
-    assert sum(ctx.tokens.count_message(m) for m in kept) <= 1_000
+    sent = c.messages()
+    assert all(m.valid for m in sent) and "withdrawn" not in [m.content for m in sent]
+    # The newest messages from the cache block's start, then (behind a marker) those just before it, each in order.
+    marker = next(i for i, m in enumerate(sent) if m.content == TAIL_MARKER)
+    newest, before = sent[:marker], sent[marker + 1 :]
+    assert newest[-1] == messages[-1] and newest[-2] == messages[-2]
+    for part in (newest, before):
+        assert [m.turn for m in part if m.role != "system"] == sorted(m.turn for m in part if m.role != "system")
+    assert before[-1].turn < next(m.turn for m in newest if m.role != "system")
+    assert sum(ctx.tokens.count_message(m) for m in sent) <= 1_000
 
 
 async def test_history_summarises_what_it_drops_within_the_budget(modules):
@@ -202,29 +208,36 @@ async def test_history_shows_only_what_the_ifoc_phase_may_see(modules):
 
 async def test_history_start_moves_in_cache_blocks_so_the_prefix_stays_identical(modules):
     """As a chat grows past its budget, the window's start stays put for turns at a time (a byte-identical prefix
-    for the provider's prompt cache) and jumps a block at once; sliding (0) moves it every turn. What a block holds
-    back is the difference from the sliding window's size, reported per window."""
+    for the provider's prompt cache) and jumps a block at once; sliding (0) moves it every turn. What the block's
+    start leaves out of the sliding window follows the stable part behind a marker (the window stays full); what
+    still does not fit is reported as held back."""
     history = modules["conversation_history"]
-    starts, held, previous = [], [], None
+    starts, held, tails, previous = [], [], [], None
     for turns in range(20, 32):
         messages = conversation(turns)
         blocked = await history.contribute(1_500, module_ctx(make_ctx(messages=messages), config={"cache_block": 6}))
         sliding = await history.contribute(1_500, module_ctx(make_ctx(messages=messages), config={"cache_block": 0}))
         start, slide_start = blocked.metadata["first_kept_index"], sliding.metadata["first_kept_index"]
         assert start % 6 == 0 and slide_start <= start < slide_start + 6
-        kept = [m for m in blocked.messages() if m.role != "system"]
-        assert kept == list(messages[start:])  # newest whole, oldest dropped in one block
+        sent = blocked.messages()
+        marker = next((i for i, m in enumerate(sent) if m.content == TAIL_MARKER), len(sent))
+        assert [m for m in sent[:marker] if m.role != "system"] == list(messages[start:])  # newest whole, in order
+        # what the block's start left out of the sliding window follows the marker, in order: the window stays full
+        slid = [m for m in sliding.messages() if m.role != "system"]
+        tail = sent[marker + 1 :]
+        assert tail == slid[: len(tail)] and slid[len(tail) :] == list(messages[start:])[-(len(slid) - len(tail)) :]
+        tails.append(len(tail))
         count = module_ctx(make_ctx()).tokens.count_message
-        slid = sum(count(m) for m in sliding.messages() if m.role != "system")
-        assert blocked.metadata["held_back_tokens"] == slid - sum(count(m) for m in kept)
-        if starts and starts[-1] == start:  # summary included: the previous window is where this one starts
-            assert blocked.messages()[: len(previous)] == previous
+        kept = [m for m in sent if m.role != "system"]
+        assert blocked.metadata["held_back_tokens"] == sum(map(count, slid)) - sum(map(count, kept))
+        if starts and starts[-1] == start:  # summary included: the previous window's stable part opens this one
+            assert sent[:marker][: len(previous)] == previous
         starts.append(start)
-        previous = blocked.messages()
+        previous = sent[:marker]
         held.append(blocked.metadata["held_back_tokens"])
     moves = sum(a != b for a, b in pairwise(starts))
     assert moves <= len(starts) // 3  # 2 messages a turn, 6 a block: the start moves at most every third turn
-    assert max(held) > 0 and min(held) == 0
+    assert max(tails) > 0 and min(tails) == 0 and min(held) == 0
 
 
 async def test_a_bad_cache_block_names_the_option(modules):

@@ -18,7 +18,7 @@ from components.context_window.base import (
 )
 from components.context_window.handler import ContextWindowHandler
 from components.context_window.providers import StaticCases
-from modules.conversation_history.handler import RECALL_MARKER
+from modules.conversation_history.handler import RECALL_MARKER, TAIL_MARKER
 from tda.builtins import DEFAULT_TYPES, module_registry
 from tests.support import conversation, make_ctx, make_tools
 
@@ -122,8 +122,8 @@ async def test_a_growing_history_source_is_read_anew_every_turn():
             messages += [Message("user", f"newest question {turn}", turn=turn), Message("assistant", f"reply {turn}")]
             later = outcome(await handler.assemble(ctx, BALANCED))
             sent = [m["content"] for m in later[0]]
-            # the newest exchange ends the history block (recalled older messages, if any, follow it)
-            end = next((i for i, c in enumerate(sent) if c.startswith(RECALL_MARKER)), len(sent) - 1)
+            # the newest exchange ends the history's stable part (older messages, if any, follow it behind a marker)
+            end = next((i for i, c in enumerate(sent) if c.startswith((RECALL_MARKER, TAIL_MARKER))), len(sent) - 1)
             assert sent[end - 2 : end] == [f"newest question {turn}", f"reply {turn}"], make_source
             assert later == await fresh(ctx)
 

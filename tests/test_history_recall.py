@@ -52,11 +52,18 @@ async def test_a_planted_fact_far_back_is_recalled_whole_after_the_newest_turns(
     assert positions == sorted(positions) and max(positions) < len(messages) - len(newest)
     assert c.volatile_tail == len(recalled) + 1
     assert sum(ctx.tokens.count_message(m) for m in c.messages()) <= 1_500
-    # nothing irrelevant fills the room: without vectors, a recalled message shares a word with the question or is
-    # in the exchange of one that does (two messages either side)
+    # nothing irrelevant is recalled to fill room: without vectors, a recalled message shares a word with the
+    # question or is in the exchange of one that does (two messages either side); what room is left goes to the
+    # messages just before the newest block (a contiguous run ending there)
     asked = ("kind", "dog", "margot", "adopt")
     hits = [i for i, m in enumerate(messages) if any(w in m.content.lower() for w in asked)]
-    assert all(any(abs(p - h) <= 2 for h in hits) for p in positions)
+    run = {len(messages) - len(newest) - 1 - i for i in range(len(positions))}
+    tail = set()
+    for p in reversed(positions):
+        if p not in run or (tail and p + 1 not in tail):
+            break
+        tail.add(p)
+    assert all(any(abs(p - h) <= 2 for h in hits) for p in positions if p not in tail)
 
 
 def budget_filled(used: int, budget: int, largest: int) -> bool:
@@ -110,9 +117,7 @@ async def test_recall_places_what_changes_after_the_cached_prefix():
     assert window.stable_messages <= marker
     assert contents.index(FACT) > marker
     history = window.snapshot.module("conversation_history")
-    # recall adds only what is relevant; the newest turns take the rest (their start moves in cache blocks)
-    assert history.metadata["recalled_tokens"] < 0.2 * history.allocated
-    assert history.used > 0.6 * history.allocated
+    assert history.used > 0.9 * history.allocated  # the history fills its allocation (recall, then the newest)
 
 
 class CountingEmbedder:

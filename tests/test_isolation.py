@@ -187,7 +187,7 @@ def ok_type(*ids: str) -> ContextWindowType:
         ("bad_item", "failed", "holds a int"),
         ("not_a_contribution", "failed", "not a Contribution"),
         ("bad_metadata", "failed", "metadata must be plain JSON"),
-        ("bad_condensed", "failed", "condensed must be True or False"),
+        ("bad_condensed", "failed", "condensed and left_out must be True or False"),
         ("mutate_context", "failed", "AttributeError"),
         ("mutate_config", "failed", "TypeError"),
         ("block", "timeout", "blocked the event loop"),

@@ -237,14 +237,21 @@ class ToolSchema:
     parameters: Mapping[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
     strict: bool | None = None
     """OpenAI's structured-outputs flag for the call's arguments, sent when the client set it."""
+    cache_control: Mapping[str, Any] | None = None
+    """A prompt-cache mark the client put on the tool (Anthropic's ``cache_control``), sent beside it as litellm
+    takes it."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name or not isinstance(self.description, str):
             raise ValueError(f"a tool needs a non-empty name and a text description, got {self.name!r}")
         if not isinstance(self.parameters, Mapping):
             raise ValueError(f"tool {self.name}: parameters must be a JSON schema object")
+        if self.cache_control is not None and not isinstance(self.cache_control, Mapping):
+            raise ValueError(f"tool {self.name}: cache_control must be an object")
         if not _frozen(self.parameters):  # read-only: what is counted is what is sent
             object.__setattr__(self, "parameters", freeze(self.parameters))
+        if self.cache_control is not None and not _frozen(self.cache_control):
+            object.__setattr__(self, "cache_control", freeze(self.cache_control))
 
     def to_openai(self) -> dict[str, Any]:
         """The tool as sent: a fresh dict equal to ``json`` (exactly what was counted; the caller may change it)."""
@@ -261,7 +268,9 @@ class ToolSchema:
         function: dict[str, Any] = {"name": self.name, "description": self.description, "parameters": self.parameters}
         if self.strict is not None:
             function["strict"] = self.strict
-        tool = {"type": "function", "function": function}
+        tool: dict[str, Any] = {"type": "function", "function": function}
+        if self.cache_control is not None:
+            tool["cache_control"] = self.cache_control
         return json.dumps(tool, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=_unfrozen)
 
     @classmethod
@@ -269,7 +278,14 @@ class ToolSchema:
         fn = data.get("function", data)
         parameters = fn.get("parameters") or {"type": "object", "properties": {}}
         strict = fn.get("strict")
-        return cls(fn["name"], fn.get("description") or "", parameters, strict if isinstance(strict, bool) else None)
+        cache_control = data.get("cache_control")
+        return cls(
+            fn["name"],
+            fn.get("description") or "",
+            parameters,
+            strict if isinstance(strict, bool) else None,
+            cache_control if isinstance(cache_control, Mapping) else None,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -324,6 +340,9 @@ class Session:
     history: MessageSource | None = None
     """The history read lazily, newest first, in pages (the application's store). When set, it is the history
     and ``messages`` is not read; when not, ``messages`` is (session files, tests)."""
+    current_turn: int | None = None
+    """The number of the turn being assembled when the application placed it (a chat client's call, whose history
+    is the client's and carries no turn numbers); None: the turn after the newest recorded one."""
 
     def message_source(self) -> MessageSource:
         return self.history if self.history is not None else InMemoryMessages(self.messages)
@@ -331,6 +350,8 @@ class Session:
     @property
     def turn_number(self) -> int:
         """The number of the turn being assembled: 1 for the first (O(1): reads only the newest record)."""
+        if self.current_turn is not None:
+            return self.current_turn
         last_turn = self.turns[-1].turn if self.turns else 0
         if self.history is not None:
             last_message = self.history.last_turn
@@ -492,9 +513,18 @@ class CaseRetriever(Protocol):
 
 @runtime_checkable
 class Embedder(Protocol):
-    """Embeds short texts (the knowledge store's embedder): vectors of one length, comparable by cosine."""
+    """Embeds short texts (the knowledge store's embedder): vectors of one length, comparable by cosine. An embedder
+    may name what its vectors depend on (its model) as a ``vector_space`` string: vectors cached for one are served
+    to any embedder naming the same (``vector_space``); without it, to embedders of the same class."""
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+
+def vector_space(embedder: Any) -> str:
+    """The key an embedder's cached vectors are kept under: its ``vector_space`` (its model) when it names one,
+    else its class. Two embedders with different models must not share vectors: name the model."""
+    named = getattr(embedder, "vector_space", None)
+    return named if isinstance(named, str) and named else type(embedder).__qualname__
 
 
 @dataclass(frozen=True, slots=True)
@@ -728,6 +758,9 @@ class Contribution:
     (and does not swing between two windows from turn to turn)."""
     condensed: bool = False
     """Already condensed as ``ctx.directives.condense_to`` asked (the orchestrator records the condensation)."""
+    left_out: bool = False
+    """The module left content out for want of room (history older than its window): room no module took is
+    offered to it at the end of the assembly (the handler's fill pass), so the window is not sent half empty."""
     tokens: int = 0
 
     @property

@@ -1,4 +1,4 @@
-"""ContextWindowHandler: the five passes that turn (context, window type) into a window that always fits.
+"""ContextWindowHandler: the passes that turn (context, window type) into a window that always fits.
 
     resolve   -> which modules take part (skipped shares are redistributed)
     signals   -> early facts from the modules (e.g. RAG's top score), gathered concurrently
@@ -6,6 +6,7 @@
     allocate  -> clamp to min/max, contribute concurrently under a per-module timeout
     surplus   -> under-using donors give to condensable recipients near their allocation
     condense  -> condensation order, then trimming whole units, until the total fits
+    fill      -> room no module took goes to the modules that left content out (a long history)
 
 Every figure is counted with one TokenEstimator on the exact text sent, so the guarantee
 ``total_used <= available_budget`` holds by construction (or ``BudgetExceeded`` explains why not).
@@ -36,6 +37,8 @@ from .token_estimator import REPLY_PRIMING, TokenEstimator, estimator_for, funct
 log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT_S = 2.0
+FILL_MIN_TOKENS = 64
+"""Room below this is not offered again in the fill pass (a module call to add a line or two is not worth it)."""
 _PLACEMENT_ORDER = {"system": 0, "tools": 1, "history": 2, "context": 3}
 
 
@@ -110,6 +113,8 @@ class _Slot:
     received: int = 0
     donated: int = 0
     blocked_s: float = 0.0
+    filling: bool = False
+    """Asked again in the fill pass: no condense rule binds it (its directives carry no condense target)."""
     view: tuple[Any, AssemblyContext] | None = None
     """The context this module was last handed, and the directives it was built for (see ``_module_ctx``)."""
     options: tuple[Mapping[str, Any], Any] | None = None
@@ -196,6 +201,7 @@ class ContextWindowHandler:
         await self._allocate_and_contribute(run)
         await self._reallocate_surplus(run)
         await self._condense(run)
+        await self._fill(run)
         return self._finish(run)
 
     # -- set-up ----------------------------------------------------------------------------------
@@ -529,6 +535,54 @@ class ContextWindowHandler:
                 hi = mid - 1
         return keep(lo)
 
+    # -- pass 5: fill ----------------------------------------------------------------------------
+
+    async def _fill(self, run: _Run) -> None:
+        """Room that no module took goes to the modules that left content out, highest priority first, past their
+        ``max_pct`` and any condense rule: those bound a module's share while the modules compete for the budget,
+        and a window sent half empty while older history is dropped serves no one.
+
+        A step of a turn's tool loop is offered what the turn's first step was (its loop aside), cut back from the
+        end of the module's per-turn tail (``Contribution.volatile_tail``) to the room left; asked again within
+        that room when the tail is not enough. So every step of a turn sends the history part the first step
+        sent, or its beginning: the provider's prompt cache holds within the turn."""
+        loop = sum(run.tokens.count_message(m) for m in run.ctx.continuation)
+        for slot in sorted(run.slots.values(), key=lambda s: (-s.priority, s.module_id)):
+            before = slot.contribution
+            if slot.status != "ok" or not slot.condensable or before is None or not before.left_out:
+                continue
+            fits = slot.used + run.limits.available - run.total_used
+            offered = fits + loop  # the turn's first step had the loop's room too
+            if fits < slot.used + FILL_MIN_TOKENS:
+                continue
+            slot.filling = True
+            fuller = await self._ask(run, slot, offered)
+            if fuller is not None and fuller.tokens > fits:
+                # the first step's window less the end of its tail, else a window for the room left
+                fuller = self._tail_cut(run, fuller, fits) or await self._ask(run, slot, fits)
+            if fuller is None or not before.tokens < fuller.tokens <= fits:
+                run.log(f"fill {slot.module_id}: nothing more within {fits:,} tokens; kept as it was")
+                continue
+            slot.contribution, filled = fuller, fuller.tokens - before.tokens
+            slot.received += filled
+            slot.allocated = max(slot.allocated, fuller.tokens)
+            run.reallocations.append(Reallocation(slot.module_id, filled))
+            run.log(f"fill {slot.module_id}: {before.tokens:,} -> {fuller.tokens:,} tokens (room no module took)")
+
+    async def _ask(self, run: _Run, slot: _Slot, budget: int) -> Contribution | None:
+        """The slot's module asked to contribute within ``budget`` (isolated and measured; None if it failed)."""
+        asked = slot.module.contribute(budget, self._module_ctx(run, slot))
+        return self._accepted(run, slot, (await self._call(run, {slot.module_id: asked}))[slot.module_id])
+
+    def _tail_cut(self, run: _Run, c: Contribution, target: int) -> Contribution | None:
+        """``c`` within ``target`` by dropping units from the end of its per-turn tail (what comes before is sent
+        as it was), or None when the tail is not enough."""
+        for tail in range(c.volatile_tail - 1, -1, -1):
+            cut = self._measured(run, c.replace(units=c.units[: len(c.units) - c.volatile_tail + tail]), c.module_id)
+            if cut.tokens <= target:
+                return cut.replace(volatile_tail=tail)
+        return None
+
     # -- output ----------------------------------------------------------------------------------
 
     def _finish(self, run: _Run) -> AssembledContext:
@@ -676,7 +730,7 @@ class ContextWindowHandler:
     def _module_ctx(self, run: _Run, slot: _Slot) -> AssemblyContext:
         """The read-only context a module call gets: built once per module and assembly, and again only if
         pass 2 changed its directives (a module is called up to four times a turn)."""
-        settled = (slot.force_full, slot.condense_rule, slot.rule_target)
+        settled = (slot.force_full, slot.condense_rule, slot.rule_target, slot.filling)
         if slot.view is not None and slot.view[0] == settled:
             return slot.view[1]
         if run.distillation is None:
@@ -685,7 +739,7 @@ class ContextWindowHandler:
         directives = Directives(
             force_full=slot.force_full,
             condense_strategy=slot.condense_rule.strategy if slot.condense_rule else None,
-            condense_to=slot.rule_target if slot.condensable else None,  # the floor is never condensed
+            condense_to=slot.rule_target if slot.condensable and not slot.filling else None,  # never the floor
             config=config,
             options=options,
         )

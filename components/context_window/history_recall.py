@@ -21,11 +21,11 @@ import hashlib
 import logging
 import re
 import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
@@ -46,6 +46,11 @@ from .session_cache import BoundedCache
 EMBED_CHARS = 2_000
 """Characters of a part embedded (small embedders read ~256-512 tokens anyway; the rest costs time for nothing)."""
 EMBED_BATCH = 64
+INDEX_SLICE = 256
+"""Messages indexed (or split into parts) between two yields to the event loop: a 100,000-message history is
+seconds of work, which must not stall every other request meanwhile (a slice is ~20 ms on a loaded machine)."""
+T = TypeVar("T")
+R = TypeVar("R")
 MAX_PARTS = 8
 """A message is embedded as its sentences (consecutive ones grouped when there are more than this many parts), and
 matches a query by its best part: one fact in a long message is not diluted by the rest. Measured on the recall
@@ -107,6 +112,21 @@ class PartVectors(Protocol):
     async def put(self, session_id: str, vectors: Mapping[str, np.ndarray]) -> None:
         """Keep ``vectors`` (by key) for ``session_id``; the application may write them later, off the turn."""
         ...
+
+
+async def _sliced(items: Sequence[T], work: Callable[[Sequence[T]], list[R]]) -> list[R]:
+    """``work(items)``, ``INDEX_SLICE`` items at a time with a yield to the event loop between: over a long history
+    it is seconds of work, which must not stall every other request meanwhile."""
+    out: list[R] = []
+    for start in range(0, len(items), INDEX_SLICE):
+        if start:
+            await asyncio.sleep(0)
+        out += work(items[start : start + INDEX_SLICE])
+    return out
+
+
+def _keyed(texts: Sequence[str]) -> list[tuple[str, str]]:
+    return [(t, part_key(t)) for t in texts]
 
 
 def part_key(text: str) -> str:
@@ -285,8 +305,11 @@ class HistoryIndex:
 
     def unit(self, first: int, phase: str | None) -> tuple[Message, ...] | None:
         """The unit starting at ``first``: one message, or a tool call with every result answering it (``None`` when a
-        result is missing, or the unit holds an invalid or invisible message: a provider would reject it)."""
+        result is missing or has no call, or the unit holds an invalid or invisible message: a provider would reject
+        it)."""
         head = self.messages[first]
+        if head.role == "tool":  # a result whose call is not in the history: a provider rejects it alone
+            return None
         if not head.tool_calls:
             return (head,) if _shown(head, phase) else None
         calls = {str(c.get("id")) for c in head.tool_calls}
@@ -485,7 +508,10 @@ class SessionRecall:
                 messages = index.messages[first:]
                 vectors = await self._vectors_of(index, messages)
                 assert vectors is not None
-                index.attach(first, vectors)
+                for start in range(0, len(vectors), INDEX_SLICE):
+                    if start:
+                        await asyncio.sleep(0)  # a long history's rows take seconds to add
+                    index.attach(first + start, vectors[start : start + INDEX_SLICE])
         except Exception as exc:  # the next sync starts again from what was done
             log.warning("history vectors of session %s: %s; recall ranks by words until they are in", session_id, exc)
 
@@ -508,7 +534,10 @@ class SessionRecall:
         vectors = None
         if self.embedder is not None and index.vectored == len(index):
             vectors = await self._vectors_of(index, messages, bounded=in_turn)
-        index.add(messages, vectors)
+        for start in range(0, len(messages), INDEX_SLICE):
+            if start:
+                await asyncio.sleep(0)  # other requests' turn: a long history takes seconds to index
+            index.add(messages[start : start + INDEX_SLICE], vectors[start : start + INDEX_SLICE] if vectors else None)
 
     async def _vectors_of(
         self, index: HistoryIndex, messages: Sequence[Message], *, bounded: bool = False
@@ -516,12 +545,18 @@ class SessionRecall:
         """Each message's part vectors (read from memory or the store, else embedded; new ones stored). None when
         ``bounded`` and more than ``READ_AT_ONCE`` would be read or ``EMBED_AT_ONCE`` embedded."""
         assert self.embedder is not None
-        parts = [parts_of(searchable_text(m)) if _embedded(m) else [] for m in messages]
+        parts = await _sliced(
+            messages, lambda some: [parts_of(searchable_text(m)) if _embedded(m) else [] for m in some]
+        )
         texts = list(dict.fromkeys(p for per in parts for p in per))
-        known = {t: v for t in texts if (v := self._vectors.get(t)) is not None}
+        known = dict(
+            await _sliced(texts, lambda some: [(t, v) for t in some if (v := self._vectors.get(t)) is not None])
+        )
         if bounded and len(texts) - len(known) > READ_AT_ONCE:
             return None
-        keys = {t: part_key(t) for t in texts} if self.stored is not None else {}
+        keys = (
+            dict(await _sliced(texts, lambda some: [(t, part_key(t)) for t in some])) if self.stored is not None else {}
+        )
         found, reachable = await self._from_store(index, keys, known)
         known.update(found)
         missing = [p for p in texts if p not in known]

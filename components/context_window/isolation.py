@@ -230,8 +230,8 @@ def checked_contribution(value: Any, module_id: str) -> Contribution:
     for name in ("header", "joiner", "strategy"):
         if not isinstance(getattr(value, name), str):
             raise ValueError(f"{name} must be text")
-    if type(value.condensed) is not bool:
-        raise ValueError("condensed must be True or False")
+    if type(value.condensed) is not bool or type(value.left_out) is not bool:
+        raise ValueError("condensed and left_out must be True or False")
     units = _units(value.units)
     if type(value.volatile_tail) is not int or not 0 <= value.volatile_tail <= len(units):
         raise ValueError("volatile_tail must be a whole number of units, at most how many there are")

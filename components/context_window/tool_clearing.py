@@ -149,7 +149,7 @@ def _with_content(message: Message, content: str) -> Message:
 class Recalled:
     cleared: Cleared
     text: str
-    """The whole result, or its matching parts in order, joined by a line with "..."."""
+    """The whole result as it was, or its matching parts in order, joined by a line with "..."."""
     parts: int
     """How many parts were shown (0: the whole result)."""
     of: int
@@ -255,9 +255,9 @@ def recall(
         i, j = places[k]
         chosen.setdefault(i, []).append(j)
     recalled = [
-        Recalled(
-            cleared[i], "\n...\n".join(split[i][j] for j in js), len(js) * (len(js) < len(split[i])), len(split[i])
-        )
+        Recalled(cleared[i], cleared[i].original.content, 0, len(split[i]))  # whole: the result byte for byte
+        if len(js) == len(split[i])
+        else Recalled(cleared[i], "\n...\n".join(split[i][j] for j in js), len(js), len(split[i]))
         for i, js in chosen.items()
     ]
     note = recall_note(recalled, turn) if recalled else None

@@ -29,7 +29,7 @@ from typing import ClassVar, TypeVar
 
 import numpy as np
 
-from .base import AssemblyContext, D, Embedder, TurnRecord
+from .base import AssemblyContext, D, Embedder, TurnRecord, vector_space
 from .fitting import clip
 from .relevance import BM25Index, Floor, VectorIndex, fuse, terms
 from .session_cache import BoundedCache
@@ -200,11 +200,11 @@ class TurnRecall:
     async def embed_parts(cls, parts: Sequence[str], embedder: Embedder) -> None:
         """Embed ``parts`` now, ahead of the turn that searches them (an application does it as a turn is recorded,
         after the response): ``match`` then finds their vectors cached and embeds only the query."""
-        missing = [p for p in dict.fromkeys(parts) if cls._shared_vectors.get((type(embedder).__name__, p)) is None]
+        missing = [p for p in dict.fromkeys(parts) if cls._shared_vectors.get((vector_space(embedder), p)) is None]
         for start in range(0, len(missing), EMBED_BATCH):
             batch = missing[start : start + EMBED_BATCH]
             for part, vector in zip(batch, await embedder.embed(batch), strict=True):
-                cls._shared_vectors.put((type(embedder).__name__, part), np.asarray(vector, dtype=np.float32))
+                cls._shared_vectors.put((vector_space(embedder), part), np.asarray(vector, dtype=np.float32))
 
     def forget(self, session_id: str) -> int:
         """Drop a session's indexes and terms; returns how many indexes went."""
@@ -245,7 +245,7 @@ class TurnRecall:
     async def _catch_up(self, texts: Sequence[TurnText], embedder: Embedder) -> int:
         """Embed up to ``EMBED_PER_CALL`` parts not embedded yet; returns how many are left after that (0: every
         part has its vector). A turn on a long session met for the first time stays within the module's time."""
-        kind = type(embedder).__name__
+        kind = vector_space(embedder)
         missing = list(dict.fromkeys(p for t in texts for p in t.parts if self._vectors.get((kind, p)) is None))
         if len(missing) <= EMBED_PER_CALL:
             return 0
@@ -256,7 +256,7 @@ class TurnRecall:
         self, session_id: str, texts: Sequence[TurnText], embedder: Embedder | None
     ) -> tuple[_Index, np.ndarray]:
         """The session's index holding every text (the new ones added), and the texts' positions in it."""
-        slot = (session_id, type(embedder).__name__ if embedder is not None else "")
+        slot = (session_id, vector_space(embedder) if embedder is not None else "")
         index = self._indexes.get(slot)
         if index is None or len(index.keys) > COMPACT_FACTOR * len(texts) + COMPACT_SLACK:
             index = self._indexes.put(slot, _Index())  # new, or mostly texts no longer asked about: start afresh
@@ -286,7 +286,7 @@ class TurnRecall:
 
     async def _vectors_of(self, texts: Sequence[TurnText], embedder: Embedder) -> list[list[np.ndarray]]:
         """Each text's part vectors; only parts not embedded before are sent to the embedder."""
-        kind = type(embedder).__name__
+        kind = vector_space(embedder)
         await self.embed_parts([p for t in texts for p in t.parts], embedder)
         out = []
         for t in texts:

@@ -9,6 +9,7 @@ summarizer provider when one is configured, otherwise extracted from the dropped
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
 from functools import lru_cache
@@ -23,11 +24,11 @@ from components.context_window.base import (
     MessagePage,
     MessageSource,
     RecalledUnit,
-    RecallRanking,
+    TokenCounter,
     pages_newest_first,
 )
 from components.context_window.content_parts import media_note
-from components.context_window.fitting import first_sentence
+from components.context_window.fitting import cut_to_tokens, first_sentence, water_fill
 from components.context_window.history_recall import SessionRecall
 from components.context_window.metering import labelled
 from components.context_window.options import option
@@ -88,15 +89,19 @@ RECALL_MARKER = (
     "Earlier messages of this conversation, recalled because they may bear on the current question. They came "
     "before the recent messages above; they are shown in their original order."
 )
-"""Opens the recalled messages; ``recall_marker`` adds how much of the older history they are."""
+"""Opens the recalled messages (a fixed text: counted once, and the same every turn)."""
 
 
 def recall_marker(shown: int, older: int) -> str:
     """The marker, saying how many of the ``older`` messages (those before the recent ones) are shown: a question
     such as "how many times..." then knows the list is partial."""
-    left_out = older - shown
-    return f"{RECALL_MARKER} {shown} of the {older} older messages are shown; {left_out} are left out."
+    return f"{RECALL_MARKER} {shown} of the {older} older messages are shown; {older - shown} are left out."
 
+
+TAIL_MARKER = (
+    "Earlier messages of this conversation, just before the recent messages above, shown in their original order."
+)
+"""Opens what the sliding window holds before the cache block's start (a fixed text, the same every turn)."""
 
 Unit = tuple[Message, ...]
 
@@ -285,10 +290,18 @@ class ConversationHistoryModule(ContextModule):
                 used -= kept.pop()[2]
         sliding = sum(cost for _, _, cost in kept)
         block = block_size(ctx.directives.config, sum(len(unit) for _, unit, _ in kept))
+        within = kept
         if overflowing:
-            kept = block_aligned(kept, block)
+            kept = block_aligned(_within(kept, _stable_room(budget - reserve - room, ctx)), block)
         kept = without_orphan_opening(kept)
         first_kept = kept[-1][0] if kept else source.total
+        # What the block's start left out of the sliding window goes after the stable part, in order, behind a
+        # marker: the window stays full while its prefix stays put between turns.
+        tail = [unit for _, unit, _ in reversed(within[len(kept) :])]
+        if tail:
+            assert ctx.tokens is not None
+            tail_room = budget - reserve - room - sum(cost for _, _, cost in kept)
+            tail = _fitted_tail(tail, tail_room, ctx.tokens.count_message)
         if room:
             end = first_kept
             if ctx.summarizer is not None:  # a model call: summarise a bucket-aligned excerpt, reused for a while
@@ -297,9 +310,10 @@ class ConversationHistoryModule(ContextModule):
             if recent_dropped:
                 summary = await self._summary(recent_dropped, first_kept, room, ctx)
         head: tuple[Unit, ...] = ((summary,),) if summary is not None else ()
-        units = head + tuple(unit for _, unit, _ in reversed(kept))
-        held = sliding - sum(cost for _, _, cost in kept)
+        after = ((Message("system", TAIL_MARKER),), *tail) if tail else ()
+        units = head + tuple(unit for _, unit, _ in reversed(kept)) + after
         assert ctx.tokens is not None
+        held = sliding - sum(cost for _, _, cost in kept) - sum(ctx.tokens.count_message(m) for u in tail for m in u)
         used = sum(ctx.tokens.count_message(m) for unit in units for m in unit)
         note, clearing = await _recall_cleared(units, ctx, budget - used)
         units += ((note,),) if note is not None else ()
@@ -308,12 +322,13 @@ class ConversationHistoryModule(ContextModule):
             units=units,
             placement="history",
             trim_from="start",
-            held_back=held,
+            held_back=max(0, held),
             strategy=strategy or ("sliding_window+summary" if summary else "sliding_window"),
-            volatile_tail=int(note is not None),
+            volatile_tail=len(after) + int(note is not None),
+            left_out=overflowing,
             metadata={
                 "messages_total": source.total,
-                "messages_kept": sum(len(unit) for _, unit, _ in kept),
+                "messages_kept": sum(len(unit) for _, unit, _ in kept) + sum(len(unit) for unit in tail),
                 "first_kept_index": first_kept,
                 "summary": summary is not None,
                 "cache_block": block,
@@ -353,31 +368,36 @@ class ConversationHistoryModule(ContextModule):
         self, budget: int, ctx: AssemblyContext, strategy: str | None, recall_pct: float
     ) -> Contribution:
         """The newest turns within ``100 - recall_pct`` % of ``budget`` (in cache blocks, opening with a user
-        message), then older messages recalled by relevance to the query in the room left. Recall adds nothing
-        irrelevant to fill room: what it leaves goes to more of the newest turns. Recalled units come after the
-        newest ones (they change per turn; the prefix stays cached), behind a marker, in conversation order."""
+        message), then older messages recalled by relevance to the query in all the room left: the history fills
+        its allocation. Recalled units come after the newest ones (they change per turn; the prefix stays cached),
+        behind a marker, in conversation order."""
         source = _Remembered(ctx.session.message_source())
         assert ctx.tokens is not None
-        count = ctx.tokens.count_message
         reserve = _recall_reserve(ctx.directives.config, budget)  # for cleared tool results the question needs
-        kept, block = await self._newest(source, int((budget - reserve) * (100 - recall_pct) / 100), budget, ctx)
+        newest_budget = int((budget - reserve) * (100 - recall_pct) / 100)
+        kept = await self._fill(source, newest_budget, ctx)
+        if not any(unit[0].role == "user" for _, unit, _ in kept):  # the newest exchange stays, from its question
+            within = await self._fill(source, budget, ctx)
+            asked = next((i for i, (_, unit, _) in enumerate(within) if unit[0].role == "user"), None)
+            kept = within[: asked + 1] if asked is not None else within[:1]
+        overflowing = bool(kept) and kept[-1][0] > 0
+        block = block_size(ctx.directives.config, sum(len(unit) for _, unit, _ in kept))
+        if overflowing:
+            kept = without_orphan_opening(block_aligned(kept, block))
         first_kept = kept[-1][0] if kept else source.total
-        newest_used = sum(cost for _, _, cost in kept)
-        ranking, room = await self._ranked(ctx, first_kept, budget - newest_used - reserve)
-        chosen = self._chosen(ranking, room, ctx)
-        spare = room - sum(cost for _, cost in chosen)
-        if first_kept > 0 and spare >= SUMMARY_ROOM_STEP:  # recall found less than its room: newer turns take it
-            kept, block = await self._newest(source, newest_used + spare, budget, ctx)
-            first_kept = kept[-1][0] if kept else source.total
-            chosen = [(u, cost) for u, cost in chosen if u.position < first_kept]
         newest = tuple(unit for _, unit, _ in reversed(kept))
+        newest_used = sum(ctx.tokens.count_message(m) for unit in newest for m in unit)
         note, clearing = await _recall_cleared(newest, ctx, reserve)
-        recalled = tuple(u.messages for u, _ in chosen)
+        note_used = ctx.tokens.count_message(note) if note is not None else 0
+        room = budget - newest_used - note_used
+        # What recall leaves of the room goes to the newest older units that fit (priced by the walk, newest first;
+        # twice the room deep: recall took some of them, and a small one further back may fit where a large did not).
+        recent = [entry for entry in await self._fill(source, newest_used + 2 * room, ctx) if entry[0] < first_kept]
+        recalled, facts = await self._recalled(ctx, first_kept, room, recent)
         shown = sum(len(unit) for unit in recalled)
         marker = (Message("system", recall_marker(shown, first_kept)),) if recalled else ()
         tail = ((note,),) if note is not None else ()
         units = newest + tuple((m,) for m in marker) + recalled + tail
-        facts = _recall_facts(ranking, chosen)
         return Contribution(
             self.module_id,
             units=units,
@@ -385,49 +405,32 @@ class ConversationHistoryModule(ContextModule):
             trim_from="start",
             strategy=strategy or ("newest+recall" if recalled else "sliding_window"),
             volatile_tail=len(marker) + len(recalled) + len(tail),
+            left_out=first_kept > 0,
             metadata={
                 "messages_total": source.total,
                 "messages_kept": sum(len(unit) for _, unit, _ in kept),
                 "first_kept_index": first_kept,
                 "summary": False,
                 "cache_block": block,
-                "newest_tokens": sum(count(m) for unit in newest for m in unit),
+                "newest_tokens": newest_used,
                 **facts,
                 **clearing,
             },
         )
 
-    async def _newest(
-        self, source: MessageSource, room: int, budget: int, ctx: AssemblyContext
-    ) -> tuple[list[tuple[int, Unit, int]], int]:
-        """The newest units within ``room`` (newest first; in cache blocks, opening with a user message; the newest
-        exchange stays whole, from its question, within ``budget``), and the cache block used."""
-        kept = await self._fill(source, room, ctx)
-        if not any(unit[0].role == "user" for _, unit, _ in kept):  # the newest exchange stays, from its question
-            within = await self._fill(source, budget, ctx)
-            asked = next((i for i, (_, unit, _) in enumerate(within) if unit[0].role == "user"), None)
-            kept = within[: asked + 1] if asked is not None else within[:1]
-        block = block_size(ctx.directives.config, sum(len(unit) for _, unit, _ in kept))
-        if kept and kept[-1][0] > 0:
-            kept = without_orphan_opening(block_aligned(kept, block))
-        return kept, block
-
-    async def _ranked(self, ctx: AssemblyContext, before: int, room: int) -> tuple[RecallRanking | None, int]:
-        """The units before ``before`` ranked for the query, and the room for them (less the marker's)."""
-        assert ctx.tokens is not None
-        room -= ctx.tokens.count_message(Message("system", recall_marker(before, before)))  # its most digits
-        if before <= 0 or room <= 0:
-            return None, max(room, 0)
-        recall = ctx.history_recall or self._own_recall(ctx)
-        return await recall.recall(ctx.session, ctx.query, before=before, enough_tokens=room * 2), room
-
-    def _chosen(self, ranking: RecallRanking | None, room: int, ctx: AssemblyContext) -> list[tuple[RecalledUnit, int]]:
-        """Ranked units packed into ``room`` best first (one that does not fit is passed over for the next that does,
-        so the depth is the room's, not a fixed k), in conversation order, with their costs."""
-        if ranking is None:
-            return []
+    async def _recalled(
+        self, ctx: AssemblyContext, before: int, room: int, recent: Sequence[tuple[int, Unit, int]] = ()
+    ) -> tuple[tuple[Unit, ...], dict[str, Any]]:
+        """Older units packed into ``room`` by relevance (best first; one that does not fit is passed over for the
+        next that does, so the depth is the room's, not a fixed k), then what room is left filled from ``recent``
+        (the units just before ``before``, newest first), returned in conversation order."""
         assert ctx.tokens is not None
         count = ctx.tokens.count_message
+        room -= count(Message("system", recall_marker(before, before)))  # the most digits it can have
+        if before <= 0 or room <= 0:
+            return (), {"recalled_messages": 0}
+        recall = ctx.history_recall or self._own_recall(ctx)
+        ranking = await recall.recall(ctx.session, ctx.query, before=before, enough_tokens=room * 2)
         exponent = option(ctx.directives.config, "recall_cost_exponent", RECALL_COST_EXPONENT, minimum=0)
         costs: dict[int, int] = {}
 
@@ -441,7 +444,7 @@ class ConversationHistoryModule(ContextModule):
         by_value = ranking.units
         if exponent:
             by_value = tuple(sorted(by_value, key=lambda u: (-u.score / max(1, cost_of(u)) ** exponent, u.position)))
-        chosen: list[tuple[RecalledUnit, int]] = []
+        chosen: list[RecalledUnit] = []
         seen: set[str] = set()
         left = room
         for unit in by_value:
@@ -451,10 +454,33 @@ class ConversationHistoryModule(ContextModule):
             text = "\n".join(m.content for m in unit.messages)
             if cost > left or text in seen:  # too large for what is left, or a repeat of what is chosen
                 continue
-            chosen.append((unit, cost))
+            chosen.append(unit)
             seen.add(text)
             left -= cost
-        return sorted(chosen, key=lambda pair: pair[0].position)
+        taken = {u.position for u in chosen}
+        for position, messages, cost in recent:
+            if position in taken:
+                continue
+            if cost > left:  # the newest that does not fit whole comes with its results cut, and ends the fill
+                cut = cut_unit(messages, left, ctx.tokens)
+                if cut is not None:
+                    chosen.append(RecalledUnit(position, cut, 0.0))
+                    left -= sum(count(m) for m in cut)
+                break
+            chosen.append(RecalledUnit(position, messages, 0.0))
+            left -= cost
+        chosen.sort(key=lambda u: u.position)
+        facts: dict[str, Any] = {
+            "recall": ranking.method,
+            "recalled_messages": sum(len(u.messages) for u in chosen),
+            "recalled_tokens": room - left,
+            "recall_searched": ranking.searched,
+        }
+        if ranking.reason and not chosen:
+            facts["recall_reason"] = ranking.reason
+        if ranking.pending:  # vectors still being read or embedded in the background: ranked by words meanwhile
+            facts["recall_vectors_pending"] = ranking.pending
+        return tuple(u.messages for u in chosen), facts
 
     def _own_recall(self, ctx: AssemblyContext) -> HistoryRecall:
         """Without a provider (a library call, ``tda assemble``), the module indexes the history itself at first use,
@@ -570,21 +596,65 @@ class _Walk:
         return index, unit, count(priced[0]) if len(priced) == 1 else sum(count(m) for m in priced)
 
 
-def _recall_facts(ranking: RecallRanking | None, chosen: list[tuple[RecalledUnit, int]]) -> dict[str, Any]:
-    """What the snapshot says about recall: the method, what was recalled and searched, and why nothing was."""
-    if ranking is None:
-        return {"recalled_messages": 0}
-    facts: dict[str, Any] = {
-        "recall": ranking.method,
-        "recalled_messages": sum(len(u.messages) for u, _ in chosen),
-        "recalled_tokens": sum(cost for _, cost in chosen),
-        "recall_searched": ranking.searched,
-    }
-    if ranking.reason and not chosen:
-        facts["recall_reason"] = ranking.reason
-    if ranking.pending:  # vectors still being read or embedded in the background: ranked by words meanwhile
-        facts["recall_vectors_pending"] = ranking.pending
-    return facts
+CUT_NOTE = "\n[... the rest of this result, {tokens:,} tokens, is not shown]"
+"""Ends a tool result cut to fit (its beginning is sent as it was)."""
+
+
+def cut_unit(unit: Unit, room: int, tokens: TokenCounter) -> Unit | None:
+    """A tool call with its results cut to fit ``room``: each result's beginning (shares by water-filling), marked
+    as cut, still answering its call. None: not a tool call, or not even the call and the notes fit."""
+    if len(unit) < 2 or room <= 0:
+        return None
+    count = tokens.count_message
+    head, results = unit[0], unit[1:]
+    notes = [dataclasses.replace(r, content=CUT_NOTE.format(tokens=tokens.count(r.content))) for r in results]
+    fixed = count(head) + sum(count(n) for n in notes)
+    if fixed >= room:
+        return None
+    shares = water_fill([tokens.count(r.content) for r in results], room - fixed)
+    out: list[Message] = [head]
+    for result, share in zip(results, shares, strict=True):
+        whole = tokens.count(result.content)
+        if share >= whole:
+            out.append(result)
+            continue
+        text = cut_to_tokens(result.content, share, tokens)
+        note = CUT_NOTE.format(tokens=whole - tokens.count(text))
+        out.append(dataclasses.replace(result, content=text + note, tokens=None, parts=None))
+    cut = tuple(out)
+    return cut if sum(count(m) for m in cut) <= room else None
+
+
+LOOP_TAIL_PCT = 25
+"""With tools, the history's stable part (from the cache block's start) takes at most this much less of its room
+than it could: the rest goes to the per-turn tail, which the next steps of the turn's tool loop cut from its end to
+make room for their calls and results (see the handler's fill pass). So each step sends the first step's history
+part, or its beginning, and the provider's prompt cache holds within the turn."""
+
+
+def _stable_room(room: int, ctx: AssemblyContext) -> int:
+    """The room of the history's stable part: ``room``, less ``LOOP_TAIL_PCT`` when the turn may run a tool loop."""
+    return room * (100 - LOOP_TAIL_PCT) // 100 if ctx.tools or ctx.continuation else room
+
+
+def _within(kept: list[tuple[int, Unit, int]], room: int) -> list[tuple[int, Unit, int]]:
+    """The newest of ``kept`` (newest first) within ``room`` (at least one)."""
+    used = 0
+    for i, (_, _, cost) in enumerate(kept):
+        used += cost
+        if used > room:
+            return kept[: max(i, 1)]
+    return kept
+
+
+def _fitted_tail(tail: list[Unit], room: int, count: Any) -> list[Unit]:
+    """The newest units of ``tail`` (in conversation order) that fit in ``room`` with the marker before them."""
+    left = room - count(Message("system", TAIL_MARKER))
+    start = len(tail)
+    while start > 0 and (cost := sum(count(m) for m in tail[start - 1])) <= left:
+        left -= cost
+        start -= 1
+    return tail[start:]
 
 
 def _recall_reserve(config: Any, budget: int) -> int:

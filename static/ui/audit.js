@@ -1,15 +1,24 @@
 // The audit log: who changed what, with the change in sentences for types and the fields that changed otherwise.
 import { describeChanges } from "./diff.js";
-import { actorName, get, h, loadModuleNames, moduleLabel, reportError } from "./lib.js";
+import { actorName, get, h, loadModuleNames, moduleLabel, pageNav, reportError } from "./lib.js";
 
 const $ = (id) => document.getElementById(id);
 const ENTITY = { context_window_type: "window type", profile: "profile", session: "session", module: "module", api_token: "API token" };
 const ACTION = { create: "created", update: "changed", delete: "deleted", rollback: "rolled back", attach: "attached a document to",
   detach: "removed a document from", add_messages: "imported messages into", purge_memory: "purged the memory of",
   turn_validity: "changed which turns count in", context_limit: "changed the context limit of", revoke: "revoked",
-  install: "installed", uninstall: "uninstalled", activate: "activated", deactivate: "deactivated" };
+  install: "installed", uninstall: "uninstalled", activate: "activated", deactivate: "deactivated",
+  label: "moved a label of", unlabel: "removed a label from" };
+
+/** A label's move (the rollout or the rollback): from which version to which, and why. */
+function labelMove(e) {
+  const now = e.after || e.before;
+  const where = e.after ? `${e.before ? `v${e.before.version} → ` : "put on "}v${e.after.version}` : `taken off v${e.before.version}`;
+  return h("span", { dataset: { testid: "label-move" } }, h("strong", {}, now.label), `: ${where}`, now.reason && e.after ? ` · “${now.reason}”` : "");
+}
 
 function change(e) {
+  if (e.action === "label" || e.action === "unlabel") return labelMove(e);
   if (e.entity === "context_window_type" && e.before && e.after) {
     const lines = describeChanges(e.before, e.after, moduleLabel);
     return lines.length ? h("ul", { class: "diff" }, lines.map((l) => h("li", {}, l))) : h("span", { class: "muted" }, "No differences.");
@@ -33,13 +42,18 @@ function link(e) {
   return h("code", {}, e.entity_id);
 }
 
-async function load(event) {
+const PAGE = 200;
+
+async function load(event, offset = 0) {
   event?.preventDefault();
-  const params = new URLSearchParams({ limit: "200" });
+  const params = new URLSearchParams({ limit: String(PAGE), offset: String(offset) });
   if ($("a-entity").value) params.set("entity", $("a-entity").value);
   if ($("a-id").value.trim()) params.set("entity_id", $("a-id").value.trim());
+  if ($("a-actor").value.trim()) params.set("actor", $("a-actor").value.trim());
   try {
-    const { entries } = await get(`/v1/audit?${params}`);
+    const { entries, next_offset: nextOffset } = await get(`/v1/audit?${params}`);
+    const go = (to) => load(null, to).then(() => $("audit-table").scrollIntoView());
+    pageNav($("audit-pages"), { offset, shown: entries.length, nextOffset, size: PAGE, noun: "changes", go });
     $("audit-table").querySelector("tbody").replaceChildren(...(entries.length ? entries.map((e) => h("tr", { dataset: { entity: e.entity } },
       h("td", { dataset: { label: "When" } }, new Date(e.at).toLocaleString()),
       h("td", { dataset: { label: "Who" } }, actorName(e.actor)),

@@ -6,6 +6,8 @@ import { applyChanges, clone, describeChanges, diff, typeBody } from "./diff.js"
 import { initOrder } from "./order.js";
 import { STRATEGIES, initRules } from "./rules.js";
 import { ApiError, actorName, api, fmt, get, guardUnsaved, h, isAdmin, loadModuleNames, lockForViewers, moduleLabel, notify, plain, reportError } from "./lib.js";
+import { bindLabelForm, showLabels } from "./labels.js";
+import { showVersionMetrics } from "./version_metrics.js";
 import { initWhatIf } from "./what_if.js";
 
 const $ = (id) => document.getElementById(id);
@@ -353,17 +355,29 @@ function describeLoc(el, loc) {
   return "The type";
 }
 
+/** A module option's error in the page's words: the module's name and the option's label, as the fields show them,
+ * where the API names its ids (`document_context option 'per_file_chars'`, as a client sends them). */
+function optionWords(loc, msg) {
+  const option = /^modules\.([^.]+)\.config\.([^.]+)/.exec(loc);
+  if (!option) return msg;
+  const [, id, key] = option;
+  const label = document.querySelector(`label[for="opt-${CSS.escape(id)}-${CSS.escape(key)}"]`)?.textContent.trim();
+  return msg.replace(`${id} option '${key}'`, `${moduleLabel(id)}, option “${label || key.replace(/_/g, " ")}”`)
+    .replace(`${id} has no option`, `${moduleLabel(id)} has no option`);
+}
+
 function showErrors(errors, heading = "The type was not saved") {
   clearErrors();
   const targets = [...form.querySelectorAll("[data-loc]")];
   const items = [];
   for (const e of errors) {
-    const msg = plain(e.msg);
-    const loc = editorLoc(e.loc, msg);
+    const loc = editorLoc(e.loc, plain(e.msg));
+    const msg = optionWords(loc, plain(e.msg));
     const match = targets
       .filter((t) => loc === t.dataset.loc || loc.startsWith(`${t.dataset.loc}.`))
       .sort((a, b) => b.dataset.loc.length - a.dataset.loc.length)[0];
     if (match) {
+      match.closest("details")?.setAttribute("open", ""); // an option in a closed group: show it
       if (!match.classList.contains("field-error")) match.setAttribute("aria-invalid", "true");
       const slot = errorSlot(match);
       if (slot) slot.textContent = [slot.textContent, msg].filter(Boolean).join("; ");
@@ -464,6 +478,8 @@ async function showConflict(err) {
 // --- version history -----------------------------------------------------------------------------
 
 let versionList = [];
+let labels = [];
+let labelsBound = false;
 
 /** What a version changed from the one before it, in a few words. */
 function summary(v, i) {
@@ -478,13 +494,21 @@ function summary(v, i) {
 async function loadVersions() {
   if (!typeId) return;
   $("history-section").hidden = false;
+  if (!labelsBound) {
+    bindLabelForm(typeId, url(), () => labels, loadVersions);
+    labelsBound = true;
+    $("metrics-section").hidden = false;
+    showVersionMetrics($("version-metrics"), url()).catch((err) => reportError(err, "Could not load the metrics"));
+  }
   ({ versions: versionList } = await get(`${url()}/versions`));
   const current = versionList.find((v) => v.current) || versionList[0];
   $("versions").replaceChildren(...versionList.map((v, i) => h("li", { dataset: { version: v.version } },
     h("button", { type: "button", class: "link", "aria-controls": "version-diff", onclick: () => showVersion(v, current) },
       `v${v.version}${v.current ? " (current)" : ""}`),
+    (v.labels || []).map((label) => [" ", h("span", { class: "badge default label-badge" }, label)]),
     h("span", { class: "muted small" }, ` ${v.author || actorName(v.actor)} · ${new Date(v.created_at).toLocaleString()}`),
     h("span", { class: "small version-summary" }, ` · ${summary(v, i)}`))));
+  labels = await showLabels(url(), versionList, loadVersions);
   const options = () => versionList.map((v) => h("option", { value: v.version }, `v${v.version}${v.current ? " (current)" : ""}`));
   $("compare-from").replaceChildren(...options());
   $("compare-to").replaceChildren(...options());

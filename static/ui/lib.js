@@ -18,10 +18,8 @@ export async function api(method, path, { body, headers = {} } = {}) {
     init.headers["Content-Type"] = "application/json";
   }
   if (!["GET", "HEAD"].includes(method)) init.headers["X-CSRF-Token"] = csrf();
-  const res = await fetch(path, init);
-  const text = await res.text();
-  let data = null;
-  try { data = text ? JSON.parse(text) : null; } catch { data = { message: text }; }
+  const res = await reach(path, init);
+  const data = await bodyOf(res);
   if (res.status === 401) {
     location.assign(`/ui/sign-in?next=${encodeURIComponent(location.pathname + location.search)}`);
   }
@@ -31,6 +29,31 @@ export async function api(method, path, { body, headers = {} } = {}) {
 }
 
 export const get = async (path) => (await api("GET", path)).data;
+
+export const UNREACHABLE = "Could not reach the tda server: it may be down or restarting, or the network is out. "
+  + "Nothing was changed; try again in a moment.";
+
+/** fetch, with a failure to reach the server at all (down, restarting, offline) as an ApiError that says so. */
+export async function reach(path, init) {
+  try {
+    return await fetch(path, init);
+  } catch {
+    throw new ApiError(0, { message: UNREACHABLE });
+  }
+}
+
+/** A response's JSON; a body that is not tda's JSON (a proxy's HTML error page) is described, never shown raw. */
+export async function bodyOf(res) {
+  const text = await res.text();
+  try {
+    return text ? JSON.parse(text) : null;
+  } catch {
+    const status = `${res.status}${res.statusText ? ` ${res.statusText}` : ""}`;
+    return { message: res.ok ? `The server's answer (${status}) was not tda's JSON: reload the page.`
+      : `The server answered ${status} with a page that is not tda's (a proxy in front of it, most likely): tda may be `
+        + "down or restarting. Nothing was changed; try again in a moment." };
+  }
+}
 
 /** h("button", {class: "x", onclick: fn}, "text", child) -> element. */
 export function h(tag, attrs = {}, ...children) {
@@ -105,6 +128,21 @@ export function guardUnsaved(isDirty, message = "You have unsaved changes. Leave
     if (confirm(message)) leaving = true;
     else event.preventDefault();
   }, true);
+}
+
+/**
+ * Where a paged list is (the API's ``offset`` and ``next_offset``) and buttons to the pages either side: a list
+ * never stops silently at its page size. ``go(offset)`` shows another page.
+ */
+export function pageNav(nav, { offset, shown, nextOffset, size, noun, go }) {
+  const more = nextOffset !== null && nextOffset !== undefined;
+  nav.hidden = !offset && !more;
+  nav.replaceChildren(
+    h("p", { class: "small", dataset: { testid: "page-hint" } }, shown
+      ? `Showing ${noun} ${fmt(offset + 1)}–${fmt(offset + shown)}, newest first${more ? `; there are more: “Older” shows the next ${fmt(size)}` : ""}.`
+      : `No ${noun} on this page.`),
+    offset > 0 ? h("button", { type: "button", onclick: () => go(Math.max(0, offset - size)) }, `← Newer ${noun}`) : null,
+    more ? h("button", { type: "button", onclick: () => go(nextOffset) }, `Older ${noun} →`) : null);
 }
 
 export const fmt = (n) => (n === null || n === undefined ? "–" : Number(n).toLocaleString("en-US"));

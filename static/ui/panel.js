@@ -41,17 +41,28 @@ async function latestSnapshot() {
   const { snapshots } = await get(`${base}/snapshots?newest_first=true&limit=1`);
   const last = snapshots[0];
   if (last) lastEventId = Math.max(lastEventId, last.id);
-  return last ? last.snapshot : null;
+  // The record's turn number: a chat client's snapshots stored before they carried theirs all said turn 1.
+  return last ? { ...last.snapshot, turn: last.turn } : null;
 }
 
 // --- session, profile, type ----------------------------------------------------------------------
 
+/** The type the session's turns run: its current version, or the version the profile's label is on. */
+async function runningType(session) {
+  const path = `/v1/context-window-types/${encodeURIComponent(session.context_window_type_id)}`;
+  const type = await get(path);
+  if (type.version === session.context_window_type_version) return type;
+  const { versions } = await get(`${path}/versions`);
+  return { ...versions.find((v) => v.version === session.context_window_type_version).data, version: session.context_window_type_version };
+}
+
 async function loadType(session) {
   session = session || await get(base);
-  const type = await get(`/v1/context-window-types/${encodeURIComponent(session.context_window_type_id)}`);
+  const type = await runningType(session);
   typeId = type.id;
+  const label = session.profile.context_window_type_label;
   $("fact-type").replaceChildren(h("a", { href: `/ui/types/${encodeURIComponent(type.id)}` }, type.name),
-    session.profile.context_window_type_id ? "" : " (the default type)");
+    session.profile.context_window_type_id ? "" : " (the default type)", label ? ` v${type.version}, by its label ${label}` : "");
   compositionBar($("target-bar"), { slots: activeSlots(type), reservePct: type.output_reserve_pct });
 }
 

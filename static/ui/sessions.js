@@ -1,9 +1,10 @@
 // The sessions page: find sessions and turns (filters kept in the address), create a session, open its panel.
-import { api, errorText, fmt, get, h, lockForViewers } from "./lib.js";
+import { api, errorText, fmt, get, h, lockForViewers, pageNav } from "./lib.js";
 
 const $ = (id) => document.getElementById(id);
-const FILTERS = ["profile_id", "type_id", "model", "outcome", "since", "until", "q"];
-const TURN_FILTERS = FILTERS.filter((name) => name !== "profile_id");
+const FILTERS = ["profile_id", "find", "type_id", "model", "outcome", "since", "until", "q"];
+const TURN_FILTERS = FILTERS.filter((name) => !["profile_id", "find"].includes(name));
+const PAGE = 200;
 
 function cell(label, ...content) {
   return h("td", { dataset: { label } }, ...content);
@@ -53,23 +54,38 @@ async function loadChoices() {
   names = Object.fromEntries(profiles.map((p) => [p.id, p.name || p.id]));
 }
 
+/** The page of the list the address names (``offset``), 0 for the first. */
+const offsetInAddress = () => Math.max(0, Number.parseInt(new URLSearchParams(location.search).get("offset"), 10) || 0);
+
+function goTo(offset) {
+  const params = filtersInAddress();
+  if (offset) params.set("offset", offset);
+  history.pushState(null, "", `${location.pathname}${[...params.keys()].length ? `?${params}` : ""}`);
+  loadSessions().then(() => $("session-table").scrollIntoView());
+}
+
 async function loadSessions() {
   const filters = filtersInAddress();
+  const offset = offsetInAddress();
   showFilters(filters);
   $("filter-error").textContent = "";
   const body = $("session-table").querySelector("tbody");
-  let sessions;
+  let sessions, nextOffset;
   try {
-    ({ sessions } = await get(`/v1/sessions?${filters}`));
+    ({ sessions, next_offset: nextOffset } = await get(`/v1/sessions?${filters}&limit=${PAGE}&offset=${offset}`));
   } catch (err) {
     const fields = (err.fieldErrors || []).map((e) => `${[].concat(e.loc || []).join(".")}: ${e.msg}`).join("; ");
     $("filter-error").textContent = `Not filtered: ${fields || errorText(err)}`;
     body.replaceChildren(h("tr", {}, h("td", { colspan: 6, class: "muted" }, "Change the filters above to list sessions.")));
+    $("session-pages").hidden = true;
     return;
   }
+  pageNav($("session-pages"), { offset, shown: sessions.length, nextOffset, size: PAGE, noun: "sessions", go: goTo });
   const filtered = [...filters.keys()].length > 0;
   const turns = sessions.reduce((n, s) => n + (s.matching_turns?.length || 0), 0);
-  $("filter-summary").textContent = !filtered ? "" : TURN_FILTERS.some((name) => filters.has(name))
+  const paged = offset > 0 || nextOffset !== null;
+  $("filter-summary").textContent = !filtered ? "" : paged ? "More sessions match than one page holds: see the pages below the list."
+    : TURN_FILTERS.some((name) => filters.has(name))
     ? `${sessions.length} session${sessions.length === 1 ? "" : "s"} with ${turns} matching turn${turns === 1 ? "" : "s"}.`
     : `${sessions.length} session${sessions.length === 1 ? "" : "s"} match.`;
   body.replaceChildren(...(sessions.length ? sessions.map((s) => sessionRow(s, names, filters))

@@ -172,7 +172,7 @@ const dollars = (usd) => (usd >= 0.01 || usd === 0 ? `$${usd.toFixed(4)}` : `$${
 
 function callFacts(trace, row) {
   const call = trace.model_call;
-  const turnNote = (own, all, what) => (row && all !== own ? ` (${fmt(all)} ${what} in the whole turn, with its tool loop and the modules' own calls)` : "");
+  const turnNote = (own, all, what) => (row && all !== own ? ` (${fmt(all)} ${what} in the whole turn: every model call it made, tool-loop steps and retries included, and the modules' own calls)` : "");
   if (!call) return [fact("Model call", "not recorded: the call failed or the snapshot is older than these figures")];
   const cost = call.cost;
   return [
@@ -219,6 +219,9 @@ function showCall(trace, row) {
   const unusable = !request || request.body === null;
   document.querySelectorAll("[data-copy]").forEach((b) => { b.disabled = unusable; });
   if (request?.note) $("copy-hint").append(` Note: ${request.note}.`);
+  if (request?.headers["X-TDA-New-Turn"]) {
+    $("copy-warning").append(" The copy sends ", h("code", {}, "X-TDA-New-Turn: true"), " for that: without it, tda takes the call for a retry of this turn and adds its tokens to this turn's record.");
+  }
 }
 
 const shellQuote = (text) => `'${String(text).replace(/'/g, "'\\''")}'`;

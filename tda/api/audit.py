@@ -20,5 +20,9 @@ tag_blueprint(bp, ["audit"])
 @require("admin")
 @validate_querystring(AuditQuery)
 async def list_audit(query_args: AuditQuery) -> dict[str, Any]:
-    rows = await service().store.audit.all(query_args.entity, query_args.entity_id, query_args.limit)
-    return {"entries": [audit_dict(r) for r in rows]}
+    """Changes, newest first, a page of ``limit`` from ``offset`` (``next_offset``: the next page's, null after the
+    last)."""
+    q = query_args
+    rows = await service().store.audit.all(q.entity, q.entity_id, q.limit + 1, actor=q.actor, offset=q.offset)
+    next_offset = q.offset + q.limit if len(rows) > q.limit else None
+    return {"entries": [audit_dict(r) for r in rows[: q.limit]], "next_offset": next_offset}

@@ -4,7 +4,9 @@ Point any OpenAI client at ``base_url=http://host:port/v1`` with a tda token as 
 conversation, tools and parameters are what the model gets, under the profile's window type. Headers (both
 optional): ``X-TDA-Profile`` (or the model name ``tda/<profile>``) picks the profile (default: the profile
 ``default``, created on first use); ``X-TDA-Session`` records the calls in that session (created on first use);
-without it a call is stateless and leaves nothing behind.
+without it a call is stateless and leaves nothing behind. ``X-TDA-New-Turn: true`` records the call as a new turn
+even when the session has seen its conversation (a recorded request sent again, as the trace page copies it),
+where it would otherwise be a retry of that turn.
 """
 
 from __future__ import annotations
@@ -26,11 +28,11 @@ from components.context_window.budget import BudgetExceeded
 from ..auth import actor, require
 from ..errors import Conflict, Invalid, NotFound, ServiceError, field_errors
 from ..events import encode_sse
-from ..gateway import ClientCall, complete, split
+from ..gateway import ClientCall, complete, cut_header, split
 from ..llm import Choice, routing_error
 from ..models import ProfileRow, SessionRow
 from ..service import TDAService, service
-from .common import json_object
+from .common import json_object, sized_work, validate_in_slices
 from .model_list import profile_of_model
 from .openapi import openai_wire
 from .streaming import start_turn
@@ -41,6 +43,7 @@ tag_blueprint(bp, ["chat"])
 
 SESSION_HEADER = "X-TDA-Session"
 PROFILE_HEADER = "X-TDA-Profile"
+NEW_TURN_HEADER = "X-TDA-New-Turn"
 DEFAULT_PROFILE = "default"
 PROFILE_DEFAULT_MODEL = ("tda", "default", "")
 """Model names that mean "the profile's model" (a client must send some model name)."""
@@ -130,13 +133,13 @@ async def over_budget(exc: BudgetExceeded) -> tuple[dict[str, Any], int]:
 async def chat_completions() -> Any:
     """An OpenAI chat completion (``stream: true`` for server-sent chunks), with tda's context management."""
     svc = service()
-    body = _parse(await json_object())
+    body, messages = await sized_work(_read, await json_object(), "messages")
     if body.stream and body.n > 1:
         msg = "n > 1 cannot be streamed by tda; send stream: false, or n: 1"
         raise Invalid(msg, errors=[{"loc": "n", "msg": msg, "type": "value_error"}])
-    messages = [_message(m, i) for i, m in enumerate(body.messages)]
     split(messages)  # a chat without a user message is refused before anything is created
     session_id, profile_id = requested_ids(body.model)
+    new_turn = new_turn_requested()  # checked before a session is created
     model = await requested_model(svc, body.model, session_id, profile_id)
     profile, session = await resolve_ids(svc, session_id, profile_id, body.user)
     call = ClientCall(
@@ -148,6 +151,7 @@ async def chat_completions() -> Any:
         params=body.params(),
         user=body.user,
         timings={},  # kept with the snapshot: the trace's latency breakdown
+        new_turn=new_turn,
     )
     headers = {SESSION_HEADER: session.id} if session is not None else {}
     if body.stream:
@@ -157,10 +161,16 @@ async def chat_completions() -> Any:
     return _completion(result), 200, {**headers, **_tda_headers(result)}
 
 
+def _read(data: dict[str, Any]) -> tuple[ChatRequest, list[Message]]:
+    """The request and its conversation as tda's messages (work that grows with the conversation)."""
+    body = _parse(data)
+    return body, [_message(m, i) for i, m in enumerate(body.messages)]
+
+
 def _parse(data: dict[str, Any]) -> ChatRequest:
     refuse_unknown_fields(data, CHAT_FIELDS, "chat completions")
     try:
-        return ChatRequest.model_validate(data)
+        return validate_in_slices(ChatRequest, data, "messages")
     except ValidationError as exc:
         raise Invalid("the request is invalid; fix the fields listed in errors", errors=field_errors(exc)) from None
 
@@ -225,6 +235,15 @@ def requested_ids(model: str) -> tuple[str | None, str | None]:
     return session_id, profile_id
 
 
+def new_turn_requested() -> bool:
+    """Whether the call asks to be a new turn of its session (``X-TDA-New-Turn``), checked."""
+    value = request.headers.get(NEW_TURN_HEADER, "false").strip().lower()
+    if value not in ("true", "false", "1", "0"):
+        msg = f"{NEW_TURN_HEADER} {value!r} is not a yes or no: send true (record a new turn) or false"
+        raise Invalid(msg, errors=[{"loc": NEW_TURN_HEADER, "msg": msg, "type": "value_error"}])
+    return value in ("true", "1")
+
+
 async def resolve_ids(
     svc: TDAService, session_id: str | None, profile_id: str | None, user: str | None
 ) -> tuple[ProfileRow, SessionRow | None]:
@@ -278,6 +297,8 @@ def _usage(result: dict[str, Any]) -> dict[str, Any]:
     cached = (result.get("model_call") or {}).get("cache_read_tokens")
     if cached:  # as OpenAI reports a prompt-cache hit
         usage["prompt_tokens_details"] = {"cached_tokens": int(cached)}
+    if result.get("cut"):  # what the window left out of the conversation sent (docs/service.md)
+        usage["tda"] = result["cut"]
     return usage
 
 
@@ -302,8 +323,8 @@ def _choice(index: int, choice: Choice) -> dict[str, Any]:
 
 def _tda_headers(result: dict[str, Any]) -> dict[str, str]:
     if result["session_id"] is None:
-        return {}
-    return {"X-TDA-Turn": str(result["turn"]), "X-TDA-Snapshot": str(result["snapshot_id"])}
+        return cut_header(result)
+    return {"X-TDA-Turn": str(result["turn"]), "X-TDA-Snapshot": str(result["snapshot_id"]), **cut_header(result)}
 
 
 def _chunk(chunk_id: str, model: str, delta: dict[str, Any], finish: str | None = None) -> bytes:

@@ -2,21 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import socket
 from typing import Any
 
 from pydantic import ValidationError
-from quart import Quart, current_app, request
+from quart import Quart, current_app, g, request
 from quart_schema import RequestSchemaValidationError
 from werkzeug.exceptions import HTTPException
 
 from components.context_window.budget import BudgetExceeded
 
-from ..errors import Invalid, ServiceError, Unavailable, field_errors
+from ..collector import PAUSE
+from ..errors import DiskFull, Invalid, ServiceError, Unavailable, field_errors, is_disk_full
 from ..redact import redact_urls
-from ..security import first_nul, json_depth_exceeds
+from ..security import NestedTooDeep, checked_json, escaped, unstorable
 from ..service import service
 from .openapi import OPENAI_WIRE
 
@@ -96,29 +98,57 @@ class InvalidJSON(ServiceError):
     status, code = 400, "invalid_json"
 
 
-def refuse_nul(loc: str | None) -> None:
-    """Text never holds NUL (U+0000): PostgreSQL cannot store it in text, and SQLite would keep what PostgreSQL
-    refuses. Refused, not stripped: dropping characters would change what the client sent without telling it."""
-    if loc is not None:
+_UNSTORABLE = {
+    "NUL": ("a NUL character (\\u0000), which text fields cannot hold; remove it", "nul_character"),
+    "surrogate": (
+        "an unpaired surrogate (\\ud800-\\udfff without its pair), which is no character; send valid Unicode "
+        "(escape a character outside the BMP as both halves of its pair, or send it as UTF-8)",
+        "lone_surrogate",
+    ),
+}
+
+
+def refuse_unstorable(found: tuple[str, str] | None) -> None:
+    """Text never holds NUL (U+0000) nor an unpaired surrogate: PostgreSQL cannot store NUL in text (SQLite would
+    keep what PostgreSQL refuses), and no UTF-8 encoder takes a lone surrogate (the database driver, a provider's
+    client and the log would each fail on it). Refused, not stripped or replaced: changing characters would change
+    what the client sent without telling it."""
+    if found is not None:
+        loc, why = found
+        what, kind = _UNSTORABLE[why]
         raise Invalid(
-            f"{loc} contains a NUL character (\\u0000), which text fields cannot hold; remove it",
-            errors=[{"loc": loc, "msg": "contains a NUL character (\\u0000)", "type": "nul_character"}],
+            f"{loc} contains {what}",
+            errors=[{"loc": loc, "msg": f"contains {what.partition(',')[0]}", "type": kind}],
             param=loc,  # OpenAI's error shape names the field here
         )
 
 
-async def refuse_nul_in_url() -> None:
-    """A NUL in the path or the query, as in the body, is refused before any handler or the database sees it."""
-    if "\x00" in request.path:
-        refuse_nul("path")
+async def refuse_unstorable_in_url() -> None:
+    """A NUL (or a lone surrogate) in the path or the query, as in the body, is refused before any handler or the
+    database sees it."""
+    if why := unstorable(request.path):
+        refuse_unstorable(("path", why))
     for name, value in request.args.items(multi=True):
-        if "\x00" in name + value:
-            refuse_nul(f"query.{name}".replace("\x00", "\\u0000"))
+        if why := unstorable(name + value):
+            refuse_unstorable((f"query.{escaped(name)}", why))
+
+
+INLINE_BODY_BYTES = 64 * 1024
+"""Bodies up to this size are parsed on the event loop (faster than a hop to a thread); larger ones in a worker
+thread, in slices (``loads_in_slices``), so one big request never stalls the others."""
+BIG_BODY_BYTES = 1024 * 1024
+"""A request with a body over this pauses cycle collection while it runs (tda/collector.py)."""
+
+
+async def resume_collector(_exc: BaseException | None) -> None:
+    if g.pop("collector_paused", False):
+        PAUSE.release()
 
 
 async def check_json_body() -> None:
-    """API bodies must be UTF-8 JSON, nested at most ``max_json_depth`` deep: refused here with a message
-    that says what is wrong, before any handler (or the JSON parser's recursion) meets them."""
+    """API bodies must be UTF-8 JSON, nested at most ``max_json_depth`` deep, without text that cannot be stored:
+    refused here with a message that says what is wrong, before any handler (or the JSON parser's recursion) meets
+    them. The parsed body is kept for the handler (``request.get_json``, ``json_object``): it is parsed once."""
     if request.method not in ("POST", "PUT", "PATCH"):
         return
     raw = await request.get_data(cache=True, as_text=False, parse_form_data=False)
@@ -132,24 +162,32 @@ async def check_json_body() -> None:
     if not text.strip() or not request.path.startswith("/v1/"):
         return
     limit = service().settings.max_json_depth
+    if len(raw) > BIG_BODY_BYTES and not g.get("collector_paused"):
+        PAUSE.acquire()  # released when the request ends (resume_collector)
+        g.collector_paused = True
     try:
-        data = json.loads(text)
-    except RecursionError:
-        data = None
+        if text.startswith("\ufeff"):
+            raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+        if len(raw) <= INLINE_BODY_BYTES:
+            data, found = checked_json(text, limit)
+        else:
+            data, found = await asyncio.to_thread(checked_json, text, limit)
+    except NestedTooDeep:
+        raise InvalidJSON(f"the JSON body nests arrays/objects more than {limit} levels deep; flatten it") from None
     except ValueError as exc:
         where = f" at line {exc.lineno}, column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
         msg = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
         raise InvalidJSON(f"the body is not valid JSON ({msg}{where}); send a JSON object") from None
-    else:
-        if not json_depth_exceeds(data, limit):
-            refuse_nul(first_nul(data))
-            return
-    raise InvalidJSON(f"the JSON body nests arrays/objects more than {limit} levels deep; flatten it")
+    refuse_unstorable(found)
+    g.json_body = data
+    if request.is_json:
+        request._cached_json = {False: data, True: data}  # quart's own cache: get_json() parses nothing again
 
 
 def register_error_handlers(app: Quart) -> None:
-    app.before_request(refuse_nul_in_url)
+    app.before_request(refuse_unstorable_in_url)
     app.before_request(check_json_body)
+    app.teardown_request(resume_collector)
 
     @app.errorhandler(ServiceError)
     async def service_error(exc: ServiceError) -> Any:
@@ -191,12 +229,21 @@ def register_error_handlers(app: Quart) -> None:
             # HTTP/2 ends the stream by itself and forbids the header).
             close = {"Connection": "close"} if request.http_version in ("1.0", "1.1") else {}
             return (*_json(413, "body_too_large", message), close)
+        if exc.code == 408:  # the body did not arrive in time: what came of it is unread, so the connection ends
+            limit = app.config["BODY_TIMEOUT"]
+            message = f"the body did not arrive within {limit} s (TDA_BODY_TIMEOUT_S); send it at once"
+            close = {"Connection": "close"} if request.http_version in ("1.0", "1.1") else {}
+            return (*_json(408, "request_timeout", message), close)
         body, status = _json(exc.code, (exc.name or "error").lower().replace(" ", "_"), exc.description or exc.name)
         allow = [value for name, value in exc.get_headers() if name == "Allow"]  # 405 names the allowed methods
         return (body, status, {"Allow": allow[0]}) if allow else (body, status)
 
     @app.errorhandler(Exception)
     async def unexpected(exc: Exception) -> Any:
+        if is_disk_full(exc):  # a write outside the database's transactions (Chroma's files): not "unreachable"
+            log.warning("the disk is full: %s", redact_urls(f"{type(exc).__name__}: {exc}"))
+            service().store.db.note_disk_full()
+            return await service_error(DiskFull())
         gone = unreachable_dependency(exc)
         if gone is not None:  # not a bug: answer 503 until it is back (no restart needed), and log one line
             log.warning("%s is unreachable: %s", gone, redact_urls(f"{type(exc).__name__}: {exc}"))

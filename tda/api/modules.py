@@ -132,7 +132,8 @@ async def reload_modules() -> dict[str, Any]:
 @bp.get("/active/<profile_id>")
 @require("viewer")
 async def active_for_profile(profile_id: str) -> dict[str, Any]:
-    """The type a profile resolves to, its profile type and the installed modules."""
+    """The type a profile resolves to (the version its label is on, when it binds by label), its profile type and
+    the installed modules."""
     svc = service()
     profile = await svc.store.profiles.get(profile_id)
     stored = await resolve_type(svc, profile)
@@ -140,6 +141,7 @@ async def active_for_profile(profile_id: str) -> dict[str, Any]:
         "profile_id": profile.id,
         "profile_type": profile.type,
         "bound_type_id": profile.context_window_type_id,
+        "bound_label": profile.context_window_type_label,  # the type's version is the label's
         "context_window_type": {**stored.to_dict(), "etag": stored.etag},
         "modules": [i.to_dict() for i in svc.registry.infos()],
     }

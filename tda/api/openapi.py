@@ -22,6 +22,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 IF_MATCH = "_tda_if_match"
 EVENT_STREAM = "_tda_event_stream"
 OPENAI_WIRE = "_tda_openai_wire"
+ANTHROPIC_WIRE = "_tda_anthropic_wire"
 ERROR_SCHEMA = Error.model_json_schema()
 _VARIABLE = re.compile(r"<(?:[^<>:]*:)?([^<>:]+)>")
 
@@ -64,6 +65,13 @@ def openai_wire(func: F) -> F:
     return func
 
 
+def anthropic_wire(func: F) -> F:
+    """Document the route in Anthropic's wire format: JSON or (``stream: true``) its named server-sent events, and
+    errors as Anthropic's ``{"type": "error", "error": {"type", "message"}}``."""
+    setattr(func, ANTHROPIC_WIRE, True)
+    return func
+
+
 def openai_json(func: F) -> F:
     """Like ``openai_wire`` for a JSON-only route (no stream): OpenAI's error shape, JSON answers."""
     setattr(func, OPENAI_WIRE, "json")
@@ -83,14 +91,41 @@ _OPENAI_ERROR = {
 }
 
 
+_ANTHROPIC_ERROR = {
+    "type": "object",
+    "required": ["type", "error"],
+    "properties": {
+        "type": {"const": "error"},
+        "error": {
+            "type": "object",
+            "required": ["type", "message"],
+            "properties": {"type": {"type": "string"}, "message": {"type": "string"}},
+        },
+    },
+}
+
+
 def _outcomes(func: Callable[..., Any], method: str) -> dict[str, Any]:
     openai = getattr(func, OPENAI_WIRE, False)
+    anthropic = getattr(func, ANTHROPIC_WIRE, False)
     if openai:
         media = ["application/json"] if openai == "json" else ["application/json", "text/event-stream"]
+    elif anthropic:
+        media = ["application/json", "text/event-stream"]
     else:
         media = ["text/event-stream" if getattr(func, EVENT_STREAM, False) else "application/json"]
-    error = _OPENAI_ERROR if openai else {"$ref": "#/components/schemas/Error"}
+    error = _OPENAI_ERROR if openai else _ANTHROPIC_ERROR if anthropic else {"$ref": "#/components/schemas/Error"}
     deleted = {"204": {"description": "Deleted; no body"}} if method == "delete" else {}
+    full = (
+        {
+            "507": {
+                "description": "The disk is full; nothing was written",
+                "content": {"application/json": {"schema": error}},
+            }
+        }
+        if method != "get"
+        else {}
+    )
     return {
         **deleted,
         "2XX": {"description": "Success", "content": {m: {"schema": {}} for m in media}},
@@ -103,6 +138,7 @@ def _outcomes(func: Callable[..., Any], method: str) -> dict[str, Any]:
             "headers": {"Retry-After": {"description": "seconds", "schema": {"type": "integer"}}},
             "content": {"application/json": {"schema": error}},
         },
+        **full,
     }
 
 

@@ -45,7 +45,7 @@ def check_upstream_allowed(upstream: dict[str, Any] | None) -> None:
         raise Invalid(f"{loc}: {exc}", errors=[{"loc": loc, "msg": str(exc), "type": "value_error"}]) from None
 
 
-NULLABLE = frozenset({"context_window_type_id", "context_limit", "model"})
+NULLABLE = frozenset({"context_window_type_id", "context_window_type_label", "context_limit", "model"})
 
 
 def _patch_fields(data: ProfilePatch) -> dict[str, Any]:
@@ -96,7 +96,8 @@ async def profile_analytics(profile_id: str) -> dict[str, Any]:
 @require("admin")
 @validate_request(ProfilePatch)
 async def update_profile(profile_id: str, data: ProfilePatch) -> dict[str, Any]:
-    """Change some fields (null clears context_window_type_id, context_limit and model)."""
+    """Change some fields (null clears context_window_type_id, context_window_type_label, context_limit and
+    model). A label must be on the bound type (422 otherwise)."""
     svc = service()
     current = await svc.store.profiles.get(profile_id)
     check_same_as_stored(data, profile_dict(current))

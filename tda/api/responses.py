@@ -31,11 +31,11 @@ from components.context_window.budget import BudgetExceeded
 from ..auth import require
 from ..errors import Conflict, Invalid, NotFound, ServiceError, field_errors
 from ..events import encode_sse
-from ..gateway import ClientCall, answered, complete, split
+from ..gateway import ClientCall, answered, complete, cut_header, split
 from ..models import ProfileRow, SessionRow
 from ..service import TDAService, service
 from .chat import SESSION_HEADER, openai_error, over_budget, requested_ids, requested_model, resolve_ids
-from .common import json_object
+from .common import json_object, sized_work, validate_in_slices
 from .openapi import openai_wire
 from .streaming import start_turn
 from .wire_fields import RESPONSES_FIELDS, refuse_unknown_fields
@@ -76,6 +76,7 @@ class ResponsesRequest(BaseModel):
     truncation: str | None = None
     service_tier: str | None = None
     prompt_cache_key: str | None = Field(None, max_length=256)
+    prompt_cache_retention: str | None = Field(None, max_length=16)
     safety_identifier: str | None = Field(None, max_length=256)
     background: bool | None = None
     conversation: Any = None
@@ -89,11 +90,12 @@ class ResponsesRequest(BaseModel):
 async def create_response() -> Any:
     """An OpenAI response (``stream: true`` for its server-sent events), with tda's context management."""
     svc = service()
-    body = _parse(await json_object())
+    body = await sized_work(_parse, await json_object(), "input")
     _refuse_unsupported(body)
     tools = _tools(body.tools or [])
     tool_choice, params = _tool_choice(body.tool_choice) if tools else None, _params(body, bool(tools))
-    messages = [*_instructions(body.instructions), *_input_messages(body.input)]
+    inputs = await sized_work(lambda sent: _input_messages(sent["input"]), {"input": body.input}, "input")
+    messages = [*_instructions(body.instructions), *inputs]
     session_id, profile_id = requested_ids(body.model)
     if body.previous_response_id is not None:
         previous = await _previous_call(svc, body.previous_response_id)
@@ -154,7 +156,7 @@ async def get_response(response_id: str) -> Any:
 def _parse(data: dict[str, Any]) -> ResponsesRequest:
     refuse_unknown_fields(data, RESPONSES_FIELDS, "the Responses API")
     try:
-        return ResponsesRequest.model_validate(data)
+        return validate_in_slices(ResponsesRequest, data, "input")
     except ValidationError as exc:
         raise Invalid("the request is invalid; fix the fields listed in errors", errors=field_errors(exc)) from None
 
@@ -305,6 +307,7 @@ def _params(body: ResponsesRequest, with_tools: bool) -> dict[str, Any]:
         "user": body.user,
         "service_tier": body.service_tier,
         "prompt_cache_key": body.prompt_cache_key,
+        "prompt_cache_retention": body.prompt_cache_retention,
         "safety_identifier": body.safety_identifier,
         "parallel_tool_calls": body.parallel_tool_calls if with_tools else None,
     }
@@ -462,19 +465,22 @@ def _text_part(text: str) -> dict[str, Any]:
 
 def _usage(result: dict[str, Any]) -> dict[str, Any]:
     tokens_in, tokens_out = int(result["tokens_in"]), int(result["tokens_out"])
-    return {
+    usage: dict[str, Any] = {
         "input_tokens": tokens_in,
         "input_tokens_details": {"cached_tokens": 0},
         "output_tokens": tokens_out,
         "output_tokens_details": {"reasoning_tokens": 0},
         "total_tokens": tokens_in + tokens_out,
     }
+    if result.get("cut"):  # what the window left out of the conversation sent (docs/service.md)
+        usage["tda"] = result["cut"]
+    return usage
 
 
 def _tda_headers(result: dict[str, Any]) -> dict[str, str]:
     if result["session_id"] is None:
-        return {}
-    return {"X-TDA-Turn": str(result["turn"]), "X-TDA-Snapshot": str(result["snapshot_id"])}
+        return cut_header(result)
+    return {"X-TDA-Turn": str(result["turn"]), "X-TDA-Snapshot": str(result["snapshot_id"]), **cut_header(result)}
 
 
 # --- streaming ------------------------------------------------------------------------------------------

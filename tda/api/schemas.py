@@ -6,7 +6,7 @@ import re
 from datetime import UTC, date, datetime, timedelta
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
 
 from components.context_window.base import (
     CASE_SHARING_HELP,
@@ -16,6 +16,7 @@ from components.context_window.base import (
     SystemPromptMode,
 )
 from components.context_window.phases import Phase
+from components.context_window.snapshot import ContextWindowSnapshot
 
 MAX_INT = 2**31 - 1
 """Upper bound for ids, turns and versions: larger numbers cannot name anything and overflow SQL integers."""
@@ -80,6 +81,9 @@ class ProfileFields(_In):
     type: ProfileType = "tool_enabled"
     system_prompt: str = Field("You are a helpful assistant.", max_length=200_000)
     context_window_type_id: str | None = Field(None, description="null: the default type")
+    context_window_type_label: str | None = Field(
+        None, pattern=SLUG, description="run the version of the type with this label; null: its current version"
+    )
     context_limit: int | None = Field(
         None, ge=MIN_CONTEXT_LIMIT, le=MAX_INT, description="can only lower the model's limit"
     )
@@ -104,6 +108,7 @@ class ProfilePatch(_ReadBack):
     type: ProfileType | None = None
     system_prompt: str | None = Field(None, max_length=200_000)
     context_window_type_id: str | None = None
+    context_window_type_label: str | None = Field(None, pattern=SLUG)
     context_limit: int | None = Field(None, ge=MIN_CONTEXT_LIMIT, le=MAX_INT)
     model: str | None = Field(None, max_length=200)
     tools: list[ToolIn] | None = None
@@ -128,6 +133,7 @@ class SessionPatch(_ReadBack):
     COMPUTED = _ReadBack.COMPUTED | {
         "profile",
         "context_window_type_id",
+        "context_window_type_version",
         "model",
         "model_limit",
         "model_limit_source",
@@ -395,7 +401,34 @@ class SessionsQuery(TurnsQuery):
     are listed with each session)."""
 
     profile_id: str | None = Field(None, pattern=SLUG, description="sessions of this profile")
+    find: str | None = Field(
+        None, min_length=1, max_length=200, description="sessions whose id, title or user contains this (any case)"
+    )
     limit: int = Field(200, ge=1, le=1000)
+    offset: int = Field(0, ge=0, le=MAX_INT, description="skip this many (the previous page's next_offset)")
+
+
+SNAPSHOT = TypeAdapter(ContextWindowSnapshot)
+
+
+class SnapshotReportIn(_In):
+    """A window tda assembled in process (tda/integrations), reported for the session's trace and live panel."""
+
+    turn: int = Field(ge=1, le=MAX_INT, description="the agent's turn: its user messages so far")
+    source: str = Field("library", pattern=SLUG, description="what assembled it: langchain, pydantic-ai, ...")
+    snapshot: dict[str, Any] = Field(description="the snapshot as ContextWindowSnapshot.to_dict writes it")
+
+    @field_validator("snapshot")
+    @classmethod
+    def _a_snapshot(cls, value: dict[str, Any]) -> dict[str, Any]:
+        try:
+            snapshot = SNAPSHOT.validate_python(value)
+        except ValidationError as exc:
+            where = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:5])
+            raise ValueError(f"not a context window snapshot as tda writes one ({where})") from None
+        if len(snapshot.window_type_id) > 64 or len(snapshot.model) > 200:
+            raise ValueError("window_type_id is at most 64 characters and model at most 200")
+        return snapshot.to_dict()
 
 
 class SnapshotsQuery(_Query):
@@ -404,10 +437,19 @@ class SnapshotsQuery(_Query):
     newest_first: bool = Field(False, description="true: the latest first (limit=1 gives the latest snapshot)")
 
 
+class LabelIn(_In):
+    version: int = Field(ge=1, le=MAX_INT, description="the version the label goes on")
+    reason: str = Field("", max_length=2000, description="why (what justified the rollout), kept with the label")
+
+
 class AuditQuery(_Query):
     entity: str | None = None
     entity_id: str | None = None
+    actor: str | None = Field(
+        None, min_length=1, max_length=200, description="changes by an actor whose name contains this (any case)"
+    )
     limit: int = Field(100, ge=1, le=1000)
+    offset: int = Field(0, ge=0, le=MAX_INT, description="skip this many (the previous page's next_offset)")
 
 
 class Error(BaseModel):

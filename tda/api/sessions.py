@@ -18,7 +18,7 @@ from ..recall import forget_history, index_after
 from ..service import service
 from ..store.profiles import profile_dict
 from ..store.sessions import attachment_dict, message_dict, session_dict, snapshot_dict, turn_dict
-from ..turns import STEPS, answer_tool_calls, resolve_type, run_turn
+from ..turns import STEPS, answer_tool_calls, record_snapshot, resolve_type, run_turn
 from .common import check_same_as_stored
 from .profiles import check_limit_lowers
 from .schemas import (
@@ -30,6 +30,7 @@ from .schemas import (
     SessionPatch,
     SessionQuery,
     SessionsQuery,
+    SnapshotReportIn,
     SnapshotsQuery,
     ToolResultsIn,
     TurnIn,
@@ -45,12 +46,15 @@ tag_blueprint(bp, ["sessions"])
 @require("viewer")
 @validate_querystring(SessionsQuery)
 async def list_sessions(query_args: SessionsQuery) -> dict[str, Any]:
-    """Sessions, newest first. With turn filters (type_id, model, outcome, since, until, q) only the sessions with
-    a matching turn, each with those turns' numbers (``matching_turns``); without, ``matching_turns`` is null."""
+    """Sessions, newest first, a page of ``limit`` from ``offset`` (``next_offset``: the next page's, null after the
+    last). ``find`` matches the id, title or user. With turn filters (type_id, model, outcome, since, until, q)
+    only the sessions with a matching turn, each with those turns' numbers (``matching_turns``); without,
+    ``matching_turns`` is null."""
     q = query_args
     filters = q.turn_filters()
-    found = await service().store.sessions.search(q.profile_id, filters, q.limit)
-    return {"sessions": [{**session_dict(s), "matching_turns": turns if filters else None} for s, turns in found]}
+    found = await service().store.sessions.search(q.profile_id, filters, q.limit + 1, find=q.find, offset=q.offset)
+    sessions = [{**session_dict(s), "matching_turns": turns if filters else None} for s, turns in found[: q.limit]]
+    return {"sessions": sessions, "next_offset": q.offset + q.limit if len(found) > q.limit else None}
 
 
 @bp.post("")
@@ -82,6 +86,7 @@ async def get_session(session_id: str, query_args: SessionQuery) -> dict[str, An
         **session_dict(data.session),
         "profile": profile_dict(data.profile),
         "context_window_type_id": stored.id,
+        "context_window_type_version": stored.version,  # the label's when the profile binds by label
         "model": model,
         "model_limit": model_limit,
         "model_limit_source": source,
@@ -253,6 +258,27 @@ async def list_snapshots(session_id: str, query_args: SnapshotsQuery) -> dict[st
     q = query_args
     rows = await service().store.sessions.snapshots(session_id, q.after, q.limit, q.newest_first)
     return {"snapshots": [snapshot_dict(r) for r in rows]}
+
+
+@bp.post("/<session_id>/snapshots")
+@require("admin")
+@validate_request(SnapshotReportIn)
+async def report_snapshot(session_id: str, data: SnapshotReportIn) -> tuple[dict[str, Any], int]:
+    """Keep a window tda assembled in process (``tda.integrations``: an agent's own framework, no model call
+    through tda) with the session's snapshots, and stream it to the live panel. It is not replayed: its inputs stay
+    with the agent."""
+    svc = service()
+    await svc.store.sessions.get(session_id)  # 404 for a session that does not exist
+    row = {
+        "session_id": session_id,
+        "turn": data.turn,
+        "type_id": data.snapshot["window_type_id"],
+        "type_version": 0,  # a type of the agent's, not a stored one
+        "model": data.snapshot["model"],
+        "data": data.snapshot,
+        "inputs": {"library": data.source},
+    }
+    return {"snapshot_id": await record_snapshot(svc, row)}, 201
 
 
 @bp.get("/<session_id>/context-analytics")

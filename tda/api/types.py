@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import weakref
 from typing import Any
 
@@ -17,10 +18,11 @@ from ..preview import preview
 from ..service import service
 from ..store import StoredType
 from ..store.types import TypeList
+from ..type_metrics import version_metrics
 from .common import if_match_version, json_object
 from .openapi import if_match
 from .profiles import check_limit_lowers
-from .schemas import PreviewIn, RollbackIn
+from .schemas import SLUG, LabelIn, PreviewIn, RollbackIn
 
 bp = Blueprint("types", __name__, url_prefix="/v1/context-window-types")
 tag_blueprint(bp, ["context-window-types"])
@@ -151,3 +153,40 @@ async def rollback_type(type_id: str, data: RollbackIn) -> Any:
     old = await svc.store.types.version(type_id, data.version)
     svc.validate_type(old.model_dump(mode="json"))  # still valid against the installed modules?
     return _out(await svc.store.types.rollback(type_id, data.version, expected, actor()))
+
+
+@bp.get("/<type_id>/metrics")
+@require("viewer")
+async def type_metrics(type_id: str) -> dict[str, Any]:
+    """What each version of the type did to the traffic it served: turns, windows, tokens, cost, cache reuse,
+    utilisation and condensations, per version and per day (from the recorded snapshots)."""
+    svc = service()
+    await svc.store.types.get(type_id)  # 404 for an unknown type
+    return {"type_id": type_id, **version_metrics(await svc.store.sessions.type_figures(type_id))}
+
+
+@bp.get("/<type_id>/labels")
+@require("viewer")
+async def type_labels(type_id: str) -> dict[str, Any]:
+    """The type's labels (``production``, ``staging``, ...): the version each is on, who put it there and why."""
+    return {"type_id": type_id, "labels": await service().store.types.labels(type_id)}
+
+
+@bp.put("/<type_id>/labels/<label>")
+@require("admin")
+@validate_request(LabelIn)
+async def move_label(type_id: str, label: str, data: LabelIn) -> dict[str, Any]:
+    """Put a label on a version, from wherever it was: profiles bound by the label run that version from their next
+    turn (the rollout; moving it back is the rollback). Audited with its reason."""
+    if not re.fullmatch(SLUG, label):
+        msg = "a label is 1-64 letters, digits, '_', '.' or '-', starting with a letter or digit"
+        raise Invalid(f"{label!r} is not a label: {msg}", errors=[{"loc": "label", "msg": msg, "type": "value_error"}])
+    return await service().store.types.move_label(type_id, label, data.version, data.reason, actor())
+
+
+@bp.delete("/<type_id>/labels/<label>")
+@require("admin")
+async def remove_label(type_id: str, label: str) -> tuple[str, int]:
+    """Take a label off the type; 409 while profiles are bound by it."""
+    await service().store.types.remove_label(type_id, label, actor())
+    return "", 204

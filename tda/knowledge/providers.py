@@ -126,6 +126,11 @@ class LiveKnowledge:
 
     # --- Embedder (tool_definitions ranks tools by meaning with it) ------------------------
 
+    @property
+    def vector_space(self) -> str:
+        """What its vectors depend on: the embedder it loads (turn recall's vector cache is kept per space)."""
+        return f"knowledge:{self.embedder}"
+
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """Vectors from the store's default embedder, computed in a worker thread unless it gives them at once (a
         lexical embedder, a query embedded moments ago): a thread hop costs more than that on a busy machine."""

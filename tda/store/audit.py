@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ..db import Database
@@ -28,8 +28,19 @@ class AuditStore:
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    async def all(self, entity: str | None = None, entity_id: str | None = None, limit: int = 100) -> list[AuditRow]:
-        query = select(AuditRow).order_by(AuditRow.id.desc()).limit(limit)
+    async def all(
+        self,
+        entity: str | None = None,
+        entity_id: str | None = None,
+        limit: int = 100,
+        *,
+        actor: str | None = None,
+        offset: int = 0,
+    ) -> list[AuditRow]:
+        """Entries newest first; ``actor``: whose actor contains it, in any case."""
+        query = select(AuditRow).order_by(AuditRow.id.desc()).limit(limit).offset(offset)
+        if actor:
+            query = query.where(func.lower(AuditRow.actor).contains(actor.lower(), autoescape=True))
         if entity:
             query = query.where(AuditRow.entity == entity)
         if entity_id:

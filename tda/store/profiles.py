@@ -11,7 +11,7 @@ from components.context_window.session_cache import BoundedCache
 
 from ..db import Database
 from ..errors import Conflict, Invalid, NotFound
-from ..models import ProfileRow, SessionRow, WindowTypeRow, utcnow
+from ..models import ProfileRow, SessionRow, WindowTypeLabelRow, WindowTypeRow, utcnow
 from . import audit
 from .types import CACHE_TTL_S
 
@@ -23,6 +23,7 @@ EDITABLE = (
     "type",
     "system_prompt",
     "context_window_type_id",
+    "context_window_type_label",
     "context_limit",
     "model",
     "tools",
@@ -73,7 +74,7 @@ class ProfileStore:
         async with self.db.write() as s:
             if await s.get(ProfileRow, profile_id) is not None:
                 raise Conflict(f"a profile with id {profile_id!r} already exists; choose another id")
-            await _check_type_exists(s, fields.get("context_window_type_id"))
+            await _check_binding(s, fields.get("context_window_type_id"), fields.get("context_window_type_label"))
             row = ProfileRow(id=profile_id, **fields)
             s.add(row)
             await s.flush()
@@ -84,7 +85,9 @@ class ProfileStore:
         self._current.discard(profile_id)
         async with self.db.write() as s:
             row = await _profile(s, profile_id)
-            await _check_type_exists(s, fields.get("context_window_type_id"))
+            binding = ("context_window_type_id", "context_window_type_label")
+            type_id, label = (fields[f] if f in fields else getattr(row, f) for f in binding)
+            await _check_binding(s, type_id, label)
             before = profile_dict(row)
             for name, value in fields.items():
                 setattr(row, name, value)
@@ -108,12 +111,21 @@ class ProfileStore:
             await s.delete(row)
 
 
-async def _check_type_exists(s: Any, type_id: str | None) -> None:
+async def _check_binding(s: Any, type_id: str | None, label: str | None) -> None:
+    """The type exists, and so does the label on it when the profile binds by label."""
     if type_id is not None and await s.get(WindowTypeRow, type_id) is None:
         raise Invalid(
             f"context_window_type_id {type_id!r} does not exist",
             errors=[{"loc": "context_window_type_id", "msg": f"no context window type {type_id!r}", "type": "missing"}],
         )
+    if label is None:
+        return
+    if type_id is None:
+        msg = "a label names a version of the bound type: set context_window_type_id too, or send the label as null"
+        raise Invalid(msg, errors=[{"loc": "context_window_type_label", "msg": msg, "type": "value_error"}])
+    if await s.get(WindowTypeLabelRow, (type_id, label)) is None:
+        msg = f"{type_id!r} has no label {label!r}: put it on a version first, or bind the type's current version"
+        raise Invalid(msg, errors=[{"loc": "context_window_type_label", "msg": msg, "type": "missing"}])
 
 
 async def _profile(s: Any, profile_id: str) -> ProfileRow:

@@ -355,13 +355,30 @@ class SessionStore:
             return list((await s.scalars(query.order_by(TurnRow.turn))).all())
 
     async def search(
-        self, profile_id: str | None, filters: dict[str, Any], limit: int = 200
+        self,
+        profile_id: str | None,
+        filters: dict[str, Any],
+        limit: int = 200,
+        *,
+        find: str | None = None,
+        offset: int = 0,
     ) -> list[tuple[SessionRow, list[int]]]:
-        """Sessions (newest first), each with its turns that match every filter; with filters, only the sessions
-        that have such a turn. The turn lists stop at the newest ``SEARCH_TURNS`` matching turns in all."""
-        query = select(SessionRow).order_by(SessionRow.created_at.desc()).limit(limit)
+        """Sessions (newest first; ``limit`` from ``offset``), each with its turns that match every filter; with
+        filters, only the sessions that have such a turn. ``find``: whose id, title or user contains it, in any
+        case. The turn lists stop at the newest ``SEARCH_TURNS`` matching turns in all."""
+        query = select(SessionRow).order_by(SessionRow.created_at.desc(), SessionRow.id).limit(limit).offset(offset)
         if profile_id:
             query = query.where(SessionRow.profile_id == profile_id)
+        if find:
+            needle = find.lower()
+            query = query.where(
+                or_(
+                    *(
+                        func.lower(c).contains(needle, autoescape=True)
+                        for c in (SessionRow.id, SessionRow.title, SessionRow.user_id)
+                    )
+                )
+            )
         async with self.db.read() as s:
             if not filters:
                 return [(row, []) for row in (await s.scalars(query)).all()]
@@ -621,6 +638,26 @@ class SessionStore:
         )
         async with self.db.read() as s:
             return [(session_id, call) for session_id, call in (await s.execute(query)).all()]
+
+    async def type_figures(self, type_id: str) -> list[Row[Any]]:
+        """What metrics per version read of each window assembled under ``type_id``, oldest first: its version,
+        session, turn, time, model call, use and condensations (a few fields of each snapshot, not the window)."""
+        d = SnapshotRow.data
+        query = (
+            select(
+                SnapshotRow.type_version,
+                SnapshotRow.session_id,
+                SnapshotRow.turn,
+                SnapshotRow.created_at,
+                d["model_call"].label("model_call"),
+                d["utilisation"].label("utilisation"),
+                d["condensations"].label("condensations"),
+            )
+            .where(SnapshotRow.type_id == type_id)
+            .order_by(SnapshotRow.id)
+        )
+        async with self.db.read() as s:
+            return list((await s.execute(query)).all())
 
     async def snapshots(
         self, session_id: str | None, after_id: int = 0, limit: int = 500, newest_first: bool = False

@@ -18,8 +18,8 @@ from components.context_window.window_type import ContextWindowType
 
 from ..builtins import default_types
 from ..db import Database, rowcount
-from ..errors import Conflict, NotFound, PreconditionFailed
-from ..models import AuditRow, ProfileRow, WindowTypeRow, WindowTypeVersionRow, utcnow
+from ..errors import Conflict, Invalid, NotFound, PreconditionFailed
+from ..models import AuditRow, ProfileRow, WindowTypeLabelRow, WindowTypeRow, WindowTypeVersionRow, utcnow
 from . import audit
 
 
@@ -148,8 +148,29 @@ class TypeStore:
             raise NotFound(f"context window type {type_id!r} has no version {version}")
         return ContextWindowType.model_validate(row.data)
 
+    async def labels(self, type_id: str) -> list[dict[str, Any]]:
+        """The type's labels, by name: the version each is on, who put it there, when and why."""
+        async with self.db.read() as s:
+            await self._row(s, type_id)
+            return [label_dict(r) for r in await _labels(s, type_id)]
+
+    async def labelled(self, type_id: str, label: str) -> StoredType:
+        """The version of the type that carries ``label`` (what a profile bound by that label runs)."""
+        async with self.db.read() as s:
+            row = await s.get(WindowTypeLabelRow, (type_id, label))
+            version = None if row is None else await s.get(WindowTypeVersionRow, (type_id, row.version))
+        if row is None or version is None:
+            raise NotFound(f"context window type {type_id!r} has no label {label!r}")
+        key = (type_id, version.version, version.created_at)
+        stored = _PARSED.get(key)
+        if stored is None:
+            parsed = ContextWindowType.model_validate(version.data)
+            stored = _PARSED.put(key, StoredType(parsed, version.version, version.created_at))
+        return stored
+
     async def versions(self, type_id: str) -> list[dict[str, Any]]:
         async with self.db.read() as s:
+            labels = await _labels(s, type_id)
             current = await self._row(s, type_id)
             rows = (
                 await s.scalars(
@@ -168,6 +189,7 @@ class TypeStore:
                 "created_at": r.created_at.isoformat(),
                 "data": r.data,
                 "rollback_of": rollbacks.get(r.version),
+                "labels": [label.label for label in labels if label.version == r.version],
             }
             for r in rows
         ]
@@ -224,6 +246,45 @@ class TypeStore:
             data = {**old.data, "is_default": current.is_default}
             return _stored(await _write_version(s, current, data, actor, f"rollback to v{to_version}"))
 
+    async def move_label(self, type_id: str, label: str, version: int, reason: str, actor: str) -> dict[str, Any]:
+        """Put ``label`` on ``version`` (the rollout, or the rollback), from wherever it was; audited as the label's
+        move, with its reason."""
+        async with self.db.write() as s:
+            await self._row(s, type_id)
+            if await s.get(WindowTypeVersionRow, (type_id, version)) is None:
+                raise Invalid(
+                    f"context window type {type_id!r} has no version {version}",
+                    errors=[{"loc": "version", "msg": f"no version {version}", "type": "missing"}],
+                )
+            row = await s.get(WindowTypeLabelRow, (type_id, label))
+            before = None if row is None else {"label": label, "version": row.version, "reason": row.reason}
+            if row is None:
+                row = WindowTypeLabelRow(type_id=type_id, label=label, version=version)
+                s.add(row)
+            row.version, row.reason, row.actor, row.updated_at = version, reason, actor, utcnow()
+            await s.flush()
+            after = {"label": label, "version": version, "reason": reason}
+            audit.record(s, actor, "label", "context_window_type", type_id, before, after)
+            return label_dict(row)
+
+    async def remove_label(self, type_id: str, label: str, actor: str) -> None:
+        """Take ``label`` off the type; 409 while a profile is bound by it (its turns would have no version)."""
+        async with self.db.write() as s:
+            row = await s.get(WindowTypeLabelRow, (type_id, label))
+            if row is None:
+                raise NotFound(f"context window type {type_id!r} has no label {label!r}")
+            query = select(ProfileRow.id).where(
+                ProfileRow.context_window_type_id == type_id, ProfileRow.context_window_type_label == label
+            )
+            bound = list((await s.scalars(query.order_by(ProfileRow.id))).all())
+            if bound:
+                raise Conflict(
+                    f"profiles {bound} run {type_id!r} by its label {label!r}; bind them otherwise first",
+                    profiles=bound,
+                )
+            audit.record(s, actor, "unlabel", "context_window_type", type_id, label_dict(row), None)
+            await s.delete(row)
+
     @_forgets_current
     async def delete(self, type_id: str, expected_version: int, actor: str) -> None:
         async with self.db.write() as s:
@@ -261,6 +322,22 @@ class TypeStore:
         if row is None:
             raise NotFound(f"no context window type {type_id!r}")
         return row
+
+
+def label_dict(row: WindowTypeLabelRow) -> dict[str, Any]:
+    return {
+        "label": row.label,
+        "version": row.version,
+        "reason": row.reason,
+        "actor": row.actor,
+        "author": audit.author_of(row.actor),
+        "updated_at": row.updated_at.isoformat(),
+    }
+
+
+async def _labels(s: AsyncSession, type_id: str) -> list[WindowTypeLabelRow]:
+    query = select(WindowTypeLabelRow).where(WindowTypeLabelRow.type_id == type_id).order_by(WindowTypeLabelRow.label)
+    return list((await s.scalars(query)).all())
 
 
 async def _rollback_sources(s: AsyncSession, type_id: str, rows: Sequence[WindowTypeVersionRow]) -> dict[int, int]:
@@ -321,7 +398,10 @@ async def _bound_profiles(s: AsyncSession, type_id: str) -> list[str]:
 
 
 async def _purge_orphan_versions(s: AsyncSession, type_id: str) -> None:
-    """History goes with the type (the audit log keeps it), so a re-created id starts again at v1."""
+    """History goes with the type (the audit log keeps it), so a re-created id starts again at v1; so do its
+    labels, which name versions of that history."""
     for v in (await s.scalars(select(WindowTypeVersionRow).where(WindowTypeVersionRow.type_id == type_id))).all():
         await s.delete(v)
+    for label in await _labels(s, type_id):
+        await s.delete(label)
     await s.flush()  # deletes first: a re-created type inserts version 1 with the same key

@@ -26,9 +26,12 @@ async def test_module_options_are_edited_checked_by_the_server_and_saved(page: A
     await expect(per_file).to_have_attribute("placeholder", "20000")  # the model's default
     await per_file.fill("0")
     await page.click("#save")
-    await expect(page.locator("#e-document_context")).to_contain_text(
-        "document_context option 'per_file_chars': Input should be greater than or equal to 1"
-    )
+    # In the page's words: the module's name and the option's label as the field shows them, not the API's ids.
+    label = (await page.locator('label[for="opt-document_context-per_file_chars"]').text_content()).strip()
+    said = f"Documents, option “{label}”: Input should be greater than or equal to 1"
+    await expect(page.locator("#e-document_context")).to_contain_text(said)
+    await expect(page.locator("#error-summary")).to_contain_text(said)
+    await expect(page.locator("#error-summary")).not_to_contain_text("per_file_chars")
     await per_file.fill("5000")
     await page.locator("#opt-document_context-total_chars").fill("")  # empty: the default applies
     await page.click("#save")

@@ -55,6 +55,7 @@ def _module(server: Server, module_id: str) -> dict[str, Any] | None:
 
 
 async def test_bind_a_type_and_set_the_limit_override(page: Any, server: Server) -> None:
+    page.on("dialog", lambda dialog: dialog.accept())  # the binding applies to every session: yes
     await page.goto("/ui/profiles")
     row = page.locator('#profile-table tr[data-profile="demo-genie"]')
     await row.get_by_label("Context window type for Coordinator (genie)").select_option("")

@@ -83,11 +83,21 @@ async def trace_page(browser: Any, server: Server, turn: int) -> Any:
     return page
 
 
+def turn_record(server: Server, turn: int) -> dict[str, Any]:
+    return next(t for t in turns_of(server, SESSION) if t["turn"] == turn)
+
+
 async def test_the_copied_request_sent_for_real_is_the_same_request(browser: Any, server: Server) -> None:
+    """Run for real, each copy is the same request, recorded as a new turn: the turn it was copied from keeps its
+    record (tokens, window, snapshot), and the page says so next to the copy buttons."""
     turn, snapshot = await asyncio.to_thread(chat_turn, server)
     original = await asyncio.to_thread(traced_request, server, snapshot)
+    recorded = await asyncio.to_thread(turn_record, server, turn)
     page = await trace_page(browser, server, turn)
     env = {**os.environ, "TDA_TOKEN": server.admin_token}
+    warning = page.get_by_test_id("copy-warning")
+    await expect(warning).to_contain_text("records a new turn")
+    await expect(warning).to_contain_text("X-TDA-New-Turn: true")
 
     body = json.loads(await copied(page, "json"))
     assert body == SENT  # exactly what the client sent: the oracle is the test's own request
@@ -101,8 +111,9 @@ async def test_the_copied_request_sent_for_real_is_the_same_request(browser: Any
     assert run.returncode == 0, run.stderr
     assert json.loads(run.stdout)["object"] == "chat.completion", run.stdout
     again = await asyncio.to_thread(newest_snapshot, server)
-    assert again["id"] > snapshot and again["turn"] == turn  # the same conversation: the same turn, sent again
+    assert again["id"] > snapshot and again["turn"] > turn  # sent again: a turn of its own
     assert await asyncio.to_thread(traced_request, server, again["id"]) == original
+    assert await asyncio.to_thread(turn_record, server, turn) == recorded  # the original turn is as it was
 
     python = await copied(page, "python")
     assert server.admin_token not in python and "from openai import OpenAI" in python
@@ -111,8 +122,9 @@ async def test_the_copied_request_sent_for_real_is_the_same_request(browser: Any
     )
     assert run.returncode == 0, run.stderr  # the real openai SDK sent it
     third = await asyncio.to_thread(newest_snapshot, server)
-    assert third["id"] > again["id"] and third["turn"] == turn
+    assert third["id"] > again["id"] and third["turn"] > again["turn"]
     assert await asyncio.to_thread(traced_request, server, third["id"]) == original
+    assert await asyncio.to_thread(turn_record, server, turn) == recorded
     assert page.js_errors == []
     await page.context.close()
 

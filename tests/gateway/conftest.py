@@ -27,7 +27,7 @@ def tda_server(fake_upstream: FakeUpstream, tmp_path_factory: pytest.TempPathFac
     port = free_port()
     process = start_tda(data_dir, port, fake_upstream.base_url)
     try:
-        wait_until_serving(process, f"http://127.0.0.1:{port}/healthz", data_dir / "server.log")
+        wait_until_serving(process, f"http://127.0.0.1:{port}/readyz", data_dir / "server.log")
         yield Gateway(f"http://127.0.0.1:{port}/v1", token, data_dir / "server.log")
     finally:
         stop(process)

@@ -11,7 +11,8 @@ The script is a function of the request body alone (``answer``), so the same req
 * otherwise text quoting the last user message (``ECHO_PREFIX`` + its text).
 ``n`` choices are returned (each the same). ``/chat/completions`` streams when asked (SSE, usage at the end when
 ``stream_options.include_usage``); ``/responses`` answers in the Responses API's shape, streamed when asked (its
-named events); ``/models`` lists ``MODELS``. Paths are accepted with or without the ``/v1`` prefix.
+named events); ``/messages`` in Anthropic's Messages API's, streamed when asked (its events); ``/models`` lists
+``MODELS``. Paths are accepted with or without the ``/v1`` prefix.
 
 Run alone (``python tests/gateway/upstream.py --port N``) it serves until killed: the bench runs it in its own
 process so it never competes with the clients for the GIL.
@@ -30,6 +31,8 @@ from typing import Any
 TOOL_ARGUMENT = "ACC-42"
 TOOL_RESULT_PREFIX = "The tool answered: "
 ECHO_PREFIX = "You said: "
+THINKING = "The user wants a balance: I call get_balance."
+"""What an Anthropic-shaped answer thinks first when the request enables extended thinking."""
 MODELS = ("gpt-4.1", "gpt-4o-mini")
 
 
@@ -133,6 +136,96 @@ def responses_as_messages(body: dict[str, Any]) -> list[dict[str, Any]]:
         elif "role" in item:
             messages.append({"role": item["role"], "content": item.get("content")})
     return messages
+
+
+def anthropic_as_messages(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """An Anthropic Messages API request, read as chat messages (enough for the script: roles, text, tool results,
+    tool calls)."""
+    system = body.get("system")
+    messages = [{"role": "system", "content": _text(system)}] if system else []
+    for message in body.get("messages") or []:
+        content = message.get("content")
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
+        results = [b for b in blocks if b.get("type") == "tool_result"]
+        messages += [{"role": "tool", "tool_call_id": b["tool_use_id"], "content": b.get("content")} for b in results]
+        calls = [
+            {"id": b["id"], "type": "function", "function": {"name": b["name"], "arguments": json.dumps(b["input"])}}
+            for b in blocks
+            if b.get("type") == "tool_use"
+        ]
+        rest = [b for b in blocks if b.get("type") not in ("tool_result", "tool_use")]
+        if rest or calls:
+            messages.append({"role": message["role"], "content": rest, **({"tool_calls": calls} if calls else {})})
+    return messages
+
+
+def anthropic_message(body: dict[str, Any], serial: int) -> dict[str, Any]:
+    """A non-streamed Anthropic Messages API answer (``/v1/messages``)."""
+    tools = [{"name": t["name"], "parameters": t.get("input_schema")} for t in body.get("tools") or []]
+    reply = answer(anthropic_as_messages(body), tools, None)
+    if reply.call is not None:
+        name, arguments = reply.call
+        content = [{"type": "tool_use", "id": f"toolu_fake_{serial}", "name": name, "input": json.loads(arguments)}]
+    else:
+        content = [{"type": "text", "text": reply.text}]
+    if (body.get("thinking") or {}).get("type") == "enabled":  # extended thinking: a signed block comes first
+        content.insert(0, {"type": "thinking", "thinking": THINKING, "signature": f"sig-fake-{serial}"})
+    prompt = max(1, len(json.dumps(body.get("messages"))) // 4)
+    return {
+        "id": f"msg_fake_{serial}",
+        "type": "message",
+        "role": "assistant",
+        "model": body.get("model", "claude"),
+        "content": content,
+        "stop_reason": "tool_use" if reply.call else "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": prompt, "output_tokens": 7},
+    }
+
+
+def anthropic_events(body: dict[str, Any], serial: int) -> list[dict[str, Any]]:
+    """The same answer as Anthropic's event stream: message_start, each block's start / delta / stop,
+    message_delta, message_stop."""
+    whole = anthropic_message(body, serial)
+    start = whole | {"content": [], "stop_reason": None, "usage": whole["usage"] | {"output_tokens": 1}}
+    events: list[dict[str, Any]] = [{"type": "message_start", "message": start}]
+    for index, block in enumerate(whole["content"]):
+        if block["type"] == "thinking":
+            opened, delta = (
+                {"type": "thinking", "thinking": "", "signature": ""},
+                {
+                    "type": "thinking_delta",
+                    "thinking": block["thinking"],
+                },
+            )
+            signed = {
+                "type": "content_block_delta",
+                "index": index,
+                "delta": {"type": "signature_delta", "signature": block["signature"]},
+            }
+            events += [
+                {"type": "content_block_start", "index": index, "content_block": opened},
+                {"type": "content_block_delta", "index": index, "delta": delta},
+                signed,
+                {"type": "content_block_stop", "index": index},
+            ]
+            continue
+        if block["type"] == "text":
+            opened, delta = {"type": "text", "text": ""}, {"type": "text_delta", "text": block["text"]}
+        else:
+            opened = block | {"input": {}}
+            delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+        events += [
+            {"type": "content_block_start", "index": index, "content_block": opened},
+            {"type": "content_block_delta", "index": index, "delta": delta},
+            {"type": "content_block_stop", "index": index},
+        ]
+    stop = {"stop_reason": whole["stop_reason"], "stop_sequence": None}
+    events += [
+        {"type": "message_delta", "delta": stop, "usage": {"output_tokens": 7}},
+        {"type": "message_stop"},
+    ]
+    return events
 
 
 # --- the wire ---------------------------------------------------------------------------------------------
@@ -351,6 +444,10 @@ def _handler_for(upstream: FakeUpstream) -> type[BaseHTTPRequestHandler]:
                 return self._sse(response_events(body, serial), named=True)
             if path == "/responses":
                 return self._json(200, response(body, serial))
+            if path.endswith("/messages") and body.get("stream"):
+                return self._sse(anthropic_events(body, serial), named=True)
+            if path.endswith("/messages"):
+                return self._json(200, anthropic_message(body, serial))
             return self._json(404, {"error": {"message": f"no route {self.path}", "type": "invalid_request_error"}})
 
         def _json(self, status: int, payload: dict[str, Any]) -> None:

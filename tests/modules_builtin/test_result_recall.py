@@ -353,3 +353,29 @@ async def test_with_an_application_index_the_older_turns_are_searched_and_only_t
     kept.turns[2] = dataclasses.replace(kept.turns[2], valid=False)  # invalidated since: never recalled
     again = await plan.contribute(4_000, ctx_for(QUESTION, session=session, earlier_turns=kept))
     assert revenue_sum(whole, 2) not in again.text()
+
+
+class ScaledEmbedder:
+    """One class, two models: each names its model as ``vector_space``; vectors of one length per model."""
+
+    def __init__(self, model: str, dims: int) -> None:
+        self.vector_space, self.dims, self.embedded = model, dims, []
+
+    async def embed(self, texts):
+        self.embedded += list(texts)
+        return [[float(len(t) % (i + 2)) for i in range(self.dims)] for t in texts]
+
+
+async def test_embedders_of_one_class_with_different_models_never_share_vectors(builtin, ctx_for):
+    """The vector cache is keyed by what vectors depend on (the embedder's model), not the embedder's class: each
+    model embeds the turns itself, and its vectors are all of its own length (a mix would not compare)."""
+    from components.context_window.turn_recall import TurnRecall
+
+    TurnRecall._shared_vectors.clear()
+    plan, session = builtin("plan_hydration"), long_session()
+    small, large = ScaledEmbedder("model-a", 3), ScaledEmbedder("model-b", 7)
+    for embedder in (small, large):
+        await plan.contribute(4_000, ctx_for(QUESTION, session=session, embedder=embedder))
+    assert small.embedded and sorted(large.embedded) == sorted(small.embedded)
+    lengths = {(key[0], len(vector)) for key, vector in TurnRecall._shared_vectors._entries.items()}
+    assert lengths == {("model-a", 3), ("model-b", 7)}

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
+import litellm
 import pytest
 
 from tda.app import create_app
@@ -91,9 +92,20 @@ async def test_the_tool_loop_through_turns_and_tool_results(agent: Agent):
     assert replayed["identical"], replayed["differences"]
 
 
-async def test_max_tokens_is_the_output_reserve(agent: Agent):
-    body = await agent.turn("hello")
-    assert agent.model.sent[0]["max_tokens"] == body["snapshot"]["output_reserve"] > 0
+async def test_max_tokens_only_where_the_window_needs_it(agent: Agent):
+    """None is added while the model's whole output limit fits in what the window leaves; a window smaller than
+    that (a profile's context limit) gets the room it leaves, so the answer fits the model's context."""
+    roomy = (await agent.turn("hello"))["snapshot"]
+    await agent.call("post", "/v1/profiles", 201, {"id": "small", "type": "tool_enabled", "context_limit": 2000})
+    await agent.call("post", "/v1/sessions", 201, {"id": "s2", "profile_id": "small"})
+    small = (await agent.turn("hello", session="s2"))["snapshot"]
+
+    output_limit = litellm.get_model_info(small["model"])["max_output_tokens"]  # the oracle: litellm's map
+    assert roomy["effective_limit"] - roomy["total_used"] >= output_limit
+    assert agent.model.sent[0]["max_tokens"] is None
+    room = small["effective_limit"] - small["total_used"]
+    assert 0 < room < output_limit
+    assert agent.model.sent[1]["max_tokens"] == room
 
 
 async def test_component_instructions_through_the_api_reach_a_live_turn(agent: Agent, viewer: dict[str, str]):

@@ -137,6 +137,7 @@ async def test_without_query_rewrite_each_client_call_is_one_model_call(gateway,
     assert knowledge(first["snapshot"])["metadata"]["retrieval_query"] == FOLLOW_UP["content"]
     assert first["snapshot"]["auxiliary_calls"] == []
     prompt, completion = upstream.usages[0]
+    assert first["usage"].pop("tda")["messages_cut"] == 0  # the whole conversation was sent (docs/agents.md)
     assert first["usage"] == {
         "prompt_tokens": prompt,
         "completion_tokens": completion,
@@ -172,6 +173,7 @@ async def test_with_query_rewrite_the_rewrite_is_one_bounded_call_in_the_snapsho
         "max_tokens": 64,
     }
     assert listed["status"] == "ok" and not listed["estimated"] and listed["ms"] > 0
+    assert body["usage"].pop("tda")["messages_cut"] == 0
     assert body["usage"] == {
         "prompt_tokens": rewrite_in + answer_in,
         "completion_tokens": rewrite_out + answer_out,

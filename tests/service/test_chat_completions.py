@@ -106,7 +106,7 @@ async def test_a_tool_loop_then_a_second_turn_through_the_openai_sdk(served: Ser
     window = sent["messages"]
     assert window == [m if m.get("content") is not None else {**m, "content": ""} for m in messages]
     assert not any("Results of the previous turn" in str(m["content"]) for m in window)  # the client has them
-    assert sent["max_tokens"] == snapshot["output_reserve"]
+    assert sent["max_tokens"] is None  # the client sent none, and the model's whole output fits the window
     assert third.usage.prompt_tokens == snapshot["total_used"]
 
     turns = (await served.get("/v1/sessions/agent-1/turns"))["turns"]
@@ -171,6 +171,30 @@ async def test_a_retry_is_the_same_turn_and_an_edited_history_is_what_the_model_
     snapshot = (await served.get("/v1/sessions/retry-1/snapshots?newest_first=true&limit=1"))["snapshots"][0]
     assert snapshot["turn"] == 2
     assert (await served.get(f"/v1/snapshots/{snapshot['id']}"))["inputs"]["gateway"]["fork"] is True
+
+
+async def test_a_request_sent_again_as_a_new_turn_leaves_the_turn_it_repeats_as_it_was(served: Served):
+    """X-TDA-New-Turn (the trace page's copies send it): the same conversation is recorded as a turn of its own,
+    numbered in its snapshot too; the repeated turn keeps its tokens, answer and snapshot. A bad value is a 422."""
+    client = served.client()
+    chat: list[Any] = [{"role": "user", "content": "Which depot ships to Lyon?"}]
+    served.model.replies = ["Depot 4.", "Depot 4, still."]
+    await client.chat.completions.create(model="tda", messages=chat, extra_headers={"X-TDA-Session": "again-1"})
+    first = (await served.get("/v1/sessions/again-1/turns"))["turns"]
+    again = {"X-TDA-Session": "again-1", "X-TDA-New-Turn": "true"}
+    reply = await client.chat.completions.with_raw_response.create(model="tda", messages=chat, extra_headers=again)
+    assert reply.headers["X-TDA-Turn"] == "2"
+    turns = (await served.get("/v1/sessions/again-1/turns"))["turns"]
+    assert turns[0] == first[0] and [t["turn"] for t in turns] == [1, 2] and turns[1]["answer"] == "Depot 4, still."
+    snapshots = (await served.get("/v1/sessions/again-1/snapshots"))["snapshots"]
+    assert [(r["turn"], r["snapshot"]["turn"]) for r in snapshots] == [(1, 1), (2, 2)]
+
+    for session in ("again-1", "again-unborn"):
+        with pytest.raises(openai.UnprocessableEntityError, match="X-TDA-New-Turn 'maybe' is not a yes or no"):
+            bad = {"X-TDA-Session": session, "X-TDA-New-Turn": "maybe"}
+            await client.chat.completions.create(model="tda", messages=chat, extra_headers=bad)
+    assert len((await served.get("/v1/sessions/again-1/turns"))["turns"]) == 2
+    assert "again-unborn" not in await _sessions(served)  # nothing half-made
 
 
 async def test_the_profile_prompt_joins_the_clients_as_the_profile_says(served: Served):

@@ -119,6 +119,50 @@ async def test_an_anthropic_call_marks_the_end_of_the_stable_prefix_and_the_tool
     assert "cache_control" not in json.dumps(to_openai.body)
 
 
+async def test_claude_at_openrouter_is_marked_too_and_other_models_there_are_not(live, upstream):
+    """Claude caches only what is marked wherever it is served: at OpenRouter (an OpenAI-shaped API) its chat body
+    carries the same breakpoints; another model there gets none (issue 34)."""
+    async with served(live) as app:
+        at = {"base_url": upstream.base_url}
+        await app.profile("claude", model="openrouter/anthropic/claude-sonnet-4.5", upstream=at)
+        await app.profile("gpt", model="openrouter/openai/gpt-4o", upstream=at)
+        for profile in ("claude", "gpt"):
+            client = app.sdk(**{"X-TDA-Profile": profile})
+            await client.chat.completions.create(model="tda", messages=CHAT, tools=TOOLS)  # type: ignore[arg-type]
+    to_claude, to_gpt = upstream.received
+    assert [marked(t) for t in to_claude.body["tools"]] == [False, True]
+    assert [marked(m["content"]) for m in to_claude.body["messages"]] == [True, False, True, False]
+    assert "cache_control" not in json.dumps(to_gpt.body)
+
+
+async def test_a_session_whose_calls_come_minutes_apart_gets_claude_s_hour(live, upstream):
+    """Calls ten minutes apart would find a 5-minute cache gone: from the second gap on, the marks ask for an hour
+    (``ttl: 1h``); a session whose calls come seconds apart keeps the 5-minute default (tda/cache_ttl.py)."""
+    clock = [0.0]
+    async with served(live) as app:
+        app.svc.cache_ttl.clock = lambda: clock[0]
+        await app.profile("claude", model="anthropic/claude-sonnet-4-5", upstream={"base_url": upstream.base_url})
+        for session, gap in (("slow", 600.0), ("brisk", 20.0)):
+            client = app.sdk(**{"X-TDA-Profile": "claude", "X-TDA-Session": session})
+            chat: list[Any] = []
+            for n in range(3):
+                clock[0] += gap
+                chat.append({"role": "user", "content": f"Question {n} about orders"})
+                reply = await client.chat.completions.create(model="tda", messages=chat, tools=TOOLS)  # type: ignore[arg-type]
+                chat.append({"role": "assistant", "content": reply.choices[0].message.content})
+    ttls = [{b["cache_control"].get("ttl") for b in r.body["tools"] if "cache_control" in b} for r in upstream.received]
+    assert ttls == [{None}, {"1h"}, {"1h"}, {None}, {None}, {None}]
+    slow_last = upstream.received[2].body
+    assert all(b["cache_control"] == {"type": "ephemeral", "ttl": "1h"} for b in _marks(slow_last))
+
+
+def _marks(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every block of an Anthropic request that carries a cache mark."""
+    blocks = [*body["tools"], *body["system"]]
+    blocks += [b for m in body["messages"] if isinstance(m["content"], list) for b in m["content"]]
+    return [b for b in blocks if "cache_control" in b]
+
+
 async def test_what_the_provider_cached_and_the_turn_s_dollars_are_read_back(live, upstream):
     """Anthropic's ``cache_read_input_tokens`` / ``cache_creation_input_tokens`` reach the turn, its trace and
     /metrics; the turn's dollars match litellm's own ``cost_per_token`` (the oracle) for the reported usage, the input

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import io
 import json
 import logging
@@ -11,6 +12,7 @@ from typing import Any
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
+from sqlalchemy import event
 
 from tda.app import create_app
 from tda.config import Settings
@@ -47,7 +49,7 @@ async def test_healthz_and_readyz(client: Any) -> None:
         assert body["status"] == "not_ready"
     assert r.status_code == 200, body
     assert body["status"] == "ready"
-    assert set(body["checks"]) == {"database", "knowledge", "bus", "model_limits"}
+    assert set(body["checks"]) == {"database", "storage", "knowledge", "bus", "model_limits"}
     assert all(check["ok"] for check in body["checks"].values())
     assert body["checks"]["model_limits"]["limit"] == 128_000  # gpt-4o's input limit, as litellm lists it
 
@@ -228,3 +230,71 @@ def test_api_error_messages_hide_credentials_in_urls() -> None:
         "the model call failed (APIConnectionError: http://me:hunter2@llm:8080/v1?key=sk-1)"
     ).to_dict()
     assert body["message"] == "the model call failed (APIConnectionError: http://***@llm:8080/v1?key=***)"
+
+
+@pytest.fixture
+def full_disk(svc: Any) -> Any:
+    """SQLite told that its file may not grow (``PRAGMA max_page_count`` at its size): every write that needs a new
+    page fails with SQLITE_FULL, "database or disk is full", as on a full disk. ``full_disk(False)`` frees it."""
+    engine = svc.store.db.engine.sync_engine
+
+    def cap(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.execute("PRAGMA max_page_count = 1")  # raised to the current size: no page more
+
+    async def fill(full: bool = True) -> None:
+        if full:
+            event.listen(engine, "connect", cap)
+        else:
+            event.remove(engine, "connect", cap)
+        await svc.store.db.engine.dispose()  # new connections take the setting
+
+    return fill
+
+
+async def test_a_full_disk_is_named_as_such_and_readyz_reports_it(
+    client: Any, admin: dict[str, str], full_disk: Any
+) -> None:
+    big = "words " * 30_000  # new pages, whatever space earlier deletes left free
+    assert (await client.get("/readyz")).status_code in (200, 503)  # warm: litellm may still be loading
+    await full_disk()
+
+    profile = {"id": "full_p", "type": "llm_only", "system_prompt": big}
+    r = await client.post("/v1/profiles", json=profile, headers=admin)
+    body = await r.get_json()
+    assert r.status_code == 507 and body["error"] == "disk_full", body
+    assert "the disk is full" in body["message"] and "unreachable" not in body["message"]
+    chat = {"model": "tda", "messages": [{"role": "user", "content": big}]}
+    r = await client.post("/v1/chat/completions", json=chat, headers={**admin, "X-TDA-Session": "full_s"})
+    error = (await r.get_json())["error"]
+    assert r.status_code == 507 and "the disk is full" in error["message"]  # OpenAI's shape, which SDKs show
+    ready = await (await client.get("/readyz")).get_json()
+    assert ready["status"] == "not_ready" and "the disk is full" in ready["checks"]["storage"]["error"]
+    assert ready["checks"]["database"]["ok"]  # it answers: reads still work, and the error says what is wrong
+
+    await full_disk(False)
+    assert (await client.get("/v1/profiles/full_p", headers=admin)).status_code == 404  # nothing half-written
+    r = await client.post("/v1/profiles", json=profile, headers=admin)
+    assert r.status_code == 201
+    ready = await (await client.get("/readyz")).get_json()
+    assert ready["checks"]["storage"]["ok"] and ready["checks"]["storage"]["free_bytes"] > 0
+
+
+def test_a_full_disk_is_recognised_on_every_backend() -> None:
+    """SQLite's SQLITE_FULL, PostgreSQL's disk_full (53100) as SQLAlchemy wraps asyncpg's, a file write's ENOSPC;
+    and not a lost connection or a locked database."""
+    import sqlite3
+
+    import asyncpg
+    from sqlalchemy.exc import OperationalError
+
+    from tda.errors import is_disk_full
+
+    full = sqlite3.OperationalError("database or disk is full")
+    full.sqlite_errorcode = 13  # type: ignore[attr-defined]  # as sqlite3 sets it
+    wrapped = OperationalError("INSERT ...", {}, full)
+    postgres = OperationalError("INSERT ...", {}, asyncpg.exceptions.DiskFullError("could not extend file"))
+    assert is_disk_full(wrapped) and is_disk_full(postgres)
+    assert is_disk_full(OSError(errno.ENOSPC, "No space left on device"))
+    assert is_disk_full(OSError(errno.EDQUOT, "Disk quota exceeded"))
+    assert not is_disk_full(OperationalError("SELECT 1", {}, sqlite3.OperationalError("database is locked")))
+    assert not is_disk_full(OperationalError("SELECT 1", {}, ConnectionRefusedError("connection refused")))

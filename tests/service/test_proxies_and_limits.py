@@ -64,20 +64,37 @@ async def test_failed_auth_is_limited_per_client_with_retry_after(settings: Sett
     limited = replace(settings, trusted_proxies=TrustedProxies.parse("10.0.0.0/8"), auth_failures_per_minute=5)
     app = create_app(limited, **QUIET)
     async with app.test_app() as running:
-        client, token = running.test_client(), await _token(app)
+        client = running.test_client()
         wrong = {"Authorization": "Bearer tda_wrong", "X-Forwarded-For": CLIENT}
         statuses = [
             (await client.get("/v1/profiles", headers=wrong, scope_base={"client": PROXY})).status_code
             for _ in range(7)
         ]
         assert statuses == [401] * 5 + [429] * 2
-        r = await _sign_in(client, token, PROXY, **{"X-Forwarded-For": CLIENT})
-        assert r.status_code == 429 and 1 <= int(r.headers["Retry-After"]) <= 60  # even the right token, for now
+        r = await _sign_in(client, "tda_also_wrong", PROXY, **{"X-Forwarded-For": CLIENT})
+        assert r.status_code == 429 and 1 <= int(r.headers["Retry-After"]) <= 60
         assert "wait" in (await r.get_json())["message"]
-        other = await _sign_in(client, token, PROXY, **{"X-Forwarded-For": OTHER})
-        assert other.status_code == 200  # another client behind the same proxy is not locked out
-        right = {"Authorization": f"Bearer {token}", "X-Forwarded-For": OTHER}
-        assert (await client.get("/v1/profiles", headers=right, scope_base={"client": PROXY})).status_code == 200
+        other = await _sign_in(client, "tda_wrong", PROXY, **{"X-Forwarded-For": OTHER})
+        assert other.status_code == 401  # another client behind the same proxy has its own count
+
+
+async def test_failed_auth_never_locks_out_a_valid_token(settings: Settings) -> None:
+    """20 wrong tokens from one address (the default limit), then the admin's valid token from that address still
+    works, by bearer and by sign-in; wrong tokens from it are still 429."""
+    app = create_app(settings, **QUIET)
+    async with app.test_app() as running:
+        client, token = running.test_client(), await _token(app)
+        peer = {"client": (CLIENT, 5000)}
+        wrong = {"Authorization": "Bearer tda_wrong"}
+        statuses = [(await client.get("/v1/profiles", headers=wrong, scope_base=peer)).status_code for _ in range(20)]
+        assert statuses == [401] * 20
+        right = {"Authorization": f"Bearer {token}"}
+        assert (await client.get("/v1/profiles", headers=right, scope_base=peer)).status_code == 200
+        assert (await _sign_in(client, token, (CLIENT, 5000))).status_code == 200
+        for guess in ("tda_wrong", "tda_other"):
+            r = await client.get("/v1/profiles", headers={"Authorization": f"Bearer {guess}"}, scope_base=peer)
+            assert r.status_code == 429 and int(r.headers["Retry-After"]) >= 1
+        assert (await _sign_in(client, "tda_wrong", (CLIENT, 5000))).status_code == 429
 
 
 async def test_an_unreachable_database_is_503_with_retry_after_and_recovers(test_app: Any, admin: Any) -> None:

@@ -279,6 +279,7 @@ async def test_parameters_and_json_schema_format_reach_the_model(served: Served)
         store=False,
         truncation="disabled",
         include=["message.output_text.logprobs"],
+        prompt_cache_retention="24h",
     )
     sent = served.model.sent[-1]
     assert sent["messages"] == [
@@ -300,6 +301,7 @@ async def test_parameters_and_json_schema_format_reach_the_model(served: Served)
         "parallel_tool_calls": False,
         "reasoning_effort": "low",
         "response_format": {"type": "json_schema", "json_schema": {"name": "reply", "schema": schema, "strict": True}},
+        "prompt_cache_retention": "24h",  # OpenAI's 24-hour prompt cache, asked for on chat completions too
     }
 
 

@@ -74,9 +74,10 @@ WEAK = [
     "0123456789" * 10,
 ]
 STRONG = [secrets.token_urlsafe(32), secrets.token_hex(32), base64.b64encode(os.urandom(32)).decode()]
+"""secrets.token_urlsafe(32), openssl rand -hex 32, openssl rand -base64 32."""
 
 
-@pytest.mark.parametrize("secret", WEAK)
+@pytest.mark.parametrize("secret", WEAK, ids=range(len(WEAK)))  # stable ids: the random ones differ per process
 def test_a_weak_secret_is_refused_whatever_the_bind_address(settings: Settings, secret: str) -> None:
     """A loopback port is open to every local user and to cross-site requests from the operator's browser."""
     for host in ("0.0.0.0", "10.1.2.3", "127.0.0.1", "localhost", "::1"):
@@ -84,7 +85,7 @@ def test_a_weak_secret_is_refused_whatever_the_bind_address(settings: Settings, 
             create_app(replace(settings, secret_key=secret, host=host), **QUIET)
 
 
-@pytest.mark.parametrize("secret", STRONG)  # secrets.token_urlsafe(32), openssl rand -hex 32, openssl rand -base64 32
+@pytest.mark.parametrize("secret", STRONG, ids=["token_urlsafe", "hex", "base64"])
 def test_a_random_32_byte_secret_is_accepted(settings: Settings, secret: str) -> None:
     assert create_app(replace(settings, secret_key=secret, host="0.0.0.0"), **QUIET).secret_key == secret
     create_app(replace(settings, host="0.0.0.0"), **QUIET)  # unset: generated, strong

@@ -11,7 +11,7 @@ TOOL = {
 }
 
 
-async def test_a_chat_clients_request_rebuilt_and_sent_again_is_the_same_turn(client, admin, viewer, session_id):
+async def test_a_chat_clients_request_rebuilt_and_sent_again_is_a_new_turn(client, admin, viewer, session_id):
     sent = {
         "model": "tda",
         "messages": [
@@ -32,18 +32,21 @@ async def test_a_chat_clients_request_rebuilt_and_sent_again_is_the_same_turn(cl
     turn, snapshot = r.headers["X-TDA-Turn"], r.headers["X-TDA-Snapshot"]
     trace = await (await client.get(f"/v1/snapshots/{snapshot}/trace", headers=viewer)).get_json()
     request = trace["request"]
-    assert request["path"] == "/v1/chat/completions" and request["headers"] == {"X-TDA-Session": "copy-1"}
+    assert request["path"] == "/v1/chat/completions"
+    assert request["headers"] == {"X-TDA-Session": "copy-1", "X-TDA-New-Turn": "true"}  # never rewrites this turn
     assert request["body"] == sent  # the client's own body, field for field (the token is not part of it)
     assert "Authorization" not in str(request)
     assert set(trace["timings_ms"]) >= {"load", "assemble", "model"}
     assert all(ms > 0 for ms in trace["timings_ms"].values())
 
     again = await client.post("/v1/chat/completions", json=request["body"], headers={**admin, **request["headers"]})
-    assert again.status_code == 200 and again.headers["X-TDA-Turn"] == turn  # the same turn, sent again
+    assert again.status_code == 200 and again.headers["X-TDA-Turn"] == str(int(turn) + 1)
     retrace = await (
         await client.get(f"/v1/snapshots/{again.headers['X-TDA-Snapshot']}/trace", headers=viewer)
     ).get_json()
-    assert retrace["request"] == request and retrace["messages"] == trace["messages"]
+    assert retrace["request"] == request and retrace["messages"] == trace["messages"]  # the same window, sent again
+    first = await (await client.get(f"/v1/snapshots/{snapshot}/trace", headers=viewer)).get_json()
+    assert first == trace  # the original turn's record is untouched
 
 
 async def test_a_native_turn_names_its_query_and_its_step_times(client, admin, viewer, session_id):

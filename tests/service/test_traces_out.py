@@ -336,3 +336,119 @@ def test_providers_are_named_as_the_genai_conventions_name_them():
         "xai/grok-2": "x_ai",
     }
     assert {model: provider_of(model) for model in names} == names
+
+
+SECRET = "sk-proj-7f3Kq9Zx2Lm8Vb4Nw6Rt1Yp5"
+TOOLS = [{"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}]
+
+
+def _texts(message: dict[str, Any]) -> str:
+    return "".join(p.get("content") or "" for p in message["parts"] if p["type"] == "text")
+
+
+async def test_content_is_on_the_chat_span_only_when_asked_with_its_modules_and_redacted(live, upstream):
+    """With TDA_OTLP_CAPTURE_CONTENT the chat span carries the GenAI conventions' content attributes: the window's
+    system text as the system instructions, the rest as the input messages (checked against what the upstream
+    received), the answer as the output; each names the module that contributed it, and a key in the conversation
+    is hidden as in logs. Without the setting no span carries content."""
+    conversation = [
+        {"role": "system", "content": "You are the order desk."},
+        {"role": "user", "content": "Where is order 7?"},
+        {"role": "assistant", "content": "It left on Monday."},
+        {"role": "user", "content": f"Use my key {SECRET} to check order 8."},
+    ]
+    call = {"id": "call_1", "type": "function", "function": {"name": "lookup", "arguments": '{"order": 8}'}}
+    tool_loop = [
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "order 8 is packed"},
+    ]
+    with otlp_collector() as collector:
+        settings = dataclasses.replace(live, otlp_endpoint=collector.url, otlp_capture_content=True)
+        async with served(settings) as app:
+            await app.profile("gpt", type="llm_only", model="gpt-4o", upstream={"base_url": upstream.base_url})
+            client = app.sdk(**{"X-TDA-Profile": "gpt", "X-TDA-Session": "c1"})
+            reply = await client.chat.completions.create(model="tda", messages=conversation)
+            await client.chat.completions.create(model="tda", messages=[*conversation, *tool_loop], tools=TOOLS)
+    chat, step = sorted(collector.named("chat gpt-4o"), key=lambda span: span.start)
+    attributes = chat.attributes
+    sent = upstream.received[-2].body["messages"]  # the first call's
+    instructions = json.loads(attributes["gen_ai.system_instructions"])
+    inputs = json.loads(attributes["gen_ai.input.messages"])
+    lead = next(i for i, m in enumerate(sent) if m["role"] != "system")
+    assert [p["content"] for p in instructions] == [m["content"] for m in sent[:lead]]
+    assert instructions[0]["type"] == "text" and instructions[0]["tda.module_id"] == "system_prompt"
+    assert [(m["role"], _texts(m)) for m in inputs] == [
+        (m["role"], m["content"].replace(SECRET, "***")) for m in sent[lead:]
+    ]
+    assert inputs[-1]["tda.module_id"] == "query" and SECRET in sent[-1]["content"]
+    assert {m["tda.module_id"] for m in inputs[:-1]} == {"conversation_history"}
+    assert SECRET not in json.dumps(attributes)
+    # the next step of the turn: its tool loop follows the question, which is still the query
+    stepped = json.loads(step.attributes["gen_ai.input.messages"])
+    assert [(m["role"], m["tda.module_id"]) for m in stepped[-3:]] == [
+        ("user", "query"),
+        ("assistant", ""),
+        ("tool", ""),
+    ]
+    assert stepped[-2]["parts"] == [{"type": "tool_call", "id": "call_1", "name": "lookup", "arguments": {"order": 8}}]
+    assert stepped[-1]["parts"] == [{"type": "tool_call_response", "id": "call_1", "response": "order 8 is packed"}]
+    output = json.loads(attributes["gen_ai.output.messages"])
+    assert output == [
+        {
+            "role": "assistant",
+            "parts": [{"type": "text", "content": reply.choices[0].message.content}],
+            "finish_reason": "stop",
+        }
+    ]
+
+    with otlp_collector() as collector:  # the default: counts, no content
+        settings = dataclasses.replace(live, otlp_endpoint=collector.url)
+        async with served(settings) as app:  # the same data directory: the profile is there
+            client = app.sdk(**{"X-TDA-Profile": "gpt"})
+            await client.chat.completions.create(model="tda", messages=conversation)
+    (chat,) = collector.named("chat gpt-4o")
+    assert not [key for key in chat.attributes if key.startswith(("gen_ai.input", "gen_ai.output", "gen_ai.system"))]
+
+
+def test_tool_calls_and_their_results_are_parts_of_their_own():
+    """A tool loop in the window: the call as a ``tool_call`` part with its arguments as JSON, the result as a
+    ``tool_call_response``; the answer's own tool calls in the output; a failed call has input and no output."""
+    from tda.traces_out import Sent, content_attributes
+
+    call = {"id": "call_1", "type": "function", "function": {"name": "lookup", "arguments": '{"order": 7}'}}
+    messages = [
+        {"role": "system", "content": "Help."},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "What is this?"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
+            ],
+        },
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "shipped"},
+    ]
+    modules = ["system_prompt", "query", "", ""]
+    answer_call = {"id": "call_2", "type": "function", "function": {"name": "lookup", "arguments": '{"order": 8}'}}
+    attributes = content_attributes(Sent(messages, modules, "", [answer_call]), "tool_calls")
+    inputs = json.loads(attributes["gen_ai.input.messages"])
+    assert inputs[0]["parts"] == [{"type": "text", "content": "What is this?"}, {"type": "image_url"}]
+    assert inputs[1]["parts"] == [{"type": "tool_call", "id": "call_1", "name": "lookup", "arguments": {"order": 7}}]
+    assert inputs[2] == {
+        "role": "tool",
+        "parts": [{"type": "tool_call_response", "id": "call_1", "response": "shipped"}],
+        "tda.module_id": "",
+    }
+    (output,) = json.loads(attributes["gen_ai.output.messages"])
+    assert output["parts"] == [{"type": "tool_call", "id": "call_2", "name": "lookup", "arguments": {"order": 8}}]
+    assert output["finish_reason"] == "tool_calls"
+    assert "gen_ai.output.messages" not in content_attributes(Sent(messages, modules), None)
+
+
+def test_the_content_setting_says_what_to_change():
+    from tda.config import Settings
+
+    assert Settings.from_env({}).otlp_capture_content is False
+    assert Settings.from_env({"TDA_OTLP_CAPTURE_CONTENT": "true"}).otlp_capture_content is True
+    with pytest.raises(ValueError, match="TDA_OTLP_CAPTURE_CONTENT='maybe'"):
+        Settings.from_env({"TDA_OTLP_CAPTURE_CONTENT": "maybe"})

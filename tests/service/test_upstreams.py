@@ -8,6 +8,7 @@ import dataclasses
 import logging
 import uuid
 
+import litellm
 import openai
 import pytest
 
@@ -131,26 +132,79 @@ async def test_a_fallback_model_answers_when_the_first_fails(live: Settings, ups
     assert all(r.headers["authorization"] == f"Bearer {secret}" for r in upstream.received)
 
 
-async def test_max_tokens_is_capped_at_the_model_s_output_limit(live: Settings, upstream: FakeUpstream, secret: str):
+async def test_max_tokens_is_the_client_s_capped_at_the_model_s_output_limit(
+    live: Settings, upstream: FakeUpstream, secret: str
+):
+    """Only the client's max_tokens goes upstream, lowered to the model's output limit where it is known; none is
+    added while the window has room for the model's whole output, and a model tda does not know (a local server's)
+    never gets one it was not sent (issue 34, item 3)."""
     async with served(live) as app:
         at = {"base_url": upstream.base_url, "api_key_env": KEY_VAR}
         await app.profile("big", model="gpt-4.1", upstream=at)
         await app.profile("unknown", model="my-local-model", upstream=at)
-        big = app.sdk(**{"X-TDA-Profile": "big", "X-TDA-Session": "big-1"})  # recorded: its snapshot is read
-        unknown = app.sdk(**{"X-TDA-Profile": "unknown", "X-TDA-Session": "unknown-1"})
-        first = await big.chat.completions.with_raw_response.create(model="tda", messages=CHAT)  # type: ignore[arg-type]
+        big, unknown = app.sdk(**{"X-TDA-Profile": "big"}), app.sdk(**{"X-TDA-Profile": "unknown"})
+        await big.chat.completions.create(model="tda", messages=CHAT)  # type: ignore[arg-type]
         await big.chat.completions.create(model="tda", messages=CHAT, max_tokens=500)  # type: ignore[arg-type]
-        other = await unknown.chat.completions.with_raw_response.create(model="tda", messages=CHAT)  # type: ignore[arg-type]
-        reserves = []
-        for raw in (first, other):
-            snapshot = (await app.http("GET", f"/v1/snapshots/{raw.headers['X-TDA-Snapshot']}")).json()
-            reserves.append(snapshot["snapshot"]["output_reserve"])
+        await big.chat.completions.create(model="tda", messages=CHAT, max_tokens=10**6)  # type: ignore[arg-type]
+        await unknown.chat.completions.create(model="tda", messages=CHAT)  # type: ignore[arg-type]
+        await unknown.chat.completions.create(model="tda", messages=CHAT, max_tokens=10**6)  # type: ignore[arg-type]
 
     sent = [r.body.get("max_tokens") for r in upstream.received]
-    assert reserves[0] > GPT_41_OUTPUT_LIMIT  # the type reserves more than gpt-4.1 may answer with
-    assert sent[0] == GPT_41_OUTPUT_LIMIT
-    assert sent[1] == 500  # the client's own cap, lower still
-    assert sent[2] == reserves[1]  # no known limit: the type's reserve
+    assert sent == [None, 500, GPT_41_OUTPUT_LIMIT, None, 10**6]
+
+
+GPT_4_CONTEXT = 8_192
+"""gpt-4's context window (input and output together), as OpenAI documents it."""
+
+
+async def test_each_fallback_model_is_sent_a_window_assembled_for_it(
+    live: Settings, upstream: FakeUpstream, secret: str
+):
+    """gpt-4o fails; its fallback gpt-4 gets a window that fits its own 8K context with the answer it may give,
+    not gpt-4o's (issue 34, item 3)."""
+    upstream.always_failing.add("gpt-4o")
+    history: list[dict[str, str]] = []
+    for n in range(40):  # about 20K tokens: within gpt-4o's window, over gpt-4's
+        history += [
+            {"role": "user", "content": f"Question {n}: " + "tell me about the regional sales figures " * 12},
+            {"role": "assistant", "content": f"Answer {n}: " + "the figures grew in every region last year " * 12},
+        ]
+    question = {"role": "user", "content": "Which regions grew fastest last quarter?"}
+    async with served(live) as app:
+        at = {"base_url": upstream.base_url, "api_key_env": KEY_VAR, "num_retries": 0, "fallbacks": ["gpt-4"]}
+        await app.profile("fallback", model="gpt-4o", upstream=at, system_prompt="")
+        client = app.sdk(**{"X-TDA-Profile": "fallback"})
+        reply = await client.chat.completions.create(model="tda", messages=[*history, question])  # type: ignore[arg-type]
+
+    assert reply.choices[0].message.content == upstream.answer("gpt-4")
+    answered = [r for r in upstream.received if r.body["messages"][-1] == question]
+    assert [r.body["model"] for r in answered] == ["gpt-4o", "gpt-4"]
+    primary, backup = (r.body for r in answered)
+    assert primary["messages"] == [*history, question]  # the whole conversation fits gpt-4o's window
+    assert primary.get("max_tokens") is None
+    backup_prompt = litellm.token_counter(model="gpt-4", messages=backup["messages"])  # the oracle: litellm's count
+    assert backup_prompt < litellm.token_counter(model="gpt-4o", messages=primary["messages"])
+    answer_room = backup.get("max_tokens") or litellm.get_model_info("gpt-4")["max_output_tokens"]
+    assert backup_prompt + answer_room <= GPT_4_CONTEXT
+
+
+async def test_a_native_turn_s_fallback_is_assembled_for_its_own_model(
+    live: Settings, upstream: FakeUpstream, secret: str
+):
+    upstream.always_failing.add("gpt-4o")
+    async with served(live) as app:
+        at = {"base_url": upstream.base_url, "api_key_env": KEY_VAR, "num_retries": 0, "fallbacks": ["gpt-4"]}
+        await app.profile("native", model="gpt-4o", upstream=at)
+        r = await app.http("POST", "/v1/sessions", json={"id": "native-1", "profile_id": "native"})
+        assert r.status_code == 201, r.text
+        r = await app.http("POST", "/v1/sessions/native-1/turns", json={"query": CHAT[0]["content"]})
+        assert r.status_code == 201, r.text
+
+    turn = r.json()
+    assert turn["answer"] == upstream.answer("gpt-4") and turn["model"] == "gpt-4"
+    assert turn["snapshot"]["model"] == "gpt-4"
+    assert turn["snapshot"]["model_limit"] == litellm.get_model_info("gpt-4")["max_input_tokens"]
+    assert [r.body["model"] for r in upstream.received] == ["gpt-4o", "gpt-4"]
 
 
 async def test_a_client_may_name_any_model_at_a_base_url_but_only_a_routable_one_without(
@@ -206,3 +260,20 @@ def test_a_profile_s_upstream_overrides_the_default_field_by_field():
     assert default.merged({"base_url": "http://127.0.0.1:11434/v1"}) == Upstream("http://127.0.0.1:11434/v1", None, 2)
     own = {"base_url": "http://127.0.0.1:11434/v1", "api_key_env": "LOCAL", "fallbacks": ["qwen"]}
     assert default.merged(own) == Upstream("http://127.0.0.1:11434/v1", "LOCAL", 2, ("qwen",))
+
+
+async def test_the_user_a_client_names_reaches_the_upstream(live: Settings, upstream: FakeUpstream, secret: str):
+    """OpenAI's ``user`` (the end user behind the client) is passed on, on chat completions and on Responses, with
+    and without a session, as docs/agents.md says: a provider's abuse monitoring keys on it."""
+    async with served(live) as app:
+        await app.profile(
+            "local", model="my-local-model", upstream={"base_url": upstream.base_url, "api_key_env": KEY_VAR}
+        )
+        client = app.sdk(**{"X-TDA-Profile": "local"})
+        await client.chat.completions.create(model="tda", messages=CHAT, user="end-user-1")  # type: ignore[arg-type]
+        recorded = app.sdk(**{"X-TDA-Profile": "local", "X-TDA-Session": "with-user"})
+        await recorded.chat.completions.create(model="tda", messages=CHAT, user="end-user-2")  # type: ignore[arg-type]
+        await client.responses.create(model="tda", input="Which regions grew?", user="end-user-3", store=False)
+        await client.responses.create(model="tda", input="Which regions grew?", user="end-user-4")
+
+    assert [r.body.get("user") for r in upstream.received] == [f"end-user-{n}" for n in (1, 2, 3, 4)]

@@ -1,0 +1,144 @@
+"""Big-request benchmark: how long one valid 100,000-message chat request holds up everyone else.
+
+A real server (`tda serve`: hypercorn, SQLite, the mock model, TDA_EMBEDDER=hashing) runs in a child process on
+127.0.0.1. One client posts a chat completion of MESSAGES messages (about 5 MB of JSON; stateless, then recorded in a
+session with ``X-TDA-Session``) while another asks ``GET /healthz`` every PROBE_EVERY_S. The figure is the slowest
+/healthz answer during the big request (target: under 100 ms), next to the big request's own time and /healthz's
+median with nothing in flight. Run with `python bench/big_request_bench.py`; BENCH_MESSAGES=n changes the size.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.service.support import free_port  # noqa: E402
+
+MESSAGES = int(os.environ.get("BENCH_MESSAGES", "100000"))
+PROBE_EVERY_S = 0.02
+TARGET_MS = 100.0
+
+
+def conversation(n: int) -> list[dict[str, str]]:
+    """``n`` short messages, user and assistant in turn, ending with the user's."""
+    roles = ("user", "assistant")
+    return [{"role": roles[(n - 1 - i) % 2], "content": f"message {i}: what happened next?"} for i in range(n)]
+
+
+def start_server(data_dir: Path, port: int) -> subprocess.Popen[bytes]:
+    env = {
+        **os.environ,
+        "TDA_DATA_DIR": str(data_dir),
+        "TDA_MODULES_DIR": str(data_dir / "modules"),
+        "TDA_PORT": str(port),
+        "TDA_MOCK_MODEL": "1",
+        "TDA_EMBEDDER": "hashing",
+        "PYTHONPATH": str(ROOT),
+    }
+    log = (data_dir / "server.log").open("wb")
+    return subprocess.Popen(
+        [sys.executable, "-m", "tda.cli", "serve"], env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT
+    )
+
+
+def admin_token(data_dir: Path) -> str:
+    env = {**os.environ, "TDA_DATA_DIR": str(data_dir), "PYTHONPATH": str(ROOT)}
+    out = subprocess.run(
+        [sys.executable, "-m", "tda.cli", "tokens", "create", "--role", "admin"],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return next(word for word in out.split() if word.startswith("tda_"))
+
+
+async def probe(client: httpx.AsyncClient, stop: asyncio.Event) -> list[float]:
+    """/healthz latencies (ms) until ``stop``, one request at a time."""
+    times = []
+    while not stop.is_set():
+        started = time.perf_counter()
+        r = await client.get("/healthz")
+        assert r.status_code == 200
+        times.append((time.perf_counter() - started) * 1000)
+        await asyncio.sleep(PROBE_EVERY_S)
+    return times
+
+
+async def measure(base: str, token: str, body: bytes, headers: dict[str, str]) -> dict[str, float]:
+    async with (
+        httpx.AsyncClient(base_url=base, timeout=600) as big,
+        httpx.AsyncClient(base_url=base, timeout=600) as small,
+    ):
+        stop = asyncio.Event()
+        quiet = asyncio.create_task(probe(small, stop))
+        await asyncio.sleep(1.0)
+        stop.set()
+        idle = await quiet
+        stop = asyncio.Event()
+        probes = asyncio.create_task(probe(small, stop))
+        started = time.perf_counter()
+        sent = {"Authorization": f"Bearer {token}", "Content-Type": "application/json", **headers}
+        r = await big.post("/v1/chat/completions", content=body, headers=sent)
+        took = time.perf_counter() - started
+        stop.set()
+        busy = await probes
+    assert r.status_code == 200, r.text[:500]
+    return {
+        "request_s": round(took, 2),
+        "healthz_idle_p50_ms": round(statistics.median(idle), 1),
+        "healthz_busy_max_ms": round(max(busy), 1),
+        "healthz_busy_p50_ms": round(statistics.median(busy), 1),
+        "probes": len(busy),
+    }
+
+
+async def main() -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        data_dir = Path(folder)
+        subprocess.run(
+            [sys.executable, "-m", "tda.cli", "db", "upgrade"],
+            env={**os.environ, "TDA_DATA_DIR": folder, "PYTHONPATH": str(ROOT)},
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+        )
+        token = admin_token(data_dir)
+        port = free_port()
+        server = start_server(data_dir, port)
+        base = f"http://127.0.0.1:{port}"
+        try:
+            async with httpx.AsyncClient() as client:  # ready: tda serve answers /healthz while it loads
+                for _ in range(1200):
+                    try:
+                        if (await client.get(f"{base}/readyz")).status_code == 200:
+                            break
+                    except httpx.TransportError:
+                        pass
+                    await asyncio.sleep(0.1)
+            body = json.dumps({"model": "tda", "messages": conversation(MESSAGES)}).encode()
+            print(f"{MESSAGES:,} messages, {len(body) / 1e6:.1f} MB of JSON")
+            for name, headers in (("stateless", {}), ("session", {"X-TDA-Session": "big"})):
+                figures = await measure(base, token, body, headers)
+                verdict = "ok" if figures["healthz_busy_max_ms"] < TARGET_MS else "OVER TARGET"
+                print(f"{name}: {json.dumps(figures)} (target: /healthz under {TARGET_MS:g} ms) {verdict}")
+        finally:
+            server.terminate()
+            server.wait(30)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,238 @@
+"""Long sessions, turn by turn (`make bench`, issue 32): does a turn's cost follow its window, or the session?
+
+Two processes on 127.0.0.1: the fake OpenAI upstream (tests/gateway/upstream.py) and `tda serve` (mock model off,
+SQLite, the default embedder unless BENCH_LONG_EMBEDDER names another) whose provider is the fake. One client:
+* gateway: an agent session through /v1/chat/completions with ``X-TDA-Session``, GATEWAY_TURNS turns of
+  user -> tool call -> tool result -> answer (tests/agent_session.py's questions and tool results; the replies
+  are the fake's, sent back as a client would), each turn two calls, to a profile with a 16K limit. Per call: the
+  wall time, the server's CPU time (/proc), and the window's utilisation from the ``usage.tda`` extension
+  (tokens sent / the available budget), counted once the history exceeds the window. Then the same calls without
+  a session (stateless) for the last turns.
+* native: NATIVE_TURNS turns recorded one by one through POST /v1/sessions/{id}/turns; per turn the server's own
+  time (its ``Server-Timing`` steps but the model call), and the server's RSS at the start and the end.
+Reported: medians of the first and last 10 turns and their ratio (the growth), utilisation, CPU per call.
+Knobs: BENCH_LONG_TURNS (gateway, default 100), BENCH_LONG_NATIVE_TURNS (default 1,000), BENCH_LONG_EMBEDDER.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import httpx  # noqa: E402
+
+from tests.agent_session import SYSTEM, TOOLS, orders, question  # noqa: E402
+from tests.gateway.servers import (  # noqa: E402
+    admin_token,
+    free_port,
+    server_env,
+    start,
+    stop,
+    wait_until_serving,
+)
+
+GATEWAY_TURNS = int(os.environ.get("BENCH_LONG_TURNS", "100"))
+NATIVE_TURNS = int(os.environ.get("BENCH_LONG_NATIVE_TURNS", "1000"))
+EMBEDDER = os.environ.get("BENCH_LONG_EMBEDDER")
+LIMIT = 16_000
+AVAILABLE = LIMIT - LIMIT * 12 // 100  # Balanced keeps 12% for the reply
+ROWS = 20
+"""Rows per tool result (~950 tokens): the fake quotes a result in its answer, so a turn adds about twice that."""
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values) if values else 0.0
+
+
+class Tda:
+    def __init__(self, base: str, token: str, pid: int) -> None:
+        self.base, self.pid = base, pid
+        self.headers = {"Authorization": f"Bearer {token}"}
+        self.client = httpx.AsyncClient(base_url=base, timeout=120, headers=self.headers)
+
+    async def chat(self, messages: list[dict[str, Any]], session: str | None) -> tuple[dict[str, Any], float, float]:
+        """One call: the completion (with its window's ``utilisation`` added, from its snapshot when it was recorded),
+        its wall seconds and the server's CPU seconds."""
+        headers = {"X-TDA-Profile": "agent", **({"X-TDA-Session": session} if session else {})}
+        cpu, started = cpu_seconds(self.pid), time.perf_counter()
+        r = await self.client.post(
+            "/v1/chat/completions", json={"model": "tda", "messages": messages, "tools": TOOLS}, headers=headers
+        )
+        wall, spent = time.perf_counter() - started, cpu_seconds(self.pid) - cpu
+        if r.status_code != 200:
+            raise RuntimeError(f"tda answered {r.status_code}: {r.text[:500]}")
+        completion = r.json()
+        if (snapshot_id := r.headers.get("X-TDA-Snapshot")) is not None:  # after the timing: not measured
+            snapshot = (await self.client.get(f"/v1/snapshots/{snapshot_id}")).json()
+            snapshot = snapshot.get("snapshot", snapshot)
+            completion["utilisation"] = snapshot["total_used"] / snapshot["available_budget"]
+        return completion, wall, spent
+
+
+def reply_message(completion: dict[str, Any]) -> dict[str, Any]:
+    message = completion["choices"][0]["message"]
+    return {k: v for k, v in message.items() if k in ("role", "content", "tool_calls") and v is not None}
+
+
+async def gateway(tda: Tda, session: str | None, turns: int, chat: list[dict[str, Any]]) -> list[dict[str, float]]:
+    """``turns`` agent turns (two calls each) going on from ``chat``; per turn its wall and CPU ms and the window's
+    utilisation (its first call's)."""
+    out = []
+    for turn in range(len(chat) // 4 + 1, len(chat) // 4 + 1 + turns):
+        chat.append({"role": "user", "content": question(turn)})
+        first, wall1, cpu1 = await tda.chat(chat, session)
+        called = reply_message(first)
+        if not called.get("tool_calls"):
+            raise RuntimeError(f"the fake did not call the tool: {called}")
+        chat.append(called)
+        chat.append({"role": "tool", "tool_call_id": called["tool_calls"][0]["id"], "content": orders(turn, ROWS)})
+        second, wall2, cpu2 = await tda.chat(chat, session)
+        chat.append(reply_message(second))
+        out.append(
+            {
+                "wall_ms": (wall1 + wall2) / 2 * 1000,
+                "cpu_ms": (cpu1 + cpu2) / 2 * 1000,
+                "utilisation": first.get("utilisation", 0.0),
+                "over": sum(len(json.dumps(m)) for m in chat) / 4 > AVAILABLE * 1.5,  # history well over the window
+            }
+        )
+    return out
+
+
+async def native(tda: Tda, turns: int) -> tuple[list[float], float, float]:
+    """``turns`` native turns recorded one by one: the server's own ms per turn, RSS before and after (MiB)."""
+    r = await tda.client.post("/v1/sessions", json={"id": "native-long", "profile_id": "agent"})
+    r.raise_for_status()
+    rss_before = rss_mib(tda.pid)
+    timings = []
+    for turn in range(1, turns + 1):
+        r = await tda.client.post("/v1/sessions/native-long/turns", json={"query": question(turn)})
+        if r.status_code != 201:
+            raise RuntimeError(f"turn {turn}: {r.status_code} {r.text[:300]}")
+        steps = dict(part.strip().split(";dur=") for part in r.headers["Server-Timing"].split(","))
+        timings.append(sum(float(ms) for step, ms in steps.items() if step != "model"))  # tda's own time
+    return timings, rss_before, rss_mib(tda.pid)
+
+
+def first_last(rows: list[float]) -> tuple[float, float, float]:
+    first, last = median(rows[:10]), median(rows[-10:])
+    return first, last, last / first if first else 0.0
+
+
+def run(folder: Path) -> dict[str, Any]:
+    processes = []
+    try:
+        up_port = free_port()
+        upstream = start(
+            [sys.executable, str(ROOT / "tests" / "gateway" / "upstream.py"), "--port", str(up_port)],
+            {**os.environ, "PYTHONPATH": str(ROOT)},
+            folder / "upstream.log",
+        )
+        processes.append(upstream)
+        upstream_base = f"http://127.0.0.1:{up_port}/v1"
+        wait_until_serving(upstream, f"{upstream_base}/models", folder / "upstream.log")
+        data = folder / "tda"
+        data.mkdir()
+        token = admin_token(data)
+        port = free_port()
+        env = server_env(data, port, upstream_base)
+        if EMBEDDER:
+            env["TDA_EMBEDDER"] = EMBEDDER
+        else:
+            env.pop("TDA_EMBEDDER", None)  # tda's default
+        server = start([sys.executable, "-m", "tda.cli", "serve"], env, data / "server.log")
+        processes.append(server)
+        wait_until_serving(server, f"http://127.0.0.1:{port}/healthz", data / "server.log")
+        return asyncio.run(measure(f"http://127.0.0.1:{port}", token, server.pid))
+    finally:
+        for process in reversed(processes):
+            stop(process)
+
+
+async def measure(base: str, token: str, pid: int) -> dict[str, Any]:
+    tda = Tda(base, token, pid)
+    r = await tda.client.post(
+        "/v1/profiles", json={"id": "agent", "type": "tool_enabled", "model": "gpt-4.1", "context_limit": LIMIT}
+    )
+    r.raise_for_status()
+    chat: list[dict[str, Any]] = [SYSTEM]
+    session_rows = await gateway(tda, "long-bench", GATEWAY_TURNS, chat)
+    stateless_rows = await gateway(tda, None, 10, list(chat))
+    fresh_rows = await gateway(tda, None, 10, [SYSTEM])
+    timings, rss_before, rss_after = await native(tda, NATIVE_TURNS)
+    await tda.client.aclose()
+
+    over = [row["utilisation"] for row in session_rows if row["over"]]
+    wall = first_last([row["wall_ms"] for row in session_rows])
+    cpu = first_last([row["cpu_ms"] for row in session_rows])
+    native_first, native_last = median(timings[90:100]), median(timings[-10:])
+    return {
+        "gateway_turns": GATEWAY_TURNS,
+        "utilisation_min": min(over, default=0.0),
+        "utilisation_median": median(over),
+        "session_wall_ms_first10": wall[0],
+        "session_wall_ms_last10": wall[1],
+        "session_wall_growth": wall[2],
+        "session_cpu_ms_first10": cpu[0],
+        "session_cpu_ms_last10": cpu[1],
+        "session_cpu_growth": cpu[2],
+        "stateless_cpu_ms_at_end": median([row["cpu_ms"] for row in stateless_rows]),
+        "stateless_cpu_ms_new": median([row["cpu_ms"] for row in fresh_rows]),
+        "native_turns": NATIVE_TURNS,
+        "native_ms_turns_91_100": native_first,
+        "native_ms_last10": native_last,
+        "native_growth": native_last / native_first if native_first else 0.0,
+        "native_rss_mib": [round(rss_before), round(rss_after)],
+    }
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory(prefix="tda-long-bench-") as tmp:
+        figures = run(Path(tmp))
+    print("long sessions (issue 32): a turn's cost against the session's length")
+    print(
+        f"  gateway, {figures['gateway_turns']} turns with a session: window utilisation once history exceeds it "
+        f"min {figures['utilisation_min']:.0%}, median {figures['utilisation_median']:.0%}"
+    )
+    print(
+        f"  wall ms per call, first 10 / last 10 turns: {figures['session_wall_ms_first10']:.1f} / "
+        f"{figures['session_wall_ms_last10']:.1f} (x{figures['session_wall_growth']:.2f}); server CPU ms per call "
+        f"{figures['session_cpu_ms_first10']:.1f} / {figures['session_cpu_ms_last10']:.1f} "
+        f"(x{figures['session_cpu_growth']:.2f})"
+    )
+    print(
+        f"  stateless, server CPU ms per call: new conversation {figures['stateless_cpu_ms_new']:.1f}, "
+        f"at {figures['gateway_turns']} turns {figures['stateless_cpu_ms_at_end']:.1f}"
+    )
+    print(
+        f"  native, {figures['native_turns']} turns one by one: server ms turns 91-100 "
+        f"{figures['native_ms_turns_91_100']:.1f}, last 10 {figures['native_ms_last10']:.1f} "
+        f"(x{figures['native_growth']:.2f}); RSS {figures['native_rss_mib'][0]} -> {figures['native_rss_mib'][1]} MiB"
+    )
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,255 @@
+"""Bad input and abuse: what a client may send that no valid request holds (unpaired surrogates), and requests whose
+size or pace would hold the server (a 100,000-message chat, a body that trickles in)."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import gc
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tda.app import create_app
+from tda.config import Settings
+from tda.security import loads_in_slices
+from tests.service.served_app import serving
+
+QUIET = {"migrate": False, "warm_up_llm": False, "warm_up_knowledge": False}
+
+LONE = "\ud800"
+"""JSON's ``"\\ud800"``: half of a surrogate pair, sent without the other half. No character; UTF-8 cannot hold it."""
+CHAT = {"model": "tda", "messages": [{"role": "user", "content": f"hi {LONE}"}]}
+TYPE = {
+    "id": "sur_type",
+    "name": f"Surrogate {LONE}",
+    "modules": {"conversation_history": {"target_pct": 50, "min_pct": 0, "max_pct": 90, "priority": 50}},
+}
+SURROGATE_REQUESTS: list[tuple[str, str, dict[str, Any], dict[str, str], str]] = [
+    # (method, path, JSON body, headers, the location the 422 must name)
+    ("POST", "/v1/chat/completions", CHAT, {}, "messages.0.content"),
+    ("POST", "/v1/chat/completions", CHAT, {"X-TDA-Session": "sur_chat"}, "messages.0.content"),
+    (
+        "POST",
+        "/v1/chat/completions",
+        {"model": "tda", "messages": [{"role": "user", "content": "hi"}], "user": "\udc00x"},  # a low half alone
+        {"X-TDA-Session": "sur_chat2"},
+        "user",
+    ),
+    ("POST", "/v1/responses", {"model": "tda", "input": f"hello {LONE}"}, {}, "input"),
+    (
+        "POST",
+        "/v1/responses",
+        {"model": "tda", "input": [{"role": "user", "content": [{"type": "input_text", "text": "a\udc00\ud800"}]}]},
+        {"X-TDA-Session": "sur_resp"},
+        "input.0.content.0.text",  # a pair in the wrong order is two lone halves
+    ),
+    ("POST", "/v1/sessions/sur_s/turns", {"query": f"what is {LONE}"}, {}, "query"),
+    (
+        "POST",
+        "/v1/sessions/sur_s/messages",
+        {"messages": [{"role": "user", "content": "ok", "turn": 1}, {"role": "assistant", "content": LONE, "turn": 1}]},
+        {},
+        "messages.1.content",
+    ),
+    (
+        "POST",
+        "/v1/sessions/sur_s/messages",
+        {"messages": [{"role": "user", "content": "ok", "turn": 1, f"k{LONE}": 1}]},
+        {},
+        "messages.0.'k\\\\ud800'",
+    ),
+    ("POST", "/v1/sessions/sur_s/attachments", {"name": "notes.txt", "text": LONE}, {}, "text"),
+    ("PATCH", "/v1/sessions/sur_s", {"title": LONE}, {}, "title"),
+    ("POST", "/v1/sessions", {"id": "sur_s2", "profile_id": "sur_p", "title": LONE}, {}, "title"),
+    ("POST", "/v1/profiles", {"id": "sur_p2", "type": "llm_only", "system_prompt": LONE}, {}, "system_prompt"),
+    ("POST", "/v1/context-window-types", TYPE, {}, "name"),
+    (
+        "POST",
+        "/v1/knowledge/collections/sur_docs/documents",
+        {"documents": [{"name": "a.md", "text": f"# Title\n\nbody {LONE}"}]},
+        {},
+        "documents.0.text",
+    ),
+    ("POST", "/v1/knowledge/search", {"query": LONE, "collections": ["sur_docs"]}, {}, "query"),
+]
+
+
+def _json_bytes(body: dict[str, Any]) -> bytes:
+    """The body as a client's JSON encoder writes it: a lone surrogate escaped (``\\ud800``), all else ASCII."""
+    return json.dumps(body).encode()
+
+
+@pytest.mark.parametrize(("method", "path", "body", "headers", "loc"), SURROGATE_REQUESTS)
+async def test_a_lone_surrogate_is_refused_naming_the_field_and_nothing_is_stored(
+    client: Any, admin: dict[str, str], method: str, path: str, body: dict[str, Any], headers: dict[str, str], loc: str
+) -> None:
+    r = await client.post("/v1/profiles", json={"id": "sur_p", "type": "llm_only"}, headers=admin)
+    assert r.status_code == 201, await r.get_json()
+    r = await client.post("/v1/sessions", json={"id": "sur_s", "profile_id": "sur_p"}, headers=admin)
+    assert r.status_code == 201, await r.get_json()
+    before = await _stored(client, admin)
+
+    sent = {**admin, **headers, "Content-Type": "application/json"}
+    r = await client.open(path, method=method, data=_json_bytes(body), headers=sent)
+    reply = await r.get_json()
+
+    assert r.status_code == 422, reply
+    error = reply["error"] if isinstance(reply["error"], dict) else reply  # OpenAI's shape on its routes
+    assert error["errors"][0]["loc"] == loc and error["errors"][0]["type"] == "lone_surrogate", reply
+    assert "surrogate" in error["message"] and loc in error["message"]
+    assert error is reply or error["param"] == loc
+    assert await _stored(client, admin) == before
+
+
+async def _stored(client: Any, headers: dict[str, str]) -> dict[str, Any]:
+    """Everything a refused request could have left behind, as the API shows it."""
+    sessions = (await (await client.get("/v1/sessions", headers=headers)).get_json())["sessions"]
+    session = await (await client.get("/v1/sessions/sur_s", headers=headers)).get_json()
+    listings = {
+        name: (await (await client.get(f"/v1/sessions/sur_s/{name}", headers=headers)).get_json())
+        for name in ("turns", "snapshots", "messages", "attachments")
+    }
+    return {
+        "sessions": sorted(s["id"] for s in sessions),
+        "title": session["title"],
+        "listings": listings,
+        "profiles": await (await client.get("/v1/profiles", headers=headers)).get_json(),
+        "type": (await client.get("/v1/context-window-types/sur_type", headers=headers)).status_code,
+        "knowledge": await (await client.get("/v1/knowledge/collections", headers=headers)).get_json(),
+    }
+
+
+async def test_a_surrogate_pair_is_a_character_and_is_kept(client: Any, admin: dict[str, str]) -> None:
+    """The check refuses halves, not characters outside the BMP: ``"\\ud83d\\ude00"`` is one emoji."""
+    body = {"id": "pair_p", "type": "llm_only", "system_prompt": "smile \ud83d\ude00"}
+    r = await client.post("/v1/profiles", data=_json_bytes(body), headers={**admin, "Content-Type": "application/json"})
+    assert r.status_code == 201, await r.get_json()
+    shown = await (await client.get("/v1/profiles/pair_p", headers=admin)).get_json()
+    assert shown["system_prompt"] == "smile \U0001f600"
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.text(max_size=5), inner, max_size=5),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(JSON_VALUES, st.sampled_from([None, 2]), st.sampled_from([", ", ","]))
+def test_a_body_parsed_in_slices_is_what_json_loads_makes_of_it(value: Any, indent: int | None, comma: str) -> None:
+    """The oracle is json.loads itself, on texts json.dumps wrote (compact, spaced and indented)."""
+    text = json.dumps(value, indent=indent, separators=(comma, ": "))
+    assert loads_in_slices(text) == json.loads(text)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet='{}[]:,"ab1 \n-.etrunl', max_size=30))
+def test_text_that_is_not_json_is_refused_as_json_loads_refuses_it(text: str) -> None:
+    """The same error, message and position (a 400 says where), or the same value."""
+    try:
+        expected: Any = json.loads(text)
+    except json.JSONDecodeError as exc:
+        expected = (exc.msg, exc.pos)
+    try:
+        got: Any = loads_in_slices(text)
+    except json.JSONDecodeError as exc:
+        got = (exc.msg, exc.pos)
+    assert got == expected
+
+
+async def test_a_body_that_trickles_in_is_cut_with_408(settings: Settings) -> None:
+    """A client that sends its body a byte at a time holds a connection (and the body so far) for as long as it
+    likes, unless the body has a deadline: TDA_BODY_TIMEOUT_S after the request began, 408 and the connection is
+    closed, long before the body would have been complete."""
+    app = create_app(dataclasses.replace(settings, body_timeout_s=1), **QUIET)
+    async with serving(app) as (_, base_url, token):
+        port = int(base_url.rsplit(":", 1)[1].split("/")[0])
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        head = (
+            "POST /v1/profiles HTTP/1.1\r\nHost: tda\r\nContent-Type: application/json\r\n"
+            f"Authorization: Bearer {token}\r\nContent-Length: 1000\r\n\r\n"
+        )
+        writer.write(head.encode())
+        answer = asyncio.ensure_future(reader.read())  # until the server closes the connection
+        sent = 0
+        while not answer.done() and sent < 1000:
+            writer.write(b" ")
+            sent += 1
+            await asyncio.sleep(0.05)  # the whole body would take 50 s
+        reply = await asyncio.wait_for(answer, 30)
+        writer.close()
+    status, _, rest = reply.partition(b"\r\n")
+    assert status.startswith(b"HTTP/1.1 408") and sent < 1000, reply
+    body = json.loads(rest.partition(b"\r\n\r\n")[2])
+    assert body["error"] == "request_timeout" and "TDA_BODY_TIMEOUT_S" in body["message"]
+    assert b"connection: close" in rest.lower()
+
+
+def test_the_body_timeout_is_a_setting() -> None:
+    assert Settings.from_env({"TDA_BODY_TIMEOUT_S": "15"}).body_timeout_s == 15
+    assert Settings().body_timeout_s == 60  # as quart's own default
+    with pytest.raises(ValueError, match="TDA_BODY_TIMEOUT_S"):
+        Settings.from_env({"TDA_BODY_TIMEOUT_S": "0"})
+
+
+def conversation(n: int) -> list[dict[str, str]]:
+    """``n`` short messages, user and assistant in turn, ending with the user's."""
+    roles = ("user", "assistant")
+    return [{"role": roles[(n - 1 - i) % 2], "content": f"message {i}: what happened next?"} for i in range(n)]
+
+
+async def _healthz_while(client: Any, request: Any) -> tuple[float, list[float]]:
+    """How long ``request`` took (s), and each /healthz answer's wait (s) while it was in flight."""
+    waits: list[float] = []
+    loop = asyncio.get_running_loop()
+    big = asyncio.ensure_future(request)
+    started = loop.time()
+    while not big.done():
+        asked = loop.time()
+        assert (await client.get("/healthz")).status_code == 200
+        waits.append(loop.time() - asked)
+        await asyncio.sleep(0.005)
+    r = await big
+    assert r.status_code == 200, await r.get_json()
+    return loop.time() - started, waits
+
+
+async def test_a_long_chat_request_leaves_the_event_loop_to_the_others(client: Any, admin: dict[str, str]) -> None:
+    """The work of a 100,000-message chat (parsing, validating, converting, indexing its history for recall)
+    grows with it; sliced and off the loop, /healthz keeps answering while it runs, none waiting more than a fifth
+    of its time (relative: the machine's load slows both alike). A regression guard only: in process, with the
+    heap frozen as `tda serve` freezes it, main passes it too; the served figures that tell them apart (main's
+    /healthz waited 15.5 s) are bench/big_request_bench.py's."""
+    headers = {**admin, "Content-Type": "application/json"}
+    warm = {"model": "tda", "messages": conversation(3)}  # litellm loads on first use (served, at start)
+    assert (await client.post("/v1/chat/completions", json=warm, headers=admin)).status_code == 200
+    body = json.dumps({"model": "tda", "messages": conversation(100_000)}).encode()
+    gc.collect()
+    gc.freeze()  # as `tda serve` does once loaded: the collector walks only what came after (not pytest's heap)
+    try:
+        took, waits = await _healthz_while(client, client.post("/v1/chat/completions", data=body, headers=headers))
+    finally:
+        gc.unfreeze()
+    assert len(waits) >= 3 and max(waits) < took / 5, (took, sorted(waits)[-5:])
+
+
+def test_cycle_collection_pauses_while_big_requests_run_and_never_for_long() -> None:
+    from tda.collector import CollectorPause
+
+    assert gc.isenabled()
+    pause = CollectorPause(max_pause_s=3600)
+    with pause.held():
+        assert not gc.isenabled()
+        with pause.held():  # two big requests at once: on until the last ends
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    brief = CollectorPause(max_pause_s=-1)  # over its limit at once: a stream of big requests gets collection back
+    with brief.held(), brief.held():
+        assert gc.isenabled()
+    assert gc.isenabled()
