@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .config import Settings
 
 if TYPE_CHECKING:  # imported by the commands that use them: `tda serve` binds before the component loads
+    from components.context_window.base import AssemblyContext
+    from components.context_window.handler import ContextWindowHandler
     from components.context_window.module_registry import ModuleRegistry
     from components.context_window.snapshot import ContextWindowSnapshot
     from components.context_window.window_type import ContextWindowType
@@ -39,6 +42,28 @@ def _load_type(args: argparse.Namespace, registry: ModuleRegistry) -> ContextWin
     return shipped[args.type]
 
 
+def _embedder(args: argparse.Namespace, settings: Settings) -> Any:
+    """The service's embedder (TDA_EMBEDDER), so a session file's history is recalled as the service would; none with
+    --no-embedder (by words only, without loading a model)."""
+    if args.no_embedder:
+        return None
+    from .knowledge.embeddings import Embedder
+
+    return Embedder(settings.embedder)
+
+
+async def _assemble(handler: ContextWindowHandler, ctx: AssemblyContext, window_type: ContextWindowType) -> Any:
+    """One assembly; with an embedder, the history's vectors are made first (a one-off run has no later turn for
+    which a background job could make them), so recall ranks by meaning as the service's does."""
+    from components.context_window.history_recall import SessionRecall
+
+    if ctx.embedder is not None:
+        recall = SessionRecall(ctx.embedder)
+        await recall.sync(ctx.session, dense=True)
+        ctx = dataclasses.replace(ctx, history_recall=recall)
+    return await handler.assemble(ctx, window_type)
+
+
 def cmd_assemble(args: argparse.Namespace, settings: Settings) -> int:
     from pydantic import ValidationError
 
@@ -50,9 +75,10 @@ def cmd_assemble(args: argparse.Namespace, settings: Settings) -> int:
     registry = _registry(settings)
     try:
         window_type = _load_type(args, registry)
-        ctx = load_session_file(Path(args.session), model=args.model, model_limit=args.limit)
+        embedder = _embedder(args, settings)
+        ctx = load_session_file(Path(args.session), model=args.model, model_limit=args.limit, embedder=embedder)
         handler = ContextWindowHandler(registry, timeout_s=settings.module_timeout_s)
-        result = asyncio.run(handler.assemble(ctx, window_type))
+        result = asyncio.run(_assemble(handler, ctx, window_type))
     except (SessionFileError, ValueError, ValidationError, OSError, BudgetExceeded) as exc:
         print(f"tda assemble: {exc}", file=sys.stderr)
         return 2
@@ -132,6 +158,9 @@ def build_parser() -> argparse.ArgumentParser:
     assemble.add_argument("--model", help="model name (litellm); default: the session file's")
     assemble.add_argument("--limit", type=int, help="treat the model's input limit as N tokens")
     assemble.add_argument("--json", action="store_true", help="print the snapshot and messages as JSON")
+    assemble.add_argument(
+        "--no-embedder", action="store_true", help="rank by words only (default: the TDA_EMBEDDER the service uses)"
+    )
     assemble.set_defaults(func=cmd_assemble)
 
     types = commands.add_parser("types", help="the shipped context window types")

@@ -30,6 +30,7 @@ from components.context_window.base import (
     AssemblyContext,
     ChampionCase,
     Document,
+    Embedder,
     Message,
     Passage,
     Profile,
@@ -78,7 +79,11 @@ class SessionFile(BaseModel):
     rag_cases: list[dict[str, Any]] = Field(default_factory=list)
     component_instructions: dict[str, dict[str, str]] = Field(default_factory=dict)
 
-    def to_context(self, model: str | None = None, model_limit: int | None = None) -> AssemblyContext:
+    def to_context(
+        self, model: str | None = None, model_limit: int | None = None, embedder: Embedder | None = None
+    ) -> AssemblyContext:
+        """The context to assemble; ``embedder`` ranks history and tools by meaning as the service does (None: by
+        words only)."""
         p, s = self.profile, self.session
         turns = [TurnRecord(**{**t, "results": tuple(t.get("results", ()))}) for t in self.turns]
         return AssemblyContext(
@@ -107,13 +112,16 @@ class SessionFile(BaseModel):
             knowledge=StaticKnowledge([Passage(**k) for k in self.knowledge]) if self.knowledge else None,
             cases=StaticCases([ChampionCase(**c) for c in self.rag_cases]) if self.rag_cases else None,
             extras={"component_instructions": self.component_instructions},
+            embedder=embedder,
         )
 
 
-def load_session_file(path: Path, *, model: str | None = None, model_limit: int | None = None) -> AssemblyContext:
+def load_session_file(
+    path: Path, *, model: str | None = None, model_limit: int | None = None, embedder: Embedder | None = None
+) -> AssemblyContext:
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
-        return SessionFile.model_validate(data).to_context(model, model_limit)
+        return SessionFile.model_validate(data).to_context(model, model_limit, embedder)
     except OSError as exc:
         raise SessionFileError(f"cannot read {path}: {exc.strerror}") from None
     except json.JSONDecodeError as exc:

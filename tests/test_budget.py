@@ -72,3 +72,21 @@ def test_surplus_is_shared_by_priority():
         {"donor": 1000, "hi": 10_000, "lo": 10_000},
     )
     assert plan.grants == {"hi": 750, "lo": 250} and plan.donations == {"donor": 1000}
+
+
+@given(st.data())
+def test_a_rules_cut_goes_to_the_others_first_and_only_what_they_leave_comes_back(data):
+    ids = ["cut", "a", "b", "d"]
+    allocated = {m: data.draw(st.integers(1, 10_000)) for m in ids}
+    used = {m: data.draw(st.integers(0, allocated[m])) for m in ids}
+    maxes = {m: allocated[m] + data.draw(st.integers(0, 5_000)) for m in ids}
+    released = {"cut": data.draw(st.integers(0, 5_000))}
+    priority = {m: data.draw(st.integers(0, 100)) for m in ids}
+    plan = b.plan_surplus(allocated, used, ["cut", "a", "b"], priority, maxes, released=released)
+    donated = sum(plan.donations.values())
+    assert sum(plan.grants.values()) == donated + min(released["cut"], sum(plan.grants.values()))
+    for m, grant in plan.grants.items():
+        assert m != "d" and used[m] > 0.8 * allocated[m] and allocated[m] + grant <= maxes[m]
+    others = sum(maxes[m] - allocated[m] for m in ("a", "b") if used[m] > 0.8 * allocated[m])
+    if plan.grants.get("cut") and donated == 0:  # it took some back: the others had no room left for it
+        assert plan.grants.get("a", 0) + plan.grants.get("b", 0) >= min(others, released["cut"])

@@ -70,3 +70,22 @@ def test_types_and_modules_commands(capsys):
     assert len(json.loads(capsys.readouterr().out)) == 4
     assert main(["modules", "list"]) == 0
     assert "system_prompt" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("flags", "method"), [((), "lexical+dense"), (("--no-embedder",), "lexical")])
+def test_assemble_recalls_with_the_services_embedder_unless_told_not_to(tmp_path, capsys, flags, method):
+    fact = "My sister Margot adopted a three-legged greyhound called Biscuit last spring."
+    filler = [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": f"Message {i} about the weather and trains."}
+        for i in range(200)
+    ]
+    session = {"query": "What is the name of Margot's greyhound?", "messages": [{"role": "user", "content": fact}]}
+    session["messages"] += filler
+    path = tmp_path / "long.json"
+    path.write_text(json.dumps(session), encoding="utf-8")
+    args = ["assemble", "--session", str(path), "--type", "conversation_first", "--limit", "2000", "--json"]
+    assert main([*args, *flags]) == 0
+    data = json.loads(capsys.readouterr().out)
+    history = next(m for m in data["snapshot"]["modules"] if m["module_id"] == "conversation_history")
+    assert history["metadata"]["recall"] == method
+    assert fact in [m["content"] for m in data["messages"]]

@@ -123,7 +123,7 @@ async def test_a_growing_history_source_is_read_anew_every_turn():
             later = outcome(await handler.assemble(ctx, BALANCED))
             sent = [m["content"] for m in later[0]]
             # the newest exchange ends the history's stable part (older messages, if any, follow it behind a marker)
-            end = next((sent.index(m) for m in (RECALL_MARKER, TAIL_MARKER) if m in sent), len(sent) - 1)
+            end = next((i for i, c in enumerate(sent) if c.startswith((RECALL_MARKER, TAIL_MARKER))), len(sent) - 1)
             assert sent[end - 2 : end] == [f"newest question {turn}", f"reply {turn}"], make_source
             assert later == await fresh(ctx)
 

@@ -98,10 +98,33 @@ async def test_long_conversation_honours_threshold_and_condenses(completed_turns
     usage = snap.module("conversation_history")
     if fires:
         assert hist.seen_directives[0].condense_strategy == "summarize"
-        assert usage.condensed and usage.used <= usage.allocated // 2
-        assert snap.condensations[0].reason == "rule (summarize)"
+        first = usage.allocated - usage.surplus_received + usage.surplus_donated  # before the rule's cut
+        assert hist.calls[:2] == [("contribute", first), ("condense", first // 2)]
+        assert usage.condensed and snap.condensations[0].reason == "rule (summarize)"
+        # nobody else wants the room the rule freed: it comes back to the history, which fills it again
+        assert usage.surplus_received == usage.surplus_donated > 0
+        assert usage.used > (usage.allocated - usage.surplus_received) // 2
     else:
         assert not usage.condensed and snap.condensations == []
+
+
+async def test_room_a_module_leaves_unused_goes_to_the_history_a_rule_halved():
+    """The Balanced default's long-conversation rule halves the history; what the others leave unused must not stay
+    empty while the history is cut (it used to: 1,732 of 8,000 tokens sent at 8K)."""
+    hist = Scripted("conversation_history", BLOCKS)
+    quiet = Scripted("rag_context", BLOCKS[:1])  # uses one block of its share: a donor
+    rule = {
+        "condition": {"type": "long_conversation", "threshold": 10},
+        "action": {"type": "condense", "module": "conversation_history", "strategy": "summarize", "to_pct": 50},
+    }
+    t = wtype({"conversation_history": (30, 0, 80, 80), "rag_context": (60, 0, 60, 70)}, rules=[rule], reserve=0)
+    snap = (await handler(hist, quiet).assemble(make_ctx(messages=conversation(12), limit=8_000), t)).snapshot
+    usage, rag = snap.module("conversation_history"), snap.module("rag_context")
+    halved = usage.allocated - usage.surplus_received
+    assert usage.condensed and usage.surplus_received > 0 and rag.surplus_donated > 0
+    assert usage.used > halved  # beyond what the rule left it
+    assert snap.total_used > snap.available_budget // 2  # the window is not mostly empty while history is cut
+    assert snap.total_used <= snap.available_budget
 
 
 class CondensesUpFront(Scripted):
@@ -127,18 +150,22 @@ async def test_a_condense_rule_is_offered_up_front_and_recorded_when_honoured(ho
         "condition": {"type": "long_conversation", "threshold": 2},
         "action": {"type": "condense", "module": "conversation_history", "to_pct": 40},
     }
-    t = wtype({"conversation_history": (50, 0, 60, 80)}, rules=[rule])
-    snap = (await handler(hist).assemble(make_ctx(messages=conversation(3)), t)).snapshot
+    # a module that uses all its room and more: it takes what the rule frees, so the history stays cut
+    busy = Scripted("rag_context", BLOCKS * 4)
+    t = wtype({"conversation_history": (50, 0, 60, 80), "rag_context": (30, 0, 90, 70)}, rules=[rule])
+    snap = (await handler(hist, busy).assemble(make_ctx(messages=conversation(3)), t)).snapshot
     usage = snap.module("conversation_history")
-    assert usage.condensed and usage.used <= usage.allocated * 40 // 100
+    allocated = usage.allocated + usage.surplus_donated  # before the rule's cut went to rag_context
+    assert usage.surplus_received == 0 and snap.module("rag_context").surplus_received == usage.surplus_donated
+    assert usage.condensed and usage.used <= allocated * 40 // 100
     (step,) = snap.condensations
     if honest:  # taken as it came: one call, recorded against the allocation the rule cut
-        assert hist.calls == [("contribute", usage.allocated)]
-        assert (step.before, step.after) == (usage.allocated, usage.used)
+        assert hist.calls == [("contribute", allocated)]
+        assert (step.before, step.after) == (allocated, usage.used)
         assert step.reason == "rule (summarize), applied while contributing"
     else:  # above the target whatever it says: condensed by the orchestrator as any other
-        assert hist.calls[-1] == ("condense", usage.allocated * 40 // 100)
-        assert step.reason == "rule (summarize)" and step.before > usage.allocated * 40 // 100
+        assert hist.calls[-1] == ("condense", allocated * 40 // 100)
+        assert step.reason == "rule (summarize)" and step.before > allocated * 40 // 100
 
 
 async def test_condensed_means_nothing_without_a_rule():

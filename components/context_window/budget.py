@@ -109,10 +109,14 @@ def plan_surplus(
     recipients_allowed: Collection[str],
     priority: Mapping[str, int],
     max_tokens: Mapping[str, int],
+    released: Mapping[str, int] | None = None,
 ) -> SurplusPlan:
     """Donors under 30% utilisation give what they did not use; recipients over 80% share it by priority.
 
-    Grants are capped at each recipient's maximum; what a cap refuses is offered to the others.
+    Grants are capped at each recipient's maximum; what a cap refuses is offered to the others. ``released``: tokens
+    modules already gave up (a condense rule's cut, by module), offered to the other recipients first; what they
+    cannot use joins the donors' surplus, shared among all (the cut modules too). Donors give only what is granted
+    beyond it.
     """
     unused = {
         m: allocated[m] - used[m]
@@ -124,8 +128,12 @@ def plan_surplus(
         for m in recipients_allowed
         if m not in unused and allocated[m] > 0 and used[m] > SURPLUS_RECIPIENT_ABOVE * allocated[m]
     }
-    grants = _share_by_priority(sum(unused.values()), room, priority)
-    return SurplusPlan(_take_proportionally(unused, sum(grants.values())), grants)
+    cut = released or {}
+    first = _share_by_priority(sum(cut.values()), {m: r for m, r in room.items() if m not in cut}, priority)
+    left = sum(cut.values()) - sum(first.values())
+    then = _share_by_priority(sum(unused.values()) + left, {m: r - first.get(m, 0) for m, r in room.items()}, priority)
+    grants = {m: first.get(m, 0) + then.get(m, 0) for m in {*first, *then}}
+    return SurplusPlan(_take_proportionally(unused, max(0, sum(then.values()) - left)), grants)
 
 
 def _share_by_priority(pool: int, room: dict[str, int], priority: Mapping[str, int]) -> dict[str, int]:

@@ -415,21 +415,34 @@ class ContextWindowHandler:
             run.log("pass 3b: over budget; no surplus is handed out")
             return
         slots = run.slots
+        # A condense rule shifts a share to the others; what they leave unused comes back to it like any surplus (a
+        # halved history must not leave the window mostly empty while it is cut). Until then it holds its target.
+        released = {
+            m: s.allocated - s.rule_target
+            for m, s in slots.items()
+            if s.condensed and s.rule_target is not None and s.allocated > s.rule_target
+        }
+        for module_id, tokens in released.items():
+            slots[module_id].allocated -= tokens
         plan = b.plan_surplus(
             allocated={m: s.allocated for m, s in slots.items()},
             used={m: s.used + (s.contribution.held_back if s.contribution else 0) for m, s in slots.items()},
-            recipients_allowed=[m for m, s in slots.items() if s.condensable and s.status == "ok" and not s.condensed],
+            recipients_allowed=[m for m, s in slots.items() if s.condensable and s.status == "ok"],
             priority={m: s.priority for m, s in slots.items()},
             max_tokens={m: s.max_tokens for m, s in slots.items()},
+            released=released,
         )
-        for module_id, tokens in plan.donations.items():
-            slots[module_id].allocated -= tokens
-            slots[module_id].donated = tokens
-            run.reallocations.append(Reallocation(module_id, -tokens))
+        for module_id in sorted({*released, *plan.donations}):
+            given = plan.donations.get(module_id, 0)
+            slots[module_id].allocated -= given
+            slots[module_id].donated = given + released.get(module_id, 0)
+            run.reallocations.append(Reallocation(module_id, -slots[module_id].donated))
         recipients = [slots[m] for m in sorted(plan.grants)]
         for slot in recipients:
             slot.received = plan.grants[slot.module_id]
             slot.allocated += slot.received
+            if slot.rule_target is not None:  # its rule's cut is undone by what it receives
+                slot.rule_target = slot.allocated
             run.reallocations.append(Reallocation(slot.module_id, slot.received))
         if plan.grants:
             run.log(f"pass 3b: {sum(plan.grants.values()):,} surplus tokens to {', '.join(sorted(plan.grants))}")

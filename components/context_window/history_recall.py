@@ -15,6 +15,7 @@ about storage.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import hashlib
 import logging
@@ -39,7 +40,7 @@ from .base import (
     pages_newest_first,
 )
 from .phases import visible
-from .relevance import BM25Index, VectorIndex, fuse, terms
+from .relevance import RRF_K, BM25Index, VectorIndex, fuse, terms
 from .session_cache import BoundedCache
 
 EMBED_CHARS = 2_000
@@ -56,6 +57,26 @@ matches a query by its best part: one fact in a long message is not diluted by t
 bench: 85-90% at 4,000 tokens against 63% for whole-message vectors (docs/knowledge.md, "History recall")."""
 WEIGHTS = (0.5, 1.0)
 """RRF weights of the lexical and dense rankings when both are there (measured: 0.5/1 beat 1/1 and 1/0.5)."""
+NEIGHBOURS = 2
+"""How many messages on each side of one of the best hits are ranked with it (its exchange)."""
+NEIGHBOURS_OF = 5
+"""The best this many hits bring their exchanges."""
+NEIGHBOUR_MAX_CHARS = 300
+"""Only a short neighbour comes with its hit (a reply, a follow-up line): a long assistant answer beside a user's
+fact would spend the room of several hits (recall_bench.py's chats: 63 / 76% at 4K / 8K with every neighbour)."""
+NEIGHBOUR_SHARE = 0.9
+"""A neighbour's score is this share of its hit's: with RRF scores, the best hit's neighbours rank about 8th."""
+HOP_FROM = 3
+"""The second hop starts from the names in this many best messages."""
+HOP_WEIGHT = 0.5
+"""RRF weight of the second hop's ranking (beside the lexical and dense ones)."""
+HOP_MIN_IDF = 2.0
+"""A name leads a second hop only when it is rare in the history (idf at least this: in under ~1 message in 7)."""
+_NAME = re.compile(
+    r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]{2,}\b"  # not opening a sentence
+    r"|\b[A-Z][a-z]{2,}\b(?= (?:is|was|has|had|said|taught|called)\b)"
+)
+"""Capitalised words that are names: not the first word of a sentence, unless a verb follows that a name takes."""
 RECENT_QUESTIONS = 3
 """How many of the newest user messages a query is compared with to tell a conversation going on from a return to
 something said long ago (``RecallLead.continuity``)."""
@@ -65,10 +86,16 @@ part: 12,059 took 1.1-1.8 s over HTTP), and at most ``EMBED_AT_ONCE`` embedded (
 ~0.2 s. A longer history (one a replica meets for the first time) is indexed by words at once and gets its vectors
 in a background job, so a turn never waits on them; recall ranks by words meanwhile."""
 EMBED_AT_ONCE = EMBED_BATCH
+VECTORS_WAIT_S = 1.0
+"""How long a turn waits for a running vectors job before it ranks by words (below the module's 2 s timeout): a
+conversation imported a moment ago gets its vectors in that time unless it is long (minilm-int8: ~5.6 ms of CPU a
+part, so ~180 parts a second)."""
 STORE_RETRY_S = 30.0
 """After a ``PartVectors`` call fails, the store is left alone this long: a stalled server is not waited for by
 every turn (each would spend its wait before embedding anyway)."""
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+_SPEAKER = re.compile(r"^(\[[^\]\n]{1,40}\]\s*)?([A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}): ")
+"""A chat line's speaker tag, after an optional bracketed header such as a date: "[8 May 2023] Maya: "."""
 log = logging.getLogger(__name__)
 
 
@@ -108,7 +135,9 @@ def part_key(text: str) -> str:
 
 
 def parts_of(text: str) -> list[str]:
-    """``text`` as at most ``MAX_PARTS`` runs of whole sentences, in order."""
+    """``text`` as at most ``MAX_PARTS`` runs of whole sentences, in order, without a leading speaker tag ("Maya: "):
+    a name said in every message of a chat between people would otherwise outweigh what each message says."""
+    text = _SPEAKER.sub(r"\1", text, count=1)
     sentences = [s for s in _SENTENCE_END.split(text) if s.strip()] or [text or " "]
     if len(sentences) <= MAX_PARTS:
         return [s[:EMBED_CHARS] for s in sentences]
@@ -150,6 +179,9 @@ class HistoryIndex:
     _owner_array: np.ndarray = field(default_factory=lambda: np.zeros(0, np.intp))
     _row_array: np.ndarray = field(default_factory=lambda: np.zeros(0, np.intp))
     _starts: np.ndarray = field(default_factory=lambda: np.zeros(0, np.intp))
+    speakers: set[str] = field(default_factory=set)
+    """The names chat lines open with ("Maya: ...") or carry as their ``name``: a question naming a speaker is about
+    what they said, so the name is not what it is searched by (see ``focus``)."""
     _vectored: int = 0
     """How many of the first messages were added with vectors (a message never shown may have none)."""
     unit_of: list[int] = field(default_factory=list)
@@ -159,7 +191,10 @@ class HistoryIndex:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     vectoring: asyncio.Task[None] | None = None
     """The background job giving the messages indexed by words only their vectors (one at a time per index)."""
+    vectors_due: float = 0.0
+    """Until when (``time.monotonic``) recall waits for that job before ranking by words."""
     _lexical_cache: tuple[Any, np.ndarray] | None = None
+    _rank_cache: tuple[Any, tuple[np.ndarray, np.ndarray, str, str | None]] | None = None
     _dense_cache: tuple[Any, np.ndarray] | None = None
 
     def __len__(self) -> int:
@@ -179,6 +214,10 @@ class HistoryIndex:
         for message in messages:
             position = len(self.messages)
             self.messages.append(message)
+            if (tag := _SPEAKER.match(message.content)) is not None:
+                self.speakers.add(tag.group(2))
+            elif message.name and message.role in ("user", "assistant"):  # the speaker given as the message's name
+                self.speakers.add(message.name)
             self.lexical.add_terms(terms(searchable_text(message)))
             unit = position
             if message.role == "tool" and message.tool_call_id in self._calls:
@@ -188,6 +227,16 @@ class HistoryIndex:
             elif message.role != "tool":
                 self._calls = {}
             self.unit_of.append(unit)
+
+    def focus(self, query: str) -> str:
+        """``query`` without the names of the chat's speakers (and their possessive): in a chat between people half
+        the messages carry each name, so the name finds the short lines that say it ("Sure, Theo!"), not the fact
+        asked about. Unchanged when nothing would be left."""
+        if not self.speakers:
+            return query
+        names = "|".join(re.escape(name) for name in sorted(self.speakers, key=len, reverse=True))
+        focused = re.sub(rf"\b(?:{names})(?:'s|s')?\b", " ", query)
+        return focused if terms(focused) else query
 
     def attach(self, first: int, vectors: Sequence[Sequence[Any]]) -> None:
         """Give the messages from position ``first`` (the first without vectors) their part vectors, in order."""
@@ -283,19 +332,69 @@ class HistoryIndex:
         weights: tuple[float, float] = WEIGHTS,
     ) -> tuple[np.ndarray, np.ndarray, str, str | None]:
         """Positions of the messages before ``before``, best first, with fused scores, the method and (when nothing
-        ranks) the reason. Messages that match no query term and have no vector come last, newest first."""
+        ranks) the reason. Messages no signal ranks are left out (and the exchanges of the best hits come with them).
+        The last result is kept: a turn asks again when the history gets more room (the surplus pass)."""
+        vector = None if query_vector is None else np.asarray(query_vector, dtype=np.float32).tobytes()
+        key = (query, vector, before, len(self.messages), self._vectored, weights)
+        if self._rank_cache is None or self._rank_cache[0] != key:
+            self._rank_cache = (key, self._rank(query, query_vector, before, weights))
+        return self._rank_cache[1]
+
+    def _rank(
+        self,
+        query: str,
+        query_vector: Sequence[float] | np.ndarray | None,
+        before: int,
+        weights: tuple[float, float],
+    ) -> tuple[np.ndarray, np.ndarray, str, str | None]:
         n = min(before, len(self.messages))
         if n <= 0:
             return np.zeros(0, np.intp), np.zeros(0), "none", "no earlier messages"
         lexical = self.lexical_scores(query)[:n]
         dense = self.dense_scores(query_vector, n) if query_vector is not None else None
         ranking = fuse(lexical=lexical, dense=dense, weights=weights if dense is not None else (1.0, 1.0))
-        unranked = np.ones(n, dtype=bool)
-        unranked[ranking.positions] = False
-        rest = np.flatnonzero(unranked)[::-1]  # what no signal ranks still fills the room: the newest first
-        positions = np.concatenate([ranking.positions, rest])
-        scores = np.concatenate([ranking.scores, np.zeros(len(rest))])
-        return positions, scores, ranking.method, ranking.reason
+        if not len(ranking):
+            return ranking.positions, ranking.scores, ranking.method, ranking.reason
+        fused = np.zeros(n)
+        fused[ranking.positions] = ranking.scores
+        hop = self._second_hop(query, ranking.positions[:HOP_FROM], n)
+        if hop is not None:  # what the best hits name leads to the next hop's message: fused as a third ranking
+            fused[hop] += HOP_WEIGHT / (RRF_K + np.arange(1, len(hop) + 1))
+        short = np.fromiter((len(m.content) <= NEIGHBOUR_MAX_CHARS for m in self.messages[:n]), dtype=bool, count=n)
+        scores = with_neighbours(fused, ranking.positions[:NEIGHBOURS_OF], short)
+        positions = np.flatnonzero(scores > 0)
+        positions = positions[np.lexsort((-positions, -scores[positions]))]
+        return positions, scores[positions], ranking.method, None
+
+    def _second_hop(self, query: str, best: np.ndarray, n: int) -> np.ndarray | None:
+        """Messages ranked by words for the query plus the names the ``best`` messages bring in (a person or place
+        the question does not name: "the relative who taught me to sail" -> "Mireille" -> where Mireille moves),
+        best first; None when they name nothing new. Query decomposition without a model call."""
+        asked = set(terms(query))
+        names = [
+            term
+            for position in best.tolist()
+            for term in dict.fromkeys(terms(" ".join(_NAME.findall(searchable_text(self.messages[position])))))
+            if term not in asked and self.lexical.idf(term) >= HOP_MIN_IDF
+        ]
+        if not names:
+            return None
+        scores = self.lexical.scores_for_terms([*terms(query), *names])[:n]
+        hop = np.flatnonzero(scores > 0)
+        return hop[np.lexsort((-hop, -scores[hop]))]
+
+
+def with_neighbours(fused: np.ndarray, hits: np.ndarray, short: np.ndarray) -> np.ndarray:
+    """Each message's score, raised to just below a hit's when it is ``short`` and one of the ``NEIGHBOURS`` messages
+    before or after one of the best ``hits``: an exchange is ranked with its hit (the reply "A beagle mix, we think"
+    holds the detail a question about the dog asks; "Where did Theo find the fish restaurant?" hits the reply and
+    needs the message naming the city)."""
+    out = fused.copy()
+    for hit in hits.tolist():
+        near = np.arange(max(0, hit - NEIGHBOURS), min(len(fused), hit + NEIGHBOURS + 1))
+        near = near[short[near]]  # only ``short`` ones (see ``NEIGHBOUR_MAX_CHARS``)
+        out[near] = np.maximum(out[near], fused[hit] * NEIGHBOUR_SHARE)
+    return out
 
 
 def _embedded(message: Message) -> bool:
@@ -333,8 +432,11 @@ class SessionRecall:
         max_vectors: int = 20_000,
         *,
         stored: PartVectors | None = None,
+        vectors_wait_s: float = VECTORS_WAIT_S,
     ) -> None:
         self.embedder = embedder
+        self.vectors_wait_s = vectors_wait_s
+        """How long recall waits for a vectors job under way before ranking by words (see ``VECTORS_WAIT_S``)."""
         self.stored = stored
         """Where the parts' vectors are kept beyond this process: read before embedding, written after."""
         self._store_failed = False
@@ -392,6 +494,7 @@ class SessionRecall:
         if index.vectoring is not None and not index.vectoring.done():
             return
         job = index.vectoring = asyncio.get_running_loop().create_task(self._catch_up(session_id, index))
+        index.vectors_due = time.monotonic() + self.vectors_wait_s
         self._jobs.add(job)
         job.add_done_callback(self._jobs.discard)
 
@@ -523,10 +626,21 @@ class SessionRecall:
         self._store_failed = True
         self._store_retry_at = time.monotonic() + STORE_RETRY_S
 
+    async def _synced(self, session: Session) -> HistoryIndex:
+        """The session's index, after waiting up to ``vectors_wait_s`` for a vectors job under way: the same answer
+        whether the vectors were ready or came a moment ago."""
+        index = await self.sync(session)
+        job, left = index.vectoring, index.vectors_due - time.monotonic()
+        if job is not None and not job.done() and left > 0:  # one wait per job, shared by the turn's calls
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(job), left)
+        return index
+
     async def recall(self, session: Session, query: str, *, before: int, enough_tokens: int) -> RecallRanking:
         """Units of the session's messages before position ``before``, best first, until their messages hold about
         ``enough_tokens`` tokens (by their stored counts, else ~4 characters a token) or the ranking ends."""
-        index = await self.sync(session)
+        index = await self._synced(session)
+        query = index.focus(query)
         query_vector = await self._query_vector(index, query, min(before, len(index)))
         positions, scores, method, reason = index.rank(query, query_vector, before)
         ranking = collect_units(index, positions, scores, method, reason, session.phase, enough_tokens)
@@ -536,7 +650,8 @@ class SessionRecall:
         """How the best message before ``split`` outranks the best from ``split`` on, by each signal. Only the
         messages the session's source holds count: a replay or what-if sees the history as it was before its turn,
         while the session's index may already hold that turn (whose question would match itself)."""
-        index = await self.sync(session)
+        index = await self._synced(session)
+        query = index.focus(query)
         end = min(len(index), session.message_source().total)
         lexical = index.lexical_scores(query)[:end]
         older, newer = float(lexical[:split].max(initial=0.0)), float(lexical[split:].max(initial=0.0))

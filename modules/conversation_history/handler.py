@@ -83,12 +83,20 @@ newest turns can outrank what it asks about). Measured: the recall bench's quest
 chat's newest questions, a conversation going on with alike questions 0.99-1.00."""
 RECALL_COST_EXPONENT = HistoryOptions().recall_cost_exponent
 """Default ``recall_cost_exponent``: recalled units are packed by fused score / tokens ** this (0: by rank alone).
-Measured on bench/recall_bench.py (docs/knowledge.md): 0.5 beat 0 and 1 at every limit."""
+0: on long chats between people (bench/conversation_bench.py, docs/knowledge.md) relevance per token chose short
+lines that hold nothing over the longer message holding the fact."""
 RECALL_MARKER = (
     "Earlier messages of this conversation, recalled because they may bear on the current question. They came "
     "before the recent messages above; they are shown in their original order."
 )
 """Opens the recalled messages (a fixed text: counted once, and the same every turn)."""
+
+
+def recall_marker(shown: int, older: int) -> str:
+    """The marker, saying how many of the ``older`` messages (those before the recent ones) are shown: a question
+    such as "how many times..." then knows the list is partial."""
+    return f"{RECALL_MARKER} {shown} of the {older} older messages are shown; {older - shown} are left out."
+
 
 TAIL_MARKER = (
     "Earlier messages of this conversation, just before the recent messages above, shown in their original order."
@@ -386,7 +394,8 @@ class ConversationHistoryModule(ContextModule):
         # twice the room deep: recall took some of them, and a small one further back may fit where a large did not).
         recent = [entry for entry in await self._fill(source, newest_used + 2 * room, ctx) if entry[0] < first_kept]
         recalled, facts = await self._recalled(ctx, first_kept, room, recent)
-        marker = (Message("system", RECALL_MARKER),) if recalled else ()
+        shown = sum(len(unit) for unit in recalled)
+        marker = (Message("system", recall_marker(shown, first_kept)),) if recalled else ()
         tail = ((note,),) if note is not None else ()
         units = newest + tuple((m,) for m in marker) + recalled + tail
         return Contribution(
@@ -417,21 +426,31 @@ class ConversationHistoryModule(ContextModule):
         (the units just before ``before``, newest first), returned in conversation order."""
         assert ctx.tokens is not None
         count = ctx.tokens.count_message
-        room -= count(Message("system", RECALL_MARKER))
+        room -= count(Message("system", recall_marker(before, before)))  # the most digits it can have
         if before <= 0 or room <= 0:
             return (), {"recalled_messages": 0}
         recall = ctx.history_recall or self._own_recall(ctx)
-        ranking = await recall.recall(ctx.session, ctx.query, before=before, enough_tokens=room * 4)
+        ranking = await recall.recall(ctx.session, ctx.query, before=before, enough_tokens=room * 2)
         exponent = option(ctx.directives.config, "recall_cost_exponent", RECALL_COST_EXPONENT, minimum=0)
-        costs = {u.position: sum(count(m) for m in u.messages) for u in ranking.units}
-        # Relevance per token: a short message that ranks a little lower beats a long reply that ranks a little higher
-        # (evidence sits mostly in short user messages; a long reply spends room several short ones could use).
-        by_value = sorted(ranking.units, key=lambda u: (-u.score / max(1, costs[u.position]) ** exponent, u.position))
+        costs: dict[int, int] = {}
+
+        def cost_of(unit: RecalledUnit) -> int:  # counted only for the units packing reaches
+            if unit.position not in costs:
+                costs[unit.position] = sum(count(m) for m in unit.messages)
+            return costs[unit.position]
+
+        # In rank order by default (exponent 0): by relevance per token, short lines that hold nothing beat the
+        # longer message holding the fact (measured on bench/conversation_bench.py).
+        by_value = ranking.units
+        if exponent:
+            by_value = tuple(sorted(by_value, key=lambda u: (-u.score / max(1, cost_of(u)) ** exponent, u.position)))
         chosen: list[RecalledUnit] = []
         seen: set[str] = set()
         left = room
         for unit in by_value:
-            cost = costs[unit.position]
+            if left < MESSAGE_OVERHEAD + 2:  # not even a one-word message fits any more
+                break
+            cost = cost_of(unit)
             text = "\n".join(m.content for m in unit.messages)
             if cost > left or text in seen:  # too large for what is left, or a repeat of what is chosen
                 continue

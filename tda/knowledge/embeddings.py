@@ -12,13 +12,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import hashlib
 import itertools
 import re
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -297,3 +298,19 @@ def make_embedder(name: str) -> EmbeddingFunction[Documents]:
         return EMBEDDERS[name]()
     except KeyError:
         raise ValueError(f"unknown embedder {name!r}; choose one of {', '.join(EMBEDDERS)}") from None
+
+
+class Embedder:
+    """A named embedder as the component's ``Embedder`` protocol (async ``embed``), for callers without the knowledge
+    store: ``tda assemble`` and session files get the embedder the service uses, so recall ranks the same way."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._embed = make_embedder(name)
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        texts = list(texts)
+        if len(texts) == 1 and embeds_at_once(self._embed, texts[0]):
+            return [list(map(float, v)) for v in self._embed(texts)]
+        vectors = await asyncio.to_thread(self._embed, texts)
+        return [list(map(float, v)) for v in vectors]

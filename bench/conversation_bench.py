@@ -1,0 +1,212 @@
+"""Long-conversation bench: does the window hold a question's evidence, and at what cost in tokens?
+
+Data: bench/conversation_data.py (long chats between people over weeks, written offline; five question kinds, the
+evidence of each labelled by message). tda runs through the service as a user meets it: a fresh app (SQLite, the
+mock model, the embedder of TDA_EMBEDDER, default minilm-int8), an llm_only profile created without a type; each
+chat is imported into a session over HTTP and its questions are asked at once through the what-if preview, once per
+shipped type and limit: the window a turn would send, without recording the question. A turn asked right after an
+import waits for the session's lock, which the import's indexing holds until the history's vectors are in; the
+preview takes no lock, so the bench waits as a turn would (BENCH_SETTLE=0: not at all, the first questions are then
+ranked by words while the vectors come). A question is recalled when every evidence message's text is in that
+window.
+
+The baseline is the plain hybrid a user could write in an afternoon: BM25 + the same embedder (whole messages),
+reciprocal-rank fusion, packed in rank order into exactly the history tokens tda's conversation_history used for
+that question (a message that does not fit is passed over for the next).
+
+Reported per type and limit: recall (tda and hybrid) per question kind, the history and window tokens used, and on
+unanswerable questions the tokens recall added and whether the snapshot said nothing relevant was found.
+
+Run: `python bench/conversation_bench.py` (BENCH_CONVERSATIONS=n chats, default 2: one of each style;
+BENCH_LIMITS=4000,8000,16000; BENCH_TYPES=balanced,conversation_first,...; BENCH_QUESTIONS=n per chat, 0: all).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import numpy as np  # noqa: E402
+
+from bench.conversation_data import KINDS, Conversation, conversations  # noqa: E402
+from components.context_window.base import Message  # noqa: E402
+from components.context_window.relevance import BM25Index, fuse, unit_rows  # noqa: E402
+from components.context_window.token_estimator import estimator_for  # noqa: E402
+from tda.config import Settings, offline_library_defaults  # noqa: E402
+from tda.db import upgrade  # noqa: E402
+
+offline_library_defaults()
+
+LIMITS = tuple(int(x) for x in os.environ.get("BENCH_LIMITS", "4000,8000,16000").split(","))
+CONVERSATIONS = int(os.environ.get("BENCH_CONVERSATIONS", "2"))
+QUESTIONS = int(os.environ.get("BENCH_QUESTIONS", "0"))
+SETTLE = os.environ.get("BENCH_SETTLE", "1") != "0"
+EMBEDDER = os.environ.get("TDA_EMBEDDER", "minilm-int8")
+TYPES = tuple(os.environ.get("BENCH_TYPES", "balanced,conversation_first,knowledge_heavy,token_efficient").split(","))
+
+
+@dataclass
+class Cell:
+    """One type x limit x question kind."""
+
+    asked: int = 0
+    tda: int = 0
+    hybrid: int = 0
+    history_tokens: list[int] = field(default_factory=list)
+    window_tokens: list[int] = field(default_factory=list)
+    recalled_tokens: list[int] = field(default_factory=list)
+    said_nothing: int = 0
+
+
+class Hybrid:
+    """BM25 + dense over whole messages, fused by RRF, packed in rank order."""
+
+    def __init__(self, conversation: Conversation, embed: Any) -> None:
+        self.texts = [m["content"] for m in conversation.messages]
+        tokens = estimator_for("gpt-4o")
+        self.costs = [
+            tokens.count_message(Message(m["role"], m["content"]))
+            for m in conversation.messages  # type: ignore[arg-type]
+        ]
+        self.bm25 = BM25Index(self.texts)
+        self.vectors = unit_rows(embed(self.texts))
+        self.embed = embed
+
+    def packed(self, query: str, budget: int) -> set[int]:
+        dense = (self.vectors @ unit_rows(self.embed([query]))[0]).astype(np.float64)
+        ranking = fuse(lexical=self.bm25.scores(query), dense=dense).positions.tolist()
+        chosen, left = set(), budget
+        for i in ranking:
+            if self.costs[i] <= left:
+                chosen.add(i)
+                left -= self.costs[i]
+        return chosen
+
+
+def in_window(window: list[dict[str, Any]], text: str) -> bool:
+    return any(isinstance(m.get("content"), str) and text in m["content"] for m in window)
+
+
+def _module(snapshot: dict[str, Any], module_id: str) -> dict[str, Any]:
+    return next((m for m in snapshot["modules"] if m["module_id"] == module_id), {})
+
+
+async def _ask(client: Any, headers: dict[str, str], path: str, body: dict[str, Any]) -> dict[str, Any]:
+    r = await client.post(path, json=body, headers=headers)
+    assert r.status_code in (200, 201), await r.get_json()
+    return dict(await r.get_json())
+
+
+async def run(data: list[Conversation], folder: Path) -> dict[tuple[str, int, str], Cell]:
+    from tda.app import create_app
+    from tda.knowledge.embeddings import make_embedder
+
+    embed_fn = make_embedder(EMBEDDER)
+    embed = lambda texts: np.asarray(embed_fn(list(texts)), dtype=np.float32)  # noqa: E731
+    cells: dict[tuple[str, int, str], Cell] = defaultdict(Cell)
+    settings = Settings(data_dir=folder, mock_model=True, embedder=EMBEDDER)
+    app = create_app(settings, migrate=False, warm_up_llm=False, warm_up_knowledge=True)
+    from quart.testing import TestApp
+
+    async with TestApp(app, startup_timeout=600) as running:  # loading the embedder on a busy machine takes a while
+        svc = running.app.extensions["tda"]
+        token, _ = await svc.store.tokens.create("bench", "admin")
+        headers = {"Authorization": f"Bearer {token}"}
+        client = running.test_client()
+        r = await client.post("/v1/profiles", json={"id": "chat", "type": "llm_only"}, headers=headers)
+        assert r.status_code == 201, await r.get_json()  # created without a type: Balanced, as a new user gets
+        for number, conversation in enumerate(data):
+            hybrid = Hybrid(conversation, embed)
+            imported = [{**m, "turn": i // 2 + 1} for i, m in enumerate(conversation.messages)]
+            questions = conversation.questions[:QUESTIONS] if QUESTIONS else conversation.questions
+            sid = f"c{number}"
+            body = {"id": sid, "profile_id": "chat"}
+            assert (await client.post("/v1/sessions", json=body, headers=headers)).status_code == 201
+            await _ask(client, headers, f"/v1/sessions/{sid}/messages", {"messages": imported})
+            if SETTLE:  # as a turn does: it takes the session's lock, held by the import's indexing until it is done
+                await svc.writer.settle(sid)
+            for question in questions:
+                evidence = [hybrid.texts[i] for i in question.evidence]
+                for type_id in TYPES:
+                    for limit in LIMITS:
+                        asked = {"type_id": type_id, "session_id": sid, "query": question.text, "context_limit": limit}
+                        out = await _ask(client, headers, "/v1/context-window-types/preview", asked)
+                        window, snapshot = out["messages"], out["snapshot"]
+                        history = _module(snapshot, "conversation_history")
+                        used = int(history.get("used", 0))
+                        meta = history.get("metadata") or {}
+                        cell = cells[(type_id, limit, question.kind)]
+                        cell.asked += 1
+                        cell.history_tokens.append(used)
+                        cell.window_tokens.append(int(snapshot["total_used"]))
+                        cell.recalled_tokens.append(int(meta.get("recalled_tokens", 0)))
+                        cell.said_nothing += "nothing relevant" in str(meta.get("recall_reason", ""))
+                        cell.tda += all(in_window(window, e) for e in evidence)
+                        chosen = hybrid.packed(question.text, used)
+                        cell.hybrid += all(i in chosen for i in question.evidence)
+            print(
+                f"  {conversation.name}: {len(conversation.messages)} messages, {len(questions)} questions",
+                file=sys.stderr,
+            )
+    return cells
+
+
+def _pct(part: int, whole: int) -> str:
+    return f"{100 * part / whole:.0f}%" if whole else "-"
+
+
+def report(cells: dict[tuple[str, int, str], Cell], data: list[Conversation], seconds: float) -> None:
+    sizes = ", ".join(f"{c.name} ({len(c.messages)} messages)" for c in data)
+    print(f"Long-conversation bench: {sizes}; embedder {EMBEDDER}; {seconds:.0f} s\n")
+    answerable = [k for k in KINDS if k != "unanswerable"]
+    print("Recall, tda / hybrid (same history tokens), per type, limit and question kind:\n")
+    print("| type | limit | " + " | ".join(answerable) + " | all | history tokens | window tokens |")
+    print("|---|---:|" + "---:|" * (len(answerable) + 3))
+    for type_id in TYPES:
+        for limit in LIMITS:
+            row, tda, hybrid, asked, hist, win = [], 0, 0, 0, [], []
+            for kind in answerable:
+                c = cells.get((type_id, limit, kind), Cell())
+                row.append(f"{_pct(c.tda, c.asked)} / {_pct(c.hybrid, c.asked)}")
+                tda, hybrid, asked = tda + c.tda, hybrid + c.hybrid, asked + c.asked
+                hist += c.history_tokens
+                win += c.window_tokens
+            print(
+                f"| {type_id} | {limit:,} | " + " | ".join(row) + f" | **{_pct(tda, asked)} / {_pct(hybrid, asked)}** "
+                f"| {np.mean(hist or [0]):,.0f} | {np.mean(win or [0]):,.0f} |"
+            )
+    print("\nUnanswerable questions (nothing in the chat answers them):\n")
+    print("| type | limit | asked | recalled tokens (mean) | history tokens | window tokens | said nothing relevant |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for type_id in TYPES:
+        for limit in LIMITS:
+            c = cells.get((type_id, limit, "unanswerable"), Cell())
+            print(
+                f"| {type_id} | {limit:,} | {c.asked} | {np.mean(c.recalled_tokens or [0]):,.0f} | "
+                f"{np.mean(c.history_tokens or [0]):,.0f} | {np.mean(c.window_tokens or [0]):,.0f} | "
+                f"{_pct(c.said_nothing, c.asked)} |"
+            )
+
+
+def main() -> None:
+    data = conversations(CONVERSATIONS)
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        upgrade(f"sqlite+aiosqlite:///{folder / 'tda.db'}")
+        start = time.perf_counter()
+        cells = asyncio.run(run(data, folder))
+        report(cells, data, time.perf_counter() - start)
+
+
+if __name__ == "__main__":
+    main()
