@@ -62,7 +62,7 @@ async def test_the_window_reads_only_the_newest_pages_of_a_long_history(builtin_
     ctx = module_ctx(_paged(make_ctx(messages=()), source))
     c = await history.contribute(2_000, ctx)
     kept = c.messages()
-    assert kept[-1] == messages[-1] and c.metadata["messages_total"] == 10_000
+    assert messages[-1] in kept and c.metadata["messages_total"] == 10_000  # older ones may follow, behind a marker
     # What the window holds, plus the summary's look-back, rounded up to the pages: far from 10,000.
     assert len(kept) < 60 and source.read <= 32 + 128 and source.pages <= 2
 
