@@ -35,9 +35,10 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
+# `make test` runs on two workers, a test file per worker at a time (its module fixtures stay with it).
 test: $(STAMP)
 	BIN=$(BIN) scripts/test-deps.sh
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 2 --dist loadfile
 
 # `make test-fast`: the component and the built-in modules alone (no server, database server or browser; ~1 min).
 test-fast: $(STAMP)
