@@ -24,6 +24,7 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.service_bench import start_server  # noqa: E402
 from tests.service.support import free_port  # noqa: E402
 
 MESSAGES = int(os.environ.get("BENCH_MESSAGES", "100000"))
@@ -35,22 +36,6 @@ def conversation(n: int) -> list[dict[str, str]]:
     """``n`` short messages, user and assistant in turn, ending with the user's."""
     roles = ("user", "assistant")
     return [{"role": roles[(n - 1 - i) % 2], "content": f"message {i}: what happened next?"} for i in range(n)]
-
-
-def start_server(data_dir: Path, port: int) -> subprocess.Popen[bytes]:
-    env = {
-        **os.environ,
-        "TDA_DATA_DIR": str(data_dir),
-        "TDA_MODULES_DIR": str(data_dir / "modules"),
-        "TDA_PORT": str(port),
-        "TDA_MOCK_MODEL": "1",
-        "TDA_EMBEDDER": "hashing",
-        "PYTHONPATH": str(ROOT),
-    }
-    log = (data_dir / "server.log").open("wb")
-    return subprocess.Popen(
-        [sys.executable, "-m", "tda.cli", "serve"], env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT
-    )
 
 
 def admin_token(data_dir: Path) -> str:

@@ -42,6 +42,7 @@ from tests.gateway.servers import (  # noqa: E402
     admin_token,
     free_port,
     start,
+    start_fake_upstream,
     start_tda,
     stop,
     wait_until_serving,
@@ -128,15 +129,8 @@ def servers(folder: Path) -> Iterator[list[Target]]:
     """The fake upstream, tda and the proxy, running; all stopped on the way out (also on error)."""
     processes: list[subprocess.Popen[bytes]] = []
     try:
-        up_port = free_port()
-        upstream = start(
-            [sys.executable, str(ROOT / "tests" / "gateway" / "upstream.py"), "--port", str(up_port)],
-            {**os.environ, "PYTHONPATH": str(ROOT)},
-            folder / "upstream.log",
-        )
+        upstream, upstream_base = start_fake_upstream(folder)
         processes.append(upstream)
-        upstream_base = f"http://127.0.0.1:{up_port}/v1"
-        wait_until_serving(upstream, f"{upstream_base}/models", folder / "upstream.log")
 
         tda_dir = folder / "tda"
         tda_dir.mkdir()

@@ -37,6 +37,7 @@ from tests.gateway.servers import (  # noqa: E402
     free_port,
     server_env,
     start,
+    start_fake_upstream,
     stop,
     wait_until_serving,
 )
@@ -144,15 +145,8 @@ def first_last(rows: list[float]) -> tuple[float, float, float]:
 def run(folder: Path) -> dict[str, Any]:
     processes = []
     try:
-        up_port = free_port()
-        upstream = start(
-            [sys.executable, str(ROOT / "tests" / "gateway" / "upstream.py"), "--port", str(up_port)],
-            {**os.environ, "PYTHONPATH": str(ROOT)},
-            folder / "upstream.log",
-        )
+        upstream, upstream_base = start_fake_upstream(folder)
         processes.append(upstream)
-        upstream_base = f"http://127.0.0.1:{up_port}/v1"
-        wait_until_serving(upstream, f"{upstream_base}/models", folder / "upstream.log")
         data = folder / "tda"
         data.mkdir()
         token = admin_token(data)

@@ -95,6 +95,20 @@ def wait_until_serving(process: subprocess.Popen[bytes], url: str, log: Path) ->
     raise RuntimeError(f"{process.args} did not answer within {START_TIMEOUT_S} s:\n{log.read_text()[-3000:]}")
 
 
+def start_fake_upstream(folder: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """The recorded fake upstream (tests/gateway/upstream.py) on a free port, answering: its process and base URL."""
+    port, log = free_port(), folder / "upstream.log"
+    command = [sys.executable, str(ROOT / "tests" / "gateway" / "upstream.py"), "--port", str(port)]
+    process = start(command, {**os.environ, "PYTHONPATH": str(ROOT)}, log)
+    base = f"http://127.0.0.1:{port}/v1"
+    try:
+        wait_until_serving(process, f"{base}/models", log)
+    except BaseException:
+        stop(process)
+        raise
+    return process, base
+
+
 def stop(process: subprocess.Popen[bytes]) -> None:
     if process.poll() is None:
         process.terminate()
