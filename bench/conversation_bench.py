@@ -39,6 +39,7 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 
 from bench.conversation_data import KINDS, Conversation, conversations  # noqa: E402
+from bench.recall_bench import in_window, packed_in_rank_order  # noqa: E402
 from components.context_window.base import Message  # noqa: E402
 from components.context_window.relevance import BM25Index, fuse, unit_rows  # noqa: E402
 from components.context_window.token_estimator import estimator_for  # noqa: E402
@@ -85,16 +86,7 @@ class Hybrid:
     def packed(self, query: str, budget: int) -> set[int]:
         dense = (self.vectors @ unit_rows(self.embed([query]))[0]).astype(np.float64)
         ranking = fuse(lexical=self.bm25.scores(query), dense=dense).positions.tolist()
-        chosen, left = set(), budget
-        for i in ranking:
-            if self.costs[i] <= left:
-                chosen.add(i)
-                left -= self.costs[i]
-        return chosen
-
-
-def in_window(window: list[dict[str, Any]], text: str) -> bool:
-    return any(isinstance(m.get("content"), str) and text in m["content"] for m in window)
+        return packed_in_rank_order(ranking, self.costs, budget)
 
 
 def _module(snapshot: dict[str, Any], module_id: str) -> dict[str, Any]:

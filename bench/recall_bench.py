@@ -96,12 +96,17 @@ class Baselines:
         }
 
     def packed(self, ranking: list[int], budget: int) -> set[int]:
-        chosen, left = set(), budget
-        for i in ranking:
-            if self.costs[i] <= left:
-                chosen.add(i)
-                left -= self.costs[i]
-        return chosen
+        return packed_in_rank_order(ranking, self.costs, budget)
+
+
+def packed_in_rank_order(ranking: list[int], costs: list[int], budget: int) -> set[int]:
+    """The baselines' packing: down the ranking, each message that still fits (no fixed k)."""
+    chosen, left = set(), budget
+    for i in ranking:
+        if costs[i] <= left:
+            chosen.add(i)
+            left -= costs[i]
+    return chosen
 
 
 def in_window(window: list[dict[str, Any]], text: str) -> bool:
