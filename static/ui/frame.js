@@ -1,6 +1,6 @@
 // Every signed-in page: the menu on narrow screens, sign out, table cells labelled for the phone layout, and
 // controls locked for viewers.
-import { api, lockForViewers } from "./lib.js";
+import { lockForViewers, signOut } from "./lib.js";
 
 const toggle = document.getElementById("menu-toggle");
 toggle?.addEventListener("click", () => {
@@ -21,7 +21,5 @@ function labelCells(root = document) {
 labelCells();
 new MutationObserver(() => labelCells()).observe(document.querySelector("main") || document.body, { childList: true, subtree: true });
 
-document.getElementById("sign-out")?.addEventListener("click", async () => {
-  try { await api("DELETE", "/v1/auth/session"); } finally { location.assign("/ui/sign-in"); }
-});
+document.getElementById("sign-out")?.addEventListener("click", signOut);
 lockForViewers();

@@ -11,6 +11,15 @@ export class ApiError extends Error {
 
 const csrf = () => document.querySelector('meta[name="csrf-token"]')?.content || "";
 
+// Once the user signs out, a poll answered 401 must not send them to sign-in?next=<this page> instead.
+let signingOut = false;
+
+/** Ends the session and goes to the sign-in page (even if the server could not be reached). */
+export async function signOut() {
+  signingOut = true;
+  try { await api("DELETE", "/v1/auth/session"); } finally { location.assign("/ui/sign-in"); }
+}
+
 export async function api(method, path, { body, headers = {} } = {}) {
   const init = { method, headers: { Accept: "application/json", ...headers }, credentials: "same-origin" };
   if (body !== undefined) {
@@ -20,7 +29,7 @@ export async function api(method, path, { body, headers = {} } = {}) {
   if (!["GET", "HEAD"].includes(method)) init.headers["X-CSRF-Token"] = csrf();
   const res = await reach(path, init);
   const data = await bodyOf(res);
-  if (res.status === 401) {
+  if (res.status === 401 && !signingOut) {
     location.assign(`/ui/sign-in?next=${encodeURIComponent(location.pathname + location.search)}`);
   }
   if (!res.ok) throw new ApiError(res.status, data);
