@@ -38,6 +38,7 @@ from .errors import Conflict, Invalid, NotFound, UpstreamFailed
 from .knowledge.scope import ANONYMOUS
 from .llm import Relay, max_tokens_for, model_call_error
 from .models import ProfileRow, SessionRow
+from .recall.messages import vectors_ready
 from .recall.turns import index_turn_after
 from .sources import Cutoff, build_context, input_hashes, message_of, summarizer_for
 from .store.sessions import SessionData
@@ -125,6 +126,7 @@ async def window(svc: TDAService, call: ClientCall, profile: ProfileRow) -> tupl
     what a client's count of its prompt tokens asks about."""
     ctx = await _context(svc, call, split(call.messages), profile, None)
     window_type = await resolve_type(svc, profile)
+    await vectors_ready(svc, ctx, window_type.type)
     return await svc.handler.assemble(ctx, window_type.type), ctx.model
 
 
@@ -278,6 +280,7 @@ async def _attempt(
     """The window assembled for ``ctx.model``, its snapshot recorded (with a session), and the model's answer.
     UpstreamFailed when the model call fails (its failure exported; the snapshot kept)."""
     with timed(call, "assemble"):
+        await vectors_ready(svc, ctx, window_type.type)  # cold = warm: the window never depends on background indexing
         assembled_at = time.time()  # replay serves the champion cases recorded by then
         assembled = await svc.handler.assemble(ctx, window_type.type)
     model_at = time.time_ns()

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from components.context_window.window_type import ContextWindowType
 
 from .attribution import attribution
+from .recall.messages import vectors_ready
 from .sources import build_context
 from .turns import with_component_instructions
 
@@ -35,6 +36,7 @@ async def preview(
     ctx = await with_component_instructions(svc, ctx)
     if context_limit is not None:  # what if the limit were this (like a session override: only lowers)
         ctx = dataclasses.replace(ctx, session=dataclasses.replace(ctx.session, context_limit=context_limit))
+    await vectors_ready(svc, ctx, window_type)  # as a turn would: the window never depends on background indexing
     assembled = await svc.scratch_handler.assemble(ctx, window_type)
     return {
         "persisted": False,

@@ -31,7 +31,7 @@ from .errors import Conflict, Invalid, UpstreamFailed, UpstreamNotAllowed
 from .events import stream_key
 from .llm import Relay, max_tokens_for, model_call_error
 from .models import MessageRow, TurnRow
-from .recall.messages import index_after
+from .recall.messages import index_after, vectors_ready
 from .recall.turns import index_turn_after
 from .sources import build_context, input_hashes, message_of
 from .store.types import StoredType
@@ -401,6 +401,7 @@ async def _attempt(
     UpstreamFailed when the call fails (the failure exported, the snapshot kept)."""
     session_id, turn = where
     with timed(options, "assemble"):
+        await vectors_ready(svc, ctx, stored.type)  # cold = warm: the window never depends on background indexing
         assembled_at = time.time()  # replay serves the champion cases recorded by then
         assembled = await svc.handler.assemble(ctx, stored.type)
     model_at = time.time_ns()

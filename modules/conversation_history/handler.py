@@ -298,10 +298,12 @@ class ConversationHistoryModule(ContextModule):
         # What the block's start left out of the sliding window goes after the stable part, in order, behind a
         # marker: the window stays full while its prefix stays put between turns.
         tail = [unit for _, unit, _ in reversed(within[len(kept) :])]
+        if overflowing and (beyond := self._next_older(ctx, len(within))) is not None:
+            tail.insert(0, beyond)  # what did not fit whole may still fit cut, so the window is full
         if tail:
             assert ctx.tokens is not None
             tail_room = budget - reserve - room - sum(cost for _, _, cost in kept)
-            tail = _fitted_tail(tail, tail_room, ctx.tokens.count_message)
+            tail = _fitted_tail(tail, tail_room, ctx.tokens)
         if room:
             end = first_kept
             if ctx.summarizer is not None:  # a model call: summarise a bucket-aligned excerpt, reused for a while
@@ -500,6 +502,12 @@ class ConversationHistoryModule(ContextModule):
             walk = ctx.memo["walk"] = _Walk(source, ctx)
         return await walk.within(budget)
 
+    @staticmethod
+    def _next_older(ctx: AssemblyContext, shown: int) -> Unit | None:
+        """The unit just older than the ``shown`` newest ones, when the walk priced it (it did not fit whole)."""
+        walk = ctx.memo.get("walk")
+        return walk.priced[shown][1] if walk is not None and len(walk.priced) > shown else None
+
     async def _summary(
         self, recent_dropped: list[Message], first_kept: int, room: int, ctx: AssemblyContext
     ) -> Message | None:
@@ -600,11 +608,20 @@ CUT_NOTE = "\n[... the rest of this result, {tokens:,} tokens, is not shown]"
 """Ends a tool result cut to fit (its beginning is sent as it was)."""
 
 
+MESSAGE_CUT_NOTE = "\n[... the rest of this message, {tokens:,} tokens, is not shown]"
+"""Ends a request or an answer cut to fit (its beginning is sent as it was)."""
+MIN_CUT_TOKENS = 48
+"""Less room than this is not worth a cut message (its note and a line or two)."""
+
+
 def cut_unit(unit: Unit, room: int, tokens: TokenCounter) -> Unit | None:
-    """A tool call with its results cut to fit ``room``: each result's beginning (shares by water-filling), marked
-    as cut, still answering its call. None: not a tool call, or not even the call and the notes fit."""
-    if len(unit) < 2 or room <= 0:
+    """``unit`` cut to fit ``room``: a request or an answer, its beginning; a tool call, each result's beginning
+    (shares by water-filling), still answering its call; each marked as cut. None: not even the call and the notes
+    (or a message's first words) fit, or the message is not plain text."""
+    if room <= 0:
         return None
+    if len(unit) == 1:
+        return _cut_message(unit[0], room, tokens)
     count = tokens.count_message
     head, results = unit[0], unit[1:]
     notes = [dataclasses.replace(r, content=CUT_NOTE.format(tokens=tokens.count(r.content))) for r in results]
@@ -623,6 +640,25 @@ def cut_unit(unit: Unit, room: int, tokens: TokenCounter) -> Unit | None:
         out.append(dataclasses.replace(result, content=text + note, tokens=None, parts=None))
     cut = tuple(out)
     return cut if sum(count(m) for m in cut) <= room else None
+
+
+def _cut_message(message: Message, room: int, tokens: TokenCounter) -> Unit | None:
+    """A user or assistant message's beginning within ``room``, marked as cut (None: a call, media, or too little
+    room for a few words)."""
+    if message.role not in ("user", "assistant") or message.tool_calls or message.parts or not message.content:
+        return None
+    whole = tokens.count(message.content)
+    note_room = tokens.count_message(dataclasses.replace(message, content=MESSAGE_CUT_NOTE.format(tokens=whole)))
+    text = cut_to_tokens(message.content, room - note_room, tokens)
+    if len(text) < MIN_CUT_CHARS:
+        return None
+    note = MESSAGE_CUT_NOTE.format(tokens=whole - tokens.count(text))
+    cut = dataclasses.replace(message, content=text + note, tokens=None)
+    return (cut,) if tokens.count_message(cut) <= room else None
+
+
+MIN_CUT_CHARS = 40
+"""A message cut to fewer characters than this says nothing worth its room."""
 
 
 LOOP_TAIL_PCT = 25
@@ -647,14 +683,17 @@ def _within(kept: list[tuple[int, Unit, int]], room: int) -> list[tuple[int, Uni
     return kept
 
 
-def _fitted_tail(tail: list[Unit], room: int, count: Any) -> list[Unit]:
-    """The newest units of ``tail`` (in conversation order) that fit in ``room`` with the marker before them."""
+def _fitted_tail(tail: list[Unit], room: int, tokens: TokenCounter) -> list[Unit]:
+    """The newest units of ``tail`` (in conversation order) that fit in ``room`` with the marker before them, and
+    the next older one cut to fit what is left (when enough is left to be worth a cut: the window stays full)."""
+    count = tokens.count_message
     left = room - count(Message("system", TAIL_MARKER))
     start = len(tail)
     while start > 0 and (cost := sum(count(m) for m in tail[start - 1])) <= left:
         left -= cost
         start -= 1
-    return tail[start:]
+    cut = cut_unit(tail[start - 1], left, tokens) if start > 0 and left >= MIN_CUT_TOKENS else None
+    return [cut, *tail[start:]] if cut is not None else tail[start:]
 
 
 def _recall_reserve(config: Any, budget: int) -> int:

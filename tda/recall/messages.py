@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from components.context_window.base import Session
+from components.context_window.base import AssemblyContext, Session
+from components.context_window.recall.messages import SessionRecall
+from components.context_window.window_type import ContextWindowType
 
 from ..errors import Unavailable
 from .vectors import write_now
@@ -36,6 +38,24 @@ async def index_history(svc: TDAService, session_id: str) -> None:
 def index_after(svc: TDAService, session_id: str) -> None:
     """Index what was just stored for ``session_id``, after the response (call it holding the session's lock)."""
     svc.writer.submit(session_id, lambda: index_history(svc, session_id), f"history index of session {session_id}")
+
+
+async def vectors_ready(svc: TDAService, ctx: AssemblyContext, window_type: ContextWindowType) -> None:
+    """Bring the recall index of ``ctx``'s session up to its history, every message with its vectors, before the
+    window is assembled (outside the modules' timeouts): the same stored state gives the same window whether the
+    background indexing had finished or not (cold = warm, issue 32). A history met cold (a fresh replica, a long
+    conversation a client sends at once) waits for its vectors once (read from the vectors store when another
+    replica embedded them); later turns embed only what is new, which the indexing after each turn has done."""
+    recall = svc.sources.history_recall
+    if not isinstance(recall, SessionRecall) or recall.embedder is None or not _recalls(window_type):
+        return
+    if ctx.session.message_source().total:
+        await recall.sync(ctx.session, dense=True)
+
+
+def _recalls(window_type: ContextWindowType) -> bool:
+    """Whether a module of ``window_type`` recalls older history (its ``recall_pct`` option is on)."""
+    return any(slot.active and float(slot.config.get("recall_pct") or 0) > 0 for slot in window_type.modules.values())
 
 
 async def forget_history(svc: TDAService, session_id: str, what: str) -> int:

@@ -18,7 +18,6 @@ from typing import Any
 import litellm
 import pytest
 
-from components.context_window.recall.messages import SessionRecall
 from tda.config import Settings
 from tests.agent_session import SYSTEM, TOOLS, tool_loop, turn_messages
 from tests.service.fake_upstream import FakeUpstream, fake_upstream
@@ -45,9 +44,6 @@ async def setup(live: Settings) -> AsyncIterator[Setup]:
             live, model=DEFAULT_MODEL, upstream_base_url=default.base_url, module_timeout_s=60.0
         )  # no module may time out under load: the windows are compared
         app = await stack.enter_async_context(served(settings))
-        # Recall by words: a history met cold ranks by words until its vectors are in, so with vectors the window
-        # would depend on when a background job ends (cold != warm: issue 32's item 2, not solved by this change).
-        app.svc.sources.history_recall = SessionRecall(None)
         await app.profile("agent", model=PROFILE_MODEL, context_limit=LIMIT, upstream={"base_url": own.base_url})
         yield Setup(app, own, default)
 

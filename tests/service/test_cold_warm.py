@@ -1,0 +1,110 @@
+"""Cold = warm (issue 32, item 2): the same stored state gives the same window whether recall's background indexing
+(the history's vectors) has finished or not. A fresh recall index (a replica that never saw the session, a restart)
+meets a long history cold, with the hashing embedder as it is and slowed down (each embedding call waits); its first
+window is compared byte for byte with the one assembled once the index is warm, through /v1/chat/completions (what
+the provider is sent) and through the what-if preview of a stored session (the messages a turn would send)."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AsyncExitStack
+from typing import Any
+
+import pytest
+
+from components.context_window.base import Embedder
+from components.context_window.recall.messages import SessionRecall
+from tda.config import Settings
+from tests.agent_session import SYSTEM, TOOLS, history, turn_messages
+from tests.service.fake_upstream import FakeUpstream, fake_upstream
+from tests.service.served_app import App, served
+
+LIMIT = 16_000
+QUERY = "Back to customer CUST-007: which of its orders were still open, and in which regions?"
+"""Asks about a turn long gone from the newest part of the window: recall ranks the older history for it."""
+
+
+class Slowed:
+    """An embedder whose every call waits ``delay`` seconds first (a busy CPU, a remote model)."""
+
+    def __init__(self, inner: Embedder, delay: float) -> None:
+        self.inner, self.delay, self.calls = inner, delay, 0
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        self.calls += 1
+        await asyncio.sleep(self.delay)
+        return await self.inner.embed(texts)
+
+
+@dataclasses.dataclass
+class Setup:
+    app: App
+    upstream: FakeUpstream
+
+
+@pytest.fixture
+async def setup(live: Settings) -> AsyncIterator[Setup]:
+    async with AsyncExitStack() as stack:
+        upstream = stack.enter_context(fake_upstream())
+        settings = dataclasses.replace(live, upstream_base_url=upstream.base_url, module_timeout_s=60.0)
+        app = await stack.enter_async_context(served(settings))  # no module may time out under load
+        await app.profile("agent", model="gpt-4o", context_limit=LIMIT, upstream={"base_url": upstream.base_url})
+        yield Setup(app, upstream)
+
+
+def cold_recall(app: App, delay: float) -> Slowed:
+    """A recall index that has seen nothing (as on a fresh replica), its embedder slowed by ``delay``."""
+    assert app.svc.sources.embedder is not None
+    slowed = Slowed(app.svc.sources.embedder, delay)
+    app.svc.sources.history_recall = SessionRecall(slowed)
+    return slowed
+
+
+def recall_facts(snapshot: dict[str, Any]) -> dict[str, Any]:
+    (history,) = [m for m in snapshot["modules"] if m["module_id"] == "conversation_history"]
+    return history["metadata"]
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.3])
+async def test_a_session_met_cold_gets_the_window_it_gets_warm_through_the_gateway(setup: Setup, delay: float):
+    slowed = cold_recall(setup.app, delay)
+    client = setup.app.sdk(**{"X-TDA-Profile": "agent", "X-TDA-Session": f"cold-{delay}"})
+    conversation = [*history(60), {"role": "user", "content": QUERY}]
+    for _ in range(2):  # cold, then the same call again (a retry of the turn) with the index warm
+        await client.chat.completions.create(model="tda", messages=conversation, tools=TOOLS)  # type: ignore[arg-type]
+    cold, warm = (json.dumps(r.body["messages"]) for r in setup.upstream.received)
+    assert slowed.calls > 1  # the history was embedded, not only the query
+    assert cold == warm
+    r = await setup.app.http("GET", f"/v1/sessions/cold-{delay}/snapshots")
+    for row in r.json()["snapshots"]:
+        facts = recall_facts(row["snapshot"])
+        assert "recall_vectors_pending" not in facts, facts  # ranked with every message's vectors, cold as warm
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.3])
+async def test_a_stored_session_met_cold_gets_the_window_it_gets_warm(setup: Setup, delay: float):
+    app = setup.app
+    r = await app.http("POST", "/v1/sessions", json={"id": "stored", "profile_id": "agent"})
+    assert r.status_code == 201, r.text
+    messages = [
+        {**{k: v for k, v in m.items() if v is not None}, "turn": t}
+        for t in range(1, 61)
+        for m in turn_messages(t)
+    ]
+    r = await app.http("POST", "/v1/sessions/stored/messages", json={"messages": [SYSTEM | {"turn": 0}, *messages]})
+    assert r.status_code == 201, r.text
+    cold_recall(app, delay)  # what the import indexed is not there: as on a replica that did not import it
+
+    async def preview() -> dict[str, Any]:
+        body = {"type_id": "balanced", "session_id": "stored", "query": QUERY}
+        r = await app.http("POST", "/v1/context-window-types/preview", json=body)
+        assert r.status_code == 200, r.text
+        return r.json()
+
+    cold, warm = await preview(), await preview()
+    assert json.dumps(cold["messages"]) == json.dumps(warm["messages"])
+    assert recall_facts(cold["snapshot"]) == recall_facts(warm["snapshot"])
+    assert "recall_vectors_pending" not in recall_facts(cold["snapshot"])

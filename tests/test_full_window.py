@@ -1,0 +1,121 @@
+"""A full window, as a general guarantee (issue 32, item 1), over generated agent histories (hypothesis): whenever the
+history exceeds the room, every shipped window type at 4K, 16K and 128K uses at least 80% of the available budget,
+keeps the newest complete turn (its question, calls, results and answer; a result may be cut, never dropped) and
+never goes over the budget. Counts are litellm.token_counter's (an independent oracle), the budget is the limit
+less the type's output reserve, computed here."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import litellm
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from components.context_window.base import Message, ToolSchema
+from components.context_window.handler import ContextWindowHandler
+from tda.builtins import DEFAULT_TYPES
+from tests.support import make_ctx
+from tests.test_tool_clearing import pairing_errors
+
+MODEL = "gpt-4o"
+TOOL = ToolSchema(
+    name="lookup_orders",
+    description="Look up a customer's orders: one row per order with its status, amount and region.",
+    parameters={"type": "object", "properties": {"customer": {"type": "string"}}, "required": ["customer"]},
+)
+LIMITS = (4_000, 16_000, 128_000)
+
+
+def rows(turn: int, call: int, count: int) -> str:
+    return json.dumps(
+        [
+            {"order": f"ORD-{turn:03d}{call}{i:03d}", "status": ("open", "shipped")[i % 2], "amount": 10 + i}
+            for i in range(count)
+        ]
+    )
+
+
+@st.composite
+def agent_turn(draw: Any, turn: int, max_rows: int) -> list[Message]:
+    """user -> 0 to 2 tool steps (1-2 calls each, every call answered) -> answer."""
+    out = [Message("user", f"Turn {turn}: which orders of customer CUST-{turn:03d} are open?", turn=turn)]
+    for step in range(draw(st.integers(0, 2))):
+        ids = [f"call_{turn}_{step}_{c}" for c in range(draw(st.integers(1, 2)))]
+        arguments = json.dumps({"customer": f"CUST-{turn:03d}"})
+        calls = tuple(
+            {"id": i, "type": "function", "function": {"name": TOOL.name, "arguments": arguments}} for i in ids
+        )
+        out.append(Message("assistant", "", turn=turn, tool_calls=calls))
+        out += [
+            Message("tool", rows(turn, c, draw(st.integers(1, max_rows))), turn=turn, tool_call_id=call_id)
+            for c, call_id in enumerate(ids)
+        ]
+    words = draw(st.integers(3, 120))
+    out.append(Message("assistant", f"Customer CUST-{turn:03d}: " + "open orders listed above. " * words, turn=turn))
+    return out
+
+
+@st.composite
+def agent_history(draw: Any, limit: int) -> list[Message]:
+    max_rows = max(4, limit // 400)  # a result of up to ~a tenth of the window
+    turns = draw(st.integers(2, 12 + limit // 4_000))
+    return [m for t in range(1, turns + 1) for m in draw(agent_turn(t, max_rows))]
+
+
+def as_sent(message: Message) -> dict[str, Any]:
+    out: dict[str, Any] = {"role": message.role, "content": message.content}
+    if message.tool_calls:
+        out["tool_calls"] = list(message.tool_calls)
+    if message.tool_call_id:
+        out["tool_call_id"] = message.tool_call_id
+    return out
+
+
+def tokens(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> int:
+    sent = [m if m.get("content") is not None else {**m, "content": ""} for m in messages]
+    return litellm.token_counter(model=MODEL, messages=sent, tools=tools or None)
+
+
+def newest_turn(history: list[Message]) -> list[Message]:
+    start = max(i for i, m in enumerate(history) if m.role == "user")
+    return history[start:]
+
+
+def assert_newest_turn_kept(window: list[dict[str, Any]], turn: list[Message]) -> None:
+    """Question and answer as they were, every call with its result (a result's text may be cut)."""
+    question, answer = turn[0], turn[-1]
+    assert {"role": "user", "content": question.content} in window
+    assert answer.content in [m.get("content") for m in window if m["role"] == "assistant"]
+    results = {m["tool_call_id"] for m in window if m["role"] == "tool"}
+    for message in turn:
+        if message.role == "tool":
+            assert message.tool_call_id in results, f"the newest turn's result {message.tool_call_id} was dropped"
+
+
+@pytest.mark.parametrize("limit", LIMITS)
+@pytest.mark.parametrize("type_id", sorted(DEFAULT_TYPES))
+@settings(
+    max_examples=12,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
+)
+@given(data=st.data(), asked=st.integers(1, 40))
+async def test_a_history_over_the_room_fills_the_window_and_keeps_the_newest_turn(
+    builtin_registry, type_id, limit, data, asked
+):
+    wtype = DEFAULT_TYPES[type_id]
+    available = limit - limit * wtype.output_reserve_pct // 100
+    history = data.draw(agent_history(limit))
+    if tokens([as_sent(m) for m in history]) <= available:
+        return  # the whole history fits: nothing to fill
+    query = f"Turn {history[-1].turn + 1}: and the open orders of customer CUST-{asked:03d}?"
+    ctx = make_ctx(messages=history, query=query, limit=limit, tools=[TOOL])
+    out = await ContextWindowHandler(builtin_registry).assemble(ctx, wtype)
+    used = tokens(out.messages, out.tools)
+    assert used <= available, (used, available)
+    assert used >= 0.8 * available, (used, available, out.snapshot.decisions)
+    assert pairing_errors(out.messages) == []
+    assert_newest_turn_kept(out.messages, newest_turn(history))
