@@ -101,6 +101,9 @@ class Window:
     """How long one module may take."""
     last: AssembledContext | None = field(default=None, init=False)
     """The newest assembly (its ``snapshot`` says what each module got and used)."""
+    _read: tuple[list[dict[str, Any]], list[Message]] = field(default=([], []), init=False, repr=False)
+    """The last conversation as received (shallow copies) and as converted: an agent sends the same conversation
+    grown by a step or a turn, whose start is not converted again (10,000 messages took ~15 ms)."""
 
     def __post_init__(self) -> None:
         from ..config import offline_library_defaults  # litellm's cost map and tiktoken's files as shipped
@@ -115,11 +118,23 @@ class Window:
             self.window_type = shipped[self.window_type]
         self._handler = ContextWindowHandler(self.registry, timeout_s=self.timeout_s)
 
+    def _converted(self, messages: Sequence[Mapping[str, Any]]) -> list[Message]:
+        """``messages`` as the component's, the start the last call sent (equal, compared in C) not converted again:
+        the same ``Message`` objects, so what is cached by them (recall's index) holds too."""
+        seen, converted = self._read
+        held = len(seen)
+        if len(messages) >= held and list(messages[:held]) == seen:
+            new = [Message.from_chat(m) for m in messages[held:]]
+            self._read = (seen + [dict(m) for m in messages[held:]], converted + new)
+        else:
+            self._read = ([dict(m) for m in messages], [Message.from_chat(m) for m in messages])
+        return self._read[1]
+
     async def assemble(
         self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] = (), *, source: str = "library"
     ) -> AssembledContext:
         """The window for this conversation (OpenAI chat messages and function tools), reported when asked."""
-        instructions, history, query, continuation = split([Message.from_chat(m) for m in messages])
+        instructions, history, query, continuation = split(self._converted(messages))
         ctx = AssemblyContext(
             query=query.content,
             query_message=query,

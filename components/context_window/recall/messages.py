@@ -193,6 +193,7 @@ class HistoryIndex:
     """The background job giving the messages indexed by words only their vectors (one at a time per index)."""
     vectors_due: float = 0.0
     """Until when (``time.monotonic``) recall waits for that job before ranking by words."""
+    _short: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
     _lexical_cache: tuple[Any, np.ndarray] | None = None
     _rank_cache: tuple[Any, tuple[np.ndarray, np.ndarray, str, str | None]] | None = None
     _dense_cache: tuple[Any, np.ndarray] | None = None
@@ -303,6 +304,15 @@ class HistoryIndex:
         self._dense_cache = (key, best)
         return best
 
+    def short(self) -> np.ndarray:
+        """Per message, whether it is short enough to come with a hit as its neighbour (``NEIGHBOUR_MAX_CHARS``);
+        extended by what was added since the last call (the index only grows)."""
+        held = len(self._short)
+        if held < len(self.messages):
+            added = np.fromiter((len(m.content) <= NEIGHBOUR_MAX_CHARS for m in self.messages[held:]), dtype=bool)
+            self._short = np.concatenate([self._short, added])
+        return self._short
+
     def unit(self, first: int, phase: str | None) -> tuple[Message, ...] | None:
         """The unit starting at ``first``: one message, or a tool call with every result answering it (``None`` when a
         result is missing or has no call, or the unit holds an invalid or invisible message: a provider would reject
@@ -360,7 +370,7 @@ class HistoryIndex:
         hop = self._second_hop(query, ranking.positions[:HOP_FROM], n)
         if hop is not None:  # what the best hits name leads to the next hop's message: fused as a third ranking
             fused[hop] += HOP_WEIGHT / (RRF_K + np.arange(1, len(hop) + 1))
-        short = np.fromiter((len(m.content) <= NEIGHBOUR_MAX_CHARS for m in self.messages[:n]), dtype=bool, count=n)
+        short = self.short()[:n]
         scores = with_neighbours(fused, ranking.positions[:NEIGHBOURS_OF], short)
         positions = np.flatnonzero(scores > 0)
         positions = positions[np.lexsort((-positions, -scores[positions]))]
@@ -521,9 +531,9 @@ class SessionRecall:
             return False
         if version is not None:  # a versioned history only grows while its version holds (a continuation sees less)
             return True
-        if session.history is None:  # an in-memory list: compare what was indexed
+        if session.history is None:  # an in-memory list: compare what was indexed (in C: the same objects at once)
             held = session.messages
-            return len(held) >= len(index) and all(a == b for a, b in zip(index.messages, held, strict=False))
+            return len(held) >= len(index) and list(held[: len(index)]) == index.messages
         return len(index) <= session.history.total
 
     async def add(self, index: HistoryIndex, messages: Sequence[Message], *, in_turn: bool = False) -> None:
