@@ -90,6 +90,8 @@ class _Session:
     entries: dict[int, _Entry] = field(default_factory=dict)
     read_below: int = 0
     """Every turn numbered below this has an entry (read from the database or recorded here)."""
+    open: set[int] = field(default_factory=set)
+    """The turns whose entry is not final (a sync looks at these, not at every entry)."""
     version: int | None = None
     """The session's ``history_version`` the validity flags were read at."""
     recalled: BoundedCache[int, TurnRecord] = field(default_factory=lambda: BoundedCache(RECALLED))
@@ -176,7 +178,12 @@ class TurnIndex:
 
     def _enter(self, state: _Session, record: TurnRecord) -> None:
         described = {kind: describe(record) for kind, describe in self._describers.items()}
-        state.entries[record.turn] = _Entry(record.valid, record.phase, record.outcome != OPEN, described)
+        final = record.outcome != OPEN
+        state.entries[record.turn] = _Entry(record.valid, record.phase, final, described)
+        if final:
+            state.open.discard(record.turn)
+        else:
+            state.open.add(record.turn)
 
     async def _sync(self, session_id: str, state: _Session, version: int, before: int) -> None:
         """Entries for every turn below ``before``, as they now are."""
@@ -198,11 +205,12 @@ class TurnIndex:
                 if row.turn not in state.entries:
                     self._enter(state, record_of(row))
             state.read_below = rows[-1].turn + 1 if len(rows) == PAGE else before
-        reopened = [n for n, e in state.entries.items() if n < before and not e.final]
+        reopened = sorted(n for n in state.open if n < before)
         if reopened:  # its tool loop may have gone on elsewhere; a newer turn exists now, so it is done
             for record in await self._read(session_id, reopened):
                 self._enter(state, record)
                 state.entries[record.turn].final = True
+                state.open.discard(record.turn)
 
     async def _read(self, session_id: str, numbers: Sequence[int]) -> list[TurnRecord]:
         async with self._db.read_rows() as c:
