@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from components.context_window.relevance import (
@@ -164,3 +164,17 @@ def test_packing_contract(costs, budget, data):
             left -= costs[p]
         else:
             assert costs[p] > left, "a better candidate that fits was dropped"
+
+
+@given(
+    st.text(alphabet=st.characters(exclude_categories=()), max_size=200) | st.from_regex(r"[A-Za-z0-9_ .,'é-]{0,80}")
+)
+@example("Kelvin \u212a, a lone \ud800 surrogate, İstanbul, ÉTÉ 2024_q3")
+def test_terms_are_the_regexs_words_stemmed(text):
+    """``terms`` splits in C; the oracle is the regex it replaced (lower-cased ASCII words, stopwords out)."""
+    import re
+
+    from components.context_window.relevance import STOPWORDS, stem, terms
+
+    words = re.findall(r"[a-z0-9_]+", text.lower())
+    assert terms(text) == [w if w.isdigit() else stem(w) for w in words if w not in STOPWORDS]

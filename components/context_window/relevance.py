@@ -51,10 +51,38 @@ def stem(word: str) -> str:
     return str(_STEMMER.stemWord(word))
 
 
+_SEPARATORS = bytes(
+    c if chr(c).isascii() and (chr(c).isalnum() or c == 95) and not chr(c).isupper() else 32 for c in range(256)
+)
+"""Bytes of lower-cased UTF-8 text: ``[a-z0-9_]`` kept, every other byte (a non-ASCII one too) a space: the words
+``_TOKEN`` finds, split in C (twice as fast as the regex over a long history met cold)."""
+_TERM_OF: dict[str, str] = {}
+"""Word -> its term ("" for a stopword): a history says the same words again and again."""
+_TERMS_HELD = 200_000
+
+
 def terms(text: str) -> list[str]:
     """The stemmed content words of ``text``, lower-cased, in order (repeats kept). A number is its own stem (the
     stemmer returns digits unchanged, at ~0.1 ms a call: ids and figures in tool results are mostly new numbers)."""
-    return [t if t.isdigit() else stem(t) for t in _TOKEN.findall(text.lower()) if t not in STOPWORDS]
+    words = (
+        text.lower().encode(errors="replace").translate(_SEPARATORS).decode("ascii").split()
+    )  # "?" for a lone surrogate
+    term_of = _TERM_OF.get
+    out = []
+    for word in words:
+        term = term_of(word)
+        if term is None:
+            term = _term(word)
+        if term:
+            out.append(term)
+    return out
+
+
+def _term(word: str) -> str:
+    if len(_TERM_OF) >= _TERMS_HELD:  # bounded: a long-running process meets endless ids and numbers
+        _TERM_OF.clear()
+    term = _TERM_OF[word] = "" if word in STOPWORDS else word if word.isdigit() else stem(word)
+    return term
 
 
 class BM25Index:

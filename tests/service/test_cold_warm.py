@@ -90,9 +90,7 @@ async def test_a_stored_session_met_cold_gets_the_window_it_gets_warm(setup: Set
     r = await app.http("POST", "/v1/sessions", json={"id": "stored", "profile_id": "agent"})
     assert r.status_code == 201, r.text
     messages = [
-        {**{k: v for k, v in m.items() if v is not None}, "turn": t}
-        for t in range(1, 61)
-        for m in turn_messages(t)
+        {**{k: v for k, v in m.items() if v is not None}, "turn": t} for t in range(1, 61) for m in turn_messages(t)
     ]
     r = await app.http("POST", "/v1/sessions/stored/messages", json={"messages": [SYSTEM | {"turn": 0}, *messages]})
     assert r.status_code == 201, r.text
