@@ -92,6 +92,13 @@ class _Session:
     """Every turn numbered below this has an entry (read from the database or recorded here)."""
     open: set[int] = field(default_factory=set)
     """The turns whose entry is not final (a sync looks at these, not at every entry)."""
+    listed: dict[tuple[str, str | None], tuple[int, int, list[tuple[int, Any]]]] = field(default_factory=dict)
+    """Per kind and phase, the last list ``described`` made: (generation, before, list). The next turn's list is it
+    and the turns since, while no entry below its end changed (a session's turns only grow, most turns)."""
+    generation: int = 0
+    """Bumped whenever an entry a list may hold changes (validity, a turn entered again or below a list's end)."""
+    listed_below: int = 0
+    """The largest ``before`` of a list in ``listed``."""
     version: int | None = None
     """The session's ``history_version`` the validity flags were read at."""
     recalled: BoundedCache[int, TurnRecord] = field(default_factory=lambda: BoundedCache(RECALLED))
@@ -146,17 +153,42 @@ class TurnIndex:
         if self._describers.get(kind) is not describe:  # a module asks for the first time (or was reloaded)
             self._describers[kind] = describe
             for s in self._sessions.values():
+                s.generation += 1
                 for e in s.entries.values():
                     e.described.pop(kind, None)
         state = self._state(session)
         async with state.lock:
             await self._sync(session_id, state, version, before)
-            numbers = sorted(n for n, e in state.entries.items() if n < before and e.valid and visible(e.phase, phase))
-            missing = [n for n in numbers if kind not in state.entries[n].described]
-            if missing:  # recorded before this kind was asked for: read once
-                for record in await self._read(session_id, missing):
-                    self._enter(state, record)
-            return [(n, state.entries[n].described[kind]) for n in numbers if kind in state.entries[n].described]
+            listed = self._extended(state, kind, phase, before)
+            if listed is None:
+                numbers = sorted(
+                    n for n, e in state.entries.items() if n < before and e.valid and visible(e.phase, phase)
+                )
+                missing = [n for n in numbers if kind not in state.entries[n].described]
+                if missing:  # recorded before this kind was asked for: read once
+                    for record in await self._read(session_id, missing):
+                        self._enter(state, record)
+                listed = [(n, state.entries[n].described[kind]) for n in numbers if kind in state.entries[n].described]
+            state.listed[(kind, phase)] = (state.generation, before, listed)
+            state.listed_below = max(state.listed_below, before)
+            return list(listed)
+
+    @staticmethod
+    def _extended(state: _Session, kind: str, phase: str | None, before: int) -> list[tuple[int, Any]] | None:
+        """The last list of ``kind`` in ``phase`` and the turns from its end to ``before`` (None: it no longer holds,
+        or a turn to add has no description of this kind yet)."""
+        last = state.listed.get((kind, phase))
+        if last is None or last[0] != state.generation or last[1] > before:
+            return None
+        added = []
+        for n in range(last[1], before):
+            entry = state.entries.get(n)
+            if entry is None or not entry.valid or not visible(entry.phase, phase):
+                continue
+            if kind not in entry.described:
+                return None
+            added.append((n, entry.described[kind]))
+        return last[2] + added if added else last[2]
 
     async def records(self, session: Key, phase: str | None, numbers: Sequence[int]) -> list[TurnRecord]:
         state = self._state(session)
@@ -179,6 +211,8 @@ class TurnIndex:
     def _enter(self, state: _Session, record: TurnRecord) -> None:
         described = {kind: describe(record) for kind, describe in self._describers.items()}
         final = record.outcome != OPEN
+        if record.turn in state.entries or record.turn < state.listed_below:  # a list may hold it, or miss it
+            state.generation += 1
         state.entries[record.turn] = _Entry(record.valid, record.phase, final, described)
         if final:
             state.open.discard(record.turn)
@@ -193,6 +227,7 @@ class TurnIndex:
             for number, entry in state.entries.items():
                 entry.valid = flags.get(number, False)
             state.recalled.clear()
+            state.generation += 1
         state.version = version
         while state.read_below < before:  # turns recorded elsewhere, or before this process met the session
             if all(n in state.entries for n in range(state.read_below, before)):
@@ -209,7 +244,7 @@ class TurnIndex:
         if reopened:  # its tool loop may have gone on elsewhere; a newer turn exists now, so it is done
             for record in await self._read(session_id, reopened):
                 self._enter(state, record)
-                state.entries[record.turn].final = True
+                state.entries[record.turn].final = True  # entered again: the lists holding it are made anew
                 state.open.discard(record.turn)
 
     async def _read(self, session_id: str, numbers: Sequence[int]) -> list[TurnRecord]:

@@ -106,3 +106,20 @@ async def test_a_stored_session_met_cold_gets_the_window_it_gets_warm(setup: Set
     assert json.dumps(cold["messages"]) == json.dumps(warm["messages"])
     assert recall_facts(cold["snapshot"]) == recall_facts(warm["snapshot"])
     assert "recall_vectors_pending" not in recall_facts(cold["snapshot"])
+
+
+async def test_a_stateless_conversation_never_recalls_another_ones_messages(setup: Setup):
+    """Stateless calls share no index: the second conversation (as long, about something else) asks about what only
+    the first said, and its window holds none of it."""
+    secret = "The locker code of the night shift is 4417-ZEBRA."
+    first = [
+        {"role": "user", "content": secret},
+        {"role": "assistant", "content": "Noted."},
+        *history(30)[1:],
+        {"role": "user", "content": "Thanks."},
+    ]
+    second = [*history(31)[1:], {"role": "user", "content": "What is the locker code of the night shift?"}]
+    client = setup.app.sdk(**{"X-TDA-Profile": "agent"})
+    for conversation in (first, second):
+        await client.chat.completions.create(model="tda", messages=conversation, tools=TOOLS)  # type: ignore[arg-type]
+    assert "4417" not in json.dumps(setup.upstream.received[1].body["messages"])

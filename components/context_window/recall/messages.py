@@ -31,6 +31,7 @@ import numpy as np
 
 from ..base import (
     Embedder,
+    InMemoryMessages,
     Message,
     MessageSource,
     RecalledUnit,
@@ -194,6 +195,9 @@ class HistoryIndex:
     vectors_due: float = 0.0
     """Until when (``time.monotonic``) recall waits for that job before ranking by words."""
     _short: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+    checked: Sequence[Message] | None = None
+    """The in-memory history last found to start with the messages held (and its length then): not compared again."""
+    checked_length: int = -1
     _lexical_cache: tuple[Any, np.ndarray] | None = None
     _rank_cache: tuple[Any, tuple[np.ndarray, np.ndarray, str, str | None]] | None = None
     _dense_cache: tuple[Any, np.ndarray] | None = None
@@ -531,10 +535,18 @@ class SessionRecall:
             return False
         if version is not None:  # a versioned history only grows while its version holds (a continuation sees less)
             return True
-        if session.history is None:  # an in-memory list: compare what was indexed (in C: the same objects at once)
-            held = session.messages
-            return len(held) >= len(index) and list(held[: len(index)]) == index.messages
-        return len(index) <= session.history.total
+        source = session.history
+        held = session.messages if source is None else source.messages if isinstance(source, InMemoryMessages) else None
+        if held is None:  # a source that can only be paged, without a version: trusted to grow only
+            return source is not None and len(index) <= source.total
+        # An in-memory list (a client's conversation: another one may come under the same session id, a stateless
+        # call's ""): compare what was indexed, once per list (in C; the same objects at once).
+        if index.checked is held and len(held) == index.checked_length:
+            return True
+        if len(held) < len(index) or list(held[: len(index)]) != index.messages:
+            return False
+        index.checked, index.checked_length = held, len(held)
+        return True
 
     async def add(self, index: HistoryIndex, messages: Sequence[Message], *, in_turn: bool = False) -> None:
         """Index ``messages`` (the history's next ones), embedding them when there is an embedder. A message never
