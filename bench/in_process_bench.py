@@ -52,6 +52,28 @@ async def measure(exchanges: int, calls: int) -> tuple[float, float, str]:
     return statistics.median(times), p95, window.last.snapshot.summary()
 
 
+async def growing(exchanges: int, calls: int) -> tuple[float, float]:
+    """CPU ms of the first assembly of a long conversation in a process (cold: its recall index built), and the median
+    of ``calls`` more, each a turn later (the answer and the next question added, as an agent sends them)."""
+    window = Window("balanced", model="gpt-4o", model_limit=16_000)
+    await window.assemble(conversation(3), TOOLS)  # the modules and tokenizer loaded
+    messages = conversation(exchanges)
+    started = time.process_time()
+    await window.assemble(messages, TOOLS)
+    cold = (time.process_time() - started) * 1000
+    times = []
+    for n in range(calls):
+        messages = [
+            *messages,
+            {"role": "assistant", "content": f"Invoice {n} is paid."},
+            {"role": "user", "content": f"And invoice {n}?"},
+        ]
+        started = time.process_time()
+        await window.assemble(messages, TOOLS)
+        times.append((time.process_time() - started) * 1000)
+    return cold, statistics.median(times)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=50)
@@ -60,6 +82,11 @@ def main() -> None:
     for exchanges in (10, 100, 1000):
         median, p95, summary = asyncio.run(measure(exchanges, args.calls))
         print(f"{exchanges:>10}{2 * exchanges + 4:>10}{median:>11.2f}{p95:>9.2f}  {summary}")
+    cold, warm = asyncio.run(growing(4_998, args.calls))
+    print(
+        f"10,000 messages with recall (issue 32: < 50 ms cold, < 20 ms warm), CPU ms: cold {cold:.1f}, "
+        f"warm (a turn later each call) {warm:.1f}"
+    )
 
 
 if __name__ == "__main__":

@@ -157,6 +157,10 @@ class TurnMatches:
     they are, ``EMBED_PER_CALL`` more each call."""
 
 
+SEEN_LISTS = 8
+"""Lists of texts remembered per index (a module or two search each session)."""
+
+
 @dataclass(eq=False)
 class _Index:
     """Texts as they were first seen, appended only: the texts of a call are picked out by position (``among``), and
@@ -170,6 +174,9 @@ class _Index:
     dense: VectorIndex | None = None
     owner: list[int] = field(default_factory=list)
     """Per embedded part, the position of the text it belongs to (parts are in order)."""
+    seen: dict[int, tuple[list[TurnText], np.ndarray]] = field(default_factory=dict)
+    """The last texts each caller handed (by its first text's id: a module's list starts with the session's oldest
+    turn it searches; the list held keeps that object, so the id is not reused) and their positions."""
 
     def best_cosines(self, query_vector: Sequence[float] | np.ndarray) -> np.ndarray:
         """Each text's best part cosine with the query (-1 for a text without parts)."""
@@ -262,10 +269,22 @@ class TurnRecall:
             index = self._indexes.put(slot, _Index())  # new, or mostly texts no longer asked about: start afresh
         else:
             self._indexes.touch(slot)
-        new = list({t.key: t for t in texts if t.key not in index.position_of}.values())
+        last = index.seen.get(id(texts[0])) if texts else None
+        held = len(last[0]) if last is not None else 0
+        if last is None or len(texts) < held or list(texts[:held]) != last[0]:  # in C: the same objects at once
+            last, held = None, 0
+        rest = texts[held:]  # a session's texts only grow, most turns: the start was placed last time
+        new = list({t.key: t for t in rest if t.key not in index.position_of}.values())
         if new:
             await self._add(session_id, index, new, embedder)
-        return index, np.fromiter((index.position_of[t.key] for t in texts), dtype=np.intp, count=len(texts))
+        placed = np.fromiter((index.position_of[t.key] for t in rest), dtype=np.intp, count=len(rest))
+        among = np.concatenate([last[1], placed]) if last is not None else placed
+        among.flags.writeable = False
+        if texts:
+            if len(index.seen) >= SEEN_LISTS:
+                index.seen.clear()
+            index.seen[id(texts[0])] = (list(texts), among)
+        return index, among
 
     async def _add(self, session_id: str, index: _Index, texts: Sequence[TurnText], embedder: Embedder | None) -> None:
         vectors = await self._vectors_of(texts, embedder) if embedder is not None else None
