@@ -1,5 +1,6 @@
 // The editor's "Run an experiment": the type as edited (unsaved) or a saved version, against a baseline, over a
 // slice of recorded turns (POST /v1/experiments); the experiment runs in the background, its page follows it.
+import { offerExperiments } from "./labels.js";
 import { api, errorText, fieldError, get, h } from "./lib.js";
 
 const $ = (id) => document.getElementById(id);
@@ -47,6 +48,7 @@ async function run(event, { getState, getTypeId, check, showTypeErrors, isDirty 
       location.assign(page);
       return;
     }
+    if (typeId) await offerExperiments(); // the label form may link it
     $("experiment-started").replaceChildren(`Started: ${data.total} turns. `,
       h("a", { href: page, target: "_blank", rel: "noopener" }, "Follow the experiment (opens in a new tab, your edits stay here)"));
   } catch (err) {

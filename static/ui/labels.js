@@ -45,14 +45,14 @@ export async function showLabels(typeUrl, versions, reload) {
   return labels;
 }
 
-/** The project's recent experiments, to link the one that justified a move. */
-async function offerExperiments() {
+/** The project's recent experiments, to link the one that justified a move (read again when one is started). */
+export async function offerExperiments() {
   const select = $("label-experiment");
   const keep = select.value;
   const { experiments } = await get("/v1/experiments?limit=50");
   select.replaceChildren(h("option", { value: "" }, "No experiment"),
-    ...experiments.filter((e) => e.status === "done").map((e) => h("option", { value: e.id },
-      `${e.spec.name || e.id}: ${e.spec.candidate.name} against ${e.spec.baseline.name}`)));
+    ...experiments.map((e) => h("option", { value: e.id },
+      `${e.spec.name || e.id}: ${e.spec.candidate.name} against ${e.spec.baseline.name}${e.status === "done" ? "" : ` (${e.status})`}`)));
   select.value = keep;
 }
 

@@ -123,7 +123,11 @@ async def test_totals_labels_sse_and_exports(client, admin, viewer):
     assert all(e["event"] == "progress" for e in events[:-1])
 
     done = await _finished(client, viewer, created["id"])
-    assert done["total"] == 3 and [t["turn"] for t in done["turns"]] == [4, 3, 2]  # the newest first (turn 1 is imported history)
+    assert done["total"] == 3 and [t["turn"] for t in done["turns"]] == [
+        4,
+        3,
+        2,
+    ]  # the newest first (turn 1 is imported history)
     totals = done["totals"]
     assert totals["turns"] == totals["compared"] == 3 and totals["no_longer_fit"] == 0
     assert totals["baseline"]["tokens"] == sum(t["baseline"]["tokens"] for t in done["turns"])
