@@ -49,7 +49,8 @@ export function barChart(points, legend, { name, show, groupLabel = String, seri
   const slot = (W - PAD.left - PAD.right) / groups.length;
   const bar = Math.min(24, (slot - 8) / series.length);
   const y = (v) => PAD.top + (H - PAD.top - PAD.bottom) * ((top - v) / span);
-  const summary = points.map((d) => `${d.group}, ${seriesLabel(d.series)}: ${show(d.y)}`).join("; ");
+  const summary = points.length <= 60 ? points.map((d) => `${d.group}, ${seriesLabel(d.series)}: ${show(d.y)}`).join("; ")
+    : `${points.length} bars, from ${show(Math.min(...points.map((d) => d.y)))} to ${show(Math.max(...points.map((d) => d.y)))}`;
   const svg = s("svg", { viewBox: `0 0 ${W} ${H}`, width: W, height: H, class: "timeline-svg", role: "img", "aria-label": `${name}: ${summary}` },
     s("line", { x1: PAD.left, x2: W - PAD.right, y1: y(0), y2: y(0), class: "grid-line" }),
     s("line", { x1: PAD.left, x2: W - PAD.right, y1: y(top), y2: y(top), class: "grid-line" }),

@@ -7,6 +7,7 @@ import uuid
 from typing import Any
 
 from sqlalchemy import select, update
+from sqlalchemy.orm import defer
 
 from ..db import Database
 from ..errors import Conflict, NotFound
@@ -56,7 +57,14 @@ class ExperimentStore:
         return row
 
     async def all(self, limit: int = 50, offset: int = 0) -> list[ExperimentRow]:
-        query = select(ExperimentRow).order_by(ExperimentRow.created_at.desc()).limit(limit).offset(offset)
+        """Newest first, without their turns (a large column: read only for one experiment)."""
+        query = (
+            select(ExperimentRow)
+            .options(defer(ExperimentRow.turns))
+            .order_by(ExperimentRow.created_at.desc())
+            .limit(limit)
+            .offset(offset)
+        )
         async with self.db.read() as s:
             return list((await s.scalars(query)).all())
 

@@ -249,3 +249,25 @@ async def test_cancel_stops_a_running_experiment_and_keeps_what_it_replayed(clie
     r = await client.post(f"/v1/experiments/{created['id']}/cancel", headers=admin)
     assert r.status_code == 409
     assert not svc.experiments.jobs
+
+
+async def test_turns_that_would_no_longer_fit_are_counted_and_a_random_sample_is_its_size(client, admin):
+    """A long system prompt fits the profile's 3,000 tokens less the balanced type's 12% reserve, not less 50%."""
+    prompt = " ".join(f"Rule {i}: answer with the depot's name and its opening hours." for i in range(150))
+    profile = {"id": "tight", "type": "llm_only", "context_window_type_id": "balanced", "context_limit": 3000}
+    await _ok(await client.post("/v1/profiles", json={**profile, "system_prompt": prompt}, headers=admin), 201)
+    await _ok(await client.post("/v1/sessions", json={"id": "t1", "profile_id": "tight"}, headers=admin), 201)
+    for i in range(3):
+        await _ok(await client.post("/v1/sessions/t1/turns", json={"query": f"Hours? ({i})"}, headers=admin), 201)
+    candidate = await _candidate(client, admin)
+    candidate["output_reserve_pct"] = 50
+    done = await _run(client, admin, {"candidate": {"type": candidate}, "slice": {"profile_id": "tight"}})
+    totals = done["totals"]
+    assert totals["no_longer_fit"] == 3 and totals["candidate"]["fits"] == 0 and totals["baseline"]["fits"] == 3
+    assert all(t["delta"] is None and "non-condensable floor" in t["candidate"]["reason"] for t in done["turns"])
+
+    sample = {"profile_id": "tight", "sample": "random", "limit": 2}
+    done = await _run(client, admin, {"candidate": {"type_id": "balanced"}, "slice": sample})
+    assert done["total"] == 2 and len({t["turn"] for t in done["turns"]}) == 2
+    loc, _ = await _error(client, admin, {"candidate": {"type_id": "balanced"}, "slice": {"since": "2099-01-01"}})
+    assert loc == "slice"  # nothing recorded since then
