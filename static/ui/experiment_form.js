@@ -23,6 +23,8 @@ function body(getState, typeId) {
   if ($("experiment-own").checked && typeId) slice.type_id = typeId;
   if ($("experiment-since").value) slice.since = $("experiment-since").value;
   if ($("experiment-until").value) slice.until = $("experiment-until").value;
+  const sessions = $("experiment-sessions").value.split(",").map((s) => s.trim()).filter(Boolean);
+  if (sessions.length) slice.session_ids = sessions;
   return {
     name: $("experiment-name").value.trim(),
     candidate: candidate ? { type_id: typeId, version: Number(candidate) } : { type: getState() },

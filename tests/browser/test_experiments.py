@@ -82,6 +82,7 @@ async def test_an_experiment_runs_from_the_editor_and_links_a_label_move(page: A
     await page.fill("#f-reserve-n", "30")
     await page.get_by_label("Turns (sample size)").fill("3")
     await page.get_by_label("Name (optional)").fill("reserve 30%")
+    await page.get_by_label("Only these sessions").fill(f" {TYPE} ,")
     await page.get_by_role("button", name="Run experiment").click()
     link = page.locator("#experiment-started a")
     await expect(link).to_contain_text("Follow the experiment")
@@ -93,6 +94,7 @@ async def test_an_experiment_runs_from_the_editor_and_links_a_label_move(page: A
     await expect(tab.locator("#experiment-spec")).to_contain_text(f"Candidate: {TYPE} (unsaved)")
     unsaved = await read_as_the_api_says(tab, server)
     assert unsaved["spec"]["candidate"]["type"]["output_reserve_pct"] == 30
+    assert unsaved["spec"]["slice"]["session_ids"] == [TYPE]
     # A larger reserve leaves less room: every turn's utilisation is of a smaller budget.
     assert all(t["candidate"]["available"] < t["baseline"]["available"] for t in unsaved["turns"])
     await tab.close()
