@@ -128,8 +128,13 @@ def window_figures(assembled: AssembledContext, model: str, evidence: Sequence[s
     }
 
 
-def _failed(reason: str) -> dict[str, Any]:
-    return {"fits": False, "reason": reason}
+def _failed(reason: str, *, error: bool = False) -> dict[str, Any]:
+    """A side without a window: it does not fit (``error`` False), or it could not be replayed at all."""
+    return {"fits": False, "reason": reason, "error": error}
+
+
+def _too_big(figures: dict[str, Any]) -> bool:
+    return not figures["fits"] and not figures.get("error")
 
 
 def _dropped(module: dict[str, Any]) -> bool:
@@ -199,8 +204,9 @@ def totals_of(turns: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "compared": len(both),
         "baseline": side("baseline"),
         "candidate": side("candidate"),
-        "no_longer_fit": sum(1 for t in turns if t["baseline"]["fits"] and not t["candidate"]["fits"]),
-        "now_fit": sum(1 for t in turns if t["candidate"]["fits"] and not t["baseline"]["fits"]),
+        "no_longer_fit": sum(1 for t in turns if t["baseline"]["fits"] and _too_big(t["candidate"])),
+        "now_fit": sum(1 for t in turns if t["candidate"]["fits"] and _too_big(t["baseline"])),
+        "errors": sum(1 for t in turns if t["baseline"].get("error") or t["candidate"].get("error")),
         "evidence_turns": sum(1 for t in turns if t["labels"].get("expected_evidence")),
         "rated_turns": len(rated),
         "rating_kept": sum(1 for t in rated if t["rating_kept"]),
@@ -255,7 +261,7 @@ class Runner:
             ctx = await recorded_context(self.svc, row)
         except Exception as exc:  # e.g. its session's profile is gone: the turn cannot be replayed
             reason = f"not replayable: {exc}"
-            return turn_record(row, labels, (_failed(reason), None), (_failed(reason), None))
+            return turn_record(row, labels, (_failed(reason, error=True), None), (_failed(reason, error=True), None))
         base, cand = self.sides
         return turn_record(
             row,
@@ -272,6 +278,8 @@ class Runner:
             assembled = await self.svc.scratch_handler.assemble(ctx, window_type)
         except BudgetExceeded as exc:  # a turn that would no longer fit
             return _failed(str(exc)), None
+        except Exception as exc:  # one turn that cannot be assembled does not end the experiment
+            return _failed(f"not assembled: {exc}", error=True), None
         return window_figures(assembled, ctx.model, evidence), assembled
 
     async def profile_type(self, session_id: str) -> ContextWindowType:
