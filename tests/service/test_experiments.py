@@ -271,3 +271,30 @@ async def test_turns_that_would_no_longer_fit_are_counted_and_a_random_sample_is
     assert done["total"] == 2 and len({t["turn"] for t in done["turns"]}) == 2
     loc, _ = await _error(client, admin, {"candidate": {"type_id": "balanced"}, "slice": {"since": "2099-01-01"}})
     assert loc == "slice"  # nothing recorded since then
+
+
+async def test_a_chat_client_s_turns_are_replayed_from_the_conversation_it_sent(client, admin):
+    """Turns recorded through /v1/chat/completions replay the conversation as the client sent it (the gateway's
+    inputs): under the type they ran, each turn's window is the one recorded."""
+    chat = [{"role": "system", "content": "You are the depot bot."}, {"role": "user", "content": "Where are pumps?"}]
+    headers = {**admin, "X-TDA-Session": "chat-1"}
+    for follow_up in ("And the spare ones?", "Thanks, and hoses?"):
+        r = await _ok(
+            await client.post("/v1/chat/completions", json={"model": "tda", "messages": chat}, headers=headers)
+        )
+        chat += [
+            {"role": "assistant", "content": r["choices"][0]["message"]["content"]},
+            {"role": "user", "content": follow_up},
+        ]
+    snapshots = (await _ok(await client.get("/v1/sessions/chat-1/snapshots", headers=admin)))["snapshots"]
+    recorded = {s["turn"]: s["snapshot"]["total_used"] for s in snapshots}
+    stored = {s["turn"]: (s["type_id"], s["type_version"]) for s in snapshots}
+    [(type_id, version)] = set(stored.values())
+    body = {
+        "candidate": {"type_id": type_id, "version": version},
+        "baseline": {"type_id": type_id, "version": version},
+        "slice": {"session_ids": ["chat-1"]},
+    }
+    done = await _run(client, admin, body)
+    assert {t["turn"]: t["baseline"]["tokens"] for t in done["turns"]} == recorded
+    assert all(t["delta"]["tokens"] == 0 for t in done["turns"])
