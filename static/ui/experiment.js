@@ -67,16 +67,16 @@ function modulesTable(modules) {
   const names = Object.keys(modules);
   if (!names.length) return null;
   return h("table", { class: "grid cards-on-phone", id: "modules-table" },
-    h("caption", {}, "What each module sent, over the turns both sides fit"),
-    h("thead", {}, h("tr", {}, ["Module", "Baseline tokens", "Candidate tokens", "Change", "Turns it left content out or sent nothing: baseline", "candidate"].map((x) => h("th", { scope: "col" }, x)))),
+    h("caption", {}, "What each module sent, over the turns both sides fit (turns short: it left content out, or sent nothing)"),
+    h("thead", {}, h("tr", {}, ["Module", "Baseline tokens", "Candidate tokens", "Change", "Turns short, baseline", "Turns short, candidate"].map((x) => h("th", { scope: "col" }, x)))),
     h("tbody", {}, names.map((m) => {
       const f = modules[m];
       return h("tr", { dataset: { module: m } }, h("th", { scope: "row" }, moduleLabel(m)),
         h("td", { class: "num", dataset: { label: "Baseline tokens" } }, tokens(f.baseline_used)),
         h("td", { class: "num", dataset: { label: "Candidate tokens" } }, tokens(f.candidate_used)),
         h("td", { class: "num", dataset: { label: "Change" } }, signed(tokens)(f.candidate_used - f.baseline_used)),
-        h("td", { class: "num", dataset: { label: "Left out, baseline" } }, fmt(f.baseline_dropped)),
-        h("td", { class: "num", dataset: { label: "Left out, candidate" } }, fmt(f.candidate_dropped)));
+        h("td", { class: "num", dataset: { label: "Turns short, baseline" } }, fmt(f.baseline_dropped)),
+        h("td", { class: "num", dataset: { label: "Turns short, candidate" } }, fmt(f.candidate_dropped)));
     })));
 }
 
@@ -108,6 +108,10 @@ function showChart(turns) {
     return;
   }
   const [name, , show] = MEASURES[picker.value];
+  if (compared.every((t) => !t.delta[picker.value])) {
+    $("delta-chart").replaceChildren(h("p", { dataset: { testid: "no-change" } }, `${name}: no change in any of the ${fmt(compared.length)} turns compared.`));
+    return;
+  }
   const points = compared.map((t) => ({ group: `${t.session_id} turn ${t.turn}`, series: "delta", y: t.delta[picker.value] }));
   $("delta-chart").replaceChildren(barChart(points, [{ series: "delta", label: "Candidate less baseline" }], {
     name: `${name}, candidate less baseline, per turn`, show: signed(show), groupLabel: (g) => g.split(" turn ")[1],

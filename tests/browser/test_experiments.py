@@ -55,7 +55,15 @@ async def read_as_the_api_says(page: Any, server: Server) -> dict[str, Any]:
         row = page.locator(f'#turns-table tr[data-session="{t["session_id"]}"][data-turn="{t["turn"]}"]')
         expected = f"{t['baseline']['tokens']:,} → {t['candidate']['tokens']:,}"
         await expect(row.locator('td[data-label="Tokens sent"]')).to_contain_text(expected)
-    await expect(page.locator("#delta-chart svg rect")).to_have_count(totals["compared"])
+    if any(t["delta"]["tokens"] for t in e["turns"]):  # a bar per turn compared
+        await expect(page.locator("#delta-chart svg rect")).to_have_count(totals["compared"])
+    else:
+        await expect(page.get_by_test_id("no-change")).to_have_text(
+            "Tokens sent: no change in any of the 3 turns compared."
+        )
+    await page.get_by_label("Chart").select_option("utilisation")
+    if any(t["delta"]["utilisation"] for t in e["turns"]):
+        await expect(page.locator("#delta-chart svg rect")).to_have_count(totals["compared"])
     await expect(page.locator("#experiment-cancel")).to_be_hidden()  # ended: nothing to cancel
     await expect(page.locator("#export-csv")).to_have_attribute(
         "href", f"/v1/experiments/{experiment_id}/export?format=csv"
