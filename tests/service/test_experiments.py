@@ -298,3 +298,25 @@ async def test_a_chat_client_s_turns_are_replayed_from_the_conversation_it_sent(
     done = await _run(client, admin, body)
     assert {t["turn"]: t["baseline"]["tokens"] for t in done["turns"]} == recorded
     assert all(t["delta"]["tokens"] == 0 for t in done["turns"])
+
+
+async def test_a_server_stopping_saves_a_running_experiment_as_cancelled(client, admin, svc, monkeypatch):
+    from tda.experiments import Runner
+
+    await _traffic(client, admin, turns=3)
+    replayed = asyncio.Event()
+    replay = Runner.replay
+
+    async def held(self: Runner, row: Any, labels: Any) -> dict[str, Any]:
+        if self.records:  # the second turn never ends: the server stops meanwhile
+            replayed.set()
+            await asyncio.Event().wait()
+        return await replay(self, row, labels)
+
+    monkeypatch.setattr(Runner, "replay", held)
+    r = await client.post("/v1/experiments", json={"candidate": {"type_id": "balanced"}}, headers=admin)
+    created = await _ok(r, 201)
+    await asyncio.wait_for(replayed.wait(), 60)
+    await svc.experiments.stop()  # what shutdown does before the stores close
+    row = await svc.store.experiments.get(created["id"])
+    assert (row.status, row.done, len(row.turns or []), row.finished_at is not None) == ("cancelled", 1, 1, True)
