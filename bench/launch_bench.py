@@ -74,7 +74,7 @@ class Memory:
 
     @classmethod
     def of(cls, pid: int) -> Memory:
-        fields = {}
+        fields: dict[str, float] = {}
         for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines()[1:]:
             name, value, *_ = line.split()
             fields[name.rstrip(":")] = int(value) / 1024
