@@ -85,7 +85,7 @@ class Memory:
 
 
 def resident_by_mapping(pid: int) -> Counter[str]:
-    """Resident MB per mapped file (anonymous memory, the heap and stacks under their own names)."""
+    """Resident kB per mapped file (anonymous memory, the heap and stacks under their own names)."""
     resident: Counter[str] = Counter()
     name = "[anonymous]"
     for line in Path(f"/proc/{pid}/smaps").read_text().splitlines():
@@ -93,7 +93,7 @@ def resident_by_mapping(pid: int) -> Counter[str]:
         if not head[0].endswith(":"):  # a mapping's header: address range, perms, offset, device, inode[, path]
             name = _short(head[5]) if len(head) > 5 else "[anonymous]"
         elif head[0] == "Rss:":
-            resident[name] += int(head[1]) / 1024
+            resident[name] += int(head[1])
     return resident
 
 
@@ -206,8 +206,8 @@ def main() -> int:
         print(f"{stage}: {memory}")
     if args.breakdown:
         print("resident after the turns, largest first (MB):")
-        for name, mb in runs[-1].mappings.most_common(20):
-            print(f"  {mb:7.1f}  {name}")
+        for name, kb in runs[-1].mappings.most_common(20):
+            print(f"  {kb / 1024:7.1f}  {name}")
     final = list(runs[-1].memory.values())[-1].rss if args.turns else None
     healthz_ok = healthz <= HEALTHZ_TARGET_S
     rss_ok = final is None or final < RSS_TARGET_MB
