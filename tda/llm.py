@@ -16,6 +16,7 @@ from components.context_window.token_estimator import TokenEstimator, estimator_
 
 from .config import api_key_in_env, offline_library_defaults
 from .errors import ServiceError, UpstreamFailed, UpstreamNotAllowed
+from .memory import drop_litellm_tokenizer_copy
 from .redact import redact_secrets
 from .upstream_policy import UpstreamPolicy, UpstreamRefused
 
@@ -32,7 +33,9 @@ def _litellm() -> Any:
     """litellm, set up once for every call tda makes: offline (config.offline_library_defaults), quiet."""
     offline_library_defaults()
     import litellm
+    import litellm.utils
 
+    drop_litellm_tokenizer_copy(litellm.utils)
     litellm.suppress_debug_info = True
     litellm.telemetry = False
     return litellm

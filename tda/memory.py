@@ -1,4 +1,5 @@
-"""Resident memory the service can give back: freed C heap pages, and tiktoken's spare copies of its ranks."""
+"""Resident memory the service can give back: freed C heap pages, tiktoken's spare copies of its ranks, and the
+parsed copy of the Anthropic tokenizer litellm keeps beside its text."""
 
 from __future__ import annotations
 
@@ -38,6 +39,16 @@ def drop_tiktoken_rank_copies() -> int:
             dropped += 1
     return_freed_memory()
     return dropped
+
+
+def drop_litellm_tokenizer_copy(litellm_utils: Any) -> bool:
+    """Delete ``litellm.utils.json_data``: at import litellm parses its packaged Anthropic tokenizer and keeps both
+    the parsed dict and the text it dumps it back to (``claude_json_str``); its token counter builds the tokenizer
+    from the text, and nothing reads the dict again. Returns whether it was there. Measured: 7.3 MB resident."""
+    if not hasattr(litellm_utils, "json_data"):
+        return False
+    del litellm_utils.json_data
+    return True
 
 
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _M_ARENA_MAX = -1, -3, -8  # glibc's mallopt parameters
