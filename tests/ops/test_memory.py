@@ -85,3 +85,32 @@ def test_litellms_parsed_tokenizer_copy_is_dropped_and_claude_counts_do_not_chan
     assert result["dropped"] and not result["again"]
     assert result["counts"] == result["oracle"] and min(result["counts"]) > 0
     assert result["freed"] > 3, f"only {result['freed']:.1f} MB freed"
+
+
+_CHROMA_PROBE = """
+import json, sys, tempfile
+from pathlib import Path
+from tda.knowledge.store import KnowledgeStore
+imported = "grpc" in sys.modules
+with tempfile.TemporaryDirectory() as folder:
+    store = KnowledgeStore.open(Path(folder), embedder="hashing")
+    store.collection("notes", create=True).add(ids=["a"], documents=["refunds within 30 days"])
+    found = store.collection("notes").query(query_texts=["refund"], n_results=1)["ids"][0]
+    store.close()
+after_use = "grpc" in sys.modules
+import chromadb.telemetry.opentelemetry as chroma_tracing
+built = chroma_tracing.OTLPSpanExporter(endpoint="http://127.0.0.1:4317")
+from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+print(json.dumps({"imported": imported, "after_use": after_use, "found": found,
+                  "real": isinstance(built, OTLPSpanExporter), "grpc": "grpc" in sys.modules}))
+"""
+
+
+def test_chromas_grpc_exporter_loads_only_when_chroma_builds_one() -> None:
+    """Opening and using the knowledge store leaves gRPC unimported; Chroma's own tracing, when configured, still
+    gets OpenTelemetry's real gRPC exporter."""
+    done = subprocess.run(
+        [sys.executable, "-c", _CHROMA_PROBE], cwd=ROOT, capture_output=True, text=True, check=True, timeout=300
+    )
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result == {"imported": False, "after_use": False, "found": ["a"], "real": True, "grpc": True}
