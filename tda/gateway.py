@@ -21,33 +21,28 @@ import asyncio
 import dataclasses
 import hashlib
 import json
-import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from components.context_window.base import InMemoryMessages, Message, ToolSchema
+from components.context_window.base import AssemblyContext, InMemoryMessages, Message, ToolSchema
 from components.context_window.token_estimator import TokenEstimator, estimator_for
 
-from . import metrics
 from .champions import keep_case, quotes_tools
-from .cost import model_call
-from .errors import Conflict, Invalid, NotFound, UpstreamFailed
+from .errors import Conflict, Invalid, NotFound
 from .knowledge.scope import ANONYMOUS
-from .llm import Relay, max_tokens_for, model_call_error
 from .models import ProfileRow, SessionRow
 from .sources import Cutoff, build_context, input_hashes, message_of, summarizer_for
 from .store.sessions import SessionData
-from .tool_results import as_result, plan_of
-from .turn_index import index_turn_after
-from .turns import MAX_TURN, export_turn, record_snapshot, resolve_type, timed, with_component_instructions
+from .tool_results import as_result
+from .turn_pipeline import MAX_TURN, Answered, Ask, Loaded, resolve_type, run, with_component_instructions
 
 if TYPE_CHECKING:
     from components.context_window.handler import AssembledContext
 
-    from .llm import Completion, Delta, Upstream
+    from .llm import Delta
     from .service import TDAService
 
 
@@ -68,8 +63,6 @@ class ClientCall:
     """The end user the client names (OpenAI's ``user``): the session's user when it creates one."""
     anthropic_beta: str | None = None
     """Anthropic's ``anthropic-beta`` header as the client sent it: sent on to a Claude model's API only."""
-    cache_ttl: str | None = None
-    """The TTL of the cache marks tda places (its choice from the session's gaps, not the client's)."""
     on_delta: Delta | None = None
     on_snapshot: Callable[[int], object] | None = None
     """Told the id of the call's snapshot once it is stored (with a session), while the model answers: a streamed
@@ -114,16 +107,16 @@ async def complete(
     """Assemble the client's conversation, call the model, and record the call when there is a session."""
     conversation = split(call.messages)
     if session is None:
-        return await _run(svc, call, conversation, profile, None, None)
+        return await _run(svc, _Client(call, conversation, profile, None, None))
     async with svc.session_lock(session.id):  # one call at a time per session: turn numbers stay dense
         place = await _place(svc, session.id, conversation, again=not call.new_turn)
-        return await _run(svc, call, conversation, profile, session, place)
+        return await _run(svc, _Client(call, conversation, profile, session, place))
 
 
 async def window(svc: TDAService, call: ClientCall, profile: ProfileRow) -> tuple[AssembledContext, str]:
     """The window a stateless call would send and its model, assembled and nothing else (no model call, no record):
     what a client's count of its prompt tokens asks about."""
-    ctx = await _context(svc, call, split(call.messages), profile, None)
+    ctx, _ = await _context(svc, call, split(call.messages), profile, None)
     window_type = await resolve_type(svc, profile)
     return await svc.handler.assemble(ctx, window_type.type), ctx.model
 
@@ -169,153 +162,59 @@ async def _place(svc: TDAService, session_id: str, conversation: Conversation, *
     return _Place(turn, new=True, request_key=request_key, imported=imported, extends=extended.turn, fork=fork)
 
 
-async def _run(
-    svc: TDAService,
-    call: ClientCall,
-    conversation: Conversation,
-    profile: ProfileRow,
-    session: SessionRow | None,
-    place: _Place | None,
-) -> dict[str, Any]:
-    with timed(call, "load"):
-        ctx = await _context(svc, call, conversation, profile, session, turn=place.turn if place else None)
-        window_type = await resolve_type(svc, profile)
-    upstream = svc.llm.upstream.merged(profile.upstream)
-    models = tuple(dict.fromkeys((ctx.model, *upstream.fallbacks)))
-    relay = Relay(call.on_delta)
-    ttl = svc.cache_ttl.ttl(session.id) if session is not None else None
-    call = dataclasses.replace(call, on_delta=relay.delta if call.on_delta else None, cache_ttl=ttl)
-    for n, model in enumerate(models):  # each fallback model is sent a window assembled for its own limits
-        try:
-            answered = await _attempt(
-                svc,
-                call,
-                conversation,
-                dataclasses.replace(ctx, model=model),
-                window_type,
-                upstream.only(),
-                session,
-                place,
-            )
-            break
-        except UpstreamFailed:
-            if n == len(models) - 1 or relay.started:  # a reply already under way is not replaced by another
-                raise
-    ctx, assembled, snapshot, snapshot_id, done = (
-        answered.ctx,
-        answered.assembled,
-        answered.snapshot,
-        answered.snapshot_id,
-        answered.done,
+async def _run(svc: TDAService, route: _Client) -> dict[str, Any]:
+    call = route.call
+    ask = Ask(
+        call.tool_choice,
+        call.max_tokens,
+        call.params,
+        call.anthropic_beta,
+        call.on_delta,
+        call.on_snapshot,
+        call.timings,
     )
-    used = model_call(ctx.model, assembled.snapshot, done)
-    metrics.observe_model_call(used)
-    export_turn(svc, assembled, used, answered.times, snapshot_id, done)
-    svc.observe_prompt_count(session.id if session else "calibration", ctx.model, assembled, done.tokens_in)
-    # The call's usage: the answer's call plus every model call the modules made while assembling (snapshot).
-    extra_in, extra_out = assembled.snapshot.auxiliary_tokens
-    tokens_in, tokens_out = (done.tokens_in or assembled.snapshot.total_used) + extra_in, done.tokens_out + extra_out
-    result = {
-        "session_id": session.id if session else None,
-        "turn": place.turn if place else None,
-        "answer": done.text,
-        "tool_calls": done.tool_calls,
-        "thinking": done.thinking,
-        "finish_reason": done.finish_reason,
-        "more": done.more,
-        "logprobs": done.logprobs,
-        "tokens_in": tokens_in,
-        "tokens_out": tokens_out,
-        "snapshot_id": snapshot_id,
-        "champion_case_id": None,
-        "model": ctx.model,
-        "summary": assembled.snapshot.summary(),
-        "snapshot": snapshot,
-        "model_call": used,
-        "cut": window_cut(call.messages, assembled, estimator_for(ctx.model)),
-    }
-    if snapshot_id is not None:
-        await svc.store.sessions.record_model_call(snapshot_id, snapshot, used, call.timings)
-    if session is not None and place is not None:
-        with timed(call, "record"):
-            row = await _record(
-                svc, session.id, conversation, place, done, (tokens_in, tokens_out), snapshot_id, ctx.model
-            )
-            index_turn_after(svc, session, row)
-        if not done.tool_calls:  # a finished turn may be served later as an example, in its session's scope
-            data = SessionData(session, profile, 0, 0, [], [])
-            from_tools = quotes_tools((*conversation.chat, *conversation.instructions))
-            query = conversation.query.content
-            result["champion_case_id"] = await keep_case(
-                svc, data, place.turn, query, done.text, row, from_tools=from_tools
-            )
-    return result
+    ran = await run(svc, route, ask)
+    done, assembled = ran.answered.done, ran.answered.assembled
+    cut = window_cut(call.messages, assembled, estimator_for(ran.answered.ctx.model))
+    return {**ran.result(), "thinking": done.thinking, "more": done.more, "logprobs": done.logprobs, "cut": cut}
 
 
 @dataclass(frozen=True)
-class _Answered:
-    """One model's answer to the window assembled for it."""
+class _Client:
+    """A chat client's call as a turn: its own conversation is what is assembled; with a session, ``place`` says
+    where the call goes in the session's record."""
 
-    ctx: Any
-    assembled: AssembledContext
-    snapshot: dict[str, Any]
-    snapshot_id: int | None
-    done: Completion
-    times: tuple[float, int]
-    """When the window was assembled (s) and the model called (ns): the exported span's."""
+    call: ClientCall
+    conversation: Conversation
+    profile: ProfileRow
+    session: SessionRow | None
+    place: _Place | None
 
+    async def load(self, svc: TDAService) -> Loaded:
+        turn = self.place.turn if self.place else None
+        ctx, data = await _context(svc, self.call, self.conversation, self.profile, self.session, turn=turn)
+        return Loaded(ctx, await resolve_type(svc, self.profile), data, turn)
 
-async def _attempt(
-    svc: TDAService,
-    call: ClientCall,
-    conversation: Conversation,
-    ctx: Any,
-    window_type: Any,
-    upstream: Upstream,
-    session: SessionRow | None,
-    place: _Place | None,
-) -> _Answered:
-    """The window assembled for ``ctx.model``, its snapshot recorded (with a session), and the model's answer.
-    UpstreamFailed when the model call fails (its failure exported; the snapshot kept)."""
-    with timed(call, "assemble"):
-        assembled_at = time.time()  # replay serves the champion cases recorded by then
-        assembled = await svc.handler.assemble(ctx, window_type.type)
-    model_at = time.time_ns()
-    metrics.observe_assembly(assembled.snapshot)
-    snapshot = assembled.snapshot.to_dict()
-    recorded: asyncio.Task[int] | None = None
-    if session is not None and place is not None:
-        inputs = {
+    def inputs(self, ctx: AssemblyContext, assembled_at: float) -> dict[str, Any]:
+        assert self.place is not None
+        return {
             "query": ctx.query,
             "model": ctx.model,
             "assembled_at": assembled_at,
             "hashes": input_hashes(ctx),
-            "gateway": _inputs(call, conversation, place),
+            "gateway": _inputs(self.call, self.conversation, self.place),
         }
-        row = {
-            "session_id": session.id,
-            "turn": place.turn,
-            "type_id": window_type.id,
-            "type_version": window_type.version,
-            "model": ctx.model,
-            "data": snapshot,
-            "inputs": inputs,
-        }
-        recorded = asyncio.create_task(record_snapshot(svc, row))  # written while the model answers
-        if (told := call.on_snapshot) is not None:
-            recorded.add_done_callback(lambda task: task.cancelled() or task.exception() or told(task.result()))
-    with timed(call, "model"):
-        try:
-            done = await _call_model(svc, ctx.model, assembled, call, upstream)
-        except Exception as exc:  # provider errors are many and untyped; the caller needs the reason
-            snapshot_id = await recorded if recorded else None
-            failed = model_call_error(exc, f"; snapshot {snapshot_id} was kept" if recorded else "")
-            failure = {"model": ctx.model, "error": str(failed)}
-            export_turn(svc, assembled, failure, (assembled_at, model_at), snapshot_id, None)
-            raise failed from None
-        finally:
-            snapshot_id = await recorded if recorded else None
-    return _Answered(ctx, assembled, snapshot, snapshot_id, done, (assembled_at, model_at))
+
+    async def record(self, svc: TDAService, loaded: Loaded, answered: Answered) -> Any:
+        assert self.place is not None
+        return await _record(svc, loaded.data.session.id, self.conversation, self.place, answered)
+
+    async def keep_case(self, svc: TDAService, loaded: Loaded, answered: Answered, row: Any) -> str | None:
+        """In its session's scope; its answer may quote tool data when the conversation holds any."""
+        assert self.place is not None
+        from_tools = quotes_tools((*self.conversation.chat, *self.conversation.instructions))
+        query, answer = self.conversation.query.content, answered.done.text
+        return await keep_case(svc, loaded.data, self.place.turn, query, answer, row, from_tools=from_tools)
 
 
 async def _context(
@@ -326,9 +225,9 @@ async def _context(
     session: SessionRow | None,
     cutoff: Cutoff | None = None,
     turn: int | None = None,
-) -> Any:
-    """The assembly context of a call: the profile's modules and sources over the client's own conversation;
-    ``turn``: where the session placed the call (its snapshot's turn)."""
+) -> tuple[AssemblyContext, SessionData]:
+    """The assembly context of a call (the profile's modules and sources over the client's own conversation) and
+    its session's data; ``turn``: where the session placed the call (its snapshot's turn)."""
     if session is None:  # stateless: a session that exists only for this call (the scope of what it may see)
         session = SessionRow(id="", profile_id=profile.id, user_id=call.user or ANONYMOUS, created_at=_EPOCH)
     attachments = await svc.store.sessions.attachments(session.id) if session.id else []
@@ -355,7 +254,7 @@ async def _context(
     )
     if call.model and call.model != ctx.model:  # the client named another model: its own summaries too
         ctx = dataclasses.replace(ctx, summarizer=summarizer_for(svc.sources.summarizer, call.model, profile, session))
-    return await with_component_instructions(svc, ctx)
+    return await with_component_instructions(svc, ctx), data
 
 
 CUT_HEADER = "X-TDA-Cut"
@@ -440,7 +339,8 @@ async def replay_context(svc: TDAService, row: Any, profile: ProfileRow) -> Any:
         user=gateway.get("user"),
     )
     cutoff = Cutoff(row.turn, row.created_at, inputs["assembled_at"])
-    return await _context(svc, call, conversation, profile, session, cutoff, turn=row.turn)
+    ctx, _ = await _context(svc, call, conversation, profile, session, cutoff, turn=row.turn)
+    return ctx
 
 
 async def answered(svc: TDAService, row: Any) -> tuple[Message, ...]:
@@ -491,52 +391,21 @@ async def _step_replies(svc: TDAService, session_id: str, turn: int) -> dict[int
     return replies
 
 
-async def _call_model(
-    svc: TDAService, model: str, assembled: AssembledContext, call: ClientCall, upstream: Upstream
-) -> Completion:
-    """The model call at ``upstream``; ``max_tokens`` as ``max_tokens_for`` decides (the client's, else none
-    unless the window needs one)."""
-    return await svc.llm.complete(
-        model,
-        assembled.messages,
-        assembled.tools,
-        max_tokens=max_tokens_for(model, call.max_tokens, assembled.snapshot),
-        tool_choice=call.tool_choice if assembled.tools else None,
-        on_delta=call.on_delta,
-        params=call.params,
-        upstream=upstream,
-        cache_prefix=assembled.stable_messages,
-        anthropic_beta=call.anthropic_beta,
-        cache_ttl=call.cache_ttl,
-    )
-
-
 async def _record(
     svc: TDAService,
     session_id: str,
     conversation: Conversation,
     place: _Place,
-    done: Completion,
-    usage: tuple[int, int],
-    snapshot_id: int | None,
-    model: str,
+    answered: Answered,
 ) -> Any:
     """The call in the session's record: a new turn with the history it brought, or one more step of its turn.
     Returns the turn's row as it now is."""
+    done = answered.done
     reply = Message("assistant", done.text, turn=place.turn, tool_calls=tuple(done.tool_calls))
-    tokens = estimator_for(model)
+    tokens = estimator_for(answered.ctx.model)
     step_messages = conversation.continuation[_common(place.recorded, conversation.continuation) :]
     results = _results(conversation.continuation, step_messages)
-    step = {
-        "answer": done.text,
-        "plan": plan_of(done),
-        "outcome": "tool_calls" if done.tool_calls else "success",
-        "tokens_in": usage[0],
-        "tokens_out": usage[1],
-        "model": model,
-        "snapshot_id": snapshot_id,
-        "conversation_key": await _sized(digest, (*conversation.chat, reply)),
-    }
+    step = {**answered.step(), "conversation_key": await _sized(digest, (*conversation.chat, reply))}
     if place.new:
         messages = [*place.imported, conversation.query, *conversation.continuation, reply]
         fields = {
