@@ -28,6 +28,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from components.context_window.base import AssemblyContext, InMemoryMessages, Message, ToolSchema
+from components.context_window.session_cache import BoundedCache
 from components.context_window.token_estimator import TokenEstimator, estimator_for
 
 from .champions import keep_case, quotes_tools
@@ -81,6 +82,8 @@ class Conversation:
     history: tuple[Message, ...]
     query: Message
     continuation: tuple[Message, ...]
+    digests: Digests | None = field(default=None, compare=False)
+    """The digests of ``chat`` (``with_digests``)."""
 
     @property
     def chat(self) -> tuple[Message, ...]:
@@ -107,8 +110,10 @@ async def complete(
     """Assemble the client's conversation, call the model, and record the call when there is a session."""
     conversation = split(call.messages)
     if session is None:
+        conversation = await with_digests(conversation, _stateless_key(profile, conversation))
         return await _run(svc, _Client(call, conversation, profile, None, None))
     async with svc.session_lock(session.id):  # one call at a time per session: turn numbers stay dense
+        conversation = await with_digests(conversation, session.id)
         place = await _place(svc, session.id, conversation, again=not call.new_turn)
         return await _run(svc, _Client(call, conversation, profile, session, place))
 
@@ -141,14 +146,15 @@ class _Place:
 
 async def _place(svc: TDAService, session_id: str, conversation: Conversation, *, again: bool = True) -> _Place:
     """Where the call goes; ``again`` False: a new turn even when the session saw this conversation before."""
-    request_key = await _sized(digest, (*conversation.history, conversation.query))
+    digests = _digests_of(conversation)
+    request_key = digests.through(len(conversation.history) + 1)
     same = await svc.store.sessions.turn_asking(session_id, request_key) if again else None
     if same is not None:
         messages = await svc.store.sessions.turn_messages(session_id, same.turn)
         asked = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
         recorded = tuple(message_of(m) for m in messages[asked + 1 :])
         return _Place(same.turn, new=False, request_key=request_key, recorded=recorded)
-    prefixes = await _sized(prefix_digests, conversation.history)
+    prefixes = digests.turn_ends(len(conversation.history))
     extended = await svc.store.sessions.turn_ending(session_id, list(prefixes))
     newest = await svc.store.sessions.newest_turn(session_id)
     turn = (newest.turn if newest else 0) + 1
@@ -175,7 +181,7 @@ async def _run(svc: TDAService, route: _Client) -> dict[str, Any]:
     )
     ran = await run(svc, route, ask)
     done, assembled = ran.answered.done, ran.answered.assembled
-    cut = window_cut(call.messages, assembled, estimator_for(ran.answered.ctx.model))
+    cut = window_cut(route.conversation, assembled, estimator_for(ran.answered.ctx.model))
     return {**ran.result(), "thinking": done.thinking, "more": done.more, "logprobs": done.logprobs, "cut": cut}
 
 
@@ -261,14 +267,15 @@ CUT_HEADER = "X-TDA-Cut"
 """The response header that says what the window left out of the client's conversation (see ``window_cut``)."""
 
 
-def window_cut(received: Sequence[Message], assembled: AssembledContext, tokens: TokenEstimator) -> dict[str, int]:
+def window_cut(conversation: Conversation, assembled: AssembledContext, tokens: TokenEstimator) -> dict[str, int]:
     """What the window did to the conversation the client sent (the ``usage.tda`` extension): its messages and
     tokens as received, the window's as sent, and how many of the client's messages were not sent as they came
     (left out, summarised, or cut: a message counts as sent only when it went byte for byte)."""
-    sent = Counter(_identity(Message.from_chat(m)) for m in assembled.messages)
+    sent = Counter(_key(Message.from_chat(m)) for m in assembled.messages)
+    received = (*conversation.instructions, *conversation.chat)
+    keys = (*(_key(m) for m in conversation.instructions), *_digests_of(conversation).keys)
     cut = 0
-    for m in received:
-        key = _identity(m)
+    for key in keys:
         if sent[key] > 0:
             sent[key] -= 1
         else:
@@ -405,7 +412,7 @@ async def _record(
     tokens = estimator_for(answered.ctx.model)
     step_messages = conversation.continuation[_common(place.recorded, conversation.continuation) :]
     results = _results(conversation.continuation, step_messages)
-    step = {**answered.step(), "conversation_key": await _sized(digest, (*conversation.chat, reply))}
+    step = {**answered.step(), "conversation_key": _digests_of(conversation).with_reply(reply)}
     if place.new:
         messages = [*place.imported, conversation.query, *conversation.continuation, reply]
         fields = {
@@ -501,21 +508,84 @@ def _canonical(call: dict[str, Any]) -> dict[str, Any]:
     return {**call, "function": {**function, "arguments": arguments}}
 
 
-def digest(messages: Sequence[Message]) -> str:
-    h = hashlib.sha256()
-    for m in messages:
-        h.update(_identity(m))
+@dataclass(frozen=True)
+class Digests:
+    """A conversation digested message by message (``digested``): each message's key (the digest of its
+    ``_identity``) and the running digest after each, so that every digest a call needs (its request, the places
+    where an earlier turn may have ended, the conversation with its reply) is read, not computed again."""
+
+    messages: tuple[Message, ...]
+    keys: tuple[bytes, ...]
+    running: tuple[Any, ...]
+    """``running[i]``: the digest state after the first ``i`` messages (sha256 objects, never updated)."""
+
+    def through(self, n: int) -> str:
+        """The digest of the first ``n`` messages."""
+        return str(self.running[n].hexdigest())
+
+    def turn_ends(self, n: int) -> dict[str, int]:
+        """The digest of every prefix of the first ``n`` messages that ends with an assistant reply -> the prefix's
+        length: the places where an earlier turn may have ended."""
+        return {self.through(i + 1): i + 1 for i in range(n) if self.messages[i].role == "assistant"}
+
+    def with_reply(self, reply: Message) -> str:
+        """The digest of the whole conversation followed by ``reply``."""
+        h = self.running[-1].copy()
+        h.update(_identity(reply))
         h.update(b"\x00")
-    return h.hexdigest()
+        return str(h.hexdigest())
 
 
-def prefix_digests(messages: Sequence[Message]) -> dict[str, int]:
-    """The digest of every prefix of ``messages`` that ends with an assistant reply -> the prefix's length: the
-    places where an earlier turn may have ended."""
-    h, found = hashlib.sha256(), {}
-    for i, m in enumerate(messages):
-        h.update(_identity(m))
+def digested(messages: Sequence[Message], seen: Digests | None = None) -> Digests:
+    """``messages`` digested, going on from ``seen`` (an earlier call's) for as long as they repeat its messages:
+    a session's next call sends the conversation it sent before and a few messages more, and only those are
+    hashed. The repeated messages are ``seen``'s own objects (equal to the ones sent), so what is cached per message
+    object (token counts) holds across the calls."""
+    same = 0
+    if seen is not None:
+        for a, b in zip(seen.messages, messages, strict=False):
+            if a is not b and a != b:
+                break
+            same += 1
+    keys = list(seen.keys[:same]) if seen else []
+    running = list(seen.running[: same + 1]) if seen else [hashlib.sha256()]
+    h = running[-1].copy()
+    for m in messages[same:]:
+        identity = _identity(m)
+        keys.append(hashlib.sha256(identity).digest())
+        h.update(identity)
         h.update(b"\x00")
-        if m.role == "assistant":
-            found[h.hexdigest()] = i + 1
-    return found
+        running.append(h.copy())
+    kept = (*seen.messages[:same], *messages[same:]) if seen else tuple(messages)
+    return Digests(kept, tuple(keys), tuple(running))
+
+
+SEEN_CONVERSATIONS = 64
+"""Conversations whose digests are kept for the next call (by session; a stateless client's by its profile and
+first message): each holds its messages, so a few dozen."""
+_seen: BoundedCache[str, Digests] = BoundedCache(SEEN_CONVERSATIONS)
+
+
+async def with_digests(conversation: Conversation, key: str) -> Conversation:
+    """``conversation`` with its digests, computed from the conversation last seen under ``key``, and with that
+    conversation's message objects where it repeats them."""
+    seen = _seen.get(key)
+    digests = await _sized(lambda chat: digested(chat, seen), conversation.chat)
+    _seen.put(key, digests)
+    history, chat = len(conversation.history), digests.messages
+    return Conversation(conversation.instructions, chat[:history], chat[history], chat[history + 1 :], digests)
+
+
+def _stateless_key(profile: ProfileRow, conversation: Conversation) -> str:
+    """Where a stateless call's digests are kept: its profile and its first message (a client that sends its
+    conversation again finds them; two that share both only take turns replacing them)."""
+    first = conversation.chat[0]
+    return f"stateless\x00{profile.id}\x00{hashlib.sha256(_identity(first)).hexdigest()}"
+
+
+def _digests_of(conversation: Conversation) -> Digests:
+    return conversation.digests if conversation.digests is not None else digested(conversation.chat)
+
+
+def _key(m: Message) -> bytes:
+    return hashlib.sha256(_identity(m)).digest()
