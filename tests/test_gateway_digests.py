@@ -14,7 +14,7 @@ from components.context_window.base import Message
 from tda.gateway import digested
 
 ROLES = st.sampled_from(["user", "assistant", "tool"])
-TEXT = st.text(alphabet="ab \n{}\"é", max_size=6)
+TEXT = st.text(alphabet='ab \n{}"é', max_size=6)
 
 
 @st.composite
