@@ -180,6 +180,8 @@ async def _run(svc: TDAService, route: _Client) -> dict[str, Any]:
         call.timings,
     )
     ran = await run(svc, route, ask)
+    if route.session is not None:
+        remember(route.session.id, route.conversation, ran.answered.snapshot_id)
     done, assembled = ran.answered.done, ran.answered.assembled
     cut = window_cut(route.conversation, assembled, estimator_for(ran.answered.ctx.model))
     return {**ran.result(), "thinking": done.thinking, "more": done.more, "logprobs": done.logprobs, "cut": cut}
@@ -301,10 +303,9 @@ def cut_header(result: Mapping[str, Any]) -> dict[str, str]:
 def _inputs(call: ClientCall, conversation: Conversation, place: _Place) -> dict[str, Any]:
     """What the snapshot keeps of the call: the conversation as sent (for replay, up to ``REPLAY_KEEPS`` messages),
     what was asked of the model besides the window, and where the call went in the session's record."""
-    kept = len(conversation.chat) <= REPLAY_KEEPS
     return {
         "instructions": [m.to_chat() for m in conversation.instructions],
-        "chat": [m.to_chat() for m in conversation.chat] if kept else None,
+        **_chat_inputs(conversation),
         "history": len(conversation.history),
         "user": call.user,
         "tools": [t.to_openai() for t in call.tools],
@@ -318,6 +319,28 @@ def _inputs(call: ClientCall, conversation: Conversation, place: _Place) -> dict
     }
 
 
+def _chat_inputs(conversation: Conversation) -> dict[str, Any]:
+    """How the snapshot keeps the conversation. A session's call repeats the conversation its previous call's
+    snapshot kept and adds a few messages: the snapshot names that one and keeps what is new (``chat_from``,
+    ``chat_tail``; the store puts the conversation back together when it reads the snapshot), with a whole copy
+    every ``WHOLE_COPY_EVERY`` snapshots. A whole copy in every snapshot made a call's cost grow with its session."""
+    chat, digests = conversation.chat, conversation.digests
+    if len(chat) > REPLAY_KEEPS:
+        return {"chat": None}
+    if digests is None or digests.base is None or not _chat_depth(conversation):
+        return {"chat": [m.to_chat() for m in chat]}
+    tail = [m.to_chat() for m in chat[digests.repeated :]]
+    return {"chat_from": {"snapshot_id": digests.base[0], "keep": digests.repeated}, "chat_tail": tail}
+
+
+def _chat_depth(conversation: Conversation) -> int:
+    """How many snapshots back the whole copy of the conversation its snapshot keeps is (0: that snapshot)."""
+    base = conversation.digests.base if conversation.digests is not None else None
+    return 0 if base is None or base[1] + 1 >= WHOLE_COPY_EVERY else base[1] + 1
+
+
+WHOLE_COPY_EVERY = 16
+"""A session's snapshots keep its conversation whole once in this many (the others name the one before them)."""
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 """The creation time of a stateless call's passing session (it has none; the case scope needs one)."""
 REPLAY_KEEPS = 1_000
@@ -518,6 +541,12 @@ class Digests:
     keys: tuple[bytes, ...]
     running: tuple[Any, ...]
     """``running[i]``: the digest state after the first ``i`` messages (sha256 objects, never updated)."""
+    repeated: int = 0
+    """How many of the first messages repeat the conversation these digests went on from."""
+    base: tuple[int, int] | None = None
+    """The snapshot that kept that conversation, and how many snapshots back its whole copy is (None: unknown)."""
+    kept: tuple[int, int] | None = None
+    """The same of these messages, once a snapshot has kept them (``remember``)."""
 
     def through(self, n: int) -> str:
         """The digest of the first ``n`` messages."""
@@ -557,7 +586,8 @@ def digested(messages: Sequence[Message], seen: Digests | None = None) -> Digest
         h.update(b"\x00")
         running.append(h.copy())
     kept = (*seen.messages[:same], *messages[same:]) if seen else tuple(messages)
-    return Digests(kept, tuple(keys), tuple(running))
+    base = seen.kept if seen is not None and same else None
+    return Digests(kept, tuple(keys), tuple(running), same, base)
 
 
 SEEN_CONVERSATIONS = 64
@@ -574,6 +604,16 @@ async def with_digests(conversation: Conversation, key: str) -> Conversation:
     _seen.put(key, digests)
     history, chat = len(conversation.history), digests.messages
     return Conversation(conversation.instructions, chat[:history], chat[history], chat[history + 1 :], digests)
+
+
+def remember(session_id: str, conversation: Conversation, snapshot_id: int | None) -> None:
+    """The snapshot that kept the session's conversation: the session's next call's snapshot names it."""
+    digests = conversation.digests
+    if snapshot_id is None or digests is None or _seen.get(session_id) is not digests:
+        return
+    if len(conversation.chat) > REPLAY_KEEPS:  # that snapshot kept none of it
+        return
+    _seen.put(session_id, dataclasses.replace(digests, kept=(snapshot_id, _chat_depth(conversation))))
 
 
 def _stateless_key(profile: ProfileRow, conversation: Conversation) -> str:
