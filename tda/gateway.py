@@ -590,9 +590,11 @@ def digested(messages: Sequence[Message], seen: Digests | None = None) -> Digest
     return Digests(kept, tuple(keys), tuple(running), same, base)
 
 
-SEEN_CONVERSATIONS = 64
+SEEN_CONVERSATIONS = 32
 """Conversations whose digests are kept for the next call (by session; a stateless client's by its profile and
-first message): each holds its messages, so a few dozen."""
+first message): each holds its messages, so a few dozen, of at most ``SEEN_MESSAGES`` messages."""
+SEEN_MESSAGES = 2_000
+"""A longer conversation is digested whole on every call rather than held in memory between calls."""
 _seen: BoundedCache[str, Digests] = BoundedCache(SEEN_CONVERSATIONS)
 
 
@@ -601,7 +603,8 @@ async def with_digests(conversation: Conversation, key: str) -> Conversation:
     conversation's message objects where it repeats them."""
     seen = _seen.get(key)
     digests = await _sized(lambda chat: digested(chat, seen), conversation.chat)
-    _seen.put(key, digests)
+    if len(digests.messages) <= SEEN_MESSAGES:
+        _seen.put(key, digests)
     history, chat = len(conversation.history), digests.messages
     return Conversation(conversation.instructions, chat[:history], chat[history], chat[history + 1 :], digests)
 
