@@ -24,10 +24,10 @@ from .cost import model_call
 from .errors import UpstreamFailed
 from .events import stream_key
 from .llm import Relay, max_tokens_for, model_call_error
-from .recall import index_after
+from .recall.messages import index_after
+from .recall.turns import index_turn_after
 from .store.types import StoredType
 from .tool_results import plan_of
-from .turn_index import index_turn_after
 
 if TYPE_CHECKING:
     from components.context_window.handler import AssembledContext
