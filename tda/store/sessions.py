@@ -597,6 +597,8 @@ class SessionStore:
         )
         async with self.db.read() as s:
             rows = [(r[0], r[1]) for r in (await s.execute(query)).all()]
+            for row, _ in rows:
+                set_committed_value(row, "inputs", await _with_chat(s, row.inputs))
         return [(row, labels) for row, labels in rows if "library" not in row.inputs]
 
     async def purge_memory(self, session_id: str, actor: str) -> dict[str, int]:
