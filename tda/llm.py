@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import re
+import sys
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -48,12 +49,16 @@ def _send_messages_as_built() -> None:
     its typed-dict annotations (``async_maybe_transform``): ~0.15 ms of CPU a message, the largest part of a
     call's cost once a window is full. For a chat message the walk changes nothing (no message type has an alias
     or a format: tests/test_llm_transform.py holds the SDK's own walk to that), so messages that are plain dicts,
-    as ``AssembledContext.messages`` are, go as they are, and the rest of the request is walked as before."""
-    try:
-        from openai.resources.chat.completions import completions
-    except ImportError:  # another SDK layout: it walks the messages as it always did
+    as ``AssembledContext.messages`` are, go as they are, and the rest of the request is walked as before.
+
+    Set once the SDK's chat resources are loaded (a service that calls providers loads them at start-up; one that
+    answers with the mock model never does), and looked for again before each provider call until then."""
+    completions = sys.modules.get("openai.resources.chat.completions.completions")
+    if completions is None:  # not loaded (yet): nothing walks messages
         return
-    walk = completions.async_maybe_transform
+    walk = getattr(completions, "async_maybe_transform", None)
+    if walk is None:  # another SDK layout: it walks the messages as it always did
+        return
     if getattr(walk, "messages_as_built", False):
         return
 
@@ -66,7 +71,7 @@ def _send_messages_as_built() -> None:
         return body
 
     transform.messages_as_built = True  # type: ignore[attr-defined]
-    completions.async_maybe_transform = transform
+    setattr(completions, "async_maybe_transform", transform)  # noqa: B010  # a module found in sys.modules
 
 
 async def _litellm_loaded() -> Any:
@@ -81,6 +86,8 @@ def _warm_up(calls_providers: bool = False) -> None:
     litellm = _litellm()
     if calls_providers:  # the OpenAI SDK's client imports all its ~450 resource modules on first use, on the
         import openai.resources.chat  # noqa: F401  # event loop: the first real call took 2.1 s, 0.07 s after this
+
+        _send_messages_as_built()
     tool = {"type": "function", "function": {"name": "noop", "parameters": {"type": "object", "properties": {}}}}
     litellm.completion(
         model="gpt-4o",
@@ -486,6 +493,8 @@ class LLM:
             kwargs["max_tokens"] = capped_max_tokens(max_tokens, (model, *upstream.fallbacks))
         if self.mock:
             kwargs["mock_response"] = self.mock_reply(messages, tools)
+        else:
+            _send_messages_as_built()
         router = self._router(litellm, model, upstream)
         if on_delta is not None:
             return await self._streamed(litellm, router, kwargs, on_delta)

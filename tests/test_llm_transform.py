@@ -12,7 +12,7 @@ from openai._utils._transform import async_maybe_transform
 from openai.resources.chat.completions import completions
 from openai.types.chat import completion_create_params
 
-from tda.llm import _litellm
+from tda.llm import _send_messages_as_built
 
 TEXT = st.text(max_size=8)
 PART = st.one_of(
@@ -49,7 +49,7 @@ def walked(body: dict[str, Any], walk: Any) -> Any:
 @settings(max_examples=150, deadline=None)
 @given(st.lists(MESSAGE, max_size=5))
 def test_the_request_is_the_one_the_sdk_would_send(messages: list[dict[str, Any]]) -> None:
-    _litellm()  # installs it
+    _send_messages_as_built()  # the SDK's chat resources are loaded (imported above): it is set
     body = {
         "model": "gpt-4.1",
         "messages": messages,
