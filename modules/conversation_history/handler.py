@@ -298,12 +298,16 @@ class ConversationHistoryModule(ContextModule):
         # What the block's start left out of the sliding window goes after the stable part, in order, behind a
         # marker: the window stays full while its prefix stays put between turns.
         tail = [unit for _, unit, _ in reversed(within[len(kept) :])]
-        if overflowing and (beyond := self._next_older(ctx, len(within))) is not None:
-            tail.insert(0, beyond)  # what did not fit whole may still fit cut, so the window is full
+        # What did not fit whole may still fit cut, so the window is full; only where no tool loop follows: a loop's
+        # next step cuts the tail from its end, and a cut unit (at its start, sized to the room left) would then
+        # differ between the turn's steps, which must send the same history part.
+        cut = not (ctx.tools or ctx.continuation)
+        if overflowing and cut and (beyond := self._next_older(ctx, len(within))) is not None:
+            tail.insert(0, beyond)
         if tail:
             assert ctx.tokens is not None
             tail_room = budget - reserve - room - sum(cost for _, _, cost in kept)
-            tail = _fitted_tail(tail, tail_room, ctx.tokens)
+            tail = _fitted_tail(tail, tail_room, ctx.tokens, cut=cut)
         if room:
             end = first_kept
             if ctx.summarizer is not None:  # a model call: summarise a bucket-aligned excerpt, reused for a while
@@ -614,14 +618,14 @@ MIN_CUT_TOKENS = 48
 """Less room than this is not worth a cut message (its note and a line or two)."""
 
 
-def cut_unit(unit: Unit, room: int, tokens: TokenCounter) -> Unit | None:
-    """``unit`` cut to fit ``room``: a request or an answer, its beginning; a tool call, each result's beginning
-    (shares by water-filling), still answering its call; each marked as cut. None: not even the call and the notes
-    (or a message's first words) fit, or the message is not plain text."""
+def cut_unit(unit: Unit, room: int, tokens: TokenCounter, *, messages: bool = False) -> Unit | None:
+    """``unit`` cut to fit ``room``: a tool call, each result's beginning (shares by water-filling), still answering
+    its call; with ``messages``, a request or an answer too, its beginning; each marked as cut. None: not even the
+    call and the notes (or a message's first words) fit, or the unit is a message and ``messages`` is off."""
     if room <= 0:
         return None
     if len(unit) == 1:
-        return _cut_message(unit[0], room, tokens)
+        return _cut_message(unit[0], room, tokens) if messages else None
     count = tokens.count_message
     head, results = unit[0], unit[1:]
     notes = [dataclasses.replace(r, content=CUT_NOTE.format(tokens=tokens.count(r.content))) for r in results]
@@ -683,17 +687,20 @@ def _within(kept: list[tuple[int, Unit, int]], room: int) -> list[tuple[int, Uni
     return kept
 
 
-def _fitted_tail(tail: list[Unit], room: int, tokens: TokenCounter) -> list[Unit]:
+def _fitted_tail(tail: list[Unit], room: int, tokens: TokenCounter, *, cut: bool = True) -> list[Unit]:
     """The newest units of ``tail`` (in conversation order) that fit in ``room`` with the marker before them, and
-    the next older one cut to fit what is left (when enough is left to be worth a cut: the window stays full)."""
+    (``cut``) the next older one cut to fit what is left (when enough is left to be worth a cut: the window stays
+    full)."""
     count = tokens.count_message
     left = room - count(Message("system", TAIL_MARKER))
     start = len(tail)
     while start > 0 and (cost := sum(count(m) for m in tail[start - 1])) <= left:
         left -= cost
         start -= 1
-    cut = cut_unit(tail[start - 1], left, tokens) if start > 0 and left >= MIN_CUT_TOKENS else None
-    return [cut, *tail[start:]] if cut is not None else tail[start:]
+    if not cut or start == 0 or left < MIN_CUT_TOKENS:
+        return tail[start:]
+    shortened = cut_unit(tail[start - 1], left, tokens, messages=True)
+    return [shortened, *tail[start:]] if shortened is not None else tail[start:]
 
 
 def _recall_reserve(config: Any, budget: int) -> int:
