@@ -33,6 +33,7 @@ from components.context_window.token_estimator import TokenEstimator, estimator_
 
 from . import metrics
 from .champions import keep_case, quotes_tools
+from .context_features import ContextFeatures, refuse_cut
 from .cost import model_call
 from .errors import Conflict, Invalid, NotFound, UpstreamFailed
 from .knowledge.scope import ANONYMOUS
@@ -78,6 +79,8 @@ class ClientCall:
     new_turn: bool = False
     """Record the call as a new turn even when the session saw its conversation: a recorded request sent again
     (else it would be a retry of its turn, adding to that turn's record)."""
+    features: ContextFeatures = field(default_factory=ContextFeatures)
+    """The provider context features the client asked for and how tda meets them (``tda/context_features.py``)."""
 
 
 @dataclass(frozen=True)
@@ -233,6 +236,7 @@ async def _run(
         "snapshot": snapshot,
         "model_call": used,
         "cut": window_cut(call.messages, assembled, estimator_for(ctx.model)),
+        "context_management": done.context_management,
     }
     if snapshot_id is not None:
         await svc.store.sessions.record_model_call(snapshot_id, snapshot, used, call.timings)
@@ -282,7 +286,7 @@ async def _attempt(
         assembled = await svc.handler.assemble(ctx, window_type.type)
     model_at = time.time_ns()
     metrics.observe_assembly(assembled.snapshot)
-    snapshot = assembled.snapshot.to_dict()
+    snapshot = _with_features(assembled, call, conversation, ctx.model)
     recorded: asyncio.Task[int] | None = None
     if session is not None and place is not None:
         inputs = {
@@ -318,6 +322,19 @@ async def _attempt(
     return _Answered(ctx, assembled, snapshot, snapshot_id, done, (assembled_at, model_at))
 
 
+def _with_features(
+    assembled: AssembledContext, call: ClientCall, conversation: Conversation, model: str
+) -> dict[str, Any]:
+    """The snapshot, with what the client's provider features did (``provider_features``); a window that would cut
+    the conversation is refused here, before anything is recorded, when the client disabled truncation."""
+    if call.features.truncation == "disabled":
+        refuse_cut(window_cut(conversation.chat, assembled, estimator_for(model)), model)
+    snapshot = assembled.snapshot.to_dict()
+    if call.features.handled:
+        snapshot["provider_features"] = [dict(h) for h in call.features.handled]
+    return snapshot
+
+
 async def _context(
     svc: TDAService,
     call: ClientCall,
@@ -343,9 +360,10 @@ async def _context(
         cutoff=cutoff,
         others_cases_only=True,  # the session's own turns are in the client's conversation, as it wants them
     )
+    limits = [n for n in (ctx.session.context_limit, call.features.context_limit) if n]  # a threshold only lowers
     ctx = dataclasses.replace(
         ctx,
-        session=dataclasses.replace(ctx.session, current_turn=turn),
+        session=dataclasses.replace(ctx.session, current_turn=turn, context_limit=min(limits, default=None)),
         query_message=conversation.query,
         instructions=conversation.instructions,
         continuation=conversation.continuation,

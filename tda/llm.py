@@ -256,6 +256,13 @@ class Upstream:
         )
 
 
+async def routes_of(model: str, upstream: Upstream) -> list[tuple[str | None, str]]:
+    """(provider, litellm name) of every model a call may reach (fallbacks too: they get the same body)."""
+    litellm = await _litellm_loaded()
+    names = [routed_name(n, upstream.base_url, litellm.provider_list) for n in (model, *upstream.fallbacks)]
+    return [(await provider_of(name), name) for name in names]
+
+
 def routed_name(model: str, base_url: str | None, providers: Any) -> str:
     """The litellm name ``model`` is called by. At a base URL (an OpenAI-compatible API), a name without an
     explicit provider prefix is sent as an OpenAI model (``openai/<name>``): ``llama3`` or ``meta-llama/Llama-3``
@@ -324,6 +331,8 @@ class Completion:
     thinking: tuple[dict[str, Any], ...] = ()
     """The reply's thinking blocks as a Claude model sent them (``thinking`` with its ``signature``,
     ``redacted_thinking``): an Anthropic client sends them back with the next step of a tool loop."""
+    context_management: dict[str, Any] | None = None
+    """Anthropic's report of the ``context_management`` edits it applied (``applied_edits``), as litellm passes it."""
 
 
 def cache_usage(usage: Any) -> tuple[int, int]:
@@ -475,9 +484,7 @@ class LLM:
 
     @staticmethod
     async def _routes(litellm: Any, model: str, upstream: Upstream) -> list[tuple[str | None, str]]:
-        """(provider, litellm name) of every model the call may reach (fallbacks too: they get the same body)."""
-        names = [routed_name(n, upstream.base_url, litellm.provider_list) for n in (model, *upstream.fallbacks)]
-        return [(await provider_of(name), name) for name in names]
+        return await routes_of(model, upstream)
 
     def _router(self, litellm: Any, model: str, upstream: Upstream) -> Any:
         """The Router for ``model`` at ``upstream``, built once: building one takes milliseconds. The key is read
@@ -523,6 +530,7 @@ class LLM:
             cache_read_tokens=read,
             cache_write_tokens=written,
             thinking=first.thinking,
+            context_management=_context_management(response),
         )
 
 
@@ -566,6 +574,13 @@ def _choice(choice: Any) -> Choice:
         logprobs=logprobs.model_dump() if logprobs is not None and hasattr(logprobs, "model_dump") else logprobs,
         thinking=tuple(_plain(b) for b in getattr(message, "thinking_blocks", None) or ()),
     )
+
+
+def _context_management(response: Any) -> dict[str, Any] | None:
+    """Anthropic's ``context_management`` report on a reply, where litellm keeps it (the message's provider fields)."""
+    message = response.choices[0].message if response.choices else None
+    found = (getattr(message, "provider_specific_fields", None) or {}).get("context_management")
+    return _plain(found) if found is not None else None
 
 
 def _plain(block: Any) -> dict[str, Any]:

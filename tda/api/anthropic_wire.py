@@ -329,8 +329,10 @@ def _tool_choice(choice: dict[str, Any] | None) -> tuple[Any, bool | None]:
 # --- the reply ---------------------------------------------------------------------------------------------
 
 
-def message_of(message_id: str, result: Mapping[str, Any]) -> dict[str, Any]:
-    """The gateway's result as Anthropic's ``message``."""
+def message_of(
+    message_id: str, result: Mapping[str, Any], context_management: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The gateway's result as Anthropic's ``message`` (``context_management``: its report of the edits applied)."""
     content = [dict(b) for b in result.get("thinking") or ()]
     content += [{"type": "text", "text": result["answer"]}] if result["answer"] else []
     content += [_tool_use_block(c) for c in result["tool_calls"]]
@@ -343,6 +345,7 @@ def message_of(message_id: str, result: Mapping[str, Any]) -> dict[str, Any]:
         "stop_reason": stop_reason(result),
         "stop_sequence": None,
         "usage": usage(result),
+        **({"context_management": dict(context_management)} if context_management is not None else {}),
     }
 
 
@@ -451,10 +454,13 @@ class StreamedBlocks:
             self.thoughts += 1
         return out
 
-    def end(self, result: Mapping[str, Any]) -> list[bytes]:
+    def end(self, result: Mapping[str, Any], context_management: Mapping[str, Any] | None = None) -> list[bytes]:
         out = self._close()
         reason = {"stop_reason": stop_reason(result), "stop_sequence": None}
-        out.append(sse("message_delta", {"type": "message_delta", "delta": reason, "usage": usage(result)}))
+        delta: dict[str, Any] = {"type": "message_delta", "delta": reason, "usage": usage(result)}
+        if context_management is not None:  # the edits applied, as Anthropic reports them
+            delta["context_management"] = dict(context_management)
+        out.append(sse("message_delta", delta))
         out.append(sse("message_stop", {"type": "message_stop"}))
         return out
 

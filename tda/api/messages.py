@@ -24,6 +24,7 @@ from werkzeug.exceptions import HTTPException
 from components.context_window.budget import BudgetExceeded
 
 from ..auth import end_user, require
+from ..context_features import anthropic_edits, response_context_management
 from ..errors import ServiceError
 from ..gateway import complete, split, window
 from ..llm import prompt_tokens
@@ -81,12 +82,14 @@ async def create_message() -> Any:
     profile, session = await resolve_ids(svc, session_id, profile_id, call.user)
     # whose cases: the metadata's user_id narrowed to the token (forwarded upstream as sent, in params)
     call = dataclasses.replace(call, model=model, new_turn=new_turn, user=end_user(call.user) if call.user else None)
+    call = await anthropic_edits(svc, call, profile, body.context_management)
     headers = {SESSION_HEADER: session.id} if session is not None else {}
     model = call.model or profile.model or svc.settings.model
     message_id = f"msg_tda_{uuid.uuid4().hex}"
     if not body.stream:
         result = await complete(svc, call, profile, session)
-        return message_of(message_id, result), 200, {**headers, **_tda_headers(result)}
+        message = message_of(message_id, result, response_context_management(call, result))
+        return message, 200, {**headers, **_tda_headers(result)}
     streamed = await start_turn(svc, call, profile, session)
 
     async def events() -> AsyncIterator[bytes]:
@@ -101,7 +104,8 @@ async def create_message() -> Any:
             message = exc.message if isinstance(exc, ServiceError) else f"{type(exc).__name__}: {exc}"
             yield sse("error", error_body(status, message))
             return
-        for event in blocks.end(streamed.turn.result()):
+        result = streamed.turn.result()
+        for event in blocks.end(result, response_context_management(call, result)):
             yield event
 
     response = Response(events(), mimetype="text/event-stream", headers={**headers, "Cache-Control": "no-cache"})
@@ -123,6 +127,7 @@ async def count_tokens() -> Any:
     _, profile_id = requested_ids(body.model)
     call = dataclasses.replace(call, model=await requested_model(svc, body.model, None, profile_id))
     profile, _ = await resolve_ids(svc, None, profile_id, None)
+    call = await anthropic_edits(svc, call, profile, body.context_management)
     assembled, model = await window(svc, call, profile)
     counted = await prompt_tokens(model, assembled.messages, assembled.tools)
     return {"input_tokens": max(counted, assembled.snapshot.total_used)}

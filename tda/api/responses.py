@@ -29,6 +29,7 @@ from components.context_window.base import Message, ToolSchema
 from components.context_window.budget import BudgetExceeded
 
 from ..auth import end_user, require
+from ..context_features import responses_features
 from ..errors import Conflict, Invalid, NotFound, ServiceError, field_errors
 from ..events import encode_sse
 from ..gateway import ClientCall, answered, complete, cut_header, split
@@ -46,8 +47,10 @@ bp.errorhandler(ServiceError)(openai_error)
 bp.errorhandler(BudgetExceeded)(over_budget)
 
 _RESPONSE_ID = re.compile(r"^resp_(\d{1,18})_([A-Za-z0-9][A-Za-z0-9_.-]{0,63})$")
-IGNORED_ITEMS = ("reasoning",)
-"""Input items with no chat equivalent that change nothing the model is sent (a reasoning model's own notes)."""
+IGNORED_ITEMS = ("reasoning", "compaction")
+"""Input items with no chat equivalent: a reasoning model's own notes, which change nothing the model is sent, and
+OpenAI's encrypted compaction summaries, which only OpenAI reads (kept out, and named in the snapshot:
+``tda/context_features.py``)."""
 
 
 class ResponsesRequest(BaseModel):
@@ -81,6 +84,7 @@ class ResponsesRequest(BaseModel):
     background: bool | None = None
     conversation: Any = None
     prompt: Any = None
+    context_management: Any = None
 
 
 @bp.post("/responses")
@@ -108,6 +112,7 @@ async def create_response() -> Any:
     elif session_id is None and body.store is not False:
         session_id = f"resp-{uuid.uuid4().hex[:20]}"  # OpenAI stores responses unless told not to
     split(messages)  # a conversation without a user message is refused before anything is created
+    features = responses_features(body.context_management, body.truncation, _compactions(body.input))
     model = await requested_model(svc, body.model, session_id, profile_id)
     profile, session = await resolve_ids(svc, session_id, profile_id, body.user)
     call = ClientCall(
@@ -119,6 +124,7 @@ async def create_response() -> Any:
         params=params,
         user=end_user(body.user) if body.user else None,  # whose cases: narrowed to the token
         timings={},  # kept with the snapshot: the trace's latency breakdown
+        features=features,
     )
     headers = {SESSION_HEADER: session.id} if session is not None else {}
     shape = _Shape(body, created_at=int(time.time()), ids=uuid.uuid4().hex)
@@ -174,6 +180,17 @@ def _refuse_unsupported(body: ResponsesRequest) -> None:
         raise _invalid("prompt", "tda keeps no prompt templates; send the prompt as instructions")
     if isinstance(body.input, str) and not body.input:
         raise _invalid("input", "the input is empty; send the user's message")
+
+
+def _compactions(items: str | list[dict[str, Any]]) -> list[tuple[int, dict[str, Any]]]:
+    """The input's compaction items, by index (each needs its ``encrypted_content``)."""
+    if isinstance(items, str):
+        return []
+    found = [(i, item) for i, item in enumerate(items) if item.get("type") == "compaction"]
+    for i, item in found:
+        if not isinstance(item.get("encrypted_content"), str):
+            raise _invalid(f"input.{i}.encrypted_content", "a compaction item carries its encrypted_content")
+    return found
 
 
 def _instructions(instructions: str | None) -> list[Message]:
@@ -398,7 +415,7 @@ class _Shape:
                 "metadata": body.metadata or {},
                 "text": body.text or {"format": {"type": "text"}},
                 "reasoning": body.reasoning,
-                "truncation": body.truncation or "disabled",
+                "truncation": body.truncation or "auto",  # tda's budgeting unless disabled (context_features)
                 "store": body.store is not False,
                 "user": body.user,
             }
