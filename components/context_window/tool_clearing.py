@@ -314,7 +314,7 @@ def keep_recent(messages: Sequence[Message], rule: KeepRecent, count: Count, too
     total = tools_tokens + sum(count(m) for m in messages)
     if not rule.triggered(total, len(calls)):
         return KeptRecent(tuple(messages))
-    kept = {str(c.get("id")) for _, c in calls[len(calls) - rule.keep :]} if rule.keep > 0 else set()
+    kept = {str(c.get("id")) for _, c in calls[max(0, len(calls) - rule.keep) :]} if rule.keep > 0 else set()
     names = {str(c.get("id")): str((c.get("function") or {}).get("name", "tool")) for _, c in calls}
     out, cleared, saved = list(messages), [], 0
     for i, m in enumerate(messages):

@@ -58,11 +58,11 @@ async def test_compact_threshold_keeps_the_window_within_it_and_the_snapshot_say
     client = served.client()
     items = _conversation(30)
     model = await _profile(served, "plain")
-    whole = await client.responses.create(model=model, input=items)  # type: ignore[arg-type]
+    whole = await client.responses.create(model=model, input=items)
     whole_sent = served.model.sent[-1]["messages"]
     raw = await client.responses.with_raw_response.create(
         model=model,
-        input=items,  # type: ignore[arg-type]
+        input=items,
         context_management=[{"type": "compaction", "compact_threshold": 2_000}],
         extra_headers={"X-TDA-Session": "compacting"},
     )
@@ -104,10 +104,10 @@ async def test_a_compaction_item_is_kept_out_of_the_window_and_named_in_the_snap
 
 
 async def test_a_compaction_item_without_its_content_is_a_422_naming_it(served: Served):
-    with pytest.raises(openai.UnprocessableEntityError, match="input.0.encrypted_content"):
+    with pytest.raises(openai.UnprocessableEntityError, match=r"input\.0\.encrypted_content"):
         await served.client().responses.create(
             model="tda",
-            input=[{"type": "compaction", "id": "cmp_1"}, {"role": "user", "content": "hi"}],  # type: ignore[list-item]
+            input=[{"type": "compaction", "id": "cmp_1"}, {"role": "user", "content": "hi"}],
         )
     assert served.model.sent == []
 
@@ -119,7 +119,7 @@ async def test_truncation_disabled_refuses_what_the_window_would_cut_as_openai_d
     with pytest.raises(openai.BadRequestError) as refused:
         await client.responses.create(
             model=model,
-            input=items,  # type: ignore[arg-type]
+            input=items,
             truncation="disabled",
             extra_headers={"X-TDA-Session": "refused"},
         )
@@ -129,9 +129,9 @@ async def test_truncation_disabled_refuses_what_the_window_would_cut_as_openai_d
     session = await served.get("/v1/sessions/refused")
     assert session["turns"] == []  # nothing recorded
 
-    cut = await client.responses.create(model=model, input=items, truncation="auto")  # type: ignore[arg-type]
+    cut = await client.responses.create(model=model, input=items, truncation="auto")
     assert cut.status == "completed" and cut.truncation == "auto"
-    assert cut.usage is not None and cut.usage.model_extra["tda"]["messages_cut"] > 0  # type: ignore[index]
+    assert cut.usage is not None and cut.usage.model_extra["tda"]["messages_cut"] > 0
     short = await client.responses.create(model=model, input="Which invoice was paid last?", truncation="disabled")
     assert short.status == "completed" and short.truncation == "disabled"
 
@@ -139,8 +139,8 @@ async def test_truncation_disabled_refuses_what_the_window_would_cut_as_openai_d
 async def test_an_unknown_truncation_or_context_management_entry_is_a_422(served: Served):
     client = served.client()
     with pytest.raises(openai.UnprocessableEntityError, match="truncation"):
-        await client.responses.create(model="tda", input="hi", truncation="middle")  # type: ignore[arg-type]
-    with pytest.raises(openai.UnprocessableEntityError, match="context_management.0.type"):
+        await client.responses.create(model="tda", input="hi", truncation="middle")
+    with pytest.raises(openai.UnprocessableEntityError, match=r"context_management\.0\.type"):
         await client.responses.create(model="tda", input="hi", context_management=[{"type": "summarise"}])
     assert served.model.sent == []
 
@@ -149,7 +149,7 @@ async def test_compact_answers_the_window_as_items_the_client_sends_back(served:
     client = served.client()
     model = await _profile(served, "compact", context_limit=1_500)
     items = _conversation(30)
-    compacted = await client.responses.compact(model=model, input=items, instructions="Answer briefly.")  # type: ignore[arg-type]
+    compacted = await client.responses.compact(model=model, input=items, instructions="Answer briefly.")
 
     assert served.model.sent == []  # compaction calls no model
     assert compacted.object == "response.compaction"
@@ -164,7 +164,7 @@ async def test_compact_answers_the_window_as_items_the_client_sends_back(served:
     assert usage.total_tokens == usage.input_tokens + usage.output_tokens
     assert (await served.get("/v1/sessions"))["sessions"] == []  # nothing was recorded
 
-    again = await client.responses.create(model=model, input=output, instructions="Answer briefly.")  # type: ignore[arg-type]
+    again = await client.responses.create(model=model, input=output, instructions="Answer briefly.")
     assert again.status == "completed"
     sent = served.model.sent[-1]["messages"]
     assert sent[0]["role"] == "system" and sent[-1]["content"] == "Which invoice was paid last?"
@@ -177,7 +177,7 @@ async def test_compact_goes_on_from_a_previous_response(served: Served):
         model="tda", input="How many open orders does ACME have?", extra_headers={"X-TDA-Session": "prev"}
     )
     compacted = await client.responses.compact(model="tda", input="And BETA?", previous_response_id=first.id)
-    texts = [part.text for item in compacted.output for part in getattr(item, "content", [])]  # type: ignore[union-attr]
+    texts = [part.text for item in compacted.output for part in getattr(item, "content", [])]
     assert texts == ["How many open orders does ACME have?", "ACME has 3 open orders.", "And BETA?"]
 
 
@@ -200,14 +200,14 @@ async def test_the_agents_sdk_compaction_session_compacts_through_tda(served: Se
     )
     served.clients.append(client)
     store = agents.SQLiteSession("compacted")
-    await store.add_items(_conversation(30))  # type: ignore[arg-type]
+    await store.add_items(_conversation(30))
     session = OpenAIResponsesCompactionSession("compacted", store, client=client, model=MODEL)
     await session.run_compaction({"force": True, "compaction_mode": "input"})
     kept = await store.get_items()
 
     assert served.model.sent == []
     assert 1 < len(kept) < 61
-    assert kept[-1]["content"] == [{"type": "input_text", "text": "Which invoice was paid last?"}]  # type: ignore[typeddict-item]
+    assert kept[-1]["content"] == [{"type": "input_text", "text": "Which invoice was paid last?"}]
     agent = agents.Agent(name="clerk", model=agents.OpenAIResponsesModel(model="tda", openai_client=client))
     result = await agents.Runner.run(agent, "And the one before?", session=session)
     assert result.final_output == "Done."
