@@ -11,6 +11,8 @@ client sends is dropped without a word.
   Responses API, which tda does not call: kept out of the window, each named in the trace.
 - Responses ``truncation``: ``auto`` (and, unlike OpenAI, no value) = tda's budgeting; ``disabled`` = a request the
   window would cut is a 400 ``context_length_exceeded``, as OpenAI answers one over the model's window.
+- A parameter litellm sends no field of (a provider without it, or one litellm translates into another field): the
+  trace names it (``by`` "litellm"), found from the request litellm would build (``llm.unsent_params``).
 - Anthropic ``context_management`` edits (``/v1/messages``): forwarded to Claude at Anthropic's API (which applies
   them and reports ``applied_edits``); at any other upstream tda applies them: ``clear_tool_uses_20250919`` with
   its settings (``tool_clearing.keep_recent``), ``clear_thinking_20251015`` keeping the newest N thinking turns,
@@ -22,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from importlib.metadata import version
 from typing import TYPE_CHECKING, Any, Literal
 
 from components.context_window.base import Message
@@ -29,7 +32,7 @@ from components.context_window.token_estimator import estimator_for
 from components.context_window.tool_clearing import KeepRecent, keep_recent
 
 from .errors import Invalid, ServiceError
-from .llm import EXPLICIT_CACHING, routes_of
+from .llm import EXPLICIT_CACHING, routes_of, unsent_params
 
 if TYPE_CHECKING:
     from .gateway import ClientCall
@@ -58,12 +61,29 @@ class ContextFeatures:
     native_edits: bool = False
     """The Anthropic edits went to the upstream: its own ``context_management`` report is the response's."""
 
-    def noting(self, field: str, by: Literal["upstream", "tda"], note: str) -> ContextFeatures:
+    def noting(self, field: str, by: Literal["upstream", "tda", "litellm"], note: str) -> ContextFeatures:
         return dataclasses.replace(self, handled=(*self.handled, {"field": field, "by": by, "note": note}))
 
 
 def invalid(loc: str, msg: str) -> Invalid:
     return Invalid(f"{loc}: {msg}", errors=[{"loc": loc, "msg": msg, "type": "value_error"}], param=loc)
+
+
+async def with_unsent_traced(svc: TDAService, call: ClientCall, profile: ProfileRow) -> ClientCall:
+    """``call`` with the trace naming each of its parameters litellm sends the model's provider no field of."""
+    model = call.model or profile.model or svc.settings.model
+    provider, routed, unsent = await unsent_params(model, call.params, svc.llm.upstream.merged(profile.upstream))
+    features = call.features
+    for name in unsent:
+        note = (
+            f"litellm {LITELLM} sends {provider} ({routed}) no {name!r} field: its API has no such parameter for "
+            "this model, or litellm translates it into another field"
+        )
+        features = features.noting(name, "litellm", note)
+    return dataclasses.replace(call, features=features) if unsent else call
+
+
+LITELLM = version("litellm")
 
 
 # --- the Responses API ------------------------------------------------------------------------------

@@ -312,6 +312,62 @@ def capped_max_tokens(requested: int | None, models: tuple[str, ...]) -> int | N
     return min(requested, *limits) if limits else requested
 
 
+OPENAI_EXTRA_BODY = ("metadata", "prompt_cache_retention")
+"""Client parameters sent in the body itself to an API that takes OpenAI's: litellm keeps ``metadata`` for its own
+callbacks, and litellm 1.106.2 leaves ``prompt_cache_retention`` out of every chat-completions request."""
+
+
+def param_kwargs(params: Mapping[str, Any], openai_body: bool) -> dict[str, Any]:
+    """litellm's keyword arguments for a client's own request parameters (``drop_params``: litellm leaves out those
+    the provider does not take); ``openai_body``: the provider's API takes OpenAI's request body as it is."""
+    kwargs: dict[str, Any] = {k: v for k, v in params.items() if k not in OPENAI_EXTRA_BODY}
+    kwargs["drop_params"] = True
+    extra = {k: params[k] for k in OPENAI_EXTRA_BODY if k in params}
+    if extra and openai_body:
+        kwargs["extra_body"] = extra
+    if "user" in params and openai_body:  # litellm passes ``user`` only for models in OpenAI's own catalog
+        kwargs["allowed_openai_params"] = ["user"]
+    return kwargs
+
+
+_UNSENT: BoundedCache[tuple[str, str | None, tuple[str, ...]], tuple[str, ...]] = BoundedCache(256)
+
+
+async def unsent_params(model: str, params: Mapping[str, Any], upstream: Upstream) -> tuple[str, str, tuple[str, ...]]:
+    """(provider, litellm name, the client's parameters no field of that name carries in the request litellm builds
+    for ``model`` at ``upstream``): left out as unsupported, or translated into another field. Found by building
+    that request without sending it (litellm's ``return_raw_request``), once per model, upstream and set of
+    parameter names, in a worker thread (it takes milliseconds; a provider's first, a second)."""
+    litellm = await _litellm_loaded()
+    routed = routed_name(model, upstream.base_url, litellm.provider_list)
+    provider = await provider_of(routed) or "unknown"
+    if not params:
+        return provider, routed, ()
+    key = (routed, upstream.base_url, tuple(sorted(params)))
+    unsent = _UNSENT.get(key)
+    if unsent is None:
+        kwargs = param_kwargs(params, provider in OPENAI_BODIES)
+        found = await asyncio.to_thread(_unsent, litellm, routed, upstream.base_url, kwargs)
+        dropped = set(OPENAI_EXTRA_BODY) & set(params) if provider not in OPENAI_BODIES else set()  # tda's own
+        unsent = _UNSENT.put(key, tuple(sorted({*found, *dropped})))
+    return provider, routed, unsent
+
+
+def _unsent(litellm: Any, routed: str, base_url: str | None, kwargs: dict[str, Any]) -> tuple[str, ...]:
+    from litellm.types.utils import CallTypes
+    from litellm.utils import return_raw_request
+
+    request = {"model": routed, "messages": [{"role": "user", "content": "hi"}], **kwargs}
+    if base_url:
+        request["api_base"] = base_url
+    body = return_raw_request(CallTypes.completion, request).get("raw_request_body")
+    if not isinstance(body, dict):
+        return ()  # litellm could not build it: nothing to say
+    sent = set(body) | set(body.get("extra_body") or {})
+    given = (set(kwargs) | set(kwargs.get("extra_body") or {})) - {"drop_params", "allowed_openai_params", "extra_body"}
+    return tuple(sorted(given - sent))
+
+
 @dataclass(frozen=True)
 class Completion:
     text: str
@@ -441,16 +497,8 @@ class LLM:
         if anthropic_beta and all(p in EXPLICIT_CACHING for p, _ in routes):  # a client's extra_headers never pass
             kwargs["extra_headers"] = {"anthropic-beta": anthropic_beta}
         if params:
-            kwargs.update(params, drop_params=True)
-            openai_body = (
-                await provider_of(routed_name(model, upstream.base_url, litellm.provider_list)) in OPENAI_BODIES
-            )
-            if "metadata" in params:  # litellm keeps ``metadata`` for its own callbacks: OpenAI's goes in the body
-                metadata = kwargs.pop("metadata")
-                if openai_body:
-                    kwargs["extra_body"] = {**kwargs.get("extra_body", {}), "metadata": metadata}
-            if "user" in params and openai_body:  # litellm passes ``user`` only for models in OpenAI's own catalog
-                kwargs["allowed_openai_params"] = ["user"]
+            routed = routed_name(model, upstream.base_url, litellm.provider_list)
+            kwargs.update(param_kwargs(params, await provider_of(routed) in OPENAI_BODIES))
         if tools:
             # Our tools are plain functions, never litellm-proxy MCP servers; skipping that check also avoids
             # importing the optional `mcp` package, whose absence otherwise fails every call with tools.

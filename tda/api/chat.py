@@ -26,6 +26,7 @@ from components.context_window.base import Message, ToolSchema, text_of_parts
 from components.context_window.budget import BudgetExceeded
 
 from ..auth import actor, end_user, require
+from ..context_features import with_unsent_traced
 from ..errors import Conflict, Invalid, NotFound, ServiceError, field_errors
 from ..events import encode_sse
 from ..gateway import ClientCall, complete, cut_header, split
@@ -152,6 +153,7 @@ async def chat_completions() -> Any:
         timings={},  # kept with the snapshot: the trace's latency breakdown
         new_turn=new_turn,
     )
+    call = await with_unsent_traced(svc, call, profile)
     headers = {SESSION_HEADER: session.id} if session is not None else {}
     if body.stream:
         usage = bool((body.stream_options or {}).get("include_usage"))

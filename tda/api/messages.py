@@ -24,7 +24,7 @@ from werkzeug.exceptions import HTTPException
 from components.context_window.budget import BudgetExceeded
 
 from ..auth import end_user, require
-from ..context_features import anthropic_edits, response_context_management
+from ..context_features import anthropic_edits, response_context_management, with_unsent_traced
 from ..errors import ServiceError
 from ..gateway import complete, split, window
 from ..llm import prompt_tokens
@@ -83,6 +83,7 @@ async def create_message() -> Any:
     # whose cases: the metadata's user_id narrowed to the token (forwarded upstream as sent, in params)
     call = dataclasses.replace(call, model=model, new_turn=new_turn, user=end_user(call.user) if call.user else None)
     call = await anthropic_edits(svc, call, profile, body.context_management)
+    call = await with_unsent_traced(svc, call, profile)
     headers = {SESSION_HEADER: session.id} if session is not None else {}
     model = call.model or profile.model or svc.settings.model
     message_id = f"msg_tda_{uuid.uuid4().hex}"

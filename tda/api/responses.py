@@ -29,7 +29,7 @@ from components.context_window.base import Message, ToolSchema
 from components.context_window.budget import BudgetExceeded
 
 from ..auth import end_user, require
-from ..context_features import responses_features
+from ..context_features import responses_features, with_unsent_traced
 from ..errors import Conflict, Invalid, NotFound, ServiceError, field_errors
 from ..events import encode_sse
 from ..gateway import ClientCall, answered, complete, cut_header, split
@@ -126,6 +126,7 @@ async def create_response() -> Any:
         timings={},  # kept with the snapshot: the trace's latency breakdown
         features=features,
     )
+    call = await with_unsent_traced(svc, call, profile)
     headers = {SESSION_HEADER: session.id} if session is not None else {}
     shape = _Shape(body, created_at=int(time.time()), ids=uuid.uuid4().hex)
     shape.model = model or profile.model or svc.settings.model
