@@ -54,8 +54,8 @@ OpenAI's encrypted compaction summaries, which only OpenAI reads (kept out, and 
 
 
 class ResponsesRequest(BaseModel):
-    """The fields tda reads. Those with a chat-completions equivalent reach the model as that; ``store``,
-    ``include``, ``truncation`` and ``metadata`` beyond the pass-through change nothing here."""
+    """The fields tda reads. Those with a chat-completions equivalent reach the model as that; those tda acts on
+    itself are named in the snapshot (``HANDLED_HERE``, ``tda/context_features.py``)."""
 
     model_config = ConfigDict(extra="ignore")
 
@@ -85,6 +85,24 @@ class ResponsesRequest(BaseModel):
     conversation: Any = None
     prompt: Any = None
     context_management: Any = None
+    moderation: dict[str, Any] | None = None
+    prompt_cache_options: dict[str, Any] | None = None
+    include: list[str] | None = None
+    max_tool_calls: int | None = Field(None, ge=0)
+    stream_options: dict[str, Any] | None = None
+
+
+HANDLED_HERE = {
+    "store": "tda records the response in a session (X-TDA-Session's, the previous response's, or a new one) "
+    "unless store is false without X-TDA-Session",
+    "previous_response_id": "the conversation goes on from the one the response's session recorded, and its reply",
+    "include": "no extra output data is added: a reply carries what chat completions returns (logprobs through "
+    "top_logprobs)",
+    "max_tool_calls": "changes nothing: tda runs no built-in tools (the client runs its function tools)",
+    "background": "false: tda answers in the request",
+    "stream_options": "tda's own event stream (no obfuscation fields are added)",
+}
+"""Fields tda acts on itself (or that change nothing it does): named in the snapshot when sent."""
 
 
 @bp.post("/responses")
@@ -113,6 +131,8 @@ async def create_response() -> Any:
         session_id = f"resp-{uuid.uuid4().hex[:20]}"  # OpenAI stores responses unless told not to
     split(messages)  # a conversation without a user message is refused before anything is created
     features = responses_features(body.context_management, body.truncation, _compactions(body.input))
+    for name in sorted(HANDLED_HERE.keys() & body.model_fields_set):
+        features = features.noting(name, "tda", HANDLED_HERE[name])
     model = await requested_model(svc, body.model, session_id, profile_id)
     profile, session = await resolve_ids(svc, session_id, profile_id, body.user)
     call = ClientCall(
@@ -326,6 +346,8 @@ def _params(body: ResponsesRequest, with_tools: bool) -> dict[str, Any]:
         "service_tier": body.service_tier,
         "prompt_cache_key": body.prompt_cache_key,
         "prompt_cache_retention": body.prompt_cache_retention,
+        "prompt_cache_options": body.prompt_cache_options,
+        "moderation": body.moderation,
         "safety_identifier": body.safety_identifier,
         "parallel_tool_calls": body.parallel_tool_calls if with_tools else None,
     }
