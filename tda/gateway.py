@@ -424,6 +424,7 @@ def _inputs(call: ClientCall, conversation: Conversation, place: _Place) -> dict
         "client_model": call.model,  # None: the client asked for the profile's model
         "params": dict(call.params),
         "max_tokens": call.max_tokens,
+        "context_limit": call.features.context_limit,  # a compaction threshold the window was assembled within
         "new_turn": place.new,
         "extends_turn": place.extends,
         "fork": place.fork,
@@ -456,6 +457,7 @@ async def replay_context(svc: TDAService, row: Any, profile: ProfileRow) -> Any:
         tools=tuple(ToolSchema.from_openai(t) for t in gateway["tools"]),
         model=inputs["model"],
         user=gateway.get("user"),
+        features=ContextFeatures(context_limit=gateway.get("context_limit")),
     )
     cutoff = Cutoff(row.turn, row.created_at, inputs["assembled_at"])
     return await _context(svc, call, conversation, profile, session, cutoff, turn=row.turn)

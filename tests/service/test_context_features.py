@@ -58,7 +58,7 @@ async def test_compact_threshold_keeps_the_window_within_it_and_the_snapshot_say
     client = served.client()
     items = _conversation(30)
     model = await _profile(served, "plain")
-    whole = await client.responses.create(model=model, input=items)
+    whole = await client.responses.create(model=model, input=items, store=False)  # no champion case recorded
     whole_sent = served.model.sent[-1]["messages"]
     raw = await client.responses.with_raw_response.create(
         model=model,
@@ -79,6 +79,8 @@ async def test_compact_threshold_keeps_the_window_within_it_and_the_snapshot_say
     assert feature["field"] == "context_management" and feature["by"] == "tda"
     assert "2,000" in feature["note"]
     assert snapshot["snapshot"]["effective_limit"] <= 2_000
+    replayed = await served.get(f"/v1/snapshots/{raw.headers['X-TDA-Snapshot']}/replay", method="POST")
+    assert replayed["identical"], [(d["path"], d.get("recorded"), d.get("replayed")) for d in replayed["differences"]]
 
 
 async def test_a_compaction_item_is_kept_out_of_the_window_and_named_in_the_snapshot(served: Served):
