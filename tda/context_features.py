@@ -276,11 +276,12 @@ def _described(edit: Mapping[str, Any]) -> str:
 
 
 def response_context_management(call: ClientCall, result: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The response's ``context_management`` as Anthropic reports it: the upstream's own when the edits went there,
-    else what tda applied (None: the client sent none)."""
+    """The response's ``context_management`` as Anthropic reports it: the upstream's own when the edits went there
+    (None when litellm did not pass it on: a streamed reply's), else what tda applied (None: the client sent none)."""
     features = call.features
     if features.native_edits:
-        return dict(result.get("context_management") or {"applied_edits": []})
+        report = result.get("context_management")
+        return dict(report) if report is not None else None
     if any(h["field"] == "context_management" for h in features.handled):
         return {"applied_edits": [dict(e) for e in features.applied_edits]}
     return None

@@ -26,9 +26,10 @@ from components.context_window.budget import BudgetExceeded
 from ..auth import end_user, require
 from ..context_features import anthropic_edits, response_context_management, with_unsent_traced
 from ..errors import ServiceError
-from ..gateway import complete, split, window
+from ..gateway import ClientCall, complete, split, window
 from ..llm import prompt_tokens
-from ..service import service
+from ..models import ProfileRow
+from ..service import TDAService, service
 from .anthropic_wire import (
     CountTokensRequest,
     MessagesRequest,
@@ -128,10 +129,18 @@ async def count_tokens() -> Any:
     _, profile_id = requested_ids(body.model)
     call = dataclasses.replace(call, model=await requested_model(svc, body.model, None, profile_id))
     profile, _ = await resolve_ids(svc, None, profile_id, None)
-    call = await anthropic_edits(svc, call, profile, body.context_management)
+    edited = await anthropic_edits(svc, call, profile, body.context_management)
+    counted: dict[str, Any] = {"input_tokens": await _window_tokens(svc, edited, profile)}
+    if edited.features.applied_edits:  # tda's edits changed the window: its count before them too, as Anthropic's
+        counted["context_management"] = {"original_input_tokens": await _window_tokens(svc, call, profile)}
+    return counted
+
+
+async def _window_tokens(svc: TDAService, call: ClientCall, profile: ProfileRow) -> int:
+    """The input tokens of the window tda would send for ``call``: litellm's count for the model, or tda's own
+    when that is higher."""
     assembled, model = await window(svc, call, profile)
-    counted = await prompt_tokens(model, assembled.messages, assembled.tools)
-    return {"input_tokens": max(counted, assembled.snapshot.total_used)}
+    return max(await prompt_tokens(model, assembled.messages, assembled.tools), assembled.snapshot.total_used)
 
 
 def _tda_headers(result: dict[str, Any]) -> dict[str, str]:

@@ -227,3 +227,16 @@ def test_an_edit_tda_cannot_read_is_a_422_naming_it(
     assert named in str(refused.value)
     assert not upstream.requests
     client.close()
+
+
+def test_count_tokens_counts_the_window_after_tda_s_edits(tda_server: Gateway, upstream: FakeUpstream) -> None:
+    client = _client(tda_server)
+    edited = client.beta.messages.count_tokens(
+        model=MODEL, messages=_agent_loop(4), tools=[TOOL], context_management={"edits": [CLEAR]}, betas=[BETA]
+    )
+    plain = client.beta.messages.count_tokens(model=MODEL, messages=_agent_loop(4), tools=[TOOL], betas=[BETA])
+    assert edited.input_tokens < plain.input_tokens
+    assert edited.context_management is not None
+    assert edited.context_management.original_input_tokens == plain.input_tokens
+    assert not [r for r in upstream.requests if r.path in ("/chat/completions", "/messages")]
+    client.close()
