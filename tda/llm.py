@@ -330,6 +330,12 @@ def param_kwargs(params: Mapping[str, Any], openai_body: bool) -> dict[str, Any]
     return kwargs
 
 
+NOT_PROBED = frozenset({"vertex_ai", "vertex_ai_beta"})
+"""Providers whose request litellm builds only after fetching Google credentials: not built to find what it leaves
+out (it would log a failure, or wait on the network)."""
+UNSENT_PROBE_S = 5.0
+"""How long building litellm's request for a model may take before tda goes on without knowing what it leaves out
+(a provider's first build imports its code: about a second)."""
 _UNSENT: BoundedCache[tuple[str, str | None, tuple[str, ...]], tuple[str, ...]] = BoundedCache(256)
 
 
@@ -341,13 +347,18 @@ async def unsent_params(model: str, params: Mapping[str, Any], upstream: Upstrea
     litellm = await _litellm_loaded()
     routed = routed_name(model, upstream.base_url, litellm.provider_list)
     provider = await provider_of(routed) or "unknown"
-    if not params:
+    if not params or provider in NOT_PROBED:
         return provider, routed, ()
     key = (routed, upstream.base_url, tuple(sorted(params)))
     unsent = _UNSENT.get(key)
     if unsent is None:
         kwargs = param_kwargs(params, provider in OPENAI_BODIES)
-        found = await asyncio.to_thread(_unsent, litellm, routed, upstream.base_url, kwargs)
+        try:  # a provider whose request needs credentials fetched (a cloud's) must not hold the call up
+            found = await asyncio.wait_for(
+                asyncio.to_thread(_unsent, litellm, routed, upstream.base_url, kwargs), UNSENT_PROBE_S
+            )
+        except TimeoutError:
+            found = ()
         dropped = set(OPENAI_EXTRA_BODY) & set(params) if provider not in OPENAI_BODIES else set()  # tda's own
         unsent = _UNSENT.put(key, tuple(sorted({*found, *dropped})))
     return provider, routed, unsent
