@@ -116,21 +116,21 @@ async def create_response() -> Any:
     _refuse_unsupported(body)
     tools = _tools(body.tools or [])
     tool_choice, params = _tool_choice(body.tool_choice) if tools else None, _params(body, bool(tools))
-    inputs = await sized_work(lambda sent: _input_messages(sent["input"]), {"input": body.input}, "input")
-    messages = [*_instructions(body.instructions), *inputs]
+    inputs = await sized_work(lambda sent: input_messages(sent["input"]), {"input": body.input}, "input")
+    messages = [*instructions_of(body.instructions), *inputs]
     session_id, profile_id = requested_ids(body.model)
     if body.previous_response_id is not None:
-        previous = await _previous_call(svc, body.previous_response_id)
+        previous = await previous_call(svc, body.previous_response_id)
         if session_id is not None and session_id != previous.session_id:
             msg = f"previous_response_id is of session {previous.session_id!r}, not {session_id!r}"
             raise Conflict(f"{msg}: send X-TDA-Session: {previous.session_id}, or no X-TDA-Session")
         session_id = previous.session_id
-        leading = len(_instructions(body.instructions))
+        leading = len(instructions_of(body.instructions))
         messages[leading:leading] = await answered(svc, previous)
     elif session_id is None and body.store is not False:
         session_id = f"resp-{uuid.uuid4().hex[:20]}"  # OpenAI stores responses unless told not to
     split(messages)  # a conversation without a user message is refused before anything is created
-    features = responses_features(body.context_management, body.truncation, _compactions(body.input))
+    features = responses_features(body.context_management, body.truncation, compactions(body.input))
     for name in sorted(HANDLED_HERE.keys() & body.model_fields_set):
         features = features.noting(name, "tda", HANDLED_HERE[name])
     model = await requested_model(svc, body.model, session_id, profile_id)
@@ -162,7 +162,7 @@ async def create_response() -> Any:
 async def get_response(response_id: str) -> Any:
     """A stored response, rebuilt from the call its session recorded (usage is not kept; it is left out)."""
     svc = service()
-    row = await _previous_call(svc, response_id, param=None)
+    row = await previous_call(svc, response_id, param=None)
     reply = (await answered(svc, row))[-1]
     gateway = row.inputs["gateway"]
     echo = {
@@ -203,7 +203,7 @@ def _refuse_unsupported(body: ResponsesRequest) -> None:
         raise _invalid("input", "the input is empty; send the user's message")
 
 
-def _compactions(items: str | list[dict[str, Any]]) -> list[tuple[int, dict[str, Any]]]:
+def compactions(items: str | list[dict[str, Any]]) -> list[tuple[int, dict[str, Any]]]:
     """The input's compaction items, by index (each needs its ``encrypted_content``)."""
     if isinstance(items, str):
         return []
@@ -214,11 +214,11 @@ def _compactions(items: str | list[dict[str, Any]]) -> list[tuple[int, dict[str,
     return found
 
 
-def _instructions(instructions: str | None) -> list[Message]:
+def instructions_of(instructions: str | None) -> list[Message]:
     return [Message("system", instructions)] if instructions else []
 
 
-def _input_messages(items: str | list[dict[str, Any]]) -> list[Message]:
+def input_messages(items: str | list[dict[str, Any]]) -> list[Message]:
     """The input items as chat messages: consecutive function calls are one assistant message's tool calls (and
     join the assistant message just before them, as one reply), their outputs tool messages."""
     if isinstance(items, str):
@@ -376,7 +376,7 @@ def _response_format(fmt: Any) -> dict[str, Any] | None:
     raise _invalid("text.format.type", f"format type {kind!r} is not one of text, json_object, json_schema")
 
 
-async def _previous_call(svc: TDAService, response_id: str, param: str | None = "previous_response_id") -> Any:
+async def previous_call(svc: TDAService, response_id: str, param: str | None = "previous_response_id") -> Any:
     """The snapshot of the call a response id names (404 in OpenAI's words for any other id)."""
     found = _RESPONSE_ID.match(response_id)
     missing = NotFound(
@@ -482,7 +482,7 @@ class _Shape:
         return items
 
     def message(self, text: str | None, status: str) -> dict[str, Any]:
-        content = [] if text is None else [_text_part(text)]
+        content = [] if text is None else [text_part(text)]
         return {"type": "message", "id": self.message_id, "status": status, "role": "assistant", "content": content}
 
     def function_call(
@@ -499,7 +499,7 @@ class _Shape:
         }
 
 
-def _text_part(text: str) -> dict[str, Any]:
+def text_part(text: str) -> dict[str, Any]:
     return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
 
 
@@ -653,7 +653,7 @@ class _Stream:
         item = self.shape.message(None, "in_progress")
         return [
             self.event("response.output_item.added", output_index=self.order.index(None), item=item),
-            self.event("response.content_part.added", **self._text_at(), part=_text_part("")),
+            self.event("response.content_part.added", **self._text_at(), part=text_part("")),
         ]
 
     def _close_message(self, text: str) -> list[bytes]:
@@ -661,7 +661,7 @@ class _Stream:
         item = self.shape.message(text, "completed")
         return [
             self.event("response.output_text.done", **self._text_at(), text=text, logprobs=[]),
-            self.event("response.content_part.done", **self._text_at(), part=_text_part(text)),
+            self.event("response.content_part.done", **self._text_at(), part=text_part(text)),
             self.event("response.output_item.done", output_index=self.order.index(None), item=item),
         ]
 

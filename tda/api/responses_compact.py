@@ -7,6 +7,7 @@ profile's type condensing what does not fit), as plain output items the client s
 (a summary the type made among them), function calls and their outputs. The leading instructions are left out, as
 OpenAI leaves them out (they go with each request). Nothing is called or recorded; ``usage`` counts the
 conversation received (``input_tokens``) and the window made of it (``output_tokens``), as tda's model counts them.
+OpenAI's compaction items in the input are kept out of the window and named in ``provider_features``.
 """
 
 from __future__ import annotations
@@ -23,13 +24,14 @@ from components.context_window.budget import BudgetExceeded
 from components.context_window.token_estimator import estimator_for
 
 from ..auth import require
+from ..context_features import responses_features
 from ..errors import Conflict, Invalid, NotFound, ServiceError, field_errors
 from ..gateway import ClientCall, answered, split, window, window_cut
 from ..service import TDAService, service
 from .chat import openai_error, over_budget, requested_ids, requested_model, resolve_ids
 from .common import json_object, sized_work, validate_in_slices
 from .openapi import openai_json
-from .responses import _input_messages, _instructions, _previous_call, _text_part
+from .responses import compactions, input_messages, instructions_of, previous_call, text_part
 from .wire_fields import COMPACT_FIELDS, refuse_unknown_fields
 
 bp = Blueprint("responses_compact", __name__, url_prefix="/v1")
@@ -62,15 +64,16 @@ async def compact_response() -> Any:
     """The conversation compacted: the window tda would send for it, as output items to send back as ``input``."""
     svc = service()
     body = await sized_work(_parse, await json_object(), "input")
-    inputs = await sized_work(lambda sent: _input_messages(sent["input"]), {"input": body.input or []}, "input")
-    messages = [*_instructions(body.instructions), *inputs]
+    kept_out = responses_features(None, None, compactions(body.input or [])).handled
+    inputs = await sized_work(lambda sent: input_messages(sent["input"]), {"input": body.input or []}, "input")
+    messages = [*instructions_of(body.instructions), *inputs]
     session_id, profile_id = requested_ids(body.model)
     if body.previous_response_id is not None:
-        previous = await _previous_call(svc, body.previous_response_id)
+        previous = await previous_call(svc, body.previous_response_id)
         if session_id is not None and session_id != previous.session_id:
             raise Conflict(f"previous_response_id is of session {previous.session_id!r}, not {session_id!r}")
         session_id = previous.session_id
-        leading = len(_instructions(body.instructions))
+        leading = len(instructions_of(body.instructions))
         messages[leading:leading] = await answered(svc, previous)
     split(messages)  # a conversation without a user message is refused
     profile = await _profile(svc, session_id, profile_id)
@@ -92,6 +95,7 @@ async def compact_response() -> Any:
             "total_tokens": cut["tokens_received"] + extra_in + sent + extra_out,
             "tda": cut,
         },
+        **({"provider_features": [dict(h) for h in kept_out]} if kept_out else {}),
     }
 
 
@@ -162,4 +166,4 @@ def _parts(content: Any, kind: str) -> list[dict[str, Any]]:
 
 
 def _text(text: str, kind: str) -> dict[str, Any]:
-    return _text_part(text) if kind == "output" else {"type": "input_text", "text": text}
+    return text_part(text) if kind == "output" else {"type": "input_text", "text": text}

@@ -183,6 +183,22 @@ async def test_compact_goes_on_from_a_previous_response(served: Served):
     assert texts == ["How many open orders does ACME have?", "ACME has 3 open orders.", "And BETA?"]
 
 
+async def test_compact_names_an_openai_compaction_item_it_kept_out(served: Served):
+    body = {
+        "model": "tda",
+        "input": [
+            {"type": "compaction", "id": "cmp_7", "encrypted_content": "gAAAA-opaque"},
+            {"role": "user", "content": "Go on."},
+        ],
+    }
+    answer = await _post(served, "/v1/responses/compact", body)
+    assert answer.status_code == 200, answer.text
+    compacted = answer.json()
+    assert "gAAAA-opaque" not in str(compacted["output"])
+    [feature] = compacted["provider_features"]
+    assert feature["field"] == "input.compaction" and "cmp_7" in feature["note"]
+
+
 async def test_compact_refuses_what_it_does_not_take(served: Served):
     refused = await _post(served, "/v1/responses/compact", {"model": "tda", "input": "hi", "tools": []})
     assert refused.status_code == 422 and "tools is not a field" in refused.json()["error"]["message"]
