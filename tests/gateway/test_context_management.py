@@ -240,3 +240,36 @@ def test_count_tokens_counts_the_window_after_tda_s_edits(tda_server: Gateway, u
     assert edited.context_management.original_input_tokens == plain.input_tokens
     assert not [r for r in upstream.requests if r.path in ("/chat/completions", "/messages")]
     client.close()
+
+
+def test_compact_at_an_openai_compatible_upstream_is_tda_s_condensation_within_its_trigger(
+    tda_server: Gateway, upstream: FakeUpstream
+) -> None:
+    import litellm
+
+    fact = "The invoice INV-{n} was paid on day {n} of the quarter by wire transfer, as the ledger shows. "
+    messages: list[dict[str, Any]] = []
+    for n in range(30):
+        messages += [
+            {"role": "user", "content": f"Tell me about invoice {n}. " + fact.format(n=n) * 3},
+            {"role": "assistant", "content": fact.format(n=n) * 3},
+        ]
+    messages.append({"role": "user", "content": "Which invoice was paid last?"})
+    edit = {"type": "compact_20260112", "trigger": {"type": "input_tokens", "value": 1_500}}
+    client = _client(tda_server, **{"X-TDA-Session": "edits-compact"})
+    raw = client.beta.messages.with_raw_response.create(
+        model=MODEL,
+        max_tokens=100,
+        messages=messages,
+        context_management={"edits": [edit]},
+        betas=["compact-2026-01-12"],
+    )
+    sent = _only_call(upstream).body["messages"]
+    whole = litellm.token_counter(model=MODEL, messages=messages)
+
+    assert raw.parse().content[0].type == "text"
+    assert litellm.token_counter(model=MODEL, messages=sent) <= 1_500 < whole
+    assert sent[-1]["content"] == "Which invoice was paid last?"
+    [feature] = _snapshot(tda_server, raw)["provider_features"]
+    assert feature["by"] == "tda" and "compact_20260112" in feature["note"]
+    client.close()
