@@ -170,6 +170,8 @@ MESSAGES_AS: dict[str, tuple[str, ...]] = {
     "metadata": ("user",),
     "cache_control": ("messages",),
 }
+CLAUDE = "tda/claude-wire"
+"""A profile whose model is Claude at the fake's Anthropic-shaped API: the Messages fields at their own provider."""
 
 
 def _chat_fields() -> set[str]:
@@ -196,12 +198,36 @@ WIRES: dict[str, tuple[str, Callable[[], set[str]], dict[str, Any], dict[str, di
     "chat": ("/chat/completions", _chat_fields, CHAT_SAMPLES, CHAT_NEEDS, {"max_completion_tokens": ("max_tokens",)}),
     "responses": ("/responses", _responses_fields, RESPONSES_SAMPLES, RESPONSES_NEEDS, RESPONSES_AS),
     "messages": ("/messages", _messages_fields, MESSAGES_SAMPLES, MESSAGES_NEEDS, MESSAGES_AS),
+    "messages-at-claude": (
+        "/messages",
+        _messages_fields,
+        MESSAGES_SAMPLES,
+        MESSAGES_NEEDS,
+        {"cache_control": ("messages",)},
+    ),
 }
 BASE = {
     "chat": {"model": MODEL, "messages": CHAT_SAMPLES["messages"]},
     "responses": {"model": MODEL, "input": RESPONSES_SAMPLES["input"]},
     "messages": {"model": MODEL, "max_tokens": 50, "messages": MESSAGES_SAMPLES["messages"]},
+    "messages-at-claude": {"model": CLAUDE, "max_tokens": 50, "messages": MESSAGES_SAMPLES["messages"]},
 }
+
+
+@pytest.fixture(scope="module")
+def claude(tda_server: Gateway, fake_upstream: FakeUpstream) -> str:
+    body = {
+        "id": CLAUDE.removeprefix("tda/"),
+        "type": "tool_enabled",
+        "system_prompt": "",
+        "model": "anthropic/claude-sonnet-4-5",
+        "upstream": {"base_url": fake_upstream.base_url.removesuffix("/v1"), "api_key_env": "FAKE_UPSTREAM_KEY"},
+    }
+    created = httpx.post(
+        tda_server.base_url + "/profiles", json=body, headers={"Authorization": f"Bearer {tda_server.token}"}
+    )
+    assert created.status_code == 201, created.text
+    return CLAUDE
 
 
 @pytest.mark.parametrize("wire", sorted(WIRES))
@@ -232,10 +258,11 @@ def _traced(gateway: Gateway, session: str) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize(("wire", "field"), _cases())
 def test_each_field_is_forwarded_traced_or_refused(
-    tda_server: Gateway, upstream: FakeUpstream, wire: str, field: str
+    tda_server: Gateway, upstream: FakeUpstream, claude: str, wire: str, field: str
 ) -> None:
     path, _, samples, needs, sent_as = WIRES[wire]
     body = {**BASE[wire], **needs.get(field, {}), field: samples[field]}
+    body["model"] = BASE[wire]["model"]  # the wire's own model (the sample's is the OpenAI-compatible one)
     session = f"wire-{uuid.uuid4().hex[:12]}"
     if field == "previous_response_id":
         first = _post(tda_server, path, BASE[wire], session)
@@ -247,7 +274,7 @@ def test_each_field_is_forwarded_traced_or_refused(
         assert field in answer.text, answer.text
         return
     assert answer.status_code == 200, answer.text
-    [call] = upstream.calls()
+    [call] = upstream.calls("/messages" if wire == "messages-at-claude" else "/chat/completions")
     names = (field, *sent_as.get(field, ()))
     if any(name in call.body for name in names):
         return  # forwarded
