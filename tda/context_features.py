@@ -15,7 +15,7 @@ client sends is dropped without a word.
   trace names it (``by`` "litellm"), found from the request litellm would build (``llm.unsent_params``).
 - Anthropic ``context_management`` edits (``/v1/messages``): forwarded to Claude at Anthropic's API (which applies
   them and reports ``applied_edits``); at any other upstream tda applies them: ``clear_tool_uses_20250919`` with
-  its settings (``tool_clearing.keep_recent``), ``clear_thinking_20251015`` keeping the newest N thinking turns,
+  its settings (``tool_results.clearing.keep_recent``), ``clear_thinking_20251015`` keeping the newest N thinking turns,
   ``compact_20260112`` as the window's limit (its trigger), and reports what it did as Anthropic does.
 """
 
@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from components.context_window.base import Message
 from components.context_window.token_estimator import estimator_for
-from components.context_window.tool_clearing import KeepRecent, keep_recent
+from components.context_window.tool_results.clearing import KeepRecent, keep_recent
 
 from .errors import Invalid, ServiceError
 from .llm import EXPLICIT_CACHING, routes_of, unsent_params

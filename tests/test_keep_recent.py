@@ -1,7 +1,7 @@
-"""Anthropic's clear_tool_uses_20250919 as tda applies it (tool_clearing.keep_recent): once the trigger is reached,
-every tool result but those of the newest ``keep`` tool uses goes as a reference, oldest first, excluded tools
-never. Oracles: a separately written pairing check (every call still answered by its own result, in place), the
-results as generated, and the cookbook token formula over tiktoken (tests/oracle.py) for the tokens cleared."""
+"""Anthropic's clear_tool_uses_20250919 as tda applies it (tool_results.clearing.keep_recent): once the trigger is
+reached, every tool result but those of the newest ``keep`` tool uses goes as a reference, oldest first, excluded
+tools never. Oracles: a separately written pairing check (every call still answered by its own result, in place),
+the results as generated, and the cookbook token formula over tiktoken (tests/oracle.py) for the tokens cleared."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from components.context_window.base import Message
 from components.context_window.token_estimator import estimator_for
-from components.context_window.tool_clearing import KeepRecent, keep_recent
+from components.context_window.tool_results.clearing import KeepRecent, keep_recent
 from tests.oracle import cookbook_message_tokens
 
 TOOLS = ["search_orders", "read_file", "get_balance"]

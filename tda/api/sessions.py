@@ -14,7 +14,7 @@ from ..analytics import context_analytics
 from ..auth import actor, require
 from ..champions import set_feedback
 from ..phase_change import carried_into_phase
-from ..recall import forget_history, index_after
+from ..recall.messages import forget_history, index_after
 from ..service import service
 from ..store.profiles import profile_dict
 from ..store.sessions import attachment_dict, message_dict, session_dict, snapshot_dict, turn_dict
@@ -156,7 +156,7 @@ async def list_messages(session_id: str) -> dict[str, Any]:
 async def add_messages(session_id: str, data: MessagesIn) -> tuple[dict[str, Any], int]:
     """Import history recorded elsewhere (for example by the agent platform)."""
     svc = service()
-    async with svc.session_lock(session_id):  # the next turn waits for the index (tda/recall.py)
+    async with svc.session_lock(session_id):  # the next turn waits for the index (tda/recall/messages.py)
         rows = await svc.store.sessions.add_messages(session_id, [m.model_dump() for m in data.messages], actor())
         index_after(svc, session_id)
     return {"messages": [message_dict(m) for m in rows]}, 201
