@@ -315,15 +315,17 @@ def capped_max_tokens(requested: int | None, models: tuple[str, ...]) -> int | N
 
 OPENAI_EXTRA_BODY = ("metadata", "prompt_cache_retention")
 """Client parameters sent in the body itself to an API that takes OpenAI's: litellm keeps ``metadata`` for its own
-callbacks, and litellm 1.106.2 leaves ``prompt_cache_retention`` out of every chat-completions request."""
+callbacks (no other provider is sent it), and litellm 1.106.2 leaves ``prompt_cache_retention`` out of OpenAI's
+chat-completions request."""
 
 
 def param_kwargs(params: Mapping[str, Any], openai_body: bool) -> dict[str, Any]:
     """litellm's keyword arguments for a client's own request parameters (``drop_params``: litellm leaves out those
     the provider does not take); ``openai_body``: the provider's API takes OpenAI's request body as it is."""
-    kwargs: dict[str, Any] = {k: v for k, v in params.items() if k not in OPENAI_EXTRA_BODY}
+    in_body = OPENAI_EXTRA_BODY if openai_body else ("metadata",)
+    kwargs: dict[str, Any] = {k: v for k, v in params.items() if k not in in_body}
     kwargs["drop_params"] = True
-    extra = {k: params[k] for k in OPENAI_EXTRA_BODY if k in params}
+    extra = {k: params[k] for k in in_body if k in params}
     if extra and openai_body:
         kwargs["extra_body"] = extra
     if "user" in params and openai_body:  # litellm passes ``user`` only for models in OpenAI's own catalog
@@ -360,7 +362,7 @@ async def unsent_params(model: str, params: Mapping[str, Any], upstream: Upstrea
             )
         except TimeoutError:
             found = ()
-        dropped = set(OPENAI_EXTRA_BODY) & set(params) if provider not in OPENAI_BODIES else set()  # tda's own
+        dropped = {"metadata"} & set(params) if provider not in OPENAI_BODIES else set()  # tda's own
         unsent = _UNSENT.put(key, tuple(sorted({*found, *dropped})))
     return provider, routed, unsent
 
@@ -499,7 +501,7 @@ class LLM:
         upstream = upstream or self.upstream
         await self.check_upstream(upstream)
         litellm = await _litellm_loaded()
-        routes = await self._routes(litellm, model, upstream)
+        routes = await routes_of(model, upstream)
         if not all(serves_claude(p, r, THINKING_BACK) for p, r in routes):
             messages = without_claude_thinking(messages)
         claude = all(serves_claude(p, r) for p, r in routes)
@@ -541,10 +543,6 @@ class LLM:
         self.check_profile_upstream({"api_key_env": upstream.api_key_env, "base_url": upstream.base_url})
         if upstream.base_url and upstream.base_url != self.upstream.base_url:
             await self.policy.check_resolved(upstream.base_url)
-
-    @staticmethod
-    async def _routes(litellm: Any, model: str, upstream: Upstream) -> list[tuple[str | None, str]]:
-        return await routes_of(model, upstream)
 
     def _router(self, litellm: Any, model: str, upstream: Upstream) -> Any:
         """The Router for ``model`` at ``upstream``, built once: building one takes milliseconds. The key is read
