@@ -1,8 +1,8 @@
 """Provider context features: what a client asks of its provider's own context management (issue 34, item 2).
 
 Each is sent on where the upstream has it, else done by tda with its own equivalent; either way the snapshot says
-which (``provider_features``: one entry per field, ``by`` "upstream" or "tda", and what was done), so nothing a
-client sends is dropped without a word.
+which (``provider_features``: one entry per field, ``by`` "upstream", "tda" or "litellm", and what was done), so
+nothing a client sends is dropped without a word.
 
 - Responses ``context_management`` (``[{"type": "compaction", "compact_threshold": N}]``): tda calls its upstream
   in chat-completions form, which has no compaction, so the window is assembled within N tokens (the profile's type
@@ -38,6 +38,9 @@ if TYPE_CHECKING:
     from .gateway import ClientCall
     from .models import ProfileRow
     from .service import TDAService
+
+
+LITELLM = version("litellm")
 
 
 class ContextTooLong(ServiceError):
@@ -83,9 +86,6 @@ async def with_unsent_traced(svc: TDAService, call: ClientCall, profile: Profile
     return dataclasses.replace(call, features=features) if unsent else call
 
 
-LITELLM = version("litellm")
-
-
 # --- the Responses API ------------------------------------------------------------------------------
 
 
@@ -112,7 +112,7 @@ def responses_features(
     if truncation is not None:
         if truncation not in ("auto", "disabled"):
             raise invalid("truncation", f"truncation {truncation!r} is not one of auto, disabled")
-        features = dataclasses.replace(features, truncation=truncation)  # type: ignore[arg-type]
+        features = dataclasses.replace(features, truncation="auto" if truncation == "auto" else "disabled")
         note = (
             "tda's budgeting: the profile's type condenses what does not fit"
             if truncation == "auto"
@@ -183,9 +183,10 @@ async def anthropic_edits(
         elif edit["type"] == THINKING:
             messages, applied = _clear_thinking(messages, edit, f"context_management.edits.{i}", tokens.count_message)
         else:
-            trigger = _value(edit.get("trigger"), "input_tokens", COMPACT_TRIGGER, f"context_management.edits.{i}")
-            limit = min(n for n in (features.context_limit, trigger) if n)
-            features = dataclasses.replace(features, context_limit=limit)
+            loc = f"context_management.edits.{i}.trigger"
+            trigger = _value(edit.get("trigger"), "input_tokens", COMPACT_TRIGGER, loc, minimum=1) or COMPACT_TRIGGER
+            limits = [n for n in (features.context_limit, trigger) if n]
+            features = dataclasses.replace(features, context_limit=min(limits))
         if applied is not None:
             features = dataclasses.replace(features, applied_edits=(*features.applied_edits, applied))
     note = (
@@ -208,15 +209,15 @@ def _edits(context_management: Mapping[str, Any]) -> list[dict[str, Any]]:
     return edits
 
 
-def _value(setting: Any, kind: str, default: int | None, loc: str, *kinds: str) -> int | None:
+def _value(setting: Any, kind: str, default: int | None, loc: str, *kinds: str, minimum: int = 0) -> int | None:
     """The ``value`` of a ``{"type": kind, "value": N}`` setting (``default`` when not sent)."""
     if setting is None:
         return default
     if not isinstance(setting, Mapping) or setting.get("type") not in (kind, *kinds):
         raise invalid(loc, f"send {{'type': {kind!r}, 'value': N}}")
     value = setting.get("value")
-    if type(value) is not int or value < 0:
-        raise invalid(f"{loc}.value", "a number, 0 or more")
+    if type(value) is not int or value < minimum:
+        raise invalid(f"{loc}.value", f"a whole number, {minimum} or more")
     return value
 
 

@@ -209,6 +209,9 @@ def test_clear_thinking_keeps_the_newest_thinking_turn(tda_server: Gateway, upst
         ([{"type": "clear_everything_20990101"}], "context_management.edits.0.type"),
         ([{**CLEAR, "keep": {"type": "tool_uses", "value": -1}}], "context_management.edits.0.keep.value"),
         ([{**CLEAR, "exclude_tools": "get_balance"}], "context_management.edits.0.exclude_tools"),
+        ([{"type": "compact_20260112", "trigger": {"type": "input_tokens", "value": 0}}], "edits.0.trigger.value"),
+        ([{"type": "clear_thinking_20251015", "keep": {"type": "turns", "value": 1}}], "edits.0.keep"),
+        ([CLEAR, "clear"], "context_management.edits"),
     ],
 )
 def test_an_edit_tda_cannot_read_is_a_422_naming_it(
