@@ -161,13 +161,19 @@ async def anthropic_edits(
     fallback) or applied by tda (any other upstream), and the snapshot told which."""
     if context_management is None:
         return call
-    edits = _edits(context_management)
+    edits = checked_edits(context_management)
     model = call.model or profile.model or svc.settings.model
     upstream = svc.llm.upstream.merged(profile.upstream)
     if all(provider in EXPLICIT_CACHING for provider, _ in await routes_of(model, upstream)):
         note = "forwarded to Claude at Anthropic's API, which applies the edits and reports them"
         features = dataclasses.replace(call.features, native_edits=True).noting("context_management", "upstream", note)
         return dataclasses.replace(call, features=features)
+    return applied_by_tda(call, edits, model)
+
+
+def applied_by_tda(call: ClientCall, edits: list[dict[str, Any]], model: str) -> ClientCall:
+    """``call`` with Anthropic's ``edits`` (checked by ``_edits``) applied by tda, counted with ``model``'s
+    tokens: its messages edited, ``context_management`` no longer among the parameters, the trace told."""
     messages, features = list(call.messages), call.features
     params = {k: v for k, v in call.params.items() if k != "context_management"}
     tokens = estimator_for(model)
@@ -198,7 +204,8 @@ async def anthropic_edits(
     return dataclasses.replace(call, messages=messages, params=params, features=features)
 
 
-def _edits(context_management: Mapping[str, Any]) -> list[dict[str, Any]]:
+def checked_edits(context_management: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The edits of Anthropic's ``context_management``, each of a type tda knows (else a 422 naming it)."""
     edits = context_management.get("edits") if isinstance(context_management, Mapping) else None
     if not isinstance(edits, list) or not all(isinstance(e, dict) for e in edits):
         raise invalid("context_management.edits", "send {'edits': [{'type': 'clear_tool_uses_20250919', ...}, ...]}")
