@@ -68,6 +68,16 @@ class ContextFeatures:
         return dataclasses.replace(self, handled=(*self.handled, {"field": field, "by": by, "note": note}))
 
 
+FEATURES_HEADER = "X-TDA-Features"
+"""The response header naming each provider feature handled and by whom (the snapshot's ``provider_features`` in
+short, for a stateless call too): ``context_management=tda, thinking=litellm``."""
+
+
+def features_header(call: ClientCall) -> dict[str, str]:
+    handled = call.features.handled
+    return {FEATURES_HEADER: ", ".join(f"{h['field']}={h['by']}" for h in handled)} if handled else {}
+
+
 def invalid(loc: str, msg: str) -> Invalid:
     return Invalid(f"{loc}: {msg}", errors=[{"loc": loc, "msg": msg, "type": "value_error"}], param=loc)
 

@@ -26,7 +26,7 @@ from components.context_window.base import Message, ToolSchema, text_of_parts
 from components.context_window.budget import BudgetExceeded
 
 from ..auth import actor, end_user, require
-from ..context_features import with_unsent_traced
+from ..context_features import features_header, with_unsent_traced
 from ..errors import Conflict, Invalid, NotFound, ServiceError, field_errors
 from ..events import encode_sse
 from ..gateway import ClientCall, complete, cut_header, split
@@ -155,6 +155,7 @@ async def chat_completions() -> Any:
     )
     call = await with_unsent_traced(svc, call, profile)
     headers = {SESSION_HEADER: session.id} if session is not None else {}
+    headers |= features_header(call)
     if body.stream:
         usage = bool((body.stream_options or {}).get("include_usage"))
         return await _streamed(svc, call, profile, session, usage, headers)

@@ -24,7 +24,7 @@ from werkzeug.exceptions import HTTPException
 from components.context_window.budget import BudgetExceeded
 
 from ..auth import end_user, require
-from ..context_features import anthropic_edits, response_context_management, with_unsent_traced
+from ..context_features import anthropic_edits, features_header, response_context_management, with_unsent_traced
 from ..errors import ServiceError
 from ..gateway import ClientCall, complete, split, window
 from ..llm import prompt_tokens
@@ -86,6 +86,7 @@ async def create_message() -> Any:
     call = await anthropic_edits(svc, call, profile, body.context_management)
     call = await with_unsent_traced(svc, call, profile)
     headers = {SESSION_HEADER: session.id} if session is not None else {}
+    headers |= features_header(call)
     model = call.model or profile.model or svc.settings.model
     message_id = f"msg_tda_{uuid.uuid4().hex}"
     if not body.stream:

@@ -29,7 +29,7 @@ from components.context_window.base import Message, ToolSchema
 from components.context_window.budget import BudgetExceeded
 
 from ..auth import end_user, require
-from ..context_features import responses_features, with_unsent_traced
+from ..context_features import features_header, responses_features, with_unsent_traced
 from ..errors import Conflict, Invalid, NotFound, ServiceError, field_errors
 from ..events import encode_sse
 from ..gateway import ClientCall, answered, complete, cut_header, split
@@ -148,6 +148,7 @@ async def create_response() -> Any:
     )
     call = await with_unsent_traced(svc, call, profile)
     headers = {SESSION_HEADER: session.id} if session is not None else {}
+    headers |= features_header(call)
     shape = _Shape(body, created_at=int(time.time()), ids=uuid.uuid4().hex)
     shape.model = model or profile.model or svc.settings.model
     if body.stream:

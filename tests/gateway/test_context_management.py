@@ -138,6 +138,7 @@ def test_at_an_openai_compatible_upstream_tda_clears_the_old_results_and_reports
     [feature] = _snapshot(tda_server, raw)["provider_features"]
     assert (feature["field"], feature["by"]) == ("context_management", "tda")
     assert "clear_tool_uses_20250919" in feature["note"]
+    assert raw.headers["X-TDA-Features"] == "context_management=tda"
     client.close()
 
 

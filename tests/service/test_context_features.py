@@ -103,6 +103,20 @@ async def test_a_compaction_item_is_kept_out_of_the_window_and_named_in_the_snap
     [feature] = (await _snapshot(served, raw))["snapshot"]["provider_features"]
     assert feature["field"] == "input.compaction" and feature["by"] == "tda"
     assert "input.0" in feature["note"] and "cmp_1" in feature["note"]
+    assert raw.headers["X-TDA-Features"] == "input.compaction=tda"
+
+
+async def test_a_stateless_call_names_its_features_in_a_header(served: Served):
+    """No snapshot is kept without a session (store: false): the response's header is the trace."""
+    raw = await served.client().responses.with_raw_response.create(
+        model="tda",
+        input=[{"type": "compaction", "encrypted_content": "gAAAA"}, {"role": "user", "content": "Go on."}],
+        truncation="auto",
+        store=False,
+    )
+    assert raw.parse().status == "completed"
+    assert "X-TDA-Session" not in raw.headers
+    assert raw.headers["X-TDA-Features"] == "truncation=tda, input.compaction=tda, store=tda"
 
 
 async def test_a_compaction_item_without_its_content_is_a_422_naming_it(served: Served):
