@@ -6,7 +6,8 @@ Responses API can read. tda answers with the window it would send the profile's 
 profile's type condensing what does not fit), as plain output items the client sends back as ``input``: messages
 (a summary the type made among them), function calls and their outputs. The leading instructions are left out, as
 OpenAI leaves them out (they go with each request). Nothing is called or recorded; ``usage`` counts the
-conversation received (``input_tokens``) and the window made of it (``output_tokens``), as tda's model counts them.
+conversation received (``input_tokens``) and the items made of it (``output_tokens``), as tda counts the model's
+tokens (plus any model calls the type's modules made to condense).
 OpenAI's compaction items in the input are kept out of the window and named in ``provider_features``.
 """
 
@@ -20,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from quart import Blueprint
 from quart_schema import document_request, tag_blueprint
 
+from components.context_window.base import Message
 from components.context_window.budget import BudgetExceeded
 from components.context_window.token_estimator import estimator_for
 
@@ -79,14 +81,16 @@ async def compact_response() -> Any:
     profile = await _profile(svc, session_id, profile_id)
     call = ClientCall(messages=messages, model=await requested_model(svc, body.model, session_id, profile.id))
     assembled, model = await window(svc, call, profile)
-    cut = window_cut(split(messages).chat, assembled, estimator_for(model))
+    tokens = estimator_for(model)
+    cut = window_cut(split(messages).chat, assembled, tokens)
     extra_in, extra_out = assembled.snapshot.auxiliary_tokens
-    sent = assembled.snapshot.total_used
+    kept = after_instructions(assembled.messages)
+    sent = sum(tokens.count_message(Message.from_chat(m)) for m in kept)
     return {
         "id": f"cmp_tda{uuid.uuid4().hex}",
         "object": "response.compaction",
         "created_at": int(time.time()),
-        "output": output_items(assembled.messages),
+        "output": output_items(kept),
         "usage": {
             "input_tokens": cut["tokens_received"] + extra_in,
             "input_tokens_details": {"cached_tokens": 0},
@@ -111,17 +115,26 @@ async def _profile(svc: TDAService, session_id: str | None, profile_id: str | No
     """The profile the conversation would run under (the session's, when it exists); no session is created."""
     if session_id is not None:
         try:
-            return await svc.store.profiles.current((await svc.store.sessions.get(session_id)).profile_id)
+            session = await svc.store.sessions.get(session_id)
         except NotFound:
-            pass  # a session not made yet: its profile would be the header's or the default
+            session = None  # a session not made yet: its profile would be the header's or the default
+        if session is not None and profile_id not in (None, session.profile_id):
+            raise Conflict(f"session {session_id!r} is bound to profile {session.profile_id!r}, not {profile_id!r}")
+        if session is not None:
+            return await svc.store.profiles.current(session.profile_id)
     return (await resolve_ids(svc, None, profile_id, None))[0]
 
 
-def output_items(window: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The window's messages after its leading instructions, as Responses items (each takes its place as input)."""
+def after_instructions(window: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The window's messages after its leading system messages (the instructions, sent with each request)."""
     start = next((i for i, m in enumerate(window) if m.get("role") != "system"), len(window))
+    return window[start:]
+
+
+def output_items(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Chat messages as Responses items (each takes its place as input)."""
     items: list[dict[str, Any]] = []
-    for n, m in enumerate(window[start:]):
+    for n, m in enumerate(messages):
         role, content = m["role"], m.get("content")
         if role == "tool":
             output = content if isinstance(content, str) else _parts(content, "input")
