@@ -150,6 +150,8 @@ async def test_truncation_disabled_refuses_what_the_window_would_cut_as_openai_d
     assert cut.usage is not None and cut.usage.model_extra["tda"]["messages_cut"] > 0
     short = await client.responses.create(model=model, input="Which invoice was paid last?", truncation="disabled")
     assert short.status == "completed" and short.truncation == "disabled"
+    with pytest.raises(openai.BadRequestError, match="exceeds the context window"):  # streamed: before any event
+        await client.responses.create(model=model, input=items, truncation="disabled", stream=True)
 
 
 async def test_an_unknown_truncation_or_context_management_entry_is_a_422(served: Served):
