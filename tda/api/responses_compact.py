@@ -13,6 +13,7 @@ OpenAI's compaction items in the input are kept out of the window and named in `
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import uuid
 from typing import Any
@@ -82,7 +83,7 @@ async def compact_response() -> Any:
     call = ClientCall(messages=messages, model=await requested_model(svc, body.model, session_id, profile.id))
     assembled, model = await window(svc, call, profile)
     tokens = estimator_for(model)
-    cut = window_cut(split(messages).chat, assembled, tokens)
+    cut = window_cut(dataclasses.replace(split(messages), instructions=()), assembled, tokens)  # the conversation
     extra_in, extra_out = assembled.snapshot.auxiliary_tokens
     kept = after_instructions(assembled.messages)
     sent = sum(tokens.count_message(Message.from_chat(m)) for m in kept)
