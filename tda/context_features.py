@@ -23,19 +23,18 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from importlib.metadata import version
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from components.context_window.base import Message
 from components.context_window.token_estimator import estimator_for
 from components.context_window.tool_results.clearing import KeepRecent, keep_recent
 
+from .client_call import ClientCall, ContextFeatures
 from .errors import Invalid, ServiceError
 from .llm import EXPLICIT_CACHING, routes_of, unsent_params
 
 if TYPE_CHECKING:
-    from .gateway import ClientCall
     from .models import ProfileRow
     from .service import TDAService
 
@@ -47,25 +46,6 @@ class ContextTooLong(ServiceError):
     """400, as OpenAI answers an input over the model's window when truncation is disabled."""
 
     status, code = 400, "context_length_exceeded"
-
-
-@dataclass(frozen=True)
-class ContextFeatures:
-    """What a call asked of its provider's context management, and how tda meets it."""
-
-    truncation: Literal["auto", "disabled"] | None = None
-    """Responses' ``truncation``; None: not sent (tda's budgeting, as ``auto``)."""
-    context_limit: int | None = None
-    """A limit the window is assembled within (a compaction threshold); it only lowers the model's."""
-    handled: tuple[Mapping[str, Any], ...] = ()
-    """The snapshot's ``provider_features``: ``{"field", "by", "note"}`` per field handled."""
-    applied_edits: tuple[Mapping[str, Any], ...] = ()
-    """The Anthropic edits tda applied, in Anthropic's ``applied_edits`` shape."""
-    native_edits: bool = False
-    """The Anthropic edits went to the upstream: its own ``context_management`` report is the response's."""
-
-    def noting(self, field: str, by: Literal["upstream", "tda", "litellm"], note: str) -> ContextFeatures:
-        return dataclasses.replace(self, handled=(*self.handled, {"field": field, "by": by, "note": note}))
 
 
 FEATURES_HEADER = "X-TDA-Features"

@@ -32,7 +32,8 @@ from components.context_window.session_cache import BoundedCache
 from components.context_window.token_estimator import TokenEstimator, estimator_for
 
 from .champions import keep_case, quotes_tools
-from .context_features import ContextFeatures, refuse_cut
+from .client_call import ClientCall, ContextFeatures
+from .context_features import refuse_cut
 from .errors import Conflict, Invalid, NotFound
 from .knowledge.scope import ANONYMOUS
 from .models import ProfileRow, SessionRow
@@ -44,37 +45,7 @@ from .turn_pipeline import MAX_TURN, Answered, Ask, Loaded, resolve_type, run, w
 if TYPE_CHECKING:
     from components.context_window.handler import AssembledContext
 
-    from .llm import Delta
     from .service import TDAService
-
-
-@dataclass(frozen=True)
-class ClientCall:
-    """One call of a chat client, as it sent it."""
-
-    messages: Sequence[Message]
-    tools: Sequence[ToolSchema] = ()
-    """The client's tools: the turn's tools (none when it sends none)."""
-    tool_choice: Any = None
-    model: str | None = None
-    """None: the profile's model, else the service's."""
-    max_tokens: int | None = None
-    params: Mapping[str, Any] = field(default_factory=dict)
-    """Sent to the model as the client set them: temperature, top_p, seed, stop, response_format, n, ..."""
-    user: str | None = None
-    """The end user the client names (OpenAI's ``user``): the session's user when it creates one."""
-    anthropic_beta: str | None = None
-    """Anthropic's ``anthropic-beta`` header as the client sent it: sent on to a Claude model's API only."""
-    on_delta: Delta | None = None
-    on_snapshot: Callable[[int], object] | None = None
-    """Told the id of the call's snapshot once it is stored (with a session), while the model answers: a streamed
-    Responses API reply names itself by it from its first event."""
-    timings: dict[str, float] | None = None
-    new_turn: bool = False
-    """Record the call as a new turn even when the session saw its conversation: a recorded request sent again
-    (else it would be a retry of its turn, adding to that turn's record)."""
-    features: ContextFeatures = field(default_factory=ContextFeatures)
-    """The provider context features the client asked for and how tda meets them (``tda/context_features.py``)."""
 
 
 @dataclass(frozen=True)

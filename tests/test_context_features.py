@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 
 from components.context_window.base import Message
 from components.context_window.token_estimator import estimator_for
+from tda.client_call import ClientCall
 from tda.context_features import applied_by_tda, checked_edits, responses_features
 from tda.errors import Invalid
-from tda.gateway import ClientCall
 from tests.test_keep_recent import agent_loop, paired
 
 MODEL = "gpt-4o"

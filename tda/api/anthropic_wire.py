@@ -24,9 +24,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from components.context_window.base import Message, ToolSchema
 
+from ..client_call import ClientCall
 from ..errors import Invalid, field_errors
 from ..events import encode_sse
-from ..gateway import ClientCall
 from .wire_fields import refuse_unknown_fields
 
 REFUSED_FIELDS = {

@@ -24,9 +24,10 @@ from werkzeug.exceptions import HTTPException
 from components.context_window.budget import BudgetExceeded
 
 from ..auth import end_user, require
+from ..client_call import ClientCall
 from ..context_features import anthropic_edits, features_header, response_context_management, with_unsent_traced
 from ..errors import ServiceError
-from ..gateway import ClientCall, complete, split, window
+from ..gateway import complete, split, window
 from ..llm import prompt_tokens
 from ..models import ProfileRow
 from ..service import TDAService, service

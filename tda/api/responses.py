@@ -29,10 +29,11 @@ from components.context_window.base import Message, ToolSchema
 from components.context_window.budget import BudgetExceeded
 
 from ..auth import end_user, require
+from ..client_call import ClientCall
 from ..context_features import features_header, responses_features, with_unsent_traced
 from ..errors import Conflict, Invalid, NotFound, ServiceError, field_errors
 from ..events import encode_sse
-from ..gateway import ClientCall, answered, complete, cut_header, split
+from ..gateway import answered, complete, cut_header, split
 from ..models import ProfileRow, SessionRow
 from ..service import TDAService, service
 from .chat import SESSION_HEADER, openai_error, over_budget, requested_ids, requested_model, resolve_ids

@@ -27,9 +27,10 @@ from components.context_window.budget import BudgetExceeded
 from components.context_window.token_estimator import estimator_for
 
 from ..auth import require
+from ..client_call import ClientCall
 from ..context_features import responses_features
 from ..errors import Conflict, Invalid, NotFound, ServiceError, field_errors
-from ..gateway import ClientCall, answered, split, window, window_cut
+from ..gateway import answered, split, window, window_cut
 from ..service import TDAService, service
 from .chat import openai_error, over_budget, requested_ids, requested_model, resolve_ids
 from .common import json_object, sized_work, validate_in_slices
