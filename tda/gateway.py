@@ -38,6 +38,7 @@ from .errors import Conflict, Invalid, NotFound, UpstreamFailed
 from .knowledge.scope import ANONYMOUS
 from .llm import Relay, max_tokens_for, model_call_error
 from .models import ProfileRow, SessionRow
+from .recall import call_recall
 from .sources import Cutoff, build_context, input_hashes, message_of, summarizer_for
 from .store.sessions import SessionData
 from .tool_results import as_result, plan_of
@@ -232,7 +233,7 @@ async def _run(
         "summary": assembled.snapshot.summary(),
         "snapshot": snapshot,
         "model_call": used,
-        "cut": window_cut(call.messages, assembled, estimator_for(ctx.model)),
+        "cut": await _sized(lambda sent: window_cut(sent, assembled, estimator_for(ctx.model)), call.messages),
     }
     if snapshot_id is not None:
         await svc.store.sessions.record_model_call(snapshot_id, snapshot, used, call.timings)
@@ -352,6 +353,7 @@ async def _context(
         tools=tuple(call.tools),
         tools_as_sent=True,
         model=call.model or ctx.model,
+        history_recall=call_recall(svc) if not session.id else ctx.history_recall,
     )
     if call.model and call.model != ctx.model:  # the client named another model: its own summaries too
         ctx = dataclasses.replace(ctx, summarizer=summarizer_for(svc.sources.summarizer, call.model, profile, session))

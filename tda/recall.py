@@ -14,12 +14,23 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from components.context_window.base import Session
+from components.context_window.history_recall import SessionRecall
 
 from .errors import Unavailable
 from .history_vectors import write_now
 
 if TYPE_CHECKING:
     from .service import TDAService
+
+
+def call_recall(svc: TDAService) -> SessionRecall | None:
+    """Recall for one stateless call: an index of the conversation it sent, held by the call's context alone, so
+    it is freed with the call (kept in the service's index under one session id, every stateless call's
+    conversation would stay there, hundreds of thousands of objects the cycle collector walks, and be rebuilt by
+    the next call with another conversation). None when the service recalls nothing."""
+    if svc.sources.history_recall is None:
+        return None
+    return SessionRecall(svc.sources.embedder, max_sessions=1, outlive_calls=False)
 
 
 async def index_history(svc: TDAService, session_id: str) -> None:

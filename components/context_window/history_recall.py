@@ -433,10 +433,15 @@ class SessionRecall:
         *,
         stored: PartVectors | None = None,
         vectors_wait_s: float = VECTORS_WAIT_S,
+        outlive_calls: bool = True,
     ) -> None:
         self.embedder = embedder
         self.vectors_wait_s = vectors_wait_s
         """How long recall waits for a vectors job under way before ranking by words (see ``VECTORS_WAIT_S``)."""
+        self.outlive_calls = outlive_calls
+        """False: the index serves one call and is then dropped (a stateless chat's conversation), so no work
+        outlives it: an index's vectors job runs once and is cancelled when recall stops waiting for it
+        (``vectors_wait_s``); what it did not embed by then is ranked by words."""
         self.stored = stored
         """Where the parts' vectors are kept beyond this process: read before embedding, written after."""
         self._store_failed = False
@@ -468,7 +473,7 @@ class SessionRecall:
         ranks by words meanwhile) unless ``dense`` (a job off the turn): then the call returns once all have them."""
         index = await asyncio.shield(self._sync(session))
         job = index.vectoring
-        if dense and job is not None:
+        if dense and job is not None and self.outlive_calls:
             await asyncio.shield(job)
         return index
 
@@ -490,13 +495,22 @@ class SessionRecall:
         return index
 
     def _catch_up_later(self, session_id: str, index: HistoryIndex) -> None:
-        """Start the job giving ``index``'s messages their vectors, unless it runs (a failed one is started again)."""
+        """Start the job giving ``index``'s messages their vectors, unless it runs (a failed one is started again;
+        not so for an index that serves one call: its job, once over, is not started again)."""
         if index.vectoring is not None and not index.vectoring.done():
             return
-        job = index.vectoring = asyncio.get_running_loop().create_task(self._catch_up(session_id, index))
+        if not self.outlive_calls and index.vectors_due:  # an index serving one call has had its one job
+            return
+        loop = asyncio.get_running_loop()
+        job = index.vectoring = loop.create_task(self._catch_up(session_id, index))
         index.vectors_due = time.monotonic() + self.vectors_wait_s
         self._jobs.add(job)
         job.add_done_callback(self._jobs.discard)
+        if not self.outlive_calls:  # nobody waits for it after that: a stateless call's vectors die with it
+            loop.call_later(self.vectors_wait_s, job.cancel)
+            # A cancelled job's traceback holds the index: let go of the job, so that is no reference cycle
+            # (which would keep the whole conversation until a full collection walks it).
+            job.add_done_callback(lambda _: setattr(index, "vectoring", None))
 
     async def _catch_up(self, session_id: str, index: HistoryIndex) -> None:
         """Give the messages without vectors theirs (and those added meanwhile), while ``index`` is the session's."""
