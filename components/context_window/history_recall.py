@@ -584,7 +584,7 @@ class SessionRecall:
                 known[text] = self._vectors.put(text, np.asarray(vector, dtype=np.float32))
         if reachable:  # a store that failed to read is not written to (it would fail again, message by message)
             await self._to_store(index, keys, known)
-        return [[known[p] for p in per] for per in parts]
+        return await _sliced(parts, lambda some: [[known[p] for p in per] for per in some])
 
     async def _query_vector(self, index: HistoryIndex, query: str, n: int) -> np.ndarray | None:
         """The query's vector when ``index``'s first ``n`` messages have vectors (kept for the next asker: a turn's
