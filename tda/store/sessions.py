@@ -740,9 +740,13 @@ _INSERT_SNAPSHOT = (
     .returning(_SNAPSHOTS.c.id, _SNAPSHOTS.c.project_id)
 )
 _INSERT_TURN = insert(_TURNS).returning(*_TURN_COLUMNS)
-_INSERT_MESSAGES = insert(_MESSAGES).returning(
+_INSERT_MESSAGES = insert(_MESSAGES).returning(*(_MESSAGES.c[c.key] for c in _MESSAGE_COLUMNS))
+_INSERT_MESSAGES_IN_ORDER = insert(_MESSAGES).returning(
     *(_MESSAGES.c[c.key] for c in _MESSAGE_COLUMNS), sort_by_parameter_order=True
 )
+"""PostgreSQL's RETURNING may list a multi-row insert's rows in any order: SQLAlchemy puts them in the order given.
+It cannot on SQLite (it would insert row by row), where it need not: SQLite inserts the rows in the order given and
+an AUTOINCREMENT id only grows, so ordered by id they are in that order."""
 MESSAGE_BATCH = 500
 """Message rows per INSERT: a long history is written in a few hundred statements, not one per message (100,000
 took ~30 s one by one, the write lock held all the while), each short enough not to hold up the event loop."""
@@ -750,11 +754,16 @@ took ~30 s one by one, the write lock held all the while), each short enough not
 
 async def _insert_messages(c: AsyncConnection, rows: list[dict[str, Any]]) -> list[Row[Any]]:
     """Insert ``rows`` and return them as stored, ids in the order given."""
+    sqlite = c.dialect.name == "sqlite"
     stored: list[Row[Any]] = []
     for _, alike in itertools.groupby(rows, key=dict.keys):  # one statement's rows name the same columns
         batch = list(alike)
         for start in range(0, len(batch), MESSAGE_BATCH):
-            stored += (await c.execute(_INSERT_MESSAGES, batch[start : start + MESSAGE_BATCH])).all()
+            some = batch[start : start + MESSAGE_BATCH]
+            if sqlite:
+                stored += sorted((await c.execute(_INSERT_MESSAGES, some)).all(), key=lambda row: row.id)
+            else:
+                stored += (await c.execute(_INSERT_MESSAGES_IN_ORDER, some)).all()
     return stored
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 import tiktoken
+from sqlalchemy import event
 
 from components.context_window.token_estimator import estimator_for
 from tda.app import create_app
@@ -330,7 +331,16 @@ async def test_a_long_turn_is_recorded_in_batches_as_given(app):
     ]
     messages[MESSAGE_BATCH - 1]["name"] = "maya"  # a message naming another column splits a batch
     messages[MESSAGE_BATCH + 3] = {**messages[MESSAGE_BATCH + 3], "tool_calls": [{"id": "c1", "function": {}}]}
-    row, rows = await svc.store.sessions.record_turn("long", {"turn": 1900, "query": "q", "answer": "a"}, messages)
+    statements: list[str] = []
+    engine = svc.store.db.engine.sync_engine
+    listener = lambda *args: statements.append(args[2])  # noqa: E731  # (conn, cursor, statement, ...)
+    event.listen(engine, "before_cursor_execute", listener)
+    try:
+        row, rows = await svc.store.sessions.record_turn("long", {"turn": 1900, "query": "q", "answer": "a"}, messages)
+    finally:
+        event.remove(engine, "before_cursor_execute", listener)
+    inserts = [s for s in statements if s.startswith("INSERT INTO messages")]
+    assert len(inserts) <= 6, len(inserts)  # 1,007 rows in runs of 499, 1, 3, 1, 503 columns alike: not one each
     assert [r.content for r in rows] == [m["content"] for m in messages]
     assert [r.id for r in rows] == sorted(r.id for r in rows) and len({r.id for r in rows}) == n
     page = await svc.store.sessions.message_page("long", None, n)
