@@ -336,7 +336,7 @@ async def test_a_long_turn_is_recorded_in_batches_as_given(app):
     listener = lambda *args: statements.append(args[2])  # noqa: E731  # (conn, cursor, statement, ...)
     event.listen(engine, "before_cursor_execute", listener)
     try:
-        row, rows = await svc.store.sessions.record_turn("long", {"turn": 1900, "query": "q", "answer": "a"}, messages)
+        _, rows = await svc.store.sessions.record_turn("long", {"turn": 1900, "query": "q", "answer": "a"}, messages)
     finally:
         event.remove(engine, "before_cursor_execute", listener)
     inserts = [s for s in statements if s.startswith("INSERT INTO messages")]
