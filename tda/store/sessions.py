@@ -476,7 +476,7 @@ class SessionStore:
         of work cost more than the writes (3 ms against 1.6). Whether the session exists is asked only if the
         write fails (a turn is recorded right after its session loaded)."""
         base = {"session_id": session_id, "turn": turn["turn"]}
-        counted = await sized(_with_token_counts, [{**base, **m} for m in messages])  # before the write lock
+        counted = await sized(lambda sent: _rows_of(base, sent), messages)  # before the write lock
         try:
             async with self.db.write_rows() as c:
                 row = (await c.execute(_INSERT_TURN, {"session_id": session_id, **turn})).one()
@@ -767,7 +767,9 @@ async def _insert_messages(c: AsyncConnection, rows: list[dict[str, Any]]) -> li
     return stored
 
 
-def _with_token_counts(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _rows_of(base: dict[str, Any], messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The message rows to insert: ``base`` (session, turn) and each message's fields, with its token counts."""
+    rows = [{**base, **m} for m in messages]
     return [{**fields, "token_counts": _token_counts(fields)} for fields in rows]
 
 
