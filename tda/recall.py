@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from components.context_window.base import Session
+from components.context_window.base import HistoryRecall, Session
 from components.context_window.history_recall import SessionRecall
 
 from .errors import Unavailable
@@ -23,14 +23,13 @@ if TYPE_CHECKING:
     from .service import TDAService
 
 
-def call_recall(svc: TDAService) -> SessionRecall | None:
+def call_recall(svc: TDAService) -> HistoryRecall | None:
     """Recall for one stateless call: an index of the conversation it sent, held by the call's context alone, so
     it is freed with the call (kept in the service's index under one session id, every stateless call's
     conversation would stay there, hundreds of thousands of objects the cycle collector walks, and be rebuilt by
-    the next call with another conversation). None when the service recalls nothing."""
-    if svc.sources.history_recall is None:
-        return None
-    return SessionRecall(svc.sources.embedder, max_sessions=1, outlive_calls=False)
+    the next call with another conversation). Its vectors by text are the service's (a bounded cache)."""
+    recall = svc.sources.history_recall
+    return recall.for_one_call() if isinstance(recall, SessionRecall) else recall
 
 
 async def index_history(svc: TDAService, session_id: str) -> None:

@@ -371,6 +371,22 @@ async def test_an_index_serving_one_call_leaves_no_work_and_nothing_behind_it():
         gc.enable()
 
 
+async def test_a_call_sending_its_conversation_again_is_not_embedded_again():
+    """Each stateless call has its own index (``for_one_call``), but the vectors by text are the service's: the
+    conversation sent again, one exchange longer, costs only the new messages' embedding."""
+    embedder, messages = HistoryEmbedder(), planted(150, at=3)
+    service = SessionRecall(embedder)
+    first = service.for_one_call()
+    await first.sync(Session("", messages=messages[:-2]))
+    await asyncio.gather(*first._jobs)  # the first call's vectors job, done within its wait (a second at most)
+    embedded = list(embedder.history())
+    second = service.for_one_call()
+    ranking = await second.recall(Session("", messages=messages), "greyhound", before=300, enough_tokens=100)
+    assert ranking.method == "lexical+dense" and ranking.pending == 0
+    assert sorted(embedder.history()[len(embedded) :]) == sorted(parts_in(messages[-2:]) - set(embedded))
+    assert not service._indexes.values()  # the service's own index holds no stateless conversation
+
+
 async def test_a_history_imported_a_moment_ago_is_recalled_as_if_its_vectors_were_ready():
     """Too many parts to embed inside the turn's sync, few enough for the job to finish within the wait: the first
     turn ranks by meaning as a later one would (a conversation imported a second ago is not a worse one)."""

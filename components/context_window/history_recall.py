@@ -455,6 +455,14 @@ class SessionRecall:
         self._jobs: set[asyncio.Task[None]] = set()
         """The background vector jobs running (held here: the loop keeps only a weak reference to a task)."""
 
+    def for_one_call(self) -> SessionRecall:
+        """A recall whose one index serves one call and goes with it (``outlive_calls`` False: a stateless chat's
+        conversation), sharing this recall's embedder and its vectors by text: a client sending its conversation
+        again, one message longer, is not embedded again."""
+        one = SessionRecall(self.embedder, max_sessions=1, vectors_wait_s=self.vectors_wait_s, outlive_calls=False)
+        one._vectors, one._queries = self._vectors, self._queries
+        return one
+
     def forget(self, session_id: str) -> int:
         """Drop a session's index (its history was purged or edited); returns how many indexes went (0 or 1)."""
         found = session_id in self._indexes
