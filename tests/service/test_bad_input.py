@@ -260,7 +260,7 @@ async def test_a_long_anthropic_request_is_read_in_slices_and_errors_name_their_
 ) -> None:
     """/v1/messages validates a long conversation a slice at a time off the loop, as chat completions does: a bad
     message far down is named at its place in the whole list, and a good conversation is answered."""
-    messages = [{"role": r, "content": c["content"]} for r, c in zip(("user", "assistant") * 700, conversation(1_201))]
+    messages = [{"role": ("user", "assistant")[i % 2], "content": f"line {i} of a long chat"} for i in range(1_201)]
     body = {"model": "tda", "max_tokens": 16, "messages": messages}
     ok = await client.post("/v1/messages", json=body, headers=admin)
     assert ok.status_code == 200, await ok.get_json()
