@@ -19,7 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from components.context_window.base import AssemblyContext, Directives, ModuleManifest, Profile, Session, TurnRecord
 from components.context_window.token_estimator import estimator_for
-from components.context_window.turn_results import parse_result
+from components.context_window.tool_results.shapes import parse_result
 from modules.plan_hydration.distillation import distill
 from modules.plan_hydration.handler import PlanHydrationModule
 from tda.config import offline_library_defaults

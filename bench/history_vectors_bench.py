@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 from bench.recall_bench import _timing, chat_service  # noqa: E402
 from bench.recall_data import chats  # noqa: E402
 from components.context_window.base import Message  # noqa: E402
-from components.context_window.history_recall import parts_of, searchable_text  # noqa: E402
+from components.context_window.recall.messages import parts_of, searchable_text  # noqa: E402
 from tda.config import Settings, offline_library_defaults  # noqa: E402
 from tda.db import upgrade  # noqa: E402
 

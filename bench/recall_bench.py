@@ -196,7 +196,7 @@ def _timing(header: str, step: str) -> float:
 async def speed(embedder: str, folder: Path) -> dict[str, float]:
     """Medians through the service, recall on: a turn's overhead (Server-Timing turn minus model) on a 10,000-message
     session, the CPU of indexing one recorded message, and a what-if preview on a 700-message session."""
-    from components.context_window.history_recall import HistoryIndex, SessionRecall
+    from components.context_window.recall.messages import HistoryIndex, SessionRecall
     from tda.app import create_app
 
     settings = Settings(data_dir=folder, mock_model=True, embedder=embedder)
@@ -245,7 +245,7 @@ async def speed(embedder: str, folder: Path) -> dict[str, float]:
         recall = svc.sources.history_recall
         assert isinstance(recall, SessionRecall)
         from components.context_window.base import Message as M
-        from tda.history_vectors import write_now
+        from tda.recall.vectors import write_now
 
         for per_call in (1, 2):  # one message per indexing call, and a turn's question and reply (as the service does)
             index = HistoryIndex(session_id=f"indexing-{per_call}")
@@ -267,8 +267,8 @@ async def speed(embedder: str, folder: Path) -> dict[str, float]:
 
 async def _store_write_cpu(svc: Any, texts: list[str]) -> float:
     """The median CPU of one write of three part vectors to the history store (0: none is used)."""
-    from components.context_window.history_recall import part_key
-    from tda.history_vectors import write_now
+    from components.context_window.recall.messages import part_key
+    from tda.recall.vectors import write_now
 
     if svc.history_vectors is None:
         return 0.0

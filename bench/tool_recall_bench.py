@@ -193,7 +193,7 @@ async def accuracy(args: argparse.Namespace, embedder: Any) -> dict[str, Any]:
 
 def forget_vectors() -> None:
     try:
-        from components.context_window.turn_recall import TurnRecall
+        from components.context_window.recall.turns import TurnRecall
     except ImportError:  # code from before recall
         return
     TurnRecall._shared_vectors.clear()

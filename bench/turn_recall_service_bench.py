@@ -111,7 +111,7 @@ async def cold_index_ms(svc: Any) -> dict[str, float]:
     """A replica meeting the session for the first time: its turns read and described for plan_hydration."""
     try:
         from modules.plan_hydration.offload import describe
-        from tda.turn_index import TurnIndex
+        from tda.recall.turns import TurnIndex
     except ImportError:  # code from before the turn index
         return {}
     index = TurnIndex(svc.store.db, lambda: None)

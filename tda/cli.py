@@ -55,7 +55,7 @@ def _embedder(args: argparse.Namespace, settings: Settings) -> Any:
 async def _assemble(handler: ContextWindowHandler, ctx: AssemblyContext, window_type: ContextWindowType) -> Any:
     """One assembly; with an embedder, the history's vectors are made first (a one-off run has no later turn for
     which a background job could make them), so recall ranks by meaning as the service's does."""
-    from components.context_window.history_recall import SessionRecall
+    from components.context_window.recall.messages import SessionRecall
 
     if ctx.embedder is not None:
         recall = SessionRecall(ctx.embedder)

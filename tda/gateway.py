@@ -38,11 +38,11 @@ from .errors import Conflict, Invalid, NotFound, UpstreamFailed
 from .knowledge.scope import ANONYMOUS
 from .llm import Relay, max_tokens_for, model_call_error
 from .models import ProfileRow, SessionRow
-from .recall import call_recall
+from .recall.messages import call_recall
+from .recall.turns import index_turn_after
 from .sources import Cutoff, build_context, input_hashes, message_of, summarizer_for
 from .store.sessions import SessionData
 from .tool_results import as_result, plan_of
-from .turn_index import index_turn_after
 from .turns import MAX_TURN, export_turn, record_snapshot, resolve_type, timed, with_component_instructions
 
 if TYPE_CHECKING:

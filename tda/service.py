@@ -13,12 +13,12 @@ from pydantic import ValidationError
 from quart import Quart, current_app
 
 from components.context_window.handler import AssembledContext, ContextWindowHandler
-from components.context_window.history_recall import SessionRecall
 from components.context_window.module_registry import ModuleRegistry
+from components.context_window.recall.messages import SessionRecall
 from components.context_window.token_estimator import STORED_ENCODINGS, calibratable, estimator, estimator_for
 from components.context_window.window_type import ContextWindowType
 
-from .background import BackgroundWriter
+from .background import BackgroundWriter, Jobs
 from .builtins import module_registry
 from .cache_ttl import CacheTTL
 from .calibration import Calibrations
@@ -28,13 +28,13 @@ from .db import upgrade_async
 from .errors import Invalid, field_errors
 from .events import create_bus
 from .history import HistoryCache
-from .history_vectors import part_vectors_for
 from .knowledge.providers import LiveKnowledge
 from .llm import LLM, LLMSummarizer, Upstream, preload
 from .memory import drop_tiktoken_rank_copies
+from .recall.turns import TurnIndex
+from .recall.vectors import part_vectors_for
 from .sources import Sources
 from .store import Store
-from .turn_index import TurnIndex
 from .upstream_policy import UpstreamPolicy
 
 if TYPE_CHECKING:
@@ -76,6 +76,8 @@ class TDAService:
         self._session_locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
         self.bus = create_bus(settings.bus_url)
         self.writer = BackgroundWriter()
+        self.experiments = Jobs()
+        """The experiments this process runs (tda/experiments.py)."""
         self.failed_auth = FailedAuthLimit(settings.auth_failures_per_minute)
         self.history = HistoryCache(self.store.sessions)
         self.cache_ttl = CacheTTL()
@@ -96,9 +98,9 @@ class TDAService:
         self.sources = sources or Sources(knowledge=self.knowledge, cases=self.knowledge, embedder=self.knowledge)
         self.history_vectors = part_vectors_for(self.knowledge, settings.embedder, self.sources.embedder, self.writer)
         """Where recall's part vectors are kept for other replicas and restarts (None: embedding is cheaper)."""
-        if self.sources.history_recall is None:  # one index per session, shared by its turns (tda/recall.py)
+        if self.sources.history_recall is None:  # one index per session, shared by its turns (tda/recall/messages.py)
             self.sources.history_recall = SessionRecall(self.sources.embedder, stored=self.history_vectors)
-        if self.sources.turn_index is None:  # older turns as modules search them (tda/turn_index.py)
+        if self.sources.turn_index is None:  # older turns as modules search them (tda/recall/turns.py)
             self.sources.turn_index = TurnIndex(self.store.db, lambda: self.sources.embedder)
         if self.sources.summarizer is None and not self.llm.mock:
             # A mock model cannot summarise or rewrite a follow-up; without a summarizer the modules
@@ -144,6 +146,7 @@ class TDAService:
         await self.bus.stop()
         if self._heartbeats is not None:
             self._heartbeats.cancel()
+        await self.experiments.stop()  # each saves what it replayed, as cancelled
         await self.writer.drain()  # before the stores close: what turns queued is written
         if self.history_vectors is not None:
             await self.history_vectors.flush()

@@ -33,9 +33,9 @@ from .knowledge.scope import CaseScope, session_key
 from .knowledge.store import in_project
 from .llm import LLMSummarizer
 from .models import AttachmentRow, ProfileRow, SessionRow
+from .recall.turns import TurnIndex, record_of
 from .scope import DEFAULT_PROJECT
 from .store.sessions import SessionData
-from .turn_index import TurnIndex, record_of
 
 __all__ = ["message_of"]  # turns.py builds messages from rows with it
 
@@ -79,9 +79,9 @@ class Sources:
     summarizer: Summarizer | None = None
     embedder: Embedder | None = None
     history_recall: HistoryRecall | None = None
-    """Recalls older history by relevance (``tda/recall.py`` keeps it up to date as messages are recorded)."""
+    """Recalls older history by relevance (``tda/recall/messages.py`` keeps it up to date as messages are recorded)."""
     turn_index: TurnIndex | None = None
-    """Keeps what modules search of each session's older turns (``tda/turn_index.py``), as turns are recorded."""
+    """Keeps what modules search of each session's older turns (``tda/recall/turns.py``), as turns are recorded."""
     _tools: BoundedCache[tuple[str, str], tuple[ToolSchema, ...]] = field(
         default_factory=lambda: BoundedCache(256), repr=False
     )

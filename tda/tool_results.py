@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from components.context_window.turn_results import parse_result
+from components.context_window.tool_results.shapes import parse_result
 
 if TYPE_CHECKING:
     from .llm import Completion

@@ -31,11 +31,11 @@ from .errors import Conflict, Invalid, UpstreamFailed, UpstreamNotAllowed
 from .events import stream_key
 from .llm import Relay, max_tokens_for, model_call_error
 from .models import MessageRow, TurnRow
-from .recall import index_after
+from .recall.messages import index_after
+from .recall.turns import index_turn_after
 from .sources import build_context, input_hashes, message_of
 from .store.types import StoredType
 from .tool_results import as_result, plan_of, tool_text
-from .turn_index import index_turn_after
 
 if TYPE_CHECKING:
     from components.context_window.handler import AssembledContext

@@ -11,7 +11,7 @@ import pytest
 
 from components.context_window.base import InMemoryMessages, Message, Session
 from components.context_window.handler import ContextWindowHandler
-from components.context_window.history_recall import SessionRecall, parts_of
+from components.context_window.recall.messages import SessionRecall, parts_of
 from components.context_window.relevance import VectorIndex
 from modules.conversation_history.handler import RECALL_MARKER
 from tda.builtins import DEFAULT_TYPES

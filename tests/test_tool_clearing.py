@@ -228,7 +228,7 @@ def test_the_cleared_parts_index_grown_from_the_last_turns_scores_as_one_built_a
     """An agent's cleared results grow each turn; the index extended with the new parts ranks exactly as one built
     over all of them (and a history that changed its opening parts is not served the old index)."""
     from components.context_window.relevance import BM25Index
-    from components.context_window.tool_clearing import parts_index
+    from components.context_window.tool_results.clearing import parts_index
 
     earlier = tuple(f"order {n}: blue widget shipped to Oslo on day {n}" for n in range(30))
     later = (*earlier, "order 99: red gadget refunded", "order 100: green gizmo shipped to Bergen")

@@ -569,7 +569,7 @@ class RecallLead:
 
 @runtime_checkable
 class HistoryRecall(Protocol):
-    """Searches a session's own earlier messages by relevance (``history_recall.SessionRecall`` implements it over
+    """Searches a session's own earlier messages by relevance (``recall.messages.SessionRecall`` implements it over
     the relevance engine; the application may keep the index as it records messages)."""
 
     async def recall(self, session: Session, query: str, *, before: int, enough_tokens: int) -> RecallRanking:

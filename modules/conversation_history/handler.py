@@ -29,14 +29,14 @@ from components.context_window.base import (
 )
 from components.context_window.content_parts import media_note
 from components.context_window.fitting import cut_to_tokens, first_sentence, water_fill
-from components.context_window.history_recall import SessionRecall
 from components.context_window.metering import labelled
 from components.context_window.options import option
 from components.context_window.phases import visible
+from components.context_window.recall.messages import SessionRecall
 from components.context_window.session_cache import BoundedCache, SessionCache, content_key
 from components.context_window.token_estimator import MESSAGE_OVERHEAD
-from components.context_window.tool_clearing import Cleared, ClearRule, UnnumberedAges, clear_unit
-from components.context_window.tool_clearing import recall as recall_cleared
+from components.context_window.tool_results.clearing import Cleared, ClearRule, UnnumberedAges, clear_unit
+from components.context_window.tool_results.clearing import recall as recall_cleared
 
 from .options import HistoryOptions
 

@@ -1,7 +1,7 @@
 """Distilling tool results for the next turn: verbatim, metadata only, or statistics plus a sample.
 
 plan_hydration's helper (the folder is a package). The result shapes it reads are the component's
-``turn_results`` (``TurnRecord.results``), parsed by ``parse_result``.
+``tool_results.shapes`` (``TurnRecord.results``), parsed by ``parse_result``.
 
 Levels, per result: *full* (verbatim) while within the window type's ``distillation`` thresholds
 (``max_rows``, ``max_chars``). Over them, a table with more than ``L1_ROWS`` rows or ``L1_CHARS``
@@ -24,7 +24,7 @@ from datetime import date, datetime
 from typing import Any, Literal
 
 from components.context_window.fitting import clip
-from components.context_window.turn_results import Table, Text
+from components.context_window.tool_results.shapes import Table, Text
 
 L1_ROWS = 100
 L1_CHARS = 50_000

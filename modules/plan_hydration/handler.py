@@ -2,7 +2,7 @@
 turns' results recalled when the question is about them.
 
 Source: the newest valid ``TurnRecord`` in ``ctx.session.turns`` that the session's IFOC phase may
-see; its ``results`` in the shapes documented in ``components/context_window/turn_results.py``.
+see; its ``results`` in the shapes documented in ``components/context_window/tool_results/shapes.py``.
 Thresholds: the window type's ``distillation`` (``ctx.directives.config["distillation"]``:
 ``max_rows``, ``max_chars``).
 
@@ -12,12 +12,12 @@ verbatim rows, then statistics only, then metadata only, then results are droppe
 
 Offloading (options in ``options.py``): the results of every older valid, visible turn (those of at least
 ``recall_min_chars`` characters; default: all) are offloaded to a per-session index
-(``components/context_window/turn_recall.py``: BM25 over the query, plan and results' opening, and with the context's
+(``components/context_window/recall/turns.py``: BM25 over the query, plan and results' opening, and with the context's
 ``Embedder`` the turn's gist; built incrementally, by content, so a changed turn is read again). With an application's
 ``ctx.earlier_turns`` (the service hands only its newest turns), every turn is searched as the application keeps it
 described (``offload.describe``, made once as the turn was recorded), and a recalled turn that was not handed is read
 whole by number. When the question matches one clearly better than the previous turn (the engine's floor and lead; see
-``turn_recall``), up to ``recall_turns`` of them come back, best first, after the previous turn's results, each as
+``recall.turns``), up to ``recall_turns`` of them come back, best first, after the previous turn's results, each as
 "## Earlier result recalled (turn N: <query>)" and distilled to what the room allows (a long text sends its opening).
 The previous turn keeps priority: it is squeezed only to leave ``recall_pct`` % of the budget when there is a match, and
 recalled results take what it leaves. The snapshot's ``recall`` says what came back and why, or why nothing did.
@@ -42,9 +42,9 @@ from components.context_window.base import (
 )
 from components.context_window.fitting import clip, cut_to_tokens, estimator, fit_blocks
 from components.context_window.phases import visible
+from components.context_window.recall.turns import Match, TurnRecall, described_turns, with_records
 from components.context_window.session_cache import SessionCache, content_key
-from components.context_window.turn_recall import Match, TurnRecall, described_turns, with_records
-from components.context_window.turn_results import Table, Text, parse_result
+from components.context_window.tool_results.shapes import Table, Text, parse_result
 from components.context_window.window_type import Distillation
 
 from .distillation import Distilled, apply_l2, distill

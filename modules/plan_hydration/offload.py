@@ -2,7 +2,7 @@
 
 A turn is searched by words over its query, its plan and its results (each result's tool, columns and its first
 ``SEARCH_ROWS`` rows or ``SEARCH_CHARS`` characters: a fact deep in a huge result is found through the statistics
-the recalled distillation shows, not the search), and by meaning over its gist (``turn_recall.turn_gist``: its
+the recalled distillation shows, not the search), and by meaning over its gist (``recall.turns.turn_gist``: its
 query and the plan's first step, one vector shared with workflow_history). Embedding each result's tool with its
 columns or opening as well was measured and dropped: 87% answered either way on bench/tool_recall_bench.py
 (minilm-int8), and a turn costs one embedding instead of two or more. Built once per distinct turn.
@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from components.context_window.base import TurnRecord
+from components.context_window.recall.turns import TurnText, turn_gist
 from components.context_window.session_cache import content_key
-from components.context_window.turn_recall import TurnText, turn_gist
-from components.context_window.turn_results import Table, parse_result
+from components.context_window.tool_results.shapes import Table, parse_result
 
 from .distillation import cell
 

@@ -5,7 +5,7 @@ Only valid turns the session's IFOC phase may see are listed (``phases.visible``
 option ``max_turns`` (default 10). Condensing keeps fewer turns (the oldest go first).
 
 Turns beyond ``max_turns`` are offloaded to a per-session index of their query and plan
-(``components/context_window/turn_recall.py``), and so are, with an application's ``ctx.earlier_turns``, the turns
+(``components/context_window/recall/turns.py``), and so are, with an application's ``ctx.earlier_turns``, the turns
 older than those it was handed (the service hands its newest 40; a recalled one is read whole by number). When the
 question matches some clearly better than the listed ones, up to ``recall_turns`` of them follow the list, marked
 "recalled: an older turn matching the question", within ``recall_pct`` % of the budget (the newest turns keep the
@@ -26,7 +26,7 @@ from components.context_window.base import (
 )
 from components.context_window.fitting import clip, estimator, fit_blocks
 from components.context_window.phases import check_phase, visible
-from components.context_window.turn_recall import TurnRecall, TurnText, earlier_described, turn_gist, with_records
+from components.context_window.recall.turns import TurnRecall, TurnText, earlier_described, turn_gist, with_records
 
 from .options import WorkflowOptions
 

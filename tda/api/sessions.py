@@ -14,7 +14,7 @@ from ..analytics import context_analytics
 from ..auth import actor, require
 from ..champions import set_feedback
 from ..phase_change import carried_into_phase
-from ..recall import forget_history, index_after
+from ..recall.messages import forget_history, index_after
 from ..service import service
 from ..store.profiles import profile_dict
 from ..store.sessions import attachment_dict, message_dict, session_dict, snapshot_dict, turn_dict
@@ -34,6 +34,7 @@ from .schemas import (
     SnapshotsQuery,
     ToolResultsIn,
     TurnIn,
+    TurnLabelsIn,
     TurnsQuery,
     TurnValidityIn,
 )
@@ -156,7 +157,7 @@ async def list_messages(session_id: str) -> dict[str, Any]:
 async def add_messages(session_id: str, data: MessagesIn) -> tuple[dict[str, Any], int]:
     """Import history recorded elsewhere (for example by the agent platform)."""
     svc = service()
-    async with svc.session_lock(session_id):  # the next turn waits for the index (tda/recall.py)
+    async with svc.session_lock(session_id):  # the next turn waits for the index (tda/recall/messages.py)
         rows = await svc.store.sessions.add_messages(session_id, [m.model_dump() for m in data.messages], actor())
         index_after(svc, session_id)
     return {"messages": [message_dict(m) for m in rows]}, 201
@@ -224,6 +225,16 @@ async def post_tool_results(session_id: str, turn: int, data: ToolResultsIn) -> 
 async def set_turn_validity(session_id: str, turn: int, data: TurnValidityIn) -> dict[str, Any]:
     """An invalid turn stays recorded but is left out of the context from now on."""
     return turn_dict(await service().store.sessions.set_turn_validity(session_id, turn, data.valid, actor()))
+
+
+@bp.put("/<session_id>/turns/<int(max=2147483647):turn>/labels")
+@require("admin")
+@validate_request(TurnLabelsIn)
+async def set_turn_labels(session_id: str, turn: int, data: TurnLabelsIn) -> dict[str, Any]:
+    """What a person says of the turn: the evidence its window should hold, and a rating of the window. Experiments
+    count how many labelled turns a candidate type keeps them for (docs/experiments.md). Audited."""
+    labels = {k: v for k, v in data.model_dump().items() if v}  # no evidence, no rating: nothing said
+    return turn_dict(await service().store.sessions.set_turn_labels(session_id, turn, labels, actor()))
 
 
 @bp.post("/<session_id>/turns/<int(max=2147483647):turn>/feedback")

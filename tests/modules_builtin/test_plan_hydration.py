@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from components.context_window.base import Session, TurnRecord
-from components.context_window.turn_results import Table, parse_result
+from components.context_window.tool_results.shapes import Table, parse_result
 from modules.plan_hydration.distillation import L2_SAMPLE_ROWS, column_kind, column_statistics, fmt, sample_plan
 
 

@@ -214,7 +214,7 @@ class HashingEmbedder:
 
 
 async def test_with_an_embedder_each_turn_is_embedded_once_for_both_modules(builtin, ctx_for):
-    from components.context_window.turn_recall import TurnRecall
+    from components.context_window.recall.turns import TurnRecall
 
     TurnRecall._shared_vectors.clear()
     plan, workflow, embedder = builtin("plan_hydration"), builtin("workflow_history"), HashingEmbedder()
@@ -233,7 +233,7 @@ async def test_with_an_embedder_each_turn_is_embedded_once_for_both_modules(buil
 
 
 async def test_a_long_session_met_first_is_embedded_a_batch_a_turn_and_matched_by_words_meanwhile(builtin, ctx_for):
-    from components.context_window.turn_recall import EMBED_PER_CALL, TurnRecall
+    from components.context_window.recall.turns import EMBED_PER_CALL, TurnRecall
 
     TurnRecall._shared_vectors.clear()
     plan, embedder = builtin("plan_hydration"), HashingEmbedder()
@@ -369,7 +369,7 @@ class ScaledEmbedder:
 async def test_embedders_of_one_class_with_different_models_never_share_vectors(builtin, ctx_for):
     """The vector cache is keyed by what vectors depend on (the embedder's model), not the embedder's class: each
     model embeds the turns itself, and its vectors are all of its own length (a mix would not compare)."""
-    from components.context_window.turn_recall import TurnRecall
+    from components.context_window.recall.turns import TurnRecall
 
     TurnRecall._shared_vectors.clear()
     plan, session = builtin("plan_hydration"), long_session()

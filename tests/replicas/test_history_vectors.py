@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from components.context_window.base import Message
-from components.context_window.history_recall import parts_of, searchable_text
+from components.context_window.recall.messages import parts_of, searchable_text
 from tda.app import create_app
 from tda.config import Settings
 from tests.replicas.servers import Backing

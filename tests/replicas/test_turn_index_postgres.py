@@ -9,8 +9,8 @@ from typing import Any
 
 from tda.db import upgrade
 from tda.demo import seed_demo
+from tda.recall.turns import TurnIndex
 from tda.store import Store
-from tda.turn_index import TurnIndex
 from tests.replicas.servers import Backing
 from tests.replicas.test_postgres import fresh_database
 

@@ -19,7 +19,7 @@ from tda.db import upgrade
 from tda.errors import Conflict, NotFound
 from tda.history import message_of
 from tda.llm import LLM, Completion
-from tda.recall import index_history
+from tda.recall.messages import index_history
 from tda.sources import Sources
 from tda.store import Store
 from tests.media import data_url
@@ -105,7 +105,9 @@ async def app(settings: Settings, llm: RecordingLLM, recorder: SlowRecorder) -> 
         )
         await svc.store.sessions.create({"id": "long", "profile_id": "p"}, "test")
         await svc.store.sessions.add_messages("long", _history(HISTORY // 2), "test")
-        await index_history(svc, "long")  # as POST /v1/sessions/{id}/messages does after an import (tda/recall.py)
+        await index_history(
+            svc, "long"
+        )  # as POST /v1/sessions/{id}/messages does after an import (tda/recall/messages.py)
         token, _ = await svc.store.tokens.create("t", "admin")
         yield running, svc, {"Authorization": f"Bearer {token}"}
 

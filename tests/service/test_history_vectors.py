@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 
 from components.context_window.base import Message
-from components.context_window.history_recall import part_key, parts_of, searchable_text
+from components.context_window.recall.messages import part_key, parts_of, searchable_text
 from tda.app import create_app
 from tda.config import Settings
-from tda.history_vectors import collection_name
+from tda.recall.vectors import collection_name
 from tests.service.support import ScriptedModel
 from tests.service.test_history_recall import FACT, QUESTION, long_history
 

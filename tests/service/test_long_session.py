@@ -18,7 +18,7 @@ from typing import Any
 import litellm
 import pytest
 
-from components.context_window.history_recall import SessionRecall
+from components.context_window.recall.messages import SessionRecall
 from tda.config import Settings
 from tests.agent_session import SYSTEM, TOOLS, tool_loop, turn_messages
 from tests.service.fake_upstream import FakeUpstream, fake_upstream

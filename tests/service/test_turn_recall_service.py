@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from components.context_window.base import TurnRecord
-from components.context_window.turn_recall import turn_gist
+from components.context_window.recall.turns import turn_gist
 from tda.app import create_app
 from tda.config import Settings
 from tests.service.support import ScriptedModel

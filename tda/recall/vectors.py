@@ -30,9 +30,9 @@ import numpy as np
 if TYPE_CHECKING:
     from chromadb.api.models.Collection import Collection as ChromaCollection
 
-    from .background import BackgroundWriter
-    from .knowledge.providers import LiveKnowledge
-    from .knowledge.store import KnowledgeStore
+    from ..background import BackgroundWriter
+    from ..knowledge.providers import LiveKnowledge
+    from ..knowledge.store import KnowledgeStore
 
 log = logging.getLogger(__name__)
 
@@ -213,8 +213,8 @@ class ChromaPartVectors:
 def _open_collection(store: KnowledgeStore, name: str, embedder: str) -> ChromaCollection:
     """The history collection (made on first use). Its records are read by id and metadata, never searched by vector,
     so the vector index Chroma keeps anyway is built as cheaply as it allows (``HNSW``)."""
-    from .knowledge.embeddings import make_embedder
-    from .knowledge.store import KIND_KEY
+    from ..knowledge.embeddings import make_embedder
+    from ..knowledge.store import KIND_KEY
 
     return store.client.get_or_create_collection(
         name,
@@ -241,7 +241,7 @@ def _vectors(page: Any) -> Sequence[Sequence[float]]:
 
 def _delete(store: KnowledgeStore, session_id: str) -> int:
     """The session's vectors out of every embedder's history collection."""
-    from .knowledge.store import KIND_KEY
+    from ..knowledge.store import KIND_KEY
 
     deleted = 0
     for listed in store.client.list_collections():

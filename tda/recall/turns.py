@@ -22,16 +22,16 @@ from sqlalchemy import BigInteger, bindparam, select
 
 from components.context_window.base import D, Embedder, TurnRecord
 from components.context_window.phases import visible
+from components.context_window.recall.turns import TurnRecall, turn_gist
 from components.context_window.session_cache import BoundedCache
-from components.context_window.turn_recall import TurnRecall, turn_gist
 
-from .knowledge.scope import session_key
-from .models import SessionRow, TurnRow
-from .store.sessions import TurnTuple
+from ..knowledge.scope import session_key
+from ..models import SessionRow, TurnRow
+from ..store.sessions import TurnTuple
 
 if TYPE_CHECKING:
-    from .background import BackgroundWriter
-    from .db import Database
+    from ..background import BackgroundWriter
+    from ..db import Database
 
 Key = tuple[str, str]
 """A session's id, and its id with its creation time (``session_key``)."""

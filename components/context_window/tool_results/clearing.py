@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from .base import Message
-from .options import option
-from .relevance import BM25Index, Floor, fuse, pack, terms
+from ..base import Message
+from ..options import option
+from ..relevance import BM25Index, Floor, fuse, pack, terms
 
 Unit = tuple[Message, ...]
 Count = Callable[[Message], int]

@@ -29,7 +29,7 @@ from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
-from .base import (
+from ..base import (
     Embedder,
     Message,
     MessageSource,
@@ -39,9 +39,9 @@ from .base import (
     Session,
     pages_newest_first,
 )
-from .phases import visible
-from .relevance import RRF_K, BM25Index, VectorIndex, fuse, terms
-from .session_cache import BoundedCache
+from ..phases import visible
+from ..relevance import RRF_K, BM25Index, VectorIndex, fuse, terms
+from ..session_cache import BoundedCache
 
 EMBED_CHARS = 2_000
 """Characters of a part embedded (small embedders read ~256-512 tokens anyway; the rest costs time for nothing)."""

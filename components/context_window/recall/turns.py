@@ -29,10 +29,10 @@ from typing import ClassVar, TypeVar
 
 import numpy as np
 
-from .base import AssemblyContext, D, Embedder, TurnRecord, vector_space
-from .fitting import clip
-from .relevance import BM25Index, Floor, VectorIndex, fuse, terms
-from .session_cache import BoundedCache
+from ..base import AssemblyContext, D, Embedder, TurnRecord, vector_space
+from ..fitting import clip
+from ..relevance import BM25Index, Floor, VectorIndex, fuse, terms
+from ..session_cache import BoundedCache
 
 MIN_MATCH = 0.5
 """Share of the query's distinctive words (idf-weighted) a candidate must hold to match by words: one common word

@@ -5,7 +5,7 @@ Messages are indexed right after they are stored (an import, a turn's query and 
 while the session's lock is still held: the next turn, which waits for that lock, finds the index ready and reads
 nothing again. A replica that has not indexed a session yet (another replica recorded it) indexes it from the shared
 database at the session's next turn; what it reads from there is the same history every replica sees. The vectors of
-what it indexes are kept in the knowledge store's Chroma (``tda/history_vectors.py``), written by the indexing job:
+what it indexes are kept in the knowledge store's Chroma (``tda/recall/vectors.py``), written by the indexing job:
 that replica reads them instead of embedding the history again.
 """
 
@@ -14,13 +14,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from components.context_window.base import HistoryRecall, Session
-from components.context_window.history_recall import SessionRecall
+from components.context_window.recall.messages import SessionRecall
 
-from .errors import Unavailable
-from .history_vectors import write_now
+from ..errors import Unavailable
+from .vectors import write_now
 
 if TYPE_CHECKING:
-    from .service import TDAService
+    from ..service import TDAService
 
 
 def call_recall(svc: TDAService) -> HistoryRecall | None:
