@@ -800,9 +800,10 @@ _INSERT_MESSAGES_IN_ORDER = insert(_MESSAGES).returning(
 """PostgreSQL's RETURNING may list a multi-row insert's rows in any order: SQLAlchemy puts them in the order given.
 It cannot on SQLite (it would insert row by row), where it need not: SQLite inserts the rows in the order given and
 an AUTOINCREMENT id only grows, so ordered by id they are in that order."""
-MESSAGE_BATCH = 500
+MESSAGE_BATCH = 200
 """Message rows per INSERT: a long history is written in a few hundred statements, not one per message (100,000
-took ~30 s one by one, the write lock held all the while), each short enough not to hold up the event loop."""
+took ~30 s one by one, the write lock held all the while), each short enough not to hold up the event loop (~7 ms
+of binding and writing on a loaded machine)."""
 
 
 async def _insert_messages(c: AsyncConnection, rows: list[dict[str, Any]]) -> list[Row[Any]]:

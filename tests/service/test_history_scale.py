@@ -342,7 +342,7 @@ async def test_a_long_turn_is_recorded_in_batches_as_given(app):
     finally:
         event.remove(engine, "before_cursor_execute", listener)
     inserts = [s for s in statements if s.startswith("INSERT INTO messages")]
-    assert len(inserts) <= 6, len(inserts)  # 1,007 rows in runs of 499, 1, 3, 1, 503 columns alike: not one each
+    assert len(inserts) <= 6, len(inserts)  # runs of B - 1, 1, 3, 1, B + 3 rows naming the same columns: not one each
     assert [r.content for r in rows] == [m["content"] for m in messages]
     assert [r.id for r in rows] == sorted(r.id for r in rows) and len({r.id for r in rows}) == n
     page = await svc.store.sessions.message_page("long", None, n)

@@ -46,9 +46,10 @@ from ..session_cache import BoundedCache
 EMBED_CHARS = 2_000
 """Characters of a part embedded (small embedders read ~256-512 tokens anyway; the rest costs time for nothing)."""
 EMBED_BATCH = 64
-INDEX_SLICE = 256
-"""Messages indexed (or split into parts) between two yields to the event loop: a 100,000-message history is
-seconds of work, which must not stall every other request meanwhile (a slice is ~20 ms on a loaded machine)."""
+INDEX_SLICE = 128
+"""Messages indexed (or split into parts, or given their vectors) between two yields to the event loop: a
+100,000-message history is seconds of work, which must not stall every other request meanwhile. A slice is ~8 ms
+on a loaded machine: a request such as /healthz takes several turns of the loop, and waits behind a slice at each."""
 T = TypeVar("T")
 R = TypeVar("R")
 MAX_PARTS = 8
