@@ -37,6 +37,7 @@ from .context_features import refuse_cut
 from .errors import Conflict, Invalid, NotFound
 from .knowledge.scope import ANONYMOUS
 from .models import ProfileRow, SessionRow
+from .recall.messages import call_recall
 from .sources import Cutoff, build_context, input_hashes, message_of, summarizer_for
 from .store.sessions import SessionData
 from .tool_results import as_result
@@ -159,7 +160,8 @@ async def _run(svc: TDAService, route: _Client) -> dict[str, Any]:
     if route.session is not None:
         remember(route.session.id, route.conversation, ran.answered.snapshot_id)
     done, assembled = ran.answered.done, ran.answered.assembled
-    cut = window_cut(route.conversation, assembled, estimator_for(ran.answered.ctx.model))
+    tokens = estimator_for(ran.answered.ctx.model)  # the cut counts every message received: off the loop when long
+    cut = await _sized(lambda _: window_cut(route.conversation, assembled, tokens), route.conversation.chat)
     return {
         **ran.result(),
         "thinking": done.thinking,
@@ -262,6 +264,7 @@ async def _context(
         tools=tuple(call.tools),
         tools_as_sent=True,
         model=call.model or ctx.model,
+        history_recall=call_recall(svc) if not session.id else ctx.history_recall,
     )
     if call.model and call.model != ctx.model:  # the client named another model: its own summaries too
         ctx = dataclasses.replace(ctx, summarizer=summarizer_for(svc.sources.summarizer, call.model, profile, session))

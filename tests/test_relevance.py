@@ -124,6 +124,39 @@ def test_vector_index_grows_and_scores_cosine():
     assert scores == pytest.approx([math.cos(i) for i in range(100)], abs=1e-6)
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    batches=st.lists(st.integers(0, 300), max_size=12),
+    query=st.lists(st.integers(-10, 10), min_size=3, max_size=3),
+)
+def test_vector_index_in_blocks_scores_as_one_matrix(batches, query):
+    """Added in batches of any size (across its blocks' edges), the index scores each vector as the cosine of
+    its row in the whole matrix, written out here with numpy alone."""
+    rng = np.random.default_rng(len(batches))
+    index = VectorIndex()
+    added = []
+    for size in batches:
+        batch = rng.normal(size=(size, 3))
+        index.add(batch)
+        added.extend(batch)
+    assert len(index) == len(added)
+    if not added:
+        assert index.scores(query).shape == (0,)
+        return
+    whole = np.array(added)
+    cosines = whole @ np.array(query) / np.linalg.norm(whole, axis=1) / (np.linalg.norm(query) or 1.0)
+    assert index.scores(query) == pytest.approx(cosines, abs=1e-5)
+    assert index.matrix.shape == whole.shape
+
+
+def test_vector_index_refuses_vectors_of_another_size():
+    index = VectorIndex()
+    index.add([[1.0, 0.0]])
+    with pytest.raises(ValueError, match="3 dimensions"):
+        index.add([[1.0, 0.0, 0.0]])
+    assert len(index) == 1
+
+
 class Letters:
     """A tiny embedder: a vector of letter counts (so cosine is easy to reason about)."""
 

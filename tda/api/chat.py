@@ -167,7 +167,9 @@ async def chat_completions() -> Any:
 def _read(data: dict[str, Any]) -> tuple[ChatRequest, list[Message]]:
     """The request and its conversation as tda's messages (work that grows with the conversation)."""
     body = _parse(data)
-    return body, [_message(m, i) for i, m in enumerate(body.messages)]
+    messages = [_message(m, i) for i, m in enumerate(body.messages)]
+    body.messages = []  # let go here (in the worker thread): freeing 100,000 validated messages takes ~70 ms
+    return body, messages
 
 
 def _parse(data: dict[str, Any]) -> ChatRequest:

@@ -35,14 +35,13 @@ from .anthropic_wire import (
     CountTokensRequest,
     MessagesRequest,
     StreamedBlocks,
-    client_call,
     error_body,
     message_of,
-    parse,
+    read,
     sse,
 )
 from .chat import SESSION_HEADER, new_turn_requested, requested_ids, requested_model, resolve_ids
-from .common import json_object
+from .common import json_object, sized_work
 from .openapi import anthropic_wire
 from .streaming import start_turn
 
@@ -75,8 +74,8 @@ async def http_error(exc: HTTPException) -> Any:
 async def create_message() -> Any:
     """An Anthropic message (``stream: true`` for its event stream), with tda's context management."""
     svc = service()
-    body = parse(MessagesRequest, await json_object())
-    call = client_call(body, request.headers.get("anthropic-beta"))
+    beta = request.headers.get("anthropic-beta")
+    body, call = await sized_work(lambda data: read(MessagesRequest, data, beta), await json_object(), "messages")
     split(call.messages)  # a conversation without a user message is refused before anything is created
     session_id, profile_id = requested_ids(body.model)
     new_turn = new_turn_requested()  # checked before a session is created
@@ -125,8 +124,7 @@ async def count_tokens() -> Any:
     """The input tokens of the window tda would send for this request (nothing is called or recorded), counted as
     the model's provider counts them, never below tda's own count."""
     svc = service()
-    body = parse(CountTokensRequest, await json_object())
-    call = client_call(body)
+    body, call = await sized_work(lambda data: read(CountTokensRequest, data), await json_object(), "messages")
     split(call.messages)
     _, profile_id = requested_ids(body.model)
     call = dataclasses.replace(call, model=await requested_model(svc, body.model, None, profile_id))

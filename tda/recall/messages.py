@@ -13,13 +13,23 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from components.context_window.base import Session
+from components.context_window.base import HistoryRecall, Session
+from components.context_window.recall.messages import SessionRecall
 
 from ..errors import Unavailable
 from .vectors import write_now
 
 if TYPE_CHECKING:
     from ..service import TDAService
+
+
+def call_recall(svc: TDAService) -> HistoryRecall | None:
+    """Recall for one stateless call: an index of the conversation it sent, held by the call's context alone, so
+    it is freed with the call (kept in the service's index under one session id, every stateless call's
+    conversation would stay there, hundreds of thousands of objects the cycle collector walks, and be rebuilt by
+    the next call with another conversation). Its vectors by text are the service's (a bounded cache)."""
+    recall = svc.sources.history_recall
+    return recall.for_one_call() if isinstance(recall, SessionRecall) else recall
 
 
 async def index_history(svc: TDAService, session_id: str) -> None:

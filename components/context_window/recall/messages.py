@@ -46,9 +46,10 @@ from ..session_cache import BoundedCache
 EMBED_CHARS = 2_000
 """Characters of a part embedded (small embedders read ~256-512 tokens anyway; the rest costs time for nothing)."""
 EMBED_BATCH = 64
-INDEX_SLICE = 256
-"""Messages indexed (or split into parts) between two yields to the event loop: a 100,000-message history is
-seconds of work, which must not stall every other request meanwhile (a slice is ~20 ms on a loaded machine)."""
+INDEX_SLICE = 128
+"""Messages indexed (or split into parts, or given their vectors) between two yields to the event loop: a
+100,000-message history is seconds of work, which must not stall every other request meanwhile. A slice is ~8 ms
+on a loaded machine: a request such as /healthz takes several turns of the loop, and waits behind a slice at each."""
 T = TypeVar("T")
 R = TypeVar("R")
 MAX_PARTS = 8
@@ -433,10 +434,15 @@ class SessionRecall:
         *,
         stored: PartVectors | None = None,
         vectors_wait_s: float = VECTORS_WAIT_S,
+        outlive_calls: bool = True,
     ) -> None:
         self.embedder = embedder
         self.vectors_wait_s = vectors_wait_s
         """How long recall waits for a vectors job under way before ranking by words (see ``VECTORS_WAIT_S``)."""
+        self.outlive_calls = outlive_calls
+        """False: the index serves one call and is then dropped (a stateless chat's conversation), so no work
+        outlives it: an index's vectors job runs once and is cancelled when recall stops waiting for it
+        (``vectors_wait_s``); what it did not embed by then is ranked by words."""
         self.stored = stored
         """Where the parts' vectors are kept beyond this process: read before embedding, written after."""
         self._store_failed = False
@@ -449,6 +455,14 @@ class SessionRecall:
         """Query vectors by the query's text (one embedder per recall: the same text, the same vector)."""
         self._jobs: set[asyncio.Task[None]] = set()
         """The background vector jobs running (held here: the loop keeps only a weak reference to a task)."""
+
+    def for_one_call(self) -> SessionRecall:
+        """A recall whose one index serves one call and goes with it (``outlive_calls`` False: a stateless chat's
+        conversation), sharing this recall's embedder and its vectors by text: a client sending its conversation
+        again, one message longer, is not embedded again."""
+        one = SessionRecall(self.embedder, max_sessions=1, vectors_wait_s=self.vectors_wait_s, outlive_calls=False)
+        one._vectors, one._queries = self._vectors, self._queries
+        return one
 
     def forget(self, session_id: str) -> int:
         """Drop a session's index (its history was purged or edited); returns how many indexes went (0 or 1)."""
@@ -468,7 +482,7 @@ class SessionRecall:
         ranks by words meanwhile) unless ``dense`` (a job off the turn): then the call returns once all have them."""
         index = await asyncio.shield(self._sync(session))
         job = index.vectoring
-        if dense and job is not None:
+        if dense and job is not None and self.outlive_calls:
             await asyncio.shield(job)
         return index
 
@@ -490,13 +504,22 @@ class SessionRecall:
         return index
 
     def _catch_up_later(self, session_id: str, index: HistoryIndex) -> None:
-        """Start the job giving ``index``'s messages their vectors, unless it runs (a failed one is started again)."""
+        """Start the job giving ``index``'s messages their vectors, unless it runs (a failed one is started again;
+        not so for an index that serves one call: its job, once over, is not started again)."""
         if index.vectoring is not None and not index.vectoring.done():
             return
-        job = index.vectoring = asyncio.get_running_loop().create_task(self._catch_up(session_id, index))
+        if not self.outlive_calls and index.vectors_due:  # an index serving one call has had its one job
+            return
+        loop = asyncio.get_running_loop()
+        job = index.vectoring = loop.create_task(self._catch_up(session_id, index))
         index.vectors_due = time.monotonic() + self.vectors_wait_s
         self._jobs.add(job)
         job.add_done_callback(self._jobs.discard)
+        if not self.outlive_calls:  # nobody waits for it after that: a stateless call's vectors die with it
+            loop.call_later(self.vectors_wait_s, job.cancel)
+            # A cancelled job's traceback holds the index: let go of the job, so that is no reference cycle
+            # (which would keep the whole conversation until a full collection walks it).
+            job.add_done_callback(lambda _: setattr(index, "vectoring", None))
 
     async def _catch_up(self, session_id: str, index: HistoryIndex) -> None:
         """Give the messages without vectors theirs (and those added meanwhile), while ``index`` is the session's."""
@@ -570,7 +593,7 @@ class SessionRecall:
                 known[text] = self._vectors.put(text, np.asarray(vector, dtype=np.float32))
         if reachable:  # a store that failed to read is not written to (it would fail again, message by message)
             await self._to_store(index, keys, known)
-        return [[known[p] for p in per] for per in parts]
+        return await _sliced(parts, lambda some: [[known[p] for p in per] for per in some])
 
     async def _query_vector(self, index: HistoryIndex, query: str, n: int) -> np.ndarray | None:
         """The query's vector when ``index``'s first ``n`` messages have vectors (kept for the next asker: a turn's
