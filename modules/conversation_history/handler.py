@@ -458,6 +458,7 @@ class ConversationHistoryModule(ContextModule):
             seen.add(text)
             left -= cost
         taken = {u.position for u in chosen}
+        relevant_tokens = room - left
         for position, messages, cost in recent:
             if position in taken:
                 continue
@@ -474,9 +475,10 @@ class ConversationHistoryModule(ContextModule):
             "recall": ranking.method,
             "recalled_messages": sum(len(u.messages) for u in chosen),
             "recalled_tokens": room - left,
+            "relevant_tokens": relevant_tokens,
             "recall_searched": ranking.searched,
         }
-        if ranking.reason and not chosen:
+        if ranking.reason and not taken:  # nothing recalled by relevance (the newest older turns may fill the room)
             facts["recall_reason"] = ranking.reason
         if ranking.pending:  # vectors still being read or embedded in the background: ranked by words meanwhile
             facts["recall_vectors_pending"] = ranking.pending
