@@ -7,13 +7,17 @@ mock model) and turns are posted to the demo session through Quart's test client
 
 * server time: the ``Server-Timing`` turn time minus its model time (what the server spends, the mock model aside);
 * the time each module held the event loop (the snapshot's ``blocked_ms``: the sum of its synchronous steps);
+* CPU time: the process's (every thread: the query's embedding in a worker thread, Chroma) and the event loop
+  thread's alone, from the request's start to its response (steady where wall times swing with the machine's load;
+  work the turn leaves to the background after its response is not in it);
 * the longest the event loop went without running a 1 ms ticker while the turn was in flight (any stall, from any
   code: a module's, the store's, the snapshot's, the client's own request handling);
 * the tokens each module sent, and whether knowledge and recall abstained.
 
 The first WARMUP turns warm caches (the query embeddings of repeated questions are cached too: each question is
 asked once per round with its round number, so none is a repeat). Run: ``python bench/demo_turn_bench.py``
-(BENCH_ROUNDS=n, TDA_EMBEDDER=name).
+(BENCH_ROUNDS=n, TDA_EMBEDDER=name; BENCH_DEMO_DIR=folder keeps the embedded docs between runs: unchanged files are
+not embedded again).
 """
 
 from __future__ import annotations
@@ -111,7 +115,9 @@ async def run(folder: Path) -> list[dict[str, Any]]:
                 ticker = Ticker()
                 ticking = asyncio.create_task(ticker.run())
                 await asyncio.sleep(TICK_S * 2)
+                cpu, loop_cpu = time.process_time(), time.thread_time()
                 r = await client.post(f"/v1/sessions/{DEMO_SESSION}/turns", json={"query": query}, headers=headers)
+                cpu, loop_cpu = time.process_time() - cpu, time.thread_time() - loop_cpu
                 ticker.stop()
                 await ticking
                 assert r.status_code == 201, await r.get_json()
@@ -126,6 +132,8 @@ async def run(folder: Path) -> list[dict[str, Any]]:
                         "query": question,
                         "server_ms": server_ms(timing),
                         "stall_ms": ticker.longest * 1000,
+                        "cpu_ms": cpu * 1000,
+                        "loop_cpu_ms": loop_cpu * 1000,
                         "blocked_ms": {k: float(m.get("blocked_ms") or 0.0) for k, m in modules.items()},
                         "used": {k: int(m.get("used") or 0) for k, m in modules.items()},
                         "knowledge_reason": (modules.get("knowledge_context", {}).get("metadata") or {}).get("reason"),
@@ -144,8 +152,15 @@ def report(turns: list[dict[str, Any]]) -> None:
     stall = [t["stall_ms"] for t in turns]
     print(f"Demo turn bench: embedder {EMBEDDER}; {len(turns)} turns after {WARMUP} warm-up\n")
     print(f"server time per turn (turn - model): p50 {statistics.median(server):.1f} ms, p90 {p(server, 0.9):.1f} ms")
-    print(f"longest event-loop stall during a turn (1 ms ticker): p50 {statistics.median(stall):.1f} ms, "
-          f"max {max(stall):.1f} ms\n")
+    cpu, loop_cpu = [t["cpu_ms"] for t in turns], [t["loop_cpu_ms"] for t in turns]
+    print(
+        f"CPU per turn (this process, every thread): p50 {statistics.median(cpu):.1f} ms; on the event loop's thread: "
+        f"p50 {statistics.median(loop_cpu):.1f} ms, p90 {p(loop_cpu, 0.9):.1f} ms"
+    )
+    print(
+        f"longest event-loop stall during a turn (1 ms ticker): p50 {statistics.median(stall):.1f} ms, "
+        f"max {max(stall):.1f} ms\n"
+    )
     print("| module | held the loop p50 (ms) | max (ms) | tokens sent p50 | max |")
     print("|---|---:|---:|---:|---:|")
     for module in sorted({m for t in turns for m in t["blocked_ms"]}):
@@ -174,8 +189,11 @@ def report(turns: list[dict[str, Any]]) -> None:
 
 
 def main() -> None:
+    kept = os.environ.get("BENCH_DEMO_DIR")
     with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp)
+        folder = Path(kept or tmp)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "tda.db").unlink(missing_ok=True)  # a fresh demo session each run; the embedded docs stay
         upgrade(f"sqlite+aiosqlite:///{folder / 'tda.db'}")
         turns = asyncio.run(run(folder))
     report(turns)

@@ -67,8 +67,8 @@ class Options:
     from further down the ranking instead of staying empty (at 4,000 tokens: 66 hits, after the floors)."""
     max_depth: int = _DEFAULTS.max_depth
     tail_ratio: float = _DEFAULTS.tail_ratio
-    """A hit below the first ``k`` is packed only when its similarity is at least this share of the best hit's (or it
-    holds half the query's words): see ``relevant``."""
+    """A hit below the first ``k`` is packed only when its similarity (or BM25 score) is at least this share of the best
+    hit's: see ``relevant``."""
     abstain_below: float = _DEFAULTS.abstain_below
     """Send nothing when the best hit's cosine similarity to the query is below this AND the best hit shares
     under half the query's content words: the corpus has no answer, and near misses invite wrong ones."""
@@ -298,7 +298,7 @@ class KnowledgeContextModule(ContextModule):
         reason = unanswerable(ranked, retrieval_query, opts.abstain_below)
         if reason:
             return Plan(ctx.query, retrieval_query, abstained=reason), len(hits)
-        ranked = relevant(ranked, retrieval_query, opts)
+        ranked = relevant(ranked, opts)
         if judge is not None and ranked:
             ranked = await _judged(ranked, retrieval_query, judge)
         return Plan(ctx.query, retrieval_query, ranked, await self._neighbours(ranked, ctx, opts)), len(hits)
@@ -458,26 +458,24 @@ def unanswerable(ranked: Sequence[Passage], query: str, floor: float) -> str:
     )
 
 
-def relevant(ranked: Sequence[Passage], query: str, opts: Options) -> list[Passage]:
-    """The first ``k`` hits, then those further down that are still about the query: their cosine similarity is at
-    least ``tail_ratio`` of the best hit's, or they hold half the query's content words. A large budget is not filled
-    with whatever the retrieval's depth brought back (the demo's one-line question got 11K tokens of excerpts, the
-    first about signing in to the admin UI): the room goes to modules that can use it, or stays unused and cheap."""
+def relevant(ranked: Sequence[Passage], opts: Options) -> list[Passage]:
+    """The first ``k`` hits, then those further down that are still near the best by either signal: a cosine
+    similarity at least ``tail_ratio`` of the best hit's, or a BM25 score at least ``tail_ratio`` of the best lexical
+    hit's. A large budget is not filled with whatever the retrieval's depth brought back (the demo's one-line question
+    got 11K tokens of excerpts, the first about signing in to the admin UI): the room goes to modules that can use it,
+    or stays unused and cheap."""
     if opts.tail_ratio <= 0 or len(ranked) <= opts.k:
         return list(ranked)
-    best = max(_similarity(p) for p in ranked)
-    words = query_terms(query)
+    dense = [float(p.metadata.get("dense_score", p.score)) for p in ranked]
+    lexical = [float(p.metadata.get("lexical_score", 0.0)) for p in ranked]
+    best_dense, best_lexical = max(dense), max(lexical)
     return [
         p
         for i, p in enumerate(ranked)
         if i < opts.k
-        or _similarity(p) >= opts.tail_ratio * best
-        or (words and 2 * len(words & query_terms(p.text + " " + p.section + " " + p.title)) >= len(words))
+        or dense[i] >= opts.tail_ratio * best_dense
+        or (best_lexical > 0 and lexical[i] >= opts.tail_ratio * best_lexical)
     ]
-
-
-def _similarity(p: Passage) -> float:
-    return float(p.metadata.get("dense_score", p.score))
 
 
 def _blocks(sources: Sequence[Source]) -> list[str]:

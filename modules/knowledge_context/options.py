@@ -15,8 +15,8 @@ class KnowledgeOptions(ModuleOptions):
         0.8,
         ge=0,
         le=1,
-        description="Beyond the first k, a hit is packed only when its similarity is at least this share of the "
-        "best hit's or it holds half the question's words (0: every hit retrieved).",
+        description="Beyond the first k, a hit is packed only when its similarity or its BM25 score is at least this "
+        "share of the best hit's (0: every hit retrieved).",
     )
     abstain_below: float = Field(
         0.25,
