@@ -62,6 +62,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/launch_bench.py
 	$(BIN)/python bench/in_process_bench.py
 	$(BIN)/python bench/big_request_bench.py
+	$(BIN)/python bench/experiment_bench.py
 
 bench-properties: $(STAMP)
 	$(BIN)/python bench/property_bench.py --cases 100000

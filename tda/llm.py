@@ -16,6 +16,7 @@ from components.context_window.token_estimator import TokenEstimator, estimator_
 
 from .config import api_key_in_env, offline_library_defaults
 from .errors import ServiceError, UpstreamFailed, UpstreamNotAllowed
+from .memory import drop_litellm_tokenizer_copy
 from .redact import redact_secrets
 from .upstream_policy import UpstreamPolicy, UpstreamRefused
 
@@ -32,7 +33,9 @@ def _litellm() -> Any:
     """litellm, set up once for every call tda makes: offline (config.offline_library_defaults), quiet."""
     offline_library_defaults()
     import litellm
+    import litellm.utils
 
+    drop_litellm_tokenizer_copy(litellm.utils)
     litellm.suppress_debug_info = True
     litellm.telemetry = False
     return litellm
@@ -46,8 +49,10 @@ async def _litellm_loaded() -> Any:
     return _litellm()
 
 
-def _warm_up() -> None:
+def _warm_up(calls_providers: bool = False) -> None:
     litellm = _litellm()
+    if calls_providers:  # the OpenAI SDK's client imports all its ~450 resource modules on first use, on the
+        import openai.resources.chat  # noqa: F401  # event loop: the first real call took 2.1 s, 0.07 s after this
     tool = {"type": "function", "function": {"name": "noop", "parameters": {"type": "object", "properties": {}}}}
     litellm.completion(
         model="gpt-4o",
@@ -59,10 +64,11 @@ def _warm_up() -> None:
     _new_router(litellm, "gpt-4o", Upstream(), None)  # the first Router imports its parts: ~25 ms
 
 
-async def preload() -> None:
-    """Import litellm and make one mock call in a worker thread at start-up. Done lazily by the first turn,
-    it would block the event loop for seconds (import) and ~0.5 s (first call), stalling every SSE stream."""
-    await asyncio.to_thread(_warm_up)
+async def preload(calls_providers: bool = False) -> None:
+    """Import litellm and make one mock call in a worker thread at start-up; when the service calls providers (no
+    mock model), import the OpenAI SDK's resources too (~10 MB). Done lazily by the first turn, it would block the
+    event loop for seconds (import) and ~0.5 s (first call), stalling every SSE stream."""
+    await asyncio.to_thread(_warm_up, calls_providers)
 
 
 _CALLBACK_LISTS = (

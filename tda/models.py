@@ -88,6 +88,8 @@ class WindowTypeLabelRow(Base):
     actor: Mapped[str] = mapped_column(String(100), default="system")
     reason: Mapped[str] = mapped_column(Text, default="")
     """Why it was put there (what justified the rollout); shown with the label and in the audit log."""
+    experiment_id: Mapped[str | None] = mapped_column(String(32), default=None)
+    """The experiment that justified the move (tda/experiments.py), linked from the label and the audit entry."""
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
@@ -206,6 +208,9 @@ class TurnRow(Base):
     """A chat client's turn: digest of its conversation through the turn's user message (a retry has the same)."""
     conversation_key: Mapped[str | None] = mapped_column(String(64), default=None)
     """A chat client's turn: digest of its conversation through the turn's last reply (the next turn extends it)."""
+    labels: Mapped[dict[str, Any] | None] = mapped_column(default=None)
+    """What a person said of the turn: ``expected_evidence`` (texts its window should hold) and ``rating`` (+1, -1);
+    experiments count how many labelled turns keep them (tda/experiments.py)."""
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
@@ -270,6 +275,28 @@ class BrowserSessionRow(Base):
     id_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
     token_id: Mapped[int] = mapped_column(ForeignKey("api_tokens.id", ondelete="CASCADE"), index=True)
     created_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
+
+
+class ExperimentRow(Base):
+    """A candidate type replayed against a baseline over a slice of recorded turns (tda/experiments.py): what was
+    asked (``spec``), how far it got, and its figures per turn and in total once it ends."""
+
+    __tablename__ = "experiments"
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    project_id: Mapped[str] = _project_column()
+    actor: Mapped[str] = mapped_column(String(100))
+    status: Mapped[str] = mapped_column(String(16), default="running")
+    """running, done, cancelled or failed (``error`` says why)."""
+    spec: Mapped[dict[str, Any]]
+    total: Mapped[int] = mapped_column(default=0)
+    """Turns in the slice."""
+    done: Mapped[int] = mapped_column(default=0)
+    """Turns replayed so far."""
+    totals: Mapped[dict[str, Any] | None] = mapped_column(default=None)
+    turns: Mapped[list[Any] | None] = mapped_column(default=None)
+    error: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
+    finished_at: Mapped[datetime | None] = mapped_column(default=None)
 
 
 class AuditRow(Base):

@@ -49,20 +49,26 @@ async def reassemble(
 ) -> tuple[AssembledContext, AssemblyContext]:
     """Assemble a stored snapshot's inputs again: same type version (unless ``window_type`` is given, to see the
     turn under another type), model, limits, phase, and the history before it."""
-    if "library" in row.inputs:
-        by = row.inputs["library"]
-        raise Conflict(f"this window was assembled in process by {by}: its inputs stay with the agent, not replayable")
     if window_type is None:
         try:
             window_type = await svc.store.types.version(row.type_id, row.type_version)
         except NotFound:
             gone = f"type {row.type_id!r} v{row.type_version} no longer exists (deleted)"
             raise Conflict(f"{gone}, so this snapshot cannot be replayed") from None
+    ctx = await recorded_context(svc, row)
+    return await svc.scratch_handler.assemble(ctx, window_type), ctx
+
+
+async def recorded_context(svc: TDAService, row: SnapshotRow) -> AssemblyContext:
+    """A stored snapshot's inputs as they were: model, limits, phase, and the history before it (an experiment
+    assembles it under two types)."""
+    if "library" in row.inputs:
+        by = row.inputs["library"]
+        raise Conflict(f"this window was assembled in process by {by}: its inputs stay with the agent, not replayable")
     inputs = row.inputs
     if "gateway" in inputs:  # a chat client's window: its conversation as sent, not the stored history
         profile = await svc.store.profiles.get((await svc.store.sessions.get(row.session_id)).profile_id)
-        ctx = await replay_context(svc, row, profile)
-        return await svc.scratch_handler.assemble(ctx, window_type), ctx
+        return await replay_context(svc, row, profile)
     data = await svc.store.sessions.load(row.session_id, before_turn=row.turn)
     ctx = build_context(
         data,
@@ -84,8 +90,7 @@ async def reassemble(
         earlier_turns=None if svc.sources.turn_index is None else svc.sources.turn_index.bound(data.session, phase),
         tools=tuple(ToolSchema.from_openai(t) for t in inputs["tools"]) if "tools" in inputs else ctx.tools,
     )
-    ctx = await with_component_instructions(svc, ctx)
-    return await svc.scratch_handler.assemble(ctx, window_type), ctx
+    return await with_component_instructions(svc, ctx)
 
 
 def comparable(snapshot: dict[str, Any]) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from components.context_window.recall.messages import SessionRecall
 from components.context_window.token_estimator import STORED_ENCODINGS, calibratable, estimator, estimator_for
 from components.context_window.window_type import ContextWindowType
 
-from .background import BackgroundWriter
+from .background import BackgroundWriter, Jobs
 from .builtins import module_registry
 from .cache_ttl import CacheTTL
 from .calibration import Calibrations
@@ -76,6 +76,8 @@ class TDAService:
         self._session_locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
         self.bus = create_bus(settings.bus_url)
         self.writer = BackgroundWriter()
+        self.experiments = Jobs()
+        """The experiments this process runs (tda/experiments.py)."""
         self.failed_auth = FailedAuthLimit(settings.auth_failures_per_minute)
         self.history = HistoryCache(self.store.sessions)
         self.cache_ttl = CacheTTL()
@@ -121,7 +123,7 @@ class TDAService:
             await upgrade_async(self.settings.sqlalchemy_url)
         # Both load in worker threads, side by side; serving starts once the first turn would not stall on them
         # (a turn arriving while MiniLM still loads would time its retrieval modules out).
-        warm_ups = [preload()] if self.warm_up_llm else []
+        warm_ups = [preload(calls_providers=not self.llm.mock)] if self.warm_up_llm else []
         warm_ups.append(asyncio.to_thread(_load_tokenizers, self.settings.model))
         if self.warm_up_knowledge:
             warm_ups.append(self._warm_up_knowledge())
@@ -144,6 +146,7 @@ class TDAService:
         await self.bus.stop()
         if self._heartbeats is not None:
             self._heartbeats.cancel()
+        await self.experiments.stop()  # each saves what it replayed, as cancelled
         await self.writer.drain()  # before the stores close: what turns queued is written
         if self.history_vectors is not None:
             await self.history_vectors.flush()

@@ -125,6 +125,20 @@ async def audit() -> dict[str, Any]:
     return {}
 
 
+@bp.get("/experiments")
+@page("experiments.html", "types")
+async def experiments() -> dict[str, Any]:
+    return {}
+
+
+@bp.get("/experiments/<experiment_id>")
+@page("experiment.html", "types")
+async def experiment(experiment_id: str) -> dict[str, Any]:
+    """One experiment: progress, totals, deltas per turn (an unknown id, or another project's, gets a 404 page)."""
+    row = await service().store.experiments.get(experiment_id)
+    return {"experiment_id": row.id}
+
+
 @bp.get("/compare")
 @page("compare.html", "sessions")
 async def compare() -> dict[str, Any]:

@@ -14,7 +14,9 @@ const ACTION = { create: "created", update: "changed", delete: "deleted", rollba
 function labelMove(e) {
   const now = e.after || e.before;
   const where = e.after ? `${e.before ? `v${e.before.version} → ` : "put on "}v${e.after.version}` : `taken off v${e.before.version}`;
-  return h("span", { dataset: { testid: "label-move" } }, h("strong", {}, now.label), `: ${where}`, now.reason && e.after ? ` · “${now.reason}”` : "");
+  const experiment = e.after?.experiment_id;
+  return h("span", { dataset: { testid: "label-move" } }, h("strong", {}, now.label), `: ${where}`, now.reason && e.after ? ` · “${now.reason}”` : "",
+    experiment ? [" · justified by ", h("a", { href: `/ui/experiments/${encodeURIComponent(experiment)}` }, `experiment ${experiment}`)] : "");
 }
 
 function change(e) {

@@ -8,6 +8,7 @@ import { STRATEGIES, initRules } from "./rules.js";
 import { ApiError, actorName, api, fmt, get, guardUnsaved, h, isAdmin, loadModuleNames, lockForViewers, moduleLabel, notify, plain, reportError } from "./lib.js";
 import { bindLabelForm, showLabels } from "./labels.js";
 import { showVersionMetrics } from "./version_metrics.js";
+import { initExperimentForm, offerVersions } from "./experiment_form.js";
 import { initWhatIf } from "./what_if.js";
 
 const $ = (id) => document.getElementById(id);
@@ -509,6 +510,7 @@ async function loadVersions() {
     h("span", { class: "muted small" }, ` ${v.author || actorName(v.actor)} · ${new Date(v.created_at).toLocaleString()}`),
     h("span", { class: "small version-summary" }, ` · ${summary(v, i)}`))));
   labels = await showLabels(url(), versionList, loadVersions);
+  offerVersions(typeId, versionList);
   const options = () => versionList.map((v) => h("option", { value: v.version }, `v${v.version}${v.current ? " (current)" : ""}`));
   $("compare-from").replaceChildren(...options());
   $("compare-to").replaceChildren(...options());
@@ -590,5 +592,16 @@ initWhatIf({
   },
   showTypeErrors: (errors) => showErrors(errors, "The preview needs a valid type"),
 });
+initExperimentForm({
+  getState: () => state,
+  getTypeId: () => typeId,
+  isDirty,
+  check: () => {
+    const local = localErrors();
+    if (local.length) showLocalSummary(local, "The experiment needs these fixed first");
+    return local.length === 0;
+  },
+  showTypeErrors: (errors) => showErrors(errors, "The experiment needs a valid type"),
+}).catch((err) => reportError(err, "Could not load the profiles"));
 if (!typeId) $("history-section").hidden = true;
 load().catch((err) => reportError(err, "Could not load the type"));

@@ -26,7 +26,10 @@ function labelItem(typeUrl, label, reload) {
   return h("li", { dataset: { label: label.label } },
     h("strong", {}, label.label), ` on v${label.version}`,
     h("span", { class: "muted small" }, ` · ${label.author || actorName(label.actor)}, ${new Date(label.updated_at).toLocaleString()}`),
-    label.reason ? h("span", { class: "small" }, ` · “${label.reason}”`) : null, " ", remove);
+    label.reason ? h("span", { class: "small" }, ` · “${label.reason}”`) : null,
+    label.experiment_id ? h("span", { class: "small" }, " · justified by ",
+      h("a", { href: `/ui/experiments/${encodeURIComponent(label.experiment_id)}` }, `experiment ${label.experiment_id}`)) : null,
+    " ", remove);
 }
 
 /** Show the type's labels and offer its versions to move one to. */
@@ -37,8 +40,20 @@ export async function showLabels(typeUrl, versions, reload) {
   const keep = $("label-version").value;
   $("label-version").replaceChildren(...versions.map((v) => h("option", { value: v.version }, `v${v.version}${v.current ? " (current)" : ""}`)));
   if (keep) $("label-version").value = keep;
+  await offerExperiments();
   lockForViewers($("labels"));
   return labels;
+}
+
+/** The project's recent experiments, to link the one that justified a move (read again when one is started). */
+export async function offerExperiments() {
+  const select = $("label-experiment");
+  const keep = select.value;
+  const { experiments } = await get("/v1/experiments?limit=50");
+  select.replaceChildren(h("option", { value: "" }, "No experiment"),
+    ...experiments.map((e) => h("option", { value: e.id },
+      `${e.spec.name || e.id}: ${e.spec.candidate.name} against ${e.spec.baseline.name}${e.status === "done" ? "" : ` (${e.status})`}`)));
+  select.value = keep;
 }
 
 /** Moving a label: checked here, confirmed with the profiles it changes, then sent (audited with its reason). */
@@ -62,7 +77,9 @@ export function bindLabelForm(typeId, typeUrl, currentLabels, reload) {
     const who = bound.length ? `Profiles bound by it run v${version} from their next turn: ${bound.join(", ")}.` : "No profile is bound by it yet.";
     if (!confirm(`${was ? `Move ${name} from v${was.version}` : `Put ${name}`} to v${version}? ${who}`)) return;
     try {
-      await api("PUT", `${typeUrl}/labels/${encodeURIComponent(name)}`, { body: { version, reason: $("label-reason").value.trim() } });
+      const experiment = $("label-experiment").value;
+      const body = { version, reason: $("label-reason").value.trim(), ...(experiment ? { experiment_id: experiment } : {}) };
+      await api("PUT", `${typeUrl}/labels/${encodeURIComponent(name)}`, { body });
       notify(`${name} is on v${version}${was ? ` (was v${was.version})` : ""}.`);
       $("label-reason").value = "";
       await reload();

@@ -29,32 +29,50 @@ const colourOf = (versions, v) => COLOURS[versions.indexOf(v) % COLOURS.length];
 /** Bars by day, one per version that served traffic that day. */
 function chart(days, versions, measure) {
   const [name, value, show] = MEASURES[measure];
-  const dates = [...new Set(days.map((d) => d.day))];
-  const points = days.map((d) => ({ ...d, y: value(d) })).filter((d) => d.y !== null && Number.isFinite(d.y));
-  if (!points.length) return h("p", { class: "muted" }, `${name}: not known for this traffic (no priced model call).`);
-  const top = Math.max(...points.map((d) => d.y)) || 1;
-  const W = Math.max(320, PAD.left + PAD.right + dates.length * (versions.length * 14 + 16));
-  const slot = (W - PAD.left - PAD.right) / dates.length;
-  const bar = Math.min(24, (slot - 8) / versions.length);
-  const y = (v) => PAD.top + (H - PAD.top - PAD.bottom) * (1 - v / top);
-  const summary = points.map((d) => `${d.day}, v${d.version}: ${show(d.y)}`).join("; ");
-  const svg = s("svg", { viewBox: `0 0 ${W} ${H}`, width: W, height: H, class: "timeline-svg", role: "img", "aria-label": `${name} by day and version: ${summary}` },
+  const points = days.map((d) => ({ group: d.day, series: d.version, y: value(d) }));
+  const legend = versions.map((v) => ({ series: v, label: `v${v}` }));
+  return barChart(points, legend, { name: `${name} by day and version`, show, groupLabel: (day) => day.slice(5), seriesLabel: (v) => `v${v}` });
+}
+
+/** A bar chart: ``points`` ({group, series, y}) as bars grouped along x, one colour per series of ``legend``
+ * ({series, label}); values may be negative (a zero line then runs across). Shared by the metrics per version and
+ * the experiment page's deltas per turn. */
+export function barChart(points, legend, { name, show, groupLabel = String, seriesLabel = String }) {
+  const series = legend.map((l) => l.series);
+  points = points.filter((d) => d.y !== null && Number.isFinite(d.y));
+  if (!points.length) return h("p", { class: "muted" }, `${name}: not known here (no priced model call).`);
+  const groups = [...new Set(points.map((d) => d.group))];
+  const top = Math.max(0, ...points.map((d) => d.y));
+  const low = Math.min(0, ...points.map((d) => d.y));
+  const span = top - low || 1;
+  const W = Math.max(320, PAD.left + PAD.right + groups.length * (series.length * 14 + 16));
+  const slot = (W - PAD.left - PAD.right) / groups.length;
+  const bar = Math.min(24, (slot - 8) / series.length);
+  const y = (v) => PAD.top + (H - PAD.top - PAD.bottom) * ((top - v) / span);
+  const summary = points.length <= 60 ? points.map((d) => `${d.group}, ${seriesLabel(d.series)}: ${show(d.y)}`).join("; ")
+    : `${points.length} bars, from ${show(Math.min(...points.map((d) => d.y)))} to ${show(Math.max(...points.map((d) => d.y)))}`;
+  const svg = s("svg", { viewBox: `0 0 ${W} ${H}`, width: W, height: H, class: "timeline-svg", role: "img", "aria-label": `${name}: ${summary}` },
     s("line", { x1: PAD.left, x2: W - PAD.right, y1: y(0), y2: y(0), class: "grid-line" }),
     s("line", { x1: PAD.left, x2: W - PAD.right, y1: y(top), y2: y(top), class: "grid-line" }),
-    s("text", { x: PAD.left - 6, y: y(top) + 4, "text-anchor": "end", class: "axis" }, show(top)),
+    low < 0 ? s("line", { x1: PAD.left, x2: W - PAD.right, y1: y(low), y2: y(low), class: "grid-line" }) : null,
+    top > 0 ? s("text", { x: PAD.left - 6, y: y(top) + 4, "text-anchor": "end", class: "axis" }, show(top)) : null,
+    low < 0 ? s("text", { x: PAD.left - 6, y: y(low) + 4, "text-anchor": "end", class: "axis" }, show(low)) : null,
     s("text", { x: PAD.left - 6, y: y(0) + 4, "text-anchor": "end", class: "axis" }, "0"));
-  dates.forEach((day, i) => {
-    const x0 = PAD.left + i * slot + (slot - bar * versions.length) / 2;
-    svg.append(s("text", { x: PAD.left + (i + 0.5) * slot, y: H - 8, "text-anchor": "middle", class: "axis" }, day.slice(5)));
-    for (const d of points.filter((p) => p.day === day)) {
-      const x = x0 + versions.indexOf(d.version) * bar;
-      svg.append(s("rect", { x, y: y(d.y), width: Math.max(bar - 2, 2), height: Math.max(y(0) - y(d.y), 1), fill: colourOf(versions, d.version), "data-version": d.version },
-        s("title", {}, `v${d.version}, ${d.day}: ${show(d.y)}`)));
+  groups.forEach((group, i) => {
+    const x0 = PAD.left + i * slot + (slot - bar * series.length) / 2;
+    if (groups.length <= 40 || i % Math.ceil(groups.length / 40) === 0) {
+      svg.append(s("text", { x: PAD.left + (i + 0.5) * slot, y: H - 8, "text-anchor": "middle", class: "axis" }, groupLabel(group)));
+    }
+    for (const d of points.filter((p) => p.group === group)) {
+      const x = x0 + series.indexOf(d.series) * bar;
+      const [from, to] = [y(Math.max(d.y, 0)), y(Math.min(d.y, 0))];
+      svg.append(s("rect", { x, y: from, width: Math.max(bar - 2, 2), height: Math.max(to - from, 1), fill: colourOf(series, d.series), "data-series": d.series },
+        s("title", {}, `${seriesLabel(d.series)}, ${d.group}: ${show(d.y)}`)));
     }
   });
-  const legend = h("ul", { class: "chips legend" }, versions.map((v) => h("li", {},
-    h("span", { class: "swatch", style: { background: colourOf(versions, v) }, "aria-hidden": "true" }), `v${v}`)));
-  return h("div", {}, h("div", { class: "timeline-scroll" }, svg), legend);
+  const key = h("ul", { class: "chips legend" }, legend.map((l) => h("li", {},
+    h("span", { class: "swatch", style: { background: colourOf(series, l.series) }, "aria-hidden": "true" }), l.label)));
+  return h("div", {}, h("div", { class: "timeline-scroll" }, svg), key);
 }
 
 function table(versions) {

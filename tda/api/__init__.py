@@ -9,6 +9,7 @@ from . import (
     chat,
     components,
     events,
+    experiments,
     knowledge,
     messages,
     model_list,
@@ -40,6 +41,7 @@ BLUEPRINTS = (
     components.bp,
     knowledge.bp,
     projects.bp,
+    experiments.bp,
 )
 
 

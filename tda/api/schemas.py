@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, date, datetime, timedelta
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
 
@@ -440,6 +440,92 @@ class SnapshotsQuery(_Query):
 class LabelIn(_In):
     version: int = Field(ge=1, le=MAX_INT, description="the version the label goes on")
     reason: str = Field("", max_length=2000, description="why (what justified the rollout), kept with the label")
+    experiment_id: str | None = Field(
+        None, min_length=1, max_length=32, description="the experiment that justified the move, linked with it"
+    )
+
+
+class TurnLabelsIn(_In):
+    """What a person says of a turn, for experiments to check (docs/experiments.md)."""
+
+    expected_evidence: list[Annotated[str, Field(min_length=1, max_length=2000)]] = Field(
+        default_factory=list, max_length=50, description="texts the turn's window should hold to answer it"
+    )
+    rating: int | None = Field(None, ge=-1, le=1, description="+1 a good window, -1 a bad one; null or 0: none")
+
+
+class CandidateIn(_In):
+    """Exactly one of ``type`` (an editor's unsaved type body) or ``type_id`` (a saved type; ``version``: its
+    current one when left out)."""
+
+    type: dict[str, Any] | None = None
+    type_id: str | None = Field(None, pattern=SLUG)
+    version: int | None = Field(None, ge=1, le=MAX_INT)
+
+    @model_validator(mode="after")
+    def _one_type(self) -> CandidateIn:
+        if (self.type is None) == (self.type_id is None):
+            raise ValueError("give exactly one of 'type' (an unsaved type body) or 'type_id' (a saved type)")
+        if self.type is not None and self.version is not None:
+            raise ValueError("'version' goes with 'type_id', not with an unsaved 'type'")
+        return self
+
+
+class BaselineIn(_In):
+    type_id: str = Field(pattern=SLUG)
+    version: int | None = Field(None, ge=1, le=MAX_INT, description="the type's current version when left out")
+
+
+class SliceIn(_In):
+    """Which recorded turns to replay: every filter given must match (dates in UTC; a day alone means the whole
+    day); of those, the ``limit`` newest, or ``limit`` at random."""
+
+    profile_id: str | None = Field(None, pattern=SLUG, description="turns of this profile's sessions")
+    type_id: str | None = Field(None, pattern=SLUG, description="turns assembled under this type")
+    since: str | None = Field(None, pattern=ISO_TIME_PATTERN, description="on or after (2026-11-25 or ...T10:00)")
+    until: str | None = Field(None, pattern=ISO_TIME_PATTERN, description="before; a day alone includes that day")
+    session_ids: list[Annotated[str, Field(min_length=1, max_length=64)]] = Field(default_factory=list, max_length=1000)
+    limit: int = Field(100, ge=1, le=5000, description="how many turns (the sample size)")
+    sample: Literal["newest", "random"] = "newest"
+
+    @model_validator(mode="after")
+    def _ordered(self) -> SliceIn:
+        self.filters()
+        return self
+
+    def filters(self) -> dict[str, Any]:
+        since, until = _moment(self.since, end_of_day=False), _moment(self.until, end_of_day=True)
+        if since is not None and until is not None and since >= until:
+            raise ValueError("since must come before until: swap the two dates")
+        return {**self.model_dump(exclude={"since", "until"}), "since": since, "until": until}
+
+
+def _moment(value: str | None, *, end_of_day: bool) -> datetime | None:
+    if value is None:
+        return None
+    if len(value) == 10:
+        day = datetime.combine(date.fromisoformat(value), datetime.min.time())
+        return (day + timedelta(days=1) if end_of_day else day).replace(tzinfo=UTC)
+    moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+class ExperimentIn(_In):
+    """A candidate type against a baseline (left out: what each turn's profile runs now) over recorded turns."""
+
+    name: str = Field("", max_length=200)
+    candidate: CandidateIn
+    baseline: BaselineIn | None = None
+    slice: SliceIn = Field(default_factory=SliceIn)
+
+
+class ExperimentsQuery(_Query):
+    limit: int = Field(50, ge=1, le=500)
+    offset: int = Field(0, ge=0, le=MAX_INT)
+
+
+class ExportQuery(_Query):
+    format: Literal["json", "csv"] = "json"
 
 
 class AuditQuery(_Query):

@@ -34,6 +34,7 @@ from .schemas import (
     SnapshotsQuery,
     ToolResultsIn,
     TurnIn,
+    TurnLabelsIn,
     TurnsQuery,
     TurnValidityIn,
 )
@@ -224,6 +225,16 @@ async def post_tool_results(session_id: str, turn: int, data: ToolResultsIn) -> 
 async def set_turn_validity(session_id: str, turn: int, data: TurnValidityIn) -> dict[str, Any]:
     """An invalid turn stays recorded but is left out of the context from now on."""
     return turn_dict(await service().store.sessions.set_turn_validity(session_id, turn, data.valid, actor()))
+
+
+@bp.put("/<session_id>/turns/<int(max=2147483647):turn>/labels")
+@require("admin")
+@validate_request(TurnLabelsIn)
+async def set_turn_labels(session_id: str, turn: int, data: TurnLabelsIn) -> dict[str, Any]:
+    """What a person says of the turn: the evidence its window should hold, and a rating of the window. Experiments
+    count how many labelled turns a candidate type keeps them for (docs/experiments.md). Audited."""
+    labels = {k: v for k, v in data.model_dump().items() if v}  # no evidence, no rating: nothing said
+    return turn_dict(await service().store.sessions.set_turn_labels(session_id, turn, labels, actor()))
 
 
 @bp.post("/<session_id>/turns/<int(max=2147483647):turn>/feedback")

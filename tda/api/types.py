@@ -177,11 +177,13 @@ async def type_labels(type_id: str) -> dict[str, Any]:
 @validate_request(LabelIn)
 async def move_label(type_id: str, label: str, data: LabelIn) -> dict[str, Any]:
     """Put a label on a version, from wherever it was: profiles bound by the label run that version from their next
-    turn (the rollout; moving it back is the rollback). Audited with its reason."""
+    turn (the rollout; moving it back is the rollback). Audited with its reason and
+    the experiment that justified it, if one did."""
     if not re.fullmatch(SLUG, label):
         msg = "a label is 1-64 letters, digits, '_', '.' or '-', starting with a letter or digit"
         raise Invalid(f"{label!r} is not a label: {msg}", errors=[{"loc": "label", "msg": msg, "type": "value_error"}])
-    return await service().store.types.move_label(type_id, label, data.version, data.reason, actor())
+    types = service().store.types
+    return await types.move_label(type_id, label, data.version, data.reason, actor(), data.experiment_id)
 
 
 @bp.delete("/<type_id>/labels/<label>")

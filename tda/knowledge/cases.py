@@ -126,6 +126,11 @@ class ChampionCaseStore:
         if self._cached is not None and isinstance(self._cached[0], CaseTable):
             self._cached[0].close()
 
+    def load_model(self) -> None:
+        """Load the embedding model the cases are searched with (one text embedded): a search finds nothing to
+        compare while no case is kept, and returns before embedding its query."""
+        self._embed("warm up")
+
     def _embed(self, text: str) -> np.ndarray:
         return np.asarray(self._opened()[1]([text])[0], dtype=np.float32)  # recent texts' vectors are kept there
 

@@ -75,11 +75,9 @@ class LiveKnowledge:
         return opened if opened is not None else await asyncio.to_thread(self._open)
 
     async def warm_up(self) -> None:
-        """Open the store and load the embedding model (one champion-case search embeds a query)."""
-        from .scope import NOWHERE
-
+        """Open the store and load the embedding model, so the first turn's retrieval does not wait for it."""
         opened = await self._ready()
-        await asyncio.to_thread(opened.cases.search, "warm up", scope=NOWHERE, k=1)
+        await asyncio.to_thread(opened.cases.load_model)
 
     async def check(self) -> None:
         """Raises unless the store opens and answers (the /readyz probe)."""

@@ -6,6 +6,7 @@ from ..db import Database
 from .audit import AuditStore
 from .calibrations import CalibrationStore
 from .components import ComponentInstructionStore
+from .experiments import ExperimentStore
 from .modules import ModuleStateStore
 from .profiles import ProfileStore
 from .projects import ProjectStore
@@ -28,6 +29,7 @@ class Store:
         self.audit = AuditStore(db)
         self.components = ComponentInstructionStore(db)
         self.calibrations = CalibrationStore(db)
+        self.experiments = ExperimentStore(db)
 
     @classmethod
     def connect(cls, url: str) -> Store:

@@ -21,10 +21,10 @@ from sqlalchemy.orm import ORMExecuteState, Session, with_loader_criteria
 from .. import scope
 from ..db import Database
 from ..errors import Conflict, Invalid
-from ..models import AuditRow, ProfileRow, ProjectRow, SessionRow, SnapshotRow, WindowTypeRow
+from ..models import AuditRow, ExperimentRow, ProfileRow, ProjectRow, SessionRow, SnapshotRow, WindowTypeRow
 from . import audit
 
-OWNED: tuple[Any, ...] = (ProfileRow, SessionRow, SnapshotRow)
+OWNED: tuple[Any, ...] = (ProfileRow, SessionRow, SnapshotRow, ExperimentRow)
 """Rows a project sees only if they are its own."""
 SHARED: tuple[Any, ...] = (WindowTypeRow,)
 """Rows a project sees if they are its own or nobody's (``project_id`` None: the shipped window types)."""

@@ -68,6 +68,7 @@ def turn_dict(row: TurnRow | TurnTuple) -> dict[str, Any]:
         "phase": row.phase,
         "model": row.model,
         "snapshot_id": row.snapshot_id,
+        "labels": row.labels or {},
         "created_at": row.created_at.isoformat(),
     }
 
@@ -176,6 +177,7 @@ class TurnTuple(NamedTuple):
     snapshot_id: int | None
     request_key: str | None
     conversation_key: str | None
+    labels: dict[str, Any] | None
     created_at: datetime
 
 
@@ -544,6 +546,57 @@ class SessionStore:
                 {"turn": turn, "valid": valid},
             )
         return row
+
+    async def set_turn_labels(self, session_id: str, turn: int, labels: dict[str, Any], actor: str) -> TurnRow:
+        """What a person says of the turn (expected evidence, rating), for experiments to check; audited."""
+        async with self.db.write() as s:
+            await _session(s, session_id)
+            row = await s.scalar(select(TurnRow).where(TurnRow.session_id == session_id, TurnRow.turn == turn))
+            if row is None:
+                raise NotFound(f"session {session_id!r} has no turn {turn}")
+            before = {"turn": turn, "labels": row.labels or {}}
+            row.labels = labels
+            audit.record(s, actor, "turn_labels", "session", session_id, before, {"turn": turn, "labels": labels})
+        return row
+
+    async def experiment_slice(
+        self,
+        *,
+        profile_id: str | None,
+        type_id: str | None,
+        since: datetime | None,
+        until: datetime | None,
+        session_ids: list[str],
+        limit: int,
+        sample: str,
+    ) -> list[tuple[SnapshotRow, dict[str, Any] | None]]:
+        """The first window of each recorded turn in the slice with the turn's labels, newest turns first: the
+        ``limit`` newest, or (``sample`` "random") ``limit`` of them at random. Windows assembled in process (their
+        inputs stayed with the agent) are not in it."""
+        first = select(func.min(SnapshotRow.id)).group_by(SnapshotRow.session_id, SnapshotRow.turn)
+        if type_id:
+            first = first.where(SnapshotRow.type_id == type_id)
+        if since:
+            first = first.where(SnapshotRow.created_at >= since)
+        if until:
+            first = first.where(SnapshotRow.created_at < until)
+        if session_ids:
+            first = first.where(SnapshotRow.session_id.in_(session_ids))
+        if profile_id:
+            first = first.where(
+                SnapshotRow.session_id.in_(select(SessionRow.id).where(SessionRow.profile_id == profile_id))
+            )
+        order = func.random() if sample == "random" else SnapshotRow.id.desc()
+        query = (
+            select(SnapshotRow, TurnRow.labels)
+            .outerjoin(TurnRow, (TurnRow.session_id == SnapshotRow.session_id) & (TurnRow.turn == SnapshotRow.turn))
+            .where(SnapshotRow.id.in_(first))
+            .order_by(order)
+            .limit(limit)
+        )
+        async with self.db.read() as s:
+            rows = [(r[0], r[1]) for r in (await s.execute(query)).all()]
+        return [(row, labels) for row, labels in rows if "library" not in row.inputs]
 
     async def purge_memory(self, session_id: str, actor: str) -> dict[str, int]:
         """Mark the whole history invalid: nothing is deleted, so the audit trail and replays keep it."""

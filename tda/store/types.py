@@ -20,7 +20,15 @@ from .. import scope
 from ..builtins import default_types
 from ..db import Database, rowcount
 from ..errors import Conflict, Invalid, NotFound, PreconditionFailed
-from ..models import AuditRow, ProfileRow, WindowTypeLabelRow, WindowTypeRow, WindowTypeVersionRow, utcnow
+from ..models import (
+    AuditRow,
+    ExperimentRow,
+    ProfileRow,
+    WindowTypeLabelRow,
+    WindowTypeRow,
+    WindowTypeVersionRow,
+    utcnow,
+)
 from . import audit
 
 
@@ -263,9 +271,11 @@ class TypeStore:
             data = {**old.data, "is_default": current.is_default}
             return _stored(await _write_version(s, current, data, actor, f"rollback to v{to_version}"))
 
-    async def move_label(self, type_id: str, label: str, version: int, reason: str, actor: str) -> dict[str, Any]:
+    async def move_label(
+        self, type_id: str, label: str, version: int, reason: str, actor: str, experiment_id: str | None = None
+    ) -> dict[str, Any]:
         """Put ``label`` on ``version`` (the rollout, or the rollback), from wherever it was; audited as the label's
-        move, with its reason."""
+        move, with its reason and the experiment that justified it (one of the caller's project)."""
         async with self.db.write() as s:
             await self._row(s, type_id, write=True)
             if await s.get(WindowTypeVersionRow, (type_id, version)) is None:
@@ -273,14 +283,18 @@ class TypeStore:
                     f"context window type {type_id!r} has no version {version}",
                     errors=[{"loc": "version", "msg": f"no version {version}", "type": "missing"}],
                 )
+            if experiment_id is not None and await s.get(ExperimentRow, experiment_id) is None:
+                msg = f"no experiment {experiment_id!r}"
+                raise Invalid(msg, errors=[{"loc": "experiment_id", "msg": msg, "type": "missing"}])
             row = await s.get(WindowTypeLabelRow, (type_id, label))
             before = None if row is None else {"label": label, "version": row.version, "reason": row.reason}
             if row is None:
                 row = WindowTypeLabelRow(type_id=type_id, label=label, version=version)
                 s.add(row)
             row.version, row.reason, row.actor, row.updated_at = version, reason, actor, utcnow()
+            row.experiment_id = experiment_id
             await s.flush()
-            after = {"label": label, "version": version, "reason": reason}
+            after = {"label": label, "version": version, "reason": reason, "experiment_id": experiment_id}
             audit.record(s, actor, "label", "context_window_type", type_id, before, after)
             return label_dict(row)
 
@@ -349,6 +363,7 @@ def label_dict(row: WindowTypeLabelRow) -> dict[str, Any]:
         "label": row.label,
         "version": row.version,
         "reason": row.reason,
+        "experiment_id": row.experiment_id,
         "actor": row.actor,
         "author": audit.author_of(row.actor),
         "updated_at": row.updated_at.isoformat(),

@@ -5,6 +5,7 @@ one shortcut away and always in view."""
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 from typing import Any
 
@@ -32,9 +33,31 @@ def seed(server: Server) -> int:
     return turn["turn"]
 
 
-def pages(turn: int) -> dict[str, str]:
-    """Each page and an element that shows it has loaded."""
+def seed_experiment(server: Server) -> str:
+    """An experiment over the axe session's turns (the type as the editor would send it, history off), ended."""
+    status, _, listed = server.request("GET", "/v1/experiments")
+    mine = [e for e in listed["experiments"] if e["spec"]["name"] == "axe"]
+    if mine:
+        return mine[0]["id"]
+    _, _, balanced = server.request("GET", "/v1/context-window-types/balanced")
+    body = {k: v for k, v in balanced.items() if k not in {"version", "updated_at", "etag"}}
+    body["is_default"] = False
+    body["output_reserve_pct"] = 30
+    spec = {"name": "axe", "candidate": {"type": body}, "slice": {"session_ids": [SESSION]}}
+    status, _, created = server.request("POST", "/v1/experiments", spec)
+    assert status == 201, created
+    for _ in range(600):  # a bound: it runs in the background
+        if server.request("GET", f"/v1/experiments/{created['id']}")[2]["finished_at"]:
+            return created["id"]
+        time.sleep(0.1)
+    raise AssertionError("the axe experiment did not end")
+
+
+def pages(turn: int, experiment: str = "") -> dict[str, str]:
+    """Each page and an element that shows it has loaded (the experiment's page when one is given)."""
     return {
+        "/ui/experiments": "#experiments-table tbody tr",
+        **({f"/ui/experiments/{experiment}": "#turns-table tbody tr"} if experiment else {}),
         "/ui/types": ".card",
         "/ui/types/balanced": "#editor[aria-busy=false]",
         "/ui/types/new": "#editor[aria-busy=false]",
@@ -78,9 +101,10 @@ async def small_targets(page: Any) -> list[str]:
 @pytest.mark.parametrize("role", ["admin", "viewer"])
 async def test_no_critical_or_serious_axe_violations(browser: Any, server: Server, role: str) -> None:
     turn = await asyncio.to_thread(seed, server)
+    experiment = await asyncio.to_thread(seed_experiment, server)
     page = await signed_in_page(browser, server, server.admin_token if role == "admin" else server.viewer_token)
     found = {}
-    for path, ready in pages(turn).items():
+    for path, ready in pages(turn, experiment).items():
         await page.goto(path)
         await expect(page.locator(ready).first).to_be_attached()
         await page.wait_for_timeout(200)

@@ -11,7 +11,7 @@ import pytest
 from playwright.async_api import expect
 
 from tests.browser.conftest import BROWSER_LOOP, Server, signed_in_page
-from tests.browser.test_axe import pages, seed, violations
+from tests.browser.test_axe import pages, seed, seed_experiment, violations
 
 pytestmark = BROWSER_LOOP
 
@@ -28,10 +28,14 @@ def luminance(rgb: str) -> float:
 @pytest.mark.parametrize("role", ["admin", "viewer"])
 async def test_dark_mode_pages_have_no_serious_axe_violations(browser: Any, server: Server, role: str) -> None:
     turn = await asyncio.to_thread(seed, server)
+    experiment = await asyncio.to_thread(seed_experiment, server)
     page = await signed_in_page(browser, server, server.admin_token if role == "admin" else server.viewer_token)
     await page.emulate_media(color_scheme="dark")
     found = {}
-    every = {**pages(turn), f"/ui/compare?sa=axe&ta={turn - 1}&sb=axe&tb={turn}": '[data-testid="window-diff"]'}
+    every = {
+        **pages(turn, experiment),
+        f"/ui/compare?sa=axe&ta={turn - 1}&sb=axe&tb={turn}": '[data-testid="window-diff"]',
+    }
     for path, ready in every.items():
         await page.goto(path)
         await expect(page.locator(ready).first).to_be_attached()

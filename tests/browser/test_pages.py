@@ -160,6 +160,19 @@ async def test_every_page_renders(page: Any, server: Server, tmp_path: Path) -> 
     await expect(page.locator("#audit-table tbody tr").first).to_contain_text("Output reserve changed from 12% to 20%")
     await shoot(page, folder, "ui-audit")
 
+    # An experiment over the session's turns: less history and the reserve the type started with.
+    _, _, current = server.request("GET", "/v1/context-window-types/shots")
+    candidate = {k: v for k, v in current.items() if k not in {"version", "updated_at", "etag"}}
+    candidate["modules"]["conversation_history"]["target_pct"] = 12
+    candidate["output_reserve_pct"] = 12
+    spec = {"name": "Less history", "candidate": {"type": candidate}, "slice": {"type_id": "shots"}}
+    status, _, created = server.request("POST", "/v1/experiments", spec)
+    assert status == 201, created
+    await page.goto(f"/ui/experiments/{created['id']}")
+    await expect(page.locator("#progress-text")).to_contain_text("Done")
+    await expect(page.locator("#turns-table tbody tr")).to_have_count(created["total"])
+    await shoot(page, folder, "ui-experiment")
+
     # A phone: the panel at 390 px, menu closed.
     await page.set_viewport_size({"width": 390, "height": 844})
     await page.goto(f"/ui/sessions/{SESSION}")

@@ -90,6 +90,24 @@ def test_embedding_with_minilm_never_imports_torch(name: str) -> None:
     assert out.stdout.split() == ["384", "False"]
 
 
+def test_the_services_warm_up_loads_the_model_before_any_case_is_kept(tmp_path: Path) -> None:
+    """`/readyz` waits for the warm-up: it must leave the model loaded even when no champion case exists (a search
+    with nothing to compare returns before embedding), or the first turn pays the load and its retrieval may time
+    out. In a fresh process, so no other test has loaded the model already."""
+    import subprocess
+    import sys
+
+    code = (
+        "import asyncio, sys; from pathlib import Path; "
+        "from tda.knowledge.embeddings import MiniLMInt8Embedding; from tda.knowledge.providers import LiveKnowledge; "
+        f"k = LiveKnowledge(Path({str(tmp_path)!r}), embedder='minilm-int8'); "
+        "before = MiniLMInt8Embedding._runtime is not None; asyncio.run(k.warm_up()); "
+        "print(before, MiniLMInt8Embedding._runtime is not None); k.close()"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300)
+    assert out.stdout.split() == ["False", "True"]
+
+
 # --- the int8 build --------------------------------------------------------------------------------
 
 _ROOT = Path(__file__).resolve().parents[2]

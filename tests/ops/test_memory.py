@@ -42,3 +42,75 @@ def test_dropping_tiktokens_rank_copies_frees_memory_and_changes_no_token() -> N
     assert result["dropped"] == 2 and result["same"]
     assert result["decoded"] == [result["texts"], result["texts"]]
     assert result["freed"] > 25, f"only {result['freed']:.0f} MB freed"
+
+
+_LITELLM_PROBE = """
+import gc, json
+from pathlib import Path
+from tokenizers import Tokenizer
+from tda.config import offline_library_defaults
+from tda.memory import drop_litellm_tokenizer_copy, return_freed_memory
+offline_library_defaults()
+import litellm, litellm.utils
+
+def rss_mb():
+    gc.collect()
+    return_freed_memory()
+    return next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmRSS")) / 1024
+
+loaded = rss_mb()
+dropped = drop_litellm_tokenizer_copy(litellm.utils)
+freed = loaded - rss_mb()
+from tda.llm import _litellm
+_litellm()  # what the service calls: the copy is gone, whichever imported litellm first
+texts = ["Hello, world!", "How are refunds handled?", "สวัสดีครับ ขอบคุณมาก", "def f(x):\\n    return x ** 2"]
+model = next(m for m in sorted(litellm.anthropic_models) if litellm.utils.uses_anthropic_tokenizer(m))
+packaged = Path(litellm.__file__).parent / "litellm_core_utils" / "tokenizers" / "anthropic_tokenizer.json"
+oracle = Tokenizer.from_file(str(packaged))
+print(json.dumps({
+    "dropped": dropped, "again": drop_litellm_tokenizer_copy(litellm.utils), "freed": freed,
+    "counts": [litellm.token_counter(model=model, text=t) for t in texts],
+    "oracle": [len(oracle.encode(t).ids) for t in texts],
+}))
+"""
+
+
+def test_litellms_parsed_tokenizer_copy_is_dropped_and_claude_counts_do_not_change() -> None:
+    """litellm keeps its packaged Anthropic tokenizer twice (parsed and as text); the parsed copy goes, and litellm's
+    count for a model on that tokenizer still equals the packaged file's own count, read with `tokenizers`."""
+    done = subprocess.run(
+        [sys.executable, "-c", _LITELLM_PROBE], cwd=ROOT, capture_output=True, text=True, check=True, timeout=300
+    )
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["dropped"] and not result["again"]
+    assert result["counts"] == result["oracle"] and min(result["counts"]) > 0
+    assert result["freed"] > 3, f"only {result['freed']:.1f} MB freed"
+
+
+_CHROMA_PROBE = """
+import json, sys, tempfile
+from pathlib import Path
+from tda.knowledge.store import KnowledgeStore
+imported = "grpc" in sys.modules
+with tempfile.TemporaryDirectory() as folder:
+    store = KnowledgeStore.open(Path(folder), embedder="hashing")
+    store.collection("notes", create=True).add(ids=["a"], documents=["refunds within 30 days"])
+    found = store.collection("notes").query(query_texts=["refund"], n_results=1)["ids"][0]
+    store.close()
+after_use = "grpc" in sys.modules
+import chromadb.telemetry.opentelemetry as chroma_tracing
+built = chroma_tracing.OTLPSpanExporter(endpoint="http://127.0.0.1:4317")
+from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+print(json.dumps({"imported": imported, "after_use": after_use, "found": found,
+                  "real": isinstance(built, OTLPSpanExporter), "grpc": "grpc" in sys.modules}))
+"""
+
+
+def test_chromas_grpc_exporter_loads_only_when_chroma_builds_one() -> None:
+    """Opening and using the knowledge store leaves gRPC unimported; Chroma's own tracing, when configured, still
+    gets OpenTelemetry's real gRPC exporter."""
+    done = subprocess.run(
+        [sys.executable, "-c", _CHROMA_PROBE], cwd=ROOT, capture_output=True, text=True, check=True, timeout=300
+    )
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result == {"imported": False, "after_use": False, "found": ["a"], "real": True, "grpc": True}

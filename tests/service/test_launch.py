@@ -150,3 +150,29 @@ def test_tda_serve_answers_healthz_first_then_serves_requests_sent_while_it_load
     finally:
         server.terminate()
         server.wait(60)
+
+
+_PRELOAD = """
+import asyncio, json, sys
+from tda.llm import preload
+asyncio.run(preload(calls_providers=sys.argv[1] == "1"))
+print(json.dumps("openai.resources.chat" in sys.modules))
+"""
+
+
+def test_start_up_imports_the_openai_sdks_resources_only_when_providers_are_called() -> None:
+    """The OpenAI SDK's client imports ~450 resource modules the first time it is used, inside litellm's call on the
+    event loop (2.1 s measured): a service that calls providers imports them at start-up, before /readyz says
+    ready; one answering with the mock model never needs them (~10 MB). In fresh processes (imports are global)."""
+    loaded = []
+    for calls_providers in ("1", "0"):
+        done = subprocess.run(
+            [sys.executable, "-c", _PRELOAD, calls_providers],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=300,
+        )
+        loaded.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    assert loaded == [True, False]
