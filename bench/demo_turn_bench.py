@@ -17,12 +17,13 @@ mock model) and turns are posted to the demo session through Quart's test client
 The first WARMUP turns warm caches (the query embeddings of repeated questions are cached too: each question is
 asked once per round with its round number, so none is a repeat). Run: ``python bench/demo_turn_bench.py``
 (BENCH_ROUNDS=n, TDA_EMBEDDER=name; BENCH_DEMO_DIR=folder keeps the embedded docs between runs: unchanged files are
-not embedded again).
+not embedded again; BENCH_PROFILE=file profiles the loop's thread during the measured turns).
 """
 
 from __future__ import annotations
 
 import asyncio
+import cProfile
 import os
 import statistics
 import sys
@@ -51,6 +52,8 @@ QUESTIONS = (
     "How does recall decide what older messages to bring back?",
 )
 TICK_S = 0.001
+PROFILE = cProfile.Profile() if os.environ.get("BENCH_PROFILE") else None
+"""BENCH_PROFILE=file: the event loop's thread profiled during the measured turns (cProfile stats to ``file``)."""
 
 
 def server_timing(header: str) -> dict[str, float]:
@@ -116,7 +119,11 @@ async def run(folder: Path) -> list[dict[str, Any]]:
                 ticking = asyncio.create_task(ticker.run())
                 await asyncio.sleep(TICK_S * 2)
                 cpu, loop_cpu = time.process_time(), time.thread_time()
+                if PROFILE is not None and number >= WARMUP:
+                    PROFILE.enable()
                 r = await client.post(f"/v1/sessions/{DEMO_SESSION}/turns", json={"query": query}, headers=headers)
+                if PROFILE is not None:
+                    PROFILE.disable()
                 cpu, loop_cpu = time.process_time() - cpu, time.thread_time() - loop_cpu
                 ticker.stop()
                 await ticking
@@ -197,6 +204,8 @@ def main() -> None:
         upgrade(f"sqlite+aiosqlite:///{folder / 'tda.db'}")
         turns = asyncio.run(run(folder))
     report(turns)
+    if PROFILE is not None:
+        PROFILE.dump_stats(os.environ["BENCH_PROFILE"])
 
 
 if __name__ == "__main__":
