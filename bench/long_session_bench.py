@@ -7,7 +7,9 @@ SQLite, the default embedder unless BENCH_LONG_EMBEDDER names another) whose pro
   are the fake's, sent back as a client would), each turn two calls, to a profile with a 16K limit. Per call: the
   wall time, the server's CPU time (/proc), and the window's utilisation from the ``usage.tda`` extension
   (tokens sent / the available budget), counted once the history exceeds the window. Then the same calls without
-  a session (stateless) for the last turns.
+  a session (stateless) for the last turns, streamed stateless calls (a first question; the whole session's), and
+  the same requests made with litellm alone in this process (the LiteLLM proxy's CPU for them is at least that;
+  the proxy cannot be installed offline).
 * native: NATIVE_TURNS turns recorded one by one through POST /v1/sessions/{id}/turns; per turn the server's own
   time (its ``Server-Timing`` steps but the model call), and the server's RSS at the start and the end.
 Reported: medians of the first and last 10 turns and their ratio (the growth), utilisation, CPU per call.
@@ -33,6 +35,8 @@ import httpx  # noqa: E402
 
 from tests.agent_session import SYSTEM, TOOLS, orders, question  # noqa: E402
 from tests.gateway.servers import (  # noqa: E402
+    MODEL,
+    UPSTREAM_KEY,
     admin_token,
     free_port,
     server_env,
@@ -52,8 +56,13 @@ ROWS = 20
 
 
 def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """The process's CPU time to the nanosecond: its threads' time on a CPU (/proc/<pid>/task/*/schedstat). The
+    clock-tick counts of /proc/<pid>/stat move in 10 ms steps, as large as the differences measured here."""
+    try:
+        return sum(int(f.read_text().split()[0]) for f in Path(f"/proc/{pid}/task").glob("*/schedstat")) / 1e9
+    except (OSError, ValueError, IndexError):  # a thread that ended while read, or no schedstat: ticks
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def rss_mib(pid: int) -> float:
@@ -90,6 +99,19 @@ class Tda:
             snapshot = snapshot.get("snapshot", snapshot)
             completion["utilisation"] = snapshot["total_used"] / snapshot["available_budget"]
         return completion, wall, spent
+
+    async def streamed(self, messages: list[dict[str, Any]]) -> float:
+        """One streamed call without a session, read to its end: the server's CPU ms."""
+        headers = {"X-TDA-Profile": "agent"}
+        body = {"model": "tda", "messages": messages, "tools": TOOLS, "stream": True}
+        cpu = cpu_seconds(self.pid)
+        async with self.client.stream("POST", "/v1/chat/completions", json=body, headers=headers) as r:
+            if r.status_code != 200:
+                raise RuntimeError(f"tda answered {r.status_code}: {(await r.aread())[:500]!r}")
+            chunks = [chunk async for chunk in r.aiter_bytes()]
+        if b"[DONE]" not in b"".join(chunks):
+            raise RuntimeError("the stream did not end with [DONE]")
+        return (cpu_seconds(self.pid) - cpu) * 1000
 
 
 def reply_message(completion: dict[str, Any]) -> dict[str, Any]:
@@ -159,13 +181,33 @@ def run(folder: Path) -> dict[str, Any]:
         server = start([sys.executable, "-m", "tda.cli", "serve"], env, data / "server.log")
         processes.append(server)
         wait_until_serving(server, f"http://127.0.0.1:{port}/healthz", data / "server.log")
-        return asyncio.run(measure(f"http://127.0.0.1:{port}", token, server.pid))
+        return asyncio.run(measure(f"http://127.0.0.1:{port}", token, server.pid, upstream_base))
     finally:
         for process in reversed(processes):
             stop(process)
 
 
-async def measure(base: str, token: str, pid: int) -> dict[str, Any]:
+async def litellm_alone(upstream: str, chat: list[dict[str, Any]], stream: bool = False) -> float:
+    """CPU ms of one ``litellm.acompletion`` call sending ``chat`` to the fake upstream, in this process (median of
+    10, after a warm-up): what the LiteLLM proxy does at least for the same request (it also parses, authenticates
+    and routes it). The proxy itself cannot be installed offline; this is its lower bound."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    async def one() -> float:
+        started = time.process_time()
+        reply = await litellm.acompletion(
+            model=f"openai/{MODEL}", api_base=upstream, api_key=UPSTREAM_KEY, messages=chat, tools=TOOLS, stream=stream
+        )
+        if stream:
+            _ = [chunk async for chunk in reply]
+        return (time.process_time() - started) * 1000
+
+    await one()
+    return median([await one() for _ in range(10)])
+
+
+async def measure(base: str, token: str, pid: int, upstream: str) -> dict[str, Any]:
     tda = Tda(base, token, pid)
     r = await tda.client.post(
         "/v1/profiles", json={"id": "agent", "type": "tool_enabled", "model": "gpt-4.1", "context_limit": LIMIT}
@@ -173,8 +215,12 @@ async def measure(base: str, token: str, pid: int) -> dict[str, Any]:
     r.raise_for_status()
     chat: list[dict[str, Any]] = [SYSTEM]
     session_rows = await gateway(tda, "long-bench", GATEWAY_TURNS, chat)
+    first_turn = chat[:5]  # the system message, the first question, its call and result: a first turn's 2nd call
     stateless_rows = await gateway(tda, None, 10, list(chat))
     fresh_rows = await gateway(tda, None, 10, [SYSTEM])
+    asked = [*chat, {"role": "user", "content": question(GATEWAY_TURNS + 1)}]
+    streamed_first = median([await tda.streamed([*first_turn[:2]]) for _ in range(10)])
+    streamed_end = median([await tda.streamed(asked) for _ in range(10)])
     timings, rss_before, rss_after = await native(tda, NATIVE_TURNS)
     await tda.client.aclose()
 
@@ -194,6 +240,12 @@ async def measure(base: str, token: str, pid: int) -> dict[str, Any]:
         "session_cpu_growth": cpu[2],
         "stateless_cpu_ms_at_end": median([row["cpu_ms"] for row in stateless_rows]),
         "stateless_cpu_ms_new": median([row["cpu_ms"] for row in fresh_rows]),
+        "litellm_cpu_ms_new": await litellm_alone(upstream, first_turn),
+        "litellm_cpu_ms_at_end": await litellm_alone(upstream, chat),
+        "streamed_cpu_ms_new": streamed_first,
+        "streamed_cpu_ms_at_end": streamed_end,
+        "litellm_streamed_cpu_ms_new": await litellm_alone(upstream, first_turn[:2], stream=True),
+        "litellm_streamed_cpu_ms_at_end": await litellm_alone(upstream, asked, stream=True),
         "native_turns": NATIVE_TURNS,
         "native_ms_turns_91_100": native_first,
         "native_ms_last10": native_last,
@@ -219,6 +271,16 @@ def main() -> None:
     print(
         f"  stateless, server CPU ms per call: new conversation {figures['stateless_cpu_ms_new']:.1f}, "
         f"at {figures['gateway_turns']} turns {figures['stateless_cpu_ms_at_end']:.1f}"
+    )
+    print(
+        f"  litellm alone (the LiteLLM proxy's least CPU for the same request), ms per call: new conversation "
+        f"{figures['litellm_cpu_ms_new']:.1f}, at {figures['gateway_turns']} turns "
+        f"{figures['litellm_cpu_ms_at_end']:.1f}"
+    )
+    print(
+        f"  streamed, stateless, server CPU ms per call: new conversation {figures['streamed_cpu_ms_new']:.1f}, at "
+        f"{figures['gateway_turns']} turns {figures['streamed_cpu_ms_at_end']:.1f}; litellm alone "
+        f"{figures['litellm_streamed_cpu_ms_new']:.1f} / {figures['litellm_streamed_cpu_ms_at_end']:.1f}"
     )
     print(
         f"  native, {figures['native_turns']} turns one by one: server ms turns 91-100 "

@@ -21,33 +21,29 @@ import asyncio
 import dataclasses
 import hashlib
 import json
-import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from components.context_window.base import InMemoryMessages, Message, ToolSchema
+from components.context_window.base import AssemblyContext, InMemoryMessages, Message, ToolSchema
+from components.context_window.session_cache import BoundedCache
 from components.context_window.token_estimator import TokenEstimator, estimator_for
 
-from . import metrics
 from .champions import keep_case, quotes_tools
-from .cost import model_call
-from .errors import Conflict, Invalid, NotFound, UpstreamFailed
+from .errors import Conflict, Invalid, NotFound
 from .knowledge.scope import ANONYMOUS
-from .llm import Relay, max_tokens_for, model_call_error
 from .models import ProfileRow, SessionRow
-from .recall.turns import index_turn_after
 from .sources import Cutoff, build_context, input_hashes, message_of, summarizer_for
 from .store.sessions import SessionData
-from .tool_results import as_result, plan_of
-from .turns import MAX_TURN, export_turn, record_snapshot, resolve_type, timed, with_component_instructions
+from .tool_results import as_result
+from .turn_pipeline import MAX_TURN, Answered, Ask, Loaded, resolve_type, run, with_component_instructions
 
 if TYPE_CHECKING:
     from components.context_window.handler import AssembledContext
 
-    from .llm import Completion, Delta, Upstream
+    from .llm import Delta
     from .service import TDAService
 
 
@@ -68,8 +64,6 @@ class ClientCall:
     """The end user the client names (OpenAI's ``user``): the session's user when it creates one."""
     anthropic_beta: str | None = None
     """Anthropic's ``anthropic-beta`` header as the client sent it: sent on to a Claude model's API only."""
-    cache_ttl: str | None = None
-    """The TTL of the cache marks tda places (its choice from the session's gaps, not the client's)."""
     on_delta: Delta | None = None
     on_snapshot: Callable[[int], object] | None = None
     """Told the id of the call's snapshot once it is stored (with a session), while the model answers: a streamed
@@ -88,6 +82,8 @@ class Conversation:
     history: tuple[Message, ...]
     query: Message
     continuation: tuple[Message, ...]
+    digests: Digests | None = field(default=None, compare=False)
+    """The digests of ``chat`` (``with_digests``)."""
 
     @property
     def chat(self) -> tuple[Message, ...]:
@@ -114,16 +110,18 @@ async def complete(
     """Assemble the client's conversation, call the model, and record the call when there is a session."""
     conversation = split(call.messages)
     if session is None:
-        return await _run(svc, call, conversation, profile, None, None)
+        conversation = await with_digests(conversation, _stateless_key(profile, conversation))
+        return await _run(svc, _Client(call, conversation, profile, None, None))
     async with svc.session_lock(session.id):  # one call at a time per session: turn numbers stay dense
+        conversation = await with_digests(conversation, session.id)
         place = await _place(svc, session.id, conversation, again=not call.new_turn)
-        return await _run(svc, call, conversation, profile, session, place)
+        return await _run(svc, _Client(call, conversation, profile, session, place))
 
 
 async def window(svc: TDAService, call: ClientCall, profile: ProfileRow) -> tuple[AssembledContext, str]:
     """The window a stateless call would send and its model, assembled and nothing else (no model call, no record):
     what a client's count of its prompt tokens asks about."""
-    ctx = await _context(svc, call, split(call.messages), profile, None)
+    ctx, _ = await _context(svc, call, split(call.messages), profile, None)
     window_type = await resolve_type(svc, profile)
     return await svc.handler.assemble(ctx, window_type.type), ctx.model
 
@@ -148,14 +146,15 @@ class _Place:
 
 async def _place(svc: TDAService, session_id: str, conversation: Conversation, *, again: bool = True) -> _Place:
     """Where the call goes; ``again`` False: a new turn even when the session saw this conversation before."""
-    request_key = await _sized(digest, (*conversation.history, conversation.query))
+    digests = _digests_of(conversation)
+    request_key = digests.through(len(conversation.history) + 1)
     same = await svc.store.sessions.turn_asking(session_id, request_key) if again else None
     if same is not None:
         messages = await svc.store.sessions.turn_messages(session_id, same.turn)
         asked = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
         recorded = tuple(message_of(m) for m in messages[asked + 1 :])
         return _Place(same.turn, new=False, request_key=request_key, recorded=recorded)
-    prefixes = await _sized(prefix_digests, conversation.history)
+    prefixes = digests.turn_ends(len(conversation.history))
     extended = await svc.store.sessions.turn_ending(session_id, list(prefixes))
     newest = await svc.store.sessions.newest_turn(session_id)
     turn = (newest.turn if newest else 0) + 1
@@ -169,153 +168,61 @@ async def _place(svc: TDAService, session_id: str, conversation: Conversation, *
     return _Place(turn, new=True, request_key=request_key, imported=imported, extends=extended.turn, fork=fork)
 
 
-async def _run(
-    svc: TDAService,
-    call: ClientCall,
-    conversation: Conversation,
-    profile: ProfileRow,
-    session: SessionRow | None,
-    place: _Place | None,
-) -> dict[str, Any]:
-    with timed(call, "load"):
-        ctx = await _context(svc, call, conversation, profile, session, turn=place.turn if place else None)
-        window_type = await resolve_type(svc, profile)
-    upstream = svc.llm.upstream.merged(profile.upstream)
-    models = tuple(dict.fromkeys((ctx.model, *upstream.fallbacks)))
-    relay = Relay(call.on_delta)
-    ttl = svc.cache_ttl.ttl(session.id) if session is not None else None
-    call = dataclasses.replace(call, on_delta=relay.delta if call.on_delta else None, cache_ttl=ttl)
-    for n, model in enumerate(models):  # each fallback model is sent a window assembled for its own limits
-        try:
-            answered = await _attempt(
-                svc,
-                call,
-                conversation,
-                dataclasses.replace(ctx, model=model),
-                window_type,
-                upstream.only(),
-                session,
-                place,
-            )
-            break
-        except UpstreamFailed:
-            if n == len(models) - 1 or relay.started:  # a reply already under way is not replaced by another
-                raise
-    ctx, assembled, snapshot, snapshot_id, done = (
-        answered.ctx,
-        answered.assembled,
-        answered.snapshot,
-        answered.snapshot_id,
-        answered.done,
+async def _run(svc: TDAService, route: _Client) -> dict[str, Any]:
+    call = route.call
+    ask = Ask(
+        call.tool_choice,
+        call.max_tokens,
+        call.params,
+        call.anthropic_beta,
+        call.on_delta,
+        call.on_snapshot,
+        call.timings,
     )
-    used = model_call(ctx.model, assembled.snapshot, done)
-    metrics.observe_model_call(used)
-    export_turn(svc, assembled, used, answered.times, snapshot_id, done)
-    svc.observe_prompt_count(session.id if session else "calibration", ctx.model, assembled, done.tokens_in)
-    # The call's usage: the answer's call plus every model call the modules made while assembling (snapshot).
-    extra_in, extra_out = assembled.snapshot.auxiliary_tokens
-    tokens_in, tokens_out = (done.tokens_in or assembled.snapshot.total_used) + extra_in, done.tokens_out + extra_out
-    result = {
-        "session_id": session.id if session else None,
-        "turn": place.turn if place else None,
-        "answer": done.text,
-        "tool_calls": done.tool_calls,
-        "thinking": done.thinking,
-        "finish_reason": done.finish_reason,
-        "more": done.more,
-        "logprobs": done.logprobs,
-        "tokens_in": tokens_in,
-        "tokens_out": tokens_out,
-        "snapshot_id": snapshot_id,
-        "champion_case_id": None,
-        "model": ctx.model,
-        "summary": assembled.snapshot.summary(),
-        "snapshot": snapshot,
-        "model_call": used,
-        "cut": window_cut(call.messages, assembled, estimator_for(ctx.model)),
-    }
-    if snapshot_id is not None:
-        await svc.store.sessions.record_model_call(snapshot_id, snapshot, used, call.timings)
-    if session is not None and place is not None:
-        with timed(call, "record"):
-            row = await _record(
-                svc, session.id, conversation, place, done, (tokens_in, tokens_out), snapshot_id, ctx.model
-            )
-            index_turn_after(svc, session, row)
-        if not done.tool_calls:  # a finished turn may be served later as an example, in its session's scope
-            data = SessionData(session, profile, 0, 0, [], [])
-            from_tools = quotes_tools((*conversation.chat, *conversation.instructions))
-            query = conversation.query.content
-            result["champion_case_id"] = await keep_case(
-                svc, data, place.turn, query, done.text, row, from_tools=from_tools
-            )
-    return result
+    ran = await run(svc, route, ask)
+    if route.session is not None:
+        remember(route.session.id, route.conversation, ran.answered.snapshot_id)
+    done, assembled = ran.answered.done, ran.answered.assembled
+    cut = window_cut(route.conversation, assembled, estimator_for(ran.answered.ctx.model))
+    return {**ran.result(), "thinking": done.thinking, "more": done.more, "logprobs": done.logprobs, "cut": cut}
 
 
 @dataclass(frozen=True)
-class _Answered:
-    """One model's answer to the window assembled for it."""
+class _Client:
+    """A chat client's call as a turn: its own conversation is what is assembled; with a session, ``place`` says
+    where the call goes in the session's record."""
 
-    ctx: Any
-    assembled: AssembledContext
-    snapshot: dict[str, Any]
-    snapshot_id: int | None
-    done: Completion
-    times: tuple[float, int]
-    """When the window was assembled (s) and the model called (ns): the exported span's."""
+    call: ClientCall
+    conversation: Conversation
+    profile: ProfileRow
+    session: SessionRow | None
+    place: _Place | None
 
+    async def load(self, svc: TDAService) -> Loaded:
+        turn = self.place.turn if self.place else None
+        ctx, data = await _context(svc, self.call, self.conversation, self.profile, self.session, turn=turn)
+        return Loaded(ctx, await resolve_type(svc, self.profile), data, turn)
 
-async def _attempt(
-    svc: TDAService,
-    call: ClientCall,
-    conversation: Conversation,
-    ctx: Any,
-    window_type: Any,
-    upstream: Upstream,
-    session: SessionRow | None,
-    place: _Place | None,
-) -> _Answered:
-    """The window assembled for ``ctx.model``, its snapshot recorded (with a session), and the model's answer.
-    UpstreamFailed when the model call fails (its failure exported; the snapshot kept)."""
-    with timed(call, "assemble"):
-        assembled_at = time.time()  # replay serves the champion cases recorded by then
-        assembled = await svc.handler.assemble(ctx, window_type.type)
-    model_at = time.time_ns()
-    metrics.observe_assembly(assembled.snapshot)
-    snapshot = assembled.snapshot.to_dict()
-    recorded: asyncio.Task[int] | None = None
-    if session is not None and place is not None:
-        inputs = {
+    def inputs(self, ctx: AssemblyContext, assembled_at: float) -> dict[str, Any]:
+        assert self.place is not None
+        return {
             "query": ctx.query,
             "model": ctx.model,
             "assembled_at": assembled_at,
             "hashes": input_hashes(ctx),
-            "gateway": _inputs(call, conversation, place),
+            "gateway": _inputs(self.call, self.conversation, self.place),
         }
-        row = {
-            "session_id": session.id,
-            "turn": place.turn,
-            "type_id": window_type.id,
-            "type_version": window_type.version,
-            "model": ctx.model,
-            "data": snapshot,
-            "inputs": inputs,
-        }
-        recorded = asyncio.create_task(record_snapshot(svc, row))  # written while the model answers
-        if (told := call.on_snapshot) is not None:
-            recorded.add_done_callback(lambda task: task.cancelled() or task.exception() or told(task.result()))
-    with timed(call, "model"):
-        try:
-            done = await _call_model(svc, ctx.model, assembled, call, upstream)
-        except Exception as exc:  # provider errors are many and untyped; the caller needs the reason
-            snapshot_id = await recorded if recorded else None
-            failed = model_call_error(exc, f"; snapshot {snapshot_id} was kept" if recorded else "")
-            failure = {"model": ctx.model, "error": str(failed)}
-            export_turn(svc, assembled, failure, (assembled_at, model_at), snapshot_id, None)
-            raise failed from None
-        finally:
-            snapshot_id = await recorded if recorded else None
-    return _Answered(ctx, assembled, snapshot, snapshot_id, done, (assembled_at, model_at))
+
+    async def record(self, svc: TDAService, loaded: Loaded, answered: Answered) -> Any:
+        assert self.place is not None
+        return await _record(svc, loaded.data.session.id, self.conversation, self.place, answered)
+
+    async def keep_case(self, svc: TDAService, loaded: Loaded, answered: Answered, row: Any) -> str | None:
+        """In its session's scope; its answer may quote tool data when the conversation holds any."""
+        assert self.place is not None
+        from_tools = quotes_tools((*self.conversation.chat, *self.conversation.instructions))
+        query, answer = self.conversation.query.content, answered.done.text
+        return await keep_case(svc, loaded.data, self.place.turn, query, answer, row, from_tools=from_tools)
 
 
 async def _context(
@@ -326,9 +233,9 @@ async def _context(
     session: SessionRow | None,
     cutoff: Cutoff | None = None,
     turn: int | None = None,
-) -> Any:
-    """The assembly context of a call: the profile's modules and sources over the client's own conversation;
-    ``turn``: where the session placed the call (its snapshot's turn)."""
+) -> tuple[AssemblyContext, SessionData]:
+    """The assembly context of a call (the profile's modules and sources over the client's own conversation) and
+    its session's data; ``turn``: where the session placed the call (its snapshot's turn)."""
     if session is None:  # stateless: a session that exists only for this call (the scope of what it may see)
         session = SessionRow(id="", profile_id=profile.id, user_id=call.user or ANONYMOUS, created_at=_EPOCH)
     attachments = await svc.store.sessions.attachments(session.id) if session.id else []
@@ -355,21 +262,22 @@ async def _context(
     )
     if call.model and call.model != ctx.model:  # the client named another model: its own summaries too
         ctx = dataclasses.replace(ctx, summarizer=summarizer_for(svc.sources.summarizer, call.model, profile, session))
-    return await with_component_instructions(svc, ctx)
+    return await with_component_instructions(svc, ctx), data
 
 
 CUT_HEADER = "X-TDA-Cut"
 """The response header that says what the window left out of the client's conversation (see ``window_cut``)."""
 
 
-def window_cut(received: Sequence[Message], assembled: AssembledContext, tokens: TokenEstimator) -> dict[str, int]:
+def window_cut(conversation: Conversation, assembled: AssembledContext, tokens: TokenEstimator) -> dict[str, int]:
     """What the window did to the conversation the client sent (the ``usage.tda`` extension): its messages and
     tokens as received, the window's as sent, and how many of the client's messages were not sent as they came
     (left out, summarised, or cut: a message counts as sent only when it went byte for byte)."""
-    sent = Counter(_identity(Message.from_chat(m)) for m in assembled.messages)
+    sent = Counter(_key(Message.from_chat(m)) for m in assembled.messages)
+    received = (*conversation.instructions, *conversation.chat)
+    keys = (*(_key(m) for m in conversation.instructions), *_digests_of(conversation).keys)
     cut = 0
-    for m in received:
-        key = _identity(m)
+    for key in keys:
         if sent[key] > 0:
             sent[key] -= 1
         else:
@@ -395,10 +303,9 @@ def cut_header(result: Mapping[str, Any]) -> dict[str, str]:
 def _inputs(call: ClientCall, conversation: Conversation, place: _Place) -> dict[str, Any]:
     """What the snapshot keeps of the call: the conversation as sent (for replay, up to ``REPLAY_KEEPS`` messages),
     what was asked of the model besides the window, and where the call went in the session's record."""
-    kept = len(conversation.chat) <= REPLAY_KEEPS
     return {
         "instructions": [m.to_chat() for m in conversation.instructions],
-        "chat": [m.to_chat() for m in conversation.chat] if kept else None,
+        **_chat_inputs(conversation),
         "history": len(conversation.history),
         "user": call.user,
         "tools": [t.to_openai() for t in call.tools],
@@ -412,6 +319,28 @@ def _inputs(call: ClientCall, conversation: Conversation, place: _Place) -> dict
     }
 
 
+def _chat_inputs(conversation: Conversation) -> dict[str, Any]:
+    """How the snapshot keeps the conversation. A session's call repeats the conversation its previous call's
+    snapshot kept and adds a few messages: the snapshot names that one and keeps what is new (``chat_from``,
+    ``chat_tail``; the store puts the conversation back together when it reads the snapshot), with a whole copy
+    every ``WHOLE_COPY_EVERY`` snapshots. A whole copy in every snapshot made a call's cost grow with its session."""
+    chat, digests = conversation.chat, conversation.digests
+    if len(chat) > REPLAY_KEEPS:
+        return {"chat": None}
+    if digests is None or digests.base is None or not _chat_depth(conversation):
+        return {"chat": [m.to_chat() for m in chat]}
+    tail = [m.to_chat() for m in chat[digests.repeated :]]
+    return {"chat_from": {"snapshot_id": digests.base[0], "keep": digests.repeated}, "chat_tail": tail}
+
+
+def _chat_depth(conversation: Conversation) -> int:
+    """How many snapshots back the whole copy of the conversation its snapshot keeps is (0: that snapshot)."""
+    base = conversation.digests.base if conversation.digests is not None else None
+    return 0 if base is None or base[1] + 1 >= WHOLE_COPY_EVERY else base[1] + 1
+
+
+WHOLE_COPY_EVERY = 16
+"""A session's snapshots keep its conversation whole once in this many (the others name the one before them)."""
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 """The creation time of a stateless call's passing session (it has none; the case scope needs one)."""
 REPLAY_KEEPS = 1_000
@@ -440,7 +369,8 @@ async def replay_context(svc: TDAService, row: Any, profile: ProfileRow) -> Any:
         user=gateway.get("user"),
     )
     cutoff = Cutoff(row.turn, row.created_at, inputs["assembled_at"])
-    return await _context(svc, call, conversation, profile, session, cutoff, turn=row.turn)
+    ctx, _ = await _context(svc, call, conversation, profile, session, cutoff, turn=row.turn)
+    return ctx
 
 
 async def answered(svc: TDAService, row: Any) -> tuple[Message, ...]:
@@ -491,52 +421,21 @@ async def _step_replies(svc: TDAService, session_id: str, turn: int) -> dict[int
     return replies
 
 
-async def _call_model(
-    svc: TDAService, model: str, assembled: AssembledContext, call: ClientCall, upstream: Upstream
-) -> Completion:
-    """The model call at ``upstream``; ``max_tokens`` as ``max_tokens_for`` decides (the client's, else none
-    unless the window needs one)."""
-    return await svc.llm.complete(
-        model,
-        assembled.messages,
-        assembled.tools,
-        max_tokens=max_tokens_for(model, call.max_tokens, assembled.snapshot),
-        tool_choice=call.tool_choice if assembled.tools else None,
-        on_delta=call.on_delta,
-        params=call.params,
-        upstream=upstream,
-        cache_prefix=assembled.stable_messages,
-        anthropic_beta=call.anthropic_beta,
-        cache_ttl=call.cache_ttl,
-    )
-
-
 async def _record(
     svc: TDAService,
     session_id: str,
     conversation: Conversation,
     place: _Place,
-    done: Completion,
-    usage: tuple[int, int],
-    snapshot_id: int | None,
-    model: str,
+    answered: Answered,
 ) -> Any:
     """The call in the session's record: a new turn with the history it brought, or one more step of its turn.
     Returns the turn's row as it now is."""
+    done = answered.done
     reply = Message("assistant", done.text, turn=place.turn, tool_calls=tuple(done.tool_calls))
-    tokens = estimator_for(model)
+    tokens = estimator_for(answered.ctx.model)
     step_messages = conversation.continuation[_common(place.recorded, conversation.continuation) :]
     results = _results(conversation.continuation, step_messages)
-    step = {
-        "answer": done.text,
-        "plan": plan_of(done),
-        "outcome": "tool_calls" if done.tool_calls else "success",
-        "tokens_in": usage[0],
-        "tokens_out": usage[1],
-        "model": model,
-        "snapshot_id": snapshot_id,
-        "conversation_key": await _sized(digest, (*conversation.chat, reply)),
-    }
+    step = {**answered.step(), "conversation_key": _digests_of(conversation).with_reply(reply)}
     if place.new:
         messages = [*place.imported, conversation.query, *conversation.continuation, reply]
         fields = {
@@ -632,21 +531,104 @@ def _canonical(call: dict[str, Any]) -> dict[str, Any]:
     return {**call, "function": {**function, "arguments": arguments}}
 
 
-def digest(messages: Sequence[Message]) -> str:
-    h = hashlib.sha256()
-    for m in messages:
-        h.update(_identity(m))
+@dataclass(frozen=True)
+class Digests:
+    """A conversation digested message by message (``digested``): each message's key (the digest of its
+    ``_identity``) and the running digest after each, so that every digest a call needs (its request, the places
+    where an earlier turn may have ended, the conversation with its reply) is read, not computed again."""
+
+    messages: tuple[Message, ...]
+    keys: tuple[bytes, ...]
+    running: tuple[Any, ...]
+    """``running[i]``: the digest state after the first ``i`` messages (sha256 objects, never updated)."""
+    repeated: int = 0
+    """How many of the first messages repeat the conversation these digests went on from."""
+    base: tuple[int, int] | None = None
+    """The snapshot that kept that conversation, and how many snapshots back its whole copy is (None: unknown)."""
+    kept: tuple[int, int] | None = None
+    """The same of these messages, once a snapshot has kept them (``remember``)."""
+
+    def through(self, n: int) -> str:
+        """The digest of the first ``n`` messages."""
+        return str(self.running[n].hexdigest())
+
+    def turn_ends(self, n: int) -> dict[str, int]:
+        """The digest of every prefix of the first ``n`` messages that ends with an assistant reply -> the prefix's
+        length: the places where an earlier turn may have ended."""
+        return {self.through(i + 1): i + 1 for i in range(n) if self.messages[i].role == "assistant"}
+
+    def with_reply(self, reply: Message) -> str:
+        """The digest of the whole conversation followed by ``reply``."""
+        h = self.running[-1].copy()
+        h.update(_identity(reply))
         h.update(b"\x00")
-    return h.hexdigest()
+        return str(h.hexdigest())
 
 
-def prefix_digests(messages: Sequence[Message]) -> dict[str, int]:
-    """The digest of every prefix of ``messages`` that ends with an assistant reply -> the prefix's length: the
-    places where an earlier turn may have ended."""
-    h, found = hashlib.sha256(), {}
-    for i, m in enumerate(messages):
-        h.update(_identity(m))
+def digested(messages: Sequence[Message], seen: Digests | None = None) -> Digests:
+    """``messages`` digested, going on from ``seen`` (an earlier call's) for as long as they repeat its messages:
+    a session's next call sends the conversation it sent before and a few messages more, and only those are
+    hashed. The repeated messages are ``seen``'s own objects (equal to the ones sent), so what is cached per message
+    object (token counts) holds across the calls."""
+    same = 0
+    if seen is not None:
+        for a, b in zip(seen.messages, messages, strict=False):
+            if a is not b and a != b:
+                break
+            same += 1
+    keys = list(seen.keys[:same]) if seen else []
+    running = list(seen.running[: same + 1]) if seen else [hashlib.sha256()]
+    h = running[-1].copy()
+    for m in messages[same:]:
+        identity = _identity(m)
+        keys.append(hashlib.sha256(identity).digest())
+        h.update(identity)
         h.update(b"\x00")
-        if m.role == "assistant":
-            found[h.hexdigest()] = i + 1
-    return found
+        running.append(h.copy())
+    kept = (*seen.messages[:same], *messages[same:]) if seen else tuple(messages)
+    base = seen.kept if seen is not None and same else None
+    return Digests(kept, tuple(keys), tuple(running), same, base)
+
+
+SEEN_CONVERSATIONS = 32
+"""Conversations whose digests are kept for the next call (by session; a stateless client's by its profile and
+first message): each holds its messages, so a few dozen, of at most ``SEEN_MESSAGES`` messages."""
+SEEN_MESSAGES = 2_000
+"""A longer conversation is digested whole on every call rather than held in memory between calls."""
+_seen: BoundedCache[str, Digests] = BoundedCache(SEEN_CONVERSATIONS)
+
+
+async def with_digests(conversation: Conversation, key: str) -> Conversation:
+    """``conversation`` with its digests, computed from the conversation last seen under ``key``, and with that
+    conversation's message objects where it repeats them."""
+    seen = _seen.get(key)
+    digests = await _sized(lambda chat: digested(chat, seen), conversation.chat)
+    if len(digests.messages) <= SEEN_MESSAGES:
+        _seen.put(key, digests)
+    history, chat = len(conversation.history), digests.messages
+    return Conversation(conversation.instructions, chat[:history], chat[history], chat[history + 1 :], digests)
+
+
+def remember(session_id: str, conversation: Conversation, snapshot_id: int | None) -> None:
+    """The snapshot that kept the session's conversation: the session's next call's snapshot names it."""
+    digests = conversation.digests
+    if snapshot_id is None or digests is None or _seen.get(session_id) is not digests:
+        return
+    if len(conversation.chat) > REPLAY_KEEPS:  # that snapshot kept none of it
+        return
+    _seen.put(session_id, dataclasses.replace(digests, kept=(snapshot_id, _chat_depth(conversation))))
+
+
+def _stateless_key(profile: ProfileRow, conversation: Conversation) -> str:
+    """Where a stateless call's digests are kept: its profile and its first message (a client that sends its
+    conversation again finds them; two that share both only take turns replacing them)."""
+    first = conversation.chat[0]
+    return f"stateless\x00{profile.id}\x00{hashlib.sha256(_identity(first)).hexdigest()}"
+
+
+def _digests_of(conversation: Conversation) -> Digests:
+    return conversation.digests if conversation.digests is not None else digested(conversation.chat)
+
+
+def _key(m: Message) -> bytes:
+    return hashlib.sha256(_identity(m)).digest()

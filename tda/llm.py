@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import re
+import sys
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -38,7 +40,38 @@ def _litellm() -> Any:
     drop_litellm_tokenizer_copy(litellm.utils)
     litellm.suppress_debug_info = True
     litellm.telemetry = False
+    _send_messages_as_built()
     return litellm
+
+
+def _send_messages_as_built() -> None:
+    """Before an OpenAI-format request goes out, the OpenAI SDK (which litellm calls) walks every message against
+    its typed-dict annotations (``async_maybe_transform``): ~0.15 ms of CPU a message, the largest part of a
+    call's cost once a window is full. For a chat message the walk changes nothing (no message type has an alias
+    or a format: tests/test_llm_transform.py holds the SDK's own walk to that), so messages that are plain dicts,
+    as ``AssembledContext.messages`` are, go as they are, and the rest of the request is walked as before.
+
+    Set once the SDK's chat resources are loaded (a service that calls providers loads them at start-up; one that
+    answers with the mock model never does), and looked for again before each provider call until then."""
+    completions = sys.modules.get("openai.resources.chat.completions.completions")
+    if completions is None:  # not loaded (yet): nothing walks messages
+        return
+    walk = getattr(completions, "async_maybe_transform", None)
+    if walk is None:  # another SDK layout: it walks the messages as it always did
+        return
+    if getattr(walk, "messages_as_built", False):
+        return
+
+    async def transform(data: Any, expected_type: Any) -> Any:
+        messages = data.get("messages") if isinstance(data, dict) else None
+        if type(messages) is not list or not all(type(m) is dict for m in messages):
+            return await walk(data, expected_type)
+        body = await walk({**data, "messages": []}, expected_type)
+        body["messages"] = messages  # in its place: the walk keeps the keys' order
+        return body
+
+    transform.messages_as_built = True  # type: ignore[attr-defined]
+    setattr(completions, "async_maybe_transform", transform)  # noqa: B010  # a module found in sys.modules
 
 
 async def _litellm_loaded() -> Any:
@@ -53,6 +86,8 @@ def _warm_up(calls_providers: bool = False) -> None:
     litellm = _litellm()
     if calls_providers:  # the OpenAI SDK's client imports all its ~450 resource modules on first use, on the
         import openai.resources.chat  # noqa: F401  # event loop: the first real call took 2.1 s, 0.07 s after this
+
+        _send_messages_as_built()
     tool = {"type": "function", "function": {"name": "noop", "parameters": {"type": "object", "properties": {}}}}
     litellm.completion(
         model="gpt-4o",
@@ -458,6 +493,8 @@ class LLM:
             kwargs["max_tokens"] = capped_max_tokens(max_tokens, (model, *upstream.fallbacks))
         if self.mock:
             kwargs["mock_response"] = self.mock_reply(messages, tools)
+        else:
+            _send_messages_as_built()
         router = self._router(litellm, model, upstream)
         if on_delta is not None:
             return await self._streamed(litellm, router, kwargs, on_delta)
@@ -679,20 +716,57 @@ CUT_MARK = "[... earlier text cut to fit the model's window]\n"
 
 def newest_within(text: str, instruction: str, limit: int, tokens: TokenEstimator) -> str:
     """``text``, or its newest part behind ``CUT_MARK``, such that the prompt made of it is at most ``limit``
-    tokens as one message (whole lines where it can; the largest such suffix, found by bisection)."""
+    tokens as one message: the largest suffix that starts a line and fits, or, when not even the last line fits,
+    the largest suffix of that line that does.
+
+    Counted near the cut only: the lines are priced one by one from the end (each line's count is cached), and
+    exact counts of the whole prompt check the few starts around the estimate. Counting the whole text at every
+    step of a bisection tokenised a long transcript some twenty times per summary."""
 
     def size(body: str) -> int:
         return tokens.count_text_message(prompt_of(body, instruction), "user")
 
-    if size(text) <= limit:
+    starts = [0, *(m.end() for m in re.finditer("\n", text) if m.end() < len(text))]
+    lines = [text[a:b] for a, b in zip(starts, [*starts[1:], len(text)], strict=True)]
+
+    def fits(i: int) -> bool:  # the text from line ``i`` on fits (behind the mark unless it is the whole text)
+        return size(text if i == 0 else CUT_MARK + text[starts[i] :]) <= limit
+
+    # Price lines from the end: the estimate of where the cut goes, and whether the whole text may fit (a line's
+    # own count can exceed its share of the joined text's by a few tokens where tokens merge across lines).
+    mark, priced, guess, total = size(CUT_MARK), len(lines), len(lines), 0
+    while priced > 0 and total <= limit + 4 * len(lines):
+        total += tokens.count(lines[priced - 1])
+        priced -= 1
+        if total <= limit - mark:
+            guess = priced
+    if priced == 0 and total <= limit + 4 * len(lines) and fits(0):
         return text
-    lo, hi = 0, len(text)  # the smallest start whose suffix fits (hi always fits: the empty suffix, or nothing does)
+    first = _first_fitting(fits, max(guess, 1), len(lines), lo=1)
+    if first < len(lines):
+        return CUT_MARK + text[starts[first] :]
+    last = starts[-1] if lines else 0  # not even the last line fits: the largest suffix of it that does
+    lo, hi = last, len(text)
     while lo < hi:
         mid = (lo + hi) // 2
         if size(CUT_MARK + text[mid:]) <= limit:
             hi = mid
         else:
             lo = mid + 1
-    line = text.find("\n", lo)
-    start = line + 1 if 0 <= line < len(text) - 1 and size(CUT_MARK + text[line + 1 :]) <= limit else lo
-    return CUT_MARK + text[start:]
+    return CUT_MARK + text[lo:]
+
+
+def _first_fitting(fits: Callable[[int], bool], guess: int, n: int, lo: int = 0) -> int:
+    """The smallest ``i`` in ``[lo, n)`` with ``fits(i)`` (which holds from some point on), or ``n``: a bisection
+    that tries ``guess`` and its neighbours first (an estimate from the lines' own counts is rarely further off)."""
+    hi, probes = n, [guess, guess - 1, guess + 1]
+    while lo < hi:
+        probe = next((p for p in probes if lo <= p < hi), None)
+        mid = probe if probe is not None else (lo + hi) // 2
+        if probe is not None:
+            probes.remove(probe)
+        if fits(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo

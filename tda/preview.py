@@ -10,7 +10,7 @@ from components.context_window.window_type import ContextWindowType
 
 from .attribution import attribution
 from .sources import build_context
-from .turns import with_component_instructions
+from .turn_pipeline import with_component_instructions
 
 if TYPE_CHECKING:
     from .service import TDAService

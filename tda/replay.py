@@ -11,7 +11,7 @@ from components.context_window.snapshot import ContextWindowSnapshot
 from .errors import Conflict, NotFound
 from .gateway import replay_context
 from .sources import Cutoff, aware_utc, build_context, input_hashes
-from .turns import with_component_instructions
+from .turn_pipeline import with_component_instructions
 
 if TYPE_CHECKING:
     from components.context_window.base import AssemblyContext

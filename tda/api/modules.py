@@ -12,7 +12,7 @@ from ..auth import actor, require
 from ..errors import Conflict, Invalid, NotFound
 from ..security import check_install_source
 from ..service import TDAService, service
-from ..turns import resolve_type
+from ..turn_pipeline import resolve_type
 from .schemas import InstallIn, PurgeIn
 
 bp = Blueprint("modules", __name__, url_prefix="/v1/context-window")

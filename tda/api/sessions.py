@@ -18,7 +18,8 @@ from ..recall.messages import forget_history, index_after
 from ..service import service
 from ..store.profiles import profile_dict
 from ..store.sessions import attachment_dict, message_dict, session_dict, snapshot_dict, turn_dict
-from ..turns import STEPS, answer_tool_calls, record_snapshot, resolve_type, run_turn
+from ..turn_pipeline import STEPS, record_snapshot, resolve_type
+from ..turns import answer_tool_calls, run_turn
 from .common import check_same_as_stored
 from .profiles import check_limit_lowers
 from .schemas import (

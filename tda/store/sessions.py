@@ -9,6 +9,7 @@ from typing import Any, NamedTuple
 
 from sqlalchemy import BigInteger, Row, bindparam, exists, func, insert, or_, select, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm.attributes import set_committed_value
 
 from components.context_window.base import Message
 from components.context_window.token_estimator import counts_to_store
@@ -596,6 +597,8 @@ class SessionStore:
         )
         async with self.db.read() as s:
             rows = [(r[0], r[1]) for r in (await s.execute(query)).all()]
+            for row, _ in rows:
+                set_committed_value(row, "inputs", await _with_chat(s, row.inputs))
         return [(row, labels) for row, labels in rows if "library" not in row.inputs]
 
     async def purge_memory(self, session_id: str, actor: str) -> dict[str, int]:
@@ -672,8 +675,9 @@ class SessionStore:
     async def snapshot(self, snapshot_id: int) -> SnapshotRow:
         async with self.db.read() as s:
             row = await s.get(SnapshotRow, snapshot_id)
-        if row is None:
-            raise NotFound(f"no snapshot {snapshot_id}")
+            if row is None:
+                raise NotFound(f"no snapshot {snapshot_id}")
+            set_committed_value(row, "inputs", await _with_chat(s, row.inputs))
         return row
 
     async def turn_snapshot_inputs(self, session_id: str, turn: int) -> list[tuple[int, dict[str, Any]]]:
@@ -684,7 +688,7 @@ class SessionStore:
             .order_by(SnapshotRow.id)
         )
         async with self.db.read() as s:
-            return [(int(i), inputs) for i, inputs in (await s.execute(query)).all()]
+            return [(int(i), await _with_chat(s, inputs)) for i, inputs in (await s.execute(query)).all()]
 
     async def model_calls_of_profile(self, profile_id: str) -> list[tuple[str, dict[str, Any] | None]]:
         """(session id, ``model_call``) of each snapshot of the profile's sessions, oldest first: only that part of
@@ -731,6 +735,29 @@ class SessionStore:
             return list((await s.scalars(query)).all())
 
 
+async def _with_chat(s: AsyncSession, inputs: Any) -> Any:
+    """A chat client's snapshot ``inputs`` with its conversation whole (``inputs.gateway.chat``): a snapshot that
+    names the one before it (``chat_from``: its id and how many of its messages this conversation repeats, then
+    ``chat_tail``, the messages after them) is put together from the chain back to a whole copy (tda/gateway.py
+    keeps one every few snapshots). None when a link is gone: the conversation was not kept."""
+    gateway = inputs.get("gateway") if isinstance(inputs, dict) else None
+    if not isinstance(gateway, dict) or "chat_from" not in gateway:
+        return inputs
+    links: list[tuple[int, list[Any]]] = []
+    at = gateway
+    while isinstance(at.get("chat_from"), dict) and len(links) <= CHAT_LINKS:
+        links.append((int(at["chat_from"]["keep"]), at.get("chat_tail") or []))
+        before = await s.scalar(select(SnapshotRow.inputs).where(SnapshotRow.id == at["chat_from"]["snapshot_id"]))
+        at = (before or {}).get("gateway") or {}
+    chat = at.get("chat") if "chat_from" not in at else None
+    for keep, tail in reversed(links):
+        chat = None if chat is None else [*chat[:keep], *tail]
+    kept = {k: v for k, v in gateway.items() if k not in ("chat_from", "chat_tail")}
+    return {**inputs, "gateway": {**kept, "chat": chat}}
+
+
+CHAT_LINKS = 64
+"""The longest chain of snapshots followed back to a whole copy of a conversation (tda/gateway.py makes 16)."""
 SEARCH_TURNS = 5_000
 """A search lists at most this many matching turns (a page of sessions never needs more)."""
 

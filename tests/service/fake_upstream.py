@@ -19,6 +19,8 @@ class Received:
     path: str
     headers: dict[str, str]
     body: dict[str, Any]
+    raw: bytes = b""
+    """The body as it came over the wire."""
 
 
 @dataclass
@@ -53,7 +55,7 @@ def _handler(fake: FakeUpstream) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             body = json.loads(raw or b"{}")
-            fake.received.append(Received(self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+            fake.received.append(Received(self.path, {k.lower(): v for k, v in self.headers.items()}, body, raw))
             model = str(body.get("model", ""))
             scripted = fake.failures.get(model)
             status = 500 if model in fake.always_failing else (scripted.pop(0) if scripted else 200)

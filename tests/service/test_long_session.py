@@ -20,7 +20,7 @@ import pytest
 
 from components.context_window.recall.messages import SessionRecall
 from tda.config import Settings
-from tests.agent_session import SYSTEM, TOOLS, tool_loop, turn_messages
+from tests.agent_session import SYSTEM, TOOLS, call_id, orders, tool_call, tool_loop, turn_messages
 from tests.service.fake_upstream import FakeUpstream, fake_upstream
 from tests.service.served_app import App, served
 
@@ -104,6 +104,33 @@ async def test_the_long_session_gets_a_full_stable_provider_ready_window_and_the
 
     for raw, received, body in zip(replies, tool_loop(60), (step1, step2), strict=True):
         _assert_told(raw, received, body)
+
+
+async def test_the_second_step_of_a_turn_sends_the_first_as_it_was(setup: Setup):
+    """Issue 32's item 2: the provider's prompt cache holds within a turn. While the tool loop fits the room the
+    first step's window left (here a 40-row result, ~2,000 tokens), step 2's request goes out with step 1's
+    messages byte for byte (the history part, then the query), and its tool call and result after them. (A loop
+    larger than that room is made room for from the end of the history part: the test above.)"""
+    step1 = tool_loop(60)[0]
+    call = {"role": "assistant", "content": None, "tool_calls": [tool_call(61)]}
+    step2 = [*step1, call, {"role": "tool", "tool_call_id": call_id(61), "content": orders(61, rows=40)}]
+    client = setup.app.sdk(**{"X-TDA-Profile": "agent", "X-TDA-Session": "long-steps"})
+    for messages in (step1, step2):
+        await client.chat.completions.create(model="tda", messages=messages, tools=TOOLS)  # type: ignore[arg-type]
+    first, second = [r for r in setup.profile_upstream.received if r.body.get("tools")]
+    end = _end_of_messages(first.raw)
+    assert second.raw[:end] == first.raw[:end]
+    assert second.raw[end : end + 1] == b","  # more messages follow: the step's own
+    assert second.body["messages"][len(first.body["messages"]) :] == [_as_sent(m) for m in step2[-2:]]
+
+
+def _end_of_messages(raw: bytes) -> int:
+    """Where the last message of a request body's ``messages`` array ends (its closing bracket's offset)."""
+    text = raw.decode()
+    start = text.index("[", text.index('"messages"'))
+    _, end = json.JSONDecoder().raw_decode(text, start)
+    assert text[end - 1] == "]"
+    return len(text[: end - 1].encode())
 
 
 async def test_a_stateless_client_a_new_session_and_a_retry_see_the_same_windows(setup: Setup):

@@ -1,0 +1,66 @@
+"""The gateway's conversation digests, computed once per call and carried over from a session's previous call:
+always the digests of the conversation as sent, whatever the previous call sent (an independent sha256 over each
+message's canonical JSON is the oracle)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from components.context_window.base import Message
+from tda.gateway import digested
+
+ROLES = st.sampled_from(["user", "assistant", "tool"])
+TEXT = st.text(alphabet='ab \n{}"é', max_size=6)
+
+
+@st.composite
+def messages(draw: st.DrawFn) -> Message:
+    role = draw(ROLES)
+    if role == "tool":
+        return Message("tool", draw(TEXT), tool_call_id=draw(st.sampled_from(["c1", "c2"])))
+    if role == "assistant" and draw(st.booleans()):
+        arguments = json.dumps({"q": draw(TEXT)})
+        call = {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": arguments}}
+        return Message("assistant", draw(TEXT), tool_calls=(call,))
+    return Message(role, draw(TEXT))
+
+
+def oracle(chat: list[Message]) -> str:
+    """sha256 over each message's role, content, calls (arguments parsed), call id and name as sorted JSON, each
+    followed by a NUL: the digest the session records (what stored sessions were keyed by)."""
+    h = hashlib.sha256()
+    for m in chat:
+        calls = [
+            {**c, "function": {**c["function"], "arguments": json.loads(c["function"]["arguments"])}}
+            for c in m.to_chat().get("tool_calls", [])
+        ] or None
+        row = [m.role, m.content, calls, m.tool_call_id, m.name]
+        h.update(json.dumps(row, ensure_ascii=False, separators=(",", ":"), sort_keys=True).encode())
+        h.update(b"\x00")
+    return h.hexdigest()
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(messages(), max_size=8), st.lists(messages(), max_size=8), st.lists(messages(), max_size=8))
+def test_digests_carried_over_are_those_of_the_conversation_sent(
+    shared: list[Message], before: list[Message], after: list[Message]
+) -> None:
+    earlier = digested([*shared, *before])
+    sent = [Message.from_chat(m.to_chat()) for m in (*shared, *after)]  # new objects, as a new request parses them
+    carried, fresh = digested(sent, earlier), digested(sent)
+    assert carried.keys == fresh.keys
+    assert carried.messages == tuple(sent)
+    for n in range(len(sent) + 1):
+        assert carried.through(n) == fresh.through(n) == oracle(sent[:n])
+    ends = {oracle(sent[: i + 1]): i + 1 for i, m in enumerate(sent) if m.role == "assistant"}
+    assert carried.turn_ends(len(sent)) == ends
+    reply = Message("assistant", "done")
+    assert carried.with_reply(reply) == oracle([*sent, reply])
+    # The repeated messages are the earlier call's own objects (their per-object caches hold).
+    repeated = next((i for i, (a, b) in enumerate(zip(earlier.messages, sent, strict=False)) if a != b), None)
+    repeated = min(len(earlier.messages), len(sent)) if repeated is None else repeated
+    assert all(carried.messages[i] is earlier.messages[i] for i in range(repeated))
