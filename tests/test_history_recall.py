@@ -522,3 +522,17 @@ async def test_a_speaker_given_as_the_messages_name_is_not_what_a_question_is_se
     ]
     index = (await SessionRecall().sync(Session("named", messages=named))).focus("What did Theo name his greyhound?")
     assert "Theo" not in index and "greyhound" in index
+
+
+async def test_a_question_about_someone_never_mentioned_recalls_nothing_and_says_so(history):
+    """Abstention: nothing earlier names Dmitri, so nothing is recalled by relevance (the words "dog" and "adopted"
+    would have found the planted fact); the newest turns are the same as for an answerable question."""
+    messages = planted()
+    asked = module_ctx(make_ctx(messages=messages, query="What kind of dog did Margot adopt?"), config=RECALL)
+    question = "What kind of dog did my neighbour Dmitri adopt?"
+    unknown = module_ctx(make_ctx(messages=messages, query=question), config=RECALL)
+    answered, abstained = await history.contribute(1_500, asked), await history.contribute(1_500, unknown)
+    assert abstained.metadata["recall_reason"] == "nothing relevant found: no earlier message mentions Dmitri"
+    assert abstained.metadata["relevant_tokens"] == 0 and answered.metadata["relevant_tokens"] > 0
+    assert FACT not in [m.content for m in abstained.messages()]
+    assert window_parts(abstained.messages())[0] == window_parts(answered.messages())[0]  # the newest turns, unchanged

@@ -8,6 +8,9 @@ A pure module (numpy and a stemmer; no tda, database or web imports). The pieces
 * ``VectorIndex`` / ``dense_scores``: cosine similarity through the component's ``Embedder`` protocol.
 * ``fuse``: reciprocal-rank fusion of the lexical and dense rankings, with a relevance ``Floor`` that can leave
   nothing, and then says why in ``Ranking.reason`` (what the snapshot shows).
+* ``Evidence`` / ``abstention``: whether a query has evidence among the candidates at all (a clear outlier in meaning,
+  measured against the candidates' own score distribution, or a candidate holding the weight of its rare words),
+  calibrated per embedder (``evidence_for``); and the z-score floor a candidate needs to enter the dense ranking.
 * ``pack``: greedy budget packing down the ranking. Its depth is the budget's, not a fixed k: it goes on while
   budget is left and ranked candidates remain, skipping one that does not fit and taking the next that does.
 * ``select``: all of it for a list of ``Candidate`` s, returning a ``Selection`` in conversation/document order.
@@ -81,6 +84,10 @@ class BM25Index:
     def __len__(self) -> int:
         return len(self._lengths)
 
+    def __contains__(self, term: object) -> bool:
+        """Whether some text holds ``term`` (a stem, as ``terms`` gives it)."""
+        return term in self._postings
+
     def add(self, texts: Sequence[str]) -> None:
         """Index ``texts`` after those already held."""
         for text in texts:
@@ -137,6 +144,20 @@ class BM25Index:
             idf = math.log(1 + (count - len(rows) + 0.5) / (len(rows) + 0.5))
             out[rows] += idf * tf * (self.k1 + 1) / (tf + norm[rows])
         return out
+
+    def coverage(self, query_terms: Sequence[str], n: int | None = None) -> np.ndarray:
+        """The share of the query's idf weight each of the first ``n`` texts holds (0..1): a text holding the query's
+        rare words scores near 1, one holding only its common words near 0. A term no text holds weighs the most."""
+        n = len(self) if n is None else min(n, len(self))
+        out = np.zeros(n, dtype=np.float64)
+        total = 0.0
+        for term in set(query_terms):
+            idf = self.idf(term)
+            total += idf
+            if term in self._postings:
+                rows = self._posting_arrays(term)[0]
+                out[rows[rows < n]] += idf
+        return out / total if total else out
 
     def _mask(self, among: np.ndarray) -> np.ndarray:
         mask = np.zeros(len(self), dtype=bool)
@@ -353,6 +374,86 @@ def floor_reason(lexical: np.ndarray | None, dense: np.ndarray | None, floor: Fl
 
 def _empty(lexical: np.ndarray | None, dense: np.ndarray | None, reason: str) -> Ranking:
     return Ranking(np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.float64), lexical, dense, reason)
+
+
+# ---------------------------------------------------------------------------------------------
+# Abstention: is there evidence at all?
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """When a query has evidence among the candidates, and which candidates count, for one embedder.
+
+    Absolute cosine is not the signal: an unanswerable question's best cosine (0.22-0.48 with MiniLM on
+    bench/conversation_data.py) overlaps an answerable one's (0.32-0.86). What separates them better is how far the
+    best candidate stands out from the rest *for this query*: its z-score over every candidate's cosine. A query has
+    evidence when its best candidate is an outlier in meaning (``min_outlier_z``) or holds at least
+    ``min_coverage`` of the query's idf weight (its rare words). Among the candidates of a query that has evidence, one
+    enters the dense ranking only when its z-score is at least ``keep_z`` (None: every candidate), so packing stops
+    where the ranking turns to noise instead of filling the room with it."""
+
+    min_outlier_z: float
+    min_coverage: float
+    keep_z: float | None
+
+
+EVIDENCE = {
+    "hashing": Evidence(min_outlier_z=3.0, min_coverage=0.10, keep_z=None),
+    "": Evidence(min_outlier_z=3.5, min_coverage=0.15, keep_z=0.5),
+}
+"""Calibrated on bench/conversation_data.py's four chats (1,658 messages, 192 questions; docs/knowledge.md,
+"Abstention"): values that cost no answerable question its abstention, and 2 of 138 one evidence message through
+``keep_z``. The hashing embedder's cosines are words in disguise: its dense signal is weak and not floored. Keyed by a
+word of the embedder's ``vector_space``; "" is every other (neural) embedder, calibrated on MiniLM."""
+
+
+def evidence_for(embedder: Any) -> Evidence:
+    """The ``Evidence`` calibrated for ``embedder`` (None: words only, the default's thresholds for them)."""
+    space = "" if embedder is None else str(getattr(embedder, "vector_space", "") or type(embedder).__name__).lower()
+    return next((e for key, e in EVIDENCE.items() if key and key in space), EVIDENCE[""])
+
+
+MIN_SPREAD = 1e-6
+"""Cosines spread less than this (standard deviation) are all alike: none stands out."""
+
+
+def z_scores(dense: np.ndarray) -> np.ndarray:
+    """Each cosine's distance from the mean of the candidates' cosines, in standard deviations (0 when all agree).
+    Candidates without a vector (scored -1) are left out of the mean and scored -inf."""
+    held = dense > -1
+    out = np.full(len(dense), -np.inf)
+    if held.sum() < 2:
+        return np.where(held, 0.0, out)
+    mean, std = float(dense[held].mean()), float(dense[held].std())
+    out[held] = (dense[held] - mean) / std if std >= MIN_SPREAD else 0.0
+    return out
+
+
+def abstention(evidence: Evidence, coverage: np.ndarray, dense: np.ndarray | None) -> str | None:
+    """Why the candidates hold no evidence for the query (None: they may). With dense scores: neither a clear outlier
+    in meaning nor a candidate holding the query's rare words. Without: no candidate holding any of its words."""
+    best_coverage = float(coverage.max(initial=0.0))
+    if dense is None or not len(dense):
+        return None if best_coverage > 0 else "nothing relevant found: no earlier message shares a word with the query"
+    best_z = float(z_scores(dense).max(initial=0.0))
+    if best_z >= evidence.min_outlier_z or best_coverage >= evidence.min_coverage:
+        return None
+    return (
+        f"nothing relevant found: no earlier message stands out in meaning (the best is {best_z:.1f} standard "
+        f"deviations above the rest, evidence from {evidence.min_outlier_z:.1f}) or holds the query's rare words "
+        f"(at most {best_coverage:.0%} of their weight, evidence from {evidence.min_coverage:.0%})"
+    )
+
+
+def dense_floor(evidence: Evidence, dense: np.ndarray | None) -> Floor:
+    """The ``Floor`` for a query that has evidence: the cosine at ``keep_z`` standard deviations above the mean."""
+    if dense is None or evidence.keep_z is None or not len(dense):
+        return Floor()
+    held = dense[dense > -1]
+    if len(held) < 2 or held.std() < MIN_SPREAD:  # no spread, no outlier: every candidate enters
+        return Floor()
+    return Floor(min_dense=float(held.mean() + evidence.keep_z * held.std()))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -40,7 +40,18 @@ from ..base import (
     pages_newest_first,
 )
 from ..phases import visible
-from ..relevance import RRF_K, BM25Index, VectorIndex, fuse, terms
+from ..relevance import (
+    RRF_K,
+    BM25Index,
+    Evidence,
+    Floor,
+    VectorIndex,
+    abstention,
+    dense_floor,
+    evidence_for,
+    fuse,
+    terms,
+)
 from ..session_cache import BoundedCache
 
 EMBED_CHARS = 2_000
@@ -331,15 +342,24 @@ class HistoryIndex:
         query_vector: Sequence[float] | np.ndarray | None,
         before: int,
         weights: tuple[float, float] = WEIGHTS,
+        evidence: Evidence | None = None,
     ) -> tuple[np.ndarray, np.ndarray, str, str | None]:
         """Positions of the messages before ``before``, best first, with fused scores, the method and (when nothing
         ranks) the reason. Messages no signal ranks are left out (and the exchanges of the best hits come with them).
-        The last result is kept: a turn asks again when the history gets more room (the surplus pass)."""
+        With ``evidence``, nothing ranks when the query has no evidence among them, and a message enters the dense
+        ranking only above its z-score floor (see ``Evidence``). The last result is kept: a turn asks again when the
+        history gets more room (the surplus pass)."""
         vector = None if query_vector is None else np.asarray(query_vector, dtype=np.float32).tobytes()
-        key = (query, vector, before, len(self.messages), self._vectored, weights)
+        key = (query, vector, before, len(self.messages), self._vectored, weights, evidence)
         if self._rank_cache is None or self._rank_cache[0] != key:
-            self._rank_cache = (key, self._rank(query, query_vector, before, weights))
+            self._rank_cache = (key, self._rank(query, query_vector, before, weights, evidence))
         return self._rank_cache[1]
+
+    def unknown_names(self, query: str, n: int) -> list[str]:
+        """The names ``query`` asks about that none of the first ``n`` messages mentions ("What is my neighbour
+        Dmitri's dog called?" in a chat that never names a Dmitri): nothing earlier is about them."""
+        names = dict.fromkeys(_NAME.findall(query))
+        return [name for name in names if terms(name) and not self.lexical.coverage(terms(name), n).any()]
 
     def _rank(
         self,
@@ -347,13 +367,21 @@ class HistoryIndex:
         query_vector: Sequence[float] | np.ndarray | None,
         before: int,
         weights: tuple[float, float],
+        evidence: Evidence | None,
     ) -> tuple[np.ndarray, np.ndarray, str, str | None]:
         n = min(before, len(self.messages))
         if n <= 0:
             return np.zeros(0, np.intp), np.zeros(0), "none", "no earlier messages"
         lexical = self.lexical_scores(query)[:n]
         dense = self.dense_scores(query_vector, n) if query_vector is not None else None
-        ranking = fuse(lexical=lexical, dense=dense, weights=weights if dense is not None else (1.0, 1.0))
+        method = "+".join(name for name, s in (("lexical", lexical), ("dense", dense)) if s is not None)
+        floor = Floor()
+        if evidence is not None:
+            reason = self._abstention(query, evidence, dense, n)
+            if reason is not None:
+                return np.zeros(0, np.intp), np.zeros(0), method, reason
+            floor = dense_floor(evidence, dense)
+        ranking = fuse(lexical=lexical, dense=dense, weights=weights if dense is not None else (1.0, 1.0), floor=floor)
         if not len(ranking):
             return ranking.positions, ranking.scores, ranking.method, ranking.reason
         fused = np.zeros(n)
@@ -366,6 +394,13 @@ class HistoryIndex:
         positions = np.flatnonzero(scores > 0)
         positions = positions[np.lexsort((-positions, -scores[positions]))]
         return positions, scores[positions], ranking.method, None
+
+    def _abstention(self, query: str, evidence: Evidence, dense: np.ndarray | None, n: int) -> str | None:
+        """Why none of the first ``n`` messages is evidence for ``query`` (None: some may be)."""
+        unknown = self.unknown_names(query, n)
+        if unknown:
+            return f"nothing relevant found: no earlier message mentions {', '.join(unknown)}"
+        return abstention(evidence, self.lexical.coverage(terms(query), n), dense)
 
     def _second_hop(self, query: str, best: np.ndarray, n: int) -> np.ndarray | None:
         """Messages ranked by words for the query plus the names the ``best`` messages bring in (a person or place
@@ -435,8 +470,12 @@ class SessionRecall:
         stored: PartVectors | None = None,
         vectors_wait_s: float = VECTORS_WAIT_S,
         outlive_calls: bool = True,
+        evidence: Evidence | None = None,
     ) -> None:
         self.embedder = embedder
+        self.evidence = evidence or evidence_for(embedder)
+        """When a query has evidence among the older messages at all (calibrated for ``embedder``): recall returns
+        nothing, and says why, for a question nothing earlier answers."""
         self.vectors_wait_s = vectors_wait_s
         """How long recall waits for a vectors job under way before ranking by words (see ``VECTORS_WAIT_S``)."""
         self.outlive_calls = outlive_calls
@@ -460,7 +499,13 @@ class SessionRecall:
         """A recall whose one index serves one call and goes with it (``outlive_calls`` False: a stateless chat's
         conversation), sharing this recall's embedder and its vectors by text: a client sending its conversation
         again, one message longer, is not embedded again."""
-        one = SessionRecall(self.embedder, max_sessions=1, vectors_wait_s=self.vectors_wait_s, outlive_calls=False)
+        one = SessionRecall(
+            self.embedder,
+            max_sessions=1,
+            vectors_wait_s=self.vectors_wait_s,
+            outlive_calls=False,
+            evidence=self.evidence,
+        )
         one._vectors, one._queries = self._vectors, self._queries
         return one
 
@@ -665,7 +710,7 @@ class SessionRecall:
         index = await self._synced(session)
         query = index.focus(query)
         query_vector = await self._query_vector(index, query, min(before, len(index)))
-        positions, scores, method, reason = index.rank(query, query_vector, before)
+        positions, scores, method, reason = index.rank(query, query_vector, before, evidence=self.evidence)
         ranking = collect_units(index, positions, scores, method, reason, session.phase, enough_tokens)
         return dataclasses.replace(ranking, pending=len(index) - index.vectored) if self.embedder else ranking
 
