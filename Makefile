@@ -57,9 +57,11 @@ bench: $(STAMP)
 	$(BIN)/python bench/recall_bench.py --speed
 	$(BIN)/python bench/projects_bench.py
 	$(BIN)/python bench/conversation_bench.py
+	$(BIN)/python bench/demo_turn_bench.py
 	$(BIN)/python bench/long_session_bench.py
 	$(BIN)/python bench/launch_bench.py
 	$(BIN)/python bench/in_process_bench.py
+	$(BIN)/python bench/unsent_bench.py
 	$(BIN)/python bench/big_request_bench.py
 	$(BIN)/python bench/experiment_bench.py
 

@@ -2,9 +2,10 @@
 
 A real server (`tda serve`: hypercorn, SQLite, the mock model, TDA_EMBEDDER=hashing) runs in a child process on
 127.0.0.1. One client posts a chat completion of MESSAGES messages (about 5 MB of JSON; stateless, then recorded in a
-session with ``X-TDA-Session``) while another asks ``GET /healthz`` every PROBE_EVERY_S. The figure is the slowest
-/healthz answer during the big request (target: under 100 ms), next to the big request's own time and /healthz's
-median with nothing in flight. Run with `python bench/big_request_bench.py`; BENCH_MESSAGES=n changes the size.
+session with ``X-TDA-Session``) while another asks ``GET /healthz`` every PROBE_EVERY_S. The figures are /healthz's
+p99 and slowest answer during the big request (target: p99 under 100 ms), next to the big request's own time and
+/healthz's median with nothing in flight. Run with `python bench/big_request_bench.py`; BENCH_MESSAGES=n changes the
+size.
 """
 
 from __future__ import annotations
@@ -63,6 +64,12 @@ async def probe(client: httpx.AsyncClient, stop: asyncio.Event) -> list[float]:
     return times
 
 
+def percentile(values: list[float], p: float) -> float:
+    """The ``p``th percentile, nearest rank (with under 100 probes, p99 is the slowest)."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, -(-len(ordered) * p // 100) - 1))]
+
+
 async def measure(base: str, token: str, body: bytes, headers: dict[str, str]) -> dict[str, float]:
     async with (
         httpx.AsyncClient(base_url=base, timeout=600) as big,
@@ -86,9 +93,15 @@ async def measure(base: str, token: str, body: bytes, headers: dict[str, str]) -
         "request_s": round(took, 2),
         "healthz_idle_p50_ms": round(statistics.median(idle), 1),
         "healthz_busy_max_ms": round(max(busy), 1),
+        "healthz_busy_p99_ms": round(percentile(busy, 99), 1),
         "healthz_busy_p50_ms": round(statistics.median(busy), 1),
         "probes": len(busy),
     }
+
+
+async def client_post(base: str, token: str, body: dict[str, object]) -> httpx.Response:
+    async with httpx.AsyncClient(base_url=base, timeout=600) as client:
+        return await client.post("/v1/chat/completions", json=body, headers={"Authorization": f"Bearer {token}"})
 
 
 async def main() -> None:
@@ -114,12 +127,16 @@ async def main() -> None:
                     except httpx.TransportError:
                         pass
                     await asyncio.sleep(0.1)
+            # A small chat first: what the first call of a process costs (litellm builds its validators on its first
+            # completion) is not the big request's.
+            warm = await client_post(base, token, {"model": "tda", "messages": conversation(3)})
+            assert warm.status_code == 200, warm.text[:500]
             body = json.dumps({"model": "tda", "messages": conversation(MESSAGES)}).encode()
             print(f"{MESSAGES:,} messages, {len(body) / 1e6:.1f} MB of JSON")
             for name, headers in (("stateless", {}), ("session", {"X-TDA-Session": "big"})):
                 figures = await measure(base, token, body, headers)
-                verdict = "ok" if figures["healthz_busy_max_ms"] < TARGET_MS else "OVER TARGET"
-                print(f"{name}: {json.dumps(figures)} (target: /healthz under {TARGET_MS:g} ms) {verdict}")
+                verdict = "ok" if figures["healthz_busy_p99_ms"] < TARGET_MS else "OVER TARGET"
+                print(f"{name}: {json.dumps(figures)} (target: /healthz p99 under {TARGET_MS:g} ms) {verdict}")
         finally:
             server.terminate()
             server.wait(30)

@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
-from bench.conversation_data import KINDS, Conversation, conversations  # noqa: E402
+from bench.conversation_data import KINDS, UNANSWERABLE, Conversation, conversations  # noqa: E402
 from bench.recall_bench import in_window, packed_in_rank_order  # noqa: E402
 from components.context_window.base import Message  # noqa: E402
 from components.context_window.relevance import BM25Index, fuse, unit_rows  # noqa: E402
@@ -66,7 +66,12 @@ class Cell:
     history_tokens: list[int] = field(default_factory=list)
     window_tokens: list[int] = field(default_factory=list)
     recalled_tokens: list[int] = field(default_factory=list)
+    """History tokens recall added beyond the newest turns (by relevance, then the newest older turns filling up)."""
+    relevant_tokens: list[int] = field(default_factory=list)
+    """Of those, the tokens recalled by relevance."""
     said_nothing: int = 0
+    recall_ran: int = 0
+    """Questions recall searched for (not held back: the whole history fit, or the newest turns served)."""
 
 
 class Hybrid:
@@ -142,7 +147,9 @@ async def run(data: list[Conversation], folder: Path) -> dict[tuple[str, int, st
                         cell.history_tokens.append(used)
                         cell.window_tokens.append(int(snapshot["total_used"]))
                         cell.recalled_tokens.append(int(meta.get("recalled_tokens", 0)))
+                        cell.relevant_tokens.append(int(meta.get("relevant_tokens", meta.get("recalled_tokens", 0))))
                         cell.said_nothing += "nothing relevant" in str(meta.get("recall_reason", ""))
+                        cell.recall_ran += meta.get("recall") not in (None, "held back")
                         cell.tda += all(in_window(window, e) for e in evidence)
                         chosen = hybrid.packed(question.text, used)
                         cell.hybrid += all(i in chosen for i in question.evidence)
@@ -160,34 +167,42 @@ def _pct(part: int, whole: int) -> str:
 def report(cells: dict[tuple[str, int, str], Cell], data: list[Conversation], seconds: float) -> None:
     sizes = ", ".join(f"{c.name} ({len(c.messages)} messages)" for c in data)
     print(f"Long-conversation bench: {sizes}; embedder {EMBEDDER}; {seconds:.0f} s\n")
-    answerable = [k for k in KINDS if k != "unanswerable"]
+    answerable = [k for k in KINDS if k not in UNANSWERABLE]
     print("Recall, tda / hybrid (same history tokens), per type, limit and question kind:\n")
-    print("| type | limit | " + " | ".join(answerable) + " | all | history tokens | window tokens |")
-    print("|---|---:|" + "---:|" * (len(answerable) + 3))
+    print(
+        "| type | limit | " + " | ".join(answerable) + " | all | recalled by relevance | history tokens | "
+        "window tokens |"
+    )
+    print("|---|---:|" + "---:|" * (len(answerable) + 4))
     for type_id in TYPES:
         for limit in LIMITS:
-            row, tda, hybrid, asked, hist, win = [], 0, 0, 0, [], []
+            row, tda, hybrid, asked, hist, win, relevant = [], 0, 0, 0, [], [], []
             for kind in answerable:
                 c = cells.get((type_id, limit, kind), Cell())
                 row.append(f"{_pct(c.tda, c.asked)} / {_pct(c.hybrid, c.asked)}")
                 tda, hybrid, asked = tda + c.tda, hybrid + c.hybrid, asked + c.asked
                 hist += c.history_tokens
                 win += c.window_tokens
+                relevant += c.relevant_tokens
             print(
                 f"| {type_id} | {limit:,} | " + " | ".join(row) + f" | **{_pct(tda, asked)} / {_pct(hybrid, asked)}** "
-                f"| {np.mean(hist or [0]):,.0f} | {np.mean(win or [0]):,.0f} |"
+                f"| {np.mean(relevant or [0]):,.0f} | {np.mean(hist or [0]):,.0f} | {np.mean(win or [0]):,.0f} |"
             )
-    print("\nUnanswerable questions (nothing in the chat answers them):\n")
-    print("| type | limit | asked | recalled tokens (mean) | history tokens | window tokens | said nothing relevant |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print("\nQuestions nothing in the chat answers, per kind (tokens are means per question):\n")
+    print(
+        "| type | limit | kind | asked | recalled by relevance | recalled in all | history tokens | window tokens "
+        "| recall searched | said nothing relevant |"
+    )
+    print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|")
     for type_id in TYPES:
         for limit in LIMITS:
-            c = cells.get((type_id, limit, "unanswerable"), Cell())
-            print(
-                f"| {type_id} | {limit:,} | {c.asked} | {np.mean(c.recalled_tokens or [0]):,.0f} | "
-                f"{np.mean(c.history_tokens or [0]):,.0f} | {np.mean(c.window_tokens or [0]):,.0f} | "
-                f"{_pct(c.said_nothing, c.asked)} |"
-            )
+            for kind in UNANSWERABLE:
+                c = cells.get((type_id, limit, kind), Cell())
+                print(
+                    f"| {type_id} | {limit:,} | {kind} | {c.asked} | {np.mean(c.relevant_tokens or [0]):,.0f} | "
+                    f"{np.mean(c.recalled_tokens or [0]):,.0f} | {np.mean(c.history_tokens or [0]):,.0f} | "
+                    f"{np.mean(c.window_tokens or [0]):,.0f} | {c.recall_ran} | {_pct(c.said_nothing, c.recall_ran)} |"
+                )
 
 
 def main() -> None:

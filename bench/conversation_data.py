@@ -10,12 +10,15 @@ Not one style: two kinds of chat, each many sessions over weeks.
 * ``assistant``: a person asking an assistant for help (recipes, plans, emails), mentioning their life in passing
   inside requests; the assistant answers at length.
 
-Questions come in five kinds, each labelled with the positions of the messages that hold its evidence:
+Questions come in seven kinds, each labelled with the positions of the messages that hold its evidence:
 ``single_hop`` (the fact's own words), ``paraphrased`` (other words for it), ``multi_hop`` (two or more messages:
 a follow-up's detail, a person named in one message and their news in another, hobbies gathered over months),
-``temporal`` (when something happened: the message telling it, in a dated session) and ``unanswerable`` (about
-things never said; no evidence, and nothing should be recalled). Several templates per statement and question, and
-distractors sharing their words (someone else's dog, a city one only dreams of, an interview that led nowhere).
+``temporal`` (when something happened: the message telling it, in a dated session), and three kinds nothing
+answers (no evidence): ``unanswerable`` (a topic never raised), ``unknown_person`` (someone never named, asked about
+with words the chat uses: "What is Maya's neighbour Dmitri's dog called?") and ``missing_detail`` (something talked
+about, asked for a detail never given: the colour of the pet's collar, the price of the flights). Several templates
+per statement and question, and distractors sharing their words (someone else's dog, a city one only dreams of, an
+interview that led nowhere).
 """
 
 from __future__ import annotations
@@ -25,7 +28,10 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-KINDS = ("single_hop", "paraphrased", "multi_hop", "temporal", "unanswerable")
+KINDS = ("single_hop", "paraphrased", "multi_hop", "temporal", "unanswerable", "unknown_person", "missing_detail")
+UNANSWERABLE = ("unanswerable", "unknown_person", "missing_detail")
+"""The kinds nothing in the chat answers: a topic never raised, a person never named, a detail never given about
+something that was talked about (recall should add nothing, or only the few messages on that topic)."""
 
 
 @dataclass(frozen=True)
@@ -262,6 +268,26 @@ ABSENT = [
     "How many languages does {p} speak?",
 ]
 
+UNKNOWN_PEOPLE = [
+    "What is {p}'s neighbour Dmitri's dog called?",
+    "Where did {p}'s colleague Ingrid go on holiday?",
+    "What job did {p}'s cousin Rafael start?",
+    "Which race did {p}'s brother-in-law Tobias run?",
+    "What hobby did {p}'s flatmate Oksana take up?",
+    "When did {p}'s friend Marguerite move house?",
+]
+MISSING_DETAILS = [
+    ("pet_name", "What colour is {x}'s collar?"),
+    ("pet_name", "How much did {p} pay the vet for {x}'s treatment?"),
+    ("company", "What salary did {p} negotiate at {x}?"),
+    ("company", "Who is {p}'s manager at {x}?"),
+    ("race_name", "Who did {p} run the {x} with?"),
+    ("relative", "How old is {x}?"),
+    ("trip_city", "Which hotel did {p} stay at in {x}?"),
+    ("trip_city", "How much did the flights to {x} cost {p}?"),
+]
+"""A detail never given about something the chat talks about (``x``: the person's pet, new employer, ...)."""
+
 
 @dataclass
 class _Writer:
@@ -383,6 +409,7 @@ class _Life:
 
     def trip(self, w: _Writer, me: int) -> list[Question]:
         city, (highlight, asked) = self.rng.choice(CITIES), self.rng.choice(HIGHLIGHTS)
+        self.trip_city = city
         told = w.say(
             me,
             _pick(
@@ -642,8 +669,31 @@ def _conversation(seed: int, style: str) -> Conversation:
     for life in lives:
         for template in rng.sample(ABSENT, 3):
             questions.append(Question(template.format(p=life.name), "unanswerable", ()))
+    questions += _never_answered(lives, seed)
     conversation.questions = questions
     return conversation
+
+
+def _never_answered(lives: list[_Life], seed: int) -> list[Question]:
+    """Questions about a person never named and details never given (chosen by ``seed``, not the chat's random
+    stream: adding them changes no message and no other question)."""
+    out: list[Question] = []
+    for number, life in enumerate(lives):
+        facts = {
+            "pet_name": life.pet_name,
+            "company": life.companies[1],
+            "race_name": life.race_name,
+            "relative": life.relative,
+            "trip_city": life.trip_city,
+        }
+        for i in range(2):
+            person = UNKNOWN_PEOPLE[(seed + 2 * number + i) % len(UNKNOWN_PEOPLE)]
+            out.append(Question(life.q(person, person.replace("{p}'s", "my")), "unknown_person", ()))
+        for i in range(3):
+            fact, template = MISSING_DETAILS[(seed + 3 * number + 2 * i) % len(MISSING_DETAILS)]
+            mine = template.replace("{p}'s", "my").replace("cost {p}", "cost me").replace("{p}", "I")
+            out.append(Question(life.q(template, mine, x=facts[fact]), "missing_detail", ()))
+    return out
 
 
 def _open(w: _Writer, rng: random.Random, style: str) -> None:

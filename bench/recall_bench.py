@@ -116,7 +116,9 @@ def in_window(window: list[dict[str, Any]], text: str) -> bool:
 @asynccontextmanager
 async def chat_service(app: Any) -> AsyncIterator[tuple[Any, Any, dict[str, str]]]:
     """The running app with an admin token and an llm_only profile ``chat`` on Conversation First."""
-    async with app.test_app() as running:
+    from quart.testing import TestApp
+
+    async with TestApp(app, startup_timeout=600) as running:  # starting on a busy machine takes a while
         svc = running.app.extensions["tda"]
         token, _ = await svc.store.tokens.create("bench", "admin")
         headers = {"Authorization": f"Bearer {token}"}

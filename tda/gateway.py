@@ -32,10 +32,12 @@ from components.context_window.session_cache import BoundedCache
 from components.context_window.token_estimator import TokenEstimator, estimator_for
 
 from .champions import keep_case, quotes_tools
+from .client_call import ClientCall, ContextFeatures
+from .context_features import refuse_cut
 from .errors import Conflict, Invalid, NotFound
 from .knowledge.scope import ANONYMOUS
 from .models import ProfileRow, SessionRow
-from .recall.messages import vectors_ready
+from .recall.messages import call_recall, vectors_ready
 from .sources import Cutoff, build_context, input_hashes, message_of, summarizer_for
 from .store.sessions import SessionData
 from .tool_results import as_result
@@ -44,35 +46,7 @@ from .turn_pipeline import MAX_TURN, Answered, Ask, Loaded, resolve_type, run, w
 if TYPE_CHECKING:
     from components.context_window.handler import AssembledContext
 
-    from .llm import Delta
     from .service import TDAService
-
-
-@dataclass(frozen=True)
-class ClientCall:
-    """One call of a chat client, as it sent it."""
-
-    messages: Sequence[Message]
-    tools: Sequence[ToolSchema] = ()
-    """The client's tools: the turn's tools (none when it sends none)."""
-    tool_choice: Any = None
-    model: str | None = None
-    """None: the profile's model, else the service's."""
-    max_tokens: int | None = None
-    params: Mapping[str, Any] = field(default_factory=dict)
-    """Sent to the model as the client set them: temperature, top_p, seed, stop, response_format, n, ..."""
-    user: str | None = None
-    """The end user the client names (OpenAI's ``user``): the session's user when it creates one."""
-    anthropic_beta: str | None = None
-    """Anthropic's ``anthropic-beta`` header as the client sent it: sent on to a Claude model's API only."""
-    on_delta: Delta | None = None
-    on_snapshot: Callable[[int], object] | None = None
-    """Told the id of the call's snapshot once it is stored (with a session), while the model answers: a streamed
-    Responses API reply names itself by it from its first event."""
-    timings: dict[str, float] | None = None
-    new_turn: bool = False
-    """Record the call as a new turn even when the session saw its conversation: a recorded request sent again
-    (else it would be a retry of its turn, adding to that turn's record)."""
 
 
 @dataclass(frozen=True)
@@ -180,13 +154,42 @@ async def _run(svc: TDAService, route: _Client) -> dict[str, Any]:
         call.on_delta,
         call.on_snapshot,
         call.timings,
+        snapshot_notes=_features_noted(call),
+        check_window=_truncation_check(call, route.conversation),
     )
     ran = await run(svc, route, ask)
     if route.session is not None:
         remember(route.session.id, route.conversation, ran.answered.snapshot_id)
     done, assembled = ran.answered.done, ran.answered.assembled
-    cut = window_cut(route.conversation, assembled, estimator_for(ran.answered.ctx.model))
-    return {**ran.result(), "thinking": done.thinking, "more": done.more, "logprobs": done.logprobs, "cut": cut}
+    tokens = estimator_for(ran.answered.ctx.model)  # the cut counts every message received: off the loop when long
+    cut = await _sized(lambda _: window_cut(route.conversation, assembled, tokens), route.conversation.chat)
+    return {
+        **ran.result(),
+        "thinking": done.thinking,
+        "more": done.more,
+        "logprobs": done.logprobs,
+        "cut": cut,
+        "context_management": done.context_management,  # Anthropic's report of the edits it applied
+    }
+
+
+def _features_noted(call: ClientCall) -> dict[str, Any]:
+    """What the snapshot says of the client's provider features (``provider_features``), when it asked for any."""
+    handled = call.features.handled
+    return {"provider_features": [dict(h) for h in handled]} if handled else {}
+
+
+def _truncation_check(call: ClientCall, conversation: Conversation) -> Callable[[AssembledContext, str], None] | None:
+    """With truncation disabled: a window that would cut the client's conversation is refused, before anything is
+    recorded or sent."""
+    if call.features.truncation != "disabled":
+        return None
+    chat = dataclasses.replace(conversation, instructions=())  # the instructions join the profile's prompt
+
+    def check(assembled: AssembledContext, model: str) -> None:
+        refuse_cut(window_cut(chat, assembled, estimator_for(model)), model)
+
+    return check
 
 
 @dataclass(frozen=True)
@@ -252,15 +255,17 @@ async def _context(
         cutoff=cutoff,
         others_cases_only=True,  # the session's own turns are in the client's conversation, as it wants them
     )
+    limits = [n for n in (ctx.session.context_limit, call.features.context_limit) if n]  # a threshold only lowers
     ctx = dataclasses.replace(
         ctx,
-        session=dataclasses.replace(ctx.session, current_turn=turn),
+        session=dataclasses.replace(ctx.session, current_turn=turn, context_limit=min(limits, default=None)),
         query_message=conversation.query,
         instructions=conversation.instructions,
         continuation=conversation.continuation,
         tools=tuple(call.tools),
         tools_as_sent=True,
         model=call.model or ctx.model,
+        history_recall=call_recall(svc) if not session.id else ctx.history_recall,
     )
     if call.model and call.model != ctx.model:  # the client named another model: its own summaries too
         ctx = dataclasses.replace(ctx, summarizer=summarizer_for(svc.sources.summarizer, call.model, profile, session))
@@ -315,6 +320,7 @@ def _inputs(call: ClientCall, conversation: Conversation, place: _Place) -> dict
         "client_model": call.model,  # None: the client asked for the profile's model
         "params": dict(call.params),
         "max_tokens": call.max_tokens,
+        "context_limit": call.features.context_limit,  # a compaction threshold the window was assembled within
         "new_turn": place.new,
         "extends_turn": place.extends,
         "fork": place.fork,
@@ -369,6 +375,7 @@ async def replay_context(svc: TDAService, row: Any, profile: ProfileRow) -> Any:
         tools=tuple(ToolSchema.from_openai(t) for t in gateway["tools"]),
         model=inputs["model"],
         user=gateway.get("user"),
+        features=ContextFeatures(context_limit=gateway.get("context_limit")),
     )
     cutoff = Cutoff(row.turn, row.created_at, inputs["assembled_at"])
     ctx, _ = await _context(svc, call, conversation, profile, session, cutoff, turn=row.turn)

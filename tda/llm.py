@@ -97,6 +97,7 @@ def _warm_up(calls_providers: bool = False) -> None:
         _skip_mcp_handler=True,
     )
     _new_router(litellm, "gpt-4o", Upstream(), None)  # the first Router imports its parts: ~25 ms
+    _unsent(litellm, "gpt-4o", None, {"temperature": 0.0, "drop_params": True})  # a request built: ~1 s of imports
 
 
 async def preload(calls_providers: bool = False) -> None:
@@ -297,6 +298,13 @@ class Upstream:
         )
 
 
+async def routes_of(model: str, upstream: Upstream) -> list[tuple[str | None, str]]:
+    """(provider, litellm name) of every model a call may reach (fallbacks too: they get the same body)."""
+    litellm = await _litellm_loaded()
+    names = [routed_name(n, upstream.base_url, litellm.provider_list) for n in (model, *upstream.fallbacks)]
+    return [(await provider_of(name), name) for name in names]
+
+
 def routed_name(model: str, base_url: str | None, providers: Any) -> str:
     """The litellm name ``model`` is called by. At a base URL (an OpenAI-compatible API), a name without an
     explicit provider prefix is sent as an OpenAI model (``openai/<name>``): ``llama3`` or ``meta-llama/Llama-3``
@@ -346,6 +354,75 @@ def capped_max_tokens(requested: int | None, models: tuple[str, ...]) -> int | N
     return min(requested, *limits) if limits else requested
 
 
+OPENAI_EXTRA_BODY = ("metadata", "prompt_cache_retention")
+"""Client parameters sent in the body itself to an API that takes OpenAI's: litellm keeps ``metadata`` for its own
+callbacks (no other provider is sent it), and litellm 1.106.2 leaves ``prompt_cache_retention`` out of OpenAI's
+chat-completions request."""
+
+
+def param_kwargs(params: Mapping[str, Any], openai_body: bool) -> dict[str, Any]:
+    """litellm's keyword arguments for a client's own request parameters (``drop_params``: litellm leaves out those
+    the provider does not take); ``openai_body``: the provider's API takes OpenAI's request body as it is."""
+    in_body = OPENAI_EXTRA_BODY if openai_body else ("metadata",)
+    kwargs: dict[str, Any] = {k: v for k, v in params.items() if k not in in_body}
+    kwargs["drop_params"] = True
+    extra = {k: params[k] for k in in_body if k in params}
+    if extra and openai_body:
+        kwargs["extra_body"] = extra
+    if "user" in params and openai_body:  # litellm passes ``user`` only for models in OpenAI's own catalog
+        kwargs["allowed_openai_params"] = ["user"]
+    return kwargs
+
+
+NOT_PROBED = frozenset({"vertex_ai", "vertex_ai_beta"})
+"""Providers whose request litellm builds only after fetching Google credentials: not built to find what it leaves
+out (it would log a failure, or wait on the network)."""
+UNSENT_PROBE_S = 5.0
+"""How long building litellm's request for a model may take before tda goes on without knowing what it leaves out
+(a provider's first build imports its code: about a second)."""
+_UNSENT: BoundedCache[tuple[str, str | None, tuple[str, ...]], tuple[str, ...]] = BoundedCache(256)
+
+
+async def unsent_params(model: str, params: Mapping[str, Any], upstream: Upstream) -> tuple[str, str, tuple[str, ...]]:
+    """(provider, litellm name, the client's parameters no field of that name carries in the request litellm builds
+    for ``model`` at ``upstream``): left out as unsupported, or translated into another field. Found by building
+    that request without sending it (litellm's ``return_raw_request``), once per model, upstream and set of
+    parameter names, in a worker thread (it takes milliseconds; a provider's first, a second)."""
+    litellm = await _litellm_loaded()
+    routed = routed_name(model, upstream.base_url, litellm.provider_list)
+    provider = await provider_of(routed) or "unknown"
+    if not params or provider in NOT_PROBED:
+        return provider, routed, ()
+    key = (routed, upstream.base_url, tuple(sorted(params)))
+    unsent = _UNSENT.get(key)
+    if unsent is None:
+        kwargs = param_kwargs(params, provider in OPENAI_BODIES)
+        try:  # a provider whose request needs credentials fetched (a cloud's) must not hold the call up
+            found = await asyncio.wait_for(
+                asyncio.to_thread(_unsent, litellm, routed, upstream.base_url, kwargs), UNSENT_PROBE_S
+            )
+        except TimeoutError:
+            found = ()
+        dropped = {"metadata"} & set(params) if provider not in OPENAI_BODIES else set()  # tda's own
+        unsent = _UNSENT.put(key, tuple(sorted({*found, *dropped})))
+    return provider, routed, unsent
+
+
+def _unsent(litellm: Any, routed: str, base_url: str | None, kwargs: dict[str, Any]) -> tuple[str, ...]:
+    from litellm.types.utils import CallTypes
+    from litellm.utils import return_raw_request
+
+    request = {"model": routed, "messages": [{"role": "user", "content": "hi"}], **kwargs}
+    if base_url:
+        request["api_base"] = base_url
+    body = return_raw_request(CallTypes.completion, request).get("raw_request_body")
+    if not isinstance(body, dict):
+        return ()  # litellm could not build it: nothing to say
+    sent = set(body) | set(body.get("extra_body") or {})
+    given = (set(kwargs) | set(kwargs.get("extra_body") or {})) - {"drop_params", "allowed_openai_params", "extra_body"}
+    return tuple(sorted(given - sent))
+
+
 @dataclass(frozen=True)
 class Completion:
     text: str
@@ -365,6 +442,8 @@ class Completion:
     thinking: tuple[dict[str, Any], ...] = ()
     """The reply's thinking blocks as a Claude model sent them (``thinking`` with its ``signature``,
     ``redacted_thinking``): an Anthropic client sends them back with the next step of a tool loop."""
+    context_management: dict[str, Any] | None = None
+    """Anthropic's report of the ``context_management`` edits it applied (``applied_edits``), as litellm passes it."""
 
 
 def cache_usage(usage: Any) -> tuple[int, int]:
@@ -463,7 +542,7 @@ class LLM:
         upstream = upstream or self.upstream
         await self.check_upstream(upstream)
         litellm = await _litellm_loaded()
-        routes = await self._routes(litellm, model, upstream)
+        routes = await routes_of(model, upstream)
         if not all(serves_claude(p, r, THINKING_BACK) for p, r in routes):
             messages = without_claude_thinking(messages)
         claude = all(serves_claude(p, r) for p, r in routes)
@@ -473,16 +552,8 @@ class LLM:
         if anthropic_beta and all(p in EXPLICIT_CACHING for p, _ in routes):  # a client's extra_headers never pass
             kwargs["extra_headers"] = {"anthropic-beta": anthropic_beta}
         if params:
-            kwargs.update(params, drop_params=True)
-            openai_body = (
-                await provider_of(routed_name(model, upstream.base_url, litellm.provider_list)) in OPENAI_BODIES
-            )
-            if "metadata" in params:  # litellm keeps ``metadata`` for its own callbacks: OpenAI's goes in the body
-                metadata = kwargs.pop("metadata")
-                if openai_body:
-                    kwargs["extra_body"] = {**kwargs.get("extra_body", {}), "metadata": metadata}
-            if "user" in params and openai_body:  # litellm passes ``user`` only for models in OpenAI's own catalog
-                kwargs["allowed_openai_params"] = ["user"]
+            routed = routed_name(model, upstream.base_url, litellm.provider_list)
+            kwargs.update(param_kwargs(params, await provider_of(routed) in OPENAI_BODIES))
         if tools:
             # Our tools are plain functions, never litellm-proxy MCP servers; skipping that check also avoids
             # importing the optional `mcp` package, whose absence otherwise fails every call with tools.
@@ -515,12 +586,6 @@ class LLM:
         self.check_profile_upstream({"api_key_env": upstream.api_key_env, "base_url": upstream.base_url})
         if upstream.base_url and upstream.base_url != self.upstream.base_url:
             await self.policy.check_resolved(upstream.base_url)
-
-    @staticmethod
-    async def _routes(litellm: Any, model: str, upstream: Upstream) -> list[tuple[str | None, str]]:
-        """(provider, litellm name) of every model the call may reach (fallbacks too: they get the same body)."""
-        names = [routed_name(n, upstream.base_url, litellm.provider_list) for n in (model, *upstream.fallbacks)]
-        return [(await provider_of(name), name) for name in names]
 
     def _router(self, litellm: Any, model: str, upstream: Upstream) -> Any:
         """The Router for ``model`` at ``upstream``, built once: building one takes milliseconds. The key is read
@@ -566,6 +631,7 @@ class LLM:
             cache_read_tokens=read,
             cache_write_tokens=written,
             thinking=first.thinking,
+            context_management=_context_management(response),
         )
 
 
@@ -609,6 +675,13 @@ def _choice(choice: Any) -> Choice:
         logprobs=logprobs.model_dump() if logprobs is not None and hasattr(logprobs, "model_dump") else logprobs,
         thinking=tuple(_plain(b) for b in getattr(message, "thinking_blocks", None) or ()),
     )
+
+
+def _context_management(response: Any) -> dict[str, Any] | None:
+    """Anthropic's ``context_management`` report on a reply, where litellm keeps it (the message's provider fields)."""
+    message = response.choices[0].message if response.choices else None
+    found = (getattr(message, "provider_specific_fields", None) or {}).get("context_management")
+    return _plain(found) if found is not None else None
 
 
 def _plain(block: Any) -> dict[str, Any]:

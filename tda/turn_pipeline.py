@@ -62,6 +62,11 @@ class Ask:
     """Receives the milliseconds each of the turn's ``STEPS`` took, by name (Server-Timing, the trace)."""
     cache_ttl: str | None = None
     """The TTL of Claude's cache marks, chosen from the session's gaps (``tda/cache_ttl.py``)."""
+    snapshot_notes: Mapping[str, Any] = field(default_factory=dict)
+    """Added to each window's snapshot: a chat client's ``provider_features`` (``tda/context_features.py``)."""
+    check_window: Callable[[AssembledContext, str], None] | None = None
+    """Run on each window (and its model) before it is recorded or sent: raises to refuse it (a client that disabled
+    truncation, when the window would cut its conversation)."""
 
 
 @dataclass(frozen=True)
@@ -216,10 +221,12 @@ async def _attempt(
         await vectors_ready(svc, ctx, loaded.window_type.type)  # cold = warm: never on background indexing
         assembled_at = time.time()  # replay serves the champion cases recorded by then
         assembled = await svc.handler.assemble(ctx, loaded.window_type.type)
+        if ask.check_window is not None:
+            ask.check_window(assembled, ctx.model)
     model_at = time.time_ns()
     with timed(ask, "snapshot"):
         metrics.observe_assembly(assembled.snapshot)
-        snapshot = assembled.snapshot.to_dict()
+        snapshot = {**assembled.snapshot.to_dict(), **ask.snapshot_notes}
         recorded = None
         if loaded.turn is not None:
             row = {

@@ -3,8 +3,8 @@ history exceeds the room, every shipped window type at 4K, 16K and 128K uses at 
 keeps the newest complete turn (its question, calls, results and answer; a result may be cut, never dropped) and
 never goes over the budget. Without tools offered: when a tool loop may follow, the history does not cut its oldest
 shown unit to fill the last of the room (a loop's steps must send the same history part), and a window can stay
-just under 80% (79.9% at 4K Balanced, one long answer that did not fit). Counts are litellm.token_counter's (an independent oracle), the budget is the limit
-less the type's output reserve, computed here."""
+just under 80% (79.9% at 4K Balanced, one long answer that did not fit). Counts are litellm.token_counter's (an
+independent oracle), the budget is the limit less the type's output reserve, computed here."""
 
 from __future__ import annotations
 

@@ -342,6 +342,51 @@ async def test_a_long_history_met_for_the_first_time_is_recalled_by_words_while_
     assert sorted(embedder.history()) == sorted(parts_in(messages))  # each part embedded once in all
 
 
+async def test_an_index_serving_one_call_leaves_no_work_and_nothing_behind_it():
+    """A stateless call's own index (``outlive_calls=False``): recall ranks by words when the vectors do not come
+    within the wait, the vectors job is cancelled then and never started again, and once the call lets go of the
+    index it is freed at once (no reference cycle through the cancelled job keeps a long conversation alive until
+    the cycle collector runs, which is off here)."""
+    import gc
+    import weakref
+
+    embedder, messages = SlowEmbedder(), long_history()
+    recall = SessionRecall(embedder, max_sessions=1, vectors_wait_s=0.2, outlive_calls=False)
+    session = Session("", messages=messages)
+    ranking = await recall.recall(session, "greyhound", before=2_000, enough_tokens=100)
+    assert ranking.units[0].messages[0].content == FACT and ranking.method == "lexical"
+    await asyncio.sleep(0.3)  # past the wait: the job is cancelled
+    index = recall.index_of(session)
+    assert index.vectoring is None and not recall._jobs
+    embedded = len(embedder.history())
+    again = await recall.recall(session, "greyhound", before=2_000, enough_tokens=100)  # the same call, later
+    assert again.method == "lexical" and index.vectoring is None and len(embedder.history()) == embedded
+    gone = weakref.ref(index)
+    gc.disable()
+    try:
+        del index, recall
+        await asyncio.sleep(0)  # the loop's own handles of the finished sync go
+        assert gone() is None
+    finally:
+        gc.enable()
+
+
+async def test_a_call_sending_its_conversation_again_is_not_embedded_again():
+    """Each stateless call has its own index (``for_one_call``), but the vectors by text are the service's: the
+    conversation sent again, one exchange longer, costs only the new messages' embedding."""
+    embedder, messages = HistoryEmbedder(), planted(150, at=3)
+    service = SessionRecall(embedder)
+    first = service.for_one_call()
+    await first.sync(Session("", messages=messages[:-2]))
+    await asyncio.gather(*first._jobs)  # the first call's vectors job, done within its wait (a second at most)
+    embedded = list(embedder.history())
+    second = service.for_one_call()
+    ranking = await second.recall(Session("", messages=messages), "greyhound", before=300, enough_tokens=100)
+    assert ranking.method == "lexical+dense" and ranking.pending == 0
+    assert sorted(embedder.history()[len(embedded) :]) == sorted(parts_in(messages[-2:]) - set(embedded))
+    assert not service._indexes.values()  # the service's own index holds no stateless conversation
+
+
 async def test_a_history_imported_a_moment_ago_is_recalled_as_if_its_vectors_were_ready():
     """Too many parts to embed inside the turn's sync, few enough for the job to finish within the wait: the first
     turn ranks by meaning as a later one would (a conversation imported a second ago is not a worse one)."""
@@ -477,3 +522,17 @@ async def test_a_speaker_given_as_the_messages_name_is_not_what_a_question_is_se
     ]
     index = (await SessionRecall().sync(Session("named", messages=named))).focus("What did Theo name his greyhound?")
     assert "Theo" not in index and "greyhound" in index
+
+
+async def test_a_question_about_someone_never_mentioned_recalls_nothing_and_says_so(history):
+    """Abstention: nothing earlier names Dmitri, so nothing is recalled by relevance (the words "dog" and "adopted"
+    would have found the planted fact); the newest turns are the same as for an answerable question."""
+    messages = planted()
+    asked = module_ctx(make_ctx(messages=messages, query="What kind of dog did Margot adopt?"), config=RECALL)
+    question = "What kind of dog did my neighbour Dmitri adopt?"
+    unknown = module_ctx(make_ctx(messages=messages, query=question), config=RECALL)
+    answered, abstained = await history.contribute(1_500, asked), await history.contribute(1_500, unknown)
+    assert abstained.metadata["recall_reason"] == "nothing relevant found: no earlier message mentions Dmitri"
+    assert abstained.metadata["relevant_tokens"] == 0 and answered.metadata["relevant_tokens"] > 0
+    assert FACT not in [m.content for m in abstained.messages()]
+    assert window_parts(abstained.messages())[0] == window_parts(answered.messages())[0]  # the newest turns, unchanged

@@ -11,14 +11,21 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from components.context_window.relevance import (
+    EVIDENCE,
     BM25Index,
     Candidate,
+    Evidence,
     Floor,
     VectorIndex,
+    abstention,
+    dense_floor,
+    evidence_for,
     fuse,
     near_duplicates,
     pack,
     select,
+    terms,
+    z_scores,
 )
 
 # Words chosen so stemming and stopwords change nothing: each document's terms are exactly its words.
@@ -124,6 +131,39 @@ def test_vector_index_grows_and_scores_cosine():
     assert scores == pytest.approx([math.cos(i) for i in range(100)], abs=1e-6)
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    batches=st.lists(st.integers(0, 300), max_size=12),
+    query=st.lists(st.integers(-10, 10), min_size=3, max_size=3),
+)
+def test_vector_index_in_blocks_scores_as_one_matrix(batches, query):
+    """Added in batches of any size (across its blocks' edges), the index scores each vector as the cosine of
+    its row in the whole matrix, written out here with numpy alone."""
+    rng = np.random.default_rng(len(batches))
+    index = VectorIndex()
+    added = []
+    for size in batches:
+        batch = rng.normal(size=(size, 3))
+        index.add(batch)
+        added.extend(batch)
+    assert len(index) == len(added)
+    if not added:
+        assert index.scores(query).shape == (0,)
+        return
+    whole = np.array(added)
+    cosines = whole @ np.array(query) / np.linalg.norm(whole, axis=1) / (np.linalg.norm(query) or 1.0)
+    assert index.scores(query) == pytest.approx(cosines, abs=1e-5)
+    assert index.matrix.shape == whole.shape
+
+
+def test_vector_index_refuses_vectors_of_another_size():
+    index = VectorIndex()
+    index.add([[1.0, 0.0]])
+    with pytest.raises(ValueError, match="3 dimensions"):
+        index.add([[1.0, 0.0, 0.0]])
+    assert len(index) == 1
+
+
 class Letters:
     """A tiny embedder: a vector of letter counts (so cosine is easy to reason about)."""
 
@@ -164,6 +204,116 @@ def test_packing_contract(costs, budget, data):
             left -= costs[p]
         else:
             assert costs[p] > left, "a better candidate that fits was dropped"
+
+
+# -- abstention: evidence or none ------------------------------------------------------------------------------
+
+COSINES = st.lists(st.floats(-0.9, 0.95, allow_nan=False), min_size=3, max_size=60)
+MINILM = EVIDENCE[""]
+
+
+def by_hand_z(values: list[float]) -> list[float]:
+    """z-scores written out (population standard deviation), independent of the engine's numpy."""
+    mean = sum(values) / len(values)
+    std = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
+    return [(v - mean) / std if std >= 1e-6 else 0.0 for v in values]
+
+
+def test_coverage_is_the_share_of_the_query_idf_weight_a_text_holds():
+    docs = [d.split() for d in DOCS]
+    index = BM25Index(DOCS)
+    query = ["banana", "cherry", "kiwi"]  # kiwi: in no text, so it weighs the most (n = 0)
+
+    def idf(term: str) -> float:
+        df = sum(1 for d in docs if term in d)
+        return math.log(1 + (len(docs) - df + 0.5) / (df + 0.5))
+
+    total = sum(idf(t) for t in query)
+    expected = [sum(idf(t) for t in query if t in d) / total for d in docs]
+    stems = terms(" ".join(query))  # what the engine is handed: stems ("cherri")
+    assert index.coverage(stems) == pytest.approx(expected)
+    assert index.coverage(stems, 2) == pytest.approx(expected[:2])  # the first n texts only
+    assert "kiwi" not in index and "banana" in index
+
+
+@settings(max_examples=200, deadline=None)
+@given(COSINES)
+def test_z_scores_match_the_formula_and_skip_messages_without_vectors(values):
+    dense = np.asarray([*values, -1.0])  # -1: a message never embedded (a system message)
+    z = z_scores(dense)
+    assert z[-1] == -np.inf
+    assert z[:-1] == pytest.approx(by_hand_z(values), abs=1e-6)
+
+
+@settings(max_examples=200, deadline=None)
+@given(COSINES, st.floats(0.3, 1.0), st.floats(-0.05, 0.05))
+def test_abstention_does_not_depend_on_absolute_cosine(values, scale, shift):
+    """An embedder whose cosines run higher or lower overall (a shift, a stretch) abstains on the same queries: the
+    signal is how far the best stands out from the rest, not a fixed cosine."""
+    dense = np.asarray(values)
+    coverage = np.zeros(len(values))
+    moved = dense * scale + shift
+    assert (abstention(MINILM, coverage, dense) is None) == (abstention(MINILM, coverage, moved) is None)
+
+
+@settings(max_examples=200, deadline=None)
+@given(COSINES, st.floats(0.0, 1.0))
+def test_a_clear_outlier_in_meaning_or_the_query_rare_words_is_evidence(values, covered):
+    dense = np.asarray(values)
+    z = by_hand_z(values)
+    coverage = np.zeros(len(values))
+    coverage[0] = covered
+    reason = abstention(MINILM, coverage, dense)
+    evident = max(z) >= MINILM.min_outlier_z - 1e-9 or covered >= MINILM.min_coverage
+    assert (reason is None) == evident or abs(max(z) - MINILM.min_outlier_z) < 1e-6
+    if reason is not None:
+        assert reason.startswith("nothing relevant found")
+
+
+def test_a_planted_outlier_is_evidence_among_noise_that_scores_just_as_high_in_absolute_terms():
+    rng = np.random.default_rng(3)
+    noise = rng.normal(0.45, 0.03, 400)  # an embedder whose unrelated texts all score ~0.45
+    assert abstention(MINILM, np.zeros(400), noise) is not None
+    planted = noise.copy()
+    planted[17] = 0.62  # well above the rest for this query, though below cosines other queries reach
+    assert abstention(MINILM, np.zeros(400), planted) is None
+    floor = dense_floor(MINILM, planted)
+    assert floor.min_dense is not None and planted[17] >= floor.min_dense
+    assert 17 in fuse(dense=planted, floor=floor).positions
+
+
+@settings(max_examples=200, deadline=None)
+@given(COSINES)
+def test_the_dense_floor_keeps_exactly_the_candidates_keep_z_above_the_mean(values):
+    dense = np.asarray(values)
+    floor = dense_floor(MINILM, dense)
+    if np.std(values) < 2e-6:  # no spread, no outlier: every candidate enters (or a rounding's worth of it)
+        assert floor == Floor() or np.std(values) >= 1e-6
+        return
+    assert floor.min_dense is not None and MINILM.keep_z is not None
+    z = by_hand_z(values)
+    for value, score in zip(values, z, strict=True):
+        if abs(score - MINILM.keep_z) > 1e-6:
+            assert (value >= floor.min_dense) == (score > MINILM.keep_z)
+
+
+def test_without_vectors_only_a_shared_word_is_evidence():
+    reason = abstention(MINILM, np.zeros(5), None)
+    assert reason == "nothing relevant found: no earlier message shares a word with the query"
+    assert abstention(MINILM, np.asarray([0, 0.01, 0, 0, 0]), None) is None
+
+
+def test_each_embedder_gets_its_calibration():
+    class Hashing:
+        vector_space = "knowledge:hashing"
+
+    class Other:
+        vector_space = "knowledge:minilm-int8"
+
+    assert evidence_for(Hashing()) == EVIDENCE["hashing"]
+    assert evidence_for(Other()) == evidence_for(None) == EVIDENCE[""]
+    assert isinstance(evidence_for(object()), Evidence)
+    assert dense_floor(EVIDENCE["hashing"], np.asarray([0.1, 0.9, 0.2])) == Floor()  # hashing: not floored
 
 
 @given(

@@ -8,6 +8,9 @@ A pure module (numpy and a stemmer; no tda, database or web imports). The pieces
 * ``VectorIndex`` / ``dense_scores``: cosine similarity through the component's ``Embedder`` protocol.
 * ``fuse``: reciprocal-rank fusion of the lexical and dense rankings, with a relevance ``Floor`` that can leave
   nothing, and then says why in ``Ranking.reason`` (what the snapshot shows).
+* ``Evidence`` / ``abstention``: whether a query has evidence among the candidates at all (a clear outlier in meaning,
+  measured against the candidates' own score distribution, or a candidate holding the weight of its rare words),
+  calibrated per embedder (``evidence_for``); and the z-score floor a candidate needs to enter the dense ranking.
 * ``pack``: greedy budget packing down the ranking. Its depth is the budget's, not a fixed k: it goes on while
   budget is left and ranked candidates remain, skipping one that does not fit and taking the next that does.
 * ``select``: all of it for a list of ``Candidate`` s, returning a ``Selection`` in conversation/document order.
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import math
 import re
+from array import array
 from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
@@ -97,13 +101,20 @@ class BM25Index:
         self._lengths: list[int] = []
         self._length_array = np.zeros(0, dtype=np.float64)
         self._total_length = 0
-        self._postings: dict[str, tuple[list[int], list[int]]] = {}
+        self._postings: dict[str, array[int]] = {}
+        """Per term, each row it occurs in followed by its count there. One array of machine integers, not two
+        lists of ints in a tuple: a third of the objects for the cycle collector to walk at every full collection
+        (a 100,000-message history of distinct words held 300,000 of them), and none inside it."""
         self._arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         """Posting lists as numpy arrays, built when a query first needs them and extended when a term grows."""
         self.add(texts)
 
     def __len__(self) -> int:
         return len(self._lengths)
+
+    def __contains__(self, term: object) -> bool:
+        """Whether some text holds ``term`` (a stem, as ``terms`` gives it)."""
+        return term in self._postings
 
     def add(self, texts: Sequence[str]) -> None:
         """Index ``texts`` after those already held."""
@@ -115,16 +126,18 @@ class BM25Index:
         row = len(self._lengths)
         counts = Counter(text_terms)
         for term, tf in counts.items():
-            rows, tfs = self._postings.setdefault(term, ([], []))
-            rows.append(row)
-            tfs.append(tf)
+            postings = self._postings.get(term)
+            if postings is None:
+                postings = self._postings[term] = array("q")
+            postings.append(row)
+            postings.append(tf)
         self._lengths.append(len(text_terms))
         self._total_length += len(text_terms)
 
     def idf(self, term: str, among: np.ndarray | None = None) -> float:
         """``term``'s idf over every text, or over the texts at positions ``among`` only (see ``scores``)."""
         if among is None:
-            n = len(self._postings[term][0]) if term in self._postings else 0
+            n = len(self._postings[term]) // 2 if term in self._postings else 0
             return math.log(1 + (len(self) - n + 0.5) / (n + 0.5))
         rows = self._posting_arrays(term)[0] if term in self._postings else np.zeros(0, np.intp)
         n = int(np.count_nonzero(self._mask(among)[rows]))
@@ -160,20 +173,35 @@ class BM25Index:
             out[rows] += idf * tf * (self.k1 + 1) / (tf + norm[rows])
         return out
 
+    def coverage(self, query_terms: Sequence[str], n: int | None = None) -> np.ndarray:
+        """The share of the query's idf weight each of the first ``n`` texts holds (0..1): a text holding the query's
+        rare words scores near 1, one holding only its common words near 0. A term no text holds weighs the most."""
+        n = len(self) if n is None else min(n, len(self))
+        out = np.zeros(n, dtype=np.float64)
+        total = 0.0
+        for term in set(query_terms):
+            idf = self.idf(term)
+            total += idf
+            if term in self._postings:
+                rows = self._posting_arrays(term)[0]
+                out[rows[rows < n]] += idf
+        return out / total if total else out
+
     def _mask(self, among: np.ndarray) -> np.ndarray:
         mask = np.zeros(len(self), dtype=bool)
         mask[among] = True
         return mask
 
     def _posting_arrays(self, term: str) -> tuple[np.ndarray, np.ndarray]:
-        rows, tfs = self._postings[term]
+        postings = self._postings[term]
         arrays = self._arrays.get(term)
         held = 0 if arrays is None else len(arrays[0])
-        if arrays is None or held != len(rows):  # postings only grow: convert what was added since
+        if arrays is None or 2 * held != len(postings):  # postings only grow: convert what was added since
             old_rows, old_tfs = arrays or (np.zeros(0, np.intp), np.zeros(0, np.float64))
+            added = np.asarray(postings[2 * held :], dtype=np.int64)
             arrays = self._arrays[term] = (
-                np.concatenate([old_rows, np.asarray(rows[held:], dtype=np.intp)]),
-                np.concatenate([old_tfs, np.asarray(tfs[held:], dtype=np.float64)]),
+                np.concatenate([old_rows, added[0::2].astype(np.intp)]),
+                np.concatenate([old_tfs, added[1::2].astype(np.float64)]),
             )
         return arrays
 
@@ -193,34 +221,52 @@ def unit_rows(vectors: Sequence[Sequence[float]] | Sequence[float] | np.ndarray)
 
 
 class VectorIndex:
-    """Unit vectors in a growing matrix (appends are amortised: the matrix doubles when full)."""
+    """Unit vectors in blocks that double in size up to ``MAX_BLOCK`` rows: an append never copies what is held
+    (a 100,000-part history is 200 MB; copied as one growing matrix doubled, it held the event loop 0.4-0.6 s)."""
+
+    FIRST_BLOCK = 64
+    MAX_BLOCK = 4096
 
     def __init__(self, dimensions: int | None = None) -> None:
-        self._matrix = np.zeros((0, dimensions or 0), dtype=np.float32)
+        self._dimensions = dimensions or 0
+        self._blocks: list[np.ndarray] = []
         self._size = 0
+        self._last_used = 0
+        """Rows written in the last block."""
 
     def __len__(self) -> int:
         return self._size
 
     @property
     def matrix(self) -> np.ndarray:
-        return self._matrix[: self._size]
+        """Every held vector, one row each (a copy)."""
+        return np.concatenate([*self._filled(), np.zeros((0, self._dimensions), dtype=np.float32)])
+
+    def _filled(self) -> list[np.ndarray]:
+        if not self._blocks:
+            return []
+        return [*self._blocks[:-1], self._blocks[-1][: self._last_used]]
 
     def add(self, vectors: Sequence[Sequence[float]] | np.ndarray) -> None:
         rows = unit_rows(vectors)
         if not len(rows):
             return
-        if self._matrix.shape[1] != rows.shape[1]:
+        if self._dimensions != rows.shape[1]:
             if self._size:
-                raise ValueError(f"vectors of {rows.shape[1]} dimensions added to an index of {self._matrix.shape[1]}")
-            self._matrix = np.zeros((0, rows.shape[1]), dtype=np.float32)
-        needed = self._size + len(rows)
-        if needed > len(self._matrix):
-            grown = np.zeros((max(needed, 2 * len(self._matrix), 64), rows.shape[1]), dtype=np.float32)
-            grown[: self._size] = self._matrix[: self._size]
-            self._matrix = grown
-        self._matrix[self._size : needed] = rows
-        self._size = needed
+                raise ValueError(f"vectors of {rows.shape[1]} dimensions added to an index of {self._dimensions}")
+            self._dimensions, self._blocks, self._last_used = rows.shape[1], [], 0
+        at = 0
+        while at < len(rows):
+            if not self._blocks or self._last_used == len(self._blocks[-1]):
+                size = min(self.MAX_BLOCK, max(self.FIRST_BLOCK, self._size))
+                self._blocks.append(np.zeros((size, self._dimensions), dtype=np.float32))
+                self._last_used = 0
+            block = self._blocks[-1]
+            take = min(len(block) - self._last_used, len(rows) - at)
+            block[self._last_used : self._last_used + take] = rows[at : at + take]
+            self._last_used += take
+            self._size += take
+            at += take
 
     def scores(self, query_vector: Sequence[float] | np.ndarray) -> np.ndarray:
         """Cosine of every held vector with ``query_vector`` (float64, in -1..1)."""
@@ -229,7 +275,8 @@ class VectorIndex:
         # einsum, not ``@``: BLAS splits a matrix-vector product over threads, which on a busy machine (other
         # requests, other processes) wait on each other: measured on 12,300 x 512 under load, 32 ms median against
         # 1 ms for einsum's one thread (the product is memory-bound; a second thread gains little even when idle).
-        return np.einsum("ij,j->i", self.matrix, unit_rows(query_vector)[0]).astype(np.float64)
+        query = unit_rows(query_vector)[0]
+        return np.concatenate([np.einsum("ij,j->i", block, query) for block in self._filled()]).astype(np.float64)
 
 
 async def dense_scores(
@@ -355,6 +402,86 @@ def floor_reason(lexical: np.ndarray | None, dense: np.ndarray | None, floor: Fl
 
 def _empty(lexical: np.ndarray | None, dense: np.ndarray | None, reason: str) -> Ranking:
     return Ranking(np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.float64), lexical, dense, reason)
+
+
+# ---------------------------------------------------------------------------------------------
+# Abstention: is there evidence at all?
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """When a query has evidence among the candidates, and which candidates count, for one embedder.
+
+    Absolute cosine is not the signal: an unanswerable question's best cosine (0.22-0.48 with MiniLM on
+    bench/conversation_data.py) overlaps an answerable one's (0.32-0.86). What separates them better is how far the
+    best candidate stands out from the rest *for this query*: its z-score over every candidate's cosine. A query has
+    evidence when its best candidate is an outlier in meaning (``min_outlier_z``) or holds at least
+    ``min_coverage`` of the query's idf weight (its rare words). Among the candidates of a query that has evidence, one
+    enters the dense ranking only when its z-score is at least ``keep_z`` (None: every candidate), so packing stops
+    where the ranking turns to noise instead of filling the room with it."""
+
+    min_outlier_z: float
+    min_coverage: float
+    keep_z: float | None
+
+
+EVIDENCE = {
+    "hashing": Evidence(min_outlier_z=3.0, min_coverage=0.10, keep_z=None),
+    "": Evidence(min_outlier_z=3.5, min_coverage=0.15, keep_z=0.5),
+}
+"""Calibrated on bench/conversation_data.py's four chats (1,658 messages, 192 questions; docs/knowledge.md,
+"Abstention"): values that cost no answerable question its abstention, and 2 of 138 one evidence message through
+``keep_z``. The hashing embedder's cosines are words in disguise: its dense signal is weak and not floored. Keyed by a
+word of the embedder's ``vector_space``; "" is every other (neural) embedder, calibrated on MiniLM."""
+
+
+def evidence_for(embedder: Any) -> Evidence:
+    """The ``Evidence`` calibrated for ``embedder`` (None: words only, the default's thresholds for them)."""
+    space = "" if embedder is None else str(getattr(embedder, "vector_space", "") or type(embedder).__name__).lower()
+    return next((e for key, e in EVIDENCE.items() if key and key in space), EVIDENCE[""])
+
+
+MIN_SPREAD = 1e-6
+"""Cosines spread less than this (standard deviation) are all alike: none stands out."""
+
+
+def z_scores(dense: np.ndarray) -> np.ndarray:
+    """Each cosine's distance from the mean of the candidates' cosines, in standard deviations (0 when all agree).
+    Candidates without a vector (scored -1) are left out of the mean and scored -inf."""
+    held = dense > -1
+    out = np.full(len(dense), -np.inf)
+    if held.sum() < 2:
+        return np.where(held, 0.0, out)
+    mean, std = float(dense[held].mean()), float(dense[held].std())
+    out[held] = (dense[held] - mean) / std if std >= MIN_SPREAD else 0.0
+    return out
+
+
+def abstention(evidence: Evidence, coverage: np.ndarray, dense: np.ndarray | None) -> str | None:
+    """Why the candidates hold no evidence for the query (None: they may). With dense scores: neither a clear outlier
+    in meaning nor a candidate holding the query's rare words. Without: no candidate holding any of its words."""
+    best_coverage = float(coverage.max(initial=0.0))
+    if dense is None or not len(dense):
+        return None if best_coverage > 0 else "nothing relevant found: no earlier message shares a word with the query"
+    best_z = float(z_scores(dense).max(initial=0.0))
+    if best_z >= evidence.min_outlier_z or best_coverage >= evidence.min_coverage:
+        return None
+    return (
+        f"nothing relevant found: no earlier message stands out in meaning (the best is {best_z:.1f} standard "
+        f"deviations above the rest, evidence from {evidence.min_outlier_z:.1f}) or holds the query's rare words "
+        f"(at most {best_coverage:.0%} of their weight, evidence from {evidence.min_coverage:.0%})"
+    )
+
+
+def dense_floor(evidence: Evidence, dense: np.ndarray | None) -> Floor:
+    """The ``Floor`` for a query that has evidence: the cosine at ``keep_z`` standard deviations above the mean."""
+    if dense is None or evidence.keep_z is None or not len(dense):
+        return Floor()
+    held = dense[dense > -1]
+    if len(held) < 2 or held.std() < MIN_SPREAD:  # no spread, no outlier: every candidate enters
+        return Floor()
+    return Floor(min_dense=float(held.mean() + evidence.keep_z * held.std()))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -82,9 +82,14 @@ this turns away from the conversation going on, and recall runs even without a c
 newest turns can outrank what it asks about). Measured: the recall bench's questions score 0.10-0.45 against the
 chat's newest questions, a conversation going on with alike questions 0.99-1.00."""
 RECALL_COST_EXPONENT = HistoryOptions().recall_cost_exponent
-"""Default ``recall_cost_exponent``: recalled units are packed by fused score / tokens ** this (0: by rank alone).
-0: on long chats between people (bench/conversation_bench.py, docs/knowledge.md) relevance per token chose short
-lines that hold nothing over the longer message holding the fact."""
+"""Default ``recall_cost_exponent``: recalled units are packed by fused score / (tokens / ``RECALL_COST_FREE``) ** this
+(0: by rank alone). Rank order lost bench/recall_bench.py's facts to long replies ranked above them (85 / 88% at
+4K / 8K against 90 / 98% with 0.5); plain relevance per token let short lines that hold nothing ("Sure, Theo!")
+beat the longer message holding the fact on chats between people (bench/conversation_bench.py)."""
+RECALL_COST_FREE = 40
+"""Tokens a recalled unit may cost before its length counts against it: a short line does not win by being short,
+only a long one loses by being long (measured: 20-200 alike on the conversation bench, 40 best on the recall
+bench; docs/knowledge.md, "Abstention")."""
 RECALL_MARKER = (
     "Earlier messages of this conversation, recalled because they may bear on the current question. They came "
     "before the recent messages above; they are shown in their original order."
@@ -445,11 +450,15 @@ class ConversationHistoryModule(ContextModule):
                 costs[unit.position] = sum(count(m) for m in unit.messages)
             return costs[unit.position]
 
-        # In rank order by default (exponent 0): by relevance per token, short lines that hold nothing beat the
-        # longer message holding the fact (measured on bench/conversation_bench.py).
+        # By relevance per token past ``RECALL_COST_FREE`` tokens: long units pay for their length, short ones gain
+        # nothing from being short (see ``RECALL_COST_EXPONENT``).
         by_value = ranking.units
         if exponent:
-            by_value = tuple(sorted(by_value, key=lambda u: (-u.score / max(1, cost_of(u)) ** exponent, u.position)))
+
+            def value(unit: RecalledUnit) -> tuple[float, int]:
+                return -unit.score / max(1, cost_of(unit) / RECALL_COST_FREE) ** exponent, unit.position
+
+            by_value = tuple(sorted(by_value, key=value))
         chosen: list[RecalledUnit] = []
         seen: set[str] = set()
         left = room
@@ -464,6 +473,7 @@ class ConversationHistoryModule(ContextModule):
             seen.add(text)
             left -= cost
         taken = {u.position for u in chosen}
+        relevant_tokens = room - left
         for position, messages, cost in recent:
             if position in taken:
                 continue
@@ -480,9 +490,10 @@ class ConversationHistoryModule(ContextModule):
             "recall": ranking.method,
             "recalled_messages": sum(len(u.messages) for u in chosen),
             "recalled_tokens": room - left,
+            "relevant_tokens": relevant_tokens,
             "recall_searched": ranking.searched,
         }
-        if ranking.reason and not chosen:
+        if ranking.reason and not taken:  # nothing recalled by relevance (the newest older turns may fill the room)
             facts["recall_reason"] = ranking.reason
         if ranking.pending:  # vectors still being read or embedded in the background: ranked by words meanwhile
             facts["recall_vectors_pending"] = ranking.pending

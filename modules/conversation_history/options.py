@@ -30,8 +30,9 @@ class HistoryOptions(ModuleOptions):
         description="Recall when an older message's BM25 score beats the newest turns' best by this factor.",
     )
     recall_cost_exponent: Annotated[float, Field(ge=0)] = Field(
-        0,
-        description="Recalled messages are packed by relevance / tokens ** this (0: by rank alone).",
+        0.5,
+        description="Recalled messages are packed by relevance / (tokens / 40) ** this, a message of up to 40 "
+        "tokens counting as 40 (0: by rank alone).",
     )
     clear_tool_results_after_turns: Annotated[int, Field(ge=0)] = Field(
         0,

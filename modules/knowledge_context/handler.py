@@ -66,6 +66,9 @@ class Options:
     """Budget tokens per retrieved hit beyond ``k``: depth grows with the budget, so spare room is filled
     from further down the ranking instead of staying empty (at 4,000 tokens: 66 hits, after the floors)."""
     max_depth: int = _DEFAULTS.max_depth
+    tail_ratio: float = _DEFAULTS.tail_ratio
+    """A hit below the first ``k`` is packed only when its similarity (or BM25 score) is at least this share of the best
+    hit's: see ``relevant``."""
     abstain_below: float = _DEFAULTS.abstain_below
     """Send nothing when the best hit's cosine similarity to the query is below this AND the best hit shares
     under half the query's content words: the corpus has no answer, and near misses invite wrong ones."""
@@ -98,6 +101,7 @@ class Options:
             k=max(1, int(cfg.get("k", d.k))),
             depth_tokens=max(1, int(cfg.get("depth_tokens", d.depth_tokens))),
             max_depth=max(1, int(cfg.get("max_depth", d.max_depth))),
+            tail_ratio=float(cfg.get("tail_ratio", d.tail_ratio)),
             abstain_below=float(cfg.get("abstain_below", d.abstain_below)),
             min_score=float(cfg.get("min_score", d.min_score)),
             collections=tuple(collections),
@@ -294,6 +298,7 @@ class KnowledgeContextModule(ContextModule):
         reason = unanswerable(ranked, retrieval_query, opts.abstain_below)
         if reason:
             return Plan(ctx.query, retrieval_query, abstained=reason), len(hits)
+        ranked = relevant(ranked, opts)
         if judge is not None and ranked:
             ranked = await _judged(ranked, retrieval_query, judge)
         return Plan(ctx.query, retrieval_query, ranked, await self._neighbours(ranked, ctx, opts)), len(hits)
@@ -448,9 +453,29 @@ def unanswerable(ranked: Sequence[Passage], query: str, floor: float) -> str:
     if similarity >= floor or (terms and overlap * 2 >= len(terms)):
         return ""
     return (
-        f"abstained: no passage is relevant enough (best similarity {similarity:.2f} < {floor:.2f}, "
+        f"nothing relevant found: no passage is relevant enough (best similarity {similarity:.2f} < {floor:.2f}, "
         f"at most {overlap} of the query's {len(terms)} content words in a top passage)"
     )
+
+
+def relevant(ranked: Sequence[Passage], opts: Options) -> list[Passage]:
+    """The first ``k`` hits, then those further down that are still near the best by either signal: a cosine
+    similarity at least ``tail_ratio`` of the best hit's, or a BM25 score at least ``tail_ratio`` of the best lexical
+    hit's. A large budget is not filled with whatever the retrieval's depth brought back (the demo's one-line question
+    got 11K tokens of excerpts, the first about signing in to the admin UI): the room goes to modules that can use it,
+    or stays unused and cheap."""
+    if opts.tail_ratio <= 0 or len(ranked) <= opts.k:
+        return list(ranked)
+    dense = [float(p.metadata.get("dense_score", p.score)) for p in ranked]
+    lexical = [float(p.metadata.get("lexical_score", 0.0)) for p in ranked]
+    best_dense, best_lexical = max(dense), max(lexical)
+    return [
+        p
+        for i, p in enumerate(ranked)
+        if i < opts.k
+        or dense[i] >= opts.tail_ratio * best_dense
+        or (best_lexical > 0 and lexical[i] >= opts.tail_ratio * best_lexical)
+    ]
 
 
 def _blocks(sources: Sequence[Source]) -> list[str]:

@@ -11,6 +11,13 @@ class KnowledgeOptions(ModuleOptions):
     k: int = Field(6, ge=1, description="Hits packed first; also the least retrieval depth.")
     depth_tokens: int = Field(60, ge=1, description="Budget tokens per hit retrieved beyond k (depth grows with it).")
     max_depth: int = Field(80, ge=1, description="Hits retrieved at most, however large the budget.")
+    tail_ratio: float = Field(
+        0.8,
+        ge=0,
+        le=1,
+        description="Beyond the first k, a hit is packed only when its similarity or its BM25 score is at least this "
+        "share of the best hit's (0: every hit retrieved).",
+    )
     abstain_below: float = Field(
         0.25,
         ge=0,

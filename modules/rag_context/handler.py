@@ -64,7 +64,9 @@ class RagContextModule(ContextModule):
         }
         if not cases:
             meta["reason"] = (
-                "no case retriever" if ctx.cases is None else "no case above min_score without negative feedback"
+                "no case retriever"
+                if ctx.cases is None
+                else "nothing relevant found: no case above min_score without negative feedback"
             )
         elif not kept:
             meta["reason"] = f"{budget} tokens cannot hold the header and the question of even one case"

@@ -76,11 +76,15 @@ export function decisionText(line) {
   return head + text;
 }
 
+const FEATURE_BY = { upstream: "sent on to the provider", tda: "done by tda", litellm: "not sent by litellm" };
+
 export function eventLists(snap) {
   const list = (title, items, render) => h("div", {}, h("h3", {}, title),
     items.length ? h("ul", { class: "log" }, items.map((i) => h("li", {}, render(i)))) : h("p", { class: "muted" }, "None."));
+  const features = snap.provider_features || []; // what the client asked of its provider's context management
   return h("div", { class: "two-col" },
     list("Condensations", snap.condensations || [], (c) =>
       `${moduleLabel(c.module_id)}: ${fmt(c.before)} → ${fmt(c.after)} tokens (${c.strategy.replace(/[_+]/g, " ")}, ${c.reason})`),
-    list("Rules fired", snap.adjustments_fired || [], ruleText));
+    list("Rules fired", snap.adjustments_fired || [], ruleText),
+    ...(features.length ? [list("Provider context features", features, (f) => `${f.field} (${FEATURE_BY[f.by] || f.by}): ${f.note}`)] : []));
 }

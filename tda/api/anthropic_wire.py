@@ -24,9 +24,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from components.context_window.base import Message, ToolSchema
 
+from ..client_call import ClientCall
 from ..errors import Invalid, field_errors
 from ..events import encode_sse
-from ..gateway import ClientCall
+from .common import validate_in_slices
 from .wire_fields import refuse_unknown_fields
 
 REFUSED_FIELDS = {
@@ -128,9 +129,19 @@ def parse(kind: type[Request], data: dict[str, Any]) -> Request:
     """The request, its fields those the API defines (the model's fields; any other is a 422 naming it)."""
     refuse_unknown_fields(data, kind.model_fields, "Anthropic's Messages API")
     try:
-        return kind.model_validate(data)
+        return validate_in_slices(kind, data, "messages")
     except ValidationError as exc:
         raise Invalid("the request is invalid; fix the fields listed in errors", errors=field_errors(exc)) from None
+
+
+def read(kind: type[Request], data: dict[str, Any], anthropic_beta: str | None = None) -> tuple[Request, ClientCall]:
+    """The request and the gateway's call it makes: work that grows with the conversation, which the routes run in
+    a worker thread when it is long (``sized_work``). The validated messages are let go here, in that thread:
+    freeing 100,000 of them takes ~70 ms, which the event loop would spend at the end of the request."""
+    body = parse(kind, data)
+    call = client_call(body, anthropic_beta)
+    body.messages = []
+    return body, call
 
 
 def invalid(loc: str, msg: str) -> Invalid:
@@ -329,8 +340,10 @@ def _tool_choice(choice: dict[str, Any] | None) -> tuple[Any, bool | None]:
 # --- the reply ---------------------------------------------------------------------------------------------
 
 
-def message_of(message_id: str, result: Mapping[str, Any]) -> dict[str, Any]:
-    """The gateway's result as Anthropic's ``message``."""
+def message_of(
+    message_id: str, result: Mapping[str, Any], context_management: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The gateway's result as Anthropic's ``message`` (``context_management``: its report of the edits applied)."""
     content = [dict(b) for b in result.get("thinking") or ()]
     content += [{"type": "text", "text": result["answer"]}] if result["answer"] else []
     content += [_tool_use_block(c) for c in result["tool_calls"]]
@@ -343,6 +356,7 @@ def message_of(message_id: str, result: Mapping[str, Any]) -> dict[str, Any]:
         "stop_reason": stop_reason(result),
         "stop_sequence": None,
         "usage": usage(result),
+        **({"context_management": dict(context_management)} if context_management is not None else {}),
     }
 
 
@@ -451,10 +465,13 @@ class StreamedBlocks:
             self.thoughts += 1
         return out
 
-    def end(self, result: Mapping[str, Any]) -> list[bytes]:
+    def end(self, result: Mapping[str, Any], context_management: Mapping[str, Any] | None = None) -> list[bytes]:
         out = self._close()
         reason = {"stop_reason": stop_reason(result), "stop_sequence": None}
-        out.append(sse("message_delta", {"type": "message_delta", "delta": reason, "usage": usage(result)}))
+        delta: dict[str, Any] = {"type": "message_delta", "delta": reason, "usage": usage(result)}
+        if context_management is not None:  # the edits applied, as Anthropic reports them
+            delta["context_management"] = dict(context_management)
+        out.append(sse("message_delta", delta))
         out.append(sse("message_stop", {"type": "message_stop"}))
         return out
 

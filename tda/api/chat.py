@@ -26,9 +26,11 @@ from components.context_window.base import Message, ToolSchema, text_of_parts
 from components.context_window.budget import BudgetExceeded
 
 from ..auth import actor, end_user, require
+from ..client_call import ClientCall
+from ..context_features import features_header, with_unsent_traced
 from ..errors import Conflict, Invalid, NotFound, ServiceError, field_errors
 from ..events import encode_sse
-from ..gateway import ClientCall, complete, cut_header, split
+from ..gateway import complete, cut_header, split
 from ..llm import Choice, routing_error
 from ..models import ProfileRow, SessionRow
 from ..service import TDAService, service
@@ -152,7 +154,9 @@ async def chat_completions() -> Any:
         timings={},  # kept with the snapshot: the trace's latency breakdown
         new_turn=new_turn,
     )
+    call = await with_unsent_traced(svc, call, profile)
     headers = {SESSION_HEADER: session.id} if session is not None else {}
+    headers |= features_header(call)
     if body.stream:
         usage = bool((body.stream_options or {}).get("include_usage"))
         return await _streamed(svc, call, profile, session, usage, headers)
@@ -163,7 +167,9 @@ async def chat_completions() -> Any:
 def _read(data: dict[str, Any]) -> tuple[ChatRequest, list[Message]]:
     """The request and its conversation as tda's messages (work that grows with the conversation)."""
     body = _parse(data)
-    return body, [_message(m, i) for i, m in enumerate(body.messages)]
+    messages = [_message(m, i) for i, m in enumerate(body.messages)]
+    body.messages = []  # let go here (in the worker thread): freeing 100,000 validated messages takes ~70 ms
+    return body, messages
 
 
 def _parse(data: dict[str, Any]) -> ChatRequest:

@@ -58,8 +58,9 @@ def check_same_as_stored(sent: _ReadBack, stored: dict[str, Any]) -> None:
         raise Invalid(f"{', '.join(e['loc'] for e in errors)} cannot be changed here", errors=errors)
 
 
-SLICE = 500
-"""List items validated per call: pydantic-core holds the GIL for a whole call (a 100,000-message chat: 1.4 s)."""
+SLICE = 200
+"""List items validated per call: pydantic-core holds the GIL for a whole call (a 100,000-message chat: 1.4 s), so
+the event loop's thread waits for the call under way (a few ms at this size) whenever it wants the GIL back."""
 M = TypeVar("M", bound=BaseModel)
 
 

@@ -24,22 +24,24 @@ from werkzeug.exceptions import HTTPException
 from components.context_window.budget import BudgetExceeded
 
 from ..auth import end_user, require
+from ..client_call import ClientCall
+from ..context_features import anthropic_edits, features_header, response_context_management, with_unsent_traced
 from ..errors import ServiceError
 from ..gateway import complete, split, window
 from ..llm import prompt_tokens
-from ..service import service
+from ..models import ProfileRow
+from ..service import TDAService, service
 from .anthropic_wire import (
     CountTokensRequest,
     MessagesRequest,
     StreamedBlocks,
-    client_call,
     error_body,
     message_of,
-    parse,
+    read,
     sse,
 )
 from .chat import SESSION_HEADER, new_turn_requested, requested_ids, requested_model, resolve_ids
-from .common import json_object
+from .common import json_object, sized_work
 from .openapi import anthropic_wire
 from .streaming import start_turn
 
@@ -72,8 +74,8 @@ async def http_error(exc: HTTPException) -> Any:
 async def create_message() -> Any:
     """An Anthropic message (``stream: true`` for its event stream), with tda's context management."""
     svc = service()
-    body = parse(MessagesRequest, await json_object())
-    call = client_call(body, request.headers.get("anthropic-beta"))
+    beta = request.headers.get("anthropic-beta")
+    body, call = await sized_work(lambda data: read(MessagesRequest, data, beta), await json_object(), "messages")
     split(call.messages)  # a conversation without a user message is refused before anything is created
     session_id, profile_id = requested_ids(body.model)
     new_turn = new_turn_requested()  # checked before a session is created
@@ -81,12 +83,16 @@ async def create_message() -> Any:
     profile, session = await resolve_ids(svc, session_id, profile_id, call.user)
     # whose cases: the metadata's user_id narrowed to the token (forwarded upstream as sent, in params)
     call = dataclasses.replace(call, model=model, new_turn=new_turn, user=end_user(call.user) if call.user else None)
+    call = await anthropic_edits(svc, call, profile, body.context_management)
+    call = await with_unsent_traced(svc, call, profile)
     headers = {SESSION_HEADER: session.id} if session is not None else {}
+    headers |= features_header(call)
     model = call.model or profile.model or svc.settings.model
     message_id = f"msg_tda_{uuid.uuid4().hex}"
     if not body.stream:
         result = await complete(svc, call, profile, session)
-        return message_of(message_id, result), 200, {**headers, **_tda_headers(result)}
+        message = message_of(message_id, result, response_context_management(call, result))
+        return message, 200, {**headers, **_tda_headers(result)}
     streamed = await start_turn(svc, call, profile, session)
 
     async def events() -> AsyncIterator[bytes]:
@@ -101,7 +107,8 @@ async def create_message() -> Any:
             message = exc.message if isinstance(exc, ServiceError) else f"{type(exc).__name__}: {exc}"
             yield sse("error", error_body(status, message))
             return
-        for event in blocks.end(streamed.turn.result()):
+        result = streamed.turn.result()
+        for event in blocks.end(result, response_context_management(call, result)):
             yield event
 
     response = Response(events(), mimetype="text/event-stream", headers={**headers, "Cache-Control": "no-cache"})
@@ -117,15 +124,23 @@ async def count_tokens() -> Any:
     """The input tokens of the window tda would send for this request (nothing is called or recorded), counted as
     the model's provider counts them, never below tda's own count."""
     svc = service()
-    body = parse(CountTokensRequest, await json_object())
-    call = client_call(body)
+    body, call = await sized_work(lambda data: read(CountTokensRequest, data), await json_object(), "messages")
     split(call.messages)
     _, profile_id = requested_ids(body.model)
     call = dataclasses.replace(call, model=await requested_model(svc, body.model, None, profile_id))
     profile, _ = await resolve_ids(svc, None, profile_id, None)
+    edited = await anthropic_edits(svc, call, profile, body.context_management)
+    counted: dict[str, Any] = {"input_tokens": await _window_tokens(svc, edited, profile)}
+    if edited.features.applied_edits:  # tda's edits changed the window: its count before them too, as Anthropic's
+        counted["context_management"] = {"original_input_tokens": await _window_tokens(svc, call, profile)}
+    return counted
+
+
+async def _window_tokens(svc: TDAService, call: ClientCall, profile: ProfileRow) -> int:
+    """The input tokens of the window tda would send for ``call``: litellm's count for the model, or tda's own
+    when that is higher."""
     assembled, model = await window(svc, call, profile)
-    counted = await prompt_tokens(model, assembled.messages, assembled.tools)
-    return {"input_tokens": max(counted, assembled.snapshot.total_used)}
+    return max(await prompt_tokens(model, assembled.messages, assembled.tools), assembled.snapshot.total_used)
 
 
 def _tda_headers(result: dict[str, Any]) -> dict[str, str]:

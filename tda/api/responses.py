@@ -29,9 +29,11 @@ from components.context_window.base import Message, ToolSchema
 from components.context_window.budget import BudgetExceeded
 
 from ..auth import end_user, require
+from ..client_call import ClientCall
+from ..context_features import features_header, responses_features, with_unsent_traced
 from ..errors import Conflict, Invalid, NotFound, ServiceError, field_errors
 from ..events import encode_sse
-from ..gateway import ClientCall, answered, complete, cut_header, split
+from ..gateway import answered, complete, cut_header, split
 from ..models import ProfileRow, SessionRow
 from ..service import TDAService, service
 from .chat import SESSION_HEADER, openai_error, over_budget, requested_ids, requested_model, resolve_ids
@@ -46,13 +48,15 @@ bp.errorhandler(ServiceError)(openai_error)
 bp.errorhandler(BudgetExceeded)(over_budget)
 
 _RESPONSE_ID = re.compile(r"^resp_(\d{1,18})_([A-Za-z0-9][A-Za-z0-9_.-]{0,63})$")
-IGNORED_ITEMS = ("reasoning",)
-"""Input items with no chat equivalent that change nothing the model is sent (a reasoning model's own notes)."""
+IGNORED_ITEMS = ("reasoning", "compaction")
+"""Input items with no chat equivalent: a reasoning model's own notes, which change nothing the model is sent, and
+OpenAI's encrypted compaction summaries, which only OpenAI reads (kept out, and named in the snapshot:
+``tda/context_features.py``)."""
 
 
 class ResponsesRequest(BaseModel):
-    """The fields tda reads. Those with a chat-completions equivalent reach the model as that; ``store``,
-    ``include``, ``truncation`` and ``metadata`` beyond the pass-through change nothing here."""
+    """The fields tda reads. Those with a chat-completions equivalent reach the model as that; those tda acts on
+    itself are named in the snapshot (``HANDLED_HERE``, ``tda/context_features.py``)."""
 
     model_config = ConfigDict(extra="ignore")
 
@@ -81,6 +85,25 @@ class ResponsesRequest(BaseModel):
     background: bool | None = None
     conversation: Any = None
     prompt: Any = None
+    context_management: Any = None
+    moderation: dict[str, Any] | None = None
+    prompt_cache_options: dict[str, Any] | None = None
+    include: list[str] | None = None
+    max_tool_calls: int | None = Field(None, ge=0)
+    stream_options: dict[str, Any] | None = None
+
+
+HANDLED_HERE = {
+    "store": "tda records the response in a session (X-TDA-Session's, the previous response's, or a new one) "
+    "unless store is false without X-TDA-Session",
+    "previous_response_id": "the conversation goes on from the one the response's session recorded, and its reply",
+    "include": "no extra output data is added: a reply carries what chat completions returns (logprobs through "
+    "top_logprobs)",
+    "max_tool_calls": "changes nothing: tda runs no built-in tools (the client runs its function tools)",
+    "background": "false: tda answers in the request",
+    "stream_options": "tda's own event stream (no obfuscation fields are added)",
+}
+"""Fields tda acts on itself (or that change nothing it does): named in the snapshot when sent."""
 
 
 @bp.post("/responses")
@@ -94,20 +117,23 @@ async def create_response() -> Any:
     _refuse_unsupported(body)
     tools = _tools(body.tools or [])
     tool_choice, params = _tool_choice(body.tool_choice) if tools else None, _params(body, bool(tools))
-    inputs = await sized_work(lambda sent: _input_messages(sent["input"]), {"input": body.input}, "input")
-    messages = [*_instructions(body.instructions), *inputs]
+    inputs = await sized_work(lambda sent: input_messages(sent["input"]), {"input": body.input}, "input")
+    messages = [*instructions_of(body.instructions), *inputs]
     session_id, profile_id = requested_ids(body.model)
     if body.previous_response_id is not None:
-        previous = await _previous_call(svc, body.previous_response_id)
+        previous = await previous_call(svc, body.previous_response_id)
         if session_id is not None and session_id != previous.session_id:
             msg = f"previous_response_id is of session {previous.session_id!r}, not {session_id!r}"
             raise Conflict(f"{msg}: send X-TDA-Session: {previous.session_id}, or no X-TDA-Session")
         session_id = previous.session_id
-        leading = len(_instructions(body.instructions))
+        leading = len(instructions_of(body.instructions))
         messages[leading:leading] = await answered(svc, previous)
     elif session_id is None and body.store is not False:
         session_id = f"resp-{uuid.uuid4().hex[:20]}"  # OpenAI stores responses unless told not to
     split(messages)  # a conversation without a user message is refused before anything is created
+    features = responses_features(body.context_management, body.truncation, compactions(body.input))
+    for name in sorted(HANDLED_HERE.keys() & body.model_fields_set):
+        features = features.noting(name, "tda", HANDLED_HERE[name])
     model = await requested_model(svc, body.model, session_id, profile_id)
     profile, session = await resolve_ids(svc, session_id, profile_id, body.user)
     call = ClientCall(
@@ -119,8 +145,11 @@ async def create_response() -> Any:
         params=params,
         user=end_user(body.user) if body.user else None,  # whose cases: narrowed to the token
         timings={},  # kept with the snapshot: the trace's latency breakdown
+        features=features,
     )
+    call = await with_unsent_traced(svc, call, profile)
     headers = {SESSION_HEADER: session.id} if session is not None else {}
+    headers |= features_header(call)
     shape = _Shape(body, created_at=int(time.time()), ids=uuid.uuid4().hex)
     shape.model = model or profile.model or svc.settings.model
     if body.stream:
@@ -135,7 +164,7 @@ async def create_response() -> Any:
 async def get_response(response_id: str) -> Any:
     """A stored response, rebuilt from the call its session recorded (usage is not kept; it is left out)."""
     svc = service()
-    row = await _previous_call(svc, response_id, param=None)
+    row = await previous_call(svc, response_id, param=None)
     reply = (await answered(svc, row))[-1]
     gateway = row.inputs["gateway"]
     echo = {
@@ -176,11 +205,22 @@ def _refuse_unsupported(body: ResponsesRequest) -> None:
         raise _invalid("input", "the input is empty; send the user's message")
 
 
-def _instructions(instructions: str | None) -> list[Message]:
+def compactions(items: str | list[dict[str, Any]]) -> list[tuple[int, dict[str, Any]]]:
+    """The input's compaction items, by index (each needs its ``encrypted_content``)."""
+    if isinstance(items, str):
+        return []
+    found = [(i, item) for i, item in enumerate(items) if item.get("type") == "compaction"]
+    for i, item in found:
+        if not isinstance(item.get("encrypted_content"), str):
+            raise _invalid(f"input.{i}.encrypted_content", "a compaction item carries its encrypted_content")
+    return found
+
+
+def instructions_of(instructions: str | None) -> list[Message]:
     return [Message("system", instructions)] if instructions else []
 
 
-def _input_messages(items: str | list[dict[str, Any]]) -> list[Message]:
+def input_messages(items: str | list[dict[str, Any]]) -> list[Message]:
     """The input items as chat messages: consecutive function calls are one assistant message's tool calls (and
     join the assistant message just before them, as one reply), their outputs tool messages."""
     if isinstance(items, str):
@@ -308,6 +348,8 @@ def _params(body: ResponsesRequest, with_tools: bool) -> dict[str, Any]:
         "service_tier": body.service_tier,
         "prompt_cache_key": body.prompt_cache_key,
         "prompt_cache_retention": body.prompt_cache_retention,
+        "prompt_cache_options": body.prompt_cache_options,
+        "moderation": body.moderation,
         "safety_identifier": body.safety_identifier,
         "parallel_tool_calls": body.parallel_tool_calls if with_tools else None,
     }
@@ -336,7 +378,7 @@ def _response_format(fmt: Any) -> dict[str, Any] | None:
     raise _invalid("text.format.type", f"format type {kind!r} is not one of text, json_object, json_schema")
 
 
-async def _previous_call(svc: TDAService, response_id: str, param: str | None = "previous_response_id") -> Any:
+async def previous_call(svc: TDAService, response_id: str, param: str | None = "previous_response_id") -> Any:
     """The snapshot of the call a response id names (404 in OpenAI's words for any other id)."""
     found = _RESPONSE_ID.match(response_id)
     missing = NotFound(
@@ -398,7 +440,7 @@ class _Shape:
                 "metadata": body.metadata or {},
                 "text": body.text or {"format": {"type": "text"}},
                 "reasoning": body.reasoning,
-                "truncation": body.truncation or "disabled",
+                "truncation": body.truncation or "auto",  # tda's budgeting unless disabled (context_features)
                 "store": body.store is not False,
                 "user": body.user,
             }
@@ -442,7 +484,7 @@ class _Shape:
         return items
 
     def message(self, text: str | None, status: str) -> dict[str, Any]:
-        content = [] if text is None else [_text_part(text)]
+        content = [] if text is None else [text_part(text)]
         return {"type": "message", "id": self.message_id, "status": status, "role": "assistant", "content": content}
 
     def function_call(
@@ -459,7 +501,7 @@ class _Shape:
         }
 
 
-def _text_part(text: str) -> dict[str, Any]:
+def text_part(text: str) -> dict[str, Any]:
     return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
 
 
@@ -613,7 +655,7 @@ class _Stream:
         item = self.shape.message(None, "in_progress")
         return [
             self.event("response.output_item.added", output_index=self.order.index(None), item=item),
-            self.event("response.content_part.added", **self._text_at(), part=_text_part("")),
+            self.event("response.content_part.added", **self._text_at(), part=text_part("")),
         ]
 
     def _close_message(self, text: str) -> list[bytes]:
@@ -621,7 +663,7 @@ class _Stream:
         item = self.shape.message(text, "completed")
         return [
             self.event("response.output_text.done", **self._text_at(), text=text, logprobs=[]),
-            self.event("response.content_part.done", **self._text_at(), part=_text_part(text)),
+            self.event("response.content_part.done", **self._text_at(), part=text_part(text)),
             self.event("response.output_item.done", output_index=self.order.index(None), item=item),
         ]
 

@@ -8,7 +8,8 @@ import dataclasses
 from collections.abc import AsyncGenerator
 from typing import Any
 
-from ..gateway import ClientCall, complete
+from ..client_call import ClientCall
+from ..gateway import complete
 from ..models import ProfileRow, SessionRow
 from ..service import TDAService
 

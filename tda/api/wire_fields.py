@@ -94,6 +94,20 @@ RESPONSES_FIELDS = frozenset(
 )
 """OpenAI's Responses request (``POST /v1/responses``)."""
 
+COMPACT_FIELDS = frozenset(
+    {
+        "input",
+        "instructions",
+        "model",
+        "previous_response_id",
+        "prompt_cache_key",
+        "prompt_cache_options",
+        "prompt_cache_retention",
+        "service_tier",
+    }
+)
+"""OpenAI's compaction request (``POST /v1/responses/compact``)."""
+
 ROUTING_FIELDS = frozenset(
     {
         "api_base",

@@ -129,22 +129,34 @@ class ChromaKnowledgeRetriever:
         return kept[:k]
 
     async def neighbours(self, passage: Passage, *, before: int, after: int) -> list[Passage]:
+        """As ``neighbours_sync``; on the event loop when the chunks are in memory (a few dict lookups: a worker
+        thread's hop per hit cost more, ~1 ms each on a busy machine, 5-7 hits a turn), else in a worker thread."""
+        held = self._held_neighbours(passage, before=before, after=after)
+        if held is not None:
+            return held
         return await asyncio.to_thread(self.neighbours_sync, passage, before=before, after=after)
+
+    def _held_neighbours(self, passage: Passage, *, before: int, after: int) -> list[Passage] | None:
+        """The neighbours from the chunks held in memory for BM25 (None: not held, or held before a write)."""
+        if max(before, after) <= 0 or not passage.collection:
+            return []
+        cached = self._lexical.get(passage.collection)
+        if cached is None or cached.key[0] != self.store.version(passage.collection):
+            return None
+        i = passage.chunk_index
+        rows = [
+            row
+            for j in range(i - max(before, 0), i + max(after, 0) + 1)
+            if j != i and (row := cached.positions.get((passage.document_id, j))) is not None
+        ]
+        return [_passage(r["id"], r["text"], r["metadata"], passage.collection, 0.0) for r in rows]
 
     def neighbours_sync(self, passage: Passage, *, before: int, after: int) -> list[Passage]:
         """Chunks of the same document within ``before``/``after`` positions, in chunk order."""
-        if max(before, after) <= 0 or not passage.collection:
-            return []
+        held = self._held_neighbours(passage, before=before, after=after)
+        if held is not None:  # the chunks are in memory for BM25 already: no database round trip per hit
+            return held
         i = passage.chunk_index
-        cached = self._lexical.get(passage.collection)
-        if cached is not None and cached.key[0] == self.store.version(passage.collection):
-            # The chunks are in memory for BM25 already: no database round trip per hit.
-            rows = [
-                row
-                for j in range(i - max(before, 0), i + max(after, 0) + 1)
-                if j != i and (row := cached.positions.get((passage.document_id, j))) is not None
-            ]
-            return [_passage(r["id"], r["text"], r["metadata"], passage.collection, 0.0) for r in rows]
         where = {
             "$and": [
                 {"document_id": passage.document_id},

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from components.context_window.base import AssemblyContext, Session
+from components.context_window.base import AssemblyContext, HistoryRecall, Session
 from components.context_window.recall.messages import SessionRecall
 from components.context_window.window_type import ContextWindowType
 
@@ -22,6 +22,15 @@ from .vectors import write_now
 
 if TYPE_CHECKING:
     from ..service import TDAService
+
+
+def call_recall(svc: TDAService) -> HistoryRecall | None:
+    """Recall for one stateless call: an index of the conversation it sent, held by the call's context alone, so
+    it is freed with the call (kept in the service's index under one session id, every stateless call's
+    conversation would stay there, hundreds of thousands of objects the cycle collector walks, and be rebuilt by
+    the next call with another conversation). Its vectors by text are the service's (a bounded cache)."""
+    recall = svc.sources.history_recall
+    return recall.for_one_call() if isinstance(recall, SessionRecall) else recall
 
 
 async def index_history(svc: TDAService, session_id: str) -> None:
@@ -46,7 +55,7 @@ async def vectors_ready(svc: TDAService, ctx: AssemblyContext, window_type: Cont
     background indexing had finished or not (cold = warm, issue 32). A history met cold (a fresh replica, a long
     conversation a client sends at once) waits for its vectors once (read from the vectors store when another
     replica embedded them); later turns embed only what is new, which the indexing after each turn has done."""
-    recall = svc.sources.history_recall
+    recall = ctx.history_recall  # the service's, or a stateless call's own (``call_recall``)
     if not isinstance(recall, SessionRecall) or recall.embedder is None or not _recalls(window_type):
         return
     if ctx.session.message_source().total:

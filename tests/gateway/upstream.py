@@ -171,7 +171,7 @@ def anthropic_message(body: dict[str, Any], serial: int) -> dict[str, Any]:
     if (body.get("thinking") or {}).get("type") == "enabled":  # extended thinking: a signed block comes first
         content.insert(0, {"type": "thinking", "thinking": THINKING, "signature": f"sig-fake-{serial}"})
     prompt = max(1, len(json.dumps(body.get("messages"))) // 4)
-    return {
+    message = {
         "id": f"msg_fake_{serial}",
         "type": "message",
         "role": "assistant",
@@ -181,6 +181,21 @@ def anthropic_message(body: dict[str, Any], serial: int) -> dict[str, Any]:
         "stop_sequence": None,
         "usage": {"input_tokens": prompt, "output_tokens": 7},
     }
+    if body.get("context_management"):  # Anthropic applies the edits and says so: here, a report by its figures
+        message["context_management"] = {
+            "applied_edits": [applied_edit(e) for e in body["context_management"]["edits"]]
+        }
+    return message
+
+
+def applied_edit(edit: dict[str, Any]) -> dict[str, Any]:
+    """The fake's report of an edit (its own figures, so a test sees whose report reached the client)."""
+    if edit["type"] == "clear_thinking_20251015":
+        return {"type": edit["type"], "cleared_thinking_turns": 1, "cleared_input_tokens": FAKE_CLEARED}
+    return {"type": edit["type"], "cleared_tool_uses": 2, "cleared_input_tokens": FAKE_CLEARED}
+
+
+FAKE_CLEARED = 4321
 
 
 def anthropic_events(body: dict[str, Any], serial: int) -> list[dict[str, Any]]:
@@ -222,7 +237,12 @@ def anthropic_events(body: dict[str, Any], serial: int) -> list[dict[str, Any]]:
         ]
     stop = {"stop_reason": whole["stop_reason"], "stop_sequence": None}
     events += [
-        {"type": "message_delta", "delta": stop, "usage": {"output_tokens": 7}},
+        {
+            "type": "message_delta",
+            "delta": stop,
+            "usage": {"output_tokens": 7},
+            **({"context_management": whole["context_management"]} if "context_management" in whole else {}),
+        },
         {"type": "message_stop"},
     ]
     return events

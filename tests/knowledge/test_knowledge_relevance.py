@@ -38,8 +38,9 @@ class RankedKnowledge:
         return []
 
 
-def passage(n: int, text: str, score: float, dense: float = 0.6) -> Passage:
-    return Passage(text, score, f"doc{n}", title=f"Doc {n}", collection="kb", metadata={"dense_score": dense})
+def passage(n: int, text: str, score: float, dense: float = 0.6, lexical: float = 0.0) -> Passage:
+    metadata = {"dense_score": dense, "lexical_score": lexical}
+    return Passage(text, score, f"doc{n}", title=f"Doc {n}", collection="kb", metadata=metadata)
 
 
 def filler(n: int) -> str:
@@ -91,7 +92,25 @@ async def test_when_no_passage_is_relevant_it_sends_nothing_and_says_why() -> No
     weak = [passage(i, filler(i), 0.5, dense=0.12) for i in range(6)]
     out = await module().contribute(2000, context(RankedKnowledge(weak), query="who won the 2018 football final?"))
     assert out.is_empty and out.metadata["abstained"] is True
-    assert out.metadata["reason"].startswith("abstained: no passage is relevant enough (best similarity 0.12 < 0.25")
+    reason = out.metadata["reason"]
+    assert reason.startswith("nothing relevant found: no passage is relevant enough (best similarity 0.12 < 0.25")
+
+
+async def test_a_large_budget_is_not_filled_with_hits_far_below_the_best() -> None:
+    """Beyond the first k, a hit is packed only when it is near the best in meaning (``tail_ratio`` of its similarity)
+    or by words (of its BM25 score): the room is left unused rather than filled with what the depth brought."""
+    near = [passage(i, filler(i), 0.9 - i * 0.01, dense=0.6 - i * 0.005) for i in range(10)]  # 0.6 .. 0.555
+    far = [passage(i, filler(i), 0.7 - i * 0.01, dense=0.3) for i in range(10, 40)]
+    near[0] = passage(0, filler(0), 0.9, dense=0.6, lexical=1.0)  # the best by words too
+    worded = passage(40, f"{filler(40)} Old invoices are kept seven years.", 0.3, dense=0.2, lexical=0.85)
+    out = await module().contribute(8000, context(RankedKnowledge([*near, *far, worded])))
+    sent = {s["document_id"] for s in out.metadata["sources"]}
+    assert sent == {f"doc{i}" for i in range(10)} | {"doc40"}  # the near ones and the one holding the words
+    assert TOKENS.count(out.text()) < 8000 // 2
+    everything = await module().contribute(
+        8000, context(RankedKnowledge([*near, *far, worded])).for_module(Directives(config={"tail_ratio": 0}), TOKENS)
+    )
+    assert len(everything.metadata["sources"]) == 41  # the floor off: every hit that fits
 
 
 async def test_a_low_similarity_hit_that_shares_the_questions_words_is_still_sent() -> None:
@@ -116,7 +135,7 @@ async def test_abstention_shows_in_the_snapshot_of_an_assembly(
     result = await ContextWindowHandler(builtin_registry).assemble(ctx, DEFAULT_TYPES["balanced"])
     usage = result.snapshot.module("knowledge_context")
     assert usage.used == 0 and usage.metadata["abstained"] is True
-    assert usage.metadata["reason"].startswith("abstained: no passage is relevant enough")
+    assert usage.metadata["reason"].startswith("nothing relevant found: no passage is relevant enough")
     sent = "\n".join(str(m.get("content", "")) for m in result.messages)
     assert "Invoices are emailed" not in sent
 

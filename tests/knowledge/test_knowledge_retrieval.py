@@ -110,6 +110,19 @@ async def test_neighbours_are_adjacent_chunks_in_order_without_the_passage_itsel
     assert [p.chunk_index for p in await retriever.neighbours(sails, before=0, after=5)] == [sails.chunk_index + 1]
 
 
+async def test_neighbours_from_memory_are_the_databases(retriever: ChromaKnowledgeRetriever) -> None:
+    """Once a search has the collection's chunks in memory, neighbours come from there (on the event loop): the same
+    chunks, text and provenance as the database gives (the oracle: the store read with the memory dropped)."""
+    [sails] = [p for p in retriever.search("mainsail jib", collections=["boat"], k=5) if p.section.endswith("Sails")]
+    held = await retriever.neighbours(sails, before=2, after=2)
+    assert retriever._held_neighbours(sails, before=2, after=2) is not None  # served from memory
+    retriever._lexical.clear()
+    assert retriever._held_neighbours(sails, before=2, after=2) is None
+    from_store = await retriever.neighbours(sails, before=2, after=2)
+    key = [(p.document_id, p.chunk_index, p.text, p.section, p.title) for p in held]
+    assert key == [(p.document_id, p.chunk_index, p.text, p.section, p.title) for p in from_store] and key
+
+
 def passage(text: str, score: float) -> Passage:
     return Passage(text=text, score=score, document_id="d")
 

@@ -253,3 +253,21 @@ def test_cycle_collection_pauses_while_big_requests_run_and_never_for_long() -> 
     with brief.held(), brief.held():
         assert gc.isenabled()
     assert gc.isenabled()
+
+
+async def test_a_long_anthropic_request_is_read_in_slices_and_errors_name_their_place(
+    client: Any, admin: dict[str, str]
+) -> None:
+    """/v1/messages validates a long conversation a slice at a time off the loop, as chat completions does: a bad
+    message far down is named at its place in the whole list, and a good conversation is answered."""
+    messages = [{"role": ("user", "assistant")[i % 2], "content": f"line {i} of a long chat"} for i in range(1_201)]
+    body = {"model": "tda", "max_tokens": 16, "messages": messages}
+    ok = await client.post("/v1/messages", json=body, headers=admin)
+    assert ok.status_code == 200, await ok.get_json()
+    bad = [*messages[:1_100], {"role": "narrator", "content": "x"}, *messages[1_101:]]
+    refused = await client.post("/v1/messages", json={**body, "messages": bad}, headers=admin)
+    reply = await refused.get_json()
+    assert refused.status_code == 422, reply
+    assert any(e["loc"].startswith("messages.1100.role") for e in reply["error"]["errors"]), reply
+    counted = await client.post("/v1/messages/count_tokens", json={"model": "tda", "messages": messages}, headers=admin)
+    assert counted.status_code == 200 and (await counted.get_json())["input_tokens"] > 1_201

@@ -52,13 +52,15 @@ async def chat(settings: Settings) -> Any:
         yield client, headers, model
 
 
-async def ask_after_import(chat: Any, history: list[dict[str, Any]], limit: int = 4_000) -> tuple[list[Any], Any]:
+async def ask_after_import(
+    chat: Any, history: list[dict[str, Any]], limit: int = 4_000, question: str = QUESTION
+) -> tuple[list[Any], Any]:
     client, headers, model = chat
     session = {"id": f"s{limit}", "profile_id": "chat", "context_limit": limit}
     assert (await client.post("/v1/sessions", json=session, headers=headers)).status_code == 201
     r = await client.post(f"/v1/sessions/s{limit}/messages", json={"messages": history}, headers=headers)
     assert r.status_code == 201, await r.get_json()
-    r = await client.post(f"/v1/sessions/s{limit}/turns", json={"query": QUESTION}, headers=headers)
+    r = await client.post(f"/v1/sessions/s{limit}/turns", json={"query": question}, headers=headers)
     assert r.status_code == 201, await r.get_json()
     snapshot = (await r.get_json())["snapshot"]
     return model.sent[-1]["messages"], next(m for m in snapshot["modules"] if m["module_id"] == "conversation_history")
@@ -68,6 +70,25 @@ async def test_a_fact_far_back_in_an_imported_history_reaches_the_model(chat):
     sent, _ = await ask_after_import(chat, long_history())
     assert FACT in [m["content"] for m in sent]
     assert sent[-1] == {"role": "user", "content": QUESTION}
+
+
+async def test_a_question_nothing_earlier_answers_recalls_nothing_and_the_snapshot_says_so(chat):
+    """Abstention over HTTP: a question about a person the history never names brings back nothing by relevance (the
+    "dog" and "adopted" of the planted fact would have found it), the snapshot says nothing relevant was found, and
+    the newest turns are sent as for any question."""
+    history = long_history()
+    question = "What kind of dog did my neighbour Dmitri adopt?"
+    sent, module = await ask_after_import(chat, history, question=question)
+    meta = module["metadata"]
+    assert meta["recall_reason"] == "nothing relevant found: no earlier message mentions Dmitri"
+    assert meta["relevant_tokens"] == 0
+    contents = [m["content"] for m in sent]
+    assert FACT not in contents
+    assert sent[-1] == {"role": "user", "content": question}
+    newest = meta["messages_kept"]
+    tail = [m["content"] for m in history[-newest:]]
+    start = contents.index(tail[0])
+    assert contents[start : start + newest] == tail  # the newest turns, whole (the newest older ones may follow)
 
 
 async def test_imported_history_with_turn_numbers_fills_its_allocation(chat):

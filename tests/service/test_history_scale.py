@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 import tiktoken
+from sqlalchemy import event
 
 from components.context_window.token_estimator import estimator_for
 from tda.app import create_app
@@ -317,6 +318,40 @@ async def test_a_recorded_turn_returns_its_rows_as_stored(app):
     assert [tuple(r) for r in rows] == [tuple(r) for r in page[::-1]]
     assert rows[0].id < rows[1].id and rows[1].tool_calls == messages[1]["tool_calls"]
     assert rows[0].token_counts["o200k_base"] > 0 and rows[0].valid is True
+
+
+async def test_a_long_turn_is_recorded_in_batches_as_given(app):
+    """A turn bringing a long history (a chat client's first call with a session) is written a batch of rows per
+    statement, its token counts made off the loop: the rows come back as a later read returns them, in the order
+    given, whatever fields each message names (a batch's rows name the same columns)."""
+    from tda.store.sessions import MESSAGE_BATCH
+
+    _running, svc, _headers = app
+    n = 2 * MESSAGE_BATCH + 7
+    messages: list[dict[str, Any]] = [
+        {"role": ("user", "assistant")[i % 2], "content": f"line {i} of a long chat", "tokens": 9} for i in range(n)
+    ]
+    messages[MESSAGE_BATCH - 1]["name"] = "maya"  # a message naming another column splits a batch
+    messages[MESSAGE_BATCH + 3] = {**messages[MESSAGE_BATCH + 3], "tool_calls": [{"id": "c1", "function": {}}]}
+    statements: list[str] = []
+    engine = svc.store.db.engine.sync_engine
+    listener = lambda *args: statements.append(args[2])  # noqa: E731  # (conn, cursor, statement, ...)
+    event.listen(engine, "before_cursor_execute", listener)
+    try:
+        _, rows = await svc.store.sessions.record_turn("long", {"turn": 1900, "query": "q", "answer": "a"}, messages)
+    finally:
+        event.remove(engine, "before_cursor_execute", listener)
+    inserts = [s for s in statements if s.startswith("INSERT INTO messages")]
+    assert len(inserts) <= 6, len(inserts)  # runs of B - 1, 1, 3, 1, B + 3 rows naming the same columns: not one each
+    assert [r.content for r in rows] == [m["content"] for m in messages]
+    assert [r.id for r in rows] == sorted(r.id for r in rows) and len({r.id for r in rows}) == n
+    page = await svc.store.sessions.message_page("long", None, n)
+    assert [tuple(r) for r in rows] == [tuple(r) for r in page[::-1]]
+    assert rows[MESSAGE_BATCH - 1].name == "maya" and rows[MESSAGE_BATCH].name is None
+    encoding = tiktoken.get_encoding("o200k_base")  # the count stored is OpenAI cookbook's: 3 + role + content
+    assert rows[10].token_counts["o200k_base"] == 3 + len(encoding.encode("user")) + len(
+        encoding.encode("line 10 of a long chat")
+    )
 
 
 async def test_a_turn_whose_kept_history_is_dropped_while_it_reads_still_runs(app, llm, monkeypatch):

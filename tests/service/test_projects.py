@@ -384,6 +384,18 @@ async def test_a_client_token_is_refused_every_administrative_call(client, test_
         assert (await client.get(page, headers=agent)).status_code == 403
 
 
+async def test_a_client_token_chats_in_anthropics_wire_format_too(client, two):
+    """An agent on the Anthropic SDK holds a client token as one on OpenAI's does: /v1/messages is the same chat."""
+    _, beta = two
+    agent = beta.tokens["client"]
+    body = {"model": "tda", "max_tokens": 16, "messages": [{"role": "user", "content": "Hello there"}]}
+    reply = await _ok(await client.post("/v1/messages", json=body, headers=agent), 200)
+    assert reply["type"] == "message" and reply["content"]
+    asked = {k: v for k, v in body.items() if k != "max_tokens"}  # not a field of count_tokens
+    counted = await _ok(await client.post("/v1/messages/count_tokens", json=asked, headers=agent), 200)
+    assert counted["input_tokens"] > 0
+
+
 async def test_project_admins_do_not_change_what_every_project_shares(client, two):
     _, beta = two
     admin = beta.tokens["admin"]

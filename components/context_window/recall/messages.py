@@ -41,15 +41,27 @@ from ..base import (
     pages_newest_first,
 )
 from ..phases import visible
-from ..relevance import RRF_K, BM25Index, VectorIndex, fuse, terms
+from ..relevance import (
+    RRF_K,
+    BM25Index,
+    Evidence,
+    Floor,
+    VectorIndex,
+    abstention,
+    dense_floor,
+    evidence_for,
+    fuse,
+    terms,
+)
 from ..session_cache import BoundedCache
 
 EMBED_CHARS = 2_000
 """Characters of a part embedded (small embedders read ~256-512 tokens anyway; the rest costs time for nothing)."""
 EMBED_BATCH = 64
-INDEX_SLICE = 256
-"""Messages indexed (or split into parts) between two yields to the event loop: a 100,000-message history is
-seconds of work, which must not stall every other request meanwhile (a slice is ~20 ms on a loaded machine)."""
+INDEX_SLICE = 128
+"""Messages indexed (or split into parts, or given their vectors) between two yields to the event loop: a
+100,000-message history is seconds of work, which must not stall every other request meanwhile. A slice is ~8 ms
+on a loaded machine: a request such as /healthz takes several turns of the loop, and waits behind a slice at each."""
 T = TypeVar("T")
 R = TypeVar("R")
 MAX_PARTS = 8
@@ -344,15 +356,24 @@ class HistoryIndex:
         query_vector: Sequence[float] | np.ndarray | None,
         before: int,
         weights: tuple[float, float] = WEIGHTS,
+        evidence: Evidence | None = None,
     ) -> tuple[np.ndarray, np.ndarray, str, str | None]:
         """Positions of the messages before ``before``, best first, with fused scores, the method and (when nothing
         ranks) the reason. Messages no signal ranks are left out (and the exchanges of the best hits come with them).
-        The last result is kept: a turn asks again when the history gets more room (the surplus pass)."""
+        With ``evidence``, nothing ranks when the query has no evidence among them, and a message enters the dense
+        ranking only above its z-score floor (see ``Evidence``). The last result is kept: a turn asks again when the
+        history gets more room (the surplus pass)."""
         vector = None if query_vector is None else np.asarray(query_vector, dtype=np.float32).tobytes()
-        key = (query, vector, before, len(self.messages), self._vectored, weights)
+        key = (query, vector, before, len(self.messages), self._vectored, weights, evidence)
         if self._rank_cache is None or self._rank_cache[0] != key:
-            self._rank_cache = (key, self._rank(query, query_vector, before, weights))
+            self._rank_cache = (key, self._rank(query, query_vector, before, weights, evidence))
         return self._rank_cache[1]
+
+    def unknown_names(self, query: str, n: int) -> list[str]:
+        """The names ``query`` asks about that none of the first ``n`` messages mentions ("What is my neighbour
+        Dmitri's dog called?" in a chat that never names a Dmitri): nothing earlier is about them."""
+        names = dict.fromkeys(_NAME.findall(query))
+        return [name for name in names if terms(name) and not self.lexical.coverage(terms(name), n).any()]
 
     def _rank(
         self,
@@ -360,13 +381,21 @@ class HistoryIndex:
         query_vector: Sequence[float] | np.ndarray | None,
         before: int,
         weights: tuple[float, float],
+        evidence: Evidence | None,
     ) -> tuple[np.ndarray, np.ndarray, str, str | None]:
         n = min(before, len(self.messages))
         if n <= 0:
             return np.zeros(0, np.intp), np.zeros(0), "none", "no earlier messages"
         lexical = self.lexical_scores(query)[:n]
         dense = self.dense_scores(query_vector, n) if query_vector is not None else None
-        ranking = fuse(lexical=lexical, dense=dense, weights=weights if dense is not None else (1.0, 1.0))
+        method = "+".join(name for name, s in (("lexical", lexical), ("dense", dense)) if s is not None)
+        floor = Floor()
+        if evidence is not None:
+            reason = self._abstention(query, evidence, dense, n)
+            if reason is not None:
+                return np.zeros(0, np.intp), np.zeros(0), method, reason
+            floor = dense_floor(evidence, dense)
+        ranking = fuse(lexical=lexical, dense=dense, weights=weights if dense is not None else (1.0, 1.0), floor=floor)
         if not len(ranking):
             return ranking.positions, ranking.scores, ranking.method, ranking.reason
         fused = np.zeros(n)
@@ -379,6 +408,13 @@ class HistoryIndex:
         positions = np.flatnonzero(scores > 0)
         positions = positions[np.lexsort((-positions, -scores[positions]))]
         return positions, scores[positions], ranking.method, None
+
+    def _abstention(self, query: str, evidence: Evidence, dense: np.ndarray | None, n: int) -> str | None:
+        """Why none of the first ``n`` messages is evidence for ``query`` (None: some may be)."""
+        unknown = self.unknown_names(query, n)
+        if unknown:
+            return f"nothing relevant found: no earlier message mentions {', '.join(unknown)}"
+        return abstention(evidence, self.lexical.coverage(terms(query), n), dense)
 
     def _second_hop(self, query: str, best: np.ndarray, n: int) -> np.ndarray | None:
         """Messages ranked by words for the query plus the names the ``best`` messages bring in (a person or place
@@ -447,10 +483,19 @@ class SessionRecall:
         *,
         stored: PartVectors | None = None,
         vectors_wait_s: float = VECTORS_WAIT_S,
+        outlive_calls: bool = True,
+        evidence: Evidence | None = None,
     ) -> None:
         self.embedder = embedder
+        self.evidence = evidence or evidence_for(embedder)
+        """When a query has evidence among the older messages at all (calibrated for ``embedder``): recall returns
+        nothing, and says why, for a question nothing earlier answers."""
         self.vectors_wait_s = vectors_wait_s
         """How long recall waits for a vectors job under way before ranking by words (see ``VECTORS_WAIT_S``)."""
+        self.outlive_calls = outlive_calls
+        """False: the index serves one call and is then dropped (a stateless chat's conversation), so no work
+        outlives it: an index's vectors job runs once and is cancelled when recall stops waiting for it
+        (``vectors_wait_s``); what it did not embed by then is ranked by words."""
         self.stored = stored
         """Where the parts' vectors are kept beyond this process: read before embedding, written after."""
         self._store_failed = False
@@ -463,6 +508,20 @@ class SessionRecall:
         """Query vectors by the query's text (one embedder per recall: the same text, the same vector)."""
         self._jobs: set[asyncio.Task[None]] = set()
         """The background vector jobs running (held here: the loop keeps only a weak reference to a task)."""
+
+    def for_one_call(self) -> SessionRecall:
+        """A recall whose one index serves one call and goes with it (``outlive_calls`` False: a stateless chat's
+        conversation), sharing this recall's embedder and its vectors by text: a client sending its conversation
+        again, one message longer, is not embedded again."""
+        one = SessionRecall(
+            self.embedder,
+            max_sessions=1,
+            vectors_wait_s=self.vectors_wait_s,
+            outlive_calls=False,
+            evidence=self.evidence,
+        )
+        one._vectors, one._queries = self._vectors, self._queries
+        return one
 
     def forget(self, session_id: str) -> int:
         """Drop a session's index (its history was purged or edited); returns how many indexes went (0 or 1)."""
@@ -482,7 +541,7 @@ class SessionRecall:
         ranks by words meanwhile) unless ``dense`` (a job off the turn): then the call returns once all have them."""
         index = await asyncio.shield(self._sync(session))
         job = index.vectoring
-        if dense and job is not None:
+        if dense and job is not None and self.outlive_calls:
             await asyncio.shield(job)
         return index
 
@@ -504,13 +563,22 @@ class SessionRecall:
         return index
 
     def _catch_up_later(self, session_id: str, index: HistoryIndex) -> None:
-        """Start the job giving ``index``'s messages their vectors, unless it runs (a failed one is started again)."""
+        """Start the job giving ``index``'s messages their vectors, unless it runs (a failed one is started again;
+        not so for an index that serves one call: its job, once over, is not started again)."""
         if index.vectoring is not None and not index.vectoring.done():
             return
-        job = index.vectoring = asyncio.get_running_loop().create_task(self._catch_up(session_id, index))
+        if not self.outlive_calls and index.vectors_due:  # an index serving one call has had its one job
+            return
+        loop = asyncio.get_running_loop()
+        job = index.vectoring = loop.create_task(self._catch_up(session_id, index))
         index.vectors_due = time.monotonic() + self.vectors_wait_s
         self._jobs.add(job)
         job.add_done_callback(self._jobs.discard)
+        if not self.outlive_calls:  # nobody waits for it after that: a stateless call's vectors die with it
+            loop.call_later(self.vectors_wait_s, job.cancel)
+            # A cancelled job's traceback holds the index: let go of the job, so that is no reference cycle
+            # (which would keep the whole conversation until a full collection walks it).
+            job.add_done_callback(lambda _: setattr(index, "vectoring", None))
 
     async def _catch_up(self, session_id: str, index: HistoryIndex) -> None:
         """Give the messages without vectors theirs (and those added meanwhile), while ``index`` is the session's."""
@@ -592,7 +660,7 @@ class SessionRecall:
                 known[text] = self._vectors.put(text, np.asarray(vector, dtype=np.float32))
         if reachable:  # a store that failed to read is not written to (it would fail again, message by message)
             await self._to_store(index, keys, known)
-        return [[known[p] for p in per] for per in parts]
+        return await _sliced(parts, lambda some: [[known[p] for p in per] for per in some])
 
     async def _query_vector(self, index: HistoryIndex, query: str, n: int) -> np.ndarray | None:
         """The query's vector when ``index``'s first ``n`` messages have vectors (kept for the next asker: a turn's
@@ -664,7 +732,7 @@ class SessionRecall:
         index = await self._synced(session)
         query = index.focus(query)
         query_vector = await self._query_vector(index, query, min(before, len(index)))
-        positions, scores, method, reason = index.rank(query, query_vector, before)
+        positions, scores, method, reason = index.rank(query, query_vector, before, evidence=self.evidence)
         ranking = collect_units(index, positions, scores, method, reason, session.phase, enough_tokens)
         return dataclasses.replace(ranking, pending=len(index) - index.vectored) if self.embedder else ranking
 

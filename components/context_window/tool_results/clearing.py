@@ -268,3 +268,81 @@ def recall(
     if note is None:
         why["reason"] = ranking.reason or "nothing ranked fits the room"
     return note, recalled, why
+
+
+# -- Anthropic's clear_tool_uses, applied by tda ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class KeepRecent:
+    """Anthropic's ``clear_tool_uses_20250919`` edit in tda's terms: once the conversation is over ``trigger_tokens``
+    (or holds more than ``trigger_tool_uses`` tool uses), every tool result but those of the ``keep`` newest tool uses
+    is sent as its reference (``reference_text``), oldest first; ``exclude`` names tools never cleared, ``inputs``
+    says whose calls lose their arguments too (True: every cleared one's). Nothing is cleared unless at least
+    ``at_least`` tokens would be."""
+
+    trigger_tokens: int | None = 100_000
+    trigger_tool_uses: int | None = None
+    keep: int = 3
+    at_least: int = 0
+    exclude: frozenset[str] = frozenset()
+    inputs: bool | frozenset[str] = False
+
+    def triggered(self, tokens: int, tool_uses: int) -> bool:
+        if self.trigger_tool_uses is not None:
+            return tool_uses > self.trigger_tool_uses
+        return self.trigger_tokens is not None and tokens > self.trigger_tokens
+
+    def clears_input(self, tool: str) -> bool:
+        return self.inputs is True or (isinstance(self.inputs, frozenset) and tool in self.inputs)
+
+
+@dataclass(frozen=True)
+class KeptRecent:
+    """What ``keep_recent`` did: the conversation as it is sent, and the results it cleared (with their tokens)."""
+
+    messages: tuple[Message, ...]
+    cleared: tuple[Cleared, ...] = ()
+    tokens: int = 0
+    """Tokens cleared (results and call arguments), as ``count`` counts them."""
+
+
+def keep_recent(messages: Sequence[Message], rule: KeepRecent, count: Count, tools_tokens: int = 0) -> KeptRecent:
+    """``messages`` with ``rule`` applied (see ``KeepRecent``): a call keeps its id and its result message stays, so
+    every call still has its result. ``tools_tokens``: the tools' share of the prompt, counted towards the trigger."""
+    calls = [(i, c) for i, m in enumerate(messages) for c in m.tool_calls]
+    total = tools_tokens + sum(count(m) for m in messages)
+    if not rule.triggered(total, len(calls)):
+        return KeptRecent(tuple(messages))
+    kept = {str(c.get("id")) for _, c in calls[max(0, len(calls) - rule.keep) :]} if rule.keep > 0 else set()
+    names = {str(c.get("id")): str((c.get("function") or {}).get("name", "tool")) for _, c in calls}
+    out, cleared, saved = list(messages), [], 0
+    for i, m in enumerate(messages):
+        call_id = m.tool_call_id or ""
+        tool = names.get(call_id, "tool")
+        if m.role != "tool" or call_id in kept or call_id not in names or tool in rule.exclude:
+            continue
+        tokens = count(m)
+        reference = _with_content(m, reference_text(tool, 0, tokens))
+        if count(reference) < tokens:
+            out[i] = reference
+            saved += tokens - count(reference)
+            cleared.append(Cleared(tool, m.turn, tokens, m, reference))
+    for i, m in enumerate(out):
+        if m.tool_calls and any(_input_cleared(c, rule, kept, names) for c in m.tool_calls):
+            emptied = tuple(_without_input(c) if _input_cleared(c, rule, kept, names) else c for c in m.tool_calls)
+            shorter = dataclasses.replace(m, tool_calls=emptied, tokens=None)
+            saved += count(m) - count(shorter)
+            out[i] = shorter
+    if not cleared or saved < rule.at_least:
+        return KeptRecent(tuple(messages))
+    return KeptRecent(tuple(out), tuple(cleared), saved)
+
+
+def _input_cleared(call: Mapping[str, Any], rule: KeepRecent, kept: set[str], names: dict[str, str]) -> bool:
+    tool = names.get(str(call.get("id")), "tool")
+    return str(call.get("id")) not in kept and tool not in rule.exclude and rule.clears_input(tool)
+
+
+def _without_input(call: Mapping[str, Any]) -> dict[str, Any]:
+    return {**call, "function": {**(call.get("function") or {}), "arguments": "{}"}}

@@ -1,0 +1,212 @@
+"""Demo turn bench: what one turn of the demo session costs the server, with the default embedder.
+
+Issue 31's targets: "a demo turn costs at most 20 ms of server time with the default embedder, and no module holds
+the event loop more than 5 ms". The demo as `make run` seeds it (tda/demo.py: the Returns-analysis session under
+the Balanced type, the docs/*.md knowledge collection) in a fresh data folder; the app runs in this process (the
+mock model) and turns are posted to the demo session through Quart's test client. Per turn:
+
+* server time: the ``Server-Timing`` turn time minus its model time (what the server spends, the mock model aside);
+* the time each module held the event loop (the snapshot's ``blocked_ms``: the sum of its synchronous steps);
+* CPU time: the process's (every thread: the query's embedding in a worker thread, Chroma) and the event loop
+  thread's alone, from the request's start to its response (steady where wall times swing with the machine's load;
+  work the turn leaves to the background after its response is not in it);
+* the longest the event loop went without running a 1 ms ticker while the turn was in flight (any stall, from any
+  code: a module's, the store's, the snapshot's, the client's own request handling);
+* the tokens each module sent, and whether knowledge and recall abstained.
+
+The first WARMUP turns warm caches (the query embeddings of repeated questions are cached too: each question is
+asked once per round with its round number, so none is a repeat). Run: ``python bench/demo_turn_bench.py``
+(BENCH_ROUNDS=n, TDA_EMBEDDER=name; BENCH_DEMO_DIR=folder keeps the embedded docs between runs: unchanged files are
+not embedded again; BENCH_PROFILE=file profiles the loop's thread during the measured turns).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import cProfile
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tda.config import Settings, offline_library_defaults  # noqa: E402
+from tda.db import upgrade  # noqa: E402
+
+offline_library_defaults()
+
+EMBEDDER = os.environ.get("TDA_EMBEDDER", "minilm-int8")
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", "4"))
+WARMUP = 3
+QUESTIONS = (
+    "What does the output reserve do?",
+    "Which region had the most returns, and why might that be?",
+    "How do I install a module pack?",
+    "What is the capital of Mongolia?",
+    "Plot weekly returns for the South since September.",
+    "How does recall decide what older messages to bring back?",
+)
+TICK_S = 0.001
+PROFILE = cProfile.Profile() if os.environ.get("BENCH_PROFILE") else None
+"""BENCH_PROFILE=file: the event loop's thread profiled during the measured turns (cProfile stats to ``file``)."""
+
+
+def server_timing(header: str) -> dict[str, float]:
+    out = {}
+    for part in header.split(","):
+        name, _, rest = part.strip().partition(";dur=")
+        if rest:
+            out[name] = float(rest.split(";")[0])
+    return out
+
+
+def server_ms(timing: dict[str, float]) -> float:
+    """The turn's server time without the model's: its ``turn`` time when given, else the sum of its other steps."""
+    if "turn" in timing:
+        return timing["turn"] - timing.get("model", 0.0)
+    return sum(ms for step, ms in timing.items() if step != "model")
+
+
+class Ticker:
+    """A task sleeping 1 ms at a time: the longest gap between its wake-ups is the longest the loop was held."""
+
+    def __init__(self) -> None:
+        self.longest = 0.0
+        self._running = True
+
+    async def run(self) -> None:
+        last = time.perf_counter()
+        while self._running:
+            await asyncio.sleep(TICK_S)
+            now = time.perf_counter()
+            self.longest = max(self.longest, now - last - TICK_S)
+            last = now
+
+    def stop(self) -> None:
+        self._running = False
+
+
+async def run(folder: Path) -> list[dict[str, Any]]:
+    from quart.testing import TestApp
+
+    from tda.app import create_app
+    from tda.demo import DEMO_SESSION, seed_demo, seed_demo_knowledge
+    from tda.store import Store
+
+    settings = Settings(data_dir=folder, mock_model=True, embedder=EMBEDDER)
+    started = time.perf_counter()
+    report = seed_demo_knowledge(settings)
+    print(f"demo knowledge: {report.chunks} chunks in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+    app = create_app(settings, migrate=False, warm_up_llm=False, warm_up_knowledge=True)
+    turns: list[dict[str, Any]] = []
+    async with TestApp(app, startup_timeout=600) as running:
+        svc = running.app.extensions["tda"]
+        store: Store = svc.store
+        await seed_demo(store)
+        token, _ = await store.tokens.create("bench", "admin")
+        client = running.test_client()
+        headers = {"Authorization": f"Bearer {token}"}
+        number = 0
+        for round_ in range(ROUNDS):
+            for question in QUESTIONS:
+                query = question if round_ == 0 else f"{question} (round {round_ + 1})"
+                ticker = Ticker()
+                ticking = asyncio.create_task(ticker.run())
+                await asyncio.sleep(TICK_S * 2)
+                cpu, loop_cpu = time.process_time(), time.thread_time()
+                if PROFILE is not None and number >= WARMUP:
+                    PROFILE.enable()
+                r = await client.post(f"/v1/sessions/{DEMO_SESSION}/turns", json={"query": query}, headers=headers)
+                if PROFILE is not None:
+                    PROFILE.disable()
+                cpu, loop_cpu = time.process_time() - cpu, time.thread_time() - loop_cpu
+                ticker.stop()
+                await ticking
+                assert r.status_code == 201, await r.get_json()
+                number += 1
+                if number <= WARMUP:
+                    continue
+                timing = server_timing(r.headers.get("Server-Timing", ""))
+                snapshot = (await r.get_json())["snapshot"]
+                modules = {m["module_id"]: m for m in snapshot["modules"]}
+                turns.append(
+                    {
+                        "query": question,
+                        "server_ms": server_ms(timing),
+                        "stall_ms": ticker.longest * 1000,
+                        "cpu_ms": cpu * 1000,
+                        "loop_cpu_ms": loop_cpu * 1000,
+                        "blocked_ms": {k: float(m.get("blocked_ms") or 0.0) for k, m in modules.items()},
+                        "used": {k: int(m.get("used") or 0) for k, m in modules.items()},
+                        "knowledge_reason": (modules.get("knowledge_context", {}).get("metadata") or {}).get("reason"),
+                        "total": int(snapshot["total_used"]),
+                    }
+                )
+    return turns
+
+
+def report(turns: list[dict[str, Any]]) -> None:
+    def p(values: list[float], q: float) -> float:
+        ordered = sorted(values)
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+    server = [t["server_ms"] for t in turns]
+    stall = [t["stall_ms"] for t in turns]
+    print(f"Demo turn bench: embedder {EMBEDDER}; {len(turns)} turns after {WARMUP} warm-up\n")
+    print(f"server time per turn (turn - model): p50 {statistics.median(server):.1f} ms, p90 {p(server, 0.9):.1f} ms")
+    cpu, loop_cpu = [t["cpu_ms"] for t in turns], [t["loop_cpu_ms"] for t in turns]
+    print(
+        f"CPU per turn (this process, every thread): p50 {statistics.median(cpu):.1f} ms; on the event loop's thread: "
+        f"p50 {statistics.median(loop_cpu):.1f} ms, p90 {p(loop_cpu, 0.9):.1f} ms"
+    )
+    print(
+        f"longest event-loop stall during a turn (1 ms ticker): p50 {statistics.median(stall):.1f} ms, "
+        f"max {max(stall):.1f} ms\n"
+    )
+    print("| module | held the loop p50 (ms) | max (ms) | tokens sent p50 | max |")
+    print("|---|---:|---:|---:|---:|")
+    for module in sorted({m for t in turns for m in t["blocked_ms"]}):
+        held = [t["blocked_ms"].get(module, 0.0) for t in turns]
+        used = [t["used"].get(module, 0) for t in turns]
+        print(
+            f"| {module} | {statistics.median(held):.2f} | {max(held):.2f} | "
+            f"{statistics.median(used):,.0f} | {max(used):,} |"
+        )
+    print("\n| question | server ms (p50) | knowledge tokens | window tokens | knowledge says |")
+    print("|---|---:|---:|---:|---|")
+    for question in QUESTIONS:
+        mine = [t for t in turns if t["query"] == question]
+        if not mine:
+            continue
+        reason = mine[-1]["knowledge_reason"] or ""
+        print(
+            f"| {question} | {statistics.median(t['server_ms'] for t in mine):.1f} | "
+            f"{mine[-1]['used'].get('knowledge_context', 0):,} | {mine[-1]['total']:,} | {reason[:70]} |"
+        )
+    worst = max(max(t["blocked_ms"].values(), default=0.0) for t in turns)
+    print(
+        f"\ntargets: server time p50 <= 20 ms: {'PASS' if statistics.median(server) <= 20 else 'MISS'}; "
+        f"no module holds the loop > 5 ms: {'PASS' if worst <= 5 else 'MISS'} (worst {worst:.1f} ms)"
+    )
+
+
+def main() -> None:
+    kept = os.environ.get("BENCH_DEMO_DIR")
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(kept or tmp)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "tda.db").unlink(missing_ok=True)  # a fresh demo session each run; the embedded docs stay
+        upgrade(f"sqlite+aiosqlite:///{folder / 'tda.db'}")
+        turns = asyncio.run(run(folder))
+    report(turns)
+    if PROFILE is not None:
+        PROFILE.dump_stats(os.environ["BENCH_PROFILE"])
+
+
+if __name__ == "__main__":
+    main()
