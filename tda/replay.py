@@ -49,13 +49,13 @@ async def reassemble(
 ) -> tuple[AssembledContext, AssemblyContext]:
     """Assemble a stored snapshot's inputs again: same type version (unless ``window_type`` is given, to see the
     turn under another type), model, limits, phase, and the history before it."""
+    ctx = await recorded_context(svc, row)  # first: a window assembled in process says so, whatever its type
     if window_type is None:
         try:
             window_type = await svc.store.types.version(row.type_id, row.type_version)
         except NotFound:
             gone = f"type {row.type_id!r} v{row.type_version} no longer exists (deleted)"
             raise Conflict(f"{gone}, so this snapshot cannot be replayed") from None
-    ctx = await recorded_context(svc, row)
     return await svc.scratch_handler.assemble(ctx, window_type), ctx
 
 
