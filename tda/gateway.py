@@ -25,7 +25,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from components.context_window.base import AssemblyContext, InMemoryMessages, Message, ToolSchema
 from components.context_window.session_cache import BoundedCache
@@ -37,6 +37,7 @@ from .context_features import refuse_cut
 from .errors import Conflict, Invalid, NotFound
 from .knowledge.scope import ANONYMOUS
 from .models import ProfileRow, SessionRow
+from .offload import LONG, sized
 from .recall.messages import call_recall, vectors_ready
 from .sources import Cutoff, build_context, input_hashes, message_of, summarizer_for
 from .store.sessions import SessionData
@@ -162,7 +163,7 @@ async def _run(svc: TDAService, route: _Client) -> dict[str, Any]:
         remember(route.session.id, route.conversation, ran.answered.snapshot_id)
     done, assembled = ran.answered.done, ran.answered.assembled
     tokens = estimator_for(ran.answered.ctx.model)  # the cut counts every message received: off the loop when long
-    cut = await _sized(lambda _: window_cut(route.conversation, assembled, tokens), route.conversation.chat)
+    cut = await sized(lambda _: window_cut(route.conversation, assembled, tokens), route.conversation.chat)
     return {
         **ran.result(),
         "thinking": done.thinking,
@@ -455,10 +456,10 @@ async def _record(
             **step,
         }
         rows = []
-        for start in range(0, len(messages), LONG_CONVERSATION):  # counted here (the estimator's cache is the
+        for start in range(0, len(messages), LONG):  # counted here (the estimator's cache is the
             if start:  # loop's), a slice at a time: other requests go on between
                 await asyncio.sleep(0)
-            rows += [_row(m, tokens) for m in messages[start : start + LONG_CONVERSATION]]
+            rows += [_row(m, tokens) for m in messages[start : start + LONG]]
         row, _ = await svc.store.sessions.record_turn(session_id, fields, rows)
         return row
     return await svc.store.sessions.extend_turn(
@@ -498,15 +499,6 @@ def _row(m: Message, tokens: TokenEstimator) -> dict[str, Any]:
 
 
 # --- conversation digests ---------------------------------------------------------------------------------
-
-LONG_CONVERSATION = 500
-"""Messages past which hashing or counting a conversation runs in a worker thread: at 100,000 it is seconds of
-work, which the event loop must not wait for (every other request would)."""
-T = TypeVar("T")
-
-
-async def _sized(work: Callable[[Sequence[Message]], T], messages: Sequence[Message]) -> T:
-    return await asyncio.to_thread(work, messages) if len(messages) > LONG_CONVERSATION else work(messages)
 
 
 def _identity(m: Message) -> bytes:
@@ -611,7 +603,7 @@ async def with_digests(conversation: Conversation, key: str) -> Conversation:
     """``conversation`` with its digests, computed from the conversation last seen under ``key``, and with that
     conversation's message objects where it repeats them."""
     seen = _seen.get(key)
-    digests = await _sized(lambda chat: digested(chat, seen), conversation.chat)
+    digests = await sized(lambda chat: digested(chat, seen), conversation.chat)
     if len(digests.messages) <= SEEN_MESSAGES:
         _seen.put(key, digests)
     history, chat = len(conversation.history), digests.messages

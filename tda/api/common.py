@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 from collections.abc import Callable
@@ -12,6 +11,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from quart import g, request
 
 from ..errors import Invalid, PreconditionFailed, PreconditionRequired
+from ..offload import sized
 from .schemas import _ReadBack
 
 _ETAG = re.compile(r'^(?:W/)?"(?P<id>[^"]+)\.v(?P<version>\d+)"$')
@@ -96,9 +96,6 @@ T = TypeVar("T")
 
 
 async def sized_work(work: Callable[[dict[str, Any]], T], data: dict[str, Any], field: str) -> T:
-    """``work(data)``: in a worker thread when the list ``data[field]`` is long (its cost grows with it, and the
-    event loop must go on serving everyone else meanwhile), else here (a hop costs more than a short list)."""
+    """``work(data)``: in a worker thread when the list ``data[field]`` is long (``offload.sized``)."""
     items = data.get(field)
-    if isinstance(items, list) and len(items) > SLICE:
-        return await asyncio.to_thread(work, data)
-    return work(data)
+    return await sized(lambda _: work(data), items if isinstance(items, list) else ())
