@@ -1,7 +1,7 @@
 """A full window, as a general guarantee (issue 32, item 1), over generated agent histories (hypothesis): whenever the
 history exceeds the room, every shipped window type at 4K, 16K and 128K uses at least 80% of the available budget,
 keeps the newest complete turn (its question, calls, results and answer; a result may be cut, never dropped) and
-never goes over the budget. Without tools offered: when a tool loop may follow, the history does not cut its oldest
+never goes over the budget, also when the newest turn's result alone is larger than the whole window. Without tools offered: when a tool loop may follow, the history does not cut its oldest
 shown unit to fill the last of the room (a loop's steps must send the same history part), and a window can stay
 just under 80% (79.9% at 4K Balanced, one long answer that did not fit). Counts are litellm.token_counter's (an
 independent oracle), the budget is the limit less the type's output reserve, computed here."""
@@ -64,7 +64,25 @@ def agent_turn(draw: Any, turn: int, max_rows: int) -> list[Message]:
 def agent_history(draw: Any, limit: int) -> list[Message]:
     max_rows = max(4, limit // 400)  # a result of up to ~a tenth of the window
     turns = draw(st.integers(2, 12 + limit // 4_000))
-    return [m for t in range(1, turns + 1) for m in draw(agent_turn(t, max_rows))]
+    history = [m for t in range(1, turns) for m in draw(agent_turn(t, max_rows))]
+    if draw(st.booleans()):  # a newest turn whose result alone is larger than the whole window (~22 tokens a row)
+        return history + draw(huge_turn(turns, limit // 22 + draw(st.integers(0, limit // 40))))
+    return history + draw(agent_turn(turns, max_rows))
+
+
+@st.composite
+def huge_turn(draw: Any, turn: int, big_rows: int) -> list[Message]:
+    """An agent turn (see ``agent_turn``) with one more step whose result has ``big_rows`` rows."""
+    out = draw(agent_turn(turn, 4))
+    call_id = f"call_{turn}_big"
+    arguments = json.dumps({"customer": f"CUST-{turn:03d}"})
+    call = {"id": call_id, "type": "function", "function": {"name": TOOL.name, "arguments": arguments}}
+    at = draw(st.integers(1, len(out) - 1))  # after the question, before the answer, between steps
+    while out[at].role == "tool":
+        at += 1
+    big = [Message("assistant", "", turn=turn, tool_calls=(call,))]
+    big.append(Message("tool", rows(turn, 9, big_rows), turn=turn, tool_call_id=call_id))
+    return out[:at] + big + out[at:]
 
 
 def as_sent(message: Message) -> dict[str, Any]:

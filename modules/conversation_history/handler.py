@@ -280,13 +280,16 @@ class ConversationHistoryModule(ContextModule):
         summarize = ctx.directives.config.get("summarize_dropped", True) or strategy == "summarize"
         reserve = _recall_reserve(ctx.directives.config, budget)
         kept = await self._fill(source, budget - reserve, ctx)
+        # The newest turn larger than the room comes cut, alone: no summary, no tail (older content gives way).
+        newest = await self._cut_newest_turn(kept, budget - reserve, ctx)
+        kept = newest or kept
         first_kept = kept[-1][0] if kept else source.total
         summary: Message | None = None
         phase = ctx.session.phase
         room = 0
         # Overflowing: older messages this turn could see were left out (invisible ones do not count).
         overflowing = first_kept > 0 and bool(await older_than(source, first_kept, SUMMARY_SOURCE_MESSAGES, phase))
-        if overflowing and summarize:
+        if overflowing and summarize and newest is None:
             room = min(int(budget * SUMMARY_SHARE), SUMMARY_MAX_TOKENS)
             if ctx.directives.config.get("cache_block", CACHE_BLOCK):
                 room -= room % SUMMARY_ROOM_STEP
@@ -296,7 +299,7 @@ class ConversationHistoryModule(ContextModule):
         sliding = sum(cost for _, _, cost in kept)
         block = block_size(ctx.directives.config, sum(len(unit) for _, unit, _ in kept))
         within = kept
-        if overflowing:
+        if overflowing and newest is None:
             kept = block_aligned(_within(kept, _stable_room(budget - reserve - room, ctx)), block)
         kept = without_orphan_opening(kept)
         first_kept = kept[-1][0] if kept else source.total
@@ -307,7 +310,7 @@ class ConversationHistoryModule(ContextModule):
         # next step cuts the tail from its end, and a cut unit (at its start, sized to the room left) would then
         # differ between the turn's steps, which must send the same history part.
         cut = not (ctx.tools or ctx.continuation)
-        if overflowing and cut and (beyond := self._next_older(ctx, len(within))) is not None:
+        if overflowing and cut and newest is None and (beyond := self._next_older(ctx, len(within))) is not None:
             tail.insert(0, beyond)
         if tail:
             assert ctx.tokens is not None
@@ -387,13 +390,17 @@ class ConversationHistoryModule(ContextModule):
         reserve = _recall_reserve(ctx.directives.config, budget)  # for cleared tool results the question needs
         newest_budget = int((budget - reserve) * (100 - recall_pct) / 100)
         kept = await self._fill(source, newest_budget, ctx)
-        if not any(unit[0].role == "user" for _, unit, _ in kept):  # the newest exchange stays, from its question
+        forced = not any(unit[0].role == "user" for _, unit, _ in kept)
+        if forced:  # the newest exchange stays, from its question (cut when larger than the room), unaligned
             within = await self._fill(source, budget, ctx)
             asked = next((i for i, (_, unit, _) in enumerate(within) if unit[0].role == "user"), None)
-            kept = within[: asked + 1] if asked is not None else within[:1]
+            if asked is not None:
+                kept = within[: asked + 1]
+            else:
+                kept = await self._cut_newest_turn(within, budget - reserve, ctx) or within[:1]
         overflowing = bool(kept) and kept[-1][0] > 0
         block = block_size(ctx.directives.config, sum(len(unit) for _, unit, _ in kept))
-        if overflowing:
+        if overflowing and not forced:
             kept = without_orphan_opening(block_aligned(kept, block))
         first_kept = kept[-1][0] if kept else source.total
         newest = tuple(unit for _, unit, _ in reversed(kept))
@@ -517,6 +524,22 @@ class ConversationHistoryModule(ContextModule):
             walk = ctx.memo["walk"] = _Walk(source, ctx)
         return await walk.within(budget)
 
+    async def _cut_newest_turn(
+        self, kept: list[tuple[int, Unit, int]], room: int, ctx: AssemblyContext
+    ) -> list[tuple[int, Unit, int]] | None:
+        """The newest turn cut to ``room`` (newest first, as ``_fill`` gives), when ``kept`` (the newest units within
+        ``room``) does not reach its question: the turn stays, older content gives way. None: it fits whole, the
+        history asks nothing, or not even its question's first words and its calls fit."""
+        if any(unit[0].role == "user" for _, unit, _ in kept):
+            return None
+        assert ctx.tokens is not None
+        turn = await ctx.memo["walk"].newest_turn()
+        cut = cut_turn([unit for _, unit, _ in reversed(turn)], room, ctx.tokens) if turn else None
+        if cut is None:
+            return None
+        count = ctx.tokens.count_message
+        return [(at, unit, sum(count(m) for m in unit)) for (at, _, _), unit in zip(turn, reversed(cut), strict=True)]
+
     @staticmethod
     def _next_older(ctx: AssemblyContext, shown: int) -> Unit | None:
         """The unit just older than the ``shown`` newest ones, when the walk priced it (it did not fit whole)."""
@@ -598,6 +621,19 @@ class _Walk:
                 return self.priced[:-1]
         return list(self.priced)
 
+    async def newest_turn(self) -> list[tuple[int, Unit, int]]:
+        """The newest turn's units, newest first, back to its question (empty: the history asks nothing)."""
+        i = 0
+        while True:
+            if i == len(self.priced):
+                entry = await self._next()
+                if entry is None:
+                    return []
+                self.priced.append(entry)
+            if self.priced[i][1][0].role == "user":
+                return self.priced[: i + 1]
+            i += 1
+
     async def _next(self) -> tuple[int, Unit, int] | None:
         """The next older unit priced, or None when the history is walked (its pages are then closed)."""
         while not self._page:
@@ -643,9 +679,51 @@ def cut_unit(unit: Unit, room: int, tokens: TokenCounter, *, messages: bool = Fa
     fixed = count(head) + sum(count(n) for n in notes)
     if fixed >= room:
         return None
-    shares = water_fill([tokens.count(r.content) for r in results], room - fixed)
-    out: list[Message] = [head]
-    for result, share in zip(results, shares, strict=True):
+    cut = _cut_results(unit, water_fill([tokens.count(r.content) for r in results], room - fixed), tokens)
+    return cut if sum(count(m) for m in cut) <= room else None
+
+
+CHUNK_CHARS = 1024
+"""``litellm.token_counter`` (what a LiteLLM proxy checks a request against) encodes a text in chunks of this many
+characters, up to a token more per chunk than the provider counts: a turn cut to the last token of its room keeps
+that much spare, so it fits by either count."""
+
+
+def cut_turn(units: Sequence[Unit], room: int, tokens: TokenCounter) -> tuple[Unit, ...] | None:
+    """A turn (``units`` in order, from its question) within ``room``: requests and answers whole, every call with
+    its results, the results' beginnings sharing what is left (water-filling), each marked as cut; when even that
+    does not fit, the question cut from its end too. None: not even the calls, the notes and a cut question fit."""
+    count = tokens.count_message
+    results = [r for unit in units[1:] for r in unit[1:]]
+    notes = [count(dataclasses.replace(r, content=CUT_NOTE.format(tokens=tokens.count(r.content)))) for r in results]
+    fixed = sum(count(unit[0]) for unit in units) + sum(notes)  # every request, answer and call, and each note
+    if fixed > room:  # the question gives way: its beginning, and the results only their notes
+        question = _cut_message(units[0][0], room - fixed + count(units[0][0]), tokens)
+        if question is None:
+            return None
+        fixed += count(question[0]) - count(units[0][0])
+        units = [question, *units[1:]]
+    for attempt in range(4):  # a cut text and its note may count a token or two more together than apart
+        shares = _shares(units, room - fixed, tokens)
+        out = [_cut_results(unit, share, tokens) for unit, share in zip(units, shares, strict=True)]
+        over = sum(count(m) + len(m.content) // CHUNK_CHARS for unit in out for m in unit) - room
+        if over <= 0:
+            return tuple(out)
+        fixed += over * 4**attempt  # a cut ends at a sentence: a share a token smaller may give the same text
+    return None
+
+
+def _shares(units: Sequence[Unit], room: int, tokens: TokenCounter) -> list[list[int]]:
+    """Each unit's results' shares of ``room`` (water-filled over all of them), per unit."""
+    sizes = [[tokens.count(r.content) for r in unit[1:]] for unit in units]
+    flat = iter(water_fill([size for unit in sizes for size in unit], room))
+    return [[next(flat) for _ in unit] for unit in sizes]
+
+
+def _cut_results(unit: Unit, shares: list[int], tokens: TokenCounter) -> Unit:
+    """``unit`` with each result cut to its share of tokens (whole when it fits), marked as cut."""
+    out: list[Message] = [unit[0]]
+    for result, share in zip(unit[1:], shares, strict=True):
         whole = tokens.count(result.content)
         if share >= whole:
             out.append(result)
@@ -653,8 +731,7 @@ def cut_unit(unit: Unit, room: int, tokens: TokenCounter, *, messages: bool = Fa
         text = cut_to_tokens(result.content, share, tokens)
         note = CUT_NOTE.format(tokens=whole - tokens.count(text))
         out.append(dataclasses.replace(result, content=text + note, tokens=None, parts=None))
-    cut = tuple(out)
-    return cut if sum(count(m) for m in cut) <= room else None
+    return tuple(out)
 
 
 def _cut_message(message: Message, room: int, tokens: TokenCounter) -> Unit | None:
