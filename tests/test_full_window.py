@@ -1,8 +1,9 @@
 """A full window, as a general guarantee (issue 32, item 1), over generated agent histories (hypothesis): whenever the
 history exceeds the room, every shipped window type at 4K, 16K and 128K uses at least 80% of the available budget,
 keeps the newest complete turn (its question, calls, results and answer; a result may be cut, never dropped) and
-never goes over the budget, also when the newest turn's result alone is larger than the whole window. Without tools offered: when a tool loop may follow, the history does not cut its oldest
-shown unit to fill the last of the room (a loop's steps must send the same history part), and a window can stay
+never goes over the budget, also when the newest turn's result alone is larger than the whole window (the turn comes
+cut, its question and answer whole). Without tools offered: when a tool loop may follow, the history does not cut its
+oldest shown unit to fill the last of the room (a loop's steps must send the same history part), and a window can stay
 just under 80% (79.9% at 4K Balanced, one long answer that did not fit). Counts are litellm.token_counter's (an
 independent oracle), the budget is the limit less the type's output reserve, computed here."""
 
@@ -139,3 +140,33 @@ async def test_a_history_over_the_room_fills_the_window_and_keeps_the_newest_tur
     assert used >= 0.8 * available, (used, available, out.snapshot.decisions)
     assert pairing_errors(out.messages) == []
     assert_newest_turn_kept(out.messages, newest_turn(history))
+
+
+def one_call_turn(turn: int, count: int) -> list[Message]:
+    """user -> one call -> its result of ``count`` rows -> answer (a fixed turn, no drawing)."""
+    call = {"id": f"call_{turn}", "type": "function", "function": {"name": TOOL.name, "arguments": "{}"}}
+    return [
+        Message("user", f"Turn {turn}: which orders of customer CUST-{turn:03d} are open?", turn=turn),
+        Message("assistant", "", turn=turn, tool_calls=(call,)),
+        Message("tool", rows(turn, 0, count), turn=turn, tool_call_id=f"call_{turn}"),
+        Message("assistant", f"Customer CUST-{turn:03d}: " + "open orders listed above. " * 20, turn=turn),
+    ]
+
+
+@pytest.mark.parametrize("type_id", sorted(DEFAULT_TYPES))
+async def test_a_newest_turn_larger_than_the_window_comes_cut_and_older_turns_give_way(builtin_registry, type_id):
+    """Issue 32's failing case: a 4K limit, older turns, and a newest turn whose result has 400 rows (larger than the
+    whole history room). The turn is sent, its result cut with a note; no older turn is shown beside it."""
+    limit = 4_000
+    wtype = DEFAULT_TYPES[type_id]
+    available = limit - limit * wtype.output_reserve_pct // 100
+    history = [m for t in range(1, 6) for m in one_call_turn(t, 3)] + one_call_turn(6, 400)
+    ctx = make_ctx(messages=history, query="Turn 7: and the open orders of customer CUST-002?", limit=limit)
+    out = await ContextWindowHandler(builtin_registry).assemble(ctx, wtype)
+    assert tokens(out.messages, out.tools) <= available
+    assert pairing_errors(out.messages) == []
+    assert_newest_turn_kept(out.messages, newest_turn(history))
+    big = next(m for m in out.messages if m.get("tool_call_id") == "call_6")
+    assert big["content"].endswith("tokens, is not shown]")
+    shown = " ".join(m["content"] for m in out.messages)
+    assert not any(f"CUST-{t:03d}:" in shown or f"ORD-{t:03d}0" in shown for t in range(1, 6))

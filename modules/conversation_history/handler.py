@@ -329,7 +329,8 @@ class ConversationHistoryModule(ContextModule):
         assert ctx.tokens is not None
         held = sliding - sum(cost for _, _, cost in kept) - sum(ctx.tokens.count_message(m) for u in tail for m in u)
         used = sum(ctx.tokens.count_message(m) for unit in units for m in unit)
-        note, clearing = await _recall_cleared(units, ctx, budget - used)
+        # A cut newest turn leaves the note its reserve only (what the cut left spare is litellm's, see CHUNK_CHARS).
+        note, clearing = await _recall_cleared(units, ctx, reserve if newest else budget - used)
         units += ((note,),) if note is not None else ()
         return Contribution(
             self.module_id,
@@ -390,14 +391,15 @@ class ConversationHistoryModule(ContextModule):
         reserve = _recall_reserve(ctx.directives.config, budget)  # for cleared tool results the question needs
         newest_budget = int((budget - reserve) * (100 - recall_pct) / 100)
         kept = await self._fill(source, newest_budget, ctx)
-        forced = not any(unit[0].role == "user" for _, unit, _ in kept)
+        forced, cut = not any(unit[0].role == "user" for _, unit, _ in kept), None
         if forced:  # the newest exchange stays, from its question (cut when larger than the room), unaligned
             within = await self._fill(source, budget, ctx)
             asked = next((i for i, (_, unit, _) in enumerate(within) if unit[0].role == "user"), None)
             if asked is not None:
                 kept = within[: asked + 1]
             else:
-                kept = await self._cut_newest_turn(within, budget - reserve, ctx) or within[:1]
+                cut = await self._cut_newest_turn(within, budget - reserve, ctx)
+                kept = cut or within[:1]
         overflowing = bool(kept) and kept[-1][0] > 0
         block = block_size(ctx.directives.config, sum(len(unit) for _, unit, _ in kept))
         if overflowing and not forced:
@@ -407,7 +409,7 @@ class ConversationHistoryModule(ContextModule):
         newest_used = sum(ctx.tokens.count_message(m) for unit in newest for m in unit)
         note, clearing = await _recall_cleared(newest, ctx, reserve)
         note_used = ctx.tokens.count_message(note) if note is not None else 0
-        room = budget - newest_used - note_used
+        room = 0 if cut else budget - newest_used - note_used  # a cut newest turn: older content gave way
         # What recall leaves of the room goes to the newest older units that fit (priced by the walk, newest first;
         # twice the room deep: recall took some of them, and a small one further back may fit where a large did not).
         recent = [entry for entry in await self._fill(source, newest_used + 2 * room, ctx) if entry[0] < first_kept]
