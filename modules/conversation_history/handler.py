@@ -47,9 +47,10 @@ SUMMARY_SOURCE_MESSAGES = 40
 """How many of the most recent dropped messages the summary looks at (bounded work per turn)."""
 SUMMARY_BLOCK = 10
 """A model-written summary is made per block of this many message positions (block k holds positions 10k to
-10k + 9), once, keyed by the block's content: the summary covers the blocks up to the one holding the oldest shown
-message (it may repeat a few shown ones), so a turn that drops more messages asks for at most the new block's
-summary, and a smaller room drops or cuts the cached ones instead of asking again."""
+10k + 9), once, and kept by the block's content: a turn that drops more messages asks for at most the new blocks'
+summaries, and a smaller room drops or cuts cached ones instead of asking again. Only whole blocks are summarised:
+up to the block the window starts in (repeating a few shown messages), or, when that block is not complete yet,
+up to the block before it (the few messages between are said to be left out)."""
 SUMMARY_BLOCK_TOKENS = SUMMARY_MAX_TOKENS * SUMMARY_BLOCK // SUMMARY_SOURCE_MESSAGES
 """The bound one block's summary is written within: together the blocks looked back at fill the largest room."""
 SUMMARY_INSTRUCTION = "Summarise this conversation excerpt."
@@ -203,9 +204,15 @@ def _extract(dropped: tuple[tuple[str, str, str], ...]) -> tuple[str, ...]:
     )
 
 
-def summary_header(covered: int, dropped: int, *, lines: bool = False) -> str:
+def summary_header(covered: int, dropped: int, *, lines: bool = False, gap: int = 0) -> str:
     """What the summary covers, truthfully: ``covered`` messages (``lines``: requests and answers, a line each) just
-    before those shown, of the ``dropped`` earlier messages not shown; older ones are said to be left out."""
+    before those shown (``gap`` > 0: ending that many messages before them), of the ``dropped`` earlier messages not
+    shown; older ones are said to be left out."""
+    if gap > 0:
+        return (
+            f"Summary of {covered} earlier messages ({dropped} earlier messages are not shown; the {gap} just before "
+            "those shown and older ones are not summarised here):"
+        )
     if not lines and covered >= dropped:
         return f"Summary of the {dropped} earlier messages not shown:"
     what = "requests and answers" if lines else "messages"
@@ -327,12 +334,14 @@ class ConversationHistoryModule(ContextModule):
             tail_room = budget - reserve - room - sum(cost for _, _, cost in kept)
             tail = _fitted_tail(tail, tail_room, ctx.tokens, cut=cut)
         if room:
-            end = first_kept
-            if ctx.summarizer is not None:  # model calls: whole blocks, each summarised once (see SUMMARY_BLOCK)
-                end = min(source.total, -(-first_kept // SUMMARY_BLOCK) * SUMMARY_BLOCK)
+            end = -(-first_kept // SUMMARY_BLOCK) * SUMMARY_BLOCK
+            end -= SUMMARY_BLOCK if end > source.total else 0
+            # Model calls summarise whole blocks, each once (see SUMMARY_BLOCK); with none yet, lines are extracted.
+            model = ctx.summarizer is not None and end > 0
+            end = end if model else first_kept
             recent_dropped = await positioned_older_than(source, end, SUMMARY_SOURCE_MESSAGES, phase)
             if recent_dropped:
-                summary = await self._summary(recent_dropped, first_kept, room, ctx)
+                summary = await self._summary(recent_dropped, first_kept, room, ctx, model=model)
         head: tuple[Unit, ...] = ((summary,),) if summary is not None else ()
         after = ((Message("system", TAIL_MARKER),), *tail) if tail else ()
         units = head + tuple(unit for _, unit, _ in reversed(kept)) + after
@@ -537,17 +546,24 @@ class ConversationHistoryModule(ContextModule):
         return walk.priced[shown][1] if walk is not None and len(walk.priced) > shown else None
 
     async def _summary(
-        self, recent_dropped: list[tuple[int, Message]], first_kept: int, room: int, ctx: AssemblyContext
+        self,
+        recent_dropped: list[tuple[int, Message]],
+        first_kept: int,
+        room: int,
+        ctx: AssemblyContext,
+        *,
+        model: bool,
     ) -> Message | None:
         """The summary of ``recent_dropped`` (oldest first, with positions) within ``room``: its oldest lines go
         first until it fits, so a smaller room cuts the same lines rather than asking for new ones."""
         assert ctx.tokens is not None
-        body, covers = await self._summary_lines(recent_dropped, ctx)
+        body, covers = await self._summary_lines(recent_dropped, ctx, model=model)
+        gap = first_kept - recent_dropped[-1][0] - 1  # messages between the summarised ones and those shown
 
         def header_for(start: int) -> str:  # extractive: a line per request or answer, the oldest cut first
             if covers is None:
                 return summary_header(len(body) - start, first_kept, lines=True)
-            return summary_header(covers[start], first_kept)
+            return summary_header(covers[start], first_kept, gap=gap)
 
         # Skip the lines that cannot fit by their own counts (cached per line) before counting whole texts:
         # counting the text once per dropped line re-tokenised it dozens of times.
@@ -566,12 +582,12 @@ class ConversationHistoryModule(ContextModule):
         return None
 
     async def _summary_lines(
-        self, dropped: list[tuple[int, Message]], ctx: AssemblyContext
+        self, dropped: list[tuple[int, Message]], ctx: AssemblyContext, *, model: bool
     ) -> tuple[list[str], list[int] | None]:
         """The summary's lines, oldest first, and per line how many messages the lines from it on summarise (None:
-        extracted lines, one per request or answer). A model writes one summary per block, each made once."""
+        extracted lines, one per request or answer). ``model``: one summary per block, each made once."""
         messages = [message for _, message in dropped]
-        if ctx.summarizer is None:
+        if not model:
             return extractive_summary(messages), None
         blocks = [[m for _, m in group] for _, group in groupby(dropped, key=lambda p: p[0] // SUMMARY_BLOCK)]
         lines: list[str] = []
