@@ -168,10 +168,11 @@ async def test_block_summaries_are_shown_for_their_own_messages(modules, turns):
     model = ScriptedSummarizer()
     messages = conversation(turns)
     ctx = replace(make_ctx(messages=messages), summarizer=model)
-    warm = modules["conversation_history"]
+    fresh = modules["conversation_history"]
+    warm = type(fresh)(fresh.manifest)
     await warm.contribute(1_500, module_ctx(ctx))
     again = await warm.contribute(1_500, module_ctx(ctx))
-    cold = await type(warm)(warm.manifest).contribute(1_500, module_ctx(ctx))
+    cold = await type(fresh)(fresh.manifest).contribute(1_500, module_ctx(ctx))
     assert again.messages() == cold.messages()
     first_kept = again.metadata["first_kept_index"]
     end = -(-first_kept // SUMMARY_BLOCK) * SUMMARY_BLOCK  # the block the window starts in, when it is whole
