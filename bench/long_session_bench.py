@@ -12,7 +12,8 @@ SQLite, the default embedder unless BENCH_LONG_EMBEDDER names another) whose pro
   the proxy cannot be installed offline).
 * native: NATIVE_TURNS turns recorded one by one through POST /v1/sessions/{id}/turns; per turn the server's own
   time (its ``Server-Timing`` steps but the model call), and the server's RSS at the start and the end.
-Reported: medians of the first and last 10 turns and their ratio (the growth), utilisation, CPU per call.
+Reported: medians of the first and last 10 turns and their ratio (the growth), utilisation, CPU per call, and the
+hidden summary calls of the session (`history_summary` in the snapshots' `auxiliary_calls`).
 Knobs: BENCH_LONG_TURNS (gateway, default 100), BENCH_LONG_NATIVE_TURNS (default 1,000), BENCH_LONG_EMBEDDER.
 """
 
