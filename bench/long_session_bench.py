@@ -12,7 +12,8 @@ SQLite, the default embedder unless BENCH_LONG_EMBEDDER names another) whose pro
   the proxy cannot be installed offline).
 * native: NATIVE_TURNS turns recorded one by one through POST /v1/sessions/{id}/turns; per turn the server's own
   time (its ``Server-Timing`` steps but the model call), and the server's RSS at the start and the end.
-Reported: medians of the first and last 10 turns and their ratio (the growth), utilisation, CPU per call.
+Reported: medians of the first and last 10 turns and their ratio (the growth), utilisation, CPU per call, and the
+hidden summary calls of the session (`history_summary` in the snapshots' `auxiliary_calls`).
 Knobs: BENCH_LONG_TURNS (gateway, default 100), BENCH_LONG_NATIVE_TURNS (default 1,000), BENCH_LONG_EMBEDDER.
 """
 
@@ -98,6 +99,8 @@ class Tda:
             snapshot = (await self.client.get(f"/v1/snapshots/{snapshot_id}")).json()
             snapshot = snapshot.get("snapshot", snapshot)
             completion["utilisation"] = snapshot["total_used"] / snapshot["available_budget"]
+            calls = snapshot.get("auxiliary_calls", [])
+            completion["summaries"] = sum(c["purpose"] == "history_summary" for c in calls)
         return completion, wall, spent
 
     async def streamed(self, messages: list[dict[str, Any]]) -> float:
@@ -139,6 +142,7 @@ async def gateway(tda: Tda, session: str | None, turns: int, chat: list[dict[str
                 "cpu_ms": (cpu1 + cpu2) / 2 * 1000,
                 "utilisation": first.get("utilisation", 0.0),
                 "over": sum(len(json.dumps(m)) for m in chat) / 4 > AVAILABLE * 1.5,  # history well over the window
+                "summaries": first.get("summaries", 0) + second.get("summaries", 0),
             }
         )
     return out
@@ -232,6 +236,7 @@ async def measure(base: str, token: str, pid: int, upstream: str) -> dict[str, A
         "gateway_turns": GATEWAY_TURNS,
         "utilisation_min": min(over, default=0.0),
         "utilisation_median": median(over),
+        "summary_calls": sum(row["summaries"] for row in session_rows),
         "session_wall_ms_first10": wall[0],
         "session_wall_ms_last10": wall[1],
         "session_wall_growth": wall[2],
@@ -260,7 +265,8 @@ def main() -> None:
     print("long sessions (issue 32): a turn's cost against the session's length")
     print(
         f"  gateway, {figures['gateway_turns']} turns with a session: window utilisation once history exceeds it "
-        f"min {figures['utilisation_min']:.0%}, median {figures['utilisation_median']:.0%}"
+        f"min {figures['utilisation_min']:.0%}, median {figures['utilisation_median']:.0%}; hidden summary calls "
+        f"{figures['summary_calls']} in {2 * figures['gateway_turns']} calls"
     )
     print(
         f"  wall ms per call, first 10 / last 10 turns: {figures['session_wall_ms_first10']:.1f} / "

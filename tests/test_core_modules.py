@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from components.context_window.base import Message
-from modules.conversation_history.handler import TAIL_MARKER
+from modules.conversation_history.handler import SUMMARY_BLOCK, SUMMARY_SOURCE_MESSAGES, TAIL_MARKER
 from tests.support import conversation, make_ctx, make_tools, module_ctx, tool_call_exchange, words
 
 
@@ -118,10 +118,76 @@ async def test_history_uses_the_summarizer_provider_when_configured(modules):
     ctx = module_ctx(dataclasses.replace(make_ctx(messages=conversation(40)), summarizer=Fake()))
     c = await modules["conversation_history"].contribute(1_500, ctx)
     assert "They discussed questions 1 to 30." in c.messages()[0].content
+    first = Fake.calls
+    assert 1 <= first <= SUMMARY_SOURCE_MESSAGES // SUMMARY_BLOCK  # one call per block looked back at
     await modules["conversation_history"].contribute(1_500, ctx)
-    assert Fake.calls == 1  # cached per session and window position
+    assert Fake.calls == first  # cached per session and block
     purged = await modules["conversation_history"].purge("s", "u")
     assert purged["purged"] >= 1
+
+
+class ScriptedSummarizer:
+    """A fake model that records what it is asked to summarise and answers with the block's first and last line
+    numbers (so a summary shown for the wrong block would show)."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    async def summarize(self, text, *, max_tokens, instruction=""):
+        self.asked.append(text)
+        numbers = [line.split(":")[1].split()[-1] for line in text.splitlines()]
+        return f"- They went over {numbers[0]} to {numbers[-1]}.\n- Nothing else was said."
+
+
+@pytest.mark.parametrize("cache_block", [0, 6, "auto"])
+async def test_a_growing_conversation_asks_for_about_one_summary_per_block(modules, cache_block):
+    """Over consecutive turns of a growing conversation, each block of older messages is summarised once: the
+    summariser is called about once per ``SUMMARY_BLOCK`` messages dropped (plus the first look-back), whatever
+    room each turn gives the summary, and every window stays within its budget."""
+    history = modules["conversation_history"]
+    model = ScriptedSummarizer()
+    turns = range(20, 60)  # two messages a turn: 80 more messages, 8 blocks
+    for i, n in enumerate(turns):
+        budget = (1_500, 1_800, 1_300)[i % 3]  # the room differs turn to turn (a longer query, another module)
+        ctx = replace(make_ctx(messages=conversation(n)), summarizer=model)
+        ctx = replace(ctx, session=replace(ctx.session, id="growing"))
+        ctx = module_ctx(ctx, config={"cache_block": cache_block})
+        c = await history.contribute(budget, ctx)
+        assert sum(ctx.tokens.count_message(m) for m in c.messages()) <= budget
+        assert c.metadata["summary"] is True and "They went over" in c.messages()[0].content
+    assert len(model.asked) == len(set(model.asked))  # no block summarised twice
+    new_messages = 2 * len(turns)
+    assert len(model.asked) <= SUMMARY_SOURCE_MESSAGES // SUMMARY_BLOCK + new_messages // SUMMARY_BLOCK + 1
+
+
+@pytest.mark.parametrize("turns", [40, 41, 42, 43, 44])
+async def test_block_summaries_are_shown_for_their_own_messages(modules, turns):
+    """The summary shown holds the whole blocks before the window's start, in order, then the dropped part of the
+    block it starts in as extracted lines (no model call); a module that made them earlier (warm) shows the same
+    as a new one (cold)."""
+    model = ScriptedSummarizer()
+    messages = conversation(turns)
+    ctx = replace(make_ctx(messages=messages), summarizer=model)
+    fresh = modules["conversation_history"]
+    warm = type(fresh)(fresh.manifest)
+    await warm.contribute(1_500, module_ctx(ctx))
+    again = await warm.contribute(1_500, module_ctx(ctx))
+    cold = await type(fresh)(fresh.manifest).contribute(1_500, module_ctx(ctx))
+    assert again.messages() == cold.messages()
+    first_kept = again.metadata["first_kept_index"]
+    end = -(-first_kept // SUMMARY_BLOCK) * SUMMARY_BLOCK  # the block the window starts in, when it is whole
+    end = end if end <= len(messages) else end - SUMMARY_BLOCK
+    header, *lines = again.messages()[0].content.splitlines()
+    written = [line.removeprefix("- They went over ").rstrip(".") for line in lines if "went over" in line]
+    spans = [tuple(int(n) for n in line.split(" to ")) for line in written]
+    assert len(set(model.asked)) == len(spans) == SUMMARY_SOURCE_MESSAGES // SUMMARY_BLOCK  # a call per block
+    assert len(model.asked) == 2 * len(spans)  # once by the warm module (twice asked), once by the cold one
+    assert spans[-1][1] == messages[end - 1].turn  # the last whole block, at or just before the window's start
+    assert all(b[0] in (a[1], a[1] + 1) for a, b in pairwise(spans))  # consecutive blocks, oldest first
+    if end < first_kept:  # the messages between are said to be left out
+        assert f"the {first_kept - end} just before those shown" in header
+    else:
+        assert header.startswith(f"Summary of the last {SUMMARY_SOURCE_MESSAGES} messages before those shown")
 
 
 @pytest.mark.parametrize(("turns", "budget", "target"), [(40, 3_000, 1_500), (40, 1_500, 600), (5, 3_000, 1_500)])

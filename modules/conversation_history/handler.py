@@ -13,6 +13,7 @@ import dataclasses
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
 from functools import lru_cache
+from itertools import groupby
 from typing import Any
 
 from components.context_window.base import (
@@ -44,9 +45,15 @@ SUMMARY_SHARE = 0.15
 SUMMARY_MAX_TOKENS = 600
 SUMMARY_SOURCE_MESSAGES = 40
 """How many of the most recent dropped messages the summary looks at (bounded work per turn)."""
-SUMMARY_BUCKET = 10
-"""A model-written summary covers messages up to a multiple of this (it may repeat a few shown ones), so it
-is reused until this many more messages have been dropped (bounded model calls), and depends only on them."""
+SUMMARY_BLOCK = 10
+"""A model-written summary is made per block of this many message positions (block k holds positions 10k to
+10k + 9), once, and kept by the block's content: a turn that drops more messages asks for at most the new blocks'
+summaries, and a smaller room drops or cuts cached ones instead of asking again. Only whole blocks are summarised:
+up to the block the window starts in (repeating a few shown messages), or, when that block is not complete yet,
+up to the block before it (the few messages between are said to be left out)."""
+SUMMARY_BLOCK_TOKENS = SUMMARY_MAX_TOKENS * SUMMARY_BLOCK // SUMMARY_SOURCE_MESSAGES
+"""The bound one block's summary is written within: together the blocks looked back at fill the largest room."""
+SUMMARY_INSTRUCTION = "Summarise this conversation excerpt."
 CACHE_BLOCK = HistoryOptions().cache_block
 """Default ``cache_block``: once history overflows, its start moves only in steps of this many message
 positions, so the window's prefix stays byte-identical (a provider's prompt cache hits) between steps.
@@ -144,7 +151,14 @@ async def unit_pages(source: MessageSource, phase: str | None = None) -> AsyncGe
 
 async def older_than(source: MessageSource, end: int, count: int, phase: str | None) -> list[Message]:
     """The valid, visible messages among the ``count`` just before position ``end``, oldest first."""
-    found: list[Message] = []
+    return [message for _, message in await positioned_older_than(source, end, count, phase)]
+
+
+async def positioned_older_than(
+    source: MessageSource, end: int, count: int, phase: str | None
+) -> list[tuple[int, Message]]:
+    """``older_than`` with each message's position."""
+    found: list[tuple[int, Message]] = []
     async with aclosing(pages_newest_first(source)) as pages:
         async for first, messages in pages:
             if first - len(messages) + 1 >= end:
@@ -154,7 +168,7 @@ async def older_than(source: MessageSource, end: int, count: int, phase: str | N
                 if i < end - count:
                     return found[::-1]
                 if i < end and message.valid and visible(message.phase, phase):
-                    found.append(message)
+                    found.append((i, message))
     return found[::-1]
 
 
@@ -190,9 +204,15 @@ def _extract(dropped: tuple[tuple[str, str, str], ...]) -> tuple[str, ...]:
     )
 
 
-def summary_header(covered: int, dropped: int, *, lines: bool = False) -> str:
+def summary_header(covered: int, dropped: int, *, lines: bool = False, gap: int = 0) -> str:
     """What the summary covers, truthfully: ``covered`` messages (``lines``: requests and answers, a line each) just
-    before those shown, of the ``dropped`` earlier messages not shown; older ones are said to be left out."""
+    before those shown (``gap`` > 0: ending that many messages before them), of the ``dropped`` earlier messages not
+    shown; older ones are said to be left out."""
+    if gap > 0:
+        return (
+            f"Summary of {covered} earlier messages ({dropped} earlier messages are not shown; the {gap} just before "
+            "those shown and older ones are not summarised here):"
+        )
     if not lines and covered >= dropped:
         return f"Summary of the {dropped} earlier messages not shown:"
     what = "requests and answers" if lines else "messages"
@@ -317,12 +337,14 @@ class ConversationHistoryModule(ContextModule):
             tail_room = budget - reserve - room - sum(cost for _, _, cost in kept)
             tail = _fitted_tail(tail, tail_room, ctx.tokens, cut=cut)
         if room:
-            end = first_kept
-            if ctx.summarizer is not None:  # a model call: summarise a bucket-aligned excerpt, reused for a while
-                end = min(source.total, -(-first_kept // SUMMARY_BUCKET) * SUMMARY_BUCKET)
-            recent_dropped = await older_than(source, end, SUMMARY_SOURCE_MESSAGES, phase)
+            end = -(-first_kept // SUMMARY_BLOCK) * SUMMARY_BLOCK
+            end -= SUMMARY_BLOCK if end > source.total else 0
+            # Model calls summarise whole blocks, each once (see SUMMARY_BLOCK); with none yet, lines are extracted.
+            model = ctx.summarizer is not None and end > 0
+            end = end if model else first_kept
+            recent_dropped = await positioned_older_than(source, end, SUMMARY_SOURCE_MESSAGES, phase)
             if recent_dropped:
-                summary = await self._summary(recent_dropped, first_kept, room, ctx)
+                summary = await self._summary(recent_dropped, first_kept, room, ctx, model=model)
         head: tuple[Unit, ...] = ((summary,),) if summary is not None else ()
         after = ((Message("system", TAIL_MARKER),), *tail) if tail else ()
         units = head + tuple(unit for _, unit, _ in reversed(kept)) + after
@@ -549,48 +571,77 @@ class ConversationHistoryModule(ContextModule):
         return walk.priced[shown][1] if walk is not None and len(walk.priced) > shown else None
 
     async def _summary(
-        self, recent_dropped: list[Message], first_kept: int, room: int, ctx: AssemblyContext
+        self,
+        recent_dropped: list[tuple[int, Message]],
+        first_kept: int,
+        room: int,
+        ctx: AssemblyContext,
+        *,
+        model: bool,
     ) -> Message | None:
+        """The summary of ``recent_dropped`` (oldest first, with positions) within ``room``: its oldest lines go
+        first until it fits, so a smaller room cuts the same lines rather than asking for new ones."""
         assert ctx.tokens is not None
-        body = await self._summary_body(recent_dropped, first_kept, room, ctx)
-        extractive = ctx.summarizer is None or body == extractive_summary(recent_dropped)
+        body, covers = await self._summary_lines(recent_dropped, ctx, model=model)
+        gap = first_kept - recent_dropped[-1][0] - 1  # messages between the summarised ones and those shown
 
-        def header_for(lines: list[str]) -> str:  # extractive: a line per request or answer, the oldest cut first
-            return summary_header(len(lines) if extractive else len(recent_dropped), first_kept, lines=extractive)
+        def header_for(start: int) -> str:  # extractive: a line per request or answer, the oldest cut first
+            if covers is None:
+                return summary_header(len(body) - start, first_kept, lines=True)
+            return summary_header(covers[start], first_kept, gap=gap)
 
-        header = header_for(body)
         # Skip the lines that cannot fit by their own counts (cached per line) before counting whole texts:
         # counting the text once per dropped line re-tokenised it dozens of times.
         count = ctx.tokens.count
-        estimate = count(header) + sum(count(line) + 1 for line in body) + MESSAGE_OVERHEAD
-        while len(body) > 1 and estimate > room:
-            estimate -= count(body[0]) + 1
-            body = body[1:]
-        while body:
-            text = f"{header_for(body)}\n" + "\n".join(body)
-            message = Message("system", text, turn=recent_dropped[-1].turn)
+        estimate = count(header_for(0)) + sum(count(line) + 1 for line in body) + MESSAGE_OVERHEAD
+        start = 0
+        while start < len(body) - 1 and estimate > room:
+            estimate -= count(body[start]) + 1
+            start += 1
+        turn = recent_dropped[-1][1].turn
+        while start < len(body):
+            message = Message("system", f"{header_for(start)}\n" + "\n".join(body[start:]), turn=turn)
             if ctx.tokens.count_message(message) <= room:
                 return message
-            body = body[1:]  # drop the oldest line until it fits
+            start += 1  # drop the oldest line until it fits
         return None
 
-    async def _summary_body(
-        self, dropped: list[Message], first_kept: int, room: int, ctx: AssemblyContext
-    ) -> list[str]:
-        if ctx.summarizer is None:
-            return extractive_summary(dropped)
-        transcript = "\n".join(f"{m.role}: {m.content} {media_note(m.parts)}".rstrip() for m in dropped)
-        key = content_key(transcript, room)  # the same excerpt and room: the same summary, whatever came before
-        text = self._summaries.get((ctx.session.id, key))
-        if text is None:
+    async def _summary_lines(
+        self, dropped: list[tuple[int, Message]], ctx: AssemblyContext, *, model: bool
+    ) -> tuple[list[str], list[int] | None]:
+        """The summary's lines, oldest first, and per line how many messages the lines from it on summarise (None:
+        extracted lines, one per request or answer). ``model``: one summary per block, each made once."""
+        messages = [message for _, message in dropped]
+        if not model:
+            return extractive_summary(messages), None
+        blocks = [[m for _, m in group] for _, group in groupby(dropped, key=lambda p: p[0] // SUMMARY_BLOCK)]
+        lines: list[str] = []
+        covers: list[int] = []
+        covered = 0
+        for block in reversed(blocks):  # newest first: what the lines from each block on cover adds up
             try:
-                text = await labelled(ctx.summarizer, "history_summary").summarize(
-                    transcript, max_tokens=max(1, room - 20), instruction="Summarise this conversation excerpt."
-                )
+                text = await self._block_summary(block, ctx)
             except Exception:  # the summary is a nicety: fall back to extraction
-                return extractive_summary(dropped)
-            self._summaries.put((ctx.session.id, key), text)
-        return [line for line in text.splitlines() if line.strip()]
+                return extractive_summary(messages), None
+            written = [line for line in text.splitlines() if line.strip()]
+            covered += len(block)
+            lines[:0] = written
+            covers[:0] = [covered] * len(written)
+        return lines, covers
+
+    async def _block_summary(self, block: list[Message], ctx: AssemblyContext) -> str:
+        """One block's model-written summary, keyed by everything it is made from: the block's transcript and the
+        bound and instruction it was written with (never the room it is shown in)."""
+        assert ctx.summarizer is not None
+        transcript = "\n".join(f"{m.role}: {m.content} {media_note(m.parts)}".rstrip() for m in block)
+        key = (ctx.session.id, content_key(transcript, SUMMARY_BLOCK_TOKENS, SUMMARY_INSTRUCTION))
+        text = self._summaries.get(key)
+        if text is None:
+            text = await labelled(ctx.summarizer, "history_summary").summarize(
+                transcript, max_tokens=SUMMARY_BLOCK_TOKENS, instruction=SUMMARY_INSTRUCTION
+            )
+            self._summaries.put(key, text)
+        return text
 
 
 class _Walk:

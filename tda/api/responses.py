@@ -158,7 +158,7 @@ async def create_response() -> Any:
     return shape.response(result), 200, {**headers, **_tda_headers(result)}
 
 
-@bp.get("/responses/<response_id>")
+@bp.get("/responses/<other_than(compact):response_id>")
 @openai_wire
 @require("client")
 async def get_response(response_id: str) -> Any:

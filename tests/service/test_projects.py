@@ -24,7 +24,8 @@ ROLES = ("admin", "viewer", "client")
 CLIENT_ROUTES = {
     ("POST", "/v1/chat/completions"),
     ("POST", "/v1/responses"),
-    ("GET", "/v1/responses/<response_id>"),
+    ("POST", "/v1/responses/compact"),
+    ("GET", "/v1/responses/<other_than(compact):response_id>"),
     ("GET", "/v1/models"),
     ("GET", "/v1/models/<path:model_id>"),
     ("POST", "/v1/messages"),
