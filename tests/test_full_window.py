@@ -100,6 +100,11 @@ def tokens(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = 
     return litellm.token_counter(model=MODEL, messages=sent, tools=tools or None)
 
 
+PATIENT_S = 60.0
+"""The modules' timeout here: what is tested is the window's fill, not speed (a 128K window over a long history
+takes a second or two on a loaded machine, past the default 2 s, and a module that times out contributes nothing)."""
+
+
 def newest_turn(history: list[Message]) -> list[Message]:
     start = max(i for i, m in enumerate(history) if m.role == "user")
     return history[start:]
@@ -134,7 +139,7 @@ async def test_a_history_over_the_room_fills_the_window_and_keeps_the_newest_tur
         return  # the whole history fits: nothing to fill
     query = f"Turn {history[-1].turn + 1}: and the open orders of customer CUST-{asked:03d}?"
     ctx = make_ctx(messages=history, query=query, limit=limit)  # no tools: see the module's ``_fitted_tail``
-    out = await ContextWindowHandler(builtin_registry).assemble(ctx, wtype)
+    out = await ContextWindowHandler(builtin_registry, timeout_s=PATIENT_S).assemble(ctx, wtype)
     used = tokens(out.messages, out.tools)
     assert used <= available, (used, available)
     assert used >= 0.8 * available, (used, available, out.snapshot.decisions)
@@ -162,7 +167,7 @@ async def test_a_newest_turn_larger_than_the_window_comes_cut_and_older_turns_gi
     available = limit - limit * wtype.output_reserve_pct // 100
     history = [m for t in range(1, 6) for m in one_call_turn(t, 3)] + one_call_turn(6, 400)
     ctx = make_ctx(messages=history, query="Turn 7: and the open orders of customer CUST-002?", limit=limit)
-    out = await ContextWindowHandler(builtin_registry).assemble(ctx, wtype)
+    out = await ContextWindowHandler(builtin_registry, timeout_s=PATIENT_S).assemble(ctx, wtype)
     assert tokens(out.messages, out.tools) <= available
     assert pairing_errors(out.messages) == []
     assert_newest_turn_kept(out.messages, newest_turn(history))
