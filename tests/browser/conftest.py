@@ -69,6 +69,13 @@ class Server(Live):
         """Call the API as an admin, the way another client would (not through the browser)."""
         return self.call(method, path, body, headers)
 
+    def balanced_copy(self, **changes: Any) -> dict[str, Any]:
+        """The shipped "balanced" type as a body to create another from (not the default), with ``changes``."""
+        status, _, balanced = self.request("GET", "/v1/context-window-types/balanced")
+        assert status == 200, balanced
+        body = {k: v for k, v in balanced.items() if k not in {"version", "updated_at", "etag"}}
+        return {**body, "is_default": False, **changes}
+
 
 @pytest.fixture(scope="session")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:

@@ -39,10 +39,7 @@ def seed_experiment(server: Server) -> str:
     mine = [e for e in listed["experiments"] if e["spec"]["name"] == "axe"]
     if mine:
         return mine[0]["id"]
-    _, _, balanced = server.request("GET", "/v1/context-window-types/balanced")
-    body = {k: v for k, v in balanced.items() if k not in {"version", "updated_at", "etag"}}
-    body["is_default"] = False
-    body["output_reserve_pct"] = 30
+    body = server.balanced_copy(output_reserve_pct=30)
     spec = {"name": "axe", "candidate": {"type": body}, "slice": {"session_ids": [SESSION]}}
     status, _, created = server.request("POST", "/v1/experiments", spec)
     assert status == 201, created

@@ -23,9 +23,7 @@ def traffic(server: Server) -> None:
     """A type of its own, a profile bound to it, and a session of three recorded turns under it."""
     if server.request("GET", f"/v1/context-window-types/{TYPE}")[0] == 200:
         return
-    _, _, balanced = server.request("GET", "/v1/context-window-types/balanced")
-    body = {k: v for k, v in balanced.items() if k not in {"version", "updated_at", "etag"}}
-    body.update(id=TYPE, name="Experimented", is_default=False)
+    body = server.balanced_copy(id=TYPE, name="Experimented")
     status, _, created = server.request("POST", "/v1/context-window-types", body)
     assert status == 201, created
     profile = {"id": TYPE, "name": "Experimented", "type": "llm_only", "context_window_type_id": TYPE}

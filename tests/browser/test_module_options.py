@@ -12,9 +12,7 @@ pytestmark = BROWSER_LOOP
 
 
 async def test_module_options_are_edited_checked_by_the_server_and_saved(page: Any, server: Server) -> None:
-    status, _, balanced = server.request("GET", "/v1/context-window-types/balanced")
-    body = {k: v for k, v in balanced.items() if k not in ("etag", "version", "updated_at")}
-    body |= {"id": "options-ui", "name": "Options UI", "is_default": False}
+    body = server.balanced_copy(id="options-ui", name="Options UI")
     status, _, created = server.request("POST", "/v1/context-window-types", body)
     assert status == 201, created
     await page.goto("/ui/types/options-ui")

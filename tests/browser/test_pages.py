@@ -26,9 +26,7 @@ FILLER = (
 def seed_busy_session(server: Server) -> None:
     """A session with a small window and a long history, so the panel shows condensation and full bars; its own
     profile and type, changed halfway, so the timeline shows a new type version."""
-    _, _, balanced = server.request("GET", "/v1/context-window-types/balanced")
-    shots = {k: v for k, v in balanced.items() if k not in {"version", "updated_at", "etag"}}
-    shots.update(id="shots", name="Returns review", is_default=False)
+    shots = server.balanced_copy(id="shots", name="Returns review")
     # Champion cases recorded by later turns are served to replays too (the case store keeps no time), so a
     # turn with RAG cases does not replay identically; this session leaves them out to show a reproducible trace.
     shots["modules"]["rag_context"]["active"] = False

@@ -27,10 +27,7 @@ RULES = [
 
 def make_type(server: Server, type_id: str, rules: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """A fresh type copied from the shipped "balanced" one (each test its own, so tests do not interfere)."""
-    status, _, balanced = server.request("GET", "/v1/context-window-types/balanced")
-    assert status == 200, balanced
-    body = {k: v for k, v in balanced.items() if k not in ("version", "updated_at", "etag")}
-    body.update(id=type_id, name=f"Round two {type_id}", is_default=False)
+    body = server.balanced_copy(id=type_id, name=f"Round two {type_id}")
     if rules is not None:
         body["dynamic_adjustments"] = copy.deepcopy(rules)
     status, _, created = server.request("POST", "/v1/context-window-types", body)

@@ -20,9 +20,7 @@ def traced_profile(server: Server) -> None:
     replay too (the case store keeps no time), so a turn with RAG cases cannot replay identically."""
     if server.request("GET", "/v1/profiles/trace-tools")[0] == 200:
         return
-    _, _, balanced = server.request("GET", "/v1/context-window-types/balanced")
-    body = {k: v for k, v in balanced.items() if k not in {"version", "updated_at", "etag"}}
-    body.update(id="trace-type", name="Trace", is_default=False)
+    body = server.balanced_copy(id="trace-type", name="Trace")
     body["modules"]["rag_context"]["active"] = False
     body["condensation_order"] = [m for m in body["condensation_order"] if m != "rag_context"]
     assert server.request("POST", "/v1/context-window-types", body)[0] == 201

@@ -22,9 +22,7 @@ PROFILE = "label-bound"
 def two_versions(server: Server) -> None:
     if server.request("GET", f"/v1/context-window-types/{TYPE}")[0] == 200:
         return
-    _, _, balanced = server.request("GET", "/v1/context-window-types/balanced")
-    body = {k: v for k, v in balanced.items() if k not in {"version", "updated_at", "etag"}}
-    body.update(id=TYPE, name="Labelled", is_default=False)
+    body = server.balanced_copy(id=TYPE, name="Labelled")
     status, _, created = server.request("POST", "/v1/context-window-types", body)
     assert status == 201, created
     body["description"] = "Version 2"

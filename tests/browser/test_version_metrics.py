@@ -23,9 +23,7 @@ SESSION = "metered-session"
 def traffic(server: Server) -> list[dict[str, Any]]:
     """Two turns under v1 and one under v2; the snapshots the session recorded."""
     if server.request("GET", f"/v1/context-window-types/{TYPE}")[0] != 200:
-        _, _, balanced = server.request("GET", "/v1/context-window-types/balanced")
-        body = {k: v for k, v in balanced.items() if k not in {"version", "updated_at", "etag"}}
-        body.update(id=TYPE, name="Metered", is_default=False)
+        body = server.balanced_copy(id=TYPE, name="Metered")
         status, _, created = server.request("POST", "/v1/context-window-types", body)
         assert status == 201, created
         profile = {"id": TYPE, "name": "Metered", "type": "llm_only", "context_window_type_id": TYPE}
