@@ -80,7 +80,7 @@ function row(p, types, defaultId, labelsOf) {
   return h("tr", { dataset: { profile: p.id } },
     h("th", { scope: "row" }, label, h("br"), h("code", { class: "small muted" }, p.id)),
     h("td", {}, p.type.replace(/_/g, " ")),
-    h("td", {}, p.model || `${document.body.dataset.serviceModel} (service default)`),
+    h("td", { class: "name" }, p.model || `${document.body.dataset.serviceModel} (service default)`),
     h("td", {}, typeSelect, " ", labelSelect),
     h("td", {}, limit, error),
     h("td", {}, save, " ", state));
