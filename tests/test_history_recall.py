@@ -592,3 +592,14 @@ async def test_a_question_no_earlier_word_or_meaning_matches_never_brings_recall
     )
     assert ranking.units == () and ranking.reason is not None
     assert ranking.reason.startswith("nothing relevant found")
+
+
+@pytest.mark.parametrize(("said", "asked"), [("Melanie", "Mel"), ("Christopher", "Chris")])
+async def test_a_name_the_question_shortens_is_known(history, said, asked):
+    """ "Mel" asks about the "Melanie" the history names: recall answers instead of abstaining."""
+    messages = planted()
+    messages[8] = Message("user", FACT.replace("Margot", said), turn=5)
+    question = f"What kind of dog did my sister {asked} adopt?"
+    c = await history.contribute(1_500, module_ctx(make_ctx(messages=messages, query=question), config=RECALL))
+    assert "recall_reason" not in c.metadata
+    assert messages[8].content in [m.content for m in window_parts(c.messages())[1]]
