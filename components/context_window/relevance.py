@@ -25,7 +25,7 @@ import math
 import re
 from array import array
 from collections import Counter
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -115,10 +115,6 @@ class BM25Index:
     def __contains__(self, term: object) -> bool:
         """Whether some text holds ``term`` (a stem, as ``terms`` gives it)."""
         return term in self._postings
-
-    def vocabulary(self) -> Iterable[str]:
-        """Every term some text holds."""
-        return self._postings.keys()
 
     def add(self, texts: Sequence[str]) -> None:
         """Index ``texts`` after those already held."""

@@ -375,14 +375,13 @@ class HistoryIndex:
     def unknown_names(self, query: str, n: int) -> list[str]:
         """The names ``query`` asks about that none of the first ``n`` messages mentions ("What is my neighbour
         Dmitri's dog called?" in a chat that never names a Dmitri): nothing earlier is about them. A name that begins
-        a word said earlier is known: the question may shorten it ("Mel" for "Melanie", "Chris" for "Christopher")."""
+        a speaker's is known: the question may shorten it ("Mel" for "Melanie")."""
         return [name for name in names_asked(query) if terms(name) and not self._mentions(name, n)]
 
     def _mentions(self, name: str, n: int) -> bool:
-        if self.lexical.coverage(terms(name), n).any():
-            return True
-        longer = [term for term in self.lexical.vocabulary() if term.startswith(name.lower())]
-        return bool(longer) and bool(self.lexical.coverage(longer, n).any())
+        return bool(self.lexical.coverage(terms(name), n).any()) or any(
+            speaker.lower().startswith(name.lower()) for speaker in self.speakers
+        )
 
     def _rank(
         self,
