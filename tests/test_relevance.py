@@ -346,6 +346,7 @@ def test_a_name_inside_a_sentence_is_asked_about_and_a_capital_that_opens_one_is
     assert names_asked("Dmitri said what?") == []  # opening the sentence: a name or not, it does not count
     assert names_asked("What Did Maya Say About The Trip?") == []  # title case: the capitals say nothing
     assert names_asked("What did Maya do on Saturday in May?") == ["Maya"]
+    assert names_asked('Did Maya say "Thanks" to Theo (Great game) afterwards?') == ["Maya", "Theo"]
 
 
 @settings(max_examples=200, deadline=None)

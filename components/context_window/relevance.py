@@ -470,21 +470,25 @@ nothing earlier is about it."""
 _OPENS_SENTENCE = frozenset(".!?:;\n\r…")
 _BEFORE_A_WORD = " \t\"'“”‘’([{*•–—-"
 """What may stand between a sentence's end and its first word: spaces, quotes, brackets, a list's bullet."""
+_OPENS_A_QUOTE = frozenset("\"'“‘([{")
+"""A quotation or an aside opens like a sentence: its first word's capital says nothing ('did she say "Thanks"?')."""
 
 
 def names_asked(query: str) -> list[str]:
-    """The names a question asks about: its capitalised words that do not open a sentence, a line or a clause after a
-    colon ("Maya: Where is it?"), and are not days or months, in order, once each. None in a query written in title
-    case (half or more of its words capitalised): there the capitals say nothing. A name has no synonym, so one that
-    nothing earlier mentions is a question nothing earlier answers; a word wrongly taken for a name would make recall
-    abstain on an answerable question, so only the clear cases count."""
+    """The names a question asks about, in order, once each: its capitalised words that do not open a sentence, a
+    line, a quotation, an aside in brackets or a clause after a colon ("Maya: Where is it?"), and are not days or
+    months. None in a question written in title case ("Where Did Maya Go?"): there the capitals say nothing. A name
+    has no synonym, so one nothing earlier mentions makes a question nothing earlier answers; a word wrongly taken for
+    a name would make recall abstain on an answerable question, so only the clear cases count."""
     found = list(_CAPITALISED.finditer(query))
     if not found or _title_case(query):
         return []
     names: dict[str, None] = {}
     for match in found:
         before = query[: match.start()].rstrip(_BEFORE_A_WORD)
-        if before and before[-1] not in _OPENS_SENTENCE and match.group().lower() not in CALENDAR:
+        gap = query[len(before) : match.start()]
+        opens = not before or before[-1] in _OPENS_SENTENCE or not _OPENS_A_QUOTE.isdisjoint(gap)
+        if not opens and match.group().lower() not in CALENDAR:
             names[match.group()] = None
     return list(names)
 
