@@ -57,6 +57,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/recall_bench.py --speed
 	$(BIN)/python bench/projects_bench.py
 	$(BIN)/python bench/conversation_bench.py
+	$(BIN)/python bench/abstention_bench.py
 	$(BIN)/python bench/demo_turn_bench.py
 	$(BIN)/python bench/long_session_bench.py
 	$(BIN)/python bench/launch_bench.py

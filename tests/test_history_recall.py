@@ -7,6 +7,8 @@ import asyncio
 import dataclasses
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from components.context_window.base import InMemoryMessages, Message, Session
 from components.context_window.handler import ContextWindowHandler
@@ -534,3 +536,71 @@ async def test_a_question_about_someone_never_mentioned_recalls_nothing_and_says
     assert abstained.metadata["relevant_tokens"] == 0 and answered.metadata["relevant_tokens"] > 0
     assert FACT not in [m.content for m in abstained.messages()]
     assert window_parts(abstained.messages())[0] == window_parts(answered.messages())[0]  # the newest turns, unchanged
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What kind of dog did Margot adopt on Saturday?",
+        "Back in March, what kind of dog did Margot adopt?",
+        "Quick question: Greyhound or lurcher, what did Margot adopt?",
+    ],
+)
+async def test_a_day_a_month_or_a_capital_opening_a_sentence_never_makes_recall_abstain(history, question):
+    """Only a name nothing earlier mentions makes recall abstain: the history never says "Saturday", "March" or
+    "Quick", yet it holds the answer."""
+    c = await history.contribute(1_500, module_ctx(make_ctx(messages=planted(), query=question), config=RECALL))
+    assert "recall_reason" not in c.metadata and c.metadata["relevant_tokens"] > 0
+    assert FACT in [m.content for m in window_parts(c.messages())[1]]
+
+
+class WordEmbedder:
+    """Each distinct word its own axis: texts sharing no word are orthogonal (a cosine of exactly 0)."""
+
+    vector_space = "words-as-axes"
+
+    def __init__(self) -> None:
+        self.axes: dict[str, int] = {}
+
+    async def embed(self, texts):
+        vectors = []
+        for text in texts:
+            vector = [0.0] * 256
+            for word in text.lower().split():
+                vector[self.axes.setdefault(word, len(self.axes)) % 256] += 1.0
+            vectors.append(vector)
+        return vectors
+
+
+WORD = st.text("bcdfghjklmnprstvwz", min_size=3, max_size=8)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    st.lists(st.lists(WORD, min_size=1, max_size=12), min_size=3, max_size=40), st.lists(WORD, min_size=1, max_size=5)
+)
+async def test_a_question_no_earlier_word_or_meaning_matches_never_brings_recall(said, asked):
+    """The invariant of abstention: when no earlier message shares a word with the question and none is closer to it
+    in meaning than any other, recall brings nothing, whatever the history, and says so."""
+    messages = [Message("user" if i % 2 == 0 else "assistant", "h" + " h".join(words)) for i, words in enumerate(said)]
+    query = "q" + " q".join(asked)  # "h..." and "q..." words never share a stem, and are never stopwords
+    embedder = WordEmbedder()
+    if len({*(w for m in messages for w in m.content.split()), *query.split()}) > 256:
+        return  # more words than axes: two could share one
+    ranking = await SessionRecall(embedder).recall(
+        Session("s", messages=messages), query, before=len(messages), enough_tokens=10_000
+    )
+    assert ranking.units == () and ranking.reason is not None
+    assert ranking.reason.startswith("nothing relevant found")
+
+
+@pytest.mark.parametrize(("speaker", "asked"), [("Melanie", "Mel"), ("Jonathan", "Jon")])
+async def test_a_speaker_the_question_calls_by_a_short_name_is_known(history, speaker, asked):
+    """ "Mel" asks about the speaker "Melanie": recall answers instead of abstaining (no message says "Mel")."""
+    messages = [
+        dataclasses.replace(m, content=f"{speaker if m.role == 'user' else 'Sam'}: {m.content}") for m in planted()
+    ]
+    question = f"What kind of dog did {asked}'s sister Margot adopt?"
+    c = await history.contribute(1_500, module_ctx(make_ctx(messages=messages, query=question), config=RECALL))
+    assert "recall_reason" not in c.metadata
+    assert messages[8].content in [m.content for m in window_parts(c.messages())[1]]

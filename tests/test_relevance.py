@@ -7,10 +7,11 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import example, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from components.context_window.relevance import (
+    CALENDAR,
     EVIDENCE,
     BM25Index,
     Candidate,
@@ -21,6 +22,7 @@ from components.context_window.relevance import (
     dense_floor,
     evidence_for,
     fuse,
+    names_asked,
     near_duplicates,
     pack,
     select,
@@ -328,3 +330,35 @@ def test_terms_are_the_regexs_words_stemmed(text):
 
     words = re.findall(r"[a-z0-9_]+", text.lower())
     assert terms(text) == [w if w.isdigit() else stem(w) for w in words if w not in STOPWORDS]
+
+
+# -- names a question asks about (the unknown-name abstention rule) ------------------------------------------------
+
+NAME = st.from_regex(r"[A-Z][a-z]{3,9}", fullmatch=True)
+OPENINGS = ["", "Hi. ", "Wait! ", "Really? ", "Maya: ", "Quick one; ", "- ", "\n", "Ok.\n* ", '"', "(", "Hmm.  "]
+"""What may come before a sentence's first word: the start, a sentence's end, a colon, a bullet, a quote."""
+
+
+def test_a_name_inside_a_sentence_is_asked_about_and_a_capital_that_opens_one_is_not():
+    assert names_asked("What is Maya's neighbour Dmitri's dog called?") == ["Maya", "Dmitri"]
+    assert names_asked("Which race did Theo's brother-in-law Tobias run? Did Tobias win?") == ["Theo", "Tobias"]
+    assert names_asked("Maya: Where did we eat? Anyway, Lisbon was lovely.") == ["Lisbon"]
+    assert names_asked("Dmitri said what?") == []  # opening the sentence: a name or not, it does not count
+    assert names_asked("What Did Maya Say About The Trip?") == []  # title case: the capitals say nothing
+    assert names_asked("What did Maya do on Saturday in May?") == ["Maya"]
+    assert names_asked('Did Maya say "Thanks" to Theo (Great game) afterwards?') == ["Maya", "Theo"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(sorted(CALENDAR)), st.sampled_from(["What did we do on {}?", "Since {}, has Maya moved?"]))
+def test_a_day_or_a_month_is_never_taken_for_a_name(word, template):
+    """A history gives its dates in any form ("2023-05-08", "last Saturday"): "Saturday" or "May" that no message
+    spells out must not make recall abstain on a question the history answers."""
+    assert word.capitalize() not in names_asked(template.format(word.capitalize()))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(OPENINGS), NAME, NAME)
+def test_a_capitalised_word_opening_a_sentence_is_never_a_name_and_one_inside_it_always_is(opening, first, inner):
+    assume(first.lower() not in CALENDAR and inner.lower() not in CALENDAR)
+    assert names_asked(f"{opening}{first} went where with my friend {inner}?") == [inner]

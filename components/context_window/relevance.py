@@ -458,6 +458,50 @@ def z_scores(dense: np.ndarray) -> np.ndarray:
     return out
 
 
+_CAPITALISED = re.compile(r"\b[A-Z][a-z]{2,}\b")
+CALENDAR = frozenset(
+    "monday tuesday wednesday thursday friday saturday sunday mon tue tues wed thu thur thurs fri sat sun "
+    "january february march april may june july august september october november december "
+    "jan feb mar apr jun jul aug sep sept oct nov dec".split()
+)
+"""Capitalised words that name a day or a month, not someone or somewhere: a history gives its dates in any form
+("2023-05-08", "8/5", "last week"), so a question's "Saturday" or "May" that no message spells out is no sign that
+nothing earlier is about it."""
+_OPENS_SENTENCE = frozenset(".!?:;\n\r…")
+_BEFORE_A_WORD = " \t\"'“”‘’([{*•–—-"
+"""What may stand between a sentence's end and its first word: spaces, quotes, brackets, a list's bullet."""
+_OPENS_A_QUOTE = frozenset("\"'“‘([{")
+"""A quotation or an aside opens like a sentence: its first word's capital says nothing ('did she say "Thanks"?')."""
+
+
+def names_asked(query: str) -> list[str]:
+    """The names a question asks about, in order, once each: its capitalised words that do not open a sentence, a
+    line, a quotation, an aside in brackets or a clause after a colon ("Maya: Where is it?"), and are not days or
+    months. None in a question written in title case ("Where Did Maya Go?"): there the capitals say nothing. A name
+    has no synonym, so one nothing earlier mentions makes a question nothing earlier answers; a word wrongly taken for
+    a name would make recall abstain on an answerable question, so only the clear cases count."""
+    found = list(_CAPITALISED.finditer(query))
+    if not found or _title_case(query):
+        return []
+    names: dict[str, None] = {}
+    for match in found:
+        before = query[: match.start()].rstrip(_BEFORE_A_WORD)
+        gap = query[len(before) : match.start()]
+        opens = not before or before[-1] in _OPENS_SENTENCE or not _OPENS_A_QUOTE.isdisjoint(gap)
+        if not opens and match.group().lower() not in CALENDAR:
+            names[match.group()] = None
+    return list(names)
+
+
+_TITLE_SMALL_WORDS = frozenset("a an and as at but by for from in nor of on or the to with".split())
+
+
+def _title_case(text: str) -> bool:
+    """Whether every word after the first starts with a capital, but the small ones title case leaves alone."""
+    rest = [w for w in re.findall(r"[^\W\d_][\w'’-]*", text)[1:] if w.lower() not in _TITLE_SMALL_WORDS]
+    return len(rest) >= 2 and all(w[0].isupper() for w in rest)
+
+
 def abstention(evidence: Evidence, coverage: np.ndarray, dense: np.ndarray | None) -> str | None:
     """Why the candidates hold no evidence for the query (None: they may). With dense scores: neither a clear outlier
     in meaning nor a candidate holding the query's rare words. Without: no candidate holding any of its words."""

@@ -51,6 +51,7 @@ from ..relevance import (
     dense_floor,
     evidence_for,
     fuse,
+    names_asked,
     terms,
 )
 from ..session_cache import BoundedCache
@@ -89,7 +90,9 @@ _NAME = re.compile(
     r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]{2,}\b"  # not opening a sentence
     r"|\b[A-Z][a-z]{2,}\b(?= (?:is|was|has|had|said|taught|called)\b)"
 )
-"""Capitalised words that are names: not the first word of a sentence, unless a verb follows that a name takes."""
+"""Capitalised words in a message that lead a second hop: not the first word of a sentence, unless a verb follows that a
+name takes. A word taken for a name here costs a hop's weight; the abstention rule, where it would cost the answer,
+reads names with ``names_asked`` (no days or months, nothing opening a sentence, line or clause)."""
 RECENT_QUESTIONS = 3
 """How many of the newest user messages a query is compared with to tell a conversation going on from a return to
 something said long ago (``RecallLead.continuity``)."""
@@ -371,9 +374,14 @@ class HistoryIndex:
 
     def unknown_names(self, query: str, n: int) -> list[str]:
         """The names ``query`` asks about that none of the first ``n`` messages mentions ("What is my neighbour
-        Dmitri's dog called?" in a chat that never names a Dmitri): nothing earlier is about them."""
-        names = dict.fromkeys(_NAME.findall(query))
-        return [name for name in names if terms(name) and not self.lexical.coverage(terms(name), n).any()]
+        Dmitri's dog called?" in a chat that never names a Dmitri): nothing earlier is about them. A name that begins
+        a speaker's is known: the question may shorten it ("Mel" for "Melanie")."""
+        return [name for name in names_asked(query) if terms(name) and not self._mentions(name, n)]
+
+    def _mentions(self, name: str, n: int) -> bool:
+        return bool(self.lexical.coverage(terms(name), n).any()) or any(
+            speaker.lower().startswith(name.lower()) for speaker in self.speakers
+        )
 
     def _rank(
         self,
