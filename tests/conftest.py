@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import settings
+from quart import Quart
+from quart.testing import TestApp
 
 from components.context_window.module_registry import ModuleRegistry
 from tda.builtins import module_registry
@@ -14,6 +18,17 @@ offline_library_defaults()  # as the application does at start-up: tiktoken and 
 # Speed is measured in bench/, not by timed tests: no per-example deadline (a loaded CI machine is not a failure).
 settings.register_profile("tda", deadline=None)
 settings.load_profile("tda")
+
+
+class PatientTestApp(TestApp):
+    """``app.test_app()`` with a patient start-up and shutdown: Quart allows 6 s, which a loaded 2-core machine
+    exceeds (a start-up that times out also leaves its database connections to be collected in a later test)."""
+
+    def __init__(self, app: Any, startup_timeout: int = 120, shutdown_timeout: int = 120) -> None:
+        super().__init__(app, startup_timeout, shutdown_timeout)
+
+
+Quart.test_app_class = PatientTestApp
 
 
 @pytest.fixture(scope="session")
