@@ -83,6 +83,7 @@ async def measure(base: str, token: str, body: bytes, headers: dict[str, str]) -
         stop = asyncio.Event()
         probes = asyncio.create_task(probe(small, stop))
         started = time.perf_counter()
+        phase_began = time.monotonic()
         sent = {"Authorization": f"Bearer {token}", "Content-Type": "application/json", **headers}
         r = await big.post("/v1/chat/completions", content=body, headers=sent)
         took = time.perf_counter() - started
@@ -96,7 +97,17 @@ async def measure(base: str, token: str, body: bytes, headers: dict[str, str]) -
         "healthz_busy_p99_ms": round(percentile(busy, 99), 1),
         "healthz_busy_p50_ms": round(statistics.median(busy), 1),
         "probes": len(busy),
+        "began": phase_began,
     }
+
+
+def print_stalls(log: Path, phases: list[tuple[float, str]]) -> None:
+    """The server's loop-stall and gc-full lines (bench/loop_stalls.py), each named by the request it fell in."""
+    for line in log.read_text(errors="replace").splitlines():
+        if line.startswith(("loop-stall", "gc-full")):
+            at = float(line.split(" at ", 1)[1].split(":", 1)[0])
+            name = next((n for began, n in reversed(phases) if at >= began), "before")
+            print(f"{name}: {line}")
 
 
 async def client_post(base: str, token: str, body: dict[str, object]) -> httpx.Response:
@@ -115,6 +126,7 @@ async def main() -> None:
             capture_output=True,
         )
         token = admin_token(data_dir)
+        phases: list[tuple[float, str]] = []
         port = free_port()
         server = start_server(data_dir, port)
         base = f"http://127.0.0.1:{port}"
@@ -135,11 +147,14 @@ async def main() -> None:
             print(f"{MESSAGES:,} messages, {len(body) / 1e6:.1f} MB of JSON")
             for name, headers in (("stateless", {}), ("session", {"X-TDA-Session": "big"})):
                 figures = await measure(base, token, body, headers)
+                phases.append((figures.pop("began"), name))
                 verdict = "ok" if figures["healthz_busy_p99_ms"] < TARGET_MS else "OVER TARGET"
                 print(f"{name}: {json.dumps(figures)} (target: /healthz p99 under {TARGET_MS:g} ms) {verdict}")
         finally:
             server.terminate()
             server.wait(30)
+        if os.environ.get("BENCH_STALLS"):
+            print_stalls(data_dir / f"server-{port}.log", phases)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,6 @@ turn it repeats keeps its record as it was.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import hashlib
 import json
@@ -37,7 +36,7 @@ from .context_features import refuse_cut
 from .errors import Conflict, Invalid, NotFound
 from .knowledge.scope import ANONYMOUS
 from .models import ProfileRow, SessionRow
-from .offload import LONG, sized
+from .offload import sized
 from .recall.messages import call_recall, vectors_ready
 from .sources import Cutoff, build_context, input_hashes, message_of, summarizer_for
 from .store.sessions import SessionData
@@ -85,11 +84,12 @@ async def complete(
 ) -> dict[str, Any]:
     """Assemble the client's conversation, call the model, and record the call when there is a session."""
     conversation = split(call.messages)
+    tokens = estimator_for(call.model or profile.model or svc.settings.model)  # the window's (``_context``)
     if session is None:
-        conversation = await with_digests(conversation, _stateless_key(profile, conversation))
+        conversation = await with_digests(conversation, _stateless_key(profile, conversation), tokens)
         return await _run(svc, _Client(call, conversation, profile, None, None))
     async with svc.session_lock(session.id):  # one call at a time per session: turn numbers stay dense
-        conversation = await with_digests(conversation, session.id)
+        conversation = await with_digests(conversation, session.id, tokens)
         place = await _place(svc, session.id, conversation, again=not call.new_turn)
         return await _run(svc, _Client(call, conversation, profile, session, place))
 
@@ -131,7 +131,7 @@ async def _place(svc: TDAService, session_id: str, conversation: Conversation, *
         asked = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
         recorded = tuple(message_of(m) for m in messages[asked + 1 :])
         return _Place(same.turn, new=False, request_key=request_key, recorded=recorded)
-    prefixes = digests.turn_ends(len(conversation.history))
+    prefixes = await sized(lambda history: digests.turn_ends(len(history)), conversation.history)
     extended = await svc.store.sessions.turn_ending(session_id, list(prefixes))
     newest = await svc.store.sessions.newest_turn(session_id)
     turn = (newest.turn if newest else 0) + 1
@@ -455,11 +455,7 @@ async def _record(
             "results": results,
             **step,
         }
-        rows = []
-        for start in range(0, len(messages), LONG):  # counted here (the estimator's cache is the
-            if start:  # loop's), a slice at a time: other requests go on between
-                await asyncio.sleep(0)
-            rows += [_row(m, tokens) for m in messages[start : start + LONG]]
+        rows = await sized(lambda some: [_row(m, tokens) for m in some], messages)
         row, _ = await svc.store.sessions.record_turn(session_id, fields, rows)
         return row
     return await svc.store.sessions.extend_turn(
@@ -599,11 +595,20 @@ SEEN_MESSAGES = 2_000
 _seen: BoundedCache[str, Digests] = BoundedCache(SEEN_CONVERSATIONS)
 
 
-async def with_digests(conversation: Conversation, key: str) -> Conversation:
+async def with_digests(conversation: Conversation, key: str, tokens: TokenEstimator | None = None) -> Conversation:
     """``conversation`` with its digests, computed from the conversation last seen under ``key``, and with that
-    conversation's message objects where it repeats them."""
+    conversation's message objects where it repeats them; with ``tokens``, its messages carry their counts (made
+    with the digests, in a worker thread when long: the window's modules walk a long history several times, and
+    the estimator's cache holds fewer messages than that)."""
     seen = _seen.get(key)
-    digests = await sized(lambda chat: digested(chat, seen), conversation.chat)
+
+    def work(chat: tuple[Message, ...]) -> Digests:
+        digests = digested(chat, seen)
+        if tokens is None:
+            return digests
+        return dataclasses.replace(digests, messages=tuple(tokens.counted(digests.messages)))
+
+    digests = await sized(work, conversation.chat)
     if len(digests.messages) <= SEEN_MESSAGES:
         _seen.put(key, digests)
     history, chat = len(conversation.history), digests.messages
