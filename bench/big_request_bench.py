@@ -3,8 +3,9 @@
 A real server (`tda serve`: hypercorn, SQLite, the mock model, TDA_EMBEDDER=hashing) runs in a child process on
 127.0.0.1. One client posts a chat completion of MESSAGES messages (about 5 MB of JSON; stateless, then recorded in a
 session with ``X-TDA-Session``) while another asks ``GET /healthz`` every PROBE_EVERY_S. The figures are /healthz's
-p99 and slowest answer during the big request (target: p99 under 100 ms), next to the big request's own time and
-/healthz's median with nothing in flight. Run with `python bench/big_request_bench.py`; BENCH_MESSAGES=n changes the
+p99 and slowest answer during the big request (target: p99 under 100 ms), next to the big request's own time,
+/healthz's median with nothing in flight, and its slowest answer in the AFTER_S after. BENCH_STALLS=1 also prints what
+held the event loop (bench/loop_stalls.py). Run with `python bench/big_request_bench.py`; BENCH_MESSAGES=n changes the
 size.
 """
 
@@ -30,6 +31,9 @@ from tests.service.support import free_port  # noqa: E402
 
 MESSAGES = int(os.environ.get("BENCH_MESSAGES", "100000"))
 PROBE_EVERY_S = 0.02
+AFTER_S = 2.0
+"""/healthz is asked this long after the big request too (``healthz_after_max_ms``): what the request leaves behind
+(its objects freed, the collection that resumes) is its cost as well."""
 TARGET_MS = 100.0
 
 
@@ -52,14 +56,14 @@ def admin_token(data_dir: Path) -> str:
     return next(word for word in out.split() if word.startswith("tda_"))
 
 
-async def probe(client: httpx.AsyncClient, stop: asyncio.Event) -> list[float]:
-    """/healthz latencies (ms) until ``stop``, one request at a time."""
+async def probe(client: httpx.AsyncClient, stop: asyncio.Event) -> list[tuple[float, float]]:
+    """(when it was asked, its latency in ms) of /healthz until ``stop``, one request at a time."""
     times = []
     while not stop.is_set():
         started = time.perf_counter()
         r = await client.get("/healthz")
         assert r.status_code == 200
-        times.append((time.perf_counter() - started) * 1000)
+        times.append((started, (time.perf_counter() - started) * 1000))
         await asyncio.sleep(PROBE_EVERY_S)
     return times
 
@@ -79,7 +83,7 @@ async def measure(base: str, token: str, body: bytes, headers: dict[str, str]) -
         quiet = asyncio.create_task(probe(small, stop))
         await asyncio.sleep(1.0)
         stop.set()
-        idle = await quiet
+        idle = [ms for _, ms in await quiet]
         stop = asyncio.Event()
         probes = asyncio.create_task(probe(small, stop))
         started = time.perf_counter()
@@ -87,9 +91,12 @@ async def measure(base: str, token: str, body: bytes, headers: dict[str, str]) -
         sent = {"Authorization": f"Bearer {token}", "Content-Type": "application/json", **headers}
         r = await big.post("/v1/chat/completions", content=body, headers=sent)
         took = time.perf_counter() - started
+        await asyncio.sleep(AFTER_S)
         stop.set()
-        busy = await probes
+        probed = await probes
     assert r.status_code == 200, r.text[:500]
+    busy = [ms for at, ms in probed if at < started + took]
+    after = [ms for at, ms in probed if at >= started + took]
     return {
         "request_s": round(took, 2),
         "healthz_idle_p50_ms": round(statistics.median(idle), 1),
@@ -97,6 +104,7 @@ async def measure(base: str, token: str, body: bytes, headers: dict[str, str]) -
         "healthz_busy_p99_ms": round(percentile(busy, 99), 1),
         "healthz_busy_p50_ms": round(statistics.median(busy), 1),
         "probes": len(busy),
+        "healthz_after_max_ms": round(max(after), 1),
         "began": phase_began,
     }
 

@@ -81,9 +81,8 @@ def report() -> None:
 
 def main() -> int:
     sys.path.insert(0, str(ROOT))
-    from tda.cli import main as tda_main
-
     from tda import server_cli
+    from tda.cli import main as tda_main
 
     run = server_cli.run_event_loop
 
@@ -96,6 +95,8 @@ def main() -> int:
         run(watched())
 
     server_cli.run_event_loop = run_watched
+    if os.environ.get("BENCH_SWITCH_S"):  # an experiment: how long a thread holds the GIL before it must let go
+        sys.setswitchinterval(float(os.environ["BENCH_SWITCH_S"]))
     gc.callbacks.append(on_collection)
     atexit.register(report)
     return tda_main(sys.argv[1:])

@@ -456,7 +456,7 @@ async def _record(
             **step,
         }
         rows = await sized(lambda some: [_row(m, tokens) for m in some], messages)
-        row, _ = await svc.store.sessions.record_turn(session_id, fields, rows)
+        row, _ = await svc.store.sessions.record_turn(session_id, fields, rows, returning=False)
         return row
     return await svc.store.sessions.extend_turn(
         session_id, place.turn, {**step, "results": results}, [_row(m, tokens) for m in (*step_messages, reply)]

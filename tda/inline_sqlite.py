@@ -27,6 +27,9 @@ BUSY_TIMEOUT_S = 10.0
 BIG_COMMIT_ROWS = 2_000
 """Rows a transaction changed past which its commit goes to a worker thread (a turn's own writes change a few)."""
 
+OFF_LOOP_ROWS = 100
+"""An executemany of more rows than this runs in a worker thread (a long history's batches of message rows)."""
+
 T = TypeVar("T")
 
 
@@ -64,7 +67,8 @@ class Cursor:
         return self
 
     async def executemany(self, sql: str, parameters: Iterable[Sequence[Any]]) -> Cursor:
-        await _unlocked(self._cursor.executemany, sql, list(parameters))  # a list: a retry re-reads it whole
+        rows = list(parameters)  # a list: a retry re-reads it whole
+        await _unlocked(self._cursor.executemany, sql, rows, off_loop=len(rows) > OFF_LOOP_ROWS)
         return self
 
     async def fetchone(self) -> Any:
