@@ -843,13 +843,13 @@ async def _insert_messages(c: AsyncConnection, rows: list[dict[str, Any]], *, re
         batch = list(alike)
         for start in range(0, len(batch), MESSAGE_BATCH):
             some = batch[start : start + MESSAGE_BATCH]
-            if not returning:  # an executemany: SQLite and PostgreSQL insert in the order given
+            if sqlite and not returning:  # an executemany, nothing read back
                 await c.execute(_INSERT_MESSAGES_ONLY, some)
             elif sqlite:
                 stored += sorted((await c.execute(_INSERT_MESSAGES, some)).all(), key=lambda row: row.id)
-            else:
+            else:  # PostgreSQL: its ids in the order given are SQLAlchemy's to keep, with RETURNING
                 stored += (await c.execute(_INSERT_MESSAGES_IN_ORDER, some)).all()
-    return stored
+    return stored if returning else []
 
 
 def _rows_of(base: dict[str, Any], messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
