@@ -528,16 +528,24 @@ def _canonical(call: dict[str, Any]) -> dict[str, Any]:
     return {**call, "function": {**function, "arguments": arguments}}
 
 
+CHECKPOINT = 64
+"""A running digest state is kept after every this many messages (``Digests.state`` hashes on from the nearest):
+each is an OpenSSL context, and a 100,000-message conversation's 100,000 of them took ~200 ms to free, the GIL held,
+when its digests were dropped on the event loop."""
+
+
 @dataclass(frozen=True)
 class Digests:
     """A conversation digested message by message (``digested``): each message's key (the digest of its
-    ``_identity``) and the running digest after each, so that every digest a call needs (its request, the places
-    where an earlier turn may have ended, the conversation with its reply) is read, not computed again."""
+    ``_identity``) and the digest of every prefix, so that every digest a call needs (its request, the places where
+    an earlier turn may have ended) is read, not computed again."""
 
     messages: tuple[Message, ...]
     keys: tuple[bytes, ...]
-    running: tuple[Any, ...]
-    """``running[i]``: the digest state after the first ``i`` messages (sha256 objects, never updated)."""
+    prints: tuple[str, ...]
+    """``prints[i]``: the digest of the first ``i`` messages."""
+    states: tuple[Any, ...]
+    """``states[j]``: the digest state after the first ``j * CHECKPOINT`` messages (sha256 objects, never updated)."""
     repeated: int = 0
     """How many of the first messages repeat the conversation these digests went on from."""
     base: tuple[int, int] | None = None
@@ -547,19 +555,33 @@ class Digests:
 
     def through(self, n: int) -> str:
         """The digest of the first ``n`` messages."""
-        return str(self.running[n].hexdigest())
+        return self.prints[n]
 
     def turn_ends(self, n: int) -> dict[str, int]:
         """The digest of every prefix of the first ``n`` messages that ends with an assistant reply -> the prefix's
         length: the places where an earlier turn may have ended."""
-        return {self.through(i + 1): i + 1 for i in range(n) if self.messages[i].role == "assistant"}
+        return {self.prints[i + 1]: i + 1 for i in range(n) if self.messages[i].role == "assistant"}
+
+    def state(self, n: int) -> Any:
+        """A new digest state after the first ``n`` messages (the caller's to update)."""
+        h = self.states[n // CHECKPOINT].copy()
+        for m in self.messages[n - n % CHECKPOINT : n]:
+            _digest_on(h, m)
+        return h
 
     def with_reply(self, reply: Message) -> str:
         """The digest of the whole conversation followed by ``reply``."""
-        h = self.running[-1].copy()
-        h.update(_identity(reply))
-        h.update(b"\x00")
+        h = self.state(len(self.messages))
+        _digest_on(h, reply)
         return str(h.hexdigest())
+
+
+def _digest_on(h: Any, m: Message) -> bytes:
+    """``h`` updated with message ``m``; returns ``m``'s identity."""
+    identity = _identity(m)
+    h.update(identity)
+    h.update(b"\x00")
+    return identity
 
 
 def digested(messages: Sequence[Message], seen: Digests | None = None) -> Digests:
@@ -573,18 +595,18 @@ def digested(messages: Sequence[Message], seen: Digests | None = None) -> Digest
             if a is not b and a != b:
                 break
             same += 1
+    h = seen.state(same) if seen else hashlib.sha256()
     keys = list(seen.keys[:same]) if seen else []
-    running = list(seen.running[: same + 1]) if seen else [hashlib.sha256()]
-    h = running[-1].copy()
-    for m in messages[same:]:
-        identity = _identity(m)
-        keys.append(hashlib.sha256(identity).digest())
-        h.update(identity)
-        h.update(b"\x00")
-        running.append(h.copy())
+    prints = list(seen.prints[: same + 1]) if seen else [h.hexdigest()]
+    states = list(seen.states[: same // CHECKPOINT + 1]) if seen else [h.copy()]
+    for n, m in enumerate(messages[same:], start=same + 1):
+        keys.append(hashlib.sha256(_digest_on(h, m)).digest())
+        prints.append(h.hexdigest())
+        if n % CHECKPOINT == 0:
+            states.append(h.copy())
     kept = (*seen.messages[:same], *messages[same:]) if seen else tuple(messages)
     base = seen.kept if seen is not None and same else None
-    return Digests(kept, tuple(keys), tuple(running), same, base)
+    return Digests(kept, tuple(keys), tuple(prints), tuple(states), same, base)
 
 
 SEEN_CONVERSATIONS = 32
