@@ -32,7 +32,7 @@ collections_full: list[tuple[float, float, int]] = []
 
 
 def where(frame: Any) -> str:
-    """The innermost three frames of the project's code (tda/, components/, modules/) on ``frame``'s stack."""
+    """The innermost seven frames of the project's code (tda/, components/, modules/) on ``frame``'s stack."""
     ours = [
         f"{Path(f.filename).relative_to(ROOT)}:{f.lineno} {f.name}"
         for f in traceback.extract_stack(frame)
@@ -95,8 +95,6 @@ def main() -> int:
         run(watched())
 
     server_cli.run_event_loop = run_watched
-    if os.environ.get("BENCH_SWITCH_S"):  # an experiment: how long a thread holds the GIL before it must let go
-        sys.setswitchinterval(float(os.environ["BENCH_SWITCH_S"]))
     gc.callbacks.append(on_collection)
     atexit.register(report)
     return tda_main(sys.argv[1:])
