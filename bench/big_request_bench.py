@@ -3,8 +3,9 @@
 A real server (`tda serve`: hypercorn, SQLite, the mock model, TDA_EMBEDDER=hashing) runs in a child process on
 127.0.0.1. One client posts a chat completion of MESSAGES messages (about 5 MB of JSON; stateless, then recorded in a
 session with ``X-TDA-Session``) while another asks ``GET /healthz`` every PROBE_EVERY_S. The figures are /healthz's
-p99 and slowest answer during the big request (target: p99 under 100 ms), next to the big request's own time and
-/healthz's median with nothing in flight. Run with `python bench/big_request_bench.py`; BENCH_MESSAGES=n changes the
+p99 and slowest answer during the big request (target: p99 under 100 ms), next to the big request's own time,
+/healthz's median with nothing in flight, and its slowest answer in the AFTER_S after. BENCH_STALLS=1 also prints what
+held the event loop (bench/loop_stalls.py). Run with `python bench/big_request_bench.py`; BENCH_MESSAGES=n changes the
 size.
 """
 
@@ -30,6 +31,9 @@ from tests.service.support import free_port  # noqa: E402
 
 MESSAGES = int(os.environ.get("BENCH_MESSAGES", "100000"))
 PROBE_EVERY_S = 0.02
+AFTER_S = 2.0
+"""/healthz is asked this long after the big request too (``healthz_after_max_ms``): what the request leaves behind
+(its objects freed, the collection that resumes) is its cost as well."""
 TARGET_MS = 100.0
 
 
@@ -52,14 +56,14 @@ def admin_token(data_dir: Path) -> str:
     return next(word for word in out.split() if word.startswith("tda_"))
 
 
-async def probe(client: httpx.AsyncClient, stop: asyncio.Event) -> list[float]:
-    """/healthz latencies (ms) until ``stop``, one request at a time."""
+async def probe(client: httpx.AsyncClient, stop: asyncio.Event) -> list[tuple[float, float]]:
+    """(when it was asked, its latency in ms) of /healthz until ``stop``, one request at a time."""
     times = []
     while not stop.is_set():
         started = time.perf_counter()
         r = await client.get("/healthz")
         assert r.status_code == 200
-        times.append((time.perf_counter() - started) * 1000)
+        times.append((started, (time.perf_counter() - started) * 1000))
         await asyncio.sleep(PROBE_EVERY_S)
     return times
 
@@ -79,16 +83,20 @@ async def measure(base: str, token: str, body: bytes, headers: dict[str, str]) -
         quiet = asyncio.create_task(probe(small, stop))
         await asyncio.sleep(1.0)
         stop.set()
-        idle = await quiet
+        idle = [ms for _, ms in await quiet]
         stop = asyncio.Event()
         probes = asyncio.create_task(probe(small, stop))
         started = time.perf_counter()
+        phase_began = time.monotonic()
         sent = {"Authorization": f"Bearer {token}", "Content-Type": "application/json", **headers}
         r = await big.post("/v1/chat/completions", content=body, headers=sent)
         took = time.perf_counter() - started
+        await asyncio.sleep(AFTER_S)
         stop.set()
-        busy = await probes
+        probed = await probes
     assert r.status_code == 200, r.text[:500]
+    busy = [ms for at, ms in probed if at < started + took]
+    after = [ms for at, ms in probed if at >= started + took]
     return {
         "request_s": round(took, 2),
         "healthz_idle_p50_ms": round(statistics.median(idle), 1),
@@ -96,7 +104,18 @@ async def measure(base: str, token: str, body: bytes, headers: dict[str, str]) -
         "healthz_busy_p99_ms": round(percentile(busy, 99), 1),
         "healthz_busy_p50_ms": round(statistics.median(busy), 1),
         "probes": len(busy),
+        "healthz_after_max_ms": round(max(after), 1),
+        "began": phase_began,
     }
+
+
+def print_stalls(log: Path, phases: list[tuple[float, str]]) -> None:
+    """The server's loop-stall and gc-full lines (bench/loop_stalls.py), each named by the request it fell in."""
+    for line in log.read_text(errors="replace").splitlines():
+        if line.startswith(("loop-stall", "gc-full")):
+            at = float(line.split(" at ", 1)[1].split(":", 1)[0])
+            name = next((n for began, n in reversed(phases) if at >= began), "before")
+            print(f"{name}: {line}")
 
 
 async def client_post(base: str, token: str, body: dict[str, object]) -> httpx.Response:
@@ -115,6 +134,7 @@ async def main() -> None:
             capture_output=True,
         )
         token = admin_token(data_dir)
+        phases: list[tuple[float, str]] = []
         port = free_port()
         server = start_server(data_dir, port)
         base = f"http://127.0.0.1:{port}"
@@ -135,11 +155,14 @@ async def main() -> None:
             print(f"{MESSAGES:,} messages, {len(body) / 1e6:.1f} MB of JSON")
             for name, headers in (("stateless", {}), ("session", {"X-TDA-Session": "big"})):
                 figures = await measure(base, token, body, headers)
+                phases.append((figures.pop("began"), name))
                 verdict = "ok" if figures["healthz_busy_p99_ms"] < TARGET_MS else "OVER TARGET"
                 print(f"{name}: {json.dumps(figures)} (target: /healthz p99 under {TARGET_MS:g} ms) {verdict}")
         finally:
             server.terminate()
             server.wait(30)
+        if os.environ.get("BENCH_STALLS"):
+            print_stalls(data_dir / f"server-{port}.log", phases)
 
 
 if __name__ == "__main__":

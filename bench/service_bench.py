@@ -139,8 +139,10 @@ def start_server(data_dir: Path, port: int) -> subprocess.Popen[bytes]:
     }
     profile = ["-m", "cProfile", "-o", os.environ["BENCH_PROFILE"]] if os.environ.get("BENCH_PROFILE") else []
     log = (data_dir / f"server-{port}.log").open("wb")  # a pipe nobody reads would fill up and stall the server
+    # BENCH_STALLS=1: bench/loop_stalls.py names what holds the event loop (printed in the server's log on exit)
+    tda = [str(ROOT / "bench" / "loop_stalls.py")] if os.environ.get("BENCH_STALLS") else ["-m", "tda.cli"]
     return subprocess.Popen(
-        [sys.executable, *profile, "-m", "tda.cli", "serve"],
+        [sys.executable, *profile, *tda, "serve"],
         env=env,
         cwd=ROOT,
         stdout=log,

@@ -17,7 +17,6 @@ turn it repeats keeps its record as it was.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import hashlib
 import json
@@ -37,7 +36,7 @@ from .context_features import refuse_cut
 from .errors import Conflict, Invalid, NotFound
 from .knowledge.scope import ANONYMOUS
 from .models import ProfileRow, SessionRow
-from .offload import LONG, sized
+from .offload import sized
 from .recall.messages import call_recall, vectors_ready
 from .sources import Cutoff, build_context, input_hashes, message_of, summarizer_for
 from .store.sessions import SessionData
@@ -85,11 +84,12 @@ async def complete(
 ) -> dict[str, Any]:
     """Assemble the client's conversation, call the model, and record the call when there is a session."""
     conversation = split(call.messages)
+    tokens = estimator_for(call.model or profile.model or svc.settings.model)  # the window's (``_context``)
     if session is None:
-        conversation = await with_digests(conversation, _stateless_key(profile, conversation))
+        conversation = await with_digests(conversation, _stateless_key(profile, conversation), tokens)
         return await _run(svc, _Client(call, conversation, profile, None, None))
     async with svc.session_lock(session.id):  # one call at a time per session: turn numbers stay dense
-        conversation = await with_digests(conversation, session.id)
+        conversation = await with_digests(conversation, session.id, tokens)
         place = await _place(svc, session.id, conversation, again=not call.new_turn)
         return await _run(svc, _Client(call, conversation, profile, session, place))
 
@@ -131,7 +131,7 @@ async def _place(svc: TDAService, session_id: str, conversation: Conversation, *
         asked = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
         recorded = tuple(message_of(m) for m in messages[asked + 1 :])
         return _Place(same.turn, new=False, request_key=request_key, recorded=recorded)
-    prefixes = digests.turn_ends(len(conversation.history))
+    prefixes = await sized(lambda history: digests.turn_ends(len(history)), conversation.history)
     extended = await svc.store.sessions.turn_ending(session_id, list(prefixes))
     newest = await svc.store.sessions.newest_turn(session_id)
     turn = (newest.turn if newest else 0) + 1
@@ -455,12 +455,8 @@ async def _record(
             "results": results,
             **step,
         }
-        rows = []
-        for start in range(0, len(messages), LONG):  # counted here (the estimator's cache is the
-            if start:  # loop's), a slice at a time: other requests go on between
-                await asyncio.sleep(0)
-            rows += [_row(m, tokens) for m in messages[start : start + LONG]]
-        row, _ = await svc.store.sessions.record_turn(session_id, fields, rows)
+        rows = await sized(lambda some: [_row(m, tokens) for m in some], messages)
+        row, _ = await svc.store.sessions.record_turn(session_id, fields, rows, returning=False)
         return row
     return await svc.store.sessions.extend_turn(
         session_id, place.turn, {**step, "results": results}, [_row(m, tokens) for m in (*step_messages, reply)]
@@ -532,16 +528,24 @@ def _canonical(call: dict[str, Any]) -> dict[str, Any]:
     return {**call, "function": {**function, "arguments": arguments}}
 
 
+CHECKPOINT = 64
+"""A running digest state is kept after every this many messages (``Digests.state`` hashes on from the nearest):
+each is an OpenSSL context, and a 100,000-message conversation's 100,000 of them took ~200 ms to free, the GIL held,
+when its digests were dropped on the event loop."""
+
+
 @dataclass(frozen=True)
 class Digests:
     """A conversation digested message by message (``digested``): each message's key (the digest of its
-    ``_identity``) and the running digest after each, so that every digest a call needs (its request, the places
-    where an earlier turn may have ended, the conversation with its reply) is read, not computed again."""
+    ``_identity``) and the digest of every prefix, so that every digest a call needs (its request, the places where
+    an earlier turn may have ended) is read, not computed again."""
 
     messages: tuple[Message, ...]
     keys: tuple[bytes, ...]
-    running: tuple[Any, ...]
-    """``running[i]``: the digest state after the first ``i`` messages (sha256 objects, never updated)."""
+    prints: tuple[str, ...]
+    """``prints[i]``: the digest of the first ``i`` messages."""
+    states: tuple[Any, ...]
+    """``states[j]``: the digest state after the first ``j * CHECKPOINT`` messages (sha256 objects, never updated)."""
     repeated: int = 0
     """How many of the first messages repeat the conversation these digests went on from."""
     base: tuple[int, int] | None = None
@@ -551,19 +555,33 @@ class Digests:
 
     def through(self, n: int) -> str:
         """The digest of the first ``n`` messages."""
-        return str(self.running[n].hexdigest())
+        return self.prints[n]
 
     def turn_ends(self, n: int) -> dict[str, int]:
         """The digest of every prefix of the first ``n`` messages that ends with an assistant reply -> the prefix's
         length: the places where an earlier turn may have ended."""
-        return {self.through(i + 1): i + 1 for i in range(n) if self.messages[i].role == "assistant"}
+        return {self.prints[i + 1]: i + 1 for i in range(n) if self.messages[i].role == "assistant"}
+
+    def state(self, n: int) -> Any:
+        """A new digest state after the first ``n`` messages (the caller's to update)."""
+        h = self.states[n // CHECKPOINT].copy()
+        for m in self.messages[n - n % CHECKPOINT : n]:
+            _digest_on(h, m)
+        return h
 
     def with_reply(self, reply: Message) -> str:
         """The digest of the whole conversation followed by ``reply``."""
-        h = self.running[-1].copy()
-        h.update(_identity(reply))
-        h.update(b"\x00")
+        h = self.state(len(self.messages))
+        _digest_on(h, reply)
         return str(h.hexdigest())
+
+
+def _digest_on(h: Any, m: Message) -> bytes:
+    """``h`` updated with message ``m``; returns ``m``'s identity."""
+    identity = _identity(m)
+    h.update(identity)
+    h.update(b"\x00")
+    return identity
 
 
 def digested(messages: Sequence[Message], seen: Digests | None = None) -> Digests:
@@ -577,18 +595,18 @@ def digested(messages: Sequence[Message], seen: Digests | None = None) -> Digest
             if a is not b and a != b:
                 break
             same += 1
+    h = seen.state(same) if seen else hashlib.sha256()
     keys = list(seen.keys[:same]) if seen else []
-    running = list(seen.running[: same + 1]) if seen else [hashlib.sha256()]
-    h = running[-1].copy()
-    for m in messages[same:]:
-        identity = _identity(m)
-        keys.append(hashlib.sha256(identity).digest())
-        h.update(identity)
-        h.update(b"\x00")
-        running.append(h.copy())
+    prints = list(seen.prints[: same + 1]) if seen else [h.hexdigest()]
+    states = list(seen.states[: same // CHECKPOINT + 1]) if seen else [h.copy()]
+    for n, m in enumerate(messages[same:], start=same + 1):
+        keys.append(hashlib.sha256(_digest_on(h, m)).digest())
+        prints.append(h.hexdigest())
+        if n % CHECKPOINT == 0:
+            states.append(h.copy())
     kept = (*seen.messages[:same], *messages[same:]) if seen else tuple(messages)
     base = seen.kept if seen is not None and same else None
-    return Digests(kept, tuple(keys), tuple(running), same, base)
+    return Digests(kept, tuple(keys), tuple(prints), tuple(states), same, base)
 
 
 SEEN_CONVERSATIONS = 32
@@ -599,11 +617,20 @@ SEEN_MESSAGES = 2_000
 _seen: BoundedCache[str, Digests] = BoundedCache(SEEN_CONVERSATIONS)
 
 
-async def with_digests(conversation: Conversation, key: str) -> Conversation:
+async def with_digests(conversation: Conversation, key: str, tokens: TokenEstimator | None = None) -> Conversation:
     """``conversation`` with its digests, computed from the conversation last seen under ``key``, and with that
-    conversation's message objects where it repeats them."""
+    conversation's message objects where it repeats them; with ``tokens``, its messages carry their counts (made
+    with the digests, in a worker thread when long: the window's modules walk a long history several times, and
+    the estimator's cache holds fewer messages than that)."""
     seen = _seen.get(key)
-    digests = await sized(lambda chat: digested(chat, seen), conversation.chat)
+
+    def work(chat: tuple[Message, ...]) -> Digests:
+        digests = digested(chat, seen)
+        if tokens is None:
+            return digests
+        return dataclasses.replace(digests, messages=tuple(tokens.counted(digests.messages)))
+
+    digests = await sized(work, conversation.chat)
     if len(digests.messages) <= SEEN_MESSAGES:
         _seen.put(key, digests)
     history, chat = len(conversation.history), digests.messages

@@ -24,18 +24,25 @@ from sqlalchemy.engine import make_url
 BUSY_TIMEOUT_S = 10.0
 """How long a statement waits for another process's write lock before it fails (as busy_timeout did)."""
 
+BIG_COMMIT_ROWS = 2_000
+"""Rows a transaction changed past which its commit goes to a worker thread (a turn's own writes change a few)."""
+
+OFF_LOOP_ROWS = 100
+"""An executemany of more rows than this runs in a worker thread (a long history's batches of message rows)."""
+
 T = TypeVar("T")
 
 
-async def _unlocked(call: Callable[..., T], *args: Any) -> T:
+async def _unlocked(call: Callable[..., T], *args: Any, off_loop: bool = False) -> T:
     """``call(*args)``, retried while another connection holds the lock, sleeping between tries. It lets the loop
     run what is ready first, as a hop to a thread did: a turn's statements are where the streams it has just
-    woken with its snapshot get their turn (without, SSE p99 over 1,000 subscribers rose from 97 to 143 ms)."""
+    woken with its snapshot get their turn (without, SSE p99 over 1,000 subscribers rose from 97 to 143 ms).
+    ``off_loop``: in a worker thread (sqlite3 lets go of the GIL while SQLite works)."""
     await asyncio.sleep(0)
     deadline, delay = time.monotonic() + BUSY_TIMEOUT_S, 0.001
     while True:
         try:
-            return call(*args)
+            return await asyncio.to_thread(call, *args) if off_loop else call(*args)
         except sqlite3.OperationalError as exc:
             if "locked" not in str(exc) or time.monotonic() + delay > deadline:
                 raise
@@ -60,7 +67,8 @@ class Cursor:
         return self
 
     async def executemany(self, sql: str, parameters: Iterable[Sequence[Any]]) -> Cursor:
-        await _unlocked(self._cursor.executemany, sql, list(parameters))  # a list: a retry re-reads it whole
+        rows = list(parameters)  # a list: a retry re-reads it whole
+        await _unlocked(self._cursor.executemany, sql, rows, off_loop=len(rows) > OFF_LOOP_ROWS)
         return self
 
     async def fetchone(self) -> Any:
@@ -115,6 +123,8 @@ class Connection:
         self._conn = connection
         self._connection: sqlite3.Connection | None = connection
         self._tx = _RunNow()
+        self._committed = connection.total_changes
+        """``total_changes`` when the last transaction ended: how many rows the open one changed is the difference."""
 
     @property
     def isolation_level(self) -> str | None:
@@ -127,10 +137,15 @@ class Connection:
         return await self.cursor().execute(sql, parameters)
 
     async def commit(self) -> None:
-        await _unlocked(self._conn.commit)
+        """A transaction that changed many rows is committed in a worker thread: writing a 100,000-message turn's
+        pages to the WAL took ~35 ms on the loop (150-200 ms on a loaded machine), every other request waiting."""
+        big = self._conn.total_changes - self._committed > BIG_COMMIT_ROWS
+        await _unlocked(self._conn.commit, off_loop=big)
+        self._committed = self._conn.total_changes
 
     async def rollback(self) -> None:
         self._conn.rollback()
+        self._committed = self._conn.total_changes
 
     async def create_function(self, *args: Any, **kwargs: Any) -> None:
         self._conn.create_function(*args, **kwargs)

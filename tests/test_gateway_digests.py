@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+from unittest.mock import patch
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from components.context_window.base import Message
+from tda import gateway
 from tda.gateway import digested
 
 ROLES = st.sampled_from(["user", "assistant", "tool"])
@@ -45,8 +47,20 @@ def oracle(chat: list[Message]) -> str:
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(messages(), max_size=8), st.lists(messages(), max_size=8), st.lists(messages(), max_size=8))
+@given(
+    st.lists(messages(), max_size=8),
+    st.lists(messages(), max_size=8),
+    st.lists(messages(), max_size=8),
+    st.sampled_from([1, 2, 3, gateway.CHECKPOINT]),
+)
 def test_digests_carried_over_are_those_of_the_conversation_sent(
+    shared: list[Message], before: list[Message], after: list[Message], checkpoint: int
+) -> None:
+    with patch.object(gateway, "CHECKPOINT", checkpoint):  # states kept every few messages: the rest hashed on
+        digests_carried_over_are_those_of_the_conversation_sent(shared, before, after)
+
+
+def digests_carried_over_are_those_of_the_conversation_sent(
     shared: list[Message], before: list[Message], after: list[Message]
 ) -> None:
     earlier = digested([*shared, *before])

@@ -310,3 +310,30 @@ def test_eight_tools_after_a_provider_counting_six_tenths_of_cl100k(model):
     finally:
         calibrate(model, None)
     assert ours >= litellm_tools_tokens([t.to_openai() for t in tools], model)
+
+
+@SETTINGS
+@given(st.lists(chat_messages(), max_size=8), st.sampled_from(["gpt-4o", "gpt-4", "claude-3-5-sonnet"]))
+def test_counted_messages_carry_what_count_message_says(messages, model):
+    """A long conversation a client sends is counted once (``counted``, in a worker thread): each message then
+    carries its count as a stored count, the same figure ``count_message`` gives, and is otherwise the same message.
+    An estimate (no exact tiktoken count) stores nothing."""
+    est = estimator_for(model)
+    sent = [Message.from_chat(m) for m in messages]
+    counted = est.counted(sent)
+    assert counted == sent  # equal: a count is not part of what a message is
+    assert [est.count_message(m) for m in counted] == [est.count_message(m) for m in sent]
+    if est.stored_exact:
+        assert all(m.tokens == {est.encoding_name: est.count_message(m)} for m in counted)
+    else:
+        assert all(c is m for c, m in zip(counted, sent, strict=True))
+
+
+def test_counted_keeps_messages_already_counted_and_those_with_images():
+    est = estimator_for("gpt-4o")
+    stored = Message("user", "hello", tokens={est.encoding_name: 99, "cl100k_base": 98})
+    image = Message("user", "look", parts=({"type": "image_url", "image_url": {"url": "https://x/y.png"}},))
+    other = Message("user", "hi", tokens={"cl100k_base": 5})
+    first, second, third = est.counted([stored, image, other])
+    assert first is stored and second is image  # a stored count stands; an image is counted per model when used
+    assert third.tokens == {"cl100k_base": 5, est.encoding_name: est.count_message(Message("user", "hi"))}

@@ -387,6 +387,16 @@ class TokenEstimator:
         self._messages.put(id(message), (message, n))
         return n
 
+    def counted(self, messages: Sequence[Message]) -> list[Message]:
+        """``messages``, each carrying its ``count_message`` figure as a stored count (``Message.tokens``), as a
+        stored history does: a long conversation a client sends is then counted once (in a worker thread), not
+        again by each module that walks it, past what the text cache holds. Unchanged when stored counts do not
+        apply (an estimate, or a message with images or files: counted per model when used)."""
+        key = self._stored_key
+        if key is None:
+            return list(messages)
+        return [_with_count(m, key, self) if _uncounted(m, key) else m for m in messages]
+
     @property
     def stored_exact(self) -> bool:
         """Whether counts stored per encoding name are this estimator's counts (exact tiktoken, no margin)."""
@@ -457,6 +467,15 @@ class TokenEstimator:
     def count_request(self, messages: Iterable[Message], tools: Sequence[ToolSchema] = ()) -> int:
         """A whole prompt: its messages, its tools, and the reply priming."""
         return sum(self.count_message(m) for m in messages) + self.count_tools(tools) + REPLY_PRIMING
+
+
+def _uncounted(m: Message, key: str) -> bool:
+    return not has_media(m.parts) and not (m.tokens and key in m.tokens)
+
+
+def _with_count(m: Message, key: str, tokens: TokenEstimator) -> Message:
+    counts = {**(m.tokens or {}), key: tokens.uncached_count(m)}
+    return Message(m.role, m.content, m.turn, m.valid, m.tool_calls, m.tool_call_id, m.name, m.phase, counts, m.parts)
 
 
 def _count_call(call: Mapping[str, Any], count: Callable[[str], int]) -> int:

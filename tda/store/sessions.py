@@ -472,19 +472,20 @@ class SessionStore:
             return list(reversed((await s.scalars(query)).all()))
 
     async def record_turn(
-        self, session_id: str, turn: dict[str, Any], messages: list[dict[str, Any]]
+        self, session_id: str, turn: dict[str, Any], messages: list[dict[str, Any]], *, returning: bool = True
     ) -> tuple[TurnTuple, list[Row[Any]]]:
         """The turn and its messages in one transaction: a turn is never half-recorded. Returns rows with a
-        ``TurnRow``'s and a message page's attributes. Core inserts on a bare connection: an ORM session's unit
-        of work cost more than the writes (3 ms against 1.6). Whether the session exists is asked only if the
-        write fails (a turn is recorded right after its session loaded)."""
+        ``TurnRow``'s and a message page's attributes (``returning`` False: no message rows; a long history's rows
+        are then written without being read back and decoded on the event loop). Core inserts on a bare
+        connection: an ORM session's unit of work cost more than the writes (3 ms against 1.6). Whether the session
+        exists is asked only if the write fails (a turn is recorded right after its session loaded)."""
         base = {"session_id": session_id, "turn": turn["turn"]}
         counted = await sized(lambda sent: _rows_of(base, sent), messages)  # before the write lock
         try:
             async with self.db.write_rows() as c:
                 row = (await c.execute(_INSERT_TURN, {"session_id": session_id, **turn})).one()
-                rows = await _insert_messages(c, counted)
-                await c.execute(_COUNT_MESSAGES, {"session_id": session_id, "added": len(rows)})
+                rows = await _insert_messages(c, counted, returning=returning)
+                await c.execute(_COUNT_MESSAGES, {"session_id": session_id, "added": len(counted)})
         except Conflict:  # the (session, turn) constraint, or the session is gone
             await self.get(session_id)
             raise Conflict(
@@ -820,6 +821,7 @@ _INSERT_SNAPSHOT = (
     .returning(_SNAPSHOTS.c.id, _SNAPSHOTS.c.project_id)
 )
 _INSERT_TURN = insert(_TURNS).returning(*_TURN_COLUMNS)
+_INSERT_MESSAGES_ONLY = insert(_MESSAGES)
 _INSERT_MESSAGES = insert(_MESSAGES).returning(*(_MESSAGES.c[c.key] for c in _MESSAGE_COLUMNS))
 _INSERT_MESSAGES_IN_ORDER = insert(_MESSAGES).returning(
     *(_MESSAGES.c[c.key] for c in _MESSAGE_COLUMNS), sort_by_parameter_order=True
@@ -833,19 +835,21 @@ took ~30 s one by one, the write lock held all the while), each short enough not
 of binding and writing on a loaded machine)."""
 
 
-async def _insert_messages(c: AsyncConnection, rows: list[dict[str, Any]]) -> list[Row[Any]]:
-    """Insert ``rows`` and return them as stored, ids in the order given."""
+async def _insert_messages(c: AsyncConnection, rows: list[dict[str, Any]], *, returning: bool = True) -> list[Row[Any]]:
+    """Insert ``rows``, ids in the order given, and return them as stored (``returning`` False: nothing)."""
     sqlite = c.dialect.name == "sqlite"
     stored: list[Row[Any]] = []
     for _, alike in itertools.groupby(rows, key=dict.keys):  # one statement's rows name the same columns
         batch = list(alike)
         for start in range(0, len(batch), MESSAGE_BATCH):
             some = batch[start : start + MESSAGE_BATCH]
-            if sqlite:
+            if sqlite and not returning:  # an executemany, nothing read back
+                await c.execute(_INSERT_MESSAGES_ONLY, some)
+            elif sqlite:
                 stored += sorted((await c.execute(_INSERT_MESSAGES, some)).all(), key=lambda row: row.id)
-            else:
+            else:  # PostgreSQL: its ids in the order given are SQLAlchemy's to keep, with RETURNING
                 stored += (await c.execute(_INSERT_MESSAGES_IN_ORDER, some)).all()
-    return stored
+    return stored if returning else []
 
 
 def _rows_of(base: dict[str, Any], messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -78,3 +78,37 @@ async def test_a_lock_held_past_the_busy_timeout_fails_the_write_whole(
         assert (await store.sessions.get("s")).id == "s"
     finally:
         await store.close()
+
+
+async def test_a_long_turn_is_written_and_committed_off_the_loop_and_stored_as_a_short_one_is(tmp_path, monkeypatch):
+    """A chat client's first call with a session brings its whole history: its rows are written without being read
+    back, their batches and the commit in a worker thread (the loop serves everyone meanwhile), and stored exactly
+    as rows read back are; a short turn's commit stays on the loop (a hop costs more than it)."""
+    store, _ = await _store(tmp_path)
+    to_thread, offloaded = asyncio.to_thread, []
+
+    async def spy(call, /, *args, **kwargs):
+        offloaded.append(getattr(call, "__name__", ""))
+        return await to_thread(call, *args, **kwargs)
+
+    monkeypatch.setattr(inline_sqlite.asyncio, "to_thread", spy)
+    n = inline_sqlite.BIG_COMMIT_ROWS + 1
+    messages = [{"role": ("user", "assistant")[i % 2], "content": f"line {i}", "tokens": 4} for i in range(n)]
+    try:
+        await store.sessions.create({"id": "s", "profile_id": "demo-tools"}, "test")
+        _, read_back = await store.sessions.record_turn("s", {"turn": 1, "query": "q", "answer": "a"}, messages)
+        assert offloaded.count("commit") == 1 and "executemany" not in offloaded  # RETURNING: rows one statement each
+        offloaded.clear()
+        _, none = await store.sessions.record_turn(
+            "s", {"turn": 2, "query": "q", "answer": "a"}, messages, returning=False
+        )
+        assert none == [] and offloaded.count("commit") == 1 and offloaded.count("executemany") > 1
+        stored = await store.sessions.turn_messages("s", 2)
+        assert len(stored) == n and (await store.sessions.load("s")).message_count == 2 * n
+        fields = ("role", "content", "tool_calls", "tool_call_id", "name", "valid", "phase", "token_counts", "parts")
+        assert [[getattr(m, f) for f in fields] for m in stored] == [[getattr(r, f) for f in fields] for r in read_back]
+        offloaded.clear()
+        await store.sessions.record_turn("s", {"turn": 3, "query": "q", "answer": "a"}, messages[:2], returning=False)
+        assert offloaded == []
+    finally:
+        await store.close()

@@ -1,0 +1,104 @@
+"""`tda serve` with a stall sampler: names the code that holds the event loop, for the benches.
+
+Run as ``python bench/loop_stalls.py serve`` (the arguments of ``tda``). A watchdog thread hands the loop a callback
+every PING_S; while one has waited longer than SAMPLE_AFTER_S it samples the loop thread's stack every SAMPLE_S. A
+stall over REPORT_MS is printed on exit (``loop-stall`` lines: its duration, then the innermost tda frames seen,
+most sampled first), next to every full cycle collection (``gc-full`` lines). Sampling by stack is what asyncio's
+slow-callback log cannot do: a callback's name says "Task.__step", not which line of the request's work held it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import collections
+import gc
+import os
+import sys
+import threading
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+PING_S = 0.005
+SAMPLE_AFTER_S = 0.01
+SAMPLE_S = 0.002
+REPORT_MS = float(os.environ.get("BENCH_STALL_MS", "30"))
+
+stalls: list[tuple[float, float, collections.Counter[str]]] = []
+collections_full: list[tuple[float, float, int]] = []
+
+
+def where(frame: Any) -> str:
+    """The innermost seven frames of the project's code (tda/, components/, modules/) on ``frame``'s stack."""
+    ours = [
+        f"{Path(f.filename).relative_to(ROOT)}:{f.lineno} {f.name}"
+        for f in traceback.extract_stack(frame)
+        if f.filename.startswith(str(ROOT)) and "/bench/" not in f.filename
+    ]
+    inner = traceback.extract_stack(frame)[-1]
+    return " < ".join(reversed(ours[-7:])) + f" [in {Path(inner.filename).name}:{inner.lineno} {inner.name}]"
+
+
+def watch(loop: asyncio.AbstractEventLoop, thread_id: int) -> None:
+    while not loop.is_closed():
+        answered = threading.Event()
+        sent = time.perf_counter()
+        try:
+            loop.call_soon_threadsafe(answered.set)
+        except RuntimeError:
+            return
+        seen: collections.Counter[str] = collections.Counter()
+        while not answered.wait(SAMPLE_AFTER_S if not seen else SAMPLE_S):
+            frame = sys._current_frames().get(thread_id)
+            if frame is not None:
+                seen[where(frame)] += 1
+        waited_ms = (time.perf_counter() - sent) * 1000
+        if waited_ms > REPORT_MS:
+            stalls.append((time.monotonic() - waited_ms / 1000, waited_ms, seen))
+        time.sleep(PING_S)
+
+
+def on_collection(phase: str, info: dict[str, int]) -> None:
+    if info["generation"] != 2:
+        return
+    if phase == "start":
+        on_collection.began = time.perf_counter()  # type: ignore[attr-defined]
+    else:
+        took = (time.perf_counter() - on_collection.began) * 1000  # type: ignore[attr-defined]
+        collections_full.append((time.monotonic() - took / 1000, took, info["collected"]))
+
+
+def report() -> None:
+    for at, took, collected in collections_full:
+        print(f"gc-full {took:.1f} ms at {at:.3f}: {collected} collected", flush=True)
+    for at, waited, seen in stalls:
+        top = "; ".join(f"{n}x {w}" for w, n in seen.most_common(3))
+        print(f"loop-stall {waited:.0f} ms at {at:.3f}: {top}", flush=True)
+
+
+def main() -> int:
+    sys.path.insert(0, str(ROOT))
+    from tda import server_cli
+    from tda.cli import main as tda_main
+
+    run = server_cli.run_event_loop
+
+    def run_watched(main: Any) -> None:
+        async def watched() -> Any:
+            loop = asyncio.get_running_loop()
+            threading.Thread(target=watch, args=(loop, threading.get_ident()), daemon=True).start()
+            return await main
+
+        run(watched())
+
+    server_cli.run_event_loop = run_watched
+    gc.callbacks.append(on_collection)
+    atexit.register(report)
+    return tda_main(sys.argv[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
