@@ -337,3 +337,13 @@ def test_counted_keeps_messages_already_counted_and_those_with_images():
     first, second, third = est.counted([stored, image, other])
     assert first is stored and second is image  # a stored count stands; an image is counted per model when used
     assert third.tokens == {"cl100k_base": 5, est.encoding_name: est.count_message(Message("user", "hi"))}
+
+
+@pytest.mark.parametrize("pad", range(0, 40, 3))
+def test_tools_over_litellms_chunks_are_never_below_its_count(pad):
+    """litellm counts the definitions as one text in chunks of 1,024 characters, a token more where a boundary
+    splits a word: a tool whose rendering (integer enums are quoted there) crosses one is never charged below it.
+    The pad moves the boundary through the description's words (hypothesis found it on a larger schema)."""
+    described = {"type": "integer", "enum": list(range(1000, 1300, 3)), "description": "x" * pad + " international" * 3}
+    tool = ToolSchema("lookup", "", {"type": "object", "properties": {"n": described}})
+    assert estimator_for("gpt-4o").count_tools([tool]) >= litellm_tools_tokens([tool.to_openai()])

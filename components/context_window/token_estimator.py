@@ -52,6 +52,9 @@ TOOLS_OVERHEAD = 9
 """Fixed tokens of a request's function definitions, beyond their text (what litellm adds)."""
 TOOLS_HEADER = "namespace functions {\n\n"
 TOOLS_FOOTER = "} // namespace functions"
+CHUNK_CHARS = 1024
+"""``litellm.token_counter`` (what a LiteLLM proxy checks a request against) encodes a text in chunks of this many
+characters, up to a token more per chunk than the provider counts."""
 SAFETY_MARGIN = 0.25
 """Added to cl100k counts for models without an offline tokenizer: their tokenizers (Claude 3+, Gemini,
 Llama, Mistral) differ from cl100k by up to about a fifth on English prose and code."""
@@ -301,9 +304,10 @@ class TokenEstimator:
         self._floor = _load_counter("huggingface", self.tokenizer.floor) if self.tokenizer.floor else None
         self._texts: BoundedCache[str, int] = BoundedCache(cache_size)
         self._messages: BoundedCache[int, tuple[Message, int]] = BoundedCache(cache_size)
-        self._tools: BoundedCache[str, int] = BoundedCache(4096)
         """Per message object (messages are frozen): id -> (the message, its count). Holding the message
         keeps its id from being reused while the entry lives."""
+        self._tools: BoundedCache[str, int] = BoundedCache(4096)
+        self._tool_sets: BoundedCache[tuple[str, ...], int] = BoundedCache(1024)
         self.misses = 0
         self.tools_overhead = TOOLS_OVERHEAD + self.count(TOOLS_HEADER) + self.count(TOOLS_FOOTER)
         self._stored_key = self.encoding_name if self.stored_exact else None
@@ -461,8 +465,20 @@ class TokenEstimator:
         return n
 
     def count_tools(self, tools: Sequence[ToolSchema]) -> int:
-        """A request's tools: each tool, plus the fixed overhead of the definitions block (0 for none)."""
-        return self.tools_overhead + sum(self.count_tool(t) for t in tools) if tools else 0
+        """A request's tools: each tool, plus the fixed overhead of the definitions block (0 for none); never below
+        litellm's count of the definitions rendered as one text (in chunks, and merging differently across the
+        tools' boundaries: it can be a token or two more)."""
+        if not tools:
+            return 0
+        each = self.tools_overhead + sum(self.count_tool(t) for t in tools)
+        whole = self._tool_sets.get_or_compute(
+            tuple(t.json for t in tools), lambda: self.count_chunked(definitions(tools))
+        )
+        return max(each, TOOLS_OVERHEAD + whole)
+
+    def count_chunked(self, text: str) -> int:
+        """``text`` counted as ``litellm.token_counter`` counts it: in chunks of CHUNK_CHARS characters."""
+        return sum(self.count(text[i : i + CHUNK_CHARS]) for i in range(0, len(text), CHUNK_CHARS))
 
     def count_request(self, messages: Iterable[Message], tools: Sequence[ToolSchema] = ()) -> int:
         """A whole prompt: its messages, its tools, and the reply priming."""
@@ -505,6 +521,11 @@ def counts_to_store(message: Message) -> dict[str, int]:
 
 
 # --- the function-definition rendering providers count tools in -------------------------------------
+
+
+def definitions(tools: Sequence[ToolSchema]) -> str:
+    """A request's tools as the one namespace of function definitions ``litellm.token_counter`` counts."""
+    return TOOLS_HEADER + "".join(map(function_definition, tools)) + TOOLS_FOOTER
 
 
 def function_definition(tool: ToolSchema) -> str:

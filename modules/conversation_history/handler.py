@@ -35,7 +35,7 @@ from components.context_window.options import option
 from components.context_window.phases import visible
 from components.context_window.recall.messages import SessionRecall
 from components.context_window.session_cache import BoundedCache, SessionCache, content_key
-from components.context_window.token_estimator import MESSAGE_OVERHEAD
+from components.context_window.token_estimator import CHUNK_CHARS, MESSAGE_OVERHEAD
 from components.context_window.tool_results.clearing import Cleared, ClearRule, UnnumberedAges, clear_unit
 from components.context_window.tool_results.clearing import recall as recall_cleared
 
@@ -736,12 +736,6 @@ def cut_unit(unit: Unit, room: int, tokens: TokenCounter, *, messages: bool = Fa
     return cut if sum(count(m) for m in cut) <= room else None
 
 
-CHUNK_CHARS = 1024
-"""``litellm.token_counter`` (what a LiteLLM proxy checks a request against) encodes a text in chunks of this many
-characters, up to a token more per chunk than the provider counts: a turn cut to the last token of its room keeps
-that much spare, so it fits by either count."""
-
-
 def cut_turn(units: Sequence[Unit], room: int, tokens: TokenCounter) -> tuple[Unit, ...] | None:
     """A turn (``units`` in order, from its question) within ``room``: requests and answers whole, every call with
     its results, the results' beginnings sharing what is left (water-filling), each marked as cut; when even that
@@ -756,6 +750,7 @@ def cut_turn(units: Sequence[Unit], room: int, tokens: TokenCounter) -> tuple[Un
             return None
         fixed += count(question[0]) - count(units[0][0])
         units = [question, *units[1:]]
+    # A turn cut to the last token of its room keeps a token per CHUNK_CHARS spare: it fits by litellm's count too.
     for attempt in range(4):  # a cut text and its note may count a token or two more together than apart
         shares = _shares(units, room - fixed, tokens)
         out = [_cut_results(unit, share, tokens) for unit, share in zip(units, shares, strict=True)]

@@ -292,7 +292,9 @@ class ToolDefinitionsModule(ContextModule):
         ranked, method = await self._ranked(tools, ctx)
         if first <= 1 and tokens.count_tools([condensed(t) for t in tools]) <= budget:
             schemas = self._upgrade(ranked, {id(t): condensed(t) for t in tools}, budget, tokens)
-            return self._made(tools, [schemas[id(t)] for t in tools], [], "condensed", method)
+            made = self._made(tools, [schemas[id(t)] for t in tools], [], "condensed", method)
+            if cost(made, tokens) <= budget:  # the upgrades are priced tool by tool; the set is checked whole
+                return made
         chosen = self._partial(tools, ranked, budget, tokens)
         while chosen:
             sent = [chosen[id(t)] for t in tools if id(t) in chosen]
