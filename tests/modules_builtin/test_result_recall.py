@@ -402,35 +402,37 @@ def grown_session(draw_topics: list[int], rng: random.Random) -> list[TurnRecord
 def test_a_turn_on_a_growing_session_recalls_what_a_fresh_module_recalls(
     builtin, ctx_for, run, topics, invalid_at, seed
 ):
-    """Turn by turn, the service's way (the newest 10 turns handed, the older ones described): modules that kept
-    their index from the turns before, reading only the turns described since, recall the same turns with the same
-    figures and text as modules meeting the session for the first time; also after a turn is invalidated."""
+    """Turn by turn, the service's way (the newest 10 turns handed, the older ones described; each turn described
+    first while its tool loop is open, then again with its results): modules that kept their index from the turns
+    before, reading only the newest turn, recall the same turns with the same figures and text as modules meeting
+    the session for the first time; also after an older turn is invalidated."""
     rng = random.Random(seed)
-    turns = grown_session(topics, rng)
     kept = KeptTurns([])
     seasoned = {m: builtin(m) for m in ("plan_hydration", "workflow_history")}
-    read_since: list[int] = []
-    counted = seasoned["plan_hydration"]._searched._text_of
-    seasoned["plan_hydration"]._searched._text_of = lambda d: read_since.append(1) or counted(d)
+    read: list[int] = []
+    describe = seasoned["plan_hydration"]._searched._text_of
+    seasoned["plan_hydration"]._searched._text_of = lambda d: read.append(1) or describe(d)
+
+    async def both_alike(question: str) -> None:
+        valid = [t for _, t in sorted(kept.turns.items()) if t.valid]
+        session = Session(id="grown", turns=valid[-10:])
+        for module_id, module in seasoned.items():
+            budget = 4_000 if module_id == "plan_hydration" else 2_000
+            mine = await module.contribute(budget, ctx_for(question, session=session, earlier_turns=kept))
+            fresh = await builtin(module_id).contribute(budget, ctx_for(question, session=session, earlier_turns=kept))
+            assert mine.text() == fresh.text()
+            assert mine.metadata["recall"] == fresh.metadata["recall"]
 
     async def turn_by_turn() -> None:
-        for turn in turns:
-            kept.turns[turn.turn] = turn
+        for turn in grown_session(topics, rng):
             if turn.turn == invalid_at:
                 kept.turns[2] = dataclasses.replace(kept.turns[2], valid=False)
-            valid = [t for _, t in sorted(kept.turns.items()) if t.valid]
-            session = Session(id="grown", turns=valid[-10:])
-            question = rng.choice([QUESTION, UNRELATED, f"{TOPICS[rng.randrange(len(TOPICS))][0]} again?"])
-            read_since.clear()
-            for module_id, module in seasoned.items():
-                budget = 4_000 if module_id == "plan_hydration" else 2_000
-                mine = await module.contribute(budget, ctx_for(question, session=session, earlier_turns=kept))
-                fresh = await builtin(module_id).contribute(
-                    budget, ctx_for(question, session=session, earlier_turns=kept)
-                )
-                assert mine.text() == fresh.text()
-                assert mine.metadata["recall"] == fresh.metadata["recall"]
-            if turn.turn not in (1, invalid_at):  # the list only grew: only the newest turn was read
-                assert len(read_since) <= 1
+            for record in (dataclasses.replace(turn, results=(), outcome="tool_calls"), turn):  # open, then done
+                kept.turns[turn.turn] = record
+                kept._kept = {k: v for k, v in kept._kept.items() if k[1] != turn.turn}  # described anew
+                read.clear()
+                await both_alike(rng.choice([QUESTION, UNRELATED, f"{rng.choice(TOPICS)[0]} again?"]))
+                if turn.turn != invalid_at:  # the list only grew, or its newest turn changed: only that one is read
+                    assert len(read) <= 1
 
     run(turn_by_turn())

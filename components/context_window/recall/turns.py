@@ -58,6 +58,7 @@ EMBED_PER_CALL = 64
 calls, by words only meanwhile. Measured: 64 short parts take ~0.3-1 s with minilm-int8 on the shared 2-core machine,
 within the 2 s a module may take."""
 M = TypeVar("M")
+T = TypeVar("T")
 GIST_CHARS = 300
 """Characters of a turn's gist embedded (a query and a plan step: what the turn is about)."""
 
@@ -124,6 +125,8 @@ class Searched:
     """The turns a module searches, in columns made from the application's described list (``source``)."""
 
     source: list[tuple[int, Any]]
+    rows: np.ndarray
+    """Per searched turn, its position in ``source``."""
     numbers: list[int]
     """Each searched turn's number, oldest first."""
     texts: list[TurnText]
@@ -133,9 +136,9 @@ class Searched:
 
 class SearchedTurns(Generic[D]):
     """Per session, the turns ``described`` lists that a module searches, as ``Searched`` columns. A session's list
-    only grows, most turns (the same items and the turns recorded since): then only the added turns are read, so a
-    turn costs the same at the 10,000th turn as at the 100th. Anything else (a turn invalidated, a phase change) is
-    read whole."""
+    only grows, most turns (the same items, the newest maybe described again as its tool loop went on, and the turns
+    recorded since): only the items past what the last list had in common with it are read, so a turn costs the same
+    at the 10,000th turn as at the 100th."""
 
     def __init__(self, text_of: Callable[[D], tuple[TurnText, int] | None], max_sessions: int = 64) -> None:
         self._text_of = text_of
@@ -144,15 +147,18 @@ class SearchedTurns(Generic[D]):
 
     def of(self, session_id: str, described: list[tuple[int, D]]) -> Searched:
         last = self._last.get(session_id)
-        held = len(last.source) if last is not None else 0
-        if last is None or len(described) < held or described[:held] != last.source:  # in C: the same items at once
-            last, held = None, 0
-        added = [(n, found) for n, d in described[held:] if (found := self._text_of(d)) is not None]
-        numbers, texts = [n for n, _ in added], [text for _, (text, _) in added]
-        sizes = np.fromiter((size for _, (_, size) in added), dtype=np.int64, count=len(added))
-        if last is not None:
-            numbers, texts, sizes = last.numbers + numbers, last.texts + texts, np.concatenate([last.sizes, sizes])
-        return self._last.put(session_id, Searched(described, numbers, texts, sizes))
+        held = common_prefix(described, last.source) if last is not None else 0
+        added = [
+            (i, n, found) for i, (n, d) in enumerate(described[held:], held) if (found := self._text_of(d)) is not None
+        ]
+        rows = np.fromiter((i for i, _, _ in added), dtype=np.int64, count=len(added))
+        numbers, texts = [n for _, n, _ in added], [text for _, _, (text, _) in added]
+        sizes = np.fromiter((size for _, _, (_, size) in added), dtype=np.int64, count=len(added))
+        if last is not None and held:
+            kept = int(np.searchsorted(last.rows, held))  # the columns made from the items still there
+            numbers, texts = last.numbers[:kept] + numbers, last.texts[:kept] + texts
+            rows, sizes = np.concatenate([last.rows[:kept], rows]), np.concatenate([last.sizes[:kept], sizes])
+        return self._last.put(session_id, Searched(described, rows, numbers, texts, sizes))
 
     def forget(self, session_id: str) -> None:
         self._last.discard(session_id)
@@ -235,10 +241,24 @@ def _placed(index: _Index, texts: Sequence[TurnText]) -> tuple[np.ndarray, int]:
     last = index.seen.get(id(texts[0])) if texts else None
     if last is None:
         return _NOWHERE, 0
-    held = len(last[0])
-    if len(texts) < held or list(texts[:held]) != last[0]:  # in C: the same objects at once
-        return _NOWHERE, 0
-    return last[1], held
+    held = common_prefix(texts, last[0])
+    return last[1][:held], held
+
+
+def common_prefix(items: Sequence[T], last: list[T]) -> int:
+    """How many items from the start ``items`` shares with ``last``: all of ``last`` when the list only grew (in C, the
+    same objects at once), else found by halving (most often the newest item was made again: a turn's tool loop went
+    on), in a few comparisons of C, never one Python step per item."""
+    if len(items) >= len(last) and list(items[: len(last)]) == last:
+        return len(last)
+    low, high = 0, min(len(items), len(last))
+    while low < high:
+        middle = (low + high + 1) // 2
+        if list(items[:middle]) == last[:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
 
 
 _NOWHERE = np.zeros(0, dtype=np.intp)
