@@ -207,3 +207,25 @@ async def test_a_turn_embeds_no_earlier_turns_gist(stock: Client):
 
 async def _records(client: Client, session_id: str) -> list[TurnRecord]:
     return [TurnRecord(t.turn, t.query, t.plan) for t in await client.svc.store.sessions.turns(session_id)]
+
+
+async def test_the_lists_kept_turn_by_turn_are_what_a_replica_reads_afresh(stock: Client):
+    """Each turn is described while its tool loop is open, then again with its results; the index goes on from its
+    last list (cut before a turn described again, not remade): what it hands the modules is what an index meeting
+    the session for the first time reads from the database."""
+    from modules.plan_hydration.offload import describe
+    from modules.workflow_history.handler import turn_text
+    from tda.recall.turns import TurnIndex
+
+    await stock.session("s")
+    for query, rows in turn_plan(30):
+        await stock.tool_turn("s", query, rows)
+        await stock.svc.writer.settle("s")
+    await stock.ask("s")
+    session = await stock.svc.store.sessions.get("s")
+    kept = stock.svc.sources.turn_index.bound(session, session.phase)
+    fresh = TurnIndex(stock.svc.store.db, lambda: None).bound(session, session.phase)
+    for kind, describer in (("plan_hydration", describe), ("workflow_history", turn_text)):
+        listed = await kept.described(kind, describer, before=32)  # turns 1-30 and the question, turn 31
+        assert listed == await fresh.described(kind, describer, before=32)
+        assert len(listed) == 31 and all(d is not None for _, d in listed[:30])  # every tool turn with its results
