@@ -403,13 +403,19 @@ def _coverage(index: _Index, query: str, among: np.ndarray) -> tuple[np.ndarray,
     matched, count = np.zeros(len(index.keys)), np.zeros(len(index.keys))
     if not rows_of:
         return matched[among], matched[among], count[among]
-    weights = {w: index.lexical.idf(w, among) for w in rows_of}
+    weights = {w: _idf(len(among), len(rows)) for w, rows in rows_of.items()}
     for word, rows in rows_of.items():
         matched[rows] += weights[word]
         count[rows] += 1
     total = sum(weights.values())
-    unknown = math.log(1 + (len(among) + 0.5) / 0.5) * (len(asked) - len(rows_of))  # the rarest word's idf
+    unknown = _idf(len(among), 0) * (len(asked) - len(rows_of))  # the rarest word's idf
     return matched[among] / total, matched[among] / (total + unknown), count[among]
+
+
+def _idf(texts: int, holding: int) -> float:
+    """BM25's idf (``BM25Index.idf``) of a word ``holding`` of ``texts`` texts hold: counted from the rows already
+    picked out, not from a mask of every text made again per word."""
+    return math.log(1 + (texts - holding + 0.5) / (holding + 0.5))
 
 
 def _held(rows: np.ndarray, held: np.ndarray) -> np.ndarray:
