@@ -11,10 +11,12 @@ SQLite, the default embedder unless BENCH_LONG_EMBEDDER names another) whose pro
   the same requests made with litellm alone in this process (the LiteLLM proxy's CPU for them is at least that;
   the proxy cannot be installed offline).
 * native: NATIVE_TURNS turns recorded one by one through POST /v1/sessions/{id}/turns; per turn the server's own
-  time (its ``Server-Timing`` steps but the model call), and the server's RSS at the start and the end.
+  time (its ``Server-Timing`` steps but the model call) and its CPU time (/proc: steadier than wall time on a loaded
+  machine), and the server's RSS at the start, at turn 100 (its caches warm) and at the end.
 Reported: medians of the first and last 10 turns and their ratio (the growth), utilisation, CPU per call, and the
 hidden summary calls of the session (`history_summary` in the snapshots' `auxiliary_calls`).
-Knobs: BENCH_LONG_TURNS (gateway, default 100), BENCH_LONG_NATIVE_TURNS (default 1,000), BENCH_LONG_EMBEDDER.
+Knobs: BENCH_LONG_TURNS (gateway, default 100), BENCH_LONG_NATIVE_TURNS (default 1,000), BENCH_LONG_EMBEDDER,
+BENCH_LONG_PARTS (default "gateway,native"; "native" runs the native turns alone).
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ from tests.gateway.servers import (  # noqa: E402
 GATEWAY_TURNS = int(os.environ.get("BENCH_LONG_TURNS", "100"))
 NATIVE_TURNS = int(os.environ.get("BENCH_LONG_NATIVE_TURNS", "1000"))
 EMBEDDER = os.environ.get("BENCH_LONG_EMBEDDER")
+PARTS = set(os.environ.get("BENCH_LONG_PARTS", "gateway,native").split(","))
 LIMIT = 16_000
 AVAILABLE = LIMIT - LIMIT * 12 // 100  # Balanced keeps 12% for the reply
 ROWS = 20
@@ -148,19 +151,36 @@ async def gateway(tda: Tda, session: str | None, turns: int, chat: list[dict[str
     return out
 
 
-async def native(tda: Tda, turns: int) -> tuple[list[float], float, float]:
-    """``turns`` native turns recorded one by one: the server's own ms per turn, RSS before and after (MiB)."""
+async def native(tda: Tda, turns: int) -> dict[str, Any]:
+    """``turns`` native turns recorded one by one: per turn the server's own ms and its CPU ms; RSS (MiB) before the
+    first turn, after the 100th and after the last."""
     r = await tda.client.post("/v1/sessions", json={"id": "native-long", "profile_id": "agent"})
     r.raise_for_status()
-    rss_before = rss_mib(tda.pid)
-    timings = []
+    rss = [rss_mib(tda.pid)]
+    timings, cpus = [], []
     for turn in range(1, turns + 1):
+        cpu = cpu_seconds(tda.pid)
         r = await tda.client.post("/v1/sessions/native-long/turns", json={"query": question(turn)})
+        cpus.append((cpu_seconds(tda.pid) - cpu) * 1000)
         if r.status_code != 201:
             raise RuntimeError(f"turn {turn}: {r.status_code} {r.text[:300]}")
         steps = dict(part.strip().split(";dur=") for part in r.headers["Server-Timing"].split(","))
         timings.append(sum(float(ms) for step, ms in steps.items() if step != "model"))  # tda's own time
-    return timings, rss_before, rss_mib(tda.pid)
+        if turn == 100:
+            rss.append(rss_mib(tda.pid))
+    rss.append(rss_mib(tda.pid))
+    first, last = median(timings[90:100]), median(timings[-10:])
+    cpu_first, cpu_last = median(cpus[90:100]), median(cpus[-10:])
+    return {
+        "native_turns": turns,
+        "native_ms_turns_91_100": first,
+        "native_ms_last10": last,
+        "native_growth": last / first if first else 0.0,
+        "native_cpu_ms_turns_91_100": cpu_first,
+        "native_cpu_ms_last10": cpu_last,
+        "native_cpu_growth": cpu_last / cpu_first if cpu_first else 0.0,
+        "native_rss_mib": [round(m) for m in rss],
+    }
 
 
 def first_last(rows: list[float]) -> tuple[float, float, float]:
@@ -217,6 +237,14 @@ async def measure(base: str, token: str, pid: int, upstream: str) -> dict[str, A
         "/v1/profiles", json={"id": "agent", "type": "tool_enabled", "model": "gpt-4.1", "context_limit": LIMIT}
     )
     r.raise_for_status()
+    figures = await gateway_figures(tda, upstream) if "gateway" in PARTS else {}
+    if "native" in PARTS:
+        figures |= await native(tda, NATIVE_TURNS)
+    await tda.client.aclose()
+    return figures
+
+
+async def gateway_figures(tda: Tda, upstream: str) -> dict[str, Any]:
     chat: list[dict[str, Any]] = [SYSTEM]
     session_rows = await gateway(tda, "long-bench", GATEWAY_TURNS, chat)
     first_turn = chat[:5]  # the system message, the first question, its call and result: a first turn's 2nd call
@@ -225,13 +253,9 @@ async def measure(base: str, token: str, pid: int, upstream: str) -> dict[str, A
     asked = [*chat, {"role": "user", "content": question(GATEWAY_TURNS + 1)}]
     streamed_first = median([await tda.streamed([*first_turn[:2]]) for _ in range(10)])
     streamed_end = median([await tda.streamed(asked) for _ in range(10)])
-    timings, rss_before, rss_after = await native(tda, NATIVE_TURNS)
-    await tda.client.aclose()
-
     over = [row["utilisation"] for row in session_rows if row["over"]]
     wall = first_last([row["wall_ms"] for row in session_rows])
     cpu = first_last([row["cpu_ms"] for row in session_rows])
-    native_first, native_last = median(timings[90:100]), median(timings[-10:])
     return {
         "gateway_turns": GATEWAY_TURNS,
         "utilisation_min": min(over, default=0.0),
@@ -251,18 +275,10 @@ async def measure(base: str, token: str, pid: int, upstream: str) -> dict[str, A
         "streamed_cpu_ms_at_end": streamed_end,
         "litellm_streamed_cpu_ms_new": await litellm_alone(upstream, first_turn[:2], stream=True),
         "litellm_streamed_cpu_ms_at_end": await litellm_alone(upstream, asked, stream=True),
-        "native_turns": NATIVE_TURNS,
-        "native_ms_turns_91_100": native_first,
-        "native_ms_last10": native_last,
-        "native_growth": native_last / native_first if native_first else 0.0,
-        "native_rss_mib": [round(rss_before), round(rss_after)],
     }
 
 
-def main() -> None:
-    with tempfile.TemporaryDirectory(prefix="tda-long-bench-") as tmp:
-        figures = run(Path(tmp))
-    print("long sessions (issue 32): a turn's cost against the session's length")
+def print_gateway(figures: dict[str, Any]) -> None:
     print(
         f"  gateway, {figures['gateway_turns']} turns with a session: window utilisation once history exceeds it "
         f"min {figures['utilisation_min']:.0%}, median {figures['utilisation_median']:.0%}; hidden summary calls "
@@ -288,11 +304,23 @@ def main() -> None:
         f"{figures['gateway_turns']} turns {figures['streamed_cpu_ms_at_end']:.1f}; litellm alone "
         f"{figures['litellm_streamed_cpu_ms_new']:.1f} / {figures['litellm_streamed_cpu_ms_at_end']:.1f}"
     )
-    print(
-        f"  native, {figures['native_turns']} turns one by one: server ms turns 91-100 "
-        f"{figures['native_ms_turns_91_100']:.1f}, last 10 {figures['native_ms_last10']:.1f} "
-        f"(x{figures['native_growth']:.2f}); RSS {figures['native_rss_mib'][0]} -> {figures['native_rss_mib'][1]} MiB"
-    )
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory(prefix="tda-long-bench-") as tmp:
+        figures = run(Path(tmp))
+    print("long sessions (issue 32): a turn's cost against the session's length")
+    if "gateway" in PARTS:
+        print_gateway(figures)
+    if "native" in PARTS:
+        rss = " -> ".join(map(str, figures["native_rss_mib"]))
+        print(
+            f"  native, {figures['native_turns']} turns one by one: server ms turns 91-100 "
+            f"{figures['native_ms_turns_91_100']:.1f}, last 10 {figures['native_ms_last10']:.1f} "
+            f"(x{figures['native_growth']:.2f}); server CPU ms {figures['native_cpu_ms_turns_91_100']:.1f} / "
+            f"{figures['native_cpu_ms_last10']:.1f} (x{figures['native_cpu_growth']:.2f}); RSS {rss} MiB (start, "
+            "turn 100, end)"
+        )
     print(json.dumps(figures))
 
 

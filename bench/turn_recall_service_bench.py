@@ -4,7 +4,9 @@ One session of ``--turns`` turns (default 200) played over HTTP (the app's test 
 reply calls a tool, the tool's rows come back (``/tool-results``), the model answers. Per new turn (the ``POST
 /turns`` step), from turn ``--from`` on: the Server-Timing ``assemble`` and ``turn`` figures, and plan_hydration's
 own ``contribute`` time (its status's ``last.ms``: wall time, other modules run beside it), and the process's CPU
-time for the step (less sensitive to other load on the machine); medians. Then three questions about turn 3's result:
+time for the step (less sensitive to other load on the machine); medians. The growth: the step's CPU time at turns
+91-100 and over the last 10 turns (run ``--turns 2000`` or more to see whether a turn's cost follows the session),
+and the process's RSS after turn 100 and at the end. Then three questions about turn 3's result:
 whether it reached the window (plan_hydration's "Earlier result recalled (turn 3: ...)"); and what a replica meeting
 the session for the first time spends reading and describing its turns (``cold_index_ms``).
 
@@ -75,12 +77,15 @@ async def play(args: argparse.Namespace, data: Path) -> dict[str, Any]:
 
         await call("/v1/profiles", {"id": "p", "type": "tool_enabled", "tools": [tool]})
         await call("/v1/sessions", {"id": "s", "profile_id": "p"})
-        plan_ms, assemble, whole, cpus = [], [], [], []
+        plan_ms, assemble, whole, cpus, every_cpu, rss = [], [], [], [], [], []
         for n, (query, rows) in enumerate(turns(args.turns), 1):
             model.replies += [[("c1", "stock_report", {"q": query[:20]})], "Noted."]
             started, cpu = time.perf_counter(), time.process_time()
             r = await call("/v1/sessions/s/turns", {"query": query})
             elapsed, cpu = 1000 * (time.perf_counter() - started), 1000 * (time.process_time() - cpu)
+            every_cpu.append(cpu)
+            if n == 100:
+                rss.append(rss_mib())
             timing = dict(part.split(";dur=") for part in r.headers["Server-Timing"].split(", "))
             if n >= args.start:
                 plan_ms.append(svc.registry.modules["plan_hydration"].get_status()["last"]["ms"])
@@ -103,8 +108,19 @@ async def play(args: argparse.Namespace, data: Path) -> dict[str, Any]:
         "assemble_ms": statistics.median(assemble),
         "turn_ms": statistics.median(whole),
         "turn_cpu_ms": statistics.median(cpus),
+        "turn_cpu_ms_91_100": statistics.median(every_cpu[90:100] or [0.0]),
+        "turn_cpu_ms_last10": statistics.median(every_cpu[-10:]),
+        "rss_mib_turn_100_end": f"{rss[0] if rss else 0:.0f} -> {rss_mib():.0f}",
         "turn_3_recalled": f"{found}/{len(QUESTIONS)}",
     }
+
+
+def rss_mib() -> float:
+    """This process's resident memory (MiB)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
 
 
 async def cold_index_ms(svc: Any) -> dict[str, float]:

@@ -134,6 +134,10 @@ class BM25Index:
         self._lengths.append(len(text_terms))
         self._total_length += len(text_terms)
 
+    def rows(self, term: str) -> np.ndarray:
+        """The positions of the texts holding ``term``, in order (empty when none does)."""
+        return self._posting_arrays(term)[0] if term in self._postings else np.zeros(0, np.intp)
+
     def idf(self, term: str, among: np.ndarray | None = None) -> float:
         """``term``'s idf over every text, or over the texts at positions ``among`` only (see ``scores``)."""
         if among is None:

@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from time import perf_counter
 from typing import Any
 
+import numpy as np
+
 from components.context_window.base import (
     AssemblyContext,
     ContextModule,
@@ -42,7 +44,14 @@ from components.context_window.base import (
 )
 from components.context_window.fitting import clip, cut_to_tokens, estimator, fit_blocks
 from components.context_window.phases import visible
-from components.context_window.recall.turns import Match, TurnRecall, described_turns, with_records
+from components.context_window.recall.turns import (
+    Match,
+    SearchedTurns,
+    TurnRecall,
+    TurnText,
+    described_turns,
+    with_records,
+)
 from components.context_window.session_cache import SessionCache, content_key
 from components.context_window.tool_results.shapes import Table, Text, parse_result
 from components.context_window.window_type import Distillation
@@ -88,6 +97,8 @@ class PlanHydrationModule(ContextModule):
         self._searchable: SessionCache[Searchable | None] = SessionCache(max_entries=8_192)
         """Each earlier turn's searchable text, by content: built once, not every turn."""
         self._recall = TurnRecall()
+        self._searched: SearchedTurns[Searchable | None] = SearchedTurns(_searched_text)
+        """Per session, the turns the service described, in the columns the search takes (extended each turn)."""
         self._last: dict[str, Any] = {}
 
     async def contribute(self, budget: int, ctx: AssemblyContext) -> Contribution:
@@ -137,6 +148,7 @@ class PlanHydrationModule(ContextModule):
         )
 
     async def purge(self, session_id: str, user_id: str) -> dict[str, Any]:
+        self._searched.forget(session_id)
         recall = self._searchable.purge(session_id) + self._recall.forget(session_id)
         return {"purged": self._distilled_results.purge(session_id), "recall_index_entries": recall}
 
@@ -167,18 +179,23 @@ class PlanHydrationModule(ContextModule):
         the snapshot says about the search."""
         if not options.recall_pct:
             return [], {"reason": "recall is off (recall_pct 0)"}
-        found: list[tuple[TurnRecord | int, Searchable | None]]
         described = await described_turns(ctx, "plan_hydration", describe)
+        refs: Sequence[TurnRecord | int]
+        texts: Sequence[TurnText]
         if described is None:  # a library call: every turn is handed
-            found = [(t, self._searchable_of(t, ctx.session.id)) for t in turns if t.results]
-        else:  # the service's: every turn as described when recorded; a turn not handed is read only if recalled
-            in_hand: dict[int, TurnRecord] = {t.turn: t for t in turns}
-            found = [(in_hand.get(n, n), s) for n, s in described]
-        indexed = [(ref, s) for ref, s in found if s is not None]
-        texts = [s.text for _, s in indexed]
-        previous = len(indexed) - 1 if turns and indexed and indexed[-1][0] is turns[-1] else None
+            found = [(t, s) for t in turns if t.results and (s := self._searchable_of(t, ctx.session.id)) is not None]
+            refs = [t for t, _ in found]
+            texts = [s.text for _, s in found]
+            sizes = np.fromiter((s.chars for _, s in found), dtype=np.int64, count=len(found))
+        else:  # the service's: every turn as described when recorded (only those since the last turn read here)
+            searched = self._searched.of(ctx.session.id, described)
+            refs, texts, sizes = searched.numbers, searched.texts, searched.sizes
+        last = refs[-1] if refs else None  # the previous turn, as handed (a library's) or by number (the service's)
+        previous = len(refs) - 1 if turns and (last is turns[-1] or last == turns[-1].turn) else None
         shown = [previous] if previous is not None else []
-        candidates = [i for i, (_, s) in enumerate(indexed) if i != previous and s.chars >= options.recall_min_chars]
+        candidates = np.flatnonzero(sizes >= options.recall_min_chars)
+        if previous is not None:
+            candidates = candidates[candidates != previous]
         matches = await self._recall.match(
             ctx.session.id, texts, ctx.query, shown=shown, candidates=candidates, embedder=ctx.embedder
         )
@@ -187,7 +204,8 @@ class PlanHydrationModule(ContextModule):
             meta["reason"] = matches.reason
         if matches.pending:
             meta["pending_embeddings"] = matches.pending
-        chosen = [(indexed[m.position][0], m) for m in matches.matches[: options.recall_turns]]
+        in_hand: dict[int, TurnRecord] = {t.turn: t for t in turns}  # a turn not handed is read only if recalled
+        chosen = [(_handed(refs[m.position], in_hand), m) for m in matches.matches[: options.recall_turns]]
         return await with_records(ctx, chosen), meta
 
     def _searchable_of(self, turn: TurnRecord, session_id: str) -> Searchable | None:
@@ -217,6 +235,15 @@ class PlanHydrationModule(ContextModule):
         while sent and tokens.count_text_message(joined(header, [*kept, *(b for _, _, b in sent)])) > budget:
             sent.pop()
         return sent
+
+
+def _handed(ref: TurnRecord | int, in_hand: dict[int, TurnRecord]) -> TurnRecord | int:
+    """A turn's record when the module was handed it, else its number (read whole by ``with_records``)."""
+    return in_hand.get(ref, ref) if isinstance(ref, int) else ref
+
+
+def _searched_text(found: Searchable | None) -> tuple[TurnText, int] | None:
+    return None if found is None else (found.text, found.chars)
 
 
 def plan_options(ctx: AssemblyContext) -> PlanOptions:

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from components.context_window.base import (
     AssemblyContext,
     ContextModule,
@@ -26,7 +28,14 @@ from components.context_window.base import (
 )
 from components.context_window.fitting import clip, estimator, fit_blocks
 from components.context_window.phases import check_phase, visible
-from components.context_window.recall.turns import TurnRecall, TurnText, earlier_described, turn_gist, with_records
+from components.context_window.recall.turns import (
+    SearchedTurns,
+    TurnRecall,
+    TurnText,
+    earlier_described,
+    turn_gist,
+    with_records,
+)
 
 from .options import WorkflowOptions
 
@@ -41,6 +50,8 @@ class WorkflowHistoryModule(ContextModule):
     def __init__(self, manifest: ModuleManifest) -> None:
         super().__init__(manifest)
         self._recall = TurnRecall()
+        self._earlier: SearchedTurns[TurnText] = SearchedTurns(lambda text: (text, 0))
+        """Per session, the older turns the service described, in the columns the search takes (extended each turn)."""
         self._last: dict[str, Any] = {}
 
     async def contribute(self, budget: int, ctx: AssemblyContext) -> Contribution:
@@ -93,6 +104,7 @@ class WorkflowHistoryModule(ContextModule):
         mine = self._last.get("session_id") == session_id
         if mine:
             self._last = {}
+        self._earlier.forget(session_id)
         indexes = self._recall.forget(session_id)
         return {"purged": int(mine) + indexes, "what": "the session's last workflow summary and recall index"}
 
@@ -107,18 +119,18 @@ class WorkflowHistoryModule(ContextModule):
         if not options.recall_pct:
             return [], ({"reason": "recall is off (recall_pct 0)"}, [])
         # the service's older turns (beyond those handed) by number, their records read only if recalled
-        earlier = await earlier_described(ctx, "workflow_history", turn_text)
-        refs: list[TurnRecord | int] = [*(n for n, _ in earlier), *turns]
+        # (only the turns described since the last turn are read here: the rest is kept from it)
+        earlier = self._earlier.of(ctx.session.id, await earlier_described(ctx, "workflow_history", turn_text))
+        refs: list[TurnRecord | int] = [*earlier.numbers, *turns]
         older = len(refs) - min(options.max_turns, len(turns))
         if older <= 0:
             return [], ({"reason": f"every visible turn is among the newest {options.max_turns}"}, [])
-        texts = [*(text for _, text in earlier), *map(turn_text, turns)]
         matches = await self._recall.match(
             ctx.session.id,
-            texts,
+            [*earlier.texts, *map(turn_text, turns)],
             ctx.query,
-            shown=range(older, len(refs)),
-            candidates=range(older),
+            shown=np.arange(older, len(refs)),
+            candidates=np.arange(older),
             embedder=ctx.embedder,
         )
         meta: dict[str, Any] = {"method": matches.method, "searched": matches.searched}

@@ -14,8 +14,10 @@ A recalled turn's whole record is read when it is recalled, by number, in one qu
 from __future__ import annotations
 
 import asyncio
+from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlalchemy import BigInteger, bindparam, select
@@ -96,7 +98,8 @@ class _Session:
     """Per kind and phase, the last list ``described`` made: (generation, before, list). The next turn's list is it
     and the turns since, while no entry below its end changed (a session's turns only grow, most turns)."""
     generation: int = 0
-    """Bumped whenever an entry a list may hold changes (validity, a turn entered again or below a list's end)."""
+    """Bumped whenever the entries may have changed anywhere (validity read again, a module asking anew): every list
+    is made afresh. A turn entered again (its tool loop went on) or below a list's end cuts the lists there instead."""
     listed_below: int = 0
     """The largest ``before`` of a list in ``listed``."""
     version: int | None = None
@@ -212,7 +215,7 @@ class TurnIndex:
         described = {kind: describe(record) for kind, describe in self._describers.items()}
         final = record.outcome != OPEN
         if record.turn in state.entries or record.turn < state.listed_below:  # a list may hold it, or miss it
-            state.generation += 1
+            _cut_lists(state, record.turn)
         state.entries[record.turn] = _Entry(record.valid, record.phase, final, described)
         if final:
             state.open.discard(record.turn)
@@ -251,6 +254,13 @@ class TurnIndex:
         async with self._db.read_rows() as c:
             rows = await c.execute(_NUMBERED, {"session_id": session_id, "numbers": list(numbers)})
             return [record_of(TurnTuple._make(r)) for r in rows]
+
+
+def _cut_lists(state: _Session, turn: int) -> None:
+    """Every list that may hold ``turn`` cut before it: the next one goes on from there (the turns before it stand)."""
+    for key, (generation, before, listed) in state.listed.items():
+        if before > turn:
+            state.listed[key] = (generation, turn, listed[: bisect_left(listed, turn, key=itemgetter(0))])
 
 
 class SessionTurns:

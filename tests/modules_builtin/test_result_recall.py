@@ -379,3 +379,60 @@ async def test_embedders_of_one_class_with_different_models_never_share_vectors(
     assert small.embedded and sorted(large.embedded) == sorted(small.embedded)
     lengths = {(key[0], len(vector)) for key, vector in TurnRecall._shared_vectors._entries.items()}
     assert lengths == {("model-a", 3), ("model-b", 7)}
+
+
+def grown_session(draw_topics: list[int], rng: random.Random) -> list[TurnRecord]:
+    """Turns on the given topics (an index in TOPICS, or -1: the orders query), each with a small table."""
+    turns = []
+    for n, topic in enumerate(draw_topics, 1):
+        query, tool, columns = TOPICS[topic] if topic >= 0 else (ORDERS_QUERY, "run_sql", TOPICS[0][2])
+        result = table(tool, columns, 4, rng)
+        turns.append(
+            TurnRecord(turn=n, query=f"{query} (request {n})", plan=f"1. query {tool}\n2. sum", results=(result,))
+        )
+    return turns
+
+
+@settings(max_examples=8, deadline=None)
+@given(
+    topics=st.lists(st.integers(-1, len(TOPICS) - 1), min_size=12, max_size=40),
+    invalid_at=st.integers(3, 40),
+    seed=st.integers(0, 1_000),
+)
+def test_a_turn_on_a_growing_session_recalls_what_a_fresh_module_recalls(
+    builtin, ctx_for, run, topics, invalid_at, seed
+):
+    """Turn by turn, the service's way (the newest 10 turns handed, the older ones described; each turn described
+    first while its tool loop is open, then again with its results): modules that kept their index from the turns
+    before, reading only the newest turn, recall the same turns with the same figures and text as modules meeting
+    the session for the first time; also after an older turn is invalidated."""
+    rng = random.Random(seed)
+    kept = KeptTurns([])
+    seasoned = {m: builtin(m) for m in ("plan_hydration", "workflow_history")}
+    read: list[int] = []
+    describe = seasoned["plan_hydration"]._searched._text_of
+    seasoned["plan_hydration"]._searched._text_of = lambda d: read.append(1) or describe(d)
+
+    async def both_alike(question: str) -> None:
+        valid = [t for _, t in sorted(kept.turns.items()) if t.valid]
+        session = Session(id="grown", turns=valid[-10:])
+        for module_id, module in seasoned.items():
+            budget = 4_000 if module_id == "plan_hydration" else 2_000
+            mine = await module.contribute(budget, ctx_for(question, session=session, earlier_turns=kept))
+            fresh = await builtin(module_id).contribute(budget, ctx_for(question, session=session, earlier_turns=kept))
+            assert mine.text() == fresh.text()
+            assert mine.metadata["recall"] == fresh.metadata["recall"]
+
+    async def turn_by_turn() -> None:
+        for turn in grown_session(topics, rng):
+            if turn.turn == invalid_at:
+                kept.turns[2] = dataclasses.replace(kept.turns[2], valid=False)
+            for record in (dataclasses.replace(turn, results=(), outcome="tool_calls"), turn):  # open, then done
+                kept.turns[turn.turn] = record
+                kept._kept = {k: v for k, v in kept._kept.items() if k[1] != turn.turn}  # described anew
+                read.clear()
+                await both_alike(rng.choice([QUESTION, UNRELATED, f"{rng.choice(TOPICS)[0]} again?"]))
+                if turn.turn != invalid_at:  # the list only grew, or its newest turn changed: only that one is read
+                    assert len(read) <= 1
+
+    run(turn_by_turn())

@@ -207,3 +207,50 @@ async def test_a_turn_embeds_no_earlier_turns_gist(stock: Client):
 
 async def _records(client: Client, session_id: str) -> list[TurnRecord]:
     return [TurnRecord(t.turn, t.query, t.plan) for t in await client.svc.store.sessions.turns(session_id)]
+
+
+async def test_the_lists_kept_turn_by_turn_are_what_a_replica_reads_afresh(stock: Client):
+    """Each turn is described while its tool loop is open, then again with its results; the index goes on from its
+    last list (cut before a turn described again, not remade): what it hands the modules is what an index meeting
+    the session for the first time reads from the database."""
+    from modules.plan_hydration.offload import describe
+    from modules.workflow_history.handler import turn_text
+    from tda.recall.turns import TurnIndex
+
+    await stock.session("s")
+    for query, rows in turn_plan(30):
+        await stock.tool_turn("s", query, rows)
+        await stock.svc.writer.settle("s")
+    await stock.ask("s")
+    session = await stock.svc.store.sessions.get("s")
+    kept = stock.svc.sources.turn_index.bound(session, session.phase)
+    fresh = TurnIndex(stock.svc.store.db, lambda: None).bound(session, session.phase)
+    for kind, describer in (("plan_hydration", describe), ("workflow_history", turn_text)):
+        listed = await kept.described(kind, describer, before=32)  # turns 1-30 and the question, turn 31
+        assert listed == await fresh.described(kind, describer, before=32)
+        assert len(listed) == 31 and all(d is not None for _, d in listed[:30])  # every tool turn with its results
+
+
+async def test_a_turn_described_again_inside_a_kept_list_takes_its_place_there(stock: Client):
+    """A list handed out holds turns 1-5; turn 3 is recorded again (its tool loop went on elsewhere, with results):
+    the next list holds turn 3's new description and the same turns 1-2 (it is cut before turn 3, not remade)."""
+    from types import SimpleNamespace
+
+    from modules.plan_hydration.offload import describe
+    from tda.recall.turns import TurnIndex
+
+    index, key = TurnIndex(stock.svc.store.db, lambda: None), ("nowhere", "nowhere@0")
+
+    def row(turn: int, results: tuple[Any, ...] = ()) -> Any:
+        fields = {"query": f"question {turn}", "plan": "", "answer": "", "tokens_in": 0, "tokens_out": 0}
+        return SimpleNamespace(turn=turn, outcome="success", results=results, valid=True, phase=None, **fields)
+
+    assert await index.described(key, None, 0, "plan_hydration", describe, before=1) == []
+    for turn in range(1, 6):
+        await index.recorded(key, row(turn))
+    first = await index.described(key, None, 0, "plan_hydration", describe, before=6)
+    assert [n for n, _ in first] == [1, 2, 3, 4, 5] and all(d is None for _, d in first)
+    await index.recorded(key, row(3, ({"tool": "lookup", "text": "turquoise umbrellas: 4187"},)))
+    again = await index.described(key, None, 0, "plan_hydration", describe, before=6)
+    assert again[:2] == first[:2] and again[3:] == first[3:]
+    assert again[2][0] == 3 and "4187" in again[2][1].text.text

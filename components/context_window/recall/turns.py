@@ -23,9 +23,10 @@ that changed, or slid out of a service's newest turns): the same inputs always r
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import ClassVar, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 import numpy as np
 
@@ -57,6 +58,7 @@ EMBED_PER_CALL = 64
 calls, by words only meanwhile. Measured: 64 short parts take ~0.3-1 s with minilm-int8 on the shared 2-core machine,
 within the 2 s a module may take."""
 M = TypeVar("M")
+T = TypeVar("T")
 GIST_CHARS = 300
 """Characters of a turn's gist embedded (a query and a plan step: what the turn is about)."""
 
@@ -118,6 +120,50 @@ class TurnText:
     """Embedded, each alone; a turn matches by its best part (the query, a result's name and columns, ...)."""
 
 
+@dataclass(frozen=True, eq=False)
+class Searched:
+    """The turns a module searches, in columns made from the application's described list (``source``)."""
+
+    source: list[tuple[int, Any]]
+    rows: np.ndarray
+    """Per searched turn, its position in ``source``."""
+    numbers: list[int]
+    """Each searched turn's number, oldest first."""
+    texts: list[TurnText]
+    sizes: np.ndarray
+    """Each searched turn's size, as its module measures it (plan_hydration: its results' characters)."""
+
+
+class SearchedTurns(Generic[D]):
+    """Per session, the turns ``described`` lists that a module searches, as ``Searched`` columns. A session's list
+    only grows, most turns (the same items, the newest maybe described again as its tool loop went on, and the turns
+    recorded since): only the items past what the last list had in common with it are read, so a turn costs the same
+    at the 10,000th turn as at the 100th."""
+
+    def __init__(self, text_of: Callable[[D], tuple[TurnText, int] | None], max_sessions: int = 64) -> None:
+        self._text_of = text_of
+        """A description's searched text and size; ``None``: the turn is not searched."""
+        self._last: BoundedCache[str, Searched] = BoundedCache(max_sessions)
+
+    def of(self, session_id: str, described: list[tuple[int, D]]) -> Searched:
+        last = self._last.get(session_id)
+        held = common_prefix(described, last.source) if last is not None else 0
+        added = [
+            (i, n, found) for i, (n, d) in enumerate(described[held:], held) if (found := self._text_of(d)) is not None
+        ]
+        rows = np.fromiter((i for i, _, _ in added), dtype=np.int64, count=len(added))
+        numbers, texts = [n for _, n, _ in added], [text for _, _, (text, _) in added]
+        sizes = np.fromiter((size for _, _, (_, size) in added), dtype=np.int64, count=len(added))
+        if last is not None and held:
+            kept = int(np.searchsorted(last.rows, held))  # the columns made from the items still there
+            numbers, texts = last.numbers[:kept] + numbers, last.texts[:kept] + texts
+            rows, sizes = np.concatenate([last.rows[:kept], rows]), np.concatenate([last.sizes[:kept], sizes])
+        return self._last.put(session_id, Searched(described, rows, numbers, texts, sizes))
+
+    def forget(self, session_id: str) -> None:
+        self._last.discard(session_id)
+
+
 @dataclass(frozen=True, slots=True)
 class Match:
     position: int
@@ -169,11 +215,11 @@ class _Index:
     keys: list[Hashable] = field(default_factory=list)
     position_of: dict[Hashable, int] = field(default_factory=dict)
     lexical: BM25Index = field(default_factory=BM25Index)
-    holders: dict[str, list[int]] = field(default_factory=dict)
-    """Per word, the positions of the texts holding it."""
+    """Its postings say which texts hold a word (``BM25Index.rows``)."""
     dense: VectorIndex | None = None
-    owner: list[int] = field(default_factory=list)
-    """Per embedded part, the position of the text it belongs to (parts are in order)."""
+    owner: array[int] = field(default_factory=lambda: array("q"))
+    """Per embedded part, the position of the text it belongs to (parts are in order; machine integers: numpy copies
+    them as one buffer, not one boxed integer at a time)."""
     seen: dict[int, tuple[list[TurnText], np.ndarray]] = field(default_factory=dict)
     """The last texts each caller handed (by its first text's id: a module's list starts with the session's oldest
     turn it searches; the list held keeps that object, so the id is not reused) and their positions."""
@@ -183,10 +229,39 @@ class _Index:
         best = np.full(len(self.keys), -1.0)
         if self.dense is None or not self.owner:
             return best
-        owner = np.asarray(self.owner, dtype=np.intp)
+        owner = np.array(self.owner, dtype=np.intp)  # one copy of the buffer, no boxed integers
         starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
         best[owner[starts]] = np.maximum.reduceat(self.dense.scores(query_vector), starts)
         return best
+
+
+def _placed(index: _Index, texts: Sequence[TurnText]) -> tuple[np.ndarray, int]:
+    """How many of ``texts`` from the start the index placed last time (the list a caller handed then, grown since)
+    and their positions."""
+    last = index.seen.get(id(texts[0])) if texts else None
+    if last is None:
+        return _NOWHERE, 0
+    held = common_prefix(texts, last[0])
+    return last[1][:held], held
+
+
+def common_prefix(items: Sequence[T], last: list[T]) -> int:
+    """How many items from the start ``items`` shares with ``last``: all of ``last`` when the list only grew (in C, the
+    same objects at once), else found by halving (most often the newest item was made again: a turn's tool loop went
+    on), in a few comparisons of C, never one Python step per item."""
+    if len(items) >= len(last) and list(items[: len(last)]) == last:
+        return len(last)
+    low, high = 0, min(len(items), len(last))
+    while low < high:
+        middle = (low + high + 1) // 2
+        if list(items[:middle]) == last[:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+_NOWHERE = np.zeros(0, dtype=np.intp)
 
 
 class TurnRecall:
@@ -227,15 +302,16 @@ class TurnRecall:
         texts: Sequence[TurnText],
         query: str,
         *,
-        shown: Sequence[int],
-        candidates: Sequence[int],
+        shown: Sequence[int] | np.ndarray,
+        candidates: Sequence[int] | np.ndarray,
         embedder: Embedder | None = None,
     ) -> TurnMatches:
-        """The ``candidates`` (positions in ``texts``) that match ``query`` clearly better than the ``shown`` ones."""
+        """The ``candidates`` (positions in ``texts``) that match ``query`` clearly better than the ``shown`` ones
+        (numpy arrays of positions: a long session's thousands of candidates are not converted one by one)."""
         method = "lexical" if embedder is None else "lexical+dense"
-        if not candidates:
+        if not len(candidates):
             return TurnMatches((), method, "no earlier turns to recall from", 0)
-        pending = await self._catch_up(texts, embedder) if embedder is not None else 0
+        pending = await self._catch_up(session_id, texts, embedder) if embedder is not None else 0
         if pending:  # a long session met for the first time: by words this turn, by meaning once all are embedded
             embedder, method = None, "lexical"
         index, among = await self._sync(session_id, texts, embedder)
@@ -249,36 +325,40 @@ class TurnRecall:
         found = _clear_matches(lexical, coverage, whole, dense, shown, candidates, method)
         return replace(found, pending=pending) if pending else found
 
-    async def _catch_up(self, texts: Sequence[TurnText], embedder: Embedder) -> int:
-        """Embed up to ``EMBED_PER_CALL`` parts not embedded yet; returns how many are left after that (0: every
-        part has its vector). A turn on a long session met for the first time stays within the module's time."""
+    async def _catch_up(self, session_id: str, texts: Sequence[TurnText], embedder: Embedder) -> int:
+        """Embed up to ``EMBED_PER_CALL`` parts of the texts the session's index does not hold yet; returns how many
+        are left after that (0: every part has its vector). A turn on a long session met for the first time stays
+        within the module's time; on later turns only the texts added since are looked at."""
         kind = vector_space(embedder)
-        missing = list(dict.fromkeys(p for t in texts for p in t.parts if self._vectors.get((kind, p)) is None))
+        index = self._index((session_id, kind), texts)
+        _, held = _placed(index, texts)
+        new = (t for t in texts[held:] if t.key not in index.position_of)
+        missing = list(dict.fromkeys(p for t in new for p in t.parts if self._vectors.get((kind, p)) is None))
         if len(missing) <= EMBED_PER_CALL:
             return 0
         await self._vectors_of([TurnText(None, "", tuple(missing[:EMBED_PER_CALL]))], embedder)
         return len(missing) - EMBED_PER_CALL
 
+    def _index(self, slot: tuple[str, str], texts: Sequence[TurnText]) -> _Index:
+        """The slot's index, new when there is none or when it mostly holds texts no longer asked about."""
+        index = self._indexes.get(slot)
+        if index is None or len(index.keys) > COMPACT_FACTOR * len(texts) + COMPACT_SLACK:
+            return self._indexes.put(slot, _Index())
+        self._indexes.touch(slot)
+        return index
+
     async def _sync(
         self, session_id: str, texts: Sequence[TurnText], embedder: Embedder | None
     ) -> tuple[_Index, np.ndarray]:
         """The session's index holding every text (the new ones added), and the texts' positions in it."""
-        slot = (session_id, vector_space(embedder) if embedder is not None else "")
-        index = self._indexes.get(slot)
-        if index is None or len(index.keys) > COMPACT_FACTOR * len(texts) + COMPACT_SLACK:
-            index = self._indexes.put(slot, _Index())  # new, or mostly texts no longer asked about: start afresh
-        else:
-            self._indexes.touch(slot)
-        last = index.seen.get(id(texts[0])) if texts else None
-        held = len(last[0]) if last is not None else 0
-        if last is None or len(texts) < held or list(texts[:held]) != last[0]:  # in C: the same objects at once
-            last, held = None, 0
+        index = self._index((session_id, vector_space(embedder) if embedder is not None else ""), texts)
+        before, held = _placed(index, texts)
         rest = texts[held:]  # a session's texts only grow, most turns: the start was placed last time
         new = list({t.key: t for t in rest if t.key not in index.position_of}.values())
         if new:
             await self._add(session_id, index, new, embedder)
         placed = np.fromiter((index.position_of[t.key] for t in rest), dtype=np.intp, count=len(rest))
-        among = np.concatenate([last[1], placed]) if last is not None else placed
+        among = np.concatenate([before, placed]) if held else placed
         among.flags.writeable = False
         if texts:
             if len(index.seen) >= SEEN_LISTS:
@@ -293,8 +373,6 @@ class TurnRecall:
             if text_terms is None:
                 text_terms = self._terms.put((session_id, text.key), terms(text.text))
             index.lexical.add_terms(text_terms)
-            for word in set(text_terms):
-                index.holders.setdefault(word, []).append(len(index.keys))
             if vectors is not None and vectors[offset]:
                 if index.dense is None:
                     index.dense = VectorIndex()
@@ -321,22 +399,27 @@ def _coverage(index: _Index, query: str, among: np.ndarray) -> tuple[np.ndarray,
     asked = set(terms(query))
     held = np.zeros(len(index.keys), dtype=bool)
     held[among] = True
-    rows_of = {w: rows for w in sorted(asked & index.holders.keys()) if len(rows := _held(index.holders[w], held))}
+    rows_of = {w: rows for w in sorted(asked) if w in index.lexical and len(rows := _held(index.lexical.rows(w), held))}
     matched, count = np.zeros(len(index.keys)), np.zeros(len(index.keys))
     if not rows_of:
         return matched[among], matched[among], count[among]
-    weights = {w: index.lexical.idf(w, among) for w in rows_of}
+    weights = {w: _idf(len(among), len(rows)) for w, rows in rows_of.items()}
     for word, rows in rows_of.items():
         matched[rows] += weights[word]
         count[rows] += 1
     total = sum(weights.values())
-    unknown = math.log(1 + (len(among) + 0.5) / 0.5) * (len(asked) - len(rows_of))  # the rarest word's idf
+    unknown = _idf(len(among), 0) * (len(asked) - len(rows_of))  # the rarest word's idf
     return matched[among] / total, matched[among] / (total + unknown), count[among]
 
 
-def _held(rows: list[int], held: np.ndarray) -> np.ndarray:
-    positions = np.asarray(rows, dtype=np.intp)
-    return positions[held[positions]]
+def _idf(texts: int, holding: int) -> float:
+    """BM25's idf (``BM25Index.idf``) of a word ``holding`` of ``texts`` texts hold: counted from the rows already
+    picked out, not from a mask of every text made again per word."""
+    return math.log(1 + (texts - holding + 0.5) / (holding + 0.5))
+
+
+def _held(rows: np.ndarray, held: np.ndarray) -> np.ndarray:
+    return rows[held[rows]]
 
 
 def _clear_matches(
@@ -344,8 +427,8 @@ def _clear_matches(
     coverage: np.ndarray,
     whole: np.ndarray,
     dense: np.ndarray | None,
-    shown: Sequence[int],
-    candidates: Sequence[int],
+    shown: Sequence[int] | np.ndarray,
+    candidates: Sequence[int] | np.ndarray,
     method: str,
 ) -> TurnMatches:
     pool = np.asarray(candidates, dtype=np.intp)
