@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 import re
 import struct
+from array import array
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -98,10 +99,18 @@ def words_of(text: str) -> list[bytes]:
     return text.lower().encode(errors="replace").translate(_SEPARATORS).split()
 
 
+_BREAK = " \x01 "
+"""Put after each text of a batch joined to be split at once: a word of its own (a text holding it is split alone)."""
+_JOINED = 32
+"""Texts split at once (measured: 15% less than one by one; a larger batch's words crowd the caches)."""
+_SEPARATORS_BUT_BREAKS = _SEPARATORS[:1] + b"\x01" + _SEPARATORS[2:]
 _ROW_BITS = 32
 _ROW_MASK = (1 << _ROW_BITS) - 1
-_STOP_ID = 2**31 - 1
-"""A stopword's number in a ``BM25Index``: above every term's, so its keys sort last."""
+_BREAK_ID = 2**31 - 1
+"""The number that ends a text in a ``BM25Index``'s queue."""
+_STOP_ID = 2**31 - 2
+"""A stopword's number: it and ``_BREAK_ID`` are above every term's, so their keys sort last."""
+_BREAK_BYTES = struct.pack("=i", _BREAK_ID)
 
 
 class BM25Index:
@@ -128,7 +137,8 @@ class BM25Index:
         self._ids = self._word_ids.ids
         """Term -> its number in this index (assigned when a text first holds it)."""
         self._queued: list[bytes] = []
-        """Per text added since the last query, its words' numbers (4 bytes each, in order)."""
+        """The numbers of the words of the texts added since the last query, 4 bytes each, in order, each text's
+        followed by ``_BREAK_ID``."""
         empty = (np.zeros(0, np.int64), np.zeros(0, np.int64))
         self._main: tuple[np.ndarray, np.ndarray] = empty
         """Sorted ``term << 32 | row`` keys and each one's count of the term in that text."""
@@ -146,12 +156,19 @@ class BM25Index:
     def add(self, texts: Sequence[str]) -> None:
         """Index ``texts`` after those already held."""
         number = self._word_ids.__getitem__  # a word met for the first time is stemmed by ``__missing__``
-        self._queued += [b"".join(map(number, words_of(text))) for text in texts]
+        for start in range(0, len(texts), _JOINED):
+            some = texts[start : start + _JOINED]
+            joined = _BREAK.join(some) + _BREAK
+            if joined.count("\x01") == len(some):  # split at once, each text's words then its break
+                words = joined.lower().encode(errors="replace").translate(_SEPARATORS_BUT_BREAKS).split()
+                self._queued.append(b"".join(map(number, words)))
+            else:
+                self._queued += [b"".join(map(number, words_of(text))) + _BREAK_BYTES for text in some]
         self._count += len(texts)
 
     def add_terms(self, text_terms: Sequence[str]) -> None:
         """Index one text given as its ``terms`` (callers that stored them need not re-stem)."""
-        self._queued.append(struct.pack(f"<{len(text_terms)}i", *map(self._word_ids.number, text_terms)))
+        self._queued.append(array("i", map(self._word_ids.number, text_terms)).tobytes() + _BREAK_BYTES)
         self._count += 1
 
     def _settled(self) -> None:
@@ -159,17 +176,18 @@ class BM25Index:
         if not self._queued:
             return
         first = len(self._lengths)
-        sizes = np.fromiter(map(len, self._queued), np.int64, len(self._queued)) // 4
-        keys = np.frombuffer(b"".join(self._queued), dtype="<i4").astype(np.int64)
+        ids = np.frombuffer(b"".join(self._queued), dtype=np.intc)
         self._queued = []
+        sizes = np.diff(np.flatnonzero(ids == _BREAK_ID), prepend=-1)  # each text's words and its break
+        keys = ids.astype(np.int64)
         keys <<= _ROW_BITS  # in place: a long history's first query sorts millions of words
         keys |= np.repeat(np.arange(first, first + len(sizes), dtype=np.int64), sizes)
         keys.sort()
-        stops = int(np.searchsorted(keys, _STOP_ID << _ROW_BITS))  # stopwords sort last: cut off, not masked out
-        lengths = sizes - np.bincount((keys[stops:] & _ROW_MASK) - first, minlength=len(sizes))
+        cut = int(np.searchsorted(keys, _STOP_ID << _ROW_BITS))  # stopwords and breaks sort last: cut off
+        lengths = sizes - np.bincount((keys[cut:] & _ROW_MASK) - first, minlength=len(sizes))
         self._lengths += lengths.tolist()
         self._total_length += int(lengths.sum())
-        keys = keys[:stops]
+        keys = keys[:cut]
         starts = np.flatnonzero(np.diff(keys, prepend=-1))  # where each (term, row) pair's run begins
         counts = np.diff(np.r_[starts, len(keys)])
         self._tail = _merged(self._tail, (keys[starts], counts))
@@ -257,12 +275,12 @@ class _WordNumbers(dict[bytes, bytes]):
     looked up (``__missing__``: a lookup of a known word stays in C)."""
 
     def __init__(self) -> None:
-        super().__init__()
+        super().__init__({b"\x01": _BREAK_BYTES})
         self.ids: dict[str, int] = {}
         """Term -> its number."""
 
     def __missing__(self, word: bytes) -> bytes:
-        packed = self[word] = struct.pack("<i", self.number(_term_of(word.decode("ascii"))))
+        packed = self[word] = struct.pack("=i", self.number(_term_of(word.decode("ascii"))))
         return packed
 
     def number(self, term: str) -> int:
