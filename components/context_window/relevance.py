@@ -139,11 +139,15 @@ class BM25Index:
         self._queued: list[bytes] = []
         """The numbers of the words of the texts added since the last query, 4 bytes each, in order, each text's
         followed by ``_BREAK_ID``."""
-        empty = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+        empty = (np.zeros(0, np.int64), np.zeros(0, np.float64))
         self._main: tuple[np.ndarray, np.ndarray] = empty
-        """Sorted ``term << 32 | row`` keys and each one's count of the term in that text."""
+        """Sorted ``term << 32 | row`` keys and each one's count of the term in that text (as a float)."""
         self._tail: tuple[np.ndarray, np.ndarray] = empty
         """The same for rows added since ``_main`` was last merged (all after its rows)."""
+        self._settles = 0
+        """How many times queued texts were sorted in (what ``_arrays`` holds is current when it says the same)."""
+        self._arrays: dict[str, tuple[np.ndarray, np.ndarray, int]] = {}
+        """Per term asked, its rows, its counts and ``_settles`` when they were read."""
         self.add(texts)
 
     def __len__(self) -> int:
@@ -175,6 +179,7 @@ class BM25Index:
         """Sort what was queued into the tail (and the tail into the main arrays once it outgrows an eighth)."""
         if not self._queued:
             return
+        self._settles += 1
         first = len(self._lengths)
         ids = np.frombuffer(b"".join(self._queued), dtype=np.intc)
         self._queued = []
@@ -188,8 +193,13 @@ class BM25Index:
         self._lengths += lengths.tolist()
         self._total_length += int(lengths.sum())
         keys = keys[:cut]
-        starts = np.flatnonzero(np.diff(keys, prepend=-1))  # where each (term, row) pair's run begins
-        counts = np.diff(np.r_[starts, len(keys)])
+        runs = np.empty(len(keys), dtype=bool)  # where each (term, row) pair's run begins
+        runs[:1] = True
+        np.not_equal(keys[1:], keys[:-1], out=runs[1:])
+        starts = np.flatnonzero(runs)
+        counts = np.empty(len(starts), dtype=np.float64)  # as scoring reads them
+        counts[:-1] = starts[1:] - starts[:-1]
+        counts[-1:] = len(keys) - starts[-1:]
         self._tail = _merged(self._tail, (keys[starts], counts))
         if len(self._tail[0]) * 8 > len(self._main[0]):
             self._main, self._tail = _merged(self._main, self._tail), (self._tail[0][:0], self._tail[1][:0])
@@ -253,21 +263,33 @@ class BM25Index:
         return mask
 
     def _posting_arrays(self, term: str) -> tuple[np.ndarray, np.ndarray]:
-        """The rows holding ``term`` (ascending) and its count in each (float)."""
+        """The rows holding ``term`` (ascending) and its count in each (float): kept per term and extended by the
+        rows added since (a turn asks for a term several times, and the next turn adds a message or two)."""
         self._settled()
+        held = self._arrays.get(term)
+        if held is not None and held[2] == self._settles:
+            return held[0], held[1]
+        since = int(held[0][-1]) + 1 if held is not None and len(held[0]) else 0
+        rows, counts = self._postings(term, since)
+        if held is not None and since:
+            rows, counts = np.concatenate([held[0], rows]), np.concatenate([held[1], counts])
+        self._arrays[term] = (rows, counts, self._settles)
+        return rows, counts
+
+    def _postings(self, term: str, since: int) -> tuple[np.ndarray, np.ndarray]:
+        """``term``'s rows from ``since`` on, with its counts."""
         number = self._ids.get(term)
-        if number is None:
-            return np.zeros(0, np.intp), np.zeros(0, np.float64)
-        bounds = np.asarray([number << _ROW_BITS, (number + 1) << _ROW_BITS], dtype=np.int64)
         found = []
-        for keys, counts in (self._main, self._tail):
-            start, end = np.searchsorted(keys, bounds)
-            if end > start:
-                found.append((keys[start:end], counts[start:end]))
+        if number is not None:
+            bounds = np.asarray([number << _ROW_BITS | since, (number + 1) << _ROW_BITS], dtype=np.int64)
+            for keys, counts in (self._main, self._tail):
+                start, end = np.searchsorted(keys, bounds)
+                if end > start:
+                    found.append((keys[start:end], counts[start:end]))
         if not found:
             return np.zeros(0, np.intp), np.zeros(0, np.float64)
         keys, counts = found[0] if len(found) == 1 else (np.concatenate(parts) for parts in zip(*found, strict=True))
-        return (keys & _ROW_MASK).astype(np.intp), counts.astype(np.float64)
+        return (keys & _ROW_MASK).astype(np.intp, copy=False), counts
 
 
 class _WordNumbers(dict[bytes, bytes]):
@@ -294,8 +316,15 @@ def _merged(held: tuple[np.ndarray, np.ndarray], added: tuple[np.ndarray, np.nda
         return added
     if not len(added[0]):
         return held
-    at = np.searchsorted(held[0], added[0])
-    return np.insert(held[0], at, added[0]), np.insert(held[1], at, added[1])
+    at = np.searchsorted(held[0], added[0]) + np.arange(len(added[0]))  # where each added key goes
+    kept = np.ones(len(held[0]) + len(added[0]), dtype=bool)
+    kept[at] = False
+    merged = []
+    for old, new in zip(held, added, strict=True):
+        out = np.empty(len(kept), dtype=old.dtype)
+        out[at], out[kept] = new, old
+        merged.append(out)
+    return merged[0], merged[1]
 
 
 # ---------------------------------------------------------------------------------------------
