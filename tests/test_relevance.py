@@ -85,11 +85,22 @@ _WORDS = "apple banana cherry date elderberry fig grape the of 7 42".split()
         max_size=12,
     ),
     st.lists(st.sampled_from(_WORDS), min_size=1, max_size=4),
+    st.sampled_from([16, 4 << 20]),
 )
-def test_bm25_grown_in_any_steps_scores_as_the_formula(steps, query):
+def test_bm25_grown_in_any_steps_scores_as_the_formula(steps, query, sorted_at):
     """However texts arrive (batches of texts, one text's terms at a time, queries in between: the index sorts what
-    was queued at each query and merges its tail into the main arrays now and then), every score, idf and coverage is
-    the formula's over every text added so far."""
+    was queued at each query, or once that passes ``sorted_at`` bytes, and merges its tail into the main arrays now
+    and then), every score, idf and coverage is the formula's over every text added so far."""
+    from components.context_window import relevance
+
+    held, relevance._SORTED_AT = relevance._SORTED_AT, sorted_at
+    try:
+        check_grown(steps, query)
+    finally:
+        relevance._SORTED_AT = held
+
+
+def check_grown(steps: list[tuple[str, list[list[str]]]], query: list[str]) -> None:
     index = BM25Index()
     docs: list[list[str]] = []
     for action, texts in steps:

@@ -103,6 +103,9 @@ _BREAK = " \x01 "
 """Put after each text of a batch joined to be split at once: a word of its own (a text holding it is split alone)."""
 _JOINED = 32
 """Texts split at once (measured: 15% less than one by one; a larger batch's words crowd the caches)."""
+_SORTED_AT = 4 << 20
+"""Bytes of queued numbers (a million words) past which ``BM25Index.add`` sorts them in: its temporary arrays are
+~8 times their size, so a 100,000-message import does not hold hundreds of MB at its first query."""
 _SEPARATORS_BUT_BREAKS = _SEPARATORS[:1] + b"\x01" + _SEPARATORS[2:]
 _ROW_BITS = 32
 _ROW_MASK = (1 << _ROW_BITS) - 1
@@ -137,6 +140,7 @@ class BM25Index:
         self._ids = self._word_ids.ids
         """Term -> its number in this index (assigned when a text first holds it)."""
         self._queued: list[bytes] = []
+        self._queued_bytes = 0
         """The numbers of the words of the texts added since the last query, 4 bytes each, in order, each text's
         followed by ``_BREAK_ID``."""
         empty = (np.zeros(0, np.int64), np.zeros(0, np.float64))
@@ -165,15 +169,20 @@ class BM25Index:
             joined = _BREAK.join(some) + _BREAK
             if joined.count("\x01") == len(some):  # split at once, each text's words then its break
                 words = joined.lower().encode(errors="replace").translate(_SEPARATORS_BUT_BREAKS).split()
-                self._queued.append(b"".join(map(number, words)))
+                self._queue(b"".join(map(number, words)), len(some))
             else:
-                self._queued += [b"".join(map(number, words_of(text))) + _BREAK_BYTES for text in some]
-        self._count += len(texts)
+                self._queue(b"".join(b"".join(map(number, words_of(t))) + _BREAK_BYTES for t in some), len(some))
 
     def add_terms(self, text_terms: Sequence[str]) -> None:
         """Index one text given as its ``terms`` (callers that stored them need not re-stem)."""
-        self._queued.append(array("i", map(self._word_ids.number, text_terms)).tobytes() + _BREAK_BYTES)
-        self._count += 1
+        self._queue(array("i", map(self._word_ids.number, text_terms)).tobytes() + _BREAK_BYTES, 1)
+
+    def _queue(self, numbers: bytes, texts: int) -> None:
+        self._queued.append(numbers)
+        self._queued_bytes += len(numbers)
+        self._count += texts
+        if self._queued_bytes > _SORTED_AT:  # a huge history is sorted in parts: bounded temporary arrays
+            self._settled()
 
     def _settled(self) -> None:
         """Sort what was queued into the tail (and the tail into the main arrays once it outgrows an eighth)."""
@@ -182,7 +191,7 @@ class BM25Index:
         self._settles += 1
         first = len(self._lengths)
         ids = np.frombuffer(b"".join(self._queued), dtype=np.intc)
-        self._queued = []
+        self._queued, self._queued_bytes = [], 0
         sizes = np.diff(np.flatnonzero(ids == _BREAK_ID), prepend=-1)  # each text's words and its break
         keys = ids.astype(np.int64)
         keys <<= _ROW_BITS  # in place: a long history's first query sorts millions of words
