@@ -72,6 +72,69 @@ def test_bm25_grown_by_add_equals_built_at_once():
     assert len(grown) == 3
 
 
+_WORDS = "apple banana cherry date elderberry fig grape the of 7 42".split()
+"""Words, two stopwords and two numbers (their own terms)."""
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["add", "add_terms", "query"]),
+            st.lists(st.lists(st.sampled_from(_WORDS), max_size=12), min_size=1, max_size=40),
+        ),
+        min_size=1,
+        max_size=12,
+    ),
+    st.lists(st.sampled_from(_WORDS), min_size=1, max_size=4),
+    st.sampled_from([16, 4 << 20]),
+)
+def test_bm25_grown_in_any_steps_scores_as_the_formula(steps, query, sorted_at):
+    """However texts arrive (batches of texts, one text's terms at a time, queries in between: the index sorts what
+    was queued at each query, or once that passes ``sorted_at`` bytes, and merges its tail into the main arrays now
+    and then), every score, idf and coverage is the formula's over every text added so far."""
+    from components.context_window import relevance
+
+    held, relevance._SORTED_AT = relevance._SORTED_AT, sorted_at
+    try:
+        check_grown(steps, query)
+    finally:
+        relevance._SORTED_AT = held
+
+
+def check_grown(steps: list[tuple[str, list[list[str]]]], query: list[str]) -> None:
+    index = BM25Index()
+    docs: list[list[str]] = []
+    for action, texts in steps:
+        if action == "add":
+            index.add([" ".join(words) for words in texts])
+        elif action == "add_terms":
+            for words in texts:
+                index.add_terms(terms(" ".join(words)))
+        else:
+            index.scores(" ".join(query))  # settles what was queued: later texts go to the tail
+            continue
+        docs += [terms(" ".join(words)) for words in texts]
+        assert len(index) == len(docs)
+    if not docs:
+        assert not len(index.scores(" ".join(query)))
+        return
+    asked = terms(" ".join(query))
+    wanted = okapi(asked, docs)
+    assert index.scores(" ".join(query)).tolist() == pytest.approx(wanted)
+    for term in asked:
+        df = sum(1 for d in docs if term in d)
+        assert index.idf(term) == pytest.approx(math.log(1 + (len(docs) - df + 0.5) / (df + 0.5)))
+        assert (term in index) == (df > 0)
+    idf = {t: math.log(1 + (len(docs) - (df := sum(1 for d in docs if t in d)) + 0.5) / (df + 0.5)) for t in asked}
+    if asked:
+        share = [sum(idf[t] for t in idf if t in d) / sum(idf.values()) for d in docs]
+        assert index.coverage(asked).tolist() == pytest.approx(share)
+    among = np.arange(0, len(docs), 2)
+    subset = okapi(asked, [docs[i] for i in among])
+    assert index.scores(" ".join(query), among)[among].tolist() == pytest.approx(subset)
+
+
 def test_bm25_no_match_scores_zero_and_empty_index_is_empty():
     assert BM25Index(DOCS).scores("zebra").tolist() == [0.0, 0.0, 0.0]
     assert len(BM25Index().scores("apple")) == 0

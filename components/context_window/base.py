@@ -204,18 +204,20 @@ class Message:
     def from_chat(cls, data: Mapping[str, Any]) -> Message:
         """Build from an OpenAI-style dict; ``turn``, ``valid`` and ``phase`` keys are optional. A list of content
         parts is kept as ``parts``, its text parts joined into ``content``."""
-        content = data.get("content") or ""
+        get = data.get
+        content = get("content") or ""
         parts = tuple(content) if isinstance(content, list | tuple) else None
-        return cls(
-            role=data["role"],
-            content=text_of_parts(parts) if parts is not None else content,
-            parts=parts,
-            turn=int(data.get("turn", 0)),
-            valid=bool(data.get("valid", True)),
-            tool_calls=tuple(data.get("tool_calls") or ()),
-            tool_call_id=data.get("tool_call_id"),
-            name=data.get("name"),
-            phase=data.get("phase"),
+        return cls(  # positional, in field order: a client's 10,000-message conversation is converted at once
+            data["role"],
+            text_of_parts(parts) if parts is not None else content,
+            int(get("turn", 0)),
+            bool(get("valid", True)),
+            tuple(get("tool_calls") or ()),
+            get("tool_call_id"),
+            get("name"),
+            get("phase"),
+            None,
+            parts,
         )
 
 

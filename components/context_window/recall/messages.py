@@ -231,6 +231,7 @@ class HistoryIndex:
         theirs are dropped: ``attach`` gives them later, in order."""
         if vectors is not None and len(self.messages) == self._vectored:
             self.attach(len(self.messages), vectors)
+        self.lexical.add([searchable_text(m) for m in messages])
         for message in messages:
             position = len(self.messages)
             self.messages.append(message)
@@ -238,7 +239,6 @@ class HistoryIndex:
                 self.speakers.add(tag.group(2))
             elif message.name and message.role in ("user", "assistant"):  # the speaker given as the message's name
                 self.speakers.add(message.name)
-            self.lexical.add_terms(terms(searchable_text(message)))
             unit = position
             if message.role == "tool" and message.tool_call_id in self._calls:
                 unit = self._calls[message.tool_call_id]
