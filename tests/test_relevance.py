@@ -4,6 +4,9 @@ packing's contract checked by hypothesis."""
 from __future__ import annotations
 
 import math
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -425,3 +428,31 @@ def test_a_day_or_a_month_is_never_taken_for_a_name(word, template):
 def test_a_capitalised_word_opening_a_sentence_is_never_a_name_and_one_inside_it_always_is(opening, first, inner):
     assume(first.lower() not in CALENDAR and inner.lower() not in CALENDAR)
     assert names_asked(f"{opening}{first} went where with my friend {inner}?") == [inner]
+
+
+SCORES_IN_A_PROCESS = """
+import random
+from components.context_window.relevance import BM25Index, terms
+rng = random.Random(5)
+words = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma tau".split()
+index = BM25Index()
+index.add([" ".join(rng.choice(words) for _ in range(rng.randint(3, 40))) for _ in range(400)])
+query = " ".join(words[:12])
+print([float(x).hex() for x in index.scores(query)], [float(x).hex() for x in index.coverage(terms(query))])
+"""
+
+
+def test_scores_are_bit_identical_in_every_process():
+    """A query's terms are summed in the query's order, not a set's (whose order follows the process's hash seed):
+    replicas rank close ties the same way and windows stay byte-identical across processes."""
+    runs = {
+        subprocess.run(
+            [sys.executable, "-c", SCORES_IN_A_PROCESS],
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in (1, 2, 3, 4)
+    }
+    assert len(runs) == 1

@@ -246,7 +246,7 @@ class BM25Index:
         else:
             count, average, mask = len(among), float(self._length_array[among].mean()) or 1.0, self._mask(among)
         norm = self.k1 * (1 - self.b + self.b * self._length_array / average)
-        for term in set(query_terms):
+        for term in dict.fromkeys(query_terms):  # in the query's order: float sums the same in every process
             rows, tf = self._posting_arrays(term)
             if not len(rows):
                 continue
@@ -263,7 +263,7 @@ class BM25Index:
         n = len(self) if n is None else min(n, len(self))
         out = np.zeros(n, dtype=np.float64)
         total = 0.0
-        for term in set(query_terms):
+        for term in dict.fromkeys(query_terms):  # in the query's order: float sums the same in every process
             idf = self.idf(term)
             total += idf
             rows = self._posting_arrays(term)[0]
