@@ -123,7 +123,8 @@ class TDAService:
             await upgrade_async(self.settings.sqlalchemy_url)
         # Both load in worker threads, side by side; serving starts once the first turn would not stall on them
         # (a turn arriving while MiniLM still loads would time its retrieval modules out).
-        warm_ups = [preload(calls_providers=not self.llm.mock)] if self.warm_up_llm else []
+        litellm_needed = self.llm.needs_litellm(self.settings.model)  # else it loads when a call first needs it
+        warm_ups = [preload(not self.llm.mock, litellm_needed)] if self.warm_up_llm else []
         warm_ups.append(asyncio.to_thread(_load_tokenizers, self.settings.model))
         if self.warm_up_knowledge:
             warm_ups.append(self._warm_up_knowledge())

@@ -1,0 +1,301 @@
+"""Model calls to an OpenAI-compatible upstream made with the `openai` SDK itself, without litellm.
+
+litellm calls such an upstream (its ``openai`` provider at a base URL) with this same SDK, after building the body
+from the request; importing it costs a server ~125 MB and seconds. For the requests it would send unchanged, tda
+sends them itself: the same body through the same SDK (tests/test_openai_call.py compares the two paths' requests
+as the upstream receives them), the same retries, fallbacks and error names. Any request litellm would rewrite
+(an image given as a bare URL, a file part, a tool schema with a ``pattern``, a parameter it drops or renames, a
+reasoning model's ``max_tokens``) and any other provider stay with litellm (``tda/llm.py``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import re
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlparse
+
+from components.context_window import model_map
+from components.context_window.session_cache import BoundedCache
+
+if TYPE_CHECKING:
+    import openai
+
+SENT_AS_GIVEN = frozenset(
+    {
+        "frequency_penalty",
+        "logit_bias",
+        "logprobs",
+        "top_logprobs",
+        "max_tokens",
+        "modalities",
+        "prediction",
+        "n",
+        "presence_penalty",
+        "seed",
+        "stop",
+        "temperature",
+        "top_p",
+        "parallel_tool_calls",
+        "audio",
+        "web_search_options",
+        "service_tier",
+        "safety_identifier",
+        "prompt_cache_key",
+        "prompt_cache_retention",
+        "store",
+        "response_format",
+        "user",
+        "metadata",
+    }
+)
+"""Client parameters litellm's OpenAI configuration passes to an OpenAI-compatible upstream as they are (its
+``get_supported_openai_params``; ``user`` as tda allows it, ``metadata`` and ``prompt_cache_retention`` in the body
+as tda puts them). Any other parameter (one litellm drops, renames or converts) sends the call through litellm."""
+UNKNOWN_MODEL_ALSO = frozenset({"reasoning_effort"})
+"""Passed on for a model outside OpenAI's catalog (litellm takes it for a proxy's alias and lets the server decide)."""
+NO_RESPONSE_FORMAT = frozenset({"gpt-4", "gpt-3.5-turbo-16k"})
+"""Catalog models litellm sends no ``response_format``."""
+REASONING_NAME = re.compile(r"^o\d|gpt-5|gpt-6")
+"""OpenAI's reasoning models, for which litellm maps ``max_tokens`` and drops parameters: left to litellm."""
+PLAIN_PART_TYPES = frozenset({"text", "image_url"})
+
+CLIENTS_KEPT = 16
+_clients: BoundedCache[tuple[str, str], openai.AsyncOpenAI] = BoundedCache(CLIENTS_KEPT)
+
+
+def route(model: str, base_url: str | None, fallbacks: Iterable[str]) -> tuple[str, ...] | None:
+    """The names the call sends, the model then its fallbacks (as litellm's Router tries them), when every one is an
+    OpenAI-compatible model at ``base_url`` whose requests litellm passes unchanged; None otherwise (no base URL,
+    OpenAI's own API, a provider-prefixed name, a reasoning model)."""
+    if not base_url or _openai_hosted(base_url):  # at api.openai.com litellm strips cache marks and tool schemas
+        return None
+    sent = []
+    for name in dict.fromkeys((model, *fallbacks)):
+        bare = name.removeprefix("openai/")
+        if bare == name and "/" in name:  # "ollama/llama3", or a name whose first part only litellm can place
+            return None
+        if not bare or REASONING_NAME.search(bare) or "responses/" in bare:
+            return None
+        sent.append(bare)
+    return tuple(sent)
+
+
+def _openai_hosted(base_url: str) -> bool:
+    host = urlparse(base_url).hostname or ""
+    return host == "openai.com" or host.endswith(".openai.com")
+
+
+def body(
+    names: tuple[str, ...],
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]],
+    tool_choice: Any,
+    params: Mapping[str, Any],
+    max_tokens: int | None,
+    streamed: bool,
+) -> dict[str, Any] | None:
+    """The SDK's keyword arguments for the request litellm would send each of ``names`` (the model is set per
+    name), or None when litellm would change something in it (then the call goes through litellm). A stream with
+    log probabilities stays with litellm too: it puts a streamed reply's together."""
+    if not passes_params(names, params) or (streamed and "logprobs" in params):
+        return None
+    if not _sent_unchanged(messages) or _has_key(tools, "pattern"):
+        return None
+    kwargs: dict[str, Any] = {"messages": messages}
+    extra = {k: params[k] for k in ("metadata", "prompt_cache_retention") if k in params}
+    kwargs.update((k, v) for k, v in params.items() if k not in extra)
+    if extra:
+        kwargs["extra_body"] = extra
+    if tools:
+        kwargs["tools"] = tools
+        if tool_choice is not None:
+            kwargs["tool_choice"] = tool_choice
+    if max_tokens:
+        kwargs["max_tokens"] = max_tokens
+    return kwargs
+
+
+def passes_params(names: tuple[str, ...], params: Mapping[str, Any]) -> bool:
+    """Whether litellm sends every one of the client's ``params`` to each of ``names`` as it is."""
+    return all(set(params) <= _passed(name) for name in names)
+
+
+def _passed(name: str) -> frozenset[str]:
+    passed = SENT_AS_GIVEN if name in _catalog() else SENT_AS_GIVEN | UNKNOWN_MODEL_ALSO
+    return passed - {"response_format"} if name in NO_RESPONSE_FORMAT else passed
+
+
+def _catalog() -> frozenset[str]:
+    return model_map.openai_catalog()
+
+
+def _sent_unchanged(messages: list[dict[str, Any]]) -> bool:
+    """Whether litellm sends these messages as they are: a tool message's parts (images hoisted, references
+    dropped) and a user message's file parts or bare image URLs it rewrites."""
+    for message in messages:
+        content = message.get("content")
+        if not isinstance(content, list):
+            continue
+        if message.get("role") == "tool":
+            return False
+        for part in content:
+            if not isinstance(part, dict) or part.get("type") not in PLAIN_PART_TYPES:
+                return False
+            image = part.get("image_url")
+            if part["type"] == "image_url" and (not isinstance(image, dict) or "format" in image):
+                return False
+    return True
+
+
+def _has_key(value: Any, key: str) -> bool:
+    if isinstance(value, dict):
+        return key in value or any(_has_key(v, key) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_key(v, key) for v in value)
+    return False
+
+
+def client(base_url: str, key: str) -> openai.AsyncOpenAI:
+    """One SDK client per base URL and key, kept: each holds its connection pool. Retries are tda's (``call``)."""
+    found = _clients.get((base_url, key))
+    if found is None:
+        import openai
+
+        found = _clients.put((base_url, key), openai.AsyncOpenAI(base_url=base_url, api_key=key, max_retries=0))
+    return found
+
+
+Delta = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+async def call(
+    sdk: openai.AsyncOpenAI,
+    names: tuple[str, ...],
+    kwargs: dict[str, Any],
+    *,
+    num_retries: int,
+    timeout_s: float,
+    on_delta: Callable[[Any], Awaitable[None]] | None,
+) -> Any:
+    """The reply (a ChatCompletion, or one assembled from a stream) of the first model in ``names`` that answers,
+    each tried ``num_retries`` more times on an error worth retrying; the first model's error when none answers
+    (as litellm's Router does)."""
+    first: BaseException | None = None
+    for name in names:
+        try:
+            return await _with_retries(sdk, {**kwargs, "model": name}, num_retries, timeout_s, on_delta)
+        except Exception as exc:
+            first = first or exc
+    assert first is not None
+    raise first
+
+
+async def _with_retries(
+    sdk: openai.AsyncOpenAI,
+    kwargs: dict[str, Any],
+    num_retries: int,
+    timeout_s: float,
+    on_delta: Callable[[Any], Awaitable[None]] | None,
+) -> Any:
+    for attempt in range(num_retries + 1):
+        try:
+            if on_delta is None:
+                return await sdk.chat.completions.create(**kwargs, timeout=timeout_s)
+            stream = await sdk.chat.completions.create(
+                **kwargs, timeout=timeout_s, stream=True, stream_options={"include_usage": True}
+            )
+            return await assembled(stream, on_delta)
+        except Exception as exc:
+            if attempt == num_retries or not worth_retrying(exc):
+                raise litellm_named(exc) from exc
+            await asyncio.sleep(retry_delay(attempt, getattr(getattr(exc, "response", None), "headers", None)))
+    raise AssertionError("unreachable")
+
+
+def worth_retrying(exc: BaseException) -> bool:
+    """litellm's rule (``should_retry``): timeouts, conflicts, rate limits, server errors, and no answer at all."""
+    status = getattr(exc, "status_code", None)
+    if status is None:
+        import openai
+
+        return isinstance(exc, openai.APIConnectionError)  # a timeout is one too
+    return status in (408, 409, 429) or status >= 500
+
+
+INITIAL_DELAY_S, MAX_DELAY_S, JITTER_S = 0.5, 8.0, 0.75
+
+
+def retry_delay(attempt: int, headers: Mapping[str, str] | None) -> float:
+    """How long to wait before retry ``attempt + 1``: the upstream's ``Retry-After`` when it is reasonable, else
+    exponential backoff, plus jitter (litellm's ``calculate_retry_after``)."""
+    jitter = JITTER_S * random.random()
+    try:
+        asked = float((headers or {}).get("retry-after", ""))
+    except ValueError:
+        asked = 0.0
+    if 0 < asked <= 60:
+        return asked + jitter
+    return min(INITIAL_DELAY_S * 2.0**attempt, MAX_DELAY_S) + jitter
+
+
+LITELLM_NAMES = {"APITimeoutError": "Timeout", "UnprocessableEntityError": "BadRequestError"}
+"""The SDK's error class names that litellm's own exceptions name otherwise (what a caller is told)."""
+
+
+def litellm_named(exc: Exception) -> Exception:
+    """``exc`` under the class name litellm's exception would carry (a subclass of the SDK's, made once)."""
+    name = LITELLM_NAMES.get(type(exc).__name__)
+    if name is None:
+        return exc
+    renamed = _renamed(type(exc), name)
+    exc.__class__ = renamed
+    return exc
+
+
+_RENAMED: dict[tuple[type, str], type] = {}
+
+
+def _renamed(cls: type, name: str) -> type:
+    found = _RENAMED.get((cls, name))
+    if found is None:
+        found = _RENAMED[(cls, name)] = type(name, (cls,), {"__module__": __name__})
+    return found
+
+
+async def assembled(stream: Any, on_delta: Callable[[Any], Awaitable[None]]) -> Any:
+    """A streamed reply's chunks handed to ``on_delta`` as they come, then put together as a ChatCompletion's
+    shape: each choice's text, its tool calls joined by index, its last finish reason, and the usage."""
+    texts: dict[int, list[str]] = {}
+    calls: dict[int, dict[int, dict[str, Any]]] = {}
+    reasons: dict[int, str | None] = {}
+    usage = None
+    async for chunk in stream:
+        await on_delta(chunk)
+        usage = chunk.usage or usage
+        for choice in chunk.choices or ():
+            delta = choice.delta
+            texts.setdefault(choice.index, []).append(delta.content or "")
+            for part in delta.tool_calls or ():
+                call = calls.setdefault(choice.index, {}).setdefault(
+                    part.index, {"id": "", "type": "function", "function": {"name": "", "arguments": ""}}
+                )
+                call["id"] = part.id or call["id"]
+                if part.function is not None:
+                    call["function"]["name"] = part.function.name or call["function"]["name"]
+                    call["function"]["arguments"] += part.function.arguments or ""
+            reasons[choice.index] = choice.finish_reason or reasons.get(choice.index)
+    choices = [
+        SimpleNamespace(
+            message=SimpleNamespace(
+                content="".join(texts[i]) or None, tool_calls=[c for _, c in sorted(calls.get(i, {}).items())]
+            ),
+            finish_reason=reasons.get(i),
+            logprobs=None,
+        )
+        for i in sorted(texts)
+    ]
+    return SimpleNamespace(choices=choices, usage=usage)
