@@ -530,6 +530,15 @@ class LLM:
         self.policy = policy or UpstreamPolicy()
         """What a profile's upstream may name (tda/upstream_policy.py); the default upstream is the operator's."""
         self._routers: BoundedCache[tuple[str, Upstream, str | None], Any] = BoundedCache(ROUTERS_KEPT)
+        self._sdk_clients: dict[tuple[str, str], Any] = {}
+        """The OpenAI SDK's clients calls without litellm go through, one per base URL and key (each holds its
+        connections): closed by ``aclose``."""
+
+    async def aclose(self) -> None:
+        """Close the connections of the calls made without litellm (litellm keeps its own)."""
+        clients, self._sdk_clients = list(self._sdk_clients.values()), {}
+        for sdk in clients:
+            await sdk.close()
 
     def needs_litellm(self, model: str) -> bool:
         """Whether calls to ``model`` at the default upstream go through litellm (the mock model's always do)."""
@@ -611,7 +620,8 @@ class LLM:
         key = api_key_in_env(upstream.api_key_env) if upstream.api_key_env else None
         _send_messages_as_built()
         relay = None if on_delta is None else (lambda chunk: _relayed(chunk, on_delta))
-        sdk = openai_call.client(upstream.base_url, key or NO_KEY)
+        at = (upstream.base_url, key or NO_KEY)
+        sdk = self._sdk_clients.get(at) or self._sdk_clients.setdefault(at, openai_call.client(*at))
         response = await openai_call.call(
             sdk, names, body, num_retries=upstream.num_retries, timeout_s=self.timeout_s, on_delta=relay
         )
@@ -704,7 +714,7 @@ def failure_reason(exc: BaseException) -> str:
     Never the raw body: an upstream that is not a model API (an internal service a URL pointed at) must not
     have its answer relayed."""
     status = getattr(exc, "status_code", None)
-    kind = type(exc).__name__
+    kind = getattr(exc, "kind", None) or type(exc).__name__  # openai_call.UpstreamError: the name litellm gives
     reason = f"{kind}, status {status}" if status else kind
     body = getattr(exc, "body", None)
     message = body.get("message") if isinstance(body, dict) else None

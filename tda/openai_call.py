@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from components.context_window import model_map
-from components.context_window.session_cache import BoundedCache
 
 if TYPE_CHECKING:
     import openai
@@ -63,10 +62,6 @@ REASONING_NAME = re.compile(r"^o\d|gpt-5|gpt-6")
 """OpenAI's reasoning models, for which litellm maps ``max_tokens`` and drops parameters: left to litellm."""
 PLAIN_PART_TYPES = frozenset({"text", "image_url"})
 
-CLIENTS_KEPT = 16
-_clients: BoundedCache[tuple[str, str], openai.AsyncOpenAI] = BoundedCache(CLIENTS_KEPT)
-
-
 def route(model: str, base_url: str | None, fallbacks: Iterable[str]) -> tuple[str, ...] | None:
     """The names the call sends, the model then its fallbacks (as litellm's Router tries them), when every one is an
     OpenAI-compatible model at ``base_url`` whose requests litellm passes unchanged; None otherwise (no base URL,
@@ -105,7 +100,7 @@ def body(
         return None
     if not _sent_unchanged(messages) or _has_key(tools, "pattern"):
         return None
-    kwargs: dict[str, Any] = {"messages": messages}
+    kwargs: dict[str, Any] = {"messages": _without_none_fields(messages)}
     extra = {k: params[k] for k in ("metadata", "prompt_cache_retention") if k in params}
     kwargs.update((k, v) for k, v in params.items() if k not in extra)
     if extra:
@@ -137,6 +132,8 @@ def _sent_unchanged(messages: list[dict[str, Any]]) -> bool:
     """Whether litellm sends these messages as they are: a tool message's parts (images hoisted, references
     dropped) and a user message's file parts or bare image URLs it rewrites."""
     for message in messages:
+        if not message.get("role"):  # litellm makes it an assistant's
+            return False
         content = message.get("content")
         if not isinstance(content, list):
             continue
@@ -151,6 +148,14 @@ def _sent_unchanged(messages: list[dict[str, Any]]) -> bool:
     return True
 
 
+def _without_none_fields(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages without their fields set to None, as litellm sends them (``cleanup_none_field_in_message``:
+    an assistant's ``"content": null`` beside its tool calls is left out)."""
+    if all(None not in m.values() for m in messages):
+        return messages
+    return [{k: v for k, v in m.items() if v is not None} if None in m.values() else m for m in messages]
+
+
 def _has_key(value: Any, key: str) -> bool:
     if isinstance(value, dict):
         return key in value or any(_has_key(v, key) for v in value.values())
@@ -160,13 +165,10 @@ def _has_key(value: Any, key: str) -> bool:
 
 
 def client(base_url: str, key: str) -> openai.AsyncOpenAI:
-    """One SDK client per base URL and key, kept: each holds its connection pool. Retries are tda's (``call``)."""
-    found = _clients.get((base_url, key))
-    if found is None:
-        import openai
+    """An SDK client for ``base_url`` with ``key``; tda retries itself (``call``), so the SDK never does."""
+    import openai
 
-        found = _clients.put((base_url, key), openai.AsyncOpenAI(base_url=base_url, api_key=key, max_retries=0))
-    return found
+    return openai.AsyncOpenAI(base_url=base_url, api_key=key, max_retries=0)
 
 
 Delta = Callable[[dict[str, Any]], Awaitable[None]]
@@ -210,20 +212,18 @@ async def _with_retries(
             )
             return await assembled(stream, on_delta)
         except Exception as exc:
-            if attempt == num_retries or not worth_retrying(exc):
-                raise litellm_named(exc) from exc
+            failed = as_litellm_raises(exc)
+            if attempt == num_retries or not worth_retrying(failed):
+                raise failed from exc
             await asyncio.sleep(retry_delay(attempt, getattr(getattr(exc, "response", None), "headers", None)))
     raise AssertionError("unreachable")
 
 
 def worth_retrying(exc: BaseException) -> bool:
-    """litellm's rule (``should_retry``): timeouts, conflicts, rate limits, server errors, and no answer at all."""
+    """Whether litellm's Router retries a call that failed so: no answer at all, or a status it retries (408, 409,
+    429 and server errors by ``should_retry``; 403 too, which litellm names a generic APIError)."""
     status = getattr(exc, "status_code", None)
-    if status is None:
-        import openai
-
-        return isinstance(exc, openai.APIConnectionError)  # a timeout is one too
-    return status in (408, 409, 429) or status >= 500
+    return status is None or status in (403, 408, 409, 429) or status >= 500
 
 
 INITIAL_DELAY_S, MAX_DELAY_S, JITTER_S = 0.5, 8.0, 0.75
@@ -242,28 +242,46 @@ def retry_delay(attempt: int, headers: Mapping[str, str] | None) -> float:
     return min(INITIAL_DELAY_S * 2.0**attempt, MAX_DELAY_S) + jitter
 
 
-LITELLM_NAMES = {"APITimeoutError": "Timeout", "UnprocessableEntityError": "BadRequestError"}
-"""The SDK's error class names that litellm's own exceptions name otherwise (what a caller is told)."""
+LITELLM_ERRORS: dict[int, tuple[str, bool]] = {
+    400: ("BadRequestError", True),
+    401: ("AuthenticationError", False),
+    404: ("NotFoundError", False),
+    408: ("Timeout", False),
+    422: ("BadRequestError", True),
+    429: ("RateLimitError", True),
+    500: ("InternalServerError", True),
+    502: ("BadGatewayError", False),
+    503: ("ServiceUnavailableError", False),
+    504: ("Timeout", False),
+}
+"""What litellm calls an OpenAI-compatible upstream's failure, by status, and whether it keeps the upstream's error
+body (a caller is shown its message); any other status is a generic ``APIError`` without it. Measured against
+litellm 1.106 (tests/test_openai_call.py checks every status both ways)."""
+NO_ANSWER = ("InternalServerError", 500)
+"""litellm's name and status for an upstream that could not be reached."""
 
 
-def litellm_named(exc: Exception) -> Exception:
-    """``exc`` under the class name litellm's exception would carry (a subclass of the SDK's, made once)."""
-    name = LITELLM_NAMES.get(type(exc).__name__)
-    if name is None:
-        return exc
-    renamed = _renamed(type(exc), name)
-    exc.__class__ = renamed
+class UpstreamError(Exception):
+    """A failed call as litellm would have raised it: ``kind`` (litellm's class name), ``status_code``, ``body``
+    (the upstream's error object where litellm keeps it). The SDK's own exception is its ``__cause__``."""
+
+    def __init__(self, kind: str, status_code: int, body: Any, message: str) -> None:
+        super().__init__(message)
+        self.kind, self.status_code, self.body = kind, status_code, body
+
+
+def as_litellm_raises(exc: Exception) -> Exception:
+    """The SDK's exception for a failed call, as litellm would have raised it (anything else as it is)."""
+    import openai
+
+    if isinstance(exc, openai.APITimeoutError):
+        return UpstreamError("Timeout", 408, None, str(exc))
+    if isinstance(exc, openai.APIConnectionError):
+        return UpstreamError(*NO_ANSWER, None, str(exc))
+    if isinstance(exc, openai.APIStatusError):
+        kind, keeps_body = LITELLM_ERRORS.get(exc.status_code, ("APIError", False))
+        return UpstreamError(kind, exc.status_code, exc.body if keeps_body else None, str(exc))
     return exc
-
-
-_RENAMED: dict[tuple[type, str], type] = {}
-
-
-def _renamed(cls: type, name: str) -> type:
-    found = _RENAMED.get((cls, name))
-    if found is None:
-        found = _RENAMED[(cls, name)] = type(name, (cls,), {"__module__": __name__})
-    return found
 
 
 async def assembled(stream: Any, on_delta: Callable[[Any], Awaitable[None]]) -> Any:

@@ -153,6 +153,7 @@ class TDAService:
             await self.history_vectors.flush()
         await asyncio.to_thread(self.knowledge.close)
         await self.store.close()
+        await self.llm.aclose()
         if self.traces_out is not None:  # the turns' queued spans are sent (bounded when the collector is down)
             await asyncio.to_thread(self.traces_out.shutdown)
 
