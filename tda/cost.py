@@ -26,8 +26,7 @@ def prices(model: str) -> tuple[float, float, float, float] | None:
     cached-input or cache-write price charges them as input."""
     light = model_map.info(model)
     if light is not None:  # OpenAI's models: litellm's map file read without importing litellm
-        priced = "input_cost_per_token" in light and "output_cost_per_token" in light
-        return _listed_prices(light) if priced else None
+        return _listed_prices(light) if "input_cost_per_token" in light else None
     from .llm import _litellm
 
     litellm = _litellm()
@@ -52,7 +51,7 @@ def _listed_prices(info: Mapping[str, Any]) -> tuple[float, float, float, float]
         float(price_in),
         float(price_in if read is None else read),
         float(price_in if write is None else write),
-        float(info["output_cost_per_token"]),
+        float(info.get("output_cost_per_token") or 0),  # litellm's model info reads a missing price as 0
     )
 
 
@@ -101,7 +100,7 @@ def dollars(model: str, prompt: int, completion: int = 0, *, read: int = 0, writ
     above a prompt size applies to the whole prompt) and its cache prices. An OpenAI model with one price per token
     kind is priced here, as litellm's generic cost function does, without importing litellm."""
     light = model_map.info(model)
-    if light and not light["tiered"] and "input_cost_per_token" in light and "output_cost_per_token" in light:
+    if light and not light["tiered"] and "input_cost_per_token" in light:
         price_in, price_read, price_write, price_out = _listed_prices(light)
         fresh = prompt - read - written
         return fresh * price_in + read * price_read + written * price_write, completion * price_out

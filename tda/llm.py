@@ -148,7 +148,7 @@ def _logged_only_if_read(litellm: Any) -> Iterator[None]:
 async def routing_error(model: str, base_url: str | None = None) -> str | None:
     """Why litellm cannot route ``model`` to a provider, or None when it can (a client error, not a 502). At an
     upstream with a base URL every name routes: unknown names are called there as OpenAI-compatible models."""
-    if base_url:
+    if base_url or model.startswith("openai/") or model_map.info(model):  # OpenAI's models: known without litellm
         return None
     litellm = await _litellm_loaded()
     try:

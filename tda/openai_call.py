@@ -62,6 +62,7 @@ REASONING_NAME = re.compile(r"^o\d|gpt-5|gpt-6")
 """OpenAI's reasoning models, for which litellm maps ``max_tokens`` and drops parameters: left to litellm."""
 PLAIN_PART_TYPES = frozenset({"text", "image_url"})
 
+
 def route(model: str, base_url: str | None, fallbacks: Iterable[str]) -> tuple[str, ...] | None:
     """The names the call sends, the model then its fallbacks (as litellm's Router tries them), when every one is an
     OpenAI-compatible model at ``base_url`` whose requests litellm passes unchanged; None otherwise (no base URL,

@@ -29,6 +29,7 @@ TOOL = {
         "parameters": {"type": "object", "properties": {"account": {"type": "string"}}, "required": ["account"]},
     },
 }
+IMAGE = {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo=", "detail": "low"}}
 CHAT = [{"role": "system", "content": "Answer briefly."}, {"role": "user", "content": "What is my balance?"}]
 TOOL_LOOP = [
     *CHAT,
@@ -40,7 +41,7 @@ TOOL_LOOP = [
         ],
     },
     {"role": "tool", "tool_call_id": "call_1", "content": "42 EUR"},
-    {"role": "user", "content": [{"type": "text", "text": "And this?"}, {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo=", "detail": "low"}}]},  # fmt: skip
+    {"role": "user", "content": [{"type": "text", "text": "And this?"}, IMAGE]},
 ]
 PARAMS: dict[str, Any] = {
     "frequency_penalty": 0.1,
@@ -136,10 +137,11 @@ async def test_the_upstream_receives_the_bytes_litellm_sends(
     params = request.get("params") or {}
     if streamed and "logprobs" in params:
         params = {k: v for k, v in params.items() if k not in ("logprobs", "top_logprobs")}
-    deltas: list[list[dict[str, Any]]] = [[], []]
+    deltas: list[list[dict[str, Any]]] = []  # each path's
 
     async def call(llm: LLM) -> Completion:
-        taken = deltas[0] if not deltas[0] else deltas[1]
+        taken: list[dict[str, Any]] = []
+        deltas.append(taken)
 
         async def on_delta(delta: dict[str, Any]) -> None:
             taken.append(delta)
@@ -266,7 +268,7 @@ def test_a_server_calling_an_openai_compatible_upstream_never_imports_litellm(up
     imported litellm (its import and cost map cost a server ~125 MB)."""
     script = textwrap.dedent(
         f"""
-        import asyncio, sys
+        import asyncio, json, sys
         from components.context_window.token_estimator import resolve_model_limit
         from tda import cost
         from tda.llm import LLM, Upstream, output_limit, routes_of
@@ -279,8 +281,8 @@ def test_a_server_calling_an_openai_compatible_upstream_never_imports_litellm(up
             await llm.complete("gpt-4.1", [{{"role": "user", "content": "hi"}}], [], on_delta=on_delta)
             assert await routes_of("gpt-4.1", at) == [("openai", "openai/gpt-4.1")]
             await llm.aclose()
-            print(done.text, resolve_model_limit("gpt-4.1"), output_limit("gpt-4.1"), cost.dollars("gpt-4.1", 1000, 10))
-            print("litellm" in sys.modules)
+            figures = [resolve_model_limit("gpt-4.1"), output_limit("gpt-4.1"), cost.dollars("gpt-4.1", 1000, 10)]
+            print(json.dumps([done.text, *figures, "litellm" in sys.modules]))
 
         asyncio.run(main())
         """
@@ -288,6 +290,8 @@ def test_a_server_calling_an_openai_compatible_upstream_never_imports_litellm(up
     env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
     assert out.returncode == 0, out.stderr
-    first, imported = out.stdout.strip().splitlines()[-2:]
-    assert first.startswith(upstream.answer("gpt-4.1")) and "(1047576, 'litellm') 32768 (0.002, 7.999999999999999e-05)" in first
-    assert imported == "False"
+    text, limit, output, (input_usd, output_usd), imported = json.loads(out.stdout.strip().splitlines()[-1])
+    assert text == upstream.answer("gpt-4.1")
+    assert (limit, output) == ([1_047_576, "litellm"], 32_768)  # gpt-4.1's, from litellm's map file
+    assert (input_usd, output_usd) == pytest.approx((1000 * 2e-6, 10 * 8e-6))
+    assert imported is False
