@@ -310,8 +310,8 @@ class Upstream:
 
 async def routes_of(model: str, upstream: Upstream) -> list[tuple[str | None, str]]:
     """(provider, litellm name) of every model a call may reach (fallbacks too: they get the same body)."""
-    if (names := openai_call.route(model, upstream.base_url, upstream.fallbacks)) is not None:
-        return [("openai", f"openai/{name}") for name in names]
+    if (direct := openai_call.route(model, upstream.base_url, upstream.fallbacks)) is not None:
+        return [("openai", f"openai/{name}") for name in direct]
     litellm = await _litellm_loaded()
     names = [routed_name(n, upstream.base_url, litellm.provider_list) for n in (model, *upstream.fallbacks)]
     return [(await provider_of(name), name) for name in names]
