@@ -623,7 +623,7 @@ class LLM:
         at = (upstream.base_url, key or NO_KEY)
         sdk = self._sdk_clients.get(at) or self._sdk_clients.setdefault(at, openai_call.client(*at))
         response = await openai_call.call(
-            sdk, names, body, num_retries=upstream.num_retries, timeout_s=self.timeout_s, on_delta=relay
+            sdk, names, body, num_retries=upstream.num_retries, timeout_s=self.timeout_s, on_chunk=relay
         )
         return self._completion(response)
 

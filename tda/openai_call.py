@@ -172,7 +172,8 @@ def client(base_url: str, key: str) -> openai.AsyncOpenAI:
     return openai.AsyncOpenAI(base_url=base_url, api_key=key, max_retries=0)
 
 
-Delta = Callable[[dict[str, Any]], Awaitable[None]]
+OnChunk = Callable[[Any], Awaitable[None]]
+"""Receives each chunk of a streamed reply as the SDK parses it."""
 
 
 async def call(
@@ -182,36 +183,38 @@ async def call(
     *,
     num_retries: int,
     timeout_s: float,
-    on_delta: Callable[[Any], Awaitable[None]] | None,
+    on_chunk: OnChunk | None,
 ) -> Any:
     """The reply (a ChatCompletion, or one assembled from a stream) of the first model in ``names`` that answers,
-    each tried ``num_retries`` more times on an error worth retrying; the first model's error when none answers
-    (as litellm's Router does)."""
+    each tried ``num_retries`` more times on an error worth retrying; the first model's error when none answers.
+    As with litellm's Router, only opening the call is retried or handed to a fallback: a stream that fails after
+    its first chunks went out fails the call."""
     first: BaseException | None = None
     for name in names:
         try:
-            return await _with_retries(sdk, {**kwargs, "model": name}, num_retries, timeout_s, on_delta)
+            reply = await _with_retries(sdk, {**kwargs, "model": name}, num_retries, timeout_s, on_chunk is not None)
+            break
         except Exception as exc:
             first = first or exc
-    assert first is not None
-    raise first
+    else:
+        assert first is not None
+        raise first
+    if on_chunk is None:
+        return reply
+    try:
+        return await assembled(reply, on_chunk)
+    except Exception as exc:
+        raise as_litellm_raises(exc) from exc
 
 
 async def _with_retries(
-    sdk: openai.AsyncOpenAI,
-    kwargs: dict[str, Any],
-    num_retries: int,
-    timeout_s: float,
-    on_delta: Callable[[Any], Awaitable[None]] | None,
+    sdk: openai.AsyncOpenAI, kwargs: dict[str, Any], num_retries: int, timeout_s: float, streamed: bool
 ) -> Any:
+    """The ChatCompletion, or the opened stream, of one model."""
+    stream = {"stream": True, "stream_options": {"include_usage": True}} if streamed else {}
     for attempt in range(num_retries + 1):
         try:
-            if on_delta is None:
-                return await sdk.chat.completions.create(**kwargs, timeout=timeout_s)
-            stream = await sdk.chat.completions.create(
-                **kwargs, timeout=timeout_s, stream=True, stream_options={"include_usage": True}
-            )
-            return await assembled(stream, on_delta)
+            return await sdk.chat.completions.create(**kwargs, **stream, timeout=timeout_s)
         except Exception as exc:
             failed = as_litellm_raises(exc)
             if attempt == num_retries or not worth_retrying(failed):
@@ -285,15 +288,15 @@ def as_litellm_raises(exc: Exception) -> Exception:
     return exc
 
 
-async def assembled(stream: Any, on_delta: Callable[[Any], Awaitable[None]]) -> Any:
-    """A streamed reply's chunks handed to ``on_delta`` as they come, then put together as a ChatCompletion's
+async def assembled(stream: Any, on_chunk: OnChunk) -> Any:
+    """A streamed reply's chunks handed to ``on_chunk`` as they come, then put together as a ChatCompletion's
     shape: each choice's text, its tool calls joined by index, its last finish reason, and the usage."""
     texts: dict[int, list[str]] = {}
     calls: dict[int, dict[int, dict[str, Any]]] = {}
     reasons: dict[int, str | None] = {}
     usage = None
     async for chunk in stream:
-        await on_delta(chunk)
+        await on_chunk(chunk)
         usage = chunk.usage or usage
         for choice in chunk.choices or ():
             delta = choice.delta

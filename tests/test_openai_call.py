@@ -212,14 +212,18 @@ async def test_an_unreachable_upstream_fails_as_with_litellm(monkeypatch: pytest
     assert outcomes[1] == outcomes[0]
 
 
+@pytest.mark.parametrize("streamed", [False, True], ids=["whole", "streamed"])
 async def test_fallbacks_are_tried_in_order_as_litellm_tries_them(
-    monkeypatch: pytest.MonkeyPatch, upstream: FakeUpstream, no_backoff: None
+    monkeypatch: pytest.MonkeyPatch, upstream: FakeUpstream, no_backoff: None, streamed: bool
 ) -> None:
     upstream.always_failing.update({"primary", "second"})
     at = Upstream(base_url=upstream.base_url, num_retries=1, fallbacks=("second", "third"))
 
+    async def ignore(delta: dict[str, Any]) -> None:
+        pass
+
     async def call(llm: LLM) -> Completion:
-        return await llm.complete("primary", CHAT, [], upstream=at)
+        return await llm.complete("primary", CHAT, [], upstream=at, on_delta=ignore if streamed else None)
 
     (by_litellm, direct), (sent_by_litellm, sent_direct) = await both_ways(monkeypatch, upstream, call, at)
     assert direct == by_litellm and direct.text == upstream.answer("third")
