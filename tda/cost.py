@@ -4,8 +4,11 @@ tokens, and cache prices), the input split by module in proportion to the tokens
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import cache
 from typing import TYPE_CHECKING, Any
+
+from components.context_window import model_map
 
 if TYPE_CHECKING:
     from components.context_window.snapshot import ContextWindowSnapshot
@@ -21,6 +24,9 @@ def prices(model: str) -> tuple[float, float, float, float] | None:
     """Dollars per token (input, cached input, cache write, output) from litellm's cost map, at its base tier; None
     when unknown (whether a model is priced at all: a call's dollars come from ``dollars``). A provider without a
     cached-input or cache-write price charges them as input."""
+    light = model_map.info(model)
+    if light is not None:  # OpenAI's models: litellm's map file read without importing litellm
+        return _listed_prices(light) if "input_cost_per_token" in light else None
     from .llm import _litellm
 
     litellm = _litellm()
@@ -34,13 +40,18 @@ def prices(model: str) -> tuple[float, float, float, float] | None:
     listed = litellm.model_cost.get(info.get("key") or model) or {}
     if price_in is None or price_out is None or "input_cost_per_token" not in listed:
         return None
+    return _listed_prices(info)
+
+
+def _listed_prices(info: Mapping[str, Any]) -> tuple[float, float, float, float]:
+    price_in = info["input_cost_per_token"]
     read = info.get("cache_read_input_token_cost")
     write = info.get("cache_creation_input_token_cost")
     return (
         float(price_in),
         float(price_in if read is None else read),
         float(price_in if write is None else write),
-        float(price_out),
+        float(info.get("output_cost_per_token") or 0),  # litellm's model info reads a missing price as 0
     )
 
 
@@ -86,7 +97,13 @@ def model_call(model: str, snapshot: ContextWindowSnapshot, done: Completion) ->
 def dollars(model: str, prompt: int, completion: int = 0, *, read: int = 0, written: int = 0) -> tuple[float, float]:
     """(input, output) dollars of one call as litellm prices it: ``prompt`` counts every input token, ``read`` of
     them read from the prompt cache and ``written`` written to it. litellm applies the model's tiers (a price
-    above a prompt size applies to the whole prompt) and its cache prices."""
+    above a prompt size applies to the whole prompt) and its cache prices. An OpenAI model with one price per token
+    kind is priced here, as litellm's generic cost function does, without importing litellm."""
+    light = model_map.info(model)
+    if light and not light["tiered"] and "input_cost_per_token" in light:
+        price_in, price_read, price_write, price_out = _listed_prices(light)
+        fresh = prompt - read - written
+        return fresh * price_in + read * price_read + written * price_write, completion * price_out
     from .llm import _litellm
 
     input_usd, output_usd = _litellm().cost_per_token(

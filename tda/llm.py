@@ -12,10 +12,12 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
+from components.context_window import model_map
 from components.context_window.metering import Summary, prompt_of
 from components.context_window.session_cache import BoundedCache
 from components.context_window.token_estimator import TokenEstimator, estimator_for
 
+from . import openai_call
 from .config import api_key_in_env, offline_library_defaults
 from .errors import ServiceError, UpstreamFailed, UpstreamNotAllowed
 from .memory import drop_litellm_tokenizer_copy
@@ -82,12 +84,14 @@ async def _litellm_loaded() -> Any:
     return _litellm()
 
 
-def _warm_up(calls_providers: bool = False) -> None:
-    litellm = _litellm()
+def _warm_up(calls_providers: bool = False, litellm_needed: bool = True) -> None:
     if calls_providers:  # the OpenAI SDK's client imports all its ~450 resource modules on first use, on the
         import openai.resources.chat  # noqa: F401  # event loop: the first real call took 2.1 s, 0.07 s after this
 
         _send_messages_as_built()
+    if not litellm_needed:
+        return
+    litellm = _litellm()
     tool = {"type": "function", "function": {"name": "noop", "parameters": {"type": "object", "properties": {}}}}
     litellm.completion(
         model="gpt-4o",
@@ -100,11 +104,12 @@ def _warm_up(calls_providers: bool = False) -> None:
     _unsent(litellm, "gpt-4o", None, {"temperature": 0.0, "drop_params": True})  # a request built: ~1 s of imports
 
 
-async def preload(calls_providers: bool = False) -> None:
+async def preload(calls_providers: bool = False, litellm_needed: bool = True) -> None:
     """Import litellm and make one mock call in a worker thread at start-up; when the service calls providers (no
     mock model), import the OpenAI SDK's resources too (~10 MB). Done lazily by the first turn, it would block the
-    event loop for seconds (import) and ~0.5 s (first call), stalling every SSE stream."""
-    await asyncio.to_thread(_warm_up, calls_providers)
+    event loop for seconds (import) and ~0.5 s (first call), stalling every SSE stream. ``litellm_needed`` False:
+    the default model is called without litellm (``openai_call``), which then loads only when a call needs it."""
+    await asyncio.to_thread(_warm_up, calls_providers, litellm_needed)
 
 
 _CALLBACK_LISTS = (
@@ -143,7 +148,7 @@ def _logged_only_if_read(litellm: Any) -> Iterator[None]:
 async def routing_error(model: str, base_url: str | None = None) -> str | None:
     """Why litellm cannot route ``model`` to a provider, or None when it can (a client error, not a 502). At an
     upstream with a base URL every name routes: unknown names are called there as OpenAI-compatible models."""
-    if base_url:
+    if base_url or model.startswith("openai/") or model_map.info(model):  # OpenAI's models: known without litellm
         return None
     litellm = await _litellm_loaded()
     try:
@@ -159,6 +164,11 @@ OPENAI_BODIES = frozenset({"openai", "azure", "openai_like", "custom_openai"})
 
 async def provider_of(model: str) -> str | None:
     """The provider litellm calls ``model`` at (``openai``, ``anthropic``, ...), or None when it knows none."""
+    if model.startswith("openai/"):
+        return "openai"
+    light = model_map.info(model)  # OpenAI's models and unknown names, without importing litellm
+    if light is not None:
+        return light.get("litellm_provider")
     litellm = await _litellm_loaded()
     try:
         return str(litellm.get_llm_provider(model=model)[1])
@@ -300,6 +310,8 @@ class Upstream:
 
 async def routes_of(model: str, upstream: Upstream) -> list[tuple[str | None, str]]:
     """(provider, litellm name) of every model a call may reach (fallbacks too: they get the same body)."""
+    if (direct := openai_call.route(model, upstream.base_url, upstream.fallbacks)) is not None:
+        return [("openai", f"openai/{name}") for name in direct]
     litellm = await _litellm_loaded()
     names = [routed_name(n, upstream.base_url, litellm.provider_list) for n in (model, *upstream.fallbacks)]
     return [(await provider_of(name), name) for name in names]
@@ -318,6 +330,9 @@ def routed_name(model: str, base_url: str | None, providers: Any) -> str:
 @cache
 def output_limit(model: str) -> int | None:
     """The most tokens ``model`` may answer with (litellm's ``max_output_tokens``), or None when unknown."""
+    light = model_map.info(model)  # OpenAI's models and unknown names, without importing litellm
+    if light is not None:
+        return int(light["max_output_tokens"]) if light.get("max_output_tokens") else None
     try:
         limit = _litellm().get_model_info(model).get("max_output_tokens")
     except Exception:  # litellm raises for models it has no entry for
@@ -387,7 +402,11 @@ async def unsent_params(model: str, params: Mapping[str, Any], upstream: Upstrea
     """(provider, litellm name, the client's parameters no field of that name carries in the request litellm builds
     for ``model`` at ``upstream``): left out as unsupported, or translated into another field. Found by building
     that request without sending it (litellm's ``return_raw_request``), once per model, upstream and set of
-    parameter names, in a worker thread (it takes milliseconds; a provider's first, a second)."""
+    parameter names, in a worker thread (it takes milliseconds; a provider's first, a second). A call tda makes
+    without litellm (``openai_call``) sends every parameter it takes as given."""
+    names = openai_call.route(model, upstream.base_url, upstream.fallbacks)
+    if names is not None and openai_call.passes_params(names, params):
+        return "openai", f"openai/{names[0]}", ()
     litellm = await _litellm_loaded()
     routed = routed_name(model, upstream.base_url, litellm.provider_list)
     provider = await provider_of(routed) or "unknown"
@@ -511,6 +530,19 @@ class LLM:
         self.policy = policy or UpstreamPolicy()
         """What a profile's upstream may name (tda/upstream_policy.py); the default upstream is the operator's."""
         self._routers: BoundedCache[tuple[str, Upstream, str | None], Any] = BoundedCache(ROUTERS_KEPT)
+        self._sdk_clients: dict[tuple[str, str], Any] = {}
+        """The OpenAI SDK's clients calls without litellm go through, one per base URL and key (each holds its
+        connections): closed by ``aclose``."""
+
+    async def aclose(self) -> None:
+        """Close the connections of the calls made without litellm (litellm keeps its own)."""
+        clients, self._sdk_clients = list(self._sdk_clients.values()), {}
+        for sdk in clients:
+            await sdk.close()
+
+    def needs_litellm(self, model: str) -> bool:
+        """Whether calls to ``model`` at the default upstream go through litellm (the mock model's always do)."""
+        return self.mock or openai_call.route(model, self.upstream.base_url, self.upstream.fallbacks) is None
 
     def mock_reply(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Any:
         """What the mock model answers: litellm's ``mock_response`` (a text, or a ModelResponse for tool calls)."""
@@ -541,6 +573,13 @@ class LLM:
         the marks' TTL ("1h"; None: 5 minutes)."""
         upstream = upstream or self.upstream
         await self.check_upstream(upstream)
+        names = None if self.mock else openai_call.route(model, upstream.base_url, upstream.fallbacks)
+        if names is not None:
+            capped = capped_max_tokens(max_tokens, (model, *upstream.fallbacks)) if max_tokens else None
+            plain = without_claude_thinking(messages)
+            body = openai_call.body(names, plain, tools, tool_choice, params or {}, capped, on_delta is not None)
+            if body is not None:
+                return await self._sent_directly(names, body, upstream, on_delta)
         litellm = await _litellm_loaded()
         routes = await routes_of(model, upstream)
         if not all(serves_claude(p, r, THINKING_BACK) for p, r in routes):
@@ -571,6 +610,21 @@ class LLM:
             return await self._streamed(litellm, router, kwargs, on_delta)
         with _logged_only_if_read(litellm):
             response = await router.acompletion(**kwargs)
+        return self._completion(response)
+
+    async def _sent_directly(
+        self, names: tuple[str, ...], body: dict[str, Any], upstream: Upstream, on_delta: Delta | None
+    ) -> Completion:
+        """The call made with the OpenAI SDK itself (``openai_call``): the request litellm would send, unchanged."""
+        assert upstream.base_url  # a route needs one
+        key = api_key_in_env(upstream.api_key_env) if upstream.api_key_env else None
+        _send_messages_as_built()
+        relay = None if on_delta is None else (lambda chunk: _relayed(chunk, on_delta))
+        at = (upstream.base_url, key or NO_KEY)
+        sdk = self._sdk_clients.get(at) or self._sdk_clients.setdefault(at, openai_call.client(*at))
+        response = await openai_call.call(
+            sdk, names, body, num_retries=upstream.num_retries, timeout_s=self.timeout_s, on_chunk=relay
+        )
         return self._completion(response)
 
     def check_profile_upstream(self, profile: Mapping[str, Any]) -> None:
@@ -605,14 +659,7 @@ class LLM:
         chunks = []
         async for chunk in stream:
             chunks.append(chunk)
-            for choice in chunk.choices or ():
-                delta = choice.delta
-                if delta.content:
-                    await on_delta({"content": delta.content})
-                if delta.tool_calls:
-                    await on_delta({"tool_calls": [_delta_call(c) for c in delta.tool_calls]})
-                if blocks := getattr(delta, "thinking_blocks", None):  # a Claude model's, as litellm passes them
-                    await on_delta({"thinking_blocks": [_plain(b) for b in blocks]})
+            await _relayed(chunk, on_delta)
         return self._completion(litellm.stream_chunk_builder(chunks, messages=kwargs["messages"]))
 
     def _completion(self, response: Any) -> Completion:
@@ -635,6 +682,18 @@ class LLM:
         )
 
 
+async def _relayed(chunk: Any, on_delta: Delta) -> None:
+    """A streamed chunk's deltas handed on as OpenAI sends them."""
+    for choice in chunk.choices or ():
+        delta = choice.delta
+        if delta.content:
+            await on_delta({"content": delta.content})
+        if delta.tool_calls:
+            await on_delta({"tool_calls": [_delta_call(c) for c in delta.tool_calls]})
+        if blocks := getattr(delta, "thinking_blocks", None):  # a Claude model's, as litellm passes them
+            await on_delta({"thinking_blocks": [_plain(b) for b in blocks]})
+
+
 REASON_CHARS = 200
 """How much of a provider's own error message a caller is shown."""
 
@@ -655,7 +714,7 @@ def failure_reason(exc: BaseException) -> str:
     Never the raw body: an upstream that is not a model API (an internal service a URL pointed at) must not
     have its answer relayed."""
     status = getattr(exc, "status_code", None)
-    kind = type(exc).__name__
+    kind = getattr(exc, "kind", None) or type(exc).__name__  # openai_call.UpstreamError: the name litellm gives
     reason = f"{kind}, status {status}" if status else kind
     body = getattr(exc, "body", None)
     message = body.get("message") if isinstance(body, dict) else None

@@ -123,7 +123,8 @@ class TDAService:
             await upgrade_async(self.settings.sqlalchemy_url)
         # Both load in worker threads, side by side; serving starts once the first turn would not stall on them
         # (a turn arriving while MiniLM still loads would time its retrieval modules out).
-        warm_ups = [preload(calls_providers=not self.llm.mock)] if self.warm_up_llm else []
+        litellm_needed = self.llm.needs_litellm(self.settings.model)  # else it loads when a call first needs it
+        warm_ups = [preload(not self.llm.mock, litellm_needed)] if self.warm_up_llm else []
         warm_ups.append(asyncio.to_thread(_load_tokenizers, self.settings.model))
         if self.warm_up_knowledge:
             warm_ups.append(self._warm_up_knowledge())
@@ -152,6 +153,7 @@ class TDAService:
             await self.history_vectors.flush()
         await asyncio.to_thread(self.knowledge.close)
         await self.store.close()
+        await self.llm.aclose()
         if self.traces_out is not None:  # the turns' queued spans are sent (bounded when the collector is down)
             await asyncio.to_thread(self.traces_out.shutdown)
 

@@ -29,6 +29,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
+from components.context_window import model_map
 from components.context_window.snapshot import AuxiliaryCall, ContextWindowSnapshot, ModuleUsage
 
 from .redact import redact_secrets
@@ -387,6 +388,9 @@ def provider_of(model: str) -> str:
     ``openai``, ``anthropic``, ``gcp.gemini``, ...); litellm's own name for one they do not list."""
     from .llm import _litellm
 
+    light = model_map.info(model)  # OpenAI's models, without importing litellm
+    if model.startswith("openai/") or (light and light.get("litellm_provider")):
+        return SEMCONV_PROVIDERS.get("openai", "openai")
     litellm = _litellm()
     try:
         provider = str(litellm.get_llm_provider(model)[1])

@@ -39,6 +39,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from . import model_map
 from .base import Message, ToolSchema
 from .content_parts import UNKNOWN_RULES, ImageRules, has_media, image_rules_for, part_tokens
 from .session_cache import BoundedCache
@@ -604,6 +605,9 @@ def resolve_model_limit(model: str) -> tuple[int, str]:
 
 
 def _litellm_input_limit(model: str) -> int | None:
+    light = model_map.info(model)  # OpenAI's models from litellm's map file, without importing litellm
+    if light is not None:
+        return int(light["max_input_tokens"]) if light.get("max_input_tokens") else None
     try:
         import litellm  # imported lazily: it costs seconds
 

@@ -38,10 +38,14 @@ def secret(monkeypatch: pytest.MonkeyPatch) -> str:
 
 @pytest.fixture
 def no_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
-    """litellm's Router sleeps 0.5 s, 1 s, ... (plus jitter) between retries; the tests count retries, not waits."""
+    """litellm's Router sleeps 0.5 s, 1 s, ... (plus jitter) between retries, and so do calls made without it
+    (tda/openai_call.py); the tests count retries, not waits."""
     import litellm
 
+    from tda import openai_call
+
     monkeypatch.setattr(litellm, "calculate_retry_after", lambda *args, **kwargs: 0.01)
+    monkeypatch.setattr(openai_call, "retry_delay", lambda *args: 0.01)
 
 
 async def test_a_profile_s_base_url_and_key_reach_its_upstream(
