@@ -215,7 +215,7 @@ class BM25Index:
 
     def rows(self, term: str) -> np.ndarray:
         """The positions of the texts holding ``term``, in order (empty when none does)."""
-        return self._posting_arrays(term)[0] if term in self._postings else np.zeros(0, np.intp)
+        return self._posting_arrays(term)[0] if term in self else np.zeros(0, np.intp)
 
     def idf(self, term: str, among: np.ndarray | None = None) -> float:
         """``term``'s idf over every text, or over the texts at positions ``among`` only (see ``scores``)."""
