@@ -324,13 +324,6 @@ class ConversationHistoryModule(ContextModule):
             kept = block_aligned(_within(kept, _stable_room(budget - reserve - room, ctx)), block)
         kept = without_orphan_opening(kept)
         first_kept = kept[-1][0] if kept else source.total
-        # What the block's start left out of the sliding window goes after the stable part, in order, behind a
-        # marker: the window stays full while its prefix stays put between turns.
-        tail = [unit for _, unit, _ in reversed(within[len(kept) :])]
-        # What did not fit whole may still fit cut, so the window is full. A tool loop's later step asks for the
-        # first step's window (the same budget: the same cut) and drops units from the tail's end, never its start.
-        if overflowing and newest is None and (beyond := self._next_older(ctx, len(within))) is not None:
-            tail.insert(0, beyond)
         if room:
             end = -(-first_kept // SUMMARY_BLOCK) * SUMMARY_BLOCK
             end -= SUMMARY_BLOCK if end > source.total else 0
@@ -341,9 +334,17 @@ class ConversationHistoryModule(ContextModule):
             if recent_dropped:
                 summary = await self._summary(recent_dropped, first_kept, room, ctx, model=model)
         assert ctx.tokens is not None
-        if tail:  # in the room the summary left, not the room it was given (the window stays full)
-            written = ctx.tokens.count_message(summary) if summary is not None else 0
-            tail_room = budget - reserve - written - sum(cost for _, _, cost in kept)
+        # What the block's start left out goes after the stable part, in order, behind a marker (the prefix stays put
+        # between turns), as far back as the room the summary left reaches (not the room it was given), and the next
+        # older unit cut to fit: the window is full. A tool
+        # loop's later step asks for the first step's window (the same budget: the same cut) and drops units from
+        # the tail's end, never its start.
+        tail = [unit for _, unit, _ in reversed(within[len(kept) :])]
+        written = ctx.tokens.count_message(summary) if summary is not None else 0
+        tail_room = budget - reserve - written - sum(cost for _, _, cost in kept)
+        if overflowing and newest is None:
+            tail = await self._older_units(source, ctx, kept, tail_room)
+        if tail:
             tail = _fitted_tail(tail, tail_room, ctx.tokens)
         head: tuple[Unit, ...] = ((summary,),) if summary is not None else ()
         after = ((Message("system", TAIL_MARKER),), *tail) if tail else ()
@@ -423,8 +424,9 @@ class ConversationHistoryModule(ContextModule):
                 kept = cut or within[:1]
         overflowing = bool(kept) and kept[-1][0] > 0
         block = block_size(ctx.directives.config, sum(len(unit) for _, unit, _ in kept))
-        if overflowing and not forced:
-            kept = without_orphan_opening(block_aligned(kept, block))
+        if overflowing and not forced:  # on a cache block's start, unless that leaves the newest question out
+            aligned = without_orphan_opening(block_aligned(kept, block))
+            kept = aligned if any(unit[0].role == "user" for _, unit, _ in aligned) else without_orphan_opening(kept)
         first_kept = kept[-1][0] if kept else source.total
         newest = tuple(unit for _, unit, _ in reversed(kept))
         newest_used = sum(ctx.tokens.count_message(m) for unit in newest for m in unit)
@@ -571,10 +573,14 @@ class ConversationHistoryModule(ContextModule):
         return [(at, unit, sum(count(m) for m in unit)) for (at, _, _), unit in zip(turn, reversed(cut), strict=True)]
 
     @staticmethod
-    def _next_older(ctx: AssemblyContext, shown: int) -> Unit | None:
-        """The unit just older than the ``shown`` newest ones, when the walk priced it (it did not fit whole)."""
-        walk = ctx.memo.get("walk")
-        return walk.priced[shown][1] if walk is not None and len(walk.priced) > shown else None
+    async def _older_units(
+        source: MessageSource, ctx: AssemblyContext, kept: list[tuple[int, Unit, int]], room: int
+    ) -> list[Unit]:
+        """The units older than ``kept`` (the newest, newest first), in conversation order: as many as ``room``
+        holds, and the next older one."""
+        walk = _walk(source, ctx)
+        reach = await walk.within(sum(cost for _, _, cost in kept) + room)
+        return [unit for _, unit, _ in reversed(walk.priced[len(kept) : len(reach) + 1])]
 
     async def _summary(
         self,
