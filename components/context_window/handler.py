@@ -42,7 +42,7 @@ FILL_MIN_TOKENS = 64
 FULL_WINDOW_PCT = 80
 """A window that leaves content out is at least this full (of the available budget). When a tool loop may follow,
 the fill lets a module keep the rest free for the turn's later steps (``Directives.loop_spare``)."""
-SPARE_ASKS = 3
+SPARE_ASKS = 4
 """How many times the fill asks a module that kept room for a tool loop again with less spare (its rounding left the
 window under ``FULL_WINDOW_PCT``) before it asks for the room filled."""
 _PLACEMENT_ORDER = {"system": 0, "tools": 1, "history": 2, "context": 3}
@@ -595,7 +595,7 @@ class ContextWindowHandler:
             slot.spare = 0
             if fuller is None or offered - fuller.tokens <= above or not fuller.left_out:
                 return fuller
-            spare -= (offered - fuller.tokens - above) * 4**attempt  # a cut ends at a word: the same text for less
+            spare -= (offered - fuller.tokens - above) * (attempt + 1)  # cut ends move in steps
         return await self._ask(run, slot, offered)
 
     async def _ask(self, run: _Run, slot: _Slot, budget: int) -> Contribution | None:
