@@ -2,14 +2,12 @@
 whenever the history exceeds the room, the turn's first step uses at least 80% of the available budget (older units
 cut to fill it, as without tools; by tda's counts: the first step may keep no more than the rest free for the loop,
 and tda counts a call ~10 tokens above litellm), keeps the newest complete turn, and sends no tool result without
-its call. Its
-next step (the query, then a call and its results) sends the first step's history part byte for byte when the loop
-fits the room the first step left, and that room holds a loop like the newest turn's when it takes at most 15% of
-the budget (an agent calling again as it did: the first step keeps room for it); a larger loop is made room for
-from the end of the history part, so the step sends its beginning (the provider's cache holds up to there), unless
-the newest turn itself had to be cut to fit (it is cut again, to the smaller room). No window
-is larger than the budget (the limit less the type's output reserve) by litellm.token_counter's count (an independent
-oracle)."""
+its call. Its next step (the query, then a call and its results) sends the first step's history part byte for byte
+when the loop fits the room the first step left, and that room holds a loop like the newest turn's when it takes at
+most 15% of the budget (an agent calling again as it did: the first step keeps room for it); a larger loop is made
+room for from the end of the history part, so the step sends its beginning (the provider's cache holds up to there),
+unless the newest turn itself had to be cut to fit (it is cut again, to the smaller room). No window is larger than
+the budget (the limit less the type's output reserve) by litellm.token_counter's count (an independent oracle)."""
 
 from __future__ import annotations
 
