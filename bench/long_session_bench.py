@@ -6,7 +6,10 @@ SQLite, the default embedder unless BENCH_LONG_EMBEDDER names another) whose pro
   user -> tool call -> tool result -> answer (tests/agent_session.py's questions and tool results; the replies
   are the fake's, sent back as a client would), each turn two calls, to a profile with a 16K limit. Per call: the
   wall time, the server's CPU time (/proc), and the window's utilisation from the ``usage.tda`` extension
-  (tokens sent / the available budget), counted once the history exceeds the window. Then the same calls without
+  (tokens sent / the available budget), counted once the history exceeds the window; from what the fake received
+  (its ``--record-to`` file), whether the turn's two steps sent the same history part (the messages before the
+  turn's question: the provider's prompt cache holds within the turn) and the newest complete turn whole (its
+  question, call, result and answer, in order). Then the same calls without
   a session (stateless) for the last turns, streamed stateless calls (a first question; the whole session's), and
   the same requests made with litellm alone in this process (the LiteLLM proxy's CPU for them is at least that;
   the proxy cannot be installed offline).
@@ -16,7 +19,8 @@ SQLite, the default embedder unless BENCH_LONG_EMBEDDER names another) whose pro
 Reported: medians of the first and last 10 turns and their ratio (the growth), utilisation, CPU per call, and the
 hidden summary calls of the session (`history_summary` in the snapshots' `auxiliary_calls`).
 Knobs: BENCH_LONG_TURNS (gateway, default 100), BENCH_LONG_NATIVE_TURNS (default 1,000), BENCH_LONG_EMBEDDER,
-BENCH_LONG_PARTS (default "gateway,native"; "native" runs the native turns alone).
+BENCH_LONG_PARTS (default "gateway,native"; "native" runs the native turns alone), BENCH_LONG_ROWS (rows per tool
+result, default 20).
 """
 
 from __future__ import annotations
@@ -55,8 +59,9 @@ EMBEDDER = os.environ.get("BENCH_LONG_EMBEDDER")
 PARTS = set(os.environ.get("BENCH_LONG_PARTS", "gateway,native").split(","))
 LIMIT = 16_000
 AVAILABLE = LIMIT - LIMIT * 12 // 100  # Balanced keeps 12% for the reply
-ROWS = 20
-"""Rows per tool result (~950 tokens): the fake quotes a result in its answer, so a turn adds about twice that."""
+ROWS = int(os.environ.get("BENCH_LONG_ROWS", "20"))
+"""Rows per tool result (20: ~1,000 tokens; 55, issue 32's: ~2,750): the fake quotes a result in its answer, so a
+turn adds about twice that."""
 
 
 def cpu_seconds(pid: int) -> float:
@@ -120,16 +125,43 @@ class Tda:
         return (cpu_seconds(self.pid) - cpu) * 1000
 
 
+def history_part(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The messages a window sent before the turn's question (its last user message)."""
+    messages = body["messages"]
+    asked = max(i for i, m in enumerate(messages) if m["role"] == "user")
+    return messages[:asked]
+
+
+def shown(message: dict[str, Any]) -> tuple[Any, ...]:
+    """What a message says, however its empty content or its calls' extra fields were written."""
+    calls = tuple(c["id"] for c in message.get("tool_calls") or ())
+    return message["role"], message.get("content") or "", message.get("tool_call_id"), calls
+
+
+def holds_turn(body: dict[str, Any], turn: list[dict[str, Any]]) -> bool:
+    """Whether ``turn``'s messages are in the window whole, in order, one after the other."""
+    sent, wanted = [shown(m) for m in body["messages"]], [shown(m) for m in turn]
+    return any(sent[i : i + len(wanted)] == wanted for i in range(len(sent) - len(wanted) + 1))
+
+
+def answered(record: Path) -> list[dict[str, Any]]:
+    """The bodies of the calls that answered the client, in order (a summary or a rewrite carries no tools)."""
+    lines = record.read_text().splitlines() if record.exists() else []
+    bodies = [json.loads(line) for line in lines]
+    return [b["body"] for b in bodies if b["path"] == "/chat/completions" and b["body"].get("tools")]
+
+
 def reply_message(completion: dict[str, Any]) -> dict[str, Any]:
     message = completion["choices"][0]["message"]
     return {k: v for k, v in message.items() if k in ("role", "content", "tool_calls") and v is not None}
 
 
-async def gateway(tda: Tda, session: str | None, turns: int, chat: list[dict[str, Any]]) -> list[dict[str, float]]:
-    """``turns`` agent turns (two calls each) going on from ``chat``; per turn its wall and CPU ms and the window's
-    utilisation (its first call's)."""
+async def gateway(tda: Tda, session: str | None, turns: int, chat: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``turns`` agent turns (two calls each) going on from ``chat``; per turn its wall and CPU ms, the window's
+    utilisation (its first call's, and the lower of its two calls') and the newest complete turn before it."""
     out = []
     for turn in range(len(chat) // 4 + 1, len(chat) // 4 + 1 + turns):
+        newest = chat[-4:] if len(chat) >= 5 else []
         chat.append({"role": "user", "content": question(turn)})
         first, wall1, cpu1 = await tda.chat(chat, session)
         called = reply_message(first)
@@ -144,6 +176,8 @@ async def gateway(tda: Tda, session: str | None, turns: int, chat: list[dict[str
                 "wall_ms": (wall1 + wall2) / 2 * 1000,
                 "cpu_ms": (cpu1 + cpu2) / 2 * 1000,
                 "utilisation": first.get("utilisation", 0.0),
+                "utilisation_low": min(first.get("utilisation", 0.0), second.get("utilisation", 0.0)),
+                "newest": newest,
                 "over": sum(len(json.dumps(m)) for m in chat) / 4 > AVAILABLE * 1.5,  # history well over the window
                 "summaries": first.get("summaries", 0) + second.get("summaries", 0),
             }
@@ -188,10 +222,27 @@ def first_last(rows: list[float]) -> tuple[float, float, float]:
     return first, last, last / first if first else 0.0
 
 
+def steps(rows: list[dict[str, Any]], bodies: list[dict[str, Any]]) -> dict[str, float]:
+    """Over the turns whose history exceeds the window: the share whose two steps sent the same history part, the
+    share whose second step's history part is the first's beginning (the cache holds up to it), and the share whose
+    steps both held the newest complete turn whole."""
+    if len(bodies) != 2 * len(rows):
+        raise RuntimeError(f"the fake answered {len(bodies)} calls with tools for {len(rows)} turns")
+    over = [(row, bodies[2 * i], bodies[2 * i + 1]) for i, row in enumerate(rows) if row["over"]]
+    same = [history_part(first) == history_part(second) for _, first, second in over]
+    prefix = [history_part(first)[: len(history_part(second))] == history_part(second) for _, first, second in over]
+    whole = [holds_turn(first, row["newest"]) and holds_turn(second, row["newest"]) for row, first, second in over]
+    return {
+        "steps_identical": sum(same) / len(over) if over else 0.0,
+        "steps_prefix": sum(prefix) / len(over) if over else 0.0,
+        "newest_turn_whole": sum(whole) / len(over) if over else 0.0,
+    }
+
+
 def run(folder: Path) -> dict[str, Any]:
     processes = []
     try:
-        upstream, upstream_base = start_fake_upstream(folder)
+        upstream, upstream_base = start_fake_upstream(folder, record_to=folder / "upstream.jsonl")
         processes.append(upstream)
         data = folder / "tda"
         data.mkdir()
@@ -205,7 +256,7 @@ def run(folder: Path) -> dict[str, Any]:
         server = start([sys.executable, "-m", "tda.cli", "serve"], env, data / "server.log")
         processes.append(server)
         wait_until_serving(server, f"http://127.0.0.1:{port}/healthz", data / "server.log")
-        return asyncio.run(measure(f"http://127.0.0.1:{port}", token, server.pid, upstream_base))
+        return asyncio.run(measure(f"http://127.0.0.1:{port}", token, server.pid, upstream_base, folder))
     finally:
         for process in reversed(processes):
             stop(process)
@@ -231,22 +282,23 @@ async def litellm_alone(upstream: str, chat: list[dict[str, Any]], stream: bool 
     return median([await one() for _ in range(10)])
 
 
-async def measure(base: str, token: str, pid: int, upstream: str) -> dict[str, Any]:
+async def measure(base: str, token: str, pid: int, upstream: str, folder: Path) -> dict[str, Any]:
     tda = Tda(base, token, pid)
     r = await tda.client.post(
         "/v1/profiles", json={"id": "agent", "type": "tool_enabled", "model": "gpt-4.1", "context_limit": LIMIT}
     )
     r.raise_for_status()
-    figures = await gateway_figures(tda, upstream) if "gateway" in PARTS else {}
+    figures = await gateway_figures(tda, upstream, folder / "upstream.jsonl") if "gateway" in PARTS else {}
     if "native" in PARTS:
         figures |= await native(tda, NATIVE_TURNS)
     await tda.client.aclose()
     return figures
 
 
-async def gateway_figures(tda: Tda, upstream: str) -> dict[str, Any]:
+async def gateway_figures(tda: Tda, upstream: str, recorded: Path) -> dict[str, Any]:
     chat: list[dict[str, Any]] = [SYSTEM]
     session_rows = await gateway(tda, "long-bench", GATEWAY_TURNS, chat)
+    stability = steps(session_rows, answered(recorded))
     first_turn = chat[:5]  # the system message, the first question, its call and result: a first turn's 2nd call
     stateless_rows = await gateway(tda, None, 10, list(chat))
     fresh_rows = await gateway(tda, None, 10, [SYSTEM])
@@ -260,6 +312,8 @@ async def gateway_figures(tda: Tda, upstream: str) -> dict[str, Any]:
         "gateway_turns": GATEWAY_TURNS,
         "utilisation_min": min(over, default=0.0),
         "utilisation_median": median(over),
+        "utilisation_min_any_step": min((row["utilisation_low"] for row in session_rows if row["over"]), default=0.0),
+        **stability,
         "summary_calls": sum(row["summaries"] for row in session_rows),
         "session_wall_ms_first10": wall[0],
         "session_wall_ms_last10": wall[1],
@@ -283,6 +337,11 @@ def print_gateway(figures: dict[str, Any]) -> None:
         f"  gateway, {figures['gateway_turns']} turns with a session: window utilisation once history exceeds it "
         f"min {figures['utilisation_min']:.0%}, median {figures['utilisation_median']:.0%}; hidden summary calls "
         f"{figures['summary_calls']} in {2 * figures['gateway_turns']} calls"
+    )
+    print(
+        f"  the turn's two steps: lowest utilisation of either {figures['utilisation_min_any_step']:.0%}; the same "
+        f"history part {figures['steps_identical']:.0%} of turns (step 2's a beginning of step 1's "
+        f"{figures['steps_prefix']:.0%}); the newest complete turn whole {figures['newest_turn_whole']:.0%}"
     )
     print(
         f"  wall ms per call, first 10 / last 10 turns: {figures['session_wall_ms_first10']:.1f} / "

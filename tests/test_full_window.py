@@ -2,10 +2,9 @@
 history exceeds the room, every shipped window type at 4K, 16K and 128K uses at least 80% of the available budget,
 keeps the newest complete turn (its question, calls, results and answer; a result may be cut, never dropped) and
 never goes over the budget, also when the newest turn's result alone is larger than the whole window (the turn comes
-cut, its question and answer whole). Without tools offered: when a tool loop may follow, the history does not cut its
-oldest shown unit to fill the last of the room (a loop's steps must send the same history part), and a window can stay
-just under 80% (79.9% at 4K Balanced, one long answer that did not fit). Counts are litellm.token_counter's (an
-independent oracle), the budget is the limit less the type's output reserve, computed here."""
+cut, its question and answer whole). Without tools offered: windows a tool loop may follow are
+tests/test_tool_loop_window.py's. Counts are litellm.token_counter's (an independent oracle), the budget is the limit
+less the type's output reserve, computed here."""
 
 from __future__ import annotations
 

@@ -634,6 +634,11 @@ class Directives:
     config: Mapping[str, Any] = field(default_factory=dict)
     options: Any = None
     """``config`` validated by the module's ``options_model`` (an instance of it; ``None`` if undeclared)."""
+    loop_spare: int = 0
+    """Set when the orchestrator fills a window a tool loop may follow (tools offered, or a loop under way): tokens
+    of the room asked for that the module may leave unused, the window still full enough (see the handler's
+    ``FULL_WINDOW_PCT``). A module keeping room for the turn's later steps (their calls and results) sends the same
+    part on every step of the turn; conversation_history keeps room for a loop like the newest turn's. 0: fill."""
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,12 @@ log = logging.getLogger(__name__)
 DEFAULT_TIMEOUT_S = 2.0
 FILL_MIN_TOKENS = 64
 """Room below this is not offered again in the fill pass (a module call to add a line or two is not worth it)."""
+FULL_WINDOW_PCT = 80
+"""A window that leaves content out is at least this full (of the available budget). When a tool loop may follow,
+the fill lets a module keep the rest free for the turn's later steps (``Directives.loop_spare``)."""
+SPARE_ASKS = 4
+"""How many times the fill asks a module that kept room for a tool loop again with less spare (its rounding left the
+window under ``FULL_WINDOW_PCT``) before it asks for the room filled."""
 _PLACEMENT_ORDER = {"system": 0, "tools": 1, "history": 2, "context": 3}
 
 
@@ -115,6 +121,8 @@ class _Slot:
     blocked_s: float = 0.0
     filling: bool = False
     """Asked again in the fill pass: no condense rule binds it (its directives carry no condense target)."""
+    spare: int = 0
+    """What the fill pass lets it leave unused of its ask for a tool loop's later steps (``Directives.loop_spare``)."""
     view: tuple[Any, AssemblyContext] | None = None
     """The context this module was last handed, and the directives it was built for (see ``_module_ctx``)."""
     options: tuple[Mapping[str, Any], Any] | None = None
@@ -545,29 +553,50 @@ class ContextWindowHandler:
         A step of a turn's tool loop is offered what the turn's first step was (its loop aside), cut back from the
         end of the module's per-turn tail (``Contribution.volatile_tail``) to the room left; asked again within
         that room when the tail is not enough. So every step of a turn sends the history part the first step
-        sent, or its beginning: the provider's prompt cache holds within the turn."""
+        sent, or its beginning: the provider's prompt cache holds within the turn. The first step's ask may leave
+        room free for the loop (``_first_step_fill``): then the later steps send that part whole."""
         loop = sum(run.tokens.count_message(m) for m in run.ctx.continuation)
+        may_loop = bool(run.ctx.tools or run.ctx.continuation)
         for slot in sorted(run.slots.values(), key=lambda s: (-s.priority, s.module_id)):
             before = slot.contribution
             if slot.status != "ok" or not slot.condensable or before is None or not before.left_out:
                 continue
             fits = slot.used + run.limits.available - run.total_used
             offered = fits + loop  # the turn's first step had the loop's room too
-            if fits < slot.used + FILL_MIN_TOKENS:
+            if fits < slot.used + FILL_MIN_TOKENS and not may_loop:  # a loop's steps all take the fill's window
                 continue
             slot.filling = True
-            fuller = await self._ask(run, slot, offered)
+            fuller = await self._first_step_fill(run, slot, offered)
             if fuller is not None and fuller.tokens > fits:
                 # the first step's window less the end of its tail, else a window for the room left
                 fuller = self._tail_cut(run, fuller, fits) or await self._ask(run, slot, fits)
-            if fuller is None or not before.tokens < fuller.tokens <= fits:
+            if fuller is None or fuller.tokens > fits or (fuller.tokens <= before.tokens and not may_loop):
                 run.log(f"fill {slot.module_id}: nothing more within {fits:,} tokens; kept as it was")
                 continue
             slot.contribution, filled = fuller, fuller.tokens - before.tokens
-            slot.received += filled
             slot.allocated = max(slot.allocated, fuller.tokens)
-            run.reallocations.append(Reallocation(slot.module_id, filled))
+            if filled > 0:
+                slot.received += filled
+                run.reallocations.append(Reallocation(slot.module_id, filled))
             run.log(f"fill {slot.module_id}: {before.tokens:,} -> {fuller.tokens:,} tokens (room no module took)")
+
+    async def _first_step_fill(self, run: _Run, slot: _Slot, offered: int) -> Contribution | None:
+        """The slot asked to fill ``offered``, the room it had on the turn's first step. When a tool loop may follow,
+        it may leave free what the window need not use (above ``FULL_WINDOW_PCT``); a window its own rounding left
+        under that is asked again with less spare (``SPARE_ASKS`` times at most), then with none. Every
+        step asks the same things in the same order, so each gets the first step's answer."""
+        above = run.limits.available - math.ceil(run.limits.available * FULL_WINDOW_PCT / 100)
+        spare = above if run.ctx.tools or run.ctx.continuation else 0
+        for attempt in range(SPARE_ASKS):
+            if spare <= 0:
+                break
+            slot.spare = spare
+            fuller = await self._ask(run, slot, offered)
+            slot.spare = 0
+            if fuller is None or offered - fuller.tokens <= above or not fuller.left_out:
+                return fuller
+            spare -= (offered - fuller.tokens - above) * (attempt + 1)  # cut ends move in steps
+        return await self._ask(run, slot, offered)
 
     async def _ask(self, run: _Run, slot: _Slot, budget: int) -> Contribution | None:
         """The slot's module asked to contribute within ``budget`` (isolated and measured; None if it failed)."""
@@ -730,7 +759,7 @@ class ContextWindowHandler:
     def _module_ctx(self, run: _Run, slot: _Slot) -> AssemblyContext:
         """The read-only context a module call gets: built once per module and assembly, and again only if
         pass 2 changed its directives (a module is called up to four times a turn)."""
-        settled = (slot.force_full, slot.condense_rule, slot.rule_target, slot.filling)
+        settled = (slot.force_full, slot.condense_rule, slot.rule_target, slot.filling, slot.spare)
         if slot.view is not None and slot.view[0] == settled:
             return slot.view[1]
         if run.distillation is None:
@@ -742,6 +771,7 @@ class ContextWindowHandler:
             condense_to=slot.rule_target if slot.condensable and not slot.filling else None,  # never the floor
             config=config,
             options=options,
+            loop_spare=slot.spare,
         )
         inner = run.ctx.summarizer
         metered = MeteredSummarizer(inner, run.auxiliary, slot.module_id, run.tokens) if inner is not None else None

@@ -291,6 +291,7 @@ class ConversationHistoryModule(ContextModule):
         if recall_pct > 100:
             raise ValueError(f"option 'recall_pct' must be at most 100, got {recall_pct:g}")
         source = _Remembered(ctx.session.message_source())
+        budget -= await self._loop_room(source, ctx)
         held_back: dict[str, Any] = {}
         if recall_pct:
             reason = await self._recall_not_needed(source, budget, ctx)
@@ -323,19 +324,6 @@ class ConversationHistoryModule(ContextModule):
             kept = block_aligned(_within(kept, _stable_room(budget - reserve - room, ctx)), block)
         kept = without_orphan_opening(kept)
         first_kept = kept[-1][0] if kept else source.total
-        # What the block's start left out of the sliding window goes after the stable part, in order, behind a
-        # marker: the window stays full while its prefix stays put between turns.
-        tail = [unit for _, unit, _ in reversed(within[len(kept) :])]
-        # What did not fit whole may still fit cut, so the window is full; only where no tool loop follows: a loop's
-        # next step cuts the tail from its end, and a cut unit (at its start, sized to the room left) would then
-        # differ between the turn's steps, which must send the same history part.
-        cut = not (ctx.tools or ctx.continuation)
-        if overflowing and cut and newest is None and (beyond := self._next_older(ctx, len(within))) is not None:
-            tail.insert(0, beyond)
-        if tail:
-            assert ctx.tokens is not None
-            tail_room = budget - reserve - room - sum(cost for _, _, cost in kept)
-            tail = _fitted_tail(tail, tail_room, ctx.tokens, cut=cut)
         if room:
             end = -(-first_kept // SUMMARY_BLOCK) * SUMMARY_BLOCK
             end -= SUMMARY_BLOCK if end > source.total else 0
@@ -345,10 +333,22 @@ class ConversationHistoryModule(ContextModule):
             recent_dropped = await positioned_older_than(source, end, SUMMARY_SOURCE_MESSAGES, phase)
             if recent_dropped:
                 summary = await self._summary(recent_dropped, first_kept, room, ctx, model=model)
+        assert ctx.tokens is not None
+        # What the block's start left out goes after the stable part, in order, behind a marker (the prefix stays put
+        # between turns), as far back as the room the summary left reaches (not the room it was given), and the next
+        # older unit cut to fit: the window is full. A tool
+        # loop's later step asks for the first step's window (the same budget: the same cut) and drops units from
+        # the tail's end, never its start.
+        tail = [unit for _, unit, _ in reversed(within[len(kept) :])]
+        written = ctx.tokens.count_message(summary) if summary is not None else 0
+        tail_room = budget - reserve - written - sum(cost for _, _, cost in kept)
+        if overflowing and newest is None:
+            tail = await self._older_units(source, ctx, kept, tail_room)
+        if tail:
+            tail = _fitted_tail(tail, tail_room, ctx.tokens)
         head: tuple[Unit, ...] = ((summary,),) if summary is not None else ()
         after = ((Message("system", TAIL_MARKER),), *tail) if tail else ()
         units = head + tuple(unit for _, unit, _ in reversed(kept)) + after
-        assert ctx.tokens is not None
         held = sliding - sum(cost for _, _, cost in kept) - sum(ctx.tokens.count_message(m) for u in tail for m in u)
         used = sum(ctx.tokens.count_message(m) for unit in units for m in unit)
         # A cut newest turn leaves the note its reserve only (what the cut left spare is litellm's, see CHUNK_CHARS).
@@ -424,8 +424,9 @@ class ConversationHistoryModule(ContextModule):
                 kept = cut or within[:1]
         overflowing = bool(kept) and kept[-1][0] > 0
         block = block_size(ctx.directives.config, sum(len(unit) for _, unit, _ in kept))
-        if overflowing and not forced:
-            kept = without_orphan_opening(block_aligned(kept, block))
+        if overflowing and not forced:  # on a cache block's start, unless that leaves the newest question out
+            aligned = without_orphan_opening(block_aligned(kept, block))
+            kept = aligned if any(unit[0].role == "user" for _, unit, _ in aligned) else without_orphan_opening(kept)
         first_kept = kept[-1][0] if kept else source.total
         newest = tuple(unit for _, unit, _ in reversed(kept))
         newest_used = sum(ctx.tokens.count_message(m) for unit in newest for m in unit)
@@ -541,12 +542,19 @@ class ConversationHistoryModule(ContextModule):
 
     async def _fill(self, source: MessageSource, budget: int, ctx: AssemblyContext) -> list[tuple[int, Unit, int]]:
         """Newest units that fit in ``budget``, newest first, as (position of first message, unit, tokens)."""
-        # The walk is reused within this assembly only (condensing right after contributing, a surplus re-ask): a
-        # source's identity says nothing about its content (a list behind it may have grown since the last turn).
-        walk = ctx.memo.get("walk")
-        if walk is None:
-            walk = ctx.memo["walk"] = _Walk(source, ctx)
-        return await walk.within(budget)
+        return await _walk(source, ctx).within(budget)
+
+    async def _loop_room(self, source: MessageSource, ctx: AssemblyContext) -> int:
+        """Room left free for the turn's tool loop, within what the ask may leave (``Directives.loop_spare``): what
+        the newest turn's calls and results took, and a twentieth more (results grow as a session goes on), so the
+        later steps send this step's history part whole. 0 when the newest turn called no tool, or its loop is
+        larger than the spare (the later steps cut then anyway: the window is filled)."""
+        spare = ctx.directives.loop_spare
+        if spare <= 0:
+            return 0
+        turn = await _walk(source, ctx).newest_turn()
+        loop = sum(cost for _, unit, cost in turn if unit[0].tool_calls)
+        return min(spare, loop + loop // 20) if loop <= spare else 0
 
     async def _cut_newest_turn(
         self, kept: list[tuple[int, Unit, int]], room: int, ctx: AssemblyContext
@@ -565,10 +573,14 @@ class ConversationHistoryModule(ContextModule):
         return [(at, unit, sum(count(m) for m in unit)) for (at, _, _), unit in zip(turn, reversed(cut), strict=True)]
 
     @staticmethod
-    def _next_older(ctx: AssemblyContext, shown: int) -> Unit | None:
-        """The unit just older than the ``shown`` newest ones, when the walk priced it (it did not fit whole)."""
-        walk = ctx.memo.get("walk")
-        return walk.priced[shown][1] if walk is not None and len(walk.priced) > shown else None
+    async def _older_units(
+        source: MessageSource, ctx: AssemblyContext, kept: list[tuple[int, Unit, int]], room: int
+    ) -> list[Unit]:
+        """The units older than ``kept`` (the newest, newest first), in conversation order: as many as ``room``
+        holds, and the next older one."""
+        walk = _walk(source, ctx)
+        reach = await walk.within(sum(cost for _, _, cost in kept) + room)
+        return [unit for _, unit, _ in reversed(walk.priced[len(kept) : len(reach) + 1])]
 
     async def _summary(
         self,
@@ -642,6 +654,16 @@ class ConversationHistoryModule(ContextModule):
             )
             self._summaries.put(key, text)
         return text
+
+
+def _walk(source: MessageSource, ctx: AssemblyContext) -> _Walk:
+    """The assembly's walk over ``source``, made at first use. Reused within this assembly only (condensing right after
+    contributing, a surplus re-ask): a source's identity says nothing about its content (a list behind it may have
+    grown since the last turn)."""
+    walk = ctx.memo.get("walk")
+    if walk is None:
+        walk = ctx.memo["walk"] = _Walk(source, ctx)
+    return walk
 
 
 class _Walk:
@@ -823,17 +845,16 @@ def _within(kept: list[tuple[int, Unit, int]], room: int) -> list[tuple[int, Uni
     return kept
 
 
-def _fitted_tail(tail: list[Unit], room: int, tokens: TokenCounter, *, cut: bool = True) -> list[Unit]:
+def _fitted_tail(tail: list[Unit], room: int, tokens: TokenCounter) -> list[Unit]:
     """The newest units of ``tail`` (in conversation order) that fit in ``room`` with the marker before them, and
-    (``cut``) the next older one cut to fit what is left (when enough is left to be worth a cut: the window stays
-    full)."""
+    the next older one cut to fit what is left (when enough is left to be worth a cut: the window stays full)."""
     count = tokens.count_message
     left = room - count(Message("system", TAIL_MARKER))
     start = len(tail)
     while start > 0 and (cost := sum(count(m) for m in tail[start - 1])) <= left:
         left -= cost
         start -= 1
-    if not cut or start == 0 or left < MIN_CUT_TOKENS:
+    if start == 0 or left < MIN_CUT_TOKENS:
         return tail[start:]
     shortened = cut_unit(tail[start - 1], left, tokens, messages=True)
     return [shortened, *tail[start:]] if shortened is not None else tail[start:]

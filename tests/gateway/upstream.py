@@ -15,7 +15,8 @@ named events); ``/messages`` in Anthropic's Messages API's, streamed when asked 
 ``MODELS``. Paths are accepted with or without the ``/v1`` prefix.
 
 Run alone (``python tests/gateway/upstream.py --port N``) it serves until killed: the bench runs it in its own
-process so it never competes with the clients for the GIL.
+process so it never competes with the clients for the GIL (``--record-to FILE``: what it received, a JSON line
+per request).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import threading
 import time
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 TOOL_ARGUMENT = "ACC-42"
@@ -388,9 +390,13 @@ class _Server(ThreadingHTTPServer):
 class FakeUpstream:
     """The server, its thread, and what it received. ``with FakeUpstream() as up: ... up.base_url``."""
 
-    def __init__(self, port: int = 0, host: str = "127.0.0.1", record: bool = True) -> None:
+    def __init__(
+        self, port: int = 0, host: str = "127.0.0.1", record: bool = True, record_to: Path | None = None
+    ) -> None:
         self.requests: list[Recorded] = []
         self.record = record
+        self.record_to = record_to
+        """A file each request is appended to (a JSON line: path and body): what a process apart received."""
         self._served = 0
         self._lock = threading.Lock()
         self._server = _Server((host, port), _handler_for(self))
@@ -429,6 +435,9 @@ class FakeUpstream:
         with self._lock:
             if self.record:
                 self.requests.append(recorded)
+            if self.record_to is not None:
+                with self.record_to.open("a") as out:
+                    out.write(json.dumps({"path": recorded.path, "body": recorded.body}) + "\n")
             self._served += 1
             return self._served
 
@@ -496,8 +505,9 @@ def _handler_for(upstream: FakeUpstream) -> type[BaseHTTPRequestHandler]:
 def main() -> None:
     parser = argparse.ArgumentParser(description="a fake OpenAI-compatible upstream (no recording)")
     parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--record-to", type=Path, help="append each request to this file (a JSON line each)")
     args = parser.parse_args()
-    server = FakeUpstream(port=args.port, record=False)
+    server = FakeUpstream(port=args.port, record=False, record_to=args.record_to)
     print(f"fake upstream on {server.base_url}", flush=True)
     server._server.serve_forever()
 
