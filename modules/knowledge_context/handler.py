@@ -9,6 +9,7 @@ hits again at the smaller budget."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 import math
@@ -249,6 +250,19 @@ class KnowledgeContextModule(ContextModule):
     def get_status(self) -> dict[str, Any]:
         return {**super().get_status(), "cached_rewrites": len(self._rewrites)}
 
+    async def signals(self, ctx: AssemblyContext) -> dict[str, Any]:
+        """No signals: the retrieval starts here, in the knowledge provider's own time (a worker thread), while the
+        other modules' signals are gathered; ``contribute`` takes its hits. It searches as deep as any budget asks
+        (``max_depth``): a shallower retrieval returns the first hits of a deeper one, so the window is the same."""
+        opts = Options.from_context(ctx)
+        if ctx.knowledge is not None and opts.collections and not self._rewrites_query(ctx, opts):
+            key = ("hits", ctx.query, _depth_searched(opts))
+            if key not in ctx.memo:
+                hits = asyncio.ensure_future(self._search(ctx, opts, ctx.query, _depth_searched(opts)))
+                hits.add_done_callback(_retrieved)
+                ctx.memo[key] = hits
+        return {}
+
     async def contribute(self, budget: int, ctx: AssemblyContext) -> Contribution:
         if ctx.knowledge is None:
             return self._empty("no knowledge retriever configured")
@@ -288,12 +302,12 @@ class KnowledgeContextModule(ContextModule):
         assert ctx.knowledge is not None
         retrieval_query = await self._retrieval_query(ctx, opts)
         judge = labelled(ctx.summarizer, "llm_filter") if opts.llm_filter and ctx.summarizer else None
-        hits = await ctx.knowledge.retrieve(
-            retrieval_query,
-            collections=opts.collections,
-            k=opts.filter_pool if judge else depth,  # the model judges a fixed pool
-            min_score=opts.min_score,
-        )
+        k = opts.filter_pool if judge else depth  # the model judges a fixed pool
+        started = ctx.memo.get(("hits", retrieval_query, _depth_searched(opts)))
+        if started is not None and _depth_searched(opts) >= k:
+            hits = (await started)[:k]  # started while the signals were gathered
+        else:
+            hits = await self._search(ctx, opts, retrieval_query, k)
         ranked = dedupe_text(hits)
         reason = unanswerable(ranked, retrieval_query, opts.abstain_below)
         if reason:
@@ -302,6 +316,16 @@ class KnowledgeContextModule(ContextModule):
         if judge is not None and ranked:
             ranked = await _judged(ranked, retrieval_query, judge)
         return Plan(ctx.query, retrieval_query, ranked, await self._neighbours(ranked, ctx, opts)), len(hits)
+
+    @staticmethod
+    async def _search(ctx: AssemblyContext, opts: Options, query: str, k: int) -> list[Passage]:
+        assert ctx.knowledge is not None
+        return await ctx.knowledge.retrieve(query, collections=opts.collections, k=k, min_score=opts.min_score)
+
+    @staticmethod
+    def _rewrites_query(ctx: AssemblyContext, opts: Options) -> bool:
+        """Whether the turn's query may be rewritten before retrieval (a model call: nothing to start early)."""
+        return bool(ctx.profile.query_rewrite and opts.reformulate and opts.collections) and ctx.summarizer is not None
 
     async def _retrieval_query(self, ctx: AssemblyContext, opts: Options) -> str:
         """A follow-up becomes a standalone query through the summarizer, when the profile asks for it (a model
@@ -394,6 +418,17 @@ class KnowledgeContextModule(ContextModule):
 
 
 _KEEP_AT_LEAST, _KEEP_AT_MOST = 2, 10
+
+
+def _depth_searched(opts: Options) -> int:
+    """The depth retrieval started early searches: the most any budget asks for (or the model filter's pool)."""
+    return max(opts.k, opts.max_depth, opts.filter_pool if opts.llm_filter else 0)
+
+
+def _retrieved(hits: asyncio.Future[list[Passage]]) -> None:
+    """A retrieval started early that no contribution awaited (no budget came): its failure is not an error."""
+    if not hits.cancelled():
+        hits.exception()
 
 
 async def _judged(ranked: list[Passage], query: str, judge: Any) -> list[Passage]:
