@@ -662,8 +662,10 @@ _STOPWORDS = frozenset(
 )
 
 
+@lru_cache(maxsize=4096)
 def query_terms(text: str) -> frozenset[str]:
-    """Content words of ``text``, cut to 6 letters (a crude stem: "grows" and "growing" meet)."""
+    """Content words of ``text``, cut to 6 letters (a crude stem: "grows" and "growing" meet); by content, as the
+    same top passages come back turn after turn."""
     return frozenset(w[:6] for w in _TERM.findall(text.lower()) if len(w) > 2 and w not in _STOPWORDS)
 
 
