@@ -17,6 +17,10 @@ mock model) and turns are posted to the demo session through Quart's test client
   code: a module's, the store's, the snapshot's, the client's own request handling);
 * the tokens each module sent, and whether knowledge and recall abstained.
 
+Each turn is posted once the previous one's work after its response (its turn and history indexed for recall,
+``svc.writer``) is done, as when a person reads the answer before asking again; ``BENCH_BACK_TO_BACK=1`` posts the
+next turn at once, so that its assembly also waits for that indexing (``vectors_ready``: cold = warm).
+
 The first WARMUP turns warm caches (the query embeddings of repeated questions are cached too: each question is
 asked once per round with its round number, so none is a repeat). Run: ``python bench/demo_turn_bench.py``
 (BENCH_ROUNDS=n, TDA_EMBEDDER=name; BENCH_DEMO_DIR=folder keeps the embedded docs between runs: unchanged files are
@@ -54,6 +58,7 @@ QUESTIONS = (
     "Plot weekly returns for the South since September.",
     "How does recall decide what older messages to bring back?",
 )
+BACK_TO_BACK = bool(os.environ.get("BENCH_BACK_TO_BACK"))
 TICK_S = 0.001
 PROFILE = cProfile.Profile() if os.environ.get("BENCH_PROFILE") else None
 """BENCH_PROFILE=file: the event loop's thread profiled during the measured turns (cProfile stats to ``file``)."""
@@ -146,6 +151,8 @@ async def run(folder: Path) -> list[dict[str, Any]]:
         for round_ in range(ROUNDS):
             for question in QUESTIONS:
                 query = question if round_ == 0 else f"{question} (round {round_ + 1})"
+                if not BACK_TO_BACK:
+                    await svc.writer.drain()  # the previous turn's indexing, as a reader's pause would let it end
                 ticker = Ticker()
                 ticking = asyncio.create_task(ticker.run())
                 await asyncio.sleep(TICK_S * 2)
@@ -190,7 +197,8 @@ def report(turns: list[dict[str, Any]]) -> None:
 
     server = [t["server_ms"] for t in turns]
     stall = [t["stall_ms"] for t in turns]
-    print(f"Demo turn bench: embedder {EMBEDDER}; {len(turns)} turns after {WARMUP} warm-up\n")
+    pacing = "back to back" if BACK_TO_BACK else "each after the previous turn's indexing"
+    print(f"Demo turn bench: embedder {EMBEDDER}; {len(turns)} turns after {WARMUP} warm-up, {pacing}\n")
     print(f"server time per turn (turn - model): p50 {statistics.median(server):.1f} ms, p90 {p(server, 0.9):.1f} ms")
     cpu, loop_cpu = [t["cpu_ms"] for t in turns], [t["loop_cpu_ms"] for t in turns]
     print(

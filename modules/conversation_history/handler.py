@@ -711,12 +711,12 @@ class _Walk:
         priced = clear_unit(whole, self._by_size, self._turn, count)[0] if self._by_size.active else whole
         return index, unit, count(priced[0]) if len(priced) == 1 else sum(count(m) for m in priced)
 
-
     async def _warm(self, room: int) -> None:
         """The page's messages without counts, newest first while their text may fit ``room`` tokens, counted in a
         worker thread when long together: a long history met cold (no stored counts) held the event loop ~0.1 s
         at 128K tokens to count them, on it, one by one. The counts are those ``count_message`` makes."""
-        wanted, chars = [], 0
+        wanted: list[Message] = []
+        chars = 0
         for _, unit in reversed(self._page):
             if chars > room * WARM_CHARS_PER_TOKEN:
                 break
