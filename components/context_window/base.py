@@ -498,9 +498,6 @@ class TokenCounter(Protocol):
         """Count the texts not counted yet, in a worker thread when they are long together: ``count`` then answers
         from the cache, and the event loop was free meanwhile."""
 
-    async def warm_messages(self, messages: Iterable[Message]) -> None:
-        """``warm`` for the messages' contents that carry no count of their own."""
-
 
 @runtime_checkable
 class KnowledgeRetriever(Protocol):

@@ -384,16 +384,6 @@ class TokenEstimator:
         for text, n in zip(missing, counts, strict=True):
             self._texts.put(text, n)
 
-    async def warm_messages(self, messages: Iterable[Message]) -> None:
-        """``warm`` for the contents of ``messages`` that carry no count of their own (stored, or cached)."""
-        await self.warm(m.content for m in messages if not self._counted(m))
-
-    def _counted(self, message: Message) -> bool:
-        if message.tokens and self._stored_key in message.tokens and not has_media(message.parts):
-            return True
-        entry = self._messages.get(id(message))
-        return entry is not None and entry[0] is message
-
     def count_message(self, message: Message) -> int:
         """A chat message's tokens by the cookbook accounting: what a provider bills for it in a prompt.
 

@@ -29,7 +29,7 @@ from components.context_window.base import (
     pages_newest_first,
 )
 from components.context_window.content_parts import media_note
-from components.context_window.fitting import cut_to_tokens, estimator, first_sentence, water_fill
+from components.context_window.fitting import cut_to_tokens, first_sentence, water_fill
 from components.context_window.metering import labelled
 from components.context_window.options import option
 from components.context_window.phases import visible
@@ -650,7 +650,6 @@ class _Walk:
 
     def __init__(self, source: MessageSource, ctx: AssemblyContext) -> None:
         assert ctx.tokens is not None
-        self._tokens = estimator(ctx)
         self._count = ctx.tokens.count_message
         self._rule, self._turn = ClearRule.from_config(ctx.directives.config), ctx.session.turn_number
         self._by_size = ClearRule(over_tokens=self._rule.over_tokens)
@@ -668,8 +667,7 @@ class _Walk:
             used += cost
             if used > budget:
                 return self.priced[:i]
-        await self._warm(budget - used)  # the page read for a smaller budget: counted only as far as it reached
-        while (entry := await self._next(budget - used)) is not None:
+        while (entry := await self._next()) is not None:
             self.priced.append(entry)
             used += entry[2]
             if used > budget:
@@ -689,9 +687,8 @@ class _Walk:
                 return self.priced[: i + 1]
             i += 1
 
-    async def _next(self, room: int = 0) -> tuple[int, Unit, int] | None:
-        """The next older unit priced, or None when the history is walked (its pages are then closed). A page read
-        for ``room`` tokens more has its new messages counted first, as far as the room may reach (``_warm``)."""
+    async def _next(self) -> tuple[int, Unit, int] | None:
+        """The next older unit priced, or None when the history is walked (its pages are then closed)."""
         while not self._page:
             if self._done:
                 return None
@@ -700,7 +697,6 @@ class _Walk:
             except StopAsyncIteration:
                 self._done = True
                 return None
-            await self._warm(room)
         index, whole = self._page.pop()
         count = self._count
         unit, gone = clear_unit(whole, self._rule, self._turn, count, self._ages.old(index, whole))
@@ -710,23 +706,6 @@ class _Walk:
         # otherwise pull it back and rewrite the whole prefix).
         priced = clear_unit(whole, self._by_size, self._turn, count)[0] if self._by_size.active else whole
         return index, unit, count(priced[0]) if len(priced) == 1 else sum(count(m) for m in priced)
-
-    async def _warm(self, room: int) -> None:
-        """The page's messages without counts, newest first while their text may fit ``room`` tokens, counted in a
-        worker thread when long together: a long history met cold (no stored counts) held the event loop ~0.1 s
-        at 128K tokens to count them, on it, one by one. The counts are those ``count_message`` makes."""
-        wanted: list[Message] = []
-        chars = 0
-        for _, unit in reversed(self._page):
-            if chars > room * WARM_CHARS_PER_TOKEN:
-                break
-            wanted.extend(unit)
-            chars += sum(len(m.content) for m in unit)
-        await self._tokens.warm_messages(wanted)
-
-
-WARM_CHARS_PER_TOKEN = 6
-"""Characters a token may hold, at most, for English prose (~4 on average): the walk warms no further than this."""
 
 
 CUT_NOTE = "\n[... the rest of this result, {tokens:,} tokens, is not shown]"
