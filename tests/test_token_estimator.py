@@ -347,3 +347,22 @@ def test_tools_over_litellms_chunks_are_never_below_its_count(pad):
     described = {"type": "integer", "enum": list(range(1000, 1300, 3)), "description": "x" * pad + " international" * 3}
     tool = ToolSchema("lookup", "", {"type": "object", "properties": {"n": described}})
     assert estimator_for("gpt-4o").count_tools([tool]) >= litellm_tools_tokens([tool.to_openai()])
+
+
+async def test_warm_counts_long_new_texts_once_in_a_thread_and_count_then_answers_from_the_cache() -> None:
+    """``warm`` gives the counts ``count`` would (scale and floor included), and ``count`` does not tokenise them
+    again; texts short together are left to ``count``."""
+    from components.context_window.token_estimator import OFFLOAD_CHARS, TokenEstimator
+
+    long = [f"passage {n}: " + "the write-ahead log checkpoints when it grows past its limit. " * 120 for n in range(6)]
+    assert sum(map(len, long)) >= OFFLOAD_CHARS
+    reference, warmed = TokenEstimator("o200k_base"), TokenEstimator("o200k_base")
+    before = warmed.misses  # its own header and footer
+    await warmed.warm([*long, long[0], ""])
+    assert warmed.misses == before + len(long)
+    assert [warmed.count(t) for t in long] == [reference.count(t) for t in long]
+    assert warmed.misses == before + len(long)  # answered from the cache
+    await warmed.warm(["a short new text"])
+    assert warmed.misses == before + len(long)
+    assert warmed.count("a short new text") == reference.count("a short new text")
+    assert warmed.misses == before + len(long) + 1

@@ -10,7 +10,7 @@ import itertools
 import json
 import marshal
 from abc import ABC, abstractmethod
-from collections.abc import AsyncGenerator, Callable, Hashable, Mapping, MutableSequence, Sequence
+from collections.abc import AsyncGenerator, Callable, Hashable, Iterable, Mapping, MutableSequence, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
@@ -495,6 +495,10 @@ class TokenCounter(Protocol):
     def count_tool(self, tool: ToolSchema) -> int: ...
 
     def count_tools(self, tools: Sequence[ToolSchema]) -> int: ...
+
+    async def warm(self, texts: Iterable[str]) -> None:
+        """Count the texts not counted yet, in a worker thread when they are long together: ``count`` then answers
+        from the cache, and the event loop was free meanwhile."""
 
 
 @runtime_checkable

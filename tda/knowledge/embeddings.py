@@ -74,11 +74,15 @@ class HashingEmbedding(EmbeddingFunction[Documents]):
 
 class _RecentVectors:
     """Vectors of recently embedded short inputs: a turn embeds its query for knowledge retrieval, for
-    champion cases and when recording the case; the model runs once for the three."""
+    champion cases and when recording the case; the model runs once for the three. A text another thread is
+    embedding right now is waited for, not embedded again (knowledge retrieval starts while the champion cases
+    are searched: both ask for the query's vector at once)."""
 
     def __init__(self, size: int = 1024) -> None:
         self._vectors: BoundedCache[str, Any] = BoundedCache(size)
         self._lock = threading.Lock()
+        self._embedding: dict[str, threading.Event] = {}
+        """Texts being embedded by some thread, each set once its vector is kept (or the run failed)."""
 
     def has(self, text: str) -> bool:
         with self._lock:
@@ -89,13 +93,27 @@ class _RecentVectors:
             return encode(texts)
         with self._lock:
             known = {t: v for t in texts if (v := self._vectors.get(t)) is not None}
-        missing = list(dict.fromkeys(t for t in texts if t not in known))
-        if missing:
-            fresh = dict(zip(missing, encode(missing), strict=True))
+            missing = list(dict.fromkeys(t for t in texts if t not in known))
+            theirs = {t: self._embedding[t] for t in missing if t in self._embedding}
+            mine = [t for t in missing if t not in theirs]
+            for text in mine:
+                self._embedding[text] = threading.Event()
+        try:
+            if mine:
+                fresh = dict(zip(mine, encode(mine), strict=True))
+                with self._lock:
+                    for text, vector in fresh.items():
+                        self._vectors.put(text, vector)
+                known.update(fresh)
+        finally:
             with self._lock:
-                for text, vector in fresh.items():
-                    self._vectors.put(text, vector)
-            known.update(fresh)
+                for text in mine:
+                    self._embedding.pop(text).set()
+        for text, done in theirs.items():
+            done.wait()
+            with self._lock:
+                vector = self._vectors.get(text)
+            known[text] = vector if vector is not None else encode([text])[0]  # their run failed: ours
         return [known[t] for t in texts]
 
 

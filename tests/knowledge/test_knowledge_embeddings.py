@@ -219,3 +219,50 @@ def test_the_model_is_extracted_once_into_the_cache_and_a_partial_copy_is_replac
     (folder / "tokenizer.json").unlink()
     assert model_files.model_folder() == folder and (folder / "tokenizer.json").is_file()
     assert [p.name for p in folder.parent.iterdir()] == [folder.name]  # no staging folder left behind
+
+
+def test_a_text_embedded_by_two_threads_at_once_runs_the_model_once() -> None:
+    """Knowledge retrieval and the champion-case search ask for the query's vector at the same moment: the second
+    waits for the first's run and gets the same vector; a failed run leaves the waiter to embed it itself."""
+    import threading
+    import time
+
+    from tda.knowledge.embeddings import _RecentVectors
+
+    recent, runs, started = _RecentVectors(), [], threading.Event()
+
+    def slow(texts: list[str]) -> list[list[float]]:
+        runs.append(list(texts))
+        started.set()
+        time.sleep(0.1)
+        return [[float(len(t)), 1.0] for t in texts]
+
+    got: list[object] = []
+    first = threading.Thread(target=lambda: got.append(recent.embed(["the query"], slow)))
+    first.start()
+    started.wait()
+    second = recent.embed(["the query", "another"], slow)
+    first.join()
+    assert runs == [["the query"], ["another"]]
+    assert got == [[[9.0, 1.0]]] and second == [[9.0, 1.0], [7.0, 1.0]]
+
+    def failing(texts: list[str]) -> list[list[float]]:
+        started.set()
+        time.sleep(0.1)
+        raise RuntimeError("model failed")
+
+    started.clear()
+    errors: list[BaseException] = []
+
+    def first_fails() -> None:
+        try:
+            recent.embed(["new text"], failing)
+        except RuntimeError as exc:
+            errors.append(exc)
+
+    failed = threading.Thread(target=first_fails)
+    failed.start()
+    started.wait()
+    assert recent.embed(["new text"], slow) == [[8.0, 1.0]]
+    failed.join()
+    assert len(errors) == 1 and runs[-1] == ["new text"]

@@ -7,6 +7,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from components.context_window.base import KnowledgeRetriever, Passage
 from tda.knowledge.ingest import ingest_paths
@@ -184,3 +186,46 @@ async def test_rank_fusion_keeps_each_signals_best_hit_near_the_top(retriever: C
     assert [p.metadata["dense_score"] for p in plain] == sorted(
         (p.metadata["dense_score"] for p in plain), reverse=True
     )
+
+
+def dedupe_every_pair(passages: Sequence[Passage], threshold: float, limit: int | None) -> list[Passage]:
+    """dedupe as it was first written: every kept passage compared with each new one (the reference)."""
+    from tda.knowledge.chunking import content_hash
+    from tda.knowledge.retrieval import _shingles
+
+    kept: list[Passage] = []
+    hashes: set[str] = set()
+    for p in passages:
+        if limit is not None and len(kept) >= limit:
+            break
+        sh = _shingles(p.text)
+        if content_hash(p.text) in hashes or any(
+            len(sh & _shingles(q.text)) / len(sh | _shingles(q.text)) >= threshold for q in kept
+        ):
+            continue
+        hashes.add(content_hash(p.text))
+        kept.append(p)
+    return kept
+
+
+_VOCABULARY = st.sampled_from("alpha beta gamma delta epsilon zeta eta theta iota kappa".split())
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    base=st.lists(_VOCABULARY, min_size=1, max_size=40),
+    edits=st.lists(st.tuples(st.integers(0, 40), st.integers(0, 6), st.lists(_VOCABULARY, max_size=6)), max_size=12),
+    threshold=st.sampled_from([0.0, 0.3, 0.5, 0.7, 0.85, 0.9, 1.0]),
+    limit=st.none() | st.integers(0, 12),
+)
+def test_dedupe_keeps_what_comparing_every_pair_keeps(
+    base: list[str], edits: list[tuple[int, int, list[str]]], threshold: float, limit: int | None
+) -> None:
+    """Prefix filtering only skips pairs that cannot reach the threshold: the passages kept are those a comparison of
+    every pair keeps, for texts that are edits of one another (near duplicates at every distance)."""
+    texts, words = [" ".join(base)], list(base)
+    for at, cut, inserted in edits:
+        words = [*words[:at], *inserted, *words[at + cut :]] or ["omega"]
+        texts.append(" ".join(words))
+    passages = [passage(t, 1.0 - n / 100) for n, t in enumerate(texts)]
+    assert dedupe(passages, threshold, limit=limit) == dedupe_every_pair(passages, threshold, limit)

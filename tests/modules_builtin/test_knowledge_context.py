@@ -559,3 +559,34 @@ async def test_the_first_hits_never_exceed_the_budget_and_stay_in_rank_order(bud
     blocks = [f"[SOURCE {i}] {h.title}\n{h.text}" for i, h in enumerate(hits, start=1)]
     if budget >= TOKENS.count("Knowledge base excerpts. Cite them as [SOURCE n].\n" + "\n\n".join(blocks)) + 8:
         assert all(h.text in c.text() for h in hits)  # room for every hit whole: each is whole
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    budget=st.integers(min_value=50, max_value=6000),
+    words=st.integers(min_value=20, max_value=500),
+    order=st.permutations(range(6)),
+)
+async def test_the_window_is_the_same_when_retrieval_starts_with_the_signals(
+    budget: int, words: int, order: list[int]
+) -> None:
+    """The retrieval started while signals are gathered searches as deep as any budget asks, and its hits are
+    counted in a worker thread when long: the sources, their text and the budget are those of a retrieval made at
+    the budget's own depth, counted on the spot."""
+    from components.context_window.token_estimator import TokenEstimator
+
+    docs = {name: document(name, 6, words=words) for name in ("alpha", "beta")}
+    hits = [hit(docs["alpha" if i % 2 else "beta"], i, 0.9 - n / 20) for n, i in enumerate(order)]
+
+    def fresh() -> AssemblyContext:
+        ctx = context(FakeKnowledge(hits, docs))
+        return ctx.for_module(ctx.directives, TokenEstimator("o200k_base"))
+
+    module = make_module()
+    early = fresh()
+    assert await module.signals(early) == {}
+    started = await module.contribute(budget, early)
+    plain = await make_module().contribute(budget, fresh())
+    assert started.text() == plain.text() and started.metadata == plain.metadata
+    assert TOKENS.count(started.text()) <= budget
+    assert isinstance(early.knowledge, FakeKnowledge) and [q[2] for q in early.knowledge.queries] == [80]
