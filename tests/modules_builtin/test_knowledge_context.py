@@ -547,12 +547,15 @@ def prose(doc: str, sentences: int) -> str:
     lengths=st.lists(st.integers(min_value=1, max_value=40), min_size=1, max_size=8),
 )
 async def test_the_first_hits_never_exceed_the_budget_and_stay_in_rank_order(budget: int, lengths: list[int]) -> None:
+    """Packing alone: no tail floor (``tail_ratio`` 0), which would leave out hits ranked past ``k`` (6) that are
+    far from the best, as this test's scores are from the seventh on."""
     names = [f"doc{i}" for i in range(len(lengths))]
     hits = [
         Passage(text=prose(n, length), score=1 - i / 10, document_id=n, title=n.upper(), chunk_index=0, collection="kb")
         for i, (n, length) in enumerate(zip(names, lengths, strict=True))
     ]
-    c = await make_module().contribute(budget, context(FakeKnowledge(hits), config={"max_expansion": 0}))
+    config = {"max_expansion": 0, "tail_ratio": 0}
+    c = await make_module().contribute(budget, context(FakeKnowledge(hits), config=config))
     assert TOKENS.count(c.text()) <= budget
     shown = [s["document_id"] for s in c.metadata.get("sources", [])]
     assert shown == sorted(shown, key=names.index)
