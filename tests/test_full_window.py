@@ -8,6 +8,7 @@ less the type's output reserve, computed here."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -18,6 +19,7 @@ from hypothesis import strategies as st
 
 from components.context_window.base import Message, ToolSchema
 from components.context_window.handler import ContextWindowHandler
+from components.context_window.token_estimator import counts_to_store
 from tda.builtins import DEFAULT_TYPES
 from tests.support import make_ctx
 from tests.test_tool_clearing import pairing_errors
@@ -174,3 +176,17 @@ async def test_a_newest_turn_larger_than_the_window_comes_cut_and_older_turns_gi
     assert big["content"].endswith("tokens, is not shown]")
     shown = " ".join(m["content"] for m in out.messages)
     assert not any(f"CUST-{t:03d}:" in shown or f"ORD-{t:03d}0" in shown for t in range(1, 6))
+
+
+@pytest.mark.parametrize("type_id", sorted(DEFAULT_TYPES))
+async def test_a_cut_newest_turn_is_the_same_when_its_messages_carry_stored_counts(builtin_registry, type_id):
+    """A stored session's messages (and a gateway conversation, counted once) carry their counts: a result replaced
+    by its cut note is priced as the note, not as the whole result, so the window is the one uncounted messages get."""
+    history = [m for t in range(1, 6) for m in one_call_turn(t, 3)] + one_call_turn(6, 400)
+    stored = [dataclasses.replace(m, tokens=counts_to_store(m)) for m in history]
+    windows = []
+    for messages in (history, stored):
+        ctx = make_ctx(messages=messages, query="Turn 7: and the open orders of customer CUST-002?", limit=4_000)
+        out = await ContextWindowHandler(builtin_registry, timeout_s=PATIENT_S).assemble(ctx, DEFAULT_TYPES[type_id])
+        windows.append(out.messages)
+    assert windows[1] == windows[0]

@@ -750,12 +750,17 @@ def cut_unit(unit: Unit, room: int, tokens: TokenCounter, *, messages: bool = Fa
         return _cut_message(unit[0], room, tokens) if messages else None
     count = tokens.count_message
     head, results = unit[0], unit[1:]
-    notes = [dataclasses.replace(r, content=CUT_NOTE.format(tokens=tokens.count(r.content))) for r in results]
+    notes = [_noted(r, tokens) for r in results]
     fixed = count(head) + sum(count(n) for n in notes)
     if fixed >= room:
         return None
     cut = _cut_results(unit, water_fill([tokens.count(r.content) for r in results], room - fixed), tokens)
     return cut if sum(count(m) for m in cut) <= room else None
+
+
+def _noted(result: Message, tokens: TokenCounter) -> Message:
+    """``result`` as its cut note alone (its stored count was the whole result's)."""
+    return dataclasses.replace(result, content=CUT_NOTE.format(tokens=tokens.count(result.content)), tokens=None)
 
 
 def cut_turn(units: Sequence[Unit], room: int, tokens: TokenCounter) -> tuple[Unit, ...] | None:
@@ -764,7 +769,7 @@ def cut_turn(units: Sequence[Unit], room: int, tokens: TokenCounter) -> tuple[Un
     does not fit, the question cut from its end too. None: not even the calls, the notes and a cut question fit."""
     count = tokens.count_message
     results = [r for unit in units[1:] for r in unit[1:]]
-    notes = [count(dataclasses.replace(r, content=CUT_NOTE.format(tokens=tokens.count(r.content)))) for r in results]
+    notes = [count(_noted(r, tokens)) for r in results]
     fixed = sum(count(unit[0]) for unit in units) + sum(notes)  # every request, answer and call, and each note
     if fixed > room:  # the question gives way: its beginning, and the results only their notes
         question = _cut_message(units[0][0], room - fixed + count(units[0][0]), tokens)
@@ -810,7 +815,9 @@ def _cut_message(message: Message, room: int, tokens: TokenCounter) -> Unit | No
     if message.role not in ("user", "assistant") or message.tool_calls or message.parts or not message.content:
         return None
     whole = tokens.count(message.content)
-    note_room = tokens.count_message(dataclasses.replace(message, content=MESSAGE_CUT_NOTE.format(tokens=whole)))
+    note_room = tokens.count_message(
+        dataclasses.replace(message, content=MESSAGE_CUT_NOTE.format(tokens=whole), tokens=None)
+    )
     text = cut_to_tokens(message.content, room - note_room, tokens)
     if len(text) < MIN_CUT_CHARS:
         return None
