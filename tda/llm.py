@@ -125,6 +125,13 @@ _CALLBACK_LISTS = (
 )
 
 
+def _read_by_callbacks() -> bool:
+    """Whether a litellm callback is registered (Langfuse, a ``CustomLogger``: litellm is imported then): the mock's
+    calls go through litellm, so the callback sees them."""
+    litellm = sys.modules.get("litellm")
+    return litellm is not None and any(getattr(litellm, name, None) for name in _CALLBACK_LISTS)
+
+
 @contextmanager
 def _logged_only_if_read(litellm: Any) -> Iterator[None]:
     """Skip litellm's own per-call logging while no litellm callback is registered: it has no reader then, yet
@@ -583,7 +590,7 @@ class LLM:
         upstream = upstream or self.upstream
         await self.check_upstream(upstream)
         reply = self.mock_reply(messages, tools) if self.mock else None
-        if self.mock and mock_upstream.serves(reply, model, upstream.base_url):
+        if self.mock and mock_upstream.serves(reply, model, upstream.base_url) and not _read_by_callbacks():
             mocked = {"messages": messages, "extra_body": {"mock_response": reply}}
             if params and params.get("n"):
                 mocked["n"] = params["n"]
