@@ -61,6 +61,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/demo_turn_bench.py
 	$(BIN)/python bench/long_session_bench.py
 	$(BIN)/python bench/launch_bench.py
+	$(BIN)/python bench/launch_bench.py --mock
 	$(BIN)/python bench/in_process_bench.py
 	$(BIN)/python bench/unsent_bench.py
 	$(BIN)/python bench/big_request_bench.py

@@ -7,7 +7,9 @@ demo data, the product's default embedder unless ``--embedder``), in a temporary
 OpenAI upstream (tests/gateway/upstream.py) as the model provider: the turns alternate between native turns on the
 demo session (knowledge retrieved with the embedder) and gateway calls (`/v1/chat/completions`, a growing
 conversation recorded in a session, under the demo's knowledge profile), each checked to carry the fake's answer.
-``python bench/launch_bench.py [--embedder NAME] [--launches N] [--turns N] [--breakdown]``: the /healthz and
+``--mock``: the default settings instead, as a bare `make run` serves (the mock model answering gpt-4o, no
+upstream), each turn checked to carry the mock's answer.
+``python bench/launch_bench.py [--mock] [--embedder NAME] [--launches N] [--turns N] [--breakdown]``: the /healthz and
 /readyz figures are medians over the launches; the last launch runs the turns. Memory is read from /proc: VmRSS,
 PSS (shared library pages divided among the processes mapping them) and the anonymous part (heaps: what tda's own
 objects, litellm's tables, the tokenizers and the model take); ``--breakdown`` lists where the resident pages are
@@ -29,6 +31,7 @@ import urllib.request
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +40,10 @@ sys.path.insert(0, str(ROOT))
 
 from tests.gateway.servers import free_port, server_env, start_fake_upstream, stop  # noqa: E402
 from tests.gateway.upstream import ECHO_PREFIX, TOOL_ARGUMENT  # noqa: E402
+
+MOCK_ANSWER = "This is a mock answer (TDA_MOCK_MODEL is on, so no provider was called)."  # tda/llm.py's, unimported
+UPSTREAM_SETTINGS = ("TDA_MOCK_MODEL", "TDA_MODEL", "TDA_UPSTREAM_BASE_URL", "TDA_UPSTREAM_API_KEY_ENV")
+UPSTREAM_SETTINGS += ("OPENAI_API_BASE", "OPENAI_API_KEY", "FAKE_UPSTREAM_KEY")
 
 HEALTHZ_TARGET_S = 3.0
 RSS_TARGET_MB = 350
@@ -55,10 +62,12 @@ def call(url: str, token: str = "", body: dict[str, Any] | None = None, headers:
         return exc.code, None
 
 
-def environment(data: str, port: int, upstream_base: str, embedder: str | None) -> dict[str, str]:
-    """`tda serve`'s environment: the fake upstream as the provider, the default embedder unless one is named."""
-    env = server_env(Path(data), port, upstream_base)
-    env.pop("TDA_EMBEDDER")
+def environment(data: str, port: int, upstream_base: str | None, embedder: str | None) -> dict[str, str]:
+    """`tda serve`'s environment: the fake upstream as the provider (None: the default mock model, no upstream), the
+    default embedder unless one is named."""
+    env = server_env(Path(data), port, upstream_base or "")
+    for name in ("TDA_EMBEDDER", *(UPSTREAM_SETTINGS if upstream_base is None else ())):
+        env.pop(name)
     if embedder:
         env["TDA_EMBEDDER"] = embedder
     return env
@@ -101,15 +110,15 @@ def _short(path: str) -> str:
     return path.split("site-packages/")[-1] if "site-packages/" in path else path
 
 
-def native_turn(base: str, token: str, i: int) -> None:
+def native_turn(base: str, token: str, i: int, mock: bool) -> None:
     status, body = call(f"{base}/v1/sessions/demo/turns", token, {"query": f"How are refunds handled, case {i}?"})
     if status != 201:
         raise RuntimeError(f"native turn {i} answered {status}")
-    if "mock answer" in json.dumps(body):
-        raise RuntimeError("a native turn got the mock model's answer, not the fake upstream's")
+    if (MOCK_ANSWER in json.dumps(body)) != mock:
+        raise RuntimeError(f"native turn {i} did not get the {'mock' if mock else 'fake upstream'}'s answer")
 
 
-def gateway_turn(base: str, token: str, conversation: list[dict[str, Any]], i: int) -> None:
+def gateway_turn(base: str, token: str, i: int, mock: bool, conversation: list[dict[str, Any]]) -> None:
     conversation.append({"role": "user", "content": f"What does the returns policy say about case {i}?"})
     headers = {"X-TDA-Profile": GATEWAY_PROFILE, "X-TDA-Session": GATEWAY_SESSION}
     body = {"model": "gpt-4.1", "messages": conversation}
@@ -117,8 +126,12 @@ def gateway_turn(base: str, token: str, conversation: list[dict[str, Any]], i: i
     if status != 200:
         raise RuntimeError(f"gateway call {i} answered {status}")
     message = reply["choices"][0]["message"]
-    if not (message.get("content") or "").startswith(ECHO_PREFIX) and TOOL_ARGUMENT not in json.dumps(message):
-        raise RuntimeError(f"gateway call {i} did not get the fake upstream's answer: {message}")
+    content = message.get("content") or ""
+    upstreams = content.startswith(ECHO_PREFIX) or TOOL_ARGUMENT in json.dumps(message)
+    if not (content == MOCK_ANSWER if mock else upstreams):
+        raise RuntimeError(
+            f"gateway call {i} did not get the {'mock' if mock else 'fake upstream'}'s answer: {message}"
+        )
     conversation.append({"role": "assistant", "content": message.get("content") or "(a tool call)"})
 
 
@@ -130,7 +143,7 @@ class Launch:
     mappings: Counter[str]
 
 
-def launch(env: dict[str, str], port: int, token: str, turns: int) -> Launch:
+def launch(env: dict[str, str], port: int, token: str, turns: int, mock: bool) -> Launch:
     """One `tda serve`: seconds to the first /healthz 200 and to /readyz 200, its memory at each stage."""
     base = f"http://127.0.0.1:{port}"
     started = time.monotonic()
@@ -150,7 +163,8 @@ def launch(env: dict[str, str], port: int, token: str, turns: int) -> Launch:
         if turns:
             conversation: list[dict[str, Any]] = []
             for i in range(turns):
-                native_turn(base, token, i) if i % 2 == 0 else gateway_turn(base, token, conversation, i)
+                turn = native_turn if i % 2 == 0 else partial(gateway_turn, conversation=conversation)
+                turn(base, token, i, mock)
             memory[f"after {turns} turns"] = Memory.of(server.pid)
             mappings = resident_by_mapping(server.pid)
         return Launch(healthz, ready, memory, mappings)
@@ -175,7 +189,7 @@ def until(done: Callable[[], bool], server: subprocess.Popen[bytes], seconds: fl
 
 def run(args: argparse.Namespace) -> list[Launch]:
     with tempfile.TemporaryDirectory(prefix="tda-launch-") as data:
-        upstream, upstream_base = start_fake_upstream(Path(data))
+        upstream, upstream_base = (None, None) if args.mock else start_fake_upstream(Path(data))
         try:
             port = free_port()
             env = environment(data, port, upstream_base, args.embedder)
@@ -184,13 +198,15 @@ def run(args: argparse.Namespace) -> list[Launch]:
             )
             token = demo.stdout.strip().splitlines()[-1].split()[-1]
             last = args.launches - 1
-            return [launch(env, port, token, args.turns if i == last else 0) for i in range(args.launches)]
+            return [launch(env, port, token, args.turns if i == last else 0, args.mock) for i in range(args.launches)]
         finally:
-            stop(upstream)
+            if upstream is not None:
+                stop(upstream)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mock", action="store_true", help="the default mock model, as a bare `make run`")
     parser.add_argument("--embedder", help="TDA_EMBEDDER for the run (default: the product's default)")
     parser.add_argument("--launches", type=int, default=3)
     parser.add_argument("--turns", type=int, default=20, help="native and gateway turns, alternating")
@@ -199,7 +215,9 @@ def main() -> int:
     runs = run(args)
     healthz = statistics.median(r.healthz_s for r in runs)
     ready = statistics.median(r.ready_s for r in runs)
-    print(f"embedder {args.embedder or 'default'}; {args.launches} launches; load average {os.getloadavg()[0]:.1f}")
+    model = "the mock model (default settings)" if args.mock else "the fake OpenAI upstream"
+    load = os.getloadavg()[0]
+    print(f"{model}; embedder {args.embedder or 'default'}; {args.launches} launches; load average {load:.1f}")
     print(f"first /healthz 200: median {healthz:.2f} s ({', '.join(f'{r.healthz_s:.2f}' for r in runs)})")
     print(f"/readyz 200: median {ready:.2f} s ({', '.join(f'{r.ready_s:.2f}' for r in runs)})")
     for stage, memory in runs[-1].memory.items():

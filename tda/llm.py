@@ -17,7 +17,7 @@ from components.context_window.metering import Summary, prompt_of
 from components.context_window.session_cache import BoundedCache
 from components.context_window.token_estimator import TokenEstimator, estimator_for
 
-from . import openai_call
+from . import mock_upstream, openai_call
 from .config import api_key_in_env, offline_library_defaults
 from .errors import ServiceError, UpstreamFailed, UpstreamNotAllowed
 from .memory import drop_litellm_tokenizer_copy
@@ -106,9 +106,10 @@ def _warm_up(calls_providers: bool = False, litellm_needed: bool = True) -> None
 
 async def preload(calls_providers: bool = False, litellm_needed: bool = True) -> None:
     """Import litellm and make one mock call in a worker thread at start-up; when the service calls providers (no
-    mock model), import the OpenAI SDK's resources too (~10 MB). Done lazily by the first turn, it would block the
-    event loop for seconds (import) and ~0.5 s (first call), stalling every SSE stream. ``litellm_needed`` False:
-    the default model is called without litellm (``openai_call``), which then loads only when a call needs it."""
+    mock model) or the mock answers through the SDK (``mock_upstream``), import the SDK's resources too (~10 MB).
+    Done lazily by the first turn, it would block the event loop for seconds (import) and ~0.5 s (first call),
+    stalling every SSE stream. ``litellm_needed`` False: the default model is called without litellm
+    (``openai_call``, or the mock's ``mock_upstream``), which then loads only when a call needs it."""
     await asyncio.to_thread(_warm_up, calls_providers, litellm_needed)
 
 
@@ -122,6 +123,13 @@ _CALLBACK_LISTS = (
     "_async_success_callback",
     "_async_failure_callback",
 )
+
+
+def _read_by_callbacks() -> bool:
+    """Whether a litellm callback is registered (Langfuse, a ``CustomLogger``: litellm is imported then): the mock's
+    calls go through litellm, so the callback sees them."""
+    litellm = sys.modules.get("litellm")
+    return litellm is not None and any(getattr(litellm, name, None) for name in _CALLBACK_LISTS)
 
 
 @contextmanager
@@ -407,6 +415,8 @@ async def unsent_params(model: str, params: Mapping[str, Any], upstream: Upstrea
     names = openai_call.route(model, upstream.base_url, upstream.fallbacks)
     if names is not None and openai_call.passes_params(names, params):
         return "openai", f"openai/{names[0]}", ()
+    if not params and not upstream.base_url and model_map.info(model) is not None:  # nothing to probe; the name
+        return await provider_of(model) or "unknown", model, ()  # and provider known without litellm (mock turns)
     litellm = await _litellm_loaded()
     routed = routed_name(model, upstream.base_url, litellm.provider_list)
     provider = await provider_of(routed) or "unknown"
@@ -510,8 +520,10 @@ ROUTERS_KEPT = 64
 
 
 class LLM:
-    """Calls the configured model through a litellm Router (retries, fallbacks), or litellm's ``mock_response``
-    in demo/offline mode (through the same Router, so the mock measures the same path)."""
+    """Calls the configured model through a litellm Router (retries, fallbacks) or, at an OpenAI-compatible
+    upstream, the OpenAI SDK itself (``openai_call``). In demo/offline mode the mock model answers: a text through
+    the SDK at an in-process upstream (``mock_upstream``), anything else (a scripted reply with tool calls) with
+    litellm's ``mock_response`` through the same Router, so the mock measures the same paths."""
 
     def __init__(
         self,
@@ -541,11 +553,15 @@ class LLM:
             await sdk.close()
 
     def needs_litellm(self, model: str) -> bool:
-        """Whether calls to ``model`` at the default upstream go through litellm (the mock model's always do)."""
-        return self.mock or openai_call.route(model, self.upstream.base_url, self.upstream.fallbacks) is None
+        """Whether calls to ``model`` at the default upstream go through litellm (the mock model's only when its
+        answer is not one ``mock_upstream`` serves)."""
+        if self.mock:
+            return not mock_upstream.serves(self.mock_answer, model, self.upstream.base_url)
+        return openai_call.route(model, self.upstream.base_url, self.upstream.fallbacks) is None
 
     def mock_reply(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Any:
-        """What the mock model answers: litellm's ``mock_response`` (a text, or a ModelResponse for tool calls)."""
+        """What the mock model answers (asked once a call): a text, or litellm's ``mock_response`` (a ModelResponse
+        for tool calls, an exception to raise)."""
         return self.mock_answer
 
     async def complete(
@@ -573,6 +589,14 @@ class LLM:
         the marks' TTL ("1h"; None: 5 minutes)."""
         upstream = upstream or self.upstream
         await self.check_upstream(upstream)
+        reply = self.mock_reply(messages, tools) if self.mock else None
+        if self.mock and mock_upstream.serves(reply, model, upstream.base_url) and not _read_by_callbacks():
+            mocked = {"messages": messages, "extra_body": {"mock_response": reply}}
+            if params and params.get("n"):
+                mocked["n"] = params["n"]
+            return await self._sent_directly(
+                (mock_upstream.sent_name(model, upstream.base_url),), mocked, None, on_delta
+            )
         names = None if self.mock else openai_call.route(model, upstream.base_url, upstream.fallbacks)
         if names is not None:
             capped = capped_max_tokens(max_tokens, (model, *upstream.fallbacks)) if max_tokens else None
@@ -602,7 +626,7 @@ class LLM:
         if max_tokens:
             kwargs["max_tokens"] = capped_max_tokens(max_tokens, (model, *upstream.fallbacks))
         if self.mock:
-            kwargs["mock_response"] = self.mock_reply(messages, tools)
+            kwargs["mock_response"] = reply
         else:
             _send_messages_as_built()
         router = self._router(litellm, model, upstream)
@@ -613,19 +637,31 @@ class LLM:
         return self._completion(response)
 
     async def _sent_directly(
-        self, names: tuple[str, ...], body: dict[str, Any], upstream: Upstream, on_delta: Delta | None
+        self, names: tuple[str, ...], body: dict[str, Any], upstream: Upstream | None, on_delta: Delta | None
     ) -> Completion:
-        """The call made with the OpenAI SDK itself (``openai_call``): the request litellm would send, unchanged."""
-        assert upstream.base_url  # a route needs one
-        key = api_key_in_env(upstream.api_key_env) if upstream.api_key_env else None
+        """The call made with the OpenAI SDK itself (``openai_call``): the request litellm would send, unchanged.
+        ``upstream`` None: the mock model's in-process upstream (``mock_upstream``), which never fails."""
         _send_messages_as_built()
         relay = None if on_delta is None else (lambda chunk: _relayed(chunk, on_delta))
-        at = (upstream.base_url, key or NO_KEY)
-        sdk = self._sdk_clients.get(at) or self._sdk_clients.setdefault(at, openai_call.client(*at))
         response = await openai_call.call(
-            sdk, names, body, num_retries=upstream.num_retries, timeout_s=self.timeout_s, on_chunk=relay
+            self._sdk_client(upstream),
+            names,
+            body,
+            num_retries=upstream.num_retries if upstream else 0,
+            timeout_s=self.timeout_s,
+            on_chunk=relay,
         )
         return self._completion(response)
+
+    def _sdk_client(self, upstream: Upstream | None) -> Any:
+        """The SDK client for ``upstream`` (None: the mock's), made once per base URL and key."""
+        if upstream is None:
+            at = (mock_upstream.BASE_URL, "")
+            return self._sdk_clients.get(at) or self._sdk_clients.setdefault(at, mock_upstream.client())
+        assert upstream.base_url  # a route needs one
+        key = api_key_in_env(upstream.api_key_env) if upstream.api_key_env else None
+        at = (upstream.base_url, key or NO_KEY)
+        return self._sdk_clients.get(at) or self._sdk_clients.setdefault(at, openai_call.client(*at))
 
     def check_profile_upstream(self, profile: Mapping[str, Any]) -> None:
         """A profile's upstream as written (``ProfileRow.upstream``): UpstreamRefused names the field at fault."""

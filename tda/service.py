@@ -124,7 +124,8 @@ class TDAService:
         # Both load in worker threads, side by side; serving starts once the first turn would not stall on them
         # (a turn arriving while MiniLM still loads would time its retrieval modules out).
         litellm_needed = self.llm.needs_litellm(self.settings.model)  # else it loads when a call first needs it
-        warm_ups = [preload(not self.llm.mock, litellm_needed)] if self.warm_up_llm else []
+        calls_sdk = not self.llm.mock or not litellm_needed  # the mock's text answers go through the SDK too
+        warm_ups = [preload(calls_sdk, litellm_needed)] if self.warm_up_llm else []
         warm_ups.append(asyncio.to_thread(_load_tokenizers, self.settings.model))
         if self.warm_up_knowledge:
             warm_ups.append(self._warm_up_knowledge())

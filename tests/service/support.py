@@ -59,8 +59,9 @@ FIXTURE_TYPE = {
 class ScriptedModel:
     """The mock model, scripted reply by reply (the way simonw/llm scripts a fake model). Each reply is a text, an
     exception (the provider failing), a list of ``(call_id, tool_name, arguments)`` tool calls, or a tuple of a text
-    and such calls (a reply with both); it goes through litellm as ``mock_response``, so the service's real litellm
-    path runs. ``sent`` keeps what each call was sent."""
+    and such calls (a reply with both); a text goes through the OpenAI SDK at the mock's in-process upstream
+    (tda/mock_upstream.py), anything else through litellm as ``mock_response``, so the service's real paths run.
+    ``sent`` keeps what each call was sent."""
 
     def __init__(self, *replies: Any) -> None:
         from tda.llm import LLM
