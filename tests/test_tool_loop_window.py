@@ -3,8 +3,9 @@ whenever the history exceeds the room, the turn's first step uses at least 80% o
 cut to fill it, as without tools; by tda's counts: the first step may keep no more than the rest free for the loop,
 and tda counts a call ~10 tokens above litellm), keeps the newest complete turn, and sends no tool result without
 its call. Its next step (the query, then a call and its results) sends the first step's history part byte for byte
-when the loop fits the room the first step left, and that room holds a loop like the newest turn's when it takes at
-most 15% of the budget (an agent calling again as it did: the first step keeps room for it); a larger loop is made
+when the loop fits the room the first step left (the first step keeps room for a loop like the newest turn's when
+it fits the share the fill may leave: long_session_bench measures how often; a generated history may give the module
+less spare than its loop); a larger loop is made
 room for from the end of the history part, so the step sends its beginning (the provider's cache holds up to there),
 unless the newest turn itself had to be cut to fit (it is cut again, to the smaller room). No window is larger than
 the budget (the limit less the type's output reserve) by litellm.token_counter's count (an independent oracle)."""
@@ -92,8 +93,6 @@ async def test_a_tool_loop_gets_a_full_window_and_its_steps_the_same_history_par
     part1, part2 = history_part(step1.messages, []), history_part(step2.messages, loop)
     loop_tokens = step2.snapshot.query_tokens - step1.snapshot.query_tokens
     left = step1.snapshot.available_budget - step1.snapshot.total_used
-    if again and loop == newest_loop(history) and loop_tokens <= 0.15 * available:
-        assert loop_tokens <= left, ("no room kept for a loop like the newest turn's", loop_tokens, left)
     if loop_tokens <= left:
         assert part2 == part1, step2.snapshot.decisions
     elif not any(CUT in m["content"] for m in part1 if m["role"] == "tool"):  # a newest turn cut is cut again

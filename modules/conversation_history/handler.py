@@ -241,6 +241,18 @@ def block_aligned(kept: list[tuple[int, Unit, int]], block: int) -> list[tuple[i
     return aligned or kept
 
 
+def from_newest_question(
+    kept: list[tuple[int, Unit, int]], within: list[tuple[int, Unit, int]]
+) -> list[tuple[int, Unit, int]]:
+    """``kept`` (a prefix of ``within``, newest first) reaching back to the newest turn's question when ``within``
+    holds it: the stable part never opens inside the newest turn. (The rest goes to the tail behind it, which a tool
+    loop's later step cuts from its end: the newest turn's beginning would go first.)"""
+    if any(unit[0].role == "user" for _, unit, _ in kept):
+        return kept
+    asked = next((i for i, (_, unit, _) in enumerate(within) if unit[0].role == "user"), None)
+    return within[: asked + 1] if asked is not None else kept
+
+
 def without_orphan_opening(kept: list[tuple[int, Unit, int]]) -> list[tuple[int, Unit, int]]:
     """``kept`` (newest first) without the oldest units that are replies (an assistant message, a tool call) whose
     question was dropped: the window opens with a user message. Kept as is when no user message is left after."""
@@ -322,6 +334,7 @@ class ConversationHistoryModule(ContextModule):
         within = kept
         if overflowing and newest is None:
             kept = block_aligned(_within(kept, _stable_room(budget - reserve - room, ctx)), block)
+            kept = from_newest_question(kept, within)
         kept = without_orphan_opening(kept)
         first_kept = kept[-1][0] if kept else source.total
         if room:
