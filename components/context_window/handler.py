@@ -566,7 +566,7 @@ class ContextWindowHandler:
             if fits < slot.used + FILL_MIN_TOKENS and not may_loop:  # a loop's steps all take the fill's window
                 continue
             slot.filling = True
-            fuller = await self._first_step_fill(run, slot, offered)
+            fuller = await self._first_step_fill(run, slot, offered, may_loop)
             if fuller is not None and fuller.tokens > fits:
                 # the first step's window less the end of its tail, else a window for the room left
                 fuller = self._tail_cut(run, fuller, fits) or await self._ask(run, slot, fits)
@@ -580,13 +580,13 @@ class ContextWindowHandler:
                 run.reallocations.append(Reallocation(slot.module_id, filled))
             run.log(f"fill {slot.module_id}: {before.tokens:,} -> {fuller.tokens:,} tokens (room no module took)")
 
-    async def _first_step_fill(self, run: _Run, slot: _Slot, offered: int) -> Contribution | None:
+    async def _first_step_fill(self, run: _Run, slot: _Slot, offered: int, may_loop: bool) -> Contribution | None:
         """The slot asked to fill ``offered``, the room it had on the turn's first step. When a tool loop may follow,
         it may leave free what the window need not use (above ``FULL_WINDOW_PCT``); a window its own rounding left
         under that is asked again with less spare (``SPARE_ASKS`` times at most), then with none. Every
         step asks the same things in the same order, so each gets the first step's answer."""
         above = run.limits.available - math.ceil(run.limits.available * FULL_WINDOW_PCT / 100)
-        spare = above if run.ctx.tools or run.ctx.continuation else 0
+        spare = above if may_loop else 0
         for attempt in range(SPARE_ASKS):
             if spare <= 0:
                 break
