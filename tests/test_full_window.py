@@ -3,8 +3,8 @@ history exceeds the room, every shipped window type at 4K, 16K and 128K uses at 
 keeps the newest complete turn (its question, calls, results and answer; a result may be cut, never dropped) and
 never goes over the budget, also when the newest turn's result alone is larger than the whole window (the turn comes
 cut, its question and answer whole). Without tools offered: windows a tool loop may follow are
-tests/test_tool_loop_window.py's. Counts are litellm.token_counter's (an independent oracle), the budget is the limit
-less the type's output reserve, computed here."""
+tests/test_tool_loop_window.py's. Counts are an independent oracle's (``tokens``: OpenAI's formula over tiktoken,
+tools by litellm.token_counter), the budget is the limit less the type's output reserve, computed here."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ import dataclasses
 import json
 from typing import Any
 
-import litellm
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -21,6 +20,7 @@ from components.context_window.base import Message, ToolSchema
 from components.context_window.handler import ContextWindowHandler
 from components.context_window.token_estimator import counts_to_store
 from tda.builtins import DEFAULT_TYPES
+from tests.oracle import cookbook_tokens, litellm_tools_tokens
 from tests.support import make_ctx
 from tests.test_tool_clearing import pairing_errors
 
@@ -97,8 +97,11 @@ def as_sent(message: Message) -> dict[str, Any]:
 
 
 def tokens(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> int:
+    """A request's tokens as the provider counts them: its messages by OpenAI's published formula, each text whole
+    (``litellm.token_counter`` encodes a long text in 1,024-character chunks and drifts up by up to a token a chunk:
+    docs/guarantees.md), and its tools as litellm counts them (tda never charges tools less)."""
     sent = [m if m.get("content") is not None else {**m, "content": ""} for m in messages]
-    return litellm.token_counter(model=MODEL, messages=sent, tools=tools or None)
+    return cookbook_tokens(sent, MODEL) + litellm_tools_tokens(tools or (), MODEL)
 
 
 PATIENT_S = 60.0
