@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gc
 import json
+import weakref
 
 import pytest
 import tiktoken
@@ -237,6 +239,20 @@ def test_cache_is_bounded():
         est.count(f"text number {i}")
     assert len(est._texts) <= 100
     assert est.count("text number 999") == TokenEstimator("cl100k_base").count("text number 999")
+
+
+def test_counting_a_message_does_not_keep_it_alive():
+    """Short-lived messages (summaries, recall blocks) are counted once each: the per-message cache must not hold
+    them, or a long session's memory grows with every turn until the cache fills."""
+    est = TokenEstimator("cl100k_base")
+    message = Message("assistant", "A summary of turns 1-40 that lives for one window.")
+    alive = weakref.ref(message)
+    n = est.count_message(message)
+    del message
+    gc.collect()
+    assert alive() is None
+    newcomer = Message("user", "x " * 50)  # may reuse the freed id: counted afresh, never given the old figure
+    assert est.count_message(newcomer) == cookbook_message_tokens(newcomer.to_chat(), "gpt-4") != n
 
 
 @given(texts)

@@ -129,7 +129,7 @@ class ModuleManifest(_Strict):
 # ---------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, init=False)
+@dataclass(frozen=True, slots=True, init=False, weakref_slot=True)
 class Message:
     """One chat message. A tool call (assistant with ``tool_calls``) and its ``tool`` results form one unit."""
 

@@ -34,6 +34,7 @@ import asyncio
 import copy
 import importlib.util
 import math
+import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -309,9 +310,10 @@ class TokenEstimator:
         self._scale = 1.0 + self.tokenizer.margin
         self._floor = _load_counter("huggingface", self.tokenizer.floor) if self.tokenizer.floor else None
         self._texts: BoundedCache[str, int] = BoundedCache(cache_size)
-        self._messages: BoundedCache[int, tuple[Message, int]] = BoundedCache(cache_size)
-        """Per message object (messages are frozen): id -> (the message, its count). Holding the message
-        keeps its id from being reused while the entry lives."""
+        self._messages: BoundedCache[int, tuple[weakref.ref[Message], int]] = BoundedCache(cache_size)
+        """Per message object (messages are frozen): id -> (a weak reference to the message, its count). Weak, so
+        that the cache does not keep short-lived messages (summaries, recall blocks) alive; an id reused by a new
+        object fails the identity check."""
         self._tools: BoundedCache[str, int] = BoundedCache(4096)
         self._tool_sets: BoundedCache[tuple[str, ...], int] = BoundedCache(1024)
         self.misses = 0
@@ -403,12 +405,12 @@ class TokenEstimator:
             if stored is not None:
                 return stored
         entry = self._messages.get(id(message))
-        if entry is not None and entry[0] is message:
+        if entry is not None and entry[0]() is message:
             return entry[1]
         n = self.count_fields(message.role, message.content, message.name, message.tool_calls, message.tool_call_id)
         if message.parts is not None:  # the parts are sent instead of the content text
             n += sum(part_tokens(p, self.count, self.images) for p in message.parts) - self.count(message.content)
-        self._messages.put(id(message), (message, n))
+        self._messages.put(id(message), (weakref.ref(message), n))
         return n
 
     def counted(self, messages: Sequence[Message]) -> list[Message]:
