@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 from bench.recall_bench import _timing, chat_service  # noqa: E402
 from bench.recall_data import chats  # noqa: E402
 from components.context_window.base import Message  # noqa: E402
-from components.context_window.recall.messages import parts_of, searchable_text  # noqa: E402
+from components.context_window.recall.messages import embedded_text, parts_of  # noqa: E402
 from tda.config import Settings, offline_library_defaults  # noqa: E402
 from tda.db import upgrade  # noqa: E402
 
@@ -112,7 +112,7 @@ def main() -> None:
         upgrade(f"sqlite+aiosqlite:///{folder / 'tda.db'}")
         settings = Settings(data_dir=folder, mock_model=True, embedder=EMBEDDER, chroma_url=CHROMA_URL)
         messages = history(n)
-        parts = len({p for m in messages for p in parts_of(searchable_text(Message(m["role"], m["content"])))})
+        parts = len({p for m in messages for p in parts_of(embedded_text(Message(m["role"], m["content"])))})
         session = f"long-{n}-{RUN}"
         indexing = asyncio.run(index_on_a(settings, session, messages))
         after = asyncio.run(first_turn_on_b(settings, session, stored=True))

@@ -59,6 +59,8 @@ EMBEDDER = os.environ.get("BENCH_LONG_EMBEDDER")
 PARTS = set(os.environ.get("BENCH_LONG_PARTS", "gateway,native").split(","))
 LIMIT = 16_000
 AVAILABLE = LIMIT - LIMIT * 12 // 100  # Balanced keeps 12% for the reply
+SETTLE_S = 3.0
+"""After the last turn, how long its indexing may take before the process's CPU is read."""
 ROWS = int(os.environ.get("BENCH_LONG_ROWS", "20"))
 """Rows per tool result (20: ~1,000 tokens; 55, issue 32's: ~2,750): the fake quotes a result in its answer, so a
 turn adds about twice that."""
@@ -72,6 +74,14 @@ def cpu_seconds(pid: int) -> float:
     except (OSError, ValueError, IndexError):  # a thread that ended while read, or no schedstat: ticks
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """The process's CPU time since it started, threads that have ended included (/proc/<pid>/stat, in 10 ms
+    steps): work done between requests (indexing after the response) or in short-lived threads, which
+    ``cpu_seconds`` of one request cannot see. Read over many calls, its steps do not matter."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def rss_mib(pid: int) -> float:
@@ -161,6 +171,7 @@ async def gateway(tda: Tda, session: str | None, turns: int, chat: list[dict[str
     utilisation (its first call's, and the lower of its two calls') and the newest complete turn before it."""
     out = []
     for turn in range(len(chat) // 4 + 1, len(chat) // 4 + 1 + turns):
+        process_cpu = process_cpu_seconds(tda.pid)
         newest = chat[-4:] if len(chat) >= 5 else []
         chat.append({"role": "user", "content": question(turn)})
         first, wall1, cpu1 = await tda.chat(chat, session)
@@ -180,8 +191,12 @@ async def gateway(tda: Tda, session: str | None, turns: int, chat: list[dict[str
                 "newest": newest,
                 "over": sum(len(json.dumps(m)) for m in chat) / 4 > AVAILABLE * 1.5,  # history well over the window
                 "summaries": first.get("summaries", 0) + second.get("summaries", 0),
+                "process_cpu_s": process_cpu,
             }
         )
+    await asyncio.sleep(SETTLE_S)  # the last turn's indexing, after its response
+    for row, after in zip(out, [*(row["process_cpu_s"] for row in out[1:]), process_cpu_seconds(tda.pid)], strict=True):
+        row["process_cpu_ms"] = (after - row["process_cpu_s"]) / 2 * 1000  # a call's share of its turn
     return out
 
 
@@ -215,6 +230,12 @@ async def native(tda: Tda, turns: int) -> dict[str, Any]:
         "native_cpu_growth": cpu_last / cpu_first if cpu_first else 0.0,
         "native_rss_mib": [round(m) for m in rss],
     }
+
+
+def mean_first_last(rows: list[float]) -> tuple[float, float, float]:
+    """As ``first_last`` with means: a process's CPU read in 10 ms steps is exact over a sum, not per call."""
+    first, last = statistics.fmean(rows[:10]), statistics.fmean(rows[-10:])
+    return first, last, last / first if first else 0.0
 
 
 def first_last(rows: list[float]) -> tuple[float, float, float]:
@@ -308,6 +329,7 @@ async def gateway_figures(tda: Tda, upstream: str, recorded: Path) -> dict[str, 
     over = [row["utilisation"] for row in session_rows if row["over"]]
     wall = first_last([row["wall_ms"] for row in session_rows])
     cpu = first_last([row["cpu_ms"] for row in session_rows])
+    process_cpu = mean_first_last([row["process_cpu_ms"] for row in session_rows])
     return {
         "gateway_turns": GATEWAY_TURNS,
         "utilisation_min": min(over, default=0.0),
@@ -321,6 +343,9 @@ async def gateway_figures(tda: Tda, upstream: str, recorded: Path) -> dict[str, 
         "session_cpu_ms_first10": cpu[0],
         "session_cpu_ms_last10": cpu[1],
         "session_cpu_growth": cpu[2],
+        "session_process_cpu_ms_first10": process_cpu[0],
+        "session_process_cpu_ms_last10": process_cpu[1],
+        "session_process_cpu_growth": process_cpu[2],
         "stateless_cpu_ms_at_end": median([row["cpu_ms"] for row in stateless_rows]),
         "stateless_cpu_ms_new": median([row["cpu_ms"] for row in fresh_rows]),
         "litellm_cpu_ms_new": await litellm_alone(upstream, first_turn),
@@ -348,6 +373,11 @@ def print_gateway(figures: dict[str, Any]) -> None:
         f"{figures['session_wall_ms_last10']:.1f} (x{figures['session_wall_growth']:.2f}); server CPU ms per call "
         f"{figures['session_cpu_ms_first10']:.1f} / {figures['session_cpu_ms_last10']:.1f} "
         f"(x{figures['session_cpu_growth']:.2f})"
+    )
+    print(
+        f"  the server process's CPU ms per call, everything it did in the turn (indexing after the response, "
+        f"short-lived threads): {figures['session_process_cpu_ms_first10']:.1f} / "
+        f"{figures['session_process_cpu_ms_last10']:.1f} (x{figures['session_process_cpu_growth']:.2f})"
     )
     print(
         f"  stateless, server CPU ms per call: new conversation {figures['stateless_cpu_ms_new']:.1f}, "

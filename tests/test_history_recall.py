@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -130,6 +131,52 @@ class CountingEmbedder:
     async def embed(self, texts):
         self.embedded += len(texts)
         return [[t.lower().count(c) + 0.01 for c in "abcdefghijklmnopqrstuvwxyz"] for t in texts]
+
+
+class RecordingEmbedder(CountingEmbedder):
+    """CountingEmbedder that keeps every text it embedded."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.texts: list[str] = []
+
+    async def embed(self, texts):
+        self.texts += texts
+        return await super().embed(texts)
+
+
+async def test_a_long_tool_result_is_embedded_by_its_head_and_found_by_any_word_of_it():
+    """The embedder (the dearest step of indexing a turn) reads only a result's first characters; a fact at the
+    end of a 6,000-character result is still recalled, with its call, by its words."""
+    rows = [f'{{"order": "ORD-{i:05d}", "status": "open", "region": "north"}}' for i in range(100)]
+    rows[-1] = '{"order": "ORD-77777", "status": "returned", "region": "Zanzibar saffron depot"}'
+    result = "[" + ", ".join(rows) + "]"
+    exchange = tool_call_exchange(3, "call_9")
+    exchange[2] = Message("tool", result, turn=3, tool_call_id="call_9")
+    messages = conversation(30)
+    messages[4:4] = exchange
+    embedder = RecordingEmbedder()
+    ranking = await SessionRecall(embedder).recall(
+        make_ctx(messages=messages).session,
+        "Which order went to the Zanzibar saffron depot?",
+        before=64,
+        enough_tokens=100,
+    )
+    assert len(result) > 6_000 and max(map(len, embedder.texts)) <= 600
+    assert not any("ORD-77777" in t for t in embedder.texts)
+    assert any(m.content == result for m in ranking.units[0].messages)
+
+
+def test_prose_is_embedded_sentence_by_sentence_and_a_line_of_data_by_its_head():
+    prose = "Maya: We landed in Lisbon at noon. The hotel had lost our booking! Luckily a cousin lives nearby."
+    assert parts_of(prose) == [
+        "We landed in Lisbon at noon.",
+        "The hotel had lost our booking!",
+        "Luckily a cousin lives nearby.",
+    ]
+    table = "Here you go: " + json.dumps([{"order": f"ORD-{i}", "status": "open"} for i in range(80)])
+    (part,) = parts_of(table)
+    assert table.startswith(part) and len(part) == 600
 
 
 async def test_the_index_reads_and_embeds_only_what_was_added_since_last_time():

@@ -282,8 +282,7 @@ class MiniLMInt8Embedding(MiniLMEmbedding):
         query is one batch: it runs alone."""
         if len(batches) < 2:
             return super()._run(model, pieces, batches)
-        with ThreadPoolExecutor(min(len(batches), model.workers)) as pool:
-            return list(pool.map(lambda batch: self._encode_batch(model, pieces, batch), batches))
+        return list(_side_by_side(model.workers).map(lambda batch: self._encode_batch(model, pieces, batch), batches))
 
     @staticmethod
     def name() -> str:
@@ -292,6 +291,14 @@ class MiniLMInt8Embedding(MiniLMEmbedding):
     @staticmethod
     def build_from_config(config: dict[str, Any]) -> MiniLMInt8Embedding:
         return MiniLMInt8Embedding(int(config.get("batch_size", 32)), int(config.get("max_seq_length", 512)))
+
+
+@functools.cache
+def _side_by_side(workers: int) -> ThreadPoolExecutor:
+    """The threads that run a text's batches side by side, kept for the process. A pool made per call started and
+    ended its threads on every turn that embedded a long message: their CPU time then vanished from per-thread
+    accounting (``/proc/<pid>/task``), and each new thread's first allocations took a fresh malloc arena."""
+    return ThreadPoolExecutor(workers, thread_name_prefix="tda-embed")
 
 
 def _load_minilm(model: Any) -> tuple[Any, Any]:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from components.context_window.base import Message
-from components.context_window.recall.messages import parts_of, searchable_text
+from components.context_window.recall.messages import embedded_text, parts_of
 from tda.app import create_app
 from tda.config import Settings
 from tests.replicas.servers import Backing
@@ -56,7 +56,7 @@ async def test_a_history_indexed_on_one_replica_is_not_embedded_again_by_the_oth
     backing: Backing, tmp_path: Path
 ) -> None:
     history = long_history(300)
-    parts = {p for m in history for p in parts_of(searchable_text(Message(m["role"], m["content"])))}
+    parts = {p for m in history for p in parts_of(embedded_text(Message(m["role"], m["content"])))}
     async with replicas(backing, tmp_path, "a", "b") as (a, b):
         token, _ = await a.svc.store.tokens.create("replica-vectors", "admin")
         headers = {"Authorization": f"Bearer {token}"}

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from components.context_window.base import Message
-from components.context_window.recall.messages import part_key, parts_of, searchable_text
+from components.context_window.recall.messages import embedded_text, part_key, parts_of
 from tda.app import create_app
 from tda.config import Settings
 from tda.recall.vectors import collection_name
@@ -21,7 +21,7 @@ from tests.service.support import ScriptedModel
 from tests.service.test_history_recall import FACT, QUESTION, long_history
 
 HISTORY = long_history(160)
-PARTS = {p for m in HISTORY for p in parts_of(searchable_text(Message(m["role"], m["content"])))}
+PARTS = {p for m in HISTORY for p in parts_of(embedded_text(Message(m["role"], m["content"])))}
 
 
 class CountingEmbedder:

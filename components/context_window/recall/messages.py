@@ -58,6 +58,12 @@ from ..session_cache import BoundedCache
 
 EMBED_CHARS = 2_000
 """Characters of a part embedded (small embedders read ~256-512 tokens anyway; the rest costs time for nothing)."""
+DATA_HEAD_CHARS = 600
+"""Characters embedded of data: a tool result, and any "sentence" longer than this (a one-line JSON table, a log line,
+minified code; a sentence of prose is shorter). Its head says what the data is (its keys, first rows or lines); what
+it holds further on (ids, figures) is found by its words. Data is a turn's longest text, and a small embedder's cost
+grows faster than a text's length: with the default embedder, two 2,000-character JSON tables cost ~0.9 s of CPU on
+a loaded 2-core machine, two of 600 characters ~0.4 s (bench/long_session_bench.py)."""
 EMBED_BATCH = 64
 INDEX_SLICE = 128
 """Messages indexed (or split into parts, or given their vectors) between two yields to the event loop: a
@@ -152,11 +158,12 @@ def part_key(text: str) -> str:
 
 def parts_of(text: str) -> list[str]:
     """``text`` as at most ``MAX_PARTS`` runs of whole sentences, in order, without a leading speaker tag ("Maya: "):
-    a name said in every message of a chat between people would otherwise outweigh what each message says."""
+    a name said in every message of a chat between people would otherwise outweigh what each message says. A
+    sentence longer than ``DATA_HEAD_CHARS`` is data: its head stands for it."""
     text = _SPEAKER.sub(r"\1", text, count=1)
-    sentences = [s for s in _SENTENCE_END.split(text) if s.strip()] or [text or " "]
+    sentences = [s[:DATA_HEAD_CHARS] for s in _SENTENCE_END.split(text) if s.strip()] or [text[:DATA_HEAD_CHARS] or " "]
     if len(sentences) <= MAX_PARTS:
-        return [s[:EMBED_CHARS] for s in sentences]
+        return sentences
     step = -(-len(sentences) // MAX_PARTS)
     return [" ".join(sentences[i : i + step])[:EMBED_CHARS] for i in range(0, len(sentences), step)]
 
@@ -170,6 +177,13 @@ def searchable_text(message: Message) -> str:
         for c in message.tool_calls
     )
     return f"{message.content} {calls}".strip()
+
+
+def embedded_text(message: Message) -> str:
+    """What a message's vectors are made of: its searchable text, of a tool result only the head
+    (``DATA_HEAD_CHARS``)."""
+    text = searchable_text(message)
+    return text[:DATA_HEAD_CHARS] if message.role == "tool" else text
 
 
 @dataclass(eq=False)
@@ -643,9 +657,7 @@ class SessionRecall:
         """Each message's part vectors (read from memory or the store, else embedded; new ones stored). None when
         ``bounded`` and more than ``READ_AT_ONCE`` would be read or ``EMBED_AT_ONCE`` embedded."""
         assert self.embedder is not None
-        parts = await _sliced(
-            messages, lambda some: [parts_of(searchable_text(m)) if _embedded(m) else [] for m in some]
-        )
+        parts = await _sliced(messages, lambda some: [parts_of(embedded_text(m)) if _embedded(m) else [] for m in some])
         texts = list(dict.fromkeys(p for per in parts for p in per))
         known = dict(
             await _sliced(texts, lambda some: [(t, v) for t in some if (v := self._vectors.get(t)) is not None])
