@@ -683,7 +683,7 @@ class SessionRecall:
         parts = await self._over(
             messages, lambda some: [parts_of(searchable_text(m)) if _embedded(m) else [] for m in some]
         )
-        texts = list(dict.fromkeys(p for per in parts for p in per))
+        texts = await run_sized(self.runner, len(parts), lambda: list(dict.fromkeys(p for per in parts for p in per)))
         known = dict(
             await self._over(texts, lambda some: [(t, v) for t in some if (v := self._vectors.get(t)) is not None])
         )
