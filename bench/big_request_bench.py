@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -163,6 +164,8 @@ async def main() -> None:
             server.wait(30)
         if os.environ.get("BENCH_STALLS"):
             print_stalls(data_dir / f"server-{port}.log", phases)
+        if os.environ.get("BENCH_LOG"):  # the server's whole log kept (faulthandler's dumps: BENCH_STALL_DUMP_MS)
+            shutil.copy(data_dir / f"server-{port}.log", os.environ["BENCH_LOG"])
 
 
 if __name__ == "__main__":

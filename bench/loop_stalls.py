@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import collections
+import faulthandler
 import gc
 import os
 import sys
@@ -26,6 +27,9 @@ PING_S = 0.005
 SAMPLE_AFTER_S = 0.01
 SAMPLE_S = 0.002
 REPORT_MS = float(os.environ.get("BENCH_STALL_MS", "30"))
+DUMP_MS = float(os.environ.get("BENCH_STALL_DUMP_MS", "0"))
+"""Over 0: a stall this long also dumps every thread's stack from faulthandler's own thread, which needs no GIL: it
+names a long C call holding the GIL (freeing a big list, a long ``sort``), where the sampler cannot take a sample."""
 
 stalls: list[tuple[float, float, collections.Counter[str]]] = []
 collections_full: list[tuple[float, float, int]] = []
@@ -51,11 +55,17 @@ def watch(loop: asyncio.AbstractEventLoop, thread_id: int) -> None:
         except RuntimeError:
             return
         seen: collections.Counter[str] = collections.Counter()
+        if DUMP_MS:
+            faulthandler.dump_traceback_later(DUMP_MS / 1000, exit=False)
         while not answered.wait(SAMPLE_AFTER_S if not seen else SAMPLE_S):
             frame = sys._current_frames().get(thread_id)
             if frame is not None:
                 seen[where(frame)] += 1
         waited_ms = (time.perf_counter() - sent) * 1000
+        if DUMP_MS:
+            faulthandler.cancel_dump_traceback_later()
+            if waited_ms > DUMP_MS:
+                print(f"loop-stall-dumped {waited_ms:.0f} ms at {time.monotonic() - waited_ms / 1000:.3f}", flush=True)
         if waited_ms > REPORT_MS:
             stalls.append((time.monotonic() - waited_ms / 1000, waited_ms, seen))
         time.sleep(PING_S)

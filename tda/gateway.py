@@ -226,7 +226,7 @@ class _Client:
     async def keep_case(self, svc: TDAService, loaded: Loaded, answered: Answered, row: Any) -> str | None:
         """In its session's scope; its answer may quote tool data when the conversation holds any."""
         assert self.place is not None
-        from_tools = quotes_tools((*self.conversation.chat, *self.conversation.instructions))
+        from_tools = await sized(quotes_tools, (*self.conversation.chat, *self.conversation.instructions))
         query, answer = self.conversation.query.content, answered.done.text
         return await keep_case(svc, loaded.data, self.place.turn, query, answer, row, from_tools=from_tools)
 

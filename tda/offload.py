@@ -11,6 +11,11 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
+from components.context_window.offload import Runner
+
+in_thread: Runner = asyncio.to_thread
+"""The runner the service hands the component (``components/context_window/offload.py``): a worker thread."""
+
 LONG = 500
 """Items past which the work goes to a worker thread (about a millisecond of work each at most)."""
 T = TypeVar("T")

@@ -99,7 +99,9 @@ class TDAService:
         self.history_vectors = part_vectors_for(self.knowledge, settings.embedder, self.sources.embedder, self.writer)
         """Where recall's part vectors are kept for other replicas and restarts (None: embedding is cheaper)."""
         if self.sources.history_recall is None:  # one index per session, shared by its turns (tda/recall/messages.py)
-            self.sources.history_recall = SessionRecall(self.sources.embedder, stored=self.history_vectors)
+            self.sources.history_recall = SessionRecall(
+                self.sources.embedder, stored=self.history_vectors, runner=self.sources.offload
+            )
         if self.sources.turn_index is None:  # older turns as modules search them (tda/recall/turns.py)
             self.sources.turn_index = TurnIndex(self.store.db, lambda: self.sources.embedder)
         if self.sources.summarizer is None and not self.llm.mock:

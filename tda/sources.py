@@ -25,6 +25,7 @@ from components.context_window.base import (
     Summarizer,
     ToolSchema,
 )
+from components.context_window.offload import Runner
 from components.context_window.session_cache import BoundedCache
 from components.context_window.token_estimator import resolve_model_limit
 
@@ -33,6 +34,7 @@ from .knowledge.scope import CaseScope, session_key
 from .knowledge.store import in_project
 from .llm import LLMSummarizer
 from .models import AttachmentRow, ProfileRow, SessionRow
+from .offload import in_thread
 from .recall.turns import TurnIndex, record_of
 from .scope import DEFAULT_PROJECT
 from .store.sessions import SessionData
@@ -82,6 +84,8 @@ class Sources:
     """Recalls older history by relevance (``tda/recall/messages.py`` keeps it up to date as messages are recorded)."""
     turn_index: TurnIndex | None = None
     """Keeps what modules search of each session's older turns (``tda/recall/turns.py``), as turns are recorded."""
+    offload: Runner | None = in_thread
+    """How modules and recall run a step over a long history off the event loop (``tda/offload.py``)."""
     _tools: BoundedCache[tuple[str, str], tuple[ToolSchema, ...]] = field(
         default_factory=lambda: BoundedCache(256), repr=False
     )
@@ -188,6 +192,7 @@ def build_context(
         summarizer=summarizer_for(sources.summarizer, p.model or default_model, p, s),
         embedder=sources.embedder,
         history_recall=sources.history_recall,
+        offload=sources.offload,
         earlier_turns=None if sources.turn_index is None else sources.turn_index.bound(s, s.phase),
     )
 

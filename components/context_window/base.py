@@ -19,6 +19,8 @@ from typing import Any, ClassVar, Literal, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from .offload import Runner
+
 ProfileType = Literal["tool_enabled", "llm_only", "rag_focused", "genie"]
 PROFILE_TYPES: tuple[ProfileType, ...] = ("tool_enabled", "llm_only", "rag_focused", "genie")
 
@@ -667,6 +669,9 @@ class AssemblyContext:
     them too). ``None``: ``session.turns`` holds every turn (a library call, a session file)."""
     model_limit: int | None = None
     """Known input limit of the model; ``None`` means the orchestrator resolves it."""
+    offload: Runner | None = None
+    """Optional: runs a module's step whose work grows with the history's size off the event loop (the service hands
+    its worker threads, ``offload.py``). ``None``: in place (a library call, a test)."""
     query_message: Message | None = None
     """The user message that asks ``query`` as the client sent it (its name, image parts): sent as it is.
     ``None``: a plain user message with ``query`` as its text."""

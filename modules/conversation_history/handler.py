@@ -31,6 +31,7 @@ from components.context_window.base import (
 from components.context_window.content_parts import media_note
 from components.context_window.fitting import cut_to_tokens, first_sentence, water_fill
 from components.context_window.metering import labelled
+from components.context_window.offload import run_sized
 from components.context_window.options import option
 from components.context_window.phases import visible
 from components.context_window.recall.messages import SessionRecall
@@ -488,49 +489,11 @@ class ConversationHistoryModule(ContextModule):
         recall = ctx.history_recall or self._own_recall(ctx)
         ranking = await recall.recall(ctx.session, ctx.query, before=before, enough_tokens=room * 2)
         exponent = option(ctx.directives.config, "recall_cost_exponent", RECALL_COST_EXPONENT, minimum=0)
-        costs: dict[int, int] = {}
-
-        def cost_of(unit: RecalledUnit) -> int:  # counted only for the units packing reaches
-            if unit.position not in costs:
-                costs[unit.position] = sum(count(m) for m in unit.messages)
-            return costs[unit.position]
-
-        # By relevance per token past ``RECALL_COST_FREE`` tokens: long units pay for their length, short ones gain
-        # nothing from being short (see ``RECALL_COST_EXPONENT``).
-        by_value = ranking.units
-        if exponent:
-
-            def value(unit: RecalledUnit) -> tuple[float, int]:
-                return -unit.score / max(1, cost_of(unit) / RECALL_COST_FREE) ** exponent, unit.position
-
-            by_value = tuple(sorted(by_value, key=value))
-        chosen: list[RecalledUnit] = []
-        seen: set[str] = set()
-        left = room
-        for unit in by_value:
-            if left < MESSAGE_OVERHEAD + 2:  # not even a one-word message fits any more
-                break
-            cost = cost_of(unit)
-            text = "\n".join(m.content for m in unit.messages)
-            if cost > left or text in seen:  # too large for what is left, or a repeat of what is chosen
-                continue
-            chosen.append(unit)
-            seen.add(text)
-            left -= cost
-        taken = {u.position for u in chosen}
-        relevant_tokens = room - left
-        for position, messages, cost in recent:
-            if position in taken:
-                continue
-            if cost > left:  # the newest that does not fit whole comes with its results cut, and ends the fill
-                cut = cut_unit(messages, left, ctx.tokens)
-                if cut is not None:
-                    chosen.append(RecalledUnit(position, cut, 0.0))
-                    left -= sum(count(m) for m in cut)
-                break
-            chosen.append(RecalledUnit(position, messages, 0.0))
-            left -= cost
-        chosen.sort(key=lambda u: u.position)
+        tokens = ctx.tokens
+        # Thousands of units over a long history: counted and ordered off the event loop (``ctx.offload``).
+        chosen, taken, relevant_tokens, left = await run_sized(
+            ctx.offload, len(ranking.units), lambda: _packed(ranking.units, recent, room, exponent, tokens)
+        )
         facts: dict[str, Any] = {
             "recall": ranking.method,
             "recalled_messages": sum(len(u.messages) for u in chosen),
@@ -550,7 +513,7 @@ class ConversationHistoryModule(ContextModule):
         key = type(ctx.embedder).__name__ if ctx.embedder is not None else ""
         recall = self._recalls.get(key)
         if recall is None:
-            recall = self._recalls.put(key, SessionRecall(ctx.embedder))
+            recall = self._recalls.put(key, SessionRecall(ctx.embedder, runner=ctx.offload))
         return recall
 
     async def _fill(self, source: MessageSource, budget: int, ctx: AssemblyContext) -> list[tuple[int, Unit, int]]:
@@ -667,6 +630,63 @@ class ConversationHistoryModule(ContextModule):
             )
             self._summaries.put(key, text)
         return text
+
+
+def _packed(
+    ranked: Sequence[RecalledUnit],
+    recent: Sequence[tuple[int, Unit, int]],
+    room: int,
+    exponent: float,
+    tokens: TokenCounter,
+) -> tuple[list[RecalledUnit], set[int], int, int]:
+    """``ranked`` units packed into ``room`` by relevance (best first; one that does not fit is passed over for the
+    next that does), then what room is left filled from ``recent`` (newest first): the units chosen, in conversation
+    order, the positions chosen by relevance, the tokens those take and the room left."""
+    count = tokens.count_message
+    costs: dict[int, int] = {}
+
+    def cost_of(unit: RecalledUnit) -> int:  # counted only for the units packing reaches
+        if unit.position not in costs:
+            costs[unit.position] = sum(count(m) for m in unit.messages)
+        return costs[unit.position]
+
+    # By relevance per token past ``RECALL_COST_FREE`` tokens: long units pay for their length, short ones gain
+    # nothing from being short (see ``RECALL_COST_EXPONENT``).
+    by_value = ranked
+    if exponent:
+
+        def value(unit: RecalledUnit) -> tuple[float, int]:
+            return -unit.score / max(1, cost_of(unit) / RECALL_COST_FREE) ** exponent, unit.position
+
+        by_value = tuple(sorted(by_value, key=value))
+    chosen: list[RecalledUnit] = []
+    seen: set[str] = set()
+    left = room
+    for unit in by_value:
+        if left < MESSAGE_OVERHEAD + 2:  # not even a one-word message fits any more
+            break
+        cost = cost_of(unit)
+        text = "\n".join(m.content for m in unit.messages)
+        if cost > left or text in seen:  # too large for what is left, or a repeat of what is chosen
+            continue
+        chosen.append(unit)
+        seen.add(text)
+        left -= cost
+    taken = {u.position for u in chosen}
+    relevant_tokens = room - left
+    for position, messages, cost in recent:
+        if position in taken:
+            continue
+        if cost > left:  # the newest that does not fit whole comes with its results cut, and ends the fill
+            cut = cut_unit(messages, left, tokens)
+            if cut is not None:
+                chosen.append(RecalledUnit(position, cut, 0.0))
+                left -= sum(count(m) for m in cut)
+            break
+        chosen.append(RecalledUnit(position, messages, 0.0))
+        left -= cost
+    chosen.sort(key=lambda u: u.position)
+    return chosen, taken, relevant_tokens, left
 
 
 def _walk(source: MessageSource, ctx: AssemblyContext) -> _Walk:

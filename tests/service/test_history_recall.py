@@ -136,3 +136,27 @@ async def test_a_replay_of_a_recalled_turn_is_identical(chat):
     trace = await (await client.get(f"/v1/snapshots/{snapshot_id}/trace", headers=headers)).get_json()
     assert trace["identical"] is True
     assert FACT in [m["content"] for m in trace["messages"]]
+
+
+async def test_a_long_history_is_indexed_and_ranked_in_worker_threads(settings: Settings):
+    """The service hands recall and the modules its worker threads (``tda/offload.py``): a long history's indexing
+    and ranking leave the event loop free for other requests, and the fact still reaches the model."""
+    from tda.offload import in_thread
+    from tests.test_recall_offload import ThreadRunner
+
+    model = ScriptedModel()
+    app = create_app(settings, llm=model.llm, migrate=False, warm_up_llm=False, warm_up_knowledge=False)
+    async with app.test_app() as running:
+        svc = running.app.extensions["tda"]
+        recall = svc.sources.history_recall
+        assert svc.sources.offload is in_thread and recall.runner is in_thread
+        runner = ThreadRunner()  # in_thread, noting where each step ran
+        svc.sources.offload = recall.runner = runner
+        token, _ = await svc.store.tokens.create("test-admin", "admin")
+        client = running.test_client()
+        headers = {"Authorization": f"Bearer {token}"}
+        profile = {"id": "chat", "type": "llm_only", "context_window_type_id": "conversation_first"}
+        assert (await client.post("/v1/profiles", json=profile, headers=headers)).status_code == 201
+        sent, _ = await ask_after_import((client, headers, model), long_history(1_200))
+    assert FACT in [m["content"] for m in sent]
+    assert runner.threads

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import logging
 import re
@@ -40,6 +41,7 @@ from ..base import (
     Session,
     pages_newest_first,
 )
+from ..offload import Runner, guarded, run_sized
 from ..phases import visible
 from ..relevance import (
     RRF_K,
@@ -219,6 +221,10 @@ class HistoryIndex:
     _calls: dict[str, int] = field(default_factory=dict)
     """Open tool call id -> position of the assistant message that made it."""
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    """Held while the index is brought up to the session's history (one sync at a time)."""
+    guard: asyncio.Lock = field(default_factory=asyncio.Lock)
+    """Held by each step that reads or changes the index (``SessionRecall._step``): one in a worker thread runs to
+    its end before another starts, so none sees the index half changed."""
     vectoring: asyncio.Task[None] | None = None
     """The background job giving the messages indexed by words only their vectors (one at a time per index)."""
     vectors_due: float = 0.0
@@ -469,6 +475,10 @@ def with_neighbours(fused: np.ndarray, hits: np.ndarray, short: np.ndarray) -> n
     return out
 
 
+def _attach_from(index: HistoryIndex, first: int, start: int, vectors: Sequence[Sequence[Any]]) -> None:
+    index.attach(first + start, vectors)
+
+
 def _embedded(message: Message) -> bool:
     """Whether a message could ever be recalled (what ``_shown`` requires whatever the phase)."""
     return message.valid and message.role != "system"
@@ -507,8 +517,12 @@ class SessionRecall:
         vectors_wait_s: float = VECTORS_WAIT_S,
         outlive_calls: bool = True,
         evidence: Evidence | None = None,
+        runner: Runner | None = None,
     ) -> None:
         self.embedder = embedder
+        self.runner = runner
+        """Runs a step over a long history off the event loop (the application's worker threads; ``offload.py``).
+        None: every step runs here, a long one in slices with a yield to the event loop between."""
         self.evidence = evidence or evidence_for(embedder)
         """When a query has evidence among the older messages at all (calibrated for ``embedder``): recall returns
         nothing, and says why, for a question nothing earlier answers."""
@@ -541,6 +555,7 @@ class SessionRecall:
             vectors_wait_s=self.vectors_wait_s,
             outlive_calls=False,
             evidence=self.evidence,
+            runner=self.runner,
         )
         one._vectors, one._queries = self._vectors, self._queries
         return one
@@ -612,10 +627,7 @@ class SessionRecall:
                 messages = index.messages[first:]
                 vectors = await self._vectors_of(index, messages)
                 assert vectors is not None
-                for start in range(0, len(vectors), INDEX_SLICE):
-                    if start:
-                        await asyncio.sleep(0)  # a long history's rows take seconds to add
-                    index.attach(first + start, vectors[start : start + INDEX_SLICE])
+                await self._in_slices(index, vectors, functools.partial(_attach_from, index, first))
         except Exception as exc:  # the next sync starts again from what was done
             log.warning("history vectors of session %s: %s; recall ranks by words until they are in", session_id, exc)
 
@@ -646,10 +658,35 @@ class SessionRecall:
         vectors = None
         if self.embedder is not None and index.vectored == len(index):
             vectors = await self._vectors_of(index, messages, bounded=in_turn)
-        for start in range(0, len(messages), INDEX_SLICE):
+        await self._in_slices(
+            index,
+            messages,
+            lambda start, some: index.add(some, vectors[start : start + len(some)] if vectors else None),
+        )
+
+    async def _in_slices(
+        self, index: HistoryIndex, items: Sequence[T], work: Callable[[int, Sequence[T]], None]
+    ) -> None:
+        """``work(start, items[start:...])`` over all ``items``, changing ``index``: at once through the runner (a
+        worker thread, holding the index's guard), else ``INDEX_SLICE`` items at a time with a yield to the event loop
+        between (a long history takes seconds to index)."""
+        if self.runner is not None:
+            await self._step(index, len(items), lambda: work(0, items))
+            return
+        for start in range(0, len(items), INDEX_SLICE):
             if start:
-                await asyncio.sleep(0)  # other requests' turn: a long history takes seconds to index
-            index.add(messages[start : start + INDEX_SLICE], vectors[start : start + INDEX_SLICE] if vectors else None)
+                await asyncio.sleep(0)
+            work(start, items[start : start + INDEX_SLICE])
+
+    async def _step(self, index: HistoryIndex, size: int, work: Callable[[], R]) -> R:
+        """``work()`` over ``index`` (``size`` items of work), holding its guard: through the runner when large."""
+        return await guarded(index.guard, self.runner, size, work)
+
+    async def _over(self, items: Sequence[T], work: Callable[[Sequence[T]], list[R]]) -> list[R]:
+        """``work(items)`` (pure: it reads nothing else that changes), through the runner when long, else in slices."""
+        if self.runner is not None:
+            return await run_sized(self.runner, len(items), lambda: work(items))
+        return await _sliced(items, work)
 
     async def _vectors_of(
         self, index: HistoryIndex, messages: Sequence[Message], *, bounded: bool = False
@@ -657,16 +694,16 @@ class SessionRecall:
         """Each message's part vectors (read from memory or the store, else embedded; new ones stored). None when
         ``bounded`` and more than ``READ_AT_ONCE`` would be read or ``EMBED_AT_ONCE`` embedded."""
         assert self.embedder is not None
-        parts = await _sliced(messages, lambda some: [parts_of(embedded_text(m)) if _embedded(m) else [] for m in some])
-        texts = list(dict.fromkeys(p for per in parts for p in per))
+        parts = await self._over(
+            messages, lambda some: [parts_of(embedded_text(m)) if _embedded(m) else [] for m in some]
+        )
+        texts = await run_sized(self.runner, len(parts), lambda: list(dict.fromkeys(p for per in parts for p in per)))
         known = dict(
-            await _sliced(texts, lambda some: [(t, v) for t in some if (v := self._vectors.get(t)) is not None])
+            await self._over(texts, lambda some: [(t, v) for t in some if (v := self._vectors.get(t)) is not None])
         )
         if bounded and len(texts) - len(known) > READ_AT_ONCE:
             return None
-        keys = (
-            dict(await _sliced(texts, lambda some: [(t, part_key(t)) for t in some])) if self.stored is not None else {}
-        )
+        keys = dict(await self._over(texts, _keyed)) if self.stored is not None else {}
         found, reachable = await self._from_store(index, keys, known)
         known.update(found)
         missing = [p for p in texts if p not in known]
@@ -680,7 +717,7 @@ class SessionRecall:
                 known[text] = self._vectors.put(text, np.asarray(vector, dtype=np.float32))
         if reachable:  # a store that failed to read is not written to (it would fail again, message by message)
             await self._to_store(index, keys, known)
-        return await _sliced(parts, lambda some: [[known[p] for p in per] for per in some])
+        return await self._over(parts, lambda some: [[known[p] for p in per] for per in some])
 
     async def _query_vector(self, index: HistoryIndex, query: str, n: int) -> np.ndarray | None:
         """The query's vector when ``index``'s first ``n`` messages have vectors (kept for the next asker: a turn's
@@ -750,10 +787,14 @@ class SessionRecall:
         """Units of the session's messages before position ``before``, best first, until their messages hold about
         ``enough_tokens`` tokens (by their stored counts, else ~4 characters a token) or the ranking ends."""
         index = await self._synced(session)
-        query = index.focus(query)
+        query = await self._step(index, 0, lambda: index.focus(query))  # its speakers may be growing in a step
         query_vector = await self._query_vector(index, query, min(before, len(index)))
-        positions, scores, method, reason = index.rank(query, query_vector, before, evidence=self.evidence)
-        ranking = collect_units(index, positions, scores, method, reason, session.phase, enough_tokens)
+
+        def ranked() -> RecallRanking:
+            positions, scores, method, reason = index.rank(query, query_vector, before, evidence=self.evidence)
+            return collect_units(index, positions, scores, method, reason, session.phase, enough_tokens)
+
+        ranking = await self._step(index, min(before, len(index)), ranked)
         return dataclasses.replace(ranking, pending=len(index) - index.vectored) if self.embedder else ranking
 
     async def lead(self, session: Session, query: str, *, split: int) -> RecallLead:
@@ -761,20 +802,25 @@ class SessionRecall:
         messages the session's source holds count: a replay or what-if sees the history as it was before its turn,
         while the session's index may already hold that turn (whose question would match itself)."""
         index = await self._synced(session)
-        query = index.focus(query)
+        query = await self._step(index, 0, lambda: index.focus(query))  # its speakers may be growing in a step
         end = min(len(index), session.message_source().total)
-        lexical = index.lexical_scores(query)[:end]
-        older, newer = float(lexical[:split].max(initial=0.0)), float(lexical[split:].max(initial=0.0))
-        ratio = older / newer if newer > 0 else (float("inf") if older > 0 else 0.0)
-        dense = continuity = None
         query_vector = await self._query_vector(index, query, end)
-        scores = index.dense_scores(query_vector, end) if query_vector is not None else None
-        if scores is not None and 0 < split < end:
-            dense = float(scores[:split].max() - scores[split:].max())
-            newest_first = (p for p in range(end - 1, split - 1, -1) if index.messages[p].role == "user")
-            asked = list(islice(newest_first, RECENT_QUESTIONS))
-            continuity = float(scores[asked].max()) if asked else 0.0
-        return RecallLead(dense, ratio, continuity)
+        return await self._step(index, end, lambda: lead_of(index, query, query_vector, split, end))
+
+
+def lead_of(index: HistoryIndex, query: str, query_vector: np.ndarray | None, split: int, end: int) -> RecallLead:
+    """How the best of ``index``'s first ``end`` messages before ``split`` outranks the best from ``split`` on."""
+    lexical = index.lexical_scores(query)[:end]
+    older, newer = float(lexical[:split].max(initial=0.0)), float(lexical[split:].max(initial=0.0))
+    ratio = older / newer if newer > 0 else (float("inf") if older > 0 else 0.0)
+    dense = continuity = None
+    scores = index.dense_scores(query_vector, end) if query_vector is not None else None
+    if scores is not None and 0 < split < end:
+        dense = float(scores[:split].max() - scores[split:].max())
+        newest_first = (p for p in range(end - 1, split - 1, -1) if index.messages[p].role == "user")
+        asked = list(islice(newest_first, RECENT_QUESTIONS))
+        continuity = float(scores[asked].max()) if asked else 0.0
+    return RecallLead(dense, ratio, continuity)
 
 
 def collect_units(
