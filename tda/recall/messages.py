@@ -11,6 +11,7 @@ that replica reads them instead of embedding the history again.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from components.context_window.base import AssemblyContext, HistoryRecall, Session
@@ -24,13 +25,22 @@ if TYPE_CHECKING:
     from ..service import TDAService
 
 
-def call_recall(svc: TDAService) -> HistoryRecall | None:
-    """Recall for one stateless call: an index of the conversation it sent, held by the call's context alone, so
-    it is freed with the call (kept in the service's index under one session id, every stateless call's
-    conversation would stay there, hundreds of thousands of objects the cycle collector walks, and be rebuilt by
-    the next call with another conversation). Its vectors by text are the service's (a bounded cache)."""
+def call_recall(svc: TDAService, beginnings: Sequence[str] = ()) -> HistoryRecall | None:
+    """Recall for one stateless call: an index of the conversation it sent, held by the call's context (kept in the
+    service's index under one session id, every stateless call's conversation would stay there, hundreds of
+    thousands of objects the cycle collector walks, and be rebuilt by the next call with another conversation).
+    Its vectors by text are the service's (a bounded cache). ``beginnings``: the digests of the conversation's
+    beginnings (``Digests.prints``): the call goes on from the index an earlier call built of the longest one it
+    repeats, and ``call_done`` keeps its own for the next (a few, bounded: ``CallIndexes``), so a client resending
+    its conversation has only what it added indexed."""
     recall = svc.sources.history_recall
-    return recall.for_one_call() if isinstance(recall, SessionRecall) else recall
+    return recall.for_one_call(beginnings) if isinstance(recall, SessionRecall) else recall
+
+
+def call_done(ctx: AssemblyContext) -> None:
+    """A stateless call is over: its recall index is kept for the call that goes on from its conversation."""
+    if isinstance(ctx.history_recall, SessionRecall):
+        ctx.history_recall.call_done()
 
 
 async def index_history(svc: TDAService, session_id: str) -> None:
