@@ -590,7 +590,7 @@ class SessionRecall:
         if beginnings:
             one._beginnings, one._kept_by = beginnings, self.call_indexes
             index = self.call_indexes.take(beginnings)
-            if index is not None:
+            if index is not None and _settled(index):
                 index.vectors_due, index.checked, index.checked_length = 0.0, None, -1  # a new call: its one job
                 one._indexes.put(index.session_id or "", index)
         return one
@@ -602,9 +602,8 @@ class SessionRecall:
         if self._kept_by is None:
             return
         for index in self._indexes.values():
-            job = index.vectoring
             ready = self.embedder is None or index.vectored == len(index)
-            if (job is None or job.done()) and ready and not index.lock.locked() and len(index) < len(self._beginnings):
+            if ready and _settled(index) and len(index) < len(self._beginnings):
                 self._kept_by.keep(self._beginnings[len(index)], index)
         self._indexes.clear()
         self._kept_by = None
@@ -841,6 +840,12 @@ class SessionRecall:
             asked = list(islice(newest_first, RECENT_QUESTIONS))
             continuity = float(scores[asked].max()) if asked else 0.0
         return RecallLead(dense, ratio, continuity)
+
+
+def _settled(index: HistoryIndex) -> bool:
+    """Whether nothing is changing ``index`` (no sync holds it, no job is giving it vectors): a call may go on
+    from it. (A sync its call gave up on, a module's timeout, goes on shielded.)"""
+    return not index.lock.locked() and (index.vectoring is None or index.vectoring.done())
 
 
 def collect_units(
