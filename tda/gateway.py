@@ -37,7 +37,7 @@ from .errors import Conflict, Invalid, NotFound
 from .knowledge.scope import ANONYMOUS
 from .models import ProfileRow, SessionRow
 from .offload import sized
-from .recall.messages import call_recall, vectors_ready
+from .recall.messages import call_done, call_recall, vectors_ready
 from .sources import Cutoff, build_context, input_hashes, message_of, summarizer_for
 from .store.sessions import SessionData
 from .tool_results import as_result
@@ -161,6 +161,8 @@ async def _run(svc: TDAService, route: _Client) -> dict[str, Any]:
     ran = await run(svc, route, ask)
     if route.session is not None:
         remember(route.session.id, route.conversation, ran.answered.snapshot_id)
+    else:
+        call_done(ran.answered.ctx)
     done, assembled = ran.answered.done, ran.answered.assembled
     tokens = estimator_for(ran.answered.ctx.model)  # the cut counts every message received: off the loop when long
     cut = await sized(lambda _: window_cut(route.conversation, assembled, tokens), route.conversation.chat)
@@ -266,7 +268,7 @@ async def _context(
         tools=tuple(call.tools),
         tools_as_sent=True,
         model=call.model or ctx.model,
-        history_recall=call_recall(svc) if not session.id else ctx.history_recall,
+        history_recall=call_recall(svc, _beginnings(conversation)) if not session.id else ctx.history_recall,
     )
     if call.model and call.model != ctx.model:  # the client named another model: its own summaries too
         ctx = dataclasses.replace(ctx, summarizer=summarizer_for(svc.sources.summarizer, call.model, profile, session))
@@ -652,6 +654,12 @@ def _stateless_key(profile: ProfileRow, conversation: Conversation) -> str:
     conversation again finds them; two that share both only take turns replacing them)."""
     first = conversation.chat[0]
     return f"stateless\x00{profile.id}\x00{hashlib.sha256(_identity(first)).hexdigest()}"
+
+
+def _beginnings(conversation: Conversation) -> Sequence[str]:
+    """The digests of the conversation's beginnings (its recall index is named by one, ``call_recall``); none
+    without digests (a replay: no index is kept)."""
+    return conversation.digests.prints if conversation.digests is not None else ()
 
 
 def _digests_of(conversation: Conversation) -> Digests:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -52,6 +54,66 @@ def test_cut_to_tokens_ends_at_a_sentence_or_paragraph():
 def test_cut_to_tokens_is_a_prefix_within_the_limit(text, limit):
     cut = cut_to_tokens(text, limit, TOKENS)
     assert text.startswith(cut) and TOKENS.count(cut) <= max(limit, 0)
+
+
+def _bisected(text: str, limit: int) -> str:
+    """``cut_to_tokens`` as it was: a bisection over the candidate ends (the cut the guided search must match)."""
+
+    def largest(ends):
+        lo, hi, best = 0, len(ends) - 1, None
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            if TOKENS.count(text[: ends[mid]].rstrip()) <= limit:
+                best, lo = ends[mid], mid + 1
+            else:
+                hi = mid - 1
+        return best
+
+    if TOKENS.count(text) <= limit:
+        return text
+    if limit <= 0:
+        return ""
+    for pattern in (r"(?<=[.!?:;])\s+|\n", r"\s+"):
+        end = largest(sorted({m.start() for m in re.finditer(pattern, text)} - {0}))
+        if end is not None:
+            return text[:end].rstrip()
+    end = largest(range(1, len(text)))
+    return text[:end] if end is not None else ""
+
+
+PROSE = st.lists(
+    st.sampled_from(
+        ["the", "order", "shipped", "42", "widgets,", "late.", "Why?", "ok!", "a\n", "x" * 30, "€5;", "\n\n"]
+    ),
+    max_size=300,
+).map(" ".join)
+
+
+@settings(max_examples=150, deadline=None)
+@given(text=st.one_of(PROSE, st.text(max_size=600)), limit=st.integers(-2, 400))
+def test_cut_to_tokens_cuts_where_a_bisection_does(text, limit):
+    assert cut_to_tokens(text, limit, TOKENS) == _bisected(text, limit)
+
+
+class CountedTokens:
+    def __init__(self) -> None:
+        self.counts = 0
+
+    def count(self, text: str) -> int:
+        self.counts += 1
+        return TOKENS.count(text)
+
+
+@pytest.mark.parametrize("limit", [50, 300, 1_000, 2_500])
+def test_cut_to_tokens_counts_a_few_prefixes_not_a_bisections_worth(limit):
+    """A long tool result cut to a share of the window: the cut is guessed from its characters per token, then
+    corrected (the whole text's count and 2-4 prefixes'), not found by a bisection's 11-12 counts."""
+    text = "\n".join(
+        f"order {n}: 3 widgets shipped to Lyon on 2024-05-{n % 28 + 1:02d}, paid. Note {n * 7}." for n in range(400)
+    )
+    tokens = CountedTokens()
+    cut = cut_to_tokens(text, limit, tokens)  # type: ignore[arg-type]
+    assert cut == _bisected(text, limit) and tokens.counts <= 5
 
 
 def test_cut_to_chars_prefers_paragraphs_then_sentences():

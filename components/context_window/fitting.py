@@ -7,6 +7,8 @@ differ from the sum of their parts by a token or two).
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -55,16 +57,17 @@ def cut_to_tokens(text: str, max_tokens: int, tokens: TokenEstimator) -> str:
     Falls back to a word end, then to a character cut, only when not even one sentence fits.
     Returns ``text`` unchanged when it already fits, and "" for a budget of zero or less.
     """
-    if tokens.count(text) <= max_tokens:
+    total = tokens.count(text)
+    if total <= max_tokens:
         return text
     if max_tokens <= 0:
         return ""
     for pattern in (_SENTENCE_OR_PARAGRAPH_END, _WORD_END):
         ends = sorted({m.start() for m in pattern.finditer(text)} - {0})
-        end = _largest_fitting(text, ends, max_tokens, tokens)
+        end = _largest_fitting(text, ends, max_tokens, tokens, total)
         if end is not None:
             return text[:end].rstrip()
-    end = _largest_fitting(text, range(1, len(text)), max_tokens, tokens)
+    end = _largest_fitting(text, range(1, len(text)), max_tokens, tokens, total)
     return text[:end] if end is not None else ""
 
 
@@ -95,16 +98,31 @@ def water_fill(needs: Sequence[int], total: int) -> list[int]:
     return shares
 
 
-def _largest_fitting(text: str, ends: Sequence[int], max_tokens: int, tokens: TokenEstimator) -> int | None:
-    """Binary search over candidate end positions (token count grows with the prefix)."""
-    lo, hi, best = 0, len(ends) - 1, None
-    while lo <= hi:
-        mid = (lo + hi) // 2
-        if tokens.count(text[: ends[mid]].rstrip()) <= max_tokens:
-            best, lo = ends[mid], mid + 1
+def _largest_fitting(text: str, ends: Sequence[int], max_tokens: int, tokens: TokenEstimator, total: int) -> int | None:
+    """The largest of the candidate ``ends`` whose prefix fits (token counts grow with the prefix; ``total``: the
+    whole text's, over ``max_tokens``). The first ``GUESSES`` counts are where the characters per token of the span
+    still in question put the limit, so 2-3 counts find it where a bisection made 8-11; then it bisects (a text
+    whose tokens come very unevenly costs at most ``GUESSES`` counts more than a bisection)."""
+    fits, over = -1, len(ends)  # ends[fits] fits (-1: the empty prefix); ends[over] does not (len: the whole text)
+    fits_at, fits_n, over_at, over_n = 0, 0, len(text), total
+    for probes in itertools.count():
+        if over - fits <= 1:
+            return ends[fits] if fits >= 0 else None
+        if probes < GUESSES:  # the largest end at or before where the count would reach the limit, inside the span
+            at = fits_at + (over_at - fits_at) * (max_tokens - fits_n) / max(over_n - fits_n, 1)
+            probe = min(max(bisect.bisect_right(ends, at, fits + 1, over) - 1, fits + 1), over - 1)
         else:
-            hi = mid - 1
-    return best
+            probe = (fits + over) // 2
+        n = tokens.count(text[: ends[probe]].rstrip())
+        if n <= max_tokens:
+            fits, fits_at, fits_n = probe, ends[probe], n
+        else:
+            over, over_at, over_n = probe, ends[probe], n
+    raise AssertionError("unreachable")
+
+
+GUESSES = 4
+"""Counts ``_largest_fitting`` places by the text's characters per token before it bisects."""
 
 
 def estimator(ctx: AssemblyContext) -> TokenEstimator:

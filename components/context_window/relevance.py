@@ -372,6 +372,11 @@ class VectorIndex:
         return self._size
 
     @property
+    def nbytes(self) -> int:
+        """The memory its blocks hold."""
+        return sum(block.nbytes for block in self._blocks)
+
+    @property
     def matrix(self) -> np.ndarray:
         """Every held vector, one row each (a copy)."""
         return np.concatenate([*self._filled(), np.zeros((0, self._dimensions), dtype=np.float32)])

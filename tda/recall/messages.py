@@ -11,9 +11,10 @@ that replica reads them instead of embedding the history again.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from components.context_window.base import AssemblyContext, HistoryRecall, Session
+from components.context_window.base import AssemblyContext, HistoryRecall, InMemoryMessages, Session
 from components.context_window.recall.messages import SessionRecall
 from components.context_window.window_type import ContextWindowType
 
@@ -24,13 +25,22 @@ if TYPE_CHECKING:
     from ..service import TDAService
 
 
-def call_recall(svc: TDAService) -> HistoryRecall | None:
-    """Recall for one stateless call: an index of the conversation it sent, held by the call's context alone, so
-    it is freed with the call (kept in the service's index under one session id, every stateless call's
-    conversation would stay there, hundreds of thousands of objects the cycle collector walks, and be rebuilt by
-    the next call with another conversation). Its vectors by text are the service's (a bounded cache)."""
+def call_recall(svc: TDAService, beginnings: Sequence[str] = ()) -> HistoryRecall | None:
+    """Recall for one stateless call: an index of the conversation it sent, held by the call's context (kept in the
+    service's index under one session id, every stateless call's conversation would stay there, hundreds of
+    thousands of objects the cycle collector walks, and be rebuilt by the next call with another conversation).
+    Its vectors by text are the service's (a bounded cache). ``beginnings``: the digests of the conversation's
+    beginnings (``Digests.prints``): the call goes on from the index an earlier call built of the longest one it
+    repeats, and ``call_done`` keeps its own for the next (a few, bounded: ``CallIndexes``), so a client resending
+    its conversation has only what it added indexed."""
     recall = svc.sources.history_recall
-    return recall.for_one_call() if isinstance(recall, SessionRecall) else recall
+    return recall.for_one_call(beginnings) if isinstance(recall, SessionRecall) else recall
+
+
+def call_done(ctx: AssemblyContext) -> None:
+    """A stateless call is over: its recall index is kept for the call that goes on from its conversation."""
+    if isinstance(ctx.history_recall, SessionRecall):
+        ctx.history_recall.call_done()
 
 
 async def index_history(svc: TDAService, session_id: str) -> None:
@@ -58,8 +68,28 @@ async def vectors_ready(svc: TDAService, ctx: AssemblyContext, window_type: Cont
     recall = ctx.history_recall  # the service's, or a stateless call's own (``call_recall``)
     if not isinstance(recall, SessionRecall) or recall.embedder is None or not _recalls(window_type):
         return
-    if ctx.session.message_source().total:
+    if ctx.session.message_source().total and not _indexed_when_cut(recall, ctx):
         await recall.sync(ctx.session, dense=True)
+
+
+INDEXED_WHEN_CUT_CHARS = 128_000
+"""A stateless call's history up to this many characters (~32K tokens) is indexed only when the window cuts it."""
+
+
+def _indexed_when_cut(recall: SessionRecall, ctx: AssemblyContext) -> bool:
+    """Whether a stateless call's history is left to conversation_history to index, which it does only when the
+    history does not fit its budget whole (recall cannot change a window that sends the whole history): a short
+    history, whose index is built in a moment. Its index waits for no other call's (it serves this call alone), so
+    it ranks the same whether built here or there."""
+    source = ctx.session.message_source()
+    if recall.outlive_calls or not isinstance(source, InMemoryMessages):
+        return False
+    held = 0
+    for message in source.messages:
+        held += len(message.content)
+        if held > INDEXED_WHEN_CUT_CHARS:
+            return False
+    return True
 
 
 def _recalls(window_type: ContextWindowType) -> bool:

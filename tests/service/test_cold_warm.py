@@ -123,3 +123,41 @@ async def test_a_stateless_conversation_never_recalls_another_ones_messages(setu
     for conversation in (first, second):
         await client.chat.completions.create(model="tda", messages=conversation, tools=TOOLS)  # type: ignore[arg-type]
     assert "4417" not in json.dumps(setup.upstream.received[1].body["messages"])
+
+
+async def test_a_stateless_client_resending_its_conversation_gets_the_windows_a_fresh_index_gives(setup: Setup):
+    """A stateless client sends its whole conversation every call, longer each time, and once with an earlier
+    message edited: each call goes on from the recall index the last one built (only what it added is indexed), and
+    every window is byte for byte the one a server that kept no index sends."""
+    app, slowed = setup.app, cold_recall(setup.app, 0.0)
+    client = app.sdk(**{"X-TDA-Profile": "agent"})
+    chat = history(40)
+    edited = [*chat[:9], {**chat[9], "content": chat[9]["content"] + " Also CUST-007's regions, please."}, *chat[10:]]
+    calls = [[*chat[: 4 * n + 1], {"role": "user", "content": QUERY}] for n in (30, 34, 38)]
+    calls += [[*edited, {"role": "user", "content": QUERY}], [*chat, {"role": "user", "content": QUERY}]]
+    kept = app.svc.sources.history_recall
+    assert isinstance(kept, SessionRecall)
+    for fresh in (False, True):
+        for conversation in calls:
+            await client.chat.completions.create(model="tda", messages=conversation, tools=TOOLS)  # type: ignore[arg-type]
+        assert len(kept.call_indexes) == (0 if fresh else 2)  # the longest and the edited conversation's
+        kept.call_indexes.max_entries = 0  # now nothing is kept: each call indexes its conversation afresh
+    bodies = [json.dumps(r.body["messages"]) for r in setup.upstream.received]
+    assert bodies[: len(calls)] == bodies[len(calls) :]
+    assert slowed.calls > 1 and any("recalled because" in b for b in bodies)
+
+
+async def test_a_stateless_conversation_that_fits_the_window_whole_is_neither_indexed_nor_embedded(setup: Setup):
+    """Recall cannot change a history that fits conversation_history's budget whole (it recalls only when that cuts
+    it): a short conversation costs no index."""
+    slowed = cold_recall(setup.app, 0.0)
+    client = setup.app.sdk(**{"X-TDA-Profile": "agent"})
+    opening = [
+        {"role": "user", "content": "Hello, I need help with orders."},
+        {"role": "assistant", "content": "Sure."},
+    ]
+    conversation = [SYSTEM, *opening, {"role": "user", "content": QUERY}]
+    await client.chat.completions.create(model="tda", messages=conversation, tools=TOOLS)  # type: ignore[arg-type]
+    (sent,) = setup.upstream.received
+    assert len(sent.body["messages"]) == len(conversation)  # sent whole
+    assert slowed.calls == 0

@@ -241,6 +241,11 @@ class HistoryIndex:
         return len(self.messages)
 
     @property
+    def held_bytes(self) -> int:
+        """About the memory the index holds: its messages' text (and their terms) and its vectors."""
+        return sum(len(m.content) for m in self.messages) + (self.dense.nbytes if self.dense is not None else 0)
+
+    @property
     def vectored(self) -> int:
         """How many of the first messages have their vectors (dense scores need every message ranked to)."""
         return self._vectored
@@ -503,6 +508,53 @@ async def read_new(index: HistoryIndex, source: MessageSource) -> list[Message]:
     return found[::-1]
 
 
+CALL_INDEXES = 8
+"""Indexes of stateless calls' conversations kept for the calls that go on from them (``CallIndexes``)."""
+CALL_INDEX_BYTES = 64 * 2**20
+"""At most about this much memory (``HistoryIndex.held_bytes``) held by those indexes together."""
+
+
+class CallIndexes:
+    """Indexes that each served one call (a stateless chat's conversation, ``SessionRecall.for_one_call``), kept
+    for the next call whose conversation begins with one's messages: a client that sends its whole conversation
+    again, a few messages longer, has only those indexed and embedded. A kept index is named by a digest of the
+    messages it holds (the caller's: ``beginnings[n]`` names a conversation's first ``n`` messages); one is handed
+    to one call at a time (taken out while it serves it), and the call checks the messages themselves before going
+    on from it (``SessionRecall._current``): an edited conversation gets a fresh index. Bounded in entries and in
+    the memory they hold (``held_bytes``); the least recently kept go first."""
+
+    def __init__(self, max_entries: int = CALL_INDEXES, max_bytes: int = CALL_INDEX_BYTES) -> None:
+        self.max_entries, self.max_bytes = max_entries, max_bytes
+        self._held: dict[str, tuple[HistoryIndex, int]] = {}  # in the order kept: the oldest first
+
+    def __len__(self) -> int:
+        return len(self._held)
+
+    @property
+    def held_bytes(self) -> int:
+        return sum(size for _, size in self._held.values())
+
+    def take(self, beginnings: Sequence[str]) -> HistoryIndex | None:
+        """The kept index of the longest beginning of the conversation ``beginnings`` names (``beginnings[n]``: its
+        first ``n`` messages), taken out (None: none is kept)."""
+        found = [
+            (len(index), key)
+            for key, (index, _) in self._held.items()
+            if len(index) < len(beginnings) and beginnings[len(index)] == key
+        ]
+        return self._held.pop(max(found)[1])[0] if found else None
+
+    def keep(self, key: str, index: HistoryIndex) -> None:
+        """Keep ``index`` (holding the messages ``key`` names) for a call that goes on from them."""
+        size = index.held_bytes
+        if not len(index) or size > self.max_bytes // 2:  # one long conversation would push out every other
+            return
+        self._held.pop(key, None)
+        self._held[key] = (index, size)
+        while len(self._held) > self.max_entries or self.held_bytes > self.max_bytes:
+            del self._held[next(iter(self._held))]
+
+
 class SessionRecall:
     """The ``HistoryRecall`` provider: one ``HistoryIndex`` per session, synced from the session's history at first
     use. ``embedder`` (optional) adds meaning to words; without it recall is lexical."""
@@ -544,11 +596,17 @@ class SessionRecall:
         """Query vectors by the query's text (one embedder per recall: the same text, the same vector)."""
         self._jobs: set[asyncio.Task[None]] = set()
         """The background vector jobs running (held here: the loop keeps only a weak reference to a task)."""
+        self.call_indexes = CallIndexes()
+        """The indexes one-call recalls built, for the calls that go on from their conversations."""
+        self._beginnings: Sequence[str] = ()
+        self._kept_by: CallIndexes | None = None
 
-    def for_one_call(self) -> SessionRecall:
-        """A recall whose one index serves one call and goes with it (``outlive_calls`` False: a stateless chat's
-        conversation), sharing this recall's embedder and its vectors by text: a client sending its conversation
-        again, one message longer, is not embedded again."""
+    def for_one_call(self, beginnings: Sequence[str] = ()) -> SessionRecall:
+        """A recall whose one index serves one call (``outlive_calls`` False: a stateless chat's conversation),
+        sharing this recall's embedder and its vectors by text: a client sending its conversation again, one
+        message longer, is not embedded again. With ``beginnings`` (``beginnings[n]`` names the conversation's
+        first ``n`` messages, see ``CallIndexes``) it starts from the index an earlier call built of the longest
+        beginning of the conversation, and ``call_done`` keeps its own for the next."""
         one = SessionRecall(
             self.embedder,
             max_sessions=1,
@@ -558,7 +616,26 @@ class SessionRecall:
             runner=self.runner,
         )
         one._vectors, one._queries = self._vectors, self._queries
+        if beginnings:
+            one._beginnings, one._kept_by = beginnings, self.call_indexes
+            index = self.call_indexes.take(beginnings)
+            if index is not None and _settled(index):
+                index.vectors_due, index.checked, index.checked_length = 0.0, None, -1  # a new call: its one job
+                one._indexes.put(index.session_id or "", index)
         return one
+
+    def call_done(self) -> None:
+        """The call this one-call recall served is over: its index is kept for a call that goes on from it, when
+        every message it holds has its vectors and no job is giving them (a later call never sees an earlier one's
+        vectors arrive, and gets what a fresh index would have)."""
+        if self._kept_by is None:
+            return
+        for index in self._indexes.values():
+            ready = self.embedder is None or index.vectored == len(index)
+            if ready and _settled(index) and len(index) < len(self._beginnings):
+                self._kept_by.keep(self._beginnings[len(index)], index)
+        self._indexes.clear()
+        self._kept_by = None
 
     def forget(self, session_id: str) -> int:
         """Drop a session's index (its history was purged or edited); returns how many indexes went (0 or 1)."""
@@ -821,6 +898,12 @@ def lead_of(index: HistoryIndex, query: str, query_vector: np.ndarray | None, sp
         asked = list(islice(newest_first, RECENT_QUESTIONS))
         continuity = float(scores[asked].max()) if asked else 0.0
     return RecallLead(dense, ratio, continuity)
+
+
+def _settled(index: HistoryIndex) -> bool:
+    """Whether nothing is changing ``index`` (no sync holds it, no job is giving it vectors): a call may go on
+    from it. (A sync its call gave up on, a module's timeout, goes on shielded.)"""
+    return not index.lock.locked() and (index.vectoring is None or index.vectoring.done())
 
 
 def collect_units(

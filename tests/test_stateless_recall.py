@@ -1,0 +1,97 @@
+"""Stateless calls' recall indexes kept for the call that goes on from their conversation (``CallIndexes``): what
+a kept index ranks is what a fresh one would, whatever the next conversation repeats, edits or adds."""
+
+from __future__ import annotations
+
+import hashlib
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from components.context_window.base import Message, Session
+from components.context_window.recall.messages import CallIndexes, HistoryIndex, SessionRecall
+from tests.test_history_recall import CountingEmbedder, HistoryEmbedder, planted
+
+
+def _beginnings(messages: list[Message]) -> list[str]:
+    """What the gateway names a conversation's beginnings by: a digest of its first ``n`` messages, each ``n``."""
+    out, h = [hashlib.sha256().hexdigest()], hashlib.sha256()
+    for m in messages:
+        h.update(repr((m.role, m.content, m.tool_calls, m.tool_call_id)).encode())
+        out.append(h.hexdigest())
+    return out
+
+
+async def _answers(recall: SessionRecall, messages: list[Message], query: str) -> tuple:
+    """What a window reads of the index: the lead of the older half and the ranking before the newest two."""
+    session = Session("", messages=messages)
+    lead = await recall.lead(session, query, split=len(messages) // 2)
+    ranking = await recall.recall(session, query, before=len(messages) - 2, enough_tokens=10_000)
+    return lead, [(u.position, u.messages, round(u.score, 12)) for u in ranking.units], ranking.method, ranking.reason
+
+
+CALL = st.tuples(
+    st.integers(0, 3),  # which earlier call's conversation this one goes on from (or edits)
+    st.integers(0, 6),  # how many messages it adds
+    st.one_of(st.none(), st.integers(0, 40)),  # where it edits one (None: it only goes on)
+)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(CALL, min_size=2, max_size=6), st.booleans())
+async def test_a_call_going_on_from_an_earlier_calls_index_ranks_as_a_fresh_index_would(calls, lying_names):
+    """Stateless calls going on from each other's conversations, editing them or branching: each ranks exactly as
+    an index built afresh from its conversation would. Even when the names of the beginnings say a changed one is
+    the same (``lying_names``: named by length alone), the messages are what counts."""
+    said = [f"{w} item {i} about {w}s and {'xyz'[i % 3]}." for i, w in enumerate(["dog", "tea", "sail", "fog"] * 15)]
+    service = SessionRecall(CountingEmbedder())
+    sent: list[list[Message]] = [[]]
+    for source, added, edit in calls:
+        messages = list(sent[source % len(sent)])
+        start = len(messages)
+        messages += [Message("user" if (start + i) % 2 == 0 else "assistant", said[start + i]) for i in range(added)]
+        if edit is not None and messages:
+            at = edit % len(messages)
+            messages[at] = Message(messages[at].role, "edited: the greyhound Biscuit sails")
+        if len(messages) < 4:
+            continue
+        names = [str(n) for n in range(len(messages) + 1)] if lying_names else _beginnings(messages)
+        one = service.for_one_call(names)
+        got = await _answers(one, messages, "dog sails greyhound")
+        one.call_done()
+        assert got == await _answers(SessionRecall(CountingEmbedder()), list(messages), "dog sails greyhound")
+        sent.append(messages)
+
+
+async def test_a_call_going_on_from_an_earlier_one_indexes_only_what_it_added():
+    """A stateless client sends its conversation again, one exchange longer: the index the last call built is gone on
+    from (its messages are not indexed again), and one call at a time holds it."""
+    embedder, messages = HistoryEmbedder(), planted(40)
+    service = SessionRecall(embedder)
+    first = service.for_one_call(_beginnings(messages[:-2]))
+    await first.sync(Session("", messages=messages[:-2]))
+    (built,) = first._indexes.values()
+    first.call_done()
+    second = service.for_one_call(_beginnings(messages))
+    assert service.for_one_call(_beginnings(messages))._indexes.get("") is None  # taken by the second call
+    await second.sync(Session("", messages=messages))
+    assert second._indexes.get("") is built and len(built) == len(messages)
+    second.call_done()
+    assert len(service.call_indexes) == 1  # kept again, under the longer conversation's name
+
+
+def test_the_indexes_kept_for_later_calls_are_bounded_in_number_and_memory():
+    def index_of(chars: int) -> HistoryIndex:
+        index = HistoryIndex(session_id="")
+        index.add([Message("user", "x" * chars)])
+        return index
+
+    kept = CallIndexes(max_entries=3, max_bytes=10_000)
+    for n in range(5):
+        kept.keep(f"k{n}", index_of(1_000))
+    assert len(kept) == 3 and kept.take(["", "k0"]) is None and kept.take(["", "k4"]) is not None
+    kept.keep("big", index_of(6_000))  # over half of the memory: never kept
+    assert kept.take(["", "big"]) is None
+    for n in range(5):
+        kept.keep(f"m{n}", index_of(4_000))
+    assert kept.held_bytes <= 10_000 and len(kept) == 2
