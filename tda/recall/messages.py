@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from components.context_window.base import AssemblyContext, HistoryRecall, InMemoryMessages, Session
+from components.context_window.base import AssemblyContext, HistoryRecall, Session
 from components.context_window.recall.messages import SessionRecall
 from components.context_window.window_type import ContextWindowType
 
@@ -68,28 +68,8 @@ async def vectors_ready(svc: TDAService, ctx: AssemblyContext, window_type: Cont
     recall = ctx.history_recall  # the service's, or a stateless call's own (``call_recall``)
     if not isinstance(recall, SessionRecall) or recall.embedder is None or not _recalls(window_type):
         return
-    if ctx.session.message_source().total and not _indexed_when_cut(recall, ctx):
+    if ctx.session.message_source().total:
         await recall.sync(ctx.session, dense=True)
-
-
-INDEXED_WHEN_CUT_CHARS = 128_000
-"""A stateless call's history up to this many characters (~32K tokens) is indexed only when the window cuts it."""
-
-
-def _indexed_when_cut(recall: SessionRecall, ctx: AssemblyContext) -> bool:
-    """Whether a stateless call's history is left to conversation_history to index, which it does only when the
-    history does not fit its budget whole (recall cannot change a window that sends the whole history): a short
-    history, whose index is built in a moment. Its index waits for no other call's (it serves this call alone), so
-    it ranks the same whether built here or there."""
-    source = ctx.session.message_source()
-    if recall.outlive_calls or not isinstance(source, InMemoryMessages):
-        return False
-    held = 0
-    for message in source.messages:
-        held += len(message.content)
-        if held > INDEXED_WHEN_CUT_CHARS:
-            return False
-    return True
 
 
 def _recalls(window_type: ContextWindowType) -> bool:

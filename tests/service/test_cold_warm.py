@@ -145,19 +145,3 @@ async def test_a_stateless_client_resending_its_conversation_gets_the_windows_a_
     bodies = [json.dumps(r.body["messages"]) for r in setup.upstream.received]
     assert bodies[: len(calls)] == bodies[len(calls) :]
     assert slowed.calls > 1 and any("recalled because" in b for b in bodies)
-
-
-async def test_a_stateless_conversation_that_fits_the_window_whole_is_neither_indexed_nor_embedded(setup: Setup):
-    """Recall cannot change a history that fits conversation_history's budget whole (it recalls only when that cuts
-    it): a short conversation costs no index."""
-    slowed = cold_recall(setup.app, 0.0)
-    client = setup.app.sdk(**{"X-TDA-Profile": "agent"})
-    opening = [
-        {"role": "user", "content": "Hello, I need help with orders."},
-        {"role": "assistant", "content": "Sure."},
-    ]
-    conversation = [SYSTEM, *opening, {"role": "user", "content": QUERY}]
-    await client.chat.completions.create(model="tda", messages=conversation, tools=TOOLS)  # type: ignore[arg-type]
-    (sent,) = setup.upstream.received
-    assert len(sent.body["messages"]) == len(conversation)  # sent whole
-    assert slowed.calls == 0
