@@ -348,6 +348,8 @@ async def gateway_figures(tda: Tda, upstream: str, recorded: Path) -> dict[str, 
         "session_process_cpu_growth": process_cpu[2],
         "stateless_cpu_ms_at_end": median([row["cpu_ms"] for row in stateless_rows]),
         "stateless_cpu_ms_new": median([row["cpu_ms"] for row in fresh_rows]),
+        "stateless_process_cpu_ms_at_end": statistics.fmean(row["process_cpu_ms"] for row in stateless_rows),
+        "stateless_process_cpu_ms_new": statistics.fmean(row["process_cpu_ms"] for row in fresh_rows),
         "litellm_cpu_ms_new": await litellm_alone(upstream, first_turn),
         "litellm_cpu_ms_at_end": await litellm_alone(upstream, chat),
         "streamed_cpu_ms_new": streamed_first,
@@ -381,7 +383,8 @@ def print_gateway(figures: dict[str, Any]) -> None:
     )
     print(
         f"  stateless, server CPU ms per call: new conversation {figures['stateless_cpu_ms_new']:.1f}, "
-        f"at {figures['gateway_turns']} turns {figures['stateless_cpu_ms_at_end']:.1f}"
+        f"at {figures['gateway_turns']} turns {figures['stateless_cpu_ms_at_end']:.1f}; the whole process's "
+        f"{figures['stateless_process_cpu_ms_new']:.1f} / {figures['stateless_process_cpu_ms_at_end']:.1f}"
     )
     print(
         f"  litellm alone (the LiteLLM proxy's least CPU for the same request), ms per call: new conversation "
