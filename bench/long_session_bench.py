@@ -119,6 +119,7 @@ class Tda:
             completion["utilisation"] = snapshot["total_used"] / snapshot["available_budget"]
             calls = snapshot.get("auxiliary_calls", [])
             completion["summaries"] = sum(c["purpose"] == "history_summary" for c in calls)
+            completion["steps_ms"] = snapshot.get("timings_ms", {})
         return completion, wall, spent
 
     async def streamed(self, messages: list[dict[str, Any]]) -> float:
@@ -192,6 +193,10 @@ async def gateway(tda: Tda, session: str | None, turns: int, chat: list[dict[str
                 "over": sum(len(json.dumps(m)) for m in chat) / 4 > AVAILABLE * 1.5,  # history well over the window
                 "summaries": first.get("summaries", 0) + second.get("summaries", 0),
                 "process_cpu_s": process_cpu,
+                "steps_ms": {
+                    step: (first.get("steps_ms", {}).get(step, 0.0) + second.get("steps_ms", {}).get(step, 0.0)) / 2
+                    for step in {*first.get("steps_ms", {}), *second.get("steps_ms", {})}
+                },
             }
         )
     await asyncio.sleep(SETTLE_S)  # the last turn's indexing, after its response
@@ -330,6 +335,8 @@ async def gateway_figures(tda: Tda, upstream: str, recorded: Path) -> dict[str, 
     wall = first_last([row["wall_ms"] for row in session_rows])
     cpu = first_last([row["cpu_ms"] for row in session_rows])
     process_cpu = mean_first_last([row["process_cpu_ms"] for row in session_rows])
+    steps_seen = sorted({step for row in session_rows for step in row["steps_ms"]})
+    step_ms = {step: first_last([row["steps_ms"].get(step, 0.0) for row in session_rows]) for step in steps_seen}
     return {
         "gateway_turns": GATEWAY_TURNS,
         "utilisation_min": min(over, default=0.0),
@@ -346,6 +353,7 @@ async def gateway_figures(tda: Tda, upstream: str, recorded: Path) -> dict[str, 
         "session_process_cpu_ms_first10": process_cpu[0],
         "session_process_cpu_ms_last10": process_cpu[1],
         "session_process_cpu_growth": process_cpu[2],
+        "session_step_ms_first10_last10": {step: [round(a, 1), round(b, 1)] for step, (a, b, _) in step_ms.items()},
         "stateless_cpu_ms_at_end": median([row["cpu_ms"] for row in stateless_rows]),
         "stateless_cpu_ms_new": median([row["cpu_ms"] for row in fresh_rows]),
         "stateless_process_cpu_ms_at_end": statistics.fmean(row["process_cpu_ms"] for row in stateless_rows),
@@ -380,6 +388,11 @@ def print_gateway(figures: dict[str, Any]) -> None:
         f"  the server process's CPU ms per call, everything it did in the turn (indexing after the response, "
         f"short-lived threads): {figures['session_process_cpu_ms_first10']:.1f} / "
         f"{figures['session_process_cpu_ms_last10']:.1f} (x{figures['session_process_cpu_growth']:.2f})"
+    )
+    steps = figures["session_step_ms_first10_last10"]
+    print(
+        "  its steps (the snapshot's timings), wall ms per call, first / last 10 turns: "
+        + ", ".join(f"{step} {a:.1f} / {b:.1f}" for step, (a, b) in steps.items())
     )
     print(
         f"  stateless, server CPU ms per call: new conversation {figures['stateless_cpu_ms_new']:.1f}, "
