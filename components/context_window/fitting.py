@@ -8,7 +8,6 @@ differ from the sum of their parts by a token or two).
 from __future__ import annotations
 
 import bisect
-import itertools
 import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -98,6 +97,10 @@ def water_fill(needs: Sequence[int], total: int) -> list[int]:
     return shares
 
 
+GUESSES = 4
+"""Counts ``_largest_fitting`` places by the text's characters per token before it bisects."""
+
+
 def _largest_fitting(text: str, ends: Sequence[int], max_tokens: int, tokens: TokenEstimator, total: int) -> int | None:
     """The largest of the candidate ``ends`` whose prefix fits (token counts grow with the prefix; ``total``: the
     whole text's, over ``max_tokens``). The first ``GUESSES`` counts are where the characters per token of the span
@@ -105,24 +108,20 @@ def _largest_fitting(text: str, ends: Sequence[int], max_tokens: int, tokens: To
     whose tokens come very unevenly costs at most ``GUESSES`` counts more than a bisection)."""
     fits, over = -1, len(ends)  # ends[fits] fits (-1: the empty prefix); ends[over] does not (len: the whole text)
     fits_at, fits_n, over_at, over_n = 0, 0, len(text), total
-    for probes in itertools.count():
-        if over - fits <= 1:
-            return ends[fits] if fits >= 0 else None
+    probes = 0
+    while over - fits > 1:
         if probes < GUESSES:  # the largest end at or before where the count would reach the limit, inside the span
             at = fits_at + (over_at - fits_at) * (max_tokens - fits_n) / max(over_n - fits_n, 1)
             probe = min(max(bisect.bisect_right(ends, at, fits + 1, over) - 1, fits + 1), over - 1)
         else:
             probe = (fits + over) // 2
+        probes += 1
         n = tokens.count(text[: ends[probe]].rstrip())
         if n <= max_tokens:
             fits, fits_at, fits_n = probe, ends[probe], n
         else:
             over, over_at, over_n = probe, ends[probe], n
-    raise AssertionError("unreachable")
-
-
-GUESSES = 4
-"""Counts ``_largest_fitting`` places by the text's characters per token before it bisects."""
+    return ends[fits] if fits >= 0 else None
 
 
 def estimator(ctx: AssemblyContext) -> TokenEstimator:
