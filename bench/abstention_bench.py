@@ -36,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 
 from bench.conversation_data import KINDS, UNANSWERABLE, conversations  # noqa: E402
+from bench.dense_chats import dense_conversations  # noqa: E402
 from components.context_window.base import Message, Session  # noqa: E402
 from components.context_window.recall.messages import HistoryIndex, SessionRecall  # noqa: E402
 from components.context_window.relevance import terms, z_scores  # noqa: E402
@@ -44,6 +45,7 @@ from tda.config import offline_library_defaults  # noqa: E402
 offline_library_defaults()
 
 CONVERSATIONS = int(os.environ.get("BENCH_CONVERSATIONS", "2"))
+DENSE = int(os.environ.get("BENCH_DENSE", "2"))
 EMBEDDER = os.environ.get("TDA_EMBEDDER", "minilm-int8")
 REWORDINGS: dict[str, Callable[[str], str]] = {
     "'... on Saturday?'": lambda q: q.rstrip("?") + " on Saturday?",
@@ -88,7 +90,7 @@ async def run() -> tuple[list[Asked], dict[str, tuple[int, int]]]:
     recall = SessionRecall(embedder)
     asked: list[Asked] = []
     reworded: dict[str, tuple[int, int]] = defaultdict(lambda: (0, 0))
-    for number, chat in enumerate(conversations(CONVERSATIONS)):
+    for number, chat in enumerate([*conversations(CONVERSATIONS), *dense_conversations(DENSE)]):
         messages = [Message(m["role"], m["content"]) for m in chat.messages]
         index = await recall.sync(Session(f"c{number}", messages=messages), dense=True)
         for question in chat.questions:

@@ -39,6 +39,7 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 
 from bench.conversation_data import KINDS, UNANSWERABLE, Conversation, conversations  # noqa: E402
+from bench.dense_chats import dense_conversations  # noqa: E402
 from bench.recall_bench import in_window, packed_in_rank_order  # noqa: E402
 from components.context_window.base import Message  # noqa: E402
 from components.context_window.relevance import BM25Index, fuse, unit_rows  # noqa: E402
@@ -50,6 +51,8 @@ offline_library_defaults()
 
 LIMITS = tuple(int(x) for x in os.environ.get("BENCH_LIMITS", "4000,8000,16000").split(","))
 CONVERSATIONS = int(os.environ.get("BENCH_CONVERSATIONS", "2"))
+DENSE = int(os.environ.get("BENCH_DENSE", "2"))
+MISSES = os.environ.get("BENCH_MISSES", "0") != "0"
 QUESTIONS = int(os.environ.get("BENCH_QUESTIONS", "0"))
 SETTLE = os.environ.get("BENCH_SETTLE", "1") != "0"
 EMBEDDER = os.environ.get("TDA_EMBEDDER", "minilm-int8")
@@ -150,14 +153,34 @@ async def run(data: list[Conversation], folder: Path) -> dict[tuple[str, int, st
                         cell.relevant_tokens.append(int(meta.get("relevant_tokens", meta.get("recalled_tokens", 0))))
                         cell.said_nothing += "nothing relevant" in str(meta.get("recall_reason", ""))
                         cell.recall_ran += meta.get("recall") not in (None, "held back")
-                        cell.tda += all(in_window(window, e) for e in evidence)
+                        held = all(in_window(window, e) for e in evidence)
+                        cell.tda += held
                         chosen = hybrid.packed(question.text, used)
                         cell.hybrid += all(i in chosen for i in question.evidence)
+                        if MISSES and evidence and not held:
+                            _print_miss(question, type_id, limit, evidence, window, question.evidence, chosen)
             print(
                 f"  {conversation.name}: {len(conversation.messages)} messages, {len(questions)} questions",
                 file=sys.stderr,
             )
     return cells
+
+
+def _print_miss(
+    question: Any,
+    type_id: str,
+    limit: int,
+    evidence: list[str],
+    window: list[Any],
+    at: tuple[int, ...],
+    chosen: set[int],
+) -> None:
+    """A question whose evidence tda's window missed (BENCH_MISSES=1): what it lost, and whether the hybrid held it."""
+    lost = [f"#{i} {e[:90]!r}" for i, e in zip(at, evidence, strict=True) if not in_window(window, e)]
+    hybrid = "held" if all(i in chosen for i in at) else "missed"
+    print(f"MISS {type_id} {limit} {question.kind} (hybrid {hybrid}): {question.text}", file=sys.stderr)
+    for line in lost:
+        print(f"     lost {line}", file=sys.stderr)
 
 
 def _pct(part: int, whole: int) -> str:
@@ -206,7 +229,7 @@ def report(cells: dict[tuple[str, int, str], Cell], data: list[Conversation], se
 
 
 def main() -> None:
-    data = conversations(CONVERSATIONS)
+    data = [*conversations(CONVERSATIONS), *dense_conversations(DENSE)]
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         upgrade(f"sqlite+aiosqlite:///{folder / 'tda.db'}")

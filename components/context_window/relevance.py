@@ -567,7 +567,7 @@ class Evidence:
 
 EVIDENCE = {
     "hashing": Evidence(min_outlier_z=3.0, min_coverage=0.10, keep_z=None),
-    "": Evidence(min_outlier_z=3.5, min_coverage=0.15, keep_z=0.5),
+    "": Evidence(min_outlier_z=3.5, min_coverage=0.10, keep_z=0.5),
 }
 """Calibrated on bench/conversation_data.py's four chats (1,658 messages, 192 questions; docs/knowledge.md,
 "Abstention"): values that cost no answerable question its abstention, and 2 of 138 one evidence message through
