@@ -4,10 +4,9 @@ session already has, deleted with the session (a cascade) or its memory purge.""
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from typing import Any
 
 import numpy as np
-from sqlalchemy import delete, select
+from sqlalchemy import bindparam, delete, select
 from sqlalchemy.dialects import postgresql, sqlite
 
 from ..db import Database, rowcount
@@ -38,18 +37,19 @@ class HistoryVectorStore:
         wanted = set(keys)
         if not wanted:
             return {}
-        query = select(V.part_key, V.vector).where(V.session_id == session_id, V.embedder == embedder)
-        if len(wanted) <= BY_KEYS:
-            query = query.where(V.part_key.in_(wanted))
+        where = {"session_id": session_id, "embedder": embedder}
         async with self.db.read_rows() as c:
-            rows = (await c.execute(query)).all()
+            if len(wanted) <= BY_KEYS:
+                rows = (await c.execute(_BY_KEYS, {**where, "keys": list(wanted)})).all()
+            else:
+                rows = (await c.execute(_WHOLE_SET, where)).all()
         return {key: from_bytes(blob) for key, blob in rows if key in wanted}
 
     async def add(self, embedder: str, vectors: Mapping[str, Mapping[str, np.ndarray]]) -> int:
         """Insert ``vectors`` (session -> key -> vector) in one transaction, leaving the parts a session already
         has; the vectors of a session deleted meanwhile are dropped. Returns how many rows were offered."""
         async with self.db.write_rows() as c:
-            live = set((await c.execute(select(SessionRow.id).where(SessionRow.id.in_(list(vectors))))).scalars())
+            live = set((await c.execute(_LIVE, {"ids": list(vectors)})).scalars())
             rows = [
                 {"session_id": session_id, "embedder": embedder, "part_key": key, "vector": to_bytes(vector)}
                 for session_id, held in vectors.items()
@@ -57,15 +57,20 @@ class HistoryVectorStore:
                 for key, vector in held.items()
             ]
             if rows:
-                await c.execute(self._insert_ignoring_existing(), rows)
+                await c.execute(_INSERT_NEW_POSTGRES if self.db.is_postgres else _INSERT_NEW_SQLITE, rows)
         return len(rows)
-
-    def _insert_ignoring_existing(self) -> Any:
-        if self.db.is_postgres:
-            return postgresql.insert(V).on_conflict_do_nothing()
-        return sqlite.insert(V).on_conflict_do_nothing()
 
     async def delete(self, session_id: str) -> int:
         """Every vector of ``session_id`` (every embedder's); returns how many went."""
         async with self.db.write_rows() as c:
             return rowcount(await c.execute(delete(V).where(V.session_id == session_id)))
+
+
+_V = V.__table__.c
+_OF_SESSION = (_V.session_id == bindparam("session_id"), _V.embedder == bindparam("embedder"))
+_WHOLE_SET = select(_V.part_key, _V.vector).where(*_OF_SESSION)
+_BY_KEYS = _WHOLE_SET.where(_V.part_key.in_(bindparam("keys", expanding=True)))
+_LIVE = select(SessionRow.__table__.c.id).where(SessionRow.__table__.c.id.in_(bindparam("ids", expanding=True)))
+_INSERT_NEW_SQLITE = sqlite.insert(V.__table__).on_conflict_do_nothing()
+_INSERT_NEW_POSTGRES = postgresql.insert(V.__table__).on_conflict_do_nothing()
+"""Statements built once: a turn's read of its few parts is then mostly the database's work."""
