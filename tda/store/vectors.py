@@ -71,6 +71,6 @@ _OF_SESSION = (_V.session_id == bindparam("session_id"), _V.embedder == bindpara
 _WHOLE_SET = select(_V.part_key, _V.vector).where(*_OF_SESSION)
 _BY_KEYS = _WHOLE_SET.where(_V.part_key.in_(bindparam("keys", expanding=True)))
 _LIVE = select(SessionRow.__table__.c.id).where(SessionRow.__table__.c.id.in_(bindparam("ids", expanding=True)))
-_INSERT_NEW_SQLITE = sqlite.insert(V.__table__).on_conflict_do_nothing()
-_INSERT_NEW_POSTGRES = postgresql.insert(V.__table__).on_conflict_do_nothing()
+_INSERT_NEW_SQLITE = sqlite.insert(V).on_conflict_do_nothing()
+_INSERT_NEW_POSTGRES = postgresql.insert(V).on_conflict_do_nothing()
 """Statements built once: a turn's read of its few parts is then mostly the database's work."""
