@@ -4,10 +4,12 @@ another's; a store that fails costs embeddings, never a turn."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -18,8 +20,11 @@ from components.context_window.base import Message
 from components.context_window.recall.messages import embedded_text, part_key, parts_of
 from tda.app import create_app
 from tda.config import Settings
+from tda.db import upgrade
+from tda.demo import seed_demo
 from tda.recall.vectors import write_now
-from tda.store.vectors import HistoryVectorStore
+from tda.store import Store
+from tda.store.vectors import BY_KEYS, HistoryVectorStore
 from tests.service.support import ScriptedModel
 from tests.service.test_history_recall import FACT, QUESTION, long_history
 
@@ -185,3 +190,40 @@ async def test_vectors_waiting_for_a_session_another_replica_deleted_are_not_kep
         await chat.svc.history_vectors.flush()
         assert await chat.stored("gone") == 0
         assert await chat.stored("kept") == len(PARTS) + len(late)
+
+
+async def check_the_vector_table(store: Store) -> None:
+    """The table's own contract, on whichever database ``store`` is (tests/replicas/test_postgres.py runs it on
+    PostgreSQL): vectors read back bit for bit, per session and embedder; a part already stored is kept; a session
+    that is gone gets none; deleting the session deletes them."""
+    await seed_demo(store)
+    for session_id in ("a", "b"):
+        await store.sessions.create({"id": session_id, "profile_id": "demo-tools"}, "test")
+    rng = np.random.default_rng(1)
+    vectors = {f"k{n}": rng.standard_normal(384).astype(np.float32) for n in range(BY_KEYS + 20)}
+    table = store.history_vectors
+    assert await table.add("minilm", {"a": vectors, "b": {"k0": vectors["k1"]}, "gone": vectors}) == len(vectors) + 1
+    await table.add("minilm", {"a": {"k0": vectors["k1"], "new": vectors["k2"]}})  # k0 is stored: it stays
+
+    few = await table.get("a", "minilm", ["k0", "k3", "new", "missing"])
+    assert set(few) == {"k0", "k3", "new"}
+    assert few["k0"].tobytes() == vectors["k0"].tobytes() and few["new"].tobytes() == vectors["k2"].tobytes()
+    every = await table.get("a", "minilm", [*vectors, "missing"])  # more than BY_KEYS: the session's whole set
+    assert {k: v.tobytes() for k, v in every.items()} == {k: v.tobytes() for k, v in vectors.items()}
+    assert (await table.get("b", "minilm", vectors))["k0"].tobytes() == vectors["k1"].tobytes()
+    assert await table.get("a", "another-embedder", vectors) == {}
+    assert await table.get("gone", "minilm", vectors) == {}
+
+    await store.sessions.delete("a", "test")
+    assert await table.get("a", "minilm", vectors) == {}
+    assert await table.delete("b") == 1
+
+
+async def test_the_vector_table_on_sqlite(tmp_path: Path) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'tda.db'}"
+    await asyncio.to_thread(upgrade, url)
+    store = Store.connect(url)
+    try:
+        await check_the_vector_table(store)
+    finally:
+        await store.close()
