@@ -251,6 +251,7 @@ async def speed(embedder: str, folder: Path) -> dict[str, float]:
 
         for per_call in (1, 2):  # one message per indexing call, and a turn's question and reply (as the service does)
             index = HistoryIndex(session_id=f"indexing-{per_call}")
+            await svc.store.sessions.create({"id": index.session_id, "profile_id": "chat"}, "bench")  # (its vectors)
             started = time.process_time()
             for i in range(200):
                 roles = ("user", "assistant")[:per_call]
@@ -275,6 +276,7 @@ async def _store_write_cpu(svc: Any, texts: list[str]) -> float:
     if svc.history_vectors is None:
         return 0.0
     vector = np.full(len((await svc.knowledge.embed(["x"]))[0]), 0.1, dtype=np.float32)
+    await svc.store.sessions.create({"id": "store-write", "profile_id": "chat"}, "bench")  # vectors need a session
     cpu = []
     for i in range(51):
         rows = {part_key(f"{texts[i % len(texts)]} <{i}> {n}"): vector for n in range(3)}

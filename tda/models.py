@@ -5,7 +5,19 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
-from sqlalchemy import JSON, DateTime, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint, text
+from sqlalchemy import (
+    JSON,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    UniqueConstraint,
+    text,
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from . import scope
@@ -222,6 +234,19 @@ class AttachmentRow(Base):
     mime_type: Mapped[str] = mapped_column(String(100), default="text/plain")
     text: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class HistoryVectorRow(Base):
+    """The vector of one part of a session's history, as recall embedded it (``tda/recall/vectors.py``): another
+    replica, or this one after a restart, reads it instead of embedding the part again. Keyed by the part's
+    ``part_key`` (a hash of its text) per embedder; the primary key is the index of a session's reads."""
+
+    __tablename__ = "history_vectors"
+    session_id: Mapped[str] = mapped_column(ForeignKey("sessions.id", ondelete="CASCADE"), primary_key=True)
+    embedder: Mapped[str] = mapped_column(String(200), primary_key=True)
+    part_key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    vector: Mapped[bytes] = mapped_column(LargeBinary)
+    """float32, little-endian (``numpy`` ``<f4``): the embedder's dimensions are its length / 4."""
 
 
 class ComponentInstructionRow(Base):

@@ -96,7 +96,9 @@ class TDAService:
         )
         """Opened at start-up (warm_up_knowledge) or on first use: Chroma and the embedder take seconds to load."""
         self.sources = sources or Sources(knowledge=self.knowledge, cases=self.knowledge, embedder=self.knowledge)
-        self.history_vectors = part_vectors_for(self.knowledge, settings.embedder, self.sources.embedder, self.writer)
+        self.history_vectors = part_vectors_for(
+            self.store.history_vectors, self.knowledge, settings.embedder, self.sources.embedder, self.writer
+        )
         """Where recall's part vectors are kept for other replicas and restarts (None: embedding is cheaper)."""
         if self.sources.history_recall is None:  # one index per session, shared by its turns (tda/recall/messages.py)
             self.sources.history_recall = SessionRecall(

@@ -5,7 +5,7 @@ Messages are indexed right after they are stored (an import, a turn's query and 
 while the session's lock is still held: the next turn, which waits for that lock, finds the index ready and reads
 nothing again. A replica that has not indexed a session yet (another replica recorded it) indexes it from the shared
 database at the session's next turn; what it reads from there is the same history every replica sees. The vectors of
-what it indexes are kept in the knowledge store's Chroma (``tda/recall/vectors.py``), written by the indexing job:
+what it indexes are kept in the database too (``tda/recall/vectors.py``), written by the indexing job:
 that replica reads them instead of embedding the history again.
 """
 
@@ -90,5 +90,5 @@ async def forget_history(svc: TDAService, session_id: str, what: str) -> int:
     except Exception as exc:
         raise Unavailable(
             f"the history vectors of session {session_id!r} could not be deleted ({exc}); {what}: "
-            "try again once the Chroma store answers"
+            "try again once the database answers"
         ) from exc

@@ -13,6 +13,7 @@ from .projects import ProjectStore
 from .sessions import SessionStore
 from .tokens import TokenStore
 from .types import StoredType, TypeStore, etag_for
+from .vectors import HistoryVectorStore
 
 __all__ = ["Store", "StoredType", "etag_for"]
 
@@ -30,6 +31,7 @@ class Store:
         self.components = ComponentInstructionStore(db)
         self.calibrations = CalibrationStore(db)
         self.experiments = ExperimentStore(db)
+        self.history_vectors = HistoryVectorStore(db)
 
     @classmethod
     def connect(cls, url: str) -> Store:

@@ -21,6 +21,7 @@ from tda.errors import PreconditionFailed
 from tda.models import Base
 from tda.store import Store
 from tests.replicas.servers import ROOT, Backing
+from tests.service.test_history_vectors import check_the_vector_table
 
 _names = itertools.count()
 
@@ -193,3 +194,14 @@ async def test_projects_are_isolated_on_postgresql(backing: Backing, tmp_path) -
         client = running.test_client()
         alpha, beta = await build_two(app.extensions["tda"], client)
         await check_no_probe_succeeds(client, alpha, beta)
+
+
+async def test_history_vectors_on_postgresql(backing: Backing) -> None:
+    """Recall's vectors table (``ON CONFLICT DO NOTHING`` inserts, the cascade) on a real server, as on SQLite."""
+    url = fresh_database(backing)
+    await asyncio.to_thread(upgrade, url)
+    store = Store.connect(url)
+    try:
+        await check_the_vector_table(store)
+    finally:
+        await store.close()

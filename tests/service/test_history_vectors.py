@@ -1,22 +1,30 @@
-"""Recall's part vectors kept in the knowledge store's embedded Chroma (default embedder, minilm-int8): a restart
-reads them instead of embedding the history again; deleting a session or purging its memory deletes them; a session
-never gets another's; a store that cannot be reached costs embeddings, never a turn."""
+"""Recall's part vectors kept in the application's database (default embedder, minilm-int8): a restart reads them
+instead of embedding the history again; deleting a session or purging its memory deletes them; a session never gets
+another's; a store that fails costs embeddings, never a turn."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
+from sqlalchemy import text
 
 from components.context_window.base import Message
 from components.context_window.recall.messages import embedded_text, part_key, parts_of
 from tda.app import create_app
 from tda.config import Settings
-from tda.recall.vectors import collection_name
+from tda.db import upgrade
+from tda.demo import seed_demo
+from tda.recall.vectors import write_now
+from tda.store import Store
+from tda.store.vectors import BY_KEYS, HistoryVectorStore
 from tests.service.support import ScriptedModel
 from tests.service.test_history_recall import FACT, QUESTION, long_history
 
@@ -62,13 +70,23 @@ class Chat:
         return self.model.sent[-1]["messages"]
 
     async def stored(self, session_id: str) -> int:
-        """How many vectors the store holds for the session (read straight from Chroma)."""
+        """How many vectors the database holds for the session."""
+        return await stored_vectors(self.svc.store.db, session_id)
 
-        def count(store: Any, _: Any) -> int:
-            col = store.client.get_collection(collection_name(self.svc.settings.embedder))
-            return len(col.get(where={"session_id": session_id}, include=[])["ids"])
 
-        return int(await self.svc.knowledge.in_store(count))
+async def stored_vectors(db: Any, session_id: str) -> int:
+    async with db.read_rows() as c:
+        query = text("SELECT count(*) FROM history_vectors WHERE session_id = :s")
+        return int((await c.execute(query, {"s": session_id})).scalar_one())
+
+
+class FailingVectors(HistoryVectorStore):
+    """The history vectors' table as a database that stopped answering."""
+
+    async def get(self, *_: Any) -> Any:
+        raise ConnectionError("the database is unreachable")
+
+    add = delete = get
 
 
 @pytest.fixture
@@ -145,10 +163,12 @@ async def test_a_session_never_reads_another_sessions_vectors_even_for_the_same_
         assert restarted.embedder.history_parts() == PARTS
 
 
-async def test_an_unreachable_chroma_costs_embeddings_never_a_turn(minilm: Settings, caplog: pytest.LogCaptureFixture):
-    down = dataclasses.replace(minilm, chroma_url="http://127.0.0.1:9")
+async def test_a_failing_vectors_table_costs_embeddings_never_a_turn(
+    minilm: Settings, caplog: pytest.LogCaptureFixture
+):
     caplog.set_level(logging.WARNING)
-    async with running(down) as chat:
+    async with running(minilm) as chat:
+        chat.svc.history_vectors.store = FailingVectors(chat.svc.store.db)
         await chat.new_session("s")
         sent = await chat.ask("s")
         await chat.ask("s")
@@ -158,11 +178,52 @@ async def test_an_unreachable_chroma_costs_embeddings_never_a_turn(minilm: Setti
     assert len(warnings) == 1, [r.getMessage() for r in warnings]
 
 
-async def test_a_session_is_not_deleted_while_its_vectors_cannot_be(minilm: Settings):
-    down = dataclasses.replace(minilm, chroma_url="http://127.0.0.1:9")
-    async with running(down) as chat:
-        await chat.post("/v1/sessions", {"id": "s", "profile_id": "chat"})
-        r = await chat.client.delete("/v1/sessions/s", headers=chat.headers)
-        assert r.status_code == 503, await r.get_json()
-        assert "try again" in (await r.get_json())["message"]
-        assert (await chat.client.get("/v1/sessions/s", headers=chat.headers)).status_code == 200
+async def test_vectors_waiting_for_a_session_another_replica_deleted_are_not_kept(minilm: Settings):
+    async with running(minilm) as chat:
+        await chat.new_session("gone")
+        await chat.new_session("kept")
+        late = {part_key(f"a late part {n}"): np.full(384, 0.1, dtype=np.float32) for n in range(3)}
+        with write_now():  # a recorded turn's vectors, waiting to be written with others
+            await chat.svc.history_vectors.put("gone", late)
+            await chat.svc.history_vectors.put("kept", late)
+        await chat.svc.store.sessions.delete("gone", "another replica")  # its recall index and queue are not here
+        await chat.svc.history_vectors.flush()
+        assert await chat.stored("gone") == 0
+        assert await chat.stored("kept") == len(PARTS) + len(late)
+
+
+async def check_the_vector_table(store: Store) -> None:
+    """The table's own contract, on whichever database ``store`` is (tests/replicas/test_postgres.py runs it on
+    PostgreSQL): vectors read back bit for bit, per session and embedder; a part already stored is kept; a session
+    that is gone gets none; deleting the session deletes them."""
+    await seed_demo(store)
+    for session_id in ("a", "b"):
+        await store.sessions.create({"id": session_id, "profile_id": "demo-tools"}, "test")
+    rng = np.random.default_rng(1)
+    vectors = {f"k{n}": rng.standard_normal(384).astype(np.float32) for n in range(BY_KEYS + 20)}
+    table = store.history_vectors
+    assert await table.add("minilm", {"a": vectors, "b": {"k0": vectors["k1"]}, "gone": vectors}) == len(vectors) + 1
+    await table.add("minilm", {"a": {"k0": vectors["k1"], "new": vectors["k2"]}})  # k0 is stored: it stays
+
+    few = await table.get("a", "minilm", ["k0", "k3", "new", "missing"])
+    assert set(few) == {"k0", "k3", "new"}
+    assert few["k0"].tobytes() == vectors["k0"].tobytes() and few["new"].tobytes() == vectors["k2"].tobytes()
+    every = await table.get("a", "minilm", [*vectors, "missing"])  # more than BY_KEYS: the session's whole set
+    assert {k: v.tobytes() for k, v in every.items()} == {k: v.tobytes() for k, v in vectors.items()}
+    assert (await table.get("b", "minilm", vectors))["k0"].tobytes() == vectors["k1"].tobytes()
+    assert await table.get("a", "another-embedder", vectors) == {}
+    assert await table.get("gone", "minilm", vectors) == {}
+
+    await store.sessions.delete("a", "test")
+    assert await table.get("a", "minilm", vectors) == {}
+    assert await table.delete("b") == 1
+
+
+async def test_the_vector_table_on_sqlite(tmp_path: Path) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'tda.db'}"
+    await asyncio.to_thread(upgrade, url)
+    store = Store.connect(url)
+    try:
+        await check_the_vector_table(store)
+    finally:
+        await store.close()
