@@ -60,8 +60,9 @@ QUESTIONS = (
 )
 BACK_TO_BACK = bool(os.environ.get("BENCH_BACK_TO_BACK"))
 TICK_S = 0.001
-PROFILE = cProfile.Profile() if os.environ.get("BENCH_PROFILE") else None
-"""BENCH_PROFILE=file: the event loop's thread profiled during the measured turns (cProfile stats to ``file``)."""
+PROFILE = cProfile.Profile(time.thread_time) if os.environ.get("BENCH_PROFILE") else None
+"""BENCH_PROFILE=file: the event loop's thread profiled during the measured turns (cProfile stats to ``file``), in
+its CPU time (wall time would charge the waits for the GIL to whatever the loop was running)."""
 
 
 def server_timing(header: str) -> dict[str, float]:
@@ -107,6 +108,25 @@ class ModuleCPU:
 MODULE_CPU = ModuleCPU()
 
 
+class Statements:
+    """The SQL statements the database ran (every connection of the engine's: the turn's, and any work the turn
+    left to run after its response that ran before it was measured)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def install(self, engine: Any) -> None:
+        from sqlalchemy import event
+
+        def counted(*_: Any) -> None:
+            self.count += 1
+
+        event.listen(engine.sync_engine, "before_cursor_execute", counted)
+
+
+STATEMENTS = Statements()
+
+
 class Ticker:
     """A task sleeping 1 ms at a time: the longest gap between its wake-ups is the longest the loop was held."""
 
@@ -143,6 +163,7 @@ async def run(folder: Path) -> list[dict[str, Any]]:
     async with TestApp(app, startup_timeout=600) as running:
         svc = running.app.extensions["tda"]
         store: Store = svc.store
+        STATEMENTS.install(store.db.engine)
         await seed_demo(store)
         token, _ = await store.tokens.create("bench", "admin")
         client = running.test_client()
@@ -157,6 +178,7 @@ async def run(folder: Path) -> list[dict[str, Any]]:
                 ticking = asyncio.create_task(ticker.run())
                 await asyncio.sleep(TICK_S * 2)
                 MODULE_CPU.ms.clear()
+                STATEMENTS.count = 0
                 cpu, loop_cpu = time.process_time(), time.thread_time()
                 if PROFILE is not None and number >= WARMUP:
                     PROFILE.enable()
@@ -164,6 +186,7 @@ async def run(folder: Path) -> list[dict[str, Any]]:
                 if PROFILE is not None:
                     PROFILE.disable()
                 cpu, loop_cpu = time.process_time() - cpu, time.thread_time() - loop_cpu
+                statements = STATEMENTS.count
                 ticker.stop()
                 await ticking
                 assert r.status_code == 201, await r.get_json()
@@ -177,9 +200,11 @@ async def run(folder: Path) -> list[dict[str, Any]]:
                     {
                         "query": question,
                         "server_ms": server_ms(timing),
+                        "steps_ms": timing,
                         "stall_ms": ticker.longest * 1000,
                         "cpu_ms": cpu * 1000,
                         "loop_cpu_ms": loop_cpu * 1000,
+                        "statements": statements,
                         "blocked_ms": {k: float(m.get("blocked_ms") or 0.0) for k, m in modules.items()},
                         "module_cpu_ms": dict(MODULE_CPU.ms),
                         "used": {k: int(m.get("used") or 0) for k, m in modules.items()},
@@ -200,11 +225,16 @@ def report(turns: list[dict[str, Any]]) -> None:
     pacing = "back to back" if BACK_TO_BACK else "each after the previous turn's indexing"
     print(f"Demo turn bench: embedder {EMBEDDER}; {len(turns)} turns after {WARMUP} warm-up, {pacing}\n")
     print(f"server time per turn (turn - model): p50 {statistics.median(server):.1f} ms, p90 {p(server, 0.9):.1f} ms")
+    steps = [step for step in turns[0]["steps_ms"] if step not in ("turn", "model")]
+    by_step = (f"{step} {statistics.median(t['steps_ms'].get(step, 0.0) for t in turns):.1f}" for step in steps)
+    print("  by step (p50 ms): " + ", ".join(by_step))
     cpu, loop_cpu = [t["cpu_ms"] for t in turns], [t["loop_cpu_ms"] for t in turns]
     print(
         f"CPU per turn (this process, every thread): p50 {statistics.median(cpu):.1f} ms; on the event loop's thread: "
         f"p50 {statistics.median(loop_cpu):.1f} ms, p90 {p(loop_cpu, 0.9):.1f} ms"
     )
+    statements = [t["statements"] for t in turns]
+    print(f"SQL statements per turn: p50 {statistics.median(statements):.0f}, max {max(statements)}")
     print(
         f"longest event-loop stall during a turn (1 ms ticker): p50 {statistics.median(stall):.1f} ms, "
         f"max {max(stall):.1f} ms\n"
