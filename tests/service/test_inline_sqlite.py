@@ -122,7 +122,7 @@ async def test_a_turn_s_model_call_is_stored_with_its_record_as_the_whole_snapsh
     SQLite editing the stored JSON: the data read back is what writing the whole snapshot again stored, keys in
     the same order; a turn recorded meanwhile (a conflict) still leaves its snapshot priced."""
     store, _ = await _store(tmp_path)
-    data = {"total_used": 1234, "modules": [{"module_id": "knowledge_context", "used": 99.5}], "note": "café ✓ \"q\""}
+    data = {"total_used": 1234, "modules": [{"module_id": "knowledge_context", "used": 99.5}], "note": 'café ✓ "q"'}
     call = {"model": "gpt-4o", "prompt_tokens": 1200, "cost_usd": 0.0031, "cached": None}
     timings = {"load": 1.23456, "assemble": 12.5, "snapshot": 0.0, "model": 3.0}
     try:
