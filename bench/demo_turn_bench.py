@@ -249,15 +249,19 @@ def report(turns: list[dict[str, Any]]) -> None:
             f"| {module} | {statistics.median(held):.2f} | {max(held):.2f} | {statistics.median(spent):.2f} | "
             f"{max(spent):.2f} | {statistics.median(used):,.0f} | {max(used):,} |"
         )
-    print("\n| question | server ms (p50) | knowledge tokens | window tokens | knowledge says |")
-    print("|---|---:|---:|---:|---|")
+    print(
+        "\n| question | server ms (p50) | knowledge loop CPU ms (p50, max) | knowledge tokens | window tokens | says |"
+    )
+    print("|---|---:|---:|---:|---:|---|")
     for question in QUESTIONS:
         mine = [t for t in turns if t["query"] == question]
         if not mine:
             continue
         reason = mine[-1]["knowledge_reason"] or ""
+        spent = [t["module_cpu_ms"].get("knowledge_context", 0.0) for t in mine]
+        knowledge_cpu = f"{statistics.median(spent):.1f}, {max(spent):.1f}"
         print(
-            f"| {question} | {statistics.median(t['server_ms'] for t in mine):.1f} | "
+            f"| {question} | {statistics.median(t['server_ms'] for t in mine):.1f} | {knowledge_cpu} | "
             f"{mine[-1]['used'].get('knowledge_context', 0):,} | {mine[-1]['total']:,} | {reason[:70]} |"
         )
     worst = max(max(t["blocked_ms"].values(), default=0.0) for t in turns)
