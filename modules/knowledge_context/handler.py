@@ -558,20 +558,11 @@ _MIN_WINDOW = 12
 """Tokens below which the room left is not worth a window (a label and a sentence fragment)."""
 
 
-OFFLOAD_HITS = 16
-"""Hits (ranked and neighbours) past which ``pack`` runs through ``ctx.offload`` (a worker thread in the service):
-choosing among the demo's 21-81 hits took 1-10 ms of the event loop's CPU a turn (issue 31: no module holds the
-loop more than 5 ms); a few hits take well under the hop's cost."""
-
-
 async def packed(plan: Plan, budget: int, ctx: AssemblyContext, opts: Options) -> list[Source]:
-    """``pack``: through ``ctx.offload`` when there are many hits (``OFFLOAD_HITS``), new texts counted there too;
-    else here, the hits and the chosen text counted first in a worker thread when they are new and long (the exact
-    count of 6,000 tokens of excerpts held the event loop ~5 ms). The same sources either way."""
+    """``pack``, the hits and the chosen text counted first in a worker thread when they are new and long (the
+    exact count of 6,000 tokens of excerpts held the event loop ~5 ms): the same sources, off the loop."""
     tokens = estimator(ctx)
     hits = [*plan.ranked, *(p for near in plan.nearby.values() for p in near)]
-    if ctx.offload is not None and len(hits) > OFFLOAD_HITS:
-        return await ctx.offload(lambda: pack(plan, budget, tokens, opts))
     await tokens.warm(t for p in hits for t in (p.text, Source(p, (p,)).label))
     chosen = choose(plan, budget, tokens, opts)
     await tokens.warm([_text(chosen)])

@@ -3,8 +3,6 @@ follow-up reformulation, condense order (fewer sources, then narrower windows)."
 
 from __future__ import annotations
 
-import asyncio
-import dataclasses
 import re
 import sys
 from collections.abc import Sequence
@@ -595,24 +593,3 @@ async def test_the_window_is_the_same_when_retrieval_starts_with_the_signals(
     assert started.text() == plain.text() and started.metadata == plain.metadata
     assert TOKENS.count(started.text()) <= budget
     assert isinstance(early.knowledge, FakeKnowledge) and [q[2] for q in early.knowledge.queries] == [80]
-
-
-async def test_many_hits_are_packed_through_the_offload_runner_into_the_same_window() -> None:
-    """Choosing among many hits is work the event loop need not hold (issue 31: no module over 5 ms of it): it goes
-    through the application's runner (a worker thread in the service), and the window is the one packed in place."""
-    docs = {name: document(name, 8) for name in ("alpha", "beta", "gamma", "delta")}
-    hits = [
-        hit(chunks, i, 0.9 - 0.01 * n) for n, (chunks, i) in enumerate((c, i) for c in docs.values() for i in (1, 4, 6))
-    ]
-    ran: list[str] = []
-
-    async def runner(work):  # type: ignore[no-untyped-def]
-        ran.append("offloaded")
-        return await asyncio.to_thread(work)
-
-    config = {"k": 12, "max_expansion": 6}
-    in_place = await make_module().contribute(3_000, context(FakeKnowledge(hits, docs), config=config))
-    ctx = dataclasses.replace(context(FakeKnowledge(hits, docs), config=config, session_id="s2"), offload=runner)
-    offloaded = await make_module().contribute(3_000, ctx)
-    assert ran == ["offloaded"]
-    assert offloaded.text() == in_place.text() and len(sources(in_place.text())) > 3
