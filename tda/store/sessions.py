@@ -11,6 +11,7 @@ from typing import Any, NamedTuple
 
 from sqlalchemy import BigInteger, Row, bindparam, exists, func, insert, or_, select, tuple_, update
 from sqlalchemy import text as sql_text
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 from sqlalchemy.orm.attributes import set_committed_value
 
@@ -773,19 +774,21 @@ class Priced:
 
 async def _price(c: AsyncConnection | AsyncSession, priced: Priced, *, sqlite: bool) -> None:
     """Adds ``priced``'s keys to its snapshot's data. On SQLite, SQLite adds them to the stored JSON: the ~10 KB
-    snapshot is not encoded a second time on the event loop, nor its data read first (PostgreSQL's ``json`` has
-    no such edit without reordering the keys: the whole data is written again there)."""
+    snapshot is not encoded a second time on the event loop, nor its data read first. The whole data is written
+    again on PostgreSQL (its ``json`` has no such edit that keeps the keys' order), and on SQLite when its JSON
+    functions cannot read what Python wrote (NaN or infinity in a figure)."""
     added = priced.added()
-    if not sqlite:
-        statement = (
-            update(SnapshotRow).where(SnapshotRow.id == priced.snapshot_id).values(data={**priced.data, **added})
-        )
-        await c.execute(statement.execution_options(synchronize_session=False))
-        return
-    paths = ", ".join(f"'$.{key}', json(:{key})" for key in added)
-    params = {key: json.dumps(value) for key, value in added.items()}
-    edit = sql_text(f"UPDATE snapshots SET data = json_set(data, {paths}) WHERE id = :id")
-    await c.execute(edit, {**params, "id": priced.snapshot_id})
+    if sqlite:
+        try:
+            params = {key: json.dumps(value, allow_nan=False) for key, value in added.items()}
+            paths = ", ".join(f"'$.{key}', json(:{key})" for key in added)
+            edit = sql_text(f"UPDATE snapshots SET data = json_set(data, {paths}) WHERE id = :id")
+            await c.execute(edit, {**params, "id": priced.snapshot_id})
+            return
+        except (ValueError, DBAPIError):  # a failed statement leaves SQLite's transaction as it was
+            pass
+    whole = update(SnapshotRow).where(SnapshotRow.id == priced.snapshot_id).values(data={**priced.data, **added})
+    await c.execute(whole.execution_options(synchronize_session=False))
 
 
 async def _with_chat(s: AsyncSession, inputs: Any) -> Any:

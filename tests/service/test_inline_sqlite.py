@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -148,6 +149,12 @@ async def test_a_turn_s_model_call_is_stored_with_its_record_as_the_whole_snapsh
         with pytest.raises(Conflict):
             await store.sessions.record_turn("s", {"turn": 1, "query": "q"}, [], priced=Priced(again, data, call))
         assert (await store.sessions.snapshot(again)).data == {**data, "model_call": call}
+
+        odd = {**data, "z_score": math.inf}  # Python writes "Infinity", which SQLite's JSON functions may not read
+        unread, _ = await store.sessions.record_snapshot({**row, "turn": 2, "data": odd})
+        await store.sessions.record_turn("s", {"turn": 2, "query": "q"}, messages, priced=Priced(unread, odd, call))
+        assert (await store.sessions.snapshot(unread)).data == {**odd, "model_call": call}
+        assert [m.content for m in await store.sessions.turn_messages("s", 2)] == ["q", "a"]
     finally:
         await store.close()
 
