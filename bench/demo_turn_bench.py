@@ -15,7 +15,10 @@ mock model) and turns are posted to the demo session through Quart's test client
   spare, where ``blocked_ms`` also counts the waits for a core and for the GIL on a loaded one;
 * the longest the event loop went without running a 1 ms ticker while the turn was in flight (any stall, from any
   code: a module's, the store's, the snapshot's, the client's own request handling);
-* the tokens each module sent, and whether knowledge and recall abstained.
+* the tokens each module sent, and whether knowledge and recall abstained;
+* the SQL statements run from the request's start to its response (the turn's own, and the first of the indexing
+  it leaves to run after its response, when that starts before the response is read), and each step's time
+  (``Server-Timing``: load, assemble, snapshot, record).
 
 Each turn is posted once the previous one's work after its response (its turn and history indexed for recall,
 ``svc.writer``) is done, as when a person reads the answer before asking again; ``BENCH_BACK_TO_BACK=1`` posts the
@@ -24,7 +27,7 @@ next turn at once, so that its assembly also waits for that indexing (``vectors_
 The first WARMUP turns warm caches (the query embeddings of repeated questions are cached too: each question is
 asked once per round with its round number, so none is a repeat). Run: ``python bench/demo_turn_bench.py``
 (BENCH_ROUNDS=n, TDA_EMBEDDER=name; BENCH_DEMO_DIR=folder keeps the embedded docs between runs: unchanged files are
-not embedded again; BENCH_PROFILE=file profiles the loop's thread during the measured turns).
+not embedded again; BENCH_PROFILE=file profiles the loop's thread's CPU during the measured turns).
 """
 
 from __future__ import annotations
