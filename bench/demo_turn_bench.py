@@ -15,7 +15,10 @@ mock model) and turns are posted to the demo session through Quart's test client
   spare, where ``blocked_ms`` also counts the waits for a core and for the GIL on a loaded one;
 * the longest the event loop went without running a 1 ms ticker while the turn was in flight (any stall, from any
   code: a module's, the store's, the snapshot's, the client's own request handling);
-* the tokens each module sent, and whether knowledge and recall abstained.
+* the tokens each module sent, and whether knowledge and recall abstained;
+* the SQL statements run from the request's start to its response (the turn's own, and the first of the indexing
+  it leaves to run after its response, when that starts before the response is read), and each step's time
+  (``Server-Timing``: load, assemble, snapshot, record).
 
 Each turn is posted once the previous one's work after its response (its turn and history indexed for recall,
 ``svc.writer``) is done, as when a person reads the answer before asking again; ``BENCH_BACK_TO_BACK=1`` posts the
@@ -24,7 +27,7 @@ next turn at once, so that its assembly also waits for that indexing (``vectors_
 The first WARMUP turns warm caches (the query embeddings of repeated questions are cached too: each question is
 asked once per round with its round number, so none is a repeat). Run: ``python bench/demo_turn_bench.py``
 (BENCH_ROUNDS=n, TDA_EMBEDDER=name; BENCH_DEMO_DIR=folder keeps the embedded docs between runs: unchanged files are
-not embedded again; BENCH_PROFILE=file profiles the loop's thread during the measured turns).
+not embedded again; BENCH_PROFILE=file profiles the loop's thread's CPU during the measured turns).
 """
 
 from __future__ import annotations
@@ -60,8 +63,9 @@ QUESTIONS = (
 )
 BACK_TO_BACK = bool(os.environ.get("BENCH_BACK_TO_BACK"))
 TICK_S = 0.001
-PROFILE = cProfile.Profile() if os.environ.get("BENCH_PROFILE") else None
-"""BENCH_PROFILE=file: the event loop's thread profiled during the measured turns (cProfile stats to ``file``)."""
+PROFILE = cProfile.Profile(time.thread_time) if os.environ.get("BENCH_PROFILE") else None
+"""BENCH_PROFILE=file: the event loop's thread profiled during the measured turns (cProfile stats to ``file``), in
+its CPU time (wall time would charge the waits for the GIL to whatever the loop was running)."""
 
 
 def server_timing(header: str) -> dict[str, float]:
@@ -107,6 +111,25 @@ class ModuleCPU:
 MODULE_CPU = ModuleCPU()
 
 
+class Statements:
+    """The SQL statements the database ran (every connection of the engine's: the turn's, and any work the turn
+    left to run after its response that ran before it was measured)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def install(self, engine: Any) -> None:
+        from sqlalchemy import event
+
+        def counted(*_: Any) -> None:
+            self.count += 1
+
+        event.listen(engine.sync_engine, "before_cursor_execute", counted)
+
+
+STATEMENTS = Statements()
+
+
 class Ticker:
     """A task sleeping 1 ms at a time: the longest gap between its wake-ups is the longest the loop was held."""
 
@@ -143,6 +166,7 @@ async def run(folder: Path) -> list[dict[str, Any]]:
     async with TestApp(app, startup_timeout=600) as running:
         svc = running.app.extensions["tda"]
         store: Store = svc.store
+        STATEMENTS.install(store.db.engine)
         await seed_demo(store)
         token, _ = await store.tokens.create("bench", "admin")
         client = running.test_client()
@@ -157,6 +181,7 @@ async def run(folder: Path) -> list[dict[str, Any]]:
                 ticking = asyncio.create_task(ticker.run())
                 await asyncio.sleep(TICK_S * 2)
                 MODULE_CPU.ms.clear()
+                STATEMENTS.count = 0
                 cpu, loop_cpu = time.process_time(), time.thread_time()
                 if PROFILE is not None and number >= WARMUP:
                     PROFILE.enable()
@@ -164,6 +189,7 @@ async def run(folder: Path) -> list[dict[str, Any]]:
                 if PROFILE is not None:
                     PROFILE.disable()
                 cpu, loop_cpu = time.process_time() - cpu, time.thread_time() - loop_cpu
+                statements = STATEMENTS.count
                 ticker.stop()
                 await ticking
                 assert r.status_code == 201, await r.get_json()
@@ -177,9 +203,11 @@ async def run(folder: Path) -> list[dict[str, Any]]:
                     {
                         "query": question,
                         "server_ms": server_ms(timing),
+                        "steps_ms": timing,
                         "stall_ms": ticker.longest * 1000,
                         "cpu_ms": cpu * 1000,
                         "loop_cpu_ms": loop_cpu * 1000,
+                        "statements": statements,
                         "blocked_ms": {k: float(m.get("blocked_ms") or 0.0) for k, m in modules.items()},
                         "module_cpu_ms": dict(MODULE_CPU.ms),
                         "used": {k: int(m.get("used") or 0) for k, m in modules.items()},
@@ -200,11 +228,16 @@ def report(turns: list[dict[str, Any]]) -> None:
     pacing = "back to back" if BACK_TO_BACK else "each after the previous turn's indexing"
     print(f"Demo turn bench: embedder {EMBEDDER}; {len(turns)} turns after {WARMUP} warm-up, {pacing}\n")
     print(f"server time per turn (turn - model): p50 {statistics.median(server):.1f} ms, p90 {p(server, 0.9):.1f} ms")
+    steps = [step for step in turns[0]["steps_ms"] if step not in ("turn", "model")]
+    by_step = (f"{step} {statistics.median(t['steps_ms'].get(step, 0.0) for t in turns):.1f}" for step in steps)
+    print("  by step (p50 ms): " + ", ".join(by_step))
     cpu, loop_cpu = [t["cpu_ms"] for t in turns], [t["loop_cpu_ms"] for t in turns]
     print(
         f"CPU per turn (this process, every thread): p50 {statistics.median(cpu):.1f} ms; on the event loop's thread: "
         f"p50 {statistics.median(loop_cpu):.1f} ms, p90 {p(loop_cpu, 0.9):.1f} ms"
     )
+    statements = [t["statements"] for t in turns]
+    print(f"SQL statements per turn: p50 {statistics.median(statements):.0f}, max {max(statements)}")
     print(
         f"longest event-loop stall during a turn (1 ms ticker): p50 {statistics.median(stall):.1f} ms, "
         f"max {max(stall):.1f} ms\n"
@@ -219,15 +252,19 @@ def report(turns: list[dict[str, Any]]) -> None:
             f"| {module} | {statistics.median(held):.2f} | {max(held):.2f} | {statistics.median(spent):.2f} | "
             f"{max(spent):.2f} | {statistics.median(used):,.0f} | {max(used):,} |"
         )
-    print("\n| question | server ms (p50) | knowledge tokens | window tokens | knowledge says |")
-    print("|---|---:|---:|---:|---|")
+    print(
+        "\n| question | server ms (p50) | knowledge loop CPU ms (p50, max) | knowledge tokens | window tokens | says |"
+    )
+    print("|---|---:|---:|---:|---:|---|")
     for question in QUESTIONS:
         mine = [t for t in turns if t["query"] == question]
         if not mine:
             continue
         reason = mine[-1]["knowledge_reason"] or ""
+        spent = [t["module_cpu_ms"].get("knowledge_context", 0.0) for t in mine]
+        knowledge_cpu = f"{statistics.median(spent):.1f}, {max(spent):.1f}"
         print(
-            f"| {question} | {statistics.median(t['server_ms'] for t in mine):.1f} | "
+            f"| {question} | {statistics.median(t['server_ms'] for t in mine):.1f} | {knowledge_cpu} | "
             f"{mine[-1]['used'].get('knowledge_context', 0):,} | {mine[-1]['total']:,} | {reason[:70]} |"
         )
     worst = max(max(t["blocked_ms"].values(), default=0.0) for t in turns)

@@ -75,7 +75,8 @@ class Database:
         self.engine = create_engine(url)
         self.sessions = async_sessionmaker(self.engine, expire_on_commit=False)
         self.is_postgres = self.engine.dialect.name == "postgresql"
-        self._write_lock = asyncio.Lock() if self.engine.dialect.name == "sqlite" else None
+        self.is_sqlite = self.engine.dialect.name == "sqlite"
+        self._write_lock = asyncio.Lock() if self.is_sqlite else None
         self._lock_engine = create_engine(url, **LOCK_POOL) if self.is_postgres else None
         """Connections are opened on first use: an engine costs nothing until a turn takes a lock."""
         self.disk_full_at: float | None = None

@@ -39,7 +39,7 @@ from .models import ProfileRow, SessionRow
 from .offload import sized
 from .recall.messages import call_done, call_recall, vectors_ready
 from .sources import Cutoff, build_context, input_hashes, message_of, summarizer_for
-from .store.sessions import SessionData
+from .store.sessions import Priced, SessionData
 from .tool_results import as_result
 from .turn_pipeline import MAX_TURN, Answered, Ask, Loaded, resolve_type, run, with_component_instructions
 
@@ -221,9 +221,9 @@ class _Client:
             "gateway": _inputs(self.call, self.conversation, self.place),
         }
 
-    async def record(self, svc: TDAService, loaded: Loaded, answered: Answered) -> Any:
+    async def record(self, svc: TDAService, loaded: Loaded, answered: Answered, priced: Priced) -> Any:
         assert self.place is not None
-        return await _record(svc, loaded.data.session.id, self.conversation, self.place, answered)
+        return await _record(svc, loaded.data.session.id, self.conversation, self.place, answered, priced)
 
     async def keep_case(self, svc: TDAService, loaded: Loaded, answered: Answered, row: Any) -> str | None:
         """In its session's scope; its answer may quote tool data when the conversation holds any."""
@@ -439,9 +439,10 @@ async def _record(
     conversation: Conversation,
     place: _Place,
     answered: Answered,
+    priced: Priced,
 ) -> Any:
-    """The call in the session's record: a new turn with the history it brought, or one more step of its turn.
-    Returns the turn's row as it now is."""
+    """The call in the session's record: a new turn with the history it brought, or one more step of its turn, with
+    its snapshot's model call (``priced``). Returns the turn's row as it now is."""
     done = answered.done
     reply = Message("assistant", done.text, turn=place.turn, tool_calls=tuple(done.tool_calls))
     tokens = estimator_for(answered.ctx.model)
@@ -458,10 +459,11 @@ async def _record(
             **step,
         }
         rows = await sized(lambda some: [_row(m, tokens) for m in some], messages)
-        row, _ = await svc.store.sessions.record_turn(session_id, fields, rows, returning=False)
+        row, _ = await svc.store.sessions.record_turn(session_id, fields, rows, returning=False, priced=priced)
         return row
+    step_rows = [_row(m, tokens) for m in (*step_messages, reply)]
     return await svc.store.sessions.extend_turn(
-        session_id, place.turn, {**step, "results": results}, [_row(m, tokens) for m in (*step_messages, reply)]
+        session_id, place.turn, {**step, "results": results}, step_rows, priced=priced
     )
 
 

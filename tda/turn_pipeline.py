@@ -26,6 +26,7 @@ from .events import stream_key
 from .llm import Relay, max_tokens_for, model_call_error
 from .recall.messages import index_after, vectors_ready
 from .recall.turns import index_turn_after
+from .store.sessions import Priced
 from .store.types import StoredType
 from .tool_results import plan_of
 
@@ -121,8 +122,9 @@ class Route(Protocol):
         """What the snapshot keeps for replay."""
         ...
 
-    async def record(self, svc: TDAService, loaded: Loaded, answered: Answered) -> Any:
-        """The step in the session's record; returns the turn's row as it now is."""
+    async def record(self, svc: TDAService, loaded: Loaded, answered: Answered, priced: Priced) -> Any:
+        """The step in the session's record, with its snapshot's model call (``priced``) in the same transaction;
+        returns the turn's row as it now is."""
         ...
 
     async def keep_case(self, svc: TDAService, loaded: Loaded, answered: Answered, row: Any) -> str | None:
@@ -167,9 +169,10 @@ async def run(svc: TDAService, route: Route, ask: Ask) -> Ran:
     if loaded.turn is None or answered.snapshot_id is None:
         return Ran(answered, None, None, None)
     with timed(ask, "record"):
-        # The call's cost first: whoever sees the turn recorded (the panel polls for it) finds it priced.
-        await svc.store.sessions.record_model_call(answered.snapshot_id, answered.snapshot, answered.call, ask.timings)
-        row = await route.record(svc, loaded, answered)
+        # The call's cost in the turn's own transaction: whoever sees the turn recorded (the panel polls for it)
+        # finds it priced, and a turn commits once.
+        priced = Priced(answered.snapshot_id, answered.snapshot, answered.call, ask.timings)
+        row = await route.record(svc, loaded, answered, priced)
     case_id = None
     if not answered.done.tool_calls:  # a finished turn (its whole tool loop is the plan) may be served as an example
         case_id = await route.keep_case(svc, loaded, answered, row)

@@ -32,7 +32,7 @@ from .turn_pipeline import MAX_TURN, Answered, Ask, Loaded, resolve_type, run, w
 if TYPE_CHECKING:
     from .llm import Delta
     from .service import TDAService
-    from .store.sessions import TurnTuple
+    from .store.sessions import Priced, TurnTuple
 
 
 @dataclass(frozen=True)
@@ -192,18 +192,19 @@ class _Native:
             inputs["tools"] = [t.to_openai() for t in self.options.tools]
         return inputs
 
-    async def record(self, svc: TDAService, loaded: Loaded, answered: Answered) -> TurnRow | TurnTuple:
+    async def record(self, svc: TDAService, loaded: Loaded, answered: Answered, priced: Priced) -> TurnRow | TurnTuple:
         phase, done = answered.ctx.session.phase, answered.done
         reply = {"role": "assistant", "content": done.text, "tool_calls": done.tool_calls, "tokens": done.tokens_out}
         reply["phase"] = phase
         if self.current is not None:
             return await svc.store.sessions.extend_turn(
-                self.session_id, self.current.row.turn, answered.step(), [reply]
+                self.session_id, self.current.row.turn, answered.step(), [reply], priced=priced
             )
         tokens = answered.assembled.snapshot.query_tokens
-        user = {"role": "user", "content": self.query, "tokens": tokens, "phase": phase}
+        # The reply's columns (no tool calls: the column's default), so that both rows go in one INSERT.
+        user = {"role": "user", "content": self.query, "tool_calls": [], "tokens": tokens, "phase": phase}
         fields = {"turn": loaded.turn, "query": self.query, "phase": phase, **answered.step()}
-        row, rows = await svc.store.sessions.record_turn(self.session_id, fields, [user, reply])
+        row, rows = await svc.store.sessions.record_turn(self.session_id, fields, [user, reply], priced=priced)
         svc.history.recorded(loaded.data, rows)
         return row
 

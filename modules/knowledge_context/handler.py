@@ -136,12 +136,21 @@ class Source:
     def score(self) -> float:
         return self.hit.score
 
+    @cached_property
+    def _keys(self) -> frozenset[tuple[str, str, int]]:
+        """Its chunks' keys: packing asks of every hit whether a source holds or touches it, many times a turn."""
+        return frozenset(_key(c) for c in self.chunks)
+
+    @cached_property
+    def _indices(self) -> frozenset[int]:
+        return frozenset(c.chunk_index for c in self.chunks)
+
     def covers(self, p: Passage) -> bool:
-        return any(_key(c) == _key(p) for c in self.chunks)
+        return _key(p) in self._keys
 
     def adjacent(self, p: Passage) -> bool:
         same_doc = (p.collection, p.document_id) == (self.hit.collection, self.hit.document_id)
-        return same_doc and any(abs(c.chunk_index - p.chunk_index) == 1 for c in self.chunks)
+        return same_doc and bool({p.chunk_index - 1, p.chunk_index + 1} & self._indices)
 
     def with_chunk(self, p: Passage, *, neighbour: bool) -> Source:
         chunks = tuple(sorted((*self.chunks, p), key=lambda c: c.chunk_index))
@@ -534,8 +543,15 @@ def _estimate(sources: Sequence[Source], tokens: TokenCounter) -> int:
     """
     if not sources:
         return 0
-    parts = sum(tokens.count(s.label) + tokens.count(s.text) + 6 for s in sources)
-    return tokens.count(HEADER) + 1 + parts
+    return tokens.count(HEADER) + 1 + sum(_part(s, tokens) for s in sources)
+
+
+def _part(source: Source, tokens: TokenCounter) -> int:
+    """A source's share of ``_estimate``, kept on it: a pack's trials estimate the same sources again and again."""
+    kept = source.__dict__.get("_part")  # as cached_property keeps its values (the dataclass is frozen)
+    if kept is None or kept[0] is not tokens:
+        kept = source.__dict__["_part"] = (tokens, tokens.count(source.label) + tokens.count(source.text) + 6)
+    return int(kept[1])
 
 
 _MIN_WINDOW = 12

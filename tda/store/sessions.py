@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import itertools
+import json
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
 
 from sqlalchemy import BigInteger, Row, bindparam, exists, func, insert, or_, select, tuple_, update
+from sqlalchemy import text as sql_text
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 from sqlalchemy.orm.attributes import set_committed_value
 
@@ -472,21 +475,32 @@ class SessionStore:
             return list(reversed((await s.scalars(query)).all()))
 
     async def record_turn(
-        self, session_id: str, turn: dict[str, Any], messages: list[dict[str, Any]], *, returning: bool = True
+        self,
+        session_id: str,
+        turn: dict[str, Any],
+        messages: list[dict[str, Any]],
+        *,
+        returning: bool = True,
+        priced: Priced | None = None,
     ) -> tuple[TurnTuple, list[Row[Any]]]:
         """The turn and its messages in one transaction: a turn is never half-recorded. Returns rows with a
         ``TurnRow``'s and a message page's attributes (``returning`` False: no message rows; a long history's rows
         are then written without being read back and decoded on the event loop). Core inserts on a bare
         connection: an ORM session's unit of work cost more than the writes (3 ms against 1.6). Whether the session
-        exists is asked only if the write fails (a turn is recorded right after its session loaded)."""
+        exists is asked only if the write fails (a turn is recorded right after its session loaded). ``priced``: the
+        model call of the turn's snapshot, stored in the same transaction (one commit a turn, not two)."""
         base = {"session_id": session_id, "turn": turn["turn"]}
         counted = await sized(lambda sent: _rows_of(base, sent), messages)  # before the write lock
         try:
             async with self.db.write_rows() as c:
+                if priced is not None:
+                    await _price(c, priced, sqlite=self.db.is_sqlite)
                 row = (await c.execute(_INSERT_TURN, {"session_id": session_id, **turn})).one()
                 rows = await _insert_messages(c, counted, returning=returning)
                 await c.execute(_COUNT_MESSAGES, {"session_id": session_id, "added": len(counted)})
         except Conflict:  # the (session, turn) constraint, or the session is gone
+            if priced is not None:  # the call was made and paid for all the same
+                await self.record_model_call(priced.snapshot_id, priced.data, priced.call, priced.timings)
             await self.get(session_id)
             raise Conflict(
                 f"turn {turn['turn']} of session {session_id!r} was recorded meanwhile; send the query again"
@@ -494,12 +508,21 @@ class SessionStore:
         return TurnTuple._make(row), rows
 
     async def extend_turn(
-        self, session_id: str, turn: int, changes: dict[str, Any], messages: list[dict[str, Any]]
+        self,
+        session_id: str,
+        turn: int,
+        changes: dict[str, Any],
+        messages: list[dict[str, Any]],
+        *,
+        priced: Priced | None = None,
     ) -> TurnRow:
         """One more step of a turn's tool loop, in one transaction: its messages appended in order, and the
-        turn row updated (``results`` and ``plan`` are appended to, token figures added, the rest replaced)."""
+        turn row updated (``results`` and ``plan`` are appended to, token figures added, the rest replaced).
+        ``priced``: the model call of the step's snapshot, stored in the same transaction."""
         async with self.db.write() as s:
             await _session(s, session_id)
+            if priced is not None:
+                await _price(s, priced, sqlite=self.db.is_sqlite)
             row = await s.scalar(select(TurnRow).where(TurnRow.session_id == session_id, TurnRow.turn == turn))
             if row is None:
                 raise NotFound(f"session {session_id!r} has no turn {turn}")
@@ -662,16 +685,10 @@ class SessionStore:
     async def record_model_call(
         self, snapshot_id: int, data: dict[str, Any], call: dict[str, Any], timings: dict[str, float] | None = None
     ) -> None:
-        """Store a snapshot's ``data`` again with what the turn's model call reported and cost (``model_call``):
-        known only after the answer, while the snapshot is stored as the model starts answering. One UPDATE of the
-        data the caller holds: no read first. ``timings``: the milliseconds each step took so far (``timings_ms``,
-        for the trace's latency breakdown)."""
-        data = {**data, "model_call": call}
-        if timings:
-            data["timings_ms"] = {step: round(ms, 3) for step, ms in timings.items() if ms > 0}
-        statement = update(SnapshotRow).where(SnapshotRow.id == snapshot_id).values(data=data)
+        """A snapshot's model call (``Priced``) stored on its own: a turn stores it with its record (``record_turn``,
+        ``extend_turn``: ``priced``)."""
         async with self.db.write_rows() as c:
-            await c.execute(statement)
+            await _price(c, Priced(snapshot_id, data, call, timings), sqlite=self.db.is_sqlite)
 
     async def snapshot(self, snapshot_id: int) -> SnapshotRow:
         async with self.db.read() as s:
@@ -734,6 +751,44 @@ class SessionStore:
                 await _session(s, session_id)
                 query = query.where(SnapshotRow.session_id == session_id)
             return list((await s.scalars(query)).all())
+
+
+@dataclass(frozen=True)
+class Priced:
+    """What a turn's model call reported and cost (``model_call``), for its snapshot: known only after the answer,
+    while the snapshot is stored as the model starts answering. ``data``: the snapshot as stored; ``timings``: the
+    milliseconds each step took so far (``timings_ms``, for the trace's latency breakdown)."""
+
+    snapshot_id: int
+    data: dict[str, Any]
+    call: dict[str, Any]
+    timings: dict[str, float] | None = None
+
+    def added(self) -> dict[str, Any]:
+        """The keys the snapshot's data gains."""
+        added: dict[str, Any] = {"model_call": self.call}
+        if self.timings:
+            added["timings_ms"] = {step: round(ms, 3) for step, ms in self.timings.items() if ms > 0}
+        return added
+
+
+async def _price(c: AsyncConnection | AsyncSession, priced: Priced, *, sqlite: bool) -> None:
+    """Adds ``priced``'s keys to its snapshot's data. On SQLite, SQLite adds them to the stored JSON: the ~10 KB
+    snapshot is not encoded a second time on the event loop, nor its data read first. The whole data is written
+    again on PostgreSQL (its ``json`` has no such edit that keeps the keys' order), and on SQLite when its JSON
+    functions cannot read what Python wrote (NaN or infinity in a figure)."""
+    added = priced.added()
+    if sqlite:
+        try:
+            params = {key: json.dumps(value, allow_nan=False) for key, value in added.items()}
+            paths = ", ".join(f"'$.{key}', json(:{key})" for key in added)
+            edit = sql_text(f"UPDATE snapshots SET data = json_set(data, {paths}) WHERE id = :id")
+            await c.execute(edit, {**params, "id": priced.snapshot_id})
+            return
+        except (ValueError, DBAPIError):  # a failed statement leaves SQLite's transaction as it was
+            pass
+    whole = update(SnapshotRow).where(SnapshotRow.id == priced.snapshot_id).values(data={**priced.data, **added})
+    await c.execute(whole.execution_options(synchronize_session=False))
 
 
 async def _with_chat(s: AsyncSession, inputs: Any) -> Any:

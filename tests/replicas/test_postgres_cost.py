@@ -8,6 +8,7 @@ import itertools
 
 from tda.db import upgrade
 from tda.store import Store
+from tda.store.sessions import Priced
 from tests.replicas.servers import Backing
 
 _names = itertools.count()
@@ -28,9 +29,15 @@ async def test_a_profile_s_model_calls_are_read_by_json_path(backing: Backing) -
         for turn, (session_id, call) in enumerate(rows, start=1):
             row = {"session_id": session_id, "turn": turn, "type_id": "balanced", "type_version": 1, "model": "gpt-4o"}
             snapshot_id, _ = await store.sessions.record_snapshot({**row, "data": {"turn": turn}, "inputs": {}})
-            if call is not None:
+            if call is not None and turn == 1:  # as a turn records it: with its record, in one transaction
+                fields = {"turn": turn, "query": "q", "snapshot_id": snapshot_id}
+                priced = Priced(snapshot_id, {"turn": turn}, call, {"load": 1.5})
+                await store.sessions.record_turn(session_id, fields, [{"role": "user", "content": "q"}], priced=priced)
+            elif call is not None:
                 await store.sessions.record_model_call(snapshot_id, {"turn": turn}, call)
         calls = await store.sessions.model_calls_of_profile("p")
+        first = (await store.sessions.snapshot(1)).data
     finally:
         await store.close()
     assert calls == [("a", CALL), ("b", None), ("a", {**CALL, "cost": None})]
+    assert first == {"turn": 1, "model_call": CALL, "timings_ms": {"load": 1.5}}

@@ -4,7 +4,10 @@ for without stalling the loop, and a lock held past the busy timeout fails the w
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import math
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,8 +16,9 @@ from sqlalchemy.exc import OperationalError
 from tda import inline_sqlite
 from tda.db import upgrade_async
 from tda.demo import seed_demo
-from tda.errors import NotFound
+from tda.errors import Conflict, NotFound
 from tda.store import Store
+from tda.store.sessions import Priced
 
 
 async def _store(tmp_path: Path) -> tuple[Store, Path]:
@@ -112,3 +116,53 @@ async def test_a_long_turn_is_written_and_committed_off_the_loop_and_stored_as_a
         assert offloaded == []
     finally:
         await store.close()
+
+
+async def test_a_turn_s_model_call_is_stored_with_its_record_as_the_whole_snapshot_written_again_would_be(tmp_path):
+    """The model call (and step times) a turn adds to its snapshot are written in the turn's own transaction, by
+    SQLite editing the stored JSON: the data read back is what writing the whole snapshot again stored, keys in
+    the same order; a turn recorded meanwhile (a conflict) still leaves its snapshot priced."""
+    store, _ = await _store(tmp_path)
+    data = {"total_used": 1234, "modules": [{"module_id": "knowledge_context", "used": 99.5}], "note": 'café ✓ "q"'}
+    call = {"model": "gpt-4o", "prompt_tokens": 1200, "cost_usd": 0.0031, "cached": None}
+    timings = {"load": 1.23456, "assemble": 12.5, "snapshot": 0.0, "model": 3.0}
+    try:
+        await store.sessions.create({"id": "s", "profile_id": "demo-tools"}, "test")
+        row = {"session_id": "s", "turn": 1, "type_id": "t", "type_version": 1, "model": "gpt-4o", "inputs": {}}
+        whole, _ = await store.sessions.record_snapshot({**row, "data": data})
+        edited, _ = await store.sessions.record_snapshot({**row, "data": data})
+        with patch_sqlite(store, False):  # the old way: the whole data encoded and written again
+            await store.sessions.record_model_call(whole, data, call, timings)
+        messages = [{"role": "user", "content": "q", "tool_calls": []}, {"role": "assistant", "content": "a"}]
+        priced = Priced(edited, data, call, timings)
+        await store.sessions.record_turn("s", {"turn": 1, "query": "q", "answer": "a"}, messages, priced=priced)
+        expected = (await store.sessions.snapshot(whole)).data
+        assert expected == {**data, "model_call": call, "timings_ms": {"load": 1.235, "assemble": 12.5, "model": 3.0}}
+        stored = (await store.sessions.snapshot(edited)).data
+        assert stored == expected and list(stored) == list(expected)
+        assert [(m.role, m.content, m.tool_calls) for m in await store.sessions.turn_messages("s", 1)] == [
+            ("user", "q", []),
+            ("assistant", "a", []),
+        ]
+
+        again, _ = await store.sessions.record_snapshot({**row, "data": data})
+        with pytest.raises(Conflict):
+            await store.sessions.record_turn("s", {"turn": 1, "query": "q"}, [], priced=Priced(again, data, call))
+        assert (await store.sessions.snapshot(again)).data == {**data, "model_call": call}
+
+        odd = {**data, "z_score": math.inf}  # Python writes "Infinity", which SQLite's JSON functions may not read
+        unread, _ = await store.sessions.record_snapshot({**row, "turn": 2, "data": odd})
+        await store.sessions.record_turn("s", {"turn": 2, "query": "q"}, messages, priced=Priced(unread, odd, call))
+        assert (await store.sessions.snapshot(unread)).data == {**odd, "model_call": call}
+        assert [m.content for m in await store.sessions.turn_messages("s", 2)] == ["q", "a"]
+    finally:
+        await store.close()
+
+
+@contextlib.contextmanager
+def patch_sqlite(store: Store, sqlite: bool) -> Iterator[None]:
+    was, store.db.is_sqlite = store.db.is_sqlite, sqlite
+    try:
+        yield
+    finally:
+        store.db.is_sqlite = was
