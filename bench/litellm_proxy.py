@@ -19,6 +19,8 @@ from tests.gateway.servers import MODEL, UPSTREAM_KEY, free_port, start, wait_un
 PROXY_VERSION = "1.108.7"
 PEERS = ROOT / "bench" / ".peers"
 PROXY_VENV = PEERS / "venv"
+PROXY_START_S = 300
+"""How long the proxy may take to answer: it imports for a minute and more on a loaded 2-core machine."""
 PROXY_KEY = "sk-bench-proxy-7c1e9a4f2b6d48e0a3c5f9b1d7e2a6c8"  # the proxy refuses to start without a master key
 
 
@@ -67,7 +69,7 @@ def start_proxy(folder: Path, upstream_base_url: str) -> tuple[subprocess.Popen[
     command += ["--host", "127.0.0.1", "--port", str(port), "--num_workers", "1"]
     process = start(command, proxy_env(), log)
     try:
-        wait_until_serving(process, f"http://127.0.0.1:{port}/health/liveliness", log)
+        wait_until_serving(process, f"http://127.0.0.1:{port}/health/liveliness", log, PROXY_START_S)
     except BaseException:
         process.kill()
         process.wait(5)
