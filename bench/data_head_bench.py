@@ -124,7 +124,8 @@ def word_pieces(texts: list[str]) -> float:
     from tda.knowledge.model_files import model_folder
 
     tokenizer = Tokenizer.from_file(str(model_folder() / "tokenizer.json"))
-    tokenizer.no_truncation()  # as the embedder reads them (up to 512)
+    tokenizer.no_truncation()  # as the embedder reads them (up to 512), unpadded
+    tokenizer.no_padding()
     return statistics.fmean(len(tokenizer.encode(t).ids) for t in texts)
 
 

@@ -181,7 +181,7 @@ def test_prose_is_embedded_sentence_by_sentence_and_a_line_of_data_by_its_head()
 
 def test_data_costs_the_embedder_a_short_head_and_a_long_sentence_of_prose_is_embedded_whole():
     """The embedder's cost follows the word pieces it reads: a tool result (or a line of data an answer quotes) is
-    embedded by its first 150 characters, ~90 word pieces of JSON; prose up to 600 characters a sentence is not cut."""
+    embedded by its first 150 characters, ~70 word pieces of JSON; prose up to 600 characters a sentence is not cut."""
     result = json.dumps([{"order": f"ORD-{i:05d}", "customer": "CUST-012", "status": "open"} for i in range(40)])
     assert parts_of(embedded_text(Message("tool", result, tool_call_id="call_1"))) == [result[:150]]
     quoted = Message("assistant", "The tool answered: " + result)

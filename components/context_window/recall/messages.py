@@ -66,9 +66,9 @@ shorter (the recall and conversation benches' longest is 162 characters), and is
 DATA_HEAD_CHARS = 150
 """Characters embedded of data: a tool result, and any "sentence" longer than ``DATA_CHARS``. Its head says what the
 data is (its keys, first row or line); what it holds further on (ids, figures) is found by its words. Data is an
-agent turn's longest text, and the embedder's cost grows faster than a text's length (~1 ms of CPU a word piece with
-the default embedder; 600 characters of JSON are ~350 pieces, 150 ~90): in bench/data_head_bench.py a 150-character
-head recalls old tool results as a 600-character one does (docs/knowledge.md, "What is embedded")."""
+agent turn's longest text, and the embedder's cost follows the word pieces it reads (~1 ms of CPU each with the
+default embedder; 600 characters of JSON are ~280-300 pieces, 150 ~70): in bench/data_head_bench.py a
+150-character head recalls old tool results as a 600-character one does (docs/knowledge.md, "What is embedded")."""
 EMBED_BATCH = 64
 INDEX_SLICE = 128
 """Messages indexed (or split into parts, or given their vectors) between two yields to the event loop: a
