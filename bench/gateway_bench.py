@@ -37,11 +37,11 @@ sys.path.insert(0, str(ROOT))
 
 import httpx  # noqa: E402
 
+from bench.litellm_proxy import PROXY_KEY, start_proxy, tree_cpu_seconds  # noqa: E402
 from tests.gateway.servers import (  # noqa: E402
     MODEL,
     admin_token,
     free_port,
-    start,
     start_fake_upstream,
     start_tda,
     stop,
@@ -49,10 +49,6 @@ from tests.gateway.servers import (  # noqa: E402
 )
 from tests.gateway.upstream import ECHO_PREFIX  # noqa: E402
 
-PROXY_VERSION = "1.108.7"
-PEERS = ROOT / "bench" / ".peers"
-PROXY_VENV = PEERS / "venv"
-PROXY_KEY = "sk-bench-proxy-7c1e9a4f2b6d48e0a3c5f9b1d7e2a6c8"  # the proxy refuses to start without a master key
 CALLS = int(os.environ.get("BENCH_GATEWAY_CALLS", "300"))
 ROUNDS = int(os.environ.get("BENCH_GATEWAY_ROUNDS", "3"))
 THROUGHPUT_S = float(os.environ.get("BENCH_GATEWAY_SECONDS", "5"))
@@ -78,50 +74,7 @@ class Target:
     """The server process behind the URL: its CPU time is read from /proc."""
 
 
-def cpu_seconds(pid: int) -> float:
-    """CPU seconds (user + system) a process has used (Linux /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 # --- the servers -----------------------------------------------------------------------------------------
-
-
-def ensure_proxy_venv() -> Path:
-    """bench/.peers/venv with the LiteLLM proxy, made the first time (pip, from the package index)."""
-    litellm = PROXY_VENV / "bin" / "litellm"
-    marker = PROXY_VENV / f".litellm-{PROXY_VERSION}"
-    if litellm.exists() and marker.exists():
-        return litellm
-    print(f"installing litellm[proxy]=={PROXY_VERSION} into {PROXY_VENV.relative_to(ROOT)} (once)", flush=True)
-    PEERS.mkdir(parents=True, exist_ok=True)
-    subprocess.run([sys.executable, "-m", "venv", str(PROXY_VENV)], check=True)
-    pip = [str(PROXY_VENV / "bin" / "pip"), "install", "--quiet", "--disable-pip-version-check"]
-    subprocess.run([*pip, f"litellm[proxy]=={PROXY_VERSION}"], check=True)
-    marker.touch()
-    return litellm
-
-
-def proxy_config(folder: Path, upstream_base_url: str) -> Path:
-    path = folder / "litellm.yaml"
-    path.write_text(
-        "model_list:\n"
-        f"  - model_name: {MODEL}\n"
-        "    litellm_params:\n"
-        f"      model: openai/{MODEL}\n"
-        f"      api_base: {upstream_base_url}\n"
-        "      api_key: sk-fake-upstream-key\n"
-        "litellm_settings:\n"
-        "  telemetry: false\n"
-        "general_settings:\n"
-        f"  master_key: {PROXY_KEY}\n"
-    )
-    return path
-
-
-def proxy_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "LITELLM_", "TDA_"))}
-    return env | {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "PYTHONPATH": ""}
 
 
 @contextmanager
@@ -139,22 +92,14 @@ def servers(folder: Path) -> Iterator[list[Target]]:
         tda = start_tda(tda_dir, tda_port, upstream_base)
         processes.append(tda)
 
-        litellm = ensure_proxy_venv()
-        proxy_port = free_port()
-        command = [str(litellm), "--config", str(proxy_config(folder, upstream_base))]
-        proxy = start(
-            [*command, "--host", "127.0.0.1", "--port", str(proxy_port), "--num_workers", "1"],
-            proxy_env(),
-            folder / "proxy.log",
-        )
+        proxy, proxy_url = start_proxy(folder, upstream_base)
         processes.append(proxy)
 
         wait_until_serving(tda, f"http://127.0.0.1:{tda_port}/readyz", tda_dir / "server.log")
-        wait_until_serving(proxy, f"http://127.0.0.1:{proxy_port}/health/liveliness", folder / "proxy.log")
         yield [
             Target("direct", f"{upstream_base}/chat/completions", "sk-fake-upstream-key", upstream.pid),
             Target("tda", f"http://127.0.0.1:{tda_port}/v1/chat/completions", token, tda.pid),
-            Target("litellm-proxy", f"http://127.0.0.1:{proxy_port}/v1/chat/completions", PROXY_KEY, proxy.pid),
+            Target("litellm-proxy", proxy_url, PROXY_KEY, proxy.pid),
         ]
     finally:
         for process in reversed(processes):
@@ -182,12 +127,12 @@ async def latencies(target: Target) -> tuple[list[float], float]:
         for _ in range(WARMUP):
             await call(client, target)
         out = []
-        cpu_before = cpu_seconds(target.pid)
+        cpu_before = tree_cpu_seconds(target.pid)
         for _ in range(CALLS):
             started = time.perf_counter()
             await call(client, target)
             out.append(time.perf_counter() - started)
-        return out, (cpu_seconds(target.pid) - cpu_before) / CALLS * 1000
+        return out, (tree_cpu_seconds(target.pid) - cpu_before) / CALLS * 1000
 
 
 async def throughput(target: Target) -> float:

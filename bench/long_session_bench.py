@@ -9,10 +9,11 @@ SQLite, the default embedder unless BENCH_LONG_EMBEDDER names another) whose pro
   (tokens sent / the available budget), counted once the history exceeds the window; from what the fake received
   (its ``--record-to`` file), whether the turn's two steps sent the same history part (the messages before the
   turn's question: the provider's prompt cache holds within the turn) and the newest complete turn whole (its
-  question, call, result and answer, in order). Then the same calls without
-  a session (stateless) for the last turns, streamed stateless calls (a first question; the whole session's), and
-  the same requests made with litellm alone in this process (the LiteLLM proxy's CPU for them is at least that;
-  the proxy cannot be installed offline).
+  question, call, result and answer, in order). Then the same calls without a session (stateless): 10 turns of a
+  new conversation and 10 going on from the session's end; and streamed stateless calls (a first question; the
+  whole session's). The same requests (the same bodies, to the same fake) go through the LiteLLM proxy
+  (bench/litellm_proxy.py, as in gateway_bench.py) in its own process: per mode, tda's and the proxy's
+  whole-process CPU per call (/proc/<pid>/stat: threads that ended and child processes included), side by side.
 * native: NATIVE_TURNS turns recorded one by one through POST /v1/sessions/{id}/turns; per turn the server's own
   time (its ``Server-Timing`` steps but the model call) and its CPU time (/proc: steadier than wall time on a loaded
   machine), and the server's RSS at the start, at turn 100 (its caches warm) and at the end.
@@ -40,10 +41,10 @@ sys.path.insert(0, str(ROOT))
 
 import httpx  # noqa: E402
 
+from bench.litellm_proxy import PROXY_KEY, start_proxy, tree_cpu_seconds  # noqa: E402
 from tests.agent_session import SYSTEM, TOOLS, orders, question  # noqa: E402
 from tests.gateway.servers import (  # noqa: E402
     MODEL,
-    UPSTREAM_KEY,
     admin_token,
     free_port,
     server_env,
@@ -59,6 +60,7 @@ EMBEDDER = os.environ.get("BENCH_LONG_EMBEDDER")
 PARTS = set(os.environ.get("BENCH_LONG_PARTS", "gateway,native").split(","))
 LIMIT = 16_000
 AVAILABLE = LIMIT - LIMIT * 12 // 100  # Balanced keeps 12% for the reply
+PROXY_ROUNDS = 3
 SETTLE_S = 3.0
 """After the last turn, how long its indexing may take before the process's CPU is read."""
 ROWS = int(os.environ.get("BENCH_LONG_ROWS", "20"))
@@ -74,14 +76,6 @@ def cpu_seconds(pid: int) -> float:
     except (OSError, ValueError, IndexError):  # a thread that ended while read, or no schedstat: ticks
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def process_cpu_seconds(pid: int) -> float:
-    """The process's CPU time since it started, threads that have ended included (/proc/<pid>/stat, in 10 ms
-    steps): work done between requests (indexing after the response) or in short-lived threads, which
-    ``cpu_seconds`` of one request cannot see. Read over many calls, its steps do not matter."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def rss_mib(pid: int) -> float:
@@ -122,18 +116,52 @@ class Tda:
             completion["steps_ms"] = snapshot.get("timings_ms", {})
         return completion, wall, spent
 
-    async def streamed(self, messages: list[dict[str, Any]]) -> float:
-        """One streamed call without a session, read to its end: the server's CPU ms."""
-        headers = {"X-TDA-Profile": "agent"}
-        body = {"model": "tda", "messages": messages, "tools": TOOLS, "stream": True}
-        cpu = cpu_seconds(self.pid)
-        async with self.client.stream("POST", "/v1/chat/completions", json=body, headers=headers) as r:
-            if r.status_code != 200:
-                raise RuntimeError(f"tda answered {r.status_code}: {(await r.aread())[:500]!r}")
-            chunks = [chunk async for chunk in r.aiter_bytes()]
-        if b"[DONE]" not in b"".join(chunks):
-            raise RuntimeError("the stream did not end with [DONE]")
-        return (cpu_seconds(self.pid) - cpu) * 1000
+    async def streamed_cpu_ms(self, messages: list[dict[str, Any]], calls: int = 10) -> float:
+        """``calls`` streamed calls without a session, each read to its end: the whole process's CPU ms per call."""
+        cpu = tree_cpu_seconds(self.pid)
+        for _ in range(calls):
+            await streamed(self.client, "/v1/chat/completions", messages, "tda", {"X-TDA-Profile": "agent"})
+        return (tree_cpu_seconds(self.pid) - cpu) / calls * 1000
+
+
+async def streamed(
+    client: httpx.AsyncClient, url: str, messages: list[dict[str, Any]], model: str, headers: dict[str, str]
+) -> None:
+    """One streamed call, read to its end (which must be ``[DONE]``)."""
+    body = {"model": model, "messages": messages, "tools": TOOLS, "stream": True}
+    async with client.stream("POST", url, json=body, headers=headers) as r:
+        if r.status_code != 200:
+            raise RuntimeError(f"{url} answered {r.status_code}: {(await r.aread())[:500]!r}")
+        chunks = [chunk async for chunk in r.aiter_bytes()]
+    if b"[DONE]" not in b"".join(chunks):
+        raise RuntimeError(f"{url}'s stream did not end with [DONE]")
+
+
+class Proxy:
+    """The LiteLLM proxy, sent the requests tda was sent: its whole process's CPU ms per call."""
+
+    def __init__(self, url: str, pid: int) -> None:
+        self.url, self.pid = url, pid
+        self.client = httpx.AsyncClient(timeout=120, headers={"Authorization": f"Bearer {PROXY_KEY}"})
+
+    async def call(self, messages: list[dict[str, Any]], stream: bool) -> None:
+        if stream:
+            return await streamed(self.client, self.url, messages, MODEL, {})
+        r = await self.client.post(self.url, json={"model": MODEL, "messages": messages, "tools": TOOLS})
+        if r.status_code != 200:
+            raise RuntimeError(f"the proxy answered {r.status_code}: {r.text[:500]}")
+
+    async def cpu_ms(self, bodies: list[list[dict[str, Any]]], stream: bool = False) -> float:
+        """CPU ms per call of ``bodies`` sent one after the other (after one warm-up call): the median of
+        PROXY_ROUNDS rounds (the process's CPU moves in 10 ms steps: a round is read over all its calls)."""
+        await self.call(bodies[0], stream)
+        rounds = []
+        for _ in range(PROXY_ROUNDS):
+            cpu = tree_cpu_seconds(self.pid)
+            for messages in bodies:
+                await self.call(messages, stream)
+            rounds.append((tree_cpu_seconds(self.pid) - cpu) / len(bodies) * 1000)
+        return median(rounds)
 
 
 def history_part(body: dict[str, Any]) -> list[dict[str, Any]]:
@@ -172,15 +200,17 @@ async def gateway(tda: Tda, session: str | None, turns: int, chat: list[dict[str
     utilisation (its first call's, and the lower of its two calls') and the newest complete turn before it."""
     out = []
     for turn in range(len(chat) // 4 + 1, len(chat) // 4 + 1 + turns):
-        process_cpu = process_cpu_seconds(tda.pid)
+        process_cpu = tree_cpu_seconds(tda.pid)
         newest = chat[-4:] if len(chat) >= 5 else []
         chat.append({"role": "user", "content": question(turn)})
+        sent = [len(chat)]
         first, wall1, cpu1 = await tda.chat(chat, session)
         called = reply_message(first)
         if not called.get("tool_calls"):
             raise RuntimeError(f"the fake did not call the tool: {called}")
         chat.append(called)
         chat.append({"role": "tool", "tool_call_id": called["tool_calls"][0]["id"], "content": orders(turn, ROWS)})
+        sent.append(len(chat))
         second, wall2, cpu2 = await tda.chat(chat, session)
         chat.append(reply_message(second))
         out.append(
@@ -193,6 +223,7 @@ async def gateway(tda: Tda, session: str | None, turns: int, chat: list[dict[str
                 "over": sum(len(json.dumps(m)) for m in chat) / 4 > AVAILABLE * 1.5,  # history well over the window
                 "summaries": first.get("summaries", 0) + second.get("summaries", 0),
                 "process_cpu_s": process_cpu,
+                "sent": sent,
                 "steps_ms": {
                     step: (first.get("steps_ms", {}).get(step, 0.0) + second.get("steps_ms", {}).get(step, 0.0)) / 2
                     for step in {*first.get("steps_ms", {}), *second.get("steps_ms", {})}
@@ -200,7 +231,7 @@ async def gateway(tda: Tda, session: str | None, turns: int, chat: list[dict[str
             }
         )
     await asyncio.sleep(SETTLE_S)  # the last turn's indexing, after its response
-    for row, after in zip(out, [*(row["process_cpu_s"] for row in out[1:]), process_cpu_seconds(tda.pid)], strict=True):
+    for row, after in zip(out, [*(row["process_cpu_s"] for row in out[1:]), tree_cpu_seconds(tda.pid)], strict=True):
         row["process_cpu_ms"] = (after - row["process_cpu_s"]) / 2 * 1000  # a call's share of its turn
     return out
 
@@ -281,56 +312,66 @@ def run(folder: Path) -> dict[str, Any]:
             env.pop("TDA_EMBEDDER", None)  # tda's default
         server = start([sys.executable, "-m", "tda.cli", "serve"], env, data / "server.log")
         processes.append(server)
+        proxy = None
+        if "gateway" in PARTS:
+            proxy_process, proxy_url = start_proxy(folder, upstream_base)
+            processes.append(proxy_process)
+            proxy = Proxy(proxy_url, proxy_process.pid)
         wait_until_serving(server, f"http://127.0.0.1:{port}/healthz", data / "server.log")
-        return asyncio.run(measure(f"http://127.0.0.1:{port}", token, server.pid, upstream_base, folder))
+        return asyncio.run(measure(Tda(f"http://127.0.0.1:{port}", token, server.pid), proxy, folder))
     finally:
         for process in reversed(processes):
             stop(process)
 
 
-async def litellm_alone(upstream: str, chat: list[dict[str, Any]], stream: bool = False) -> float:
-    """CPU ms of one ``litellm.acompletion`` call sending ``chat`` to the fake upstream, in this process (median of
-    10, after a warm-up): what the LiteLLM proxy does at least for the same request (it also parses, authenticates
-    and routes it). The proxy itself cannot be installed offline; this is its lower bound."""
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    import litellm
-
-    async def one() -> float:
-        started = time.process_time()
-        reply = await litellm.acompletion(
-            model=f"openai/{MODEL}", api_base=upstream, api_key=UPSTREAM_KEY, messages=chat, tools=TOOLS, stream=stream
-        )
-        if stream:
-            _ = [chunk async for chunk in reply]
-        return (time.process_time() - started) * 1000
-
-    await one()
-    return median([await one() for _ in range(10)])
-
-
-async def measure(base: str, token: str, pid: int, upstream: str, folder: Path) -> dict[str, Any]:
-    tda = Tda(base, token, pid)
+async def measure(tda: Tda, proxy: Proxy | None, folder: Path) -> dict[str, Any]:
     r = await tda.client.post(
         "/v1/profiles", json={"id": "agent", "type": "tool_enabled", "model": "gpt-4.1", "context_limit": LIMIT}
     )
     r.raise_for_status()
-    figures = await gateway_figures(tda, upstream, folder / "upstream.jsonl") if "gateway" in PARTS else {}
+    figures = await gateway_figures(tda, proxy, folder / "upstream.jsonl") if proxy is not None else {}
     if "native" in PARTS:
         figures |= await native(tda, NATIVE_TURNS)
     await tda.client.aclose()
     return figures
 
 
-async def gateway_figures(tda: Tda, upstream: str, recorded: Path) -> dict[str, Any]:
+def bodies(chat: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """The messages of each call ``rows`` made (two a turn), ``chat`` being what the calls went on."""
+    return [chat[:sent] for row in rows for sent in row["sent"]]
+
+
+async def gateway_figures(tda: Tda, proxy: Proxy, recorded: Path) -> dict[str, Any]:
     chat: list[dict[str, Any]] = [SYSTEM]
     session_rows = await gateway(tda, "long-bench", GATEWAY_TURNS, chat)
     stability = steps(session_rows, answered(recorded))
-    first_turn = chat[:5]  # the system message, the first question, its call and result: a first turn's 2nd call
-    stateless_rows = await gateway(tda, None, 10, list(chat))
-    fresh_rows = await gateway(tda, None, 10, [SYSTEM])
-    asked = [*chat, {"role": "user", "content": question(GATEWAY_TURNS + 1)}]
-    streamed_first = median([await tda.streamed([*first_turn[:2]]) for _ in range(10)])
-    streamed_end = median([await tda.streamed(asked) for _ in range(10)])
+    stateless_chat, fresh_chat = list(chat), [SYSTEM]
+    stateless_rows = await gateway(tda, None, 10, stateless_chat)
+    fresh_rows = await gateway(tda, None, 10, fresh_chat)
+    first_question, asked = chat[:2], [*chat, {"role": "user", "content": question(GATEWAY_TURNS + 1)}]
+    streamed_first, streamed_end = await tda.streamed_cpu_ms(first_question), await tda.streamed_cpu_ms(asked)
+    tda_ms = {
+        "session": mean_first_last([row["process_cpu_ms"] for row in session_rows])[:2],
+        "stateless": tuple(
+            statistics.fmean(row["process_cpu_ms"] for row in rows) for rows in (fresh_rows, stateless_rows)
+        ),
+        "streamed": (streamed_first, streamed_end),
+    }
+    proxy_ms = {
+        "session": (
+            await proxy.cpu_ms(bodies(chat, session_rows[:10])),
+            await proxy.cpu_ms(bodies(chat, session_rows[-10:])),
+        ),
+        "stateless": (
+            await proxy.cpu_ms(bodies(fresh_chat, fresh_rows)),
+            await proxy.cpu_ms(bodies(stateless_chat, stateless_rows)),
+        ),
+        "streamed": (
+            await proxy.cpu_ms([first_question] * 10, stream=True),
+            await proxy.cpu_ms([asked] * 10, stream=True),
+        ),
+    }
+    await proxy.client.aclose()
     over = [row["utilisation"] for row in session_rows if row["over"]]
     wall = first_last([row["wall_ms"] for row in session_rows])
     cpu = first_last([row["cpu_ms"] for row in session_rows])
@@ -356,14 +397,13 @@ async def gateway_figures(tda: Tda, upstream: str, recorded: Path) -> dict[str, 
         "session_step_ms_first10_last10": {step: [round(a, 1), round(b, 1)] for step, (a, b, _) in step_ms.items()},
         "stateless_cpu_ms_at_end": median([row["cpu_ms"] for row in stateless_rows]),
         "stateless_cpu_ms_new": median([row["cpu_ms"] for row in fresh_rows]),
-        "stateless_process_cpu_ms_at_end": statistics.fmean(row["process_cpu_ms"] for row in stateless_rows),
-        "stateless_process_cpu_ms_new": statistics.fmean(row["process_cpu_ms"] for row in fresh_rows),
-        "litellm_cpu_ms_new": await litellm_alone(upstream, first_turn),
-        "litellm_cpu_ms_at_end": await litellm_alone(upstream, chat),
-        "streamed_cpu_ms_new": streamed_first,
-        "streamed_cpu_ms_at_end": streamed_end,
-        "litellm_streamed_cpu_ms_new": await litellm_alone(upstream, first_turn[:2], stream=True),
-        "litellm_streamed_cpu_ms_at_end": await litellm_alone(upstream, asked, stream=True),
+        "cpu_ms_tda_proxy": {
+            mode: {
+                "first": [round(tda_ms[mode][0], 1), round(proxy_ms[mode][0], 1)],
+                "last": [round(tda_ms[mode][1], 1), round(proxy_ms[mode][1], 1)],
+            }
+            for mode in tda_ms
+        },
     }
 
 
@@ -394,21 +434,19 @@ def print_gateway(figures: dict[str, Any]) -> None:
         "  its steps (the snapshot's timings), wall ms per call, first / last 10 turns: "
         + ", ".join(f"{step} {a:.1f} / {b:.1f}" for step, (a, b) in steps.items())
     )
-    print(
-        f"  stateless, server CPU ms per call: new conversation {figures['stateless_cpu_ms_new']:.1f}, "
-        f"at {figures['gateway_turns']} turns {figures['stateless_cpu_ms_at_end']:.1f}; the whole process's "
-        f"{figures['stateless_process_cpu_ms_new']:.1f} / {figures['stateless_process_cpu_ms_at_end']:.1f}"
-    )
-    print(
-        f"  litellm alone (the LiteLLM proxy's least CPU for the same request), ms per call: new conversation "
-        f"{figures['litellm_cpu_ms_new']:.1f}, at {figures['gateway_turns']} turns "
-        f"{figures['litellm_cpu_ms_at_end']:.1f}"
-    )
-    print(
-        f"  streamed, stateless, server CPU ms per call: new conversation {figures['streamed_cpu_ms_new']:.1f}, at "
-        f"{figures['gateway_turns']} turns {figures['streamed_cpu_ms_at_end']:.1f}; litellm alone "
-        f"{figures['litellm_streamed_cpu_ms_new']:.1f} / {figures['litellm_streamed_cpu_ms_at_end']:.1f}"
-    )
+    n = figures["gateway_turns"]
+    print("  CPU ms per call, the whole process's (threads that ended, children): tda / the LiteLLM proxy (ratio)")
+    where = {
+        "session": ("turns 1-10", f"turns {n - 9}-{n}"),
+        "stateless": ("a new conversation's 10 turns", f"10 turns after {n}"),
+        "streamed": ("a first question", f"after {n} turns"),
+    }
+    for mode, pair in figures["cpu_ms_tda_proxy"].items():
+        cells = [
+            f"{label} {tda:.1f} / {proxy:.1f} (x{tda / proxy if proxy else 0:.2f})"
+            for label, (tda, proxy) in zip(where[mode], (pair["first"], pair["last"]), strict=True)
+        ]
+        print(f"    {mode:<10} " + "; ".join(cells))
 
 
 def main() -> None:

@@ -80,9 +80,11 @@ def start_tda(data_dir: Path, port: int, upstream_base_url: str) -> subprocess.P
     return start(command, server_env(data_dir, port, upstream_base_url), data_dir / "server.log")
 
 
-def wait_until_serving(process: subprocess.Popen[bytes], url: str, log: Path) -> None:
+def wait_until_serving(
+    process: subprocess.Popen[bytes], url: str, log: Path, timeout_s: float = START_TIMEOUT_S
+) -> None:
     """Until ``url`` answers 200; the log's tail in the error when the process dies or the time runs out."""
-    deadline = time.monotonic() + START_TIMEOUT_S
+    deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"{process.args} exited with {process.returncode}:\n{log.read_text()[-3000:]}")
@@ -92,7 +94,7 @@ def wait_until_serving(process: subprocess.Popen[bytes], url: str, log: Path) ->
         except httpx.TransportError:
             pass
         time.sleep(0.1)
-    raise RuntimeError(f"{process.args} did not answer within {START_TIMEOUT_S} s:\n{log.read_text()[-3000:]}")
+    raise RuntimeError(f"{process.args} did not answer within {timeout_s:g} s:\n{log.read_text()[-3000:]}")
 
 
 def start_fake_upstream(folder: Path, record_to: Path | None = None) -> tuple[subprocess.Popen[bytes], str]:

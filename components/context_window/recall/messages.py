@@ -60,12 +60,15 @@ from ..session_cache import BoundedCache
 
 EMBED_CHARS = 2_000
 """Characters of a part embedded (small embedders read ~256-512 tokens anyway; the rest costs time for nothing)."""
-DATA_HEAD_CHARS = 600
-"""Characters embedded of data: a tool result, and any "sentence" longer than this (a one-line JSON table, a log line,
-minified code; a sentence of prose is shorter). Its head says what the data is (its keys, first rows or lines); what
-it holds further on (ids, figures) is found by its words. Data is a turn's longest text, and a small embedder's cost
-grows faster than a text's length: with the default embedder, two 2,000-character JSON tables cost ~0.9 s of CPU on
-a loaded 2-core machine, two of 600 characters ~0.4 s (bench/long_session_bench.py)."""
+DATA_CHARS = 600
+"""A "sentence" longer than this is data (a one-line JSON table, a log line, minified code): a sentence of prose is
+shorter (the recall and conversation benches' longest is 162 characters), and is embedded whole."""
+DATA_HEAD_CHARS = 150
+"""Characters embedded of data: a tool result, and any "sentence" longer than ``DATA_CHARS``. Its head says what the
+data is (its keys, first row or line); what it holds further on (ids, figures) is found by its words. Data is an
+agent turn's longest text, and the embedder's cost follows the word pieces it reads (~1 ms of CPU each with the
+default embedder; 600 characters of JSON are ~280-300 pieces, 150 ~70): in bench/data_head_bench.py a
+150-character head recalls old tool results as a 600-character one does (docs/knowledge.md, "What is embedded")."""
 EMBED_BATCH = 64
 INDEX_SLICE = 128
 """Messages indexed (or split into parts, or given their vectors) between two yields to the event loop: a
@@ -161,13 +164,17 @@ def part_key(text: str) -> str:
 def parts_of(text: str) -> list[str]:
     """``text`` as at most ``MAX_PARTS`` runs of whole sentences, in order, without a leading speaker tag ("Maya: "):
     a name said in every message of a chat between people would otherwise outweigh what each message says. A
-    sentence longer than ``DATA_HEAD_CHARS`` is data: its head stands for it."""
+    sentence longer than ``DATA_CHARS`` is data: its head (``DATA_HEAD_CHARS``) stands for it."""
     text = _SPEAKER.sub(r"\1", text, count=1)
-    sentences = [s[:DATA_HEAD_CHARS] for s in _SENTENCE_END.split(text) if s.strip()] or [text[:DATA_HEAD_CHARS] or " "]
+    sentences = [_head(s) for s in _SENTENCE_END.split(text) if s.strip()] or [_head(text) or " "]
     if len(sentences) <= MAX_PARTS:
         return sentences
     step = -(-len(sentences) // MAX_PARTS)
     return [" ".join(sentences[i : i + step])[:EMBED_CHARS] for i in range(0, len(sentences), step)]
+
+
+def _head(sentence: str) -> str:
+    return sentence if len(sentence) <= DATA_CHARS else sentence[:DATA_HEAD_CHARS]
 
 
 def searchable_text(message: Message) -> str:
