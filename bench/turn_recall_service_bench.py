@@ -146,7 +146,10 @@ def main() -> None:
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     sys.path.insert(0, str(args.code.resolve()))
+    from tda.config import offline_library_defaults
     from tda.db import upgrade
+
+    offline_library_defaults()  # litellm's cost map as shipped: no fetch (and its retries) from an offline machine
 
     data = Path(tempfile.mkdtemp(prefix="turn-recall-bench-"))
     upgrade(f"sqlite+aiosqlite:///{data / 'tda.db'}")
