@@ -95,6 +95,7 @@ async def play(args: argparse.Namespace, data: Path) -> dict[str, Any]:
             results = {"results": [{"tool_call_id": "c1", "content": json.dumps(rows)}]}
             await call(f"/v1/sessions/s/turns/{n}/tool-results", results)
             await svc.writer.settle("s")
+            del model.sent[:-1]  # the fake model keeps every window it was sent: the bench's memory, not tda's
         cold = await cold_index_ms(svc)
         found = 0
         for question in QUESTIONS:

@@ -198,10 +198,4 @@ async def test_projects_are_isolated_on_postgresql(backing: Backing, tmp_path) -
 
 async def test_history_vectors_on_postgresql(backing: Backing) -> None:
     """Recall's vectors table (``ON CONFLICT DO NOTHING`` inserts, the cascade) on a real server, as on SQLite."""
-    url = fresh_database(backing)
-    await asyncio.to_thread(upgrade, url)
-    store = Store.connect(url)
-    try:
-        await check_the_vector_table(store)
-    finally:
-        await store.close()
+    await check_the_vector_table(fresh_database(backing))

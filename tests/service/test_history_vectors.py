@@ -192,10 +192,19 @@ async def test_vectors_waiting_for_a_session_another_replica_deleted_are_not_kep
         assert await chat.stored("kept") == len(PARTS) + len(late)
 
 
-async def check_the_vector_table(store: Store) -> None:
-    """The table's own contract, on whichever database ``store`` is (tests/replicas/test_postgres.py runs it on
-    PostgreSQL): vectors read back bit for bit, per session and embedder; a part already stored is kept; a session
-    that is gone gets none; deleting the session deletes them."""
+async def check_the_vector_table(url: str) -> None:
+    """The table's own contract, on the database at ``url`` (tests/replicas/test_postgres.py runs it on PostgreSQL):
+    vectors read back bit for bit, per session and embedder; a part already stored is kept; a session that is gone
+    gets none; deleting the session deletes them."""
+    await asyncio.to_thread(upgrade, url)
+    store = Store.connect(url)
+    try:
+        await _check_the_vector_table(store)
+    finally:
+        await store.close()
+
+
+async def _check_the_vector_table(store: Store) -> None:
     await seed_demo(store)
     for session_id in ("a", "b"):
         await store.sessions.create({"id": session_id, "profile_id": "demo-tools"}, "test")
@@ -220,10 +229,4 @@ async def check_the_vector_table(store: Store) -> None:
 
 
 async def test_the_vector_table_on_sqlite(tmp_path: Path) -> None:
-    url = f"sqlite+aiosqlite:///{tmp_path / 'tda.db'}"
-    await asyncio.to_thread(upgrade, url)
-    store = Store.connect(url)
-    try:
-        await check_the_vector_table(store)
-    finally:
-        await store.close()
+    await check_the_vector_table(f"sqlite+aiosqlite:///{tmp_path / 'tda.db'}")
