@@ -1,14 +1,14 @@
 """Long-conversation bench: does the window hold a question's evidence, and at what cost in tokens?
 
-Data: bench/conversation_data.py (long chats between people over weeks, written offline; five question kinds, the
-evidence of each labelled by message). tda runs through the service as a user meets it: a fresh app (SQLite, the
-mock model, the embedder of TDA_EMBEDDER, default minilm-int8), an llm_only profile created without a type; each
-chat is imported into a session over HTTP and its questions are asked at once through the what-if preview, once per
-shipped type and limit: the window a turn would send, without recording the question. A turn asked right after an
-import waits for the session's lock, which the import's indexing holds until the history's vectors are in; the
-preview takes no lock, so the bench waits as a turn would (BENCH_SETTLE=0: not at all, the first questions are then
-ranked by words while the vectors come). A question is recalled when every evidence message's text is in that
-window.
+Data: bench/conversation_data.py and bench/dense_chats.py (long chats between people over weeks, written offline;
+five answerable question kinds and three unanswerable, the evidence of each labelled by message). tda runs through
+the service as a user meets it: a fresh app (SQLite, the mock model, the embedder of TDA_EMBEDDER, default
+minilm-int8), an llm_only profile created without a type; each chat is imported into a session over HTTP and its
+questions are asked at once through the what-if preview, once per shipped type and limit: the window a turn would
+send, without recording the question. A turn asked right after an import waits for the session's lock, which the
+import's indexing holds until the history's vectors are in; the preview takes no lock, so the bench waits as a turn
+would (BENCH_SETTLE=0: not at all, the first questions are then ranked by words while the vectors come). A question
+is recalled when every evidence message's text is in that window.
 
 The baseline is the plain hybrid a user could write in an afternoon: BM25 + the same embedder (whole messages),
 reciprocal-rank fusion, packed in rank order into exactly the history tokens tda's conversation_history used for

@@ -16,7 +16,9 @@ Questions, evidence labelled by message: ``single_hop`` (what was done there: "W
 garden?"), ``paraphrased`` (the same in other words: "What picture did Dana make outside behind the house?"),
 ``temporal`` ("When did Dana paint a field of sunflowers?"), ``multi_hop`` (who came along: the event and the
 answer to the friend's follow-up, which does not repeat the event's words; and everything one did in a pastime over
-the months), and the three kinds nothing answers (``conversation_data.UNANSWERABLE``).
+the months), ``indirect`` (life news told once in passing, five each, asked as a friend would later: "The physio says
+my knee needs another six weeks" for "What injury has Dana had?"), and the three kinds nothing answers
+(``conversation_data.UNANSWERABLE``).
 """
 
 from __future__ import annotations
@@ -317,6 +319,40 @@ MISSING = (
     "How much did {p} spend on supplies for {thing}?",
     "What was the weather like when {p} {did} {thing}?",
 )
+LIFE_FACTS = (
+    (
+        "Big news, I handed in my notice! I start at the animal clinic on the high street next month.",
+        "Where is {p} going to work?",
+    ),
+    ("We finally got the keys to the flat by the canal, there are boxes everywhere.", "Where did {p} move to?"),
+    ("The physio says my knee needs another six weeks before I can run again.", "What injury has {p} had?"),
+    (
+        "We adopted a greyhound from the rescue centre, she's called Biscuit and she's terrified of the hoover.",
+        "What pet did {p} get?",
+    ),
+    (
+        "I signed up for evening classes, I'm sitting the accountancy exams in the autumn.",
+        "What qualification is {p} working towards?",
+    ),
+    ("My sister had twin boys on Thursday, two tiny new people in the family!", "Who had babies in {p}'s family?"),
+    ("I've gone vegetarian, three weeks now and I don't even miss bacon.", "What change did {p} make to their diet?"),
+    (
+        "I'm doing Portuguese on an app before the trip, it nags me every single morning.",
+        "Which language is {p} learning?",
+    ),
+    ("Passed my driving test at the fourth attempt, I still can't believe it.", "What exam did {p} get through?"),
+    (
+        "I've been volunteering at the food bank on Wednesdays, sorting tins mostly.",
+        "Where does {p} help out each week?",
+    ),
+    (
+        "Our landlord is selling up, so we have to find somewhere else by June.",
+        "Why does {p} have to look for a new home?",
+    ),
+    ("Got the results back, it's just low vitamin D, nothing serious.", "What did {p}'s medical tests show?"),
+)
+"""Life news told once in passing, in the teller's words, and asked as a friend would ask about it later: the
+question shares hardly a word with its evidence (real chats' "What is her new job?", "Where did he move to?")."""
 PAIRS = (("Dana", "Marcus"), ("Noor", "Felix"), ("Ravi", "Hannah"))
 
 
@@ -369,6 +405,7 @@ def dense_conversation(seed: int) -> Conversation:
                 events[session].append((speaker, pastime, place, rng.randrange(len(pastime.things))))
     questions: list[Question] = []
     told: dict[tuple[int, str], list[int]] = {}
+    facts = _life_facts(seed, sessions)
     for session in range(sessions):
         chat.date += dt.timedelta(days=rng.randint(3, 14))
         chat.opening = True
@@ -378,6 +415,8 @@ def dense_conversation(seed: int) -> Conversation:
         news = list(events[session])
         rng.shuffle(news)
         for _ in range(rng.randint(14, 22)):
+            if session in facts and facts[session][0] == speaker:
+                questions.append(_tell_fact(chat, *facts.pop(session)))
             if news and news[0][0] == speaker and rng.random() < 0.6:
                 questions += _tell(chat, *news.pop(0), told)
             elif rng.random() < 0.55:
@@ -428,6 +467,21 @@ def _tell(
         answer = chat.say(speaker, said)
         questions.append(Question(f"Who was with {p} when {p} {pastime.did} {what_other}?", "multi_hop", (at, answer)))
     return questions
+
+
+def _life_facts(seed: int, sessions: int) -> dict[int, tuple[int, int, str]]:
+    """Five life facts each, told in distinct sessions: session -> (speaker, fact, the reaction that opens it). Drawn
+    from their own generator, so that the rest of the chat is the one it was before they were added."""
+    rng = random.Random(5000 + seed)
+    chosen = rng.sample(range(len(LIFE_FACTS)), 10)
+    told = [(i % 2, fact, rng.choice(REACTIONS)) for i, fact in enumerate(chosen)]
+    return dict(zip(rng.sample(range(1, sessions), 10), told, strict=True))
+
+
+def _tell_fact(chat: _Chat, speaker: int, fact: int, reaction: str) -> Question:
+    told, asked = LIFE_FACTS[fact]
+    at = chat.say(speaker, f"{reaction} {told}")
+    return Question(asked.format(p=chat.names[speaker]), "indirect", (at,))
 
 
 def _never_answered(names: tuple[str, str], pastimes: list[list[Pastime]], rng: random.Random) -> list[Question]:
