@@ -612,6 +612,38 @@ async def test_a_day_a_month_or_a_capital_opening_a_sentence_never_makes_recall_
     assert FACT in [m.content for m in window_parts(c.messages())[1]]
 
 
+VEGETARIAN = "Dana: I've gone vegetarian, three weeks now and I don't even miss bacon."
+
+
+class ScriptedMeaning:
+    """Meaning as the test says it: the vegetarian news is what a question about a diet means; a line about making
+    time is half-way there; small talk is far from both."""
+
+    vector_space = "scripted-meaning"
+
+    async def embed(self, texts):
+        return [self._vector(text.lower()) for text in texts]
+
+    @staticmethod
+    def _vector(text: str) -> list[float]:
+        if "diet" in text or "vegetarian" in text:
+            return [1.0, 0.1, 0.0]
+        return [0.5, 1.0, 0.0] if "make" in text else [0.0, 0.2, 1.0]
+
+
+async def test_a_message_saying_it_in_other_words_outranks_messages_sharing_only_common_words():
+    """Rank fusion reads ranks, not scores: without a floor on the words a message shares, thirty lines sharing only
+    "make" with the question would rank above the one message that answers it in other words."""
+    messages = []
+    for n in range(120):
+        speaker = "Dana" if n % 2 else "Marcus"
+        chat = f"{speaker}: I should make more time for the garden, day {n}." if n % 4 == 1 else f"{speaker}: ok {n}"
+        messages.append(Message("assistant" if n % 2 else "user", chat))
+    messages[11] = Message("assistant", VEGETARIAN)
+    recalled = await _recalled("What change did Dana make to her diet?", messages, ScriptedMeaning())
+    assert recalled[0] == VEGETARIAN
+
+
 class WordEmbedder:
     """Each distinct word its own axis: texts sharing no word are orthogonal (a cosine of exactly 0)."""
 

@@ -558,16 +558,20 @@ class Evidence:
     evidence when its best candidate is an outlier in meaning (``min_outlier_z``) or holds at least
     ``min_coverage`` of the query's idf weight (its rare words). Among the candidates of a query that has evidence, one
     enters the dense ranking only when its z-score is at least ``keep_z`` (None: every candidate), so packing stops
-    where the ranking turns to noise instead of filling the room with it."""
+    where the ranking turns to noise instead of filling the room with it; and the lexical ranking only when it holds
+    at least ``keep_coverage`` of the query's idf weight. Rank fusion reads ranks, not scores: a message sharing only
+    the query's common words ("make", "week") would otherwise rank high by words and push the message that says the
+    same thing in other words (found by meaning alone) down the fused ranking."""
 
     min_outlier_z: float
     min_coverage: float
     keep_z: float | None
+    keep_coverage: float = 0.0
 
 
 EVIDENCE = {
     "hashing": Evidence(min_outlier_z=3.0, min_coverage=0.10, keep_z=None),
-    "": Evidence(min_outlier_z=3.5, min_coverage=0.10, keep_z=0.5),
+    "": Evidence(min_outlier_z=3.5, min_coverage=0.10, keep_z=0.5, keep_coverage=0.25),
 }
 """Calibrated on bench/conversation_data.py's four chats and bench/dense_chats.py's four (539 answerable questions;
 docs/knowledge.md, "Abstention" and its round 3): values that cost no answerable question its abstention (a
@@ -657,6 +661,12 @@ def abstention(evidence: Evidence, coverage: np.ndarray, dense: np.ndarray | Non
         f"deviations above the rest, evidence from {evidence.min_outlier_z:.1f}) or holds the query's rare words "
         f"(at most {best_coverage:.0%} of their weight, evidence from {evidence.min_coverage:.0%})"
     )
+
+
+def lexical_floor(evidence: Evidence, lexical: np.ndarray, coverage: np.ndarray) -> np.ndarray:
+    """``lexical`` with the scores of the candidates holding less than ``keep_coverage`` of the query's idf weight set
+    to 0 (out of the lexical ranking)."""
+    return np.where(coverage >= evidence.keep_coverage, lexical, 0.0) if evidence.keep_coverage else lexical
 
 
 def dense_floor(evidence: Evidence, dense: np.ndarray | None) -> Floor:

@@ -53,6 +53,7 @@ from ..relevance import (
     dense_floor,
     evidence_for,
     fuse,
+    lexical_floor,
     names_asked,
     terms,
 )
@@ -431,10 +432,13 @@ class HistoryIndex:
         method = "+".join(name for name, s in (("lexical", lexical), ("dense", dense)) if s is not None)
         floor = Floor()
         if evidence is not None:
-            reason = self._abstention(query, evidence, dense, n)
+            coverage = self.lexical.coverage(terms(query), n)
+            reason = self._abstention(query, evidence, coverage, dense, n)
             if reason is not None:
                 return np.zeros(0, np.intp), np.zeros(0), method, reason
             floor = dense_floor(evidence, dense)
+            if dense is not None:  # words alone: a common word shared is still the best signal there is
+                lexical = lexical_floor(evidence, lexical, coverage)
         ranking = fuse(lexical=lexical, dense=dense, weights=weights if dense is not None else (1.0, 1.0), floor=floor)
         if not len(ranking):
             return ranking.positions, ranking.scores, ranking.method, ranking.reason
@@ -449,12 +453,14 @@ class HistoryIndex:
         positions = positions[np.lexsort((-positions, -scores[positions]))]
         return positions, scores[positions], ranking.method, None
 
-    def _abstention(self, query: str, evidence: Evidence, dense: np.ndarray | None, n: int) -> str | None:
+    def _abstention(
+        self, query: str, evidence: Evidence, coverage: np.ndarray, dense: np.ndarray | None, n: int
+    ) -> str | None:
         """Why none of the first ``n`` messages is evidence for ``query`` (None: some may be)."""
         unknown = self.unknown_names(query, n)
         if unknown:
             return f"nothing relevant found: no earlier message mentions {', '.join(unknown)}"
-        return abstention(evidence, self.lexical.coverage(terms(query), n), dense)
+        return abstention(evidence, coverage, dense)
 
     def _second_hop(self, query: str, best: np.ndarray, n: int) -> np.ndarray | None:
         """Messages ranked by words for the query plus the names the ``best`` messages bring in (a person or place
