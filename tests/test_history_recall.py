@@ -328,6 +328,16 @@ async def test_a_store_that_fails_costs_embeddings_never_recall(caplog: pytest.L
     assert len([r for r in caplog.records if "history vectors" in r.getMessage()]) == 1
 
 
+async def test_a_store_failing_without_a_message_is_logged_by_its_type(caplog: pytest.LogCaptureFixture):
+    class TimingOut(DictVectors):
+        async def get(self, session_id, keys):
+            raise TimeoutError  # str() is "": the log said "the read failed ()"
+
+    await _recall_fact(SessionRecall(HistoryEmbedder(), stored=TimingOut()), "a", planted(30))
+    (logged,) = [r.getMessage() for r in caplog.records if "history vectors" in r.getMessage()]
+    assert "the read failed (TimeoutError)" in logged
+
+
 async def test_messages_never_shown_are_not_embedded():
     messages = planted(30)
     messages[10:20] = [dataclasses.replace(m, valid=False) for m in messages[10:20]]

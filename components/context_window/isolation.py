@@ -105,7 +105,8 @@ def _close(coro: Coroutine[Any, Any, Any]) -> None:
         coro.close()
 
 
-def _describe(exc: BaseException) -> str:
+def describe_error(exc: BaseException) -> str:
+    """The error as a log line or a snapshot reads it: its type, and its message when it has one ("TimeoutError")."""
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
@@ -212,7 +213,7 @@ def _judge(driver: _Driver, timeout_s: float, *, value: Any = None, error: BaseE
     if driver.blocked > timeout_s:
         return Outcome("timeout", reason=_too_long(driver, timeout_s), blocked_s=driver.blocked)
     if error is not None:
-        return Outcome("failed", reason=_describe(error), blocked_s=driver.blocked)
+        return Outcome("failed", reason=describe_error(error), blocked_s=driver.blocked)
     return Outcome("ok", value, blocked_s=driver.blocked)
 
 

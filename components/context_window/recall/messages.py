@@ -41,6 +41,7 @@ from ..base import (
     Session,
     pages_newest_first,
 )
+from ..isolation import describe_error
 from ..offload import Runner, guarded, run_sized
 from ..phases import visible
 from ..relevance import (
@@ -859,7 +860,9 @@ class SessionRecall:
 
     def _failed(self, what: str, exc: Exception) -> None:
         if not self._store_failed:  # once per outage: every message indexed meanwhile would say the same
-            log.warning("history vectors: the %s failed (%s); embedding instead until it works again", what, exc)
+            log.warning(
+                "history vectors: the %s failed (%s); embedding instead until it works again", what, describe_error(exc)
+            )
         self._store_failed = True
         self._store_retry_at = time.monotonic() + STORE_RETRY_S
 
