@@ -263,7 +263,7 @@ class HistoryIndex:
         theirs are dropped: ``attach`` gives them later, in order."""
         if vectors is not None and len(self.messages) == self._vectored:
             self.attach(len(self.messages), vectors)
-        self.lexical.add([searchable_text(m) for m in messages])
+        self.lexical.add([searchable_text(m) if m.tool_calls else m.content for m in messages])
         match, calls, unit_of = _SPEAKER.match, self._calls, self.unit_of
         for position, message in enumerate(messages, len(self.messages)):
             content, role = message.content, message.role
@@ -362,7 +362,7 @@ class HistoryIndex:
         extended by what was added since the last call (the index only grows)."""
         held = len(self._short)
         if held < len(self.messages):
-            added = np.fromiter((len(m.content) <= NEIGHBOUR_MAX_CHARS for m in self.messages[held:]), dtype=bool)
+            added = np.array([len(m.content) for m in self.messages[held:]]) <= NEIGHBOUR_MAX_CHARS
             self._short = np.concatenate([self._short, added])
         return self._short
 
