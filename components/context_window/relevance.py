@@ -114,7 +114,8 @@ _BREAK_ID = 2**31 - 1
 """The number that ends a text in a ``BM25Index``'s queue."""
 _STOP_ID = 2**31 - 2
 """A stopword's number: it and ``_BREAK_ID`` are above every term's, so their keys sort last."""
-_BREAK_BYTES = struct.pack("=i", _BREAK_ID)
+_PACK = struct.Struct("=i").pack
+_BREAK_BYTES = _PACK(_BREAK_ID)
 
 
 class BM25Index:
@@ -345,12 +346,24 @@ class _WordNumbers(dict[bytes, bytes]):
         which = _positions_in(distinct, keys)  # each word's distinct key
         one = np.empty(len(distinct), dtype=np.intp)
         one[which] = np.arange(len(keys))  # an occurrence of each
-        known = [padded[s:e] for s, e in zip(starts[one].tolist(), ends[one].tolist(), strict=True)]
-        numbers = np.frombuffer(b"".join(map(self.__getitem__, known)), dtype=np.intc)[which]
+        distinct_words = [padded[s:e] for s, e in zip(starts[one].tolist(), ends[one].tolist(), strict=True)]
+        numbers = np.frombuffer(self._looked_up(distinct_words), dtype=np.intc)[which]
         if len(slow):  # words no key tells apart: looked up one by one
             alone = [padded[s:e] for s, e in zip(starts[slow].tolist(), ends[slow].tolist(), strict=True)]
-            numbers[slow] = np.frombuffer(b"".join(map(self.__getitem__, alone)), dtype=np.intc)
+            numbers[slow] = np.frombuffer(self._looked_up(alone), dtype=np.intc)
         return numbers.tobytes()
+
+    def _looked_up(self, words: list[bytes]) -> bytes:
+        """``words``' numbers joined; those not met yet stemmed and numbered in one loop (a history met cold brings
+        thousands: ids, figures, names)."""
+        term_of, ids = _TERM_OF.get, self.ids
+        for word in [w for w in words if w not in self]:
+            text = word.decode("ascii")
+            term = term_of(text)
+            if term is None:
+                term = _term(text)
+            self[word] = _PACK(ids.setdefault(term, len(ids)) if term else _STOP_ID)
+        return b"".join(map(self.__getitem__, words))
 
 
 _NUMPY_FROM = 4096
