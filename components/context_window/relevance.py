@@ -343,7 +343,7 @@ class _WordNumbers(dict[bytes, bytes]):
         first[:1] = True
         np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
         distinct = ordered[first]
-        which = _positions_in(distinct, keys)  # each word's distinct key
+        which = np.searchsorted(distinct, keys)  # each word's distinct key
         one = np.empty(len(distinct), dtype=np.intp)
         one[which] = np.arange(len(keys))  # an occurrence of each
         distinct_words = [padded[s:e] for s, e in zip(starts[one].tolist(), ends[one].tolist(), strict=True)]
@@ -396,21 +396,6 @@ def _word_keys(padded: bytes, starts: np.ndarray, lengths: np.ndarray) -> tuple[
     if np.array_equal(head[a], head[b]) and np.array_equal(tail[a], tail[b]) and np.array_equal(size[a], size[b]):
         return keys, long[size > 16]
     return keys, long
-
-
-def _positions_in(distinct: np.ndarray, keys: np.ndarray) -> np.ndarray:
-    """Where each of ``keys`` is in the sorted ``distinct`` (which holds them all): ``np.searchsorted``, but through a
-    table by a multiplicative hash of the key, four times faster over many keys and few distinct ones; the few keys
-    whose hash another distinct key shares are searched for."""
-    bits = max(12, (8 * len(distinct)).bit_length())  # a table 8 to 16 times the distinct keys: few share a slot
-    shift = np.uint64(64 - bits)
-    table = np.zeros(1 << bits, dtype=np.intp)
-    table[(distinct * _MIX) >> shift] = np.arange(len(distinct))
-    found = table[(keys * _MIX) >> shift]
-    wrong = np.flatnonzero(distinct[found] != keys)  # their slot holds another key
-    if len(wrong):
-        found[wrong] = np.searchsorted(distinct, keys[wrong])
-    return found
 
 
 def _batches(texts: Sequence[str]) -> Iterator[Sequence[str]]:
