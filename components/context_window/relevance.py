@@ -102,7 +102,7 @@ def words_of(text: str) -> list[bytes]:
 _BREAK = " \x01 "
 """Put after each text of a batch joined to be split at once: a word of its own (a text holding it is split alone)."""
 _BATCH_CHARS = 1 << 20
-"""Characters of texts numbered at once (``_WordNumbers.numbers_of``): its temporary arrays are ~30 bytes a character,
+"""Characters of texts numbered at once (``_WordNumbers.numbers_of``): its copies and arrays are ~20 bytes a character,
 and a batch that large costs no more a word than a larger one."""
 _SORTED_AT = 4 << 20
 """Bytes of queued numbers (a million words) past which ``BM25Index.add`` sorts them in: its temporary arrays are
@@ -367,8 +367,8 @@ class _WordNumbers(dict[bytes, bytes]):
 
 
 _NUMPY_FROM = 4096
-"""Bytes of words from which ``_WordNumbers.numbers_of`` numbers them in numpy (below, its fixed cost, ~30 numpy calls,
-is more than splitting them: a turn's new message or two)."""
+"""Bytes of words from which ``_WordNumbers.numbers_of`` numbers them in numpy: below, its ~30 numpy calls cost more
+than splitting them (measured: even at ~4 KB; a turn's new message or two is split)."""
 _LOW_BYTES = np.array([(1 << 8 * n) - 1 for n in range(9)], dtype=np.uint64)
 """The mask keeping a word's first ``n`` bytes of the 8 read at its start (little-endian)."""
 _HASHED = np.uint64(1 << 63)
@@ -390,8 +390,9 @@ def _word_keys(padded: bytes, starts: np.ndarray, lengths: np.ndarray) -> tuple[
     tail = reads[starts[long] + 8] & _LOW_BYTES[np.minimum(size - 8, 8)]
     keys[long] = (head * _MIX ^ tail) * _MIX ^ size.astype(np.uint64) | _HASHED
     # The same key for different words (a hash collision) would number them alike: checked against one occurrence.
-    ordered = np.argsort(keys[long], kind="stable")
-    same = keys[long][ordered[1:]] == keys[long][ordered[:-1]]
+    hashed = keys[long]
+    ordered = np.argsort(hashed, kind="stable")
+    same = hashed[ordered[1:]] == hashed[ordered[:-1]]
     a, b = ordered[1:][same], ordered[:-1][same]
     if np.array_equal(head[a], head[b]) and np.array_equal(tail[a], tail[b]) and np.array_equal(size[a], size[b]):
         return keys, long[size > 16]
@@ -401,7 +402,8 @@ def _word_keys(padded: bytes, starts: np.ndarray, lengths: np.ndarray) -> tuple[
 def _batches(texts: Sequence[str]) -> Iterator[Sequence[str]]:
     """``texts`` in consecutive runs of about ``_BATCH_CHARS`` characters (a longer text alone)."""
     if sum(map(len, texts)) <= _BATCH_CHARS:  # most often (a slice of a history): at once, no loop per text
-        yield from (texts,) if texts else ()
+        if texts:
+            yield texts
         return
     start = size = 0
     for end, text in enumerate(texts):
