@@ -737,6 +737,9 @@ _CHAT_MESSAGES = st.lists(
 @settings(max_examples=100, deadline=None)
 @given(_CHAT_MESSAGES, st.integers(1, 8))
 def test_the_index_tells_each_messages_unit_and_the_speakers_however_the_history_arrives(messages, step):
+    """A tool result belongs to the call it answers (recalled with it) and a chat line's speaker is known, whatever
+    batches the history is indexed in: as the messages read one by one say (the index skips the speaker pattern on
+    a message without ": ")."""
     index = HistoryIndex()
     for start in range(0, len(messages), step):
         index.add(messages[start : start + step])

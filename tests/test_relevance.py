@@ -471,7 +471,7 @@ _TEXTS = st.lists(
 )
 
 
-_EDGES = [  # words of 7 to 18 bytes differing only in their last byte, or only in length
+_EDGES = [  # words of 6 to 18 bytes differing only in their last byte, or only in length
     "a" * n + c for n in (6, 7, 8, 14, 15, 16, 17) for c in ("a", "b", "_", "")
 ]
 
