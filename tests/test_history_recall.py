@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import re
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -13,7 +14,7 @@ from hypothesis import strategies as st
 
 from components.context_window.base import InMemoryMessages, Message, Session
 from components.context_window.handler import ContextWindowHandler
-from components.context_window.recall.messages import SessionRecall, embedded_text, parts_of
+from components.context_window.recall.messages import HistoryIndex, SessionRecall, embedded_text, parts_of
 from components.context_window.relevance import VectorIndex
 from modules.conversation_history.handler import RECALL_MARKER
 from tda.builtins import DEFAULT_TYPES
@@ -704,3 +705,87 @@ async def test_a_speaker_the_question_calls_by_a_short_name_is_known(history, sp
     c = await history.contribute(1_500, module_ctx(make_ctx(messages=messages, query=question), config=RECALL))
     assert "recall_reason" not in c.metadata
     assert messages[8].content in [m.content for m in window_parts(c.messages())[1]]
+
+
+def _long_chat() -> list[dict[str, object]]:
+    """A client's conversation long enough for recall, in varied words (numbers, long words, speakers, tool calls)."""
+    out: list[dict[str, object]] = [{"role": "system", "content": "Answer briefly."}]
+    for t in range(300):
+        out.append({"role": "user", "content": f"Maya: shipment {t} of order {t % 17} left warehouse_{t % 5} today."})
+        if t % 25 == 3:
+            call = {"id": f"c{t}", "type": "function", "function": {"name": "track", "arguments": f'{{"n": {t}}}'}}
+            out.append({"role": "assistant", "content": "", "tool_calls": [call]})
+            out.append({"role": "tool", "tool_call_id": f"c{t}", "content": f"parcel {t} scanned at depot_{t % 3}"})
+        reply = f"Noted: shipment {t} is on its way; internationalisation of invoices is pending for {t * 7}."
+        out.append({"role": "assistant", "content": FACT if t == 12 else reply})
+    out.append({"role": "user", "content": "What is the name of my sister's greyhound?"})
+    return out
+
+
+async def test_a_long_conversation_gets_the_same_window_cold_grown_and_with_words_numbered_one_by_one(monkeypatch):
+    """The window of a long conversation met cold (its index built at once, its words numbered in numpy) is the one
+    of the same conversation whose index grew over an earlier, shorter call, and the one with every word looked up
+    alone: the faster path changes what is recalled in nothing."""
+    from components.context_window import relevance
+    from tda.integrations import Window, window
+
+    chat = _long_chat()
+    cold = await Window("balanced", model="gpt-4o", model_limit=4_000).assemble(chat)
+    grown_window = Window("balanced", model="gpt-4o", model_limit=4_000)
+    await grown_window.assemble([*chat[:-40], {"role": "user", "content": "Where is shipment 3?"}])
+    grown = await grown_window.assemble(chat)
+    monkeypatch.setattr(relevance, "_NUMPY_FROM", 1 << 40)
+    plain = await Window("balanced", model="gpt-4o", model_limit=4_000).assemble(chat)
+    assert any(m["content"] == FACT for m in cold.messages)  # recalled from far back: the index was used
+    assert [window._message(m) for m in chat] == [Message.from_chat(m) for m in chat]
+    assert cold.messages == grown.messages == plain.messages
+
+
+def _units_and_speakers(messages: list[Message]) -> tuple[list[int], set[str]]:
+    """Each message's unit (a tool result's call, else itself) and the chat's speakers, written out one by one."""
+    units, speakers, calls = [], set(), {}
+    for position, m in enumerate(messages):
+        tag = re.match(r"^(\[[^\]\n]{1,40}\]\s*)?([A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}): ", m.content)
+        if tag:
+            speakers.add(tag.group(2))
+        elif m.name and m.role in ("user", "assistant"):
+            speakers.add(m.name)
+        if m.role == "tool":
+            units.append(calls.get(m.tool_call_id, position))
+            continue
+        calls = {str(c["id"]): position for c in m.tool_calls} if m.role == "assistant" else {}
+        units.append(position)
+    return units, speakers
+
+
+_CONTENTS = st.sampled_from(["Maya: hi", "[8 May 2023] Theo Ng: we met", "ok: fine", "plain words", "", "Al:x"])
+_CHAT_MESSAGES = st.lists(
+    st.one_of(
+        st.builds(Message, st.sampled_from(["user", "assistant"]), _CONTENTS, name=st.sampled_from([None, "Ana"])),
+        st.builds(
+            Message,
+            st.just("assistant"),
+            st.just(""),
+            tool_calls=st.lists(st.sampled_from(["a", "b"]), min_size=1, max_size=2, unique=True).map(
+                lambda ids: tuple({"id": i, "type": "function", "function": {"name": "f"}} for i in ids)
+            ),
+        ),
+        st.builds(Message, st.just("tool"), _CONTENTS, tool_call_id=st.sampled_from(["a", "b", "z"])),
+    ),
+    max_size=30,
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(_CHAT_MESSAGES, st.integers(1, 8))
+def test_the_index_tells_each_messages_unit_and_the_speakers_however_the_history_arrives(messages, step):
+    """A tool result belongs to the call it answers (recalled with it) and a chat line's speaker is known, whatever
+    batches the history is indexed in: as the messages read one by one say (the index skips the speaker pattern on
+    a message without ": ")."""
+    index = HistoryIndex()
+    for start in range(0, len(messages), step):
+        index.add(messages[start : start + step])
+    units, speakers = _units_and_speakers(messages)
+    assert index.messages == messages
+    assert index.unit_of == units
+    assert index.speakers == speakers

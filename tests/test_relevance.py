@@ -456,3 +456,51 @@ def test_scores_are_bit_identical_in_every_process():
         for seed in (1, 2, 3, 4)
     }
     assert len(runs) == 1
+
+
+_PIECES = st.one_of(
+    st.text(alphabet="ab_", min_size=1, max_size=30),  # long words sharing their first 8 or 16 bytes
+    st.text(alphabet="abcAB019", min_size=1, max_size=10),
+    st.sampled_from(["the", "of", "Growing", "grows", "7", "\x01", "É", "İ", "\u212a", "\n", "naïve", "\ud800"]),
+)
+_TEXTS = st.lists(
+    st.lists(st.tuples(_PIECES, st.sampled_from([" ", ". ", "", "-", "\x01"])), max_size=25).map(
+        lambda pieces: "".join(word + gap for word, gap in pieces)
+    ),
+    max_size=30,
+)
+
+
+_EDGES = [  # words of 6 to 18 bytes differing only in their last byte, or only in length
+    "a" * n + c for n in (6, 7, 8, 14, 15, 16, 17) for c in ("a", "b", "_", "")
+]
+
+
+@settings(max_examples=150, deadline=None)
+@given(_TEXTS, st.booleans())
+@example([" ".join(_EDGES), " ".join(reversed(_EDGES)), "a" * 8], False)
+@example([" ".join(_EDGES), " ".join(_EDGES[::3])], True)
+def test_bm25_words_numbered_in_numpy_score_as_each_texts_terms(texts, collide):
+    """``add`` numbers a batch's words in numpy (keys made of their bytes, hashed past 8 bytes; ``collide``: every
+    such hash the same, so the check of what shares a key takes the word-by-word path). The index scores, to the last
+    bit, as one given each text's ``terms``: the same terms counted in the same texts, whichever path numbered them."""
+    from components.context_window import relevance
+
+    held = relevance._NUMPY_FROM, relevance._MIX
+    relevance._NUMPY_FROM, relevance._MIX = 0, np.uint64(0) if collide else relevance._MIX
+    try:
+        fast = BM25Index()
+        fast.add(texts[: len(texts) // 2])
+        fast.add(texts[len(texts) // 2 :])
+    finally:
+        relevance._NUMPY_FROM, relevance._MIX = held
+    plain = BM25Index()
+    for text in texts:
+        plain.add_terms(terms(text))
+    asked = [*dict.fromkeys(t for text in texts for t in terms(text)), "zebra"]
+    assert len(fast) == len(plain) == len(texts)
+    assert np.array_equal(fast.scores_for_terms(asked), plain.scores_for_terms(asked))
+    assert np.array_equal(fast.coverage(asked), plain.coverage(asked))
+    for term in asked:
+        assert np.array_equal(fast.rows(term), plain.rows(term))
+        assert fast.idf(term) == plain.idf(term)

@@ -25,7 +25,7 @@ import math
 import re
 import struct
 from array import array
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -101,8 +101,9 @@ def words_of(text: str) -> list[bytes]:
 
 _BREAK = " \x01 "
 """Put after each text of a batch joined to be split at once: a word of its own (a text holding it is split alone)."""
-_JOINED = 32
-"""Texts split at once (measured: 15% less than one by one; a larger batch's words crowd the caches)."""
+_BATCH_CHARS = 1 << 20
+"""Characters of texts numbered at once (``_WordNumbers.numbers_of``): its copies and arrays are ~20 bytes a character,
+and a batch that large costs no more a word than a larger one."""
 _SORTED_AT = 4 << 20
 """Bytes of queued numbers (a million words) past which ``BM25Index.add`` sorts them in: its temporary arrays are
 ~8 times their size, so a 100,000-message import does not hold hundreds of MB at its first query."""
@@ -113,7 +114,8 @@ _BREAK_ID = 2**31 - 1
 """The number that ends a text in a ``BM25Index``'s queue."""
 _STOP_ID = 2**31 - 2
 """A stopword's number: it and ``_BREAK_ID`` are above every term's, so their keys sort last."""
-_BREAK_BYTES = struct.pack("=i", _BREAK_ID)
+_PACK = struct.Struct("=i").pack
+_BREAK_BYTES = _PACK(_BREAK_ID)
 
 
 class BM25Index:
@@ -163,15 +165,14 @@ class BM25Index:
 
     def add(self, texts: Sequence[str]) -> None:
         """Index ``texts`` after those already held."""
-        number = self._word_ids.__getitem__  # a word met for the first time is stemmed by ``__missing__``
-        for start in range(0, len(texts), _JOINED):
-            some = texts[start : start + _JOINED]
+        for some in _batches(texts):
             joined = _BREAK.join(some) + _BREAK
-            if joined.count("\x01") == len(some):  # split at once, each text's words then its break
-                words = joined.lower().encode(errors="replace").translate(_SEPARATORS_BUT_BREAKS).split()
-                self._queue(b"".join(map(number, words)), len(some))
-            else:
-                self._queue(b"".join(b"".join(map(number, words_of(t))) + _BREAK_BYTES for t in some), len(some))
+            if joined.count("\x01") == len(some):  # translated at once, each text's words then its break
+                data = joined.lower().encode(errors="replace").translate(_SEPARATORS_BUT_BREAKS)
+            else:  # a text holds the break's byte: each translated alone (its own is a separator)
+                data = b" \x01 ".join(t.lower().encode(errors="replace").translate(_SEPARATORS) for t in some)
+                data += b" \x01 "
+            self._queue(self._word_ids.numbers_of(data), len(some))
 
     def add_terms(self, text_terms: Sequence[str]) -> None:
         """Index one text given as its ``terms`` (callers that stored them need not re-stem)."""
@@ -193,15 +194,16 @@ class BM25Index:
         ids = np.frombuffer(b"".join(self._queued), dtype=np.intc)
         self._queued, self._queued_bytes = [], 0
         sizes = np.diff(np.flatnonzero(ids == _BREAK_ID), prepend=-1)  # each text's words and its break
-        keys = ids.astype(np.int64)
-        keys <<= _ROW_BITS  # in place: a long history's first query sorts millions of words
-        keys |= np.repeat(np.arange(first, first + len(sizes), dtype=np.int64), sizes)
-        keys.sort()
-        cut = int(np.searchsorted(keys, _STOP_ID << _ROW_BITS))  # stopwords and breaks sort last: cut off
-        lengths = sizes - np.bincount((keys[cut:] & _ROW_MASK) - first, minlength=len(sizes))
+        rows = np.repeat(np.arange(first, first + len(sizes), dtype=np.int64), sizes)
+        held = ids < _STOP_ID  # stopwords and breaks left out before sorting: a third of prose's words
+        rows = rows[held]
+        lengths = np.bincount(rows - first, minlength=len(sizes))
         self._lengths += lengths.tolist()
         self._total_length += int(lengths.sum())
-        keys = keys[:cut]
+        keys = ids[held].astype(np.int64)
+        keys <<= _ROW_BITS  # in place: a long history's first query sorts millions of words
+        keys |= rows
+        keys.sort()
         runs = np.empty(len(keys), dtype=bool)  # where each (term, row) pair's run begins
         runs[:1] = True
         np.not_equal(keys[1:], keys[:-1], out=runs[1:])
@@ -321,6 +323,96 @@ class _WordNumbers(dict[bytes, bytes]):
     def number(self, term: str) -> int:
         """``term``'s number, assigned when first met (``_STOP_ID``: a stopword, "")."""
         return self.ids.setdefault(term, len(self.ids)) if term else _STOP_ID
+
+    def numbers_of(self, data: bytes) -> bytes:
+        """The number of each word of ``data`` (``[a-z0-9_]`` runs and breaks, ``\\x01``, between spaces: texts as
+        ``add`` translates them), 4 bytes each, in order: ``b"".join(map(self.__getitem__, data.split()))``. A long
+        batch is numbered in numpy, looking up only its distinct words: no Python object per word (a 10,000-message
+        history met cold has ~700,000 of them, a few thousand distinct)."""
+        if len(data) < _NUMPY_FROM:
+            return b"".join(map(self.__getitem__, data.split()))
+        padded = b" " + data + b" " * 16  # a space before the first word; 16 bytes readable past the last
+        in_word = np.frombuffer(padded, np.uint8) != 32
+        edges = np.flatnonzero(in_word[1:] != in_word[:-1]) + 1
+        starts, ends = edges[0::2], edges[1::2]
+        if not len(starts):
+            return b""
+        keys, slow = _word_keys(padded, starts, ends - starts)
+        ordered = np.sort(keys)
+        first = np.empty(len(ordered), dtype=bool)
+        first[:1] = True
+        np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+        distinct = ordered[first]
+        which = np.searchsorted(distinct, keys)  # each word's distinct key
+        one = np.empty(len(distinct), dtype=np.intp)
+        one[which] = np.arange(len(keys))  # an occurrence of each
+        distinct_words = [padded[s:e] for s, e in zip(starts[one].tolist(), ends[one].tolist(), strict=True)]
+        numbers = np.frombuffer(self._looked_up(distinct_words), dtype=np.intc)[which]
+        if len(slow):  # words no key tells apart: looked up one by one
+            alone = [padded[s:e] for s, e in zip(starts[slow].tolist(), ends[slow].tolist(), strict=True)]
+            numbers[slow] = np.frombuffer(self._looked_up(alone), dtype=np.intc)
+        return numbers.tobytes()
+
+    def _looked_up(self, words: list[bytes]) -> bytes:
+        """``words``' numbers joined; those not met yet stemmed and numbered in one loop (a history met cold brings
+        thousands: ids, figures, names)."""
+        term_of, ids = _TERM_OF.get, self.ids
+        for word in [w for w in words if w not in self]:
+            text = word.decode("ascii")
+            term = term_of(text)
+            if term is None:
+                term = _term(text)
+            self[word] = _PACK(ids.setdefault(term, len(ids)) if term else _STOP_ID)
+        return b"".join(map(self.__getitem__, words))
+
+
+_NUMPY_FROM = 4096
+"""Bytes of words from which ``_WordNumbers.numbers_of`` numbers them in numpy: below, its ~30 numpy calls cost more
+than splitting them (measured: even at ~4 KB; a turn's new message or two is split)."""
+_LOW_BYTES = np.array([(1 << 8 * n) - 1 for n in range(9)], dtype=np.uint64)
+"""The mask keeping a word's first ``n`` bytes of the 8 read at its start (little-endian)."""
+_HASHED = np.uint64(1 << 63)
+"""Set in the key of a word longer than 8 bytes (a hash); never in a shorter one's (ASCII bytes are below 128)."""
+_MIX = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _word_keys(padded: bytes, starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A key per word (equal words, equal keys) and the positions of those whose key may not tell them apart from
+    another word (to be looked up alone). A word of up to 8 bytes is its bytes as an integer (exact: no word byte is
+    0); up to 16, a hash of its bytes and length, checked against another word with the same key; longer, a key
+    that only starts the same."""
+    reads = np.ndarray((len(padded) - 7,), dtype="<u8", buffer=padded, strides=(1,))  # 8 bytes at every offset
+    keys = reads[starts] & _LOW_BYTES[np.minimum(lengths, 8)]
+    long = np.flatnonzero(lengths > 8)
+    if not len(long):
+        return keys, long
+    head, size = keys[long], lengths[long]
+    tail = reads[starts[long] + 8] & _LOW_BYTES[np.minimum(size - 8, 8)]
+    keys[long] = (head * _MIX ^ tail) * _MIX ^ size.astype(np.uint64) | _HASHED
+    # The same key for different words (a hash collision) would number them alike: checked against one occurrence.
+    hashed = keys[long]
+    ordered = np.argsort(hashed, kind="stable")
+    same = hashed[ordered[1:]] == hashed[ordered[:-1]]
+    a, b = ordered[1:][same], ordered[:-1][same]
+    if np.array_equal(head[a], head[b]) and np.array_equal(tail[a], tail[b]) and np.array_equal(size[a], size[b]):
+        return keys, long[size > 16]
+    return keys, long
+
+
+def _batches(texts: Sequence[str]) -> Iterator[Sequence[str]]:
+    """``texts`` in consecutive runs of about ``_BATCH_CHARS`` characters (a longer text alone)."""
+    if sum(map(len, texts)) <= _BATCH_CHARS:  # most often (a slice of a history): at once, no loop per text
+        if texts:
+            yield texts
+        return
+    start = size = 0
+    for end, text in enumerate(texts):
+        if size and size + len(text) > _BATCH_CHARS:
+            yield texts[start:end]
+            start, size = end, 0
+        size += len(text)
+    if start < len(texts):
+        yield texts[start:]
 
 
 def _merged(held: tuple[np.ndarray, np.ndarray], added: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:

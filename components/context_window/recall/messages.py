@@ -265,22 +265,24 @@ class HistoryIndex:
         theirs are dropped: ``attach`` gives them later, in order."""
         if vectors is not None and len(self.messages) == self._vectored:
             self.attach(len(self.messages), vectors)
-        self.lexical.add([searchable_text(m) for m in messages])
-        for message in messages:
-            position = len(self.messages)
-            self.messages.append(message)
-            if (tag := _SPEAKER.match(message.content)) is not None:
+        self.lexical.add([searchable_text(m) if m.tool_calls else m.content for m in messages])
+        match, calls, unit_of = _SPEAKER.match, self._calls, self.unit_of
+        for position, message in enumerate(messages, len(self.messages)):
+            content, role = message.content, message.role
+            if ": " in content and (tag := match(content)) is not None:  # no ": ", no tag: the regex not run
                 self.speakers.add(tag.group(2))
-            elif message.name and message.role in ("user", "assistant"):  # the speaker given as the message's name
+            elif message.name and role in ("user", "assistant"):  # the speaker given as the message's name
                 self.speakers.add(message.name)
-            unit = position
-            if message.role == "tool" and message.tool_call_id in self._calls:
-                unit = self._calls[message.tool_call_id]
-            elif message.role == "assistant" and message.tool_calls:
-                self._calls = {str(c.get("id")): position for c in message.tool_calls}
-            elif message.role != "tool":
-                self._calls = {}
-            self.unit_of.append(unit)
+            if role == "tool":
+                unit_of.append(calls.get(message.tool_call_id, position))  # type: ignore[arg-type]
+                continue
+            if role == "assistant" and message.tool_calls:
+                calls = {str(c.get("id")): position for c in message.tool_calls}
+            elif calls:
+                calls = {}
+            unit_of.append(position)
+        self._calls = calls
+        self.messages += messages
 
     def focus(self, query: str) -> str:
         """``query`` without the names of the chat's speakers (and their possessive): in a chat between people half
@@ -362,7 +364,7 @@ class HistoryIndex:
         extended by what was added since the last call (the index only grows)."""
         held = len(self._short)
         if held < len(self.messages):
-            added = np.fromiter((len(m.content) <= NEIGHBOUR_MAX_CHARS for m in self.messages[held:]), dtype=bool)
+            added = np.array([len(m.content) for m in self.messages[held:]]) <= NEIGHBOUR_MAX_CHARS
             self._short = np.concatenate([self._short, added])
         return self._short
 
