@@ -96,8 +96,7 @@ class Tda:
         self.client = httpx.AsyncClient(base_url=base, timeout=120, headers=self.headers)
 
     async def chat(self, messages: list[dict[str, Any]], session: str | None) -> tuple[dict[str, Any], float, float]:
-        """One call: the completion (with its window's ``utilisation`` added, from its snapshot when it was recorded),
-        its wall seconds and the server's CPU seconds."""
+        """One call: the completion (with its snapshot's id), its wall seconds and the server's CPU seconds."""
         headers = {"X-TDA-Profile": "agent", **({"X-TDA-Session": session} if session else {})}
         cpu, started = cpu_seconds(self.pid), time.perf_counter()
         r = await self.client.post(
@@ -107,14 +106,23 @@ class Tda:
         if r.status_code != 200:
             raise RuntimeError(f"tda answered {r.status_code}: {r.text[:500]}")
         completion = r.json()
-        if (snapshot_id := r.headers.get("X-TDA-Snapshot")) is not None:  # after the timing: not measured
-            snapshot = (await self.client.get(f"/v1/snapshots/{snapshot_id}")).json()
-            snapshot = snapshot.get("snapshot", snapshot)
-            completion["utilisation"] = snapshot["total_used"] / snapshot["available_budget"]
-            calls = snapshot.get("auxiliary_calls", [])
-            completion["summaries"] = sum(c["purpose"] == "history_summary" for c in calls)
-            completion["steps_ms"] = snapshot.get("timings_ms", {})
+        completion["snapshot_id"] = r.headers.get("X-TDA-Snapshot")  # read after the session (``with_snapshot``)
         return completion, wall, spent
+
+    async def with_snapshot(self, completion: dict[str, Any]) -> dict[str, Any]:
+        """``completion`` with its window's ``utilisation``, summaries and step timings, from its snapshot when it
+        was recorded. Read once the session's CPU is: the bench's reads are no part of a call's cost (reading a
+        snapshot puts its conversation back together, ~10 ms of the server's CPU)."""
+        if completion.get("snapshot_id") is None:
+            return completion
+        snapshot = (await self.client.get(f"/v1/snapshots/{completion['snapshot_id']}")).json()
+        snapshot = snapshot.get("snapshot", snapshot)
+        calls = snapshot.get("auxiliary_calls", [])
+        return completion | {
+            "utilisation": snapshot["total_used"] / snapshot["available_budget"],
+            "summaries": sum(c["purpose"] == "history_summary" for c in calls),
+            "steps_ms": snapshot.get("timings_ms", {}),
+        }
 
     async def streamed_cpu_ms(self, messages: list[dict[str, Any]], calls: int = 10) -> float:
         """``calls`` streamed calls without a session, each read to its end: the whole process's CPU ms per call."""
@@ -198,7 +206,7 @@ def reply_message(completion: dict[str, Any]) -> dict[str, Any]:
 async def gateway(tda: Tda, session: str | None, turns: int, chat: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """``turns`` agent turns (two calls each) going on from ``chat``; per turn its wall and CPU ms, the window's
     utilisation (its first call's, and the lower of its two calls') and the newest complete turn before it."""
-    out = []
+    out: list[dict[str, Any]] = []
     for turn in range(len(chat) // 4 + 1, len(chat) // 4 + 1 + turns):
         process_cpu = tree_cpu_seconds(tda.pid)
         newest = chat[-4:] if len(chat) >= 5 else []
@@ -217,23 +225,33 @@ async def gateway(tda: Tda, session: str | None, turns: int, chat: list[dict[str
             {
                 "wall_ms": (wall1 + wall2) / 2 * 1000,
                 "cpu_ms": (cpu1 + cpu2) / 2 * 1000,
-                "utilisation": first.get("utilisation", 0.0),
-                "utilisation_low": min(first.get("utilisation", 0.0), second.get("utilisation", 0.0)),
+                "calls": (first, second),
                 "newest": newest,
                 "over": sum(len(json.dumps(m)) for m in chat) / 4 > AVAILABLE * 1.5,  # history well over the window
-                "summaries": first.get("summaries", 0) + second.get("summaries", 0),
                 "process_cpu_s": process_cpu,
                 "sent": sent,
-                "steps_ms": {
-                    step: (first.get("steps_ms", {}).get(step, 0.0) + second.get("steps_ms", {}).get(step, 0.0)) / 2
-                    for step in {*first.get("steps_ms", {}), *second.get("steps_ms", {})}
-                },
             }
         )
     await asyncio.sleep(SETTLE_S)  # the last turn's indexing, after its response
     for row, after in zip(out, [*(row["process_cpu_s"] for row in out[1:]), tree_cpu_seconds(tda.pid)], strict=True):
         row["process_cpu_ms"] = (after - row["process_cpu_s"]) / 2 * 1000  # a call's share of its turn
+    for row in out:
+        first, second = row.pop("calls")
+        row |= snapshot_figures(await tda.with_snapshot(first), await tda.with_snapshot(second))
     return out
+
+
+def snapshot_figures(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
+    """A turn's figures from its two calls' snapshots: utilisation (the first's, and the lower), summaries, steps."""
+    return {
+        "utilisation": first.get("utilisation", 0.0),
+        "utilisation_low": min(first.get("utilisation", 0.0), second.get("utilisation", 0.0)),
+        "summaries": first.get("summaries", 0) + second.get("summaries", 0),
+        "steps_ms": {
+            step: (first.get("steps_ms", {}).get(step, 0.0) + second.get("steps_ms", {}).get(step, 0.0)) / 2
+            for step in {*first.get("steps_ms", {}), *second.get("steps_ms", {})}
+        },
+    }
 
 
 async def native(tda: Tda, turns: int) -> dict[str, Any]:

@@ -153,16 +153,19 @@ def check_install_source(path: Path, settings: Settings) -> Path:
 
 
 def json_depth_exceeds(value: Any, limit: int) -> bool:
-    """True when arrays/objects nest deeper than ``limit`` (iterative: a deep body cannot exhaust the stack)."""
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
-        if children is None:
-            continue
+    """True when arrays/objects nest deeper than ``limit`` (level by level, iterative: a deep body cannot exhaust
+    the stack). Only arrays and objects are carried to the next level: a chat's texts are most of its values."""
+    level = [value] if isinstance(value, dict | list) else []
+    depth = 1
+    while level:
         if depth > limit:
             return True
-        stack.extend((child, depth + 1) for child in children)
+        below: list[Any] = []
+        for item in level:
+            below += [
+                child for child in (item.values() if isinstance(item, dict) else item) if isinstance(child, dict | list)
+            ]
+        level, depth = below, depth + 1
     return False
 
 

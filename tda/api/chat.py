@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import contextlib
 import re
+import threading
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import AsyncIterator
 from typing import Any, Literal
 
@@ -167,9 +169,69 @@ async def chat_completions() -> Any:
 def _read(data: dict[str, Any]) -> tuple[ChatRequest, list[Message]]:
     """The request and its conversation as tda's messages (work that grows with the conversation)."""
     body = _parse(data)
-    messages = [_message(m, i) for i, m in enumerate(body.messages)]
+    messages = _sent.messages(data["messages"], body.messages)
     body.messages = []  # let go here (in the worker thread): freeing 100,000 validated messages takes ~70 ms
     return body, messages
+
+
+class _SentMessages:
+    """The messages clients sent lately, by what they say (``key``): a chat client sends its whole conversation on
+    every call, and a message it sent before is the one made then, not made again (at turn 100 of an agent session,
+    making the 400 messages again was ~5 ms of each call). A message is the same whatever call it came in (it is
+    immutable and safe to share). Bounded by count and by the characters held."""
+
+    def __init__(self, most: int, most_chars: int) -> None:
+        self.most, self.most_chars, self.chars = most, most_chars, 0
+        self._messages: OrderedDict[tuple[Any, ...], Message] = OrderedDict()
+        self._lock = threading.Lock()  # calls read their messages in worker threads, side by side
+
+    def messages(self, raw: list[Any], validated: list[ChatMessage]) -> list[Message]:
+        """The ``validated`` messages (``raw`` as the client sent them), each as it was made for an earlier call when
+        one sent the same."""
+        keys = [self.key(m) for m in raw]
+        with self._lock:
+            known = [None if key is None else self._messages.get(key) for key in keys]
+            for key, message in zip(keys, known, strict=True):
+                if message is not None:
+                    self._messages.move_to_end(key)  # type: ignore[arg-type]  # a message found has a key
+        made = [m if m is not None else _message(v, i) for i, (m, v) in enumerate(zip(known, validated, strict=True))]
+        self._keep([(k, m) for k, m, was in zip(keys, made, known, strict=True) if k is not None and was is None])
+        return made
+
+    @staticmethod
+    def key(raw: Any) -> tuple[Any, ...] | None:
+        """What makes ``_message``'s result: the fields ``ChatMessage`` reads (its others are ignored), each of which
+        is text or absent once the message is valid; the calls by their ``repr`` (JSON's values spell theirs apart,
+        and a quarter of ``json.dumps``'s time). None: a message with content parts (not kept)."""
+        content = raw.get("content")
+        if not isinstance(content, str | None):
+            return None
+        calls = raw.get("tool_calls")
+        calls_key = None if calls is None else repr(calls)
+        return raw.get("role"), content, raw.get("tool_call_id"), raw.get("name"), calls_key
+
+    def _keep(self, made: list[tuple[tuple[Any, ...], Message]]) -> None:
+        with self._lock:
+            for key, message in made:
+                size = _size(key)
+                if size > self.most_chars // 8 or key in self._messages:
+                    continue
+                self._messages[key] = message
+                self.chars += size
+            while len(self._messages) > self.most or self.chars > self.most_chars:
+                gone, _ = self._messages.popitem(last=False)
+                self.chars -= _size(gone)
+
+
+def _size(key: tuple[Any, ...]) -> int:
+    """The characters a ``_SentMessages`` key holds (its message holds the same text)."""
+    return len(key[1] or "") + len(key[4] or "")
+
+
+SENT_MESSAGES = 8_192
+SENT_CHARS = 16_000_000
+"""What ``_sent`` holds at most: messages, and characters of their text (a few long conversations)."""
+_sent = _SentMessages(SENT_MESSAGES, SENT_CHARS)
 
 
 def _parse(data: dict[str, Any]) -> ChatRequest:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable
@@ -73,7 +74,7 @@ def validate_in_slices(model: type[M], data: dict[str, Any], field: str) -> M:
     if not isinstance(items, list) or len(items) <= SLICE or (limit is not None and len(items) > limit):
         return model.model_validate(data)
     head = model.model_validate({**data, field: items[:SLICE]})
-    adapter: TypeAdapter[list[Any]] = TypeAdapter(model.model_fields[field].annotation)  # type: ignore[arg-type]
+    adapter = _list_adapter(model, field)
     rest: list[Any] = []
     for start in range(SLICE, len(items), SLICE):
         try:
@@ -82,6 +83,13 @@ def validate_in_slices(model: type[M], data: dict[str, Any], field: str) -> M:
             raise ValidationError.from_exception_data(model.__name__, _shifted(exc, field, start)) from None
     setattr(head, field, [*getattr(head, field), *rest])
     return head
+
+
+@functools.cache
+def _list_adapter(model: type[BaseModel], field: str) -> TypeAdapter[list[Any]]:
+    """The validator of ``model``'s list ``field`` on its own: made once (~0.7 ms, on every long call when it was
+    made per call)."""
+    return TypeAdapter(model.model_fields[field].annotation)  # type: ignore[arg-type]
 
 
 def _shifted(exc: ValidationError, field: str, start: int) -> list[Any]:

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from tda.app import create_app
 from tda.config import Settings
-from tda.security import loads_in_slices
+from tda.security import json_depth_exceeds, loads_in_slices
 from tests.service.served_app import serving
 
 QUIET = {"migrate": False, "warm_up_llm": False, "warm_up_knowledge": False}
@@ -160,6 +160,21 @@ def test_text_that_is_not_json_is_refused_as_json_loads_refuses_it(text: str) ->
     except json.JSONDecodeError as exc:
         got = (exc.msg, exc.pos)
     assert got == expected
+
+
+def _depth(value: Any) -> int:
+    """How deep arrays and objects nest in ``value`` (the outermost is 1; a text or number is 0)."""
+    if isinstance(value, dict | list):
+        children = value.values() if isinstance(value, dict) else value
+        return 1 + max((_depth(child) for child in children), default=0)
+    return 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(JSON_VALUES, st.integers(min_value=0, max_value=6))
+def test_a_body_nests_too_deep_exactly_when_its_arrays_and_objects_go_past_the_limit(value: Any, limit: int) -> None:
+    """The oracle is the recursive definition: empty arrays and objects count, texts and numbers do not."""
+    assert json_depth_exceeds(value, limit) is (_depth(value) > limit)
 
 
 async def test_a_body_that_trickles_in_is_cut_with_408(settings: Settings) -> None:

@@ -430,3 +430,36 @@ async def test_two_conversations_may_share_a_session(served: Served):
     assert not any("Book the hotel." in c for c in sent[2]) and not any("Plan the trip." in c for c in sent[3])
     turns = (await served.get("/v1/sessions/shared-1/turns"))["turns"]
     assert len(turns) == 4
+
+
+async def test_a_message_sent_again_with_one_field_changed_reaches_the_model_as_sent(served: Served):
+    """A client's messages sent before are recognised, not read again (tda/api/chat.py ``_SentMessages``): a message
+    that differs from one sent before in any field it carries (its role, a call's arguments, the id a result answers,
+    a name) is read as the new one."""
+    served.model.replies = ["One.", "Two."]
+    client = served.client()
+    call = {"id": "call_1", "type": "function", "function": {"name": "lookup_orders", "arguments": '{"customer": "A"}'}}
+    first: list[Any] = [
+        {"role": "system", "content": "Answer briefly."},
+        {"role": "user", "content": "Orders?"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "3 rows"},
+        {"role": "assistant", "content": "Three."},
+        {"role": "user", "content": "And now?"},
+    ]
+    await client.chat.completions.create(model="tda", messages=first, tools=TOOLS)
+    changed = {**call, "id": "call_2", "function": {**call["function"], "arguments": '{"customer": "B"}'}}
+    second: list[Any] = [
+        {"role": "developer", "content": "Answer briefly."},
+        first[1],
+        {"role": "assistant", "content": None, "tool_calls": [changed]},
+        {"role": "tool", "tool_call_id": "call_2", "content": "3 rows"},
+        {"role": "assistant", "content": "Three.", "name": "clerk"},
+        first[5],
+    ]
+    await client.chat.completions.create(model="tda", messages=second, tools=TOOLS)
+    sent = served.model.sent[1]["messages"]
+    assert sent[0]["role"] == "system" and sent[0]["content"] == "Answer briefly."
+    assert [(c["id"], c["function"]["arguments"]) for c in sent[2]["tool_calls"]] == [("call_2", '{"customer": "B"}')]
+    assert sent[3]["tool_call_id"] == "call_2" and sent[4]["name"] == "clerk"
+    assert served.model.sent[0]["messages"][4].get("name") is None  # the first call's message is unchanged
