@@ -523,6 +523,46 @@ async def test_the_history_module_recalls_by_words_within_its_timeout_and_says_v
     assert c.metadata["recall"] == "lexical" and c.metadata["recall_vectors_pending"] == 2_000
 
 
+class IndexingRecall(SessionRecall):
+    """Recall whose index of this history is not ready until the test says so (a long history met cold)."""
+
+    def __init__(self) -> None:
+        super().__init__(None)
+        self.ready, self.indexed, self.leads = asyncio.Event(), asyncio.Event(), 0
+
+    async def lead(self, session, query, *, split):
+        self.leads += 1
+        await self.ready.wait()
+        try:
+            return await super().lead(session, query, split=split)
+        finally:
+            self.indexed.set()
+
+
+async def test_a_history_still_being_indexed_gets_its_newest_turns_in_time_and_recall_once_indexed(
+    history, monkeypatch: pytest.MonkeyPatch
+):
+    """Indexing a long history met for the first time may outlast the module's timeout, which would drop the whole
+    history, newest turn included: the module waits ``RECALL_WAIT_S``, then sends the newest turns, and does not wait
+    again while the indexing goes on in the background."""
+    monkeypatch.setitem(type(history)._lead_within.__globals__, "RECALL_WAIT_S", 0.05)  # the module as loaded
+    recall = IndexingRecall()
+    messages = planted()
+    ctx = make_ctx(messages=messages, query="What is the name of Margot's greyhound?")
+    ctx = module_ctx(dataclasses.replace(ctx, history_recall=recall), config=RECALL)
+    for _ in range(2):
+        c = await asyncio.wait_for(history.contribute(1_500, ctx), 1.0)
+        assert c.messages()[-1] == messages[-1] and FACT not in [m.content for m in c.messages()]
+        assert c.metadata["recall_reason"].startswith("recall is still indexing this history")
+    assert recall.leads == 1  # the second call did not wait again
+    recall.ready.set()
+    await recall.indexed.wait()
+    for _ in range(3):  # its task ends, then its done-callbacks run
+        await asyncio.sleep(0)
+    c = await history.contribute(1_500, ctx)
+    assert FACT in [m.content for m in window_parts(c.messages())[1]]
+
+
 def chat_between_people(turns: int = 120) -> list[Message]:
     """Two friends, every line opening with its speaker's name: many short lines say the other's name."""
     lines = []

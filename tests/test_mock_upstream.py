@@ -118,6 +118,7 @@ def test_a_server_answering_with_the_mock_model_never_imports_litellm(tmp_path: 
         f"""
         import asyncio, json, sys
         from pathlib import Path
+        from quart.testing import TestApp
         from tda.app import create_app
         from tda.config import Settings
 
@@ -125,7 +126,7 @@ def test_a_server_answering_with_the_mock_model_never_imports_litellm(tmp_path: 
             data = Path({str(tmp_path)!r})
             settings = Settings(data_dir=data, modules_dir=data / "modules", embedder="hashing")
             app = create_app(settings, migrate=True, warm_up_knowledge=False)
-            async with app.test_app() as running:
+            async with TestApp(app, startup_timeout=120, shutdown_timeout=120) as running:  # as conftest's
                 svc = running.app.extensions["tda"]
                 token, _ = await svc.store.tokens.create("probe", "admin")
                 auth = {{"Authorization": f"Bearer {{token}}"}}

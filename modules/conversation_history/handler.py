@@ -9,10 +9,11 @@ summarizer provider when one is configured, otherwise extracted from the dropped
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
-from functools import lru_cache
+from functools import lru_cache, partial
 from itertools import groupby
 from typing import Any
 
@@ -25,6 +26,7 @@ from components.context_window.base import (
     MessagePage,
     MessageSource,
     RecalledUnit,
+    RecallLead,
     TokenCounter,
     pages_newest_first,
 )
@@ -94,6 +96,11 @@ RECALL_COST_EXPONENT = HistoryOptions().recall_cost_exponent
 (0: by rank alone). Rank order lost bench/recall_bench.py's facts to long replies ranked above them (85 / 88% at
 4K / 8K against 90 / 98% with 0.5); plain relevance per token let short lines that hold nothing ("Sure, Theo!")
 beat the longer message holding the fact on chats between people (bench/conversation_bench.py)."""
+RECALL_WAIT_S = 1.5
+"""How long a turn waits for recall's index of a long history met for the first time (its words read and indexed:
+about a second for 50,000 messages, more on a busy machine) before it goes on with the newest turns alone. Under the
+handler's per-module timeout (2 s), which would drop the whole history, its newest turn included. The indexing goes
+on in the background: a later turn recalls."""
 RECALL_COST_FREE = 40
 """Tokens a recalled unit may cost before its length counts against it: a short line does not win by being short,
 only a long one loses by being long (measured: 20-200 alike on the conversation bench, 40 best on the recall
@@ -272,6 +279,9 @@ class ConversationHistoryModule(ContextModule):
         """Model-written summaries, keyed by the exact transcript summarised and the room given."""
         self._recalls: BoundedCache[str, SessionRecall] = BoundedCache(4)
         """History indexes this module keeps when the context brings no ``history_recall`` provider."""
+        self._indexing: dict[tuple[HistoryRecall, str], asyncio.Future[RecallLead]] = {}
+        """Recall leads that outlasted ``RECALL_WAIT_S``, indexing in the background, by recall and session (held
+        here: the loop keeps a task only weakly)."""
 
     async def contribute(self, budget: int, ctx: AssemblyContext) -> Contribution:
         strategy, target = ctx.directives.condense_strategy, ctx.directives.condense_to
@@ -398,8 +408,9 @@ class ConversationHistoryModule(ContextModule):
         first_kept = kept[-1][0] if kept else source.total
         if first_kept <= 0:
             return "the whole history fits"
-        recall = ctx.history_recall or self._own_recall(ctx)
-        lead = await recall.lead(ctx.session, ctx.query, split=first_kept)
+        lead = await self._lead_within(ctx, first_kept)
+        if lead is None:
+            return f"recall is still indexing this history ({source.total:,} messages); the newest turns meanwhile"
         config = ctx.directives.config
         dense_lead = option(config, "recall_dense_lead", RECALL_DENSE_LEAD)
         lexical_lead = option(config, "recall_lexical_lead", RECALL_LEXICAL_LEAD, minimum=0)
@@ -414,6 +425,21 @@ class ConversationHistoryModule(ContextModule):
             f"no older message matches the query clearly better than the newest turns: {dense}"
             f"words x{lead.lexical:.2f} (recalls from x{lexical_lead:.2f}){going_on}"
         )
+
+    async def _lead_within(self, ctx: AssemblyContext, split: int) -> RecallLead | None:
+        """How the best older message leads the newest ones, or None when recall's index is not ready within
+        ``RECALL_WAIT_S`` (it goes on indexing in the background; until it is done, calls do not wait again)."""
+        recall = ctx.history_recall or self._own_recall(ctx)
+        key = (recall, ctx.session.id)
+        if key in self._indexing:
+            return None
+        lead = asyncio.ensure_future(recall.lead(ctx.session, ctx.query, split=split))
+        try:
+            return await asyncio.wait_for(asyncio.shield(lead), RECALL_WAIT_S)
+        except TimeoutError:
+            self._indexing[key] = lead
+            lead.add_done_callback(partial(_indexed, self._indexing, key))
+            return None
 
     async def _recall_window(
         self, budget: int, ctx: AssemblyContext, strategy: str | None, recall_pct: float
@@ -898,6 +924,13 @@ def _fitted_tail(tail: list[Unit], room: int, tokens: TokenCounter) -> list[Unit
         return tail[start:]
     shortened = cut_unit(tail[start - 1], left, tokens, messages=True)
     return [shortened, *tail[start:]] if shortened is not None else tail[start:]
+
+
+def _indexed(indexing: dict[Any, asyncio.Future[RecallLead]], key: Any, lead: asyncio.Future[RecallLead]) -> None:
+    """A background lead is done: later calls wait for recall again."""
+    indexing.pop(key, None)
+    if not lead.cancelled():
+        lead.exception()  # retrieved, not logged: the next call's own lead meets its cause again
 
 
 def _recall_reserve(config: Any, budget: int) -> int:
