@@ -66,7 +66,7 @@ async def play(args: argparse.Namespace, data: Path) -> dict[str, Any]:
     model = ScriptedModel()
     app = create_app(settings, llm=model.llm, migrate=False, warm_up_llm=False)
     tool = {"type": "function", "function": {"name": "stock_report", "parameters": {"type": "object"}}}
-    async with app.test_app() as running:
+    async with app.test_app_class(app, startup_timeout=600) as running:  # a loaded machine starts slowly
         svc = running.app.extensions["tda"]
         token, _ = await svc.store.tokens.create("bench", "admin")
         client, headers = running.test_client(), {"Authorization": f"Bearer {token}"}
