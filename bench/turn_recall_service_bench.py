@@ -5,8 +5,9 @@ reply calls a tool, the tool's rows come back (``/tool-results``), the model ans
 /turns`` step), from turn ``--from`` on: the Server-Timing ``assemble`` and ``turn`` figures, and plan_hydration's
 own ``contribute`` time (its status's ``last.ms``: wall time, other modules run beside it), and the process's CPU
 time for the step (less sensitive to other load on the machine); medians. The growth: the step's CPU time at turns
-91-100 and over the last 10 turns (run ``--turns 2000`` or more to see whether a turn's cost follows the session),
-and the process's RSS after turn 100 and at the end. Then three questions about turn 3's result:
+91-100, 291-300 and over the last 10 turns (run ``--turns 2000`` or more to see whether a turn's cost follows the
+session), the process's RSS after turns 100 and 300 and at the end, and the window's tokens at those turns: a window
+still filling grows honestly (at turn 100 it is not yet full; by 300 it is). Then three questions about turn 3's result:
 whether it reached the window (plan_hydration's "Earlier result recalled (turn 3: ...)"); and what a replica meeting
 the session for the first time spends reading and describing its turns (``cold_index_ms``).
 
@@ -65,7 +66,7 @@ async def play(args: argparse.Namespace, data: Path) -> dict[str, Any]:
     model = ScriptedModel()
     app = create_app(settings, llm=model.llm, migrate=False, warm_up_llm=False)
     tool = {"type": "function", "function": {"name": "stock_report", "parameters": {"type": "object"}}}
-    async with app.test_app() as running:
+    async with app.test_app_class(app, startup_timeout=600) as running:  # a loaded machine starts slowly
         svc = running.app.extensions["tda"]
         token, _ = await svc.store.tokens.create("bench", "admin")
         client, headers = running.test_client(), {"Authorization": f"Bearer {token}"}
@@ -77,15 +78,17 @@ async def play(args: argparse.Namespace, data: Path) -> dict[str, Any]:
 
         await call("/v1/profiles", {"id": "p", "type": "tool_enabled", "tools": [tool]})
         await call("/v1/sessions", {"id": "s", "profile_id": "p"})
-        plan_ms, assemble, whole, cpus, every_cpu, rss = [], [], [], [], [], []
+        plan_ms, assemble, whole, cpus, every_cpu, rss, window = [], [], [], [], [], [], []
         for n, (query, rows) in enumerate(turns(args.turns), 1):
             model.replies += [[("c1", "stock_report", {"q": query[:20]})], "Noted."]
             started, cpu = time.perf_counter(), time.process_time()
             r = await call("/v1/sessions/s/turns", {"query": query})
             elapsed, cpu = 1000 * (time.perf_counter() - started), 1000 * (time.process_time() - cpu)
             every_cpu.append(cpu)
-            if n == 100:
+            if n in (100, 300):
                 rss.append(rss_mib())
+            if n in (100, 300, args.turns):
+                window.append(window_tokens((await r.get_json())["snapshot"]))
             timing = dict(part.split(";dur=") for part in r.headers["Server-Timing"].split(", "))
             if n >= args.start:
                 plan_ms.append(svc.registry.modules["plan_hydration"].get_status()["last"]["ms"])
@@ -110,10 +113,18 @@ async def play(args: argparse.Namespace, data: Path) -> dict[str, Any]:
         "turn_ms": statistics.median(whole),
         "turn_cpu_ms": statistics.median(cpus),
         "turn_cpu_ms_91_100": statistics.median(every_cpu[90:100] or [0.0]),
+        "turn_cpu_ms_291_300": statistics.median(every_cpu[290:300] or [0.0]),
         "turn_cpu_ms_last10": statistics.median(every_cpu[-10:]),
-        "rss_mib_turn_100_end": f"{rss[0] if rss else 0:.0f} -> {rss_mib():.0f}",
+        "rss_mib_turn_100_300_end": " -> ".join(f"{mib:.0f}" for mib in [*rss, rss_mib()]),
+        "window_tokens_turn_100_300_end": " -> ".join(window),
         "turn_3_recalled": f"{found}/{len(QUESTIONS)}",
     }
+
+
+def window_tokens(snapshot: dict[str, Any]) -> str:
+    """The window's tokens of its budget, and conversation_history's share."""
+    history = next((m["used"] for m in snapshot["modules"] if m["module_id"] == "conversation_history"), 0)
+    return f"{snapshot['total_used']}/{snapshot['available_budget']} (history {history})"
 
 
 def rss_mib() -> float:

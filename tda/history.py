@@ -78,7 +78,8 @@ class _Run:
 KEPT_MESSAGES = 5_000
 """Messages kept over all sessions (~0.5 KB each: a few MB). The sessions turned over most recently stay; a session
 dropped from here reads its history from the database again, a page per window (20,000 kept grew a long-running
-server by ~10 MB for hits on sessions that were idle anyway)."""
+server by ~10 MB for hits on sessions that were idle anyway). One session alone keeps its newest this many: a
+window reaches far less deep, and a session of 10,000 turns held every message it ever recorded."""
 
 
 class HistoryCache:
@@ -113,7 +114,7 @@ class HistoryCache:
         if self._runs.get(key) is run:  # else dropped while it read (other sessions needed the room): used uncached
             self._runs.move_to_end(key)
         self._evict()
-        return run
+        return self._runs.get(key) or run  # trimmed by the eviction: the run now kept
 
     def recorded(self, data: SessionData, rows: list[Any]) -> None:
         """``rows`` were just appended to the session ``data`` was loaded for, by its turn, under the session's lock
@@ -152,6 +153,15 @@ class HistoryCache:
         while self._kept > self.max_messages and len(self._runs) > 1:
             _, run = self._runs.popitem(last=False)
             self._kept -= len(run.keys)
+        if self._kept > self.max_messages and self._runs:  # one session alone over the bound: its oldest go
+            self._trim(next(iter(self._runs.values())), self._kept - self.max_messages)
+
+    def _trim(self, run: _Run, cut: int) -> None:
+        """``run`` without its ``cut`` oldest messages, as a new run: a turn reading the old one (it holds it) goes
+        on with what it holds, and a walk reaching further back reads the rest from the database again."""
+        trimmed = _Run(run.key, run.version, run.keys[cut:], run.messages[cut:], run.prints[cut:], synced=run.synced)
+        self._runs[run.key] = trimmed
+        self._kept -= cut
 
     def stats(self) -> dict[str, int]:
         return {"sessions": len(self._runs), "messages": self._kept}

@@ -197,7 +197,13 @@ class PlanHydrationModule(ContextModule):
         if previous is not None:
             candidates = candidates[candidates != previous]
         matches = await self._recall.match(
-            ctx.session.id, texts, ctx.query, shown=shown, candidates=candidates, embedder=ctx.embedder
+            ctx.session.id,
+            texts,
+            ctx.query,
+            shown=shown,
+            candidates=candidates,
+            embedder=ctx.embedder,
+            limit=options.recall_turns,
         )
         meta: dict[str, Any] = {"method": matches.method, "searched": matches.searched}
         if matches.reason:

@@ -132,6 +132,7 @@ class WorkflowHistoryModule(ContextModule):
             shown=np.arange(older, len(refs)),
             candidates=np.arange(older),
             embedder=ctx.embedder,
+            limit=options.recall_turns,
         )
         meta: dict[str, Any] = {"method": matches.method, "searched": matches.searched}
         if matches.reason:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import random
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -436,3 +437,17 @@ def test_a_turn_on_a_growing_session_recalls_what_a_fresh_module_recalls(
                     assert len(read) <= 1
 
     run(turn_by_turn())
+
+
+async def test_a_limited_search_gives_the_best_of_the_full_ranking_and_searches_as_many():
+    """A caller taking a few turns asks for that many: the best of what the whole ranking gives, in its order, and the
+    same count searched (a long session's hundreds of matches are not each made into a ``Match``)."""
+    from components.context_window.recall.turns import TurnRecall, TurnText
+
+    texts = [TurnText(n, f"turn {n}: stock of kettles in {city}", ()) for n, city in enumerate(["Oslo", "Graz"] * 40)]
+    args = ("s", texts, "kettles in Oslo")
+    kw = {"shown": [79], "candidates": np.arange(79)}
+    whole = await TurnRecall().match(*args, **kw)
+    best = await TurnRecall().match(*args, **kw, limit=3)
+    assert len(whole.matches) > 3 and best.matches == whole.matches[:3]
+    assert best.searched == whole.searched == 79

@@ -5,6 +5,8 @@ the response with nothing lost at shutdown."""
 from __future__ import annotations
 
 import asyncio
+import json
+import re
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -285,6 +287,24 @@ async def test_turns_stay_right_when_the_kept_histories_are_evicted(app, llm):
             assert body["turn"] == 16 + round_no
             assert f"{sid} round {round_no - 1}" in _sent(llm) if round_no else "answer 15:" in _sent(llm)
     assert svc.history.stats()["messages"] <= 40 + 256  # the bound, plus one read ahead in flight
+
+
+async def test_one_session_keeps_no_more_than_the_bound_and_its_windows_stay_the_same(app, llm):
+    """A session alone in the server (a long agent session) keeps only its newest messages, not every message it
+    ever recorded; a window reaching past them reads the rest again: the same windows as with all of them kept."""
+    running, svc, headers = app
+    client = running.test_client()
+    windows = []
+    for sid, bound in (("kept", 10_000), ("trimmed", 16)):
+        svc.history.max_messages = bound
+        await svc.store.sessions.create({"id": sid, "profile_id": "p"}, "test")
+        await svc.store.sessions.add_messages(sid, _history(20), "test")
+        for query in ("Which region fell most?", "And in region 3?", "Which answers named region 5?"):
+            await _turn(client, headers, query, session=sid)
+            assert "answer 1:" in _sent(llm)  # the whole history fits the window: read back from the database
+            windows.append(re.sub(r"Answer number \d+", "Answer", json.dumps(llm.calls[-1])))
+        assert svc.history.stats()["messages"] <= bound
+    assert windows[:3] == windows[3:]
 
 
 async def test_a_turn_recorded_twice_is_refused_whole(app):

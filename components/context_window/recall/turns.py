@@ -305,9 +305,11 @@ class TurnRecall:
         shown: Sequence[int] | np.ndarray,
         candidates: Sequence[int] | np.ndarray,
         embedder: Embedder | None = None,
+        limit: int | None = None,
     ) -> TurnMatches:
         """The ``candidates`` (positions in ``texts``) that match ``query`` clearly better than the ``shown`` ones
-        (numpy arrays of positions: a long session's thousands of candidates are not converted one by one)."""
+        (numpy arrays of positions: a long session's thousands of candidates are not converted one by one); the
+        best ``limit`` of them (None: all): on a long session hundreds match, and a caller takes a few."""
         method = "lexical" if embedder is None else "lexical+dense"
         if not len(candidates):
             return TurnMatches((), method, "no earlier turns to recall from", 0)
@@ -322,7 +324,7 @@ class TurnRecall:
             (query_vector,) = (await self._vectors_of([TurnText(None, query, (query,))], embedder))[0]
             dense = index.best_cosines(query_vector)[among]
         whole = np.where(common >= 2, 1.0, whole)  # two words in common answer enough of the question
-        found = _clear_matches(lexical, coverage, whole, dense, shown, candidates, method)
+        found = _clear_matches(lexical, coverage, whole, dense, shown, candidates, method, limit)
         return replace(found, pending=pending) if pending else found
 
     async def _catch_up(self, session_id: str, texts: Sequence[TurnText], embedder: Embedder) -> int:
@@ -430,6 +432,7 @@ def _clear_matches(
     shown: Sequence[int] | np.ndarray,
     candidates: Sequence[int] | np.ndarray,
     method: str,
+    limit: int | None = None,
 ) -> TurnMatches:
     pool = np.asarray(candidates, dtype=np.intp)
     seen = np.asarray(shown, dtype=np.intp)
@@ -463,7 +466,7 @@ def _clear_matches(
             None if dense_lead is None else float(dense_lead[i]),
             None if dense is None else float(dense[pool[i]]),
         )
-        for i, score in zip(ranking.positions.tolist(), ranking.scores.tolist(), strict=True)
+        for i, score in zip(ranking.positions[:limit].tolist(), ranking.scores[:limit].tolist(), strict=True)
     )
     return TurnMatches(matches, method, None, len(pool))
 
