@@ -767,7 +767,7 @@ async def test_a_long_conversation_gets_the_same_window_cold_grown_and_with_word
     of the same conversation whose index grew over an earlier, shorter call, and the one with every word looked up
     alone: the faster path changes what is recalled in nothing."""
     from components.context_window import relevance
-    from tda.integrations import Window, window
+    from tda.integrations import Window
 
     chat = _long_chat()
     cold = await Window("balanced", model="gpt-4o", model_limit=4_000).assemble(chat)
@@ -777,7 +777,8 @@ async def test_a_long_conversation_gets_the_same_window_cold_grown_and_with_word
     monkeypatch.setattr(relevance, "_NUMPY_FROM", 1 << 40)
     plain = await Window("balanced", model="gpt-4o", model_limit=4_000).assemble(chat)
     assert any(m["content"] == FACT for m in cold.messages)  # recalled from far back: the index was used
-    assert [window._message(m) for m in chat] == [Message.from_chat(m) for m in chat]
+    # a role and text alone take from_chat's direct path; "turn": 0 (its default) takes the general one
+    assert [Message.from_chat(m) for m in chat] == [Message.from_chat({**m, "turn": 0}) for m in chat]
     assert cold.messages == grown.messages == plain.messages
 
 

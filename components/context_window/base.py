@@ -206,6 +206,8 @@ class Message:
     def from_chat(cls, data: Mapping[str, Any]) -> Message:
         """Build from an OpenAI-style dict; ``turn``, ``valid`` and ``phase`` keys are optional. A list of content
         parts is kept as ``parts``, its text parts joined into ``content``."""
+        if len(data) == 2 and type(text := data.get("content")) is str and "role" in data:
+            return cls(data["role"], text)  # a role and text alone (most of a long conversation): made directly
         get = data.get
         content = get("content") or ""
         parts = tuple(content) if isinstance(content, list | tuple) else None

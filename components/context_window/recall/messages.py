@@ -265,7 +265,7 @@ class HistoryIndex:
         theirs are dropped: ``attach`` gives them later, in order."""
         if vectors is not None and len(self.messages) == self._vectored:
             self.attach(len(self.messages), vectors)
-        self.lexical.add([searchable_text(m) if m.tool_calls else m.content for m in messages])
+        self.lexical.add([searchable_text(m) for m in messages])
         match, calls, unit_of = _SPEAKER.match, self._calls, self.unit_of
         for position, message in enumerate(messages, len(self.messages)):
             content, role = message.content, message.role
