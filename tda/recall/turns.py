@@ -1,14 +1,15 @@
 """Earlier turns in the service: what plan_hydration and workflow_history search of a session's turns beyond the newest
 ``RECENT_TURNS`` a turn loads (``EarlierTurns`` in the component), kept as turns are recorded.
 
-Per session, one entry per turn: its validity, its phase and each module's description of it (``describe`` runs once
-per turn and kind; the results themselves are not kept). A recorded turn is described, and its gist embedded, by the
-background writer right after the response, holding the session's lock (``index_turn_after``): the next turn finds
-both ready and embeds only its own query. A replica meeting a session for the first time (another one recorded it, or
-it restarted) reads the turns from the database once, at the first turn that asks. Validity is the database's: the
-session's ``history_version`` moves with every validity change and memory purge, and then the flags are read again
-(one light query); the phase is the window's own, so a move to a later phase hides the earlier phases' turns at once.
-A recalled turn's whole record is read when it is recalled, by number, in one query.
+Per session, one entry per turn: its validity, its phase and each module's description of it (``describe`` runs once per
+turn and kind; the results themselves are not kept). A recorded turn is described, and its gist embedded, by the
+background writer right after the response, holding the session's lock (``index_turn_after``): the next turn finds both
+ready and embeds only its own query (the gist only of a session whose turns a module searches: not the gateway's). A
+replica meeting a session for the first time (another one recorded it, or it restarted) reads the turns from the
+database once, at the first turn that asks. Validity is the database's: the session's ``history_version`` moves with
+every validity change and memory purge, and then the flags are read again (one light query); the phase is the window's
+own, so a move to a later phase hides the earlier phases' turns at once. A recalled turn's whole record is read when it
+is recalled, by number, in one query.
 """
 
 from __future__ import annotations
@@ -108,6 +109,11 @@ class _Session:
     """Whole records of turns recalled lately: a turn a conversation keeps coming back to is read once."""
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
+    @property
+    def searched(self) -> bool:
+        """Whether a module has asked for this session's earlier turns (``described``) since the entry was made."""
+        return bool(self.listed)
+
 
 class TurnIndex:
     """Every session's earlier turns as the modules search them (a bounded number of sessions, least recent out)."""
@@ -133,14 +139,17 @@ class TurnIndex:
         return {"sessions": len(self._sessions), "turns": sum(len(s.entries) for s in self._sessions.values())}
 
     async def recorded(self, session: Key, row: Any) -> None:
-        """A turn just recorded (or extended): described for every kind asked for so far, and its gist embedded (an
-        embedder that fails leaves the description: the turn then embeds the gist itself)."""
+        """A turn just recorded (or extended): described for every kind asked for so far, and its gist embedded when a
+        module searches the session's turns (an embedder that fails leaves the description: the turn then embeds the
+        gist itself). A session whose windows never hand turns (the gateway's: the client sends the conversation) has
+        its gists searched by no one: embedding them cost ~20% of the embedder's work a gateway turn (43 of ~200 word
+        pieces). A session searched later embeds the gists missing then, at its first search, as after a restart."""
         record = record_of(row)
         state = self._state(session)
         async with state.lock:
             self._enter(state, record)
         embedder = self._embedder()
-        if embedder is not None:
+        if embedder is not None and state.searched:
             await TurnRecall.embed_parts([turn_gist(record)], embedder)
 
     async def described(

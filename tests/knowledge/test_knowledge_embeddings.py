@@ -158,6 +158,48 @@ def test_an_int8_vector_does_not_depend_on_its_batch() -> None:
     assert float((together * alone).sum(axis=1).min()) >= 0.999
 
 
+def test_mixed_lengths_are_run_in_batches_of_like_lengths_with_the_vectors_of_single_runs() -> None:
+    """A turn's texts mix a 9-piece question with 70-piece data heads: a batch pads every text to its longest, and the
+    model's cost follows the pieces it runs. Texts are grouped so that none adds more than ``pad_pieces`` of padding,
+    and a text's vector is the one it gets alone."""
+    from tda.knowledge.embeddings import _batches
+
+    texts = [
+        "How many orders shipped last week?",
+        '[{"order": "ORD-002000", "customer": "CUST-0002", "status": "open", "total": 120.5}, {"order": "ORD-0',
+        "And how many were returned?",
+        "The North region: 14 of the 27 returns came from there, mostly damaged parcels.",
+        "The tool answered: " + '[{"order": "ORD-002000", "customer": "CUST-0002", "status": "open"}]' * 2,
+    ]
+    embed = MiniLMInt8Embedding()
+    together = np.asarray(embed._encode(texts))
+    alone = np.asarray([embed._encode([t])[0] for t in texts])
+    assert np.allclose(together, alone, rtol=0, atol=1e-6)
+    _, tokenizer = embed.runtime()
+    pieces = [e.ids for e in tokenizer.encode_batch(texts)]
+    batches = _batches(pieces, embed.batch_size, embed.max_seq_length, embed.batch_pieces, embed.pad_pieces)
+    assert sorted(i for b in batches for i in b) == list(range(len(texts)))
+    for batch in batches:
+        lengths = [len(pieces[i]) for i in batch]
+        assert max(lengths) * len(lengths) - sum(lengths) <= embed.pad_pieces * len(lengths), lengths
+
+
+def test_a_call_embeds_each_distinct_text_once() -> None:
+    """A batch that holds a text twice (a chunk repeated in a document, a message part said again) runs the model on
+    it once, and each place gets its vector."""
+    from tda.knowledge.embeddings import _RecentVectors
+
+    runs: list[list[str]] = []
+
+    def encode(texts: list[str]) -> list[list[float]]:
+        runs.append(list(texts))
+        return [[float(len(t))] for t in texts]
+
+    texts = ["alpha", "be", "alpha", "gamma!", "be", "delta", "epsilon"]
+    assert _RecentVectors().embed(texts, encode) == [[float(len(t))] for t in texts]
+    assert runs == [["alpha", "be", "gamma!", "delta", "epsilon"]]
+
+
 def test_a_collection_made_with_the_int8_build_reopens_in_a_new_process(tmp_path: Path) -> None:
     """The collection records its embedder (chromadb's registry): another process whose default is
     something else still embeds queries with the int8 build, and finds the passage."""

@@ -205,6 +205,24 @@ async def test_a_turn_embeds_no_earlier_turns_gist(stock: Client):
     assert QUESTION in counting.texts
 
 
+async def test_a_gateway_session_embeds_no_turn_gist(stock: Client):
+    """A gateway session's windows are the client's conversation: no module searches its recorded turns, so their
+    gists are not embedded (a fifth of a gateway turn's embedding went to them); a native turn's are (above)."""
+    counting = stock.svc.sources.embedder = CountingEmbedder(stock.svc.sources.embedder)
+    headers = {**stock.headers, "X-TDA-Session": "g", "X-TDA-Profile": "stock"}
+    chat: list[dict[str, Any]] = []
+    for query, _ in turn_plan(4):
+        stock.model.replies.append(f"Noted: {query}")
+        chat.append({"role": "user", "content": query})
+        r = await stock.client.post("/v1/chat/completions", json={"model": "tda", "messages": chat}, headers=headers)
+        assert r.status_code == 200, await r.get_json()
+        chat.append((await r.get_json())["choices"][0]["message"])
+    await stock.svc.writer.settle("g")
+    gists = {turn_gist(record) for record in await _records(stock, "g")}
+    assert len(gists) == 4
+    assert not gists & set(counting.texts), "a gateway turn's gist was embedded"
+
+
 async def _records(client: Client, session_id: str) -> list[TurnRecord]:
     return [TurnRecord(t.turn, t.query, t.plan) for t in await client.svc.store.sessions.turns(session_id)]
 
