@@ -8,13 +8,20 @@ import dataclasses
 import json
 import re
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from components.context_window.base import InMemoryMessages, Message, Session
+from components.context_window.base import InMemoryMessages, Message, RecalledUnit, Session
 from components.context_window.handler import ContextWindowHandler
-from components.context_window.recall.messages import HistoryIndex, SessionRecall, embedded_text, parts_of
+from components.context_window.recall.messages import (
+    HistoryIndex,
+    SessionRecall,
+    collect_units,
+    embedded_text,
+    parts_of,
+)
 from components.context_window.relevance import VectorIndex
 from modules.conversation_history.handler import RECALL_MARKER
 from tda.builtins import DEFAULT_TYPES
@@ -830,3 +837,62 @@ def test_the_index_tells_each_messages_unit_and_the_speakers_however_the_history
     assert index.messages == messages
     assert index.unit_of == units
     assert index.speakers == speakers
+
+
+def _units_one_by_one(
+    index: HistoryIndex, positions: np.ndarray, scores: np.ndarray, phase: str | None, enough: int
+) -> tuple[RecalledUnit, ...]:
+    """Ranked messages as whole units, written out one by one: a unit once, at its best message's rank, until their
+    rough tokens (stored counts, else ~4 characters a token) reach ``enough``."""
+    out, seen, gathered = [], set(), 0
+    for position, score in zip(positions.tolist(), scores.tolist(), strict=True):
+        first = index.unit_of[position]
+        if first in seen:
+            continue
+        seen.add(first)
+        unit = index.unit(first, phase)
+        if unit is not None:
+            out.append(RecalledUnit(first, unit, score))
+            gathered += sum(max(m.tokens.values()) if m.tokens else len(m.content) // 4 + 4 for m in unit)
+            if gathered >= enough:
+                break
+    return tuple(out)
+
+
+@settings(max_examples=100, deadline=None)
+@given(_CHAT_MESSAGES, st.integers(1, 8), st.randoms(use_true_random=False))
+def test_units_recalled_from_a_grown_index_are_those_of_the_history_as_it_is_now(messages, step, rng):
+    """An index asked for units at every step of its growth (a long session's turns) keeps what no later message can
+    change: what it recalls is what the history as it is now gives, one unit by one (a tool call whose results came
+    since comes with them), and it keeps no more than a unit per message and phase asked."""
+    index = HistoryIndex()
+    for end in range(step, len(messages) + step, step):
+        index.add(messages[len(index) : end])
+        whole = HistoryIndex()
+        whole.add(messages[:end])
+        positions = np.asarray(rng.sample(range(len(index)), len(index)), dtype=np.intp)
+        scores = np.linspace(1.0, 0.1, len(positions))
+        for phase in (None, "plan"):
+            for enough in (8, 10**6):
+                ranking = collect_units(index, positions, scores, "lexical", None, phase, enough)
+                assert ranking.units == _units_one_by_one(whole, positions, scores, phase, enough)
+                assert ranking.searched == len(positions)
+        assert len(index._closed_units) <= 2 * len(index)
+
+
+async def test_a_long_tool_session_gets_the_same_window_turn_by_turn_as_met_afresh(history):
+    """The history module recalling over a session that grows turn by turn (its units and their prices kept from the
+    turn before, a tool call answered after the turn that made it) sends what a module meeting the session afresh
+    sends."""
+    messages: list[Message] = []
+    for turn in range(1, 41):
+        exchange = tool_call_exchange(turn, f"call_{turn}", result_words=20 + turn % 7)
+        for grown in (exchange[:2], exchange[2:]):  # the call first, its result and the answer next turn
+            messages += grown
+            query = f"look something up {turn % 9} result"
+            config = {"recall_pct": 60, "cache_block": 0}
+            kept = await history.contribute(900, module_ctx(make_ctx(messages=messages, query=query), config=config))
+            fresh = type(history)(history.manifest)
+            met = await fresh.contribute(900, module_ctx(make_ctx(messages=messages, query=query), config=config))
+            assert kept.messages() == met.messages()
+            assert kept.metadata == met.metadata

@@ -282,6 +282,9 @@ class ConversationHistoryModule(ContextModule):
         self._indexing: dict[tuple[HistoryRecall, str], asyncio.Future[RecallLead]] = {}
         """Recall leads that outlasted ``RECALL_WAIT_S``, indexing in the background, by recall and session (held
         here: the loop keeps a task only weakly)."""
+        self._priced: BoundedCache[str, tuple[TokenCounter, dict[int, _Priced]]] = BoundedCache(64)
+        """Per session, the recalled units priced for packing, by position, with the counter that priced them: a long
+        session's recall hands thousands of units each turn, all but the newest the same (tuples) as the turn before."""
 
     async def contribute(self, budget: int, ctx: AssemblyContext) -> Contribution:
         strategy, target = ctx.directives.condense_strategy, ctx.directives.condense_to
@@ -300,6 +303,7 @@ class ConversationHistoryModule(ContextModule):
     async def purge(self, session_id: str, user_id: str) -> dict[str, Any]:
         """Forget a session's cached summaries (call it when the session's history is purged or edited)."""
         purged = self._summaries.purge(session_id)
+        self._priced.discard(session_id)
         for recall in self._recalls.values():
             purged += recall.forget(session_id)
         return {"purged": purged, "what": "cached summaries and history indexes"}
@@ -516,9 +520,13 @@ class ConversationHistoryModule(ContextModule):
         ranking = await recall.recall(ctx.session, ctx.query, before=before, enough_tokens=room * 2)
         exponent = option(ctx.directives.config, "recall_cost_exponent", RECALL_COST_EXPONENT, minimum=0)
         tokens = ctx.tokens
+        priced = self._priced.get(ctx.session.id)
+        if priced is None or priced[0] is not tokens:
+            priced = self._priced.put(ctx.session.id, (tokens, {}))
+        known = priced[1]
         # Thousands of units over a long history: counted and ordered off the event loop (``ctx.offload``).
         chosen, taken, relevant_tokens, left = await run_sized(
-            ctx.offload, len(ranking.units), lambda: _packed(ranking.units, recent, room, exponent, tokens)
+            ctx.offload, len(ranking.units), lambda: _packed(ranking.units, recent, room, exponent, tokens, known)
         )
         facts: dict[str, Any] = {
             "recall": ranking.method,
@@ -658,23 +666,35 @@ class ConversationHistoryModule(ContextModule):
         return text
 
 
+_Priced = tuple[tuple[Message, ...], int, str]
+"""A recalled unit's messages, its tokens and its text (repeats of what is chosen are left out)."""
+
+
 def _packed(
     ranked: Sequence[RecalledUnit],
     recent: Sequence[tuple[int, Unit, int]],
     room: int,
     exponent: float,
     tokens: TokenCounter,
+    known: dict[int, _Priced] | None = None,
 ) -> tuple[list[RecalledUnit], set[int], int, int]:
     """``ranked`` units packed into ``room`` by relevance (best first; one that does not fit is passed over for the
     next that does), then what room is left filled from ``recent`` (newest first): the units chosen, in conversation
-    order, the positions chosen by relevance, the tokens those take and the room left."""
+    order, the positions chosen by relevance, the tokens those take and the room left. ``known``: units priced
+    by ``tokens`` before, by position (kept for the next call; one whose messages are not the same tuple is priced
+    again)."""
     count = tokens.count_message
-    costs: dict[int, int] = {}
+    priced: dict[int, _Priced] = {} if known is None else known
 
-    def cost_of(unit: RecalledUnit) -> int:  # counted only for the units packing reaches
-        if unit.position not in costs:
-            costs[unit.position] = sum(count(m) for m in unit.messages)
-        return costs[unit.position]
+    def price(unit: RecalledUnit) -> _Priced:  # counted only for the units packing reaches
+        found = priced.get(unit.position)
+        if found is None or found[0] is not unit.messages:
+            text = "\n".join(m.content for m in unit.messages)
+            found = priced[unit.position] = (unit.messages, sum(count(m) for m in unit.messages), text)
+        return found
+
+    def cost_of(unit: RecalledUnit) -> int:
+        return price(unit)[1]
 
     # By relevance per token past ``RECALL_COST_FREE`` tokens: long units pay for their length, short ones gain
     # nothing from being short (see ``RECALL_COST_EXPONENT``).
@@ -691,8 +711,7 @@ def _packed(
     for unit in by_value:
         if left < MESSAGE_OVERHEAD + 2:  # not even a one-word message fits any more
             break
-        cost = cost_of(unit)
-        text = "\n".join(m.content for m in unit.messages)
+        _, cost, text = price(unit)
         if cost > left or text in seen:  # too large for what is left, or a repeat of what is chosen
             continue
         chosen.append(unit)

@@ -239,6 +239,10 @@ class HistoryIndex:
     vectors_due: float = 0.0
     """Until when (``time.monotonic``) recall waits for that job before ranking by words."""
     _short: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+    _unit_of_array: np.ndarray = field(default_factory=lambda: np.zeros(0, np.intp))
+    _closed_units: dict[tuple[int, str | None], tuple[tuple[Message, ...] | None, int]] = field(default_factory=dict)
+    """Per (first position, phase), a unit no later message can change (``recallable``) and its rough tokens: a long
+    session's recall ranks thousands of units each turn, all but the newest as they were the turn before."""
     checked: Sequence[Message] | None = None
     """The in-memory history last found to start with the messages held (and its length then): not compared again."""
     checked_length: int = -1
@@ -372,22 +376,54 @@ class HistoryIndex:
         """The unit starting at ``first``: one message, or a tool call with every result answering it (``None`` when a
         result is missing or has no call, or the unit holds an invalid or invisible message: a provider would reject
         it)."""
+        return self._unit(first, phase)[0]
+
+    def recallable(self, first: int, phase: str | None) -> tuple[tuple[Message, ...] | None, int]:
+        """``unit(first, phase)`` and its rough tokens, kept once no later message can change it (the index only
+        grows): the same tuple each call."""
+        key = (first, phase)
+        found = self._closed_units.get(key)
+        if found is not None:
+            return found
+        unit, closed = self._unit(first, phase)
+        found = unit, sum(_rough_tokens(m) for m in unit) if unit is not None else 0
+        if closed:
+            self._closed_units[key] = found
+        return found
+
+    def _unit(self, first: int, phase: str | None) -> tuple[tuple[Message, ...] | None, bool]:
+        """``unit(first, phase)``, and whether it is closed: a message after it that is not its result ends it, so a
+        later one cannot change it (a tool call's unit still open at the history's end may get more results)."""
         head = self.messages[first]
         if head.role == "tool":  # a result whose call is not in the history: a provider rejects it alone
-            return None
+            return None, True
         if not head.tool_calls:
-            return (head,) if _shown(head, phase) else None
+            return ((head,) if _shown(head, phase) else None), True
         calls = {str(c.get("id")) for c in head.tool_calls}
         results: list[Message] = []
+        closed = False
         for position in range(first + 1, len(self.messages)):
             if self.unit_of[position] != first:
                 if self.messages[position].role != "tool":
+                    closed = True
                     break
                 continue
             results.append(self.messages[position])
         if {m.tool_call_id for m in results} != calls or not all(_shown(m, phase) for m in (head, *results)):
-            return None
-        return (head, *results)
+            return None, closed
+        return (head, *results), closed
+
+    def unit_firsts(self, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The first position of each ranked message's unit, and where each unit is first met in ``positions`` (in
+        ``positions``' order): a unit once, at its best message's rank. In numpy: a long history ranks thousands."""
+        held = len(self._unit_of_array)
+        if held < len(self.unit_of):  # unit_of only grows: convert what was added since
+            added = np.asarray(self.unit_of[held:], np.intp)
+            self._unit_of_array = np.concatenate([self._unit_of_array, added])
+        firsts = self._unit_of_array[positions]
+        at = np.unique(firsts, return_index=True)[1]
+        at.sort()
+        return firsts, at
 
     def rank(
         self,
@@ -935,18 +971,14 @@ def collect_units(
 ) -> RecallRanking:
     """Ranked messages as ranked whole units (a unit once, at its best message's rank), until ``enough_tokens``."""
     units: list[RecalledUnit] = []
-    seen: set[int] = set()
     gathered = 0
-    for position, score in zip(positions.tolist(), scores.tolist(), strict=True):
-        first = index.unit_of[position]
-        if first in seen:
-            continue
-        seen.add(first)
-        unit = index.unit(first, phase)
+    firsts, at = index.unit_firsts(positions)
+    for first, score in zip(firsts[at].tolist(), scores[at].tolist(), strict=True):
+        unit, rough = index.recallable(first, phase)
         if unit is None:
             continue
         units.append(RecalledUnit(first, unit, score))
-        gathered += sum(_rough_tokens(m) for m in unit)
+        gathered += rough
         if gathered >= enough_tokens:
             break
     return RecallRanking(tuple(units), method, reason if not units else None, searched=len(positions))
