@@ -35,10 +35,11 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-# `make test` runs on two workers, a test file per worker at a time (its module fixtures stay with it).
+# `make test` runs on two workers, a test file per worker at a time (its module fixtures stay with it), the longest
+# files first (tests/conftest.py, LONGEST_FIRST).
 test: $(STAMP)
 	BIN=$(BIN) scripts/test-deps.sh
-	$(BIN)/python -m pytest -n 2 --dist loadfile
+	$(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder
 
 # `make test-fast`: the component and the built-in modules alone (no server, database server or browser; ~1 min).
 test-fast: $(STAMP)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -38,3 +40,33 @@ Quart.test_app_class = PatientTestApp
 def builtin_registry() -> ModuleRegistry:
     """The built-in modules, discovered from modules/ exactly as the application does."""
     return module_registry(entry_point_group=None).load()
+
+
+# `make test` hands whole files to its two workers (--dist loadfile) in collection order (--no-loadscope-reorder:
+# xdist would otherwise start with the files holding the most tests). The files that took longest in CI go first,
+# so that none of them starts last while the other worker has nothing left to run (docs/operations.md, "CI time").
+# The rest follow as xdist would order them: most tests first.
+LONGEST_FIRST = (
+    "tests/ops/test_wheel.py",  # builds the wheel and installs it into a fresh venv
+    "tests/knowledge/test_knowledge_embeddings.py",  # torch and sentence-transformers
+    "tests/ops/test_durability.py",
+    "tests/ops/test_schemathesis.py",
+    "tests/service/test_openapi_fuzz.py",
+    "tests/ops/test_memory.py",
+    "tests/gateway/test_frameworks.py",
+    "tests/replicas/test_faults.py",
+    "tests/replicas/test_workers.py",
+    "tests/ops/test_metrics_multiprocess.py",
+    "tests/ops/test_serve_security.py",
+    "tests/ops/test_backup.py",
+    "tests/knowledge/test_knowledge_chroma_server.py",
+    "tests/service/test_history_scale.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    root = Path(__file__).resolve().parents[1]
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    file_of = {item: item.path.relative_to(root).as_posix() for item in items}
+    tests_in = Counter(file_of.values())
+    items.sort(key=lambda item: (rank.get(file_of[item], len(rank)), -tests_in[file_of[item]], file_of[item]))
