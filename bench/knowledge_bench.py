@@ -337,10 +337,10 @@ def sentences_of(text: str, longest: int = 600) -> list[str]:
     """``text``'s sentences (a run longer than ``longest`` characters, a table or a listing, split at its lines)."""
     out: list[str] = []
     for sentence in (s.strip() for s in _SENTENCE.split(text)):
-        if len(sentence) <= longest:
-            out += [sentence] if sentence else []
-            continue
-        out += [line.strip() for line in sentence.splitlines() if line.strip()]
+        if len(sentence) > longest:
+            out += [line.strip() for line in sentence.splitlines() if line.strip()]
+        elif sentence:
+            out.append(sentence)
     return out
 
 

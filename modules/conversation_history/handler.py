@@ -693,16 +693,13 @@ def _packed(
             found = priced[unit.position] = (unit.messages, sum(count(m) for m in unit.messages), text)
         return found
 
-    def cost_of(unit: RecalledUnit) -> int:
-        return price(unit)[1]
-
     # By relevance per token past ``RECALL_COST_FREE`` tokens: long units pay for their length, short ones gain
     # nothing from being short (see ``RECALL_COST_EXPONENT``).
     by_value = ranked
     if exponent:
 
         def value(unit: RecalledUnit) -> tuple[float, int]:
-            return -unit.score / max(1, cost_of(unit) / RECALL_COST_FREE) ** exponent, unit.position
+            return -unit.score / max(1, price(unit)[1] / RECALL_COST_FREE) ** exponent, unit.position
 
         by_value = tuple(sorted(by_value, key=value))
     chosen: list[RecalledUnit] = []
