@@ -250,16 +250,27 @@ class KnowledgeStore:
         return vectors
 
     def get_chunks(
-        self, collection: str, *, where: Mapping[str, Any] | None = None, ids: Sequence[str] | None = None
+        self,
+        collection: str,
+        *,
+        where: Mapping[str, Any] | None = None,
+        ids: Sequence[str] | None = None,
+        vectors: bool = False,
     ) -> list[dict[str, Any]]:
-        """Chunks as dicts (id, text, metadata), for neighbour lookup and lexical indexing."""
+        """Chunks as dicts (id, text, metadata; with ``vectors``, also its embedding as "vector"), for neighbour
+        lookup and the retriever's in-memory index."""
+        include: list[Any] = ["documents", "metadatas", *(["embeddings"] if vectors else [])]
         got = self.collection(collection).get(
-            where=cast(Where | None, where), ids=list(ids) if ids else None, include=["documents", "metadatas"]
+            where=cast(Where | None, where), ids=list(ids) if ids else None, include=include
         )  # the filter is built by our callers as plain dicts (chromadb's Where spells its operators as Literals)
-        return [
+        rows = [
             {"id": i, "text": t, "metadata": m or {}}
             for i, t, m in zip(got["ids"], got["documents"] or [], got["metadatas"] or [], strict=True)
         ]
+        if vectors:
+            for row, vector in zip(rows, got["embeddings"] if got["embeddings"] is not None else [], strict=True):
+                row["vector"] = vector
+        return rows
 
 
 def _unique_chunks(chunks: Sequence[Chunk]) -> list[Chunk]:

@@ -125,6 +125,39 @@ async def test_neighbours_from_memory_are_the_databases(retriever: ChromaKnowled
     assert key == [(p.document_id, p.chunk_index, p.text, p.section, p.title) for p in from_store] and key
 
 
+def test_held_vectors_find_what_chromas_index_finds(store: KnowledgeStore, tmp_path: Path) -> None:
+    """A collection searched through the vectors held in memory ranks the same chunks with the same similarities as
+    one searched through Chroma's index (the oracle: the same retriever with nothing held), with and without a
+    document filter; a collection above the bound is still searched through Chroma."""
+    import random
+
+    import tda.knowledge.retrieval as retrieval
+
+    words = "anchor bilge cleat dinghy ensign fender galley halyard keel mast rudder tiller winch".split()
+    rng = random.Random(7)
+    for d in range(6):
+        sections = "\n\n".join(
+            f"## Part {s}\n\n" + " ".join(rng.choice(words) for _ in range(rng.randint(20, 60))) + "." for s in range(8)
+        )
+        (tmp_path / f"doc{d}.md").write_text(f"# Doc {d}\n\n{sections}\n")
+    ingest_paths(store, sorted(tmp_path.glob("doc*.md")), "fleet")
+    held = ChromaKnowledgeRetriever(store)
+    chroma = ChromaKnowledgeRetriever(store)
+    first = sorted(store.document_ids("fleet"))[0]
+
+    def found(r: ChromaKnowledgeRetriever, query: str, documents: Sequence[str]) -> list[tuple[str, float]]:
+        hits = r.search(query, collections=["fleet"], k=20, documents=documents)
+        return [(p.metadata["id"], round(p.metadata["dense_score"], 3)) for p in hits]
+
+    queries = [(q, d) for q in ("keel and rudder", "winch halyard mast", "galley ensign") for d in ((), (first,))]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(retrieval, "HELD_VECTORS", 0)
+        expected = [found(chroma, *q) for q in queries]
+    assert chroma._lexical["fleet"].unit_vectors is None  # the oracle searched through Chroma's index
+    assert [found(held, *q) for q in queries] == expected and all(expected)
+    assert held._lexical["fleet"].unit_vectors is not None
+
+
 def passage(text: str, score: float) -> Passage:
     return Passage(text=text, score=score, document_id="d")
 
