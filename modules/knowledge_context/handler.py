@@ -32,6 +32,7 @@ from components.context_window.base import (
 )
 from components.context_window.fitting import clip, estimator
 from components.context_window.metering import labelled
+from components.context_window.offload import LARGE, run_sized
 from components.context_window.phases import visible
 from components.context_window.relevance import terms as stemmed_terms
 from components.context_window.session_cache import SessionCache
@@ -559,29 +560,23 @@ _MIN_WINDOW = 12
 
 
 async def packed(plan: Plan, budget: int, ctx: AssemblyContext, opts: Options) -> list[Source]:
-    """``pack``, the hits and the chosen text counted first in a worker thread when they are new and long (the
-    exact count of 6,000 tokens of excerpts held the event loop ~5 ms): the same sources, off the loop."""
+    """``pack``, through the offload runner when the hits are long: stemming their words and counting the windows'
+    sentences and the widened sources held the event loop up to 22 ms of a demo turn (~1 ms per 2,500 characters
+    of hits); the same sources, off the loop."""
     tokens = estimator(ctx)
     hits = [*plan.ranked, *(p for near in plan.nearby.values() for p in near)]
-    await tokens.warm(t for p in hits for t in (p.text, Source(p, (p,)).label))
-    chosen = choose(plan, budget, tokens, opts)
-    await tokens.warm([_text(chosen)])
-    return fitted(chosen, budget, tokens)
+    size = sum(len(p.text) for p in hits) * LARGE // 2_500
+    return await run_sized(ctx.offload, size, lambda: pack(plan, budget, tokens, opts))
 
 
 def pack(plan: Plan, budget: int, tokens: TokenCounter, opts: Options) -> list[Source]:
     """The sources for ``budget``: the first ``k`` ranked hits best first (whole, else a window of the best
     part in the room left), then neighbours of strong hits, then the hits further down the ranking while
     room is left (the retrieval's depth grows with the budget, so a large budget is not left half empty)."""
-    return fitted(choose(plan, budget, tokens, opts), budget, tokens)
-
-
-def choose(plan: Plan, budget: int, tokens: TokenCounter, opts: Options) -> list[Source]:
-    """``pack``'s sources by the estimate (``_estimate``), before the exact count's check."""
     weights = _term_weights(plan.retrieval_query, plan.ranked)
     chosen = _taken(plan.ranked[: opts.k], [], budget, tokens, weights)
     chosen = _widen(chosen, plan.nearby, budget, tokens, opts)
-    return _taken(plan.ranked[opts.k :], chosen, budget, tokens, weights)
+    return fitted(_taken(plan.ranked[opts.k :], chosen, budget, tokens, weights), budget, tokens)
 
 
 def fitted(chosen: list[Source], budget: int, tokens: TokenCounter) -> list[Source]:
