@@ -222,9 +222,15 @@ async def test_rank_fusion_keeps_each_signals_best_hit_near_the_top(retriever: C
 
 
 def dedupe_every_pair(passages: Sequence[Passage], threshold: float, limit: int | None) -> list[Passage]:
-    """dedupe as it was first written: every kept passage compared with each new one (the reference)."""
+    """dedupe as it was first written: every kept passage compared with each new one, by sets of word trigrams (the
+    reference, independent of the code's hashed shingles)."""
+    import string
+
     from tda.knowledge.chunking import content_hash
-    from tda.knowledge.retrieval import _shingles
+
+    def _shingles(text: str) -> set[tuple[str, ...]]:
+        words = "".join(" " if c in string.punctuation else c for c in text.lower()).split()
+        return {tuple(words[i : i + 3]) for i in range(max(1, len(words) - 2))}
 
     kept: list[Passage] = []
     hashes: set[str] = set()
