@@ -3,6 +3,7 @@ a kept index ranks is what a fresh one would, whatever the next conversation rep
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 
 from hypothesis import given, settings
@@ -69,7 +70,7 @@ async def test_a_call_going_on_from_an_earlier_one_indexes_only_what_it_added():
     embedder, messages = HistoryEmbedder(), planted(40)
     service = SessionRecall(embedder)
     first = service.for_one_call(_beginnings(messages[:-2]))
-    await first.sync(Session("", messages=messages[:-2]))
+    await first._synced(Session("", messages=messages[:-2]))  # as a call does: it waits a moment for the vectors
     (built,) = first._indexes.values()
     first.call_done()
     second = service.for_one_call(_beginnings(messages))
@@ -95,3 +96,29 @@ def test_the_indexes_kept_for_later_calls_are_bounded_in_number_and_memory():
     for n in range(5):
         kept.keep(f"m{n}", index_of(4_000))
     assert kept.held_bytes <= 10_000 and len(kept) == 2
+
+
+class SlowEmbedder(HistoryEmbedder):
+    """Takes longer over a batch than a stateless call waits for its vectors."""
+
+    async def embed(self, texts):
+        await asyncio.sleep(0.05)
+        return await super().embed(texts)
+
+
+async def test_a_conversation_sent_again_and_again_is_embedded_once_though_every_call_stops_waiting():
+    """A stateless client sends the same long conversation call after call, each call's vectors job cancelled before
+    a batch is done (``vectors_wait_s``): the batches under way still land, a call finds the texts another is
+    embedding and waits for them rather than embedding them again, and the calls come to rank by meaning."""
+    embedder, messages = SlowEmbedder(), planted(100)
+    service = SessionRecall(embedder, vectors_wait_s=0.01)
+    methods = []
+    for _ in range(12):
+        one = service.for_one_call(_beginnings(messages))
+        ranking = await one.recall(Session("", messages=messages), "greyhound", before=len(messages), enough_tokens=100)
+        one.call_done()
+        methods.append(ranking.method)
+        await asyncio.sleep(0.02)
+    history = embedder.history()
+    assert len(history) == len(set(history)) and history  # no text embedded twice
+    assert methods[0] == "lexical" and methods[-1] == "lexical+dense"

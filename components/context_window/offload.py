@@ -39,7 +39,7 @@ async def guarded(lock: asyncio.Lock, runner: Runner | None, size: int, work: Ca
         async with lock:
             return work()
     step: asyncio.Future[T] = asyncio.ensure_future(_locked(lock, runner, work))
-    step.add_done_callback(_retrieved)  # a caller that went away is not told: its error is not logged as lost
+    step.add_done_callback(retrieved)  # a caller that went away is not told: its error is not logged as lost
     return await asyncio.shield(step)
 
 
@@ -48,6 +48,7 @@ async def _locked(lock: asyncio.Lock, runner: Runner, work: Callable[[], T]) -> 
         return await runner(work)
 
 
-def _retrieved(step: asyncio.Future[Any]) -> None:
+def retrieved(step: asyncio.Future[Any]) -> None:
+    """Reads a finished step's outcome, so that a failure nobody awaited is not logged as never retrieved."""
     if not step.cancelled():
         step.exception()

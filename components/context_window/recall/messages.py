@@ -42,7 +42,7 @@ from ..base import (
     pages_newest_first,
 )
 from ..isolation import describe_error
-from ..offload import Runner, guarded, run_sized
+from ..offload import Runner, guarded, retrieved, run_sized
 from ..phases import visible
 from ..relevance import (
     RRF_K,
@@ -644,6 +644,8 @@ class SessionRecall:
         self._vectors: BoundedCache[str, np.ndarray] = BoundedCache(max_vectors)
         """Vectors by the text embedded: a history indexed afresh (edited, or another session with the same
         messages) is not embedded again."""
+        self._embedding: dict[str, asyncio.Future[dict[str, np.ndarray]]] = {}
+        """The texts being embedded, by the job embedding them: a call needing one waits for it (``_embedded``)."""
         self._queries: BoundedCache[str, np.ndarray] = BoundedCache(64)
         """Query vectors by the query's text (one embedder per recall: the same text, the same vector)."""
         self._jobs: set[asyncio.Task[None]] = set()
@@ -667,7 +669,7 @@ class SessionRecall:
             evidence=self.evidence,
             runner=self.runner,
         )
-        one._vectors, one._queries = self._vectors, self._queries
+        one._vectors, one._queries, one._embedding = self._vectors, self._queries, self._embedding
         if beginnings:
             one._beginnings, one._kept_by = beginnings, self.call_indexes
             index = self.call_indexes.take(beginnings)
@@ -842,11 +844,39 @@ class SessionRecall:
             return None
         for start in range(0, len(missing), EMBED_BATCH):
             batch = missing[start : start + EMBED_BATCH]
-            for text, vector in zip(batch, await self.embedder.embed(batch), strict=True):
-                known[text] = self._vectors.put(text, np.asarray(vector, dtype=np.float32))
+            known.update(await self._embedded(batch))
         if reachable:  # a store that failed to read is not written to (it would fail again, message by message)
             await self._to_store(index, keys, known)
         return await self._over(parts, lambda some: [[known[p] for p in per] for per in some])
+
+    async def _embedded(self, texts: list[str]) -> dict[str, np.ndarray]:
+        """``texts`` embedded and kept by text: those another call is embedding are awaited from it. Shielded, so a
+        caller's cancelling loses no batch: a stateless call's vectors job is cancelled after ``vectors_wait_s``,
+        and the calls that sent the same conversation after it each embedded the same first batch again (64 texts,
+        1-4 s of a worker thread), lost with each job: ~0.6-1.5 s of CPU a call on a 240-message agent history, for
+        as long as the client kept sending it (measured)."""
+        jobs = {id(job): job for t in texts if (job := self._embedding.get(t)) is not None}
+        mine = [t for t in texts if t not in self._embedding]
+        if mine:
+            job = asyncio.ensure_future(self._embed_now(mine))
+            job.add_done_callback(retrieved)
+            self._embedding.update(dict.fromkeys(mine, job))
+            jobs[id(job)] = job
+        found: dict[str, np.ndarray] = {}
+        for job in jobs.values():
+            found.update(await asyncio.shield(job))
+        return {t: found[t] for t in texts}
+
+    async def _embed_now(self, texts: list[str]) -> dict[str, np.ndarray]:
+        assert self.embedder is not None
+        try:
+            vectors = await self.embedder.embed(texts)
+            return {
+                t: self._vectors.put(t, np.asarray(v, dtype=np.float32)) for t, v in zip(texts, vectors, strict=True)
+            }
+        finally:
+            for text in texts:
+                self._embedding.pop(text, None)
 
     async def _query_vector(self, index: HistoryIndex, query: str, n: int) -> np.ndarray | None:
         """The query's vector when ``index``'s first ``n`` messages have vectors (kept for the next asker: a turn's
