@@ -26,6 +26,8 @@ from components.context_window.base import (
     Contribution,
     Message,
     Passage,
+    SentenceRetriever,
+    SentenceWindow,
     TokenCounter,
     joined,
     newest_first,
@@ -33,6 +35,7 @@ from components.context_window.base import (
 from components.context_window.fitting import clip, estimator
 from components.context_window.metering import labelled
 from components.context_window.phases import visible
+from components.context_window.relevance import RRF_K
 from components.context_window.relevance import terms as stemmed_terms
 from components.context_window.session_cache import SessionCache
 
@@ -88,6 +91,13 @@ class Options:
     """Retrieve ``filter_pool`` passages and keep the 2 to 10 the model judges relevant (needs a real
     model: without a summarizer the stage is skipped)."""
     filter_pool: int = _DEFAULTS.filter_pool
+    sentence_windows: bool = _DEFAULTS.sentence_windows
+    """When the budget cannot hold the first two hits whole, send windows of sentences found across the corpus by the
+    sentence index (when the retriever has one), beside the first hit whole when it leaves them room: see
+    ``sentence_sources``."""
+    sentence_radius: int = _DEFAULTS.sentence_radius
+    chunk_weight: float = _DEFAULTS.chunk_weight
+    """How much the rank of the chunk holding a sentence counts beside the sentence's own two rankings."""
 
     def depth(self, budget: int) -> int:
         """How many hits to retrieve for ``budget``: never fewer than ``k``, more as the budget grows."""
@@ -113,6 +123,9 @@ class Options:
             history_messages=max(1, int(cfg.get("history_messages", d.history_messages))),
             llm_filter=bool(cfg.get("llm_filter", d.llm_filter)),
             filter_pool=max(2, int(cfg.get("filter_pool", d.filter_pool))),
+            sentence_windows=bool(cfg.get("sentence_windows", d.sentence_windows)),
+            sentence_radius=max(0, int(cfg.get("sentence_radius", d.sentence_radius))),
+            chunk_weight=max(0.0, float(cfg.get("chunk_weight", d.chunk_weight))),
         )
 
 
@@ -560,13 +573,122 @@ _MIN_WINDOW = 12
 
 async def packed(plan: Plan, budget: int, ctx: AssemblyContext, opts: Options) -> list[Source]:
     """``pack``, the hits and the chosen text counted first in a worker thread when they are new and long (the
-    exact count of 6,000 tokens of excerpts held the event loop ~5 ms): the same sources, off the loop."""
+    exact count of 6,000 tokens of excerpts held the event loop ~5 ms): the same sources, off the loop. When the
+    budget cannot hold the first two hits whole, sentence windows from the sentence index when there is one."""
     tokens = estimator(ctx)
     hits = [*plan.ranked, *(p for near in plan.nearby.values() for p in near)]
     await tokens.warm(t for p in hits for t in (p.text, Source(p, (p,)).label))
-    chosen = choose(plan, budget, tokens, opts)
+    windows = await _sentence_windows(plan, ctx, opts) if wants_sentences(plan, budget, tokens, opts) else []
+    if windows:
+        await tokens.warm(t for w in windows for t in (*w.sentences, _where(w.title or w.document_id, w.section)))
+        first = [Source(plan.ranked[0], (plan.ranked[0],))]
+        whole = first if _estimate(first, tokens) + _SENTENCE_ROOM <= budget else []
+        chosen = sentence_sources(windows, plan.ranked, budget, tokens, opts, whole)
+    else:
+        chosen = choose(plan, budget, tokens, opts)
     await tokens.warm([_text(chosen)])
     return fitted(chosen, budget, tokens)
+
+
+def wants_sentences(plan: Plan, budget: int, tokens: TokenCounter, opts: Options) -> bool:
+    """Whether the budget is too small for the first two hits whole: then sentence windows found across the corpus
+    answer more questions than windows of the first hits do (300 and 500 tokens; see docs/knowledge.md)."""
+    if not opts.sentence_windows or not plan.ranked:
+        return False
+    return _estimate([Source(p, (p,)) for p in plan.ranked[:2]], tokens) > budget
+
+
+_SENTENCE_ROOM = 100
+"""Tokens the sentence windows need beside the first hit for it to be sent whole (a window of three sentences and its
+label cost ~70): with less, every source is a sentence window."""
+
+
+async def _sentence_windows(plan: Plan, ctx: AssemblyContext, opts: Options) -> list[SentenceWindow]:
+    """The sentence index's windows for the query (once per assembly; none when the retriever has no index)."""
+    if not isinstance(ctx.knowledge, SentenceRetriever):
+        return []
+    key = ("sentences", plan.retrieval_query, opts.collections, opts.sentence_radius)
+    if key not in ctx.memo:
+        ctx.memo[key] = await ctx.knowledge.sentence_windows(
+            plan.retrieval_query, collections=opts.collections, radius=opts.sentence_radius
+        )
+    return list(ctx.memo[key])
+
+
+def sentence_sources(
+    windows: Sequence[SentenceWindow],
+    ranked: Sequence[Passage],
+    budget: int,
+    tokens: TokenCounter,
+    opts: Options,
+    chosen: Sequence[Source] = (),
+) -> list[Source]:
+    """Sentence windows best first while they fit, windows of one document that overlap or touch merged. A window
+    ranks by its sentence's fused score plus ``chunk_weight`` times the chunk ranking's reciprocal rank of the chunk
+    holding it: the sentence's own signals find answers in chunks that rank low, the chunk's keeps the context."""
+    chunk_rank = {_key(p): r for r, p in enumerate(ranked, start=1)}
+
+    def worth(w: SentenceWindow) -> float:
+        rank = chunk_rank.get((w.collection, w.document_id, w.chunk_index))
+        return w.score + (opts.chunk_weight * (RRF_K + 1) / (RRF_K + rank) if rank else 0.0)
+
+    whole = list(chosen)
+    spans: list[_Span] = []
+    picked: list[Source] = whole
+    for window in sorted(windows, key=lambda w: -worth(w)):
+        if any(_normalised(window.sentences[window.position - window.first]) in _normalised(s.text) for s in whole):
+            continue  # shown whole already
+        trial = _with_window(spans, window)
+        sources = [*whole, *(span.source() for span in trial)]
+        if _estimate(sources, tokens) <= budget:
+            spans, picked = trial, sources
+    return picked
+
+
+@dataclass(frozen=True)
+class _Span:
+    """Consecutive sentences of one document, as one source: the window that found them first names it."""
+
+    found: SentenceWindow
+    sentences: tuple[tuple[int, str], ...]
+    """(position, text), in document order."""
+
+    def touches(self, w: SentenceWindow) -> bool:
+        same = (w.collection, w.document_id) == (self.found.collection, self.found.document_id)
+        first, last = self.sentences[0][0], self.sentences[-1][0]
+        return same and w.first <= last + 1 and first <= w.first + len(w.sentences)
+
+    def joined(self, w: SentenceWindow) -> _Span:
+        merged = dict(self.sentences) | dict(enumerate(w.sentences, start=w.first))
+        return _Span(self.found, tuple(sorted(merged.items())))
+
+    def source(self) -> Source:
+        return _span_source(self)
+
+
+@lru_cache(maxsize=256)
+def _span_source(span: _Span) -> Source:
+    """A span as a source (kept by value: a pack's trials render the same spans again and again)."""
+    w = span.found
+    text = " ".join(t for _, t in span.sentences)
+    hit = Passage(
+        text=text,
+        score=w.score,
+        document_id=w.document_id,
+        title=w.title,
+        section=w.section,
+        chunk_index=w.chunk_index,
+        collection=w.collection,
+    )
+    return Source(hit, (hit,), window=text)
+
+
+def _with_window(spans: Sequence[_Span], w: SentenceWindow) -> list[_Span]:
+    """``spans`` with ``w`` joined to the span of its document it overlaps or touches (in its place), else added."""
+    for n, span in enumerate(spans):
+        if span.touches(w):
+            return [*spans[:n], span.joined(w), *spans[n + 1 :]]
+    return [*spans, _Span(w, tuple(enumerate(w.sentences, start=w.first)))]
 
 
 def pack(plan: Plan, budget: int, tokens: TokenCounter, opts: Options) -> list[Source]:
