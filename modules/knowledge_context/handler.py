@@ -34,6 +34,7 @@ from components.context_window.base import (
 )
 from components.context_window.fitting import clip, estimator
 from components.context_window.metering import labelled
+from components.context_window.offload import run_sized
 from components.context_window.phases import visible
 from components.context_window.relevance import RRF_K
 from components.context_window.relevance import terms as stemmed_terms
@@ -583,7 +584,11 @@ async def packed(plan: Plan, budget: int, ctx: AssemblyContext, opts: Options) -
         await tokens.warm(t for w in windows for t in (*w.sentences, _where(w.title or w.document_id, w.section)))
         first = [Source(plan.ranked[0], (plan.ranked[0],))]
         whole = first if _estimate(first, tokens) + _SENTENCE_ROOM <= budget else []
-        chosen = sentence_sources(windows, plan.ranked, budget, tokens, opts, whole)
+        chosen = await run_sized(
+            ctx.offload,
+            len(windows) * _WINDOW_WORK,
+            lambda: sentence_sources(windows, plan.ranked, budget, tokens, opts, whole),
+        )
     else:
         chosen = choose(plan, budget, tokens, opts)
     await tokens.warm([_text(chosen)])
@@ -597,6 +602,10 @@ def wants_sentences(plan: Plan, budget: int, tokens: TokenCounter, opts: Options
         return False
     return _estimate([Source(p, (p,)) for p in plan.ranked[:2]], tokens) > budget
 
+
+_WINDOW_WORK = 30
+"""A sentence window's trial in ``sentence_sources`` costs ~30 us, as much as 30 of ``run_sized``'s items: 100 windows
+(~3 ms) are packed off the event loop."""
 
 _SENTENCE_ROOM = 100
 """Tokens the sentence windows need beside the first hit for it to be sent whole (a window of three sentences and its
@@ -634,15 +643,19 @@ def sentence_sources(
 
     whole = list(chosen)
     spans: list[_Span] = []
-    picked: list[Source] = whole
+    total = _estimate(whole, tokens) if whole else tokens.count(HEADER) + 1
     for window in sorted(windows, key=lambda w: -worth(w)):
         if any(_normalised(window.sentences[window.position - window.first]) in _normalised(s.text) for s in whole):
             continue  # shown whole already
-        trial = _with_window(spans, window)
-        sources = [*whole, *(span.source() for span in trial)]
-        if _estimate(sources, tokens) <= budget:
-            spans, picked = trial, sources
-    return picked
+        n = next((n for n, span in enumerate(spans) if span.touches(window)), len(spans))
+        span = spans[n].joined(window) if n < len(spans) else _Span.of(window)
+        rest = total - (spans[n].cost(tokens) if n < len(spans) else 0)
+        if rest + span.least(tokens) > budget:
+            continue  # too long by its sentences' counts alone
+        cost = rest + span.cost(tokens)
+        if cost <= budget:
+            spans, total = [*spans[:n], span, *spans[n + 1 :]], cost
+    return [*whole, *(_span_source(span) for span in spans)]
 
 
 @dataclass(frozen=True)
@@ -653,6 +666,10 @@ class _Span:
     sentences: tuple[tuple[int, str], ...]
     """(position, text), in document order."""
 
+    @classmethod
+    def of(cls, w: SentenceWindow) -> _Span:
+        return cls(w, tuple(enumerate(w.sentences, start=w.first)))
+
     def touches(self, w: SentenceWindow) -> bool:
         same = (w.collection, w.document_id) == (self.found.collection, self.found.document_id)
         first, last = self.sentences[0][0], self.sentences[-1][0]
@@ -662,15 +679,29 @@ class _Span:
         merged = dict(self.sentences) | dict(enumerate(w.sentences, start=w.first))
         return _Span(self.found, tuple(sorted(merged.items())))
 
-    def source(self) -> Source:
-        return _span_source(self)
+    @cached_property
+    def label(self) -> str:
+        return _where(self.found.title or self.found.document_id, self.found.section)
+
+    @cached_property
+    def text(self) -> str:
+        return " ".join(t for _, t in self.sentences)
+
+    def cost(self, tokens: TokenCounter) -> int:
+        """Its share of ``_estimate``, as a source's (``_part``)."""
+        return tokens.count(self.label) + tokens.count(self.text) + 6
+
+    def least(self, tokens: TokenCounter) -> int:
+        """A lower estimate of ``cost`` from its sentences' counts (the module counts them first, in a worker thread
+        when they are many): a pack tries ~100 windows, and counting each trial's text held the event loop ~10 ms at
+        300 tokens; only the windows that may fit are counted whole."""
+        return tokens.count(self.label) + sum(tokens.count(t) - 1 for _, t in self.sentences) + 6
 
 
-@lru_cache(maxsize=256)
 def _span_source(span: _Span) -> Source:
-    """A span as a source (kept by value: a pack's trials render the same spans again and again)."""
+    """A span as a source: a window of its document's sentences."""
     w = span.found
-    text = " ".join(t for _, t in span.sentences)
+    text = span.text
     hit = Passage(
         text=text,
         score=w.score,
@@ -681,14 +712,6 @@ def _span_source(span: _Span) -> Source:
         collection=w.collection,
     )
     return Source(hit, (hit,), window=text)
-
-
-def _with_window(spans: Sequence[_Span], w: SentenceWindow) -> list[_Span]:
-    """``spans`` with ``w`` joined to the span of its document it overlaps or touches (in its place), else added."""
-    for n, span in enumerate(spans):
-        if span.touches(w):
-            return [*spans[:n], span.joined(w), *spans[n + 1 :]]
-    return [*spans, _Span(w, tuple(enumerate(w.sentences, start=w.first)))]
 
 
 def pack(plan: Plan, budget: int, tokens: TokenCounter, opts: Options) -> list[Source]:
