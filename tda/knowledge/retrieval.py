@@ -389,17 +389,12 @@ class _SentenceIndex:
             {"id": i, "text": t, "metadata": dict(m or {})}
             for i, t, m in zip(got["ids"], got["documents"] or [], got["metadatas"] or [], strict=True)
         ]
+        places = [(str(r["metadata"].get("document_id", "")), int(r["metadata"].get("position", 0))) for r in rows]
         placed: dict[str, dict[int, str]] = {}
-        for r in rows:
-            placed.setdefault(str(r["metadata"].get("document_id", "")), {})[int(r["metadata"].get("position", 0))] = r[
-                "text"
-            ]
+        for (document, at), r in zip(places, rows, strict=True):
+            placed.setdefault(document, {})[at] = r["text"]
         documents = {d: [by[p] for p in sorted(by)] for d, by in placed.items()}
-        windows = []
-        for r in rows:
-            sentences = documents[str(r["metadata"].get("document_id", ""))]
-            at = int(r["metadata"].get("position", 0))
-            windows.append(" ".join(sentences[max(0, at - 1) : at + 2]))
+        windows = [" ".join(documents[document][max(0, at - 1) : at + 2]) for document, at in places]
         return cls(key, collection, rows, {str(r["id"]): n for n, r in enumerate(rows)}, documents, BM25Index(windows))
 
     def window(self, collection: str, row: int, radius: int, score: float) -> SentenceWindow:
