@@ -516,6 +516,38 @@ class KnowledgeRetriever(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class SentenceWindow:
+    """A sentence a knowledge store's sentence index found for a query, with the sentences around it in its document:
+    ``sentences`` are the document's sentences from position ``first`` on, the one found among them."""
+
+    collection: str
+    document_id: str
+    title: str
+    section: str
+    chunk_index: int
+    """The chunk that holds the sentence found."""
+    position: int
+    """The sentence found, among its document's sentences (from 0)."""
+    first: int
+    sentences: tuple[str, ...]
+    score: float
+    """Its rank fusion's score (higher is better)."""
+
+
+@runtime_checkable
+class SentenceRetriever(Protocol):
+    """A knowledge retriever that also searches a sentence index (every sentence embedded alone): sentences found by
+    meaning across the corpus, even in a chunk that ranks low. Optional: a retriever without one has no such method."""
+
+    async def sentence_windows(
+        self, query: str, *, collections: Sequence[str] = (), k: int = 100, radius: int = 1
+    ) -> list[SentenceWindow]:
+        """The ``k`` best sentences for ``query``, best first, each with ``radius`` sentences on each side; empty
+        when the collections have no sentence index."""
+        ...
+
+
 @runtime_checkable
 class CaseRetriever(Protocol):
     async def retrieve_cases(self, query: str, *, k: int = 3) -> list[ChampionCase]: ...

@@ -26,6 +26,8 @@ from components.context_window.base import (
     Contribution,
     Message,
     Passage,
+    SentenceRetriever,
+    SentenceWindow,
     TokenCounter,
     joined,
     newest_first,
@@ -34,6 +36,7 @@ from components.context_window.fitting import clip, estimator
 from components.context_window.metering import labelled
 from components.context_window.offload import LARGE, run_sized
 from components.context_window.phases import visible
+from components.context_window.relevance import RRF_K
 from components.context_window.relevance import terms as stemmed_terms
 from components.context_window.session_cache import SessionCache
 
@@ -89,6 +92,13 @@ class Options:
     """Retrieve ``filter_pool`` passages and keep the 2 to 10 the model judges relevant (needs a real
     model: without a summarizer the stage is skipped)."""
     filter_pool: int = _DEFAULTS.filter_pool
+    sentence_windows: bool = _DEFAULTS.sentence_windows
+    """When the budget cannot hold the first two hits whole, send windows of sentences found across the corpus by the
+    sentence index (when the retriever has one), beside the first hit whole when it leaves them room: see
+    ``sentence_sources``."""
+    sentence_radius: int = _DEFAULTS.sentence_radius
+    chunk_weight: float = _DEFAULTS.chunk_weight
+    """How much the rank of the chunk holding a sentence counts beside the sentence's own two rankings."""
 
     def depth(self, budget: int) -> int:
         """How many hits to retrieve for ``budget``: never fewer than ``k``, more as the budget grows."""
@@ -114,6 +124,9 @@ class Options:
             history_messages=max(1, int(cfg.get("history_messages", d.history_messages))),
             llm_filter=bool(cfg.get("llm_filter", d.llm_filter)),
             filter_pool=max(2, int(cfg.get("filter_pool", d.filter_pool))),
+            sentence_windows=bool(cfg.get("sentence_windows", d.sentence_windows)),
+            sentence_radius=max(0, int(cfg.get("sentence_radius", d.sentence_radius))),
+            chunk_weight=max(0.0, float(cfg.get("chunk_weight", d.chunk_weight))),
         )
 
 
@@ -575,17 +588,146 @@ _MIN_WINDOW = 12
 async def packed(plan: Plan, budget: int, ctx: AssemblyContext, opts: Options) -> list[Source]:
     """``pack``, through the offload runner when the hits are long: stemming their words and counting the windows'
     sentences and the widened sources held the event loop up to 22 ms of a demo turn (~1 ms per 2,500 characters
-    of hits); the same sources, off the loop."""
+    of hits); the same sources, off the loop. When the budget cannot hold the first two hits whole, sentence
+    windows from the sentence index when there is one."""
     tokens = estimator(ctx)
     hits = [*plan.ranked, *(p for near in plan.nearby.values() for p in near)]
     size = sum(len(p.text) for p in hits) * LARGE // 2_500
-    return await run_sized(ctx.offload, size, lambda: pack(plan, budget, tokens, opts))
+    windows = await _sentence_windows(plan, ctx, opts) if wants_sentences(plan, budget, tokens, opts) else []
+    size += len(windows) * _WINDOW_WORK
+    return await run_sized(ctx.offload, size, lambda: pack(plan, budget, tokens, opts, windows))
 
 
-def pack(plan: Plan, budget: int, tokens: TokenCounter, opts: Options) -> list[Source]:
+def wants_sentences(plan: Plan, budget: int, tokens: TokenCounter, opts: Options) -> bool:
+    """Whether the budget is too small for the first two hits whole: then sentence windows found across the corpus
+    answer more questions than windows of the first hits do (300 and 500 tokens; see docs/knowledge.md)."""
+    if not opts.sentence_windows or not plan.ranked:
+        return False
+    return _estimate([Source(p, (p,)) for p in plan.ranked[:2]], tokens) > budget
+
+
+_WINDOW_WORK = 30
+"""A sentence window's trial in ``sentence_sources`` costs ~30 us, as much as 30 of ``run_sized``'s items: 100 windows
+(~3 ms) are packed off the event loop."""
+
+_SENTENCE_ROOM = 100
+"""Tokens the sentence windows need beside the first hit for it to be sent whole (a window of three sentences and its
+label cost ~70): with less, every source is a sentence window."""
+
+
+async def _sentence_windows(plan: Plan, ctx: AssemblyContext, opts: Options) -> list[SentenceWindow]:
+    """The sentence index's windows for the query (once per assembly; none when the retriever has no index)."""
+    if not isinstance(ctx.knowledge, SentenceRetriever):
+        return []
+    key = ("sentences", plan.retrieval_query, opts.collections, opts.sentence_radius)
+    if key not in ctx.memo:
+        ctx.memo[key] = await ctx.knowledge.sentence_windows(
+            plan.retrieval_query, collections=opts.collections, radius=opts.sentence_radius
+        )
+    return list(ctx.memo[key])
+
+
+def sentence_sources(
+    windows: Sequence[SentenceWindow],
+    ranked: Sequence[Passage],
+    budget: int,
+    tokens: TokenCounter,
+    opts: Options,
+    chosen: Sequence[Source] = (),
+) -> list[Source]:
+    """Sentence windows best first while they fit, windows of one document that overlap or touch merged. A window
+    ranks by its sentence's fused score plus ``chunk_weight`` times the chunk ranking's reciprocal rank of the chunk
+    holding it: the sentence's own signals find answers in chunks that rank low, the chunk's keeps the context."""
+    chunk_rank = {_key(p): r for r, p in enumerate(ranked, start=1)}
+
+    def worth(w: SentenceWindow) -> float:
+        rank = chunk_rank.get((w.collection, w.document_id, w.chunk_index))
+        return w.score + (opts.chunk_weight * (RRF_K + 1) / (RRF_K + rank) if rank else 0.0)
+
+    whole = list(chosen)
+    spans: list[_Span] = []
+    total = _estimate(whole, tokens) if whole else tokens.count(HEADER) + 1
+    for window in sorted(windows, key=lambda w: -worth(w)):
+        if any(_normalised(window.sentences[window.position - window.first]) in _normalised(s.text) for s in whole):
+            continue  # shown whole already
+        n = next((n for n, span in enumerate(spans) if span.touches(window)), len(spans))
+        span = spans[n].joined(window) if n < len(spans) else _Span.of(window)
+        rest = total - (spans[n].cost(tokens) if n < len(spans) else 0)
+        if rest + span.least(tokens) > budget:
+            continue  # too long by its sentences' counts alone
+        cost = rest + span.cost(tokens)
+        if cost <= budget:
+            spans, total = [*spans[:n], span, *spans[n + 1 :]], cost
+    return [*whole, *(_span_source(span) for span in spans)]
+
+
+@dataclass(frozen=True)
+class _Span:
+    """Consecutive sentences of one document, as one source: the window that found them first names it."""
+
+    found: SentenceWindow
+    sentences: tuple[tuple[int, str], ...]
+    """(position, text), in document order."""
+
+    @classmethod
+    def of(cls, w: SentenceWindow) -> _Span:
+        return cls(w, tuple(enumerate(w.sentences, start=w.first)))
+
+    def touches(self, w: SentenceWindow) -> bool:
+        same = (w.collection, w.document_id) == (self.found.collection, self.found.document_id)
+        first, last = self.sentences[0][0], self.sentences[-1][0]
+        return same and w.first <= last + 1 and first <= w.first + len(w.sentences)
+
+    def joined(self, w: SentenceWindow) -> _Span:
+        merged = dict(self.sentences) | dict(enumerate(w.sentences, start=w.first))
+        return _Span(self.found, tuple(sorted(merged.items())))
+
+    @cached_property
+    def label(self) -> str:
+        return _where(self.found.title or self.found.document_id, self.found.section)
+
+    @cached_property
+    def text(self) -> str:
+        return " ".join(t for _, t in self.sentences)
+
+    def cost(self, tokens: TokenCounter) -> int:
+        """Its share of ``_estimate``, as a source's (``_part``)."""
+        return tokens.count(self.label) + tokens.count(self.text) + 6
+
+    def least(self, tokens: TokenCounter) -> int:
+        """A lower estimate of ``cost`` from its sentences' counts (the module counts them first, in a worker thread
+        when they are many): a pack tries ~100 windows, and counting each trial's text held the event loop ~10 ms at
+        300 tokens; only the windows that may fit are counted whole."""
+        return tokens.count(self.label) + sum(tokens.count(t) - 1 for _, t in self.sentences) + 6
+
+
+def _span_source(span: _Span) -> Source:
+    """A span as a source: a window of its document's sentences."""
+    w = span.found
+    text = span.text
+    hit = Passage(
+        text=text,
+        score=w.score,
+        document_id=w.document_id,
+        title=w.title,
+        section=w.section,
+        chunk_index=w.chunk_index,
+        collection=w.collection,
+    )
+    return Source(hit, (hit,), window=text)
+
+
+def pack(
+    plan: Plan, budget: int, tokens: TokenCounter, opts: Options, windows: Sequence[SentenceWindow] = ()
+) -> list[Source]:
     """The sources for ``budget``: the first ``k`` ranked hits best first (whole, else a window of the best
     part in the room left), then neighbours of strong hits, then the hits further down the ranking while
-    room is left (the retrieval's depth grows with the budget, so a large budget is not left half empty)."""
+    room is left (the retrieval's depth grows with the budget, so a large budget is not left half empty).
+    With sentence ``windows``: those (``sentence_sources``), beside the first hit whole when it leaves them room."""
+    if windows:
+        first = [Source(plan.ranked[0], (plan.ranked[0],))]
+        whole = first if _estimate(first, tokens) + _SENTENCE_ROOM <= budget else []
+        return fitted(sentence_sources(windows, plan.ranked, budget, tokens, opts, whole), budget, tokens)
     weights = _term_weights(plan.retrieval_query, plan.ranked)
     chosen = _taken(plan.ranked[: opts.k], [], budget, tokens, weights)
     chosen = _widen(chosen, plan.nearby, budget, tokens, opts)

@@ -34,3 +34,12 @@ class KnowledgeOptions(ModuleOptions):
     history_messages: int = Field(3, ge=1, description="Recent messages a follow-up is rewritten from.")
     llm_filter: bool = Field(False, description="Let the model keep the relevant passages of a larger pool.")
     filter_pool: int = Field(15, ge=2, description="Passages the model filter chooses from.")
+    sentence_windows: bool = Field(
+        True,
+        description="When the budget cannot hold the first two hits whole, send windows of the sentences that match "
+        "the question best across the collections (needs a sentence index: collections ingested since it was added).",
+    )
+    sentence_radius: int = Field(1, ge=0, description="Sentences sent on each side of a sentence found.")
+    chunk_weight: float = Field(
+        1.5, ge=0, description="How much the rank of the chunk holding a found sentence counts beside its own."
+    )

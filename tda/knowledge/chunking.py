@@ -219,3 +219,57 @@ def _tail(units: list[_Unit], budget: int) -> list[_Unit]:
     if tail:
         tail[0] = replace(tail[0], joiner="")
     return tail
+
+
+# --- the sentence index: every sentence of a document, each in the chunk that holds it --------
+
+_SENTENCE_OR_PARAGRAPH = re.compile(r"(?<=[.!?])\s+|\n\s*\n")
+LONGEST_SENTENCE = 600
+"""Characters beyond which a "sentence" (a table, a listing, an option list) is split at its lines."""
+
+
+@dataclass(frozen=True, slots=True)
+class Sentence:
+    """A sentence of a document as the sentence index keeps it: its place among the document's sentences and the
+    chunk that holds it (the first one, where chunks overlap)."""
+
+    text: str
+    chunk_index: int
+    position: int
+
+
+def document_sentences(chunks: Iterable[Chunk]) -> list[Sentence]:
+    """The sentences of a document's ``chunks`` (in chunk order), each once: the overlap a chunk opens with is the
+    previous chunk's, so it is skipped. Sentences end at . ! ? or a blank line; a run longer than
+    ``LONGEST_SENTENCE`` characters is split at its lines."""
+    out: list[Sentence] = []
+    previous = ""
+    for chunk in chunks:
+        own = chunk.text[_repeated(previous, chunk.text) :]
+        for text in _sentence_texts(own):
+            out.append(Sentence(text, chunk.chunk_index, len(out)))
+        previous = chunk.text
+    return out
+
+
+def _sentence_texts(text: str) -> list[str]:
+    out: list[str] = []
+    for sentence in (s.strip() for s in _SENTENCE_OR_PARAGRAPH.split(text)):
+        if len(sentence) > LONGEST_SENTENCE:
+            out += [line.strip() for line in sentence.splitlines() if line.strip()]
+        elif sentence:
+            out.append(sentence)
+    return out
+
+
+def _repeated(before: str, after: str, minimum: int = 20) -> int:
+    """Length of the longest end of ``before`` that ``after`` opens with (the chunk overlap), else 0."""
+    probe = after[:minimum]
+    if len(probe) < minimum:
+        return 0
+    best, start = 0, before.find(probe)
+    while start != -1:
+        if after.startswith(before[start:]):
+            best = max(best, len(before) - start)
+        start = before.find(probe, start + 1)
+    return best

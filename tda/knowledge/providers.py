@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from components.context_window.base import ChampionCase, Passage
+from components.context_window.base import ChampionCase, Passage, SentenceWindow
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -117,6 +117,14 @@ class LiveKnowledge:
             return []
         opened = await self._ready()
         return await opened.retriever.retrieve(query, collections=collections, k=k, min_score=min_score)
+
+    async def sentence_windows(
+        self, query: str, *, collections: Sequence[str] = (), k: int = 100, radius: int = 1
+    ) -> list[SentenceWindow]:
+        if not collections:  # as ``retrieve``: a profile reads only the collections it names
+            return []
+        opened = await self._ready()
+        return await opened.retriever.sentence_windows(query, collections=collections, k=k, radius=radius)
 
     async def neighbours(self, passage: Passage, *, before: int, after: int) -> list[Passage]:
         opened = await self._ready()

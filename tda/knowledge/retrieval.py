@@ -22,7 +22,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from components.context_window.base import Passage
+from components.context_window.base import Passage, SentenceWindow
 from components.context_window.relevance import fuse
 
 from .chunking import content_hash
@@ -81,6 +81,7 @@ class ChromaKnowledgeRetriever:
         self.reranker = reranker
         self._lexical: dict[str, _CollectionIndex] = {}
         self._handles: dict[tuple[str, int], Any] = {}
+        self._sentences: dict[str, _SentenceIndex] = {}
 
     async def retrieve(
         self,
@@ -172,6 +173,78 @@ class ChromaKnowledgeRetriever:
         rows = self.store.get_chunks(passage.collection, where=where)
         found = [_passage(r["id"], r["text"], r["metadata"], passage.collection, 0.0) for r in rows]
         return sorted((p for p in found if p.chunk_index != i), key=lambda p: p.chunk_index)
+
+    # --- the sentence index ----------------------------------------------------------------
+
+    async def sentence_windows(
+        self, query: str, *, collections: Sequence[str] = (), k: int = 100, radius: int = 1
+    ) -> list[SentenceWindow]:
+        return await asyncio.to_thread(self.sentence_search, query, collections=collections, k=k, radius=radius)
+
+    def sentence_search(
+        self, query: str, *, collections: Sequence[str] = (), k: int = 100, radius: int = 1
+    ) -> list[SentenceWindow]:
+        """The ``k`` best sentences of the collections' sentence indexes, each with ``radius`` sentences on each side:
+        cosine (Chroma's nearest ``k``) and BM25 over the sentence with its neighbours (the best ``k``), fused by
+        reciprocal rank as chunks are. A collection without a sentence index adds nothing."""
+        if not query.strip() or k <= 0:
+            return []
+        found: list[SentenceWindow] = []
+        for name in collections or self.store.collection_names():
+            try:
+                found.extend(self._sentence_candidates(name, query, k, radius))
+            except KnowledgeError as exc:
+                log.warning("sentence retrieval skipped: %s", exc)
+        found.sort(key=lambda w: (-w.score, w.document_id, w.position))
+        return found[:k]
+
+    def _sentence_candidates(self, name: str, query: str, k: int, radius: int) -> list[SentenceWindow]:
+        index = self._sentence_index(name)
+        if index is None:
+            return []
+        embed = index.collection.configuration.get("embedding_function")
+        vector = np.asarray(embed([query])[0], dtype=np.float32)
+        near = index.collection.query(
+            query_embeddings=[vector], n_results=min(k, len(index.rows)), include=["distances"]
+        )
+        dense = {i: max(0.0, 1.0 - float(d)) for i, d in zip(near["ids"][0], near["distances"][0], strict=True)}
+        lexical = index.bm25.scores(query)
+        top = [int(i) for i in np.argsort(-lexical, kind="stable")[:k] if lexical[i] > 0]
+        dense |= _dense_scores(
+            index.collection, [index.rows[i]["id"] for i in top if index.rows[i]["id"] not in dense], vector
+        )
+        pool = [index.numbers[i] for i in dense]
+        pool += [i for i in top if index.rows[i]["id"] not in dense]
+        ranking = fuse(
+            lexical=lexical[pool],
+            dense=np.array([dense[index.rows[i]["id"]] for i in pool], dtype=np.float64),
+            weights=(self.settings.lexical_weight, 1 - self.settings.lexical_weight),
+            rrf_k=self.settings.rrf_k,
+        )
+        scale = self.settings.rrf_k + 1
+        return [
+            index.window(name, pool[p], radius, float(score) * scale)
+            for p, score in zip(ranking.positions, ranking.scores, strict=True)
+        ]
+
+    def _sentence_index(self, name: str) -> _SentenceIndex | None:
+        """Collection ``name``'s sentences in memory (BM25 over each with its neighbours), kept until the store writes
+        to it or its count changes (another process wrote); None without a sentence index (looked for once per
+        version of the collection: opening a collection costs milliseconds)."""
+        version = self.store.version(name)
+        cached = self._sentences.get(name)
+        if cached is None or cached.key[0] != version:
+            cached = self._sentences[name] = _SentenceIndex.empty(version, self.store.sentence_collection(name))
+        if cached.collection is None:
+            return None
+        try:
+            total = cached.collection.count()
+        except Exception:  # deleted or recreated by another process: look again next time
+            del self._sentences[name]
+            return None
+        if cached.key != (version, total):
+            cached = self._sentences[name] = _SentenceIndex.build((version, total), cached.collection)
+        return cached if cached.rows else None
 
     # --- candidates ----------------------------------------------------------------------
 
@@ -342,6 +415,57 @@ class _CollectionIndex:
 def _unit_rows(vectors: Sequence[Any]) -> np.ndarray:
     matrix = np.asarray(vectors, dtype=np.float32)
     return matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+
+
+@dataclass(frozen=True, slots=True)
+class _SentenceIndex:
+    """A collection's sentence index in memory: its rows, each document's sentences in order, and BM25 over every
+    sentence with its two neighbours (a sentence alone is often too short to hold the question's words)."""
+
+    key: tuple[int, int]
+    collection: Any
+    rows: list[dict[str, Any]]
+    numbers: dict[str, int]
+    documents: dict[str, list[str]]
+    """Each document's sentences, by position."""
+    bm25: BM25Index
+
+    @classmethod
+    def empty(cls, version: int, collection: Any) -> _SentenceIndex:
+        """Not read yet (``collection`` None: there is no sentence index)."""
+        return cls((version, -1), collection, [], {}, {}, BM25Index([]))
+
+    @classmethod
+    def build(cls, key: tuple[int, int], collection: Any) -> _SentenceIndex:
+        got = collection.get(include=["documents", "metadatas"])
+        rows = [
+            {"id": i, "text": t, "metadata": dict(m or {})}
+            for i, t, m in zip(got["ids"], got["documents"] or [], got["metadatas"] or [], strict=True)
+        ]
+        places = [(str(r["metadata"].get("document_id", "")), int(r["metadata"].get("position", 0))) for r in rows]
+        placed: dict[str, dict[int, str]] = {}
+        for (document, at), r in zip(places, rows, strict=True):
+            placed.setdefault(document, {})[at] = r["text"]
+        documents = {d: [by[p] for p in sorted(by)] for d, by in placed.items()}
+        windows = [" ".join(documents[document][max(0, at - 1) : at + 2]) for document, at in places]
+        return cls(key, collection, rows, {str(r["id"]): n for n, r in enumerate(rows)}, documents, BM25Index(windows))
+
+    def window(self, collection: str, row: int, radius: int, score: float) -> SentenceWindow:
+        meta = self.rows[row]["metadata"]
+        document = str(meta.get("document_id", ""))
+        at = int(meta.get("position", 0))
+        first = max(0, at - radius)
+        return SentenceWindow(
+            collection=collection,
+            document_id=document,
+            title=str(meta.get("title", "")),
+            section=str(meta.get("section", "")),
+            chunk_index=int(meta.get("chunk_index", 0)),
+            position=at,
+            first=first,
+            sentences=tuple(self.documents[document][first : at + radius + 1]),
+            score=score,
+        )
 
 
 def _above_floor(pool: list[_Candidate], relative: float) -> list[_Candidate]:

@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, NamedTuple, TypeVar, cast
 from urllib.parse import urlparse
 
 import chromadb
@@ -21,7 +21,7 @@ from chromadb.config import Settings as ChromaSettings
 
 from ..redact import redact_url
 from ..scope import DEFAULT_PROJECT
-from .chunking import Chunk, where_label
+from .chunking import Chunk, Sentence, document_sentences, where_label
 from .embeddings import DEFAULT_EMBEDDER, make_embedder
 
 _T = TypeVar("_T")
@@ -29,6 +29,8 @@ CASES_COLLECTION = "tda-champion-cases"
 KIND_KEY = "tda_kind"
 _NAME = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9._-]{1,510}[a-zA-Z0-9]$")
 _EMBED_BATCH = 64
+SENTENCES_SUFFIX = "--tda-sentences"
+"""A knowledge collection's sentence index is the Chroma collection of its name and this suffix (kind "sentences")."""
 
 
 class KnowledgeError(ValueError):
@@ -92,7 +94,17 @@ def check_collection_name(name: str) -> str:
         )
     if name == CASES_COLLECTION:
         raise KnowledgeError(f"{CASES_COLLECTION!r} is reserved for champion cases; choose another name")
+    if name.endswith(SENTENCES_SUFFIX) or len(name) + len(SENTENCES_SUFFIX) > 512:
+        raise KnowledgeError(
+            f"invalid collection name {name!r}: names ending in {SENTENCES_SUFFIX!r} are reserved for sentence "
+            f"indexes, and a name may have at most {512 - len(SENTENCES_SUFFIX)} characters"
+        )
     return name
+
+
+def sentences_of(name: str) -> str:
+    """The Chroma name of collection ``name``'s sentence index."""
+    return f"{name}{SENTENCES_SUFFIX}"
 
 
 class KnowledgeStore:
@@ -170,7 +182,23 @@ class KnowledgeStore:
     def delete_collection(self, name: str) -> None:
         self.collection(name)  # a clear error when it does not exist
         self.client.delete_collection(name)
+        if self.sentence_collection(name) is not None:
+            self.client.delete_collection(sentences_of(name))
         self._bump(name)
+
+    def sentence_collection(self, name: str, *, create: bool = False) -> Collection | None:
+        """Collection ``name``'s sentence index (every sentence of its documents, embedded alone, with its document
+        and chunk); None when it has none (a store ingested before sentence indexes: retrieval goes without it)."""
+        try:
+            return self.client.get_collection(sentences_of(name))
+        except Exception:  # chromadb raises NotFoundError (or ValueError in older servers)
+            if not create:
+                return None
+        return self.client.get_or_create_collection(
+            sentences_of(name),
+            embedding_function=self.embedder_for(name),
+            metadata={KIND_KEY: "sentences"},
+        )
 
     def version(self, name: str) -> int:
         """Changes whenever this store writes to ``name`` (retrieval caches key on it)."""
@@ -188,6 +216,9 @@ class KnowledgeStore:
     def delete_document(self, collection: str, document_id: str) -> int:
         col = self.collection(collection)
         ids = col.get(where={"document_id": document_id}, include=[])["ids"]
+        sentences = self.sentence_collection(collection)
+        if sentences is not None:
+            sentences.delete(where={"document_id": document_id})
         if ids:
             col.delete(ids=ids)
             self._bump(collection)
@@ -213,31 +244,97 @@ class KnowledgeStore:
         col = self.collection(collection, create=True)
         old = col.get(where={"document_id": document_id}, include=["metadatas"])
         if old["ids"] and all((m or {}).get("doc_hash") == doc_hash for m in old["metadatas"] or []):
+            self._index_sentences(collection, document_id, title, _unique_chunks(chunks), doc_hash)
             return PutResult("unchanged", len(old["ids"]))
         fresh = _unique_chunks(chunks)
         ids = [f"{document_id}::{doc_hash[:12]}::{c.chunk_index}" for c in fresh]
         metadatas = [_metadata(c, document_id, title, doc_hash, source) for c in fresh]
         embeddings = self._embed(col, [embedding_text(title, c) for c in fresh], on_embedded)
-        written: list[str] = []
+        sentences = self.sentence_collection(collection, create=True)
+        assert sentences is not None
+        rows = self._sentence_rows(sentences, document_id, title, fresh, doc_hash)
+        old_sentences = sentences.get(where={"document_id": document_id}, include=[])["ids"]
+        written: list[tuple[Collection, list[str]]] = []
         try:
-            for start in range(0, len(ids), self.client.get_max_batch_size()):
-                batch = slice(start, start + self.client.get_max_batch_size())
-                col.add(
-                    ids=ids[batch],
-                    documents=[c.text for c in fresh][batch],
-                    metadatas=metadatas[batch],
-                    embeddings=embeddings[batch],
-                )
-                written.extend(ids[batch])
+            self._add(col, ids, [c.text for c in fresh], metadatas, embeddings, written)
+            self._add(sentences, *rows, written)
         except Exception:
-            if written:
-                col.delete(ids=written)
+            for target, done in written:
+                if done:
+                    target.delete(ids=done)
             raise
         stale = [i for i in old["ids"] if i not in set(ids)]
         if stale:
             col.delete(ids=stale)
+        stale_sentences = [i for i in old_sentences if i not in set(rows.ids)]
+        if stale_sentences:
+            sentences.delete(ids=stale_sentences)
         self._bump(collection)
         return PutResult("replaced" if old["ids"] else "added", len(fresh), len(chunks) - len(fresh))
+
+    def _index_sentences(
+        self, collection: str, document_id: str, title: str, chunks: Sequence[Chunk], doc_hash: str
+    ) -> None:
+        """An unchanged document's sentences, when its collection was ingested before sentence indexes: ingesting
+        it again builds them (nothing else of the document is written)."""
+        sentences = self.sentence_collection(collection, create=True)
+        assert sentences is not None
+        if sentences.get(where={"document_id": document_id}, include=[], limit=1)["ids"]:
+            return
+        rows = self._sentence_rows(sentences, document_id, title, chunks, doc_hash)
+        written: list[tuple[Collection, list[str]]] = []
+        try:
+            self._add(sentences, *rows, written)
+        except Exception:
+            for target, done in written:
+                target.delete(ids=done)
+            raise
+        self._bump(collection)
+
+    def _sentence_rows(
+        self, col: Collection, document_id: str, title: str, chunks: Sequence[Chunk], doc_hash: str
+    ) -> _SentenceRows:
+        """A document's sentences as sentence-index rows: each sentence embedded alone, with its document, its place
+        among the document's sentences and the chunk holding it (whose title and section label its window)."""
+        sections = {c.chunk_index: c.section for c in chunks}
+        found: list[Sentence] = document_sentences(chunks)
+        texts = [s.text for s in found]
+        return _SentenceRows(
+            [f"{document_id}::{doc_hash[:12]}::s{s.position}" for s in found],
+            texts,
+            [
+                {
+                    "document_id": document_id,
+                    "title": title,
+                    "section": sections[s.chunk_index],
+                    "chunk_index": s.chunk_index,
+                    "position": s.position,
+                    "doc_hash": doc_hash,
+                }
+                for s in found
+            ],
+            self._embed(col, texts, None),
+        )
+
+    def _add(
+        self,
+        col: Collection,
+        ids: list[str],
+        documents: list[str],
+        metadatas: list[Metadata],
+        embeddings: list[Any],
+        written: list[tuple[Collection, list[str]]],
+    ) -> None:
+        """Add rows in the client's batches; ``written`` records what was added (to undo on a failure)."""
+        done: list[str] = []
+        written.append((col, done))
+        size = self.client.get_max_batch_size()
+        for start in range(0, len(ids), size):
+            batch = slice(start, start + size)
+            col.add(
+                ids=ids[batch], documents=documents[batch], metadatas=metadatas[batch], embeddings=embeddings[batch]
+            )
+            done.extend(ids[batch])
 
     def _embed(self, col: Collection, texts: list[str], on_embedded: Callable[[int], None] | None) -> list[Any]:
         embed = col.configuration.get("embedding_function") or make_embedder(self.embedder_name)
@@ -271,6 +368,13 @@ class KnowledgeStore:
             for row, vector in zip(rows, got["embeddings"] if got["embeddings"] is not None else [], strict=True):
                 row["vector"] = vector
         return rows
+
+
+class _SentenceRows(NamedTuple):
+    ids: list[str]
+    documents: list[str]
+    metadatas: list[Metadata]
+    embeddings: list[Any]
 
 
 def _unique_chunks(chunks: Sequence[Chunk]) -> list[Chunk]:

@@ -16,7 +16,7 @@ from tda.knowledge.chunking import chunk_document
 from tda.knowledge.ingest import ingest_paths
 from tda.knowledge.readers import read_document
 from tda.knowledge.retrieval import ChromaKnowledgeRetriever
-from tda.knowledge.store import KnowledgeStore
+from tda.knowledge.store import KnowledgeStore, sentences_of
 
 TOKENS = estimator_for("gpt-4o")
 ANSWER = "Pass the -V flag twice to see every record."
@@ -91,3 +91,31 @@ async def test_a_wrapped_man_page_section_reaches_a_300_token_window_whole(
         assert TOKENS.count(text) <= budget
         if budget >= 300:
             assert ANSWER in text and "\n       " not in text
+
+
+async def test_a_store_without_a_sentence_index_still_fills_a_small_window(
+    store: KnowledgeStore, tmp_path: Path
+) -> None:
+    """A collection ingested before sentence indexes (none beside it) is packed as before at small budgets: a window
+    of its first hit, never over budget; with its index, the window is made of the index's sentences."""
+    (tmp_path / "frob.txt").write_text(frob_page(steps=30))
+    ingest_paths(store, [tmp_path / "frob.txt"], "manuals")
+    definition = load_folder(Path(__file__).resolve().parents[2] / "modules" / "knowledge_context", "builtin")
+    module = definition.cls(definition.manifest)
+
+    async def sent(budget: int) -> str:
+        ctx = AssemblyContext(
+            query="How do I make the frobnicator verbose?",
+            profile=Profile("p", "rag_focused", knowledge_collections=("manuals",)),
+            session=Session("s"),
+            model="gpt-4o",
+            knowledge=ChromaKnowledgeRetriever(store),
+        ).for_module(Directives(config={}), TOKENS)
+        return (await module.contribute(budget, ctx)).text()
+
+    with_index = await sent(120)
+    store.client.delete_collection(sentences_of("manuals"))
+    without = await sent(120)
+    for text in (with_index, without):
+        assert text.startswith(HEADER) and "The frobnicator can be made verbose." in text and TOKENS.count(text) <= 120
+    assert with_index != without

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from components.context_window.token_estimator import TokenEstimator
-from tda.knowledge.chunking import chunk_document, content_hash, split_sentences
+from tda.knowledge.chunking import chunk_document, content_hash, document_sentences, split_sentences
 from tda.knowledge.readers import Block, ExtractedDocument, read_document, unwrapped
 
 COUNT = TokenEstimator("cl100k_base").count
@@ -172,3 +172,16 @@ def test_markdown_soft_line_breaks_are_sent_as_spaces_but_tables_code_and_lists_
     assert "indented code line one\n    indented code line two" in text  # as before: not joined
     assert "- first item\n- second item\n    wrapped onto a second line" in text
     assert "A last paragraph wrapped here." in text
+
+
+def test_the_sentence_index_holds_every_sentence_once_in_the_chunk_that_holds_it_first() -> None:
+    """Chunks overlap by their last sentences; the sentence index keeps each sentence once, in document order, with
+    the first chunk holding it (its window's label and the chunk ranking's signal)."""
+    chunks = chunk_document(doc((("A",), [" ".join(sentence(i, 3) for i in range(40))])), COUNT, target_tokens=120)
+    assert len(chunks) > 3 and chunks[1].text.startswith(chunks[0].text.split(". ")[-1])  # they overlap
+    found = document_sentences(chunks)
+    assert [s.text for s in found] == [sentence(i, 3) for i in range(40)]
+    assert [s.position for s in found] == list(range(40))
+    for s in found:
+        assert s.text in chunks[s.chunk_index].text
+        assert all(s.text not in c.text for c in chunks[: s.chunk_index])

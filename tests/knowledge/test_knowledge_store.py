@@ -8,7 +8,7 @@ import pytest
 
 from tda.knowledge.ingest import ingest_paths
 from tda.knowledge.retrieval import ChromaKnowledgeRetriever
-from tda.knowledge.store import CASES_COLLECTION, KnowledgeError, KnowledgeStore, open_client
+from tda.knowledge.store import CASES_COLLECTION, KnowledgeError, KnowledgeStore, open_client, sentences_of
 from tests.knowledge.helpers import make_pdf
 
 GUIDE = """# Gardening guide
@@ -199,3 +199,54 @@ def test_list_collections_counts_documents_and_chunks(store: KnowledgeStore, tmp
     ingest_paths(store, [tmp_path / "guide.md"], "garden")
     [info] = store.list_collections()
     assert (info.name, info.documents, info.chunks) == ("garden", 1, 2)
+
+
+def sentence_texts(store: KnowledgeStore, collection: str, document_id: str | None = None) -> list[str]:
+    index = store.sentence_collection(collection)
+    assert index is not None
+    got = index.get(where={"document_id": document_id} if document_id else None, include=["documents", "metadatas"])
+    placed = sorted(zip(got["metadatas"] or [], got["documents"] or [], strict=True), key=lambda r: r[0]["position"])
+    return [text for _, text in placed]
+
+
+def test_ingestion_builds_a_sentence_index_that_follows_its_documents(store: KnowledgeStore, tmp_path: Path) -> None:
+    path = tmp_path / "guide.md"
+    path.write_text(GUIDE)
+    ingest_paths(store, [path], "garden")
+    assert sentence_texts(store, "garden", "guide.md") == [
+        "Tomatoes need six hours of direct sun every day.",
+        "Water them deeply twice a week.",
+        "Prune roses in late winter before new growth starts.",
+        "Feed them with compost in spring.",
+    ]
+    assert store.collection_names() == ["garden"]  # the index is no collection of its own
+    path.write_text("# Gardening guide\n\n## Peppers\n\nPeppers like warm soil.\n")
+    ingest_paths(store, [path], "garden")
+    assert sentence_texts(store, "garden") == ["Peppers like warm soil."]  # replaced with its document
+    store.delete_document("garden", "guide.md")
+    assert sentence_texts(store, "garden") == []
+    store.delete_collection("garden")
+    assert store.sentence_collection("garden") is None
+    with pytest.raises(KnowledgeError, match="reserved for sentence indexes"):
+        ingest_paths(store, [path], sentences_of("garden"))
+
+
+def test_a_store_ingested_before_sentence_indexes_gets_one_when_ingested_again(
+    store: KnowledgeStore, tmp_path: Path
+) -> None:
+    path = tmp_path / "guide.md"
+    path.write_text(GUIDE)
+    ingest_paths(store, [path], "garden")
+    store.client.delete_collection(sentences_of("garden"))  # as a store written before sentence indexes
+    retriever = ChromaKnowledgeRetriever(store)
+    assert retriever.sentence_search("When are roses pruned?", collections=["garden"]) == []
+    assert retriever.search("When are roses pruned?", collections=["garden"])  # chunks as before
+    assert ingest_paths(store, [path], "garden").files[0].status == "unchanged"
+    assert len(sentence_texts(store, "garden")) == 4
+    (found, *_) = retriever.sentence_search("prune roses in late winter", collections=["garden"], radius=1)
+    assert found.sentences[found.position - found.first] == "Prune roses in late winter before new growth starts."
+    assert found.sentences == (
+        "Water them deeply twice a week.",
+        "Prune roses in late winter before new growth starts.",
+        "Feed them with compost in spring.",
+    )

@@ -20,6 +20,7 @@ from components.context_window.base import (
     Message,
     Passage,
     Profile,
+    SentenceWindow,
     Session,
 )
 from components.context_window.module_registry import load_folder
@@ -593,3 +594,74 @@ async def test_the_window_is_the_same_when_retrieval_starts_with_the_signals(
     assert started.text() == plain.text() and started.metadata == plain.metadata
     assert TOKENS.count(started.text()) <= budget
     assert isinstance(early.knowledge, FakeKnowledge) and [q[2] for q in early.knowledge.queries] == [80]
+
+
+# --- sentence windows: small budgets ----------------------------------------------------------------
+
+
+ANSWER = "The cache is flushed every forty seconds."
+
+
+@dataclass
+class SentenceKnowledge(FakeKnowledge):
+    """A FakeKnowledge with a sentence index: ``windows`` is what ``sentence_windows`` returns."""
+
+    windows: list[SentenceWindow] = field(default_factory=list)
+    sentence_queries: list[tuple[str, tuple[str, ...], int]] = field(default_factory=list)
+
+    async def sentence_windows(
+        self, query: str, *, collections: Sequence[str] = (), k: int = 100, radius: int = 1
+    ) -> list[SentenceWindow]:
+        self.sentence_queries.append((query, tuple(collections), radius))
+        return self.windows[:k]
+
+
+def sentence_window(doc: str, chunk: int, position: int, sentences: tuple[str, ...], score: float) -> SentenceWindow:
+    return SentenceWindow("kb", doc, doc.upper(), "Intro", chunk, position, position - 1, sentences, score)
+
+
+def with_sentences() -> SentenceKnowledge:
+    """Three long chunks rank first; the answer's sentence sits in a chunk of another document that the chunk
+    ranking left out, and only the sentence index finds it."""
+    a = document("alpha", 3, words=60)
+    windows = [
+        sentence_window("alpha", 0, 1, ("Alpha opens here.", "Alpha says little.", "Alpha goes on."), 0.9),
+        sentence_window("beta", 7, 30, ("Beta notes the cache.", ANSWER, "Beta ends the note."), 0.8),
+        sentence_window("alpha", 1, 3, ("Alpha goes on.", "Alpha turns.", "Alpha is done."), 0.5),
+    ]
+    return SentenceKnowledge([hit(a, i, 0.9 - i / 10) for i in range(3)], {"alpha": a}, windows=windows)
+
+
+async def test_a_sentence_from_a_chunk_the_ranking_left_out_reaches_a_small_window() -> None:
+    kb = with_sentences()
+    first = TOKENS.count(kb.hits[0].text)
+    assert first > 150  # not even the first hit fits whole: before, one window of it was all that was sent
+    c = await make_module().contribute(150, context(kb, query="how often is the cache flushed?"))
+    assert ANSWER in c.text() and TOKENS.count(c.text()) <= 150
+    assert [s for _, s in sources(c.text())] == ["ALPHA › Intro", "BETA › Intro"]  # one window a document, merged
+    assert "Alpha opens here. Alpha says little. Alpha goes on. Alpha turns. Alpha is done." in c.text()
+    assert kb.sentence_queries == [("how often is the cache flushed?", ("kb",), 1)]
+    off = await make_module().contribute(150, context(kb, config={"sentence_windows": False}))
+    assert ANSWER not in off.text() and TOKENS.count(off.text()) <= 150
+
+
+async def test_sentence_windows_only_when_the_budget_cannot_hold_the_first_two_hits() -> None:
+    kb = with_sentences()
+    two = sum(TOKENS.count(p.text) for p in kb.hits[:2])
+    c = await make_module().contribute(two + 100, context(kb, config={"max_expansion": 0}))
+    assert ANSWER not in c.text() and kb.hits[0].text in c.text() and kb.hits[1].text in c.text()
+    assert kb.sentence_queries == []  # no sentence search at all
+
+
+async def test_the_first_hit_stays_whole_beside_the_sentence_windows_when_it_leaves_them_room() -> None:
+    kb = with_sentences()
+    budget = TOKENS.count(kb.hits[0].text) + 150
+    c = await make_module().contribute(budget, context(kb))
+    assert kb.hits[0].text in c.text() and ANSWER in c.text() and TOKENS.count(c.text()) <= budget
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.integers(1, 700))
+async def test_sentence_windows_never_exceed_the_budget(budget: int) -> None:
+    c = await make_module().contribute(budget, context(with_sentences()))
+    assert TOKENS.count(c.text()) <= budget
