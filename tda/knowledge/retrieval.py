@@ -204,15 +204,20 @@ class ChromaKnowledgeRetriever:
             return []
         embed = index.collection.configuration.get("embedding_function")
         vector = np.asarray(embed([query])[0], dtype=np.float32)
-        near = index.collection.query(
-            query_embeddings=[vector], n_results=min(k, len(index.rows)), include=["distances"]
-        )
-        dense = {i: max(0.0, 1.0 - float(d)) for i, d in zip(near["ids"][0], near["distances"][0], strict=True)}
         lexical = index.bm25.scores(query)
         top = [int(i) for i in np.argsort(-lexical, kind="stable")[:k] if lexical[i] > 0]
-        dense |= _dense_scores(
-            index.collection, [index.rows[i]["id"] for i in top if index.rows[i]["id"] not in dense], vector
-        )
+        if index.unit_vectors is not None:  # held: every sentence compared, as chunks are (``HELD_VECTORS``)
+            cosines = row_products(index.unit_vectors, vector) / (float(np.linalg.norm(vector)) or 1.0)
+            near = [*_nearest(cosines, k).tolist(), *top]
+            dense = {index.rows[i]["id"]: max(0.0, float(cosines[i])) for i in near}
+        else:
+            found = index.collection.query(
+                query_embeddings=[vector], n_results=min(k, len(index.rows)), include=["distances"]
+            )
+            dense = {i: max(0.0, 1.0 - float(d)) for i, d in zip(found["ids"][0], found["distances"][0], strict=True)}
+            dense |= _dense_scores(
+                index.collection, [index.rows[i]["id"] for i in top if index.rows[i]["id"] not in dense], vector
+            )
         pool = [index.numbers[i] for i in dense]
         pool += [i for i in top if index.rows[i]["id"] not in dense]
         ranking = fuse(
@@ -297,10 +302,9 @@ class ChromaKnowledgeRetriever:
         """The candidates nearest by the held vectors: every chunk compared, so exact where Chroma's index is
         approximate."""
         allowed = held.allowed(documents)
-        scores = cosines if allowed is None else np.where(allowed, cosines, -np.inf)
-        n = min(self.settings.candidates, int(np.isfinite(scores).sum()))
-        nearest = np.argpartition(-scores, n - 1)[:n] if n else np.array([], dtype=np.int64)
-        nearest = nearest[np.argsort(-scores[nearest], kind="stable")]
+        nearest = _nearest(
+            cosines if allowed is None else np.where(allowed, cosines, -np.inf), self.settings.candidates
+        )
         rows = held.rows
         return {
             rows[i]["id"]: _Candidate(
@@ -412,6 +416,15 @@ class _CollectionIndex:
         return np.array([r["metadata"].get("document_id") in wanted for r in self.rows], dtype=bool)
 
 
+def _nearest(scores: np.ndarray, k: int) -> np.ndarray:
+    """The positions of the ``k`` highest finite ``scores``, highest first."""
+    n = min(k, int(np.isfinite(scores).sum()))
+    if not n:
+        return np.array([], dtype=np.int64)
+    nearest = np.argpartition(-scores, n - 1)[:n]
+    return nearest[np.argsort(-scores[nearest], kind="stable")]
+
+
 def _unit_rows(vectors: Sequence[Any]) -> np.ndarray:
     matrix = np.asarray(vectors, dtype=np.float32)
     return matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
@@ -429,6 +442,8 @@ class _SentenceIndex:
     documents: dict[str, list[str]]
     """Each document's sentences, by position."""
     bm25: BM25Index
+    unit_vectors: np.ndarray | None = None
+    """Each sentence's embedding scaled to length 1, by row (None: an index too large to hold them)."""
 
     @classmethod
     def empty(cls, version: int, collection: Any) -> _SentenceIndex:
@@ -437,7 +452,8 @@ class _SentenceIndex:
 
     @classmethod
     def build(cls, key: tuple[int, int], collection: Any) -> _SentenceIndex:
-        got = collection.get(include=["documents", "metadatas"])
+        held = key[1] <= HELD_VECTORS
+        got = collection.get(include=["documents", "metadatas", *(["embeddings"] if held else [])])
         rows = [
             {"id": i, "text": t, "metadata": dict(m or {})}
             for i, t, m in zip(got["ids"], got["documents"] or [], got["metadatas"] or [], strict=True)
@@ -448,7 +464,10 @@ class _SentenceIndex:
             placed.setdefault(document, {})[at] = r["text"]
         documents = {d: [by[p] for p in sorted(by)] for d, by in placed.items()}
         windows = [" ".join(documents[document][max(0, at - 1) : at + 2]) for document, at in places]
-        return cls(key, collection, rows, {str(r["id"]): n for n, r in enumerate(rows)}, documents, BM25Index(windows))
+        numbers = {str(r["id"]): n for n, r in enumerate(rows)}
+        vectors = got["embeddings"] if held and got["embeddings"] is not None and len(got["embeddings"]) else None
+        unit = _unit_rows(vectors) if vectors is not None else None
+        return cls(key, collection, rows, numbers, documents, BM25Index(windows), unit)
 
     def window(self, collection: str, row: int, radius: int, score: float) -> SentenceWindow:
         meta = self.rows[row]["metadata"]

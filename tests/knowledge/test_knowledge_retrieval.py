@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -126,9 +128,10 @@ async def test_neighbours_from_memory_are_the_databases(retriever: ChromaKnowled
 
 
 def test_held_vectors_find_what_chromas_index_finds(store: KnowledgeStore, tmp_path: Path) -> None:
-    """A collection searched through the vectors held in memory ranks the same chunks with the same similarities as
-    one searched through Chroma's index (the oracle: the same retriever with nothing held), with and without a
-    document filter; a collection above the bound is still searched through Chroma."""
+    """A collection searched through the vectors held in memory ranks the same chunks (and its sentence index the
+    same sentences) with the same similarities as one searched through Chroma's index (the oracle: the same retriever
+    with nothing held), with and without a document filter; a collection above the bound is still searched through
+    Chroma."""
     import random
 
     import tda.knowledge.retrieval as retrieval
@@ -156,6 +159,23 @@ def test_held_vectors_find_what_chromas_index_finds(store: KnowledgeStore, tmp_p
     assert chroma._lexical["fleet"].unit_vectors is None  # the oracle searched through Chroma's index
     assert [found(held, *q) for q in queries] == expected and all(expected)
     assert held._lexical["fleet"].unit_vectors is not None
+    # The sentence index, held too: by meaning alone (no BM25 weight), the 20 sentences found are the 20 nearest by
+    # every sentence's cosine (plain numpy over the stored vectors; Chroma's index is approximate).
+    sentences = store.sentence_collection("fleet")
+    assert sentences is not None
+    stored = sentences.get(include=["embeddings", "metadatas"])
+    matrix = np.asarray(stored["embeddings"], dtype=np.float64)
+    places = [(m["document_id"], m["position"]) for m in stored["metadatas"] or []]
+    embed: Any = sentences.configuration.get("embedding_function")
+    dense_only = ChromaKnowledgeRetriever(store, replace(held.settings, lexical_weight=0.0))
+    for query, _ in queries:
+        vector = np.asarray(embed([query])[0], dtype=np.float64)
+        cosines = matrix @ vector / (np.linalg.norm(matrix, axis=1) * np.linalg.norm(vector))
+        boundary = np.sort(cosines)[-20]  # the 20th highest: a tie there may go either way
+        nearest = {places[i] for i in np.flatnonzero(cosines > boundary + 1e-6)}
+        windows = dense_only.sentence_search(query, collections=["fleet"], k=20)
+        assert len(windows) == 20 and nearest <= {(w.document_id, w.position) for w in windows} and nearest
+    assert dense_only._sentences["fleet"].unit_vectors is not None
 
 
 def passage(text: str, score: float) -> Passage:
