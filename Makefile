@@ -50,7 +50,7 @@ lint: $(STAMP)
 # files first (tests/conftest.py, LONGEST_FIRST).
 test: $(STAMP)
 	BIN=$(BIN) scripts/test-deps.sh
-	$(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder
+	$(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder --durations=30
 
 # `make test-fast`: the component and the built-in modules alone (no server, database server or browser; ~1 min).
 test-fast: $(STAMP)
