@@ -47,7 +47,7 @@ def builtin_registry() -> ModuleRegistry:
 # so that none of them starts last while the other worker has nothing left to run (docs/operations.md, "CI time").
 # The rest follow as xdist would order them: most tests first.
 LONGEST_FIRST = (  # measured: a clean-clone CI with --durations=60 (seconds at load 5-14)
-    "tests/ops/test_schemathesis.py",  # 572 + 278
+    "tests/ops/test_schemathesis.py",  # 572 + 278; session 32: 203 (PostgreSQL, coverage phase) + 111 (SQLite)
     "tests/service/test_openapi_fuzz.py",  # 154
     "tests/knowledge/test_knowledge_embeddings.py",  # 162: torch and sentence-transformers
     "tests/test_invariants.py",  # 136
