@@ -11,9 +11,11 @@ SQLite, the default embedder unless BENCH_LONG_EMBEDDER names another) whose pro
   turn's question: the provider's prompt cache holds within the turn) and the newest complete turn whole (its
   question, call, result and answer, in order). Then the same calls without a session (stateless): 10 turns of a
   new conversation and 10 going on from the session's end; and streamed stateless calls (a first question; the
-  whole session's). The same requests (the same bodies, to the same fake) go through the LiteLLM proxy
-  (bench/litellm_proxy.py, as in gateway_bench.py) in its own process: per mode, tda's and the proxy's
-  whole-process CPU per call (/proc/<pid>/stat: threads that ended and child processes included), side by side.
+  whole session's); and, first, another long agent chat of GATEWAY_TURNS turns sent RESENT_CALLS times without a
+  session to a server that has not seen it (resent: a framework's default). The same requests (the same bodies,
+  to the same fake) go through the LiteLLM proxy (bench/litellm_proxy.py, as in gateway_bench.py) in its own
+  process: per mode, tda's and the proxy's whole-process CPU per call (/proc/<pid>/stat: threads that ended and
+  child processes included), side by side.
 * native: NATIVE_TURNS turns recorded one by one through POST /v1/sessions/{id}/turns; per turn the server's own
   time (its ``Server-Timing`` steps but the model call) and its CPU time (/proc: steadier than wall time on a loaded
   machine), and the server's RSS at the start, at turn 100 (its caches warm) and at the end.
@@ -42,7 +44,7 @@ sys.path.insert(0, str(ROOT))
 import httpx  # noqa: E402
 
 from bench.litellm_proxy import PROXY_KEY, start_proxy, tree_cpu_seconds  # noqa: E402
-from tests.agent_session import SYSTEM, TOOLS, orders, question  # noqa: E402
+from tests.agent_session import SYSTEM, TOOLS, orders, question, turn_messages  # noqa: E402
 from tests.gateway.servers import (  # noqa: E402
     MODEL,
     admin_token,
@@ -61,6 +63,9 @@ PARTS = set(os.environ.get("BENCH_LONG_PARTS", "gateway,native").split(","))
 LIMIT = 16_000
 AVAILABLE = LIMIT - LIMIT * 12 // 100  # Balanced keeps 12% for the reply
 PROXY_ROUNDS = 3
+RESENT_CALLS = 10
+"""How many times the resent mode sends its long conversation (whose turns are numbered from RESENT_FIRST)."""
+RESENT_FIRST = 5_000
 SETTLE_S = 3.0
 """After the last turn, how long its indexing may take before the process's CPU is read."""
 ROWS = int(os.environ.get("BENCH_LONG_ROWS", "20"))
@@ -359,7 +364,26 @@ def bodies(chat: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[list[
     return [chat[:sent] for row in rows for sent in row["sent"]]
 
 
+async def resent(tda: Tda, messages: list[dict[str, Any]], calls: int = RESENT_CALLS) -> tuple[float, float]:
+    """One long conversation sent ``calls`` times without a session, on a server that has not seen it (a framework's
+    default: the whole chat each call): the whole process's CPU ms a call over the first half of the calls and over
+    the second (a conversation sent again must not cost its first call's embedding again)."""
+    halves = []
+    for _ in range(2):
+        cpu = tree_cpu_seconds(tda.pid)
+        for _ in range(calls // 2):
+            await tda.chat(messages, None)
+        await asyncio.sleep(SETTLE_S)  # what the last call left running
+        halves.append((tree_cpu_seconds(tda.pid) - cpu) / (calls // 2) * 1000)
+    return halves[0], halves[1]
+
+
 async def gateway_figures(tda: Tda, proxy: Proxy, recorded: Path) -> dict[str, Any]:
+    # turns numbered past the session's: none of its texts (whose vectors the server keeps by text) is the session's
+    numbers = range(RESENT_FIRST, RESENT_FIRST + GATEWAY_TURNS)
+    long_chat = [SYSTEM, *(m for t in numbers for m in turn_messages(t))]
+    long_chat.append({"role": "user", "content": question(RESENT_FIRST + GATEWAY_TURNS)})
+    resent_ms = await resent(tda, long_chat)
     chat: list[dict[str, Any]] = [SYSTEM]
     session_rows = await gateway(tda, "long-bench", GATEWAY_TURNS, chat)
     stability = steps(session_rows, answered(recorded))
@@ -374,7 +398,9 @@ async def gateway_figures(tda: Tda, proxy: Proxy, recorded: Path) -> dict[str, A
             statistics.fmean(row["process_cpu_ms"] for row in rows) for rows in (fresh_rows, stateless_rows)
         ),
         "streamed": (streamed_first, streamed_end),
+        "resent": resent_ms,
     }
+    resent_proxy = await proxy.cpu_ms([long_chat] * (RESENT_CALLS // 2))
     proxy_ms = {
         "session": (
             await proxy.cpu_ms(bodies(chat, session_rows[:10])),
@@ -388,6 +414,7 @@ async def gateway_figures(tda: Tda, proxy: Proxy, recorded: Path) -> dict[str, A
             await proxy.cpu_ms([first_question] * 10, stream=True),
             await proxy.cpu_ms([asked] * 10, stream=True),
         ),
+        "resent": (resent_proxy, resent_proxy),
     }
     await proxy.client.aclose()
     over = [row["utilisation"] for row in session_rows if row["over"]]
@@ -458,6 +485,7 @@ def print_gateway(figures: dict[str, Any]) -> None:
         "session": ("turns 1-10", f"turns {n - 9}-{n}"),
         "stateless": ("a new conversation's 10 turns", f"10 turns after {n}"),
         "streamed": ("a first question", f"after {n} turns"),
+        "resent": (f"a {n}-turn chat sent {RESENT_CALLS // 2} times", f"the next {RESENT_CALLS // 2} times"),
     }
     for mode, pair in figures["cpu_ms_tda_proxy"].items():
         cells = [
