@@ -144,3 +144,17 @@ def clip(text: str, limit: int) -> str:
     """``text`` on one line (whitespace runs collapsed), at most ``limit`` characters, "…" marking a cut."""
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def overlap(before: str, after: str, minimum: int = 20) -> int:
+    """Length of the longest end of ``before`` that ``after`` opens with (the overlap of consecutive chunks), else 0:
+    the chunker cuts sentences at it, the knowledge module joins neighbouring chunks without it."""
+    probe = after[:minimum]
+    if len(probe) < minimum:
+        return 0
+    best, start = 0, before.find(probe)
+    while start != -1:
+        if after.startswith(before[start:]):
+            best = max(best, len(before) - start)
+        start = before.find(probe, start + 1)
+    return best

@@ -32,7 +32,7 @@ from components.context_window.base import (
     joined,
     newest_first,
 )
-from components.context_window.fitting import clip, estimator
+from components.context_window.fitting import clip, estimator, overlap
 from components.context_window.metering import labelled
 from components.context_window.offload import LARGE, run_sized
 from components.context_window.phases import visible
@@ -214,7 +214,7 @@ class Source:
             text = chunk.text
             if previous is not None:
                 if previous.chunk_index == chunk.chunk_index - 1:
-                    text = text[_overlap(previous.text, text) :].lstrip()
+                    text = text[overlap(previous.text, text) :].lstrip()
                 if chunk.section != previous.section and chunk.section:
                     text = f"§ {chunk.section}\n{text}"
             if text:
@@ -234,21 +234,6 @@ def _where(title: str, section: str) -> str:
 
 def _page_ends(chunks: Sequence[Passage]) -> set[int]:
     return {int(c.metadata["page_end"]) for c in chunks if c.metadata.get("page_end") is not None}
-
-
-def _overlap(before: str, after: str, minimum: int = 20) -> int:
-    """Length of the longest suffix of ``before`` that starts ``after`` (chunk overlap), else 0."""
-    probe = after[:minimum]
-    if len(probe) < minimum:
-        return 0
-    start = before.find(probe)
-    best = 0
-    while start != -1:
-        tail = before[start:]
-        if after.startswith(tail):
-            best = max(best, len(tail))
-        start = before.find(probe, start + 1)
-    return best
 
 
 @dataclass

@@ -13,6 +13,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from itertools import groupby
 
+from components.context_window.fitting import overlap
+
 from .readers import Block, ExtractedDocument, unwrapped
 
 DEFAULT_TARGET_TOKENS = 300
@@ -245,7 +247,7 @@ def document_sentences(chunks: Iterable[Chunk]) -> list[Sentence]:
     out: list[Sentence] = []
     previous = ""
     for chunk in chunks:
-        own = chunk.text[_repeated(previous, chunk.text) :]
+        own = chunk.text[overlap(previous, chunk.text) :]
         for text in _sentence_texts(own):
             out.append(Sentence(text, chunk.chunk_index, len(out)))
         previous = chunk.text
@@ -260,16 +262,3 @@ def _sentence_texts(text: str) -> list[str]:
         elif sentence:
             out.append(sentence)
     return out
-
-
-def _repeated(before: str, after: str, minimum: int = 20) -> int:
-    """Length of the longest end of ``before`` that ``after`` opens with (the chunk overlap), else 0."""
-    probe = after[:minimum]
-    if len(probe) < minimum:
-        return 0
-    best, start = 0, before.find(probe)
-    while start != -1:
-        if after.startswith(before[start:]):
-            best = max(best, len(before) - start)
-        start = before.find(probe, start + 1)
-    return best
