@@ -185,8 +185,9 @@ class ChromaKnowledgeRetriever:
         self, query: str, *, collections: Sequence[str] = (), k: int = 100, radius: int = 1
     ) -> list[SentenceWindow]:
         """The ``k`` best sentences of the collections' sentence indexes, each with ``radius`` sentences on each side:
-        cosine (Chroma's nearest ``k``) and BM25 over the sentence with its neighbours (the best ``k``), fused by
-        reciprocal rank as chunks are. A collection without a sentence index adds nothing."""
+        cosine (the nearest ``k``: by the held vectors, else Chroma's index) and BM25 over the sentence with its
+        neighbours (the best ``k``), fused by reciprocal rank as chunks are. A collection without a sentence index
+        adds nothing."""
         if not query.strip() or k <= 0:
             return []
         found: list[SentenceWindow] = []
@@ -207,7 +208,7 @@ class ChromaKnowledgeRetriever:
         lexical = index.bm25.scores(query)
         top = [int(i) for i in np.argsort(-lexical, kind="stable")[:k] if lexical[i] > 0]
         if index.unit_vectors is not None:  # held: every sentence compared, as chunks are (``HELD_VECTORS``)
-            cosines = row_products(index.unit_vectors, vector) / (float(np.linalg.norm(vector)) or 1.0)
+            cosines = _cosines(index.unit_vectors, vector)
             near = [*_nearest(cosines, k).tolist(), *top]
             dense = {index.rows[i]["id"]: max(0.0, float(cosines[i])) for i in near}
         else:
@@ -404,9 +405,7 @@ class _CollectionIndex:
 
     def cosines(self, vector: np.ndarray) -> np.ndarray | None:
         """Every chunk's cosine similarity to ``vector`` (None: the vectors are not held)."""
-        if self.unit_vectors is None:
-            return None
-        return row_products(self.unit_vectors, vector) / (float(np.linalg.norm(vector)) or 1.0)
+        return None if self.unit_vectors is None else _cosines(self.unit_vectors, vector)
 
     def allowed(self, documents: Sequence[str]) -> np.ndarray | None:
         """Which rows belong to ``documents`` (None: no filter)."""
@@ -414,6 +413,10 @@ class _CollectionIndex:
             return None
         wanted = set(documents)
         return np.array([r["metadata"].get("document_id") in wanted for r in self.rows], dtype=bool)
+
+
+def _cosines(unit_rows: np.ndarray, vector: np.ndarray) -> np.ndarray:
+    return row_products(unit_rows, vector) / (float(np.linalg.norm(vector)) or 1.0)
 
 
 def _nearest(scores: np.ndarray, k: int) -> np.ndarray:
