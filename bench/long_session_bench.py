@@ -386,7 +386,7 @@ async def gateway_figures(tda: Tda, proxy: Proxy, recorded: Path) -> dict[str, A
     resent_ms = await resent(tda, long_chat)
     chat: list[dict[str, Any]] = [SYSTEM]
     session_rows = await gateway(tda, "long-bench", GATEWAY_TURNS, chat)
-    stability = steps(session_rows, answered(recorded))
+    stability = steps(session_rows, answered(recorded)[RESENT_CALLS:])  # after the resent mode's calls
     stateless_chat, fresh_chat = list(chat), [SYSTEM]
     stateless_rows = await gateway(tda, None, 10, stateless_chat)
     fresh_rows = await gateway(tda, None, 10, fresh_chat)
