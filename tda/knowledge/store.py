@@ -259,9 +259,7 @@ class KnowledgeStore:
             self._add(col, ids, [c.text for c in fresh], metadatas, embeddings, written)
             self._add(sentences, *rows, written)
         except Exception:
-            for target, done in written:
-                if done:
-                    target.delete(ids=done)
+            self._undo(written)
             raise
         stale = [i for i in old["ids"] if i not in set(ids)]
         if stale:
@@ -286,8 +284,7 @@ class KnowledgeStore:
         try:
             self._add(sentences, *rows, written)
         except Exception:
-            for target, done in written:
-                target.delete(ids=done)
+            self._undo(written)
             raise
         self._bump(collection)
 
@@ -315,6 +312,14 @@ class KnowledgeStore:
             ],
             self._embed(col, texts, None),
         )
+
+    @staticmethod
+    def _undo(written: list[tuple[Collection, list[str]]]) -> None:
+        """Remove what a failed write had added (a collection it added nothing to is left alone: Chroma refuses an
+        empty list of ids, which would hide the write's own error)."""
+        for target, done in written:
+            if done:
+                target.delete(ids=done)
 
     def _add(
         self,

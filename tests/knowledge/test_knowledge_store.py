@@ -231,6 +231,27 @@ def test_ingestion_builds_a_sentence_index_that_follows_its_documents(store: Kno
         ingest_paths(store, [path], sentences_of("garden"))
 
 
+def test_a_failed_sentence_index_for_an_older_store_reports_its_own_error(
+    store: KnowledgeStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Building an unchanged document's sentence index fails: the file's error is the write's ("disk full"), not the
+    clean-up's (Chroma refuses to delete an empty list of ids), and the chunks are as they were."""
+    path = tmp_path / "guide.md"
+    path.write_text(GUIDE)
+    ingest_paths(store, [path], "garden")
+    store.client.delete_collection(sentences_of("garden"))  # as a store written before sentence indexes
+    before = sorted(r["text"] for r in store.get_chunks("garden"))
+
+    def broken_add(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(type(store.collection("garden")), "add", broken_add)
+    result = ingest_paths(store, [path], "garden").files[0]
+    assert result.status == "error" and "disk full" in result.error
+    monkeypatch.undo()
+    assert sorted(r["text"] for r in store.get_chunks("garden")) == before
+
+
 def test_a_store_ingested_before_sentence_indexes_gets_one_when_ingested_again(
     store: KnowledgeStore, tmp_path: Path
 ) -> None:
