@@ -139,7 +139,8 @@ def seed_demo_knowledge(settings: Settings) -> IngestReport:
     from .knowledge.ingest import ingest_paths
     from .knowledge.store import KnowledgeStore
 
-    store = KnowledgeStore.open(settings.data_dir, settings.chroma_url, embedder=settings.embedder)
+    # no sentence index: the demo's windows give knowledge thousands of tokens, where sentence windows never apply
+    store = KnowledgeStore.open(settings.data_dir, settings.chroma_url, embedder=settings.embedder, sentences=False)
     try:
         return ingest_paths(store, sorted(DOCS.glob("*.md")), DEMO_COLLECTION, base=DOCS.parent)
     finally:

@@ -110,14 +110,20 @@ def sentences_of(name: str) -> str:
 class KnowledgeStore:
     """Collections of document chunks. Writes go through here so retrieval caches can be invalidated."""
 
-    def __init__(self, client: ClientAPI, embedder: str = DEFAULT_EMBEDDER) -> None:
+    def __init__(self, client: ClientAPI, embedder: str = DEFAULT_EMBEDDER, *, sentences: bool = True) -> None:
         self.client = client
         self.embedder_name = embedder
+        self.sentences = sentences
+        """Whether a collection without a sentence index gets one as documents are written (one it has is kept up to
+        date either way): False where budgets never fall small enough to use it, as in the demo, whose ingestion
+        it makes ~1.6x as long."""
         self._versions: dict[str, int] = {}
 
     @classmethod
-    def open(cls, data_dir: Path, chroma_url: str | None = None, *, embedder: str = DEFAULT_EMBEDDER) -> KnowledgeStore:
-        return cls(open_client(data_dir, chroma_url), embedder)
+    def open(
+        cls, data_dir: Path, chroma_url: str | None = None, *, embedder: str = DEFAULT_EMBEDDER, sentences: bool = True
+    ) -> KnowledgeStore:
+        return cls(open_client(data_dir, chroma_url), embedder, sentences=sentences)
 
     def folder(self) -> Path:
         """The folder an embedded store keeps its files in (Chroma's are in ``chroma`` there)."""
@@ -244,28 +250,31 @@ class KnowledgeStore:
         col = self.collection(collection, create=True)
         old = col.get(where={"document_id": document_id}, include=["metadatas"])
         if old["ids"] and all((m or {}).get("doc_hash") == doc_hash for m in old["metadatas"] or []):
-            self._index_sentences(collection, document_id, title, _unique_chunks(chunks), doc_hash)
+            if self.sentences:
+                self._index_sentences(collection, document_id, title, _unique_chunks(chunks), doc_hash)
             return PutResult("unchanged", len(old["ids"]))
         fresh = _unique_chunks(chunks)
         ids = [f"{document_id}::{doc_hash[:12]}::{c.chunk_index}" for c in fresh]
         metadatas = [_metadata(c, document_id, title, doc_hash, source) for c in fresh]
         embeddings = self._embed(col, [embedding_text(title, c) for c in fresh], on_embedded)
-        sentences = self.sentence_collection(collection, create=True)
-        assert sentences is not None
-        rows = self._sentence_rows(sentences, document_id, title, fresh, doc_hash)
-        old_sentences = sentences.get(where={"document_id": document_id}, include=[])["ids"]
+        sentences = self.sentence_collection(collection, create=self.sentences)
+        rows = None if sentences is None else self._sentence_rows(sentences, document_id, title, fresh, doc_hash)
+        old_sentences = (
+            [] if sentences is None else sentences.get(where={"document_id": document_id}, include=[])["ids"]
+        )
         written: list[tuple[Collection, list[str]]] = []
         try:
             self._add(col, ids, [c.text for c in fresh], metadatas, embeddings, written)
-            self._add(sentences, *rows, written)
+            if sentences is not None and rows is not None:
+                self._add(sentences, *rows, written)
         except Exception:
             self._undo(written)
             raise
         stale = [i for i in old["ids"] if i not in set(ids)]
         if stale:
             col.delete(ids=stale)
-        stale_sentences = [i for i in old_sentences if i not in set(rows.ids)]
-        if stale_sentences:
+        stale_sentences = [i for i in old_sentences if rows is not None and i not in set(rows.ids)]
+        if sentences is not None and stale_sentences:
             sentences.delete(ids=stale_sentences)
         self._bump(collection)
         return PutResult("replaced" if old["ids"] else "added", len(fresh), len(chunks) - len(fresh))

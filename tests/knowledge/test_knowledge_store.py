@@ -271,3 +271,21 @@ def test_a_store_ingested_before_sentence_indexes_gets_one_when_ingested_again(
         "Prune roses in late winter before new growth starts.",
         "Feed them with compost in spring.",
     )
+
+
+def test_a_store_that_starts_no_sentence_index_keeps_one_it_has_up_to_date(
+    store: KnowledgeStore, tmp_path: Path
+) -> None:
+    """``sentences=False`` (the demo's store): a collection gets no sentence index, its chunks as ever; a collection
+    that has one still has it follow its documents."""
+    path = tmp_path / "guide.md"
+    path.write_text(GUIDE)
+    plain = KnowledgeStore(store.client, store.embedder_name, sentences=False)
+    ingest_paths(plain, [path], "garden")
+    assert plain.sentence_collection("garden") is None and len(plain.get_chunks("garden")) > 0
+    assert ingest_paths(plain, [path], "garden").files[0].status == "unchanged"
+    assert plain.sentence_collection("garden") is None
+    ingest_paths(store, [path], "herbs")
+    path.write_text("# Gardening guide\n\n## Peppers\n\nPeppers like warm soil.\n")
+    assert ingest_paths(plain, [path], "herbs").files[0].status == "replaced"
+    assert sentence_texts(store, "herbs") == ["Peppers like warm soil."]
