@@ -264,12 +264,13 @@ class ChromaKnowledgeRetriever:
         vector = np.asarray(embed([query])[0], dtype=np.float32)
         held = self._lexical_index(name, total) if self.settings.lexical_weight > 0 else None
         cosines = held.cosines(vector) if held is not None else None
+        allowed = held.allowed(documents) if held is not None else None  # rows of the documents asked for
         if held is not None and cosines is not None:
-            pool = self._nearest_held(name, held, cosines, documents)
+            pool = self._nearest_held(name, held, cosines, allowed)
         else:
             pool = self._nearest_stored(name, col, total, vector, documents)
         if held is not None:
-            self._add_lexical(name, col, held, query, vector, cosines, documents, pool)
+            self._add_lexical(name, col, held, query, vector, cosines, allowed, pool)
         if sections:
             pool = {
                 i: c
@@ -298,11 +299,10 @@ class ChromaKnowledgeRetriever:
         }
 
     def _nearest_held(
-        self, name: str, held: _CollectionIndex, cosines: np.ndarray, documents: Sequence[str]
+        self, name: str, held: _CollectionIndex, cosines: np.ndarray, allowed: np.ndarray | None
     ) -> dict[str, _Candidate]:
-        """The candidates nearest by the held vectors: every chunk compared, so exact where Chroma's index is
-        approximate."""
-        allowed = held.allowed(documents)
+        """The candidates nearest by the held vectors (among the ``allowed`` rows): every chunk compared, so exact
+        where Chroma's index is approximate."""
         nearest = _nearest(
             cosines if allowed is None else np.where(allowed, cosines, -np.inf), self.settings.candidates
         )
@@ -346,13 +346,12 @@ class ChromaKnowledgeRetriever:
         query: str,
         vector: np.ndarray,
         cosines: np.ndarray | None,
-        documents: Sequence[str],
+        allowed: np.ndarray | None,
         pool: dict[str, _Candidate],
     ) -> None:
         """Fuse BM25 (normalised by the best lexical hit) into the pool; lexical-only hits get their dense score."""
         rows = held.rows
         scores = held.bm25.scores(query)
-        allowed = held.allowed(documents)
         if allowed is not None:
             scores = np.where(allowed, scores, 0.0)
         best = float(scores.max()) if len(scores) else 0.0
