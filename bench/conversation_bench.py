@@ -18,7 +18,8 @@ Reported per type and limit: recall (tda and hybrid) per question kind, the hist
 unanswerable questions the tokens recall added and whether the snapshot said nothing relevant was found.
 
 Run: `python bench/conversation_bench.py` (BENCH_CONVERSATIONS=n chats, default 2: one of each style;
-BENCH_LIMITS=4000,8000,16000; BENCH_TYPES=balanced,conversation_first,...; BENCH_QUESTIONS=n per chat, 0: all).
+BENCH_LIMITS=4000,8000,16000; BENCH_TYPES=balanced,conversation_first,...; BENCH_QUESTIONS=n per chat, 0: all;
+BENCH_IN_TURNS=1: every question also asked as a turn, after its previews, so later ones follow the earlier).
 """
 
 from __future__ import annotations
@@ -55,6 +56,9 @@ DENSE = int(os.environ.get("BENCH_DENSE", "2"))
 MISSES = os.environ.get("BENCH_MISSES", "0") != "0"
 QUESTIONS = int(os.environ.get("BENCH_QUESTIONS", "0"))
 SETTLE = os.environ.get("BENCH_SETTLE", "1") != "0"
+IN_TURNS = os.environ.get("BENCH_IN_TURNS", "0") != "0"
+"""Each question is then asked as a turn of the session (the mock model answers): the next question's window is one
+a user asking question after question about an old conversation gets, the earlier questions and answers newest."""
 EMBEDDER = os.environ.get("TDA_EMBEDDER", "minilm-int8")
 TYPES = tuple(os.environ.get("BENCH_TYPES", "balanced,conversation_first,knowledge_heavy,token_efficient").split(","))
 
@@ -159,6 +163,9 @@ async def run(data: list[Conversation], folder: Path) -> dict[tuple[str, int, st
                         cell.hybrid += all(i in chosen for i in question.evidence)
                         if MISSES and evidence and not held:
                             _print_miss(question, type_id, limit, evidence, window, question.evidence, chosen)
+                            print("     recall:", meta.get("recall"), "|", meta.get("recall_reason"), file=sys.stderr)
+                if IN_TURNS:
+                    await _ask(client, headers, f"/v1/sessions/{sid}/turns", {"query": question.text})
             print(
                 f"  {conversation.name}: {len(conversation.messages)} messages, {len(questions)} questions",
                 file=sys.stderr,

@@ -91,6 +91,13 @@ RECALL_CONTINUITY_BELOW = HistoryOptions().recall_continuity_below
 this turns away from the conversation going on, and recall runs even without a clear lead (distractors among the
 newest turns can outrank what it asks about). Measured: the recall bench's questions score 0.10-0.45 against the
 chat's newest questions, a conversation going on with alike questions 0.99-1.00."""
+RECALL_CONTINUES_FROM = HistoryOptions().recall_continues_from
+"""Default ``recall_continues_from``: a question whose best cosine with the newest three user messages is at least
+this is one more of a run of alike questions (tests/service/test_cost.py's chat: 0.99-1.00), served by the newest
+turns, and recall stays off whatever an older message's lead (recalled messages change every turn, and the stable
+prefix would go). The lead itself leaves out the newest messages that only ask (``lead_of``): a user asking about
+something said long ago, question after question, scores 0.5-0.8 against the questions before (bench/
+conversation_bench.py with BENCH_IN_TURNS=1), and those questions show nothing it needs."""
 RECALL_COST_EXPONENT = HistoryOptions().recall_cost_exponent
 """Default ``recall_cost_exponent``: recalled units are packed by fused score / (tokens / ``RECALL_COST_FREE``) ** this
 (0: by rank alone). Rank order lost bench/recall_bench.py's facts to long replies ranked above them (85 / 88% at
@@ -419,6 +426,9 @@ class ConversationHistoryModule(ContextModule):
         dense_lead = option(config, "recall_dense_lead", RECALL_DENSE_LEAD)
         lexical_lead = option(config, "recall_lexical_lead", RECALL_LEXICAL_LEAD, minimum=0)
         turning = option(config, "recall_continuity_below", RECALL_CONTINUITY_BELOW)
+        continuing = option(config, "recall_continues_from", RECALL_CONTINUES_FROM)
+        if lead.continuity is not None and lead.continuity >= continuing:
+            return f"the query goes on with the newest questions ({lead.continuity:.2f}, from {continuing:.2f})"
         if (lead.dense is not None and lead.dense >= dense_lead) or lead.lexical >= lexical_lead:
             return None
         if lead.continuity is not None and lead.continuity < turning:

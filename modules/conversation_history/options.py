@@ -50,3 +50,8 @@ class HistoryOptions(ModuleOptions):
         description="Recall also when the query's cosine with the newest user messages is below this (it turns "
         "away from the conversation going on); recall stays off while it continues it.",
     )
+    recall_continues_from: float = Field(
+        0.9,
+        description="Recall stays off, whatever an older message's lead, when the query's cosine with the newest "
+        "user messages is at least this: one more of the questions going on, which the newest turns serve.",
+    )

@@ -970,18 +970,28 @@ class SessionRecall:
 
 
 def lead_of(index: HistoryIndex, query: str, query_vector: np.ndarray | None, split: int, end: int) -> RecallLead:
-    """How the best of ``index``'s first ``end`` messages before ``split`` outranks the best from ``split`` on."""
+    """How the best of ``index``'s first ``end`` messages before ``split`` outranks the best from ``split`` on. A
+    message from ``split`` on that only asks (every sentence a question) shows nothing a question needs, however
+    alike their words: a user asking question after question about something said long ago has the earlier
+    questions as the newest turns, and they must not hold recall back."""
+    showing = [p for p in range(split, end) if not _only_asks(index.messages[p])]
     lexical = index.lexical_scores(query)[:end]
-    older, newer = float(lexical[:split].max(initial=0.0)), float(lexical[split:].max(initial=0.0))
+    older, newer = float(lexical[:split].max(initial=0.0)), float(lexical[showing].max(initial=0.0))
     ratio = older / newer if newer > 0 else (float("inf") if older > 0 else 0.0)
     dense = continuity = None
     scores = index.dense_scores(query_vector, end) if query_vector is not None else None
     if scores is not None and 0 < split < end:
-        dense = float(scores[:split].max() - scores[split:].max())
+        dense = float(scores[:split].max() - scores[showing].max(initial=-1.0))
         newest_first = (p for p in range(end - 1, split - 1, -1) if index.messages[p].role == "user")
         asked = list(islice(newest_first, RECENT_QUESTIONS))
         continuity = float(scores[asked].max()) if asked else 0.0
     return RecallLead(dense, ratio, continuity)
+
+
+def _only_asks(message: Message) -> bool:
+    """Whether every sentence of ``message`` is a question."""
+    sentences = [s for s in _SENTENCE_END.split(message.content) if s.strip()]
+    return bool(sentences) and all(s.rstrip().endswith("?") for s in sentences)
 
 
 def _settled(index: HistoryIndex) -> bool:
