@@ -720,6 +720,42 @@ class WordEmbedder:
         return vectors
 
 
+ASKED_BEFORE = (
+    "What is the name of the boat Theo took out from the harbour?",
+    "What is the name of the café Theo took Maya to?",
+    "What is the name of the band Theo took his aunt to see?",
+)
+
+
+@pytest.mark.parametrize("embedder", [None, WordEmbedder()], ids=["words", "words+vectors"])
+async def test_questions_asked_one_after_another_never_hold_recall_back(history, embedder):
+    """A user asks about a long chat question after question, and nothing earlier answered them: those questions
+    are the newest turns, alike in words (and meaning) to the next, yet show nothing it needs. Recall runs and
+    finds the news told in other words long ago (it stayed off: no older message led the newest turns)."""
+    messages = with_news(chat_between_people())
+    for turn, asked in enumerate(ASKED_BEFORE, start=121):
+        messages += [Message("user", asked, turn=turn), Message("assistant", "Nothing in our chat says.", turn=turn)]
+    query = "What is the name of the dog Theo took in from the shelter?"
+    ctx = make_ctx(messages=messages, query=query)
+    ctx = module_ctx(dataclasses.replace(ctx, history_recall=SessionRecall(embedder)), config=RECALL)
+    c = await history.contribute(1_200, ctx)
+    assert c.metadata["recall"] != "held back", c.metadata["recall_reason"]
+    assert NEWS in [m.content for m in window_parts(c.messages())[1]]
+
+
+@pytest.mark.parametrize("embedder", [None, WordEmbedder()], ids=["words", "words+vectors"])
+async def test_an_answer_among_the_newest_turns_still_serves_the_question_alike_to_its_own(history, embedder):
+    """The other side: when the newest turns answered the question before (a message that says, not only asks),
+    they serve the next alike question, and recall stays off (the window's prefix stays stable)."""
+    messages = with_news(chat_between_people())
+    answer = "The dog Theo took in from the shelter is a greyhound; Theo named her Juniper."
+    messages += [Message("user", ASKED_BEFORE[0], turn=121), Message("assistant", answer, turn=121)]
+    ctx = make_ctx(messages=messages, query="What is the name of the dog Theo took in from the shelter?")
+    ctx = module_ctx(dataclasses.replace(ctx, history_recall=SessionRecall(embedder)), config=RECALL)
+    c = await history.contribute(1_200, ctx)
+    assert c.metadata["recall"] == "held back" and answer in [m.content for m in c.messages()]
+
+
 WORD = st.text("bcdfghjklmnprstvwz", min_size=3, max_size=8)
 
 
