@@ -46,7 +46,7 @@ class HistoryOptions(ModuleOptions):
         15, description="Share (%) of the history budget kept for showing cleared results the question needs again."
     )
     recall_continuity_below: float = Field(
-        0.5,
+        0.8,
         description="Recall also when the query's cosine with the newest user messages is below this (it turns "
         "away from the conversation going on); recall stays off while it continues it.",
     )
