@@ -162,8 +162,7 @@ async def run(data: list[Conversation], folder: Path) -> dict[tuple[str, int, st
                         chosen = hybrid.packed(question.text, used)
                         cell.hybrid += all(i in chosen for i in question.evidence)
                         if MISSES and evidence and not held:
-                            _print_miss(question, type_id, limit, evidence, window, question.evidence, chosen)
-                            print("     recall:", meta.get("recall"), "|", meta.get("recall_reason"), file=sys.stderr)
+                            _print_miss(question, type_id, limit, evidence, window, question.evidence, chosen, meta)
                 if IN_TURNS:
                     await _ask(client, headers, f"/v1/sessions/{sid}/turns", {"query": question.text})
             print(
@@ -181,13 +180,16 @@ def _print_miss(
     window: list[Any],
     at: tuple[int, ...],
     chosen: set[int],
+    meta: dict[str, Any],
 ) -> None:
-    """A question whose evidence tda's window missed (BENCH_MISSES=1): what it lost, and whether the hybrid held it."""
+    """A question whose evidence tda's window missed (BENCH_MISSES=1): what it lost, whether the hybrid held it, and
+    what recall did (and why, when it held back or abstained)."""
     lost = [f"#{i} {e[:90]!r}" for i, e in zip(at, evidence, strict=True) if not in_window(window, e)]
     hybrid = "held" if all(i in chosen for i in at) else "missed"
     print(f"MISS {type_id} {limit} {question.kind} (hybrid {hybrid}): {question.text}", file=sys.stderr)
     for line in lost:
         print(f"     lost {line}", file=sys.stderr)
+    print(f"     recall: {meta.get('recall')}; {meta.get('recall_reason') or 'ran'}", file=sys.stderr)
 
 
 def _pct(part: int, whole: int) -> str:
