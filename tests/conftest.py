@@ -46,8 +46,9 @@ def builtin_registry() -> ModuleRegistry:
 # xdist would otherwise start with the files holding the most tests). The files that took longest in CI go first,
 # so that none of them starts last while the other worker has nothing left to run (docs/operations.md, "CI time").
 # The rest follow as xdist would order them: most tests first.
-LONGEST_FIRST = (  # measured: a clean-clone CI with --durations=60 (seconds at load 5-14)
-    "tests/ops/test_schemathesis.py",  # 572 + 278; session 32: 203 (PostgreSQL, coverage phase) + 111 (SQLite)
+LONGEST_FIRST = (  # measured: a clean-clone CI with --durations=60 (seconds at load 5-14; session 33: load 4-12)
+    "tests/ops/test_schemathesis_postgresql.py",  # 139 (coverage phase; session 32: 203)
+    "tests/ops/test_schemathesis.py",  # 47 (SQLite; session 32: 111)
     "tests/service/test_openapi_fuzz.py",  # 154
     "tests/knowledge/test_knowledge_embeddings.py",  # 162: torch and sentence-transformers
     "tests/test_invariants.py",  # 136

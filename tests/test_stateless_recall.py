@@ -122,3 +122,29 @@ async def test_a_conversation_sent_again_and_again_is_embedded_once_though_every
     history = embedder.history()
     assert len(history) == len(set(history)) and history  # no text embedded twice
     assert methods[0] == "lexical" and methods[-1] == "lexical+dense"
+
+
+class StuckEmbedder(HistoryEmbedder):
+    """Never done with a batch: its job ends only by being cancelled."""
+
+    async def embed(self, texts):
+        await asyncio.Event().wait()
+
+
+async def test_a_call_whose_vectors_job_is_cancelled_while_it_waits_ranks_by_words():
+    """A stateless call's vectors job is cancelled at ``vectors_wait_s``, the moment the call stops waiting for it;
+    whichever of the two comes first (on a loaded machine, the cancellation), the call ranks by words. It failed
+    with the job's CancelledError."""
+    messages = planted(100)
+    session = Session("", messages=messages)
+    one = SessionRecall(StuckEmbedder(), vectors_wait_s=60).for_one_call(_beginnings(messages))
+    call = asyncio.create_task(one.recall(session, "greyhound", before=len(messages), enough_tokens=100))
+    index = one.index_of(session)
+    while index.vectoring is None:  # the call has read the history and started the job
+        await asyncio.sleep(0)
+    for _ in range(20):  # the call goes on to wait for the job (the embedder never ends it)
+        await asyncio.sleep(0)
+    assert not call.done()
+    index.vectoring.cancel()  # as its timer does
+    ranking = await asyncio.wait_for(call, 30)
+    assert ranking.method == "lexical" and ranking.units

@@ -4,19 +4,16 @@ not a failure), a bounded number of examples per operation, a fixed seed. It mus
 breaks the document.
 
 The coverage phase (boundary values, about 50 requests per operation: 95% of a run's time) runs on PostgreSQL, the
-backend with the stricter column types (NUL bytes, integer widths); SQLite runs the other phases (examples, fuzzing,
-stateful)."""
+backend with the stricter column types (NUL bytes, integer widths), in its own file
+(test_schemathesis_postgresql.py) so that the two runs go to both CI workers; SQLite, here, runs the other phases
+(examples, fuzzing, stateful)."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from tests.ops.live import Live, cli, free_port, tda_env, token_in
 
@@ -28,25 +25,12 @@ PHASES = {"sqlite": "examples,fuzzing,stateful", "postgresql": "examples,coverag
 """By backend (the database URL's scheme, or sqlite)."""
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def database(request: pytest.FixtureRequest) -> Iterator[dict[str, str]]:
-    """The environment naming the backend: SQLite in the data dir, or a throwaway PostgreSQL server."""
-    if request.param == "sqlite":
-        yield {}
-        return
-    from tests.replicas.servers import Postgres, require_binaries
-
-    require_binaries()
-    root = Path(tempfile.mkdtemp(prefix="tda-st-pg-"))
-    root.chmod(0o755)  # the postgres user must reach its folder inside
-    server = Postgres(root).start()
-    try:
-        yield {"TDA_DATABASE_URL": server.url()}
-    finally:
-        server.stop()
+def test_st_run_on_sqlite_finds_no_server_errors_and_no_schema_violations(tmp_path: Path) -> None:
+    st_run_finds_no_server_errors_and_no_schema_violations(tmp_path, {})
 
 
-def test_st_run_finds_no_server_errors_and_no_schema_violations(tmp_path: Path, database: dict[str, str]) -> None:
+def st_run_finds_no_server_errors_and_no_schema_violations(tmp_path: Path, database: dict[str, str]) -> None:
+    """`st run` against a server on ``database`` (the environment naming the backend; empty: SQLite)."""
     # One client sends thousands of requests without or with a wrong token (the ignored_auth check): the per-client
     # limit on failed auth (tests/service/test_proxies_and_limits.py) would answer it 429 for everything else.
     env = tda_env(tmp_path / "data", free_port(), TDA_AUTH_FAILURES_PER_MINUTE="1000000", **database)

@@ -15,7 +15,6 @@ about storage.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import functools
 import hashlib
@@ -940,8 +939,9 @@ class SessionRecall:
         index = await self.sync(session)
         job, left = index.vectoring, index.vectors_due - time.monotonic()
         if job is not None and not job.done() and left > 0:  # one wait per job, shared by the turn's calls
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.shield(job), left)
+            # asyncio.wait, not wait_for: a stateless call's job is cancelled at the same moment the wait ends, and
+            # whichever comes first the call goes on (wait_for raised the job's CancelledError when it won)
+            await asyncio.wait([job], timeout=left)
         return index
 
     async def recall(self, session: Session, query: str, *, before: int, enough_tokens: int) -> RecallRanking:
