@@ -75,19 +75,21 @@ def test_gelu_matches_the_exact_formula() -> None:
     assert np.abs(_gelu(x) - exact).max() < 1e-6
 
 
-@pytest.mark.parametrize("name", ["minilm", "minilm-int8"])
-def test_embedding_with_minilm_never_imports_torch(name: str) -> None:
-    """The point of the numpy and int8 builds: torch's ~500 MB of resident memory stays out of the service."""
+def test_embedding_with_minilm_never_imports_torch() -> None:
+    """The point of the numpy and int8 builds: torch's ~500 MB of resident memory stays out of the service. Both
+    builds in one fresh process (each checked before the other runs: a fresh process costs seconds)."""
     import subprocess
     import sys
 
     code = (
-        "import sys; from tda.knowledge.embeddings import make_embedder; "
-        f"v = make_embedder({name!r})(['a question about refunds']); "
-        "print(len(v[0]), any(m == 'torch' or m.startswith(('torch.', 'sentence_transformers')) for m in sys.modules))"
+        "import sys; from tda.knowledge.embeddings import make_embedder\n"
+        "for name in ('minilm', 'minilm-int8'):\n"
+        "    v = make_embedder(name)(['a question about refunds'])\n"
+        "    print(name, len(v[0]), any(m == 'torch' or m.startswith(('torch.', 'sentence_transformers')) "
+        "for m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300)
-    assert out.stdout.split() == ["384", "False"]
+    assert out.stdout.split() == ["minilm", "384", "False", "minilm-int8", "384", "False"]
 
 
 def test_the_services_warm_up_loads_the_model_before_any_case_is_kept(tmp_path: Path) -> None:
