@@ -42,34 +42,58 @@ def builtin_registry() -> ModuleRegistry:
     return module_registry(entry_point_group=None).load()
 
 
-# `make test` hands whole files to its two workers (--dist loadfile) in collection order (--no-loadscope-reorder:
-# xdist would otherwise start with the files holding the most tests). The files that took longest in CI go first,
-# so that none of them starts last while the other worker has nothing left to run (docs/operations.md, "CI time").
-# The rest follow as xdist would order them: most tests first.
-LONGEST_FIRST = (  # measured: a clean-clone CI with --durations=60 (seconds at load 5-14; session 33: load 4-12)
-    "tests/ops/test_schemathesis_postgresql.py",  # 139 (coverage phase; session 32: 203)
-    "tests/ops/test_schemathesis.py",  # 47 (SQLite; session 32: 111)
-    "tests/service/test_openapi_fuzz.py",  # 154
-    "tests/knowledge/test_knowledge_embeddings.py",  # 162: torch and sentence-transformers
-    "tests/test_invariants.py",  # 136
-    "tests/service/test_launch.py",  # 103
-    "tests/ops/test_durability.py",  # 102
-    "tests/ops/test_wheel.py",  # 100: builds the wheel and installs it into a fresh venv
-    "tests/ops/test_memory.py",
-    "tests/gateway/test_frameworks.py",
-    "tests/replicas/test_faults.py",
-    "tests/replicas/test_workers.py",
-    "tests/ops/test_metrics_multiprocess.py",
-    "tests/ops/test_serve_security.py",
-    "tests/ops/test_backup.py",
-    "tests/knowledge/test_knowledge_chroma_server.py",
-    "tests/service/test_history_scale.py",
+# `make test` hands work to its two workers (--dist loadfile) a file at a time, or a folder of SHARED_SERVERS at a
+# time: their tests share servers a session fixture starts once per worker (`tda serve` and Chromium; the gateway's
+# `tda serve` and fake upstream; the replicas' PostgreSQL, Redis, Chroma and two replicas), so one worker starts
+# them, not both. Work goes out in collection order (--no-loadscope-reorder: xdist would otherwise start with the
+# units holding the most tests): the units that took longest in CI first, so that none of them starts last while
+# the other worker has nothing left to run (docs/operations.md, "CI time"); the rest as xdist would order them,
+# most tests first.
+SHARED_SERVERS = ("tests/browser/", "tests/gateway/", "tests/replicas/")
+LONGEST_FIRST = (  # measured: seconds of worker time in a clean-clone CI run (session 33, load 4-12)
+    "tests/browser/",  # 536
+    "tests/ops/test_schemathesis_postgresql.py",  # 139: the coverage phase
+    "tests/replicas/",  # 134
+    "tests/knowledge/test_knowledge_embeddings.py",  # 81: torch and sentence-transformers
+    "tests/gateway/",  # 74
+    "tests/service/test_openapi_fuzz.py",  # 66
+    "tests/service/test_turn_recall_service.py",  # 59
+    "tests/test_openai_call.py",  # 48
+    "tests/ops/test_schemathesis.py",  # 47: SQLite
+    "tests/test_invariants.py",  # 42
+    "tests/service/test_history_scale.py",  # 38
+    "tests/service/test_launch.py",  # 35
+    "tests/service/test_history_vectors.py",  # 32
+    "tests/service/test_upstream_redirect.py",  # 31
+    "tests/service/test_traces_out.py",  # 30
+    "tests/test_full_window.py",  # 29
 )
+
+
+def work_unit(path: str) -> str:
+    """What a CI worker runs whole: the test file at ``path`` (relative to the checkout), or its SHARED_SERVERS
+    folder."""
+    return next((folder for folder in SHARED_SERVERS if path.startswith(folder)), path)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """--dist loadfile with SHARED_SERVERS' folders as units (xdist's own scheduler for any other mode)."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class ByWorkUnit(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return work_unit(super()._split_scope(nodeid))
+
+    return ByWorkUnit(config, log)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     root = Path(__file__).resolve().parents[1]
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
     file_of = {item: item.path.relative_to(root).as_posix() for item in items}
-    tests_in = Counter(file_of.values())
-    items.sort(key=lambda item: (rank.get(file_of[item], len(rank)), -tests_in[file_of[item]], file_of[item]))
+    unit_of = {item: work_unit(file) for item, file in file_of.items()}
+    tests_in = Counter(unit_of.values())
+    items.sort(key=lambda item: (rank.get(unit_of[item], len(rank)), -tests_in[unit_of[item]], file_of[item]))
