@@ -46,8 +46,8 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy --num-workers 2  # both cores: a cold check (a clean clone has no .mypy_cache) 116 -> 96 s
 
-# `make test` runs on two workers, a test file per worker at a time (its module fixtures stay with it), the longest
-# files first (tests/conftest.py, LONGEST_FIRST).
+# `make test` runs on two workers, a test file per worker at a time (its module fixtures stay with it), or a folder
+# whose tests share servers (tests/conftest.py, SHARED_SERVERS), the longest first (LONGEST_FIRST).
 test: $(STAMP)
 	BIN=$(BIN) scripts/test-deps.sh
 	$(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder --durations=30

@@ -52,7 +52,7 @@ def builtin_registry() -> ModuleRegistry:
 SHARED_SERVERS = ("tests/browser/", "tests/gateway/", "tests/replicas/")
 LONGEST_FIRST = (  # measured: seconds of worker time in a clean-clone CI run (session 33, load 4-12)
     "tests/browser/",  # 536
-    "tests/ops/test_schemathesis_postgresql.py",  # 139: the coverage phase
+    "tests/ops/test_schemathesis_postgresql.py",  # 139-163: the coverage phase
     "tests/replicas/",  # 134
     "tests/knowledge/test_knowledge_embeddings.py",  # 81: torch and sentence-transformers
     "tests/gateway/",  # 74
