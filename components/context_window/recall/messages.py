@@ -15,6 +15,7 @@ about storage.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import dataclasses
 import functools
 import hashlib
@@ -226,6 +227,8 @@ class HistoryIndex:
     """How many of the first messages were added with vectors (a message never shown may have none)."""
     unit_of: list[int] = field(default_factory=list)
     """Per message, the position of the first message of its unit (a tool result's call)."""
+    asking: list[int] = field(default_factory=list)
+    """The positions of the messages that only ask (``only_asks``), in order: they show nothing a question needs."""
     _calls: dict[str, int] = field(default_factory=dict)
     """Open tool call id -> position of the assistant message that made it."""
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
@@ -272,6 +275,8 @@ class HistoryIndex:
         match, calls, unit_of = _SPEAKER.match, self._calls, self.unit_of
         for position, message in enumerate(messages, len(self.messages)):
             content, role = message.content, message.role
+            if content.rstrip().endswith("?") and only_asks(content):
+                self.asking.append(position)
             if ": " in content and (tag := match(content)) is not None:  # no ": ", no tag: the regex not run
                 self.speakers.add(tag.group(2))
             elif message.name and role in ("user", "assistant"):  # the speaker given as the message's name
@@ -970,27 +975,31 @@ class SessionRecall:
 
 
 def lead_of(index: HistoryIndex, query: str, query_vector: np.ndarray | None, split: int, end: int) -> RecallLead:
-    """How the best of ``index``'s first ``end`` messages before ``split`` outranks the best from ``split`` on. A
-    message from ``split`` on that only asks (every sentence a question) shows nothing a question needs, however
-    alike their words: a user asking question after question about something said long ago has the earlier
-    questions as the newest turns, and they must not hold recall back."""
-    showing = [p for p in range(split, end) if not _only_asks(index.messages[p])]
+    """How the best of ``index``'s first ``end`` messages before ``split`` outranks the best from ``split`` on. Only
+    messages that say something count: one that only asks (every sentence a question) shows nothing a question
+    needs, however alike their words. A user asking question after question about something said long ago has the
+    earlier questions as the newest turns, and they must not hold recall back; nor does an older question, shorter
+    than the newest answers alike to it, lead them."""
+    showing = np.ones(end, dtype=bool)
+    showing[index.asking[: bisect.bisect_left(index.asking, end)]] = False
+    older_shows, newer_shows = showing[:split], showing[split:]
     lexical = index.lexical_scores(query)[:end]
-    older, newer = float(lexical[:split].max(initial=0.0)), float(lexical[showing].max(initial=0.0))
+    older = float(lexical[:split][older_shows].max(initial=0.0))
+    newer = float(lexical[split:][newer_shows].max(initial=0.0))
     ratio = older / newer if newer > 0 else (float("inf") if older > 0 else 0.0)
     dense = continuity = None
     scores = index.dense_scores(query_vector, end) if query_vector is not None else None
     if scores is not None and 0 < split < end:
-        dense = float(scores[:split].max() - scores[showing].max(initial=-1.0))
+        dense = float(scores[:split][older_shows].max(initial=-1.0) - scores[split:][newer_shows].max(initial=-1.0))
         newest_first = (p for p in range(end - 1, split - 1, -1) if index.messages[p].role == "user")
         asked = list(islice(newest_first, RECENT_QUESTIONS))
         continuity = float(scores[asked].max()) if asked else 0.0
     return RecallLead(dense, ratio, continuity)
 
 
-def _only_asks(message: Message) -> bool:
-    """Whether every sentence of ``message`` is a question."""
-    sentences = [s for s in _SENTENCE_END.split(message.content) if s.strip()]
+def only_asks(text: str) -> bool:
+    """Whether every sentence of ``text`` is a question."""
+    sentences = [s for s in _SENTENCE_END.split(text) if s.strip()]
     return bool(sentences) and all(s.rstrip().endswith("?") for s in sentences)
 
 
