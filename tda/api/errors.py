@@ -170,7 +170,8 @@ def _prior_key(text: str) -> tuple[str, str, str] | None:
     that sends its conversation again finds its own; two that share all three only take turns replacing it)."""
     if request.path not in PARSED_PATHS:
         return None
-    return request.path, request.headers.get("X-TDA-Session", ""), text[:PARSED_KEY_CHARS]
+    session = request.headers.get("X-TDA-Session", "")  # chat.SESSION_HEADER (chat.py imports this module)
+    return request.path, session, text[:PARSED_KEY_CHARS]
 
 
 async def check_json_body() -> None:
