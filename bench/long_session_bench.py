@@ -22,7 +22,9 @@ SQLite, the default embedder unless BENCH_LONG_EMBEDDER names another) whose pro
 Reported: medians of the first and last 10 turns and their ratio (the growth), utilisation, CPU per call, and the
 hidden summary calls of the session (`history_summary` in the snapshots' `auxiliary_calls`).
 Knobs: BENCH_LONG_TURNS (gateway, default 100), BENCH_LONG_NATIVE_TURNS (default 1,000), BENCH_LONG_EMBEDDER,
-BENCH_LONG_PARTS (default "gateway,native"; "native" runs the native turns alone), BENCH_LONG_ROWS (rows per tool
+BENCH_LONG_PARTS (default "gateway,native"; "native" runs the native turns alone; "side": a session grown to
+GATEWAY_TURNS - 10 turns, then its last 10 turns side by side with a young session's first 10, call pair by call
+pair, so both ends run at the same load), BENCH_LONG_ROWS (rows per tool
 result, default 20).
 """
 
@@ -208,11 +210,15 @@ def reply_message(completion: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in message.items() if k in ("role", "content", "tool_calls") and v is not None}
 
 
-async def gateway(tda: Tda, session: str | None, turns: int, chat: list[dict[str, Any]]) -> list[dict[str, Any]]:
+async def gateway(
+    tda: Tda, session: str | None, turns: int, chat: list[dict[str, Any]], numbered: int | None = None
+) -> list[dict[str, Any]]:
     """``turns`` agent turns (two calls each) going on from ``chat``; per turn its wall and CPU ms, the window's
-    utilisation (its first call's, and the lower of its two calls') and the newest complete turn before it."""
+    utilisation (its first call's, and the lower of its two calls') and the newest complete turn before it.
+    ``numbered``: the first turn's number (its texts), else the next after ``chat``'s."""
     out: list[dict[str, Any]] = []
-    for turn in range(len(chat) // 4 + 1, len(chat) // 4 + 1 + turns):
+    start = numbered if numbered is not None else len(chat) // 4 + 1
+    for turn in range(start, start + turns):
         process_cpu = tree_cpu_seconds(tda.pid)
         newest = chat[-4:] if len(chat) >= 5 else []
         chat.append({"role": "user", "content": question(turn)})
@@ -355,8 +361,25 @@ async def measure(tda: Tda, proxy: Proxy | None, folder: Path) -> dict[str, Any]
     figures = await gateway_figures(tda, proxy, folder / "upstream.jsonl") if proxy is not None else {}
     if "native" in PARTS:
         figures |= await native(tda, NATIVE_TURNS)
+    if "side" in PARTS:
+        figures |= await side_by_side(tda, GATEWAY_TURNS)
     await tda.client.aclose()
     return figures
+
+
+async def side_by_side(tda: Tda, turns: int) -> dict[str, Any]:
+    """A session's last 10 of ``turns`` turns and a young session's first 10, alternating turn by turn (the old one
+    grown to ``turns - 10`` first, unmeasured): CPU ms a call, each turn's two calls averaged, the medians and their
+    ratio. The young session's texts are turns RESENT_FIRST + 1... (none of them the old one's: vectors are kept by
+    text), both sessions' to the same server, so the first 10 and the last 10 turns meet the same load."""
+    old, young = [SYSTEM], [SYSTEM]
+    await gateway(tda, "side-old", turns - 10, old)
+    old_ms, young_ms = [], []
+    for n in range(1, 11):
+        young_ms += [row["cpu_ms"] for row in await gateway(tda, "side-young", 1, young, RESENT_FIRST + n)]
+        old_ms += [row["cpu_ms"] for row in await gateway(tda, "side-old", 1, old)]
+    first, last = median(young_ms), median(old_ms)
+    return {"side_cpu_ms_first10": first, "side_cpu_ms_last10": last, "side_cpu_growth": last / first}
 
 
 def bodies(chat: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
@@ -501,6 +524,12 @@ def main() -> None:
     print("long sessions (issue 32): a turn's cost against the session's length")
     if "gateway" in PARTS:
         print_gateway(figures)
+    if "side" in PARTS:
+        print(
+            f"  side by side: a young session's turns 1-10 / an old one's {GATEWAY_TURNS - 9}-{GATEWAY_TURNS}, "
+            f"alternating, server CPU ms per call {figures['side_cpu_ms_first10']:.1f} / "
+            f"{figures['side_cpu_ms_last10']:.1f} (x{figures['side_cpu_growth']:.2f})"
+        )
     if "native" in PARTS:
         rss = " -> ".join(map(str, figures["native_rss_mib"]))
         print(

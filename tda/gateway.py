@@ -35,7 +35,7 @@ from .client_call import ClientCall, ContextFeatures
 from .context_features import refuse_cut
 from .errors import Conflict, Invalid, NotFound
 from .knowledge.scope import ANONYMOUS
-from .models import ProfileRow, SessionRow
+from .models import ProfileRow, SessionRow, TurnRow
 from .offload import sized
 from .recall.messages import call_done, call_recall, vectors_ready
 from .sources import Cutoff, build_context, input_hashes, message_of, summarizer_for
@@ -132,8 +132,11 @@ async def _place(svc: TDAService, session_id: str, conversation: Conversation, *
         recorded = tuple(message_of(m) for m in messages[asked + 1 :])
         return _Place(same.turn, new=False, request_key=request_key, recorded=recorded)
     prefixes = await sized(lambda history: digests.turn_ends(len(history)), conversation.history)
-    extended = await svc.store.sessions.turn_ending(session_id, list(prefixes))
     newest = await svc.store.sessions.newest_turn(session_id)
+    if newest is not None and newest.conversation_key in prefixes:  # the usual call: it goes on from the newest turn
+        extended: TurnRow | None = newest
+    else:  # an edited or shortened history: every place an earlier turn may have ended is looked up
+        extended = await svc.store.sessions.turn_ending(session_id, list(prefixes))
     turn = (newest.turn if newest else 0) + 1
     if turn > MAX_TURN:  # an imported history took the last 32-bit turn number
         raise Conflict(f"session {session_id!r} has used every turn number; start a new session")
@@ -285,18 +288,14 @@ def window_cut(conversation: Conversation, assembled: AssembledContext, tokens: 
     (left out, summarised, or cut: a message counts as sent only when it went byte for byte)."""
     sent = Counter(_key(Message.from_chat(m)) for m in assembled.messages)
     received = (*conversation.instructions, *conversation.chat)
-    keys = (*(_key(m) for m in conversation.instructions), *_digests_of(conversation).keys)
-    cut = 0
-    for key in keys:
-        if sent[key] > 0:
-            sent[key] -= 1
-        else:
-            cut += 1
+    keys = Counter(_key(m) for m in conversation.instructions)
+    keys.update(_digests_of(conversation).keys)  # counted in C: the window's few keys are looked up, not every one
+    went = sum(min(n, keys[key]) for key, n in sent.items())  # each message received goes at most as often as sent
     return {
         "messages_received": len(received),
         "messages_sent": len(assembled.messages),
-        "messages_cut": cut,
-        "tokens_received": sum(tokens.count_message(m) for m in received),
+        "messages_cut": len(received) - went,
+        "tokens_received": sum(map(tokens.count_message, received)),
         "tokens_sent": assembled.snapshot.total_used,
     }
 
@@ -556,6 +555,10 @@ class Digests:
     """The snapshot that kept that conversation, and how many snapshots back its whole copy is (None: unknown)."""
     kept: tuple[int, int] | None = None
     """The same of these messages, once a snapshot has kept them (``remember``)."""
+    received: tuple[Message, ...] = ()
+    """``messages`` as the call handed them, when ``messages`` are copies (carrying token counts): the next call's
+    messages are these objects where it sends the same (tda/api/chat.py's ``_sent``), found the same without
+    comparing their contents."""
 
     def through(self, n: int) -> str:
         """The digest of the first ``n`` messages."""
@@ -595,8 +598,8 @@ def digested(messages: Sequence[Message], seen: Digests | None = None) -> Digest
     object (token counts) holds across the calls."""
     same = 0
     if seen is not None:
-        for a, b in zip(seen.messages, messages, strict=False):
-            if a is not b and a != b:
+        for a, was, b in zip(seen.messages, seen.received or seen.messages, messages, strict=False):
+            if a is not b and was is not b and a != b:
                 break
             same += 1
     h = seen.state(same) if seen else hashlib.sha256()
@@ -632,7 +635,8 @@ async def with_digests(conversation: Conversation, key: str, tokens: TokenEstima
         digests = digested(chat, seen)
         if tokens is None:
             return digests
-        return dataclasses.replace(digests, messages=tuple(tokens.counted(digests.messages)))
+        counted = (*digests.messages[: digests.repeated], *tokens.counted(digests.messages[digests.repeated :]))
+        return dataclasses.replace(digests, messages=counted, received=tuple(chat))
 
     digests = await sized(work, conversation.chat)
     if len(digests.messages) <= SEEN_MESSAGES:

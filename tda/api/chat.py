@@ -168,8 +168,10 @@ async def chat_completions() -> Any:
 
 def _read(data: dict[str, Any]) -> tuple[ChatRequest, list[Message]]:
     """The request and its conversation as tda's messages (work that grows with the conversation)."""
-    body = _parse(data)
-    messages = _sent.messages(data["messages"], body.messages)
+    raw = data.get("messages")
+    known = _sent.made_from(raw) if isinstance(raw, list) and len(raw) <= MAX_MESSAGES else None
+    body, known = _parse(data, known)
+    messages = _sent.messages(data["messages"], body.messages, known)
     body.messages = []  # let go here (in the worker thread): freeing 100,000 validated messages takes ~70 ms
     return body, messages
 
@@ -178,25 +180,54 @@ class _SentMessages:
     """The messages clients sent lately, by what they say (``key``): a chat client sends its whole conversation on
     every call, and a message it sent before is the one made then, not made again (at turn 100 of an agent session,
     making the 400 messages again was ~5 ms of each call). A message is the same whatever call it came in (it is
-    immutable and safe to share). Bounded by count and by the characters held."""
+    immutable and safe to share). Bounded by count and by the characters held. A message the body lent from an
+    earlier one (``ParsedBody``: the very object parsed then) is found by that object, neither validated nor keyed
+    again."""
 
     def __init__(self, most: int, most_chars: int) -> None:
         self.most, self.most_chars, self.chars = most, most_chars, 0
         self._messages: OrderedDict[tuple[Any, ...], Message] = OrderedDict()
+        self._made_from: OrderedDict[int, tuple[Any, Message]] = OrderedDict()
+        """By the id of the parsed object a message was made from: the object (its id is not reused while it is
+        held here) and the message."""
         self._lock = threading.Lock()  # calls read their messages in worker threads, side by side
 
-    def messages(self, raw: list[Any], validated: list[ChatMessage]) -> list[Message]:
-        """The ``validated`` messages (``raw`` as the client sent them), each as it was made for an earlier call when
-        one sent the same."""
-        keys = [self.key(m) for m in raw]
+    def made_from(self, raw: list[Any]) -> list[Message | None]:
+        """Per item of ``raw``, the message made from that very object for an earlier call, or None."""
         with self._lock:
-            known = [None if key is None else self._messages.get(key) for key in keys]
-            for key, message in zip(keys, known, strict=True):
+            found = [self._made_from.get(id(item)) for item in raw]
+        return [f[1] if f is not None and f[0] is item else None for f, item in zip(found, raw, strict=True)]
+
+    def messages(
+        self, raw: list[Any], validated: list[ChatMessage], known: list[Message | None] | None = None
+    ) -> list[Message]:
+        """The ``validated`` messages (``raw`` as the client sent them), each as it was made for an earlier call when
+        one sent the same. ``known``: the messages ``made_from`` found (``validated`` then holds the others only)."""
+        known = known or [None] * len(raw)
+        keys = [None if m is not None else self.key(r) for r, m in zip(raw, known, strict=True)]
+        with self._lock:
+            found = [self._messages.get(key) if key is not None else None for key in keys]
+            for key, message in zip(keys, found, strict=True):
                 if message is not None:
                     self._messages.move_to_end(key)  # type: ignore[arg-type]  # a message found has a key
-        made = [m if m is not None else _message(v, i) for i, (m, v) in enumerate(zip(known, validated, strict=True))]
-        self._keep([(k, m) for k, m, was in zip(keys, made, known, strict=True) if k is not None and was is None])
+        checked = iter(validated)  # one per message not known by its object, in order
+        made = []
+        for i, (m, was) in enumerate(zip(found, known, strict=True)):
+            if was is None:
+                valid = next(checked)
+                was = m if m is not None else _message(valid, i)
+            made.append(was)
+        self._keep([(k, m) for k, m, was in zip(keys, made, found, strict=True) if k is not None and was is None])
+        self._keep_made_from(raw, made)
         return made
+
+    def _keep_made_from(self, raw: list[Any], made: list[Message]) -> None:
+        with self._lock:
+            for item, message in zip(raw, made, strict=True):
+                self._made_from[id(item)] = (item, message)
+                self._made_from.move_to_end(id(item))
+            while len(self._made_from) > self.most:
+                self._made_from.popitem(last=False)
 
     @staticmethod
     def key(raw: Any) -> tuple[Any, ...] | None:
@@ -232,12 +263,24 @@ SENT_MESSAGES = 8_192
 SENT_CHARS = 16_000_000
 """What ``_sent`` holds at most: messages, and characters of their text (a few long conversations)."""
 _sent = _SentMessages(SENT_MESSAGES, SENT_CHARS)
+MAX_MESSAGES = 100_000
+"""``ChatRequest.messages``'s most: a longer list is validated whole (its error names the limit)."""
 
 
-def _parse(data: dict[str, Any]) -> ChatRequest:
+def _parse(
+    data: dict[str, Any], known: list[Message | None] | None = None
+) -> tuple[ChatRequest, list[Message | None] | None]:
+    """The request validated, and the messages left out of its validation: ``known`` (``_SentMessages.made_from``),
+    when the others alone are valid (its ``messages`` then holds those, or the first when none is new), else None
+    (validated whole: the errors name the whole list's places)."""
     refuse_unknown_fields(data, CHAT_FIELDS, "chat completions")
     try:
-        return validate_in_slices(ChatRequest, data, "messages")
+        if known is not None and any(m is not None for m in known):
+            fresh = [item for item, m in zip(data["messages"], known, strict=True) if m is None]
+            with contextlib.suppress(ValidationError):
+                messages = fresh or data["messages"][:1]
+                return validate_in_slices(ChatRequest, {**data, "messages": messages}, "messages"), known
+        return validate_in_slices(ChatRequest, data, "messages"), None
     except ValidationError as exc:
         raise Invalid("the request is invalid; fix the fields listed in errors", errors=field_errors(exc)) from None
 

@@ -14,12 +14,13 @@ from quart_schema import RequestSchemaValidationError
 from werkzeug.exceptions import HTTPException
 
 from components.context_window.budget import BudgetExceeded
+from components.context_window.session_cache import BoundedCache
 
 from ..collector import PAUSE
 from ..errors import DiskFull, Invalid, ServiceError, Unavailable, field_errors, is_disk_full
 from ..offload import free_in_slices
 from ..redact import redact_urls
-from ..security import NestedTooDeep, checked_json, escaped, unstorable
+from ..security import NestedTooDeep, ParsedBody, checked_json, escaped, unstorable
 from ..service import service
 from .openapi import OPENAI_WIRE
 
@@ -154,6 +155,25 @@ async def release_big_body(_exc: BaseException | None) -> None:
             PAUSE.release()
 
 
+PARSED_PATHS = frozenset({"/v1/chat/completions"})
+"""Whose bodies are kept parsed for the next (``ParsedBody``): a chat client's conversation, sent whole on every call,
+read by a handler that changes none of its values (the values are shared by the bodies that sent them)."""
+PARSED_BODIES = 16
+PARSED_MOST_CHARS = 4_000_000
+"""How many bodies are kept parsed, of at most how many characters each (a longer one is parsed whole every time)."""
+PARSED_KEY_CHARS = 4096
+_parsed: BoundedCache[tuple[str, str, str], ParsedBody] = BoundedCache(PARSED_BODIES)
+
+
+def _prior_key(text: str) -> tuple[str, str, str] | None:
+    """Where a body that may go on from an earlier one finds it: its path, its session and how it begins (a client
+    that sends its conversation again finds its own; two that share all three only take turns replacing it)."""
+    if request.path not in PARSED_PATHS:
+        return None
+    session = request.headers.get("X-TDA-Session", "")  # chat.SESSION_HEADER (chat.py imports this module)
+    return request.path, session, text[:PARSED_KEY_CHARS]
+
+
 async def check_json_body() -> None:
     """API bodies must be UTF-8 JSON, nested at most ``max_json_depth`` deep, without text that cannot be stored:
     refused here with a message that says what is wrong, before any handler (or the JSON parser's recursion) meets
@@ -168,7 +188,7 @@ async def check_json_body() -> None:
             "the body is not UTF-8; send JSON",
             errors=[{"loc": "body", "msg": "not UTF-8", "type": "unicode_error"}],
         ) from None
-    if not text.strip() or not request.path.startswith("/v1/"):
+    if not text or text.isspace() or not request.path.startswith("/v1/"):  # isspace: no copy of a big body
         return
     limit = service().settings.max_json_depth
     if len(raw) > BIG_BODY_BYTES and not g.get("collector_paused"):
@@ -177,10 +197,12 @@ async def check_json_body() -> None:
     try:
         if text.startswith("\ufeff"):
             raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+        key = _prior_key(text)
+        prior = _parsed.get(key) if key is not None else None
         if len(raw) <= INLINE_BODY_BYTES:
-            data, found = checked_json(text, limit)
+            data, found, parsed = checked_json(text, limit, prior)
         else:
-            data, found = await asyncio.to_thread(checked_json, text, limit)
+            data, found, parsed = await asyncio.to_thread(checked_json, text, limit, prior)
     except NestedTooDeep:
         raise InvalidJSON(f"the JSON body nests arrays/objects more than {limit} levels deep; flatten it") from None
     except ValueError as exc:
@@ -188,6 +210,8 @@ async def check_json_body() -> None:
         msg = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
         raise InvalidJSON(f"the body is not valid JSON ({msg}{where}); send a JSON object") from None
     refuse_unstorable(found)
+    if key is not None and len(text) <= PARSED_MOST_CHARS:
+        _parsed.put(key, parsed)
     g.json_body = data
     if request.is_json:
         request._cached_json = {False: data, True: data}  # quart's own cache: get_json() parses nothing again

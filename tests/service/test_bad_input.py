@@ -13,9 +13,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tda import security
 from tda.app import create_app
 from tda.config import Settings
-from tda.security import json_depth_exceeds, loads_in_slices
+from tda.security import checked_json, common_prefix, json_depth_exceeds, loads_in_slices, loads_reusing
 from tests.service.served_app import serving
 
 QUIET = {"migrate": False, "warm_up_llm": False, "warm_up_knowledge": False}
@@ -160,6 +161,81 @@ def test_text_that_is_not_json_is_refused_as_json_loads_refuses_it(text: str) ->
     except json.JSONDecodeError as exc:
         got = (exc.msg, exc.pos)
     assert got == expected
+
+
+MESSAGES = st.lists(st.dictionaries(st.sampled_from(["role", "content", "tool_calls"]), JSON_VALUES), max_size=6)
+
+
+@settings(max_examples=300, deadline=None)
+@given(MESSAGES, MESSAGES, st.integers(min_value=0, max_value=8), JSON_VALUES, st.booleans())
+def test_a_body_parsed_on_from_an_earlier_one_is_what_json_loads_makes_of_it(
+    sent: list[Any], added: list[Any], edited: int, edit: Any, same_model: bool
+) -> None:
+    """A conversation sent again, longer, perhaps with a message edited or another model named: what the earlier
+    body's parse lends the next is exactly what json.loads makes of the next (the oracle), never a stale message."""
+    first = json.dumps({"model": "m", "messages": sent})
+    later = [*sent, *added]
+    if edited < len(later):
+        later[edited] = {"content": edit}
+    second = json.dumps({"model": "m" if same_model else "n", "messages": later})
+    _, parsed = loads_reusing(first)
+    value, _ = loads_reusing(second, parsed)
+    assert value == json.loads(second)
+
+
+def test_the_messages_a_body_sent_before_are_not_parsed_again() -> None:
+    """The messages before the first that changed are the earlier body's own values; the others are parsed."""
+    sent = [{"role": "user", "content": f"question {i}"} for i in range(5)]
+    first, parsed = loads_reusing(json.dumps({"model": "m", "messages": sent}))
+    edited = [*sent[:3], {"role": "user", "content": "question 3, edited"}, sent[4], {"role": "user", "content": "5"}]
+    second, _ = loads_reusing(json.dumps({"model": "m", "messages": edited}), parsed)
+    assert [a is b for a, b in zip(first["messages"], second["messages"], strict=False)] == [1, 1, 1, 0, 0]
+    assert second["messages"] == edited
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="ab", max_size=40), st.text(alphabet="ab", max_size=40), st.text(alphabet="ab", max_size=40))
+def test_the_beginning_two_texts_share_is_found_whole(shared: str, a: str, b: str) -> None:
+    """The oracle is a walk character by character, over steps shorter than the texts (``PREFIX_STEP`` 4 here)."""
+    first, second = shared + a, shared + b
+    shorter = min(len(first), len(second))
+    walked = next((i for i, (x, y) in enumerate(zip(first, second, strict=False)) if x != y), shorter)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(security, "PREFIX_STEP", 4)
+        assert common_prefix(first, second) == walked
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "loc"),
+    [
+        # a pair's high half within the beginning both share, its low half gone in the second
+        (
+            '{"messages": [{"content": "\\ud83d\\ude00"}]}',
+            '{"messages": [{"content": "\\ud83d\\u0041"}]}',
+            "messages.0.content",
+        ),
+        # a NUL escaped in a message the second body adds
+        (
+            '{"messages": [{"content": "a"}]}',
+            '{"messages": [{"content": "a"}, {"content": "\\u0000"}]}',
+            "messages.1.content",
+        ),
+        # in a field between the messages the first body lent
+        (
+            '{"messages": [{"content": "a"}], "user": "b"}',
+            '{"messages": [{"content": "a"}], "user": "\\udc00"}',
+            "user",
+        ),
+    ],
+)
+def test_a_body_parsed_on_from_an_earlier_one_is_checked_for_what_cannot_be_stored(
+    first: str, second: str, loc: str
+) -> None:
+    """What the earlier body passed is not searched again; what the second adds or changes is, as it would be alone."""
+    _, found, parsed = checked_json(first, 64)
+    assert found is None
+    assert checked_json(second, 64, parsed)[1] == checked_json(second, 64)[1]
+    assert checked_json(second, 64, parsed)[1] is not None and checked_json(second, 64, parsed)[1][0] == loc
 
 
 def _depth(value: Any) -> int:
