@@ -19,6 +19,7 @@ import litellm
 import pytest
 
 from components.context_window.recall.messages import SessionRecall
+from tda.api.errors import _parsed as parsed_bodies
 from tda.config import Settings
 from tests.agent_session import SYSTEM, TOOLS, call_id, orders, tool_call, tool_loop, turn_messages
 from tests.service.fake_upstream import FakeUpstream, fake_upstream
@@ -144,6 +145,23 @@ async def test_a_stateless_client_a_new_session_and_a_retry_see_the_same_windows
     windows = [json.dumps(b["messages"]) for b in bodies]
     assert windows[0] == windows[2] == windows[4]
     assert windows[1] == windows[3] == windows[5]
+
+
+async def test_the_bodies_kept_parsed_for_the_next_call_are_never_changed_by_a_call(setup: Setup):
+    """A chat body is kept parsed for the next one (``ParsedBody``): its messages' values are the next body's when it
+    sends the same text again, another client's too (the same path, session header and beginning). So no call may
+    change them in place: every kept value is still what its text parses to, after calls with and without a
+    session, each step sending the first's messages again with a tool call and its result."""
+    parsed_bodies.clear()
+    await _tool_loop(setup, {"X-TDA-Profile": "agent", "X-TDA-Session": "kept"})
+    await _tool_loop(setup, {"X-TDA-Profile": "agent"})
+    kept = parsed_bodies.values()
+    assert kept and all(body.reused for body in kept)  # the second steps went on from the first ones
+    decode = json.JSONDecoder().raw_decode
+    for body in kept:
+        assert body.items
+        for at, (value, end) in body.items.items():
+            assert (value, end) == decode(body.text, at)
 
 
 @pytest.mark.parametrize("session", [None, "long-3"])
