@@ -307,6 +307,17 @@ async def _recall_fact(recall: SessionRecall, session_id: str, messages: list[Me
     assert ranking.units[0].messages[0].content == FACT and ranking.method == "lexical+dense"
 
 
+async def test_a_turns_question_is_embedded_once_as_its_query_and_as_the_message_it_becomes():
+    """The query of a turn whose history overflows is embedded for recall; once the turn is recorded, its question
+    is a message of the history, one sentence: the same text, not embedded again."""
+    embedder = RecordingEmbedder()
+    recall, messages = SessionRecall(embedder), planted(30)
+    question = "What is the name of Margot's greyhound?"
+    await recall.lead(Session("s", messages=messages), question, split=len(messages) - 10)
+    await recall.sync(Session("s", messages=[*messages, Message("user", question, turn=31)]), dense=True)
+    assert embedder.texts.count(question) == 1
+
+
 async def test_another_replica_reads_the_stored_vectors_instead_of_embedding_the_history():
     store, messages = DictVectors(), planted(30)
     await _recall_fact(SessionRecall(CountingEmbedder(), stored=store), "a", messages)
