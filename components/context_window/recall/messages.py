@@ -884,10 +884,9 @@ class SessionRecall:
 
     async def _query_vector(self, index: HistoryIndex, query: str, n: int) -> np.ndarray | None:
         """The query's vector when ``index``'s first ``n`` messages have vectors (kept for the next asker: a turn's
-        lead and recall). Embedded as a part is: a question is usually one sentence, and the part its message becomes
-        once recorded is the same text, so the turn's question is embedded once, not again when it is indexed (the
-        dearest step of a long session's turn: ~25 ms of CPU for a 26-piece question, and only the turns whose history
-        overflows the window embed their query)."""
+        lead and recall). Kept by text with the parts' vectors: a question is usually one sentence, and the part its
+        message becomes once recorded is the same text, so an embedder without a cache of its own (a library's; the
+        service's keeps its recent vectors) embeds the turn's question once, not again when it is indexed."""
         if self.embedder is None or index.dense is None or index.vectored < n:
             return None
         vector = self._queries.get(query)
