@@ -68,6 +68,9 @@ PROXY_ROUNDS = 3
 RESENT_CALLS = 10
 """How many times the resent mode sends its long conversation (whose turns are numbered from RESENT_FIRST)."""
 RESENT_FIRST = 5_000
+SIDE_FIRST = 9_000
+"""The side mode's young session's turns are numbered from here: none of its texts is another mode's (vectors are
+kept by text, and the resent mode's chat holds turns RESENT_FIRST...)."""
 SETTLE_S = 3.0
 """After the last turn, how long its indexing may take before the process's CPU is read."""
 ROWS = int(os.environ.get("BENCH_LONG_ROWS", "20"))
@@ -370,13 +373,13 @@ async def measure(tda: Tda, proxy: Proxy | None, folder: Path) -> dict[str, Any]
 async def side_by_side(tda: Tda, turns: int) -> dict[str, Any]:
     """A session's last 10 of ``turns`` turns and a young session's first 10, alternating turn by turn (the old one
     grown to ``turns - 10`` first, unmeasured): CPU ms a call, each turn's two calls averaged, the medians and their
-    ratio. The young session's texts are turns RESENT_FIRST + 1... (none of them the old one's: vectors are kept by
+    ratio. The young session's texts are turns SIDE_FIRST + 1... (none of them another session's: vectors are kept by
     text), both sessions' to the same server, so the first 10 and the last 10 turns meet the same load."""
     old, young = [SYSTEM], [SYSTEM]
     await gateway(tda, "side-old", turns - 10, old)
     old_ms, young_ms = [], []
     for n in range(1, 11):
-        young_ms += [row["cpu_ms"] for row in await gateway(tda, "side-young", 1, young, RESENT_FIRST + n)]
+        young_ms += [row["cpu_ms"] for row in await gateway(tda, "side-young", 1, young, SIDE_FIRST + n)]
         old_ms += [row["cpu_ms"] for row in await gateway(tda, "side-old", 1, old)]
     first, last = median(young_ms), median(old_ms)
     return {"side_cpu_ms_first10": first, "side_cpu_ms_last10": last, "side_cpu_growth": last / first}

@@ -88,6 +88,10 @@ class ChatTool(_Loose):
     function: FunctionDefinition
 
 
+MAX_MESSAGES = 100_000
+"""The most messages a chat request holds (``_parse`` validates a longer list whole: its error names the limit)."""
+
+
 class ChatRequest(BaseModel):
     """The fields tda reads. Every other field chat completions defines (temperature, response_format, seed, stop,
     ...) is passed to the model as sent; litellm drops the ones a provider does not support. A field outside the
@@ -96,7 +100,7 @@ class ChatRequest(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     model: str = Field("tda", max_length=200)
-    messages: list[ChatMessage] = Field(min_length=1, max_length=100_000)
+    messages: list[ChatMessage] = Field(min_length=1, max_length=MAX_MESSAGES)
     tools: list[ChatTool] | None = Field(None, max_length=512)
     tool_choice: Literal["none", "auto", "required"] | dict[str, Any] | None = None
     stream: bool = False
@@ -263,8 +267,6 @@ SENT_MESSAGES = 8_192
 SENT_CHARS = 16_000_000
 """What ``_sent`` holds at most: messages, and characters of their text (a few long conversations)."""
 _sent = _SentMessages(SENT_MESSAGES, SENT_CHARS)
-MAX_MESSAGES = 100_000
-"""``ChatRequest.messages``'s most: a longer list is validated whole (its error names the limit)."""
 
 
 def _parse(

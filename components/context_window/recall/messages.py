@@ -228,7 +228,7 @@ class HistoryIndex:
     unit_of: list[int] = field(default_factory=list)
     """Per message, the position of the first message of its unit (a tool result's call)."""
     asking: list[int] = field(default_factory=list)
-    """The positions of the messages that only ask (``only_asks``), in order: they show nothing a question needs."""
+    """The positions of the messages that only ask (``_only_asks``), in order: they show nothing a question needs."""
     _calls: dict[str, int] = field(default_factory=dict)
     """Open tool call id -> position of the assistant message that made it."""
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
@@ -275,7 +275,7 @@ class HistoryIndex:
         match, calls, unit_of = _SPEAKER.match, self._calls, self.unit_of
         for position, message in enumerate(messages, len(self.messages)):
             content, role = message.content, message.role
-            if content.rstrip().endswith("?") and only_asks(content):
+            if content.rstrip().endswith("?") and _only_asks(content):  # the cheap test first: most do not end so
                 self.asking.append(position)
             if ": " in content and (tag := match(content)) is not None:  # no ": ", no tag: the regex not run
                 self.speakers.add(tag.group(2))
@@ -1001,7 +1001,7 @@ def lead_of(index: HistoryIndex, query: str, query_vector: np.ndarray | None, sp
     return RecallLead(dense, ratio, continuity)
 
 
-def only_asks(text: str) -> bool:
+def _only_asks(text: str) -> bool:
     """Whether every sentence of ``text`` is a question."""
     sentences = [s for s in _SENTENCE_END.split(text) if s.strip()]
     return bool(sentences) and all(s.rstrip().endswith("?") for s in sentences)
