@@ -36,7 +36,7 @@ from components.context_window.fitting import clip, estimator, overlap
 from components.context_window.metering import labelled
 from components.context_window.offload import LARGE, run_sized
 from components.context_window.phases import visible
-from components.context_window.relevance import RRF_K
+from components.context_window.relevance import RRF_K, names_asked
 from components.context_window.relevance import terms as stemmed_terms
 from components.context_window.session_cache import SessionCache
 
@@ -493,18 +493,33 @@ def unanswerable(ranked: Sequence[Passage], query: str, floor: float) -> str:
     Both signals must fail: the best hit's cosine similarity to the query (the retriever's ``dense_score``,
     else its score) is below ``floor``, and no hit among the first few holds half the query's content words.
     One signal alone would abstain on answerable questions worded away from their answer (low cosine) or
-    answered by a passage that shares few words with them (no lexical match)."""
+    answered by a passage that shares few words with them (no lexical match). The words do not rescue a
+    question naming what no hit mentions: "the capital of Mongolia" matched a page saying "capitalised"."""
     if floor <= 0 or not ranked:
         return ""
     similarity = max(float(p.metadata.get("dense_score", p.score)) for p in ranked)
+    if similarity >= floor:
+        return ""
+    if unknown := _names_unmentioned(query, ranked):
+        return f"nothing relevant found: no passage mentions {unknown} (best similarity {similarity:.2f} < {floor:.2f})"
     terms = query_terms(query)
     overlap = max((len(terms & query_terms(p.text + " " + p.section + " " + p.title)) for p in ranked[:5]), default=0)
-    if similarity >= floor or (terms and overlap * 2 >= len(terms)):
+    if terms and overlap * 2 >= len(terms):
         return ""
     return (
         f"nothing relevant found: no passage is relevant enough (best similarity {similarity:.2f} < {floor:.2f}, "
         f"at most {overlap} of the query's {len(terms)} content words in a top passage)"
     )
+
+
+def _names_unmentioned(query: str, ranked: Sequence[Passage]) -> str:
+    """The first name the query asks about that no retrieved passage mentions ("" if none): BM25 brings back a
+    passage holding a name the collection has, so a name none of the hits holds is one the collection lacks."""
+    names = names_asked(query)
+    if not names:
+        return ""
+    texts = " ".join(f"{p.text} {p.section} {p.title}" for p in ranked).lower()
+    return next((name for name in names if name.lower() not in texts), "")
 
 
 def relevant(ranked: Sequence[Passage], opts: Options) -> list[Passage]:

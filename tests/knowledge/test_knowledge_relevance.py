@@ -119,6 +119,22 @@ async def test_a_low_similarity_hit_that_shares_the_questions_words_is_still_sen
     assert "purges archived invoices" in out.text()
 
 
+async def test_a_word_shared_by_chance_does_not_send_a_question_naming_what_no_passage_mentions() -> None:
+    """The demo's "What is the capital of Mongolia?" got 3,286 tokens of the docs: one of its two content words
+    ("capital") is in a page about capitalised words, half its words, so the lexical signal let it through."""
+    style = passage(0, "Headings are capitalised, and so is the first word of every list item.", 0.5, dense=0.18)
+    off_topic = await module().contribute(
+        2000, context(RankedKnowledge([style]), query="What is the capital of Mongolia?")
+    )
+    assert off_topic.is_empty and off_topic.metadata["abstained"] is True
+    assert off_topic.metadata["reason"].startswith("nothing relevant found: no passage mentions Mongolia")
+    atlas = passage(1, "Ulaanbaatar is the capital of Mongolia.", 0.4, dense=0.2)  # named: the words count again
+    answered = await module().contribute(
+        2000, context(RankedKnowledge([style, atlas]), query="What is the capital of Mongolia?")
+    )
+    assert "Ulaanbaatar" in answered.text()
+
+
 async def test_abstention_shows_in_the_snapshot_of_an_assembly(
     store: KnowledgeStore, tmp_path: Path, builtin_registry: ModuleRegistry
 ) -> None:
