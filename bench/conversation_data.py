@@ -35,6 +35,7 @@ KINDS = (
     "multi_hop",
     "temporal",
     "indirect",
+    "counting",
     "unanswerable",
     "unknown_person",
     "missing_detail",
