@@ -307,7 +307,7 @@ class HistoryIndex:
         asked about. Unchanged when nothing would be left."""
         if not self.speakers:
             return query
-        short = {word for word in _CALLED.findall(query) if self._speaks(word)}  # "Kat" for "Katherine"
+        short = {w for w in _CALLED.findall(query) if terms(w) and self._speaks(w)}  # "Kat": Katherine, not "The": Theo
         names = "|".join(re.escape(name) for name in sorted({*self.speakers, *short}, key=len, reverse=True))
         focused = re.sub(rf"\b(?:{names})(?:'s|s')?\b", " ", query)
         return focused if terms(focused) else query
