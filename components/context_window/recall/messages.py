@@ -302,9 +302,10 @@ class HistoryIndex:
         self.messages += messages
 
     def focus(self, query: str) -> str:
-        """``query`` without the names of the chat's speakers (and their possessive): in a chat between people half
-        the messages carry each name, so the name finds the short lines that say it ("Sure, Theo!"), not the fact
-        asked about. Unchanged when nothing would be left."""
+        """``query`` without the names of the chat's speakers, or the short names a question may call them by ("Kat"
+        for Katherine), and their possessive: in a chat between people half the messages carry each name, so the name
+        finds the short lines that say it ("Sure, Theo!", "Yo Kat"), not the fact asked about. Unchanged when nothing
+        would be left."""
         if not self.speakers:
             return query
         short = {w for w in _CALLED.findall(query) if terms(w) and self._speaks(w)}  # "Kat": Katherine, not "The": Theo
