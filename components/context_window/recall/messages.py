@@ -556,11 +556,10 @@ def with_session_dates(
 ) -> np.ndarray:
     """``scores`` with the dated line opening each of the best ``hits``' sessions (``HistoryIndex.dated``) raised to
     just below its hit's, when short: "we moved on Friday" says when only beside "[2 March 2024] Hey!"."""
-    out = scores
+    out = scores.copy()
     for hit in hits.tolist():
-        at = bisect.bisect_right(dated, hit) - 1
+        at = bisect.bisect_right(dated, hit) - 1  # the last dated line at or before the hit
         if at >= 0 and dated[at] != hit and short[dated[at]]:
-            out = out if out is not scores else scores.copy()
             out[dated[at]] = max(out[dated[at]], fused[hit] * NEIGHBOUR_SHARE)
     return out
 
