@@ -19,7 +19,8 @@ unanswerable questions the tokens recall added and whether the snapshot said not
 
 Run: `python bench/conversation_bench.py` (BENCH_CONVERSATIONS=n chats, default 2: one of each style;
 BENCH_LIMITS=4000,8000,16000; BENCH_TYPES=balanced,conversation_first,...; BENCH_QUESTIONS=n per chat, 0: all;
-BENCH_IN_TURNS=1: every question also asked as a turn, after its previews, so later ones follow the earlier).
+BENCH_IN_TURNS=1: every question also asked as a turn, after its previews, so later ones follow the earlier;
+BENCH_DATA=varied: bench/varied_chats.py's chats instead, written apart from recall's tuning, 4 by default).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ import numpy as np  # noqa: E402
 from bench.conversation_data import KINDS, UNANSWERABLE, Conversation, conversations  # noqa: E402
 from bench.dense_chats import dense_conversations  # noqa: E402
 from bench.recall_bench import in_window, packed_in_rank_order  # noqa: E402
+from bench.varied_chats import varied_conversations  # noqa: E402
 from components.context_window.base import Message  # noqa: E402
 from components.context_window.relevance import BM25Index, fuse, unit_rows  # noqa: E402
 from components.context_window.token_estimator import estimator_for  # noqa: E402
@@ -51,7 +53,10 @@ from tda.db import upgrade  # noqa: E402
 offline_library_defaults()
 
 LIMITS = tuple(int(x) for x in os.environ.get("BENCH_LIMITS", "4000,8000,16000").split(","))
-CONVERSATIONS = int(os.environ.get("BENCH_CONVERSATIONS", "2"))
+DATA = os.environ.get("BENCH_DATA", "default")
+"""``default``: bench/conversation_data.py's and bench/dense_chats.py's chats; ``varied``: bench/varied_chats.py's,
+written apart from the tuning (names only in the speaker field, news in passing, counting, dated sessions)."""
+CONVERSATIONS = int(os.environ.get("BENCH_CONVERSATIONS", "4" if DATA == "varied" else "2"))
 DENSE = int(os.environ.get("BENCH_DENSE", "2"))
 MISSES = os.environ.get("BENCH_MISSES", "0") != "0"
 QUESTIONS = int(os.environ.get("BENCH_QUESTIONS", "0"))
@@ -88,7 +93,7 @@ class Hybrid:
         self.texts = [m["content"] for m in conversation.messages]
         tokens = estimator_for("gpt-4o")
         self.costs = [
-            tokens.count_message(Message(m["role"], m["content"]))
+            tokens.count_message(Message(m["role"], m["content"], name=m.get("name")))
             for m in conversation.messages  # type: ignore[arg-type]
         ]
         self.bm25 = BM25Index(self.texts)
@@ -238,7 +243,10 @@ def report(cells: dict[tuple[str, int, str], Cell], data: list[Conversation], se
 
 
 def main() -> None:
-    data = [*conversations(CONVERSATIONS), *dense_conversations(DENSE)]
+    if DATA == "varied":
+        data = varied_conversations(CONVERSATIONS)
+    else:
+        data = [*conversations(CONVERSATIONS), *dense_conversations(DENSE)]
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         upgrade(f"sqlite+aiosqlite:///{folder / 'tda.db'}")

@@ -10,11 +10,12 @@ Not one style: two kinds of chat, each many sessions over weeks.
 * ``assistant``: a person asking an assistant for help (recipes, plans, emails), mentioning their life in passing
   inside requests; the assistant answers at length.
 
-Questions come in eight kinds, each labelled with the positions of the messages that hold its evidence:
+Questions come in nine kinds, each labelled with the positions of the messages that hold its evidence:
 ``single_hop`` (the fact's own words), ``paraphrased`` (other words for it), ``multi_hop`` (two or more messages:
 a follow-up's detail, a person named in one message and their news in another, hobbies gathered over months),
 ``temporal`` (when something happened: the message telling it, in a dated session), ``indirect`` (life news told in
-passing and asked in other words: only bench/dense_chats.py writes it), and three kinds nothing
+passing and asked in other words: only bench/dense_chats.py writes it), ``counting`` (how many: every message telling
+one, only bench/varied_chats.py writes it), and three kinds nothing
 answers (no evidence): ``unanswerable`` (a topic never raised), ``unknown_person`` (someone never named, asked about
 with words the chat uses: "What is Maya's neighbour Dmitri's dog called?") and ``missing_detail`` (something talked
 about, asked for a detail never given: the colour of the pet's collar, the price of the flights). Several templates
@@ -35,6 +36,7 @@ KINDS = (
     "multi_hop",
     "temporal",
     "indirect",
+    "counting",
     "unanswerable",
     "unknown_person",
     "missing_detail",

@@ -651,6 +651,43 @@ async def test_a_speaker_given_as_the_messages_name_is_not_what_a_question_is_se
     assert "Theo" not in index and "greyhound" in index
 
 
+async def test_a_speaker_the_question_calls_by_a_short_name_is_not_what_it_is_searched_by():
+    """ "Kat" is Katherine, a speaker (her name only in the messages' name field); the other calls her "Kat" in many
+    short lines, which the name would otherwise find instead of her news."""
+    named = [
+        Message(m.role, m.content.split(": ", 1)[1].replace("Maya", "Kat"), name=m.content.split(": ", 1)[0])
+        for m in with_news(chat_between_people())
+    ]
+    index = await SessionRecall().sync(
+        Session("nick", messages=[dataclasses.replace(m, name=m.name.replace("Maya", "Katherine")) for m in named])
+    )
+    focused = index.focus("The firm that hired Kat?")
+    assert "Kat" not in focused and "firm" in focused
+    assert "The" in focused  # a word, not Theo's short name
+
+
+def dated_sessions() -> list[Message]:
+    """Sessions a week apart, each opening with a dated greeting; Theo's move is told mid-session, dated only by it."""
+    out = []
+    for week, line in enumerate(chat_between_people(60)):
+        if week % 12 == 0:
+            out.append(Message("user", f"[{week // 12 + 1} March 2024, 7:41 pm] Maya: Hey you!"))
+        out.append(line)
+    out.insert(45, Message("assistant", MOVED))  # in the session of 4 March (opening at 39), 5 March opens at 53
+    return out
+
+
+MOVED = "Theo: Ugh, the rain. Oh and we moved to Ludlow on Friday, boxes everywhere."
+
+
+@pytest.mark.parametrize("embedder", [None, HistoryEmbedder()], ids=["words", "words+vectors"])
+async def test_a_recalled_message_comes_with_the_date_opening_its_session(embedder):
+    """ "When did Theo move?" needs the move and the session's date: "on Friday" says when only beside it."""
+    recalled = await _recalled("When did Theo move to Ludlow?", dated_sessions(), embedder)
+    assert MOVED in recalled and "[4 March 2024, 7:41 pm] Maya: Hey you!" in recalled
+    assert not any(line.startswith(("[3 March", "[5 March")) for line in recalled)  # other sessions' dates
+
+
 async def test_a_question_about_someone_never_mentioned_recalls_nothing_and_says_so(history):
     """Abstention: nothing earlier names Dmitri, so nothing is recalled by relevance (the words "dog" and "adopted"
     would have found the planted fact); the newest turns are the same as for an answerable question."""

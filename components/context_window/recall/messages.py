@@ -123,8 +123,13 @@ STORE_RETRY_S = 30.0
 """After a ``PartVectors`` call fails, the store is left alone this long: a stalled server is not waited for by
 every turn (each would spend its wait before embedding anyway)."""
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+_DATED = re.compile(r"\[[^\]\n]{0,40}\b(?:19|20)\d\d\b[^\]\n]{0,40}\]")
+"""A message opening with a bracketed date ("[8 May 2023, 7:41 pm] ..."): a chat's session starts there, and what
+is said in it is dated by it ("last Saturday")."""
 _SPEAKER = re.compile(r"^(\[[^\]\n]{1,40}\]\s*)?([A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}): ")
 """A chat line's speaker tag, after an optional bracketed header such as a date: "[8 May 2023] Maya: "."""
+_CALLED = re.compile(r"\b[A-Z][a-z]{2,}\b")
+"""A capitalised word of a question that may be a speaker's short name (``HistoryIndex.focus``)."""
 log = logging.getLogger(__name__)
 
 
@@ -227,6 +232,8 @@ class HistoryIndex:
     """How many of the first messages were added with vectors (a message never shown may have none)."""
     unit_of: list[int] = field(default_factory=list)
     """Per message, the position of the first message of its unit (a tool result's call)."""
+    dated: list[int] = field(default_factory=list)
+    """The positions of the messages opening with a date (``_DATED``), in order: each dates the session it opens."""
     asking: list[int] = field(default_factory=list)
     """The positions of the messages that only ask (``_only_asks``), in order: they show nothing a question needs."""
     _calls: dict[str, int] = field(default_factory=dict)
@@ -277,6 +284,8 @@ class HistoryIndex:
             content, role = message.content, message.role
             if content.rstrip().endswith("?") and _only_asks(content):  # the cheap test first: most do not end so
                 self.asking.append(position)
+            if content.startswith("[") and _DATED.match(content):
+                self.dated.append(position)
             if ": " in content and (tag := match(content)) is not None:  # no ": ", no tag: the regex not run
                 self.speakers.add(tag.group(2))
             elif message.name and role in ("user", "assistant"):  # the speaker given as the message's name
@@ -293,12 +302,14 @@ class HistoryIndex:
         self.messages += messages
 
     def focus(self, query: str) -> str:
-        """``query`` without the names of the chat's speakers (and their possessive): in a chat between people half
-        the messages carry each name, so the name finds the short lines that say it ("Sure, Theo!"), not the fact
-        asked about. Unchanged when nothing would be left."""
+        """``query`` without the names of the chat's speakers, or the short names a question may call them by ("Kat"
+        for Katherine), and their possessive: in a chat between people half the messages carry each name, so the name
+        finds the short lines that say it ("Sure, Theo!", "Yo Kat"), not the fact asked about. Unchanged when nothing
+        would be left."""
         if not self.speakers:
             return query
-        names = "|".join(re.escape(name) for name in sorted(self.speakers, key=len, reverse=True))
+        short = {w for w in _CALLED.findall(query) if terms(w) and self._speaks(w)}  # "Kat": Katherine, not "The": Theo
+        names = "|".join(re.escape(name) for name in sorted({*self.speakers, *short}, key=len, reverse=True))
         focused = re.sub(rf"\b(?:{names})(?:'s|s')?\b", " ", query)
         return focused if terms(focused) else query
 
@@ -455,9 +466,11 @@ class HistoryIndex:
         return [name for name in names_asked(query) if terms(name) and not self._mentions(name, n)]
 
     def _mentions(self, name: str, n: int) -> bool:
-        return bool(self.lexical.coverage(terms(name), n).any()) or any(
-            speaker.lower().startswith(name.lower()) for speaker in self.speakers
-        )
+        return bool(self.lexical.coverage(terms(name), n).any()) or self._speaks(name)
+
+    def _speaks(self, name: str) -> bool:
+        """Whether ``name`` is a speaker's, or the start of one: a question may shorten it ("Mel" for "Melanie")."""
+        return any(speaker.lower().startswith(name.lower()) for speaker in self.speakers)
 
     def _rank(
         self,
@@ -491,7 +504,9 @@ class HistoryIndex:
         if hop is not None:  # what the best hits name leads to the next hop's message: fused as a third ranking
             fused[hop] += HOP_WEIGHT / (RRF_K + np.arange(1, len(hop) + 1))
         short = self.short()[:n]
-        scores = with_neighbours(fused, ranking.positions[:NEIGHBOURS_OF], short)
+        best = ranking.positions[:NEIGHBOURS_OF]
+        scores = with_neighbours(fused, best, short)
+        scores = with_session_dates(scores, fused, best, self.dated, short)
         positions = np.flatnonzero(scores > 0)
         positions = positions[np.lexsort((-positions, -scores[positions]))]
         return positions, scores[positions], ranking.method, None
@@ -533,6 +548,19 @@ def with_neighbours(fused: np.ndarray, hits: np.ndarray, short: np.ndarray) -> n
         near = np.arange(max(0, hit - NEIGHBOURS), min(len(fused), hit + NEIGHBOURS + 1))
         near = near[short[near]]  # only ``short`` ones (see ``NEIGHBOUR_MAX_CHARS``)
         out[near] = np.maximum(out[near], fused[hit] * NEIGHBOUR_SHARE)
+    return out
+
+
+def with_session_dates(
+    scores: np.ndarray, fused: np.ndarray, hits: np.ndarray, dated: Sequence[int], short: np.ndarray
+) -> np.ndarray:
+    """``scores`` with the dated line opening each of the best ``hits``' sessions (``HistoryIndex.dated``) raised to
+    just below its hit's, when short: "we moved on Friday" says when only beside "[2 March 2024] Hey!"."""
+    out = scores.copy()
+    for hit in hits.tolist():
+        at = bisect.bisect_right(dated, hit) - 1  # the last dated line at or before the hit
+        if at >= 0 and dated[at] != hit and short[dated[at]]:
+            out[dated[at]] = max(out[dated[at]], fused[hit] * NEIGHBOUR_SHARE)
     return out
 
 
