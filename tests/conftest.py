@@ -50,23 +50,24 @@ def builtin_registry() -> ModuleRegistry:
 # the other worker has nothing left to run (docs/operations.md, "CI time"); the rest as xdist would order them,
 # most tests first.
 SHARED_SERVERS = ("tests/browser/", "tests/gateway/", "tests/replicas/")
-LONGEST_FIRST = (  # measured: seconds of worker time in a clean-clone CI run (session 33, load 4-12)
-    "tests/browser/",  # 536
-    "tests/ops/test_schemathesis_postgresql.py",  # 139-163: the coverage phase
-    "tests/replicas/",  # 134
-    "tests/knowledge/test_knowledge_embeddings.py",  # 81: torch and sentence-transformers
-    "tests/gateway/",  # 74
-    "tests/service/test_openapi_fuzz.py",  # 66
-    "tests/service/test_turn_recall_service.py",  # 59
-    "tests/test_openai_call.py",  # 48
-    "tests/ops/test_schemathesis.py",  # 47: SQLite
-    "tests/test_invariants.py",  # 42
-    "tests/service/test_history_scale.py",  # 38
-    "tests/service/test_launch.py",  # 35
-    "tests/service/test_history_vectors.py",  # 32
-    "tests/service/test_upstream_redirect.py",  # 31
-    "tests/service/test_traces_out.py",  # 30
-    "tests/test_full_window.py",  # 29
+LONGEST_FIRST = (  # measured: seconds of worker time in a clean-clone CI run (session 34, load 9-12)
+    "tests/browser/",  # 552
+    "tests/replicas/",  # 204
+    "tests/service/test_turn_recall_service.py",  # 201
+    "tests/ops/test_schemathesis_postgresql.py",  # 195: the coverage phase
+    "tests/knowledge/test_knowledge_embeddings.py",  # 164: torch and sentence-transformers
+    "tests/service/test_openapi_fuzz.py",  # 162
+    "tests/gateway/",  # 162
+    "tests/ops/test_schemathesis.py",  # 125: SQLite
+    "tests/service/test_launch.py",  # 125
+    "tests/service/test_bad_input.py",  # 107
+    "tests/test_invariants.py",  # 103
+    "tests/service/test_history_vectors.py",  # 85
+    "tests/test_full_window.py",  # 81
+    "tests/test_openai_call.py",  # 80
+    "tests/service/test_history_scale.py",  # 78
+    "tests/service/test_traces_out.py",  # 75
+    "tests/service/test_upstream_redirect.py",  # 60
 )
 
 

@@ -205,7 +205,8 @@ from tda.config import Settings
 async def main():
     settings = Settings.from_env(data_dir=Path(sys.argv[1]), embedder="hashing")
     app = create_app(settings, warm_up_llm=False, warm_up_knowledge=False)
-    async with app.test_app() as running:
+    # patient as tests/conftest.py's PatientTestApp (not imported here): Quart's 6 s start-up timed out at load 10
+    async with app.test_app_class(app, startup_timeout=120, shutdown_timeout=120) as running:
         svc = app.extensions["tda"]
         token, _ = await svc.store.tokens.create("agent", "admin")
         client, auth = running.test_client(), {"Authorization": f"Bearer {token}"}
