@@ -886,15 +886,17 @@ class SessionRecall:
         caller's cancelling loses no batch: a stateless call's vectors job is cancelled after ``vectors_wait_s``,
         and the calls that sent the same conversation after it each embedded the same first batch again (64 texts,
         1-4 s of a worker thread), lost with each job: ~0.6-1.5 s of CPU a call on a 240-message agent history, for
-        as long as the client kept sending it (measured)."""
-        jobs = {id(job): job for t in texts if (job := self._embedding.get(t)) is not None}
-        mine = [t for t in texts if t not in self._embedding]
+        as long as the client kept sending it (measured). Those kept meanwhile are looked up again here, with nothing
+        awaited before the rest are claimed: a job that ended after the caller looked (it had awaited the store, or
+        an earlier batch) has taken them out of ``_embedding``."""
+        found = {t: v for t in texts if (v := self._vectors.get(t)) is not None}
+        jobs = {id(job): job for t in texts if t not in found and (job := self._embedding.get(t)) is not None}
+        mine = [t for t in texts if t not in found and t not in self._embedding]
         if mine:
             job = asyncio.ensure_future(self._embed_now(mine))
             job.add_done_callback(retrieved)
             self._embedding.update(dict.fromkeys(mine, job))
             jobs[id(job)] = job
-        found: dict[str, np.ndarray] = {}
         for job in jobs.values():
             found.update(await asyncio.shield(job))
         return {t: found[t] for t in texts}
