@@ -4,6 +4,7 @@ filling the module's budget; checked against what was planted, never against the
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import json
 import re
@@ -25,6 +26,7 @@ from components.context_window.recall.messages import (
 from components.context_window.relevance import VectorIndex
 from modules.conversation_history.handler import RECALL_MARKER
 from tda.builtins import DEFAULT_TYPES
+from tda.recall.messages import vectors_ready
 from tests.support import conversation, make_ctx, module_ctx, tool_call_exchange
 
 FACT = "My sister Margot adopted a three-legged greyhound called Biscuit last spring."
@@ -980,3 +982,47 @@ async def test_a_long_tool_session_gets_the_same_window_turn_by_turn_as_met_afre
             met = await fresh.contribute(900, module_ctx(make_ctx(messages=messages, query=query), config=config))
             assert kept.messages() == met.messages()
             assert kept.metadata == met.metadata
+
+
+class QueryFirstEmbedder(RecordingEmbedder):
+    """Embeds a batch without ``query`` only once ``query``'s embedding has begun, or after ``patience`` seconds:
+    ``overlapped`` says whether it had begun by then (the two ran side by side, not one after the other)."""
+
+    def __init__(self, query: str, patience: float = 1.0) -> None:
+        super().__init__()
+        self.query, self.patience = query, patience
+        self.query_begun = asyncio.Event()
+        self.overlapped: list[bool] = []
+
+    async def embed(self, texts):
+        if self.query in texts:
+            self.query_begun.set()
+        else:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.query_begun.wait(), self.patience)
+            self.overlapped.append(self.query_begun.is_set())
+        return await super().embed(texts)
+
+
+async def test_the_query_of_a_history_beyond_the_window_is_embedded_beside_the_new_messages():
+    """A history the window cannot hold whole is recalled from, so its query will be embedded: that starts while the
+    history's new messages are embedded (on another core), not after them, and only once."""
+    question = "What is the name of Margot's greyhound?"
+    messages = planted(60)  # ~6,300 tokens: beyond a 4,000-token window
+    embedder = QueryFirstEmbedder(question)
+    recall = SessionRecall(embedder)
+    ctx = dataclasses.replace(make_ctx(messages=messages, query=question, limit=4_000), history_recall=recall)
+    await vectors_ready(None, ctx, DEFAULT_TYPES["balanced"])  # type: ignore[arg-type]  # it needs no service
+    assert embedder.overlapped and all(embedder.overlapped)  # every batch of them
+    lead = await recall.lead(ctx.session, question, split=len(messages) - 10)
+    assert lead.dense is not None and embedder.texts.count(question) == 1
+
+
+async def test_the_query_of_a_history_the_window_holds_whole_is_not_embedded():
+    """Without recall (the whole history is sent) nobody reads the query's vector: none is made."""
+    question = "What is the name of Margot's greyhound?"
+    embedder = QueryFirstEmbedder(question, patience=0.01)
+    ctx = make_ctx(messages=planted(10), query=question, limit=128_000)
+    ctx = dataclasses.replace(ctx, history_recall=SessionRecall(embedder))
+    await vectors_ready(None, ctx, DEFAULT_TYPES["balanced"])  # type: ignore[arg-type]
+    assert embedder.texts and question not in embedder.texts

@@ -12,10 +12,13 @@ that replica reads them instead of embedding the history again.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import aclosing
 from typing import TYPE_CHECKING
 
-from components.context_window.base import AssemblyContext, HistoryRecall, Session
-from components.context_window.recall.messages import SessionRecall
+from components.context_window.base import AssemblyContext, HistoryRecall, MessageSource, Session, pages_newest_first
+from components.context_window.budget import resolve_limits
+from components.context_window.recall.messages import SessionRecall, rough_tokens
+from components.context_window.token_estimator import resolve_model_limit
 from components.context_window.window_type import ContextWindowType
 
 from ..errors import Unavailable
@@ -68,8 +71,34 @@ async def vectors_ready(svc: TDAService, ctx: AssemblyContext, window_type: Cont
     recall = ctx.history_recall  # the service's, or a stateless call's own (``call_recall``)
     if not isinstance(recall, SessionRecall) or recall.embedder is None or not _recalls(window_type):
         return
-    if ctx.session.message_source().total:
-        await recall.sync(ctx.session, dense=True)
+    source = ctx.session.message_source()
+    if not source.total:
+        return
+    if await _beyond(source, _available(ctx, window_type)):  # recall will rank for the query: its vector comes now
+        recall.embed_ahead(ctx.session, ctx.query)
+    await recall.sync(ctx.session, dense=True)
+
+
+def _available(ctx: AssemblyContext, window_type: ContextWindowType) -> int:
+    """The tokens ``ctx``'s window has for its content (its limit less the reply's reserve), as the handler finds."""
+    model_limit, source = (ctx.model_limit, "context") if ctx.model_limit else resolve_model_limit(ctx.model)
+    limits = resolve_limits(
+        model_limit, source, ctx.profile.context_limit, ctx.session.context_limit, window_type.output_reserve_pct
+    )
+    return limits.available
+
+
+async def _beyond(source: MessageSource, tokens: int) -> bool:
+    """Whether the history holds more than ``tokens`` (rough counts), read newest first only as far as that: a
+    history the whole window cannot hold is one conversation_history cannot send whole, so recall ranks for the
+    query (``lead`` first)."""
+    held = 0
+    async with aclosing(pages_newest_first(source)) as pages:
+        async for _, messages in pages:
+            held += sum(map(rough_tokens, messages))
+            if held > tokens:
+                return True
+    return False
 
 
 def _recalls(window_type: ContextWindowType) -> bool:

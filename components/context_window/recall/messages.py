@@ -401,7 +401,7 @@ class HistoryIndex:
         if found is not None:
             return found
         unit, closed = self._unit(first, phase)
-        found = unit, sum(_rough_tokens(m) for m in unit) if unit is not None else 0
+        found = unit, sum(rough_tokens(m) for m in unit) if unit is not None else 0
         if closed:
             self._closed_units[key] = found
         return found
@@ -910,6 +910,25 @@ class SessionRecall:
             for text in texts:
                 self._embedding.pop(text, None)
 
+    def embed_ahead(self, session: Session, query: str) -> None:
+        """Start embedding ``query`` now, beside what the caller does first (``sync`` embedding the history's new
+        messages, on the other core): ``lead`` and ``recall`` then find its vector ready or under way (kept by text,
+        the same vector) instead of embedding it after everything else. For a caller that knows recall will rank for
+        ``query`` (a history the window cannot hold whole): otherwise it is an embedding nobody reads."""
+        if self.embedder is None:
+            return
+        job = asyncio.create_task(self._ahead(session.id, query))
+        self._jobs.add(job)
+        job.add_done_callback(self._jobs.discard)
+        job.add_done_callback(retrieved)
+
+    async def _ahead(self, session_id: str, query: str) -> None:
+        index = self._indexes.get(session_id)
+        if index is not None:  # recall embeds the query as its index focuses it (a speaker added since: another text)
+            query = await self._step(index, 0, lambda: index.focus(query))
+        if query not in self._queries and self._vectors.get(query) is None:
+            await self._embedded([query])
+
     async def _query_vector(self, index: HistoryIndex, query: str, n: int) -> np.ndarray | None:
         """The query's vector when ``index``'s first ``n`` messages have vectors (kept for the next asker: a turn's
         lead and recall). Kept by text with the parts' vectors: a question is usually one sentence, and the part its
@@ -1065,7 +1084,8 @@ def collect_units(
     return RecallRanking(tuple(units), method, reason if not units else None, searched=len(positions))
 
 
-def _rough_tokens(message: Message) -> int:
+def rough_tokens(message: Message) -> int:
+    """A message's tokens by its stored counts, else ~4 characters a token."""
     if message.tokens:
         return max(message.tokens.values())
     return len(message.content) // 4 + 4
