@@ -1004,11 +1004,12 @@ class QueryFirstEmbedder(RecordingEmbedder):
         return await super().embed(texts)
 
 
-async def test_the_query_of_a_history_beyond_the_window_is_embedded_beside_the_new_messages():
-    """A history the window cannot hold whole is recalled from, so its query will be embedded: that starts while the
-    history's new messages are embedded (on another core), not after them, and only once."""
+async def test_the_query_of_a_history_beyond_its_modules_share_is_embedded_beside_the_new_messages():
+    """A history larger than the history module's largest share of the window is recalled from (its lead ranks for
+    the query), so the query will be embedded: that starts while the history's new messages are embedded (on another
+    core), not after them, and only once."""
     question = "What is the name of Margot's greyhound?"
-    messages = planted(60)  # ~6,300 tokens: beyond a 4,000-token window
+    messages = planted(60)  # ~6,300 tokens: beyond 60% of a 4,000-token window
     embedder = QueryFirstEmbedder(question)
     recall = SessionRecall(embedder)
     ctx = dataclasses.replace(make_ctx(messages=messages, query=question, limit=4_000), history_recall=recall)
@@ -1018,7 +1019,7 @@ async def test_the_query_of_a_history_beyond_the_window_is_embedded_beside_the_n
     assert lead.dense is not None and embedder.texts.count(question) == 1
 
 
-async def test_the_query_of_a_history_the_window_holds_whole_is_not_embedded():
+async def test_the_query_of_a_history_the_window_holds_whole_is_not_embedded_ahead():
     """Without recall (the whole history is sent) nobody reads the query's vector: none is made."""
     question = "What is the name of Margot's greyhound?"
     embedder = QueryFirstEmbedder(question, patience=0.01)
