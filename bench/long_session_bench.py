@@ -24,7 +24,7 @@ hidden summary calls of the session (`history_summary` in the snapshots' `auxili
 Knobs: BENCH_LONG_TURNS (gateway, default 100), BENCH_LONG_NATIVE_TURNS (default 1,000), BENCH_LONG_EMBEDDER,
 BENCH_LONG_PARTS (default "gateway,native"; "native" runs the native turns alone; "side": a session grown to
 GATEWAY_TURNS - 10 turns, then its last 10 turns side by side with a young session's first 10, call pair by call
-pair, so both ends run at the same load), BENCH_LONG_ROWS (rows per tool
+pair, so both ends run at the same load: CPU and wall ms a call), BENCH_LONG_ROWS (rows per tool
 result, default 20).
 """
 
