@@ -15,7 +15,14 @@ from collections.abc import Sequence
 from contextlib import aclosing
 from typing import TYPE_CHECKING
 
-from components.context_window.base import AssemblyContext, HistoryRecall, MessageSource, Session, pages_newest_first
+from components.context_window.base import (
+    AssemblyContext,
+    HistoryRecall,
+    Message,
+    MessageSource,
+    Session,
+    pages_newest_first,
+)
 from components.context_window.budget import resolve_limits
 from components.context_window.recall.messages import SessionRecall, rough_tokens
 from components.context_window.token_estimator import resolve_model_limit
@@ -77,7 +84,17 @@ async def vectors_ready(svc: TDAService, ctx: AssemblyContext, window_type: Cont
         return
     if await _beyond(source, _largest_share(ctx, window_type, recalling)):
         recall.embed_ahead(ctx.session, ctx.query)  # recall's lead will rank for the query: its vector comes now
+    if recall.outlive_calls:  # a session's: its question and the tool loop the client sent are history at its next call
+        recall.embed_joining((ctx.query_message or Message("user", ctx.query), *ctx.continuation))
     await recall.sync(ctx.session, dense=True)
+
+
+def embed_reply_ahead(ctx: AssemblyContext, window_type: ContextWindowType, reply: Message) -> None:
+    """After a session call's response: its ``reply`` is history at the session's next call, whose ``vectors_ready``
+    finds its vectors made meanwhile (or under way) rather than embedding them before its window."""
+    recall = ctx.history_recall
+    if isinstance(recall, SessionRecall) and recall.outlive_calls and _recalling(window_type):
+        recall.embed_joining([reply])
 
 
 def _recalling(window_type: ContextWindowType) -> list[ModuleSlot]:

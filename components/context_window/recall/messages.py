@@ -22,7 +22,7 @@ import hashlib
 import logging
 import re
 import time
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Coroutine, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from itertools import islice
@@ -915,19 +915,38 @@ class SessionRecall:
         messages, on the other core): ``lead`` and ``recall`` then find its vector ready or under way (kept by text,
         the same vector) instead of embedding it after everything else. For a caller that knows recall will rank for
         ``query`` (a history the window cannot hold whole): otherwise it is an embedding nobody reads."""
-        if self.embedder is None:
-            return
-        job = asyncio.create_task(self._ahead(session.id, query))
+        if self.embedder is not None:
+            self._in_background(self._query_ahead(session.id, query))
+
+    def embed_joining(self, messages: Sequence[Message]) -> None:
+        """Start embedding the parts of ``messages``, which join the history at the session's next call (a tool loop's
+        results the client sends back with its next step, the reply it is sent): that call's ``sync`` finds their
+        vectors by text, ready or under way, instead of embedding them before its window. The same vectors either way
+        (kept by text): the window does not change, only when its embedding is done."""
+        if self.embedder is not None and messages:
+            self._in_background(self._parts_ahead(messages))
+
+    def _in_background(self, work: Coroutine[Any, Any, None]) -> None:
+        job = asyncio.create_task(work)
         self._jobs.add(job)
         job.add_done_callback(self._jobs.discard)
         job.add_done_callback(retrieved)
 
-    async def _ahead(self, session_id: str, query: str) -> None:
+    async def _query_ahead(self, session_id: str, query: str) -> None:
         index = self._indexes.get(session_id)
         if index is not None:  # recall embeds the query as its index focuses it (a speaker added since: another text)
             query = await self._step(index, 0, lambda: index.focus(query))
-        if query not in self._queries and self._vectors.get(query) is None:
-            await self._embedded([query])
+        if query not in self._queries:
+            await self._embedded_ahead([query])
+
+    async def _parts_ahead(self, messages: Sequence[Message]) -> None:
+        await self._embedded_ahead([p for m in messages if _embedded(m) for p in parts_of(embedded_text(m))])
+
+    async def _embedded_ahead(self, texts: list[str]) -> None:
+        """``texts`` embedded and kept, those not held nor under way."""
+        missing = list(dict.fromkeys(t for t in texts if t not in self._embedding and self._vectors.get(t) is None))
+        if missing:
+            await self._embedded(missing)
 
     async def _query_vector(self, index: HistoryIndex, query: str, n: int) -> np.ndarray | None:
         """The query's vector when ``index``'s first ``n`` messages have vectors (kept for the next asker: a turn's
