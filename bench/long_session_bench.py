@@ -24,7 +24,7 @@ hidden summary calls of the session (`history_summary` in the snapshots' `auxili
 Knobs: BENCH_LONG_TURNS (gateway, default 100), BENCH_LONG_NATIVE_TURNS (default 1,000), BENCH_LONG_EMBEDDER,
 BENCH_LONG_PARTS (default "gateway,native"; "native" runs the native turns alone; "side": a session grown to
 GATEWAY_TURNS - 10 turns, then its last 10 turns side by side with a young session's first 10, call pair by call
-pair, so both ends run at the same load), BENCH_LONG_ROWS (rows per tool
+pair, so both ends run at the same load: CPU and wall ms a call), BENCH_LONG_ROWS (rows per tool
 result, default 20).
 """
 
@@ -372,17 +372,21 @@ async def measure(tda: Tda, proxy: Proxy | None, folder: Path) -> dict[str, Any]
 
 async def side_by_side(tda: Tda, turns: int) -> dict[str, Any]:
     """A session's last 10 of ``turns`` turns and a young session's first 10, alternating turn by turn (the old one
-    grown to ``turns - 10`` first, unmeasured): CPU ms a call, each turn's two calls averaged, the medians and their
-    ratio. The young session's texts are turns SIDE_FIRST + 1... (none of them another session's: vectors are kept by
-    text), both sessions' to the same server, so the first 10 and the last 10 turns meet the same load."""
+    grown to ``turns - 10`` first, unmeasured): CPU and wall ms a call, each turn's two calls averaged, the medians
+    and their ratios. The young session's texts are turns SIDE_FIRST + 1... (none of them another session's: vectors
+    are kept by text), both sessions' to the same server, so the first 10 and the last 10 turns meet the same load."""
     old, young = [SYSTEM], [SYSTEM]
     await gateway(tda, "side-old", turns - 10, old)
-    old_ms, young_ms = [], []
+    old_rows, young_rows = [], []
     for n in range(1, 11):
-        young_ms += [row["cpu_ms"] for row in await gateway(tda, "side-young", 1, young, SIDE_FIRST + n)]
-        old_ms += [row["cpu_ms"] for row in await gateway(tda, "side-old", 1, old)]
-    first, last = median(young_ms), median(old_ms)
-    return {"side_cpu_ms_first10": first, "side_cpu_ms_last10": last, "side_cpu_growth": last / first}
+        young_rows += await gateway(tda, "side-young", 1, young, SIDE_FIRST + n)
+        old_rows += await gateway(tda, "side-old", 1, old)
+    figures: dict[str, float] = {}
+    for what in ("cpu", "wall"):
+        first, last = (median([row[f"{what}_ms"] for row in rows]) for rows in (young_rows, old_rows))
+        figures |= {f"side_{what}_ms_first10": first, f"side_{what}_ms_last10": last}
+        figures[f"side_{what}_growth"] = last / first
+    return figures
 
 
 def bodies(chat: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
@@ -531,7 +535,9 @@ def main() -> None:
         print(
             f"  side by side: a young session's turns 1-10 / an old one's {GATEWAY_TURNS - 9}-{GATEWAY_TURNS}, "
             f"alternating, server CPU ms per call {figures['side_cpu_ms_first10']:.1f} / "
-            f"{figures['side_cpu_ms_last10']:.1f} (x{figures['side_cpu_growth']:.2f})"
+            f"{figures['side_cpu_ms_last10']:.1f} (x{figures['side_cpu_growth']:.2f}), wall ms per call "
+            f"{figures['side_wall_ms_first10']:.1f} / {figures['side_wall_ms_last10']:.1f} "
+            f"(x{figures['side_wall_growth']:.2f})"
         )
     if "native" in PARTS:
         rss = " -> ".join(map(str, figures["native_rss_mib"]))

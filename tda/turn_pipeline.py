@@ -17,14 +17,14 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from components.context_window.base import AssemblyContext
+from components.context_window.base import AssemblyContext, Message
 
 from . import metrics
 from .cost import model_call
 from .errors import UpstreamFailed
 from .events import stream_key
 from .llm import Relay, max_tokens_for, model_call_error
-from .recall.messages import index_after, vectors_ready
+from .recall.messages import embed_reply_ahead, index_after, vectors_ready
 from .recall.turns import index_turn_after
 from .store.sessions import Priced
 from .store.types import StoredType
@@ -179,6 +179,8 @@ async def run(svc: TDAService, route: Route, ask: Ask) -> Ran:
     # Last, so that it does not run in the turn's own waits (~2 ms a turn on the loop); a tool loop's step too, or
     # the next turn would index its tool results inside its window's assembly, holding the event loop.
     index_turn_after(svc, loaded.data.session, row)  # described and embedded for later turns' recall
+    reply = Message("assistant", answered.done.text, tool_calls=tuple(answered.done.tool_calls))
+    embed_reply_ahead(answered.ctx, loaded.window_type.type, reply)
     if loaded.recall_history:
         index_after(svc, loaded.data.session.id)
     return Ran(answered, loaded.data.session.id, loaded.turn, case_id)

@@ -4,6 +4,7 @@ filling the module's budget; checked against what was planted, never against the
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import json
 import re
@@ -25,6 +26,7 @@ from components.context_window.recall.messages import (
 from components.context_window.relevance import VectorIndex
 from modules.conversation_history.handler import RECALL_MARKER
 from tda.builtins import DEFAULT_TYPES
+from tda.recall.messages import embed_reply_ahead, vectors_ready
 from tests.support import conversation, make_ctx, module_ctx, tool_call_exchange
 
 FACT = "My sister Margot adopted a three-legged greyhound called Biscuit last spring."
@@ -980,3 +982,74 @@ async def test_a_long_tool_session_gets_the_same_window_turn_by_turn_as_met_afre
             met = await fresh.contribute(900, module_ctx(make_ctx(messages=messages, query=query), config=config))
             assert kept.messages() == met.messages()
             assert kept.metadata == met.metadata
+
+
+class QueryFirstEmbedder(RecordingEmbedder):
+    """Embeds a batch without ``query`` only once ``query``'s embedding has begun, or after ``patience`` seconds:
+    ``overlapped`` says whether it had begun by then (the two ran side by side, not one after the other)."""
+
+    def __init__(self, query: str, patience: float = 1.0) -> None:
+        super().__init__()
+        self.query, self.patience = query, patience
+        self.query_begun = asyncio.Event()
+        self.overlapped: list[bool] = []
+
+    async def embed(self, texts):
+        if self.query in texts:
+            self.query_begun.set()
+        else:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.query_begun.wait(), self.patience)
+            self.overlapped.append(self.query_begun.is_set())
+        return await super().embed(texts)
+
+
+async def test_the_query_of_a_history_beyond_its_modules_share_is_embedded_beside_the_new_messages():
+    """A history larger than the history module's largest share of the window is recalled from (its lead ranks for
+    the query), so the query will be embedded: that starts while the history's new messages are embedded (on another
+    core), not after them, and only once."""
+    question = "What is the name of Margot's greyhound?"
+    messages = planted(60)  # ~6,300 tokens: beyond 60% of a 4,000-token window
+    embedder = QueryFirstEmbedder(question)
+    recall = SessionRecall(embedder)
+    ctx = dataclasses.replace(make_ctx(messages=messages, query=question, limit=4_000), history_recall=recall)
+    await vectors_ready(None, ctx, DEFAULT_TYPES["balanced"])  # type: ignore[arg-type]  # it needs no service
+    assert embedder.overlapped and all(embedder.overlapped)  # every batch of them
+    lead = await recall.lead(ctx.session, question, split=len(messages) - 10)
+    assert lead.dense is not None and embedder.texts.count(question) == 1
+
+
+async def test_a_stateless_call_whose_history_the_window_holds_whole_embeds_no_query():
+    """Without recall (the whole history is sent) and without a session (its question never joins a history tda
+    keeps) nobody reads the query's vector: none is made."""
+    question = "What is the name of Margot's greyhound?"
+    embedder = QueryFirstEmbedder(question, patience=0.01)
+    ctx = make_ctx(messages=planted(10), query=question, limit=128_000)
+    ctx = dataclasses.replace(ctx, history_recall=SessionRecall(embedder).for_one_call())
+    await vectors_ready(None, ctx, DEFAULT_TYPES["balanced"])  # type: ignore[arg-type]
+    assert embedder.texts and question not in embedder.texts
+
+
+async def test_a_session_calls_new_messages_are_embedded_before_they_join_the_history():
+    """A session call's question, its tool loop (sent with its next step) and its reply are history at the session's
+    next call: they are embedded while the call goes on, so that next call embeds nothing before its window, and
+    indexes the same vectors as a recall that met them only then."""
+    question = "What is the name of Margot's greyhound?"
+    asked, call, result, reply = tool_call_exchange(31, "call_31", result_words=60)
+    earlier = planted(30)
+    embedder = RecordingEmbedder()
+    recall = SessionRecall(embedder)
+    await recall.sync(Session("s", messages=earlier), dense=True)
+    ctx = make_ctx(messages=earlier, query=asked.content, limit=128_000)
+    ctx = dataclasses.replace(ctx, continuation=(call, result), history_recall=recall)
+    await vectors_ready(None, ctx, DEFAULT_TYPES["balanced"])  # type: ignore[arg-type]  # it needs no service
+    embed_reply_ahead(ctx, DEFAULT_TYPES["balanced"], reply)
+    await asyncio.gather(*recall._jobs)
+    before_next_call = len(embedder.texts)
+    after = [*earlier, asked, call, result, reply]
+    index = await recall.sync(Session("s", messages=after), dense=True)
+    assert len(embedder.texts) == before_next_call  # every part of the new messages was embedded already
+    fresh = await SessionRecall(RecordingEmbedder()).sync(Session("s", messages=after), dense=True)
+    ranked = index.rank(question, None, len(after)), fresh.rank(question, None, len(after))
+    assert index.vectored == fresh.vectored == len(after) and index.row_of == fresh.row_of
+    assert np.array_equal(index.dense.matrix, fresh.dense.matrix) and ranked[0][0].tolist() == ranked[1][0].tolist()

@@ -12,11 +12,21 @@ that replica reads them instead of embedding the history again.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import aclosing
 from typing import TYPE_CHECKING
 
-from components.context_window.base import AssemblyContext, HistoryRecall, Session
-from components.context_window.recall.messages import SessionRecall
-from components.context_window.window_type import ContextWindowType
+from components.context_window.base import (
+    AssemblyContext,
+    HistoryRecall,
+    Message,
+    MessageSource,
+    Session,
+    pages_newest_first,
+)
+from components.context_window.budget import resolve_limits
+from components.context_window.recall.messages import SessionRecall, rough_tokens
+from components.context_window.token_estimator import resolve_model_limit
+from components.context_window.window_type import ContextWindowType, ModuleSlot
 
 from ..errors import Unavailable
 from .vectors import write_now
@@ -66,15 +76,51 @@ async def vectors_ready(svc: TDAService, ctx: AssemblyContext, window_type: Cont
     conversation a client sends at once) waits for its vectors once (read from the vectors store when another
     replica embedded them); later turns embed only what is new, which the indexing after each turn has done."""
     recall = ctx.history_recall  # the service's, or a stateless call's own (``call_recall``)
-    if not isinstance(recall, SessionRecall) or recall.embedder is None or not _recalls(window_type):
+    recalling = _recalling(window_type)
+    if not isinstance(recall, SessionRecall) or recall.embedder is None or not recalling:
         return
-    if ctx.session.message_source().total:
-        await recall.sync(ctx.session, dense=True)
+    source = ctx.session.message_source()
+    if not source.total:
+        return
+    if await _beyond(source, _largest_share(ctx, window_type, recalling)):
+        recall.embed_ahead(ctx.session, ctx.query)  # recall's lead will rank for the query: its vector comes now
+    if recall.outlive_calls:  # a session's: its question and the tool loop the client sent are history at its next call
+        recall.embed_joining((ctx.query_message or Message("user", ctx.query), *ctx.continuation))
+    await recall.sync(ctx.session, dense=True)
 
 
-def _recalls(window_type: ContextWindowType) -> bool:
-    """Whether a module of ``window_type`` recalls older history (its ``recall_pct`` option is on)."""
-    return any(slot.active and float(slot.config.get("recall_pct") or 0) > 0 for slot in window_type.modules.values())
+def embed_reply_ahead(ctx: AssemblyContext, window_type: ContextWindowType, reply: Message) -> None:
+    """After a session call's response: its ``reply`` is history at the session's next call, whose ``vectors_ready``
+    finds its vectors made meanwhile (or under way) rather than embedding them before its window."""
+    recall = ctx.history_recall
+    if isinstance(recall, SessionRecall) and recall.outlive_calls and _recalling(window_type):
+        recall.embed_joining([reply])
+
+
+def _recalling(window_type: ContextWindowType) -> list[ModuleSlot]:
+    """The active modules of ``window_type`` that recall older history (their ``recall_pct`` option is on)."""
+    return [s for s in window_type.modules.values() if s.active and float(s.config.get("recall_pct") or 0) > 0]
+
+
+def _largest_share(ctx: AssemblyContext, window_type: ContextWindowType, slots: Sequence[ModuleSlot]) -> int:
+    """The most tokens any of ``slots`` is allocated in ``ctx``'s window (its ``max_pct`` of what the window has
+    for content, as the handler finds it): a history beyond it is not sent whole, so its module recalls."""
+    model_limit, source = (ctx.model_limit, "context") if ctx.model_limit else resolve_model_limit(ctx.model)
+    limits = resolve_limits(
+        model_limit, source, ctx.profile.context_limit, ctx.session.context_limit, window_type.output_reserve_pct
+    )
+    return int(limits.available * max(s.max_pct for s in slots) / 100)
+
+
+async def _beyond(source: MessageSource, tokens: int) -> bool:
+    """Whether the history holds more than ``tokens`` (rough counts), read newest first only as far as that."""
+    held = 0
+    async with aclosing(pages_newest_first(source)) as pages:
+        async for _, messages in pages:
+            held += sum(map(rough_tokens, messages))
+            if held > tokens:
+                return True
+    return False
 
 
 async def forget_history(svc: TDAService, session_id: str, what: str) -> int:

@@ -22,7 +22,7 @@ import hashlib
 import logging
 import re
 import time
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Coroutine, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from itertools import islice
@@ -401,7 +401,7 @@ class HistoryIndex:
         if found is not None:
             return found
         unit, closed = self._unit(first, phase)
-        found = unit, sum(_rough_tokens(m) for m in unit) if unit is not None else 0
+        found = unit, sum(rough_tokens(m) for m in unit) if unit is not None else 0
         if closed:
             self._closed_units[key] = found
         return found
@@ -912,6 +912,44 @@ class SessionRecall:
             for text in texts:
                 self._embedding.pop(text, None)
 
+    def embed_ahead(self, session: Session, query: str) -> None:
+        """Start embedding ``query`` now, beside what the caller does first (``sync`` embedding the history's new
+        messages, on the other core): ``lead`` and ``recall`` then find its vector ready or under way (kept by text,
+        the same vector) instead of embedding it after everything else. For a caller that knows recall will rank for
+        ``query`` (a history the window cannot hold whole): otherwise it is an embedding nobody reads."""
+        if self.embedder is not None:
+            self._in_background(self._query_ahead(session.id, query))
+
+    def embed_joining(self, messages: Sequence[Message]) -> None:
+        """Start embedding the parts of ``messages``, which join the history at the session's next call (a tool loop's
+        results the client sends back with its next step, the reply it is sent): that call's ``sync`` finds their
+        vectors by text, ready or under way, instead of embedding them before its window. The same vectors either way
+        (kept by text): the window does not change, only when its embedding is done."""
+        if self.embedder is not None and messages:
+            self._in_background(self._parts_ahead(messages))
+
+    def _in_background(self, work: Coroutine[Any, Any, None]) -> None:
+        job = asyncio.create_task(work)
+        self._jobs.add(job)
+        job.add_done_callback(self._jobs.discard)
+        job.add_done_callback(retrieved)
+
+    async def _query_ahead(self, session_id: str, query: str) -> None:
+        index = self._indexes.get(session_id)
+        if index is not None:  # recall embeds the query as its index focuses it (a speaker added since: another text)
+            query = await self._step(index, 0, lambda: index.focus(query))
+        if query not in self._queries:
+            await self._embedded_ahead([query])
+
+    async def _parts_ahead(self, messages: Sequence[Message]) -> None:
+        await self._embedded_ahead([p for m in messages if _embedded(m) for p in parts_of(embedded_text(m))])
+
+    async def _embedded_ahead(self, texts: list[str]) -> None:
+        """``texts`` embedded and kept, those not held nor under way."""
+        missing = list(dict.fromkeys(t for t in texts if t not in self._embedding and self._vectors.get(t) is None))
+        if missing:
+            await self._embedded(missing)
+
     async def _query_vector(self, index: HistoryIndex, query: str, n: int) -> np.ndarray | None:
         """The query's vector when ``index``'s first ``n`` messages have vectors (kept for the next asker: a turn's
         lead and recall). Kept by text with the parts' vectors: a question is usually one sentence, and the part its
@@ -1067,7 +1105,8 @@ def collect_units(
     return RecallRanking(tuple(units), method, reason if not units else None, searched=len(positions))
 
 
-def _rough_tokens(message: Message) -> int:
+def rough_tokens(message: Message) -> int:
+    """A message's tokens by its stored counts, else ~4 characters a token."""
     if message.tokens:
         return max(message.tokens.values())
     return len(message.content) // 4 + 4
