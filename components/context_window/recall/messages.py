@@ -945,10 +945,8 @@ class SessionRecall:
         await self._embedded_ahead([p for m in messages if _embedded(m) for p in parts_of(embedded_text(m))])
 
     async def _embedded_ahead(self, texts: list[str]) -> None:
-        """``texts`` embedded and kept, those not held nor under way."""
-        missing = list(dict.fromkeys(t for t in texts if t not in self._embedding and self._vectors.get(t) is None))
-        if missing:
-            await self._embedded(missing)
+        if texts:  # those held are not embedded again, nor those under way (``_embedded``)
+            await self._embedded(list(dict.fromkeys(texts)))
 
     async def _query_vector(self, index: HistoryIndex, query: str, n: int) -> np.ndarray | None:
         """The query's vector when ``index``'s first ``n`` messages have vectors (kept for the next asker: a turn's
