@@ -1,5 +1,7 @@
 """The one cache helper (components/context_window/session_cache.py), as tda's caches use it."""
 
+import numpy as np
+
 from components.context_window.session_cache import BoundedCache
 
 
@@ -25,3 +27,23 @@ def test_a_full_cache_evicts_one_entry_not_all() -> None:
     for i in range(4):
         cache.put(i, i)
     assert [i for i in range(4) if i in cache] == [1, 2, 3]
+
+
+def test_a_cache_bounded_by_bytes_holds_no_more_than_its_limit_whatever_its_entries_size() -> None:
+    """A count of entries bounds nothing when one entry may be a long text or a vector: the oldest go first until
+    the texts and arrays held fit ``max_bytes``; an entry larger than the limit alone is not kept, and evicts none."""
+    cache: BoundedCache[str, np.ndarray] = BoundedCache(1000, max_bytes=10_000)
+    for i in range(100):
+        cache.put(f"text {i:03d}", np.zeros(100, dtype=np.float32))  # 8 + 400 bytes each
+        assert cache.held_bytes == sum(len(k) + 400 for k in [f"text {j:03d}" for j in range(100)] if k in cache)
+        assert cache.held_bytes <= 10_000
+    assert len(cache) == 10_000 // 408 and "text 099" in cache and "text 000" not in cache
+    cache.put("text 099", np.zeros(10, dtype=np.float32))  # written over: counted once, at its new size
+    assert cache.held_bytes == (len(cache) - 1) * 408 + 8 + 40
+    held = len(cache)
+    cache.put("huge", np.zeros(5_000, dtype=np.float32))
+    assert "huge" not in cache and len(cache) == held  # nothing pushed out for it
+    cache.discard("text 099")
+    assert cache.held_bytes == len(cache) * 408
+    cache.clear()
+    assert cache.held_bytes == 0

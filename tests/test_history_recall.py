@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import hashlib
 import json
 import re
 
@@ -286,6 +287,27 @@ class DictVectors:
         if self.down:
             raise ConnectionError("store down")
         self.rows.setdefault(session_id, {}).update(vectors)
+
+
+class MiniLMSized:
+    """Vectors of MiniLM's size (384 float32), one per text, made from its digest."""
+
+    async def embed(self, texts):
+        seeds = [int.from_bytes(hashlib.blake2b(t.encode(), digest_size=8).digest(), "little") for t in texts]
+        return [np.random.default_rng(seed).normal(size=384).astype(np.float32) for seed in seeds]
+
+
+async def test_a_long_sessions_vectors_are_held_by_its_index_and_only_the_recent_ones_again_by_text():
+    """A session's index holds every message's vectors; the vectors kept by text (for an index built again, a
+    question embedded once) are the most recent that fit ``VECTORS_BY_TEXT_BYTES``: 20,000 of MiniLM's, the former
+    bound in entries, were ~30 MB grown turn by turn over a long session."""
+    recall = SessionRecall(MiniLMSized(), max_vector_bytes=4 * 2**20)
+    messages = [Message("user" if i % 2 == 0 else "assistant", f"Message {i} says {i * 7919}.") for i in range(6_000)]
+    index = await recall.sync(Session("long", messages=messages), dense=True)
+    assert index.vectored == len(messages) and index.dense is not None and len(index.dense) == len(messages)
+    held = recall._vectors
+    assert 4 * 2**20 - 2_000 < held.held_bytes <= 4 * 2**20 and len(held) < len(messages)
+    assert messages[-1].content in held and messages[0].content not in held
 
 
 class HistoryEmbedder(CountingEmbedder):

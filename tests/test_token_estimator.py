@@ -15,6 +15,7 @@ from components.context_window.base import Message, ToolSchema
 from components.context_window.token_estimator import (
     CALIBRATION_RATIOS,
     SAFETY_MARGIN,
+    TEXT_CACHE_BYTES,
     Calibration,
     TokenEstimator,
     calibrate,
@@ -239,6 +240,18 @@ def test_cache_is_bounded():
         est.count(f"text number {i}")
     assert len(est._texts) <= 100
     assert est.count("text number 999") == TokenEstimator("cl100k_base").count("text number 999")
+
+
+def test_the_texts_remembered_are_bounded_by_their_size_not_only_their_number():
+    """Long texts (tool results, a turn's knowledge block) counted one after another: the cache keeps the newest that
+    fit ``TEXT_CACHE_BYTES``, far fewer than ``CACHE_SIZE`` entries, and counts the same afterwards."""
+    est = TokenEstimator("cl100k_base")
+    texts = [f"row {i}: " + "word " * 20_000 for i in range(2 * TEXT_CACHE_BYTES // 100_000)]
+    for text in texts:
+        est.count(text)
+    assert est._texts.held_bytes <= TEXT_CACHE_BYTES and len(est._texts) < len(texts)
+    assert texts[-1] in est._texts and texts[0] not in est._texts
+    assert est.count(texts[0]) == len(tiktoken.get_encoding("cl100k_base").encode(texts[0]))
 
 
 def test_counting_a_message_does_not_keep_it_alive():

@@ -446,6 +446,13 @@ def unit_rows(vectors: Sequence[Sequence[float]] | Sequence[float] | np.ndarray)
     return matrix / np.where(norms == 0, 1.0, norms)
 
 
+VECTORS_BY_TEXT_BYTES = 16 * 2**20
+"""At most about this much memory held by each cache of recent vectors by their text (recall's, of messages and of
+turns): ~10,000 MiniLM vectors with their texts, more than a 170K-token agent conversation a stateless client sends
+whole again. Bounded by 20,000 entries alone, each grew a long native session's memory turn by turn up to its
+~5,000th, holding vectors the session's index already keeps (~30 MB)."""
+
+
 class VectorIndex:
     """Unit vectors in blocks that double in size up to ``MAX_BLOCK`` rows: an append never copies what is held
     (a 100,000-part history is 200 MB; copied as one growing matrix doubled, it held the event loop 0.4-0.6 s)."""

@@ -25,22 +25,40 @@ V = TypeVar("V")
 
 class BoundedCache(Generic[K, V]):
     """At most ``max_entries`` entries; the oldest go first (0 keeps nothing: a cache switched off). ``get`` is
-    the dict's own (hot paths call it per message), so a hit costs one dict lookup."""
+    the dict's own (hot paths call it per message), so a hit costs one dict lookup. With ``max_bytes``, also at most
+    about that many bytes of texts and arrays (``entry_bytes``): where one entry may be large (a text, a vector by
+    its text), a count of entries bounds nothing."""
 
-    def __init__(self, max_entries: int = 1024) -> None:
+    def __init__(self, max_entries: int = 1024, *, max_bytes: int | None = None) -> None:
         if max_entries < 0:
             raise ValueError("max_entries must be 0 or more")
-        self.max_entries = max_entries
+        self.max_entries, self.max_bytes = max_entries, max_bytes
         self._entries: OrderedDict[K, V] = OrderedDict()
+        self._sizes: dict[K, int] = {}
+        self.held_bytes = 0
+        """The bytes its entries hold as ``entry_bytes`` counts them (0 without ``max_bytes``)."""
         self.get = self._entries.get
         self.hits = 0
         self.misses = 0
 
     def put(self, key: K, value: V) -> V:
+        if self.max_bytes is not None:
+            size = entry_bytes(key, value)
+            if size > self.max_bytes:  # kept, it would push out every other entry, then itself
+                self.discard(key)
+                return value
+            self.held_bytes += size - self._sizes.get(key, 0)
+            self._sizes[key] = size
         self._entries[key] = value
-        if len(self._entries) > self.max_entries:
-            self._entries.popitem(last=False)
+        while len(self._entries) > self.max_entries or (
+            self.max_bytes is not None and self.held_bytes > self.max_bytes
+        ):
+            self._drop(next(iter(self._entries)))
         return value
+
+    def _drop(self, key: K) -> None:
+        del self._entries[key]
+        self.held_bytes -= self._sizes.pop(key, 0)
 
     def get_or_compute(self, key: K, compute: Callable[[], V]) -> V:
         if key in self._entries:
@@ -62,17 +80,20 @@ class BoundedCache(Generic[K, V]):
         self._entries.move_to_end(key)
 
     def discard(self, key: K) -> None:
-        self._entries.pop(key, None)
+        if key in self._entries:
+            self._drop(key)
 
     def discard_where(self, doomed: Callable[[K], bool]) -> int:
         """Drop the entries whose key ``doomed`` accepts; returns how many went."""
         keys = [k for k in self._entries if doomed(k)]
         for k in keys:
-            del self._entries[k]
+            self._drop(k)
         return len(keys)
 
     def clear(self) -> None:
         self._entries.clear()
+        self._sizes.clear()
+        self.held_bytes = 0
 
     def values(self) -> list[V]:
         return list(self._entries.values())
@@ -104,6 +125,20 @@ class SessionCache(BoundedCache[tuple[str, Hashable], V]):
 
     def stats(self) -> dict[str, Any]:
         return {"sessions": len({sid for sid, _ in self._entries}), **super().stats()}
+
+
+def entry_bytes(*items: Any) -> int:
+    """About the memory ``items`` hold beyond their objects' fixed parts: a text's characters, a bytes' or an array's
+    buffer, a tuple's items' (a cache entry's key and value: what grows with the entry's content)."""
+    size = 0
+    for item in items:
+        if isinstance(item, str | bytes):
+            size += len(item)
+        elif isinstance(item, tuple):
+            size += entry_bytes(*item)
+        else:
+            size += getattr(item, "nbytes", 0)
+    return size
 
 
 def content_key(*parts: Any) -> str:

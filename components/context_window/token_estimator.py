@@ -285,6 +285,9 @@ CACHE_SIZE = 8_192
 10,000 messages counts ~500). Stored messages carry their counts and skip the cache. Each turn brings new texts
 (its query, answer, summaries), so a larger bound is memory that only grows: 200,000 kept a server growing by
 ~1 MB per 1,000 turns for 200,000 entries, holding evicted history messages alive all the while."""
+TEXT_CACHE_BYTES = 4 * 2**20
+"""And at most about this many characters of texts remembered (8,192 tool results of ~10 KB would be 80 MB): eight
+128K windows' worth. Most texts counted are a turn's own (its modules' blocks), never counted again."""
 
 
 class TokenEstimator:
@@ -309,7 +312,7 @@ class TokenEstimator:
         self._counter = _load_counter(self.tokenizer.kind, self.tokenizer.name)
         self._scale = 1.0 + self.tokenizer.margin
         self._floor = _load_counter("huggingface", self.tokenizer.floor) if self.tokenizer.floor else None
-        self._texts: BoundedCache[str, int] = BoundedCache(cache_size)
+        self._texts: BoundedCache[str, int] = BoundedCache(cache_size, max_bytes=TEXT_CACHE_BYTES)
         self._messages: BoundedCache[int, tuple[weakref.ref[Message], int]] = BoundedCache(cache_size)
         """Per message object (messages are frozen): id -> (a weak reference to the message, its count). Weak, so
         that the cache does not keep short-lived messages (summaries, recall blocks) alive; an id reused by a new

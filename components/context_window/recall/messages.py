@@ -46,6 +46,7 @@ from ..offload import Runner, guarded, retrieved, run_sized
 from ..phases import visible
 from ..relevance import (
     RRF_K,
+    VECTORS_BY_TEXT_BYTES,
     BM25Index,
     Evidence,
     Floor,
@@ -647,7 +648,7 @@ class SessionRecall:
         self,
         embedder: Embedder | None = None,
         max_sessions: int = 64,
-        max_vectors: int = 20_000,
+        max_vector_bytes: int = VECTORS_BY_TEXT_BYTES,
         *,
         stored: PartVectors | None = None,
         vectors_wait_s: float = VECTORS_WAIT_S,
@@ -673,9 +674,10 @@ class SessionRecall:
         self._store_failed = False
         self._store_retry_at = 0.0
         self._indexes: BoundedCache[str, HistoryIndex] = BoundedCache(max_sessions)
-        self._vectors: BoundedCache[str, np.ndarray] = BoundedCache(max_vectors)
-        """Vectors by the text embedded: a history indexed afresh (edited, or another session with the same
-        messages) is not embedded again."""
+        self._vectors: BoundedCache[str, np.ndarray] = BoundedCache(20_000, max_bytes=max_vector_bytes)
+        """Vectors by the text embedded, the most recent: a history indexed afresh (edited, or another session with
+        the same messages, a stateless call's conversation sent again) is not embedded again. A session's own
+        vectors are its index's; bounded by bytes, so a long session does not keep them twice."""
         self._embedding: dict[str, asyncio.Future[dict[str, np.ndarray]]] = {}
         """The texts being embedded, by the job embedding them: a call needing one waits for it (``_embedded``)."""
         self._queries: BoundedCache[str, np.ndarray] = BoundedCache(64)

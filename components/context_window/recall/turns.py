@@ -32,7 +32,7 @@ import numpy as np
 
 from ..base import AssemblyContext, D, Embedder, TurnRecord, vector_space
 from ..fitting import clip
-from ..relevance import BM25Index, Floor, VectorIndex, fuse, terms
+from ..relevance import VECTORS_BY_TEXT_BYTES, BM25Index, Floor, VectorIndex, fuse, terms
 from ..session_cache import BoundedCache
 
 MIN_MATCH = 0.5
@@ -267,10 +267,12 @@ _NOWHERE = np.zeros(0, dtype=np.intp)
 class TurnRecall:
     """One index per session (and embedder), with each text's terms and each part's vector cached by content."""
 
-    _shared_vectors: ClassVar[BoundedCache[tuple[str, str], np.ndarray]] = BoundedCache(20_000)
+    _shared_vectors: ClassVar[BoundedCache[tuple[str, str], np.ndarray]] = BoundedCache(
+        20_000, max_bytes=VECTORS_BY_TEXT_BYTES
+    )
     """Vectors by embedder and part text, shared by every ``TurnRecall`` (plan_hydration's and workflow_history's
     both embed a turn's query with its plan's first step): a text is embedded once. A vector depends only on the
-    text and the embedder, so sharing cannot change a ranking."""
+    text and the embedder, so sharing cannot change a ranking. The most recent: a session's index holds its own."""
 
     def __init__(self, max_sessions: int = 64, max_texts: int = 8_192) -> None:
         self._indexes: BoundedCache[tuple[str, str], _Index] = BoundedCache(max_sessions)

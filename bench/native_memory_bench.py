@@ -1,0 +1,125 @@
+"""What a native turn adds to the server's memory, and for how long (issue 32 item 5: "memory that stays flat").
+
+The service's app in this process (Quart's test client, no HTTP server), its model the fake upstream
+(tests/gateway/upstream.py, its own process: it echoes each question) as in long_session_bench.py's native part:
+BENCH_MEM_TURNS turns (default 3,000) recorded one by one through POST /v1/sessions/{id}/turns. Every
+BENCH_MEM_EVERY turns (default 500): the process's RSS and, with BENCH_MEM_TRACE=1 (slower: every allocation is
+traced), the Python allocations that grew most since the previous mark, by file:line. Reported: RSS at each mark
+and its growth per 1,000 turns from the first mark on (the caches warm by then). BENCH_MEM_EMBEDDER: the embedder
+(default minilm-int8, tda's default; ``hashing`` is faster but 512 dimensions).
+
+Run: ``PYTHONPATH=. python bench/native_memory_bench.py`` (a temporary data directory; nothing is kept).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import gc
+import logging
+import os
+import signal
+import sys
+import tempfile
+import time
+import tracemalloc
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.agent_session import question  # noqa: E402
+from tests.gateway.servers import admin_token, server_env, start_fake_upstream, stop  # noqa: E402
+
+TURNS = int(os.environ.get("BENCH_MEM_TURNS", "3000"))
+EVERY = int(os.environ.get("BENCH_MEM_EVERY", "500"))
+TRACE = os.environ.get("BENCH_MEM_TRACE") == "1"
+EMBEDDER = os.environ.get("BENCH_MEM_EMBEDDER", "minilm-int8")
+FRAMES = int(os.environ.get("BENCH_MEM_FRAMES", "1"))
+"""Frames per traced allocation: with more, each line is reported with the calls that led to it."""
+TOP = 12
+
+
+def rss_mib() -> float:
+    with open("/proc/self/status") as status:
+        kb = next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
+    return kb / 1024
+
+
+def grown(before: tracemalloc.Snapshot, after: tracemalloc.Snapshot) -> list[str]:
+    """The TOP lines whose live allocations grew most between two snapshots."""
+    stats = after.compare_to(before, "traceback" if FRAMES > 1 else "lineno")
+    stats.sort(key=lambda s: s.size_diff, reverse=True)
+    return [
+        f"    {s.size_diff / 1024:+9.0f} KiB {s.count_diff:+8d} blocks  "
+        + " <- ".join(f"{f.filename.removeprefix(str(ROOT) + '/')}:{f.lineno}" for f in s.traceback)
+        for s in stats[:TOP]
+    ]
+
+
+async def record(settings: Any, token: str) -> list[tuple[int, float, float]]:
+    from quart.testing.app import TestApp
+
+    from tda.app import create_app
+
+    app = create_app(settings, migrate=False, warm_up_llm=False)
+    headers = {"Authorization": f"Bearer {token}"}
+    marks: list[tuple[int, float, float]] = []
+    async with TestApp(app, startup_timeout=300, shutdown_timeout=300) as test_app:
+        client = test_app.test_client()
+        r = await client.post(
+            "/v1/profiles", json={"id": "agent", "type": "tool_enabled", "model": "gpt-4.1"}, headers=headers
+        )
+        assert r.status_code == 201, await r.get_data()
+        r = await client.post("/v1/sessions", json={"id": "native-long", "profile_id": "agent"}, headers=headers)
+        assert r.status_code == 201, await r.get_data()
+        snapshot = None
+        started = time.perf_counter()
+        for turn in range(1, TURNS + 1):
+            r = await client.post("/v1/sessions/native-long/turns", json={"query": question(turn)}, headers=headers)
+            assert r.status_code == 201, (turn, await r.get_data())
+            if turn % EVERY == 0:
+                await asyncio.sleep(0.5)  # the turn's indexing, in the background, ends
+                gc.collect()
+                marks.append((turn, rss_mib(), time.perf_counter() - started))
+                print(f"turn {turn}: RSS {marks[-1][1]:.1f} MiB, {marks[-1][2]:.0f} s", flush=True)
+                if TRACE:
+                    now = tracemalloc.take_snapshot().filter_traces([tracemalloc.Filter(False, tracemalloc.__file__)])
+                    if snapshot is not None:
+                        print("\n".join(grown(snapshot, now)), flush=True)
+                    snapshot = now
+    return marks
+
+
+def main() -> None:
+    from tda.config import Settings
+    from tda.memory import tune_malloc
+
+    tune_malloc()  # as `tda serve` does
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # stopped, it stops its upstream too
+    logging.getLogger("components").setLevel(logging.ERROR)  # a loaded machine's slow steps are not what is measured
+    if TRACE:
+        tracemalloc.start(FRAMES)
+    with tempfile.TemporaryDirectory(prefix="tda-mem-") as tmp:
+        folder = Path(tmp)
+        upstream, base = start_fake_upstream(folder)
+        try:
+            data = folder / "tda"
+            data.mkdir()
+            token = admin_token(data)
+            env = server_env(data, 0, base) | {"TDA_EMBEDDER": EMBEDDER}
+            settings = dataclasses.replace(Settings.from_env(env), module_timeout_s=60.0)
+            marks = asyncio.run(record(settings, token))
+        finally:
+            stop(upstream)
+    (t0, r0, _), (t1, r1, _) = marks[0], marks[-1]
+    if t1 > t0:
+        print(
+            f"RSS {r0:.1f} -> {r1:.1f} MiB from turn {t0} to {t1}: "
+            f"{(r1 - r0) / (t1 - t0) * 1000:.1f} MiB per 1,000 turns"
+        )
+
+
+if __name__ == "__main__":
+    main()
