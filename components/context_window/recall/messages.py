@@ -947,8 +947,7 @@ class SessionRecall:
         await self._embedded_ahead([p for m in messages if _embedded(m) for p in parts_of(embedded_text(m))])
 
     async def _embedded_ahead(self, texts: list[str]) -> None:
-        if texts:  # those held are not embedded again, nor those under way (``_embedded``)
-            await self._embedded(list(dict.fromkeys(texts)))
+        await self._embedded(list(dict.fromkeys(texts)))  # those held or under way are not embedded again
 
     async def _query_vector(self, index: HistoryIndex, query: str, n: int) -> np.ndarray | None:
         """The query's vector when ``index``'s first ``n`` messages have vectors (kept for the next asker: a turn's
@@ -958,11 +957,8 @@ class SessionRecall:
         if self.embedder is None or index.dense is None or index.vectored < n:
             return None
         vector = self._queries.get(query)
-        if vector is None:
-            vector = self._vectors.get(query)
-            if vector is None:
-                vector = (await self._embedded([query]))[query]
-            self._queries.put(query, vector)
+        if vector is None:  # held by text, under way, or embedded now (``_embedded``)
+            vector = self._queries.put(query, (await self._embedded([query]))[query])
         return vector
 
     async def _from_store(
