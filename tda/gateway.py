@@ -581,6 +581,9 @@ class Digests:
     """``messages`` as the call handed them, when ``messages`` are copies (carrying token counts): the next call's
     messages are these objects where it sends the same (tda/api/chat.py's ``_sent``), found the same without
     comparing their contents."""
+    end: Any = None
+    """The digest state after every message (never updated): the reply's digest and the next call's go on from it
+    rather than hashing again the messages since the last checkpoint (up to ``CHECKPOINT`` - 1 of them)."""
 
     def through(self, n: int) -> str:
         """The digest of the first ``n`` messages."""
@@ -593,6 +596,8 @@ class Digests:
 
     def state(self, n: int) -> Any:
         """A new digest state after the first ``n`` messages (the caller's to update)."""
+        if n == len(self.messages) and self.end is not None:  # the usual: a reply, or the next call going on
+            return self.end.copy()
         h = self.states[n // CHECKPOINT].copy()
         for m in self.messages[n - n % CHECKPOINT : n]:
             _digest_on(h, m)
@@ -635,7 +640,7 @@ def digested(messages: Sequence[Message], seen: Digests | None = None) -> Digest
             states.append(h.copy())
     kept = (*seen.messages[:same], *messages[same:]) if seen else tuple(messages)
     base = seen.kept if seen is not None and same else None
-    return Digests(kept, tuple(keys), tuple(prints), tuple(states), same, base)
+    return Digests(kept, tuple(keys), tuple(prints), tuple(states), same, base, end=h.copy())
 
 
 SEEN_CONVERSATIONS = 32
