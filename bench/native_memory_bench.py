@@ -104,10 +104,10 @@ def breakdown() -> str:
     heap = mallinfo2()
     heaps, mapped = heap.arena / 2**20, heap.hblkhd / 2**20
     traced = f" | traced {tracemalloc.get_traced_memory()[0] / 2**20:.1f}" if tracemalloc.is_tracing() else ""
+    in_use, free = heap.uordblks / 2**20, heap.fordblks / 2**20
     return (
         f"files {fields['Rss:'] - anonymous:.1f} | Python arenas {arenas:.1f} (objects {objects:.1f}) | malloc heaps "
-        f"{heaps:.1f} (in use {heap.uordblks / 2**20:.1f}, SQLite's {sqlite_mib():.1f}, free {heap.fordblks / 2**20:.1f}),"
-        f" mapped {mapped:.1f} "
+        f"{heaps:.1f} (in use {in_use:.1f}, SQLite's {sqlite_mib():.1f}, free {free:.1f}), mapped {mapped:.1f} "
         f"| other anonymous {anonymous - arenas - heaps - mapped:.1f}{traced}"
     )
 
