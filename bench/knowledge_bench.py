@@ -32,7 +32,7 @@ on are reported too (abstaining must not cost answers).
 
 Also reported: ingestion throughput (chunks/s, model loaded) and the module's contribute latency for
 a query whose embedding is cached. Run from the repository root:
-``python bench/knowledge_bench.py [--corpus sqlite|licences|manuals|sysdocs|all] [--embedder NAME] [--variants]``;
+``python bench/knowledge_bench.py [--corpus sqlite|licences|manuals|sysdocs|prose|all] [--embedder NAME] [--variants]``;
 ``--speed`` (the embedder alone) and ``--footprint`` (`tda serve`'s memory) measure one embedder.
 """
 
@@ -75,6 +75,7 @@ CORPORA = {
     "licences": DATA / "licences",
     "manuals": DATA / "manuals",
     "sysdocs": DATA / "sysdocs",
+    "prose": DATA / "prose",
 }
 MODEL = "gpt-4o"
 BUDGETS = (300, 500, 1000, 2000, 4000)
