@@ -752,8 +752,9 @@ def pack(
     chosen = _taken(plan.ranked[: opts.k], [], room, tokens, weights)
     chosen = _widen(chosen, plan.nearby, room, tokens, opts)
     chosen = _taken(plan.ranked[opts.k :], chosen, room, tokens, weights)
-    if room < budget:
-        chosen = sentence_sources(windows, plan.ranked, budget, tokens, opts, chosen)
+    if room < budget:  # the windows take the share, not the room the hits' floor left unused (``relevant``)
+        limit = min(budget, (_estimate(chosen, tokens) if chosen else 0) + share)
+        chosen = sentence_sources(windows, plan.ranked, limit, tokens, opts, chosen)
     return fitted(chosen, budget, tokens)
 
 

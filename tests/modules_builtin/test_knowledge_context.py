@@ -659,6 +659,21 @@ async def test_a_budget_that_holds_the_first_hits_whole_keeps_a_share_for_senten
     assert ANSWER not in off.text() and TOKENS.count(off.text()) <= budget
 
 
+async def test_the_windows_take_their_share_not_the_room_the_hits_left_unused() -> None:
+    """Three short hits leave most of 4,000 tokens unused (the tail's floor keeps weak hits out): the windows add
+    ``window_share`` of the budget, not the rest of it."""
+    kb = with_sentences()
+    kb.windows = [kb.windows[1]] + [
+        sentence_window(f"doc{i}", 0, 1, (f"Doc {i} opens.", f"Doc {i} says a little more.", f"Doc {i} ends."), 0.5)
+        for i in range(60)
+    ]
+    hits = await make_module().contribute(4000, context(kb, config={"window_share": 0}))
+    c = await make_module().contribute(4000, context(kb, query="how often is the cache flushed?"))
+    assert ANSWER in c.text() and kb.hits[0].text in c.text() and c.text().startswith(hits.text())
+    used, before = TOKENS.count(c.text()), TOKENS.count(hits.text())
+    assert before + 400 < used <= before + 0.12 * 4000  # a share's worth of windows, no more
+
+
 async def test_no_share_for_windows_when_it_would_not_hold_one() -> None:
     """Under 100 tokens (a window and its label cost ~70) the share would only take room from the hits."""
     kb = with_sentences()
