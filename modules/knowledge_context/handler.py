@@ -4,8 +4,9 @@ One turn: (rewrite a follow-up into a standalone query, if the profile asks: ``q
 drop duplicate text -> pack by parts: the ranked hits go in best first, each whole when it fits, else as a
 window of its sentences around the query's words in the room that is left (no budget stays unused while a
 ranked hit remains); a hit next to a chosen chunk continues that source. Neighbouring chunks of strong hits
-are extras, added nearest first with what is left, under ONE total limit. Condensing packs the same ranked
-hits again at the smaller budget."""
+are extras, added nearest first with what is left, under ONE total limit. With a sentence index, windows of the
+sentences found across the corpus take most of a small budget and ``window_share`` of a larger one. Condensing packs
+the same ranked hits again at the smaller budget."""
 
 from __future__ import annotations
 
@@ -93,9 +94,9 @@ class Options:
     model: without a summarizer the stage is skipped)."""
     filter_pool: int = _DEFAULTS.filter_pool
     sentence_windows: bool = _DEFAULTS.sentence_windows
-    """When the budget cannot hold the first two hits whole, send windows of sentences found across the corpus by the
-    sentence index (when the retriever has one), beside the first hit whole when it leaves them room: see
-    ``sentence_sources``."""
+    """Send windows of sentences found across the corpus by the sentence index (when the retriever has one): when the
+    budget cannot hold the first two hits whole, beside the first hit whole when it leaves them room; else in
+    ``window_share`` of the budget: see ``pack``."""
     sentence_radius: int = _DEFAULTS.sentence_radius
     chunk_weight: float = _DEFAULTS.chunk_weight
     """How much the rank of the chunk holding a sentence counts beside the sentence's own two rankings."""
