@@ -1,6 +1,6 @@
 """Knowledge retrieval quality: does the answering passage reach the model, at 300 to 4,000 tokens?
 
-Three public corpora of different kinds, each with questions worded away from the answer text and an
+Five public corpora of different kinds, each with questions worded away from the answer text and an
 answer that is a verbatim span of the corpus (bench/data/*/README.md has provenance and licences):
 
 * ``sqlite``: 13 pages of the SQLite documentation (HTML, public domain);
@@ -9,7 +9,10 @@ answer that is a verbatim span of the corpus (bench/data/*/README.md has provena
   /usr/share/doc, with 10 questions the corpus cannot answer (abstention);
 * ``sysdocs``: 26 system and developer documents from a Debian system, none used to tune tda: configuration
   file man pages (section 5) rendered to text, Markdown guides (pip, systemd), HTML manuals (libffi, zlib)
-  and plain-text FAQs and READMEs, with 10 unanswerable questions.
+  and plain-text FAQs and READMEs, with 10 unanswerable questions;
+* ``prose``: 41 documents that are not software documentation (Debian's dict-elements grouped by family, The Devil's
+  Dictionary's first entries of 20 letters, 8 narrative chapters of the King James Version), with 10 unanswerable
+  questions: chunks that hold many unrelated entries, and questions worded far from their answers.
 
 "Answered" = the answer span is inside the text that would be sent to the model:
 
@@ -32,7 +35,7 @@ on are reported too (abstaining must not cost answers).
 
 Also reported: ingestion throughput (chunks/s, model loaded) and the module's contribute latency for
 a query whose embedding is cached. Run from the repository root:
-``python bench/knowledge_bench.py [--corpus sqlite|licences|manuals|sysdocs|all] [--embedder NAME] [--variants]``;
+``python bench/knowledge_bench.py [--corpus sqlite|licences|manuals|sysdocs|prose|all] [--embedder NAME] [--variants]``;
 ``--speed`` (the embedder alone) and ``--footprint`` (`tda serve`'s memory) measure one embedder.
 """
 
@@ -75,6 +78,7 @@ CORPORA = {
     "licences": DATA / "licences",
     "manuals": DATA / "manuals",
     "sysdocs": DATA / "sysdocs",
+    "prose": DATA / "prose",
 }
 MODEL = "gpt-4o"
 BUDGETS = (300, 500, 1000, 2000, 4000)

@@ -4,8 +4,9 @@ One turn: (rewrite a follow-up into a standalone query, if the profile asks: ``q
 drop duplicate text -> pack by parts: the ranked hits go in best first, each whole when it fits, else as a
 window of its sentences around the query's words in the room that is left (no budget stays unused while a
 ranked hit remains); a hit next to a chosen chunk continues that source. Neighbouring chunks of strong hits
-are extras, added nearest first with what is left, under ONE total limit. Condensing packs the same ranked
-hits again at the smaller budget."""
+are extras, added nearest first with what is left, under ONE total limit. With a sentence index, windows of the
+sentences found across the corpus take most of a small budget and ``window_share`` of a larger one. Condensing packs
+the same ranked hits again at the smaller budget."""
 
 from __future__ import annotations
 
@@ -93,12 +94,15 @@ class Options:
     model: without a summarizer the stage is skipped)."""
     filter_pool: int = _DEFAULTS.filter_pool
     sentence_windows: bool = _DEFAULTS.sentence_windows
-    """When the budget cannot hold the first two hits whole, send windows of sentences found across the corpus by the
-    sentence index (when the retriever has one), beside the first hit whole when it leaves them room: see
-    ``sentence_sources``."""
+    """Send windows of sentences found across the corpus by the sentence index (when the retriever has one): when the
+    budget cannot hold the first two hits whole, beside the first hit whole when it leaves them room; else in
+    ``window_share`` of the budget: see ``pack``."""
     sentence_radius: int = _DEFAULTS.sentence_radius
     chunk_weight: float = _DEFAULTS.chunk_weight
     """How much the rank of the chunk holding a sentence counts beside the sentence's own two rankings."""
+    window_share: float = _DEFAULTS.window_share
+    """The share of a budget that holds the first two hits whole kept for sentence windows (none below
+    ``_SENTENCE_ROOM`` tokens): an answer whose chunk ranks low still reaches a large budget."""
 
     def depth(self, budget: int) -> int:
         """How many hits to retrieve for ``budget``: never fewer than ``k``, more as the budget grows."""
@@ -127,6 +131,7 @@ class Options:
             sentence_windows=bool(cfg.get("sentence_windows", d.sentence_windows)),
             sentence_radius=max(0, int(cfg.get("sentence_radius", d.sentence_radius))),
             chunk_weight=max(0.0, float(cfg.get("chunk_weight", d.chunk_weight))),
+            window_share=min(1.0, max(0.0, float(cfg.get("window_share", d.window_share)))),
         )
 
 
@@ -593,16 +598,20 @@ async def packed(plan: Plan, budget: int, ctx: AssemblyContext, opts: Options) -
     tokens = estimator(ctx)
     hits = [*plan.ranked, *(p for near in plan.nearby.values() for p in near)]
     size = sum(len(p.text) for p in hits) * LARGE // 2_500
-    windows = await _sentence_windows(plan, ctx, opts) if wants_sentences(plan, budget, tokens, opts) else []
+    windows = await _sentence_windows(plan, ctx, opts) if wants_sentences(plan, opts) else []
     size += len(windows) * _WINDOW_WORK
     return await run_sized(ctx.offload, size, lambda: pack(plan, budget, tokens, opts, windows))
 
 
-def wants_sentences(plan: Plan, budget: int, tokens: TokenCounter, opts: Options) -> bool:
+def wants_sentences(plan: Plan, opts: Options) -> bool:
+    """Whether sentence windows found across the corpus take part: at every budget, when the option is on (a small
+    budget is mostly windows, a larger one gives them ``window_share`` of it; see ``pack``)."""
+    return opts.sentence_windows and bool(plan.ranked)
+
+
+def _small(plan: Plan, budget: int, tokens: TokenCounter) -> bool:
     """Whether the budget is too small for the first two hits whole: then sentence windows found across the corpus
     answer more questions than windows of the first hits do (300 and 500 tokens; see docs/knowledge.md)."""
-    if not opts.sentence_windows or not plan.ranked:
-        return False
     return _estimate([Source(p, (p,)) for p in plan.ranked[:2]], tokens) > budget
 
 
@@ -647,7 +656,7 @@ def sentence_sources(
     whole = list(chosen)
     spans: list[_Span] = []
     total = _estimate(whole, tokens) if whole else tokens.count(HEADER) + 1
-    for window in sorted(windows, key=lambda w: -worth(w)):
+    for window in _interleaved(sorted(windows, key=lambda w: -worth(w)), windows):
         if any(_normalised(window.sentences[window.position - window.first]) in _normalised(s.text) for s in whole):
             continue  # shown whole already
         n = next((n for n, span in enumerate(spans) if span.touches(window)), len(spans))
@@ -659,6 +668,14 @@ def sentence_sources(
         if cost <= budget:
             spans, total = [*spans[:n], span, *spans[n + 1 :]], cost
     return [*whole, *(_span_source(span) for span in spans)]
+
+
+def _interleaved(first: Sequence[SentenceWindow], second: Sequence[SentenceWindow]) -> list[SentenceWindow]:
+    """Both rankings' windows taken in turn, each once: the chunk-backed ranking's best, then the sentence ranking's
+    own best, and so on. In a collection whose chunks hold many unrelated entries (a dictionary, a list of elements),
+    a chunk's rank says little about its sentences, and the sentence ranking's first windows held answers that the
+    chunk weight pushed out of a small budget."""
+    return list(dict.fromkeys(w for pair in zip(first, second, strict=True) for w in pair))
 
 
 @dataclass(frozen=True)
@@ -723,15 +740,23 @@ def pack(
     """The sources for ``budget``: the first ``k`` ranked hits best first (whole, else a window of the best
     part in the room left), then neighbours of strong hits, then the hits further down the ranking while
     room is left (the retrieval's depth grows with the budget, so a large budget is not left half empty).
-    With sentence ``windows``: those (``sentence_sources``), beside the first hit whole when it leaves them room."""
-    if windows:
+    With sentence ``windows``: when the budget cannot hold the first two hits whole, those (``sentence_sources``),
+    beside the first hit whole when it leaves them room; else the hits in all but ``window_share`` of the budget and
+    windows in the rest, when that is room for one (``_SENTENCE_ROOM``)."""
+    if windows and _small(plan, budget, tokens):
         first = [Source(plan.ranked[0], (plan.ranked[0],))]
         whole = first if _estimate(first, tokens) + _SENTENCE_ROOM <= budget else []
         return fitted(sentence_sources(windows, plan.ranked, budget, tokens, opts, whole), budget, tokens)
+    share = int(budget * opts.window_share) if windows else 0
+    room = budget - share if share >= _SENTENCE_ROOM else budget
     weights = _term_weights(plan.retrieval_query, plan.ranked)
-    chosen = _taken(plan.ranked[: opts.k], [], budget, tokens, weights)
-    chosen = _widen(chosen, plan.nearby, budget, tokens, opts)
-    return fitted(_taken(plan.ranked[opts.k :], chosen, budget, tokens, weights), budget, tokens)
+    chosen = _taken(plan.ranked[: opts.k], [], room, tokens, weights)
+    chosen = _widen(chosen, plan.nearby, room, tokens, opts)
+    chosen = _taken(plan.ranked[opts.k :], chosen, room, tokens, weights)
+    if room < budget:  # the windows take the share, not the room the hits' floor left unused (``relevant``)
+        limit = min(budget, (_estimate(chosen, tokens) if chosen else 0) + share)
+        chosen = sentence_sources(windows, plan.ranked, limit, tokens, opts, chosen)
+    return fitted(chosen, budget, tokens)
 
 
 def fitted(chosen: list[Source], budget: int, tokens: TokenCounter) -> list[Source]:

@@ -36,10 +36,18 @@ class KnowledgeOptions(ModuleOptions):
     filter_pool: int = Field(15, ge=2, description="Passages the model filter chooses from.")
     sentence_windows: bool = Field(
         True,
-        description="When the budget cannot hold the first two hits whole, send windows of the sentences that match "
-        "the question best across the collections (needs a sentence index: collections ingested since it was added).",
+        description="Send windows of the sentences that match the question best across the collections: most of a "
+        "budget that cannot hold the first two hits whole, window_share of a larger one (needs a sentence index: "
+        "collections ingested since it was added).",
     )
     sentence_radius: int = Field(1, ge=0, description="Sentences sent on each side of a sentence found.")
     chunk_weight: float = Field(
         1.5, ge=0, description="How much the rank of the chunk holding a found sentence counts beside its own."
+    )
+    window_share: float = Field(
+        0.12,
+        ge=0,
+        le=1,
+        description="When the budget holds the first two hits whole, the share of it kept for sentence windows "
+        "(none when that is under 100 tokens).",
     )

@@ -645,12 +645,59 @@ async def test_a_sentence_from_a_chunk_the_ranking_left_out_reaches_a_small_wind
     assert ANSWER not in off.text() and TOKENS.count(off.text()) <= 150
 
 
-async def test_sentence_windows_only_when_the_budget_cannot_hold_the_first_two_hits() -> None:
+async def test_a_budget_that_holds_the_first_hits_whole_keeps_a_share_for_sentence_windows() -> None:
+    """The answer's sentence sits in a chunk the chunk ranking left out (a chunk of many unrelated entries ranks by
+    the others): a large budget sends the ranked hits in most of it and sentence windows in ``window_share``."""
+    a = document("alpha", 12, words=60)
+    kb = with_sentences()
+    kb.hits, kb.documents = [hit(a, i, 0.9 - i / 20) for i in range(12)], {"alpha": a}
+    budget = 1000
+    assert sum(TOKENS.count(p.text) for p in kb.hits) > budget  # the hits alone would fill it
+    c = await make_module().contribute(budget, context(kb, query="how often is the cache flushed?"))
+    assert ANSWER in c.text() and kb.hits[0].text in c.text() and TOKENS.count(c.text()) <= budget
+    off = await make_module().contribute(budget, context(kb, config={"window_share": 0}))
+    assert ANSWER not in off.text() and TOKENS.count(off.text()) <= budget
+
+
+async def test_the_windows_take_their_share_not_the_room_the_hits_left_unused() -> None:
+    """Three short hits leave most of 4,000 tokens unused (the tail's floor keeps weak hits out): the windows add
+    ``window_share`` of the budget, not the rest of it."""
+    kb = with_sentences()
+    kb.windows = [kb.windows[1]] + [
+        sentence_window(f"doc{i}", 0, 1, (f"Doc {i} opens.", f"Doc {i} says a little more.", f"Doc {i} ends."), 0.5)
+        for i in range(60)
+    ]
+    hits = await make_module().contribute(4000, context(kb, config={"window_share": 0}))
+    c = await make_module().contribute(4000, context(kb, query="how often is the cache flushed?"))
+    assert ANSWER in c.text() and kb.hits[0].text in c.text() and c.text().startswith(hits.text())
+    used, before = TOKENS.count(c.text()), TOKENS.count(hits.text())
+    assert before + 400 < used <= before + 0.12 * 4000  # a share's worth of windows, no more
+
+
+async def test_no_share_for_windows_when_it_would_not_hold_one() -> None:
+    """Under 100 tokens (a window and its label cost ~70) the share would only take room from the hits."""
     kb = with_sentences()
     two = sum(TOKENS.count(p.text) for p in kb.hits[:2])
     c = await make_module().contribute(two + 100, context(kb, config={"max_expansion": 0}))
     assert ANSWER not in c.text() and kb.hits[0].text in c.text() and kb.hits[1].text in c.text()
-    assert kb.sentence_queries == []  # no sentence search at all
+
+
+async def test_the_sentence_rankings_own_best_window_is_not_crowded_out_by_chunk_backed_ones() -> None:
+    """Windows in the first-ranked chunks get the chunk's rank as a bonus; the sentence ranking's own first window,
+    in a chunk that ranks nowhere, still goes in second, not after every chunk-backed one."""
+    a = document("alpha", 3, words=60)
+    backed = [
+        sentence_window(
+            "alpha", i, 3 * i + 1, (f"Alpha {i} opens.", f"Alpha {i} says little.", f"Alpha {i} ends."), 0.3
+        )
+        for i in range(3)
+    ]
+    answer = sentence_window("beta", 7, 30, ("Beta notes the cache.", ANSWER, "Beta ends the note."), 0.9)
+    kb = SentenceKnowledge([hit(a, i, 0.9 - i / 10) for i in range(3)], {"alpha": a}, windows=[answer, *backed])
+    two = sum(TOKENS.count(f"[SOURCE 1] ALPHA › Intro\n{' '.join(w.sentences)}") for w in backed[:2])
+    budget = TOKENS.count("Knowledge base excerpts. Cite them as [SOURCE n].") + two + 12
+    c = await make_module().contribute(budget, context(kb, query="how often is the cache flushed?"))
+    assert ANSWER in c.text() and TOKENS.count(c.text()) <= budget
 
 
 async def test_the_first_hit_stays_whole_beside_the_sentence_windows_when_it_leaves_them_room() -> None:
