@@ -181,6 +181,10 @@ async def run(svc: TDAService, route: Route, ask: Ask) -> Ran:
     index_turn_after(svc, loaded.data.session, row)  # described and embedded for later turns' recall
     reply = Message("assistant", answered.done.text, tool_calls=tuple(answered.done.tool_calls))
     embed_reply_ahead(answered.ctx, loaded.window_type.type, reply)
+    if not answered.done.tool_calls:  # the turn is over: the session's next call is the next turn, over this one
+        ctx = answered.ctx
+        joining = (ctx.query_message or Message("user", ctx.query), *ctx.continuation, reply)
+        svc.handler.ahead(ctx, loaded.window_type.type, joining)  # its window's summaries, made meanwhile
     if loaded.recall_history:
         index_after(svc, loaded.data.session.id)
     return Ran(answered, loaded.data.session.id, loaded.turn, case_id)
