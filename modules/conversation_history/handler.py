@@ -342,9 +342,10 @@ class ConversationHistoryModule(ContextModule):
 
     def ahead(self, ctx: AssemblyContext) -> Coroutine[Any, Any, None] | None:
         """The summary the session's next call will ask for first and is not made or under way, written now (one at
-        most: a guess that turns out wrong costs one summary). That call's sliding windows are the last first step's
-        (``_asks``) over the history with the turn joined; a call that recalls instead (the question is not known
-        yet) summarises nothing, and a summary made for it waits for the window that drops its block."""
+        most: a guess that turns out wrong costs one summary). That call asks for the windows the last first step
+        asked for (``_asks``), over the history with the turn joined, each a sliding window: whether one recalls
+        instead depends on the question, not known yet (such a window summarises nothing; the summary made for it
+        waits for the window that drops its block, usually a turn or two later)."""
         asks = self._asks.get(ctx.session.id)
         if ctx.summarizer is None or not asks:
             return None
@@ -393,7 +394,7 @@ class ConversationHistoryModule(ContextModule):
         if recall_pct > 100:
             raise ValueError(f"option 'recall_pct' must be at most 100, got {recall_pct:g}")
         source = _Remembered(ctx.session.message_source())
-        asked = budget
+        self._note_ask(ctx, budget, strategy)
         budget -= await self._loop_room(source, ctx)
         held_back: dict[str, Any] = {}
         if recall_pct:
@@ -401,7 +402,6 @@ class ConversationHistoryModule(ContextModule):
             if reason is None:
                 return await self._recall_window(budget, ctx, strategy, recall_pct)
             held_back = {"recall": "held back", "recall_reason": reason}
-        self._note_ask(ctx, asked, strategy)
         plan = await self._sliding(source, budget, ctx, strategy)
         kept, within, newest, reserve = plan.kept, plan.within, plan.newest, plan.reserve
         first_kept, overflowing, sliding, block = plan.first_kept, plan.overflowing, plan.sliding, plan.block
