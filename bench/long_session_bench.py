@@ -267,6 +267,10 @@ def snapshot_figures(first: dict[str, Any], second: dict[str, Any]) -> dict[str,
         "utilisation_low": min(first.get("utilisation", 0.0), second.get("utilisation", 0.0)),
         "summaries": first.get("summaries", 0) + second.get("summaries", 0),
         "summaries_ahead": first.get("summaries_ahead", 0) + second.get("summaries_ahead", 0),
+        "assemble_ms_by_call": [  # each call's assembly, and whether it showed a new summary (made inside or ahead)
+            (c.get("steps_ms", {}).get("assemble", 0.0), bool(c.get("summaries", 0) + c.get("summaries_ahead", 0)))
+            for c in (first, second)
+        ],
         "steps_ms": {
             step: (first.get("steps_ms", {}).get(step, 0.0) + second.get("steps_ms", {}).get(step, 0.0)) / 2
             for step in {*first.get("steps_ms", {}), *second.get("steps_ms", {})}
@@ -457,6 +461,8 @@ async def gateway_figures(tda: Tda, proxy: Proxy, recorded: Path) -> dict[str, A
     wall = first_last([row["wall_ms"] for row in session_rows])
     cpu = first_last([row["cpu_ms"] for row in session_rows])
     process_cpu = mean_first_last([row["process_cpu_ms"] for row in session_rows])
+    wall_mean = mean_first_last([row["wall_ms"] for row in session_rows])  # a summary waited for shows in the mean
+    assembled = [call for row in session_rows if row["over"] for call in row["assemble_ms_by_call"]]
     steps_seen = sorted({step for row in session_rows for step in row["steps_ms"]})
     step_ms = {step: first_last([row["steps_ms"].get(step, 0.0) for row in session_rows]) for step in steps_seen}
     return {
@@ -471,6 +477,11 @@ async def gateway_figures(tda: Tda, proxy: Proxy, recorded: Path) -> dict[str, A
         "session_wall_ms_first10": wall[0],
         "session_wall_ms_last10": wall[1],
         "session_wall_growth": wall[2],
+        "session_wall_ms_mean_first10": wall_mean[0],
+        "session_wall_ms_mean_last10": wall_mean[1],
+        "session_wall_mean_growth": wall_mean[2],
+        "assemble_ms_showing_summary": statistics.fmean([ms for ms, new in assembled if new] or [0.0]),
+        "assemble_ms_others": statistics.fmean([ms for ms, new in assembled if not new] or [0.0]),
         "session_cpu_ms_first10": cpu[0],
         "session_cpu_ms_last10": cpu[1],
         "session_cpu_growth": cpu[2],
@@ -504,7 +515,9 @@ def print_gateway(figures: dict[str, Any]) -> None:
     )
     print(
         f"  wall ms per call, first 10 / last 10 turns: {figures['session_wall_ms_first10']:.1f} / "
-        f"{figures['session_wall_ms_last10']:.1f} (x{figures['session_wall_growth']:.2f}); server CPU ms per call "
+        f"{figures['session_wall_ms_last10']:.1f} (x{figures['session_wall_growth']:.2f}), mean "
+        f"{figures['session_wall_ms_mean_first10']:.1f} / {figures['session_wall_ms_mean_last10']:.1f} "
+        f"(x{figures['session_wall_mean_growth']:.2f}); server CPU ms per call "
         f"{figures['session_cpu_ms_first10']:.1f} / {figures['session_cpu_ms_last10']:.1f} "
         f"(x{figures['session_cpu_growth']:.2f})"
     )
@@ -512,6 +525,10 @@ def print_gateway(figures: dict[str, Any]) -> None:
         f"  the server process's CPU ms per call, everything it did in the turn (indexing after the response, "
         f"short-lived threads): {figures['session_process_cpu_ms_first10']:.1f} / "
         f"{figures['session_process_cpu_ms_last10']:.1f} (x{figures['session_process_cpu_growth']:.2f})"
+    )
+    print(
+        f"  assembly ms of a call past the window, mean: one that shows a new summary (made inside it or ahead) "
+        f"{figures['assemble_ms_showing_summary']:.1f}, the others {figures['assemble_ms_others']:.1f}"
     )
     steps = figures["session_step_ms_first10_last10"]
     print(
