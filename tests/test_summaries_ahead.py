@@ -58,7 +58,9 @@ def first_step(history: Sequence[Message], t: int, model: Model, limit: int = LI
     """Turn ``t``'s first call of session "ahead" (its question, the tools) over ``history``."""
     ctx = make_ctx(messages=history, query=question(t), tools=[ToolSchema.from_openai(TOOLS[0])], limit=limit)
     session = dataclasses.replace(ctx.session, id="ahead")
-    return dataclasses.replace(ctx, session=session, summarizer=model, query_message=Message("user", question(t), turn=t))
+    return dataclasses.replace(
+        ctx, session=session, summarizer=model, query_message=Message("user", question(t), turn=t)
+    )
 
 
 class Client:

@@ -904,12 +904,12 @@ class ContextModule(ABC):
         return await self.contribute(target_tokens, ctx)
 
     def ahead(self, ctx: AssemblyContext) -> Coroutine[Any, Any, None] | None:
-        """Work the session's next call will need, to be done before it comes (None: none). After a call that ended
-        its turn was answered, the handler hands the next call's context as far as it is known (``ahead_context``:
-        the history with the turn joined, no question yet) and runs what this returns in the background. The next
-        call's window must be the same whether the work is done, under way or was never made: keep what it makes by
-        content (a wrong guess then costs only the work), and never write what the guessed history holds anywhere
-        a window reads it by session (a recall index)."""
+        """Work the session's next turn will need, to be done before it comes (None: none). Beside a session's call
+        (once its turn is answered, and while a tool loop's step is), the handler hands the next turn's context as
+        far as it is known (``ahead_context``: the history with the turn joined, no question yet) and runs what this
+        returns in the background. The next window must be the same whether the work is done, under way or was never
+        made: keep what it makes by content (a wrong guess then costs only the work), and never write what the
+        guessed history holds anywhere a window reads it by session (a recall index)."""
         return None
 
     async def purge(self, session_id: str, user_id: str) -> dict[str, Any]:

@@ -71,9 +71,9 @@ class _ToolItem:
 
 
 def ahead_context(ctx: AssemblyContext, joining: Sequence[Message]) -> AssemblyContext:
-    """The context of ``ctx``'s session's next call as far as it is known once ``ctx``'s call was answered: the next
-    turn, its history ``ctx``'s with ``joining`` (the call's query, tool loop and reply) after it, its question not
-    known yet (empty)."""
+    """The context of the first call of ``ctx``'s session's next turn as far as it is known beside ``ctx``'s call: its
+    history ``ctx``'s with ``joining`` (the call's query, tool loop and reply) after it, its question not known yet
+    (empty)."""
     session = ctx.session
     history = JoinedMessages(session.message_source(), tuple(joining))
     following = replace(session, history=history, current_turn=session.turn_number + 1)
@@ -239,10 +239,11 @@ class ContextWindowHandler:
         return self._finish(run)
 
     def ahead(self, ctx: AssemblyContext, window_type: wt.ContextWindowType, joining: Sequence[Message]) -> None:
-        """After a session's call that ended its turn was answered (``ctx``'s): ``joining`` (its query, tool loop and
-        reply) is history at the session's next call. Each active module of ``window_type`` is handed that call's
-        context as far as it is known (``ahead_context``) and may start work it will need (``ContextModule.ahead``),
-        run in ``background``. Its model calls are reported by the session's next window (``auxiliary_calls``)."""
+        """Beside a session's call (``ctx``'s): ``joining`` (its query, tool loop and reply, or the loop so far while
+        a step is answered) is history at the session's next turn. Each active module of ``window_type`` is handed
+        that turn's context as far as it is known (``ahead_context``) and may start work it will need
+        (``ContextModule.ahead``), run in ``background``. Its model calls are reported by the session's next window
+        (``auxiliary_calls``, marked ``ahead``)."""
         if not ctx.session.id:
             return
         run = self._start(ahead_context(ctx, joining), window_type)
