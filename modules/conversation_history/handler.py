@@ -315,8 +315,8 @@ class ConversationHistoryModule(ContextModule):
         self._writing: dict[tuple[str, str], asyncio.Future[str]] = {}
         """The summaries being written, under their ``_summaries`` key: a window needing one waits for it."""
         self._asks: BoundedCache[str, list[_Ask]] = BoundedCache(1024)
-        """Per session, the sliding windows its last first step asked for (a tool loop's later steps ask within the
-        first's), in order: the session's next call asks for the same, over its longer history (``ahead``)."""
+        """Per session, the windows its last first step asked for (a tool loop's later steps ask within the first's),
+        in order: the session's next turn asks for the same, over its longer history (``ahead``)."""
         self._recalls: BoundedCache[str, SessionRecall] = BoundedCache(4)
         """History indexes this module keeps when the context brings no ``history_recall`` provider."""
         self._indexing: dict[tuple[HistoryRecall, str], asyncio.Future[RecallLead]] = {}
@@ -365,7 +365,7 @@ class ConversationHistoryModule(ContextModule):
                     return
 
     def _note_ask(self, ctx: AssemblyContext, budget: int, strategy: str | None) -> None:
-        """A sliding window a session's first step asks for, noted for the session's next call (``ahead``)."""
+        """A window a session's first step asks for, noted for the session's next turn (``ahead``)."""
         if not ctx.session.id or ctx.continuation:
             return
         asks = ctx.memo.get("asks")
@@ -768,7 +768,7 @@ class ConversationHistoryModule(ContextModule):
 
 
 _Ask = tuple[int, Directives, str | None]
-"""A sliding window a first step asked for: its budget (before a tool loop's room), directives and strategy."""
+"""A window a first step asked for: its budget (before a tool loop's room), directives and strategy."""
 
 
 def _blocks(dropped: list[tuple[int, Message]]) -> list[list[Message]]:
