@@ -23,7 +23,8 @@ Reported: medians of the first and last 10 turns and their ratio (the growth), u
 summary calls of the session (`history_summary` in the snapshots' `auxiliary_calls`): those made inside a call, which
 it waited for, and those made ahead, after the previous call's response (``ahead``).
 Knobs: BENCH_LONG_TURNS (gateway, default 100), BENCH_LONG_NATIVE_TURNS (default 1,000), BENCH_LONG_EMBEDDER,
-BENCH_LONG_PARTS (default "gateway,native"; "native" runs the native turns alone; "side": a session grown to
+BENCH_LONG_PARTS (default "gateway,stateless,native"; "native" runs the native turns alone; "stateless": a new
+conversation of GATEWAY_TURNS turns without a session, resent whole each call, its growth; "side": a session grown to
 GATEWAY_TURNS - 10 turns, then its last 10 turns side by side with a young session's first 10, call pair by call
 pair, so both ends run at the same load: CPU and wall ms a call), BENCH_LONG_ROWS (rows per tool
 result, default 20), BENCH_LONG_UPSTREAM_MS (the fake's latency: each completion, a summary's too, answered that many
@@ -63,7 +64,7 @@ from tests.gateway.servers import (  # noqa: E402
 GATEWAY_TURNS = int(os.environ.get("BENCH_LONG_TURNS", "100"))
 NATIVE_TURNS = int(os.environ.get("BENCH_LONG_NATIVE_TURNS", "1000"))
 EMBEDDER = os.environ.get("BENCH_LONG_EMBEDDER")
-PARTS = set(os.environ.get("BENCH_LONG_PARTS", "gateway,native").split(","))
+PARTS = set(os.environ.get("BENCH_LONG_PARTS", "gateway,stateless,native").split(","))
 LIMIT = 16_000
 AVAILABLE = LIMIT - LIMIT * 12 // 100  # Balanced keeps 12% for the reply
 PROXY_ROUNDS = 3
@@ -73,6 +74,11 @@ RESENT_FIRST = 5_000
 SIDE_FIRST = 9_000
 """The side mode's young session's turns are numbered from here: none of its texts is another mode's (vectors are
 kept by text, and the resent mode's chat holds turns RESENT_FIRST...)."""
+FRESH_FIRST = 7_000
+"""The stateless mode's new conversation's turns are numbered from here: a new conversation is new text (turns 1...
+are the session's, whose vectors the server keeps by text: a new conversation of them cost 10 ms a call, ~40 new)."""
+STATELESS_FIRST = 12_000
+"""The stateless part's conversation (a new one, resent whole each call) is numbered from here."""
 SETTLE_S = 3.0
 """After the last turn, how long its indexing may take before the process's CPU is read."""
 UPSTREAM_MS = float(os.environ.get("BENCH_LONG_UPSTREAM_MS", "0"))
@@ -127,8 +133,9 @@ class Tda:
         """``completion`` with its window's ``utilisation``, summaries and step timings, from its snapshot when it
         was recorded. Read once the session's CPU is: the bench's reads are no part of a call's cost (reading a
         snapshot puts its conversation back together, ~10 ms of the server's CPU)."""
-        if completion.get("snapshot_id") is None:
-            return completion
+        if completion.get("snapshot_id") is None:  # a stateless call keeps no snapshot: its usage extension
+            cut = (completion.get("usage") or {}).get("tda") or {}
+            return completion | {"utilisation": cut.get("tokens_sent", 0) / AVAILABLE}
         snapshot = (await self.client.get(f"/v1/snapshots/{completion['snapshot_id']}")).json()
         snapshot = snapshot.get("snapshot", snapshot)
         calls = snapshot.get("auxiliary_calls", [])
@@ -372,12 +379,46 @@ async def measure(tda: Tda, proxy: Proxy | None, folder: Path) -> dict[str, Any]
     )
     r.raise_for_status()
     figures = await gateway_figures(tda, proxy, folder / "upstream.jsonl") if proxy is not None else {}
+    if "stateless" in PARTS:
+        figures |= await stateless_growth(tda, GATEWAY_TURNS, folder / "upstream.jsonl")
     if "native" in PARTS:
         figures |= await native(tda, NATIVE_TURNS)
     if "side" in PARTS:
         figures |= await side_by_side(tda, GATEWAY_TURNS)
     await tda.client.aclose()
     return figures
+
+
+async def stateless_growth(tda: Tda, turns: int, recorded: Path) -> dict[str, Any]:
+    """A new agent conversation of ``turns`` turns without a session, the client resending it whole each call (a
+    framework's default): wall and CPU ms a call, first 10 / last 10 turns, and the window's figures."""
+    before = len(answered(recorded))
+    rows = await gateway(tda, None, turns, [SYSTEM], STATELESS_FIRST)
+    over = [row["utilisation"] for row in rows if row["over"]]
+    wall, cpu = first_last([row["wall_ms"] for row in rows]), first_last([row["cpu_ms"] for row in rows])
+    return {
+        "stateless_turns": turns,
+        "stateless_wall_ms": wall,
+        "stateless_cpu_ms": cpu,
+        "stateless_process_cpu_ms": mean_first_last([row["process_cpu_ms"] for row in rows]),
+        "stateless_utilisation_min": min(over, default=0.0),
+        "stateless_utilisation_median": median(over),
+        "stateless_steps": steps(rows, answered(recorded)[before:]),
+    }
+
+
+def print_stateless(figures: dict[str, Any]) -> None:
+    (wall1, wall2, wall_x), (cpu1, cpu2, cpu_x) = figures["stateless_wall_ms"], figures["stateless_cpu_ms"]
+    process = figures["stateless_process_cpu_ms"]
+    stable = figures["stateless_steps"]
+    print(
+        f"  stateless, a new {figures['stateless_turns']}-turn conversation resent whole each call: wall ms per call "
+        f"first 10 / last 10 turns {wall1:.1f} / {wall2:.1f} (x{wall_x:.2f}); server CPU {cpu1:.1f} / {cpu2:.1f} "
+        f"(x{cpu_x:.2f}), the process's {process[0]:.1f} / {process[1]:.1f} (x{process[2]:.2f}); utilisation once "
+        f"history exceeds the window min {figures['stateless_utilisation_min']:.0%}, median "
+        f"{figures['stateless_utilisation_median']:.0%}; the same history part {stable['steps_identical']:.0%}, the "
+        f"newest turn whole {stable['newest_turn_whole']:.0%}"
+    )
 
 
 async def side_by_side(tda: Tda, turns: int) -> dict[str, Any]:
@@ -429,7 +470,7 @@ async def gateway_figures(tda: Tda, proxy: Proxy, recorded: Path) -> dict[str, A
     stability = steps(session_rows, answered(recorded)[RESENT_CALLS:])  # after the resent mode's calls
     stateless_chat, fresh_chat = list(chat), [SYSTEM]
     stateless_rows = await gateway(tda, None, 10, stateless_chat)
-    fresh_rows = await gateway(tda, None, 10, fresh_chat)
+    fresh_rows = await gateway(tda, None, 10, fresh_chat, FRESH_FIRST)
     first_question, asked = chat[:2], [*chat, {"role": "user", "content": question(GATEWAY_TURNS + 1)}]
     streamed_first, streamed_end = await tda.streamed_cpu_ms(first_question), await tda.streamed_cpu_ms(asked)
     tda_ms = {
@@ -557,6 +598,8 @@ def main() -> None:
     print("long sessions (issue 32): a turn's cost against the session's length")
     if "gateway" in PARTS:
         print_gateway(figures)
+    if "stateless" in PARTS:
+        print_stateless(figures)
     if "side" in PARTS:
         print(
             f"  side by side: a young session's turns 1-10 / an old one's {GATEWAY_TURNS - 9}-{GATEWAY_TURNS}, "

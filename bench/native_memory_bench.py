@@ -14,10 +14,13 @@ Run: ``PYTHONPATH=. python bench/native_memory_bench.py`` (a temporary data dire
 from __future__ import annotations
 
 import asyncio
+import ctypes
+import ctypes.util
 import dataclasses
 import gc
 import logging
 import os
+import re
 import signal
 import sys
 import tempfile
@@ -45,6 +48,68 @@ def rss_mib() -> float:
     with open("/proc/self/status") as status:
         kb = next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
     return kb / 1024
+
+
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks")]
+    _fields_ += [(name, ctypes.c_size_t) for name in ("fsmblks", "uordblks", "fordblks", "keepcost")]
+
+
+def python_arenas() -> tuple[float, float]:
+    """MiB of Python's object arenas, and of the objects in them (``sys._debugmallocstats``, which writes to fd 2)."""
+    with tempfile.TemporaryFile("w+") as out:
+        saved = os.dup(2)
+        sys.stderr.flush()
+        os.dup2(out.fileno(), 2)
+        try:
+            sys._debugmallocstats()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        out.seek(0)
+        stats = out.read().replace(",", "")
+
+    def mib(pattern: str) -> float:
+        found = re.search(pattern, stats)
+        return int(found.group(1)) / 2**20 if found else 0.0
+
+    return mib(r"arenas \* \d+ bytes/arena\s*=\s*(\d+)"), mib(r"# bytes in allocated blocks\s*=\s*(\d+)")
+
+
+def sqlite_mib() -> float:
+    """What SQLite holds, every connection of the process (its page caches, statements, schemas)."""
+    import sqlite3  # noqa: F401 (loads the library the process uses)
+
+    try:
+        used = ctypes.CDLL(ctypes.util.find_library("sqlite3") or "libsqlite3.so.0").sqlite3_memory_used
+    except (OSError, AttributeError):
+        return 0.0
+    used.restype = ctypes.c_int64
+    return int(used()) / 2**20
+
+
+def breakdown() -> str:
+    """Where the RSS is: files mapped (code), Python's arenas, glibc's heaps (what is in use and what is free but
+    kept) and its blocks mapped apart (large arrays), and the rest of the anonymous memory (thread stacks, memory
+    that libraries map themselves)."""
+    with open("/proc/self/smaps_rollup") as rollup:
+        fields = {line.split()[0]: int(line.split()[1]) / 1024 for line in rollup if line.split()[1].isdigit()}
+    anonymous = fields["Anonymous:"]
+    arenas, objects = python_arenas()
+    try:
+        mallinfo2 = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").mallinfo2
+    except (OSError, AttributeError):
+        return f"anonymous {anonymous:.1f}, files {fields['Rss:'] - anonymous:.1f}, Python arenas {arenas:.1f}"
+    mallinfo2.restype = _MallInfo2
+    heap = mallinfo2()
+    heaps, mapped = heap.arena / 2**20, heap.hblkhd / 2**20
+    traced = f" | traced {tracemalloc.get_traced_memory()[0] / 2**20:.1f}" if tracemalloc.is_tracing() else ""
+    in_use, free = heap.uordblks / 2**20, heap.fordblks / 2**20
+    return (
+        f"files {fields['Rss:'] - anonymous:.1f} | Python arenas {arenas:.1f} (objects {objects:.1f}) | malloc heaps "
+        f"{heaps:.1f} (in use {in_use:.1f}, SQLite's {sqlite_mib():.1f}, free {free:.1f}), mapped {mapped:.1f} "
+        f"| other anonymous {anonymous - arenas - heaps - mapped:.1f}{traced}"
+    )
 
 
 def grown(before: tracemalloc.Snapshot, after: tracemalloc.Snapshot) -> list[str]:
@@ -83,7 +148,7 @@ async def record(settings: Any, token: str) -> list[tuple[int, float, float]]:
                 await asyncio.sleep(0.5)  # the turn's indexing, in the background, ends
                 gc.collect()
                 marks.append((turn, rss_mib(), time.perf_counter() - started))
-                print(f"turn {turn}: RSS {marks[-1][1]:.1f} MiB, {marks[-1][2]:.0f} s", flush=True)
+                print(f"turn {turn}: RSS {marks[-1][1]:.1f} MiB, {marks[-1][2]:.0f} s; {breakdown()}", flush=True)
                 if TRACE:
                     now = tracemalloc.take_snapshot().filter_traces([tracemalloc.Filter(False, tracemalloc.__file__)])
                     if snapshot is not None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
@@ -22,15 +23,23 @@ Job = Callable[[], Awaitable[Any]]
 
 
 class BackgroundWriter:
-    def __init__(self) -> None:
+    def __init__(self, idle: Callable[[], None] | None = None) -> None:
         self._last: dict[str, asyncio.Task[None]] = {}
         """Per key, the newest job: each job waits for the one before it."""
+        self._idle = idle
+        """Called when the last job queued ends (the service gives freed memory back then: ``FreedMemory``)."""
 
     def submit(self, key: str, job: Job, what: str) -> None:
         previous = self._last.get(key)
         task = asyncio.create_task(self._run(previous, job, what))
         self._last[key] = task
-        task.add_done_callback(lambda done: self._last.get(key) is done and self._last.pop(key))
+        task.add_done_callback(functools.partial(self._done, key))
+
+    def _done(self, key: str, task: asyncio.Task[None]) -> None:
+        if self._last.get(key) is task:
+            del self._last[key]
+            if not self._last and self._idle is not None:
+                self._idle()
 
     def busy(self, key: str) -> bool:
         """Whether jobs submitted for ``key`` are still to finish."""

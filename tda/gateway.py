@@ -286,10 +286,12 @@ def window_cut(conversation: Conversation, assembled: AssembledContext, tokens: 
     """What the window did to the conversation the client sent (the ``usage.tda`` extension): its messages and
     tokens as received, the window's as sent, and how many of the client's messages were not sent as they came
     (left out, summarised, or cut: a message counts as sent only when it went byte for byte)."""
-    sent = Counter(_key(Message.from_chat(m)) for m in assembled.messages)
+    digests = _digests_of(conversation)
+    known = {_fields(m): key for m, key in zip(digests.messages, digests.keys, strict=True) if _plain(m)}
+    sent = Counter(_sent_key(m, known) for m in assembled.messages)
     received = (*conversation.instructions, *conversation.chat)
     keys = Counter(_key(m) for m in conversation.instructions)
-    keys.update(_digests_of(conversation).keys)  # counted in C: the window's few keys are looked up, not every one
+    keys.update(digests.keys)  # counted in C: the window's few keys are looked up, not every one
     went = sum(min(n, keys[key]) for key, n in sent.items())  # each message received goes at most as often as sent
     return {
         "messages_received": len(received),
@@ -298,6 +300,26 @@ def window_cut(conversation: Conversation, assembled: AssembledContext, tokens: 
         "tokens_received": sum(map(tokens.count_message, received)),
         "tokens_sent": assembled.snapshot.total_used,
     }
+
+
+def _sent_key(sent: Mapping[str, Any], known: Mapping[tuple[Any, ...], bytes]) -> bytes:
+    """A window message's key (``_key``): a plain text message the client sent is found by its fields, whose key
+    its digests hold (the same bytes: ``_identity`` is made of those fields), not digested again on every call."""
+    content = sent.get("content")
+    if type(content) is str and not sent.get("tool_calls"):
+        key = known.get((sent["role"], content, sent.get("tool_call_id"), sent.get("name")))
+        if key is not None:
+            return key
+    return _key(Message.from_chat(sent))
+
+
+def _plain(m: Message) -> bool:
+    """A message whose ``_identity`` is its ``_fields`` (text content, no tool calls)."""
+    return m.parts is None and not m.tool_calls
+
+
+def _fields(m: Message) -> tuple[Any, ...]:
+    return m.role, m.content, m.tool_call_id, m.name
 
 
 def cut_header(result: Mapping[str, Any]) -> dict[str, str]:
@@ -559,6 +581,9 @@ class Digests:
     """``messages`` as the call handed them, when ``messages`` are copies (carrying token counts): the next call's
     messages are these objects where it sends the same (tda/api/chat.py's ``_sent``), found the same without
     comparing their contents."""
+    end: Any = None
+    """The digest state after every message (never updated): the reply's digest and the next call's go on from it
+    rather than hashing again the messages since the last checkpoint (up to ``CHECKPOINT`` - 1 of them)."""
 
     def through(self, n: int) -> str:
         """The digest of the first ``n`` messages."""
@@ -571,6 +596,8 @@ class Digests:
 
     def state(self, n: int) -> Any:
         """A new digest state after the first ``n`` messages (the caller's to update)."""
+        if n == len(self.messages) and self.end is not None:  # the usual: a reply, or the next call going on
+            return self.end.copy()
         h = self.states[n // CHECKPOINT].copy()
         for m in self.messages[n - n % CHECKPOINT : n]:
             _digest_on(h, m)
@@ -613,7 +640,7 @@ def digested(messages: Sequence[Message], seen: Digests | None = None) -> Digest
             states.append(h.copy())
     kept = (*seen.messages[:same], *messages[same:]) if seen else tuple(messages)
     base = seen.kept if seen is not None and same else None
-    return Digests(kept, tuple(keys), tuple(prints), tuple(states), same, base)
+    return Digests(kept, tuple(keys), tuple(prints), tuple(states), same, base, end=h.copy())
 
 
 SEEN_CONVERSATIONS = 32

@@ -30,7 +30,7 @@ from .events import create_bus
 from .history import HistoryCache
 from .knowledge.providers import LiveKnowledge
 from .llm import LLM, LLMSummarizer, Upstream, preload
-from .memory import drop_tiktoken_rank_copies
+from .memory import FreedMemory, drop_tiktoken_rank_copies
 from .recall.turns import TurnIndex
 from .recall.vectors import part_vectors_for
 from .sources import Sources
@@ -75,7 +75,7 @@ class TDAService:
         """For previews and replays: they must not change what the live handler remembers of a session."""
         self._session_locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
         self.bus = create_bus(settings.bus_url)
-        self.writer = BackgroundWriter()
+        self.writer = BackgroundWriter(idle=FreedMemory().idle)
         self.experiments = Jobs()
         """The experiments this process runs (tda/experiments.py)."""
         self.failed_auth = FailedAuthLimit(settings.auth_failures_per_minute)

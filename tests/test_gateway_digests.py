@@ -4,14 +4,18 @@ message's canonical JSON is the oracle)."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
+from collections import Counter
+from types import SimpleNamespace
 from unittest.mock import patch
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from components.context_window.base import Message
+from components.context_window.token_estimator import estimator_for
 from tda import gateway
 from tda.gateway import digested
 
@@ -78,3 +82,36 @@ def digests_carried_over_are_those_of_the_conversation_sent(
     repeated = next((i for i, (a, b) in enumerate(zip(earlier.messages, sent, strict=False)) if a != b), None)
     repeated = min(len(earlier.messages), len(sent)) if repeated is None else repeated
     assert all(carried.messages[i] is earlier.messages[i] for i in range(repeated))
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(messages(), min_size=1, max_size=10),
+    st.lists(st.tuples(st.integers(0, 9), st.booleans()), max_size=12),
+    st.booleans(),
+)
+def test_window_cut_counts_the_client_messages_not_sent_byte_for_byte(
+    chat: list[Message], picks: list[tuple[int, bool]], carried: bool
+) -> None:
+    """``messages_cut``: each message the client sent that the window did not send as it came (its oracle digest
+    among the window's), whether the window's messages are the client's own or equal copies, changed or repeated,
+    and whether the digests were carried over from an earlier call."""
+    instructions = (Message("system", "be brief"),)
+    chat = [*chat, Message("user", "the question")]
+    conversation = gateway.Conversation(instructions, tuple(chat[:-1]), chat[-1], ())
+    digests = digested(chat, digested(chat[:-1])) if carried else digested(chat)
+    conversation = dataclasses.replace(conversation, digests=digests)
+    window = [instructions[0].to_chat()]
+    for index, changed in picks:
+        sent = chat[index % len(chat)].to_chat()
+        window.append({**sent, "content": sent["content"] + " [cut]"} if changed else sent)
+    assembled = SimpleNamespace(messages=window, snapshot=SimpleNamespace(total_used=1))
+    cut = gateway.window_cut(conversation, assembled, estimator_for("gpt-4o"))  # type: ignore[arg-type]
+
+    def key(m: Message) -> str:
+        return oracle([m])
+
+    received = Counter(key(m) for m in (*instructions, *chat))
+    sent = Counter(key(Message.from_chat(m)) for m in window)
+    assert cut["messages_cut"] == len(instructions) + len(chat) - sum(min(n, received[k]) for k, n in sent.items())
+    assert cut["messages_sent"] == len(window) and cut["messages_received"] == len(instructions) + len(chat)

@@ -943,7 +943,7 @@ def test_the_index_tells_each_messages_unit_and_the_speakers_however_the_history
         index.add(messages[start : start + step])
     units, speakers = _units_and_speakers(messages)
     assert index.messages == messages
-    assert index.unit_of == units
+    assert list(index.unit_of) == units
     assert index.speakers == speakers
 
 
@@ -1073,5 +1073,5 @@ async def test_a_session_calls_new_messages_are_embedded_before_they_join_the_hi
     assert len(embedder.texts) == before_next_call  # every part of the new messages was embedded already
     fresh = await SessionRecall(RecordingEmbedder()).sync(Session("s", messages=after), dense=True)
     ranked = index.rank(question, None, len(after)), fresh.rank(question, None, len(after))
-    assert index.vectored == fresh.vectored == len(after) and index.row_of == fresh.row_of
+    assert index.vectored == fresh.vectored == len(after) and list(index.row_of) == list(fresh.row_of)
     assert np.array_equal(index.dense.matrix, fresh.dense.matrix) and ranked[0][0].tolist() == ranked[1][0].tolist()

@@ -395,3 +395,31 @@ async def test_warm_counts_long_new_texts_once_in_a_thread_and_count_then_answer
     assert warmed.misses == before + len(long)
     assert warmed.count("a short new text") == reference.count("a short new text")
     assert warmed.misses == before + len(long) + 1
+
+
+def test_a_text_counted_for_a_stored_count_is_not_tokenised_again() -> None:
+    """The counts a new message carries (``counted``) and stores (``counts_to_store``) go through the text cache: a
+    session's new tool result is tokenised once, not again when it is recorded, nor when a stateless call sends it
+    again; the figures are the cookbook's (oracle), in a worker thread as on the loop."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from components.context_window.token_estimator import counts_to_store, estimator
+
+    est = estimator("o200k_base")
+    encoded: list[str] = []
+    real = est._counter
+    assert real is not None
+    result = "stored-count test | status | total\n" + "".join(f"ORD-{n} | open | {n * 7}.50\n" for n in range(200))
+    message = Message("tool", result, tool_call_id="call_1")
+    est._counter = lambda text: encoded.append(text) or real(text)
+    try:
+        with ThreadPoolExecutor(1) as worker:  # how ``with_digests`` counts a long conversation
+            (counted,) = worker.submit(est.counted, [message]).result()
+        stored = counts_to_store(message)["o200k_base"]
+        again = est.count(result)
+    finally:
+        est._counter = real
+    oracle = cookbook_message_tokens({"role": "tool", "content": result, "tool_call_id": "call_1"}, "gpt-4o")
+    assert counted.tokens == {"o200k_base": oracle} and stored == oracle
+    assert again == text_tokens(result, "gpt-4o")
+    assert encoded.count(result) == 1

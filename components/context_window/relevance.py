@@ -109,6 +109,10 @@ _SORTED_AT = 4 << 20
 ~8 times their size, so a 100,000-message import does not hold hundreds of MB at its first query."""
 _SEPARATORS_BUT_BREAKS = _SEPARATORS[:1] + b"\x01" + _SEPARATORS[2:]
 _ROW_BITS = 32
+TERMS_KEPT = 256
+"""Terms whose postings a ``BM25Index`` keeps read out (a turn's queries ask a few dozen, again and again). Every
+term ever asked was kept: a session whose questions each name something new (an order number, a date) held two
+arrays and a tuple per such term, ~0.6 KB, in every index it searched, for its life."""
 _ROW_MASK = (1 << _ROW_BITS) - 1
 _BREAK_ID = 2**31 - 1
 """The number that ends a text in a ``BM25Index``'s queue."""
@@ -153,7 +157,8 @@ class BM25Index:
         self._settles = 0
         """How many times queued texts were sorted in (what ``_arrays`` holds is current when it says the same)."""
         self._arrays: dict[str, tuple[np.ndarray, np.ndarray, int]] = {}
-        """Per term asked, its rows, its counts and ``_settles`` when they were read."""
+        """Per term asked lately (at most ``TERMS_KEPT``, the least recently read out first), its rows, its counts
+        and ``_settles`` when they were read."""
         self.add(texts)
 
     def __len__(self) -> int:
@@ -288,7 +293,10 @@ class BM25Index:
         rows, counts = self._postings(term, since)
         if held is not None and since:
             rows, counts = np.concatenate([held[0], rows]), np.concatenate([held[1], counts])
+        self._arrays.pop(term, None)  # to the end: the terms read every turn stay
         self._arrays[term] = (rows, counts, self._settles)
+        if len(self._arrays) > TERMS_KEPT:
+            del self._arrays[next(iter(self._arrays))]
         return rows, counts
 
     def _postings(self, term: str, since: int) -> tuple[np.ndarray, np.ndarray]:

@@ -34,6 +34,7 @@ import asyncio
 import copy
 import importlib.util
 import math
+import threading
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -313,6 +314,8 @@ class TokenEstimator:
         self._scale = 1.0 + self.tokenizer.margin
         self._floor = _load_counter("huggingface", self.tokenizer.floor) if self.tokenizer.floor else None
         self._texts: BoundedCache[str, int] = BoundedCache(cache_size, max_bytes=TEXT_CACHE_BYTES)
+        self._lock = threading.Lock()
+        """Held while a count is put in the text cache (a put may evict; reads are the dict's own, safe as they are)."""
         self._messages: BoundedCache[int, tuple[weakref.ref[Message], int]] = BoundedCache(cache_size)
         """Per message object (messages are frozen): id -> (a weak reference to the message, its count). Weak, so
         that the cache does not keep short-lived messages (summaries, recall blocks) alive; an id reused by a new
@@ -369,7 +372,12 @@ class TokenEstimator:
         if not text:
             return 0
         self.misses += 1
-        return self._texts.put(text, self._measure(text))
+        return self._remember(text, self._measure(text))
+
+    def _remember(self, text: str, n: int) -> int:
+        """``text``'s count kept, under the lock: counts are made in worker threads too (``uncached_count``)."""
+        with self._lock:
+            return self._texts.put(text, n)
 
     def _measure(self, text: str) -> int:
         """``count`` without the cache: touches nothing shared, so a worker thread may run it (``warm``)."""
@@ -392,7 +400,7 @@ class TokenEstimator:
         counts = await asyncio.to_thread(lambda: [self._measure(t) for t in missing])
         self.misses += len(missing)
         for text, n in zip(missing, counts, strict=True):
-            self._texts.put(text, n)
+            self._remember(text, n)
 
     def count_message(self, message: Message) -> int:
         """A chat message's tokens by the cookbook accounting: what a provider bills for it in a prompt.
@@ -463,19 +471,13 @@ class TokenEstimator:
         return n
 
     def uncached_count(self, message: Message) -> int:
-        """``count_message`` without filling the cache: for counts stored once with a new message."""
-        counter = self._counter
-        assert counter is not None
+        """``count_message`` without the per-message cache: for counts stored once with a new message (in a worker
+        thread when many). Its texts go through the text cache, so that a text is tokenised once: the counts a call's
+        new messages carry, the same messages' stored counts when they are recorded, and a client that sends the
+        conversation again under a key not seen (a stateless call going on from a session)."""
         if message.parts is not None:
             return self.count_message(message)
-        return self.count_fields(
-            message.role,
-            message.content,
-            message.name,
-            message.tool_calls,
-            message.tool_call_id,
-            count=lambda text: counter(text) if text else 0,
-        )
+        return self.count_fields(message.role, message.content, message.name, message.tool_calls, message.tool_call_id)
 
     def count_text_message(self, text: str, role: str = "system") -> int:
         """Tokens of one message carrying ``text`` (how a text contribution is sent)."""

@@ -78,7 +78,7 @@ def record_of(row: Any) -> TurnRecord:
     )
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class _Entry:
     valid: bool
     phase: str | None

@@ -434,13 +434,7 @@ class SessionStore:
     async def turn_asking(self, session_id: str, request_key: str) -> TurnRow | None:
         """The newest turn a chat client opened with this conversation (a retry, or a step of its tool loop)."""
         async with self.db.read() as s:
-            query = (
-                select(TurnRow)
-                .where(TurnRow.session_id == session_id, TurnRow.request_key == request_key)
-                .order_by(TurnRow.turn.desc())
-                .limit(1)
-            )
-            return await s.scalar(query)
+            return await s.scalar(TURN_ASKING, {"session_id": session_id, "request_key": request_key})
 
     async def turn_ending(self, session_id: str, conversation_keys: list[str]) -> TurnRow | None:
         """The newest turn whose conversation (through its last reply) has one of these digests: the turn a chat
@@ -859,6 +853,13 @@ async def _append(s: AsyncSession, session_id: str, messages: list[dict[str, Any
     return rows
 
 
+TURN_ASKING = (
+    select(TurnRow)
+    .where(TurnRow.session_id == bindparam("session_id"), TurnRow.request_key == bindparam("request_key"))
+    .order_by(TurnRow.turn.desc())
+    .limit(1)
+)
+"""Read through ix_turns_request: its cost is the session's number of turns' logarithm, not that number."""
 _COUNT_MESSAGES = (
     update(SessionRow)
     .where(SessionRow.id == bindparam("session_id"))

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tda.memory import FreedMemory
+
 ROOT = Path(__file__).resolve().parents[2]
 
 _PROBE = """
@@ -47,6 +49,8 @@ def test_dropping_tiktokens_rank_copies_frees_memory_and_changes_no_token() -> N
 _LITELLM_PROBE = """
 import gc, json
 from pathlib import Path
+
+from tda.memory import FreedMemory
 from tokenizers import Tokenizer
 from tda.config import offline_library_defaults
 from tda.memory import drop_litellm_tokenizer_copy, return_freed_memory
@@ -90,6 +94,8 @@ def test_litellms_parsed_tokenizer_copy_is_dropped_and_claude_counts_do_not_chan
 _CHROMA_PROBE = """
 import json, sys, tempfile
 from pathlib import Path
+
+from tda.memory import FreedMemory
 from tda.knowledge.store import KnowledgeStore
 imported = "grpc" in sys.modules
 with tempfile.TemporaryDirectory() as folder:
@@ -114,3 +120,13 @@ def test_chromas_grpc_exporter_loads_only_when_chroma_builds_one() -> None:
     )
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result == {"imported": False, "after_use": False, "found": ["a"], "real": True, "grpc": True}
+
+
+def test_freed_memory_is_given_back_when_idle_at_most_once_per_interval() -> None:
+    """A burst of turns trims once; the first idle moment after the interval trims again."""
+    now, trims = [100.0], []
+    freed = FreedMemory(every_s=10.0, trim=lambda: trims.append(now[0]), clock=lambda: now[0])
+    for step in (0.0, 1.0, 8.0, 0.5, 3.0, 9.0, 1.0):
+        now[0] += step
+        freed.idle()
+    assert trims == [100.0, 112.5, 122.5]

@@ -45,3 +45,25 @@ async def test_drain_waits_for_jobs_queued_while_it_waits():
     writer.submit("s", first, "first")
     await writer.drain()
     assert done == ["first", "second"]
+
+
+async def test_the_writer_says_when_its_last_job_ends_not_before():
+    """The service gives freed memory back then (``FreedMemory``): once nothing is left, not between two jobs."""
+    idle: list[int] = []
+    writer = BackgroundWriter(idle=lambda: idle.append(writer.pending))
+
+    async def job() -> None:
+        await asyncio.sleep(0.01)
+
+    writer.submit("s", job, "s1")
+    writer.submit("s", job, "s2")
+    writer.submit("t", job, "t1")
+    await writer.settle("t")
+    assert idle == []  # "s" still has work queued
+    await writer.drain()
+    await asyncio.sleep(0)  # the done callbacks of the last job
+    assert idle == [0]
+    writer.submit("s", job, "s3")
+    await writer.drain()
+    await asyncio.sleep(0)
+    assert idle == [0, 0]

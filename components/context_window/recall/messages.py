@@ -22,6 +22,7 @@ import hashlib
 import logging
 import re
 import time
+from array import array
 from collections.abc import Callable, Collection, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
@@ -218,9 +219,10 @@ class HistoryIndex:
     lexical: BM25Index = field(default_factory=BM25Index)
     dense: VectorIndex | None = None
     """The distinct vectors of the messages' parts (``parts_of``); ``row_of`` says which is each part's."""
-    owner: list[int] = field(default_factory=list)
-    """Per part, in order, the position of its message."""
-    row_of: list[int] = field(default_factory=list)
+    owner: array[int] = field(default_factory=lambda: array("q"))
+    """Per part, in order, the position of its message (machine integers, as ``unit_of`` and ``row_of``: a boxed
+    integer and its pointer were 36 bytes a part, held for the session's life)."""
+    row_of: array[int] = field(default_factory=lambda: array("q"))
     """Per part, in order, its vector's row in ``dense``: a part said again (a greeting, a repeated line of a tool
     result) is held and scored once."""
     _row_by_digest: dict[bytes, int] = field(default_factory=dict)
@@ -232,7 +234,7 @@ class HistoryIndex:
     what they said, so the name is not what it is searched by (see ``focus``)."""
     _vectored: int = 0
     """How many of the first messages were added with vectors (a message never shown may have none)."""
-    unit_of: list[int] = field(default_factory=list)
+    unit_of: array[int] = field(default_factory=lambda: array("q"))
     """Per message, the position of the first message of its unit (a tool result's call)."""
     dated: list[int] = field(default_factory=list)
     """The positions of the messages opening with a date (``_DATED``), in order: each dates the session it opens."""
