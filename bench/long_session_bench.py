@@ -20,13 +20,15 @@ SQLite, the default embedder unless BENCH_LONG_EMBEDDER names another) whose pro
   time (its ``Server-Timing`` steps but the model call) and its CPU time (/proc: steadier than wall time on a loaded
   machine), and the server's RSS at the start, at turn 100 (its caches warm) and at the end.
 Reported: medians of the first and last 10 turns and their ratio (the growth), utilisation, CPU per call, and the
-hidden summary calls of the session (`history_summary` in the snapshots' `auxiliary_calls`).
+summary calls of the session (`history_summary` in the snapshots' `auxiliary_calls`): those made inside a call, which
+it waited for, and those made ahead, after the previous call's response (``ahead``).
 Knobs: BENCH_LONG_TURNS (gateway, default 100), BENCH_LONG_NATIVE_TURNS (default 1,000), BENCH_LONG_EMBEDDER,
 BENCH_LONG_PARTS (default "gateway,stateless,native"; "native" runs the native turns alone; "stateless": a new
 conversation of GATEWAY_TURNS turns without a session, resent whole each call, its growth; "side": a session grown to
 GATEWAY_TURNS - 10 turns, then its last 10 turns side by side with a young session's first 10, call pair by call
 pair, so both ends run at the same load: CPU and wall ms a call), BENCH_LONG_ROWS (rows per tool
-result, default 20).
+result, default 20), BENCH_LONG_UPSTREAM_MS (the fake's latency: each completion, a summary's too, answered that many
+ms after it came; default 0).
 """
 
 from __future__ import annotations
@@ -79,6 +81,8 @@ STATELESS_FIRST = 12_000
 """The stateless part's conversation (a new one, resent whole each call) is numbered from here."""
 SETTLE_S = 3.0
 """After the last turn, how long its indexing may take before the process's CPU is read."""
+UPSTREAM_MS = float(os.environ.get("BENCH_LONG_UPSTREAM_MS", "0"))
+"""The fake upstream's latency per completion (a provider's round trip): what a summary made inside a call adds."""
 ROWS = int(os.environ.get("BENCH_LONG_ROWS", "20"))
 """Rows per tool result (20: ~1,000 tokens; 55, issue 32's: ~2,750): the fake quotes a result in its answer, so a
 turn adds about twice that."""
@@ -137,7 +141,8 @@ class Tda:
         calls = snapshot.get("auxiliary_calls", [])
         return completion | {
             "utilisation": snapshot["total_used"] / snapshot["available_budget"],
-            "summaries": sum(c["purpose"] == "history_summary" for c in calls),
+            "summaries": sum(c["purpose"] == "history_summary" and not c.get("ahead") for c in calls),
+            "summaries_ahead": sum(c["purpose"] == "history_summary" and bool(c.get("ahead")) for c in calls),
             "steps_ms": snapshot.get("timings_ms", {}),
         }
 
@@ -268,6 +273,11 @@ def snapshot_figures(first: dict[str, Any], second: dict[str, Any]) -> dict[str,
         "utilisation": first.get("utilisation", 0.0),
         "utilisation_low": min(first.get("utilisation", 0.0), second.get("utilisation", 0.0)),
         "summaries": first.get("summaries", 0) + second.get("summaries", 0),
+        "summaries_ahead": first.get("summaries_ahead", 0) + second.get("summaries_ahead", 0),
+        "assemble_ms_by_call": [  # each call's assembly, and whether it showed a new summary (made inside or ahead)
+            (c.get("steps_ms", {}).get("assemble", 0.0), bool(c.get("summaries", 0) + c.get("summaries_ahead", 0)))
+            for c in (first, second)
+        ],
         "steps_ms": {
             step: (first.get("steps_ms", {}).get(step, 0.0) + second.get("steps_ms", {}).get(step, 0.0)) / 2
             for step in {*first.get("steps_ms", {}), *second.get("steps_ms", {})}
@@ -338,7 +348,7 @@ def steps(rows: list[dict[str, Any]], bodies: list[dict[str, Any]]) -> dict[str,
 def run(folder: Path) -> dict[str, Any]:
     processes = []
     try:
-        upstream, upstream_base = start_fake_upstream(folder, record_to=folder / "upstream.jsonl")
+        upstream, upstream_base = start_fake_upstream(folder, folder / "upstream.jsonl", UPSTREAM_MS)
         processes.append(upstream)
         data = folder / "tda"
         data.mkdir()
@@ -492,6 +502,8 @@ async def gateway_figures(tda: Tda, proxy: Proxy, recorded: Path) -> dict[str, A
     wall = first_last([row["wall_ms"] for row in session_rows])
     cpu = first_last([row["cpu_ms"] for row in session_rows])
     process_cpu = mean_first_last([row["process_cpu_ms"] for row in session_rows])
+    wall_mean = mean_first_last([row["wall_ms"] for row in session_rows])  # a summary waited for shows in the mean
+    assembled = [call for row in session_rows if row["over"] for call in row["assemble_ms_by_call"]]
     steps_seen = sorted({step for row in session_rows for step in row["steps_ms"]})
     step_ms = {step: first_last([row["steps_ms"].get(step, 0.0) for row in session_rows]) for step in steps_seen}
     return {
@@ -501,9 +513,16 @@ async def gateway_figures(tda: Tda, proxy: Proxy, recorded: Path) -> dict[str, A
         "utilisation_min_any_step": min((row["utilisation_low"] for row in session_rows if row["over"]), default=0.0),
         **stability,
         "summary_calls": sum(row["summaries"] for row in session_rows),
+        "summary_calls_ahead": sum(row["summaries_ahead"] for row in session_rows),
+        "upstream_ms": UPSTREAM_MS,
         "session_wall_ms_first10": wall[0],
         "session_wall_ms_last10": wall[1],
         "session_wall_growth": wall[2],
+        "session_wall_ms_mean_first10": wall_mean[0],
+        "session_wall_ms_mean_last10": wall_mean[1],
+        "session_wall_mean_growth": wall_mean[2],
+        "assemble_ms_showing_summary": statistics.fmean([ms for ms, new in assembled if new] or [0.0]),
+        "assemble_ms_others": statistics.fmean([ms for ms, new in assembled if not new] or [0.0]),
         "session_cpu_ms_first10": cpu[0],
         "session_cpu_ms_last10": cpu[1],
         "session_cpu_growth": cpu[2],
@@ -526,8 +545,9 @@ async def gateway_figures(tda: Tda, proxy: Proxy, recorded: Path) -> dict[str, A
 def print_gateway(figures: dict[str, Any]) -> None:
     print(
         f"  gateway, {figures['gateway_turns']} turns with a session: window utilisation once history exceeds it "
-        f"min {figures['utilisation_min']:.0%}, median {figures['utilisation_median']:.0%}; hidden summary calls "
-        f"{figures['summary_calls']} in {2 * figures['gateway_turns']} calls"
+        f"min {figures['utilisation_min']:.0%}, median {figures['utilisation_median']:.0%}; summary calls made inside "
+        f"a call {figures['summary_calls']} in {2 * figures['gateway_turns']} calls, made ahead "
+        f"{figures['summary_calls_ahead']} (the fake answering after {figures['upstream_ms']:g} ms)"
     )
     print(
         f"  the turn's two steps: lowest utilisation of either {figures['utilisation_min_any_step']:.0%}; the same "
@@ -536,7 +556,9 @@ def print_gateway(figures: dict[str, Any]) -> None:
     )
     print(
         f"  wall ms per call, first 10 / last 10 turns: {figures['session_wall_ms_first10']:.1f} / "
-        f"{figures['session_wall_ms_last10']:.1f} (x{figures['session_wall_growth']:.2f}); server CPU ms per call "
+        f"{figures['session_wall_ms_last10']:.1f} (x{figures['session_wall_growth']:.2f}), mean "
+        f"{figures['session_wall_ms_mean_first10']:.1f} / {figures['session_wall_ms_mean_last10']:.1f} "
+        f"(x{figures['session_wall_mean_growth']:.2f}); server CPU ms per call "
         f"{figures['session_cpu_ms_first10']:.1f} / {figures['session_cpu_ms_last10']:.1f} "
         f"(x{figures['session_cpu_growth']:.2f})"
     )
@@ -544,6 +566,10 @@ def print_gateway(figures: dict[str, Any]) -> None:
         f"  the server process's CPU ms per call, everything it did in the turn (indexing after the response, "
         f"short-lived threads): {figures['session_process_cpu_ms_first10']:.1f} / "
         f"{figures['session_process_cpu_ms_last10']:.1f} (x{figures['session_process_cpu_growth']:.2f})"
+    )
+    print(
+        f"  assembly ms of a call past the window, mean: one that shows a new summary (made inside it or ahead) "
+        f"{figures['assemble_ms_showing_summary']:.1f}, the others {figures['assemble_ms_others']:.1f}"
     )
     steps = figures["session_step_ms_first10_last10"]
     print(

@@ -154,6 +154,7 @@ class TDAService:
             self._heartbeats.cancel()
         await self.experiments.stop()  # each saves what it replayed, as cancelled
         await self.writer.drain()  # before the stores close: what turns queued is written
+        await self.handler.close()  # the work ahead of sessions' next calls, before the model's client closes
         if self.history_vectors is not None:
             await self.history_vectors.flush()
         await asyncio.to_thread(self.knowledge.close)

@@ -181,6 +181,8 @@ async def run(svc: TDAService, route: Route, ask: Ask) -> Ran:
     index_turn_after(svc, loaded.data.session, row)  # described and embedded for later turns' recall
     reply = Message("assistant", answered.done.text, tool_calls=tuple(answered.done.tool_calls))
     embed_reply_ahead(answered.ctx, loaded.window_type.type, reply)
+    if not answered.done.tool_calls:  # the turn is over: the session's next call is the next turn, over this one
+        work_ahead(svc, loaded, answered.ctx, reply)
     if loaded.recall_history:
         index_after(svc, loaded.data.session.id)
     return Ran(answered, loaded.data.session.id, loaded.turn, case_id)
@@ -228,6 +230,8 @@ async def _attempt(
         assembled = await svc.handler.assemble(ctx, loaded.window_type.type)
         if ask.check_window is not None:
             ask.check_window(assembled, ctx.model)
+    if loaded.turn is not None and ctx.continuation:  # a tool loop's step: the next turn is over this much at least
+        work_ahead(svc, loaded, ctx)
     model_at = time.time_ns()
     with timed(ask, "snapshot"):
         metrics.observe_assembly(assembled.snapshot)
@@ -261,6 +265,15 @@ async def _attempt(
         finally:  # also when the turn is cancelled: the snapshot of a window that was sent is kept
             snapshot_id = await recorded if recorded else None
     return ctx, assembled, snapshot, snapshot_id, done, (assembled_at, model_at)
+
+
+def work_ahead(svc: TDAService, loaded: Loaded, ctx: AssemblyContext, reply: Message | None = None) -> None:
+    """Start what the session's next turn will need (its window's summaries: ``ContextWindowHandler.ahead``), over
+    the history with this turn joined: its query and tool loop, and ``reply`` once the turn is answered. While a
+    tool loop's step is answered the reply is not known yet: what the next turn needs with this much joined, it needs
+    with more (its window starts no earlier), so that work is not wasted, and the answer's starts the rest."""
+    joining = (ctx.query_message or Message("user", ctx.query), *ctx.continuation, *([reply] if reply else []))
+    svc.handler.ahead(ctx, loaded.window_type.type, joining)
 
 
 async def _call_model(

@@ -468,7 +468,7 @@ async def test_an_index_serving_one_call_leaves_no_work_and_nothing_behind_it():
     assert ranking.units[0].messages[0].content == FACT and ranking.method == "lexical"
     await asyncio.sleep(0.3)  # past the wait: the job is cancelled
     index = recall.index_of(session)
-    assert index.vectoring is None and not recall._jobs
+    assert index.vectoring is None and not recall._background.jobs
     embedded = len(embedder.history())
     again = await recall.recall(session, "greyhound", before=2_000, enough_tokens=100)  # the same call, later
     assert again.method == "lexical" and index.vectoring is None and len(embedder.history()) == embedded
@@ -489,7 +489,7 @@ async def test_a_call_sending_its_conversation_again_is_not_embedded_again():
     service = SessionRecall(embedder)
     first = service.for_one_call()
     await first.sync(Session("", messages=messages[:-2]))
-    await asyncio.gather(*first._jobs)  # the first call's vectors job, done within its wait (a second at most)
+    await asyncio.gather(*first._background.jobs)  # the first call's vectors job, done within its wait (a second)
     embedded = list(embedder.history())
     second = service.for_one_call()
     ranking = await second.recall(Session("", messages=messages), "greyhound", before=300, enough_tokens=100)
@@ -1066,7 +1066,7 @@ async def test_a_session_calls_new_messages_are_embedded_before_they_join_the_hi
     ctx = dataclasses.replace(ctx, continuation=(call, result), history_recall=recall)
     await vectors_ready(None, ctx, DEFAULT_TYPES["balanced"])  # type: ignore[arg-type]  # it needs no service
     embed_reply_ahead(ctx, DEFAULT_TYPES["balanced"], reply)
-    await asyncio.gather(*recall._jobs)
+    await asyncio.gather(*recall._background.jobs)
     before_next_call = len(embedder.texts)
     after = [*earlier, asked, call, result, reply]
     index = await recall.sync(Session("s", messages=after), dense=True)

@@ -10,7 +10,7 @@ import itertools
 import json
 import marshal
 from abc import ABC, abstractmethod
-from collections.abc import AsyncGenerator, Callable, Hashable, Iterable, Mapping, MutableSequence, Sequence
+from collections.abc import AsyncGenerator, Callable, Coroutine, Hashable, Iterable, Mapping, MutableSequence, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
@@ -420,6 +420,32 @@ class InMemoryMessages:
         end = len(self.messages) if cursor is None else int(cursor)
         start = max(0, end - limit)
         return MessagePage(self.messages[start:end][::-1], start if start > 0 else None)
+
+
+_FROM_SOURCE = object()
+"""``JoinedMessages``' cursor past the joined messages: the source's newest page comes next."""
+
+
+@dataclass(frozen=True, eq=False)
+class JoinedMessages:
+    """``source`` followed by ``messages``: a session's history as its next call will have it (``ahead_context``).
+    The first page is ``messages``, newest first; the source's pages follow."""
+
+    source: MessageSource
+    messages: Sequence[Message]
+
+    @property
+    def total(self) -> int:
+        return self.source.total + len(self.messages)
+
+    @property
+    def last_turn(self) -> int:
+        return max(self.source.last_turn, *(m.turn for m in self.messages))
+
+    async def page(self, cursor: Any, limit: int) -> MessagePage:
+        if cursor is None and self.messages:
+            return MessagePage(tuple(reversed(self.messages)), _FROM_SOURCE if self.source.total else None)
+        return await self.source.page(None if cursor is _FROM_SOURCE else cursor, limit)
 
 
 HISTORY_PAGES = (32, 64, 128, 256, 512)
@@ -876,6 +902,15 @@ class ContextModule(ABC):
         The default re-contributes with the smaller budget, which is right for most modules.
         """
         return await self.contribute(target_tokens, ctx)
+
+    def ahead(self, ctx: AssemblyContext) -> Coroutine[Any, Any, None] | None:
+        """Work the session's next turn will need, to be done before it comes (None: none). Beside a session's call
+        (once its turn is answered, and while a tool loop's step is), the handler hands the next turn's context as
+        far as it is known (``ahead_context``: the history with the turn joined, no question yet) and runs what this
+        returns in the background. The next window must be the same whether the work is done, under way or was never
+        made: keep what it makes by content (a wrong guess then costs only the work), and never write what the
+        guessed history holds anywhere a window reads it by session (a recall index)."""
+        return None
 
     async def purge(self, session_id: str, user_id: str) -> dict[str, Any]:
         """Forget what this module cached for a session. Returns what was purged."""

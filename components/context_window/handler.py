@@ -17,14 +17,24 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable, Coroutine, Hashable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Coroutine, Hashable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from . import budget as b
 from . import window_type as wt
-from .base import AssemblyContext, ContextModule, Contribution, Directives, Message, ToolSchema, freeze
+from .background import Background
+from .base import (
+    AssemblyContext,
+    ContextModule,
+    Contribution,
+    Directives,
+    JoinedMessages,
+    Message,
+    ToolSchema,
+    freeze,
+)
 from .conditions import Facts, holds
 from .content_parts import media_note
 from .isolation import BLOCKING_WARN_S, Outcome, checked_contribution, checked_signals, run_calls
@@ -37,6 +47,9 @@ from .token_estimator import REPLY_PRIMING, TokenEstimator, estimator_for, funct
 log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT_S = 2.0
+AHEAD_JOBS = 32
+"""Work ahead of sessions' next calls (``ContextWindowHandler.ahead``) running at once, at most: past it, what a call
+would start is not started (it was only ahead of time)."""
 FILL_MIN_TOKENS = 64
 """Room below this is not offered again in the fill pass (a module call to add a line or two is not worth it)."""
 FULL_WINDOW_PCT = 80
@@ -55,6 +68,16 @@ class _ToolItem:
 
     json: str
     schema: ToolSchema = field(compare=False)
+
+
+def ahead_context(ctx: AssemblyContext, joining: Sequence[Message]) -> AssemblyContext:
+    """The context of the first call of ``ctx``'s session's next turn as far as it is known beside ``ctx``'s call: its
+    history ``ctx``'s with ``joining`` (the call's query, tool loop and reply) after it, its question not known yet
+    (empty)."""
+    session = ctx.session
+    history = JoinedMessages(session.message_source(), tuple(joining))
+    following = replace(session, history=history, current_turn=session.turn_number + 1)
+    return replace(ctx, session=following, query="", query_message=None, continuation=(), memo={})
 
 
 def _is_tool(item: Any) -> bool:
@@ -198,6 +221,9 @@ class ContextWindowHandler:
         reads it."""
         self._remember = remember_sessions > 0
         """0: remember no session (previews and replays leave no trace)."""
+        self.background = Background("work ahead of a session's next call", AHEAD_JOBS)
+        self._made_ahead: BoundedCache[str, list[AuxiliaryCall]] = BoundedCache(max(remember_sessions, 1))
+        """Per session, the model calls its modules made ahead that no window has reported yet (the next one does)."""
 
     async def assemble(self, ctx: AssemblyContext, window_type: wt.ContextWindowType) -> AssembledContext:
         run = self._start(ctx, window_type)
@@ -211,6 +237,40 @@ class ContextWindowHandler:
         await self._condense(run)
         await self._fill(run)
         return self._finish(run)
+
+    def ahead(self, ctx: AssemblyContext, window_type: wt.ContextWindowType, joining: Sequence[Message]) -> None:
+        """Beside a session's call (``ctx``'s): ``joining`` (its query, tool loop and reply, or the loop so far while
+        a step is answered) is history at the session's next turn. Each active module of ``window_type`` is handed
+        that turn's context as far as it is known (``ahead_context``) and may start work it will need
+        (``ContextModule.ahead``), run in ``background``. Its model calls are reported by the session's next window
+        (``auxiliary_calls``, marked ``ahead``)."""
+        if not ctx.session.id:
+            return
+        run = self._start(ahead_context(ctx, joining), window_type)
+        made = self._made_ahead.get(ctx.session.id)
+        run.auxiliary = made if made is not None else self._made_ahead.put(ctx.session.id, [])
+        self._resolve(run)
+        for slot in run.slots.values():
+            try:
+                work = slot.module.ahead(self._module_ctx(run, slot))
+            except Exception as exc:  # a module's fault: the next call does the work itself
+                log.warning("module %s: work ahead not started: %s", slot.module_id, exc)
+                continue
+            if work is not None:
+                self.background.start(work)
+
+    async def close(self) -> None:
+        """Stop the work ahead still running (shutdown: before what it uses, the model's client, is closed)."""
+        await self.background.close()
+
+    def _reported_ahead(self, session_id: str) -> list[AuxiliaryCall]:
+        """The session's model calls made ahead and not reported yet, marked as such (taken: reported once)."""
+        made = self._made_ahead.get(session_id) if session_id else None
+        if not made:
+            return []
+        reported = [replace(call, ahead=True) for call in made]
+        made.clear()
+        return reported
 
     # -- set-up ----------------------------------------------------------------------------------
 
@@ -618,6 +678,7 @@ class ContextWindowHandler:
         total = run.total_used
         if total > run.limits.available:  # unreachable by construction; fail loudly rather than overflow
             raise AssertionError(f"assembled {total} tokens into {run.limits.available}")
+        run.auxiliary[:0] = self._reported_ahead(run.ctx.session.id)
         messages, tools, items, stable_messages = self._render(run)
         stable = self._stable_prefix_tokens(run, items)
         snapshot = self._snapshot(run, total, stable)

@@ -65,6 +65,9 @@ class AuxiliaryCall:
     """"ok", "failed" (no tokens reported) or "cancelled" (the module timed out meanwhile)."""
     estimated: bool = False
     """The summarizer reported no counts (a mock model): they are the assembly's own count of what was sent."""
+    ahead: bool = False
+    """Made after the session's previous call was answered, for this call's window (``ContextModule.ahead``): this
+    window reports it, whether it used it or not."""
 
 
 @dataclass

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Coroutine, Sequence
 from contextlib import aclosing
 from functools import lru_cache, partial
 from itertools import groupby
@@ -21,6 +21,7 @@ from components.context_window.base import (
     AssemblyContext,
     ContextModule,
     Contribution,
+    Directives,
     HistoryRecall,
     Message,
     MessagePage,
@@ -279,6 +280,31 @@ def without_orphan_opening(kept: list[tuple[int, Unit, int]]) -> list[tuple[int,
     return kept[:end] if end > 0 else kept
 
 
+@dataclasses.dataclass(frozen=True)
+class _Sliding:
+    """A sliding window at one budget (``ConversationHistoryModule._sliding``): what it shows, what its summary is
+    made of."""
+
+    kept: list[tuple[int, Unit, int]]
+    """The units shown from the cache block's start, newest first."""
+    within: list[tuple[int, Unit, int]]
+    """The newest units that fit before the start was aligned, newest first (the rest go to the tail)."""
+    newest: list[tuple[int, Unit, int]] | None
+    """The newest turn cut to fit, when it did not fit whole (then ``kept``; no summary, no tail)."""
+    reserve: int
+    overflowing: bool
+    sliding: int
+    """The tokens of the units the summary's room left, before the start was aligned."""
+    block: int
+    first_kept: int
+    room: int
+    """The summary's room (0: no summary)."""
+    summarised: list[tuple[int, Message]]
+    """The dropped messages the summary is made of, oldest first, with their positions (empty: no summary)."""
+    model: bool
+    """Whether a model writes the summary (a line a message is extracted otherwise)."""
+
+
 class ConversationHistoryModule(ContextModule):
     options_model = HistoryOptions
 
@@ -286,6 +312,11 @@ class ConversationHistoryModule(ContextModule):
         super().__init__(manifest)
         self._summaries: SessionCache[str] = SessionCache(1024)
         """Model-written summaries, keyed by the exact transcript summarised and the room given."""
+        self._writing: dict[tuple[str, str], asyncio.Future[str]] = {}
+        """The summaries being written, under their ``_summaries`` key: a window needing one waits for it."""
+        self._asks: BoundedCache[str, list[_Ask]] = BoundedCache(1024)
+        """Per session, the windows its last first step asked for (a tool loop's later steps ask within the first's),
+        in order: the session's next turn asks for the same, over its longer history (``ahead``)."""
         self._recalls: BoundedCache[str, SessionRecall] = BoundedCache(4)
         """History indexes this module keeps when the context brings no ``history_recall`` provider."""
         self._indexing: dict[tuple[HistoryRecall, str], asyncio.Future[RecallLead]] = {}
@@ -309,9 +340,45 @@ class ConversationHistoryModule(ContextModule):
     async def condense(self, contribution: Contribution, target_tokens: int, ctx: AssemblyContext) -> Contribution:
         return await self._window(target_tokens, ctx, ctx.directives.condense_strategy or "summarize")
 
+    def ahead(self, ctx: AssemblyContext) -> Coroutine[Any, Any, None] | None:
+        """The summary the session's next call will ask for first and is not made or under way, written now (one at
+        most: a guess that turns out wrong costs one summary). That call asks for the windows the last first step
+        asked for (``_asks``), over the history with the turn joined, each a sliding window: whether one recalls
+        instead depends on the question, not known yet (such a window summarises nothing; the summary made for it
+        waits for the window that drops its block, usually a turn or two later)."""
+        asks = self._asks.get(ctx.session.id)
+        if ctx.summarizer is None or not asks:
+            return None
+        return self._summary_ahead(ctx, tuple(asks))
+
+    async def _summary_ahead(self, ctx: AssemblyContext, asks: Sequence[_Ask]) -> None:
+        source = _Remembered(ctx.session.message_source())
+        for budget, directives, strategy in asks:
+            asked = dataclasses.replace(ctx, directives=directives)
+            plan = await self._sliding(source, budget - await self._loop_room(source, asked), asked, strategy)
+            if not plan.model:
+                continue
+            for block in reversed(_blocks(plan.summarised)):  # in the order the window asks for them
+                key, transcript = _block_key(block, ctx)
+                if key not in self._summaries and key not in self._writing:
+                    await self._write(key, transcript, ctx)
+                    return
+
+    def _note_ask(self, ctx: AssemblyContext, budget: int, strategy: str | None) -> None:
+        """A window a session's first step asks for, noted for the session's next turn (``ahead``)."""
+        if not ctx.session.id or ctx.continuation:
+            return
+        asks = ctx.memo.get("asks")
+        if asks is None:
+            asks = ctx.memo["asks"] = self._asks.put(ctx.session.id, [])
+        asks.append((budget, ctx.directives, strategy))
+
     async def purge(self, session_id: str, user_id: str) -> dict[str, Any]:
         """Forget a session's cached summaries (call it when the session's history is purged or edited)."""
         purged = self._summaries.purge(session_id)
+        for key in [key for key in self._writing if key[0] == session_id]:  # what is being written is not kept either
+            del self._writing[key]
+        self._asks.discard(session_id)
         self._priced.discard(session_id)
         for recall in self._recalls.values():
             purged += recall.forget(session_id)
@@ -327,6 +394,7 @@ class ConversationHistoryModule(ContextModule):
         if recall_pct > 100:
             raise ValueError(f"option 'recall_pct' must be at most 100, got {recall_pct:g}")
         source = _Remembered(ctx.session.message_source())
+        self._note_ask(ctx, budget, strategy)
         budget -= await self._loop_room(source, ctx)
         held_back: dict[str, Any] = {}
         if recall_pct:
@@ -334,42 +402,12 @@ class ConversationHistoryModule(ContextModule):
             if reason is None:
                 return await self._recall_window(budget, ctx, strategy, recall_pct)
             held_back = {"recall": "held back", "recall_reason": reason}
-        summarize = ctx.directives.config.get("summarize_dropped", True) or strategy == "summarize"
-        reserve = _recall_reserve(ctx.directives.config, budget)
-        kept = await self._fill(source, budget - reserve, ctx)
-        # The newest turn larger than the room comes cut, alone: no summary, no tail (older content gives way).
-        newest = await self._cut_newest_turn(kept, budget - reserve, ctx)
-        kept = newest or kept
-        first_kept = kept[-1][0] if kept else source.total
+        plan = await self._sliding(source, budget, ctx, strategy)
+        kept, within, newest, reserve = plan.kept, plan.within, plan.newest, plan.reserve
+        first_kept, overflowing, sliding, block = plan.first_kept, plan.overflowing, plan.sliding, plan.block
         summary: Message | None = None
-        phase = ctx.session.phase
-        room = 0
-        # Overflowing: older messages this turn could see were left out (invisible ones do not count).
-        overflowing = first_kept > 0 and bool(await older_than(source, first_kept, SUMMARY_SOURCE_MESSAGES, phase))
-        if overflowing and summarize and newest is None:
-            room = min(int(budget * SUMMARY_SHARE), SUMMARY_MAX_TOKENS)
-            if ctx.directives.config.get("cache_block", CACHE_BLOCK):
-                room -= room % SUMMARY_ROOM_STEP
-            used = sum(cost for _, _, cost in kept)
-            while kept and used > budget - room:  # make room for the summary by letting the oldest go
-                used -= kept.pop()[2]
-        sliding = sum(cost for _, _, cost in kept)
-        block = block_size(ctx.directives.config, sum(len(unit) for _, unit, _ in kept))
-        within = kept
-        if overflowing and newest is None:
-            kept = block_aligned(_within(kept, _stable_room(budget - reserve - room, ctx)), block)
-            kept = from_newest_question(kept, within)
-        kept = without_orphan_opening(kept)
-        first_kept = kept[-1][0] if kept else source.total
-        if room:
-            end = -(-first_kept // SUMMARY_BLOCK) * SUMMARY_BLOCK
-            end -= SUMMARY_BLOCK if end > source.total else 0
-            # Model calls summarise whole blocks, each once (see SUMMARY_BLOCK); with none yet, lines are extracted.
-            model = ctx.summarizer is not None and end > 0
-            end = end if model else first_kept
-            recent_dropped = await positioned_older_than(source, end, SUMMARY_SOURCE_MESSAGES, phase)
-            if recent_dropped:
-                summary = await self._summary(recent_dropped, first_kept, room, ctx, model=model)
+        if plan.summarised:
+            summary = await self._summary(plan.summarised, first_kept, plan.room, ctx, model=plan.model)
         assert ctx.tokens is not None
         # What the block's start left out goes after the stable part, in order, behind a marker (the prefix stays put
         # between turns), as far back as the room the summary left reaches (not the room it was given), and the next
@@ -411,6 +449,48 @@ class ConversationHistoryModule(ContextModule):
                 **clearing,
             },
         )
+
+    async def _sliding(
+        self, source: MessageSource, budget: int, ctx: AssemblyContext, strategy: str | None
+    ) -> _Sliding:
+        """The sliding window within ``budget`` (the newest units, from a cache block's start, with room for a
+        summary of what is left out) and the messages its summary is made of."""
+        summarize = ctx.directives.config.get("summarize_dropped", True) or strategy == "summarize"
+        reserve = _recall_reserve(ctx.directives.config, budget)
+        kept = await self._fill(source, budget - reserve, ctx)
+        # The newest turn larger than the room comes cut, alone: no summary, no tail (older content gives way).
+        newest = await self._cut_newest_turn(kept, budget - reserve, ctx)
+        kept = newest or kept
+        first_kept = kept[-1][0] if kept else source.total
+        phase = ctx.session.phase
+        room = 0
+        # Overflowing: older messages this turn could see were left out (invisible ones do not count).
+        overflowing = first_kept > 0 and bool(await older_than(source, first_kept, SUMMARY_SOURCE_MESSAGES, phase))
+        if overflowing and summarize and newest is None:
+            room = min(int(budget * SUMMARY_SHARE), SUMMARY_MAX_TOKENS)
+            if ctx.directives.config.get("cache_block", CACHE_BLOCK):
+                room -= room % SUMMARY_ROOM_STEP
+            used = sum(cost for _, _, cost in kept)
+            while kept and used > budget - room:  # make room for the summary by letting the oldest go
+                used -= kept.pop()[2]
+        sliding = sum(cost for _, _, cost in kept)
+        block = block_size(ctx.directives.config, sum(len(unit) for _, unit, _ in kept))
+        within = kept
+        if overflowing and newest is None:
+            kept = block_aligned(_within(kept, _stable_room(budget - reserve - room, ctx)), block)
+            kept = from_newest_question(kept, within)
+        kept = without_orphan_opening(kept)
+        first_kept = kept[-1][0] if kept else source.total
+        summarised: list[tuple[int, Message]] = []
+        model = False
+        if room:
+            end = -(-first_kept // SUMMARY_BLOCK) * SUMMARY_BLOCK
+            end -= SUMMARY_BLOCK if end > source.total else 0
+            # Model calls summarise whole blocks, each once (see SUMMARY_BLOCK); with none yet, lines are extracted.
+            model = ctx.summarizer is not None and end > 0
+            end = end if model else first_kept
+            summarised = await positioned_older_than(source, end, SUMMARY_SOURCE_MESSAGES, phase)
+        return _Sliding(kept, within, newest, reserve, overflowing, sliding, block, first_kept, room, summarised, model)
 
     async def _recall_not_needed(self, source: MessageSource, budget: int, ctx: AssemblyContext) -> str | None:
         """Why the newest turns alone serve this query (None: recall). Recall gives up most of the window's stable
@@ -648,11 +728,10 @@ class ConversationHistoryModule(ContextModule):
         messages = [message for _, message in dropped]
         if not model:
             return extractive_summary(messages), None
-        blocks = [[m for _, m in group] for _, group in groupby(dropped, key=lambda p: p[0] // SUMMARY_BLOCK)]
         lines: list[str] = []
         covers: list[int] = []
         covered = 0
-        for block in reversed(blocks):  # newest first: what the lines from each block on cover adds up
+        for block in reversed(_blocks(dropped)):  # newest first: what the lines from each block on cover adds up
             try:
                 text = await self._block_summary(block, ctx)
             except Exception:  # the summary is a nicety: fall back to extraction
@@ -664,18 +743,73 @@ class ConversationHistoryModule(ContextModule):
         return lines, covers
 
     async def _block_summary(self, block: list[Message], ctx: AssemblyContext) -> str:
-        """One block's model-written summary, keyed by everything it is made from: the block's transcript and the
-        bound and instruction it was written with (never the room it is shown in)."""
-        assert ctx.summarizer is not None
-        transcript = "\n".join(f"{m.role}: {m.content} {media_note(m.parts)}".rstrip() for m in block)
-        key = (ctx.session.id, content_key(transcript, SUMMARY_BLOCK_TOKENS, SUMMARY_INSTRUCTION))
+        """One block's model-written summary: kept, being written (made ahead, ``ahead``: waited for, never asked
+        twice), or written now."""
+        key, transcript = _block_key(block, ctx)
         text = self._summaries.get(key)
-        if text is None:
-            text = await labelled(ctx.summarizer, "history_summary").summarize(
+        if text is not None:
+            return text
+        writing = self._writing.get(key)
+        if writing is not None and (text := await _waited(writing)) is not None:
+            return text
+        return await self._write(key, transcript, ctx)
+
+    async def _write(self, key: tuple[str, str], transcript: str, ctx: AssemblyContext) -> str:
+        """The summary of ``transcript`` asked of the model, under way in ``_writing`` until it is kept by ``key``."""
+        assert ctx.summarizer is not None
+        writing = asyncio.ensure_future(
+            labelled(ctx.summarizer, "history_summary").summarize(
                 transcript, max_tokens=SUMMARY_BLOCK_TOKENS, instruction=SUMMARY_INSTRUCTION
             )
-            self._summaries.put(key, text)
-        return text
+        )
+        self._writing[key] = writing
+        writing.add_done_callback(partial(_written, self._writing, self._summaries, key))
+        return await writing
+
+
+_Ask = tuple[int, Directives, str | None]
+"""A window a first step asked for: its budget (before a tool loop's room), directives and strategy."""
+
+
+def _blocks(dropped: list[tuple[int, Message]]) -> list[list[Message]]:
+    """The messages of ``dropped`` (oldest first, with positions) in their ``SUMMARY_BLOCK`` blocks, oldest first."""
+    return [[m for _, m in group] for _, group in groupby(dropped, key=lambda p: p[0] // SUMMARY_BLOCK)]
+
+
+def _block_key(block: list[Message], ctx: AssemblyContext) -> tuple[tuple[str, str], str]:
+    """A block's summary's key, made of everything the summary is made from: the block's transcript and the bound and
+    instruction it is written with (never the room it is shown in); and the transcript."""
+    transcript = "\n".join(f"{m.role}: {m.content} {media_note(m.parts)}".rstrip() for m in block)
+    return (ctx.session.id, content_key(transcript, SUMMARY_BLOCK_TOKENS, SUMMARY_INSTRUCTION)), transcript
+
+
+async def _waited(writing: asyncio.Future[str]) -> str | None:
+    """The summary another window (or the work ahead) is writing, waited for; None when that writing failed or was
+    stopped: the caller then asks for it itself, as it would have. Shielded: the caller's cancellation stops only its
+    own wait."""
+    try:
+        return await asyncio.shield(writing)
+    except asyncio.CancelledError:
+        if not writing.cancelled():
+            raise  # the caller's own cancellation
+        return None
+    except Exception:
+        return None
+
+
+def _written(
+    writing: dict[tuple[str, str], asyncio.Future[str]],
+    summaries: SessionCache[str],
+    key: tuple[str, str],
+    done: asyncio.Future[str],
+) -> None:
+    """A summary's writing ended: no longer waited for, and kept when it was written (unless its session's summaries
+    were purged meanwhile: then it is no longer under ``key``)."""
+    if writing.get(key) is not done:
+        return
+    del writing[key]
+    if not done.cancelled() and done.exception() is None:
+        summaries.put(key, done.result())
 
 
 _Priced = tuple[tuple[Message, ...], int, str]

@@ -97,12 +97,15 @@ def wait_until_serving(
     raise RuntimeError(f"{process.args} did not answer within {timeout_s:g} s:\n{log.read_text()[-3000:]}")
 
 
-def start_fake_upstream(folder: Path, record_to: Path | None = None) -> tuple[subprocess.Popen[bytes], str]:
+def start_fake_upstream(
+    folder: Path, record_to: Path | None = None, delay_ms: float = 0.0
+) -> tuple[subprocess.Popen[bytes], str]:
     """The fake upstream (tests/gateway/upstream.py) on a free port, answering: its process and base URL.
-    ``record_to``: a file it appends each request to (a JSON line each)."""
+    ``record_to``: a file it appends each request to (a JSON line each); ``delay_ms``: each completion's latency."""
     port, log = free_port(), folder / "upstream.log"
     command = [sys.executable, str(ROOT / "tests" / "gateway" / "upstream.py"), "--port", str(port)]
     command += ["--record-to", str(record_to)] if record_to is not None else []
+    command += ["--delay-ms", str(delay_ms)] if delay_ms else []
     process = start(command, {**os.environ, "PYTHONPATH": str(ROOT)}, log)
     base = f"http://127.0.0.1:{port}/v1"
     try:

@@ -16,7 +16,7 @@ named events); ``/messages`` in Anthropic's Messages API's, streamed when asked 
 
 Run alone (``python tests/gateway/upstream.py --port N``) it serves until killed: the bench runs it in its own
 process so it never competes with the clients for the GIL (``--record-to FILE``: what it received, a JSON line
-per request).
+per request; ``--delay-ms N``: each completion answered N ms after it came, as a provider's latency).
 """
 
 from __future__ import annotations
@@ -391,12 +391,19 @@ class FakeUpstream:
     """The server, its thread, and what it received. ``with FakeUpstream() as up: ... up.base_url``."""
 
     def __init__(
-        self, port: int = 0, host: str = "127.0.0.1", record: bool = True, record_to: Path | None = None
+        self,
+        port: int = 0,
+        host: str = "127.0.0.1",
+        record: bool = True,
+        record_to: Path | None = None,
+        delay_s: float = 0.0,
     ) -> None:
         self.requests: list[Recorded] = []
         self.record = record
         self.record_to = record_to
         """A file each request is appended to (a JSON line: path and body): what a process apart received."""
+        self.delay_s = delay_s
+        """How long each completion takes before it is answered (a provider's latency; each request its own)."""
         self._served = 0
         self._lock = threading.Lock()
         self._server = _Server((host, port), _handler_for(self))
@@ -465,6 +472,7 @@ def _handler_for(upstream: FakeUpstream) -> type[BaseHTTPRequestHandler]:
             except ValueError:
                 return self._json(400, {"error": {"message": "the body is not JSON", "type": "invalid_request_error"}})
             serial = upstream._add(Recorded(path, {k.lower(): v for k, v in self.headers.items()}, body))
+            time.sleep(upstream.delay_s)  # this request's thread only
             if path == "/chat/completions" and body.get("stream"):
                 return self._sse(chat_chunks(body, serial))
             if path == "/chat/completions":
@@ -506,8 +514,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="a fake OpenAI-compatible upstream (no recording)")
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--record-to", type=Path, help="append each request to this file (a JSON line each)")
+    parser.add_argument("--delay-ms", type=float, default=0.0, help="answer each completion after this long")
     args = parser.parse_args()
-    server = FakeUpstream(port=args.port, record=False, record_to=args.record_to)
+    server = FakeUpstream(port=args.port, record=False, record_to=args.record_to, delay_s=args.delay_ms / 1000)
     print(f"fake upstream on {server.base_url}", flush=True)
     server._server.serve_forever()
 

@@ -23,7 +23,7 @@ import logging
 import re
 import time
 from array import array
-from collections.abc import Callable, Collection, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from itertools import islice
@@ -31,6 +31,7 @@ from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
+from ..background import Background
 from ..base import (
     Embedder,
     InMemoryMessages,
@@ -684,8 +685,8 @@ class SessionRecall:
         """The texts being embedded, by the job embedding them: a call needing one waits for it (``_embedded``)."""
         self._queries: BoundedCache[str, np.ndarray] = BoundedCache(64)
         """Query vectors by the query's text (one embedder per recall: the same text, the same vector)."""
-        self._jobs: set[asyncio.Task[None]] = set()
-        """The background vector jobs running (held here: the loop keeps only a weak reference to a task)."""
+        self._background = Background("history vectors")
+        """The vector jobs running (a history's catching up, texts embedded ahead of the call that needs them)."""
         self.call_indexes = CallIndexes()
         """The indexes one-call recalls built, for the calls that go on from their conversations."""
         self._beginnings: Sequence[str] = ()
@@ -773,13 +774,12 @@ class SessionRecall:
             return
         if not self.outlive_calls and index.vectors_due:  # an index serving one call has had its one job
             return
-        loop = asyncio.get_running_loop()
-        job = index.vectoring = loop.create_task(self._catch_up(session_id, index))
+        job = self._background.start(self._catch_up(session_id, index))
+        assert job is not None  # no limit: a job others wait for always starts
+        index.vectoring = job
         index.vectors_due = time.monotonic() + self.vectors_wait_s
-        self._jobs.add(job)
-        job.add_done_callback(self._jobs.discard)
         if not self.outlive_calls:  # nobody waits for it after that: a stateless call's vectors die with it
-            loop.call_later(self.vectors_wait_s, job.cancel)
+            asyncio.get_running_loop().call_later(self.vectors_wait_s, job.cancel)
             # A cancelled job's traceback holds the index: let go of the job, so that is no reference cycle
             # (which would keep the whole conversation until a full collection walks it).
             job.add_done_callback(lambda _: setattr(index, "vectoring", None))
@@ -922,7 +922,7 @@ class SessionRecall:
         the same vector) instead of embedding it after everything else. For a caller that knows recall will rank for
         ``query`` (a history the window cannot hold whole): otherwise it is an embedding nobody reads."""
         if self.embedder is not None:
-            self._in_background(self._query_ahead(session.id, query))
+            self._background.start(self._query_ahead(session.id, query))
 
     def embed_joining(self, messages: Sequence[Message]) -> None:
         """Start embedding the parts of ``messages``, which join the history at the session's next call (a tool loop's
@@ -930,13 +930,7 @@ class SessionRecall:
         vectors by text, ready or under way, instead of embedding them before its window. The same vectors either way
         (kept by text): the window does not change, only when its embedding is done."""
         if self.embedder is not None and messages:
-            self._in_background(self._parts_ahead(messages))
-
-    def _in_background(self, work: Coroutine[Any, Any, None]) -> None:
-        job = asyncio.create_task(work)
-        self._jobs.add(job)
-        job.add_done_callback(self._jobs.discard)
-        job.add_done_callback(retrieved)
+            self._background.start(self._parts_ahead(messages))
 
     async def _query_ahead(self, session_id: str, query: str) -> None:
         index = self._indexes.get(session_id)

@@ -1,0 +1,145 @@
+"""Summaries made ahead (issue 32, item 5): once a session's turn is answered, conversation_history writes the block
+summary its next call's window will ask for, in the background (``ContextWindowHandler.ahead``), so that call waits
+for no model call of its own. The oracle is the module as it was before: a fresh registry whose handler never works
+ahead and writes every summary inside the window that needs it. The windows must be the same, call by call, with the
+same summaries asked for (never a block twice); a guess that turns out wrong (the client edited its history, the next
+call has a smaller budget) costs one unused summary at most and leaves the window as the oracle's."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from components.context_window.base import AssemblyContext, Message, ToolSchema
+from components.context_window.handler import ContextWindowHandler
+from tda.builtins import DEFAULT_TYPES, module_registry
+from tests.agent_session import TOOLS, call_id, customer, orders, question, tool_call
+from tests.support import make_ctx
+
+TYPE = DEFAULT_TYPES["balanced"]
+LIMIT = 16_000
+PATIENT_S = 60.0
+"""No module may time out on a loaded machine: the windows are compared."""
+
+
+class Model:
+    """A summarizer that answers with the transcript's first line, and records each text it was asked to summarise
+    and whether a window was being assembled then (the caller says so)."""
+
+    def __init__(self) -> None:
+        self.asked: list[tuple[str, bool]] = []
+        self.assembling = False
+
+    async def summarize(self, text: str, *, max_tokens: int, instruction: str = "") -> str:
+        self.asked.append((text, self.assembling))
+        return f"- {text.splitlines()[0][:120]}"
+
+    @property
+    def inside(self) -> list[str]:
+        """What was asked while a window was assembled: what that call waited for."""
+        return [text for text, assembling in self.asked if assembling]
+
+
+def agent_turn(t: int, answer: str = "") -> list[Message]:
+    """user -> tool call -> tool result (20 rows, ~1,000 tokens) -> answer."""
+    return [
+        Message("user", question(t), turn=t),
+        Message("assistant", "", turn=t, tool_calls=(tool_call(t),)),
+        Message("tool", orders(t, 20), turn=t, tool_call_id=call_id(t)),
+        Message("assistant", answer or f"Customer {customer(t)} has open orders; see the table for totals.", turn=t),
+    ]
+
+
+def first_step(history: Sequence[Message], t: int, model: Model, limit: int = LIMIT) -> AssemblyContext:
+    """Turn ``t``'s first call of session "ahead" (its question, the tools) over ``history``."""
+    ctx = make_ctx(messages=history, query=question(t), tools=[ToolSchema.from_openai(TOOLS[0])], limit=limit)
+    session = dataclasses.replace(ctx.session, id="ahead")
+    return dataclasses.replace(
+        ctx, session=session, summarizer=model, query_message=Message("user", question(t), turn=t)
+    )
+
+
+class Client:
+    """A session's first steps, one per turn, through a handler over its own modules (caches of their own)."""
+
+    def __init__(self, works_ahead: bool) -> None:
+        self.handler = ContextWindowHandler(module_registry(entry_point_group=None).load(), timeout_s=PATIENT_S)
+        self.model = Model()
+        self.works_ahead = works_ahead
+        self.snapshots: list[Any] = []
+
+    async def call(self, ctx: AssemblyContext) -> list[dict[str, Any]]:
+        self.model.assembling = True
+        try:
+            out = await self.handler.assemble(ctx, TYPE)
+        finally:
+            self.model.assembling = False
+        self.snapshots.append(out.snapshot)
+        return out.messages
+
+    async def answered(self, ctx: AssemblyContext, turn: Sequence[Message]) -> None:
+        """The turn ``ctx`` asked is over (``turn``: its messages, the reply last): the work ahead, done."""
+        if self.works_ahead:
+            self.handler.ahead(ctx, TYPE, turn)
+            await asyncio.gather(*self.handler.background.jobs)
+
+
+async def session(client: Client, turns: range) -> tuple[list[Message], list[list[dict[str, Any]]]]:
+    """``turns`` turns' first steps, each turn answered after its call; the history after them and the windows."""
+    history: list[Message] = []
+    windows = []
+    for t in turns:
+        ctx = first_step(history, t, client.model)
+        windows.append(await client.call(ctx))
+        if t != turns[-1]:  # the last turn's next call never comes
+            await client.answered(ctx, agent_turn(t))
+        history += agent_turn(t)
+    return history, windows
+
+
+async def test_the_next_calls_summary_is_made_ahead_and_the_windows_are_the_same():
+    ahead, oracle = Client(works_ahead=True), Client(works_ahead=False)
+    _, windows = await session(ahead, range(1, 17))
+    _, expected = await session(oracle, range(1, 17))
+
+    assert windows == expected  # call by call, byte for byte
+    assert len(oracle.model.inside) >= 3  # the session drops block after block: the oracle waited for each summary
+    assert ahead.model.inside == []  # every one was made ahead: no call waited for a model call of its own
+    assert sorted(text for text, _ in ahead.model.asked) == sorted(oracle.model.inside)  # the same, each once
+    reported = [c for s in ahead.snapshots for c in s.auxiliary_calls if c.purpose == "history_summary"]
+    assert len(reported) == len(ahead.model.asked) and all(c.ahead for c in reported)  # each counted by one window
+
+
+@pytest.mark.parametrize("guess", ["edited history", "smaller budget"])
+async def test_a_wrong_guess_costs_one_unused_summary_at_most_and_the_window_is_the_oracles(guess: str):
+    """The session goes on until a summary is made ahead; then its next call is not the one guessed."""
+    ahead, oracle = Client(works_ahead=True), Client(works_ahead=False)
+    history: list[Message] = []
+    for t in range(1, 30):
+        ctx = first_step(history, t, ahead.model)
+        await ahead.call(ctx)
+        await oracle.call(first_step(history, t, oracle.model))
+        made = len(ahead.model.asked)
+        await ahead.answered(ctx, agent_turn(t))
+        history += agent_turn(t)
+        if len(ahead.model.asked) > made:
+            break
+    else:
+        pytest.fail("no summary was made ahead")
+    if guess == "edited history":  # the client sends its last answer otherwise, and the turn's question edited
+        history[-1] = dataclasses.replace(history[-1], content="Edited: the answer the client keeps instead.")
+        history[-4] = dataclasses.replace(history[-4], content=history[-4].content + " (edited)")
+        next_calls = [first_step(history, t + 1, model) for model in (ahead.model, oracle.model)]
+    else:  # the next call's window is smaller than the one guessed (a lower limit)
+        next_calls = [first_step(history, t + 1, model, limit=LIMIT * 3 // 4) for model in (ahead.model, oracle.model)]
+    window = await ahead.call(next_calls[0])
+    expected = await oracle.call(next_calls[1])
+
+    assert window == expected
+    asked, oracle_asked = [text for text, _ in ahead.model.asked], [text for text, _ in oracle.model.asked]
+    assert len(asked) == len(set(asked))  # never a block twice
+    assert set(oracle_asked) <= set(asked) and len(asked) <= len(oracle_asked) + 1  # one unused summary at most
