@@ -11,6 +11,7 @@ import pytest
 from hypothesis import settings
 from quart import Quart
 from quart.testing import TestApp
+from werkzeug.routing import Rule
 
 from components.context_window.module_registry import ModuleRegistry
 from tda.builtins import module_registry
@@ -34,6 +35,25 @@ class PatientTestApp(TestApp):
 
 
 Quart.test_app_class = PatientTestApp
+
+_compile_builder = Rule._compile_builder
+_builders: dict[tuple[Any, ...], Any] = {}
+
+
+def _shared_builder(rule: Rule, append_unknown: bool = True) -> Any:
+    """Werkzeug's URL builder of ``rule``, compiled once per process rather than once per app: the suite builds an
+    app per test, and compiling the builders of its routes is a third of ``create_app``. A builder is a function of
+    the rule's parsed parts alone (the rule is its first argument), so rules that parse alike share it; a rule with
+    defaults (converted into the builder) compiles its own."""
+    if rule.defaults:
+        return _compile_builder(rule, append_unknown)
+    key = (rule.rule, tuple(rule._trace), append_unknown)
+    if key not in _builders:
+        _builders[key] = _compile_builder(rule, append_unknown)
+    return _builders[key]
+
+
+Rule._compile_builder = _shared_builder  # type: ignore[method-assign]
 
 
 @pytest.fixture(scope="session")

@@ -1,7 +1,8 @@
-"""A real app per test on a fresh SQLite file (copied from a migrated template), with fixture modules."""
+"""A real app per test on a fresh SQLite file (copied from a migrated, seeded template), with fixture modules."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import shutil
 from collections.abc import AsyncIterator, Iterator
@@ -11,9 +12,11 @@ from typing import Any
 import pytest
 
 from tda.app import create_app
+from tda.builtins import module_registry
 from tda.config import Settings
 from tda.db import upgrade
 from tda.service import TDAService
+from tda.store import Store
 from tests.service.fake_upstream import FakeUpstream, fake_upstream
 from tests.service.served_app import serving
 from tests.service.support import BOOM, ECHO, FIXTURE_TYPE, ScriptedModel, Served, write_module
@@ -21,9 +24,21 @@ from tests.service.support import BOOM, ECHO, FIXTURE_TYPE, ScriptedModel, Serve
 
 @pytest.fixture(scope="session")
 def template_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A database as a fresh service leaves it at start-up: migrated, the shipped types seeded (once per worker
+    rather than in every test's start-up, which then finds them there and seeds nothing)."""
     path = tmp_path_factory.mktemp("template") / "tda.db"
-    upgrade(f"sqlite+aiosqlite:///{path}")
+    url = f"sqlite+aiosqlite:///{path}"
+    upgrade(url)
+    asyncio.run(_seed_shipped_types(url))
     return path
+
+
+async def _seed_shipped_types(url: str) -> None:
+    store = Store.connect(url)
+    try:  # the types TDAService.startup seeds: the built-in modules' and installed packs' (no user module ships one)
+        await store.types.seed_defaults(types=module_registry().load().window_types())
+    finally:
+        await store.close()
 
 
 @pytest.fixture

@@ -7,7 +7,9 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import shutil
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -97,16 +99,36 @@ def recorder() -> SlowRecorder:
     return SlowRecorder()
 
 
+@pytest.fixture(scope="module")
+def long_session_db(tmp_path_factory: pytest.TempPathFactory, template_db: Path) -> Path:
+    """The template database with session "long" and its imported history, written once per module (the import
+    counts every message's tokens per encoding): each test starts its app on a copy."""
+    path = tmp_path_factory.mktemp("long_session") / "tda.db"
+    shutil.copy(template_db, path)
+    asyncio.run(_import_long_session(f"sqlite+aiosqlite:///{path}"))
+    return path
+
+
+async def _import_long_session(url: str) -> None:
+    store = Store.connect(url)
+    try:
+        await store.profiles.create(
+            "p", {"type": "llm_only", "context_limit": 4_000, "context_window_type_id": "balanced"}, "test"
+        )
+        await store.sessions.create({"id": "long", "profile_id": "p"}, "test")
+        await store.sessions.add_messages("long", _history(HISTORY // 2), "test")
+    finally:
+        await store.close()
+
+
 @pytest.fixture
-async def app(settings: Settings, llm: RecordingLLM, recorder: SlowRecorder) -> AsyncIterator[Any]:
+async def app(
+    settings: Settings, llm: RecordingLLM, recorder: SlowRecorder, long_session_db: Path
+) -> AsyncIterator[Any]:
+    shutil.copy(long_session_db, settings.data_dir / "tda.db")
     app = create_app(settings, llm=llm, sources=Sources(cases=recorder), migrate=False, warm_up_llm=False)
     async with app.test_app() as running:
         svc = running.app.extensions["tda"]
-        await svc.store.profiles.create(
-            "p", {"type": "llm_only", "context_limit": 4_000, "context_window_type_id": "balanced"}, "test"
-        )
-        await svc.store.sessions.create({"id": "long", "profile_id": "p"}, "test")
-        await svc.store.sessions.add_messages("long", _history(HISTORY // 2), "test")
         await index_history(
             svc, "long"
         )  # as POST /v1/sessions/{id}/messages does after an import (tda/recall/messages.py)
