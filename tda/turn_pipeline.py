@@ -24,7 +24,7 @@ from .cost import model_call
 from .errors import UpstreamFailed
 from .events import stream_key
 from .llm import Relay, max_tokens_for, model_call_error
-from .recall.messages import embed_reply_ahead, index_after, vectors_ready
+from .recall.messages import embed_reply_ahead, index_after, joining, vectors_ready
 from .recall.turns import index_turn_after
 from .store.sessions import Priced
 from .store.types import StoredType
@@ -272,8 +272,7 @@ def work_ahead(svc: TDAService, loaded: Loaded, ctx: AssemblyContext, reply: Mes
     the history with this turn joined: its query and tool loop, and ``reply`` once the turn is answered. While a
     tool loop's step is answered the reply is not known yet: what the next turn needs with this much joined, it needs
     with more (its window starts no earlier), so that work is not wasted, and the answer's starts the rest."""
-    joining = (ctx.query_message or Message("user", ctx.query), *ctx.continuation, *([reply] if reply else []))
-    svc.handler.ahead(ctx, loaded.window_type.type, joining)
+    svc.handler.ahead(ctx, loaded.window_type.type, (*joining(ctx), *([reply] if reply else [])))
 
 
 async def _call_model(

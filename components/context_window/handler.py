@@ -80,6 +80,15 @@ def ahead_context(ctx: AssemblyContext, joining: Sequence[Message]) -> AssemblyC
     return replace(ctx, session=following, query="", query_message=None, continuation=(), memo={})
 
 
+def window_limits(ctx: AssemblyContext, wtype: wt.ContextWindowType) -> b.Limits:
+    """The limits of ``ctx``'s window under ``wtype``: the model's input limit (the context's, else looked up), lowered
+    by the profile's and the session's limits, less the type's output reserve."""
+    model_limit, source = (ctx.model_limit, "context") if ctx.model_limit else resolve_model_limit(ctx.model)
+    return b.resolve_limits(
+        model_limit, source, ctx.profile.context_limit, ctx.session.context_limit, wtype.output_reserve_pct
+    )
+
+
 def _is_tool(item: Any) -> bool:
     return type(item) is _ToolItem
 
@@ -276,11 +285,8 @@ class ContextWindowHandler:
 
     def _start(self, ctx: AssemblyContext, wtype: wt.ContextWindowType) -> _Run:
         ctx = ctx.read_only()
-        model_limit, source = (ctx.model_limit, "context") if ctx.model_limit else resolve_model_limit(ctx.model)
+        limits = window_limits(ctx, wtype)
         started = time.perf_counter()  # after the limit lookup: litellm's one-off import is not assembly time
-        limits = b.resolve_limits(
-            model_limit, source, ctx.profile.context_limit, ctx.session.context_limit, wtype.output_reserve_pct
-        )
         tokens = self._estimator(ctx.model)
         query = ctx.query_message or Message("user", ctx.query, turn=ctx.session.turn_number)
         # The turn's own tool loop is part of the query: the model answers the whole of it.

@@ -23,9 +23,8 @@ from components.context_window.base import (
     Session,
     pages_newest_first,
 )
-from components.context_window.budget import resolve_limits
+from components.context_window.handler import window_limits
 from components.context_window.recall.messages import SessionRecall, rough_tokens
-from components.context_window.token_estimator import resolve_model_limit
 from components.context_window.window_type import ContextWindowType, ModuleSlot
 
 from ..errors import Unavailable
@@ -85,8 +84,14 @@ async def vectors_ready(svc: TDAService, ctx: AssemblyContext, window_type: Cont
     if await _beyond(source, _largest_share(ctx, window_type, recalling)):
         recall.embed_ahead(ctx.session, ctx.query)  # recall's lead will rank for the query: its vector comes now
     if recall.outlive_calls:  # a session's: its question and the tool loop the client sent are history at its next call
-        recall.embed_joining((ctx.query_message or Message("user", ctx.query), *ctx.continuation))
+        recall.embed_joining(joining(ctx))
     await recall.sync(ctx.session, dense=True)
+
+
+def joining(ctx: AssemblyContext) -> tuple[Message, ...]:
+    """What a session call adds to its history for the session's next call, as far as known before the reply: its
+    question (as the client sent it) and its tool loop so far."""
+    return (ctx.query_message or Message("user", ctx.query), *ctx.continuation)
 
 
 def embed_reply_ahead(ctx: AssemblyContext, window_type: ContextWindowType, reply: Message) -> None:
@@ -105,11 +110,7 @@ def _recalling(window_type: ContextWindowType) -> list[ModuleSlot]:
 def _largest_share(ctx: AssemblyContext, window_type: ContextWindowType, slots: Sequence[ModuleSlot]) -> int:
     """The most tokens any of ``slots`` is allocated in ``ctx``'s window (its ``max_pct`` of what the window has
     for content, as the handler finds it): a history beyond it is not sent whole, so its module recalls."""
-    model_limit, source = (ctx.model_limit, "context") if ctx.model_limit else resolve_model_limit(ctx.model)
-    limits = resolve_limits(
-        model_limit, source, ctx.profile.context_limit, ctx.session.context_limit, window_type.output_reserve_pct
-    )
-    return int(limits.available * max(s.max_pct for s in slots) / 100)
+    return int(window_limits(ctx, window_type).available * max(s.max_pct for s in slots) / 100)
 
 
 async def _beyond(source: MessageSource, tokens: int) -> bool:
