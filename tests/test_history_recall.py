@@ -187,16 +187,16 @@ def test_prose_is_embedded_sentence_by_sentence_and_a_line_of_data_by_its_head()
     ]
     table = "Here you go: " + json.dumps([{"order": f"ORD-{i}", "status": "open"} for i in range(80)])
     (part,) = parts_of(table)
-    assert table.startswith(part) and len(part) == 150
+    assert table.startswith(part) and len(part) == 50
 
 
 def test_data_costs_the_embedder_a_short_head_and_a_long_sentence_of_prose_is_embedded_whole():
     """The embedder's cost follows the word pieces it reads: a tool result (or a line of data an answer quotes) is
-    embedded by its first 150 characters, ~70 word pieces of JSON; prose up to 600 characters a sentence is not cut."""
+    embedded by its first 50 characters, ~22 word pieces of JSON; prose up to 600 characters a sentence is not cut."""
     result = json.dumps([{"order": f"ORD-{i:05d}", "customer": "CUST-012", "status": "open"} for i in range(40)])
-    assert parts_of(embedded_text(Message("tool", result, tool_call_id="call_1"))) == [result[:150]]
+    assert parts_of(embedded_text(Message("tool", result, tool_call_id="call_1"))) == [result[:50]]
     quoted = Message("assistant", "The tool answered: " + result)
-    assert parts_of(embedded_text(quoted)) == [quoted.content[:150]]
+    assert parts_of(embedded_text(quoted)) == [quoted.content[:50]]
     sentence = "After the storm we drove back along the coast road, " * 5 + "and reached home by midnight."
     assert 200 < len(sentence) < 600 and parts_of(sentence) == [sentence]
 

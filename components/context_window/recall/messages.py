@@ -68,12 +68,13 @@ EMBED_CHARS = 2_000
 DATA_CHARS = 600
 """A "sentence" longer than this is data (a one-line JSON table, a log line, minified code): a sentence of prose is
 shorter (the recall and conversation benches' longest is 162 characters), and is embedded whole."""
-DATA_HEAD_CHARS = 150
+DATA_HEAD_CHARS = 50
 """Characters embedded of data: a tool result, and any "sentence" longer than ``DATA_CHARS``. Its head says what the
-data is (its keys, first row or line); what it holds further on (ids, figures) is found by its words. Data is an
-agent turn's longest text, and the embedder's cost follows the word pieces it reads (~1 ms of CPU each with the
-default embedder; 600 characters of JSON are ~280-300 pieces, 150 ~70): in bench/data_head_bench.py a
-150-character head recalls old tool results as a 600-character one does (docs/knowledge.md, "What is embedded")."""
+data is (its first keys, or a report's opening words); what it holds further on (ids, figures) is found by its words.
+Data is an agent turn's longest text, and the embedder's cost follows the word pieces it reads (~0.3-1 ms of CPU each
+with the default embedder; 600 characters of JSON are ~280-300 pieces, 150 ~70, 50 ~22): in bench/data_head_bench.py
+a 50-character head recalls old tool results as a 150- or 600-character one does (docs/knowledge.md, "What is
+embedded"), and an agent session's tool result and the answer quoting it were two thirds of what its turn embedded."""
 EMBED_BATCH = 64
 INDEX_SLICE = 128
 """Messages indexed (or split into parts, or given their vectors) between two yields to the event loop: a
