@@ -715,7 +715,9 @@ async def test_the_sentence_nearest_in_meaning_gets_a_turn_when_the_fusion_ranks
     the prose corpus, six answers whose sentence was first or second by meaning ranked 5th-56th after fusion)."""
     a = document("alpha", 3, words=60)
     others = [
-        sentence_window(f"doc{i}", 0, 1, (f"Doc {i} opens.", f"Doc {i} says more.", f"Doc {i} ends."), 0.9 - i / 100, 0.3)
+        sentence_window(
+            f"doc{i}", 0, 1, (f"Doc {i} opens.", f"Doc {i} says more.", f"Doc {i} ends."), 0.9 - i / 100, 0.3
+        )
         for i in range(10)
     ]
     answer = sentence_window("beta", 7, 30, ("Beta notes the cache.", ANSWER, "Beta ends the note."), 0.5, 0.6)
