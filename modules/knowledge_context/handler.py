@@ -661,8 +661,9 @@ def sentence_sources(
     total = _estimate(whole, tokens) if whole else tokens.count(HEADER) + 1
     by_worth = sorted(windows, key=lambda w: -worth(w))
     by_meaning = sorted(windows, key=lambda w: -w.similarity)
+    shown = "\n".join(_normalised(s.text) for s in whole)  # a sentence (normalised) holds no line break
     for found in _interleaved(by_worth, windows, by_meaning):
-        window = _unshown(found, whole)
+        window = _unshown(found, shown)
         if window is None:
             continue  # shown whole already
         n = next((n for n, span in enumerate(spans) if span.touches(window)), len(spans))
@@ -676,19 +677,20 @@ def sentence_sources(
     return [*whole, *(_span_source(span) for span in spans)]
 
 
-def _unshown(window: SentenceWindow, whole: Sequence[Source]) -> SentenceWindow | None:
-    """``window`` without the sentences at its ends that ``whole`` already shows; None when it shows them all. A
-    chunk sent whole may end at the sentence found and the answer be the next one, in the next chunk: dropping the
-    window because its sentence is shown lost it (on the prose corpus at 4,000 tokens, and on sysdocs at 300)."""
-    shown = [any(_normalised(t) in _normalised(s.text) for s in whole) for t in window.sentences]
-    low, high = 0, len(shown)
-    while low < high and shown[low]:
+def _unshown(window: SentenceWindow, shown: str) -> SentenceWindow | None:
+    """``window`` without the sentences at its ends that the sources already show (``shown``: their texts, normalised,
+    one a line); None when they show them all. A chunk sent whole may end at the sentence found and the answer be the
+    next one, in the next chunk: dropping the window because its sentence was shown lost it (prose at 4,000 tokens,
+    sysdocs at 300). Any source counts, not only the window's document's: man pages repeat lines word for word."""
+    held = [_normalised(t) in shown for t in window.sentences]
+    low, high = 0, len(held)
+    while low < high and held[low]:
         low += 1
-    while high > low and shown[high - 1]:
+    while high > low and held[high - 1]:
         high -= 1
     if low >= high:
         return None
-    if (low, high) == (0, len(shown)):
+    if (low, high) == (0, len(held)):
         return window
     position = min(max(window.position, window.first + low), window.first + high - 1)
     return dataclasses.replace(
