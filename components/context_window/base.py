@@ -559,6 +559,8 @@ class SentenceWindow:
     sentences: tuple[str, ...]
     score: float
     """Its rank fusion's score (higher is better)."""
+    similarity: float = 0.0
+    """The sentence's cosine similarity to the query alone (the dense signal, before fusion)."""
 
 
 @runtime_checkable

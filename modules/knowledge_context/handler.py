@@ -644,9 +644,12 @@ def sentence_sources(
     opts: Options,
     chosen: Sequence[Source] = (),
 ) -> list[Source]:
-    """Sentence windows best first while they fit, windows of one document that overlap or touch merged. A window
-    ranks by its sentence's fused score plus ``chunk_weight`` times the chunk ranking's reciprocal rank of the chunk
-    holding it: the sentence's own signals find answers in chunks that rank low, the chunk's keeps the context."""
+    """Sentence windows best first while they fit, windows of one document that overlap or touch merged. Three
+    rankings take turns (``_interleaved``): the windows by their sentence's fused score plus ``chunk_weight`` times
+    the chunk ranking's reciprocal rank of the chunk holding it (the chunk's rank keeps to the passages the whole
+    ranking favours), by the fused score alone (the sentence's own signals find answers in chunks that rank low), and
+    by the sentence's similarity to the query alone (see ``_interleaved``). The sentences ``chosen`` shows already are
+    not sent again (``_unshown``)."""
     chunk_rank = {_key(p): r for r, p in enumerate(ranked, start=1)}
 
     def worth(w: SentenceWindow) -> float:
@@ -656,8 +659,12 @@ def sentence_sources(
     whole = list(chosen)
     spans: list[_Span] = []
     total = _estimate(whole, tokens) if whole else tokens.count(HEADER) + 1
-    for window in _interleaved(sorted(windows, key=lambda w: -worth(w)), windows):
-        if any(_normalised(window.sentences[window.position - window.first]) in _normalised(s.text) for s in whole):
+    by_worth = sorted(windows, key=lambda w: -worth(w))
+    by_meaning = sorted(windows, key=lambda w: -w.similarity)
+    shown = "\n".join(_normalised(s.text) for s in whole)  # a sentence (normalised) holds no line break
+    for found in _interleaved(by_worth, windows, by_meaning):
+        window = _unshown(found, shown)
+        if window is None:
             continue  # shown whole already
         n = next((n for n, span in enumerate(spans) if span.touches(window)), len(spans))
         span = spans[n].joined(window) if n < len(spans) else _Span.of(window)
@@ -670,12 +677,35 @@ def sentence_sources(
     return [*whole, *(_span_source(span) for span in spans)]
 
 
-def _interleaved(first: Sequence[SentenceWindow], second: Sequence[SentenceWindow]) -> list[SentenceWindow]:
-    """Both rankings' windows taken in turn, each once: the chunk-backed ranking's best, then the sentence ranking's
-    own best, and so on. In a collection whose chunks hold many unrelated entries (a dictionary, a list of elements),
-    a chunk's rank says little about its sentences, and the sentence ranking's first windows held answers that the
-    chunk weight pushed out of a small budget."""
-    return list(dict.fromkeys(w for pair in zip(first, second, strict=True) for w in pair))
+def _unshown(window: SentenceWindow, shown: str) -> SentenceWindow | None:
+    """``window`` without the sentences at its ends that the sources already show (``shown``: their texts, normalised,
+    one a line); None when they show them all. A chunk sent whole may end at the sentence found and the answer be the
+    next one, in the next chunk: dropping the window because its sentence was shown lost it (prose at 4,000 tokens,
+    sysdocs at 300). Any source counts, not only the window's document's: man pages repeat lines word for word."""
+    held = [_normalised(t) in shown for t in window.sentences]
+    low, high = 0, len(held)
+    while low < high and held[low]:
+        low += 1
+    while high > low and held[high - 1]:
+        high -= 1
+    if low >= high:
+        return None
+    if (low, high) == (0, len(held)):
+        return window
+    position = min(max(window.position, window.first + low), window.first + high - 1)
+    return dataclasses.replace(
+        window, first=window.first + low, position=position, sentences=window.sentences[low:high]
+    )
+
+
+def _interleaved(*orders: Sequence[SentenceWindow]) -> list[SentenceWindow]:
+    """The rankings' windows taken in turn, each once: the first's best, the second's, the third's, then each one's
+    second, and so on. No one ranking finds every answer. In a collection whose chunks hold many unrelated entries (a
+    dictionary, a list of elements) a chunk's rank says little about its sentences, and the chunk weight pushed the
+    sentence ranking's first windows out of a small budget. And reciprocal-rank fusion buries the sentence nearest in
+    meaning when it shares no word with the question (an answer worded away from it): every sentence both signals rank
+    middling comes first (on the prose corpus, six answers first or second by meaning came 5th-56th after fusion)."""
+    return list(dict.fromkeys(w for turn in zip(*orders, strict=True) for w in turn))
 
 
 @dataclass(frozen=True)

@@ -229,7 +229,7 @@ class ChromaKnowledgeRetriever:
         )
         scale = self.settings.rrf_k + 1
         return [
-            index.window(name, pool[p], radius, float(score) * scale)
+            index.window(name, pool[p], radius, float(score) * scale, dense[index.rows[pool[p]]["id"]])
             for p, score in zip(ranking.positions, ranking.scores, strict=True)
         ]
 
@@ -471,7 +471,7 @@ class _SentenceIndex:
         unit = _unit_rows(vectors) if vectors is not None else None
         return cls(key, collection, rows, numbers, documents, BM25Index(windows), unit)
 
-    def window(self, collection: str, row: int, radius: int, score: float) -> SentenceWindow:
+    def window(self, collection: str, row: int, radius: int, score: float, similarity: float) -> SentenceWindow:
         meta = self.rows[row]["metadata"]
         document = str(meta.get("document_id", ""))
         at = int(meta.get("position", 0))
@@ -486,6 +486,7 @@ class _SentenceIndex:
             first=first,
             sentences=tuple(self.documents[document][first : at + radius + 1]),
             score=score,
+            similarity=similarity,
         )
 
 

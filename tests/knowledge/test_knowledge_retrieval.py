@@ -175,6 +175,9 @@ def test_held_vectors_find_what_chromas_index_finds(store: KnowledgeStore, tmp_p
         nearest = {places[i] for i in np.flatnonzero(cosines > boundary + 1e-6)}
         windows = dense_only.sentence_search(query, collections=["fleet"], k=20)
         assert len(windows) == 20 and nearest <= {(w.document_id, w.position) for w in windows} and nearest
+        # each window carries its sentence's own similarity (the module's third ranking), the oracle's cosine
+        cosine = {place: max(0.0, float(c)) for place, c in zip(places, cosines, strict=True)}
+        assert all(abs(w.similarity - cosine[(w.document_id, w.position)]) < 1e-4 for w in windows)
     assert dense_only._sentences["fleet"].unit_vectors is not None
 
 

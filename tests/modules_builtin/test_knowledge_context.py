@@ -616,8 +616,10 @@ class SentenceKnowledge(FakeKnowledge):
         return self.windows[:k]
 
 
-def sentence_window(doc: str, chunk: int, position: int, sentences: tuple[str, ...], score: float) -> SentenceWindow:
-    return SentenceWindow("kb", doc, doc.upper(), "Intro", chunk, position, position - 1, sentences, score)
+def sentence_window(
+    doc: str, chunk: int, position: int, sentences: tuple[str, ...], score: float, similarity: float = 0.0
+) -> SentenceWindow:
+    return SentenceWindow("kb", doc, doc.upper(), "Intro", chunk, position, position - 1, sentences, score, similarity)
 
 
 def with_sentences() -> SentenceKnowledge:
@@ -705,6 +707,38 @@ async def test_the_first_hit_stays_whole_beside_the_sentence_windows_when_it_lea
     budget = TOKENS.count(kb.hits[0].text) + 150
     c = await make_module().contribute(budget, context(kb))
     assert kb.hits[0].text in c.text() and ANSWER in c.text() and TOKENS.count(c.text()) <= budget
+
+
+async def test_the_sentence_nearest_in_meaning_gets_a_turn_when_the_fusion_ranks_it_low() -> None:
+    """A question worded away from its answer shares no word with the answer's sentence: reciprocal-rank fusion puts
+    every sentence that both signals rank middling above it, though it is the nearest in meaning of the corpus (on
+    the prose corpus, six answers whose sentence was first or second by meaning ranked 5th-56th after fusion)."""
+    a = document("alpha", 3, words=60)
+    others = [
+        sentence_window(
+            f"doc{i}", 0, 1, (f"Doc {i} opens.", f"Doc {i} says more.", f"Doc {i} ends."), 0.9 - i / 100, 0.3
+        )
+        for i in range(10)
+    ]
+    answer = sentence_window("beta", 7, 30, ("Beta notes the cache.", ANSWER, "Beta ends the note."), 0.5, 0.6)
+    kb = SentenceKnowledge([hit(a, i, 0.9 - i / 10) for i in range(3)], {"alpha": a}, windows=[*others, answer])
+    budget = 200
+    assert TOKENS.count(kb.hits[0].text) > budget  # every source is a sentence window
+    c = await make_module().contribute(budget, context(kb, query="how often is the cache flushed?"))
+    assert ANSWER in c.text() and TOKENS.count(c.text()) <= budget
+    assert "Doc 0 opens." in c.text()  # the fusion's own first window still goes first
+    assert len(sources(c.text())) < len(kb.windows)  # the budget held only some of the windows
+
+
+async def test_a_window_whose_sentence_a_whole_source_shows_still_sends_the_neighbour_it_does_not() -> None:
+    """The first hit is sent whole and ends with the sentence the sentence index found; the answer is the sentence
+    after it, in the next chunk: the window sends the sentences not shown instead of being dropped."""
+    kb = with_sentences()
+    shown = kb.hits[0].text
+    kb.windows = [SentenceWindow("kb", "alpha", "ALPHA", "Intro", 0, 0, 0, (shown, ANSWER), 0.9), *kb.windows[2:]]
+    budget = TOKENS.count(shown) + 150
+    c = await make_module().contribute(budget, context(kb, query="how often is the cache flushed?"))
+    assert ANSWER in c.text() and c.text().count(shown) == 1 and TOKENS.count(c.text()) <= budget
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
