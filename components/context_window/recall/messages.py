@@ -283,27 +283,34 @@ class HistoryIndex:
         if vectors is not None and len(self.messages) == self._vectored:
             self.attach(len(self.messages), vectors)
         self.lexical.add([searchable_text(m) for m in messages])
-        match, calls, unit_of = _SPEAKER.match, self._calls, self.unit_of
-        for position, message in enumerate(messages, len(self.messages)):
-            content, role = message.content, message.role
-            if content.rstrip().endswith("?") and _only_asks(content):  # the cheap test first: most do not end so
-                self.asking.append(position)
-            if content.startswith("[") and _DATED.match(content):
-                self.dated.append(position)
-            if ": " in content and (tag := match(content)) is not None:  # no ": ", no tag: the regex not run
-                self.speakers.add(tag.group(2))
-            elif message.name and role in ("user", "assistant"):  # the speaker given as the message's name
-                self.speakers.add(message.name)
-            if role == "tool":
+        first = len(self.messages)
+        contents = [m.content for m in messages]
+        joined = "\n".join(contents)  # each test below tried per text only when some text holds its mark (found in C)
+        if "?" in joined:
+            self.asking += [first + i for i, c in enumerate(contents) if _asks_last(c) and _only_asks(c)]
+        if "[" in joined:
+            self.dated += [first + i for i, c in enumerate(contents) if c.startswith("[") and _DATED.match(c)]
+        maybe = messages if ":" in joined else [m for m in messages if m.name]  # no ":", no tag: names alone
+        self.speakers.update(filter(None, map(_speaker, maybe)))
+        if not self._calls and not any(m.role == "tool" or m.tool_calls for m in messages):
+            self.unit_of.extend(range(first, first + len(messages)))  # each message its own unit
+        else:
+            self._units_of(messages, first)
+        self.messages += messages
+
+    def _units_of(self, messages: Sequence[Message], first: int) -> None:
+        """Each message's unit (``unit_of``): a tool result's is its call's message, any other message's its own."""
+        calls, unit_of = self._calls, self.unit_of
+        for position, message in enumerate(messages, first):
+            if message.role == "tool":
                 unit_of.append(calls.get(message.tool_call_id, position))  # type: ignore[arg-type]
                 continue
-            if role == "assistant" and message.tool_calls:
+            if message.role == "assistant" and message.tool_calls:
                 calls = {str(c.get("id")): position for c in message.tool_calls}
             elif calls:
                 calls = {}
             unit_of.append(position)
         self._calls = calls
-        self.messages += messages
 
     def focus(self, query: str) -> str:
         """``query`` without the names of the chat's speakers, or the short names a question may call them by ("Kat"
@@ -1059,6 +1066,19 @@ def lead_of(index: HistoryIndex, query: str, query_vector: np.ndarray | None, sp
         asked = list(islice(newest_first, RECENT_QUESTIONS))
         continuity = float(scores[asked].max()) if asked else 0.0
     return RecallLead(dense, ratio, continuity)
+
+
+def _speaker(message: Message) -> str | None:
+    """Who says ``message`` in a chat between people: its line's speaker tag ("Maya: "), else its ``name`` (a user's
+    or an assistant's)."""
+    if ": " in message.content and (tag := _SPEAKER.match(message.content)) is not None:
+        return tag.group(2)
+    return message.name if message.role in ("user", "assistant") else None
+
+
+def _asks_last(text: str) -> bool:
+    """Whether ``text`` ends with a question mark (trailing space aside): what every text that only asks does."""
+    return text.rstrip().endswith("?")
 
 
 def _only_asks(text: str) -> bool:
