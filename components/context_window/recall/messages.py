@@ -251,6 +251,8 @@ class HistoryIndex:
     """The background job giving the messages indexed by words only their vectors (one at a time per index)."""
     vectors_due: float = 0.0
     """Until when (``time.monotonic``) recall waits for that job before ranking by words."""
+    chars: array[int] = field(default_factory=lambda: array("q"))
+    """Per message, the characters of its text (counted as it is added, in C)."""
     _short: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
     _unit_of_array: np.ndarray = field(default_factory=lambda: np.zeros(0, np.intp))
     _closed_units: dict[tuple[int, str | None], tuple[tuple[Message, ...] | None, int]] = field(default_factory=dict)
@@ -269,7 +271,7 @@ class HistoryIndex:
     @property
     def held_bytes(self) -> int:
         """About the memory the index holds: its messages' text (and their terms) and its vectors."""
-        return sum(len(m.content) for m in self.messages) + (self.dense.nbytes if self.dense is not None else 0)
+        return sum(self.chars) + (self.dense.nbytes if self.dense is not None else 0)
 
     @property
     def vectored(self) -> int:
@@ -285,6 +287,7 @@ class HistoryIndex:
         self.lexical.add([searchable_text(m) for m in messages])
         first = len(self.messages)
         contents = [m.content for m in messages]
+        self.chars.extend(map(len, contents))
         joined = "\n".join(contents)  # each test below tried per text only when some text holds its mark (found in C)
         if "?" in joined:
             self.asking += [first + i for i, c in enumerate(contents) if _asks_last(c) and _only_asks(c)]
@@ -394,7 +397,7 @@ class HistoryIndex:
         extended by what was added since the last call (the index only grows)."""
         held = len(self._short)
         if held < len(self.messages):
-            added = np.array([len(m.content) for m in self.messages[held:]]) <= NEIGHBOUR_MAX_CHARS
+            added = np.asarray(self.chars[held:], np.int64) <= NEIGHBOUR_MAX_CHARS
             self._short = np.concatenate([self._short, added])
         return self._short
 
