@@ -922,25 +922,46 @@ async def test_a_long_conversation_gets_the_same_window_cold_grown_and_with_word
     assert cold.messages == grown.messages == plain.messages
 
 
-def _units_and_speakers(messages: list[Message]) -> tuple[list[int], set[str], list[str | None]]:
-    """Each message's unit (a tool result's call, else itself), the chat's speakers and each message's, written out
-    one by one."""
-    units, speakers, calls, said_by = [], set(), {}, []
+def _written_out(messages: list[Message]) -> tuple[list[int], set[str], list[str | None], list[int], list[int]]:
+    """Each message's unit (a tool result's call, else itself), the chat's speakers and each message's, the messages
+    that only ask (every sentence a question) and those opening with a date, written out one by one."""
+    units, speakers, calls, said_by, asking, dated = [], set(), {}, [], [], []
     for position, m in enumerate(messages):
         tag = re.match(r"^(\[[^\]\n]{1,40}\]\s*)?([A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}): ", m.content)
         speaker = tag.group(2) if tag else m.name if m.name and m.role in ("user", "assistant") else None
         said_by.append(speaker)
         if speaker:
             speakers.add(speaker)
+        sentences = [s.strip() for s in re.split(r"(?<=[.!?])\s+|\n+", m.content) if s.strip()]
+        if sentences and all(s.endswith("?") for s in sentences):
+            asking.append(position)
+        if re.match(r"\[[^\]\n]{0,40}\b(?:19|20)\d\d\b[^\]\n]{0,40}\]", m.content):
+            dated.append(position)
         if m.role == "tool":
             units.append(calls.get(m.tool_call_id, position))
             continue
         calls = {str(c["id"]): position for c in m.tool_calls} if m.role == "assistant" else {}
         units.append(position)
-    return units, speakers, said_by
+    return units, speakers, said_by, asking, dated
 
 
-_CONTENTS = st.sampled_from(["Maya: hi", "[8 May 2023] Theo Ng: we met", "ok: fine", "plain words", "", "Al:x"])
+_CONTENTS = st.sampled_from(
+    [
+        "Maya: hi",
+        "[8 May 2023] Theo Ng: we met",
+        "[8 May 2023] Hey!",
+        "[note] Hey",
+        "ok: fine",
+        "plain words",
+        "",
+        "Al:x",
+        "Where is it?",
+        "Fine. Where?",
+        "Is it? Yes.",
+        "Why?\nHow? ",
+        "a?b",
+    ]
+)
 _CHAT_MESSAGES = st.lists(
     st.one_of(
         st.builds(Message, st.sampled_from(["user", "assistant"]), _CONTENTS, name=st.sampled_from([None, "Ana"])),
@@ -958,21 +979,24 @@ _CHAT_MESSAGES = st.lists(
 )
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(_CHAT_MESSAGES, st.integers(1, 8))
 def test_the_index_tells_each_messages_unit_and_the_speakers_however_the_history_arrives(messages, step):
-    """A tool result belongs to the call it answers (recalled with it) and a chat line's speaker is known, whatever
-    batches the history is indexed in: as the messages read one by one say (the index skips the speaker pattern on
-    a message without ": ")."""
+    """A tool result belongs to the call it answers (recalled with it), a chat line's speaker is known, and so are
+    the messages that only ask and those opening with a date, whatever batches the history is indexed in: as the
+    messages read one by one say (the index tries each test only on a batch holding its mark: a "?", a "[", a ":",
+    a tool call)."""
     index = HistoryIndex()
     for start in range(0, len(messages), step):
         index.add(messages[start : start + step])
-    units, speakers, said_by = _units_and_speakers(messages)
+    units, speakers, said_by, asking, dated = _written_out(messages)
     assert index.messages == messages
     assert list(index.unit_of) == units
     assert index.speakers == speakers
     for name in speakers | {"Nobody"}:  # each message's speaker, as a question naming them finds them
         assert [n in index.asked_about(f"What did {name} say?") for n in index.said_by] == [s == name for s in said_by]
+    assert index.asking == asking
+    assert index.dated == dated
 
 
 def _units_one_by_one(

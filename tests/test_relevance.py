@@ -91,18 +91,21 @@ _WORDS = "apple banana cherry date elderberry fig grape the of 7 42".split()
     ),
     st.lists(st.sampled_from(_WORDS), min_size=1, max_size=4),
     st.sampled_from([16, 4 << 20]),
+    st.booleans(),
 )
-def test_bm25_grown_in_any_steps_scores_as_the_formula(steps, query, sorted_at):
+def test_bm25_grown_in_any_steps_scores_as_the_formula(steps, query, sorted_at, radix):
     """However texts arrive (batches of texts, one text's terms at a time, queries in between: the index sorts what
     was queued at each query, or once that passes ``sorted_at`` bytes, and merges its tail into the main arrays now
-    and then), every score, idf and coverage is the formula's over every text added so far."""
+    and then), every score, idf and coverage is the formula's over every text added so far; whether the queued words
+    are sorted by a radix sort of their terms (a vocabulary under 65,536 terms) or as whole 64-bit keys."""
     from components.context_window import relevance
 
-    held, relevance._SORTED_AT = relevance._SORTED_AT, sorted_at
+    held = relevance._SORTED_AT, relevance._RADIX_TERMS
+    relevance._SORTED_AT, relevance._RADIX_TERMS = sorted_at, held[1] if radix else 0
     try:
         check_grown(steps, query)
     finally:
-        relevance._SORTED_AT = held
+        relevance._SORTED_AT, relevance._RADIX_TERMS = held
 
 
 def check_grown(steps: list[tuple[str, list[list[str]]]], query: list[str]) -> None:
@@ -477,23 +480,27 @@ _EDGES = [  # words of 6 to 18 bytes differing only in their last byte, or only 
 
 
 @settings(max_examples=150, deadline=None)
-@given(_TEXTS, st.booleans())
-@example([" ".join(_EDGES), " ".join(reversed(_EDGES)), "a" * 8], False)
-@example([" ".join(_EDGES), " ".join(_EDGES[::3])], True)
-def test_bm25_words_numbered_in_numpy_score_as_each_texts_terms(texts, collide):
+@given(_TEXTS, st.booleans(), st.booleans())
+@example([" ".join(_EDGES), " ".join(reversed(_EDGES)), "a" * 8], False, False)
+@example([" ".join(_EDGES), " ".join(_EDGES[::3])], True, False)
+@example([" ".join(_EDGES), " ".join(_EDGES[::3]), "apple banana apple"], False, True)
+def test_bm25_words_numbered_in_numpy_score_as_each_texts_terms(texts, collide, crowded):
     """``add`` numbers a batch's words in numpy (keys made of their bytes, hashed past 8 bytes; ``collide``: every
-    such hash the same, so the check of what shares a key takes the word-by-word path). The index scores, to the last
-    bit, as one given each text's ``terms``: the same terms counted in the same texts, whichever path numbered them."""
+    such hash the same, so the check of what shares a key takes the word-by-word path; the distinct keys found in a
+    hash table, ``crowded``: every key in one slot, so each round numbers one key and the rest go to ``np.unique``).
+    The index scores, to the last bit, as one given each text's ``terms``: the same terms counted in the same texts,
+    whichever path numbered them."""
     from components.context_window import relevance
 
-    held = relevance._NUMPY_FROM, relevance._MIX
+    held = relevance._NUMPY_FROM, relevance._MIX, relevance._HASH_MULTIPLIERS
     relevance._NUMPY_FROM, relevance._MIX = 0, np.uint64(0) if collide else relevance._MIX
+    relevance._HASH_MULTIPLIERS = (0, 0) if crowded else held[2]
     try:
         fast = BM25Index()
         fast.add(texts[: len(texts) // 2])
         fast.add(texts[len(texts) // 2 :])
     finally:
-        relevance._NUMPY_FROM, relevance._MIX = held
+        relevance._NUMPY_FROM, relevance._MIX, relevance._HASH_MULTIPLIERS = held
     plain = BM25Index()
     for text in texts:
         plain.add_terms(terms(text))

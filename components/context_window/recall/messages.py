@@ -263,6 +263,8 @@ class HistoryIndex:
     """The background job giving the messages indexed by words only their vectors (one at a time per index)."""
     vectors_due: float = 0.0
     """Until when (``time.monotonic``) recall waits for that job before ranking by words."""
+    chars: array[int] = field(default_factory=lambda: array("q"))
+    """Per message, the characters of its text (counted as it is added, in C)."""
     _short: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
     _unit_of_array: np.ndarray = field(default_factory=lambda: np.zeros(0, np.intp))
     _closed_units: dict[tuple[int, str | None], tuple[tuple[Message, ...] | None, int]] = field(default_factory=dict)
@@ -281,7 +283,7 @@ class HistoryIndex:
     @property
     def held_bytes(self) -> int:
         """About the memory the index holds: its messages' text (and their terms) and its vectors."""
-        return sum(len(m.content) for m in self.messages) + (self.dense.nbytes if self.dense is not None else 0)
+        return sum(self.chars) + (self.dense.nbytes if self.dense is not None else 0)
 
     @property
     def vectored(self) -> int:
@@ -295,34 +297,40 @@ class HistoryIndex:
         if vectors is not None and len(self.messages) == self._vectored:
             self.attach(len(self.messages), vectors)
         self.lexical.add([searchable_text(m) for m in messages])
-        match, calls, unit_of = _SPEAKER.match, self._calls, self.unit_of
-        said_by, numbers = self.said_by, self._speaker_numbers
-        for position, message in enumerate(messages, len(self.messages)):
-            content, role = message.content, message.role
-            if content.rstrip().endswith("?") and _only_asks(content):  # the cheap test first: most do not end so
-                self.asking.append(position)
-            if content.startswith("[") and _DATED.match(content):
-                self.dated.append(position)
-            speaker = None
-            if ": " in content and (tag := match(content)) is not None:  # no ": ", no tag: the regex not run
-                speaker = tag.group(2)
-            elif message.name and role in ("user", "assistant"):  # the speaker given as the message's name
-                speaker = message.name
-            if speaker is None:
-                said_by.append(-1)
-            else:
-                self.speakers.add(speaker)
-                said_by.append(numbers.setdefault(speaker, len(numbers)))
-            if role == "tool":
+        first = len(self.messages)
+        contents = [m.content for m in messages]
+        self.chars.extend(map(len, contents))
+        joined = "\n".join(contents)  # each test below tried per text only when some text holds its mark (found in C)
+        if "?" in joined:
+            self.asking += [first + i for i, c in enumerate(contents) if _asks_last(c) and _only_asks(c)]
+        if "[" in joined:
+            self.dated += [first + i for i, c in enumerate(contents) if c.startswith("[") and _DATED.match(c)]
+        if ":" in joined or any(m.name for m in messages):
+            speakers = [_speaker(m) for m in messages]
+            self.speakers.update(filter(None, speakers))
+            numbers = self._speaker_numbers
+            self.said_by.extend(-1 if s is None else numbers.setdefault(s, len(numbers)) for s in speakers)
+        else:  # no ":", no tag; no name: no speaker known
+            self.said_by.extend([-1] * len(messages))
+        if not self._calls and not any(m.role == "tool" or m.tool_calls for m in messages):
+            self.unit_of.extend(range(first, first + len(messages)))  # each message its own unit
+        else:
+            self._units_of(messages, first)
+        self.messages += messages
+
+    def _units_of(self, messages: Sequence[Message], first: int) -> None:
+        """Each message's unit (``unit_of``): a tool result's is its call's message, any other message's its own."""
+        calls, unit_of = self._calls, self.unit_of
+        for position, message in enumerate(messages, first):
+            if message.role == "tool":
                 unit_of.append(calls.get(message.tool_call_id, position))  # type: ignore[arg-type]
                 continue
-            if role == "assistant" and message.tool_calls:
+            if message.role == "assistant" and message.tool_calls:
                 calls = {str(c.get("id")): position for c in message.tool_calls}
             elif calls:
                 calls = {}
             unit_of.append(position)
         self._calls = calls
-        self.messages += messages
 
     def focus(self, query: str) -> str:
         """``query`` without the names of the chat's speakers, or the short names a question may call them by ("Kat"
@@ -422,7 +430,7 @@ class HistoryIndex:
         extended by what was added since the last call (the index only grows)."""
         held = len(self._short)
         if held < len(self.messages):
-            added = np.array([len(m.content) for m in self.messages[held:]]) <= NEIGHBOUR_MAX_CHARS
+            added = np.asarray(self.chars[held:], np.int64) <= NEIGHBOUR_MAX_CHARS
             self._short = np.concatenate([self._short, added])
         return self._short
 
@@ -1106,6 +1114,19 @@ def lead_of(index: HistoryIndex, query: str, query_vector: np.ndarray | None, sp
 def _calls(word: str, speaker: str) -> bool:
     """Whether a question's capitalised ``word`` (lower case) names ``speaker`` (lower case)."""
     return speaker.startswith(word) and (word not in CALENDAR or speaker.split()[0] == word)
+
+
+def _speaker(message: Message) -> str | None:
+    """Who says ``message`` in a chat between people: its line's speaker tag ("Maya: "), else its ``name`` (a user's
+    or an assistant's); None: no one known."""
+    if ": " in message.content and (tag := _SPEAKER.match(message.content)) is not None:
+        return tag.group(2)
+    return message.name if message.name and message.role in ("user", "assistant") else None
+
+
+def _asks_last(text: str) -> bool:
+    """Whether ``text`` ends with a question mark (trailing space aside): what every text that only asks does."""
+    return text.rstrip().endswith("?")
 
 
 def _only_asks(text: str) -> bool:
