@@ -69,7 +69,8 @@ async def index_history(svc: TDAService, session_id: str, data: SessionData | No
 def index_after(svc: TDAService, session_id: str, data: SessionData | None = None) -> None:
     """Index what was just stored for ``session_id``, after the response (call it holding the session's lock, which
     keeps ``data``, the session as the caller recorded it, current until the job has run)."""
-    svc.writer.submit(session_id, partial(index_history, svc, session_id, data), f"history index of session {session_id}")
+    job = partial(index_history, svc, session_id, data)
+    svc.writer.submit(session_id, job, f"history index of session {session_id}")
 
 
 async def vectors_ready(svc: TDAService, ctx: AssemblyContext, window_type: ContextWindowType) -> None:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import uuid
-import dataclasses
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
