@@ -99,7 +99,7 @@ class HistoryCache:
     async def _current(self, data: SessionData) -> _Run:
         key = (data.session.id, data.session.created_at.isoformat())
         run = self._runs.get(key)
-        stored = data.session.message_count  # the whole history's, whatever part this turn sees
+        stored = data.stored_messages  # the whole history's, whatever part this turn sees
         if run is None or run.version != data.session.history_version or not run.keys:
             # empty: whatever is read from here on is the newest (the turn holds the session's lock)
             run = self._replace(_Run(key, data.session.history_version, complete=stored == 0, synced=stored))
@@ -120,13 +120,25 @@ class HistoryCache:
         """``rows`` were just appended to the session ``data`` was loaded for, by its turn, under the session's lock
         (every other way of adding messages bumps ``history_version``): kept with its run, no read next turn."""
         run = self._runs.get((data.session.id, data.session.created_at.isoformat()))
-        if run is None or run.synced != data.session.message_count or not rows:
+        if run is None or run.synced != data.stored_messages or not rows:
             return  # not in sync when the turn began: the next turn reads what is new
         if run.keys and (rows[0].turn, rows[0].id) < run.keys[-1]:
             return
         self._add(run, rows, older=False)
-        run.synced = data.session.message_count + len(rows)
+        run.synced = data.stored_messages + len(rows)
         self._evict()
+
+    def after_recorded(self, data: SessionData) -> SessionData | None:
+        """``data`` as it stands once its turn's messages were kept here (``recorded``): what the turn's indexing
+        would read the session again for. None when they were not (not in sync, a replay or a continuation's
+        data): the indexing reads it."""
+        run = self._runs.get((data.session.id, data.session.created_at.isoformat()))
+        if data.before_turn is not None or run is None or run.version != data.session.history_version:
+            return None
+        added = run.synced - data.stored_messages
+        if added <= 0 or not run.keys:
+            return None
+        return data.with_recorded(added, run.keys[-1][0])
 
     async def read_older(self, session_id: str, run: _Run, want: int) -> None:
         """Extend ``run`` back by at least ``want`` messages (fewer when the history starts sooner)."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import aclosing
+from functools import partial
 from typing import TYPE_CHECKING
 
 from components.context_window.base import (
@@ -32,6 +33,7 @@ from .vectors import write_now
 
 if TYPE_CHECKING:
     from ..service import TDAService
+    from ..store.sessions import SessionData
 
 
 def call_recall(svc: TDAService, beginnings: Sequence[str] = ()) -> HistoryRecall | None:
@@ -52,20 +54,23 @@ def call_done(ctx: AssemblyContext) -> None:
         ctx.history_recall.call_done()
 
 
-async def index_history(svc: TDAService, session_id: str) -> None:
-    """Bring ``session_id``'s recall index up to its stored history (only what was added since is read)."""
+async def index_history(svc: TDAService, session_id: str, data: SessionData | None = None) -> None:
+    """Bring ``session_id``'s recall index up to its stored history (only what was added since is read). ``data``:
+    the session as it now stands, when the caller knows (the turn that recorded it: no second load)."""
     recall = svc.sources.history_recall
     if recall is None or not hasattr(recall, "sync"):
         return
-    data = await svc.store.sessions.load(session_id)
+    data = data or await svc.store.sessions.load(session_id)
     source = await svc.history.source(data)
     with write_now():  # the vectors are written before the job ends, so before the session's lock goes
         await recall.sync(Session(id=session_id, user_id=data.session.user_id, history=source), dense=True)
 
 
-def index_after(svc: TDAService, session_id: str) -> None:
-    """Index what was just stored for ``session_id``, after the response (call it holding the session's lock)."""
-    svc.writer.submit(session_id, lambda: index_history(svc, session_id), f"history index of session {session_id}")
+def index_after(svc: TDAService, session_id: str, data: SessionData | None = None) -> None:
+    """Index what was just stored for ``session_id``, after the response (call it holding the session's lock, which
+    keeps ``data``, the session as the caller recorded it, current until the job has run)."""
+    job = partial(index_history, svc, session_id, data)
+    svc.writer.submit(session_id, job, f"history index of session {session_id}")
 
 
 async def vectors_ready(svc: TDAService, ctx: AssemblyContext, window_type: ContextWindowType) -> None:

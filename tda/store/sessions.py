@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import uuid
@@ -123,6 +124,19 @@ class SessionData:
     attachments: list[AttachmentRow]
     before_turn: int | None = None
     """Set for a replay: only what existed before this turn (messages, turns) was loaded."""
+    recorded: int = 0
+    """Messages appended since the load, by the turn that loaded it, under the session's lock (``with_recorded``)."""
+
+    @property
+    def stored_messages(self) -> int:
+        """The session's message count as stored now (the whole history's, whatever part a turn sees)."""
+        return self.session.message_count + self.recorded
+
+    def with_recorded(self, added: int, last_turn: int) -> SessionData:
+        """The history as a load after its turn appended ``added`` messages up to ``last_turn`` would find it (the
+        header and turns are the load's): what the turn's indexing reads, without reading the session again."""
+        count, last = self.message_count + added, max(self.last_message_turn, last_turn)
+        return dataclasses.replace(self, message_count=count, last_message_turn=last, recorded=self.recorded + added)
 
 
 MessageCursor = tuple[int, int]

@@ -160,3 +160,33 @@ async def test_a_long_history_is_indexed_and_ranked_in_worker_threads(settings: 
         sent, _ = await ask_after_import((client, headers, model), long_history(1_200))
     assert FACT in [m["content"] for m in sent]
     assert runner.threads
+
+
+async def test_the_index_after_each_turn_holds_it_without_reading_the_session_again(chat):
+    """After each turn the session's recall index is brought up to its stored history (the next turn finds it
+    ready, every message with its vector) from the session as the turn left it: the session is read once a turn."""
+    client, headers, _ = chat
+    svc = client.app.extensions["tda"]
+    assert (
+        await client.post("/v1/sessions", json={"id": "s", "profile_id": "chat"}, headers=headers)
+    ).status_code == 201
+    r = await client.post("/v1/sessions/s/messages", json={"messages": long_history(40, fact_at=4)}, headers=headers)
+    assert r.status_code == 201
+    await svc.writer.drain()
+    loads: list[str] = []
+    load = svc.store.sessions.load
+
+    async def counted(session_id: str, *args: Any, **kwargs: Any) -> Any:
+        loads.append(session_id)
+        return await load(session_id, *args, **kwargs)
+
+    svc.store.sessions.load = counted
+    for n, question in enumerate((QUESTION, "And the oven?", "Which ferry was it?"), start=1):
+        r = await client.post("/v1/sessions/s/turns", json={"query": question}, headers=headers)
+        assert r.status_code == 201, await r.get_json()
+        await svc.writer.drain()
+        stored = (await svc.store.sessions.get("s")).message_count
+        index = svc.sources.history_recall._indexes.get("s")
+        assert stored == 40 + 2 * n and len(index) == stored and index.vectored == stored
+        assert [m.content for m in index.messages[-2:]] == [question, "Done."]
+    assert loads == ["s", "s", "s"]  # each turn's own load; its indexing reads nothing of the session again
