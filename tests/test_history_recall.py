@@ -713,6 +713,9 @@ def test_a_month_is_no_speakers_short_name():
     assert index.asked_about("What did Maya say?") == {maya}
     assert index.asked_about("What did she say in May?") == {may}  # the speaker called May, not Maya or Mayhew
     assert index.asked_about("What did Mayh say?") == {mayhew}  # the start of a name is the name
+    only_maya = HistoryIndex()
+    only_maya.add([Message("user", "Maya: hi")])
+    assert "May" in only_maya.focus("What did Maya do in May?")  # searched by: a month, not Maya's short name
 
 
 def dated_sessions() -> list[Message]:

@@ -348,11 +348,8 @@ class HistoryIndex:
         """The speakers ``query`` names, in full or by the start of their name ("Kat" for Katherine), by number: a
         month is no one's short name ("May" is not Maya)."""
         called = [w.lower() for w in _CALLED.findall(query) if terms(w)]
-        return frozenset(
-            number
-            for speaker, number in self._speaker_numbers.items()
-            if any(_calls(word, speaker.lower()) for word in called)
-        )
+        numbers = self._speaker_numbers.items()
+        return frozenset(number for speaker, number in numbers if any(_calls(w, speaker.lower()) for w in called))
 
     def attach(self, first: int, vectors: Sequence[Sequence[Any]]) -> None:
         """Give the messages from position ``first`` (the first without vectors) their part vectors, in order."""
@@ -518,7 +515,7 @@ class HistoryIndex:
 
     def _speaks(self, name: str) -> bool:
         """Whether ``name`` is a speaker's, or the start of one: a question may shorten it ("Mel" for "Melanie")."""
-        return any(speaker.lower().startswith(name.lower()) for speaker in self.speakers)
+        return any(_calls(name.lower(), speaker.lower()) for speaker in self.speakers)
 
     def _rank(
         self,
