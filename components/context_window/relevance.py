@@ -459,6 +459,9 @@ VECTORS_BY_TEXT_BYTES = 16 * 2**20
 turns): ~10,000 MiniLM vectors with their texts, more than a 170K-token agent conversation a stateless client sends
 whole again. Bounded by 20,000 entries alone, each grew a long native session's memory turn by turn up to its
 ~5,000th, holding vectors the session's index already keeps (~30 MB)."""
+TAKEN_VECTORS_BYTES = 2 * 2**20
+"""At most about this much memory held by such a cache for vectors an index has taken (``VectorsByText``): ~1,000
+MiniLM vectors, the newest, for a text said again and a turn's other reader; the index holds them all."""
 
 
 class VectorIndex:

@@ -378,7 +378,7 @@ async def test_embedders_of_one_class_with_different_models_never_share_vectors(
     for embedder in (small, large):
         await plan.contribute(4_000, ctx_for(QUESTION, session=session, embedder=embedder))
     assert small.embedded and sorted(large.embedded) == sorted(small.embedded)
-    lengths = {(key[0], len(vector)) for key, vector in TurnRecall._shared_vectors._entries.items()}
+    lengths = {(key[0], len(vector)) for key, vector in TurnRecall._shared_vectors.items()}
     assert lengths == {("model-a", 3), ("model-b", 7)}
 
 
