@@ -187,16 +187,16 @@ def test_prose_is_embedded_sentence_by_sentence_and_a_line_of_data_by_its_head()
     ]
     table = "Here you go: " + json.dumps([{"order": f"ORD-{i}", "status": "open"} for i in range(80)])
     (part,) = parts_of(table)
-    assert table.startswith(part) and len(part) == 150
+    assert table.startswith(part) and len(part) == 50
 
 
 def test_data_costs_the_embedder_a_short_head_and_a_long_sentence_of_prose_is_embedded_whole():
     """The embedder's cost follows the word pieces it reads: a tool result (or a line of data an answer quotes) is
-    embedded by its first 150 characters, ~70 word pieces of JSON; prose up to 600 characters a sentence is not cut."""
+    embedded by its first 50 characters, ~22 word pieces of JSON; prose up to 600 characters a sentence is not cut."""
     result = json.dumps([{"order": f"ORD-{i:05d}", "customer": "CUST-012", "status": "open"} for i in range(40)])
-    assert parts_of(embedded_text(Message("tool", result, tool_call_id="call_1"))) == [result[:150]]
+    assert parts_of(embedded_text(Message("tool", result, tool_call_id="call_1"))) == [result[:50]]
     quoted = Message("assistant", "The tool answered: " + result)
-    assert parts_of(embedded_text(quoted)) == [quoted.content[:150]]
+    assert parts_of(embedded_text(quoted)) == [quoted.content[:50]]
     sentence = "After the storm we drove back along the coast road, " * 5 + "and reached home by midnight."
     assert 200 < len(sentence) < 600 and parts_of(sentence) == [sentence]
 
@@ -736,6 +736,31 @@ async def test_a_speaker_the_question_calls_by_a_short_name_is_not_what_it_is_se
     assert "The" in focused  # a word, not Theo's short name
 
 
+MAYA_MOVED = "Maya: Big news, we moved to a flat in Leeds last week, boxes everywhere."
+THEO_MOVED = "Theo: My cousin moved to a flat in Leeds and moved again to York, boxes everywhere again."
+
+
+@pytest.mark.parametrize("embedder", [None, HistoryEmbedder()], ids=["words", "words+vectors"])
+async def test_a_question_about_someone_ranks_their_own_message_above_the_others_like_it(embedder):
+    """Theo's line shares more of the question's words, but the question is about Maya: what someone did is told
+    mostly by them, in a chat where half the lines are the other person's."""
+    messages = chat_between_people()
+    messages[30:30] = [Message("user", MAYA_MOVED), Message("assistant", THEO_MOVED)]
+    recalled = await _recalled("Where has Maya moved to?", messages, embedder)
+    assert recalled.index(MAYA_MOVED) < recalled.index(THEO_MOVED)
+    about_theo = await _recalled("Where has Theo's cousin moved to?", messages, embedder)
+    assert about_theo.index(THEO_MOVED) < about_theo.index(MAYA_MOVED)
+
+
+def test_a_month_is_no_speakers_short_name():
+    index = HistoryIndex()
+    index.add([Message("user", "Maya: hi"), Message("user", "May: hello"), Message("user", "Mayhew: hey")])
+    maya, may, mayhew = index.said_by
+    assert index.asked_about("What did Maya say?") == {maya}
+    assert index.asked_about("What did she say in May?") == {may}  # the speaker called May, not Maya or Mayhew
+    assert index.asked_about("What did Mayh say?") == {mayhew}  # the start of a name is the name
+
+
 def dated_sessions() -> list[Message]:
     """Sessions a week apart, each opening with a dated greeting; Theo's move is told mid-session, dated only by it."""
     out = []
@@ -943,21 +968,22 @@ async def test_a_long_conversation_gets_the_same_window_cold_grown_and_with_word
     assert cold.messages == grown.messages == plain.messages
 
 
-def _units_and_speakers(messages: list[Message]) -> tuple[list[int], set[str]]:
-    """Each message's unit (a tool result's call, else itself) and the chat's speakers, written out one by one."""
-    units, speakers, calls = [], set(), {}
+def _units_and_speakers(messages: list[Message]) -> tuple[list[int], set[str], list[str | None]]:
+    """Each message's unit (a tool result's call, else itself), the chat's speakers and each message's, written out
+    one by one."""
+    units, speakers, calls, said_by = [], set(), {}, []
     for position, m in enumerate(messages):
         tag = re.match(r"^(\[[^\]\n]{1,40}\]\s*)?([A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}): ", m.content)
-        if tag:
-            speakers.add(tag.group(2))
-        elif m.name and m.role in ("user", "assistant"):
-            speakers.add(m.name)
+        speaker = tag.group(2) if tag else m.name if m.name and m.role in ("user", "assistant") else None
+        said_by.append(speaker)
+        if speaker:
+            speakers.add(speaker)
         if m.role == "tool":
             units.append(calls.get(m.tool_call_id, position))
             continue
         calls = {str(c["id"]): position for c in m.tool_calls} if m.role == "assistant" else {}
         units.append(position)
-    return units, speakers
+    return units, speakers, said_by
 
 
 _CONTENTS = st.sampled_from(["Maya: hi", "[8 May 2023] Theo Ng: we met", "ok: fine", "plain words", "", "Al:x"])
@@ -987,10 +1013,12 @@ def test_the_index_tells_each_messages_unit_and_the_speakers_however_the_history
     index = HistoryIndex()
     for start in range(0, len(messages), step):
         index.add(messages[start : start + step])
-    units, speakers = _units_and_speakers(messages)
+    units, speakers, said_by = _units_and_speakers(messages)
     assert index.messages == messages
     assert list(index.unit_of) == units
     assert index.speakers == speakers
+    for name in speakers | {"Nobody"}:  # each message's speaker, as a question naming them finds them
+        assert [n in index.asked_about(f"What did {name} say?") for n in index.said_by] == [s == name for s in said_by]
 
 
 def _units_one_by_one(

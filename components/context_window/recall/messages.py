@@ -47,6 +47,7 @@ from ..isolation import describe_error
 from ..offload import Runner, guarded, retrieved, run_sized
 from ..phases import visible
 from ..relevance import (
+    CALENDAR,
     RRF_K,
     TAKEN_VECTORS_BYTES,
     VECTORS_BY_TEXT_BYTES,
@@ -69,12 +70,13 @@ EMBED_CHARS = 2_000
 DATA_CHARS = 600
 """A "sentence" longer than this is data (a one-line JSON table, a log line, minified code): a sentence of prose is
 shorter (the recall and conversation benches' longest is 162 characters), and is embedded whole."""
-DATA_HEAD_CHARS = 150
+DATA_HEAD_CHARS = 50
 """Characters embedded of data: a tool result, and any "sentence" longer than ``DATA_CHARS``. Its head says what the
-data is (its keys, first row or line); what it holds further on (ids, figures) is found by its words. Data is an
-agent turn's longest text, and the embedder's cost follows the word pieces it reads (~1 ms of CPU each with the
-default embedder; 600 characters of JSON are ~280-300 pieces, 150 ~70): in bench/data_head_bench.py a
-150-character head recalls old tool results as a 600-character one does (docs/knowledge.md, "What is embedded")."""
+data is (its first keys, or a report's opening words); what it holds further on (ids, figures) is found by its words.
+Data is an agent turn's longest text, and the embedder's cost follows the word pieces it reads (~0.3-1 ms of CPU each
+with the default embedder; 600 characters of JSON are ~280-300 pieces, 150 ~70, 50 ~22): in bench/data_head_bench.py
+a 50-character head recalls old tool results as a 150- or 600-character one does (docs/knowledge.md, "What is
+embedded"), and an agent session's tool result and the answer quoting it were two thirds of what its turn embedded."""
 EMBED_BATCH = 64
 INDEX_SLICE = 128
 """Messages indexed (or split into parts, or given their vectors) between two yields to the event loop: a
@@ -103,6 +105,12 @@ HOP_WEIGHT = 0.5
 """RRF weight of the second hop's ranking (beside the lexical and dense ones)."""
 HOP_MIN_IDF = 2.0
 """A name leads a second hop only when it is rare in the history (idf at least this: in under ~1 message in 7)."""
+ABOUT_FACTOR = 2.0
+"""A question about someone (``HistoryIndex.asked_about``): their own messages' scores count this many times. What
+someone did or has is told mostly by them, in a chat where half the messages are the other person's; a factor keeps
+the order within each speaker's messages. Measured on the varied chats (bench/conversation_bench.py, Conversation
+First, 4K / 8K / 16K): 85 / 91 / 100% -> 89 / 94 / 100% (x1.5: 88 / 93 / 100%); the classic chats 98 / 99 / 100%
+either way (docs/knowledge.md, "A question about someone")."""
 _NAME = re.compile(
     r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]{2,}\b"  # not opening a sentence
     r"|\b[A-Z][a-z]{2,}\b(?= (?:is|was|has|had|said|taught|called)\b)"
@@ -233,6 +241,10 @@ class HistoryIndex:
     speakers: set[str] = field(default_factory=set)
     """The names chat lines open with ("Maya: ...") or carry as their ``name``: a question naming a speaker is about
     what they said, so the name is not what it is searched by (see ``focus``)."""
+    said_by: array[int] = field(default_factory=lambda: array("q"))
+    """Per message, its speaker's number in ``_speaker_numbers`` (-1: none known)."""
+    _speaker_numbers: dict[str, int] = field(default_factory=dict)
+    _said_by_array: np.ndarray = field(default_factory=lambda: np.zeros(0, np.intp))
     _vectored: int = 0
     """How many of the first messages were added with vectors (a message never shown may have none)."""
     unit_of: array[int] = field(default_factory=lambda: array("q"))
@@ -285,16 +297,23 @@ class HistoryIndex:
             self.attach(len(self.messages), vectors)
         self.lexical.add([searchable_text(m) for m in messages])
         match, calls, unit_of = _SPEAKER.match, self._calls, self.unit_of
+        said_by, numbers = self.said_by, self._speaker_numbers
         for position, message in enumerate(messages, len(self.messages)):
             content, role = message.content, message.role
             if content.rstrip().endswith("?") and _only_asks(content):  # the cheap test first: most do not end so
                 self.asking.append(position)
             if content.startswith("[") and _DATED.match(content):
                 self.dated.append(position)
+            speaker = None
             if ": " in content and (tag := match(content)) is not None:  # no ": ", no tag: the regex not run
-                self.speakers.add(tag.group(2))
+                speaker = tag.group(2)
             elif message.name and role in ("user", "assistant"):  # the speaker given as the message's name
-                self.speakers.add(message.name)
+                speaker = message.name
+            if speaker is None:
+                said_by.append(-1)
+            else:
+                self.speakers.add(speaker)
+                said_by.append(numbers.setdefault(speaker, len(numbers)))
             if role == "tool":
                 unit_of.append(calls.get(message.tool_call_id, position))  # type: ignore[arg-type]
                 continue
@@ -317,6 +336,16 @@ class HistoryIndex:
         names = "|".join(re.escape(name) for name in sorted({*self.speakers, *short}, key=len, reverse=True))
         focused = re.sub(rf"\b(?:{names})(?:'s|s')?\b", " ", query)
         return focused if terms(focused) else query
+
+    def asked_about(self, query: str) -> frozenset[int]:
+        """The speakers ``query`` names, in full or by the start of their name ("Kat" for Katherine), by number: a
+        month is no one's short name ("May" is not Maya)."""
+        called = [w.lower() for w in _CALLED.findall(query) if terms(w)]
+        return frozenset(
+            number
+            for speaker, number in self._speaker_numbers.items()
+            if any(_calls(word, speaker.lower()) for word in called)
+        )
 
     def attach(self, first: int, vectors: Sequence[Sequence[Any]]) -> None:
         """Give the messages from position ``first`` (the first without vectors) their part vectors, in order."""
@@ -382,6 +411,12 @@ class HistoryIndex:
         best.flags.writeable = False
         self._dense_cache = (key, best)
         return best
+
+    def _said_by(self) -> np.ndarray:
+        held = len(self._said_by_array)
+        if held < len(self.said_by):  # said_by only grows: convert what was added since
+            self._said_by_array = np.concatenate([self._said_by_array, np.asarray(self.said_by[held:], np.intp)])
+        return self._said_by_array
 
     def short(self) -> np.ndarray:
         """Per message, whether it is short enough to come with a hit as its neighbour (``NEIGHBOUR_MAX_CHARS``);
@@ -452,6 +487,7 @@ class HistoryIndex:
         before: int,
         weights: tuple[float, float] = WEIGHTS,
         evidence: Evidence | None = None,
+        about: frozenset[int] = frozenset(),
     ) -> tuple[np.ndarray, np.ndarray, str, str | None]:
         """Positions of the messages before ``before``, best first, with fused scores, the method and (when nothing
         ranks) the reason. Messages no signal ranks are left out (and the exchanges of the best hits come with them).
@@ -459,9 +495,9 @@ class HistoryIndex:
         ranking only above its z-score floor (see ``Evidence``). The last result is kept: a turn asks again when the
         history gets more room (the surplus pass)."""
         vector = None if query_vector is None else np.asarray(query_vector, dtype=np.float32).tobytes()
-        key = (query, vector, before, len(self.messages), self._vectored, weights, evidence)
+        key = (query, vector, before, len(self.messages), self._vectored, weights, evidence, about)
         if self._rank_cache is None or self._rank_cache[0] != key:
-            self._rank_cache = (key, self._rank(query, query_vector, before, weights, evidence))
+            self._rank_cache = (key, self._rank(query, query_vector, before, weights, evidence, about))
         return self._rank_cache[1]
 
     def unknown_names(self, query: str, n: int) -> list[str]:
@@ -484,6 +520,7 @@ class HistoryIndex:
         before: int,
         weights: tuple[float, float],
         evidence: Evidence | None,
+        about: frozenset[int] = frozenset(),
     ) -> tuple[np.ndarray, np.ndarray, str, str | None]:
         n = min(before, len(self.messages))
         if n <= 0:
@@ -512,6 +549,8 @@ class HistoryIndex:
         best = ranking.positions[:NEIGHBOURS_OF]
         scores = with_neighbours(fused, best, short)
         scores = with_session_dates(scores, fused, best, self.dated, short)
+        if about:  # a question about someone: what they said counts for more
+            scores[np.isin(self._said_by()[:n], list(about))] *= ABOUT_FACTOR
         positions = np.flatnonzero(scores > 0)
         positions = positions[np.lexsort((-positions, -scores[positions]))]
         return positions, scores[positions], ranking.method, None
@@ -1029,11 +1068,14 @@ class SessionRecall:
         """Units of the session's messages before position ``before``, best first, until their messages hold about
         ``enough_tokens`` tokens (by their stored counts, else ~4 characters a token) or the ranking ends."""
         index = await self._synced(session)
+        about = await self._step(index, 0, lambda: index.asked_about(query))
         query = await self._step(index, 0, lambda: index.focus(query))  # its speakers may be growing in a step
         query_vector = await self._query_vector(index, query, min(before, len(index)))
 
         def ranked() -> RecallRanking:
-            positions, scores, method, reason = index.rank(query, query_vector, before, evidence=self.evidence)
+            positions, scores, method, reason = index.rank(
+                query, query_vector, before, evidence=self.evidence, about=about
+            )
             return collect_units(index, positions, scores, method, reason, session.phase, enough_tokens)
 
         ranking = await self._step(index, min(before, len(index)), ranked)
@@ -1071,6 +1113,11 @@ def lead_of(index: HistoryIndex, query: str, query_vector: np.ndarray | None, sp
         asked = list(islice(newest_first, RECENT_QUESTIONS))
         continuity = float(scores[asked].max()) if asked else 0.0
     return RecallLead(dense, ratio, continuity)
+
+
+def _calls(word: str, speaker: str) -> bool:
+    """Whether a question's capitalised ``word`` (lower case) names ``speaker`` (lower case)."""
+    return speaker.startswith(word) and (word not in CALENDAR or speaker.split()[0] == word)
 
 
 def _only_asks(text: str) -> bool:
