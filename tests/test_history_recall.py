@@ -24,7 +24,7 @@ from components.context_window.recall.messages import (
     embedded_text,
     parts_of,
 )
-from components.context_window.relevance import VectorIndex
+from components.context_window.relevance import TAKEN_VECTORS_BYTES, VectorIndex
 from modules.conversation_history.handler import RECALL_MARKER
 from tda.builtins import DEFAULT_TYPES
 from tda.recall.messages import embed_reply_ahead, vectors_ready
@@ -308,6 +308,52 @@ async def test_a_long_sessions_vectors_are_held_by_its_index_and_only_the_recent
     held = recall._vectors
     assert 4 * 2**20 - 2_000 < held.held_bytes <= 4 * 2**20 and len(held) < len(messages)
     assert messages[-1].content in held and messages[0].content not in held
+
+
+class CountingMiniLMSized(MiniLMSized):
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    async def embed(self, texts):
+        self.texts += texts
+        return await super().embed(texts)
+
+
+async def test_a_stored_sessions_vectors_are_held_by_its_index_and_only_the_newest_again_by_text():
+    """With a store (the service's), the vectors a session's index took are its index's and the store's: kept again
+    by text only among the newest ``TAKEN_VECTORS_BYTES`` (a long native session kept each twice, ~4 KB a turn until
+    16 MiB). A history edited at its start is indexed afresh from the store: only the edited message is embedded."""
+    store, embedder = DictVectors(), CountingMiniLMSized()
+    recall = SessionRecall(embedder, stored=store)
+    messages = [Message("user" if i % 2 == 0 else "assistant", f"Message {i} says {i * 7919}.") for i in range(6_000)]
+    index = await recall.sync(Session("long", messages=messages), dense=True)
+    assert index.vectored == len(messages) and index.dense is not None and len(index.dense) == len(messages)
+    held = recall._vectors
+    assert held.held_bytes <= TAKEN_VECTORS_BYTES and not held.waiting
+    assert messages[-1].content in held and messages[0].content not in held
+    embedded = len(embedder.texts)
+    edited = [Message("user", "Something else entirely."), *messages[1:]]
+    again = await recall.sync(Session("long", messages=edited), dense=True)
+    assert again is not index and again.vectored == len(edited)
+    assert embedder.texts[embedded:] == ["Something else entirely."]
+    assert np.array_equal(again.dense.matrix[1:], index.dense.matrix[1:])  # read back as they were embedded
+
+
+async def test_a_stateless_conversation_sent_again_beside_stored_sessions_is_not_embedded_again():
+    """A stateless call's index is dropped after its call (``for_one_call``): its vectors wait by text for the next
+    call sending the conversation again, whatever the service's sessions hand over to their indexes."""
+    embedder, messages = HistoryEmbedder(), planted(150, at=3)
+    service = SessionRecall(embedder, stored=DictVectors())
+    await service.sync(Session("native", messages=planted(40)), dense=True)  # a session's, handed to its index
+    first = service.for_one_call()
+    await first.sync(Session("", messages=messages))
+    await asyncio.gather(*first._background.jobs)
+    first.call_done()
+    embedded = len(embedder.history())
+    second = service.for_one_call()  # no beginnings: nothing kept of the first call's index, a fresh one
+    ranking = await second.recall(Session("", messages=messages), "greyhound", before=300, enough_tokens=100)
+    assert ranking.method == "lexical+dense" and ranking.pending == 0
+    assert len(embedder.history()) == embedded
 
 
 class HistoryEmbedder(CountingEmbedder):

@@ -533,3 +533,24 @@ def test_a_bm25_index_does_not_keep_every_term_it_was_ever_asked_about():
     assert grown < 250_000, f"{grown:,} bytes kept for 1,500 one-off terms"  # 499,490 when every term was kept
     asked = "which orders are open for ORD00042"
     assert index.scores(asked).tolist() == BM25Index(texts).scores(asked).tolist()
+
+
+def test_a_term_asked_every_turn_is_extended_in_place_and_what_was_handed_out_stays_as_it_was():
+    """A session's turns each add a text and ask about the same words: a word's postings (and the texts' lengths)
+    grow in a buffer that doubles, not copied whole each turn (each copy, a little longer than the last, left a hole
+    in the C heap the next did not fit). What an earlier turn was handed is unchanged and read-only; every turn
+    scores as an index built at once."""
+    index = BM25Index(["which orders of customer CUST-000 are open"])
+    copies, handed = 0, []
+    for turn in range(1, 1_000):
+        index.add([f"which orders of customer CUST-{turn:03d} are open"])
+        query = f"open orders of CUST-{turn:03d}"
+        scores = index.scores(query)
+        rows = index.rows("order")
+        copies += not handed or not np.shares_memory(rows, handed[-1][0])
+        handed.append((rows, rows.copy()))
+        if turn % 97 == 0:
+            built = BM25Index([f"which orders of customer CUST-{n:03d} are open" for n in range(turn + 1)])
+            assert scores.tolist() == built.scores(query).tolist()
+    assert copies <= 12  # ~log2(1,000): every turn before
+    assert all(np.array_equal(rows, kept) and not rows.flags.writeable for rows, kept in handed)

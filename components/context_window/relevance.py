@@ -125,6 +125,36 @@ _PACK = struct.Struct("=i").pack
 _BREAK_BYTES = _PACK(_BREAK_ID)
 
 
+class GrowingArray:
+    """A 1-d array that grows at its end, in a buffer that doubles when full (``view``: its items, read-only). An
+    array a session's every turn lengthens by a few items, made again each time (``np.concatenate``), left in the C
+    heap a hole its next, longer copy did not fit: in the native memory bench, BM25's postings of the questions'
+    words (18 arrays a turn) and text lengths were most of what a turn replaced, and the heaps' free space grew
+    ~4 MB per 1,000 turns."""
+
+    def __init__(self, dtype: Any, items: np.ndarray | Sequence[Any] = ()) -> None:
+        self._buffer = np.array(items, dtype=dtype)
+        self._size = len(self._buffer)
+
+    def __len__(self) -> int:
+        return self._size
+
+    @property
+    def view(self) -> np.ndarray:
+        items = self._buffer[: self._size]
+        items.flags.writeable = False
+        return items
+
+    def extend(self, items: np.ndarray) -> None:
+        end = self._size + len(items)
+        if end > len(self._buffer):  # a view handed out keeps the old buffer, as it was
+            grown = np.empty(max(end, 2 * len(self._buffer)), dtype=self._buffer.dtype)
+            grown[: self._size] = self._buffer[: self._size]
+            self._buffer = grown
+        self._buffer[self._size : end] = items  # beyond every view handed out
+        self._size = end
+
+
 class BM25Index:
     """Okapi BM25 over a growing list of texts: ``idf = ln(1 + (N - n + 0.5) / (n + 0.5))`` and
     ``tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avglen))`` per query term (each distinct term once).
@@ -142,7 +172,7 @@ class BM25Index:
         self.k1, self.b = k1, b
         self._count = 0
         self._lengths: list[int] = []
-        self._length_array = np.zeros(0, dtype=np.float64)
+        self._length_array = GrowingArray(np.float64)
         self._total_length = 0
         self._word_ids = _WordNumbers()
         """Word (as ``words_of`` splits it) -> its term's number as 4 bytes (``_STOP_ID`` for a stopword)."""
@@ -159,7 +189,7 @@ class BM25Index:
         """The same for rows added since ``_main`` was last merged (all after its rows)."""
         self._settles = 0
         """How many times queued texts were sorted in (what ``_arrays`` holds is current when it says the same)."""
-        self._arrays: dict[str, tuple[np.ndarray, np.ndarray, int]] = {}
+        self._arrays: dict[str, tuple[GrowingArray, GrowingArray, int]] = {}
         """Per term asked lately (at most ``TERMS_KEPT``, the least recently read out first), its rows, its counts
         and ``_settles`` when they were read."""
         self.add(texts)
@@ -249,13 +279,13 @@ class BM25Index:
         if not n or (among is not None and not len(among)):
             return out
         if len(self._length_array) != n:  # lengths only grow: convert what was added since
-            added = np.asarray(self._lengths[len(self._length_array) :], dtype=np.float64)
-            self._length_array = np.concatenate([self._length_array, added])
+            self._length_array.extend(np.asarray(self._lengths[len(self._length_array) :], dtype=np.float64))
+        lengths = self._length_array.view
         if among is None:
             count, average, mask = n, self._total_length / n or 1.0, None
         else:
-            count, average, mask = len(among), float(self._length_array[among].mean()) or 1.0, self._mask(among)
-        norm = self.k1 * (1 - self.b + self.b * self._length_array / average)
+            count, average, mask = len(among), float(lengths[among].mean()) or 1.0, self._mask(among)
+        norm = self.k1 * (1 - self.b + self.b * lengths / average)
         for term in dict.fromkeys(query_terms):  # in the query's order: float sums the same in every process
             rows, tf = self._posting_arrays(term)
             if not len(rows):
@@ -290,17 +320,19 @@ class BM25Index:
         rows added since (a turn asks for a term several times, and the next turn adds a message or two)."""
         self._settled()
         held = self._arrays.get(term)
-        if held is not None and held[2] == self._settles:
-            return held[0], held[1]
-        since = int(held[0][-1]) + 1 if held is not None and len(held[0]) else 0
-        rows, counts = self._postings(term, since)
-        if held is not None and since:
-            rows, counts = np.concatenate([held[0], rows]), np.concatenate([held[1], counts])
-        self._arrays.pop(term, None)  # to the end: the terms read every turn stay
-        self._arrays[term] = (rows, counts, self._settles)
-        if len(self._arrays) > TERMS_KEPT:
-            del self._arrays[next(iter(self._arrays))]
-        return rows, counts
+        if held is None or held[2] != self._settles:
+            since = int(held[0].view[-1]) + 1 if held is not None and len(held[0]) else 0
+            rows, counts = self._postings(term, since)
+            if held is not None and since:
+                held[0].extend(rows)
+                held[1].extend(counts)
+            else:
+                held = GrowingArray(np.intp, rows), GrowingArray(np.float64, counts), self._settles
+            self._arrays.pop(term, None)  # to the end: the terms read every turn stay
+            self._arrays[term] = held = (held[0], held[1], self._settles)
+            if len(self._arrays) > TERMS_KEPT:
+                del self._arrays[next(iter(self._arrays))]
+        return held[0].view, held[1].view
 
     def _postings(self, term: str, since: int) -> tuple[np.ndarray, np.ndarray]:
         """``term``'s rows from ``since`` on, with its counts."""
@@ -521,6 +553,9 @@ VECTORS_BY_TEXT_BYTES = 16 * 2**20
 turns): ~10,000 MiniLM vectors with their texts, more than a 170K-token agent conversation a stateless client sends
 whole again. Bounded by 20,000 entries alone, each grew a long native session's memory turn by turn up to its
 ~5,000th, holding vectors the session's index already keeps (~30 MB)."""
+TAKEN_VECTORS_BYTES = 2 * 2**20
+"""At most about this much memory held by such a cache for vectors an index has taken (``VectorsByText``): ~1,000
+MiniLM vectors, the newest, for a text said again and a turn's other reader; the index holds them all."""
 
 
 class VectorIndex:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import pickle
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Hashable
+from collections.abc import Awaitable, Callable, Hashable, Iterable
 from typing import Any, Generic, TypeVar
 
 K = TypeVar("K", bound=Hashable)
@@ -125,6 +125,54 @@ class SessionCache(BoundedCache[tuple[str, Hashable], V]):
 
     def stats(self) -> dict[str, Any]:
         return {"sessions": len({sid for sid, _ in self._entries}), **super().stats()}
+
+
+class VectorsByText(Generic[K]):
+    """Vectors by the text they were made from, in two parts. Those no index has taken (``waiting``): embedded ahead
+    of the call that indexes them, or for an index that is dropped after its call (a stateless chat's, whose client
+    sends it again), up to ``max_bytes``. Those an index has taken (``take``) are held by that index: a copy is kept
+    here only among the most recent ``taken_bytes`` (a text said again, a turn's other reader), not for the index's
+    life (a native session's doubled its vectors' memory, ~4 KB a turn until the bound)."""
+
+    def __init__(self, max_entries: int, max_bytes: int, taken_bytes: int) -> None:
+        self.waiting: BoundedCache[K, Any] = BoundedCache(max_entries, max_bytes=max_bytes)
+        self.taken: BoundedCache[K, Any] = BoundedCache(max_entries, max_bytes=taken_bytes)
+
+    def get(self, key: K) -> Any:
+        found = self.waiting.get(key)
+        return found if found is not None else self.taken.get(key)
+
+    def put(self, key: K, vector: Any) -> Any:
+        self.taken.discard(key)
+        return self.waiting.put(key, vector)
+
+    def take(self, keys: Iterable[K]) -> None:
+        """The vectors of ``keys`` are held by an index now: kept here among the most recently taken only."""
+        waiting, taken = self.waiting, self.taken
+        for key in keys:
+            if key in waiting:
+                vector = waiting.get(key)
+                waiting.discard(key)
+                taken.put(key, vector)
+            elif key in taken:
+                taken.touch(key)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.waiting or key in self.taken
+
+    def __len__(self) -> int:
+        return len(self.waiting) + len(self.taken)
+
+    @property
+    def held_bytes(self) -> int:
+        return self.waiting.held_bytes + self.taken.held_bytes
+
+    def items(self) -> list[tuple[K, Any]]:
+        return [*self.waiting._entries.items(), *self.taken._entries.items()]
+
+    def clear(self) -> None:
+        self.waiting.clear()
+        self.taken.clear()
 
 
 def entry_bytes(*items: Any) -> int:

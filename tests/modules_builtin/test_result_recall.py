@@ -378,7 +378,7 @@ async def test_embedders_of_one_class_with_different_models_never_share_vectors(
     for embedder in (small, large):
         await plan.contribute(4_000, ctx_for(QUESTION, session=session, embedder=embedder))
     assert small.embedded and sorted(large.embedded) == sorted(small.embedded)
-    lengths = {(key[0], len(vector)) for key, vector in TurnRecall._shared_vectors._entries.items()}
+    lengths = {(key[0], len(vector)) for key, vector in TurnRecall._shared_vectors.items()}
     assert lengths == {("model-a", 3), ("model-b", 7)}
 
 
@@ -451,3 +451,44 @@ async def test_a_limited_search_gives_the_best_of_the_full_ranking_and_searches_
     best = await TurnRecall().match(*args, **kw, limit=3)
     assert len(whole.matches) > 3 and best.matches == whole.matches[:3]
     assert best.searched == whole.searched == 79
+
+
+class MiniLMSized:
+    """Vectors of MiniLM's size (384 float32), one per text, made from its digest; counts the texts."""
+
+    def __init__(self) -> None:
+        self.embedded = 0
+
+    async def embed(self, texts):
+        import hashlib
+
+        self.embedded += len(texts)
+        seeds = [int.from_bytes(hashlib.blake2b(t.encode(), digest_size=8).digest(), "little") for t in texts]
+        return [np.random.default_rng(seed).normal(size=384).astype(np.float32) for seed in seeds]
+
+
+async def test_turn_gists_an_index_took_are_kept_again_by_text_only_among_the_newest():
+    """Gists embedded ahead (as the service does once a turn is recorded) wait by text for the index that takes them;
+    then the index holds them, and a copy is kept only among the newest ``TAKEN_VECTORS_BYTES`` (for a turn's other
+    module): a long session's gists were held twice, ~2 KB a turn until 16 MiB."""
+    from components.context_window.recall.turns import TurnRecall, TurnText
+    from components.context_window.relevance import TAKEN_VECTORS_BYTES
+
+    TurnRecall._shared_vectors.clear()
+    embedder = MiniLMSized()
+    gists = [f"Turn {n}: which orders of customer CUST-{n:04d} are still open?" for n in range(3_000)]
+    texts = [TurnText(n, gist, (gist,)) for n, gist in enumerate(gists)]
+    await TurnRecall.embed_parts(gists, embedder)
+    assert embedder.embedded == len(gists)
+    matched = await TurnRecall().match(
+        "s", texts, "open orders of CUST-0042", shown=[2_999], candidates=np.arange(2_999), embedder=embedder
+    )
+    assert matched.method == "lexical+dense" and matched.matches[0].position == 42
+    held = TurnRecall._shared_vectors
+    assert held.held_bytes <= TAKEN_VECTORS_BYTES and ("MiniLMSized", gists[-1]) in held
+    assert ("MiniLMSized", gists[0]) not in held
+    other = await TurnRecall().match(  # the turn's other module: the newest gists found by text, none embedded again
+        "s", texts[-500:], "open orders of CUST-2900", shown=[499], candidates=np.arange(499), embedder=embedder
+    )
+    assert other.method == "lexical+dense" and embedder.embedded == len(gists) + 2  # the two questions
+    TurnRecall._shared_vectors.clear()

@@ -49,6 +49,7 @@ from ..phases import visible
 from ..relevance import (
     CALENDAR,
     RRF_K,
+    TAKEN_VECTORS_BYTES,
     VECTORS_BY_TEXT_BYTES,
     BM25Index,
     Evidence,
@@ -62,7 +63,7 @@ from ..relevance import (
     names_asked,
     terms,
 )
-from ..session_cache import BoundedCache
+from ..session_cache import BoundedCache, VectorsByText
 
 EMBED_CHARS = 2_000
 """Characters of a part embedded (small embedders read ~256-512 tokens anyway; the rest costs time for nothing)."""
@@ -721,10 +722,10 @@ class SessionRecall:
         self._store_failed = False
         self._store_retry_at = 0.0
         self._indexes: BoundedCache[str, HistoryIndex] = BoundedCache(max_sessions)
-        self._vectors: BoundedCache[str, np.ndarray] = BoundedCache(20_000, max_bytes=max_vector_bytes)
-        """Vectors by the text embedded, the most recent: a history indexed afresh (edited, or another session with
-        the same messages, a stateless call's conversation sent again) is not embedded again. A session's own
-        vectors are its index's; bounded by bytes, so a long session does not keep them twice."""
+        self._vectors: VectorsByText[str] = VectorsByText(20_000, max_vector_bytes, TAKEN_VECTORS_BYTES)
+        """Vectors by the text embedded: a history indexed afresh (edited, or another session with the same messages,
+        a stateless call's conversation sent again) is not embedded again. With a ``stored``, those a session's
+        index took are its index's and the store's: only the most recent are kept again here (``_taken``)."""
         self._embedding: dict[str, asyncio.Future[dict[str, np.ndarray]]] = {}
         """The texts being embedded, by the job embedding them: a call needing one waits for it (``_embedded``)."""
         self._queries: BoundedCache[str, np.ndarray] = BoundedCache(64)
@@ -927,7 +928,17 @@ class SessionRecall:
             known.update(await self._embedded(batch))
         if reachable:  # a store that failed to read is not written to (it would fail again, message by message)
             await self._to_store(index, keys, known)
+        self._taken(texts)
         return await self._over(parts, lambda some: [[known[p] for p in per] for per in some])
+
+    def _taken(self, texts: Sequence[str]) -> None:
+        """The vectors of ``texts`` are a session's index's now (about to be attached), or a query's that was ranked
+        for: with a store that holds the session's, they are kept by text among the most recently taken only (a
+        long native session kept each twice, ~4 KB a turn until ``VECTORS_BY_TEXT_BYTES``). Without a store (a
+        library's recall), a history edited or indexed again finds them here; a stateless call's index is dropped
+        after its call, and its client's next call finds its conversation's vectors here."""
+        if self.outlive_calls and self.stored is not None:
+            self._vectors.take(texts)
 
     async def _embedded(self, texts: list[str]) -> dict[str, np.ndarray]:
         """``texts`` embedded and kept by text: those another call is embedding are awaited from it. Shielded, so a
@@ -999,6 +1010,7 @@ class SessionRecall:
         vector = self._queries.get(query)
         if vector is None:  # held by text, under way, or embedded now (``_embedded``)
             vector = self._queries.put(query, (await self._embedded([query]))[query])
+            self._taken([query])
         return vector
 
     async def _from_store(

@@ -32,8 +32,8 @@ import numpy as np
 
 from ..base import AssemblyContext, D, Embedder, TurnRecord, vector_space
 from ..fitting import clip
-from ..relevance import VECTORS_BY_TEXT_BYTES, BM25Index, Floor, VectorIndex, fuse, terms
-from ..session_cache import BoundedCache
+from ..relevance import TAKEN_VECTORS_BYTES, VECTORS_BY_TEXT_BYTES, BM25Index, Floor, VectorIndex, fuse, terms
+from ..session_cache import BoundedCache, VectorsByText
 
 MIN_MATCH = 0.5
 """Share of the query's distinctive words (idf-weighted) a candidate must hold to match by words: one common word
@@ -267,12 +267,14 @@ _NOWHERE = np.zeros(0, dtype=np.intp)
 class TurnRecall:
     """One index per session (and embedder), with each text's terms and each part's vector cached by content."""
 
-    _shared_vectors: ClassVar[BoundedCache[tuple[str, str], np.ndarray]] = BoundedCache(
-        20_000, max_bytes=VECTORS_BY_TEXT_BYTES
+    _shared_vectors: ClassVar[VectorsByText[tuple[str, str]]] = VectorsByText(
+        20_000, VECTORS_BY_TEXT_BYTES, TAKEN_VECTORS_BYTES
     )
     """Vectors by embedder and part text, shared by every ``TurnRecall`` (plan_hydration's and workflow_history's
     both embed a turn's query with its plan's first step): a text is embedded once. A vector depends only on the
-    text and the embedder, so sharing cannot change a ranking. The most recent: a session's index holds its own."""
+    text and the embedder, so sharing cannot change a ranking. Those embedded ahead wait here for the index that
+    takes them; once taken (or a query ranked for), only the most recent are kept: a session's index holds its own
+    (kept for its life here too, a native session's gists grew memory ~2 KB a turn until ~10,900 turns)."""
 
     def __init__(self, max_sessions: int = 64, max_texts: int = 8_192) -> None:
         self._indexes: BoundedCache[tuple[str, str], _Index] = BoundedCache(max_sessions)
@@ -324,6 +326,7 @@ class TurnRecall:
         dense = None
         if embedder is not None and index.dense is not None:
             (query_vector,) = (await self._vectors_of([TurnText(None, query, (query,))], embedder))[0]
+            self._vectors.take([(vector_space(embedder), query)])
             dense = index.best_cosines(query_vector)[among]
         whole = np.where(common >= 2, 1.0, whole)  # two words in common answer enough of the question
         found = _clear_matches(lexical, coverage, whole, dense, shown, candidates, method, limit)
@@ -384,6 +387,8 @@ class TurnRecall:
                 index.owner.extend([len(index.keys)] * len(vectors[offset]))
             index.position_of[text.key] = len(index.keys)
             index.keys.append(text.key)
+        if embedder is not None:  # the index holds them now
+            self._vectors.take((vector_space(embedder), p) for t in texts for p in t.parts)
 
     async def _vectors_of(self, texts: Sequence[TurnText], embedder: Embedder) -> list[list[np.ndarray]]:
         """Each text's part vectors; only parts not embedded before are sent to the embedder."""
