@@ -154,6 +154,13 @@ class GrowingArray:
         self._buffer[self._size : end] = items  # beyond every view handed out
         self._size = end
 
+    def caught_up(self, items: Sequence[Any]) -> np.ndarray:
+        """``view``, extended first by what ``items`` holds beyond it: a numpy mirror of a list (or ``array``) that
+        only grows, converting only what was added since."""
+        if len(items) > self._size:
+            self.extend(np.asarray(items[self._size :], dtype=self._buffer.dtype))
+        return self.view
+
 
 class BM25Index:
     """Okapi BM25 over a growing list of texts: ``idf = ln(1 + (N - n + 0.5) / (n + 0.5))`` and
@@ -278,9 +285,7 @@ class BM25Index:
         out = np.zeros(n, dtype=np.float64)
         if not n or (among is not None and not len(among)):
             return out
-        if len(self._length_array) != n:  # lengths only grow: convert what was added since
-            self._length_array.extend(np.asarray(self._lengths[len(self._length_array) :], dtype=np.float64))
-        lengths = self._length_array.view
+        lengths = self._length_array.caught_up(self._lengths)
         if among is None:
             count, average, mask = n, self._total_length / n or 1.0, None
         else:

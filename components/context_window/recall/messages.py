@@ -54,6 +54,7 @@ from ..relevance import (
     BM25Index,
     Evidence,
     Floor,
+    GrowingArray,
     VectorIndex,
     abstention,
     dense_floor,
@@ -235,8 +236,8 @@ class HistoryIndex:
     """Per part, in order, its vector's row in ``dense``: a part said again (a greeting, a repeated line of a tool
     result) is held and scored once."""
     _row_by_digest: dict[bytes, int] = field(default_factory=dict)
-    _owner_array: np.ndarray = field(default_factory=lambda: np.zeros(0, np.intp))
-    _row_array: np.ndarray = field(default_factory=lambda: np.zeros(0, np.intp))
+    _owner_array: GrowingArray = field(default_factory=lambda: GrowingArray(np.intp))
+    _row_array: GrowingArray = field(default_factory=lambda: GrowingArray(np.intp))
     _starts: np.ndarray = field(default_factory=lambda: np.zeros(0, np.intp))
     speakers: set[str] = field(default_factory=set)
     """The names chat lines open with ("Maya: ...") or carry as their ``name``: a question naming a speaker is about
@@ -244,7 +245,7 @@ class HistoryIndex:
     said_by: array[int] = field(default_factory=lambda: array("q"))
     """Per message, its speaker's number in ``_speaker_numbers`` (-1: none known)."""
     _speaker_numbers: dict[str, int] = field(default_factory=dict)
-    _said_by_array: np.ndarray = field(default_factory=lambda: np.zeros(0, np.intp))
+    _said_by_array: GrowingArray = field(default_factory=lambda: GrowingArray(np.intp))
     _vectored: int = 0
     """How many of the first messages were added with vectors (a message never shown may have none)."""
     unit_of: array[int] = field(default_factory=lambda: array("q"))
@@ -266,8 +267,8 @@ class HistoryIndex:
     """Until when (``time.monotonic``) recall waits for that job before ranking by words."""
     chars: array[int] = field(default_factory=lambda: array("q"))
     """Per message, the characters of its text (counted as it is added, in C)."""
-    _short: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
-    _unit_of_array: np.ndarray = field(default_factory=lambda: np.zeros(0, np.intp))
+    _short: GrowingArray = field(default_factory=lambda: GrowingArray(bool))
+    _unit_of_array: GrowingArray = field(default_factory=lambda: GrowingArray(np.intp))
     _closed_units: dict[tuple[int, str | None], tuple[tuple[Message, ...] | None, int]] = field(default_factory=dict)
     """Per (first position, phase), a unit no later message can change (``recallable``) and its rough tokens: a long
     session's recall ranks thousands of units each turn, all but the newest as they were the turn before."""
@@ -405,32 +406,23 @@ class HistoryIndex:
         if self._dense_cache is not None and self._dense_cache[0] == key:
             return self._dense_cache[1]
         if len(self._owner_array) != len(self.owner):  # where each message's parts start (parts are in order)
-            held = len(self._owner_array)  # owner and row_of only grow: convert what was added since
-            owner = self._owner_array = np.concatenate([self._owner_array, np.asarray(self.owner[held:], np.intp)])
-            self._row_array = np.concatenate([self._row_array, np.asarray(self.row_of[held:], np.intp)])
+            owner = self._owner_array.caught_up(self.owner)
             self._starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
         assert self.dense is not None
-        scores = self.dense.scores(query_vector)[self._row_array]
+        scores = self.dense.scores(query_vector)[self._row_array.caught_up(self.row_of)]
         best = np.full(len(self.messages), -1.0)
-        best[self._owner_array[self._starts]] = np.maximum.reduceat(scores, self._starts)
+        best[self._owner_array.view[self._starts]] = np.maximum.reduceat(scores, self._starts)
         best.flags.writeable = False
         self._dense_cache = (key, best)
         return best
-
-    def _said_by(self) -> np.ndarray:
-        held = len(self._said_by_array)
-        if held < len(self.said_by):  # said_by only grows: convert what was added since
-            self._said_by_array = np.concatenate([self._said_by_array, np.asarray(self.said_by[held:], np.intp)])
-        return self._said_by_array
 
     def short(self) -> np.ndarray:
         """Per message, whether it is short enough to come with a hit as its neighbour (``NEIGHBOUR_MAX_CHARS``);
         extended by what was added since the last call (the index only grows)."""
         held = len(self._short)
         if held < len(self.messages):
-            added = np.asarray(self.chars[held:], np.int64) <= NEIGHBOUR_MAX_CHARS
-            self._short = np.concatenate([self._short, added])
-        return self._short
+            self._short.extend(np.asarray(self.chars[held:], np.int64) <= NEIGHBOUR_MAX_CHARS)
+        return self._short.view
 
     def unit(self, first: int, phase: str | None) -> tuple[Message, ...] | None:
         """The unit starting at ``first``: one message, or a tool call with every result answering it (``None`` when a
@@ -476,11 +468,7 @@ class HistoryIndex:
     def unit_firsts(self, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The first position of each ranked message's unit, and where each unit is first met in ``positions`` (in
         ``positions``' order): a unit once, at its best message's rank. In numpy: a long history ranks thousands."""
-        held = len(self._unit_of_array)
-        if held < len(self.unit_of):  # unit_of only grows: convert what was added since
-            added = np.asarray(self.unit_of[held:], np.intp)
-            self._unit_of_array = np.concatenate([self._unit_of_array, added])
-        firsts = self._unit_of_array[positions]
+        firsts = self._unit_of_array.caught_up(self.unit_of)[positions]
         at = np.unique(firsts, return_index=True)[1]
         at.sort()
         return firsts, at
@@ -555,7 +543,7 @@ class HistoryIndex:
         scores = with_neighbours(fused, best, short)
         scores = with_session_dates(scores, fused, best, self.dated, short)
         if about:  # a question about someone: what they said counts for more
-            scores[np.isin(self._said_by()[:n], list(about))] *= ABOUT_FACTOR
+            scores[np.isin(self._said_by_array.caught_up(self.said_by)[:n], list(about))] *= ABOUT_FACTOR
         positions = np.flatnonzero(scores > 0)
         positions = positions[np.lexsort((-positions, -scores[positions]))]
         return positions, scores[positions], ranking.method, None
