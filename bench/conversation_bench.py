@@ -20,7 +20,8 @@ unanswerable questions the tokens recall added and whether the snapshot said not
 Run: `python bench/conversation_bench.py` (BENCH_CONVERSATIONS=n chats, default 2: one of each style;
 BENCH_LIMITS=4000,8000,16000; BENCH_TYPES=balanced,conversation_first,...; BENCH_QUESTIONS=n per chat, 0: all;
 BENCH_IN_TURNS=1: every question also asked as a turn, after its previews, so later ones follow the earlier;
-BENCH_DATA=varied: bench/varied_chats.py's chats instead, written apart from recall's tuning, 4 by default).
+BENCH_DATA=varied: bench/varied_chats.py's chats instead, written apart from recall's tuning, 4 by default;
+BENCH_VARIED_SESSIONS=36,44: longer ones, ~28K tokens).
 """
 
 from __future__ import annotations
@@ -56,6 +57,9 @@ LIMITS = tuple(int(x) for x in os.environ.get("BENCH_LIMITS", "4000,8000,16000")
 DATA = os.environ.get("BENCH_DATA", "default")
 """``default``: bench/conversation_data.py's and bench/dense_chats.py's chats; ``varied``: bench/varied_chats.py's,
 written apart from the tuning (names only in the speaker field, news in passing, counting, dated sessions)."""
+SESSIONS = tuple(int(x) for x in os.environ.get("BENCH_VARIED_SESSIONS", "16,22").split(","))
+"""``varied`` only: how many sessions a chat has (a range); 16-22 gives ~13K tokens, which 16K holds whole, so the
+16K column says nothing there; 36,44 gives ~28K tokens, the size of the long public conversations (370-690 messages)."""
 CONVERSATIONS = int(os.environ.get("BENCH_CONVERSATIONS", "4" if DATA == "varied" else "2"))
 DENSE = int(os.environ.get("BENCH_DENSE", "2"))
 MISSES = os.environ.get("BENCH_MISSES", "0") != "0"
@@ -244,7 +248,7 @@ def report(cells: dict[tuple[str, int, str], Cell], data: list[Conversation], se
 
 def main() -> None:
     if DATA == "varied":
-        data = varied_conversations(CONVERSATIONS)
+        data = varied_conversations(CONVERSATIONS, (SESSIONS[0], SESSIONS[-1]))
     else:
         data = [*conversations(CONVERSATIONS), *dense_conversations(DENSE)]
     with tempfile.TemporaryDirectory() as tmp:

@@ -497,13 +497,14 @@ class _Life:
         return out
 
 
-def varied_conversation(seed: int) -> Conversation:
+def varied_conversation(seed: int, sessions_between: tuple[int, int] = (16, 22)) -> Conversation:
+    """One chat of ``sessions_between`` sessions (inclusive): (16, 22) gives ~13K tokens, (36, 44) ~28K."""
     rng = random.Random(7000 + seed)
     people = PAIRS[seed % len(PAIRS)]
     conversation = Conversation(f"varied-{seed}", "varied")
     chat = _Chat(conversation, people, rng, dt.datetime(2024, 1 + seed % 3, 6 + seed, 19, 30))
     lives = [_Life(chat, who, rng) for who in (0, 1)]
-    sessions = rng.randint(16, 22)
+    sessions = rng.randint(*sessions_between)
     plan: list[list[tuple[int, str]]] = [[] for _ in range(sessions)]
 
     def two_steps(life: int, first: str, second: str) -> None:
@@ -555,8 +556,8 @@ def varied_conversation(seed: int) -> Conversation:
     return conversation
 
 
-def varied_conversations(count: int = 4) -> list[Conversation]:
-    return [varied_conversation(seed) for seed in range(count)]
+def varied_conversations(count: int = 4, sessions_between: tuple[int, int] = (16, 22)) -> list[Conversation]:
+    return [varied_conversation(seed, sessions_between) for seed in range(count)]
 
 
 if __name__ == "__main__":  # a look at the data
