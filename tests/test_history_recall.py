@@ -786,6 +786,38 @@ async def test_a_recalled_message_comes_with_the_date_opening_its_session(embedd
     assert not any(line.startswith(("[3 March", "[5 March")) for line in recalled)  # other sessions' dates
 
 
+TOWNS = ("Ludlow", "Tenby", "Whitby", "Penzance", "Ely", "Hexham", "Rye", "Oban")
+
+
+def moves_in_every_session() -> list[Message]:
+    """Eight dated sessions, each telling mid-session of a move, dated only by the session's opening line."""
+    out = []
+    for session, town in enumerate(TOWNS):
+        out.append(Message("user", f"[{session + 1} March 2024, 7:41 pm] Maya: Hey you!"))
+        out += chat_between_people(6)
+        out.insert(len(out) - 4, Message("assistant", f"Theo: Oh and we moved to {town} on Friday, boxes everywhere."))
+    return out + chat_between_people(40)
+
+
+async def test_every_move_recalled_for_a_when_question_comes_with_its_sessions_date(history):
+    """Beyond the best few hits too: each "on Friday" says when only beside its own session's date."""
+    ctx = module_ctx(make_ctx(messages=moves_in_every_session(), query="When has Theo moved?"), config=RECALL)
+    recalled = [m.content for m in window_parts((await history.contribute(1_500, ctx)).messages())[1]]
+    moves = [i for i, line in enumerate(recalled) if "we moved to" in line]
+    assert len(moves) == len(TOWNS)
+    for at in moves:  # the nearest dated line before each move is its own session's
+        opening = next(line for line in reversed(recalled[:at]) if line.startswith("["))
+        town = recalled[at].split("moved to ")[1].split()[0]
+        assert opening.startswith(f"[{TOWNS.index(town) + 1} March")
+
+
+async def test_a_question_with_no_time_in_it_spends_no_room_on_every_sessions_date(history):
+    ctx = module_ctx(make_ctx(messages=moves_in_every_session(), query="Where has Theo moved?"), config=RECALL)
+    recalled = [m.content for m in window_parts((await history.contribute(1_500, ctx)).messages())[1]]
+    assert sum("we moved to" in line for line in recalled) == len(TOWNS)
+    assert sum(line.startswith("[") for line in recalled) < len(TOWNS)
+
+
 async def test_a_question_about_someone_never_mentioned_recalls_nothing_and_says_so(history):
     """Abstention: nothing earlier names Dmitri, so nothing is recalled by relevance (the words "dog" and "adopted"
     would have found the planted fact); the newest turns are the same as for an answerable question."""

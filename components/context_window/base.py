@@ -606,6 +606,9 @@ class RecalledUnit:
     messages: tuple[Message, ...]
     score: float
     """Fused relevance (higher is better; 0 for messages no signal ranked, which come last, newest first)."""
+    dated_by: RecalledUnit | None = None
+    """The short dated line opening its session ("[2 March 2024] Hey!"), when another message: recalled with it, it
+    says when what the unit tells happened ("we moved on Friday")."""
 
 
 @dataclass(frozen=True)

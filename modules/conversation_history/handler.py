@@ -860,6 +860,12 @@ def _packed(
         chosen.append(unit)
         seen.add(text)
         left -= cost
+        if unit.dated_by is not None:  # when it was said, if that fits too (a date line is a few tokens)
+            _, cost, text = price(unit.dated_by)
+            if cost <= left and text not in seen:
+                chosen.append(unit.dated_by)
+                seen.add(text)
+                left -= cost
     taken = {u.position for u in chosen}
     relevant_tokens = room - left
     for position, messages, cost in recent:

@@ -1062,6 +1062,7 @@ class SessionRecall:
         ``enough_tokens`` tokens (by their stored counts, else ~4 characters a token) or the ranking ends."""
         index = await self._synced(session)
         about = await self._step(index, 0, lambda: index.asked_about(query))
+        dates = asks_when(query)
         query = await self._step(index, 0, lambda: index.focus(query))  # its speakers may be growing in a step
         query_vector = await self._query_vector(index, query, min(before, len(index)))
 
@@ -1069,7 +1070,7 @@ class SessionRecall:
             positions, scores, method, reason = index.rank(
                 query, query_vector, before, evidence=self.evidence, about=about
             )
-            return collect_units(index, positions, scores, method, reason, session.phase, enough_tokens)
+            return collect_units(index, positions, scores, method, reason, session.phase, enough_tokens, dates=dates)
 
         ranking = await self._step(index, min(before, len(index)), ranked)
         return dataclasses.replace(ranking, pending=len(index) - index.vectored) if self.embedder else ranking
@@ -1146,6 +1147,8 @@ def collect_units(
     reason: str | None,
     phase: str | None,
     enough_tokens: int,
+    *,
+    dates: bool = False,
 ) -> RecallRanking:
     """Ranked messages as ranked whole units (a unit once, at its best message's rank), until ``enough_tokens``."""
     units: list[RecalledUnit] = []
@@ -1155,11 +1158,33 @@ def collect_units(
         unit, rough = index.recallable(first, phase)
         if unit is None:
             continue
-        units.append(RecalledUnit(first, unit, score))
+        units.append(RecalledUnit(first, unit, score, _dated_by(index, first, phase) if dates else None))
         gathered += rough
         if gathered >= enough_tokens:
             break
     return RecallRanking(tuple(units), method, reason if not units else None, searched=len(positions))
+
+
+_WHEN = re.compile(
+    r"\b(?:when|what (?:time|day|date|month|year)|which (?:day|date|month|year)|how long|ago|before|after|since|until"
+    r"|first|last|earlier|later|recently)\b",
+    re.IGNORECASE,
+)
+
+
+def asks_when(query: str) -> bool:
+    """Whether ``query`` asks when something happened, or in what order (a time cue): its recalled messages then come
+    with their sessions' dated lines (``RecalledUnit.dated_by``)."""
+    return bool(_WHEN.search(query))
+
+
+def _dated_by(index: HistoryIndex, first: int, phase: str | None) -> RecalledUnit | None:
+    """The short dated line opening the session of the unit at ``first`` (``HistoryIndex.dated``), as a unit."""
+    at = bisect.bisect_right(index.dated, first) - 1
+    if at < 0 or index.dated[at] == first or not index.short()[index.dated[at]]:
+        return None
+    unit, _ = index.recallable(index.dated[at], phase)
+    return None if unit is None else RecalledUnit(index.dated[at], unit, 0.0)
 
 
 def rough_tokens(message: Message) -> int:
