@@ -649,7 +649,7 @@ def sentence_sources(
     the chunk ranking's reciprocal rank of the chunk holding it (the chunk's rank keeps to the passages the whole
     ranking favours), by the fused score alone (the sentence's own signals find answers in chunks that rank low), and
     by the sentence's similarity to the query alone (see ``_interleaved``). The sentences ``chosen`` shows already are
-    not sent again (``_unshown``)."""
+    not sent again (``_unshown``), nor a neighbour longer than a tenth of the budget (``_short_neighbours``)."""
     chunk_rank = {_key(p): r for r, p in enumerate(ranked, start=1)}
 
     def worth(w: SentenceWindow) -> float:
@@ -662,10 +662,12 @@ def sentence_sources(
     by_worth = sorted(windows, key=lambda w: -worth(w))
     by_meaning = sorted(windows, key=lambda w: -w.similarity)
     shown = "\n".join(_normalised(s.text) for s in whole)  # a sentence (normalised) holds no line break
+    longest = budget // _NEIGHBOUR_SHARE
     for found in _interleaved(by_worth, windows, by_meaning):
         window = _unshown(found, shown)
         if window is None:
             continue  # shown whole already
+        window = _short_neighbours(window, tokens, longest)
         n = next((n for n, span in enumerate(spans) if span.touches(window)), len(spans))
         span = spans[n].joined(window) if n < len(spans) else _Span.of(window)
         rest = total - (spans[n].cost(tokens) if n < len(spans) else 0)
@@ -675,6 +677,26 @@ def sentence_sources(
         if cost <= budget:
             spans, total = [*spans[:n], span, *spans[n + 1 :]], cost
     return [*whole, *(_span_source(span) for span in spans)]
+
+
+_NEIGHBOUR_SHARE = 10
+"""A window's neighbour sentences are sent when each costs at most this fraction of the budget (30 tokens at 300)."""
+
+
+def _short_neighbours(window: SentenceWindow, tokens: TokenCounter, longest: int) -> SentenceWindow:
+    """``window`` without its neighbours from the first one longer than ``longest`` tokens outwards. Where three or
+    four windows fit (300 tokens), one long neighbour (a table row, a paragraph of a man page, a code listing) made a
+    window of 150-200 tokens and left room for one more; merged with the windows of its document beside it, it pushed
+    the answer's window out (SQLite, sysdocs and the manuals at 300 tokens: the answer's window ranked 3rd-6th)."""
+    at = window.position - window.first
+    low, high = at, at + 1
+    while low > 0 and tokens.count(window.sentences[low - 1]) <= longest:
+        low -= 1
+    while high < len(window.sentences) and tokens.count(window.sentences[high]) <= longest:
+        high += 1
+    if (low, high) == (0, len(window.sentences)):
+        return window
+    return dataclasses.replace(window, first=window.first + low, sentences=window.sentences[low:high])
 
 
 def _unshown(window: SentenceWindow, shown: str) -> SentenceWindow | None:
@@ -731,7 +753,9 @@ class _Span:
 
     @cached_property
     def label(self) -> str:
-        return _where(self.found.title or self.found.document_id, self.found.section)
+        """The document's title alone: a window is a few short sentences, and a section path ("Write-Ahead Logging ›
+        2. How WAL Works › 2.2. Concurrency") cost a quarter of one at 300 tokens, where three or four windows fit."""
+        return self.found.title or self.found.document_id
 
     @cached_property
     def text(self) -> str:
@@ -757,7 +781,7 @@ def _span_source(span: _Span) -> Source:
         score=w.score,
         document_id=w.document_id,
         title=w.title,
-        section=w.section,
+        section="",  # labelled by its title alone (``_Span.label``)
         chunk_index=w.chunk_index,
         collection=w.collection,
     )
