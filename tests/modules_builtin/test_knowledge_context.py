@@ -3,6 +3,8 @@ follow-up reformulation, condense order (fewer sources, then narrower windows)."
 
 from __future__ import annotations
 
+import dataclasses
+
 import re
 import sys
 from collections.abc import Sequence
@@ -640,7 +642,7 @@ async def test_a_sentence_from_a_chunk_the_ranking_left_out_reaches_a_small_wind
     assert first > 150  # not even the first hit fits whole: before, one window of it was all that was sent
     c = await make_module().contribute(150, context(kb, query="how often is the cache flushed?"))
     assert ANSWER in c.text() and TOKENS.count(c.text()) <= 150
-    assert [s for _, s in sources(c.text())] == ["ALPHA › Intro", "BETA › Intro"]  # one window a document, merged
+    assert [s for _, s in sources(c.text())] == ["ALPHA", "BETA"]  # one window a document, merged; titles alone
     assert "Alpha opens here. Alpha says little. Alpha goes on. Alpha turns. Alpha is done." in c.text()
     assert kb.sentence_queries == [("how often is the cache flushed?", ("kb",), 1)]
     off = await make_module().contribute(150, context(kb, config={"sentence_windows": False}))
@@ -739,6 +741,36 @@ async def test_a_window_whose_sentence_a_whole_source_shows_still_sends_the_neig
     budget = TOKENS.count(shown) + 150
     c = await make_module().contribute(budget, context(kb, query="how often is the cache flushed?"))
     assert ANSWER in c.text() and c.text().count(shown) == 1 and TOKENS.count(c.text()) <= budget
+
+
+async def test_a_long_neighbour_is_left_out_so_the_answers_window_fits_a_small_budget() -> None:
+    """Where three or four windows fit (300 tokens), a first window whose neighbour is a long paragraph (a table, a
+    man page's paragraph) took most of the budget and pushed the answer's window, ranked second, out. A neighbour
+    costing more than a tenth of the budget is left out: the found sentence and its short neighbours go in."""
+    a = document("alpha", 3, words=60)
+    paragraph = " ".join(f"Alpha clause {i} adds a qualification to the rule." for i in range(24))
+    long_first = sentence_window("alpha", 0, 1, (paragraph, "Alpha states the rule.", "Alpha adds one more."), 0.9)
+    answer = sentence_window("beta", 7, 30, ("Beta notes the cache.", ANSWER, "Beta ends the note."), 0.8)
+    kb = SentenceKnowledge([hit(a, i, 0.9 - i / 10) for i in range(3)], {"alpha": a}, windows=[long_first, answer])
+    budget = 300
+    assert TOKENS.count(paragraph) > budget // 2  # the whole first window and the answer's do not fit together
+    c = await make_module().contribute(budget, context(kb, query="how often is the cache flushed?"))
+    assert ANSWER in c.text() and "Alpha states the rule. Alpha adds one more." in c.text()
+    assert paragraph not in c.text() and TOKENS.count(c.text()) <= budget
+    wide = await make_module().contribute(
+        3000, context(kb, query="how often is the cache flushed?", config={"window_share": 1.0})
+    )
+    assert paragraph in wide.text()  # windows given 3,000 tokens: it is under a tenth of them, and sent
+
+
+async def test_a_sentence_window_is_labelled_by_its_documents_title_alone() -> None:
+    """A window is a few sentences; a section path in its label cost a quarter of one at 300 tokens."""
+    kb = with_sentences()
+    deep = "Intro › Caching › Flushing › Timers"
+    kb.windows = [dataclasses.replace(w, section=deep) for w in kb.windows]
+    c = await make_module().contribute(150, context(kb, query="how often is the cache flushed?"))
+    assert ANSWER in c.text() and deep not in c.text()
+    assert [s for _, s in sources(c.text())] == ["ALPHA", "BETA"]
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
