@@ -4,7 +4,6 @@ follow-up reformulation, condense order (fewer sources, then narrower windows)."
 from __future__ import annotations
 
 import dataclasses
-
 import re
 import sys
 from collections.abc import Sequence
