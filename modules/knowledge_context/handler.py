@@ -610,9 +610,11 @@ def wants_sentences(plan: Plan, opts: Options) -> bool:
 
 
 def _small(plan: Plan, budget: int, tokens: TokenCounter) -> bool:
-    """Whether the budget is too small for the first two hits whole: then sentence windows found across the corpus
-    answer more questions than windows of the first hits do (300 and 500 tokens; see docs/knowledge.md)."""
-    return _estimate([Source(p, (p,)) for p in plan.ranked[:2]], tokens) > budget
+    """Whether the budget is too small for the first two hits whole and a sentence window beside them
+    (``_SENTENCE_ROOM``): then sentence windows found across the corpus answer more questions than windows of the first
+    hits do (300 and 500 tokens; see docs/knowledge.md). Two short hits that fit with less room than that left no
+    room for any window, the share (``window_share``) being under a window's room too."""
+    return _estimate([Source(p, (p,)) for p in plan.ranked[:2]], tokens) + _SENTENCE_ROOM > budget
 
 
 _WINDOW_WORK = 30

@@ -678,10 +678,13 @@ async def test_the_windows_take_their_share_not_the_room_the_hits_left_unused() 
 
 
 async def test_no_share_for_windows_when_it_would_not_hold_one() -> None:
-    """Under 100 tokens (a window and its label cost ~70) the share would only take room from the hits."""
+    """Under 100 tokens (a window and its label cost ~70) the share would only take room from the hits (the two
+    hits whole leave a window's room here, so the budget is not a small one: see
+    ``test_two_short_hits_that_leave_no_room_for_a_window_do_not_shut_the_windows_out``)."""
     kb = with_sentences()
     two = sum(TOKENS.count(p.text) for p in kb.hits[:2])
-    c = await make_module().contribute(two + 100, context(kb, config={"max_expansion": 0}))
+    assert (two + 160) * 0.12 < 100
+    c = await make_module().contribute(two + 160, context(kb, config={"max_expansion": 0}))
     assert ANSWER not in c.text() and kb.hits[0].text in c.text() and kb.hits[1].text in c.text()
 
 
@@ -760,6 +763,18 @@ async def test_a_long_neighbour_is_left_out_so_the_answers_window_fits_a_small_b
         3000, context(kb, query="how often is the cache flushed?", config={"window_share": 1.0})
     )
     assert paragraph in wide.text()  # windows given 3,000 tokens: it is under a tenth of them, and sent
+
+
+async def test_two_short_hits_that_leave_no_room_for_a_window_do_not_shut_the_windows_out() -> None:
+    """The first two hits fit whole with under 100 tokens to spare (short chunks), and 12% of the budget is under a
+    window's room too: no sentence window was sent, and an answer the chunk ranking left out never arrived."""
+    kb = with_sentences()
+    header = TOKENS.count("Knowledge base excerpts. Cite them as [SOURCE n].")
+    two = header + sum(TOKENS.count(f"[SOURCE 1] ALPHA › Intro\n{p.text}") for p in kb.hits[:2])
+    budget = two + 60
+    assert budget * 0.12 < 100  # no share for windows either
+    c = await make_module().contribute(budget, context(kb, query="how often is the cache flushed?"))
+    assert ANSWER in c.text() and kb.hits[0].text in c.text() and TOKENS.count(c.text()) <= budget
 
 
 async def test_a_sentence_window_is_labelled_by_its_documents_title_alone() -> None:
