@@ -95,8 +95,8 @@ class Options:
     filter_pool: int = _DEFAULTS.filter_pool
     sentence_windows: bool = _DEFAULTS.sentence_windows
     """Send windows of sentences found across the corpus by the sentence index (when the retriever has one): when the
-    budget cannot hold the first two hits whole, beside the first hit whole when it leaves them room; else in
-    ``window_share`` of the budget: see ``pack``."""
+    budget cannot hold the first two hits whole and a window, beside the first hit whole when it leaves them room;
+    else in ``window_share`` of the budget: see ``pack``."""
     sentence_radius: int = _DEFAULTS.sentence_radius
     chunk_weight: float = _DEFAULTS.chunk_weight
     """How much the rank of the chunk holding a sentence counts beside the sentence's own two rankings."""
@@ -593,8 +593,8 @@ _MIN_WINDOW = 12
 async def packed(plan: Plan, budget: int, ctx: AssemblyContext, opts: Options) -> list[Source]:
     """``pack``, through the offload runner when the hits are long: stemming their words and counting the windows'
     sentences and the widened sources held the event loop up to 22 ms of a demo turn (~1 ms per 2,500 characters
-    of hits); the same sources, off the loop. When the budget cannot hold the first two hits whole, sentence
-    windows from the sentence index when there is one."""
+    of hits); the same sources, off the loop. When the budget cannot hold the first two hits whole and a window,
+    sentence windows from the sentence index when there is one."""
     tokens = estimator(ctx)
     hits = [*plan.ranked, *(p for near in plan.nearby.values() for p in near)]
     size = sum(len(p.text) for p in hits) * LARGE // 2_500
@@ -796,7 +796,7 @@ def pack(
     """The sources for ``budget``: the first ``k`` ranked hits best first (whole, else a window of the best
     part in the room left), then neighbours of strong hits, then the hits further down the ranking while
     room is left (the retrieval's depth grows with the budget, so a large budget is not left half empty).
-    With sentence ``windows``: when the budget cannot hold the first two hits whole, those (``sentence_sources``),
+    With sentence ``windows``: when the budget cannot hold the first two hits whole and a window (``_small``), those,
     beside the first hit whole when it leaves them room; else the hits in all but ``window_share`` of the budget and
     windows in the rest, when that is room for one (``_SENTENCE_ROOM``)."""
     if windows and _small(plan, budget, tokens):
