@@ -689,7 +689,7 @@ def _short_neighbours(window: SentenceWindow, tokens: TokenCounter, longest: int
     """``window`` without its neighbours from the first one longer than ``longest`` tokens outwards. Where three or
     four windows fit (300 tokens), one long neighbour (a table row, a paragraph of a man page, a code listing) made a
     window of 150-200 tokens and left room for one more; merged with the windows of its document beside it, it pushed
-    the answer's window out (SQLite, sysdocs and the manuals at 300 tokens: the answer's window ranked 3rd-6th)."""
+    the answer's window out (SQLite, sysdocs and the manuals at 300 tokens: the answer's window ranked 2nd-9th)."""
     at = window.position - window.first
     low, high = at, at + 1
     while low > 0 and tokens.count(window.sentences[low - 1]) <= longest:
