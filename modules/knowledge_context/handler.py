@@ -95,8 +95,8 @@ class Options:
     filter_pool: int = _DEFAULTS.filter_pool
     sentence_windows: bool = _DEFAULTS.sentence_windows
     """Send windows of sentences found across the corpus by the sentence index (when the retriever has one): when the
-    budget cannot hold the first two hits whole, beside the first hit whole when it leaves them room; else in
-    ``window_share`` of the budget: see ``pack``."""
+    budget cannot hold the first two hits whole and a window, beside the first hit whole when it leaves them room;
+    else in ``window_share`` of the budget: see ``pack``."""
     sentence_radius: int = _DEFAULTS.sentence_radius
     chunk_weight: float = _DEFAULTS.chunk_weight
     """How much the rank of the chunk holding a sentence counts beside the sentence's own two rankings."""
@@ -593,8 +593,8 @@ _MIN_WINDOW = 12
 async def packed(plan: Plan, budget: int, ctx: AssemblyContext, opts: Options) -> list[Source]:
     """``pack``, through the offload runner when the hits are long: stemming their words and counting the windows'
     sentences and the widened sources held the event loop up to 22 ms of a demo turn (~1 ms per 2,500 characters
-    of hits); the same sources, off the loop. When the budget cannot hold the first two hits whole, sentence
-    windows from the sentence index when there is one."""
+    of hits); the same sources, off the loop. When the budget cannot hold the first two hits whole and a window,
+    sentence windows from the sentence index when there is one."""
     tokens = estimator(ctx)
     hits = [*plan.ranked, *(p for near in plan.nearby.values() for p in near)]
     size = sum(len(p.text) for p in hits) * LARGE // 2_500
@@ -610,9 +610,11 @@ def wants_sentences(plan: Plan, opts: Options) -> bool:
 
 
 def _small(plan: Plan, budget: int, tokens: TokenCounter) -> bool:
-    """Whether the budget is too small for the first two hits whole: then sentence windows found across the corpus
-    answer more questions than windows of the first hits do (300 and 500 tokens; see docs/knowledge.md)."""
-    return _estimate([Source(p, (p,)) for p in plan.ranked[:2]], tokens) > budget
+    """Whether the budget is too small for the first two hits whole and a sentence window beside them
+    (``_SENTENCE_ROOM``): then sentence windows found across the corpus answer more questions than windows of the first
+    hits do (300 and 500 tokens; see docs/knowledge.md). Two short hits that fit with less room than that left no
+    room for any window, the share (``window_share``) being under a window's room too."""
+    return _estimate([Source(p, (p,)) for p in plan.ranked[:2]], tokens) + _SENTENCE_ROOM > budget
 
 
 _WINDOW_WORK = 30
@@ -649,7 +651,7 @@ def sentence_sources(
     the chunk ranking's reciprocal rank of the chunk holding it (the chunk's rank keeps to the passages the whole
     ranking favours), by the fused score alone (the sentence's own signals find answers in chunks that rank low), and
     by the sentence's similarity to the query alone (see ``_interleaved``). The sentences ``chosen`` shows already are
-    not sent again (``_unshown``)."""
+    not sent again (``_unshown``), nor a neighbour longer than a tenth of the budget (``_short_neighbours``)."""
     chunk_rank = {_key(p): r for r, p in enumerate(ranked, start=1)}
 
     def worth(w: SentenceWindow) -> float:
@@ -662,10 +664,12 @@ def sentence_sources(
     by_worth = sorted(windows, key=lambda w: -worth(w))
     by_meaning = sorted(windows, key=lambda w: -w.similarity)
     shown = "\n".join(_normalised(s.text) for s in whole)  # a sentence (normalised) holds no line break
+    longest = budget // _NEIGHBOUR_SHARE
     for found in _interleaved(by_worth, windows, by_meaning):
         window = _unshown(found, shown)
         if window is None:
             continue  # shown whole already
+        window = _short_neighbours(window, tokens, longest)
         n = next((n for n, span in enumerate(spans) if span.touches(window)), len(spans))
         span = spans[n].joined(window) if n < len(spans) else _Span.of(window)
         rest = total - (spans[n].cost(tokens) if n < len(spans) else 0)
@@ -675,6 +679,26 @@ def sentence_sources(
         if cost <= budget:
             spans, total = [*spans[:n], span, *spans[n + 1 :]], cost
     return [*whole, *(_span_source(span) for span in spans)]
+
+
+_NEIGHBOUR_SHARE = 10
+"""A window's neighbour sentences are sent when each costs at most this fraction of the budget (30 tokens at 300)."""
+
+
+def _short_neighbours(window: SentenceWindow, tokens: TokenCounter, longest: int) -> SentenceWindow:
+    """``window`` without its neighbours from the first one longer than ``longest`` tokens outwards. Where three or
+    four windows fit (300 tokens), one long neighbour (a table row, a paragraph of a man page, a code listing) made a
+    window of 150-200 tokens and left room for one more; merged with the windows of its document beside it, it pushed
+    the answer's window out (SQLite, sysdocs and the manuals at 300 tokens: the answer's window ranked 2nd-9th)."""
+    at = window.position - window.first
+    low, high = at, at + 1
+    while low > 0 and tokens.count(window.sentences[low - 1]) <= longest:
+        low -= 1
+    while high < len(window.sentences) and tokens.count(window.sentences[high]) <= longest:
+        high += 1
+    if (low, high) == (0, len(window.sentences)):
+        return window
+    return dataclasses.replace(window, first=window.first + low, sentences=window.sentences[low:high])
 
 
 def _unshown(window: SentenceWindow, shown: str) -> SentenceWindow | None:
@@ -731,7 +755,9 @@ class _Span:
 
     @cached_property
     def label(self) -> str:
-        return _where(self.found.title or self.found.document_id, self.found.section)
+        """The document's title alone: a window is a few short sentences, and a section path ("Write-Ahead Logging ›
+        2. How WAL Works › 2.2. Concurrency") cost a quarter of one at 300 tokens, where three or four windows fit."""
+        return self.found.title or self.found.document_id
 
     @cached_property
     def text(self) -> str:
@@ -757,7 +783,7 @@ def _span_source(span: _Span) -> Source:
         score=w.score,
         document_id=w.document_id,
         title=w.title,
-        section=w.section,
+        section="",  # labelled by its title alone (``_Span.label``)
         chunk_index=w.chunk_index,
         collection=w.collection,
     )
@@ -770,7 +796,7 @@ def pack(
     """The sources for ``budget``: the first ``k`` ranked hits best first (whole, else a window of the best
     part in the room left), then neighbours of strong hits, then the hits further down the ranking while
     room is left (the retrieval's depth grows with the budget, so a large budget is not left half empty).
-    With sentence ``windows``: when the budget cannot hold the first two hits whole, those (``sentence_sources``),
+    With sentence ``windows``: when the budget cannot hold the first two hits whole and a window (``_small``), those,
     beside the first hit whole when it leaves them room; else the hits in all but ``window_share`` of the budget and
     windows in the rest, when that is room for one (``_SENTENCE_ROOM``)."""
     if windows and _small(plan, budget, tokens):

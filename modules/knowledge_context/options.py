@@ -37,8 +37,8 @@ class KnowledgeOptions(ModuleOptions):
     sentence_windows: bool = Field(
         True,
         description="Send windows of the sentences that match the question best across the collections: most of a "
-        "budget that cannot hold the first two hits whole, window_share of a larger one (needs a sentence index: "
-        "collections ingested since it was added).",
+        "budget that cannot hold the first two hits whole and a window, window_share of a larger one (needs a sentence "
+        "index: collections ingested since it was added).",
     )
     sentence_radius: int = Field(1, ge=0, description="Sentences sent on each side of a sentence found.")
     chunk_weight: float = Field(

@@ -3,6 +3,7 @@ follow-up reformulation, condense order (fewer sources, then narrower windows)."
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import sys
 from collections.abc import Sequence
@@ -640,7 +641,7 @@ async def test_a_sentence_from_a_chunk_the_ranking_left_out_reaches_a_small_wind
     assert first > 150  # not even the first hit fits whole: before, one window of it was all that was sent
     c = await make_module().contribute(150, context(kb, query="how often is the cache flushed?"))
     assert ANSWER in c.text() and TOKENS.count(c.text()) <= 150
-    assert [s for _, s in sources(c.text())] == ["ALPHA › Intro", "BETA › Intro"]  # one window a document, merged
+    assert [s for _, s in sources(c.text())] == ["ALPHA", "BETA"]  # one window a document, merged; titles alone
     assert "Alpha opens here. Alpha says little. Alpha goes on. Alpha turns. Alpha is done." in c.text()
     assert kb.sentence_queries == [("how often is the cache flushed?", ("kb",), 1)]
     off = await make_module().contribute(150, context(kb, config={"sentence_windows": False}))
@@ -677,10 +678,13 @@ async def test_the_windows_take_their_share_not_the_room_the_hits_left_unused() 
 
 
 async def test_no_share_for_windows_when_it_would_not_hold_one() -> None:
-    """Under 100 tokens (a window and its label cost ~70) the share would only take room from the hits."""
+    """Under 100 tokens (a window and its label cost ~70) the share would only take room from the hits (the two
+    hits whole leave a window's room here, so the budget is not a small one: see
+    ``test_two_short_hits_that_leave_no_room_for_a_window_do_not_shut_the_windows_out``)."""
     kb = with_sentences()
     two = sum(TOKENS.count(p.text) for p in kb.hits[:2])
-    c = await make_module().contribute(two + 100, context(kb, config={"max_expansion": 0}))
+    assert (two + 160) * 0.12 < 100
+    c = await make_module().contribute(two + 160, context(kb, config={"max_expansion": 0}))
     assert ANSWER not in c.text() and kb.hits[0].text in c.text() and kb.hits[1].text in c.text()
 
 
@@ -739,6 +743,48 @@ async def test_a_window_whose_sentence_a_whole_source_shows_still_sends_the_neig
     budget = TOKENS.count(shown) + 150
     c = await make_module().contribute(budget, context(kb, query="how often is the cache flushed?"))
     assert ANSWER in c.text() and c.text().count(shown) == 1 and TOKENS.count(c.text()) <= budget
+
+
+async def test_a_long_neighbour_is_left_out_so_the_answers_window_fits_a_small_budget() -> None:
+    """Where three or four windows fit (300 tokens), a first window whose neighbour is a long paragraph (a table, a
+    man page's paragraph) took most of the budget and pushed the answer's window, ranked second, out. A neighbour
+    costing more than a tenth of the budget is left out: the found sentence and its short neighbours go in."""
+    a = document("alpha", 3, words=60)
+    paragraph = " ".join(f"Alpha clause {i} adds a qualification to the rule." for i in range(24))
+    long_first = sentence_window("alpha", 0, 1, (paragraph, "Alpha states the rule.", "Alpha adds one more."), 0.9)
+    answer = sentence_window("beta", 7, 30, ("Beta notes the cache.", ANSWER, "Beta ends the note."), 0.8)
+    kb = SentenceKnowledge([hit(a, i, 0.9 - i / 10) for i in range(3)], {"alpha": a}, windows=[long_first, answer])
+    budget = 300
+    assert TOKENS.count(paragraph) > budget // 2  # the whole first window and the answer's do not fit together
+    c = await make_module().contribute(budget, context(kb, query="how often is the cache flushed?"))
+    assert ANSWER in c.text() and "Alpha states the rule. Alpha adds one more." in c.text()
+    assert paragraph not in c.text() and TOKENS.count(c.text()) <= budget
+    wide = await make_module().contribute(
+        3000, context(kb, query="how often is the cache flushed?", config={"window_share": 1.0})
+    )
+    assert paragraph in wide.text()  # windows given 3,000 tokens: it is under a tenth of them, and sent
+
+
+async def test_two_short_hits_that_leave_no_room_for_a_window_do_not_shut_the_windows_out() -> None:
+    """The first two hits fit whole with under 100 tokens to spare (short chunks), and 12% of the budget is under a
+    window's room too: no sentence window was sent, and an answer the chunk ranking left out never arrived."""
+    kb = with_sentences()
+    header = TOKENS.count("Knowledge base excerpts. Cite them as [SOURCE n].")
+    two = header + sum(TOKENS.count(f"[SOURCE 1] ALPHA › Intro\n{p.text}") for p in kb.hits[:2])
+    budget = two + 60
+    assert budget * 0.12 < 100  # no share for windows either
+    c = await make_module().contribute(budget, context(kb, query="how often is the cache flushed?"))
+    assert ANSWER in c.text() and kb.hits[0].text in c.text() and TOKENS.count(c.text()) <= budget
+
+
+async def test_a_sentence_window_is_labelled_by_its_documents_title_alone() -> None:
+    """A window is a few sentences; a section path in its label cost a quarter of one at 300 tokens."""
+    kb = with_sentences()
+    deep = "Intro › Caching › Flushing › Timers"
+    kb.windows = [dataclasses.replace(w, section=deep) for w in kb.windows]
+    c = await make_module().contribute(150, context(kb, query="how often is the cache flushed?"))
+    assert ANSWER in c.text() and deep not in c.text()
+    assert [s for _, s in sources(c.text())] == ["ALPHA", "BETA"]
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
