@@ -91,6 +91,7 @@ async def run_turn(
     """A new turn: assemble for ``query``, call the model, record the turn (its tool loop starts if it calls tools).
     ``timings`` (optional) receives the milliseconds each of its ``STEPS`` took, for Server-Timing."""
     options = dataclasses.replace(options or TurnOptions(), timings=timings)
+    svc.knowledge.embed_ahead(query)  # while the session is read: its modules' retrieval starts from the vector
     with metrics.TURN_SECONDS.time():
         async with svc.session_lock(session_id):  # one turn at a time per session: turn numbers stay dense
             return await _step(svc, session_id, query, None, options)

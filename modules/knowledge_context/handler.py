@@ -15,11 +15,11 @@ import dataclasses
 import logging
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from components.context_window.base import (
     AssemblyContext,
@@ -35,13 +35,15 @@ from components.context_window.base import (
 )
 from components.context_window.fitting import clip, estimator, overlap
 from components.context_window.metering import labelled
-from components.context_window.offload import LARGE, run_sized
+from components.context_window.offload import LARGE, retrieved, run_sized
 from components.context_window.phases import visible
 from components.context_window.relevance import RRF_K, names_asked
 from components.context_window.relevance import terms as stemmed_terms
 from components.context_window.session_cache import SessionCache
 
 from .options import KnowledgeOptions
+
+T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
@@ -272,14 +274,15 @@ class KnowledgeContextModule(ContextModule):
     async def signals(self, ctx: AssemblyContext) -> dict[str, Any]:
         """No signals: the retrieval starts here, in the knowledge provider's own time (a worker thread), while the
         other modules' signals are gathered; ``contribute`` takes its hits. It searches as deep as any budget asks
-        (``max_depth``): a shallower retrieval returns the first hits of a deeper one, so the window is the same."""
+        (``max_depth``): a shallower retrieval returns the first hits of a deeper one, so the window is the same. The
+        sentence index's search starts beside it, rather than after it, on the pack's way (``_sentence_windows``)."""
         opts = Options.from_context(ctx)
         if ctx.knowledge is not None and opts.collections and not self._rewrites_query(ctx, opts):
             key = ("hits", ctx.query, _depth_searched(opts))
             if key not in ctx.memo:
-                hits = asyncio.ensure_future(self._search(ctx, opts, ctx.query, _depth_searched(opts)))
-                hits.add_done_callback(_retrieved)
-                ctx.memo[key] = hits
+                ctx.memo[key] = _started(self._search(ctx, opts, ctx.query, _depth_searched(opts)))
+            if opts.sentence_windows:
+                _sentence_search(ctx, ctx.query, opts)
         return {}
 
     async def contribute(self, budget: int, ctx: AssemblyContext) -> Contribution:
@@ -444,10 +447,11 @@ def _depth_searched(opts: Options) -> int:
     return max(opts.k, opts.max_depth, opts.filter_pool if opts.llm_filter else 0)
 
 
-def _retrieved(hits: asyncio.Future[list[Passage]]) -> None:
-    """A retrieval started early that no contribution awaited (no budget came): its failure is not an error."""
-    if not hits.cancelled():
-        hits.exception()
+def _started(search: Awaitable[T]) -> asyncio.Future[T]:
+    """A search started early, which a contribution may never await (no budget came): its failure is not an error."""
+    found = asyncio.ensure_future(search)
+    found.add_done_callback(retrieved)
+    return found
 
 
 async def _judged(ranked: list[Passage], query: str, judge: Any) -> list[Passage]:
@@ -628,14 +632,20 @@ label cost ~70): with less, every source is a sentence window."""
 
 async def _sentence_windows(plan: Plan, ctx: AssemblyContext, opts: Options) -> list[SentenceWindow]:
     """The sentence index's windows for the query (once per assembly; none when the retriever has no index)."""
+    found = _sentence_search(ctx, plan.retrieval_query, opts)
+    return [] if found is None else list(await found)
+
+
+def _sentence_search(ctx: AssemblyContext, query: str, opts: Options) -> asyncio.Future[list[SentenceWindow]] | None:
+    """The sentence index's search for ``query``, started once per assembly (None: the retriever has none)."""
     if not isinstance(ctx.knowledge, SentenceRetriever):
-        return []
-    key = ("sentences", plan.retrieval_query, opts.collections, opts.sentence_radius)
+        return None
+    key = ("sentences", query, opts.collections, opts.sentence_radius)
     if key not in ctx.memo:
-        ctx.memo[key] = await ctx.knowledge.sentence_windows(
-            plan.retrieval_query, collections=opts.collections, radius=opts.sentence_radius
+        ctx.memo[key] = _started(
+            ctx.knowledge.sentence_windows(query, collections=opts.collections, radius=opts.sentence_radius)
         )
-    return list(ctx.memo[key])
+    return cast("asyncio.Future[list[SentenceWindow]]", ctx.memo[key])
 
 
 def sentence_sources(

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from components.context_window.base import ChampionCase, Passage, SentenceWindow
+from components.context_window.offload import retrieved
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -53,6 +54,8 @@ class LiveKnowledge:
         self._lock = threading.Lock()
         self._closed = False
         self._writes = asyncio.Lock()
+        self._ahead: set[asyncio.Future[Any]] = set()
+        """Queries being embedded ahead (``embed_ahead``), held until done so that nothing collects them."""
 
     def _open(self) -> _Opened:
         """Runs in a worker thread; the lock makes concurrent first calls open the store once."""
@@ -147,6 +150,25 @@ class LiveKnowledge:
             if embeds_at_once(self._embed_fn, texts[0]):
                 return self._embed(texts)
         return await asyncio.to_thread(self._embed, texts)
+
+    def embed_ahead(self, text: str) -> None:
+        """Start embedding a turn's query in a worker thread as soon as its request brings it, before its session is
+        read: knowledge retrieval, the champion cases and recall ask for the same text's vector once their modules
+        run, and find it made or under way (one model run, ``_RecentVectors``) instead of starting it only then, at
+        the head of the knowledge path. Nothing before the store is open (its first use opens it) or when the vector
+        comes at once (a lexical embedder, a text embedded moments ago)."""
+        if self._opened is None or not text.strip():
+            return
+        from .embeddings import embeds_at_once, make_embedder
+
+        if self._embed_fn is None:
+            self._embed_fn = make_embedder(self.embedder)
+        if embeds_at_once(self._embed_fn, text):
+            return
+        step = asyncio.ensure_future(asyncio.to_thread(self._embed_fn, [text]))
+        self._ahead.add(step)
+        step.add_done_callback(self._ahead.discard)
+        step.add_done_callback(retrieved)  # a failed run is the modules' to meet: they embed it again
 
     def _embed(self, texts: list[str]) -> list[list[float]]:
         if self._embed_fn is None:

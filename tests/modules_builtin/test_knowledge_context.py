@@ -3,6 +3,7 @@ follow-up reformulation, condense order (fewer sources, then narrower windows)."
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import re
 import sys
@@ -646,6 +647,34 @@ async def test_a_sentence_from_a_chunk_the_ranking_left_out_reaches_a_small_wind
     assert kb.sentence_queries == [("how often is the cache flushed?", ("kb",), 1)]
     off = await make_module().contribute(150, context(kb, config={"sentence_windows": False}))
     assert ANSWER not in off.text() and TOKENS.count(off.text()) <= 150
+
+
+@dataclass
+class SlowRetrieval(SentenceKnowledge):
+    """Its chunk retrieval answers once ``answer`` is set (a worker thread's search still under way)."""
+
+    answer: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def retrieve(
+        self, query: str, *, collections: Sequence[str] = (), k: int = 8, min_score: float = 0.0
+    ) -> list[Passage]:
+        await self.answer.wait()
+        return await super().retrieve(query, collections=collections, k=k, min_score=min_score)
+
+
+async def test_the_sentence_search_starts_with_the_signals_beside_the_chunk_retrieval() -> None:
+    """The sentence index is searched while the chunks are (two worker threads' searches side by side), not once the
+    chunk hits are back: the pack waits for one search, not two in a row. The window is the one found without it."""
+    kb = SlowRetrieval(**vars(with_sentences()))
+    module, ctx = make_module(), context(kb, query="how often is the cache flushed?")
+    assert await module.signals(ctx) == {}
+    await asyncio.sleep(0)  # the searches started run while the chunk retrieval is still under way
+    assert kb.sentence_queries == [("how often is the cache flushed?", ("kb",), 1)] and not kb.queries
+    kb.answer.set()
+    early = await module.contribute(150, ctx)
+    plain = await make_module().contribute(150, context(with_sentences(), query="how often is the cache flushed?"))
+    assert ANSWER in early.text() and early.text() == plain.text() and early.metadata == plain.metadata
+    assert len(kb.sentence_queries) == 1  # searched once for the assembly
 
 
 async def test_a_budget_that_holds_the_first_hits_whole_keeps_a_share_for_sentence_windows() -> None:

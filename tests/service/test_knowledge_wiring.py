@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import dataclasses
 import sqlite3
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -293,3 +294,37 @@ async def test_the_champion_case_cap_is_a_setting(handbook, settings, llm):
 def test_a_case_cap_below_one_is_refused_with_what_to_write() -> None:
     with pytest.raises(ValueError, match="TDA_MAX_CHAMPION_CASES='0' is not a whole number of at least 1"):
         Settings.from_env({"TDA_MAX_CHAMPION_CASES": "0"})
+
+
+async def test_a_turns_query_is_embedded_while_its_session_is_read(wired, monkeypatch):
+    """With a model embedder, the query's run starts from the request, before the turn reads its session: the
+    modules that ask for its vector later (knowledge retrieval, the champion cases) find it made or under way, and
+    the model runs on it once."""
+    from tda.knowledge.embeddings import HashingEmbedding, MiniLMInt8Embedding, _RecentVectors
+
+    client, headers = wired
+    svc = client.app.extensions["tda"]
+    await _turn(client, headers)  # the store is open
+    query, runs, ran = "Is a kettle refunded after ninety days?", [], threading.Event()
+
+    class CountingModel(MiniLMInt8Embedding):  # a model's vectors come from a run; these are the hashing ones
+        _recent = _RecentVectors()
+
+        def _encode(self, texts: list[str]) -> Any:
+            runs.append(list(texts))
+            if query in texts:
+                ran.set()
+            return HashingEmbedding()(texts)
+
+    monkeypatch.setattr(svc.knowledge, "_embed_fn", CountingModel())
+    load, embedded_before_load = svc.store.sessions.load, []  # whether the query's run had started, at each read
+
+    async def observed_load(*args: Any, **kwargs: Any) -> Any:
+        embedded_before_load.append(await asyncio.to_thread(ran.wait, 5))
+        return await load(*args, **kwargs)
+
+    monkeypatch.setattr(svc.store.sessions, "load", observed_load)
+    await _turn(client, headers, query)
+    assert embedded_before_load[0] is True
+    assert await svc.knowledge.embed([query]) == await asyncio.to_thread(svc.knowledge._embed, [query])
+    assert [run for run in runs if query in run] == [[query]]  # the turn's later asks ran no model on it
