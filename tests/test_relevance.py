@@ -374,11 +374,11 @@ def test_a_word_shared_with_an_earlier_message_is_evidence_however_common_it_is(
     shares only "go" with it; no message stands out in meaning (z 2.8 on bench/varied_chats.py). Every question nothing
     answers that the rare-words condition caught shared no word at all with the chat, so a neural embedder's word
     condition is any shared word: the question is searched, while one sharing none still abstains."""
-    chat = [
-        "Shall we go for a drink on Friday? I could go after work.",
+    chat = [  # "go" in a sixth of the messages, as in the varied chat (78 of 541)
         "We cycled out to the old lighthouse on Sunday, go and see it some time!",
-        *[f"Work has been hectic this week, {n} meetings and a deadline." for n in range(30)],
-        *[f"The kids have had colds, day {n} of soup and cartoons." for n in range(30)],
+        *[f"Shall we go for a drink after work on day {n}?" for n in range(40)],
+        *[f"Work has been hectic this week, {n} meetings and a deadline." for n in range(100)],
+        *[f"The kids have had colds, day {n} of soup and cartoons." for n in range(100)],
     ]
     index = BM25Index(chat)
     coverage = index.coverage(terms("Where did she go on a bike ride?"))
