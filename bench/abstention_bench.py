@@ -13,39 +13,56 @@ against the whole chat. Reported:
    every answerable question and catches the most of each unanswerable kind beyond what recall catches now: how much
    an abstention rule over these signals could still gain;
 4. answerable questions reworded with a day, a month or a clause opener ("Sorry, quick one: Remind me, ..."): how
-   many make recall abstain (a capitalised word taken for a name nothing mentions; should be 0).
+   many make recall abstain (a capitalised word taken for a name nothing mentions; should be 0);
+5. held out (round 4): each candidate signal below added to the grid as a third condition, its thresholds chosen on
+   the even-numbered chats of each set (no answerable question there abstains) and reported on the odd-numbered ones,
+   so a rule that only fits the chats it was chosen on shows as such:
+   * ``gap``: the best message's cosine minus the chat's mean cosine (the score gap to the typical message);
+   * ``agreement``: how many of the 10 best messages by words are among the 10 best by meaning;
+   * ``speaker``: for a question naming a speaker, the share of the 5 best messages by meaning that speaker said;
+   * ``concept_near``: the question's words no message holds (its key concepts), each embedded alone, compared with
+     every word of the 10 best messages by words and by meaning: the least near one's best cosine;
+   * ``concept_drop``: how far the best 3 messages' z-scores fall when those words (else the rarest) are left out of
+     the question: a hit that matched the question's frame ("What did Dana ... last month?"), not its concept, falls
+     little.
 
-Run: `python bench/abstention_bench.py` (BENCH_CONVERSATIONS=n chats, default 2, as conversation_bench.py).
+Run: `python bench/abstention_bench.py` (BENCH_CONVERSATIONS=n classic chats, BENCH_DENSE=n dense ones, default 2
+each, as conversation_bench.py; BENCH_VARIED=n of bench/varied_chats.py's, default 0; round 4 ran 4 / 4 / 8).
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import os
+import re
 import sys
 import time
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
-from bench.conversation_data import KINDS, UNANSWERABLE, conversations  # noqa: E402
+from bench.conversation_data import KINDS, UNANSWERABLE, Conversation, conversations  # noqa: E402
 from bench.dense_chats import dense_conversations  # noqa: E402
+from bench.varied_chats import varied_conversations  # noqa: E402
 from components.context_window.base import Message, Session  # noqa: E402
 from components.context_window.recall.messages import HistoryIndex, SessionRecall  # noqa: E402
-from components.context_window.relevance import terms, z_scores  # noqa: E402
+from components.context_window.relevance import terms, unit_rows, z_scores  # noqa: E402
 from tda.config import offline_library_defaults  # noqa: E402
 
 offline_library_defaults()
 
 CONVERSATIONS = int(os.environ.get("BENCH_CONVERSATIONS", "2"))
 DENSE = int(os.environ.get("BENCH_DENSE", "2"))
+VARIED = int(os.environ.get("BENCH_VARIED", "0"))
 EMBEDDER = os.environ.get("TDA_EMBEDDER", "minilm-int8")
 REWORDINGS: dict[str, Callable[[str], str]] = {
     "'... on Saturday?'": lambda q: q.rstrip("?") + " on Saturday?",
@@ -63,6 +80,10 @@ class Asked:
     coverage: float
     unseen: float
     """Share of the question's idf weight in words no earlier message holds."""
+    chat: int = 0
+    """The chat's number within its set: even ones choose a held-out rule's thresholds, odd ones test it."""
+    signals: dict[str, float] = field(default_factory=dict)
+    """The round 4 candidates (see the module's docstring), lower meaning "abstain" (inf: the signal says nothing)."""
 
 
 def measure(index: HistoryIndex, recall: SessionRecall, kind: str, question: str, vector: np.ndarray) -> Asked:
@@ -83,20 +104,97 @@ def measure(index: HistoryIndex, recall: SessionRecall, kind: str, question: str
     )
 
 
+class Words:
+    """Single words embedded once each (a concept alone: a few word pieces)."""
+
+    def __init__(self, embedder: Any) -> None:
+        self.embedder = embedder
+        self.held: dict[str, np.ndarray] = {}
+
+    async def vectors(self, words: list[str]) -> np.ndarray:
+        new = [w for w in dict.fromkeys(words) if w not in self.held]
+        if new:
+            self.held.update(zip(new, unit_rows(await self.embedder.embed(new)), strict=True))
+        return np.stack([self.held[w] for w in words]) if words else np.zeros((0, 1), np.float32)
+
+
+def _content_words(text: str) -> dict[str, str]:
+    """Each content word's term -> the word, lower-cased, first spelling kept."""
+    found: dict[str, str] = {}
+    for word in re.findall(r"[A-Za-z][A-Za-z'’-]*", text):
+        term = terms(word)
+        if term:
+            found.setdefault(term[0], re.sub(r"['’]s$", "", word.lower()))
+    return found
+
+
+async def candidates(index: HistoryIndex, words: Words, question: str, dense: np.ndarray) -> dict[str, float]:
+    """The round 4 candidate signals for ``question`` (see the module's docstring)."""
+    n = len(index)
+    query = index.focus(question)
+    lexical = index.lexical_scores(query)[:n]
+    by_meaning, by_words = np.argsort(-dense), np.argsort(-lexical)
+    words_ranked = by_words[: min(10, int(np.count_nonzero(lexical)))]
+    signals = {
+        "gap": float(dense.max() - dense[dense > -1].mean()),
+        "agreement": float(len(set(by_meaning[:10].tolist()) & set(words_ranked.tolist()))),
+        "speaker": np.inf,
+        "concept_near": np.inf,
+        "concept_drop": np.inf,
+    }
+    about = index.asked_about(question)
+    if about:
+        said = np.asarray(index.said_by)[by_meaning[:5]]
+        signals["speaker"] = float(np.isin(said, list(about)).mean())
+    asked = _content_words(query)
+    concepts = [w for t, w in asked.items() if t not in index.lexical]
+    if concepts:
+        hit_words = list(
+            dict.fromkeys(
+                w
+                for p in {*by_meaning[:10].tolist(), *words_ranked.tolist()}
+                for w in _content_words(index.messages[p].content).values()
+            )
+        )
+        near = (await words.vectors(concepts)) @ (await words.vectors(hit_words)).T
+        signals["concept_near"] = float(near.max(axis=1, initial=-1.0).min())
+    elif asked:
+        rarest = max(index.lexical.idf(t) for t in asked)
+        concepts = [w for t, w in asked.items() if index.lexical.idf(t) >= rarest]
+    rest = re.sub(r"(?i)\b(?:" + "|".join(map(re.escape, concepts)) + r")(?:['’]s)?\b", " ", query) if concepts else ""
+    if terms(rest):
+        without = index.dense_scores((await words.vectors([rest]))[0], n)
+        assert without is not None
+        best = by_meaning[:3]
+        signals["concept_drop"] = float((z_scores(dense)[best] - z_scores(without)[best]).max())
+    return signals
+
+
+def chats() -> list[tuple[int, Conversation]]:
+    """Every chat asked about, with its number within its set."""
+    sets = (conversations(CONVERSATIONS), dense_conversations(DENSE), varied_conversations(VARIED) if VARIED else [])
+    return [(number, chat) for chat_set in sets for number, chat in enumerate(chat_set)]
+
+
 async def run() -> tuple[list[Asked], dict[str, tuple[int, int]]]:
     from tda.knowledge.embeddings import Embedder
 
     embedder = Embedder(EMBEDDER)
     recall = SessionRecall(embedder)
+    words = Words(embedder)
     asked: list[Asked] = []
     reworded: dict[str, tuple[int, int]] = defaultdict(lambda: (0, 0))
-    for number, chat in enumerate([*conversations(CONVERSATIONS), *dense_conversations(DENSE)]):
-        messages = [Message(m["role"], m["content"]) for m in chat.messages]
-        index = await recall.sync(Session(f"c{number}", messages=messages), dense=True)
+    for session, (number, chat) in enumerate(chats()):
+        messages = [Message(m["role"], m["content"], name=m.get("name")) for m in chat.messages]
+        index = await recall.sync(Session(f"c{session}", messages=messages), dense=True)
         for question in chat.questions:
             (vector,) = await embedder.embed([index.focus(question.text)])
             vector_array = np.asarray(vector, dtype=np.float32)
-            asked.append(measure(index, recall, question.kind, question.text, vector_array))
+            measured = measure(index, recall, question.kind, question.text, vector_array)
+            dense = index.dense_scores(vector_array, len(index))
+            assert dense is not None
+            signals = await candidates(index, words, question.text, dense)
+            asked.append(dataclasses.replace(measured, chat=number, signals=signals))
             if question.kind in UNANSWERABLE:
                 continue
             for name, reword in REWORDINGS.items():
@@ -134,8 +232,53 @@ def frontier(asked: list[Asked]) -> tuple[tuple[float, float, float], dict[str, 
     return best[1], counts
 
 
+SIGNALS = ("gap", "agreement", "speaker", "concept_near", "concept_drop")
+
+
+@dataclass(frozen=True)
+class HeldOut:
+    signal: str
+    rule: tuple[float, float, float]
+    """Abstain when the best z < rule[0], the best coverage < rule[1] and the signal < rule[2]."""
+    chosen_on: dict[str, int]
+    """Per unanswerable kind, the questions recall misses now that the rule catches on the even chats."""
+    tested_on: dict[str, int]
+    """The same on the odd chats, and "answerable": the answerable questions it abstains on there."""
+
+
+def held_out(asked: list[Asked], signal: str) -> HeldOut:
+    """The grid rule over (z, coverage, ``signal``) that catches the most on the even chats without abstaining on an
+    answerable one there, and what it does on the odd chats."""
+    live = [a for a in asked if not a.abstained]
+    z, cov, sig = (
+        np.array([getattr(a, f) if f else a.signals[signal] for a in live]) for f in ("best_z", "coverage", "")
+    )
+    answerable = np.array([a.kind not in UNANSWERABLE for a in live])
+    even = np.array([a.chat % 2 == 0 for a in live])
+    cuts = np.unique(np.quantile(sig[np.isfinite(sig)], np.linspace(0, 1, 41))) if np.isfinite(sig).any() else []
+    best: tuple[int, tuple[float, float, float]] = (0, (0.0, 0.0, -np.inf))
+    for a, b, c in itertools.product(np.arange(2.0, 8.01, 0.25), np.arange(0.10, 0.56, 0.05), cuts):
+        fires = (z < a) & (cov < b) & (sig < c)
+        if (fires & answerable & even).any():
+            continue
+        caught = int((fires & ~answerable & even).sum())
+        if caught > best[0]:
+            best = (caught, (float(a), float(b), float(c)))
+    a, b, c = best[1]
+    fires = (z < a) & (cov < b) & (sig < c)
+    kinds = np.array([a.kind for a in live])
+
+    def counts(half: np.ndarray) -> dict[str, int]:
+        return {k: int((fires & half & (kinds == k)).sum()) for k in UNANSWERABLE}
+
+    return HeldOut(
+        signal, best[1], counts(even), {**counts(~even), "answerable": int((fires & answerable & ~even).sum())}
+    )
+
+
 def report(asked: list[Asked], reworded: dict[str, tuple[int, int]], seconds: float) -> None:
-    print(f"Abstention bench: {CONVERSATIONS} chats, {len(asked)} questions; embedder {EMBEDDER}; {seconds:.0f} s\n")
+    chats = f"{CONVERSATIONS} classic, {DENSE} dense, {VARIED} varied chats"
+    print(f"Abstention bench: {chats}, {len(asked)} questions; embedder {EMBEDDER}; {seconds:.0f} s\n")
     print("| kind | asked | recall abstains | best z (min-max) | coverage (min-max) | unseen share (min-max) |")
     print("|---|---:|---:|---:|---:|---:|")
     for kind in KINDS:
@@ -161,6 +304,28 @@ def report(asked: list[Asked], reworded: dict[str, tuple[int, int]], seconds: fl
             f"\nFrontier (grid over z, coverage, unseen share; no answerable question lost): the best rule, abstain "
             f"when z < {z:.2f} and coverage < {cov:.2f} and unseen share >= {unseen:.2f}, catches beyond recall "
             f"now: {gains}."
+        )
+    print(
+        "\nHeld out (round 4): a third condition per candidate signal, thresholds chosen on the even chats, tested on "
+        "the odd ones (unanswerable questions recall misses now, caught; answerable ones abstained on):\n"
+    )
+    print("| signal | rule: abstain when | chosen on: topic / detail | tested on: topic / detail | answerable lost |")
+    print("|---|---|---:|---:|---:|")
+    misses = {
+        (k, half): sum(1 for a in asked if a.kind == k and not a.abstained and a.chat % 2 == half)
+        for k in UNANSWERABLE
+        for half in (0, 1)
+    }
+    for signal in SIGNALS:
+        found = held_out(asked, signal)
+        z, cov, cut = found.rule
+        chosen, tested = found.chosen_on, found.tested_on
+        rule = f"z < {z:.2f}, coverage < {cov:.2f}, {signal} < {cut:.2f}" if np.isfinite(cut) else "none catches one"
+        print(
+            f"| {signal} | {rule} | "
+            f"{chosen['unanswerable']} of {misses['unanswerable', 0]} / {chosen['missing_detail']} of "
+            f"{misses['missing_detail', 0]} | {tested['unanswerable']} of {misses['unanswerable', 1]} / "
+            f"{tested['missing_detail']} of {misses['missing_detail', 1]} | {tested['answerable']} |"
         )
     print("\nAnswerable questions reworded, abstained on by the names rule (should be 0):\n")
     for name, (wrong, total) in reworded.items():
