@@ -27,7 +27,7 @@ from datetime import UTC, datetime
 from itertools import accumulate
 from typing import TYPE_CHECKING, Any
 
-from components.context_window.base import AssemblyContext, InMemoryMessages, Message, ToolSchema
+from components.context_window.base import AssemblyContext, InMemoryMessages, Message, ToolSchema, thaw
 from components.context_window.session_cache import BoundedCache
 from components.context_window.token_estimator import TokenEstimator, estimator_for
 
@@ -303,23 +303,26 @@ def window_cut(conversation: Conversation, assembled: AssembledContext, tokens: 
 
 
 def _sent_key(sent: Mapping[str, Any], known: Mapping[tuple[Any, ...], bytes]) -> bytes:
-    """A window message's key (``_key``): a plain text message the client sent is found by its fields, whose key
-    its digests hold (the same bytes: ``_identity`` is made of those fields), not digested again on every call."""
+    """A window message's key (``_key``): a text message the client sent is found by its fields, whose key its
+    digests hold (the same bytes: ``_identity`` is made of those fields), not digested again on every call."""
     content = sent.get("content")
-    if type(content) is str and not sent.get("tool_calls"):
-        key = known.get((sent["role"], content, sent.get("tool_call_id"), sent.get("name")))
+    if type(content) is str:
+        calls = sent.get("tool_calls")
+        key = known.get((sent["role"], content, sent.get("tool_call_id"), sent.get("name"), repr(calls or None)))
         if key is not None:
             return key
     return _key(Message.from_chat(sent))
 
 
-def _plain(m: Message) -> bool:
-    """A message whose ``_identity`` is its ``_fields`` (text content, no tool calls)."""
-    return m.parts is None and not m.tool_calls
+def _by_fields(m: Message) -> bool:
+    """A message whose ``_identity`` is made of its ``_fields`` (text content, no parts)."""
+    return m.parts is None
 
 
 def _fields(m: Message) -> tuple[Any, ...]:
-    return m.role, m.content, m.tool_call_id, m.name
+    """What ``_identity`` reads of a text message, its calls as the window sends them (``repr``: JSON's values spell
+    theirs apart, and equal calls are one identity)."""
+    return m.role, m.content, m.tool_call_id, m.name, repr(thaw(m.tool_calls) or None)
 
 
 def cut_header(result: Mapping[str, Any]) -> dict[str, str]:
@@ -585,8 +588,8 @@ class Digests:
     """The digest state after every message (never updated): the reply's digest and the next call's go on from it
     rather than hashing again the messages since the last checkpoint (up to ``CHECKPOINT`` - 1 of them)."""
     known: dict[tuple[Any, ...], bytes] = field(default_factory=dict, compare=False, repr=False)
-    """The key of each plain message (``_plain``) by its ``_fields``, for ``window_cut``'s lookups. Carried over
-    from the earlier call's digests and added to (a plain message's key is a function of its fields, so a key kept
+    """The key of each text message (``_by_fields``) by its ``_fields``, for ``window_cut``'s lookups. Carried over
+    from the earlier call's digests and added to (a text message's key is a function of its fields, so a key kept
     for a message this conversation no longer holds is still right); made again when it holds twice as many."""
     counted_by: Any = None
     """The estimator whose ``count_message`` figures ``token_sums`` adds up (None: not counted)."""
@@ -656,7 +659,7 @@ def digested(messages: Sequence[Message], seen: Digests | None = None) -> Digest
     base = seen.kept if seen is not None and same else None
     carried = seen is not None and same > 0 and len(seen.known) <= 2 * len(kept)
     known, start = (seen.known, same) if carried else ({}, 0)  # type: ignore[union-attr]
-    known.update((_fields(m), key) for m, key in zip(kept[start:], keys[start:], strict=True) if _plain(m))
+    known.update((_fields(m), key) for m, key in zip(kept[start:], keys[start:], strict=True) if _by_fields(m))
     return Digests(kept, tuple(keys), tuple(prints), tuple(states), same, base, end=h.copy(), known=known)
 
 

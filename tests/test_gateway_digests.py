@@ -144,14 +144,25 @@ async def test_a_carried_calls_cut_reads_the_window_and_the_new_messages_not_the
     await gateway.with_digests(conversation([*turns[:-8], Message("user", "first")]), key, tokens)
     later = await gateway.with_digests(conversation([*turns, Message("user", "second")]), key, tokens)
     window = [instructions[0].to_chat(), *(m.to_chat() for m in later.chat[-9:])]
+    called = later.chat[-4].to_chat()  # the newest tool call, sent with other arguments (a cut or an edit)
+    window.append(
+        {
+            **called,
+            "tool_calls": [{**c, "function": {"name": "lookup", "arguments": "{}"}} for c in called["tool_calls"]],
+        }
+    )
     assembled = SimpleNamespace(messages=window, snapshot=SimpleNamespace(total_used=1))
     with (
         patch.object(tokens, "count_message", wraps=tokens.count_message) as counts,
         patch.object(gateway, "_fields", wraps=gateway._fields) as fields,
+        patch.object(gateway, "_key", wraps=gateway._key) as digested_again,
     ):
         cut = gateway.window_cut(later, assembled, tokens)  # type: ignore[arg-type]
     assert counts.call_count == len(instructions)  # the conversation's tokens were added up as it came
-    assert fields.call_count == 0  # its plain messages' keys were kept as they came
+    assert fields.call_count == 0  # its messages' keys were kept as they came
+    # the client's messages in the window found by their fields, tool calls too: only the instructions (kept apart
+    # from the digests) and the changed call are digested
+    assert digested_again.call_count == 2 * len(instructions) + 1
     received = [*instructions, *later.chat]
     assert cut["tokens_received"] == sum(tokens.count_chat(m.to_chat()) for m in received)
     assert cut["messages_received"] == len(received)
