@@ -657,8 +657,10 @@ def digested(messages: Sequence[Message], seen: Digests | None = None) -> Digest
             states.append(h.copy())
     kept = (*seen.messages[:same], *messages[same:]) if seen else tuple(messages)
     base = seen.kept if seen is not None and same else None
-    carried = seen is not None and same > 0 and len(seen.known) <= 2 * len(kept)
-    known, start = (seen.known, same) if carried else ({}, 0)  # type: ignore[union-attr]
+    known: dict[tuple[Any, ...], bytes] = {}
+    start = 0
+    if seen is not None and same and len(seen.known) <= 2 * len(kept):  # carried over, not grown past twice its use
+        known, start = seen.known, same
     known.update((_fields(m), key) for m, key in zip(kept[start:], keys[start:], strict=True) if _by_fields(m))
     return Digests(kept, tuple(keys), tuple(prints), tuple(states), same, base, end=h.copy(), known=known)
 

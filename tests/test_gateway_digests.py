@@ -190,3 +190,14 @@ def test_the_tokens_received_are_the_conversations_whatever_the_earlier_call_sen
     cut = gateway.window_cut(later, assembled, tokens)  # type: ignore[arg-type]
     assert cut["tokens_received"] == sum(tokens.count_chat(m.to_chat()) for m in later.chat)
     assert cut["messages_cut"] == len(later.chat)
+
+
+def test_the_keys_kept_for_a_conversation_stay_bounded_by_it() -> None:
+    """Conversations that share only their first message take turns under one key (a stateless client's): the keys
+    carried from call to call are made again once they hold twice the conversation's messages, not kept forever."""
+    first = Message("user", "hello")
+    seen = digested([first])
+    for n in range(200):
+        seen = digested([first, *(Message("assistant", f"reply {n}-{i}") for i in range(5))], seen)
+        assert len(seen.known) <= 2 * len(seen.messages) + len(seen.messages)
+    assert seen.known[gateway._fields(seen.messages[-1])] == seen.keys[-1]
