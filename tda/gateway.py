@@ -24,9 +24,10 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from itertools import accumulate
 from typing import TYPE_CHECKING, Any
 
-from components.context_window.base import AssemblyContext, InMemoryMessages, Message, ToolSchema
+from components.context_window.base import AssemblyContext, InMemoryMessages, Message, ToolSchema, thaw
 from components.context_window.session_cache import BoundedCache
 from components.context_window.token_estimator import TokenEstimator, estimator_for
 
@@ -287,39 +288,41 @@ def window_cut(conversation: Conversation, assembled: AssembledContext, tokens: 
     tokens as received, the window's as sent, and how many of the client's messages were not sent as they came
     (left out, summarised, or cut: a message counts as sent only when it went byte for byte)."""
     digests = _digests_of(conversation)
-    known = {_fields(m): key for m, key in zip(digests.messages, digests.keys, strict=True) if _plain(m)}
-    sent = Counter(_sent_key(m, known) for m in assembled.messages)
-    received = (*conversation.instructions, *conversation.chat)
+    sent = Counter(_sent_key(m, digests.known) for m in assembled.messages)
     keys = Counter(_key(m) for m in conversation.instructions)
     keys.update(digests.keys)  # counted in C: the window's few keys are looked up, not every one
     went = sum(min(n, keys[key]) for key, n in sent.items())  # each message received goes at most as often as sent
+    received = len(conversation.instructions) + len(digests.messages)
     return {
-        "messages_received": len(received),
+        "messages_received": received,
         "messages_sent": len(assembled.messages),
-        "messages_cut": len(received) - went,
-        "tokens_received": sum(map(tokens.count_message, received)),
+        "messages_cut": received - went,
+        "tokens_received": sum(map(tokens.count_message, conversation.instructions)) + digests.tokens(tokens),
         "tokens_sent": assembled.snapshot.total_used,
     }
 
 
 def _sent_key(sent: Mapping[str, Any], known: Mapping[tuple[Any, ...], bytes]) -> bytes:
-    """A window message's key (``_key``): a plain text message the client sent is found by its fields, whose key
-    its digests hold (the same bytes: ``_identity`` is made of those fields), not digested again on every call."""
+    """A window message's key (``_key``): a text message the client sent is found by its fields, whose key its
+    digests hold (the same bytes: ``_identity`` is made of those fields), not digested again on every call."""
     content = sent.get("content")
-    if type(content) is str and not sent.get("tool_calls"):
-        key = known.get((sent["role"], content, sent.get("tool_call_id"), sent.get("name")))
+    if type(content) is str:
+        calls = sent.get("tool_calls")
+        key = known.get((sent["role"], content, sent.get("tool_call_id"), sent.get("name"), repr(calls or None)))
         if key is not None:
             return key
     return _key(Message.from_chat(sent))
 
 
-def _plain(m: Message) -> bool:
-    """A message whose ``_identity`` is its ``_fields`` (text content, no tool calls)."""
-    return m.parts is None and not m.tool_calls
+def _by_fields(m: Message) -> bool:
+    """A message whose ``_identity`` is made of its ``_fields`` (text content, no parts)."""
+    return m.parts is None
 
 
 def _fields(m: Message) -> tuple[Any, ...]:
-    return m.role, m.content, m.tool_call_id, m.name
+    """What ``_identity`` reads of a text message, its calls as the window sends them (``repr``: JSON's values spell
+    theirs apart, and equal calls are one identity)."""
+    return m.role, m.content, m.tool_call_id, m.name, repr(thaw(m.tool_calls) or None)
 
 
 def cut_header(result: Mapping[str, Any]) -> dict[str, str]:
@@ -584,6 +587,20 @@ class Digests:
     end: Any = None
     """The digest state after every message (never updated): the reply's digest and the next call's go on from it
     rather than hashing again the messages since the last checkpoint (up to ``CHECKPOINT`` - 1 of them)."""
+    known: dict[tuple[Any, ...], bytes] = field(default_factory=dict, compare=False, repr=False)
+    """The key of each text message (``_by_fields``) by its ``_fields``, for ``window_cut``'s lookups. Carried over
+    from the earlier call's digests and added to (a text message's key is a function of its fields, so a key kept
+    for a message this conversation no longer holds is still right); made again when it holds twice as many."""
+    counted_by: Any = None
+    """The estimator whose ``count_message`` figures ``token_sums`` adds up (None: not counted)."""
+    token_sums: tuple[int, ...] = ()
+    """``token_sums[i]``: the tokens of the first ``i`` messages, by ``counted_by``."""
+
+    def tokens(self, estimator: TokenEstimator) -> int:
+        """The tokens of every message, by ``estimator``: added up as the messages came when it counted them."""
+        if estimator is self.counted_by and len(self.token_sums) == len(self.messages) + 1:
+            return self.token_sums[-1]
+        return sum(map(estimator.count_message, self.messages))
 
     def through(self, n: int) -> str:
         """The digest of the first ``n`` messages."""
@@ -640,7 +657,12 @@ def digested(messages: Sequence[Message], seen: Digests | None = None) -> Digest
             states.append(h.copy())
     kept = (*seen.messages[:same], *messages[same:]) if seen else tuple(messages)
     base = seen.kept if seen is not None and same else None
-    return Digests(kept, tuple(keys), tuple(prints), tuple(states), same, base, end=h.copy())
+    known: dict[tuple[Any, ...], bytes] = {}
+    start = 0
+    if seen is not None and same and len(seen.known) <= 2 * len(kept):  # carried over, not grown past twice its use
+        known, start = seen.known, same
+    known.update((_fields(m), key) for m, key in zip(kept[start:], keys[start:], strict=True) if _by_fields(m))
+    return Digests(kept, tuple(keys), tuple(prints), tuple(states), same, base, end=h.copy(), known=known)
 
 
 SEEN_CONVERSATIONS = 32
@@ -662,14 +684,25 @@ async def with_digests(conversation: Conversation, key: str, tokens: TokenEstima
         digests = digested(chat, seen)
         if tokens is None:
             return digests
-        counted = (*digests.messages[: digests.repeated], *tokens.counted(digests.messages[digests.repeated :]))
-        return dataclasses.replace(digests, messages=counted, received=tuple(chat))
+        same = digests.repeated
+        counted = (*digests.messages[:same], *tokens.counted(digests.messages[same:]))
+        carried = seen.token_sums[: same + 1] if seen is not None and seen.counted_by is tokens else ()
+        sums = _token_sums(counted, tokens, carried)
+        return dataclasses.replace(digests, messages=counted, received=tuple(chat), counted_by=tokens, token_sums=sums)
 
     digests = await sized(work, conversation.chat)
     if len(digests.messages) <= SEEN_MESSAGES:
         _seen.put(key, digests)
     history, chat = len(conversation.history), digests.messages
     return Conversation(conversation.instructions, chat[:history], chat[history], chat[history + 1 :], digests)
+
+
+def _token_sums(messages: Sequence[Message], tokens: TokenEstimator, carried: tuple[int, ...]) -> tuple[int, ...]:
+    """The running token totals of ``messages`` (``Digests.token_sums``), going on from ``carried``: those of the
+    first ``len(carried) - 1`` messages, added up by an earlier call."""
+    start = carried or (0,)
+    counts = map(tokens.count_message, messages[len(start) - 1 :])
+    return (*start[:-1], *accumulate(counts, initial=start[-1]))
 
 
 def remember(session_id: str, conversation: Conversation, snapshot_id: int | None) -> None:

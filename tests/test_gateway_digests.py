@@ -4,6 +4,7 @@ message's canonical JSON is the oracle)."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import hashlib
 import json
@@ -115,3 +116,88 @@ def test_window_cut_counts_the_client_messages_not_sent_byte_for_byte(
     sent = Counter(key(Message.from_chat(m)) for m in window)
     assert cut["messages_cut"] == len(instructions) + len(chat) - sum(min(n, received[k]) for k, n in sent.items())
     assert cut["messages_sent"] == len(window) and cut["messages_received"] == len(instructions) + len(chat)
+
+
+def agent_turn(n: int) -> list[Message]:
+    call = {"id": f"c{n}", "type": "function", "function": {"name": "lookup", "arguments": json.dumps({"n": n})}}
+    return [
+        Message("user", f"question {n}"),
+        Message("assistant", "", tool_calls=(call,)),
+        Message("tool", json.dumps({"rows": list(range(n % 7))}), tool_call_id=f"c{n}"),
+        Message("assistant", f"answer {n} é"),
+    ]
+
+
+async def test_a_carried_calls_cut_reads_the_window_and_the_new_messages_not_the_conversation() -> None:
+    """A session's next call sends the conversation again with a few messages more: its ``usage.tda`` figures (the
+    tokens received, which messages went as sent) are read from what the earlier call added up, not by counting and
+    keying every message again; and they are what a count of the whole conversation gives."""
+    tokens = estimator_for("gpt-4o")
+    instructions = (Message("system", "be brief"),)
+    turns = [m for n in range(60) for m in agent_turn(n)]
+
+    def conversation(chat: list[Message]) -> gateway.Conversation:
+        fresh = [Message.from_chat(m.to_chat()) for m in chat]  # new objects, as a new request parses them
+        return gateway.Conversation(instructions, tuple(fresh[:-1]), fresh[-1], ())
+
+    key = "test-session-cut"
+    await gateway.with_digests(conversation([*turns[:-8], Message("user", "first")]), key, tokens)
+    later = await gateway.with_digests(conversation([*turns, Message("user", "second")]), key, tokens)
+    window = [instructions[0].to_chat(), *(m.to_chat() for m in later.chat[-9:])]
+    called = later.chat[-4].to_chat()  # the newest tool call, sent with other arguments (a cut or an edit)
+    window.append(
+        {
+            **called,
+            "tool_calls": [{**c, "function": {"name": "lookup", "arguments": "{}"}} for c in called["tool_calls"]],
+        }
+    )
+    assembled = SimpleNamespace(messages=window, snapshot=SimpleNamespace(total_used=1))
+    with (
+        patch.object(tokens, "count_message", wraps=tokens.count_message) as counts,
+        patch.object(gateway, "_fields", wraps=gateway._fields) as fields,
+        patch.object(gateway, "_key", wraps=gateway._key) as digested_again,
+    ):
+        cut = gateway.window_cut(later, assembled, tokens)  # type: ignore[arg-type]
+    assert counts.call_count == len(instructions)  # the conversation's tokens were added up as it came
+    assert fields.call_count == 0  # its messages' keys were kept as they came
+    # the client's messages in the window found by their fields, tool calls too: only the instructions (kept apart
+    # from the digests) and the changed call are digested
+    assert digested_again.call_count == 2 * len(instructions) + 1
+    received = [*instructions, *later.chat]
+    assert cut["tokens_received"] == sum(tokens.count_chat(m.to_chat()) for m in received)
+    assert cut["messages_received"] == len(received)
+    sent = Counter(oracle([Message.from_chat(m)]) for m in window)
+    each = Counter(oracle([m]) for m in received)
+    assert cut["messages_cut"] == len(received) - sum(min(n, each[k]) for k, n in sent.items())
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(messages(), max_size=6), st.lists(messages(), max_size=6), st.lists(messages(), max_size=6))
+def test_the_tokens_received_are_the_conversations_whatever_the_earlier_call_sent(
+    shared: list[Message], before: list[Message], after: list[Message]
+) -> None:
+    """Carried over from an earlier call that sent something else after a common beginning (an edit, a fork), the
+    tokens received are still those of the conversation sent, message by message."""
+    tokens, key = estimator_for("gpt-4o"), "test-session-fork"
+
+    def conversation(chat: list[Message]) -> gateway.Conversation:
+        fresh = [Message.from_chat(m.to_chat()) for m in (*chat, Message("user", "q"))]
+        return gateway.Conversation((), tuple(fresh[:-1]), fresh[-1], ())
+
+    asyncio.run(gateway.with_digests(conversation([*shared, *before]), key, tokens))
+    later = asyncio.run(gateway.with_digests(conversation([*shared, *after]), key, tokens))
+    assembled = SimpleNamespace(messages=[], snapshot=SimpleNamespace(total_used=0))
+    cut = gateway.window_cut(later, assembled, tokens)  # type: ignore[arg-type]
+    assert cut["tokens_received"] == sum(tokens.count_chat(m.to_chat()) for m in later.chat)
+    assert cut["messages_cut"] == len(later.chat)
+
+
+def test_the_keys_kept_for_a_conversation_stay_bounded_by_it() -> None:
+    """Conversations that share only their first message take turns under one key (a stateless client's): the keys
+    carried from call to call are made again once they hold twice the conversation's messages, not kept forever."""
+    first = Message("user", "hello")
+    seen = digested([first])
+    for n in range(200):
+        seen = digested([first, *(Message("assistant", f"reply {n}-{i}") for i in range(5))], seen)
+        assert len(seen.known) <= 2 * len(seen.messages) + len(seen.messages)
+    assert seen.known[gateway._fields(seen.messages[-1])] == seen.keys[-1]
