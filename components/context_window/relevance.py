@@ -117,8 +117,8 @@ _SCANNED_FROM = 1 << 15
 turn's new messages are sorted in at its first query, a long history met cold is scanned."""
 _SCANS_PER_SORT = 16
 """Times the unsorted words a ``BM25Index``'s scans read before it sorts them in: a scan of every word for one term
-costs ~a 50th of their sort (measured at 10,000 messages: ~0.3 ms against ~16), so the scans a sort would have
-spared cost at most about a third of it."""
+costs ~a 50th of their sort (measured at 10,000 messages: ~0.3 ms against ~16), so a query asking many terms spends
+at most about a third of a sort on scans before it."""
 TERMS_KEPT = 256
 """Terms whose postings a ``BM25Index`` keeps read out (a turn's queries ask a few dozen, again and again). Every
 term ever asked was kept: a session whose questions each name something new (an order number, a date) held two
@@ -252,8 +252,7 @@ class BM25Index:
         ids = np.frombuffer(b"".join(self._queued), dtype=np.intc)
         self._queued, self._queued_bytes = [], 0
         ends = np.flatnonzero(ids == _BREAK_ID)
-        held = np.cumsum(ids < _STOP_ID, dtype=np.int32)[ends]  # stopwords and breaks not counted (< 2**31: ids
-        # are read at most ``_SORTED_AT`` bytes and a batch at a time)
+        held = np.cumsum(ids < _STOP_ID, dtype=np.int32)[ends]  # stopwords and breaks not counted (a read is MBs)
         lengths = np.diff(held, prepend=0)
         self._lengths += lengths.tolist()
         self._total_length += int(held[-1])
@@ -263,13 +262,14 @@ class BM25Index:
 
     def _current(self) -> None:
         """Read what was queued, and sort it in unless scanning it for each term asked is cheaper: a long history met
-        cold is asked a few terms at first (a turn's query, a name or two), and a scan of its ~700,000 numbers for one
-        is a ~50th of sorting them. Sorted once the scans have read ``_SCANS_PER_SORT`` times the words unsorted (at
-        most that share of a sort is spent before it: a session's next turns ask new terms), or at once when they are
-        few (a turn's new messages)."""
+        cold is asked a few terms (a turn's query, a name or two), and a scan of its ~700,000 numbers for one costs
+        ~a 50th of their sort. Sorted at the first query after more texts come (a session's next turn, which would
+        scan again for its new terms), once the scans have read ``_SCANS_PER_SORT`` times the words, or at once when
+        they are few (a turn's new messages)."""
+        more = bool(self._queued)
         self._read_queue()
         words = len(self._unsorted)
-        if words and (words < _SCANNED_FROM or self._scanned >= _SCANS_PER_SORT * words):
+        if words and (words < _SCANNED_FROM or self._scanned >= _SCANS_PER_SORT * words or (more and self._scanned)):
             self._settled()
 
     def _settled(self) -> None:
