@@ -180,7 +180,7 @@ class BM25Index:
     queued into ``term << 32 | row`` keys with their counts, once for the whole batch (a 10,000-message history met
     cold: one sort, not 300,000 appends). They go to a sorted tail, merged into the main arrays when it outgrows an
     eighth of them: a turn that adds a message costs what it adds, not the history. A long history's first queries
-    scan its numbers for the few terms they ask instead, and the next turn's sorts them (``_current``).
+    scan its numbers for the few terms they ask instead, and the next turn's first query sorts them (``_current``).
     """
 
     def __init__(self, texts: Sequence[str] = (), *, k1: float = 1.2, b: float = 0.75) -> None:
