@@ -3,10 +3,12 @@ packing's contract checked by hypothesis."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -80,6 +82,18 @@ _WORDS = "apple banana cherry date elderberry fig grape the of 7 42".split()
 """Words, two stopwords and two numbers (their own terms)."""
 
 
+@contextlib.contextmanager
+def unsorted_words(scanned_from: int, scans_per_sort: int) -> Iterator[None]:
+    """``BM25Index``'s queries scan the unsorted words from ``scanned_from`` of them, sorting them in once the scans
+    have read ``scans_per_sort`` times as many."""
+    held = relevance._SCANNED_FROM, relevance._SCANS_PER_SORT
+    relevance._SCANNED_FROM, relevance._SCANS_PER_SORT = scanned_from, scans_per_sort
+    try:
+        yield
+    finally:
+        relevance._SCANNED_FROM, relevance._SCANS_PER_SORT = held
+
+
 @settings(max_examples=150, deadline=None)
 @given(
     st.lists(
@@ -93,18 +107,20 @@ _WORDS = "apple banana cherry date elderberry fig grape the of 7 42".split()
     st.lists(st.sampled_from(_WORDS), min_size=1, max_size=4),
     st.sampled_from([16, 4 << 20]),
     st.booleans(),
+    st.sampled_from([None, 1, 10**9]),
 )
-def test_bm25_grown_in_any_steps_scores_as_the_formula(steps, query, sorted_at, radix):
+def test_bm25_grown_in_any_steps_scores_as_the_formula(steps, query, sorted_at, radix, scans):
     """However texts arrive (batches of texts, one text's terms at a time, queries in between: the index sorts what
     was queued at each query, or once that passes ``sorted_at`` bytes, and merges its tail into the main arrays now
     and then), every score, idf and coverage is the formula's over every text added so far; whether the queued words
-    are sorted by a radix sort of their terms (a vocabulary under 65,536 terms) or as whole 64-bit keys."""
-    from components.context_window import relevance
-
+    are sorted by a radix sort of their terms (a vocabulary under 65,536 terms) or as whole 64-bit keys, and whether
+    a query scans the unsorted words for its terms (``scans``: sorted once the scans read that many times as many
+    words; None: sorted at each query)."""
     held = relevance._SORTED_AT, relevance._RADIX_TERMS
     relevance._SORTED_AT, relevance._RADIX_TERMS = sorted_at, held[1] if radix else 0
     try:
-        check_grown(steps, query)
+        with unsorted_words(2**62, 0) if scans is None else unsorted_words(0, scans):
+            check_grown(steps, query)
     finally:
         relevance._SORTED_AT, relevance._RADIX_TERMS = held
 
@@ -140,6 +156,58 @@ def check_grown(steps: list[tuple[str, list[list[str]]]], query: list[str]) -> N
     among = np.arange(0, len(docs), 2)
     subset = okapi(asked, [docs[i] for i in among])
     assert index.scores(" ".join(query), among)[among].tolist() == pytest.approx(subset)
+
+
+def asked_of(index: BM25Index, query: list[str], scanning: contextlib.AbstractContextManager[None]) -> list[object]:
+    """Everything a query reads of ``index``: scores (over every text and over some), coverage, each term's postings
+    and idf."""
+    asked = terms(" ".join(query))
+    with scanning:
+        got: list[object] = [index.scores_for_terms(asked).tolist(), index.coverage(asked).tolist()]
+        got += [index.scores_for_terms(asked, np.arange(0, len(index), 2)).tolist()] if len(index) else []
+        for term in asked:
+            rows = index.rows(term)
+            got += [rows.tolist(), rows.dtype.str, index.idf(term)]
+    return got
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["add", "add_terms", "query"]),
+            st.lists(st.lists(st.sampled_from(_WORDS), max_size=12), min_size=1, max_size=40),
+            st.lists(st.sampled_from(_WORDS), min_size=1, max_size=4),
+        ),
+        min_size=1,
+        max_size=12,
+    ),
+    st.sampled_from([1, 2, 5, 10**9]),
+    st.sampled_from([16, 4 << 20]),
+)
+def test_bm25_scanning_the_unsorted_words_reads_to_the_bit_what_sorting_them_does(steps, scans_per_sort, sorted_at):
+    """A long history met cold is not sorted into postings at its first query: each term asked is found by a scan of
+    its words' numbers, until the scans have read ``_SCANS_PER_SORT`` times as many words (then they are sorted in).
+    However texts arrive and are asked about in between (a scan from the rows a term's kept postings end at, sorted
+    rows before unsorted ones, a sort in the middle of a session), every score, coverage, idf and posting is, to the
+    last bit, an index's that sorts at once: windows stay byte for byte the same."""
+    scanning, sorting = BM25Index(), BM25Index()
+    held = relevance._SORTED_AT
+    relevance._SORTED_AT = sorted_at
+    try:
+        for action, texts, query in [*steps, ("query", [], _WORDS)]:
+            for index, mode in ((scanning, unsorted_words(0, scans_per_sort)), (sorting, unsorted_words(2**62, 0))):
+                with mode:
+                    if action == "add":
+                        index.add([" ".join(words) for words in texts])
+                    elif action == "add_terms":
+                        for words in texts:
+                            index.add_terms(terms(" ".join(words)))
+            if action == "query":
+                scan_mode, sort_mode = unsorted_words(0, scans_per_sort), unsorted_words(2**62, 0)
+                assert asked_of(scanning, query, scan_mode) == asked_of(sorting, query, sort_mode)
+    finally:
+        relevance._SORTED_AT = held
 
 
 def test_bm25_no_match_scores_zero_and_empty_index_is_empty():

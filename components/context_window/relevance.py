@@ -112,6 +112,13 @@ _LOWERED_BUT_BREAKS = bytes(c + 32 if 65 <= c <= 90 else s for c, s in enumerate
 """The same for ASCII text not lower-cased yet: capitals lowered in the one translation (``str.lower`` of ASCII text
 does the same, and was a sixth of a long history's translation)."""
 _ROW_BITS = 32
+_SCANNED_FROM = 1 << 15
+"""Words unsorted from which a query scans them for its terms rather than sort them in (``BM25Index._current``): a
+turn's new messages are sorted in at its first query, a long history met cold is scanned."""
+_SCANS_PER_SORT = 16
+"""Times the unsorted words a ``BM25Index``'s scans read before it sorts them in: a scan of every word for one term
+costs ~a 50th of their sort (measured at 10,000 messages: ~0.3 ms against ~16), so a query asking many terms spends
+at most about a third of a sort on scans before it."""
 TERMS_KEPT = 256
 """Terms whose postings a ``BM25Index`` keeps read out (a turn's queries ask a few dozen, again and again). Every
 term ever asked was kept: a session whose questions each name something new (an order number, a date) held two
@@ -172,7 +179,8 @@ class BM25Index:
     number through a dict of the words this index has met, joined as 4-byte integers; the next query sorts what was
     queued into ``term << 32 | row`` keys with their counts, once for the whole batch (a 10,000-message history met
     cold: one sort, not 300,000 appends). They go to a sorted tail, merged into the main arrays when it outgrows an
-    eighth of them: a turn that adds a message costs what it adds, not the history.
+    eighth of them: a turn that adds a message costs what it adds, not the history. A long history's first queries
+    scan its numbers for the few terms they ask instead, and the next turn's first query sorts them (``_current``).
     """
 
     def __init__(self, texts: Sequence[str] = (), *, k1: float = 1.2, b: float = 0.75) -> None:
@@ -189,16 +197,21 @@ class BM25Index:
         self._queued_bytes = 0
         """The numbers of the words of the texts added since the last query, 4 bytes each, in order, each text's
         followed by ``_BREAK_ID``."""
+        self._unsorted = GrowingArray(np.intc)
+        self._ends = GrowingArray(np.intp)
+        """The queued numbers read (``_read_queue``) but not sorted in yet, and where each of their texts' break is."""
+        self._sorted = 0
+        """How many texts were sorted in (the first ``_unsorted`` text's row)."""
+        self._scanned = 0
+        """Words of ``_unsorted`` read by scans since it was last sorted in (``_current``)."""
         empty = (np.zeros(0, np.int64), np.zeros(0, np.float64))
         self._main: tuple[np.ndarray, np.ndarray] = empty
         """Sorted ``term << 32 | row`` keys and each one's count of the term in that text (as a float)."""
         self._tail: tuple[np.ndarray, np.ndarray] = empty
         """The same for rows added since ``_main`` was last merged (all after its rows)."""
-        self._settles = 0
-        """How many times queued texts were sorted in (what ``_arrays`` holds is current when it says the same)."""
         self._arrays: dict[str, tuple[GrowingArray, GrowingArray, int]] = {}
         """Per term asked lately (at most ``TERMS_KEPT``, the least recently read out first), its rows, its counts
-        and ``_settles`` when they were read."""
+        and how many texts the index held when they were read."""
         self.add(texts)
 
     def __len__(self) -> int:
@@ -230,25 +243,48 @@ class BM25Index:
         self._queued.append(numbers)
         self._queued_bytes += len(numbers)
         self._count += texts
-        if self._queued_bytes > _SORTED_AT:  # a huge history is sorted in parts: bounded temporary arrays
+        if self._queued_bytes + 4 * len(self._unsorted) > _SORTED_AT:  # a huge history is sorted in parts: bounded
+            self._settled()  # temporary arrays
+
+    def _read_queue(self) -> None:
+        """Move what was queued to ``_unsorted`` (and ``_ends``), counting each text's length."""
+        if not self._queued:
+            return
+        ids = np.frombuffer(b"".join(self._queued), dtype=np.intc)
+        self._queued, self._queued_bytes = [], 0
+        ends = np.flatnonzero(ids == _BREAK_ID)
+        held = np.cumsum(ids < _STOP_ID, dtype=np.int32)[ends]  # stopwords and breaks not counted (a read is MBs)
+        lengths = np.diff(held, prepend=0)
+        self._lengths += lengths.tolist()
+        self._total_length += int(held[-1])
+        ends += len(self._unsorted)
+        self._unsorted.extend(ids)
+        self._ends.extend(ends)
+
+    def _current(self) -> None:
+        """Read what was queued, and sort it in unless scanning it for each term asked is cheaper: a long history met
+        cold is asked a few terms (a turn's query, a name or two), and a scan of its ~700,000 numbers for one costs
+        ~a 50th of their sort. Sorted at the first query after more texts come (a session's next turn, which would
+        scan again for its new terms), once the scans have read ``_SCANS_PER_SORT`` times the words, or at once when
+        they are few (a turn's new messages)."""
+        more = bool(self._queued)
+        self._read_queue()
+        words = len(self._unsorted)
+        if words and (words < _SCANNED_FROM or self._scanned >= _SCANS_PER_SORT * words or (more and self._scanned)):
             self._settled()
 
     def _settled(self) -> None:
         """Sort what was queued into the tail (and the tail into the main arrays once it outgrows an eighth)."""
-        if not self._queued:
+        self._read_queue()
+        if not len(self._unsorted):
             return
-        self._settles += 1
-        first = len(self._lengths)
-        ids = np.frombuffer(b"".join(self._queued), dtype=np.intc)
-        self._queued, self._queued_bytes = [], 0
-        sizes = np.diff(np.flatnonzero(ids == _BREAK_ID), prepend=-1)  # each text's words and its break
+        first, ids, ends = self._sorted, self._unsorted.view, self._ends.view
+        sizes = np.diff(ends, prepend=-1)  # each text's words and its break
         rows = np.repeat(np.arange(first, first + len(sizes), dtype=np.int64), sizes)
         held = ids < _STOP_ID  # stopwords and breaks left out before sorting: a third of prose's words
-        rows = rows[held]
-        lengths = np.bincount(rows - first, minlength=len(sizes))
-        self._lengths += lengths.tolist()
-        self._total_length += int(lengths.sum())
-        keys = _sorted_keys(ids[held], rows, len(self._ids))
+        keys = _sorted_keys(ids[held], rows[held], len(self._ids))
+        self._sorted += len(sizes)
+        self._unsorted, self._ends, self._scanned = GrowingArray(np.intc), GrowingArray(np.intp), 0
         runs = np.empty(len(keys), dtype=bool)  # where each (term, row) pair's run begins
         runs[:1] = True
         np.not_equal(keys[1:], keys[:-1], out=runs[1:])
@@ -280,7 +316,7 @@ class BM25Index:
         return self.scores_for_terms(terms(query), among)
 
     def scores_for_terms(self, query_terms: Sequence[str], among: np.ndarray | None = None) -> np.ndarray:
-        self._settled()
+        self._current()
         n = len(self)
         out = np.zeros(n, dtype=np.float64)
         if not n or (among is not None and not len(among)):
@@ -323,36 +359,53 @@ class BM25Index:
     def _posting_arrays(self, term: str) -> tuple[np.ndarray, np.ndarray]:
         """The rows holding ``term`` (ascending) and its count in each (float): kept per term and extended by the
         rows added since (a turn asks for a term several times, and the next turn adds a message or two)."""
-        self._settled()
+        self._current()
         held = self._arrays.get(term)
-        if held is None or held[2] != self._settles:
+        if held is None or held[2] != self._count:
             since = int(held[0].view[-1]) + 1 if held is not None and len(held[0]) else 0
             rows, counts = self._postings(term, since)
             if held is not None and since:
                 held[0].extend(rows)
                 held[1].extend(counts)
             else:
-                held = GrowingArray(np.intp, rows), GrowingArray(np.float64, counts), self._settles
+                held = GrowingArray(np.intp, rows), GrowingArray(np.float64, counts), self._count
             self._arrays.pop(term, None)  # to the end: the terms read every turn stay
-            self._arrays[term] = held = (held[0], held[1], self._settles)
+            self._arrays[term] = held = (held[0], held[1], self._count)
             if len(self._arrays) > TERMS_KEPT:
                 del self._arrays[next(iter(self._arrays))]
         return held[0].view, held[1].view
 
     def _postings(self, term: str, since: int) -> tuple[np.ndarray, np.ndarray]:
-        """``term``'s rows from ``since`` on, with its counts."""
+        """``term``'s rows from ``since`` on, with its counts: from the sorted keys, then a scan of the unsorted."""
         number = self._ids.get(term)
+        if number is None:
+            return np.zeros(0, np.intp), np.zeros(0, np.float64)
         found = []
-        if number is not None:
-            bounds = np.asarray([number << _ROW_BITS | since, (number + 1) << _ROW_BITS], dtype=np.int64)
-            for keys, counts in (self._main, self._tail):
-                start, end = np.searchsorted(keys, bounds)
-                if end > start:
-                    found.append((keys[start:end], counts[start:end]))
+        bounds = np.asarray([number << _ROW_BITS | since, (number + 1) << _ROW_BITS], dtype=np.int64)
+        for keys, counts in (self._main, self._tail) if since < self._sorted else ():
+            start, end = np.searchsorted(keys, bounds)
+            if end > start:
+                found.append(((keys[start:end] & _ROW_MASK).astype(np.intp), counts[start:end]))
+        if len(self._unsorted):
+            found.append(self._scan(number, since))
         if not found:
             return np.zeros(0, np.intp), np.zeros(0, np.float64)
-        keys, counts = found[0] if len(found) == 1 else (np.concatenate(parts) for parts in zip(*found, strict=True))
-        return (keys & _ROW_MASK).astype(np.intp, copy=False), counts
+        rows, counts = found[0] if len(found) == 1 else (np.concatenate(parts) for parts in zip(*found, strict=True))
+        return rows, counts
+
+    def _scan(self, number: int, since: int) -> tuple[np.ndarray, np.ndarray]:
+        """The unsorted rows from ``since`` on holding the term numbered ``number``, with its count in each."""
+        ids, ends, first = self._unsorted.view, self._ends.view, self._sorted
+        start = int(ends[since - first - 1]) + 1 if since > first else 0
+        self._scanned += len(ids) - start
+        at = np.flatnonzero(ids[start:] == number)
+        rows = np.searchsorted(ends, at + start)  # a word's text: the breaks before it
+        runs = np.empty(len(rows), dtype=bool)
+        runs[:1] = True
+        np.not_equal(rows[1:], rows[:-1], out=runs[1:])
+        starts = np.flatnonzero(runs)
+        counts = np.diff(starts, append=len(rows)).astype(np.float64)
+        return (rows[starts] + first).astype(np.intp, copy=False), counts
 
 
 class _WordNumbers(dict[bytes, bytes]):

@@ -125,9 +125,9 @@ class Window:
         held = len(seen)
         if len(messages) >= held and list(messages[:held]) == seen:
             new = [Message.from_chat(m) for m in messages[held:]]
-            self._read = (seen + [dict(m) for m in messages[held:]], converted + new)
+            self._read = (seen + list(map(dict, messages[held:])), converted + new)
         else:
-            self._read = ([dict(m) for m in messages], [Message.from_chat(m) for m in messages])
+            self._read = (list(map(dict, messages)), [Message.from_chat(m) for m in messages])  # map: copies in C
         return self._read[1]
 
     async def assemble(
