@@ -4,9 +4,10 @@ The service's app in this process (Quart's test client, no HTTP server), its mod
 (tests/gateway/upstream.py, its own process: it echoes each question) as in long_session_bench.py's native part:
 BENCH_MEM_TURNS turns (default 3,000) recorded one by one through POST /v1/sessions/{id}/turns. Every
 BENCH_MEM_EVERY turns (default 500): the process's RSS and, with BENCH_MEM_TRACE=1 (slower: every allocation is
-traced; from turn BENCH_MEM_TRACE_FROM on, if set), the Python allocations that grew most since the previous mark, by file:line. Reported: RSS at each mark
-and its growth per 1,000 turns from the first mark on (the caches warm by then). BENCH_MEM_EMBEDDER: the embedder
-(default minilm-int8, tda's default; ``hashing`` is faster but 512 dimensions).
+traced; from turn BENCH_MEM_TRACE_FROM on, if set), the Python allocations that grew most since the previous mark, by
+file:line (BENCH_MEM_TOP lines, default 12). Reported: RSS at each mark and its growth per 1,000 turns from the first
+mark on (the caches warm by then). BENCH_MEM_EMBEDDER: the embedder (default minilm-int8, tda's default; ``hashing``
+is faster but 512 dimensions).
 
 Run: ``PYTHONPATH=. python bench/native_memory_bench.py`` (a temporary data directory; nothing is kept).
 """
