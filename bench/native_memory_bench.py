@@ -4,9 +4,10 @@ The service's app in this process (Quart's test client, no HTTP server), its mod
 (tests/gateway/upstream.py, its own process: it echoes each question) as in long_session_bench.py's native part:
 BENCH_MEM_TURNS turns (default 3,000) recorded one by one through POST /v1/sessions/{id}/turns. Every
 BENCH_MEM_EVERY turns (default 500): the process's RSS and, with BENCH_MEM_TRACE=1 (slower: every allocation is
-traced), the Python allocations that grew most since the previous mark, by file:line. Reported: RSS at each mark
-and its growth per 1,000 turns from the first mark on (the caches warm by then). BENCH_MEM_EMBEDDER: the embedder
-(default minilm-int8, tda's default; ``hashing`` is faster but 512 dimensions).
+traced; from turn BENCH_MEM_TRACE_FROM on, if set), the Python allocations that grew most since the previous mark, by
+file:line (BENCH_MEM_TOP lines, default 12). Reported: RSS at each mark and its growth per 1,000 turns from the first
+mark on (the caches warm by then). BENCH_MEM_EMBEDDER: the embedder (default minilm-int8, tda's default; ``hashing``
+is faster but 512 dimensions).
 
 Run: ``PYTHONPATH=. python bench/native_memory_bench.py`` (a temporary data directory; nothing is kept).
 """
@@ -41,7 +42,10 @@ TRACE = os.environ.get("BENCH_MEM_TRACE") == "1"
 EMBEDDER = os.environ.get("BENCH_MEM_EMBEDDER", "minilm-int8")
 FRAMES = int(os.environ.get("BENCH_MEM_FRAMES", "1"))
 """Frames per traced allocation: with more, each line is reported with the calls that led to it."""
-TOP = 12
+TRACE_FROM = int(os.environ.get("BENCH_MEM_TRACE_FROM", "0"))
+"""With BENCH_MEM_TRACE=1, the turn after which allocations are traced (0: all): what a long session still adds, at
+untraced speed until then (tracing slows a turn ~3x)."""
+TOP = int(os.environ.get("BENCH_MEM_TOP", "12"))
 
 
 def rss_mib() -> float:
@@ -144,12 +148,14 @@ async def record(settings: Any, token: str) -> list[tuple[int, float, float]]:
         for turn in range(1, TURNS + 1):
             r = await client.post("/v1/sessions/native-long/turns", json={"query": question(turn)}, headers=headers)
             assert r.status_code == 201, (turn, await r.get_data())
+            if TRACE and turn == TRACE_FROM:
+                tracemalloc.start(FRAMES)
             if turn % EVERY == 0:
                 await asyncio.sleep(0.5)  # the turn's indexing, in the background, ends
                 gc.collect()
                 marks.append((turn, rss_mib(), time.perf_counter() - started))
                 print(f"turn {turn}: RSS {marks[-1][1]:.1f} MiB, {marks[-1][2]:.0f} s; {breakdown()}", flush=True)
-                if TRACE:
+                if tracemalloc.is_tracing():
                     now = tracemalloc.take_snapshot().filter_traces([tracemalloc.Filter(False, tracemalloc.__file__)])
                     if snapshot is not None:
                         print("\n".join(grown(snapshot, now)), flush=True)
@@ -164,7 +170,7 @@ def main() -> None:
     tune_malloc()  # as `tda serve` does
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # stopped, it stops its upstream too
     logging.getLogger("components").setLevel(logging.ERROR)  # a loaded machine's slow steps are not what is measured
-    if TRACE:
+    if TRACE and not TRACE_FROM:
         tracemalloc.start(FRAMES)
     with tempfile.TemporaryDirectory(prefix="tda-mem-") as tmp:
         folder = Path(tmp)

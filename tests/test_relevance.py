@@ -21,6 +21,7 @@ from components.context_window.relevance import (
     EVIDENCE,
     BM25Index,
     Candidate,
+    DigestTable,
     Evidence,
     Floor,
     VectorIndex,
@@ -652,3 +653,38 @@ def test_a_term_asked_every_turn_is_extended_in_place_and_what_was_handed_out_st
             assert scores.tolist() == built.scores(query).tolist()
     assert copies <= 12  # ~log2(1,000): every turn before
     assert all(np.array_equal(rows, kept) and not rows.flags.writeable for rows, kept in handed)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.binary(min_size=4, max_size=4), st.integers(0, 2**40)), max_size=600), st.data())
+def test_a_digest_table_answers_as_a_dict_that_keeps_each_first_value(pairs, data):
+    """Digests held in sorted arrays and a dict of the newest answer every lookup as a dict would (a digest put again
+    keeps its first value), across merges, for digests ending in zero bytes too."""
+    table, oracle = DigestTable(size=4), {}
+    for digest, value in pairs:
+        table.put(digest, value)
+        oracle.setdefault(digest, value)
+    asked = [d for d, _ in pairs] + data.draw(st.lists(st.binary(min_size=4, max_size=4), max_size=50))
+    assert [table.get(d) for d in asked] == [oracle.get(d) for d in asked]
+    assert all((d in table) == (d in oracle) for d in asked) and len(table) == len(oracle)
+
+
+def test_a_digest_table_holds_a_digest_in_tens_of_bytes_not_a_hundred():
+    """A long session's index holds a digest per part for its life: 20,000 16-byte digests and their rows in under
+    32 bytes each (a dict of them held ~110), every one found again."""
+    import hashlib
+    import tracemalloc
+
+    digests = [hashlib.blake2b(str(n).encode(), digest_size=16).digest() for n in range(20_000)]
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        table = DigestTable()
+        for row, digest in enumerate(digests):
+            table.put(digest, row)
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert held < 32 * len(digests), f"{held / len(digests):.0f} bytes a digest"
+    assert [table.get(d) for d in digests] == list(range(len(digests)))
+    assert table.get(hashlib.blake2b(b"other", digest_size=16).digest()) is None

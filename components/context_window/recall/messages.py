@@ -23,7 +23,7 @@ import logging
 import re
 import time
 from array import array
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from itertools import islice
@@ -52,6 +52,7 @@ from ..relevance import (
     TAKEN_VECTORS_BYTES,
     VECTORS_BY_TEXT_BYTES,
     BM25Index,
+    DigestTable,
     Evidence,
     Floor,
     GrowingArray,
@@ -223,8 +224,9 @@ class HistoryIndex:
     """What the history was read as (a store's history version), so a changed history is read afresh."""
     session_id: str | None = None
     """Whose history this is: names the session to a ``PartVectors`` store (None: nothing is stored)."""
-    stored: set[str] = field(default_factory=set)
-    """``part_key``s the ``PartVectors`` store is known to hold for the session (no need to read or write them)."""
+    stored: DigestTable = field(default_factory=DigestTable)
+    """``part_key``s the ``PartVectors`` store is known to hold for the session, as digests (no need to read or write
+    them): ``is_stored``, ``mark_stored``."""
     messages: list[Message] = field(default_factory=list)
     lexical: BM25Index = field(default_factory=BM25Index)
     dense: VectorIndex | None = None
@@ -235,7 +237,7 @@ class HistoryIndex:
     row_of: array[int] = field(default_factory=lambda: array("q"))
     """Per part, in order, its vector's row in ``dense``: a part said again (a greeting, a repeated line of a tool
     result) is held and scored once."""
-    _row_by_digest: dict[bytes, int] = field(default_factory=dict)
+    _row_by_digest: DigestTable = field(default_factory=DigestTable)
     _owner_array: GrowingArray = field(default_factory=lambda: GrowingArray(np.intp))
     _row_array: GrowingArray = field(default_factory=lambda: GrowingArray(np.intp))
     _starts: np.ndarray = field(default_factory=lambda: np.zeros(0, np.intp))
@@ -374,15 +376,26 @@ class HistoryIndex:
         for vector in vectors:
             as_array = np.asarray(vector, dtype=np.float32)
             digest = hashlib.blake2b(as_array.tobytes(), digest_size=16).digest()
-            row = self._row_by_digest.get(digest, added.get(digest))
+            row = added.get(digest)
+            if row is None:
+                row = self._row_by_digest.get(digest)
             if row is None:
                 row = added[digest] = held + len(new_rows)
                 new_rows.append(as_array)
             rows.append(row)
         if new_rows:
             self.dense.add(np.stack(new_rows))  # raises for vectors of another size, before anything is kept
-            self._row_by_digest.update(added)
+            for digest, row in added.items():
+                self._row_by_digest.put(digest, row)
         return rows
+
+    def is_stored(self, key: str) -> bool:
+        """Whether the store is known to hold the part named ``key`` (a ``part_key``) for the session."""
+        return bytes.fromhex(key) in self.stored
+
+    def mark_stored(self, keys: Iterable[str]) -> None:
+        for key in keys:
+            self.stored.put(bytes.fromhex(key), 0)
 
     def dense_scores(self, query_vector: Sequence[float] | np.ndarray, n: int) -> np.ndarray | None:
         """Each of the first ``n`` messages' best part cosine with the query (None: not every message has vectors)."""
@@ -1008,7 +1021,7 @@ class SessionRecall:
         here or that the index does not know to be stored, by text; and whether the store answered."""
         if self.stored is None or index.session_id is None:
             return {}, False
-        asked = {k: t for t, k in keys.items() if t not in known or k not in index.stored}
+        asked = {k: t for t, k in keys.items() if t not in known or not index.is_stored(k)}
         if not asked:
             return {}, True
         if time.monotonic() < self._store_retry_at:
@@ -1019,7 +1032,7 @@ class SessionRecall:
             self._failed("read", exc)
             return {}, False
         self._store_failed = False
-        index.stored.update(k for k in found if k in asked)
+        index.mark_stored(k for k in found if k in asked)
         return {asked[k]: np.asarray(v, dtype=np.float32) for k, v in found.items() if k in asked}, True
 
     async def _to_store(self, index: HistoryIndex, keys: Mapping[str, str], known: Mapping[str, np.ndarray]) -> None:
@@ -1027,7 +1040,7 @@ class SessionRecall:
         index's session."""
         if self.stored is None or index.session_id is None:
             return
-        fresh = {k: known[t] for t, k in keys.items() if k not in index.stored}
+        fresh = {k: known[t] for t, k in keys.items() if not index.is_stored(k)}
         if not fresh:
             return
         try:
@@ -1035,7 +1048,7 @@ class SessionRecall:
         except Exception as exc:
             self._failed("write", exc)
             return
-        index.stored.update(fresh)
+        index.mark_stored(fresh)
         self._store_failed = False
 
     def _failed(self, what: str, exc: Exception) -> None:
