@@ -20,6 +20,7 @@ from components.context_window.handler import ContextWindowHandler
 from components.context_window.recall.messages import (
     HistoryIndex,
     SessionRecall,
+    asks_when,
     collect_units,
     embedded_text,
     parts_of,
@@ -816,6 +817,20 @@ async def test_a_question_with_no_time_in_it_spends_no_room_on_every_sessions_da
     recalled = [m.content for m in window_parts((await history.contribute(1_500, ctx)).messages())[1]]
     assert sum("we moved to" in line for line in recalled) == len(TOWNS)
     assert sum(line.startswith("[") for line in recalled) < len(TOWNS)
+
+
+@pytest.mark.parametrize(
+    ("question", "cue"),
+    [
+        ("When did Rafael get the dog?", True),
+        ("Where did Ben live before Tenby?", True),
+        ("How long ago was the trip?", True),
+        ("What should I leave out when I cook for my sibling?", False),  # "when" joining a clause asks no time
+        ("What is Kat learning to play?", False),
+    ],
+)
+def test_a_question_asking_when_or_in_what_order_has_a_time_cue(question, cue):
+    assert asks_when(question) is cue
 
 
 async def test_a_question_about_someone_never_mentioned_recalls_nothing_and_says_so(history):

@@ -1179,10 +1179,11 @@ def collect_units(
 
 
 _WHEN = re.compile(
-    r"\b(?:when|what (?:time|day|date|month|year)|which (?:day|date|month|year)|how long|ago|before|after|since|until"
-    r"|first|last|earlier|later|recently)\b",
+    r"\b(?:when (?:did|does|do|was|were|is|are|will|would|has|have|had)|what (?:time|day|date|month|year)"
+    r"|which (?:day|date|month|year)|how long|ago|before|after|since|until|first|last|earlier|later|recently)\b",
     re.IGNORECASE,
 )
+"""A time cue: "when" asking ("When did...", not "what to leave out when I cook"), a date asked, or an order."""
 
 
 def asks_when(query: str) -> bool:
