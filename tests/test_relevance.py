@@ -95,17 +95,22 @@ def unsorted_words(scanned_from: int, scans_per_sort: int) -> Iterator[None]:
         relevance._SCANNED_FROM, relevance._SCANS_PER_SORT = held
 
 
+_TEXTS = st.lists(st.lists(st.sampled_from(_WORDS), max_size=12), min_size=1, max_size=40)
+"""A batch of texts added to an index (each a list of words)."""
+_QUERY = st.lists(st.sampled_from(_WORDS), min_size=1, max_size=4)
+
+
 @settings(max_examples=150, deadline=None)
 @given(
     st.lists(
         st.tuples(
             st.sampled_from(["add", "add_terms", "query"]),
-            st.lists(st.lists(st.sampled_from(_WORDS), max_size=12), min_size=1, max_size=40),
+            _TEXTS,
         ),
         min_size=1,
         max_size=12,
     ),
-    st.lists(st.sampled_from(_WORDS), min_size=1, max_size=4),
+    _QUERY,
     st.sampled_from([16, 4 << 20]),
     st.booleans(),
     st.sampled_from([None, 1, 10**9]),
@@ -177,8 +182,8 @@ def asked_of(index: BM25Index, query: list[str], scanning: contextlib.AbstractCo
     st.lists(
         st.tuples(
             st.sampled_from(["add", "add_terms", "query"]),
-            st.lists(st.lists(st.sampled_from(_WORDS), max_size=12), min_size=1, max_size=40),
-            st.lists(st.sampled_from(_WORDS), min_size=1, max_size=4),
+            _TEXTS,
+            _QUERY,
         ),
         min_size=1,
         max_size=12,

@@ -851,21 +851,23 @@ def _packed(
     chosen: list[RecalledUnit] = []
     seen: set[str] = set()
     left = room
-    for unit in by_value:
-        if left < MESSAGE_OVERHEAD + 2:  # not even a one-word message fits any more
-            break
+
+    def take(unit: RecalledUnit) -> bool:
+        """Choose ``unit`` unless too large for what is left or a repeat of what is chosen."""
+        nonlocal left
         _, cost, text = price(unit)
-        if cost > left or text in seen:  # too large for what is left, or a repeat of what is chosen
-            continue
+        if cost > left or text in seen:
+            return False
         chosen.append(unit)
         seen.add(text)
         left -= cost
-        if unit.dated_by is not None:  # when it was said, if that fits too (a date line is a few tokens)
-            _, cost, text = price(unit.dated_by)
-            if cost <= left and text not in seen:
-                chosen.append(unit.dated_by)
-                seen.add(text)
-                left -= cost
+        return True
+
+    for unit in by_value:
+        if left < MESSAGE_OVERHEAD + 2:  # not even a one-word message fits any more
+            break
+        if take(unit) and unit.dated_by is not None:  # when it was said, if that fits too (a few tokens)
+            take(unit.dated_by)
     taken = {u.position for u in chosen}
     relevant_tokens = room - left
     for position, messages, cost in recent:
