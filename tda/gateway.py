@@ -36,11 +36,11 @@ from .client_call import ClientCall, ContextFeatures
 from .context_features import refuse_cut
 from .errors import Conflict, Invalid, NotFound
 from .knowledge.scope import ANONYMOUS
-from .models import ProfileRow, SessionRow, TurnRow
+from .models import ProfileRow, SessionRow
 from .offload import sized
 from .recall.messages import call_done, call_recall, vectors_ready
 from .sources import Cutoff, build_context, input_hashes, message_of, summarizer_for
-from .store.sessions import Priced, SessionData
+from .store.sessions import Priced, SessionData, TurnEnd
 from .tool_results import as_result
 from .turn_pipeline import MAX_TURN, Answered, Ask, Loaded, resolve_type, run, with_component_instructions
 
@@ -126,16 +126,15 @@ async def _place(svc: TDAService, session_id: str, conversation: Conversation, *
     """Where the call goes; ``again`` False: a new turn even when the session saw this conversation before."""
     digests = _digests_of(conversation)
     request_key = digests.through(len(conversation.history) + 1)
-    same = await svc.store.sessions.turn_asking(session_id, request_key) if again else None
+    same, newest = await svc.store.sessions.call_turns(session_id, request_key if again else None)
     if same is not None:
-        messages = await svc.store.sessions.turn_messages(session_id, same.turn)
+        messages = await svc.store.sessions.turn_messages(session_id, same)
         asked = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
         recorded = tuple(message_of(m) for m in messages[asked + 1 :])
-        return _Place(same.turn, new=False, request_key=request_key, recorded=recorded)
+        return _Place(same, new=False, request_key=request_key, recorded=recorded)
     prefixes = await sized(lambda history: digests.turn_ends(len(history)), conversation.history)
-    newest = await svc.store.sessions.newest_turn(session_id)
     if newest is not None and newest.conversation_key in prefixes:  # the usual call: it goes on from the newest turn
-        extended: TurnRow | None = newest
+        extended: TurnEnd | None = newest
     else:  # an edited or shortened history: every place an earlier turn may have ended is looked up
         extended = await svc.store.sessions.turn_ending(session_id, list(prefixes))
     turn = (newest.turn if newest else 0) + 1
@@ -250,7 +249,7 @@ async def _context(
     its session's data; ``turn``: where the session placed the call (its snapshot's turn)."""
     if session is None:  # stateless: a session that exists only for this call (the scope of what it may see)
         session = SessionRow(id="", profile_id=profile.id, user_id=call.user or ANONYMOUS, created_at=_EPOCH)
-    attachments = await svc.store.sessions.attachments(session.id) if session.id else []
+    attachments = await svc.store.sessions.attachments(session.id, loaded=True) if session.id else []
     data = SessionData(session, profile, len(conversation.history), 0, [], attachments)
     history = InMemoryMessages(conversation.history)
     ctx = build_context(

@@ -24,7 +24,7 @@ from components.context_window.token_estimator import estimator_for
 from . import metrics
 from .champions import keep_as_champion
 from .errors import Conflict, Invalid
-from .models import MessageRow, TurnRow
+from .models import TurnRow
 from .sources import build_context, input_hashes, message_of
 from .tool_results import as_result, tool_text
 from .turn_pipeline import MAX_TURN, Answered, Ask, Loaded, resolve_type, run, with_component_instructions
@@ -32,7 +32,7 @@ from .turn_pipeline import MAX_TURN, Answered, Ask, Loaded, resolve_type, run, w
 if TYPE_CHECKING:
     from .llm import Delta
     from .service import TDAService
-    from .store.sessions import Priced, TurnTuple
+    from .store.sessions import MessageTuple, Priced, TurnTuple
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ class OpenTurn:
     """The newest turn while its tool loop runs: the calls of its last assistant message and the answered ids."""
 
     row: TurnRow
-    messages: list[MessageRow]
+    messages: list[MessageTuple]
     calls: dict[str, str]
     """Tool call id -> tool name."""
     answered: set[str]
