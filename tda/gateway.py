@@ -120,18 +120,20 @@ class _Place:
     recorded: tuple[Message, ...] = ()
     """A step's tool-loop messages the session recorded before (what is new comes after them)."""
     fork: bool = False
+    attached: bool = True
+    """Whether the session has attachments (read with the place: most have none, and their read is left out)."""
 
 
 async def _place(svc: TDAService, session_id: str, conversation: Conversation, *, again: bool = True) -> _Place:
     """Where the call goes; ``again`` False: a new turn even when the session saw this conversation before."""
     digests = _digests_of(conversation)
     request_key = digests.through(len(conversation.history) + 1)
-    same, newest = await svc.store.sessions.call_turns(session_id, request_key if again else None)
+    same, newest, attached = await svc.store.sessions.call_state(session_id, request_key if again else None)
     if same is not None:
         messages = await svc.store.sessions.turn_messages(session_id, same)
         asked = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
         recorded = tuple(message_of(m) for m in messages[asked + 1 :])
-        return _Place(same, new=False, request_key=request_key, recorded=recorded)
+        return _Place(same, new=False, request_key=request_key, recorded=recorded, attached=attached)
     prefixes = await sized(lambda history: digests.turn_ends(len(history)), conversation.history)
     if newest is not None and newest.conversation_key in prefixes:  # the usual call: it goes on from the newest turn
         extended: TurnEnd | None = newest
@@ -141,11 +143,10 @@ async def _place(svc: TDAService, session_id: str, conversation: Conversation, *
     if turn > MAX_TURN:  # an imported history took the last 32-bit turn number
         raise Conflict(f"session {session_id!r} has used every turn number; start a new session")
     if extended is None:
-        return _Place(turn, new=True, request_key=request_key, imported=conversation.history, fork=newest is not None)
+        return _Place(turn, True, request_key, conversation.history, fork=newest is not None, attached=attached)
     start = prefixes[extended.conversation_key or ""]
     fork = newest is not None and extended.turn != newest.turn
-    imported = conversation.history[start:]
-    return _Place(turn, new=True, request_key=request_key, imported=imported, extends=extended.turn, fork=fork)
+    return _Place(turn, True, request_key, conversation.history[start:], extended.turn, fork=fork, attached=attached)
 
 
 async def _run(svc: TDAService, route: _Client) -> dict[str, Any]:
@@ -210,8 +211,10 @@ class _Client:
     place: _Place | None
 
     async def load(self, svc: TDAService) -> Loaded:
-        turn = self.place.turn if self.place else None
-        ctx, data = await _context(svc, self.call, self.conversation, self.profile, self.session, turn=turn)
+        turn, attached = (self.place.turn, self.place.attached) if self.place else (None, False)
+        ctx, data = await _context(
+            svc, self.call, self.conversation, self.profile, self.session, turn=turn, attached=attached
+        )
         return Loaded(ctx, await resolve_type(svc, self.profile), data, turn)
 
     def inputs(self, ctx: AssemblyContext, assembled_at: float) -> dict[str, Any]:
@@ -244,12 +247,14 @@ async def _context(
     session: SessionRow | None,
     cutoff: Cutoff | None = None,
     turn: int | None = None,
+    attached: bool = True,
 ) -> tuple[AssemblyContext, SessionData]:
     """The assembly context of a call (the profile's modules and sources over the client's own conversation) and
-    its session's data; ``turn``: where the session placed the call (its snapshot's turn)."""
+    its session's data; ``turn``: where the session placed the call (its snapshot's turn); ``attached`` False: the
+    session is known to have no attachments."""
     if session is None:  # stateless: a session that exists only for this call (the scope of what it may see)
         session = SessionRow(id="", profile_id=profile.id, user_id=call.user or ANONYMOUS, created_at=_EPOCH)
-    attachments = await svc.store.sessions.attachments(session.id, loaded=True) if session.id else []
+    attachments = await svc.store.sessions.attachments(session.id, loaded=True) if session.id and attached else []
     data = SessionData(session, profile, len(conversation.history), 0, [], attachments)
     history = InMemoryMessages(conversation.history)
     ctx = build_context(

@@ -209,6 +209,17 @@ class TurnEnd(NamedTuple):
     conversation_key: str | None
 
 
+class CallState(NamedTuple):
+    """What a chat client's call finds of its session (``call_state``)."""
+
+    asking: int | None
+    """The newest turn its conversation opened (a retry, or the next step of its tool loop), if any."""
+    newest: TurnEnd | None
+    """The session's newest turn (None: it has none)."""
+    attached: bool
+    """Whether the session has attachments (most have none: their read is then left out)."""
+
+
 # The tuples' fields are the columns each statement selects, in order.
 assert MessageTuple._fields == tuple(c.key for c in _MESSAGE_COLUMNS)
 assert TurnTuple._fields == tuple(c.key for c in _TURN_COLUMNS)
@@ -277,8 +288,13 @@ class SessionStore:
             return list((await s.scalars(query)).all())
 
     async def get(self, session_id: str) -> SessionRow:
+        """The session (NotFound: none, or another project's). A statement built once, not ``Session.get``'s: its
+        project filter is then built once too (tda/store/projects.py), ~0.1 ms of every chat call's."""
         async with self.db.read() as s:
-            return await _session(s, session_id)
+            row = await s.scalar(_SESSION, {"session_id": session_id})
+        if row is None:
+            raise NotFound(f"no session {session_id!r}")
+        return row
 
     async def load(
         self,
@@ -451,13 +467,15 @@ class SessionStore:
                 for row in await c.execute(_TURN_MESSAGES, {"session_id": session_id, "turn": turn})
             ]
 
-    async def call_turns(self, session_id: str, request_key: str | None) -> tuple[int | None, TurnEnd | None]:
-        """What a chat client's call is placed by, in one read: the newest turn its conversation opened (by
-        ``request_key``; None: not asked) and the session's newest turn. ``session_id`` is one the caller loaded
-        (through the project filter)."""
+    async def call_state(self, session_id: str, request_key: str | None) -> CallState:
+        """What a chat client's call is placed and loaded by, in one read (``CALL_STATE``). ``session_id`` is one the
+        caller loaded (through the project filter); ``request_key`` None: the turn it opened is not asked for."""
         async with self.db.read_rows() as c:
-            found = (await c.execute(CALL_TURNS, {"session_id": session_id, "request_key": request_key})).first()
-        return (found[0], TurnEnd(found[1], found[2])) if found is not None else (None, None)
+            found = (await c.execute(CALL_STATE, {"session_id": session_id, "request_key": request_key})).first()
+        if found is None:
+            raise NotFound(f"no session {session_id!r}")
+        asking, newest, key, attached = found
+        return CallState(asking, TurnEnd(newest, key) if newest is not None else None, bool(attached))
 
     async def turn_ending(self, session_id: str, conversation_keys: list[str]) -> TurnEnd | None:
         """The newest turn whose conversation (through its last reply) has one of these digests: the turn a chat
@@ -888,13 +906,18 @@ _ASKING = (
     .limit(1)
 )
 """Read through ix_turns_request: its cost is the session's number of turns' logarithm, not that number."""
-CALL_TURNS = (
-    select(_ASKING.scalar_subquery(), TurnRow.turn, TurnRow.conversation_key)
-    .where(TurnRow.session_id == bindparam("session_id"))
-    .order_by(TurnRow.turn.desc())
-    .limit(1)
+_SESSION = select(SessionRow).where(SessionRow.id == bindparam("session_id"))
+_NEWEST_TURN = (
+    select(TurnRow.turn).where(TurnRow.session_id == bindparam("session_id")).order_by(TurnRow.turn.desc()).limit(1)
 )
-"""``call_turns``: the turn a conversation opened (``_ASKING``) beside the session's newest (no row: no turns)."""
+CALL_STATE = select(
+    _ASKING.scalar_subquery(),
+    _NEWEST_TURN.scalar_subquery(),
+    _NEWEST_TURN.with_only_columns(TurnRow.conversation_key).scalar_subquery(),
+    exists().where(AttachmentRow.session_id == bindparam("session_id")),
+).where(SessionRow.id == bindparam("session_id"))
+"""``call_state``: the turn a conversation opened, the newest turn and whether there are attachments, each an index
+probe, in one statement (no row: no such session)."""
 _TURN_MESSAGES = (
     select(*_MESSAGE_COLUMNS)
     .where(MessageRow.session_id == bindparam("session_id"), MessageRow.turn == bindparam("turn"))

@@ -182,3 +182,57 @@ async def check_nul_is_refused_before_anything_is_written(client: Any, headers: 
         assert r.status_code == 200 and not [v for v in (await r.get_json()).values() if v and isinstance(v, list)]
     for missing in ("/v1/sessions/nul_s2", "/v1/profiles/nul_p2", "/v1/context-window-types/nul_type"):
         assert (await client.get(missing, headers=headers)).status_code == 404, missing
+
+
+LOOKUP_ORDERS = {
+    "type": "function",
+    "function": {
+        "name": "lookup_orders",
+        "description": "Look up a customer's orders.",
+        "parameters": {"type": "object", "properties": {"customer": {"type": "string"}}, "required": ["customer"]},
+    },
+}
+
+
+async def check_a_tool_loop_is_recorded_whole(client: Any, headers: dict[str, str], model: ScriptedModel) -> None:
+    """A chat client's session turn whose tool loop runs two more steps, through the API (the same on SQLite and
+    PostgreSQL): the turn's row adds up its steps as the client was told them (the tokens of each call's usage,
+    every tool result in order, the last step's answer), its messages are the conversation as sent, in order, and
+    every step's snapshot is priced with its call. The step after the first is recorded on what the turn holds
+    (``extend_turn``), so a lost or doubled step shows here."""
+    rows = [{"order": 1, "status": "open"}, {"order": 2, "status": "closed"}]
+    model.replies = [
+        [("call_1", "lookup_orders", {"customer": "ACME"})],
+        [("call_2", "lookup_orders", {"customer": "Initech"})],
+        "ACME has 1 open order; Initech none.",
+    ]
+    r = await client.post("/v1/profiles", json={"id": "loop_p", "type": "tool_enabled"}, headers=headers)
+    assert r.status_code == 201, await r.get_json()
+    call_headers = {**headers, "X-TDA-Session": "loop_s", "X-TDA-Profile": "loop_p"}
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Which of ACME's and Initech's orders are open?"}]
+    usages = []
+    for step in range(3):
+        body = {"model": "tda", "messages": messages, "tools": [LOOKUP_ORDERS]}
+        r = await client.post("/v1/chat/completions", json=body, headers=call_headers)
+        completion = await r.get_json()
+        assert r.status_code == 200, completion
+        usages.append(completion["usage"])
+        reply = {k: v for k, v in completion["choices"][0]["message"].items() if v is not None}
+        messages.append(reply)
+        if step < 2:
+            result = json.dumps(rows[step:])
+            messages.append({"role": "tool", "tool_call_id": reply["tool_calls"][0]["id"], "content": result})
+    turns = (await (await client.get("/v1/sessions/loop_s/turns", headers=headers)).get_json())["turns"]
+    assert [(t["turn"], t["outcome"], t["answer"]) for t in turns] == [(1, "success", messages[-1]["content"])]
+    turn = turns[0]
+    assert turn["tokens_in"] == sum(u["prompt_tokens"] for u in usages)
+    assert turn["tokens_out"] == sum(u["completion_tokens"] for u in usages)
+    assert [r["rows"] for r in turn["results"]] == [rows, rows[1:]]
+    stored = (await (await client.get("/v1/sessions/loop_s/messages", headers=headers)).get_json())["messages"]
+    assert [(m["role"], m["content"] or "") for m in stored] == [(m["role"], m.get("content") or "") for m in messages]
+    assert [c["id"] for m in stored for c in m["tool_calls"]] == ["call_1", "call_2"]
+    session = await (await client.get("/v1/sessions/loop_s", headers=headers)).get_json()
+    assert session["message_count"] == len(messages)
+    snapshots = (await (await client.get("/v1/sessions/loop_s/snapshots", headers=headers)).get_json())["snapshots"]
+    assert len(snapshots) == 3 and all(s["turn"] == 1 and s["snapshot"].get("model_call") for s in snapshots)
+    assert snapshots[-1]["id"] == turn["snapshot_id"]

@@ -24,12 +24,12 @@ def test_migrations_produce_exactly_the_models(template_db: Path):
 
 
 def test_a_chat_call_finds_the_turn_its_conversation_opened_by_index(template_db: Path):
-    """``call_turns`` (every gateway call with a session) looks its key up in an index, not through every turn of
+    """``call_state`` (every gateway call with a session) looks its key up in an index, not through every turn of
     the session newest first: each row's request_key lies past its answer and results (~16 ms at 1,000 turns)."""
-    from tda.store.sessions import CALL_TURNS
+    from tda.store.sessions import CALL_STATE
 
     engine = create_engine(f"sqlite:///{template_db}")
-    query = CALL_TURNS.params(session_id="s", request_key="k").compile(engine, compile_kwargs={"literal_binds": True})
+    query = CALL_STATE.params(session_id="s", request_key="k").compile(engine, compile_kwargs={"literal_binds": True})
     with engine.connect() as connection:
         plan = " ".join(row[-1] for row in connection.exec_driver_sql(f"EXPLAIN QUERY PLAN {query}"))
     engine.dispose()

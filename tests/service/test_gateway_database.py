@@ -1,0 +1,106 @@
+"""What a chat client's session call asks of the database: one read of the session, one of what places the call,
+the snapshot's write while the model answers, and the call recorded in one transaction (tda/gateway.py, the
+store's Core statements in tda/store/sessions.py). The proxy a gateway stands beside has none of these, so each
+one more is CPU a call pays (docs/benchmarks.md); what they write is checked whole here."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from sqlalchemy import event
+
+from tda.app import create_app
+from tda.config import Settings
+from tests.service.support import LOOKUP_ORDERS, ScriptedModel, check_a_tool_loop_is_recorded_whole
+
+
+@pytest.fixture
+async def scripted(settings: Settings) -> AsyncIterator[tuple[Any, Any, ScriptedModel]]:
+    """The app with a scripted model: its svc, a test client and the model."""
+    model = ScriptedModel()
+    app = create_app(settings, llm=model.llm, migrate=False, warm_up_llm=False, warm_up_knowledge=False)
+    async with app.test_app() as running:
+        yield app.extensions["tda"], running.test_client(), model
+
+
+async def _admin(svc: Any) -> dict[str, str]:
+    token, _ = await svc.store.tokens.create("db", "admin")
+    return {"Authorization": f"Bearer {token}"}
+
+
+async def test_a_tool_loop_is_recorded_whole(scripted: tuple[Any, Any, ScriptedModel]) -> None:
+    svc, client, model = scripted
+    await check_a_tool_loop_is_recorded_whole(client, await _admin(svc), model)
+
+
+async def test_a_session_call_is_placed_by_one_read_and_recorded_in_one_transaction(
+    scripted: tuple[Any, Any, ScriptedModel],
+) -> None:
+    """Per call, after the session's first turn: the session read (its project's filter), one read of what places
+    the call (the turn its conversation opened, the newest turn, whether there are attachments) and, for a tool
+    loop's step, its turn's messages; then two transactions (the snapshot, while the model answers; the record,
+    its model call priced in it). Before, placing a call read the session again, then the turn asked for and the
+    newest turn separately, the attachments (the session once more), and a step was recorded through the ORM's
+    unit of work (the session read again, each message its own INSERT): 11 and 13 statements, not 7 and 9."""
+    svc, client, model = scripted
+    headers = await _admin(svc)
+    r = await client.post("/v1/profiles", json={"id": "db_p", "type": "tool_enabled"}, headers=headers)
+    assert r.status_code == 201
+    call_headers = {**headers, "X-TDA-Session": "db_s", "X-TDA-Profile": "db_p"}
+    executed: list[str] = []
+    engine = svc.store.db.engine.sync_engine
+    event.listen(engine, "before_cursor_execute", lambda _c, _cur, sql, *_: executed.append(sql.split(None, 1)[0]))
+    event.listen(engine, "commit", lambda _c: executed.append("COMMIT"))
+    messages: list[dict[str, Any]] = []
+    seen: list[list[str]] = []
+    for turn in range(2):
+        model.replies = [[(f"call_{turn}", "lookup_orders", {"customer": "ACME"})], f"Answer {turn}."]
+        messages.append({"role": "user", "content": f"Question {turn}?"})
+        for step in range(2):
+            await svc.writer.drain()  # the last call's work after its response is not this call's
+            executed.clear()
+            body = {"model": "tda", "messages": messages, "tools": [LOOKUP_ORDERS]}
+            r = await client.post("/v1/chat/completions", json=body, headers=call_headers)
+            assert r.status_code == 200, await r.get_json()
+            seen.append(list(executed))
+            reply = {k: v for k, v in (await r.get_json())["choices"][0]["message"].items() if v is not None}
+            messages.append(reply)
+            if step == 0:
+                messages.append({"role": "tool", "tool_call_id": f"call_{turn}", "content": "[]"})
+    new_turn, step = seen[2], seen[3]  # the second turn's: the session has turns
+    for statements, reads in ((new_turn, 2), (step, 3)):
+        first_write = statements.index("INSERT")
+        assert statements[:first_write] == ["SELECT"] * reads, statements
+        assert statements.count("COMMIT") == 2, statements
+        assert len(statements) - 2 == reads + 5 + (statements is step), statements
+
+
+async def test_a_session_call_sees_attachments_added_and_removed_between_its_calls(
+    scripted: tuple[Any, Any, ScriptedModel],
+) -> None:
+    """Whether a session has attachments is read with the call's place, and their texts only when it has any: an
+    attachment added (or removed) through the API between two calls is in (or out of) the next call's window."""
+    svc, client, model = scripted
+    headers = await _admin(svc)
+    r = await client.post("/v1/profiles", json={"id": "att_p", "type": "tool_enabled"}, headers=headers)
+    assert r.status_code == 201
+    call_headers = {**headers, "X-TDA-Session": "att_s", "X-TDA-Profile": "att_p"}
+    note = "The warehouse code for ACME is ZX-4471."
+    messages: list[dict[str, Any]] = []
+
+    async def call() -> str:
+        messages.append({"role": "user", "content": f"What is ACME's warehouse code? ({len(messages)})"})
+        r = await client.post("/v1/chat/completions", json={"model": "tda", "messages": messages}, headers=call_headers)
+        assert r.status_code == 200, await r.get_json()
+        messages.append({"role": "assistant", "content": (await r.get_json())["choices"][0]["message"]["content"]})
+        return "\n".join(str(m.get("content")) for m in model.sent[-1]["messages"])
+
+    assert "ZX-4471" not in await call()
+    r = await client.post("/v1/sessions/att_s/attachments", json={"name": "acme.txt", "text": note}, headers=headers)
+    assert r.status_code == 201, await r.get_json()
+    assert "ZX-4471" in await call()
+    attachment = (await r.get_json())["id"]
+    assert (await client.delete(f"/v1/sessions/att_s/attachments/{attachment}", headers=headers)).status_code == 204
+    assert "ZX-4471" not in await call()
