@@ -174,6 +174,23 @@ async def test_nul_characters_are_refused_on_postgresql_as_on_sqlite(backing: Ba
         await check_nul_is_refused_before_anything_is_written(client, {"Authorization": f"Bearer {token}"})
 
 
+async def test_a_chat_clients_tool_loop_is_recorded_whole_on_postgresql(backing: Backing, tmp_path) -> None:
+    """A session call's Core statements on a real server (the step's UPDATE of the turn's JSON results, the call's
+    state read, the turn's messages), as on SQLite (tests/service/test_gateway_database.py)."""
+    from tda.app import create_app
+    from tda.config import Settings
+    from tests.service.support import ScriptedModel, check_a_tool_loop_is_recorded_whole
+
+    url = fresh_database(backing)
+    await asyncio.to_thread(upgrade, url)
+    settings = Settings(data_dir=tmp_path, database_url=url, modules_dir=tmp_path / "modules", embedder="hashing")
+    model = ScriptedModel()
+    app = create_app(settings, llm=model.llm, migrate=False, warm_up_llm=False, warm_up_knowledge=False)
+    async with app.test_app() as running:
+        token, _ = await app.extensions["tda"].store.tokens.create("loop", "admin")
+        await check_a_tool_loop_is_recorded_whole(running.test_client(), {"Authorization": f"Bearer {token}"}, model)
+
+
 async def test_projects_are_isolated_on_postgresql(backing: Backing, tmp_path) -> None:
     """The two-project probe suite on a real server: the store's project filter (an ORM hook reading the request's
     context inside SQLAlchemy's greenlet) holds on asyncpg as on SQLite."""
