@@ -200,7 +200,7 @@ class TurnRow(Base):
     __table_args__ = (
         UniqueConstraint("session_id", "turn", name="uq_turns_session_turn"),
         Index("ix_turns_conversation", "session_id", "conversation_key"),
-        # turn_asking's: with the turn, so that its newest-first order comes from this index, not the unique one's
+        # call_state's: with the turn, so that its newest-first order comes from this index, not the unique one's
         Index("ix_turns_request", "session_id", "request_key", "turn"),
     )
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
