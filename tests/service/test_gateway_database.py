@@ -5,14 +5,18 @@ one more is CPU a call pays (docs/benchmarks.md); what they write is checked who
 
 from __future__ import annotations
 
+import asyncio
+import sys
 from collections.abc import AsyncIterator
 from typing import Any
 
+import httpx
 import pytest
 from sqlalchemy import event
 
 from tda.app import create_app
 from tda.config import Settings
+from tests.gateway.servers import free_port, server_env, start, stop, wait_until_serving
 from tests.service.support import LOOKUP_ORDERS, ScriptedModel, check_a_tool_loop_is_recorded_whole
 
 
@@ -104,3 +108,45 @@ async def test_a_session_call_sees_attachments_added_and_removed_between_its_cal
     attachment = (await r.get_json())["id"]
     assert (await client.delete(f"/v1/sessions/att_s/attachments/{attachment}", headers=headers)).status_code == 204
     assert "ZX-4471" not in await call()
+
+
+async def test_a_session_call_goes_on_from_turns_another_process_recorded(settings: Settings) -> None:
+    """Nothing of a session is kept between its calls: a call goes on from the turn another process (here a `tda
+    serve` on the same database, as a replica would be) recorded since this one's last call, as the next turn, not
+    as a fork of the turn it saw last nor a second turn with that number."""
+    model = ScriptedModel()
+    app = create_app(settings, llm=model.llm, migrate=False, warm_up_llm=False, warm_up_knowledge=False)
+    port = free_port()
+    env = server_env(settings.data_dir, port, "http://127.0.0.1:9/v1") | {"TDA_MOCK_MODEL": "1"}
+    env["TDA_MODULES_DIR"] = str(settings.modules_dir)
+    other = start([sys.executable, "-m", "tda.cli", "serve"], env, settings.data_dir / "other.log")
+    try:
+        async with app.test_app() as running, httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
+            headers = await _admin(app.extensions["tda"])
+            client = running.test_client()
+            r = await client.post("/v1/profiles", json={"id": "two_p", "type": "tool_enabled"}, headers=headers)
+            assert r.status_code == 201
+            await asyncio.to_thread(
+                wait_until_serving, other, f"{http.base_url}/readyz", settings.data_dir / "other.log"
+            )
+            call_headers = {**headers, "X-TDA-Session": "two_s", "X-TDA-Profile": "two_p"}
+            messages: list[dict[str, Any]] = []
+            for turn in (1, 2, 3):
+                messages.append({"role": "user", "content": f"Question {turn}?"})
+                body = {"model": "tda", "messages": messages}
+                if turn == 2:  # the other process's
+                    r = await http.post("/v1/chat/completions", json=body, headers=call_headers)
+                    assert r.status_code == 200, r.text
+                    answer = r.json()
+                else:
+                    answered = await client.post("/v1/chat/completions", json=body, headers=call_headers)
+                    answer = await answered.get_json()
+                    assert answered.status_code == 200, answer  # 409 when it takes the other's turn number
+                messages.append({"role": "assistant", "content": answer["choices"][0]["message"]["content"]})
+            turns = (await (await client.get("/v1/sessions/two_s/turns", headers=headers)).get_json())["turns"]
+            assert [(t["turn"], t["query"]) for t in turns] == [(n, f"Question {n}?") for n in (1, 2, 3)]
+            listed = await (await client.get("/v1/sessions/two_s/messages", headers=headers)).get_json()
+            expected = [(n // 2 + 1, m["content"]) for n, m in enumerate(messages)]
+            assert [(m["turn"], m["content"]) for m in listed["messages"]] == expected
+    finally:
+        stop(other)
