@@ -481,14 +481,17 @@ class _WordNumbers(dict[bytes, bytes]):
             return np.frombuffer(b"".join(map(self.__getitem__, data.split())), dtype=np.intc)
         padded = b" " + data + b" " * 16  # a space before the first word; 16 bytes readable past the last
         in_word = np.frombuffer(padded, np.uint8) != 32
-        edges = np.flatnonzero(in_word[1:] != in_word[:-1]) + 1
+        edges = np.flatnonzero(in_word[1:] != in_word[:-1])
+        edges += 1
         starts, ends = edges[0::2], edges[1::2]
         if not len(starts):
             return np.zeros(0, np.intc)
         keys, slow = _word_keys(padded, starts, ends - starts)
-        which, one = _distinct(keys)  # each word's distinct key, and an occurrence of each
+        which, one = _distinct(keys)  # for each word a word with its key, and one word of each key
         distinct_words = [padded[s:e] for s, e in zip(starts[one].tolist(), ends[one].tolist(), strict=True)]
-        numbers = np.frombuffer(self._looked_up(distinct_words), dtype=np.intc)[which]
+        numbers = np.empty(len(keys), np.intc)
+        numbers[one] = np.frombuffer(self._looked_up(distinct_words), dtype=np.intc)
+        numbers = numbers[which]
         if len(slow):  # words no key tells apart: looked up one by one
             alone = [padded[s:e] for s, e in zip(starts[slow].tolist(), ends[slow].tolist(), strict=True)]
             numbers[slow] = np.frombuffer(self._looked_up(alone), dtype=np.intc)
@@ -523,7 +526,8 @@ def _word_keys(padded: bytes, starts: np.ndarray, lengths: np.ndarray) -> tuple[
     0); up to 16, a hash of its bytes and length, checked against another word with the same key; longer, a key
     that only starts the same."""
     reads = np.ndarray((len(padded) - 7,), dtype="<u8", buffer=padded, strides=(1,))  # 8 bytes at every offset
-    keys = reads[starts] & _LOW_BYTES[np.minimum(lengths, 8)]
+    keys = reads[starts]
+    keys &= _LOW_BYTES[np.minimum(lengths, 8)]
     long = np.flatnonzero(lengths > 8)
     if not len(long):
         return keys, long
@@ -548,38 +552,39 @@ in the cache (a history is numbered 128 messages at a time, ~9,000 words; tables
 
 
 def _distinct(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each key's distinct number (0, 1, ...) and, per number, the position of one key holding it: ``np.unique``
-    without its sort. A round hashes the keys not numbered yet into a table (the last key written to a slot owns it);
-    a key equal to its slot's owner's takes the owner's number, and the others (another key in the same slot) go to
-    the next round with another multiplier. A long history's ~700,000 words have a few thousand distinct keys: nearly
-    all are numbered in the first round, in O(n), where the sort and the binary search cost O(n log n)."""
-    which = np.empty(len(keys), np.intp)
+    """For each key the position of one key equal to it (the same for equal keys), and those positions, one per
+    distinct key: ``np.unique`` without its sort. A round hashes the keys not placed yet into a table (the last key
+    written to a slot owns it); a key equal to its slot's owner's takes the owner's position, and the others (another
+    key in the same slot) go to the next round with another multiplier. A long history's ~700,000 words have a few
+    thousand distinct keys: nearly all are placed in the first round, in O(n), where the sort and the binary search
+    cost O(n log n)."""
+    positions = np.arange(len(keys), dtype=np.int32)
+    which: np.ndarray | None = None
     found: list[np.ndarray] = []
-    count = 0
-    pending: np.ndarray | None = None  # None: every key (the first round, which most often numbers them all)
+    pending: np.ndarray | None = None  # None: every key (the first round, which most often places them all)
     for multiplier in _HASH_MULTIPLIERS:
         held = keys if pending is None else keys[pending]
         bits = min(max((2 * len(held)).bit_length(), _TABLE_BITS[0]), _TABLE_BITS[1])
-        slots = ((held * np.uint64(multiplier)) >> np.uint64(64 - bits)).astype(np.intp)
+        slots = held * np.uint64(multiplier)
+        slots >>= np.uint64(64 - bits)
         table = np.empty(1 << bits, np.int32)
-        table[slots] = np.arange(len(held), dtype=np.int32)
-        owner = table[slots]
-        owners = np.flatnonzero(owner == np.arange(len(held)))
-        number = np.empty(len(held), np.intp)
-        number[owners] = np.arange(count, count + len(owners))
-        count += len(owners)
+        table[slots.view(np.intp)] = positions[: len(held)]  # below 2**16: the same as signed
+        owner = table[slots.view(np.intp)]
+        owners = np.flatnonzero(owner == positions[: len(held)])
         same = held[owner] == held
         if pending is None and same.all():
-            return number[owner], owners
-        at = np.arange(len(keys)) if pending is None else pending
-        which[at[same]] = number[owner[same]]
+            return owner, owners
+        at = positions if pending is None else pending
+        if which is None:
+            which = np.empty(len(keys), np.intp)
+        which[at[same]] = at[owner[same]]
         found.append(at[owners])
         pending = at[~same]
         if not len(pending):
             return which, np.concatenate(found)
-    assert pending is not None
+    assert pending is not None and which is not None
     _, first, inverse = np.unique(keys[pending], return_index=True, return_inverse=True)  # hardly ever
-    which[pending] = count + inverse.reshape(-1)
+    which[pending] = pending[first][inverse.reshape(-1)]
     found.append(pending[first])
     return which, np.concatenate(found)
 
