@@ -269,7 +269,7 @@ class BM25Index:
     def add(self, texts: Sequence[str]) -> None:
         """Index ``texts`` after those already held."""
         for some in _batches(texts):
-            joined = _BREAK.join(some) + _BREAK
+            joined = _BREAK.join([*some, ""])  # each text followed by its break
             if joined.count("\x01") == len(some):  # translated at once, each text's words then its break
                 if joined.isascii():
                     data = joined.encode().translate(_LOWERED_BUT_BREAKS)
