@@ -487,11 +487,11 @@ class _WordNumbers(dict[bytes, bytes]):
         if not len(starts):
             return np.zeros(0, np.intc)
         keys, slow = _word_keys(padded, starts, ends - starts)
-        which, one = _distinct(keys)  # for each word a word with its key, and one word of each key
+        which, one = _distinct(keys)  # per word where a word with its key is, and where one word of each key is
         distinct_words = [padded[s:e] for s, e in zip(starts[one].tolist(), ends[one].tolist(), strict=True)]
         numbers = np.empty(len(keys), np.intc)
         numbers[one] = np.frombuffer(self._looked_up(distinct_words), dtype=np.intc)
-        numbers = numbers[which]
+        numbers = numbers[which]  # each word its key's number, read where it was written
         if len(slow):  # words no key tells apart: looked up one by one
             alone = [padded[s:e] for s, e in zip(starts[slow].tolist(), ends[slow].tolist(), strict=True)]
             numbers[slow] = np.frombuffer(self._looked_up(alone), dtype=np.intc)
