@@ -231,8 +231,8 @@ class BM25Index:
     def __init__(self, texts: Sequence[str] = (), *, k1: float = 1.2, b: float = 0.75) -> None:
         self.k1, self.b = k1, b
         self._count = 0
-        self._lengths: list[int] = []
-        self._length_array = GrowingArray(np.float64)
+        self._lengths = GrowingArray(np.float64)
+        """Each text's words but stopwords (as scoring reads them)."""
         self._total_length = 0
         self._word_ids = _WordNumbers()
         """Word (as ``words_of`` splits it) -> its term's number as 4 bytes (``_STOP_ID`` for a stopword)."""
@@ -303,7 +303,7 @@ class BM25Index:
         starts = np.empty_like(ends)  # each text's first word (a text holds at least its break: never empty)
         starts[:1], starts[1:] = 0, ends[:-1] + 1
         lengths = np.add.reduceat(ids < _STOP_ID, starts, dtype=np.intp)  # stopwords and breaks not counted
-        self._lengths += lengths.tolist()  # (a sum per text: ~15x a cumulative sum's speed over 700,000 words)
+        self._lengths.extend(lengths)  # (a sum per text: ~15x a cumulative sum's speed over 700,000 words)
         self._total_length += int(lengths.sum())
         ends += held
         self._ends.extend(ends)
@@ -368,7 +368,7 @@ class BM25Index:
         out = np.zeros(n, dtype=np.float64)
         if not n or (among is not None and not len(among)):
             return out
-        lengths = self._length_array.caught_up(self._lengths)
+        lengths = self._lengths.view
         if among is None:
             count, average, mask = n, self._total_length / n or 1.0, None
         else:
