@@ -479,7 +479,7 @@ class _WordNumbers(dict[bytes, bytes]):
         history met cold has ~700,000 of them, a few thousand distinct)."""
         if len(data) < _NUMPY_FROM:
             return np.frombuffer(b"".join(map(self.__getitem__, data.split())), dtype=np.intc)
-        padded = b" " + data + b" " * 16  # a space before the first word; 16 bytes readable past the last
+        padded = b"".join((b" ", data, b" " * 16))  # a space before the first word; 16 bytes readable past the last
         in_word = np.frombuffer(padded, np.uint8) != 32
         edges = np.flatnonzero(in_word[1:] != in_word[:-1])
         edges += 1
