@@ -25,7 +25,7 @@ from components.context_window.recall.messages import (
     embedded_text,
     parts_of,
 )
-from components.context_window.relevance import TAKEN_VECTORS_BYTES, VectorIndex
+from components.context_window.relevance import TAKEN_VECTORS_BYTES, BM25Index, VectorIndex
 from modules.conversation_history.handler import RECALL_MARKER
 from tda.builtins import DEFAULT_TYPES
 from tda.recall.messages import embed_reply_ahead, vectors_ready
@@ -1066,7 +1066,10 @@ _CHAT_MESSAGES = st.lists(
             st.just("assistant"),
             st.just(""),
             tool_calls=st.lists(st.sampled_from(["a", "b"]), min_size=1, max_size=2, unique=True).map(
-                lambda ids: tuple({"id": i, "type": "function", "function": {"name": "f"}} for i in ids)
+                lambda ids: tuple(
+                    {"id": i, "type": "function", "function": {"name": f"lookup_{i}", "arguments": '{"order": 7}'}}
+                    for i in ids
+                )
             ),
         ),
         st.builds(Message, st.just("tool"), _CONTENTS, tool_call_id=st.sampled_from(["a", "b", "z"])),
@@ -1075,18 +1078,28 @@ _CHAT_MESSAGES = st.lists(
 )
 
 
+def _searched_by(message: Message) -> str:
+    """A message's words written out: its content, and each tool call's function name and arguments."""
+    calls = [f"{c['function']['name']} {c['function']['arguments']}" for c in message.tool_calls]
+    return " ".join([message.content, *calls])
+
+
 @settings(max_examples=150, deadline=None)
 @given(_CHAT_MESSAGES, st.integers(1, 8))
 def test_the_index_tells_each_messages_unit_and_the_speakers_however_the_history_arrives(messages, step):
     """A tool result belongs to the call it answers (recalled with it), a chat line's speaker is known, and so are
     the messages that only ask and those opening with a date, whatever batches the history is indexed in: as the
     messages read one by one say (the index tries each test only on a batch holding its mark: a "?", a "[", a ":",
-    a tool call)."""
+    a tool call). Its words are each message's, and a tool call's function names and arguments: a batch of plain
+    messages is searched by their contents alone."""
     index = HistoryIndex()
     for start in range(0, len(messages), step):
         index.add(messages[start : start + step])
     units, speakers, said_by, asking, dated = _written_out(messages)
     assert index.messages == messages
+    searched = BM25Index([_searched_by(m) for m in messages])
+    for query in ("lookup_a order 7", "lookup_b plain words", "Maya met Theo"):
+        assert index.lexical_scores(query).tolist() == pytest.approx(searched.scores(query).tolist())
     assert list(index.unit_of) == units
     assert index.speakers == speakers
     for name in speakers | {"Nobody"}:  # each message's speaker, as a question naming them finds them

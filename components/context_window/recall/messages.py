@@ -27,6 +27,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from itertools import islice
+from operator import attrgetter
 from typing import Any, Protocol, TypeVar
 
 import numpy as np
@@ -198,6 +199,9 @@ def _head(sentence: str) -> str:
     return sentence if len(sentence) <= DATA_CHARS else sentence[:DATA_HEAD_CHARS]
 
 
+_CONTENT_OF, _CALLS_OF, _NAME_OF, _ROLE_OF = map(attrgetter, ("content", "tool_calls", "name", "role"))
+
+
 def searchable_text(message: Message) -> str:
     """What a message is searched by: its text, and for a tool call the calls' names and arguments."""
     if not message.tool_calls:
@@ -300,23 +304,24 @@ class HistoryIndex:
         theirs are dropped: ``attach`` gives them later, in order."""
         if vectors is not None and len(self.messages) == self._vectored:
             self.attach(len(self.messages), vectors)
-        self.lexical.add([searchable_text(m) for m in messages])
+        contents = list(map(_CONTENT_OF, messages))  # each field read in C: a long history met cold has 10,000
+        calls = any(map(_CALLS_OF, messages))
+        self.lexical.add([searchable_text(m) for m in messages] if calls else contents)
         first = len(self.messages)
-        contents = [m.content for m in messages]
         self.chars.extend(map(len, contents))
         joined = "\n".join(contents)  # each test below tried per text only when some text holds its mark (found in C)
         if "?" in joined:
             self.asking += [first + i for i, c in enumerate(contents) if _asks_last(c) and _only_asks(c)]
         if "[" in joined:
             self.dated += [first + i for i, c in enumerate(contents) if c.startswith("[") and _DATED.match(c)]
-        if ":" in joined or any(m.name for m in messages):
+        if ":" in joined or any(map(_NAME_OF, messages)):
             speakers = [_speaker(m) for m in messages]
             self.speakers.update(filter(None, speakers))
             numbers = self._speaker_numbers
             self.said_by.extend(-1 if s is None else numbers.setdefault(s, len(numbers)) for s in speakers)
         else:  # no ":", no tag; no name: no speaker known
             self.said_by.extend([-1] * len(messages))
-        if not self._calls and not any(m.role == "tool" or m.tool_calls for m in messages):
+        if not self._calls and not calls and "tool" not in map(_ROLE_OF, messages):
             self.unit_of.extend(range(first, first + len(messages)))  # each message its own unit
         else:
             self._units_of(messages, first)
