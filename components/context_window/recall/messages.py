@@ -66,6 +66,7 @@ from ..relevance import (
     terms,
 )
 from ..session_cache import BoundedCache, VectorsByText
+from .dates import after_date, dated_among
 
 EMBED_CHARS = 2_000
 """Characters of a part embedded (small embedders read ~256-512 tokens anyway; the rest costs time for nothing)."""
@@ -137,9 +138,6 @@ STORE_RETRY_S = 30.0
 """After a ``PartVectors`` call fails, the store is left alone this long: a stalled server is not waited for by
 every turn (each would spend its wait before embedding anyway)."""
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
-_DATED = re.compile(r"\[[^\]\n]{0,40}\b(?:19|20)\d\d\b[^\]\n]{0,40}\]")
-"""A message opening with a bracketed date ("[8 May 2023, 7:41 pm] ..."): a chat's session starts there, and what
-is said in it is dated by it ("last Saturday")."""
 _SPEAKER = re.compile(r"^(\[[^\]\n]{1,40}\]\s*)?([A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}): ")
 """A chat line's speaker tag, after an optional bracketed header such as a date: "[8 May 2023] Maya: "."""
 _CALLED = re.compile(r"\b[A-Z][a-z]{2,}\b")
@@ -253,7 +251,8 @@ class HistoryIndex:
     unit_of: array[int] = field(default_factory=lambda: array("q"))
     """Per message, the position of the first message of its unit (a tool result's call)."""
     dated: list[int] = field(default_factory=list)
-    """The positions of the messages opening with a date (``_DATED``), in order: each dates the session it opens."""
+    """The positions of the messages opening with a date (``dates.opens_with_date``), in order: each dates the
+    session it opens."""
     asking: list[int] = field(default_factory=list)
     """The positions of the messages that only ask (``_only_asks``), in order: they show nothing a question needs."""
     _calls: dict[str, int] = field(default_factory=dict)
@@ -307,10 +306,12 @@ class HistoryIndex:
         joined = "\n".join(contents)  # each test below tried per text only when some text holds its mark (found in C)
         if "?" in joined:
             self.asking += [first + i for i, c in enumerate(contents) if _asks_last(c) and _only_asks(c)]
-        if "[" in joined:
-            self.dated += [first + i for i, c in enumerate(contents) if c.startswith("[") and _DATED.match(c)]
+        dated = dated_among(contents, joined)
+        self.dated += [first + i for i in dated]
         if ":" in joined or any(m.name for m in messages):
             speakers = [_speaker(m) for m in messages]
+            for i in dated:  # its tag after the date: "2023-05-08 13:56: Maya: hi"
+                speakers[i] = _speaker(messages[i], after_date(contents[i]))
             self.speakers.update(filter(None, speakers))
             numbers = self._speaker_numbers
             self.said_by.extend(-1 if s is None else numbers.setdefault(s, len(numbers)) for s in speakers)
@@ -1127,10 +1128,11 @@ def _calls(word: str, speaker: str) -> bool:
     return speaker.startswith(word) and (word not in CALENDAR or speaker.split()[0] == word)
 
 
-def _speaker(message: Message) -> str | None:
-    """Who says ``message`` in a chat between people: its line's speaker tag ("Maya: "), else its ``name`` (a user's
-    or an assistant's); None: no one known."""
-    if ": " in message.content and (tag := _SPEAKER.match(message.content)) is not None:
+def _speaker(message: Message, text: str | None = None) -> str | None:
+    """Who says ``message`` in a chat between people: its line's speaker tag ("Maya: ") opening ``text`` (its
+    content unless given), else its ``name`` (a user's or an assistant's); None: no one known."""
+    text = message.content if text is None else text
+    if ": " in text and (tag := _SPEAKER.match(text)) is not None:
         return tag.group(2)
     return message.name if message.name and message.role in ("user", "assistant") else None
 
