@@ -18,6 +18,9 @@ SESSION_OPENINGS = [
     "May 8, 2023 — Hey",
     "Monday, 8 May 2023: hi",
     "8/5/2023 | hi",
+    "--- 8 May 2023 ---",
+    "## Session 2 — 8 May 2023\nhi",
+    "**8 May 2023**",
 ]
 SAID_IN_PASSING = [
     "I moved in May 2019 - it was great",
@@ -29,6 +32,7 @@ SAID_IN_PASSING = [
     "Remember 2019?",
     "[note] 2019",
     "2019 tickets sold out",
+    "- 2019 was long",
 ]
 
 
