@@ -19,6 +19,7 @@ from components.context_window.base import InMemoryMessages, Message, RecalledUn
 from components.context_window.handler import ContextWindowHandler
 from components.context_window.recall.dates import after_date, opens_with_date
 from components.context_window.recall.messages import (
+    UNNAMED,
     HistoryIndex,
     SessionRecall,
     asks_when,
@@ -752,6 +753,40 @@ async def test_a_question_about_someone_ranks_their_own_message_above_the_others
     assert recalled.index(MAYA_MOVED) < recalled.index(THEO_MOVED)
     about_theo = await _recalled("Where has Theo's cousin moved to?", messages, embedder)
     assert about_theo.index(THEO_MOVED) < about_theo.index(MAYA_MOVED)
+
+
+def bare(messages: list[Message]) -> list[Message]:
+    """The chat imported as a user and an assistant: no speaker tag, no name (each still calls the other by name)."""
+    return [dataclasses.replace(m, content=m.content.split(": ", 1)[1]) for m in messages]
+
+
+@pytest.mark.parametrize("embedder", [None, HistoryEmbedder()], ids=["words", "words+vectors"])
+async def test_a_question_about_someone_in_a_chat_without_names_ranks_the_party_the_other_calls_so(embedder):
+    """Maya's lines say "Sure, Theo!": the assistant's party is Theo, the user's Maya, though no message says who
+    speaks it."""
+    messages = chat_between_people()
+    messages[30:30] = [Message("user", MAYA_MOVED), Message("assistant", THEO_MOVED)]
+    messages = bare(messages)
+    maya_moved, theo_moved = MAYA_MOVED.split(": ", 1)[1], THEO_MOVED.split(": ", 1)[1]
+    recalled = await _recalled("Where has Maya moved to?", messages, embedder)
+    assert recalled.index(maya_moved) < recalled.index(theo_moved)
+    about_theo = await _recalled("Where has Theo's cousin moved to?", messages, embedder)
+    assert about_theo.index(theo_moved) < about_theo.index(maya_moved)
+
+
+def test_a_name_both_parties_mention_names_neither():
+    """A third person both talk about, or a name no one calls out, is no party's."""
+    index = HistoryIndex()
+    index.add(bare(chat_between_people(10)))
+    index.add([Message("user", "Ana, my sister, says hi!"), Message("assistant", "Oh, Ana! Tell her hi.")] * 3)
+    assert index.parties_called("Where does Ana live?") == {}
+    assert index.parties_called("What did Theo say? And Maya?") == {
+        "Theo": UNNAMED["assistant"],
+        "Maya": UNNAMED["user"],
+    }
+    named = HistoryIndex()
+    named.add(chat_between_people(10))
+    assert named.parties_called("What did Theo say?") == {}  # a speaker: named by the tags
 
 
 def test_a_month_is_no_speakers_short_name():

@@ -140,6 +140,19 @@ every turn (each would spend its wait before embedding anyway)."""
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 _SPEAKER = re.compile(r"^(\[[^\]\n]{1,40}\]\s*)?([A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}): ")
 """A chat line's speaker tag, after an optional bracketed header such as a date: "[8 May 2023] Maya: "."""
+UNNAMED = {"user": -2, "assistant": -3}
+"""``HistoryIndex.said_by`` of a user's or an assistant's message no tag or name gives a speaker: the party of its
+role, whom the other party may call by name ("Thanks, Kat!": ``HistoryIndex.parties_called``)."""
+CALLED_OUT = 2
+"""A word names a party when the other party calls it out at least this many times, and this many times as often
+as the party itself does (a third person both may mention is no one's name)."""
+CALLS_READ = 256
+"""At most this many messages holding a name (the newest) are read for it being called out."""
+_GREETING = (
+    r"(?:hey|hi+|hello|hiya|morning|evening|night|thanks|thank you|cheers|yo|sure|aw+|oh|ah|ok|okay|congrats|sorry"
+    r"|bye|dear)"
+)
+"""Words a name follows when it is called out ("Thanks, Kat!", "Morning Kat")."""
 _CALLED = re.compile(r"\b[A-Z][a-z]{2,}\b")
 """A capitalised word of a question that may be a speaker's short name (``HistoryIndex.focus``)."""
 log = logging.getLogger(__name__)
@@ -245,6 +258,8 @@ class HistoryIndex:
     said_by: array[int] = field(default_factory=lambda: array("q"))
     """Per message, its speaker's number in ``_speaker_numbers`` (-1: none known)."""
     _speaker_numbers: dict[str, int] = field(default_factory=dict)
+    _called_out: dict[tuple[str, int], int | None] = field(default_factory=dict)
+    """Per name a question asked and the messages held then, the party it names (``parties_called``)."""
     _said_by_array: GrowingArray = field(default_factory=lambda: GrowingArray(np.intp))
     _vectored: int = 0
     """How many of the first messages were added with vectors (a message never shown may have none)."""
@@ -314,9 +329,12 @@ class HistoryIndex:
                 speakers[i] = _speaker(messages[i], after_date(contents[i]))
             self.speakers.update(filter(None, speakers))
             numbers = self._speaker_numbers
-            self.said_by.extend(-1 if s is None else numbers.setdefault(s, len(numbers)) for s in speakers)
-        else:  # no ":", no tag; no name: no speaker known
-            self.said_by.extend([-1] * len(messages))
+            self.said_by.extend(
+                UNNAMED.get(m.role, -1) if s is None else numbers.setdefault(s, len(numbers))
+                for m, s in zip(messages, speakers, strict=True)
+            )
+        else:  # no ":", no tag; no name: no speaker known but a role's party
+            self.said_by.extend([UNNAMED.get(m.role, -1) for m in messages])
         if not self._calls and not any(m.role == "tool" or m.tool_calls for m in messages):
             self.unit_of.extend(range(first, first + len(messages)))  # each message its own unit
         else:
@@ -342,10 +360,11 @@ class HistoryIndex:
         for Katherine), and their possessive: in a chat between people half the messages carry each name, so the name
         finds the short lines that say it ("Sure, Theo!", "Yo Kat"), not the fact asked about. Unchanged when nothing
         would be left."""
-        if not self.speakers:
+        parties = self.parties_called(query)
+        if not self.speakers and not parties:
             return query
         short = {w for w in _CALLED.findall(query) if terms(w) and self._speaks(w)}  # "Kat": Katherine, not "The": Theo
-        names = "|".join(re.escape(name) for name in sorted({*self.speakers, *short}, key=len, reverse=True))
+        names = "|".join(re.escape(name) for name in sorted({*self.speakers, *short, *parties}, key=len, reverse=True))
         focused = re.sub(rf"\b(?:{names})(?:'s|s')?\b", " ", query)
         return focused if terms(focused) else query
 
@@ -354,7 +373,40 @@ class HistoryIndex:
         month is no one's short name ("May" is not Maya)."""
         called = [w.lower() for w in _CALLED.findall(query) if terms(w)]
         numbers = self._speaker_numbers.items()
-        return frozenset(number for speaker, number in numbers if any(_calls(w, speaker.lower()) for w in called))
+        named = {number for speaker, number in numbers if any(_calls(w, speaker.lower()) for w in called)}
+        return frozenset(named | set(self.parties_called(query).values()))
+
+    def parties_called(self, query: str) -> dict[str, int]:
+        """The words of ``query`` that name the party of a role no tag or name gives (``UNNAMED``), with its number: a
+        chat between two people imported as a user and an assistant still calls each by name ("Hey Kat!", "Thanks,
+        Kat."). A known speaker's name, or a month's, is not asked here."""
+        words = [w for w in dict.fromkeys(_CALLED.findall(query)) if terms(w) and not self._speaks(w)]
+        found = {w: self._party_called(w) for w in words if w.lower() not in CALENDAR}
+        return {w: party for w, party in found.items() if party is not None}
+
+    def _party_called(self, word: str) -> int | None:
+        """The party ``word`` names: the one the other party calls out by it (``CALLED_OUT``), by its ``said_by``."""
+        key = (word, len(self.messages))
+        if key not in self._called_out:
+            if len(self._called_out) >= 256:  # one entry per name a question asks about: a session asks few
+                self._called_out.clear()
+            self._called_out[key] = self._count_called_out(word)
+        return self._called_out[key]
+
+    def _count_called_out(self, word: str) -> int | None:
+        said = self.lexical.coverage(terms(word))
+        calling = re.compile(rf"(?:^|[.!?,;:]\s*|\b{_GREETING}[\s,]+){re.escape(word)}\b(?=\s*(?:[^\w\s']|$))", re.I)
+        by_party = {party: 0 for party in UNNAMED.values()}
+        for position in np.flatnonzero(said)[-CALLS_READ:].tolist():  # the newest: a name called out is called often
+            party = self.said_by[position]
+            if party in by_party and calling.search(self.messages[position].content):
+                by_party[party] += 1
+        (user, assistant), (user_calls, assistant_calls) = UNNAMED.values(), by_party.values()
+        if user_calls >= CALLED_OUT * max(1, assistant_calls):
+            return assistant  # the user calls the assistant's party by it
+        if assistant_calls >= CALLED_OUT * max(1, user_calls):
+            return user
+        return None
 
     def attach(self, first: int, vectors: Sequence[Sequence[Any]]) -> None:
         """Give the messages from position ``first`` (the first without vectors) their part vectors, in order."""
