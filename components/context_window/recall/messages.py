@@ -256,7 +256,8 @@ class HistoryIndex:
     """The names chat lines open with ("Maya: ...") or carry as their ``name``: a question naming a speaker is about
     what they said, so the name is not what it is searched by (see ``focus``)."""
     said_by: array[int] = field(default_factory=lambda: array("q"))
-    """Per message, its speaker's number in ``_speaker_numbers`` (-1: none known)."""
+    """Per message, its speaker's number in ``_speaker_numbers`` (``UNNAMED``: a user's or an assistant's party
+    no tag or name gives; -1: none known)."""
     _speaker_numbers: dict[str, int] = field(default_factory=dict)
     _called_out: dict[tuple[str, int], int | None] = field(default_factory=dict)
     """Per name a question asked and the messages held then, the party it names (``parties_called``)."""
@@ -396,15 +397,15 @@ class HistoryIndex:
     def _count_called_out(self, word: str) -> int | None:
         said = self.lexical.coverage(terms(word))
         calling = re.compile(rf"(?:^|[.!?,;:]\s*|\b{_GREETING}[\s,]+){re.escape(word)}\b(?=\s*(?:[^\w\s']|$))", re.I)
-        by_party = {party: 0 for party in UNNAMED.values()}
+        calls = {party: 0 for party in UNNAMED.values()}
         for position in np.flatnonzero(said)[-CALLS_READ:].tolist():  # the newest: a name called out is called often
             party = self.said_by[position]
-            if party in by_party and calling.search(self.messages[position].content):
-                by_party[party] += 1
-        (user, assistant), (user_calls, assistant_calls) = UNNAMED.values(), by_party.values()
-        if user_calls >= CALLED_OUT * max(1, assistant_calls):
+            if party in calls and calling.search(self.messages[position].content):
+                calls[party] += 1
+        user, assistant = UNNAMED["user"], UNNAMED["assistant"]
+        if calls[user] >= CALLED_OUT * max(1, calls[assistant]):
             return assistant  # the user calls the assistant's party by it
-        if assistant_calls >= CALLED_OUT * max(1, user_calls):
+        if calls[assistant] >= CALLED_OUT * max(1, calls[user]):
             return user
         return None
 
