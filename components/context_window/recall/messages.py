@@ -380,9 +380,8 @@ class HistoryIndex:
     def parties_called(self, query: str) -> dict[str, int]:
         """The words of ``query`` that name the party of a role no tag or name gives (``UNNAMED``), with its number: a
         chat between two people imported as a user and an assistant still calls each by name ("Hey Kat!", "Thanks,
-        Kat."). A known speaker's name, or a month's, is not asked here."""
-        words = [w for w in dict.fromkeys(_CALLED.findall(query)) if terms(w) and not self._speaks(w)]
-        found = {w: self._party_called(w) for w in words if w.lower() not in CALENDAR}
+        Kat."). Only the question's names are asked (``names_asked``), and not a known speaker's."""
+        found = {w: self._party_called(w) for w in names_asked(query) if terms(w) and not self._speaks(w)}
         return {w: party for w, party in found.items() if party is not None}
 
     def _party_called(self, word: str) -> int | None:
