@@ -779,7 +779,9 @@ def test_a_name_both_parties_mention_names_neither():
     index = HistoryIndex()
     index.add(bare(chat_between_people(10)))
     index.add([Message("user", "Ana, my sister, says hi!"), Message("assistant", "Oh, Ana! Tell her hi.")] * 3)
+    index.add([Message("user", "Declan (my best friend) is moving. Sure. Declan (him again) called.")] * 2)
     assert index.parties_called("Where does Ana live?") == {}
+    assert index.parties_called("Where is Declan moving?") == {}  # told about, not called out
     assert index.parties_called("What did Theo say? And Maya?") == {
         "Theo": UNNAMED["assistant"],
         "Maya": UNNAMED["user"],

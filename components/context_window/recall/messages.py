@@ -395,7 +395,9 @@ class HistoryIndex:
 
     def _count_called_out(self, word: str) -> int | None:
         said = self.lexical.coverage(terms(word))
-        calling = re.compile(rf"(?:^|[.!?,;:]\s*|\b{_GREETING}[\s,]+){re.escape(word)}\b(?=\s*(?:[^\w\s']|$))", re.I)
+        calling = re.compile(
+            rf"(?:^|[.!?,;:]\s*|\b{_GREETING}[\s,]+){re.escape(word)}\b(?=\s*(?:[,.!?…]|$|[^\x00-\u2000]))", re.I
+        )
         calls = {party: 0 for party in UNNAMED.values()}
         for position in np.flatnonzero(said)[-CALLS_READ:].tolist():  # the newest: a name called out is called often
             party = self.said_by[position]
