@@ -21,7 +21,9 @@ Run: `python bench/conversation_bench.py` (BENCH_CONVERSATIONS=n chats, default 
 BENCH_LIMITS=4000,8000,16000; BENCH_TYPES=balanced,conversation_first,...; BENCH_QUESTIONS=n per chat, 0: all;
 BENCH_IN_TURNS=1: every question also asked as a turn, after its previews, so later ones follow the earlier;
 BENCH_DATA=varied: bench/varied_chats.py's chats instead, written apart from recall's tuning, 4 by default;
-BENCH_VARIED_SESSIONS=36,44: longer ones, ~28K tokens).
+BENCH_VARIED_SESSIONS=36,44: longer ones, ~28K tokens; BENCH_SPEAKERS=name|tag|bare and
+BENCH_DATES=bracket|paren|spoken|iso|line: the same chats with their speakers and dates written another way,
+bench/chat_formats.py).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
+from bench.chat_formats import reformatted  # noqa: E402
 from bench.conversation_data import KINDS, UNANSWERABLE, Conversation, conversations  # noqa: E402
 from bench.dense_chats import dense_conversations  # noqa: E402
 from bench.recall_bench import in_window, packed_in_rank_order  # noqa: E402
@@ -69,6 +72,8 @@ IN_TURNS = os.environ.get("BENCH_IN_TURNS", "0") != "0"
 """Each question is then asked as a turn of the session (the mock model answers): the next question's window is one
 a user asking question after question about an old conversation gets, the earlier questions and answers newest."""
 EMBEDDER = os.environ.get("TDA_EMBEDDER", "minilm-int8")
+SPEAKERS = os.environ.get("BENCH_SPEAKERS", "name")
+DATES = os.environ.get("BENCH_DATES", "bracket")
 TYPES = tuple(os.environ.get("BENCH_TYPES", "balanced,conversation_first,knowledge_heavy,token_efficient").split(","))
 
 
@@ -207,7 +212,8 @@ def _pct(part: int, whole: int) -> str:
 
 def report(cells: dict[tuple[str, int, str], Cell], data: list[Conversation], seconds: float) -> None:
     sizes = ", ".join(f"{c.name} ({len(c.messages)} messages)" for c in data)
-    print(f"Long-conversation bench: {sizes}; embedder {EMBEDDER}; {seconds:.0f} s\n")
+    written = f"speakers {SPEAKERS}, dates {DATES}"
+    print(f"Long-conversation bench: {sizes}; embedder {EMBEDDER}; {written}; {seconds:.0f} s\n")
     answerable = [k for k in KINDS if k not in UNANSWERABLE]
     print("Recall, tda / hybrid (same history tokens), per type, limit and question kind:\n")
     print(
@@ -251,6 +257,7 @@ def main() -> None:
         data = varied_conversations(CONVERSATIONS, (SESSIONS[0], SESSIONS[-1]))
     else:
         data = [*conversations(CONVERSATIONS), *dense_conversations(DENSE)]
+    data = [reformatted(conversation, SPEAKERS, DATES) for conversation in data]
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         upgrade(f"sqlite+aiosqlite:///{folder / 'tda.db'}")

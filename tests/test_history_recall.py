@@ -17,7 +17,9 @@ from hypothesis import strategies as st
 
 from components.context_window.base import InMemoryMessages, Message, RecalledUnit, Session
 from components.context_window.handler import ContextWindowHandler
+from components.context_window.recall.dates import after_date, opens_with_date
 from components.context_window.recall.messages import (
+    UNNAMED,
     HistoryIndex,
     SessionRecall,
     asks_when,
@@ -753,6 +755,42 @@ async def test_a_question_about_someone_ranks_their_own_message_above_the_others
     assert about_theo.index(THEO_MOVED) < about_theo.index(MAYA_MOVED)
 
 
+def bare(messages: list[Message]) -> list[Message]:
+    """The chat imported as a user and an assistant: no speaker tag, no name (each still calls the other by name)."""
+    return [dataclasses.replace(m, content=m.content.split(": ", 1)[1]) for m in messages]
+
+
+@pytest.mark.parametrize("embedder", [None, HistoryEmbedder()], ids=["words", "words+vectors"])
+async def test_a_question_about_someone_in_a_chat_without_names_ranks_the_party_the_other_calls_so(embedder):
+    """Maya's lines say "Sure, Theo!": the assistant's party is Theo, the user's Maya, though no message says who
+    speaks it."""
+    messages = chat_between_people()
+    messages[30:30] = [Message("user", MAYA_MOVED), Message("assistant", THEO_MOVED)]
+    messages = bare(messages)
+    maya_moved, theo_moved = MAYA_MOVED.split(": ", 1)[1], THEO_MOVED.split(": ", 1)[1]
+    recalled = await _recalled("Where has Maya moved to?", messages, embedder)
+    assert recalled.index(maya_moved) < recalled.index(theo_moved)
+    about_theo = await _recalled("Where has Theo's cousin moved to?", messages, embedder)
+    assert about_theo.index(theo_moved) < about_theo.index(maya_moved)
+
+
+def test_a_name_both_parties_mention_names_neither():
+    """A third person both talk about, or a name no one calls out, is no party's."""
+    index = HistoryIndex()
+    index.add(bare(chat_between_people(10)))
+    index.add([Message("user", "Ana, my sister, says hi!"), Message("assistant", "Oh, Ana! Tell her hi.")] * 3)
+    index.add([Message("user", "Declan (my best friend) is moving. Sure. Declan (him again) called.")] * 2)
+    assert index.parties_called("Where does Ana live?") == {}
+    assert index.parties_called("Where is Declan moving?") == {}  # told about, not called out
+    assert index.parties_called("What did Theo say? And Maya?") == {
+        "Theo": UNNAMED["assistant"],
+        "Maya": UNNAMED["user"],
+    }
+    named = HistoryIndex()
+    named.add(chat_between_people(10))
+    assert named.parties_called("What did Theo say?") == {}  # a speaker: named by the tags
+
+
 def test_a_month_is_no_speakers_short_name():
     index = HistoryIndex()
     index.add([Message("user", "Maya: hi"), Message("user", "May: hello"), Message("user", "Mayhew: hey")])
@@ -765,12 +803,21 @@ def test_a_month_is_no_speakers_short_name():
     assert "May" in only_maya.focus("What did Maya do in May?")  # searched by: a month, not Maya's short name
 
 
-def dated_sessions() -> list[Message]:
+SPELLINGS = {  # how a chat imported from elsewhere may date its sessions: the date of day n of March 2024
+    "bracket": "[{n} March 2024, 7:41 pm] ",
+    "paren": "({n} March 2024, 7:41 pm) ",
+    "spoken": "7:41 pm on {n} March, 2024 - ",
+    "iso": "2024-03-0{n} 19:41: ",
+    "line": "Session date: {n} March 2024\n",
+}
+
+
+def dated_sessions(spelling: str = "bracket") -> list[Message]:
     """Sessions a week apart, each opening with a dated greeting; Theo's move is told mid-session, dated only by it."""
     out = []
     for week, line in enumerate(chat_between_people(60)):
         if week % 12 == 0:
-            out.append(Message("user", f"[{week // 12 + 1} March 2024, 7:41 pm] Maya: Hey you!"))
+            out.append(Message("user", SPELLINGS[spelling].format(n=week // 12 + 1) + "Maya: Hey you!"))
         out.append(line)
     out.insert(45, Message("assistant", MOVED))  # in the session of 4 March (opening at 39), 5 March opens at 53
     return out
@@ -780,11 +827,14 @@ MOVED = "Theo: Ugh, the rain. Oh and we moved to Ludlow on Friday, boxes everywh
 
 
 @pytest.mark.parametrize("embedder", [None, HistoryEmbedder()], ids=["words", "words+vectors"])
-async def test_a_recalled_message_comes_with_the_date_opening_its_session(embedder):
-    """ "When did Theo move?" needs the move and the session's date: "on Friday" says when only beside it."""
-    recalled = await _recalled("When did Theo move to Ludlow?", dated_sessions(), embedder)
-    assert MOVED in recalled and "[4 March 2024, 7:41 pm] Maya: Hey you!" in recalled
-    assert not any(line.startswith(("[3 March", "[5 March")) for line in recalled)  # other sessions' dates
+@pytest.mark.parametrize("spelling", SPELLINGS)
+async def test_a_recalled_message_comes_with_the_date_opening_its_session(embedder, spelling):
+    """ "When did Theo move?" needs the move and the session's date: "on Friday" says when only beside it, however
+    the chat spells its dates."""
+    recalled = await _recalled("When did Theo move to Ludlow?", dated_sessions(spelling), embedder)
+    date = SPELLINGS[spelling].format
+    assert MOVED in recalled and date(n=4) + "Maya: Hey you!" in recalled
+    assert not any(line.startswith((date(n=3), date(n=5))) for line in recalled)  # other sessions' dates
 
 
 TOWNS = ("Ludlow", "Tenby", "Whitby", "Penzance", "Ely", "Hexham", "Rye", "Oban")
@@ -1023,7 +1073,9 @@ def _written_out(messages: list[Message]) -> tuple[list[int], set[str], list[str
     that only ask (every sentence a question) and those opening with a date, written out one by one."""
     units, speakers, calls, said_by, asking, dated = [], set(), {}, [], [], []
     for position, m in enumerate(messages):
-        tag = re.match(r"^(\[[^\]\n]{1,40}\]\s*)?([A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}): ", m.content)
+        opens_dated = opens_with_date(m.content)
+        text = after_date(m.content) if opens_dated else m.content  # the speaker's tag follows the date
+        tag = re.match(r"^(\[[^\]\n]{1,40}\]\s*)?([A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}): ", text)
         speaker = tag.group(2) if tag else m.name if m.name and m.role in ("user", "assistant") else None
         said_by.append(speaker)
         if speaker:
@@ -1031,7 +1083,7 @@ def _written_out(messages: list[Message]) -> tuple[list[int], set[str], list[str
         sentences = [s.strip() for s in re.split(r"(?<=[.!?])\s+|\n+", m.content) if s.strip()]
         if sentences and all(s.endswith("?") for s in sentences):
             asking.append(position)
-        if re.match(r"\[[^\]\n]{0,40}\b(?:19|20)\d\d\b[^\]\n]{0,40}\]", m.content):
+        if opens_dated:
             dated.append(position)
         if m.role == "tool":
             units.append(calls.get(m.tool_call_id, position))
@@ -1046,6 +1098,9 @@ _CONTENTS = st.sampled_from(
         "Maya: hi",
         "[8 May 2023] Theo Ng: we met",
         "[8 May 2023] Hey!",
+        "2023-05-08 13:56: Maya: hi",
+        "Session date: 9 May 2023\nTheo Ng: hey",
+        "In May 2023 Al: no",
         "[note] Hey",
         "ok: fine",
         "plain words",

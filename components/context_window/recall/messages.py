@@ -26,7 +26,7 @@ from array import array
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from itertools import islice
+from itertools import islice, repeat
 from operator import attrgetter
 from typing import Any, Protocol, TypeVar
 
@@ -67,6 +67,7 @@ from ..relevance import (
     terms,
 )
 from ..session_cache import BoundedCache, VectorsByText
+from .dates import after_date, dated_among
 
 EMBED_CHARS = 2_000
 """Characters of a part embedded (small embedders read ~256-512 tokens anyway; the rest costs time for nothing)."""
@@ -138,11 +139,21 @@ STORE_RETRY_S = 30.0
 """After a ``PartVectors`` call fails, the store is left alone this long: a stalled server is not waited for by
 every turn (each would spend its wait before embedding anyway)."""
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
-_DATED = re.compile(r"\[[^\]\n]{0,40}\b(?:19|20)\d\d\b[^\]\n]{0,40}\]")
-"""A message opening with a bracketed date ("[8 May 2023, 7:41 pm] ..."): a chat's session starts there, and what
-is said in it is dated by it ("last Saturday")."""
 _SPEAKER = re.compile(r"^(\[[^\]\n]{1,40}\]\s*)?([A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}): ")
 """A chat line's speaker tag, after an optional bracketed header such as a date: "[8 May 2023] Maya: "."""
+UNNAMED = {"user": -2, "assistant": -3}
+"""``HistoryIndex.said_by`` of a user's or an assistant's message no tag or name gives a speaker: the party of its
+role, whom the other party may call by name ("Thanks, Kat!": ``HistoryIndex.parties_called``)."""
+CALLED_OUT = 2
+"""A word names a party when the other party calls it out at least this many times, and this many times as often
+as the party itself does (a third person both may mention is no one's name)."""
+CALLS_READ = 256
+"""At most this many messages holding a name (the newest) are read for it being called out."""
+_GREETING = (
+    r"(?:hey|hi+|hello|hiya|morning|evening|night|thanks|thank you|cheers|yo|sure|aw+|oh|ah|ok|okay|congrats|sorry"
+    r"|bye|dear)"
+)
+"""Words a name follows when it is called out ("Thanks, Kat!", "Morning Kat")."""
 _CALLED = re.compile(r"\b[A-Z][a-z]{2,}\b")
 """A capitalised word of a question that may be a speaker's short name (``HistoryIndex.focus``)."""
 log = logging.getLogger(__name__)
@@ -249,15 +260,19 @@ class HistoryIndex:
     """The names chat lines open with ("Maya: ...") or carry as their ``name``: a question naming a speaker is about
     what they said, so the name is not what it is searched by (see ``focus``)."""
     said_by: array[int] = field(default_factory=lambda: array("q"))
-    """Per message, its speaker's number in ``_speaker_numbers`` (-1: none known)."""
+    """Per message, its speaker's number in ``_speaker_numbers`` (``UNNAMED``: a user's or an assistant's party
+    no tag or name gives; -1: none known)."""
     _speaker_numbers: dict[str, int] = field(default_factory=dict)
+    _called_out: dict[tuple[str, int], int | None] = field(default_factory=dict)
+    """Per name a question asked and the messages held then, the party it names (``parties_called``)."""
     _said_by_array: GrowingArray = field(default_factory=lambda: GrowingArray(np.intp))
     _vectored: int = 0
     """How many of the first messages were added with vectors (a message never shown may have none)."""
     unit_of: array[int] = field(default_factory=lambda: array("q"))
     """Per message, the position of the first message of its unit (a tool result's call)."""
     dated: list[int] = field(default_factory=list)
-    """The positions of the messages opening with a date (``_DATED``), in order: each dates the session it opens."""
+    """The positions of the messages opening with a date (``dates.opens_with_date``), in order: each dates the
+    session it opens."""
     asking: list[int] = field(default_factory=list)
     """The positions of the messages that only ask (``_only_asks``), in order: they show nothing a question needs."""
     _calls: dict[str, int] = field(default_factory=dict)
@@ -312,15 +327,20 @@ class HistoryIndex:
         joined = "\n".join(contents)  # each test below tried per text only when some text holds its mark (found in C)
         if "?" in joined:
             self.asking += [first + i for i, c in enumerate(contents) if _asks_last(c) and _only_asks(c)]
-        if "[" in joined:
-            self.dated += [first + i for i, c in enumerate(contents) if c.startswith("[") and _DATED.match(c)]
+        dated = dated_among(contents, joined)
+        self.dated += [first + i for i in dated]
         if ":" in joined or any(map(_NAME_OF, messages)):
             speakers = [_speaker(m) for m in messages]
+            for i in dated:  # its tag after the date: "2023-05-08 13:56: Maya: hi"
+                speakers[i] = _speaker(messages[i], after_date(contents[i]))
             self.speakers.update(filter(None, speakers))
             numbers = self._speaker_numbers
-            self.said_by.extend(-1 if s is None else numbers.setdefault(s, len(numbers)) for s in speakers)
-        else:  # no ":", no tag; no name: no speaker known
-            self.said_by.extend([-1] * len(messages))
+            self.said_by.extend(
+                UNNAMED.get(m.role, -1) if s is None else numbers.setdefault(s, len(numbers))
+                for m, s in zip(messages, speakers, strict=True)
+            )
+        else:  # no ":", no tag; no name: no speaker known but a role's party
+            self.said_by.extend(map(UNNAMED.get, map(_ROLE_OF, messages), repeat(-1)))
         if not self._calls and not calls and "tool" not in map(_ROLE_OF, messages):
             self.unit_of.extend(range(first, first + len(messages)))  # each message its own unit
         else:
@@ -346,10 +366,11 @@ class HistoryIndex:
         for Katherine), and their possessive: in a chat between people half the messages carry each name, so the name
         finds the short lines that say it ("Sure, Theo!", "Yo Kat"), not the fact asked about. Unchanged when nothing
         would be left."""
-        if not self.speakers:
+        parties = self.parties_called(query)
+        if not self.speakers and not parties:
             return query
         short = {w for w in _CALLED.findall(query) if terms(w) and self._speaks(w)}  # "Kat": Katherine, not "The": Theo
-        names = "|".join(re.escape(name) for name in sorted({*self.speakers, *short}, key=len, reverse=True))
+        names = "|".join(re.escape(name) for name in sorted({*self.speakers, *short, *parties}, key=len, reverse=True))
         focused = re.sub(rf"\b(?:{names})(?:'s|s')?\b", " ", query)
         return focused if terms(focused) else query
 
@@ -358,7 +379,41 @@ class HistoryIndex:
         month is no one's short name ("May" is not Maya)."""
         called = [w.lower() for w in _CALLED.findall(query) if terms(w)]
         numbers = self._speaker_numbers.items()
-        return frozenset(number for speaker, number in numbers if any(_calls(w, speaker.lower()) for w in called))
+        named = {number for speaker, number in numbers if any(_calls(w, speaker.lower()) for w in called)}
+        return frozenset(named | set(self.parties_called(query).values()))
+
+    def parties_called(self, query: str) -> dict[str, int]:
+        """The words of ``query`` that name the party of a role no tag or name gives (``UNNAMED``), with its number: a
+        chat between two people imported as a user and an assistant still calls each by name ("Hey Kat!", "Thanks,
+        Kat."). Only the question's names are asked (``names_asked``), and not a known speaker's."""
+        found = {w: self._party_called(w) for w in names_asked(query) if terms(w) and not self._speaks(w)}
+        return {w: party for w, party in found.items() if party is not None}
+
+    def _party_called(self, word: str) -> int | None:
+        """The party ``word`` names: the one the other party calls out by it (``CALLED_OUT``), by its ``said_by``."""
+        key = (word, len(self.messages))
+        if key not in self._called_out:
+            if len(self._called_out) >= 256:  # one entry per name a question asks about: a session asks few
+                self._called_out.clear()
+            self._called_out[key] = self._count_called_out(word)
+        return self._called_out[key]
+
+    def _count_called_out(self, word: str) -> int | None:
+        said = self.lexical.coverage(terms(word))
+        calling = re.compile(
+            rf"(?:^|[.!?,;:]\s*|\b{_GREETING}[\s,]+){re.escape(word)}\b(?=\s*(?:[,.!?…]|$|[^\x00-\u2000]))", re.I
+        )
+        calls = {party: 0 for party in UNNAMED.values()}
+        for position in np.flatnonzero(said)[-CALLS_READ:].tolist():  # the newest: a name called out is called often
+            party = self.said_by[position]
+            if party in calls and calling.search(self.messages[position].content):
+                calls[party] += 1
+        user, assistant = UNNAMED["user"], UNNAMED["assistant"]
+        if calls[user] >= CALLED_OUT * max(1, calls[assistant]):
+            return assistant  # the user calls the assistant's party by it
+        if calls[assistant] >= CALLED_OUT * max(1, calls[user]):
+            return user
+        return None
 
     def attach(self, first: int, vectors: Sequence[Sequence[Any]]) -> None:
         """Give the messages from position ``first`` (the first without vectors) their part vectors, in order."""
@@ -1132,10 +1187,11 @@ def _calls(word: str, speaker: str) -> bool:
     return speaker.startswith(word) and (word not in CALENDAR or speaker.split()[0] == word)
 
 
-def _speaker(message: Message) -> str | None:
-    """Who says ``message`` in a chat between people: its line's speaker tag ("Maya: "), else its ``name`` (a user's
-    or an assistant's); None: no one known."""
-    if ": " in message.content and (tag := _SPEAKER.match(message.content)) is not None:
+def _speaker(message: Message, text: str | None = None) -> str | None:
+    """Who says ``message`` in a chat between people: its line's speaker tag ("Maya: ") opening ``text`` (its
+    content unless given), else its ``name`` (a user's or an assistant's); None: no one known."""
+    text = message.content if text is None else text
+    if ": " in text and (tag := _SPEAKER.match(text)) is not None:
         return tag.group(2)
     return message.name if message.name and message.role in ("user", "assistant") else None
 

@@ -1,0 +1,59 @@
+"""A chat's dated lines, however an importer spells the date: each opens a session of the chat."""
+
+import pytest
+
+from components.context_window.recall.dates import after_date, dated_among, opens_with_date
+
+SESSION_OPENINGS = [
+    "[24 January 2024, 8:47 PM] Hiii",
+    "[spring 2024] hi",
+    "(24 January 2024, 8:47 PM) Oluwaseun: Hiii",
+    "8:47 pm on 24 January, 2024 - Oluwaseun: Hiii",
+    "1:56 pm on 8 May, 2023\nCaroline: Hey Mel!",
+    "2024-01-24 20:47: Oluwaseun: Hiii",
+    "Session date: 24 January 2024\nhi",
+    "Session 3 (8 May 2023): hi",
+    "Session 12 — 10:37 am on 27 June, 2023\nhi",
+    "DATE: 2023-05-08",
+    "May 8, 2023 — Hey",
+    "Monday, 8 May 2023: hi",
+    "8/5/2023 | hi",
+    "--- 8 May 2023 ---",
+    "## Session 2 — 8 May 2023\nhi",
+    "**8 May 2023**",
+]
+SAID_IN_PASSING = [
+    "I moved in May 2019 - it was great",
+    "In May 2019 I moved to Leeds",
+    "May 2019 was the best year",
+    "We met on 8 May 2023 at the station",
+    "It was 8 May 2023 and the sun shone",
+    "Maya: in 2019 we went",
+    "Remember 2019?",
+    "[note] 2019",
+    "2019 tickets sold out",
+    "- 2019 was long",
+]
+
+
+@pytest.mark.parametrize("text", SESSION_OPENINGS)
+def test_a_message_opening_with_a_date_opens_a_session(text):
+    assert opens_with_date(text)
+
+
+@pytest.mark.parametrize("text", SAID_IN_PASSING)
+def test_a_year_said_in_passing_opens_no_session(text):
+    assert not opens_with_date(text)
+
+
+def test_the_text_after_the_date_is_the_message_its_speaker_tag_first():
+    assert after_date("2024-01-24 20:47: Maya: hi") == "Maya: hi"
+    assert after_date("Session date: 24 January 2024\nTheo Ng: hey") == "Theo Ng: hey"
+    assert after_date("In May 2019 I moved") == "In May 2019 I moved"
+
+
+def test_the_dated_lines_of_a_chat_are_found_among_many_messages():
+    """Only the openings are tried: a year deep in a long message, or in the next message's line, is none."""
+    chat = [*SAID_IN_PASSING, *SESSION_OPENINGS, "x" * 100 + " [8 May 2023] late", "hi\n2023-05-08: after a break"]
+    found = dated_among(chat, "\n".join(chat))
+    assert found == list(range(len(SAID_IN_PASSING), len(SAID_IN_PASSING) + len(SESSION_OPENINGS)))
