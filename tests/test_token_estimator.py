@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from components.context_window.base import Message, ToolSchema
 from components.context_window.token_estimator import (
     CALIBRATION_RATIOS,
+    LINES_FROM,
     SAFETY_MARGIN,
     TEXT_CACHE_BYTES,
     Calibration,
@@ -422,4 +423,43 @@ def test_a_text_counted_for_a_stored_count_is_not_tokenised_again() -> None:
     oracle = cookbook_message_tokens({"role": "tool", "content": result, "tool_call_id": "call_1"}, "gpt-4o")
     assert counted.tokens == {"o200k_base": oracle} and stored == oracle
     assert again == text_tokens(result, "gpt-4o")
-    assert encoded.count(result) == 1
+    in_result = [text for text in encoded if text in result]  # its lines (the role and call id are counted too)
+    assert len(in_result) == len(set(in_result)) and sum(map(len, in_result)) == len(result)  # each line once
+
+
+LINE_PARTS = st.sampled_from(
+    [
+        *"ab Z9/.,:;'s-_[]()`#*|<>",
+        *("\n", "\n\n", " \n", ".\n", "\r\n", "\t", "  ", "\u00a0", "\u2028", "\x85", "\x1c"),  # breaks, spaces
+        *("'ll", "'S", "é", "\u0301", "日本", "🙂", "word", "Word", "123", "4567"),
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.lists(LINE_PARTS, max_size=30).map("".join), min_size=1, max_size=30).map("\n".join))
+def test_a_long_text_counted_by_its_lines_is_counted_as_tiktoken_counts_it_whole(drawn: str) -> None:
+    """A long text's count is its lines' cached counts added up (``_lines``): the same figure tiktoken gives the
+    whole text (the oracle), whatever ends one line and starts the next (line breaks after punctuation, a "/" after
+    one, whitespace, marks, contractions), in both encodings that count by lines."""
+    text = drawn + "\n" + "A line of filler.\n" * (LINES_FROM // 18 + 1)
+    for name in ("cl100k_base", "o200k_base"):
+        assert TokenEstimator(name).count(text) == len(tiktoken.get_encoding(name).encode_ordinary(text))
+
+
+def test_a_long_text_made_of_lines_counted_before_is_not_tokenised_again() -> None:
+    """knowledge_context's excerpts are a new text each turn, made of lines it sent before (chunks, sources): their
+    count adds up the lines' cached counts, tokenising nothing (it tokenised the whole ~18 KB text a demo turn, ~2 ms),
+    and is the count tiktoken gives the whole (oracle). A scaled estimate counts the whole text, as before."""
+    lines = [f"Paragraph {n}: the write-ahead log checkpoints once it grows past its limit.\n" for n in range(40)]
+    est = TokenEstimator("o200k_base")
+    est.count("".join(lines))
+    encoded: list[str] = []
+    real = est._counter
+    assert real is not None
+    est._counter = lambda text: encoded.append(text) or real(text)
+    reordered = "[SOURCE 1] Manual\n" + "".join(reversed(lines))
+    assert est.count(reordered) == text_tokens(reordered, "gpt-4o")
+    assert encoded == ["[SOURCE 1] Manual\n"]
+    claude = estimator_for("claude-3-5-sonnet-20241022")
+    assert claude.count(reordered) >= text_tokens(reordered, "gpt-4") * (1 + SAFETY_MARGIN)

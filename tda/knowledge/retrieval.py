@@ -598,7 +598,7 @@ def dedupe(passages: Sequence[Passage], threshold: float = 0.85, *, limit: int |
             continue
         prefix = _prefix(ordered, threshold)
         near = {j for s in prefix for j in by_prefix.get(s, ())}
-        if any(_jaccard(shingles, kept_shingles[j]) >= threshold for j in near):
+        if any(_similar(shingles, kept_shingles[j], threshold) for j in near):
             continue
         for s in prefix:
             by_prefix.setdefault(s, []).append(len(kept))
@@ -608,6 +608,12 @@ def dedupe(passages: Sequence[Passage], threshold: float = 0.85, *, limit: int |
     return kept
 
 
-def _jaccard(a: frozenset[int], b: frozenset[int]) -> float:
+def _similar(a: frozenset[int], b: frozenset[int], threshold: float) -> bool:
+    """Whether the sets' Jaccard similarity is at least ``threshold``: never when the smaller is under ``threshold`` of
+    the larger (the similarity is at most their sizes' ratio), which settles most pairs prefix filtering leaves without
+    intersecting them (60 -> 23 intersections a demo turn)."""
+    small, large = sorted((len(a), len(b)))
+    if small < threshold * large - 1e-9:
+        return False
     common = len(a & b)
-    return common / (len(a) + len(b) - common)
+    return common / (len(a) + len(b) - common) >= threshold
