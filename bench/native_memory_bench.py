@@ -6,8 +6,12 @@ BENCH_MEM_TURNS turns (default 3,000) recorded one by one through POST /v1/sessi
 BENCH_MEM_EVERY turns (default 500): the process's RSS and, with BENCH_MEM_TRACE=1 (slower: every allocation is
 traced; from turn BENCH_MEM_TRACE_FROM on, if set), the Python allocations that grew most since the previous mark, by
 file:line (BENCH_MEM_TOP lines, default 12). Reported: RSS at each mark and its growth per 1,000 turns from the first
-mark on (the caches warm by then). BENCH_MEM_EMBEDDER: the embedder (default minilm-int8, tda's default; ``hashing``
-is faster but 512 dimensions).
+mark on (the caches warm by then), with the turn's window (``tokens_in``: what the model was sent) and the process's
+CPU ms a turn since the previous mark (the service's and the bench's client, in one process). BENCH_MEM_EMBEDDER: the
+embedder (default minilm-int8, tda's default; ``hashing`` is faster but 512 dimensions). BENCH_MEM_CONTEXT_LIMIT: the
+profile's context limit (default none: gpt-4.1's 1,047,576 tokens, which this bench's short turns fill only past turn
+~14,000, so every turn's window holds the whole history and its cost grows with it; 16000 as long_session_bench.py:
+a full window from turn ~200 on).
 
 Run: ``PYTHONPATH=. python bench/native_memory_bench.py`` (a temporary data directory; nothing is kept).
 """
@@ -46,6 +50,7 @@ TRACE_FROM = int(os.environ.get("BENCH_MEM_TRACE_FROM", "0"))
 """With BENCH_MEM_TRACE=1, the turn after which allocations are traced (0: all): what a long session still adds, at
 untraced speed until then (tracing slows a turn ~3x)."""
 TOP = int(os.environ.get("BENCH_MEM_TOP", "12"))
+CONTEXT_LIMIT = int(os.environ.get("BENCH_MEM_CONTEXT_LIMIT", "0")) or None
 
 
 def rss_mib() -> float:
@@ -137,14 +142,13 @@ async def record(settings: Any, token: str) -> list[tuple[int, float, float]]:
     marks: list[tuple[int, float, float]] = []
     async with TestApp(app, startup_timeout=300, shutdown_timeout=300) as test_app:
         client = test_app.test_client()
-        r = await client.post(
-            "/v1/profiles", json={"id": "agent", "type": "tool_enabled", "model": "gpt-4.1"}, headers=headers
-        )
+        profile = {"id": "agent", "type": "tool_enabled", "model": "gpt-4.1", "context_limit": CONTEXT_LIMIT}
+        r = await client.post("/v1/profiles", json=profile, headers=headers)
         assert r.status_code == 201, await r.get_data()
         r = await client.post("/v1/sessions", json={"id": "native-long", "profile_id": "agent"}, headers=headers)
         assert r.status_code == 201, await r.get_data()
         snapshot = None
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         for turn in range(1, TURNS + 1):
             r = await client.post("/v1/sessions/native-long/turns", json={"query": question(turn)}, headers=headers)
             assert r.status_code == 201, (turn, await r.get_data())
@@ -154,7 +158,13 @@ async def record(settings: Any, token: str) -> list[tuple[int, float, float]]:
                 await asyncio.sleep(0.5)  # the turn's indexing, in the background, ends
                 gc.collect()
                 marks.append((turn, rss_mib(), time.perf_counter() - started))
-                print(f"turn {turn}: RSS {marks[-1][1]:.1f} MiB, {marks[-1][2]:.0f} s; {breakdown()}", flush=True)
+                window = (await r.get_json())["tokens_in"]
+                cpu, cpu_ms = time.process_time(), (time.process_time() - cpu) * 1000 / EVERY
+                print(
+                    f"turn {turn}: RSS {marks[-1][1]:.1f} MiB, {marks[-1][2]:.0f} s, window {window:,} tokens, CPU "
+                    f"{cpu_ms:.0f} ms a turn; {breakdown()}",
+                    flush=True,
+                )
                 if tracemalloc.is_tracing():
                     now = tracemalloc.take_snapshot().filter_traces([tracemalloc.Filter(False, tracemalloc.__file__)])
                     if snapshot is not None:

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from components.context_window.base import AssemblyContext, Message, ToolSchema
+from components.context_window.base import AssemblyContext, InMemoryMessages, Message, MessagePage, ToolSchema
 from components.context_window.handler import ContextWindowHandler
 from tda.builtins import DEFAULT_TYPES, module_registry
 from tests.agent_session import TOOLS, call_id, customer, orders, question, tool_call
@@ -143,3 +143,36 @@ async def test_a_wrong_guess_costs_one_unused_summary_at_most_and_the_window_is_
     asked, oracle_asked = [text for text, _ in ahead.model.asked], [text for text, _ in oracle.model.asked]
     assert len(asked) == len(set(asked))  # never a block twice
     assert set(oracle_asked) <= set(asked) and len(asked) <= len(oracle_asked) + 1  # one unused summary at most
+
+
+class Read(InMemoryMessages):
+    """A history that counts the messages read from it."""
+
+    def __init__(self, messages: Sequence[Message]) -> None:
+        super().__init__(messages)
+        object.__setattr__(self, "read", 0)
+
+    async def page(self, cursor: Any, limit: int) -> MessagePage:
+        page = await super().page(cursor, limit)
+        object.__setattr__(self, "read", self.read + len(page.messages))
+        return page
+
+
+@pytest.mark.parametrize("limit", [1_000_000, LIMIT])
+async def test_the_work_ahead_reads_a_history_its_window_holds_whole_only_when_the_next_turn_may_not_fit(limit: int):
+    """A long session under a large window (a 1M-token model) sends its whole history every turn: the next turn's
+    history, the turn joined, fits too and summarises nothing, so the work ahead walks none of it (it walked it all
+    again, each turn: a sixth of a turn's CPU at 2,000 native turns). A history the window cannot hold is walked."""
+    client = Client(works_ahead=True)
+    history: list[Message] = [m for t in range(1, 21) for m in agent_turn(t)]
+    source = Read(history)
+    ctx = first_step(history, 21, client.model, limit=limit)
+    ctx = dataclasses.replace(ctx, session=dataclasses.replace(ctx.session, history=source))
+    window = await client.call(ctx)
+    read = source.read
+
+    await client.answered(ctx, agent_turn(21))
+
+    assert (len(window) > len(history)) == (limit > LIMIT)  # the large window holds every message, the 16K one not
+    assert (source.read == read) == (limit > LIMIT)
+    assert client.model.asked == [] or limit == LIMIT

@@ -23,6 +23,7 @@ from components.context_window.base import (
     Contribution,
     Directives,
     HistoryRecall,
+    JoinedMessages,
     Message,
     MessagePage,
     MessageSource,
@@ -353,9 +354,12 @@ class ConversationHistoryModule(ContextModule):
 
     async def _summary_ahead(self, ctx: AssemblyContext, asks: Sequence[_Ask]) -> None:
         source = _Remembered(ctx.session.message_source())
-        for budget, directives, strategy in asks:
+        for budget, directives, strategy, whole in asks:
             asked = dataclasses.replace(ctx, directives=directives)
-            plan = await self._sliding(source, budget - await self._loop_room(source, asked), asked, strategy)
+            room = budget - await self._loop_room(source, asked)
+            if _still_whole(whole, ctx, room - _recall_reserve(directives.config, room)):
+                continue  # it summarises nothing: not worth a walk over the whole history (a large window's)
+            plan = await self._sliding(source, room, asked, strategy)
             if not plan.model:
                 continue
             for block in reversed(_blocks(plan.summarised)):  # in the order the window asks for them
@@ -364,14 +368,16 @@ class ConversationHistoryModule(ContextModule):
                     await self._write(key, transcript, ctx)
                     return
 
-    def _note_ask(self, ctx: AssemblyContext, budget: int, strategy: str | None) -> None:
-        """A window a session's first step asks for, noted for the session's next turn (``ahead``)."""
+    def _note_ask(self, ctx: AssemblyContext, budget: int, strategy: str | None) -> int | None:
+        """A window a session's first step asks for, noted for the session's next turn (``ahead``): its place in
+        ``ctx.memo["asks"]``, or None when it is not noted."""
         if not ctx.session.id or ctx.continuation:
-            return
+            return None
         asks = ctx.memo.get("asks")
         if asks is None:
             asks = ctx.memo["asks"] = self._asks.put(ctx.session.id, [])
-        asks.append((budget, ctx.directives, strategy))
+        asks.append((budget, ctx.directives, strategy, None))
+        return len(asks) - 1
 
     async def purge(self, session_id: str, user_id: str) -> dict[str, Any]:
         """Forget a session's cached summaries (call it when the session's history is purged or edited)."""
@@ -394,7 +400,7 @@ class ConversationHistoryModule(ContextModule):
         if recall_pct > 100:
             raise ValueError(f"option 'recall_pct' must be at most 100, got {recall_pct:g}")
         source = _Remembered(ctx.session.message_source())
-        self._note_ask(ctx, budget, strategy)
+        noted = self._note_ask(ctx, budget, strategy)
         budget -= await self._loop_room(source, ctx)
         held_back: dict[str, Any] = {}
         if recall_pct:
@@ -403,6 +409,9 @@ class ConversationHistoryModule(ContextModule):
                 return await self._recall_window(budget, ctx, strategy, recall_pct)
             held_back = {"recall": "held back", "recall_reason": reason}
         plan = await self._sliding(source, budget, ctx, strategy)
+        if noted is not None and not plan.overflowing and plan.newest is None:  # it holds the whole history
+            asks = ctx.memo["asks"]
+            asks[noted] = (*asks[noted][:3], plan.sliding)
         kept, within, newest, reserve = plan.kept, plan.within, plan.newest, plan.reserve
         first_kept, overflowing, sliding, block = plan.first_kept, plan.overflowing, plan.sliding, plan.block
         summary: Message | None = None
@@ -767,8 +776,23 @@ class ConversationHistoryModule(ContextModule):
         return await writing
 
 
-_Ask = tuple[int, Directives, str | None]
-"""A window a first step asked for: its budget (before a tool loop's room), directives and strategy."""
+_Ask = tuple[int, Directives, str | None, int | None]
+"""A window a first step asked for: its budget (before a tool loop's room), directives and strategy, and the tokens
+of the history when that window held all of it (None: it left some out, or recalled)."""
+
+
+def _still_whole(whole: int | None, ctx: AssemblyContext, room: int) -> bool:
+    """Whether the next turn's history (``ctx``'s, the turn's messages joined) is sure to fit ``room`` whole, given
+    ``whole``, what it took when the last window held all of it: the joined messages' counts are at least what the
+    walk prices them at (clearing only shortens). Only when they open a new unit (a question): a tool loop's results
+    would complete a call the last walk left out."""
+    history = ctx.session.message_source()
+    if whole is None or not isinstance(history, JoinedMessages) or not history.messages:
+        return False
+    if history.messages[0].role != "user":
+        return False
+    assert ctx.tokens is not None
+    return whole + sum(ctx.tokens.count_message(m) for m in history.messages) <= room
 
 
 def _blocks(dropped: list[tuple[int, Message]]) -> list[list[Message]]:
