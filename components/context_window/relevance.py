@@ -898,9 +898,10 @@ paraphrase shares few rare words with its evidence: 0.15 of their weight abstain
 message through ``keep_z``. Since round 4 a neural embedder's word condition is any shared word (``min_coverage``
 0): every question nothing answers that 0.10 caught shared no word at all with the chat, while three answerable ones
 on bench/varied_chats.py's chats shared 9-10% ("Where did Anastasia go on a bike ride?"). The hashing embedder's
-cosines are words in disguise: its dense signal is weak and not floored. Below the old word condition (``faint_coverage``
-0.10), with no outlier in meaning, the evidence is faint (``faint``): history recall then trusts only its best hit. Keyed by a word of the embedder's
-``vector_space``; "" is every other (neural) embedder, calibrated on MiniLM."""
+cosines are words in disguise: its dense signal is weak and not floored. Below the old word condition
+(``faint_coverage`` 0.10), with no outlier in meaning, the evidence is faint (``faint``): history recall then trusts
+only its best hit. Keyed by a word of the embedder's ``vector_space``; "" is every other (neural) embedder,
+calibrated on MiniLM."""
 
 
 def evidence_for(embedder: Any) -> Evidence:
