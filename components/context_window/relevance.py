@@ -883,11 +883,14 @@ class Evidence:
     min_coverage: float
     keep_z: float | None
     keep_coverage: float = 0.0
+    faint_coverage: float = 0.0
+    """Below this share of the query's idf weight (and no outlier in meaning) a query that has evidence has faint
+    evidence (``faint``): past its best hits, its ranking is no better than chance."""
 
 
 EVIDENCE = {
     "hashing": Evidence(min_outlier_z=3.0, min_coverage=0.10, keep_z=None),
-    "": Evidence(min_outlier_z=3.5, min_coverage=0.0, keep_z=0.5, keep_coverage=0.25),
+    "": Evidence(min_outlier_z=3.5, min_coverage=0.0, keep_z=0.5, keep_coverage=0.25, faint_coverage=0.10),
 }
 """Calibrated on bench/conversation_data.py's four chats and bench/dense_chats.py's four (539 answerable questions;
 docs/knowledge.md, "Abstention" and its round 3): values that cost no answerable question its abstention (a
@@ -895,8 +898,10 @@ paraphrase shares few rare words with its evidence: 0.15 of their weight abstain
 message through ``keep_z``. Since round 4 a neural embedder's word condition is any shared word (``min_coverage``
 0): every question nothing answers that 0.10 caught shared no word at all with the chat, while three answerable ones
 on bench/varied_chats.py's chats shared 9-10% ("Where did Anastasia go on a bike ride?"). The hashing embedder's
-cosines are words in disguise: its dense signal is weak and not floored. Keyed by a word of the embedder's
-``vector_space``; "" is every other (neural) embedder, calibrated on MiniLM."""
+cosines are words in disguise: its dense signal is weak and not floored. Below the old word condition
+(``faint_coverage`` 0.10), with no outlier in meaning, the evidence is faint (``faint``): history recall then trusts
+only its best hit. Keyed by a word of the embedder's ``vector_space``; "" is every other (neural) embedder,
+calibrated on MiniLM."""
 
 
 def evidence_for(embedder: Any) -> Evidence:
@@ -983,6 +988,16 @@ def abstention(evidence: Evidence, coverage: np.ndarray, dense: np.ndarray | Non
     return (
         f"nothing relevant found: no earlier message stands out in meaning (the best is {best_z:.1f} standard "
         f"deviations above the rest, evidence from {evidence.min_outlier_z:.1f}) or {words}"
+    )
+
+
+def faint(evidence: Evidence, coverage: np.ndarray, dense: np.ndarray | None) -> bool:
+    """Whether a query that has evidence has only faint evidence: no candidate stands out in meaning, nor holds
+    ``faint_coverage`` of its idf weight (it passed the gate by a common word shared)."""
+    if dense is None or not len(dense):
+        return False
+    return float(z_scores(dense).max(initial=0.0)) < evidence.min_outlier_z and (
+        float(coverage.max(initial=0.0)) < evidence.faint_coverage
     )
 
 

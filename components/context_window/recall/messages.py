@@ -61,6 +61,7 @@ from ..relevance import (
     abstention,
     dense_floor,
     evidence_for,
+    faint,
     fuse,
     lexical_floor,
     names_asked,
@@ -103,6 +104,15 @@ NEIGHBOUR_MAX_CHARS = 300
 fact would spend the room of several hits (recall_bench.py's chats: 63 / 76% at 4K / 8K with every neighbour)."""
 NEIGHBOUR_SHARE = 0.9
 """A neighbour's score is this share of its hit's: with RRF scores, the best hit's neighbours rank about 8th."""
+FAINT_HITS = 1
+"""A question about no one in particular whose evidence is faint (``relevance.faint``: nothing stands out in meaning,
+and it shares only common words with the history) recalls its best hit alone, with its exchange, and the room left
+goes to the newest older turns, as when recall abstained: past its best hit such a ranking is chance, and the
+newest turns are the likelier place for what it asks (recall_bench.py's "What should I leave out when I cook for my
+sibling?" ranked its evidence 179th, 26 messages back: the ranking filled 5.7K / 12K tokens and left it out at 8K
+and 16K). A question about someone keeps its whole ranking: their own messages count double (``ABOUT_FACTOR``), a
+prior that held "How many concerts did Marisol go to?"'s three messages at 8K / 16K (docs/knowledge.md, "Faint
+evidence")."""
 HOP_FROM = 3
 """The second hop starts from the names in this many best messages."""
 HOP_WEIGHT = 0.5
@@ -594,7 +604,7 @@ class HistoryIndex:
         lexical = self.lexical_scores(query)[:n]
         dense = self.dense_scores(query_vector, n) if query_vector is not None else None
         method = "+".join(name for name, s in (("lexical", lexical), ("dense", dense)) if s is not None)
-        floor = Floor()
+        floor, hits = Floor(), None
         if evidence is not None:
             coverage = self.lexical.coverage(terms(query), n)
             reason = self._abstention(query, evidence, coverage, dense, n)
@@ -603,12 +613,14 @@ class HistoryIndex:
             floor = dense_floor(evidence, dense)
             if dense is not None:  # words alone: a common word shared is still the best signal there is
                 lexical = lexical_floor(evidence, lexical, coverage)
+            if not about and faint(evidence, coverage, dense):
+                hits = FAINT_HITS
         ranking = fuse(lexical=lexical, dense=dense, weights=weights if dense is not None else (1.0, 1.0), floor=floor)
         if not len(ranking):
             return ranking.positions, ranking.scores, ranking.method, ranking.reason
         fused = np.zeros(n)
-        fused[ranking.positions] = ranking.scores
-        hop = self._second_hop(query, ranking.positions[:HOP_FROM], n)
+        fused[ranking.positions[:hits]] = ranking.scores[:hits]
+        hop = None if hits else self._second_hop(query, ranking.positions[:HOP_FROM], n)
         if hop is not None:  # what the best hits name leads to the next hop's message: fused as a third ranking
             fused[hop] += HOP_WEIGHT / (RRF_K + np.arange(1, len(hop) + 1))
         short = self.short()[:n]
