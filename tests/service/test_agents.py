@@ -12,16 +12,8 @@ import pytest
 from tda.app import create_app
 from tda.builtins import DEFAULT_TYPES
 from tda.config import Settings
+from tests.service.support import LOOKUP_ORDERS as TOOL
 from tests.service.support import ScriptedModel
-
-TOOL = {
-    "type": "function",
-    "function": {
-        "name": "lookup_orders",
-        "description": "Look up a customer's orders.",
-        "parameters": {"type": "object", "properties": {"customer": {"type": "string"}}, "required": ["customer"]},
-    },
-}
 
 
 class Agent:
