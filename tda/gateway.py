@@ -142,11 +142,13 @@ async def _place(svc: TDAService, session_id: str, conversation: Conversation, *
     turn = (newest.turn if newest else 0) + 1
     if turn > MAX_TURN:  # an imported history took the last 32-bit turn number
         raise Conflict(f"session {session_id!r} has used every turn number; start a new session")
-    if extended is None:
-        return _Place(turn, True, request_key, conversation.history, fork=newest is not None, attached=attached)
-    start = prefixes[extended.conversation_key or ""]
-    fork = newest is not None and extended.turn != newest.turn
-    return _Place(turn, True, request_key, conversation.history[start:], extended.turn, fork=fork, attached=attached)
+    start = prefixes[extended.conversation_key or ""] if extended is not None else 0
+    extends = extended.turn if extended is not None else None
+    imported = conversation.history[start:]
+    fork = newest is not None and extends != newest.turn
+    return _Place(
+        turn, new=True, request_key=request_key, imported=imported, extends=extends, fork=fork, attached=attached
+    )
 
 
 async def _run(svc: TDAService, route: _Client) -> dict[str, Any]:

@@ -994,11 +994,9 @@ def abstention(evidence: Evidence, coverage: np.ndarray, dense: np.ndarray | Non
 def faint(evidence: Evidence, coverage: np.ndarray, dense: np.ndarray | None) -> bool:
     """Whether a query that has evidence has only faint evidence: no candidate stands out in meaning, nor holds
     ``faint_coverage`` of its idf weight (it passed the gate by a common word shared)."""
-    if dense is None or not len(dense):
-        return False
-    return float(z_scores(dense).max(initial=0.0)) < evidence.min_outlier_z and (
-        float(coverage.max(initial=0.0)) < evidence.faint_coverage
-    )
+    if dense is None or not len(dense) or float(coverage.max(initial=0.0)) >= evidence.faint_coverage:
+        return False  # the words tell first: the cosines' z-scores are read only for a query that shares few
+    return float(z_scores(dense).max(initial=0.0)) < evidence.min_outlier_z
 
 
 def lexical_floor(evidence: Evidence, lexical: np.ndarray, coverage: np.ndarray) -> np.ndarray:
