@@ -68,6 +68,80 @@ class Voice:
     lower: float  # share of messages written all lowercase
     shorthand: float  # share of messages with "u", "tmrw", ...
     typo: float  # share of messages with one swapped pair of letters
+    ramble: int  # at most this many asides tacked onto a message
+
+
+ASIDE_WHO = [
+    "my mum",
+    "the woman next door",
+    "someone on my team",
+    "the guy at the corner shop",
+    "my flatmate",
+    "our postie",
+    "my old landlord",
+    "a man on the bus",
+    "my aunt",
+    "the new girl at work",
+]
+ASIDE_DID = [
+    "asked after you",
+    "told me a twenty minute story about her hedge",
+    "has started doing yoga at 6am and won't stop talking about it",
+    "tried to sell me a timeshare, I think",
+    "left a passive aggressive note about the stairs",
+    "lent me a slow cooker I will never use",
+    "recommended a podcast about mushrooms",
+    "got a new puppy and it has already eaten a remote",
+    "said I looked tired, thanks",
+    "is learning the accordion. the walls are thin",
+    "gave me a bag of lemons for no reason",
+    "invited me to a quiz night",
+    "has dyed their hair bright orange",
+    "sent me a chain letter on whatsapp",
+    "complained about the price of coffee for ages",
+]
+ASIDE_WHEN = ["this morning", "yesterday", "on the way home", "earlier", "at lunch", "last week", "just now", ""]
+ASIDES = [
+    "I'm so tired I could sleep standing up.",
+    "Thinking of getting a takeaway later, I can't face cooking.",
+    "The kettle has started making a whistling noise it never used to make.",
+    "We're out of milk again, how does that keep happening.",
+    "I finally cleaned the windows and now I can see how dirty everything else is.",
+    "Work wants us in the office three days a week now, which is fun.",
+    "My hay fever is back with a vengeance.",
+    "I've started going to bed at ten like a pensioner and honestly it's great.",
+    "Bought a plant to cheer the place up, already looks worried.",
+    "The heating bill came and I had to sit down.",
+    "I need a haircut so badly.",
+    "My back has been weird since I slept funny on the sofa.",
+    "Also I have eaten an entire packet of biscuits, no regrets.",
+    "There's a pigeon that sits on my windowsill every morning and judges me.",
+    "The wifi keeps dropping out, I'm writing this from the hallway.",
+    "I keep meaning to ring my nan back.",
+    "Had the worst coffee of my life at the station, it tasted of pennies.",
+    "Still haven't unpacked the shopping from saturday.",
+    "My laptop fan sounds like a plane taking off.",
+    "I walked past that cafe we used to go to, it's a vape shop now.",
+]
+
+
+ASIDE_DAY = ["Tomorrow", "On saturday", "Next week", "Tonight", "On sunday", "After work on friday"]
+ASIDE_PLAN = [
+    "I'm helping my dad clear out his garage, which will end in an argument",
+    "I'm meant to be going to a leaving do for someone I've met twice",
+    "I'm finally getting the car looked at, it's been making a clunking noise",
+    "I'm going to try that new ramen place by the canal",
+    "I've promised myself I'll sort out my wardrobe",
+    "there's a quiz at the pub, our team name is still terrible",
+    "I'm babysitting for the neighbours, pray for me",
+    "I'm doing a big batch cook so I stop living on toast",
+    "I'm seeing a film with my cousin, something with explosions",
+    "I have to do my expenses, three months of receipts in a shoebox",
+    "I'm going on a long walk and not looking at my phone. (I will look at my phone.)",
+    "we're having people round for dinner and I haven't planned anything",
+]
+
+
 
 
 SHORTHAND = {
@@ -246,6 +320,29 @@ DIGRESSIONS = {
         "My mum still talks about the time I tried to sell them at the school fete.",
         "Kids are ruthless businessmen honestly.",
     ],
+    "swimming": [
+        "I've started swimming before work, don't laugh.",
+        "The pool opens at half six and it's full of terrifying old men doing butterfly.",
+        "There's a lane etiquette I don't understand, I keep getting tutted at.",
+        "Yesterday a man swam the whole length underwater next to me just to make a point.",
+        "But I feel amazing afterwards, like a smug dolphin.",
+        "The changing rooms are another story. Someone's always drying their feet with a hairdryer.",
+    ],
+    "car boot": [
+        "Went to the car boot sale on sunday with my neighbour.",
+        "I came home with a lamp shaped like a duck, a box of records and a cake tin I definitely didn't need.",
+        "The records are mostly brass bands, I thought it would be ironic but it's just brass bands.",
+        "There was a man selling only left shoes. Only left ones. I have questions.",
+        "Spent eleven pounds in total which I think is a win.",
+    ],
+    "trains": [
+        "The trains this week have been a joke.",
+        "Monday it was leaves on the line, tuesday a signal failure, today 'a shortage of train crew'.",
+        "I've started recognising the same people on the platform, we do a little nod of shared suffering.",
+        "One woman brings a folding stool, she is clearly a veteran.",
+        "I might actually start cycling, if I can face the hill.",
+        "Or just move into the office, at this point.",
+    ],
     "sleep": [
         "I can't switch my brain off at night lately.",
         "I lie there planning conversations that will never happen.",
@@ -284,6 +381,7 @@ PLANS = [
     ("how's work?", ["busy. boring. the usual", "don't ask", "weirdly quiet this week"]),
     ("did you sleep?", ["about four hours", "like a log for once", "no, next door's alarm went off at 5"]),
 ]
+VAGUE = ["getting there", "not yet, don't ask", "slowly!", "ha, ask me next week", "fine, I think", "all good so far"]
 BYES = [
     ("ok gotta go, dinner", "go go, talk later x"),
     ("night!!", "night x"),
@@ -321,7 +419,20 @@ class _Chat:
     def n(self, who: int) -> str:
         return self.names[who]
 
+    def aside(self) -> str:
+        """Something else on the speaker's mind, tacked on (drawn from decks, so seldom twice close together)."""
+        roll = self.rng.random()
+        if roll < 0.3:
+            return str(self.draw(ASIDES))
+        if roll < 0.6:
+            return f"{self.rng.choice(ASIDE_DAY)} {self.draw(ASIDE_PLAN)}."
+        said = f"{self.draw(ASIDE_WHO)} {self.draw(ASIDE_DID)} {self.rng.choice(ASIDE_WHEN)}".strip()
+        return f"{self.rng.choice(['Also', 'Oh and', 'Btw', 'Random but', 'Anyway,'])} {said}."
+
     def say(self, who: int, text: str, keep: tuple[str, ...] = ()) -> int:
+        asides = self.rng.choice([0, 0, 1, 1, 2, self.voices[who].ramble])
+        if asides and (len(text) > 20 or self.rng.random() < 0.25) and not text.endswith("?"):  # whatever else is on their mind
+            text = " ".join([text if text[-1] in ".!)" else f"{text}.", *(self.aside() for _ in range(asides))])
         text = _in_voice(text, self.voices[who], self.rng, tuple(w.lower() for k in keep for w in k.split()))
         if self._first:
             text = self.dated(self.date) + text
@@ -377,7 +488,10 @@ class _Chat:
         if self._pending and roll < 0.3:
             said_by, text = self._pending.pop(r.randrange(len(self._pending)))
             self.say(said_by, text)
-            self.react(said_by)
+            if text.endswith("?"):  # the other asks after it: the teller answers
+                self.say(1 - said_by, r.choice(VAGUE))
+            else:
+                self.react(said_by)
         elif roll < 0.26:
             said, answers = self.draw(ERRANDS)
             self.say(who, said.format(n=r.randint(5, 95)))
@@ -408,11 +522,11 @@ class _Chat:
             note = r.choice(LINK_NOTES)
             self.say(who, f"{r.choice(LINKS).format(n=r.randint(1000, 99999))} {note}".strip())
             self.say(1 - who, r.choice(["😂", "stoppp", "how do you find these", "sending this to everyone"]))
-        elif roll < 0.8:
+        elif roll < 0.84:
             sentences = DIGRESSIONS[self.draw(TOPICS)]
-            self.say(who, " ".join(sentences[: r.randint(3, len(sentences))]))
+            self.say(who, " ".join(sentences[: r.randint(4, len(sentences))]))
             self.say(1 - who, r.choice(DIGRESSION_REPLIES))
-        elif roll < 0.86 and self.extras:
+        elif roll < 0.88 and self.extras:
             said, answer = self.draw(self.extras)
             self.say(who, said)
             self.say(1 - who, answer)
@@ -629,7 +743,7 @@ def gigs(c: _Chat, who: int) -> Iterator[int]:
     for i, (band, venue) in enumerate(zip(bands, venues, strict=False)):
         line = r.choice([
             f"saw {band} at {venue} last night, my ears are still ringing",
-            f"{band} at {venue}!!! best gig of my life, maybe",
+            f"{band} at {venue} last night!!! best gig of my life, maybe",
             f"went to see {band} last night at {venue}, the support act was better tbh",
         ])
         seen.append(c.say(who, line, keep=(band, venue)))
@@ -824,7 +938,7 @@ class Pair:
     """Questions about things never raised, with words no message holds."""
 
 
-TIDY, LOOSE, SCRUFFY = Voice(0.05, 0.05, 0.03), Voice(0.5, 0.4, 0.12), Voice(0.9, 0.7, 0.25)
+TIDY, LOOSE, SCRUFFY = Voice(0.05, 0.05, 0.03, 4), Voice(0.5, 0.4, 0.08, 3), Voice(0.9, 0.7, 0.15, 2)
 
 PAIRS = (
     Pair(
@@ -861,7 +975,7 @@ PAIRS = (
             ("the old office has turned into flats apparently", "the kitchen with the haunted microwave? gone?"),
             ("friday pint?", "always. usual place, half 6"),
         ),
-        (("What is the name of Oskar's boat?", ("boat",)), ("How much did Dev's new laptop cost?", ("laptop",))),
+        (("What is the name of Oskar's boat?", ("boat",)), ("Which football club does Dev support?", ("football",))),
     ),
     Pair(
         ("Hannah", "Luis"),
@@ -906,7 +1020,7 @@ def _conversation(pair: Pair, number: int, seed: int) -> Conversation:
     rng = random.Random(f"fresh:{seed}:{number}")
     conversation = Conversation(f"fresh-{number}-{pair.names[0].lower()}", "friends")
     chat = _Chat(pair.names, pair.voices, pair.dated, rng, pair.start, conversation, list(pair.extras))
-    sessions = rng.randint(22, 28)
+    sessions = rng.randint(21, 27)
     due: dict[int, list[Iterator[int]]] = {}
     for name, who in pair.stories:
         due.setdefault(rng.randrange(0, sessions - 14), []).append(STORIES[name](chat, who))
