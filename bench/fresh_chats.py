@@ -184,7 +184,8 @@ def _in_voice(text: str, voice: Voice, rng: random.Random, keep: tuple[str, ...]
 # -- what most of a chat is ---------------------------------------------------------------------------------------
 
 HELLOS = [
-    "hiya",
+    "hiya {other}",
+    "{other}!! you free?",
     "u around?",
     "ok I have news",
     "morning!!",
@@ -198,7 +199,8 @@ HELLOS = [
     "are you free to talk or is it chaos",
 ]
 HELLO_BACKS = [
-    "hey! yes, go",
+    "hey {other}! yes, go",
+    "hi {other} 👋",
     "here, just about",
     "ooh tell me",
     "barely survived lol",
@@ -238,6 +240,11 @@ SHORT = [
     "mood",
     "right??",
     "yeah",
+    "haha {other} you're ridiculous",
+    "omg {other}",
+    "sure, {other}!",
+    "thanks {other} x",
+    "{other} stop 😂",
 ]
 ERRANDS = [
     ("had to queue {n} minutes at the post office for one stamp", ["the post office is a punishment", "why is there always one counter open"]),
@@ -430,20 +437,21 @@ class _Chat:
         return f"{self.rng.choice(['Also', 'Oh and', 'Btw', 'Random but', 'Anyway,'])} {said}."
 
     def say(self, who: int, text: str, keep: tuple[str, ...] = ()) -> int:
-        asides = self.rng.choice([0, 0, 1, 1, 2, self.voices[who].ramble])
+        asides = self.rng.choice([0, 1, 1, 2, 2, self.voices[who].ramble])
         if asides and (len(text) > 20 or self.rng.random() < 0.25) and not text.endswith("?"):  # whatever else is on their mind
             text = " ".join([text if text[-1] in ".!)" else f"{text}.", *(self.aside() for _ in range(asides))])
         text = _in_voice(text, self.voices[who], self.rng, tuple(w.lower() for k in keep for w in k.split()))
         if self._first:
             text = self.dated(self.date) + text
             self._first = False
-        content = f"{self.names[who]}: {text}"
+        content = f"{self.names[who]}: {text.replace('{other}', self.names[1 - who])}"
         self.conversation.messages.append({"role": "user" if who == 0 else "assistant", "content": content})
         return len(self.conversation.messages) - 1
 
     def react(self, who: int, *choices: str) -> None:
-        """The other one's answer to ``who``'s news."""
-        self.say(1 - who, self.rng.choice(choices or tuple(SHORT)))
+        """The other one's answer to ``who``'s news (now and then by name)."""
+        said = self.rng.choice(choices or tuple(SHORT))
+        self.say(1 - who, f"{said} {{other}}!" if choices and self.rng.random() < 0.25 else said)
 
     def later(self, who: int, text: str) -> None:
         """Something ``who`` brings up again in a later session (a callback, in passing)."""
@@ -578,7 +586,7 @@ def move(c: _Chat, who: int) -> Iterator[int]:
     c.ask(f"Which neighbourhood did {me} move to?", c.fact(who), (offer,), area, (area,))
     c.ask(f"Whereabouts does {me}'s {sib} live?", "multi_hop", (offer, near), area, (area, sib))
     c.ask(f"On what day is {me}'s move happening?", "latest", (slip,), final, (final,))
-    c.ask(f"How many rooms for sleeping does {me}'s new home have?", "paraphrased", (rooms,), "two", ("two",))
+    c.ask(f"How many rooms for sleeping does {me}'s new pad have?", "paraphrased", (rooms,), "two", ("two",))
     c.ask(f"How much is the rent on {me}'s new flat?", "missing_detail", (), "never said", ("flat",), ("rent",))
 
 
@@ -987,7 +995,7 @@ PAIRS = (
             ("counting down till I see you. 19 days", "18 by the time you wake up ❤️"),
             ("the time difference is killing me, you're asleep when I'm funny", "you're funny at 3am? debatable"),
         ),
-        (("What did Luis get Hannah for her birthday?", ("birthday",)), ("Which gym does Luis go to?", ("gym",))),
+        (("What did Luis give Hannah for their anniversary?", ("anniversary",)), ("Which gym does Luis go to?", ("gym",))),
     ),
     Pair(
         ("Farid", "Grace"),
