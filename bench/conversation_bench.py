@@ -69,7 +69,8 @@ CONVERSATIONS = int(os.environ.get("BENCH_CONVERSATIONS", {"varied": "4", "fresh
 DENSE = int(os.environ.get("BENCH_DENSE", "2"))
 MISSES = os.environ.get("BENCH_MISSES", "0") != "0"
 MISSES_FILE = os.environ.get("BENCH_MISSES_FILE", "")
-"""With BENCH_MISSES=1: also write each miss as a JSON line there (evidence ranks, what the window held) to class them."""
+"""With BENCH_MISSES=1: also write each miss as a JSON line there (evidence ranks, what the window held), to class
+them."""
 QUESTIONS = int(os.environ.get("BENCH_QUESTIONS", "0"))
 SETTLE = os.environ.get("BENCH_SETTLE", "1") != "0"
 IN_TURNS = os.environ.get("BENCH_IN_TURNS", "0") != "0"
@@ -249,7 +250,11 @@ def _record_miss(
             for i in question.evidence
         ],
         "hybrid_held": all(i in chosen for i in question.evidence),
-        "recalled": [{"at": i, "tokens": hybrid.costs[i], "fused": ranks["fused"].index(i) + 1 if i in ranks["fused"] else None} for i in held if i < newest],
+        "recalled": [
+            {"at": i, "tokens": hybrid.costs[i], "fused": ranks["fused"].index(i) + 1 if i in ranks["fused"] else None}
+            for i in held
+            if i < newest
+        ],
         "newest_from": newest,
         "recall": {k: v for k, v in (meta or {}).items() if isinstance(v, (str, int, float, bool))},
     }

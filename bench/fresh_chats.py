@@ -142,8 +142,6 @@ ASIDE_PLAN = [
 ]
 
 
-
-
 SHORTHAND = {
     "you": "u",
     "your": "ur",
@@ -247,19 +245,39 @@ SHORT = [
     "{other} stop 😂",
 ]
 ERRANDS = [
-    ("had to queue {n} minutes at the post office for one stamp", ["the post office is a punishment", "why is there always one counter open"]),
+    (
+        "had to queue {n} minutes at the post office for one stamp",
+        ["the post office is a punishment", "why is there always one counter open"],
+    ),
     ("the dishwasher is making the noise again", ["the grinding noise?", "kick it, works for mine"]),
-    ("just did a big shop, spent {n} quid on what feels like four items", ["prices are mad rn", "was any of it chocolate"]),
-    ("been on hold with the bank for {n} mins. the hold music is a pan pipe cover of wonderwall", ["noooo", "that's a crime"]),
+    (
+        "just did a big shop, spent {n} quid on what feels like four items",
+        ["prices are mad rn", "was any of it chocolate"],
+    ),
+    (
+        "been on hold with the bank for {n} mins. the hold music is a pan pipe cover of wonderwall",
+        ["noooo", "that's a crime"],
+    ),
     ("finally took the recycling out, it was basically a sculpture", ["the box mountain", "proud of you"]),
-    ("my train was cancelled so I'm in a station cafe with a sad croissant", ["the saddest croissant", "send pic of the croissant"]),
+    (
+        "my train was cancelled so I'm in a station cafe with a sad croissant",
+        ["the saddest croissant", "send pic of the croissant"],
+    ),
     ("dentist tomorrow. dreading it", ["you'll be fine", "ugh the scraping"]),
     ("got a parking ticket. i was gone four minutes", ["appeal it!!", "the wardens are ruthless here too"]),
     ("the boiler man is coming 'between 8 and 6'", ["so basically the whole day", "classic"]),
     ("washing machine flooded the kitchen, spent an hour with towels", ["oh no", "is the floor ok?"]),
 ]
-DINNERS = ["a sad omelette", "toast. just toast", "a massive pot of chilli", "leftover curry", "pasta pesto for the 4th night",
-           "a fancy risotto that took ages", "fish finger sandwiches", "a stir fry with whatever was in the fridge"]
+DINNERS = [
+    "a sad omelette",
+    "toast. just toast",
+    "a massive pot of chilli",
+    "leftover curry",
+    "pasta pesto for the 4th night",
+    "a fancy risotto that took ages",
+    "fish finger sandwiches",
+    "a stir fry with whatever was in the fridge",
+]
 WEATHER = [
     "it's been raining sideways all day",
     "why is it so cold, I'm wearing two jumpers indoors",
@@ -268,8 +286,15 @@ WEATHER = [
     "sun's out finally!!",
     "there was hail this morning. HAIL",
 ]
-SHOWS = ["that heist series", "the baking show", "a documentary about octopuses", "the new detective thing",
-         "that awful dating show", "an old sitcom from the 90s", "a cooking competition from Japan"]
+SHOWS = [
+    "that heist series",
+    "the baking show",
+    "a documentary about octopuses",
+    "the new detective thing",
+    "that awful dating show",
+    "an old sitcom from the 90s",
+    "a cooking competition from Japan",
+]
 MEDIA = ["[photo]", "📷 photo", "<image>", "[2 photos]", "[video]", "[sticker]", "[voice note 0:42]"]
 LINKS = [
     "https://www.youtube.com/watch?v=dQ{n}xKcQ",
@@ -383,7 +408,10 @@ DAY_DOING = [
 DAY_FEELING = ["", ", so that was fun", ", living the dream", " and I'm shattered", ". riveting stuff", ", send help"]
 DAY_ANSWERS = ["sounds thrilling", "ha, better you than me", "the glamour", "at least it's done", "rather you than me"]
 PLANS = [
-    ("what are you up to this weekend?", ["absolutely nothing, it's glorious", "a birthday thing on saturday", "sleeping mostly"]),
+    (
+        "what are you up to this weekend?",
+        ["absolutely nothing, it's glorious", "a birthday thing on saturday", "sleeping mostly"],
+    ),
     ("are you watching the match later?", ["only if someone drags me to the pub", "no, I can't take the stress"]),
     ("how's work?", ["busy. boring. the usual", "don't ask", "weirdly quiet this week"]),
     ("did you sleep?", ["about four hours", "like a log for once", "no, next door's alarm went off at 5"]),
@@ -438,7 +466,9 @@ class _Chat:
 
     def say(self, who: int, text: str, keep: tuple[str, ...] = ()) -> int:
         asides = self.rng.choice([0, 1, 1, 2, 2, self.voices[who].ramble])
-        if asides and (len(text) > 20 or self.rng.random() < 0.25) and not text.endswith("?"):  # whatever else is on their mind
+        if (
+            asides and (len(text) > 20 or self.rng.random() < 0.25) and not text.endswith("?")
+        ):  # whatever else is on their mind
             text = " ".join([text if text[-1] in ".!)" else f"{text}.", *(self.aside() for _ in range(asides))])
         text = _in_voice(text, self.voices[who], self.rng, tuple(w.lower() for k in keep for w in k.split()))
         if self._first:
@@ -458,7 +488,13 @@ class _Chat:
         self._pending.append((who, text))
 
     def ask(
-        self, text: str, kind: str, evidence: tuple[int, ...], answer: str, keys: tuple[str, ...], absent: tuple[str, ...] = ()
+        self,
+        text: str,
+        kind: str,
+        evidence: tuple[int, ...],
+        answer: str,
+        keys: tuple[str, ...],
+        absent: tuple[str, ...] = (),
     ) -> None:
         self.conversation.questions.append(Asked(text, kind, evidence, answer, keys, absent))
 
@@ -557,7 +593,15 @@ def move(c: _Chat, who: int) -> Iterator[int]:
     area = r.choice(["Easton", "Heaton", "Leith", "Walthamstow", "Roath", "Gorgie", "Headingley"])
     first, final = r.sample(["the 3rd", "the 10th", "the 14th", "the 21st", "the 28th"], 2)
     month = c.month_ahead(2)
-    c.say(who, r.choice(["saw five flats this weekend. one had the shower IN the kitchen", "flat hunting is destroying my soul. every single one smells of damp"]))
+    c.say(
+        who,
+        r.choice(
+            [
+                "saw five flats this weekend. one had the shower IN the kitchen",
+                "flat hunting is destroying my soul. every single one smells of damp",
+            ]
+        ),
+    )
     c.react(who, "noooo", "the shower in the kitchen is sending me", "it'll turn up, promise")
     c.later(who, "another viewing tomorrow, the agent called it 'characterful' which means falling down")
     c.later(1 - who, "how's the flat hunt going?")
@@ -565,15 +609,31 @@ def move(c: _Chat, who: int) -> Iterator[int]:
     yield 2
     rooms = c.say(who, "ok so!! we put an offer in on one. two bedrooms, top floor, tiny balcony")
     c.say(1 - who, "AHH where is it??")
-    offer = c.say(who, f"{area}, near the park. moving on {first} of {month} if it all goes through", keep=(area, first))
+    offer = c.say(
+        who, f"{area}, near the park. moving on {first} of {month} if it all goes through", keep=(area, first)
+    )
     c.later(who, f"counting down to {first} of {month}!! boxes everywhere")
     c.later(1 - who, "have you started packing yet?")
     c.later(who, "packing. so many boxes. where did all this stuff come from")
     yield 2
-    slip = c.say(who, f"update on the move: the landlord pushed it back AGAIN, now it's {final}. in the meantime we live in a cardboard fort", keep=(final,))
+    slip = c.say(
+        who,
+        f"update on the move: the landlord pushed it back AGAIN, now it's {final}. "
+        "in the meantime we live in a cardboard fort",
+        keep=(final,),
+    )
     c.react(who, "ugh landlords", "at least it's happening")
     yield 2
-    keys = c.say(who, r.choice(["got the keys yesterday!!! [photo]", "we got the keys yesterday. sitting on the floor eating chips, no furniture"]), keep=("keys",))
+    keys = c.say(
+        who,
+        r.choice(
+            [
+                "got the keys yesterday!!! [photo]",
+                "we got the keys yesterday. sitting on the floor eating chips, no furniture",
+            ]
+        ),
+        keep=("keys",),
+    )
     c.react(who, "congrats!!!", "🥳🥳")
     c.ask(f"When did {me} get the keys to the new flat?", "temporal", (keys,), c.when(1), ("keys",))
     c.later(who, "the new place is freezing, the radiators take an hour to do anything")
@@ -581,7 +641,11 @@ def move(c: _Chat, who: int) -> Iterator[int]:
     c.later(1 - who, "send pics of the new place when it's sorted!")
     yield 3
     sib = r.choice(["brother", "sister"])
-    near = c.say(who, f"best thing about the new place: my {sib} is two streets away now, {'he' if sib == 'brother' else 'she'}'s already been round twice to borrow the drill")
+    near = c.say(
+        who,
+        f"best thing about the new place: my {sib} is two streets away now, "
+        f"{'he' if sib == 'brother' else 'she'}'s already been round twice to borrow the drill",
+    )
     c.react(who)
     c.ask(f"Which neighbourhood did {me} move to?", c.fact(who), (offer,), area, (area,))
     c.ask(f"Whereabouts does {me}'s {sib} live?", "multi_hop", (offer, near), area, (area, sib))
@@ -595,21 +659,39 @@ def cat(c: _Chat, who: int) -> Iterator[int]:
     me, r = c.n(who), c.rng
     old, new = r.sample(["Gerald", "Sprout", "Mango", "Pudding", "Captain", "Olive", "Dusty", "Figaro"], 2)
     age = r.choice(["four", "six", "nine"])
-    got = c.say(who, f"we're getting a cat!!! from the rescue place near the station. he's called {old} but we might change it", keep=(old,))
+    got = c.say(
+        who,
+        f"we're getting a cat!!! from the rescue place near the station. he's called {old} but we might change it",
+        keep=(old,),
+    )
     c.react(who, "omg finally", "PICS PLEASE", "a cat!!!")
     c.say(who, "[photo]")
     c.say(1 - who, "look at his little face")
     c.later(who, f"{old} slept on my head all night. I have never been happier or more tired")
     c.later(1 - who, "is he still hiding under the bed?")
     yield 2
-    renamed = c.say(who, f"ok he's officially {new} now, {old} just didn't suit him. he answers to it already (he doesn't)", keep=(new,))
+    renamed = c.say(
+        who,
+        f"ok he's officially {new} now, {old} just didn't suit him. he answers to it already (he doesn't)",
+        keep=(new,),
+    )
     c.react(who, "lol", "better name tbh")
     c.later(who, "the cat has strong opinions about the hoover")
     c.later(1 - who, "how's the cat?")
     yield 1
-    vet = c.say(who, f"took {new} for his jabs. vet reckons he's more like {age} than two, the rescue was being generous", keep=(age,))
+    vet = c.say(
+        who,
+        f"took {new} for his jabs. vet reckons he's more like {age} than two, the rescue was being generous",
+        keep=(age,),
+    )
     c.react(who, "still a baby", "ha")
-    escapes = [c.say(who, f"{new} got out through the bathroom window this morning, found him in next door's shed", keep=("window",))]
+    escapes = [
+        c.say(
+            who,
+            f"{new} got out through the bathroom window this morning, found him in next door's shed",
+            keep=("window",),
+        )
+    ]
     c.react(who, "nooo", "little criminal")
     yield 2
     escapes.append(c.say(who, "he escaped AGAIN. window latch is now taped shut", keep=("escaped",)))
@@ -617,12 +699,16 @@ def cat(c: _Chat, who: int) -> Iterator[int]:
     c.later(who, "thought the cat had got out again but he was asleep in the wardrobe. heart attack")
     c.later(1 - who, f"give {new} a chin scratch from me")
     yield 3
-    escapes.append(c.say(who, "third great escape. he was sitting on the car roof like nothing happened", keep=("escape",)))
+    escapes.append(
+        c.say(who, "third great escape. he was sitting on the car roof like nothing happened", keep=("escape",))
+    )
     c.react(who, "😂", "he's plotting")
     c.ask(f"What is {me}'s cat called now?", "latest", (renamed,), new, (new,))
     c.ask(f"What was the cat's name when {me} adopted him?", c.fact(who), (got,), old, (old,))
     c.ask(f"How old did the animal doctor guess {me}'s pet was?", "paraphrased", (vet,), age, (age,))
-    c.ask(f"How many times has {me}'s cat got out?", "counting", tuple(escapes), "three", ("window", "escaped", "escape"))
+    c.ask(
+        f"How many times has {me}'s cat got out?", "counting", tuple(escapes), "three", ("window", "escaped", "escape")
+    )
 
 
 def boss(c: _Chat, who: int) -> Iterator[int]:
@@ -632,7 +718,8 @@ def boss(c: _Chat, who: int) -> Iterator[int]:
     team = r.choice(["the payments team", "the training team", "the data team", "the partnerships team"])
     told = c.say(
         who,
-        f"so today was horrible. my manager {manager} pulled me aside, except not aside, in front of {colleague}, and said "
+        f"so today was horrible. my manager {manager} pulled me aside, except not aside, in front of {colleague}, "
+        "and said "
         "my reports are 'far too long and nobody reads them'. I've been doing them the same way for two years and "
         "nobody said a word. I went to the loo and had a little cry, not gonna lie",
         keep=(manager, "reports"),
@@ -645,12 +732,23 @@ def boss(c: _Chat, who: int) -> Iterator[int]:
     c.say(who, f"meeting with HR about the thing with {manager} on thursday. feel sick about it")
     c.react(who, "you've done nothing wrong", "take notes!!")
     yield 2
-    moved = c.say(who, f"update on the boss saga: I'm moving to {team} from next month, so I'll be reporting to {new} instead. relieved tbh", keep=(new, team.split()[1]))
+    moved = c.say(
+        who,
+        f"update on the boss saga: I'm moving to {team} from next month, so I'll be reporting to {new} instead. "
+        "relieved tbh",
+        keep=(new, team.split()[1]),
+    )
     c.react(who, "best outcome", "YES")
     c.later(who, f"first week with {new} and it's night and day honestly")
     c.ask(f"Who is {me}'s line manager at the moment?", "latest", (moved,), new, (new,))
     c.ask(f"What fault did {me}'s supervisor find with the write-ups?", "paraphrased", (told,), "too long", ("long",))
-    c.ask(f"Which team did {me} end up in after being told off about report length?", "multi_hop", (told, moved), team, ("reports", team.split()[1]))
+    c.ask(
+        f"Which team did {me} end up in after being told off about report length?",
+        "multi_hop",
+        (told, moved),
+        team,
+        ("reports", team.split()[1]),
+    )
     c.ask(f"Who was there when {manager} criticised {me}?", c.fact(who), (told,), colleague, (colleague,))
 
 
@@ -658,14 +756,22 @@ def trip(c: _Chat, who: int) -> Iterator[int]:
     """A holiday planned for one place, switched to another, told after without the place's name."""
     me, r = c.n(who), c.rng
     plan, actual = r.sample(["Crete", "the Algarve", "Sicily", "Croatia", "Madeira", "the Azores", "Brittany"], 2)
-    best = r.choice([("a boat trip to a cave you could swim into", "cave"), ("a tiny restaurant run by a grandma who kept feeding us", "grandma"), ("a sunrise walk up the volcano", "volcano")])
+    best = r.choice(
+        [
+            ("a boat trip to a cave you could swim into", "cave"),
+            ("a tiny restaurant run by a grandma who kept feeding us", "grandma"),
+            ("a sunrise walk up the volcano", "volcano"),
+        ]
+    )
     c.say(who, f"thinking {plan} in {c.month_ahead(3)}? flights are cheap-ish if we go midweek", keep=(plan,))
     c.react(who, "do it", "jealous already")
     c.later(who, f"looking at hotels in {plan}, there are too many, I'm paralysed")
     c.later(1 - who, "have you booked the holiday yet?")
     c.later(who, "is it mad to take only hand luggage for a week?")
     yield 2
-    switch = c.say(who, f"change of plan, {plan} is off (ferry strikes, don't ask), we're doing {actual} instead", keep=(actual,))
+    switch = c.say(
+        who, f"change of plan, {plan} is off (ferry strikes, don't ask), we're doing {actual} instead", keep=(actual,)
+    )
     c.react(who, "still amazing", "oh that's even better")
     c.later(who, "holiday countdown: 10 days. suncream bought")
     c.later(1 - who, "when do you fly?")
@@ -675,7 +781,13 @@ def trip(c: _Chat, who: int) -> Iterator[int]:
     c.react(who, "stunning", "ok I need to go now")
     c.later(who, "still thinking about that trip, the food was unreal")
     c.ask(f"Where did {me} go on holiday in the end?", "latest", (switch,), actual, (actual.split()[-1],))
-    c.ask(f"What was the highlight of {me}'s {actual} holiday?", "multi_hop", (switch, back), best[0], (actual.split()[-1], best[1]))
+    c.ask(
+        f"What was the highlight of {me}'s {actual} holiday?",
+        "multi_hop",
+        (switch, back),
+        best[0],
+        (actual.split()[-1], best[1]),
+    )
     c.ask(f"When did {me} get back from holiday?", "temporal", (back,), c.when(), ("back",))
     c.ask(f"What scuppered {me}'s original getaway?", "paraphrased", (switch,), "ferry strikes", ("strikes",))
 
@@ -683,28 +795,66 @@ def trip(c: _Chat, who: int) -> Iterator[int]:
 def knee(c: _Chat, who: int) -> Iterator[int]:
     """A knee hurt at five-a-side, physio appointments counted (a cancelled one not), signed off at last."""
     me, r = c.n(who), c.rng
-    hurt = c.say(who, "did something to my knee at five-a-side last night. can't bend it, hobbling round like a pirate", keep=("five-a-side",))
+    hurt = c.say(
+        who,
+        "did something to my knee at five-a-side last night. can't bend it, hobbling round like a pirate",
+        keep=("five-a-side",),
+    )
     c.react(who, "ouch", "get it looked at!!")
     c.ask(f"When did {me} injure the knee?", "temporal", (hurt,), c.when(1), ("knee",))
-    c.ask(f"What sport was {me} playing when the leg injury happened?", "paraphrased", (hurt,), "five-a-side football", ("five-a-side",))
+    c.ask(
+        f"What sport was {me} playing when the leg injury happened?",
+        "paraphrased",
+        (hurt,),
+        "five-a-side football",
+        ("five-a-side",),
+    )
     c.later(who, "knee's still swollen. stairs are my enemy")
     c.later(1 - who, "how's the leg?")
     visits = []
     yield 1
-    visits.append(c.say(who, "first physio appointment today. she thinks it's a ligament strain, not a tear. exercises with a stretchy band", keep=("physio",)))
+    visits.append(
+        c.say(
+            who,
+            "first physio appointment today. she thinks it's a ligament strain, not a tear. "
+            "exercises with a stretchy band",
+            keep=("physio",),
+        )
+    )
     c.react(who, "phew", "not a tear is good")
     c.later(who, "doing my band exercises on the kitchen floor, the cat thinks it's a game")
     c.later(who, "physio cancelled today, she's off sick. gutted, I'd shaved my legs and everything")
     c.later(1 - who, "are you back playing yet?")
-    for line in r.sample(["back from the physio, she made me do squats and I nearly cried", "physio again this morning, can bend it properly now", "another physio session, she says I'm ahead of schedule"], 2):
+    for line in r.sample(
+        [
+            "back from the physio, she made me do squats and I nearly cried",
+            "physio again this morning, can bend it properly now",
+            "another physio session, she says I'm ahead of schedule",
+        ],
+        2,
+    ):
         yield 2
         visits.append(c.say(who, line, keep=("physio",)))
         c.react(who)
     yield 2
-    visits.append(c.say(who, "signed off!!! allowed to run again from monday. final physio session today", keep=("physio",)))
+    visits.append(
+        c.say(who, "signed off!!! allowed to run again from monday. final physio session today", keep=("physio",))
+    )
     c.react(who, "🎉", "finally")
-    c.ask(f"How many physio sessions has {me} been to?", "counting", tuple(visits), str(len(visits)), ("physio",) * len(visits))
-    c.ask(f"What did the physio think was wrong with {me}'s knee?", c.fact(who), (visits[0],), "a ligament strain", ("ligament",))
+    c.ask(
+        f"How many physio sessions has {me} been to?",
+        "counting",
+        tuple(visits),
+        str(len(visits)),
+        ("physio",) * len(visits),
+    )
+    c.ask(
+        f"What did the physio think was wrong with {me}'s knee?",
+        c.fact(who),
+        (visits[0],),
+        "a ligament strain",
+        ("ligament",),
+    )
 
 
 def wedding(c: _Chat, who: int) -> Iterator[int]:
@@ -714,78 +864,148 @@ def wedding(c: _Chat, who: int) -> Iterator[int]:
     bride = r.choice(["Amira", "Kerry", "Zoe", "Lucia", "Beth"])
     groom = r.choice(["Rob", "Kwame", "Stefan", "Callum", "Nico"])
     where = r.choice(["Snowdon", "Ben Nevis", "Arthur's Seat", "Scafell Pike"])
-    venue, venue2 = r.sample(["a barn in Somerset", "the old mill hotel", "a castle near Stirling", "a boathouse on the lake", "the botanic gardens"], 2)
-    job = r.choice([("a paramedic", "paramedic"), ("a tree surgeon", "surgeon"), ("a primary teacher", "teacher"), ("an air traffic controller", "traffic")])
-    engaged = c.say(who, f"my {rel} {bride} got engaged!!! {groom} asked her at the top of {where} yesterday, in a hailstorm", keep=(bride, groom, where, "engaged", "hailstorm"))
+    venue, venue2 = r.sample(
+        [
+            "a barn in Somerset",
+            "the old mill hotel",
+            "a castle near Stirling",
+            "a boathouse on the lake",
+            "the botanic gardens",
+        ],
+        2,
+    )
+    job = r.choice(
+        [
+            ("a paramedic", "paramedic"),
+            ("a tree surgeon", "surgeon"),
+            ("a primary teacher", "teacher"),
+            ("an air traffic controller", "traffic"),
+        ]
+    )
+    engaged = c.say(
+        who,
+        f"my {rel} {bride} got engaged!!! {groom} asked her at the top of {where} yesterday, in a hailstorm",
+        keep=(bride, groom, where, "engaged", "hailstorm"),
+    )
     c.ask(f"When did {me}'s {rel} get engaged?", "temporal", (engaged,), c.when(1), ("engaged",))
     c.react(who, "AHHH", "in a hailstorm lol", "so romantic (and wet)")
     yield 2
-    booked = c.say(who, f"{bride}'s wedding is booked, {venue}, next august. I'm a bridesmaid apparently??", keep=(venue.split()[-1],))
+    booked = c.say(
+        who,
+        f"{bride}'s wedding is booked, {venue}, next august. I'm a bridesmaid apparently??",
+        keep=(venue.split()[-1],),
+    )
     c.react(who)
     c.later(who, "the bridesmaid group chat is unhinged. 140 messages about shoes")
     c.later(who, f"{bride} wants us all in sage green. I look like a pea")
     c.later(1 - who, "how's the wedding planning going?")
     yield 2
-    job_at = c.say(who, f"{groom} came to dinner. he's {job[0]} which explains why he's calm about everything", keep=(job[1],))
+    job_at = c.say(
+        who, f"{groom} came to dinner. he's {job[0]} which explains why he's calm about everything", keep=(job[1],)
+    )
     c.react(who, "love a calm man", "ha")
     c.later(who, "hen do planning is a full-time job, I need a spreadsheet")
     yield 2
-    changed = c.say(who, f"wedding drama: the first venue went bust lol. it's now at {venue2}, same date, deposit lost", keep=(venue2.split()[-1],))
+    changed = c.say(
+        who,
+        f"wedding drama: the first venue went bust lol. it's now at {venue2}, same date, deposit lost",
+        keep=(venue2.split()[-1],),
+    )
     c.react(who, "nightmare", "at least it's the same date")
     c.later(who, "dress fitting for the wedding on saturday, pray for me")
     c.ask(f"Where is {bride}'s wedding being held?", "latest", (changed,), venue2, (venue2.split()[-1],))
-    c.ask(f"What does the man {me}'s {rel} is marrying do for a living?", "multi_hop", (engaged, job_at), job[0], (groom, job[1]))
+    c.ask(
+        f"What does the man {me}'s {rel} is marrying do for a living?",
+        "multi_hop",
+        (engaged, job_at),
+        job[0],
+        (groom, job[1]),
+    )
     c.ask(f"On which mountain did {groom} propose?", c.fact(who), (engaged,), where, (where.split()[-1],))
-    c.ask("What was the weather like during the proposal up the mountain?", "paraphrased", (engaged,), "a hailstorm", ("hailstorm",))
-    c.ask(f"What was the name of the first venue booked for {bride}'s wedding?", c.fact(who), (booked,), venue, (venue.split()[-1],))
+    c.ask(
+        "What was the weather like during the proposal up the mountain?",
+        "paraphrased",
+        (engaged,),
+        "a hailstorm",
+        ("hailstorm",),
+    )
+    c.ask(
+        f"What was the name of the first venue booked for {bride}'s wedding?",
+        c.fact(who),
+        (booked,),
+        venue,
+        (venue.split()[-1],),
+    )
 
 
 def gigs(c: _Chat, who: int) -> Iterator[int]:
     """Concerts over months: three bands at three venues (and one sold out), a count, one dated."""
     me, r = c.n(who), c.rng
-    bands = r.sample(["the Lemon Twigs", "Wet Leg", "Khruangbin", "Fontaines D.C.", "Big Thief", "Arlo Parks", "Self Esteem"], 4)
+    bands = r.sample(
+        ["the Lemon Twigs", "Wet Leg", "Khruangbin", "Fontaines D.C.", "Big Thief", "Arlo Parks", "Self Esteem"], 4
+    )
     venues = r.sample(["the Leadmill", "the Roundhouse", "Barrowland", "the Brudenell", "the Academy"], 3)
     c.later(who, f"couldn't get tickets for {bands[3]}, sold out in four minutes. devastated")
     c.later(1 - who, "any gigs coming up?")
     seen = []
     for i, (band, venue) in enumerate(zip(bands, venues, strict=False)):
-        line = r.choice([
-            f"saw {band} at {venue} last night, my ears are still ringing",
-            f"{band} at {venue} last night!!! best gig of my life, maybe",
-            f"went to see {band} last night at {venue}, the support act was better tbh",
-        ])
+        line = r.choice(
+            [
+                f"saw {band} at {venue} last night, my ears are still ringing",
+                f"{band} at {venue} last night!!! best gig of my life, maybe",
+                f"went to see {band} last night at {venue}, the support act was better tbh",
+            ]
+        )
         seen.append(c.say(who, line, keep=(band, venue)))
         c.say(who, "[video]")
         c.react(who, "jealous", "omg", "was it loud")
         if i == 1:
             c.ask(f"When did {me} see {band}?", "temporal", (seen[-1],), c.when(1), (band.split()[-1],))
         yield 3
-    c.ask(f"How many concerts did {me} go to?", "counting", tuple(seen), "three", tuple(b.split()[-1] for b in bands[:3]))
+    c.ask(
+        f"How many concerts did {me} go to?", "counting", tuple(seen), "three", tuple(b.split()[-1] for b in bands[:3])
+    )
     c.ask(f"Where did {me} watch {bands[0]} play?", c.fact(who), (seen[0],), venues[0], (venues[0].split()[-1],))
 
 
 def book(c: _Chat, who: int) -> Iterator[int]:
     """The other one recommends a novel; ``who`` starts it, then finishes it weeks later."""
     me, you, r = c.n(who), c.n(1 - who), c.rng
-    title, author, about = r.choice([
-        ("The Salt Road", "Ines Varga", "two sisters walking across Portugal"),
-        ("Low Tide", "Martin Okafor", "a lighthouse keeper who finds a message in a bottle"),
-        ("A Year of Borrowed Rooms", "Clara Holm", "a woman house-sitting for strangers"),
-    ])
-    pitched = c.say(1 - who, f"you HAVE to read {title} by {author}. it's about {about}. I cried on the bus", keep=(title.split()[-1], author.split()[-1]))
+    title, author, about = r.choice(
+        [
+            ("The Salt Road", "Ines Varga", "two sisters walking across Portugal"),
+            ("Low Tide", "Martin Okafor", "a lighthouse keeper who finds a message in a bottle"),
+            ("A Year of Borrowed Rooms", "Clara Holm", "a woman house-sitting for strangers"),
+        ]
+    )
+    pitched = c.say(
+        1 - who,
+        f"you HAVE to read {title} by {author}. it's about {about}. I cried on the bus",
+        keep=(title.split()[-1], author.split()[-1]),
+    )
     c.say(who, "adding it to the pile 📚")
     c.ask(f"Which book did {you} tell {me} to read?", "other_person", (pitched,), title, (title.split()[-1],))
     c.later(1 - who, "have you started the book yet??")
     yield 2
-    started = c.say(who, f"started the {author.split()[-1]} one you told me about. slow start but ok", keep=(author.split()[-1],))
+    started = c.say(
+        who, f"started the {author.split()[-1]} one you told me about. slow start but ok", keep=(author.split()[-1],)
+    )
     c.say(1 - who, "keep going!! it gets so good")
     c.later(who, "halfway through the book. no spoilers. I mean it")
     yield 3
     done = c.say(who, "finished it last night. the ending!!! I'm not ok", keep=("finished",))
     c.say(1 - who, "TOLD YOU")
-    c.ask(f"Who wrote the novel {me} finished reading?", "multi_hop", (started, done), author, (author.split()[-1], "finished"))
+    c.ask(
+        f"Who wrote the novel {me} finished reading?",
+        "multi_hop",
+        (started, done),
+        author,
+        (author.split()[-1], "finished"),
+    )
     c.ask(f"When did {me} finish the book {you} recommended?", "temporal", (done,), c.when(1), ("finished",))
-    c.ask(f"What is the plot of the novel {you} pushed on {me}?", "paraphrased", (pitched,), about, (about.split()[-1],))
+    c.ask(
+        f"What is the plot of the novel {you} pushed on {me}?", "paraphrased", (pitched,), about, (about.split()[-1],)
+    )
 
 
 def bike(c: _Chat, who: int) -> Iterator[int]:
@@ -793,7 +1013,9 @@ def bike(c: _Chat, who: int) -> Iterator[int]:
     me, r = c.n(who), c.rng
     paid, corrected = r.sample([320, 380, 410, 450, 520], 2)
     brand = r.choice(["a second-hand Brompton", "an old Raleigh racer", "a Dutch bike with a basket"])
-    stolen = c.say(who, "my bike got nicked from outside the gym. they cut the lock clean through, in daylight", keep=("nicked",))
+    stolen = c.say(
+        who, "my bike got nicked from outside the gym. they cut the lock clean through, in daylight", keep=("nicked",)
+    )
     c.react(who, "what?!", "people are the worst")
     c.later(who, "walking everywhere now, my calves are enormous")
     c.later(who, "saw a bike like mine on gumtree, got excited, not mine")
@@ -802,13 +1024,29 @@ def bike(c: _Chat, who: int) -> Iterator[int]:
     c.react(who)
     c.later(who, f"£{paid} won't buy much of a bike these days tbh")
     yield 1
-    fixed = c.say(who, f"correction: they took the excess off so it's actually £{corrected}, not £{paid}. grr", keep=(str(corrected),))
+    fixed = c.say(
+        who,
+        f"correction: they took the excess off so it's actually £{corrected}, not £{paid}. grr",
+        keep=(str(corrected),),
+    )
     c.react(who, "sneaky", "typical")
     yield 2
     bought = c.say(who, f"spent the insurance money on {brand}. I love her already", keep=(brand.split()[-1],))
     c.react(who, "pics!", "a new steed")
-    c.ask(f"How much did the insurer finally pay {me} for the bike?", "latest", (fixed,), f"£{corrected}", (str(corrected),))
-    c.ask(f"What did {me} buy to replace the stolen bike?", "multi_hop", (stolen, bought), brand, ("nicked", brand.split()[-1]))
+    c.ask(
+        f"How much did the insurer finally pay {me} for the bike?",
+        "latest",
+        (fixed,),
+        f"£{corrected}",
+        (str(corrected),),
+    )
+    c.ask(
+        f"What did {me} buy to replace the stolen bike?",
+        "multi_hop",
+        (stolen, bought),
+        brand,
+        ("nicked", brand.split()[-1]),
+    )
     c.ask(f"Where was {me}'s bicycle taken from?", c.fact(who), (stolen,), "outside the gym", ("gym",))
     c.ask(f"What colour was {me}'s stolen bike?", "missing_detail", (), "never said", ("bike",), ("colour",))
 
@@ -819,12 +1057,18 @@ def baby(c: _Chat, who: int) -> Iterator[int]:
     bro = r.choice(["Sunil", "Pete", "Aled", "Mikey"])
     name = r.choice(["Iris", "Matilda", "Noor", "Elsie", "Freya"])
     grams = r.choice(["7lb 2oz", "6lb 11oz", "8lb 4oz"])
-    due = c.say(who, f"my brother {bro} and his wife are having a baby! due in {c.month_ahead(4)}. I'm going to be the fun one", keep=(bro,))
+    due = c.say(
+        who,
+        f"my brother {bro} and his wife are having a baby! due in {c.month_ahead(4)}. I'm going to be the fun one",
+        keep=(bro,),
+    )
     c.react(who, "congrats to them!!", "the fun one lol")
     c.later(who, f"{bro} keeps sending me scan photos. it's a blob. a lovely blob")
     c.later(who, "bought a tiny cardigan for the baby, I can't cope with how small it is")
     yield 4
-    born = c.say(who, f"BABY IS HERE. a little girl, born this morning, {grams}. everyone's fine", keep=(grams.split()[0],))
+    born = c.say(
+        who, f"BABY IS HERE. a little girl, born this morning, {grams}. everyone's fine", keep=(grams.split()[0],)
+    )
     c.ask(f"When was {me}'s niece born?", "temporal", (born,), c.when(), ("born",))
     c.react(who, "🥹🥹", "amazing news")
     yield 1
@@ -842,12 +1086,18 @@ def allotment(c: _Chat, who: int) -> Iterator[int]:
     """A vegetable plot: tomato plants planted, lost to slugs, bought more (a sum over updates)."""
     me, r = c.n(who), c.rng
     first, lost, more = r.randint(6, 10), r.randint(2, 4), r.randint(2, 5)
-    got = c.say(who, "we finally got an allotment!!! after two years on the waiting list. it's mostly brambles", keep=("allotment",))
+    got = c.say(
+        who,
+        "we finally got an allotment!!! after two years on the waiting list. it's mostly brambles",
+        keep=("allotment",),
+    )
     c.react(who, "two years!", "homesteader era")
     c.later(who, "the plot next to ours has a shed with a sofa in it. goals")
     c.later(who, "dug for three hours at the allotment, found a spoon and a doll's head")
     yield 2
-    planted = c.say(who, f"planted {first} tomato plants today. and some beans that will definitely die", keep=(str(first),))
+    planted = c.say(
+        who, f"planted {first} tomato plants today. and some beans that will definitely die", keep=(str(first),)
+    )
     c.react(who)
     c.later(1 - who, "how are the tomatoes?")
     yield 2
@@ -857,7 +1107,13 @@ def allotment(c: _Chat, who: int) -> Iterator[int]:
     bought = c.say(who, f"bought {more} more tomato plants from the garden centre to make up for it", keep=(str(more),))
     c.react(who)
     c.later(who, "spent all sunday at the plot, my back is ruined. beans are up though!")
-    c.ask(f"How many tomato plants does {me} have after the slugs and the new ones?", "counting", (planted, eaten, bought), str(first - lost + more), (str(first), str(lost), str(more)))
+    c.ask(
+        f"How many tomato plants does {me} have after the slugs and the new ones?",
+        "counting",
+        (planted, eaten, bought),
+        str(first - lost + more),
+        (str(first), str(lost), str(more)),
+    )
     c.ask(f"How long did {me} queue for the vegetable plot?", "paraphrased", (got,), "two years", ("two",))
     c.ask(f"How big is {me}'s allotment?", "missing_detail", (), "never said", ("allotment",), ("metres",))
 
@@ -899,14 +1155,28 @@ def lender(c: _Chat, who: int) -> Iterator[int]:
     me, r = c.n(who), c.rng
     friend = r.choice(["Priya", "Hamish", "Oona", "Dario"])
     country = r.choice(["Canada", "New Zealand", "Norway", "Singapore"])
-    lent = c.say(who, f"{friend} lent me their tent for the festival, which is good bc ours has a hole the size of a dog", keep=(friend, "tent"))
+    lent = c.say(
+        who,
+        f"{friend} lent me their tent for the festival, which is good bc ours has a hole the size of a dog",
+        keep=(friend, "tent"),
+    )
     c.react(who)
     c.later(who, "festival was SO muddy. the tent survived, my boots did not")
     yield 3
-    leaving = c.say(who, f"big news in the friend group: {friend} is moving to {country} for work! leaving in six weeks", keep=(friend, country))
+    leaving = c.say(
+        who,
+        f"big news in the friend group: {friend} is moving to {country} for work! leaving in six weeks",
+        keep=(friend, country),
+    )
     c.react(who, "wow", "that's huge", "gonna miss them?")
     c.later(who, f"{friend}'s leaving do is on saturday, I've already cried twice")
-    c.ask(f"Where is the person who lent {me} a tent moving to?", "multi_hop", (lent, leaving), country, ("tent", country.split()[-1]))
+    c.ask(
+        f"Where is the person who lent {me} a tent moving to?",
+        "multi_hop",
+        (lent, leaving),
+        country,
+        ("tent", country.split()[-1]),
+    )
     c.ask(f"Why did {me} need to borrow camping gear?", "paraphrased", (lent,), "their own tent has a hole", ("hole",))
     c.ask(f"Which city in {country} is {friend} moving to?", "missing_detail", (), "never said", (friend,), ("city",))
 
@@ -959,7 +1229,10 @@ PAIRS = (
             ("did you see the reunion invite? 10 years since halls", "I saw it and felt a hundred years old"),
             ("remember the fire alarm at 3am in first year", "the guy in his towel holding a toaster. iconic"),
         ),
-        (("What does Ben's saxophone teacher charge?", ("saxophone",)), ("Which marathon did Nadia enter?", ("marathon",))),
+        (
+            ("What does Ben's saxophone teacher charge?", ("saxophone",)),
+            ("Which marathon did Nadia enter?", ("marathon",)),
+        ),
     ),
     Pair(
         ("Kasia", "Marta"),
@@ -971,7 +1244,10 @@ PAIRS = (
             ("mum rang to ask if I'm eating vegetables. I'm 34", "she asked me if I have a coat lol"),
             ("have you rung babcia this week", "yes, she told me about her neighbour's hip for 40 mins"),
         ),
-        (("What kind of motorbike does Marta ride?", ("motorbike",)), ("Which language is Kasia learning on Duolingo?", ("duolingo",))),
+        (
+            ("What kind of motorbike does Marta ride?", ("motorbike",)),
+            ("Which language is Kasia learning on Duolingo?", ("duolingo",)),
+        ),
     ),
     Pair(
         ("Dev", "Oskar"),
@@ -995,7 +1271,10 @@ PAIRS = (
             ("counting down till I see you. 19 days", "18 by the time you wake up ❤️"),
             ("the time difference is killing me, you're asleep when I'm funny", "you're funny at 3am? debatable"),
         ),
-        (("What did Luis give Hannah for their anniversary?", ("anniversary",)), ("Which gym does Luis go to?", ("gym",))),
+        (
+            ("What did Luis give Hannah for their anniversary?", ("anniversary",)),
+            ("Which gym does Luis go to?", ("gym",)),
+        ),
     ),
     Pair(
         ("Farid", "Grace"),
@@ -1007,7 +1286,10 @@ PAIRS = (
             ("parkrun saturday?", "if it's not hailing. or if it is, who cares"),
             ("the hill on the loop nearly killed me", "that hill is a war crime"),
         ),
-        (("What is Grace's personal best for the marathon?", ("marathon",)), ("Which charity does Farid volunteer for?", ("charity", "volunteer"))),
+        (
+            ("What is Grace's personal best for the marathon?", ("marathon",)),
+            ("Which charity does Farid volunteer for?", ("charity", "volunteer")),
+        ),
     ),
     Pair(
         ("Ruth", "Tom"),
@@ -1019,7 +1301,10 @@ PAIRS = (
             ("Are you eating properly? I can send a box of food", "mum I'm 29. (yes please send the lasagne)"),
             ("Choir was lovely, we did the Fauré", "nice! was Brenda there, with the voice"),
         ),
-        (("What is the name of Tom's flatmate's girlfriend?", ("girlfriend",)), ("Which hospital did Ruth's surgery take place in?", ("surgery", "hospital"))),
+        (
+            ("What is the name of Tom's flatmate's girlfriend?", ("girlfriend",)),
+            ("Which hospital did Ruth's surgery take place in?", ("surgery", "hospital")),
+        ),
     ),
 )
 
