@@ -66,6 +66,8 @@ SESSIONS = tuple(int(x) for x in os.environ.get("BENCH_VARIED_SESSIONS", "16,22"
 """``varied`` only: how many sessions a chat has (a range); 16-22 gives ~13K tokens, which 16K holds whole, so the
 16K column says nothing there; 36,44 gives ~28K tokens, the size of the long public conversations (370-690 messages)."""
 CONVERSATIONS = int(os.environ.get("BENCH_CONVERSATIONS", {"varied": "4", "fresh": "6"}.get(DATA, "2")))
+FRESH_SEED = int(os.environ.get("BENCH_FRESH_SEED", "0"))
+"""``fresh`` only: the seed its chats are written from (another seed places and fills the same stories anew)."""
 DENSE = int(os.environ.get("BENCH_DENSE", "2"))
 MISSES = os.environ.get("BENCH_MISSES", "0") != "0"
 MISSES_FILE = os.environ.get("BENCH_MISSES_FILE", "")
@@ -311,7 +313,7 @@ def report(cells: dict[tuple[str, int, str], Cell], data: list[Conversation], se
 
 def main() -> None:
     if DATA == "fresh":  # written as they are: their own speakers and dates
-        data = fresh_conversations(CONVERSATIONS)
+        data = fresh_conversations(CONVERSATIONS, FRESH_SEED)
     else:
         if DATA == "varied":
             data = varied_conversations(CONVERSATIONS, (SESSIONS[0], SESSIONS[-1]))
