@@ -33,7 +33,7 @@ import os
 import sys
 import tempfile
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -231,7 +231,8 @@ def _record_miss(
     import json
 
     contents = [m["content"] for m in window if isinstance(m.get("content"), str)]
-    held = sorted(i for i, text in enumerate(hybrid.texts) if any(text in c for c in contents))
+    once = Counter(hybrid.texts)  # a line said more than once ("Ben: ok") cannot be placed: left out
+    held = sorted(i for i, text in enumerate(hybrid.texts) if once[text] == 1 and any(text in c for c in contents))
     newest = len(hybrid.texts)
     while newest - 1 in held:
         newest -= 1
