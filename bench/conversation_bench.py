@@ -231,11 +231,12 @@ def _record_miss(
     import json
 
     contents = [m["content"] for m in window if isinstance(m.get("content"), str)]
-    once = Counter(hybrid.texts)  # a line said more than once ("Ben: ok") cannot be placed: left out
-    held = sorted(i for i, text in enumerate(hybrid.texts) if once[text] == 1 and any(text in c for c in contents))
+    present = {i for i, text in enumerate(hybrid.texts) if any(text in c for c in contents)}
     newest = len(hybrid.texts)
-    while newest - 1 in held:
+    while newest - 1 in present:
         newest -= 1
+    once = Counter(hybrid.texts)  # a line said more than once ("Ben: ok") cannot be placed: left out
+    held = sorted(i for i in present if once[hybrid.texts[i]] == 1)
     ranks = hybrid.ranked(question.text)
     line = {
         "chat": name,
