@@ -21,7 +21,9 @@ Run: `python bench/conversation_bench.py` (BENCH_CONVERSATIONS=n chats, default 
 BENCH_LIMITS=4000,8000,16000; BENCH_TYPES=balanced,conversation_first,...; BENCH_QUESTIONS=n per chat, 0: all;
 BENCH_IN_TURNS=1: every question also asked as a turn, after its previews, so later ones follow the earlier;
 BENCH_DATA=varied: bench/varied_chats.py's chats instead, written apart from recall's tuning, 4 by default;
-BENCH_VARIED_SESSIONS=36,44: longer ones, ~28K tokens; BENCH_SPEAKERS=name|tag|bare and
+BENCH_VARIED_SESSIONS=36,44: longer ones, ~28K tokens; BENCH_DATA=fresh: bench/fresh_chats.py's six held-out chats
+(their own speakers and dates, two more kinds: latest and other_person; BENCH_FRESH_SEED=n writes them anew);
+BENCH_MISSES_FILE=path with BENCH_MISSES=1: each miss as a JSON line, to class them; BENCH_SPEAKERS=name|tag|bare and
 BENCH_DATES=bracket|paren|spoken|iso|line: the same chats with their speakers and dates written another way,
 bench/chat_formats.py).
 """
