@@ -1,20 +1,21 @@
 """A held-out set of long chats between two people, written apart from recall's tuning (issue 31, item 5).
 
 What it models: six pairs (old university friends, sisters, two former colleagues, a long-distance couple, two
-running neighbours, a mother and her grown-up son) texting over six to nine months, 400-700 messages each. A
+running neighbours, a mother and her grown-up son) texting over five to seven months, 400-700 messages each. A
 session opens with its date, each chat writing it its own way ("(4 March 2023)", "04.03.2023", a spoken "Sunday
 5th March 2023", ...); the other messages are undated. Most of a chat is not news: greetings, one-word reactions,
 errands, photos and links, moaning about the weather, and now and then a long digression about a podcast or the
-bins. Each speaker has a voice (lowercase, "u" and "tmrw", the odd typo) and messages run from "lol" to a
-paragraph.
+bins. Each speaker has a voice (lowercase, "u" and "tmrw", the odd typo), calls the other by name now and then and
+tacks whatever else is on their mind onto a message, so messages run from "lol" to a paragraph.
 
 News comes in stories that run across sessions (a flat hunt, a knee injury, a sister's wedding), each chat telling
 seven or eight of the thirteen, so no story is in every chat. Stories change as real ones do: a move date slips, a
 venue goes bust, a cat is renamed, an insurance payout is corrected; and later messages refer back without the
 topic's words ("the thing with my boss", "that trip").
 
-Why: the chats recall was tuned on share their writers' sentence stock with their questions. Questions here are
-written as an outsider would ask them, and each is labelled with every message its answer needs:
+Why: recall was tuned for several rounds on the other chat sets, and a set written by someone who read neither
+recall nor those sets tests whether it generalises. Questions are asked as an outsider would ask them, each labelled
+with every message its answer needs:
 
 ``single_hop`` a fact in one message; ``paraphrased`` the same, asked without any content word of its evidence;
 ``multi_hop`` two messages in different sessions (a person named in one, their news in another); ``temporal``
@@ -23,7 +24,8 @@ when something happened (the message telling it; the date is its session's, some
 changed (the changing message only); ``other_person`` a fact the second speaker (the assistant role) told about
 themselves; and two kinds nothing answers: ``unanswerable`` (never raised) and ``missing_detail`` (raised, the
 detail never given). Each ``Asked`` question carries its answer and, per evidence message, a word that message
-holds (``keys``); the unanswerable ones carry words no message holds (``absent``).
+holds (``keys``); the unanswerable ones carry words the chat does hold (the topic, for a missing detail) and words no
+message holds (``absent``).
 
 Deterministic per seed: the same seed writes the same chats; another seed places and fills the stories anew.
 """
