@@ -276,8 +276,9 @@ def report(cells: dict[tuple[str, int, str], Cell], data: list[Conversation], se
     sizes = ", ".join(f"{c.name} ({len(c.messages)} messages)" for c in data)
     written = "as written" if DATA == "fresh" else f"speakers {SPEAKERS}, dates {DATES}"
     print(f"Long-conversation bench: {sizes}; embedder {EMBEDDER}; {written}; {seconds:.0f} s\n")
-    kinds = {q.kind for c in data for q in c.questions}
-    answerable = [k for k in dict.fromkeys((*KINDS, *FRESH_KINDS)) if k in kinds and k not in UNANSWERABLE]
+    present = {q.kind for c in data for q in c.questions}
+    extra = [k for k in FRESH_KINDS if k in present and k not in KINDS]  # the fresh set's own: latest, other_person
+    answerable = [k for k in (*KINDS, *extra) if k not in UNANSWERABLE]
     print("Recall, tda / hybrid (same history tokens), per type, limit and question kind:\n")
     print(
         "| type | limit | " + " | ".join(answerable) + " | all | recalled by relevance | history tokens | "
@@ -306,7 +307,7 @@ def report(cells: dict[tuple[str, int, str], Cell], data: list[Conversation], se
     print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|")
     for type_id in TYPES:
         for limit in LIMITS:
-            for kind in (k for k in UNANSWERABLE if k in kinds):
+            for kind in UNANSWERABLE:
                 c = cells.get((type_id, limit, kind), Cell())
                 print(
                     f"| {type_id} | {limit:,} | {kind} | {c.asked} | {np.mean(c.relevant_tokens or [0]):,.0f} | "
