@@ -117,6 +117,10 @@ HOP_FROM = 3
 """The second hop starts from the names in this many best messages."""
 HOP_WEIGHT = 0.5
 """RRF weight of the second hop's ranking (beside the lexical and dense ones)."""
+HOP_TAKE = 2
+"""Per hit, how many of the messages holding a name it brought rank just below it (the best by the hop's words)."""
+HOP_LOOKS = 16
+"""A word typed in lower case is taken for a name when one of this many other messages holding it capitalises it."""
 HOP_MIN_IDF = 2.0
 """A name leads a second hop only when it is rare in the history (idf at least this: in under ~1 message in 7)."""
 ABOUT_FACTOR = 2.0
@@ -132,6 +136,7 @@ _NAME = re.compile(
 """Capitalised words in a message that lead a second hop: not the first word of a sentence, unless a verb follows that a
 name takes. A word taken for a name here costs a hop's weight; the abstention rule, where it would cost the answer,
 reads names with ``names_asked`` (no days or months, nothing opening a sentence, line or clause)."""
+_LOWER_WORD = re.compile(r"\b[a-z]{3,}\b")
 RECENT_QUESTIONS = 3
 """How many of the newest user messages a query is compared with to tell a conversation going on from a return to
 something said long ago (``RecallLead.continuity``)."""
@@ -622,7 +627,10 @@ class HistoryIndex:
         fused[ranking.positions[:hits]] = ranking.scores[:hits]
         hop = None if hits else self._second_hop(query, ranking.positions[:HOP_FROM], n)
         if hop is not None:  # what the best hits name leads to the next hop's message: fused as a third ranking
-            fused[hop] += HOP_WEIGHT / (RRF_K + np.arange(1, len(hop) + 1))
+            ranked, led = hop
+            fused[ranked] += HOP_WEIGHT / (RRF_K + np.arange(1, len(ranked) + 1))
+            for hit, messages in led.items():  # and each hit's best next hops rank just below it, as its exchange
+                fused[messages] = np.maximum(fused[messages], fused[hit] * NEIGHBOUR_SHARE)
         short = self.short()[:n]
         best = ranking.positions[:NEIGHBOURS_OF]
         scores = with_neighbours(fused, best, short)
@@ -642,23 +650,41 @@ class HistoryIndex:
             return f"nothing relevant found: no earlier message mentions {', '.join(unknown)}"
         return abstention(evidence, coverage, dense)
 
-    def _second_hop(self, query: str, best: np.ndarray, n: int) -> np.ndarray | None:
+    def _second_hop(self, query: str, best: np.ndarray, n: int) -> tuple[np.ndarray, dict[int, list[int]]] | None:
         """Messages ranked by words for the query plus the names the ``best`` messages bring in (a person or place
         the question does not name: "the relative who taught me to sail" -> "Mireille" -> where Mireille moves),
-        best first; None when they name nothing new. Query decomposition without a model call."""
+        best first, and per best message the first ``HOP_TAKE`` of them holding a name it brought; None when they
+        name nothing new. Query decomposition without a model call."""
         asked = set(terms(query))
-        names = [
-            term
-            for position in best.tolist()
-            for term in dict.fromkeys(terms(" ".join(_NAME.findall(searchable_text(self.messages[position])))))
-            if term not in asked and self.lexical.idf(term) >= HOP_MIN_IDF
-        ]
-        if not names:
+        names = {hit: [t for t in self._names_in(hit) if t not in asked] for hit in best.tolist()}
+        every = list(dict.fromkeys(term for brought in names.values() for term in brought))
+        if not every:
             return None
-        scores = self.lexical.scores_for_terms([*terms(query), *names])[:n]
+        scores = self.lexical.scores_for_terms([*terms(query), *every])[:n]
         hop = np.flatnonzero(scores > 0)
-        return hop[np.lexsort((-hop, -scores[hop]))]
+        hop = hop[np.lexsort((-hop, -scores[hop]))]
+        hop_on = hop[~np.isin(hop, best)]
+        led = {
+            hit: hop_on[np.isin(hop_on, np.concatenate([self.lexical.rows(t) for t in brought]))][:HOP_TAKE].tolist()
+            for hit, brought in names.items()
+            if brought
+        }
+        return hop, led
 
+    def _names_in(self, position: int) -> list[str]:
+        """The rare names message ``position`` brings in, as terms: its capitalised words (``_NAME``), and the words
+        it types in lower case that another message holding them writes capitalised ("dario lent me his tent" beside
+        "Dario is moving to Canada")."""
+        text = searchable_text(self.messages[position])
+        named = set(_NAME.findall(text))
+        for word in dict.fromkeys(_LOWER_WORD.findall(text)):
+            (term,) = terms(word) or ("",)
+            if word.capitalize() not in named and term and self.lexical.idf(term) >= HOP_MIN_IDF:
+                rows = self.lexical.rows(term)
+                elsewhere = rows[rows != position][:HOP_LOOKS].tolist()
+                if any(word.capitalize() in _NAME.findall(self.messages[m].content or "") for m in elsewhere):
+                    named.add(word.capitalize())
+        return [t for t in dict.fromkeys(terms(" ".join(sorted(named)))) if self.lexical.idf(t) >= HOP_MIN_IDF]
 
 def with_neighbours(fused: np.ndarray, hits: np.ndarray, short: np.ndarray) -> np.ndarray:
     """Each message's score, raised to just below a hit's when it is ``short`` and one of the ``NEIGHBOURS`` messages
