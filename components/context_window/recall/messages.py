@@ -686,6 +686,7 @@ class HistoryIndex:
                     named.add(word.capitalize())
         return [t for t in dict.fromkeys(terms(" ".join(sorted(named)))) if self.lexical.idf(t) >= HOP_MIN_IDF]
 
+
 def with_neighbours(fused: np.ndarray, hits: np.ndarray, short: np.ndarray) -> np.ndarray:
     """Each message's score, raised to just below a hit's when it is ``short`` and one of the ``NEIGHBOURS`` messages
     before or after one of the best ``hits``: an exchange is ranked with its hit (the reply "A beagle mix, we think"
