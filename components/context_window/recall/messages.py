@@ -117,8 +117,6 @@ HOP_FROM = 3
 """The second hop starts from the names in this many best messages."""
 HOP_WEIGHT = 0.5
 """RRF weight of the second hop's ranking (beside the lexical and dense ones)."""
-HOP_TAKE = 2
-"""Per hit, how many of the messages holding a name it brought rank just below it (the best by the hop's words)."""
 HOP_LOOKS = 16
 """A word typed in lower case is taken for a name when one of this many other messages holding it capitalises it."""
 HOP_MIN_IDF = 2.0
@@ -629,8 +627,8 @@ class HistoryIndex:
         if hop is not None:  # what the best hits name leads to the next hop's message: fused as a third ranking
             ranked, led = hop
             fused[ranked] += HOP_WEIGHT / (RRF_K + np.arange(1, len(ranked) + 1))
-            for hit, messages in led.items():  # and each hit's best next hops rank just below it, as its exchange
-                fused[messages] = np.maximum(fused[messages], fused[hit] * NEIGHBOUR_SHARE)
+            for hit, message in led.items():  # and each hit's next hop ranks just below it, as its exchange
+                fused[message] = max(fused[message], fused[hit] * NEIGHBOUR_SHARE)
         short = self.short()[:n]
         best = ranking.positions[:NEIGHBOURS_OF]
         scores = with_neighbours(fused, best, short)
@@ -650,26 +648,35 @@ class HistoryIndex:
             return f"nothing relevant found: no earlier message mentions {', '.join(unknown)}"
         return abstention(evidence, coverage, dense)
 
-    def _second_hop(self, query: str, best: np.ndarray, n: int) -> tuple[np.ndarray, dict[int, list[int]]] | None:
+    def _second_hop(self, query: str, best: np.ndarray, n: int) -> tuple[np.ndarray, dict[int, int]] | None:
         """Messages ranked by words for the query plus the names the ``best`` messages bring in (a person or place
         the question does not name: "the relative who taught me to sail" -> "Mireille" -> where Mireille moves),
-        best first, and per best message the first ``HOP_TAKE`` of them holding a name it brought; None when they
-        name nothing new. Query decomposition without a model call."""
-        asked = set(terms(query))
+        best first, and per best message the next hop it leads to (``_led_to``); None when they name nothing new.
+        Query decomposition without a model call."""
+        asked = terms(query)
         names = {hit: [t for t in self._names_in(hit) if t not in asked] for hit in best.tolist()}
         every = list(dict.fromkeys(term for brought in names.values() for term in brought))
         if not every:
             return None
-        scores = self.lexical.scores_for_terms([*terms(query), *every])[:n]
+        scores = self.lexical.scores_for_terms([*asked, *every])[:n]
         hop = np.flatnonzero(scores > 0)
         hop = hop[np.lexsort((-hop, -scores[hop]))]
-        hop_on = hop[~np.isin(hop, best)]
-        led = {
-            hit: hop_on[np.isin(hop_on, np.concatenate([self.lexical.rows(t) for t in brought]))][:HOP_TAKE].tolist()
-            for hit, brought in names.items()
-            if brought
-        }
-        return hop, led
+        return hop, self._led_to(hop, names, best, self.lexical.scores_for_terms(asked)[:n])
+
+    def _led_to(
+        self, hop: np.ndarray, names: dict[int, list[str]], best: np.ndarray, asked: np.ndarray
+    ) -> dict[int, int]:
+        """Per best message, the message holding a name it brought (not a best one) that holds most of the question's
+        own words, then ranks first in the ``hop``: "Dusty" leads to "he's officially Captain now, Dusty just didn't
+        suit him" for "What is the cat called now?", not to "Dusty slept on my head"."""
+        led, others = {}, hop[~np.isin(hop, best)]
+        for hit, brought in names.items():
+            holding = (
+                others[np.isin(others, np.concatenate([self.lexical.rows(t) for t in brought]))] if brought else []
+            )
+            if len(holding):
+                led[hit] = int(holding[np.argmax(asked[holding])])  # argmax: the first of the best, in hop order
+        return led
 
     def _names_in(self, position: int) -> list[str]:
         """The rare names message ``position`` brings in, as terms: its capitalised words (``_NAME``), and the words
@@ -684,6 +691,7 @@ class HistoryIndex:
                 elsewhere = rows[rows != position][:HOP_LOOKS].tolist()
                 if any(word.capitalize() in _NAME.findall(self.messages[m].content or "") for m in elsewhere):
                     named.add(word.capitalize())
+        named -= {name for name in named if name.lower() in CALENDAR}
         return [t for t in dict.fromkeys(terms(" ".join(sorted(named)))) if self.lexical.idf(t) >= HOP_MIN_IDF]
 
 
