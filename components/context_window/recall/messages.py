@@ -666,10 +666,10 @@ class HistoryIndex:
     def _led_to(
         self, hop: np.ndarray, names: dict[int, list[str]], best: np.ndarray, asked: np.ndarray
     ) -> dict[int, int]:
-        """Per best message, the message holding a name it brought (not a best one) that holds most of the question's
-        own words, then ranks first in the ``hop``: "Dusty" leads to "he's officially Captain now, Dusty just didn't
-        suit him" for "What is the cat called now?", not to "Dusty slept on my head"."""
-        led, others = {}, hop[~np.isin(hop, best)]
+        """Per best message, the message holding a name it brought (not a best one) that holds most of the
+        question's own words (one at least), then ranks first in the ``hop``: "Dusty" leads to "he's officially
+        Captain now, Dusty just didn't suit him" for "What is the cat called now?", not to "Dusty slept on my head"."""
+        led, others = {}, hop[~np.isin(hop, best) & (asked[hop] > 0)]
         for hit, brought in names.items():
             holding = (
                 others[np.isin(others, np.concatenate([self.lexical.rows(t) for t in brought]))] if brought else []
@@ -677,6 +677,13 @@ class HistoryIndex:
             if len(holding):
                 led[hit] = int(holding[np.argmax(asked[holding])])  # argmax: the first of the best, in hop order
         return led
+
+    def _capitalised(self, word: str, positions: list[int]) -> bool:
+        """Whether the messages at ``positions`` write ``word`` as a name (capitalised inside a sentence) more often
+        than in lower case: "Dario" is, "town" beside a "Town Hall" is not."""
+        texts = [searchable_text(self.messages[m]) for m in positions]
+        as_name = sum(_NAME.findall(text).count(word.capitalize()) for text in texts)
+        return as_name > sum(len(re.findall(rf"\b{word}\b", text)) for text in texts)
 
     def _names_in(self, position: int) -> list[str]:
         """The rare names message ``position`` brings in, as terms: its capitalised words (``_NAME``), and the words
@@ -689,7 +696,7 @@ class HistoryIndex:
             if word.capitalize() not in named and term and self.lexical.idf(term) >= HOP_MIN_IDF:
                 rows = self.lexical.rows(term)
                 elsewhere = rows[rows != position][:HOP_LOOKS].tolist()
-                if any(word.capitalize() in _NAME.findall(self.messages[m].content or "") for m in elsewhere):
+                if self._capitalised(word, elsewhere):
                     named.add(word.capitalize())
         named -= {name for name in named if name.lower() in CALENDAR}
         return [t for t in dict.fromkeys(terms(" ".join(sorted(named)))) if self.lexical.idf(t) >= HOP_MIN_IDF]
