@@ -121,6 +121,50 @@ def breakdown() -> str:
     )
 
 
+class FullPasses:
+    """The cycle collector's full passes (generation 2) since the last ``take``: how many and the longest, in ms. A
+    full pass walks every tracked object that was not frozen, holding the GIL (and the event loop) throughout."""
+
+    def __init__(self) -> None:
+        self.took: list[float] = []
+        self._began = 0.0
+        gc.callbacks.append(self.on_collection)
+
+    def on_collection(self, phase: str, info: dict[str, int]) -> None:
+        if info["generation"] == 2:
+            if phase == "start":
+                self._began = time.perf_counter()
+            else:
+                self.took.append((time.perf_counter() - self._began) * 1000)
+
+    def take(self) -> str:
+        took, self.took = self.took, []
+        tracked = sum(len(gc.get_objects(generation)) for generation in range(3))
+        longest = f", the longest {max(took):.1f} ms" if took else ""
+        return f"GC: {tracked:,} objects tracked ({gc.get_freeze_count():,} frozen), {len(took)} full passes{longest}"
+
+
+def freeze_as_served() -> None:
+    """What `tda serve` freezes once started (and, with tda/collector.py's ``LOADED``, again when the background
+    work is done after requests loaded modules: the app here skips the LLM warm-up, so the first turn loads litellm)."""
+    try:
+        from tda.collector import LOADED
+    except ImportError:  # before LOADED: the start-up freeze alone
+        gc.collect()
+        gc.freeze()
+    else:
+        LOADED.freeze()
+
+
+def pinned() -> str:
+    """What the freezes hold that is garbage by now (in cycles: nothing frees it while frozen), counted by thawing
+    everything and collecting, at the end of the run."""
+    gc.collect()
+    frozen = gc.get_freeze_count()
+    gc.unfreeze()
+    return f"frozen {frozen:,} objects, of which garbage (in cycles) at the end: {gc.collect():,}"
+
+
 def grown(before: tracemalloc.Snapshot, after: tracemalloc.Snapshot) -> list[str]:
     """The TOP lines whose live allocations grew most between two snapshots."""
     stats = after.compare_to(before, "traceback" if FRAMES > 1 else "lineno")
@@ -147,6 +191,8 @@ async def record(settings: Any, token: str) -> list[tuple[int, float, float]]:
         assert r.status_code == 201, await r.get_data()
         r = await client.post("/v1/sessions", json={"id": "native-long", "profile_id": "agent"}, headers=headers)
         assert r.status_code == 201, await r.get_data()
+        freeze_as_served()
+        passes = FullPasses()
         snapshot = None
         started, cpu = time.perf_counter(), time.process_time()
         for turn in range(1, TURNS + 1):
@@ -156,13 +202,15 @@ async def record(settings: Any, token: str) -> list[tuple[int, float, float]]:
                 tracemalloc.start(FRAMES)
             if turn % EVERY == 0:
                 await asyncio.sleep(0.5)  # the turn's indexing, in the background, ends
+                collector = passes.take()
                 gc.collect()
+                passes.took.clear()  # the bench's own pass
                 marks.append((turn, rss_mib(), time.perf_counter() - started))
                 window = (await r.get_json())["tokens_in"]
                 cpu, cpu_ms = time.process_time(), (time.process_time() - cpu) * 1000 / EVERY
                 print(
                     f"turn {turn}: RSS {marks[-1][1]:.1f} MiB, {marks[-1][2]:.0f} s, window {window:,} tokens, CPU "
-                    f"{cpu_ms:.0f} ms a turn; {breakdown()}",
+                    f"{cpu_ms:.0f} ms a turn; {breakdown()}; {collector}",
                     flush=True,
                 )
                 if tracemalloc.is_tracing():
@@ -170,6 +218,7 @@ async def record(settings: Any, token: str) -> list[tuple[int, float, float]]:
                     if snapshot is not None:
                         print("\n".join(grown(snapshot, now)), flush=True)
                     snapshot = now
+        print(pinned(), flush=True)
     return marks
 
 
