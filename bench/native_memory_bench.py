@@ -37,6 +37,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.loop_stalls import FullPasses, freeze_as_served  # noqa: E402
 from tests.agent_session import question  # noqa: E402
 from tests.gateway.servers import admin_token, server_env, start_fake_upstream, stop  # noqa: E402
 
@@ -119,41 +120,6 @@ def breakdown() -> str:
         f"{heaps:.1f} (in use {in_use:.1f}, SQLite's {sqlite_mib():.1f}, free {free:.1f}), mapped {mapped:.1f} "
         f"| other anonymous {anonymous - arenas - heaps - mapped:.1f}{traced}"
     )
-
-
-class FullPasses:
-    """The cycle collector's full passes (generation 2) since the last ``take``: how many and the longest, in ms. A
-    full pass walks every tracked object that was not frozen, holding the GIL (and the event loop) throughout."""
-
-    def __init__(self) -> None:
-        self.took: list[float] = []
-        self._began = 0.0
-        gc.callbacks.append(self.on_collection)
-
-    def on_collection(self, phase: str, info: dict[str, int]) -> None:
-        if info["generation"] == 2:
-            if phase == "start":
-                self._began = time.perf_counter()
-            else:
-                self.took.append((time.perf_counter() - self._began) * 1000)
-
-    def take(self) -> str:
-        took, self.took = self.took, []
-        tracked = sum(len(gc.get_objects(generation)) for generation in range(3))
-        longest = f", the longest {max(took):.1f} ms" if took else ""
-        return f"GC: {tracked:,} objects tracked ({gc.get_freeze_count():,} frozen), {len(took)} full passes{longest}"
-
-
-def freeze_as_served() -> None:
-    """What `tda serve` freezes once started (and, with tda/collector.py's ``LOADED``, again when the background
-    work is done after requests loaded modules: the app here skips the LLM warm-up, so the first turn loads litellm)."""
-    try:
-        from tda.collector import LOADED
-    except ImportError:  # before LOADED: the start-up freeze alone
-        gc.collect()
-        gc.freeze()
-    else:
-        LOADED.freeze()
 
 
 def pinned() -> str:
