@@ -248,9 +248,7 @@ def report(turns: list[dict[str, Any]]) -> None:
         f"longest event-loop stall during a turn (1 ms ticker): p50 {statistics.median(stall):.1f} ms, "
         f"max {max(stall):.1f} ms"
     )
-    took = [p[1] for p in FULL.passes]
-    longest = f", the longest {max(took):.1f} ms" if took else ""
-    print(f"full passes of the cycle collector in the measured turns: {len(took)}{longest}\n")
+    print(f"the cycle collector from the first measured turn on: {FULL.longest()}\n")
     print("| module | held the loop p50 (ms) | max (ms) | loop CPU p50 (ms) | max (ms) | tokens sent p50 | max |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for module in sorted({m for t in turns for m in t["blocked_ms"]}):

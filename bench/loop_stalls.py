@@ -71,28 +71,35 @@ def watch(loop: asyncio.AbstractEventLoop, thread_id: int) -> None:
 
 
 class FullPasses:
-    """The cycle collector's full passes (generation 2): when each began (``time.monotonic``), its ms and what it
-    collected. A full pass walks every tracked object that was not frozen, holding the GIL (and the event loop)."""
+    """The cycle collector's full passes (generation 2): when each began (``time.monotonic``), its wall ms, its CPU
+    ms (the thread's: on a loaded machine the wall also counts waits for a core) and what it collected. A full pass
+    walks every tracked object that was not frozen, holding the GIL (and the event loop) throughout."""
 
     def __init__(self) -> None:
-        self.passes: list[tuple[float, float, int]] = []
-        self._began = 0.0
+        self.passes: list[tuple[float, float, float, int]] = []
+        self._began = (0.0, 0.0)
         gc.callbacks.append(self.on_collection)
 
     def on_collection(self, phase: str, info: dict[str, int]) -> None:
         if info["generation"] == 2:
             if phase == "start":
-                self._began = time.perf_counter()
+                self._began = (time.perf_counter(), time.thread_time())
             else:
-                took = (time.perf_counter() - self._began) * 1000
-                self.passes.append((time.monotonic() - took / 1000, took, info["collected"]))
+                took = (time.perf_counter() - self._began[0]) * 1000
+                cpu = (time.thread_time() - self._began[1]) * 1000
+                self.passes.append((time.monotonic() - took / 1000, took, cpu, info["collected"]))
+
+    def longest(self) -> str:
+        if not self.passes:
+            return "0 full passes"
+        took, cpu = max(p[1] for p in self.passes), max(p[2] for p in self.passes)
+        return f"{len(self.passes)} full passes, the longest {took:.1f} ms wall, {cpu:.1f} ms CPU"
 
     def take(self) -> str:
         """The passes since the last ``take`` (how many, the longest) and the objects a pass walks now."""
-        took, self.passes = [p[1] for p in self.passes], []
+        longest, self.passes = self.longest(), []
         tracked = sum(len(gc.get_objects(generation)) for generation in range(3))
-        longest = f", the longest {max(took):.1f} ms" if took else ""
-        return f"GC: {tracked:,} objects tracked ({gc.get_freeze_count():,} frozen), {len(took)} full passes{longest}"
+        return f"GC: {tracked:,} objects tracked ({gc.get_freeze_count():,} frozen), {longest}"
 
 
 def freeze_as_served() -> None:
@@ -108,7 +115,7 @@ def freeze_as_served() -> None:
 
 
 def report(full: FullPasses) -> None:
-    for at, took, collected in full.passes:
+    for at, took, _, collected in full.passes:
         print(f"gc-full {took:.1f} ms at {at:.3f}: {collected} collected", flush=True)
     for at, waited, seen in stalls:
         top = "; ".join(f"{n}x {w}" for w, n in seen.most_common(3))
