@@ -159,9 +159,9 @@ def deep_bytes(root: Any, seen: set[int]) -> int:
 
 def census(svc: Any) -> dict[str, int]:
     """Bytes held per structure of the service: the session's recall index, the turn index, the history cache, the
-    cases, turn recall's shared vectors, the token counters, each module's own (their caches, turn recall's
-    indexes), the service's and the providers' other attributes; each without what another of them holds (an object
-    two share, such as a message in the history cache and the recall index, is counted in both)."""
+    cases, turn recall's shared vectors, the token counters, each module's attributes (its caches, turn recall's
+    indexes), the service's and the providers' other attributes; an object several reach (a message in the recall
+    index and the history cache) counted once, in the first."""
     from components.context_window import token_estimator
     from components.context_window.recall.turns import TurnRecall
 
@@ -173,13 +173,17 @@ def census(svc: Any) -> dict[str, int]:
         ("turn recall's shared vectors", TurnRecall._shared_vectors),
         ("token counters", token_estimator._estimators),
     ]
-    roots += [(f"module {m}", module) for m, module in svc.registry.modules.items()]
+    roots += [
+        (f"{m}.{name}", value) for m, module in svc.registry.modules.items() for name, value in vars(module).items()
+    ]
     roots += [(f"svc.{name}", value) for name, value in vars(svc).items()]
     roots += [(f"sources.{name}", value) for name, value in vars(svc.sources).items()]
     roots = list({id(value): (name, value) for name, value in reversed(roots)}.values())[::-1]  # by first name
+    seen = {id(svc), *(id(value) for _, value in roots)}  # another structure one reaches (its store) is not its own
     held = {}
-    for name, value in roots:  # another structure reached from one (its embedder, its store) is not its own
-        held[name] = deep_bytes(value, {id(svc), *(id(other) for _, other in roots if other is not value)})
+    for name, value in roots:
+        seen.discard(id(value))
+        held[name] = deep_bytes(value, seen)
     return held
 
 
