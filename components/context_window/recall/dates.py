@@ -60,7 +60,7 @@ def dated_among(contents: Sequence[str]) -> list[int]:
     """The positions of ``contents`` that open with a date. Only a text with a year in its first ``HEADER_CHARS``
     characters is tried: those are found in the texts' heads, joined by line breaks and searched at C speed (the
     heads, not the whole texts: a long history met cold is ~3.5 MB of text, its heads a fifth of it)."""
-    heads = list(map(getitem, contents, repeat(_HEAD)))
+    heads: list[str] = list(map(getitem, contents, repeat(_HEAD)))
     joined = "\n".join(heads)
     hits = [hit.start() for pattern in _YEARS for hit in pattern.finditer(joined)]
     if not hits:
