@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from components.context_window.base import ChatMessages, Message, Session, column
+from components.context_window.base import ChatMessages, Message, Session, column, followed_by
 from components.context_window.recall.messages import INDEX_SLICE, HistoryIndex, SessionRecall
 from tda.integrations import Window
 
@@ -73,6 +73,16 @@ def test_chat_messages_grow_and_views_keep_theirs(first, then, cut):
     if len(lazy):
         with pytest.raises(ValueError):  # a view of part of them does not grow
             lazy[:-1].extend([{"role": "user", "content": "hi"}])
+
+
+@given(st.lists(CHATS, max_size=20), st.lists(st.integers(0, 20), min_size=4, max_size=4))
+def test_messages_followed_by_more_are_both_in_order(chats, cuts):
+    """One view when the second goes on where the first ends, else both as a list."""
+    made, lazy = [Message.from_chat(chat) for chat in chats], ChatMessages([dict(chat) for chat in chats])
+    a, b, c, d = cuts
+    assert followed_by(lazy[a:b], lazy[c:d]) == made[a:b] + made[c:d]
+    assert followed_by(made[a:b], lazy[c:d]) == made[a:b] + made[c:d]
+    assert followed_by([], lazy[c:d]) == made[c:d]
 
 
 @pytest.mark.parametrize(
