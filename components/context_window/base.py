@@ -253,7 +253,8 @@ class ChatMessages(Sequence[Message]):
     a long conversation) made when first read. A library user's 10,000-message conversation met cold has its newest
     few hundred read by the window's walk and its others' fields read by recall's index (``column``): making them all
     was ~10 ms of the call's ~60 ms of CPU, and ~2 ms more of the garbage collector's. A slice (step 1) is a view of
-    the same messages: a message made through one is the same object through all. The chats are kept, not copied
+    the same messages: a message made through one is the same object through all (two threads reading one first at
+    once may each make one: equal messages, another object for identity's caches). The chats are kept, not copied
     (give copies that nobody changes); those that are not plain are made, and so checked, at once, and a plain one's
     role is checked at once too: a conversation holding a message tda cannot read fails when given, as a list would."""
 
