@@ -53,7 +53,7 @@ def test_chat_messages_read_as_the_messages_made_at_once(chats, cuts):
         view, expected, positions = lazy[start:stop], made[start:stop], range(len(made))[start:stop]
         assert [column(view, name) for name in FIELDS] == [[getattr(m, name) for m in expected] for name in FIELDS]
         assert view == expected and len(view) == len(expected)
-        assert list(view[1:]) == expected[1:] and view[::-1] == expected[::-1]
+        assert list(view[1:]) == expected[1:] and view[::-1] == expected[::-1] and view[1::-2] == expected[1::-2]
         for at in range(-len(expected), len(expected)):
             assert view[at] == expected[at]
             assert view[at] is lazy[positions[at]]
