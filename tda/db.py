@@ -95,13 +95,13 @@ class Database:
 
     @contextlib.asynccontextmanager
     async def read(self) -> AsyncIterator[AsyncSession]:
-        async with self.sessions() as session:
+        async with self._session() as session:
             yield session
 
     @contextlib.asynccontextmanager
     async def read_rows(self) -> AsyncIterator[AsyncConnection]:
         """``read`` for Core statements only: a connection without an ORM session."""
-        async with self.engine.connect() as connection:
+        async with self._connection() as connection:
             yield connection
 
     @contextlib.asynccontextmanager
@@ -110,15 +110,45 @@ class Database:
 
         A constraint violation here means another writer got there first (the checks before it passed):
         on PostgreSQL, without the SQLite lock, two creates of one id race. Answered as a conflict."""
-        async with self._writing(), self.sessions() as session, session.begin():
+        async with self._writing(), self._session() as session, session.begin():
             yield session
 
     @contextlib.asynccontextmanager
     async def write_rows(self) -> AsyncIterator[AsyncConnection]:
         """``write`` for Core statements only: a connection without an ORM session, whose setup and commit
         cost about 1 ms a transaction (what a turn's own writes take, inserts included)."""
-        async with self._writing(), self.engine.begin() as connection:
+        async with self._writing(), self._connection() as connection, connection.begin():
             yield connection
+
+    # SQLAlchemy's context managers close a session or a connection in a task of their own, shielded from the
+    # caller's cancellation, so that a close that waits for its driver is never abandoned halfway. An inline SQLite
+    # close never waits (tda/inline_sqlite.py: its rollback and the pool's return run through), so no cancellation
+    # can land in it: it is closed here directly, without the task and the loop pass it costs (~30 us each, five to
+    # seven times a session's chat call). PostgreSQL's close waits for the server: SQLAlchemy's way.
+
+    @contextlib.asynccontextmanager
+    async def _session(self) -> AsyncIterator[AsyncSession]:
+        if not self.is_sqlite:
+            async with self.sessions() as session:
+                yield session
+            return
+        session = self.sessions()
+        try:
+            yield session
+        finally:
+            await session.close()
+
+    @contextlib.asynccontextmanager
+    async def _connection(self) -> AsyncIterator[AsyncConnection]:
+        if not self.is_sqlite:
+            async with self.engine.connect() as connection:
+                yield connection
+            return
+        connection = await self.engine.connect()
+        try:
+            yield connection
+        finally:
+            await connection.close()
 
     @contextlib.asynccontextmanager
     async def _writing(self) -> AsyncIterator[None]:

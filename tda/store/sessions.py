@@ -835,7 +835,7 @@ async def _with_chat(s: AsyncSession, inputs: Any) -> Any:
     """A chat client's snapshot ``inputs`` with its conversation whole (``inputs.gateway.chat``): a snapshot that
     names the one before it (``chat_from``: its id and how many of its messages this conversation repeats, then
     ``chat_tail``, the messages after them) is put together from the chain back to a whole copy (tda/gateway.py
-    keeps one every few snapshots). None when a link is gone: the conversation was not kept."""
+    names them so that the chain is short: ``_chat_link``). None when a link is gone: the conversation was not kept."""
     gateway = inputs.get("gateway") if isinstance(inputs, dict) else None
     if not isinstance(gateway, dict) or "chat_from" not in gateway:
         return inputs
@@ -853,7 +853,8 @@ async def _with_chat(s: AsyncSession, inputs: Any) -> Any:
 
 
 CHAT_LINKS = 64
-"""The longest chain of snapshots followed back to a whole copy of a conversation (tda/gateway.py makes 16)."""
+"""The longest chain of snapshots followed back to a whole copy of a conversation (tda/gateway.py's are at most
+log2 of a session's calls long: ``_chat_link``)."""
 SEARCH_TURNS = 5_000
 """A search lists at most this many matching turns (a page of sessions never needs more)."""
 
