@@ -821,14 +821,19 @@ async def _price(c: AsyncConnection | AsyncSession, priced: Priced, *, sqlite: b
     if sqlite:
         try:
             params = {key: json.dumps(value, allow_nan=False) for key, value in added.items()}
-            paths = ", ".join(f"'$.{key}', json(:{key})" for key in added)
-            edit = sql_text(f"UPDATE snapshots SET data = json_set(data, {paths}) WHERE id = :id")
-            await c.execute(edit, {**params, "id": priced.snapshot_id})
+            await c.execute(_json_set(tuple(added)), {**params, "id": priced.snapshot_id})
             return
         except (ValueError, DBAPIError):  # a failed statement leaves SQLite's transaction as it was
             pass
     whole = update(SnapshotRow).where(SnapshotRow.id == priced.snapshot_id).values(data={**priced.data, **added})
     await c.execute(whole.execution_options(synchronize_session=False))
+
+
+@functools.cache
+def _json_set(keys: tuple[str, ...]) -> Any:
+    """``_price``'s edit of a snapshot's data on SQLite, built once per set of keys (every call adds the same)."""
+    paths = ", ".join(f"'$.{key}', json(:{key})" for key in keys)
+    return sql_text(f"UPDATE snapshots SET data = json_set(data, {paths}) WHERE id = :id")
 
 
 async def _with_chat(s: AsyncSession, inputs: Any) -> Any:
