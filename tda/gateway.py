@@ -90,7 +90,7 @@ async def complete(
         conversation = await with_digests(conversation, _stateless_key(profile, conversation), tokens)
         return await _run(svc, _Client(call, conversation, profile, None, None))
     async with svc.session_lock(session.id):  # one call at a time per session: turn numbers stay dense
-        conversation = await with_digests(conversation, session.id, tokens)
+        conversation = await with_digests(conversation, _session_key(session), tokens)
         place = await _place(svc, session.id, conversation, again=not call.new_turn)
         return await _run(svc, _Client(call, conversation, profile, session, place))
 
@@ -166,7 +166,7 @@ async def _run(svc: TDAService, route: _Client) -> dict[str, Any]:
     )
     ran = await run(svc, route, ask)
     if route.session is not None:
-        remember(route.session.id, route.conversation, ran.answered.snapshot_id)
+        remember(_session_key(route.session), route.conversation, ran.answered.snapshot_id)
     else:
         call_done(ran.answered.ctx)
     done, assembled = ran.answered.done, ran.answered.assembled
@@ -741,14 +741,21 @@ def _token_sums(messages: Sequence[Message], tokens: TokenEstimator, carried: tu
     return (*start[:-1], *accumulate(counts, initial=start[-1]))
 
 
-def remember(session_id: str, conversation: Conversation, snapshot_id: int | None) -> None:
-    """The snapshot that kept the session's conversation: the session's next call's snapshot names it."""
+def remember(key: str, conversation: Conversation, snapshot_id: int | None) -> None:
+    """The snapshot that kept the session's conversation (``key``: ``_session_key``): the session's next call's
+    snapshot names it."""
     digests = conversation.digests
-    if snapshot_id is None or digests is None or _seen.get(session_id) is not digests:
+    if snapshot_id is None or digests is None or _seen.get(key) is not digests:
         return
     if len(conversation.chat) > REPLAY_KEEPS:  # that snapshot kept none of it
         return
-    _seen.put(session_id, dataclasses.replace(digests, kept=_chat_kept(conversation, snapshot_id)))
+    _seen.put(key, dataclasses.replace(digests, kept=_chat_kept(conversation, snapshot_id)))
+
+
+def _session_key(session: SessionRow) -> str:
+    """Where a session's digests are kept: its id and when it was made. A session deleted and made again under its
+    id is another: its snapshots never name the deleted one's, which went with it."""
+    return f"session\x00{session.id}\x00{session.created_at.isoformat()}"
 
 
 def _stateless_key(profile: ProfileRow, conversation: Conversation) -> str:

@@ -47,3 +47,28 @@ async def test_each_snapshot_gives_back_the_conversation_its_call_sent(served: S
         while "chat_from" in gateway:
             gateway, links = by_id[gateway["chat_from"]["snapshot_id"]], links + 1
         assert links <= CALLS.bit_length()  # log2 of the calls, + 1
+
+
+async def test_a_session_deleted_and_made_again_under_its_id_keeps_what_its_calls_sent(served: Served):
+    """A client deletes its session and goes on under the same id (the gateway makes it again): the new session's
+    snapshots give back the conversation each call sent, never naming a snapshot that went with the one deleted."""
+    import httpx
+
+    client = served.client()
+    session = {"X-TDA-Session": "kept-2"}
+    served.model.replies = [f"Answer {i}." for i in range(6)]
+    chat: list[dict[str, Any]] = []
+    sent = []
+    for i in range(6):
+        if i == 3:
+            async with httpx.AsyncClient(base_url=served.base_url, timeout=30) as http:
+                r = await http.delete("/sessions/kept-2", headers={"Authorization": f"Bearer {served.token}"})
+                assert r.status_code == 204, r.text
+        chat.append({"role": "user", "content": f"Question {i}: what ships from depot {i}?"})
+        reply = await client.chat.completions.create(model="tda", messages=chat, extra_headers=session)  # type: ignore[arg-type]
+        sent.append([dict(m) for m in chat])
+        chat.append({"role": "assistant", "content": reply.choices[0].message.content})
+    rows = (await served.get("/v1/sessions/kept-2/snapshots"))["snapshots"]
+    assert len(rows) == 3  # the session made again has the last three calls'
+    for row, conversation in zip(sorted(rows, key=lambda row: row["id"]), sent[3:], strict=True):
+        assert (await served.get(f"/v1/snapshots/{row['id']}"))["inputs"]["gateway"]["chat"] == conversation
