@@ -21,7 +21,9 @@ Run: `python bench/conversation_bench.py` (BENCH_CONVERSATIONS=n chats, default 
 BENCH_LIMITS=4000,8000,16000; BENCH_TYPES=balanced,conversation_first,...; BENCH_QUESTIONS=n per chat, 0: all;
 BENCH_IN_TURNS=1: every question also asked as a turn, after its previews, so later ones follow the earlier;
 BENCH_DATA=varied: bench/varied_chats.py's chats instead, written apart from recall's tuning, 4 by default;
-BENCH_VARIED_SESSIONS=36,44: longer ones, ~28K tokens; BENCH_SPEAKERS=name|tag|bare and
+BENCH_VARIED_SESSIONS=36,44: longer ones, ~28K tokens; BENCH_DATA=fresh: bench/fresh_chats.py's six held-out chats
+(their own speakers and dates, two more kinds: latest and other_person; BENCH_FRESH_SEED=n writes them anew);
+BENCH_MISSES_FILE=path with BENCH_MISSES=1: each miss as a JSON line, to class them; BENCH_SPEAKERS=name|tag|bare and
 BENCH_DATES=bracket|paren|spoken|iso|line: the same chats with their speakers and dates written another way,
 bench/chat_formats.py).
 """
@@ -33,7 +35,7 @@ import os
 import sys
 import tempfile
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,6 +48,8 @@ import numpy as np  # noqa: E402
 from bench.chat_formats import reformatted  # noqa: E402
 from bench.conversation_data import KINDS, UNANSWERABLE, Conversation, conversations  # noqa: E402
 from bench.dense_chats import dense_conversations  # noqa: E402
+from bench.fresh_chats import KINDS as FRESH_KINDS  # noqa: E402
+from bench.fresh_chats import fresh_conversations  # noqa: E402
 from bench.recall_bench import in_window, packed_in_rank_order  # noqa: E402
 from bench.varied_chats import varied_conversations  # noqa: E402
 from components.context_window.base import Message  # noqa: E402
@@ -63,9 +67,14 @@ written apart from the tuning (names only in the speaker field, news in passing,
 SESSIONS = tuple(int(x) for x in os.environ.get("BENCH_VARIED_SESSIONS", "16,22").split(","))
 """``varied`` only: how many sessions a chat has (a range); 16-22 gives ~13K tokens, which 16K holds whole, so the
 16K column says nothing there; 36,44 gives ~28K tokens, the size of the long public conversations (370-690 messages)."""
-CONVERSATIONS = int(os.environ.get("BENCH_CONVERSATIONS", "4" if DATA == "varied" else "2"))
+CONVERSATIONS = int(os.environ.get("BENCH_CONVERSATIONS", {"varied": "4", "fresh": "6"}.get(DATA, "2")))
+FRESH_SEED = int(os.environ.get("BENCH_FRESH_SEED", "0"))
+"""``fresh`` only: the seed its chats are written from (another seed places and fills the same stories anew)."""
 DENSE = int(os.environ.get("BENCH_DENSE", "2"))
 MISSES = os.environ.get("BENCH_MISSES", "0") != "0"
+MISSES_FILE = os.environ.get("BENCH_MISSES_FILE", "")
+"""With BENCH_MISSES=1: also write each miss as a JSON line there (evidence ranks, what the window held), to class
+them."""
 QUESTIONS = int(os.environ.get("BENCH_QUESTIONS", "0"))
 SETTLE = os.environ.get("BENCH_SETTLE", "1") != "0"
 IN_TURNS = os.environ.get("BENCH_IN_TURNS", "0") != "0"
@@ -109,10 +118,18 @@ class Hybrid:
         self.vectors = unit_rows(embed(self.texts))
         self.embed = embed
 
-    def packed(self, query: str, budget: int) -> set[int]:
+    def ranked(self, query: str) -> dict[str, list[int]]:
+        """The positions by BM25, by dense and fused (best first)."""
+        lexical = self.bm25.scores(query)
         dense = (self.vectors @ unit_rows(self.embed([query]))[0]).astype(np.float64)
-        ranking = fuse(lexical=self.bm25.scores(query), dense=dense).positions.tolist()
-        return packed_in_rank_order(ranking, self.costs, budget)
+        return {
+            "bm25": np.argsort(-lexical, kind="stable").tolist(),
+            "dense": np.argsort(-dense, kind="stable").tolist(),
+            "fused": fuse(lexical=lexical, dense=dense).positions.tolist(),
+        }
+
+    def packed(self, query: str, budget: int) -> set[int]:
+        return packed_in_rank_order(self.ranked(query)["fused"], self.costs, budget)
 
 
 def _module(snapshot: dict[str, Any], module_id: str) -> dict[str, Any]:
@@ -177,6 +194,8 @@ async def run(data: list[Conversation], folder: Path) -> dict[tuple[str, int, st
                         cell.hybrid += all(i in chosen for i in question.evidence)
                         if MISSES and evidence and not held:
                             _print_miss(question, type_id, limit, evidence, window, question.evidence, chosen, meta)
+                            if MISSES_FILE:
+                                _record_miss(conversation.name, question, type_id, limit, hybrid, window, chosen, meta)
                 if IN_TURNS:
                     await _ask(client, headers, f"/v1/sessions/{sid}/turns", {"query": question.text})
             print(
@@ -206,15 +225,60 @@ def _print_miss(
     print(f"     recall: {meta.get('recall')}; {meta.get('recall_reason') or 'ran'}", file=sys.stderr)
 
 
+def _record_miss(
+    name: str, question: Any, type_id: str, limit: int, hybrid: Hybrid, window: list[Any], chosen: set[int], meta: Any
+) -> None:
+    """One miss as a JSON line: each evidence message's rank by BM25, dense and fused, and the chat's messages the
+    window held (the newest run apart from the older ones recall brought back)."""
+    import json
+
+    contents = [m["content"] for m in window if isinstance(m.get("content"), str)]
+    present = {i for i, text in enumerate(hybrid.texts) if any(text in c for c in contents)}
+    newest = len(hybrid.texts)
+    while newest - 1 in present:
+        newest -= 1
+    once = Counter(hybrid.texts)  # a line said more than once ("Ben: ok") cannot be placed: left out
+    held = sorted(i for i in present if once[hybrid.texts[i]] == 1)
+    ranks = hybrid.ranked(question.text)
+    line = {
+        "chat": name,
+        "question": question.text,
+        "kind": question.kind,
+        "type": type_id,
+        "limit": limit,
+        "evidence": [
+            {
+                "at": i,
+                "held": i in held,
+                "tokens": hybrid.costs[i],
+                **{by: order.index(i) + 1 for by, order in ranks.items() if i in order},
+            }
+            for i in question.evidence
+        ],
+        "hybrid_held": all(i in chosen for i in question.evidence),
+        "recalled": [
+            {"at": i, "tokens": hybrid.costs[i], "fused": ranks["fused"].index(i) + 1 if i in ranks["fused"] else None}
+            for i in held
+            if i < newest
+        ],
+        "newest_from": newest,
+        "recall": {k: v for k, v in (meta or {}).items() if isinstance(v, (str, int, float, bool))},
+    }
+    with open(MISSES_FILE, "a") as out:
+        out.write(json.dumps(line) + "\n")
+
+
 def _pct(part: int, whole: int) -> str:
     return f"{100 * part / whole:.0f}%" if whole else "-"
 
 
 def report(cells: dict[tuple[str, int, str], Cell], data: list[Conversation], seconds: float) -> None:
     sizes = ", ".join(f"{c.name} ({len(c.messages)} messages)" for c in data)
-    written = f"speakers {SPEAKERS}, dates {DATES}"
+    written = "as written" if DATA == "fresh" else f"speakers {SPEAKERS}, dates {DATES}"
     print(f"Long-conversation bench: {sizes}; embedder {EMBEDDER}; {written}; {seconds:.0f} s\n")
-    answerable = [k for k in KINDS if k not in UNANSWERABLE]
+    present = {q.kind for c in data for q in c.questions}
+    extra = [k for k in FRESH_KINDS if k in present and k not in KINDS]  # the fresh set's own: latest, other_person
+    answerable = [k for k in (*KINDS, *extra) if k not in UNANSWERABLE]
     print("Recall, tda / hybrid (same history tokens), per type, limit and question kind:\n")
     print(
         "| type | limit | " + " | ".join(answerable) + " | all | recalled by relevance | history tokens | "
@@ -253,11 +317,14 @@ def report(cells: dict[tuple[str, int, str], Cell], data: list[Conversation], se
 
 
 def main() -> None:
-    if DATA == "varied":
-        data = varied_conversations(CONVERSATIONS, (SESSIONS[0], SESSIONS[-1]))
+    if DATA == "fresh":  # written as they are: their own speakers and dates
+        data = fresh_conversations(CONVERSATIONS, FRESH_SEED)
     else:
-        data = [*conversations(CONVERSATIONS), *dense_conversations(DENSE)]
-    data = [reformatted(conversation, SPEAKERS, DATES) for conversation in data]
+        if DATA == "varied":
+            data = varied_conversations(CONVERSATIONS, (SESSIONS[0], SESSIONS[-1]))
+        else:
+            data = [*conversations(CONVERSATIONS), *dense_conversations(DENSE)]
+        data = [reformatted(conversation, SPEAKERS, DATES) for conversation in data]
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         upgrade(f"sqlite+aiosqlite:///{folder / 'tda.db'}")

@@ -27,13 +27,14 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from itertools import islice, repeat
-from operator import attrgetter
+from operator import contains
 from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
 from ..background import Background
 from ..base import (
+    ChatMessages,
     Embedder,
     InMemoryMessages,
     Message,
@@ -42,6 +43,8 @@ from ..base import (
     RecallLead,
     RecallRanking,
     Session,
+    column,
+    followed_by,
     pages_newest_first,
 )
 from ..isolation import describe_error
@@ -220,9 +223,6 @@ def _head(sentence: str) -> str:
     return sentence if len(sentence) <= DATA_CHARS else sentence[:DATA_HEAD_CHARS]
 
 
-_CONTENT_OF, _CALLS_OF, _NAME_OF, _ROLE_OF = map(attrgetter, ("content", "tool_calls", "name", "role"))
-
-
 def searchable_text(message: Message) -> str:
     """What a message is searched by: its text, and for a tool call the calls' names and arguments."""
     if not message.tool_calls:
@@ -252,7 +252,8 @@ class HistoryIndex:
     stored: DigestTable = field(default_factory=DigestTable)
     """``part_key``s the ``PartVectors`` store is known to hold for the session, as digests (no need to read or write
     them): ``is_stored``, ``mark_stored``."""
-    messages: list[Message] = field(default_factory=list)
+    messages: Sequence[Message] = field(default_factory=list)
+    """Oldest first: a list, or a view of a ``ChatMessages`` (a library user's conversation, made as they are read)."""
     lexical: BM25Index = field(default_factory=BM25Index)
     dense: VectorIndex | None = None
     """The distinct vectors of the messages' parts (``parts_of``); ``row_of`` says which is each part's."""
@@ -329,17 +330,19 @@ class HistoryIndex:
         theirs are dropped: ``attach`` gives them later, in order."""
         if vectors is not None and len(self.messages) == self._vectored:
             self.attach(len(self.messages), vectors)
-        contents = list(map(_CONTENT_OF, messages))  # each field read in C: a long history met cold has 10,000
-        calls = any(map(_CALLS_OF, messages))
+        contents = column(messages, "content")  # each field read in C, no message made: a long history met cold has
+        calls = any(column(messages, "tool_calls"))  # 10,000 (a library user's conversation: ``ChatMessages``)
+        roles = column(messages, "role")
         self.lexical.add([searchable_text(m) for m in messages] if calls else contents)
         first = len(self.messages)
         self.chars.extend(map(len, contents))
-        joined = "\n".join(contents)  # each test below tried per text only when some text holds its mark (found in C)
-        if "?" in joined:
+        # each test below tried per text only when some text holds its mark (searched in C, each text: a join of a
+        # long history's texts to search once cost ~4 times the searches)
+        if any(map(contains, contents, repeat("?"))):
             self.asking += [first + i for i, c in enumerate(contents) if _asks_last(c) and _only_asks(c)]
-        dated = dated_among(contents, joined)
+        dated = dated_among(contents)
         self.dated += [first + i for i in dated]
-        if ":" in joined or any(map(_NAME_OF, messages)):
+        if any(map(contains, contents, repeat(":"))) or any(column(messages, "name")):
             speakers = [_speaker(m) for m in messages]
             for i in dated:  # its tag after the date: "2023-05-08 13:56: Maya: hi"
                 speakers[i] = _speaker(messages[i], after_date(contents[i]))
@@ -350,12 +353,12 @@ class HistoryIndex:
                 for m, s in zip(messages, speakers, strict=True)
             )
         else:  # no ":", no tag; no name: no speaker known but a role's party
-            self.said_by.extend(map(UNNAMED.get, map(_ROLE_OF, messages), repeat(-1)))
-        if not self._calls and not calls and "tool" not in map(_ROLE_OF, messages):
+            self.said_by.extend(map(UNNAMED.get, roles, repeat(-1)))
+        if not self._calls and not calls and "tool" not in roles:
             self.unit_of.extend(range(first, first + len(messages)))  # each message its own unit
         else:
             self._units_of(messages, first)
-        self.messages += messages
+        self.messages = followed_by(self.messages, messages)
 
     def _units_of(self, messages: Sequence[Message], first: int) -> None:
         """Each message's unit (``unit_of``): a tool result's is its call's message, any other message's its own."""
@@ -699,12 +702,14 @@ def _shown(message: Message, phase: str | None) -> bool:
     return message.valid and (phase is None or visible(message.phase, phase)) and message.role != "system"
 
 
-async def read_new(index: HistoryIndex, source: MessageSource) -> list[Message]:
+async def read_new(index: HistoryIndex, source: MessageSource) -> Sequence[Message]:
     """The messages of ``source`` after the first ``len(index)``, oldest first (pages read newest first, stopping
-    at what the index already holds)."""
+    at what the index already holds; a history in memory sliced, so a ``ChatMessages``' are not made)."""
     wanted = source.total - len(index)
     if wanted <= 0:
         return []
+    if isinstance(source, InMemoryMessages):
+        return source.messages[len(index) :]
     found: list[Message] = []
     async with aclosing(pages_newest_first(source)) as pages:
         async for _, messages in pages:
@@ -930,7 +935,7 @@ class SessionRecall:
         # call's ""): compare what was indexed, once per list (in C; the same objects at once).
         if index.checked is held and len(held) == index.checked_length:
             return True
-        if len(held) < len(index) or list(held[: len(index)]) != index.messages:
+        if len(held) < len(index) or _listed(held[: len(index)]) != index.messages:
             return False
         index.checked, index.checked_length = held, len(held)
         return True
@@ -1192,6 +1197,11 @@ def lead_of(index: HistoryIndex, query: str, query_vector: np.ndarray | None, sp
         asked = list(islice(newest_first, RECENT_QUESTIONS))
         continuity = float(scores[asked].max()) if asked else 0.0
     return RecallLead(dense, ratio, continuity)
+
+
+def _listed(messages: Sequence[Message]) -> Sequence[Message]:
+    """``messages`` as a list, or as the view of a ``ChatMessages`` they are (compared with its own views unmade)."""
+    return messages if isinstance(messages, ChatMessages) else list(messages)
 
 
 def _calls(word: str, speaker: str) -> bool:
