@@ -52,7 +52,8 @@ async def test_a_write_waits_for_another_process_lock_while_the_loop_runs(tmp_pa
         write = asyncio.create_task(store.sessions.create({"id": "s", "profile_id": "demo-tools"}, "test"))
         await asyncio.sleep(0.3)
         assert not write.done(), "the write went through while another connection held the lock"
-        assert ticker.ticks >= 15, f"the loop ran {ticker.ticks} times in 0.3 s while the write waited"
+        # ~30 ticks on a quiet machine, 14 seen at load 10; a loop blocked by the waiting write counts 0 or 1
+        assert ticker.ticks >= 5, f"the loop ran {ticker.ticks} times in 0.3 s while the write waited"
         other.execute("COMMIT")
         await asyncio.wait_for(write, 5)
         assert (await store.sessions.get("s")).profile_id == "demo-tools"
