@@ -23,6 +23,7 @@ import logging
 import re
 import time
 from array import array
+from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
@@ -155,10 +156,12 @@ UNNAMED = {"user": -2, "assistant": -3}
 """``HistoryIndex.said_by`` of a user's or an assistant's message no tag or name gives a speaker: the party of its
 role, whom the other party may call by name ("Thanks, Kat!": ``HistoryIndex.parties_called``)."""
 CALLED_OUT = 2
-"""A word names a party when the other party calls it out at least this many times, and this many times as often
-as the party itself does (a third person both may mention is no one's name)."""
+"""A word names a party when that party answers a message calling it out at least this many times, and this many
+times as often as any other party does (a third person both may mention is no one's name)."""
 CALLS_READ = 256
 """At most this many messages holding a name (the newest) are read for it being called out."""
+ANSWER_WITHIN = 4
+"""A message calling a name out is answered by the first other party to speak within this many messages after it."""
 _GREETING = (
     r"(?:hey|hi+|hello|hiya|morning|evening|night|thanks|thank you|cheers|yo|sure|aw+|oh|ah|ok|okay|congrats|sorry"
     r"|bye|dear)"
@@ -393,14 +396,16 @@ class HistoryIndex:
         return frozenset(named | set(self.parties_called(query).values()))
 
     def parties_called(self, query: str) -> dict[str, int]:
-        """The words of ``query`` that name the party of a role no tag or name gives (``UNNAMED``), with its number: a
-        chat between two people imported as a user and an assistant still calls each by name ("Hey Kat!", "Thanks,
-        Kat."). Only the question's names are asked (``names_asked``), and not a known speaker's."""
+        """The words of ``query`` that name a party by what the others call it, with its number (``said_by``): a party
+        no tag or name gives (``UNNAMED``: a chat between two people imported as a user and an assistant still calls
+        each by name, "Hey Kat!"), or a speaker called by a name that is not the start of their own ("Sasha" for
+        Alexandra, "Seun" for Oluwaseun). Only the question's names are asked (``names_asked``), and not a known
+        speaker's."""
         found = {w: self._party_called(w) for w in names_asked(query) if terms(w) and not self._speaks(w)}
         return {w: party for w, party in found.items() if party is not None}
 
     def _party_called(self, word: str) -> int | None:
-        """The party ``word`` names: the one the other party calls out by it (``CALLED_OUT``), by its ``said_by``."""
+        """The party ``word`` names: the one that answers when it is called out (``CALLED_OUT``), by its ``said_by``."""
         key = (word, len(self.messages))
         if key not in self._called_out:
             if len(self._called_out) >= 256:  # one entry per name a question asks about: a session asks few
@@ -413,16 +418,22 @@ class HistoryIndex:
         calling = re.compile(
             rf"(?:^|[.!?,;:]\s*|\b{_GREETING}[\s,]+){re.escape(word)}\b(?=\s*(?:[,.!?…]|$|[^\x00-\u2000]))", re.I
         )
-        calls = {party: 0 for party in UNNAMED.values()}
+        answered: Counter[int] = Counter()  # per party, how often it answered a message calling the word out
         for position in np.flatnonzero(said)[-CALLS_READ:].tolist():  # the newest: a name called out is called often
-            party = self.said_by[position]
-            if party in calls and calling.search(self.messages[position].content):
-                calls[party] += 1
-        user, assistant = UNNAMED["user"], UNNAMED["assistant"]
-        if calls[user] >= CALLED_OUT * max(1, calls[assistant]):
-            return assistant  # the user calls the assistant's party by it
-        if calls[assistant] >= CALLED_OUT * max(1, calls[user]):
-            return user
+            if self.said_by[position] != -1 and calling.search(self.messages[position].content):
+                party = self._answer_to(position)
+                if party is not None:
+                    answered[party] += 1
+        (party, most), (_, next_most) = [*answered.most_common(2), (None, 0), (None, 0)][:2]
+        return party if most >= CALLED_OUT * max(1, next_most) else None
+
+    def _answer_to(self, position: int) -> int | None:
+        """The party of the first message after ``position`` that another party says (None: none within
+        ``ANSWER_WITHIN`` messages): who answers a message calling someone out is the one it calls."""
+        caller, said_by = self.said_by[position], self.said_by
+        for later in range(position + 1, min(len(said_by), position + 1 + ANSWER_WITHIN)):
+            if said_by[later] not in (-1, caller):
+                return said_by[later]
         return None
 
     def attach(self, first: int, vectors: Sequence[Sequence[Any]]) -> None:
