@@ -810,7 +810,7 @@ def nicknamed_chat(turns: int = 120) -> list[Message]:
 
 
 def test_a_name_a_speaker_answers_to_is_theirs_though_it_does_not_start_their_own():
-    """"Teddy" is Theodore's: he answers when Maya calls it out, even once the user's and the assistant's turns
+    """Theodore is "Teddy": he answers when Maya calls it out, even once the user's and the assistant's turns
     follow the chat (four parties)."""
     index = HistoryIndex()
     index.add(nicknamed_chat())
