@@ -830,6 +830,22 @@ async def test_a_question_calling_someone_by_a_nickname_ranks_their_own_news_fir
     assert recalled[0] == messages[30].content  # his move, not Maya's cousin's nor "Sure, Teddy!"
 
 
+async def test_a_question_about_someone_brings_their_messages_no_signal_ranks_last_best_in_meaning_first():
+    """Theodore tells of his new kitten, then names her in words the question does not use, nor means to the
+    embedder: below every floor, the name still comes, after every message a signal ranks; the other speaker's such
+    lines do not."""
+    messages = nicknamed_chat()
+    messages[40:40] = [Message("assistant", "We got a new kitten, a tiny animal with opinions.", name="Theodore")]
+    messages[60:60] = [Message("assistant", "Named her Pretzel in the end, suits her.", name="Theodore")]
+    ranking = await SessionRecall(CountingEmbedder()).recall(
+        Session("chat", messages=messages), "What is Teddy's new animal called?", before=200, enough_tokens=10**6
+    )
+    tail = [u for u in ranking.units if u.score < 1e-6]
+    assert 60 in [u.position for u in tail]
+    assert list(ranking.units[-len(tail) :]) == tail  # after every ranked one
+    assert {u.messages[0].name for u in tail} == {"Theodore"}
+
+
 def test_a_month_is_no_speakers_short_name():
     index = HistoryIndex()
     index.add([Message("user", "Maya: hi"), Message("user", "May: hello"), Message("user", "Mayhew: hey")])

@@ -114,6 +114,12 @@ sibling?" ranked its evidence 179th, 26 messages back: the ranking filled 5.7K /
 and 16K). A question about someone keeps its whole ranking: their own messages count double (``ABOUT_FACTOR``), a
 prior that held "How many concerts did Marisol go to?"'s three messages at 8K / 16K (docs/knowledge.md, "Faint
 evidence")."""
+OWN_TAIL = 1e-6
+"""A question about someone: their own messages below the dense floor (``Evidence.keep_z``) come after every ranked
+message, best in meaning first (scores this small stay below any ranked one's, also per token when packed), and before
+the newest older turns that fill what room is left. News told in other words ("Named her Pretzel in the end" for
+"What is Kat's new animal called?": z -0.1) is below the floor, but it is theirs: on the long varied chats, 16K held
+96.6 -> 98.0% (docs/knowledge.md, "Asked in turns, round 2"); 4K and 8K fill their room before the tail."""
 HOP_FROM = 3
 """The second hop starts from the names in this many best messages."""
 HOP_WEIGHT = 0.5
@@ -638,10 +644,17 @@ class HistoryIndex:
         best = ranking.positions[:NEIGHBOURS_OF]
         scores = with_neighbours(fused, best, short)
         scores = with_session_dates(scores, fused, best, self.dated, short)
+        own = None
         if about:  # a question about someone: what they said counts for more
-            scores[np.isin(self._said_by_array.caught_up(self.said_by)[:n], list(about))] *= ABOUT_FACTOR
+            own = np.isin(self._said_by_array.caught_up(self.said_by)[:n], list(about))
+            scores[own] *= ABOUT_FACTOR
         positions = np.flatnonzero(scores > 0)
         positions = positions[np.lexsort((-positions, -scores[positions]))]
+        if own is not None and dense is not None and floor.min_dense is not None:
+            rest = np.flatnonzero(own & (scores <= 0) & (dense > -1))  # their own messages no signal ranks
+            rest = rest[np.lexsort((-rest, -dense[rest]))]
+            tail = OWN_TAIL / (RRF_K + np.arange(1, len(rest) + 1))
+            return np.r_[positions, rest], np.r_[scores[positions], tail], ranking.method, None
         return positions, scores[positions], ranking.method, None
 
     def _abstention(
