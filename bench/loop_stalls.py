@@ -32,7 +32,6 @@ DUMP_MS = float(os.environ.get("BENCH_STALL_DUMP_MS", "0"))
 names a long C call holding the GIL (freeing a big list, a long ``sort``), where the sampler cannot take a sample."""
 
 stalls: list[tuple[float, float, collections.Counter[str]]] = []
-collections_full: list[tuple[float, float, int]] = []
 
 
 def where(frame: Any) -> str:
@@ -71,18 +70,52 @@ def watch(loop: asyncio.AbstractEventLoop, thread_id: int) -> None:
         time.sleep(PING_S)
 
 
-def on_collection(phase: str, info: dict[str, int]) -> None:
-    if info["generation"] != 2:
-        return
-    if phase == "start":
-        on_collection.began = time.perf_counter()  # type: ignore[attr-defined]
+class FullPasses:
+    """The cycle collector's full passes (generation 2): when each began (``time.monotonic``), its wall ms, its CPU
+    ms (the thread's: on a loaded machine the wall also counts waits for a core) and what it collected. A full pass
+    walks every tracked object that was not frozen, holding the GIL (and the event loop) throughout."""
+
+    def __init__(self) -> None:
+        self.passes: list[tuple[float, float, float, int]] = []
+        self._began = (0.0, 0.0)
+        gc.callbacks.append(self.on_collection)
+
+    def on_collection(self, phase: str, info: dict[str, int]) -> None:
+        if info["generation"] == 2:
+            if phase == "start":
+                self._began = (time.perf_counter(), time.thread_time())
+            else:
+                took = (time.perf_counter() - self._began[0]) * 1000
+                cpu = (time.thread_time() - self._began[1]) * 1000
+                self.passes.append((time.monotonic() - took / 1000, took, cpu, info["collected"]))
+
+    def longest(self) -> str:
+        if not self.passes:
+            return "0 full passes"
+        took, cpu = max(p[1] for p in self.passes), max(p[2] for p in self.passes)
+        return f"{len(self.passes)} full passes, the longest {took:.1f} ms wall, {cpu:.1f} ms CPU"
+
+    def take(self) -> str:
+        """The passes since the last ``take`` (how many, the longest) and the objects a pass walks now."""
+        longest, self.passes = self.longest(), []
+        tracked = sum(len(gc.get_objects(generation)) for generation in range(3))
+        return f"GC: {tracked:,} objects tracked ({gc.get_freeze_count():,} frozen), {longest}"
+
+
+def freeze_as_served() -> None:
+    """Freeze what `tda serve` freezes once started (with tda/collector.py's ``LOADED``, again when the background
+    work is done after requests loaded modules: an app that skips the LLM warm-up loads litellm on its first turn)."""
+    try:
+        from tda.collector import LOADED
+    except ImportError:  # before LOADED: the start-up freeze alone
+        gc.collect()
+        gc.freeze()
     else:
-        took = (time.perf_counter() - on_collection.began) * 1000  # type: ignore[attr-defined]
-        collections_full.append((time.monotonic() - took / 1000, took, info["collected"]))
+        LOADED.freeze()
 
 
-def report() -> None:
-    for at, took, collected in collections_full:
+def report(full: FullPasses) -> None:
+    for at, took, _, collected in full.passes:
         print(f"gc-full {took:.1f} ms at {at:.3f}: {collected} collected", flush=True)
     for at, waited, seen in stalls:
         top = "; ".join(f"{n}x {w}" for w, n in seen.most_common(3))
@@ -105,8 +138,7 @@ def main() -> int:
         run(watched())
 
     server_cli.run_event_loop = run_watched
-    gc.callbacks.append(on_collection)
-    atexit.register(report)
+    atexit.register(report, FullPasses())
     return tda_main(sys.argv[1:])
 
 

@@ -8,10 +8,11 @@ traced; from turn BENCH_MEM_TRACE_FROM on, if set), the Python allocations that 
 file:line (BENCH_MEM_TOP lines, default 12). Reported: RSS at each mark and its growth per 1,000 turns from the first
 mark on (the caches warm by then), with the turn's window (``tokens_in``: what the model was sent) and the process's
 CPU ms a turn since the previous mark (the service's and the bench's client, in one process). BENCH_MEM_EMBEDDER: the
-embedder (default minilm-int8, tda's default; ``hashing`` is faster but 512 dimensions). BENCH_MEM_CONTEXT_LIMIT: the
-profile's context limit (default none: gpt-4.1's 1,047,576 tokens, which this bench's short turns fill only past turn
-~14,000, so every turn's window holds the whole history and its cost grows with it; 16000 as long_session_bench.py:
-a full window from turn ~200 on).
+embedder (default minilm-int8, tda's default; ``hashing`` is faster but 512 dimensions). BENCH_MEM_CENSUS=1: at
+each mark, the bytes each of the service's structures holds and its growth a turn since the last mark.
+BENCH_MEM_CONTEXT_LIMIT: the profile's context limit (default none: gpt-4.1's 1,047,576 tokens, which this bench's
+short turns fill only past turn ~14,000, so every turn's window holds the whole history and its cost grows with it;
+16000 as long_session_bench.py: a full window from turn ~200 on).
 
 Run: ``PYTHONPATH=. python bench/native_memory_bench.py`` (a temporary data directory; nothing is kept).
 """
@@ -37,6 +38,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.loop_stalls import FullPasses, freeze_as_served  # noqa: E402
 from tests.agent_session import question  # noqa: E402
 from tests.gateway.servers import admin_token, server_env, start_fake_upstream, stop  # noqa: E402
 
@@ -51,6 +53,8 @@ TRACE_FROM = int(os.environ.get("BENCH_MEM_TRACE_FROM", "0"))
 untraced speed until then (tracing slows a turn ~3x)."""
 TOP = int(os.environ.get("BENCH_MEM_TOP", "12"))
 CONTEXT_LIMIT = int(os.environ.get("BENCH_MEM_CONTEXT_LIMIT", "0")) or None
+CENSUS = os.environ.get("BENCH_MEM_CENSUS") == "1"
+"""At each mark, the bytes each of the service's structures holds (``census``), and their growth per 1,000 turns."""
 
 
 def rss_mib() -> float:
@@ -121,6 +125,76 @@ def breakdown() -> str:
     )
 
 
+def pinned() -> str:
+    """What the freezes hold that is garbage by now (in cycles: nothing frees it while frozen), counted by thawing
+    everything and collecting, at the end of the run."""
+    gc.collect()
+    frozen = gc.get_freeze_count()
+    gc.unfreeze()
+    return f"frozen {frozen:,} objects, of which garbage (in cycles) at the end: {gc.collect():,}"
+
+
+def deep_bytes(root: Any, seen: set[int]) -> int:
+    """What ``root`` holds: every object reachable from it but those in ``seen`` (which grows), a numpy view's base
+    too; modules, classes and functions are not followed (shared code, not data)."""
+    import types
+
+    import numpy as np
+
+    skipped = (types.ModuleType, type, types.FunctionType, types.BuiltinFunctionType, types.MethodType, types.CodeType)
+    total, stack = 0, [root]
+    while stack:
+        obj = stack.pop()
+        if id(obj) in seen or isinstance(obj, skipped):
+            continue
+        seen.add(id(obj))
+        total += sys.getsizeof(obj)
+        if isinstance(obj, np.ndarray):
+            if obj.base is not None:
+                stack.append(obj.base)
+            continue
+        stack.extend(gc.get_referents(obj))
+    return total
+
+
+def census(svc: Any) -> dict[str, int]:
+    """Bytes held per structure of the service: the session's recall index, the turn index, the history cache, the
+    cases, turn recall's shared vectors, the token counters, each module's attributes (its caches, turn recall's
+    indexes), the service's and the providers' other attributes; an object several reach (a message in the recall
+    index and the history cache) counted once, in the first."""
+    from components.context_window import token_estimator
+    from components.context_window.recall.turns import TurnRecall
+
+    roots: list[tuple[str, Any]] = [
+        ("recall's session indexes", svc.sources.history_recall),
+        ("turn index", svc.sources.turn_index),
+        ("history cache", svc.history),
+        ("cases", svc.knowledge),
+        ("turn recall's shared vectors", TurnRecall._shared_vectors),
+        ("token counters", token_estimator._estimators),
+    ]
+    roots += [
+        (f"{m}.{name}", value) for m, module in svc.registry.modules.items() for name, value in vars(module).items()
+    ]
+    roots += [(f"svc.{name}", value) for name, value in vars(svc).items()]
+    roots += [(f"sources.{name}", value) for name, value in vars(svc.sources).items()]
+    roots = list({id(value): (name, value) for name, value in reversed(roots)}.values())[::-1]  # by first name
+    seen = {id(svc), *(id(value) for _, value in roots)}  # another structure one reaches (its store) is not its own
+    held = {}
+    for name, value in roots:
+        seen.discard(id(value))
+        held[name] = deep_bytes(value, seen)
+    return held
+
+
+def census_lines(now: dict[str, int], before: dict[str, int], turns: int) -> list[str]:
+    rows = sorted(now, key=lambda name: now[name] - before.get(name, 0), reverse=True)
+    return [
+        f"    {name}: {now[name] / 2**20:.2f} MiB, {(now[name] - before.get(name, 0)) / turns:+.0f} bytes a turn"
+        for name in rows[:TOP]
+    ]
+
+
 def grown(before: tracemalloc.Snapshot, after: tracemalloc.Snapshot) -> list[str]:
     """The TOP lines whose live allocations grew most between two snapshots."""
     stats = after.compare_to(before, "traceback" if FRAMES > 1 else "lineno")
@@ -147,6 +221,9 @@ async def record(settings: Any, token: str) -> list[tuple[int, float, float]]:
         assert r.status_code == 201, await r.get_data()
         r = await client.post("/v1/sessions", json={"id": "native-long", "profile_id": "agent"}, headers=headers)
         assert r.status_code == 201, await r.get_data()
+        freeze_as_served()
+        passes = FullPasses()
+        svc, held = app.extensions["tda"], {}
         snapshot = None
         started, cpu = time.perf_counter(), time.process_time()
         for turn in range(1, TURNS + 1):
@@ -156,20 +233,28 @@ async def record(settings: Any, token: str) -> list[tuple[int, float, float]]:
                 tracemalloc.start(FRAMES)
             if turn % EVERY == 0:
                 await asyncio.sleep(0.5)  # the turn's indexing, in the background, ends
+                collector = passes.take()
                 gc.collect()
+                passes.passes.clear()  # the bench's own pass
                 marks.append((turn, rss_mib(), time.perf_counter() - started))
                 window = (await r.get_json())["tokens_in"]
                 cpu, cpu_ms = time.process_time(), (time.process_time() - cpu) * 1000 / EVERY
                 print(
                     f"turn {turn}: RSS {marks[-1][1]:.1f} MiB, {marks[-1][2]:.0f} s, window {window:,} tokens, CPU "
-                    f"{cpu_ms:.0f} ms a turn; {breakdown()}",
+                    f"{cpu_ms:.0f} ms a turn; {breakdown()}; {collector}",
                     flush=True,
                 )
+                if CENSUS:
+                    now = census(svc)
+                    if held:
+                        print("\n".join(census_lines(now, held, EVERY)), flush=True)
+                    held = now
                 if tracemalloc.is_tracing():
                     now = tracemalloc.take_snapshot().filter_traces([tracemalloc.Filter(False, tracemalloc.__file__)])
                     if snapshot is not None:
                         print("\n".join(grown(snapshot, now)), flush=True)
                     snapshot = now
+        print(pinned(), flush=True)
     return marks
 
 

@@ -9,7 +9,7 @@ import os
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from sqlalchemy import CursorResult, Result, event, text
 from sqlalchemy.engine import make_url
@@ -51,6 +51,7 @@ pool, so lock holders never wait for connections that other lock holders hold. W
 uses at most 52 connections: PostgreSQL's max_connections must be at least 52 x replicas (+ a few)."""
 DISK_FULL_HOLD_S = 60.0
 """How long a write that failed for want of space keeps /readyz at 503 when no write succeeds meanwhile."""
+_Closable = TypeVar("_Closable", AsyncSession, AsyncConnection)
 LOCK_NAMESPACE = 0x7464  # 'td': the first key of two-key advisory locks, so tda's locks collide with nobody else's
 
 
@@ -95,13 +96,13 @@ class Database:
 
     @contextlib.asynccontextmanager
     async def read(self) -> AsyncIterator[AsyncSession]:
-        async with self.sessions() as session:
+        async with self._closing(self.sessions()) as session:
             yield session
 
     @contextlib.asynccontextmanager
     async def read_rows(self) -> AsyncIterator[AsyncConnection]:
         """``read`` for Core statements only: a connection without an ORM session."""
-        async with self.engine.connect() as connection:
+        async with self._closing(self.engine.connect()) as connection:
             yield connection
 
     @contextlib.asynccontextmanager
@@ -110,15 +111,33 @@ class Database:
 
         A constraint violation here means another writer got there first (the checks before it passed):
         on PostgreSQL, without the SQLite lock, two creates of one id race. Answered as a conflict."""
-        async with self._writing(), self.sessions() as session, session.begin():
+        async with self._writing(), self._closing(self.sessions()) as session, session.begin():
             yield session
 
     @contextlib.asynccontextmanager
     async def write_rows(self) -> AsyncIterator[AsyncConnection]:
         """``write`` for Core statements only: a connection without an ORM session, whose setup and commit
         cost about 1 ms a transaction (what a turn's own writes take, inserts included)."""
-        async with self._writing(), self.engine.begin() as connection:
+        async with self._writing(), self._closing(self.engine.connect()) as connection, connection.begin():
             yield connection
+
+    # SQLAlchemy's context managers close a session or a connection in a task of their own, shielded from the
+    # caller's cancellation, so that a close that waits for its driver is never abandoned halfway. An inline SQLite
+    # close never waits (tda/inline_sqlite.py: its rollback and the pool's return run through), so no cancellation
+    # can land in it: it is closed here directly, without the task and the loop pass it costs (~30 us each, five to
+    # seven times a session's chat call). PostgreSQL's close waits for the server: SQLAlchemy's way.
+
+    @contextlib.asynccontextmanager
+    async def _closing(self, resource: _Closable) -> AsyncIterator[_Closable]:
+        if not self.is_sqlite:
+            async with resource as opened:
+                yield opened
+            return
+        opened = await resource.__aenter__()  # a connection starts here (a session has nothing to start)
+        try:
+            yield opened
+        finally:
+            await opened.close()
 
     @contextlib.asynccontextmanager
     async def _writing(self) -> AsyncIterator[None]:

@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from itertools import accumulate
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from components.context_window.base import AssemblyContext, InMemoryMessages, Message, ToolSchema, thaw
 from components.context_window.session_cache import BoundedCache
@@ -90,7 +90,7 @@ async def complete(
         conversation = await with_digests(conversation, _stateless_key(profile, conversation), tokens)
         return await _run(svc, _Client(call, conversation, profile, None, None))
     async with svc.session_lock(session.id):  # one call at a time per session: turn numbers stay dense
-        conversation = await with_digests(conversation, session.id, tokens)
+        conversation = await with_digests(conversation, _session_key(session), tokens)
         place = await _place(svc, session.id, conversation, again=not call.new_turn)
         return await _run(svc, _Client(call, conversation, profile, session, place))
 
@@ -166,7 +166,7 @@ async def _run(svc: TDAService, route: _Client) -> dict[str, Any]:
     )
     ran = await run(svc, route, ask)
     if route.session is not None:
-        remember(route.session.id, route.conversation, ran.answered.snapshot_id)
+        remember(_session_key(route.session), route.conversation, ran.answered.snapshot_id)
     else:
         call_done(ran.answered.ctx)
     done, assembled = ran.answered.done, ran.answered.assembled
@@ -361,27 +361,56 @@ def _inputs(call: ClientCall, conversation: Conversation, place: _Place) -> dict
 
 
 def _chat_inputs(conversation: Conversation) -> dict[str, Any]:
-    """How the snapshot keeps the conversation. A session's call repeats the conversation its previous call's
+    """How the snapshot keeps the conversation. A session's call repeats the conversation an earlier call's
     snapshot kept and adds a few messages: the snapshot names that one and keeps what is new (``chat_from``,
-    ``chat_tail``; the store puts the conversation back together when it reads the snapshot), with a whole copy
-    every ``WHOLE_COPY_EVERY`` snapshots. A whole copy in every snapshot made a call's cost grow with its session."""
-    chat, digests = conversation.chat, conversation.digests
+    ``chat_tail``; the store puts the conversation back together when it reads the snapshot). Which one it names is
+    ``_chat_link``'s: a whole copy now and then made a call's cost grow with its session."""
+    chat = conversation.chat
     if len(chat) > REPLAY_KEEPS:
         return {"chat": None}
-    if digests is None or digests.base is None or not _chat_depth(conversation):
+    link = _chat_link(conversation)
+    if link is None:
         return {"chat": [m.to_chat() for m in chat]}
-    tail = [m.to_chat() for m in chat[digests.repeated :]]
-    return {"chat_from": {"snapshot_id": digests.base[0], "keep": digests.repeated}, "chat_tail": tail}
+    tail = [m.to_chat() for m in chat[link.held :]]
+    return {"chat_from": {"snapshot_id": link.snapshot_id, "keep": link.held}, "chat_tail": tail}
 
 
-def _chat_depth(conversation: Conversation) -> int:
-    """How many snapshots back the whole copy of the conversation its snapshot keeps is (0: that snapshot)."""
-    base = conversation.digests.base if conversation.digests is not None else None
-    return 0 if base is None or base[1] + 1 >= WHOLE_COPY_EVERY else base[1] + 1
+class Kept(NamedTuple):
+    """A snapshot that kept a session's conversation (``Digests.kept``)."""
+
+    snapshot_id: int
+    held: int
+    """How many messages that conversation had."""
+    number: int
+    """Its place among the session's snapshots since the last whole copy (0: the whole copy)."""
 
 
-WHOLE_COPY_EVERY = 16
-"""A session's snapshots keep its conversation whole once in this many (the others name the one before them)."""
+def _chat_link(conversation: Conversation) -> Kept | None:
+    """The snapshot this call's snapshot names (None: it keeps the conversation whole). Numbered as a Fenwick tree
+    numbers its nodes: snapshot n names snapshot n - lowbit(n), so it keeps the messages of its lowbit(n) last calls
+    (log2 of the calls' on average), and the conversation is put back together from at most log2(n) + 1 snapshots.
+    A whole copy every few snapshots cost O(session) every few calls."""
+    digests = conversation.digests
+    if digests is None or not digests.base:
+        return None
+    number = digests.base[-1].number + 1
+    wanted = number - (number & -number)
+    return next((k for k in digests.base if k.number == wanted), None)
+
+
+def _chat_kept(conversation: Conversation, snapshot_id: int) -> tuple[Kept, ...]:
+    """What the next call's snapshot may name once this call's is ``snapshot_id``: the snapshots on its Fenwick path
+    (n, n - lowbit(n), ..., 0), each holding a beginning of this conversation."""
+    link = _chat_link(conversation)
+    base = conversation.digests.base if conversation.digests is not None and link is not None else ()
+    number = base[-1].number + 1 if link is not None else 0
+    path, n = {number}, number
+    while n:
+        n -= n & -n
+        path.add(n)
+    return (*(k for k in base if k.number in path), Kept(snapshot_id, len(conversation.chat), number))
+
+
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 """The creation time of a stateless call's passing session (it has none; the case scope needs one)."""
 REPLAY_KEEPS = 1_000
@@ -582,9 +611,10 @@ class Digests:
     """``states[j]``: the digest state after the first ``j * CHECKPOINT`` messages (sha256 objects, never updated)."""
     repeated: int = 0
     """How many of the first messages repeat the conversation these digests went on from."""
-    base: tuple[int, int] | None = None
-    """The snapshot that kept that conversation, and how many snapshots back its whole copy is (None: unknown)."""
-    kept: tuple[int, int] | None = None
+    base: tuple[Kept, ...] = ()
+    """The snapshots that kept beginnings of that conversation which these messages repeat, oldest first, the last
+    that conversation's own (``_chat_link``); none: unknown, or it is not repeated whole."""
+    kept: tuple[Kept, ...] = ()
     """The same of these messages, once a snapshot has kept them (``remember``)."""
     received: tuple[Message, ...] = ()
     """``messages`` as the call handed them, when ``messages`` are copies (carrying token counts): the next call's
@@ -662,7 +692,7 @@ def digested(messages: Sequence[Message], seen: Digests | None = None) -> Digest
         if n % CHECKPOINT == 0:
             states.append(h.copy())
     kept = (*seen.messages[:same], *messages[same:]) if seen else tuple(messages)
-    base = seen.kept if seen is not None and same else None
+    base = tuple(k for k in seen.kept if k.held <= same) if seen is not None else ()  # beginnings it repeats
     known: dict[tuple[Any, ...], bytes] = {}
     start = 0
     if seen is not None and same and len(seen.known) <= 2 * len(kept):  # carried over, not grown past twice its use
@@ -711,14 +741,21 @@ def _token_sums(messages: Sequence[Message], tokens: TokenEstimator, carried: tu
     return (*start[:-1], *accumulate(counts, initial=start[-1]))
 
 
-def remember(session_id: str, conversation: Conversation, snapshot_id: int | None) -> None:
-    """The snapshot that kept the session's conversation: the session's next call's snapshot names it."""
+def remember(key: str, conversation: Conversation, snapshot_id: int | None) -> None:
+    """The snapshot that kept the session's conversation (``key``: ``_session_key``): the session's next call's
+    snapshot names it."""
     digests = conversation.digests
-    if snapshot_id is None or digests is None or _seen.get(session_id) is not digests:
+    if snapshot_id is None or digests is None or _seen.get(key) is not digests:
         return
     if len(conversation.chat) > REPLAY_KEEPS:  # that snapshot kept none of it
         return
-    _seen.put(session_id, dataclasses.replace(digests, kept=(snapshot_id, _chat_depth(conversation))))
+    _seen.put(key, dataclasses.replace(digests, kept=_chat_kept(conversation, snapshot_id)))
+
+
+def _session_key(session: SessionRow) -> str:
+    """Where a session's digests are kept: its id and when it was made. A session deleted and made again under its
+    id is another: its snapshots never name the deleted one's, which went with it."""
+    return f"session\x00{session.id}\x00{session.created_at.isoformat()}"
 
 
 def _stateless_key(profile: ProfileRow, conversation: Conversation) -> str:

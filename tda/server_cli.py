@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
 import importlib
 import os
 import signal
@@ -16,6 +15,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from .collector import LOADED
 from .config import Settings
 from .memory import tune_malloc
 from .redact import redact_url, redact_urls
@@ -307,9 +307,9 @@ async def serve(settings: Settings, ready: Callable[[], Any] | None = None, reus
         @app.before_serving
         async def announce() -> None:
             # Start-up objects (litellm, tiktoken tables, ORM metadata) live forever: freezing them keeps full
-            # GC passes short, which would otherwise pause every open stream for tens of milliseconds.
-            gc.collect()
-            gc.freeze()
+            # GC passes short, which would otherwise pause every open stream for tens of milliseconds; so do
+            # the modules later requests load (frozen once the background work is done: tda/collector.py).
+            LOADED.freeze()
             print(f"tda ready on http://{settings.host}:{settings.port}/ (API docs at /docs)", flush=True)
             if ready is not None:
                 ready()

@@ -23,6 +23,7 @@ from .builtins import module_registry
 from .cache_ttl import CacheTTL
 from .calibration import Calibrations
 from .clients import FailedAuthLimit
+from .collector import LOADED
 from .config import Settings
 from .db import upgrade_async
 from .errors import Invalid, field_errors
@@ -75,7 +76,8 @@ class TDAService:
         """For previews and replays: they must not change what the live handler remembers of a session."""
         self._session_locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
         self.bus = create_bus(settings.bus_url)
-        self.writer = BackgroundWriter(idle=FreedMemory().idle)
+        self._freed = FreedMemory()
+        self.writer = BackgroundWriter(idle=self._background_done)
         self.experiments = Jobs()
         """The experiments this process runs (tda/experiments.py)."""
         self.failed_auth = FailedAuthLimit(settings.auth_failures_per_minute)
@@ -116,6 +118,12 @@ class TDAService:
         self.heartbeat_s = heartbeat_s
         self.traces_out = _traces_out(settings)
         self._heartbeats: asyncio.Task[None] | None = None
+
+    def _background_done(self) -> None:
+        """The background work is done: modules loaded since are frozen (`tda serve`: tda/collector.py), after
+        which freed heap pages go back."""
+        LOADED.idle()
+        self._freed.idle()
 
     def init_app(self, app: Quart) -> None:
         app.extensions["tda"] = self

@@ -818,6 +818,60 @@ def test_a_name_both_parties_mention_names_neither():
     assert named.parties_called("What did Theo say?") == {}  # a speaker: named by the tags
 
 
+def nicknamed_chat(turns: int = 120) -> list[Message]:
+    """Maya and Theodore, named only in each message's ``name``: Maya calls him Teddy, which does not start his name.
+    Theodore tells of his move, Maya of her cousin's (more of the question's words), then a user asks an assistant
+    about the chat, turn after turn (two more parties, neither named)."""
+    lines = []
+    for t in range(turns):
+        lines.append(Message("user", f"Sure, Teddy! Haha, see you on day {t}.", name="Maya"))
+        lines.append(Message("assistant", f"Sounds good, Maya. The weather on day {t} was grey.", name="Theodore"))
+    lines[30:30] = [
+        Message("assistant", "Big news, we moved to a flat in Leeds last week, boxes everywhere.", name="Theodore"),
+        Message("user", "My cousin moved to a flat in Leeds and moved again to York, boxes everywhere.", name="Maya"),
+    ]
+    for question in ("What did Teddy say about the weather?", "When did Maya see Teddy?"):
+        lines += [Message("user", question), Message("assistant", "They met on day 3; it was grey.")]
+    return lines
+
+
+def test_a_name_a_speaker_answers_to_is_theirs_though_it_does_not_start_their_own():
+    """Theodore is "Teddy": he answers when Maya calls it out, even once the user's and the assistant's turns
+    follow the chat (four parties)."""
+    index = HistoryIndex()
+    index.add(nicknamed_chat())
+    theodore = index.said_by[1]
+    assert index.asked_about("Where has Teddy moved to?") == {theodore}
+    assert "Teddy" not in index.focus("Where has Teddy moved to?")  # half the lines say it: not searched by
+    assert index.asked_about("Where has Maya moved to?") == {index.said_by[0]}
+
+
+@pytest.mark.parametrize("embedder", [None, HistoryEmbedder()], ids=["words", "words+vectors"])
+async def test_a_question_calling_someone_by_a_nickname_ranks_their_own_news_first(embedder):
+    messages = nicknamed_chat()
+    ranking = await SessionRecall(embedder).recall(
+        Session("chat", messages=messages), "Where has Teddy moved to?", before=len(messages) - 4, enough_tokens=400
+    )
+    recalled = [m.content for u in ranking.units for m in u.messages]
+    assert recalled[0] == messages[30].content  # his move, not Maya's cousin's nor "Sure, Teddy!"
+
+
+async def test_a_question_about_someone_brings_their_messages_no_signal_ranks_last_best_in_meaning_first():
+    """Theodore tells of his new kitten, then names her in words the question does not use, nor means to the
+    embedder: below every floor, the name still comes, after every message a signal ranks; the other speaker's such
+    lines do not."""
+    messages = nicknamed_chat()
+    messages[40:40] = [Message("assistant", "We got a new kitten, a tiny animal with opinions.", name="Theodore")]
+    messages[60:60] = [Message("assistant", "Named her Pretzel in the end, suits her.", name="Theodore")]
+    ranking = await SessionRecall(CountingEmbedder()).recall(
+        Session("chat", messages=messages), "What is Teddy's new animal called?", before=200, enough_tokens=10**6
+    )
+    tail = [u for u in ranking.units if u.score < 1e-6]
+    assert 60 in [u.position for u in tail]
+    assert list(ranking.units[-len(tail) :]) == tail  # after every ranked one
+    assert {u.messages[0].name for u in tail} == {"Theodore"}
+
+
 def test_a_month_is_no_speakers_short_name():
     index = HistoryIndex()
     index.add([Message("user", "Maya: hi"), Message("user", "May: hello"), Message("user", "Mayhew: hey")])

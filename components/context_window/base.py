@@ -9,13 +9,26 @@ from __future__ import annotations
 import itertools
 import json
 import marshal
+import operator
 from abc import ABC, abstractmethod
-from collections.abc import AsyncGenerator, Callable, Coroutine, Hashable, Iterable, Mapping, MutableSequence, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    Callable,
+    Coroutine,
+    Hashable,
+    Iterable,
+    Iterator,
+    Mapping,
+    MutableSequence,
+    Sequence,
+)
 from contextlib import aclosing
 from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
+from itertools import repeat
+from operator import attrgetter, itemgetter
 from types import MappingProxyType
-from typing import Any, ClassVar, Literal, Protocol, TypeVar, runtime_checkable
+from typing import Any, ClassVar, Literal, Protocol, TypeGuard, TypeVar, cast, overload, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -232,6 +245,147 @@ def text_of_parts(parts: Sequence[Mapping[str, Any]]) -> str:
 
 _MESSAGE_SETTERS = tuple(Message.__dict__[f.name].__set__ for f in fields(Message))
 """Each field's slot setter, in field order (they bypass the frozen ``__setattr__``, as dataclasses' own init does)."""
+_DEFAULTS = {f.name: f.default for f in fields(Message)}
+
+
+class ChatMessages(Sequence[Message]):
+    """OpenAI chat messages read as ``Message``s (``Message.from_chat``), each plain one (a role and text alone: most of
+    a long conversation) made when first read. A library user's 10,000-message conversation met cold has its newest
+    few hundred read by the window's walk and its others' fields read by recall's index (``column``): making them all
+    was ~10 ms of the call's ~60 ms of CPU, and ~2 ms more of the garbage collector's. A slice (step 1) is a view of
+    the same messages: a message made through one is the same object through all (two threads reading one first at
+    once may each make one: equal messages, another object for identity's caches). The chats are kept, not copied
+    (give copies that nobody changes); those that are not plain are made, and so checked, at once, and a plain one's
+    role is checked at once too: a conversation holding a message tda cannot read fails when given, as a list would."""
+
+    __slots__ = ("_items", "_start", "_stop")
+
+    def __init__(self, chats: Sequence[Mapping[str, Any]] = ()) -> None:
+        self._items: list[Message | dict[str, Any]] = []
+        self._start = self._stop = 0
+        self.extend(chats)
+
+    def extend(self, chats: Sequence[Mapping[str, Any]]) -> None:
+        """Append ``chats`` (views taken before keep their messages)."""
+        if self._stop != len(self._items):
+            raise ValueError("only a ChatMessages holding all its messages grows, not a view of part of them")
+        self._items += _kept(chats)
+        self._stop = len(self._items)
+
+    def __len__(self) -> int:
+        return self._stop - self._start
+
+    @overload
+    def __getitem__(self, at: int) -> Message: ...
+
+    @overload
+    def __getitem__(self, at: slice) -> Sequence[Message]: ...
+
+    def __getitem__(self, at: int | slice) -> Message | Sequence[Message]:
+        if isinstance(at, slice):
+            start, stop, step = at.indices(len(self))
+            if step != 1:
+                return [self[i] for i in range(start, stop, step)]
+            return self._view(self._start + start, self._start + max(start, stop))
+        position = operator.index(at)
+        if position < 0:
+            position += len(self)
+        if not 0 <= position < len(self):
+            raise IndexError("ChatMessages index out of range")
+        item = self._items[self._start + position]
+        if type(item) is dict:
+            item = self._items[self._start + position] = Message(item["role"], item["content"])
+        return item  # type: ignore[return-value]  # made above when a chat
+
+    def _view(self, start: int, stop: int) -> ChatMessages:
+        """The messages from ``start`` to ``stop`` of those this one views."""
+        view = ChatMessages.__new__(ChatMessages)
+        view._items, view._start, view._stop = self._items, start, stop
+        return view
+
+    @property
+    def _view_of(self) -> tuple[int, int]:
+        return self._start, self._stop
+
+    def __iter__(self) -> Iterator[Message]:
+        return map(self.__getitem__, range(len(self)))  # each made as it is reached (a reader may stop early)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ChatMessages) and other._items is self._items and other._view_of == self._view_of:
+            return True  # the same messages (as a list compares its items by identity first): none made to compare
+        if not isinstance(other, Sequence) or isinstance(other, str | bytes):
+            return NotImplemented
+        return len(self) == len(other) and self._made() == list(other)  # a list's equality: identity first
+
+    __hash__ = None  # type: ignore[assignment]  # compared by its messages, and not immutable (``extend``)
+
+    def column(self, name: str) -> list[Any]:
+        """Each message's field ``name``, making none: a plain one's role and content read from its chat, its other
+        fields their defaults."""
+        items = self._items[self._start : self._stop]
+        kinds = set(map(type, items))
+        if dict not in kinds:
+            return list(map(attrgetter(name), items))
+        if name in ("role", "content"):
+            if len(kinds) == 1:
+                return list(map(itemgetter(name), items))  # type: ignore[arg-type]  # all chats
+            return [m[name] if type(m) is dict else getattr(m, name) for m in items]
+        default = _DEFAULTS[name]
+        if len(kinds) == 1:
+            return [default] * len(items)
+        return [default if type(m) is dict else getattr(m, name) for m in items]
+
+    def _made(self) -> list[Message]:
+        """The view's messages, each made."""
+        items = self._items
+        for position in range(self._start, self._stop):
+            item = items[position]
+            if type(item) is dict:
+                items[position] = Message(item["role"], item["content"])
+        return items[self._start : self._stop]  # type: ignore[return-value]  # all made
+
+
+def _kept(chats: Sequence[Mapping[str, Any]]) -> list[Message | dict[str, Any]]:
+    """``chats`` as ``ChatMessages`` holds them: a plain one (a ``dict`` of a valid role and text alone) as it is, any
+    other made. Each test is read in C (a long conversation is plain but for a few tool calls and results)."""
+    if set(map(type, chats)) != {dict}:
+        return [chat if _plain(chat) else Message.from_chat(chat) for chat in chats]
+    dicts = cast(list[dict[str, Any]], list(chats))
+    found: tuple[tuple[list[Any], Any], ...] = (  # per message, with what a plain one has
+        (list(map(len, dicts)), 2),  # a role and text alone
+        (list(map(type, map(dict.get, dicts, repeat("content")))), str),  # text (not parts, nor None)
+        (list(map(ROLES.__contains__, map(dict.get, dicts, repeat("role")))), True),  # a role tda reads
+    )
+    odd = {
+        at for values, plain in found if values.count(plain) != len(dicts) for at, v in enumerate(values) if v != plain
+    }
+    kept: list[Message | dict[str, Any]] = list(dicts)
+    for position in sorted(odd):  # in order: the first that cannot be read raises, as when all were made
+        kept[position] = Message.from_chat(dicts[position])
+    return kept
+
+
+def _plain(chat: Mapping[str, Any]) -> TypeGuard[dict[str, Any]]:
+    return type(chat) is dict and len(chat) == 2 and type(chat.get("content")) is str and chat.get("role") in ROLES
+
+
+def column(messages: Sequence[Message], name: str) -> list[Any]:
+    """Each of ``messages``' field ``name`` (of ``ChatMessages``, making none)."""
+    return messages.column(name) if isinstance(messages, ChatMessages) else list(map(attrgetter(name), messages))
+
+
+def followed_by(held: Sequence[Message], more: Sequence[Message]) -> Sequence[Message]:
+    """``held`` then ``more``: one view when ``more`` is the ``ChatMessages`` going on where ``held`` ends (nothing made
+    nor copied), else a list (``held`` itself, extended, when it is one)."""
+    if isinstance(more, ChatMessages):
+        if not held:
+            return more
+        if isinstance(held, ChatMessages) and held._items is more._items and held._stop == more._start:
+            return held._view(held._start, more._stop)
+    if isinstance(held, list):
+        held += more
+        return held
+    return [*held, *more]
 
 
 @dataclass(frozen=True, eq=False)

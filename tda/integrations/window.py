@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 from components.context_window.base import (
     AssemblyContext,
+    ChatMessages,
     Document,
     KnowledgeRetriever,
     Message,
@@ -101,9 +102,11 @@ class Window:
     """How long one module may take."""
     last: AssembledContext | None = field(default=None, init=False)
     """The newest assembly (its ``snapshot`` says what each module got and used)."""
-    _read: tuple[list[dict[str, Any]], list[Message]] = field(default=([], []), init=False, repr=False)
-    """The last conversation as received (shallow copies) and as converted: an agent sends the same conversation
-    grown by a step or a turn, whose start is not converted again (10,000 messages took ~15 ms)."""
+    _read: tuple[list[dict[str, Any]], ChatMessages] = field(
+        default_factory=lambda: ([], ChatMessages()), init=False, repr=False
+    )
+    """The last conversation as received (shallow copies) and as the component reads it: an agent sends the same
+    conversation grown by a step or a turn, whose start is not read again (10,000 messages made took ~15 ms)."""
 
     def __post_init__(self) -> None:
         from ..config import offline_library_defaults  # litellm's cost map and tiktoken's files as shipped
@@ -118,16 +121,18 @@ class Window:
             self.window_type = shipped[self.window_type]
         self._handler = ContextWindowHandler(self.registry, timeout_s=self.timeout_s)
 
-    def _converted(self, messages: Sequence[Mapping[str, Any]]) -> list[Message]:
-        """``messages`` as the component's, the start the last call sent (equal, compared in C) not converted again:
-        the same ``Message`` objects, so what is cached by them (recall's index) holds too."""
+    def _converted(self, messages: Sequence[Mapping[str, Any]]) -> ChatMessages:
+        """``messages`` as the component's (each made when first read), the start the last call sent (equal, compared
+        in C) not read again: the same ``Message`` objects, so what is cached by them (recall's index) holds too."""
         seen, converted = self._read
         held = len(seen)
         if len(messages) >= held and list(messages[:held]) == seen:
-            new = [Message.from_chat(m) for m in messages[held:]]
-            self._read = (seen + list(map(dict, messages[held:])), converted + new)
+            new = list(map(dict, messages[held:]))
+            converted.extend(new)
+            self._read = (seen + new, converted)
         else:
-            self._read = (list(map(dict, messages)), [Message.from_chat(m) for m in messages])  # map: copies in C
+            copies = list(map(dict, messages))  # map: copies in C
+            self._read = (copies, ChatMessages(copies))
         return self._read[1]
 
     async def assemble(

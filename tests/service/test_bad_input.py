@@ -329,23 +329,6 @@ async def test_a_long_chat_request_leaves_the_event_loop_to_the_others(client: A
     assert len(waits) >= 3, (took, sorted(waits)[-5:])  # answered while it ran: how fast is the bench's to say
 
 
-def test_cycle_collection_pauses_while_big_requests_run_and_never_for_long() -> None:
-    from tda.collector import CollectorPause
-
-    assert gc.isenabled()
-    pause = CollectorPause(max_pause_s=3600)
-    with pause.held():
-        assert not gc.isenabled()
-        with pause.held():  # two big requests at once: on until the last ends
-            assert not gc.isenabled()
-        assert not gc.isenabled()
-    assert gc.isenabled()
-    brief = CollectorPause(max_pause_s=-1)  # over its limit at once: a stream of big requests gets collection back
-    with brief.held(), brief.held():
-        assert gc.isenabled()
-    assert gc.isenabled()
-
-
 async def test_a_long_anthropic_request_is_read_in_slices_and_errors_name_their_place(
     client: Any, admin: dict[str, str]
 ) -> None:

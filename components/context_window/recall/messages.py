@@ -23,17 +23,19 @@ import logging
 import re
 import time
 from array import array
+from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from itertools import islice, repeat
-from operator import attrgetter
+from operator import contains
 from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
 from ..background import Background
 from ..base import (
+    ChatMessages,
     Embedder,
     InMemoryMessages,
     Message,
@@ -42,6 +44,8 @@ from ..base import (
     RecallLead,
     RecallRanking,
     Session,
+    column,
+    followed_by,
     pages_newest_first,
 )
 from ..isolation import describe_error
@@ -113,6 +117,12 @@ sibling?" ranked its evidence 179th, 26 messages back: the ranking filled 5.7K /
 and 16K). A question about someone keeps its whole ranking: their own messages count double (``ABOUT_FACTOR``), a
 prior that held "How many concerts did Marisol go to?"'s three messages at 8K / 16K (docs/knowledge.md, "Faint
 evidence")."""
+OWN_TAIL = 1e-6
+"""A question about someone: their own messages below the dense floor (``Evidence.keep_z``) come after every ranked
+message, best in meaning first (scores this small stay below any ranked one's, also per token when packed), and before
+the newest older turns that fill what room is left. News told in other words ("Named her Pretzel in the end" for
+"What is Kat's new animal called?": z -0.1) is below the floor, but it is theirs: on the long varied chats, 16K held
+96.6 -> 98.0% (docs/knowledge.md, "Asked in turns, round 2"); 4K and 8K fill their room before the tail."""
 HOP_FROM = 3
 """The second hop starts from the names in this many best messages."""
 HOP_WEIGHT = 0.5
@@ -158,10 +168,12 @@ UNNAMED = {"user": -2, "assistant": -3}
 """``HistoryIndex.said_by`` of a user's or an assistant's message no tag or name gives a speaker: the party of its
 role, whom the other party may call by name ("Thanks, Kat!": ``HistoryIndex.parties_called``)."""
 CALLED_OUT = 2
-"""A word names a party when the other party calls it out at least this many times, and this many times as often
-as the party itself does (a third person both may mention is no one's name)."""
+"""A word names a party when that party answers a message calling it out at least this many times, and this many
+times as often as any other party does (a third person both may mention is no one's name)."""
 CALLS_READ = 256
 """At most this many messages holding a name (the newest) are read for it being called out."""
+ANSWER_WITHIN = 4
+"""A message calling a name out is answered by the first other party to speak within this many messages after it."""
 _GREETING = (
     r"(?:hey|hi+|hello|hiya|morning|evening|night|thanks|thank you|cheers|yo|sure|aw+|oh|ah|ok|okay|congrats|sorry"
     r"|bye|dear)"
@@ -223,9 +235,6 @@ def _head(sentence: str) -> str:
     return sentence if len(sentence) <= DATA_CHARS else sentence[:DATA_HEAD_CHARS]
 
 
-_CONTENT_OF, _CALLS_OF, _NAME_OF, _ROLE_OF = map(attrgetter, ("content", "tool_calls", "name", "role"))
-
-
 def searchable_text(message: Message) -> str:
     """What a message is searched by: its text, and for a tool call the calls' names and arguments."""
     if not message.tool_calls:
@@ -255,7 +264,8 @@ class HistoryIndex:
     stored: DigestTable = field(default_factory=DigestTable)
     """``part_key``s the ``PartVectors`` store is known to hold for the session, as digests (no need to read or write
     them): ``is_stored``, ``mark_stored``."""
-    messages: list[Message] = field(default_factory=list)
+    messages: Sequence[Message] = field(default_factory=list)
+    """Oldest first: a list, or a view of a ``ChatMessages`` (a library user's conversation, made as they are read)."""
     lexical: BM25Index = field(default_factory=BM25Index)
     dense: VectorIndex | None = None
     """The distinct vectors of the messages' parts (``parts_of``); ``row_of`` says which is each part's."""
@@ -332,17 +342,19 @@ class HistoryIndex:
         theirs are dropped: ``attach`` gives them later, in order."""
         if vectors is not None and len(self.messages) == self._vectored:
             self.attach(len(self.messages), vectors)
-        contents = list(map(_CONTENT_OF, messages))  # each field read in C: a long history met cold has 10,000
-        calls = any(map(_CALLS_OF, messages))
+        contents = column(messages, "content")  # each field read in C, no message made: a long history met cold has
+        calls = any(column(messages, "tool_calls"))  # 10,000 (a library user's conversation: ``ChatMessages``)
+        roles = column(messages, "role")
         self.lexical.add([searchable_text(m) for m in messages] if calls else contents)
         first = len(self.messages)
         self.chars.extend(map(len, contents))
-        joined = "\n".join(contents)  # each test below tried per text only when some text holds its mark (found in C)
-        if "?" in joined:
+        # each test below tried per text only when some text holds its mark (searched in C, each text: a join of a
+        # long history's texts to search once cost ~4 times the searches)
+        if any(map(contains, contents, repeat("?"))):
             self.asking += [first + i for i, c in enumerate(contents) if _asks_last(c) and _only_asks(c)]
-        dated = dated_among(contents, joined)
+        dated = dated_among(contents)
         self.dated += [first + i for i in dated]
-        if ":" in joined or any(map(_NAME_OF, messages)):
+        if any(map(contains, contents, repeat(":"))) or any(column(messages, "name")):
             speakers = [_speaker(m) for m in messages]
             for i in dated:  # its tag after the date: "2023-05-08 13:56: Maya: hi"
                 speakers[i] = _speaker(messages[i], after_date(contents[i]))
@@ -353,12 +365,12 @@ class HistoryIndex:
                 for m, s in zip(messages, speakers, strict=True)
             )
         else:  # no ":", no tag; no name: no speaker known but a role's party
-            self.said_by.extend(map(UNNAMED.get, map(_ROLE_OF, messages), repeat(-1)))
-        if not self._calls and not calls and "tool" not in map(_ROLE_OF, messages):
+            self.said_by.extend(map(UNNAMED.get, roles, repeat(-1)))
+        if not self._calls and not calls and "tool" not in roles:
             self.unit_of.extend(range(first, first + len(messages)))  # each message its own unit
         else:
             self._units_of(messages, first)
-        self.messages += messages
+        self.messages = followed_by(self.messages, messages)
 
     def _units_of(self, messages: Sequence[Message], first: int) -> None:
         """Each message's unit (``unit_of``): a tool result's is its call's message, any other message's its own."""
@@ -396,14 +408,16 @@ class HistoryIndex:
         return frozenset(named | set(self.parties_called(query).values()))
 
     def parties_called(self, query: str) -> dict[str, int]:
-        """The words of ``query`` that name the party of a role no tag or name gives (``UNNAMED``), with its number: a
-        chat between two people imported as a user and an assistant still calls each by name ("Hey Kat!", "Thanks,
-        Kat."). Only the question's names are asked (``names_asked``), and not a known speaker's."""
+        """The words of ``query`` that name a party by what the others call it, with its number (``said_by``): a party
+        no tag or name gives (``UNNAMED``: a chat between two people imported as a user and an assistant still calls
+        each by name, "Hey Kat!"), or a speaker called by a name that is not the start of their own ("Sasha" for
+        Alexandra, "Seun" for Oluwaseun). Only the question's names are asked (``names_asked``), and not a known
+        speaker's."""
         found = {w: self._party_called(w) for w in names_asked(query) if terms(w) and not self._speaks(w)}
         return {w: party for w, party in found.items() if party is not None}
 
     def _party_called(self, word: str) -> int | None:
-        """The party ``word`` names: the one the other party calls out by it (``CALLED_OUT``), by its ``said_by``."""
+        """The party ``word`` names: the one that answers when it is called out (``CALLED_OUT``), by its ``said_by``."""
         key = (word, len(self.messages))
         if key not in self._called_out:
             if len(self._called_out) >= 256:  # one entry per name a question asks about: a session asks few
@@ -416,16 +430,22 @@ class HistoryIndex:
         calling = re.compile(
             rf"(?:^|[.!?,;:]\s*|\b{_GREETING}[\s,]+){re.escape(word)}\b(?=\s*(?:[,.!?…]|$|[^\x00-\u2000]))", re.I
         )
-        calls = {party: 0 for party in UNNAMED.values()}
+        answered: Counter[int] = Counter()  # per party, how often it answered a message calling the word out
         for position in np.flatnonzero(said)[-CALLS_READ:].tolist():  # the newest: a name called out is called often
-            party = self.said_by[position]
-            if party in calls and calling.search(self.messages[position].content):
-                calls[party] += 1
-        user, assistant = UNNAMED["user"], UNNAMED["assistant"]
-        if calls[user] >= CALLED_OUT * max(1, calls[assistant]):
-            return assistant  # the user calls the assistant's party by it
-        if calls[assistant] >= CALLED_OUT * max(1, calls[user]):
-            return user
+            if self.said_by[position] != -1 and calling.search(self.messages[position].content):
+                party = self._answer_to(position)
+                if party is not None:
+                    answered[party] += 1
+        (party, most), (_, next_most) = [*answered.most_common(2), (None, 0), (None, 0)][:2]
+        return party if most >= CALLED_OUT * max(1, next_most) else None
+
+    def _answer_to(self, position: int) -> int | None:
+        """The party of the first message after ``position`` that another party says (None: none within
+        ``ANSWER_WITHIN`` messages): who answers a message calling someone out is the one it calls."""
+        caller, said_by = self.said_by[position], self.said_by
+        for later in range(position + 1, min(len(said_by), position + 1 + ANSWER_WITHIN)):
+            if said_by[later] not in (-1, caller):
+                return said_by[later]
         return None
 
     def attach(self, first: int, vectors: Sequence[Sequence[Any]]) -> None:
@@ -633,10 +653,17 @@ class HistoryIndex:
         best = ranking.positions[:NEIGHBOURS_OF]
         scores = with_neighbours(fused, best, short)
         scores = with_session_dates(scores, fused, best, self.dated, short)
+        own = None
         if about:  # a question about someone: what they said counts for more
-            scores[np.isin(self._said_by_array.caught_up(self.said_by)[:n], list(about))] *= ABOUT_FACTOR
+            own = np.isin(self._said_by_array.caught_up(self.said_by)[:n], list(about))
+            scores[own] *= ABOUT_FACTOR
         positions = np.flatnonzero(scores > 0)
         positions = positions[np.lexsort((-positions, -scores[positions]))]
+        if own is not None and dense is not None and floor.min_dense is not None:
+            rest = np.flatnonzero(own & (scores <= 0) & (dense > -1))  # their own messages no signal ranks
+            rest = rest[np.lexsort((-rest, -dense[rest]))]
+            tail = OWN_TAIL / (RRF_K + np.arange(1, len(rest) + 1))
+            return np.r_[positions, rest], np.r_[scores[positions], tail], ranking.method, None
         return positions, scores[positions], ranking.method, None
 
     def _abstention(
@@ -741,12 +768,14 @@ def _shown(message: Message, phase: str | None) -> bool:
     return message.valid and (phase is None or visible(message.phase, phase)) and message.role != "system"
 
 
-async def read_new(index: HistoryIndex, source: MessageSource) -> list[Message]:
+async def read_new(index: HistoryIndex, source: MessageSource) -> Sequence[Message]:
     """The messages of ``source`` after the first ``len(index)``, oldest first (pages read newest first, stopping
-    at what the index already holds)."""
+    at what the index already holds; a history in memory sliced, so a ``ChatMessages``' are not made)."""
     wanted = source.total - len(index)
     if wanted <= 0:
         return []
+    if isinstance(source, InMemoryMessages):
+        return source.messages[len(index) :]
     found: list[Message] = []
     async with aclosing(pages_newest_first(source)) as pages:
         async for _, messages in pages:
@@ -972,7 +1001,7 @@ class SessionRecall:
         # call's ""): compare what was indexed, once per list (in C; the same objects at once).
         if index.checked is held and len(held) == index.checked_length:
             return True
-        if len(held) < len(index) or list(held[: len(index)]) != index.messages:
+        if len(held) < len(index) or _listed(held[: len(index)]) != index.messages:
             return False
         index.checked, index.checked_length = held, len(held)
         return True
@@ -1234,6 +1263,11 @@ def lead_of(index: HistoryIndex, query: str, query_vector: np.ndarray | None, sp
         asked = list(islice(newest_first, RECENT_QUESTIONS))
         continuity = float(scores[asked].max()) if asked else 0.0
     return RecallLead(dense, ratio, continuity)
+
+
+def _listed(messages: Sequence[Message]) -> Sequence[Message]:
+    """``messages`` as a list, or as the view of a ``ChatMessages`` they are (compared with its own views unmade)."""
+    return messages if isinstance(messages, ChatMessages) else list(messages)
 
 
 def _calls(word: str, speaker: str) -> bool:
