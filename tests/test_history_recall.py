@@ -706,17 +706,6 @@ async def test_a_second_hop_follows_a_name_the_first_hit_brings_in():
     assert TAUGHT in recalled[:3] and MOVING in recalled[:8]
 
 
-async def test_a_second_hop_follows_a_name_typed_in_lower_case_that_the_chat_capitalises_elsewhere():
-    """A chat typed in lower case names Mireille as "mireille" in the hit; the message holding the answer writes
-    "Mireille": the word is a name, and the hop follows it."""
-    messages = [
-        Message(m.role, TAUGHT.lower().replace("theo:", "Theo:")) if m.content == TAUGHT else m
-        for m in with_news(chat_between_people())
-    ]
-    recalled = await _recalled("Where will the relative who taught Theo to sail live now?", messages)
-    assert MOVING in recalled[:8]
-
-
 async def test_the_next_hop_of_a_hit_ranks_just_below_it_however_much_chatter_shares_the_question_words():
     """ "What is the cat called now?": the hit names the cat Dusty; the renaming says "Dusty" and none of the question's
     words but one, while many lines about the cat say "cat" and "now". The next hop comes with its hit, as an

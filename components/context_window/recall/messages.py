@@ -127,8 +127,6 @@ HOP_FROM = 3
 """The second hop starts from the names in this many best messages."""
 HOP_WEIGHT = 0.5
 """RRF weight of the second hop's ranking (beside the lexical and dense ones)."""
-HOP_LOOKS = 16
-"""A word typed in lower case is taken for a name when one of this many other messages holding it capitalises it."""
 HOP_MIN_IDF = 2.0
 """A name leads a second hop only when it is rare in the history (idf at least this: in under ~1 message in 7)."""
 ABOUT_FACTOR = 2.0
@@ -144,7 +142,6 @@ _NAME = re.compile(
 """Capitalised words in a message that lead a second hop: not the first word of a sentence, unless a verb follows that a
 name takes. A word taken for a name here costs a hop's weight; the abstention rule, where it would cost the answer,
 reads names with ``names_asked`` (no days or months, nothing opening a sentence, line or clause)."""
-_LOWER_WORD = re.compile(r"\b[a-z]{3,}\b")
 RECENT_QUESTIONS = 3
 """How many of the newest user messages a query is compared with to tell a conversation going on from a return to
 something said long ago (``RecallLead.continuity``)."""
@@ -705,28 +702,10 @@ class HistoryIndex:
                 led[hit] = int(holding[np.argmax(asked[holding])])  # argmax: the first of the best, in hop order
         return led
 
-    def _capitalised(self, word: str, positions: list[int]) -> bool:
-        """Whether the messages at ``positions`` write ``word`` as a name (capitalised inside a sentence) more often
-        than in lower case: "Dario" is, "town" beside a "Town Hall" is not."""
-        texts = [searchable_text(self.messages[m]) for m in positions]
-        as_name = sum(_NAME.findall(text).count(word.capitalize()) for text in texts)
-        return as_name > sum(len(re.findall(rf"\b{word}\b", text)) for text in texts)
-
     def _names_in(self, position: int) -> list[str]:
-        """The rare names message ``position`` brings in, as terms: its capitalised words (``_NAME``), and the words
-        it types in lower case that another message holding them writes capitalised ("dario lent me his tent" beside
-        "Dario is moving to Canada")."""
-        text = searchable_text(self.messages[position])
-        named = set(_NAME.findall(text))
-        for word in dict.fromkeys(_LOWER_WORD.findall(text)):
-            (term,) = terms(word) or ("",)
-            if word.capitalize() not in named and term and self.lexical.idf(term) >= HOP_MIN_IDF:
-                rows = self.lexical.rows(term)
-                elsewhere = rows[rows != position][:HOP_LOOKS].tolist()
-                if self._capitalised(word, elsewhere):
-                    named.add(word.capitalize())
-        named -= {name for name in named if name.lower() in CALENDAR}
-        return [t for t in dict.fromkeys(terms(" ".join(sorted(named)))) if self.lexical.idf(t) >= HOP_MIN_IDF]
+        """The rare names message ``position`` brings in (its capitalised words, ``_NAME``), as terms."""
+        names = terms(" ".join(_NAME.findall(searchable_text(self.messages[position]))))
+        return [term for term in dict.fromkeys(names) if self.lexical.idf(term) >= HOP_MIN_IDF]
 
 
 def with_neighbours(fused: np.ndarray, hits: np.ndarray, short: np.ndarray) -> np.ndarray:
