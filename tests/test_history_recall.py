@@ -706,6 +706,21 @@ async def test_a_second_hop_follows_a_name_the_first_hit_brings_in():
     assert TAUGHT in recalled[:3] and MOVING in recalled[:8]
 
 
+async def test_the_next_hop_of_a_hit_ranks_just_below_it_however_much_chatter_shares_the_question_words():
+    """ "What is the cat called now?": the hit names the cat Dusty; the renaming says "Dusty" and none of the question's
+    words but one, while many lines about the cat say "cat" and "now". The next hop comes with its hit, as an
+    exchange does, not after every line that shares a word."""
+    adopted = "Theo: We're getting a cat from the rescue place! He's called Dusty but we might change it."
+    renamed = "Theo: Ok he's officially Captain now, Dusty just didn't suit him."
+    chatter = [Message("user", f"Maya: How is the cat now? Still hiding on day {t}?") for t in range(30)]
+    messages = with_news(chat_between_people())
+    messages[30:30] = [Message("assistant", adopted)]
+    messages[90:90] = [Message("assistant", renamed)]
+    messages[100:100] = chatter
+    recalled = await _recalled("What is the cat called now?", messages)
+    assert recalled.index(renamed) <= recalled.index(adopted) + 3
+
+
 async def test_the_window_says_how_many_older_messages_it_left_out(history):
     messages = with_news(chat_between_people())
     ctx = module_ctx(make_ctx(messages=messages, query="What did Theo name his greyhound?"), config=RECALL)

@@ -642,7 +642,10 @@ class HistoryIndex:
         fused[ranking.positions[:hits]] = ranking.scores[:hits]
         hop = None if hits else self._second_hop(query, ranking.positions[:HOP_FROM], n)
         if hop is not None:  # what the best hits name leads to the next hop's message: fused as a third ranking
-            fused[hop] += HOP_WEIGHT / (RRF_K + np.arange(1, len(hop) + 1))
+            ranked, led = hop
+            fused[ranked] += HOP_WEIGHT / (RRF_K + np.arange(1, len(ranked) + 1))
+            for hit, message in led.items():  # and each hit's next hop ranks just below it, as its exchange
+                fused[message] = max(fused[message], fused[hit] * NEIGHBOUR_SHARE)
         short = self.short()[:n]
         best = ranking.positions[:NEIGHBOURS_OF]
         scores = with_neighbours(fused, best, short)
@@ -669,22 +672,40 @@ class HistoryIndex:
             return f"nothing relevant found: no earlier message mentions {', '.join(unknown)}"
         return abstention(evidence, coverage, dense)
 
-    def _second_hop(self, query: str, best: np.ndarray, n: int) -> np.ndarray | None:
+    def _second_hop(self, query: str, best: np.ndarray, n: int) -> tuple[np.ndarray, dict[int, int]] | None:
         """Messages ranked by words for the query plus the names the ``best`` messages bring in (a person or place
         the question does not name: "the relative who taught me to sail" -> "Mireille" -> where Mireille moves),
-        best first; None when they name nothing new. Query decomposition without a model call."""
-        asked = set(terms(query))
-        names = [
-            term
-            for position in best.tolist()
-            for term in dict.fromkeys(terms(" ".join(_NAME.findall(searchable_text(self.messages[position])))))
-            if term not in asked and self.lexical.idf(term) >= HOP_MIN_IDF
-        ]
-        if not names:
+        best first, and per best message the next hop it leads to (``_led_to``); None when they name nothing new.
+        Query decomposition without a model call."""
+        asked = terms(query)
+        names = {hit: [t for t in self._names_in(hit) if t not in asked] for hit in best.tolist()}
+        every = list(dict.fromkeys(term for brought in names.values() for term in brought))
+        if not every:
             return None
-        scores = self.lexical.scores_for_terms([*terms(query), *names])[:n]
+        scores = self.lexical.scores_for_terms([*asked, *every])[:n]
         hop = np.flatnonzero(scores > 0)
-        return hop[np.lexsort((-hop, -scores[hop]))]
+        hop = hop[np.lexsort((-hop, -scores[hop]))]
+        return hop, self._led_to(hop, names, best, self.lexical.scores_for_terms(asked)[:n])
+
+    def _led_to(
+        self, hop: np.ndarray, names: dict[int, list[str]], best: np.ndarray, asked: np.ndarray
+    ) -> dict[int, int]:
+        """Per best message, the message holding a name it brought (not a best one) that holds most of the
+        question's own words (one at least), then ranks first in the ``hop``: "Dusty" leads to "he's officially
+        Captain now, Dusty just didn't suit him" for "What is the cat called now?", not to "Dusty slept on my head"."""
+        led, others = {}, hop[~np.isin(hop, best) & (asked[hop] > 0)]
+        for hit, brought in names.items():
+            holding = (
+                others[np.isin(others, np.concatenate([self.lexical.rows(t) for t in brought]))] if brought else []
+            )
+            if len(holding):
+                led[hit] = int(holding[np.argmax(asked[holding])])  # argmax: the first of the best, in hop order
+        return led
+
+    def _names_in(self, position: int) -> list[str]:
+        """The rare names message ``position`` brings in (its capitalised words, ``_NAME``), as terms."""
+        names = terms(" ".join(_NAME.findall(searchable_text(self.messages[position]))))
+        return [term for term in dict.fromkeys(names) if self.lexical.idf(term) >= HOP_MIN_IDF]
 
 
 def with_neighbours(fused: np.ndarray, hits: np.ndarray, short: np.ndarray) -> np.ndarray:
