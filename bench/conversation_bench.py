@@ -231,7 +231,6 @@ def _record_miss(
 ) -> None:
     """One miss as a JSON line: each evidence message's rank by BM25, dense and fused, and the chat's messages the
     window held (the newest run apart from the older ones recall brought back)."""
-
     contents = [m["content"] for m in window if isinstance(m.get("content"), str)]
     present = {i for i, text in enumerate(hybrid.texts) if any(text in c for c in contents)}
     newest = len(hybrid.texts)
