@@ -678,7 +678,8 @@ class HistoryIndex:
         best first, and per best message the next hop it leads to (``_led_to``); None when they name nothing new.
         Query decomposition without a model call."""
         asked = terms(query)
-        names = {hit: [t for t in self._names_in(hit) if t not in asked] for hit in best.tolist()}
+        brings = {hit: [t for t in self._names_in(hit) if t not in asked] for hit in best.tolist()}
+        names = {hit: brought for hit, brought in brings.items() if brought}
         every = list(dict.fromkeys(term for brought in names.values() for term in brought))
         if not every:
             return None
@@ -695,9 +696,7 @@ class HistoryIndex:
         Captain now, Dusty just didn't suit him" for "What is the cat called now?", not to "Dusty slept on my head"."""
         led, others = {}, hop[~np.isin(hop, best) & (asked[hop] > 0)]
         for hit, brought in names.items():
-            holding = (
-                others[np.isin(others, np.concatenate([self.lexical.rows(t) for t in brought]))] if brought else []
-            )
+            holding = others[np.isin(others, np.concatenate([self.lexical.rows(t) for t in brought]))]
             if len(holding):
                 led[hit] = int(holding[np.argmax(asked[holding])])  # argmax: the first of the best, in hop order
         return led
