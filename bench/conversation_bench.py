@@ -51,10 +51,10 @@ import numpy as np  # noqa: E402
 from bench.chat_formats import reformatted  # noqa: E402
 from bench.conversation_data import KINDS, UNANSWERABLE, Conversation, conversations  # noqa: E402
 from bench.dense_chats import dense_conversations  # noqa: E402
-from bench.fresh_chats import KINDS as FRESH_KINDS  # noqa: E402
-from bench.fresh_chats import fresh_conversations  # noqa: E402
 from bench.fresh2_chats import KINDS as FRESH2_KINDS  # noqa: E402
 from bench.fresh2_chats import fresh2_conversations  # noqa: E402
+from bench.fresh_chats import KINDS as FRESH_KINDS  # noqa: E402
+from bench.fresh_chats import fresh_conversations  # noqa: E402
 from bench.recall_bench import in_window, packed_in_rank_order  # noqa: E402
 from bench.varied_chats import varied_conversations  # noqa: E402
 from components.context_window.base import Message  # noqa: E402
@@ -72,9 +72,11 @@ written apart from the tuning (names only in the speaker field, news in passing,
 SESSIONS = tuple(int(x) for x in os.environ.get("BENCH_VARIED_SESSIONS", "16,22").split(","))
 """``varied`` only: how many sessions a chat has (a range); 16-22 gives ~13K tokens, which 16K holds whole, so the
 16K column says nothing there; 36,44 gives ~28K tokens, the size of the long public conversations (370-690 messages)."""
-CONVERSATIONS = int(os.environ.get("BENCH_CONVERSATIONS", {"varied": "4", "fresh": "6", "fresh2": "4"}.get(DATA, "2")))
+DEFAULT_COUNT = {"varied": "4", "fresh": "6", "fresh2": "4"}
+CONVERSATIONS = int(os.environ.get("BENCH_CONVERSATIONS", DEFAULT_COUNT.get(DATA, "2")))
 FRESH_SEED = int(os.environ.get("BENCH_FRESH_SEED", "0"))
-"""``fresh`` and ``fresh2``: the seed their chats are written from (another seed places and fills the same stories anew)."""
+"""``fresh`` and ``fresh2``: the seed their chats are written from (another seed places and fills the same stories
+anew)."""
 DENSE = int(os.environ.get("BENCH_DENSE", "2"))
 MISSES = os.environ.get("BENCH_MISSES", "0") != "0"
 MISSES_FILE = os.environ.get("BENCH_MISSES_FILE", "")
