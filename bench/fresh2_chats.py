@@ -12,7 +12,8 @@ in three ways this set copies on purpose.
   trip", "the concert in the cathedral"), so only that instance's details single out its evidence.
 * **One chat is with an AI assistant**: the person tells life facts in passing inside requests (an email to a
   teacher, dinners for a newly diagnosed husband) and the assistant answers at length, hundreds of tokens of
-  general advice that share every topic word.
+  general advice that share every topic word. She never gives her name, so her questions say "I" and "my", as she
+  would ask her assistant.
 
 Four chats (three between friends, one with an assistant), 30-36 sessions over most of a year, each writing its
 session dates its own way. Questions come in nine kinds: ``single_hop``, ``paraphrased`` (no content word shared with
@@ -949,7 +950,8 @@ INES_KOFI = Pair(
     ),
 )
 
-# -- Rosa and an AI assistant: requests with her life in them, long answers -------------------------------------
+# -- Rosa and an AI assistant: requests with her life in them, long answers; she never gives her name, so she asks
+# about herself as "I" and "my" ------------------------------------------------------------------------------------
 
 ROSA_AI = Pair(
     name="rosa_assistant",
@@ -1178,7 +1180,7 @@ ROSA_AI = Pair(
         Ask("single_hop", "What is Maisie's teacher called?", ("okoro",), ("Okoro",), "Miss Okoro"),
         Ask("single_hop", "Who recommended coloured overlays for Maisie?", ("result",), ("Lin",), "Dr Lin"),
         Ask("single_hop", "What did Joel bake successfully?", ("lemon",), ("lemon",), "a lemon drizzle"),
-        Ask("paraphrased", "Which hospital department does the user staff?", ("nights",), ("cardiac",), "cardiac ward"),
+        Ask("paraphrased", "Which hospital department do I staff?", ("nights",), ("cardiac",), "cardiac ward"),
         Ask(
             "paraphrased",
             "What shape and material were chosen underfoot?",
@@ -1218,23 +1220,21 @@ ROSA_AI = Pair(
         ),
         Ask(
             "latest",
-            "Is Rosa's new bathroom getting a walk-in shower or a bath?",
+            "Is my new bathroom getting a walk-in shower or a bath?",
             ("freestanding",),
             ("freestanding",),
             "a freestanding bath",
         ),
         Ask(
             "inference",
-            "Would Rosa likely enjoy a surprise party thrown in her honour?",
+            "Would I likely enjoy a surprise party thrown in my honour?",
             ("quiet",),
             ("surprises",),
             "no",
         ),
-        Ask(
-            "swapped", "What did Rosa eat at work by mistake that made her ill?", ("croissant",), ("croissant",), "Joel"
-        ),
+        Ask("swapped", "What did I eat at work by mistake that made me ill?", ("croissant",), ("croissant",), "Joel"),
         Ask("single_hop", "What is the SENCO at Maisie's school called?", ("dale",), ("Dale",), "Mrs Dale"),
-        Ask("single_hop", "Who is doing Rosa's bathroom?", ("kasim",), ("Kasim",), "Kasim"),
+        Ask("single_hop", "Who is doing my bathroom?", ("kasim",), ("Kasim",), "Kasim"),
         Ask(
             "paraphrased",
             "What profession's verdict confirmed the child's reading difficulty?",
@@ -1243,9 +1243,9 @@ ROSA_AI = Pair(
             "an educational psychologist",
         ),
         Ask("temporal", "When did Joel get ill from soy sauce?", ("soy",), ("soy",)),
-        Ask("swapped", "What was Rosa diagnosed with?", ("coeliac",), ("coeliac",), "Joel was: coeliac disease"),
+        Ask("swapped", "What was I diagnosed with?", ("coeliac",), ("coeliac",), "Joel was: coeliac disease"),
         Ask("unanswerable", "What is Maisie's favourite sport?", keys=("sport", "football", "netball")),
-        Ask("unanswerable", "Where did Rosa and Joel go on honeymoon?", keys=("honeymoon",)),
+        Ask("unanswerable", "Where did Joel and I go on honeymoon?", keys=("honeymoon",)),
     ),
 )
 
