@@ -23,7 +23,7 @@ BENCH_IN_TURNS=1: every question also asked as a turn, after its previews, so la
 BENCH_DATA=varied: bench/varied_chats.py's chats instead, written apart from recall's tuning, 4 by default;
 BENCH_VARIED_SESSIONS=36,44: longer ones, ~28K tokens; BENCH_DATA=fresh: bench/fresh_chats.py's six held-out chats
 (their own speakers and dates, two more kinds: latest and other_person; BENCH_FRESH_SEED=n writes them anew);
-BENCH_DATA=fresh2: bench/fresh2_chats.py's four (paragraphs, topics recurring over many sessions, one chat with an
+BENCH_DATA=fresh2: bench/fresh2_chats.py's five (paragraphs, topics recurring over many sessions, one chat with an
 assistant; two more kinds: inference and swapped);
 BENCH_MISSES_FILE=path with BENCH_MISSES=1: each miss as a JSON line, to class them; BENCH_SPEAKERS=name|tag|bare and
 BENCH_DATES=bracket|paren|spoken|iso|line: the same chats with their speakers and dates written another way,
@@ -72,7 +72,7 @@ written apart from the tuning (names only in the speaker field, news in passing,
 SESSIONS = tuple(int(x) for x in os.environ.get("BENCH_VARIED_SESSIONS", "16,22").split(","))
 """``varied`` only: how many sessions a chat has (a range); 16-22 gives ~13K tokens, which 16K holds whole, so the
 16K column says nothing there; 36,44 gives ~28K tokens, the size of the long public conversations (370-690 messages)."""
-DEFAULT_COUNT = {"varied": "4", "fresh": "6", "fresh2": "4"}
+DEFAULT_COUNT = {"varied": "4", "fresh": "6", "fresh2": "5"}
 CONVERSATIONS = int(os.environ.get("BENCH_CONVERSATIONS", DEFAULT_COUNT.get(DATA, "2")))
 FRESH_SEED = int(os.environ.get("BENCH_FRESH_SEED", "0"))
 """``fresh`` and ``fresh2``: the seed their chats are written from (another seed places and fills the same stories

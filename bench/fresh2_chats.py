@@ -7,22 +7,24 @@ in three ways this set copies on purpose.
   ("ha", "omg") and some run on for 150-300 tokens, and the sentence a question needs sits inside such a paragraph
   beside the weather, work and the other person's news.
 * **Topics recur.** Each person has one or two threads that come back in most sessions (a painting hobby, a kitchen
-  renovation, a son's school, rheumatoid arthritis, an orchestra, an allotment): the topic's words match a dozen
-  sessions of chatter, and a question names one instance by its circumstances ("the painting after the camping
-  trip", "the concert in the cathedral"), so only that instance's details single out its evidence.
+  renovation, a son's school, rheumatoid arthritis, an orchestra, an allotment, a narrowboat, a toddler's nursery):
+  the topic's words match a dozen sessions of chatter, and a question names one instance by its circumstances ("the
+  painting after the camping trip", "the concert in the cathedral"), so only that instance's details single out its
+  evidence.
 * **One chat is with an AI assistant**: the person tells life facts in passing inside requests (an email to a
   teacher, dinners for a newly diagnosed husband) and the assistant answers at length, hundreds of tokens of
   general advice that share every topic word. She never gives her name, so her questions say "I" and "my", as she
   would ask her assistant.
 
-Four chats (three between friends, one with an assistant), 30-36 sessions over most of a year, each writing its
-session dates its own way. Questions come in nine kinds: ``single_hop``, ``paraphrased`` (no content word shared with
-the evidence, the fact alone in its message), ``multi_hop`` (across sessions), ``temporal`` (the answer is the
-evidence session's date, or the day "yesterday" / "last Tuesday" names relative to it), ``counting`` (every message
-telling one instance), ``latest`` (a value that changed: the message with its last value), ``inference`` ("Would X
-likely enjoy ...?": X's stated likes and dislikes), ``swapped`` (asked of the wrong person: the evidence is the
-message telling it of the other one) and ``unanswerable`` (never raised: no evidence, its words nowhere in the chat).
-A seed places the same stories anew: which sessions hold the news, the dates, the chatter around it and its length.
+Five chats (three between friends, a father and his daughter, one with an assistant), 30-36 sessions over most of a
+year, each writing its session dates its own way. Questions come in nine kinds: ``single_hop``, ``paraphrased`` (no
+content word shared with the evidence, the fact alone in its message), ``multi_hop`` (across sessions), ``temporal``
+(the answer is the evidence session's date, or the day "yesterday" / "last Tuesday" names relative to it), ``counting``
+(every message telling one instance), ``latest`` (a value that changed: the message with its last value), ``inference``
+("Would X likely enjoy ...?": X's stated likes and dislikes), ``swapped`` (asked of the wrong person: the evidence is
+the message telling it of the other one) and ``unanswerable`` (never raised: no evidence, its words nowhere in the
+chat). A seed places the same stories anew: which sessions hold the news, the dates, the chatter around it and its
+length.
 """
 
 from __future__ import annotations
@@ -950,6 +952,214 @@ INES_KOFI = Pair(
     ),
 )
 
+# -- Ray (a new hip, a share in a narrowboat) and his daughter Nadia (a toddler at nursery, a school to run) ----------
+
+
+def _ordinal(day: dt.date) -> str:
+    suffix = "th" if 10 <= day.day % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(day.day % 10, "th")
+    return f"({day.day}{suffix} {day:%B %Y})"
+
+
+RAY_NADIA = Pair(
+    name="ray_nadia",
+    names=("Ray", "Nadia"),
+    dated=_ordinal,
+    start=dt.date(2023, 3, 2),
+    short=("ok love", "ha!", "xx", "aw", "righto", "👍", "yes dad", "lol", "good", "blimey", "night x", "🙈"),
+    talk=(
+        (
+            "Bowls was rained off again, so Geoff and I sat in the clubhouse putting the world to rights.",
+            "The hip's been grumbling today, I think it's the damp.",
+            "I've been watching the snooker all afternoon, don't tell your auntie.",
+            "The allotment people next door have given me more courgettes than a man can eat.",
+            "I had a go at that video calling but all you could see was my ear.",
+            "Took the bus into town, it's two pounds now wherever you go, which is a bargain.",
+            "The boat needs blacking before winter, Geoff reckons it's a two-man job and a four-pint one.",
+            "I've been reading about the canal's history, they dug the whole thing by hand.",
+            "Had my dinner at the café by the lock, they do a proper gravy.",
+            "My knees are fine, it's just the hip that's decided to retire before me.",
+            "The man at the chandlery has started calling me captain, which I don't mind.",
+            "Geoff's grandson fixed my phone so it doesn't shout at me any more.",
+            "I walked to the paper shop and back, slowly, it counts.",
+            "Did the crossword in pen today, feeling very clever.",
+            "The garden's gone wild but the birds seem to like it.",
+            "Went to the boat to check the ropes and ended up staying for three hours.",
+            "Doctor's surgery kept me waiting forty minutes to tell me I'm fine.",
+            "There's a heron that stands on the roof of the boat next to ours like he owns it.",
+            "I've been sorting the loft, found your old school reports, very chatty apparently.",
+            "Watched a programme about lighthouses, I could live in one I think.",
+            "Cooked myself a proper stew, enough for the week, freezer's full.",
+            "The neighbours have a new baby, it cries at four in the morning, reminds me of you.",
+            "I've taken up those puzzle books, the ones with the numbers, can't put them down.",
+            "Fixed the leak under the sink myself, only took three goes.",
+            "The bowls club dinner is next month, I've got to find a tie that fits.",
+            "Went for a pint with Geoff, we talked about engines for two hours, bliss.",
+            "It's been so quiet round here, I've started talking to the radio.",
+            "The boat's bilge pump is making a noise I don't like.",
+        ),
+        (
+            "Isla was up four times in the night, I am running on toast and spite.",
+            "Marking mountain this weekend, year 10 essays on Macbeth, send wine.",
+            "Sam's doing bath time now, which he thinks is a favour.",
+            "Isla has discovered the word no and uses it for everything.",
+            "Parents' evening at school till eight, my voice has gone.",
+            "Nursery drop-off was a wrestling match this morning.",
+            "I've been trying to do yoga in the evenings but Isla thinks it's a climbing frame.",
+            "We had a fire drill at school in the pouring rain, everyone soaked.",
+            "Isla's obsessed with ducks, we went to feed them three times this weekend.",
+            "Sam's mum is coming to stay, so I'm cleaning skirting boards like a madwoman.",
+            "Made it to the gym once this week, a personal best.",
+            "Isla ate a crayon. The blue one. Nursery were very calm about it.",
+            "Staff meeting about behaviour ran an hour over, I could have screamed.",
+            "We've got a new head teacher starting and everyone is on edge.",
+            "Isla fell asleep in her dinner, face first into the mash.",
+            "I've bought a slow cooker and I'm a changed woman.",
+            "Half term can't come soon enough.",
+            "Isla's started saying 'dada' for everything including the cat next door.",
+            "Sam and I managed a whole film on Friday, no interruptions, a miracle.",
+            "I've got the Year 9 trip to organise, forty teenagers and a museum, pray for me.",
+            "Isla's learnt to open the fridge, so that's the end of that.",
+            "The car's making a funny noise, I'm ignoring it.",
+            "Pushed the buggy round the park for an hour to get her to nap.",
+            "My classroom's heating is broken so we're teaching in coats.",
+            "Isla waved at a dog for ten minutes and the dog ignored her completely.",
+            "We're trying to cut down on screens, it lasted until Tuesday.",
+            "I've been asleep by nine every night this week, rock and roll.",
+            "Sam's taught Isla to do a high five and now she high-fives strangers.",
+        ),
+    ),
+    facts=(
+        _f(
+            "date",
+            0,
+            "The hospital's finally given me a date for the hip, at St James's, and Mr Okonjo is doing it, "
+            "apparently he does six a week.",
+        ),
+        _f(
+            "acorns",
+            1,
+            "Isla started at Little Acorns nursery on Monday, cried for ten minutes and then forgot I existed.",
+        ),
+        _f(
+            "marigold",
+            0,
+            "I've gone and bought a half share in a narrowboat with Geoff from bowls, she's called Marigold and she "
+            "needs everything doing, which is the point.",
+        ),
+        _f("duck", 1, "Isla's first word was duck. Not mama. Duck."),
+        _f(
+            "towpath",
+            0,
+            "I can't be doing with big cities any more, love. Noise, crowds, prices. Give me a towpath and a pint and "
+            "I'm happy.",
+        ),
+        _f(
+            "skipton",
+            0,
+            "Took Marigold up to Skipton and back over the weekend, two days, one sunburn, Geoff fell in at Gargrave.",
+        ),
+        _f("bug1", 1, "Isla's got hand, foot and mouth from nursery, the poor thing, she's covered in spots."),
+        _f(
+            "green",
+            0,
+            "After the Skipton run I've painted her cabin top racing green, took me four days and I've got green "
+            "eyebrows.",
+        ),
+        _f("year9", 1, "I've been made head of Year 9, more money and a lot more detentions."),
+        _f("jab", 1, "Isla had her MMR jab last Wednesday, she was grumpy for two days."),
+        _f(
+            "london",
+            1,
+            "Sam's booked us a weekend in London and I can't wait, I love the noise and the museums and the night "
+            "buses, I'd live there if we could.",
+        ),
+        _f("bug2", 1, "Conjunctivitis now, second bug from nursery, she looks like she's been in a fight."),
+        _f("frame", 0, "Hip done yesterday! They had me walking with a frame by teatime."),
+        _f(
+            "titanium",
+            0,
+            "The consultant says the new joint is titanium and ceramic, so I'm basically a robot now.",
+            alone=True,
+        ),
+        _f("rory", 1, "Isla bit a boy called Rory at nursery. Mortifying. Apparently he took her raisins."),
+        _f("crutches", 0, "Down to crutches now, and the physio says I'm ahead of schedule for a man my age."),
+        _f("squirrels", 1, "Isla's moved up to the Squirrels room now she's walking properly."),
+        _f(
+            "bingley",
+            0,
+            "Marigold's engine seized at Bingley Five Rise and we got towed through by a hire boat full of a hen "
+            "party. Geoff's never been happier.",
+        ),
+        _f("brewery", 1, "Sam's got the brewery job in Ilkley, he starts in September.", alone=True),
+        _f("stick", 0, "Swapped the crutches for a stick, I feel like a proper old man now."),
+        _f("bug3", 1, "Another cold, that's bug number three since nursery started, we're all snotty."),
+        _f("leeds", 0, "Took Marigold into Leeds for the first time, moored up by the Royal Armouries like a tourist."),
+        _f("nostick", 0, "Ditched the stick today. Walked to the lock and back without it."),
+        _f("owls", 1, "Isla's going up to the Owls room in September, the pre-school one. Where did my baby go?"),
+    ),
+    asks=(
+        Ask("single_hop", "Who is doing Ray's hip operation?", ("date",), ("Okonjo",), "Mr Okonjo"),
+        Ask("single_hop", "What was Isla's first word?", ("duck",), ("duck",), "duck"),
+        Ask("single_hop", "Why did Isla bite a boy at nursery?", ("rory",), ("raisins",), "he took her raisins"),
+        Ask(
+            "single_hop",
+            "What colour did Ray paint the boat after the trip to Skipton?",
+            ("green",),
+            ("green",),
+            "green",
+        ),
+        Ask(
+            "paraphrased",
+            "What materials went into the replacement part in Ray's leg?",
+            ("titanium",),
+            ("titanium",),
+            "titanium and ceramic",
+        ),
+        Ask(
+            "paraphrased", "Which employer has Nadia's other half signed with?", ("brewery",), ("brewery",), "a brewery"
+        ),
+        Ask(
+            "multi_hop",
+            "Which boat did Ray buy a share in, and where did its engine seize?",
+            ("marigold", "bingley"),
+            ("Marigold", "Bingley"),
+            "Marigold; at Bingley Five Rise",
+        ),
+        Ask(
+            "multi_hop",
+            "Which nursery does Isla go to, and which room is she going into for pre-school?",
+            ("acorns", "owls"),
+            ("Acorns", "Owls"),
+            "Little Acorns; the Owls room",
+        ),
+        Ask("temporal", "When was Ray's hip operation?", ("frame",), ("Hip",)),
+        Ask("temporal", "When did Isla have her MMR jab?", ("jab",), ("MMR",)),
+        Ask(
+            "counting",
+            "How many bugs has Isla caught from nursery?",
+            ("bug1", "bug2", "bug3"),
+            ("mouth", "bug", "bug"),
+            "three",
+        ),
+        Ask(
+            "counting",
+            "How many trips has Ray taken the boat on?",
+            ("skipton", "bingley", "leeds"),
+            ("Skipton", "Bingley", "Leeds"),
+            "three",
+        ),
+        Ask("latest", "What does Ray walk with now?", ("nostick",), ("stick",), "nothing, he ditched the stick"),
+        Ask("latest", "Which room at nursery is Isla going into next?", ("owls",), ("Owls",), "the Owls room"),
+        Ask("inference", "Would Ray likely enjoy a city break in London?", ("towpath",), ("cities",), "no"),
+        Ask("inference", "Would Nadia likely enjoy a weekend in a big city?", ("london",), ("London",), "yes"),
+        Ask("swapped", "What colour did Nadia paint the boat's cabin top?", ("green",), ("green",), "Ray did: green"),
+        Ask("swapped", "Who did Ray bite at nursery?", ("rory",), ("Rory",), "Isla bit Rory"),
+        Ask("unanswerable", "What is Ray's wife called?", keys=("wife",)),
+        Ask("unanswerable", "Which football team does Sam support?", keys=("football",)),
+        Ask("unanswerable", "What instrument is Nadia learning?", keys=("instrument",)),
+    ),
+)
+
 # -- Rosa and an AI assistant: requests with her life in them, long answers; she never gives her name, so she asks
 # about herself as "I" and "my" ------------------------------------------------------------------------------------
 
@@ -1249,7 +1459,7 @@ ROSA_AI = Pair(
     ),
 )
 
-PAIRS = (MAYA_DAN, PRIYA_LOU, INES_KOFI, ROSA_AI)
+PAIRS = (MAYA_DAN, PRIYA_LOU, INES_KOFI, RAY_NADIA, ROSA_AI)
 
 OPENERS = ("Of course.", "Happy to help.", "Good question.", "That sounds like a lot to juggle.", "Sure, here goes.")
 SIZES = (1, 2, 3, 4, 5, 8, 12)
@@ -1257,7 +1467,7 @@ SIZE_WEIGHTS = (10, 20, 25, 18, 12, 10, 5)
 """Sentences in a chatter message: mostly two to four (~50 tokens), some run on for a paragraph (150-250)."""
 
 
-def fresh2_conversations(count: int = 4, seed: int = 0) -> list[Conversation]:
+def fresh2_conversations(count: int = 5, seed: int = 0) -> list[Conversation]:
     """The first ``count`` chats, written from ``seed`` (the same seed writes the same chats)."""
     return [_Chat(pair, random.Random(f"{seed}:{pair.name}")).write() for pair in PAIRS[:count]]
 

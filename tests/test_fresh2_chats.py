@@ -40,7 +40,7 @@ def test_a_seed_writes_the_same_chats_and_another_seed_other_ones() -> None:
 
 
 def test_long_chats_of_paragraphs_asking_every_kind() -> None:
-    assert len(CHATS) == 4
+    assert len(CHATS) == 5
     assert all(350 <= len(c.messages) <= 650 for c in CHATS)
     assert {q.kind for at in range(len(CHATS)) for q in _asked(at)} == set(KINDS)
     people = [len(m["content"].split()) for c in CHATS if c.style == "friends" for m in c.messages]
@@ -77,7 +77,13 @@ def test_paraphrased_questions_share_no_content_word_with_their_evidence() -> No
 
 def test_a_topic_recurs_over_many_sessions() -> None:
     """Each chat's recurring topic is talked about in at least eight sessions, so its word alone finds no one."""
-    topics = {"maya_dan": "kitchen", "priya_lou": "school", "ines_kofi": "allotment", "rosa_assistant": "gluten"}
+    topics = {
+        "maya_dan": "kitchen",
+        "priya_lou": "school",
+        "ines_kofi": "allotment",
+        "ray_nadia": "boat",
+        "rosa_assistant": "gluten",
+    }
     for at, pair in enumerate(PAIRS):
         openers = [i for i, m in enumerate(CHATS[at].messages) if _session_day(pair, m["content"])]
         bounds = [*openers, len(CHATS[at].messages)]
