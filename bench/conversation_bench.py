@@ -282,7 +282,8 @@ def report(cells: dict[tuple[str, int, str], Cell], data: list[Conversation], se
     written = "as written" if DATA in ("fresh", "fresh2") else f"speakers {SPEAKERS}, dates {DATES}"
     print(f"Long-conversation bench: {sizes}; embedder {EMBEDDER}; {written}; {seconds:.0f} s\n")
     present = {q.kind for c in data for q in c.questions}
-    extra = [k for k in dict.fromkeys((*FRESH_KINDS, *FRESH2_KINDS)) if k in present and k not in KINDS]  # latest, ...
+    held_out = dict.fromkeys((*FRESH_KINDS, *FRESH2_KINDS))  # the held-out sets' own kinds: latest, inference, ...
+    extra = [k for k in held_out if k in present and k not in KINDS]
     answerable = [k for k in (*KINDS, *extra) if k not in UNANSWERABLE]
     print("Recall, tda / hybrid (same history tokens), per type, limit and question kind:\n")
     print(
