@@ -43,11 +43,12 @@ async def test_a_session_call_is_placed_by_one_read_and_recorded_in_one_transact
     scripted: tuple[Any, Any, ScriptedModel],
 ) -> None:
     """Per call, after the session's first turn: the session read (its project's filter), one read of what places
-    the call (the turn its conversation opened, the newest turn, whether there are attachments) and, for a tool
-    loop's step, its turn's messages; then two transactions (the snapshot, while the model answers; the record,
-    its model call priced in it). Before, placing a call read the session again, then the turn asked for and the
-    newest turn separately, the attachments (the session once more), and a step was recorded through the ORM's
-    unit of work (the session read again, each message its own INSERT): 11 and 13 statements, not 7 and 9."""
+    the call (the turn its conversation opened, the newest turn, whether there are attachments; a tool loop's step
+    finds what its turn recorded among the messages it sent, by the digest of the turn's conversation); then two
+    transactions (the snapshot, while the model answers; the record, its model call priced in it). Before, placing
+    a call read the session again, then the turn asked for and the newest turn separately, the attachments (the
+    session once more), a step read its turn's messages, and a step was recorded through the ORM's unit of work
+    (the session read again, each message its own INSERT): 11 and 13 statements, not 7 and 8."""
     svc, client, model = scripted
     headers = await _admin(svc)
     r = await client.post("/v1/profiles", json={"id": "db_p", "type": "tool_enabled"}, headers=headers)
@@ -74,7 +75,7 @@ async def test_a_session_call_is_placed_by_one_read_and_recorded_in_one_transact
             if step == 0:
                 messages.append({"role": "tool", "tool_call_id": f"call_{turn}", "content": "[]"})
     new_turn, step = seen[2], seen[3]  # the second turn's: the session has turns
-    for statements, reads in ((new_turn, 2), (step, 3)):
+    for statements, reads in ((new_turn, 2), (step, 2)):
         first_write = statements.index("INSERT")
         assert statements[:first_write] == ["SELECT"] * reads, statements
         assert statements.count("COMMIT") == 2, statements
