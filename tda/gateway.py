@@ -157,11 +157,11 @@ def _loop_repeated(conversation: Conversation, digests: Digests, key: str | None
     """The tool loop a turn recorded, when the conversation repeats the turn's conversation through its last step's
     reply (whose digest is ``key``): the client's own messages of it, found by their digests rather than read
     (the usual next step of a loop); None when it does not."""
+    if key is None:  # a turn recorded elsewhere (the native API) keeps no digest
+        return None
     asked = len(conversation.history) + 1
-    for end in range(len(digests.prints) - 1, asked, -1):
-        if key is not None and digests.prints[end] == key:
-            return tuple(digests.messages[asked:end])
-    return None
+    end = next((end for end in range(len(digests.prints) - 1, asked, -1) if digests.prints[end] == key), None)
+    return tuple(digests.messages[asked:end]) if end is not None else None
 
 
 async def _run(svc: TDAService, route: _Client) -> dict[str, Any]:
