@@ -157,7 +157,7 @@ def _loop_repeated(conversation: Conversation, digests: Digests, key: str | None
     """The tool loop a turn recorded, when the conversation repeats the turn's conversation through its last step's
     reply (whose digest is ``key``): the client's own messages of it, found by their digests rather than read
     (the usual next step of a loop); None when it does not."""
-    if key is None:  # a turn recorded elsewhere (the native API) keeps no digest
+    if key is None:  # a turn recorded without its conversation's digest
         return None
     asked = len(conversation.history) + 1
     end = next((end for end in range(len(digests.prints) - 1, asked, -1) if digests.prints[end] == key), None)
