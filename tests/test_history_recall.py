@@ -23,6 +23,7 @@ from components.context_window.recall.messages import (
     UNNAMED,
     HistoryIndex,
     SessionRecall,
+    asks_hypothetically,
     asks_when,
     collect_units,
     embedded_text,
@@ -953,6 +954,20 @@ def test_a_question_asking_when_or_in_what_order_has_a_time_cue(question, cue):
     assert asks_when(question) is cue
 
 
+@pytest.mark.parametrize(
+    ("question", "hypothetical"),
+    [
+        ("Would Priya likely enjoy an evening at a West End musical?", True),
+        ("Is Dan likely to take up rowing?", True),
+        ("What might Kat's builder charge for the roof?", True),
+        ("Where did Kat's colleague Yusuf go on holiday?", False),
+        ("What would you like for dinner?", False),  # "would" inside a question asks nothing hypothetical of anyone
+    ],
+)
+def test_a_hypothetical_is_told_from_a_question_about_what_happened(question, hypothetical):
+    assert asks_hypothetically(question) is hypothetical
+
+
 async def test_a_question_about_someone_never_mentioned_recalls_nothing_and_says_so(history):
     """Abstention: nothing earlier names Dmitri, so nothing is recalled by relevance (the words "dog" and "adopted"
     would have found the planted fact); the newest turns are the same as for an answerable question."""
@@ -973,11 +988,13 @@ async def test_a_question_about_someone_never_mentioned_recalls_nothing_and_says
         "What kind of dog did Margot adopt on Saturday?",
         "Back in March, what kind of dog did Margot adopt?",
         "Quick question: Greyhound or lurcher, what did Margot adopt?",
+        "Would Margot likely adopt a second dog from the Battersea shelter?",
     ],
 )
 async def test_a_day_a_month_or_a_capital_opening_a_sentence_never_makes_recall_abstain(history, question):
     """Only a name nothing earlier mentions makes recall abstain: the history never says "Saturday", "March" or
-    "Quick", yet it holds the answer."""
+    "Quick", yet it holds the answer; nor "Battersea", named by a hypothetical, whose answer is what the chat says of
+    Margot."""
     c = await history.contribute(1_500, module_ctx(make_ctx(messages=planted(), query=question), config=RECALL))
     assert "recall_reason" not in c.metadata and c.metadata["relevant_tokens"] > 0
     assert FACT in [m.content for m in window_parts(c.messages())[1]]

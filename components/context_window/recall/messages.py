@@ -666,8 +666,9 @@ class HistoryIndex:
     def _abstention(
         self, query: str, evidence: Evidence, coverage: np.ndarray, dense: np.ndarray | None, n: int
     ) -> str | None:
-        """Why none of the first ``n`` messages is evidence for ``query`` (None: some may be)."""
-        unknown = self.unknown_names(query, n)
+        """Why none of the first ``n`` messages is evidence for ``query`` (None: some may be). A hypothetical may name
+        what nothing earlier mentions: it is answered from what the chat says of the person it asks about."""
+        unknown = [] if asks_hypothetically(query) else self.unknown_names(query, n)
         if unknown:
             return f"nothing relevant found: no earlier message mentions {', '.join(unknown)}"
         return abstention(evidence, coverage, dense)
@@ -1311,6 +1312,17 @@ _WHEN = re.compile(
     re.IGNORECASE,
 )
 """A time cue: "when" asking ("When did...", not "what to leave out when I cook"), a date asked, or an order."""
+
+
+_HYPOTHETICAL = re.compile(r"^\W*(?:would|might)\b|\b(?:likely|probably|might)\b", re.IGNORECASE)
+"""A hypothetical: "Would Priya likely enjoy an evening at a West End musical?", "What might Dan's builder charge?"."""
+
+
+def asks_hypothetically(query: str) -> bool:
+    """Whether ``query`` asks what someone would likely do, like or be (``_HYPOTHETICAL``): its answer is inferred
+    from what the chat says of them, and what it names ("West End", "Victorian") need never have been mentioned, so an
+    unknown name is no sign that nothing earlier answers it (bench/fresh2_chats.py's ``inference`` questions)."""
+    return bool(_HYPOTHETICAL.search(query))
 
 
 def asks_when(query: str) -> bool:
