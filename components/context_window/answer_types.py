@@ -13,44 +13,38 @@ import re
 
 from .relevance import CALENDAR
 
-
-def _words(words: str) -> str:
-    return r"\b(?:" + "|".join(words.split()) + r")\b"
-
-
-_DIGITS = r"\b\d+(?:[.,]\d+)*"
-_NUMBER = _words(
+_NUMBER = frozenset(
     "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen "
-    "eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand million dozen"
+    "eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand million dozen".split()
 )
-_MONEY = _words(
-    "pound pounds quid dollar dollars bucks euro euros pence cents grand fiver tenner hundred thousand million billion"
+_MONEY = frozenset(
+    "pound pounds quid dollar dollars bucks euro euros pence cents grand fiver tenner hundred thousand million "
+    "billion".split()
 )
-_UNIT = _words(
+_UNIT = frozenset(
     "km kilometres kilometers mile miles metre metres meter meters cm mm inch inches foot feet kg kilo kilos gram "
-    "grams lb lbs stone litre litres liter liters acre acres hectare hectares percent"
+    "grams lb lbs stone litre litres liter liters acre acres hectare hectares percent".split()
 )
-_COLOUR = _words(
+_COLOUR = frozenset(
     "red orange yellow green blue purple violet pink brown black white grey gray silver gold golden ginger cream "
-    "beige navy teal turquoise maroon tan"
+    "beige navy teal turquoise maroon tan".split()
 )
-_CALENDAR = "|".join(sorted(CALENDAR))
-_DATE_OR_CLOCK = re.compile(
-    r"\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}[./-]\d{1,2}[./-]\d{2,4}\b|\b(?:19|20)\d{2}\b"
-    rf"|\b\d{{1,2}}(?:st|nd|rd|th)?(?:\s+of)?\s+(?:{_CALENDAR})\b|\b(?:{_CALENDAR})\.?\s+\d{{1,2}}(?:st|nd|rd|th)?\b"
-    r"|\b\d{1,2}[:.]\d{2}\s*(?:[ap]\.?m\b\.?)?|\b\d{1,2}\s*[ap]\.?m\b\.?",
-    re.IGNORECASE,
-)
-"""A date's or a clock's numbers say when, not how much: a chat's sessions open with them."""
+_NUMERAL = re.compile(r"\d+(?:[:./-]\d+)*")
+_AFTER = re.compile(r"\s*([ap])\.m\b|(?:st|nd|rd|th)?\s*(?:of\s+)?([a-z]+)", re.IGNORECASE)
+_BEFORE = re.compile(r"([a-z]+)\.?\s*$", re.IGNORECASE)
+_SEPARATOR = re.compile(r"[./-]")
+_YEAR = re.compile(r"(?:19|20)\d\d")
+_WORD = re.compile(r"[a-z]+")
+_CURRENCY = frozenset("£$€¥")
 
 TYPES = {
-    "an amount": (r"\bhow much\b", rf"[£$€¥]|{_DIGITS}|{_MONEY}|{_UNIT}"),
-    "an age": (r"\bhow old\b", rf"{_DIGITS}|{_NUMBER}"),
-    "a colour": (r"\bwhat colou?r\b", _COLOUR),
+    "an amount": (r"\bhow much\b", _MONEY | _UNIT, True),
+    "an age": (r"\bhow old\b", _NUMBER, True),
+    "a colour": (r"\bwhat colou?r\b", _COLOUR, False),
 }
-"""Each type of answer: the words that ask for it, and the tokens that give one."""
-_ASKS = [(kind, re.compile(asks, re.IGNORECASE)) for kind, (asks, _) in TYPES.items()]
-_GIVES = {kind: re.compile(gives, re.IGNORECASE) for kind, (_, gives) in TYPES.items()}
+"""Each type of answer: the words that ask for it, the words that give one, and whether digits do (an amount also
+by a currency sign)."""
+_ASKS = [(kind, re.compile(asks, re.IGNORECASE)) for kind, (asks, _, _) in TYPES.items()]
 
 
 def asked_type(question: str) -> str | None:
@@ -59,6 +53,27 @@ def asked_type(question: str) -> str | None:
 
 
 def holds_type(text: str, kind: str) -> bool:
-    """Whether ``text`` holds a token of ``kind``: an amount (a currency sign, digits not in a date or a clock, a
-    money word or a unit), an age (digits or a number word), a colour word."""
-    return bool(_GIVES[kind].search(_DATE_OR_CLOCK.sub(" ", text)))
+    """Whether ``text`` holds a token of ``kind``: an amount (a currency sign, a number that is no date or clock, a
+    money word or a unit), an age (a number or a number word), a colour word. Words are looked up in a set: recall
+    asks this of every message it ranks."""
+    _, gives, numbers = TYPES[kind]
+    if not gives.isdisjoint(_WORD.findall(text.lower())) or (kind == "an amount" and not _CURRENCY.isdisjoint(text)):
+        return True
+    return numbers and any(not _when(text, numeral) for numeral in _NUMERAL.finditer(text))
+
+
+def _when(text: str, numeral: re.Match[str]) -> bool:
+    """Whether ``numeral`` is a date's or a clock's (they say when, not how much: a chat's sessions open with one):
+    "7:30", "04.03.2023", "2024", "4th of March", "March 4", "7pm", "7 a.m."."""
+    digits = numeral.group()
+    if ":" in digits or len(_SEPARATOR.findall(digits)) >= 2 or _YEAR.fullmatch(digits):
+        return True
+    after = _AFTER.match(text, numeral.end())
+    word = after.group(2).lower() if after and after.group(2) else ""
+    before = _BEFORE.search(text[max(0, numeral.start() - 12) : numeral.start()])
+    return bool(
+        (after and after.group(1))
+        or word in CALENDAR
+        or word in ("am", "pm")
+        or (before and before.group(1).lower() in CALENDAR)
+    )
