@@ -31,7 +31,8 @@ against the whole chat. Reported:
 
 Run: `python bench/abstention_bench.py` (BENCH_CONVERSATIONS=n classic chats, BENCH_DENSE=n dense ones, default 2
 each, as conversation_bench.py; BENCH_VARIED=n of bench/varied_chats.py's, default 0; rounds 4 and 5 ran 4 / 4 / 8;
-BENCH_DATA=fresh: bench/fresh_chats.py's six held-out chats instead, BENCH_FRESH_SEED=n).
+BENCH_DATA=fresh or fresh2: bench/fresh_chats.py's six held-out chats or fresh2_chats.py's five instead,
+BENCH_FRESH_SEED=n).
 """
 
 from __future__ import annotations
@@ -56,6 +57,8 @@ import numpy as np  # noqa: E402
 
 from bench.conversation_data import KINDS, UNANSWERABLE, Conversation, conversations  # noqa: E402
 from bench.dense_chats import dense_conversations  # noqa: E402
+from bench.fresh2_chats import KINDS as FRESH2_KINDS  # noqa: E402
+from bench.fresh2_chats import fresh2_conversations  # noqa: E402
 from bench.fresh_chats import KINDS as FRESH_KINDS  # noqa: E402
 from bench.fresh_chats import fresh_conversations  # noqa: E402
 from bench.varied_chats import varied_conversations  # noqa: E402
@@ -70,7 +73,7 @@ offline_library_defaults()
 CONVERSATIONS = int(os.environ.get("BENCH_CONVERSATIONS", "2"))
 DENSE = int(os.environ.get("BENCH_DENSE", "2"))
 VARIED = int(os.environ.get("BENCH_VARIED", "0"))
-FRESH = os.environ.get("BENCH_DATA", "default") == "fresh"
+DATA = os.environ.get("BENCH_DATA", "default")
 FRESH_SEED = int(os.environ.get("BENCH_FRESH_SEED", "0"))
 EMBEDDER = os.environ.get("TDA_EMBEDDER", "minilm-int8")
 REWORDINGS: dict[str, Callable[[str], str]] = {
@@ -188,8 +191,9 @@ async def candidates(index: HistoryIndex, words: Words, question: str, dense: np
 
 def chats() -> list[tuple[int, Conversation]]:
     """Every chat asked about, with its number within its set."""
-    if FRESH:
-        return list(enumerate(fresh_conversations(6, FRESH_SEED)))
+    if DATA in ("fresh", "fresh2"):
+        held_out = fresh_conversations(6, FRESH_SEED) if DATA == "fresh" else fresh2_conversations(5, FRESH_SEED)
+        return list(enumerate(held_out))
     sets = (conversations(CONVERSATIONS), dense_conversations(DENSE), varied_conversations(VARIED) if VARIED else [])
     return [(number, chat) for chat_set in sets for number, chat in enumerate(chat_set)]
 
@@ -300,7 +304,7 @@ def answer_type_report(asked: list[Asked]) -> None:
     print("\nThe answer's type (round 5): asked for a type / abstained on because no ranked message holds one\n")
     print("| kind | even chats | odd chats |")
     print("|---|---:|---:|")
-    for kind in dict.fromkeys((*KINDS, *FRESH_KINDS)):
+    for kind in dict.fromkeys((*KINDS, *FRESH_KINDS, *FRESH2_KINDS)):
         halves = [[a for a in asked if a.kind == kind and a.typed and a.chat % 2 == half] for half in (0, 1)]
         if any(halves):
             print(f"| {kind} | " + " | ".join(f"{sum(a.no_type for a in h)} of {len(h)}" for h in halves) + " |")
@@ -308,12 +312,14 @@ def answer_type_report(asked: list[Asked]) -> None:
 
 def report(asked: list[Asked], reworded: dict[str, tuple[int, int]], seconds: float) -> None:
     chats = (
-        f"fresh chats, seed {FRESH_SEED}" if FRESH else f"{CONVERSATIONS} classic, {DENSE} dense, {VARIED} varied chats"
+        f"{DATA} chats, seed {FRESH_SEED}"
+        if DATA in ("fresh", "fresh2")
+        else f"{CONVERSATIONS} classic, {DENSE} dense, {VARIED} varied chats"
     )
     print(f"Abstention bench: {chats}, {len(asked)} questions; embedder {EMBEDDER}; {seconds:.0f} s\n")
     print("| kind | asked | recall abstains | best z (min-max) | coverage (min-max) | unseen share (min-max) |")
     print("|---|---:|---:|---:|---:|---:|")
-    for kind in dict.fromkeys((*KINDS, *FRESH_KINDS)):
+    for kind in dict.fromkeys((*KINDS, *FRESH_KINDS, *FRESH2_KINDS)):
         of = [a for a in asked if a.kind == kind]
         if not of:
             continue
