@@ -661,10 +661,8 @@ class HistoryIndex:
         if own is not None and dense is not None and floor.min_dense is not None:
             rest = np.flatnonzero(own & (scores <= 0) & (dense > -1))  # their own messages no signal ranks
             rest = rest[np.lexsort((-rest, -dense[rest]))]
-            positions, ordered = (
-                np.r_[positions, rest],
-                np.r_[ordered, OWN_TAIL / (RRF_K + np.arange(1, len(rest) + 1))],
-            )
+            tail = OWN_TAIL / (RRF_K + np.arange(1, len(rest) + 1))
+            positions, ordered = np.r_[positions, rest], np.r_[ordered, tail]
         missing = self._type_missing(query, positions) if evidence is not None else None
         if missing is not None:
             return np.zeros(0, np.intp), np.zeros(0), ranking.method, missing
