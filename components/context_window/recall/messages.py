@@ -33,6 +33,7 @@ from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
+from ..answer_types import asked_type, holds_type
 from ..background import Background
 from ..base import (
     ChatMessages,
@@ -656,12 +657,24 @@ class HistoryIndex:
             scores[own] *= ABOUT_FACTOR
         positions = np.flatnonzero(scores > 0)
         positions = positions[np.lexsort((-positions, -scores[positions]))]
+        ordered = scores[positions]
         if own is not None and dense is not None and floor.min_dense is not None:
             rest = np.flatnonzero(own & (scores <= 0) & (dense > -1))  # their own messages no signal ranks
             rest = rest[np.lexsort((-rest, -dense[rest]))]
             tail = OWN_TAIL / (RRF_K + np.arange(1, len(rest) + 1))
-            return np.r_[positions, rest], np.r_[scores[positions], tail], ranking.method, None
-        return positions, scores[positions], ranking.method, None
+            positions, ordered = np.r_[positions, rest], np.r_[ordered, tail]
+        missing = self._type_missing(query, positions) if evidence is not None else None
+        if missing is not None:
+            return np.zeros(0, np.intp), np.zeros(0), ranking.method, missing
+        return positions, ordered, ranking.method, None
+
+    def _type_missing(self, query: str, positions: np.ndarray) -> str | None:
+        """Why none of the ranked messages at ``positions`` can answer ``query``: it asks for a type of answer ("How
+        much was the rent?": an amount) that none of them holds, so the detail was never given (``answer_types``)."""
+        kind = asked_type(query)
+        if kind is None or any(holds_type(searchable_text(self.messages[p]), kind) for p in positions.tolist()):
+            return None
+        return f"nothing relevant found: none of the {len(positions)} earlier messages about it gives {kind}"
 
     def _abstention(
         self, query: str, evidence: Evidence, coverage: np.ndarray, dense: np.ndarray | None, n: int
