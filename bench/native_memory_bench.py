@@ -12,7 +12,8 @@ embedder (default minilm-int8, tda's default; ``hashing`` is faster but 512 dime
 each mark, the bytes each of the service's structures holds and its growth a turn since the last mark.
 BENCH_MEM_CONTEXT_LIMIT: the profile's context limit (default none: gpt-4.1's 1,047,576 tokens, which this bench's
 short turns fill only past turn ~14,000, so every turn's window holds the whole history and its cost grows with it;
-16000 as long_session_bench.py: a full window from turn ~200 on).
+16000 as long_session_bench.py: a full window from turn ~200 on). Experiments on glibc's heaps: BENCH_MEM_ARENAS
+(default 2, as `tda serve`), BENCH_MEM_TRIM=1 (their free pages given back at each mark, and how much that was).
 
 Run: ``PYTHONPATH=. python bench/native_memory_bench.py`` (a temporary data directory; nothing is kept).
 """
@@ -55,6 +56,10 @@ TOP = int(os.environ.get("BENCH_MEM_TOP", "12"))
 CONTEXT_LIMIT = int(os.environ.get("BENCH_MEM_CONTEXT_LIMIT", "0")) or None
 CENSUS = os.environ.get("BENCH_MEM_CENSUS") == "1"
 """At each mark, the bytes each of the service's structures holds (``census``), and their growth per 1,000 turns."""
+TRIM = os.environ.get("BENCH_MEM_TRIM") == "1"
+"""At each mark, after the RSS is read, glibc's free pages given back (``malloc_trim``): what that returns."""
+ARENAS = int(os.environ.get("BENCH_MEM_ARENAS", "2"))
+"""glibc's heaps for the process's threads (``tune_malloc``'s, as `tda serve` sets them: 2)."""
 
 
 def rss_mib() -> float:
@@ -178,6 +183,10 @@ def census(svc: Any) -> dict[str, int]:
     ]
     roots += [(f"svc.{name}", value) for name, value in vars(svc).items()]
     roots += [(f"sources.{name}", value) for name, value in vars(svc.sources).items()]
+    # Last: what the event loop reaches (its tasks and callbacks, and through them the whole app). An asyncio lock
+    # that once had a waiter holds the loop: counted in the first structure reaching one (the history cache, through
+    # the database's write lock), everything the roots above miss seemed to grow there.
+    roots.append(("the event loop (what no structure above reaches)", asyncio.get_running_loop()))
     roots = list({id(value): (name, value) for name, value in reversed(roots)}.values())[::-1]  # by first name
     seen = {id(svc), *(id(value) for _, value in roots)}  # another structure one reaches (its store) is not its own
     held = {}
@@ -210,6 +219,7 @@ async def record(settings: Any, token: str) -> list[tuple[int, float, float]]:
     from quart.testing.app import TestApp
 
     from tda.app import create_app
+    from tda.memory import return_freed_memory
 
     app = create_app(settings, migrate=False, warm_up_llm=False)
     headers = {"Authorization": f"Bearer {token}"}
@@ -244,6 +254,9 @@ async def record(settings: Any, token: str) -> list[tuple[int, float, float]]:
                     f"{cpu_ms:.0f} ms a turn; {breakdown()}; {collector}",
                     flush=True,
                 )
+                if TRIM:
+                    return_freed_memory()
+                    print(f"  trimmed: RSS {rss_mib():.1f} MiB ({rss_mib() - marks[-1][1]:+.1f})", flush=True)
                 if CENSUS:
                     now = census(svc)
                     if held:
@@ -262,7 +275,7 @@ def main() -> None:
     from tda.config import Settings
     from tda.memory import tune_malloc
 
-    tune_malloc()  # as `tda serve` does
+    tune_malloc(arenas=ARENAS)  # as `tda serve` does
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # stopped, it stops its upstream too
     logging.getLogger("components").setLevel(logging.ERROR)  # a loaded machine's slow steps are not what is measured
     if TRACE and not TRACE_FROM:

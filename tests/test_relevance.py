@@ -274,7 +274,31 @@ def test_vector_index_grows_and_scores_cosine():
         index.add([[math.cos(i), math.sin(i)]])
     assert len(index) == 100
     scores = index.scores([2.0, 0.0])
-    assert scores == pytest.approx([math.cos(i) for i in range(100)], abs=1e-6)
+    assert scores == pytest.approx([math.cos(i) for i in range(100)], abs=HALF_WIDTH)
+
+
+HALF_WIDTH = 2**-11
+"""How far a cosine may move with its vectors held as float16: each component by at most 2**-11 of itself."""
+
+
+def test_vector_index_holds_float16_and_scores_them_in_float32():
+    """A session's part vectors are held for its life: at half float32's bytes, each row scored exactly as numpy's
+    own float16 cast of it gives (negative, tiny and zero components too)."""
+    rng = np.random.default_rng(7)
+    rows = rng.normal(size=(1500, 384)).astype(np.float32)
+    rows[0, :4] = [1e-6, -3e-7, 0.0, -0.0]  # below float16's normal range
+    unit = rows / np.linalg.norm(rows, axis=1, keepdims=True)
+    index = VectorIndex()
+    for start in range(0, len(rows), 2):  # two parts a turn, as a session grows
+        index.add(rows[start : start + 2])
+    assert sum(block.nbytes for block in index._blocks) == index.nbytes
+    assert index.nbytes == sum(min(4096, max(64, size)) for size in (0, 64, 128, 256, 512, 1024)) * 384 * 2
+    query = rng.normal(size=384)
+    as_held = unit.astype(np.float16).astype(np.float64)
+    expected = as_held @ (query / np.linalg.norm(query))
+    assert index.scores(query) == pytest.approx(expected, abs=1e-6)
+    assert np.max(np.abs(index.scores(query) - unit @ (query / np.linalg.norm(query)))) <= HALF_WIDTH
+    assert np.array_equal(index.matrix, as_held.astype(np.float32))
 
 
 @settings(max_examples=60, deadline=None)
@@ -298,7 +322,7 @@ def test_vector_index_in_blocks_scores_as_one_matrix(batches, query):
         return
     whole = np.array(added)
     cosines = whole @ np.array(query) / np.linalg.norm(whole, axis=1) / (np.linalg.norm(query) or 1.0)
-    assert index.scores(query) == pytest.approx(cosines, abs=1e-5)
+    assert index.scores(query) == pytest.approx(cosines, abs=HALF_WIDTH)
     assert index.matrix.shape == whole.shape
 
 
