@@ -353,8 +353,11 @@ class HistoryIndex:
         self.dated += [first + i for i in dated]
         if any(map(contains, contents, repeat(":"))) or any(column(messages, "name")):
             speakers = [_speaker(m) for m in messages]
-            for i in dated:  # its tag after the date: "2023-05-08 13:56: Maya: hi"
-                speakers[i] = _speaker(messages[i], after_date(contents[i]))
+            opening = set(dated)
+            self.speakers.update(s for i, s in enumerate(speakers) if s is not None and i not in opening)
+            for i in dated:  # its tag after the date ("2023-05-08 13:56: Maya: hi") or before it, a speaker's
+                tagged = speakers[i] if speakers[i] in self.speakers else None  # ("Maya: May 8, 2023: hi")
+                speakers[i] = _speaker(messages[i], after_date(contents[i])) or tagged
             self.speakers.update(filter(None, speakers))
             numbers = self._speaker_numbers
             self.said_by.extend(
