@@ -1181,7 +1181,8 @@ def _written_out(messages: list[Message]) -> tuple[list[int], set[str], list[str
         tag = re.match(r"^(\[[^\]\n]{1,40}\]\s*)?([A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}): ", text)
         speaker = tag.group(2) if tag else None
         if opens_dated and not tag and text and "\n" not in m.content[: len(m.content) - len(text)]:
-            before = re.match(r"([A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}): ", m.content)  # or before it: "Al: 8 May 2023: x"
+            # or the tag before the date, on the line it goes on: "Al: 8 May 2023: x"
+            before = re.match(r"([A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}): ", m.content)
             speaker = before.group(1) if before else None
         if speaker is None and m.name and m.role in ("user", "assistant"):
             speaker = m.name
