@@ -25,9 +25,14 @@ against the whole chat. Reported:
    * ``concept_drop``: how far the best 3 messages' z-scores fall when those words (else the rarest) are left out of
      the question: a hit that matched the question's frame ("What did Dana ... last month?"), not its concept, falls
      little.
+6. the answer's type (round 5, shipped: ``answer_types.py``): per half (even- and odd-numbered chats), per kind, the
+   questions asking for a type of answer (an amount, an age, a colour) and those recall abstains on because none of
+   the messages it ranks holds one (its reason says "... gives an amount").
 
 Run: `python bench/abstention_bench.py` (BENCH_CONVERSATIONS=n classic chats, BENCH_DENSE=n dense ones, default 2
-each, as conversation_bench.py; BENCH_VARIED=n of bench/varied_chats.py's, default 0; round 4 ran 4 / 4 / 8).
+each, as conversation_bench.py; BENCH_VARIED=n of bench/varied_chats.py's, default 0; rounds 4 and 5 ran 4 / 4 / 8;
+BENCH_DATA=fresh or fresh2: bench/fresh_chats.py's six held-out chats or fresh2_chats.py's five instead,
+BENCH_FRESH_SEED=n).
 """
 
 from __future__ import annotations
@@ -52,7 +57,12 @@ import numpy as np  # noqa: E402
 
 from bench.conversation_data import KINDS, UNANSWERABLE, Conversation, conversations  # noqa: E402
 from bench.dense_chats import dense_conversations  # noqa: E402
+from bench.fresh2_chats import KINDS as FRESH2_KINDS  # noqa: E402
+from bench.fresh2_chats import fresh2_conversations  # noqa: E402
+from bench.fresh_chats import KINDS as FRESH_KINDS  # noqa: E402
+from bench.fresh_chats import fresh_conversations  # noqa: E402
 from bench.varied_chats import varied_conversations  # noqa: E402
+from components.context_window.answer_types import asked_type  # noqa: E402
 from components.context_window.base import Message, Session  # noqa: E402
 from components.context_window.recall.messages import HistoryIndex, SessionRecall  # noqa: E402
 from components.context_window.relevance import terms, unit_rows, z_scores  # noqa: E402
@@ -63,6 +73,8 @@ offline_library_defaults()
 CONVERSATIONS = int(os.environ.get("BENCH_CONVERSATIONS", "2"))
 DENSE = int(os.environ.get("BENCH_DENSE", "2"))
 VARIED = int(os.environ.get("BENCH_VARIED", "0"))
+DATA = os.environ.get("BENCH_DATA", "default")
+FRESH_SEED = int(os.environ.get("BENCH_FRESH_SEED", "0"))
 EMBEDDER = os.environ.get("TDA_EMBEDDER", "minilm-int8")
 REWORDINGS: dict[str, Callable[[str], str]] = {
     "'... on Saturday?'": lambda q: q.rstrip("?") + " on Saturday?",
@@ -84,6 +96,10 @@ class Asked:
     """The chat's number within its set: even ones choose a held-out rule's thresholds, odd ones test it."""
     signals: dict[str, float] = field(default_factory=dict)
     """The round 4 candidates (see the module's docstring), lower meaning "abstain" (inf: the signal says nothing)."""
+    typed: bool = False
+    """The question asks for a type of answer (``answer_types.asked_type``)."""
+    no_type: bool = False
+    """Recall abstains because none of the messages it ranks holds that type (round 5)."""
 
 
 def measure(index: HistoryIndex, recall: SessionRecall, kind: str, question: str, vector: np.ndarray) -> Asked:
@@ -92,11 +108,14 @@ def measure(index: HistoryIndex, recall: SessionRecall, kind: str, question: str
     query = index.focus(question)
     dense = index.dense_scores(vector, n)
     assert dense is not None
-    reason = index.rank(query, vector, n, evidence=recall.evidence)[3]
+    reason = index.rank(query, vector, n, evidence=recall.evidence, about=index.asked_about(question))[3]
     weight = {t: index.lexical.idf(t) for t in set(terms(query))}
+    kind_asked = asked_type(query)
     return Asked(
         kind,
         question,
+        typed=kind_asked is not None,
+        no_type=kind_asked is not None and reason is not None and reason.endswith(f" gives {kind_asked}"),
         abstained=reason is not None and reason.startswith("nothing relevant found"),
         best_z=float(z_scores(dense).max(initial=0.0)),
         coverage=float(index.lexical.coverage(list(weight), n).max(initial=0.0)),
@@ -172,6 +191,9 @@ async def candidates(index: HistoryIndex, words: Words, question: str, dense: np
 
 def chats() -> list[tuple[int, Conversation]]:
     """Every chat asked about, with its number within its set."""
+    if DATA in ("fresh", "fresh2"):
+        held_out = fresh_conversations(6, FRESH_SEED) if DATA == "fresh" else fresh2_conversations(5, FRESH_SEED)
+        return list(enumerate(held_out))
     sets = (conversations(CONVERSATIONS), dense_conversations(DENSE), varied_conversations(VARIED) if VARIED else [])
     return [(number, chat) for chat_set in sets for number, chat in enumerate(chat_set)]
 
@@ -276,12 +298,28 @@ def held_out(asked: list[Asked], signal: str) -> HeldOut:
     )
 
 
+def answer_type_report(asked: list[Asked]) -> None:
+    """Round 5: per half and kind, the questions asking for a type of answer, and those recall abstains on because
+    none of the messages it ranks holds one."""
+    print("\nThe answer's type (round 5): asked for a type / abstained on because no ranked message holds one\n")
+    print("| kind | even chats | odd chats |")
+    print("|---|---:|---:|")
+    for kind in dict.fromkeys((*KINDS, *FRESH_KINDS, *FRESH2_KINDS)):
+        halves = [[a for a in asked if a.kind == kind and a.typed and a.chat % 2 == half] for half in (0, 1)]
+        if any(halves):
+            print(f"| {kind} | " + " | ".join(f"{sum(a.no_type for a in h)} of {len(h)}" for h in halves) + " |")
+
+
 def report(asked: list[Asked], reworded: dict[str, tuple[int, int]], seconds: float) -> None:
-    chats = f"{CONVERSATIONS} classic, {DENSE} dense, {VARIED} varied chats"
+    chats = (
+        f"{DATA} chats, seed {FRESH_SEED}"
+        if DATA in ("fresh", "fresh2")
+        else f"{CONVERSATIONS} classic, {DENSE} dense, {VARIED} varied chats"
+    )
     print(f"Abstention bench: {chats}, {len(asked)} questions; embedder {EMBEDDER}; {seconds:.0f} s\n")
     print("| kind | asked | recall abstains | best z (min-max) | coverage (min-max) | unseen share (min-max) |")
     print("|---|---:|---:|---:|---:|---:|")
-    for kind in KINDS:
+    for kind in dict.fromkeys((*KINDS, *FRESH_KINDS, *FRESH2_KINDS)):
         of = [a for a in asked if a.kind == kind]
         if not of:
             continue
@@ -290,6 +328,7 @@ def report(asked: list[Asked], reworded: dict[str, tuple[int, int]], seconds: fl
             f"| {kind} | {len(of)} | {sum(a.abstained for a in of)} | {min(z):.2f}-{max(z):.2f} | "
             f"{min(cov):.2f}-{max(cov):.2f} | {min(un):.2f}-{max(un):.2f} |"
         )
+    answer_type_report(asked)
     best = frontier(asked)
     missed = {k: sum(1 for a in asked if a.kind == k and not a.abstained) for k in UNANSWERABLE}
     if best is None or not any(best[1].values()):

@@ -130,10 +130,12 @@ async def _place(svc: TDAService, session_id: str, conversation: Conversation, *
     request_key = digests.through(len(conversation.history) + 1)
     same, newest, attached = await svc.store.sessions.call_state(session_id, request_key if again else None)
     if same is not None:
-        messages = await svc.store.sessions.turn_messages(session_id, same)
-        asked = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
-        recorded = tuple(message_of(m) for m in messages[asked + 1 :])
-        return _Place(same, new=False, request_key=request_key, recorded=recorded, attached=attached)
+        recorded = _loop_repeated(conversation, digests, same.conversation_key)
+        if recorded is None:  # not the loop as the turn's last step left it (a retry, an edited loop): as recorded
+            messages = await svc.store.sessions.turn_messages(session_id, same.turn)
+            asked = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
+            recorded = tuple(message_of(m) for m in messages[asked + 1 :])
+        return _Place(same.turn, new=False, request_key=request_key, recorded=recorded, attached=attached)
     prefixes = await sized(lambda history: digests.turn_ends(len(history)), conversation.history)
     if newest is not None and newest.conversation_key in prefixes:  # the usual call: it goes on from the newest turn
         extended: TurnEnd | None = newest
@@ -149,6 +151,17 @@ async def _place(svc: TDAService, session_id: str, conversation: Conversation, *
     return _Place(
         turn, new=True, request_key=request_key, imported=imported, extends=extends, fork=fork, attached=attached
     )
+
+
+def _loop_repeated(conversation: Conversation, digests: Digests, key: str | None) -> tuple[Message, ...] | None:
+    """The tool loop a turn recorded, when the conversation repeats the turn's conversation through its last step's
+    reply (whose digest is ``key``): the client's own messages of it, found by their digests rather than read
+    (the usual next step of a loop); None when it does not."""
+    if key is None:  # a turn recorded without its conversation's digest
+        return None
+    asked = len(conversation.history) + 1
+    end = next((end for end in range(len(digests.prints) - 1, asked, -1) if digests.prints[end] == key), None)
+    return tuple(digests.messages[asked:end]) if end is not None else None
 
 
 async def _run(svc: TDAService, route: _Client) -> dict[str, Any]:

@@ -887,12 +887,17 @@ def newest_within(text: str, instruction: str, limit: int, tokens: TokenEstimato
     tokens as one message: the largest suffix that starts a line and fits, or, when not even the last line fits,
     the largest suffix of that line that does.
 
-    Counted near the cut only: the lines are priced one by one from the end (each line's count is cached), and
-    exact counts of the whole prompt check the few starts around the estimate. Counting the whole text at every
-    step of a bisection tokenised a long transcript some twenty times per summary."""
+    Counted near the cut only: the lines are priced one by one from the end (each line's count is cached where the
+    whole prompt's count finds it), and exact counts of the whole prompt check the few starts around the estimate.
+    Counting the whole text at every step of a bisection tokenised a long transcript some twenty times per summary.
+    A prompt of fewer bytes than ``limit`` fits uncounted (every token is at least a byte)."""
 
     def size(body: str) -> int:
         return tokens.count_text_message(prompt_of(body, instruction), "user")
+
+    most = tokens.at_most(prompt_of(text, instruction))
+    if most is not None and tokens.count_text_message("", "user") + most <= limit:
+        return text  # fits whatever its count (a summary's transcript is mostly far within its model's window)
 
     starts = [0, *(m.end() for m in re.finditer("\n", text) if m.end() < len(text))]
     lines = [text[a:b] for a, b in zip(starts, [*starts[1:], len(text)], strict=True)]
@@ -904,7 +909,7 @@ def newest_within(text: str, instruction: str, limit: int, tokens: TokenEstimato
     # own count can exceed its share of the joined text's by a few tokens where tokens merge across lines).
     mark, priced, guess, total = size(CUT_MARK), len(lines), len(lines), 0
     while priced > 0 and total <= limit + 4 * len(lines):
-        total += tokens.count(lines[priced - 1])
+        total += tokens.count_line(lines[priced - 1])
         priced -= 1
         if total <= limit - mark:
             guess = priced

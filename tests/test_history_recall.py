@@ -23,6 +23,7 @@ from components.context_window.recall.messages import (
     UNNAMED,
     HistoryIndex,
     SessionRecall,
+    asks_hypothetically,
     asks_when,
     collect_units,
     embedded_text,
@@ -986,6 +987,20 @@ def test_a_question_asking_when_or_in_what_order_has_a_time_cue(question, cue):
     assert asks_when(question) is cue
 
 
+@pytest.mark.parametrize(
+    ("question", "hypothetical"),
+    [
+        ("Would Priya likely enjoy an evening at a West End musical?", True),
+        ("Is Dan likely to take up rowing?", True),
+        ("What might Kat's builder charge for the roof?", True),
+        ("Where did Kat's colleague Yusuf go on holiday?", False),
+        ("What would you like for dinner?", False),  # "would" inside a question asks nothing hypothetical of anyone
+    ],
+)
+def test_a_hypothetical_is_told_from_a_question_about_what_happened(question, hypothetical):
+    assert asks_hypothetically(question) is hypothetical
+
+
 async def test_a_question_about_someone_never_mentioned_recalls_nothing_and_says_so(history):
     """Abstention: nothing earlier names Dmitri, so nothing is recalled by relevance (the words "dog" and "adopted"
     would have found the planted fact); the newest turns are the same as for an answerable question."""
@@ -1000,17 +1015,59 @@ async def test_a_question_about_someone_never_mentioned_recalls_nothing_and_says
     assert window_parts(abstained.messages())[0] == window_parts(answered.messages())[0]  # the newest turns, unchanged
 
 
+SMALL_TALK = (
+    "Maya: Work has been a lot lately, deadlines moved up and nobody told me.",
+    "Theo: Ugh, that's the worst. Hope you get a proper break at the weekend.",
+    "Maya: I made that lentil soup again, the one with too much cumin.",
+    "Theo: Haha, there's no such thing as too much cumin. Save me a bowl.",
+    "Maya: My phone screen cracked again, I should just buy a sturdier case.",
+    "Theo: Or stop using it as a coaster, just saying.",
+    "Maya: Traffic on the ring road was awful this morning, see you at 7:30pm?",
+    "Theo: That's why I've started cycling in. Mostly. When it isn't raining.",
+)
+TRIP = "Theo: Just got back from Lisbon! The flights were {detail}but the city was so worth it."
+
+
+def chat_about_a_trip(detail: str, sessions: int = 12) -> list[Message]:
+    """A chat between two friends whose only news is a trip to Lisbon, and whose small talk holds no amount: each
+    session opens with its date and a time."""
+    lines = [TRIP.format(detail=detail), "Maya: Oh I'm so jealous, you have to tell me everything."]
+    for day in range(1, sessions + 1):
+        lines += [f"[{day} March 2024, 6:15 PM] Maya: Hi Theo, long time no chat!", *SMALL_TALK]
+    return [Message("user" if i % 2 == 0 else "assistant", line, turn=i // 2 + 1) for i, line in enumerate(lines)]
+
+
+async def test_a_detail_never_given_recalls_nothing_and_says_which_type_of_answer_is_missing(history):
+    """The chat talks about the flights to Lisbon but never says what they cost: no message recall would bring holds
+    an amount, so nothing is recalled by relevance and the snapshot says so. The same question over the same chat
+    where the price was given recalls the message that gives it."""
+    question = "How much did the flights to Lisbon cost Theo?"
+    never = module_ctx(make_ctx(messages=chat_about_a_trip("a nightmare "), query=question), config=RECALL)
+    given_ = module_ctx(
+        make_ctx(messages=chat_about_a_trip("£240 return, a nightmare, "), query=question), config=RECALL
+    )
+    abstained, answered = await history.contribute(800, never), await history.contribute(800, given_)
+    reason = abstained.metadata["recall_reason"]
+    assert reason.startswith("nothing relevant found: none of the ") and reason.endswith(" gives an amount")
+    assert abstained.metadata["relevant_tokens"] == 0
+    assert not any("Lisbon" in m.content for m in abstained.messages())
+    assert "recall_reason" not in answered.metadata and answered.metadata["relevant_tokens"] > 0
+    assert TRIP.format(detail="£240 return, a nightmare, ") in [m.content for m in window_parts(answered.messages())[1]]
+
+
 @pytest.mark.parametrize(
     "question",
     [
         "What kind of dog did Margot adopt on Saturday?",
         "Back in March, what kind of dog did Margot adopt?",
         "Quick question: Greyhound or lurcher, what did Margot adopt?",
+        "Would Margot likely adopt a second dog from the Battersea shelter?",
     ],
 )
 async def test_a_day_a_month_or_a_capital_opening_a_sentence_never_makes_recall_abstain(history, question):
     """Only a name nothing earlier mentions makes recall abstain: the history never says "Saturday", "March" or
-    "Quick", yet it holds the answer."""
+    "Quick", yet it holds the answer; nor "Battersea", named by a hypothetical, whose answer is what the chat says of
+    Margot."""
     c = await history.contribute(1_500, module_ctx(make_ctx(messages=planted(), query=question), config=RECALL))
     assert "recall_reason" not in c.metadata and c.metadata["relevant_tokens"] > 0
     assert FACT in [m.content for m in window_parts(c.messages())[1]]

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from components.context_window.metering import prompt_of
-from components.context_window.token_estimator import estimator_for
+from components.context_window.token_estimator import TokenEstimator, estimator_for
 from tda.llm import CUT_MARK, newest_within
 
 TOKENS = estimator_for("gpt-4o")
@@ -58,3 +58,38 @@ def test_a_long_transcript_is_counted_near_its_cut_only() -> None:
     cut = newest_within(text, INSTRUCTION, 12_000, Counting())  # type: ignore[arg-type]
     assert cut == oracle(text, 12_000)
     assert sum(counted) <= 6 * 12_000 * 4  # a few prompts of about the window's size, never the whole text's
+
+
+def _tokenised(text: str, limit: int) -> tuple[str, int]:
+    """``newest_within``'s answer under a fresh gpt-4o estimator (no text counted yet), and how many characters it
+    handed to the tokenizer."""
+    tokens = TokenEstimator(TOKENS.encoding_name)
+    real, seen = tokens._counter, []
+    assert real is not None
+
+    def counting(piece: str) -> int:
+        seen.append(len(piece))
+        return real(piece)
+
+    tokens._counter = counting
+    return newest_within(text, INSTRUCTION, limit, tokens), sum(seen)
+
+
+ROWS = "x y " * 900
+TRANSCRIPT = "\n".join(f'tool: {{"order": "ORD-{i}", "rows": "{ROWS}"}}\nassistant: done {i}' for i in range(40))
+
+
+def test_a_transcript_that_fits_is_tokenised_once() -> None:
+    """A summary's transcript within its model's window but larger in bytes: its lines, priced from the end, are
+    the whole prompt's count's lines, not tokenised a second time."""
+    assert len(prompt_of(TRANSCRIPT, INSTRUCTION).encode()) > 100_000 > size(TRANSCRIPT)
+    cut, tokenised = _tokenised(TRANSCRIPT, 100_000)
+    assert cut == TRANSCRIPT
+    assert tokenised < 1.1 * len(prompt_of(TRANSCRIPT, INSTRUCTION))  # twice that before
+
+
+def test_a_transcript_far_within_the_window_is_not_tokenised() -> None:
+    """Fewer bytes than the window has tokens: it fits whatever its count (every token is at least a byte)."""
+    cut, tokenised = _tokenised(TRANSCRIPT, 1_000_000)
+    assert cut == TRANSCRIPT
+    assert tokenised == len("user")  # the message's role alone

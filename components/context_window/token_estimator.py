@@ -413,6 +413,15 @@ class TokenEstimator:
         self.misses += 1
         return self._remember(text, self._measure(text))
 
+    def at_most(self, text: str) -> int | None:
+        """A figure ``count(text)`` never exceeds, found without tokenising: its UTF-8 bytes where every token is at
+        least one byte (tiktoken unscaled, or the bytes counted when no tokenizer loaded); None for a scaled
+        estimate or another tokenizer."""
+        scaled = self._scale != 1.0 or self._floor is not None
+        if self._counter is not None and (self.tokenizer.kind != "tiktoken" or scaled):
+            return None
+        return len(text.encode("utf-8", "surrogatepass"))
+
     def _remember(self, text: str, n: int) -> int:
         """``text``'s count kept, under the lock: counts are made in worker threads too (``uncached_count``)."""
         with self._lock:
@@ -431,6 +440,11 @@ class TokenEstimator:
         if self._floor is not None:
             n = max(n, self._floor(text))
         return n
+
+    def count_line(self, line: str) -> int:
+        """``count(line)`` for a line of a longer text, kept where that text's own count looks for it (the line
+        cache, where counts add up over lines): a text priced line by line, then counted whole, is tokenised once."""
+        return self.count(line) if self._line_counts is None else self._line_count(line)
 
     def _line_count(self, line: str) -> int:
         assert self._line_counts is not None and self._counter is not None

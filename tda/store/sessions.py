@@ -214,7 +214,7 @@ class TurnEnd(NamedTuple):
 class CallState(NamedTuple):
     """What a chat client's call finds of its session (``call_state``)."""
 
-    asking: int | None
+    asking: TurnEnd | None
     """The newest turn its conversation opened (a retry, or the next step of its tool loop), if any."""
     newest: TurnEnd | None
     """The session's newest turn (None: it has none)."""
@@ -483,8 +483,12 @@ class SessionStore:
             found = (await c.execute(CALL_STATE, {"session_id": session_id, "request_key": request_key})).first()
         if found is None:
             raise NotFound(f"no session {session_id!r}")
-        asking, newest, key, attached = found
-        return CallState(asking, TurnEnd(newest, key) if newest is not None else None, bool(attached))
+        asking, asking_key, newest, key, attached = found
+        return CallState(
+            TurnEnd(asking, asking_key) if asking is not None else None,
+            TurnEnd(newest, key) if newest is not None else None,
+            bool(attached),
+        )
 
     async def turn_ending(self, session_id: str, conversation_keys: list[str]) -> TurnEnd | None:
         """The newest turn whose conversation (through its last reply) has one of these digests: the turn a chat
@@ -926,12 +930,13 @@ _NEWEST_TURN = (
 )
 CALL_STATE = select(
     _ASKING.scalar_subquery(),
+    _ASKING.with_only_columns(TurnRow.conversation_key).scalar_subquery(),
     _NEWEST_TURN.scalar_subquery(),
     _NEWEST_TURN.with_only_columns(TurnRow.conversation_key).scalar_subquery(),
     exists().where(AttachmentRow.session_id == bindparam("session_id")),
 ).where(SessionRow.id == bindparam("session_id"))
-"""``call_state``: the turn a conversation opened, the newest turn and whether there are attachments, each an index
-probe, in one statement (no row: no such session)."""
+"""``call_state``: the turn a conversation opened and the newest turn (each with its conversation's digest) and
+whether there are attachments, each an index probe, in one statement (no row: no such session)."""
 _TURN_MESSAGES = (
     select(*_MESSAGE_COLUMNS)
     .where(MessageRow.session_id == bindparam("session_id"), MessageRow.turn == bindparam("turn"))

@@ -43,11 +43,12 @@ async def test_a_session_call_is_placed_by_one_read_and_recorded_in_one_transact
     scripted: tuple[Any, Any, ScriptedModel],
 ) -> None:
     """Per call, after the session's first turn: the session read (its project's filter), one read of what places
-    the call (the turn its conversation opened, the newest turn, whether there are attachments) and, for a tool
-    loop's step, its turn's messages; then two transactions (the snapshot, while the model answers; the record,
-    its model call priced in it). Before, placing a call read the session again, then the turn asked for and the
-    newest turn separately, the attachments (the session once more), and a step was recorded through the ORM's
-    unit of work (the session read again, each message its own INSERT): 11 and 13 statements, not 7 and 9."""
+    the call (the turn its conversation opened, the newest turn, whether there are attachments; a tool loop's step
+    finds what its turn recorded among the messages it sent, by the digest of the turn's conversation); then two
+    transactions (the snapshot, while the model answers; the record, its model call priced in it). Before, placing
+    a call read the session again, then the turn asked for and the newest turn separately, the attachments (the
+    session once more), a step read its turn's messages, and a step was recorded through the ORM's unit of work
+    (the session read again, each message its own INSERT): 11 and 13 statements, not 7 and 8."""
     svc, client, model = scripted
     headers = await _admin(svc)
     r = await client.post("/v1/profiles", json={"id": "db_p", "type": "tool_enabled"}, headers=headers)
@@ -74,11 +75,46 @@ async def test_a_session_call_is_placed_by_one_read_and_recorded_in_one_transact
             if step == 0:
                 messages.append({"role": "tool", "tool_call_id": f"call_{turn}", "content": "[]"})
     new_turn, step = seen[2], seen[3]  # the second turn's: the session has turns
-    for statements, reads in ((new_turn, 2), (step, 3)):
+    for statements, reads in ((new_turn, 2), (step, 2)):
         first_write = statements.index("INSERT")
         assert statements[:first_write] == ["SELECT"] * reads, statements
         assert statements.count("COMMIT") == 2, statements
         assert len(statements) - 2 == reads + 5 + (statements is step), statements
+
+
+async def test_a_loop_edited_mid_turn_is_recorded_again_from_the_edit_once(
+    scripted: tuple[Any, Any, ScriptedModel],
+) -> None:
+    """A client that changes a tool result it sent earlier in the turn has its loop recorded again from the change
+    (what the turn holds no longer matches what it sends); the step after adds only its own messages, as any step
+    does, whether its turn's loop is read or found among the messages sent (the usual step)."""
+    svc, client, model = scripted
+    headers = await _admin(svc)
+    r = await client.post("/v1/profiles", json={"id": "edit_p", "type": "tool_enabled"}, headers=headers)
+    assert r.status_code == 201
+    call_headers = {**headers, "X-TDA-Session": "edit_s", "X-TDA-Profile": "edit_p"}
+    model.replies = [[(f"call_{n}", "lookup_orders", {"customer": f"C{n}"})] for n in (1, 2, 3)] + ["Done."]
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Which orders are open?"}]
+    original: dict[str, Any] = {}
+    for step in range(4):
+        if step == 2:  # the client edits the first tool result
+            original = messages[2]
+            messages[2] = {**original, "content": "result 1, edited"}
+        body = {"model": "tda", "messages": messages, "tools": [LOOKUP_ORDERS]}
+        r = await client.post("/v1/chat/completions", json=body, headers=call_headers)
+        assert r.status_code == 200, await r.get_json()
+        reply = {k: v for k, v in (await r.get_json())["choices"][0]["message"].items() if v is not None}
+        messages.append(reply)
+        if step < 3:
+            result = {"role": "tool", "tool_call_id": reply["tool_calls"][0]["id"], "content": f"result {step + 1}"}
+            messages.append(result)
+    recorded = [*messages[:2], original, messages[3], *messages[2:]]  # as first sent, then again from the edit on
+    stored = (await (await client.get("/v1/sessions/edit_s/messages", headers=headers)).get_json())["messages"]
+    assert [(m["role"], m["content"] or "") for m in stored] == [(m["role"], m.get("content") or "") for m in recorded]
+    turns = (await (await client.get("/v1/sessions/edit_s/turns", headers=headers)).get_json())["turns"]
+    assert [(t["turn"], t["answer"]) for t in turns] == [(1, "Done.")]
+    results = [result["text"] for result in turns[0]["results"]]
+    assert results == ["result 1", "result 1, edited", "result 2", "result 3"]
 
 
 async def test_a_session_call_sees_attachments_added_and_removed_between_its_calls(

@@ -33,6 +33,7 @@ from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
+from ..answer_types import asked_type, holds_type
 from ..background import Background
 from ..base import (
     ChatMessages,
@@ -656,18 +657,31 @@ class HistoryIndex:
             scores[own] *= ABOUT_FACTOR
         positions = np.flatnonzero(scores > 0)
         positions = positions[np.lexsort((-positions, -scores[positions]))]
+        ordered = scores[positions]
         if own is not None and dense is not None and floor.min_dense is not None:
             rest = np.flatnonzero(own & (scores <= 0) & (dense > -1))  # their own messages no signal ranks
             rest = rest[np.lexsort((-rest, -dense[rest]))]
             tail = OWN_TAIL / (RRF_K + np.arange(1, len(rest) + 1))
-            return np.r_[positions, rest], np.r_[scores[positions], tail], ranking.method, None
-        return positions, scores[positions], ranking.method, None
+            positions, ordered = np.r_[positions, rest], np.r_[ordered, tail]
+        missing = self._type_missing(query, positions) if evidence is not None else None
+        if missing is not None:
+            return np.zeros(0, np.intp), np.zeros(0), ranking.method, missing
+        return positions, ordered, ranking.method, None
+
+    def _type_missing(self, query: str, positions: np.ndarray) -> str | None:
+        """Why none of the ranked messages at ``positions`` can answer ``query``: it asks for a type of answer ("How
+        much was the rent?": an amount) that none of them holds, so the detail was never given (``answer_types``)."""
+        kind = asked_type(query)
+        if kind is None or any(holds_type(searchable_text(self.messages[p]), kind) for p in positions.tolist()):
+            return None
+        return f"nothing relevant found: none of the {len(positions)} earlier messages about it gives {kind}"
 
     def _abstention(
         self, query: str, evidence: Evidence, coverage: np.ndarray, dense: np.ndarray | None, n: int
     ) -> str | None:
-        """Why none of the first ``n`` messages is evidence for ``query`` (None: some may be)."""
-        unknown = self.unknown_names(query, n)
+        """Why none of the first ``n`` messages is evidence for ``query`` (None: some may be). A hypothetical may name
+        what nothing earlier mentions: it is answered from what the chat says of the person it asks about."""
+        unknown = [] if asks_hypothetically(query) else self.unknown_names(query, n)
         if unknown:
             return f"nothing relevant found: no earlier message mentions {', '.join(unknown)}"
         return abstention(evidence, coverage, dense)
@@ -1324,6 +1338,17 @@ _WHEN = re.compile(
     re.IGNORECASE,
 )
 """A time cue: "when" asking ("When did...", not "what to leave out when I cook"), a date asked, or an order."""
+
+
+_HYPOTHETICAL = re.compile(r"^\W*(?:would|might)\b|\b(?:likely|probably|might)\b", re.IGNORECASE)
+"""A hypothetical: "Would Priya likely enjoy an evening at a West End musical?", "What might Dan's builder charge?"."""
+
+
+def asks_hypothetically(query: str) -> bool:
+    """Whether ``query`` asks what someone would likely do, like or be (``_HYPOTHETICAL``): its answer is inferred
+    from what the chat says of them, and what it names ("West End", "Victorian") need never have been mentioned, so an
+    unknown name is no sign that nothing earlier answers it (bench/fresh2_chats.py's ``inference`` questions)."""
+    return bool(_HYPOTHETICAL.search(query))
 
 
 def asks_when(query: str) -> bool:

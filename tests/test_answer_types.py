@@ -1,0 +1,83 @@
+"""The type of answer a question asks for, and whether a message holds one (components/context_window/answer_types.py):
+a date or a clock never passes for an amount, since every session of a chat opens with one."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from components.context_window.answer_types import asked_type, holds_type
+
+
+@pytest.mark.parametrize(
+    ("question", "kind"),
+    [
+        ("How much did the flights to Lisbon cost?", "an amount"),
+        ("So how much rent does she pay now?", "an amount"),
+        ("How old is Mireille?", "an age"),
+        ("What colour is Waffles's collar?", "a colour"),
+        ("What color was the bike?", "a colour"),
+        ("Who did Maya run the race with?", None),  # "my dad" answers it: no name needed
+        ("How many times has Kat moved house?", None),  # counted over messages that hold no number
+        ("How far upriver did Maya get?", None),  # "up to the weir"
+        ("When did Theo move?", None),  # every session has a date
+    ],
+)
+def test_a_question_says_what_type_of_answer_it_asks_for(question, kind):
+    assert asked_type(question) == kind
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The flights were £240 return.",
+        "It came to 240 quid in the end",
+        "two hundred euros, can you believe it",
+        "$12.50",
+    ],
+)
+def test_an_amount_is_a_currency_digits_or_a_money_word(text):
+    assert holds_type(text, "an amount")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Flights were a nightmare but the city was so worth it.",
+        "[4 March 2024, 7:30 PM] Morning!",
+        "see you at 7pm, or 7.30pm, or at 8 a.m. tomorrow",
+        "the 4th of March, or was it March 4?",
+    ],
+)
+def test_a_message_without_an_amount_holds_none(text):
+    assert not holds_type(text, "an amount")
+
+
+def test_an_age_may_be_spelled_out_and_a_colour_is_a_colour_word():
+    assert holds_type("she turns forty next week", "an age") and holds_type("She turns 34 on 4 March", "an age")
+    assert not holds_type("she called last night", "an age")
+    assert holds_type("a bright red collar with a bell", "a colour") and not holds_type(
+        "a collar with a bell", "a colour"
+    )
+
+
+FORMATS = (
+    "%Y-%m-%d",
+    "%d/%m/%Y",
+    "%d.%m.%Y",
+    "%d %B %Y",
+    "%A %d %B",
+    "%B %d, %Y",
+    "%a %d %b %Y, %H:%M",
+    "%d %b %I:%M %p",
+)
+
+
+@given(st.dates(dt.date(1990, 1, 1), dt.date(2060, 12, 31)), st.sampled_from(FORMATS), st.sampled_from(("[", "(", "")))
+def test_a_date_or_a_clock_is_never_an_amount_or_an_age(day, spelling, bracket):
+    """Every chat session opens with its date: its numbers say when, not how much (independent oracle: strftime)."""
+    line = f"{bracket}{dt.datetime.combine(day, dt.time(19, 30)).strftime(spelling)} Hey, got a minute?"
+    assert not holds_type(line, "an amount") and not holds_type(line, "an age")
