@@ -777,6 +777,39 @@ def bare(messages: list[Message]) -> list[Message]:
     return [dataclasses.replace(m, content=m.content.split(": ", 1)[1]) for m in messages]
 
 
+AUDITION = (
+    "Ines: April 9, 2023: The conductor glared at the cellos for a whole page tonight, which was fair. My flatmate "
+    "has started learning the trumpet, so we are at war. I need new strings, which cost about the same as a weekend "
+    "away. Work at the surgery is busy, everyone has a cough. The audition went fine in the end, I played the Elgar "
+    "and my hands only shook for the first line. Mum came to visit and tidied my whole kitchen, passive-aggressively."
+)
+
+
+def sessions_of_chatter(sessions: int = 12) -> list[Message]:
+    """Ines and Kofi over dated sessions, each opened by Ines ("Ines: April 2, 2023: ...") and each holding her
+    short chatter about playing."""
+    messages = []
+    for day in range(1, sessions + 1):
+        messages.append(Message("user", f"Ines: March {day}, 2023: Rehearsal ran late, the hall was freezing."))
+        messages.append(Message("assistant", f"Kofi: Ha, the allotment was frozen too on day {day}."))
+        for line in range(4):
+            messages.append(Message("user", f"Ines: Played cello for an hour, line {line} of day {day}."))
+            messages.append(Message("assistant", "Kofi: Nice one."))
+    return messages
+
+
+@pytest.mark.parametrize("embedder", [None, HistoryEmbedder()], ids=["words", "words+vectors"])
+async def test_a_long_session_opening_answering_in_one_sentence_ranks_above_its_speakers_chatter(embedder):
+    """A chat that writes each session's date after the speaker's tag ("Ines: April 9, 2023: ...") tells its news in
+    those openings, a paragraph with one sentence that answers. The opening is Ines's as her other lines are: a
+    question about her counts her messages double, and it outranked her short lines sharing only "play" only while
+    the date hid whose it was (fresh2_chats.py: "What did Ines play at her audition?" ranked its evidence 46th)."""
+    messages = sessions_of_chatter()
+    messages[30:30] = [Message("user", AUDITION), Message("assistant", "Kofi: The Elgar! Brilliant.")]
+    recalled = await _recalled("What did Ines play at her audition?", messages, embedder)
+    assert recalled[0] == AUDITION
+
+
 @pytest.mark.parametrize("embedder", [None, HistoryEmbedder()], ids=["words", "words+vectors"])
 async def test_a_question_about_someone_in_a_chat_without_names_ranks_the_party_the_other_calls_so(embedder):
     """Maya's lines say "Sure, Theo!": the assistant's party is Theo, the user's Maya, though no message says who
@@ -1203,7 +1236,13 @@ def _written_out(messages: list[Message]) -> tuple[list[int], set[str], list[str
         opens_dated = opens_with_date(m.content)
         text = after_date(m.content) if opens_dated else m.content  # the speaker's tag follows the date
         tag = re.match(r"^(\[[^\]\n]{1,40}\]\s*)?([A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}): ", text)
-        speaker = tag.group(2) if tag else m.name if m.name and m.role in ("user", "assistant") else None
+        speaker = tag.group(2) if tag else None
+        if opens_dated and not tag and text and "\n" not in m.content[: len(m.content) - len(text)]:
+            # or the tag before the date, on the line it goes on: "Al: 8 May 2023: x"
+            before = re.match(r"([A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}): ", m.content)
+            speaker = before.group(1) if before else None
+        if speaker is None and m.name and m.role in ("user", "assistant"):
+            speaker = m.name
         said_by.append(speaker)
         if speaker:
             speakers.add(speaker)
@@ -1226,6 +1265,8 @@ _CONTENTS = st.sampled_from(
         "[8 May 2023] Theo Ng: we met",
         "[8 May 2023] Hey!",
         "2023-05-08 13:56: Maya: hi",
+        "Theo Ng: May 9, 2023: hey",
+        "Date: 9 May 2023\nhey",
         "Session date: 9 May 2023\nTheo Ng: hey",
         "In May 2023 Al: no",
         "[note] Hey",

@@ -354,8 +354,8 @@ class HistoryIndex:
         self.dated += [first + i for i in dated]
         if any(map(contains, contents, repeat(":"))) or any(column(messages, "name")):
             speakers = [_speaker(m) for m in messages]
-            for i in dated:  # its tag after the date: "2023-05-08 13:56: Maya: hi"
-                speakers[i] = _speaker(messages[i], after_date(contents[i]))
+            for i in dated:
+                speakers[i] = _dated_speaker(messages[i], contents[i])
             self.speakers.update(filter(None, speakers))
             numbers = self._speaker_numbers
             self.said_by.extend(
@@ -1274,6 +1274,19 @@ def _speaker(message: Message, text: str | None = None) -> str | None:
     if ": " in text and (tag := _SPEAKER.match(text)) is not None:
         return tag.group(2)
     return message.name if message.name and message.role in ("user", "assistant") else None
+
+
+def _dated_speaker(message: Message, text: str) -> str | None:
+    """Who says ``message``, whose ``text`` opens with a date: the tag after the date ("2023-05-08 13:56: Maya: hi"),
+    else the one before it on the line the date goes on ("Maya: May 8, 2023: hi"; "Date: 8 May 2023" ending its line
+    is a heading's label), else its ``name``."""
+    rest = after_date(text)
+    if ": " in rest and (tag := _SPEAKER.match(rest)) is not None:
+        return tag.group(2)
+    header = text[: len(text) - len(rest)].rstrip(" \t")
+    if rest and not header.endswith("\n") and (tag := _SPEAKER.match(header)) is not None:
+        return tag.group(2)
+    return _speaker(message, rest)
 
 
 def _asks_last(text: str) -> bool:
