@@ -23,6 +23,8 @@ SESSION_OPENINGS = [
     "--- 8 May 2023 ---",
     "## Session 2 — 8 May 2023\nhi",
     "**8 May 2023**",
+    "Maya: Fri 23 Jun 2023 · Dan says hi",
+    "Fri 23 Jun 2023 • hi",
 ]
 SAID_IN_PASSING = [
     "I moved in May 2019 - it was great",
@@ -35,6 +37,7 @@ SAID_IN_PASSING = [
     "[note] 2019",
     "2019 tickets sold out",
     "- 2019 was long",
+    "We paid on 23 Jun 2023 · it cleared",
 ]
 
 

@@ -3,9 +3,9 @@
 
 A chat imported from elsewhere writes that date its own way: "[8 May 2023, 7:41 pm] hi", "(8 May 2023) hi",
 "1:56 pm on 8 May, 2023 - hi", "2023-05-08 13:56: hi", "Session 3 (8 May 2023): hi", "Date: 8 May 2023\\nhi",
-"--- 8 May 2023 ---". What they share: the date (a year with a month name, or a numeric date) opens the message,
-after at most a heading's marks and a label, and a separator, a line break or the closing bracket ends it. A year
-said in passing ("In May 2019 I moved") opens no session."""
+"--- 8 May 2023 ---", "Fri 23 Jun 2023 · hi". What they share: the date (a year with a month name, or a numeric date)
+opens the message, after at most a heading's marks and a label, and a separator, a line break or the closing bracket
+ends it. A year said in passing ("In May 2019 I moved") opens no session."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ _HEADER = (
     r"(?:[A-Za-z][\w ]{0,24}?(?:\s*[:\-–—]\s*|\s+(?=[\[(])))?"  # a label: "Date: ", "Session 3 - ", "Session 3 "
     r"(?:(?P<open>[\[(])\s*)?"
     rf"(?:{_TIME}\s+(?:on\s+)?)?(?:(?:mon|tue|wed|thu|fri|sat|sun)[a-z]*,?\s+)?{_DATE}(?:,?\s+(?:at\s+)?{_TIME})?"
-    r"(?(open)\s*[\])]|\s*(?:[:\-–—|*=#~]|\n|$))"  # closed as opened, or followed by a separator or the line's end
+    r"(?(open)\s*[\])]|\s*(?:[:\-–—|*=#~·•]|\n|$))"  # closed as opened, or followed by a separator or the line's end
 )
 DATE_HEADER = re.compile(_HEADER, re.IGNORECASE)
 """A date opening a message (``DATE_HEADER.match``), its end where the message's own text begins."""
