@@ -1340,7 +1340,7 @@ _WHEN = re.compile(
 """A time cue: "when" asking ("When did...", not "what to leave out when I cook"), a date asked, or an order."""
 
 
-_HYPOTHETICAL = re.compile(r"^\W*(?:would|might)\b|\b(?:likely|probably|might)\b", re.IGNORECASE)
+_HYPOTHETICAL = re.compile(r"^\W*would\b|\b(?:likely|probably|might)\b", re.IGNORECASE)
 """A hypothetical: "Would Priya likely enjoy an evening at a West End musical?", "What might Dan's builder charge?"."""
 
 
