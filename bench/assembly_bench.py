@@ -167,9 +167,10 @@ def follow_up(turn: int) -> str:
 
 
 def rebuilt_history(rows: list[Any], turn: int) -> PagedHistory:
-    """The history read from the store as new objects, plus this turn's new message."""
-    new = Message("user", follow_up(turn), turn=10**6 + turn)
-    return PagedHistory([*rows, *stored_rows([new])])
+    """The history read from the store as new objects, with each turn's new message so far (it grows by one a turn,
+    as a session's does: a history that stayed the same length would find recall's ranking of it cached)."""
+    new = [Message("user", follow_up(n), turn=10**6 + n) for n in range(turn + 1)]
+    return PagedHistory([*rows, *stored_rows(new)])
 
 
 def next_turn(base: AssemblyContext, history: Any, limit: int) -> AssemblyContext:
