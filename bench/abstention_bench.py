@@ -74,6 +74,8 @@ CONVERSATIONS = int(os.environ.get("BENCH_CONVERSATIONS", "2"))
 DENSE = int(os.environ.get("BENCH_DENSE", "2"))
 VARIED = int(os.environ.get("BENCH_VARIED", "0"))
 DATA = os.environ.get("BENCH_DATA", "default")
+EVERY_KIND = tuple(dict.fromkeys((*KINDS, *FRESH_KINDS, *FRESH2_KINDS)))
+"""Every set's question kinds, in order, once each (the held-out sets add latest, inference, ...)."""
 FRESH_SEED = int(os.environ.get("BENCH_FRESH_SEED", "0"))
 EMBEDDER = os.environ.get("TDA_EMBEDDER", "minilm-int8")
 REWORDINGS: dict[str, Callable[[str], str]] = {
@@ -304,7 +306,7 @@ def answer_type_report(asked: list[Asked]) -> None:
     print("\nThe answer's type (round 5): asked for a type / abstained on because no ranked message holds one\n")
     print("| kind | even chats | odd chats |")
     print("|---|---:|---:|")
-    for kind in dict.fromkeys((*KINDS, *FRESH_KINDS, *FRESH2_KINDS)):
+    for kind in EVERY_KIND:
         halves = [[a for a in asked if a.kind == kind and a.typed and a.chat % 2 == half] for half in (0, 1)]
         if any(halves):
             print(f"| {kind} | " + " | ".join(f"{sum(a.no_type for a in h)} of {len(h)}" for h in halves) + " |")
@@ -319,7 +321,7 @@ def report(asked: list[Asked], reworded: dict[str, tuple[int, int]], seconds: fl
     print(f"Abstention bench: {chats}, {len(asked)} questions; embedder {EMBEDDER}; {seconds:.0f} s\n")
     print("| kind | asked | recall abstains | best z (min-max) | coverage (min-max) | unseen share (min-max) |")
     print("|---|---:|---:|---:|---:|---:|")
-    for kind in dict.fromkeys((*KINDS, *FRESH_KINDS, *FRESH2_KINDS)):
+    for kind in EVERY_KIND:
         of = [a for a in asked if a.kind == kind]
         if not of:
             continue
