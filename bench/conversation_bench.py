@@ -5,10 +5,11 @@ five answerable question kinds and three unanswerable, the evidence of each labe
 the service as a user meets it: a fresh app (SQLite, the mock model, the embedder of TDA_EMBEDDER, default
 minilm-int8), an llm_only profile created without a type; each chat is imported into a session over HTTP and its
 questions are asked at once through the what-if preview, once per shipped type and limit: the window a turn would
-send, without recording the question. A turn asked right after an import waits for the session's lock, which the
-import's indexing holds until the history's vectors are in; the preview takes no lock, so the bench waits as a turn
-would (BENCH_SETTLE=0: not at all, the first questions are then ranked by words while the vectors come). A question
-is recalled when every evidence message's text is in that window.
+send, without recording the question. The service brings a session's vectors up to its history before it assembles
+(docs/knowledge.md, "Cold = warm in the service"), so a question asked the moment the import returns gets the window
+it gets later: the bench waits for the import's indexing first (as a turn would, on the session's lock) only to keep
+that wait out of the questions' timings; BENCH_SETTLE=0 asks at once (fresh2, seed 0: the same table to the token,
+session 41). A question is recalled when every evidence message's text is in that window.
 
 The baseline is the plain hybrid a user could write in an afternoon: BM25 + the same embedder (whole messages),
 reciprocal-rank fusion, packed in rank order into exactly the history tokens tda's conversation_history used for
