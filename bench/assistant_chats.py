@@ -185,62 +185,143 @@ def _because(rng: random.Random, lang: str) -> str:
 
 DISHES = {
     "chickpea curry": (
-        ["2 tins chickpeas", "1 tin coconut milk", "2 onions", "4 cloves garlic", "thumb of ginger", "2 tsp garam "
-         "masala", "1 tsp turmeric", "handful of spinach"],
-        ["Soften the onions in oil for 10 minutes", "Add garlic, ginger and spices, cook for a minute",
-         "Tip in chickpeas and coconut milk, simmer 20 minutes", "Stir through spinach until wilted"],
+        [
+            "2 tins chickpeas",
+            "1 tin coconut milk",
+            "2 onions",
+            "4 cloves garlic",
+            "thumb of ginger",
+            "2 tsp garam masala",
+            "1 tsp turmeric",
+            "handful of spinach",
+        ],
+        [
+            "Soften the onions in oil for 10 minutes",
+            "Add garlic, ginger and spices, cook for a minute",
+            "Tip in chickpeas and coconut milk, simmer 20 minutes",
+            "Stir through spinach until wilted",
+        ],
     ),
     "lemon chicken traybake": (
         ["6 chicken thighs", "2 lemons", "800 g new potatoes", "1 red onion", "3 sprigs rosemary", "olive oil"],
-        ["Heat the oven to 200°C", "Halve the potatoes and toss everything in oil, lemon juice and salt",
-         "Roast 45 minutes, turning once", "Rest 5 minutes and squeeze over the roasted lemon"],
+        [
+            "Heat the oven to 200°C",
+            "Halve the potatoes and toss everything in oil, lemon juice and salt",
+            "Roast 45 minutes, turning once",
+            "Rest 5 minutes and squeeze over the roasted lemon",
+        ],
     ),
     "mushroom risotto": (
-        ["300 g arborio rice", "250 g chestnut mushrooms", "1 litre stock", "1 shallot", "glass of white wine",
-         "40 g parmesan", "knob of butter"],
-        ["Fry the mushrooms hard and set aside", "Soften the shallot, add the rice and toast it",
-         "Add wine, then stock a ladle at a time for 18 minutes", "Stir in mushrooms, butter and parmesan"],
+        [
+            "300 g arborio rice",
+            "250 g chestnut mushrooms",
+            "1 litre stock",
+            "1 shallot",
+            "glass of white wine",
+            "40 g parmesan",
+            "knob of butter",
+        ],
+        [
+            "Fry the mushrooms hard and set aside",
+            "Soften the shallot, add the rice and toast it",
+            "Add wine, then stock a ladle at a time for 18 minutes",
+            "Stir in mushrooms, butter and parmesan",
+        ],
     ),
     "black bean tacos": (
-        ["2 tins black beans", "8 small tortillas", "1 avocado", "1 lime", "small red cabbage", "1 tsp cumin",
-         "1 tsp smoked paprika", "hot sauce"],
-        ["Warm the beans with cumin and paprika, mash a third of them", "Shred the cabbage and dress with lime",
-         "Char the tortillas in a dry pan", "Fill with beans, cabbage, avocado and hot sauce"],
+        [
+            "2 tins black beans",
+            "8 small tortillas",
+            "1 avocado",
+            "1 lime",
+            "small red cabbage",
+            "1 tsp cumin",
+            "1 tsp smoked paprika",
+            "hot sauce",
+        ],
+        [
+            "Warm the beans with cumin and paprika, mash a third of them",
+            "Shred the cabbage and dress with lime",
+            "Char the tortillas in a dry pan",
+            "Fill with beans, cabbage, avocado and hot sauce",
+        ],
     ),
     "lemon drizzle traybake": (
-        ["225 g softened butter", "225 g caster sugar", "275 g self-raising flour", "4 eggs", "2 lemons",
-         "175 g granulated sugar for the drizzle"],
-        ["Heat the oven to 180°C and line a 30 x 23 cm tin", "Beat butter, sugar, flour, eggs and lemon zest "
-         "until smooth", "Bake 30-35 minutes until springy", "Mix lemon juice and sugar, spoon over while warm"],
+        [
+            "225 g softened butter",
+            "225 g caster sugar",
+            "275 g self-raising flour",
+            "4 eggs",
+            "2 lemons",
+            "175 g granulated sugar for the drizzle",
+        ],
+        [
+            "Heat the oven to 180°C and line a 30 x 23 cm tin",
+            "Beat butter, sugar, flour, eggs and lemon zest until smooth",
+            "Bake 30-35 minutes until springy",
+            "Mix lemon juice and sugar, spoon over while warm",
+        ],
     ),
     "apple and almond cake": (
-        ["3 apples", "150 g ground almonds", "100 g self-raising flour", "150 g butter", "150 g light brown sugar",
-         "3 eggs", "handful of flaked almonds"],
-        ["Heat the oven to 170°C and line a 23 cm tin", "Cream butter and sugar, beat in eggs, fold in almonds and "
-         "flour", "Fold in two chopped apples, slice the third over the top", "Scatter flaked almonds, bake 50 "
-         "minutes, cool in the tin"],
+        [
+            "3 apples",
+            "150 g ground almonds",
+            "100 g self-raising flour",
+            "150 g butter",
+            "150 g light brown sugar",
+            "3 eggs",
+            "handful of flaked almonds",
+        ],
+        [
+            "Heat the oven to 170°C and line a 23 cm tin",
+            "Cream butter and sugar, beat in eggs, fold in almonds and flour",
+            "Fold in two chopped apples, slice the third over the top",
+            "Scatter flaked almonds, bake 50 minutes, cool in the tin",
+        ],
     ),
     "salmon with miso glaze": (
         ["4 salmon fillets", "2 tbsp white miso", "1 tbsp honey", "1 tbsp soy sauce", "pak choi", "jasmine rice"],
-        ["Mix miso, honey and soy", "Brush over the salmon and leave 15 minutes",
-         "Grill 8 minutes until caramelised at the edges", "Serve on rice with steamed pak choi"],
+        [
+            "Mix miso, honey and soy",
+            "Brush over the salmon and leave 15 minutes",
+            "Grill 8 minutes until caramelised at the edges",
+            "Serve on rice with steamed pak choi",
+        ],
     ),
     "lentil shepherd's pie": (
-        ["250 g green lentils", "2 carrots", "1 onion", "2 tbsp tomato purée", "1 kg potatoes", "splash of milk",
-         "thyme"],
-        ["Cook lentils with carrot, onion, purée and thyme for 25 minutes", "Boil and mash the potatoes",
-         "Spread the mash over the lentils", "Bake 25 minutes at 190°C until golden"],
+        [
+            "250 g green lentils",
+            "2 carrots",
+            "1 onion",
+            "2 tbsp tomato purée",
+            "1 kg potatoes",
+            "splash of milk",
+            "thyme",
+        ],
+        [
+            "Cook lentils with carrot, onion, purée and thyme for 25 minutes",
+            "Boil and mash the potatoes",
+            "Spread the mash over the lentils",
+            "Bake 25 minutes at 190°C until golden",
+        ],
     ),
     "pasta with sausage and fennel": (
-        ["400 g rigatoni", "6 pork sausages", "1 fennel bulb", "1 tin tomatoes", "pinch of chilli flakes",
-         "parmesan"],
-        ["Squeeze the sausage meat out and brown it in pieces", "Add sliced fennel and cook until soft",
-         "Add tomatoes and chilli, simmer 15 minutes", "Toss with pasta and a splash of its water"],
+        ["400 g rigatoni", "6 pork sausages", "1 fennel bulb", "1 tin tomatoes", "pinch of chilli flakes", "parmesan"],
+        [
+            "Squeeze the sausage meat out and brown it in pieces",
+            "Add sliced fennel and cook until soft",
+            "Add tomatoes and chilli, simmer 15 minutes",
+            "Toss with pasta and a splash of its water",
+        ],
     ),
     "halloumi and roasted vegetable couscous": (
         ["250 g halloumi", "2 courgettes", "1 red pepper", "1 aubergine", "200 g couscous", "mint", "lemon"],
-        ["Roast the chopped vegetables 30 minutes at 200°C", "Pour boiling stock over the couscous, cover 5 minutes",
-         "Fry halloumi slices until golden", "Fluff couscous with lemon and mint, top with everything"],
+        [
+            "Roast the chopped vegetables 30 minutes at 200°C",
+            "Pour boiling stock over the couscous, cover 5 minutes",
+            "Fry halloumi slices until golden",
+            "Fluff couscous with lemon and mint, top with everything",
+        ],
     ),
 }
 COOK_TIPS = [
@@ -281,20 +362,62 @@ def recipe(rng: random.Random, topic: dict[str, str]) -> tuple[str, str]:
 
 
 CITY_SIGHTS = {
-    "Lisbon": ["the Alfama's lanes up to the castle", "tram 28 early, before the crowds", "the tiles at the Azulejo "
-               "museum", "sunset at the Senhora do Monte viewpoint", "a day trip to Sintra", "pastéis in Belém"],
-    "Valencia": ["the Turia gardens by bike", "the Central Market in the morning", "the City of Arts and Sciences",
-                 "the old town and the cathedral tower", "a boat on the Albufera lagoon", "the beach at Malvarrosa"],
-    "Edinburgh": ["Arthur's Seat at sunrise", "the Old Town closes", "Dean Village and the Water of Leith walk",
-                  "the National Museum", "Calton Hill at dusk", "a day trip to North Berwick"],
-    "Kraków": ["the Main Square and the Cloth Hall", "Kazimierz's cafés", "Wawel Castle", "the salt mine at "
-               "Wieliczka", "the Vistula boulevards", "Podgórze and the Schindler factory museum"],
-    "Copenhagen": ["Nyhavn early in the morning", "a harbour bus to Refshaleøen", "the Design Museum", "cycling to "
-                   "Amager Strandpark", "Tivoli in the evening", "the Botanical Garden glasshouse"],
-    "Ghent": ["the Graslei and Korenlei quays", "Gravensteen castle", "the Ghent Altarpiece at St Bavo's",
-              "a canal boat tour", "the Patershol lanes for dinner", "a day trip to Bruges"],
-    "Lyon": ["the traboules of Vieux Lyon", "Fourvière hill and basilica", "Les Halles Paul Bocuse", "the Parc de "
-             "la Tête d'Or", "the Croix-Rousse market", "the Musée des Confluences"],
+    "Lisbon": [
+        "the Alfama's lanes up to the castle",
+        "tram 28 early, before the crowds",
+        "the tiles at the Azulejo museum",
+        "sunset at the Senhora do Monte viewpoint",
+        "a day trip to Sintra",
+        "pastéis in Belém",
+    ],
+    "Valencia": [
+        "the Turia gardens by bike",
+        "the Central Market in the morning",
+        "the City of Arts and Sciences",
+        "the old town and the cathedral tower",
+        "a boat on the Albufera lagoon",
+        "the beach at Malvarrosa",
+    ],
+    "Edinburgh": [
+        "Arthur's Seat at sunrise",
+        "the Old Town closes",
+        "Dean Village and the Water of Leith walk",
+        "the National Museum",
+        "Calton Hill at dusk",
+        "a day trip to North Berwick",
+    ],
+    "Kraków": [
+        "the Main Square and the Cloth Hall",
+        "Kazimierz's cafés",
+        "Wawel Castle",
+        "the salt mine at Wieliczka",
+        "the Vistula boulevards",
+        "Podgórze and the Schindler factory museum",
+    ],
+    "Copenhagen": [
+        "Nyhavn early in the morning",
+        "a harbour bus to Refshaleøen",
+        "the Design Museum",
+        "cycling to Amager Strandpark",
+        "Tivoli in the evening",
+        "the Botanical Garden glasshouse",
+    ],
+    "Ghent": [
+        "the Graslei and Korenlei quays",
+        "Gravensteen castle",
+        "the Ghent Altarpiece at St Bavo's",
+        "a canal boat tour",
+        "the Patershol lanes for dinner",
+        "a day trip to Bruges",
+    ],
+    "Lyon": [
+        "the traboules of Vieux Lyon",
+        "Fourvière hill and basilica",
+        "Les Halles Paul Bocuse",
+        "the Parc de la Tête d'Or",
+        "the Croix-Rousse market",
+        "the Musée des Confluences",
+    ],
 }
 STAYS = ["a small guesthouse in the old town", "an apartment near the station", "a hotel by the river"]
 
@@ -385,7 +508,11 @@ EMAIL_ASKS = [
     "Would a short call on Thursday or Friday work to agree the next step?",
     "If it helps, I'm happy to send over anything else you need.",
 ]
-EMAIL_CLOSES = ["Thanks in advance for your help.", "Many thanks for understanding.", "I look forward to hearing from you."]
+EMAIL_CLOSES = [
+    "Thanks in advance for your help.",
+    "Many thanks for understanding.",
+    "I look forward to hearing from you.",
+]
 EMAIL_NOTES = [
     "The subject line says what it is about, so it is easy to find later.",
     "One clear request and a date: emails with a deadline get answered sooner.",
@@ -445,9 +572,9 @@ def maths(rng: random.Random, topic: dict[str, str]) -> tuple[str, str]:
             f"How do I differentiate {a}x^{b} + 3x? My kid asked and I've forgotten everything.",
             f"## The power rule\n\nFor `x^n` the derivative is `n·x^(n-1)`: bring the power down, reduce it by one.\n\n"
             f"### Step by step\n\n1. `{a}x^{b}` → {a} × {b} · x^{b - 1} = `{a * b}x^{b - 1}`\n2. `3x` → `3`\n\n"
-            f"So the derivative is **{a * b}x^{b - 1} + 3**.\n\n### What it means\n\nThe derivative is the slope of the "
-            f"curve at each point. At x = 1 the curve rises by {a * b + 3} for every step to the right; at x = 0 only "
-            "by 3.\n\n### A check\n\nPick x = 1 and x = 1.001, compute the original both times, and divide the "
+            f"So the derivative is **{a * b}x^{b - 1} + 3**.\n\n### What it means\n\nThe derivative is the slope of "
+            f"the curve at each point. At x = 1 the curve rises by {a * b + 3} for every step to the right; at x = 0 "
+            "only by 3.\n\n### A check\n\nPick x = 1 and x = 1.001, compute the original both times, and divide the "
             "difference by 0.001: you get very nearly the same number.",
         )
     price, off, again = rng.choice([80, 120, 250]), rng.choice([20, 25, 30]), rng.choice([10, 20])
@@ -457,8 +584,8 @@ def maths(rng: random.Random, topic: dict[str, str]) -> tuple[str, str]:
         f"## Percentages stack by multiplying\n\nNo: the second discount applies to the already reduced price.\n\n"
         f"- After {off}%: {price} × {1 - off / 100:.2f} = {price * (1 - off / 100):.2f}\n- After another {again}%: "
         f"× {1 - again / 100:.2f} = **{after:.2f}**\n\nThat is {100 * (1 - after / price):.0f}% off in total, not "
-        f"{off + again}%.\n\n### The general rule\n\nMultiply the remaining fractions: (1 - a)(1 - b). The order does not "
-        "matter, and the total is always a little less than the sum.",
+        f"{off + again}%.\n\n### The general rule\n\nMultiply the remaining fractions: (1 - a)(1 - b). The order "
+        "does not matter, and the total is always a little less than the sum.",
     )
 
 
@@ -484,7 +611,8 @@ def compare(rng: random.Random, topic: dict[str, str]) -> tuple[str, str]:
     request = f"Can you compare the {', '.join(items[:-1])} and {items[-1]}? I need a {category}."
     traits = rng.sample(TRAITS, 4)
     rows = "\n".join(
-        f"| {item} | " + " | ".join(rng.choice(["good", "very good", "average", "excellent", "weak"]) for _ in traits)
+        f"| {item} | "
+        + " | ".join(rng.choice(["good", "very good", "average", "excellent", "weak"]) for _ in traits)
         + f" | {rng.randint(8, 60) * 10} |"
         for item in items
     )
@@ -520,16 +648,58 @@ BECAUSE = [
 ]
 
 PLANS = [
-    ("a 5K in eight weeks", ["run/walk 1 min/1 min x 10", "rest", "run/walk 2/1 x 8", "rest", "easy 20 min walk",
-                             "run 5 min x 4", "rest"]),
-    ("a month of studying for a certification exam", ["read one chapter, make flashcards", "practice questions, 45 "
-     "min", "review wrong answers", "rest", "one timed mock section", "read the next chapter", "light review"]),
-    ("saving for a holiday by summer", ["track every spend for a week", "cancel one unused subscription", "move a "
-     "fixed sum on payday", "cook at home four nights", "sell two things you do not use", "check the total", "rest"]),
-    ("getting stronger with home workouts", ["squats and push-ups, 3 sets", "20 min walk", "lunges and rows with a "
-     "backpack, 3 sets", "rest", "full body circuit, 25 min", "long walk", "stretching"]),
-    ("learning to touch-type", ["home row drills, 15 min", "top row, 15 min", "bottom row, 15 min", "rest",
-                                "typing a page of a book", "speed test and note the score", "rest"]),
+    (
+        "a 5K in eight weeks",
+        ["run/walk 1 min/1 min x 10", "rest", "run/walk 2/1 x 8", "rest", "easy 20 min walk", "run 5 min x 4", "rest"],
+    ),
+    (
+        "a month of studying for a certification exam",
+        [
+            "read one chapter, make flashcards",
+            "practice questions, 45 min",
+            "review wrong answers",
+            "rest",
+            "one timed mock section",
+            "read the next chapter",
+            "light review",
+        ],
+    ),
+    (
+        "saving for a holiday by summer",
+        [
+            "track every spend for a week",
+            "cancel one unused subscription",
+            "move a fixed sum on payday",
+            "cook at home four nights",
+            "sell two things you do not use",
+            "check the total",
+            "rest",
+        ],
+    ),
+    (
+        "getting stronger with home workouts",
+        [
+            "squats and push-ups, 3 sets",
+            "20 min walk",
+            "lunges and rows with a backpack, 3 sets",
+            "rest",
+            "full body circuit, 25 min",
+            "long walk",
+            "stretching",
+        ],
+    ),
+    (
+        "learning to touch-type",
+        [
+            "home row drills, 15 min",
+            "top row, 15 min",
+            "bottom row, 15 min",
+            "rest",
+            "typing a page of a book",
+            "speed test and note the score",
+            "rest",
+        ],
+    ),
 ]
 DAYS = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
 
@@ -723,9 +893,12 @@ MORE = {
 
 def _more(rng: random.Random, task: str) -> str:
     """Three more paragraphs, as an assistant adds: what to watch out for, what to do next."""
-    return "\n\n### " + rng.choice(["Worth knowing", "A few more thoughts", "Before you start", "One more thing"]) + (
-        "\n\n" + "\n\n".join(rng.sample(MORE[task], 3))
+    return (
+        "\n\n### "
+        + rng.choice(["Worth knowing", "A few more thoughts", "Before you start", "One more thing"])
+        + ("\n\n" + "\n\n".join(rng.sample(MORE[task], 3)))
     )
+
 
 CONTEXTS = {
     "debug": [
@@ -782,12 +955,19 @@ WRITERS: dict[str, Writer] = {
     "explain": explain,
 }
 FOLLOW_UPS = [
-    ("Thanks! Can you make that a bit shorter?", "Of course. The short version: {gist} Everything else is detail "
-     "you can come back to when you need it."),
-    ("Perfect, that's exactly what I needed.", "Glad it helps. If anything changes, tell me and I'll adjust it. "
-     "In short: {gist}"),
-    ("Hmm, is there anything I should watch out for?", "Mainly one thing: don't try to change everything at once. "
-     "Start with the first step, see how it goes, and adjust. To recap: {gist}"),
+    (
+        "Thanks! Can you make that a bit shorter?",
+        "Of course. The short version: {gist} Everything else is detail you can come back to when you need it.",
+    ),
+    (
+        "Perfect, that's exactly what I needed.",
+        "Glad it helps. If anything changes, tell me and I'll adjust it. In short: {gist}",
+    ),
+    (
+        "Hmm, is there anything I should watch out for?",
+        "Mainly one thing: don't try to change everything at once. "
+        "Start with the first step, see how it goes, and adjust. To recap: {gist}",
+    ),
 ]
 
 
@@ -836,73 +1016,190 @@ def _porto() -> User:
         lambda d: f"[{d:%a %-d %B %Y}]",
         ("debug", "debug", "explain", "recipe", "compare", "maths", "email", "trip"),
         (
-            b("job1", 0.03, "I'm on the billing team at Fernway Logistics and one of our nightly jobs has started "
-              "failing. {ask}", "debug"),
-            b("wedding", 0.08, "I'm redoing the invite list for my sister's wedding in Porto, can you draft a short "
-              "email asking guests about dietary needs and plus-ones?", "email",
-              {"to": "the wedding guests", "about": "asking about dietary needs and plus-ones"}),
-            b("bike_buy", 0.12, "I just bought a second-hand road bike for 640 euros, so I need to get fitter. Can "
-              "you make me a plan for cycling to work three days a week?", "plan",
-              {"goal": "cycling to work three days a week", "week": "ride in, easy|rest|ride in and back|rest|ride in"
-               "|long easy ride|rest"}),
-            b("cat1", 0.16, "My cat Pistachio keeps walking across the keyboard mid-deploy, haha. Unrelated: can you "
-              "explain how git rebase differs from merge?", "explain", {"concept": "how git rebase differs from merge"}),
-            b("chilli", 0.22, "Give me a dinner idea with plenty of chilli in it, and no meat or fish please.",
-              "recipe", {"dish": "black bean tacos"}),
-            b("lisbon", 0.27, "We're adding four days in Lisbon after the wedding. Can you put an itinerary together? "
-              "We'd rather walk around than queue for museums.", "trip",
-              {"city": "Lisbon", "days": "4", "stay": "Casa do Arco, a guesthouse in the Alfama"}),
-            b("knee", 0.33, "I slipped on the ice and hurt my left knee last week, so cycling is off for now. Any "
-              "idea how to keep fit without bending it much?", "plan",
-              {"goal": "staying fit while a knee heals", "week": "upper body with bands|swim, arms only|rest|core "
-               "work|swim|rest|walk on the flat"}),
-            b("game1", 0.38, "Just bought Wingspan for our Thursday game night. Can you explain how the end-of-round "
-              "goals are scored?", "explain", {"concept": "how end-of-round goals score in a board game"}),
-            b("laptop", 0.44, "My work laptop is dying and I've got up to 1,800 euros. Can you compare the Lattice 14, "
-              "the Kestrel Pro 15 and the Voss Air 13 for compiling code and running containers?", "compare",
-              {"category": "laptop for development", "items": "Lattice 14|Kestrel Pro 15|Voss Air 13",
-               "pick": "Kestrel Pro 15", "because": "Its 32 GB of memory matters more for containers than the "
-               "others' thinner cases."}),
-            b("game2", 0.5, "Picked up Cascadia too, game night has taken over my shelves. "
-              "{ask}", "maths", {"kind": "4"}),
-            b("job2", 0.58, "Since I moved to Quillmark last month I'm writing code all day. Different "
-              "bug: {ask}", "debug"),
-            b("tofu", 0.63, "Something with tofu or chickpeas again please, the hotter the better.", "recipe",
-              {"dish": "chickpea curry"}),
-            b("cat2", 0.7, "Our old cat died in the spring and we've just brought home a grey kitten called Sable. What "
-              "should I know about the first week with a kitten?", "explain",
-              {"concept": "settling a kitten into a new home"}),
-            b("bike_sell", 0.76, "I sold the road bike today for 450 euros, the knee never really liked it. Can you "
-              "help me write a short thank-you note to the buyer for collecting it?", "email",
-              {"to": "the buyer", "about": "thanking them for collecting the bike"}),
-            b("game3", 0.84, "Bought Azul at the weekend, third new game this year. Totally "
-              "unrelated: {ask}", "compare"),
+            b(
+                "job1",
+                0.03,
+                "I'm on the billing team at Fernway Logistics and one of our nightly jobs has started failing. {ask}",
+                "debug",
+            ),
+            b(
+                "wedding",
+                0.08,
+                "I'm redoing the invite list for my sister's wedding in Porto, can you draft a short "
+                "email asking guests about dietary needs and plus-ones?",
+                "email",
+                {"to": "the wedding guests", "about": "asking about dietary needs and plus-ones"},
+            ),
+            b(
+                "bike_buy",
+                0.12,
+                "I just bought a second-hand road bike for 640 euros, so I need to get fitter. Can "
+                "you make me a plan for cycling to work three days a week?",
+                "plan",
+                {
+                    "goal": "cycling to work three days a week",
+                    "week": "ride in, easy|rest|ride in and back|rest|ride in|long easy ride|rest",
+                },
+            ),
+            b(
+                "cat1",
+                0.16,
+                "My cat Pistachio keeps walking across the keyboard mid-deploy, haha. Unrelated: "
+                "can you explain how git rebase differs from merge?",
+                "explain",
+                {"concept": "how git rebase differs from merge"},
+            ),
+            b(
+                "chilli",
+                0.22,
+                "Give me a dinner idea with plenty of chilli in it, and no meat or fish please.",
+                "recipe",
+                {"dish": "black bean tacos"},
+            ),
+            b(
+                "lisbon",
+                0.27,
+                "We're adding four days in Lisbon after the wedding. Can you put an itinerary together? "
+                "We'd rather walk around than queue for museums.",
+                "trip",
+                {"city": "Lisbon", "days": "4", "stay": "Casa do Arco, a guesthouse in the Alfama"},
+            ),
+            b(
+                "knee",
+                0.33,
+                "I slipped on the ice and hurt my left knee last week, so cycling is off for now. Any "
+                "idea how to keep fit without bending it much?",
+                "plan",
+                {
+                    "goal": "staying fit while a knee heals",
+                    "week": "upper body with bands|swim, arms only|rest|core work|swim|rest|walk on the flat",
+                },
+            ),
+            b(
+                "game1",
+                0.38,
+                "Just bought Wingspan for our Thursday game night. Can you explain how the end-of-round "
+                "goals are scored?",
+                "explain",
+                {"concept": "how end-of-round goals score in a board game"},
+            ),
+            b(
+                "laptop",
+                0.44,
+                "My work laptop is dying and I've got up to 1,800 euros. Can you compare the Lattice 14, "
+                "the Kestrel Pro 15 and the Voss Air 13 for compiling code and running containers?",
+                "compare",
+                {
+                    "category": "laptop for development",
+                    "items": "Lattice 14|Kestrel Pro 15|Voss Air 13",
+                    "pick": "Kestrel Pro 15",
+                    "because": "Its 32 GB of memory matters more for containers than the others' thinner cases.",
+                },
+            ),
+            b(
+                "game2",
+                0.5,
+                "Picked up Cascadia too, game night has taken over my shelves. {ask}",
+                "maths",
+                {"kind": "4"},
+            ),
+            b(
+                "job2",
+                0.58,
+                "Since I moved to Quillmark last month I'm writing code all day. Different bug: {ask}",
+                "debug",
+            ),
+            b(
+                "tofu",
+                0.63,
+                "Something with tofu or chickpeas again please, the hotter the better.",
+                "recipe",
+                {"dish": "chickpea curry"},
+            ),
+            b(
+                "cat2",
+                0.7,
+                "Our old cat died in the spring and we've just brought home a grey kitten called Sable. "
+                "What should I know about the first week with a kitten?",
+                "explain",
+                {"concept": "settling a kitten into a new home"},
+            ),
+            b(
+                "bike_sell",
+                0.76,
+                "I sold the road bike today for 450 euros, the knee never really liked it. Can you "
+                "help me write a short thank-you note to the buyer for collecting it?",
+                "email",
+                {"to": "the buyer", "about": "thanking them for collecting the bike"},
+            ),
+            b(
+                "game3",
+                0.84,
+                "Bought Azul at the weekend, third new game this year. Totally unrelated: {ask}",
+                "compare",
+            ),
         ),
         (
             Ask("Where is my sister getting married?", "user_fact", "Porto", (("wedding", "Porto"),)),
-            Ask("Which hotel did you suggest for my Lisbon trip?", "assistant_fact", "Casa do Arco",
-                (("lisbon@", "Casa do Arco"),)),
-            Ask("Which laptop did you recommend I buy?", "assistant_fact", "Kestrel Pro 15",
-                (("laptop@", "Kestrel Pro 15"),)),
+            Ask(
+                "Which hotel did you suggest for my Lisbon trip?",
+                "assistant_fact",
+                "Casa do Arco",
+                (("lisbon@", "Casa do Arco"),),
+            ),
+            Ask(
+                "Which laptop did you recommend I buy?",
+                "assistant_fact",
+                "Kestrel Pro 15",
+                (("laptop@", "Kestrel Pro 15"),),
+            ),
             Ask("Which body part of mine got damaged in a fall?", "paraphrased", "left knee", (("knee", "knee"),)),
             Ask("Who employs me at the moment?", "latest", "Quillmark", (("job2", "Quillmark"),)),
             Ask("What is my cat called now?", "latest", "Sable", (("cat2", "Sable"),)),
-            Ask("How much money did I lose on the road bike?", "multi_session", "190 euros (640 - 450)",
-                (("bike_buy", "640"), ("bike_sell", "450"))),
+            Ask(
+                "How much money did I lose on the road bike?",
+                "multi_session",
+                "190 euros (640 - 450)",
+                (("bike_buy", "640"), ("bike_sell", "450")),
+            ),
             Ask("When did I hurt myself slipping on the ice?", "temporal", "last week", (("knee", "last week"),)),
             Ask("When did I sell the road bike?", "temporal", "today", (("bike_sell", "today"),)),
-            Ask("How many board games have I told you I bought?", "counting", "3",
-                (("game1", "Wingspan"), ("game2", "Cascadia"), ("game3", "Azul"))),
-            Ask("What kind of dinner recipe would I like tonight?", "preference", "spicy and vegetarian",
-                (("chilli", "chilli"), ("tofu", "hotter"))),
-            Ask("What did I name the pet I had before my current one?", "multi_session", "Pistachio",
-                (("cat1", "Pistachio"), ("cat2", "Sable"))),
-            Ask("Did I buy Wingspan before or after I hurt my knee?", "temporal", "after",
-                (("knee", "knee"), ("game1", "Wingspan"))),
-            Ask("Which company was I at when I first talked to you?", "user_fact", "Fernway Logistics",
-                (("job1", "Fernway"),)),
-            Ask("How would I like to spend a few days in a new city?", "preference", "walking around, not museums",
-                (("lisbon", "walk"),)),
+            Ask(
+                "How many board games have I told you I bought?",
+                "counting",
+                "3",
+                (("game1", "Wingspan"), ("game2", "Cascadia"), ("game3", "Azul")),
+            ),
+            Ask(
+                "What kind of dinner recipe would I like tonight?",
+                "preference",
+                "spicy and vegetarian",
+                (("chilli", "chilli"), ("tofu", "hotter")),
+            ),
+            Ask(
+                "What did I name the pet I had before my current one?",
+                "multi_session",
+                "Pistachio",
+                (("cat1", "Pistachio"), ("cat2", "Sable")),
+            ),
+            Ask(
+                "Did I buy Wingspan before or after I hurt my knee?",
+                "temporal",
+                "after",
+                (("knee", "knee"), ("game1", "Wingspan")),
+            ),
+            Ask(
+                "Which company was I at when I first talked to you?",
+                "user_fact",
+                "Fernway Logistics",
+                (("job1", "Fernway"),),
+            ),
+            Ask(
+                "How would I like to spend a few days in a new city?",
+                "preference",
+                "walking around, not museums",
+                (("lisbon", "walk"),),
+            ),
             Ask("What's the name of my brother's sailing boat?", "unanswerable", "", (("", "sailing"),)),
             Ask("Which dentist did I book in January?", "unanswerable", "", (("", "dentist"),)),
             Ask("What grade did I get in my piano exam?", "unanswerable", "", (("", "piano"),)),
@@ -918,71 +1215,173 @@ def _garden() -> User:
         lambda d: f"Session date: {d:%Y-%m-%d}",
         ("recipe", "recipe", "email", "plan", "explain", "trip", "compare", "maths"),
         (
-            b("ward", 0.04, "I work nights on the cardiac ward, so I need dinners I can batch-cook on a Sunday and "
-              "reheat at 3am. Ideas?", "recipe", {"dish": "lentil shepherd's pie"}),
-            b("flat", 0.07, "We've just moved into a flat on Harbour Street and the boiler is already making "
-              "noises. Can you help me email the letting agent?", "email",
-              {"to": "the letting agent", "about": "asking them to send someone to look at the boiler"}),
-            b("weight1", 0.1, "I'm trying to get down to 72 kg by the summer. Can you make me a realistic weekly "
-              "plan around shift work? {ask}", "plan"),
-            b("sister", 0.14, "My sister Bea lives in Galway and keeps telling me to visit. What's the best way to "
-              "explain to her how a heat pump works? She's thinking of getting one.", "explain",
-              {"concept": "how a heat pump works"}),
-            b("book1", 0.19, "Our book club is reading The Salt Path this month. It's my turn to host. "
-              "{ask}", "recipe"),
-            b("teo", 0.24, "My son Teo is turning seven next month and wants a dinosaur party. He won't eat "
-              "chocolate, so what cake could I make for twelve kids?", "recipe",
-              {"dish": "lemon drizzle traybake", "intro": "A lemon drizzle traybake is the one I'd suggest: no "
-               "chocolate, easy to cut into twelve, and you can pipe a green dinosaur on top."}),
-            b("quiet", 0.3, "We had the best week last year in a cottage with no wifi and no one around for miles. "
-              "Anyway: {ask}", "compare"),
-            b("test", 0.36, "I passed my driving test yesterday, third attempt! Can you compare three small used "
-              "cars for a new driver?", "compare",
-              {"category": "small used car", "items": "Fiesta|Yaris|Polo", "pick": "Yaris"}),
-            b("fence", 0.42, "The back fence faces north and gets no sun at all. What climbing plant would actually "
-              "grow there?", "compare",
-              {"category": "climber for a shady fence", "items": "clematis montana|climbing hydrangea|star "
-               "jasmine", "pick": "climbing hydrangea", "because": "It is one of the few climbers that flowers in "
-               "full shade, and it clings on its own."}),
-            b("book2", 0.49, "Book club picked Piranesi next. My evenings are spoken for, but "
-              "{ask}", "plan"),
-            b("crowds", 0.55, "The Christmas market was unbearable, I hate being packed in with thousands of "
-              "people. Anyway. {ask}", "plan"),
-            b("visit", 0.61, "I'm going to see Bea for a long weekend in May. Can you help me write to her to sort "
-              "out dates?", "email", {"to": "Bea", "about": "sorting out dates for my visit in May"}),
-            b("house", 0.68, "Now that we're in the new house on Elm Row, the garden is finally ours. Can you "
-              "explain what inflation does to savings? We emptied ours for the deposit.", "explain",
-              {"concept": "what inflation does to savings"}),
-            b("weight2", 0.74, "I've hit 72, so I'm moving my goal to 68 kg. Separate thing: {ask}",
-              "plan"),
-            b("book3", 0.82, "This month book club is doing Small Things Like These. Short book, so can you suggest "
-              "a longer one for me afterwards?", "compare", {"category": "long novel", "items": "Middlemarch|The "
-              "Overstory|Wolf Hall", "pick": "Wolf Hall"}),
+            b(
+                "ward",
+                0.04,
+                "I work nights on the cardiac ward, so I need dinners I can batch-cook on a Sunday and "
+                "reheat at 3am. Ideas?",
+                "recipe",
+                {"dish": "lentil shepherd's pie"},
+            ),
+            b(
+                "flat",
+                0.07,
+                "We've just moved into a flat on Harbour Street and the boiler is already making "
+                "noises. Can you help me email the letting agent?",
+                "email",
+                {"to": "the letting agent", "about": "asking them to send someone to look at the boiler"},
+            ),
+            b(
+                "weight1",
+                0.1,
+                "I'm trying to get down to 72 kg by the summer. Can you make me a realistic weekly "
+                "plan around shift work? {ask}",
+                "plan",
+            ),
+            b(
+                "sister",
+                0.14,
+                "My sister Bea lives in Galway and keeps telling me to visit. What's the best way to "
+                "explain to her how a heat pump works? She's thinking of getting one.",
+                "explain",
+                {"concept": "how a heat pump works"},
+            ),
+            b(
+                "book1",
+                0.19,
+                "Our book club is reading The Salt Path this month. It's my turn to host. {ask}",
+                "recipe",
+            ),
+            b(
+                "teo",
+                0.24,
+                "My son Teo is turning seven next month and wants a dinosaur party. He won't eat "
+                "chocolate, so what cake could I make for twelve kids?",
+                "recipe",
+                {
+                    "dish": "lemon drizzle traybake",
+                    "intro": "A lemon drizzle traybake is the one I'd suggest: no "
+                    "chocolate, easy to cut into twelve, and you can pipe a green dinosaur on top.",
+                },
+            ),
+            b(
+                "quiet",
+                0.3,
+                "We had the best week last year in a cottage with no wifi and no one around for miles. Anyway: {ask}",
+                "compare",
+            ),
+            b(
+                "test",
+                0.36,
+                "I passed my driving test yesterday, third attempt! Can you compare three small used "
+                "cars for a new driver?",
+                "compare",
+                {"category": "small used car", "items": "Fiesta|Yaris|Polo", "pick": "Yaris"},
+            ),
+            b(
+                "fence",
+                0.42,
+                "The back fence faces north and gets no sun at all. What climbing plant would actually grow there?",
+                "compare",
+                {
+                    "category": "climber for a shady fence",
+                    "items": "clematis montana|climbing hydrangea|star jasmine",
+                    "pick": "climbing hydrangea",
+                    "because": "It is one of the few climbers that flowers in full shade, and it clings on its own.",
+                },
+            ),
+            b("book2", 0.49, "Book club picked Piranesi next. My evenings are spoken for, but {ask}", "plan"),
+            b(
+                "crowds",
+                0.55,
+                "The Christmas market was unbearable, I hate being packed in with thousands of people. Anyway. {ask}",
+                "plan",
+            ),
+            b(
+                "visit",
+                0.61,
+                "I'm going to see Bea for a long weekend in May. Can you help me write to her to sort out dates?",
+                "email",
+                {"to": "Bea", "about": "sorting out dates for my visit in May"},
+            ),
+            b(
+                "house",
+                0.68,
+                "Now that we're in the new house on Elm Row, the garden is finally ours. Can you "
+                "explain what inflation does to savings? We emptied ours for the deposit.",
+                "explain",
+                {"concept": "what inflation does to savings"},
+            ),
+            b("weight2", 0.74, "I've hit 72, so I'm moving my goal to 68 kg. Separate thing: {ask}", "plan"),
+            b(
+                "book3",
+                0.82,
+                "This month book club is doing Small Things Like These. Short book, so can you suggest "
+                "a longer one for me afterwards?",
+                "compare",
+                {"category": "long novel", "items": "Middlemarch|The Overstory|Wolf Hall", "pick": "Wolf Hall"},
+            ),
         ),
         (
             Ask("What's my son's name?", "user_fact", "Teo", (("teo", "Teo"),)),
             Ask("Which hospital department do I work in?", "user_fact", "the cardiac ward", (("ward", "cardiac"),)),
-            Ask("What cake did you suggest for my son's birthday party?", "assistant_fact", "lemon drizzle traybake",
-                (("teo@", "lemon drizzle"),)),
-            Ask("What did you tell me to plant along the shady fence?", "assistant_fact", "climbing hydrangea",
-                (("fence@", "climbing hydrangea"),)),
-            Ask("Which used car did you recommend for me as a new driver?", "assistant_fact", "Yaris",
-                (("test@", "Yaris"),)),
+            Ask(
+                "What cake did you suggest for my son's birthday party?",
+                "assistant_fact",
+                "lemon drizzle traybake",
+                (("teo@", "lemon drizzle"),),
+            ),
+            Ask(
+                "What did you tell me to plant along the shady fence?",
+                "assistant_fact",
+                "climbing hydrangea",
+                (("fence@", "climbing hydrangea"),),
+            ),
+            Ask(
+                "Which used car did you recommend for me as a new driver?",
+                "assistant_fact",
+                "Yaris",
+                (("test@", "Yaris"),),
+            ),
             Ask("What street do I live on now?", "latest", "Elm Row", (("house", "Elm Row"),)),
             Ask("What is my current target on the scales?", "latest", "68 kg", (("weight2", "68"),)),
             Ask("When did I get my licence?", "temporal", "the day before the session", (("test", "yesterday"),)),
-            Ask("Which city am I travelling to in May?", "multi_session", "Galway",
-                (("sister", "Galway"), ("visit", "Bea"))),
-            Ask("How many titles has my reading group tackled that I've mentioned?", "counting", "3",
-                (("book1", "Salt Path"), ("book2", "Piranesi"), ("book3", "Small Things"))),
-            Ask("Which relative has been pressing me to come and stay?", "paraphrased", "my sister Bea",
-                (("sister", "Bea"),)),
-            Ask("What kind of holiday would I enjoy?", "preference", "somewhere quiet and remote, away from crowds",
-                (("quiet", "no one around"), ("crowds", "hate being packed in"))),
-            Ask("Did I move into the Elm Row house before or after passing my driving test?", "temporal", "after",
-                (("test", "driving test"), ("house", "Elm Row"))),
-            Ask("How much lighter is my new goal weight than the first one I gave you?", "multi_session", "4 kg",
-                (("weight1", "72"), ("weight2", "68"))),
+            Ask(
+                "Which city am I travelling to in May?",
+                "multi_session",
+                "Galway",
+                (("sister", "Galway"), ("visit", "Bea")),
+            ),
+            Ask(
+                "How many titles has my reading group tackled that I've mentioned?",
+                "counting",
+                "3",
+                (("book1", "Salt Path"), ("book2", "Piranesi"), ("book3", "Small Things")),
+            ),
+            Ask(
+                "Which relative has been pressing me to come and stay?",
+                "paraphrased",
+                "my sister Bea",
+                (("sister", "Bea"),),
+            ),
+            Ask(
+                "What kind of holiday would I enjoy?",
+                "preference",
+                "somewhere quiet and remote, away from crowds",
+                (("quiet", "no one around"), ("crowds", "hate being packed in")),
+            ),
+            Ask(
+                "Did I move into the Elm Row house before or after passing my driving test?",
+                "temporal",
+                "after",
+                (("test", "driving test"), ("house", "Elm Row")),
+            ),
+            Ask(
+                "How much lighter is my new goal weight than the first one I gave you?",
+                "multi_session",
+                "4 kg",
+                (("weight1", "72"), ("weight2", "68")),
+            ),
             Ask("What breed is my neighbour's parrot?", "unanswerable", "", (("", "parrot"),)),
             Ask("Which marathon am I training for?", "unanswerable", "", (("", "marathon"),)),
             Ask("What did I name my allotment shed?", "unanswerable", "", (("", "allotment"),)),
@@ -998,62 +1397,166 @@ def _spanish() -> User:
         lambda d: f"{d:%A %-d %B %Y}\n",
         ("explain", "recipe", "trip", "email", "maths", "plan", "compare", "explain"),
         (
-            b("level1", 0.04, "I've just started the A2 Spanish class at the adult college. Can you explain the "
-              "difference between ser and estar with a few examples?", "explain",
-              {"concept": "the difference between ser and estar"}),
-            b("teacher", 0.09, "I taught chemistry for thirty-one years before retiring, so I like things explained "
-              "properly. How does a sourdough starter actually work?", "explain",
-              {"concept": "how sourdough starter works"}),
-            b("lila", 0.13, "My granddaughter Lila lives in Valencia with her parents, and I'm going out in April. "
-              "Can you plan four days for me?", "trip", {"city": "Valencia", "days": "4"}),
-            b("paella", 0.16, "One more thing for Valencia: where should I go for a proper paella?", "trip",
-              {"city": "Valencia", "days": "2", "stay": "near Casa Carmela in the Cabanyal, the place I'd pick for "
-               "a wood-fired paella at lunchtime"}),
-            b("car1", 0.2, "My old Corolla failed its MOT on the brakes. Can you draft a note to the garage asking "
-              "for an itemised quote?", "email", {"to": "the garage", "about": "asking for an itemised quote"}),
-            b("gory", 0.26, "I gave up on that thriller the book group chose, far too much blood for me. Can you "
-              "explain what an index fund is? My son keeps going on about them.", "explain",
-              {"concept": "what an index fund is"}),
+            b(
+                "level1",
+                0.04,
+                "I've just started the A2 Spanish class at the adult college. Can you explain the "
+                "difference between ser and estar with a few examples?",
+                "explain",
+                {"concept": "the difference between ser and estar"},
+            ),
+            b(
+                "teacher",
+                0.09,
+                "I taught chemistry for thirty-one years before retiring, so I like things explained "
+                "properly. How does a sourdough starter actually work?",
+                "explain",
+                {"concept": "how sourdough starter works"},
+            ),
+            b(
+                "lila",
+                0.13,
+                "My granddaughter Lila lives in Valencia with her parents, and I'm going out in April. "
+                "Can you plan four days for me?",
+                "trip",
+                {"city": "Valencia", "days": "4"},
+            ),
+            b(
+                "paella",
+                0.16,
+                "One more thing for Valencia: where should I go for a proper paella?",
+                "trip",
+                {
+                    "city": "Valencia",
+                    "days": "2",
+                    "stay": "near Casa Carmela in the Cabanyal, the place I'd pick for "
+                    "a wood-fired paella at lunchtime",
+                },
+            ),
+            b(
+                "car1",
+                0.2,
+                "My old Corolla failed its MOT on the brakes. Can you draft a note to the garage asking "
+                "for an itemised quote?",
+                "email",
+                {"to": "the garage", "about": "asking for an itemised quote"},
+            ),
+            b(
+                "gory",
+                0.26,
+                "I gave up on that thriller the book group chose, far too much blood for me. Can you "
+                "explain what an index fund is? My son keeps going on about them.",
+                "explain",
+                {"concept": "what an index fund is"},
+            ),
             b("camera", 0.31, "I've lent my old camera to my neighbour Brenda for her trip. {ask}", "compare"),
-            b("jamie", 0.36, "My grandson Jamie starts secondary school in September and "
-              "loves numbers. {ask}", "maths", {"kind": "2"}),
-            b("novel", 0.42, "I adored the quiet novel about the lighthouse keeper, nothing happens and it's "
-              "perfect. Could you suggest a book in easy Spanish for my level?", "compare",
-              {"category": "graded reader in easy Spanish", "items": "Manolito Gafotas|El Principito|Marianela",
-               "pick": "Manolito Gafotas", "because": "It is funny, short chapters, everyday vocabulary."}),
-            b("hip", 0.5, "My hip replacement was last Tuesday, so I'm stuck on the sofa. Can you make me a gentle "
-              "plan to get walking again?", "plan",
-              {"goal": "walking again after a hip operation", "week": "ten minutes indoors x 3|ten minutes x 3|"
-               "rest|fifteen minutes outside|fifteen minutes x 2|rest|twenty minutes on the flat"}),
-            b("brenda", 0.57, "Brenda next door has moved to Whitby to be near her daughter. Can you help me write "
-              "her a card?", "email", {"to": "Brenda", "about": "wishing her well in her new home"}),
-            b("car2", 0.64, "The new Skoda Fabia is much easier to park than the Corolla ever was. Can you explain "
-              "how a heat pump works? We're thinking of one.", "explain", {"concept": "how a heat pump works"}),
-            b("oona", 0.7, "Wonderful news, my daughter had a baby girl, Oona, our third grandchild! Can you give "
-              "me a recipe I can freeze and take round?", "recipe", {"dish": "lentil shepherd's pie"}),
+            b(
+                "jamie",
+                0.36,
+                "My grandson Jamie starts secondary school in September and loves numbers. {ask}",
+                "maths",
+                {"kind": "2"},
+            ),
+            b(
+                "novel",
+                0.42,
+                "I adored the quiet novel about the lighthouse keeper, nothing happens and it's "
+                "perfect. Could you suggest a book in easy Spanish for my level?",
+                "compare",
+                {
+                    "category": "graded reader in easy Spanish",
+                    "items": "Manolito Gafotas|El Principito|Marianela",
+                    "pick": "Manolito Gafotas",
+                    "because": "It is funny, short chapters, everyday vocabulary.",
+                },
+            ),
+            b(
+                "hip",
+                0.5,
+                "My hip replacement was last Tuesday, so I'm stuck on the sofa. Can you make me a gentle "
+                "plan to get walking again?",
+                "plan",
+                {
+                    "goal": "walking again after a hip operation",
+                    "week": "ten minutes indoors x 3|ten minutes x 3|"
+                    "rest|fifteen minutes outside|fifteen minutes x 2|rest|twenty minutes on the flat",
+                },
+            ),
+            b(
+                "brenda",
+                0.57,
+                "Brenda next door has moved to Whitby to be near her daughter. Can you help me write her a card?",
+                "email",
+                {"to": "Brenda", "about": "wishing her well in her new home"},
+            ),
+            b(
+                "car2",
+                0.64,
+                "The new Skoda Fabia is much easier to park than the Corolla ever was. Can you explain "
+                "how a heat pump works? We're thinking of one.",
+                "explain",
+                {"concept": "how a heat pump works"},
+            ),
+            b(
+                "oona",
+                0.7,
+                "Wonderful news, my daughter had a baby girl, Oona, our third grandchild! Can you give "
+                "me a recipe I can freeze and take round?",
+                "recipe",
+                {"dish": "lentil shepherd's pie"},
+            ),
             b("level2", 0.78, "I've moved up to the B1 class now. Otherwise: {ask}", "plan"),
         ),
         (
             Ask("Where does my granddaughter live?", "user_fact", "Valencia", (("lila", "Valencia"),)),
-            Ask("Which book did you suggest I read in Spanish?", "assistant_fact", "Manolito Gafotas",
-                (("novel@", "Manolito Gafotas"),)),
-            Ask("Where did you tell me to go for paella in Valencia?", "assistant_fact", "Casa Carmela",
-                (("paella@", "Casa Carmela"),)),
-            Ask("Which science subject did I spend my career in the classroom on?", "paraphrased", "chemistry",
-                (("teacher", "chemistry"),)),
+            Ask(
+                "Which book did you suggest I read in Spanish?",
+                "assistant_fact",
+                "Manolito Gafotas",
+                (("novel@", "Manolito Gafotas"),),
+            ),
+            Ask(
+                "Where did you tell me to go for paella in Valencia?",
+                "assistant_fact",
+                "Casa Carmela",
+                (("paella@", "Casa Carmela"),),
+            ),
+            Ask(
+                "Which science subject did I spend my career in the classroom on?",
+                "paraphrased",
+                "chemistry",
+                (("teacher", "chemistry"),),
+            ),
             Ask("Which Spanish level am I studying now?", "latest", "B1", (("level2", "B1"),)),
             Ask("What car do I drive now?", "latest", "Skoda Fabia", (("car2", "Skoda Fabia"),)),
             Ask("When was my hip operation?", "temporal", "the Tuesday before the session", (("hip", "Tuesday"),)),
-            Ask("Was Oona born before or after my hip replacement?", "temporal", "after",
-                (("hip", "hip"), ("oona", "Oona"))),
-            Ask("How many grandchildren have I mentioned to you?", "counting", "3",
-                (("lila", "Lila"), ("jamie", "Jamie"), ("oona", "Oona"))),
-            Ask("Where does the person who borrowed my camera live now?", "multi_session", "Whitby",
-                (("camera", "Brenda"), ("brenda", "Whitby"))),
-            Ask("What kind of novel would I enjoy?", "preference", "quiet and gentle, nothing violent",
-                (("gory", "blood"), ("novel", "quiet"))),
-            Ask("What was wrong with my old car?", "user_fact", "it failed its MOT on the brakes",
-                (("car1", "brakes"),)),
+            Ask(
+                "Was Oona born before or after my hip replacement?",
+                "temporal",
+                "after",
+                (("hip", "hip"), ("oona", "Oona")),
+            ),
+            Ask(
+                "How many grandchildren have I mentioned to you?",
+                "counting",
+                "3",
+                (("lila", "Lila"), ("jamie", "Jamie"), ("oona", "Oona")),
+            ),
+            Ask(
+                "Where does the person who borrowed my camera live now?",
+                "multi_session",
+                "Whitby",
+                (("camera", "Brenda"), ("brenda", "Whitby")),
+            ),
+            Ask(
+                "What kind of novel would I enjoy?",
+                "preference",
+                "quiet and gentle, nothing violent",
+                (("gory", "blood"), ("novel", "quiet")),
+            ),
+            Ask(
+                "What was wrong with my old car?", "user_fact", "it failed its MOT on the brakes", (("car1", "brakes"),)
+            ),
             Ask("What's my daughter's new baby called?", "user_fact", "Oona", (("oona", "Oona"),)),
             Ask("Which choir do I sing in?", "unanswerable", "", (("", "choir"),)),
             Ask("What did the vet say about my tortoise?", "unanswerable", "", (("", "tortoise"),)),
@@ -1072,60 +1575,148 @@ def _studio() -> User:
         (
             b("ghent", 0.03, "I'm a freelance designer living in Ghent, mostly logos and packaging. {ask}", "email"),
             b("rate1", 0.07, "I charge 45 euros an hour at the moment. Different question: {ask}", "maths"),
-            b("sem", 0.12, "My partner Sem and I are going to Copenhagen in May. Can you plan three days?", "trip",
-              {"city": "Copenhagen", "days": "3"}),
-            b("client1", 0.17, "New client signed: a bakery called Crumb & Co wants a full rebrand, so I'm busy. "
-              "{ask}", "plan"),
-            b("gradient", 0.22, "Please no gradients, I can't stand them, flat colour and lots of white space is "
-              "my thing. Can you compare three portfolio site builders?", "compare",
-              {"category": "portfolio site builder", "items": "Framecraft|Pagely|Foliohaus", "pick": "Foliohaus"}),
-            b("tablet", 0.28, "My drawing tablet's pen has died. Can you compare the Inkpad 13, the Linea Pro and "
-              "the Strokeline 16?", "compare",
-              {"category": "drawing tablet", "items": "Inkpad 13|Linea Pro|Strokeline 16", "pick": "Linea Pro",
-               "because": "Its pen needs no battery and the screen's matte finish feels like paper."}),
-            b("inlaws", 0.33, "Sem's parents live in Utrecht and we're seeing them at Easter. Any easy dessert I "
-              "can bring that travels well?", "recipe",
-              {"dish": "apple and almond cake"}),
-            b("client2", 0.39, "Signed Marlow Coffee this week, they want packaging for three blends. "
-              "{ask}", "email"),
-            b("penicillin", 0.45, "I react badly to penicillin, found that out the hard way at 19, and the GP "
-              "keeps bringing up jabs. {ask}", "explain", {"concept": "how vaccines train the immune system"}),
-            b("invoice", 0.5, "Marlow Coffee still hasn't paid invoice 0142 after six weeks. Can you write a firm "
-              "but friendly reminder?", "email",
-              {"to": "Marlow Coffee", "about": "chasing payment of invoice 0142",
-               "subject": "Friendly reminder: invoice 0142, now six weeks overdue"}),
-            b("noor", 0.56, "Our daughter Noor was born last Tuesday, so I'm working very short days. Can you "
-              "help me draft an out-of-office message?", "email",
-              {"to": "clients", "about": "explaining my reduced hours for the next two months"}),
+            b(
+                "sem",
+                0.12,
+                "My partner Sem and I are going to Copenhagen in May. Can you plan three days?",
+                "trip",
+                {"city": "Copenhagen", "days": "3"},
+            ),
+            b(
+                "client1",
+                0.17,
+                "New client signed: a bakery called Crumb & Co wants a full rebrand, so I'm busy. {ask}",
+                "plan",
+            ),
+            b(
+                "gradient",
+                0.22,
+                "Please no gradients, I can't stand them, flat colour and lots of white space is "
+                "my thing. Can you compare three portfolio site builders?",
+                "compare",
+                {"category": "portfolio site builder", "items": "Framecraft|Pagely|Foliohaus", "pick": "Foliohaus"},
+            ),
+            b(
+                "tablet",
+                0.28,
+                "My drawing tablet's pen has died. Can you compare the Inkpad 13, the Linea Pro and the Strokeline 16?",
+                "compare",
+                {
+                    "category": "drawing tablet",
+                    "items": "Inkpad 13|Linea Pro|Strokeline 16",
+                    "pick": "Linea Pro",
+                    "because": "Its pen needs no battery and the screen's matte finish feels like paper.",
+                },
+            ),
+            b(
+                "inlaws",
+                0.33,
+                "Sem's parents live in Utrecht and we're seeing them at Easter. Any easy dessert I "
+                "can bring that travels well?",
+                "recipe",
+                {"dish": "apple and almond cake"},
+            ),
+            b("client2", 0.39, "Signed Marlow Coffee this week, they want packaging for three blends. {ask}", "email"),
+            b(
+                "penicillin",
+                0.45,
+                "I react badly to penicillin, found that out the hard way at 19, and the GP "
+                "keeps bringing up jabs. {ask}",
+                "explain",
+                {"concept": "how vaccines train the immune system"},
+            ),
+            b(
+                "invoice",
+                0.5,
+                "Marlow Coffee still hasn't paid invoice 0142 after six weeks. Can you write a firm "
+                "but friendly reminder?",
+                "email",
+                {
+                    "to": "Marlow Coffee",
+                    "about": "chasing payment of invoice 0142",
+                    "subject": "Friendly reminder: invoice 0142, now six weeks overdue",
+                },
+            ),
+            b(
+                "noor",
+                0.56,
+                "Our daughter Noor was born last Tuesday, so I'm working very short days. Can you "
+                "help me draft an out-of-office message?",
+                "email",
+                {"to": "clients", "about": "explaining my reduced hours for the next two months"},
+            ),
             b("client3", 0.63, "Third new client this year: a bike shop called Spoke Theory. {ask}", "maths"),
-            b("rotterdam", 0.7, "Since we moved to Rotterdam I've been cycling everywhere. Can you explain what an "
-              "index fund is? I want to start saving for Noor.", "explain", {"concept": "what an index fund is"}),
-            b("rate2", 0.77, "I've raised my rate to 60 euros an hour from next month. Can you help me write the "
-              "email telling existing clients?", "email",
-              {"to": "existing clients", "about": "announcing my new hourly rate"}),
+            b(
+                "rotterdam",
+                0.7,
+                "Since we moved to Rotterdam I've been cycling everywhere. Can you explain what an "
+                "index fund is? I want to start saving for Noor.",
+                "explain",
+                {"concept": "what an index fund is"},
+            ),
+            b(
+                "rate2",
+                0.77,
+                "I've raised my rate to 60 euros an hour from next month. Can you help me write the "
+                "email telling existing clients?",
+                "email",
+                {"to": "existing clients", "about": "announcing my new hourly rate"},
+            ),
         ),
         (
             Ask("What's my daughter's name?", "user_fact", "Noor", (("noor", "Noor"),)),
-            Ask("Which drawing tablet did you tell me to get?", "assistant_fact", "Linea Pro",
-                (("tablet@", "Linea Pro"),)),
-            Ask("What subject line did you suggest for chasing the unpaid invoice?", "assistant_fact",
-                "Friendly reminder: invoice 0142, now six weeks overdue", (("invoice@", "Friendly reminder"),)),
-            Ask("Which portfolio site builder did you recommend?", "assistant_fact", "Foliohaus",
-                (("gradient@", "Foliohaus"),)),
+            Ask(
+                "Which drawing tablet did you tell me to get?",
+                "assistant_fact",
+                "Linea Pro",
+                (("tablet@", "Linea Pro"),),
+            ),
+            Ask(
+                "What subject line did you suggest for chasing the unpaid invoice?",
+                "assistant_fact",
+                "Friendly reminder: invoice 0142, now six weeks overdue",
+                (("invoice@", "Friendly reminder"),),
+            ),
+            Ask(
+                "Which portfolio site builder did you recommend?",
+                "assistant_fact",
+                "Foliohaus",
+                (("gradient@", "Foliohaus"),),
+            ),
             Ask("Which medicine makes me ill?", "paraphrased", "penicillin", (("penicillin", "penicillin"),)),
             Ask("What's my hourly rate now?", "latest", "60 euros", (("rate2", "60"),)),
             Ask("Which city am I based in now?", "latest", "Rotterdam", (("rotterdam", "Rotterdam"),)),
             Ask("When was my daughter born?", "temporal", "the Tuesday before the session", (("noor", "Tuesday"),)),
-            Ask("Did I sign Marlow Coffee before or after Crumb & Co?", "temporal", "after",
-                (("client1", "Crumb"), ("client2", "Marlow"))),
-            Ask("How many new clients have I told you I signed?", "counting", "3",
-                (("client1", "Crumb"), ("client2", "Marlow"), ("client3", "Spoke Theory"))),
-            Ask("Where do my partner's parents live?", "multi_session", "Utrecht",
-                (("sem", "partner Sem"), ("inlaws", "Utrecht"))),
-            Ask("By how much did I put my hourly rate up?", "multi_session", "15 euros (45 to 60)",
-                (("rate1", "45"), ("rate2", "60"))),
-            Ask("What kind of website template would I like?", "preference", "flat colour, lots of white space",
-                (("gradient", "white space"),)),
+            Ask(
+                "Did I sign Marlow Coffee before or after Crumb & Co?",
+                "temporal",
+                "after",
+                (("client1", "Crumb"), ("client2", "Marlow")),
+            ),
+            Ask(
+                "How many new clients have I told you I signed?",
+                "counting",
+                "3",
+                (("client1", "Crumb"), ("client2", "Marlow"), ("client3", "Spoke Theory")),
+            ),
+            Ask(
+                "Where do my partner's parents live?",
+                "multi_session",
+                "Utrecht",
+                (("sem", "partner Sem"), ("inlaws", "Utrecht")),
+            ),
+            Ask(
+                "By how much did I put my hourly rate up?",
+                "multi_session",
+                "15 euros (45 to 60)",
+                (("rate1", "45"), ("rate2", "60")),
+            ),
+            Ask(
+                "What kind of website template would I like?",
+                "preference",
+                "flat colour, lots of white space",
+                (("gradient", "white space"),),
+            ),
             Ask("Who was the first new client I told you about?", "user_fact", "Crumb & Co", (("client1", "Crumb"),)),
             Ask("Which marathon did Sem run?", "unanswerable", "", (("", "marathon"),)),
             Ask("What colour is my motorbike?", "unanswerable", "", (("", "motorbike"),)),
@@ -1175,7 +1766,9 @@ def _conversation(user: User, seed: int) -> Conversation:
                 asked, reply = rng.choice(FOLLOW_UPS)
                 conversation.messages.append({"role": "user", "content": asked})
                 more = rng.choice(MORE[beat.task if beat else task])
-                conversation.messages.append({"role": "assistant", "content": f"{reply.format(gist=_gist(answer))} {more}"})
+                conversation.messages.append(
+                    {"role": "assistant", "content": f"{reply.format(gist=_gist(answer))} {more}"}
+                )
         opening = conversation.messages[first]
         dated = user.dated(day)
         space = "" if dated.endswith("\n") else " "

@@ -79,8 +79,8 @@ SESSIONS = tuple(int(x) for x in os.environ.get("BENCH_VARIED_SESSIONS", "16,22"
 DEFAULT_COUNT = {"varied": "4", "fresh": "6", "fresh2": "5", "assistant": "4"}
 CONVERSATIONS = int(os.environ.get("BENCH_CONVERSATIONS", DEFAULT_COUNT.get(DATA, "2")))
 FRESH_SEED = int(os.environ.get("BENCH_FRESH_SEED", "0"))
-"""``fresh``, ``fresh2`` and ``assistant``: the seed their chats are written from (another seed places and fills the same stories
-anew)."""
+"""``fresh``, ``fresh2`` and ``assistant``: the seed their chats are written from (another seed places and fills the
+same stories anew)."""
 DENSE = int(os.environ.get("BENCH_DENSE", "2"))
 MISSES = os.environ.get("BENCH_MISSES", "0") != "0"
 MISSES_FILE = os.environ.get("BENCH_MISSES_FILE", "")
@@ -286,7 +286,7 @@ def report(cells: dict[tuple[str, int, str], Cell], data: list[Conversation], se
     written = "as written" if DATA in ("fresh", "fresh2", "assistant") else f"speakers {SPEAKERS}, dates {DATES}"
     print(f"Long-conversation bench: {sizes}; embedder {EMBEDDER}; {written}; {seconds:.0f} s\n")
     present = {q.kind for c in data for q in c.questions}
-    held_out = dict.fromkeys((*FRESH_KINDS, *FRESH2_KINDS, *ASSISTANT_KINDS))  # the held-out sets' own kinds: latest, inference, ...
+    held_out = dict.fromkeys((*FRESH_KINDS, *FRESH2_KINDS, *ASSISTANT_KINDS))  # their own kinds: latest, inference, ...
     extra = [k for k in held_out if k in present and k not in KINDS]
     answerable = [k for k in (*KINDS, *extra) if k not in UNANSWERABLE]
     print("Recall, tda / hybrid (same history tokens), per type, limit and question kind:\n")
