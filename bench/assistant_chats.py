@@ -432,7 +432,8 @@ def trip(rng: random.Random, topic: dict[str, str]) -> tuple[str, str]:
             f"Put together a rough {days}-day itinerary for {city}, please, nothing too rushed.",
         ]
     )
-    sights = rng.sample(CITY_SIGHTS[city], min(len(CITY_SIGHTS[city]), 2 * days))
+    free = rng.sample(FREE_TIME, max(0, 2 * days - len(CITY_SIGHTS[city])))
+    sights = rng.sample(CITY_SIGHTS[city], min(len(CITY_SIGHTS[city]), 2 * days)) + free
     plan = "\n\n".join(
         f"### Day {d + 1}\n\n- Morning: {sights[2 * d % len(sights)]}\n- Afternoon: "
         f"{sights[(2 * d + 1) % len(sights)]}\n- Evening: {rng.choice(EVENINGS)}"
@@ -448,6 +449,12 @@ def trip(rng: random.Random, topic: dict[str, str]) -> tuple[str, str]:
     return request, answer
 
 
+FREE_TIME = [
+    "nothing planned: wander, sit in a café, go back to whatever you liked best",
+    "a slow morning and a long lunch",
+    "the neighbourhood around where you stay, on foot",
+    "a park or the waterfront, with a book",
+]
 EVENINGS = [
     "dinner somewhere small off the main square; book ahead at weekends",
     "a slow walk by the water, then an early night",
@@ -707,7 +714,9 @@ DAYS = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
 def plan(rng: random.Random, topic: dict[str, str]) -> tuple[str, str]:
     goal, week = (topic["goal"], topic["week"].split("|")) if "goal" in topic else rng.choice(PLANS)
     weeks = rng.randint(3, 8)
-    request = rng.choice([f"Can you make me a weekly plan for {goal}?", f"I want to do {goal}. Where do I start?"])
+    request = rng.choice(
+        [f"Can you make me a weekly plan for {goal}?", f"I'd like to work on {goal}. Where do I start?"]
+    )
     table = "\n".join(f"| {d} | {w} |" for d, w in zip(DAYS, week, strict=False))
     answer = (
         f"## A plan for {goal}\n\nHere is a week you can repeat for {weeks} weeks, adding a little each week.\n\n"
@@ -1234,8 +1243,7 @@ def _garden() -> User:
             b(
                 "weight1",
                 0.1,
-                "I'm trying to get down to 72 kg by the summer. Can you make me a realistic weekly "
-                "plan around shift work? {ask}",
+                "I'm trying to get down to 72 kg by the summer, around night shifts, so it has to be realistic. {ask}",
                 "plan",
             ),
             b(
@@ -1290,7 +1298,7 @@ def _garden() -> User:
                     "because": "It is one of the few climbers that flowers in full shade, and it clings on its own.",
                 },
             ),
-            b("book2", 0.49, "Book club picked Piranesi next. My evenings are spoken for, but {ask}", "plan"),
+            b("book2", 0.49, "Book club picked Piranesi next, so my evenings are spoken for. {ask}", "plan"),
             b(
                 "crowds",
                 0.55,
@@ -1791,7 +1799,8 @@ def _gist(answer: str) -> str:
     for line in answer.splitlines():
         line = line.strip()
         if line and line[0].isalpha() and "." in line:
-            return line.split(". ")[0].rstrip(".") + "."
+            first = line.split(". ")[0].rstrip(".")
+            return first[0].lower() + first[1:] + "."
     return "start small and adjust."
 
 
