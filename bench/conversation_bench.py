@@ -288,7 +288,7 @@ def report(cells: dict[tuple[str, int, str], Cell], data: list[Conversation], se
     present = {q.kind for c in data for q in c.questions}
     held_out = dict.fromkeys((*FRESH_KINDS, *FRESH2_KINDS, *ASSISTANT_KINDS))  # their own kinds: latest, inference, ...
     extra = [k for k in held_out if k in present and k not in KINDS]
-    answerable = [k for k in (*KINDS, *extra) if k not in UNANSWERABLE]
+    answerable = [k for k in (*KINDS, *extra) if k not in UNANSWERABLE and k in present]  # a set's own kinds only
     print("Recall, tda / hybrid (same history tokens), per type, limit and question kind:\n")
     print(
         "| type | limit | " + " | ".join(answerable) + " | all | recalled by relevance | history tokens | "
@@ -317,7 +317,7 @@ def report(cells: dict[tuple[str, int, str], Cell], data: list[Conversation], se
     print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|")
     for type_id in TYPES:
         for limit in LIMITS:
-            for kind in UNANSWERABLE:
+            for kind in (k for k in UNANSWERABLE if k in present):
                 c = cells.get((type_id, limit, kind), Cell())
                 print(
                     f"| {type_id} | {limit:,} | {kind} | {c.asked} | {np.mean(c.relevant_tokens or [0]):,.0f} | "
