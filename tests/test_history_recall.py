@@ -895,6 +895,52 @@ async def test_a_question_about_someone_brings_their_messages_no_signal_ranks_la
     assert {u.messages[0].name for u in tail} == {"Theodore"}
 
 
+def chat_with_an_assistant(turns: int = 40) -> list[Message]:
+    """A user and an assistant no name gives: the user mentions a Spanish class in several requests, and once asks
+    for something to read, which the assistant suggests in words the question shares less of than the requests."""
+    lines = []
+    for t in range(turns):
+        lines.append(Message("user", f"Can you help me with the shopping list for day {t}?"))
+        lines.append(Message("assistant", f"Sure, here is a list for day {t}: bread, milk and eggs."))
+    for at in (8, 30, 50):
+        lines[at:at] = [
+            Message("user", f"My Spanish class read a poem on day {at}, can you help me read it aloud in Spanish?"),
+            Message("assistant", "Of course: say each line slowly, then again at speed."),
+        ]
+    lines[20:20] = [
+        Message("user", "I want something easy to read for my Spanish class. Any ideas?"),
+        Message("assistant", "Try the Manolito Gafotas series, a funny book with short chapters."),
+    ]
+    return lines
+
+
+async def test_a_question_about_what_the_assistant_suggested_ranks_the_assistants_answer_first():
+    """ "Which book did you suggest?" asks for the assistant's words, not the user's requests on the same topic:
+    asked of an assistant no name gives, it is about the assistant's own messages (their scores count double)."""
+    messages = chat_with_an_assistant()
+    ranking = await SessionRecall(None).recall(
+        Session("assistant", messages=messages),
+        "Which book did you suggest I read in Spanish?",
+        before=len(messages),
+        enough_tokens=400,
+    )
+    said = [m.role for u in ranking.units for m in u.messages if "Manolito" in m.content or "Spanish" in m.content]
+    assert said[0] == "assistant"  # its suggestion, before every request of the user's that says the words
+
+
+def test_you_is_the_assistant_only_when_it_asks_what_an_unnamed_assistant_said():
+    index = HistoryIndex()
+    index.add(chat_with_an_assistant())
+    assistant = UNNAMED["assistant"]
+    for asked in ("Which book did you suggest?", "What was the hotel you recommended?", "What did you tell me?"):
+        assert index.asked_about(asked) == {assistant}, asked
+    for asked in ("Can you remind me which book I read?", "Which book would you read?", "What did I suggest?"):
+        assert index.asked_about(asked) == frozenset(), asked
+    between_people = HistoryIndex()  # the assistant's messages are Theodore's: "you" may be either of them
+    between_people.add([Message("user", "Read this!", name="Maya"), Message("assistant", "Will do.", name="Theodore")])
+    assert between_people.asked_about("What did you suggest?") == frozenset()
+
+
 def test_a_month_is_no_speakers_short_name():
     index = HistoryIndex()
     index.add([Message("user", "Maya: hi"), Message("user", "May: hello"), Message("user", "Mayhew: hey")])

@@ -403,7 +403,12 @@ class HistoryIndex:
         called = [w.lower() for w in _CALLED.findall(query) if terms(w)]
         numbers = self._speaker_numbers.items()
         named = {number for speaker, number in numbers if any(_calls(w, speaker.lower()) for w in called)}
-        return frozenset(named | set(self.parties_called(query).values()))
+        assistant = {UNNAMED["assistant"]} if _ASKS_WHAT_YOU_SAID.search(query) and self._answers_unnamed() else set()
+        return frozenset(named | assistant | set(self.parties_called(query).values()))
+
+    def _answers_unnamed(self) -> bool:
+        """Whether the chat's assistant is no named speaker: the "you" a question addresses."""
+        return UNNAMED["assistant"] in self.said_by
 
     def parties_called(self, query: str) -> dict[str, int]:
         """The words of ``query`` that name a party by what the others call it, with its number (``said_by``): a party
@@ -1342,6 +1347,13 @@ _WHEN = re.compile(
 
 _HYPOTHETICAL = re.compile(r"^\W*would\b|\b(?:likely|probably|might)\b", re.IGNORECASE)
 """A hypothetical: "Would Priya likely enjoy an evening at a West End musical?", "What might Dan's builder charge?"."""
+
+
+_ASKS_WHAT_YOU_SAID = re.compile(
+    r"\b(?:did|have|had) you\b|\byou (?:\w+ed|said|told|gave|wrote|made|chose|sent|came up with)\b", re.IGNORECASE
+)
+"""A question about what the assistant said or did ("Which book did you suggest?", "the hotel you recommended"):
+asked of an assistant no name gives, it is about the assistant's own messages (``HistoryIndex.asked_about``)."""
 
 
 def asks_hypothetically(query: str) -> bool:
