@@ -371,10 +371,13 @@ class BM25Index:
         if not n or (among is not None and not len(among)):
             return out
         lengths = self._lengths.view
-        if among is None:
-            count, average, mask = n, self._total_length / n or 1.0, None
+        mask = None if among is None else self._mask(among)
+        if mask is not None and len(among) == n and mask.all():  # every text: scored as without ``among`` (the
+            mask = None  # same figures, the integer lengths' mean exact), not picked out term by term
+        if mask is None:
+            count, average = n, self._total_length / n or 1.0
         else:
-            count, average, mask = len(among), float(lengths[among].mean()) or 1.0, self._mask(among)
+            count, average = len(among), float(lengths[among].mean()) or 1.0
         norm = self.k1 * (1 - self.b + self.b * lengths / average)
         for term in dict.fromkeys(query_terms):  # in the query's order: float sums the same in every process
             rows, tf = self._posting_arrays(term)
