@@ -434,7 +434,12 @@ def _coverage(index: _Index, query: str, among: np.ndarray) -> tuple[np.ndarray,
     asked = set(terms(query))
     held = np.zeros(len(index.keys), dtype=bool)
     held[among] = True
-    rows_of = {w: rows for w in sorted(asked) if w in index.lexical and len(rows := _held(index.lexical.rows(w), held))}
+    every = len(among) == len(held) and bool(held.all())  # most turns: no word's rows to pick out
+    rows_of = {
+        w: rows
+        for w in sorted(asked)
+        if w in index.lexical and len(rows := index.lexical.rows(w) if every else _held(index.lexical.rows(w), held))
+    }
     matched, count = np.zeros(len(index.keys)), np.zeros(len(index.keys))
     if not rows_of:
         return matched[among], matched[among], count[among]
