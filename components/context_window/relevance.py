@@ -372,10 +372,10 @@ class BM25Index:
             return out
         lengths = self._lengths.view
         mask = None if among is None else self._mask(among)
-        if mask is not None and len(among) == n and mask.all():  # every text: scored as without ``among`` (the
-            mask = None  # same figures, the integer lengths' mean exact), not picked out term by term
-        if mask is None:
-            count, average = n, self._total_length / n or 1.0
+        # ``among`` holding every text (a turn recall's usual list) is scored as no ``among``: the same figures (the
+        # integer lengths' mean is exact), without picking each term's rows out
+        if among is None or (len(among) == n and mask is not None and mask.all()):
+            count, average, mask = n, self._total_length / n or 1.0, None
         else:
             count, average = len(among), float(lengths[among].mean()) or 1.0
         norm = self.k1 * (1 - self.b + self.b * lengths / average)
