@@ -14,6 +14,8 @@ BENCH_MEM_CONTEXT_LIMIT: the profile's context limit (default none: gpt-4.1's 1,
 short turns fill only past turn ~14,000, so every turn's window holds the whole history and its cost grows with it;
 16000 as long_session_bench.py: a full window from turn ~200 on). Experiments on glibc's heaps: BENCH_MEM_ARENAS
 (default 2, as `tda serve`), BENCH_MEM_TRIM=1 (their free pages given back at each mark, and how much that was).
+Where a turn's time goes as the session grows: BENCH_MEM_PROFILE_AT=1000,10000 profiles the 30 turns before each
+(``Profiling``: cProfile, and py-spy with BENCH_MEM_PYSPY), to diff per function (docs/benchmarks.md, session 41).
 
 Run: ``PYTHONPATH=. python bench/native_memory_bench.py`` (a temporary data directory; nothing is kept).
 """
