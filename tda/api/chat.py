@@ -12,7 +12,6 @@ where it would otherwise be a retry of that turn.
 from __future__ import annotations
 
 import contextlib
-import operator
 import re
 import threading
 import time
@@ -34,7 +33,7 @@ from ..client_call import ClientCall
 from ..context_features import features_header, with_unsent_traced
 from ..errors import Conflict, Invalid, NotFound, ServiceError, field_errors
 from ..events import encode_sse
-from ..gateway import complete, cut_header, split
+from ..gateway import complete, cut_header, same_run, split
 from ..llm import Choice, routing_error
 from ..models import ProfileRow, SessionRow
 from ..service import TDAService, service
@@ -208,8 +207,7 @@ class _SentMessages:
         if found is None or found[0][0] is not raw[0]:
             return []
         was, made = found
-        same = list(map(operator.is_, raw, was))  # compared in C: ~10 ns a message
-        return made[: same.index(False) if False in same else len(same)]
+        return made[: same_run(was, raw)]
 
     def lend(self, raw: list[Any], made: list[Message]) -> None:
         """``made`` (``raw`` as messages) for the next body that lends ``raw``'s leading items (``lent``)."""
