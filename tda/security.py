@@ -20,10 +20,9 @@ import secrets
 import stat
 import string
 import zlib
-from collections.abc import Sequence
-from itertools import chain
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .config import Settings
 from .errors import Forbidden
@@ -155,11 +154,14 @@ def check_install_source(path: Path, settings: Settings) -> Path:
     return resolved
 
 
-def json_depth_exceeds(value: Any, limit: int, checked: frozenset[int] = frozenset()) -> bool:
+def json_depth_exceeds(
+    value: Any, limit: int, checked: frozenset[int] = frozenset(), leading: Mapping[int, int] | None = None
+) -> bool:
     """True when arrays/objects nest deeper than ``limit`` (level by level, iterative: a deep body cannot exhaust
     the stack). Only arrays and objects are carried to the next level: a chat's texts are most of its values.
-    ``checked``: the ids of values found within the limit at the same depth before (``ParsedBody.reused``), not
-    walked again."""
+    ``checked``: the ids of values found within the limit at the same depth before (``ParsedBody.reused``), and
+    ``leading``: how many leading items of a list (by its id) were, not walked again."""
+    leading = leading or {}
     level = [value] if isinstance(value, dict | list) else []
     depth = 1
     while level:
@@ -169,7 +171,7 @@ def json_depth_exceeds(value: Any, limit: int, checked: frozenset[int] = frozens
         for item in level:
             below += [
                 child
-                for child in (item.values() if isinstance(item, dict) else item)
+                for child in (item.values() if isinstance(item, dict) else item[leading.get(id(item), 0) :])
                 if isinstance(child, dict | list) and id(child) not in checked
             ]
         level, depth = below, depth + 1
@@ -246,15 +248,24 @@ class ParsedBody:
         text: str,
         items: dict[int, tuple[Any, int]],
         lists: dict[int, tuple[list[Any], list[int]]],
-        reused: list[tuple[list[Any], int, int]],
+        reused: Reused,
     ) -> None:
         self.text, self.items, self.lists = text, items, lists
         """``items``: the objects and arrays of an object's members parsed whole, by where each began, with where it
         ended; ``lists``: each list whose items were parsed whole (a chat's messages), by where it began, with where
         each item ended."""
         self.reused = reused
-        """The values taken from the body it went on from (a run of a list's items, or one member's value), with where
-        the run began and ended, in order."""
+
+
+class Reused(NamedTuple):
+    """What a parse took from the body it went on from (``loads_reusing``): values that passed its checks then."""
+
+    spans: list[tuple[int, int]]
+    """Where each value taken, or each run of a list's items, began and ended in the text, in order."""
+    values: list[Any]
+    """The objects and arrays taken whole (an object's members)."""
+    leading: dict[int, int]
+    """How many leading items each list took as a run, by the list's id."""
 
 
 class _Reusing:
@@ -266,14 +277,15 @@ class _Reusing:
         self.prior = prior
         self.items: dict[int, tuple[Any, int]] = {}
         self.lists: dict[int, tuple[list[Any], list[int]]] = {}
-        self.reused: list[tuple[list[Any], int, int]] = []
+        self.reused = Reused([], [], {})
         self.scanner = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # the C scanner; typeshed omits it
 
     def scan(self, text: str, at: int) -> tuple[Any, int]:
         """The value that begins at ``at``: the prior body's when it lies within the shared beginning."""
         found = self.prior.items.get(at) if self.prior is not None else None
         if found is not None and found[1] <= self.same:
-            self.reused.append(([found[0]], at, found[1]))
+            self.reused.spans.append((at, found[1]))
+            self.reused.values.append(found[0])
         else:
             found = self.scanner(text, at)
         if isinstance(found[0], dict | list):
@@ -288,9 +300,11 @@ class _Reusing:
             return [], []
         values, ends = found
         n = bisect.bisect_right(ends, self.same)
+        run = values[:n]
         if n:
-            self.reused.append((values[:n], at, ends[n - 1]))
-        return values[:n], ends[:n]
+            self.reused.spans.append((at, ends[n - 1]))
+            self.reused.leading[id(run)] = n  # the run goes on as the list's own
+        return run, ends[:n]
 
 
 def loads_reusing(text: str, prior: ParsedBody | None = None) -> tuple[Any, ParsedBody]:
@@ -388,18 +402,17 @@ def checked_json(
         data, parsed = loads_reusing(text, prior)
     except RecursionError:  # the C scanner's own limit, met before ours
         raise NestedTooDeep from None
-    if json_depth_exceeds(
-        data, max_depth, checked=frozenset(map(id, chain.from_iterable(values for values, _, _ in parsed.reused)))
-    ):
+    reused = parsed.reused
+    if json_depth_exceeds(data, max_depth, frozenset(map(id, reused.values)), reused.leading):
         raise NestedTooDeep
-    return data, first_unstorable(data) if _escaped_outside(text, parsed.reused) else None, parsed
+    return data, first_unstorable(data) if _escaped_outside(text, reused.spans) else None, parsed
 
 
-def _escaped_outside(text: str, reused: Sequence[tuple[Any, int, int]]) -> bool:
-    """Whether ``text`` escapes a NUL or a surrogate outside the ``reused`` items (value, start, end; in order): their
-    values passed in the body they came from, and a text's escapes are all within the value that holds it."""
+def _escaped_outside(text: str, spans: Sequence[tuple[int, int]]) -> bool:
+    """Whether ``text`` escapes a NUL or a surrogate outside the ``spans`` (start, end; in order) of values taken
+    from an earlier body: they passed there, and a text's escapes are all within the value that holds it."""
     at = 0
-    for _, start, end in reused:
+    for start, end in spans:
         if _ESCAPED_UNSTORABLE.search(text, at, start):
             return True
         at = end

@@ -193,6 +193,23 @@ def test_the_messages_a_body_sent_before_are_not_parsed_again() -> None:
     assert second["messages"] == edited
 
 
+def test_a_message_nested_too_deep_after_those_sent_before_is_refused() -> None:
+    """The messages a body lent are not walked for depth again; the ones after them are, and one too deep is
+    refused as when the body is parsed alone."""
+    sent = [{"role": "user", "content": f"question {i}"} for i in range(40)]
+    _, _, parsed = checked_json(json.dumps({"model": "m", "messages": sent}), 8)
+    deep: Any = "x"
+    for _ in range(8):
+        deep = [deep]
+    later = json.dumps({"model": "m", "messages": [*sent, {"role": "user", "content": deep}]})
+    with pytest.raises(security.NestedTooDeep):
+        checked_json(later, 8)
+    with pytest.raises(security.NestedTooDeep):
+        checked_json(later, 8, parsed)
+    shallow = json.dumps({"model": "m", "messages": [*sent, {"role": "user", "content": deep[0][0][0][0][0]}]})
+    assert checked_json(shallow, 8, parsed)[0] == json.loads(shallow)
+
+
 def test_a_body_parsed_on_from_the_last_walks_only_the_messages_it_adds(monkeypatch: pytest.MonkeyPatch) -> None:
     """A chat client sends its conversation again, a few messages longer, on every call (an agent session's turn:
     two calls of two more messages each): the parse's steps in Python (``_skip``, one between any two values it
