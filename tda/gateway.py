@@ -137,21 +137,33 @@ async def _place(svc: TDAService, session_id: str, conversation: Conversation, *
             asked = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
             recorded = tuple(message_of(m) for m in messages[asked + 1 :])
         return _Place(same.turn, new=False, request_key=request_key, recorded=recorded, attached=attached)
-    prefixes = await sized(lambda history: digests.turn_ends(len(history)), conversation.history)
-    if newest is not None and newest.conversation_key in prefixes:  # the usual call: it goes on from the newest turn
+    history = conversation.history
+    if newest is not None and _goes_on_from(digests, len(history), newest.conversation_key):  # the usual call
         extended: TurnEnd | None = newest
+        start = len(history)
     else:  # an edited or shortened history: every place an earlier turn may have ended is looked up
-        extended = await svc.store.sessions.turn_ending(session_id, list(prefixes))
+        prefixes = await sized(lambda history: digests.turn_ends(len(history)), history)
+        if newest is not None and newest.conversation_key in prefixes:  # a turn ended earlier in the history
+            extended = newest
+        else:
+            extended = await svc.store.sessions.turn_ending(session_id, list(prefixes))
+        start = prefixes[extended.conversation_key or ""] if extended is not None else 0
     turn = (newest.turn if newest else 0) + 1
     if turn > MAX_TURN:  # an imported history took the last 32-bit turn number
         raise Conflict(f"session {session_id!r} has used every turn number; start a new session")
-    start = prefixes[extended.conversation_key or ""] if extended is not None else 0
     extends = extended.turn if extended is not None else None
     imported = conversation.history[start:]
     fork = newest is not None and extends != newest.turn
     return _Place(
         turn, new=True, request_key=request_key, imported=imported, extends=extends, fork=fork, attached=attached
     )
+
+
+def _goes_on_from(digests: Digests, n: int, key: str | None) -> bool:
+    """Whether the first ``n`` messages are the conversation whose digest is ``key`` and end with a reply (a turn's
+    end, as ``Digests.turn_ends`` finds them): one comparison where the usual call goes on from its newest turn,
+    not every prefix of the history made into a table."""
+    return n > 0 and digests.through(n) == key and digests.messages[n - 1].role == "assistant"
 
 
 def _loop_repeated(conversation: Conversation, digests: Digests, key: str | None) -> tuple[Message, ...] | None:
