@@ -92,9 +92,10 @@ chat client's resent conversation (~900 KB at turn 100 of an agent session) is c
 buffer, Quart's, its bytes, its text): blocks mapped apart, every page of every copy was faulted in anew on every
 call (through h11 in 64 KB reads, joined and decoded: ~2.3 ms of CPU a 900 KB body at 128 KB, ~0.3 ms from the
 heap), the part of a session call's cost that grew with the session most (docs/benchmarks.md, session 41)."""
-KEPT_FREE = 16 * 1024 * 1024
+KEPT_FREE = 8 * 1024 * 1024
 """Free memory at a heap's top kept for the next request rather than given back at once (``FreedMemory`` gives it
-back once the background work is idle)."""
+back once the background work is idle): more than a ~1 MB body's copies take together. 16 MB cost `tda serve`
+8-12 MB more after the launch bench's demo and 20 turns (issue 35's target is 350), 8 MB ~4."""
 
 
 def tune_malloc(arenas: int = 2, mapped: int = MAPPED_APART, kept: int = KEPT_FREE) -> None:
@@ -103,9 +104,8 @@ def tune_malloc(arenas: int = 2, mapped: int = MAPPED_APART, kept: int = KEPT_FR
     freed pages stay resident), blocks of ``mapped`` bytes or more mapped apart and given back when freed (by
     default glibc raises that threshold as large blocks come and go, keeping an embedding batch's buffers), and at
     most ``kept`` bytes free at a heap's top kept. Measured on `tda serve` after the demo and 20 turns, with both at
-    128 KB: 14 MB less than glibc's defaults; the 2 MB / 16 MB here: +5 MiB at the peak of the long-session bench's
-    gateway run, its calls at turn 100 ~2 ms cheaper. Call it before threads start; a no-op where the C library is
-    not glibc."""
+    128 KB: 14 MB less than glibc's defaults; 2 MB / 8 MB: ~4 MB more, a session's calls at turn 100 ~2 ms
+    cheaper. Call it before threads start; a no-op where the C library is not glibc."""
     try:
         mallopt = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").mallopt
     except (OSError, AttributeError):
