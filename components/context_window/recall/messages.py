@@ -663,11 +663,10 @@ class HistoryIndex:
             for hit, message in led.items():  # and each hit's next hop ranks just below it, as its exchange
                 fused[message] = max(fused[message], fused[hit] * NEIGHBOUR_SHARE)
         best = ranking.positions[:NEIGHBOURS_OF]
-        scores = self._with_exchanges(fused, best, n)
         own = None
         if about:  # a question about someone: what they said counts for more
             own = np.isin(self._said_by_array.caught_up(self.said_by)[:n], list(about))
-            scores[own] *= ABOUT_FACTOR
+        scores = self._with_exchanges(fused, best, n, own)
         signalled = scores > 0  # what a signal ranks over its floor (with the hits' exchanges)
         if own is not None and dense is not None and floor.min_dense is not None:  # and the asked-about's own messages
             signalled |= own & (dense > -1)
@@ -678,17 +677,21 @@ class HistoryIndex:
         if whole is not None:  # every message by its whole meaning, fused as one more ranking, under no floor
             held = np.flatnonzero(whole > -1)
             fused[held[np.lexsort((held, -whole[held]))]] += WHOLE_WEIGHT / (RRF_K + np.arange(1, len(held) + 1))
-            scores = self._with_exchanges(fused, best, n)
-            if own is not None:
-                scores[own] *= ABOUT_FACTOR
+            scores = self._with_exchanges(fused, best, n, own)
         positions = np.flatnonzero(scores > 0)
         positions = positions[np.lexsort((-positions, -scores[positions]))]
         return positions, scores[positions], ranking.method, None
 
-    def _with_exchanges(self, fused: np.ndarray, best: np.ndarray, n: int) -> np.ndarray:
-        """``fused`` with the short exchanges of the ``best`` hits and their sessions' dated lines ranked with them."""
+    def _with_exchanges(self, fused: np.ndarray, best: np.ndarray, n: int, own: np.ndarray | None) -> np.ndarray:
+        """``fused`` with the short exchanges of the ``best`` hits ranked with them, the ``own`` messages counting
+        double (``ABOUT_FACTOR``), and the hits' sessions' dated lines just below their hits as they then score (a
+        question about someone ranks every message of theirs by its whole meaning: a date below its hit's half would
+        fall behind their chatter)."""
         short = self.short()[:n]
-        return with_session_dates(with_neighbours(fused, best, short), fused, best, self.dated, short)
+        scores = with_neighbours(fused, best, short)
+        if own is not None:
+            scores[own] *= ABOUT_FACTOR
+        return with_session_dates(scores, scores, best, self.dated, short)
 
     def _type_missing(self, query: str, positions: np.ndarray) -> str | None:
         """Why none of the ranked messages at ``positions`` can answer ``query``: it asks for a type of answer ("How
