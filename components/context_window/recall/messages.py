@@ -675,8 +675,8 @@ class HistoryIndex:
             return np.zeros(0, np.intp), np.zeros(0), ranking.method, missing
         whole = self.whole_scores(query_vector, n) if query_vector is not None and not hits else None
         if whole is not None:  # every message by its whole meaning, fused as one more ranking, under no floor
-            held = np.flatnonzero(whole > -1)
-            fused[held[np.lexsort((held, -whole[held]))]] += WHOLE_WEIGHT / (RRF_K + np.arange(1, len(held) + 1))
+            held = np.flatnonzero(whole > -1)  # best first, ties in order (a stable sort of positions in order)
+            fused[held[np.argsort(-whole[held], kind="stable")]] += WHOLE_WEIGHT / (RRF_K + np.arange(1, len(held) + 1))
             scores = self._with_exchanges(fused, best, n, own)
         positions = np.flatnonzero(scores > 0)
         positions = positions[np.lexsort((-positions, -scores[positions]))]
