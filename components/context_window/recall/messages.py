@@ -602,9 +602,10 @@ class HistoryIndex:
         about: frozenset[int] = frozenset(),
     ) -> tuple[np.ndarray, np.ndarray, str, str | None]:
         """Positions of the messages before ``before``, best first, with fused scores, the method and (when nothing
-        ranks) the reason. Messages no signal ranks are left out (and the exchanges of the best hits come with them).
-        With ``evidence``, nothing ranks when the query has no evidence among them, and a message enters the dense
-        ranking only above its z-score floor (see ``Evidence``). The last result is kept: a turn asks again when the
+        ranks) the reason. Messages no signal ranks are left out (and the exchanges of the best hits come with them);
+        with vectors, every message is ranked by its whole meaning (``WHOLE_WEIGHT``). With ``evidence``, nothing ranks
+        when the query has no evidence among them, and a message enters the dense ranking only above its z-score floor
+        (see ``Evidence``). The last result is kept: a turn asks again when the
         history gets more room (the surplus pass)."""
         vector = None if query_vector is None else np.asarray(query_vector, dtype=np.float32).tobytes()
         key = (query, vector, before, len(self.messages), self._vectored, weights, evidence, about)
