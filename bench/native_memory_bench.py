@@ -14,6 +14,8 @@ BENCH_MEM_CONTEXT_LIMIT: the profile's context limit (default none: gpt-4.1's 1,
 short turns fill only past turn ~14,000, so every turn's window holds the whole history and its cost grows with it;
 16000 as long_session_bench.py: a full window from turn ~200 on). Experiments on glibc's heaps: BENCH_MEM_ARENAS
 (default 2, as `tda serve`), BENCH_MEM_TRIM=1 (their free pages given back at each mark, and how much that was).
+Where a turn's time goes as the session grows: BENCH_MEM_PROFILE_AT=1000,10000 profiles the 30 turns before each
+(``Profiling``: cProfile, and py-spy with BENCH_MEM_PYSPY), to diff per function (docs/benchmarks.md, session 41).
 
 Run: ``PYTHONPATH=. python bench/native_memory_bench.py`` (a temporary data directory; nothing is kept).
 """
@@ -60,6 +62,13 @@ TRIM = os.environ.get("BENCH_MEM_TRIM") == "1"
 """At each mark, after the RSS is read, glibc's free pages given back (``malloc_trim``): what that returns."""
 ARENAS = int(os.environ.get("BENCH_MEM_ARENAS", "2"))
 """glibc's heaps for the process's threads (``tune_malloc``'s, as `tda serve` sets them: 2)."""
+PROFILE_AT = {int(turn) for turn in os.environ.get("BENCH_MEM_PROFILE_AT", "").split(",") if turn}
+"""Turns whose previous PROFILE_TURNS turns are profiled (cProfile, the event loop's thread) into BENCH_MEM_PROFILE_DIR,
+``turn{N}.prof``; with BENCH_MEM_PYSPY (py-spy's path), the PROFILE_TURNS turns before those sampled by py-spy (every
+thread), ``turn{N}.spy.txt``: where a turn's time goes at turn 1,000 against turn 10,000."""
+PROFILE_TURNS = int(os.environ.get("BENCH_MEM_PROFILE_TURNS", "30"))
+PROFILE_DIR = Path(os.environ.get("BENCH_MEM_PROFILE_DIR", "."))
+PYSPY = os.environ.get("BENCH_MEM_PYSPY", "")
 
 
 def rss_mib() -> float:
@@ -215,6 +224,44 @@ def grown(before: tracemalloc.Snapshot, after: tracemalloc.Snapshot) -> list[str
     ]
 
 
+class Profiling:
+    """cProfile over the PROFILE_TURNS turns that end at each turn of PROFILE_AT, py-spy over the PROFILE_TURNS before
+    them (not both at once: each slows the other's turns)."""
+
+    def __init__(self) -> None:
+        self.profile: Any = None
+        self.spy: Any = None
+        self.spy_cpu = 0.0
+
+    def before(self, turn: int) -> None:
+        import cProfile
+        import subprocess
+
+        ends = {at for at in PROFILE_AT if at - PROFILE_TURNS < turn <= at}
+        if PYSPY and {at for at in PROFILE_AT if at - 2 * PROFILE_TURNS < turn <= at - PROFILE_TURNS} and not self.spy:
+            at = turn + 2 * PROFILE_TURNS - 1
+            out = PROFILE_DIR / f"turn{at}.spy.txt"
+            command = [PYSPY, "record", "--pid", str(os.getpid()), "--format", "raw", "-o", str(out), "--rate", "200"]
+            self.spy = subprocess.Popen([*command, "--nonblocking", "--threads"], stdout=subprocess.DEVNULL)
+            time.sleep(1.0)  # attached
+        if ends and self.profile is None:
+            self.profile = cProfile.Profile()
+            self.cpu = time.process_time()
+            self.profile.enable()
+
+    def after(self, turn: int) -> None:
+        if self.spy is not None and turn + PROFILE_TURNS in PROFILE_AT:
+            self.spy.send_signal(signal.SIGINT)
+            self.spy.wait()
+            self.spy = None
+        if self.profile is not None and turn in PROFILE_AT:
+            self.profile.disable()
+            cpu = (time.process_time() - self.cpu) * 1000 / PROFILE_TURNS
+            self.profile.dump_stats(PROFILE_DIR / f"turn{turn}.prof")
+            print(f"turn {turn}: profiled {PROFILE_TURNS} turns, CPU {cpu:.1f} ms a turn (profiled)", flush=True)
+            self.profile = None
+
+
 async def record(settings: Any, token: str) -> list[tuple[int, float, float]]:
     from quart.testing.app import TestApp
 
@@ -236,9 +283,12 @@ async def record(settings: Any, token: str) -> list[tuple[int, float, float]]:
         svc, held = app.extensions["tda"], {}
         snapshot = None
         started, cpu = time.perf_counter(), time.process_time()
+        profiler = Profiling()
         for turn in range(1, TURNS + 1):
+            profiler.before(turn)
             r = await client.post("/v1/sessions/native-long/turns", json={"query": question(turn)}, headers=headers)
             assert r.status_code == 201, (turn, await r.get_data())
+            profiler.after(turn)
             if TRACE and turn == TRACE_FROM:
                 tracemalloc.start(FRAMES)
             if turn % EVERY == 0:

@@ -86,20 +86,33 @@ def drop_litellm_tokenizer_copy(litellm_utils: Any) -> bool:
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _M_ARENA_MAX = -1, -3, -8  # glibc's mallopt parameters
 
 
-def tune_malloc(arenas: int = 2, large: int = 128 * 1024) -> None:
+MAPPED_APART = 2 * 1024 * 1024
+"""Blocks of this many bytes or more are mapped apart and unmapped when freed; smaller ones come from the heap. A
+chat client's resent conversation (~900 KB at turn 100 of an agent session) is copied ~5 times on its way in (h11's
+buffer, Quart's, its bytes, its text): blocks mapped apart, every page of every copy was faulted in anew on every
+call (through h11 in 64 KB reads, joined and decoded: ~2.3 ms of CPU a 900 KB body at 128 KB, ~0.3 ms from the
+heap), the part of a session call's cost that grew with the session most (docs/benchmarks.md, session 41)."""
+KEPT_FREE = 8 * 1024 * 1024
+"""Free memory at a heap's top kept for the next request rather than given back at once (``FreedMemory`` gives it
+back once the background work is idle): more than a ~1 MB body's copies take together. 16 MB cost `tda serve`
+8-12 MB more after the launch bench's demo and 20 turns (issue 35's target is 350), 8 MB ~4."""
+
+
+def tune_malloc(arenas: int = 2, mapped: int = MAPPED_APART, kept: int = KEPT_FREE) -> None:
     """glibc's heap for a long-running server: at most ``arenas`` heaps for the process's threads (glibc's
     default is 8 per core: each worker thread of asyncio.to_thread, onnxruntime or chromadb gets a heap whose
-    freed pages stay resident), and blocks of ``large`` bytes or more mapped apart and given back when freed
-    (by default glibc raises that threshold as large blocks come and go, keeping an embedding batch's buffers).
-    Measured on `tda serve` after the demo and 20 turns: 14 MB less, turns as fast. Call it before threads
-    start; a no-op where the C library is not glibc."""
+    freed pages stay resident), blocks of ``mapped`` bytes or more mapped apart and given back when freed (by
+    default glibc raises that threshold as large blocks come and go, keeping an embedding batch's buffers), and at
+    most ``kept`` bytes free at a heap's top kept. Measured on `tda serve` after the demo and 20 turns, with both at
+    128 KB: 14 MB less than glibc's defaults; 2 MB / 8 MB: ~4 MB more, a session's calls at turn 100 ~2 ms
+    cheaper. Call it before threads start; a no-op where the C library is not glibc."""
     try:
         mallopt = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").mallopt
     except (OSError, AttributeError):
         return
     mallopt(_M_ARENA_MAX, arenas)
-    mallopt(_M_MMAP_THRESHOLD, large)
-    mallopt(_M_TRIM_THRESHOLD, large)
+    mallopt(_M_MMAP_THRESHOLD, mapped)
+    mallopt(_M_TRIM_THRESHOLD, kept)
 
 
 GRPC_SPAN_EXPORTER = "opentelemetry.exporter.otlp.proto.grpc.trace_exporter"

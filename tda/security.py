@@ -10,6 +10,7 @@ session kept in the database (tda/auth.py), so signing out ends them.
 from __future__ import annotations
 
 import base64
+import bisect
 import hashlib
 import json
 import math
@@ -19,9 +20,9 @@ import secrets
 import stat
 import string
 import zlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .config import Settings
 from .errors import Forbidden
@@ -153,11 +154,14 @@ def check_install_source(path: Path, settings: Settings) -> Path:
     return resolved
 
 
-def json_depth_exceeds(value: Any, limit: int, checked: frozenset[int] = frozenset()) -> bool:
+def json_depth_exceeds(
+    value: Any, limit: int, checked: frozenset[int] = frozenset(), leading: Mapping[int, int] | None = None
+) -> bool:
     """True when arrays/objects nest deeper than ``limit`` (level by level, iterative: a deep body cannot exhaust
     the stack). Only arrays and objects are carried to the next level: a chat's texts are most of its values.
-    ``checked``: the ids of values found within the limit at the same depth before (``ParsedBody.reused``), not
-    walked again."""
+    ``checked``: the ids of values found within the limit at the same depth before (``ParsedBody.reused``), and
+    ``leading``: how many leading items of a list (by its id) were, not walked again."""
+    leading = leading or {}
     level = [value] if isinstance(value, dict | list) else []
     depth = 1
     while level:
@@ -167,7 +171,7 @@ def json_depth_exceeds(value: Any, limit: int, checked: frozenset[int] = frozens
         for item in level:
             below += [
                 child
-                for child in (item.values() if isinstance(item, dict) else item)
+                for child in (item.values() if isinstance(item, dict) else item[leading.get(id(item), 0) :])
                 if isinstance(child, dict | list) and id(child) not in checked
             ]
         level, depth = below, depth + 1
@@ -233,42 +237,86 @@ class ParsedBody:
     """A body as ``loads_reusing`` parsed it: its text, and the arrays and objects its slices parsed whole (a chat's
     messages) by where each began, with where it ended. A chat client sends its whole conversation again on every
     call, a few messages longer: the next body's items that lie within the text both begin with are these values,
-    not parsed again (at turn 100 of an agent session, ~1 MB: ~3 ms of each call). The values are shared by the
-    bodies that sent them: a handler of such bodies must not change them in place."""
+    not parsed again (at turn 100 of an agent session, ~1 MB: ~3 ms of each call), and a list's leading items are
+    taken as one slice, not item by item (``lists``). The values are shared by the bodies that sent them: a handler
+    of such bodies must not change them in place."""
 
-    __slots__ = ("items", "reused", "text")
+    __slots__ = ("items", "lists", "reused", "text")
 
-    def __init__(self, text: str, items: dict[int, tuple[Any, int]], reused: list[tuple[Any, int, int]]) -> None:
-        self.text, self.items = text, items
+    def __init__(
+        self,
+        text: str,
+        items: dict[int, tuple[Any, int]],
+        lists: dict[int, tuple[list[Any], list[int]]],
+        reused: Reused,
+    ) -> None:
+        self.text, self.items, self.lists = text, items, lists
+        """``items``: the objects and arrays of an object's members parsed whole, by where each began, with where it
+        ended; ``lists``: each list whose items were parsed whole (a chat's messages), by where it began, with where
+        each item ended."""
         self.reused = reused
-        """The values taken from the body it went on from, with where each began and ended, in order."""
+
+
+class Reused(NamedTuple):
+    """What a parse took from the body it went on from (``loads_reusing``): values that passed its checks then."""
+
+    spans: list[tuple[int, int]]
+    """Where each value taken, or each run of a list's items, began and ended in the text, in order."""
+    values: list[Any]
+    """The objects and arrays taken whole (an object's members)."""
+    leading: dict[int, int]
+    """How many leading items each list took as a run, by the list's id."""
+
+
+class _Reusing:
+    """One parse's reuse of the body it goes on from (``loads_reusing``): what it lends, and what it keeps for the
+    next."""
+
+    def __init__(self, text: str, prior: ParsedBody | None) -> None:
+        self.same = common_prefix(text, prior.text) if prior is not None else 0
+        self.prior = prior
+        self.items: dict[int, tuple[Any, int]] = {}
+        self.lists: dict[int, tuple[list[Any], list[int]]] = {}
+        self.reused = Reused([], [], {})
+        self.scanner = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # the C scanner; typeshed omits it
+
+    def scan(self, text: str, at: int) -> tuple[Any, int]:
+        """The value that begins at ``at``: the prior body's when it lies within the shared beginning."""
+        found = self.prior.items.get(at) if self.prior is not None else None
+        if found is not None and found[1] <= self.same:
+            self.reused.spans.append((at, found[1]))
+            self.reused.values.append(found[0])
+        else:
+            found = self.scanner(text, at)
+        if isinstance(found[0], dict | list):
+            self.items[at] = found
+        return found
+
+    def lend(self, at: int) -> tuple[list[Any], list[int]]:
+        """The leading items of the list that began at ``at`` in the prior body that lie within the shared
+        beginning (a copy of the list's slice), and where each ended: one bisection and one slice, however many."""
+        found = self.prior.lists.get(at) if self.prior is not None else None
+        if found is None:
+            return [], []
+        values, ends = found
+        n = bisect.bisect_right(ends, self.same)
+        run = values[:n]
+        if n:
+            self.reused.spans.append((at, ends[n - 1]))
+            self.reused.leading[id(run)] = n  # the run goes on as the list's own
+        return run, ends[:n]
 
 
 def loads_reusing(text: str, prior: ParsedBody | None = None) -> tuple[Any, ParsedBody]:
     """``loads_in_slices(text)`` with the items that lie within the beginning ``text`` shares with ``prior``'s text
     taken from ``prior`` (the same characters, from the same place, parse to the same value), and the body as
     parsed."""
-    same = common_prefix(text, prior.text) if prior is not None else 0
-    known = prior.items if prior is not None else {}
-    items: dict[int, tuple[Any, int]] = {}
-    reused: list[tuple[Any, int, int]] = []
-    scanner = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # the C scanner; typeshed omits it
-
-    def scan(text: str, at: int) -> tuple[Any, int]:
-        found = known.get(at)
-        if found is not None and found[1] <= same:
-            reused.append((found[0], at, found[1]))
-        else:
-            found = scanner(text, at)
-        if isinstance(found[0], dict | list):
-            items[at] = found
-        return found
-
-    value, end = _sliced(text, _skip(text, 0), scan, 0)
+    reusing = _Reusing(text, prior)
+    value, end = _sliced(text, _skip(text, 0), reusing, 0)
     end = _skip(text, end)
     if end != len(text):
         raise json.JSONDecodeError("Extra data", text, end)
-    return value, ParsedBody(text, items, reused)
+    return value, ParsedBody(text, reusing.items, reusing.lists, reusing.reused)
 
 
 PREFIX_STEP = 64 * 1024
@@ -298,32 +346,41 @@ def _skip(text: str, at: int) -> int:
     return found.end() if found else at
 
 
-def _sliced(text: str, at: int, scan: Any, level: int) -> tuple[Any, int]:
+def _sliced(text: str, at: int, reusing: _Reusing, level: int) -> tuple[Any, int]:
     opener = text[at : at + 1]
     if level >= SLICED_LEVELS or opener not in ("{", "["):
         try:
-            return scan(text, at)
+            return reusing.scan(text, at)
         except StopIteration as stop:
             raise json.JSONDecodeError("Expecting value", text, stop.value) from None
     closer = "}" if opener == "{" else "]"
-    out: Any = {} if opener == "{" else []
-    at = _skip(text, at + 1)
-    if text.startswith(closer, at):
+    whole = opener == "[" and level + 1 >= SLICED_LEVELS  # its items parsed whole: kept, and lent to the next
+    start = at
+    out: Any
+    out, ends = reusing.lend(at) if whole else ({} if opener == "{" else [], [])
+    lent = bool(ends)  # then the first step goes from the last item lent to the separator after it
+    at = _skip(text, ends[-1] if lent else at + 1)
+    if not lent and text.startswith(closer, at):
         return out, at + 1
     while True:
-        if opener == "{":
+        if lent:
+            lent = False
+        elif opener == "{":
             if not text.startswith('"', at):
                 raise json.JSONDecodeError("Expecting property name enclosed in double quotes", text, at)
             key, at = json.decoder.scanstring(text, at + 1)  # type: ignore[attr-defined]  # as json's own
             at = _skip(text, at)
             if not text.startswith(":", at):
                 raise json.JSONDecodeError("Expecting ':' delimiter", text, at)
-            out[key], at = _sliced(text, _skip(text, at + 1), scan, level + 1)
+            out[key], at = _sliced(text, _skip(text, at + 1), reusing, level + 1)
         else:
-            item, at = _sliced(text, at, scan, level + 1)
+            item, at = _sliced(text, at, reusing, level + 1)
             out.append(item)
+            ends.append(at)
         at = _skip(text, at)
         if text.startswith(closer, at):
+            if whole:
+                reusing.lists[start] = (out, ends)
             return out, at + 1
         if not text.startswith(",", at):
             raise json.JSONDecodeError("Expecting ',' delimiter", text, at)
@@ -345,16 +402,17 @@ def checked_json(
         data, parsed = loads_reusing(text, prior)
     except RecursionError:  # the C scanner's own limit, met before ours
         raise NestedTooDeep from None
-    if json_depth_exceeds(data, max_depth, checked=frozenset(id(value) for value, _, _ in parsed.reused)):
+    reused = parsed.reused
+    if json_depth_exceeds(data, max_depth, frozenset(map(id, reused.values)), reused.leading):
         raise NestedTooDeep
-    return data, first_unstorable(data) if _escaped_outside(text, parsed.reused) else None, parsed
+    return data, first_unstorable(data) if _escaped_outside(text, reused.spans) else None, parsed
 
 
-def _escaped_outside(text: str, reused: Sequence[tuple[Any, int, int]]) -> bool:
-    """Whether ``text`` escapes a NUL or a surrogate outside the ``reused`` items (value, start, end; in order): their
-    values passed in the body they came from, and a text's escapes are all within the value that holds it."""
+def _escaped_outside(text: str, spans: Sequence[tuple[int, int]]) -> bool:
+    """Whether ``text`` escapes a NUL or a surrogate outside the ``spans`` (start, end; in order) of values taken
+    from an earlier body: they passed there, and a text's escapes are all within the value that holds it."""
     at = 0
-    for _, start, end in reused:
+    for start, end in spans:
         if _ESCAPED_UNSTORABLE.search(text, at, start):
             return True
         at = end

@@ -27,6 +27,7 @@ from components.context_window.recall.messages import (
     asks_when,
     collect_units,
     embedded_text,
+    lead_of,
     parts_of,
 )
 from components.context_window.relevance import TAKEN_VECTORS_BYTES, BM25Index, VectorIndex, terms
@@ -938,6 +939,52 @@ async def test_news_told_in_other_words_below_the_floor_comes_before_lines_that_
     assert fillers and all(recalled.index(ORCHIDS) < at for at in fillers)
 
 
+def chat_with_an_assistant(turns: int = 40) -> list[Message]:
+    """A user and an assistant no name gives: the user mentions a Spanish class in several requests, and once asks
+    for something to read, which the assistant suggests in words the question shares less of than the requests."""
+    lines = []
+    for t in range(turns):
+        lines.append(Message("user", f"Can you help me with the shopping list for day {t}?"))
+        lines.append(Message("assistant", f"Sure, here is a list for day {t}: bread, milk and eggs."))
+    for at in (8, 30, 50):
+        lines[at:at] = [
+            Message("user", f"My Spanish class read a poem on day {at}, can you help me read it aloud in Spanish?"),
+            Message("assistant", "Of course: say each line slowly, then again at speed."),
+        ]
+    lines[20:20] = [
+        Message("user", "I want something easy to read for my Spanish class. Any ideas?"),
+        Message("assistant", "Try the Manolito Gafotas series, a funny book with short chapters."),
+    ]
+    return lines
+
+
+async def test_a_question_about_what_the_assistant_suggested_ranks_the_assistants_answer_first():
+    """ "Which book did you suggest?" asks for the assistant's words, not the user's requests on the same topic:
+    asked of an assistant no name gives, it is about the assistant's own messages (their scores count double)."""
+    messages = chat_with_an_assistant()
+    ranking = await SessionRecall(None).recall(
+        Session("assistant", messages=messages),
+        "Which book did you suggest I read in Spanish?",
+        before=len(messages),
+        enough_tokens=400,
+    )
+    said = [m.role for u in ranking.units for m in u.messages if "Manolito" in m.content or "Spanish" in m.content]
+    assert said[0] == "assistant"  # its suggestion, before every request of the user's that says the words
+
+
+def test_you_is_the_assistant_only_when_it_asks_what_an_unnamed_assistant_said():
+    index = HistoryIndex()
+    index.add(chat_with_an_assistant())
+    assistant = UNNAMED["assistant"]
+    for asked in ("Which book did you suggest?", "What was the hotel you recommended?", "What did you tell me?"):
+        assert index.asked_about(asked) == {assistant}, asked
+    for asked in ("Can you remind me which book I read?", "Which book would you read?", "What did I suggest?"):
+        assert index.asked_about(asked) == frozenset(), asked
+    between_people = HistoryIndex()  # the assistant's messages are Theodore's: "you" may be either of them
+    between_people.add([Message("user", "Read this!", name="Maya"), Message("assistant", "Will do.", name="Theodore")])
+    assert between_people.asked_about("What did you suggest?") == frozenset()
+
+
 def test_a_month_is_no_speakers_short_name():
     index = HistoryIndex()
     index.add([Message("user", "Maya: hi"), Message("user", "May: hello"), Message("user", "Mayhew: hey")])
@@ -1560,3 +1607,29 @@ async def test_a_question_nothing_clearly_answers_keeps_what_was_said_just_befor
     assert ALLERGY not in [m.content for m in newest]  # older than the newest turns: recall's to bring
     assert ALLERGY in [m.content for m in recalled]
     assert c.metadata["relevant_tokens"] > 0  # the best hit still comes
+
+
+def test_the_lead_leaves_out_what_only_asks_from_flags_kept_per_message_as_the_session_grows() -> None:
+    """A native session whose every question only asks (issue 32 item 5): the lead's best scores count only the
+    messages that show something, read from one flag a message kept as the index grows (a list of the asking
+    positions made into a mask again each turn cost the lead ~0.6 ms at 10,000 turns). Oracle: the maxima taken over
+    the messages written out below, in plain Python."""
+    index = HistoryIndex()
+    texts = []
+    for turn in range(1, 301):
+        asked = f"Which orders of customer {turn} are still open?"
+        told = f"Customer {turn} has {turn % 7} open orders." if turn % 3 else f"Did customer {turn} call?"
+        texts += [asked, told]
+        index.add([Message("user", asked, turn=turn), Message("assistant", told, turn=turn)])
+        if turn in (100, 200, 300):
+            end, split = len(texts), len(texts) - 10
+            shows = [not t.endswith("?") for t in texts]
+            assert index.shows().tolist() == shows  # one flag a message, extended
+            assert index.shows().nbytes == len(texts)
+            assert index.asking == [p for p, s in enumerate(shows) if not s]
+            query = f"Which orders of customer {turn - 50} are open?"
+            scores = index.lexical_scores(query).tolist()
+            older = max((scores[p] for p in range(split) if shows[p]), default=0.0)
+            newer = max((scores[p] for p in range(split, end) if shows[p]), default=0.0)
+            lead = lead_of(index, query, None, split, end)
+            assert older > 0 and lead.lexical == (older / newer if newer > 0 else math.inf)

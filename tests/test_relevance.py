@@ -717,3 +717,19 @@ def test_a_digest_table_holds_a_digest_in_tens_of_bytes_not_a_hundred():
     assert held < 32 * len(digests), f"{held / len(digests):.0f} bytes a digest"
     assert [table.get(d) for d in digests] == list(range(len(digests)))
     assert table.get(hashlib.blake2b(b"other", digest_size=16).digest()) is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.lists(st.sampled_from("orders customer open add turn north the of a".split()), max_size=12), min_size=1
+    ),
+    st.lists(st.sampled_from("orders customer open add turn north south".split()), min_size=1, max_size=5),
+    st.randoms(use_true_random=False),
+)
+def test_bm25_among_every_text_in_any_order_scores_as_the_whole_index_bit_for_bit(texts, query, rnd) -> None:
+    """A turn recall's list usually holds every text its index does: scored as the whole index (the same count and,
+    the lengths being integers, the same average), to the last bit, in any order of the positions."""
+    index = BM25Index([" ".join(words) for words in texts])
+    among = np.array(rnd.sample(range(len(texts)), len(texts)), dtype=np.intp)
+    assert index.scores(" ".join(query), among).tobytes() == index.scores(" ".join(query)).tobytes()

@@ -371,10 +371,13 @@ class BM25Index:
         if not n or (among is not None and not len(among)):
             return out
         lengths = self._lengths.view
-        if among is None:
+        mask = None if among is None else self._mask(among)
+        # ``among`` holding every text (a turn recall's usual list) is scored as no ``among``: the same figures (the
+        # integer lengths' mean is exact), without picking each term's rows out
+        if among is None or (len(among) == n and mask is not None and mask.all()):
             count, average, mask = n, self._total_length / n or 1.0, None
         else:
-            count, average, mask = len(among), float(lengths[among].mean()) or 1.0, self._mask(among)
+            count, average = len(among), float(lengths[among].mean()) or 1.0
         norm = self.k1 * (1 - self.b + self.b * lengths / average)
         for term in dict.fromkeys(query_terms):  # in the query's order: float sums the same in every process
             rows, tf = self._posting_arrays(term)

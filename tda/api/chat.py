@@ -26,13 +26,14 @@ from quart_schema import document_request, tag_blueprint
 
 from components.context_window.base import Message, ToolSchema, text_of_parts
 from components.context_window.budget import BudgetExceeded
+from components.context_window.session_cache import BoundedCache
 
 from ..auth import actor, end_user, require
 from ..client_call import ClientCall
 from ..context_features import features_header, with_unsent_traced
 from ..errors import Conflict, Invalid, NotFound, ServiceError, field_errors
 from ..events import encode_sse
-from ..gateway import complete, cut_header, split
+from ..gateway import complete, cut_header, same_run, split
 from ..llm import Choice, routing_error
 from ..models import ProfileRow, SessionRow
 from ..service import TDAService, service
@@ -171,11 +172,13 @@ async def chat_completions() -> Any:
 
 
 def _read(data: dict[str, Any]) -> tuple[ChatRequest, list[Message]]:
-    """The request and its conversation as tda's messages (work that grows with the conversation)."""
+    """The request and its conversation as tda's messages (work that grows with what the conversation adds: the
+    messages an earlier body lent, ``ParsedBody``, are taken as made then, in one slice)."""
     raw = data.get("messages")
-    known = _sent.made_from(raw) if isinstance(raw, list) and len(raw) <= MAX_MESSAGES else None
-    body, known = _parse(data, known)
-    messages = _sent.messages(data["messages"], body.messages, known)
+    lent = _sent.lent(raw) if isinstance(raw, list) and len(raw) <= MAX_MESSAGES else []
+    body, lent = _parse(data, lent)
+    messages = [*lent, *_sent.messages(data["messages"][len(lent) :], body.messages, len(lent))]
+    _sent.lend(data["messages"], messages)
     body.messages = []  # let go here (in the worker thread): freeing 100,000 validated messages takes ~70 ms
     return body, messages
 
@@ -184,54 +187,49 @@ class _SentMessages:
     """The messages clients sent lately, by what they say (``key``): a chat client sends its whole conversation on
     every call, and a message it sent before is the one made then, not made again (at turn 100 of an agent session,
     making the 400 messages again was ~5 ms of each call). A message is the same whatever call it came in (it is
-    immutable and safe to share). Bounded by count and by the characters held. A message the body lent from an
-    earlier one (``ParsedBody``: the very object parsed then) is found by that object, neither validated nor keyed
-    again."""
+    immutable and safe to share). Bounded by count and by the characters held. The leading messages a body lent
+    from an earlier one (``ParsedBody``: that body's very objects, at the same places) are found as one run, by
+    comparing objects (``lent``): neither validated, keyed nor looked up one by one."""
 
     def __init__(self, most: int, most_chars: int) -> None:
         self.most, self.most_chars, self.chars = most, most_chars, 0
         self._messages: OrderedDict[tuple[Any, ...], Message] = OrderedDict()
-        self._made_from: OrderedDict[int, tuple[Any, Message]] = OrderedDict()
-        """By the id of the parsed object a message was made from: the object (its id is not reused while it is
-        held here) and the message."""
+        self._bodies: BoundedCache[int, tuple[list[Any], list[Message]]] = BoundedCache(LENDING_BODIES)
+        """By the id of a body's first message object: the body's messages as parsed (held, so that id is not
+        reused) and as made."""
         self._lock = threading.Lock()  # calls read their messages in worker threads, side by side
 
-    def made_from(self, raw: list[Any]) -> list[Message | None]:
-        """Per item of ``raw``, the message made from that very object for an earlier call, or None."""
+    def lent(self, raw: list[Any]) -> list[Message]:
+        """The messages made for ``raw``'s leading items that are the very objects, at the same places, of the last
+        body read that began with the same object (a body lends its leading messages to the next as one slice)."""
         with self._lock:
-            found = [self._made_from.get(id(item)) for item in raw]
-        return [f[1] if f is not None and f[0] is item else None for f, item in zip(found, raw, strict=True)]
+            found = self._bodies.get(id(raw[0])) if raw else None
+        if found is None or found[0][0] is not raw[0]:
+            return []
+        was, made = found
+        return made[: same_run(was, raw)]
 
-    def messages(
-        self, raw: list[Any], validated: list[ChatMessage], known: list[Message | None] | None = None
-    ) -> list[Message]:
-        """The ``validated`` messages (``raw`` as the client sent them), each as it was made for an earlier call when
-        one sent the same. ``known``: the messages ``made_from`` found (``validated`` then holds the others only)."""
-        known = known or [None] * len(raw)
-        keys = [None if m is not None else self.key(r) for r, m in zip(raw, known, strict=True)]
+    def lend(self, raw: list[Any], made: list[Message]) -> None:
+        """``made`` (``raw`` as messages) for the next body that lends ``raw``'s leading items (``lent``)."""
+        if raw:
+            with self._lock:
+                self._bodies.put(id(raw[0]), (raw, made))
+
+    def messages(self, raw: list[Any], validated: list[ChatMessage], first: int = 0) -> list[Message]:
+        """The ``validated`` messages (``raw`` as the client sent them, from its message ``first`` on, whose place an
+        error names), each as it was made for an earlier call when one sent the same."""
+        keys = [self.key(r) for r in raw]
         with self._lock:
             found = [self._messages.get(key) if key is not None else None for key in keys]
             for key, message in zip(keys, found, strict=True):
                 if message is not None:
                     self._messages.move_to_end(key)  # type: ignore[arg-type]  # a message found has a key
-        checked = iter(validated)  # one per message not known by its object, in order
-        made = []
-        for i, (m, was) in enumerate(zip(found, known, strict=True)):
-            if was is None:
-                valid = next(checked)
-                was = m if m is not None else _message(valid, i)
-            made.append(was)
+        made = [
+            m if m is not None else _message(valid, i)
+            for i, (m, valid) in enumerate(zip(found, validated, strict=False), start=first)
+        ]
         self._keep([(k, m) for k, m, was in zip(keys, made, found, strict=True) if k is not None and was is None])
-        self._keep_made_from(raw, made)
         return made
-
-    def _keep_made_from(self, raw: list[Any], made: list[Message]) -> None:
-        with self._lock:
-            for item, message in zip(raw, made, strict=True):
-                self._made_from[id(item)] = (item, message)
-                self._made_from.move_to_end(id(item))
-            while len(self._made_from) > self.most:
-                self._made_from.popitem(last=False)
 
     @staticmethod
     def key(raw: Any) -> tuple[Any, ...] | None:
@@ -266,23 +264,23 @@ def _size(key: tuple[Any, ...]) -> int:
 SENT_MESSAGES = 8_192
 SENT_CHARS = 16_000_000
 """What ``_sent`` holds at most: messages, and characters of their text (a few long conversations)."""
+LENDING_BODIES = 32
+"""Bodies whose messages ``_sent`` holds as made, for the next body that lends them (one a conversation: each call
+takes its conversation's place)."""
 _sent = _SentMessages(SENT_MESSAGES, SENT_CHARS)
 
 
-def _parse(
-    data: dict[str, Any], known: list[Message | None] | None = None
-) -> tuple[ChatRequest, list[Message | None] | None]:
-    """The request validated, and the messages left out of its validation: ``known`` (``_SentMessages.made_from``),
-    when the others alone are valid (its ``messages`` then holds those, or the first when none is new), else None
-    (validated whole: the errors name the whole list's places)."""
+def _parse(data: dict[str, Any], lent: list[Message]) -> tuple[ChatRequest, list[Message]]:
+    """The request validated, with the messages ``lent`` (``_SentMessages.lent``: the leading ones) left out of its
+    validation when the others alone are valid (its ``messages`` then holds those, or the first when none is new),
+    else validated whole (the errors name the whole list's places, and no message is taken as lent)."""
     refuse_unknown_fields(data, CHAT_FIELDS, "chat completions")
     try:
-        if known is not None and any(m is not None for m in known):
-            fresh = [item for item, m in zip(data["messages"], known, strict=True) if m is None]
+        if lent:
             with contextlib.suppress(ValidationError):
-                messages = fresh or data["messages"][:1]
-                return validate_in_slices(ChatRequest, {**data, "messages": messages}, "messages"), known
-        return validate_in_slices(ChatRequest, data, "messages"), None
+                messages = data["messages"][len(lent) :] or data["messages"][:1]
+                return validate_in_slices(ChatRequest, {**data, "messages": messages}, "messages"), lent
+        return validate_in_slices(ChatRequest, data, "messages"), []
     except ValidationError as exc:
         raise Invalid("the request is invalid; fix the fields listed in errors", errors=field_errors(exc)) from None
 

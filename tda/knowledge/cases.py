@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import heapq
 import threading
 import time
 from collections.abc import Callable
@@ -202,7 +203,8 @@ class ChampionCaseStore:
         new = [cid for cid in batch if cid not in kept]
         room = max(self.max_cases - len(kept), 0)
         over = len(new) - room
-        victims = sorted((k for cid, k in kept.items() if cid not in batch), key=_Kept.worth)[:over] if over > 0 else []
+        # the least worth keeping, as a stable sort's first ``over`` (a full store sorted whole each flush: ~1 ms)
+        victims = heapq.nsmallest(over, (k for cid, k in kept.items() if cid not in batch), key=_Kept.worth)
         reuse = iter(v.record_id for v in victims)
         for victim in victims:
             del kept[victim.case_id]

@@ -492,3 +492,28 @@ async def test_turn_gists_an_index_took_are_kept_again_by_text_only_among_the_ne
     )
     assert other.method == "lexical+dense" and embedder.embedded == len(gists) + 2  # the two questions
     TurnRecall._shared_vectors.clear()
+
+
+def test_each_turn_text_scores_its_best_part_as_the_index_grows_a_few_texts_at_a_time() -> None:
+    """Turn recall's best part cosine per text, the texts' part starts extended as texts come (not found again over
+    every part each query): after each addition, equal to the best of each text's own parts computed from the vectors
+    here (float16-held: within 2**-11), -1 for a text without parts."""
+    from components.context_window.recall.turns import _Index
+    from components.context_window.relevance import VectorIndex
+
+    rng = np.random.default_rng(7)
+    index, parts_of = _Index(), []
+    for round_ in range(6):
+        for _ in range(rng.integers(1, 5)):
+            position, count = len(index.keys), int(rng.integers(0, 4))
+            vectors = rng.standard_normal((count, 16)).astype(np.float32)
+            if count:
+                index.dense = index.dense or VectorIndex()
+                index.dense.add(vectors)
+                index.owner.extend([position] * count)
+            parts_of.append(vectors / np.linalg.norm(vectors, axis=1, keepdims=True) if count else vectors)
+            index.keys.append(("turn", position))
+        query = rng.standard_normal(16).astype(np.float32)
+        unit = query / np.linalg.norm(query)
+        expected = [float((parts @ unit).max()) if len(parts) else -1.0 for parts in parts_of]
+        np.testing.assert_allclose(index.best_cosines(query), expected, atol=2**-10, err_msg=f"round {round_}")

@@ -193,6 +193,56 @@ def test_the_messages_a_body_sent_before_are_not_parsed_again() -> None:
     assert second["messages"] == edited
 
 
+def test_a_message_nested_too_deep_after_those_sent_before_is_refused() -> None:
+    """The messages a body lent are not walked for depth again; the ones after them are, and one too deep is
+    refused as when the body is parsed alone."""
+    sent = [{"role": "user", "content": f"question {i}"} for i in range(40)]
+    _, _, parsed = checked_json(json.dumps({"model": "m", "messages": sent}), 8)
+    deep: Any = "x"
+    for _ in range(8):
+        deep = [deep]
+    later = json.dumps({"model": "m", "messages": [*sent, {"role": "user", "content": deep}]})
+    with pytest.raises(security.NestedTooDeep):
+        checked_json(later, 8)
+    with pytest.raises(security.NestedTooDeep):
+        checked_json(later, 8, parsed)
+    shallow = json.dumps({"model": "m", "messages": [*sent, {"role": "user", "content": deep[0][0][0][0][0]}]})
+    assert checked_json(shallow, 8, parsed)[0] == json.loads(shallow)
+
+
+def test_a_body_parsed_on_from_the_last_walks_only_the_messages_it_adds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A chat client sends its conversation again, a few messages longer, on every call (an agent session's turn:
+    two calls of two more messages each): the parse's steps in Python (``_skip``, one between any two values it
+    walks) are as many at turn 100 as at turn 5, the messages sent before taken as one slice; and every body, parsed
+    on from the last, is what json.loads makes of it (the oracle)."""
+    steps = 0
+    skip = security._skip
+
+    def counted(text: str, at: int) -> int:
+        nonlocal steps
+        steps += 1
+        return skip(text, at)
+
+    monkeypatch.setattr(security, "_skip", counted)
+    chat: list[dict[str, Any]] = [{"role": "system", "content": "You look up orders."}]
+    parsed, per_call = None, {}
+    for turn in range(1, 101):
+        call = {"id": f"call_{turn}", "type": "function", "function": {"name": "orders", "arguments": "{}"}}
+        for added in (
+            [{"role": "user", "content": f"turn {turn}: which orders are open?"}],
+            [{"role": "assistant", "content": None, "tool_calls": [call]}],
+            [{"role": "tool", "tool_call_id": f"call_{turn}", "content": json.dumps([{"order": turn}] * 3)}],
+            [{"role": "assistant", "content": f"{turn} orders"}],
+        ):
+            chat += added
+            text = json.dumps({"model": "tda", "messages": chat, "tools": [{"type": "function"}]})
+            steps = 0
+            value, parsed = loads_reusing(text, parsed)
+            assert value == json.loads(text)
+            per_call[len(chat)] = steps
+    assert per_call[len(chat)] == per_call[21]  # 400 messages sent before against 20
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.text(alphabet="ab", max_size=40), st.text(alphabet="ab", max_size=40), st.text(alphabet="ab", max_size=40))
 def test_the_beginning_two_texts_share_is_found_whole(shared: str, a: str, b: str) -> None:
