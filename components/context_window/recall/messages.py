@@ -118,12 +118,15 @@ sibling?" ranked its evidence 179th, 26 messages back: the ranking filled 5.7K /
 and 16K). A question about someone keeps its whole ranking: their own messages count double (``ABOUT_FACTOR``), a
 prior that held "How many concerts did Marisol go to?"'s three messages at 8K / 16K (docs/knowledge.md, "Faint
 evidence")."""
-OWN_TAIL = 1e-6
-"""A question about someone: their own messages below the dense floor (``Evidence.keep_z``) come after every ranked
-message, best in meaning first (scores this small stay below any ranked one's, also per token when packed), and before
-the newest older turns that fill what room is left. News told in other words ("Named her Pretzel in the end" for
-"What is Kat's new animal called?": z -0.1) is below the floor, but it is theirs: on the long varied chats, 16K held
-96.6 -> 98.0% (docs/knowledge.md, "Asked in turns, round 2"); 4K and 8K fill their room before the tail."""
+WHOLE_WEIGHT = 0.5
+"""RRF weight of the ranking of every message by its mean part cosine with the question (how much of the whole
+message is about it, beside its best part's), under no floor: a long message whose every sentence bears on the
+question rises above one that shares a sentence of chatter with it, and news told in other words, below the dense
+floor, comes before what the newest older turns would fill (a question about someone: their own messages count double,
+``ABOUT_FACTOR``, so "Named her Pretzel in the end" comes for "What is Kat's new animal called?" before the others'
+alike lines). Only the lexical ranking's weight: the best part (``WEIGHTS``' 1.0) still leads. Not for a faint
+question (``FAINT_HITS``). The plain hybrid's whole-message vectors held what tda's best parts passed over on
+bench/fresh2_chats.py (docs/knowledge.md, "A second held-out set")."""
 HOP_FROM = 3
 """The second hop starts from the names in this many best messages."""
 HOP_WEIGHT = 0.5
@@ -277,6 +280,7 @@ class HistoryIndex:
     _owner_array: GrowingArray = field(default_factory=lambda: GrowingArray(np.intp))
     _row_array: GrowingArray = field(default_factory=lambda: GrowingArray(np.intp))
     _starts: np.ndarray = field(default_factory=lambda: np.zeros(0, np.intp))
+    _part_counts: np.ndarray = field(default_factory=lambda: np.zeros(0, np.intp))
     speakers: set[str] = field(default_factory=set)
     """The names chat lines open with ("Maya: ...") or carry as their ``name``: a question naming a speaker is about
     what they said, so the name is not what it is searched by (see ``focus``)."""
@@ -321,7 +325,7 @@ class HistoryIndex:
     checked_length: int = -1
     _lexical_cache: tuple[Any, np.ndarray] | None = None
     _rank_cache: tuple[Any, tuple[np.ndarray, np.ndarray, str, str | None]] | None = None
-    _dense_cache: tuple[Any, np.ndarray] | None = None
+    _dense_cache: tuple[Any, np.ndarray, np.ndarray] | None = None
 
     def __len__(self) -> int:
         return len(self.messages)
@@ -501,7 +505,14 @@ class HistoryIndex:
         """Each of the first ``n`` messages' best part cosine with the query (None: not every message has vectors)."""
         if self.dense is None or not self.owner or self._vectored < n:
             return None
-        return self._best_part_scores(np.asarray(query_vector, dtype=np.float32))[:n]
+        return self._part_scores(np.asarray(query_vector, dtype=np.float32))[0][:n]
+
+    def whole_scores(self, query_vector: Sequence[float] | np.ndarray, n: int) -> np.ndarray | None:
+        """Each of the first ``n`` messages' mean part cosine with the query: how much of the whole message is about
+        it (None: not every message has vectors)."""
+        if self.dense is None or not self.owner or self._vectored < n:
+            return None
+        return self._part_scores(np.asarray(query_vector, dtype=np.float32))[1][:n]
 
     def lexical_scores(self, query: str) -> np.ndarray:
         """Every message's BM25 score for ``query`` (read-only; computed once per query and history length)."""
@@ -512,22 +523,26 @@ class HistoryIndex:
             self._lexical_cache = (key, scores)
         return self._lexical_cache[1]
 
-    def _best_part_scores(self, query_vector: np.ndarray) -> np.ndarray:
-        """Every message's best part cosine (-1 without vectors), read-only: a turn's lead and recall ask for the same
-        query, so the last one's scores are kept (keyed by its vector and the parts held: the index only grows)."""
+    def _part_scores(self, query_vector: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Every message's best and mean part cosine (-1 without vectors), read-only: a turn's lead and recall ask for
+        the same query, so the last one's scores are kept (keyed by its vector and the parts held: the index only
+        grows)."""
         key = (query_vector.tobytes(), len(self.owner), len(self.messages))
         if self._dense_cache is not None and self._dense_cache[0] == key:
-            return self._dense_cache[1]
+            return self._dense_cache[1], self._dense_cache[2]
         if len(self._owner_array) != len(self.owner):  # where each message's parts start (parts are in order)
             owner = self._owner_array.caught_up(self.owner)
             self._starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
+            self._part_counts = np.diff(np.r_[self._starts, len(owner)])
         assert self.dense is not None
         scores = self.dense.scores(query_vector)[self._row_array.caught_up(self.row_of)]
-        best = np.full(len(self.messages), -1.0)
-        best[self._owner_array.view[self._starts]] = np.maximum.reduceat(scores, self._starts)
-        best.flags.writeable = False
-        self._dense_cache = (key, best)
-        return best
+        owners = self._owner_array.view[self._starts]
+        best, mean = np.full(len(self.messages), -1.0), np.full(len(self.messages), -1.0)
+        best[owners] = np.maximum.reduceat(scores, self._starts)
+        mean[owners] = np.add.reduceat(scores, self._starts) / self._part_counts
+        best.flags.writeable = mean.flags.writeable = False
+        self._dense_cache = (key, best, mean)
+        return best, mean
 
     @property
     def asking(self) -> list[int]:
@@ -605,9 +620,10 @@ class HistoryIndex:
         about: frozenset[int] = frozenset(),
     ) -> tuple[np.ndarray, np.ndarray, str, str | None]:
         """Positions of the messages before ``before``, best first, with fused scores, the method and (when nothing
-        ranks) the reason. Messages no signal ranks are left out (and the exchanges of the best hits come with them).
-        With ``evidence``, nothing ranks when the query has no evidence among them, and a message enters the dense
-        ranking only above its z-score floor (see ``Evidence``). The last result is kept: a turn asks again when the
+        ranks) the reason. Messages no signal ranks are left out (and the exchanges of the best hits come with them);
+        with vectors, every message is ranked by its whole meaning (``WHOLE_WEIGHT``). With ``evidence``, nothing ranks
+        when the query has no evidence among them, and a message enters the dense ranking only above its z-score floor
+        (see ``Evidence``). The last result is kept: a turn asks again when the
         history gets more room (the surplus pass)."""
         vector = None if query_vector is None else np.asarray(query_vector, dtype=np.float32).tobytes()
         key = (query, vector, before, len(self.messages), self._vectored, weights, evidence, about)
@@ -665,26 +681,36 @@ class HistoryIndex:
             fused[ranked] += HOP_WEIGHT / (RRF_K + np.arange(1, len(ranked) + 1))
             for hit, message in led.items():  # and each hit's next hop ranks just below it, as its exchange
                 fused[message] = max(fused[message], fused[hit] * NEIGHBOUR_SHARE)
-        short = self.short()[:n]
         best = ranking.positions[:NEIGHBOURS_OF]
-        scores = with_neighbours(fused, best, short)
-        scores = with_session_dates(scores, fused, best, self.dated, short)
         own = None
         if about:  # a question about someone: what they said counts for more
             own = np.isin(self._said_by_array.caught_up(self.said_by)[:n], list(about))
-            scores[own] *= ABOUT_FACTOR
-        positions = np.flatnonzero(scores > 0)
-        positions = positions[np.lexsort((-positions, -scores[positions]))]
-        ordered = scores[positions]
-        if own is not None and dense is not None and floor.min_dense is not None:
-            rest = np.flatnonzero(own & (scores <= 0) & (dense > -1))  # their own messages no signal ranks
-            rest = rest[np.lexsort((-rest, -dense[rest]))]
-            tail = OWN_TAIL / (RRF_K + np.arange(1, len(rest) + 1))
-            positions, ordered = np.r_[positions, rest], np.r_[ordered, tail]
-        missing = self._type_missing(query, positions) if evidence is not None else None
+        scores = self._with_exchanges(fused, best, n, own)
+        signalled = scores > 0  # what a signal ranks over its floor (with the hits' exchanges)
+        if own is not None and dense is not None and floor.min_dense is not None:  # and the asked-about's own messages
+            signalled |= own & (dense > -1)
+        missing = self._type_missing(query, np.flatnonzero(signalled)) if evidence is not None else None
         if missing is not None:
             return np.zeros(0, np.intp), np.zeros(0), ranking.method, missing
-        return positions, ordered, ranking.method, None
+        whole = self.whole_scores(query_vector, n) if query_vector is not None and not hits else None
+        if whole is not None:  # every message by its whole meaning, fused as one more ranking, under no floor
+            held = np.flatnonzero(whole > -1)  # best first, ties in order (a stable sort of positions in order)
+            fused[held[np.argsort(-whole[held], kind="stable")]] += WHOLE_WEIGHT / (RRF_K + np.arange(1, len(held) + 1))
+            scores = self._with_exchanges(fused, best, n, own)
+        positions = np.flatnonzero(scores > 0)
+        positions = positions[np.lexsort((-positions, -scores[positions]))]
+        return positions, scores[positions], ranking.method, None
+
+    def _with_exchanges(self, fused: np.ndarray, best: np.ndarray, n: int, own: np.ndarray | None) -> np.ndarray:
+        """``fused`` with the short exchanges of the ``best`` hits ranked with them, the ``own`` messages counting
+        double (``ABOUT_FACTOR``), and the hits' sessions' dated lines just below their hits as they then score (a
+        question about someone ranks every message of theirs by its whole meaning: a date below its hit's half would
+        fall behind their chatter)."""
+        short = self.short()[:n]
+        scores = with_neighbours(fused, best, short)
+        if own is not None:
+            scores[own] *= ABOUT_FACTOR
+        return with_session_dates(scores, scores, best, self.dated, short)
 
     def _type_missing(self, query: str, positions: np.ndarray) -> str | None:
         """Why none of the ranked messages at ``positions`` can answer ``query``: it asks for a type of answer ("How
