@@ -24,6 +24,7 @@ from components.context_window.relevance import (
     DigestTable,
     Evidence,
     Floor,
+    PartRuns,
     VectorIndex,
     abstention,
     dense_floor,
@@ -733,3 +734,24 @@ def test_bm25_among_every_text_in_any_order_scores_as_the_whole_index_bit_for_bi
     index = BM25Index([" ".join(words) for words in texts])
     among = np.array(rnd.sample(range(len(texts)), len(texts)), dtype=np.intp)
     assert index.scores(" ".join(query), among).tobytes() == index.scores(" ".join(query)).tobytes()
+
+
+@given(st.lists(st.tuples(st.booleans(), st.lists(st.integers(1, 3), max_size=6)), max_size=8), st.data())
+def test_part_runs_kept_up_as_parts_arrive_reduce_scores_as_found_over_every_part(batches, data):
+    """Owners arrive a few messages at a time, each with one to three parts, and a batch may go on with the last
+    batch's owner: the runs kept up give every owner the best and mean score a pass over all its parts gives."""
+    runs, owner = PartRuns(), []
+    for goes_on, batch in batches:
+        if goes_on and owner:
+            owner.append(owner[-1])
+        for parts in batch:
+            owner.extend([owner[-1] + 1 if owner else 0] * parts)
+        if not owner:
+            continue
+        starts, owners = runs.caught_up(owner)
+        scores = np.array(data.draw(st.lists(st.floats(-1, 1), min_size=len(owner), max_size=len(owner))))
+        assert sorted(owners) == sorted(set(owner))
+        for at, who in enumerate(owners):
+            mine = scores[np.array(owner) == who]
+            assert np.maximum.reduceat(scores, starts)[at] == mine.max()
+            assert np.add.reduceat(scores, starts)[at] / runs.counts()[at] == pytest.approx(mine.mean())

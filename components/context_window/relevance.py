@@ -172,6 +172,32 @@ class GrowingArray:
         return self.view
 
 
+class PartRuns:
+    """Where each owner's parts begin in a list of part owners that only grows, parts in order (an owner's parts
+    together): kept up by the parts added since, not found again over every part each query. A message index and a
+    turn index score parts, then reduce them to their owners (``np.maximum.reduceat(scores, starts)``)."""
+
+    def __init__(self) -> None:
+        self._starts = GrowingArray(np.intp)
+        self._owners = GrowingArray(np.intp)
+        self._read = 0
+
+    def caught_up(self, owner: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+        """Where each run of ``owner`` begins, and whose run it is (read-only)."""
+        if len(owner) > self._read:
+            last = self._owners.view[-1] if len(self._owners) else -1
+            added = np.asarray(owner[self._read :], dtype=np.intp)
+            begins = np.flatnonzero(np.r_[added[0] != last, added[1:] != added[:-1]])
+            self._starts.extend(begins + self._read)
+            self._owners.extend(added[begins])
+            self._read = len(owner)
+        return self._starts.view, self._owners.view
+
+    def counts(self) -> np.ndarray:
+        """How many parts each run holds."""
+        return np.diff(np.r_[self._starts.view, self._read])
+
+
 class DigestTable:
     """Digests (``bytes`` of one size) mapped to integers, for a long-lived index: held in two sorted arrays (the
     digest's bytes and an 8-byte integer) and a dict of the newest, merged into the arrays when it holds an eighth

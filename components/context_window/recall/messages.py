@@ -62,6 +62,7 @@ from ..relevance import (
     Evidence,
     Floor,
     GrowingArray,
+    PartRuns,
     VectorIndex,
     abstention,
     dense_floor,
@@ -277,10 +278,8 @@ class HistoryIndex:
     """Per part, in order, its vector's row in ``dense``: a part said again (a greeting, a repeated line of a tool
     result) is held and scored once."""
     _row_by_digest: DigestTable = field(default_factory=DigestTable)
-    _owner_array: GrowingArray = field(default_factory=lambda: GrowingArray(np.intp))
+    _runs: PartRuns = field(default_factory=PartRuns)
     _row_array: GrowingArray = field(default_factory=lambda: GrowingArray(np.intp))
-    _starts: np.ndarray = field(default_factory=lambda: np.zeros(0, np.intp))
-    _part_counts: np.ndarray = field(default_factory=lambda: np.zeros(0, np.intp))
     speakers: set[str] = field(default_factory=set)
     """The names chat lines open with ("Maya: ...") or carry as their ``name``: a question naming a speaker is about
     what they said, so the name is not what it is searched by (see ``focus``)."""
@@ -530,16 +529,12 @@ class HistoryIndex:
         key = (query_vector.tobytes(), len(self.owner), len(self.messages))
         if self._dense_cache is not None and self._dense_cache[0] == key:
             return self._dense_cache[1], self._dense_cache[2]
-        if len(self._owner_array) != len(self.owner):  # where each message's parts start (parts are in order)
-            owner = self._owner_array.caught_up(self.owner)
-            self._starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
-            self._part_counts = np.diff(np.r_[self._starts, len(owner)])
         assert self.dense is not None
         scores = self.dense.scores(query_vector)[self._row_array.caught_up(self.row_of)]
-        owners = self._owner_array.view[self._starts]
+        starts, owners = self._runs.caught_up(self.owner)
         best, mean = np.full(len(self.messages), -1.0), np.full(len(self.messages), -1.0)
-        best[owners] = np.maximum.reduceat(scores, self._starts)
-        mean[owners] = np.add.reduceat(scores, self._starts) / self._part_counts
+        best[owners] = np.maximum.reduceat(scores, starts)
+        mean[owners] = np.add.reduceat(scores, starts) / self._runs.counts()
         best.flags.writeable = mean.flags.writeable = False
         self._dense_cache = (key, best, mean)
         return best, mean
