@@ -8,8 +8,8 @@ call has a smaller budget) costs one unused summary at most and leaves the windo
 from __future__ import annotations
 
 import asyncio
-import sys
 import dataclasses
+import sys
 from collections.abc import Sequence
 from typing import Any
 
