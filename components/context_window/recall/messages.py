@@ -1367,8 +1367,7 @@ def collect_units(
     collected = index.collected
     if collected is None or not collected.collects(positions, scores, phase, dates, len(index)):
         firsts, at = index.unit_firsts(positions)
-        ranked = list(zip(firsts[at].tolist(), scores[at].tolist(), strict=True))
-        collected = index.collected = Collected(positions, scores, phase, dates, len(index), ranked)
+        collected = index.collected = Collected(positions, scores, phase, dates, len(index), firsts[at], scores[at])
     units = collected.until(index, enough_tokens)
     return RecallRanking(units, method, reason if not units else None, searched=len(positions))
 
@@ -1385,13 +1384,16 @@ class Collected:
     dates: bool
     length: int
     """The messages the index held (a unit still open at the end may get more results)."""
-    ranked: list[tuple[int, float]]
-    """Each ranked unit's first position and score, best first."""
+    firsts: np.ndarray
+    """Each ranked unit's first position, best first (an array: a long history ranks thousands, read a few hundred
+    deep; as Python numbers they were ~100 bytes each, held with the index)."""
+    unit_scores: np.ndarray
+    """Their scores."""
     units: list[RecalledUnit] = field(default_factory=list)
     gathered: list[int] = field(default_factory=list)
     """Per unit gathered, the rough tokens of those up to it."""
     next: int = 0
-    """Where in ``ranked`` the gathering goes on."""
+    """Where in ``firsts`` the gathering goes on."""
 
     def collects(self, positions: np.ndarray, scores: np.ndarray, phase: str | None, dates: bool, length: int) -> bool:
         """Whether this is the ranking asked for (the same arrays: ``rank``'s kept result, never changed), over the
@@ -1402,8 +1404,8 @@ class Collected:
     def until(self, index: HistoryIndex, enough_tokens: int) -> tuple[RecalledUnit, ...]:
         """The best units up to the first whose rough tokens with those before it reach ``enough_tokens`` (all of
         them when none does)."""
-        while self.next < len(self.ranked) and not self._reach(enough_tokens):
-            first, score = self.ranked[self.next]
+        while self.next < len(self.firsts) and not self._reach(enough_tokens):
+            first, score = int(self.firsts[self.next]), float(self.unit_scores[self.next])
             self.next += 1
             unit, rough = index.recallable(first, self.phase)
             if unit is None:
