@@ -1633,3 +1633,31 @@ def test_the_lead_leaves_out_what_only_asks_from_flags_kept_per_message_as_the_s
             newer = max((scores[p] for p in range(split, end) if shows[p]), default=0.0)
             lead = lead_of(index, query, None, split, end)
             assert older > 0 and lead.lexical == (older / newer if newer > 0 else math.inf)
+
+
+@settings(max_examples=100, deadline=None)
+@given(_CHAT_MESSAGES, st.lists(st.integers(0, 400), min_size=1, max_size=4), st.randoms(use_true_random=False))
+def test_a_ranking_asked_again_with_more_room_goes_on_from_the_units_already_gathered(messages, asked, rng):
+    """A turn's windows ask for the same ranking with more room each (the surplus pass, the fill): each gets the
+    units written out one by one, and each unit is made once, however many times and in whatever order the room is
+    asked (they were all made again for each window: ~200 units a call at 100 gateway turns)."""
+    index = HistoryIndex()
+    index.add(messages)
+    made: list[int] = []
+    recallable = index.recallable
+
+    def counted(first: int, phase: str | None) -> tuple[tuple[Message, ...] | None, int]:
+        made.append(first)
+        return recallable(first, phase)
+
+    index.recallable = counted  # type: ignore[method-assign]
+    positions = np.asarray(rng.sample(range(len(index)), len(index)), dtype=np.intp)
+    scores = np.linspace(1.0, 0.1, len(positions))
+    for enough in asked:
+        ranking = collect_units(index, positions, scores, "lexical", None, None, enough)
+        assert ranking.units == _units_one_by_one(index, positions, scores, None, enough)
+    assert len(made) == len(set(made))  # each ranked unit made once
+    ranked = list(dict.fromkeys(index.unit_of[p] for p in positions.tolist()))  # the units, best first
+    deepest = _units_one_by_one(index, positions, scores, None, max(asked))
+    reached = bool(deepest) and sum(recallable(u.position, None)[1] for u in deepest) >= max(asked)
+    assert len(made) == (ranked.index(deepest[-1].position) + 1 if reached else len(ranked))  # as deep as needed

@@ -44,6 +44,7 @@ from components.context_window.token_estimator import CHUNK_CHARS, MESSAGE_OVERH
 from components.context_window.tool_results.clearing import Cleared, ClearRule, UnnumberedAges, clear_unit
 from components.context_window.tool_results.clearing import recall as recall_cleared
 
+from .cuts import TurnCuts
 from .options import HistoryOptions
 
 SUMMARY_SHARE = 0.15
@@ -326,6 +327,8 @@ class ConversationHistoryModule(ContextModule):
         self._priced: BoundedCache[str, tuple[TokenCounter, dict[int, _Priced]]] = BoundedCache(64)
         """Per session, the recalled units priced for packing, by position, with the counter that priced them: a long
         session's recall hands thousands of units each turn, all but the newest the same (tuples) as the turn before."""
+        self._cuts = TurnCuts()
+        """The newest turn's last cuts per session: the work ahead's is the next call's first step's."""
 
     async def contribute(self, budget: int, ctx: AssemblyContext) -> Contribution:
         strategy, target = ctx.directives.condense_strategy, ctx.directives.condense_to
@@ -386,6 +389,7 @@ class ConversationHistoryModule(ContextModule):
             del self._writing[key]
         self._asks.discard(session_id)
         self._priced.discard(session_id)
+        self._cuts.discard(session_id)
         for recall in self._recalls.values():
             purged += recall.forget(session_id)
         return {"purged": purged, "what": "cached summaries and history indexes"}
@@ -677,7 +681,8 @@ class ConversationHistoryModule(ContextModule):
             return None
         assert ctx.tokens is not None
         turn = await ctx.memo["walk"].newest_turn()
-        cut = cut_turn([unit for _, unit, _ in reversed(turn)], room, ctx.tokens) if turn else None
+        units = [unit for _, unit, _ in reversed(turn)]
+        cut = self._cuts.cut(ctx.session.id, units, room, ctx.tokens, cut_turn) if turn else None
         if cut is None:
             return None
         count = ctx.tokens.count_message

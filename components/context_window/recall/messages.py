@@ -324,6 +324,8 @@ class HistoryIndex:
     checked_length: int = -1
     _lexical_cache: tuple[Any, np.ndarray] | None = None
     _rank_cache: tuple[Any, tuple[np.ndarray, np.ndarray, str, str | None]] | None = None
+    collected: Collected | None = None
+    """The last ranking's units as far as gathered (``collect_units``)."""
     _dense_cache: tuple[Any, np.ndarray, np.ndarray] | None = None
 
     def __len__(self) -> int:
@@ -1355,19 +1357,63 @@ def collect_units(
     *,
     dates: bool = False,
 ) -> RecallRanking:
-    """Ranked messages as ranked whole units (a unit once, at its best message's rank), until ``enough_tokens``."""
-    units: list[RecalledUnit] = []
-    gathered = 0
-    firsts, at = index.unit_firsts(positions)
-    for first, score in zip(firsts[at].tolist(), scores[at].tolist(), strict=True):
-        unit, rough = index.recallable(first, phase)
-        if unit is None:
-            continue
-        units.append(RecalledUnit(first, unit, score, _dated_by(index, first, phase) if dates else None))
-        gathered += rough
-        if gathered >= enough_tokens:
-            break
-    return RecallRanking(tuple(units), method, reason if not units else None, searched=len(positions))
+    """Ranked messages as ranked whole units (a unit once, at its best message's rank), until ``enough_tokens``.
+    Gathered on from the last call's units when it collected the same ranking (``Collected``)."""
+    collected = index.collected
+    if collected is None or not collected.collects(positions, scores, phase, dates, len(index)):
+        firsts, at = index.unit_firsts(positions)
+        collected = index.collected = Collected(positions, scores, phase, dates, len(index), firsts[at], scores[at])
+    units = collected.until(index, enough_tokens)
+    return RecallRanking(units, method, reason if not units else None, searched=len(positions))
+
+
+@dataclass
+class Collected:
+    """A ranking's units as far as a call gathered them: a turn's windows ask for the same ranking (``rank`` keeps
+    it) with more room each (the surplus pass, the fill), and went through its units from the top each time (~200
+    units a call at 100 gateway turns, more as a session offers more small units)."""
+
+    positions: np.ndarray
+    scores: np.ndarray
+    phase: str | None
+    dates: bool
+    length: int
+    """The messages the index held (a unit still open at the end may get more results)."""
+    firsts: np.ndarray
+    """Each ranked unit's first position, best first (an array: a long history ranks thousands, read a few hundred
+    deep; as Python numbers they were ~100 bytes each, held with the index)."""
+    unit_scores: np.ndarray
+    """Their scores."""
+    units: list[RecalledUnit] = field(default_factory=list)
+    gathered: list[int] = field(default_factory=list)
+    """Per unit gathered, the rough tokens of those up to it."""
+    next: int = 0
+    """Where in ``firsts`` the gathering goes on."""
+
+    def collects(self, positions: np.ndarray, scores: np.ndarray, phase: str | None, dates: bool, length: int) -> bool:
+        """Whether this is the ranking asked for (the same arrays: ``rank``'s kept result, never changed), over the
+        same messages."""
+        same = self.positions is positions and self.scores is scores and self.length == length
+        return same and self.phase == phase and self.dates == dates
+
+    def until(self, index: HistoryIndex, enough_tokens: int) -> tuple[RecalledUnit, ...]:
+        """The best units up to the first whose rough tokens with those before it reach ``enough_tokens`` (all of
+        them when none does)."""
+        while self.next < len(self.firsts) and not self._reach(enough_tokens):
+            first, score = int(self.firsts[self.next]), float(self.unit_scores[self.next])
+            self.next += 1
+            unit, rough = index.recallable(first, self.phase)
+            if unit is None:
+                continue
+            dated = _dated_by(index, first, self.phase) if self.dates else None
+            self.units.append(RecalledUnit(first, unit, score, dated))
+            self.gathered.append((self.gathered[-1] if self.gathered else 0) + rough)
+        if self._reach(enough_tokens):
+            return tuple(self.units[: bisect.bisect_left(self.gathered, enough_tokens) + 1])
+        return tuple(self.units)
+
+    def _reach(self, enough_tokens: int) -> bool:
+        return bool(self.gathered) and self.gathered[-1] >= enough_tokens
 
 
 _WHEN = re.compile(
