@@ -777,7 +777,9 @@ class VectorIndex:
             return np.zeros(0, dtype=np.float64)
         starts = np.cumsum([0, *(len(block) for block in self._blocks)])
         block_of = np.searchsorted(starts, wanted, side="right") - 1
-        held = np.stack([self._blocks[b][r - starts[b]] for b, r in zip(block_of.tolist(), wanted.tolist(), strict=True)])
+        held = np.stack(
+            [self._blocks[b][r - starts[b]] for b, r in zip(block_of.tolist(), wanted.tolist(), strict=True)]
+        )
         query = unit_rows(query_vector)[0] * _HALF_BIAS
         out = np.empty(len(wanted), dtype=np.float32)
         for start in range(0, len(held), self.WIDEN_ROWS):  # the same widening and product as ``scores``
