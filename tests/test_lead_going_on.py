@@ -128,3 +128,27 @@ def _counting(method, read: list[int], rows):
         return method(self, *args)
 
     return counted
+
+
+async def test_a_conversation_going_on_finds_no_part_starts_again_as_it_grows():
+    """Each turn adds parts; where every message's parts start is a pass over all of them, needed only when every
+    message is scored: the lead of a conversation going on reads the newest questions' parts by their owners and
+    leaves it as it was (it was redone each turn: ~20,000 parts at turn 10,000)."""
+    messages = [
+        Message("user" if i % 2 == 0 else "assistant", f"Customer {i // 2} asks about order {i}.") for i in range(400)
+    ]
+    recall, session, index = await _indexed(messages)
+    vector = np.asarray((await CountingEmbedder().embed(["Customer 200 asks about order 400."]))[0], dtype=np.float32)
+    index.dense_scores(vector, len(messages))
+    found_over = index._starts_of
+    for turn in range(200, 205):
+        messages += [Message("user", f"Customer {turn} asks about order {2 * turn}."), Message("assistant", "Noted.")]
+        session = Session("s", messages=messages)
+        lead = await recall.lead(
+            session, f"Customer {turn} asks about order {2 * turn}.", split=len(messages) - 6, continues_from=0.5
+        )
+        assert lead.lexical is None and lead.continuity is not None and lead.continuity >= 0.5
+        assert index._starts_of == found_over and len(index.owner) > found_over
+    vector = np.asarray((await CountingEmbedder().embed(["Customer 204 asks about order 408."]))[0], dtype=np.float32)
+    _, _, fresh = await _indexed(messages)
+    assert index.dense_scores(vector, len(messages)).tolist() == fresh.dense_scores(vector, len(messages)).tolist()

@@ -281,6 +281,9 @@ class HistoryIndex:
     _row_array: GrowingArray = field(default_factory=lambda: GrowingArray(np.intp))
     _starts: np.ndarray = field(default_factory=lambda: np.zeros(0, np.intp))
     _part_counts: np.ndarray = field(default_factory=lambda: np.zeros(0, np.intp))
+    _starts_of: int = 0
+    """How many parts ``_starts`` and ``_part_counts`` were found over: found again only when every message is scored
+    (a pass over every part), not when the lead reads the newest questions' parts."""
     speakers: set[str] = field(default_factory=set)
     """The names chat lines open with ("Maya: ...") or carry as their ``name``: a question naming a speaker is about
     what they said, so the name is not what it is searched by (see ``focus``)."""
@@ -529,7 +532,7 @@ class HistoryIndex:
         cached = self._dense_cache
         if cached is not None and cached[0] == (query.tobytes(), len(self.owner), len(self.messages)):
             return cached[1][at]
-        owner = self._owners()  # parts are in order: a message's are one run
+        owner = self._owner_array.caught_up(self.owner)  # parts are in order: a message's are one run
         firsts, ends = np.searchsorted(owner, at, side="left"), np.searchsorted(owner, at, side="right")
         rows = self._row_array.caught_up(self.row_of)
         scores = self.dense.scores_at(query, np.concatenate([rows[a:b] for a, b in zip(firsts, ends, strict=True)]))
@@ -556,7 +559,11 @@ class HistoryIndex:
         key = (query_vector.tobytes(), len(self.owner), len(self.messages))
         if self._dense_cache is not None and self._dense_cache[0] == key:
             return self._dense_cache[1], self._dense_cache[2]
-        self._owners()
+        owner = self._owner_array.caught_up(self.owner)
+        if self._starts_of != len(owner):  # where each message's parts start (parts are in order)
+            self._starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
+            self._part_counts = np.diff(np.r_[self._starts, len(owner)])
+            self._starts_of = len(owner)
         assert self.dense is not None
         scores = self.dense.scores(query_vector)[self._row_array.caught_up(self.row_of)]
         owners = self._owner_array.view[self._starts]
@@ -566,14 +573,6 @@ class HistoryIndex:
         best.flags.writeable = mean.flags.writeable = False
         self._dense_cache = (key, best, mean)
         return best, mean
-
-    def _owners(self) -> np.ndarray:
-        """``owner`` as an array, with where each message's parts start (parts are in order) caught up too."""
-        if len(self._owner_array) != len(self.owner):
-            owner = self._owner_array.caught_up(self.owner)
-            self._starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
-            self._part_counts = np.diff(np.r_[self._starts, len(owner)])
-        return self._owner_array.view
 
     @property
     def asking(self) -> list[int]:
