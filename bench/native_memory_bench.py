@@ -16,6 +16,8 @@ short turns fill only past turn ~14,000, so every turn's window holds the whole 
 (default 2, as `tda serve`), BENCH_MEM_TRIM=1 (their free pages given back at each mark, and how much that was).
 Where a turn's time goes as the session grows: BENCH_MEM_PROFILE_AT=1000,10000 profiles the 30 turns before each
 (``Profiling``: cProfile, and py-spy with BENCH_MEM_PYSPY), to diff per function (docs/benchmarks.md, session 41).
+At the end, the CPU ms a turn over the BENCH_MEM_CPU_SPAN turns (default 100) ending at that turn, 1,000 and each
+1,000th turn after: whether a turn costs the same at turn 10,000 as at 100 (issue 32 item 5).
 
 Run: ``PYTHONPATH=. python bench/native_memory_bench.py`` (a temporary data directory; nothing is kept).
 """
@@ -69,6 +71,9 @@ thread), ``turn{N}.spy.txt``: where a turn's time goes at turn 1,000 against tur
 PROFILE_TURNS = int(os.environ.get("BENCH_MEM_PROFILE_TURNS", "30"))
 PROFILE_DIR = Path(os.environ.get("BENCH_MEM_PROFILE_DIR", "."))
 PYSPY = os.environ.get("BENCH_MEM_PYSPY", "")
+CPU_SPAN = int(os.environ.get("BENCH_MEM_CPU_SPAN", "100"))
+"""At the end: the process's CPU ms a turn over the CPU_SPAN turns ending at turn CPU_SPAN, 1,000, and each 1,000th
+after (the turns' own: a mark's collection and sleep fall between two spans), and the last of them over the first."""
 
 
 def rss_mib() -> float:
@@ -284,10 +289,12 @@ async def record(settings: Any, token: str) -> list[tuple[int, float, float]]:
         snapshot = None
         started, cpu = time.perf_counter(), time.process_time()
         profiler = Profiling()
+        turn_cpu = [time.process_time()]
         for turn in range(1, TURNS + 1):
             profiler.before(turn)
             r = await client.post("/v1/sessions/native-long/turns", json={"query": question(turn)}, headers=headers)
             assert r.status_code == 201, (turn, await r.get_data())
+            turn_cpu.append(time.process_time())
             profiler.after(turn)
             if TRACE and turn == TRACE_FROM:
                 tracemalloc.start(FRAMES)
@@ -318,7 +325,20 @@ async def record(settings: Any, token: str) -> list[tuple[int, float, float]]:
                         print("\n".join(grown(snapshot, now)), flush=True)
                     snapshot = now
         print(pinned(), flush=True)
+        print(cpu_spans(turn_cpu), flush=True)
     return marks
+
+
+def cpu_spans(turn_cpu: list[float]) -> str:
+    """CPU ms a turn over the CPU_SPAN turns ending at CPU_SPAN, 1,000 and each 1,000th turn after, from the
+    process's CPU time after each turn (``turn_cpu[0]``: before the first)."""
+    ends = [end for end in (CPU_SPAN, *range(1000, len(turn_cpu), 1000)) if CPU_SPAN <= end < len(turn_cpu)]
+    spans = {end: (turn_cpu[end] - turn_cpu[end - CPU_SPAN]) * 1000 / CPU_SPAN for end in ends}
+    if not spans:
+        return "no span of CPU_SPAN turns"
+    listed = ", ".join(f"{end:,}: {ms:.1f}" for end, ms in spans.items())
+    first, last = spans[ends[0]], spans[ends[-1]]
+    return f"CPU ms a turn over the {CPU_SPAN} turns ending at turn {listed}; last / first x{last / first:.2f}"
 
 
 def main() -> None:

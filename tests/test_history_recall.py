@@ -624,11 +624,11 @@ class IndexingRecall(SessionRecall):
         super().__init__(None)
         self.ready, self.indexed, self.leads = asyncio.Event(), asyncio.Event(), 0
 
-    async def lead(self, session, query, *, split):
+    async def lead(self, session, query, *, split, continues_from=None):
         self.leads += 1
         await self.ready.wait()
         try:
-            return await super().lead(session, query, split=split)
+            return await super().lead(session, query, split=split, continues_from=continues_from)
         finally:
             self.indexed.set()
 

@@ -785,10 +785,12 @@ class RecallLead:
     messages a window shows anyway): is anything older worth recalling?"""
 
     dense: float | None
-    """Best cosine before the split minus best cosine after it (None without vectors)."""
-    lexical: float
+    """Best cosine before the split minus best cosine after it (None without vectors, or not scored: see
+    ``lexical``)."""
+    lexical: float | None
     """Best BM25 score before the split over the best after it (``inf`` when only older messages match; 0 when
-    none does)."""
+    none does). None: the older messages were not scored, as the query goes on with the newest questions
+    (``continuity`` reached the ``continues_from`` the lead was asked with)."""
     continuity: float | None = None
     """Best cosine of the query with the newest few user messages (None without vectors): high when the question
     goes on with the conversation, low when it turns to something else."""
@@ -804,8 +806,11 @@ class HistoryRecall(Protocol):
         hold about ``enough_tokens`` tokens or none are left."""
         ...
 
-    async def lead(self, session: Session, query: str, *, split: int) -> RecallLead:
-        """How the messages before position ``split`` outrank those from ``split`` on for ``query``."""
+    async def lead(
+        self, session: Session, query: str, *, split: int, continues_from: float | None = None
+    ) -> RecallLead:
+        """How the messages before position ``split`` outrank those from ``split`` on for ``query``; when its
+        ``continuity`` reaches ``continues_from``, that alone (the older messages are not scored)."""
         ...
 
 

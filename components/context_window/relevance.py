@@ -794,6 +794,26 @@ class VectorIndex:
                 at += len(rows)
         return out.astype(np.float64)
 
+    def scores_at(self, query_vector: Sequence[float] | np.ndarray, rows: Sequence[int] | np.ndarray) -> np.ndarray:
+        """``scores(query_vector)[rows]``, bit for bit, reading only those rows: a few of a long session's messages
+        asked about (a turn's lead compares the query with the newest questions before it knows whether it needs
+        every message's cosine)."""
+        wanted = np.asarray(rows, dtype=np.intp)
+        if not len(wanted):
+            return np.zeros(0, dtype=np.float64)
+        starts = np.cumsum([0, *(len(block) for block in self._blocks)])
+        block_of = np.searchsorted(starts, wanted, side="right") - 1
+        held = np.stack(
+            [self._blocks[b][r - starts[b]] for b, r in zip(block_of.tolist(), wanted.tolist(), strict=True)]
+        )
+        query = unit_rows(query_vector)[0] * _HALF_BIAS
+        out = np.empty(len(wanted), dtype=np.float32)
+        for start in range(0, len(held), self.WIDEN_ROWS):  # the same widening and product as ``scores``
+            some = held[start : start + self.WIDEN_ROWS]
+            wide = widened(some, np.empty(some.shape, dtype=np.float32))
+            np.einsum("ij,j->i", wide, query, out=out[start : start + len(some)])
+        return out.astype(np.float64)
+
 
 async def dense_scores(
     embedder: Embedder, query: str, *, texts: Sequence[str] = (), index: VectorIndex | None = None

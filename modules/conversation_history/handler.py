@@ -514,16 +514,17 @@ class ConversationHistoryModule(ContextModule):
         first_kept = kept[-1][0] if kept else source.total
         if first_kept <= 0:
             return "the whole history fits"
-        lead = await self._lead_within(ctx, first_kept)
+        config = ctx.directives.config
+        continuing = option(config, "recall_continues_from", RECALL_CONTINUES_FROM)
+        lead = await self._lead_within(ctx, first_kept, continuing)
         if lead is None:
             return f"recall is still indexing this history ({source.total:,} messages); the newest turns meanwhile"
-        config = ctx.directives.config
         dense_lead = option(config, "recall_dense_lead", RECALL_DENSE_LEAD)
         lexical_lead = option(config, "recall_lexical_lead", RECALL_LEXICAL_LEAD, minimum=0)
         turning = option(config, "recall_continuity_below", RECALL_CONTINUITY_BELOW)
-        continuing = option(config, "recall_continues_from", RECALL_CONTINUES_FROM)
         if lead.continuity is not None and lead.continuity >= continuing:
             return f"the query goes on with the newest questions ({lead.continuity:.2f}, from {continuing:.2f})"
+        assert lead.lexical is not None  # scored: the query does not go on with the newest questions
         if (lead.dense is not None and lead.dense >= dense_lead) or lead.lexical >= lexical_lead:
             return None
         if lead.continuity is not None and lead.continuity < turning:
@@ -535,14 +536,15 @@ class ConversationHistoryModule(ContextModule):
             f"words x{lead.lexical:.2f} (recalls from x{lexical_lead:.2f}){going_on}"
         )
 
-    async def _lead_within(self, ctx: AssemblyContext, split: int) -> RecallLead | None:
-        """How the best older message leads the newest ones, or None when recall's index is not ready within
-        ``RECALL_WAIT_S`` (it goes on indexing in the background; until it is done, calls do not wait again)."""
+    async def _lead_within(self, ctx: AssemblyContext, split: int, continuing: float) -> RecallLead | None:
+        """How the best older message leads the newest ones (only the continuity when it reaches ``continuing``),
+        or None when recall's index is not ready within ``RECALL_WAIT_S`` (it goes on indexing in the background;
+        until it is done, calls do not wait again)."""
         recall = ctx.history_recall or self._own_recall(ctx)
         key = (recall, ctx.session.id)
         if key in self._indexing:
             return None
-        lead = asyncio.ensure_future(recall.lead(ctx.session, ctx.query, split=split))
+        lead = asyncio.ensure_future(recall.lead(ctx.session, ctx.query, split=split, continues_from=continuing))
         try:
             return await asyncio.wait_for(asyncio.shield(lead), RECALL_WAIT_S)
         except TimeoutError:

@@ -515,6 +515,34 @@ class HistoryIndex:
             return None
         return self._part_scores(np.asarray(query_vector, dtype=np.float32))[1][:n]
 
+    def best_scores_at(
+        self, query_vector: Sequence[float] | np.ndarray, positions: Sequence[int], n: int
+    ) -> np.ndarray | None:
+        """``dense_scores(query_vector, n)[positions]``, bit for bit, reading only those messages' part vectors: a
+        turn's lead compares the query with the newest few questions first, and a conversation going on needs no
+        more (None: not every message has vectors)."""
+        if self.dense is None or not self.owner or self._vectored < n:
+            return None
+        query = np.asarray(query_vector, dtype=np.float32)
+        at = np.asarray(positions, dtype=np.intp)
+        if not len(at):
+            return np.zeros(0)
+        cached = self._dense_cache
+        if cached is not None and cached[0] == (query.tobytes(), len(self.owner), len(self.messages)):
+            return cached[1][at]
+        starts, owners = self._runs.caught_up(self.owner)  # parts are in order: a message's are one run
+        run = np.minimum(np.searchsorted(owners, at), len(owners) - 1)
+        firsts = starts[run]
+        ends = np.where(owners[run] == at, np.r_[starts[1:], len(self.owner)][run], firsts)
+        rows = self._row_array.caught_up(self.row_of)
+        scores = self.dense.scores_at(query, np.concatenate([rows[a:b] for a, b in zip(firsts, ends, strict=True)]))
+        best, offset = np.full(len(at), -1.0), 0
+        for i, count in enumerate((ends - firsts).tolist()):
+            if count:
+                best[i] = scores[offset : offset + count].max()
+            offset += count
+        return best
+
     def lexical_scores(self, query: str) -> np.ndarray:
         """Every message's BM25 score for ``query`` (read-only; computed once per query and history length)."""
         key = (query, len(self.messages))
@@ -1264,37 +1292,79 @@ class SessionRecall:
         ranking = await self._step(index, min(before, len(index)), ranked)
         return dataclasses.replace(ranking, pending=len(index) - index.vectored) if self.embedder else ranking
 
-    async def lead(self, session: Session, query: str, *, split: int) -> RecallLead:
-        """How the best message before ``split`` outranks the best from ``split`` on, by each signal. Only the
-        messages the session's source holds count: a replay or what-if sees the history as it was before its turn,
-        while the session's index may already hold that turn (whose question would match itself)."""
+    async def lead(
+        self, session: Session, query: str, *, split: int, continues_from: float | None = None
+    ) -> RecallLead:
+        """How the best message before ``split`` outranks the best from ``split`` on, by each signal (``lead_of``:
+        only the continuity when it reaches ``continues_from``). Only the messages the session's source holds count: a
+        replay or what-if sees the history as it was before its turn, while the session's index may already hold that
+        turn (whose question would match itself)."""
         index = await self._synced(session)
         query = await self._step(index, 0, lambda: index.focus(query))  # its speakers may be growing in a step
         end = min(len(index), session.message_source().total)
         query_vector = await self._query_vector(index, query, end)
-        return await self._step(index, end, lambda: lead_of(index, query, query_vector, split, end))
+        continuity = await self._step(index, RECENT_QUESTIONS, lambda: _continuity(index, query_vector, split, end))
+        if _goes_on(continuity, continues_from):
+            return RecallLead(None, None, continuity)
+        return await self._step(index, end, lambda: _outranking(index, query, query_vector, split, end, continuity))
 
 
-def lead_of(index: HistoryIndex, query: str, query_vector: np.ndarray | None, split: int, end: int) -> RecallLead:
+def lead_of(
+    index: HistoryIndex,
+    query: str,
+    query_vector: np.ndarray | None,
+    split: int,
+    end: int,
+    continues_from: float | None = None,
+) -> RecallLead:
     """How the best of ``index``'s first ``end`` messages before ``split`` outranks the best from ``split`` on. Only
     messages that say something count: one that only asks (every sentence a question) shows nothing a question
     needs, however alike their words. A user asking question after question about something said long ago has the
     earlier questions as the newest turns, and they must not hold recall back; nor does an older question, shorter
-    than the newest answers alike to it, lead them."""
+    than the newest answers alike to it, lead them.
+
+    The query is compared with the newest few questions first (``continuity``): when that reaches ``continues_from``
+    the conversation goes on and recall stays off whatever the older messages score, so they are not scored (the
+    lead's ``dense`` and ``lexical`` are None). Scoring every message and part each turn was what grew a native
+    session's turn with its length (docs/benchmarks.md, session 42)."""
+    continuity = _continuity(index, query_vector, split, end)
+    if _goes_on(continuity, continues_from):
+        return RecallLead(None, None, continuity)
+    return _outranking(index, query, query_vector, split, end, continuity)
+
+
+def _goes_on(continuity: float | None, continues_from: float | None) -> bool:
+    return continues_from is not None and continuity is not None and continuity >= continues_from
+
+
+def _outranking(
+    index: HistoryIndex, query: str, query_vector: np.ndarray | None, split: int, end: int, continuity: float | None
+) -> RecallLead:
+    """``lead_of``'s figures over every message: how the best before ``split`` outranks the best from it on."""
     showing = index.shows()[:end]
     older_shows, newer_shows = showing[:split], showing[split:]
     lexical = index.lexical_scores(query)[:end]
     older = float(lexical[:split][older_shows].max(initial=0.0))
     newer = float(lexical[split:][newer_shows].max(initial=0.0))
     ratio = older / newer if newer > 0 else (float("inf") if older > 0 else 0.0)
-    dense = continuity = None
+    dense = None
     scores = index.dense_scores(query_vector, end) if query_vector is not None else None
     if scores is not None and 0 < split < end:
         dense = float(scores[:split][older_shows].max(initial=-1.0) - scores[split:][newer_shows].max(initial=-1.0))
-        newest_first = (p for p in range(end - 1, split - 1, -1) if index.messages[p].role == "user")
-        asked = list(islice(newest_first, RECENT_QUESTIONS))
-        continuity = float(scores[asked].max()) if asked else 0.0
     return RecallLead(dense, ratio, continuity)
+
+
+def _continuity(index: HistoryIndex, query_vector: np.ndarray | None, split: int, end: int) -> float | None:
+    """The query's best cosine with the newest ``RECENT_QUESTIONS`` user messages from ``split`` to ``end`` (0.0
+    without one; None without vectors, or with nothing before ``split`` to lead)."""
+    if query_vector is None or not 0 < split < end:
+        return None
+    newest_first = (p for p in range(end - 1, split - 1, -1) if index.messages[p].role == "user")
+    asked = list(islice(newest_first, RECENT_QUESTIONS))
+    scores = index.best_scores_at(query_vector, asked, end)
+    if scores is None:
+        return None
+    return float(scores.max()) if asked else 0.0
 
 
 def _listed(messages: Sequence[Message]) -> Sequence[Message]:
