@@ -67,6 +67,14 @@ def create_engine(url: str, **pool: Any) -> AsyncEngine:
     return engine
 
 
+def _loop_reader(url: str, engine: AsyncEngine) -> inline_sqlite.LoopReader | None:
+    """A file's reader (an in-memory database is one per connection: another would not see it)."""
+    database = make_url(url).database
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return None
+    return inline_sqlite.LoopReader(database, engine.dialect)
+
+
 class Database:
     """Engine + sessions. ``write()`` is one transaction; on SQLite, writers queue on a lock instead of
     failing with "database is locked" when two transactions upgrade their read locks at once."""
@@ -80,6 +88,8 @@ class Database:
         self._write_lock = asyncio.Lock() if self.is_sqlite else None
         self._lock_engine = create_engine(url, **LOCK_POOL) if self.is_postgres else None
         """Connections are opened on first use: an engine costs nothing until a turn takes a lock."""
+        self.reader = _loop_reader(url, self.engine) if self.is_sqlite else None
+        """SQLite: the reads every session call makes, on a connection of their own (tda/inline_sqlite.py)."""
         self.disk_full_at: float | None = None
         """When a write last failed for want of disk space (monotonic), until a write succeeds: /readyz says so."""
 
@@ -169,6 +179,8 @@ class Database:
             yield
 
     async def close(self) -> None:
+        if self.reader is not None:
+            self.reader.close()
         await self.engine.dispose()
         if self._lock_engine is not None:
             await self._lock_engine.dispose()

@@ -295,15 +295,22 @@ class SessionStore:
         session's chat call than through an ORM session. The project's filter is the ORM's (tda/store/projects.py)
         written out, as a Core read bypasses it: a session is owned, never shared."""
         project = scope.current()
-        async with self.db.read_rows() as c:
-            found = (
-                await c.execute(_SESSION_IN if project else _SESSION, {"session_id": session_id, "project": project})
-            ).first()
+        statement = _SESSION_IN if project else _SESSION
+        found = await self._first(statement, {"session_id": session_id, "project": project})
         if found is None:
             raise NotFound(f"no session {session_id!r}")
-        row = SessionRow(**found._mapping)
+        row = SessionRow(**dict(zip(statement.selected_columns.keys(), found, strict=True)))
         make_transient_to_detached(row)
         return row
+
+    async def _first(self, statement: Any, params: dict[str, Any]) -> tuple[Any, ...] | None:
+        """The first row of a read every session call makes: on SQLite by the loop's own reader (``LoopReader``),
+        else on a bare connection."""
+        if self.db.reader is not None:
+            return await self.db.reader.first(statement, params)
+        async with self.db.read_rows() as c:
+            found = (await c.execute(statement, params)).first()
+        return tuple(found) if found is not None else None
 
     async def load(
         self,
@@ -479,8 +486,7 @@ class SessionStore:
     async def call_state(self, session_id: str, request_key: str | None) -> CallState:
         """What a chat client's call is placed and loaded by, in one read (``CALL_STATE``). ``session_id`` is one the
         caller loaded (through the project filter); ``request_key`` None: the turn it opened is not asked for."""
-        async with self.db.read_rows() as c:
-            found = (await c.execute(CALL_STATE, {"session_id": session_id, "request_key": request_key})).first()
+        found = await self._first(CALL_STATE, {"session_id": session_id, "request_key": request_key})
         if found is None:
             raise NotFound(f"no session {session_id!r}")
         asking, asking_key, newest, key, attached = found
