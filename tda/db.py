@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import sqlite3
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -67,12 +68,13 @@ def create_engine(url: str, **pool: Any) -> AsyncEngine:
     return engine
 
 
-def _loop_reader(url: str, engine: AsyncEngine) -> inline_sqlite.LoopReader | None:
-    """A file's reader (an in-memory database is one per connection: another would not see it)."""
+def _file_of(url: str) -> str | None:
+    """The SQLite database's file, for connections of the loop's own (None: in memory, one database per
+    connection, where another connection would not see the pool's)."""
     database = make_url(url).database
     if not database or database == ":memory:" or database.startswith("file:"):
         return None
-    return inline_sqlite.LoopReader(database, engine.dialect)
+    return database
 
 
 class Database:
@@ -88,8 +90,11 @@ class Database:
         self._write_lock = asyncio.Lock() if self.is_sqlite else None
         self._lock_engine = create_engine(url, **LOCK_POOL) if self.is_postgres else None
         """Connections are opened on first use: an engine costs nothing until a turn takes a lock."""
-        self.reader = _loop_reader(url, self.engine) if self.is_sqlite else None
+        database = _file_of(url) if self.is_sqlite else None
+        self.reader = inline_sqlite.LoopReader(database, self.engine.dialect) if database else None
         """SQLite: the reads every session call makes, on a connection of their own (tda/inline_sqlite.py)."""
+        self.single_writes = inline_sqlite.LoopWriter(database, self.engine.dialect) if database else None
+        """SQLite: the one-statement transactions of every session call (its snapshot), on a connection of theirs."""
         self.disk_full_at: float | None = None
         """When a write last failed for want of disk space (monotonic), until a write succeeds: /readyz says so."""
 
@@ -178,9 +183,20 @@ class Database:
             await advisory_xact_lock(connection, key)
             yield
 
+    async def write_one(self, statement: Any, params: dict[str, Any]) -> tuple[Any, ...] | None:
+        """``statement`` committed on its own by ``single_writes`` (SQLite), under the write lock as ``write``:
+        a constraint it breaks is a Conflict, a full disk DiskFull. Its first returned row, or None."""
+        assert self.single_writes is not None
+        async with self._writing():
+            try:
+                return await self.single_writes.one(statement, params)
+            except sqlite3.IntegrityError as exc:
+                raise Conflict(f"a concurrent change conflicted with this one; reload and retry ({exc})") from None
+
     async def close(self) -> None:
-        if self.reader is not None:
-            self.reader.close()
+        for own in (self.reader, self.single_writes):
+            if own is not None:
+                own.close()
         await self.engine.dispose()
         if self._lock_engine is not None:
             await self._lock_engine.dispose()

@@ -196,15 +196,9 @@ class LoopReader:
         """The first row of ``statement`` (a SELECT built once, its parameters named by ``params``' keys), its
         columns as SQLAlchemy's row holds them; None when there is none."""
         self.reads += 1
-        compiled = self._compiled_for(statement, params)
+        compiled = _compiled_for(self._compiled, statement, params, self.dialect)
         row = await _unlocked(self._first, compiled, params)
         return compiled.row(row) if row is not None else None
-
-    def _compiled_for(self, statement: Any, params: dict[str, Any]) -> Compiled:
-        kept = self._compiled.get(id(statement))
-        if kept is None:  # the statement is held with it: its id is not another's
-            kept = self._compiled[id(statement)] = (statement, Compiled(statement, tuple(params), self.dialect))
-        return kept[1]
 
     def _first(self, compiled: Compiled, params: dict[str, Any]) -> Any:
         return self._open().execute(compiled.sql, compiled.arguments(params)).fetchone()
@@ -215,26 +209,85 @@ class LoopReader:
             self._connection = None
 
 
+class LoopWriter:
+    """Transactions of one statement (a window's snapshot, written while the model answers) on one sqlite3
+    connection of the loop's own, by statements compiled once: BEGIN IMMEDIATE, the statement, COMMIT, run through
+    without a wait (so nothing of the loop interleaves), the whole retried while another process holds the lock.
+    The caller holds the database's write lock (``Database.write_one``), as the pool's writers do."""
+
+    def __init__(self, database: str, dialect: Dialect) -> None:
+        self.database, self.dialect = database, dialect
+        self._connection: sqlite3.Connection | None = None
+        self._compiled: dict[int, tuple[Any, Compiled]] = {}
+        self.writes = 0
+
+    def _open(self) -> sqlite3.Connection:
+        if self._connection is None:
+            connection = sqlite3.connect(self.database, isolation_level=None, timeout=0, check_same_thread=False)
+            for pragma in ("foreign_keys=ON", "journal_mode=WAL", "synchronous=NORMAL"):  # as the pool's (tda/db.py)
+                connection.execute(f"PRAGMA {pragma}")
+            self._connection = connection
+        return self._connection
+
+    async def one(self, statement: Any, params: dict[str, Any]) -> tuple[Any, ...] | None:
+        """``statement`` (built once, every column it writes named by ``params``' keys) committed on its own; the
+        first row it returns (RETURNING), or None."""
+        self.writes += 1
+        compiled = _compiled_for(self._compiled, statement, params, self.dialect)
+        row = await _unlocked(self._transaction, compiled, params)
+        return compiled.row(row) if row is not None else None
+
+    def _transaction(self, compiled: Compiled, params: dict[str, Any]) -> Any:
+        connection = self._open()
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            row = connection.execute(compiled.sql, compiled.arguments(params)).fetchone()
+            connection.execute("COMMIT")
+        except BaseException:
+            if connection.in_transaction:
+                connection.execute("ROLLBACK")
+            raise
+        return row
+
+    def close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+
+
+def _compiled_for(
+    kept: dict[int, tuple[Any, Compiled]], statement: Any, params: dict[str, Any], dialect: Dialect
+) -> Compiled:
+    """``statement`` compiled for ``params``' keys, once (it is held with its compiled form: its id is no other's)."""
+    found = kept.get(id(statement))
+    if found is None:
+        found = kept[id(statement)] = (statement, Compiled(statement, tuple(params), dialect))
+    return found[1]
+
+
 class Compiled:
-    """A SELECT compiled once for SQLite: its SQL, its parameters in order (the literals it holds filled in), and
-    its columns' result conversions (a date's text made a datetime, as SQLAlchemy's row would hold it). Only for
-    statements whose parameters SQLite takes as given (text, numbers): asserted when compiled."""
+    """A statement compiled once for SQLite, as SQLAlchemy runs it: its SQL, its parameters in order (the literals
+    it holds filled in, each value converted by its type: a dict made JSON, a datetime text) and its columns'
+    result conversions (a date's text made a datetime). Every column an INSERT writes is named by ``names``: no
+    default is filled in here."""
 
     def __init__(self, statement: Any, names: Sequence[str], dialect: Dialect) -> None:
-        compiled = statement.compile(dialect=dialect)
+        compiled = statement.compile(dialect=dialect, column_keys=list(names))
         bound = compiled.construct_params(dict.fromkeys(names, ""))
-        for bind in compiled.binds.values():
-            if bind.type.dialect_impl(dialect).bind_processor(dialect) is not None:
-                raise TypeError(f"parameter {bind.key!r} needs converting: not a statement for LoopReader")
         self.sql = compiled.string
         self._order = tuple(compiled.positiontup or ())
         self._fixed = {key: value for key, value in bound.items() if key not in names}
-        self.keys = tuple(statement.selected_columns.keys())
-        processors = [c.type.dialect_impl(dialect).result_processor(dialect, None) for c in statement.selected_columns]
+        converting = {
+            bind.key: bind.type.dialect_impl(dialect).bind_processor(dialect) for bind in compiled.binds.values()
+        }
+        self._converters = tuple(converting.get(key) for key in self._order)
+        columns = getattr(statement, "selected_columns", None) or statement.exported_columns  # a SELECT's, RETURNING's
+        processors = [c.type.dialect_impl(dialect).result_processor(dialect, None) for c in columns]
         self._processors = tuple(processors) if any(processors) else None
 
     def arguments(self, params: dict[str, Any]) -> list[Any]:
-        return [params[key] if key in params else self._fixed[key] for key in self._order]
+        values = (params[key] if key in params else self._fixed[key] for key in self._order)
+        return [v if convert is None else convert(v) for convert, v in zip(self._converters, values, strict=True)]
 
     def row(self, values: Sequence[Any]) -> tuple[Any, ...]:
         if self._processors is None:

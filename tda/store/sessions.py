@@ -734,6 +734,11 @@ class SessionStore:
     async def record_snapshot(self, fields: dict[str, Any]) -> tuple[int, str]:
         """Store a snapshot; returns its id and its session's project (an INSERT ... RETURNING: no ORM object to
         build and flush)."""
+        if self.db.single_writes is not None:  # SQLite: one statement, on the loop's own connection
+            row = {**fields, "of_session": fields["session_id"], "created_at": utcnow()}
+            stored = await self.db.write_one(_INSERT_SNAPSHOT, row)
+            assert stored is not None
+            return int(stored[0]), str(stored[1])
         async with self.db.write_rows() as c:
             # Ids commit in id order across replicas, so an SSE resume (id > Last-Event-ID) skips none.
             if self.db.is_postgres:

@@ -49,7 +49,8 @@ async def test_a_session_call_is_placed_by_one_read_and_recorded_in_one_transact
     a call read the session again, then the turn asked for and the newest turn separately, the attachments (the
     session once more), a step read its turn's messages, and a step was recorded through the ORM's unit of work
     (the session read again, each message its own INSERT): 11 and 13 statements, not 7 and 8. On SQLite the two
-    reads go by the loop's own reader (``LoopReader``: no pooled connection, no execution context), not the pool."""
+    reads and the snapshot's write go by connections of the loop's own (``LoopReader``, ``LoopWriter``: no pooled
+    connection, no execution context), the record's transaction by the pool."""
     svc, client, model = scripted
     headers = await _admin(svc)
     r = await client.post("/v1/profiles", json={"id": "db_p", "type": "tool_enabled"}, headers=headers)
@@ -60,28 +61,29 @@ async def test_a_session_call_is_placed_by_one_read_and_recorded_in_one_transact
     event.listen(engine, "before_cursor_execute", lambda _c, _cur, sql, *_: executed.append(sql.split(None, 1)[0]))
     event.listen(engine, "commit", lambda _c: executed.append("COMMIT"))
     messages: list[dict[str, Any]] = []
-    seen: list[tuple[int, list[str]]] = []
+    seen: list[tuple[int, int, list[str]]] = []
     for turn in range(2):
         model.replies = [[(f"call_{turn}", "lookup_orders", {"customer": "ACME"})], f"Answer {turn}."]
         messages.append({"role": "user", "content": f"Question {turn}?"})
         for step in range(2):
             await svc.writer.drain()  # the last call's work after its response is not this call's
             executed.clear()
-            read_before = svc.store.db.reader.reads
+            read_before, wrote_before = svc.store.db.reader.reads, svc.store.db.single_writes.writes
             body = {"model": "tda", "messages": messages, "tools": [LOOKUP_ORDERS]}
             r = await client.post("/v1/chat/completions", json=body, headers=call_headers)
             assert r.status_code == 200, await r.get_json()
-            seen.append((svc.store.db.reader.reads - read_before, list(executed)))
+            own = svc.store.db.reader.reads - read_before, svc.store.db.single_writes.writes - wrote_before
+            seen.append((*own, list(executed)))
             reply = {k: v for k, v in (await r.get_json())["choices"][0]["message"].items() if v is not None}
             messages.append(reply)
             if step == 0:
                 messages.append({"role": "tool", "tool_call_id": f"call_{turn}", "content": "[]"})
     new_turn, step = seen[2], seen[3]  # the second turn's: the session has turns
-    for (reads, statements), is_step in ((new_turn, False), (step, True)):
-        assert reads == 2, seen  # the session and the call's place, by the loop's reader
-        assert statements[0] == "INSERT", statements  # the pool's first statement is the snapshot's write
-        assert statements.count("COMMIT") == 2, statements
-        assert len(statements) - 2 == 5 + is_step, statements
+    for (reads, writes, statements), is_step in ((new_turn, False), (step, True)):
+        assert (reads, writes) == (2, 1), seen  # the session and the call's place; the snapshot
+        assert statements.count("COMMIT") == 1, statements  # the record's transaction, on the pool
+        assert statements[0] == "UPDATE", statements  # the snapshot priced, first in the record
+        assert len(statements) - 1 == 4 + is_step, statements
 
 
 async def test_a_loop_edited_mid_turn_is_recorded_again_from_the_edit_once(

@@ -1,5 +1,6 @@
-"""The reads every session call makes, on SQLite by the loop's own connection (``LoopReader``,
-tda/inline_sqlite.py): the same rows a pooled connection reads, never older than the newest commit, never a write."""
+"""A session call's reads and its snapshot's write, on SQLite by connections of the loop's own (``LoopReader``,
+``LoopWriter``: tda/inline_sqlite.py): the same rows a pooled connection reads and writes, a read never older than
+the newest commit, the reader never a write."""
 
 from __future__ import annotations
 
@@ -12,14 +13,11 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sqlalchemy import bindparam, select
 
 from tda import scope
-from tda.errors import NotFound
-from tda.inline_sqlite import Compiled
+from tda.errors import Conflict, NotFound
 from tda.models import SessionRow, TurnRow
 from tda.store import Store
-from tda.store.sessions import CALL_STATE
 
 COLUMNS = [c.key for c in SessionRow.__table__.columns]
 
@@ -114,12 +112,54 @@ async def test_the_reader_cannot_write(store: Store) -> None:
     assert (await store.sessions.get("s")).title == ""
 
 
-def test_a_statement_whose_parameters_need_converting_is_refused(store: Store) -> None:
-    """A datetime parameter is text to SQLite only through SQLAlchemy's conversion, which the reader skips."""
-    since = select(SessionRow.id).where(SessionRow.created_at > bindparam("since", type_=SessionRow.created_at.type))
-    with pytest.raises(TypeError, match="since"):
-        Compiled(since, ("since",), store.db.engine.dialect)
-    Compiled(CALL_STATE, ("session_id", "request_key"), store.db.engine.dialect)
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+def _stored(path: Path, snapshot_id: int) -> tuple[Any, ...]:
+    """A snapshot's row as SQLite holds it (its text, not what SQLAlchemy makes of it), the id and time aside."""
+    with sqlite3.connect(path) as c:
+        return c.execute(
+            "SELECT session_id, project_id, turn, type_id, type_version, model, data, inputs, length(created_at),"
+            " typeof(created_at) FROM snapshots WHERE id = ?",
+            (snapshot_id,),
+        ).fetchone()
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.dictionaries(st.text(max_size=10), JSON, max_size=5), inputs=st.dictionaries(st.text(), JSON))
+async def test_a_snapshot_written_on_the_loop_s_connection_is_stored_as_the_pool_writes_it(
+    store: Store, tmp_path: Path, data: dict[str, Any], inputs: dict[str, Any]
+) -> None:
+    """Byte for byte: its JSON as SQLAlchemy's JSON type writes it (NaN included), its time as its DateTime does."""
+    try:
+        await store.sessions.get("s")
+    except NotFound:
+        await store.sessions.create({"id": "s", "profile_id": "p", "user_id": "u"}, "test")
+    fields = {"session_id": "s", "turn": 3, "type_id": "t", "type_version": 2, "model": "m", "data": data}
+    writer, writes = store.db.single_writes, store.db.single_writes.writes
+    own, _ = await store.sessions.record_snapshot({**fields, "inputs": inputs})
+    assert writer.writes == writes + 1
+    store.db.single_writes = None  # the pool's way
+    try:
+        pooled, _ = await store.sessions.record_snapshot({**fields, "inputs": inputs})
+    finally:
+        store.db.single_writes = writer
+    assert _stored(tmp_path / "tda.db", own) == _stored(tmp_path / "tda.db", pooled)
+
+
+async def test_a_snapshot_of_a_session_that_is_gone_is_a_conflict(store: Store) -> None:
+    """Its session deleted while the model answered: the snapshot's write fails as the pool's did (a Conflict,
+    nothing written), and the loop's connection writes the next one."""
+    await store.sessions.create({"id": "s", "profile_id": "p", "user_id": "u"}, "test")
+    fields = {"turn": 1, "type_id": "t", "type_version": 1, "model": "m", "data": {}, "inputs": {}}
+    with pytest.raises(Conflict):
+        await store.sessions.record_snapshot({**fields, "session_id": "gone"})
+    snapshot_id, project = await store.sessions.record_snapshot({**fields, "session_id": "s"})
+    assert (await store.sessions.snapshot(snapshot_id)).session_id == "s" and project == scope.DEFAULT_PROJECT
 
 
 async def test_an_in_memory_database_is_read_by_the_pool() -> None:
