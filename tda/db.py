@@ -8,7 +8,7 @@ import contextlib
 import os
 import sqlite3
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -53,6 +53,7 @@ uses at most 52 connections: PostgreSQL's max_connections must be at least 52 x 
 DISK_FULL_HOLD_S = 60.0
 """How long a write that failed for want of space keeps /readyz at 503 when no write succeeds meanwhile."""
 _Closable = TypeVar("_Closable", AsyncSession, AsyncConnection)
+T = TypeVar("T")
 LOCK_NAMESPACE = 0x7464  # 'td': the first key of two-key advisory locks, so tda's locks collide with nobody else's
 
 
@@ -183,13 +184,13 @@ class Database:
             await advisory_xact_lock(connection, key)
             yield
 
-    async def write_one(self, statement: Any, params: dict[str, Any]) -> tuple[Any, ...] | None:
-        """``statement`` committed on its own by ``single_writes`` (SQLite), under the write lock as ``write``:
-        a constraint it breaks is a Conflict, a full disk DiskFull. Its first returned row, or None."""
+    async def write_here(self, work: Callable[[inline_sqlite.Statements], T]) -> T:
+        """``work``'s statements in one transaction by ``single_writes`` (SQLite), under the write lock as
+        ``write``: a constraint they break is a Conflict, a full disk DiskFull."""
         assert self.single_writes is not None
         async with self._writing():
             try:
-                return await self.single_writes.one(statement, params)
+                return await self.single_writes.transaction(work)
             except sqlite3.IntegrityError as exc:
                 raise Conflict(f"a concurrent change conflicted with this one; reload and retry ({exc})") from None
 

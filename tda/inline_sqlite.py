@@ -181,7 +181,7 @@ class LoopReader:
     def __init__(self, database: str, dialect: Dialect) -> None:
         self.database, self.dialect = database, dialect
         self._connection: sqlite3.Connection | None = None
-        self._compiled: dict[int, tuple[Any, Compiled]] = {}
+        self._compiled: dict[tuple[int, frozenset[str]], tuple[Any, Compiled]] = {}
         self.reads = 0
         """How many statements it ran (tests: which reads went this way)."""
 
@@ -196,9 +196,16 @@ class LoopReader:
         """The first row of ``statement`` (a SELECT built once, its parameters named by ``params``' keys), its
         columns as SQLAlchemy's row holds them; None when there is none."""
         self.reads += 1
-        compiled = _compiled_for(self._compiled, statement, params, self.dialect)
+        compiled = self._compiled_for(statement, params)
         row = await _unlocked(self._first, compiled, params)
         return compiled.row(row) if row is not None else None
+
+    def _compiled_for(self, statement: Any, params: dict[str, Any]) -> Compiled:
+        key = (id(statement), frozenset(params))
+        found = self._compiled.get(key)
+        if found is None:  # held with the statement: its id is no other's
+            found = self._compiled[key] = (statement, Compiled(statement, tuple(key[1]), self.dialect))
+        return found[1]
 
     def _first(self, compiled: Compiled, params: dict[str, Any]) -> Any:
         return self._open().execute(compiled.sql, compiled.arguments(params)).fetchone()
@@ -210,16 +217,17 @@ class LoopReader:
 
 
 class LoopWriter:
-    """Transactions of one statement (a window's snapshot, written while the model answers) on one sqlite3
-    connection of the loop's own, by statements compiled once: BEGIN IMMEDIATE, the statement, COMMIT, run through
-    without a wait (so nothing of the loop interleaves), the whole retried while another process holds the lock.
-    The caller holds the database's write lock (``Database.write_one``), as the pool's writers do."""
+    """A session call's own small transactions (its snapshot while the model answers, then its record) on one sqlite3
+    connection of the loop's own, by statements compiled once: BEGIN IMMEDIATE, the statements, COMMIT, run
+    through without a wait (so nothing of the loop interleaves), the whole retried while another process holds the
+    lock. The caller holds the database's write lock (``Database.write_here``), as the pool's writers do."""
 
     def __init__(self, database: str, dialect: Dialect) -> None:
         self.database, self.dialect = database, dialect
         self._connection: sqlite3.Connection | None = None
-        self._compiled: dict[int, tuple[Any, Compiled]] = {}
+        self._compiled: dict[tuple[int, frozenset[str]], tuple[Any, Compiled]] = {}
         self.writes = 0
+        """How many transactions it committed or tried (tests: which writes went this way)."""
 
     def _open(self) -> sqlite3.Connection:
         if self._connection is None:
@@ -229,25 +237,30 @@ class LoopWriter:
             self._connection = connection
         return self._connection
 
-    async def one(self, statement: Any, params: dict[str, Any]) -> tuple[Any, ...] | None:
-        """``statement`` (built once, every column it writes named by ``params``' keys) committed on its own; the
-        first row it returns (RETURNING), or None."""
+    async def transaction(self, work: Callable[[Statements], T]) -> T:
+        """``work`` run in one transaction: committed when it returns, rolled back entirely if it raises."""
         self.writes += 1
-        compiled = _compiled_for(self._compiled, statement, params, self.dialect)
-        row = await _unlocked(self._transaction, compiled, params)
-        return compiled.row(row) if row is not None else None
+        return await _unlocked(self._transaction, work)
 
-    def _transaction(self, compiled: Compiled, params: dict[str, Any]) -> Any:
+    def _transaction(self, work: Callable[[Statements], T]) -> T:
         connection = self._open()
         connection.execute("BEGIN IMMEDIATE")
         try:
-            row = connection.execute(compiled.sql, compiled.arguments(params)).fetchone()
+            done = work(Statements(connection, self))
             connection.execute("COMMIT")
         except BaseException:
             if connection.in_transaction:
                 connection.execute("ROLLBACK")
             raise
-        return row
+        return done
+
+    def compiled(self, statement: Any, names: Iterable[str]) -> Compiled:
+        """``statement`` compiled for parameters named ``names``, once (held with it: its id is no other's)."""
+        key = (id(statement), frozenset(names))
+        found = self._compiled.get(key)
+        if found is None:
+            found = self._compiled[key] = (statement, Compiled(statement, tuple(key[1]), self.dialect))
+        return found[1]
 
     def close(self) -> None:
         if self._connection is not None:
@@ -255,39 +268,58 @@ class LoopWriter:
             self._connection = None
 
 
-def _compiled_for(
-    kept: dict[int, tuple[Any, Compiled]], statement: Any, params: dict[str, Any], dialect: Dialect
-) -> Compiled:
-    """``statement`` compiled for ``params``' keys, once (it is held with its compiled form: its id is no other's)."""
-    found = kept.get(id(statement))
-    if found is None:
-        found = kept[id(statement)] = (statement, Compiled(statement, tuple(params), dialect))
-    return found[1]
+class Statements:
+    """What a ``LoopWriter`` transaction runs its statements by (each built once, as module constants are)."""
+
+    def __init__(self, connection: sqlite3.Connection, writer: LoopWriter) -> None:
+        self._connection, self._writer = connection, writer
+
+    def first(self, statement: Any, params: dict[str, Any]) -> tuple[Any, ...] | None:
+        """The statement's first row (RETURNING, or a SELECT's), converted as SQLAlchemy's row holds it."""
+        compiled = self._writer.compiled(statement, params)
+        row = self._connection.execute(compiled.sql, compiled.arguments(params)).fetchone()
+        return compiled.row(row) if row is not None else None
+
+    def many(self, statement: Any, rows: Sequence[dict[str, Any]]) -> None:
+        """The statement once per row (rows that name the same columns)."""
+        if rows:
+            compiled = self._writer.compiled(statement, rows[0])
+            self._connection.executemany(compiled.sql, [compiled.arguments(row) for row in rows])
 
 
 class Compiled:
     """A statement compiled once for SQLite, as SQLAlchemy runs it: its SQL, its parameters in order (the literals
-    it holds filled in, each value converted by its type: a dict made JSON, a datetime text) and its columns'
-    result conversions (a date's text made a datetime). Every column an INSERT writes is named by ``names``: no
-    default is filled in here."""
+    it holds filled in, an INSERT's columns not named by ``names`` given their Python defaults, each value converted
+    by its type: a dict made JSON, a datetime text) and its columns' result conversions (a date's text made a
+    datetime)."""
 
     def __init__(self, statement: Any, names: Sequence[str], dialect: Dialect) -> None:
         compiled = statement.compile(dialect=dialect, column_keys=list(names))
         bound = compiled.construct_params(dict.fromkeys(names, ""))
         self.sql = compiled.string
         self._order = tuple(compiled.positiontup or ())
-        self._fixed = {key: value for key, value in bound.items() if key not in names}
-        converting = {
-            bind.key: bind.type.dialect_impl(dialect).bind_processor(dialect) for bind in compiled.binds.values()
-        }
+        self._defaults = {c.key: c.default for c in getattr(compiled, "insert_prefetch", ()) if c.key not in names}
+        if getattr(compiled, "update_prefetch", None):
+            raise TypeError("an UPDATE whose columns have Python-side update defaults: not one for a LoopWriter")
+        self._fixed = {key: value for key, value in bound.items() if key not in names and key not in self._defaults}
+        binds = compiled.binds.values()
+        converting = {bind.key: bind.type.dialect_impl(dialect).bind_processor(dialect) for bind in binds}
         self._converters = tuple(converting.get(key) for key in self._order)
-        columns = getattr(statement, "selected_columns", None) or statement.exported_columns  # a SELECT's, RETURNING's
+        columns = getattr(statement, "selected_columns", None) or getattr(statement, "exported_columns", ())
         processors = [c.type.dialect_impl(dialect).result_processor(dialect, None) for c in columns]
         self._processors = tuple(processors) if any(processors) else None
 
     def arguments(self, params: dict[str, Any]) -> list[Any]:
-        values = (params[key] if key in params else self._fixed[key] for key in self._order)
+        values = (self._value(key, params) for key in self._order)
         return [v if convert is None else convert(v) for convert, v in zip(self._converters, values, strict=True)]
+
+    def _value(self, key: str, params: dict[str, Any]) -> Any:
+        if key in params:
+            return params[key]
+        default = self._defaults.get(key)
+        if default is None:
+            return self._fixed[key]
+        return default.arg(None) if default.is_callable else default.arg  # SQLAlchemy's wrapper takes a context
 
     def row(self, values: Sequence[Any]) -> tuple[Any, ...]:
         if self._processors is None:

@@ -16,8 +16,9 @@ from hypothesis import strategies as st
 
 from tda import scope
 from tda.errors import Conflict, NotFound
-from tda.models import SessionRow, TurnRow
+from tda.models import MessageRow, SessionRow, TurnRow
 from tda.store import Store
+from tda.store.sessions import Priced
 
 COLUMNS = [c.key for c in SessionRow.__table__.columns]
 
@@ -171,3 +172,104 @@ async def test_an_in_memory_database_is_read_by_the_pool() -> None:
             await store.sessions.get("s")
     finally:
         await store.close()
+
+
+def _table(path: Path, sql: str, *args: Any) -> list[tuple[Any, ...]]:
+    with sqlite3.connect(path) as c:
+        return c.execute(sql, args).fetchall()
+
+
+def _recorded(path: Path, session_id: str) -> tuple[Any, ...]:
+    """A session's turns and messages as SQLite holds them (their text), ids, times and the session's name aside."""
+    skip = {"id", "session_id", "created_at", "snapshot_id"}
+    turn_columns = [c.key for c in TurnRow.__table__.columns if c.key not in skip]
+    message_columns = [c.key for c in MessageRow.__table__.columns if c.key not in skip]
+    turns = _table(path, f"SELECT {', '.join(turn_columns)} FROM turns WHERE session_id = ? ORDER BY id", session_id)
+    messages = _table(
+        path, f"SELECT {', '.join(message_columns)} FROM messages WHERE session_id = ? ORDER BY id", session_id
+    )
+    count = _table(path, "SELECT message_count FROM sessions WHERE id = ?", session_id)
+    model_calls = _table(
+        path, "SELECT data ->> '$.model_call', data ->> '$.timings_ms' FROM snapshots WHERE session_id = ?", session_id
+    )
+    return turns, messages, count, model_calls
+
+
+MESSAGE = st.fixed_dictionaries(
+    {"role": st.sampled_from(["user", "assistant", "tool"]), "content": st.text(max_size=30)},
+    optional={
+        "tool_calls": st.lists(st.fixed_dictionaries({"id": st.text(max_size=5), "type": st.just("function")})),
+        "tool_call_id": st.text(max_size=8),
+        "name": st.text(min_size=1, max_size=8),
+        "tokens": st.integers(0, 10_000),
+    },
+)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    asked=st.lists(MESSAGE, min_size=1, max_size=4),
+    stepped=st.lists(MESSAGE, max_size=3),
+    results=st.lists(st.dictionaries(st.text(max_size=5), JSON, max_size=3), max_size=3),
+    timings=st.dictionaries(st.sampled_from(["assemble", "model", "load"]), st.floats(0.001, 1e4), max_size=3),
+)
+async def test_a_call_recorded_on_the_loop_s_connection_is_stored_as_the_pool_stores_it(
+    store: Store,
+    tmp_path: Path,
+    asked: list[dict[str, Any]],
+    stepped: list[dict[str, Any]],
+    results: list[dict[str, Any]],
+    timings: dict[str, float],
+) -> None:
+    """A new turn and a step of it (``record_turn``, ``extend_turn``: their rows, the session's count, the priced
+    snapshot), byte for byte as the pool's transactions write them, by the loop's own connection."""
+    recorded = []
+    for way in ("loop", "pool"):
+        session_id = f"{way}-{len(await store.sessions.all())}"
+        await store.sessions.create({"id": session_id, "profile_id": "p", "user_id": "u"}, "test")
+        snapshot = {"session_id": session_id, "type_id": "t", "type_version": 1, "model": "m", "inputs": {}}
+        writer, writes = store.db.single_writes, store.db.single_writes.writes
+        if way == "pool":
+            store.db.single_writes = None
+        try:
+            first, _ = await store.sessions.record_snapshot({**snapshot, "turn": 1, "data": {"a": [1, 2]}})
+            call = {"model": "m", "cost": 0.25, "tokens_in": 12}
+            turn = {"turn": 1, "query": "q?", "request_key": "r", "results": results, "answer": "", "tokens_in": 5}
+            await store.sessions.record_turn(
+                session_id, turn, asked, returning=False, priced=Priced(first, {}, call, timings)
+            )
+            second, _ = await store.sessions.record_snapshot({**snapshot, "turn": 1, "data": {"b": "ü"}})
+            changes = {"answer": "done", "results": results[:1], "plan": "p", "tokens_in": 7}
+            step = await store.sessions.extend_turn(
+                session_id, 1, changes, stepped, priced=Priced(second, {}, {**call, "cost": 0.5})
+            )
+        finally:
+            store.db.single_writes = writer
+        assert writer.writes - writes == (4 if way == "loop" else 0)
+        recorded.append((_recorded(tmp_path / "tda.db", session_id), step._replace(id=0, session_id="", created_at=0)))
+    assert recorded[0] == recorded[1]
+
+
+async def test_a_priced_figure_sqlite_s_json_cannot_edit_is_recorded_the_pool_s_way(store: Store) -> None:
+    """An infinite figure in the model call: written whole through the pool, as before (``_price``)."""
+    await store.sessions.create({"id": "s", "profile_id": "p", "user_id": "u"}, "test")
+    fields = {"session_id": "s", "turn": 1, "type_id": "t", "type_version": 1, "model": "m", "data": {}, "inputs": {}}
+    snapshot_id, _ = await store.sessions.record_snapshot(fields)
+    writes = store.db.single_writes.writes
+    priced = Priced(snapshot_id, {"x": 1}, {"cost": float("inf")})
+    await store.sessions.record_turn(
+        "s", {"turn": 1, "query": "q"}, [{"role": "user", "content": "q"}], returning=False, priced=priced
+    )
+    assert store.db.single_writes.writes == writes
+    assert (await store.sessions.snapshot(snapshot_id)).data == {"x": 1, "model_call": {"cost": float("inf")}}
+
+
+async def test_a_turn_recorded_meanwhile_is_a_conflict_on_the_loop_s_connection_too(store: Store) -> None:
+    await store.sessions.create({"id": "s", "profile_id": "p", "user_id": "u"}, "test")
+    message = [{"role": "user", "content": "q"}]
+    await store.sessions.record_turn("s", {"turn": 1, "query": "q"}, message, returning=False)
+    with pytest.raises(Conflict, match="recorded meanwhile"):
+        await store.sessions.record_turn("s", {"turn": 1, "query": "q"}, message, returning=False)
+    assert len(await store.sessions.turn_messages("s", 1)) == 1
+    with pytest.raises(NotFound, match="no turn 2"):
+        await store.sessions.extend_turn("s", 2, {"answer": "a"}, message)
