@@ -305,7 +305,9 @@ class Compiled:
         binds = compiled.binds.values()
         converting = {bind.key: bind.type.dialect_impl(dialect).bind_processor(dialect) for bind in binds}
         self._converters = tuple(converting.get(key) for key in self._order)
-        columns = getattr(statement, "selected_columns", None) or getattr(statement, "exported_columns", ())
+        columns: Any = getattr(statement, "selected_columns", None)  # a SELECT's; else an INSERT's RETURNING's
+        if columns is None:
+            columns = getattr(statement, "exported_columns", ())
         processors = [c.type.dialect_impl(dialect).result_processor(dialect, None) for c in columns]
         self._processors = tuple(processors) if any(processors) else None
 
