@@ -95,7 +95,7 @@ class Database:
         self.reader = inline_sqlite.LoopReader(database, self.engine.dialect) if database else None
         """SQLite: the reads every session call makes, on a connection of their own (tda/inline_sqlite.py)."""
         self.single_writes = inline_sqlite.LoopWriter(database, self.engine.dialect) if database else None
-        """SQLite: the one-statement transactions of every session call (its snapshot), on a connection of theirs."""
+        """SQLite: every session call's own writes (its snapshot, its record), on a connection of theirs."""
         self.disk_full_at: float | None = None
         """When a write last failed for want of disk space (monotonic), until a write succeeds: /readyz says so."""
 

@@ -640,11 +640,11 @@ class SessionStore:
         if not self._here(counted, priced):
             return None
 
-        def extend(sql: Statements) -> TurnTuple | None:
+        def extend(sql: Statements) -> TurnTuple:
             _price_here(sql, priced)
             found = sql.first(_TURN, {"session_id": session_id, "turn": turn})
             if found is None:
-                return None
+                raise _NoTurn  # rolled back, its price too, as the pool's transaction is
             row = TurnTuple._make(found)
             values = _extended(row, changes)
             sql.first(_turn_update(tuple(values)), {**values, "row_id": row.id})
@@ -652,15 +652,14 @@ class SessionStore:
             return row._replace(**values)
 
         try:
-            extended = await self.db.write_here(extend)
+            return await self.db.write_here(extend)
+        except _NoTurn:
+            await self.get(session_id)  # NotFound names the session when it is gone
+            raise NotFound(f"session {session_id!r} has no turn {turn}") from None
         except sqlite3.OperationalError as exc:
             if _MALFORMED_JSON not in str(exc):
                 raise
             return None
-        if extended is None:
-            await self.get(session_id)  # NotFound names the session when it is gone
-            raise NotFound(f"session {session_id!r} has no turn {turn}")
-        return extended
 
     def _here(self, counted: list[dict[str, Any]], priced: Priced | None) -> bool:
         """Whether a record goes by the loop's own connection: SQLite, a call's few rows (a long history's are
@@ -930,6 +929,10 @@ async def _price(c: AsyncConnection | AsyncSession, priced: Priced, *, sqlite: b
             pass
     whole = update(SnapshotRow).where(SnapshotRow.id == priced.snapshot_id).values(data={**priced.data, **added})
     await c.execute(whole.execution_options(synchronize_session=False))
+
+
+class _NoTurn(Exception):
+    """A step's turn is not in the session (``_extended_here``'s transaction is rolled back)."""
 
 
 _MALFORMED_JSON = "malformed JSON"

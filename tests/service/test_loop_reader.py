@@ -273,3 +273,29 @@ async def test_a_turn_recorded_meanwhile_is_a_conflict_on_the_loop_s_connection_
     assert len(await store.sessions.turn_messages("s", 1)) == 1
     with pytest.raises(NotFound, match="no turn 2"):
         await store.sessions.extend_turn("s", 2, {"answer": "a"}, message)
+
+
+async def test_a_snapshot_stored_with_nan_is_priced_the_pool_s_way(store: Store) -> None:
+    """SQLite's JSON cannot read a stored NaN: the loop's transaction is rolled back and the pool's writes it whole."""
+    await store.sessions.create({"id": "s", "profile_id": "p", "user_id": "u"}, "test")
+    data = {"utilisation": float("nan")}
+    fields = {"session_id": "s", "turn": 1, "type_id": "t", "type_version": 1, "model": "m", "data": data}
+    snapshot_id, _ = await store.sessions.record_snapshot({**fields, "inputs": {}})
+    message = [{"role": "user", "content": "q"}]
+    priced = Priced(snapshot_id, data, {"cost": 0.5})
+    await store.sessions.record_turn("s", {"turn": 1, "query": "q"}, message, returning=False, priced=priced)
+    stored = (await store.sessions.snapshot(snapshot_id)).data
+    assert stored["model_call"] == {"cost": 0.5} and stored["utilisation"] != stored["utilisation"]  # NaN kept
+    assert [m.content for m in await store.sessions.turn_messages("s", 1)] == ["q"]  # once
+
+
+async def test_a_step_of_a_turn_that_is_not_there_prices_nothing(store: Store) -> None:
+    """As the pool's transaction: the step's NotFound rolls back its snapshot's price with it."""
+    await store.sessions.create({"id": "s", "profile_id": "p", "user_id": "u"}, "test")
+    fields = {"session_id": "s", "turn": 2, "type_id": "t", "type_version": 1, "model": "m", "data": {"a": 1}}
+    snapshot_id, _ = await store.sessions.record_snapshot({**fields, "inputs": {}})
+    with pytest.raises(NotFound, match="no turn 2"):
+        await store.sessions.extend_turn("s", 2, {"answer": "a"}, [], priced=Priced(snapshot_id, {}, {"cost": 1}))
+    assert (await store.sessions.snapshot(snapshot_id)).data == {"a": 1}
+    with pytest.raises(NotFound, match="no session"):
+        await store.sessions.extend_turn("gone", 2, {"answer": "a"}, [])
