@@ -6,8 +6,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import sqlite3
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -52,6 +53,7 @@ uses at most 52 connections: PostgreSQL's max_connections must be at least 52 x 
 DISK_FULL_HOLD_S = 60.0
 """How long a write that failed for want of space keeps /readyz at 503 when no write succeeds meanwhile."""
 _Closable = TypeVar("_Closable", AsyncSession, AsyncConnection)
+T = TypeVar("T")
 LOCK_NAMESPACE = 0x7464  # 'td': the first key of two-key advisory locks, so tda's locks collide with nobody else's
 
 
@@ -67,6 +69,15 @@ def create_engine(url: str, **pool: Any) -> AsyncEngine:
     return engine
 
 
+def _file_of(url: str) -> str | None:
+    """The SQLite database's file, for connections of the loop's own (None: in memory, one database per
+    connection, where another connection would not see the pool's)."""
+    database = make_url(url).database
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return None
+    return database
+
+
 class Database:
     """Engine + sessions. ``write()`` is one transaction; on SQLite, writers queue on a lock instead of
     failing with "database is locked" when two transactions upgrade their read locks at once."""
@@ -80,6 +91,11 @@ class Database:
         self._write_lock = asyncio.Lock() if self.is_sqlite else None
         self._lock_engine = create_engine(url, **LOCK_POOL) if self.is_postgres else None
         """Connections are opened on first use: an engine costs nothing until a turn takes a lock."""
+        database = _file_of(url) if self.is_sqlite else None
+        self.reader = inline_sqlite.LoopReader(database, self.engine.dialect) if database else None
+        """SQLite: the reads every session call makes, on a connection of their own (tda/inline_sqlite.py)."""
+        self.single_writes = inline_sqlite.LoopWriter(database, self.engine.dialect) if database else None
+        """SQLite: every session call's own writes (its snapshot, its record), on a connection of theirs."""
         self.disk_full_at: float | None = None
         """When a write last failed for want of disk space (monotonic), until a write succeeds: /readyz says so."""
 
@@ -168,7 +184,20 @@ class Database:
             await advisory_xact_lock(connection, key)
             yield
 
+    async def write_here(self, work: Callable[[inline_sqlite.Statements], T]) -> T:
+        """``work``'s statements in one transaction by ``single_writes`` (SQLite), under the write lock as
+        ``write``: a constraint they break is a Conflict, a full disk DiskFull."""
+        assert self.single_writes is not None
+        async with self._writing():
+            try:
+                return await self.single_writes.transaction(work)
+            except sqlite3.IntegrityError as exc:
+                raise Conflict(f"a concurrent change conflicted with this one; reload and retry ({exc})") from None
+
     async def close(self) -> None:
+        for own in (self.reader, self.single_writes):
+            if own is not None:
+                own.close()
         await self.engine.dispose()
         if self._lock_engine is not None:
             await self._lock_engine.dispose()

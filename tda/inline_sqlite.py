@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 from sqlalchemy.dialects.sqlite.aiosqlite import SQLiteDialect_aiosqlite
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import Dialect, make_url
 
 BUSY_TIMEOUT_S = 10.0
 """How long a statement waits for another process's write lock before it fails (as busy_timeout did)."""
@@ -168,3 +168,162 @@ def creator(url: str) -> Callable[[], Any]:
         return Connection(sqlite3.connect(database, **{**kwargs, "timeout": 0, "check_same_thread": False}))
 
     return connect
+
+
+class LoopReader:
+    """The few reads every session call makes (its session's row, where the call goes), run on one sqlite3
+    connection of the loop's own, by statements compiled once. Through a pooled connection each cost ~0.2 ms of
+    checkout, execution context and close around ~10 us of SQLite's work (a session's chat call made two: ~0.5 ms
+    of its ~15). The connection reads in autocommit, each statement its own read transaction (the newest commit,
+    as a pooled connection's first read sees it), and may not write (``query_only``). A statement and its rows go
+    through without a wait between them, so calls on the loop never interleave on it."""
+
+    def __init__(self, database: str, dialect: Dialect) -> None:
+        self.database, self.dialect = database, dialect
+        self._connection: sqlite3.Connection | None = None
+        self._compiled: dict[tuple[int, frozenset[str]], tuple[Any, Compiled]] = {}
+        self.reads = 0
+        """How many statements it ran (tests: which reads went this way)."""
+
+    def _open(self) -> sqlite3.Connection:
+        if self._connection is None:
+            connection = sqlite3.connect(self.database, isolation_level=None, timeout=0, check_same_thread=False)
+            connection.execute("PRAGMA query_only=ON")
+            self._connection = connection
+        return self._connection
+
+    async def first(self, statement: Any, params: dict[str, Any]) -> tuple[Any, ...] | None:
+        """The first row of ``statement`` (a SELECT built once, its parameters named by ``params``' keys), its
+        columns as SQLAlchemy's row holds them; None when there is none."""
+        self.reads += 1
+        compiled = self._compiled_for(statement, params)
+        row = await _unlocked(self._first, compiled, params)
+        return compiled.row(row) if row is not None else None
+
+    def _compiled_for(self, statement: Any, params: dict[str, Any]) -> Compiled:
+        key = (id(statement), frozenset(params))
+        found = self._compiled.get(key)
+        if found is None:  # held with the statement: its id is no other's
+            found = self._compiled[key] = (statement, Compiled(statement, tuple(key[1]), self.dialect))
+        return found[1]
+
+    def _first(self, compiled: Compiled, params: dict[str, Any]) -> Any:
+        return self._open().execute(compiled.sql, compiled.arguments(params)).fetchone()
+
+    def close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+
+
+class LoopWriter:
+    """A session call's own small transactions (its snapshot while the model answers, then its record) on one sqlite3
+    connection of the loop's own, by statements compiled once: BEGIN IMMEDIATE, the statements, COMMIT, run
+    through without a wait (so nothing of the loop interleaves), the whole retried while another process holds the
+    lock. The caller holds the database's write lock (``Database.write_here``), as the pool's writers do."""
+
+    def __init__(self, database: str, dialect: Dialect) -> None:
+        self.database, self.dialect = database, dialect
+        self._connection: sqlite3.Connection | None = None
+        self._compiled: dict[tuple[int, frozenset[str]], tuple[Any, Compiled]] = {}
+        self.writes = 0
+        """How many transactions it committed or tried (tests: which writes went this way)."""
+
+    def _open(self) -> sqlite3.Connection:
+        if self._connection is None:
+            connection = sqlite3.connect(self.database, isolation_level=None, timeout=0, check_same_thread=False)
+            for pragma in ("foreign_keys=ON", "journal_mode=WAL", "synchronous=NORMAL"):  # as the pool's (tda/db.py)
+                connection.execute(f"PRAGMA {pragma}")
+            self._connection = connection
+        return self._connection
+
+    async def transaction(self, work: Callable[[Statements], T]) -> T:
+        """``work`` run in one transaction: committed when it returns, rolled back entirely if it raises."""
+        self.writes += 1
+        return await _unlocked(self._transaction, work)
+
+    def _transaction(self, work: Callable[[Statements], T]) -> T:
+        connection = self._open()
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            done = work(Statements(connection, self))
+            connection.execute("COMMIT")
+        except BaseException:
+            if connection.in_transaction:
+                connection.execute("ROLLBACK")
+            raise
+        return done
+
+    def compiled(self, statement: Any, names: Iterable[str]) -> Compiled:
+        """``statement`` compiled for parameters named ``names``, once (held with it: its id is no other's)."""
+        key = (id(statement), frozenset(names))
+        found = self._compiled.get(key)
+        if found is None:
+            found = self._compiled[key] = (statement, Compiled(statement, tuple(key[1]), self.dialect))
+        return found[1]
+
+    def close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+
+
+class Statements:
+    """What a ``LoopWriter`` transaction runs its statements by (each built once, as module constants are)."""
+
+    def __init__(self, connection: sqlite3.Connection, writer: LoopWriter) -> None:
+        self._connection, self._writer = connection, writer
+
+    def first(self, statement: Any, params: dict[str, Any]) -> tuple[Any, ...] | None:
+        """The statement's first row (RETURNING, or a SELECT's), converted as SQLAlchemy's row holds it."""
+        compiled = self._writer.compiled(statement, params)
+        row = self._connection.execute(compiled.sql, compiled.arguments(params)).fetchone()
+        return compiled.row(row) if row is not None else None
+
+    def many(self, statement: Any, rows: Sequence[dict[str, Any]]) -> None:
+        """The statement once per row (rows that name the same columns)."""
+        if rows:
+            compiled = self._writer.compiled(statement, rows[0])
+            self._connection.executemany(compiled.sql, [compiled.arguments(row) for row in rows])
+
+
+class Compiled:
+    """A statement compiled once for SQLite, as SQLAlchemy runs it: its SQL, its parameters in order (the literals
+    it holds filled in, an INSERT's columns not named by ``names`` given their Python defaults, each value converted
+    by its type: a dict made JSON, a datetime text) and its columns' result conversions (a date's text made a
+    datetime)."""
+
+    def __init__(self, statement: Any, names: Sequence[str], dialect: Dialect) -> None:
+        compiled = statement.compile(dialect=dialect, column_keys=list(names))
+        bound = compiled.construct_params(dict.fromkeys(names, ""))
+        self.sql = compiled.string
+        self._order = tuple(compiled.positiontup or ())
+        self._defaults = {c.key: c.default for c in getattr(compiled, "insert_prefetch", ()) if c.key not in names}
+        if getattr(compiled, "update_prefetch", None):
+            raise TypeError("an UPDATE whose columns have Python-side update defaults: not one for a LoopWriter")
+        self._fixed = {key: value for key, value in bound.items() if key not in names and key not in self._defaults}
+        binds = compiled.binds.values()
+        converting = {bind.key: bind.type.dialect_impl(dialect).bind_processor(dialect) for bind in binds}
+        self._converters = tuple(converting.get(key) for key in self._order)
+        columns: Any = getattr(statement, "selected_columns", None)  # a SELECT's; else an INSERT's RETURNING's
+        if columns is None:
+            columns = getattr(statement, "exported_columns", ())
+        processors = [c.type.dialect_impl(dialect).result_processor(dialect, None) for c in columns]
+        self._processors = tuple(processors) if any(processors) else None
+
+    def arguments(self, params: dict[str, Any]) -> list[Any]:
+        values = (self._value(key, params) for key in self._order)
+        return [v if convert is None else convert(v) for convert, v in zip(self._converters, values, strict=True)]
+
+    def _value(self, key: str, params: dict[str, Any]) -> Any:
+        if key in params:
+            return params[key]
+        default = self._defaults.get(key)
+        if default is None:
+            return self._fixed[key]
+        return default.arg(None) if default.is_callable else default.arg  # SQLAlchemy's wrapper takes a context
+
+    def row(self, values: Sequence[Any]) -> tuple[Any, ...]:
+        if self._processors is None:
+            return tuple(values)
+        return tuple(p(v) if p is not None else v for p, v in zip(self._processors, values, strict=True))

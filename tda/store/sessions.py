@@ -6,6 +6,7 @@ import dataclasses
 import functools
 import itertools
 import json
+import sqlite3
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
@@ -24,6 +25,7 @@ from components.context_window.token_estimator import counts_to_store
 from .. import scope
 from ..db import Database, advisory_xact_lock, rowcount
 from ..errors import Conflict, Invalid, NotFound
+from ..inline_sqlite import OFF_LOOP_ROWS, Statements
 from ..models import AttachmentRow, Base, MessageRow, ProfileRow, SessionRow, SnapshotRow, TurnRow, utcnow
 from ..offload import sized
 from . import audit
@@ -295,15 +297,22 @@ class SessionStore:
         session's chat call than through an ORM session. The project's filter is the ORM's (tda/store/projects.py)
         written out, as a Core read bypasses it: a session is owned, never shared."""
         project = scope.current()
-        async with self.db.read_rows() as c:
-            found = (
-                await c.execute(_SESSION_IN if project else _SESSION, {"session_id": session_id, "project": project})
-            ).first()
+        statement = _SESSION_IN if project else _SESSION
+        found = await self._first(statement, {"session_id": session_id, "project": project})
         if found is None:
             raise NotFound(f"no session {session_id!r}")
-        row = SessionRow(**found._mapping)
+        row = SessionRow(**dict(zip(statement.selected_columns.keys(), found, strict=True)))
         make_transient_to_detached(row)
         return row
+
+    async def _first(self, statement: Any, params: dict[str, Any]) -> tuple[Any, ...] | None:
+        """The first row of a read every session call makes: on SQLite by the loop's own reader (``LoopReader``),
+        else on a bare connection."""
+        if self.db.reader is not None:
+            return await self.db.reader.first(statement, params)
+        async with self.db.read_rows() as c:
+            found = (await c.execute(statement, params)).first()
+        return tuple(found) if found is not None else None
 
     async def load(
         self,
@@ -479,8 +488,7 @@ class SessionStore:
     async def call_state(self, session_id: str, request_key: str | None) -> CallState:
         """What a chat client's call is placed and loaded by, in one read (``CALL_STATE``). ``session_id`` is one the
         caller loaded (through the project filter); ``request_key`` None: the turn it opened is not asked for."""
-        async with self.db.read_rows() as c:
-            found = (await c.execute(CALL_STATE, {"session_id": session_id, "request_key": request_key})).first()
+        found = await self._first(CALL_STATE, {"session_id": session_id, "request_key": request_key})
         if found is None:
             raise NotFound(f"no session {session_id!r}")
         asking, asking_key, newest, key, attached = found
@@ -539,6 +547,8 @@ class SessionStore:
         model call of the turn's snapshot, stored in the same transaction (one commit a turn, not two)."""
         base = {"session_id": session_id, "turn": turn["turn"]}
         counted = await sized(lambda sent: _rows_of(base, sent), messages)  # before the write lock
+        if not returning and (recorded := await self._recorded_here(session_id, turn, counted, priced)) is not None:
+            return recorded, []
         try:
             async with self.db.write_rows() as c:
                 if priced is not None:
@@ -570,6 +580,9 @@ class SessionStore:
         now is. Core statements on a bare connection, as ``record_turn``'s (an ORM session's unit of work cost 4.8 ms
         a step against ~1.5); ``session_id`` is one the caller loaded (through the project filter)."""
         counted = await sized(lambda sent: _rows_of({"session_id": session_id, "turn": turn}, sent), messages)
+        extended = await self._extended_here(session_id, turn, changes, counted, priced)
+        if extended is not None:
+            return extended
         async with self.db.write_rows() as c:
             if priced is not None:
                 await _price(c, priced, sqlite=self.db.is_sqlite)
@@ -583,6 +596,77 @@ class SessionStore:
             await _insert_messages(c, counted, returning=False)
             await c.execute(_COUNT_MESSAGES, {"session_id": session_id, "added": len(counted)})
         return row._replace(**values)
+
+    async def _recorded_here(
+        self, session_id: str, turn: dict[str, Any], counted: list[dict[str, Any]], priced: Priced | None
+    ) -> TurnTuple | None:
+        """``record_turn``'s transaction on SQLite by the loop's own connection (``LoopWriter``: a turn's few
+        statements without a pooled connection and SQLAlchemy's execution of each, ~1 ms of a session call); None
+        when it is not one for it (another database, a long history's rows, a priced figure SQLite's JSON cannot
+        edit): the pool's way then."""
+        if not self._here(counted, priced):
+            return None
+
+        def record(sql: Statements) -> TurnTuple:
+            _price_here(sql, priced)
+            row = sql.first(_INSERT_TURN, {"session_id": session_id, **turn})
+            assert row is not None
+            _insert_here(sql, counted, session_id)
+            return TurnTuple._make(row)
+
+        try:
+            return await self.db.write_here(record)
+        except Conflict:
+            if priced is not None:  # the call was made and paid for all the same
+                await self.record_model_call(priced.snapshot_id, priced.data, priced.call, priced.timings)
+            await self.get(session_id)
+            raise Conflict(
+                f"turn {turn['turn']} of session {session_id!r} was recorded meanwhile; send the query again"
+            ) from None
+        except sqlite3.OperationalError as exc:
+            if _MALFORMED_JSON not in str(exc):
+                raise
+            return None
+
+    async def _extended_here(
+        self,
+        session_id: str,
+        turn: int,
+        changes: dict[str, Any],
+        counted: list[dict[str, Any]],
+        priced: Priced | None,
+    ) -> TurnTuple | None:
+        """``extend_turn``'s transaction by the loop's own connection, as ``_recorded_here``; None: the pool's way."""
+        if not self._here(counted, priced):
+            return None
+
+        def extend(sql: Statements) -> TurnTuple:
+            _price_here(sql, priced)
+            found = sql.first(_TURN, {"session_id": session_id, "turn": turn})
+            if found is None:
+                raise _NoTurn  # rolled back, its price too, as the pool's transaction is
+            row = TurnTuple._make(found)
+            values = _extended(row, changes)
+            sql.first(_turn_update(tuple(values)), {**values, "row_id": row.id})
+            _insert_here(sql, counted, session_id)
+            return row._replace(**values)
+
+        try:
+            return await self.db.write_here(extend)
+        except _NoTurn:
+            await self.get(session_id)  # NotFound names the session when it is gone
+            raise NotFound(f"session {session_id!r} has no turn {turn}") from None
+        except sqlite3.OperationalError as exc:
+            if _MALFORMED_JSON not in str(exc):
+                raise
+            return None
+
+    def _here(self, counted: list[dict[str, Any]], priced: Priced | None) -> bool:
+        """Whether a record goes by the loop's own connection: SQLite, a call's few rows (a long history's are
+        written in batches, some in a worker thread), its priced figures plain JSON (no NaN)."""
+        if self.db.single_writes is None or len(counted) > OFF_LOOP_ROWS:
+            return False
+        return priced is None or _json_set_params(priced) is not None
 
     async def add_messages(self, session_id: str, messages: list[dict[str, Any]], actor: str) -> list[MessageRow]:
         """Import history recorded elsewhere (the platform, the demo)."""
@@ -728,6 +812,11 @@ class SessionStore:
     async def record_snapshot(self, fields: dict[str, Any]) -> tuple[int, str]:
         """Store a snapshot; returns its id and its session's project (an INSERT ... RETURNING: no ORM object to
         build and flush)."""
+        if self.db.single_writes is not None:  # SQLite: one statement, on the loop's own connection
+            row = {**fields, "of_session": fields["session_id"]}
+            stored = await self.db.write_here(lambda sql: sql.first(_INSERT_SNAPSHOT, row))
+            assert stored is not None
+            return int(stored[0]), str(stored[1])
         async with self.db.write_rows() as c:
             # Ids commit in id order across replicas, so an SSE resume (id > Last-Event-ID) skips none.
             if self.db.is_postgres:
@@ -840,6 +929,37 @@ async def _price(c: AsyncConnection | AsyncSession, priced: Priced, *, sqlite: b
             pass
     whole = update(SnapshotRow).where(SnapshotRow.id == priced.snapshot_id).values(data={**priced.data, **added})
     await c.execute(whole.execution_options(synchronize_session=False))
+
+
+class _NoTurn(Exception):
+    """A step's turn is not in the session (``_extended_here``'s transaction is rolled back)."""
+
+
+_MALFORMED_JSON = "malformed JSON"
+"""SQLite's error when its JSON functions cannot read a snapshot's stored data (NaN or infinity in a figure)."""
+
+
+def _json_set_params(priced: Priced) -> dict[str, str] | None:
+    """``_price``'s values as SQLite's ``json()`` reads them; None when one cannot be (NaN, infinity)."""
+    try:
+        return {key: json.dumps(value, allow_nan=False) for key, value in priced.added().items()}
+    except ValueError:
+        return None
+
+
+def _price_here(sql: Statements, priced: Priced | None) -> None:
+    """``_price``'s SQLite edit, in a ``LoopWriter`` transaction."""
+    if priced is not None:
+        params = _json_set_params(priced)
+        assert params is not None  # ``_here`` let only these through
+        sql.first(_json_set(tuple(params)), {**params, "id": priced.snapshot_id})
+
+
+def _insert_here(sql: Statements, counted: list[dict[str, Any]], session_id: str) -> None:
+    """A record's message rows and the session's count of them, in a ``LoopWriter`` transaction."""
+    for _, alike in itertools.groupby(counted, key=dict.keys):
+        sql.many(_INSERT_MESSAGES_ONLY, list(alike))
+    sql.first(_COUNT_MESSAGES, {"session_id": session_id, "added": len(counted)})
 
 
 @functools.cache

@@ -48,38 +48,45 @@ async def test_a_session_call_is_placed_by_one_read_and_recorded_in_one_transact
     transactions (the snapshot, while the model answers; the record, its model call priced in it). Before, placing
     a call read the session again, then the turn asked for and the newest turn separately, the attachments (the
     session once more), a step read its turn's messages, and a step was recorded through the ORM's unit of work
-    (the session read again, each message its own INSERT): 11 and 13 statements, not 7 and 8."""
+    (the session read again, each message its own INSERT): 11 and 13 statements, not 7 and 8. On SQLite every one
+    of them goes by connections of the loop's own (``LoopReader``, ``LoopWriter``: no pooled connection, no
+    SQLAlchemy execution), the pool none."""
     svc, client, model = scripted
     headers = await _admin(svc)
     r = await client.post("/v1/profiles", json={"id": "db_p", "type": "tool_enabled"}, headers=headers)
     assert r.status_code == 201
     call_headers = {**headers, "X-TDA-Session": "db_s", "X-TDA-Profile": "db_p"}
-    executed: list[str] = []
+    pooled: list[str] = []
     engine = svc.store.db.engine.sync_engine
-    event.listen(engine, "before_cursor_execute", lambda _c, _cur, sql, *_: executed.append(sql.split(None, 1)[0]))
-    event.listen(engine, "commit", lambda _c: executed.append("COMMIT"))
+    event.listen(engine, "before_cursor_execute", lambda _c, _cur, sql, *_: pooled.append(sql.split(None, 1)[0]))
+    event.listen(engine, "commit", lambda _c: pooled.append("COMMIT"))
+    read: list[str] = []
+    wrote: list[str] = []
+    svc.store.db.reader._open().set_trace_callback(lambda sql: read.append(sql.split(None, 1)[0]))
+    svc.store.db.single_writes._open().set_trace_callback(lambda sql: wrote.append(sql.split(None, 1)[0]))
     messages: list[dict[str, Any]] = []
-    seen: list[list[str]] = []
+    seen: list[tuple[list[str], list[str], list[str]]] = []
     for turn in range(2):
         model.replies = [[(f"call_{turn}", "lookup_orders", {"customer": "ACME"})], f"Answer {turn}."]
         messages.append({"role": "user", "content": f"Question {turn}?"})
         for step in range(2):
             await svc.writer.drain()  # the last call's work after its response is not this call's
-            executed.clear()
+            for kept in (pooled, read, wrote):
+                kept.clear()
             body = {"model": "tda", "messages": messages, "tools": [LOOKUP_ORDERS]}
             r = await client.post("/v1/chat/completions", json=body, headers=call_headers)
             assert r.status_code == 200, await r.get_json()
-            seen.append(list(executed))
+            seen.append((list(read), list(wrote), list(pooled)))
             reply = {k: v for k, v in (await r.get_json())["choices"][0]["message"].items() if v is not None}
             messages.append(reply)
             if step == 0:
                 messages.append({"role": "tool", "tool_call_id": f"call_{turn}", "content": "[]"})
-    new_turn, step = seen[2], seen[3]  # the second turn's: the session has turns
-    for statements, reads in ((new_turn, 2), (step, 2)):
-        first_write = statements.index("INSERT")
-        assert statements[:first_write] == ["SELECT"] * reads, statements
-        assert statements.count("COMMIT") == 2, statements
-        assert len(statements) - 2 == reads + 5 + (statements is step), statements
+    snapshot = ["BEGIN", "INSERT", "COMMIT"]  # while the model answers
+    priced, count = ["UPDATE"], ["UPDATE"]  # the snapshot's model call; the session's count of messages
+    new_turn = [*priced, "INSERT", "INSERT", "INSERT", *count]  # the turn, its question and the model's call
+    step = [*priced, "SELECT", "UPDATE", "INSERT", "INSERT", *count]  # the turn read and updated; result, answer
+    assert seen[2] == (["SELECT", "SELECT"], [*snapshot, "BEGIN", *new_turn, "COMMIT"], []), seen[2]
+    assert seen[3] == (["SELECT", "SELECT"], [*snapshot, "BEGIN", *step, "COMMIT"], []), seen[3]
 
 
 async def test_a_loop_edited_mid_turn_is_recorded_again_from_the_edit_once(
