@@ -109,12 +109,12 @@ RECALL_COST_EXPONENT = HistoryOptions().recall_cost_exponent
 beat the longer message holding the fact on chats between people (bench/conversation_bench.py)."""
 RECALL_RANKED_SHARE = 0.5
 """Share of the recall room that the ranking's best units fill in rank order, whatever their length, before the rest
-is packed by relevance per token (``RECALL_COST_EXPONENT``). Fused scores are reciprocal ranks, flat far down the
-ranking (1 / (60 + rank)), so by relevance per token a 200-token message ranked 1st came after short lines ranked as
-far down as ~80th: on chats written in paragraphs (bench/fresh2_chats.py) a third of the misses the plain hybrid
-held were long messages ranked in tda's top 25 whose room went to lines ranked far below them. The length cost is a
-bet worth making where no single unit is likely to hold the answer (the ranking's tail), not at its head
-(docs/knowledge.md, "Ranking, session 42")."""
+is packed by relevance per token (``RECALL_COST_EXPONENT``). Fused scores are reciprocal ranks, flat far down a ranking
+(1 / (60 + rank)), so by relevance per token a 200-token message ranked 1st came after every short line ranked above
+~65th: of the held-out sets' misses that the plain hybrid held at 4K / 8K, 14 of 34 were long messages (111-376 tokens)
+ranked within the room, whose room went to lines ranked below them. The length cost is a bet worth making in the
+ranking's tail, where no single unit is likely to hold the answer, not at its head (0.75 gained more on the set it was
+chosen on and lost on others; docs/knowledge.md, "Ranking, session 42")."""
 RECALL_WAIT_S = 1.5
 """How long a turn waits for recall's index of a long history met for the first time (its words read and indexed:
 about a second for 50,000 messages, more on a busy machine) before it goes on with the newest turns alone. Under the
