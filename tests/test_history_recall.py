@@ -1661,3 +1661,37 @@ def test_a_ranking_asked_again_with_more_room_goes_on_from_the_units_already_gat
     deepest = _units_one_by_one(index, positions, scores, None, max(asked))
     reached = bool(deepest) and sum(recallable(u.position, None)[1] for u in deepest) >= max(asked)
     assert len(made) == (ranked.index(deepest[-1].position) + 1 if reached else len(ranked))  # as deep as needed
+
+
+AUDITION = (
+    "Ines: Sorry for the silence, it has been a mad week at work and the flat is a tip. The boiler man came on "
+    "Tuesday and left muddy prints all up the stairs, and the cat has decided she hates him. I took the early "
+    "train to Leeds on Thursday, read half a novel on the way and drank a terrible coffee. At the audition I played "
+    "the first movement of the Elgar concerto and my bow arm held steady the whole way through. Afterwards I "
+    "walked by the river for an hour, bought far too many plums at the market and missed my train home, so I sat "
+    "in the station pub with a crossword until the next one. Mum rang twice about Christmas, which is months away, "
+    "and I still have not answered my sister about the caravan."
+)
+
+
+def rehearsal_chatter(turns: int = 120) -> list[Message]:
+    """Two friends; every line of one says "orchestra", a word of the question, and nothing it asks."""
+    lines = []
+    for t in range(turns):
+        lines.append(Message("user", f"Maya: Ha, see you on day {t}.", turn=t + 1))
+        lines.append(Message("assistant", f"Ines: Orchestra rehearsal ran late again on day {t}.", turn=t + 1))
+    return lines
+
+
+async def test_a_long_message_ranked_first_is_recalled_though_many_short_lines_ranked_below_it_would_fill_the_room(
+    history,
+):
+    """A message written as a paragraph answers in one sentence: ranked first, it must not lose its room to a
+    hundred short lines ranked below it that only share a word of the question (packing by relevance per token
+    alone took those first: reciprocal-rank scores are flat far down a ranking)."""
+    messages = rehearsal_chatter()
+    messages[30:30] = [Message("assistant", AUDITION, turn=16)]
+    ctx = module_ctx(make_ctx(messages=messages, query="What did Ines play at her orchestra audition?"), config=RECALL)
+    recalled = [m.content for m in window_parts((await history.contribute(1_500, ctx)).messages())[1]]
+    assert AUDITION in recalled
+    assert sum("rehearsal" in line for line in recalled) >= 10  # the rest of the room still goes to the others

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import AsyncGenerator, Coroutine, Sequence
+from collections.abc import AsyncGenerator, Callable, Coroutine, Sequence
 from contextlib import aclosing
 from functools import lru_cache, partial
 from itertools import groupby
@@ -108,6 +108,14 @@ RECALL_COST_EXPONENT = HistoryOptions().recall_cost_exponent
 (0: by rank alone). Rank order lost bench/recall_bench.py's facts to long replies ranked above them (85 / 88% at
 4K / 8K against 90 / 98% with 0.5); plain relevance per token let short lines that hold nothing ("Sure, Theo!")
 beat the longer message holding the fact on chats between people (bench/conversation_bench.py)."""
+RECALL_RANKED_SHARE = 0.5
+"""Share of the recall room that the ranking's best units fill in rank order, whatever their length, before the rest
+is packed by relevance per token (``RECALL_COST_EXPONENT``). Fused scores are reciprocal ranks, flat far down a ranking
+(1 / (60 + rank)), so by relevance per token a 200-token message ranked 1st came after every short line ranked above
+~65th: of the held-out sets' misses that the plain hybrid held at 4K / 8K, 14 of 34 were long messages (111-376 tokens)
+ranked within the room, whose room went to lines ranked below them. The length cost is a bet worth making in the
+ranking's tail, where no single unit is likely to hold the answer, not at its head (0.75 gained more on the set it was
+chosen on and lost on others; docs/knowledge.md, "Ranking, session 42")."""
 RECALL_WAIT_S = 1.5
 """How long a turn waits for recall's index of a long history met for the first time (its words read and indexed:
 about a second for 50,000 messages, more on a busy machine) before it goes on with the newest turns alone. Under the
@@ -870,15 +878,17 @@ def _packed(
             found = priced[unit.position] = (unit.messages, sum(count(m) for m in unit.messages), text)
         return found
 
-    # By relevance per token past ``RECALL_COST_FREE`` tokens: long units pay for their length, short ones gain
-    # nothing from being short (see ``RECALL_COST_EXPONENT``).
+    # The ranking's head in rank order, the rest by relevance per token past ``RECALL_COST_FREE`` tokens: there long
+    # units pay for their length, short ones gain nothing from being short (see ``RECALL_COST_EXPONENT`` and
+    # ``RECALL_RANKED_SHARE``).
     by_value = ranked
     if exponent:
 
         def value(unit: RecalledUnit) -> tuple[float, int]:
             return -unit.score / max(1, price(unit)[1] / RECALL_COST_FREE) ** exponent, unit.position
 
-        by_value = tuple(sorted(by_value, key=value))
+        head = _ranking_head(ranked, lambda unit: price(unit)[1], room * RECALL_RANKED_SHARE)
+        by_value = (*ranked[:head], *sorted(ranked[head:], key=value))
     chosen: list[RecalledUnit] = []
     seen: set[str] = set()
     left = room
@@ -914,6 +924,16 @@ def _packed(
         left -= cost
     chosen.sort(key=lambda u: u.position)
     return chosen, taken, relevant_tokens, left
+
+
+def _ranking_head(ranked: Sequence[RecalledUnit], cost: Callable[[RecalledUnit], int], tokens: float) -> int:
+    """How many of the best ``ranked`` units, in rank order, fit in ``tokens`` together."""
+    spent = 0
+    for at, unit in enumerate(ranked):
+        spent += cost(unit)
+        if spent > tokens:
+            return at
+    return len(ranked)
 
 
 def _walk(source: MessageSource, ctx: AssemblyContext) -> _Walk:
