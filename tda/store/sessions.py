@@ -557,12 +557,7 @@ class SessionStore:
                 rows = await _insert_messages(c, counted, returning=returning)
                 await c.execute(_COUNT_MESSAGES, {"session_id": session_id, "added": len(counted)})
         except Conflict:  # the (session, turn) constraint, or the session is gone
-            if priced is not None:  # the call was made and paid for all the same
-                await self.record_model_call(priced.snapshot_id, priced.data, priced.call, priced.timings)
-            await self.get(session_id)
-            raise Conflict(
-                f"turn {turn['turn']} of session {session_id!r} was recorded meanwhile; send the query again"
-            ) from None
+            raise await self._taken_meanwhile(session_id, turn["turn"], priced) from None
         return TurnTuple._make(row), rows
 
     async def extend_turn(
@@ -597,6 +592,14 @@ class SessionStore:
             await c.execute(_COUNT_MESSAGES, {"session_id": session_id, "added": len(counted)})
         return row._replace(**values)
 
+    async def _taken_meanwhile(self, session_id: str, turn: int, priced: Priced | None) -> Conflict:
+        """What a turn recorded meanwhile (its number taken, or its session gone: NotFound) tells the caller; the
+        model call was made and paid for all the same, so it is stored."""
+        if priced is not None:
+            await self.record_model_call(priced.snapshot_id, priced.data, priced.call, priced.timings)
+        await self.get(session_id)
+        return Conflict(f"turn {turn} of session {session_id!r} was recorded meanwhile; send the query again")
+
     async def _recorded_here(
         self, session_id: str, turn: dict[str, Any], counted: list[dict[str, Any]], priced: Priced | None
     ) -> TurnTuple | None:
@@ -617,12 +620,7 @@ class SessionStore:
         try:
             return await self.db.write_here(record)
         except Conflict:
-            if priced is not None:  # the call was made and paid for all the same
-                await self.record_model_call(priced.snapshot_id, priced.data, priced.call, priced.timings)
-            await self.get(session_id)
-            raise Conflict(
-                f"turn {turn['turn']} of session {session_id!r} was recorded meanwhile; send the query again"
-            ) from None
+            raise await self._taken_meanwhile(session_id, turn["turn"], priced) from None
         except sqlite3.OperationalError as exc:
             if _MALFORMED_JSON not in str(exc):
                 raise
