@@ -170,45 +170,32 @@ def creator(url: str) -> Callable[[], Any]:
     return connect
 
 
-class LoopReader:
-    """The few reads every session call makes (its session's row, where the call goes), run on one sqlite3
-    connection of the loop's own, by statements compiled once. Through a pooled connection each cost ~0.2 ms of
-    checkout, execution context and close around ~10 us of SQLite's work (a session's chat call made two: ~0.5 ms
-    of its ~15). The connection reads in autocommit, each statement its own read transaction (the newest commit,
-    as a pooled connection's first read sees it), and may not write (``query_only``). A statement and its rows go
-    through without a wait between them, so calls on the loop never interleave on it."""
+class _OwnConnection:
+    """One sqlite3 connection of the event loop's own (opened at first use, in autocommit: ``PRAGMAS`` set), and the
+    statements it runs, each compiled once for its parameters' names (held with the statement: its id is no other's)."""
+
+    PRAGMAS: tuple[str, ...] = ()
 
     def __init__(self, database: str, dialect: Dialect) -> None:
         self.database, self.dialect = database, dialect
         self._connection: sqlite3.Connection | None = None
         self._compiled: dict[tuple[int, frozenset[str]], tuple[Any, Compiled]] = {}
-        self.reads = 0
-        """How many statements it ran (tests: which reads went this way)."""
 
     def _open(self) -> sqlite3.Connection:
         if self._connection is None:
             connection = sqlite3.connect(self.database, isolation_level=None, timeout=0, check_same_thread=False)
-            connection.execute("PRAGMA query_only=ON")
+            for pragma in self.PRAGMAS:
+                connection.execute(f"PRAGMA {pragma}")
             self._connection = connection
         return self._connection
 
-    async def first(self, statement: Any, params: dict[str, Any]) -> tuple[Any, ...] | None:
-        """The first row of ``statement`` (a SELECT built once, its parameters named by ``params``' keys), its
-        columns as SQLAlchemy's row holds them; None when there is none."""
-        self.reads += 1
-        compiled = self._compiled_for(statement, params)
-        row = await _unlocked(self._first, compiled, params)
-        return compiled.row(row) if row is not None else None
-
-    def _compiled_for(self, statement: Any, params: dict[str, Any]) -> Compiled:
-        key = (id(statement), frozenset(params))
+    def compiled(self, statement: Any, names: Iterable[str]) -> Compiled:
+        """``statement`` compiled for parameters named ``names``, once."""
+        key = (id(statement), frozenset(names))
         found = self._compiled.get(key)
-        if found is None:  # held with the statement: its id is no other's
+        if found is None:
             found = self._compiled[key] = (statement, Compiled(statement, tuple(key[1]), self.dialect))
         return found[1]
-
-    def _first(self, compiled: Compiled, params: dict[str, Any]) -> Any:
-        return self._open().execute(compiled.sql, compiled.arguments(params)).fetchone()
 
     def close(self) -> None:
         if self._connection is not None:
@@ -216,26 +203,45 @@ class LoopReader:
             self._connection = None
 
 
-class LoopWriter:
+class LoopReader(_OwnConnection):
+    """The few reads every session call makes (its session's row, where the call goes), run on one sqlite3
+    connection of the loop's own, by statements compiled once. Through a pooled connection each cost ~0.2 ms of
+    checkout, execution context and close around ~10 us of SQLite's work (a session's chat call made two: ~0.5 ms
+    of its ~15). The connection reads in autocommit, each statement its own read transaction (the newest commit,
+    as a pooled connection's first read sees it), and may not write (``query_only``). A statement and its rows go
+    through without a wait between them, so calls on the loop never interleave on it."""
+
+    PRAGMAS = ("query_only=ON",)
+
+    def __init__(self, database: str, dialect: Dialect) -> None:
+        super().__init__(database, dialect)
+        self.reads = 0
+        """How many statements it ran (tests: which reads went this way)."""
+
+    async def first(self, statement: Any, params: dict[str, Any]) -> tuple[Any, ...] | None:
+        """The first row of ``statement`` (a SELECT built once, its parameters named by ``params``' keys), its
+        columns as SQLAlchemy's row holds them; None when there is none."""
+        self.reads += 1
+        compiled = self.compiled(statement, params)
+        row = await _unlocked(self._first, compiled, params)
+        return compiled.row(row) if row is not None else None
+
+    def _first(self, compiled: Compiled, params: dict[str, Any]) -> Any:
+        return self._open().execute(compiled.sql, compiled.arguments(params)).fetchone()
+
+
+class LoopWriter(_OwnConnection):
     """A session call's own small transactions (its snapshot while the model answers, then its record) on one sqlite3
     connection of the loop's own, by statements compiled once: BEGIN IMMEDIATE, the statements, COMMIT, run
     through without a wait (so nothing of the loop interleaves), the whole retried while another process holds the
     lock. The caller holds the database's write lock (``Database.write_here``), as the pool's writers do."""
 
+    PRAGMAS = ("foreign_keys=ON", "journal_mode=WAL", "synchronous=NORMAL")  # as the pool's (tda/db.py)
+
     def __init__(self, database: str, dialect: Dialect) -> None:
-        self.database, self.dialect = database, dialect
-        self._connection: sqlite3.Connection | None = None
-        self._compiled: dict[tuple[int, frozenset[str]], tuple[Any, Compiled]] = {}
+        super().__init__(database, dialect)
         self.writes = 0
         """How many transactions it committed or tried (tests: which writes went this way)."""
-
-    def _open(self) -> sqlite3.Connection:
-        if self._connection is None:
-            connection = sqlite3.connect(self.database, isolation_level=None, timeout=0, check_same_thread=False)
-            for pragma in ("foreign_keys=ON", "journal_mode=WAL", "synchronous=NORMAL"):  # as the pool's (tda/db.py)
-                connection.execute(f"PRAGMA {pragma}")
-            self._connection = connection
-        return self._connection
 
     async def transaction(self, work: Callable[[Statements], T]) -> T:
         """``work`` run in one transaction: committed when it returns, rolled back entirely if it raises."""
@@ -253,19 +259,6 @@ class LoopWriter:
                 connection.execute("ROLLBACK")
             raise
         return done
-
-    def compiled(self, statement: Any, names: Iterable[str]) -> Compiled:
-        """``statement`` compiled for parameters named ``names``, once (held with it: its id is no other's)."""
-        key = (id(statement), frozenset(names))
-        found = self._compiled.get(key)
-        if found is None:
-            found = self._compiled[key] = (statement, Compiled(statement, tuple(key[1]), self.dialect))
-        return found[1]
-
-    def close(self) -> None:
-        if self._connection is not None:
-            self._connection.close()
-            self._connection = None
 
 
 class Statements:
