@@ -8,6 +8,7 @@ import itertools
 import json
 import sqlite3
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
@@ -618,13 +619,9 @@ class SessionStore:
             return TurnTuple._make(row)
 
         try:
-            return await self.db.write_here(record)
+            return await self._written_here(record)
         except Conflict:
             raise await self._taken_meanwhile(session_id, turn["turn"], priced) from None
-        except sqlite3.OperationalError as exc:
-            if _MALFORMED_JSON not in str(exc):
-                raise
-            return None
 
     async def _extended_here(
         self,
@@ -650,10 +647,16 @@ class SessionStore:
             return row._replace(**values)
 
         try:
-            return await self.db.write_here(extend)
+            return await self._written_here(extend)
         except _NoTurn:
             await self.get(session_id)  # NotFound names the session when it is gone
             raise NotFound(f"session {session_id!r} has no turn {turn}") from None
+
+    async def _written_here(self, work: Callable[[Statements], TurnTuple]) -> TurnTuple | None:
+        """``work`` by the loop's own connection; None when SQLite's JSON cannot read the snapshot it prices (a NaN
+        stored before): nothing of it was written, and the pool's way takes it."""
+        try:
+            return await self.db.write_here(work)
         except sqlite3.OperationalError as exc:
             if _MALFORMED_JSON not in str(exc):
                 raise
