@@ -121,6 +121,12 @@ class _RecentVectors:
         return [known[t] for t in texts]
 
 
+def as_floats(vectors: Sequence[Any]) -> list[list[float]]:
+    """An embedding function's vectors as lists of Python floats (the ``Embedder`` protocol's), in one C call: a
+    float at a time was ~0.1 ms a vector, half the CPU of embedding a conversation with the hashing embedder."""
+    return np.asarray(vectors).tolist() if len(vectors) else []
+
+
 def embeds_at_once(embed: Any, text: str) -> bool:
     """Whether ``embed`` gives ``text``'s vector without running a model (a lexical embedder, or a model that
     embedded it recently): callers may then stay on the event loop rather than hop to a worker thread."""
@@ -352,6 +358,5 @@ class Embedder:
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         texts = list(texts)
         if len(texts) == 1 and embeds_at_once(self._embed, texts[0]):
-            return [list(map(float, v)) for v in self._embed(texts)]
-        vectors = await asyncio.to_thread(self._embed, texts)
-        return [list(map(float, v)) for v in vectors]
+            return as_floats(self._embed(texts))
+        return as_floats(await asyncio.to_thread(self._embed, texts))

@@ -171,11 +171,11 @@ class LiveKnowledge:
         step.add_done_callback(retrieved)  # a failed run is the modules' to meet: they embed it again
 
     def _embed(self, texts: list[str]) -> list[list[float]]:
-        if self._embed_fn is None:
-            from .embeddings import make_embedder
+        from .embeddings import as_floats, make_embedder
 
+        if self._embed_fn is None:
             self._embed_fn = make_embedder(self.embedder)
-        return [[float(x) for x in vector] for vector in self._embed_fn(texts)]
+        return as_floats(self._embed_fn(texts))
 
     # --- CaseRetriever and the champion-case writes ----------------------------------------
 

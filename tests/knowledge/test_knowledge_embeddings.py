@@ -310,3 +310,17 @@ def test_a_text_embedded_by_two_threads_at_once_runs_the_model_once() -> None:
     assert recent.embed(["new text"], slow) == [[8.0, 1.0]]
     failed.join()
     assert len(errors) == 1 and runs[-1] == ["new text"]
+
+
+@pytest.mark.parametrize("name", ["hashing", "minilm-int8"])
+async def test_the_embedder_protocol_gets_each_vector_as_python_floats_equal_to_the_models(name: str) -> None:
+    """``tda assemble``'s and the knowledge store's embedders hand recall lists of floats (the protocol's type),
+    each the model's float32 value exactly: a session's vectors are kept by text and compared across paths."""
+    from tda.knowledge.embeddings import Embedder
+
+    texts = ["The output reserve keeps room for the answer.", "", "Kofi put a roof on his shed in May."]
+    got = await Embedder(name).embed(texts)
+    model = make_embedder(name)(texts)
+    assert [len(v) for v in got] == [len(v) for v in model]
+    assert all(type(x) is float for v in got for x in v)
+    assert got == [[float(x) for x in v] for v in model]
