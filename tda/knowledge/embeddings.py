@@ -37,6 +37,14 @@ DEFAULT_EMBEDDER = "minilm-int8"
 _WORD = re.compile(r"[a-z0-9]+")
 
 
+@functools.lru_cache(maxsize=32_768)
+def _hashed(feature: str, dimensions: int) -> tuple[int, float]:
+    """A feature's slot and sign: a conversation repeats its words, and a lookup costs a tenth of the hash (a
+    2.7 KB tool result: ~0.8 -> ~0.2 ms). ~3 MB when full."""
+    digest = hashlib.blake2b(feature.encode(), digest_size=8).digest()
+    return int.from_bytes(digest[:4], "little") % dimensions, 1.0 if digest[4] & 1 else -1.0
+
+
 @register_embedding_function
 class HashingEmbedding(EmbeddingFunction[Documents]):
     """Feature hashing of lower-cased word unigrams and bigrams; L2-normalised. Fast and deterministic."""
@@ -48,12 +56,12 @@ class HashingEmbedding(EmbeddingFunction[Documents]):
         return [self._embed(text) for text in input]
 
     def _embed(self, text: str) -> np.ndarray:
-        vector = np.zeros(self.dimensions, dtype=np.float32)
         words = _WORD.findall(text.lower())
-        for feature in [*words, *(f"{a} {b}" for a, b in itertools.pairwise(words))]:
-            digest = hashlib.blake2b(feature.encode(), digest_size=8).digest()
-            slot = int.from_bytes(digest[:4], "little") % self.dimensions
-            vector[slot] += 1.0 if digest[4] & 1 else -1.0
+        features = [*words, *(f"{a} {b}" for a, b in itertools.pairwise(words))]
+        hashed = [_hashed(feature, self.dimensions) for feature in features]
+        slots = np.fromiter((slot for slot, _ in hashed), dtype=np.intp, count=len(hashed))
+        signs = np.fromiter((sign for _, sign in hashed), dtype=np.float64, count=len(hashed))
+        vector = np.bincount(slots, weights=signs, minlength=self.dimensions).astype(np.float32)
         norm = float(np.linalg.norm(vector))
         return vector / norm if norm else vector
 

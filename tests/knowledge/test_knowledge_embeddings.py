@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import hashlib
+import re
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
 import pytest
 from chromadb.utils.embedding_functions import known_embedding_functions
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tda.knowledge.embeddings import HashingEmbedding, MiniLMEmbedding, MiniLMInt8Embedding, make_embedder
 from tda.knowledge.model_files import model_folder
@@ -18,6 +23,28 @@ def test_hashing_is_deterministic_normalised_and_lexical() -> None:
     assert np.array_equal(a, b) and len(a) == 512
     assert float(np.linalg.norm(a)) == pytest.approx(1.0, abs=1e-5)
     assert float(np.dot(a, embed(["how to reset a router password"])[0])) > float(np.dot(a, c)) + 0.3
+
+
+def _hashed_by_hand(text: str, dimensions: int) -> np.ndarray:
+    """The hashing embedder's formula, one feature at a time: what collections made with it hold."""
+    vector = np.zeros(dimensions, dtype=np.float32)
+    words = re.findall(r"[a-z0-9]+", text.lower())
+    for feature in [*words, *(f"{a} {b}" for a, b in pairwise(words))]:
+        digest = hashlib.blake2b(feature.encode(), digest_size=8).digest()
+        vector[int.from_bytes(digest[:4], "little") % dimensions] += 1.0 if digest[4] & 1 else -1.0
+    norm = float(np.linalg.norm(vector))
+    return vector / norm if norm else vector
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    texts=st.lists(st.text(alphabet=st.sampled_from("ab cd eF 9\n-é"), max_size=60), min_size=1, max_size=4),
+    dimensions=st.sampled_from([8, 512]),
+)
+def test_hashing_gives_the_formula_s_vectors_byte_for_byte(texts: list[str], dimensions: int) -> None:
+    """Its features' slots are remembered, not the vectors: a collection built before keeps matching its queries."""
+    for got, text in zip(HashingEmbedding(dimensions)(texts), texts, strict=True):
+        assert got.dtype == np.float32 and got.tobytes() == _hashed_by_hand(text, dimensions).tobytes()
 
 
 def test_embedders_are_registered_so_reopened_collections_rebuild_them() -> None:
