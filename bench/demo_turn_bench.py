@@ -2,8 +2,8 @@
 
 Issue 31's targets: "a demo turn costs at most 20 ms of server time with the default embedder, and no module holds
 the event loop more than 5 ms". The demo as `make run` seeds it (tda/demo.py: the Returns-analysis session under
-the Balanced type, the docs/*.md knowledge collection) in a fresh data folder; the app runs in this process (the
-mock model) and turns are posted to the demo session through Quart's test client. Per turn:
+the Balanced type, the user-facing docs as its knowledge collection) in a fresh data folder; the app runs in this
+process (the mock model) and turns are posted to the demo session through Quart's test client. Per turn:
 
 * server time: the ``Server-Timing`` turn time minus its model time (what the server spends, the mock model aside);
 * the time each module held the event loop (the snapshot's ``blocked_ms``: the sum of its synchronous steps);
