@@ -139,10 +139,10 @@ class ChromaKnowledgeRetriever:
         chunks are held (nothing compared per search: ~1 ms of a demo turn's ~3 ms search), else pair by pair."""
         threshold = self.settings.near_duplicate
         held = self._held_for(passages) if threshold > 0 else None
-        rows = [held.numbers.get(str(p.metadata.get("id"))) for p in passages] if held is not None else [None]
-        if held is None or None in rows:  # (a chunk not held: written meanwhile by another process)
+        rows = held.rows_of(passages) if held is not None else None
+        if held is None or rows is None:
             return dedupe(passages, threshold, limit=limit)
-        return distinct_by(passages, cast(list[int], rows), held.near_duplicates(threshold), limit)
+        return distinct_by(passages, rows, held.near_duplicates(threshold), limit)
 
     def _held_for(self, passages: Sequence[Passage]) -> _CollectionIndex | None:
         """The held chunks of the one collection ``passages`` come from, as this store last wrote it; None for
@@ -423,6 +423,11 @@ class _CollectionIndex:
     _near: dict[float, dict[int, frozenset[int]]] = field(default_factory=dict)
     """``near_duplicates`` by threshold (computed at a collection's first search with it)."""
 
+    def rows_of(self, passages: Sequence[Passage]) -> list[int] | None:
+        """The passages' row numbers (None when one is not a held chunk: written meanwhile by another process)."""
+        rows = [self.numbers.get(str(p.metadata.get("id"))) for p in passages]
+        return None if None in rows else cast(list[int], rows)
+
     def near_duplicates(self, threshold: float) -> dict[int, frozenset[int]]:
         """Each chunk's near duplicates among the others (``near_duplicate_rows``), by row number."""
         found = self._near.get(threshold)
@@ -649,13 +654,10 @@ def near_duplicate_rows(texts: Sequence[str], threshold: float) -> dict[int, fro
         prefix = _prefix(ordered, threshold)
         same = by_hash.setdefault(h, i)
         pairs = {j for s in prefix for j in by_prefix.get(s, ())}
-        for j in pairs:
+        for j in pairs:  # an equal text shares every shingle of the prefix: it is among them
             if j == same or _similar(shingles, shingle_sets[j], threshold):
                 near.setdefault(i, set()).add(j)
                 near.setdefault(j, set()).add(i)
-        if same != i:  # an equal text shares every prefix shingle: already among the pairs, but say so anyway
-            near.setdefault(i, set()).add(same)
-            near.setdefault(same, set()).add(i)
         for s in prefix:
             by_prefix.setdefault(s, []).append(i)
         shingle_sets.append(shingles)
