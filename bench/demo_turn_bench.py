@@ -2,8 +2,8 @@
 
 Issue 31's targets: "a demo turn costs at most 20 ms of server time with the default embedder, and no module holds
 the event loop more than 5 ms". The demo as `make run` seeds it (tda/demo.py: the Returns-analysis session under
-the Balanced type, the docs/*.md knowledge collection) in a fresh data folder; the app runs in this process (the
-mock model) and turns are posted to the demo session through Quart's test client. Per turn:
+the Balanced type, the user-facing docs as its knowledge collection) in a fresh data folder; the app runs in this
+process (the mock model) and turns are posted to the demo session through Quart's test client. Per turn:
 
 * server time: the ``Server-Timing`` turn time minus its model time (what the server spends, the mock model aside);
 * the time each module held the event loop (the snapshot's ``blocked_ms``: the sum of its synchronous steps);
@@ -27,7 +27,9 @@ next turn at once, so that its assembly also waits for that indexing (``vectors_
 The first WARMUP turns warm caches (the query embeddings of repeated questions are cached too: each question is
 asked once per round with its round number, so none is a repeat). Run: ``python bench/demo_turn_bench.py``
 (BENCH_ROUNDS=n, TDA_EMBEDDER=name; BENCH_DEMO_DIR=folder keeps the embedded docs between runs: unchanged files are
-not embedded again; BENCH_PROFILE=file profiles the loop's thread's CPU during the measured turns).
+not embedded again; BENCH_PROFILE=file profiles the loop's thread's CPU during the measured turns;
+BENCH_DEMO_CHUNKS=n adds the knowledge bench's corpora, file by file, until the demo collection holds n chunks: what a
+turn costs as the collection grows, in a folder of its own per size).
 """
 
 from __future__ import annotations
@@ -62,6 +64,8 @@ QUESTIONS = (
     "Plot weekly returns for the South since September.",
     "How does recall decide what older messages to bring back?",
 )
+CHUNKS = int(os.environ.get("BENCH_DEMO_CHUNKS", "0"))
+PADDING = ROOT / "bench" / "data"
 BACK_TO_BACK = bool(os.environ.get("BENCH_BACK_TO_BACK"))
 TICK_S = 0.001
 FULL = FullPasses()
@@ -152,6 +156,25 @@ class Ticker:
         self._running = False
 
 
+def padded(settings: Settings, chunks: int) -> int:
+    """The demo collection with the knowledge bench's corpora added, file by file in name order, until it holds
+    ``chunks`` chunks (unrelated documents: the demo's questions find their answers where they did); its count."""
+    from tda.demo import DEMO_COLLECTION
+    from tda.knowledge.ingest import ingest_paths
+    from tda.knowledge.store import KnowledgeStore
+
+    store = KnowledgeStore.open(settings.data_dir, settings.chroma_url, embedder=settings.embedder, sentences=False)
+    try:
+        files = sorted(PADDING.glob("*/corpus/*"))
+        held = store.collection(DEMO_COLLECTION).count()
+        while held < chunks and files:
+            ingest_paths(store, [files.pop(0)], DEMO_COLLECTION, base=PADDING)
+            held = store.collection(DEMO_COLLECTION).count()
+        return held
+    finally:
+        store.close()
+
+
 async def run(folder: Path) -> list[dict[str, Any]]:
     from quart.testing import TestApp
 
@@ -163,7 +186,8 @@ async def run(folder: Path) -> list[dict[str, Any]]:
     settings = Settings(data_dir=folder, mock_model=True, embedder=EMBEDDER)
     started = time.perf_counter()
     report = seed_demo_knowledge(settings)
-    print(f"demo knowledge: {report.chunks} chunks in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+    chunks = padded(settings, CHUNKS) if CHUNKS else report.chunks
+    print(f"demo knowledge: {chunks} chunks in {time.perf_counter() - started:.0f} s", file=sys.stderr)
     app = create_app(settings, migrate=False, warm_up_llm=False, warm_up_knowledge=True)
     turns: list[dict[str, Any]] = []
     async with TestApp(app, startup_timeout=600) as running:

@@ -1,5 +1,5 @@
 """Demo data for `make run`: the four shipped types, one profile per profile type, a session with history,
-and a knowledge collection made of the project's own docs/*.md."""
+and a knowledge collection made of the project's user-facing documentation (README.md and docs/*.md)."""
 
 from __future__ import annotations
 
@@ -12,11 +12,17 @@ from .store import Store
 if TYPE_CHECKING:
     from .config import Settings
     from .knowledge.ingest import IngestReport
+    from .knowledge.store import KnowledgeStore
 
 ACTOR = "demo"
 DEMO_SESSION = "demo"
 DEMO_COLLECTION = "demo"
 DOCS = Path(__file__).resolve().parents[1] / "docs"
+README = DOCS.parent / "README.md"
+LAB_NOTEBOOKS = frozenset({"benchmarks.md", "knowledge.md"})
+"""docs/ pages that are measurement logs: each session adds its figures (2,500-3,000 lines each, 728 of 1,010 chunks),
+which is not what a user asks the demo about, and made the demo's windows and `make bench`'s demo turn change with no
+code change (959 -> 1,010 chunks in one session). The reference they hold is in the other pages too."""
 
 _TOOLS = [
     {
@@ -133,8 +139,14 @@ async def seed_demo(store: Store) -> dict[str, Any]:
     return {"types_created": types, "profiles_created": profiles, "session": session}
 
 
+def demo_documents() -> list[Path]:
+    """What the demo's knowledge holds: the README and the docs/ pages a user reads, not the measurement logs."""
+    return [README, *(page for page in sorted(DOCS.glob("*.md")) if page.name not in LAB_NOTEBOOKS)]
+
+
 def seed_demo_knowledge(settings: Settings) -> IngestReport:
-    """docs/*.md into the demo collection (a few dozen chunks). Unchanged files are skipped before any
+    """``demo_documents`` into the demo collection (~330 chunks), and the docs/ pages it no longer seeds (the
+    measurement logs an earlier demo held, a page since removed) out of it. Unchanged files are skipped before any
     embedding, so running the demo again costs next to nothing."""
     from .knowledge.ingest import ingest_paths
     from .knowledge.store import KnowledgeStore
@@ -142,9 +154,20 @@ def seed_demo_knowledge(settings: Settings) -> IngestReport:
     # no sentence index: the demo's windows give knowledge thousands of tokens, where sentence windows never apply
     store = KnowledgeStore.open(settings.data_dir, settings.chroma_url, embedder=settings.embedder, sentences=False)
     try:
-        return ingest_paths(store, sorted(DOCS.glob("*.md")), DEMO_COLLECTION, base=DOCS.parent)
+        report = ingest_paths(store, demo_documents(), DEMO_COLLECTION, base=DOCS.parent)
+        _drop_unseeded_pages(store)
+        return report
     finally:
         store.close()
+
+
+def _drop_unseeded_pages(store: KnowledgeStore) -> None:
+    """Deletes the docs/ pages the demo collection holds that ``demo_documents`` no longer names (a user's own
+    documents in it stay)."""
+    seeded = {path.relative_to(DOCS.parent).as_posix() for path in demo_documents()}
+    for document in store.document_ids(DEMO_COLLECTION):
+        if document.startswith("docs/") and document not in seeded:
+            store.delete_document(DEMO_COLLECTION, document)
 
 
 async def _seed_session(store: Store) -> str:

@@ -13,8 +13,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from components.context_window.base import KnowledgeRetriever, Passage
+from tda.knowledge import retrieval
 from tda.knowledge.ingest import ingest_paths
-from tda.knowledge.retrieval import ChromaKnowledgeRetriever, RetrievalSettings, dedupe
+from tda.knowledge.retrieval import (
+    ChromaKnowledgeRetriever,
+    RetrievalSettings,
+    dedupe,
+    distinct_by,
+    near_duplicate_rows,
+)
 from tda.knowledge.store import KnowledgeStore
 
 MANUAL = """# Boat manual
@@ -291,3 +298,43 @@ def test_dedupe_keeps_what_comparing_every_pair_keeps(
         texts.append(" ".join(words))
     passages = [passage(t, 1.0 - n / 100) for n, t in enumerate(texts)]
     assert dedupe(passages, threshold, limit=limit) == dedupe_every_pair(passages, threshold, limit)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    base=st.lists(_VOCABULARY, min_size=1, max_size=40),
+    edits=st.lists(st.tuples(st.integers(0, 40), st.integers(0, 6), st.lists(_VOCABULARY, max_size=6)), max_size=12),
+    threshold=st.sampled_from([0.3, 0.5, 0.7, 0.85, 0.9, 1.0]),
+    limit=st.none() | st.integers(0, 12),
+    data=st.data(),
+)
+def test_a_collection_s_near_duplicate_map_keeps_what_dedupe_keeps(
+    base: list[str], edits: list[tuple[int, int, list[str]]], threshold: float, limit: int | None, data: st.DataObject
+) -> None:
+    """The map made once per collection (``near_duplicate_rows``) decides as ``dedupe`` compares: for any candidates
+    of the collection, in any order, the same passages are kept."""
+    texts, words = [" ".join(base)], list(base)
+    for at, cut, inserted in edits:
+        words = [*words[:at], *inserted, *words[at + cut :]] or ["omega"]
+        texts.append(" ".join(words))
+    rows = data.draw(st.lists(st.integers(0, len(texts) - 1), unique=True))
+    passages = [passage(texts[row], 1.0 - n / 100) for n, row in enumerate(rows)]
+    near = near_duplicate_rows(texts, threshold)
+    assert distinct_by(passages, rows, near, limit) == dedupe(passages, threshold, limit=limit)
+
+
+def test_a_search_of_a_held_collection_compares_no_texts(
+    retriever: ChromaKnowledgeRetriever, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Dedupe by the collection's near-duplicate map, made at its first search: a search after it computes no
+    passage's shingles (``dedupe`` computed the ~80 candidates' each search, ~1 ms of a demo turn's ~3 ms search),
+    and keeps what ``dedupe`` keeps."""
+    first = retriever.search("mainsail reef", collections=["boat"], k=10)
+    keys = retrieval._text_key
+    computed: list[str] = []
+    monkeypatch.setattr(retrieval, "_text_key", lambda text: computed.append(text) or keys(text))
+    again = retriever.search("mainsail reef", collections=["boat"], k=10)
+    other = retriever.search("fishing line on the propeller", collections=["boat"], k=10)
+    assert computed == []
+    assert again == first
+    assert other == dedupe(other, retriever.settings.near_duplicate)
