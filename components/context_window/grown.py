@@ -34,8 +34,11 @@ class Prefix(Sequence[T], Generic[T]):
     @overload
     def __getitem__(self, index: slice) -> list[T]: ...
     def __getitem__(self, index: int | slice) -> T | list[T]:
-        if isinstance(index, slice):
-            return self._items[: self._size][index] if self._size < len(self._items) else self._items[index]
+        if isinstance(index, slice):  # only the items asked for are copied, never the list up to them
+            picked = range(self._size)[index]
+            if picked.step == 1:
+                return self._items[picked.start : picked.stop]
+            return [self._items[i] for i in picked]
         if not -self._size <= index < self._size:
             raise IndexError("Prefix index out of range")
         return self._items[index if index >= 0 else self._size + index]

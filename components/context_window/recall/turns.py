@@ -170,28 +170,34 @@ class SearchedTurns(Generic[D]):
         numbers, texts = [n for _, n, _ in added], [text for _, _, (text, _) in added]
         sizes = np.fromiter((size for _, _, (_, size) in added), dtype=np.int64, count=len(added))
         kept = int(np.searchsorted(last.rows, held)) if last is not None and held else 0  # columns of items still there
-        if last is not None and kept == len(last.numbers) and kept:  # the list only grew: the columns are extended
-            grown_rows, grown_sizes = last.grown
-            grown_rows.extend(rows)
-            grown_sizes.extend(sizes)
-            found = Searched(
-                described,
-                grown_rows.view,
-                last.numbers.appended(numbers),
-                last.texts.appended(texts),
-                grown_sizes.view,
-                last.grown,
-            )
+        if last is not None and kept and kept == len(last.numbers):  # the list only grew: its columns are extended
+            columns = _extended(last, described, rows, numbers, texts, sizes)
         else:
             if last is not None and kept:
                 numbers, texts = [*last.numbers[:kept], *numbers], [*last.texts[:kept], *texts]
                 rows, sizes = np.concatenate([last.rows[:kept], rows]), np.concatenate([last.sizes[:kept], sizes])
             grown = (GrowingArray(np.int64, rows), GrowingArray(np.int64, sizes))
-            found = Searched(described, grown[0].view, Prefix(numbers), Prefix(texts), grown[1].view, grown)
-        return self._last.put(session_id, found)
+            columns = Searched(described, grown[0].view, Prefix(numbers), Prefix(texts), grown[1].view, grown)
+        return self._last.put(session_id, columns)
 
     def forget(self, session_id: str) -> None:
         self._last.discard(session_id)
+
+
+def _extended(
+    last: Searched,
+    source: Sequence[tuple[int, Any]],
+    rows: np.ndarray,
+    numbers: list[int],
+    texts: list[TurnText],
+    sizes: np.ndarray,
+) -> Searched:
+    """``last``'s columns with those of the items ``source`` added, in place (what ``last`` shows does not change)."""
+    grown_rows, grown_sizes = last.grown
+    grown_rows.extend(rows)
+    grown_sizes.extend(sizes)
+    appended_numbers, appended_texts = last.numbers.appended(numbers), last.texts.appended(texts)
+    return Searched(source, grown_rows.view, appended_numbers, appended_texts, grown_sizes.view, last.grown)
 
 
 @dataclass(frozen=True, slots=True)
