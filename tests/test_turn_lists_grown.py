@@ -194,3 +194,23 @@ def test_searched_columns_are_those_made_afresh(steps):
     for found, numbers, texts, rows, sizes in handed:
         assert list(found.numbers) == numbers and list(found.texts) == texts
         assert found.rows.tolist() == rows and found.sizes.tolist() == sizes
+
+
+async def test_an_earlier_turn_kept_for_workflow_history_is_not_walked_by_the_collector():
+    """A session's every turn is kept described for its life: workflow_history's description, and the list items
+    holding it, are tuples of strings and numbers, which the collector stops tracking (a ``TurnText`` was tracked,
+    and so was each tuple holding one: two objects more a turn for every full pass to walk)."""
+    import gc
+
+    from modules.workflow_history.handler import turn_described, turn_text
+
+    index = TurnIndex(db=None, embedder=lambda: None)  # type: ignore[arg-type]
+    await index.described(KEY, None, 0, "workflow_history", turn_described, before=0)
+    for n in range(20):
+        await index.recorded(KEY, _row(n))
+    listed = await index.described(KEY, None, 0, "workflow_history", turn_described, before=20)
+    for _ in range(3):  # a tuple is let go once what it holds is: the key, the description, the list's item
+        gc.collect()
+    assert not any(gc.is_tracked(item) for item in listed)
+    record = TurnRecord(turn=3, query="q3", plan="")
+    assert TurnText(*listed[3][1]) == turn_text(record) and listed[3][1] == turn_described(record)
