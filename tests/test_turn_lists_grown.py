@@ -92,7 +92,7 @@ def test_prefix_views_never_change_as_their_list_grows(steps):
         views.append((grown, items + added))
         assert grown.extends(view) == newest  # grown in place only from the list's whole view
     for view, items in views:
-        assert list(view) == items and len(view) == len(items) and view == items
+        assert list(view) == items and len(view) == len(items) and view == items and view.as_list() == items
         assert view[:] == items and view[1:3] == items[1:3] and view[-3:] == items[-3:]
         assert view[1:-1] == items[1:-1] and view[::-1] == items[::-1] and view[5:1:-2] == items[5:1:-2]
         if items:

@@ -56,6 +56,10 @@ class Prefix(Sequence[T], Generic[T]):
     def __repr__(self) -> str:
         return f"Prefix({list(self)!r})"
 
+    def as_list(self) -> list[T]:
+        """Its items in a new list, copied at once (a slice of the list: unpacking a view steps item by item)."""
+        return self._items[: self._size]
+
     def extends(self, shorter: Sequence[T]) -> bool:
         """Whether ``shorter`` is a view of the same list no longer than this one (so this one starts with it),
         known without comparing an item."""

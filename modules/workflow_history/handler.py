@@ -121,13 +121,13 @@ class WorkflowHistoryModule(ContextModule):
         # the service's older turns (beyond those handed) by number, their records read only if recalled
         # (only the turns described since the last turn are read here: the rest is kept from it)
         earlier = self._earlier.of(ctx.session.id, await earlier_described(ctx, "workflow_history", turn_described))
-        refs: list[TurnRecord | int] = [*earlier.numbers, *turns]
+        refs: list[TurnRecord | int] = [*earlier.numbers.as_list(), *turns]
         older = len(refs) - min(options.max_turns, len(turns))
         if older <= 0:
             return [], ({"reason": f"every visible turn is among the newest {options.max_turns}"}, [])
         matches = await self._recall.match(
             ctx.session.id,
-            [*earlier.texts, *map(turn_text, turns)],
+            [*earlier.texts.as_list(), *map(turn_text, turns)],
             ctx.query,
             shown=np.arange(older, len(refs)),
             candidates=np.arange(older),
