@@ -64,6 +64,9 @@ TRIM = os.environ.get("BENCH_MEM_TRIM") == "1"
 """At each mark, after the RSS is read, glibc's free pages given back (``malloc_trim``): what that returns."""
 ARENAS = int(os.environ.get("BENCH_MEM_ARENAS", "2"))
 """glibc's heaps for the process's threads (``tune_malloc``'s, as `tda serve` sets them: 2)."""
+TRACKED = os.environ.get("BENCH_MEM_TRACKED") == "1"
+"""At each mark, the objects the collector tracks (not frozen) by type, those grown most a turn since the last mark:
+what makes its full passes longer as the session grows (docs/benchmarks.md, session 43)."""
 PROFILE_AT = {int(turn) for turn in os.environ.get("BENCH_MEM_PROFILE_AT", "").split(",") if turn}
 """Turns whose previous PROFILE_TURNS turns are profiled (cProfile, the event loop's thread) into BENCH_MEM_PROFILE_DIR,
 ``turn{N}.prof``; with BENCH_MEM_PYSPY (py-spy's path), the PROFILE_TURNS turns before those sampled by py-spy (every
@@ -286,6 +289,7 @@ async def record(settings: Any, token: str) -> list[tuple[int, float, float]]:
         freeze_as_served()
         passes = FullPasses()
         svc, held = app.extensions["tda"], {}
+        held_types: dict[str, int] = {}
         snapshot = None
         started, cpu = time.perf_counter(), time.process_time()
         profiler = Profiling()
@@ -319,6 +323,10 @@ async def record(settings: Any, token: str) -> list[tuple[int, float, float]]:
                     if held:
                         print("\n".join(census_lines(now, held, EVERY)), flush=True)
                     held = now
+                if TRACKED:
+                    now_types = tracked_types()
+                    print("\n".join(tracked_lines(now_types, held_types, EVERY)), flush=True)
+                    held_types = now_types
                 if tracemalloc.is_tracing():
                     now = tracemalloc.take_snapshot().filter_traces([tracemalloc.Filter(False, tracemalloc.__file__)])
                     if snapshot is not None:
@@ -327,6 +335,29 @@ async def record(settings: Any, token: str) -> list[tuple[int, float, float]]:
         print(pinned(), flush=True)
         print(cpu_spans(turn_cpu), flush=True)
     return marks
+
+
+def tracked_types() -> dict[str, int]:
+    """The collector's tracked, unfrozen objects by type (module-qualified)."""
+    import weakref
+
+    counts: dict[str, int] = {}
+    for obj in gc.get_objects():
+        kind = type(obj)
+        name = f"{kind.__module__}.{kind.__qualname__}"
+        if kind is tuple:  # by what it holds: a tuple of atoms is untracked at its first collection
+            name += "(" + ", ".join(type(item).__qualname__ for item in obj[:4]) + ")"
+        elif kind is weakref.ReferenceType:
+            name += f" to {type(obj()).__qualname__}"
+        counts[name] = counts.get(name, 0) + 1
+    return counts
+
+
+def tracked_lines(now: dict[str, int], before: dict[str, int], turns: int) -> list[str]:
+    grew = sorted(((n - before.get(name, 0), name) for name, n in now.items()), reverse=True)[:TOP]
+    total = sum(now.values())
+    lines = [f"  tracked {total:,} ({(total - sum(before.values())) / turns:+.1f} a turn), grown most:"]
+    return lines + [f"    {name}: {now[name]:,} ({diff / turns:+.2f} a turn)" for diff, name in grew]
 
 
 def cpu_spans(turn_cpu: list[float]) -> str:

@@ -825,8 +825,11 @@ class EarlierTurns(Protocol):
     keeps what modules search of the older ones, made once per turn as they are recorded, and reads a turn's whole
     record only when it is recalled. Bound to its session by the application: a module cannot name another."""
 
-    async def described(self, kind: str, describe: Callable[[TurnRecord], D], *, before: int) -> list[tuple[int, D]]:
-        """``(turn number, describe(turn))`` of each valid, visible turn numbered below ``before``, oldest first.
+    async def described(
+        self, kind: str, describe: Callable[[TurnRecord], D], *, before: int
+    ) -> Sequence[tuple[int, D]]:
+        """``(turn number, describe(turn))`` of each valid, visible turn numbered below ``before``, oldest first
+        (read-only: the service's is a ``grown.Prefix`` the next turn's list extends).
         ``describe`` (pure: the same turn, the same description; the same function on every call, a module-level
         one) runs once per turn and ``kind``, and what it made is kept."""
         ...

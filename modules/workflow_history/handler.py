@@ -50,7 +50,7 @@ class WorkflowHistoryModule(ContextModule):
     def __init__(self, manifest: ModuleManifest) -> None:
         super().__init__(manifest)
         self._recall = TurnRecall()
-        self._earlier: SearchedTurns[TurnText] = SearchedTurns(lambda text: (text, 0))
+        self._earlier: SearchedTurns[Described] = SearchedTurns(lambda described: (TurnText(*described), 0))
         """Per session, the older turns the service described, in the columns the search takes (extended each turn)."""
         self._last: dict[str, Any] = {}
 
@@ -120,14 +120,14 @@ class WorkflowHistoryModule(ContextModule):
             return [], ({"reason": "recall is off (recall_pct 0)"}, [])
         # the service's older turns (beyond those handed) by number, their records read only if recalled
         # (only the turns described since the last turn are read here: the rest is kept from it)
-        earlier = self._earlier.of(ctx.session.id, await earlier_described(ctx, "workflow_history", turn_text))
-        refs: list[TurnRecord | int] = [*earlier.numbers, *turns]
+        earlier = self._earlier.of(ctx.session.id, await earlier_described(ctx, "workflow_history", turn_described))
+        refs: list[TurnRecord | int] = [*earlier.numbers.as_list(), *turns]
         older = len(refs) - min(options.max_turns, len(turns))
         if older <= 0:
             return [], ({"reason": f"every visible turn is among the newest {options.max_turns}"}, [])
         matches = await self._recall.match(
             ctx.session.id,
-            [*earlier.texts, *map(turn_text, turns)],
+            [*earlier.texts.as_list(), *map(turn_text, turns)],
             ctx.query,
             shown=np.arange(older, len(refs)),
             candidates=np.arange(older),
@@ -158,7 +158,18 @@ def visible_turns(ctx: AssemblyContext) -> list[TurnRecord]:
 
 def turn_text(turn: TurnRecord) -> TurnText:
     """A turn as searched: its query and plan by words, its gist by meaning (the text plan_hydration embeds too)."""
-    return TurnText((turn.turn, turn.query, turn.plan), f"{turn.query}\n{turn.plan}", (turn_gist(turn),))
+    return TurnText(*turn_described(turn))
+
+
+Described = tuple[tuple[int, str, str], str, tuple[str]]
+"""``turn_text``'s fields as a plain tuple."""
+
+
+def turn_described(turn: TurnRecord) -> Described:
+    """An earlier turn as the service keeps it for the session's life (``turn_text``'s fields): a tuple of strings
+    and numbers, which the cycle collector stops tracking, so a long session's full passes do not walk one more
+    object a turn (a ``TurnText`` is tracked, and so was each tuple holding one)."""
+    return (turn.turn, turn.query, turn.plan), f"{turn.query}\n{turn.plan}", (turn_gist(turn),)
 
 
 def summarize(turn: TurnRecord, *, recalled: bool = False) -> str:

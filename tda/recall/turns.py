@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from sqlalchemy import BigInteger, bindparam, select
 
 from components.context_window.base import D, Embedder, TurnRecord
+from components.context_window.grown import Prefix
 from components.context_window.phases import visible
 from components.context_window.recall.turns import TurnRecall, turn_gist
 from components.context_window.session_cache import BoundedCache
@@ -107,9 +108,10 @@ class _Session:
     """Every turn numbered below this has an entry (read from the database or recorded here)."""
     open: set[int] = field(default_factory=set)
     """The turns whose entry is not final (a sync looks at these, not at every entry)."""
-    listed: dict[tuple[str, str | None], tuple[int, int, list[tuple[int, Any]]]] = field(default_factory=dict)
+    listed: dict[tuple[str, str | None], tuple[int, int, Prefix[tuple[int, Any]]]] = field(default_factory=dict)
     """Per kind and phase, the last list ``described`` made: (generation, before, list). The next turn's list is it
-    and the turns since, while no entry below its end changed (a session's turns only grow, most turns)."""
+    and the turns since, while no entry below its end changed (a session's turns only grow, most turns): appended in
+    place, so neither is copied, and a module holding the last one sees the new one extend it (``Prefix.extends``)."""
     generation: int = 0
     """Bumped whenever the entries may have changed anywhere (validity read again, a module asking anew): every list
     is made afresh. A turn entered again (its tool loop went on) or below a list's end cuts the lists there instead."""
@@ -172,7 +174,7 @@ class TurnIndex:
         kind: str,
         describe: Callable[[TurnRecord], D],
         before: int,
-    ) -> list[tuple[int, D]]:
+    ) -> Prefix[tuple[int, D]]:
         session_id = session[0]
         if self._describers.get(kind) is not describe:  # a module asks for the first time (or was reloaded)
             self._describers[kind] = describe
@@ -194,15 +196,15 @@ class TurnIndex:
                     for record in await self._read(session_id, missing):
                         self._enter(state, record)
                 described = ((n, state.entries[n].description(slot)) for n in numbers)
-                listed = [(n, d) for n, d in described if d is not _UNDESCRIBED]
+                listed = Prefix([(n, d) for n, d in described if d is not _UNDESCRIBED])
             state.listed[(kind, phase)] = (state.generation, before, listed)
             state.listed_below = max(state.listed_below, before)
-            return list(listed)
+            return listed  # read-only: the next turn's list extends it in place
 
     @staticmethod
     def _extended(
         state: _Session, kind: str, slot: int, phase: str | None, before: int
-    ) -> list[tuple[int, Any]] | None:
+    ) -> Prefix[tuple[int, Any]] | None:
         """The last list of ``kind`` in ``phase`` and the turns from its end to ``before`` (None: it no longer holds,
         or a turn to add has no description of this kind yet)."""
         last = state.listed.get((kind, phase))
@@ -217,7 +219,7 @@ class TurnIndex:
             if description is _UNDESCRIBED:
                 return None
             added.append((n, description))
-        return last[2] + added if added else last[2]
+        return last[2].appended(added) if added else last[2]
 
     async def records(self, session: Key, phase: str | None, numbers: Sequence[int]) -> list[TurnRecord]:
         state = self._state(session)
@@ -290,7 +292,7 @@ def _cut_lists(state: _Session, turn: int) -> None:
     """Every list that may hold ``turn`` cut before it: the next one goes on from there (the turns before it stand)."""
     for key, (generation, before, listed) in state.listed.items():
         if before > turn:
-            state.listed[key] = (generation, turn, listed[: bisect_left(listed, turn, key=itemgetter(0))])
+            state.listed[key] = (generation, turn, Prefix(listed[: bisect_left(listed, turn, key=itemgetter(0))]))
 
 
 class SessionTurns:
@@ -301,7 +303,9 @@ class SessionTurns:
     def __init__(self, index: TurnIndex, session: Key, phase: str | None, version: int) -> None:
         self.__index, self.__session, self.__phase, self.__version = index, session, phase, version
 
-    async def described(self, kind: str, describe: Callable[[TurnRecord], D], *, before: int) -> list[tuple[int, D]]:
+    async def described(
+        self, kind: str, describe: Callable[[TurnRecord], D], *, before: int
+    ) -> Sequence[tuple[int, D]]:
         return await self.__index.described(self.__session, self.__phase, self.__version, kind, describe, before)
 
     async def records(self, turns: Sequence[int]) -> list[TurnRecord]:

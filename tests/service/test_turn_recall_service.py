@@ -232,7 +232,7 @@ async def test_the_lists_kept_turn_by_turn_are_what_a_replica_reads_afresh(stock
     last list (cut before a turn described again, not remade): what it hands the modules is what an index meeting
     the session for the first time reads from the database."""
     from modules.plan_hydration.offload import describe
-    from modules.workflow_history.handler import turn_text
+    from modules.workflow_history.handler import turn_described
     from tda.recall.turns import TurnIndex
 
     await stock.session("s")
@@ -243,7 +243,7 @@ async def test_the_lists_kept_turn_by_turn_are_what_a_replica_reads_afresh(stock
     session = await stock.svc.store.sessions.get("s")
     kept = stock.svc.sources.turn_index.bound(session, session.phase)
     fresh = TurnIndex(stock.svc.store.db, lambda: None).bound(session, session.phase)
-    for kind, describer in (("plan_hydration", describe), ("workflow_history", turn_text)):
+    for kind, describer in (("plan_hydration", describe), ("workflow_history", turn_described)):
         listed = await kept.described(kind, describer, before=32)  # turns 1-30 and the question, turn 31
         assert listed == await fresh.described(kind, describer, before=32)
         assert len(listed) == 31 and all(d is not None for _, d in listed[:30])  # every tool turn with its results

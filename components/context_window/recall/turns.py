@@ -32,11 +32,13 @@ import numpy as np
 
 from ..base import AssemblyContext, D, Embedder, TurnRecord, vector_space
 from ..fitting import clip
+from ..grown import Prefix
 from ..relevance import (
     TAKEN_VECTORS_BYTES,
     VECTORS_BY_TEXT_BYTES,
     BM25Index,
     Floor,
+    GrowingArray,
     PartRuns,
     VectorIndex,
     fuse,
@@ -81,7 +83,7 @@ def turn_gist(turn: TurnRecord) -> str:
 
 async def earlier_described(
     ctx: AssemblyContext, kind: str, describe: Callable[[TurnRecord], D]
-) -> list[tuple[int, D]]:
+) -> Sequence[tuple[int, D]]:
     """The descriptions of the session's valid, visible turns older than those the module was handed
     (``AssemblyContext.earlier_turns``; none for a library call, which hands every turn). ``describe`` must be the
     same function every call (a module-level one): the application keeps what it made by it."""
@@ -93,7 +95,7 @@ async def earlier_described(
 
 async def described_turns(
     ctx: AssemblyContext, kind: str, describe: Callable[[TurnRecord], D]
-) -> list[tuple[int, D]] | None:
+) -> Sequence[tuple[int, D]] | None:
     """Every valid, visible turn of the session as the application keeps it described (``earlier_turns``), those
     handed included: each was described once, as it was recorded, so nothing is keyed or read again per turn.
     ``None`` without such an application (a library call): the module describes the turns it was handed."""
@@ -133,44 +135,69 @@ class TurnText:
 class Searched:
     """The turns a module searches, in columns made from the application's described list (``source``)."""
 
-    source: list[tuple[int, Any]]
+    source: Sequence[tuple[int, Any]]
     rows: np.ndarray
     """Per searched turn, its position in ``source``."""
-    numbers: list[int]
+    numbers: Prefix[int]
     """Each searched turn's number, oldest first."""
-    texts: list[TurnText]
+    texts: Prefix[TurnText]
     sizes: np.ndarray
     """Each searched turn's size, as its module measures it (plan_hydration: its results' characters)."""
+    grown: tuple[GrowingArray, GrowingArray] = field(repr=False)
+    """What ``rows`` and ``sizes`` are views of: the next turn's columns extend them in place."""
 
 
 class SearchedTurns(Generic[D]):
     """Per session, the turns ``described`` lists that a module searches, as ``Searched`` columns. A session's list
     only grows, most turns (the same items, the newest maybe described again as its tool loop went on, and the turns
-    recorded since): only the items past what the last list had in common with it are read, so a turn costs the same
-    at the 10,000th turn as at the 100th."""
+    recorded since): only the items past what the last list had in common with it are read, and the columns are
+    extended in place (views of lists and arrays that only grow, ``Prefix`` and ``GrowingArray``), so a turn costs
+    the same at the 10,000th turn as at the 100th: nothing is copied or compared whole when the service's list
+    extends the last one (``Prefix.extends``)."""
 
     def __init__(self, text_of: Callable[[D], tuple[TurnText, int] | None], max_sessions: int = 64) -> None:
         self._text_of = text_of
         """A description's searched text and size; ``None``: the turn is not searched."""
         self._last: BoundedCache[str, Searched] = BoundedCache(max_sessions)
 
-    def of(self, session_id: str, described: list[tuple[int, D]]) -> Searched:
+    def of(self, session_id: str, described: Sequence[tuple[int, D]]) -> Searched:
         last = self._last.get(session_id)
-        held = common_prefix(described, last.source) if last is not None else 0
+        held = shared_start(described, last.source) if last is not None else 0
         added = [
             (i, n, found) for i, (n, d) in enumerate(described[held:], held) if (found := self._text_of(d)) is not None
         ]
         rows = np.fromiter((i for i, _, _ in added), dtype=np.int64, count=len(added))
         numbers, texts = [n for _, n, _ in added], [text for _, _, (text, _) in added]
         sizes = np.fromiter((size for _, _, (_, size) in added), dtype=np.int64, count=len(added))
-        if last is not None and held:
-            kept = int(np.searchsorted(last.rows, held))  # the columns made from the items still there
-            numbers, texts = last.numbers[:kept] + numbers, last.texts[:kept] + texts
-            rows, sizes = np.concatenate([last.rows[:kept], rows]), np.concatenate([last.sizes[:kept], sizes])
-        return self._last.put(session_id, Searched(described, rows, numbers, texts, sizes))
+        kept = int(np.searchsorted(last.rows, held)) if last is not None and held else 0  # columns of items still there
+        if last is not None and kept and kept == len(last.numbers):  # the list only grew: its columns are extended
+            columns = _extended(last, described, rows, numbers, texts, sizes)
+        else:
+            if last is not None and kept:
+                numbers, texts = [*last.numbers[:kept], *numbers], [*last.texts[:kept], *texts]
+                rows, sizes = np.concatenate([last.rows[:kept], rows]), np.concatenate([last.sizes[:kept], sizes])
+            grown = (GrowingArray(np.int64, rows), GrowingArray(np.int64, sizes))
+            columns = Searched(described, grown[0].view, Prefix(numbers), Prefix(texts), grown[1].view, grown)
+        return self._last.put(session_id, columns)
 
     def forget(self, session_id: str) -> None:
         self._last.discard(session_id)
+
+
+def _extended(
+    last: Searched,
+    source: Sequence[tuple[int, Any]],
+    rows: np.ndarray,
+    numbers: list[int],
+    texts: list[TurnText],
+    sizes: np.ndarray,
+) -> Searched:
+    """``last``'s columns with those of the items ``source`` added, in place (what ``last`` shows does not change)."""
+    grown_rows, grown_sizes = last.grown
+    grown_rows.extend(rows)
+    grown_sizes.extend(sizes)
+    appended_numbers, appended_texts = last.numbers.appended(numbers), last.texts.appended(texts)
+    return Searched(source, grown_rows.view, appended_numbers, appended_texts, grown_sizes.view, last.grown)
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,7 +256,7 @@ class _Index:
     owner: array[int] = field(default_factory=lambda: array("q"))
     """Per embedded part, the position of the text it belongs to (parts are in order; machine integers: numpy copies
     them as one buffer, not one boxed integer at a time)."""
-    seen: dict[int, tuple[list[TurnText], np.ndarray]] = field(default_factory=dict)
+    seen: dict[int, tuple[Sequence[TurnText], np.ndarray]] = field(default_factory=dict)
     """The last texts each caller handed (by its first text's id: a module's list starts with the session's oldest
     turn it searches; the list held keeps that object, so the id is not reused) and their positions."""
     _runs: PartRuns = field(default_factory=PartRuns)
@@ -252,8 +279,15 @@ def _placed(index: _Index, texts: Sequence[TurnText]) -> tuple[np.ndarray, int]:
     last = index.seen.get(id(texts[0])) if texts else None
     if last is None:
         return _NOWHERE, 0
-    held = common_prefix(texts, last[0])
+    held = shared_start(texts, last[0])
     return last[1][:held], held
+
+
+def shared_start(items: Sequence[T], last: Sequence[T]) -> int:
+    """``common_prefix``, at once when ``items`` is a view that extends ``last`` (a list that only grew)."""
+    if isinstance(items, Prefix) and items.extends(last):
+        return len(last)
+    return common_prefix(items, last if isinstance(last, list) else list(last))
 
 
 def common_prefix(items: Sequence[T], last: list[T]) -> int:
@@ -381,7 +415,7 @@ class TurnRecall:
         if texts:
             if len(index.seen) >= SEEN_LISTS:
                 index.seen.clear()
-            index.seen[id(texts[0])] = (list(texts), among)
+            index.seen[id(texts[0])] = (texts if isinstance(texts, Prefix) else list(texts), among)
         return index, among
 
     async def _add(self, session_id: str, index: _Index, texts: Sequence[TurnText], embedder: Embedder | None) -> None:
@@ -393,7 +427,7 @@ class TurnRecall:
             index.lexical.add_terms(text_terms)
             if vectors is not None and vectors[offset]:
                 if index.dense is None:
-                    index.dense = VectorIndex()
+                    index.dense = VectorIndex(wide=True)  # ranked every turn: not widened each time
                 index.dense.add(np.stack(vectors[offset]))
                 index.owner.extend([len(index.keys)] * len(vectors[offset]))
             index.position_of[text.key] = len(index.keys)
