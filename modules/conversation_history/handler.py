@@ -44,6 +44,7 @@ from components.context_window.token_estimator import CHUNK_CHARS, MESSAGE_OVERH
 from components.context_window.tool_results.clearing import Cleared, ClearRule, UnnumberedAges, clear_unit
 from components.context_window.tool_results.clearing import recall as recall_cleared
 
+from .asked import AskedWindows, asked_key
 from .cuts import TurnCuts
 from .options import HistoryOptions
 
@@ -337,6 +338,8 @@ class ConversationHistoryModule(ContextModule):
         session's recall hands thousands of units each turn, all but the newest the same (tuples) as the turn before."""
         self._cuts = TurnCuts()
         """The newest turn's last cuts per session: the work ahead's is the next call's first step's."""
+        self._asked = AskedWindows()
+        """The last recall windows per session: a tool loop's later step asks for its first step's again."""
 
     async def contribute(self, budget: int, ctx: AssemblyContext) -> Contribution:
         strategy, target = ctx.directives.condense_strategy, ctx.directives.condense_to
@@ -398,6 +401,7 @@ class ConversationHistoryModule(ContextModule):
         self._asks.discard(session_id)
         self._priced.discard(session_id)
         self._cuts.discard(session_id)
+        self._asked.discard(session_id)
         for recall in self._recalls.values():
             purged += recall.forget(session_id)
         return {"purged": purged, "what": "cached summaries and history indexes"}
@@ -561,6 +565,15 @@ class ConversationHistoryModule(ContextModule):
             return None
 
     async def _recall_window(
+        self, budget: int, ctx: AssemblyContext, strategy: str | None, recall_pct: float
+    ) -> Contribution:
+        """``_made_recall_window``, or the same window made before from the same (``AskedWindows``)."""
+        recall = ctx.history_recall or self._own_recall(ctx)
+        key = asked_key(ctx, recall, budget, strategy, recall_pct)
+        made = partial(self._made_recall_window, budget, ctx, strategy, recall_pct)
+        return await self._asked.window(key, (ctx.tokens, recall), made)
+
+    async def _made_recall_window(
         self, budget: int, ctx: AssemblyContext, strategy: str | None, recall_pct: float
     ) -> Contribution:
         """The newest turns within ``100 - recall_pct`` % of ``budget`` (in cache blocks, opening with a user
