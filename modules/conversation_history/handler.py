@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import AsyncGenerator, Callable, Coroutine, Iterable, Sequence
+from collections.abc import AsyncGenerator, Callable, Coroutine, Sequence
 from contextlib import aclosing
 from functools import lru_cache, partial
 from itertools import groupby
@@ -891,14 +891,25 @@ def _packed(
             found = priced[unit.position] = (unit.messages, sum(count(m) for m in unit.messages), text)
         return found
 
+    # The ranking's head in rank order, the rest by relevance per token past ``RECALL_COST_FREE`` tokens: there long
+    # units pay for their length, short ones gain nothing from being short (see ``RECALL_COST_EXPONENT`` and
+    # ``RECALL_RANKED_SHARE``).
+    by_value = ranked
+    if exponent:
+
+        def value(unit: RecalledUnit) -> tuple[float, int]:
+            return -unit.score / max(1, price(unit)[1] / RECALL_COST_FREE) ** exponent, unit.position
+
+        head = _ranking_head(ranked, lambda unit: price(unit)[1], room * RECALL_RANKED_SHARE)
+        by_value = (*ranked[:head], *sorted(ranked[head:], key=value))
     chosen: list[RecalledUnit] = []
     seen: set[str] = set()
     left = room
 
-    def take(unit: RecalledUnit, entry: _Priced) -> bool:
+    def take(unit: RecalledUnit) -> bool:
         """Choose ``unit`` unless too large for what is left or a repeat of what is chosen."""
         nonlocal left
-        _, cost, text = entry
+        _, cost, text = price(unit)
         if cost > left or text in seen:
             return False
         chosen.append(unit)
@@ -906,11 +917,11 @@ def _packed(
         left -= cost
         return True
 
-    for unit, entry in _by_value(ranked, price, room, exponent):
+    for unit in by_value:
         if left < MESSAGE_OVERHEAD + 2:  # not even a one-word message fits any more
             break
-        if take(unit, entry or price(unit)) and unit.dated_by is not None:  # when it was said, if that fits too
-            take(unit.dated_by, price(unit.dated_by))
+        if take(unit) and unit.dated_by is not None:  # when it was said, if that fits too (a few tokens)
+            take(unit.dated_by)
     taken = {u.position for u in chosen}
     relevant_tokens = room - left
     for position, messages, cost in recent:
@@ -928,34 +939,14 @@ def _packed(
     return chosen, taken, relevant_tokens, left
 
 
-def _by_value(
-    ranked: Sequence[RecalledUnit], price: Callable[[RecalledUnit], _Priced], room: int, exponent: float
-) -> Iterable[tuple[RecalledUnit, _Priced | None]]:
-    """``ranked`` in the order packing tries them, each with its price when it was needed to order them (None: priced
-    when packing reaches it): the ranking's head in rank order, the rest by relevance per token past
-    ``RECALL_COST_FREE`` tokens, where long units pay for their length and short ones gain nothing from being short
-    (see ``RECALL_COST_EXPONENT`` and ``RECALL_RANKED_SHARE``). Each unit is priced once (a dict look-up each, ~200 a
-    call at 100 gateway turns, where its value, the head and the take looked it up again)."""
-    if not exponent:
-        return ((unit, None) for unit in ranked)
-    entries = [price(unit) for unit in ranked]
-    head = _ranking_head([entry[1] for entry in entries], room * RECALL_RANKED_SHARE)
-    rest = [
-        (-unit.score / max(1, entry[1] / RECALL_COST_FREE) ** exponent, unit.position)
-        for unit, entry in zip(ranked[head:], entries[head:], strict=True)
-    ]
-    order = sorted(range(len(rest)), key=rest.__getitem__)
-    return [*zip(ranked[:head], entries[:head], strict=True), *((ranked[head + i], entries[head + i]) for i in order)]
-
-
-def _ranking_head(costs: Sequence[int], tokens: float) -> int:
-    """How many of the best units, in rank order (``costs``, their tokens), fit in ``tokens`` together."""
+def _ranking_head(ranked: Sequence[RecalledUnit], cost: Callable[[RecalledUnit], int], tokens: float) -> int:
+    """How many of the best ``ranked`` units, in rank order, fit in ``tokens`` together."""
     spent = 0
-    for at, cost in enumerate(costs):
-        spent += cost
+    for at, unit in enumerate(ranked):
+        spent += cost(unit)
         if spent > tokens:
             return at
-    return len(costs)
+    return len(ranked)
 
 
 def _walk(source: MessageSource, ctx: AssemblyContext) -> _Walk:
