@@ -417,12 +417,18 @@ class ConversationHistoryModule(ContextModule):
             raise ValueError(f"option 'recall_pct' must be at most 100, got {recall_pct:g}")
         source = _Remembered(ctx.session.message_source())
         noted = self._note_ask(ctx, budget, strategy)
+        # A recall window asked again (a tool loop's later step asks for its first step's) is handed out again.
+        recall = (ctx.history_recall or self._own_recall(ctx)) if recall_pct else None
+        asked = asked_key(ctx, recall, budget, strategy, recall_pct) if recall_pct else None
+        if (again := self._asked.get(asked)) is not None:
+            return again
         budget -= await self._loop_room(source, ctx)
         held_back: dict[str, Any] = {}
         if recall_pct:
             reason = await self._recall_not_needed(source, budget, ctx)
             if reason is None:
-                return await self._recall_window(budget, ctx, strategy, recall_pct)
+                window = await self._recall_window(budget, ctx, strategy, recall_pct)
+                return self._asked.keep(asked, (ctx.tokens, recall), window)
             held_back = {"recall": "held back", "recall_reason": reason}
         plan = await self._sliding(source, budget, ctx, strategy)
         if noted is not None and not plan.overflowing and plan.newest is None:  # it holds the whole history
@@ -565,15 +571,6 @@ class ConversationHistoryModule(ContextModule):
             return None
 
     async def _recall_window(
-        self, budget: int, ctx: AssemblyContext, strategy: str | None, recall_pct: float
-    ) -> Contribution:
-        """``_made_recall_window``, or the same window made before from the same (``AskedWindows``)."""
-        recall = ctx.history_recall or self._own_recall(ctx)
-        key = asked_key(ctx, recall, budget, strategy, recall_pct)
-        made = partial(self._made_recall_window, budget, ctx, strategy, recall_pct)
-        return await self._asked.window(key, (ctx.tokens, recall), made)
-
-    async def _made_recall_window(
         self, budget: int, ctx: AssemblyContext, strategy: str | None, recall_pct: float
     ) -> Contribution:
         """The newest turns within ``100 - recall_pct`` % of ``budget`` (in cache blocks, opening with a user
