@@ -488,6 +488,11 @@ def test_a_prefix_of_a_long_line_counted_before_is_tokenised_from_its_last_piece
         encoded.clear()
         assert est.count(prefix) == text_tokens(prefix, "gpt-4o")
         assert sum(map(len, encoded)) <= 2 * SPACED_CHARS
+    priced = json.dumps([{"order": f"ORD-{n:06d}", "status": "shipped"} for n in range(60)]) + "\n"
+    est.count_line(priced)  # a summary's transcript priced line by line (``newest_within``), then counted whole
+    encoded.clear()
+    assert est.count(priced + "Summarise this.") == text_tokens(priced + "Summarise this.", "gpt-4o")
+    assert encoded == ["Summarise this."]
 
 
 def test_a_long_text_made_of_lines_counted_before_is_not_tokenised_again() -> None:

@@ -477,7 +477,9 @@ class TokenEstimator:
     def count_line(self, line: str) -> int:
         """``count(line)`` for a line of a longer text, kept where that text's own count looks for it (the line
         cache, where counts add up over lines): a text priced line by line, then counted whole, is tokenised once."""
-        return self.count(line) if self._line_counts is None else self._line_count(line)
+        if self._line_counts is None:
+            return self.count(line)
+        return self._line_count(line) if len(line) < 2 * SPACED_CHARS else sum(map(self._line_count, _spaced(line)))
 
     def _line_count(self, line: str) -> int:
         assert self._line_counts is not None and self._counter is not None
