@@ -16,6 +16,7 @@ from components.context_window.token_estimator import (
     CALIBRATION_RATIOS,
     LINES_FROM,
     SAFETY_MARGIN,
+    SPACED_CHARS,
     TEXT_CACHE_BYTES,
     Calibration,
     TokenEstimator,
@@ -445,6 +446,53 @@ def test_a_long_text_counted_by_its_lines_is_counted_as_tiktoken_counts_it_whole
     text = drawn + "\n" + "A line of filler.\n" * (LINES_FROM // 18 + 1)
     for name in ("cl100k_base", "o200k_base"):
         assert TokenEstimator(name).count(text) == len(tiktoken.get_encoding(name).encode_ordinary(text))
+
+
+SPACED_PARTS = st.sampled_from(
+    [
+        *"ab Z9/.,:;'s-_[]{}()\"#*|<>",
+        *(" ", "  ", " \n", ".\n", "\t", "\u00a0", "\u3000", "\x1c", "\x85"),  # spaces, other whitespace, breaks
+        *("'ll", "'S", "é", "\u0301", "日本", "🙂", "word", "Word", "123", "4567", '": "', '", "', "}, {"),
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(SPACED_PARTS, min_size=1, max_size=400).map("".join), st.integers(0, 10**6))
+def test_a_long_line_counted_in_pieces_is_counted_as_tiktoken_counts_it_whole(drawn: str, at: int) -> None:
+    """A long line's count is its pieces' cached counts added up (``_spaced``: cut before a space that follows a
+    printable character): the figure tiktoken gives the whole line (the oracle), and so for a prefix of it counted
+    after it (what ``cut_to_tokens`` probes), whatever is around each cut (spaces after spaces, other whitespace,
+    marks, contractions, a line break), in both encodings that count by pieces."""
+    text = (drawn + " ") * (2 * SPACED_CHARS // (len(drawn) + 1) + 1) + drawn
+    prefix = text[: at % len(text)]
+    for name in ("cl100k_base", "o200k_base"):
+        est, encoding = TokenEstimator(name), tiktoken.get_encoding(name)
+        assert est.count(text) == len(encoding.encode_ordinary(text))
+        assert est.count(prefix) == len(encoding.encode_ordinary(prefix))
+
+
+def test_a_prefix_of_a_long_line_counted_before_is_tokenised_from_its_last_piece_only() -> None:
+    """A tool result of one long line (a JSON table) is cut to a share of tokens by counting its prefixes, then the
+    cut with its note: each was a new text tokenised whole (~2,000 characters, ~1 ms a cut at 100 gateway turns). Now
+    a prefix's pieces before its last are the line's, counted when the line was: only the last is tokenised, and
+    every count is tiktoken's (oracle)."""
+    line = json.dumps([{"order": f"ORD-{n:06d}", "status": "open", "amount": n * 7.5} for n in range(60)])
+    est = TokenEstimator("o200k_base")
+    est.count(line)
+    encoded: list[str] = []
+    real = est._counter
+    assert real is not None
+    est._counter = lambda text: encoded.append(text) or real(text)
+    for prefix in (line[:2_000].rstrip(), line[:1_500].rstrip() + "\n[... the rest is not shown]"):
+        encoded.clear()
+        assert est.count(prefix) == text_tokens(prefix, "gpt-4o")
+        assert sum(map(len, encoded)) <= 2 * SPACED_CHARS
+    priced = json.dumps([{"order": f"ORD-{n:06d}", "status": "shipped"} for n in range(60)]) + "\n"
+    est.count_line(priced)  # a summary's transcript priced line by line (``newest_within``), then counted whole
+    encoded.clear()
+    assert est.count(priced + "Summarise this.") == text_tokens(priced + "Summarise this.", "gpt-4o")
+    assert encoded == ["Summarise this."]
 
 
 def test_a_long_text_made_of_lines_counted_before_is_not_tokenised_again() -> None:

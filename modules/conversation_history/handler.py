@@ -44,6 +44,7 @@ from components.context_window.token_estimator import CHUNK_CHARS, MESSAGE_OVERH
 from components.context_window.tool_results.clearing import Cleared, ClearRule, UnnumberedAges, clear_unit
 from components.context_window.tool_results.clearing import recall as recall_cleared
 
+from .asked import AskedWindows, asked_key
 from .cuts import TurnCuts
 from .options import HistoryOptions
 
@@ -337,6 +338,8 @@ class ConversationHistoryModule(ContextModule):
         session's recall hands thousands of units each turn, all but the newest the same (tuples) as the turn before."""
         self._cuts = TurnCuts()
         """The newest turn's last cuts per session: the work ahead's is the next call's first step's."""
+        self._asked = AskedWindows()
+        """The last recall windows per session: a tool loop's later step asks for its first step's again."""
 
     async def contribute(self, budget: int, ctx: AssemblyContext) -> Contribution:
         strategy, target = ctx.directives.condense_strategy, ctx.directives.condense_to
@@ -398,6 +401,7 @@ class ConversationHistoryModule(ContextModule):
         self._asks.discard(session_id)
         self._priced.discard(session_id)
         self._cuts.discard(session_id)
+        self._asked.discard(session_id)
         for recall in self._recalls.values():
             purged += recall.forget(session_id)
         return {"purged": purged, "what": "cached summaries and history indexes"}
@@ -413,12 +417,18 @@ class ConversationHistoryModule(ContextModule):
             raise ValueError(f"option 'recall_pct' must be at most 100, got {recall_pct:g}")
         source = _Remembered(ctx.session.message_source())
         noted = self._note_ask(ctx, budget, strategy)
+        # A recall window asked again (a tool loop's later step asks for its first step's) is handed out again.
+        recall = (ctx.history_recall or self._own_recall(ctx)) if recall_pct else None
+        asked = asked_key(ctx, recall, budget, strategy, recall_pct) if recall_pct else None
+        if (again := self._asked.get(asked)) is not None:
+            return again
         budget -= await self._loop_room(source, ctx)
         held_back: dict[str, Any] = {}
         if recall_pct:
             reason = await self._recall_not_needed(source, budget, ctx)
             if reason is None:
-                return await self._recall_window(budget, ctx, strategy, recall_pct)
+                window = await self._recall_window(budget, ctx, strategy, recall_pct)
+                return self._asked.keep(asked, (ctx.tokens, recall), window)
             held_back = {"recall": "held back", "recall_reason": reason}
         plan = await self._sliding(source, budget, ctx, strategy)
         if noted is not None and not plan.overflowing and plan.newest is None:  # it holds the whole history
