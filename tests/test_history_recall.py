@@ -1609,6 +1609,68 @@ async def test_a_question_nothing_clearly_answers_keeps_what_was_said_just_befor
     assert c.metadata["relevant_tokens"] > 0  # the best hit still comes
 
 
+PUTTY = "Marek has me squeezing putty in front of the telly."
+GRIP = "Which exercise has the physio given for my grip?"
+
+
+class WholeMeaning(ChanceMeaning):
+    """Meaning as the test says it: ninety long messages each hold one sentence nearer the question than anything
+    else (0.6: the best part of each, none standing out among them and the chance lines), the rest of their sentences
+    far from it; the putty line says all of what is asked in other words, a little less near (0.5) than those
+    sentences, and chat lines are spread by their number below it."""
+
+    vector_space = "whole-meaning"
+
+    @staticmethod
+    def _vector(text: str) -> list[float]:
+        line = re.search(r"line (\d+)", text)
+        if text == GRIP:
+            near = 1.0
+        elif "putty" in text:
+            near = 0.5
+        elif "gym" in text:
+            near = 0.6
+        else:
+            near = 0.45 * (int(line.group(1)) * 37 % 100) / 100 if line else 0.05
+        return [near, math.sqrt(1 - near * near)]
+
+
+def chat_with_old_news_in_other_words() -> list[Message]:
+    """The putty line early on, then a hundred and twenty turns of chat (short lines saying "my", the question's one
+    word in the chat and a common one, and long ones with a sentence about the gym) and eight turns of the newest."""
+    messages = [Message("user", PUTTY, turn=1), Message("assistant", "Sounds dull but useful.", turn=1)]
+    filler = " The weather was grey. Work ran late again. Dinner was leftovers. The bus was full. Nothing else new."
+    for n in range(240):
+        said = f"Chat line {n}: my garden needs weeding again."
+        if n % 8 == 3:
+            said = f"Chat line {n}: the gym was packed and the rowing machines were all taken.{filler}"
+        messages.append(Message("user" if n % 2 == 0 else "assistant", said, turn=n // 2 + 2))
+    asked, told = "Any tips for keeping a bike chain clean in winter?", "Oil it weekly, wipe the grime off after rides."
+    for turn in range(122, 130):
+        messages += [Message("user", asked, turn=turn), Message("assistant", told, turn=turn)]
+    return messages
+
+
+async def test_a_faint_question_brings_a_short_line_saying_it_in_other_words_from_long_ago(history):
+    """A question nothing stands out for in meaning and that shares only a common word with the chat recalls its best
+    hit and the newest older turns; and also the few short messages best by whole meaning: a line that says all of
+    what is asked in other words, long ago, comes though long messages lead it by their one alike sentence (the
+    held-out set's "Which physical therapy exercise involves a soft modelling substance?" was lost at every limit so).
+    The room left still goes to the turns just before the newest ones."""
+    messages = chat_with_old_news_in_other_words()
+    index = HistoryIndex()
+    index.add(messages)
+    assert 0 < index.lexical.coverage(terms(GRIP)).max() < 0.10  # a common word only
+    ctx = make_ctx(messages=messages, query=GRIP)
+    ctx = module_ctx(dataclasses.replace(ctx, history_recall=SessionRecall(WholeMeaning())), config=RECALL)
+    c = await history.contribute(1200, ctx)
+    assert c.metadata["recall"] == "lexical+dense" and "recall_reason" not in c.metadata  # searched, not abstained
+    newest, recalled = window_parts(c.messages())
+    assert PUTTY in [m.content for m in recalled]
+    just_before = messages[messages.index(newest[0]) - 1]
+    assert just_before in recalled  # the room left goes to the turns just before the newest ones
+
+
 def test_the_lead_leaves_out_what_only_asks_from_flags_kept_per_message_as_the_session_grows() -> None:
     """A native session whose every question only asks (issue 32 item 5): the lead's best scores count only the
     messages that show something, read from one flag a message kept as the index grows (a list of the asking
