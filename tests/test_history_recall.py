@@ -13,13 +13,15 @@ import re
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from components.context_window.base import InMemoryMessages, Message, RecalledUnit, Session
 from components.context_window.handler import ContextWindowHandler
 from components.context_window.recall.dates import after_date, opens_with_date
 from components.context_window.recall.messages import (
+    FAINT_GUESSES,
+    NEIGHBOURS,
     UNNAMED,
     HistoryIndex,
     SessionRecall,
@@ -30,7 +32,7 @@ from components.context_window.recall.messages import (
     lead_of,
     parts_of,
 )
-from components.context_window.relevance import TAKEN_VECTORS_BYTES, BM25Index, VectorIndex, terms
+from components.context_window.relevance import TAKEN_VECTORS_BYTES, BM25Index, VectorIndex, faint, terms
 from modules.conversation_history.handler import RECALL_MARKER
 from tda.builtins import DEFAULT_TYPES
 from tda.recall.messages import embed_reply_ahead, vectors_ready
@@ -1669,6 +1671,28 @@ async def test_a_faint_question_brings_a_short_line_saying_it_in_other_words_fro
     assert PUTTY in [m.content for m in recalled]
     just_before = messages[messages.index(newest[0]) - 1]
     assert just_before in recalled  # the room left goes to the turns just before the newest ones
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 99), st.booleans()), min_size=12, max_size=60))
+async def test_a_faint_questions_ranking_is_its_best_hit_its_exchange_and_a_few_short_guesses(lines):
+    """Whatever the chat, a faint question's ranking holds its best hit, the short lines of its exchange and at most
+    ``FAINT_GUESSES`` other messages, each short: the room past them stays the newest older turns'."""
+    filler = " The weather was grey. Work ran late again. Dinner was leftovers. The bus was full. Nothing else new."
+    messages = [
+        Message("user" if i % 2 == 0 else "assistant", f"Chat line {n}: my garden again." + (filler if long else ""))
+        for i, (n, long) in enumerate(lines)
+    ]
+    recall = SessionRecall(ChanceMeaning())
+    index = await recall.sync(Session("s", messages=messages), dense=True)
+    n = len(messages)
+    query_vector = ChanceMeaning._vector(KEEP_OFF)
+    coverage, dense = index.lexical.coverage(terms(KEEP_OFF), n), index.dense_scores(query_vector, n)
+    assume(faint(recall.evidence, coverage, dense))
+    positions = index.rank(KEEP_OFF, query_vector, n, evidence=recall.evidence)[0].tolist()
+    hit, short = positions[0], index.short()
+    others = [p for p in positions[1:] if abs(p - hit) > NEIGHBOURS]
+    assert all(short[p] for p in positions[1:]) and len(others) <= FAINT_GUESSES
 
 
 def test_the_lead_leaves_out_what_only_asks_from_flags_kept_per_message_as_the_session_grows() -> None:
