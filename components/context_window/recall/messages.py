@@ -112,13 +112,19 @@ NEIGHBOUR_SHARE = 0.9
 """A neighbour's score is this share of its hit's: with RRF scores, the best hit's neighbours rank about 8th."""
 FAINT_HITS = 1
 """A question about no one in particular whose evidence is faint (``relevance.faint``: nothing stands out in meaning,
-and it shares only common words with the history) recalls its best hit alone, with its exchange, and the room left
-goes to the newest older turns, as when recall abstained: past its best hit such a ranking is chance, and the
-newest turns are the likelier place for what it asks (recall_bench.py's "What should I leave out when I cook for my
-sibling?" ranked its evidence 179th, 26 messages back: the ranking filled 5.7K / 12K tokens and left it out at 8K
-and 16K). A question about someone keeps its whole ranking: their own messages count double (``ABOUT_FACTOR``), a
-prior that held "How many concerts did Marisol go to?"'s three messages at 8K / 16K (docs/knowledge.md, "Faint
-evidence")."""
+and it shares only common words with the history) recalls its best hit alone, with its exchange, and its few best
+short messages by whole meaning (``FAINT_GUESSES``); the room left goes to the newest older turns, as when recall
+abstained: past its best hit such a ranking is chance, and the newest turns are the likelier place for what it asks
+(recall_bench.py's "What should I leave out when I cook for my sibling?" ranked its evidence 179th, 26 messages
+back: the ranking filled 5.7K / 12K tokens and left it out at 8K and 16K). A question about someone keeps its whole
+ranking: their own messages count double (``ABOUT_FACTOR``), a prior that held "How many concerts did Marisol go
+to?"'s three messages at 8K / 16K (docs/knowledge.md, "Faint evidence")."""
+FAINT_GUESSES = 5
+"""A faint question (``FAINT_HITS``) also recalls this many short messages (``NEIGHBOUR_MAX_CHARS``), the best by
+whole meaning (``WHOLE_WEIGHT``): a line that says all of what is asked in other words ("he has me squeezing putty"
+for "Which physical therapy exercise involves a soft modelling substance?") ranks there 2nd-4th while long messages
+holding one alike sentence lead by best part (27th-53rd). Short, so the guesses cost the newest older turns little:
+~40 tokens each (docs/knowledge.md, "Ranking, session 43")."""
 WHOLE_WEIGHT = 0.5
 """RRF weight of the ranking of every message by its mean part cosine with the question (how much of the whole
 message is about it, beside its best part's), under no floor: a long message whose every sentence bears on the
@@ -706,7 +712,7 @@ class HistoryIndex:
             fused[ranked] += HOP_WEIGHT / (RRF_K + np.arange(1, len(ranked) + 1))
             for hit, message in led.items():  # and each hit's next hop ranks just below it, as its exchange
                 fused[message] = max(fused[message], fused[hit] * NEIGHBOUR_SHARE)
-        best = ranking.positions[:NEIGHBOURS_OF]
+        best = ranking.positions[: hits or NEIGHBOURS_OF]  # faint: the guesses come bare (``FAINT_GUESSES``)
         own = None
         if about:  # a question about someone: what they said counts for more
             own = np.isin(self._said_by_array.caught_up(self.said_by)[:n], list(about))
@@ -717,10 +723,13 @@ class HistoryIndex:
         missing = self._type_missing(query, np.flatnonzero(signalled)) if evidence is not None else None
         if missing is not None:
             return np.zeros(0, np.intp), np.zeros(0), ranking.method, missing
-        whole = self.whole_scores(query_vector, n) if query_vector is not None and not hits else None
+        whole = self.whole_scores(query_vector, n) if query_vector is not None else None
         if whole is not None:  # every message by its whole meaning, fused as one more ranking, under no floor
             held = np.flatnonzero(whole > -1)  # best first, ties in order (a stable sort of positions in order)
-            fused[held[np.argsort(-whole[held], kind="stable")]] += WHOLE_WEIGHT / (RRF_K + np.arange(1, len(held) + 1))
+            held = held[np.argsort(-whole[held], kind="stable")]
+            if hits:  # faint: only a few short ones, guesses that leave the newest older turns their room
+                held = faint_guesses(held, self.short()[:n])
+            fused[held] += WHOLE_WEIGHT / (RRF_K + np.arange(1, len(held) + 1))
             scores = self._with_exchanges(fused, best, n, own)
         positions = np.flatnonzero(scores > 0)
         positions = positions[np.lexsort((-positions, -scores[positions]))]
@@ -788,6 +797,12 @@ class HistoryIndex:
         """The rare names message ``position`` brings in (its capitalised words, ``_NAME``), as terms."""
         names = terms(" ".join(_NAME.findall(searchable_text(self.messages[position]))))
         return [term for term in dict.fromkeys(names) if self.lexical.idf(term) >= HOP_MIN_IDF]
+
+
+def faint_guesses(by_whole: np.ndarray, short: np.ndarray) -> np.ndarray:
+    """The first ``FAINT_GUESSES`` of the positions ``by_whole`` (best first by whole meaning) whose message is
+    ``short``."""
+    return by_whole[short[by_whole]][:FAINT_GUESSES]
 
 
 def with_neighbours(fused: np.ndarray, hits: np.ndarray, short: np.ndarray) -> np.ndarray:
