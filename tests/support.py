@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from types import SimpleNamespace
 from typing import Any
 
 from components.context_window.base import (
@@ -184,4 +185,20 @@ def wtype(slots: dict[str, tuple[float, float, float, int]], *, order=(), rules=
             "condensation_order": list(order),
             "dynamic_adjustments": list(rules),
         }
+    )
+
+
+def turn_row(n: int, query: str = "") -> Any:
+    """A stored turn's row as the service's turn index reads it (tda/recall/turns.py): turn ``n``, answered."""
+    return SimpleNamespace(
+        turn=n,
+        query=query or f"q{n}",
+        plan="",
+        answer="",
+        outcome="answered",
+        tokens_in=0,
+        tokens_out=0,
+        results=(),
+        valid=True,
+        phase=None,
     )

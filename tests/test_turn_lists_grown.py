@@ -5,7 +5,6 @@ columns), so a turn neither copies them nor compares them with the last turn's i
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -20,6 +19,7 @@ from components.context_window.recall import turns as turn_recall
 from components.context_window.recall.turns import SearchedTurns, TurnRecall, TurnText
 from components.context_window.relevance import VectorIndex
 from tda.recall.turns import TurnIndex
+from tests.support import turn_row
 
 KEY = ("s", "s@0")
 
@@ -109,35 +109,20 @@ def _describe(turn: TurnRecord) -> Any:
     return (turn.turn, turn.query)
 
 
-def _row(n: int, query: str = "") -> Any:
-    return SimpleNamespace(
-        turn=n,
-        query=query or f"q{n}",
-        plan="",
-        answer="",
-        outcome="answered",
-        tokens_in=0,
-        tokens_out=0,
-        results=(),
-        valid=True,
-        phase=None,
-    )
-
-
 async def test_the_turn_index_extends_the_last_list_it_handed():
     """Each turn's list of earlier turns is the last one's and the turns since, in the same list (no copy of the
     session's every turn), and the one handed before reads as it did."""
     index = TurnIndex(db=None, embedder=lambda: None)  # type: ignore[arg-type]
     assert await index.described(KEY, None, 0, "k", _describe, before=0) == []
     for n in range(50):
-        await index.recorded(KEY, _row(n))
+        await index.recorded(KEY, turn_row(n))
     first = await index.described(KEY, None, 0, "k", _describe, before=50)
-    await index.recorded(KEY, _row(50))
+    await index.recorded(KEY, turn_row(50))
     second = await index.described(KEY, None, 0, "k", _describe, before=51)
     assert isinstance(second, Prefix) and second.extends(first)
     assert first == [(n, (n, f"q{n}")) for n in range(50)]
     assert second == [(n, (n, f"q{n}")) for n in range(51)]
-    await index.recorded(KEY, _row(50, query="q50 again"))  # the newest turn extended: a new list from there
+    await index.recorded(KEY, turn_row(50, query="q50 again"))  # the newest turn extended: a new list from there
     third = await index.described(KEY, None, 0, "k", _describe, before=51)
     assert not third.extends(second) and third == [*first, (50, (50, "q50 again"))]
     assert second == [(n, (n, f"q{n}")) for n in range(51)]
@@ -155,11 +140,11 @@ async def test_searched_turns_read_only_what_the_list_added(monkeypatch):
     await index.described(KEY, None, 0, "k", _describe, before=0)
     searched = SearchedTurns(_text_of)
     for n in range(40):
-        await index.recorded(KEY, _row(n))
+        await index.recorded(KEY, turn_row(n))
     first = searched.of("s", await index.described(KEY, None, 0, "k", _describe, before=40))
     compared = []
     monkeypatch.setattr(turn_recall, "common_prefix", lambda *a: compared.append(a) or 0)
-    await index.recorded(KEY, _row(40))
+    await index.recorded(KEY, turn_row(40))
     second = searched.of("s", await index.described(KEY, None, 0, "k", _describe, before=41))
     assert compared == []
     assert list(first.numbers) == [n for n in range(40) if n % 3]
@@ -207,7 +192,7 @@ async def test_an_earlier_turn_kept_for_workflow_history_is_not_walked_by_the_co
     index = TurnIndex(db=None, embedder=lambda: None)  # type: ignore[arg-type]
     await index.described(KEY, None, 0, "workflow_history", turn_described, before=0)
     for n in range(20):
-        await index.recorded(KEY, _row(n))
+        await index.recorded(KEY, turn_row(n))
     listed = await index.described(KEY, None, 0, "workflow_history", turn_described, before=20)
     for _ in range(3):  # a tuple is let go once what it holds is: the key, the description, the list's item
         gc.collect()

@@ -4,30 +4,15 @@ session's life: what each entry costs beyond the modules' descriptions, and that
 from __future__ import annotations
 
 import tracemalloc
-from types import SimpleNamespace
 from typing import Any
 
 from components.context_window.base import TurnRecord
 from tda.recall import turns as turn_index
 from tda.recall.turns import TurnIndex
+from tests.support import turn_row
 
 KEY = ("s", "s@0")
 SHARED = ("a description", "held by every turn")
-
-
-def row(n: int) -> Any:
-    return SimpleNamespace(
-        turn=n,
-        query=f"q{n}",
-        plan="",
-        answer="",
-        outcome="answered",
-        tokens_in=0,
-        tokens_out=0,
-        results=(),
-        valid=True,
-        phase=None,
-    )
 
 
 def described_as_plan(turn: TurnRecord) -> Any:
@@ -45,7 +30,7 @@ async def test_a_recorded_turn_costs_its_index_under_200_bytes_beyond_its_descri
     index = TurnIndex(db=None, embedder=lambda: None)  # type: ignore[arg-type]
     for kind, describe in (("plan", described_as_plan), ("number", described_as_number)):
         assert await index.described(KEY, None, 0, kind, describe, before=0) == []  # the kinds asked for
-    rows = [row(n) for n in range(3_000)]
+    rows = [turn_row(n) for n in range(3_000)]
     held_here = [tracemalloc.Filter(True, turn_index.__file__)]
     tracemalloc.start()
     try:
