@@ -418,8 +418,8 @@ class ConversationHistoryModule(ContextModule):
         source = _Remembered(ctx.session.message_source())
         noted = self._note_ask(ctx, budget, strategy)
         # A recall window asked again (a tool loop's later step asks for its first step's) is handed out again.
-        recall = (ctx.history_recall or self._own_recall(ctx)) if recall_pct else None
-        asked = asked_key(ctx, recall, budget, strategy, recall_pct) if recall_pct else None
+        recall = self._recall(ctx) if recall_pct else None
+        asked = asked_key(ctx, recall, budget, strategy, recall_pct) if recall is not None else None
         if (again := self._asked.get(asked)) is not None:
             return again
         budget -= await self._loop_room(source, ctx)
@@ -558,7 +558,7 @@ class ConversationHistoryModule(ContextModule):
         """How the best older message leads the newest ones (only the continuity when it reaches ``continuing``),
         or None when recall's index is not ready within ``RECALL_WAIT_S`` (it goes on indexing in the background;
         until it is done, calls do not wait again)."""
-        recall = ctx.history_recall or self._own_recall(ctx)
+        recall = self._recall(ctx)
         key = (recall, ctx.session.id)
         if key in self._indexing:
             return None
@@ -641,7 +641,7 @@ class ConversationHistoryModule(ContextModule):
         room -= count(Message("system", recall_marker(before, before)))  # the most digits it can have
         if before <= 0 or room <= 0:
             return (), {"recalled_messages": 0}
-        recall = ctx.history_recall or self._own_recall(ctx)
+        recall = self._recall(ctx)
         ranking = await recall.recall(ctx.session, ctx.query, before=before, enough_tokens=room * 2)
         exponent = option(ctx.directives.config, "recall_cost_exponent", RECALL_COST_EXPONENT, minimum=0)
         tokens = ctx.tokens
@@ -666,9 +666,12 @@ class ConversationHistoryModule(ContextModule):
             facts["recall_vectors_pending"] = ranking.pending
         return tuple(u.messages for u in chosen), facts
 
-    def _own_recall(self, ctx: AssemblyContext) -> HistoryRecall:
-        """Without a provider (a library call, ``tda assemble``), the module indexes the history itself at first use,
-        with the context's embedder (one index per embedder: the same history ranks the same way)."""
+    def _recall(self, ctx: AssemblyContext) -> HistoryRecall:
+        """The application's recall (``AssemblyContext.history_recall``); without one (a library call, ``tda
+        assemble``), the module indexes the history itself at first use, with the context's embedder (one index per
+        embedder: the same history ranks the same way)."""
+        if ctx.history_recall is not None:
+            return ctx.history_recall
         key = type(ctx.embedder).__name__ if ctx.embedder is not None else ""
         recall = self._recalls.get(key)
         if recall is None:
