@@ -31,7 +31,7 @@ class BlockKeys:
 
     def key(self, session_id: str, block: Sequence[Message], make: Callable[[Sequence[Message]], Key]) -> Key:
         """``make(block)``, or the key made before for these very messages in this session."""
-        ids = (session_id, *map(id, block))
+        ids: tuple[int | str, ...] = (session_id, *map(id, block))
         found = self._kept.get(ids)
         if found is not None and all(ref() is m for ref, m in zip(found[0], block, strict=True)):
             return found[1]
