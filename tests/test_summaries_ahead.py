@@ -212,3 +212,26 @@ async def test_a_newest_turn_asked_again_for_the_same_room_is_not_cut_again(monk
     assert made == [made[0]]  # cut once
     assert windows[0].units == windows[1].units == windows[2].units
     assert any("is not shown]" in m.content for unit in windows[0].units for m in unit)  # the turn came cut
+
+
+async def test_a_summary_block_named_again_is_digested_once(monkeypatch: pytest.MonkeyPatch):
+    """Every call's plans (its windows', and the work ahead's for the next call) name their summary blocks by a digest
+    of the blocks' transcripts: ~10 blocks a call at 100 gateway turns, nearly all named before by the same messages.
+    Each block is digested once while its messages are the same objects, and the windows are the oracle's."""
+    ahead, oracle = Client(works_ahead=True), Client(works_ahead=False)
+    module = ahead.handler.modules.get("conversation_history")
+    handler = sys.modules[type(module).__module__]
+    digested: list[str] = []
+    content_key = handler.content_key
+
+    def counted(*parts: Any) -> str:
+        digested.append(parts[0])
+        return content_key(*parts)
+
+    monkeypatch.setattr(handler, "content_key", counted)
+    _, windows = await session(ahead, range(1, 17))
+    _, expected = await session(oracle, range(1, 17))
+
+    assert windows == expected
+    assert len(set(digested)) >= 3  # blocks were named (and summarised: the session drops block after block)
+    assert len(digested) == len(set(digested))  # each once

@@ -45,6 +45,7 @@ from components.context_window.tool_results.clearing import Cleared, ClearRule, 
 from components.context_window.tool_results.clearing import recall as recall_cleared
 
 from .asked import AskedWindows, asked_key
+from .block_keys import BlockKeys
 from .cuts import TurnCuts
 from .options import HistoryOptions
 
@@ -336,6 +337,8 @@ class ConversationHistoryModule(ContextModule):
         self._priced: BoundedCache[str, tuple[TokenCounter, dict[int, _Priced]]] = BoundedCache(64)
         """Per session, the recalled units priced for packing, by position, with the counter that priced them: a long
         session's recall hands thousands of units each turn, all but the newest the same (tuples) as the turn before."""
+        self._block_keys = BlockKeys()
+        """Summary blocks' keys by their messages: every call's plans name the same few blocks."""
         self._cuts = TurnCuts()
         """The newest turn's last cuts per session: the work ahead's is the next call's first step's."""
         self._asked = AskedWindows()
@@ -377,9 +380,9 @@ class ConversationHistoryModule(ContextModule):
             if not plan.model:
                 continue
             for block in reversed(_blocks(plan.summarised)):  # in the order the window asks for them
-                key, transcript = _block_key(block, ctx)
+                key = self._block_key(block, ctx)
                 if key not in self._summaries and key not in self._writing:
-                    await self._write(key, transcript, ctx)
+                    await self._write(key, _transcript(block), ctx)
                     return
 
     def _note_ask(self, ctx: AssemblyContext, budget: int, strategy: str | None) -> int | None:
@@ -401,6 +404,7 @@ class ConversationHistoryModule(ContextModule):
         self._asks.discard(session_id)
         self._priced.discard(session_id)
         self._cuts.discard(session_id)
+        self._block_keys.discard(session_id)
         self._asked.discard(session_id)
         for recall in self._recalls.values():
             purged += recall.forget(session_id)
@@ -782,14 +786,21 @@ class ConversationHistoryModule(ContextModule):
     async def _block_summary(self, block: list[Message], ctx: AssemblyContext) -> str:
         """One block's model-written summary: kept, being written (made ahead, ``ahead``: waited for, never asked
         twice), or written now."""
-        key, transcript = _block_key(block, ctx)
+        key = self._block_key(block, ctx)
         text = self._summaries.get(key)
         if text is not None:
             return text
         writing = self._writing.get(key)
         if writing is not None and (text := await _waited(writing)) is not None:
             return text
-        return await self._write(key, transcript, ctx)
+        return await self._write(key, _transcript(block), ctx)
+
+    def _block_key(self, block: list[Message], ctx: AssemblyContext) -> tuple[str, str]:
+        """A block's summary's key, made of everything the summary is made from: the block's transcript and the bound
+        and instruction it is written with (never the room it is shown in). Made once for the same messages
+        (``BlockKeys``): every call's plans name the same few blocks."""
+        session_id = ctx.session.id
+        return self._block_keys.key(session_id, block, lambda b: _block_key(session_id, b))
 
     async def _write(self, key: tuple[str, str], transcript: str, ctx: AssemblyContext) -> str:
         """The summary of ``transcript`` asked of the model, under way in ``_writing`` until it is kept by ``key``."""
@@ -828,11 +839,14 @@ def _blocks(dropped: list[tuple[int, Message]]) -> list[list[Message]]:
     return [[m for _, m in group] for _, group in groupby(dropped, key=lambda p: p[0] // SUMMARY_BLOCK)]
 
 
-def _block_key(block: list[Message], ctx: AssemblyContext) -> tuple[tuple[str, str], str]:
-    """A block's summary's key, made of everything the summary is made from: the block's transcript and the bound and
-    instruction it is written with (never the room it is shown in); and the transcript."""
-    transcript = "\n".join(f"{m.role}: {m.content} {media_note(m.parts)}".rstrip() for m in block)
-    return (ctx.session.id, content_key(transcript, SUMMARY_BLOCK_TOKENS, SUMMARY_INSTRUCTION)), transcript
+def _block_key(session_id: str, block: Sequence[Message]) -> tuple[str, str]:
+    """``ConversationHistoryModule._block_key``, made."""
+    return session_id, content_key(_transcript(block), SUMMARY_BLOCK_TOKENS, SUMMARY_INSTRUCTION)
+
+
+def _transcript(block: Sequence[Message]) -> str:
+    """What a block's summary is written from: a line per message."""
+    return "\n".join(f"{m.role}: {m.content} {media_note(m.parts)}".rstrip() for m in block)
 
 
 async def _waited(writing: asyncio.Future[str]) -> str | None:
