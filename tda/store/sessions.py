@@ -8,10 +8,10 @@ import itertools
 import json
 import sqlite3
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from sqlalchemy import BigInteger, Row, bindparam, exists, func, insert, or_, select, tuple_, update
 from sqlalchemy import text as sql_text
@@ -109,6 +109,8 @@ def snapshot_dict(row: SnapshotRow) -> dict[str, Any]:
         "snapshot": row.data,
     }
 
+
+_T = TypeVar("_T")
 
 RECENT_TURNS = 40
 """How many of the newest turns a turn reads: workflow_history shows 10 by default, plan_hydration the newest
@@ -539,17 +541,19 @@ class SessionStore:
         *,
         returning: bool = True,
         priced: Priced | None = None,
-    ) -> tuple[TurnTuple, list[Row[Any]]]:
+    ) -> tuple[TurnTuple, Sequence[MessageTuple | Row[Any]]]:
         """The turn and its messages in one transaction: a turn is never half-recorded. Returns rows with a
         ``TurnRow``'s and a message page's attributes (``returning`` False: no message rows; a long history's rows
         are then written without being read back and decoded on the event loop). Core inserts on a bare
-        connection: an ORM session's unit of work cost more than the writes (3 ms against 1.6). Whether the session
-        exists is asked only if the write fails (a turn is recorded right after its session loaded). ``priced``: the
-        model call of the turn's snapshot, stored in the same transaction (one commit a turn, not two)."""
+        connection: an ORM session's unit of work cost more than the writes (3 ms against 1.6); on SQLite a turn's
+        few rows go by the loop's own connection (``_recorded_here``). Whether the session exists is asked only if
+        the write fails (a turn is recorded right after its session loaded). ``priced``: the model call of the
+        turn's snapshot, stored in the same transaction (one commit a turn, not two)."""
         base = {"session_id": session_id, "turn": turn["turn"]}
         counted = await sized(lambda sent: _rows_of(base, sent), messages)  # before the write lock
-        if not returning and (recorded := await self._recorded_here(session_id, turn, counted, priced)) is not None:
-            return recorded, []
+        recorded = await self._recorded_here(session_id, turn, counted, priced, returning=returning)
+        if recorded is not None:
+            return recorded
         try:
             async with self.db.write_rows() as c:
                 if priced is not None:
@@ -602,21 +606,27 @@ class SessionStore:
         return Conflict(f"turn {turn} of session {session_id!r} was recorded meanwhile; send the query again")
 
     async def _recorded_here(
-        self, session_id: str, turn: dict[str, Any], counted: list[dict[str, Any]], priced: Priced | None
-    ) -> TurnTuple | None:
+        self,
+        session_id: str,
+        turn: dict[str, Any],
+        counted: list[dict[str, Any]],
+        priced: Priced | None,
+        *,
+        returning: bool,
+    ) -> tuple[TurnTuple, list[MessageTuple]] | None:
         """``record_turn``'s transaction on SQLite by the loop's own connection (``LoopWriter``: a turn's few
-        statements without a pooled connection and SQLAlchemy's execution of each, ~1 ms of a session call); None
+        statements without a pooled connection and SQLAlchemy's execution of each, ~1 ms of a turn's record); None
         when it is not one for it (another database, a long history's rows, a priced figure SQLite's JSON cannot
-        edit): the pool's way then."""
+        edit): the pool's way then. ``returning``: the message rows as stored (a native turn's history cache keeps
+        them), else none."""
         if not self._here(counted, priced):
             return None
 
-        def record(sql: Statements) -> TurnTuple:
+        def record(sql: Statements) -> tuple[TurnTuple, list[MessageTuple]]:
             _price_here(sql, priced)
             row = sql.first(_INSERT_TURN, {"session_id": session_id, **turn})
             assert row is not None
-            _insert_here(sql, counted, session_id)
-            return TurnTuple._make(row)
+            return TurnTuple._make(row), _insert_here(sql, counted, session_id, returning=returning)
 
         try:
             return await self._written_here(record)
@@ -652,7 +662,7 @@ class SessionStore:
             await self.get(session_id)  # NotFound names the session when it is gone
             raise NotFound(f"session {session_id!r} has no turn {turn}") from None
 
-    async def _written_here(self, work: Callable[[Statements], TurnTuple]) -> TurnTuple | None:
+    async def _written_here(self, work: Callable[[Statements], _T]) -> _T | None:
         """``work`` by the loop's own connection; None when SQLite's JSON cannot read the snapshot it prices (a NaN
         stored before): nothing of it was written, and the pool's way takes it."""
         try:
@@ -956,11 +966,25 @@ def _price_here(sql: Statements, priced: Priced | None) -> None:
         sql.first(_json_set(tuple(params)), {**params, "id": priced.snapshot_id})
 
 
-def _insert_here(sql: Statements, counted: list[dict[str, Any]], session_id: str) -> None:
-    """A record's message rows and the session's count of them, in a ``LoopWriter`` transaction."""
-    for _, alike in itertools.groupby(counted, key=dict.keys):
-        sql.many(_INSERT_MESSAGES_ONLY, list(alike))
+def _insert_here(
+    sql: Statements, counted: list[dict[str, Any]], session_id: str, *, returning: bool = False
+) -> list[MessageTuple]:
+    """A record's message rows and the session's count of them, in a ``LoopWriter`` transaction; ``returning``: the
+    rows as stored, in the order given (one INSERT ... RETURNING a row: a turn writes two), else none."""
+    stored = []
+    if returning:
+        stored = [MessageTuple._make(_inserted(sql, row)) for row in counted]
+    else:
+        for _, alike in itertools.groupby(counted, key=dict.keys):
+            sql.many(_INSERT_MESSAGES_ONLY, list(alike))
     sql.first(_COUNT_MESSAGES, {"session_id": session_id, "added": len(counted)})
+    return stored
+
+
+def _inserted(sql: Statements, row: dict[str, Any]) -> tuple[Any, ...]:
+    stored = sql.first(_INSERT_MESSAGES, row)
+    assert stored is not None  # RETURNING gives the row it inserted
+    return stored
 
 
 @functools.cache

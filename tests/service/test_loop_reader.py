@@ -5,6 +5,7 @@ the newest commit, the reader never a write."""
 from __future__ import annotations
 
 import sqlite3
+import uuid
 from collections.abc import AsyncIterator
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -248,6 +249,38 @@ async def test_a_call_recorded_on_the_loop_s_connection_is_stored_as_the_pool_st
         assert writer.writes - writes == (4 if way == "loop" else 0)
         recorded.append((_recorded(tmp_path / "tda.db", session_id), step._replace(id=0, session_id="", created_at=0)))
     assert recorded[0] == recorded[1]
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(asked=st.lists(MESSAGE, min_size=1, max_size=4), results=st.lists(JSON, max_size=3))
+async def test_a_native_turn_s_record_is_written_by_the_loop_s_connection_and_gives_back_the_pool_s_rows(
+    store: Store, tmp_path: Path, asked: list[dict[str, Any]], results: list[Any]
+) -> None:
+    """A native turn (``record_turn`` returning its message rows, which the history cache keeps) is one transaction
+    of the loop's own connection: the rows it gives back and those stored are the pool's, the ids aside."""
+    recorded = []
+    for way in ("loop", "pool"):
+        session_id = f"{way}-{uuid.uuid4().hex}"
+        await store.sessions.create({"id": session_id, "profile_id": "p", "user_id": "u"}, "test")
+        snapshot = {"session_id": session_id, "type_id": "t", "type_version": 1, "model": "m", "inputs": {}}
+        writer, writes = store.db.single_writes, store.db.single_writes.writes
+        if way == "pool":
+            store.db.single_writes = None
+        try:
+            snapshot_id, _ = await store.sessions.record_snapshot({**snapshot, "turn": 1, "data": {"a": [1, 2]}})
+            turn = {"turn": 1, "query": "q?", "results": results, "answer": "a", "tokens_in": 5}
+            priced = Priced(snapshot_id, {}, {"model": "m", "cost": 0.25})
+            row, rows = await store.sessions.record_turn(session_id, turn, asked, priced=priced)
+        finally:
+            store.db.single_writes = writer
+        assert writer.writes - writes == (2 if way == "loop" else 0)  # the snapshot, then the turn
+        stored = await store.sessions.turn_messages(session_id, 1)
+        assert [r.id for r in rows] == [m.id for m in stored]  # in the order given, as stored
+        given_back = [tuple(r)[1:] for r in rows]
+        recorded.append((_recorded(tmp_path / "tda.db", session_id), row._replace(id=0, session_id="", created_at=0)))
+        recorded.append(given_back)
+    assert recorded[0] == recorded[2]
+    assert recorded[1] == recorded[3]
 
 
 async def test_a_priced_figure_sqlite_s_json_cannot_edit_is_recorded_the_pool_s_way(store: Store) -> None:
