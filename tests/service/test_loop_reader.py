@@ -14,10 +14,11 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from sqlalchemy import inspect
 
 from tda import scope
 from tda.errors import Conflict, NotFound
-from tda.models import MessageRow, SessionRow, TurnRow
+from tda.models import MessageRow, ProfileRow, SessionRow, TurnRow
 from tda.store import Store
 from tda.store.sessions import Priced
 
@@ -86,6 +87,58 @@ async def test_another_project_s_session_is_not_found_by_the_reader(store: Store
     finally:
         scope.act_as(scope.EVERYWHERE)
     assert (await store.sessions.get("mine")).id == "mine"
+
+
+async def _loaded_by_the_orm(store: Store, session_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The session's and its profile's rows as an ORM session reads them."""
+    async with store.db.read() as s:
+        row = await s.get(SessionRow, session_id)
+        assert row is not None
+        profile = await s.get(ProfileRow, row.profile_id)
+        assert profile is not None
+        return _columns(row), _columns(profile)
+
+
+def _columns(row: Any) -> dict[str, Any]:
+    return {c: getattr(row, c) for c in row.__table__.columns.keys()}
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    limit=st.none() | st.integers(min_value=1, max_value=2**31 - 1),
+    title=st.text(max_size=40),
+    turns=st.integers(0, 3),
+    before=st.none() | st.integers(1, 4),
+)
+async def test_a_turn_s_load_is_read_by_the_reader_as_the_orm_reads_it(
+    store: Store, limit: int | None, title: str, turns: int, before: int | None
+) -> None:
+    """A turn's ``load``: its session, profile and newest turns by the loop's own reader (two reads; a replay's count
+    a third), every column as an ORM session reads it, the ORM objects detached as that session leaves them."""
+    session_id = f"s-{uuid.uuid4().hex}"
+    await store.sessions.create({"id": session_id, "profile_id": "p", "user_id": "u"}, "test")
+    await _set(store, session_id, context_limit=limit, title=title)
+    for n in range(1, turns + 1):
+        await store.sessions.record_turn(session_id, {"turn": n, "query": f"q{n}"}, [{"role": "user", "content": "q"}])
+    reads = store.db.reader.reads
+    data = await store.sessions.load(session_id, before_turn=before)
+    assert store.db.reader.reads == reads + (2 if before is None else 3)  # by the reader, not an ORM session
+    assert (_columns(data.session), _columns(data.profile)) == await _loaded_by_the_orm(store, session_id)
+    assert inspect(data.session).detached and inspect(data.profile).detached
+    shown = [n for n in range(1, turns + 1) if before is None or n < before]
+    assert [t.turn for t in data.turns] == shown
+    assert (data.last_message_turn, data.message_count) == (max(shown, default=0), len(shown))
+
+
+async def test_another_project_s_session_is_not_loaded_by_the_reader(store: Store) -> None:
+    await store.sessions.create({"id": "mine", "profile_id": "p", "user_id": "u"}, "test")
+    scope.act_as(scope.Acting("elsewhere", shared=False))
+    try:
+        with pytest.raises(NotFound):
+            await store.sessions.load("mine")
+    finally:
+        scope.act_as(scope.EVERYWHERE)
+    assert (await store.sessions.load("mine")).session.id == "mine"
 
 
 async def test_the_reader_sees_each_commit_made_before_its_read(store: Store, tmp_path: Path) -> None:
