@@ -251,9 +251,7 @@ _HEADER = (
     .join(ProfileRow, ProfileRow.id == SessionRow.profile_id)
     .where(SessionRow.id == bindparam("session_id"))
 )
-_HEADER_IN = _HEADER.where(
-    SessionRow.project_id == bindparam("project"), ProfileRow.project_id == bindparam("project")
-)
+_HEADER_IN = _HEADER.where(SessionRow.project_id == bindparam("project"), ProfileRow.project_id == bindparam("project"))
 """``_HEADER`` in the acting project (``scope.current``): the ORM's filter (tda/store/projects.py) written out, as a
 Core read bypasses it."""
 _MESSAGES_FROM_TURN = select(func.count()).where(
