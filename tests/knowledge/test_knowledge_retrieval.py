@@ -353,10 +353,7 @@ def test_a_search_scores_its_words_before_it_waits_for_the_query_s_vector(
     monkeypatch.setattr(
         retrieval.BM25Index, "scores", lambda index, query: steps.append("words") or scores(index, query)
     )
-    monkeypatch.setattr(
-        type(embed),
-        "__call__",
-        lambda self, texts, call=type(embed).__call__: steps.append("vector") or call(self, texts),
-    )
+    call = type(embed).__call__
+    monkeypatch.setattr(type(embed), "__call__", lambda self, texts: steps.append("vector") or call(self, texts))
     assert retriever.search("mainsail reef wind", collections=["boat"], k=10) == first
     assert steps == ["words", "vector"]

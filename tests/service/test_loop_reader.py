@@ -100,7 +100,7 @@ async def _loaded_by_the_orm(store: Store, session_id: str) -> tuple[dict[str, A
 
 
 def _columns(row: Any) -> dict[str, Any]:
-    return {c: getattr(row, c) for c in row.__table__.columns.keys()}
+    return {c.key: getattr(row, c.key) for c in row.__table__.columns}
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
