@@ -350,8 +350,8 @@ class SessionStore:
         turn_params = {**params, "turns": turns, "turns_before": _NO_TURN if turns_before is None else turns_before}
         project = scope.current()
         # One round trip for the session, its profile and its last turn; by statements built once on a bare
-        # connection (the loop's own on SQLite), the rows made detached ORM objects as ``get``'s: through an ORM
-        # session the reads cost ~2.3 ms of the loop a turn.
+        # connection (the loop's own on SQLite), the rows made detached ORM objects as ``get``'s do (an ORM session's
+        # reads cost more: the demo session's load, 0.75-0.84 ms of CPU against 0.58-0.61, docs/benchmarks.md).
         statement = _HEADER_IN if project else _HEADER
         found = await self._first(statement, {**params, "project": project})
         if found is None:
@@ -567,7 +567,7 @@ class SessionStore:
         *,
         returning: bool = True,
         priced: Priced | None = None,
-    ) -> tuple[TurnTuple, Sequence[MessageTuple | Row[Any]]]:
+    ) -> tuple[TurnTuple, list[MessageTuple] | list[Row[Any]]]:
         """The turn and its messages in one transaction: a turn is never half-recorded. Returns rows with a
         ``TurnRow``'s and a message page's attributes (``returning`` False: no message rows; a long history's rows
         are then written without being read back and decoded on the event loop). Core inserts on a bare
