@@ -282,7 +282,9 @@ _MESSAGES_AFTER = (
     .order_by(MessageRow.turn, MessageRow.id)
 )
 _ATTACHMENTS = (
-    select(AttachmentRow).where(AttachmentRow.session_id == bindparam("session_id")).order_by(AttachmentRow.created_at)
+    select(*AttachmentRow.__table__.columns)
+    .where(AttachmentRow.session_id == bindparam("session_id"))
+    .order_by(AttachmentRow.created_at)
 )
 
 
@@ -361,11 +363,9 @@ class SessionStore:
         if before_turn is not None:  # counted from the newest end: a continuation's own turn is a few messages
             count = row.message_count - ((await self._first(_MESSAGES_FROM_TURN, params) or (0,))[0] or 0)
         newest_turns = [TurnTuple._make(t) for t in await self._all(_NEWEST_TURNS, turn_params)]
-        attachments: Sequence[AttachmentRow] = ()
-        if attached:
-            async with self.db.read() as s:
-                attachments = (await s.scalars(_ATTACHMENTS, params)).all()
-        return SessionData(row, profile, count, last_turn, newest_turns[::-1], list(attachments), before_turn)
+        attached_rows = await self._all(_ATTACHMENTS, params) if attached else []
+        attachments = [_detached(AttachmentRow, a) for a in attached_rows]
+        return SessionData(row, profile, count, last_turn, newest_turns[::-1], attachments, before_turn)
 
     async def messages_after(self, session_id: str, after: MessageCursor) -> list[MessageTuple]:
         """The messages newer than ``after``, oldest first (what was appended since a replica last read)."""

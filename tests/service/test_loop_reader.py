@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sqlalchemy import inspect
+from sqlalchemy import inspect, select
 
 from tda import scope
 from tda.errors import Conflict, NotFound
-from tda.models import MessageRow, ProfileRow, SessionRow, TurnRow
+from tda.models import AttachmentRow, MessageRow, ProfileRow, SessionRow, TurnRow
 from tda.store import Store
 from tda.store.sessions import Priced
 
@@ -89,14 +89,15 @@ async def test_another_project_s_session_is_not_found_by_the_reader(store: Store
     assert (await store.sessions.get("mine")).id == "mine"
 
 
-async def _loaded_by_the_orm(store: Store, session_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The session's and its profile's rows as an ORM session reads them."""
+async def _loaded_by_the_orm(store: Store, session_id: str) -> tuple[Any, ...]:
+    """The session's, its profile's and its attachments' rows as an ORM session reads them."""
     async with store.db.read() as s:
         row = await s.get(SessionRow, session_id)
         assert row is not None
         profile = await s.get(ProfileRow, row.profile_id)
         assert profile is not None
-        return _columns(row), _columns(profile)
+        attached = (await s.scalars(select(AttachmentRow).where(AttachmentRow.session_id == session_id))).all()
+        return _columns(row), _columns(profile), sorted((_columns(a) for a in attached), key=lambda a: a["created_at"])
 
 
 def _columns(row: Any) -> dict[str, Any]:
@@ -109,22 +110,27 @@ def _columns(row: Any) -> dict[str, Any]:
     title=st.text(max_size=40),
     turns=st.integers(0, 3),
     before=st.none() | st.integers(1, 4),
+    attached=st.lists(st.text(min_size=1, max_size=20), max_size=2),
 )
 async def test_a_turn_s_load_is_read_by_the_reader_as_the_orm_reads_it(
-    store: Store, limit: int | None, title: str, turns: int, before: int | None
+    store: Store, limit: int | None, title: str, turns: int, before: int | None, attached: list[str]
 ) -> None:
-    """A turn's ``load``: its session, profile and newest turns by the loop's own reader (two reads; a replay's count
-    a third), every column as an ORM session reads it, the ORM objects detached as that session leaves them."""
+    """A turn's ``load``: its session, profile and newest turns by the loop's own reader (two reads; its attachments
+    and a replay's count one more each), every column as an ORM session reads it, the ORM objects detached as that
+    session leaves them."""
     session_id = f"s-{uuid.uuid4().hex}"
     await store.sessions.create({"id": session_id, "profile_id": "p", "user_id": "u"}, "test")
     await _set(store, session_id, context_limit=limit, title=title)
+    for text in attached:
+        await store.sessions.add_attachment(session_id, {"name": text[:5], "text": text}, "test")
     for n in range(1, turns + 1):
         await store.sessions.record_turn(session_id, {"turn": n, "query": f"q{n}"}, [{"role": "user", "content": "q"}])
     reads = store.db.reader.reads
     data = await store.sessions.load(session_id, before_turn=before)
-    assert store.db.reader.reads == reads + (2 if before is None else 3)  # by the reader, not an ORM session
-    assert (_columns(data.session), _columns(data.profile)) == await _loaded_by_the_orm(store, session_id)
-    assert inspect(data.session).detached and inspect(data.profile).detached
+    assert store.db.reader.reads == reads + 2 + bool(attached) + (before is not None)  # not by an ORM session
+    loaded = (_columns(data.session), _columns(data.profile), [_columns(a) for a in data.attachments])
+    assert loaded == await _loaded_by_the_orm(store, session_id)
+    assert all(inspect(row).detached for row in (data.session, data.profile, *data.attachments))
     shown = [n for n in range(1, turns + 1) if before is None or n < before]
     assert [t.turn for t in data.turns] == shown
     assert (data.last_message_turn, data.message_count) == (max(shown, default=0), len(shown))
