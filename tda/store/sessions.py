@@ -353,7 +353,7 @@ class SessionStore:
         project = scope.current()
         # One round trip for the session, its profile and its last turn; by statements built once on a bare
         # connection (the loop's own on SQLite), the rows made detached ORM objects as ``get``'s do (an ORM session's
-        # reads cost more: the demo session's load, 0.75-0.84 ms of CPU against 0.58-0.61, docs/benchmarks.md).
+        # reads cost more: the demo session's load, 0.78-0.84 ms of CPU against 0.29-0.30, docs/benchmarks.md).
         statement = _HEADER_IN if project else _HEADER
         found = await self._first(statement, {**params, "project": project})
         if found is None:
