@@ -17,8 +17,9 @@ process (the mock model) and turns are posted to the demo session through Quart'
   code: a module's, the store's, the snapshot's, the client's own request handling);
 * the tokens each module sent, and whether knowledge and recall abstained;
 * the SQL statements run from the request's start to its response (the turn's own, and the first of the indexing
-  it leaves to run after its response, when that starts before the response is read), and each step's time
-  (``Server-Timing``: load, assemble, snapshot, record).
+  it leaves to run after its response, when that starts before the response is read) through the pool, and the reads
+  and transactions of the loop's own SQLite connections, and each step's time (``Server-Timing``: load, assemble,
+  snapshot, record).
 
 Each turn is posted once the previous one's work after its response (its turn and history indexed for recall,
 ``svc.writer``) is done, as when a person reads the answer before asking again; ``BENCH_BACK_TO_BACK=1`` posts the
@@ -119,19 +120,28 @@ MODULE_CPU = ModuleCPU()
 
 
 class Statements:
-    """The SQL statements the database ran (every connection of the engine's: the turn's, and any work the turn
-    left to run after its response that ran before it was measured)."""
+    """The SQL statements the database ran through its pool (every connection of the engine's: the turn's, and any
+    work the turn left to run after its response that ran before it was measured), and the reads and transactions
+    of the loop's own SQLite connections (``LoopReader``, ``LoopWriter``: tda/inline_sqlite.py), which the engine
+    does not see."""
 
     def __init__(self) -> None:
         self.count = 0
+        self._db: Any = None
 
-    def install(self, engine: Any) -> None:
+    def install(self, db: Any) -> None:
         from sqlalchemy import event
 
         def counted(*_: Any) -> None:
             self.count += 1
 
-        event.listen(engine.sync_engine, "before_cursor_execute", counted)
+        event.listen(db.engine.sync_engine, "before_cursor_execute", counted)
+        self._db = db
+
+    def own(self) -> tuple[int, int]:
+        """Reads and transactions of the loop's own connections so far."""
+        reader, writer = self._db.reader, self._db.single_writes
+        return (reader.reads if reader else 0, writer.writes if writer else 0)
 
 
 STATEMENTS = Statements()
@@ -193,7 +203,7 @@ async def run(folder: Path) -> list[dict[str, Any]]:
     async with TestApp(app, startup_timeout=600) as running:
         svc = running.app.extensions["tda"]
         store: Store = svc.store
-        STATEMENTS.install(store.db.engine)
+        STATEMENTS.install(store.db)
         await seed_demo(store)
         token, _ = await store.tokens.create("bench", "admin")
         freeze_as_served()
@@ -212,6 +222,7 @@ async def run(folder: Path) -> list[dict[str, Any]]:
                 await asyncio.sleep(TICK_S * 2)
                 MODULE_CPU.ms.clear()
                 STATEMENTS.count = 0
+                own = STATEMENTS.own()
                 cpu, loop_cpu = time.process_time(), time.thread_time()
                 if PROFILE is not None and number >= WARMUP:
                     PROFILE.enable()
@@ -220,6 +231,7 @@ async def run(folder: Path) -> list[dict[str, Any]]:
                     PROFILE.disable()
                 cpu, loop_cpu = time.process_time() - cpu, time.thread_time() - loop_cpu
                 statements = STATEMENTS.count
+                own = tuple(b - a for a, b in zip(own, STATEMENTS.own(), strict=True))
                 ticker.stop()
                 await ticking
                 assert r.status_code == 201, await r.get_json()
@@ -238,6 +250,7 @@ async def run(folder: Path) -> list[dict[str, Any]]:
                         "cpu_ms": cpu * 1000,
                         "loop_cpu_ms": loop_cpu * 1000,
                         "statements": statements,
+                        "own": own,
                         "blocked_ms": {k: float(m.get("blocked_ms") or 0.0) for k, m in modules.items()},
                         "module_cpu_ms": dict(MODULE_CPU.ms),
                         "used": {k: int(m.get("used") or 0) for k, m in modules.items()},
@@ -267,7 +280,12 @@ def report(turns: list[dict[str, Any]]) -> None:
         f"p50 {statistics.median(loop_cpu):.1f} ms, p90 {p(loop_cpu, 0.9):.1f} ms"
     )
     statements = [t["statements"] for t in turns]
-    print(f"SQL statements per turn: p50 {statistics.median(statements):.0f}, max {max(statements)}")
+    reads, writes = ([t["own"][n] for t in turns] for n in (0, 1))
+    print(
+        f"SQL statements per turn through the pool: p50 {statistics.median(statements):.0f}, max {max(statements)}; "
+        f"by the loop's own connections: reads p50 {statistics.median(reads):.0f}, "
+        f"transactions p50 {statistics.median(writes):.0f}"
+    )
     print(
         f"longest event-loop stall during a turn (1 ms ticker): p50 {statistics.median(stall):.1f} ms, "
         f"max {max(stall):.1f} ms"

@@ -229,6 +229,16 @@ class LoopReader(_OwnConnection):
     def _first(self, compiled: Compiled, params: dict[str, Any]) -> Any:
         return self._open().execute(compiled.sql, compiled.arguments(params)).fetchone()
 
+    async def all(self, statement: Any, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+        """Every row of ``statement``, as ``first`` reads the first."""
+        self.reads += 1
+        compiled = self.compiled(statement, params)
+        rows = await _unlocked(self._all, compiled, params)
+        return [compiled.row(row) for row in rows]
+
+    def _all(self, compiled: Compiled, params: dict[str, Any]) -> list[Any]:
+        return self._open().execute(compiled.sql, compiled.arguments(params)).fetchall()
+
 
 class LoopWriter(_OwnConnection):
     """A session call's own small transactions (its snapshot while the model answers, then its record) on one sqlite3

@@ -290,10 +290,25 @@ class ChampionCaseStore:
         self, query: str, *, scope: CaseScope, k: int = 3, recorded_before: float | None = None
     ) -> list[ChampionCase]:
         """Searched on the event loop when that is cheap: the mirror is loaded and the query's vector needs no
-        model run (0.2-0.4 ms at 2,000 cases; a hop to a worker thread and back cost more). Else in a worker thread."""
-        if self._mirror is not None and embeds_at_once(self._opened()[1], query):
+        model run (0.2-0.4 ms at 2,000 cases; a hop to a worker thread and back cost more), or the scope sees no case.
+        Else in a worker thread."""
+        if self._mirror is not None and (
+            embeds_at_once(self._opened()[1], query) or self.finds_none(scope, recorded_before)
+        ):
             return self.search(query, scope=scope, k=k, recorded_before=recorded_before)
         return await asyncio.to_thread(self.search, query, scope=scope, k=k, recorded_before=recorded_before)
+
+    def finds_none(self, scope: CaseScope, recorded_before: float | None = None) -> bool:
+        """Whether a search in ``scope`` is known to find no case without embedding its query: none written (the
+        mirror loaded) or pending that the scope may see. Cheap enough for the event loop."""
+        if not scope.groups():
+            return True
+        if self._mirror is None:
+            return False
+        servable = _Servable(scope, recorded_before)
+        with self._lock:
+            rows = self._mirror.rows_of(scope)
+            return not len(rows) and not any(servable(p.metadata) for p in self._pending.values())
 
     def search(
         self, query: str, *, scope: CaseScope, k: int = 3, recorded_before: float | None = None
@@ -303,12 +318,12 @@ class ChampionCaseStore:
         if not query.strip() or k <= 0 or not scope.groups():
             return []
         mirror = self._written()
+        if self.finds_none(scope, recorded_before):
+            return []  # nothing this scope may see: the query is not even embedded
         servable = _Servable(scope, recorded_before)
         with self._lock:
             pending = dict(self._pending)
             rows = mirror.rows_of(scope) if mirror is not None else None
-        if rows is not None and not len(rows) and not any(servable(p.metadata) for p in pending.values()):
-            return []  # nothing this scope may see: the query is not even embedded
         vector = self._embed(query)
         found: list[ChampionCase] | None = None
         with self._lock:

@@ -54,8 +54,8 @@ class LiveKnowledge:
         self._lock = threading.Lock()
         self._closed = False
         self._writes = asyncio.Lock()
-        self._ahead: set[asyncio.Future[Any]] = set()
-        """Queries being embedded ahead (``embed_ahead``), held until done so that nothing collects them."""
+        self._ahead: dict[str, asyncio.Future[Any]] = {}
+        """Queries being embedded ahead (``embed_ahead``), by text, held until done so that nothing collects them."""
 
     def _open(self) -> _Opened:
         """Runs in a worker thread; the lock makes concurrent first calls open the store once."""
@@ -144,6 +144,8 @@ class LiveKnowledge:
         """Vectors from the store's default embedder, computed in a worker thread unless it gives them at once (a
         lexical embedder, a query embedded moments ago): a thread hop costs more than that on a busy machine."""
         texts = list(texts)
+        if len(texts) == 1:
+            await self._vector_ahead(texts[0])
         if self._embed_fn is not None and len(texts) == 1:
             from .embeddings import embeds_at_once  # loaded with the embedder already
 
@@ -166,9 +168,18 @@ class LiveKnowledge:
         if embeds_at_once(self._embed_fn, text):
             return
         step = asyncio.ensure_future(asyncio.to_thread(self._embed_fn, [text]))
-        self._ahead.add(step)
-        step.add_done_callback(self._ahead.discard)
+        self._ahead[text] = step
+        step.add_done_callback(lambda done: self._ahead.pop(text) if self._ahead.get(text) is done else None)
         step.add_done_callback(retrieved)  # a failed run is the modules' to meet: they embed it again
+
+    async def _vector_ahead(self, text: str) -> None:
+        """Wait on the event loop for ``text``'s embedding when it is under way ahead (``embed_ahead``): its callers
+        then find the vector at once, instead of each waiting for it in a worker thread of its own, which the vector
+        wakes and which then hands back to the loop (a hop per caller on the turn's critical path, ~0.3-1 ms each,
+        more on a busy machine; and a thread held meanwhile, of the few the default executor has)."""
+        step = self._ahead.get(text)
+        if step is not None:
+            await asyncio.wait([step])  # a failed run is the caller's to meet: it embeds the text again
 
     def _embed(self, texts: list[str]) -> list[list[float]]:
         from .embeddings import as_floats, make_embedder
@@ -182,8 +193,12 @@ class LiveKnowledge:
     async def retrieve_cases(
         self, query: str, *, scope: CaseScope, k: int = 3, recorded_before: float | None = None
     ) -> list[ChampionCase]:
-        """The cases ``scope`` may see; with ``recorded_before`` (a Unix time), only those recorded by then (replay)."""
+        """The cases ``scope`` may see; with ``recorded_before`` (a Unix time), only those recorded by then (replay).
+        A query being embedded ahead is waited for here, unless no case can be found: the search then runs on the loop
+        (``ChampionCaseStore.retrieve_cases``)."""
         opened = await self._ready()
+        if not opened.cases.finds_none(scope, recorded_before):
+            await self._vector_ahead(query)
         return await opened.cases.retrieve_cases(query, scope=scope, k=k, recorded_before=recorded_before)
 
     def case_id(self, query: str, answer: str, *, scope: CaseScope, from_tools: bool) -> str:

@@ -279,17 +279,20 @@ class ChromaKnowledgeRetriever:
         col, total = self._collection(name)
         if not total:
             return []
+        held = self._lexical_index(name, total) if self.settings.lexical_weight > 0 else None
+        allowed = held.allowed(documents) if held is not None else None  # rows of the documents asked for
+        # Words first: BM25 needs no vector, so it is done while the query's embedding runs (started with the turn,
+        # ``LiveKnowledge.embed_ahead``), not after it, on the turn's critical path.
+        lexical = _Lexical.of(held, query, allowed, self.settings.candidates) if held is not None else None
         embed = col.configuration.get("embedding_function")
         vector = np.asarray(embed([query])[0], dtype=np.float32)
-        held = self._lexical_index(name, total) if self.settings.lexical_weight > 0 else None
         cosines = held.cosines(vector) if held is not None else None
-        allowed = held.allowed(documents) if held is not None else None  # rows of the documents asked for
         if held is not None and cosines is not None:
             pool = self._nearest_held(name, held, cosines, allowed)
         else:
             pool = self._nearest_stored(name, col, total, vector, documents)
-        if held is not None:
-            self._add_lexical(name, col, held, query, vector, cosines, allowed, pool)
+        if held is not None and lexical is not None:
+            self._add_lexical(name, col, held, lexical, vector, cosines, pool)
         if sections:
             pool = {
                 i: c
@@ -362,24 +365,18 @@ class ChromaKnowledgeRetriever:
         name: str,
         col: Any,
         held: _CollectionIndex,
-        query: str,
+        lexical: _Lexical,
         vector: np.ndarray,
         cosines: np.ndarray | None,
-        allowed: np.ndarray | None,
         pool: dict[str, _Candidate],
     ) -> None:
         """Fuse BM25 (normalised by the best lexical hit) into the pool; lexical-only hits get their dense score."""
-        rows = held.rows
-        scores = held.bm25.scores(query)
-        if allowed is not None:
-            scores = np.where(allowed, scores, 0.0)
-        best = float(scores.max()) if len(scores) else 0.0
+        rows, scores, best = held.rows, lexical.scores, lexical.best
         if best <= 0:
             return
         for i in (held.numbers[c] for c in list(pool) if c in held.numbers):  # every candidate's BM25 rank counts
             pool[rows[i]["id"]] = replace(pool[rows[i]["id"]], lexical=float(scores[i]) / best)
-        top = [int(i) for i in np.argsort(-scores)[: self.settings.candidates] if scores[i] > 0]
-        missing = [i for i in top if rows[i]["id"] not in pool]
+        missing = [i for i in lexical.top if rows[i]["id"] not in pool]
         if cosines is not None:
             dense = {rows[i]["id"]: max(0.0, float(cosines[i])) for i in missing}
         else:
@@ -406,6 +403,25 @@ class ChromaKnowledgeRetriever:
             unit = _unit_rows(vectors) if vectors and len(vectors) == len(rows) else None
             cached = self._lexical[name] = _CollectionIndex(key, bm25, rows, positions, numbers, unit)
         return cached
+
+
+@dataclass(frozen=True, slots=True)
+class _Lexical:
+    """A query's BM25 scores over a held collection (0 outside the ``allowed`` rows), the best of them, and the rows
+    of its ``candidates`` best that share a word with the query, best first."""
+
+    scores: np.ndarray
+    best: float
+    top: list[int]
+
+    @classmethod
+    def of(cls, held: _CollectionIndex, query: str, allowed: np.ndarray | None, candidates: int) -> _Lexical:
+        scores = held.bm25.scores(query)
+        if allowed is not None:
+            scores = np.where(allowed, scores, 0.0)
+        best = float(scores.max()) if len(scores) else 0.0
+        top = [int(i) for i in np.argsort(-scores)[:candidates] if scores[i] > 0] if best > 0 else []
+        return cls(scores, best, top)
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,10 +8,10 @@ import itertools
 import json
 import sqlite3
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from sqlalchemy import BigInteger, Row, bindparam, exists, func, insert, or_, select, tuple_, update
 from sqlalchemy import text as sql_text
@@ -109,6 +109,8 @@ def snapshot_dict(row: SnapshotRow) -> dict[str, Any]:
         "snapshot": row.data,
     }
 
+
+_T = TypeVar("_T")
 
 RECENT_TURNS = 40
 """How many of the newest turns a turn reads: workflow_history shows 10 by default, plan_hydration the newest
@@ -234,10 +236,12 @@ assert TurnTuple._fields == tuple(c.key for c in _TURN_COLUMNS)
 # compares it with the 32-bit column as it is).
 _NO_TURN = 2**31
 _BEFORE, _TURNS_BEFORE = bindparam("before", type_=BigInteger), bindparam("turns_before", type_=BigInteger)
+_SESSION_COLUMNS, _PROFILE_COLUMNS = tuple(SessionRow.__table__.columns), tuple(ProfileRow.__table__.columns)
+_SESSION_WIDTH = len(_SESSION_COLUMNS)
 _HEADER = (
     select(
-        SessionRow,
-        ProfileRow,
+        *_SESSION_COLUMNS,
+        *_PROFILE_COLUMNS,
         select(func.max(MessageRow.turn))
         .where(MessageRow.session_id == bindparam("session_id"), MessageRow.turn < _BEFORE)
         .scalar_subquery(),
@@ -247,6 +251,9 @@ _HEADER = (
     .join(ProfileRow, ProfileRow.id == SessionRow.profile_id)
     .where(SessionRow.id == bindparam("session_id"))
 )
+_HEADER_IN = _HEADER.where(SessionRow.project_id == bindparam("project"), ProfileRow.project_id == bindparam("project"))
+"""``_HEADER`` in the acting project (``scope.current``): the ORM's filter (tda/store/projects.py) written out, as a
+Core read bypasses it."""
 _MESSAGES_FROM_TURN = select(func.count()).where(
     MessageRow.session_id == bindparam("session_id"), MessageRow.turn >= _BEFORE
 )
@@ -275,8 +282,17 @@ _MESSAGES_AFTER = (
     .order_by(MessageRow.turn, MessageRow.id)
 )
 _ATTACHMENTS = (
-    select(AttachmentRow).where(AttachmentRow.session_id == bindparam("session_id")).order_by(AttachmentRow.created_at)
+    select(*AttachmentRow.__table__.columns)
+    .where(AttachmentRow.session_id == bindparam("session_id"))
+    .order_by(AttachmentRow.created_at)
 )
+
+
+def _detached(row_type: Any, values: Sequence[Any]) -> Any:
+    """A row of ``row_type`` as an ORM session's read leaves it once closed: every column loaded, no session."""
+    row = row_type(**dict(zip(row_type.__table__.columns.keys(), values, strict=True)))
+    make_transient_to_detached(row)
+    return row
 
 
 class SessionStore:
@@ -315,6 +331,13 @@ class SessionStore:
             found = (await c.execute(statement, params)).first()
         return tuple(found) if found is not None else None
 
+    async def _all(self, statement: Any, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+        """Every row of a read every turn makes, as ``_first`` reads."""
+        if self.db.reader is not None:
+            return await self.db.reader.all(statement, params)
+        async with self.db.read_rows() as c:
+            return [tuple(row) for row in await c.execute(statement, params)]
+
     async def load(
         self,
         session_id: str,
@@ -327,17 +350,22 @@ class SessionStore:
         the turns only."""
         params = {"session_id": session_id, "before": _NO_TURN if before_turn is None else before_turn}
         turn_params = {**params, "turns": turns, "turns_before": _NO_TURN if turns_before is None else turns_before}
-        async with self.db.read() as s:
-            found = (await s.execute(_HEADER, params)).first()  # one round trip: session, profile, last turn
-            if found is None:
-                raise NotFound(f"no session {session_id!r}")
-            row, profile, last_turn, attached = found[0], found[1], found[2] or 0, found[3]
-            count = row.message_count
-            if before_turn is not None:  # counted from the newest end: a continuation's own turn is a few messages
-                count = row.message_count - (await s.scalar(_MESSAGES_FROM_TURN, params) or 0)
-            newest_turns = [TurnTuple._make(t) for t in (await s.execute(_NEWEST_TURNS, turn_params))]
-            attachments = (await s.scalars(_ATTACHMENTS, params)).all() if attached else ()
-        return SessionData(row, profile, count, last_turn, newest_turns[::-1], list(attachments), before_turn)
+        project = scope.current()
+        # One round trip for the session, its profile and its last turn; by statements built once on a bare
+        # connection (the loop's own on SQLite), the rows made detached ORM objects as ``get``'s do (an ORM session's
+        # reads cost more: the demo session's load, 0.78-0.84 ms of CPU against 0.29-0.30, docs/benchmarks.md).
+        statement = _HEADER_IN if project else _HEADER
+        found = await self._first(statement, {**params, "project": project})
+        if found is None:
+            raise NotFound(f"no session {session_id!r}")
+        row, profile = _detached(SessionRow, found[:_SESSION_WIDTH]), _detached(ProfileRow, found[_SESSION_WIDTH:-2])
+        last_turn, attached, count = found[-2] or 0, found[-1], row.message_count
+        if before_turn is not None:  # counted from the newest end: a continuation's own turn is a few messages
+            count = row.message_count - ((await self._first(_MESSAGES_FROM_TURN, params) or (0,))[0] or 0)
+        newest_turns = [TurnTuple._make(t) for t in await self._all(_NEWEST_TURNS, turn_params)]
+        attached_rows = await self._all(_ATTACHMENTS, params) if attached else []
+        attachments = [_detached(AttachmentRow, a) for a in attached_rows]
+        return SessionData(row, profile, count, last_turn, newest_turns[::-1], attachments, before_turn)
 
     async def messages_after(self, session_id: str, after: MessageCursor) -> list[MessageTuple]:
         """The messages newer than ``after``, oldest first (what was appended since a replica last read)."""
@@ -539,17 +567,19 @@ class SessionStore:
         *,
         returning: bool = True,
         priced: Priced | None = None,
-    ) -> tuple[TurnTuple, list[Row[Any]]]:
+    ) -> tuple[TurnTuple, list[MessageTuple] | list[Row[Any]]]:
         """The turn and its messages in one transaction: a turn is never half-recorded. Returns rows with a
         ``TurnRow``'s and a message page's attributes (``returning`` False: no message rows; a long history's rows
         are then written without being read back and decoded on the event loop). Core inserts on a bare
-        connection: an ORM session's unit of work cost more than the writes (3 ms against 1.6). Whether the session
-        exists is asked only if the write fails (a turn is recorded right after its session loaded). ``priced``: the
-        model call of the turn's snapshot, stored in the same transaction (one commit a turn, not two)."""
+        connection: an ORM session's unit of work cost more than the writes (3 ms against 1.6); on SQLite a turn's
+        few rows go by the loop's own connection (``_recorded_here``). Whether the session exists is asked only if
+        the write fails (a turn is recorded right after its session loaded). ``priced``: the model call of the
+        turn's snapshot, stored in the same transaction (one commit a turn, not two)."""
         base = {"session_id": session_id, "turn": turn["turn"]}
         counted = await sized(lambda sent: _rows_of(base, sent), messages)  # before the write lock
-        if not returning and (recorded := await self._recorded_here(session_id, turn, counted, priced)) is not None:
-            return recorded, []
+        recorded = await self._recorded_here(session_id, turn, counted, priced, returning=returning)
+        if recorded is not None:
+            return recorded
         try:
             async with self.db.write_rows() as c:
                 if priced is not None:
@@ -602,21 +632,27 @@ class SessionStore:
         return Conflict(f"turn {turn} of session {session_id!r} was recorded meanwhile; send the query again")
 
     async def _recorded_here(
-        self, session_id: str, turn: dict[str, Any], counted: list[dict[str, Any]], priced: Priced | None
-    ) -> TurnTuple | None:
+        self,
+        session_id: str,
+        turn: dict[str, Any],
+        counted: list[dict[str, Any]],
+        priced: Priced | None,
+        *,
+        returning: bool,
+    ) -> tuple[TurnTuple, list[MessageTuple]] | None:
         """``record_turn``'s transaction on SQLite by the loop's own connection (``LoopWriter``: a turn's few
-        statements without a pooled connection and SQLAlchemy's execution of each, ~1 ms of a session call); None
+        statements without a pooled connection and SQLAlchemy's execution of each, ~1 ms of a turn's record); None
         when it is not one for it (another database, a long history's rows, a priced figure SQLite's JSON cannot
-        edit): the pool's way then."""
+        edit): the pool's way then. ``returning``: the message rows as stored (a native turn's history cache keeps
+        them), else none."""
         if not self._here(counted, priced):
             return None
 
-        def record(sql: Statements) -> TurnTuple:
+        def record(sql: Statements) -> tuple[TurnTuple, list[MessageTuple]]:
             _price_here(sql, priced)
             row = sql.first(_INSERT_TURN, {"session_id": session_id, **turn})
             assert row is not None
-            _insert_here(sql, counted, session_id)
-            return TurnTuple._make(row)
+            return TurnTuple._make(row), _insert_here(sql, counted, session_id, returning=returning)
 
         try:
             return await self._written_here(record)
@@ -652,7 +688,7 @@ class SessionStore:
             await self.get(session_id)  # NotFound names the session when it is gone
             raise NotFound(f"session {session_id!r} has no turn {turn}") from None
 
-    async def _written_here(self, work: Callable[[Statements], TurnTuple]) -> TurnTuple | None:
+    async def _written_here(self, work: Callable[[Statements], _T]) -> _T | None:
         """``work`` by the loop's own connection; None when SQLite's JSON cannot read the snapshot it prices (a NaN
         stored before): nothing of it was written, and the pool's way takes it."""
         try:
@@ -956,11 +992,25 @@ def _price_here(sql: Statements, priced: Priced | None) -> None:
         sql.first(_json_set(tuple(params)), {**params, "id": priced.snapshot_id})
 
 
-def _insert_here(sql: Statements, counted: list[dict[str, Any]], session_id: str) -> None:
-    """A record's message rows and the session's count of them, in a ``LoopWriter`` transaction."""
-    for _, alike in itertools.groupby(counted, key=dict.keys):
-        sql.many(_INSERT_MESSAGES_ONLY, list(alike))
+def _insert_here(
+    sql: Statements, counted: list[dict[str, Any]], session_id: str, *, returning: bool = False
+) -> list[MessageTuple]:
+    """A record's message rows and the session's count of them, in a ``LoopWriter`` transaction; ``returning``: the
+    rows as stored, in the order given (one INSERT ... RETURNING a row: a turn writes two), else none."""
+    stored = []
+    if returning:
+        stored = [MessageTuple._make(_inserted(sql, row)) for row in counted]
+    else:
+        for _, alike in itertools.groupby(counted, key=dict.keys):
+            sql.many(_INSERT_MESSAGES_ONLY, list(alike))
     sql.first(_COUNT_MESSAGES, {"session_id": session_id, "added": len(counted)})
+    return stored
+
+
+def _inserted(sql: Statements, row: dict[str, Any]) -> tuple[Any, ...]:
+    stored = sql.first(_INSERT_MESSAGES, row)
+    assert stored is not None  # RETURNING gives the row it inserted
+    return stored
 
 
 @functools.cache

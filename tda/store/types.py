@@ -10,7 +10,7 @@ from datetime import datetime
 from functools import cached_property
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import bindparam, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from components.context_window.session_cache import BoundedCache
@@ -71,6 +71,10 @@ def _stored(row: WindowTypeRow) -> StoredType:
 
 
 _HEAD = (WindowTypeRow.id, WindowTypeRow.version, WindowTypeRow.updated_at)
+_HEADS = select(*_HEAD).order_by(WindowTypeRow.is_default.desc(), WindowTypeRow.id)
+_HEADS_IN = _HEADS.where(or_(WindowTypeRow.project_id == bindparam("project"), WindowTypeRow.project_id.is_(None)))
+"""``_HEADS`` a project sees (its own types and the shared ones): the ORM's filter (tda/store/projects.py) written out,
+as a Core read bypasses it."""
 
 
 def _data(t: ContextWindowType) -> dict[str, Any]:
@@ -124,17 +128,27 @@ class TypeStore:
         if current is not None and time.monotonic() - current.checked < self.cache_ttl_s:
             return current
         checked = time.monotonic()
-        order = (WindowTypeRow.is_default.desc(), WindowTypeRow.id)
-        async with self.db.read() as s:
-            heads = (await s.execute(select(*_HEAD).order_by(*order))).all()
-            known = {(h.id, h.version, h.updated_at): _PARSED.get((h.id, h.version, h.updated_at)) for h in heads}
-            missing = [key[0] for key, stored in known.items() if stored is None]
-            if missing:
+        heads = await self._heads(project)
+        known = {head: _PARSED.get(head) for head in heads}
+        missing = [key[0] for key, stored in known.items() if stored is None]
+        if missing:
+            async with self.db.read() as s:
                 for row in (await s.scalars(select(WindowTypeRow).where(WindowTypeRow.id.in_(missing)))).all():
                     known[(row.id, row.version, row.updated_at)] = _stored(row)
-        found = [known.get((h.id, h.version, h.updated_at)) for h in heads]
+        found = [known.get(head) for head in heads]
         current = self._current[project] = TypeList(tuple(t for t in found if t is not None), checked)
         return current
+
+    async def _heads(self, project: str | None) -> list[tuple[str, int, datetime]]:
+        """Each type's (id, version, updated_at), the default first: a read most turns make (once a ``cache_ttl_s``),
+        by a statement built once on a bare connection (the loop's own on SQLite), not an ORM session."""
+        statement, params = (_HEADS_IN, {"project": project}) if project else (_HEADS, {})
+        if self.db.reader is not None:
+            rows = await self.db.reader.all(statement, params)
+        else:
+            async with self.db.read_rows() as c:
+                rows = [tuple(row) for row in await c.execute(statement, params)]
+        return [(str(i), int(v), u) for i, v, u in rows]
 
     async def all(self) -> list[StoredType]:
         return list((await self.current()).types)

@@ -338,3 +338,22 @@ def test_a_search_of_a_held_collection_compares_no_texts(
     assert computed == []
     assert again == first
     assert other == dedupe(other, retriever.settings.near_duplicate)
+
+
+def test_a_search_scores_its_words_before_it_waits_for_the_query_s_vector(
+    retriever: ChromaKnowledgeRetriever, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """BM25 needs no vector: a search scores the query's words while its embedding runs (a turn starts it with the
+    request), so that only the vector's own steps are left once it comes; the hits are the same."""
+    first = retriever.search("mainsail reef wind", collections=["boat"], k=10)
+    col, _ = retriever._collection("boat")
+    embed = col.configuration["embedding_function"]
+    scores = retrieval.BM25Index.scores
+    steps: list[str] = []
+    monkeypatch.setattr(
+        retrieval.BM25Index, "scores", lambda index, query: steps.append("words") or scores(index, query)
+    )
+    call = type(embed).__call__
+    monkeypatch.setattr(type(embed), "__call__", lambda self, texts: steps.append("vector") or call(self, texts))
+    assert retriever.search("mainsail reef wind", collections=["boat"], k=10) == first
+    assert steps == ["words", "vector"]

@@ -5,6 +5,7 @@ the newest commit, the reader never a write."""
 from __future__ import annotations
 
 import sqlite3
+import uuid
 from collections.abc import AsyncIterator
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -13,10 +14,11 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from sqlalchemy import inspect, select
 
 from tda import scope
 from tda.errors import Conflict, NotFound
-from tda.models import MessageRow, SessionRow, TurnRow
+from tda.models import AttachmentRow, MessageRow, ProfileRow, SessionRow, TurnRow
 from tda.store import Store
 from tda.store.sessions import Priced
 
@@ -85,6 +87,64 @@ async def test_another_project_s_session_is_not_found_by_the_reader(store: Store
     finally:
         scope.act_as(scope.EVERYWHERE)
     assert (await store.sessions.get("mine")).id == "mine"
+
+
+async def _loaded_by_the_orm(store: Store, session_id: str) -> tuple[Any, ...]:
+    """The session's, its profile's and its attachments' rows as an ORM session reads them."""
+    async with store.db.read() as s:
+        row = await s.get(SessionRow, session_id)
+        assert row is not None
+        profile = await s.get(ProfileRow, row.profile_id)
+        assert profile is not None
+        attached = (await s.scalars(select(AttachmentRow).where(AttachmentRow.session_id == session_id))).all()
+        return _columns(row), _columns(profile), sorted((_columns(a) for a in attached), key=lambda a: a["created_at"])
+
+
+def _columns(row: Any) -> dict[str, Any]:
+    return {c.key: getattr(row, c.key) for c in row.__table__.columns}
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    limit=st.none() | st.integers(min_value=1, max_value=2**31 - 1),
+    title=st.text(max_size=40),
+    turns=st.integers(0, 3),
+    before=st.none() | st.integers(1, 4),
+    attached=st.lists(st.text(min_size=1, max_size=20), max_size=2),
+)
+async def test_a_turn_s_load_is_read_by_the_reader_as_the_orm_reads_it(
+    store: Store, limit: int | None, title: str, turns: int, before: int | None, attached: list[str]
+) -> None:
+    """A turn's ``load``: its session, profile and newest turns by the loop's own reader (two reads; its attachments
+    and a replay's count one more each), every column as an ORM session reads it, the ORM objects detached as that
+    session leaves them."""
+    session_id = f"s-{uuid.uuid4().hex}"
+    await store.sessions.create({"id": session_id, "profile_id": "p", "user_id": "u"}, "test")
+    await _set(store, session_id, context_limit=limit, title=title)
+    for text in attached:
+        await store.sessions.add_attachment(session_id, {"name": text[:5], "text": text}, "test")
+    for n in range(1, turns + 1):
+        await store.sessions.record_turn(session_id, {"turn": n, "query": f"q{n}"}, [{"role": "user", "content": "q"}])
+    reads = store.db.reader.reads
+    data = await store.sessions.load(session_id, before_turn=before)
+    assert store.db.reader.reads == reads + 2 + bool(attached) + (before is not None)  # not by an ORM session
+    loaded = (_columns(data.session), _columns(data.profile), [_columns(a) for a in data.attachments])
+    assert loaded == await _loaded_by_the_orm(store, session_id)
+    assert all(inspect(row).detached for row in (data.session, data.profile, *data.attachments))
+    shown = [n for n in range(1, turns + 1) if before is None or n < before]
+    assert [t.turn for t in data.turns] == shown
+    assert (data.last_message_turn, data.message_count) == (max(shown, default=0), len(shown))
+
+
+async def test_another_project_s_session_is_not_loaded_by_the_reader(store: Store) -> None:
+    await store.sessions.create({"id": "mine", "profile_id": "p", "user_id": "u"}, "test")
+    scope.act_as(scope.Acting("elsewhere", shared=False))
+    try:
+        with pytest.raises(NotFound):
+            await store.sessions.load("mine")
+    finally:
+        scope.act_as(scope.EVERYWHERE)
+    assert (await store.sessions.load("mine")).session.id == "mine"
 
 
 async def test_the_reader_sees_each_commit_made_before_its_read(store: Store, tmp_path: Path) -> None:
@@ -248,6 +308,38 @@ async def test_a_call_recorded_on_the_loop_s_connection_is_stored_as_the_pool_st
         assert writer.writes - writes == (4 if way == "loop" else 0)
         recorded.append((_recorded(tmp_path / "tda.db", session_id), step._replace(id=0, session_id="", created_at=0)))
     assert recorded[0] == recorded[1]
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(asked=st.lists(MESSAGE, min_size=1, max_size=4), results=st.lists(JSON, max_size=3))
+async def test_a_native_turn_s_record_is_written_by_the_loop_s_connection_and_gives_back_the_pool_s_rows(
+    store: Store, tmp_path: Path, asked: list[dict[str, Any]], results: list[Any]
+) -> None:
+    """A native turn (``record_turn`` returning its message rows, which the history cache keeps) is one transaction
+    of the loop's own connection: the rows it gives back and those stored are the pool's, the ids aside."""
+    recorded = []
+    for way in ("loop", "pool"):
+        session_id = f"{way}-{uuid.uuid4().hex}"
+        await store.sessions.create({"id": session_id, "profile_id": "p", "user_id": "u"}, "test")
+        snapshot = {"session_id": session_id, "type_id": "t", "type_version": 1, "model": "m", "inputs": {}}
+        writer, writes = store.db.single_writes, store.db.single_writes.writes
+        if way == "pool":
+            store.db.single_writes = None
+        try:
+            snapshot_id, _ = await store.sessions.record_snapshot({**snapshot, "turn": 1, "data": {"a": [1, 2]}})
+            turn = {"turn": 1, "query": "q?", "results": results, "answer": "a", "tokens_in": 5}
+            priced = Priced(snapshot_id, {}, {"model": "m", "cost": 0.25})
+            row, rows = await store.sessions.record_turn(session_id, turn, asked, priced=priced)
+        finally:
+            store.db.single_writes = writer
+        assert writer.writes - writes == (2 if way == "loop" else 0)  # the snapshot, then the turn
+        stored = await store.sessions.turn_messages(session_id, 1)
+        assert [r.id for r in rows] == [m.id for m in stored]  # in the order given, as stored
+        given_back = [tuple(r)[1:] for r in rows]
+        recorded.append((_recorded(tmp_path / "tda.db", session_id), row._replace(id=0, session_id="", created_at=0)))
+        recorded.append(given_back)
+    assert recorded[0] == recorded[2]
+    assert recorded[1] == recorded[3]
 
 
 async def test_a_priced_figure_sqlite_s_json_cannot_edit_is_recorded_the_pool_s_way(store: Store) -> None:
