@@ -639,9 +639,9 @@ async def test_a_history_still_being_indexed_gets_its_newest_turns_in_time_and_r
     history, monkeypatch: pytest.MonkeyPatch
 ):
     """Indexing a long history met for the first time may outlast the module's timeout, which would drop the whole
-    history, newest turn included: the module waits ``RECALL_WAIT_S``, then sends the newest turns, and does not wait
+    history, newest turn included: the module waits ``recall_wait_s``, then sends the newest turns, and does not wait
     again while the indexing goes on in the background."""
-    monkeypatch.setitem(type(history)._lead_within.__globals__, "RECALL_WAIT_S", 0.05)  # the module as loaded
+    monkeypatch.setattr(history, "recall_wait_s", 0.05)
     recall = IndexingRecall()
     messages = planted()
     ctx = make_ctx(messages=messages, query="What is the name of Margot's greyhound?")

@@ -331,8 +331,11 @@ class ConversationHistoryModule(ContextModule):
         in order: the session's next turn asks for the same, over its longer history (``ahead``)."""
         self._recalls: BoundedCache[str, SessionRecall] = BoundedCache(4)
         """History indexes this module keeps when the context brings no ``history_recall`` provider."""
+        self.recall_wait_s = RECALL_WAIT_S
+        """How long a call waits for recall's index of a history met for the first time (see ``RECALL_WAIT_S``): a
+        bench comparing windows raises it out of a loaded machine's reach (bench/window_digests.py)."""
         self._indexing: dict[tuple[HistoryRecall, str], asyncio.Future[RecallLead]] = {}
-        """Recall leads that outlasted ``RECALL_WAIT_S``, indexing in the background, by recall and session (held
+        """Recall leads that outlasted ``recall_wait_s``, indexing in the background, by recall and session (held
         here: the loop keeps a task only weakly)."""
         self._priced: BoundedCache[str, tuple[TokenCounter, dict[int, _Priced]]] = BoundedCache(64)
         """Per session, the recalled units priced for packing, by position, with the counter that priced them: a long
@@ -560,7 +563,7 @@ class ConversationHistoryModule(ContextModule):
 
     async def _lead_within(self, ctx: AssemblyContext, split: int, continuing: float) -> RecallLead | None:
         """How the best older message leads the newest ones (only the continuity when it reaches ``continuing``),
-        or None when recall's index is not ready within ``RECALL_WAIT_S`` (it goes on indexing in the background;
+        or None when recall's index is not ready within ``recall_wait_s`` (it goes on indexing in the background;
         until it is done, calls do not wait again)."""
         recall = self._recall(ctx)
         key = (recall, ctx.session.id)
@@ -568,7 +571,7 @@ class ConversationHistoryModule(ContextModule):
             return None
         lead = asyncio.ensure_future(recall.lead(ctx.session, ctx.query, split=split, continues_from=continuing))
         try:
-            return await asyncio.wait_for(asyncio.shield(lead), RECALL_WAIT_S)
+            return await asyncio.wait_for(asyncio.shield(lead), self.recall_wait_s)
         except TimeoutError:
             self._indexing[key] = lead
             lead.add_done_callback(partial(_indexed, self._indexing, key))
