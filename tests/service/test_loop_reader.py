@@ -4,9 +4,10 @@ the newest commit, the reader never a write."""
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,27 @@ async def _set(store: Store, session_id: str, **values: Any) -> None:
         assert row is not None
         for key, value in values.items():
             setattr(row, key, value)
+
+
+async def _new_session(store: Store, way: str) -> tuple[str, dict[str, Any]]:
+    """A new session, and the fields of a snapshot of it."""
+    session_id = f"{way}-{uuid.uuid4().hex}"
+    await store.sessions.create({"id": session_id, "profile_id": "p", "user_id": "u"}, "test")
+    return session_id, {"session_id": session_id, "type_id": "t", "type_version": 1, "model": "m", "inputs": {}}
+
+
+@contextlib.contextmanager
+def _written_by(store: Store, way: str) -> Iterator[Callable[[], int]]:
+    """Writes by the loop's own connection (``way`` "loop") or the pool's ("pool"); yields how many transactions the
+    loop's connection has made since."""
+    writer = store.db.single_writes
+    writes = writer.writes
+    if way == "pool":
+        store.db.single_writes = None
+    try:
+        yield lambda: writer.writes - writes
+    finally:
+        store.db.single_writes = writer
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -285,13 +307,8 @@ async def test_a_call_recorded_on_the_loop_s_connection_is_stored_as_the_pool_st
     snapshot), byte for byte as the pool's transactions write them, by the loop's own connection."""
     recorded = []
     for way in ("loop", "pool"):
-        session_id = f"{way}-{len(await store.sessions.all())}"
-        await store.sessions.create({"id": session_id, "profile_id": "p", "user_id": "u"}, "test")
-        snapshot = {"session_id": session_id, "type_id": "t", "type_version": 1, "model": "m", "inputs": {}}
-        writer, writes = store.db.single_writes, store.db.single_writes.writes
-        if way == "pool":
-            store.db.single_writes = None
-        try:
+        session_id, snapshot = await _new_session(store, way)
+        with _written_by(store, way) as writes:
             first, _ = await store.sessions.record_snapshot({**snapshot, "turn": 1, "data": {"a": [1, 2]}})
             call = {"model": "m", "cost": 0.25, "tokens_in": 12}
             turn = {"turn": 1, "query": "q?", "request_key": "r", "results": results, "answer": "", "tokens_in": 5}
@@ -303,9 +320,7 @@ async def test_a_call_recorded_on_the_loop_s_connection_is_stored_as_the_pool_st
             step = await store.sessions.extend_turn(
                 session_id, 1, changes, stepped, priced=Priced(second, {}, {**call, "cost": 0.5})
             )
-        finally:
-            store.db.single_writes = writer
-        assert writer.writes - writes == (4 if way == "loop" else 0)
+        assert writes() == (4 if way == "loop" else 0)
         recorded.append((_recorded(tmp_path / "tda.db", session_id), step._replace(id=0, session_id="", created_at=0)))
     assert recorded[0] == recorded[1]
 
@@ -319,20 +334,13 @@ async def test_a_native_turn_s_record_is_written_by_the_loop_s_connection_and_gi
     of the loop's own connection: the rows it gives back and those stored are the pool's, the ids aside."""
     recorded = []
     for way in ("loop", "pool"):
-        session_id = f"{way}-{uuid.uuid4().hex}"
-        await store.sessions.create({"id": session_id, "profile_id": "p", "user_id": "u"}, "test")
-        snapshot = {"session_id": session_id, "type_id": "t", "type_version": 1, "model": "m", "inputs": {}}
-        writer, writes = store.db.single_writes, store.db.single_writes.writes
-        if way == "pool":
-            store.db.single_writes = None
-        try:
+        session_id, snapshot = await _new_session(store, way)
+        with _written_by(store, way) as writes:
             snapshot_id, _ = await store.sessions.record_snapshot({**snapshot, "turn": 1, "data": {"a": [1, 2]}})
             turn = {"turn": 1, "query": "q?", "results": results, "answer": "a", "tokens_in": 5}
             priced = Priced(snapshot_id, {}, {"model": "m", "cost": 0.25})
             row, rows = await store.sessions.record_turn(session_id, turn, asked, priced=priced)
-        finally:
-            store.db.single_writes = writer
-        assert writer.writes - writes == (2 if way == "loop" else 0)  # the snapshot, then the turn
+        assert writes() == (2 if way == "loop" else 0)  # the snapshot, then the turn
         stored = await store.sessions.turn_messages(session_id, 1)
         assert [r.id for r in rows] == [m.id for m in stored]  # in the order given, as stored
         given_back = [tuple(r)[1:] for r in rows]
