@@ -50,8 +50,9 @@ class WorkflowHistoryModule(ContextModule):
     def __init__(self, manifest: ModuleManifest) -> None:
         super().__init__(manifest)
         self._recall = TurnRecall()
-        self._earlier: SearchedTurns[Described] = SearchedTurns(lambda described: (TurnText(*described), 0))
-        """Per session, the older turns the service described, in the columns the search takes (extended each turn)."""
+        self._earlier: SearchedTurns[Described] = SearchedTurns(lambda described: (described, 0))
+        """Per session, the older turns the service described, in the columns the search takes (extended each turn):
+        the descriptions themselves, plain tuples the collector does not track."""
         self._last: dict[str, Any] = {}
 
     async def contribute(self, budget: int, ctx: AssemblyContext) -> Contribution:
@@ -127,7 +128,7 @@ class WorkflowHistoryModule(ContextModule):
             return [], ({"reason": f"every visible turn is among the newest {options.max_turns}"}, [])
         matches = await self._recall.match(
             ctx.session.id,
-            [*earlier.texts.as_list(), *map(turn_text, turns)],
+            [*earlier.texts.as_list(), *map(turn_described, turns)],
             ctx.query,
             shown=np.arange(older, len(refs)),
             candidates=np.arange(older),
@@ -162,13 +163,13 @@ def turn_text(turn: TurnRecord) -> TurnText:
 
 
 Described = tuple[tuple[int, str, str], str, tuple[str]]
-"""``turn_text``'s fields as a plain tuple."""
+"""``turn_text``'s fields as a plain tuple (``TurnFields``)."""
 
 
 def turn_described(turn: TurnRecord) -> Described:
-    """An earlier turn as the service keeps it for the session's life (``turn_text``'s fields): a tuple of strings
-    and numbers, which the cycle collector stops tracking, so a long session's full passes do not walk one more
-    object a turn (a ``TurnText`` is tracked, and so was each tuple holding one)."""
+    """An earlier turn as the service keeps it for the session's life and turn recall searches it (``turn_text``'s
+    fields): a tuple of strings and numbers, which the cycle collector stops tracking, so a long session's full
+    passes do not walk one more object a turn (a ``TurnText`` is tracked, and so was each tuple holding one)."""
     return (turn.turn, turn.query, turn.plan), f"{turn.query}\n{turn.plan}", (turn_gist(turn),)
 
 

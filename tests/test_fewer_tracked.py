@@ -1,0 +1,71 @@
+"""What a long session keeps per turn for its life is walked by every full pass of the cycle collector (issue 32
+item 5: a native turn's cost the same at turn 10,000 as at 100): the token estimator's cache of per-turn messages,
+and workflow_history's searched turns, hold no object the collector tracks beyond what they must."""
+
+from __future__ import annotations
+
+import gc
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from components.context_window.base import Message, TurnRecord
+from components.context_window.token_estimator import TokenEstimator
+from modules.workflow_history.handler import WorkflowHistoryModule, turn_described
+
+
+def _tracked() -> int:
+    gc.collect()
+    return len(gc.get_objects())
+
+
+def test_messages_counted_and_gone_leave_nothing_in_the_estimators_cache():
+    """A window's own messages (summaries, recall blocks) are counted and dropped every turn: their entries go with
+    them, not kept as dead references (with their tuples) up to the cache's 8,192 for the process's life."""
+    estimator = TokenEstimator()
+    for turn in range(30):
+        window = [Message("user", f"a recall block made for turn {turn}, part {n}") for n in range(10)]
+        for message in window:
+            estimator.count_message(message)
+        assert len(estimator._messages) == 10
+    del window, message
+    assert len(estimator._messages) == 0
+
+
+def test_a_cached_message_count_is_one_tracked_object():
+    """A live message's cached count adds one object for the collector to walk, not two."""
+    estimator = TokenEstimator()
+    messages = [Message("user", f"question {n}") for n in range(500)]
+    before = _tracked()
+    for message in messages:
+        estimator.count_message(message)
+    assert _tracked() - before <= len(messages) + 20
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.text(max_size=40), st.booleans()), min_size=1, max_size=30))
+def test_counts_from_a_warm_cache_are_those_counted_afresh(items):
+    """Messages that come and go (their ids reused by new ones) are counted as a fresh estimator counts them."""
+    warm, kept = TokenEstimator(cache_size=8), []
+    for text, keep in items:
+        message = Message("user", text)
+        assert warm.count_message(message) == TokenEstimator().count_message(message)
+        assert warm.count_message(message) == TokenEstimator().count_message(message)  # from the cache
+        if keep:
+            kept.append(message)
+    for message in kept:
+        assert warm.count_message(message) == TokenEstimator().count_message(message)
+
+
+def test_workflow_historys_searched_turns_are_not_walked_by_the_collector():
+    """The earlier turns workflow_history searches, kept per session for its life, are the service's plain tuples of
+    strings (a ``TurnText`` each was one tracked object more a turn)."""
+    from components.context_window.base import ModuleManifest
+
+    module = WorkflowHistoryModule(ModuleManifest(module_id="workflow_history", display_name="Workflow history"))
+    described = [(n, turn_described(TurnRecord(turn=n, query=f"q{n}", plan="look it up"))) for n in range(50)]
+    searched = module._earlier.of("s", described)
+    for _ in range(3):
+        gc.collect()
+    assert len(searched.texts) == 50
+    assert not any(gc.is_tracked(text) for text in searched.texts)
