@@ -472,8 +472,12 @@ def _coverage(index: _Index, query: str, among: np.ndarray) -> tuple[np.ndarray,
         return matched[among], matched[among], count[among]
     weights = {w: _idf(len(among), len(rows)) for w, rows in rows_of.items()}
     for word, rows in rows_of.items():
-        matched[rows] += weights[word]
-        count[rows] += 1
+        if len(rows) == len(index.keys):  # every text holds it (rows 0..n-1): the same sums, nothing picked out
+            matched += weights[word]
+            count += 1
+        else:
+            matched[rows] += weights[word]
+            count[rows] += 1
     total = sum(weights.values())
     unknown = _idf(len(among), 0) * (len(asked) - len(rows_of))  # the rarest word's idf
     return matched[among] / total, matched[among] / (total + unknown), count[among]
