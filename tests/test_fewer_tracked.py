@@ -1,15 +1,22 @@
 """What a long session keeps per turn for its life is walked by every full pass of the cycle collector (issue 32
 item 5: a native turn's cost the same at turn 10,000 as at 100): the token estimator's cache of per-turn messages,
-and workflow_history's searched turns, hold no object the collector tracks beyond what they must."""
+and workflow_history's searched turns, hold no object the collector tracks beyond what they must; and the words
+every earlier turn holds are scored without picking every turn's row out."""
 
 from __future__ import annotations
 
+import asyncio
 import gc
+import math
 
+import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from components.context_window.base import Message, TurnRecord
+from components.context_window.recall import turns as turn_recall
+from components.context_window.recall.turns import TurnRecall
+from components.context_window.relevance import BM25Index, terms
 from components.context_window.token_estimator import TokenEstimator
 from modules.workflow_history.handler import WorkflowHistoryModule, turn_described
 
@@ -69,3 +76,47 @@ def test_workflow_historys_searched_turns_are_not_walked_by_the_collector():
         gc.collect()
     assert len(searched.texts) == 50
     assert not any(gc.is_tracked(text) for text in searched.texts)
+
+
+def _bm25_picking_rows(index: BM25Index, query: str) -> np.ndarray:
+    """BM25 over every text written out term by term, each term's rows picked out (as before the shortcut)."""
+    n = len(index)
+    out = np.zeros(n)
+    norm = index.k1 * (1 - index.b + index.b * index._lengths.view / (index._total_length / n or 1.0))
+    for term in dict.fromkeys(terms(query)):
+        rows, tf = index._posting_arrays(term) if term in index else (np.zeros(0, np.intp), np.zeros(0))
+        idf = math.log(1 + (n - len(rows) + 0.5) / (len(rows) + 0.5))
+        out[rows] += idf * tf * (index.k1 + 1) / (tf + norm[rows])
+    return out
+
+
+# every text holds "orders" (as a session's every question holds its common words): the shortcut's case
+_TEXTS = st.lists(st.lists(st.sampled_from("customer open add turn north the of a".split()), max_size=12), min_size=1)
+_QUERY = st.lists(st.sampled_from("orders customer open add turn north south".split()), min_size=1, max_size=5)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_TEXTS, _QUERY)
+def test_a_word_every_text_holds_scores_as_its_rows_picked_out_bit_for_bit(texts, query):
+    """BM25 adds a word every text holds to every score at once: the same sums as its rows picked out, to the bit."""
+    index = BM25Index([" ".join(["orders", *words]) for words in texts])
+    assert index.scores(" ".join(query)).tobytes() == _bm25_picking_rows(index, " ".join(query)).tobytes()
+
+
+@settings(max_examples=100, deadline=None)
+@given(_TEXTS, _QUERY)
+def test_turn_recalls_coverage_of_a_word_every_text_holds_is_as_its_rows_picked_out(texts, query):
+    """Turn recall's coverage (the idf-weighted share of the query's words each turn holds) likewise."""
+    recall = TurnRecall()
+    handed = [(n, " ".join(["orders", *words]), ()) for n, words in enumerate(texts)]
+    index, among = asyncio.run(recall._sync("s", handed, None))
+    asked = set(terms(" ".join(query)))
+    rows_of = {w: index.lexical.rows(w) for w in sorted(asked) if w in index.lexical}
+    matched, count = np.zeros(len(handed)), np.zeros(len(handed))
+    weights = {w: turn_recall._idf(len(handed), len(rows)) for w, rows in rows_of.items()}
+    for word, rows in rows_of.items():
+        matched[rows] += weights[word]
+        count[rows] += 1
+    coverage, _, counted = turn_recall._coverage(index, " ".join(query), among)
+    expected = matched / sum(weights.values()) if rows_of else matched
+    assert coverage.tobytes() == expected.tobytes() and counted.tobytes() == count.tobytes()
