@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from components.context_window.base import Message, TurnRecord
+from components.context_window.grown import Joined, Prefix
 from components.context_window.recall import turns as turn_recall
 from components.context_window.recall.turns import TurnRecall
 from components.context_window.relevance import BM25Index, terms
@@ -120,3 +121,47 @@ def test_turn_recalls_coverage_of_a_word_every_text_holds_is_as_its_rows_picked_
     coverage, _, counted = turn_recall._coverage(index, " ".join(query), among)
     expected = matched / sum(weights.values()) if rows_of else matched
     assert coverage.tobytes() == expected.tobytes() and counted.tobytes() == count.tobytes()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 9), max_size=12), st.lists(st.integers(0, 9), max_size=6), st.data())
+def test_a_joined_sequence_reads_as_the_list_of_its_items(head, tail, data):
+    joined, items = Joined(Prefix(list(head)), tail), [*head, *tail]
+    assert len(joined) == len(items) and list(joined) == items
+    start, stop = data.draw(st.integers(-15, 20)), data.draw(st.integers(-15, 20))
+    step = data.draw(st.sampled_from([None, 1, 2, -1]))
+    assert joined[start:stop:step] == items[start:stop:step]
+    if items:
+        at = data.draw(st.integers(-len(items), len(items) - 1))
+        assert joined[at] == items[at]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.integers(0, 30),
+    st.integers(0, 3),
+    st.lists(st.integers(0, 3), max_size=5),
+    st.lists(st.integers(0, 3), max_size=5),
+)
+def test_joined_sequences_share_their_start_as_lists_do(size, grown, last_tail, tail):
+    """A session's earlier turns (a view that only grows) joined with the turns handed: what two such sequences
+    share from the start is what the lists of their items share."""
+    items = list(range(size))
+    last = Joined(Prefix(items), last_tail)
+    now = Joined(Prefix(items).appended(range(size, size + grown)), tail)
+    assert turn_recall.shared_start(now, last) == turn_recall.common_prefix(list(now), list(last))
+
+
+def test_a_turns_search_compares_only_the_turns_handed_with_the_last_turns(monkeypatch):
+    """The earlier turns the service keeps are not compared item by item each turn with the last turn's: only the
+    turns handed (the newest 40), however long the session."""
+    compared: list[int] = []
+    common_prefix = turn_recall.common_prefix
+    monkeypatch.setattr(turn_recall, "common_prefix", lambda items, last: compared.append(len(items)) or common_prefix(items, last))  # fmt: skip
+    recall, earlier = TurnRecall(), Prefix([(n, f"turn {n} about orders", ()) for n in range(1_999)])
+    for turn in range(2_040, 2_050):
+        earlier = earlier.appended([(turn - 41, f"turn {turn - 41} about orders", ())])
+        handed = [(n, f"turn {n} about orders", ()) for n in range(turn - 40, turn)]
+        texts = Joined(earlier, handed)
+        asyncio.run(recall.match("s", texts, "orders", shown=np.arange(len(texts) - 10, len(texts)), candidates=np.arange(len(texts) - 10)))  # fmt: skip
+    assert compared and max(compared) <= 41

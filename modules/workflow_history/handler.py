@@ -27,6 +27,7 @@ from components.context_window.base import (
     text_contribution,
 )
 from components.context_window.fitting import clip, estimator, fit_blocks
+from components.context_window.grown import Joined
 from components.context_window.phases import check_phase, visible
 from components.context_window.recall.turns import (
     SearchedTurns,
@@ -122,13 +123,13 @@ class WorkflowHistoryModule(ContextModule):
         # the service's older turns (beyond those handed) by number, their records read only if recalled
         # (only the turns described since the last turn are read here: the rest is kept from it)
         earlier = self._earlier.of(ctx.session.id, await earlier_described(ctx, "workflow_history", turn_described))
-        refs: list[TurnRecord | int] = [*earlier.numbers.as_list(), *turns]
+        refs: Joined[TurnRecord | int] = Joined(earlier.numbers, turns)  # nothing copied: the turns' views joined
         older = len(refs) - min(options.max_turns, len(turns))
         if older <= 0:
             return [], ({"reason": f"every visible turn is among the newest {options.max_turns}"}, [])
         matches = await self._recall.match(
             ctx.session.id,
-            [*earlier.texts.as_list(), *map(turn_described, turns)],
+            Joined(earlier.texts, map(turn_described, turns)),
             ctx.query,
             shown=np.arange(older, len(refs)),
             candidates=np.arange(older),

@@ -32,7 +32,7 @@ import numpy as np
 
 from ..base import AssemblyContext, D, Embedder, TurnRecord, vector_space
 from ..fitting import clip
-from ..grown import Prefix
+from ..grown import Joined, Prefix
 from ..relevance import (
     TAKEN_VECTORS_BYTES,
     VECTORS_BY_TEXT_BYTES,
@@ -290,9 +290,12 @@ def _placed(index: _Index, texts: Sequence[TurnFields]) -> tuple[np.ndarray, int
 
 
 def shared_start(items: Sequence[T], last: Sequence[T]) -> int:
-    """``common_prefix``, at once when ``items`` is a view that extends ``last`` (a list that only grew)."""
+    """``common_prefix``, at once when ``items`` is a view that extends ``last`` (a list that only grew), and past
+    their views' shared start when both are ``Joined`` (only the items after it compared: the turns handed)."""
     if isinstance(items, Prefix) and items.extends(last):
         return len(last)
+    if isinstance(items, Joined) and (held := items.extends_head(last)) is not None:
+        return held + common_prefix(items[held:], last[held:])
     return common_prefix(items, last if isinstance(last, list) else list(last))
 
 
@@ -421,7 +424,7 @@ class TurnRecall:
         if texts:
             if len(index.seen) >= SEEN_LISTS:
                 index.seen.clear()
-            index.seen[id(texts[0])] = (texts if isinstance(texts, Prefix) else list(texts), among)
+            index.seen[id(texts[0])] = (texts if isinstance(texts, Prefix | Joined) else list(texts), among)
         return index, among
 
     async def _add(
