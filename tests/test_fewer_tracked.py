@@ -157,11 +157,17 @@ def test_a_turns_search_compares_only_the_turns_handed_with_the_last_turns(monke
     turns handed (the newest 40), however long the session."""
     compared: list[int] = []
     common_prefix = turn_recall.common_prefix
-    monkeypatch.setattr(turn_recall, "common_prefix", lambda items, last: compared.append(len(items)) or common_prefix(items, last))  # fmt: skip
+
+    def counted(items, last):
+        compared.append(len(items))
+        return common_prefix(items, last)
+
+    monkeypatch.setattr(turn_recall, "common_prefix", counted)
     recall, earlier = TurnRecall(), Prefix([(n, f"turn {n} about orders", ()) for n in range(1_999)])
     for turn in range(2_040, 2_050):
         earlier = earlier.appended([(turn - 41, f"turn {turn - 41} about orders", ())])
         handed = [(n, f"turn {n} about orders", ()) for n in range(turn - 40, turn)]
         texts = Joined(earlier, handed)
-        asyncio.run(recall.match("s", texts, "orders", shown=np.arange(len(texts) - 10, len(texts)), candidates=np.arange(len(texts) - 10)))  # fmt: skip
+        shown, older = np.arange(len(texts) - 10, len(texts)), np.arange(len(texts) - 10)
+        asyncio.run(recall.match("s", texts, "orders", shown=shown, candidates=older))
     assert compared and max(compared) <= 41
