@@ -133,6 +133,8 @@ class _Held(weakref.ref):
     tuple was a second one the collector tracked)."""
 
     __slots__ = ("key", "value")
+    key: int
+    value: Any
 
 
 class ByLiveObject(Generic[V]):

@@ -26,7 +26,7 @@ import math
 from array import array
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar, Generic, NamedTuple, TypeVar
+from typing import Any, ClassVar, Final, Generic, NamedTuple, TypeVar
 
 import numpy as np
 
@@ -134,7 +134,9 @@ class TurnText(NamedTuple):
 
 TurnFields = tuple[Hashable, str, tuple[str, ...]]
 """A ``TurnText``'s fields, in its order: key, text, parts."""
-KEY, TEXT, PARTS = 0, 1, 2
+KEY: Final = 0
+TEXT: Final = 1
+PARTS: Final = 2
 
 
 @dataclass(frozen=True, eq=False)
@@ -295,7 +297,7 @@ def shared_start(items: Sequence[T], last: Sequence[T]) -> int:
     if isinstance(items, Prefix) and items.extends(last):
         return len(last)
     if isinstance(items, Joined) and (held := items.extends_head(last)) is not None:
-        return held + common_prefix(items[held:], last[held:])
+        return held + common_prefix(items[held:], list(last[held:]))
     return common_prefix(items, last if isinstance(last, list) else list(last))
 
 
