@@ -334,8 +334,9 @@ class TurnRecall:
 
     def __init__(self, max_sessions: int = 64, max_texts: int = 8_192) -> None:
         self._indexes: BoundedCache[tuple[str, str], _Index] = BoundedCache(max_sessions)
-        self._terms: BoundedCache[tuple[str, Hashable], list[str]] = BoundedCache(max_texts)
-        """Terms of each text, by session and key: a list re-indexed after a change is not stemmed again."""
+        self._terms: BoundedCache[tuple[str, Hashable], tuple[str, ...]] = BoundedCache(max_texts)
+        """Terms of each text, by session and key: a list re-indexed after a change is not stemmed again (a tuple of
+        strings, which the collector stops tracking: a list was one more object a turn in every full pass)."""
         self._vectors = self._shared_vectors
 
     @classmethod
@@ -436,7 +437,7 @@ class TurnRecall:
         for offset, (key, text, _) in enumerate(texts):
             text_terms = self._terms.get((session_id, key))
             if text_terms is None:
-                text_terms = self._terms.put((session_id, key), terms(text))
+                text_terms = self._terms.put((session_id, key), tuple(terms(text)))
             index.lexical.add_terms(text_terms)
             if vectors is not None and vectors[offset]:
                 if index.dense is None:
