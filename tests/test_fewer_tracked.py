@@ -13,7 +13,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from components.context_window.base import Message, TurnRecord
+from components.context_window.base import Message, RecalledUnit, TurnRecord
 from components.context_window.grown import Joined, Prefix
 from components.context_window.recall import turns as turn_recall
 from components.context_window.recall.turns import TurnRecall
@@ -182,3 +182,20 @@ def test_the_terms_turn_recall_keeps_per_turn_are_not_walked_by_the_collector():
         gc.collect()
     kept = recall._terms.values()
     assert len(kept) == 50 and not any(gc.is_tracked(words) for words in kept)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 40), st.integers(100, 2_000), st.floats(0, 1.5))
+def test_conversation_historys_prices_keep_only_the_units_its_last_ranking_held(reach, room, exponent):
+    """Recall's packing keeps each unit's price for the next call: as a session goes on (its rankings slide), only the
+    units the last call priced are kept, and what it packs is what packing with nothing kept gives."""
+    from modules.conversation_history.handler import _packed
+
+    estimator, known = TokenEstimator(), {}
+    history = [(Message("user", f"message {n} about the order of customer {n % 7}"),) for n in range(300)]
+    for turn in range(reach, 300, 7):  # each call ranks the units in reach of the newest, best first
+        ranked = [RecalledUnit(p, history[p], 1.0 / (1 + turn - p)) for p in range(turn - 1, max(-1, turn - reach), -1)]
+        recent = [(turn, history[turn], estimator.count_message(history[turn][0]))]
+        fresh = _packed(ranked, recent, room, exponent, estimator, None)
+        assert _packed(ranked, recent, room, exponent, estimator, known) == fresh
+        assert set(known) <= {u.position for u in ranked}
