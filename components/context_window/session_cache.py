@@ -145,7 +145,8 @@ class ByLiveObject(Generic[V]):
 
     def __init__(self, max_entries: int) -> None:
         self.max_entries = max_entries
-        self._entries: dict[int, _Held] = {}
+        self._entries: OrderedDict[int, _Held] = OrderedDict()
+        """Oldest first; changed only by single calls into C (an entry's callback may run in any thread)."""
         self._gone = self._forget  # one bound method, shared by every reference's callback
 
     def get(self, obj: object) -> V | None:
@@ -160,7 +161,7 @@ class ByLiveObject(Generic[V]):
         self._entries.pop(held.key, None)  # to the end: the newest
         self._entries[held.key] = held
         while len(self._entries) > self.max_entries:
-            self._entries.pop(next(iter(self._entries)), None)
+            self._entries.popitem(last=False)
         return value
 
     def _forget(self, held: _Held) -> None:
