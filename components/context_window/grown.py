@@ -11,7 +11,7 @@ turn's validity read anew) is a new list: its views share nothing with the old o
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from itertools import islice
+from itertools import chain, islice
 from typing import Generic, TypeVar, overload
 
 T = TypeVar("T")
@@ -72,3 +72,48 @@ class Prefix(Sequence[T], Generic[T]):
             self._items.extend(items)
             return Prefix(self._items)
         return Prefix([*self, *items])
+
+
+class Joined(Sequence[T], Generic[T]):
+    """A view (``Prefix``) followed by a few items of its own: a session's earlier turns, a list that only grows, and
+    the turns a call was handed. Nothing is copied to join them, and an earlier joined sequence whose view this one's
+    extends shares its items up to that view's end without one being compared (``shared_start``)."""
+
+    __slots__ = ("head", "tail")
+
+    def __init__(self, head: Sequence[T], tail: Iterable[T]) -> None:
+        self.head = head
+        self.tail = tuple(tail)
+
+    def __len__(self) -> int:
+        return len(self.head) + len(self.tail)
+
+    @overload
+    def __getitem__(self, index: int) -> T: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[T]: ...
+    def __getitem__(self, index: int | slice) -> T | list[T]:
+        cut = len(self.head)
+        if isinstance(index, slice):
+            picked = range(len(self))[index]
+            if picked.step != 1:
+                return [self[i] for i in picked]
+            head = self.head[picked.start : min(picked.stop, cut)] if picked.start < cut else []
+            return [*head, *self.tail[max(picked.start - cut, 0) : max(picked.stop - cut, 0)]]
+        at = index if index >= 0 else len(self) + index
+        if not 0 <= at < len(self):
+            raise IndexError("Joined index out of range")
+        return self.head[at] if at < cut else self.tail[at - cut]
+
+    def __iter__(self) -> Iterator[T]:
+        return chain(self.head, self.tail)
+
+    def __repr__(self) -> str:
+        return f"Joined({list(self.head)!r}, {list(self.tail)!r})"
+
+    def extends_head(self, shorter: Sequence[T]) -> int | None:
+        """How many items from the start this one surely shares with ``shorter`` without comparing them: the length
+        of ``shorter``'s view when this one's view extends it (None: not known so)."""
+        if isinstance(shorter, Joined) and isinstance(self.head, Prefix) and self.head.extends(shorter.head):
+            return len(shorter.head)
+        return None

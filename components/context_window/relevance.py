@@ -413,7 +413,10 @@ class BM25Index:
                 kept = mask[rows]
                 rows, tf = rows[kept], tf[kept]
             idf = math.log(1 + (count - len(rows) + 0.5) / (len(rows) + 0.5))
-            out[rows] += idf * tf * (self.k1 + 1) / (tf + norm[rows])
+            if len(rows) == n:  # every text holds it (rows 0..n-1): the same sums, without picking rows out
+                out += idf * tf * (self.k1 + 1) / (tf + norm)
+            else:
+                out[rows] += idf * tf * (self.k1 + 1) / (tf + norm[rows])
         return out
 
     def coverage(self, query_terms: Sequence[str], n: int | None = None) -> np.ndarray:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import pickle
+import weakref
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Hashable, Iterable
 from typing import Any, Generic, TypeVar
@@ -125,6 +126,51 @@ class SessionCache(BoundedCache[tuple[str, Hashable], V]):
 
     def stats(self) -> dict[str, Any]:
         return {"sessions": len({sid for sid, _ in self._entries}), **super().stats()}
+
+
+class _Held(weakref.ref):
+    """A weak reference to a cached object, carrying its key and value: one object an entry (a ``(ref, value)``
+    tuple was a second one the collector tracked)."""
+
+    __slots__ = ("key", "value")
+    key: int
+    value: Any
+
+
+class ByLiveObject(Generic[V]):
+    """A value per live object (deeply frozen ones, see above), held by a weak reference: an entry goes as its object
+    does (the reference's callback), so the cache holds only what is alive, at most ``max_entries`` (the oldest go
+    first). A cache of per-turn objects (the messages a window makes and drops) otherwise fills with dead references
+    and their tuples: 2 x 8,192 objects every full pass of the collector walked for the process's life."""
+
+    def __init__(self, max_entries: int) -> None:
+        self.max_entries = max_entries
+        self._entries: OrderedDict[int, _Held] = OrderedDict()
+        """Oldest first; changed only by single calls into C (an entry's callback may run in any thread)."""
+        self._gone = self._forget  # one bound method, shared by every reference's callback
+
+    def get(self, obj: object) -> V | None:
+        held = self._entries.get(id(obj))
+        return held.value if held is not None and held() is obj else None
+
+    def put(self, obj: object, value: V) -> V:
+        if not self.max_entries:
+            return value
+        held = _Held(obj, self._gone)
+        held.key, held.value = id(obj), value
+        self._entries.pop(held.key, None)  # to the end: the newest
+        self._entries[held.key] = held
+        while len(self._entries) > self.max_entries:
+            self._entries.popitem(last=False)
+        return value
+
+    def _forget(self, held: _Held) -> None:
+        """``held``'s object is gone: its entry goes (unless the id was reused since by an object cached anew)."""
+        if self._entries.get(held.key) is held:
+            self._entries.pop(held.key, None)
+
+    def __len__(self) -> int:
+        return len(self._entries)
 
 
 class VectorsByText(Generic[K]):

@@ -35,7 +35,6 @@ import copy
 import importlib.util
 import math
 import threading
-import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -45,7 +44,7 @@ from typing import Any
 from . import model_map
 from .base import Message, ToolSchema
 from .content_parts import UNKNOWN_RULES, ImageRules, has_media, image_rules_for, part_tokens
-from .session_cache import BoundedCache
+from .session_cache import BoundedCache, ByLiveObject
 
 MESSAGE_OVERHEAD = 3
 """Tokens every chat message costs beyond its fields: ``<|start|>``, the role/content separator, ``<|end|>``."""
@@ -388,10 +387,9 @@ class TokenEstimator:
         tokenizer, a scaled estimate)."""
         self._lock = threading.Lock()
         """Held while a count is put in the text cache (a put may evict; reads are the dict's own, safe as they are)."""
-        self._messages: BoundedCache[int, tuple[weakref.ref[Message], int]] = BoundedCache(cache_size)
-        """Per message object (messages are frozen): id -> (a weak reference to the message, its count). Weak, so
-        that the cache does not keep short-lived messages (summaries, recall blocks) alive; an id reused by a new
-        object fails the identity check."""
+        self._messages: ByLiveObject[int] = ByLiveObject(cache_size)
+        """Per message object (messages are frozen), its count, held weakly: the cache does not keep short-lived
+        messages (summaries, recall blocks) alive, and forgets each as it goes."""
         self._tools: BoundedCache[str, int] = BoundedCache(4096)
         self._tool_sets: BoundedCache[tuple[str, ...], int] = BoundedCache(1024)
         self.misses = 0
@@ -410,7 +408,7 @@ class TokenEstimator:
         if view is None:
             view = copy.copy(self)
             view.images = images
-            view._messages = BoundedCache(self._cache_size)
+            view._messages = ByLiveObject(self._cache_size)
             self._views[images] = view
         return view
 
@@ -515,13 +513,13 @@ class TokenEstimator:
             stored = message.tokens.get(self._stored_key)
             if stored is not None:
                 return stored
-        entry = self._messages.get(id(message))
-        if entry is not None and entry[0]() is message:
-            return entry[1]
+        cached = self._messages.get(message)
+        if cached is not None:
+            return cached
         n = self.count_fields(message.role, message.content, message.name, message.tool_calls, message.tool_call_id)
         if message.parts is not None:  # the parts are sent instead of the content text
             n += sum(part_tokens(p, self.count, self.images) for p in message.parts) - self.count(message.content)
-        self._messages.put(id(message), (weakref.ref(message), n))
+        self._messages.put(message, n)
         return n
 
     def counted(self, messages: Sequence[Message]) -> list[Message]:

@@ -897,11 +897,31 @@ def _packed(
     next that does), then what room is left filled from ``recent`` (newest first): the units chosen, in conversation
     order, the positions chosen by relevance, the tokens those take and the room left. ``known``: units priced
     by ``tokens`` before, by position (kept for the next call; one whose messages are not the same tuple is priced
-    again)."""
+    again): it keeps only the units this call priced, which the next call's ranking mostly holds again, not every
+    unit a long session's rankings ever held (~1.3 entries a turn for the session's life, each its messages' tuple:
+    4 objects for every full pass of the collector to walk)."""
+    chosen, taken, relevant_tokens, left, reached = _packed_pricing(ranked, recent, room, exponent, tokens, known)
+    if known is not None and len(known) > len(reached):
+        for position in [p for p in known if p not in reached]:
+            del known[position]
+    return chosen, taken, relevant_tokens, left
+
+
+def _packed_pricing(
+    ranked: Sequence[RecalledUnit],
+    recent: Sequence[tuple[int, Unit, int]],
+    room: int,
+    exponent: float,
+    tokens: TokenCounter,
+    known: dict[int, _Priced] | None,
+) -> tuple[list[RecalledUnit], set[int], int, int, set[int]]:
+    """``_packed``'s work, and the positions of the units it priced."""
     count = tokens.count_message
     priced: dict[int, _Priced] = {} if known is None else known
+    reached: set[int] = set()
 
     def price(unit: RecalledUnit) -> _Priced:  # counted only for the units packing reaches
+        reached.add(unit.position)
         found = priced.get(unit.position)
         if found is None or found[0] is not unit.messages:
             text = "\n".join(m.content for m in unit.messages)
@@ -953,7 +973,7 @@ def _packed(
         chosen.append(RecalledUnit(position, messages, 0.0))
         left -= cost
     chosen.sort(key=lambda u: u.position)
-    return chosen, taken, relevant_tokens, left
+    return chosen, taken, relevant_tokens, left, reached
 
 
 def _ranking_head(ranked: Sequence[RecalledUnit], cost: Callable[[RecalledUnit], int], tokens: float) -> int:

@@ -47,6 +47,7 @@ from components.context_window.phases import visible
 from components.context_window.recall.turns import (
     Match,
     SearchedTurns,
+    TurnFields,
     TurnRecall,
     TurnText,
     described_turns,
@@ -181,7 +182,7 @@ class PlanHydrationModule(ContextModule):
             return [], {"reason": "recall is off (recall_pct 0)"}
         described = await described_turns(ctx, "plan_hydration", describe)
         refs: Sequence[TurnRecord | int]
-        texts: Sequence[TurnText]
+        texts: Sequence[TurnFields]
         if described is None:  # a library call: every turn is handed
             found = [(t, s) for t in turns if t.results and (s := self._searchable_of(t, ctx.session.id)) is not None]
             refs = [t for t, _ in found]

@@ -27,6 +27,7 @@ from components.context_window.base import (
     text_contribution,
 )
 from components.context_window.fitting import clip, estimator, fit_blocks
+from components.context_window.grown import Joined
 from components.context_window.phases import check_phase, visible
 from components.context_window.recall.turns import (
     SearchedTurns,
@@ -50,8 +51,9 @@ class WorkflowHistoryModule(ContextModule):
     def __init__(self, manifest: ModuleManifest) -> None:
         super().__init__(manifest)
         self._recall = TurnRecall()
-        self._earlier: SearchedTurns[Described] = SearchedTurns(lambda described: (TurnText(*described), 0))
-        """Per session, the older turns the service described, in the columns the search takes (extended each turn)."""
+        self._earlier: SearchedTurns[Described] = SearchedTurns(lambda described: (described, 0))
+        """Per session, the older turns the service described, in the columns the search takes (extended each turn):
+        the descriptions themselves, plain tuples the collector does not track."""
         self._last: dict[str, Any] = {}
 
     async def contribute(self, budget: int, ctx: AssemblyContext) -> Contribution:
@@ -121,13 +123,13 @@ class WorkflowHistoryModule(ContextModule):
         # the service's older turns (beyond those handed) by number, their records read only if recalled
         # (only the turns described since the last turn are read here: the rest is kept from it)
         earlier = self._earlier.of(ctx.session.id, await earlier_described(ctx, "workflow_history", turn_described))
-        refs: list[TurnRecord | int] = [*earlier.numbers.as_list(), *turns]
+        refs: Joined[TurnRecord | int] = Joined(earlier.numbers, turns)  # nothing copied: the turns' views joined
         older = len(refs) - min(options.max_turns, len(turns))
         if older <= 0:
             return [], ({"reason": f"every visible turn is among the newest {options.max_turns}"}, [])
         matches = await self._recall.match(
             ctx.session.id,
-            [*earlier.texts.as_list(), *map(turn_text, turns)],
+            Joined(earlier.texts, map(turn_described, turns)),
             ctx.query,
             shown=np.arange(older, len(refs)),
             candidates=np.arange(older),
@@ -162,13 +164,13 @@ def turn_text(turn: TurnRecord) -> TurnText:
 
 
 Described = tuple[tuple[int, str, str], str, tuple[str]]
-"""``turn_text``'s fields as a plain tuple."""
+"""``turn_text``'s fields as a plain tuple (``TurnFields``)."""
 
 
 def turn_described(turn: TurnRecord) -> Described:
-    """An earlier turn as the service keeps it for the session's life (``turn_text``'s fields): a tuple of strings
-    and numbers, which the cycle collector stops tracking, so a long session's full passes do not walk one more
-    object a turn (a ``TurnText`` is tracked, and so was each tuple holding one)."""
+    """An earlier turn as the service keeps it for the session's life and turn recall searches it (``turn_text``'s
+    fields): a tuple of strings and numbers, which the cycle collector stops tracking, so a long session's full
+    passes do not walk one more object a turn (a ``TurnText`` is tracked, and so was each tuple holding one)."""
     return (turn.turn, turn.query, turn.plan), f"{turn.query}\n{turn.plan}", (turn_gist(turn),)
 
 

@@ -26,13 +26,13 @@ import math
 from array import array
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Final, Generic, NamedTuple, TypeVar
 
 import numpy as np
 
 from ..base import AssemblyContext, D, Embedder, TurnRecord, vector_space
 from ..fitting import clip
-from ..grown import Prefix
+from ..grown import Joined, Prefix
 from ..relevance import (
     TAKEN_VECTORS_BYTES,
     VECTORS_BY_TEXT_BYTES,
@@ -119,9 +119,10 @@ async def with_records(ctx: AssemblyContext, chosen: list[tuple[TurnRecord | int
     return out
 
 
-@dataclass(frozen=True, slots=True)
-class TurnText:
-    """One recallable turn as a module sees it."""
+class TurnText(NamedTuple):
+    """One recallable turn as a module sees it. ``TurnRecall`` reads any tuple of these three fields
+    (``TurnFields``): a session keeps its earlier turns as plain tuples of strings, which the cycle collector stops
+    tracking (it never stops tracking a NamedTuple's instances, one more object a turn in every full pass)."""
 
     key: Hashable
     """Everything ``text`` and ``parts`` were made from (see ``session_cache``): a changed turn gets a new key."""
@@ -129,6 +130,13 @@ class TurnText:
     """Searched by words (BM25)."""
     parts: tuple[str, ...] = ()
     """Embedded, each alone; a turn matches by its best part (the query, a result's name and columns, ...)."""
+
+
+TurnFields = tuple[Hashable, str, tuple[str, ...]]
+"""A ``TurnText``'s fields, in its order: key, text, parts."""
+KEY: Final = 0
+TEXT: Final = 1
+PARTS: Final = 2
 
 
 @dataclass(frozen=True, eq=False)
@@ -140,7 +148,7 @@ class Searched:
     """Per searched turn, its position in ``source``."""
     numbers: Prefix[int]
     """Each searched turn's number, oldest first."""
-    texts: Prefix[TurnText]
+    texts: Prefix[TurnFields]
     sizes: np.ndarray
     """Each searched turn's size, as its module measures it (plan_hydration: its results' characters)."""
     grown: tuple[GrowingArray, GrowingArray] = field(repr=False)
@@ -155,7 +163,7 @@ class SearchedTurns(Generic[D]):
     the same at the 10,000th turn as at the 100th: nothing is copied or compared whole when the service's list
     extends the last one (``Prefix.extends``)."""
 
-    def __init__(self, text_of: Callable[[D], tuple[TurnText, int] | None], max_sessions: int = 64) -> None:
+    def __init__(self, text_of: Callable[[D], tuple[TurnFields, int] | None], max_sessions: int = 64) -> None:
         self._text_of = text_of
         """A description's searched text and size; ``None``: the turn is not searched."""
         self._last: BoundedCache[str, Searched] = BoundedCache(max_sessions)
@@ -189,7 +197,7 @@ def _extended(
     source: Sequence[tuple[int, Any]],
     rows: np.ndarray,
     numbers: list[int],
-    texts: list[TurnText],
+    texts: list[TurnFields],
     sizes: np.ndarray,
 ) -> Searched:
     """``last``'s columns with those of the items ``source`` added, in place (what ``last`` shows does not change)."""
@@ -256,7 +264,7 @@ class _Index:
     owner: array[int] = field(default_factory=lambda: array("q"))
     """Per embedded part, the position of the text it belongs to (parts are in order; machine integers: numpy copies
     them as one buffer, not one boxed integer at a time)."""
-    seen: dict[int, tuple[Sequence[TurnText], np.ndarray]] = field(default_factory=dict)
+    seen: dict[int, tuple[Sequence[TurnFields], np.ndarray]] = field(default_factory=dict)
     """The last texts each caller handed (by its first text's id: a module's list starts with the session's oldest
     turn it searches; the list held keeps that object, so the id is not reused) and their positions."""
     _runs: PartRuns = field(default_factory=PartRuns)
@@ -273,7 +281,7 @@ class _Index:
         return best
 
 
-def _placed(index: _Index, texts: Sequence[TurnText]) -> tuple[np.ndarray, int]:
+def _placed(index: _Index, texts: Sequence[TurnFields]) -> tuple[np.ndarray, int]:
     """How many of ``texts`` from the start the index placed last time (the list a caller handed then, grown since)
     and their positions."""
     last = index.seen.get(id(texts[0])) if texts else None
@@ -284,9 +292,12 @@ def _placed(index: _Index, texts: Sequence[TurnText]) -> tuple[np.ndarray, int]:
 
 
 def shared_start(items: Sequence[T], last: Sequence[T]) -> int:
-    """``common_prefix``, at once when ``items`` is a view that extends ``last`` (a list that only grew)."""
+    """``common_prefix``, at once when ``items`` is a view that extends ``last`` (a list that only grew), and past
+    their views' shared start when both are ``Joined`` (only the items after it compared: the turns handed)."""
     if isinstance(items, Prefix) and items.extends(last):
         return len(last)
+    if isinstance(items, Joined) and (held := items.extends_head(last)) is not None:
+        return held + common_prefix(items[held:], list(last[held:]))
     return common_prefix(items, last if isinstance(last, list) else list(last))
 
 
@@ -323,8 +334,9 @@ class TurnRecall:
 
     def __init__(self, max_sessions: int = 64, max_texts: int = 8_192) -> None:
         self._indexes: BoundedCache[tuple[str, str], _Index] = BoundedCache(max_sessions)
-        self._terms: BoundedCache[tuple[str, Hashable], list[str]] = BoundedCache(max_texts)
-        """Terms of each text, by session and key: a list re-indexed after a change is not stemmed again."""
+        self._terms: BoundedCache[tuple[str, Hashable], tuple[str, ...]] = BoundedCache(max_texts)
+        """Terms of each text, by session and key: a list re-indexed after a change is not stemmed again (a tuple of
+        strings, which the collector stops tracking: a list was one more object a turn in every full pass)."""
         self._vectors = self._shared_vectors
 
     @classmethod
@@ -348,7 +360,7 @@ class TurnRecall:
     async def match(
         self,
         session_id: str,
-        texts: Sequence[TurnText],
+        texts: Sequence[TurnFields],
         query: str,
         *,
         shown: Sequence[int] | np.ndarray,
@@ -377,21 +389,21 @@ class TurnRecall:
         found = _clear_matches(lexical, coverage, whole, dense, shown, candidates, method, limit)
         return replace(found, pending=pending) if pending else found
 
-    async def _catch_up(self, session_id: str, texts: Sequence[TurnText], embedder: Embedder) -> int:
+    async def _catch_up(self, session_id: str, texts: Sequence[TurnFields], embedder: Embedder) -> int:
         """Embed up to ``EMBED_PER_CALL`` parts of the texts the session's index does not hold yet; returns how many
         are left after that (0: every part has its vector). A turn on a long session met for the first time stays
         within the module's time; on later turns only the texts added since are looked at."""
         kind = vector_space(embedder)
         index = self._index((session_id, kind), texts)
         _, held = _placed(index, texts)
-        new = (t for t in texts[held:] if t.key not in index.position_of)
-        missing = list(dict.fromkeys(p for t in new for p in t.parts if self._vectors.get((kind, p)) is None))
+        new = (t for t in texts[held:] if t[KEY] not in index.position_of)
+        missing = list(dict.fromkeys(p for t in new for p in t[PARTS] if self._vectors.get((kind, p)) is None))
         if len(missing) <= EMBED_PER_CALL:
             return 0
         await self._vectors_of([TurnText(None, "", tuple(missing[:EMBED_PER_CALL]))], embedder)
         return len(missing) - EMBED_PER_CALL
 
-    def _index(self, slot: tuple[str, str], texts: Sequence[TurnText]) -> _Index:
+    def _index(self, slot: tuple[str, str], texts: Sequence[TurnFields]) -> _Index:
         """The slot's index, new when there is none or when it mostly holds texts no longer asked about."""
         index = self._indexes.get(slot)
         if index is None or len(index.keys) > COMPACT_FACTOR * len(texts) + COMPACT_SLACK:
@@ -400,48 +412,50 @@ class TurnRecall:
         return index
 
     async def _sync(
-        self, session_id: str, texts: Sequence[TurnText], embedder: Embedder | None
+        self, session_id: str, texts: Sequence[TurnFields], embedder: Embedder | None
     ) -> tuple[_Index, np.ndarray]:
         """The session's index holding every text (the new ones added), and the texts' positions in it."""
         index = self._index((session_id, vector_space(embedder) if embedder is not None else ""), texts)
         before, held = _placed(index, texts)
         rest = texts[held:]  # a session's texts only grow, most turns: the start was placed last time
-        new = list({t.key: t for t in rest if t.key not in index.position_of}.values())
+        new = list({t[KEY]: t for t in rest if t[KEY] not in index.position_of}.values())
         if new:
             await self._add(session_id, index, new, embedder)
-        placed = np.fromiter((index.position_of[t.key] for t in rest), dtype=np.intp, count=len(rest))
+        placed = np.fromiter((index.position_of[t[KEY]] for t in rest), dtype=np.intp, count=len(rest))
         among = np.concatenate([before, placed]) if held else placed
         among.flags.writeable = False
         if texts:
             if len(index.seen) >= SEEN_LISTS:
                 index.seen.clear()
-            index.seen[id(texts[0])] = (texts if isinstance(texts, Prefix) else list(texts), among)
+            index.seen[id(texts[0])] = (texts if isinstance(texts, Prefix | Joined) else list(texts), among)
         return index, among
 
-    async def _add(self, session_id: str, index: _Index, texts: Sequence[TurnText], embedder: Embedder | None) -> None:
+    async def _add(
+        self, session_id: str, index: _Index, texts: Sequence[TurnFields], embedder: Embedder | None
+    ) -> None:
         vectors = await self._vectors_of(texts, embedder) if embedder is not None else None
-        for offset, text in enumerate(texts):
-            text_terms = self._terms.get((session_id, text.key))
+        for offset, (key, text, _) in enumerate(texts):
+            text_terms = self._terms.get((session_id, key))
             if text_terms is None:
-                text_terms = self._terms.put((session_id, text.key), terms(text.text))
+                text_terms = self._terms.put((session_id, key), tuple(terms(text)))
             index.lexical.add_terms(text_terms)
             if vectors is not None and vectors[offset]:
                 if index.dense is None:
                     index.dense = VectorIndex(wide=True)  # ranked every turn: not widened each time
                 index.dense.add(np.stack(vectors[offset]))
                 index.owner.extend([len(index.keys)] * len(vectors[offset]))
-            index.position_of[text.key] = len(index.keys)
-            index.keys.append(text.key)
+            index.position_of[key] = len(index.keys)
+            index.keys.append(key)
         if embedder is not None:  # the index holds them now
-            self._vectors.take((vector_space(embedder), p) for t in texts for p in t.parts)
+            self._vectors.take((vector_space(embedder), p) for t in texts for p in t[PARTS])
 
-    async def _vectors_of(self, texts: Sequence[TurnText], embedder: Embedder) -> list[list[np.ndarray]]:
+    async def _vectors_of(self, texts: Sequence[TurnFields], embedder: Embedder) -> list[list[np.ndarray]]:
         """Each text's part vectors; only parts not embedded before are sent to the embedder."""
         kind = vector_space(embedder)
-        await self.embed_parts([p for t in texts for p in t.parts], embedder)
+        await self.embed_parts([p for t in texts for p in t[PARTS]], embedder)
         out = []
         for t in texts:
-            found = [self._vectors.get((kind, p)) for p in t.parts]
+            found = [self._vectors.get((kind, p)) for p in t[PARTS]]
             out.append([v for v in found if v is not None])
         return out
 
@@ -464,8 +478,12 @@ def _coverage(index: _Index, query: str, among: np.ndarray) -> tuple[np.ndarray,
         return matched[among], matched[among], count[among]
     weights = {w: _idf(len(among), len(rows)) for w, rows in rows_of.items()}
     for word, rows in rows_of.items():
-        matched[rows] += weights[word]
-        count[rows] += 1
+        if len(rows) == len(index.keys):  # every text holds it (rows 0..n-1): the same sums, nothing picked out
+            matched += weights[word]
+            count += 1
+        else:
+            matched[rows] += weights[word]
+            count[rows] += 1
     total = sum(weights.values())
     unknown = _idf(len(among), 0) * (len(asked) - len(rows_of))  # the rarest word's idf
     return matched[among] / total, matched[among] / (total + unknown), count[among]
