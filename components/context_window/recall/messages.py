@@ -151,8 +151,8 @@ OWN_MEANING_WEIGHT = 1.0
 by whole meaning among their messages. News told in other words ("I've gone over to oils for good" for "Which medium
 has Maya switched to permanently?") shares no word and falls under the dense floor; the whole-meaning ranking over
 every message puts it 29th-37th, where RRF's flat tail fuses it 134th-153rd, below what the floors rank. Among the
-speaker's own messages it stands out (z over 1), so a list of those alone ranks it 1st-3rd (docs/knowledge.md,
-"Ranking, session 44")."""
+speaker's own messages no floor ranks it stands out (z over 1), and a list of those alone ranks it 2nd-9th
+(docs/knowledge.md, "Ranking, session 44")."""
 OWN_MEANING_TOP = 10
 """At most this many of the speaker's messages enter that list."""
 OWN_MEANING_MIN_Z = 1.0
