@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import dataclasses
 import hashlib
+import itertools
 import json
 import math
 import re
@@ -22,6 +23,10 @@ from components.context_window.recall.dates import after_date, opens_with_date
 from components.context_window.recall.messages import (
     FAINT_GUESSES,
     NEIGHBOURS,
+    NEIGHBOURS_OF,
+    OWN_MEANING_MIN_WORDS,
+    OWN_MEANING_MIN_Z,
+    OWN_MEANING_TOP,
     UNNAMED,
     HistoryIndex,
     SessionRecall,
@@ -31,6 +36,7 @@ from components.context_window.recall.messages import (
     embedded_text,
     lead_of,
     parts_of,
+    told_by_them,
 )
 from components.context_window.relevance import TAKEN_VECTORS_BYTES, BM25Index, VectorIndex, faint, terms
 from modules.conversation_history.handler import RECALL_MARKER
@@ -1781,3 +1787,84 @@ async def test_a_long_message_ranked_first_is_recalled_though_many_short_lines_r
     recalled = [m.content for m in window_parts((await history.contribute(1_500, ctx)).messages())[1]]
     assert AUDITION in recalled
     assert sum("rehearsal" in line for line in recalled) >= 10  # the rest of the room still goes to the others
+
+
+class PaintMeaning:
+    """Meaning as the test says it: the question is about a painter's medium; the news that she went over to oils is
+    fairly near it (0.5); her long messages each hold one sentence nearer (the easel, 0.6) among others about nothing;
+    the other speaker's short lines are spread above the news (0.55-0.75); her own short lines are far (0.3)."""
+
+    vector_space = "paint-meaning"
+
+    async def embed(self, texts):
+        return [self._vector(text) for text in texts]
+
+    @staticmethod
+    def _vector(text: str) -> list[float]:
+        day = re.search(r"day (\d+)", text)
+        if text.endswith("?"):
+            near = 1.0
+        elif "oils" in text:
+            near = 0.5
+        elif "easel" in text:
+            near = 0.6
+        elif "busy" in text and day:
+            near = 0.55 + 0.2 * (int(day.group(1)) * 37 % 100) / 100
+        elif "fair" in text:
+            near = 0.3
+        else:
+            near = 0.0
+        return [near, math.sqrt(1 - near * near)]
+
+
+OILS = "Maya: I've gone over to oils for good, the watercolours are in a box under the bed now."
+
+
+def chat_about_a_painter() -> list[Message]:
+    """Maya and Dan: her long messages about the easel say "medium" (the question's word), Dan's lines and hers say
+    nothing of it, and her news, 30 messages in, says it in words the question does not use."""
+    messages = []
+    for day in range(180):
+        if day % 3 == 0:
+            line = f"Maya: The medium canvas is on the easel again on day {day}. Work ran late. The bus was full."
+        elif day % 3 == 1:
+            line = f"Dan: Work was busy on day {day}, the usual."
+        else:
+            line = f"Maya: ha, fair {day}"
+        messages.append(Message("user" if day % 2 else "assistant", line))
+    messages[30] = Message("assistant", OILS)
+    return messages
+
+
+async def test_a_question_about_someone_ranks_their_news_told_in_other_words_among_their_first():
+    """Her news shares no word with the question and its meaning is no outlier among all messages (under the dense
+    floor; the other speaker's lines are nearer by whole meaning), so it ranked below her long messages that say the
+    question's word and below his lines; among her own messages it stands out by whole meaning, so a question about
+    her ranks it just after the best hits and their exchanges (117th before; bench/fresh2_chats.py: "Which medium has
+    Maya switched to permanently?" ranked 134th, 10K tokens of chatter above it)."""
+    messages = chat_about_a_painter()
+    ranking = await SessionRecall(PaintMeaning()).recall(
+        Session("chat", messages=messages),
+        "Which medium has Maya switched to permanently?",
+        before=len(messages),
+        enough_tokens=10**6,
+    )
+    ranked = [u.messages[0].content for u in ranking.units]
+    assert ranked.index(OILS) < NEIGHBOURS_OF * (2 * NEIGHBOURS + 1)  # just after the best hits' exchanges
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.floats(-1, 1), st.booleans(), st.booleans(), st.integers(0, 20)), min_size=1, max_size=60))
+def test_a_speakers_own_meaning_list_holds_only_their_unranked_messages_of_some_length_best_first(rows):
+    """Whatever the scores, ``told_by_them`` lists only candidates of the speaker that hold enough words, at most
+    ``OWN_MEANING_TOP``, best by whole meaning first, each standing out among the speaker's messages."""
+    whole = np.array([r[0] for r in rows])
+    theirs = np.array([r[1] for r in rows])
+    candidates = theirs & np.array([r[2] for r in rows])
+    words = np.array([r[3] for r in rows])
+    listed = told_by_them(whole, candidates, theirs, words)
+    assert len(listed) <= OWN_MEANING_TOP
+    assert all(candidates[p] and words[p] >= OWN_MEANING_MIN_WORDS for p in listed)
+    assert all(whole[a] >= whole[b] for a, b in itertools.pairwise(listed))
+    among = whole[theirs & (whole > -1)]
+    assert all(whole[p] >= among.mean() + OWN_MEANING_MIN_Z * among.std() - 1e-9 for p in listed)

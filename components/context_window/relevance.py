@@ -371,6 +371,11 @@ class BM25Index:
         if len(self._tail[0]) * 8 > len(self._main[0]):
             self._main, self._tail = _merged(self._main, self._tail), (self._tail[0][:0], self._tail[1][:0])
 
+    def word_counts(self) -> np.ndarray:
+        """Each text's words but stopwords, in order (as scoring reads them)."""
+        self._read_queue()
+        return self._lengths.view
+
     def rows(self, term: str) -> np.ndarray:
         """The positions of the texts holding ``term``, in order (empty when none does)."""
         return self._posting_arrays(term)[0] if term in self else np.zeros(0, np.intp)

@@ -146,6 +146,22 @@ someone did or has is told mostly by them, in a chat where half the messages are
 the order within each speaker's messages. Measured on the varied chats (bench/conversation_bench.py, Conversation
 First, 4K / 8K / 16K): 85 / 91 / 100% -> 89 / 94 / 100% (x1.5: 88 / 93 / 100%); the classic chats 98 / 99 / 100%
 either way (docs/knowledge.md, "A question about someone")."""
+OWN_MEANING_WEIGHT = 1.0
+"""RRF weight of a question about someone's own list (``told_by_them``): what they said that no other signal ranks,
+by whole meaning among their messages. News told in other words ("I've gone over to oils for good" for "Which medium
+has Maya switched to permanently?") shares no word and falls under the dense floor; the whole-meaning ranking over
+every message puts it 29th-37th, where RRF's flat tail fuses it 134th-153rd, below what the floors rank. Among the
+speaker's own messages no floor ranks it stands out (z over 1), and a list of those alone ranks it 2nd-9th
+(docs/knowledge.md, "Ranking, session 44")."""
+OWN_MEANING_TOP = 10
+"""At most this many of the speaker's messages enter that list."""
+OWN_MEANING_MIN_Z = 1.0
+"""A message enters that list when its whole meaning stands out among the speaker's messages by this many standard
+deviations: a question whose words are mostly its frame ("How many concerts did Nadia go to?" -> "concerts") finds
+the speaker's chatter nearly alike, and would lift it over the evidence the floors rank at the room's edge."""
+OWN_MEANING_MIN_WORDS = 8
+"""...and holds at least this many words but stopwords (``BM25Index.word_counts``): a short line ("night x", "not
+yet, any good?") is near any short question by whole meaning and tells nothing."""
 _NAME = re.compile(
     r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]{2,}\b"  # not opening a sentence
     r"|\b[A-Z][a-z]{2,}\b(?= (?:is|was|has|had|said|taught|called)\b)"
@@ -724,12 +740,16 @@ class HistoryIndex:
         if missing is not None:
             return np.zeros(0, np.intp), np.zeros(0), ranking.method, missing
         whole = self.whole_scores(query_vector, n) if query_vector is not None else None
+        unranked = fused <= 0  # what no floor, hop or hit ranks
         if whole is not None:  # every message by its whole meaning, fused as one more ranking, under no floor
             held = np.flatnonzero(whole > -1)  # best first, ties in order (a stable sort of positions in order)
             held = held[np.argsort(-whole[held], kind="stable")]
             if hits:  # faint: only a few short ones, guesses that leave the newest older turns their room
                 held = faint_guesses(held, self.short()[:n])
             fused[held] += WHOLE_WEIGHT / (RRF_K + np.arange(1, len(held) + 1))
+            if own is not None:  # and their own news no other signal ranks, by its meaning among what they said
+                theirs = told_by_them(whole, own & unranked, own, self.lexical.word_counts()[:n])
+                fused[theirs] += OWN_MEANING_WEIGHT / (RRF_K + np.arange(1, len(theirs) + 1))
             scores = self._with_exchanges(fused, best, n, own)
         positions = np.flatnonzero(scores > 0)
         positions = positions[np.lexsort((-positions, -scores[positions]))]
@@ -797,6 +817,17 @@ class HistoryIndex:
         """The rare names message ``position`` brings in (its capitalised words, ``_NAME``), as terms."""
         names = terms(" ".join(_NAME.findall(searchable_text(self.messages[position]))))
         return [term for term in dict.fromkeys(names) if self.lexical.idf(term) >= HOP_MIN_IDF]
+
+
+def told_by_them(whole: np.ndarray, candidates: np.ndarray, theirs: np.ndarray, words: np.ndarray) -> np.ndarray:
+    """The ``candidates`` (a mask) that stand out by ``whole`` meaning among ``theirs`` (``OWN_MEANING_MIN_Z``) and
+    hold ``OWN_MEANING_MIN_WORDS`` words, best first (ties in order), at most ``OWN_MEANING_TOP``."""
+    among = whole[theirs & (whole > -1)]
+    if not len(among):
+        return np.zeros(0, np.intp)
+    z = (whole - among.mean()) / (among.std() or 1.0)
+    held = np.flatnonzero(candidates & (z >= OWN_MEANING_MIN_Z) & (words >= OWN_MEANING_MIN_WORDS))
+    return held[np.argsort(-whole[held], kind="stable")][:OWN_MEANING_TOP]
 
 
 def faint_guesses(by_whole: np.ndarray, short: np.ndarray) -> np.ndarray:
