@@ -121,6 +121,22 @@ class Database:
         async with self._closing(self.engine.connect()) as connection:
             yield connection
 
+    async def first_row(self, statement: Any, params: dict[str, Any]) -> tuple[Any, ...] | None:
+        """The first row of a Core read a session call makes: on SQLite by the loop's own reader (``LoopReader``),
+        else on a bare connection."""
+        if self.reader is not None:
+            return await self.reader.first(statement, params)
+        async with self.read_rows() as c:
+            found = (await c.execute(statement, params)).first()
+        return tuple(found) if found is not None else None
+
+    async def all_rows(self, statement: Any, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+        """Every row of such a read, as ``first_row`` reads the first."""
+        if self.reader is not None:
+            return await self.reader.all(statement, params)
+        async with self.read_rows() as c:
+            return [tuple(row) for row in await c.execute(statement, params)]
+
     @contextlib.asynccontextmanager
     async def write(self) -> AsyncIterator[AsyncSession]:
         """One transaction: committed when the block ends, rolled back entirely if it raises.

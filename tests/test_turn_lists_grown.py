@@ -187,7 +187,7 @@ async def test_an_earlier_turn_kept_for_workflow_history_is_not_walked_by_the_co
     and so was each tuple holding one: two objects more a turn for every full pass to walk)."""
     import gc
 
-    from modules.workflow_history.handler import turn_described, turn_text
+    from modules.workflow_history.handler import turn_described
 
     index = TurnIndex(db=None, embedder=lambda: None)  # type: ignore[arg-type]
     await index.described(KEY, None, 0, "workflow_history", turn_described, before=0)
@@ -198,4 +198,4 @@ async def test_an_earlier_turn_kept_for_workflow_history_is_not_walked_by_the_co
         gc.collect()
     assert not any(gc.is_tracked(item) for item in listed)
     record = TurnRecord(turn=3, query="q3", plan="")
-    assert TurnText(*listed[3][1]) == turn_text(record) and listed[3][1] == turn_described(record)
+    assert listed[3][1] == turn_described(record)

@@ -32,7 +32,6 @@ from components.context_window.phases import check_phase, visible
 from components.context_window.recall.turns import (
     SearchedTurns,
     TurnRecall,
-    TurnText,
     earlier_described,
     turn_gist,
     with_records,
@@ -158,19 +157,15 @@ def visible_turns(ctx: AssemblyContext) -> list[TurnRecord]:
     return [t for t in ctx.session.turns if t.valid and visible(t.phase, phase)]
 
 
-def turn_text(turn: TurnRecord) -> TurnText:
-    """A turn as searched: its query and plan by words, its gist by meaning (the text plan_hydration embeds too)."""
-    return TurnText(*turn_described(turn))
-
-
 Described = tuple[tuple[int, str, str], str, tuple[str]]
-"""``turn_text``'s fields as a plain tuple (``TurnFields``)."""
+"""A searched turn's fields (``TurnFields``: key, text, parts) as a plain tuple."""
 
 
 def turn_described(turn: TurnRecord) -> Described:
-    """An earlier turn as the service keeps it for the session's life and turn recall searches it (``turn_text``'s
-    fields): a tuple of strings and numbers, which the cycle collector stops tracking, so a long session's full
-    passes do not walk one more object a turn (a ``TurnText`` is tracked, and so was each tuple holding one)."""
+    """A turn as searched (its query and plan by words, its gist by meaning: the text plan_hydration embeds too), as
+    the service keeps it for the session's life: a tuple of strings and numbers, which the cycle collector stops
+    tracking, so a long session's full passes do not walk one more object a turn (a ``TurnText`` is tracked, and so
+    was each tuple holding one)."""
     return (turn.turn, turn.query, turn.plan), f"{turn.query}\n{turn.plan}", (turn_gist(turn),)
 
 

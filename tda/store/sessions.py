@@ -315,28 +315,12 @@ class SessionStore:
         written out, as a Core read bypasses it: a session is owned, never shared."""
         project = scope.current()
         statement = _SESSION_IN if project else _SESSION
-        found = await self._first(statement, {"session_id": session_id, "project": project})
+        found = await self.db.first_row(statement, {"session_id": session_id, "project": project})
         if found is None:
             raise NotFound(f"no session {session_id!r}")
         row = SessionRow(**dict(zip(statement.selected_columns.keys(), found, strict=True)))
         make_transient_to_detached(row)
         return row
-
-    async def _first(self, statement: Any, params: dict[str, Any]) -> tuple[Any, ...] | None:
-        """The first row of a read every session call makes: on SQLite by the loop's own reader (``LoopReader``),
-        else on a bare connection."""
-        if self.db.reader is not None:
-            return await self.db.reader.first(statement, params)
-        async with self.db.read_rows() as c:
-            found = (await c.execute(statement, params)).first()
-        return tuple(found) if found is not None else None
-
-    async def _all(self, statement: Any, params: dict[str, Any]) -> list[tuple[Any, ...]]:
-        """Every row of a read every turn makes, as ``_first`` reads."""
-        if self.db.reader is not None:
-            return await self.db.reader.all(statement, params)
-        async with self.db.read_rows() as c:
-            return [tuple(row) for row in await c.execute(statement, params)]
 
     async def load(
         self,
@@ -355,15 +339,15 @@ class SessionStore:
         # connection (the loop's own on SQLite), the rows made detached ORM objects as ``get``'s do (an ORM session's
         # reads cost more: the demo session's load, 0.78-0.84 ms of CPU against 0.29-0.30, docs/benchmarks.md).
         statement = _HEADER_IN if project else _HEADER
-        found = await self._first(statement, {**params, "project": project})
+        found = await self.db.first_row(statement, {**params, "project": project})
         if found is None:
             raise NotFound(f"no session {session_id!r}")
         row, profile = _detached(SessionRow, found[:_SESSION_WIDTH]), _detached(ProfileRow, found[_SESSION_WIDTH:-2])
         last_turn, attached, count = found[-2] or 0, found[-1], row.message_count
         if before_turn is not None:  # counted from the newest end: a continuation's own turn is a few messages
-            count = row.message_count - ((await self._first(_MESSAGES_FROM_TURN, params) or (0,))[0] or 0)
-        newest_turns = [TurnTuple._make(t) for t in await self._all(_NEWEST_TURNS, turn_params)]
-        attached_rows = await self._all(_ATTACHMENTS, params) if attached else []
+            count = row.message_count - ((await self.db.first_row(_MESSAGES_FROM_TURN, params) or (0,))[0] or 0)
+        newest_turns = [TurnTuple._make(t) for t in await self.db.all_rows(_NEWEST_TURNS, turn_params)]
+        attached_rows = await self.db.all_rows(_ATTACHMENTS, params) if attached else []
         attachments = [_detached(AttachmentRow, a) for a in attached_rows]
         return SessionData(row, profile, count, last_turn, newest_turns[::-1], attachments, before_turn)
 
@@ -517,7 +501,7 @@ class SessionStore:
     async def call_state(self, session_id: str, request_key: str | None) -> CallState:
         """What a chat client's call is placed and loaded by, in one read (``CALL_STATE``). ``session_id`` is one the
         caller loaded (through the project filter); ``request_key`` None: the turn it opened is not asked for."""
-        found = await self._first(CALL_STATE, {"session_id": session_id, "request_key": request_key})
+        found = await self.db.first_row(CALL_STATE, {"session_id": session_id, "request_key": request_key})
         if found is None:
             raise NotFound(f"no session {session_id!r}")
         asking, asking_key, newest, key, attached = found

@@ -143,12 +143,7 @@ class TypeStore:
         """Each type's (id, version, updated_at), the default first: a read most turns make (once a ``cache_ttl_s``),
         by a statement built once on a bare connection (the loop's own on SQLite), not an ORM session."""
         statement, params = (_HEADS_IN, {"project": project}) if project else (_HEADS, {})
-        if self.db.reader is not None:
-            rows = await self.db.reader.all(statement, params)
-        else:
-            async with self.db.read_rows() as c:
-                rows = [tuple(row) for row in await c.execute(statement, params)]
-        return [(str(i), int(v), u) for i, v, u in rows]
+        return [(str(i), int(v), u) for i, v, u in await self.db.all_rows(statement, params)]
 
     async def all(self) -> list[StoredType]:
         return list((await self.current()).types)
