@@ -145,7 +145,7 @@ def demo_documents() -> list[Path]:
 
 
 def seed_demo_knowledge(settings: Settings) -> IngestReport:
-    """``demo_documents`` into the demo collection (~330 chunks), and the docs/ pages it no longer seeds (the
+    """``demo_documents`` into the demo collection (~300 chunks), and the docs/ pages it no longer seeds (the
     measurement logs an earlier demo held, a page since removed) out of it. Unchanged files are skipped before any
     embedding, so running the demo again costs next to nothing."""
     from .knowledge.ingest import ingest_paths
