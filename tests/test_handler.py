@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -221,6 +222,53 @@ async def test_failing_module_never_breaks_the_turn_and_its_budget_goes_to_other
     assert snap.module("good").status == "ok"
     assert snap.module("good").surplus_received > 0
     assert snap.module("good").used > snap.module("good").allocated - snap.module("good").surplus_received
+
+
+OWN = [words(50, f"own{i}") for i in range(40)]
+"""What a failing module holds: none of it is the others'."""
+
+
+class FallingBack(Scripted):
+    """Fails as ``behaviour`` says; its fallback sends its first block, or fails as ``fallback_behaviour`` says."""
+
+    def __init__(self, *args: Any, fallback_behaviour: str = "first", **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self.fallback_behaviour = fallback_behaviour
+
+    async def fallback(self, budget, ctx):
+        self.calls.append(("fallback", budget))
+        assert not ctx.memo, "the failed call's memo is not handed on"
+        if self.fallback_behaviour == "raise":
+            raise RuntimeError("the fallback failed as well")
+        if self.fallback_behaviour == "hang":
+            await asyncio.sleep(3600)
+        return self._made(self.blocks[:1])
+
+
+@pytest.mark.parametrize("behaviour", ["raise", "hang"])
+async def test_a_failed_modules_fallback_is_sent_in_its_place_and_the_rest_of_its_budget_goes_to_others(behaviour):
+    bad = FallingBack("bad", OWN, behaviour=behaviour)
+    good = Scripted("good", BLOCKS)
+    t = wtype({"bad": (40, 0, 60, 90), "good": (20, 0, 60, 50)})
+    assembled = await handler(bad, good, timeout_s=0.05).assemble(make_ctx(limit=8000), t)
+    usage, sent = assembled.snapshot.module("bad"), "\n".join(m["content"] for m in assembled.messages)
+    assert usage.status == ("failed" if behaviour == "raise" else "timeout")  # what happened stays said
+    assert "its fallback was sent" in usage.reason
+    assert bad.calls[-1] == ("fallback", usage.allocated + usage.surplus_donated)  # asked within its budget
+    assert usage.used > 0 and OWN[0] in sent and OWN[1] not in sent
+    assert assembled.snapshot.module("good").surplus_received > 0
+    assert assembled.snapshot.total_used <= assembled.snapshot.available_budget
+
+
+@pytest.mark.parametrize("fallback_behaviour", ["raise", "hang"])
+async def test_a_fallback_that_fails_too_sends_nothing_and_says_so(fallback_behaviour):
+    bad = FallingBack("bad", OWN, behaviour="raise", fallback_behaviour=fallback_behaviour)
+    t = wtype({"bad": (40, 0, 60, 90), "good": (20, 0, 60, 50)})
+    assembled = await handler(bad, Scripted("good", BLOCKS), timeout_s=0.05).assemble(make_ctx(limit=8000), t)
+    usage = assembled.snapshot.module("bad")
+    assert usage.status == "failed" and usage.used == 0
+    assert f"its fallback {'failed' if fallback_behaviour == 'raise' else 'timeout'} too" in usage.reason
+    assert not any(OWN[0] in m["content"] for m in assembled.messages)
 
 
 async def test_a_module_returning_garbage_is_recorded_as_failed():

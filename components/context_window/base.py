@@ -1070,6 +1070,14 @@ class ContextModule(ABC):
         """
         return await self.contribute(target_tokens, ctx)
 
+    async def fallback(self, budget: int, ctx: AssemblyContext) -> Contribution | None:
+        """What to send in place of a ``contribute()`` that failed or timed out, within ``budget`` (None, the default:
+        nothing; the budget goes to the others). Only the part the window must not lose, made the plainest way: no
+        model call, no index or anything else to wait for (it runs under the same timeout, after the failure).
+        ``ctx.memo`` is a fresh one: the failed call's may hold work stopped halfway. conversation_history sends
+        its newest messages, so a loaded server still sends the turn and what led to it."""
+        return None
+
     def ahead(self, ctx: AssemblyContext) -> Coroutine[Any, Any, None] | None:
         """Work the session's next turn will need, to be done before it comes (None: none). Beside a session's call
         (once its turn is answered, and while a tool loop's step is), the handler hands the next turn's context as

@@ -148,6 +148,8 @@ class _Slot:
     rule_target: int | None = None
     """The condense rule's target in tokens (its share of the allocation made in pass 3)."""
     condensed: bool = False
+    fell_back: bool = False
+    """Its contribute() failed or timed out and what its ``fallback()`` gave is sent (status stays the failure's)."""
     received: int = 0
     donated: int = 0
     blocked_s: float = 0.0
@@ -169,8 +171,13 @@ class _Slot:
         return self.spec.priority
 
     @property
+    def sent(self) -> bool:
+        """Its contribution goes out: contribute() gave it, or its fallback did."""
+        return self.status == "ok" or self.fell_back
+
+    @property
     def used(self) -> int:
-        return self.contribution.tokens if self.contribution is not None and self.status == "ok" else 0
+        return self.contribution.tokens if self.contribution is not None and self.sent else 0
 
 
 @dataclass
@@ -439,6 +446,7 @@ class ContextWindowHandler:
                 slot.status, slot.reason = "skipped", "no budget allocated"
                 continue
             calls[module_id] = slot.module.contribute(max(budget, 0), self._module_ctx(run, slot))
+        failed: dict[str, int] = {}
         for module_id, outcome in (await self._call(run, calls)).items():
             slot = run.slots[module_id]
             contribution = self._accepted(run, slot, outcome)
@@ -446,7 +454,27 @@ class ContextWindowHandler:
                 slot.contribution, slot.status, slot.reason = contribution, "ok", ""
             else:
                 slot.contribution, slot.status, slot.reason = None, outcome.status, outcome.reason
-                run.log(f"pass 3: {module_id} {slot.status}: {slot.reason}; its budget returns to the pool")
+                failed[module_id] = max(budgets[module_id], 0)
+        await self._fall_back(run, failed)
+
+    async def _fall_back(self, run: _Run, budgets: dict[str, int]) -> None:
+        """What the modules whose contribute() failed send in its place (``ContextModule.fallback``), under the same
+        timeout, each with a fresh memo; asked again when surplus comes its way. A module without one sends
+        nothing, and its budget returns to the pool."""
+        calls = {module_id: self._fallback(run, run.slots[module_id], budget) for module_id, budget in budgets.items()}
+        for module_id, outcome in (await self._call(run, calls)).items():
+            slot = run.slots[module_id]
+            fallback = None if outcome.status == "ok" and outcome.value is None else self._accepted(run, slot, outcome)
+            if slot.fell_back:  # asked again with surplus (pass 3b keeps the larger)
+                slot.contribution = slot.contribution if fallback is None else fallback
+                continue
+            if fallback is not None:
+                slot.contribution, slot.fell_back = fallback, True
+                slot.reason += f"; its fallback was sent ({fallback.strategy})"
+            elif outcome.status != "ok":
+                slot.reason += f"; its fallback {outcome.status} too: {outcome.reason}"
+            budget = "the rest of its budget" if slot.fell_back else "its budget"
+            run.log(f"pass 3: {module_id} {slot.status}: {slot.reason}; {budget} returns to the pool")
 
     def _accepted(self, run: _Run, slot: _Slot, outcome: Outcome) -> Contribution | None:
         """The outcome's contribution, checked at the boundary and measured; None (outcome updated) if bad."""
@@ -501,7 +529,7 @@ class ContextWindowHandler:
         plan = b.plan_surplus(
             allocated={m: s.allocated for m, s in slots.items()},
             used={m: s.used + (s.contribution.held_back if s.contribution else 0) for m, s in slots.items()},
-            recipients_allowed=[m for m, s in slots.items() if s.condensable and s.status == "ok"],
+            recipients_allowed=[m for m, s in slots.items() if s.condensable and s.sent],
             priority={m: s.priority for m, s in slots.items()},
             max_tokens={m: s.max_tokens for m, s in slots.items()},
             released=released,
@@ -521,10 +549,11 @@ class ContextWindowHandler:
         if plan.grants:
             run.log(f"pass 3b: {sum(plan.grants.values()):,} surplus tokens to {', '.join(sorted(plan.grants))}")
         before = {s.module_id: (s.contribution, s.status, s.reason) for s in recipients}
-        await self._contribute(run, {s.module_id: s.allocated for s in recipients})
+        await self._contribute(run, {s.module_id: s.allocated for s in recipients if not s.fell_back})
+        await self._fall_back(run, {s.module_id: s.allocated for s in recipients if s.fell_back})
         for slot in recipients:  # keep the earlier result if the new one is no better
             earlier = before[slot.module_id]
-            again = slot.contribution if slot.status == "ok" else None
+            again = slot.contribution if slot.sent else None
             if again is None or again.tokens > slot.allocated or earlier[0] is None or again.tokens < earlier[0].tokens:
                 slot.contribution, slot.status, slot.reason = earlier
 
@@ -545,6 +574,9 @@ class ContextWindowHandler:
         assert before is not None
         if not slot.condensable:  # a type saved before validation knew the module: never condense the floor
             run.log(f"condense {slot.module_id}: not condensable; sent whole")
+            return
+        if slot.fell_back:  # its condense() would fail as its contribute() did: trimmed instead
+            run.log(f"condense {slot.module_id}: its fallback is trimmed, not condensed")
             return
         outcomes = await self._call(
             run, {slot.module_id: slot.module.condense(before, target, self._module_ctx(run, slot))}
@@ -625,7 +657,7 @@ class ContextWindowHandler:
         may_loop = bool(run.ctx.tools or run.ctx.continuation)
         for slot in sorted(run.slots.values(), key=lambda s: (-s.priority, s.module_id)):
             before = slot.contribution
-            if slot.status != "ok" or not slot.condensable or before is None or not before.left_out:
+            if not slot.sent or not slot.condensable or before is None or not before.left_out:
                 continue
             fits = slot.used + run.limits.available - run.total_used
             offered = fits + loop  # the turn's first step had the loop's room too
@@ -665,9 +697,18 @@ class ContextWindowHandler:
         return await self._ask(run, slot, offered)
 
     async def _ask(self, run: _Run, slot: _Slot, budget: int) -> Contribution | None:
-        """The slot's module asked to contribute within ``budget`` (isolated and measured; None if it failed)."""
-        asked = slot.module.contribute(budget, self._module_ctx(run, slot))
+        """The slot's module asked to contribute within ``budget`` (isolated and measured; None if it failed): its
+        fallback, when its contribute() failed this turn."""
+        asked = (
+            self._fallback(run, slot, budget)
+            if slot.fell_back
+            else slot.module.contribute(budget, self._module_ctx(run, slot))
+        )
         return self._accepted(run, slot, (await self._call(run, {slot.module_id: asked}))[slot.module_id])
+
+    def _fallback(self, run: _Run, slot: _Slot, budget: int) -> Coroutine[Any, Any, Contribution | None]:
+        view = self._module_ctx(run, slot)
+        return slot.module.fallback(budget, view.for_module(view.directives, run.tokens))  # a fresh memo
 
     def _tail_cut(self, run: _Run, c: Contribution, target: int) -> Contribution | None:
         """``c`` within ``target`` by dropping units from the end of its per-turn tail (what comes before is sent

@@ -361,6 +361,28 @@ class ConversationHistoryModule(ContextModule):
     async def condense(self, contribution: Contribution, target_tokens: int, ctx: AssemblyContext) -> Contribution:
         return await self._window(target_tokens, ctx, ctx.directives.condense_strategy or "summarize")
 
+    async def fallback(self, budget: int, ctx: AssemblyContext) -> Contribution:
+        """The newest units within ``budget`` (the newest turn cut to fit when it alone does not), nothing recalled or
+        summarised: what is sent when the window failed or timed out (a loaded server, an index that hangs), so the
+        model still gets the turn and what led to it."""
+        source = _Remembered(ctx.session.message_source())
+        kept = await self._fill(source, budget, ctx)
+        kept = without_orphan_opening(await self._cut_newest_turn(kept, budget, ctx) or kept)
+        first_kept = kept[-1][0] if kept else source.total
+        return Contribution(
+            self.module_id,
+            units=tuple(unit for _, unit, _ in reversed(kept)),
+            placement="history",
+            trim_from="start",
+            strategy="newest messages (fallback)",
+            left_out=first_kept > 0,
+            metadata={
+                "messages_total": source.total,
+                "messages_kept": sum(len(unit) for _, unit, _ in kept),
+                "first_kept_index": first_kept,
+            },
+        )
+
     def ahead(self, ctx: AssemblyContext) -> Coroutine[Any, Any, None] | None:
         """The summary the session's next call will ask for first and is not made or under way, written now (one at
         most: a guess that turns out wrong costs one summary). That call asks for the windows the last first step

@@ -9,6 +9,7 @@ the profile's own upstream and model within its window, and tell the client what
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 from collections.abc import AsyncIterator
@@ -229,3 +230,41 @@ def _assert_told(raw: Any, received: list[dict[str, Any]], body: dict[str, Any])
 
 def _as_sent(m: dict[str, Any]) -> dict[str, Any]:
     return m if m.get("content") is not None else {**m, "content": ""}
+
+
+class _HangingRecall:
+    """A history index that never answers (a starved worker pool, a database that does not reply)."""
+
+    async def recall(self, *args: Any, **kwargs: Any) -> Any:
+        await asyncio.Event().wait()
+
+    async def lead(self, *args: Any, **kwargs: Any) -> Any:
+        await asyncio.Event().wait()
+
+
+async def test_a_history_window_that_times_out_still_sends_the_newest_turns_and_the_system_prompt(live: Settings):
+    """Issue 32's session on a server too loaded to make the history's window in time: the history module times out
+    (here its recall hangs past the module timeout), and what it falls back to goes out in its place, the newest
+    messages that fit: the system prompt, the newest complete turn whole, every result with its call, the window
+    full, the snapshot saying what happened."""
+    with fake_upstream() as own:
+        async with served(dataclasses.replace(live, module_timeout_s=0.3)) as app:
+            app.svc.sources.history_recall = _HangingRecall()  # type: ignore[assignment]
+            history = app.svc.registry.get("conversation_history")
+            assert history is not None
+            history.recall_wait_s = 60.0  # type: ignore[attr-defined]  # it waits for the index past the timeout
+            await app.profile("agent", model=PROFILE_MODEL, context_limit=LIMIT, upstream={"base_url": own.base_url})
+            client = app.sdk(**{"X-TDA-Profile": "agent", "X-TDA-Session": "loaded"})
+            step1 = tool_loop(60)[0]
+            await client.chat.completions.create(model="tda", messages=step1, tools=TOOLS)  # type: ignore[arg-type]
+            (snapshot,) = await _snapshots(app, "loaded")
+    usage = next(m for m in snapshot["modules"] if m["module_id"] == "conversation_history")
+    assert usage["status"] == "timeout" and "its fallback was sent" in usage["reason"]
+    assert snapshot["total_used"] >= 0.8 * snapshot["available_budget"]
+    (answered,) = [r.body for r in own.received if r.body.get("tools")]  # not a summary written ahead
+    sent = answered["messages"]
+    assert sent[0] == SYSTEM and sent[-1] == step1[-1]
+    newest = [m if m.get("content") is not None else {**m, "content": ""} for m in turn_messages(60)]
+    assert sent[-1 - len(newest) : -1] == newest
+    _assert_paired(sent)
+    assert _prompt_tokens(answered) <= LIMIT
