@@ -102,3 +102,54 @@ async def test_the_stable_prefix_follows_the_providers_order(builtin_registry, f
     else:
         expected = system + kept_tools if renamed is not None else system + every_tool + query
     assert stable == expected
+
+
+HISTORY_TYPE = ContextWindowType.model_validate(
+    {
+        "id": "prefix-history",
+        "name": "Prefix and history",
+        "modules": {
+            "system_prompt": {"target_pct": 10, "min_pct": 0, "max_pct": 20, "priority": 95},
+            "tool_definitions": {"target_pct": 20, "min_pct": 0, "max_pct": 40, "priority": 85},
+            "conversation_history": {"target_pct": 60, "min_pct": 0, "max_pct": 80, "priority": 70},
+        },
+        "condensation_order": ["conversation_history"],
+    }
+)
+
+
+async def test_an_openai_window_s_stable_prefix_looks_at_no_item_s_kind_one_call_at_a_time(
+    builtin_registry, monkeypatch
+):
+    """The stable prefix of a window sent as it is (OpenAI's order) was found after sorting every item into tools,
+    system text and the rest, a Python call per item each time (issue 32 item 5: the window's ~120 messages at 100
+    gateway turns, on every call): the work grew with the window. Now the kinds are looked up in C: as many calls
+    for a 200-message history as for a 10-message one, and the same figure."""
+    from components.context_window import handler as handler_module
+    from components.context_window.base import Message
+
+    calls = {"n": 0}
+    kind = handler_module._is_tool
+
+    def counted(item: Any) -> bool:
+        calls["n"] += 1
+        return kind(item)
+
+    monkeypatch.setattr(handler_module, "_is_tool", counted)
+
+    async def second_window(turns: int) -> tuple[int, int]:
+        history = [Message("user" if i % 2 == 0 else "assistant", f"line {i} about orders") for i in range(turns)]
+        h = ContextWindowHandler(builtin_registry)
+        await h.assemble(
+            dataclasses.replace(ctx("gpt-4o", NAMES), session=make_ctx(messages=history).session), HISTORY_TYPE
+        )
+        calls["n"] = 0
+        later = await h.assemble(
+            dataclasses.replace(ctx("gpt-4o", NAMES), session=make_ctx(messages=history).session), HISTORY_TYPE
+        )
+        assert len(later.messages) > turns // 2  # the history is in the window
+        return calls["n"], later.snapshot.prefix_stable_tokens
+
+    short, long = await second_window(10), await second_window(200)
+    assert long[0] == short[0]
+    assert long[1] > short[1] > 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import json
 import weakref
+from typing import Any
 
 import pytest
 import tiktoken
@@ -511,3 +512,26 @@ def test_a_long_text_made_of_lines_counted_before_is_not_tokenised_again() -> No
     assert encoded == ["[SOURCE 1] Manual\n"]
     claude = estimator_for("claude-3-5-sonnet-20241022")
     assert claude.count(reordered) >= text_tokens(reordered, "gpt-4") * (1 + SAFETY_MARGIN)
+
+
+def test_a_text_message_is_counted_without_looking_for_media_in_parts_it_has_not(monkeypatch):
+    """``count_message`` runs for every window message, several times a call (each contribution measured, the stable
+    prefix, the record): a text message (no parts) has no media to look for, so no call is made to look (issue 32
+    item 5: ~370 such calls a gateway call at 100 turns). A message with parts is still looked at, and counted so."""
+    from components.context_window import token_estimator as te
+
+    looked = {"n": 0}
+    has_media = te.has_media
+
+    def counted(parts: Any) -> bool:
+        looked["n"] += 1
+        return has_media(parts)
+
+    monkeypatch.setattr(te, "has_media", counted)
+    tokens = te.estimator_for("gpt-4o")
+    text = [Message("user", f"question {i}") for i in range(50)]
+    assert [tokens.count_message(m) for m in text] == [tokens.count_chat(m.to_chat()) for m in text]
+    assert looked["n"] == 0
+    parts = Message.from_chat({"role": "user", "content": [{"type": "text", "text": "hello there"}]})
+    assert tokens.count_message(parts) > 0
+    assert looked["n"] == 1

@@ -98,17 +98,17 @@ def prompt_order(items: list[Any], model: str) -> list[Any]:
     Anthropic: tools, then system, then messages (its prompt-caching guide); litellm moves every system message
     into the system block. Gemini: litellm moves the system messages into ``system_instruction``, read before the
     tools and the contents (assumed: Google documents no order for implicit caching). Others (OpenAI): as sent,
-    the function definitions rendered after the system text."""
+    the function definitions rendered after the system text (the items themselves: nothing to sort, and every call
+    of a long session's window would otherwise sort its ~120 items for nothing)."""
     base = model.lower().rpartition("/")[2]
+    claude = "claude" in base
+    if not claude and "gemini" not in base:
+        return items
     is_system = [isinstance(i, str) or (isinstance(i, Message) and i.role == "system") for i in items]
     system = [i for i, s in zip(items, is_system, strict=True) if s]
     tools = [i for i in items if _is_tool(i)]
     rest = [i for i, s in zip(items, is_system, strict=True) if not s and not _is_tool(i)]
-    if "claude" in base:
-        return [*tools, *system, *rest]
-    if "gemini" in base:
-        return [*system, *tools, *rest]
-    return items
+    return [*tools, *system, *rest] if claude else [*system, *tools, *rest]
 
 
 class ModuleSource(Protocol):
@@ -801,8 +801,8 @@ class ContextWindowHandler:
             same += 1
         tokens = run.tokens
         stable = sum(self._item_tokens(tokens, item) for item in ordered[:same])
-        tools_sent = any(_is_tool(item) for item in ordered)
-        if tools_sent and not any(_is_tool(item) for item in ordered[same:]):
+        # Whether a tool is sent, and one past the prefix: each item's type looked for in C, not a call per item.
+        if _ToolItem in map(type, ordered) and _ToolItem not in map(type, ordered[same:]):
             stable += tokens.tools_overhead
         return stable
 

@@ -508,7 +508,7 @@ class TokenEstimator:
         Content parts are counted as sent (``part_tokens``); a message with images or files is counted by this
         estimator's model rules, never from stored counts (those are per encoding, not per model).
         """
-        media = has_media(message.parts)
+        media = message.parts is not None and has_media(message.parts)  # most messages are text: no call for them
         if message.tokens and self._stored_key is not None and not media:
             stored = message.tokens.get(self._stored_key)
             if stored is not None:
