@@ -208,3 +208,15 @@ async def test_same_input_same_output(scenario):
         else:
             outcomes.append((result.messages, result.tools, result.snapshot.comparable()))
     assert outcomes[0] == outcomes[1]
+
+
+def test_each_scenario_gets_new_built_in_modules_as_a_registry_makes_them() -> None:
+    """The built-ins are read once but built anew per example: nothing one example leaves in them reaches the next."""
+    first, second = fresh_builtins(), fresh_builtins()
+    loaded = module_registry(entry_point_group=None).load()
+    assert [m.module_id for m in first] == list(BUILTINS)
+    assert [(type(m).__module__, type(m).__qualname__) for m in first] == [
+        (type(loaded.modules[m]).__module__, type(loaded.modules[m]).__qualname__) for m in BUILTINS
+    ]
+    assert [m.manifest for m in first] == [loaded.modules[m].manifest for m in BUILTINS]
+    assert not any(a is b for a, b in zip(first, second, strict=True))
