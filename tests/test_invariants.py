@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from functools import cache
 from typing import Any
 
 from hypothesis import HealthCheck, event, given, settings
@@ -12,10 +11,11 @@ from hypothesis import strategies as st
 from components.context_window.base import ContextModule, Message
 from components.context_window.budget import BudgetExceeded
 from components.context_window.handler import ContextWindowHandler
-from components.context_window.module_registry import ModuleDefinition, ModuleRegistry
+from components.context_window.module_registry import ModuleRegistry
 from components.context_window.token_estimator import REPLY_PRIMING
 from components.context_window.window_type import ContextWindowType
 from tda.builtins import module_registry
+from tests.fresh_builtins import new_builtins
 from tests.oracle import cookbook_tokens, litellm_tools_tokens, text_tokens
 from tests.support import Scripted, conversation, make_ctx, make_tools, tool_call_exchange, words
 
@@ -93,25 +93,13 @@ def history(draw: Any) -> list[Message]:
 
 
 BUILTINS = ("system_prompt", "tool_definitions", "conversation_history")
-
-
-@cache
-def builtin_definitions() -> tuple[ModuleDefinition, ...]:
-    """The built-in modules' classes and manifests, read once: a registry's load imports the modules afresh, ~45 ms
-    of CPU, which was a third of the examples' time."""
-    registry = module_registry(entry_point_group=None).load()
-    return tuple(registry.definitions[module_id] for module_id in BUILTINS)
-
-
-def fresh_builtins() -> list[ContextModule]:
-    """New instances, as a registry's load makes them: no instance's caches carry over from one example to the next."""
-    return [definition.cls(definition.manifest) for definition in builtin_definitions()]
+"""Mixed into every scenario: new instances each example (tests/fresh_builtins.py), not a registry load each."""
 
 
 @st.composite
 def scenarios(draw: Any) -> tuple[list[ContextModule], ContextWindowType, Any]:
     modules: list[ContextModule] = draw(scripted_modules())
-    modules += fresh_builtins()
+    modules += new_builtins(*BUILTINS)
     wtype = draw(window_types([m.module_id for m in modules]))
     ctx = make_ctx(
         messages=history(draw),
@@ -212,7 +200,7 @@ async def test_same_input_same_output(scenario):
 
 def test_each_scenario_gets_new_built_in_modules_as_a_registry_makes_them() -> None:
     """The built-ins are read once but built anew per example: nothing one example leaves in them reaches the next."""
-    first, second = fresh_builtins(), fresh_builtins()
+    first, second = new_builtins(*BUILTINS), new_builtins(*BUILTINS)
     loaded = module_registry(entry_point_group=None).load()
     assert [m.module_id for m in first] == list(BUILTINS)
     assert [(type(m).__module__, type(m).__qualname__) for m in first] == [
