@@ -15,6 +15,7 @@ from components.context_window.module_registry import ModuleRegistry
 from components.context_window.token_estimator import REPLY_PRIMING
 from components.context_window.window_type import ContextWindowType
 from tda.builtins import module_registry
+from tests.fresh_builtins import new_builtins
 from tests.oracle import cookbook_tokens, litellm_tools_tokens, text_tokens
 from tests.support import Scripted, conversation, make_ctx, make_tools, tool_call_exchange, words
 
@@ -91,11 +92,14 @@ def history(draw: Any) -> list[Message]:
     return messages
 
 
+BUILTINS = ("system_prompt", "tool_definitions", "conversation_history")
+"""Mixed into every scenario: new instances each example (tests/fresh_builtins.py), not a registry load each."""
+
+
 @st.composite
 def scenarios(draw: Any) -> tuple[list[ContextModule], ContextWindowType, Any]:
-    builtins = module_registry(entry_point_group=None).load()
     modules: list[ContextModule] = draw(scripted_modules())
-    modules += [builtins.modules[m] for m in ("system_prompt", "tool_definitions", "conversation_history")]
+    modules += new_builtins(*BUILTINS)
     wtype = draw(window_types([m.module_id for m in modules]))
     ctx = make_ctx(
         messages=history(draw),
@@ -192,3 +196,15 @@ async def test_same_input_same_output(scenario):
         else:
             outcomes.append((result.messages, result.tools, result.snapshot.comparable()))
     assert outcomes[0] == outcomes[1]
+
+
+def test_each_scenario_gets_new_built_in_modules_as_a_registry_makes_them() -> None:
+    """The built-ins are read once but built anew per example: nothing one example leaves in them reaches the next."""
+    first, second = new_builtins(*BUILTINS), new_builtins(*BUILTINS)
+    loaded = module_registry(entry_point_group=None).load()
+    assert [m.module_id for m in first] == list(BUILTINS)
+    assert [(type(m).__module__, type(m).__qualname__) for m in first] == [
+        (type(loaded.modules[m]).__module__, type(loaded.modules[m]).__qualname__) for m in BUILTINS
+    ]
+    assert [m.manifest for m in first] == [loaded.modules[m].manifest for m in BUILTINS]
+    assert not any(a is b for a, b in zip(first, second, strict=True))

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from components.context_window.base import AssemblyContext, Message, ToolSchema, _evolve
 from tda.builtins import module_registry
+from tests.fresh_builtins import new_builtins
 from tests.support import make_ctx, module_ctx
 
 TOPICS = [
@@ -215,7 +216,7 @@ async def test_condensing_steps_down_and_purge_brings_full_back(module):
 @settings(max_examples=40, deadline=None)
 @given(st.integers(0, 6000), st.integers(1, 40), st.sampled_from(["convert money", "weather", "sql rows", ""]))
 async def test_every_level_fits_its_budget_and_sends_callable_schemas(budget, n, query):
-    module = module_registry(entry_point_group=None).load().modules["tool_definitions"]
+    (module,) = new_builtins("tool_definitions")  # a new instance each example, without a registry load each
     ctx = module_ctx(make_ctx(tools=realistic_tools()[:n], query=query or "?"))
     out = await module.contribute(budget, ctx)
     assert sent_cost(out, ctx) <= budget
