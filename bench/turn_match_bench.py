@@ -60,8 +60,8 @@ async def median_ms(n: int) -> tuple[float, str]:
             "s",
             texts,
             question(turn + 1),
-            shown=np.arange(older, len(texts)),
-            candidates=np.arange(older),
+            shown=range(older, len(texts)),
+            candidates=range(older),
             embedder=embedder,
             limit=3,
         )

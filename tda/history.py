@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import sys
 from bisect import bisect_left
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +26,27 @@ from .store.sessions import MessageCursor, SessionData, SessionStore
 
 READ_AHEAD = 256
 """Messages fetched at least per database read when a walk goes past what is kept (fewer round trips)."""
+
+
+COUNTS_KEPT = 4096
+"""Distinct stored-count mappings kept to be shared (then the table starts again): a session's messages' counts
+repeat (short questions and answers of alike lengths), and one kept message's own decoded dict, with its own copies
+of the encodings' names, was ~310 bytes (a native session keeps two a turn for its life)."""
+_shared_counts: dict[tuple[tuple[str, Any], ...], Mapping[str, int]] = {}
+
+
+def shared_counts(counts: Mapping[str, int] | None) -> Mapping[str, int] | None:
+    """``counts`` as one shared, equal mapping for every message with the same figures (never changed in place: a
+    message's ``tokens`` is read only), its keys the interned encoding names."""
+    if not counts:
+        return counts
+    items = tuple(counts.items())
+    found = _shared_counts.get(items)
+    if found is None:
+        if len(_shared_counts) >= COUNTS_KEPT:
+            _shared_counts.clear()
+        found = _shared_counts[items] = {sys.intern(name): value for name, value in items}
+    return found
 
 
 def message_of(row: Any) -> Message:
@@ -37,7 +60,7 @@ def message_of(row: Any) -> Message:
         tool_call_id=row.tool_call_id,
         name=row.name,
         phase=row.phase,
-        tokens=row.token_counts,
+        tokens=shared_counts(row.token_counts),
         parts=tuple(row.parts) if row.parts else None,
     )
 

@@ -110,7 +110,7 @@ def test_turn_recalls_coverage_of_a_word_every_text_holds_is_as_its_rows_picked_
     """Turn recall's coverage (the idf-weighted share of the query's words each turn holds) likewise."""
     recall = TurnRecall()
     handed = [(n, " ".join(["orders", *words]), ()) for n, words in enumerate(texts)]
-    index, among = asyncio.run(recall._sync("s", handed, None))
+    index, among, _ = asyncio.run(recall._sync("s", handed, None))
     asked = set(terms(" ".join(query)))
     rows_of = {w: index.lexical.rows(w) for w in sorted(asked) if w in index.lexical}
     matched, count = np.zeros(len(handed)), np.zeros(len(handed))

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from components.context_window.base import (
     AssemblyContext,
     ContextModule,
@@ -130,8 +128,8 @@ class WorkflowHistoryModule(ContextModule):
             ctx.session.id,
             Joined(earlier.texts, map(turn_described, turns)),
             ctx.query,
-            shown=np.arange(older, len(refs)),
-            candidates=np.arange(older),
+            shown=range(older, len(refs)),
+            candidates=range(older),  # a run of positions: read as views of the scores, not gathered
             embedder=ctx.embedder,
             limit=options.recall_turns,
         )

@@ -264,31 +264,43 @@ class _Index:
     owner: array[int] = field(default_factory=lambda: array("q"))
     """Per embedded part, the position of the text it belongs to (parts are in order; machine integers: numpy copies
     them as one buffer, not one boxed integer at a time)."""
-    seen: dict[int, tuple[Sequence[TurnFields], np.ndarray]] = field(default_factory=dict)
+    seen: dict[int, tuple[Sequence[TurnFields], np.ndarray, bool]] = field(default_factory=dict)
     """The last texts each caller handed (by its first text's id: a module's list starts with the session's oldest
-    turn it searches; the list held keeps that object, so the id is not reused) and their positions."""
+    turn it searches; the list held keeps that object, so the id is not reused), their positions, and whether those
+    are 0, 1, 2, ... (the texts in the index's order: a session's list most turns)."""
+    _order: GrowingArray = field(default_factory=lambda: GrowingArray(np.intp))
+    """0, 1, 2, ...: the positions of a list holding the index's texts in its order, handed as views of it."""
     _runs: PartRuns = field(default_factory=PartRuns)
     """Where each text's parts begin (a copy of ``owner`` and a pass over it each query: ~0.1 ms at 10,000 turns'
     gists)."""
 
+    def in_order(self, n: int) -> np.ndarray:
+        """The positions 0 .. n-1 (read-only): the first n texts', found in the index's order (no copy a turn)."""
+        if n > len(self._order):
+            self._order.extend(np.arange(len(self._order), n, dtype=np.intp))
+        return self._order.view[:n]
+
     def best_cosines(self, query_vector: Sequence[float] | np.ndarray) -> np.ndarray:
         """Each text's best part cosine with the query (-1 for a text without parts)."""
-        best = np.full(len(self.keys), -1.0)
         if self.dense is None or not self.owner:
-            return best
+            return np.full(len(self.keys), -1.0)
         starts, texts = self._runs.caught_up(self.owner)
-        best[texts] = np.maximum.reduceat(self.dense.scores(query_vector), starts)
+        scores = self.dense.scores(query_vector)
+        if len(starts) == len(scores) == len(self.keys):  # one part a text (a turn's gist): its part's is its best
+            return scores  # (runs ascending and distinct, as many as the texts: text i owns part i)
+        best = np.full(len(self.keys), -1.0)
+        best[texts] = np.maximum.reduceat(scores, starts)
         return best
 
 
-def _placed(index: _Index, texts: Sequence[TurnFields]) -> tuple[np.ndarray, int]:
-    """How many of ``texts`` from the start the index placed last time (the list a caller handed then, grown since)
-    and their positions."""
+def _placed(index: _Index, texts: Sequence[TurnFields]) -> tuple[np.ndarray, int, bool]:
+    """How many of ``texts`` from the start the index placed last time (the list a caller handed then, grown since),
+    their positions, and whether those are 0, 1, 2, ..."""
     last = index.seen.get(id(texts[0])) if texts else None
     if last is None:
-        return _NOWHERE, 0
+        return _NOWHERE, 0, True
     held = shared_start(texts, last[0])
-    return last[1][:held], held
+    return last[1][:held], held, last[2]
 
 
 def shared_start(items: Sequence[T], last: Sequence[T]) -> int:
@@ -377,14 +389,17 @@ class TurnRecall:
         pending = await self._catch_up(session_id, texts, embedder) if embedder is not None else 0
         if pending:  # a long session met for the first time: by words this turn, by meaning once all are embedded
             embedder, method = None, "lexical"
-        index, among = await self._sync(session_id, texts, embedder)
-        lexical = index.lexical.scores(query, among)[among]
-        coverage, whole, common = _coverage(index, query, among)
+        index, among, in_order = await self._sync(session_id, texts, embedder)
+        # the texts are the index's, in its order (a session's list, most turns): every score is read as it comes,
+        # nothing picked out (the same figures: BM25 over every text is BM25 over ``among`` holding every text)
+        picked = None if in_order and len(among) == len(index.keys) else among
+        lexical = _at(index.lexical.scores(query, picked), picked)
+        coverage, whole, common = _coverage(index, query, picked)
         dense = None
         if embedder is not None and index.dense is not None:
             (query_vector,) = (await self._vectors_of([TurnText(None, query, (query,))], embedder))[0]
             self._vectors.take([(vector_space(embedder), query)])
-            dense = index.best_cosines(query_vector)[among]
+            dense = _at(index.best_cosines(query_vector), picked)
         whole = np.where(common >= 2, 1.0, whole)  # two words in common answer enough of the question
         found = _clear_matches(lexical, coverage, whole, dense, shown, candidates, method, limit)
         return replace(found, pending=pending) if pending else found
@@ -395,7 +410,7 @@ class TurnRecall:
         within the module's time; on later turns only the texts added since are looked at."""
         kind = vector_space(embedder)
         index = self._index((session_id, kind), texts)
-        _, held = _placed(index, texts)
+        _, held, _ = _placed(index, texts)
         new = (t for t in texts[held:] if t[KEY] not in index.position_of)
         missing = list(dict.fromkeys(p for t in new for p in t[PARTS] if self._vectors.get((kind, p)) is None))
         if len(missing) <= EMBED_PER_CALL:
@@ -413,22 +428,27 @@ class TurnRecall:
 
     async def _sync(
         self, session_id: str, texts: Sequence[TurnFields], embedder: Embedder | None
-    ) -> tuple[_Index, np.ndarray]:
-        """The session's index holding every text (the new ones added), and the texts' positions in it."""
+    ) -> tuple[_Index, np.ndarray, bool]:
+        """The session's index holding every text (the new ones added), the texts' positions in it, and whether those
+        are 0, 1, 2, ... (found from the new texts' alone when the list extends the last one)."""
         index = self._index((session_id, vector_space(embedder) if embedder is not None else ""), texts)
-        before, held = _placed(index, texts)
+        before, held, in_order = _placed(index, texts)
         rest = texts[held:]  # a session's texts only grow, most turns: the start was placed last time
         new = list({t[KEY]: t for t in rest if t[KEY] not in index.position_of}.values())
         if new:
             await self._add(session_id, index, new, embedder)
         placed = np.fromiter((index.position_of[t[KEY]] for t in rest), dtype=np.intp, count=len(rest))
-        among = np.concatenate([before, placed]) if held else placed
-        among.flags.writeable = False
+        in_order = in_order and bool(np.array_equal(placed, np.arange(held, len(texts))))
+        if in_order:  # a session's list, most turns: its positions are a view, not the last ones copied and extended
+            among = index.in_order(len(texts))
+        else:
+            among = np.concatenate([before, placed]) if held else placed
+            among.flags.writeable = False
         if texts:
             if len(index.seen) >= SEEN_LISTS:
                 index.seen.clear()
-            index.seen[id(texts[0])] = (texts if isinstance(texts, Prefix | Joined) else list(texts), among)
-        return index, among
+            index.seen[id(texts[0])] = (texts if isinstance(texts, Prefix | Joined) else list(texts), among, in_order)
+        return index, among, in_order
 
     async def _add(
         self, session_id: str, index: _Index, texts: Sequence[TurnFields], embedder: Embedder | None
@@ -460,14 +480,18 @@ class TurnRecall:
         return out
 
 
-def _coverage(index: _Index, query: str, among: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per text (at ``among``), the idf-weighted share of the query's words that it holds: among the words some text
-    holds (how much of what the turns could answer), and among all the query's words, a word no text holds weighing
-    as the rarest (how much of the question it answers); and how many of the query's words it holds."""
+def _coverage(index: _Index, query: str, among: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per text (at ``among``; ``None``: every text, in order), the idf-weighted share of the query's words that it
+    holds: among the words some text holds (how much of what the turns could answer), and among all the query's
+    words, a word no text holds weighing as the rarest (how much of the question it answers); and how many of the
+    query's words it holds."""
     asked = set(terms(query))
-    held = np.zeros(len(index.keys), dtype=bool)
-    held[among] = True
-    every = len(among) == len(held) and bool(held.all())  # most turns: no word's rows to pick out
+    texts = len(index.keys) if among is None else len(among)
+    held = np.ones(0, dtype=bool)
+    if among is not None:
+        held = np.zeros(len(index.keys), dtype=bool)
+        held[among] = True
+    every = among is None or (len(among) == len(held) and bool(held.all()))  # most turns: no rows to pick out
     rows_of = {
         w: rows
         for w in sorted(asked)
@@ -475,8 +499,8 @@ def _coverage(index: _Index, query: str, among: np.ndarray) -> tuple[np.ndarray,
     }
     matched, count = np.zeros(len(index.keys)), np.zeros(len(index.keys))
     if not rows_of:
-        return matched[among], matched[among], count[among]
-    weights = {w: _idf(len(among), len(rows)) for w, rows in rows_of.items()}
+        return _at(matched, among), _at(matched, among), _at(count, among)
+    weights = {w: _idf(texts, len(rows)) for w, rows in rows_of.items()}
     for word, rows in rows_of.items():
         if len(rows) == len(index.keys):  # every text holds it (rows 0..n-1): the same sums, nothing picked out
             matched += weights[word]
@@ -485,8 +509,14 @@ def _coverage(index: _Index, query: str, among: np.ndarray) -> tuple[np.ndarray,
             matched[rows] += weights[word]
             count[rows] += 1
     total = sum(weights.values())
-    unknown = _idf(len(among), 0) * (len(asked) - len(rows_of))  # the rarest word's idf
-    return matched[among] / total, matched[among] / (total + unknown), count[among]
+    unknown = _idf(texts, 0) * (len(asked) - len(rows_of))  # the rarest word's idf
+    held_weight = _at(matched, among)
+    return held_weight / total, held_weight / (total + unknown), _at(count, among)
+
+
+def _at(values: np.ndarray, among: np.ndarray | None) -> np.ndarray:
+    """``values`` of the texts at ``among`` (``None``: every text in order, ``values`` itself: nothing gathered)."""
+    return values if among is None else values[among]
 
 
 def _idf(texts: int, holding: int) -> float:
@@ -509,41 +539,50 @@ def _clear_matches(
     method: str,
     limit: int | None = None,
 ) -> TurnMatches:
-    pool = np.asarray(candidates, dtype=np.intp)
-    seen = np.asarray(shown, dtype=np.intp)
+    pool, seen = _index_of(candidates), _index_of(shown)
     shown_lexical = float(lexical[seen].max(initial=0.0))
-    lex = lexical[pool]
+    lex, held, answered = lexical[pool], coverage[pool], whole[pool]  # a run of candidates: views, nothing copied
     lexical_lead = lex / shown_lexical if shown_lexical > 0 else np.where(lex > 0, np.inf, 0.0)
-    answers = (coverage[pool] >= MIN_MATCH) & (whole[pool] >= MIN_SHARE)
+    answers = (held >= MIN_MATCH) & (answered >= MIN_SHARE)
     by_words = (lex > 0) & answers & (lexical_lead >= LEXICAL_LEAD)
-    dense_lead = None
-    by_meaning = np.zeros(len(pool), dtype=bool)
+    dense_lead = near = None
+    by_meaning = np.zeros(len(lex), dtype=bool)
     if dense is not None:
         shown_dense = float(dense[seen].max(initial=-1.0))
-        dense_lead = dense[pool] - shown_dense
-        by_meaning = (dense[pool] >= MIN_COSINE) & (dense_lead >= DENSE_LEAD)
+        near = dense[pool]
+        dense_lead = near - shown_dense
+        by_meaning = (near >= MIN_COSINE) & (dense_lead >= DENSE_LEAD)
     clear = by_words | by_meaning
     if not clear.any():
-        reason = _no_match(lex, coverage[pool], whole[pool], lexical_lead, dense, pool)
-        return TurnMatches((), method, reason, len(pool))
+        reason = _no_match(lex, held, answered, lexical_lead, near)
+        return TurnMatches((), method, reason, len(lex))
+    positions = np.asarray(candidates, dtype=np.intp)
     ranking = fuse(
         lexical=np.where(by_words, lex, 0.0),
-        dense=None if dense is None else np.where(by_meaning, dense[pool], -2.0),
-        order=pool,
+        dense=None if near is None else np.where(by_meaning, near, -2.0),
+        order=positions,
         floor=Floor(min_lexical=0.0, min_dense=-1.0),
     )
     matches = tuple(
         Match(
-            int(pool[i]),
+            int(positions[i]),
             float(score),
-            float(coverage[pool[i]]),
+            float(held[i]),
             float(lexical_lead[i]),
             None if dense_lead is None else float(dense_lead[i]),
-            None if dense is None else float(dense[pool[i]]),
+            None if near is None else float(near[i]),
         )
         for i, score in zip(ranking.positions[:limit].tolist(), ranking.scores[:limit].tolist(), strict=True)
     )
-    return TurnMatches(matches, method, None, len(pool))
+    return TurnMatches(matches, method, None, len(lex))
+
+
+def _index_of(positions: Sequence[int] | np.ndarray) -> slice | np.ndarray:
+    """Positions as an index: a ``range`` (a module's candidates, its older turns) as a slice, which reads a run of
+    scores as a view where an array of its positions gathers a copy; anything else as an array."""
+    if isinstance(positions, range) and positions.step == 1 and positions.start >= 0:
+        return slice(positions.start, max(positions.start, positions.stop))
+    return np.asarray(positions, dtype=np.intp)
 
 
 def _no_match(
@@ -552,7 +591,6 @@ def _no_match(
     whole: np.ndarray,
     lexical_lead: np.ndarray,
     dense: np.ndarray | None,
-    pool: np.ndarray,
 ) -> str:
     """Why no candidate is a clear match, naming the closest one's figures against the thresholds."""
     if not (lex > 0).any():
@@ -567,7 +605,7 @@ def _no_match(
         )
     if dense is None:
         return f"nothing relevant: {words}"
-    closest = float(dense[pool].max())
+    closest = float(dense.max())
     meaning = (
         f"the closest in meaning scores {closest:.2f} (recalls from {MIN_COSINE}, and {DENSE_LEAD} above the shown)"
     )
