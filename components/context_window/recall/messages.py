@@ -835,15 +835,15 @@ class HistoryIndex:
         ``LINK_TOP``: "the Mercer open turned down the heron" -> "the heron that stood in the shallows ...", where
         the second thing a question asks ("...and where had she seen its subject?") names nothing of the first's."""
         asked = set(terms(query))
+        words = [
+            t for t in dict.fromkeys(terms(searchable_text(self.messages[hit]))) if t not in asked and not t.isdigit()
+        ]
         shared: dict[int, float] = defaultdict(float)
-        for term in dict.fromkeys(terms(searchable_text(self.messages[hit]))):
-            if term in asked or term.isdigit():
-                continue
-            rows = self.lexical.rows(term)
-            if 1 < len(rows) <= LINK_MAX_OTHERS + 1:
-                for row in rows.tolist():  # a word one other message holds links more than one two others hold
+        for term, holders in zip(words, self.lexical.holders(words).tolist(), strict=True):
+            if 1 < holders <= LINK_MAX_OTHERS + 1:
+                for row in self.lexical.rows(term).tolist():  # a word one other holds links more than one two hold
                     if row != hit and row < n:
-                        shared[row] += 1.0 / (len(rows) - 1)
+                        shared[row] += 1.0 / (holders - 1)
         order = sorted(shared, key=lambda r: (-shared[r], abs(r - hit)))
         return order[:LINK_TOP]
 
