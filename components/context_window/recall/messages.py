@@ -166,8 +166,8 @@ LINK_FROM = 5
 """A question that asks two things (``asks_two_things``): each of this many best hits leads to what it shares a rare
 word with (``HistoryIndex._linked``)."""
 LINK_MAX_OTHERS = 2
-"""A word links a hit to another message when at most this many other messages hold it: the painting's subject named
-in two messages links them; a topic's word, said in dozens, does not."""
+"""A word links a hit to another message when at most this many other messages hold it: a painting's subject named in
+two messages links them; a topic's word, said in dozens, does not (docs/knowledge.md, "Ranking, session 45")."""
 LINK_TOP = 2
 """At most this many linked messages per hit, the most linked first (each shared word counts 1 / the other messages
 holding it: a word only the two hold links them more than one three hold)."""
@@ -832,8 +832,9 @@ class HistoryIndex:
     def _linked(self, hit: int, query: str, n: int) -> list[int]:
         """The messages among the first ``n`` that share with message ``hit`` a word the query does not say and at
         most ``LINK_MAX_OTHERS`` other messages hold, the most linked first (``LINK_TOP``; ties: the nearest), at most
-        ``LINK_TOP``: "the Mercer open turned down the heron" -> "the heron that stood in the shallows ...", where
-        the second thing a question asks ("...and where had she seen its subject?") names nothing of the first's."""
+        ``LINK_TOP``: "the county show turned down my jug" -> "the jug, thrown from mud we dug out of the riverbank",
+        where the second thing a question asks ("...and where had he found what it was made of?") names nothing of
+        the first's answer."""
         asked = set(terms(query))
         words = [
             t for t in dict.fromkeys(terms(searchable_text(self.messages[hit]))) if t not in asked and not t.isdigit()
@@ -854,8 +855,8 @@ class HistoryIndex:
 
 
 def asks_two_things(question: str) -> bool:
-    """Whether ``question`` asks a second thing after a first ("Which ... was turned down, and where had she seen
-    its subject?"): the second's evidence is linked to the first's answer, not to the question's words."""
+    """Whether ``question`` asks a second thing after a first ("Which piece was turned down, and where had he found
+    what it was made of?"): the second's evidence is linked to the first's answer, not to the question's words."""
     return _TWO_THINGS.search(question) is not None
 
 
