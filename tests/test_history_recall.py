@@ -22,6 +22,8 @@ from components.context_window.handler import ContextWindowHandler
 from components.context_window.recall.dates import after_date, opens_with_date
 from components.context_window.recall.messages import (
     FAINT_GUESSES,
+    LINK_MAX_OTHERS,
+    LINK_TOP,
     NEIGHBOURS,
     NEIGHBOURS_OF,
     OWN_MEANING_MIN_WORDS,
@@ -31,6 +33,7 @@ from components.context_window.recall.messages import (
     HistoryIndex,
     SessionRecall,
     asks_hypothetically,
+    asks_two_things,
     asks_when,
     collect_units,
     embedded_text,
@@ -729,6 +732,61 @@ async def test_the_next_hop_of_a_hit_ranks_just_below_it_however_much_chatter_sh
     messages[100:100] = chatter
     recalled = await _recalled("What is the cat called now?", messages)
     assert recalled.index(renamed) <= recalled.index(adopted) + 3
+
+
+REFUSED = "Theo: The county show turned down my jug, the one with the blue glaze. Gutted."
+DUG = "Theo: Finished the jug at last, thrown from mud we dug out of the riverbank below the cottage."
+
+
+async def test_the_second_thing_a_question_asks_comes_with_the_first_things_hit_through_a_rare_word_they_share():
+    """ "Which piece did the show turn down, and where had he found what it was made of?": the hit names the jug; the
+    message telling where its clay came from says "jug" and none of the question's words, while many lines say
+    "show", "piece" and "made". A word only the two messages hold links them."""
+    chatter = [
+        Message("user", f"Maya: Any new piece made for the show on day {t}? Found a stall yet?") for t in range(30)
+    ]
+    messages = chat_between_people()
+    messages[30:30] = [Message("assistant", DUG)]
+    messages[90:90] = [Message("assistant", REFUSED)]
+    messages[100:100] = chatter
+    query = "Which piece of Theo's did the show turn down, and where had he found what it was made of?"
+    recalled = await _recalled(query, messages)
+    assert REFUSED in recalled[:6] and DUG in recalled[: recalled.index(REFUSED) + 4]
+
+
+def test_a_hit_links_only_to_the_few_messages_that_share_one_of_its_rare_words():
+    """A word many messages hold (a topic's) links nothing; the question's own words link nothing."""
+    texts = [f"{('Maya', 'Theo')[t % 2]}: the garden again on day {t}" for t in range(40)]
+    texts[5] = "Theo: the garden show turned down my heron print"
+    texts[25] = "Theo: saw that heron at the reservoir"
+    index = HistoryIndex()
+    index.add([Message("user", t) for t in texts])
+    assert index._linked(5, "What did the show turn down?", 40) == [25]
+    assert index._linked(5, "What did the show turn down, and where was the heron?", 40) == []
+    assert asks_two_things("Which print was turned down, and where had he seen its subject?")
+    assert not asks_two_things("Which print was turned down by the show?")
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.lists(st.sampled_from(["heron", "oils", "kiln", "jug", "garden", "rain", "bus", "tea"]), max_size=5),
+        min_size=2,
+        max_size=12,
+    ),
+    st.data(),
+)
+def test_a_hits_links_are_few_and_each_shares_a_word_with_it_that_few_others_hold(lines, data):
+    texts = [" ".join(words) or "ok" for words in lines]
+    index = HistoryIndex()
+    index.add([Message("user", text) for text in texts])
+    hit = data.draw(st.integers(0, len(lines) - 1))
+    query = "What about the " + data.draw(st.sampled_from(["heron", "tea", "kiln"])) + "?"
+    linked = index._linked(hit, query, len(lines))
+    assert len(linked) <= LINK_TOP and hit not in linked
+    for row in linked:
+        shared = set(terms(texts[row])) & set(terms(texts[hit])) - set(terms(query))
+        assert any(len(index.lexical.rows(t)) <= LINK_MAX_OTHERS + 1 for t in shared)
 
 
 async def test_the_window_says_how_many_older_messages_it_left_out(history):

@@ -172,9 +172,11 @@ def asked_of(index: BM25Index, query: list[str], scanning: contextlib.AbstractCo
     with scanning:
         got: list[object] = [index.scores_for_terms(asked).tolist(), index.coverage(asked).tolist()]
         got += [index.scores_for_terms(asked, np.arange(0, len(index), 2)).tolist()] if len(index) else []
+        got.append(index.holders([*asked, "neverwritten"]).tolist())
         for term in asked:
             rows = index.rows(term)
             got += [rows.tolist(), rows.dtype.str, index.idf(term)]
+            assert index.holders([term]).tolist() == [len(rows)]  # how many hold it, as its rows say
     return got
 
 
@@ -197,7 +199,8 @@ def test_bm25_scanning_the_unsorted_words_reads_to_the_bit_what_sorting_them_doe
     its words' numbers, until the scans have read ``_SCANS_PER_SORT`` times as many words (then they are sorted in).
     However texts arrive and are asked about in between (a scan from the rows a term's kept postings end at, sorted
     rows before unsorted ones, a sort in the middle of a session), every score, coverage, idf and posting is, to the
-    last bit, an index's that sorts at once: windows stay byte for byte the same."""
+    last bit, an index's that sorts at once: windows stay byte for byte the same. How many texts hold each term
+    (``holders``, all terms at once) is as many as its rows, sorted or scanned."""
     scanning, sorting = BM25Index(), BM25Index()
     held = relevance._SORTED_AT
     relevance._SORTED_AT = sorted_at

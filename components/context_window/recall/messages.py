@@ -23,7 +23,7 @@ import logging
 import re
 import time
 from array import array
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
@@ -162,6 +162,18 @@ the speaker's chatter nearly alike, and would lift it over the evidence the floo
 OWN_MEANING_MIN_WORDS = 8
 """...and holds at least this many words but stopwords (``BM25Index.word_counts``): a short line ("night x", "not
 yet, any good?") is near any short question by whole meaning and tells nothing."""
+LINK_FROM = 5
+"""A question that asks two things (``asks_two_things``): each of this many best hits leads to what it shares a rare
+word with (``HistoryIndex._linked``)."""
+LINK_MAX_OTHERS = 2
+"""A word links a hit to another message when at most this many other messages hold it: a painting's subject named in
+two messages links them; a topic's word, said in dozens, does not (docs/knowledge.md, "Ranking, session 45")."""
+LINK_TOP = 2
+"""At most this many linked messages per hit, the most linked first (each shared word counts 1 / the other messages
+holding it: a word only the two hold links them more than one three hold)."""
+_TWO_THINGS = re.compile(
+    r",? and (?:then )?(?:what|where|when|who|whom|which|why|how|does|did|do|is|was|were|has|have|can|could)\b", re.I
+)
 _NAME = re.compile(
     r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]{2,}\b"  # not opening a sentence
     r"|\b[A-Z][a-z]{2,}\b(?= (?:is|was|has|had|said|taught|called)\b)"
@@ -728,6 +740,10 @@ class HistoryIndex:
             fused[ranked] += HOP_WEIGHT / (RRF_K + np.arange(1, len(ranked) + 1))
             for hit, message in led.items():  # and each hit's next hop ranks just below it, as its exchange
                 fused[message] = max(fused[message], fused[hit] * NEIGHBOUR_SHARE)
+        if not hits and LINK_TOP and asks_two_things(query):  # the second thing asked: what the first's hits link to
+            for hit in ranking.positions[:LINK_FROM].tolist():
+                for message in self._linked(hit, query, n):
+                    fused[message] = max(fused[message], fused[hit] * NEIGHBOUR_SHARE)
         best = ranking.positions[: hits or NEIGHBOURS_OF]  # faint: the guesses come bare (``FAINT_GUESSES``)
         own = None
         if about:  # a question about someone: what they said counts for more
@@ -813,10 +829,35 @@ class HistoryIndex:
                 led[hit] = int(holding[np.argmax(asked[holding])])  # argmax: the first of the best, in hop order
         return led
 
+    def _linked(self, hit: int, query: str, n: int) -> list[int]:
+        """The messages among the first ``n`` that share with message ``hit`` a word the query does not say and at
+        most ``LINK_MAX_OTHERS`` other messages hold, the most linked first (``LINK_TOP``; ties: the nearest), at most
+        ``LINK_TOP``: "the county show turned down my jug" -> "the jug, thrown from mud we dug out of the riverbank",
+        where the second thing a question asks ("...and where had he found what it was made of?") names nothing of
+        the first's answer."""
+        asked = set(terms(query))
+        words = [
+            t for t in dict.fromkeys(terms(searchable_text(self.messages[hit]))) if t not in asked and not t.isdigit()
+        ]
+        shared: dict[int, float] = defaultdict(float)
+        for term, holders in zip(words, self.lexical.holders(words).tolist(), strict=True):
+            if 1 < holders <= LINK_MAX_OTHERS + 1:
+                for row in self.lexical.rows(term).tolist():  # a word one other holds links more than one two hold
+                    if row != hit and row < n:
+                        shared[row] += 1.0 / (holders - 1)
+        order = sorted(shared, key=lambda r: (-shared[r], abs(r - hit)))
+        return order[:LINK_TOP]
+
     def _names_in(self, position: int) -> list[str]:
         """The rare names message ``position`` brings in (its capitalised words, ``_NAME``), as terms."""
         names = terms(" ".join(_NAME.findall(searchable_text(self.messages[position]))))
         return [term for term in dict.fromkeys(names) if self.lexical.idf(term) >= HOP_MIN_IDF]
+
+
+def asks_two_things(question: str) -> bool:
+    """Whether ``question`` asks a second thing after a first ("Which piece was turned down, and where had he found
+    what it was made of?"): the second's evidence is linked to the first's answer, not to the question's words."""
+    return _TWO_THINGS.search(question) is not None
 
 
 def told_by_them(whole: np.ndarray, candidates: np.ndarray, theirs: np.ndarray, words: np.ndarray) -> np.ndarray:
