@@ -16,9 +16,9 @@ import asyncio
 import logging
 import string
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Protocol, cast, runtime_checkable
+from typing import Any, Protocol, TypeVar, cast, runtime_checkable
 
 import numpy as np
 
@@ -31,6 +31,7 @@ from .lexical import BM25Index
 from .store import KnowledgeError, KnowledgeStore
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 HELD_VECTORS = 20_000
 """A collection of up to this many chunks has its vectors held beside its BM25 index (~1.5 KB a chunk, about its
@@ -68,6 +69,34 @@ class _Candidate:
     dense: float
     lexical: float = 0.0
     """BM25 score over the best BM25 score of the collection (0..1)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Ranked:
+    """A fused candidate, ranked and filtered by what its ``Passage`` would say (the same rounded figures), made
+    into one only once it is kept (``passage``)."""
+
+    candidate: _Candidate
+    fused: float
+
+    @property
+    def score(self) -> float:
+        """The passage's score: the fused score, clipped to 0..1 and rounded."""
+        return round(min(1.0, max(0.0, self.fused)), 6)
+
+    @property
+    def dense_score(self) -> float:
+        """The passage's ``dense_score`` (what ``min_score`` floors)."""
+        return round(self.candidate.dense, 4)
+
+    def order(self) -> tuple[float, str, int]:
+        """Best first, ties by document and chunk: the passages' order."""
+        meta = self.candidate.metadata
+        return -self.score, str(meta.get("document_id", "")), int(meta.get("chunk_index", 0))
+
+    def passage(self) -> Passage:
+        c = self.candidate
+        return _passage(c.id, c.text, c.metadata, c.collection, self.fused, c.dense, c.lexical)
 
 
 class ChromaKnowledgeRetriever:
@@ -120,36 +149,38 @@ class ChromaKnowledgeRetriever:
         """
         if not query.strip() or k <= 0:
             return []
-        candidates: list[Passage] = []
+        candidates: list[_Ranked] = []
         for name in collections or self.store.collection_names():
             try:
                 candidates.extend(self._collection_candidates(name, query, documents, sections))
             except KnowledgeError as exc:  # a profile naming a deleted collection must not break the turn
                 log.warning("knowledge retrieval skipped: %s", exc)
-        candidates.sort(key=lambda p: (-p.score, p.document_id, p.chunk_index))
-        similar = [p for p in candidates if p.metadata["dense_score"] >= min_score]
+        candidates.sort(key=_Ranked.order)
+        similar = [r for r in candidates if r.dense_score >= min_score]
         # Only as many as are returned need dedupe (its pairwise comparison is the costly step).
         kept = self._distinct(similar, limit=None if self.reranker else k)
         if self.reranker is not None:
             kept = self.reranker.rerank(query, kept)
         return kept[:k]
 
-    def _distinct(self, passages: list[Passage], *, limit: int | None) -> list[Passage]:
-        """``dedupe``: by the collection's near-duplicate map when every passage is a chunk of one collection whose
-        chunks are held (nothing compared per search: ~1 ms of a demo turn's ~3 ms search), else pair by pair."""
+    def _distinct(self, ranked: list[_Ranked], *, limit: int | None) -> list[Passage]:
+        """``dedupe``: by the collection's near-duplicate map when every candidate is a chunk of one collection whose
+        chunks are held (nothing compared per search: ~1 ms of a demo turn's ~3 ms search), else pair by pair. By
+        the map, only the candidates kept become passages (a demo search fuses ~46 and returns 8: building the rest
+        was a quarter of its CPU, after the query's vector, on the turn's critical path)."""
         threshold = self.settings.near_duplicate
-        held = self._held_for(passages) if threshold > 0 else None
-        rows = held.rows_of(passages) if held is not None else None
+        held = self._held_for([r.candidate for r in ranked]) if threshold > 0 else None
+        rows = held.rows_of([str(r.candidate.id) for r in ranked]) if held is not None else None
         if held is None or rows is None:
-            return dedupe(passages, threshold, limit=limit)
-        return distinct_by(passages, rows, held.near_duplicates(threshold), limit)
+            return dedupe([r.passage() for r in ranked], threshold, limit=limit)
+        return [r.passage() for r in distinct_by(ranked, rows, held.near_duplicates(threshold), limit)]
 
-    def _held_for(self, passages: Sequence[Passage]) -> _CollectionIndex | None:
-        """The held chunks of the one collection ``passages`` come from, as this store last wrote it; None for
+    def _held_for(self, candidates: Sequence[_Candidate]) -> _CollectionIndex | None:
+        """The held chunks of the one collection ``candidates`` come from, as this store last wrote it; None for
         several collections, or one too large to map its every chunk's near duplicates (``HELD_VECTORS``)."""
-        names = {p.collection for p in passages}
-        held = self._lexical.get(passages[0].collection) if len(names) == 1 else None
-        if held is None or held.key[0] != self.store.version(passages[0].collection) or len(held.rows) > HELD_VECTORS:
+        names = {c.collection for c in candidates}
+        held = self._lexical.get(candidates[0].collection) if len(names) == 1 else None
+        if held is None or held.key[0] != self.store.version(candidates[0].collection) or len(held.rows) > HELD_VECTORS:
             return None
         return held
 
@@ -275,7 +306,7 @@ class ChromaKnowledgeRetriever:
 
     def _collection_candidates(
         self, name: str, query: str, documents: Sequence[str], sections: Sequence[str]
-    ) -> list[Passage]:
+    ) -> list[_Ranked]:
         col, total = self._collection(name)
         if not total:
             return []
@@ -300,7 +331,7 @@ class ChromaKnowledgeRetriever:
                 if any(_in_section(str(c.metadata.get("section", "")), s) for s in sections)
             }
         kept = _above_floor(list(pool.values()), self.settings.relative_floor)
-        return [_passage(c.id, c.text, c.metadata, name, score, c.dense, c.lexical) for c, score in self._fused(kept)]
+        return [_Ranked(c, score) for c, score in self._fused(kept)]
 
     def _nearest_stored(
         self, name: str, col: Any, total: int, vector: np.ndarray, documents: Sequence[str]
@@ -375,7 +406,8 @@ class ChromaKnowledgeRetriever:
         if best <= 0:
             return
         for i in (held.numbers[c] for c in list(pool) if c in held.numbers):  # every candidate's BM25 rank counts
-            pool[rows[i]["id"]] = replace(pool[rows[i]["id"]], lexical=float(scores[i]) / best)
+            c = pool[rows[i]["id"]]  # a new candidate, not ``replace``: ~15% of a demo search's CPU
+            pool[c.id] = _Candidate(c.id, c.text, c.metadata, c.collection, c.dense, float(scores[i]) / best)
         missing = [i for i in lexical.top if rows[i]["id"] not in pool]
         if cosines is not None:
             dense = {rows[i]["id"]: max(0.0, float(cosines[i])) for i in missing}
@@ -439,9 +471,9 @@ class _CollectionIndex:
     _near: dict[float, dict[int, frozenset[int]]] = field(default_factory=dict)
     """``near_duplicates`` by threshold (computed at a collection's first search with it)."""
 
-    def rows_of(self, passages: Sequence[Passage]) -> list[int] | None:
-        """The passages' row numbers (None when one is not a held chunk: written meanwhile by another process)."""
-        rows = [self.numbers.get(str(p.metadata.get("id"))) for p in passages]
+    def rows_of(self, ids: Sequence[str]) -> list[int] | None:
+        """The chunks' row numbers, by id (None when one is not a held chunk: written meanwhile by another process)."""
+        rows = [self.numbers.get(i) for i in ids]
         return None if None in rows else cast(list[int], rows)
 
     def near_duplicates(self, threshold: float) -> dict[int, frozenset[int]]:
@@ -681,11 +713,11 @@ def near_duplicate_rows(texts: Sequence[str], threshold: float) -> dict[int, fro
 
 
 def distinct_by(
-    passages: Sequence[Passage], rows: Sequence[int], near: Mapping[int, frozenset[int]], limit: int | None
-) -> list[Passage]:
+    passages: Sequence[T], rows: Sequence[int], near: Mapping[int, frozenset[int]], limit: int | None
+) -> list[T]:
     """``dedupe`` of passages that are the chunks at ``rows``, by their precomputed near duplicates (``near``): a
     passage is left out when a kept one is among them. A set lookup a passage, nothing compared."""
-    kept: list[Passage] = []
+    kept: list[T] = []
     taken: set[int] = set()
     for p, row in zip(passages, rows, strict=True):
         if limit is not None and len(kept) >= limit:

@@ -357,3 +357,23 @@ def test_a_search_scores_its_words_before_it_waits_for_the_query_s_vector(
     monkeypatch.setattr(type(embed), "__call__", lambda self, texts: steps.append("vector") or call(self, texts))
     assert retriever.search("mainsail reef wind", collections=["boat"], k=10) == first
     assert steps == ["words", "vector"]
+
+
+def test_a_search_makes_passages_only_of_the_hits_it_returns(
+    store: KnowledgeStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The candidates are ranked, floored and deduplicated by their figures, and only those returned become passages
+    (a demo search fused ~46 candidates and returned 8: making every one a passage was a quarter of its CPU, after
+    the query's vector, on the turn's critical path). The hits are those of a longer search, cut."""
+    sections = "\n\n".join(f"## Harbour {n}\n\nBoat {n} moors at pier {n} beside the {n}th buoy." for n in range(30))
+    (tmp_path / "harbour.md").write_text(f"# Harbour\n\n{sections}\n")
+    ingest_paths(store, [tmp_path / "harbour.md"], "harbour")
+    retriever = ChromaKnowledgeRetriever(store)
+    longer = retriever.search("boat moors at pier", collections=["harbour"], k=30)
+    made = retrieval._passage
+    built: list[str] = []
+    monkeypatch.setattr(retrieval, "_passage", lambda id_, *rest: built.append(id_) or made(id_, *rest))
+    hits = retriever.search("boat moors at pier", collections=["harbour"], k=3)
+    assert len(longer) > 3
+    assert hits == longer[:3]
+    assert built == [p.metadata["id"] for p in hits]
