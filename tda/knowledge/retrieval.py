@@ -81,13 +81,13 @@ class _Ranked:
 
     @property
     def score(self) -> float:
-        """The passage's score: the fused score, clipped to 0..1 and rounded."""
-        return round(min(1.0, max(0.0, self.fused)), 6)
+        """The passage's score."""
+        return _shown_score(self.fused)
 
     @property
     def dense_score(self) -> float:
         """The passage's ``dense_score`` (what ``min_score`` floors)."""
-        return round(self.candidate.dense, 4)
+        return _shown_part(self.candidate.dense)
 
     def order(self) -> tuple[float, str, int]:
         """Best first, ties by document and chunk: the passages' order."""
@@ -593,6 +593,16 @@ def _dense_scores(col: Any, ids: list[str], vector: np.ndarray) -> dict[str, flo
     return {i: max(0.0, float(s)) for i, s in zip(got["ids"], sims, strict=True)}
 
 
+def _shown_score(fused: float) -> float:
+    """A passage's score as it is shown and ranked: the fused score clipped to 0..1, rounded."""
+    return round(min(1.0, max(0.0, fused)), 6)
+
+
+def _shown_part(score: float) -> float:
+    """A passage's dense or lexical score as it is shown (and ``min_score`` floors it)."""
+    return round(score, 4)
+
+
 def _passage(
     id_: str,
     text: str,
@@ -604,11 +614,11 @@ def _passage(
 ) -> Passage:
     extra: dict[str, Any] = {"id": id_}
     if dense is not None:
-        extra |= {"dense_score": round(dense, 4), "lexical_score": round(lexical or 0.0, 4)}
+        extra |= {"dense_score": _shown_part(dense), "lexical_score": _shown_part(lexical or 0.0)}
     page = meta.get("page_start")
     return Passage(
         text=text,
-        score=round(min(1.0, max(0.0, score)), 6),
+        score=_shown_score(score),
         document_id=str(meta.get("document_id", "")),
         title=str(meta.get("title", "")),
         section=str(meta.get("section", "")),
