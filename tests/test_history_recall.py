@@ -754,21 +754,6 @@ async def test_the_second_thing_a_question_asks_comes_with_the_first_things_hit_
     assert REFUSED in recalled[:6] and DUG in recalled[: recalled.index(REFUSED) + 4]
 
 
-async def test_the_second_thing_comes_when_the_first_things_answer_is_among_the_newest_turns():
-    """The refusal was said lately: the window holds it, recall does not rank it, so no hit links to where the jug's
-    clay came from. The newest turn matching the question best leads to it instead."""
-    chatter = [
-        Message("user", f"Maya: Any new piece made for the show on day {t}? Found a stall yet?") for t in range(30)
-    ]
-    messages = chat_between_people()
-    messages[30:30] = [Message("assistant", DUG)]
-    messages[100:100] = chatter
-    messages.insert(len(messages) - 10, Message("assistant", REFUSED))  # among the 20 newest: not ranked
-    query = "Which piece of Theo's did the show turn down, and where had he found what it was made of?"
-    recalled = await _recalled(query, messages)
-    assert REFUSED not in recalled and DUG in recalled[:6]
-
-
 def test_a_hit_links_only_to_the_few_messages_that_share_one_of_its_rare_words():
     """A word many messages hold (a topic's) links nothing; the question's own words link nothing."""
     texts = [f"{('Maya', 'Theo')[t % 2]}: the garden again on day {t}" for t in range(40)]

@@ -171,10 +171,6 @@ two messages links them; a topic's word, said in dozens, does not (docs/knowledg
 LINK_TOP = 2
 """At most this many linked messages per hit, the most linked first (each shared word counts 1 / the other messages
 holding it: a word only the two hold links them more than one three hold)."""
-LINK_NEWEST = 1
-"""...and this many of the newest turns (those the window holds unranked) lead to their links too, when they match
-the question's words at least as well as any ranked message: the first thing's answer said lately has no hit to
-link from (docs/knowledge.md, "Ranking, session 45, second pass")."""
 _TWO_THINGS = re.compile(
     r",? and (?:then )?(?:what|where|when|who|whom|which|why|how|does|did|do|is|was|were|has|have|can|could)\b", re.I
 )
@@ -745,12 +741,9 @@ class HistoryIndex:
             for hit, message in led.items():  # and each hit's next hop ranks just below it, as its exchange
                 fused[message] = max(fused[message], fused[hit] * NEIGHBOUR_SHARE)
         if not hits and LINK_TOP and asks_two_things(query):  # the second thing asked: what the first's hits link to
-            sources = {hit: fused[hit] for hit in ranking.positions[:LINK_FROM].tolist()}
-            for newest in self._newest_matching(query, n):  # as the best hit: it answers the first thing as well
-                sources[newest] = fused[ranking.positions[0]]
-            for hit, score in sources.items():
+            for hit in ranking.positions[:LINK_FROM].tolist():
                 for message in self._linked(hit, query, n):
-                    fused[message] = max(fused[message], score * NEIGHBOUR_SHARE)
+                    fused[message] = max(fused[message], fused[hit] * NEIGHBOUR_SHARE)
         best = ranking.positions[: hits or NEIGHBOURS_OF]  # faint: the guesses come bare (``FAINT_GUESSES``)
         own = None
         if about:  # a question about someone: what they said counts for more
@@ -835,15 +828,6 @@ class HistoryIndex:
             if len(holding):
                 led[hit] = int(holding[np.argmax(asked[holding])])  # argmax: the first of the best, in hop order
         return led
-
-    def _newest_matching(self, query: str, n: int) -> list[int]:
-        """The newest turns (from ``n`` on: the window holds them, recall does not rank them) that match ``query``'s
-        words at least as well as any earlier message, the best first, at most ``LINK_NEWEST``."""
-        scores = self.lexical_scores(query)
-        if not LINK_NEWEST or n >= len(scores) or not n:
-            return []
-        newest = n + np.flatnonzero(scores[n:] >= max(scores[:n].max(), np.finfo(float).tiny))
-        return newest[np.argsort(-scores[newest], kind="stable")][:LINK_NEWEST].tolist()
 
     def _linked(self, hit: int, query: str, n: int) -> list[int]:
         """The messages among the first ``n`` that share with message ``hit`` a word the query does not say and at
