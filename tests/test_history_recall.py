@@ -29,7 +29,6 @@ from components.context_window.recall.messages import (
     OWN_MEANING_MIN_WORDS,
     OWN_MEANING_MIN_Z,
     OWN_MEANING_TOP,
-    PEOPLE_LENGTH_NORM,
     UNNAMED,
     HistoryIndex,
     SessionRecall,
@@ -1496,8 +1495,7 @@ def test_the_index_tells_each_messages_unit_and_the_speakers_however_the_history
         index.add(messages[start : start + step])
     units, speakers, said_by, asking, dated = _written_out(messages)
     assert index.messages == messages
-    b = PEOPLE_LENGTH_NORM if speakers else 0.75  # a chat between people: milder length normalisation
-    searched = BM25Index([_searched_by(m) for m in messages], b=b)
+    searched = BM25Index([_searched_by(m) for m in messages])
     for query in ("lookup_a order 7", "lookup_b plain words", "Maya met Theo"):
         assert index.lexical_scores(query).tolist() == pytest.approx(searched.scores(query).tolist())
     assert list(index.unit_of) == units
