@@ -754,25 +754,6 @@ async def test_the_second_thing_a_question_asks_comes_with_the_first_things_hit_
     assert REFUSED in recalled[:6] and DUG in recalled[: recalled.index(REFUSED) + 4]
 
 
-def test_in_a_chat_between_people_a_weeks_news_falls_less_behind_a_short_line_for_its_length():
-    """People write a week's news in one long message, the fact one sentence among many: its length counts less
-    against it than in a chat with an assistant, so it is not ranked below every short line saying the same word."""
-    news = (
-        "The vet says the paw has healed. Work was busy all week. We took her to the park on Sunday and at the park "
-        "she finally made friends with the spaniel next door. The boiler is playing up again."
-    )
-    lines = [f"grey weather again on day {t}, a cold wind off the hills" for t in range(40)]
-    lines[10], lines[20] = news, "the park was shut today"
-
-    def news_to_short(named: bool) -> float:
-        index = HistoryIndex()
-        index.add([Message("user", text, name="Theo" if named else None) for text in lines])
-        scores = index.lexical_scores("Where was the park?")
-        return float(scores[10] / scores[20])
-
-    assert news_to_short(named=True) > 1.05 * news_to_short(named=False)
-
-
 def test_a_hit_links_only_to_the_few_messages_that_share_one_of_its_rare_words():
     """A word many messages hold (a topic's) links nothing; the question's own words link nothing."""
     texts = [f"{('Maya', 'Theo')[t % 2]}: the garden again on day {t}" for t in range(40)]

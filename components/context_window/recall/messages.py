@@ -171,10 +171,6 @@ two messages links them; a topic's word, said in dozens, does not (docs/knowledg
 LINK_TOP = 2
 """At most this many linked messages per hit, the most linked first (each shared word counts 1 / the other messages
 holding it: a word only the two hold links them more than one three hold)."""
-PEOPLE_LENGTH_NORM = 0.55
-"""BM25's length normalisation (``b``; 0.75 elsewhere) in a chat between people (speakers named): their long
-messages are digests of a week's news, the one sentence holding a fact among a dozen others, which the usual ``b``
-ranks below every short line sharing the same word (docs/knowledge.md, "Ranking, session 45, second pass")."""
 _TWO_THINGS = re.compile(
     r",? and (?:then )?(?:what|where|when|who|whom|which|why|how|does|did|do|is|was|were|has|have|can|could)\b", re.I
 )
@@ -404,8 +400,6 @@ class HistoryIndex:
             for i in dated:
                 speakers[i] = _dated_speaker(messages[i], contents[i])
             self.speakers.update(filter(None, speakers))
-            if self.speakers:
-                self.lexical.b = PEOPLE_LENGTH_NORM
             numbers = self._speaker_numbers
             self.said_by.extend(
                 UNNAMED.get(m.role, -1) if s is None else numbers.setdefault(s, len(numbers))
