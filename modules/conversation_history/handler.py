@@ -374,7 +374,7 @@ class ConversationHistoryModule(ContextModule):
             units=tuple(unit for _, unit, _ in reversed(kept)),
             placement="history",
             trim_from="start",
-            strategy="newest messages (fallback)",
+            strategy="sliding_window",  # the reason says it is the fallback
             left_out=first_kept > 0,
             metadata={
                 "messages_total": source.total,

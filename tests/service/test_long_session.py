@@ -259,7 +259,7 @@ async def test_a_history_window_that_times_out_still_sends_the_newest_turns_and_
             await client.chat.completions.create(model="tda", messages=step1, tools=TOOLS)  # type: ignore[arg-type]
             (snapshot,) = await _snapshots(app, "loaded")
     usage = next(m for m in snapshot["modules"] if m["module_id"] == "conversation_history")
-    assert usage["status"] == "timeout" and "its fallback was sent" in usage["reason"]
+    assert usage["status"] == "timeout" and "its fallback was sent (sliding_window)" in usage["reason"]
     assert snapshot["total_used"] >= 0.8 * snapshot["available_budget"]
     (answered,) = [r.body for r in own.received if r.body.get("tools")]  # not a summary written ahead
     sent = answered["messages"]
