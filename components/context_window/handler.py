@@ -459,15 +459,12 @@ class ContextWindowHandler:
 
     async def _fall_back(self, run: _Run, budgets: dict[str, int]) -> None:
         """What the modules whose contribute() failed send in its place (``ContextModule.fallback``), under the same
-        timeout, each with a fresh memo; asked again when surplus comes its way. A module without one sends
-        nothing, and its budget returns to the pool."""
+        timeout, each with a fresh memo (surplus and the fill pass ask it again: ``_ask``). A module without one
+        sends nothing, and its budget returns to the pool."""
         calls = {module_id: self._fallback(run, run.slots[module_id], budget) for module_id, budget in budgets.items()}
         for module_id, outcome in (await self._call(run, calls)).items():
             slot = run.slots[module_id]
             fallback = None if outcome.status == "ok" and outcome.value is None else self._accepted(run, slot, outcome)
-            if slot.fell_back:  # asked again with surplus (pass 3b keeps the larger)
-                slot.contribution = slot.contribution if fallback is None else fallback
-                continue
             if fallback is not None:
                 slot.contribution, slot.fell_back = fallback, True
                 slot.reason += f"; its fallback was sent ({fallback.strategy})"
@@ -550,7 +547,9 @@ class ContextWindowHandler:
             run.log(f"pass 3b: {sum(plan.grants.values()):,} surplus tokens to {', '.join(sorted(plan.grants))}")
         before = {s.module_id: (s.contribution, s.status, s.reason) for s in recipients}
         await self._contribute(run, {s.module_id: s.allocated for s in recipients if not s.fell_back})
-        await self._fall_back(run, {s.module_id: s.allocated for s in recipients if s.fell_back})
+        for slot in recipients:
+            if slot.fell_back and (fuller := await self._ask(run, slot, slot.allocated)) is not None:
+                slot.contribution = fuller
         for slot in recipients:  # keep the earlier result if the new one is no better
             earlier = before[slot.module_id]
             again = slot.contribution if slot.sent else None

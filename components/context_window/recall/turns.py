@@ -487,15 +487,16 @@ def _coverage(index: _Index, query: str, among: np.ndarray | None) -> tuple[np.n
     query's words it holds."""
     asked = set(terms(query))
     texts = len(index.keys) if among is None else len(among)
-    held = np.ones(0, dtype=bool)
+    held = None  # the texts at ``among`` as a mask; None: every text (most turns), no rows to pick out
     if among is not None:
         held = np.zeros(len(index.keys), dtype=bool)
         held[among] = True
-    every = among is None or (len(among) == len(held) and bool(held.all()))  # most turns: no rows to pick out
+        held = None if len(among) == len(held) and held.all() else held
     rows_of = {
         w: rows
         for w in sorted(asked)
-        if w in index.lexical and len(rows := index.lexical.rows(w) if every else _held(index.lexical.rows(w), held))
+        if w in index.lexical
+        and len(rows := index.lexical.rows(w) if held is None else _held(index.lexical.rows(w), held))
     }
     matched, count = np.zeros(len(index.keys)), np.zeros(len(index.keys))
     if not rows_of:
