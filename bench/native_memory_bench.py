@@ -17,7 +17,9 @@ short turns fill only past turn ~14,000, so every turn's window holds the whole 
 Where a turn's time goes as the session grows: BENCH_MEM_PROFILE_AT=1000,10000 profiles the 30 turns before each
 (``Profiling``: cProfile, and py-spy with BENCH_MEM_PYSPY), to diff per function (docs/benchmarks.md, session 41).
 At the end, the CPU ms a turn over the BENCH_MEM_CPU_SPAN turns (default 100) ending at that turn, 1,000 and each
-1,000th turn after: whether a turn costs the same at turn 10,000 as at 100 (issue 32 item 5).
+1,000th turn after: whether a turn costs the same at turn 10,000 as at 100 (issue 32 item 5). BENCH_MEM_OWNERS=1 (with
+BENCH_MEM_TRACE=1 and BENCH_MEM_FRAMES > 1): at each mark the traced bytes by domain (numpy's arrays too) and by the
+innermost line of the service's code that allocated them (docs/benchmarks.md, session 46).
 
 Run: ``PYTHONPATH=. python bench/native_memory_bench.py`` (a temporary data directory; nothing is kept).
 """
