@@ -17,7 +17,9 @@ short turns fill only past turn ~14,000, so every turn's window holds the whole 
 Where a turn's time goes as the session grows: BENCH_MEM_PROFILE_AT=1000,10000 profiles the 30 turns before each
 (``Profiling``: cProfile, and py-spy with BENCH_MEM_PYSPY), to diff per function (docs/benchmarks.md, session 41).
 At the end, the CPU ms a turn over the BENCH_MEM_CPU_SPAN turns (default 100) ending at that turn, 1,000 and each
-1,000th turn after: whether a turn costs the same at turn 10,000 as at 100 (issue 32 item 5).
+1,000th turn after: whether a turn costs the same at turn 10,000 as at 100 (issue 32 item 5). BENCH_MEM_OWNERS=1 (with
+BENCH_MEM_TRACE=1 and BENCH_MEM_FRAMES > 1): at each mark the traced bytes by domain (numpy's arrays too) and by the
+innermost line of the service's code that allocated them (docs/benchmarks.md, session 46).
 
 Run: ``PYTHONPATH=. python bench/native_memory_bench.py`` (a temporary data directory; nothing is kept).
 """
@@ -74,6 +76,11 @@ thread), ``turn{N}.spy.txt``: where a turn's time goes at turn 1,000 against tur
 PROFILE_TURNS = int(os.environ.get("BENCH_MEM_PROFILE_TURNS", "30"))
 PROFILE_DIR = Path(os.environ.get("BENCH_MEM_PROFILE_DIR", "."))
 PYSPY = os.environ.get("BENCH_MEM_PYSPY", "")
+OWNERS = os.environ.get("BENCH_MEM_OWNERS") == "1"
+"""With BENCH_MEM_TRACE=1 (and BENCH_MEM_FRAMES > 1), at each mark what is traced by domain (Python's, numpy's arrays)
+and by owner: the innermost frame of the service's own code (components/, modules/, tda/) that allocated it, and its
+growth a turn since the last mark; beside it, what glibc and Python's arenas hold that nothing traced (SQLite,
+onnxruntime, the Rust tokenizers, free space): where a turn's RSS goes, not only its Python objects."""
 CPU_SPAN = int(os.environ.get("BENCH_MEM_CPU_SPAN", "100"))
 """At the end: the process's CPU ms a turn over the CPU_SPAN turns ending at turn CPU_SPAN, 1,000, and each 1,000th
 after (the turns' own: a mark's collection and sleep fall between two spans), and the last of them over the first."""
@@ -232,6 +239,33 @@ def grown(before: tracemalloc.Snapshot, after: tracemalloc.Snapshot) -> list[str
     ]
 
 
+NUMPY_DOMAIN = 389047
+"""The tracemalloc domain numpy's array data is traced in (``numpy.lib.tracemalloc_domain``)."""
+OWN_CODE = tuple(str(ROOT / folder) + "/" for folder in ("components", "modules", "tda"))
+
+
+def owners(snapshot: tracemalloc.Snapshot) -> dict[str, int]:
+    """Traced bytes by domain and by the innermost frame of the service's own code that allocated them (a line of
+    components/, modules/ or tda/; ``elsewhere`` when no frame kept is the service's)."""
+    held: dict[str, int] = {}
+    for trace in snapshot.traces:
+        domain = "numpy" if trace.domain == NUMPY_DOMAIN else "python"
+        frame = next((f for f in reversed(trace.traceback) if f.filename.startswith(OWN_CODE)), None)  # newest last
+        where = f"{frame.filename.removeprefix(str(ROOT) + '/')}:{frame.lineno}" if frame else "elsewhere"
+        held[f"{domain} {where}"] = held.get(f"{domain} {where}", 0) + trace.size
+        held[f"{domain} (all)"] = held.get(f"{domain} (all)", 0) + trace.size
+    return held
+
+
+def owner_lines(now: dict[str, int], before: dict[str, int], turns: int) -> list[str]:
+    total = {name: now[name] for name in now if name.endswith("(all)")}
+    grew = sorted(now, key=lambda name: now[name] - before.get(name, 0), reverse=True)[:TOP]
+    return [
+        f"    {name}: {now[name] / 2**20:.2f} MiB, {(now[name] - before.get(name, 0)) / turns:+.0f} bytes a turn"
+        for name in [*total, *(name for name in grew if name not in total)]
+    ]
+
+
 class Profiling:
     """cProfile over the PROFILE_TURNS turns that end at each turn of PROFILE_AT, py-spy over the PROFILE_TURNS before
     them (not both at once: each slows the other's turns)."""
@@ -290,7 +324,7 @@ async def record(settings: Any, token: str) -> list[tuple[int, float, float]]:
         passes = FullPasses()
         svc, held = app.extensions["tda"], {}
         held_types: dict[str, int] = {}
-        snapshot = None
+        snapshot, owned = None, {}
         started, cpu = time.perf_counter(), time.process_time()
         profiler = Profiling()
         turn_cpu = [time.process_time()]
@@ -329,8 +363,12 @@ async def record(settings: Any, token: str) -> list[tuple[int, float, float]]:
                     held_types = now_types
                 if tracemalloc.is_tracing():
                     now = tracemalloc.take_snapshot().filter_traces([tracemalloc.Filter(False, tracemalloc.__file__)])
-                    if snapshot is not None:
+                    if snapshot is not None and not OWNERS:
                         print("\n".join(grown(snapshot, now)), flush=True)
+                    if OWNERS:
+                        now_owned = owners(now)
+                        print("\n".join(owner_lines(now_owned, owned, EVERY)), flush=True)
+                        owned = now_owned
                     snapshot = now
         print(pinned(), flush=True)
         print(cpu_spans(turn_cpu), flush=True)

@@ -173,17 +173,6 @@ def test_a_turns_search_compares_only_the_turns_handed_with_the_last_turns(monke
     assert compared and max(compared) <= 41
 
 
-def test_the_terms_turn_recall_keeps_per_turn_are_not_walked_by_the_collector():
-    """Each earlier turn's terms, kept so a rebuilt index does not stem them again: tuples of strings, not lists."""
-    recall = TurnRecall()
-    handed = [(n, f"turn {n}: which orders of customer {n} are open", ()) for n in range(50)]
-    asyncio.run(recall.match("s", handed, "orders", shown=np.arange(40, 50), candidates=np.arange(40)))
-    for _ in range(3):
-        gc.collect()
-    kept = recall._terms.values()
-    assert len(kept) == 50 and not any(gc.is_tracked(words) for words in kept)
-
-
 @settings(max_examples=40, deadline=None)
 @given(st.integers(1, 40), st.integers(100, 2_000), st.floats(0, 1.5))
 def test_conversation_historys_prices_keep_only_the_units_its_last_ranking_held(reach, room, exponent):

@@ -344,11 +344,11 @@ class TurnRecall:
     takes them; once taken (or a query ranked for), only the most recent are kept: a session's index holds its own
     (kept for its life here too, a native session's gists grew memory ~2 KB a turn until ~10,900 turns)."""
 
-    def __init__(self, max_sessions: int = 64, max_texts: int = 8_192) -> None:
+    def __init__(self, max_sessions: int = 64) -> None:
         self._indexes: BoundedCache[tuple[str, str], _Index] = BoundedCache(max_sessions)
-        self._terms: BoundedCache[tuple[str, Hashable], tuple[str, ...]] = BoundedCache(max_texts)
-        """Terms of each text, by session and key: a list re-indexed after a change is not stemmed again (a tuple of
-        strings, which the collector stops tracking: a list was one more object a turn in every full pass)."""
+        # No terms are kept by text beside the indexes: they served only an index built again (a compaction, a
+        # session back after 64 others), and held ~0.3 KB a turn up to 8,192 texts (docs/benchmarks.md, session 46);
+        # stemming a text again costs a few microseconds (``terms`` keeps each word's stem).
         self._vectors = self._shared_vectors
 
     @classmethod
@@ -362,12 +362,12 @@ class TurnRecall:
                 cls._shared_vectors.put((vector_space(embedder), part), np.asarray(vector, dtype=np.float32))
 
     def forget(self, session_id: str) -> int:
-        """Drop a session's indexes and terms; returns how many indexes went."""
-        self._terms.discard_where(lambda key: key[0] == session_id)
+        """Drop a session's indexes; returns how many went."""
         return self._indexes.discard_where(lambda key: key[0] == session_id)
 
     def stats(self) -> dict[str, int]:
-        return {"sessions": len(self._indexes), "texts": len(self._terms), "vectors": len(self._vectors)}
+        texts = sum(len(index.keys) for index in self._indexes.values())
+        return {"sessions": len(self._indexes), "texts": texts, "vectors": len(self._vectors)}
 
     async def match(
         self,
@@ -436,7 +436,7 @@ class TurnRecall:
         rest = texts[held:]  # a session's texts only grow, most turns: the start was placed last time
         new = list({t[KEY]: t for t in rest if t[KEY] not in index.position_of}.values())
         if new:
-            await self._add(session_id, index, new, embedder)
+            await self._add(index, new, embedder)
         placed = np.fromiter((index.position_of[t[KEY]] for t in rest), dtype=np.intp, count=len(rest))
         in_order = in_order and bool(np.array_equal(placed, np.arange(held, len(texts))))
         if in_order:  # a session's list, most turns: its positions are a view, not the last ones copied and extended
@@ -450,15 +450,10 @@ class TurnRecall:
             index.seen[id(texts[0])] = (texts if isinstance(texts, Prefix | Joined) else list(texts), among, in_order)
         return index, among, in_order
 
-    async def _add(
-        self, session_id: str, index: _Index, texts: Sequence[TurnFields], embedder: Embedder | None
-    ) -> None:
+    async def _add(self, index: _Index, texts: Sequence[TurnFields], embedder: Embedder | None) -> None:
         vectors = await self._vectors_of(texts, embedder) if embedder is not None else None
         for offset, (key, text, _) in enumerate(texts):
-            text_terms = self._terms.get((session_id, key))
-            if text_terms is None:
-                text_terms = self._terms.put((session_id, key), tuple(terms(text)))
-            index.lexical.add_terms(text_terms)
+            index.lexical.add_terms(terms(text))
             if vectors is not None and vectors[offset]:
                 if index.dense is None:
                     index.dense = VectorIndex(wide=True)  # ranked every turn: not widened each time
