@@ -172,50 +172,6 @@ class GrowingArray:
         return self.view
 
 
-class SharedRun:
-    """The first n items of an endless run (0, 1, 2, ... or 1.0, 1.0, ...), as read-only views of one array made
-    again twice as long when a longer start is asked: the items several ``RunColumn``s share while theirs are these."""
-
-    def __init__(self, make: Callable[[int], np.ndarray]) -> None:
-        self._make = make
-        self._items = make(0)
-
-    def first(self, n: int) -> np.ndarray:
-        if n > len(self._items):  # a view handed out keeps the shorter array
-            self._items = self._make(max(n, 2 * len(self._items)))
-            self._items.flags.writeable = False
-        return self._items[:n]
-
-
-class RunColumn:
-    """A 1-d array that grows at its end (as ``GrowingArray``), held as its length alone while its items are the
-    start of a ``SharedRun``, copied once one is not. A BM25 index's postings read out for a word every text holds
-    (rows 0, 1, 2, ..., each count 1.0: "turn", "order", "customer" in a native session's questions) were 16 bytes a
-    text in each of its ~9 such words' arrays, beside the sorted postings holding them already."""
-
-    def __init__(self, run: SharedRun, dtype: Any, items: np.ndarray) -> None:
-        self._run, self._dtype = run, dtype
-        self._length = 0
-        self._grown: GrowingArray | None = None
-        self.extend(items)
-
-    def __len__(self) -> int:
-        return len(self._grown) if self._grown is not None else self._length
-
-    @property
-    def view(self) -> np.ndarray:
-        return self._grown.view if self._grown is not None else self._run.first(self._length)
-
-    def extend(self, items: np.ndarray) -> None:
-        if self._grown is None:
-            end = self._length + len(items)
-            if np.array_equal(items, self._run.first(end)[self._length :]):
-                self._length = end
-                return
-            self._grown = GrowingArray(self._dtype, self._run.first(self._length))
-        self._grown.extend(items)
-
-
 class PartRuns:
     """Where each owner's parts begin in a list of part owners that only grows, parts in order (an owner's parts
     together): kept up by the parts added since, not found again over every part each query. A message index and a
@@ -326,12 +282,9 @@ class BM25Index:
         """Sorted ``term << 32 | row`` keys and each one's count of the term in that text (as a float)."""
         self._tail: tuple[np.ndarray, np.ndarray] = empty
         """The same for rows added since ``_main`` was last merged (all after its rows)."""
-        self._arrays: dict[str, tuple[RunColumn, RunColumn, int]] = {}
+        self._arrays: dict[str, tuple[GrowingArray, GrowingArray, int]] = {}
         """Per term asked lately (at most ``TERMS_KEPT``, the least recently read out first), its rows, its counts
         and how many texts the index held when they were read."""
-        self._in_order = SharedRun(lambda n: np.arange(n, dtype=np.intp))
-        self._once = SharedRun(lambda n: np.ones(n, dtype=np.float64))
-        """The rows and counts of a term every text holds once, shared by every such term's ``RunColumn``s."""
         self.add(texts)
 
     def __len__(self) -> int:
@@ -519,7 +472,7 @@ class BM25Index:
                 held[0].extend(rows)
                 held[1].extend(counts)
             else:
-                held = RunColumn(self._in_order, np.intp, rows), RunColumn(self._once, np.float64, counts), 0
+                held = GrowingArray(np.intp, rows), GrowingArray(np.float64, counts), self._count
             self._arrays.pop(term, None)  # to the end: the terms read every turn stay
             self._arrays[term] = held = (held[0], held[1], self._count)
             if len(self._arrays) > TERMS_KEPT:
