@@ -102,18 +102,14 @@ class PlanHydrationModule(ContextModule):
         """Per session, the turns the service described, in the columns the search takes (extended each turn)."""
         self._last: dict[str, Any] = {}
 
-    async def signals(self, ctx: AssemblyContext) -> dict[str, Any]:
-        """No signals: the earlier turns are searched here, for ``contribute``, so that their words are matched
-        while the question is still being embedded (as workflow_history's)."""
-        await self._recall_found(ctx, plan_options(ctx), visible_turns(ctx))
-        return {}
-
     async def contribute(self, budget: int, ctx: AssemblyContext) -> Contribution:
         started = perf_counter()
         options = plan_options(ctx)
         turns = visible_turns(ctx)
         turn = turns[-1] if turns else None
-        found = await self._recall_found(ctx, options, turns)
+        found = ctx.memo.get("recall")  # searched once per assembly: the surplus pass and condense ask again
+        if found is None:
+            found = ctx.memo["recall"] = await self._recalled_turns(ctx, turns, options)
         recalled, recall_meta = found[0], dict(found[1])
         room = int(budget * options.recall_pct / 100) if recalled else 0
         tokens = estimator(ctx)
@@ -151,16 +147,6 @@ class PlanHydrationModule(ContextModule):
         return text_contribution(
             self.module_id, [*kept, *blocks], placement="context", strategy=strategy, metadata=meta, header=header
         )
-
-    async def _recall_found(
-        self, ctx: AssemblyContext, options: PlanOptions, turns: list[TurnRecord]
-    ) -> tuple[list[tuple[TurnRecord, Match]], dict[str, Any]]:
-        """The earlier turns matching the question: searched once per assembly (``signals`` searches; the surplus
-        pass and condense ask again)."""
-        found = ctx.memo.get("recall")
-        if found is None:
-            found = ctx.memo["recall"] = await self._recalled_turns(ctx, turns, options)
-        return found
 
     async def purge(self, session_id: str, user_id: str) -> dict[str, Any]:
         self._searched.forget(session_id)

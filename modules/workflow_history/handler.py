@@ -53,16 +53,22 @@ class WorkflowHistoryModule(ContextModule):
         the descriptions themselves, plain tuples the collector does not track."""
         self._last: dict[str, Any] = {}
 
-    async def signals(self, ctx: AssemblyContext) -> dict[str, Any]:
-        """No signals: the turns are summarised and searched here, for ``contribute``, so that their words are
-        matched while the question is still being embedded (the other modules' signals wait for its vector too);
-        after the vector only the search's cosines are left (docs/benchmarks.md, "Demo turn, round 13")."""
-        await self._summaries(ctx, workflow_options(ctx))
-        return {}
-
     async def contribute(self, budget: int, ctx: AssemblyContext) -> Contribution:
         options = workflow_options(ctx)
-        found = await self._summaries(ctx, options)
+        max_turns = options.max_turns
+        # Summarised and searched once per assembly: the surplus pass and condense ask again for the same turns.
+        found = ctx.memo.get(("summaries", max_turns))
+        if found is None:
+            turns = visible_turns(ctx)
+            newest = turns[::-1][:max_turns]
+            recalled, search = await self._recalled(ctx, turns, options)
+            found = ctx.memo[("summaries", max_turns)] = (
+                newest,
+                [summarize(t) for t in newest],
+                recalled,
+                [summarize(t, recalled=True) for t in recalled],
+                search,
+            )
         newest, blocks, recalled, recalled_blocks, (recall_meta, whys) = found
         tokens = estimator(ctx)
         room = int(budget * options.recall_pct / 100) if recalled else 0
@@ -90,19 +96,6 @@ class WorkflowHistoryModule(ContextModule):
         return text_contribution(
             self.module_id, [*kept, *more], placement="context", strategy=strategy, metadata=meta, header=HEADER
         )
-
-    async def _summaries(self, ctx: AssemblyContext, options: WorkflowOptions) -> _Summaries:
-        """The newest turns and those recalled, with their blocks: made once per assembly (``signals`` makes them;
-        the surplus pass and condense ask again for the same turns)."""
-        key = ("summaries", options.max_turns)
-        found: _Summaries | None = ctx.memo.get(key)
-        if found is None:
-            turns = visible_turns(ctx)
-            newest = turns[::-1][: options.max_turns]
-            blocks = [summarize(t) for t in newest]
-            recalled, search = await self._recalled(ctx, turns, options)
-            found = ctx.memo[key] = (newest, blocks, recalled, [summarize(t, recalled=True) for t in recalled], search)
-        return found
 
     async def purge(self, session_id: str, user_id: str) -> dict[str, Any]:
         """The turns themselves are the store's (a memory purge invalidates them); this forgets what the module
@@ -160,10 +153,6 @@ def visible_turns(ctx: AssemblyContext) -> list[TurnRecord]:
     """Valid turns the current phase may see, oldest first."""
     phase = check_phase(ctx.session.phase)
     return [t for t in ctx.session.turns if t.valid and visible(t.phase, phase)]
-
-
-_Summaries = tuple[list[TurnRecord], list[str], list[TurnRecord], list[str], tuple[dict[str, Any], list[str]]]
-"""The newest turns and their blocks, the recalled turns and theirs, and what the snapshot says about the search."""
 
 
 Described = tuple[tuple[int, str, str], str, tuple[str]]
