@@ -7,7 +7,7 @@
 # fsyncs; no test simulates a power cut, the one thing they guard against (a SIGKILLed server's writes survive either
 # way). Where there is no such file system with room, or TDA_TEST_TMP_ROOT is set empty, TMPDIR is left as it is.
 #   TDA_TEST_TMP_ROOT     where to make the folder (default /dev/shm; it must be tmpfs or ramfs)
-#   TDA_TEST_TMP_MIN_MB   the room it must have free (default 4096: a whole run peaks under 1 GB)
+#   TDA_TEST_TMP_MIN_MB   the room it must have free (default 4096: a whole run's files peaked at ~740 MB)
 set -euo pipefail
 root=${TDA_TEST_TMP_ROOT-/dev/shm}
 min_mb=${TDA_TEST_TMP_MIN_MB:-4096}
