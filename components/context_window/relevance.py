@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 import snowballstemmer
 
+from . import mapped
 from .base import Embedder
 
 # ---------------------------------------------------------------------------------------------
@@ -112,6 +113,9 @@ _SEPARATORS_BUT_BREAKS = _SEPARATORS[:1] + b"\x01" + _SEPARATORS[2:]
 _LOWERED_BUT_BREAKS = bytes(c + 32 if 65 <= c <= 90 else s for c, s in enumerate(_SEPARATORS_BUT_BREAKS))
 """The same for ASCII text not lower-cased yet: capitals lowered in the one translation (``str.lower`` of ASCII text
 does the same, and was a sixth of a long history's translation)."""
+_COUNT = np.int32
+"""How a posting's count of its term in its text is held (a text holds a word at most 2**31 - 1 times); scoring
+reads them as float64 (``_posting_arrays``), the same figures."""
 _ROW_BITS = 32
 _SCANNED_FROM = 1 << 15
 """Words unsorted from which a query scans them for its terms rather than sort them in (``BM25Index._current``): a
@@ -138,10 +142,11 @@ class GrowingArray:
     array a session's every turn lengthens by a few items, made again each time (``np.concatenate``), left in the C
     heap a hole its next, longer copy did not fit: in the native memory bench, BM25's postings of the questions'
     words (18 arrays a turn) and text lengths were most of what a turn replaced, and the heaps' free space grew
-    ~4 MB per 1,000 turns."""
+    ~4 MB per 1,000 turns. A buffer of ``mapped.MAPPED_FROM`` bytes or more is a mapping of its own: its doubled
+    half is resident only once written, and the one it replaces is unmapped, not left a hole in the heap."""
 
     def __init__(self, dtype: Any, items: np.ndarray | Sequence[Any] = ()) -> None:
-        self._buffer = np.array(items, dtype=dtype)
+        self._buffer = mapped.copied(items, dtype)
         self._size = len(self._buffer)
 
     def __len__(self) -> int:
@@ -157,7 +162,7 @@ class GrowingArray:
         """Append ``parts``' items, in order (several at once: one copy, into one buffer)."""
         end = self._size + sum(map(len, parts))
         if end > len(self._buffer):  # a view handed out keeps the old buffer, as it was
-            grown = np.empty(max(end, 2 * len(self._buffer)), dtype=self._buffer.dtype)
+            grown = mapped.empty(max(end, 2 * len(self._buffer)), self._buffer.dtype)
             grown[: self._size] = self._buffer[: self._size]
             self._buffer = grown
         for items in parts:  # beyond every view handed out
@@ -237,8 +242,9 @@ class DigestTable:
     def _merge(self) -> None:
         digests = np.concatenate([self._digests, np.array(list(self._newest), dtype=self._digests.dtype)])
         values = np.concatenate([self._values, np.fromiter(self._newest.values(), np.int64, len(self._newest))])
-        order = np.argsort(digests, kind="stable")
-        self._digests, self._values = digests[order], values[order]
+        order = np.argsort(digests, kind="stable")  # the kept arrays made again whole: mapped apart when large
+        self._digests = np.take(digests, order, out=mapped.empty(len(order), digests.dtype))
+        self._values = np.take(values, order, out=mapped.empty(len(order), np.int64))
         self._newest = {}
 
 
@@ -277,9 +283,10 @@ class BM25Index:
         """How many texts were sorted in (the first ``_unsorted`` text's row)."""
         self._scanned = 0
         """Words of ``_unsorted`` read by scans since it was last sorted in (``_current``)."""
-        empty = (np.zeros(0, np.int64), np.zeros(0, np.float64))
+        empty = (np.zeros(0, np.int64), np.zeros(0, _COUNT))
         self._main: tuple[np.ndarray, np.ndarray] = empty
-        """Sorted ``term << 32 | row`` keys and each one's count of the term in that text (as a float)."""
+        """Sorted ``term << 32 | row`` keys and each one's count of the term in that text (``_COUNT``: 12 bytes a
+        posting held for the session's life, not 16; widened to float64, exactly, as they are read out)."""
         self._tail: tuple[np.ndarray, np.ndarray] = empty
         """The same for rows added since ``_main`` was last merged (all after its rows)."""
         self._arrays: dict[str, tuple[GrowingArray, GrowingArray, int]] = {}
@@ -364,7 +371,7 @@ class BM25Index:
         runs[:1] = True
         np.not_equal(keys[1:], keys[:-1], out=runs[1:])
         starts = np.flatnonzero(runs)
-        counts = np.empty(len(starts), dtype=np.float64)  # as scoring reads them
+        counts = np.empty(len(starts), dtype=_COUNT)
         counts[:-1] = starts[1:] - starts[:-1]
         counts[-1:] = len(keys) - starts[-1:]
         self._tail = _merged(self._tail, (keys[starts], counts))
@@ -480,7 +487,8 @@ class BM25Index:
         return held[0].view, held[1].view
 
     def _postings(self, term: str, since: int) -> tuple[np.ndarray, np.ndarray]:
-        """``term``'s rows from ``since`` on, with its counts: from the sorted keys, then a scan of the unsorted."""
+        """``term``'s rows from ``since`` on, with its counts (``_COUNT`` or float64): from the sorted keys, then a scan of
+        the unsorted."""
         number = self._ids.get(term)
         if number is None:
             return np.zeros(0, np.intp), np.zeros(0, np.float64)
@@ -694,8 +702,8 @@ def _merged(held: tuple[np.ndarray, np.ndarray], added: tuple[np.ndarray, np.nda
     kept = np.ones(len(held[0]) + len(added[0]), dtype=bool)
     kept[at] = False
     merged = []
-    for old, new in zip(held, added, strict=True):
-        out = np.empty(len(kept), dtype=old.dtype)
+    for old, new in zip(held, added, strict=True):  # made again whole: mapped apart, or the old one left a hole
+        out = mapped.empty(len(kept), old.dtype)
         out[at], out[kept] = new, old
         merged.append(out)
     return merged[0], merged[1]
