@@ -165,7 +165,9 @@ def pinned() -> str:
 
 def deep_bytes(root: Any, seen: set[int]) -> int:
     """What ``root`` holds: every object reachable from it but those in ``seen`` (which grows), a numpy view's base
-    too; modules, classes and functions are not followed (shared code, not data)."""
+    too, and a buffer mapped apart (``components.context_window.mapped``) as allocated; modules, classes and functions
+    are not followed (shared code, not data)."""
+    import mmap
     import types
 
     import numpy as np
@@ -177,7 +179,7 @@ def deep_bytes(root: Any, seen: set[int]) -> int:
         if id(obj) in seen or isinstance(obj, skipped):
             continue
         seen.add(id(obj))
-        total += sys.getsizeof(obj)
+        total += sys.getsizeof(obj) + (len(obj) if isinstance(obj, mmap.mmap) else 0)  # a mapped buffer's bytes
         if isinstance(obj, np.ndarray):
             if obj.base is not None:
                 stack.append(obj.base)

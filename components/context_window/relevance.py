@@ -371,10 +371,10 @@ class BM25Index:
         runs[:1] = True
         np.not_equal(keys[1:], keys[:-1], out=runs[1:])
         starts = np.flatnonzero(runs)
-        counts = np.empty(len(starts), dtype=_COUNT)
+        counts = mapped.empty(len(starts), _COUNT)  # the postings held from here on (a long history's, at first)
         counts[:-1] = starts[1:] - starts[:-1]
         counts[-1:] = len(keys) - starts[-1:]
-        self._tail = _merged(self._tail, (keys[starts], counts))
+        self._tail = _merged(self._tail, (np.take(keys, starts, out=mapped.empty(len(starts), keys.dtype)), counts))
         if len(self._tail[0]) * 8 > len(self._main[0]):
             self._main, self._tail = _merged(self._main, self._tail), (self._tail[0][:0], self._tail[1][:0])
 

@@ -306,28 +306,21 @@ class HistoryIndex:
     dense: VectorIndex | None = None
     """The distinct vectors of the messages' parts (``parts_of``); ``row_of`` says which is each part's."""
     owner: array[int] = field(default_factory=lambda: array("q"))
-    """Per part, in order, the position of its message (machine integers, as ``unit_of`` and ``row_of``: a boxed
-    integer and its pointer were 36 bytes a part, held for the session's life)."""
-    row_of: array[int] = field(default_factory=lambda: array("q"))
-    """Per part, in order, its vector's row in ``dense``: a part said again (a greeting, a repeated line of a tool
-    result) is held and scored once."""
+    """Per part, in order, the position of its message (machine integers: a boxed integer and its pointer were 36
+    bytes a part, held for the session's life)."""
+    _row_of: GrowingArray = field(default_factory=lambda: GrowingArray(np.intp))
     _row_by_digest: DigestTable = field(default_factory=DigestTable)
     _runs: PartRuns = field(default_factory=PartRuns)
-    _row_array: GrowingArray = field(default_factory=lambda: GrowingArray(np.intp))
     speakers: set[str] = field(default_factory=set)
     """The names chat lines open with ("Maya: ...") or carry as their ``name``: a question naming a speaker is about
     what they said, so the name is not what it is searched by (see ``focus``)."""
-    said_by: array[int] = field(default_factory=lambda: array("q"))
-    """Per message, its speaker's number in ``_speaker_numbers`` (``UNNAMED``: a user's or an assistant's party
-    no tag or name gives; -1: none known)."""
+    _said_by: GrowingArray = field(default_factory=lambda: GrowingArray(np.intp))
     _speaker_numbers: dict[str, int] = field(default_factory=dict)
     _called_out: dict[tuple[str, int], int | None] = field(default_factory=dict)
     """Per name a question asked and the messages held then, the party it names (``parties_called``)."""
-    _said_by_array: GrowingArray = field(default_factory=lambda: GrowingArray(np.intp))
     _vectored: int = 0
     """How many of the first messages were added with vectors (a message never shown may have none)."""
-    unit_of: array[int] = field(default_factory=lambda: array("q"))
-    """Per message, the position of the first message of its unit (a tool result's call)."""
+    _unit_of: GrowingArray = field(default_factory=lambda: GrowingArray(np.intp))
     dated: list[int] = field(default_factory=list)
     """The positions of the messages opening with a date (``dates.opens_with_date``), in order: each dates the
     session it opens."""
@@ -349,7 +342,6 @@ class HistoryIndex:
     chars: array[int] = field(default_factory=lambda: array("q"))
     """Per message, the characters of its text (counted as it is added, in C)."""
     _short: GrowingArray = field(default_factory=lambda: GrowingArray(bool))
-    _unit_of_array: GrowingArray = field(default_factory=lambda: GrowingArray(np.intp))
     _closed_units: dict[tuple[int, str | None], tuple[tuple[Message, ...] | None, int]] = field(default_factory=dict)
     """Per (first position, phase), a unit no later message can change (``recallable``) and its rough tokens: a long
     session's recall ranks thousands of units each turn, all but the newest as they were the turn before."""
@@ -364,6 +356,26 @@ class HistoryIndex:
 
     def __len__(self) -> int:
         return len(self.messages)
+
+    # The per-message (and per-part) columns are each one growing numpy buffer, read as views: an ``array`` beside a
+    # numpy mirror of it held each item twice for the session's life (docs/benchmarks.md, session 47).
+
+    @property
+    def said_by(self) -> np.ndarray:
+        """Per message, its speaker's number in ``_speaker_numbers`` (``UNNAMED``: a user's or an assistant's party
+        no tag or name gives; -1: none known). Read-only."""
+        return self._said_by.view
+
+    @property
+    def unit_of(self) -> np.ndarray:
+        """Per message, the position of the first message of its unit (a tool result's call). Read-only."""
+        return self._unit_of.view
+
+    @property
+    def row_of(self) -> np.ndarray:
+        """Per part, in order, its vector's row in ``dense``: a part said again (a greeting, a repeated line of a tool
+        result) is held and scored once. Read-only."""
+        return self._row_of.view
 
     @property
     def held_bytes(self) -> int:
@@ -401,21 +413,23 @@ class HistoryIndex:
                 speakers[i] = _dated_speaker(messages[i], contents[i])
             self.speakers.update(filter(None, speakers))
             numbers = self._speaker_numbers
-            self.said_by.extend(
+            said = (
                 UNNAMED.get(m.role, -1) if s is None else numbers.setdefault(s, len(numbers))
                 for m, s in zip(messages, speakers, strict=True)
             )
+            self._said_by.extend(np.fromiter(said, np.intp, len(messages)))
         else:  # no ":", no tag; no name: no speaker known but a role's party
-            self.said_by.extend(map(UNNAMED.get, roles, repeat(-1)))
+            self._said_by.extend(np.fromiter(map(UNNAMED.get, roles, repeat(-1)), np.intp, len(roles)))
         if not self._calls and not calls and "tool" not in roles:
-            self.unit_of.extend(range(first, first + len(messages)))  # each message its own unit
+            self._unit_of.extend(np.arange(first, first + len(messages), dtype=np.intp))  # each message its own unit
         else:
             self._units_of(messages, first)
         self.messages = followed_by(self.messages, messages)
 
     def _units_of(self, messages: Sequence[Message], first: int) -> None:
         """Each message's unit (``unit_of``): a tool result's is its call's message, any other message's its own."""
-        calls, unit_of = self._calls, self.unit_of
+        calls = self._calls
+        unit_of: list[int] = []
         for position, message in enumerate(messages, first):
             if message.role == "tool":
                 unit_of.append(calls.get(message.tool_call_id, position))  # type: ignore[arg-type]
@@ -426,6 +440,7 @@ class HistoryIndex:
                 calls = {}
             unit_of.append(position)
         self._calls = calls
+        self._unit_of.extend(np.asarray(unit_of, dtype=np.intp))
 
     def focus(self, query: str) -> str:
         """``query`` without the names of the chat's speakers, or the short names a question may call them by ("Kat"
@@ -451,7 +466,7 @@ class HistoryIndex:
 
     def _answers_unnamed(self) -> bool:
         """Whether the chat's assistant is no named speaker: the "you" a question addresses."""
-        return UNNAMED["assistant"] in self.said_by
+        return bool((self.said_by == UNNAMED["assistant"]).any())
 
     def parties_called(self, query: str) -> dict[str, int]:
         """The words of ``query`` that name a party by what the others call it, with its number (``said_by``): a party
@@ -477,8 +492,9 @@ class HistoryIndex:
             rf"(?:^|[.!?,;:]\s*|\b{_GREETING}[\s,]+){re.escape(word)}\b(?=\s*(?:[,.!?…]|$|[^\x00-\u2000]))", re.I
         )
         answered: Counter[int] = Counter()  # per party, how often it answered a message calling the word out
+        said_by = self.said_by
         for position in np.flatnonzero(said)[-CALLS_READ:].tolist():  # the newest: a name called out is called often
-            if self.said_by[position] != -1 and calling.search(self.messages[position].content):
+            if said_by[position] != -1 and calling.search(self.messages[position].content):
                 party = self._answer_to(position)
                 if party is not None:
                     answered[party] += 1
@@ -488,10 +504,11 @@ class HistoryIndex:
     def _answer_to(self, position: int) -> int | None:
         """The party of the first message after ``position`` that another party says (None: none within
         ``ANSWER_WITHIN`` messages): who answers a message calling someone out is the one it calls."""
-        caller, said_by = self.said_by[position], self.said_by
-        for later in range(position + 1, min(len(said_by), position + 1 + ANSWER_WITHIN)):
-            if said_by[later] not in (-1, caller):
-                return said_by[later]
+        said_by = self.said_by[position : position + 1 + ANSWER_WITHIN].tolist()  # a few, as Python integers
+        caller = said_by[0]
+        for party in said_by[1:]:
+            if party not in (-1, caller):
+                return party
         return None
 
     def attach(self, first: int, vectors: Sequence[Sequence[Any]]) -> None:
@@ -500,7 +517,7 @@ class HistoryIndex:
             raise ValueError(f"vectors for position {first}, but {self._vectored} is the first without")
         rows = [row for per_message in vectors for row in per_message]
         if rows:
-            self.row_of.extend(self._rows_for(rows))
+            self._row_of.extend(np.asarray(self._rows_for(rows), dtype=np.intp))
             self.owner.extend(first + i for i, per_message in enumerate(vectors) for _ in per_message)
         self._vectored += len(vectors)
 
@@ -568,7 +585,7 @@ class HistoryIndex:
         run = np.minimum(np.searchsorted(owners, at), len(owners) - 1)
         firsts = starts[run]
         ends = np.where(owners[run] == at, np.r_[starts[1:], len(self.owner)][run], firsts)
-        rows = self._row_array.caught_up(self.row_of)
+        rows = self.row_of
         scores = self.dense.scores_at(query, np.concatenate([rows[a:b] for a, b in zip(firsts, ends, strict=True)]))
         best, offset = np.full(len(at), -1.0), 0
         for i, count in enumerate((ends - firsts).tolist()):
@@ -594,7 +611,7 @@ class HistoryIndex:
         if self._dense_cache is not None and self._dense_cache[0] == key:
             return self._dense_cache[1], self._dense_cache[2]
         assert self.dense is not None
-        scores = self.dense.scores(query_vector)[self._row_array.caught_up(self.row_of)]
+        scores = self.dense.scores(query_vector)[self.row_of]
         starts, owners = self._runs.caught_up(self.owner)
         best, mean = np.full(len(self.messages), -1.0), np.full(len(self.messages), -1.0)
         best[owners] = np.maximum.reduceat(scores, starts)
@@ -649,9 +666,9 @@ class HistoryIndex:
             return ((head,) if _shown(head, phase) else None), True
         calls = {str(c.get("id")) for c in head.tool_calls}
         results: list[Message] = []
-        closed = False
+        closed, unit_of = False, self.unit_of
         for position in range(first + 1, len(self.messages)):
-            if self.unit_of[position] != first:
+            if unit_of[position] != first:
                 if self.messages[position].role != "tool":
                     closed = True
                     break
@@ -664,7 +681,7 @@ class HistoryIndex:
     def unit_firsts(self, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The first position of each ranked message's unit, and where each unit is first met in ``positions`` (in
         ``positions``' order): a unit once, at its best message's rank. In numpy: a long history ranks thousands."""
-        firsts = self._unit_of_array.caught_up(self.unit_of)[positions]
+        firsts = self.unit_of[positions]
         at = np.unique(firsts, return_index=True)[1]
         at.sort()
         return firsts, at
@@ -747,7 +764,7 @@ class HistoryIndex:
         best = ranking.positions[: hits or NEIGHBOURS_OF]  # faint: the guesses come bare (``FAINT_GUESSES``)
         own = None
         if about:  # a question about someone: what they said counts for more
-            own = np.isin(self._said_by_array.caught_up(self.said_by)[:n], list(about))
+            own = np.isin(self.said_by[:n], list(about))
         scores = self._with_exchanges(fused, best, n, own)
         signalled = scores > 0  # what a signal ranks over its floor (with the hits' exchanges)
         if own is not None and dense is not None and floor.min_dense is not None:  # and the asked-about's own messages
