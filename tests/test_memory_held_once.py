@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import gc
 import hashlib
-from array import array
 import mmap
 import weakref
+from array import array
 from collections import Counter
 
 import numpy as np

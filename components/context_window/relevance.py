@@ -487,8 +487,8 @@ class BM25Index:
         return held[0].view, held[1].view
 
     def _postings(self, term: str, since: int) -> tuple[np.ndarray, np.ndarray]:
-        """``term``'s rows from ``since`` on, with its counts (``_COUNT`` or float64): from the sorted keys, then a scan of
-        the unsorted."""
+        """``term``'s rows from ``since`` on, with its counts (``_COUNT`` or float64): from the sorted keys, then a
+        scan of the unsorted."""
         number = self._ids.get(term)
         if number is None:
             return np.zeros(0, np.intp), np.zeros(0, np.float64)
