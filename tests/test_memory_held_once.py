@@ -22,12 +22,14 @@ from components.context_window.relevance import BM25Index, DigestTable, GrowingA
 from modules.workflow_history.handler import turn_described
 from tests.agent_session import question
 
+_MAPPING = mmap.mmap
+
 
 def _mapping_of(array: np.ndarray) -> mmap.mmap | None:
     """The memory mapping ``array``'s items live in (through its views and buffers), or None (numpy's heap)."""
     base = array
     while base is not None:
-        if isinstance(base, mmap.mmap):
+        if isinstance(base, _MAPPING):
             return base
         base = base.obj if isinstance(base, memoryview) else getattr(base, "base", None)
     return None
@@ -188,3 +190,15 @@ def test_each_per_message_column_is_held_once():
     for column in (list(index.said_by), list(index.unit_of), list(index.row_of)):
         assert columns.count(column) == 1
     assert index.unit_of[:4].tolist() == [0, 1, 1, 3] and {"Maya", "Theo"} <= index.speakers
+
+
+def test_a_buffer_comes_from_the_heap_when_no_mapping_can_be_made(monkeypatch):
+    """A process out of mappings (``vm.max_map_count``) still grows its buffers: from the heap, as before."""
+
+    def refused(*args: object, **kwargs: object) -> mmap.mmap:
+        raise OSError(12, "Cannot allocate memory")
+
+    monkeypatch.setattr(mapped.mmap, "mmap", refused)
+    column = GrowingArray(np.intp, range(mapped.MAPPED_FROM))
+    column.extend(np.arange(10))
+    assert _mapping_of(column.view) is None and column.view[-1] == 9 and len(column) == mapped.MAPPED_FROM + 10

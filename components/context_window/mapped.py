@@ -28,7 +28,10 @@ def empty(size: int, dtype: Any) -> np.ndarray:
     nbytes = size * dtype.itemsize
     if nbytes < MAPPED_FROM:
         return np.empty(size, dtype)
-    region = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    try:
+        region = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    except OSError:  # out of mappings (``vm.max_map_count``: ~65,000 a process by default): the heap, as before
+        return np.empty(size, dtype)
     return np.frombuffer(region, dtype=dtype, count=size)
 
 
