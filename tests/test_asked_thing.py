@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from components.context_window.asked_thing import thing_asked
 from components.context_window.base import Message, Session
 from components.context_window.recall.messages import SessionRecall
-from components.context_window.relevance import terms
+from tests.support import ConceptEmbedder
 
 
 @pytest.mark.parametrize(
@@ -35,26 +35,6 @@ from components.context_window.relevance import terms
 )
 def test_a_question_names_the_thing_it_asks_about_only_in_the_form_that_presumes_it(question, thing):
     assert thing_asked(question) == thing
-
-
-class ConceptEmbedder:
-    """Each term its own axis, but the words ``same`` maps to another's ("puppy" -> "dog"): a chat may call a thing
-    another way, and meaning finds it."""
-
-    vector_space = "concepts-as-axes"
-
-    def __init__(self, same: dict[str, str] | None = None) -> None:
-        self.same = {terms(word)[0]: terms(concept)[0] for word, concept in (same or {}).items()}
-        self.axes: dict[str, int] = {}
-
-    async def embed(self, texts):
-        vectors = []
-        for text in texts:
-            vector = [0.0] * 512
-            for term in terms(text):
-                vector[self.axes.setdefault(self.same.get(term, term), len(self.axes)) % 512] += 1.0
-            vectors.append(vector)
-        return vectors
 
 
 SMALL_TALK = (

@@ -18,7 +18,10 @@ _AUXILIARY = frozenset("do does did has have had will would can could should mig
 _PREPOSITION = frozenset(
     "in on at for from with about to of by into after before during under over behind near like".split()
 )
-_CLAUSE = frozenset("when where while who whom whose that which if because called named now still".split())
+_CLAUSE = frozenset(
+    "when where while who whom whose that which if because called named now still i you he she we they it".split()
+)
+"""Words that end the thing's noun phrase: a clause, a pronoun opening one ("the dog we took in"), an adverb."""
 _DETERMINER = frozenset("the a an my your his her their our its this that these those".split())
 _ATTRIBUTE = frozenset(
     "name names kind type sort colour color breed make model brand age size shape plot highlight title price cost "
@@ -30,7 +33,8 @@ _ATTRIBUTE = frozenset(
 def thing_asked(question: str) -> str | None:
     """The head word of the thing ``question`` asks about (lower-cased), or None when its form names none: "What
     [X] is|was|are|were <possessor or article> ... <thing> [called]?", or "... the <attribute> of <possessor> <thing>".
-    The thing's words run from after its last possessor to a preposition, an auxiliary, a clause or the end."""
+    The thing's words run from after its last possessor to a preposition, an auxiliary, a clause, a name opening one
+    or the end."""
     words = _WORD.findall(re.sub(r"(?i)\bwhat['’]s\b", "what is", question))
     low = [w.lower() for w in words]
     if not low or low[0] not in ("what", "which"):
@@ -43,9 +47,11 @@ def thing_asked(question: str) -> str | None:
     if at >= len(low) or not (low[at] in _DETERMINER or _possessive(low[at])):
         return None  # "What instrument is Arjun learning?": the subject is someone
     thing: list[str] = []
-    for word in low[at:]:
+    for word, spelt in zip(low[at:], words[at:], strict=True):
         if word in _AUXILIARY or word in _PREPOSITION or word in _CLAUSE or word in _COPULA:
             break
+        if spelt[0].isupper() and not _possessive(word) and thing:
+            break  # a name opening a clause: "the dog Theo took in"
         if _possessive(word):
             thing = []  # "Tom's flatmate's girlfriend": what follows the last possessor is the thing
         elif word not in _DETERMINER:

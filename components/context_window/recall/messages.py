@@ -826,7 +826,7 @@ class HistoryIndex:
             return None
         return (
             f"nothing relevant found: no earlier message mentions {thing} (nor stands out in meaning: the best is "
-            f"{best_z:.1f} standard deviations above the rest, evidence from {evidence.thing_z:.1f})"
+            f"{best_z:.2f} standard deviations above the rest, evidence from {evidence.thing_z:.1f})"
         )
 
     def _second_hop(self, query: str, best: np.ndarray, n: int) -> tuple[np.ndarray, dict[int, int]] | None:
