@@ -106,7 +106,8 @@ class Asked:
 
 
 def measure(index: HistoryIndex, recall: SessionRecall, kind: str, question: str, vector: np.ndarray) -> Asked:
-    """What recall decides for ``question`` over the whole chat, and the signals it decides by."""
+    """What recall decides for ``question`` over the whole chat (with the thing it asks about, as recall passes it:
+    ``asked_thing``, session 47), and the signals it decides by."""
     n = len(index)
     query = index.focus(question)
     dense = index.dense_scores(vector, n)
