@@ -63,6 +63,7 @@ from bench.fresh_chats import KINDS as FRESH_KINDS  # noqa: E402
 from bench.fresh_chats import fresh_conversations  # noqa: E402
 from bench.varied_chats import varied_conversations  # noqa: E402
 from components.context_window.answer_types import asked_type  # noqa: E402
+from components.context_window.asked_thing import thing_asked  # noqa: E402
 from components.context_window.base import Message, Session  # noqa: E402
 from components.context_window.recall.messages import HistoryIndex, SessionRecall  # noqa: E402
 from components.context_window.relevance import terms, unit_rows, z_scores  # noqa: E402
@@ -105,12 +106,14 @@ class Asked:
 
 
 def measure(index: HistoryIndex, recall: SessionRecall, kind: str, question: str, vector: np.ndarray) -> Asked:
-    """What recall decides for ``question`` over the whole chat, and the signals it decides by."""
+    """What recall decides for ``question`` over the whole chat (with the thing it asks about, as recall passes it:
+    ``asked_thing``, session 47), and the signals it decides by."""
     n = len(index)
     query = index.focus(question)
     dense = index.dense_scores(vector, n)
     assert dense is not None
-    reason = index.rank(query, vector, n, evidence=recall.evidence, about=index.asked_about(question))[3]
+    about, thing = index.asked_about(question), thing_asked(question)
+    reason = index.rank(query, vector, n, evidence=recall.evidence, about=about, thing=thing)[3]
     weight = {t: index.lexical.idf(t) for t in set(terms(query))}
     kind_asked = asked_type(query)
     return Asked(

@@ -17,6 +17,7 @@ from components.context_window.base import (
     Session,
     ToolSchema,
 )
+from components.context_window.relevance import terms
 from components.context_window.token_estimator import estimator_for
 from components.context_window.window_type import ContextWindowType
 
@@ -202,3 +203,23 @@ def turn_row(n: int, query: str = "") -> Any:
         valid=True,
         phase=None,
     )
+
+
+class ConceptEmbedder:
+    """Each term its own axis, but the words ``same`` maps to another's ("puppy" -> "dog"): a chat may call a thing
+    another way, and meaning finds it."""
+
+    vector_space = "concepts-as-axes"
+
+    def __init__(self, same: dict[str, str] | None = None) -> None:
+        self.same = {terms(word)[0]: terms(concept)[0] for word, concept in (same or {}).items()}
+        self.axes: dict[str, int] = {}
+
+    async def embed(self, texts):
+        vectors = []
+        for text in texts:
+            vector = [0.0] * 512
+            for term in terms(text):
+                vector[self.axes.setdefault(self.same.get(term, term), len(self.axes)) % 512] += 1.0
+            vectors.append(vector)
+        return vectors

@@ -1019,11 +1019,16 @@ class Evidence:
     faint_coverage: float = 0.0
     """Below this share of the query's idf weight (and no outlier in meaning) a query that has evidence has faint
     evidence (``faint``): past its best hits, its ranking is no better than chance."""
+    thing_z: float | None = None
+    """A question about a thing no earlier message names ("What is the name of Dan's dog?" where no message says
+    "dog": ``asked_thing``) has no evidence unless its best candidate stands out in meaning by at least this many
+    standard deviations (it may call the thing another way: "What is Kat's new animal called?" for her hamster).
+    None: the rule is off (words alone cannot tell a thing called another way)."""
 
 
 EVIDENCE = {
     "hashing": Evidence(min_outlier_z=3.0, min_coverage=0.10, keep_z=None),
-    "": Evidence(min_outlier_z=3.5, min_coverage=0.0, keep_z=0.5, keep_coverage=0.25, faint_coverage=0.10),
+    "": Evidence(min_outlier_z=3.5, min_coverage=0.0, keep_z=0.5, keep_coverage=0.25, faint_coverage=0.10, thing_z=2.5),
 }
 """Calibrated on bench/conversation_data.py's four chats and bench/dense_chats.py's four (539 answerable questions;
 docs/knowledge.md, "Abstention" and its round 3): values that cost no answerable question its abstention (a
@@ -1031,10 +1036,11 @@ paraphrase shares few rare words with its evidence: 0.15 of their weight abstain
 message through ``keep_z``. Since round 4 a neural embedder's word condition is any shared word (``min_coverage``
 0): every question nothing answers that 0.10 caught shared no word at all with the chat, while three answerable ones
 on bench/varied_chats.py's chats shared 9-10% ("Where did Anastasia go on a bike ride?"). The hashing embedder's
-cosines are words in disguise: its dense signal is weak and not floored. Below the old word condition
-(``faint_coverage`` 0.10), with no outlier in meaning, the evidence is faint (``faint``): history recall then trusts
-only its best hit. Keyed by a word of the embedder's ``vector_space``; "" is every other (neural) embedder,
-calibrated on MiniLM."""
+cosines are words in disguise: its dense signal is weak and not floored, nor can it tell a thing called another way
+(``thing_z``, session 47: 2.5, under every answerable question about a thing no message names, 3.1 and up). Below
+the old word condition (``faint_coverage`` 0.10), with no outlier in meaning, the evidence is faint (``faint``):
+history recall then trusts only its best hit. Keyed by a word of the embedder's ``vector_space``; "" is every other
+(neural) embedder, calibrated on MiniLM."""
 
 
 def evidence_for(embedder: Any) -> Evidence:

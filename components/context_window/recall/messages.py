@@ -34,6 +34,7 @@ from typing import Any, Protocol, TypeVar
 import numpy as np
 
 from ..answer_types import asked_type, holds_type
+from ..asked_thing import thing_asked
 from ..background import Background
 from ..base import (
     ChatMessages,
@@ -72,6 +73,7 @@ from ..relevance import (
     lexical_floor,
     names_asked,
     terms,
+    z_scores,
 )
 from ..session_cache import BoundedCache, VectorsByText
 from .dates import after_date, dated_among
@@ -694,17 +696,19 @@ class HistoryIndex:
         weights: tuple[float, float] = WEIGHTS,
         evidence: Evidence | None = None,
         about: frozenset[int] = frozenset(),
+        thing: str | None = None,
     ) -> tuple[np.ndarray, np.ndarray, str, str | None]:
         """Positions of the messages before ``before``, best first, with fused scores, the method and (when nothing
         ranks) the reason. Messages no signal ranks are left out (and the exchanges of the best hits come with them);
         with vectors, every message is ranked by its whole meaning (``WHOLE_WEIGHT``). With ``evidence``, nothing ranks
         when the query has no evidence among them, and a message enters the dense ranking only above its z-score floor
-        (see ``Evidence``). The last result is kept: a turn asks again when the
-        history gets more room (the surplus pass)."""
+        (see ``Evidence``), nor when it asks about a ``thing`` (``thing_asked`` of the question as asked) that no
+        message names and none stands out for in meaning. The last result is kept: a turn asks again when the history
+        gets more room (the surplus pass)."""
         vector = None if query_vector is None else np.asarray(query_vector, dtype=np.float32).tobytes()
-        key = (query, vector, before, len(self.messages), self._vectored, weights, evidence, about)
+        key = (query, vector, before, len(self.messages), self._vectored, weights, evidence, about, thing)
         if self._rank_cache is None or self._rank_cache[0] != key:
-            self._rank_cache = (key, self._rank(query, query_vector, before, weights, evidence, about))
+            self._rank_cache = (key, self._rank(query, query_vector, before, weights, evidence, about, thing))
         return self._rank_cache[1]
 
     def unknown_names(self, query: str, n: int) -> list[str]:
@@ -728,6 +732,7 @@ class HistoryIndex:
         weights: tuple[float, float],
         evidence: Evidence | None,
         about: frozenset[int] = frozenset(),
+        thing: str | None = None,
     ) -> tuple[np.ndarray, np.ndarray, str, str | None]:
         n = min(before, len(self.messages))
         if n <= 0:
@@ -738,7 +743,7 @@ class HistoryIndex:
         floor, hits = Floor(), None
         if evidence is not None:
             coverage = self.lexical.coverage(terms(query), n)
-            reason = self._abstention(query, evidence, coverage, dense, n)
+            reason = self._abstention(query, evidence, coverage, dense, n, thing)
             if reason is not None:
                 return np.zeros(0, np.intp), np.zeros(0), method, reason
             floor = dense_floor(evidence, dense)
@@ -808,14 +813,38 @@ class HistoryIndex:
         return f"nothing relevant found: none of the {len(positions)} earlier messages about it gives {kind}"
 
     def _abstention(
-        self, query: str, evidence: Evidence, coverage: np.ndarray, dense: np.ndarray | None, n: int
+        self,
+        query: str,
+        evidence: Evidence,
+        coverage: np.ndarray,
+        dense: np.ndarray | None,
+        n: int,
+        thing: str | None = None,
     ) -> str | None:
         """Why none of the first ``n`` messages is evidence for ``query`` (None: some may be). A hypothetical may name
         what nothing earlier mentions: it is answered from what the chat says of the person it asks about."""
-        unknown = [] if asks_hypothetically(query) else self.unknown_names(query, n)
+        if asks_hypothetically(query):
+            return abstention(evidence, coverage, dense)
+        unknown = self.unknown_names(query, n)
         if unknown:
             return f"nothing relevant found: no earlier message mentions {', '.join(unknown)}"
-        return abstention(evidence, coverage, dense)
+        return abstention(evidence, coverage, dense) or self._thing_unmentioned(thing, evidence, dense, n)
+
+    def _thing_unmentioned(self, thing: str | None, evidence: Evidence, dense: np.ndarray | None, n: int) -> str | None:
+        """Why nothing earlier is about the ``thing`` a question asks about: no message among the first ``n`` names it
+        (nor an inflection of it) and none stands out in meaning either (``Evidence.thing_z``: a chat may call the
+        thing another way). Only when every message has a vector: meaning must be able to say it was found."""
+        if thing is None or evidence.thing_z is None or dense is None or not len(dense) or not (dense > -1).all():
+            return None
+        if not terms(thing) or self._mentions(thing, n):
+            return None
+        best_z = float(z_scores(dense).max(initial=0.0))
+        if best_z >= evidence.thing_z:
+            return None
+        return (
+            f"nothing relevant found: no earlier message mentions {thing} (nor stands out in meaning: the best is "
+            f"{best_z:.2f} standard deviations above the rest, evidence from {evidence.thing_z:.1f})"
+        )
 
     def _second_hop(self, query: str, best: np.ndarray, n: int) -> tuple[np.ndarray, dict[int, int]] | None:
         """Messages ranked by words for the query plus the names the ``best`` messages bring in (a person or place
@@ -1383,13 +1412,13 @@ class SessionRecall:
         ``enough_tokens`` tokens (by their stored counts, else ~4 characters a token) or the ranking ends."""
         index = await self._synced(session)
         about = await self._step(index, 0, lambda: index.asked_about(query))
-        dates = asks_when(query)
+        dates, thing = asks_when(query), thing_asked(query)
         query = await self._step(index, 0, lambda: index.focus(query))  # its speakers may be growing in a step
         query_vector = await self._query_vector(index, query, min(before, len(index)))
 
         def ranked() -> RecallRanking:
             positions, scores, method, reason = index.rank(
-                query, query_vector, before, evidence=self.evidence, about=about
+                query, query_vector, before, evidence=self.evidence, about=about, thing=thing
             )
             return collect_units(index, positions, scores, method, reason, session.phase, enough_tokens, dates=dates)
 
