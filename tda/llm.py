@@ -653,6 +653,14 @@ class LLM:
         )
         return self._completion(response)
 
+    def ready_client(self) -> None:
+        """Make the SDK client of the default upstream now (start-up, a worker thread), where the first call made it
+        on the event loop: httpx's connection stack imported (httpcore; anyio's asyncio backend, loaded by the first
+        request sent) and its TLS context loaded, ~50 ms of that call's CPU (the proxy's are loaded at its start)."""
+        if self.mock or self.upstream.base_url:
+            self._sdk_client(None if self.mock else self.upstream)
+        import anyio._backends._asyncio  # noqa: F401
+
     def _sdk_client(self, upstream: Upstream | None) -> Any:
         """The SDK client for ``upstream`` (None: the mock's), made once per base URL and key."""
         if upstream is None:
