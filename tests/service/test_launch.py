@@ -212,7 +212,7 @@ from tda.service import _load_tokenizers
 _load_tokenizers("gpt-4o")  # start-up's worker thread
 import numpy as np
 loaded = set(sys.modules)
-np.unique(np.array([3, 1, 3]), return_index=True)  # recall's ranking, at a call's first recall
+np.unique(np.array([3, 1, 3]))  # recall's ranking (BM25's holders), at the first recall
 print(json.dumps(sorted(set(sys.modules) - loaded)))
 """
 
