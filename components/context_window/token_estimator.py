@@ -567,12 +567,13 @@ class TokenEstimator:
         cut = [p if p is not None and len(p) > 1 else None for p in cut]
         known = lines.get
         pieces = dict.fromkeys(chain.from_iterable(p for p in cut if p is not None))
-        counts = {p: known(p) for p in pieces}
-        new = [p for p, n in counts.items() if n is None]
+        held = {p: known(p) for p in pieces}
+        new = [p for p, n in held.items() if n is None]
         measured = list(map(counter, new))
-        counts.update(zip(new, measured, strict=True))
         with self._lock:
             lines.put_all(zip(new, measured, strict=True))
+        counts = {p: n for p, n in held.items() if n is not None}
+        counts.update(zip(new, measured, strict=True))
         count = counts.__getitem__
         return [self._measure(t) if p is None else sum(map(count, p)) for t, p in zip(texts, cut, strict=True)]
 
