@@ -657,10 +657,11 @@ class LLM:
         """Make the SDK client of the default upstream now (start-up, a worker thread), where the first call made it
         on the event loop: httpx's connection stack imported (httpcore; anyio's asyncio backend, loaded by the first
         request sent) and its TLS context loaded, ~50 ms of that call's CPU (the proxy's are loaded at its start)."""
-        if self.mock or self.upstream.base_url:
-            self._sdk_client(None if self.mock else self.upstream)
-        import anyio._backends._asyncio  # noqa: F401
-
+        if self.mock:
+            self._sdk_client(None)  # in process: no connection stack
+        elif self.upstream.base_url:
+            self._sdk_client(self.upstream)
+            import anyio._backends._asyncio  # noqa: F401
         asyncio.run(self._answered_once())  # its own loop, in this thread: the service's has not started serving
 
     async def _answered_once(self) -> None:
