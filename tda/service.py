@@ -137,7 +137,7 @@ class TDAService:
         # (a turn arriving while MiniLM still loads would time its retrieval modules out).
         litellm_needed = self.llm.needs_litellm(self.settings.model)  # else it loads when a call first needs it
         calls_sdk = not self.llm.mock or not litellm_needed  # the mock's text answers go through the SDK too
-        warm_ups = [preload(calls_sdk, litellm_needed)] if self.warm_up_llm else []
+        warm_ups = [self._warm_up_llm(calls_sdk, litellm_needed)] if self.warm_up_llm else []
         warm_ups.append(asyncio.to_thread(_load_tokenizers, self.settings.model))
         if self.warm_up_knowledge:
             warm_ups.append(self._warm_up_knowledge())
@@ -149,6 +149,11 @@ class TDAService:
         self.bus.on_control("modules", self.reload_modules)
         await self.bus.start()
         self._heartbeats = asyncio.create_task(self.bus.run_heartbeats(self.heartbeat_s))
+
+    async def _warm_up_llm(self, calls_sdk: bool, litellm_needed: bool) -> None:
+        await preload(calls_sdk, litellm_needed)
+        if calls_sdk:  # after the SDK's import (one thread imports it)
+            await asyncio.to_thread(self.llm.ready_client)
 
     async def _warm_up_knowledge(self) -> None:
         try:
@@ -234,6 +239,7 @@ def _load_tokenizers(model: str) -> None:
     for name in STORED_ENCODINGS:
         estimator(name)
     drop_tiktoken_rank_copies()  # ~40 MB resident (tda/memory.py)
+    import numpy.ma  # noqa: F401  # np.unique's first call imports it (recall's ranking): ~15 ms of the first turn
 
 
 def service() -> TDAService:

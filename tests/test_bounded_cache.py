@@ -1,6 +1,8 @@
 """The one cache helper (components/context_window/session_cache.py), as tda's caches use it."""
 
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from components.context_window.session_cache import BoundedCache
 
@@ -47,3 +49,28 @@ def test_a_cache_bounded_by_bytes_holds_no_more_than_its_limit_whatever_its_entr
     assert cache.held_bytes == len(cache) * 408
     cache.clear()
     assert cache.held_bytes == 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(st.sampled_from("abcdefgh"), st.integers(0, 3)), max_size=12),
+    st.lists(st.tuples(st.sampled_from(["", "a", "bb", "ccc", "dddd", "eeeee", "ffffffff", "g"]), st.integers(0, 3))),
+    st.integers(0, 6),
+    st.one_of(st.none(), st.integers(0, 12)),
+)
+def test_put_all_keeps_the_entries_puts_one_by_one_keep(
+    before: list[tuple[str, int]], items: list[tuple[str, int]], entries: int, max_bytes: int | None
+) -> None:
+    """``put_all`` (a conversation met cold puts thousands of counts at once) leaves what a ``put`` of each item in
+    order leaves: the same entries in the same order, the same bytes held, whatever the bounds, keys put again
+    (held, or evicted by an earlier item), or an item too large to keep."""
+    one: BoundedCache[str, int] = BoundedCache(entries, max_bytes=max_bytes)
+    batch: BoundedCache[str, int] = BoundedCache(entries, max_bytes=max_bytes)
+    for key, value in before:
+        one.put(key, value)
+        batch.put(key, value)
+    for key, value in items:
+        one.put(key, value)
+    batch.put_all(items)
+    assert list(batch._entries.items()) == list(one._entries.items())
+    assert batch.held_bytes == one.held_bytes and batch._sizes == one._sizes

@@ -535,3 +535,39 @@ def test_a_text_message_is_counted_without_looking_for_media_in_parts_it_has_not
     parts = Message.from_chat({"role": "user", "content": [{"type": "text", "text": "hello there"}]})
     assert tokens.count_message(parts) > 0
     assert looked["n"] == 1
+
+
+def test_a_conversation_met_cold_is_counted_with_one_write_to_each_cache() -> None:
+    """A long conversation sent for the first time (a client resending its chat without a session: 400 messages,
+    ~3,300 lines) is counted in one pass: each line tokenised once and the text and line caches written once each,
+    not a call and a cache write per line (~40% over tiktoken's own time); every message carries
+    ``count_message``'s figure, and a second conversation sharing its lines tokenises only its new ones."""
+    from collections import Counter
+
+    from tests.agent_session import SYSTEM, question, turn_messages
+
+    def conversation(first: int) -> list[Message]:
+        chat = [SYSTEM, *(m for t in range(first, first + 12) for m in turn_messages(t))]
+        return [Message.from_chat(m) for m in [*chat, {"role": "user", "content": question(first + 12)}]]
+
+    est, reference = TokenEstimator("o200k_base"), TokenEstimator("o200k_base")
+    assert est._line_counts is not None
+    writes: Counter[str] = Counter()
+    for name, cache in (("texts", est._texts), ("lines", est._line_counts)):
+        for method in ("put", "put_all"):
+            if (real := getattr(cache, method, None)) is None:
+                continue
+            setattr(cache, method, lambda *a, _real=real, _key=f"{name}.{method}": writes.update([_key]) or _real(*a))
+    encoded: list[str] = []
+    counter = est._counter
+    assert counter is not None
+    est._counter = lambda text: encoded.append(text) or counter(text)
+    messages = conversation(100)
+    counted = est.counted(messages)
+    assert [m.tokens for m in counted] == [{"o200k_base": reference.count_message(m)} for m in messages]
+    assert writes == {"texts.put_all": 1, "lines.put_all": 1}
+    assert len(encoded) == len(set(encoded))  # each text or line tokenised once
+    encoded.clear()
+    again = est.counted([*messages[:-1], Message("user", "and the next one?")])
+    assert [m.tokens for m in again[:-1]] == [m.tokens for m in counted[:-1]]
+    assert encoded == ["and the next one?"]  # the rest answered from the caches

@@ -176,3 +176,51 @@ def test_start_up_imports_the_openai_sdks_resources_only_when_providers_are_call
         )
         loaded.append(json.loads(done.stdout.strip().splitlines()[-1]))
     assert loaded == [True, False]
+
+
+_FIRST_CALL = """
+import asyncio, json, sys
+from tda.config import offline_library_defaults
+offline_library_defaults()
+from tda.llm import LLM, preload
+llm = LLM(mock=True)  # its text answers go through the SDK to an upstream in process, as a provider's would
+asyncio.run(preload(calls_providers=True, litellm_needed=False))
+llm.ready_client()  # what start-up runs after ``preload`` (``TDAService._warm_up_llm``)
+clients, loaded = dict(llm._sdk_clients), set(sys.modules)
+done = asyncio.run(llm.complete("gpt-4o", [{"role": "user", "content": "hi"}], []))
+print(json.dumps([bool(done.text), sorted(set(sys.modules) - loaded), llm._sdk_clients == clients, len(clients)]))
+"""
+
+
+def test_the_first_model_call_imports_nothing_and_makes_no_client() -> None:
+    """The first call through the SDK made its client (httpx's connection stack: httpcore, anyio's asyncio backend,
+    a TLS context) and built the SDK's response validators on the event loop, ~50 ms of its CPU: start-up does both
+    in a worker thread, so the first call loads no module and makes no client. In a fresh process (imports are
+    global)."""
+    done = subprocess.run(
+        [sys.executable, "-c", _FIRST_CALL], cwd=ROOT, capture_output=True, text=True, check=True, timeout=300
+    )
+    answered, imported, same_clients, clients = json.loads(done.stdout.strip().splitlines()[-1])
+    assert answered and imported == [] and same_clients and clients == 1
+
+
+_FIRST_UNIQUE = """
+import json, sys
+from tda.config import offline_library_defaults
+offline_library_defaults()
+from tda.service import _load_tokenizers
+_load_tokenizers("gpt-4o")  # start-up's worker thread
+import numpy as np
+loaded = set(sys.modules)
+np.unique(np.array([3, 1, 3]))  # recall's ranking (BM25's holders), at the first recall
+print(json.dumps(sorted(set(sys.modules) - loaded)))
+"""
+
+
+def test_recall_s_first_ranking_imports_nothing() -> None:
+    """``np.unique`` imports numpy.ma on its first call (~15 ms, on the event loop, inside the first recall of the
+    process): start-up imports it. In a fresh process."""
+    done = subprocess.run(
+        [sys.executable, "-c", _FIRST_UNIQUE], cwd=ROOT, capture_output=True, text=True, check=True, timeout=300
+    )
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == []
