@@ -152,8 +152,12 @@ class TDAService:
 
     async def _warm_up_llm(self, calls_sdk: bool, litellm_needed: bool) -> None:
         await preload(calls_sdk, litellm_needed)
-        if calls_sdk:  # after the SDK's import (one thread imports it)
+        if not calls_sdk:
+            return
+        try:  # after the SDK's import (one thread imports it)
             await asyncio.to_thread(self.llm.ready_client)
+        except Exception as exc:  # a head start only: the first call makes what this did not
+            log.warning("model client warm-up failed: %s", exc)
 
     async def _warm_up_knowledge(self) -> None:
         try:

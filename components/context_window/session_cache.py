@@ -65,7 +65,7 @@ class BoundedCache(Generic[K, V]):
                 self.put(key, value)
                 continue
             if limit is not None:
-                size = len(key) if isinstance(key, str) and type(value) is int else entry_bytes(key, value)
+                size = entry_bytes(key, value)
                 if size > limit:  # ``put`` keeps none such
                     continue
                 self.held_bytes += size

@@ -464,7 +464,7 @@ class TokenEstimator:
         line's pieces: ``_pieces``) go through the line cache (under the lock)."""
         if self._counter is None:
             return len(text.encode("utf-8", "surrogatepass"))
-        if self._line_counts is not None and len(text) >= LINES_FROM and len(pieces := _pieces(text)) > 1:
+        if (pieces := self._lines_of(text)) is not None:
             return sum(map(self._line_count, pieces))
         n = self._counter(text)
         if self._scale != 1.0:
@@ -472,6 +472,13 @@ class TokenEstimator:
         if self._floor is not None:
             n = max(n, self._floor(text))
         return n
+
+    def _lines_of(self, text: str) -> list[str] | None:
+        """The pieces a long text is counted by, through the line cache (None: counted whole)."""
+        if self._line_counts is None or len(text) < LINES_FROM:
+            return None
+        pieces = _pieces(text)
+        return pieces if len(pieces) > 1 else None
 
     def count_line(self, line: str) -> int:
         """``count(line)`` for a line of a longer text, kept where that text's own count looks for it (the line
@@ -532,7 +539,7 @@ class TokenEstimator:
         if key is None:
             return list(messages)
         todo = [m for m in messages if _uncounted(m, key)]
-        counts = self._counts_of([text for m in todo if m.parts is None for text in _field_texts(m)])
+        counts = self._counts_of([text for m in todo if m.parts is None for text in _field_texts(self, m)])
         count = counts.__getitem__  # each text counted once above (the caches may not hold them all: a long chat)
         return [_with_count(m, key, self, count) if _uncounted(m, key) else m for m in messages]
 
@@ -563,8 +570,7 @@ class TokenEstimator:
         counter = self._counter
         if lines is None or counter is None:
             return [self._measure(t) for t in texts]
-        cut = [_pieces(t) if len(t) >= LINES_FROM else None for t in texts]
-        cut = [p if p is not None and len(p) > 1 else None for p in cut]
+        cut = [self._lines_of(t) for t in texts]
         known = lines.get
         pieces = dict.fromkeys(chain.from_iterable(p for p in cut if p is not None))
         held = {p: known(p) for p in pieces}
@@ -670,18 +676,15 @@ def _fields_count(tokens: TokenEstimator, m: Message, count: Callable[[str], int
     return tokens.count_fields(m.role, m.content, m.name, m.tool_calls, m.tool_call_id, count)
 
 
-def _field_texts(m: Message) -> list[str]:
-    """The texts ``count_fields`` counts of ``m``."""
-    texts = [m.role, m.content]
-    if m.name is not None:
-        texts.append(m.name)
-    for call in m.tool_calls:
-        texts += (str(call[key]) for key in ("id", "type") if call.get(key) is not None)
-        fn = call.get("function")
-        if isinstance(fn, Mapping):
-            texts += (str(fn[key]) for key in ("name", "arguments") if fn.get(key) is not None)
-    if m.tool_call_id is not None:
-        texts.append(m.tool_call_id)
+def _field_texts(tokens: TokenEstimator, m: Message) -> list[str]:
+    """The texts ``count_fields`` counts of ``m``, noted as it counts them (one list of fields, its own)."""
+    texts: list[str] = []
+
+    def noted(text: str) -> int:
+        texts.append(text)
+        return 0
+
+    _fields_count(tokens, m, noted)
     return texts
 
 

@@ -16,7 +16,9 @@ from typing import Any
 
 from quart import Quart
 
+from tda.app import create_app
 from tda.launch import Launcher
+from tda.llm import LLM
 from tests.ops.live import ROOT, free_port, tda_env
 
 
@@ -224,3 +226,26 @@ def test_recall_s_first_ranking_imports_nothing() -> None:
         [sys.executable, "-c", _FIRST_UNIQUE], cwd=ROOT, capture_output=True, text=True, check=True, timeout=300
     )
     assert json.loads(done.stdout.strip().splitlines()[-1]) == []
+
+
+async def test_a_failed_model_client_warm_up_is_logged_and_the_service_still_answers(
+    settings: Any, monkeypatch: Any, caplog: Any
+) -> None:
+    """Start-up's warm-up of the model client (``LLM.ready_client``) is a head start only: when it fails, start-up
+    logs why and goes on, and the first chat completion makes its client itself."""
+
+    def fails(self: LLM) -> None:
+        raise RuntimeError("no TLS context")
+
+    monkeypatch.setattr(LLM, "ready_client", fails)
+    app = create_app(settings, migrate=False, warm_up_llm=True, warm_up_knowledge=False)
+    async with app.test_app() as running:
+        svc = running.app.extensions["tda"]
+        token, _ = await svc.store.tokens.create("test-admin", "admin")
+        chat = {"model": "tda", "messages": [{"role": "user", "content": "hi"}]}
+        reply = await running.test_client().post(
+            "/v1/chat/completions", json=chat, headers={"Authorization": f"Bearer {token}"}
+        )
+        assert reply.status_code == 200, await reply.get_data(as_text=True)
+        assert (await reply.get_json())["choices"][0]["message"]["content"]
+    assert "model client warm-up failed: no TLS context" in caplog.text
