@@ -41,9 +41,19 @@ from .models import ProfileRow, SessionRow
 from .offload import sized
 from .recall.messages import call_done, call_recall, vectors_ready
 from .sources import Cutoff, build_context, input_hashes, message_of, summarizer_for
-from .store.sessions import Priced, SessionData, TurnEnd
+from .store.sessions import CallNames, Priced, SessionData, TurnEnd
 from .tool_results import as_result
-from .turn_pipeline import MAX_TURN, Answered, Ask, Loaded, resolve_type, run, with_component_instructions
+from .turn_pipeline import (
+    MAX_TURN,
+    SNAPSHOT_FIELDS,
+    STEP_FIELDS,
+    Answered,
+    Ask,
+    Loaded,
+    resolve_type,
+    run,
+    with_component_instructions,
+)
 
 if TYPE_CHECKING:
     from components.context_window.handler import AssembledContext
@@ -568,6 +578,16 @@ def _common(recorded: Sequence[Message], sent: Sequence[Message]) -> int:
             break
         n += 1
     return n
+
+
+CALL_NAMES = CallNames(
+    snapshot=SNAPSHOT_FIELDS,
+    turn=("turn", "query", "request_key", "results", *STEP_FIELDS, "conversation_key"),
+    step=(*STEP_FIELDS, "conversation_key", "results"),
+    message=("tokens", "role", "content", "parts", "tool_calls", "tool_call_id", "name"),
+)
+"""The parameters ``_record`` names (its fields, a step's changes in order, ``_row``'s keys) and the snapshot's:
+the session store compiles its statements for them at start-up (``SessionStore.prepare``)."""
 
 
 def _row(m: Message, tokens: TokenEstimator) -> dict[str, Any]:

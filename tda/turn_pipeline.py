@@ -113,6 +113,12 @@ class Answered:
         }
 
 
+STEP_FIELDS = ("answer", "plan", "outcome", "tokens_in", "tokens_out", "model", "snapshot_id")
+"""``Answered.step``'s keys, in order (the statements a session call runs are compiled for them at start-up)."""
+SNAPSHOT_FIELDS = ("session_id", "turn", "type_id", "type_version", "model", "data", "inputs")
+"""The fields of the snapshot row a session call stores (``_attempt``), for the same."""
+
+
 class Route(Protocol):
     """What one way into a turn does its own way."""
 

@@ -235,3 +235,25 @@ async def test_a_summary_block_named_again_is_digested_once(monkeypatch: pytest.
     assert windows == expected
     assert len(set(digested)) >= 3  # blocks were named (and summarised: the session drops block after block)
     assert len(digested) == len(set(digested))  # each once
+
+
+async def test_the_work_ahead_makes_a_context_only_for_the_modules_that_work_ahead():
+    """``ContextWindowHandler.ahead`` hands the next turn's context to each module that does work ahead (overrides
+    ``ContextModule.ahead``: conversation_history among the built-ins) and makes no module context (options,
+    directives, a metered summarizer: ~20 us each) for the others, which would return None. Before, every active
+    module of the type got one (nine of Balanced's, a session call's work ahead twice a turn)."""
+    client = Client(works_ahead=True)
+    made: list[str] = []
+    module_ctx = client.handler._module_ctx
+
+    def counted(run: Any, slot: Any) -> AssemblyContext:
+        made.append(slot.module_id)
+        return module_ctx(run, slot)
+
+    client.handler._module_ctx = counted  # type: ignore[method-assign]
+    history = [m for t in range(1, 4) for m in agent_turn(t)]
+    ctx = first_step(history, 4, client.model)
+    await client.call(ctx)
+    made.clear()
+    await client.answered(ctx, agent_turn(4))
+    assert made == ["conversation_history"]

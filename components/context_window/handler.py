@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable, Coroutine, Hashable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -266,7 +266,7 @@ class ContextWindowHandler:
         made = self._made_ahead.get(ctx.session.id)
         run.auxiliary = made if made is not None else self._made_ahead.put(ctx.session.id, [])
         self._resolve(run)
-        for slot in run.slots.values():
+        for slot in _working_ahead(run.slots.values()):
             try:
                 work = slot.module.ahead(self._module_ctx(run, slot))
             except Exception as exc:  # a module's fault: the next call does the work itself
@@ -928,3 +928,9 @@ class ContextWindowHandler:
         if has_text:
             n += tokens.count_text_message(c.text())
         return c.replace(tokens=n, module_id=module_id)
+
+
+def _working_ahead(slots: Iterable[_Slot]) -> list[_Slot]:
+    """The slots whose module does work ahead (overrides ``ContextModule.ahead``): only these get a context made
+    (their options, directives and metered summarizer), the others' would be made for a ``None``."""
+    return [slot for slot in slots if type(slot.module).ahead is not ContextModule.ahead]

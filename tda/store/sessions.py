@@ -498,6 +498,26 @@ class SessionStore:
                 for row in await c.execute(_TURN_MESSAGES, {"session_id": session_id, "turn": turn})
             ]
 
+    def prepare(self, names: CallNames) -> None:
+        """The statements a session's chat call runs by the loop's own connections (SQLite: the session's read, the
+        call's place, its snapshot, a new turn or a step and their messages), compiled now for the parameters its
+        callers name (``names``), as a call would compile them on first use: at start-up, so the process's first
+        session call compiles none (SQLAlchemy's compiler, ~9 ms over its first two calls). Nothing elsewhere."""
+        reader, writer = self.db.reader, self.db.single_writes
+        if reader is None or writer is None:
+            return
+        for session in (_SESSION, _SESSION_IN):
+            reader.compiled(session, ("session_id", "project"))
+        reader.compiled(CALL_STATE, ("session_id", "request_key"))
+        writer.compiled(_INSERT_SNAPSHOT, (*names.snapshot, "of_session"))
+        for priced in (("model_call",), ("model_call", "timings_ms")):  # ``Priced.added``: timings when measured
+            writer.compiled(_json_set(priced), (*priced, "id"))
+        writer.compiled(_INSERT_TURN, ("session_id", *names.turn))
+        writer.compiled(_TURN, ("session_id", "turn"))
+        writer.compiled(_turn_update(names.step), (*names.step, "row_id"))
+        writer.compiled(_INSERT_MESSAGES_ONLY, ("session_id", "turn", *names.message, "token_counts"))
+        writer.compiled(_COUNT_MESSAGES, ("session_id", "added"))
+
     async def call_state(self, session_id: str, request_key: str | None) -> CallState:
         """What a chat client's call is placed and loaded by, in one read (``CALL_STATE``). ``session_id`` is one the
         caller loaded (through the project filter); ``request_key`` None: the turn it opened is not asked for."""
@@ -914,6 +934,20 @@ class SessionStore:
                 await _session(s, session_id)
                 query = query.where(SnapshotRow.session_id == session_id)
             return list((await s.scalars(query)).all())
+
+
+class CallNames(NamedTuple):
+    """The parameters a session's chat call names in its statements (``SessionStore.prepare``), in the order its
+    callers build them (a step's UPDATE is built per tuple of columns)."""
+
+    snapshot: tuple[str, ...]
+    """A snapshot's fields (``record_snapshot``)."""
+    turn: tuple[str, ...]
+    """A new turn's fields but its session (``record_turn``)."""
+    step: tuple[str, ...]
+    """The turn columns a later step changes (``extend_turn``)."""
+    message: tuple[str, ...]
+    """A message's fields as given to ``record_turn`` and ``extend_turn`` (its token counts are the store's)."""
 
 
 @dataclass(frozen=True)

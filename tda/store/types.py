@@ -139,6 +139,13 @@ class TypeStore:
         current = self._current[project] = TypeList(tuple(t for t in found if t is not None), checked)
         return current
 
+    def prepare(self) -> None:
+        """``_heads``' statements compiled now for the loop's own reader (SQLite; nothing elsewhere): at start-up, so
+        the process's first call compiles neither."""
+        if self.db.reader is not None:
+            self.db.reader.compiled(_HEADS, ())
+            self.db.reader.compiled(_HEADS_IN, ("project",))
+
     async def _heads(self, project: str | None) -> list[tuple[str, int, datetime]]:
         """Each type's (id, version, updated_at), the default first: a read most turns make (once a ``cache_ttl_s``),
         by a statement built once on a bare connection (the loop's own on SQLite), not an ORM session."""

@@ -89,6 +89,38 @@ async def test_a_session_call_is_placed_by_one_read_and_recorded_in_one_transact
     assert seen[3] == (["SELECT", "SELECT"], [*snapshot, "BEGIN", *step, "COMMIT"], []), seen[3]
 
 
+async def test_a_session_s_calls_compile_no_statement_once_the_app_has_started(
+    scripted: tuple[Any, Any, ScriptedModel],
+) -> None:
+    """The statements a session's chat call runs by the loop's own connections are compiled at start-up
+    (``SessionStore.prepare`` with the gateway's ``CALL_NAMES``, and the window types' read): the process's first
+    session call compiles none of its own (before, its first two calls compiled twelve, SQLAlchemy's compiler ~10 ms
+    in all). A name the gateway
+    or the pipeline adds to what it records without adding it to ``CALL_NAMES`` shows here as a compiled one."""
+    svc, client, model = scripted
+    headers = await _admin(svc)
+    r = await client.post("/v1/profiles", json={"id": "prep_p", "type": "tool_enabled"}, headers=headers)
+    assert r.status_code == 201
+    reader, writer = svc.store.db.reader, svc.store.db.single_writes
+    prepared = (dict(reader._compiled), dict(writer._compiled))
+    assert prepared[0] and prepared[1]
+    call_headers = {**headers, "X-TDA-Session": "prep_s", "X-TDA-Profile": "prep_p"}
+    messages: list[dict[str, Any]] = []
+    for turn in range(2):
+        model.replies = [[(f"call_{turn}", "lookup_orders", {"customer": "ACME"})], f"Answer {turn}."]
+        messages.append({"role": "user", "content": f"Question {turn}?"})
+        for step in range(2):
+            body = {"model": "tda", "messages": messages, "tools": [LOOKUP_ORDERS]}
+            r = await client.post("/v1/chat/completions", json=body, headers=call_headers)
+            assert r.status_code == 200, await r.get_json()
+            await svc.writer.drain()
+            messages.append({k: v for k, v in (await r.get_json())["choices"][0]["message"].items() if v is not None})
+            if step == 0:
+                messages.append({"role": "tool", "tool_call_id": f"call_{turn}", "content": "[]"})
+    assert writer.writes >= 6 and reader.reads >= 8  # every call went by them
+    assert (reader._compiled, writer._compiled) == prepared
+
+
 async def test_a_loop_edited_mid_turn_is_recorded_again_from_the_edit_once(
     scripted: tuple[Any, Any, ScriptedModel],
 ) -> None:
