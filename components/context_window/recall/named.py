@@ -1,0 +1,52 @@
+"""The names a chat gives things: "a half share in a narrowboat, she's called Marigold", "the builder, a bloke called
+Gary Price". Later messages use only the name ("Took Marigold up to Skipton and back"), so a question asking about the
+thing by its word ("How many trips has Ray taken the boat on?") shares no word with them. Read with function words
+alone (no model call): a capitalised name after "called" or "named" binds to the few content words just before it in
+its sentence."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+from ..relevance import terms
+
+NAMED_BEFORE = 3
+"""A name binds to at most this many content words before "called" / "named" in its sentence: the thing it names is
+said just before ("a narrowboat with Geoff from bowls, she's called Marigold": bowls, Geoff, narrowboat)."""
+MIN_SUFFIX = 4
+"""A question's word also matches a longer word it ends ("boat" in "narrowboat"): English writes many compounds as
+one word. Only words this long at least: "car" would match "Oscar"."""
+PRONOUNS = frozenset("i me my we us our you he him his she her it they them s ve re ll d m".split())
+"""Not the thing named: "she's called Marigold" names what comes before "she's" (as terms: "she", "s")."""
+CUE_TERMS = ("call", "name")
+"""The stems of "called" and "named": only the messages holding one can give a name (a lookup in the word index)."""
+
+_GIVEN = re.compile(r"\b(?:called|named)\s+([A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)?)")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def names_given(texts: Iterable[str], asked: Sequence[str]) -> list[str]:
+    """The terms of the names ``texts`` give to a thing one of the ``asked`` terms says, once each, in order; none the
+    question says itself."""
+    wanted = set(asked)
+    found: dict[str, None] = {}
+    for text in texts:
+        for sentence in _SENTENCE_END.split(text):
+            for match in _GIVEN.finditer(sentence):
+                before = _thing_words(sentence[: match.start()])[-NAMED_BEFORE:]
+                if any(_says(word, wanted) for word in before):
+                    found.update((term, None) for term in terms(match.group(1)) if term not in wanted)
+    return list(found)
+
+
+def _thing_words(text: str) -> list[str]:
+    """The terms of ``text``'s words that may say a thing: lower-case ones (a capitalised word is a name itself, or a
+    speaker's tag: "Isla bit a boy called Rory" does not name Isla) but pronouns."""
+    lower = " ".join(word for word in text.split() if word[:1].islower())
+    return [word for word in terms(lower) if word not in PRONOUNS]
+
+
+def _says(word: str, asked: set[str]) -> bool:
+    """Whether ``word`` is one of the ``asked`` terms or a compound ending in one ("narrowboat" for "boat")."""
+    return word in asked or any(len(term) >= MIN_SUFFIX and word.endswith(term) for term in asked)
