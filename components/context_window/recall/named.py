@@ -26,18 +26,35 @@ _GIVEN = re.compile(r"\b(?:called|named)\s+([A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)?)")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
-def names_given(texts: Iterable[str], asked: Sequence[str]) -> list[str]:
-    """The terms of the names ``texts`` give to a thing one of the ``asked`` terms says, once each, in order; none the
-    question says itself."""
+Binding = tuple[tuple[str, ...], tuple[str, ...]]
+"""A name a sentence gives: the terms of the words that may say the thing, and of the name."""
+
+
+def bindings(text: str) -> list[Binding]:
+    """The names ``text`` gives, each with the content words just before it in its sentence (``NAMED_BEFORE``)."""
+    found = []
+    for sentence in _SENTENCE_END.split(text):
+        for match in _GIVEN.finditer(sentence):
+            things = tuple(_thing_words(sentence[: match.start()])[-NAMED_BEFORE:])
+            if things:
+                found.append((things, tuple(terms(match.group(1)))))
+    return found
+
+
+def names_for(given: Iterable[Binding], asked: Sequence[str]) -> list[str]:
+    """The terms of the names among ``given`` that name a thing one of the ``asked`` terms says, once each, in order;
+    none the question says itself."""
     wanted = set(asked)
     found: dict[str, None] = {}
-    for text in texts:
-        for sentence in _SENTENCE_END.split(text):
-            for match in _GIVEN.finditer(sentence):
-                before = _thing_words(sentence[: match.start()])[-NAMED_BEFORE:]
-                if any(_says(word, wanted) for word in before):
-                    found.update((term, None) for term in terms(match.group(1)) if term not in wanted)
+    for things, name in given:
+        if any(_says(word, wanted) for word in things):
+            found.update((term, None) for term in name if term not in wanted)
     return list(found)
+
+
+def names_given(texts: Iterable[str], asked: Sequence[str]) -> list[str]:
+    """``names_for`` the names ``texts`` give."""
+    return names_for((binding for text in texts for binding in bindings(text)), asked)
 
 
 def _thing_words(text: str) -> list[str]:
