@@ -56,6 +56,7 @@ def test_a_name_binds_to_the_lower_case_words_just_before_it_in_its_sentence():
     )  # another sentence
     assert names_given([BOUGHT], terms("Marigold the boat")) == []  # the question says the name already
     assert names_given(["Five-a-side was called off, so the boat stayed in."], ["boat"]) == []  # no capital: no name
+    assert names_given(["the boat of the so-called Admiral"], ["boat"]) == []  # "so-called" names nothing
     far = "the cat in the flat across the road from the boat is called Tom"
     assert names_given([far], ["cat"]) == [] and names_given([far], ["boat"]) == ["tom"]  # the words just before
 

@@ -22,7 +22,8 @@ PRONOUNS = frozenset("i me my we us our you he him his she her it they them s ve
 CUE_TERMS = ("call", "name")
 """The stems of "called" and "named": only the messages holding one can give a name (a lookup in the word index)."""
 
-_GIVEN = re.compile(r"\b(?:called|named)\s+([A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)?)")
+_GIVEN = re.compile(r"(?<![\w-])(?:called|named)\s+([A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)?)")
+"""A capitalised name (one or two words) after "called" / "named", not "so-called"."""
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
