@@ -360,8 +360,9 @@ class HistoryIndex:
     collected: Collected | None = None
     """The last ranking's units as far as gathered (``collect_units``)."""
     _dense_cache: tuple[Any, np.ndarray, np.ndarray] | None = None
-    _named_given: list[tuple[int, named.Binding]] = field(default_factory=list)
-    """The names the first ``_named_upto`` messages give things, read once (``_given_names``)."""
+    _named_given: dict[named.Binding, int] = field(default_factory=dict)
+    """The names the first ``_named_upto`` messages give things, each with the first message giving it, read once
+    (``_given_names``)."""
     _named_upto: int = 0
 
     def __len__(self) -> int:
@@ -877,7 +878,7 @@ class HistoryIndex:
         """The first ``n`` messages holding a name the chat gave a thing ``query`` asks about, best first by the
         query's words and the names (ties: the newest first); None when the chat names none of its things."""
         asked = terms(query)
-        names = named.names_for((b for row, b in self._given_names() if row < n), asked)
+        names = named.names_for((b for b, row in self._given_names().items() if row < n), asked)
         names = [name for name in names if name in self.lexical and self.lexical.idf(name) >= HOP_MIN_IDF]
         if not names:
             return None
@@ -886,14 +887,16 @@ class HistoryIndex:
         scores = self.lexical.scores_for_terms([*asked, *names])
         return holding[np.lexsort((-holding, -scores[holding]))]
 
-    def _given_names(self) -> list[tuple[int, named.Binding]]:
-        """Every name the history gives a thing (``named.bindings``), with its message's position: the messages added
-        since the last question are read (only those holding "called" or "named"), the rest kept."""
+    def _given_names(self) -> dict[named.Binding, int]:
+        """Every name the history gives a thing (``named.bindings``), with the position of the first message giving
+        it: the messages added since the last question are read (only those holding "called" or "named"), the rest
+        kept. A name given again is held once: a question reads each binding once, however long the history."""
         upto = self._named_upto
         if upto < len(self.messages):
             cued = np.unique(np.concatenate([self.lexical.rows(cue) for cue in named.CUE_TERMS]))
             for row in cued[cued >= upto].tolist():
-                self._named_given += [(row, b) for b in named.bindings(searchable_text(self.messages[row]))]
+                for binding in named.bindings(searchable_text(self.messages[row])):
+                    self._named_given.setdefault(binding, row)
             self._named_upto = len(self.messages)
         return self._named_given
 
