@@ -24,6 +24,9 @@ CUE_TERMS = ("call", "name")
 
 _GIVEN = re.compile(r"(?<![\w-])(?:called|named)\s+([A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)?)")
 """A capitalised name (one or two words) after "called" / "named", not "so-called"."""
+_MAY_GIVE = (re.compile(r"called\s+[A-Z]"), re.compile(r"named\s+[A-Z]"))
+"""What a text giving a name holds: searched first, one literal each (a search of ``_GIVEN`` itself cost a
+10,000-message history's 924 texts holding "call" or "name" 5.5 ms, these 0.36 ms)."""
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
@@ -33,7 +36,9 @@ Binding = tuple[tuple[str, ...], tuple[str, ...]]
 
 def bindings(text: str) -> list[Binding]:
     """The names ``text`` gives, each with the content words just before it in its sentence (``NAMED_BEFORE``)."""
-    found = []
+    found: list[Binding] = []
+    if not any(cue.search(text) for cue in _MAY_GIVE):
+        return found
     for sentence in _SENTENCE_END.split(text):
         for match in _GIVEN.finditer(sentence):
             things = tuple(_thing_words(sentence[: match.start()])[-NAMED_BEFORE:])
