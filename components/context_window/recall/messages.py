@@ -76,6 +76,7 @@ from ..relevance import (
     z_scores,
 )
 from ..session_cache import BoundedCache, VectorsByText
+from . import named
 from .dates import after_date, dated_among
 
 EMBED_CHARS = 2_000
@@ -164,6 +165,10 @@ the speaker's chatter nearly alike, and would lift it over the evidence the floo
 OWN_MEANING_MIN_WORDS = 8
 """...and holds at least this many words but stopwords (``BM25Index.word_counts``): a short line ("night x", "not
 yet, any good?") is near any short question by whole meaning and tells nothing."""
+NAMED_WEIGHT = 1.0
+"""RRF weight of the ranking of the messages holding a name the chat gave a thing the question asks about
+(``named.names_given``: "the boat" -> "Marigold" -> "Took Marigold up to Skipton and back"), best first by the
+question's words and the names."""
 LINK_FROM = 5
 """A question that asks two things (``asks_two_things``): each of this many best hits leads to what it shares a rare
 word with (``HistoryIndex._linked``)."""
@@ -355,6 +360,10 @@ class HistoryIndex:
     collected: Collected | None = None
     """The last ranking's units as far as gathered (``collect_units``)."""
     _dense_cache: tuple[Any, np.ndarray, np.ndarray] | None = None
+    _named_given: dict[named.Binding, int] = field(default_factory=dict)
+    """The names the first ``_named_upto`` messages give things, each with the first message giving it, read once
+    (``_given_names``)."""
+    _named_upto: int = 0
 
     def __len__(self) -> int:
         return len(self.messages)
@@ -762,6 +771,9 @@ class HistoryIndex:
             fused[ranked] += HOP_WEIGHT / (RRF_K + np.arange(1, len(ranked) + 1))
             for hit, message in led.items():  # and each hit's next hop ranks just below it, as its exchange
                 fused[message] = max(fused[message], fused[hit] * NEIGHBOUR_SHARE)
+        by_name = None if hits or not NAMED_WEIGHT else self._named(query, n)
+        if by_name is not None:  # what the chat calls a thing the question asks about by its word
+            fused[by_name] += NAMED_WEIGHT / (RRF_K + np.arange(1, len(by_name) + 1))
         if not hits and LINK_TOP and asks_two_things(query):  # the second thing asked: what the first's hits link to
             for hit in ranking.positions[:LINK_FROM].tolist():
                 for message in self._linked(hit, query, n):
@@ -861,6 +873,32 @@ class HistoryIndex:
         hop = np.flatnonzero(scores > 0)
         hop = hop[np.lexsort((-hop, -scores[hop]))]
         return hop, self._led_to(hop, names, best, self.lexical.scores_for_terms(asked)[:n])
+
+    def _named(self, query: str, n: int) -> np.ndarray | None:
+        """The first ``n`` messages holding a name the chat gave a thing ``query`` asks about, best first by the
+        query's words and the names (ties: the newest first); None when the chat names none of its things."""
+        asked = terms(query)
+        names = named.names_for((b for b, row in self._given_names().items() if row < n), asked)
+        names = [name for name in names if name in self.lexical and self.lexical.idf(name) >= HOP_MIN_IDF]
+        if not names:
+            return None
+        holding = np.unique(np.concatenate([self.lexical.rows(name) for name in names]))
+        holding = holding[holding < n]
+        scores = self.lexical.scores_for_terms([*asked, *names])
+        return holding[np.lexsort((-holding, -scores[holding]))]
+
+    def _given_names(self) -> dict[named.Binding, int]:
+        """Every name the history gives a thing (``named.bindings``), with the position of the first message giving
+        it: the messages added since the last question are read (only those holding "called" or "named"), the rest
+        kept. A name given again is held once: a question reads each binding once, however long the history."""
+        upto = self._named_upto
+        if upto < len(self.messages):
+            cued = np.unique(np.concatenate([self.lexical.rows(cue) for cue in named.CUE_TERMS]))
+            for row in cued[cued >= upto].tolist():
+                for binding in named.bindings(searchable_text(self.messages[row])):
+                    self._named_given.setdefault(binding, row)
+            self._named_upto = len(self.messages)
+        return self._named_given
 
     def _led_to(
         self, hop: np.ndarray, names: dict[int, list[str]], best: np.ndarray, asked: np.ndarray
