@@ -48,6 +48,7 @@ sys.path.insert(0, str(ROOT))
 
 import httpx  # noqa: E402
 
+from bench.call_trace import CallTrace  # noqa: E402
 from bench.litellm_proxy import PROXY_KEY, start_proxy, tree_cpu_seconds  # noqa: E402
 from tests.agent_session import SYSTEM, TOOLS, orders, question, turn_messages  # noqa: E402
 from tests.gateway.servers import (  # noqa: E402
@@ -83,6 +84,8 @@ SETTLE_S = 3.0
 """After the last turn, how long its indexing may take before the process's CPU is read."""
 UPSTREAM_MS = float(os.environ.get("BENCH_LONG_UPSTREAM_MS", "0"))
 """The fake upstream's latency per completion (a provider's round trip): what a summary made inside a call adds."""
+TRACE = os.environ.get("BENCH_LONG_TRACE")
+"""A file: each gateway call's trace, one JSON line (bench/call_trace.py), the server run with bench/serve_probe.py."""
 ROWS = int(os.environ.get("BENCH_LONG_ROWS", "20"))
 """Rows per tool result (20: ~1,000 tokens; 55, issue 32's: ~2,750): the fake quotes a result in its answer, so a
 turn adds about twice that."""
@@ -114,15 +117,19 @@ class Tda:
         self.base, self.pid = base, pid
         self.headers = {"Authorization": f"Bearer {token}"}
         self.client = httpx.AsyncClient(base_url=base, timeout=120, headers=self.headers)
+        self.trace: CallTrace | None = None
 
     async def chat(self, messages: list[dict[str, Any]], session: str | None) -> tuple[dict[str, Any], float, float]:
         """One call: the completion (with its snapshot's id), its wall seconds and the server's CPU seconds."""
         headers = {"X-TDA-Profile": "agent", **({"X-TDA-Session": session} if session else {})}
+        traced = self.trace.before() if self.trace else None
         cpu, started = cpu_seconds(self.pid), time.perf_counter()
         r = await self.client.post(
             "/v1/chat/completions", json={"model": "tda", "messages": messages, "tools": TOOLS}, headers=headers
         )
         wall, spent = time.perf_counter() - started, cpu_seconds(self.pid) - cpu
+        if self.trace and traced:
+            self.trace.after(traced, r.status_code)
         if r.status_code != 200:
             raise RuntimeError(f"tda answered {r.status_code}: {r.text[:500]}")
         completion = r.json()
@@ -234,6 +241,8 @@ async def gateway(
     out: list[dict[str, Any]] = []
     start = numbered if numbered is not None else len(chat) // 4 + 1
     for turn in range(start, start + turns):
+        if tda.trace:
+            tda.trace.label = {"session": session, "turn": turn, "step": 1}
         process_cpu = tree_cpu_seconds(tda.pid)
         newest = chat[-4:] if len(chat) >= 5 else []
         chat.append({"role": "user", "content": question(turn)})
@@ -245,6 +254,8 @@ async def gateway(
         chat.append(called)
         chat.append({"role": "tool", "tool_call_id": called["tool_calls"][0]["id"], "content": orders(turn, ROWS)})
         sent.append(len(chat))
+        if tda.trace:
+            tda.trace.label["step"] = 2
         second, wall2, cpu2 = await tda.chat(chat, session)
         chat.append(reply_message(second))
         out.append(
@@ -359,7 +370,11 @@ def run(folder: Path) -> dict[str, Any]:
             env["TDA_EMBEDDER"] = EMBEDDER
         else:
             env.pop("TDA_EMBEDDER", None)  # tda's default
-        server = start([sys.executable, "-m", "tda.cli", "serve"], env, data / "server.log")
+        command = [sys.executable, "-m", "tda.cli", "serve"]
+        if TRACE:
+            env["BENCH_PROBE_OUT"] = str(folder / "probe.jsonl")
+            command = [sys.executable, str(ROOT / "bench" / "serve_probe.py"), "serve"]
+        server = start(command, env, data / "server.log")
         processes.append(server)
         proxy = None
         if "gateway" in PARTS:
@@ -367,7 +382,10 @@ def run(folder: Path) -> dict[str, Any]:
             processes.append(proxy_process)
             proxy = Proxy(proxy_url, proxy_process.pid)
         wait_until_serving(server, f"http://127.0.0.1:{port}/healthz", data / "server.log")
-        return asyncio.run(measure(Tda(f"http://127.0.0.1:{port}", token, server.pid), proxy, folder))
+        tda = Tda(f"http://127.0.0.1:{port}", token, server.pid)
+        if TRACE:
+            tda.trace = CallTrace(server.pid, folder / "probe.jsonl", Path(TRACE))
+        return asyncio.run(measure(tda, proxy, folder))
     finally:
         for process in reversed(processes):
             stop(process)

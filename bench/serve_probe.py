@@ -1,0 +1,100 @@
+"""`tda serve` with a probe inside (long_session_bench.py's BENCH_LONG_TRACE): what a call's CPU level follows.
+
+Started as ``python bench/serve_probe.py serve`` with BENCH_PROBE_OUT naming a file; writes JSON lines to it:
+* on SIGUSR1 (the bench sends one before each call, and waits for its line): a fixed pure-Python spin timed on the
+  main thread's CPU clock and the wall clock, the CPU the thread ran it on, the collector's counts and frozen objects,
+  and every thread's native id with its name (so the bench can name each thread's CPU);
+* each cycle collection (``gc.callbacks``): its generation, its thread's CPU and wall ms, its start on the monotonic
+  clock (the bench's ``time.perf_counter`` reads the same clock: CLOCK_MONOTONIC), and the thread that ran it.
+Nothing here runs inside a request but the collector's callbacks; the spin runs before the bench's call is timed.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+SPIN_STEPS = 200_000
+"""The spin's loop steps (~5-10 ms of one core): pure bytecode, no allocation that outlives a step."""
+
+
+def spin() -> int:
+    total = 0
+    for i in range(SPIN_STEPS):
+        total += i & 7
+    return total
+
+
+def on_cpu() -> int:
+    """The CPU the calling thread last ran on (field 39 of its /proc stat)."""
+    stat = Path(f"/proc/self/task/{threading.get_native_id()}/stat").read_text()
+    return int(stat.rsplit(")", 1)[1].split()[36])
+
+
+class Probe:
+    def __init__(self, out: Path) -> None:
+        self.out = out.open("a", buffering=1)
+        self.collecting: dict[int, tuple[float, float]] = {}
+
+    def write(self, line: dict[str, Any]) -> None:
+        self.out.write(json.dumps(line) + "\n")
+
+    def spun(self, _signum: int, _frame: object) -> None:
+        cpu, wall = time.thread_time(), time.perf_counter()
+        spin()
+        cpu, wall = time.thread_time() - cpu, time.perf_counter() - wall
+        self.write(
+            {
+                "kind": "spin",
+                "at": time.perf_counter(),
+                "spin_cpu_ms": cpu * 1000,
+                "spin_wall_ms": wall * 1000,
+                "cpu": on_cpu(),
+                "gc_counts": gc.get_count(),
+                "gc_frozen": gc.get_freeze_count(),
+                "gc_enabled": gc.isenabled(),
+                "gc_stats": [s["collections"] for s in gc.get_stats()],
+                "threads": {str(t.native_id): t.name for t in threading.enumerate()},
+            }
+        )
+
+    def collected(self, phase: str, info: dict[str, int]) -> None:
+        me = threading.get_native_id()
+        if phase == "start":
+            self.collecting[me] = (time.thread_time(), time.perf_counter())
+            return
+        cpu, wall = self.collecting.pop(me, (time.thread_time(), time.perf_counter()))
+        self.write(
+            {
+                "kind": "gc",
+                "at": wall,
+                "generation": info["generation"],
+                "cpu_ms": (time.thread_time() - cpu) * 1000,
+                "wall_ms": (time.perf_counter() - wall) * 1000,
+                "collected": info["collected"],
+                "thread": threading.current_thread().name,
+            }
+        )
+
+
+def main() -> int:
+    probe = Probe(Path(os.environ["BENCH_PROBE_OUT"]))
+    signal.signal(signal.SIGUSR1, probe.spun)
+    gc.callbacks.append(probe.collected)
+    from tda.cli import main as tda_main
+
+    return tda_main(sys.argv[1:])
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
