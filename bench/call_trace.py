@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import statistics
 import time
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,14 @@ def machine_ticks() -> dict[str, list[int]]:
     return out
 
 
+def at_usual_speed(cpu_ms: list[float], spin_ms: list[float]) -> list[float]:
+    """Each call's CPU ms as it would read at the run's usual machine speed: scaled by the run's median probe spin over
+    the spin just before it. The host runs the same pure-Python loop 1.4-1.7x slower in episodes of seconds, one vCPU
+    at a time (docs/benchmarks.md, session 48): a ten-turn median that met such an episode reads the host, not tda."""
+    usual = statistics.median(spin_ms)
+    return [cpu * usual / spin for cpu, spin in zip(cpu_ms, spin_ms, strict=True)]
+
+
 def bench_spin() -> dict[str, float]:
     cpu, wall = time.thread_time(), time.perf_counter()
     spin()
@@ -57,6 +66,8 @@ class CallTrace:
         self.read_to = 0
         self.label: dict[str, Any] = {}
         self.threads: dict[str, str] = {}
+        self.spin_ms: float | None = None
+        """The probe's spin before the last call (None: the probe did not answer)."""
 
     def _probe_lines(self) -> list[dict[str, Any]]:
         if not self.probe_out.exists():
@@ -84,6 +95,7 @@ class CallTrace:
         spun, _ = self._probe_spin()
         if spun:
             self.threads |= spun.pop("threads")
+        self.spin_ms = spun["spin_cpu_ms"] if spun else None
         return {
             "probe": spun,
             "bench_spin": bench_spin(),

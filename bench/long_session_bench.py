@@ -28,7 +28,10 @@ conversation of GATEWAY_TURNS turns without a session, resent whole each call, i
 GATEWAY_TURNS - 10 turns, then its last 10 turns side by side with a young session's first 10, call pair by call
 pair, so both ends run at the same load: CPU and wall ms a call), BENCH_LONG_ROWS (rows per tool
 result, default 20), BENCH_LONG_UPSTREAM_MS (the fake's latency: each completion, a summary's too, answered that many
-ms after it came; default 0).
+ms after it came; default 0), BENCH_LONG_TRACE (a file: each call's trace, one JSON line, bench/call_trace.py; the server
+runs with a probe, bench/serve_probe.py, that spins a fixed pure-Python loop before each call, and the session's
+growth is also given at the machine's usual speed: this host runs that loop 1.4-1.7x slower in episodes of seconds,
+and a ten-turn median that met one reads the host, not tda: docs/benchmarks.md, session 48).
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ sys.path.insert(0, str(ROOT))
 
 import httpx  # noqa: E402
 
-from bench.call_trace import CallTrace  # noqa: E402
+from bench.call_trace import CallTrace, at_usual_speed  # noqa: E402
 from bench.litellm_proxy import PROXY_KEY, start_proxy, tree_cpu_seconds  # noqa: E402
 from tests.agent_session import SYSTEM, TOOLS, orders, question, turn_messages  # noqa: E402
 from tests.gateway.servers import (  # noqa: E402
@@ -248,6 +251,7 @@ async def gateway(
         chat.append({"role": "user", "content": question(turn)})
         sent = [len(chat)]
         first, wall1, cpu1 = await tda.chat(chat, session)
+        spins = [tda.trace.spin_ms] if tda.trace else []
         called = reply_message(first)
         if not called.get("tool_calls"):
             raise RuntimeError(f"the fake did not call the tool: {called}")
@@ -257,6 +261,7 @@ async def gateway(
         if tda.trace:
             tda.trace.label["step"] = 2
         second, wall2, cpu2 = await tda.chat(chat, session)
+        spins += [tda.trace.spin_ms] if tda.trace else []
         chat.append(reply_message(second))
         out.append(
             {
@@ -267,6 +272,7 @@ async def gateway(
                 "over": sum(len(json.dumps(m)) for m in chat) / 4 > AVAILABLE * 1.5,  # history well over the window
                 "process_cpu_s": process_cpu,
                 "sent": sent,
+                "spin_ms": statistics.fmean(spins) if spins and None not in spins else None,
             }
         )
     await asyncio.sleep(SETTLE_S)  # the last turn's indexing, after its response
@@ -519,6 +525,10 @@ async def gateway_figures(tda: Tda, proxy: Proxy, recorded: Path) -> dict[str, A
     over = [row["utilisation"] for row in session_rows if row["over"]]
     wall = first_last([row["wall_ms"] for row in session_rows])
     cpu = first_last([row["cpu_ms"] for row in session_rows])
+    spins = [row["spin_ms"] for row in session_rows]
+    usual = (  # traced: each call's CPU at the run's usual machine speed (bench/call_trace.py)
+        first_last(at_usual_speed([row["cpu_ms"] for row in session_rows], spins)) if None not in spins else None
+    )
     process_cpu = mean_first_last([row["process_cpu_ms"] for row in session_rows])
     wall_mean = mean_first_last([row["wall_ms"] for row in session_rows])  # a summary waited for shows in the mean
     assembled = [call for row in session_rows if row["over"] for call in row["assemble_ms_by_call"]]
@@ -544,6 +554,8 @@ async def gateway_figures(tda: Tda, proxy: Proxy, recorded: Path) -> dict[str, A
         "session_cpu_ms_first10": cpu[0],
         "session_cpu_ms_last10": cpu[1],
         "session_cpu_growth": cpu[2],
+        "session_cpu_ms_at_usual_speed": list(usual) if usual else None,
+        "session_spin_ms_first10_last10": [first_last(spins)[0], first_last(spins)[1]] if usual else None,
         "session_process_cpu_ms_first10": process_cpu[0],
         "session_process_cpu_ms_last10": process_cpu[1],
         "session_process_cpu_growth": process_cpu[2],
@@ -580,6 +592,15 @@ def print_gateway(figures: dict[str, Any]) -> None:
         f"{figures['session_cpu_ms_first10']:.1f} / {figures['session_cpu_ms_last10']:.1f} "
         f"(x{figures['session_cpu_growth']:.2f})"
     )
+    if figures["session_cpu_ms_at_usual_speed"]:
+        first, last, growth = figures["session_cpu_ms_at_usual_speed"]
+        spins = figures["session_spin_ms_first10_last10"]
+        print(
+            f"  traced: server CPU ms per call at the machine's usual speed (scaled by the probe's spin before each "
+            f"call against the run's median) {first:.1f} / {last:.1f} (x{growth:.2f}); the spin itself, ms, first / "
+            f"last 10 turns {spins[0]:.2f} / {spins[1]:.2f} (x{spins[1] / spins[0]:.2f}); the whole-process "
+            "figures below include the probe's spins"
+        )
     print(
         f"  the server process's CPU ms per call, everything it did in the turn (indexing after the response, "
         f"short-lived threads): {figures['session_process_cpu_ms_first10']:.1f} / "
