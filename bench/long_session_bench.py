@@ -28,8 +28,8 @@ conversation of GATEWAY_TURNS turns without a session, resent whole each call, i
 GATEWAY_TURNS - 10 turns, then its last 10 turns side by side with a young session's first 10, call pair by call
 pair, so both ends run at the same load: CPU and wall ms a call), BENCH_LONG_ROWS (rows per tool
 result, default 20), BENCH_LONG_UPSTREAM_MS (the fake's latency: each completion, a summary's too, answered that many
-ms after it came; default 0), BENCH_LONG_TRACE (a file: each call's trace, one JSON line, bench/call_trace.py; the server
-runs with a probe, bench/serve_probe.py, that spins a fixed pure-Python loop before each call, and the session's
+ms after it came; default 0), BENCH_LONG_TRACE (a file: each call's trace, one JSON line, bench/call_trace.py; the
+server runs with a probe, bench/serve_probe.py, that spins a fixed pure-Python loop before each call, and the session's
 growth is also given at the machine's usual speed: this host runs that loop 1.4-1.7x slower in episodes of seconds,
 and a ten-turn median that met one reads the host, not tda: docs/benchmarks.md, session 48).
 """
