@@ -2,9 +2,9 @@
 
 For each call, one JSON line: its label (mode, turn, step), wall ms, the process's CPU ms (all threads, as the bench's
 "server CPU ms per call") and each thread's, named by the probe; the probe's spin just before the call (a fixed
-pure-Python loop in the server's main thread: if it shifts level with the call, the machine does, not tda), the same
-spin in the bench's own process, the CPU each ran on, the machine's steal and other CPU time over the call
-(/proc/stat), and the cycle collections that started inside the call.
+pure-Python loop in the server's main thread: if it shifts level with the call, the machine does, not tda) and just
+after it, the same spin in the bench's own process, the CPU each ran on, the machine's steal and other CPU time over
+the call (/proc/stat), and the cycle collections that started inside the call.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def machine_ticks() -> dict[str, list[int]]:
 
 def at_usual_speed(cpu_ms: list[float], spin_ms: list[float]) -> list[float]:
     """Each call's CPU ms as it would read at the run's usual machine speed: scaled by the run's median probe spin over
-    the spin just before it. The host runs the same pure-Python loop 1.4-1.7x slower in episodes of seconds, one vCPU
+    the spin around it. The host runs the same pure-Python loop 1.4-1.7x slower in episodes of seconds, one vCPU
     at a time (docs/benchmarks.md, session 48): a ten-turn median that met such an episode reads the host, not tda."""
     usual = statistics.median(spin_ms)
     return [cpu * usual / spin for cpu, spin in zip(cpu_ms, spin_ms, strict=True)]
@@ -67,7 +67,7 @@ class CallTrace:
         self.label: dict[str, Any] = {}
         self.threads: dict[str, str] = {}
         self.spin_ms: float | None = None
-        """The probe's spin before the last call (None: the probe did not answer)."""
+        """The probe's spins around the last call, their mean ms (None: the probe did not answer)."""
 
     def _probe_lines(self) -> list[dict[str, Any]]:
         if not self.probe_out.exists():
@@ -91,13 +91,17 @@ class CallTrace:
             time.sleep(0.001)
         return None, seen
 
-    def before(self) -> dict[str, Any]:
-        spun, _ = self._probe_spin()
+    def _spun(self) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+        spun, collections = self._probe_spin()
         if spun:
             self.threads |= spun.pop("threads")
-        self.spin_ms = spun["spin_cpu_ms"] if spun else None
+        return spun, collections
+
+    def before(self) -> dict[str, Any]:
+        spun, collections = self._spun()
         return {
             "probe": spun,
+            "gc_between": collections,
             "bench_spin": bench_spin(),
             "bench_cpu": on_cpu(),
             "machine": machine_ticks(),
@@ -106,6 +110,8 @@ class CallTrace:
         }
 
     def after(self, started: dict[str, Any], status: int) -> None:
+        """The call's line; then the probe spins again, and ``spin_ms`` is the mean of its spins before and after the
+        call (an episode of the host's may begin or end within the call: the two together follow it better than one)."""
         at, threads, machine = time.perf_counter(), thread_cpu_ns(self.pid), machine_ticks()
         spent = {tid: ns - started["threads"].get(tid, 0) for tid, ns in threads.items()}
         by_name: dict[str, float] = {}
@@ -113,7 +119,9 @@ class CallTrace:
             if ns:
                 name = "main" if tid == str(self.pid) else self.threads.get(tid, f"tid-{tid}")
                 by_name[name] = by_name.get(name, 0.0) + ns / 1e6
-        collections = [line for line in self._probe_lines() if line["kind"] == "gc"]
+        spun_after, collections = self._spun()
+        spins = [p["spin_cpu_ms"] for p in (started["probe"], spun_after) if p]
+        self.spin_ms = statistics.fmean(spins) if len(spins) == 2 else None
         line = {
             **self.label,
             "status": status,
@@ -121,13 +129,14 @@ class CallTrace:
             "cpu_ms": sum(spent.values()) / 1e6,
             "threads_ms": by_name,
             "probe": started["probe"],
+            "probe_after": spun_after,
             "bench_spin": started["bench_spin"],
             "bench_cpu": started["bench_cpu"],
             "machine_ticks": {
                 cpu: [a - b for a, b in zip(machine[cpu], started["machine"][cpu], strict=True)] for cpu in machine
             },
             "gc": [c for c in collections if started["at"] <= c["at"] <= at],
-            "gc_between": [c for c in collections if c["at"] < started["at"]],
+            "gc_between": started["gc_between"],
         }
         with self.out.open("a") as f:
             f.write(json.dumps(line) + "\n")

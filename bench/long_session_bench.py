@@ -29,9 +29,9 @@ GATEWAY_TURNS - 10 turns, then its last 10 turns side by side with a young sessi
 pair, so both ends run at the same load: CPU and wall ms a call), BENCH_LONG_ROWS (rows per tool
 result, default 20), BENCH_LONG_UPSTREAM_MS (the fake's latency: each completion, a summary's too, answered that many
 ms after it came; default 0), BENCH_LONG_TRACE (a file: each call's trace, one JSON line, bench/call_trace.py; the
-server runs with a probe, bench/serve_probe.py, that spins a fixed pure-Python loop before each call, and the session's
-growth is also given at the machine's usual speed: this host runs that loop 1.4-1.7x slower in episodes of seconds,
-and a ten-turn median that met one reads the host, not tda: docs/benchmarks.md, session 48).
+server runs with a probe, bench/serve_probe.py, that spins a fixed pure-Python loop before and after each call, and
+the session's growth is also given at the machine's usual speed: this host runs that loop 1.4-1.7x slower in
+episodes of seconds, and a ten-turn median that met one reads the host, not tda: docs/benchmarks.md, session 48).
 """
 
 from __future__ import annotations
@@ -596,7 +596,7 @@ def print_gateway(figures: dict[str, Any]) -> None:
         first, last, growth = figures["session_cpu_ms_at_usual_speed"]
         spins = figures["session_spin_ms_first10_last10"]
         print(
-            f"  traced: server CPU ms per call at the machine's usual speed (scaled by the probe's spin before each "
+            f"  traced: server CPU ms per call at the machine's usual speed (scaled by the probe's spins around each "
             f"call against the run's median) {first:.1f} / {last:.1f} (x{growth:.2f}); the spin itself, ms, first / "
             f"last 10 turns {spins[0]:.2f} / {spins[1]:.2f} (x{spins[1] / spins[0]:.2f}); the whole-process "
             "figures below include the probe's spins"
