@@ -67,7 +67,7 @@ class CallTrace:
         self.label: dict[str, Any] = {}
         self.threads: dict[str, str] = {}
         self.spin_ms: float | None = None
-        """The probe's spins around the last call, their mean ms (None: the probe did not answer)."""
+        """The probe's spins around the last call, their mean ms (None: the probe answered neither)."""
 
     def _probe_lines(self) -> list[dict[str, Any]]:
         if not self.probe_out.exists():
@@ -121,7 +121,7 @@ class CallTrace:
                 by_name[name] = by_name.get(name, 0.0) + ns / 1e6
         spun_after, collections = self._spun()
         spins = [p["spin_cpu_ms"] for p in (started["probe"], spun_after) if p]
-        self.spin_ms = statistics.fmean(spins) if len(spins) == 2 else None
+        self.spin_ms = statistics.fmean(spins) if spins else None
         line = {
             **self.label,
             "status": status,

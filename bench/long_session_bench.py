@@ -272,7 +272,7 @@ async def gateway(
                 "over": sum(len(json.dumps(m)) for m in chat) / 4 > AVAILABLE * 1.5,  # history well over the window
                 "process_cpu_s": process_cpu,
                 "sent": sent,
-                "spin_ms": statistics.fmean(spins) if spins and None not in spins else None,
+                "spin_ms": statistics.fmean(known) if (known := [s for s in spins if s is not None]) else None,
             }
         )
     await asyncio.sleep(SETTLE_S)  # the last turn's indexing, after its response
@@ -464,6 +464,19 @@ async def side_by_side(tda: Tda, turns: int) -> dict[str, Any]:
     return figures
 
 
+def usual_speed_figures(rows: list[dict[str, Any]]) -> tuple[float, float, float, float, float]:
+    """Traced: the first and last 10 turns' CPU ms a call at the run's usual machine speed and their ratio
+    (bench/call_trace.py), then the probe's spin ms over the same turns; a turn the probe answered for at none of its
+    calls counts in neither."""
+    spun = [row for row in rows if row["spin_ms"] is not None]
+    scaled = at_usual_speed([row["cpu_ms"] for row in spun], [row["spin_ms"] for row in spun])
+    usual = dict(zip(map(id, spun), scaled, strict=True))
+    ends = [[row for row in end if id(row) in usual] for end in (rows[:10], rows[-10:])]
+    first, last = (median([usual[id(row)] for row in end]) for end in ends)
+    spins = [median([row["spin_ms"] for row in end]) for end in ends]
+    return first, last, last / first if first else 0.0, spins[0], spins[1]
+
+
 def bodies(chat: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     """The messages of each call ``rows`` made (two a turn), ``chat`` being what the calls went on."""
     return [chat[:sent] for row in rows for sent in row["sent"]]
@@ -525,10 +538,7 @@ async def gateway_figures(tda: Tda, proxy: Proxy, recorded: Path) -> dict[str, A
     over = [row["utilisation"] for row in session_rows if row["over"]]
     wall = first_last([row["wall_ms"] for row in session_rows])
     cpu = first_last([row["cpu_ms"] for row in session_rows])
-    spins = [row["spin_ms"] for row in session_rows]
-    usual = (  # traced: each call's CPU at the run's usual machine speed (bench/call_trace.py)
-        first_last(at_usual_speed([row["cpu_ms"] for row in session_rows], spins)) if None not in spins else None
-    )
+    usual = usual_speed_figures(session_rows) if tda.trace else None
     process_cpu = mean_first_last([row["process_cpu_ms"] for row in session_rows])
     wall_mean = mean_first_last([row["wall_ms"] for row in session_rows])  # a summary waited for shows in the mean
     assembled = [call for row in session_rows if row["over"] for call in row["assemble_ms_by_call"]]
@@ -554,8 +564,8 @@ async def gateway_figures(tda: Tda, proxy: Proxy, recorded: Path) -> dict[str, A
         "session_cpu_ms_first10": cpu[0],
         "session_cpu_ms_last10": cpu[1],
         "session_cpu_growth": cpu[2],
-        "session_cpu_ms_at_usual_speed": list(usual) if usual else None,
-        "session_spin_ms_first10_last10": [first_last(spins)[0], first_last(spins)[1]] if usual else None,
+        "session_cpu_ms_at_usual_speed": list(usual[:3]) if usual else None,
+        "session_spin_ms_first10_last10": usual[3:] if usual else None,
         "session_process_cpu_ms_first10": process_cpu[0],
         "session_process_cpu_ms_last10": process_cpu[1],
         "session_process_cpu_growth": process_cpu[2],

@@ -43,11 +43,13 @@ def on_cpu() -> int:
 
 class Probe:
     def __init__(self, out: Path) -> None:
-        self.out = out.open("a", buffering=1)
+        self.out = os.open(out, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         self.collecting: dict[int, tuple[float, float]] = {}
 
     def write(self, line: dict[str, Any]) -> None:
-        self.out.write(json.dumps(line) + "\n")
+        """One unbuffered write: the signal's handler may run inside a collection's callback, mid-write (a buffered
+        file then raises "reentrant call" and the line is lost)."""
+        os.write(self.out, (json.dumps(line) + "\n").encode())
 
     def spun(self, _signum: int, _frame: object) -> None:
         cpu, wall = time.thread_time(), time.perf_counter()
