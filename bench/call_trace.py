@@ -4,7 +4,7 @@ For each call, one JSON line: its label (mode, turn, step), wall ms, the process
 "server CPU ms per call") and each thread's, named by the probe; the probe's spin just before the call (a fixed
 pure-Python loop in the server's main thread: if it shifts level with the call, the machine does, not tda) and just
 after it, the same spin in the bench's own process, the CPU each ran on, the machine's steal and other CPU time over
-the call (/proc/stat), the cycle collections that started inside the call, and the process's CPU ns before and after
+the call (/proc/stat), the server's minor and major page faults in the call, the cycle collections that started inside the call, and the process's CPU ns before and after
 it (what ran between two calls, the probe's spins aside, is what the server did after a response).
 """
 
@@ -32,6 +32,12 @@ def thread_cpu_ns(pid: int) -> dict[str, int]:
         except (OSError, ValueError, IndexError):  # a thread that ended while read
             continue
     return out
+
+
+def page_faults(pid: int) -> list[int]:
+    """The process's minor and major page faults so far (/proc/<pid>/stat; a fault's handling is the thread's CPU)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return [int(fields[7]), int(fields[9])]
 
 
 def machine_ticks() -> dict[str, list[int]]:
@@ -107,6 +113,7 @@ class CallTrace:
             "bench_cpu": on_cpu(),
             "machine": machine_ticks(),
             "threads": thread_cpu_ns(self.pid),
+            "faults": page_faults(self.pid),
             "at": time.perf_counter(),
         }
 
@@ -114,6 +121,7 @@ class CallTrace:
         """The call's line; then the probe spins again, and ``spin_ms`` is the mean of its spins before and after the
         call (an episode of the host's may begin or end within the call: the two together follow it better than one)."""
         at, threads, machine = time.perf_counter(), thread_cpu_ns(self.pid), machine_ticks()
+        faults = [n - before for n, before in zip(page_faults(self.pid), started["faults"], strict=True)]
         spent = {tid: ns - started["threads"].get(tid, 0) for tid, ns in threads.items()}
         by_name: dict[str, float] = {}
         for tid, ns in spent.items():
@@ -129,6 +137,7 @@ class CallTrace:
             "wall_ms": (at - started["at"]) * 1000,
             "cpu_ms": sum(spent.values()) / 1e6,
             "process_ns": [sum(started["threads"].values()), sum(threads.values())],
+            "page_faults": faults,
             "threads_ms": by_name,
             "probe": started["probe"],
             "probe_after": spun_after,
