@@ -4,8 +4,9 @@ For each call, one JSON line: its label (mode, turn, step), wall ms, the process
 "server CPU ms per call") and each thread's, named by the probe; the probe's spin just before the call (a fixed
 pure-Python loop in the server's main thread: if it shifts level with the call, the machine does, not tda) and just
 after it, the same spin in the bench's own process, the CPU each ran on, the machine's steal and other CPU time over
-the call (/proc/stat), the server's minor and major page faults in the call, the cycle collections that started inside the call, and the process's CPU ns before and after
-it (what ran between two calls, the probe's spins aside, is what the server did after a response).
+the call (/proc/stat), the server's minor and major page faults in the call, the cycle collections that started
+inside the call, and the process's CPU ns before and after it (what ran between two calls, the probe's spins aside, is
+what the server did after a response).
 """
 
 from __future__ import annotations
