@@ -26,12 +26,13 @@ Knobs: BENCH_LONG_TURNS (gateway, default 100), BENCH_LONG_NATIVE_TURNS (default
 BENCH_LONG_PARTS (default "gateway,stateless,native"; "native" runs the native turns alone; "stateless": a new
 conversation of GATEWAY_TURNS turns without a session, resent whole each call, its growth; "side": a session grown to
 GATEWAY_TURNS - 10 turns, then its last 10 turns side by side with a young session's first 10, call pair by call
-pair, so both ends run at the same load: CPU and wall ms a call), BENCH_LONG_ROWS (rows per tool
-result, default 20), BENCH_LONG_UPSTREAM_MS (the fake's latency: each completion, a summary's too, answered that many
-ms after it came; default 0), BENCH_LONG_TRACE (a file: each call's trace, one JSON line, bench/call_trace.py; the
-server runs with a probe, bench/serve_probe.py, that spins a fixed pure-Python loop before and after each call, and
-the session's growth is also given at the machine's usual speed: this host runs that loop 1.4-1.7x slower in
-episodes of seconds, and a ten-turn median that met one reads the host, not tda: docs/benchmarks.md, session 48).
+pair, so both ends run at the same load: CPU and wall ms a call), BENCH_LONG_ROWS (rows per tool result, default 20),
+BENCH_LONG_UPSTREAM_MS (the fake's latency: each completion, a summary's too, answered that many ms after it came;
+default 0), BENCH_LONG_PAUSE_MS (the client's pause after each call; default 0), BENCH_LONG_TRACE (a file: each call's
+trace, one JSON line, bench/call_trace.py; the server runs with a probe, bench/serve_probe.py, that spins a fixed
+pure-Python loop before and after each call, and the session's growth is also given at the machine's usual speed:
+this host runs that loop 1.4-1.7x slower in episodes of seconds, and a ten-turn median that met one reads the host,
+not tda: docs/benchmarks.md, session 48).
 """
 
 from __future__ import annotations
@@ -89,6 +90,9 @@ UPSTREAM_MS = float(os.environ.get("BENCH_LONG_UPSTREAM_MS", "0"))
 """The fake upstream's latency per completion (a provider's round trip): what a summary made inside a call adds."""
 TRACE = os.environ.get("BENCH_LONG_TRACE")
 """A file: each gateway call's trace, one JSON line (bench/call_trace.py), the server run with bench/serve_probe.py."""
+PAUSE_S = float(os.environ.get("BENCH_LONG_PAUSE_MS", "0")) / 1000
+"""A pause after each gateway call (a client's own time between calls): what the server does after a response then
+runs before the next call, not inside it."""
 ROWS = int(os.environ.get("BENCH_LONG_ROWS", "20"))
 """Rows per tool result (20: ~1,000 tokens; 55, issue 32's: ~2,750): the fake quotes a result in its answer, so a
 turn adds about twice that."""
@@ -133,6 +137,7 @@ class Tda:
         wall, spent = time.perf_counter() - started, cpu_seconds(self.pid) - cpu
         if self.trace and traced:
             self.trace.after(traced, r.status_code)
+        await asyncio.sleep(PAUSE_S)
         if r.status_code != 200:
             raise RuntimeError(f"tda answered {r.status_code}: {r.text[:500]}")
         completion = r.json()
