@@ -26,9 +26,13 @@ Knobs: BENCH_LONG_TURNS (gateway, default 100), BENCH_LONG_NATIVE_TURNS (default
 BENCH_LONG_PARTS (default "gateway,stateless,native"; "native" runs the native turns alone; "stateless": a new
 conversation of GATEWAY_TURNS turns without a session, resent whole each call, its growth; "side": a session grown to
 GATEWAY_TURNS - 10 turns, then its last 10 turns side by side with a young session's first 10, call pair by call
-pair, so both ends run at the same load: CPU and wall ms a call), BENCH_LONG_ROWS (rows per tool
-result, default 20), BENCH_LONG_UPSTREAM_MS (the fake's latency: each completion, a summary's too, answered that many
-ms after it came; default 0).
+pair, so both ends run at the same load: CPU and wall ms a call), BENCH_LONG_ROWS (rows per tool result, default 20),
+BENCH_LONG_UPSTREAM_MS (the fake's latency: each completion, a summary's too, answered that many ms after it came;
+default 0), BENCH_LONG_PAUSE_MS (the client's pause after each call; default 0), BENCH_LONG_TRACE (a file: each call's
+trace, one JSON line, bench/call_trace.py; the server runs with a probe, bench/serve_probe.py, that spins a fixed
+pure-Python loop before and after each call, and the session's growth is also given at the machine's usual speed:
+this host runs that loop 1.4-1.7x slower in episodes of seconds, and a ten-turn median that met one reads the host,
+not tda: docs/benchmarks.md, session 48).
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ sys.path.insert(0, str(ROOT))
 
 import httpx  # noqa: E402
 
+from bench.call_trace import CallTrace, at_usual_speed  # noqa: E402
 from bench.litellm_proxy import PROXY_KEY, start_proxy, tree_cpu_seconds  # noqa: E402
 from tests.agent_session import SYSTEM, TOOLS, orders, question, turn_messages  # noqa: E402
 from tests.gateway.servers import (  # noqa: E402
@@ -83,6 +88,11 @@ SETTLE_S = 3.0
 """After the last turn, how long its indexing may take before the process's CPU is read."""
 UPSTREAM_MS = float(os.environ.get("BENCH_LONG_UPSTREAM_MS", "0"))
 """The fake upstream's latency per completion (a provider's round trip): what a summary made inside a call adds."""
+TRACE = os.environ.get("BENCH_LONG_TRACE")
+"""A file: each gateway call's trace, one JSON line (bench/call_trace.py), the server run with bench/serve_probe.py."""
+PAUSE_S = float(os.environ.get("BENCH_LONG_PAUSE_MS", "0")) / 1000
+"""A pause after each gateway call (a client's own time between calls): what the server does after a response then
+runs before the next call, not inside it."""
 ROWS = int(os.environ.get("BENCH_LONG_ROWS", "20"))
 """Rows per tool result (20: ~1,000 tokens; 55, issue 32's: ~2,750): the fake quotes a result in its answer, so a
 turn adds about twice that."""
@@ -114,15 +124,20 @@ class Tda:
         self.base, self.pid = base, pid
         self.headers = {"Authorization": f"Bearer {token}"}
         self.client = httpx.AsyncClient(base_url=base, timeout=120, headers=self.headers)
+        self.trace: CallTrace | None = None
 
     async def chat(self, messages: list[dict[str, Any]], session: str | None) -> tuple[dict[str, Any], float, float]:
         """One call: the completion (with its snapshot's id), its wall seconds and the server's CPU seconds."""
         headers = {"X-TDA-Profile": "agent", **({"X-TDA-Session": session} if session else {})}
+        traced = self.trace.before() if self.trace else None
         cpu, started = cpu_seconds(self.pid), time.perf_counter()
         r = await self.client.post(
             "/v1/chat/completions", json={"model": "tda", "messages": messages, "tools": TOOLS}, headers=headers
         )
         wall, spent = time.perf_counter() - started, cpu_seconds(self.pid) - cpu
+        if self.trace and traced:
+            self.trace.after(traced, r.status_code)
+        await asyncio.sleep(PAUSE_S)
         if r.status_code != 200:
             raise RuntimeError(f"tda answered {r.status_code}: {r.text[:500]}")
         completion = r.json()
@@ -234,18 +249,24 @@ async def gateway(
     out: list[dict[str, Any]] = []
     start = numbered if numbered is not None else len(chat) // 4 + 1
     for turn in range(start, start + turns):
+        if tda.trace:
+            tda.trace.label = {"session": session, "turn": turn, "step": 1}
         process_cpu = tree_cpu_seconds(tda.pid)
         newest = chat[-4:] if len(chat) >= 5 else []
         chat.append({"role": "user", "content": question(turn)})
         sent = [len(chat)]
         first, wall1, cpu1 = await tda.chat(chat, session)
+        spins = [tda.trace.spin_ms] if tda.trace else []
         called = reply_message(first)
         if not called.get("tool_calls"):
             raise RuntimeError(f"the fake did not call the tool: {called}")
         chat.append(called)
         chat.append({"role": "tool", "tool_call_id": called["tool_calls"][0]["id"], "content": orders(turn, ROWS)})
         sent.append(len(chat))
+        if tda.trace:
+            tda.trace.label["step"] = 2
         second, wall2, cpu2 = await tda.chat(chat, session)
+        spins += [tda.trace.spin_ms] if tda.trace else []
         chat.append(reply_message(second))
         out.append(
             {
@@ -256,6 +277,7 @@ async def gateway(
                 "over": sum(len(json.dumps(m)) for m in chat) / 4 > AVAILABLE * 1.5,  # history well over the window
                 "process_cpu_s": process_cpu,
                 "sent": sent,
+                "spin_ms": statistics.fmean(known) if (known := [s for s in spins if s is not None]) else None,
             }
         )
     await asyncio.sleep(SETTLE_S)  # the last turn's indexing, after its response
@@ -359,7 +381,11 @@ def run(folder: Path) -> dict[str, Any]:
             env["TDA_EMBEDDER"] = EMBEDDER
         else:
             env.pop("TDA_EMBEDDER", None)  # tda's default
-        server = start([sys.executable, "-m", "tda.cli", "serve"], env, data / "server.log")
+        command = [sys.executable, "-m", "tda.cli", "serve"]
+        if TRACE:
+            env["BENCH_PROBE_OUT"] = str(folder / "probe.jsonl")
+            command = [sys.executable, str(ROOT / "bench" / "serve_probe.py"), "serve"]
+        server = start(command, env, data / "server.log")
         processes.append(server)
         proxy = None
         if "gateway" in PARTS:
@@ -367,7 +393,10 @@ def run(folder: Path) -> dict[str, Any]:
             processes.append(proxy_process)
             proxy = Proxy(proxy_url, proxy_process.pid)
         wait_until_serving(server, f"http://127.0.0.1:{port}/healthz", data / "server.log")
-        return asyncio.run(measure(Tda(f"http://127.0.0.1:{port}", token, server.pid), proxy, folder))
+        tda = Tda(f"http://127.0.0.1:{port}", token, server.pid)
+        if TRACE:
+            tda.trace = CallTrace(server.pid, folder / "probe.jsonl", Path(TRACE))
+        return asyncio.run(measure(tda, proxy, folder))
     finally:
         for process in reversed(processes):
             stop(process)
@@ -440,6 +469,19 @@ async def side_by_side(tda: Tda, turns: int) -> dict[str, Any]:
     return figures
 
 
+def usual_speed_figures(rows: list[dict[str, Any]]) -> tuple[float, float, float, float, float]:
+    """Traced: the first and last 10 turns' CPU ms a call at the run's usual machine speed and their ratio
+    (bench/call_trace.py), then the probe's spin ms over the same turns; a turn the probe answered for at none of its
+    calls counts in neither."""
+    spun = [row for row in rows if row["spin_ms"] is not None]
+    scaled = at_usual_speed([row["cpu_ms"] for row in spun], [row["spin_ms"] for row in spun])
+    usual = dict(zip(map(id, spun), scaled, strict=True))
+    ends = [[row for row in end if id(row) in usual] for end in (rows[:10], rows[-10:])]
+    first, last = (median([usual[id(row)] for row in end]) for end in ends)
+    spins = [median([row["spin_ms"] for row in end]) for end in ends]
+    return first, last, last / first if first else 0.0, spins[0], spins[1]
+
+
 def bodies(chat: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     """The messages of each call ``rows`` made (two a turn), ``chat`` being what the calls went on."""
     return [chat[:sent] for row in rows for sent in row["sent"]]
@@ -501,6 +543,7 @@ async def gateway_figures(tda: Tda, proxy: Proxy, recorded: Path) -> dict[str, A
     over = [row["utilisation"] for row in session_rows if row["over"]]
     wall = first_last([row["wall_ms"] for row in session_rows])
     cpu = first_last([row["cpu_ms"] for row in session_rows])
+    usual = usual_speed_figures(session_rows) if tda.trace else None
     process_cpu = mean_first_last([row["process_cpu_ms"] for row in session_rows])
     wall_mean = mean_first_last([row["wall_ms"] for row in session_rows])  # a summary waited for shows in the mean
     assembled = [call for row in session_rows if row["over"] for call in row["assemble_ms_by_call"]]
@@ -526,6 +569,8 @@ async def gateway_figures(tda: Tda, proxy: Proxy, recorded: Path) -> dict[str, A
         "session_cpu_ms_first10": cpu[0],
         "session_cpu_ms_last10": cpu[1],
         "session_cpu_growth": cpu[2],
+        "session_cpu_ms_at_usual_speed": list(usual[:3]) if usual else None,
+        "session_spin_ms_first10_last10": usual[3:] if usual else None,
         "session_process_cpu_ms_first10": process_cpu[0],
         "session_process_cpu_ms_last10": process_cpu[1],
         "session_process_cpu_growth": process_cpu[2],
@@ -562,6 +607,15 @@ def print_gateway(figures: dict[str, Any]) -> None:
         f"{figures['session_cpu_ms_first10']:.1f} / {figures['session_cpu_ms_last10']:.1f} "
         f"(x{figures['session_cpu_growth']:.2f})"
     )
+    if figures["session_cpu_ms_at_usual_speed"]:
+        first, last, growth = figures["session_cpu_ms_at_usual_speed"]
+        spins = figures["session_spin_ms_first10_last10"]
+        print(
+            f"  traced: server CPU ms per call at the machine's usual speed (scaled by the probe's spins around each "
+            f"call against the run's median) {first:.1f} / {last:.1f} (x{growth:.2f}); the spin itself, ms, first / "
+            f"last 10 turns {spins[0]:.2f} / {spins[1]:.2f} (x{spins[1] / spins[0]:.2f}); the whole-process "
+            "figures below include the probe's spins"
+        )
     print(
         f"  the server process's CPU ms per call, everything it did in the turn (indexing after the response, "
         f"short-lived threads): {figures['session_process_cpu_ms_first10']:.1f} / "
