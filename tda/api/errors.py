@@ -286,7 +286,8 @@ def register_error_handlers(app: Quart) -> None:
 
 
 _DATABASE_ERRORS = ("OperationalError", "InterfaceError", "TimeoutError", "DisconnectionError")
-"""SQLAlchemy's errors for a database it cannot reach or lost the connection to (a pool timeout included)."""
+"""SQLAlchemy's errors for a database it cannot reach or lost the connection to (a pool timeout included), and
+sqlite3's, which SQLAlchemy wraps in the first (the loop's own connections raise them bare: tda/inline_sqlite.py)."""
 _DEPENDENCIES = {
     "sqlalchemy": "the database",
     "asyncpg": "the database",
@@ -309,7 +310,7 @@ def unreachable_dependency(exc: BaseException) -> str | None:
         seen.add(id(current))
         module = type(current).__module__.split(".")[0]
         name = type(current).__name__
-        if module == "sqlalchemy" and name in _DATABASE_ERRORS:
+        if module in ("sqlalchemy", "sqlite3") and name in _DATABASE_ERRORS:  # sqlite3: the loop's own connections
             return "the database"
         if module in ("redis", "httpx", "httpcore", "asyncpg") and ("Connect" in name or "Timeout" in name):
             return _DEPENDENCIES[module]

@@ -5,11 +5,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ..db import Database
-from ..models import AuditRow
+from ..inline_sqlite import Statements
+from ..models import AuditRow, Base
 
 
 def record(
@@ -22,6 +23,26 @@ def record(
     after: dict[str, Any] | None = None,
 ) -> None:
     session.add(AuditRow(actor=actor, action=action, entity=entity, entity_id=entity_id, before=before, after=after))
+
+
+INSERT = insert(Base.metadata.tables[AuditRow.__tablename__])
+"""An entry's row by a ``LoopWriter`` transaction (``record_here``; the table's, as the ORM's flush writes it)."""
+INSERT_NAMES = ("actor", "action", "entity", "entity_id", "before", "after")
+"""The columns ``record_here`` names (its project and time: the columns' defaults, as in ``record``)."""
+
+
+def record_here(
+    sql: Statements,
+    actor: str,
+    action: str,
+    entity: str,
+    entity_id: str,
+    before: dict[str, Any] | None = None,
+    after: dict[str, Any] | None = None,
+) -> None:
+    """``record`` in a ``LoopWriter`` transaction: the same row, without an ORM session's flush."""
+    values = (actor, action, entity, entity_id, before, after)
+    sql.first(INSERT, dict(zip(INSERT_NAMES, values, strict=True)))
 
 
 class AuditStore:

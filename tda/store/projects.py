@@ -5,8 +5,8 @@ code path has to remember a check.
 
 Rows reached only through their session (messages, turns, attachments) are read by a session id the caller has
 already loaded through this filter; statements that bypass the ORM (a turn's Core inserts and history pages) take
-such ids only. The one Core read of an owned row, a session's by its id (``SessionStore.get``, on every chat call),
-writes this filter out.
+such ids only. The Core statements of an owned row, a session's read by its id (``SessionStore.get``, on every chat
+call) and its creation's checks on SQLite (``SessionStore._created_here``), write this filter out.
 """
 
 from __future__ import annotations

@@ -6,13 +6,15 @@ one more is CPU a call pays (docs/benchmarks.md); what they write is checked who
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import httpx
 import pytest
 from sqlalchemy import event
+from sqlalchemy.sql.compiler import SQLCompiler
 
 from tda.app import create_app
 from tda.config import Settings
@@ -27,6 +29,23 @@ async def scripted(settings: Settings) -> AsyncIterator[tuple[Any, Any, Scripted
     app = create_app(settings, llm=model.llm, migrate=False, warm_up_llm=False, warm_up_knowledge=False)
     async with app.test_app() as running:
         yield app.extensions["tda"], running.test_client(), model
+
+
+@contextlib.contextmanager
+def _compiling() -> Iterator[list[str]]:
+    """The statements SQLAlchemy compiles meanwhile (by an engine, the ORM's flush or a loop connection)."""
+    statements: list[Any] = []
+    init = SQLCompiler.__init__
+
+    def noted(self: SQLCompiler, dialect: Any, statement: Any, *args: Any, **kwargs: Any) -> None:
+        statements.append(statement)
+        init(self, dialect, statement, *args, **kwargs)
+
+    compiled: list[str] = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(SQLCompiler, "__init__", noted)
+        yield compiled
+    compiled.extend(str(statement)[:80] for statement in statements)
 
 
 async def _admin(svc: Any) -> dict[str, str]:
@@ -96,7 +115,9 @@ async def test_a_session_s_calls_compile_no_statement_once_the_app_has_started(
     (``SessionStore.prepare`` with the gateway's ``CALL_NAMES``, and the window types' read): the process's first
     session call compiles none of its own (before, its first two calls compiled twelve, SQLAlchemy's compiler ~10 ms
     in all). A name the gateway
-    or the pipeline adds to what it records without adding it to ``CALL_NAMES`` shows here as a compiled one."""
+    or the pipeline adds to what it records without adding it to ``CALL_NAMES`` shows here as a compiled one. The
+    session is created by its first call (by the loop writer, ``SessionStore._created_here``): nothing compiled
+    either, by a loop connection, an engine or the ORM's flush (after a stateless call, the profile's first reads)."""
     svc, client, model = scripted
     headers = await _admin(svc)
     r = await client.post("/v1/profiles", json={"id": "prep_p", "type": "tool_enabled"}, headers=headers)
@@ -106,14 +127,20 @@ async def test_a_session_s_calls_compile_no_statement_once_the_app_has_started(
     assert prepared[0] and prepared[1]
     call_headers = {**headers, "X-TDA-Session": "prep_s", "X-TDA-Profile": "prep_p"}
     messages: list[dict[str, Any]] = []
+    stateless = {"model": "tda", "messages": [{"role": "user", "content": "Hello?"}]}
+    model.replies = ["Hi."]  # the profile's and its type's first reads, which are no session's
+    r = await client.post("/v1/chat/completions", json=stateless, headers={**headers, "X-TDA-Profile": "prep_p"})
+    assert r.status_code == 200, await r.get_json()
     for turn in range(2):
         model.replies = [[(f"call_{turn}", "lookup_orders", {"customer": "ACME"})], f"Answer {turn}."]
         messages.append({"role": "user", "content": f"Question {turn}?"})
         for step in range(2):
             body = {"model": "tda", "messages": messages, "tools": [LOOKUP_ORDERS]}
-            r = await client.post("/v1/chat/completions", json=body, headers=call_headers)
+            with _compiling() as compiled:
+                r = await client.post("/v1/chat/completions", json=body, headers=call_headers)
+                await svc.writer.drain()
             assert r.status_code == 200, await r.get_json()
-            await svc.writer.drain()
+            assert compiled == [], compiled  # the first creates the session (through the ORM: its read and INSERT)
             messages.append({k: v for k, v in (await r.get_json())["choices"][0]["message"].items() if v is not None})
             if step == 0:
                 messages.append({"role": "tool", "tool_call_id": f"call_{turn}", "content": "[]"})

@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import async_sessionmaker
 from tda.app import create_app
 from tda.config import Settings
 from tda.db import create_engine
+from tda.inline_sqlite import LoopReader, LoopWriter
 from tda.proxies import TrustedProxies
 
 QUIET = {"migrate": False, "warm_up_llm": False, "warm_up_knowledge": False}
@@ -100,9 +101,11 @@ async def test_failed_auth_never_locks_out_a_valid_token(settings: Settings) -> 
 async def test_an_unreachable_database_is_503_with_retry_after_and_recovers(test_app: Any, admin: Any) -> None:
     client, db = test_app.test_client(), test_app.app.extensions["tda"].store.db
     assert (await client.get("/v1/profiles", headers=admin)).status_code == 200
-    engine, sessions = db.engine, db.sessions
+    engine, sessions, reader, writer = db.engine, db.sessions, db.reader, db.single_writes
     db.engine = create_engine("postgresql+asyncpg://tda:tda@127.0.0.1:9/tda")  # nothing listens on port 9
     db.sessions = async_sessionmaker(db.engine, expire_on_commit=False)
+    gone = "/nonexistent/tda.db"  # and the loop's own SQLite connections (a session's creation) cannot open theirs
+    db.reader, db.single_writes = LoopReader(gone, engine.dialect), LoopWriter(gone, engine.dialect)
     try:
         for method, path in (("GET", "/v1/profiles"), ("POST", "/v1/sessions"), ("GET", "/v1/sessions/x/turns")):
             r = await client.open(path, method=method, headers=admin, json={"id": "x", "profile_id": "p"})
@@ -113,5 +116,5 @@ async def test_an_unreachable_database_is_503_with_retry_after_and_recovers(test
             )
     finally:
         await db.engine.dispose()
-        db.engine, db.sessions = engine, sessions
+        db.engine, db.sessions, db.reader, db.single_writes = engine, sessions, reader, writer
     assert (await client.get("/v1/profiles", headers=admin)).status_code == 200
