@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from components.context_window.base import Message
 from components.context_window.recall import messages as recall_messages
 from components.context_window.recall.messages import HistoryIndex
-from components.context_window.recall.named import names_given
+from components.context_window.recall.named import bindings, names_for
 from components.context_window.relevance import terms
 from tests.test_history_recall import HistoryEmbedder, _recalled, chat_between_people
 
@@ -21,6 +21,11 @@ TRIPS = (
     "Theo: Marigold's engine seized at Bingley and a hen party towed us through.",
     "Theo: Took Marigold into Leeds for the first time, moored up by the museum.",
 )
+
+
+def names_given(texts: list[str], asked: list[str]) -> list[str]:
+    """The names ``texts`` give a thing an ``asked`` term says, as ``HistoryIndex._given_names`` reads them."""
+    return names_for((binding for text in texts for binding in bindings(text)), asked)
 
 
 def with_a_named_boat(messages: list[Message]) -> list[Message]:

@@ -167,8 +167,8 @@ OWN_MEANING_MIN_WORDS = 8
 yet, any good?") is near any short question by whole meaning and tells nothing."""
 NAMED_WEIGHT = 1.0
 """RRF weight of the ranking of the messages holding a name the chat gave a thing the question asks about
-(``named.names_given``: "the boat" -> "Marigold" -> "Took Marigold up to Skipton and back"), best first by the
-question's words and the names."""
+(``named.bindings``, ``named.names_for``: "the boat" -> "Marigold" -> "Took Marigold up to Skipton and back"), best
+first by the question's words and the names."""
 LINK_FROM = 5
 """A question that asks two things (``asks_two_things``): each of this many best hits leads to what it shares a rare
 word with (``HistoryIndex._linked``)."""

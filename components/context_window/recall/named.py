@@ -58,11 +58,6 @@ def names_for(given: Iterable[Binding], asked: Sequence[str]) -> list[str]:
     return list(found)
 
 
-def names_given(texts: Iterable[str], asked: Sequence[str]) -> list[str]:
-    """``names_for`` the names ``texts`` give."""
-    return names_for((binding for text in texts for binding in bindings(text)), asked)
-
-
 def _thing_words(text: str) -> list[str]:
     """The terms of ``text``'s words that may say a thing: lower-case ones (a capitalised word is a name itself, or a
     speaker's tag: "Isla bit a boy called Rory" does not name Isla) but pronouns."""
