@@ -27,7 +27,9 @@ BENCH_VARIED_SESSIONS=36,44: longer ones, ~28K tokens; BENCH_DATA=fresh: bench/f
 BENCH_DATA=fresh2: bench/fresh2_chats.py's five (paragraphs, topics recurring over many sessions, one chat with an
 assistant; two more kinds: inference and swapped); BENCH_DATA=assistant: bench/assistant_chats.py's four (one
 user and an AI assistant over 56-70 sessions, 60-80K tokens a chat; kinds user_fact, assistant_fact, multi_session,
-latest, preference besides temporal, counting, paraphrased and unanswerable);
+latest, preference besides temporal, counting, paraphrased and unanswerable); BENCH_DATA=fresh3: bench/fresh3_chats.py's
+three (two people's parallel threads over months, small talk that drifts, photos and voice notes; kinds summary and
+missing_detail besides fresh2's);
 BENCH_MISSES_FILE=path with BENCH_MISSES=1: each miss as a JSON line, to class them; BENCH_SPEAKERS=name|tag|bare and
 BENCH_DATES=bracket|paren|spoken|iso|line: the same chats with their speakers and dates written another way,
 bench/chat_formats.py).
@@ -58,6 +60,8 @@ from bench.conversation_data import KINDS, UNANSWERABLE, Conversation, conversat
 from bench.dense_chats import dense_conversations  # noqa: E402
 from bench.fresh2_chats import KINDS as FRESH2_KINDS  # noqa: E402
 from bench.fresh2_chats import fresh2_conversations  # noqa: E402
+from bench.fresh3_chats import KINDS as FRESH3_KINDS  # noqa: E402
+from bench.fresh3_chats import fresh3_conversations  # noqa: E402
 from bench.fresh_chats import KINDS as FRESH_KINDS  # noqa: E402
 from bench.fresh_chats import fresh_conversations  # noqa: E402
 from bench.recall_bench import in_window, packed_in_rank_order  # noqa: E402
@@ -77,11 +81,11 @@ written apart from the tuning (names only in the speaker field, news in passing,
 SESSIONS = tuple(int(x) for x in os.environ.get("BENCH_VARIED_SESSIONS", "16,22").split(","))
 """``varied`` only: how many sessions a chat has (a range); 16-22 gives ~13K tokens, which 16K holds whole, so the
 16K column says nothing there; 36,44 gives ~28K tokens, the size of the long public conversations (370-690 messages)."""
-DEFAULT_COUNT = {"varied": "4", "fresh": "6", "fresh2": "5", "assistant": "4"}
+DEFAULT_COUNT = {"varied": "4", "fresh": "6", "fresh2": "5", "fresh3": "3", "assistant": "4"}
 CONVERSATIONS = int(os.environ.get("BENCH_CONVERSATIONS", DEFAULT_COUNT.get(DATA, "2")))
 FRESH_SEED = int(os.environ.get("BENCH_FRESH_SEED", "0"))
-"""``fresh``, ``fresh2`` and ``assistant``: the seed their chats are written from (another seed places and fills the
-same stories anew)."""
+"""``fresh``, ``fresh2``, ``fresh3`` and ``assistant``: the seed their chats are written from (another seed places and
+fills the same stories anew)."""
 DENSE = int(os.environ.get("BENCH_DENSE", "2"))
 MISSES = os.environ.get("BENCH_MISSES", "0") != "0"
 MISSES_FILE = os.environ.get("BENCH_MISSES_FILE", "")
@@ -284,10 +288,13 @@ def _pct(part: int, whole: int) -> str:
 
 def report(cells: dict[tuple[str, int, str], Cell], data: list[Conversation], seconds: float) -> None:
     sizes = ", ".join(f"{c.name} ({len(c.messages)} messages)" for c in data)
-    written = "as written" if DATA in ("fresh", "fresh2", "assistant") else f"speakers {SPEAKERS}, dates {DATES}"
+    written = (
+        "as written" if DATA in ("fresh", "fresh2", "fresh3", "assistant") else f"speakers {SPEAKERS}, dates {DATES}"
+    )
     print(f"Long-conversation bench: {sizes}; embedder {EMBEDDER}; {written}; {seconds:.0f} s\n")
     present = {q.kind for c in data for q in c.questions}
-    held_out = dict.fromkeys((*FRESH_KINDS, *FRESH2_KINDS, *ASSISTANT_KINDS))  # their own kinds: latest, inference, ...
+    # the held-out sets' own kinds: latest, inference, summary, ...
+    held_out = dict.fromkeys((*FRESH_KINDS, *FRESH2_KINDS, *FRESH3_KINDS, *ASSISTANT_KINDS))
     extra = [k for k in held_out if k in present and k not in KINDS]
     answerable = [k for k in (*KINDS, *extra) if k not in UNANSWERABLE and k in present]  # a set's own kinds only
     print("Recall, tda / hybrid (same history tokens), per type, limit and question kind:\n")
@@ -332,6 +339,8 @@ def main() -> None:
         data = fresh_conversations(CONVERSATIONS, FRESH_SEED)
     elif DATA == "fresh2":  # the second held-out set: paragraphs, recurring topics, a chat with an assistant
         data = fresh2_conversations(CONVERSATIONS, FRESH_SEED)
+    elif DATA == "fresh3":  # the fourth: two lives in parallel threads, small talk that drifts
+        data = fresh3_conversations(CONVERSATIONS, FRESH_SEED)
     elif DATA == "assistant":  # the third: one user and an AI assistant over months of unrelated tasks
         data = assistant_conversations(CONVERSATIONS, FRESH_SEED)
     else:
