@@ -38,6 +38,7 @@ _YEAR = re.compile(r"(?:19|20)\d\d")
 _WORD = re.compile(r"[a-z]+")
 _CURRENCY = frozenset("£$€¥")
 _COUNTED_AFTER = re.compile(r"(?:\d|\b(?:a|an|" + "|".join(sorted(_NUMBER)) + r"))[\s-]*([a-z]+)")
+_AFTER_A_NUMBER = _UNIT | _COUNTED
 _URL = re.compile(r"\S*(?:://|www\.)\S*")
 _AMOUNT_NOUN = r"(?:salary|salaries|wage|wages|pay|price|prices|cost|costs|fee|fees|fare|fares|rent)"
 
@@ -82,9 +83,9 @@ def holds_type(text: str, kind: str) -> bool:
 
 def _counted(low: str, words: list[str]) -> bool:
     """Whether ``low`` holds a unit or a word like "grand" after a number ("4 grand", "six feet", "a stone")."""
-    if (_UNIT | _COUNTED).isdisjoint(words):
+    if _AFTER_A_NUMBER.isdisjoint(words):
         return False
-    return any(match.group(1) in _UNIT or match.group(1) in _COUNTED for match in _COUNTED_AFTER.finditer(low))
+    return any(match.group(1) in _AFTER_A_NUMBER for match in _COUNTED_AFTER.finditer(low))
 
 
 def _in_word(text: str, numeral: re.Match[str]) -> bool:
