@@ -31,8 +31,8 @@ against the whole chat. Reported:
 
 Run: `python bench/abstention_bench.py` (BENCH_CONVERSATIONS=n classic chats, BENCH_DENSE=n dense ones, default 2
 each, as conversation_bench.py; BENCH_VARIED=n of bench/varied_chats.py's, default 0; rounds 4 and 5 ran 4 / 4 / 8;
-BENCH_DATA=fresh or fresh2: bench/fresh_chats.py's six held-out chats or fresh2_chats.py's five instead,
-BENCH_FRESH_SEED=n).
+BENCH_DATA=fresh, fresh2, fresh3 or assistant: bench/fresh_chats.py's six held-out chats, fresh2_chats.py's five,
+fresh3_chats.py's three or assistant_chats.py's four instead, BENCH_FRESH_SEED=n).
 """
 
 from __future__ import annotations
@@ -55,10 +55,14 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
+from bench.assistant_chats import KINDS as ASSISTANT_KINDS  # noqa: E402
+from bench.assistant_chats import assistant_conversations  # noqa: E402
 from bench.conversation_data import KINDS, UNANSWERABLE, Conversation, conversations  # noqa: E402
 from bench.dense_chats import dense_conversations  # noqa: E402
 from bench.fresh2_chats import KINDS as FRESH2_KINDS  # noqa: E402
 from bench.fresh2_chats import fresh2_conversations  # noqa: E402
+from bench.fresh3_chats import KINDS as FRESH3_KINDS  # noqa: E402
+from bench.fresh3_chats import fresh3_conversations  # noqa: E402
 from bench.fresh_chats import KINDS as FRESH_KINDS  # noqa: E402
 from bench.fresh_chats import fresh_conversations  # noqa: E402
 from bench.varied_chats import varied_conversations  # noqa: E402
@@ -75,7 +79,7 @@ CONVERSATIONS = int(os.environ.get("BENCH_CONVERSATIONS", "2"))
 DENSE = int(os.environ.get("BENCH_DENSE", "2"))
 VARIED = int(os.environ.get("BENCH_VARIED", "0"))
 DATA = os.environ.get("BENCH_DATA", "default")
-EVERY_KIND = tuple(dict.fromkeys((*KINDS, *FRESH_KINDS, *FRESH2_KINDS)))
+EVERY_KIND = tuple(dict.fromkeys((*KINDS, *FRESH_KINDS, *FRESH2_KINDS, *FRESH3_KINDS, *ASSISTANT_KINDS)))
 """Every set's question kinds, in order, once each (the held-out sets add latest, inference, ...)."""
 FRESH_SEED = int(os.environ.get("BENCH_FRESH_SEED", "0"))
 EMBEDDER = os.environ.get("TDA_EMBEDDER", "minilm-int8")
@@ -196,9 +200,14 @@ async def candidates(index: HistoryIndex, words: Words, question: str, dense: np
 
 def chats() -> list[tuple[int, Conversation]]:
     """Every chat asked about, with its number within its set."""
-    if DATA in ("fresh", "fresh2"):
-        held_out = fresh_conversations(6, FRESH_SEED) if DATA == "fresh" else fresh2_conversations(5, FRESH_SEED)
-        return list(enumerate(held_out))
+    held_out = {
+        "fresh": lambda: fresh_conversations(6, FRESH_SEED),
+        "fresh2": lambda: fresh2_conversations(5, FRESH_SEED),
+        "fresh3": lambda: fresh3_conversations(3, FRESH_SEED),
+        "assistant": lambda: assistant_conversations(4, FRESH_SEED),
+    }
+    if DATA in held_out:
+        return list(enumerate(held_out[DATA]()))
     sets = (conversations(CONVERSATIONS), dense_conversations(DENSE), varied_conversations(VARIED) if VARIED else [])
     return [(number, chat) for chat_set in sets for number, chat in enumerate(chat_set)]
 
@@ -318,7 +327,7 @@ def answer_type_report(asked: list[Asked]) -> None:
 def report(asked: list[Asked], reworded: dict[str, tuple[int, int]], seconds: float) -> None:
     chats = (
         f"{DATA} chats, seed {FRESH_SEED}"
-        if DATA in ("fresh", "fresh2")
+        if DATA in ("fresh", "fresh2", "fresh3", "assistant")
         else f"{CONVERSATIONS} classic, {DENSE} dense, {VARIED} varied chats"
     )
     print(f"Abstention bench: {chats}, {len(asked)} questions; embedder {EMBEDDER}; {seconds:.0f} s\n")

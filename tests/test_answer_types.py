@@ -24,6 +24,10 @@ from components.context_window.answer_types import asked_type, holds_type
         ("How many times has Kat moved house?", None),  # counted over messages that hold no number
         ("How far upriver did Maya get?", None),  # "up to the weir"
         ("When did Theo move?", None),  # every session has a date
+        ("What salary was Sunil offered at the solar company?", "an amount"),  # "what" asking for an amount
+        ("What was Ana's rent?", "an amount"),
+        ("What's the price of a seat?", "an amount"),
+        ("What did the vet say about the cost?", None),  # asks what was said
     ],
 )
 def test_a_question_says_what_type_of_answer_it_asks_for(question, kind):
@@ -37,6 +41,9 @@ def test_a_question_says_what_type_of_answer_it_asks_for(question, kind):
         "It came to 240 quid in the end",
         "two hundred euros, can you believe it",
         "$12.50",
+        "the seller knocked 4 grand off",
+        "we did 185 miles, it was six feet of snow",
+        "lost a stone since January",
     ],
 )
 def test_an_amount_is_a_currency_digits_or_a_money_word(text):
@@ -50,6 +57,9 @@ def test_an_amount_is_a_currency_digits_or_a_money_word(text):
         "[4 March 2024, 7:30 PM] Morning!",
         "see you at 7pm, or 7.30pm, or at 8 a.m. tomorrow",
         "the 4th of March, or was it March 4?",
+        "viewed a house today, tiny garden, a bath with feet",  # a unit word without a number
+        "this made me think of you https://www.youtube.com/watch?v=x7Tq2",  # a link's digits
+        "my B12 levels are fine, the mp3 is on the drive",  # digits inside a word
     ],
 )
 def test_a_message_without_an_amount_holds_none(text):

@@ -31,6 +31,14 @@ from tests.support import ConceptEmbedder
         ("What is Elsie's middle name?", None),  # an attribute of someone
         ("What did the vet say about my tortoise?", None),
         ("Where did Lou go skiing?", None),
+        ("What is the name of the hospital Nell's dad was taken to?", "hospital"),  # a clause, not an owner
+        ("What is my sister Ana's dog called?", "dog"),  # a name, then its owner's possessive
+        ("Does Grant have any children?", "children"),  # whether someone has a thing
+        ("Has Sam got a car?", "car"),
+        ("Has Bex ever been skiing?", "skiing"),  # whether someone has ever done or had it
+        ("Did Theo ever own a dog?", "dog"),
+        ("Has Maya ever been to Lisbon?", None),  # a place, a name: the names rule's
+        ("Did Maya go to the party?", None),  # whether an event happened: told in any words
     ],
 )
 def test_a_question_names_the_thing_it_asks_about_only_in_the_form_that_presumes_it(question, thing):
@@ -88,6 +96,32 @@ async def test_a_thing_the_chat_calls_another_way_or_inflects_is_still_recalled(
     assert reason is None and news in recalled
 
 
+YES_NO_TALK = (
+    "Any plans for the weekend? I need a lie-in.",
+    "Did you get any sleep with the storm?",
+    "Have you ever tried that ramen place by the canal?",
+    "Best thing I ever ate was my gran's trifle, no contest.",
+    "Any news on the job? I've got everything crossed.",
+    "The boiler is making that noise again, I'll ring the landlord.",
+    "Is it me or has bread got really expensive?",
+    "Any chance you're free Thursday? Quiz night.",
+    "Did you ever finish that crime podcast?",
+    "Work is quiet, I'm mostly answering emails.",
+)
+
+
+@pytest.mark.parametrize("question", ["Does Dan have any children?", "Has Maya ever been skiing?"])
+async def test_a_yes_no_question_about_a_thing_no_message_mentions_recalls_nothing(question):
+    """ "any" and "ever" are all over the chat (they let the question through the gate: a shared word), children
+    and skiing nowhere, and no message stands out in meaning: recall brings nothing and names the thing (before this
+    form was read, the small talk sharing "any" or "ever" was recalled)."""
+    lines = [f"{'Dan' if i % 2 == 0 else 'Maya'}: {line}" for _ in range(4) for i, line in enumerate(YES_NO_TALK)]
+    messages = [Message("user" if i % 2 == 0 else "assistant", line) for i, line in enumerate(lines)]
+    recalled, reason = await _recall(messages, question, ConceptEmbedder())
+    assert recalled == []
+    assert reason is not None and reason.startswith("nothing relevant found: no earlier message mentions")
+
+
 async def test_without_meaning_to_veto_a_thing_unmentioned_is_not_a_reason_to_abstain():
     """Words alone cannot tell "puppy" is a dog: the rule needs vectors, so recall still searches."""
     recalled, reason = await _recall(chat(PUPPY), "What is the name of Dan's dog?", None)
@@ -102,6 +136,9 @@ FORMS = st.sampled_from(
         "What make was Maya's old {}?",
         "What's my neighbour's {} called?",
         "Which breed is the {}?",
+        "Does Dan have a {}?",
+        "Has Maya ever had a {}?",
+        "What is the name of the {} Dan's sister was looking at?",
     )
 )
 

@@ -17,14 +17,15 @@ _NUMBER = frozenset(
     "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen "
     "eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand million dozen".split()
 )
-_MONEY = frozenset(
-    "pound pounds quid dollar dollars bucks euro euros pence cents grand fiver tenner hundred thousand million "
-    "billion".split()
-)
+_MONEY = frozenset("pound pounds quid dollar dollars bucks euro euros pence cents fiver tenner".split())
+_COUNTED = frozenset("grand hundred thousand million billion".split())
+"""Words that give an amount only after a number ("4 grand", "two hundred"): alone they say something else ("a grand
+day out")."""
 _UNIT = frozenset(
     "km kilometres kilometers mile miles metre metres meter meters cm mm inch inches foot feet kg kilo kilos gram "
     "grams lb lbs stone litre litres liter liters acre acres hectare hectares percent".split()
 )
+"""Units give an amount only after a number too: "a bath with feet", "a stone in my shoe" give none."""
 _COLOUR = frozenset(
     "red orange yellow green blue purple violet pink brown black white grey gray silver gold golden ginger cream "
     "beige navy teal turquoise maroon tan".split()
@@ -36,14 +37,24 @@ _SEPARATOR = re.compile(r"[./-]")
 _YEAR = re.compile(r"(?:19|20)\d\d")
 _WORD = re.compile(r"[a-z]+")
 _CURRENCY = frozenset("£$€¥")
+_COUNTED_AFTER = re.compile(r"(?:\d|\b(?:a|an|" + "|".join(sorted(_NUMBER)) + r"))[\s-]*([a-z]+)")
+_AFTER_A_NUMBER = _UNIT | _COUNTED
+_URL = re.compile(r"\S*(?:://|www\.)\S*")
+_AMOUNT_NOUN = r"(?:salary|salaries|wage|wages|pay|price|prices|cost|costs|fee|fees|fare|fares|rent)"
 
 TYPES = {
-    "an amount": (r"\bhow much\b", _MONEY | _UNIT, True),
+    "an amount": (
+        r"\bhow much\b|\bwhat(?:['’]s|\s+is|\s+was|\s+are|\s+were)?\s+(?:(?:the|a|an|my|your|his|her|their|our|"
+        r"[a-z]+['’]s)\s+)?(?:[a-z]+\s+)?" + _AMOUNT_NOUN + r"\b",
+        _MONEY,
+        True,
+    ),
     "an age": (r"\bhow old\b", _NUMBER, True),
     "a colour": (r"\bwhat colou?r\b", _COLOUR, False),
 }
-"""Each type of answer: the words that ask for it, the words that give one, and whether digits do (an amount also
-by a currency sign)."""
+"""Each type of answer: the words that ask for it ("how much", or "what" asking for a salary, a price, a cost, a fee, a
+fare or a rent: "What salary was she offered?", "What was Ana's rent?"), the words that give one, and whether digits
+do (an amount also by a currency sign, and by a unit or "grand", "hundred"... after a number)."""
 _ASKS = [(kind, re.compile(asks, re.IGNORECASE)) for kind, (asks, _, _) in TYPES.items()]
 
 
@@ -57,9 +68,29 @@ def holds_type(text: str, kind: str) -> bool:
     money word or a unit), an age (a number or a number word), a colour word. Words are looked up in a set: recall
     asks this of every message it ranks."""
     _, gives, numbers = TYPES[kind]
-    if not gives.isdisjoint(_WORD.findall(text.lower())) or (kind == "an amount" and not _CURRENCY.isdisjoint(text)):
+    low = text.lower()
+    words = _WORD.findall(low)
+    if not gives.isdisjoint(words):
         return True
-    return numbers and any(not _when(text, numeral) for numeral in _NUMERAL.finditer(text))
+    if kind == "an amount" and (not _CURRENCY.isdisjoint(text) or _counted(low, words)):
+        return True
+    if "://" in text or "www." in text:
+        text = _URL.sub(" ", text)  # a link's digits name a page ("watch?v=x7Tq2", "video/72")
+    return numbers and any(
+        not _when(text, numeral) and not _in_word(text, numeral) for numeral in _NUMERAL.finditer(text)
+    )
+
+
+def _counted(low: str, words: list[str]) -> bool:
+    """Whether ``low`` holds a unit or a word like "grand" after a number ("4 grand", "six feet", "a stone")."""
+    if _AFTER_A_NUMBER.isdisjoint(words):
+        return False
+    return any(match.group(1) in _AFTER_A_NUMBER for match in _COUNTED_AFTER.finditer(low))
+
+
+def _in_word(text: str, numeral: re.Match[str]) -> bool:
+    """Whether ``numeral`` is part of a word ("x7", "B12", "mp3"): a name or a code, not an amount."""
+    return numeral.start() > 0 and text[numeral.start() - 1].isalpha()
 
 
 def _when(text: str, numeral: re.Match[str]) -> bool:
