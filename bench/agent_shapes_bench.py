@@ -21,6 +21,10 @@ For every model call the upstream receives (tests/agent_checks.py):
    with tda's note; every auxiliary call (a summary) at the profile's upstream, naming its model, within its window;
 4. the cut reported: ``usage.tda`` (and ``X-TDA-Cut`` on a reply that is not streamed) on every endpoint.
 Reported per shape and endpoint: calls checked, utilisation min / median, and every break found.
+A model without an offline tokenizer (Claude) is counted by cl100k times a ratio learned from the provider's own
+counts (tda/calibration.py): its windows change while the ratio is learned. Each shape's calls are made once to the
+Claude profile before its runs (not checked), so cold = warm compares the same calibration, as it compares the same
+stored state.
 Knobs: BENCH_SHAPES (names, default all), BENCH_SHAPES_JSON (a file for the figures).
 """
 
@@ -49,9 +53,10 @@ offline_library_defaults()
 import httpx  # noqa: E402
 import litellm  # noqa: E402
 
+from modules.conversation_history.handler import LOOP_TAIL_PCT  # noqa: E402
 from tda.db import upgrade  # noqa: E402
-from tests.agent_checks import altered_results, history_part, newest_turn, orphans  # noqa: E402
-from tests.agent_shapes import SHAPES, TOOLS, Shape, newest_calls, script, text_of  # noqa: E402
+from tests.agent_checks import CUT_MARK, altered_results, history_part, newest_turn, orphans, question_at  # noqa: E402
+from tests.agent_shapes import SHAPES, TOOLS, newest_calls, script, text_of  # noqa: E402
 from tests.agent_wires import anthropic_tools, as_anthropic, as_responses, received_messages, responses_tools  # noqa: E402
 from tests.gateway.upstream import FakeUpstream  # noqa: E402
 from tests.service.served_app import App, served  # noqa: E402
@@ -192,20 +197,25 @@ def request_body(run: Run, messages: list[dict[str, Any]]) -> tuple[str, dict[st
 
 
 async def drive(h: Harness, run: Run) -> list[Call]:
-    """The newest turn's loop of ``run``'s shape, call by call; with a session, its calls again once the session's
-    background work has finished (warm)."""
+    """The newest turn's loop of ``run``'s shape, call by call; with a session, the same calls in a new session once
+    the server's background work (the history's vectors, kept by text) has finished: warm."""
     shape = SHAPES[run.shape]
     h.own.script = script(shape)
     session = f"{run.shape}-{run.endpoint}-{uuid.uuid4().hex[:8]}" if run.session else None
     calls = [await h.call(run, step, sent, session) for step, sent in enumerate(newest_calls(shape))]
-    if session is not None:
+    if session is not None:  # the same calls in a new session once the server's indexing has finished
         await h.app.svc.writer.drain()
         await asyncio.sleep(0.2)
         for step, sent in enumerate(newest_calls(shape)):
-            warm = await h.call(run, step, sent, session)
+            warm = await h.call(run, step, sent, session + "-warm")
             warm.warm = True
             calls.append(warm)
     return calls
+
+
+def loop_tokens(sent: list[dict[str, Any]]) -> int:
+    """The tokens of the turn's tool loop so far (what follows its question)."""
+    return conversation_tokens(sent[question_at(sent) + 1 :]) - 800
 
 
 def conversation_tokens(sent: list[dict[str, Any]]) -> int:
@@ -235,8 +245,14 @@ def check(calls: list[Call], limit: int, model: str) -> dict[str, Any]:
     parts = [history_part(c.received) for c in cold]
     identical = sum(p == parts[0] for p in parts[1:])
     prefix = sum(_is_prefix(p, parts[0]) for p in parts[1:])
-    if prefix < len(parts) - 1:
-        breaks.append(f"steps: {len(parts) - 1 - prefix} of {len(parts) - 1} later steps changed the history part")
+    # docs/agents.md: a step sends the first step's history part or its beginning; only a loop larger than the
+    # per-turn tail (LOOP_TAIL_PCT of the history's room) gets a new window
+    larger = [c.step for c, p in zip(cold[1:], parts[1:], strict=True) if not _is_prefix(p, parts[0])]
+    recut = [s for s in larger if _recut(parts[s], parts[0])]
+    tail = LOOP_TAIL_PCT / 100 * cold[0].snapshot["available_budget"]
+    unexplained = [s for s in larger if s not in recut and loop_tokens(cold[s].sent) <= tail]
+    if unexplained:
+        breaks.append(f"steps {unexplained}: the history part changed while the loop fitted the tail")
     warm = [c for c in calls if c.warm]
     if warm:
         differ = [w.step for w, c in zip(warm, cold, strict=True) if w.received != c.received]
@@ -248,14 +264,38 @@ def check(calls: list[Call], limit: int, model: str) -> dict[str, Any]:
         "newest": dict(turn_states),
         "steps_identical": f"{identical}/{len(parts) - 1}",
         "steps_prefix": f"{prefix}/{len(parts) - 1}",
+        "steps_new_window": larger,
+        "steps_recut": recut,
         "windows": [json.dumps(c.received) for c in cold],
         "breaks": breaks,
     }
 
 
 def _is_prefix(part: str, first: str) -> bool:
+    """Whether a later step's history part is the first's beginning, its last message perhaps a result cut shorter
+    (the provider's cache holds up to it)."""
     later, whole = json.loads(part), json.loads(first)
-    return whole[: len(later)] == later
+    if whole[: len(later)] == later:
+        return True
+    n = len(later)
+    return n <= len(whole) and whole[: n - 1] == later[:-1] and _cut_shorter(later[-1], whole[n - 1])
+
+
+def _recut(part: str, first: str) -> bool:
+    """Whether a later step's history part holds the first's messages in order, some results cut anew (a history
+    whose stable part is a cut turn has no tail to give: the module is asked again within the room left)."""
+    later, whole = json.loads(part), json.loads(first)
+    return len(later) <= len(whole) and all(
+        a == b or (_cut_shorter(a, b) or _cut_shorter(b, a)) for a, b in zip(later, whole, strict=False)
+    )
+
+
+def _cut_shorter(later: dict[str, Any], first: dict[str, Any]) -> bool:
+    if later.get("tool_call_id") is None or later.get("tool_call_id") != first.get("tool_call_id"):
+        return False
+    text, whole = text_of(later.get("content")), text_of(first.get("content"))
+    at = text.rfind(CUT_MARK)
+    return at > 0 and whole.startswith(text[:at].rstrip())
 
 
 def told(c: Call) -> list[str]:
@@ -313,8 +353,12 @@ async def measure(shapes: list[str], data: Path) -> dict[str, Any]:
             h = Harness(app, own, default)
             results: dict[str, Any] = {}
             started = time.perf_counter()
+            primed: set[str] = set()
             for run in runs(shapes):
                 model, limit = PROFILES[run.profile]
+                if model == CLAUDE and run.shape not in primed:  # see ``primed``
+                    primed.add(run.shape)
+                    await drive(h, dataclasses.replace(run, session=False, stream=False))
                 try:
                     results[run.label] = check(await drive(h, run), limit, model)
                 except Exception as exc:  # a refused call is a break, not the bench's end

@@ -38,6 +38,7 @@ from .base import (
 from .conditions import Facts, holds
 from .content_parts import media_note
 from .isolation import BLOCKING_WARN_S, Outcome, checked_contribution, checked_signals, run_calls
+from .loop_cut import cut_loop
 from .metering import MeteredSummarizer
 from .options import usable_options
 from .session_cache import BoundedCache, content_key
@@ -242,7 +243,24 @@ class ContextWindowHandler:
         """Per session, the model calls its modules made ahead that no window has reported yet (the next one does)."""
 
     async def assemble(self, ctx: AssemblyContext, window_type: wt.ContextWindowType) -> AssembledContext:
+        try:
+            return await self._assembled(ctx, window_type)
+        except b.BudgetExceeded as exc:
+            # The turn's own tool loop alone exceeds the room (a 40K-token file read into a 16K window): its results
+            # are cut to their beginnings rather than the call refused; nothing older has room beside them.
+            excess = exc.floor_tokens - exc.available
+            loop = cut_loop(ctx.continuation, excess, self._estimator(ctx.model)) if ctx.continuation else None
+            if loop is None:
+                raise
+            note = f"the turn's tool loop exceeds the room by {excess:,} tokens: its results cut to their beginnings"
+            return await self._assembled(_loop_alone(ctx, loop), window_type, note)
+
+    async def _assembled(
+        self, ctx: AssemblyContext, window_type: wt.ContextWindowType, note: str | None = None
+    ) -> AssembledContext:
         run = self._start(ctx, window_type)
+        if note:
+            run.log(note)
         self._resolve(run)
         if run.module_budget < 0:
             await self._raise_floor(run)
@@ -713,7 +731,10 @@ class ContextWindowHandler:
         """``c`` within ``target`` by dropping units from the end of its per-turn tail (what comes before is sent
         as it was), or None when the tail is not enough."""
         for tail in range(c.volatile_tail - 1, -1, -1):
-            cut = self._measured(run, c.replace(units=c.units[: len(c.units) - c.volatile_tail + tail]), c.module_id)
+            units = c.units[: len(c.units) - c.volatile_tail + tail]
+            if tail and _opens(units[-1]):  # a question whose answer is cut off, or a marker of nothing
+                continue
+            cut = self._measured(run, c.replace(units=units), c.module_id)
             if cut.tokens <= target:
                 return cut.replace(volatile_tail=tail)
         return None
@@ -934,3 +955,17 @@ def _working_ahead(slots: Iterable[_Slot]) -> list[_Slot]:
     """The slots whose module does work ahead (overrides ``ContextModule.ahead``): only these get a context made
     (their options, directives and metered summarizer), the others' would be made for a ``None``."""
     return [slot for slot in slots if type(slot.module).ahead is not ContextModule.ahead]
+
+
+def _loop_alone(ctx: AssemblyContext, loop: tuple[Message, ...]) -> AssemblyContext:
+    """``ctx`` with its tool loop cut (``cut_loop``) and no older history: the turn alone exceeds the room, so
+    nothing older goes beside it (what room the cut leaves is the spare litellm's count needs, not history's)."""
+    session = replace(ctx.session, history=None, messages=(), current_turn=ctx.session.turn_number)
+    return replace(ctx, session=session, continuation=loop)
+
+
+def _opens(unit: Sequence[Any]) -> bool:
+    """Whether a contribution's unit is a user or system message alone: a turn's question (or a marker of what
+    follows) that a tail cut would leave without what follows it, right before the turn's own question. Claude's
+    API gets the two as one user message (litellm merges them; a mid-conversation system message is a user one)."""
+    return len(unit) == 1 and isinstance(unit[0], Message) and unit[0].role in ("user", "system")

@@ -34,6 +34,7 @@ from components.context_window.base import (
 )
 from components.context_window.content_parts import media_note
 from components.context_window.fitting import cut_to_tokens, first_sentence, water_fill
+from components.context_window.loop_cut import CUT_NOTE
 from components.context_window.metering import labelled
 from components.context_window.offload import run_sized
 from components.context_window.options import option
@@ -1080,10 +1081,6 @@ class _Walk:
         # otherwise pull it back and rewrite the whole prefix).
         priced = clear_unit(whole, self._by_size, self._turn, count)[0] if self._by_size.active else whole
         return index, unit, count(priced[0]) if len(priced) == 1 else sum(count(m) for m in priced)
-
-
-CUT_NOTE = "\n[... the rest of this result, {tokens:,} tokens, is not shown]"
-"""Ends a tool result cut to fit (its beginning is sent as it was)."""
 
 
 MESSAGE_CUT_NOTE = "\n[... the rest of this message, {tokens:,} tokens, is not shown]"
