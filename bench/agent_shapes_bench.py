@@ -222,7 +222,7 @@ def conversation_tokens(sent: list[dict[str, Any]]) -> int:
     return sum(4 + litellm.token_counter(model="gpt-4o", text=text_of(m.get("content"))) for m in sent) + 800
 
 
-def check(calls: list[Call], limit: int, model: str) -> dict[str, Any]:
+def check(calls: list[Call]) -> dict[str, Any]:
     """Items 1-4 over one run's calls: figures and the breaks found."""
     breaks: list[str] = []
     utilisation = []
@@ -355,12 +355,11 @@ async def measure(shapes: list[str], data: Path) -> dict[str, Any]:
             started = time.perf_counter()
             primed: set[str] = set()
             for run in runs(shapes):
-                model, limit = PROFILES[run.profile]
-                if model == CLAUDE and run.shape not in primed:  # see ``primed``
+                if PROFILES[run.profile][0] == CLAUDE and run.shape not in primed:  # see ``primed``
                     primed.add(run.shape)
                     await drive(h, dataclasses.replace(run, session=False, stream=False))
                 try:
-                    results[run.label] = check(await drive(h, run), limit, model)
+                    results[run.label] = check(await drive(h, run))
                 except Exception as exc:  # a refused call is a break, not the bench's end
                     results[run.label] = {"calls": 0, "utilisation": [], "breaks": [f"failed: {exc}"]}
                 print(run.label, summary_line(results[run.label]), flush=True)
