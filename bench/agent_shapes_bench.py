@@ -31,6 +31,7 @@ Knobs: BENCH_SHAPES (names, default all), BENCH_SHAPES_JSON (a file for the figu
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import json
 import os
@@ -357,7 +358,8 @@ async def measure(shapes: list[str], data: Path) -> dict[str, Any]:
             for run in runs(shapes):
                 if PROFILES[run.profile][0] == CLAUDE and run.shape not in primed:  # see ``primed``
                     primed.add(run.shape)
-                    await drive(h, dataclasses.replace(run, session=False, stream=False))
+                    with contextlib.suppress(RuntimeError):  # a refused call is the run's to report
+                        await drive(h, dataclasses.replace(run, session=False, stream=False))
                 try:
                     results[run.label] = check(await drive(h, run))
                 except Exception as exc:  # a refused call is a break, not the bench's end
@@ -387,6 +389,21 @@ def summary_line(result: dict[str, Any]) -> str:
     )
 
 
+def table(results: dict[str, Any]) -> list[str]:
+    """Per shape and endpoint (the Claude profile apart): calls checked, utilisation min / median, runs with a break."""
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for label, result in results.items():
+        shape, endpoint, _, _, profile = label.split("/")
+        groups[(shape, endpoint + ("/claude" if profile == "claude" else ""))].append(result)
+    lines = []
+    for (shape, endpoint), rows in sorted(groups.items()):
+        used = [u for r in rows for u in r["utilisation"]]
+        low = f"{min(used):.0%} / {statistics.median(used):.0%}" if used else "-"
+        broken, calls = sum(bool(r["breaks"]) for r in rows), sum(r["calls"] for r in rows)
+        lines.append(f"{shape:9} {endpoint:17} calls {calls:4}  util {low:11}  broken {broken}/{len(rows)}")
+    return lines
+
+
 def main() -> None:
     shapes = os.environ.get("BENCH_SHAPES", ",".join(SHAPES)).split(",")
     with tempfile.TemporaryDirectory() as folder:
@@ -394,6 +411,7 @@ def main() -> None:
         figures = asyncio.run(measure(shapes, Path(folder)))
     for run in figures["runs"].values():
         run.pop("windows", None)
+    print("\n".join(table(figures["runs"])))
     print(json.dumps({"auxiliary": figures["auxiliary"], "seconds": round(figures["seconds"], 1)}))
     if out := os.environ.get("BENCH_SHAPES_JSON"):
         Path(out).write_text(json.dumps(figures, indent=1))

@@ -90,3 +90,24 @@ def test_a_loop_is_cut_by_what_it_exceeds_and_no_more():
     assert all(NOTE in m.content for m in cut[2:]) and abs(sizes[0] - sizes[1]) <= 8
     assert cut_loop(loop, 0, tokens_) is None and cut_loop(loop[:1], 10, tokens_) is None
     assert cut_loop(loop, whole, tokens_) is None  # not even the notes fit
+
+
+def test_a_result_sent_as_content_parts_is_cut_to_its_room():
+    """A result a client sent as content parts was priced as its whole parts even when cut to its note, so a unit
+    holding one was never cut (``cut_unit`` gave up): its beginning now fits the room, noted."""
+    from modules.conversation_history.handler import cut_unit
+
+    tokens_ = estimator_for("gpt-4o")
+    text = rows(3, 0, 200)
+    call = {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    parts = ({"type": "text", "text": text[: len(text) // 2]}, {"type": "text", "text": text[len(text) // 2 :]})
+    unit = (
+        Message("assistant", "", tool_calls=(call,)),
+        Message.from_chat({"role": "tool", "tool_call_id": "c", "content": list(parts)}),
+    )
+    room = tokens_.count_message(unit[1]) // 3
+    cut = cut_unit(unit, room, tokens_)
+    assert cut is not None and sum(tokens_.count_message(m) for m in cut) <= room
+    assert NOTE in cut[1].content and text.replace("\n", "").startswith(
+        cut[1].content.split(NOTE)[0][:100].replace("\n", "")
+    )

@@ -729,14 +729,46 @@ class ContextWindowHandler:
 
     def _tail_cut(self, run: _Run, c: Contribution, target: int) -> Contribution | None:
         """``c`` within ``target`` by dropping units from the end of its per-turn tail (what comes before is sent
-        as it was), or None when the tail is not enough."""
+        as it was), or None when the tail is not enough. When whole units leave the window under
+        ``FULL_WINDOW_PCT``, the first unit dropped goes too with its results cut to the room left: the part before
+        it is still the first step's, and the window full."""
+        others = run.total_used - (run.slots[c.module_id].used if c.module_id in run.slots else 0)
         for tail in range(c.volatile_tail - 1, -1, -1):
             units = c.units[: len(c.units) - c.volatile_tail + tail]
-            if tail and _opens(units[-1]):  # a question whose answer is cut off, or a marker of nothing
-                continue
+            opens = tail and _opens(units[-1])  # a question whose answer is cut off, or a marker of nothing
             cut = self._measured(run, c.replace(units=units), c.module_id)
-            if cut.tokens <= target:
+            if cut.tokens > target:
+                continue
+            if opens or (others + cut.tokens) * 100 < run.limits.available * FULL_WINDOW_PCT:
+                fuller = self._with_next_cut(run, c, cut, len(units), target)
+                if fuller is not None:
+                    return fuller.replace(volatile_tail=tail + len(fuller.units) - len(units))
+            if not opens:
                 return cut.replace(volatile_tail=tail)
+        return None
+
+    def _with_next_cut(
+        self, run: _Run, c: Contribution, kept: Contribution, n: int, target: int
+    ) -> Contribution | None:
+        """``kept`` (``c``'s first ``n`` units) and what follows it up to a call with its results (the marker or
+        question that opens it), the call's results cut to fit ``target``; None when no call follows, or not even
+        its call and notes fit."""
+        end = n
+        while end < len(c.units) and _opens(c.units[end]):
+            end += 1
+        following = c.units[end] if end < len(c.units) else ()
+        if len(following) < 2 or not isinstance(following[0], Message) or not following[0].tool_calls:
+            return None
+        unit = tuple(m for m in following if isinstance(m, Message))
+        head = self._measured(run, c.replace(units=c.units[:end]), c.module_id)
+        excess = head.tokens + sum(run.tokens.count_message(m) for m in unit) - target
+        for attempt in range(3):  # the measured unit may count a token or two more than its messages apart
+            cut = cut_loop(unit, excess + 8 * attempt, run.tokens) if excess > 0 else unit
+            if cut is None:
+                return None
+            fuller = self._measured(run, c.replace(units=(*c.units[:end], cut)), c.module_id)
+            if fuller.tokens <= target:
+                return fuller
         return None
 
     # -- output ----------------------------------------------------------------------------------

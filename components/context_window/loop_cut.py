@@ -59,4 +59,6 @@ def _cut(result: Message, share: int, tokens: TokenEstimator) -> Message:
 
 def _noted(result: Message, tokens: TokenEstimator) -> Message:
     """``result`` as its cut note alone."""
-    return dataclasses.replace(result, content=CUT_NOTE.format(tokens=tokens.count(result.content)), tokens=None)
+    return dataclasses.replace(
+        result, content=CUT_NOTE.format(tokens=tokens.count(result.content)), tokens=None, parts=None
+    )

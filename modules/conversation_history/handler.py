@@ -1108,8 +1108,10 @@ def cut_unit(unit: Unit, room: int, tokens: TokenCounter, *, messages: bool = Fa
 
 
 def _noted(result: Message, tokens: TokenCounter) -> Message:
-    """``result`` as its cut note alone (its stored count was the whole result's)."""
-    return dataclasses.replace(result, content=CUT_NOTE.format(tokens=tokens.count(result.content)), tokens=None)
+    """``result`` as its cut note alone (its stored count was the whole result's; a result sent as content parts
+    is counted by its parts, so they go too)."""
+    note = CUT_NOTE.format(tokens=tokens.count(result.content))
+    return dataclasses.replace(result, content=note, tokens=None, parts=None)
 
 
 def cut_turn(units: Sequence[Unit], room: int, tokens: TokenCounter) -> tuple[Unit, ...] | None:

@@ -33,7 +33,7 @@ async def harness(live: Settings) -> AsyncIterator[Harness]:
         )  # no module may time out under load: the windows are compared
         app = await stack.enter_async_context(served(settings))
         os.environ.setdefault("ANTHROPIC_API_KEY", "sk-fake")  # sent to the fake on 127.0.0.1 only
-        for name in ("p16k", "claude"):
+        for name in ("p8k", "p16k", "claude"):
             model, limit = PROFILES[name]
             upstream = {"base_url": own.base_url}
             if model == CLAUDE:  # litellm adds /v1/messages to the root
@@ -91,3 +91,12 @@ async def test_no_step_leaves_an_older_question_without_its_answer(harness: Harn
             asked = question_at(call.received)
             before = call.received[asked - 1]
             assert before["role"] in ("assistant", "tool") or asked == 1, (shape, call.step, before)
+
+
+async def test_a_later_step_keeps_the_window_full_at_8k(harness: Harness):
+    """At 8K, the mixed shape's third step (a loop of ~3,000 tokens, results as content parts) made room by dropping
+    whole units from the end of the history's tail: 72% of the budget used. Now the first unit dropped goes too, its
+    results cut to the room left: the window full, the part before it still the first step's."""
+    for session in (False, True):
+        result = check(await drive(harness, Run("mixed", "chat", session, False, "p8k")))
+        assert result["breaks"] == [] and min(result["utilisation"]) >= 0.8, result
