@@ -79,6 +79,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/abstention_bench.py
 	$(BIN)/python bench/demo_turn_bench.py
 	$(BIN)/python bench/long_session_bench.py
+	$(BIN)/python bench/agent_shapes_bench.py
 	$(BIN)/python bench/launch_bench.py
 	$(BIN)/python bench/launch_bench.py --mock
 	$(BIN)/python bench/in_process_bench.py

@@ -257,6 +257,20 @@ def without_claude_thinking(messages: list[dict[str, Any]]) -> list[dict[str, An
     return out
 
 
+def without_empty_call_text(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``messages`` with a call-only assistant message's empty text as no text (``content: None``). Claude's API
+    refuses an empty text block, so litellm writes "[System: Empty message content sanitised to satisfy
+    protocol]" into it: text the model never said, shown as a system notice, in every call a client sent with
+    ``content: null`` (tda's window renders that as "")."""
+    out = []
+    for m in messages:
+        content = m.get("content")
+        if m.get("role") == "assistant" and m.get("tool_calls") and isinstance(content, str) and not content.strip():
+            m = {**m, "content": None}
+        out.append(m)
+    return out
+
+
 def _thinking(part: Any) -> bool:
     return isinstance(part, Mapping) and part.get("type") in CLAUDE_THINKING
 
@@ -609,6 +623,8 @@ class LLM:
         if not all(serves_claude(p, r, THINKING_BACK) for p, r in routes):
             messages = without_claude_thinking(messages)
         claude = all(serves_claude(p, r) for p, r in routes)
+        if any(serves_claude(p, r) for p, r in routes):
+            messages = without_empty_call_text(messages)
         if cache_prefix is not None and claude and not client_marked(messages, tools):
             messages, tools = with_cache_breakpoints(messages, tools, cache_prefix, cache_ttl)
         kwargs: dict[str, Any] = {"model": model, "messages": messages, "timeout": self.timeout_s}

@@ -412,9 +412,16 @@ async def test_a_turn_continues_with_its_tool_loop_after_the_query_and_counts_it
     assert out.snapshot.query_tokens > plain.snapshot.query_tokens
     assert out.snapshot.total_used <= out.snapshot.available_budget
     assert out.snapshot.module("conversation_history").used < plain.snapshot.module("conversation_history").used
-    huge = dataclasses.replace(ctx, continuation=(loop[0], Message("tool", words(5000, "row"), tool_call_id="c1")))
-    with pytest.raises(BudgetExceeded, match="tool"):
-        await handler(hist).assemble(huge, t)
+    # A loop larger than the window (issue 32, session 49): its result's beginning, noted, and nothing older.
+    result = words(5000, "row")
+    huge = dataclasses.replace(ctx, continuation=(loop[0], Message("tool", result, tool_call_id="c1")))
+    cut = await handler(hist).assemble(huge, t)
+    assert cut.snapshot.total_used <= cut.snapshot.available_budget
+    assert [m["role"] for m in cut.messages[-3:]] == ["user", "assistant", "tool"]
+    sent = cut.messages[-1]["content"]
+    assert sent.endswith("is not shown]") and result.startswith(sent[: sent.index("\n[... the rest")])
+    assert not any(m["content"] in BLOCKS for m in cut.messages)
+    assert any("tool loop exceeds the room" in d for d in cut.snapshot.decisions)
 
 
 def enum_tools(names: list[str]) -> list:

@@ -38,6 +38,7 @@ from .base import (
 from .conditions import Facts, holds
 from .content_parts import media_note
 from .isolation import BLOCKING_WARN_S, Outcome, checked_contribution, checked_signals, run_calls
+from .loop_cut import cut_loop
 from .metering import MeteredSummarizer
 from .options import usable_options
 from .session_cache import BoundedCache, content_key
@@ -242,7 +243,24 @@ class ContextWindowHandler:
         """Per session, the model calls its modules made ahead that no window has reported yet (the next one does)."""
 
     async def assemble(self, ctx: AssemblyContext, window_type: wt.ContextWindowType) -> AssembledContext:
+        try:
+            return await self._assembled(ctx, window_type)
+        except b.BudgetExceeded as exc:
+            # The turn's own tool loop alone exceeds the room (a 40K-token file read into a 16K window): its results
+            # are cut to their beginnings rather than the call refused; nothing older has room beside them.
+            excess = exc.floor_tokens - exc.available
+            loop = cut_loop(ctx.continuation, excess, self._estimator(ctx.model)) if ctx.continuation else None
+            if loop is None:
+                raise
+            note = f"the turn's tool loop exceeds the room by {excess:,} tokens: its results cut to their beginnings"
+            return await self._assembled(_loop_alone(ctx, loop), window_type, note)
+
+    async def _assembled(
+        self, ctx: AssemblyContext, window_type: wt.ContextWindowType, note: str | None = None
+    ) -> AssembledContext:
         run = self._start(ctx, window_type)
+        if note:
+            run.log(note)
         self._resolve(run)
         if run.module_budget < 0:
             await self._raise_floor(run)
@@ -711,11 +729,46 @@ class ContextWindowHandler:
 
     def _tail_cut(self, run: _Run, c: Contribution, target: int) -> Contribution | None:
         """``c`` within ``target`` by dropping units from the end of its per-turn tail (what comes before is sent
-        as it was), or None when the tail is not enough."""
+        as it was), or None when the tail is not enough. When whole units leave the window under
+        ``FULL_WINDOW_PCT``, the first unit dropped goes too with its results cut to the room left: the part before
+        it is still the first step's, and the window full."""
+        others = run.total_used - (run.slots[c.module_id].used if c.module_id in run.slots else 0)
         for tail in range(c.volatile_tail - 1, -1, -1):
-            cut = self._measured(run, c.replace(units=c.units[: len(c.units) - c.volatile_tail + tail]), c.module_id)
-            if cut.tokens <= target:
+            units = c.units[: len(c.units) - c.volatile_tail + tail]
+            opens = tail and _opens(units[-1])  # a question whose answer is cut off, or a marker of nothing
+            cut = self._measured(run, c.replace(units=units), c.module_id)
+            if cut.tokens > target:
+                continue
+            if opens or (others + cut.tokens) * 100 < run.limits.available * FULL_WINDOW_PCT:
+                fuller = self._with_next_cut(run, c, cut, len(units), target)
+                if fuller is not None:
+                    return fuller.replace(volatile_tail=tail + len(fuller.units) - len(units))
+            if not opens:
                 return cut.replace(volatile_tail=tail)
+        return None
+
+    def _with_next_cut(
+        self, run: _Run, c: Contribution, kept: Contribution, n: int, target: int
+    ) -> Contribution | None:
+        """``kept`` (``c``'s first ``n`` units) and what follows it up to a call with its results (the marker or
+        question that opens it), the call's results cut to fit ``target``; None when no call follows, or not even
+        its call and notes fit."""
+        end = n
+        while end < len(c.units) and _opens(c.units[end]):
+            end += 1
+        following = c.units[end] if end < len(c.units) else ()
+        if len(following) < 2 or not isinstance(following[0], Message) or not following[0].tool_calls:
+            return None
+        unit = tuple(m for m in following if isinstance(m, Message))
+        head = self._measured(run, c.replace(units=c.units[:end]), c.module_id)
+        excess = head.tokens + sum(run.tokens.count_message(m) for m in unit) - target
+        for attempt in range(3):  # the measured unit may count a token or two more than its messages apart
+            cut = cut_loop(unit, excess + 8 * attempt, run.tokens) if excess > 0 else unit
+            if cut is None:
+                return None
+            fuller = self._measured(run, c.replace(units=(*c.units[:end], cut)), c.module_id)
+            if fuller.tokens <= target:
+                return fuller
         return None
 
     # -- output ----------------------------------------------------------------------------------
@@ -934,3 +987,17 @@ def _working_ahead(slots: Iterable[_Slot]) -> list[_Slot]:
     """The slots whose module does work ahead (overrides ``ContextModule.ahead``): only these get a context made
     (their options, directives and metered summarizer), the others' would be made for a ``None``."""
     return [slot for slot in slots if type(slot.module).ahead is not ContextModule.ahead]
+
+
+def _loop_alone(ctx: AssemblyContext, loop: tuple[Message, ...]) -> AssemblyContext:
+    """``ctx`` with its tool loop cut (``cut_loop``) and no older history: the turn alone exceeds the room, so
+    nothing older goes beside it (what room the cut leaves is the spare litellm's count needs, not history's)."""
+    session = replace(ctx.session, history=None, messages=(), current_turn=ctx.session.turn_number)
+    return replace(ctx, session=session, continuation=loop)
+
+
+def _opens(unit: Sequence[Any]) -> bool:
+    """Whether a contribution's unit is a user or system message alone: a turn's question (or a marker of what
+    follows) that a tail cut would leave without what follows it, right before the turn's own question. Claude's
+    API gets the two as one user message (litellm merges them; a mid-conversation system message is a user one)."""
+    return len(unit) == 1 and isinstance(unit[0], Message) and unit[0].role in ("user", "system")

@@ -34,6 +34,7 @@ from components.context_window.base import (
 )
 from components.context_window.content_parts import media_note
 from components.context_window.fitting import cut_to_tokens, first_sentence, water_fill
+from components.context_window.loop_cut import CUT_NOTE
 from components.context_window.metering import labelled
 from components.context_window.offload import run_sized
 from components.context_window.options import option
@@ -1082,10 +1083,6 @@ class _Walk:
         return index, unit, count(priced[0]) if len(priced) == 1 else sum(count(m) for m in priced)
 
 
-CUT_NOTE = "\n[... the rest of this result, {tokens:,} tokens, is not shown]"
-"""Ends a tool result cut to fit (its beginning is sent as it was)."""
-
-
 MESSAGE_CUT_NOTE = "\n[... the rest of this message, {tokens:,} tokens, is not shown]"
 """Ends a request or an answer cut to fit (its beginning is sent as it was)."""
 MIN_CUT_TOKENS = 48
@@ -1111,8 +1108,10 @@ def cut_unit(unit: Unit, room: int, tokens: TokenCounter, *, messages: bool = Fa
 
 
 def _noted(result: Message, tokens: TokenCounter) -> Message:
-    """``result`` as its cut note alone (its stored count was the whole result's)."""
-    return dataclasses.replace(result, content=CUT_NOTE.format(tokens=tokens.count(result.content)), tokens=None)
+    """``result`` as its cut note alone (its stored count was the whole result's; a result sent as content parts
+    is counted by its parts, so they go too)."""
+    note = CUT_NOTE.format(tokens=tokens.count(result.content))
+    return dataclasses.replace(result, content=note, tokens=None, parts=None)
 
 
 def cut_turn(units: Sequence[Unit], room: int, tokens: TokenCounter) -> tuple[Unit, ...] | None:

@@ -364,16 +364,20 @@ def stop_reason(result: Mapping[str, Any]) -> str:
     return "tool_use" if result["tool_calls"] else STOP_REASONS.get(str(result["finish_reason"]), "end_turn")
 
 
-def usage(result: Mapping[str, Any]) -> dict[str, int]:
-    """Anthropic's usage: ``input_tokens`` are those neither read from nor written to the prompt cache."""
+def usage(result: Mapping[str, Any]) -> dict[str, Any]:
+    """Anthropic's usage: ``input_tokens`` are those neither read from nor written to the prompt cache; ``tda``
+    what the window left out of the conversation sent, as on the OpenAI routes (docs/agents.md)."""
     call = result.get("model_call") or {}
     read, written = int(call.get("cache_read_tokens") or 0), int(call.get("cache_write_tokens") or 0)
-    return {
+    counted: dict[str, Any] = {
         "input_tokens": max(0, int(result["tokens_in"]) - read - written),
         "output_tokens": int(result["tokens_out"]),
         "cache_read_input_tokens": read,
         "cache_creation_input_tokens": written,
     }
+    if result.get("cut"):
+        counted["tda"] = result["cut"]
+    return counted
 
 
 def _tool_use_block(call: Mapping[str, Any]) -> dict[str, Any]:

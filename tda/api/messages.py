@@ -27,7 +27,7 @@ from ..auth import end_user, require
 from ..client_call import ClientCall
 from ..context_features import anthropic_edits, features_header, response_context_management, with_unsent_traced
 from ..errors import ServiceError
-from ..gateway import complete, split, window
+from ..gateway import complete, cut_header, split, window
 from ..llm import prompt_tokens
 from ..models import ProfileRow
 from ..service import TDAService, service
@@ -145,5 +145,5 @@ async def _window_tokens(svc: TDAService, call: ClientCall, profile: ProfileRow)
 
 def _tda_headers(result: dict[str, Any]) -> dict[str, str]:
     if result["session_id"] is None:
-        return {}
-    return {"X-TDA-Turn": str(result["turn"]), "X-TDA-Snapshot": str(result["snapshot_id"])}
+        return cut_header(result)
+    return {"X-TDA-Turn": str(result["turn"]), "X-TDA-Snapshot": str(result["snapshot_id"]), **cut_header(result)}

@@ -25,6 +25,7 @@ import argparse
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -200,10 +201,10 @@ def applied_edit(edit: dict[str, Any]) -> dict[str, Any]:
 FAKE_CLEARED = 4321
 
 
-def anthropic_events(body: dict[str, Any], serial: int) -> list[dict[str, Any]]:
-    """The same answer as Anthropic's event stream: message_start, each block's start / delta / stop,
-    message_delta, message_stop."""
-    whole = anthropic_message(body, serial)
+def anthropic_events(body: dict[str, Any], serial: int, whole: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """The same answer (or ``whole``, a message) as Anthropic's event stream: message_start, each block's start /
+    delta / stop, message_delta, message_stop."""
+    whole = whole or anthropic_message(body, serial)
     start = whole | {"content": [], "stop_reason": None, "usage": whole["usage"] | {"output_tokens": 1}}
     events: list[dict[str, Any]] = [{"type": "message_start", "message": start}]
     for index, block in enumerate(whole["content"]):
@@ -248,6 +249,55 @@ def anthropic_events(body: dict[str, Any], serial: int) -> list[dict[str, Any]]:
         {"type": "message_stop"},
     ]
     return events
+
+
+# --- a scripted reply (``FakeUpstream.script``) -------------------------------------------------------------
+
+Script = Callable[[list[dict[str, Any]]], "dict[str, Any] | None"]
+"""A conversation (chat messages) -> the assistant chat message to answer with (None: the default script)."""
+
+
+def scripted_completion(body: dict[str, Any], message: dict[str, Any], serial: int) -> dict[str, Any]:
+    finish = "tool_calls" if message.get("tool_calls") else "stop"
+    choice = {"index": 0, "message": message, "finish_reason": finish, "logprobs": None}
+    base = {"id": f"chatcmpl-fake-{serial}", "object": "chat.completion", "created": int(time.time())}
+    return base | {"model": body.get("model", "gpt-4.1"), "choices": [choice], "usage": _usage(body)}
+
+
+def scripted_chunks(body: dict[str, Any], message: dict[str, Any], serial: int) -> list[dict[str, Any]]:
+    """``message`` as stream chunks: role, its text, each call (by index), finish, usage when asked."""
+    whole = scripted_completion(body, message, serial)
+    base = {k: whole[k] for k in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
+    deltas: list[dict[str, Any]] = [{"role": "assistant", "content": ""}]
+    deltas += [{"content": message["content"]}] if message.get("content") else []
+    deltas += [{"tool_calls": [{"index": i, **c}]} for i, c in enumerate(message.get("tool_calls") or ())]
+    chunks = [base | {"choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas]
+    chunks.append(
+        base | {"choices": [{"index": 0, "delta": {}, "finish_reason": whole["choices"][0]["finish_reason"]}]}
+    )
+    if (body.get("stream_options") or {}).get("include_usage"):
+        chunks.append(base | {"choices": [], "usage": whole["usage"]})
+    return chunks
+
+
+def scripted_anthropic(body: dict[str, Any], message: dict[str, Any], serial: int) -> dict[str, Any]:
+    """``message`` as Anthropic's: a text block, then a ``tool_use`` block per call."""
+    content: list[dict[str, Any]] = [{"type": "text", "text": message["content"]}] if message.get("content") else []
+    for c in message.get("tool_calls") or ():
+        function = c["function"]
+        content.append(
+            {"type": "tool_use", "id": c["id"], "name": function["name"], "input": json.loads(function["arguments"])}
+        )
+    return {
+        "id": f"msg_fake_{serial}",
+        "type": "message",
+        "role": "assistant",
+        "model": body.get("model", "claude"),
+        "content": content,
+        "stop_reason": "tool_use" if message.get("tool_calls") else "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": max(1, len(json.dumps(body.get("messages"))) // 4), "output_tokens": 7},
+    }
 
 
 # --- the wire ---------------------------------------------------------------------------------------------
@@ -404,6 +454,8 @@ class FakeUpstream:
         """A file each request is appended to (a JSON line: path and body): what a process apart received."""
         self.delay_s = delay_s
         """How long each completion takes before it is answered (a provider's latency; each request its own)."""
+        self.script: Script | None = None
+        """Replies by script to the calls that offer tools (a summary, a rewrite gets the default one)."""
         self._served = 0
         self._lock = threading.Lock()
         self._server = _Server((host, port), _handler_for(self))
@@ -473,6 +525,8 @@ def _handler_for(upstream: FakeUpstream) -> type[BaseHTTPRequestHandler]:
                 return self._json(400, {"error": {"message": "the body is not JSON", "type": "invalid_request_error"}})
             serial = upstream._add(Recorded(path, {k.lower(): v for k, v in self.headers.items()}, body))
             time.sleep(upstream.delay_s)  # this request's thread only
+            if upstream.script is not None and body.get("tools") and self._scripted(path, body, serial):
+                return None
             if path == "/chat/completions" and body.get("stream"):
                 return self._sse(chat_chunks(body, serial))
             if path == "/chat/completions":
@@ -486,6 +540,25 @@ def _handler_for(upstream: FakeUpstream) -> type[BaseHTTPRequestHandler]:
             if path.endswith("/messages"):
                 return self._json(200, anthropic_message(body, serial))
             return self._json(404, {"error": {"message": f"no route {self.path}", "type": "invalid_request_error"}})
+
+        def _scripted(self, path: str, body: dict[str, Any], serial: int) -> bool:
+            """Answer by ``upstream.script`` (chat completions or Anthropic's messages); False: it has no reply."""
+            anthropic = path.endswith("/messages")
+            assert upstream.script is not None
+            message = upstream.script(anthropic_as_messages(body) if anthropic else body.get("messages") or [])
+            if message is None:
+                return False
+            if anthropic:
+                whole = scripted_anthropic(body, message, serial)
+                if body.get("stream"):
+                    self._sse(anthropic_events(body, serial, whole), named=True)
+                else:
+                    self._json(200, whole)
+            elif body.get("stream"):
+                self._sse(scripted_chunks(body, message, serial))
+            else:
+                self._json(200, scripted_completion(body, message, serial))
+            return True
 
         def _json(self, status: int, payload: dict[str, Any]) -> None:
             data = json.dumps(payload).encode()
