@@ -111,3 +111,23 @@ def test_a_result_sent_as_content_parts_is_cut_to_its_room():
     assert NOTE in cut[1].content and text.replace("\n", "").startswith(
         cut[1].content.split(NOTE)[0][:100].replace("\n", "")
     )
+
+
+async def test_the_loop_is_cut_off_the_event_loop_when_the_application_hands_a_runner(builtin_registry):
+    """Cutting a 40K-token result counts it again at each try (0.05-0.3 s with tiktoken, seconds with a Hugging Face
+    tokenizer): the service's runner does it, not the event loop that serves every other request."""
+    ran: list[object] = []
+
+    async def runner(work):
+        ran.append(work)
+        return work()
+
+    limit = 4_000
+    call = {"id": "c", "type": "function", "function": {"name": TOOL.name, "arguments": "{}"}}
+    loop = (Message("assistant", "", turn=1, tool_calls=(call,)), Message("tool", rows(1, 0, 400), tool_call_id="c"))
+    ctx = make_ctx(messages=[], query="Turn 1: which orders are open?", limit=limit, tools=[TOOL])
+    ctx = dataclasses.replace(ctx, continuation=loop, offload=runner)
+    out = await ContextWindowHandler(builtin_registry, timeout_s=PATIENT_S).assemble(ctx, DEFAULT_TYPES["balanced"])
+
+    assert NOTE in out.messages[-1]["content"]
+    assert [getattr(work, "func", None) for work in ran] == [cut_loop]

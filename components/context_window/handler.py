@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Coroutine, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any, Protocol
 
 from . import budget as b
@@ -249,11 +250,19 @@ class ContextWindowHandler:
             # The turn's own tool loop alone exceeds the room (a 40K-token file read into a 16K window): its results
             # are cut to their beginnings rather than the call refused; nothing older has room beside them.
             excess = exc.floor_tokens - exc.available
-            loop = cut_loop(ctx.continuation, excess, self._estimator(ctx.model)) if ctx.continuation else None
+            loop = await self._loop_cut(ctx, excess) if ctx.continuation else None
             if loop is None:
                 raise
             note = f"the turn's tool loop exceeds the room by {excess:,} tokens: its results cut to their beginnings"
             return await self._assembled(_loop_alone(ctx, loop), window_type, note)
+
+    async def _loop_cut(self, ctx: AssemblyContext, excess: int) -> tuple[Message, ...] | None:
+        """``cut_loop`` of the turn's tool loop, off the event loop when the application hands a runner: a loop
+        over the window holds thousands of tokens, counted again at each try of the cut (a 40K-token file read: 0.05-0.3
+        s with tiktoken, seconds with a Hugging Face tokenizer)."""
+        tokens = self._estimator(ctx.model)
+        work = partial(cut_loop, ctx.continuation, excess, tokens)
+        return await ctx.offload(work) if ctx.offload is not None else work()
 
     async def _assembled(
         self, ctx: AssemblyContext, window_type: wt.ContextWindowType, note: str | None = None

@@ -19,7 +19,7 @@ from .token_estimator import CHUNK_CHARS, TokenEstimator
 
 CUT_NOTE = "\n[... the rest of this result, {tokens:,} tokens, is not shown]"
 """Ends a tool result cut to fit (its beginning is sent as it was)."""
-ATTEMPTS = 4
+ATTEMPTS = 6
 """A cut text and its note may count a token or two more together than apart: tries with a larger margin."""
 
 
