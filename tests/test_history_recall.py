@@ -1801,7 +1801,7 @@ async def test_a_short_messages_whole_meaning_by_length_is_its_parts_cosines_wei
         parts = parts_of(message.content)
         cosines = [WholeMeaning._vector(part)[0] for part in parts]
         if index.short()[position]:
-            expected = sum(c * len(p) for c, p in zip(cosines, parts)) / sum(len(p) for p in parts)
+            expected = sum(c * len(p) for c, p in zip(cosines, parts, strict=True)) / sum(len(p) for p in parts)
         else:
             expected = plain[position]
         assert got[position] == pytest.approx(expected, abs=1e-3)
