@@ -828,7 +828,7 @@ class HistoryIndex:
         if whole is not None:  # every message by its whole meaning, fused as one more ranking, under no floor
             held = np.flatnonzero(whole > -1)  # best first, ties in order (a stable sort of positions in order)
             held = held[np.argsort(-whole[held], kind="stable")]
-            if hits:  # faint: only a few short ones, guesses that leave the newest older turns their room
+            if hits and query_vector is not None:  # faint: a few short guesses, the newest older turns get the rest
                 held = faint_guesses(held, self.short()[:n], self.whole_by_length(query_vector, n))
             fused[held] += WHOLE_WEIGHT / (RRF_K + np.arange(1, len(held) + 1))
             if own is not None:  # and their own news no other signal ranks, by its meaning among what they said
