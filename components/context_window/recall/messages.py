@@ -349,7 +349,7 @@ class HistoryIndex:
     chars: array[int] = field(default_factory=lambda: array("q"))
     """Per message, the characters of its text (counted as it is added, in C)."""
     _short: GrowingArray = field(default_factory=lambda: GrowingArray(bool))
-    _part_chars: GrowingArray = field(default_factory=lambda: GrowingArray(np.float64))
+    _part_chars: GrowingArray = field(default_factory=lambda: GrowingArray(np.float32))
     """Per part row, in order, its characters if its message is short (``short``), else 1 (``whole_by_length``)."""
     _closed_units: dict[tuple[int, str | None], tuple[tuple[Message, ...] | None, int]] = field(default_factory=dict)
     """Per (first position, phase), a unit no later message can change (``recallable``) and its rough tokens: a long
@@ -600,7 +600,7 @@ class HistoryIndex:
         if held < len(self.owner):
             owners = np.asarray(self.owner[held:], np.intp)
             short = self.short()
-            weights = np.ones(len(owners))
+            weights = np.ones(len(owners), np.float32)
             firsts = np.flatnonzero(np.r_[True, owners[1:] != owners[:-1]])
             for first, end in zip(firsts.tolist(), [*firsts[1:].tolist(), len(owners)], strict=True):
                 position = int(owners[first])
