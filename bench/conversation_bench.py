@@ -11,12 +11,15 @@ it gets later: the bench waits for the import's indexing first (as a turn would,
 that wait out of the questions' timings; BENCH_SETTLE=0 asks at once (fresh2, seed 0: the same table to the token,
 session 41). A question is recalled when every evidence message's text is in that window.
 
-The baseline is the plain hybrid a user could write in an afternoon: BM25 + the same embedder (whole messages),
-reciprocal-rank fusion, packed in rank order into exactly the history tokens tda's conversation_history used for
-that question (a message that does not fit is passed over for the next).
+The baselines are what a user could write in an afternoon, each over whole messages and packed in rank order into
+exactly the history tokens tda's conversation_history used for that question (a message that does not fit is passed
+over for the next): the plain hybrid (BM25 + the same embedder, reciprocal-rank fusion), dense alone (the same
+embedder's cosine) and BM25 alone (the same BM25; messages sharing no word follow in chat order). Issue 31's bar at
+4K / 8K / 16K is max(75 / 85 / 95%, the best of them + 5 points).
 
-Reported per type and limit: recall (tda and hybrid) per question kind, the history and window tokens used, and on
-unanswerable questions the tokens recall added and whether the snapshot said nothing relevant was found.
+Reported per type and limit: recall (tda / hybrid / dense / bm25) per question kind, the history and window tokens
+used; the best baseline, the bar and whether tda meets it; and on unanswerable questions the tokens recall added and
+whether the snapshot said nothing relevant was found.
 
 Run: `python bench/conversation_bench.py` (BENCH_CONVERSATIONS=n chats, default 2: one of each style;
 BENCH_LIMITS=4000,8000,16000; BENCH_TYPES=balanced,conversation_first,...; BENCH_QUESTIONS=n per chat, 0: all;
@@ -100,6 +103,11 @@ EMBEDDER = os.environ.get("TDA_EMBEDDER", "minilm-int8")
 SPEAKERS = os.environ.get("BENCH_SPEAKERS", "name")
 DATES = os.environ.get("BENCH_DATES", "bracket")
 TYPES = tuple(os.environ.get("BENCH_TYPES", "balanced,conversation_first,knowledge_heavy,token_efficient").split(","))
+BASELINES = {"hybrid": "fused", "dense": "dense", "bm25": "bm25"}
+"""Each baseline and the ranking of ``Baselines.ranked`` it packs."""
+BAR_FLOOR = {4000: 75.0, 8000: 85.0, 16000: 95.0}
+"""Issue 31's floor per limit: the bar is the higher of it and the best baseline + ``BAR_MARGIN`` points."""
+BAR_MARGIN = 5.0
 
 
 @dataclass
@@ -108,7 +116,8 @@ class Cell:
 
     asked: int = 0
     tda: int = 0
-    hybrid: int = 0
+    baselines: Counter[str] = field(default_factory=Counter)
+    """Per baseline (``BASELINES``), the questions whose evidence its packing held."""
     history_tokens: list[int] = field(default_factory=list)
     window_tokens: list[int] = field(default_factory=list)
     recalled_tokens: list[int] = field(default_factory=list)
@@ -120,8 +129,8 @@ class Cell:
     """Questions recall searched for (not held back: the whole history fit, or the newest turns served)."""
 
 
-class Hybrid:
-    """BM25 + dense over whole messages, fused by RRF, packed in rank order."""
+class Baselines:
+    """The afternoon baselines over whole messages: BM25, dense and both fused by RRF, each packed in rank order."""
 
     def __init__(self, conversation: Conversation, embed: Any) -> None:
         self.texts = [m["content"] for m in conversation.messages]
@@ -144,8 +153,16 @@ class Hybrid:
             "fused": fuse(lexical=lexical, dense=dense).positions.tolist(),
         }
 
-    def packed(self, query: str, budget: int) -> set[int]:
-        return packed_in_rank_order(self.ranked(query)["fused"], self.costs, budget)
+    def packed(self, query: str, budget: int) -> dict[str, set[int]]:
+        """Per baseline, the messages its ranking packs into ``budget`` tokens."""
+        ranks = self.ranked(query)
+        return {name: packed_in_rank_order(ranks[by], self.costs, budget) for name, by in BASELINES.items()}
+
+
+def bar(limit: int, best: float) -> float:
+    """Issue 31's bar, in percent: the limit's floor or the best baseline + 5 points, whichever is higher (at most
+    every question)."""
+    return min(100.0, max(BAR_FLOOR.get(limit, 0.0), best + BAR_MARGIN))
 
 
 def _module(snapshot: dict[str, Any], module_id: str) -> dict[str, Any]:
@@ -177,7 +194,7 @@ async def run(data: list[Conversation], folder: Path) -> dict[tuple[str, int, st
         r = await client.post("/v1/profiles", json={"id": "chat", "type": "llm_only"}, headers=headers)
         assert r.status_code == 201, await r.get_json()  # created without a type: Balanced, as a new user gets
         for number, conversation in enumerate(data):
-            hybrid = Hybrid(conversation, embed)
+            baselines = Baselines(conversation, embed)
             imported = [{**m, "turn": i // 2 + 1} for i, m in enumerate(conversation.messages)]
             questions = conversation.questions[:QUESTIONS] if QUESTIONS else conversation.questions
             sid = f"c{number}"
@@ -187,7 +204,7 @@ async def run(data: list[Conversation], folder: Path) -> dict[tuple[str, int, st
             if SETTLE:  # as a turn does: it takes the session's lock, held by the import's indexing until it is done
                 await svc.writer.settle(sid)
             for question in questions:
-                evidence = [hybrid.texts[i] for i in question.evidence]
+                evidence = [baselines.texts[i] for i in question.evidence]
                 for type_id in TYPES:
                     for limit in LIMITS:
                         asked = {"type_id": type_id, "session_id": sid, "query": question.text, "context_limit": limit}
@@ -206,12 +223,14 @@ async def run(data: list[Conversation], folder: Path) -> dict[tuple[str, int, st
                         cell.recall_ran += meta.get("recall") not in (None, "held back")
                         held = all(in_window(window, e) for e in evidence)
                         cell.tda += held
-                        chosen = hybrid.packed(question.text, used)
-                        cell.hybrid += all(i in chosen for i in question.evidence)
+                        chosen = baselines.packed(question.text, used)
+                        cell.baselines.update(n for n, c in chosen.items() if all(i in c for i in question.evidence))
                         if MISSES and evidence and not held:
                             _print_miss(question, type_id, limit, evidence, window, question.evidence, chosen, meta)
                             if MISSES_FILE:
-                                _record_miss(conversation.name, question, type_id, limit, hybrid, window, chosen, meta)
+                                _record_miss(
+                                    conversation.name, question, type_id, limit, baselines, window, chosen, meta
+                                )
                 if IN_TURNS:
                     await _ask(client, headers, f"/v1/sessions/{sid}/turns", {"query": question.text})
             print(
@@ -228,32 +247,39 @@ def _print_miss(
     evidence: list[str],
     window: list[Any],
     at: tuple[int, ...],
-    chosen: set[int],
+    chosen: dict[str, set[int]],
     meta: dict[str, Any],
 ) -> None:
-    """A question whose evidence tda's window missed (BENCH_MISSES=1): what it lost, whether the hybrid held it, and
+    """A question whose evidence tda's window missed (BENCH_MISSES=1): what it lost, which baselines held it, and
     what recall did (and why, when it held back or abstained)."""
     lost = [f"#{i} {e[:90]!r}" for i, e in zip(at, evidence, strict=True) if not in_window(window, e)]
-    hybrid = "held" if all(i in chosen for i in at) else "missed"
-    print(f"MISS {type_id} {limit} {question.kind} (hybrid {hybrid}): {question.text}", file=sys.stderr)
+    held = ", ".join(f"{n} {'held' if all(i in c for i in at) else 'missed'}" for n, c in chosen.items())
+    print(f"MISS {type_id} {limit} {question.kind} ({held}): {question.text}", file=sys.stderr)
     for line in lost:
         print(f"     lost {line}", file=sys.stderr)
     print(f"     recall: {meta.get('recall')}; {meta.get('recall_reason') or 'ran'}", file=sys.stderr)
 
 
 def _record_miss(
-    name: str, question: Any, type_id: str, limit: int, hybrid: Hybrid, window: list[Any], chosen: set[int], meta: Any
+    name: str,
+    question: Any,
+    type_id: str,
+    limit: int,
+    baselines: Baselines,
+    window: list[Any],
+    chosen: dict[str, set[int]],
+    meta: Any,
 ) -> None:
     """One miss as a JSON line: each evidence message's rank by BM25, dense and fused, and the chat's messages the
     window held (the newest run apart from the older ones recall brought back)."""
     contents = [m["content"] for m in window if isinstance(m.get("content"), str)]
-    present = {i for i, text in enumerate(hybrid.texts) if any(text in c for c in contents)}
-    newest = len(hybrid.texts)
+    present = {i for i, text in enumerate(baselines.texts) if any(text in c for c in contents)}
+    newest = len(baselines.texts)
     while newest - 1 in present:
         newest -= 1
-    once = Counter(hybrid.texts)  # a line said more than once ("Ben: ok") cannot be placed: left out
-    held = sorted(i for i in present if once[hybrid.texts[i]] == 1)
-    ranks = hybrid.ranked(question.text)
+    once = Counter(baselines.texts)  # a line said more than once ("Ben: ok") cannot be placed: left out
+    held = sorted(i for i in present if once[baselines.texts[i]] == 1)
+    ranks = baselines.ranked(question.text)
     line = {
         "chat": name,
         "question": question.text,
@@ -264,14 +290,18 @@ def _record_miss(
             {
                 "at": i,
                 "held": i in held,
-                "tokens": hybrid.costs[i],
+                "tokens": baselines.costs[i],
                 **{by: order.index(i) + 1 for by, order in ranks.items() if i in order},
             }
             for i in question.evidence
         ],
-        "hybrid_held": all(i in chosen for i in question.evidence),
+        **{f"{n}_held": all(i in c for i in question.evidence) for n, c in chosen.items()},
         "recalled": [
-            {"at": i, "tokens": hybrid.costs[i], "fused": ranks["fused"].index(i) + 1 if i in ranks["fused"] else None}
+            {
+                "at": i,
+                "tokens": baselines.costs[i],
+                "fused": ranks["fused"].index(i) + 1 if i in ranks["fused"] else None,
+            }
             for i in held
             if i < newest
         ],
@@ -286,6 +316,30 @@ def _pct(part: int, whole: int) -> str:
     return f"{100 * part / whole:.0f}%" if whole else "-"
 
 
+def _share(part: int, whole: int) -> float:
+    return 100 * part / whole if whole else 0.0
+
+
+def _held(cell: Cell) -> str:
+    """Recall in percent, tda / hybrid / dense / bm25, for one cell ("-" where none was asked)."""
+    if not cell.asked:
+        return "-"
+    return " / ".join(f"{_share(n, cell.asked):.0f}" for n in (cell.tda, *(cell.baselines[b] for b in BASELINES)))
+
+
+def _summed(cells: list[Cell]) -> Cell:
+    """The cells of one type and limit taken together (every answerable kind)."""
+    total = Cell()
+    for c in cells:
+        total.asked += c.asked
+        total.tda += c.tda
+        total.baselines.update(c.baselines)
+        total.history_tokens += c.history_tokens
+        total.window_tokens += c.window_tokens
+        total.relevant_tokens += c.relevant_tokens
+    return total
+
+
 def report(cells: dict[tuple[str, int, str], Cell], data: list[Conversation], seconds: float) -> None:
     sizes = ", ".join(f"{c.name} ({len(c.messages)} messages)" for c in data)
     written = (
@@ -297,26 +351,36 @@ def report(cells: dict[tuple[str, int, str], Cell], data: list[Conversation], se
     held_out = dict.fromkeys((*FRESH_KINDS, *FRESH2_KINDS, *FRESH3_KINDS, *ASSISTANT_KINDS))
     extra = [k for k in held_out if k in present and k not in KINDS]
     answerable = [k for k in (*KINDS, *extra) if k not in UNANSWERABLE and k in present]  # a set's own kinds only
-    print("Recall, tda / hybrid (same history tokens), per type, limit and question kind:\n")
+    names = " / ".join(BASELINES)
+    print(f"Recall in %, tda / {names} (each baseline in the same history tokens), per type, limit and kind:\n")
     print(
         "| type | limit | " + " | ".join(answerable) + " | all | recalled by relevance | history tokens | "
         "window tokens |"
     )
     print("|---|---:|" + "---:|" * (len(answerable) + 4))
+    totals: dict[tuple[str, int], Cell] = {}
     for type_id in TYPES:
         for limit in LIMITS:
-            row, tda, hybrid, asked, hist, win, relevant = [], 0, 0, 0, [], [], []
-            for kind in answerable:
-                c = cells.get((type_id, limit, kind), Cell())
-                row.append(f"{_pct(c.tda, c.asked)} / {_pct(c.hybrid, c.asked)}")
-                tda, hybrid, asked = tda + c.tda, hybrid + c.hybrid, asked + c.asked
-                hist += c.history_tokens
-                win += c.window_tokens
-                relevant += c.relevant_tokens
+            cells_here = [cells.get((type_id, limit, kind), Cell()) for kind in answerable]
+            total = totals[(type_id, limit)] = _summed(cells_here)
+            row = [_held(c) for c in cells_here]
             print(
-                f"| {type_id} | {limit:,} | " + " | ".join(row) + f" | **{_pct(tda, asked)} / {_pct(hybrid, asked)}** "
-                f"| {np.mean(relevant or [0]):,.0f} | {np.mean(hist or [0]):,.0f} | {np.mean(win or [0]):,.0f} |"
+                f"| {type_id} | {limit:,} | " + " | ".join(row) + f" | **{_held(total)}** "
+                f"| {np.mean(total.relevant_tokens or [0]):,.0f} | {np.mean(total.history_tokens or [0]):,.0f} "
+                f"| {np.mean(total.window_tokens or [0]):,.0f} |"
             )
+    print("\nThe bar (issue 31): max(75 / 85 / 95% at 4K / 8K / 16K, the best baseline + 5 points), answerable:\n")
+    print(f"| type | limit | tda | {' | '.join(BASELINES)} | best baseline | bar | met |")
+    print("|---|---:|---:|" + "---:|" * len(BASELINES) + "---|---:|---|")
+    for (type_id, limit), total in totals.items():
+        shares = {name: _share(total.baselines[name], total.asked) for name in BASELINES}
+        best = max(shares, key=lambda name: shares[name])
+        needed, got = bar(limit, shares[best]), _share(total.tda, total.asked)
+        print(
+            f"| {type_id} | {limit:,} | {got:.1f}% | "
+            + " | ".join(f"{v:.1f}%" for v in shares.values())
+            + f" | {best} | {needed:.1f}% | {'**met**' if got >= needed - 1e-9 else 'not met'} |"
+        )
     print("\nQuestions nothing in the chat answers, per kind (tokens are means per question):\n")
     print(
         "| type | limit | kind | asked | recalled by relevance | recalled in all | history tokens | window tokens "

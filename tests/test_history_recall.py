@@ -1745,6 +1745,71 @@ async def test_a_faint_question_brings_a_short_line_saying_it_in_other_words_fro
     assert just_before in recalled  # the room left goes to the turns just before the newest ones
 
 
+class TackedOnMeaning(WholeMeaning):
+    """``WholeMeaning`` with the chat lines spread lower (below 0.3): the putty sentence (0.5) is nearer the question
+    than any of them, and the question tacked onto it is as far as any other text (0.05)."""
+
+    vector_space = "tacked-on-meaning"
+
+    @staticmethod
+    def _vector(text: str) -> list[float]:
+        line = re.search(r"line (\d+)", text)
+        if line and "gym" not in text:
+            near = 0.3 * (int(line.group(1)) * 37 % 100) / 100
+            return [near, math.sqrt(1 - near * near)]
+        return WholeMeaning._vector(text)
+
+
+async def test_a_faint_questions_guess_is_not_halved_by_a_short_question_tacked_onto_it(history):
+    """The guesses read a short message's whole meaning by the length of its parts: "Marek has me squeezing putty in
+    front of the telly. Any other ideas?" says what is asked in its first sentence, and the tacked-on question does
+    not halve it (the third held-out set's "I work nights on the cardiac ward, so I need dinners ... Ideas?" was
+    57th by the plain mean of its two parts, lost at every limit for "Which hospital department do I work in?"; 1st
+    among the short messages by length). On main: the chat lines a little less near the question than the putty
+    sentence outrank the message, and it is not recalled."""
+    asked = PUTTY + " Any other ideas?"
+    messages = chat_with_old_news_in_other_words()
+    messages[0] = Message("user", asked, turn=1)
+    index = HistoryIndex()
+    index.add(messages)
+    assert 0 < index.lexical.coverage(terms(GRIP)).max() < 0.10  # a common word only
+    ctx = make_ctx(messages=messages, query=GRIP)
+    ctx = module_ctx(dataclasses.replace(ctx, history_recall=SessionRecall(TackedOnMeaning())), config=RECALL)
+    c = await history.contribute(1200, ctx)
+    assert c.metadata["recall"] == "lexical+dense" and "recall_reason" not in c.metadata  # searched, not abstained
+    assert asked in [m.content for m in window_parts(c.messages())[1]]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.lists(
+            st.sampled_from(["Chat line 7: ok", "Any other ideas", "putty again", "x" * 120]), min_size=1, max_size=4
+        ),
+        min_size=1,
+        max_size=12,
+    )
+)
+async def test_a_short_messages_whole_meaning_by_length_is_its_parts_cosines_weighted_by_their_characters(texts):
+    """Oracle, written out: a short message's parts (``parts_of``) averaged by their characters, a long one's plain
+    mean (``whole_scores``), whatever the messages and however many arrive at once."""
+    messages = [Message("user", ". ".join(sentences) + ".") for sentences in texts]
+    recall = SessionRecall(WholeMeaning())
+    index = await recall.sync(Session("s", messages=messages[: len(messages) // 2]), dense=True)
+    index = await recall.sync(Session("s", messages=messages), dense=True)
+    query = WholeMeaning._vector(GRIP)
+    got = index.whole_by_length(query, len(messages))
+    plain = index.whole_scores(query, len(messages))
+    for position, message in enumerate(messages):
+        parts = parts_of(message.content)
+        cosines = [WholeMeaning._vector(part)[0] for part in parts]
+        if index.short()[position]:
+            expected = sum(c * len(p) for c, p in zip(cosines, parts, strict=True)) / sum(len(p) for p in parts)
+        else:
+            expected = plain[position]
+        assert got[position] == pytest.approx(expected, abs=1e-3)
+
+
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 99), st.booleans()), min_size=12, max_size=60))
 async def test_a_faint_questions_ranking_is_its_best_hit_its_exchange_and_a_few_short_guesses(lines):

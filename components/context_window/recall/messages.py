@@ -349,6 +349,8 @@ class HistoryIndex:
     chars: array[int] = field(default_factory=lambda: array("q"))
     """Per message, the characters of its text (counted as it is added, in C)."""
     _short: GrowingArray = field(default_factory=lambda: GrowingArray(bool))
+    _part_chars: GrowingArray = field(default_factory=lambda: GrowingArray(np.float32))
+    """Per part row, in order, its characters if its message is short (``short``), else 1 (``whole_by_length``)."""
     _closed_units: dict[tuple[int, str | None], tuple[tuple[Message, ...] | None, int]] = field(default_factory=dict)
     """Per (first position, phase), a unit no later message can change (``recallable``) and its rough tokens: a long
     session's recall ranks thousands of units each turn, all but the newest as they were the turn before."""
@@ -577,6 +579,38 @@ class HistoryIndex:
             return None
         return self._part_scores(np.asarray(query_vector, dtype=np.float32))[1][:n]
 
+    def whole_by_length(self, query_vector: Sequence[float] | np.ndarray, n: int) -> np.ndarray | None:
+        """Each of the first ``n`` messages' whole meaning with its parts weighted by their length: for a short message
+        (``short``), its parts' cosines with the query averaged by their characters, so a trailing "Ideas?" or
+        "Thanks!" is not half of what the message says; a long one's plain mean (``whole_scores``). None: not every
+        message has vectors."""
+        if self.dense is None or not self.owner or self._vectored < n:
+            return None
+        scores = self.dense.scores(np.asarray(query_vector, dtype=np.float32))[self.row_of]
+        weights = self._part_weights()
+        starts, owners = self._runs.caught_up(self.owner)
+        whole = np.full(len(self.messages), -1.0)
+        whole[owners] = np.add.reduceat(scores * weights, starts) / np.add.reduceat(weights, starts)
+        return whole[:n]
+
+    def _part_weights(self) -> np.ndarray:
+        """``_part_chars``, extended to the parts added since the last call (the index only grows, a message's parts
+        in one run): a short message's parts are split again (``parts_of``, a few sentences), a long one's count 1."""
+        held = len(self._part_chars)
+        if held < len(self.owner):
+            owners = np.asarray(self.owner[held:], np.intp)
+            short = self.short()
+            weights = np.ones(len(owners), np.float32)
+            firsts = np.flatnonzero(np.r_[True, owners[1:] != owners[:-1]])
+            for first, end in zip(firsts.tolist(), [*firsts[1:].tolist(), len(owners)], strict=True):
+                position = int(owners[first])
+                if short[position]:
+                    chars = [len(part) for part in parts_of(embedded_text(self.messages[position]))]
+                    if len(chars) == end - first:  # the parts its vectors were made of
+                        weights[first:end] = chars
+            self._part_chars.extend(weights)
+        return self._part_chars.view
+
     def best_scores_at(
         self, query_vector: Sequence[float] | np.ndarray, positions: Sequence[int], n: int
     ) -> np.ndarray | None:
@@ -794,8 +828,8 @@ class HistoryIndex:
         if whole is not None:  # every message by its whole meaning, fused as one more ranking, under no floor
             held = np.flatnonzero(whole > -1)  # best first, ties in order (a stable sort of positions in order)
             held = held[np.argsort(-whole[held], kind="stable")]
-            if hits:  # faint: only a few short ones, guesses that leave the newest older turns their room
-                held = faint_guesses(held, self.short()[:n])
+            if hits and query_vector is not None:  # faint: a few short guesses, the newest older turns get the rest
+                held = faint_guesses(held, self.short()[:n], self.whole_by_length(query_vector, n))
             fused[held] += WHOLE_WEIGHT / (RRF_K + np.arange(1, len(held) + 1))
             if own is not None:  # and their own news no other signal ranks, by its meaning among what they said
                 theirs = told_by_them(whole, own & unranked, own, self.lexical.word_counts()[:n])
@@ -955,10 +989,14 @@ def told_by_them(whole: np.ndarray, candidates: np.ndarray, theirs: np.ndarray, 
     return held[np.argsort(-whole[held], kind="stable")][:OWN_MEANING_TOP]
 
 
-def faint_guesses(by_whole: np.ndarray, short: np.ndarray) -> np.ndarray:
+def faint_guesses(by_whole: np.ndarray, short: np.ndarray, by_length: np.ndarray | None = None) -> np.ndarray:
     """The first ``FAINT_GUESSES`` of the positions ``by_whole`` (best first by whole meaning) whose message is
-    ``short``."""
-    return by_whole[short[by_whole]][:FAINT_GUESSES]
+    ``short``, best first by ``by_length`` when given (``HistoryIndex.whole_by_length``: "I work nights on the cardiac
+    ward, so I need dinners ... Ideas?" is about the ward by its first sentence, not by half of its two parts)."""
+    guesses = by_whole[short[by_whole]]
+    if by_length is not None:
+        guesses = guesses[np.argsort(-by_length[guesses], kind="stable")]
+    return guesses[:FAINT_GUESSES]
 
 
 def with_neighbours(fused: np.ndarray, hits: np.ndarray, short: np.ndarray) -> np.ndarray:
