@@ -1790,24 +1790,21 @@ async def test_a_faint_questions_guess_is_not_halved_by_a_short_question_tacked_
         max_size=12,
     )
 )
-async def test_a_short_messages_whole_meaning_by_length_is_its_parts_cosines_weighted_by_their_characters(texts):
-    """Oracle, written out: a short message's parts (``parts_of``) averaged by their characters, a long one's plain
-    mean (``whole_scores``), whatever the messages and however many arrive at once."""
+async def test_a_messages_whole_meaning_by_length_is_its_parts_cosines_weighted_by_their_characters(texts):
+    """Oracle, written out: a message's parts (``parts_of``) averaged by their characters, whatever the messages,
+    however many arrive at once and whichever are asked for."""
     messages = [Message("user", ". ".join(sentences) + ".") for sentences in texts]
     recall = SessionRecall(WholeMeaning())
     index = await recall.sync(Session("s", messages=messages[: len(messages) // 2]), dense=True)
     index = await recall.sync(Session("s", messages=messages), dense=True)
     query = WholeMeaning._vector(GRIP)
-    got = index.whole_by_length(query, len(messages))
-    plain = index.whole_scores(query, len(messages))
-    for position, message in enumerate(messages):
-        parts = parts_of(message.content)
+    asked = np.arange(len(messages))[::-1][: max(1, len(messages) // 2 + 1)]  # any few, in any order
+    got = index.whole_by_length(query, asked)
+    for position, score in zip(asked.tolist(), got.tolist(), strict=True):
+        parts = parts_of(messages[position].content)
         cosines = [WholeMeaning._vector(part)[0] for part in parts]
-        if index.short()[position]:
-            expected = sum(c * len(p) for c, p in zip(cosines, parts, strict=True)) / sum(len(p) for p in parts)
-        else:
-            expected = plain[position]
-        assert got[position] == pytest.approx(expected, abs=1e-3)
+        expected = sum(c * len(p) for c, p in zip(cosines, parts, strict=True)) / sum(len(p) for p in parts)
+        assert score == pytest.approx(expected, abs=1e-3)
 
 
 @settings(max_examples=40, deadline=None)

@@ -128,6 +128,11 @@ whole meaning (``WHOLE_WEIGHT``): a line that says all of what is asked in other
 for "Which physical therapy exercise involves a soft modelling substance?") ranks there 2nd-4th while long messages
 holding one alike sentence lead by best part (27th-53rd). Short, so the guesses cost the newest older turns little:
 ~40 tokens each (docs/knowledge.md, "Ranking, session 43")."""
+FAINT_POOL = 200
+"""How many of the best short messages by whole meaning a faint question's guesses are chosen from, read again by
+their parts' lengths: the message a tacked-on "Ideas?" halved ranked 52nd-57th among them (docs/knowledge.md,
+"Ranking, session 49"). Bounded, as its parts are split again per question (~8 us a message: a long history's every
+short message, 65 ms at 10,142, on the first faint question of an index)."""
 WHOLE_WEIGHT = 0.5
 """RRF weight of the ranking of every message by its mean part cosine with the question (how much of the whole
 message is about it, beside its best part's), under no floor: a long message whose every sentence bears on the
@@ -349,8 +354,6 @@ class HistoryIndex:
     chars: array[int] = field(default_factory=lambda: array("q"))
     """Per message, the characters of its text (counted as it is added, in C)."""
     _short: GrowingArray = field(default_factory=lambda: GrowingArray(bool))
-    _part_chars: GrowingArray = field(default_factory=lambda: GrowingArray(np.float32))
-    """Per part row, in order, its characters if its message is short (``short``), else 1 (``whole_by_length``)."""
     _closed_units: dict[tuple[int, str | None], tuple[tuple[Message, ...] | None, int]] = field(default_factory=dict)
     """Per (first position, phase), a unit no later message can change (``recallable``) and its rough tokens: a long
     session's recall ranks thousands of units each turn, all but the newest as they were the turn before."""
@@ -579,37 +582,34 @@ class HistoryIndex:
             return None
         return self._part_scores(np.asarray(query_vector, dtype=np.float32))[1][:n]
 
-    def whole_by_length(self, query_vector: Sequence[float] | np.ndarray, n: int) -> np.ndarray | None:
-        """Each of the first ``n`` messages' whole meaning with its parts weighted by their length: for a short message
-        (``short``), its parts' cosines with the query averaged by their characters, so a trailing "Ideas?" or
-        "Thanks!" is not half of what the message says; a long one's plain mean (``whole_scores``). None: not every
-        message has vectors."""
-        if self.dense is None or not self.owner or self._vectored < n:
+    def whole_by_length(self, query_vector: Sequence[float] | np.ndarray, positions: np.ndarray) -> np.ndarray | None:
+        """The whole meaning of the messages at ``positions``, each part's cosine with the query weighted by its
+        characters: a trailing "Ideas?" or "Thanks!" is not half of what a short message says. Its parts are split
+        again here (``parts_of``, a few sentences a message), so ``positions`` are a few (``FAINT_POOL``). None: not
+        every message has vectors."""
+        if self.dense is None or not self.owner or self._vectored < len(self.messages):
             return None
         scores = self.dense.scores(np.asarray(query_vector, dtype=np.float32))[self.row_of]
-        weights = self._part_weights()
         starts, owners = self._runs.caught_up(self.owner)
-        whole = np.full(len(self.messages), -1.0)
-        whole[owners] = np.add.reduceat(scores * weights, starts) / np.add.reduceat(weights, starts)
-        return whole[:n]
+        runs = np.searchsorted(owners, positions)
+        ends = np.r_[starts[1:], len(scores)]
+        out = np.empty(len(positions))
+        for i, (position, run) in enumerate(zip(positions.tolist(), runs.tolist(), strict=True)):
+            cosines = scores[starts[run] : ends[run]]
+            chars = [len(part) for part in parts_of(embedded_text(self.messages[position]))]
+            weights = np.asarray(chars) if len(chars) == len(cosines) else np.ones(len(cosines))
+            out[i] = float(cosines @ weights) / float(weights.sum())
+        return out
 
-    def _part_weights(self) -> np.ndarray:
-        """``_part_chars``, extended to the parts added since the last call (the index only grows, a message's parts
-        in one run): a short message's parts are split again (``parts_of``, a few sentences), a long one's count 1."""
-        held = len(self._part_chars)
-        if held < len(self.owner):
-            owners = np.asarray(self.owner[held:], np.intp)
-            short = self.short()
-            weights = np.ones(len(owners), np.float32)
-            firsts = np.flatnonzero(np.r_[True, owners[1:] != owners[:-1]])
-            for first, end in zip(firsts.tolist(), [*firsts[1:].tolist(), len(owners)], strict=True):
-                position = int(owners[first])
-                if short[position]:
-                    chars = [len(part) for part in parts_of(embedded_text(self.messages[position]))]
-                    if len(chars) == end - first:  # the parts its vectors were made of
-                        weights[first:end] = chars
-            self._part_chars.extend(weights)
-        return self._part_chars.view
+    def _faint_guesses(self, by_whole: np.ndarray, n: int, query_vector: Sequence[float] | np.ndarray) -> np.ndarray:
+        """The first ``FAINT_GUESSES`` short messages of ``by_whole`` (positions best first by whole meaning), read
+        again by their parts' lengths (``whole_by_length``) among the first ``FAINT_POOL``: "I work nights on the
+        cardiac ward, so I need dinners ... Ideas?" is about the ward by its first sentence, not by half its parts."""
+        pool = by_whole[self.short()[:n][by_whole]][:FAINT_POOL]
+        by_length = self.whole_by_length(query_vector, pool)
+        if by_length is not None:
+            pool = pool[np.argsort(-by_length, kind="stable")]
+        return pool[:FAINT_GUESSES]
 
     def best_scores_at(
         self, query_vector: Sequence[float] | np.ndarray, positions: Sequence[int], n: int
@@ -829,7 +829,7 @@ class HistoryIndex:
             held = np.flatnonzero(whole > -1)  # best first, ties in order (a stable sort of positions in order)
             held = held[np.argsort(-whole[held], kind="stable")]
             if hits and query_vector is not None:  # faint: a few short guesses, the newest older turns get the rest
-                held = faint_guesses(held, self.short()[:n], self.whole_by_length(query_vector, n))
+                held = self._faint_guesses(held, n, query_vector)
             fused[held] += WHOLE_WEIGHT / (RRF_K + np.arange(1, len(held) + 1))
             if own is not None:  # and their own news no other signal ranks, by its meaning among what they said
                 theirs = told_by_them(whole, own & unranked, own, self.lexical.word_counts()[:n])
@@ -987,16 +987,6 @@ def told_by_them(whole: np.ndarray, candidates: np.ndarray, theirs: np.ndarray, 
     z = (whole - among.mean()) / (among.std() or 1.0)
     held = np.flatnonzero(candidates & (z >= OWN_MEANING_MIN_Z) & (words >= OWN_MEANING_MIN_WORDS))
     return held[np.argsort(-whole[held], kind="stable")][:OWN_MEANING_TOP]
-
-
-def faint_guesses(by_whole: np.ndarray, short: np.ndarray, by_length: np.ndarray | None = None) -> np.ndarray:
-    """The first ``FAINT_GUESSES`` of the positions ``by_whole`` (best first by whole meaning) whose message is
-    ``short``, best first by ``by_length`` when given (``HistoryIndex.whole_by_length``: "I work nights on the cardiac
-    ward, so I need dinners ... Ideas?" is about the ward by its first sentence, not by half of its two parts)."""
-    guesses = by_whole[short[by_whole]]
-    if by_length is not None:
-        guesses = guesses[np.argsort(-by_length[guesses], kind="stable")]
-    return guesses[:FAINT_GUESSES]
 
 
 def with_neighbours(fused: np.ndarray, hits: np.ndarray, short: np.ndarray) -> np.ndarray:
