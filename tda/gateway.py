@@ -367,6 +367,14 @@ def _fields(m: Message) -> tuple[Any, ...]:
     return m.role, m.content, m.tool_call_id, m.name, repr(thaw(m.tool_calls) or None)
 
 
+def reply_headers(result: Mapping[str, Any]) -> dict[str, str]:
+    """tda's headers on a non-streamed reply (every wire): the session's turn and snapshot, and what was cut."""
+    cut = cut_header(result)
+    if result["session_id"] is None:
+        return cut
+    return {"X-TDA-Turn": str(result["turn"]), "X-TDA-Snapshot": str(result["snapshot_id"]), **cut}
+
+
 def cut_header(result: Mapping[str, Any]) -> dict[str, str]:
     """``X-TDA-Cut: messages=<the client's messages not sent as they came>; tokens=<received less sent, or 0>``."""
     cut = result.get("cut")

@@ -33,7 +33,7 @@ from ..client_call import ClientCall
 from ..context_features import features_header, with_unsent_traced
 from ..errors import Conflict, Invalid, NotFound, ServiceError, field_errors
 from ..events import encode_sse
-from ..gateway import complete, cut_header, same_run, split
+from ..gateway import complete, reply_headers, same_run, split
 from ..llm import Choice, routing_error
 from ..models import ProfileRow, SessionRow
 from ..service import TDAService, service
@@ -168,7 +168,7 @@ async def chat_completions() -> Any:
         usage = bool((body.stream_options or {}).get("include_usage"))
         return await _streamed(svc, call, profile, session, usage, headers)
     result = await complete(svc, call, profile, session)
-    return _completion(result), 200, {**headers, **_tda_headers(result)}
+    return _completion(result), 200, {**headers, **reply_headers(result)}
 
 
 def _read(data: dict[str, Any]) -> tuple[ChatRequest, list[Message]]:
@@ -429,12 +429,6 @@ def _choice(index: int, choice: Choice) -> dict[str, Any]:
     if choice.tool_calls:
         message["tool_calls"] = choice.tool_calls
     return {"index": index, "message": message, "finish_reason": choice.finish_reason, "logprobs": choice.logprobs}
-
-
-def _tda_headers(result: dict[str, Any]) -> dict[str, str]:
-    if result["session_id"] is None:
-        return cut_header(result)
-    return {"X-TDA-Turn": str(result["turn"]), "X-TDA-Snapshot": str(result["snapshot_id"]), **cut_header(result)}
 
 
 def _chunk(chunk_id: str, model: str, delta: dict[str, Any], finish: str | None = None) -> bytes:

@@ -27,7 +27,7 @@ from ..auth import end_user, require
 from ..client_call import ClientCall
 from ..context_features import anthropic_edits, features_header, response_context_management, with_unsent_traced
 from ..errors import ServiceError
-from ..gateway import complete, cut_header, split, window
+from ..gateway import complete, reply_headers, split, window
 from ..llm import prompt_tokens
 from ..models import ProfileRow
 from ..service import TDAService, service
@@ -92,7 +92,7 @@ async def create_message() -> Any:
     if not body.stream:
         result = await complete(svc, call, profile, session)
         message = message_of(message_id, result, response_context_management(call, result))
-        return message, 200, {**headers, **_tda_headers(result)}
+        return message, 200, {**headers, **reply_headers(result)}
     streamed = await start_turn(svc, call, profile, session)
 
     async def events() -> AsyncIterator[bytes]:
@@ -141,9 +141,3 @@ async def _window_tokens(svc: TDAService, call: ClientCall, profile: ProfileRow)
     when that is higher."""
     assembled, model = await window(svc, call, profile)
     return max(await prompt_tokens(model, assembled.messages, assembled.tools), assembled.snapshot.total_used)
-
-
-def _tda_headers(result: dict[str, Any]) -> dict[str, str]:
-    if result["session_id"] is None:
-        return cut_header(result)
-    return {"X-TDA-Turn": str(result["turn"]), "X-TDA-Snapshot": str(result["snapshot_id"]), **cut_header(result)}

@@ -33,7 +33,7 @@ from ..client_call import ClientCall
 from ..context_features import features_header, responses_features, with_unsent_traced
 from ..errors import Conflict, Invalid, NotFound, ServiceError, field_errors
 from ..events import encode_sse
-from ..gateway import answered, complete, cut_header, split
+from ..gateway import answered, complete, reply_headers, split
 from ..models import ProfileRow, SessionRow
 from ..service import TDAService, service
 from .chat import SESSION_HEADER, openai_error, over_budget, requested_ids, requested_model, resolve_ids
@@ -155,7 +155,7 @@ async def create_response() -> Any:
     if body.stream:
         return await _streamed(svc, call, profile, session, shape, headers)
     result = await complete(svc, call, profile, session)
-    return shape.response(result), 200, {**headers, **_tda_headers(result)}
+    return shape.response(result), 200, {**headers, **reply_headers(result)}
 
 
 @bp.get("/responses/<other_than(compact):response_id>")
@@ -517,12 +517,6 @@ def _usage(result: dict[str, Any]) -> dict[str, Any]:
     if result.get("cut"):  # what the window left out of the conversation sent (docs/service.md)
         usage["tda"] = result["cut"]
     return usage
-
-
-def _tda_headers(result: dict[str, Any]) -> dict[str, str]:
-    if result["session_id"] is None:
-        return cut_header(result)
-    return {"X-TDA-Turn": str(result["turn"]), "X-TDA-Snapshot": str(result["snapshot_id"]), **cut_header(result)}
 
 
 # --- streaming ------------------------------------------------------------------------------------------
