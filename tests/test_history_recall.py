@@ -1996,3 +1996,19 @@ def test_a_speakers_own_meaning_list_holds_only_their_unranked_messages_of_some_
     assert all(whole[a] >= whole[b] for a, b in itertools.pairwise(listed))
     among = whole[theirs & (whole > -1)]
     assert all(whole[p] >= among.mean() + OWN_MEANING_MIN_Z * among.std() - 1e-9 for p in listed)
+
+
+def test_a_messages_whole_meaning_by_length_does_not_wait_for_the_newest_messages_vectors():
+    """The guesses are read by length over the messages before the newest turns: those reading it while the newest
+    turn's messages have no vectors yet (a library's turn, embedded in the background) get the same scores as once
+    they have, so the window is the same cold and warm; a message without vectors is not read (None)."""
+    messages = [Message("user", f"Chat line {n}. Any other ideas?") for n in range(6)]
+    vectors = [[np.asarray(WholeMeaning._vector(p), np.float32) for p in parts_of(m.content)] for m in messages]
+    cold, warm = HistoryIndex(), HistoryIndex()
+    cold.add(messages[:4], vectors[:4])
+    cold.add(messages[4:])  # the newest turn's, vectors still to come
+    warm.add(messages, vectors)
+    query, older = WholeMeaning._vector(GRIP), np.arange(4)
+
+    assert cold.whole_by_length(query, older) == pytest.approx(warm.whole_by_length(query, older))
+    assert cold.whole_by_length(query, np.arange(6)) is None

@@ -585,9 +585,9 @@ class HistoryIndex:
     def whole_by_length(self, query_vector: Sequence[float] | np.ndarray, positions: np.ndarray) -> np.ndarray | None:
         """The whole meaning of the messages at ``positions``, each part's cosine with the query weighted by its
         characters: a trailing "Ideas?" or "Thanks!" is not half of what a short message says. Its parts are split
-        again here (``parts_of``, a few sentences a message), so ``positions`` are a few (``FAINT_POOL``). None: not
-        every message has vectors."""
-        if self.dense is None or not self.owner or self._vectored < len(self.messages):
+        again here (``parts_of``, a few sentences a message), so ``positions`` are a few (``FAINT_POOL``). None: one of
+        them has no vectors yet."""
+        if self.dense is None or not self.owner or (len(positions) and int(positions.max()) >= self._vectored):
             return None
         scores = self.dense.scores(np.asarray(query_vector, dtype=np.float32))[self.row_of]
         starts, owners = self._runs.caught_up(self.owner)
