@@ -5,6 +5,7 @@ the chats write); the questions nothing answers use words the chat never says.""
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import itertools
 import re
 
@@ -55,6 +56,7 @@ def _session_day(pair: Pair, content: str) -> dt.date | None:
     return None
 
 
+@functools.cache  # read by most tests, and a chat's sessions are found by parsing each message for a date
 def _sessions(seed: int, at: int) -> list[tuple[dt.date, list[int]]]:
     messages = CHATS[seed][at].messages
     openers = [(i, d) for i, m in enumerate(messages) if (d := _session_day(PAIRS[at], m["content"]))]
