@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from .base import Message
+from .base import Message, TokenCounter
 from .fitting import cut_to_tokens, water_fill
 from .token_estimator import CHUNK_CHARS, TokenEstimator
 
@@ -31,15 +31,16 @@ def cut_loop(loop: Sequence[Message], excess: int, tokens: TokenEstimator) -> tu
         return None
     count = tokens.count_message
     whole = sum(count(loop[i]) for i in results)
-    notes = sum(count(_noted(loop[i], tokens)) for i in results)
+    notes = sum(count(noted(loop[i], tokens)) for i in results)
+    sizes = [tokens.count(loop[i].content) for i in results]
     room = target = whole - excess
     for attempt in range(ATTEMPTS):
         if room < notes:
             return None
-        shares = water_fill([tokens.count(loop[i].content) for i in results], room - notes)
+        shares = water_fill(sizes, room - notes)
         cut = list(loop)
         for i, share in zip(results, shares, strict=True):
-            cut[i] = _cut(loop[i], share, tokens)
+            cut[i] = cut_result(loop[i], share, tokens)
         # a token per CHUNK_CHARS spare: litellm.token_counter (a LiteLLM proxy's check) counts long texts so
         over = sum(count(cut[i]) + len(cut[i].content) // CHUNK_CHARS for i in results) - target
         if over <= 0:
@@ -48,7 +49,9 @@ def cut_loop(loop: Sequence[Message], excess: int, tokens: TokenEstimator) -> tu
     return None
 
 
-def _cut(result: Message, share: int, tokens: TokenEstimator) -> Message:
+def cut_result(result: Message, share: int, tokens: TokenCounter) -> Message:
+    """``result`` whole when it fits ``share`` tokens, else its beginning within them followed by ``CUT_NOTE`` (a
+    result sent as content parts goes as text: its parts would be counted whole)."""
     whole = tokens.count(result.content)
     if share >= whole:
         return result
@@ -57,8 +60,7 @@ def _cut(result: Message, share: int, tokens: TokenEstimator) -> Message:
     return dataclasses.replace(result, content=text + note, tokens=None, parts=None)
 
 
-def _noted(result: Message, tokens: TokenEstimator) -> Message:
-    """``result`` as its cut note alone."""
-    return dataclasses.replace(
-        result, content=CUT_NOTE.format(tokens=tokens.count(result.content)), tokens=None, parts=None
-    )
+def noted(result: Message, tokens: TokenCounter) -> Message:
+    """``result`` as its cut note alone (its stored count was the whole result's, and content parts go too)."""
+    note = CUT_NOTE.format(tokens=tokens.count(result.content))
+    return dataclasses.replace(result, content=note, tokens=None, parts=None)

@@ -34,7 +34,7 @@ from components.context_window.base import (
 )
 from components.context_window.content_parts import media_note
 from components.context_window.fitting import cut_to_tokens, first_sentence, water_fill
-from components.context_window.loop_cut import CUT_NOTE
+from components.context_window.loop_cut import cut_result, noted
 from components.context_window.metering import labelled
 from components.context_window.offload import run_sized
 from components.context_window.options import option
@@ -1099,19 +1099,12 @@ def cut_unit(unit: Unit, room: int, tokens: TokenCounter, *, messages: bool = Fa
         return _cut_message(unit[0], room, tokens) if messages else None
     count = tokens.count_message
     head, results = unit[0], unit[1:]
-    notes = [_noted(r, tokens) for r in results]
+    notes = [noted(r, tokens) for r in results]
     fixed = count(head) + sum(count(n) for n in notes)
     if fixed >= room:
         return None
     cut = _cut_results(unit, water_fill([tokens.count(r.content) for r in results], room - fixed), tokens)
     return cut if sum(count(m) for m in cut) <= room else None
-
-
-def _noted(result: Message, tokens: TokenCounter) -> Message:
-    """``result`` as its cut note alone (its stored count was the whole result's; a result sent as content parts
-    is counted by its parts, so they go too)."""
-    note = CUT_NOTE.format(tokens=tokens.count(result.content))
-    return dataclasses.replace(result, content=note, tokens=None, parts=None)
 
 
 def cut_turn(units: Sequence[Unit], room: int, tokens: TokenCounter) -> tuple[Unit, ...] | None:
@@ -1120,7 +1113,7 @@ def cut_turn(units: Sequence[Unit], room: int, tokens: TokenCounter) -> tuple[Un
     does not fit, the question cut from its end too. None: not even the calls, the notes and a cut question fit."""
     count = tokens.count_message
     results = [r for unit in units[1:] for r in unit[1:]]
-    notes = [count(_noted(r, tokens)) for r in results]
+    notes = [count(noted(r, tokens)) for r in results]
     fixed = sum(count(unit[0]) for unit in units) + sum(notes)  # every request, answer and call, and each note
     if fixed > room:  # the question gives way: its beginning, and the results only their notes
         question = _cut_message(units[0][0], room - fixed + count(units[0][0]), tokens)
@@ -1148,16 +1141,7 @@ def _shares(units: Sequence[Unit], room: int, tokens: TokenCounter) -> list[list
 
 def _cut_results(unit: Unit, shares: list[int], tokens: TokenCounter) -> Unit:
     """``unit`` with each result cut to its share of tokens (whole when it fits), marked as cut."""
-    out: list[Message] = [unit[0]]
-    for result, share in zip(unit[1:], shares, strict=True):
-        whole = tokens.count(result.content)
-        if share >= whole:
-            out.append(result)
-            continue
-        text = cut_to_tokens(result.content, share, tokens)
-        note = CUT_NOTE.format(tokens=whole - tokens.count(text))
-        out.append(dataclasses.replace(result, content=text + note, tokens=None, parts=None))
-    return tuple(out)
+    return (unit[0], *(cut_result(result, share, tokens) for result, share in zip(unit[1:], shares, strict=True)))
 
 
 def _cut_message(message: Message, room: int, tokens: TokenCounter) -> Unit | None:
