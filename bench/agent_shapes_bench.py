@@ -59,7 +59,7 @@ from tda.db import upgrade  # noqa: E402
 from tests.agent_checks import (  # noqa: E402
     CUT_MARK,
     altered_results,
-    cut_header,
+    cut_header_breaks,
     history_part,
     newest_turn,
     orphans,
@@ -316,7 +316,7 @@ def told(c: Call) -> list[str]:
         wrong.append(f"usage.tda tokens_sent {c.cut['tokens_sent']} != the window's {c.snapshot['total_used']}")
     if not c.path.endswith("/messages") and c.cut["messages_sent"] != len(c.received):
         wrong.append(f"usage.tda messages_sent {c.cut['messages_sent']} != {len(c.received)} sent")
-    return wrong + cut_header(c.cut, c.header)
+    return wrong + cut_header_breaks(c.cut, c.header)
 
 
 def auxiliary_breaks(h: Harness, profiles: dict[str, tuple[str, int]]) -> list[str]:

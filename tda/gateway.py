@@ -229,14 +229,14 @@ def _counting(
     def on_window(assembled: AssembledContext, model: str) -> None:
         if check is not None:
             check(assembled, model)
-        counted.append(asyncio.create_task(_early(route, assembled, model)))
+        counted.append(asyncio.create_task(_known_before_answer(route, assembled, model)))
         if route.call.on_window is not None:
             route.call.on_window(counted[-1])
 
     return on_window
 
 
-async def _early(route: _Client, assembled: AssembledContext, model: str) -> dict[str, Any]:
+async def _known_before_answer(route: _Client, assembled: AssembledContext, model: str) -> dict[str, Any]:
     """What the reply says of a window before the model answers (``ClientCall.on_window``)."""
     conversation, tokens = route.conversation, estimator_for(model)
     cut = await sized(lambda _: window_cut(conversation, assembled, tokens), conversation.chat)  # off the loop: long
