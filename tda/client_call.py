@@ -4,7 +4,7 @@ translated into before the gateway (``gateway.py``) runs it."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -54,6 +54,10 @@ class ClientCall:
     on_snapshot: Callable[[int], object] | None = None
     """Told the id of the call's snapshot once it is stored (with a session), while the model answers: a streamed
     Responses API reply names itself by it from its first event."""
+    on_window: Callable[[Awaitable[dict[str, Any]]], object] | None = None
+    """Told, for each window assembled (a fallback model's is its own), what the reply will say of it before the model
+    answers: ``session_id``, ``turn`` and ``cut`` (``gateway.reply_headers`` makes the headers of them), counted while
+    the model answers. A streamed reply sends those headers with its first byte."""
     timings: dict[str, float] | None = None
     new_turn: bool = False
     """Record the call as a new turn even when the session saw its conversation: a recorded request sent again

@@ -17,6 +17,7 @@ turn it repeats keeps its record as it was.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import hashlib
 import json
@@ -189,6 +190,7 @@ def _loop_repeated(conversation: Conversation, digests: Digests, key: str | None
 
 async def _run(svc: TDAService, route: _Client) -> dict[str, Any]:
     call = route.call
+    counted: list[asyncio.Task[dict[str, Any]]] = []
     ask = Ask(
         call.tool_choice,
         call.max_tokens,
@@ -198,24 +200,48 @@ async def _run(svc: TDAService, route: _Client) -> dict[str, Any]:
         call.on_snapshot,
         call.timings,
         snapshot_notes=_features_noted(call),
-        check_window=_truncation_check(call, route.conversation),
+        on_window=_counting(route, counted, _truncation_check(call, route.conversation)),
     )
     ran = await run(svc, route, ask)
     if route.session is not None:
         remember(_session_key(route.session), route.conversation, ran.answered.snapshot_id)
     else:
         call_done(ran.answered.ctx)
-    done, assembled = ran.answered.done, ran.answered.assembled
-    tokens = estimator_for(ran.answered.ctx.model)  # the cut counts every message received: off the loop when long
-    cut = await sized(lambda _: window_cut(route.conversation, assembled, tokens), route.conversation.chat)
+    done = ran.answered.done
     return {
         **ran.result(),
         "thinking": done.thinking,
         "more": done.more,
         "logprobs": done.logprobs,
-        "cut": cut,
+        "cut": (await counted[-1])["cut"],  # the window that answered is the last assembled
         "context_management": done.context_management,  # Anthropic's report of the edits it applied
     }
+
+
+def _counting(
+    route: _Client,
+    counted: list[asyncio.Task[dict[str, Any]]],
+    check: Callable[[AssembledContext, str], None] | None,
+) -> Callable[[AssembledContext, str], None]:
+    """What runs on each window once assembled: ``check``, then its cut counted while the model answers (a task
+    added to ``counted`` and told to the client's call: a streamed reply's headers say it)."""
+
+    def on_window(assembled: AssembledContext, model: str) -> None:
+        if check is not None:
+            check(assembled, model)
+        counted.append(asyncio.create_task(_known_before_answer(route, assembled, model)))
+        if route.call.on_window is not None:
+            route.call.on_window(counted[-1])
+
+    return on_window
+
+
+async def _known_before_answer(route: _Client, assembled: AssembledContext, model: str) -> dict[str, Any]:
+    """What the reply says of a window before the model answers (``ClientCall.on_window``)."""
+    conversation, tokens = route.conversation, estimator_for(model)
+    cut = await sized(lambda _: window_cut(conversation, assembled, tokens), conversation.chat)  # off the loop: long
+    session_id = route.session.id if route.session is not None else None
+    return {"session_id": session_id, "turn": route.place.turn if route.place else None, "cut": cut}
 
 
 def _features_noted(call: ClientCall) -> dict[str, Any]:
@@ -368,11 +394,14 @@ def _fields(m: Message) -> tuple[Any, ...]:
 
 
 def reply_headers(result: Mapping[str, Any]) -> dict[str, str]:
-    """tda's headers on a non-streamed reply (every wire): the session's turn and snapshot, and what was cut."""
+    """tda's headers on a reply (every wire): the session's turn and snapshot, and what was cut. A streamed reply's
+    are what is known before the model answers (``ClientCall.on_window``): its snapshot is stored meanwhile, and
+    the first byte does not wait for it."""
     cut = cut_header(result)
     if result["session_id"] is None:
         return cut
-    return {"X-TDA-Turn": str(result["turn"]), "X-TDA-Snapshot": str(result["snapshot_id"]), **cut}
+    known = {"X-TDA-Turn": result["turn"], "X-TDA-Snapshot": result.get("snapshot_id")}
+    return {name: str(value) for name, value in known.items() if value is not None} | cut
 
 
 def cut_header(result: Mapping[str, Any]) -> dict[str, str]:

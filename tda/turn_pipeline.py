@@ -65,9 +65,10 @@ class Ask:
     """The TTL of Claude's cache marks, chosen from the session's gaps (``tda/cache_ttl.py``)."""
     snapshot_notes: Mapping[str, Any] = field(default_factory=dict)
     """Added to each window's snapshot: a chat client's ``provider_features`` (``tda/context_features.py``)."""
-    check_window: Callable[[AssembledContext, str], None] | None = None
-    """Run on each window (and its model) before it is recorded or sent: raises to refuse it (a client that disabled
-    truncation, when the window would cut its conversation)."""
+    on_window: Callable[[AssembledContext, str], None] | None = None
+    """Run on each window (and its model) once assembled, before it is recorded or sent: raises to refuse it (a client
+    that disabled truncation, when the window would cut its conversation); the gateway starts counting its cut here,
+    while the model answers."""
 
 
 @dataclass(frozen=True)
@@ -235,8 +236,8 @@ async def _attempt(
         await vectors_ready(svc, ctx, loaded.window_type.type)  # cold = warm: never on background indexing
         assembled_at = time.time()  # replay serves the champion cases recorded by then
         assembled = await svc.handler.assemble(ctx, loaded.window_type.type)
-        if ask.check_window is not None:
-            ask.check_window(assembled, ctx.model)
+        if ask.on_window is not None:
+            ask.on_window(assembled, ctx.model)
     if loaded.turn is not None and ctx.continuation:  # a tool loop's step: the next turn is over this much at least
         work_ahead(svc, loaded, ctx)
     model_at = time.time_ns()

@@ -77,6 +77,13 @@ def newest_turn(sent: list[dict[str, Any]], received: list[dict[str, Any]]) -> s
     return f"broken: {len(missing)} of the turn's {len(turn)} messages not sent whole, {len(present_older)} older sent"
 
 
+def cut_header_breaks(cut: dict[str, Any], header: str | None) -> list[str]:
+    """What is wrong with a reply's ``X-TDA-Cut``, streamed or not (a stream's goes with its first byte): it says
+    what the reply's ``usage.tda`` says, the tokens received less sent (or 0)."""
+    tokens = max(0, cut["tokens_received"] - cut["tokens_sent"])
+    return [] if header == f"messages={cut['messages_cut']}; tokens={tokens}" else [f"X-TDA-Cut {header!r}"]
+
+
 def _key(m: dict[str, Any]) -> tuple[Any, ...]:
     """A message's identity whatever its text became: role, result id, call ids, or (a question) its turn."""
     if m["role"] == "tool":

@@ -479,6 +479,4 @@ async def _streamed(
                 )
         yield b"data: [DONE]\n\n"
 
-    response = Response(events(), mimetype="text/event-stream", headers={**headers, "Cache-Control": "no-cache"})
-    response.timeout = None
-    return response
+    return streamed.response(events(), headers)

@@ -17,7 +17,7 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
-from quart import Blueprint, Response, request
+from quart import Blueprint, request
 from quart_schema import document_request, tag_blueprint
 from werkzeug.exceptions import HTTPException
 
@@ -111,9 +111,7 @@ async def create_message() -> Any:
         for event in blocks.end(result, response_context_management(call, result)):
             yield event
 
-    response = Response(events(), mimetype="text/event-stream", headers={**headers, "Cache-Control": "no-cache"})
-    response.timeout = None
-    return response
+    return streamed.response(events(), headers)
 
 
 @bp.post("/messages/count_tokens")

@@ -561,9 +561,7 @@ async def _streamed(
         for sent in stream.finish(streamed.turn.result()):
             yield sent
 
-    response = Response(events(), mimetype="text/event-stream", headers={**headers, "Cache-Control": "no-cache"})
-    response.timeout = None
-    return response
+    return streamed.response(events(), headers)
 
 
 class _Stream:

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Mapping
 from typing import Any
 
+from quart import Response
+
 from ..client_call import ClientCall
-from ..gateway import complete
+from ..gateway import complete, reply_headers
 from ..models import ProfileRow, SessionRow
 from ..service import TDAService
 
@@ -21,6 +23,8 @@ class StreamedTurn:
     turn: asyncio.Task[dict[str, Any]]
     queue: asyncio.Queue[dict[str, Any]]
     first: asyncio.Task[dict[str, Any]]
+    headers: dict[str, str]
+    """tda's reply headers known before the model answered (``reply_headers``): the session's turn, what was cut."""
 
     async def deltas(self) -> AsyncGenerator[dict[str, Any], None]:
         """Each delta as the model sends it (``{"content": ...}`` or ``{"tool_calls": [...]}``), until the turn
@@ -42,6 +46,14 @@ class StreamedTurn:
         while not self.queue.empty():
             yield self.queue.get_nowait()
 
+    def response(self, events: AsyncIterator[bytes], headers: Mapping[str, str]) -> Response:
+        """``events`` as the server-sent reply, with the call's ``headers`` and tda's reply headers."""
+        response = Response(
+            events, mimetype="text/event-stream", headers={**headers, **self.headers, "Cache-Control": "no-cache"}
+        )
+        response.timeout = None  # as long as the model answers
+        return response
+
     def error(self) -> BaseException | None:
         """What ended the turn, once the deltas are through (None: it completed; ``turn.result()`` is its result)."""
         return self.turn.exception()
@@ -51,10 +63,13 @@ async def start_turn(
     svc: TDAService, call: ClientCall, profile: ProfileRow, session: SessionRow | None
 ) -> StreamedTurn:
     """Start the call and wait for its first delta. Errors before the model starts answering (a bad chat, an
-    unknown profile) are raised here, as plain HTTP errors; later ones are the caller's to send as an event. A
-    client that goes away does not cancel the turn."""
+    unknown profile, a window that cannot be assembled) are raised here, as plain HTTP errors; later ones are the
+    caller's to send as an event. A client that goes away does not cancel the turn. The reply's headers are those of
+    the window whose model answers (the last one assembled), counted while it answered."""
     queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-    turn = asyncio.create_task(complete(svc, dataclasses.replace(call, on_delta=queue.put), profile, session))
+    windows: list[Awaitable[dict[str, Any]]] = []
+    told = dataclasses.replace(call, on_delta=queue.put, on_window=windows.append)
+    turn = asyncio.create_task(complete(svc, told, profile, session))
     _background.add(turn)
     turn.add_done_callback(_background.discard)
     first = asyncio.create_task(queue.get())
@@ -62,4 +77,5 @@ async def start_turn(
     if turn.done() and turn.exception() is not None and not first.done():
         first.cancel()
         raise turn.exception()  # type: ignore[misc]
-    return StreamedTurn(turn, queue, first)
+    headers = reply_headers(await windows[-1]) if windows else {}
+    return StreamedTurn(turn, queue, first, headers)

@@ -50,11 +50,14 @@ async def harness(live: Settings) -> AsyncIterator[Harness]:
 async def test_every_shape_holds_items_1_to_4_through_every_wire(harness: Harness, shape: str):
     """Parallel calls, a 40K-token file read and a 5,000-row query (larger than the window), a 6-step loop, text
     beside calls and results as content parts: through chat completions (stateless and with a session), the
-    Responses API and the Messages API (streamed: its ``message_delta`` carries the cut)."""
+    Responses API and the Messages API, streamed and not (a stream's headers say the cut, as its last event's usage
+    does)."""
     runs = [
         Run(shape, "chat", False, False, "p16k"),
         Run(shape, "chat", True, False, "p16k"),
+        Run(shape, "chat", True, True, "p16k"),
         Run(shape, "responses", False, False, "p16k"),
+        Run(shape, "responses", True, True, "p16k"),
         Run(shape, "messages", False, False, "p16k"),
         Run(shape, "messages", False, True, "p16k"),
     ]

@@ -10,6 +10,7 @@ import asyncio
 import json
 from typing import Any
 
+import anthropic
 import openai
 import pytest
 
@@ -303,6 +304,31 @@ async def test_a_streamed_reply_arrives_in_openai_chunks_and_is_recorded(served:
     assert chunks[-1].choices[0].finish_reason == "tool_calls"
     turns = (await served.get("/v1/sessions/stream-1/turns"))["turns"]
     assert [t["turn"] for t in turns] == [1, 2]  # the second call extends the first turn's conversation
+
+
+@pytest.mark.parametrize("wire", ["chat", "responses", "messages"])
+async def test_a_streamed_call_whose_window_cannot_be_assembled_is_a_plain_http_error(served: Served, wire: str):
+    """The window is assembled before a stream starts (its headers say what it cut): a limit too small for the
+    question is a 422 in the wire's own error shape, which the SDK raises, not a stream that opens and then fails;
+    the model is not called."""
+    await served.svc.store.profiles.create("tiny", {"type": "tool_enabled", "context_limit": 256}, "test")
+    question = "word " * 400
+    if wire == "messages":
+        client = anthropic.AsyncAnthropic(base_url=served.base_url.removesuffix("/v1"), api_key=served.token)
+        async with client:
+            with pytest.raises(anthropic.UnprocessableEntityError) as refused:
+                messages = [{"role": "user", "content": question}]
+                await client.messages.create(model="tda/tiny", max_tokens=50, messages=messages, stream=True)
+        assert refused.value.body["type"] == "error"  # type: ignore[index]
+    else:
+        with pytest.raises(openai.UnprocessableEntityError) as error:
+            if wire == "chat":
+                messages = [{"role": "user", "content": question}]
+                await served.client().chat.completions.create(model="tda/tiny", messages=messages, stream=True)
+            else:
+                await served.client().responses.create(model="tda/tiny", input=question, store=False, stream=True)
+        assert error.value.code == "budget_exceeded"
+    assert served.model.sent == []
 
 
 async def test_a_smaller_max_tokens_in_the_request_wins_over_the_reserve(served: Served):

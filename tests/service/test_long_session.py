@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
 from typing import Any
 
+import anthropic
 import litellm
 import pytest
 
@@ -23,6 +24,7 @@ from components.context_window.recall.messages import SessionRecall
 from tda.api.errors import _parsed as parsed_bodies
 from tda.config import Settings
 from tests.agent_session import SYSTEM, TOOLS, call_id, orders, tool_call, tool_loop, turn_messages
+from tests.agent_wires import anthropic_tools, as_anthropic, as_responses, responses_tools
 from tests.service.fake_upstream import FakeUpstream, fake_upstream
 from tests.service.served_app import App, served
 
@@ -196,6 +198,76 @@ async def test_the_responses_api_tells_what_was_cut_too(setup: Setup, session: s
         == f"messages={cut['messages_cut']}; tokens={cut['tokens_received'] - cut['tokens_sent']}"
     )
     _assert_paired(body["messages"])
+
+
+@pytest.mark.parametrize("setup", ["words"], indirect=True)
+@pytest.mark.parametrize("session", [None, "long-streamed"])
+@pytest.mark.parametrize("wire", ["chat", "responses", "messages"])
+async def test_a_streamed_reply_says_what_was_cut_in_its_headers_too(setup: Setup, wire: str, session: str | None):
+    """Issue 32's item 4 on a stream: the window is assembled before the model is called, so ``X-TDA-Cut`` (and a
+    session's ``X-TDA-Turn``) go with the stream's first byte, read by the real SDKs; the header agrees with the
+    stream's final ``usage.tda``, which agrees with what the upstream received."""
+    headers = {"X-TDA-Profile": "agent", **({"X-TDA-Session": session} if session else {})}
+    told, cut = await _STREAMED[wire](setup.app, headers, tool_loop(60)[1])
+    (body,) = _answers(setup)
+    assert body["stream"] is True
+    assert cut["messages_sent"] == len(body["messages"]) and cut["messages_cut"] > 0
+    assert (
+        told.get("X-TDA-Cut") == f"messages={cut['messages_cut']}; tokens={cut['tokens_received'] - cut['tokens_sent']}"
+    )
+    assert told.get("X-TDA-Turn") == ("1" if session else None)
+
+
+async def _chat_streamed(app: App, headers: dict[str, str], messages: list[dict[str, Any]]) -> tuple[Any, Any]:
+    """The headers and the final ``usage.tda`` of a streamed chat completion (the openai SDK's raw response)."""
+    raw = await app.sdk(**headers).chat.completions.with_raw_response.create(
+        model="tda",
+        messages=messages,  # type: ignore[arg-type]
+        tools=TOOLS,  # type: ignore[arg-type]
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    usage = [chunk.usage async for chunk in raw.parse() if chunk.usage is not None]
+    return raw.headers, usage[-1].model_extra["tda"]
+
+
+async def _responses_streamed(app: App, headers: dict[str, str], messages: list[dict[str, Any]]) -> tuple[Any, Any]:
+    """The same of a streamed response (the openai SDK's streaming response): its ``response.completed`` usage."""
+    instructions, items = as_responses(messages)
+    async with app.sdk(**headers).responses.with_streaming_response.create(
+        model="tda",
+        instructions=instructions,
+        input=items,  # type: ignore[arg-type]
+        tools=responses_tools(TOOLS),  # type: ignore[arg-type]
+        stream=True,
+        store="X-TDA-Session" in headers,  # else stored in a session of its own
+    ) as response:
+        events = [event async for event in await response.parse()]
+        done = [e.response.usage for e in events if e.type == "response.completed"]
+        return response.headers, done[-1].model_extra["tda"]
+
+
+async def _messages_streamed(app: App, headers: dict[str, str], messages: list[dict[str, Any]]) -> tuple[Any, Any]:
+    """The same of a streamed Anthropic message (the anthropic SDK's message stream): its ``message_delta`` usage."""
+    system, blocks = as_anthropic(messages)
+    client = anthropic.AsyncAnthropic(
+        base_url=app.base_url.removesuffix("/v1"), api_key=app.token, max_retries=0, default_headers=headers
+    )
+    async with (
+        client,
+        client.messages.stream(
+            model="tda",
+            max_tokens=1024,
+            system=system or "",
+            messages=blocks,
+            tools=anthropic_tools(TOOLS),  # type: ignore[arg-type]
+        ) as stream,
+    ):
+        usage = [event.usage async for event in stream if event.type == "message_delta"]
+        return stream.response.headers, usage[-1].model_extra["tda"]
+
+
+_STREAMED = {"chat": _chat_streamed, "responses": _responses_streamed, "messages": _messages_streamed}
 
 
 def _assert_paired(messages: list[dict[str, Any]]) -> None:
