@@ -1217,6 +1217,24 @@ async def test_a_detail_never_given_recalls_nothing_and_says_which_type_of_answe
     assert TRIP.format(detail="£240 return, a nightmare, ") in [m.content for m in window_parts(answered.messages())[1]]
 
 
+COVER = "Felix: Last weekend I played a slow version of Wonderwall at the open mic, Gwen joined me on harmonies."
+
+
+async def test_a_name_that_only_qualifies_a_kind_of_thing_does_not_make_recall_abstain(history):
+    """ "an old Oasis hit" names a kind of song; the chat names the song ("Wonderwall") and never the band: recall
+    brings the open mic night. On main: "nothing relevant found: no earlier message mentions Oasis". A name asked
+    about as someone nothing mentions still abstains."""
+    messages = planted()
+    messages[10] = Message("user", COVER, turn=6)
+    question = "Who sang with Felix when he played an old Oasis hit at the open mic?"
+    c = await history.contribute(1_500, module_ctx(make_ctx(messages=messages, query=question), config=RECALL))
+    assert "recall_reason" not in c.metadata
+    assert COVER in [m.content for m in window_parts(c.messages())[1]]
+    unknown = "Who sang with Felix when his cousin Rafael played at the open mic?"
+    c = await history.contribute(1_500, module_ctx(make_ctx(messages=messages, query=unknown), config=RECALL))
+    assert c.metadata["recall_reason"] == "nothing relevant found: no earlier message mentions Rafael"
+
+
 AMOUNT_ELSEWHERE = REPLY + " Mind you I spent £60 on trains just getting to work this week."
 
 

@@ -71,6 +71,7 @@ from ..relevance import (
     faint,
     fuse,
     lexical_floor,
+    names_a_kind,
     names_asked,
     terms,
     z_scores,
@@ -762,8 +763,10 @@ class HistoryIndex:
     def unknown_names(self, query: str, n: int) -> list[str]:
         """The names ``query`` asks about that none of the first ``n`` messages mentions ("What is my neighbour
         Dmitri's dog called?" in a chat that never names a Dmitri): nothing earlier is about them. A name that begins
-        a speaker's is known: the question may shorten it ("Mel" for "Melanie")."""
-        return [name for name in names_asked(query) if terms(name) and not self._mentions(name, n)]
+        a speaker's is known: the question may shorten it ("Mel" for "Melanie"). A name qualifying a kind of thing ("an
+        old Oasis hit": ``names_a_kind``) is not asked about: the chat may name the thing itself."""
+        asked = [name for name in names_asked(query) if terms(name) and not names_a_kind(query, name)]
+        return [name for name in asked if not self._mentions(name, n)]
 
     def _mentions(self, name: str, n: int) -> bool:
         return bool(self.lexical.coverage(terms(name), n).any()) or self._speaks(name)
