@@ -26,8 +26,10 @@ writers, each chat drawing its own mix and topics, so no template is shared by e
 asked in the first person, as the user would ask them, in nine kinds: ``user_fact``, ``assistant_fact`` (what the
 assistant said or recommended), ``paraphrased`` (no content word shared with the evidence), ``multi_session`` (two
 sessions combined), ``temporal`` (a session's date or an order), ``counting`` (every instance labelled), ``latest``
-(only the newest value labelled), ``preference`` (the messages that show the taste) and ``unanswerable`` (never
-raised: no evidence). Messages carry no speaker names; roles are ``user`` and ``assistant``.
+(only the newest value labelled), ``preference`` (the messages that show the taste), ``unanswerable`` (never
+raised: no evidence) and ``missing_detail`` (the thing is raised, an amount or a colour of it never given: "How much
+did I pay for Wingspan?"; a dev set for recall's abstention, session 50). Messages carry no speaker names; roles are
+``user`` and ``assistant``.
 
 Deterministic per seed: the seed draws the sessions' count, dates, the filler tasks and where each beat falls.
 """
@@ -51,6 +53,7 @@ KINDS = (
     "latest",
     "preference",
     "unanswerable",
+    "missing_detail",
 )
 
 
@@ -58,7 +61,8 @@ KINDS = (
 class Asked(Question):
     answer: str = ""
     keys: tuple[str, ...] = ()
-    """One word or phrase per evidence message that the message holds (for ``unanswerable``: words never said)."""
+    """One word or phrase per evidence message that the message holds (for ``unanswerable``: words never said; for
+    ``missing_detail``: the thing's words, said, never with the detail)."""
 
 
 Writer = Callable[[random.Random, dict[str, str]], tuple[str, str]]
@@ -1212,6 +1216,8 @@ def _porto() -> User:
             Ask("What's the name of my brother's sailing boat?", "unanswerable", "", (("", "sailing"),)),
             Ask("Which dentist did I book in January?", "unanswerable", "", (("", "dentist"),)),
             Ask("What grade did I get in my piano exam?", "unanswerable", "", (("", "piano"),)),
+            Ask("How much did I pay for Wingspan?", "missing_detail", "", (("", "Wingspan"),)),
+            Ask("What colour is the road bike I sold?", "missing_detail", "", (("", "road bike"),)),
         ),
     )
 
@@ -1393,6 +1399,8 @@ def _garden() -> User:
             Ask("What breed is my neighbour's parrot?", "unanswerable", "", (("", "parrot"),)),
             Ask("Which marathon am I training for?", "unanswerable", "", (("", "marathon"),)),
             Ask("What did I name my allotment shed?", "unanswerable", "", (("", "allotment"),)),
+            Ask("How much is the rent on the Harbour Street flat?", "missing_detail", "", (("", "Harbour Street"),)),
+            Ask("What colour is the back fence?", "missing_detail", "", (("", "fence"),)),
         ),
     )
 
@@ -1569,6 +1577,8 @@ def _spanish() -> User:
             Ask("Which choir do I sing in?", "unanswerable", "", (("", "choir"),)),
             Ask("What did the vet say about my tortoise?", "unanswerable", "", (("", "tortoise"),)),
             Ask("Which golf club did I join?", "unanswerable", "", (("", "golf"),)),
+            Ask("How much did the Skoda Fabia cost?", "missing_detail", "", (("", "Fabia"),)),
+            Ask("How much did the garage charge for the Corolla's brakes?", "missing_detail", "", (("", "Corolla"),)),
         ),
     )
 

@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from components.context_window.answer_types import asked_type, holds_type
+from components.context_window.answer_types import asked_type, gives_type_about, holder, holds_type
+from components.context_window.relevance import terms
 
 
 @pytest.mark.parametrize(
@@ -91,3 +92,46 @@ def test_a_date_or_a_clock_is_never_an_amount_or_an_age(day, spelling, bracket):
     """Every chat session opens with its date: its numbers say when, not how much (independent oracle: strftime)."""
     line = f"{bracket}{dt.datetime.combine(day, dt.time(19, 30)).strftime(spelling)} Hey, got a minute?"
     assert not holds_type(line, "an amount") and not holds_type(line, "an age")
+
+
+@pytest.mark.parametrize(
+    ("question", "words"),
+    [
+        ("How much is the rent on the new flat?", "rent flat"),  # "new" qualifies the flat
+        ("How much did the insurer finally pay for the bike?", "insurer bike"),
+        ("What colour was the stolen bike?", "stolen bike"),
+        ("What salary was she offered at the solar company?", "offered solar company"),  # "she" points at someone
+        ("How old is Mireille?", "Mireille"),
+    ],
+)
+def test_the_holder_is_what_the_type_is_asked_of(question, words):
+    assert holder(question) == frozenset(terms(words))
+
+
+FLIGHTS = holder("How much did the flights to Lisbon cost?")
+
+
+@pytest.mark.parametrize(
+    ("text", "before"),
+    [
+        ("The flights were £240 return, the city was so worth it.", ""),
+        ("Booked Lisbon at last. It came to 240 quid.", ""),  # the sentence before names it
+        ("240 quid, and that was the cheap one. Lisbon better be worth it.", ""),  # the sentence after
+        ("£240 return.", "How much were the flights in the end?"),  # the message it follows
+    ],
+)
+def test_an_amount_said_of_the_holder_or_next_to_it_gives_the_type_about_it(text, before):
+    assert gives_type_about(text, before, "an amount", FLIGHTS)
+
+
+@pytest.mark.parametrize(
+    ("text", "before"),
+    [
+        ("Back from Lisbon, the flights were a nightmare. Work is mad. I found a tenner in an old coat.", ""),
+        ("Lisbon was lovely. Anyway. Coffee at the station is £4 now.", ""),  # two sentences away
+        ("Work is mad. Coffee at the station is £4 now.", "Back from Lisbon!"),  # not its first sentence
+        ("Flights were a nightmare but the city was so worth it.", ""),  # no amount at all
+    ],
+)
+def test_an_amount_of_something_else_does_not_give_the_type_about_the_holder(text, before):
+    assert not gives_type_about(text, before, "an amount", FLIGHTS)

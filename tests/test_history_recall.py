@@ -1184,10 +1184,13 @@ SMALL_TALK = (
 TRIP = "Theo: Just got back from Lisbon! The flights were {detail}but the city was so worth it."
 
 
-def chat_about_a_trip(detail: str, sessions: int = 12) -> list[Message]:
-    """A chat between two friends whose only news is a trip to Lisbon, and whose small talk holds no amount: each
-    session opens with its date and a time."""
-    lines = [TRIP.format(detail=detail), "Maya: Oh I'm so jealous, you have to tell me everything."]
+REPLY = "Maya: Oh I'm so jealous, you have to tell me everything."
+
+
+def chat_about_a_trip(detail: str, sessions: int = 12, reply: str = REPLY) -> list[Message]:
+    """A chat between two friends whose only news is a trip to Lisbon (``reply`` after it), and whose small talk holds
+    no amount: each session opens with its date and a time."""
+    lines = [TRIP.format(detail=detail), reply]
     for day in range(1, sessions + 1):
         lines += [f"[{day} March 2024, 6:15 PM] Maya: Hi Theo, long time no chat!", *SMALL_TALK]
     return [Message("user" if i % 2 == 0 else "assistant", line, turn=i // 2 + 1) for i, line in enumerate(lines)]
@@ -1212,6 +1215,70 @@ async def test_a_detail_never_given_recalls_nothing_and_says_which_type_of_answe
     assert not any("Lisbon" in m.content for m in abstained.messages())
     assert "recall_reason" not in answered.metadata and answered.metadata["relevant_tokens"] > 0
     assert TRIP.format(detail="£240 return, a nightmare, ") in [m.content for m in window_parts(answered.messages())[1]]
+
+
+COVER = "Felix: Last weekend I played a slow version of Wonderwall at the open mic, Gwen joined me on harmonies."
+
+
+async def test_a_name_that_only_qualifies_a_kind_of_thing_does_not_make_recall_abstain(history):
+    """ "an old Oasis hit" names a kind of song; the chat names the song ("Wonderwall") and never the band: recall
+    brings the open mic night. On main: "nothing relevant found: no earlier message mentions Oasis". A name asked
+    about as someone nothing mentions still abstains."""
+    messages = planted()
+    messages[10] = Message("user", COVER, turn=6)
+    question = "Who sang with Felix when he played an old Oasis hit at the open mic?"
+    c = await history.contribute(1_500, module_ctx(make_ctx(messages=messages, query=question), config=RECALL))
+    assert "recall_reason" not in c.metadata
+    assert COVER in [m.content for m in window_parts(c.messages())[1]]
+    unknown = "Who sang with Felix when his cousin Rafael played at the open mic?"
+    c = await history.contribute(1_500, module_ctx(make_ctx(messages=messages, query=unknown), config=RECALL))
+    assert c.metadata["recall_reason"] == "nothing relevant found: no earlier message mentions Rafael"
+
+
+AMOUNT_ELSEWHERE = REPLY + " Mind you I spent £60 on trains just getting to work this week."
+
+
+async def test_an_amount_said_of_something_else_beside_the_topic_does_not_answer_how_much_it_cost(history):
+    """The reply to the trip gives an amount, but of the trains to work: no message gives one of the flights or of
+    Lisbon, so the detail was never given and recall says so (session 50). On main any amount among the ranked
+    messages passed. The same reply asking the price, answered by the next line alone ("£240 return."), gives it:
+    the message before names the flights."""
+    question = "How much did the flights to Lisbon cost Theo?"
+    elsewhere = chat_about_a_trip("a nightmare ", reply=AMOUNT_ELSEWHERE)
+    never = await history.contribute(800, module_ctx(make_ctx(messages=elsewhere, query=question), config=RECALL))
+    assert never.metadata["recall_reason"].endswith(" gives an amount")
+    assert never.metadata["relevant_tokens"] == 0
+    asked = chat_about_a_trip("a nightmare ", reply="Maya: How much were the flights in the end?")
+    asked.insert(2, Message("user", "Theo: £240 return.", turn=2))
+    answered = await history.contribute(800, module_ctx(make_ctx(messages=asked, query=question), config=RECALL))
+    assert "recall_reason" not in answered.metadata
+    assert "Theo: £240 return." in [m.content for m in window_parts(answered.messages())[1]]
+
+
+UNRELATED_AMOUNTS = (
+    "Maya: Found a tenner in an old coat, best day of the week.",
+    "Theo: Coffee at the station is £{n} now, daylight robbery.",
+    "Maya: Did the big shop, {n} quid on what feels like four items.",
+    "Theo: The parking cost me £{n}, much more than I thought it would.",
+    "Maya: How much did you pay for that jacket? I paid {n} pounds for mine.",
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(line=st.sampled_from(UNRELATED_AMOUNTS), n=st.integers(2, 900), at=st.integers(2, 60))
+async def test_an_unrelated_message_with_an_amount_never_turns_the_abstention_into_a_recall(history, line, n, at):
+    """Invariant of the answer's type said of its holder: a message giving an amount of something else (no word of
+    the flights or Lisbon in it, after a message with none either), added anywhere, leaves "How much did the flights
+    cost?" abstained on, with nothing recalled by relevance. On main an amount anywhere among the ranked messages
+    answered it."""
+    messages = chat_about_a_trip("a nightmare ")
+    at = min(at, len(messages))
+    assume("Lisbon" not in messages[at - 1].content)
+    messages.insert(at, Message("user" if at % 2 == 0 else "assistant", line.format(n=n), turn=at // 2 + 1))
+    question = "How much did the flights to Lisbon cost Theo?"
+    c = await history.contribute(800, module_ctx(make_ctx(messages=messages, query=question), config=RECALL))
+    assert c.metadata["recall_reason"].endswith(" gives an amount")
+    assert c.metadata["relevant_tokens"] == 0
 
 
 @pytest.mark.parametrize(

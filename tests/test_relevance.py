@@ -30,6 +30,7 @@ from components.context_window.relevance import (
     dense_floor,
     evidence_for,
     fuse,
+    names_a_kind,
     names_asked,
     near_duplicates,
     pack,
@@ -556,6 +557,23 @@ def test_a_day_or_a_month_is_never_taken_for_a_name(word, template):
 def test_a_capitalised_word_opening_a_sentence_is_never_a_name_and_one_inside_it_always_is(opening, first, inner):
     assume(first.lower() not in CALENDAR and inner.lower() not in CALENDAR)
     assert names_asked(f"{opening}{first} went where with my friend {inner}?") == [inner]
+
+
+RELATIONS = ["neighbour", "colleague", "cousin", "friend", "brother-in-law", "flatmate"]
+KINDS_OF_THING = ["hit", "song", "desk", "record", "concert", "novel"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(NAME, st.sampled_from(["a", "an", "an old", "a cheap little"]), st.sampled_from(KINDS_OF_THING))
+def test_a_name_qualifying_a_kind_after_an_article_names_a_kind_and_a_relations_name_never_does(name, article, kind):
+    """Session 50: "an old Oasis hit" says which kind of song (the chat may call it "Wonderwall"), while "my
+    colleague Ingrid" and "Maya's neighbour Dmitri's dog" ask about someone, whatever verb or noun follows."""
+    assume(name.lower() not in CALENDAR)
+    assert names_a_kind(f"Who played {article} {name} {kind} at the party?", name)
+    for relation in RELATIONS:
+        assert not names_a_kind(f"Where did my {relation} {name} go on holiday?", name)
+        assert not names_a_kind(f"What is Maya's {relation} {name}'s {kind} called?", name)
+        assert not names_a_kind(f"What did Theo's {relation} {name} {kind} in town?", name)
 
 
 SCORES_IN_A_PROCESS = """

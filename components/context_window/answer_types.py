@@ -5,13 +5,19 @@ round 5").
 
 Only types whose answers are tokens: a question asking "who" is answered by "my dad", "how many times" by counting
 messages that hold no number, "how far" by "up to the weir" (each seen on the benches' answerable questions), so
-those ask for no type here. "When" neither: every session of a chat has a date."""
+those ask for no type here. "When" neither: every session of a chat has a date.
+
+A type of answer anywhere is not the detail: a chat holds amounts about other things near any topic ("found a tenner
+in an old coat" beside the rent). So the answer must give its type about what the question asks it of, its holder
+(``holder``: "the rent on Tom's new flat"): a sentence holding a token of the type has a word of the holder in it or in
+the sentence either side, or in the message before it ("£240 return" after "how much were the flights?"; session 50,
+``gives_type_about``)."""
 
 from __future__ import annotations
 
 import re
 
-from .relevance import CALENDAR
+from .relevance import CALENDAR, terms
 
 _NUMBER = frozenset(
     "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen "
@@ -108,3 +114,44 @@ def _when(text: str, numeral: re.Match[str]) -> bool:
         or word in ("am", "pm")
         or (before and before.group(1).lower() in CALENDAR)
     )
+
+
+_ASKING = frozenset(
+    terms(
+        "how much old colour color what did does do get got gets pay pays paid cost costs spend spent price prices "
+        "salary wage fee fare charge charged"
+    )
+)
+"""Words that ask for the type, not what it is of: "How much did Tom pay for the bike?" asks it of the bike."""
+_MODIFIER = frozenset(
+    terms(
+        "new old each every other own same final finally last first next big small little up s "
+        "me my mine he him his she her hers we us our they them their"
+    )
+)
+"""Words that qualify the holder or point at its owner rather than name it: "the rent on Tom's **new** flat" is said of
+the flat, and "new" or "her" is in any small talk ("the new detective thing")."""
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def holder(question: str) -> frozenset[str]:
+    """The terms of what ``question`` asks the type of ("How much is the rent on the new flat?": rent, flat): its
+    content words but those asking for the type and those qualifying the holder."""
+    return frozenset(terms(question)) - _ASKING - _MODIFIER
+
+
+def gives_type_about(text: str, before: str, kind: str, about: frozenset[str]) -> bool:
+    """Whether ``text`` holds a token of ``kind`` in a sentence that has a word of ``about`` in it or in the sentence
+    either side, or (its first sentence) in ``before``, the message it follows: the detail said of its holder, or of a
+    word standing for it nearby ("I got a bike. It cost £300."; "£240 return" after "How much were the flights?";
+    "Bought a proper instrument at last, £2,300" after a message about the cellos)."""
+    if not holds_type(text, kind):
+        return False
+    sentences = [s for s in _SENTENCE_END.split(text) if s.strip()]
+    for at, sentence in enumerate(sentences):
+        if not holds_type(sentence, kind):
+            continue
+        near = " ".join(sentences[max(0, at - 1) : at + 2]) + (" " + before if at == 0 else "")
+        if not about.isdisjoint(terms(near)):
+            return True
+    return False

@@ -1100,6 +1100,14 @@ def names_asked(query: str) -> list[str]:
     return list(names)
 
 
+def names_a_kind(query: str, name: str) -> bool:
+    """Whether ``name`` qualifies a kind of thing after an indefinite article in ``query`` ("a gentle cover of an old
+    Oasis hit", "a Beatles song", "an Ikea desk"): it says which kind, and a chat may name the thing itself
+    ("Wonderwall") and never the name, so its absence says nothing earlier is about it no more than a common word's
+    would (docs/knowledge.md, "Abstention, session 50"). Someone is not asked about that way ("my colleague Ingrid")."""
+    return re.search(rf"\b(?i:an?)\s+(?:[a-z]+\s+){{0,2}}{re.escape(name)}\s+[a-z]", query) is not None
+
+
 _TITLE_SMALL_WORDS = frozenset("a an and as at but by for from in nor of on or the to with".split())
 
 

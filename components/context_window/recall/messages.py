@@ -33,7 +33,7 @@ from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
-from ..answer_types import asked_type, holds_type
+from ..answer_types import asked_type, gives_type_about, holder, holds_type
 from ..asked_thing import thing_asked
 from ..background import Background
 from ..base import (
@@ -71,6 +71,7 @@ from ..relevance import (
     faint,
     fuse,
     lexical_floor,
+    names_a_kind,
     names_asked,
     terms,
     z_scores,
@@ -142,6 +143,11 @@ floor, comes before what the newest older turns would fill (a question about som
 alike lines). Only the lexical ranking's weight: the best part (``WEIGHTS``' 1.0) still leads. Not for a faint
 question (``FAINT_HITS``). The plain hybrid's whole-message vectors held what tda's best parts passed over on
 bench/fresh2_chats.py (docs/knowledge.md, "A second held-out set")."""
+TYPE_HOLDER_HITS = 3
+"""A question asking for a type of answer (``answer_types``) is read as naming its holder in the chat's words when one
+of this many best hits holds a word of it; then a message answers only by giving the type about the holder
+(``gives_type_about``), else anywhere (a paraphrase: "the animal doctor" for the vet). On the dev sets, 3 caught the
+most details never given and lost no answerable question (docs/knowledge.md, "Abstention, session 50")."""
 HOP_FROM = 3
 """The second hop starts from the names in this many best messages."""
 HOP_WEIGHT = 0.5
@@ -757,8 +763,10 @@ class HistoryIndex:
     def unknown_names(self, query: str, n: int) -> list[str]:
         """The names ``query`` asks about that none of the first ``n`` messages mentions ("What is my neighbour
         Dmitri's dog called?" in a chat that never names a Dmitri): nothing earlier is about them. A name that begins
-        a speaker's is known: the question may shorten it ("Mel" for "Melanie")."""
-        return [name for name in names_asked(query) if terms(name) and not self._mentions(name, n)]
+        a speaker's is known: the question may shorten it ("Mel" for "Melanie"). A name qualifying a kind of thing ("an
+        old Oasis hit": ``names_a_kind``) is not asked about: the chat may name the thing itself."""
+        asked = [name for name in names_asked(query) if terms(name) and not names_a_kind(query, name)]
+        return [name for name in asked if not self._mentions(name, n)]
 
     def _mentions(self, name: str, n: int) -> bool:
         return bool(self.lexical.coverage(terms(name), n).any()) or self._speaks(name)
@@ -820,7 +828,7 @@ class HistoryIndex:
         signalled = scores > 0  # what a signal ranks over its floor (with the hits' exchanges)
         if own is not None and dense is not None and floor.min_dense is not None:  # and the asked-about's own messages
             signalled |= own & (dense > -1)
-        missing = self._type_missing(query, np.flatnonzero(signalled)) if evidence is not None else None
+        missing = None if evidence is None else self._type_missing(query, np.flatnonzero(signalled), ranking.positions)
         if missing is not None:
             return np.zeros(0, np.intp), np.zeros(0), ranking.method, missing
         whole = self.whole_scores(query_vector, n) if query_vector is not None else None
@@ -850,13 +858,29 @@ class HistoryIndex:
             scores[own] *= ABOUT_FACTOR
         return with_session_dates(scores, scores, best, self.dated, short)
 
-    def _type_missing(self, query: str, positions: np.ndarray) -> str | None:
+    def _type_missing(self, query: str, positions: np.ndarray, ranked: np.ndarray) -> str | None:
         """Why none of the ranked messages at ``positions`` can answer ``query``: it asks for a type of answer ("How
-        much was the rent?": an amount) that none of them holds, so the detail was never given (``answer_types``)."""
+        much was the rent?": an amount) that none of them gives, so the detail was never given (``answer_types``).
+        When the chat speaks of the holder in the question's words (a word of it in one of the best
+        ``TYPE_HOLDER_HITS`` ``ranked``), the type must be given about it; else (a paraphrase: "the animal doctor"
+        for "the vet") anywhere in a message."""
         kind = asked_type(query)
-        if kind is None or any(holds_type(searchable_text(self.messages[p]), kind) for p in positions.tolist()):
+        if kind is None:
             return None
-        return f"nothing relevant found: none of the {len(positions)} earlier messages about it gives {kind}"
+        about = holder(query)
+        text = self._text
+        if about and any(not about.isdisjoint(terms(text(p))) for p in ranked[:TYPE_HOLDER_HITS].tolist()):
+            gives = any(gives_type_about(text(p), text(p - 1) if p else "", kind, about) for p in positions.tolist())
+        else:
+            gives = any(holds_type(text(p), kind) for p in positions.tolist())
+        return (
+            None
+            if gives
+            else f"nothing relevant found: none of the {len(positions)} earlier messages about it gives {kind}"
+        )
+
+    def _text(self, position: int) -> str:
+        return searchable_text(self.messages[position])
 
     def _abstention(
         self,
