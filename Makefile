@@ -10,9 +10,11 @@ UV := $(BIN)/uv
 INSTALL := $(BIN)/python scripts/uv_install.py
 # uv does not compile the libraries' bytecode (27,500 files: 200-350 s on two cores); Python compiles what is imported,
 # on first import, and keeps it here for the next process, even where PYTHONDONTWRITEBYTECODE is set (as on this
-# project's machines, where nothing would ever be written and every process would compile torch again).
+# project's machines, where nothing would ever be written and every process would compile torch again). .ci/run keeps
+# them outside the clone, as it keeps mypy's cache (docs/operations.md, "CI time").
 export PYTHONDONTWRITEBYTECODE :=
-export PYTHONPYCACHEPREFIX := $(abspath $(VENV))/pycache
+PYTHONPYCACHEPREFIX ?= $(abspath $(VENV))/pycache
+export PYTHONPYCACHEPREFIX
 RUNTIME := $(VENV)/.installed-runtime
 STAMP := $(VENV)/.installed
 # Two stamps, each newer than pyproject.toml and setup.py once its install is done: RUNTIME for the product alone

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from components.context_window.base import Message
 from modules.conversation_history.handler import SUMMARY_BLOCK, SUMMARY_SOURCE_MESSAGES, TAIL_MARKER
+from tests.fresh_builtins import new_builtins
 from tests.support import conversation, make_ctx, make_tools, module_ctx, tool_call_exchange, words
 
 
@@ -69,9 +70,7 @@ async def test_tools_condense_one_level_at_a_time(modules):
 @settings(max_examples=60, deadline=None)
 @given(st.integers(0, 3000), st.integers(0, 12))
 async def test_tools_never_exceed_their_budget(budget, n):
-    from tda.builtins import module_registry
-
-    module = module_registry(entry_point_group=None).load().modules["tool_definitions"]
+    (module,) = new_builtins("tool_definitions")  # a new instance each example, without a registry load each
     ctx = module_ctx(make_ctx(tools=make_tools(n)))
     c = await module.contribute(budget, ctx)
     cost = ctx.tokens.count_tools(c.tool_schemas()) + (ctx.tokens.count_text_message(c.text()) if c.texts() else 0)

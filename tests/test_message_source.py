@@ -19,6 +19,7 @@ from components.context_window.base import (
 )
 from components.context_window.token_estimator import TokenEstimator, counts_to_store
 from tda.builtins import module_registry
+from tests.fresh_builtins import new_builtins
 from tests.support import conversation, make_ctx, module_ctx, tool_call_exchange
 
 
@@ -71,7 +72,7 @@ async def test_the_window_reads_only_the_newest_pages_of_a_long_history(builtin_
 @given(st.integers(1, 80), st.integers(0, 6_000), st.booleans())
 async def test_a_paged_source_gives_the_same_window_as_a_list(turns, budget, with_tools):
 
-    history = module_registry(entry_point_group=None).load().modules["conversation_history"]
+    (history,) = new_builtins("conversation_history")  # a new instance each example, without a registry load each
     messages = conversation(turns, words_per_message=15)
     if with_tools:
         messages[turns // 2 : turns // 2] = tool_call_exchange(turns // 2, "call_x", 20)
@@ -142,7 +143,7 @@ async def test_a_second_window_in_one_assembly_is_the_window_built_afresh(turns,
     """A surplus re-ask (more budget) or a condense (less) in the same assembly goes on from the walk already made;
     what it gives must be what a fresh walk at that budget gives."""
 
-    history = module_registry(entry_point_group=None).load().modules["conversation_history"]
+    (history,) = new_builtins("conversation_history")  # a new instance each example, without a registry load each
     messages = conversation(turns, words_per_message=15)
     if with_tools:
         messages[turns // 2 : turns // 2] = tool_call_exchange(turns // 2, "call_x", 60)

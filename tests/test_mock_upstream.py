@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from tda import mock_upstream
 from tda.llm import LLM, MOCK_ANSWER, Completion, Upstream
+from tests.ops.live import bare_env
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAT = [{"role": "system", "content": "Answer briefly."}, {"role": "user", "content": "What is my balance?"}]
@@ -150,7 +151,7 @@ def test_a_server_answering_with_the_mock_model_never_imports_litellm(tmp_path: 
         asyncio.run(main())
         """
     )
-    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    env = bare_env(PYTHONPATH=str(ROOT), HOME=str(tmp_path))
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     mock, whole, streamed, native, imported = json.loads(out.stdout.strip().splitlines()[-1])

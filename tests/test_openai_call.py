@@ -18,6 +18,7 @@ import pytest
 from tda import llm as llm_module
 from tda import openai_call
 from tda.llm import LLM, Completion, Upstream, failure_reason, unsent_params
+from tests.ops.live import bare_env
 from tests.service.fake_upstream import FakeUpstream, fake_upstream
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -291,7 +292,7 @@ def test_a_server_calling_an_openai_compatible_upstream_never_imports_litellm(up
         asyncio.run(main())
         """
     )
-    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
+    env = bare_env(PYTHONPATH=str(ROOT))
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
     assert out.returncode == 0, out.stderr
     text, limit, output, (input_usd, output_usd), imported = json.loads(out.stdout.strip().splitlines()[-1])

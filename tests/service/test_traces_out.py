@@ -28,6 +28,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
+from tests.ops.live import bare_env
 from tests.service.served_app import served
 from tests.service.support import free_port
 
@@ -227,12 +228,7 @@ def test_off_by_default_nothing_is_exported_and_no_exporter_is_imported(tmp_path
     """Without TDA_OTLP_ENDPOINT a turn exports nothing, even with OpenTelemetry's own endpoint variable set for
     some other program, and neither tda's exporter nor OpenTelemetry's OTLP/HTTP exporter is imported."""
     with otlp_collector() as collector:
-        env = {
-            "PATH": "/usr/bin:/bin",
-            "HOME": str(tmp_path),
-            "OTEL_EXPORTER_OTLP_ENDPOINT": collector.url,
-            "OTEL_TRACES_EXPORTER": "otlp",
-        }
+        env = bare_env(HOME=str(tmp_path), OTEL_EXPORTER_OTLP_ENDPOINT=collector.url, OTEL_TRACES_EXPORTER="otlp")
         script = textwrap.dedent(OFF)
         done = subprocess.run(
             [sys.executable, "-c", script, str(tmp_path)],
