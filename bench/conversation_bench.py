@@ -32,7 +32,8 @@ assistant; two more kinds: inference and swapped); BENCH_DATA=assistant: bench/a
 user and an AI assistant over 56-70 sessions, 60-80K tokens a chat; kinds user_fact, assistant_fact, multi_session,
 latest, preference besides temporal, counting, paraphrased and unanswerable); BENCH_DATA=fresh3: bench/fresh3_chats.py's
 three (two people's parallel threads over months, small talk that drifts, photos and voice notes; kinds summary and
-missing_detail besides fresh2's);
+missing_detail besides fresh2's); BENCH_DATA=context: bench/context_chats.py's three (dev: short reports whose topic
+is named just before them, asked in other words: kind contextual);
 BENCH_MISSES_FILE=path with BENCH_MISSES=1: each miss as a JSON line, to class them; BENCH_SPEAKERS=name|tag|bare and
 BENCH_DATES=bracket|paren|spoken|iso|line: the same chats with their speakers and dates written another way,
 bench/chat_formats.py).
@@ -59,6 +60,8 @@ import numpy as np  # noqa: E402
 from bench.assistant_chats import KINDS as ASSISTANT_KINDS  # noqa: E402
 from bench.assistant_chats import assistant_conversations  # noqa: E402
 from bench.chat_formats import reformatted  # noqa: E402
+from bench.context_chats import KINDS as CONTEXT_KINDS  # noqa: E402
+from bench.context_chats import context_conversations  # noqa: E402
 from bench.conversation_data import KINDS, UNANSWERABLE, Conversation, conversations  # noqa: E402
 from bench.dense_chats import dense_conversations  # noqa: E402
 from bench.fresh2_chats import KINDS as FRESH2_KINDS  # noqa: E402
@@ -84,7 +87,7 @@ written apart from the tuning (names only in the speaker field, news in passing,
 SESSIONS = tuple(int(x) for x in os.environ.get("BENCH_VARIED_SESSIONS", "16,22").split(","))
 """``varied`` only: how many sessions a chat has (a range); 16-22 gives ~13K tokens, which 16K holds whole, so the
 16K column says nothing there; 36,44 gives ~28K tokens, the size of the long public conversations (370-690 messages)."""
-DEFAULT_COUNT = {"varied": "4", "fresh": "6", "fresh2": "5", "fresh3": "3", "assistant": "4"}
+DEFAULT_COUNT = {"varied": "4", "fresh": "6", "fresh2": "5", "fresh3": "3", "assistant": "4", "context": "3"}
 CONVERSATIONS = int(os.environ.get("BENCH_CONVERSATIONS", DEFAULT_COUNT.get(DATA, "2")))
 FRESH_SEED = int(os.environ.get("BENCH_FRESH_SEED", "0"))
 """``fresh``, ``fresh2``, ``fresh3`` and ``assistant``: the seed their chats are written from (another seed places and
@@ -343,12 +346,14 @@ def _summed(cells: list[Cell]) -> Cell:
 def report(cells: dict[tuple[str, int, str], Cell], data: list[Conversation], seconds: float) -> None:
     sizes = ", ".join(f"{c.name} ({len(c.messages)} messages)" for c in data)
     written = (
-        "as written" if DATA in ("fresh", "fresh2", "fresh3", "assistant") else f"speakers {SPEAKERS}, dates {DATES}"
+        "as written"
+        if DATA in ("fresh", "fresh2", "fresh3", "assistant", "context")
+        else f"speakers {SPEAKERS}, dates {DATES}"
     )
     print(f"Long-conversation bench: {sizes}; embedder {EMBEDDER}; {written}; {seconds:.0f} s\n")
     present = {q.kind for c in data for q in c.questions}
     # the held-out sets' own kinds: latest, inference, summary, ...
-    held_out = dict.fromkeys((*FRESH_KINDS, *FRESH2_KINDS, *FRESH3_KINDS, *ASSISTANT_KINDS))
+    held_out = dict.fromkeys((*FRESH_KINDS, *FRESH2_KINDS, *FRESH3_KINDS, *ASSISTANT_KINDS, *CONTEXT_KINDS))
     extra = [k for k in held_out if k in present and k not in KINDS]
     answerable = [k for k in (*KINDS, *extra) if k not in UNANSWERABLE and k in present]  # a set's own kinds only
     names = " / ".join(BASELINES)
@@ -407,6 +412,8 @@ def main() -> None:
         data = fresh3_conversations(CONVERSATIONS, FRESH_SEED)
     elif DATA == "assistant":  # the third: one user and an AI assistant over months of unrelated tasks
         data = assistant_conversations(CONVERSATIONS, FRESH_SEED)
+    elif DATA == "context":  # dev: short reports whose topic is named just before them
+        data = context_conversations(CONVERSATIONS, FRESH_SEED)
     else:
         if DATA == "varied":
             data = varied_conversations(CONVERSATIONS, (SESSIONS[0], SESSIONS[-1]))

@@ -4,23 +4,12 @@ thread's topic, said in one of the three messages before it; a seed writes the s
 
 from __future__ import annotations
 
-import re
-
 import pytest
 
 from bench.context_chats import PAIRS, THREADS, context_conversations
+from tests.test_fresh_chats import _words
 
-STOPWORDS = set(
-    "a an the and or but of to in on at for with from by up out is are was were be been has have had do does did "
-    "what which who whom when where why how much many long this that it its it's i i've we we're he she they my "
-    "your his her their our me him them s new now yet there than then so no not one".split()
-)
-
-
-def content_words(text: str) -> set[str]:
-    """Lower-case words, stopwords out, a trailing "s" off (an independent tokenizer, not recall's)."""
-    words = re.findall(r"[a-z0-9]+(?:'[a-z]+)?", text.lower())
-    return {w.removesuffix("s") for w in words if w not in STOPWORDS}
+content_words = _words  # content words by an independent tokenizer (not recall's), cut to a crude stem
 
 
 @pytest.fixture(scope="module")
