@@ -1473,9 +1473,12 @@ class SessionRecall:
             await asyncio.wait([job], timeout=left)
         return index
 
-    async def recall(self, session: Session, query: str, *, before: int, enough_tokens: int) -> RecallRanking:
+    async def recall(
+        self, session: Session, query: str, *, before: int, enough_tokens: int, tail_tokens: int = 0
+    ) -> RecallRanking:
         """Units of the session's messages before position ``before``, best first, until their messages hold about
-        ``enough_tokens`` tokens (by their stored counts, else ~4 characters a token) or the ranking ends."""
+        ``enough_tokens`` tokens (by their stored counts, else ~4 characters a token) or the ranking ends; those
+        ranked next until about ``tail_tokens`` in all as its ``tail``."""
         index = await self._synced(session)
         about = await self._step(index, 0, lambda: index.asked_about(query))
         dates, thing = asks_when(query), thing_asked(query)
@@ -1486,7 +1489,9 @@ class SessionRecall:
             positions, scores, method, reason = index.rank(
                 query, query_vector, before, evidence=self.evidence, about=about, thing=thing
             )
-            return collect_units(index, positions, scores, method, reason, session.phase, enough_tokens, dates=dates)
+            return collect_units(
+                index, positions, scores, method, reason, session.phase, enough_tokens, tail_tokens, dates=dates
+            )
 
         ranking = await self._step(index, min(before, len(index)), ranked)
         return dataclasses.replace(ranking, pending=len(index) - index.vectored) if self.embedder else ranking
@@ -1623,17 +1628,20 @@ def collect_units(
     reason: str | None,
     phase: str | None,
     enough_tokens: int,
+    tail_tokens: int = 0,
     *,
     dates: bool = False,
 ) -> RecallRanking:
-    """Ranked messages as ranked whole units (a unit once, at its best message's rank), until ``enough_tokens``.
-    Gathered on from the last call's units when it collected the same ranking (``Collected``)."""
+    """Ranked messages as ranked whole units (a unit once, at its best message's rank), until ``enough_tokens``, and
+    those ranked next until ``tail_tokens`` as the tail. Gathered on from the last call's units when it collected the
+    same ranking (``Collected``)."""
     collected = index.collected
     if collected is None or not collected.collects(positions, scores, phase, dates, len(index)):
         firsts, at = index.unit_firsts(positions)
         collected = index.collected = Collected(positions, scores, phase, dates, len(index), firsts[at], scores[at])
     units = collected.until(index, enough_tokens)
-    return RecallRanking(units, method, reason if not units else None, searched=len(positions))
+    tail = collected.until(index, tail_tokens)[len(units) :] if tail_tokens > enough_tokens else ()
+    return RecallRanking(units, method, reason if not units else None, searched=len(positions), tail=tail)
 
 
 @dataclass
