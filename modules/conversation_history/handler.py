@@ -33,7 +33,7 @@ from components.context_window.base import (
     pages_newest_first,
 )
 from components.context_window.content_parts import media_note
-from components.context_window.fitting import cut_to_tokens, first_sentence, water_fill
+from components.context_window.fitting import LIKELY_CHARS_PER_TOKEN, cut_to_tokens, first_sentence, water_fill
 from components.context_window.loop_cut import cut_result, noted
 from components.context_window.metering import labelled
 from components.context_window.offload import run_sized
@@ -966,8 +966,10 @@ def _packed_pricing(
     chosen: list[RecalledUnit] = []
     seen: set[str] = set()
     left = _packed_by_value(ranked, room, exponent, price, chosen, seen)
-    if _fits_one(left) and tail:  # the tail is priced only for the room the head leaves
-        left = _packed_by_value(tail, left, exponent, price, chosen, seen)
+    if _fits_one(left) and tail:  # the tail only for the room the head leaves, and only what may fit there priced
+        likely = left * LIKELY_CHARS_PER_TOKEN
+        fitting = [unit for unit in tail if sum(len(m.content) for m in unit.messages) <= likely]
+        left = _packed_by_value(fitting, left, exponent, price, chosen, seen)
     taken = {u.position for u in chosen}
     relevant_tokens = room - left
     for position, messages, cost in recent:
