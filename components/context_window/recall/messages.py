@@ -1676,21 +1676,20 @@ class Collected:
     def until(self, index: HistoryIndex, enough_tokens: int) -> tuple[RecalledUnit, ...]:
         """The best units up to the first whose rough tokens with those before it reach ``enough_tokens`` (all of
         them when none does)."""
-        while self.next < len(self.firsts) and not self._reach(enough_tokens):
-            first, score = int(self.firsts[self.next]), float(self.unit_scores[self.next])
-            self.next += 1
-            unit, rough = index.recallable(first, self.phase)
+        units, gathered, firsts, phase = self.units, self.gathered, self.firsts, self.phase
+        total, at = (gathered[-1] if gathered else 0), self.next
+        while at < len(firsts) and (not gathered or total < enough_tokens):  # a tight loop: a tail is ~100 units
+            first = firsts.item(at)
+            at += 1
+            unit, rough = index.recallable(first, phase)
             if unit is None:
                 continue
-            dated = _dated_by(index, first, self.phase) if self.dates else None
-            self.units.append(RecalledUnit(first, unit, score, dated))
-            self.gathered.append((self.gathered[-1] if self.gathered else 0) + rough)
-        if self._reach(enough_tokens):
-            return tuple(self.units[: bisect.bisect_left(self.gathered, enough_tokens) + 1])
-        return tuple(self.units)
-
-    def _reach(self, enough_tokens: int) -> bool:
-        return bool(self.gathered) and self.gathered[-1] >= enough_tokens
+            dated = _dated_by(index, first, phase) if self.dates else None
+            units.append(RecalledUnit(first, unit, self.unit_scores.item(at - 1), dated))
+            total += rough
+            gathered.append(total)
+        self.next = at
+        return tuple(units[: bisect.bisect_left(gathered, enough_tokens) + 1])
 
 
 _WHEN = re.compile(
