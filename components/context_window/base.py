@@ -777,6 +777,9 @@ class RecallRanking:
     """How many earlier messages were ranked."""
     pending: int = 0
     """How many messages still wait for their vectors (ranked by words until they are in)."""
+    tail: tuple[RecalledUnit, ...] = ()
+    """The units ranked next after ``units``, best first, until both hold about the ``tail_tokens`` asked for: a
+    window packs them only in the room ``units`` leave (empty when nothing ranks: an abstention adds nothing)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -801,9 +804,12 @@ class HistoryRecall(Protocol):
     """Searches a session's own earlier messages by relevance (``recall.messages.SessionRecall`` implements it over
     the relevance engine; the application may keep the index as it records messages)."""
 
-    async def recall(self, session: Session, query: str, *, before: int, enough_tokens: int) -> RecallRanking:
+    async def recall(
+        self, session: Session, query: str, *, before: int, enough_tokens: int, tail_tokens: int = 0
+    ) -> RecallRanking:
         """Whole units of ``session``'s valid, visible messages before position ``before``, best first, until they
-        hold about ``enough_tokens`` tokens or none are left."""
+        hold about ``enough_tokens`` tokens or none are left; the units ranked after them until about
+        ``tail_tokens`` in all as the ranking's ``tail``."""
         ...
 
     async def lead(

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 _FIRST_SENTENCE = re.compile(r"^(.+?[.!?])(\s|$)", re.S)
 _SENTENCE_OR_PARAGRAPH_END = re.compile(r"(?<=[.!?:;])\s+|\n")
 _WORD_END = re.compile(r"\s+")
-_LIKELY_CHARS_PER_TOKEN = 8
+LIKELY_CHARS_PER_TOKEN = 8
 """Above this many characters per token of budget, all blocks will not fit: counting them whole would be wasted."""
 
 
@@ -35,7 +35,7 @@ def fit_blocks(blocks: Sequence[str], budget: int, tokens: TokenEstimator, heade
     if budget <= 0:
         return []
     whole = joined(header, blocks)
-    if len(whole) <= _LIKELY_CHARS_PER_TOKEN * budget and tokens.count_text_message(whole) <= budget:
+    if len(whole) <= LIKELY_CHARS_PER_TOKEN * budget and tokens.count_text_message(whole) <= budget:
         return list(blocks)  # the usual case: one count of the text as sent, not one per block as well
     kept: list[str] = []
     used = tokens.count_text_message("") + (tokens.count(header) + 1 if header else 0)

@@ -33,7 +33,7 @@ from components.context_window.base import (
     pages_newest_first,
 )
 from components.context_window.content_parts import media_note
-from components.context_window.fitting import cut_to_tokens, first_sentence, water_fill
+from components.context_window.fitting import LIKELY_CHARS_PER_TOKEN, cut_to_tokens, first_sentence, water_fill
 from components.context_window.loop_cut import cut_result, noted
 from components.context_window.metering import labelled
 from components.context_window.offload import run_sized
@@ -119,6 +119,11 @@ is packed by relevance per token (``RECALL_COST_EXPONENT``). Fused scores are re
 ranked within the room, whose room went to lines ranked below them. The length cost is a bet worth making in the
 ranking's tail, where no single unit is likely to hold the answer, not at its head (0.75 gained more on the set it was
 chosen on and lost on others; docs/knowledge.md, "Ranking, session 42")."""
+RECALL_TAIL_DEPTH = 4
+"""How deep, in times the recall room, the ranking is collected for the room its best units leave: they are ranked
+until twice the room (a speed bound, 993ce12) and packed first; the units ranked next, to four times the room, are
+packed by the same rule in what is left, and only then do the newest older turns fill the rest (docs/knowledge.md,
+"The ranking's tail fills the room")."""
 RECALL_WAIT_S = 1.5
 """How long a turn waits for recall's index of a long history met for the first time (its words read and indexed:
 about a second for 50,000 messages, more on a busy machine) before it goes on with the newest turns alone. Under the
@@ -672,7 +677,9 @@ class ConversationHistoryModule(ContextModule):
         if before <= 0 or room <= 0:
             return (), {"recalled_messages": 0}
         recall = self._recall(ctx)
-        ranking = await recall.recall(ctx.session, ctx.query, before=before, enough_tokens=room * 2)
+        ranking = await recall.recall(
+            ctx.session, ctx.query, before=before, enough_tokens=room * 2, tail_tokens=room * RECALL_TAIL_DEPTH
+        )
         exponent = option(ctx.directives.config, "recall_cost_exponent", RECALL_COST_EXPONENT, minimum=0)
         tokens = ctx.tokens
         priced = self._priced.get(ctx.session.id)
@@ -681,7 +688,9 @@ class ConversationHistoryModule(ContextModule):
         known = priced[1]
         # Thousands of units over a long history: counted and ordered off the event loop (``ctx.offload``).
         chosen, taken, relevant_tokens, left = await run_sized(
-            ctx.offload, len(ranking.units), lambda: _packed(ranking.units, recent, room, exponent, tokens, known)
+            ctx.offload,
+            len(ranking.units),
+            lambda: _packed(ranking.units, recent, room, exponent, tokens, known, ranking.tail),
         )
         facts: dict[str, Any] = {
             "recall": ranking.method,
@@ -915,15 +924,17 @@ def _packed(
     exponent: float,
     tokens: TokenCounter,
     known: dict[int, _Priced] | None = None,
+    tail: Sequence[RecalledUnit] = (),
 ) -> tuple[list[RecalledUnit], set[int], int, int]:
     """``ranked`` units packed into ``room`` by relevance (best first; one that does not fit is passed over for the
-    next that does), then what room is left filled from ``recent`` (newest first): the units chosen, in conversation
-    order, the positions chosen by relevance, the tokens those take and the room left. ``known``: units priced
-    by ``tokens`` before, by position (kept for the next call; one whose messages are not the same tuple is priced
-    again): it keeps only the units this call priced, which the next call's ranking mostly holds again, not every
-    unit a long session's rankings ever held (~1.3 entries a turn for the session's life, each its messages' tuple:
-    4 objects for every full pass of the collector to walk)."""
-    chosen, taken, relevant_tokens, left, reached = _packed_pricing(ranked, recent, room, exponent, tokens, known)
+    next that does), then what room is left packed from ``tail`` (the units ranked next) by the same rule, then
+    filled from ``recent`` (newest first): the units chosen, in conversation order, the positions chosen by
+    relevance, the tokens those take and the room left. ``known``: units priced by ``tokens`` before, by position
+    (kept for the next call; one whose messages are not the same tuple is priced again): it keeps only the units this
+    call priced, which the next call's ranking mostly holds again, not every unit a long session's rankings ever held
+    (~1.3 entries a turn for the session's life, each its messages' tuple: 4 objects for every full pass of the
+    collector to walk)."""
+    chosen, taken, relevant_tokens, left, reached = _packed_pricing(ranked, tail, recent, room, exponent, tokens, known)
     if known is not None and len(known) > len(reached):
         for position in [p for p in known if p not in reached]:
             del known[position]
@@ -932,6 +943,7 @@ def _packed(
 
 def _packed_pricing(
     ranked: Sequence[RecalledUnit],
+    tail: Sequence[RecalledUnit],
     recent: Sequence[tuple[int, Unit, int]],
     room: int,
     exponent: float,
@@ -951,37 +963,13 @@ def _packed_pricing(
             found = priced[unit.position] = (unit.messages, sum(count(m) for m in unit.messages), text)
         return found
 
-    # The ranking's head in rank order, the rest by relevance per token past ``RECALL_COST_FREE`` tokens: there long
-    # units pay for their length, short ones gain nothing from being short (see ``RECALL_COST_EXPONENT`` and
-    # ``RECALL_RANKED_SHARE``).
-    by_value = ranked
-    if exponent:
-
-        def value(unit: RecalledUnit) -> tuple[float, int]:
-            return -unit.score / max(1, price(unit)[1] / RECALL_COST_FREE) ** exponent, unit.position
-
-        head = _ranking_head(ranked, lambda unit: price(unit)[1], room * RECALL_RANKED_SHARE)
-        by_value = (*ranked[:head], *sorted(ranked[head:], key=value))
     chosen: list[RecalledUnit] = []
     seen: set[str] = set()
-    left = room
-
-    def take(unit: RecalledUnit) -> bool:
-        """Choose ``unit`` unless too large for what is left or a repeat of what is chosen."""
-        nonlocal left
-        _, cost, text = price(unit)
-        if cost > left or text in seen:
-            return False
-        chosen.append(unit)
-        seen.add(text)
-        left -= cost
-        return True
-
-    for unit in by_value:
-        if left < MESSAGE_OVERHEAD + 2:  # not even a one-word message fits any more
-            break
-        if take(unit) and unit.dated_by is not None:  # when it was said, if that fits too (a few tokens)
-            take(unit.dated_by)
+    left = _packed_by_value(ranked, room, exponent, price, chosen, seen)
+    if _fits_one(left) and tail:  # the tail only for the room the head leaves, and only what may fit there priced
+        likely = left * LIKELY_CHARS_PER_TOKEN
+        fitting = [unit for unit in tail if sum(len(m.content) for m in unit.messages) <= likely]
+        left = _packed_by_value(fitting, left, exponent, price, chosen, seen)
     taken = {u.position for u in chosen}
     relevant_tokens = room - left
     for position, messages, cost in recent:
@@ -997,6 +985,52 @@ def _packed_pricing(
         left -= cost
     chosen.sort(key=lambda u: u.position)
     return chosen, taken, relevant_tokens, left, reached
+
+
+def _packed_by_value(
+    ranked: Sequence[RecalledUnit],
+    room: int,
+    exponent: float,
+    price: Callable[[RecalledUnit], _Priced],
+    chosen: list[RecalledUnit],
+    seen: set[str],
+) -> int:
+    """``ranked`` packed into ``room`` onto ``chosen`` (leaving out repeats of ``seen`` texts): the ranking's head in
+    rank order, the rest by relevance per token past ``RECALL_COST_FREE`` tokens, where long units pay for their
+    length and short ones gain nothing from being short (see ``RECALL_COST_EXPONENT`` and ``RECALL_RANKED_SHARE``).
+    The room left."""
+    by_value = ranked
+    if exponent:
+
+        def value(unit: RecalledUnit) -> tuple[float, int]:
+            return -unit.score / max(1, price(unit)[1] / RECALL_COST_FREE) ** exponent, unit.position
+
+        head = _ranking_head(ranked, lambda unit: price(unit)[1], room * RECALL_RANKED_SHARE)
+        by_value = (*ranked[:head], *sorted(ranked[head:], key=value))
+    left = room
+
+    def take(unit: RecalledUnit) -> bool:
+        """Choose ``unit`` unless too large for what is left or a repeat of what is chosen."""
+        nonlocal left
+        _, cost, text = price(unit)
+        if cost > left or text in seen:
+            return False
+        chosen.append(unit)
+        seen.add(text)
+        left -= cost
+        return True
+
+    for unit in by_value:
+        if not _fits_one(left):
+            break
+        if take(unit) and unit.dated_by is not None:  # when it was said, if that fits too (a few tokens)
+            take(unit.dated_by)
+    return left
+
+
+def _fits_one(left: int) -> bool:
+    """Whether even a one-word message fits in ``left`` tokens."""
+    return left >= MESSAGE_OVERHEAD + 2
 
 
 def _ranking_head(ranked: Sequence[RecalledUnit], cost: Callable[[RecalledUnit], int], tokens: float) -> int:

@@ -1497,9 +1497,12 @@ class SessionRecall:
             await asyncio.wait([job], timeout=left)
         return index
 
-    async def recall(self, session: Session, query: str, *, before: int, enough_tokens: int) -> RecallRanking:
+    async def recall(
+        self, session: Session, query: str, *, before: int, enough_tokens: int, tail_tokens: int = 0
+    ) -> RecallRanking:
         """Units of the session's messages before position ``before``, best first, until their messages hold about
-        ``enough_tokens`` tokens (by their stored counts, else ~4 characters a token) or the ranking ends."""
+        ``enough_tokens`` tokens (by their stored counts, else ~4 characters a token) or the ranking ends; those
+        ranked next until about ``tail_tokens`` in all as its ``tail``."""
         index = await self._synced(session)
         about = await self._step(index, 0, lambda: index.asked_about(query))
         dates, thing = asks_when(query), thing_asked(query)
@@ -1510,7 +1513,9 @@ class SessionRecall:
             positions, scores, method, reason = index.rank(
                 query, query_vector, before, evidence=self.evidence, about=about, thing=thing
             )
-            return collect_units(index, positions, scores, method, reason, session.phase, enough_tokens, dates=dates)
+            return collect_units(
+                index, positions, scores, method, reason, session.phase, enough_tokens, tail_tokens, dates=dates
+            )
 
         ranking = await self._step(index, min(before, len(index)), ranked)
         return dataclasses.replace(ranking, pending=len(index) - index.vectored) if self.embedder else ranking
@@ -1647,17 +1652,20 @@ def collect_units(
     reason: str | None,
     phase: str | None,
     enough_tokens: int,
+    tail_tokens: int = 0,
     *,
     dates: bool = False,
 ) -> RecallRanking:
-    """Ranked messages as ranked whole units (a unit once, at its best message's rank), until ``enough_tokens``.
-    Gathered on from the last call's units when it collected the same ranking (``Collected``)."""
+    """Ranked messages as ranked whole units (a unit once, at its best message's rank), until ``enough_tokens``, and
+    those ranked next until ``tail_tokens`` as the tail. Gathered on from the last call's units when it collected the
+    same ranking (``Collected``)."""
     collected = index.collected
     if collected is None or not collected.collects(positions, scores, phase, dates, len(index)):
         firsts, at = index.unit_firsts(positions)
         collected = index.collected = Collected(positions, scores, phase, dates, len(index), firsts[at], scores[at])
     units = collected.until(index, enough_tokens)
-    return RecallRanking(units, method, reason if not units else None, searched=len(positions))
+    tail = collected.until(index, tail_tokens)[len(units) :] if tail_tokens > enough_tokens else ()
+    return RecallRanking(units, method, reason if not units else None, searched=len(positions), tail=tail)
 
 
 @dataclass
@@ -1692,21 +1700,20 @@ class Collected:
     def until(self, index: HistoryIndex, enough_tokens: int) -> tuple[RecalledUnit, ...]:
         """The best units up to the first whose rough tokens with those before it reach ``enough_tokens`` (all of
         them when none does)."""
-        while self.next < len(self.firsts) and not self._reach(enough_tokens):
-            first, score = int(self.firsts[self.next]), float(self.unit_scores[self.next])
-            self.next += 1
-            unit, rough = index.recallable(first, self.phase)
+        units, gathered, firsts, phase = self.units, self.gathered, self.firsts, self.phase
+        total, at = (gathered[-1] if gathered else 0), self.next
+        while at < len(firsts) and (not gathered or total < enough_tokens):  # a tight loop: a tail is ~100 units
+            first = firsts.item(at)
+            at += 1
+            unit, rough = index.recallable(first, phase)
             if unit is None:
                 continue
-            dated = _dated_by(index, first, self.phase) if self.dates else None
-            self.units.append(RecalledUnit(first, unit, score, dated))
-            self.gathered.append((self.gathered[-1] if self.gathered else 0) + rough)
-        if self._reach(enough_tokens):
-            return tuple(self.units[: bisect.bisect_left(self.gathered, enough_tokens) + 1])
-        return tuple(self.units)
-
-    def _reach(self, enough_tokens: int) -> bool:
-        return bool(self.gathered) and self.gathered[-1] >= enough_tokens
+            dated = _dated_by(index, first, phase) if self.dates else None
+            units.append(RecalledUnit(first, unit, self.unit_scores.item(at - 1), dated))
+            total += rough
+            gathered.append(total)
+        self.next = at
+        return tuple(units[: bisect.bisect_left(gathered, enough_tokens) + 1])
 
 
 _WHEN = re.compile(
