@@ -124,6 +124,10 @@ RECALL_TAIL_DEPTH = 4
 until twice the room (a speed bound, 993ce12) and packed first; the units ranked next, to four times the room, are
 packed by the same rule in what is left, and only then do the newest older turns fill the rest (docs/knowledge.md,
 "The ranking's tail fills the room")."""
+RECALL_TAIL_MAX_TOKENS = 12_000
+"""At most this many tokens of tail past the head: what the head leaves is a few hundred tokens, and a large window's
+4x (400K tokens at 128K) collected most of a long history for it (+12.9 ms a question at 10,000 messages). Above twice
+an 8K window's room, so 4K and 8K windows, where the tail's gains are, get the whole 4x."""
 RECALL_WAIT_S = 1.5
 """How long a turn waits for recall's index of a long history met for the first time (its words read and indexed:
 about a second for 50,000 messages, more on a busy machine) before it goes on with the newest turns alone. Under the
@@ -678,7 +682,7 @@ class ConversationHistoryModule(ContextModule):
             return (), {"recalled_messages": 0}
         recall = self._recall(ctx)
         ranking = await recall.recall(
-            ctx.session, ctx.query, before=before, enough_tokens=room * 2, tail_tokens=room * RECALL_TAIL_DEPTH
+            ctx.session, ctx.query, before=before, enough_tokens=room * 2, tail_tokens=_tail_tokens(room)
         )
         exponent = option(ctx.directives.config, "recall_cost_exponent", RECALL_COST_EXPONENT, minimum=0)
         tokens = ctx.tokens
@@ -1026,6 +1030,11 @@ def _packed_by_value(
         if take(unit) and unit.dated_by is not None:  # when it was said, if that fits too (a few tokens)
             take(unit.dated_by)
     return left
+
+
+def _tail_tokens(room: int) -> int:
+    """How deep the ranking is collected for a recall ``room``: its head (twice the room) and the tail past it."""
+    return room * 2 + min(room * (RECALL_TAIL_DEPTH - 2), RECALL_TAIL_MAX_TOKENS)
 
 
 def _fits_one(left: int) -> bool:
