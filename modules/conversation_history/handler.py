@@ -121,9 +121,9 @@ ranking's tail, where no single unit is likely to hold the answer, not at its he
 chosen on and lost on others; docs/knowledge.md, "Ranking, session 42")."""
 RECALL_TAIL_DEPTH = 4
 """How deep, in times the recall room, the ranking is collected for the room its best units leave: they are ranked
-until twice the room (a speed bound, 993ce12) and packed first; the units ranked next, to four times the room, are
-packed by the same rule in what is left, and only then do the newest older turns fill the rest (docs/knowledge.md,
-"The ranking's tail fills the room")."""
+until twice the room (a speed bound, 993ce12) and packed first; the units ranked next, to four times the room
+(``RECALL_TAIL_MAX_TOKENS`` past the head at most), are packed by the same rule in what is left, and only then do the
+newest older turns fill the rest (docs/knowledge.md, "The ranking's tail fills the room")."""
 RECALL_TAIL_MAX_TOKENS = 12_000
 """At most this many tokens of tail past the head: what the head leaves is a few hundred tokens, and a large window's
 4x (400K tokens at 128K) collected most of a long history for it (+12.9 ms a question at 10,000 messages). Above twice
