@@ -479,6 +479,7 @@ async function showConflict(err) {
 // --- version history -----------------------------------------------------------------------------
 
 let versionList = [];
+let shownVersion = null; // the version #version-diff compares with the current one: shown again when the list reloads
 let labels = [];
 let labelsBound = false;
 
@@ -516,6 +517,9 @@ async function loadVersions() {
   $("compare-to").replaceChildren(...options());
   $("compare-from").value = String(versionList[Math.min(1, versionList.length - 1)].version);
   $("compare-to").value = String(current.version);
+  // A version picked while the list was reloading was compared with the old current one: compare it again.
+  const shown = versionList.find((v) => v.version === shownVersion);
+  if (shown) showVersion(shown, current);
 }
 
 function compareVersions(event) {
@@ -525,6 +529,7 @@ function compareVersions(event) {
   const to = pick("compare-to");
   if (!from || !to) return;
   const changes = describeChanges(from.data, to.data, moduleLabel, { skip: ["is_default"] });
+  shownVersion = null;
   $("version-diff").replaceChildren(h("h3", {}, `From v${from.version} to v${to.version}`),
     changes.length ? h("ul", { class: "diff" }, changes.map((text) => h("li", {}, text))) : h("p", { class: "muted" }, "No differences."));
 }
@@ -532,6 +537,7 @@ function compareVersions(event) {
 function showVersion(v, current) {
   // Rollback keeps which type is the default, so that is not shown as a difference.
   const changes = describeChanges(v.data, current.data, moduleLabel, { skip: ["is_default"] });
+  shownVersion = v.version;
   const rollback = h("button", {
     type: "button", class: "admin-only", disabled: v.current,
     onclick: async () => {
@@ -540,6 +546,7 @@ function showVersion(v, current) {
       try {
         const res = await api("POST", `${url()}/rollback`, { body: { version: v.version }, headers: { "If-Match": etag } });
         setLoaded(res.data);
+        shownVersion = null;
         $("version-diff").replaceChildren(h("p", { class: "muted" }, `Rolled back to version ${v.version}. Pick a version to compare it with the current one.`));
         notify(`Rolled back to version ${v.version}; saved as version ${res.data.version}.`);
       } catch (err) {

@@ -3,6 +3,7 @@ make no version, versions read as sentences with author names and rollback label
 
 from __future__ import annotations
 
+import asyncio
 import copy
 from typing import Any
 
@@ -84,6 +85,33 @@ async def test_removing_a_middle_rule_keeps_versions_audit_and_conflicts_working
     await page.click("#audit-filter button[type=submit]")
     await expect(page.locator("#audit-table")).to_contain_text("Rule 2 removed: reduce Documents by 40%")
     await expect(page.locator("#audit-table")).not_to_contain_text("Loading")
+    assert page.js_errors == []
+
+
+async def test_a_version_picked_while_the_list_reloads_is_compared_with_the_new_current_one(
+    page: Any, server: Server
+) -> None:
+    v1 = make_type(server, "r2-race", RULES)
+    await open_editor(page, "r2-race")  # its list says v1 is current
+    put(server, v1, dynamic_adjustments=[RULES[0], RULES[2]])  # another client saves v2
+    await page.fill("#f-name", "Raced here")
+    await page.click("#save")
+    await expect(page.locator("#conflict")).to_be_visible()
+
+    released = asyncio.Event()
+
+    async def held(route: Any) -> None:
+        await released.wait()
+        await route.continue_()
+
+    await page.route("**/v1/context-window-types/r2-race/versions", held)
+    await page.click("#conflict-reload")  # the editor holds v2; its version list is still being read
+    await page.locator("#versions li[data-version='1'] button").click()  # the list as it was: v1 "current"
+    released.set()
+    diff = page.locator("#version-diff")
+    await expect(diff).to_contain_text("From v1 to the current v2")
+    await expect(diff).to_contain_text("Rule 2 removed: reduce Documents by 40%")
+    await expect(diff.get_by_role("button", name="Roll back to v1")).to_be_enabled()
     assert page.js_errors == []
 
 
