@@ -48,12 +48,14 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy --num-workers 2  # both cores: a cold check 116 -> 96 s (.ci/run keeps a warm cache: MYPY_CACHE_DIR)
 
-# `make test` runs on two workers, a test file per worker at a time (its module fixtures stay with it), or a folder
-# whose tests share servers (tests/conftest.py, SHARED_SERVERS), the longest first (LONGEST_FIRST). Both targets keep
-# the tests' temporary files in memory when the machine has room (scripts/in-memory-tmp.sh: no test waits on fsyncs).
+# `make test` runs on three workers, a test file per worker at a time (its module fixtures stay with it), or a folder
+# whose tests share servers (tests/conftest.py, SHARED_SERVERS), the longest first (LONGEST_FIRST). Three on CI's two
+# cores: a worker spends a quarter to a third of its time waiting (on the servers, browser and interpreters its tests
+# start, and their sleeps), which the third fills (docs/operations.md, "CI time", session 51). Both targets keep the
+# tests' temporary files in memory when the machine has room (scripts/in-memory-tmp.sh: no test waits on fsyncs).
 test: $(STAMP)
 	BIN=$(BIN) scripts/test-deps.sh
-	scripts/in-memory-tmp.sh $(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder --durations=30
+	scripts/in-memory-tmp.sh $(BIN)/python -m pytest -n 3 --dist loadfile --no-loadscope-reorder --durations=30
 
 # `make test-fast`: the component and the built-in modules alone (no server, database server or browser; ~1 min).
 test-fast: $(STAMP)

@@ -62,12 +62,12 @@ def builtin_registry() -> ModuleRegistry:
     return module_registry(entry_point_group=None).load()
 
 
-# `make test` hands work to its two workers (--dist loadfile) a file at a time, or a folder of SHARED_SERVERS at a
+# `make test` hands work to its three workers (--dist loadfile) a file at a time, or a folder of SHARED_SERVERS at a
 # time: their tests share servers a session fixture starts once per worker (`tda serve` and Chromium; the gateway's
 # `tda serve` and fake upstream; the replicas' PostgreSQL, Redis, Chroma and two replicas), so one worker starts
-# them, not both. Work goes out in collection order (--no-loadscope-reorder: xdist would otherwise start with the
+# them, not each. Work goes out in collection order (--no-loadscope-reorder: xdist would otherwise start with the
 # units holding the most tests): the units that took longest in CI first, so that none of them starts last while
-# the other worker has nothing left to run (docs/operations.md, "CI time"); the rest as xdist would order them,
+# the other workers have nothing left to run (docs/operations.md, "CI time"); the rest as xdist would order them,
 # most tests first.
 SHARED_SERVERS = ("tests/browser/", "tests/gateway/", "tests/replicas/")
 LONGEST_FIRST = (  # measured: seconds of worker time in a clean-clone CI run (session 34, load 9-12)

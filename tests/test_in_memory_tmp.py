@@ -70,5 +70,5 @@ def test_with_no_memory_file_system_or_the_setting_empty_tmpdir_is_left_as_it_is
 
 def test_make_test_and_test_fast_run_pytest_through_it() -> None:
     rules = (ROOT / "Makefile").read_text()
-    assert "\tscripts/in-memory-tmp.sh $(BIN)/python -m pytest -n 2 " in rules
+    assert "\tscripts/in-memory-tmp.sh $(BIN)/python -m pytest -n 3 " in rules
     assert "\tscripts/in-memory-tmp.sh $(BIN)/python -m pytest -q tests/test_*.py" in rules
