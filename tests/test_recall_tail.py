@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from components.context_window.base import Message, RecalledUnit, RecallLead, RecallRanking, Session
 from components.context_window.recall.messages import SessionRecall, rough_tokens
 from components.context_window.token_estimator import TokenEstimator
-from modules.conversation_history.handler import RECALL_COST_EXPONENT, RECALL_MARKER, _packed
+from modules.conversation_history.handler import RECALL_MARKER, _packed
 from tests.support import conversation, make_ctx, module_ctx, words
 
 FACT = "Something with tofu or chickpeas again please."
@@ -124,17 +124,3 @@ def test_the_tail_only_takes_room_the_recency_fill_had(sizes, data, room, expone
     assert {u.position for u in main_chosen} - {u.position for u in chosen} <= {p for p, _, _ in recent}
     assert relevant >= main_relevant
     assert all(u.position in {t.position for t in tail} for u in chosen if u.position in taken - main_taken)
-
-
-def test_the_tail_takes_its_best_unit_that_fits_not_its_shortest():
-    """In the room the head leaves, the tail goes in rank order, each unit that fits taken: the better-ranked of two
-    replies is chosen though the next, a little shorter and scored a little lower, would have come first by
-    relevance per token (fails on main, whose tail was packed by value: the shorter took the room)."""
-    estimator = TokenEstimator()
-    better, next_one = (RecalledUnit(p, _unit(p, size), score) for p, size, score in ((3, 70, 1 / 60), (5, 50, 1 / 61)))
-    cost = {u.position: estimator.count_message(u.messages[0]) for u in (better, next_one)}
-    room = cost[3] + cost[5] // 2  # room for either, not both; the better alone is over half of it
-    assert cost[5] < cost[3] <= room < cost[3] + cost[5] and cost[3] > room // 2
-    chosen, taken, relevant, left = _packed((), [], room, RECALL_COST_EXPONENT, estimator, None, (better, next_one))
-    assert taken == {3} and [u.position for u in chosen] == [3]
-    assert relevant == cost[3] and left == room - cost[3]

@@ -970,7 +970,10 @@ def _packed_pricing(
     chosen: list[RecalledUnit] = []
     seen: set[str] = set()
     left = _packed_by_value(ranked, room, exponent, price, chosen, seen)
-    left = _packed_first_fit(tail, left, price, chosen, seen)
+    if _fits_one(left) and tail:  # the tail only for the room the head leaves, and only what may fit there priced
+        likely = left * LIKELY_CHARS_PER_TOKEN
+        fitting = [unit for unit in tail if sum(len(m.content) for m in unit.messages) <= likely]
+        left = _packed_by_value(fitting, left, exponent, price, chosen, seen)
     taken = {u.position for u in chosen}
     relevant_tokens = room - left
     for position, messages, cost in recent:
@@ -1009,46 +1012,23 @@ def _packed_by_value(
         head = _ranking_head(ranked, lambda unit: price(unit)[1], room * RECALL_RANKED_SHARE)
         by_value = (*ranked[:head], *sorted(ranked[head:], key=value))
     left = room
+
+    def take(unit: RecalledUnit) -> bool:
+        """Choose ``unit`` unless too large for what is left or a repeat of what is chosen."""
+        nonlocal left
+        _, cost, text = price(unit)
+        if cost > left or text in seen:
+            return False
+        chosen.append(unit)
+        seen.add(text)
+        left -= cost
+        return True
+
     for unit in by_value:
         if not _fits_one(left):
             break
-        left = _taken(unit, left, price, chosen, seen)
-    return left
-
-
-def _packed_first_fit(
-    tail: Sequence[RecalledUnit],
-    room: int,
-    price: Callable[[RecalledUnit], _Priced],
-    chosen: list[RecalledUnit],
-    seen: set[str],
-) -> int:
-    """``tail`` packed into ``room`` onto ``chosen`` in rank order, each unit that fits taken: the room the head
-    leaves is a few hundred tokens at most, so no order by value is worth its pricing and sort there. A unit whose
-    characters could not fit (over ``LIKELY_CHARS_PER_TOKEN`` a token) is passed over unpriced. The room left."""
-    left = room
-    for unit in tail:
-        if not _fits_one(left):
-            break
-        if sum(len(m.content) for m in unit.messages) <= left * LIKELY_CHARS_PER_TOKEN:
-            left = _taken(unit, left, price, chosen, seen)
-    return left
-
-
-def _taken(
-    unit: RecalledUnit, left: int, price: Callable[[RecalledUnit], _Priced], chosen: list[RecalledUnit], seen: set[str]
-) -> int:
-    """``unit`` chosen onto ``chosen`` unless too large for ``left`` or a repeat of a ``seen`` text, and when it was
-    said (``dated_by``, a few tokens) if that fits too: the room left."""
-    for part in (unit, unit.dated_by):
-        if part is None:
-            break
-        _, cost, text = price(part)
-        if cost > left or text in seen:
-            break
-        chosen.append(part)
-        seen.add(text)
-        left -= cost
+        if take(unit) and unit.dated_by is not None:  # when it was said, if that fits too (a few tokens)
+            take(unit.dated_by)
     return left
 
 
