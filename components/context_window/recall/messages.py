@@ -339,6 +339,8 @@ class HistoryIndex:
     _vectored: int = 0
     """How many of the first messages were added with vectors (a message never shown may have none)."""
     _unit_of: GrowingArray = field(default_factory=lambda: GrowingArray(np.intp))
+    _one_message_units: bool = True
+    """Whether every unit is one message (no tool call nor result yet): ``unit_of`` is then each position itself."""
     dated: list[int] = field(default_factory=list)
     """The positions of the messages opening with a date (``dates.opens_with_date``), in order: each dates the
     session it opens."""
@@ -462,7 +464,9 @@ class HistoryIndex:
                 calls = {}
             unit_of.append(position)
         self._calls = calls
-        self._unit_of.extend(np.asarray(unit_of, dtype=np.intp))
+        units = np.asarray(unit_of, dtype=np.intp)
+        self._unit_of.extend(units)
+        self._one_message_units &= bool((units == np.arange(first, first + len(units))).all())
 
     def focus(self, query: str) -> str:
         """``query`` without the names of the chat's speakers, or the short names a question may call them by ("Kat"
@@ -732,6 +736,8 @@ class HistoryIndex:
     def unit_firsts(self, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The first position of each ranked message's unit, and where each unit is first met in ``positions`` (in
         ``positions``' order): a unit once, at its best message's rank. In numpy: a long history ranks thousands."""
+        if self._one_message_units:  # each ranked message its own unit, met once (a sort for the first of each: ~0.6 ms
+            return positions, np.arange(len(positions))  # at 10,000 messages, asked by each of a turn's rankings)
         firsts = self.unit_of[positions]
         at = np.unique(firsts, return_index=True)[1]
         at.sort()
