@@ -79,6 +79,7 @@ from ..relevance import (
 from ..session_cache import BoundedCache, VectorsByText
 from . import named
 from .dates import after_date, dated_among
+from .packed import PackedMessages
 
 EMBED_CHARS = 2_000
 """Characters of a part embedded (small embedders read ~256-512 tokens anyway; the rest costs time for nothing)."""
@@ -224,6 +225,8 @@ role, whom the other party may call by name ("Thanks, Kat!": ``HistoryIndex.part
 CALLED_OUT = 2
 """A word names a party when that party answers a message calling it out at least this many times, and this many
 times as often as any other party does (a third person both may mention is no one's name)."""
+NOT_RECALLABLE = -1
+"""``HistoryIndex._closed``'s mark of a closed unit that is not recallable."""
 CALLS_READ = 256
 """At most this many messages holding a name (the newest) are read for it being called out."""
 ANSWER_WITHIN = 4
@@ -360,9 +363,11 @@ class HistoryIndex:
     chars: array[int] = field(default_factory=lambda: array("q"))
     """Per message, the characters of its text (counted as it is added, in C)."""
     _short: GrowingArray = field(default_factory=lambda: GrowingArray(bool))
-    _closed_units: dict[tuple[int, str | None], tuple[tuple[Message, ...] | None, int]] = field(default_factory=dict)
-    """Per (first position, phase), a unit no later message can change (``recallable``) and its rough tokens: a long
-    session's recall ranks thousands of units each turn, all but the newest as they were the turn before."""
+    _closed: dict[str | None, array[int]] = field(default_factory=dict)
+    """Per phase, per first position, what ``recallable`` found of a unit no later message can change: its rough
+    tokens plus one (``NOT_RECALLABLE``: none; 0: not known yet). A long session's recall ranks thousands of units each
+    turn, all but the newest as they were the turn before; the unit itself is made again from its messages when
+    gathered (a tuple of messages kept per unit held them all, for the session's life)."""
     checked: Sequence[Message] | None = None
     """The in-memory history last found to start with the messages held (and its length then): not compared again."""
     checked_length: int = -1
@@ -446,7 +451,10 @@ class HistoryIndex:
             self._unit_of.extend(np.arange(first, first + len(messages), dtype=np.intp))  # each message its own unit
         else:
             self._units_of(messages, first)
-        self.messages = followed_by(self.messages, messages)
+        if isinstance(self.messages, PackedMessages):
+            self.messages.extend(messages)
+        else:
+            self.messages = followed_by(self.messages, messages)
 
     def _units_of(self, messages: Sequence[Message], first: int) -> None:
         """Each message's unit (``unit_of``): a tool result's is its call's message, any other message's its own."""
@@ -516,12 +524,17 @@ class HistoryIndex:
         answered: Counter[int] = Counter()  # per party, how often it answered a message calling the word out
         said_by = self.said_by
         for position in np.flatnonzero(said)[-CALLS_READ:].tolist():  # the newest: a name called out is called often
-            if said_by[position] != -1 and calling.search(self.messages[position].content):
+            if said_by[position] != -1 and calling.search(self.content_at(position)):
                 party = self._answer_to(position)
                 if party is not None:
                     answered[party] += 1
         (party, most), (_, next_most) = [*answered.most_common(2), (None, 0), (None, 0)][:2]
         return party if most >= CALLED_OUT * max(1, next_most) else None
+
+    def content_at(self, position: int) -> str:
+        """The text of the message at ``position`` (held packed: no message made)."""
+        held = self.messages
+        return held.content(position) if isinstance(held, PackedMessages) else held[position].content
 
     def _answer_to(self, position: int) -> int | None:
         """The party of the first message after ``position`` that another party says (None: none within
@@ -695,17 +708,21 @@ class HistoryIndex:
         return self._unit(first, phase)[0]
 
     def recallable(self, first: int, phase: str | None) -> tuple[tuple[Message, ...] | None, int]:
-        """``unit(first, phase)`` and its rough tokens, kept once no later message can change it (the index only
-        grows): the same tuple each call."""
-        key = (first, phase)
-        found = self._closed_units.get(key)
-        if found is not None:
-            return found
-        unit, closed = self._unit(first, phase)
-        found = unit, sum(rough_tokens(m) for m in unit) if unit is not None else 0
-        if closed:
-            self._closed_units[key] = found
-        return found
+        """``unit(first, phase)`` and its rough tokens, what is known of it kept once no later message can change it
+        (the index only grows): a unit that is not recallable is not read again."""
+        closed = self._closed.setdefault(phase, array("i"))
+        if len(closed) <= first:
+            closed.extend(repeat(0, len(self.messages) - len(closed)))
+        known = closed[first]
+        if known == NOT_RECALLABLE:
+            return None, 0
+        unit, is_closed = self._unit(first, phase)
+        if known:
+            return unit, known - 1
+        rough = sum(rough_tokens(m) for m in unit) if unit is not None else 0
+        if is_closed:
+            closed[first] = NOT_RECALLABLE if unit is None else rough + 1
+        return unit, rough
 
     def _unit(self, first: int, phase: str | None) -> tuple[tuple[Message, ...] | None, bool]:
         """``unit(first, phase)``, and whether it is closed: a message after it that is not its result ends it, so a
@@ -1230,7 +1247,10 @@ class SessionRecall:
         async with index.lock:
             if not self._current(index, session, version):
                 # what the store holds for the session still holds: a history read afresh is not read back
-                fresh = HistoryIndex(version=version, session_id=session.id, stored=index.stored)
+                # a stored history's messages are the store's: held packed, read again when gathered (a list or a
+                # client's conversation in memory is the caller's own, held anyway, and compared when it comes again)
+                held: Sequence[Message] = PackedMessages() if version is not None else []
+                fresh = HistoryIndex(version=version, session_id=session.id, stored=index.stored, messages=held)
                 index = self._indexes.put(session.id, fresh)
             new = await read_new(index, source)
             if new:
