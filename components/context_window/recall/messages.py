@@ -536,6 +536,11 @@ class HistoryIndex:
         held = self.messages
         return held.content(position) if isinstance(held, PackedMessages) else held[position].content
 
+    def role_at(self, position: int) -> str:
+        """The role of the message at ``position`` (held packed: no message made)."""
+        held = self.messages
+        return held.role(position) if isinstance(held, PackedMessages) else held[position].role
+
     def _answer_to(self, position: int) -> int | None:
         """The party of the first message after ``position`` that another party says (None: none within
         ``ANSWER_WITHIN`` messages): who answers a message calling someone out is the one it calls."""
@@ -1607,7 +1612,7 @@ def _continuity(index: HistoryIndex, query_vector: np.ndarray | None, split: int
     without one; None without vectors, or with nothing before ``split`` to lead)."""
     if query_vector is None or not 0 < split < end:
         return None
-    newest_first = (p for p in range(end - 1, split - 1, -1) if index.messages[p].role == "user")
+    newest_first = (p for p in range(end - 1, split - 1, -1) if index.role_at(p) == "user")
     asked = list(islice(newest_first, RECENT_QUESTIONS))
     scores = index.best_scores_at(query_vector, asked, end)
     if scores is None:

@@ -77,6 +77,10 @@ class PackedMessages(Sequence[Message]):
         start, size, _, _ = self._rows.item(at)
         return self._text.bytes_of(start, start + size).decode()
 
+    def role(self, at: int) -> str:
+        """The role of the message at ``at`` (no message made)."""
+        return _ROLES[self._flags.item(at) >> 1]
+
     def extend(self, messages: Sequence[Message]) -> None:
         """Append ``messages``, in order."""
         first = len(self)
