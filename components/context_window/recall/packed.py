@@ -11,14 +11,14 @@ fields have no column here.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, overload
+from typing import Any, Literal, overload
 
 import numpy as np
 
 from ..base import Message
 from ..relevance import GrowingArray
 
-_ROLES = ("system", "user", "assistant", "tool")
+_ROLES: tuple[Literal["system", "user", "assistant", "tool"], ...] = ("system", "user", "assistant", "tool")
 _ROLE_CODE = {role: code for code, role in enumerate(_ROLES)}
 _ROW = np.dtype([("start", np.int64), ("size", np.int32), ("turn", np.int32), ("counts", np.int32)])
 """Per message: where its text starts in the buffer and its bytes, its turn, its stored counts' number in the table
