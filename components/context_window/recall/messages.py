@@ -322,7 +322,9 @@ class HistoryIndex:
     """``part_key``s the ``PartVectors`` store is known to hold for the session, as digests (no need to read or write
     them): ``is_stored``, ``mark_stored``."""
     messages: Sequence[Message] = field(default_factory=list)
-    """Oldest first: a list, or a view of a ``ChatMessages`` (a library user's conversation, made as they are read)."""
+    """Oldest first: a list, or a view of a ``ChatMessages`` (a library user's conversation, made as they are read), or
+    a stored history's ``PackedMessages`` (their texts packed, a message made when read: ``content_at``, ``role_at``
+    read one field)."""
     lexical: BM25Index = field(default_factory=BM25Index)
     dense: VectorIndex | None = None
     """The distinct vectors of the messages' parts (``parts_of``); ``row_of`` says which is each part's."""
