@@ -370,6 +370,10 @@ class HistoryIndex:
     tokens plus one (``NOT_RECALLABLE``: none; 0: not known yet). A long session's recall ranks thousands of units each
     turn, all but the newest as they were the turn before; the unit itself is made again from its messages when
     gathered (a tuple of messages kept per unit held them all, for the session's life)."""
+    _made: dict[tuple[int, str | None], tuple[Message, ...] | None] = field(default_factory=dict)
+    _made_before: dict[tuple[int, str | None], tuple[Message, ...] | None] = field(default_factory=dict)
+    """The closed units made for this ranking and the one before (``ranked_anew``): a turn's ranking gathers mostly the
+    units the last one did, made again from packed messages otherwise (bounded: two rankings' gathered units)."""
     checked: Sequence[Message] | None = None
     """The in-memory history last found to start with the messages held (and its length then): not compared again."""
     checked_length: int = -1
@@ -723,13 +727,20 @@ class HistoryIndex:
         known = closed[first]
         if known == NOT_RECALLABLE:
             return None, 0
-        unit, is_closed = self._unit(first, phase)
         if known:
-            return unit, known - 1
+            key = (first, phase)
+            made = self._made.get(key) or self._made_before.get(key) or self._unit(first, phase)[0]
+            self._made[key] = made
+            return made, known - 1
+        unit, is_closed = self._unit(first, phase)
         rough = sum(rough_tokens(m) for m in unit) if unit is not None else 0
         if is_closed:
             closed[first] = NOT_RECALLABLE if unit is None else rough + 1
         return unit, rough
+
+    def ranked_anew(self) -> None:
+        """A new ranking is gathered: the units made for the one before it are kept for it, older ones let go."""
+        self._made_before, self._made = self._made, {}
 
     def _unit(self, first: int, phase: str | None) -> tuple[tuple[Message, ...] | None, bool]:
         """``unit(first, phase)``, and whether it is closed: a message after it that is not its result ends it, so a
@@ -1689,6 +1700,7 @@ def collect_units(
     collected = index.collected
     if collected is None or not collected.collects(positions, scores, phase, dates, len(index)):
         firsts, at = index.unit_firsts(positions)
+        index.ranked_anew()
         collected = index.collected = Collected(positions, scores, phase, dates, len(index), firsts[at], scores[at])
     units = collected.until(index, enough_tokens)
     tail = collected.until(index, tail_tokens)[len(units) :] if tail_tokens > enough_tokens else ()
