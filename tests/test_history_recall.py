@@ -41,6 +41,7 @@ from components.context_window.recall.messages import (
     parts_of,
     told_by_them,
 )
+from components.context_window.recall.packed import PackedMessages
 from components.context_window.relevance import TAKEN_VECTORS_BYTES, BM25Index, VectorIndex, faint, terms
 from modules.conversation_history.handler import RECALL_MARKER
 from tda.builtins import DEFAULT_TYPES
@@ -1583,12 +1584,13 @@ def _units_one_by_one(
 
 
 @settings(max_examples=100, deadline=None)
-@given(_CHAT_MESSAGES, st.integers(1, 8), st.randoms(use_true_random=False))
-def test_units_recalled_from_a_grown_index_are_those_of_the_history_as_it_is_now(messages, step, rng):
+@given(_CHAT_MESSAGES, st.integers(1, 8), st.randoms(use_true_random=False), st.booleans())
+def test_units_recalled_from_a_grown_index_are_those_of_the_history_as_it_is_now(messages, step, rng, packed):
     """An index asked for units at every step of its growth (a long session's turns) keeps what no later message can
     change: what it recalls is what the history as it is now gives, one unit by one (a tool call whose results came
-    since comes with them), and it keeps no more than a unit per message and phase asked."""
-    index = HistoryIndex()
+    since comes with them), its messages held in a list or packed (a stored history's), and it keeps no more than a
+    mark per message and phase asked."""
+    index = HistoryIndex(messages=PackedMessages() if packed else [])
     for end in range(step, len(messages) + step, step):
         index.add(messages[len(index) : end])
         whole = HistoryIndex()
@@ -1600,7 +1602,7 @@ def test_units_recalled_from_a_grown_index_are_those_of_the_history_as_it_is_now
                 ranking = collect_units(index, positions, scores, "lexical", None, phase, enough)
                 assert ranking.units == _units_one_by_one(whole, positions, scores, phase, enough)
                 assert ranking.searched == len(positions)
-        assert len(index._closed_units) <= 2 * len(index)
+        assert len(index._closed) <= 2 and all(len(marks) <= len(index) for marks in index._closed.values())
 
 
 async def test_a_long_tool_session_gets_the_same_window_turn_by_turn_as_met_afresh(history):

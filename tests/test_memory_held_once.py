@@ -1,6 +1,7 @@
 """What a long session's indexes hold per turn, and where (issue 32 item 5: "memory that stays flat";
 docs/benchmarks.md, session 47): buffers grown a turn at a time mapped apart from the heap, BM25's postings at 12
-bytes, a turn's description holding its strings once."""
+bytes, a turn's description holding its strings once; session 51: a stored history's messages held packed by its
+recall index."""
 
 from __future__ import annotations
 
@@ -16,8 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from components.context_window import mapped
-from components.context_window.base import Message, TurnRecord
-from components.context_window.recall.messages import HistoryIndex
+from components.context_window.base import InMemoryMessages, Message, Session, TurnRecord
+from components.context_window.recall.messages import HistoryIndex, SessionRecall
+from components.context_window.recall.packed import PackedMessages
 from components.context_window.relevance import BM25Index, DigestTable, GrowingArray, PartRuns, terms
 from modules.workflow_history.handler import turn_described
 from tests.agent_session import question
@@ -202,3 +204,82 @@ def test_a_buffer_comes_from_the_heap_when_no_mapping_can_be_made(monkeypatch):
     column = GrowingArray(np.intp, range(mapped.MAPPED_FROM))
     column.extend(np.arange(10))
     assert _mapping_of(column.view) is None and column.view[-1] == 9 and len(column) == mapped.MAPPED_FROM + 10
+
+
+class _StoredMessages(InMemoryMessages):
+    """A versioned history, as the application's store gives (its messages the store's, read again on demand)."""
+
+    version = "v1"
+
+
+def _stored_turns(turns: int) -> list[Message]:
+    """A native session's history: a question and its answer a turn, each with its stored counts, a tool call and its
+    result now and then."""
+    messages: list[Message] = []
+    for turn in range(1, turns + 1):
+        messages.append(Message("user", f"{question(turn)} (ticket {turn}, naïve café ✓)", turn, tokens={"o200k": 9}))
+        if turn % 7 == 0:
+            call = {
+                "id": f"c{turn}",
+                "type": "function",
+                "function": {"name": "lookup", "arguments": f'{{"n": {turn}}}'},
+            }
+            messages.append(Message("assistant", "", turn, tool_calls=(call,)))
+            messages.append(
+                Message("tool", f"order {turn} shipped", turn, tool_call_id=f"c{turn}", tokens={"o200k": 6})
+            )
+        messages.append(Message("assistant", f"Order {turn} is open; customer cust{turn % 13} asked.", turn))
+    return messages
+
+
+async def test_a_stored_historys_recall_index_holds_no_plain_message():
+    """A native session's recall index, synced with its stored history and recalled from, keeps none of the plain
+    messages it read alive (their texts are held packed, a unit made again when gathered: 2 ``Message``s a turn, ~0.7
+    KB with their texts, were held for the session's life); what it recalls is each unit's messages as stored."""
+    stored = _stored_turns(300)
+    recall = SessionRecall()
+    session = Session(id="native", history=_StoredMessages(tuple(stored)))
+    ranking = await recall.recall(session, "Is order 137 for cust7 still open?", before=len(stored), enough_tokens=600)
+    assert len(ranking.units) > 5
+    for unit in ranking.units:  # a message, or a tool call and its result after it
+        held = stored[unit.position : unit.position + len(unit.messages)]
+        assert unit.messages == tuple(held) and [m.tokens for m in unit.messages] == [m.tokens for m in held]
+    plain = [weakref.ref(m) for m in stored if not m.tool_calls and m.tool_call_id is None]
+    del stored, session, ranking, unit, held
+    gc.collect()
+    assert recall.index_of(Session(id="native")).messages[0].content.startswith(question(1))
+    assert sum(ref() is not None for ref in plain) == 0
+
+
+_MESSAGES = st.lists(
+    st.builds(
+        Message,
+        st.sampled_from(["system", "user", "assistant", "tool"]),
+        st.text(max_size=40),
+        st.integers(0, 2**40),
+        st.booleans(),
+        st.just(()),
+        st.none() | st.just("c1"),
+        st.none() | st.sampled_from(["Maya", "Theo"]),
+        st.none() | st.just("plan"),
+        st.none() | st.dictionaries(st.sampled_from(["o200k", "cl100k"]), st.integers(0, 10**6), max_size=2),
+    ),
+    max_size=30,
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(_MESSAGES, max_size=5))
+def test_packed_messages_read_as_the_messages_appended(batches):
+    """Whatever the batches (texts of any characters, turns of any size, a name, a phase, counts or none): each
+    message read back is equal to the one appended, its counts too, its role and text read alone the same."""
+    packed, appended = PackedMessages(), []
+    for batch in batches:
+        packed.extend(batch)
+        appended += batch
+    assert len(packed) == len(appended) and list(packed) == appended and packed == appended
+    assert [m.tokens for m in packed] == [m.tokens for m in appended]
+    assert [packed.role(i) for i in range(len(packed))] == [m.role for m in appended]
+    assert [packed.content(i) for i in range(len(packed))] == [m.content for m in appended]
+    if appended:
+        assert packed[-1] == appended[-1] and packed[1:3] == appended[1:3]

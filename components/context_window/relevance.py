@@ -158,6 +158,14 @@ class GrowingArray:
         items.flags.writeable = False
         return items
 
+    def item(self, at: int) -> Any:
+        """The item at ``at`` (within ``len``) as a Python object, read without making a view: a read of one item."""
+        return self._buffer.item(at)
+
+    def bytes_of(self, start: int, stop: int) -> bytes:
+        """The bytes of the items from ``start`` to ``stop`` (within ``len``), copied."""
+        return self._buffer[start:stop].tobytes()
+
     def extend(self, *parts: np.ndarray) -> None:
         """Append ``parts``' items, in order (several at once: one copy, into one buffer)."""
         end = self._size + sum(map(len, parts))

@@ -79,6 +79,7 @@ from ..relevance import (
 from ..session_cache import BoundedCache, VectorsByText
 from . import named
 from .dates import after_date, dated_among
+from .packed import PackedMessages
 
 EMBED_CHARS = 2_000
 """Characters of a part embedded (small embedders read ~256-512 tokens anyway; the rest costs time for nothing)."""
@@ -224,6 +225,8 @@ role, whom the other party may call by name ("Thanks, Kat!": ``HistoryIndex.part
 CALLED_OUT = 2
 """A word names a party when that party answers a message calling it out at least this many times, and this many
 times as often as any other party does (a third person both may mention is no one's name)."""
+NOT_RECALLABLE = -1
+"""``HistoryIndex._closed``'s mark of a closed unit that is not recallable."""
 CALLS_READ = 256
 """At most this many messages holding a name (the newest) are read for it being called out."""
 ANSWER_WITHIN = 4
@@ -319,7 +322,9 @@ class HistoryIndex:
     """``part_key``s the ``PartVectors`` store is known to hold for the session, as digests (no need to read or write
     them): ``is_stored``, ``mark_stored``."""
     messages: Sequence[Message] = field(default_factory=list)
-    """Oldest first: a list, or a view of a ``ChatMessages`` (a library user's conversation, made as they are read)."""
+    """Oldest first: a list, or a view of a ``ChatMessages`` (a library user's conversation, made as they are read), or
+    a stored history's ``PackedMessages`` (their texts packed, a message made when read: ``content_at``, ``role_at``
+    read one field)."""
     lexical: BM25Index = field(default_factory=BM25Index)
     dense: VectorIndex | None = None
     """The distinct vectors of the messages' parts (``parts_of``); ``row_of`` says which is each part's."""
@@ -362,9 +367,15 @@ class HistoryIndex:
     chars: array[int] = field(default_factory=lambda: array("q"))
     """Per message, the characters of its text (counted as it is added, in C)."""
     _short: GrowingArray = field(default_factory=lambda: GrowingArray(bool))
-    _closed_units: dict[tuple[int, str | None], tuple[tuple[Message, ...] | None, int]] = field(default_factory=dict)
-    """Per (first position, phase), a unit no later message can change (``recallable``) and its rough tokens: a long
-    session's recall ranks thousands of units each turn, all but the newest as they were the turn before."""
+    _closed: dict[str | None, array[int]] = field(default_factory=dict)
+    """Per phase, per first position, what ``recallable`` found of a unit no later message can change: its rough
+    tokens plus one (``NOT_RECALLABLE``: none; 0: not known yet). A long session's recall ranks thousands of units each
+    turn, all but the newest as they were the turn before; the unit itself is made again from its messages when
+    gathered (a tuple of messages kept per unit held them all, for the session's life)."""
+    _made: dict[tuple[int, str | None], tuple[Message, ...] | None] = field(default_factory=dict)
+    _made_before: dict[tuple[int, str | None], tuple[Message, ...] | None] = field(default_factory=dict)
+    """The closed units made for this ranking and the one before (``ranked_anew``): a turn's ranking gathers mostly the
+    units the last one did, made again from packed messages otherwise (bounded: two rankings' gathered units)."""
     checked: Sequence[Message] | None = None
     """The in-memory history last found to start with the messages held (and its length then): not compared again."""
     checked_length: int = -1
@@ -448,7 +459,10 @@ class HistoryIndex:
             self._unit_of.extend(np.arange(first, first + len(messages), dtype=np.intp))  # each message its own unit
         else:
             self._units_of(messages, first)
-        self.messages = followed_by(self.messages, messages)
+        if isinstance(self.messages, PackedMessages):
+            self.messages.extend(messages)
+        else:
+            self.messages = followed_by(self.messages, messages)
 
     def _units_of(self, messages: Sequence[Message], first: int) -> None:
         """Each message's unit (``unit_of``): a tool result's is its call's message, any other message's its own."""
@@ -520,12 +534,22 @@ class HistoryIndex:
         answered: Counter[int] = Counter()  # per party, how often it answered a message calling the word out
         said_by = self.said_by
         for position in np.flatnonzero(said)[-CALLS_READ:].tolist():  # the newest: a name called out is called often
-            if said_by[position] != -1 and calling.search(self.messages[position].content):
+            if said_by[position] != -1 and calling.search(self.content_at(position)):
                 party = self._answer_to(position)
                 if party is not None:
                     answered[party] += 1
         (party, most), (_, next_most) = [*answered.most_common(2), (None, 0), (None, 0)][:2]
         return party if most >= CALLED_OUT * max(1, next_most) else None
+
+    def content_at(self, position: int) -> str:
+        """The text of the message at ``position`` (held packed: no message made)."""
+        held = self.messages
+        return held.content(position) if isinstance(held, PackedMessages) else held[position].content
+
+    def role_at(self, position: int) -> str:
+        """The role of the message at ``position`` (held packed: no message made)."""
+        held = self.messages
+        return held.role(position) if isinstance(held, PackedMessages) else held[position].role
 
     def _answer_to(self, position: int) -> int | None:
         """The party of the first message after ``position`` that another party says (None: none within
@@ -699,17 +723,28 @@ class HistoryIndex:
         return self._unit(first, phase)[0]
 
     def recallable(self, first: int, phase: str | None) -> tuple[tuple[Message, ...] | None, int]:
-        """``unit(first, phase)`` and its rough tokens, kept once no later message can change it (the index only
-        grows): the same tuple each call."""
-        key = (first, phase)
-        found = self._closed_units.get(key)
-        if found is not None:
-            return found
-        unit, closed = self._unit(first, phase)
-        found = unit, sum(rough_tokens(m) for m in unit) if unit is not None else 0
-        if closed:
-            self._closed_units[key] = found
-        return found
+        """``unit(first, phase)`` and its rough tokens, what is known of it kept once no later message can change it
+        (the index only grows): a unit that is not recallable is not read again."""
+        closed = self._closed.setdefault(phase, array("i"))
+        if len(closed) <= first:
+            closed.extend(repeat(0, len(self.messages) - len(closed)))
+        known = closed[first]
+        if known == NOT_RECALLABLE:
+            return None, 0
+        if known:
+            key = (first, phase)
+            made = self._made.get(key) or self._made_before.get(key) or self._unit(first, phase)[0]
+            self._made[key] = made
+            return made, known - 1
+        unit, is_closed = self._unit(first, phase)
+        rough = sum(rough_tokens(m) for m in unit) if unit is not None else 0
+        if is_closed:
+            closed[first] = NOT_RECALLABLE if unit is None else rough + 1
+        return unit, rough
+
+    def ranked_anew(self) -> None:
+        """A new ranking is gathered: the units made for the one before it are kept for it, older ones let go."""
+        self._made_before, self._made = self._made, {}
 
     def _unit(self, first: int, phase: str | None) -> tuple[tuple[Message, ...] | None, bool]:
         """``unit(first, phase)``, and whether it is closed: a message after it that is not its result ends it, so a
@@ -1236,7 +1271,10 @@ class SessionRecall:
         async with index.lock:
             if not self._current(index, session, version):
                 # what the store holds for the session still holds: a history read afresh is not read back
-                fresh = HistoryIndex(version=version, session_id=session.id, stored=index.stored)
+                # a stored history's messages are the store's: held packed, read again when gathered (a list or a
+                # client's conversation in memory is the caller's own, held anyway, and compared when it comes again)
+                held: Sequence[Message] = PackedMessages() if version is not None else []
+                fresh = HistoryIndex(version=version, session_id=session.id, stored=index.stored, messages=held)
                 index = self._indexes.put(session.id, fresh)
             new = await read_new(index, source)
             if new:
@@ -1593,7 +1631,7 @@ def _continuity(index: HistoryIndex, query_vector: np.ndarray | None, split: int
     without one; None without vectors, or with nothing before ``split`` to lead)."""
     if query_vector is None or not 0 < split < end:
         return None
-    newest_first = (p for p in range(end - 1, split - 1, -1) if index.messages[p].role == "user")
+    newest_first = (p for p in range(end - 1, split - 1, -1) if index.role_at(p) == "user")
     asked = list(islice(newest_first, RECENT_QUESTIONS))
     scores = index.best_scores_at(query_vector, asked, end)
     if scores is None:
@@ -1668,6 +1706,7 @@ def collect_units(
     collected = index.collected
     if collected is None or not collected.collects(positions, scores, phase, dates, len(index)):
         firsts, at = index.unit_firsts(positions)
+        index.ranked_anew()
         collected = index.collected = Collected(positions, scores, phase, dates, len(index), firsts[at], scores[at])
     units = collected.until(index, enough_tokens)
     tail = collected.until(index, tail_tokens)[len(units) :] if tail_tokens > enough_tokens else ()
