@@ -13,8 +13,11 @@ session's first 10, call by call (long_session_bench's side mode, the same texts
 the young and the old calls' CPU (process and loop thread) and their ratio, over ROUNDS rounds. With
 BENCH_GWCPU_PROFILE set, one more round under cProfile (the loop's thread, switched on around each call only),
 then per function the old calls' time and calls a call less the young ones': the split of the difference.
-Knobs: BENCH_GWCPU_ROUNDS (default 3), BENCH_GWCPU_TURNS (default 100), BENCH_GWCPU_PROFILE (1: profile),
-BENCH_GWCPU_TOP (functions listed, default 40), BENCH_LONG_ROWS (rows per tool result, default 20).
+Knobs: BENCH_GWCPU_ROUNDS (default 3), BENCH_GWCPU_TURNS (default 100), BENCH_GWCPU_PROFILE (1: profile;
+BENCH_GWCPU_PROFILE_DIR: a folder for the two profiles, young.prof and old.prof), BENCH_GWCPU_TOP (functions listed,
+default 40), BENCH_LONG_ROWS (rows per tool result, default 20), BENCH_GWCPU_TIME (functions "module:Name.attr,...":
+each wrapped with the loop thread's CPU clock, inclusive, recursion counted once; a coroutine function's figure
+includes what ran on the loop while it awaited; ms a call young / old, no profiler).
 """
 
 from __future__ import annotations
@@ -22,6 +25,9 @@ from __future__ import annotations
 import asyncio
 import cProfile
 import dataclasses
+import functools
+import importlib
+import inspect
 import json
 import logging
 import os
@@ -42,11 +48,67 @@ from tests.gateway.servers import admin_token, server_env, start_fake_upstream, 
 ROUNDS = int(os.environ.get("BENCH_GWCPU_ROUNDS", "3"))
 TURNS = int(os.environ.get("BENCH_GWCPU_TURNS", "100"))
 PROFILE = os.environ.get("BENCH_GWCPU_PROFILE") == "1"
+TIMED = [name for name in os.environ.get("BENCH_GWCPU_TIME", "").split(",") if name]
 TOP = int(os.environ.get("BENCH_GWCPU_TOP", "40"))
 ROWS = int(os.environ.get("BENCH_LONG_ROWS", "20"))
 LIMIT = 16_000
 YOUNG_FIRST = 9_000
 """A young session's turns are numbered from YOUNG_FIRST + 100 * its round: none of its texts is another's."""
+
+
+class Timed:
+    """Named functions wrapped with the loop thread's CPU clock: seconds spent in each, into the current ``into``."""
+
+    def __init__(self, names: list[str]) -> None:
+        self.into: dict[str, float] | None = None
+        self.active: set[str] = set()
+        for name in names:
+            self._wrap(name)
+
+    def _wrap(self, name: str) -> None:
+        module, path = name.split(":")
+        loaded = [n for n in sys.modules if n == module or n.endswith("." + module)]  # modules load as packages
+        owner: Any = sys.modules[loaded[-1]] if loaded else importlib.import_module(module)
+        *parents, attr = path.split(".")
+        for parent in parents:
+            owner = getattr(owner, parent)
+        function = inspect.getattr_static(owner, attr)
+        static = isinstance(function, staticmethod)
+        inner = function.__func__ if static else function
+
+        def clocked(run: Any) -> Any:
+            if self.into is None or name in self.active:
+                return run()
+            self.active.add(name)
+            started = time.thread_time()
+            try:
+                return run()
+            finally:
+                self.active.discard(name)
+                self.into[name] = self.into.get(name, 0.0) + time.thread_time() - started
+
+        if inspect.iscoroutinefunction(inner):
+
+            @functools.wraps(inner)
+            async def wrapped_async(*args: Any, **kwargs: Any) -> Any:
+                if self.into is None or name in self.active:
+                    return await inner(*args, **kwargs)
+                self.active.add(name)
+                started, into = time.thread_time(), self.into
+                try:
+                    return await inner(*args, **kwargs)
+                finally:
+                    self.active.discard(name)
+                    into[name] = into.get(name, 0.0) + time.thread_time() - started
+
+            wrapped: Any = wrapped_async
+        else:
+
+            @functools.wraps(inner)
+            def wrapped(*args: Any, **kwargs: Any) -> Any:
+                return clocked(lambda: inner(*args, **kwargs))
+
+        setattr(owner, attr, staticmethod(wrapped) if static else wrapped)
 
 
 @dataclasses.dataclass
@@ -56,11 +118,12 @@ class Calls:
     process: list[float] = dataclasses.field(default_factory=list)
     thread: list[float] = dataclasses.field(default_factory=list)
     profile: cProfile.Profile | None = None
+    timed: dict[str, float] = dataclasses.field(default_factory=dict)
 
 
 class Gateway:
-    def __init__(self, client: Any, svc: Any, token: str) -> None:
-        self.client, self.svc = client, svc
+    def __init__(self, client: Any, svc: Any, token: str, timed: Timed | None = None) -> None:
+        self.client, self.svc, self.timed = client, svc, timed
         self.headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
 
     async def call(self, chat: list[dict[str, Any]], session: str, calls: Calls | None) -> dict[str, Any]:
@@ -71,6 +134,8 @@ class Gateway:
         await asyncio.sleep(0.01)  # nor what it left on the loop
         if calls and calls.profile:
             calls.profile.enable()
+        if self.timed is not None:
+            self.timed.into = calls.timed if calls is not None else None
         process, thread = time.process_time(), time.thread_time()
         r = await self.client.post("/v1/chat/completions", data=body, headers=headers)
         data = await r.get_data()
@@ -79,6 +144,8 @@ class Gateway:
             calls.thread.append(time.thread_time() - thread)
             if calls.profile:
                 calls.profile.disable()
+        if self.timed is not None:
+            self.timed.into = None
         if r.status_code != 200:
             raise RuntimeError(f"tda answered {r.status_code}: {data[:500]!r}")
         message = json.loads(data)["choices"][0]["message"]
@@ -137,7 +204,8 @@ def split(young: Calls, old: Calls) -> None:
     print(f"profiled, own time summed ms a call: young {total_young:.2f}, old {total_old:.2f}")
     print("own ms old-young | cum ms old-young | calls young -> old | own young -> old | function")
     for own, cum, _, yc, oc, yt, ot, f in sorted(rows, key=lambda row: -row[0])[:TOP]:
-        print(f"{own:+7.3f} | {cum:+7.3f} | {yc:7.1f} -> {oc:7.1f} | {yt:6.3f} -> {ot:6.3f} | {pstats.func_std_string(f)}")
+        where = pstats.func_std_string(f)
+        print(f"{own:+7.3f} | {cum:+7.3f} | {yc:7.1f} -> {oc:7.1f} | {yt:6.3f} -> {ot:6.3f} | {where}")
     print("largest call-count growth:")
     for _, cum, grown, yc, oc, _, _, f in sorted(rows, key=lambda row: -row[2])[:TOP]:
         print(f"{grown:+8.1f} calls ({yc:.1f} -> {oc:.1f}), cum {cum:+.3f} ms | {pstats.func_std_string(f)}")
@@ -154,14 +222,22 @@ async def measure(settings: Any, token: str) -> None:
         profile = {"id": "agent", "type": "tool_enabled", "model": "gpt-4.1", "context_limit": LIMIT}
         r = await client.post("/v1/profiles", json=profile, headers={"Authorization": f"Bearer {token}"})
         assert r.status_code == 201, await r.get_data()
-        gateway = Gateway(client, app.extensions["tda"], token)
+        gateway = Gateway(client, app.extensions["tda"], token, Timed(TIMED) if TIMED else None)
         young, old = Calls(), Calls()
         await rounds(gateway, young, old, 0, ROUNDS)
-        print(f"young (turns 1-10) / old (turns {TURNS - 9}-{TURNS}) CPU ms a call, medians: {summary(young, old)}")
+        if ROUNDS:
+            print(f"young (turns 1-10) / old (turns {TURNS - 9}-{TURNS}) CPU ms a call, medians: {summary(young, old)}")
+        for name in TIMED if ROUNDS else ():
+            y, o = (calls.timed.get(name, 0.0) / len(calls.process) * 1000 for calls in (young, old))
+            print(f"  {name}: {y:.3f} / {o:.3f} ms a call (+{o - y:.3f})")
         if PROFILE:
-            young_p, old_p = Calls(profile=cProfile.Profile(time.thread_time)), Calls(profile=cProfile.Profile(time.thread_time))
+            young_p, old_p = (Calls(profile=cProfile.Profile(time.thread_time)) for _ in range(2))
             await rounds(gateway, young_p, old_p, ROUNDS, 1)
             split(young_p, old_p)
+            if folder := os.environ.get("BENCH_GWCPU_PROFILE_DIR"):
+                for label, calls in (("young", young_p), ("old", old_p)):
+                    assert calls.profile is not None
+                    calls.profile.dump_stats(Path(folder) / f"{label}.prof")
 
 
 def main() -> None:
