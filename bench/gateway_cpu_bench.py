@@ -43,7 +43,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.agent_session import SYSTEM, TOOLS, orders, question  # noqa: E402
-from tests.gateway.servers import admin_token, server_env, start_fake_upstream, stop  # noqa: E402
+from tests.gateway.servers import in_process_settings  # noqa: E402
 
 ROUNDS = int(os.environ.get("BENCH_GWCPU_ROUNDS", "3"))
 TURNS = int(os.environ.get("BENCH_GWCPU_TURNS", "100"))
@@ -241,24 +241,12 @@ async def measure(settings: Any, token: str) -> None:
 
 
 def main() -> None:
-    from tda.config import Settings
     from tda.memory import tune_malloc
 
     tune_malloc()  # as `tda serve` does
     logging.getLogger("components").setLevel(logging.ERROR)
-    with tempfile.TemporaryDirectory(prefix="tda-gwcpu-") as tmp:
-        folder = Path(tmp)
-        upstream, base = start_fake_upstream(folder)
-        try:
-            data = folder / "tda"
-            data.mkdir()
-            token = admin_token(data)
-            env = server_env(data, 0, base)
-            os.environ.update({k: v for k, v in env.items() if k.startswith(("OPENAI_", "FAKE_"))})
-            settings = dataclasses.replace(Settings.from_env(env), module_timeout_s=60.0)
-            asyncio.run(measure(settings, token))
-        finally:
-            stop(upstream)
+    with tempfile.TemporaryDirectory(prefix="tda-gwcpu-") as tmp, in_process_settings(Path(tmp)) as (settings, token):
+        asyncio.run(measure(settings, token))
 
 
 if __name__ == "__main__":
