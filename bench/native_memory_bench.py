@@ -29,7 +29,6 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import ctypes.util
-import dataclasses
 import gc
 import logging
 import os
@@ -47,7 +46,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.loop_stalls import FullPasses, freeze_as_served  # noqa: E402
 from tests.agent_session import question  # noqa: E402
-from tests.gateway.servers import admin_token, server_env, start_fake_upstream, stop  # noqa: E402
+from tests.gateway.servers import in_process_settings  # noqa: E402
 
 TURNS = int(os.environ.get("BENCH_MEM_TURNS", "3000"))
 EVERY = int(os.environ.get("BENCH_MEM_EVERY", "500"))
@@ -413,7 +412,6 @@ def cpu_spans(turn_cpu: list[float]) -> str:
 
 
 def main() -> None:
-    from tda.config import Settings
     from tda.memory import tune_malloc
 
     tune_malloc(arenas=ARENAS)  # as `tda serve` does
@@ -421,18 +419,11 @@ def main() -> None:
     logging.getLogger("components").setLevel(logging.ERROR)  # a loaded machine's slow steps are not what is measured
     if TRACE and not TRACE_FROM:
         tracemalloc.start(FRAMES)
-    with tempfile.TemporaryDirectory(prefix="tda-mem-") as tmp:
-        folder = Path(tmp)
-        upstream, base = start_fake_upstream(folder)
-        try:
-            data = folder / "tda"
-            data.mkdir()
-            token = admin_token(data)
-            env = server_env(data, 0, base) | {"TDA_EMBEDDER": EMBEDDER}
-            settings = dataclasses.replace(Settings.from_env(env), module_timeout_s=60.0)
-            marks = asyncio.run(record(settings, token))
-        finally:
-            stop(upstream)
+    with (
+        tempfile.TemporaryDirectory(prefix="tda-mem-") as tmp,
+        in_process_settings(Path(tmp), TDA_EMBEDDER=EMBEDDER) as (settings, token),
+    ):
+        marks = asyncio.run(record(settings, token))
     (t0, r0, _), (t1, r1, _) = marks[0], marks[-1]
     if t1 > t0:
         print(

@@ -275,6 +275,20 @@ def _reuse_port_socket(host: str, port: int) -> int:
     return sock.detach()  # hypercorn takes it over from here (fd://)
 
 
+READ_BYTES = 1 << 20
+"""How much of what a connection has received hypercorn takes at a time (its own ``MAX_RECV``: 64 KB). Each take is
+an h11 event, an ASGI message and a Quart append: a long session's resent conversation (~650 KB at 100 agent turns)
+came in ~10 of them, the one cost of a call that grows with the session rather than its window. asyncio's reader
+holds at most ~128 KB beyond one socket read, so a take is bounded by that, not by this."""
+
+
+def read_in_large_steps() -> None:
+    """Have hypercorn take what a connection has received ``READ_BYTES`` at a time (docs/benchmarks.md, session 52)."""
+    from hypercorn.asyncio import tcp_server
+
+    tcp_server.MAX_RECV = max(tcp_server.MAX_RECV, READ_BYTES)
+
+
 async def serve(settings: Settings, ready: Callable[[], Any] | None = None, reuse_port: bool = False) -> None:
     """hypercorn on settings.host:port until SIGINT/SIGTERM; open SSE streams are ended first, so
     shutdown does not wait for them. ``reuse_port``: one of several workers on the same port. The socket is bound
@@ -287,6 +301,7 @@ async def serve(settings: Settings, ready: Callable[[], Any] | None = None, reus
     from .security import check_secret, session_secret
 
     check_secret(settings, session_secret(settings))  # a weak secret is refused before anything binds
+    read_in_large_steps()
     config = Config()
     bind = f"fd://{_reuse_port_socket(settings.host, settings.port)}" if reuse_port else None
     config.bind = [bind or f"{settings.host}:{settings.port}"]

@@ -9,15 +9,19 @@ set in the server's environment only, never in the caller's.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 import os
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 
+from tda.config import Settings
 from tda.db import upgrade
 from tda.store import Store
 
@@ -114,6 +118,22 @@ def start_fake_upstream(
         stop(process)
         raise
     return process, base
+
+
+@contextlib.contextmanager
+def in_process_settings(folder: Path, **env: str) -> Iterator[tuple[Settings, str]]:
+    """The settings of an app run in this process (a bench's) whose model provider is a fake upstream started here
+    and stopped after, its database under ``folder`` with an admin token (returned): ``env`` its variables beside
+    ``server_env``'s; no module times out because the machine is busy."""
+    upstream, base = start_fake_upstream(folder)
+    try:
+        data = folder / "tda"
+        data.mkdir()
+        token = admin_token(data)
+        settings = Settings.from_env(server_env(data, 0, base) | env)
+        yield dataclasses.replace(settings, module_timeout_s=60.0), token
+    finally:
+        stop(upstream)
 
 
 def stop(process: subprocess.Popen[bytes]) -> None:

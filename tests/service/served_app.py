@@ -15,6 +15,7 @@ from hypercorn.config import Config
 
 from tda.app import create_app
 from tda.config import Settings
+from tda.server_cli import read_in_large_steps
 from tda.service import TDAService
 from tests.service.support import free_port
 
@@ -47,7 +48,8 @@ class App:
 @asynccontextmanager
 async def serving(app: Any) -> AsyncIterator[tuple[TDAService, str, str]]:
     """``app`` served by hypercorn on a free loopback port until the block ends: its service, base URL and an
-    admin token."""
+    admin token. hypercorn reads bodies as `tda serve` has it read them (``read_in_large_steps``)."""
+    read_in_large_steps()
     config = Config()
     port = free_port()
     config.bind = [f"127.0.0.1:{port}"]
