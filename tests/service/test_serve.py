@@ -96,7 +96,9 @@ async def test_a_long_conversation_s_body_reaches_the_application_in_a_few_large
         answer = await asyncio.wait_for(reader.readuntil(b"ok"), 10)
         assert answer.startswith(b"HTTP/1.1 200")
         assert b"".join(received) == body
-        assert len([chunk for chunk in received if chunk]) <= 6, [len(chunk) for chunk in received]  # main: 15
+        # 64 KB takes need at least 15 messages for this body, whatever the timing; large takes need ~4 (how many
+        # depends on how the bytes arrive, so the bound is the one a 64 KB take cannot meet)
+        assert len([chunk for chunk in received if chunk]) < 15, [len(chunk) for chunk in received]
     finally:
         if writer is not None:
             writer.close()
