@@ -15,8 +15,9 @@ is recalled, by number, in one query.
 from __future__ import annotations
 
 import asyncio
+from array import array
 from bisect import bisect_left
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Protocol
@@ -82,28 +83,85 @@ def record_of(row: Any) -> TurnRecord:
 _UNDESCRIBED: Any = object()
 
 
-@dataclass(eq=False, slots=True)
-class _Entry:
-    valid: bool
-    phase: str | None
-    final: bool
-    """False while the turn may still be extended (its tool loop open when read)."""
-    described: tuple[Any, ...] = ()
-    """Per kind, in the order the kinds were first asked for (``TurnIndex._describers``), the module's description
-    (``_UNDESCRIBED``: none yet; so too past the tuple's end). A tuple, not a dict by kind: ~56 bytes a turn against
-    ~220, held for the session's life."""
+class _Entries:
+    """Per turn number, what the index keeps of a turn in columns: whether it has an entry and is valid (a byte), its
+    phase (the number of its name), and per kind its description (``_UNDESCRIBED``: none yet). A turn's number is its
+    place: a session's turns are numbered 0, 1, 2, ... Held for the session's life: ~20 bytes a turn and no object of
+    its own (an entry object a turn, its tuple of descriptions and its dict slot were ~175 bytes, and one more object
+    for every full pass of the collector to walk; docs/benchmarks.md, session 52)."""
 
-    def description(self, slot: int) -> Any:
-        return self.described[slot] if slot < len(self.described) else _UNDESCRIBED
+    ENTERED, VALID = 1, 2
+
+    def __init__(self) -> None:
+        self._flags = bytearray()
+        self._phases = array("H")
+        self._phase_names: list[str | None] = [None]
+        self._described: list[list[Any]] = []
+        """Per kind (``TurnIndex._describers``' order), per turn number."""
+        self._count = 0
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __contains__(self, number: int) -> bool:
+        return 0 <= number < len(self._flags) and bool(self._flags[number] & self.ENTERED)
+
+    def numbers(self, below: int | None = None) -> Iterator[int]:
+        """The numbers with an entry (below ``below``), ascending."""
+        flags = self._flags
+        end = len(flags) if below is None else min(below, len(flags))
+        return (n for n in range(end) if flags[n] & self.ENTERED)
+
+    def enter(self, number: int, valid: bool, phase: str | None, described: tuple[Any, ...]) -> None:
+        if number < 0:
+            raise ValueError(f"turn {number}: a session's turns are numbered from 0")
+        if number >= len(self._flags):
+            grow = number + 1 - len(self._flags)
+            self._flags.extend(bytes(grow))
+            self._phases.frombytes(bytes(2 * grow))
+            for column in self._described:
+                column.extend([_UNDESCRIBED] * grow)
+        if not self._flags[number] & self.ENTERED:
+            self._count += 1
+        self._flags[number] = self.ENTERED | (self.VALID if valid else 0)
+        self._phases[number] = self._phase_number(phase)
+        while len(self._described) < len(described):
+            self._described.append([_UNDESCRIBED] * len(self._flags))
+        for slot, column in enumerate(self._described):
+            column[number] = described[slot] if slot < len(described) else _UNDESCRIBED
+
+    def valid(self, number: int) -> bool:
+        return number in self and bool(self._flags[number] & self.VALID)
+
+    def set_valid(self, number: int, valid: bool) -> None:
+        self._flags[number] = self.ENTERED | (self.VALID if valid else 0)
+
+    def phase(self, number: int) -> str | None:
+        return self._phase_names[self._phases[number]]
+
+    def shown_in(self, number: int, phase: str | None) -> bool:
+        """Whether ``number`` has an entry, is valid and is visible in ``phase``."""
+        return self.valid(number) and visible(self.phase(number), phase)
+
+    def description(self, number: int, slot: int) -> Any:
+        return self._described[slot][number] if slot < len(self._described) else _UNDESCRIBED
 
     def forget(self, slot: int) -> None:
-        if slot < len(self.described):
-            self.described = (*self.described[:slot], _UNDESCRIBED, *self.described[slot + 1 :])
+        """Every turn's description of the kind at ``slot`` let go (its module asks anew)."""
+        if slot < len(self._described):
+            self._described[slot] = [_UNDESCRIBED] * len(self._flags)
+
+    def _phase_number(self, phase: str | None) -> int:
+        try:
+            return self._phase_names.index(phase)
+        except ValueError:
+            self._phase_names.append(phase)
+            return len(self._phase_names) - 1
 
 
 @dataclass(eq=False)
 class _Session:
-    entries: dict[int, _Entry] = field(default_factory=dict)
+    entries: _Entries = field(default_factory=_Entries)
     read_below: int = 0
     """Every turn numbered below this has an entry (read from the database or recorded here)."""
     open: set[int] = field(default_factory=set)
@@ -180,22 +238,20 @@ class TurnIndex:
             self._describers[kind] = describe
             for s in self._sessions.values():
                 s.generation += 1
-                for e in s.entries.values():
-                    e.forget(self._slot(kind))
+                s.entries.forget(self._slot(kind))
         slot = self._slot(kind)
         state = self._state(session)
         async with state.lock:
             await self._sync(session_id, state, version, before)
             listed = self._extended(state, kind, slot, phase, before)
             if listed is None:
-                numbers = sorted(
-                    n for n, e in state.entries.items() if n < before and e.valid and visible(e.phase, phase)
-                )
-                missing = [n for n in numbers if state.entries[n].description(slot) is _UNDESCRIBED]
+                entries = state.entries
+                numbers = [n for n in entries.numbers(before) if entries.shown_in(n, phase)]
+                missing = [n for n in numbers if entries.description(n, slot) is _UNDESCRIBED]
                 if missing:  # recorded before this kind was asked for: read once
                     for record in await self._read(session_id, missing):
                         self._enter(state, record)
-                described = ((n, state.entries[n].description(slot)) for n in numbers)
+                described = ((n, entries.description(n, slot)) for n in numbers)
                 listed = Prefix([(n, d) for n, d in described if d is not _UNDESCRIBED])
             state.listed[(kind, phase)] = (state.generation, before, listed)
             state.listed_below = max(state.listed_below, before)
@@ -212,10 +268,9 @@ class TurnIndex:
             return None
         added = []
         for n in range(last[1], before):
-            entry = state.entries.get(n)
-            if entry is None or not entry.valid or not visible(entry.phase, phase):
+            if not state.entries.shown_in(n, phase):
                 continue
-            description = entry.description(slot)
+            description = state.entries.description(n, slot)
             if description is _UNDESCRIBED:
                 return None
             added.append((n, description))
@@ -229,7 +284,7 @@ class TurnIndex:
                 state.recalled.put(record.turn, record)
             found = [r for n in numbers if (r := state.recalled.get(n)) is not None]
             # validity as of this window's sync (the entry's flag), not as cached
-            usable = [r for r in found if (e := state.entries.get(r.turn)) is not None and e.valid]
+            usable = [r for r in found if state.entries.valid(r.turn)]
         return sorted((r for r in usable if visible(r.phase, phase)), key=lambda r: r.turn)
 
     def _slot(self, kind: str) -> int:
@@ -245,11 +300,10 @@ class TurnIndex:
 
     def _enter(self, state: _Session, record: TurnRecord) -> None:
         described = tuple(describe(record) for describe in self._describers.values())
-        final = record.outcome != OPEN
         if record.turn in state.entries or record.turn < state.listed_below:  # a list may hold it, or miss it
             _cut_lists(state, record.turn)
-        state.entries[record.turn] = _Entry(record.valid, record.phase, final, described)
-        if final:
+        state.entries.enter(record.turn, record.valid, record.phase, described)
+        if record.outcome != OPEN:
             state.open.discard(record.turn)
         else:
             state.open.add(record.turn)
@@ -259,8 +313,8 @@ class TurnIndex:
         if state.version != version and state.entries:  # validity changed (a turn, a purge) or never read here
             async with self._db.read_rows() as c:
                 flags = {number: valid for number, valid in await c.execute(_VALIDITY, {"session_id": session_id})}
-            for number, entry in state.entries.items():
-                entry.valid = flags.get(number, False)
+            for number in state.entries.numbers():
+                state.entries.set_valid(number, flags.get(number, False))
             state.recalled.clear()
             state.generation += 1
         state.version = version
@@ -278,8 +332,7 @@ class TurnIndex:
         reopened = sorted(n for n in state.open if n < before)
         if reopened:  # its tool loop may have gone on elsewhere; a newer turn exists now, so it is done
             for record in await self._read(session_id, reopened):
-                self._enter(state, record)
-                state.entries[record.turn].final = True  # entered again: the lists holding it are made anew
+                self._enter(state, record)  # entered again: the lists holding it are made anew
                 state.open.discard(record.turn)
 
     async def _read(self, session_id: str, numbers: Sequence[int]) -> list[TurnRecord]:
