@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from hypothesis import given, settings
@@ -30,7 +30,14 @@ class FixedRanking:
         self.order = order
 
     async def recall(
-        self, session: Session, query: str, *, before: int, enough_tokens: int, tail_tokens: int = 0
+        self,
+        session: Session,
+        query: str,
+        *,
+        before: int,
+        enough_tokens: int,
+        tail_tokens: int = 0,
+        tail_room: Callable[[tuple[RecalledUnit, ...]], int] | None = None,
     ) -> RecallRanking:
         units: list[RecalledUnit] = []
         reached: list[int] = []  # the rough tokens of the units up to each

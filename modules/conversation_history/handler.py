@@ -680,21 +680,28 @@ class ConversationHistoryModule(ContextModule):
         room -= count(Message("system", recall_marker(before, before)))  # the most digits it can have
         if before <= 0 or room <= 0:
             return (), {"recalled_messages": 0}
-        recall = self._recall(ctx)
-        ranking = await recall.recall(
-            ctx.session, ctx.query, before=before, enough_tokens=room * 2, tail_tokens=_tail_tokens(room)
-        )
         exponent = option(ctx.directives.config, "recall_cost_exponent", RECALL_COST_EXPONENT, minimum=0)
         tokens = ctx.tokens
         priced = self._priced.get(ctx.session.id)
         if priced is None or priced[0] is not tokens:
             priced = self._priced.put(ctx.session.id, (tokens, {}))
-        known = priced[1]
-        # Thousands of units over a long history: counted and ordered off the event loop (``ctx.offload``).
+        packing = _Packing(room, exponent, tokens, priced[1])
+        ranking = await self._recall(ctx).recall(
+            ctx.session,
+            ctx.query,
+            before=before,
+            enough_tokens=room * 2,
+            tail_tokens=_tail_tokens(room),
+            tail_room=packing.head,  # the head packed in recall's step: the tail is made for the room it leaves
+        )
+        if packing.ranked is not ranking.units:  # a recall that packed no head, or another: packed here
+            packing = _Packing(room, exponent, tokens, priced[1])
+        # Thousands of units over a long history: counted and ordered off the event loop (``ctx.offload``), unless
+        # recall's step packed them.
         chosen, taken, relevant_tokens, left = await run_sized(
             ctx.offload,
-            len(ranking.units),
-            lambda: _packed(ranking.units, recent, room, exponent, tokens, known, ranking.tail),
+            len(ranking.units) if packing.ranked is None else 0,
+            lambda: packing.packed(ranking.units, ranking.tail, recent),
         )
         facts: dict[str, Any] = {
             "recall": ranking.method,
@@ -932,63 +939,80 @@ def _packed(
 ) -> tuple[list[RecalledUnit], set[int], int, int]:
     """``ranked`` units packed into ``room`` by relevance (best first; one that does not fit is passed over for the
     next that does), then what room is left packed from ``tail`` (the units ranked next) by the same rule, then
-    filled from ``recent`` (newest first): the units chosen, in conversation order, the positions chosen by
-    relevance, the tokens those take and the room left. ``known``: units priced by ``tokens`` before, by position
-    (kept for the next call; one whose messages are not the same tuple is priced again): it keeps only the units this
-    call priced, which the next call's ranking mostly holds again, not every unit a long session's rankings ever held
-    (~1.3 entries a turn for the session's life, each its messages' tuple: 4 objects for every full pass of the
-    collector to walk)."""
-    chosen, taken, relevant_tokens, left, reached = _packed_pricing(ranked, tail, recent, room, exponent, tokens, known)
-    if known is not None and len(known) > len(reached):
-        for position in [p for p in known if p not in reached]:
-            del known[position]
-    return chosen, taken, relevant_tokens, left
+    filled from ``recent`` (newest first): ``_Packing``'s steps at once."""
+    return _Packing(room, exponent, tokens, known).packed(ranked, tail, recent)
 
 
-def _packed_pricing(
-    ranked: Sequence[RecalledUnit],
-    tail: Sequence[RecalledUnit],
-    recent: Sequence[tuple[int, Unit, int]],
-    room: int,
-    exponent: float,
-    tokens: TokenCounter,
-    known: dict[int, _Priced] | None,
-) -> tuple[list[RecalledUnit], set[int], int, int, set[int]]:
-    """``_packed``'s work, and the positions of the units it priced."""
-    count = tokens.count_message
-    priced: dict[int, _Priced] = {} if known is None else known
-    reached: set[int] = set()
+class _Packing:
+    """A recall room packed in two steps: the ranking's head (``head``: recall calls it as ``tail_room`` once the
+    head is collected, so that its tail is collected only for the room the head leaves), then the tail in that room
+    and the newest older turns in what is left (``packed``).
 
-    def price(unit: RecalledUnit) -> _Priced:  # counted only for the units packing reaches
-        reached.add(unit.position)
-        found = priced.get(unit.position)
+    ``known``: units priced by ``tokens`` before, by position (kept for the next call; one whose messages are not the
+    same tuple is priced again): it keeps only the units this call priced, which the next call's ranking mostly holds
+    again, not every unit a long session's rankings ever held (~1.3 entries a turn for the session's life, each its
+    messages' tuple: 4 objects for every full pass of the collector to walk)."""
+
+    def __init__(self, room: int, exponent: float, tokens: TokenCounter, known: dict[int, _Priced] | None) -> None:
+        self.room, self.exponent, self.tokens = room, exponent, tokens
+        self.known = known
+        self.priced: dict[int, _Priced] = {} if known is None else known
+        self.reached: set[int] = set()
+        self.chosen: list[RecalledUnit] = []
+        self.seen: set[str] = set()
+        self.ranked: Sequence[RecalledUnit] | None = None
+        """The head packed (None: not yet)."""
+        self.left = room
+
+    def price(self, unit: RecalledUnit) -> _Priced:
+        """``unit``'s messages, tokens and text: counted only for the units packing reaches."""
+        self.reached.add(unit.position)
+        found = self.priced.get(unit.position)
         if found is None or found[0] is not unit.messages:
             text = "\n".join(m.content for m in unit.messages)
-            found = priced[unit.position] = (unit.messages, sum(count(m) for m in unit.messages), text)
+            count = self.tokens.count_message
+            found = self.priced[unit.position] = (unit.messages, sum(count(m) for m in unit.messages), text)
         return found
 
-    chosen: list[RecalledUnit] = []
-    seen: set[str] = set()
-    left = _packed_by_value(ranked, room, exponent, price, chosen, seen)
-    if _fits_one(left) and tail:  # the tail only for the room the head leaves, and only what may fit there priced
-        likely = left * LIKELY_CHARS_PER_TOKEN
-        fitting = [unit for unit in tail if sum(len(m.content) for m in unit.messages) <= likely]
-        left = _packed_by_value(fitting, left, exponent, price, chosen, seen)
-    taken = {u.position for u in chosen}
-    relevant_tokens = room - left
-    for position, messages, cost in recent:
-        if position in taken:
-            continue
-        if cost > left:  # the newest that does not fit whole comes with its results cut, and ends the fill
-            cut = cut_unit(messages, left, tokens)
-            if cut is not None:
-                chosen.append(RecalledUnit(position, cut, 0.0))
-                left -= sum(count(m) for m in cut)
-            break
-        chosen.append(RecalledUnit(position, messages, 0.0))
-        left -= cost
-    chosen.sort(key=lambda u: u.position)
-    return chosen, taken, relevant_tokens, left, reached
+    def head(self, ranked: tuple[RecalledUnit, ...]) -> int:
+        """Packs the ranking's head ``ranked``: the room it leaves, 0 when even a one-word message would not fit."""
+        self.ranked = ranked
+        self.left = _packed_by_value(ranked, self.room, self.exponent, self.price, self.chosen, self.seen)
+        return self.left if _fits_one(self.left) else 0
+
+    def packed(
+        self, ranked: Sequence[RecalledUnit], tail: Sequence[RecalledUnit], recent: Sequence[tuple[int, Unit, int]]
+    ) -> tuple[list[RecalledUnit], set[int], int, int]:
+        """The head ``ranked`` packed (unless ``head`` did), then ``tail`` in the room it left, then the newest
+        older turns ``recent`` in what is left: the units chosen, in conversation order, the positions chosen by
+        relevance, the tokens those take and the room left."""
+        if self.ranked is None:
+            self.head(tuple(ranked))
+        chosen, left = self.chosen, self.left
+        if _fits_one(left) and tail:  # the tail only for the room the head leaves, and only what may fit there priced
+            likely = left * LIKELY_CHARS_PER_TOKEN
+            fitting = [unit for unit in tail if sum(len(m.content) for m in unit.messages) <= likely]
+            left = _packed_by_value(fitting, left, self.exponent, self.price, chosen, self.seen)
+        taken = {u.position for u in chosen}
+        relevant_tokens = self.room - left
+        count = self.tokens.count_message
+        for position, messages, cost in recent:
+            if position in taken:
+                continue
+            if cost > left:  # the newest that does not fit whole comes with its results cut, and ends the fill
+                cut = cut_unit(messages, left, self.tokens)
+                if cut is not None:
+                    chosen.append(RecalledUnit(position, cut, 0.0))
+                    left -= sum(count(m) for m in cut)
+                break
+            chosen.append(RecalledUnit(position, messages, 0.0))
+            left -= cost
+        chosen.sort(key=lambda u: u.position)
+        known = self.known
+        if known is not None and len(known) > len(self.reached):
+            for position in [p for p in known if p not in self.reached]:
+                del known[position]
+        return chosen, taken, relevant_tokens, left
 
 
 def _packed_by_value(
