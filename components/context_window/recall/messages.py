@@ -20,6 +20,7 @@ import dataclasses
 import functools
 import hashlib
 import logging
+import math
 import re
 import time
 from array import array
@@ -741,15 +742,19 @@ class HistoryIndex:
         if known == NOT_RECALLABLE:
             return None, 0
         if known:
-            key = (first, phase)
-            made = self._made.get(key) or self._made_before.get(key) or self._unit(first, phase)[0]
-            self._made[key] = made
-            return made, known - 1
+            return self.made(first, phase), known - 1
         unit, is_closed = self._unit(first, phase)
         rough = sum(rough_tokens(m) for m in unit) if unit is not None else 0
         if is_closed:
             closed[first] = NOT_RECALLABLE if unit is None else rough + 1
         return unit, rough
+
+    def made(self, first: int, phase: str | None) -> tuple[Message, ...] | None:
+        """The closed unit at ``first``, made once a ranking (``_made``)."""
+        key = (first, phase)
+        made = self._made.get(key) or self._made_before.get(key) or self._unit(first, phase)[0]
+        self._made[key] = made
+        return made
 
     def ranked_anew(self) -> None:
         """A new ranking is gathered: the units made for the one before it are kept for it, older ones let go."""
@@ -1737,8 +1742,8 @@ def collect_units(
         index.ranked_anew()
         collected = index.collected = Collected(positions, scores, phase, dates, len(index), firsts[at], scores[at])
     units = collected.until(index, enough_tokens)
-    chars = None if tail_room is None else tail_room(units) * LIKELY_CHARS_PER_TOKEN
-    deeper = tail_tokens > enough_tokens and (chars is None or chars > 0)
+    chars = math.inf if tail_room is None else tail_room(units) * LIKELY_CHARS_PER_TOKEN
+    deeper = tail_tokens > enough_tokens and chars > 0
     tail = collected.after(index, len(units), tail_tokens, chars) if deeper else ()
     return RecallRanking(units, method, reason if not units else None, searched=len(positions), tail=tail)
 
@@ -1790,15 +1795,15 @@ class Collected:
         self.next = at
         return tuple(units[: bisect.bisect_left(gathered, enough_tokens) + 1])
 
-    def after(self, index: HistoryIndex, head: int, tokens: int, chars: int | None) -> tuple[RecalledUnit, ...]:
+    def after(self, index: HistoryIndex, head: int, tokens: int, chars: float) -> tuple[RecalledUnit, ...]:
         """The units ranked after the first ``head`` until ``tokens`` in all (as ``until`` counts them), those whose
-        messages hold at most ``chars`` characters (None: all). A closed unit whose first message alone holds more is
-        passed over unmade, by what the index knows of it (its rough tokens, its first message's characters): the
-        room the head leaves is a few dozen tokens, and making each unit of the tail (~1.5 us) was most of its cost.
-        Read only: what a later call asks of the ranking is gathered by ``until``."""
+        messages hold at most ``chars`` characters. A closed unit whose first message alone holds more is passed over
+        unmade, by what the index knows of it (its rough tokens, its first message's characters): the room the head
+        leaves is a few dozen tokens, and making each unit of the tail (~1.5 us) was most of its cost. Read only:
+        what a later call asks of the ranking is gathered by ``until``."""
         units, gathered = self.units, self.gathered
         end = bisect.bisect_left(gathered, tokens) + 1
-        tail = [unit for unit in units[head:end] if chars is None or _chars(unit.messages) <= chars]
+        tail = [unit for unit in units[head:end] if _chars(unit.messages) <= chars]
         if end <= len(units) or not gathered:
             return tuple(tail)
         firsts, scores, phase, at, total = self.firsts, self.unit_scores, self.phase, self.next, gathered[-1]
@@ -1807,16 +1812,18 @@ class Collected:
             first = firsts.item(at)
             at += 1
             known = closed[first]
-            if known > 0 and chars is not None and lengths[first] > chars:
+            if known > 0:  # closed and recallable
                 total += known - 1
+                if lengths[first] > chars:
+                    continue
+                unit: tuple[Message, ...] | None = index.made(first, phase)
+            else:
+                unit, rough = index.recallable(first, phase)
+                total += rough
+            if unit is None or lengths[first] > chars or (len(unit) > 1 and _chars(unit) > chars):
                 continue
-            unit, rough = index.recallable(first, phase)
-            if unit is None:
-                continue
-            total += rough
-            if chars is None or _chars(unit) <= chars:
-                dated = _dated_by(index, first, phase) if self.dates else None
-                tail.append(RecalledUnit(first, unit, scores.item(at - 1), dated))
+            dated = _dated_by(index, first, phase) if self.dates else None
+            tail.append(RecalledUnit(first, unit, scores.item(at - 1), dated))
         return tuple(tail)
 
 
