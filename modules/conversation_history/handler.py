@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import AsyncGenerator, Callable, Coroutine, Sequence
+from collections.abc import AsyncGenerator, Callable, Coroutine, Iterable, Sequence
 from contextlib import aclosing
 from functools import lru_cache, partial
-from itertools import groupby
+from itertools import chain, groupby
 from typing import Any
 
 from components.context_window.base import (
@@ -965,13 +965,19 @@ class _Packing:
         self.left = room
 
     def price(self, unit: RecalledUnit) -> _Priced:
-        """``unit``'s messages, tokens and text: counted only for the units packing reaches."""
+        """``unit``'s messages, tokens and text: counted only for the units packing reaches, and again only when its
+        messages changed (a unit made anew for another ranking holds the same messages: compared one by one, the
+        same objects when the history is a list)."""
         self.reached.add(unit.position)
         found = self.priced.get(unit.position)
-        if found is None or found[0] is not unit.messages:
-            text = "\n".join(m.content for m in unit.messages)
+        messages = unit.messages
+        if found is None or found[0] != messages:
             count = self.tokens.count_message
-            found = self.priced[unit.position] = (unit.messages, sum(count(m) for m in unit.messages), text)
+            if len(messages) == 1:  # most units
+                found = (messages, count(messages[0]), messages[0].content)
+            else:
+                found = (messages, sum(count(m) for m in messages), "\n".join(m.content for m in messages))
+            self.priced[unit.position] = found
         return found
 
     def head(self, ranked: tuple[RecalledUnit, ...]) -> int:
@@ -986,13 +992,13 @@ class _Packing:
         """The head ``ranked`` packed (unless ``head`` did), then ``tail`` in the room it left, then the newest
         older turns ``recent`` in what is left: the units chosen, in conversation order, the positions chosen by
         relevance, the tokens those take and the room left."""
-        if self.ranked is None:
+        if self.ranked is None:  # not packed in recall's step: its tail holds every unit ranked next
             self.head(tuple(ranked))
+            likely = self.left * LIKELY_CHARS_PER_TOKEN
+            tail = [unit for unit in tail if sum(len(m.content) for m in unit.messages) <= likely]
         chosen, left = self.chosen, self.left
         if _fits_one(left) and tail:  # the tail only for the room the head leaves, and only what may fit there priced
-            likely = left * LIKELY_CHARS_PER_TOKEN
-            fitting = [unit for unit in tail if sum(len(m.content) for m in unit.messages) <= likely]
-            left = _packed_by_value(fitting, left, self.exponent, self.price, chosen, self.seen)
+            left = _packed_by_value(tail, left, self.exponent, self.price, chosen, self.seen)
         taken = {u.position for u in chosen}
         relevant_tokens = self.room - left
         count = self.tokens.count_message
@@ -1027,20 +1033,22 @@ def _packed_by_value(
     rank order, the rest by relevance per token past ``RECALL_COST_FREE`` tokens, where long units pay for their
     length and short ones gain nothing from being short (see ``RECALL_COST_EXPONENT`` and ``RECALL_RANKED_SHARE``).
     The room left."""
-    by_value = ranked
-    if exponent:
+    order: Iterable[int] = range(len(ranked))
+    priced: list[_Priced] = []
+    if exponent:  # every unit priced once, for its value
+        priced = [price(unit) for unit in ranked]
 
-        def value(unit: RecalledUnit) -> tuple[float, int]:
-            return -unit.score / max(1, price(unit)[1] / RECALL_COST_FREE) ** exponent, unit.position
+        def value(at: int) -> tuple[float, int]:
+            return -ranked[at].score / max(1, priced[at][1] / RECALL_COST_FREE) ** exponent, ranked[at].position
 
-        head = _ranking_head(ranked, lambda unit: price(unit)[1], room * RECALL_RANKED_SHARE)
-        by_value = (*ranked[:head], *sorted(ranked[head:], key=value))
+        head = _ranking_head([found[1] for found in priced], room * RECALL_RANKED_SHARE)
+        order = chain(range(head), sorted(range(head, len(ranked)), key=value))
     left = room
 
-    def take(unit: RecalledUnit) -> bool:
-        """Choose ``unit`` unless too large for what is left or a repeat of what is chosen."""
+    def take(unit: RecalledUnit, found: _Priced) -> bool:
+        """Choose ``unit`` (priced ``found``) unless too large for what is left or a repeat of what is chosen."""
         nonlocal left
-        _, cost, text = price(unit)
+        _, cost, text = found
         if cost > left or text in seen:
             return False
         chosen.append(unit)
@@ -1048,11 +1056,12 @@ def _packed_by_value(
         left -= cost
         return True
 
-    for unit in by_value:
+    for at in order:
         if not _fits_one(left):
             break
-        if take(unit) and unit.dated_by is not None:  # when it was said, if that fits too (a few tokens)
-            take(unit.dated_by)
+        unit = ranked[at]
+        if take(unit, priced[at] if priced else price(unit)) and unit.dated_by is not None:
+            take(unit.dated_by, price(unit.dated_by))  # when it was said, if that fits too (a few tokens)
     return left
 
 
@@ -1066,14 +1075,14 @@ def _fits_one(left: int) -> bool:
     return left >= MESSAGE_OVERHEAD + 2
 
 
-def _ranking_head(ranked: Sequence[RecalledUnit], cost: Callable[[RecalledUnit], int], tokens: float) -> int:
-    """How many of the best ``ranked`` units, in rank order, fit in ``tokens`` together."""
+def _ranking_head(costs: Sequence[int], tokens: float) -> int:
+    """How many of the best ranked units, in rank order, fit in ``tokens`` together (``costs``: theirs in order)."""
     spent = 0
-    for at, unit in enumerate(ranked):
-        spent += cost(unit)
+    for at, cost in enumerate(costs):
+        spent += cost
         if spent > tokens:
             return at
-    return len(ranked)
+    return len(costs)
 
 
 def _walk(source: MessageSource, ctx: AssemblyContext) -> _Walk:

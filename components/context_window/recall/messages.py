@@ -1807,8 +1807,8 @@ class Collected:
         if end <= len(units) or not gathered:
             return tuple(tail)
         firsts, scores, phase, at, total = self.firsts, self.unit_scores, self.phase, self.next, gathered[-1]
-        closed, lengths = index.closed(phase), index.chars
-        while at < len(firsts) and total < tokens:  # a tight loop: a tail is ~100 units
+        closed, lengths, ranked = index.closed(phase), index.chars, len(self.firsts)
+        while at < ranked and total < tokens:  # a tight loop: a tail is ~100 units
             first = firsts.item(at)
             at += 1
             known = closed[first]
@@ -1820,7 +1820,9 @@ class Collected:
             else:
                 unit, rough = index.recallable(first, phase)
                 total += rough
-            if unit is None or lengths[first] > chars or (len(unit) > 1 and _chars(unit) > chars):
+                if unit is None or lengths[first] > chars:
+                    continue
+            if unit is None or (len(unit) > 1 and _chars(unit) > chars):
                 continue
             dated = _dated_by(index, first, phase) if self.dates else None
             tail.append(RecalledUnit(first, unit, scores.item(at - 1), dated))
