@@ -948,10 +948,10 @@ class _Packing:
     head is collected, so that its tail is collected only for the room the head leaves), then the tail in that room
     and the newest older turns in what is left (``packed``).
 
-    ``known``: units priced by ``tokens`` before, by position (kept for the next call; one whose messages are not the
-    same tuple is priced again): it keeps only the units this call priced, which the next call's ranking mostly holds
-    again, not every unit a long session's rankings ever held (~1.3 entries a turn for the session's life, each its
-    messages' tuple: 4 objects for every full pass of the collector to walk)."""
+    ``known``: units priced by ``tokens`` before, by position (kept for the next call; one whose messages changed is
+    priced again): it keeps only the units this call priced, which the next call's ranking mostly holds again, not
+    every unit a long session's rankings ever held (~1.3 entries a turn for the session's life, each its messages'
+    tuple: 4 objects for every full pass of the collector to walk)."""
 
     def __init__(self, room: int, exponent: float, tokens: TokenCounter, known: dict[int, _Priced] | None) -> None:
         self.room, self.exponent, self.tokens = room, exponent, tokens
@@ -981,7 +981,8 @@ class _Packing:
         return found
 
     def head(self, ranked: tuple[RecalledUnit, ...]) -> int:
-        """Packs the ranking's head ``ranked``: the room it leaves, 0 when even a one-word message would not fit."""
+        """Packs the ranking's head ``ranked`` (once): the room it leaves, 0 when even a one-word message would not
+        fit."""
         self.ranked = ranked
         self.left = _packed_by_value(ranked, self.room, self.exponent, self.price, self.chosen, self.seen)
         return self.left if _fits_one(self.left) else 0
@@ -1001,24 +1002,35 @@ class _Packing:
             left = _packed_by_value(tail, left, self.exponent, self.price, chosen, self.seen)
         taken = {u.position for u in chosen}
         relevant_tokens = self.room - left
-        count = self.tokens.count_message
-        for position, messages, cost in recent:
-            if position in taken:
-                continue
-            if cost > left:  # the newest that does not fit whole comes with its results cut, and ends the fill
-                cut = cut_unit(messages, left, self.tokens)
-                if cut is not None:
-                    chosen.append(RecalledUnit(position, cut, 0.0))
-                    left -= sum(count(m) for m in cut)
-                break
-            chosen.append(RecalledUnit(position, messages, 0.0))
-            left -= cost
+        left = _recency_filled(chosen, taken, recent, left, self.tokens)
         chosen.sort(key=lambda u: u.position)
         known = self.known
         if known is not None and len(known) > len(self.reached):
             for position in [p for p in known if p not in self.reached]:
                 del known[position]
         return chosen, taken, relevant_tokens, left
+
+
+def _recency_filled(
+    chosen: list[RecalledUnit],
+    taken: set[int],
+    recent: Sequence[tuple[int, Unit, int]],
+    left: int,
+    tokens: TokenCounter,
+) -> int:
+    """``left`` filled onto ``chosen`` from ``recent`` (newest first), but the units ``taken``: the room left."""
+    for position, messages, cost in recent:
+        if position in taken:
+            continue
+        if cost > left:  # the newest that does not fit whole comes with its results cut, and ends the fill
+            cut = cut_unit(messages, left, tokens)
+            if cut is not None:
+                chosen.append(RecalledUnit(position, cut, 0.0))
+                left -= sum(tokens.count_message(m) for m in cut)
+            break
+        chosen.append(RecalledUnit(position, messages, 0.0))
+        left -= cost
+    return left
 
 
 def _packed_by_value(
