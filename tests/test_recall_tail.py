@@ -201,6 +201,36 @@ def _chat(shapes: Sequence[tuple[int, int]]) -> list[Message]:
     return messages
 
 
+def _asked_index(
+    messages: list[Message], positions: np.ndarray, scores: np.ndarray, dates: bool, known: bool, gathered: int
+) -> HistoryIndex:
+    """``messages`` indexed as a session's index may be when ``positions`` is ranked: every unit's rough tokens known
+    from another ranking (``known``), this ranking gathered before until ``gathered`` tokens (0: not asked)."""
+    index = HistoryIndex()
+    index.add(messages)
+    if known:
+        collect_units(index, positions[::-1].copy(), scores, "lexical", None, None, 10**9, dates=dates)
+    if gathered:  # a window before asked this ranking with more room: its units gathered past the head
+        collect_units(index, positions, scores, "lexical", None, None, gathered, dates=dates)
+    return index
+
+
+def _whole(
+    messages: list[Message], positions: np.ndarray, scores: np.ndarray, enough: int, tail_tokens: int, dates: bool
+) -> RecallRanking:
+    """The head until ``enough`` and the whole tail until ``tail_tokens``, as a head asked as deep (every unit made),
+    on an index of its own."""
+    index = HistoryIndex()
+    index.add(messages)
+    head = collect_units(index, positions, scores, "lexical", None, None, enough, dates=dates).units
+    deeper = collect_units(index, positions, scores, "lexical", None, None, tail_tokens, dates=dates).units
+    return RecallRanking(head, "lexical", tail=deeper[len(head) :])
+
+
+def _may_fit(units: Sequence[RecalledUnit], room: int) -> tuple[RecalledUnit, ...]:
+    return tuple(u for u in units if sum(len(m.content) for m in u.messages) <= room * LIKELY_CHARS_PER_TOKEN)
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     st.lists(st.tuples(st.sampled_from([0, 0, 0, 1, 2]), st.integers(0, 120)), min_size=1, max_size=80),
@@ -221,13 +251,7 @@ def test_a_tail_asked_for_a_room_is_the_whole_tails_units_that_may_fit_it(
     messages = _chat(shapes)
     positions = np.asarray(rng.sample(range(len(messages)), len(messages)), dtype=np.intp)
     scores = np.linspace(1.0, 0.1, len(messages))
-    lazy_index, whole_index = HistoryIndex(), HistoryIndex()
-    lazy_index.add(messages)
-    whole_index.add(messages)
-    if known:  # another ranking gathered every unit: the index knows each one's rough tokens
-        collect_units(lazy_index, positions[::-1].copy(), scores, "lexical", None, None, 10**9, dates=dates)
-    if asked_before:  # a window before asked this ranking with more room: its units gathered past the head
-        collect_units(lazy_index, positions, scores, "lexical", None, None, enough * asked_before, dates=dates)
+    index = _asked_index(messages, positions, scores, dates, known, enough * asked_before)
     heads: list[tuple[RecalledUnit, ...]] = []
 
     def tail_room(head: tuple[RecalledUnit, ...]) -> int:
@@ -236,15 +260,11 @@ def test_a_tail_asked_for_a_room_is_the_whole_tails_units_that_may_fit_it(
 
     tail_tokens = enough + deeper
     lazy = collect_units(
-        lazy_index, positions, scores, "lexical", None, None, enough, tail_tokens, dates=dates, tail_room=tail_room
+        index, positions, scores, "lexical", None, None, enough, tail_tokens, dates=dates, tail_room=tail_room
     )
-    head = collect_units(whole_index, positions, scores, "lexical", None, None, enough, dates=dates).units
-    whole = collect_units(whole_index, positions, scores, "lexical", None, None, tail_tokens, dates=dates).units
-    assert heads == [head] and lazy.units == head
-    may_fit = [
-        u for u in whole[len(head) :] if sum(len(m.content) for m in u.messages) <= room * LIKELY_CHARS_PER_TOKEN
-    ]
-    assert lazy.tail == (tuple(may_fit) if room and deeper else ())
+    whole = _whole(messages, positions, scores, enough, tail_tokens, dates)
+    assert heads == [whole.units] and lazy.units == whole.units
+    assert lazy.tail == (_may_fit(whole.tail, room) if room and deeper else ())
 
 
 @settings(max_examples=300, deadline=None)
@@ -261,23 +281,16 @@ def test_the_tail_made_for_the_room_the_head_leaves_chooses_as_the_whole_tail_wo
     shapes, room, exponent, dates, asked_before, known, rng
 ):
     """Recall makes the tail only for the room the head leaves (``tail_room``: the head packed in its step, the
-    units whose characters cannot fit passed over unmade): its tail is the whole tail's units that may fit, and the
-    window chooses what an oracle packing the whole tail, collected unasked, chooses."""
+    units whose characters cannot fit passed over unmade): the window chooses what an oracle packing the whole
+    tail, collected unasked, chooses."""
     messages = _chat(shapes)
     estimator = TokenEstimator()
     positions = np.asarray(rng.sample(range(len(messages)), len(messages)), dtype=np.intp)
     scores = np.linspace(1.0, 0.1, len(messages))
-
-    lazy_index, whole_index = HistoryIndex(), HistoryIndex()
-    lazy_index.add(messages)
-    whole_index.add(messages)
-    if known:  # another ranking gathered every unit: the index knows each one's rough tokens
-        collect_units(lazy_index, positions[::-1].copy(), scores, "lexical", None, None, 10**9, dates=dates)
-    if asked_before:  # a window before asked this ranking with more room: its units gathered past the head
-        collect_units(lazy_index, positions, scores, "lexical", None, None, room * asked_before, dates=dates)
+    index = _asked_index(messages, positions, scores, dates, known, room * asked_before)
     packing = _Packing(room, exponent, estimator, None)
     lazy = collect_units(
-        lazy_index,
+        index,
         positions,
         scores,
         "lexical",
@@ -289,17 +302,8 @@ def test_the_tail_made_for_the_room_the_head_leaves_chooses_as_the_whole_tail_wo
         tail_room=packing.head,
     )
     chosen, taken, _, left = packing.packed(lazy.units, lazy.tail, ())
-    # the whole tail, as a head asked as deep (every unit made)
-    head = collect_units(whole_index, positions, scores, "lexical", None, None, room * 2, dates=dates).units
-    deeper = collect_units(whole_index, positions, scores, "lexical", None, None, _tail_tokens(room), dates=dates)
-    whole = RecallRanking(head, "lexical", tail=deeper.units[len(head) :])
+    whole = _whole(messages, positions, scores, room * 2, _tail_tokens(room), dates)
     expected, expected_left = _oracle_packed(whole.units, whole.tail, room, exponent, estimator)
     assert lazy.units == whole.units
     assert sorted(expected) == [u.position for u in chosen] and set(expected) >= taken
     assert left == expected_left
-    head_left = _oracle_packed(whole.units, (), room, exponent, estimator)[1]
-    if head_left >= MESSAGE_OVERHEAD + 2:
-        likely = head_left * LIKELY_CHARS_PER_TOKEN
-        assert lazy.tail == tuple(u for u in whole.tail if sum(len(m.content) for m in u.messages) <= likely)
-    else:
-        assert lazy.tail == ()
