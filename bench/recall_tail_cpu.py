@@ -1,7 +1,7 @@
 """What recall's tail costs a question: rank + pack CPU (``ConversationHistoryModule._recalled`` in process time,
 summed over a question's window) with the tail and without, paired in one process.
 
-assistant-porto-0's 18 questions over its 554 messages, or 10,000 cycled from them (``BENCH_TAIL_SIZES``), hashing
+assistant-porto-0's 20 questions over its 554 messages, or 10,000 cycled from them (``BENCH_TAIL_SIZES``), hashing
 vectors made first, Conversation First at 8K and 16K (``BENCH_TAIL_LIMITS``), ``BENCH_TAIL_REPS`` rounds (5) after a
 warm one. Three arms, each its own ``SessionRecall`` and session, every question asked of each in rotating order so
 the machine's load falls on all alike:
