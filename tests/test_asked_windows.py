@@ -34,13 +34,13 @@ def packs(monkeypatch: pytest.MonkeyPatch) -> tuple[Any, list[int]]:
     module = module_registry(entry_point_group=None).load().get("conversation_history")
     handler = sys.modules[type(module).__module__]
     rooms: list[int] = []
-    packed = handler._packed
+    packed = handler._Packing.packed
 
-    def counted(ranked: Any, recent: Any, room: int, *args: Any) -> Any:
-        rooms.append(room)
-        return packed(ranked, recent, room, *args)
+    def counted(packing: Any, *args: Any) -> Any:
+        rooms.append(packing.room)
+        return packed(packing, *args)
 
-    monkeypatch.setattr(handler, "_packed", counted)
+    monkeypatch.setattr(handler._Packing, "packed", counted)
     return module, rooms
 
 

@@ -6,16 +6,25 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
+import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from components.context_window.base import Message, RecalledUnit, RecallLead, RecallRanking, Session
-from components.context_window.recall.messages import SessionRecall, rough_tokens
-from components.context_window.token_estimator import TokenEstimator
-from modules.conversation_history.handler import RECALL_MARKER, _packed
+from components.context_window.fitting import LIKELY_CHARS_PER_TOKEN
+from components.context_window.recall.messages import HistoryIndex, SessionRecall, collect_units, rough_tokens
+from components.context_window.token_estimator import MESSAGE_OVERHEAD, TokenEstimator
+from modules.conversation_history.handler import (
+    RECALL_COST_FREE,
+    RECALL_MARKER,
+    RECALL_RANKED_SHARE,
+    _packed,
+    _Packing,
+    _tail_tokens,
+)
 from tests.support import conversation, make_ctx, module_ctx, words
 
 FACT = "Something with tofu or chickpeas again please."
@@ -30,7 +39,14 @@ class FixedRanking:
         self.order = order
 
     async def recall(
-        self, session: Session, query: str, *, before: int, enough_tokens: int, tail_tokens: int = 0
+        self,
+        session: Session,
+        query: str,
+        *,
+        before: int,
+        enough_tokens: int,
+        tail_tokens: int = 0,
+        tail_room: Callable[[tuple[RecalledUnit, ...]], int] | None = None,
     ) -> RecallRanking:
         units: list[RecalledUnit] = []
         reached: list[int] = []  # the rough tokens of the units up to each
@@ -124,3 +140,170 @@ def test_the_tail_only_takes_room_the_recency_fill_had(sizes, data, room, expone
     assert {u.position for u in main_chosen} - {u.position for u in chosen} <= {p for p, _, _ in recent}
     assert relevant >= main_relevant
     assert all(u.position in {t.position for t in tail} for u in chosen if u.position in taken - main_taken)
+
+
+def _oracle_packed(
+    head: Sequence[RecalledUnit], tail: Sequence[RecalledUnit], room: int, exponent: float, tokens: TokenEstimator
+) -> tuple[list[int], int]:
+    """The packing rule written out, over the whole tail: the head by value (its best units in rank order until half
+    the room, the rest by score per token past ``RECALL_COST_FREE``), then the tail's units whose characters may fit
+    the room left by the same rule; a unit taken when it fits and repeats no text taken, its dated line after it.
+    The positions taken, in order, and the room left."""
+    taken: list[int] = []
+    seen: set[str] = set()
+
+    def cost(unit: RecalledUnit) -> int:
+        return sum(tokens.count_message(m) for m in unit.messages)
+
+    def pack(units: Sequence[RecalledUnit], left: int) -> int:
+        order = list(units)
+        if exponent:
+            first, spent = 0, 0
+            while first < len(units) and spent + cost(units[first]) <= left * RECALL_RANKED_SHARE:
+                spent += cost(units[first])
+                first += 1
+            rest = sorted(
+                units[first:], key=lambda u: (-u.score / max(1, cost(u) / RECALL_COST_FREE) ** exponent, u.position)
+            )
+            order = [*units[:first], *rest]
+        for unit in order:
+            if left < MESSAGE_OVERHEAD + 2:
+                break
+            for one in (unit, unit.dated_by):
+                text = "\n".join(m.content for m in one.messages) if one is not None else ""
+                if one is None or cost(one) > left or text in seen:
+                    break
+                taken.append(one.position)
+                seen.add(text)
+                left -= cost(one)
+        return left
+
+    left = pack(head, room)
+    if left >= MESSAGE_OVERHEAD + 2:
+        likely = left * LIKELY_CHARS_PER_TOKEN
+        left = pack([u for u in tail if sum(len(m.content) for m in u.messages) <= likely], left)
+    return taken, left
+
+
+def _chat(shapes: Sequence[tuple[int, int]]) -> list[Message]:
+    """A chat from (kind, size): a line of ``size`` words, a session's dated opening, or a tool call whose result
+    holds them."""
+    messages: list[Message] = []
+    for n, (kind, size) in enumerate(shapes):
+        if kind == 0:
+            messages.append(Message(("user", "assistant")[n % 2], f"line {n}: " + words(size, "beans")))
+        elif kind == 1:
+            messages.append(Message("user", f"[{n % 28 + 1} March 2024] Hey!"))
+        else:
+            call = {"id": f"c{n}", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}
+            messages.append(Message("assistant", "", tool_calls=(call,)))
+            messages.append(Message("tool", f"result {n}: " + words(size, "data"), tool_call_id=f"c{n}"))
+    return messages
+
+
+def _asked_index(
+    messages: list[Message], positions: np.ndarray, scores: np.ndarray, dates: bool, known: bool, gathered: int
+) -> HistoryIndex:
+    """``messages`` indexed as a session's index may be when ``positions`` is ranked: every unit's rough tokens known
+    from another ranking (``known``), this ranking gathered before until ``gathered`` tokens (0: not asked)."""
+    index = HistoryIndex()
+    index.add(messages)
+    if known:
+        collect_units(index, positions[::-1].copy(), scores, "lexical", None, None, 10**9, dates=dates)
+    if gathered:  # a window before asked this ranking with more room: its units gathered past the head
+        collect_units(index, positions, scores, "lexical", None, None, gathered, dates=dates)
+    return index
+
+
+def _whole(
+    messages: list[Message], positions: np.ndarray, scores: np.ndarray, enough: int, tail_tokens: int, dates: bool
+) -> RecallRanking:
+    """The head until ``enough`` and the whole tail until ``tail_tokens``, as a head asked as deep (every unit made),
+    on an index of its own."""
+    index = HistoryIndex()
+    index.add(messages)
+    head = collect_units(index, positions, scores, "lexical", None, None, enough, dates=dates).units
+    deeper = collect_units(index, positions, scores, "lexical", None, None, tail_tokens, dates=dates).units
+    return RecallRanking(head, "lexical", tail=deeper[len(head) :])
+
+
+def _may_fit(units: Sequence[RecalledUnit], room: int) -> tuple[RecalledUnit, ...]:
+    return tuple(u for u in units if sum(len(m.content) for m in u.messages) <= room * LIKELY_CHARS_PER_TOKEN)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(st.sampled_from([0, 0, 0, 1, 2]), st.integers(0, 120)), min_size=1, max_size=80),
+    st.integers(1, 800),
+    st.integers(0, 3_000),
+    st.integers(0, 150),
+    st.sampled_from([0, 1, 3]),
+    st.booleans(),
+    st.booleans(),
+    st.randoms(use_true_random=False),
+)
+def test_a_tail_asked_for_a_room_is_the_whole_tails_units_that_may_fit_it(
+    shapes, enough, deeper, room, asked_before, dates, known, rng
+):
+    """``tail_room`` says the room the head leaves: the tail is then the units of the whole tail (collected unasked,
+    as a head asked as deep) whose characters may fit it, however far the ranking was gathered before and whatever
+    the index knows of its units from other rankings (a unit known too long is passed over unmade)."""
+    messages = _chat(shapes)
+    positions = np.asarray(rng.sample(range(len(messages)), len(messages)), dtype=np.intp)
+    scores = np.linspace(1.0, 0.1, len(messages))
+    index = _asked_index(messages, positions, scores, dates, known, enough * asked_before)
+    heads: list[tuple[RecalledUnit, ...]] = []
+
+    def tail_room(head: tuple[RecalledUnit, ...]) -> int:
+        heads.append(head)
+        return room
+
+    tail_tokens = enough + deeper
+    lazy = collect_units(
+        index, positions, scores, "lexical", None, None, enough, tail_tokens, dates=dates, tail_room=tail_room
+    )
+    whole = _whole(messages, positions, scores, enough, tail_tokens, dates)
+    assert heads == [whole.units] and lazy.units == whole.units
+    assert lazy.tail == (_may_fit(whole.tail, room) if room and deeper else ())
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(st.sampled_from([0, 0, 0, 1, 2]), st.integers(0, 300)), min_size=1, max_size=80),
+    st.integers(10, 600),
+    st.sampled_from([0.0, 0.5, 1.0]),
+    st.booleans(),
+    st.sampled_from([0, 3, 8]),
+    st.booleans(),
+    st.randoms(use_true_random=False),
+)
+def test_the_tail_made_for_the_room_the_head_leaves_chooses_as_the_whole_tail_would(
+    shapes, room, exponent, dates, asked_before, known, rng
+):
+    """Recall makes the tail only for the room the head leaves (``tail_room``: the head packed in its step, the
+    units whose characters cannot fit passed over unmade): the window chooses what an oracle packing the whole
+    tail, collected unasked, chooses."""
+    messages = _chat(shapes)
+    estimator = TokenEstimator()
+    positions = np.asarray(rng.sample(range(len(messages)), len(messages)), dtype=np.intp)
+    scores = np.linspace(1.0, 0.1, len(messages))
+    index = _asked_index(messages, positions, scores, dates, known, room * asked_before)
+    packing = _Packing(room, exponent, estimator, None)
+    lazy = collect_units(
+        index,
+        positions,
+        scores,
+        "lexical",
+        None,
+        None,
+        room * 2,
+        _tail_tokens(room),
+        dates=dates,
+        tail_room=packing.head,
+    )
+    chosen, taken, _, left = packing.packed(lazy.units, lazy.tail, ())
+    whole = _whole(messages, positions, scores, room * 2, _tail_tokens(room), dates)
+    expected, expected_left = _oracle_packed(whole.units, whole.tail, room, exponent, estimator)
+    assert lazy.units == whole.units
+    assert sorted(expected) == [u.position for u in chosen] and set(expected) >= taken
+    assert left == expected_left

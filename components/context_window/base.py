@@ -779,7 +779,8 @@ class RecallRanking:
     """How many messages still wait for their vectors (ranked by words until they are in)."""
     tail: tuple[RecalledUnit, ...] = ()
     """The units ranked next after ``units``, best first, until both hold about the ``tail_tokens`` asked for: a
-    window packs them only in the room ``units`` leave (empty when nothing ranks: an abstention adds nothing)."""
+    window packs them only in the room ``units`` leave (empty when nothing ranks: an abstention adds nothing). With
+    ``tail_room``, only those that may fit the room it gave."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -805,11 +806,21 @@ class HistoryRecall(Protocol):
     the relevance engine; the application may keep the index as it records messages)."""
 
     async def recall(
-        self, session: Session, query: str, *, before: int, enough_tokens: int, tail_tokens: int = 0
+        self,
+        session: Session,
+        query: str,
+        *,
+        before: int,
+        enough_tokens: int,
+        tail_tokens: int = 0,
+        tail_room: Callable[[tuple[RecalledUnit, ...]], int] | None = None,
     ) -> RecallRanking:
         """Whole units of ``session``'s valid, visible messages before position ``before``, best first, until they
         hold about ``enough_tokens`` tokens or none are left; the units ranked after them until about
-        ``tail_tokens`` in all as the ranking's ``tail``."""
+        ``tail_tokens`` in all as the ranking's ``tail``. ``tail_room``, called with those best units once they are
+        collected (in the step that ranks, nothing changing the index meanwhile), says the tokens they leave (the
+        caller packs them in it): the tail then holds only the units whose characters may fit there
+        (``fitting.LIKELY_CHARS_PER_TOKEN`` a token; none when it is 0), and the rest are never made."""
         ...
 
     async def lead(

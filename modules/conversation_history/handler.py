@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import AsyncGenerator, Callable, Coroutine, Sequence
+from collections.abc import AsyncGenerator, Callable, Coroutine, Iterable, Sequence
 from contextlib import aclosing
 from functools import lru_cache, partial
-from itertools import groupby
+from itertools import chain, groupby
 from typing import Any
 
 from components.context_window.base import (
@@ -680,21 +680,28 @@ class ConversationHistoryModule(ContextModule):
         room -= count(Message("system", recall_marker(before, before)))  # the most digits it can have
         if before <= 0 or room <= 0:
             return (), {"recalled_messages": 0}
-        recall = self._recall(ctx)
-        ranking = await recall.recall(
-            ctx.session, ctx.query, before=before, enough_tokens=room * 2, tail_tokens=_tail_tokens(room)
-        )
         exponent = option(ctx.directives.config, "recall_cost_exponent", RECALL_COST_EXPONENT, minimum=0)
         tokens = ctx.tokens
         priced = self._priced.get(ctx.session.id)
         if priced is None or priced[0] is not tokens:
             priced = self._priced.put(ctx.session.id, (tokens, {}))
-        known = priced[1]
-        # Thousands of units over a long history: counted and ordered off the event loop (``ctx.offload``).
+        packing = _Packing(room, exponent, tokens, priced[1])
+        ranking = await self._recall(ctx).recall(
+            ctx.session,
+            ctx.query,
+            before=before,
+            enough_tokens=room * 2,
+            tail_tokens=_tail_tokens(room),
+            tail_room=packing.head,  # the head packed in recall's step: the tail is made for the room it leaves
+        )
+        if packing.ranked is not ranking.units:  # a recall that packed no head, or another: packed here
+            packing = _Packing(room, exponent, tokens, priced[1])
+        # Thousands of units over a long history: counted and ordered off the event loop (``ctx.offload``), unless
+        # recall's step packed them.
         chosen, taken, relevant_tokens, left = await run_sized(
             ctx.offload,
-            len(ranking.units),
-            lambda: _packed(ranking.units, recent, room, exponent, tokens, known, ranking.tail),
+            len(ranking.units) if packing.ranked is None else 0,
+            lambda: packing.packed(ranking.units, ranking.tail, recent),
         )
         facts: dict[str, Any] = {
             "recall": ranking.method,
@@ -932,50 +939,86 @@ def _packed(
 ) -> tuple[list[RecalledUnit], set[int], int, int]:
     """``ranked`` units packed into ``room`` by relevance (best first; one that does not fit is passed over for the
     next that does), then what room is left packed from ``tail`` (the units ranked next) by the same rule, then
-    filled from ``recent`` (newest first): the units chosen, in conversation order, the positions chosen by
-    relevance, the tokens those take and the room left. ``known``: units priced by ``tokens`` before, by position
-    (kept for the next call; one whose messages are not the same tuple is priced again): it keeps only the units this
-    call priced, which the next call's ranking mostly holds again, not every unit a long session's rankings ever held
-    (~1.3 entries a turn for the session's life, each its messages' tuple: 4 objects for every full pass of the
-    collector to walk)."""
-    chosen, taken, relevant_tokens, left, reached = _packed_pricing(ranked, tail, recent, room, exponent, tokens, known)
-    if known is not None and len(known) > len(reached):
-        for position in [p for p in known if p not in reached]:
-            del known[position]
-    return chosen, taken, relevant_tokens, left
+    filled from ``recent`` (newest first): ``_Packing``'s steps at once."""
+    return _Packing(room, exponent, tokens, known).packed(ranked, tail, recent)
 
 
-def _packed_pricing(
-    ranked: Sequence[RecalledUnit],
-    tail: Sequence[RecalledUnit],
-    recent: Sequence[tuple[int, Unit, int]],
-    room: int,
-    exponent: float,
-    tokens: TokenCounter,
-    known: dict[int, _Priced] | None,
-) -> tuple[list[RecalledUnit], set[int], int, int, set[int]]:
-    """``_packed``'s work, and the positions of the units it priced."""
-    count = tokens.count_message
-    priced: dict[int, _Priced] = {} if known is None else known
-    reached: set[int] = set()
+class _Packing:
+    """A recall room packed in two steps: the ranking's head (``head``: recall calls it as ``tail_room`` once the
+    head is collected, so that its tail is collected only for the room the head leaves), then the tail in that room
+    and the newest older turns in what is left (``packed``).
 
-    def price(unit: RecalledUnit) -> _Priced:  # counted only for the units packing reaches
-        reached.add(unit.position)
-        found = priced.get(unit.position)
-        if found is None or found[0] is not unit.messages:
-            text = "\n".join(m.content for m in unit.messages)
-            found = priced[unit.position] = (unit.messages, sum(count(m) for m in unit.messages), text)
+    ``known``: units priced by ``tokens`` before, by position (kept for the next call; one whose messages changed is
+    priced again): it keeps only the units this call priced, which the next call's ranking mostly holds again, not
+    every unit a long session's rankings ever held (~1.3 entries a turn for the session's life, each its messages'
+    tuple: 4 objects for every full pass of the collector to walk)."""
+
+    def __init__(self, room: int, exponent: float, tokens: TokenCounter, known: dict[int, _Priced] | None) -> None:
+        self.room, self.exponent, self.tokens = room, exponent, tokens
+        self.known = known
+        self.priced: dict[int, _Priced] = {} if known is None else known
+        self.reached: set[int] = set()
+        self.chosen: list[RecalledUnit] = []
+        self.seen: set[str] = set()
+        self.ranked: Sequence[RecalledUnit] | None = None
+        """The head packed (None: not yet)."""
+        self.left = room
+
+    def price(self, unit: RecalledUnit) -> _Priced:
+        """``unit``'s messages, tokens and text: counted only for the units packing reaches, and again only when its
+        messages changed (a unit made anew for another ranking holds the same messages: compared one by one, the
+        same objects when the history is a list)."""
+        self.reached.add(unit.position)
+        found = self.priced.get(unit.position)
+        messages = unit.messages
+        if found is None or found[0] != messages:
+            count = self.tokens.count_message
+            if len(messages) == 1:  # most units
+                found = (messages, count(messages[0]), messages[0].content)
+            else:
+                found = (messages, sum(count(m) for m in messages), "\n".join(m.content for m in messages))
+            self.priced[unit.position] = found
         return found
 
-    chosen: list[RecalledUnit] = []
-    seen: set[str] = set()
-    left = _packed_by_value(ranked, room, exponent, price, chosen, seen)
-    if _fits_one(left) and tail:  # the tail only for the room the head leaves, and only what may fit there priced
-        likely = left * LIKELY_CHARS_PER_TOKEN
-        fitting = [unit for unit in tail if sum(len(m.content) for m in unit.messages) <= likely]
-        left = _packed_by_value(fitting, left, exponent, price, chosen, seen)
-    taken = {u.position for u in chosen}
-    relevant_tokens = room - left
+    def head(self, ranked: tuple[RecalledUnit, ...]) -> int:
+        """Packs the ranking's head ``ranked`` (once): the room it leaves, 0 when even a one-word message would not
+        fit."""
+        self.ranked = ranked
+        self.left = _packed_by_value(ranked, self.room, self.exponent, self.price, self.chosen, self.seen)
+        return self.left if _fits_one(self.left) else 0
+
+    def packed(
+        self, ranked: Sequence[RecalledUnit], tail: Sequence[RecalledUnit], recent: Sequence[tuple[int, Unit, int]]
+    ) -> tuple[list[RecalledUnit], set[int], int, int]:
+        """The head ``ranked`` packed (unless ``head`` did), then ``tail`` in the room it left, then the newest
+        older turns ``recent`` in what is left: the units chosen, in conversation order, the positions chosen by
+        relevance, the tokens those take and the room left."""
+        if self.ranked is None:  # not packed in recall's step: its tail holds every unit ranked next
+            self.head(tuple(ranked))
+            likely = self.left * LIKELY_CHARS_PER_TOKEN
+            tail = [unit for unit in tail if sum(len(m.content) for m in unit.messages) <= likely]
+        chosen, left = self.chosen, self.left
+        if _fits_one(left) and tail:  # the tail only for the room the head leaves, and only what may fit there priced
+            left = _packed_by_value(tail, left, self.exponent, self.price, chosen, self.seen)
+        taken = {u.position for u in chosen}
+        relevant_tokens = self.room - left
+        left = _recency_filled(chosen, taken, recent, left, self.tokens)
+        chosen.sort(key=lambda u: u.position)
+        known = self.known
+        if known is not None and len(known) > len(self.reached):
+            for position in [p for p in known if p not in self.reached]:
+                del known[position]
+        return chosen, taken, relevant_tokens, left
+
+
+def _recency_filled(
+    chosen: list[RecalledUnit],
+    taken: set[int],
+    recent: Sequence[tuple[int, Unit, int]],
+    left: int,
+    tokens: TokenCounter,
+) -> int:
+    """``left`` filled onto ``chosen`` from ``recent`` (newest first), but the units ``taken``: the room left."""
     for position, messages, cost in recent:
         if position in taken:
             continue
@@ -983,12 +1026,11 @@ def _packed_pricing(
             cut = cut_unit(messages, left, tokens)
             if cut is not None:
                 chosen.append(RecalledUnit(position, cut, 0.0))
-                left -= sum(count(m) for m in cut)
+                left -= sum(tokens.count_message(m) for m in cut)
             break
         chosen.append(RecalledUnit(position, messages, 0.0))
         left -= cost
-    chosen.sort(key=lambda u: u.position)
-    return chosen, taken, relevant_tokens, left, reached
+    return left
 
 
 def _packed_by_value(
@@ -1003,20 +1045,22 @@ def _packed_by_value(
     rank order, the rest by relevance per token past ``RECALL_COST_FREE`` tokens, where long units pay for their
     length and short ones gain nothing from being short (see ``RECALL_COST_EXPONENT`` and ``RECALL_RANKED_SHARE``).
     The room left."""
-    by_value = ranked
-    if exponent:
+    order: Iterable[int] = range(len(ranked))
+    priced: list[_Priced] = []
+    if exponent:  # every unit priced once, for its value
+        priced = [price(unit) for unit in ranked]
 
-        def value(unit: RecalledUnit) -> tuple[float, int]:
-            return -unit.score / max(1, price(unit)[1] / RECALL_COST_FREE) ** exponent, unit.position
+        def value(at: int) -> tuple[float, int]:
+            return -ranked[at].score / max(1, priced[at][1] / RECALL_COST_FREE) ** exponent, ranked[at].position
 
-        head = _ranking_head(ranked, lambda unit: price(unit)[1], room * RECALL_RANKED_SHARE)
-        by_value = (*ranked[:head], *sorted(ranked[head:], key=value))
+        head = _ranking_head([found[1] for found in priced], room * RECALL_RANKED_SHARE)
+        order = chain(range(head), sorted(range(head, len(ranked)), key=value))
     left = room
 
-    def take(unit: RecalledUnit) -> bool:
-        """Choose ``unit`` unless too large for what is left or a repeat of what is chosen."""
+    def take(unit: RecalledUnit, found: _Priced) -> bool:
+        """Choose ``unit`` (priced ``found``) unless too large for what is left or a repeat of what is chosen."""
         nonlocal left
-        _, cost, text = price(unit)
+        _, cost, text = found
         if cost > left or text in seen:
             return False
         chosen.append(unit)
@@ -1024,11 +1068,12 @@ def _packed_by_value(
         left -= cost
         return True
 
-    for unit in by_value:
+    for at in order:
         if not _fits_one(left):
             break
-        if take(unit) and unit.dated_by is not None:  # when it was said, if that fits too (a few tokens)
-            take(unit.dated_by)
+        unit = ranked[at]
+        if take(unit, priced[at] if priced else price(unit)) and unit.dated_by is not None:
+            take(unit.dated_by, price(unit.dated_by))  # when it was said, if that fits too (a few tokens)
     return left
 
 
@@ -1042,14 +1087,14 @@ def _fits_one(left: int) -> bool:
     return left >= MESSAGE_OVERHEAD + 2
 
 
-def _ranking_head(ranked: Sequence[RecalledUnit], cost: Callable[[RecalledUnit], int], tokens: float) -> int:
-    """How many of the best ``ranked`` units, in rank order, fit in ``tokens`` together."""
+def _ranking_head(costs: Sequence[int], tokens: float) -> int:
+    """How many of the best ranked units, in rank order, fit in ``tokens`` together (``costs``: theirs in order)."""
     spent = 0
-    for at, unit in enumerate(ranked):
-        spent += cost(unit)
+    for at, cost in enumerate(costs):
+        spent += cost
         if spent > tokens:
             return at
-    return len(ranked)
+    return len(costs)
 
 
 def _walk(source: MessageSource, ctx: AssemblyContext) -> _Walk:

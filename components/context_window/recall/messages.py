@@ -20,6 +20,7 @@ import dataclasses
 import functools
 import hashlib
 import logging
+import math
 import re
 import time
 from array import array
@@ -50,6 +51,7 @@ from ..base import (
     followed_by,
     pages_newest_first,
 )
+from ..fitting import LIKELY_CHARS_PER_TOKEN
 from ..isolation import describe_error
 from ..offload import Runner, guarded, retrieved, run_sized
 from ..phases import visible
@@ -722,6 +724,14 @@ class HistoryIndex:
         it)."""
         return self._unit(first, phase)[0]
 
+    def closed(self, phase: str | None) -> array[int]:
+        """Per first position, what ``recallable`` knows of a closed unit in ``phase`` (``_closed``), as long as the
+        history."""
+        closed = self._closed.setdefault(phase, array("i"))
+        if len(closed) < len(self.messages):
+            closed.extend(repeat(0, len(self.messages) - len(closed)))
+        return closed
+
     def recallable(self, first: int, phase: str | None) -> tuple[tuple[Message, ...] | None, int]:
         """``unit(first, phase)`` and its rough tokens, what is known of it kept once no later message can change it
         (the index only grows): a unit that is not recallable is not read again."""
@@ -732,15 +742,19 @@ class HistoryIndex:
         if known == NOT_RECALLABLE:
             return None, 0
         if known:
-            key = (first, phase)
-            made = self._made.get(key) or self._made_before.get(key) or self._unit(first, phase)[0]
-            self._made[key] = made
-            return made, known - 1
+            return self.made(first, phase), known - 1
         unit, is_closed = self._unit(first, phase)
         rough = sum(rough_tokens(m) for m in unit) if unit is not None else 0
         if is_closed:
             closed[first] = NOT_RECALLABLE if unit is None else rough + 1
         return unit, rough
+
+    def made(self, first: int, phase: str | None) -> tuple[Message, ...] | None:
+        """The closed unit at ``first``, made once a ranking (``_made``)."""
+        key = (first, phase)
+        made = self._made.get(key) or self._made_before.get(key) or self._unit(first, phase)[0]
+        self._made[key] = made
+        return made
 
     def ranked_anew(self) -> None:
         """A new ranking is gathered: the units made for the one before it are kept for it, older ones let go."""
@@ -1542,11 +1556,19 @@ class SessionRecall:
         return index
 
     async def recall(
-        self, session: Session, query: str, *, before: int, enough_tokens: int, tail_tokens: int = 0
+        self,
+        session: Session,
+        query: str,
+        *,
+        before: int,
+        enough_tokens: int,
+        tail_tokens: int = 0,
+        tail_room: Callable[[tuple[RecalledUnit, ...]], int] | None = None,
     ) -> RecallRanking:
         """Units of the session's messages before position ``before``, best first, until their messages hold about
         ``enough_tokens`` tokens (by their stored counts, else ~4 characters a token) or the ranking ends; those
-        ranked next until about ``tail_tokens`` in all as its ``tail``."""
+        ranked next until about ``tail_tokens`` in all as its ``tail`` (with ``tail_room``, those that may fit the
+        room it says the head leaves: ``HistoryRecall.recall``)."""
         index = await self._synced(session)
         about = await self._step(index, 0, lambda: index.asked_about(query))
         dates, thing = asks_when(query), thing_asked(query)
@@ -1558,7 +1580,16 @@ class SessionRecall:
                 query, query_vector, before, evidence=self.evidence, about=about, thing=thing
             )
             return collect_units(
-                index, positions, scores, method, reason, session.phase, enough_tokens, tail_tokens, dates=dates
+                index,
+                positions,
+                scores,
+                method,
+                reason,
+                session.phase,
+                enough_tokens,
+                tail_tokens,
+                dates=dates,
+                tail_room=tail_room,
             )
 
         ranking = await self._step(index, min(before, len(index)), ranked)
@@ -1699,9 +1730,11 @@ def collect_units(
     tail_tokens: int = 0,
     *,
     dates: bool = False,
+    tail_room: Callable[[tuple[RecalledUnit, ...]], int] | None = None,
 ) -> RecallRanking:
     """Ranked messages as ranked whole units (a unit once, at its best message's rank), until ``enough_tokens``, and
-    those ranked next until ``tail_tokens`` as the tail. Gathered on from the last call's units when it collected the
+    those ranked next until ``tail_tokens`` as the tail: with ``tail_room``, only those that may fit the room it
+    says the head leaves (``HistoryRecall.recall``). Gathered on from the last call's units when it collected the
     same ranking (``Collected``)."""
     collected = index.collected
     if collected is None or not collected.collects(positions, scores, phase, dates, len(index)):
@@ -1709,7 +1742,9 @@ def collect_units(
         index.ranked_anew()
         collected = index.collected = Collected(positions, scores, phase, dates, len(index), firsts[at], scores[at])
     units = collected.until(index, enough_tokens)
-    tail = collected.until(index, tail_tokens)[len(units) :] if tail_tokens > enough_tokens else ()
+    chars = math.inf if tail_room is None else tail_room(units) * LIKELY_CHARS_PER_TOKEN
+    deeper = tail_tokens > enough_tokens and chars > 0
+    tail = collected.after(index, len(units), tail_tokens, chars) if deeper else ()
     return RecallRanking(units, method, reason if not units else None, searched=len(positions), tail=tail)
 
 
@@ -1759,6 +1794,44 @@ class Collected:
             gathered.append(total)
         self.next = at
         return tuple(units[: bisect.bisect_left(gathered, enough_tokens) + 1])
+
+    def after(self, index: HistoryIndex, head: int, tokens: int, chars: float) -> tuple[RecalledUnit, ...]:
+        """The units ranked after the first ``head`` until ``tokens`` in all (as ``until`` counts them), those whose
+        messages hold at most ``chars`` characters. A closed unit whose first message alone holds more is passed over
+        unmade, by what the index knows of it (its rough tokens, its first message's characters): the room the head
+        leaves is a few dozen tokens, and making each unit of the tail (~1.5 us) was most of its cost. Read only:
+        what a later call asks of the ranking is gathered by ``until``."""
+        units, gathered = self.units, self.gathered
+        end = bisect.bisect_left(gathered, tokens) + 1
+        tail = [unit for unit in units[head:end] if _chars(unit.messages) <= chars]
+        if end <= len(units) or not gathered:
+            return tuple(tail)
+        firsts, scores, phase, at, total = self.firsts, self.unit_scores, self.phase, self.next, gathered[-1]
+        closed, lengths, ranked = index.closed(phase), index.chars, len(self.firsts)
+        while at < ranked and total < tokens:  # a tight loop: a tail is ~100 units
+            first = firsts.item(at)
+            at += 1
+            known = closed[first]
+            if known > 0:  # closed and recallable
+                total += known - 1
+                if lengths[first] > chars:
+                    continue
+                unit: tuple[Message, ...] | None = index.made(first, phase)
+            else:
+                unit, rough = index.recallable(first, phase)
+                total += rough
+                if unit is None or lengths[first] > chars:
+                    continue
+            if unit is None or (len(unit) > 1 and _chars(unit) > chars):
+                continue
+            dated = _dated_by(index, first, phase) if self.dates else None
+            tail.append(RecalledUnit(first, unit, scores.item(at - 1), dated))
+        return tuple(tail)
+
+
+def _chars(messages: Sequence[Message]) -> int:
+    """The characters of ``messages``' contents."""
+    return sum(len(m.content) for m in messages)
 
 
 _WHEN = re.compile(
