@@ -10,7 +10,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from components.context_window.base import joined
-from components.context_window.fitting import clip, cut_to_chars, cut_to_tokens, fit_blocks, water_fill
+from components.context_window.fitting import clip, cut_to_chars, cut_to_tokens, fit_blocks, sentence_ends, water_fill
 from components.context_window.options import option
 from components.context_window.session_cache import SessionCache
 from components.context_window.token_estimator import estimator_for
@@ -101,6 +101,18 @@ def test_cut_to_tokens_cuts_where_a_bisection_does(text, limit):
     assert cut == text or TOKENS.count(cut) <= max(limit, 0)
     if _counts_grow(text):
         assert cut == _bisected(text, limit)
+
+
+ENDS_TEXT = st.text(alphabet=st.sampled_from(list(".!?:;\n \t\r\u00a0\u2029ab")), max_size=40)
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=st.one_of(ENDS_TEXT, PROSE, st.text(max_size=200)))
+def test_sentence_ends_are_where_a_look_behind_finds_them(text):
+    """The ends a cut may stop at are the written rule's: a line break, or a run of whitespace after ``.!?:;``
+    (where it starts), as a look-behind at every character finds them (the pattern this one replaced)."""
+    expected = sorted({m.start() for m in re.finditer(r"(?<=[.!?:;])\s+|\n", text)} - {0})
+    assert sentence_ends(text) == expected
 
 
 def _counts_grow(text: str) -> bool:

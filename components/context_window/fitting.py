@@ -19,7 +19,10 @@ if TYPE_CHECKING:
     from .base import TokenCounter as TokenEstimator
 
 _FIRST_SENTENCE = re.compile(r"^(.+?[.!?])(\s|$)", re.S)
-_SENTENCE_OR_PARAGRAPH_END = re.compile(r"(?<=[.!?:;])\s+|\n")
+_SENTENCE_OR_PARAGRAPH_END = re.compile(r"[.!?:;\n](?:(?<=\n)|(\s+))")
+"""A line break, or the whitespace after ``.!?:;`` (its group: where the sentence ends). Opening with a set of
+characters, it is scanned for in C from one to the next: a look-behind tried at every character, as it was written
+before, took ~150 us over a 3 KB tool result, about half of the newest turn's cut at 100 gateway turns."""
 _WORD_END = re.compile(r"\s+")
 LIKELY_CHARS_PER_TOKEN = 8
 """Above this many characters per token of budget, all blocks will not fit: counting them whole would be wasted."""
@@ -61,13 +64,24 @@ def cut_to_tokens(text: str, max_tokens: int, tokens: TokenEstimator) -> str:
         return text
     if max_tokens <= 0:
         return ""
-    for pattern in (_SENTENCE_OR_PARAGRAPH_END, _WORD_END):
-        ends = sorted({m.start() for m in pattern.finditer(text)} - {0})
-        end = _largest_fitting(text, ends, max_tokens, tokens, total)
+    for ends_of in (sentence_ends, _word_ends):
+        end = _largest_fitting(text, ends_of(text), max_tokens, tokens, total)
         if end is not None:
             return text[:end].rstrip()
     end = _largest_fitting(text, range(1, len(text)), max_tokens, tokens, total)
     return text[:end] if end is not None else ""
+
+
+def sentence_ends(text: str) -> list[int]:
+    """Where ``text``'s paragraphs and sentences end, in order (0 aside): each line break, and the whitespace after
+    ``.!?:;`` (a run of it once)."""
+    ends = [m.start(m.lastindex or 0) for m in _SENTENCE_OR_PARAGRAPH_END.finditer(text)]
+    return ends[1:] if ends and ends[0] == 0 else ends
+
+
+def _word_ends(text: str) -> list[int]:
+    """Where ``text``'s words end, in order (0 aside): the start of each run of whitespace."""
+    return [m.start() for m in _WORD_END.finditer(text) if m.start()]
 
 
 def cut_to_chars(text: str, max_chars: int) -> str:
@@ -79,8 +93,8 @@ def cut_to_chars(text: str, max_chars: int) -> str:
     paragraph = window.rfind("\n\n")
     if paragraph >= max_chars // 2:
         return text[:paragraph].rstrip()
-    for pattern in (_SENTENCE_OR_PARAGRAPH_END, _WORD_END):
-        ends = [m.start() for m in pattern.finditer(window) if 0 < m.start() <= max_chars]
+    for ends_of in (sentence_ends, _word_ends):
+        ends = [end for end in ends_of(window) if end <= max_chars]
         if ends:
             return text[: ends[-1]].rstrip()
     return text[:max_chars]
