@@ -415,7 +415,8 @@ class HistoryIndex:
     _rank_cache: tuple[Any, tuple[np.ndarray, np.ndarray, str, str | None]] | None = None
     collected: Collected | None = None
     """The last ranking's units as far as gathered (``collect_units``)."""
-    _dense_cache: tuple[Any, np.ndarray, np.ndarray] | None = None
+    _dense_cache: tuple[Any, np.ndarray, np.ndarray, np.ndarray] | None = None
+    """The last query's best and mean part cosine per message, and its cosine with each whole-text vector."""
     _named_given: dict[named.Binding, int] = field(default_factory=dict)
     """The names the first ``_named_upto`` messages give things, each with the first message giving it, read once
     (``_given_names``)."""
@@ -687,7 +688,9 @@ class HistoryIndex:
             return None
         owners = self._whole_owner.view
         held = int(np.searchsorted(owners, n))
-        cosines = self.dense.scores(np.asarray(query_vector, dtype=np.float32))[self._whole_row.view[:held]]
+        self._part_scores(np.asarray(query_vector, dtype=np.float32))
+        assert self._dense_cache is not None
+        cosines = self._dense_cache[3][:held]
         return owners[:held][np.argsort(-cosines, kind="stable")]
 
     def _faint_guesses(self, by_whole: np.ndarray, n: int, query_vector: Sequence[float] | np.ndarray) -> np.ndarray:
@@ -745,13 +748,14 @@ class HistoryIndex:
         if self._dense_cache is not None and self._dense_cache[0] == key:
             return self._dense_cache[1], self._dense_cache[2]
         assert self.dense is not None
-        scores = self.dense.scores(query_vector)[self.row_of]
+        every = self.dense.scores(query_vector)
+        scores = every[self.row_of]
         starts, owners = self._runs.caught_up(self.owner)
         best, mean = np.full(len(self.messages), -1.0), np.full(len(self.messages), -1.0)
         best[owners] = np.maximum.reduceat(scores, starts)
         mean[owners] = np.add.reduceat(scores, starts) / self._runs.counts()
         best.flags.writeable = mean.flags.writeable = False
-        self._dense_cache = (key, best, mean)
+        self._dense_cache = (key, best, mean, every[self._whole_row.view])  # the whole texts' too: one pass
         return best, mean
 
     @property
