@@ -792,9 +792,7 @@ class HistoryIndex:
     def recallable(self, first: int, phase: str | None) -> tuple[tuple[Message, ...] | None, int]:
         """``unit(first, phase)`` and its rough tokens, what is known of it kept once no later message can change it
         (the index only grows): a unit that is not recallable is not read again."""
-        closed = self._closed.setdefault(phase, array("i"))
-        if len(closed) <= first:
-            closed.extend(repeat(0, len(self.messages) - len(closed)))
+        closed = self.closed(phase)
         known = closed[first]
         if known == NOT_RECALLABLE:
             return None, 0
