@@ -268,9 +268,8 @@ async def test_a_part_said_in_many_messages_is_held_once_and_each_message_scores
     messages = [
         Message("user" if i % 2 == 0 else "assistant", " ".join(s), turn=i // 2 + 1) for i, s in enumerate(sentences)
     ]
-    index = await recall.sync(make_ctx(messages=messages).session, dense=True)
-    # the two repeated sentences once, each message's own line once, and its whole text (three parts: ``whole_text``)
-    assert len(index.dense) == 2 + 40 + 40
+    index = await recall.sync(make_ctx(messages=messages).session)
+    assert len(index.dense) == 2 + 40  # the two repeated sentences once, each message's own line once
 
     query = "a zebra walked past quartz"
     (query_vector,) = await embedder.embed([query])

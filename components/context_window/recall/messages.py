@@ -76,6 +76,7 @@ from ..relevance import (
     names_a_kind,
     names_asked,
     terms,
+    unit_rows,
     z_scores,
 )
 from ..session_cache import BoundedCache, VectorsByText
@@ -147,15 +148,13 @@ alike lines). Only the lexical ranking's weight: the best part (``WEIGHTS``' 1.0
 question (``FAINT_HITS``). The plain hybrid's whole-message vectors held what tda's best parts passed over on
 bench/fresh2_chats.py (docs/knowledge.md, "A second held-out set")."""
 WHOLE_TEXT_WEIGHT = 0.5
-"""RRF weight of the ranking of the messages of ``WHOLE_TEXT_PARTS`` parts by one vector of their whole text (a fourth
-ranking, over the fused one), only when the room is ample (``WHOLE_TEXT_ROOM``). News said in passing after a sentence
-of chatter ("I've been binge-watching a baking show ... Other news: we got the keys to a place in Ludlow") is at noise
-level by each part, and by the mean of its parts; read as one text it is the message's subject beside the chatter:
-the dense baseline's single vector held it 53rd-148th where tda ranked it 191st-350th. At 16K the dev sets gained 4
-questions and lost none; at 4K / 8K the room's edge reshuffles (+9 -4, +2 -3), and for messages of every length it
-lost the assistant chats' long answers (docs/knowledge.md, "Ranking, session 52 (miss16)")."""
+"""RRF weight of the ranking of the messages of ``WHOLE_TEXT_PARTS`` parts by their whole text's vector, the mean of
+their parts' (a fourth ranking, over the fused one), only when the room is ample (``WHOLE_TEXT_ROOM``). News said in
+passing after a sentence of chatter ("I've been binge-watching a baking show ... Other news: we got the keys to a place
+in Ludlow") is at noise level by each part; ranked among the few messages of its kind it comes inside a 16K window's
+room (docs/knowledge.md, "Ranking, session 52 (miss16)", "Session 53 (whole16b)")."""
 WHOLE_TEXT_PARTS = (2, 3)
-"""A message gets a whole-text vector when it has this many parts (``parts_of``): a sentence of chatter and the news.
+"""A message is ranked by its whole text when it has this many parts (``parts_of``): a sentence of chatter and the news.
 One part is its own whole; longer messages (answers, code) read worse as one vector than as parts."""
 WHOLE_TEXT_ROOM = 16_000
 """The whole-text ranking applies when recall gathers at least this many tokens (``enough_tokens``, twice the recall
@@ -304,16 +303,6 @@ def parts_of(text: str) -> list[str]:
     return [" ".join(sentences[i : i + step])[:EMBED_CHARS] for i in range(0, len(sentences), step)]
 
 
-def whole_text(message: Message) -> str | None:
-    """The text a message's whole-text vector is made of (``WHOLE_TEXT_WEIGHT``): its ``embedded_text`` when it is
-    embedded and has ``WHOLE_TEXT_PARTS`` parts, else None (no such vector)."""
-    if not _embedded(message):
-        return None
-    text = embedded_text(message)
-    low, high = WHOLE_TEXT_PARTS
-    return text if low <= len(parts_of(text)) <= high else None
-
-
 def _head(sentence: str) -> str:
     return sentence if len(sentence) <= DATA_CHARS else sentence[:DATA_HEAD_CHARS]
 
@@ -370,11 +359,9 @@ class HistoryIndex:
     _vectored: int = 0
     """How many of the first messages were added with vectors (a message never shown may have none)."""
     _whole_owner: GrowingArray = field(default_factory=lambda: GrowingArray(np.intp))
-    _whole_row: GrowingArray = field(default_factory=lambda: GrowingArray(np.intp))
-    """Per whole-text vector (``whole_text``), in order, its message's position and its row in ``dense``."""
-    _whole_vectored: int = 0
-    """How many of the first messages were given their whole-text vectors (or found to need none): the whole-text
-    ranking waits for all it ranks, as dense scores wait for part vectors (cold and warm rank alike)."""
+    _whole_scale: GrowingArray = field(default_factory=lambda: GrowingArray(np.float64))
+    """Per message of ``WHOLE_TEXT_PARTS`` parts, in order, its position and one over the length of its parts' mean
+    vector: its whole text's cosine is its mean part cosine times that (``whole_text_ranking``)."""
     _unit_of: GrowingArray = field(default_factory=lambda: GrowingArray(np.intp))
     _one_message_units: bool = True
     """Whether every unit is one message (no tool call nor result yet): ``unit_of`` is then each position itself."""
@@ -415,8 +402,7 @@ class HistoryIndex:
     _rank_cache: tuple[Any, tuple[np.ndarray, np.ndarray, str, str | None]] | None = None
     collected: Collected | None = None
     """The last ranking's units as far as gathered (``collect_units``)."""
-    _dense_cache: tuple[Any, np.ndarray, np.ndarray, np.ndarray] | None = None
-    """The last query's best and mean part cosine per message, and its cosine with each whole-text vector."""
+    _dense_cache: tuple[Any, np.ndarray, np.ndarray] | None = None
     _named_given: dict[named.Binding, int] = field(default_factory=dict)
     """The names the first ``_named_upto`` messages give things, each with the first message giving it, read once
     (``_given_names``)."""
@@ -455,18 +441,12 @@ class HistoryIndex:
         """How many of the first messages have their vectors (dense scores need every message ranked to)."""
         return self._vectored
 
-    def add(
-        self,
-        messages: Sequence[Message],
-        vectors: Sequence[Sequence[Any]] | None = None,
-        wholes: Sequence[Any | None] | None = None,
-    ) -> None:
+    def add(self, messages: Sequence[Message], vectors: Sequence[Sequence[Any]] | None = None) -> None:
         """Append ``messages`` (the history's next ones, in order) with, when the index is dense, each one's part
-        vectors (one list per message, its ``parts_of`` in order) and whole-text vector (``whole_text``; None for a
-        message without one). Vectors given while earlier messages still lack theirs are dropped: ``attach`` gives
-        them later, in order. Without ``wholes`` the index never ranks by whole texts."""
+        vectors (one list per message, its ``parts_of`` in order). Vectors given while earlier messages still lack
+        theirs are dropped: ``attach`` gives them later, in order."""
         if vectors is not None and len(self.messages) == self._vectored:
-            self.attach(len(self.messages), vectors, wholes)
+            self.attach(len(self.messages), vectors)
         contents = column(messages, "content")  # each field read in C, no message made: a long history met cold has
         calls = any(column(messages, "tool_calls"))  # 10,000 (a library user's conversation: ``ChatMessages``)
         roles = column(messages, "role")
@@ -600,22 +580,32 @@ class HistoryIndex:
                 return party
         return None
 
-    def attach(self, first: int, vectors: Sequence[Sequence[Any]], wholes: Sequence[Any | None] | None = None) -> None:
-        """Give the messages from position ``first`` (the first without vectors) their part vectors, in order, and
-        their whole-text vectors (``wholes``, one per message, None for none) when every earlier message has had its."""
+    def attach(self, first: int, vectors: Sequence[Sequence[Any]]) -> None:
+        """Give the messages from position ``first`` (the first without vectors) their part vectors, in order."""
         if first != self._vectored:
             raise ValueError(f"vectors for position {first}, but {self._vectored} is the first without")
         rows = [row for per_message in vectors for row in per_message]
         if rows:
             self._row_of.extend(np.asarray(self._rows_for(rows), dtype=np.intp))
             self.owner.extend(first + i for i, per_message in enumerate(vectors) for _ in per_message)
+            self._attach_wholes(first, [len(per_message) for per_message in vectors], rows)
         self._vectored += len(vectors)
-        if wholes is not None and first == self._whole_vectored:
-            held = [(first + i, vector) for i, vector in enumerate(wholes) if vector is not None]
-            if held:
-                self._whole_row.extend(np.asarray(self._rows_for([v for _, v in held]), dtype=np.intp))
-                self._whole_owner.extend(np.asarray([p for p, _ in held], dtype=np.intp))
-            self._whole_vectored += len(wholes)
+
+    def _attach_wholes(self, first: int, counts: list[int], rows: list[Any]) -> None:
+        """Note the messages of ``WHOLE_TEXT_PARTS`` parts among those from ``first`` (``counts`` parts each, their
+        vectors ``rows`` in order) with the length of their parts' mean vector, read as ``dense`` holds the parts."""
+        sizes = np.asarray(counts, dtype=np.intp)
+        low, high = WHOLE_TEXT_PARTS
+        whole = np.flatnonzero((sizes >= low) & (sizes <= high))
+        if not len(whole):
+            return
+        held = unit_rows(rows).astype(np.float16).astype(np.float32)  # rounded as ``dense`` holds them
+        vectored = sizes > 0
+        sums = np.add.reduceat(held, (np.cumsum(sizes) - sizes)[vectored], axis=0)  # per message with parts
+        means = sums[np.cumsum(vectored)[whole] - 1] / sizes[whole, None]
+        lengths = np.linalg.norm(means, axis=1).astype(np.float64)
+        self._whole_owner.extend(first + whole)
+        self._whole_scale.extend(1.0 / np.maximum(lengths, 1e-6))
 
     def _rows_for(self, vectors: Sequence[Any]) -> list[int]:
         """Each vector's row in ``dense``, adding those not held yet (known by a digest of their bytes)."""
@@ -682,16 +672,16 @@ class HistoryIndex:
         return out
 
     def whole_text_ranking(self, query_vector: Sequence[float] | np.ndarray, n: int) -> np.ndarray | None:
-        """The positions among the first ``n`` messages that have a whole-text vector, best first by its cosine with
-        the query, ties in order (None: not every one of them has its vector yet)."""
-        if self.dense is None or self._whole_vectored < n:
+        """The positions among the first ``n`` messages of ``WHOLE_TEXT_PARTS`` parts, best first by their whole
+        text's cosine with the query (the parts' mean vector's: their mean cosine over its length), ties in order
+        (None: not every message has vectors yet, so cold and warm rank alike)."""
+        mean = self.whole_scores(query_vector, n)
+        if mean is None:
             return None
-        owners = self._whole_owner.view
-        held = int(np.searchsorted(owners, n))
-        self._part_scores(np.asarray(query_vector, dtype=np.float32))
-        assert self._dense_cache is not None
-        cosines = self._dense_cache[3][:held]
-        return owners[:held][np.argsort(-cosines, kind="stable")]
+        held = int(np.searchsorted(self._whole_owner.view, n))
+        owners = self._whole_owner.view[:held]
+        cosines = mean[owners] * self._whole_scale.view[:held]
+        return owners[np.argsort(-cosines, kind="stable")]
 
     def _faint_guesses(self, by_whole: np.ndarray, n: int, query_vector: Sequence[float] | np.ndarray) -> np.ndarray:
         """The first ``FAINT_GUESSES`` short messages of ``by_whole`` (positions best first by whole meaning), read
@@ -748,14 +738,13 @@ class HistoryIndex:
         if self._dense_cache is not None and self._dense_cache[0] == key:
             return self._dense_cache[1], self._dense_cache[2]
         assert self.dense is not None
-        every = self.dense.scores(query_vector)
-        scores = every[self.row_of]
+        scores = self.dense.scores(query_vector)[self.row_of]
         starts, owners = self._runs.caught_up(self.owner)
         best, mean = np.full(len(self.messages), -1.0), np.full(len(self.messages), -1.0)
         best[owners] = np.maximum.reduceat(scores, starts)
         mean[owners] = np.add.reduceat(scores, starts) / self._runs.counts()
         best.flags.writeable = mean.flags.writeable = False
-        self._dense_cache = (key, best, mean, every[self._whole_row.view])  # the whole texts' too: one pass
+        self._dense_cache = (key, best, mean)
         return best, mean
 
     @property
@@ -865,8 +854,8 @@ class HistoryIndex:
         when the query has no evidence among them, and a message enters the dense ranking only above its z-score floor
         (see ``Evidence``), nor when it asks about a ``thing`` (``thing_asked`` of the question as asked) that no
         message names and none stands out for in meaning. ``ample``: the room is ample (``WHOLE_TEXT_ROOM``), so the
-        messages with a whole-text vector are ranked by it too (``WHOLE_TEXT_WEIGHT``). The last result is kept: a turn
-        asks again when the history gets more room (the surplus pass)."""
+        messages of ``WHOLE_TEXT_PARTS`` parts are ranked by their whole text too (``WHOLE_TEXT_WEIGHT``). The last
+        result is kept: a turn asks again when the history gets more room (the surplus pass)."""
         vector = None if query_vector is None else np.asarray(query_vector, dtype=np.float32).tobytes()
         key = (query, vector, before, len(self.messages), self._vectored, weights, evidence, about, thing, ample)
         if self._rank_cache is None or self._rank_cache[0] != key:
@@ -883,7 +872,7 @@ class HistoryIndex:
         before: int,
     ) -> tuple[np.ndarray, np.ndarray, str, str | None]:
         """``ranked`` with the whole-text ranking fused in (``WHOLE_TEXT_WEIGHT``). An abstention stays one (nothing
-        ranked, nothing added), and so does a ranking made before every message has its whole-text vector."""
+        ranked, nothing added), and so does a ranking made before every message has its vectors."""
         positions, scores, method, reason = ranked
         n = min(before, len(self.messages))
         by_whole = self.whole_text_ranking(query_vector, n) if len(positions) else None
@@ -1175,10 +1164,8 @@ def with_session_dates(
     return out
 
 
-def _attach_from(
-    index: HistoryIndex, first: int, wholes: Sequence[Any | None], start: int, vectors: Sequence[Sequence[Any]]
-) -> None:
-    index.attach(first + start, vectors, wholes[start : start + len(vectors)])
+def _attach_from(index: HistoryIndex, first: int, start: int, vectors: Sequence[Sequence[Any]]) -> None:
+    index.attach(first + start, vectors)
 
 
 def _embedded(message: Message) -> bool:
@@ -1406,10 +1393,9 @@ class SessionRecall:
                 # a job that fails halfway is not embedding them again when the next sync starts it again
                 first = index.vectored
                 messages = index.messages[first:]
-                got = await self._vectors_of(index, messages)
-                assert got is not None
-                vectors, wholes = got
-                await self._in_slices(index, vectors, functools.partial(_attach_from, index, first, wholes))
+                vectors = await self._vectors_of(index, messages)
+                assert vectors is not None
+                await self._in_slices(index, vectors, functools.partial(_attach_from, index, first))
         except Exception as exc:  # the next sync starts again from what was done
             log.warning("history vectors of session %s: %s; recall ranks by words until they are in", session_id, exc)
 
@@ -1437,18 +1423,13 @@ class SessionRecall:
         shown (invalid, or a system message) is not embedded: recall never returns it. ``in_turn``: by words only
         when earlier messages wait for their vectors, or these have too many to read or embed now (the background
         job gives them theirs)."""
-        got = None
+        vectors = None
         if self.embedder is not None and index.vectored == len(index):
-            got = await self._vectors_of(index, messages, bounded=in_turn)
-        vectors, wholes = got or (None, None)
+            vectors = await self._vectors_of(index, messages, bounded=in_turn)
         await self._in_slices(
             index,
             messages,
-            lambda start, some: index.add(
-                some,
-                vectors[start : start + len(some)] if vectors is not None else None,
-                wholes[start : start + len(some)] if wholes is not None else None,
-            ),
+            lambda start, some: index.add(some, vectors[start : start + len(some)] if vectors else None),
         )
 
     async def _in_slices(
@@ -1477,20 +1458,14 @@ class SessionRecall:
 
     async def _vectors_of(
         self, index: HistoryIndex, messages: Sequence[Message], *, bounded: bool = False
-    ) -> tuple[list[list[np.ndarray]], list[np.ndarray | None]] | None:
-        """Each message's part vectors and whole-text vector (``whole_text``; None for none), read from memory or the
-        store, else embedded; new ones stored (a whole text is one more text, keyed like a part). None when
+    ) -> list[list[np.ndarray]] | None:
+        """Each message's part vectors (read from memory or the store, else embedded; new ones stored). None when
         ``bounded`` and more than ``READ_AT_ONCE`` would be read or ``EMBED_AT_ONCE`` embedded."""
         assert self.embedder is not None
         parts = await self._over(
             messages, lambda some: [parts_of(embedded_text(m)) if _embedded(m) else [] for m in some]
         )
-        wholes = await self._over(messages, lambda some: [whole_text(m) for m in some])
-        texts = await run_sized(
-            self.runner,
-            len(parts),
-            lambda: list(dict.fromkeys([*(p for per in parts for p in per), *filter(None, wholes)])),
-        )
+        texts = await run_sized(self.runner, len(parts), lambda: list(dict.fromkeys(p for per in parts for p in per)))
         known = dict(
             await self._over(texts, lambda some: [(t, v) for t in some if (v := self._vectors.get(t)) is not None])
         )
@@ -1510,8 +1485,7 @@ class SessionRecall:
         if reachable:  # a store that failed to read is not written to (it would fail again, message by message)
             await self._to_store(index, keys, known)
         self._taken(texts)
-        vectors = await self._over(parts, lambda some: [[known[p] for p in per] for per in some])
-        return vectors, [None if w is None else known[w] for w in wholes]
+        return await self._over(parts, lambda some: [[known[p] for p in per] for per in some])
 
     def _taken(self, texts: Sequence[str]) -> None:
         """The vectors of ``texts`` are a session's index's now (about to be attached), or a query's that was ranked
@@ -1577,10 +1551,7 @@ class SessionRecall:
             await self._embedded_ahead([query])
 
     async def _parts_ahead(self, messages: Sequence[Message]) -> None:
-        wholes = [w for m in messages if (w := whole_text(m)) is not None]
-        await self._embedded_ahead(
-            [*(p for m in messages if _embedded(m) for p in parts_of(embedded_text(m))), *wholes]
-        )
+        await self._embedded_ahead([p for m in messages if _embedded(m) for p in parts_of(embedded_text(m))])
 
     async def _embedded_ahead(self, texts: list[str]) -> None:
         await self._embedded(list(dict.fromkeys(texts)))  # those held or under way are not embedded again
