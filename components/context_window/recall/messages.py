@@ -588,24 +588,21 @@ class HistoryIndex:
         if rows:
             self._row_of.extend(np.asarray(self._rows_for(rows), dtype=np.intp))
             self.owner.extend(first + i for i, per_message in enumerate(vectors) for _ in per_message)
-            self._attach_wholes(first, [len(per_message) for per_message in vectors], rows)
+            self._attach_wholes(first, vectors)
         self._vectored += len(vectors)
 
-    def _attach_wholes(self, first: int, counts: list[int], rows: list[Any]) -> None:
-        """Note the messages of ``WHOLE_TEXT_PARTS`` parts among those from ``first`` (``counts`` parts each, their
-        vectors ``rows`` in order) with the length of their parts' mean vector, read as ``dense`` holds the parts."""
-        sizes = np.asarray(counts, dtype=np.intp)
+    def _attach_wholes(self, first: int, vectors: Sequence[Sequence[Any]]) -> None:
+        """Note the messages of ``WHOLE_TEXT_PARTS`` parts among those from ``first`` (``vectors``: each one's part
+        vectors) with the length of their parts' mean vector, the parts read as ``dense`` holds them."""
         low, high = WHOLE_TEXT_PARTS
-        whole = np.flatnonzero((sizes >= low) & (sizes <= high))
-        if not len(whole):
+        whole = [i for i, per_message in enumerate(vectors) if low <= len(per_message) <= high]
+        if not whole:
             return
-        held = unit_rows(rows).astype(np.float16).astype(np.float32)  # rounded as ``dense`` holds them
-        vectored = sizes > 0
-        sums = np.add.reduceat(held, (np.cumsum(sizes) - sizes)[vectored], axis=0)  # per message with parts
-        means = sums[np.cumsum(vectored)[whole] - 1] / sizes[whole, None]
-        lengths = np.linalg.norm(means, axis=1).astype(np.float64)
-        self._whole_owner.extend(first + whole)
-        self._whole_scale.extend(1.0 / np.maximum(lengths, 1e-6))
+        sizes = np.asarray([len(vectors[i]) for i in whole])
+        held = unit_rows([v for i in whole for v in vectors[i]]).astype(np.float16).astype(np.float32)
+        means = np.add.reduceat(held, np.cumsum(sizes) - sizes, axis=0) / sizes[:, None]
+        self._whole_owner.extend(first + np.asarray(whole, dtype=np.intp))
+        self._whole_scale.extend(1.0 / np.maximum(np.linalg.norm(means, axis=1).astype(np.float64), 1e-6))
 
     def _rows_for(self, vectors: Sequence[Any]) -> list[int]:
         """Each vector's row in ``dense``, adding those not held yet (known by a digest of their bytes)."""
