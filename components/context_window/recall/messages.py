@@ -76,6 +76,7 @@ from ..relevance import (
     names_a_kind,
     names_asked,
     terms,
+    unit_rows,
     z_scores,
 )
 from ..session_cache import BoundedCache, VectorsByText
@@ -146,6 +147,18 @@ floor, comes before what the newest older turns would fill (a question about som
 alike lines). Only the lexical ranking's weight: the best part (``WEIGHTS``' 1.0) still leads. Not for a faint
 question (``FAINT_HITS``). The plain hybrid's whole-message vectors held what tda's best parts passed over on
 bench/fresh2_chats.py (docs/knowledge.md, "A second held-out set")."""
+WHOLE_TEXT_WEIGHT = 0.5
+"""RRF weight of the ranking of the messages of ``WHOLE_TEXT_PARTS`` parts by their whole text's vector, the mean of
+their parts' (a fourth ranking, over the fused one), only when the room is ample (``WHOLE_TEXT_ROOM``). News said in
+passing after a sentence of chatter ("I've been binge-watching a baking show ... Other news: we got the keys to a place
+in Ludlow") is at noise level by each part; ranked among the few messages of its kind it comes inside a 16K window's
+room (docs/knowledge.md, "Ranking, session 52 (miss16)", "Session 53 (whole16b)")."""
+WHOLE_TEXT_PARTS = (2, 3)
+"""A message is ranked by its whole text when it has this many parts (``parts_of``): a sentence of chatter and the news.
+One part is its own whole; longer messages (answers, code) read worse as one vector than as parts."""
+WHOLE_TEXT_ROOM = 16_000
+"""The whole-text ranking applies when recall gathers at least this many tokens (``enough_tokens``, twice the recall
+room: a 16K window's): below it the room's edge is a handful of units, and the ranking swaps as many as it adds."""
 TYPE_HOLDER_HITS = 3
 """A question asking for a type of answer (``answer_types``) is read as naming its holder in the chat's words when one
 of this many best hits holds a word of it; then a message answers only by giving the type about the holder
@@ -345,6 +358,10 @@ class HistoryIndex:
     """Per name a question asked and the messages held then, the party it names (``parties_called``)."""
     _vectored: int = 0
     """How many of the first messages were added with vectors (a message never shown may have none)."""
+    _whole_owner: GrowingArray = field(default_factory=lambda: GrowingArray(np.intp))
+    _whole_scale: GrowingArray = field(default_factory=lambda: GrowingArray(np.float64))
+    """Per message of ``WHOLE_TEXT_PARTS`` parts, in order, its position and one over the length of its parts' mean
+    vector: its whole text's cosine is its mean part cosine times that (``whole_text_ranking``)."""
     _unit_of: GrowingArray = field(default_factory=lambda: GrowingArray(np.intp))
     _one_message_units: bool = True
     """Whether every unit is one message (no tool call nor result yet): ``unit_of`` is then each position itself."""
@@ -571,7 +588,21 @@ class HistoryIndex:
         if rows:
             self._row_of.extend(np.asarray(self._rows_for(rows), dtype=np.intp))
             self.owner.extend(first + i for i, per_message in enumerate(vectors) for _ in per_message)
+            self._attach_wholes(first, vectors)
         self._vectored += len(vectors)
+
+    def _attach_wholes(self, first: int, vectors: Sequence[Sequence[Any]]) -> None:
+        """Note the messages of ``WHOLE_TEXT_PARTS`` parts among those from ``first`` (``vectors``: each one's part
+        vectors) with the length of their parts' mean vector, the parts read as ``dense`` holds them."""
+        low, high = WHOLE_TEXT_PARTS
+        whole = [i for i, per_message in enumerate(vectors) if low <= len(per_message) <= high]
+        if not whole:
+            return
+        sizes = np.asarray([len(vectors[i]) for i in whole])
+        held = unit_rows([v for i in whole for v in vectors[i]]).astype(np.float16).astype(np.float32)
+        means = np.add.reduceat(held, np.cumsum(sizes) - sizes, axis=0) / sizes[:, None]
+        self._whole_owner.extend(first + np.asarray(whole, dtype=np.intp))
+        self._whole_scale.extend(1.0 / np.maximum(np.linalg.norm(means, axis=1).astype(np.float64), 1e-6))
 
     def _rows_for(self, vectors: Sequence[Any]) -> list[int]:
         """Each vector's row in ``dense``, adding those not held yet (known by a digest of their bytes)."""
@@ -636,6 +667,18 @@ class HistoryIndex:
             weights = np.asarray(chars) if len(chars) == len(cosines) else np.ones(len(cosines))
             out[i] = float(cosines @ weights) / float(weights.sum())
         return out
+
+    def whole_text_ranking(self, query_vector: Sequence[float] | np.ndarray, n: int) -> np.ndarray | None:
+        """The positions among the first ``n`` messages of ``WHOLE_TEXT_PARTS`` parts, best first by their whole
+        text's cosine with the query (the parts' mean vector's: their mean cosine over its length), ties in order
+        (None: not every message has vectors yet, so cold and warm rank alike)."""
+        mean = self.whole_scores(query_vector, n)
+        if mean is None:
+            return None
+        held = int(np.searchsorted(self._whole_owner.view, n))
+        owners = self._whole_owner.view[:held]
+        cosines = mean[owners] * self._whole_scale.view[:held]
+        return owners[np.argsort(-cosines, kind="stable")]
 
     def _faint_guesses(self, by_whole: np.ndarray, n: int, query_vector: Sequence[float] | np.ndarray) -> np.ndarray:
         """The first ``FAINT_GUESSES`` short messages of ``by_whole`` (positions best first by whole meaning), read
@@ -799,19 +842,45 @@ class HistoryIndex:
         evidence: Evidence | None = None,
         about: frozenset[int] = frozenset(),
         thing: str | None = None,
+        *,
+        ample: bool = False,
     ) -> tuple[np.ndarray, np.ndarray, str, str | None]:
         """Positions of the messages before ``before``, best first, with fused scores, the method and (when nothing
         ranks) the reason. Messages no signal ranks are left out (and the exchanges of the best hits come with them);
         with vectors, every message is ranked by its whole meaning (``WHOLE_WEIGHT``). With ``evidence``, nothing ranks
         when the query has no evidence among them, and a message enters the dense ranking only above its z-score floor
         (see ``Evidence``), nor when it asks about a ``thing`` (``thing_asked`` of the question as asked) that no
-        message names and none stands out for in meaning. The last result is kept: a turn asks again when the history
-        gets more room (the surplus pass)."""
+        message names and none stands out for in meaning. ``ample``: the room is ample (``WHOLE_TEXT_ROOM``), so the
+        messages of ``WHOLE_TEXT_PARTS`` parts are ranked by their whole text too (``WHOLE_TEXT_WEIGHT``). The last
+        result is kept: a turn asks again when the history gets more room (the surplus pass)."""
         vector = None if query_vector is None else np.asarray(query_vector, dtype=np.float32).tobytes()
-        key = (query, vector, before, len(self.messages), self._vectored, weights, evidence, about, thing)
+        key = (query, vector, before, len(self.messages), self._vectored, weights, evidence, about, thing, ample)
         if self._rank_cache is None or self._rank_cache[0] != key:
-            self._rank_cache = (key, self._rank(query, query_vector, before, weights, evidence, about, thing))
+            ranked = self._rank(query, query_vector, before, weights, evidence, about, thing)
+            if ample and query_vector is not None:
+                ranked = self._with_whole_texts(ranked, query_vector, before)
+            self._rank_cache = (key, ranked)
         return self._rank_cache[1]
+
+    def _with_whole_texts(
+        self,
+        ranked: tuple[np.ndarray, np.ndarray, str, str | None],
+        query_vector: Sequence[float] | np.ndarray,
+        before: int,
+    ) -> tuple[np.ndarray, np.ndarray, str, str | None]:
+        """``ranked`` with the whole-text ranking fused in (``WHOLE_TEXT_WEIGHT``). An abstention stays one (nothing
+        ranked, nothing added), and so does a ranking made before every message has its vectors."""
+        positions, scores, method, reason = ranked
+        n = min(before, len(self.messages))
+        by_whole = self.whole_text_ranking(query_vector, n) if len(positions) else None
+        if by_whole is None or not len(by_whole):
+            return ranked
+        fused = np.zeros(n)
+        fused[positions] = scores
+        fused[by_whole] += WHOLE_TEXT_WEIGHT / (RRF_K + np.arange(1, len(by_whole) + 1))
+        positions = np.flatnonzero(fused > 0)
+        positions = positions[np.lexsort((-positions, -fused[positions]))]
+        return positions, fused[positions], method, reason
 
     def unknown_names(self, query: str, n: int) -> list[str]:
         """The names ``query`` asks about that none of the first ``n`` messages mentions ("What is my neighbour
@@ -1575,7 +1644,13 @@ class SessionRecall:
 
         def ranked() -> RecallRanking:
             positions, scores, method, reason = index.rank(
-                query, query_vector, before, evidence=self.evidence, about=about, thing=thing
+                query,
+                query_vector,
+                before,
+                evidence=self.evidence,
+                about=about,
+                thing=thing,
+                ample=enough_tokens >= WHOLE_TEXT_ROOM,
             )
             return collect_units(
                 index,

@@ -1,0 +1,146 @@
+"""News said in passing after a sentence of chatter is recalled by its message's whole text when the room is ample
+(``WHOLE_TEXT_WEIGHT``, ``WHOLE_TEXT_ROOM``): its news sentence alone is less near the question than many one-line
+messages, and its parts' mean cosine is halved by the chatter; the message read whole (its parts' mean vector) is the
+nearest of the messages of its kind."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import random
+
+import numpy as np
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from components.context_window.base import Message, Session
+from components.context_window.recall.messages import WHOLE_TEXT_ROOM, HistoryIndex, SessionRecall
+
+QUESTION = "Where is home these days?"
+CHATTER = "I've been binge-watching a baking show all week."
+NEWS = "Other news: we got the keys to a place in Ludlow on Sunday."
+PASSING = f"{CHATTER} {NEWS}"
+WORDS = "kettle garden rain biscuit train meeting paint guitar ferry lemon chess bicycle cinema bread wool".split()
+DIMENSIONS = 48
+
+
+def direction(name: str) -> np.ndarray:
+    """A unit vector seeded by ``name``: unrelated names, near-orthogonal directions."""
+    seed = int.from_bytes(hashlib.blake2b(name.encode(), digest_size=8).digest(), "little")
+    vector = np.random.default_rng(seed).standard_normal(DIMENSIONS)
+    return vector / np.linalg.norm(vector)
+
+
+def toward(name: str, share: float) -> list[float]:
+    """``name``'s own direction turned toward the question's by ``share``."""
+    vector = direction(name) + share * direction(QUESTION)
+    return (vector / np.linalg.norm(vector)).tolist()
+
+
+class PassingEmbedder:
+    """Every sentence its own direction, a one-sentence line's turned well toward the question's (so hundreds of lines
+    are nearer it than the news by their best part and by their parts' mean); the news less so, its chatter not."""
+
+    async def embed(self, texts: list[str]) -> list[list[float]]:
+        return [self.vector(t) for t in texts]
+
+    @staticmethod
+    def vector(text: str) -> list[float]:
+        if text == QUESTION:
+            return direction(text).tolist()
+        if text == NEWS:
+            return toward(text, 0.8)
+        return toward(text, 1.2 if text.startswith("One ") else 0.0)  # the chatter and two-line sentences: their own
+
+
+def line(rng: random.Random, sentences: int) -> str:
+    said = [" ".join(rng.choices(WORDS, k=8)).capitalize() + "." for _ in range(sentences)]
+    return " ".join(["One " + said[0].lower()] if sentences == 1 else said)
+
+
+def chat(messages: int, at: int, seed: int = 0) -> list[Message]:
+    """A generated chat, two of three lines of one sentence (~20 tokens each), every third of two, the news in passing
+    at ``at``, and one line sharing the question's word "home" (so the question has evidence by words)."""
+    rng = random.Random(seed)
+    out = [
+        Message("user" if i % 2 == 0 else "assistant", line(rng, 2 if i % 3 == 0 else 1), turn=i // 2 + 1)
+        for i in range(messages)
+    ]
+    out[at] = Message("user", PASSING, turn=at // 2 + 1)
+    out[at + 40] = Message("user", "Home cooking beats a takeaway, honestly.", turn=(at + 40) // 2 + 1)
+    return out
+
+
+async def recalled(messages: list[Message], enough_tokens: int) -> list[str]:
+    recall = SessionRecall(PassingEmbedder())
+    session = Session("s", messages=messages)
+    await recall.sync(session, dense=True)
+    ranking = await recall.recall(session, QUESTION, before=len(messages), enough_tokens=enough_tokens)
+    return [m.content for unit in ranking.units for m in unit.messages]
+
+
+async def test_news_said_in_passing_is_recalled_by_the_whole_message_when_the_room_is_ample():
+    """Fails without the whole-text ranking: by its best part and by its parts' mean cosine the message comes after
+    the ~1,600 one-line messages, so a 16K window's recall never gets to it."""
+    messages = chat(2_400, at=300)
+    ample = await recalled(messages, WHOLE_TEXT_ROOM)
+    assert PASSING in ample
+    assert ample.index(PASSING) < len(ample) // 3  # well inside the room: the ranking, not the room, holds it
+    assert PASSING not in await recalled(messages, WHOLE_TEXT_ROOM - 1)  # below the gate: as before
+
+
+def _index(messages: list[Message], vectored: int) -> HistoryIndex:
+    """An index of ``messages``, the first ``vectored`` given their part vectors (the rest still waiting for theirs)."""
+    index = HistoryIndex()
+    vectors = [[PassingEmbedder.vector(s) for s in _sentences(m.content)] for m in messages[:vectored]]
+    index.add(messages[:vectored], vectors)
+    index.add(messages[vectored:])
+    return index
+
+
+def _sentences(text: str) -> list[str]:
+    return [s.strip() + "." for s in text.split(".") if s.strip()]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(100, 200), st.integers(0, 50), st.integers(0, 10_000), st.sampled_from([QUESTION, "chess ferry"]))
+def test_the_whole_text_ranking_only_adds_the_messages_it_ranks_and_never_to_an_abstention(messages, at, seed, query):
+    history = chat(messages, at, seed)
+    index = _index(history, len(history))
+    vector = PassingEmbedder.vector(query)
+    evidence = SessionRecall(PassingEmbedder()).evidence
+    plain = index.rank(query, vector, len(history), evidence=evidence)[0]
+    ample = index.rank(query, vector, len(history), evidence=evidence, ample=True)[0]
+    two_or_three = {i for i, m in enumerate(history) if len(_sentences(m.content)) in (2, 3)}
+    assert set(ample.tolist()) == set(plain.tolist()) | (two_or_three if len(plain) else set())
+    # an index whose messages have not all had their vectors ranks as without the rule: cold and warm alike
+    cold = _index(history, len(history) - 1)
+    cold_plain = cold.rank(query, vector, len(history), evidence=evidence)[0]
+    assert cold.rank(query, vector, len(history), evidence=evidence, ample=True)[0].tolist() == cold_plain.tolist()
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.integers(0, 4), min_size=1, max_size=60), st.integers(0, 60), st.integers(0, 2**32 - 1))
+def test_a_messages_whole_text_is_ranked_by_the_cosine_of_its_parts_mean_vector(parts, split, seed):
+    """Oracle: the cosine of each 2-3-part message's parts' mean vector (each part a unit vector, rounded to float16
+    as the index holds it) with the query, for messages added in two batches."""
+    assume(any(parts))  # dense scores need a part
+    rng = np.random.default_rng(seed)
+    history = [Message("user", " ".join(f"Line {i} part {k}." for k in range(count))) for i, count in enumerate(parts)]
+    vectors = [[rng.standard_normal(8) for _ in range(count)] for count in parts]
+    index = HistoryIndex()
+    split = min(split, len(history))
+    index.add(history[:split], vectors[:split])
+    index.add(history[split:], vectors[split:])
+    query = rng.standard_normal(8)
+
+    def cosine(per_message: list[np.ndarray]) -> float:
+        held = [(v / np.linalg.norm(v)).astype(np.float16).astype(np.float64) for v in per_message]
+        mean = np.mean(held, axis=0)
+        return float(mean @ query / np.linalg.norm(mean) / np.linalg.norm(query))
+
+    ranked = index.whole_text_ranking(query, len(history))
+    assert ranked is not None
+    assert sorted(ranked.tolist()) == [i for i, count in enumerate(parts) if count in (2, 3)]
+    cosines = [cosine(vectors[i]) for i in ranked.tolist()]
+    assert all(a >= b - 1e-3 for a, b in itertools.pairwise(cosines))
