@@ -7,11 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import hashlib
 import tracemalloc
 from typing import Any
 
-import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -25,7 +23,7 @@ from modules.plan_hydration.offload import describe as plan_described
 from modules.workflow_history.handler import turn_described
 from tda.recall.turns import TurnIndex
 from tests.agent_session import question
-from tests.support import turn_row
+from tests.support import DigestVectors, turn_row
 
 KEY = ("s", "s@0")
 HOLDERS = [tracemalloc.Filter(True, module.__file__) for module in (turn_index, turn_recall, grown, workflow_history)]
@@ -73,19 +71,6 @@ async def test_an_earlier_turn_costs_its_three_holders_a_few_columns_beside_one_
     assert listed == [(n, turn_described(turn_index.record_of(r))) for n, r in enumerate(rows)]
 
 
-class Vectors:
-    """Each text its own vector (seeded by its digest) around one shared direction, 16 dimensions."""
-
-    vector_space = "test-by-number"
-
-    async def embed(self, texts: list[str]) -> list[list[float]]:
-        out = []
-        for text in texts:
-            seed = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
-            out.append((np.random.default_rng(seed).standard_normal(16) + 1.0).tolist())
-        return out
-
-
 WORDS = "invoice refund north south order customer open paid late stock".split()
 
 
@@ -108,7 +93,7 @@ def test_turns_described_again_rank_as_in_an_index_made_afresh(steps):
                 versions[turn] = versions.get(turn, 0) + 1
         texts = [_described(n, versions.get(n, 0)) for n in range(turns)]
         query = f"{WORDS[turns % 10]} {WORDS[(turns * 7) % 10]}"
-        where = {"shown": range(turns - 1, turns), "candidates": range(turns - 1), "embedder": Vectors()}
+        where = {"shown": range(turns - 1, turns), "candidates": range(turns - 1), "embedder": DigestVectors()}
         found = asyncio.run(kept.match("s", texts, query, **where))
         fresh = asyncio.run(TurnRecall().match("s", list(texts), query, **where))
         assert found.matches == fresh.matches and found.reason == fresh.reason
