@@ -19,7 +19,8 @@ Where a turn's time goes as the session grows: BENCH_MEM_PROFILE_AT=1000,10000 p
 At the end, the CPU ms a turn over the BENCH_MEM_CPU_SPAN turns (default 100) ending at that turn, 1,000 and each
 1,000th turn after: whether a turn costs the same at turn 10,000 as at 100 (issue 32 item 5). BENCH_MEM_OWNERS=1 (with
 BENCH_MEM_TRACE=1 and BENCH_MEM_FRAMES > 1): at each mark the traced bytes by domain (numpy's arrays too) and by the
-innermost line of the service's code that allocated them (docs/benchmarks.md, session 46).
+innermost line of the service's code that allocated them (docs/benchmarks.md, session 46). BENCH_MEM_FREE=1: at each
+mark, glibc's free chunks by size (what the heaps' free space is made of; session 53).
 
 Run: ``PYTHONPATH=. python bench/native_memory_bench.py`` (a temporary data directory; nothing is kept).
 """
@@ -80,6 +81,9 @@ OWNERS = os.environ.get("BENCH_MEM_OWNERS") == "1"
 and by owner: the innermost frame of the service's own code (components/, modules/, tda/) that allocated it, and its
 growth a turn since the last mark; beside it, what glibc and Python's arenas hold that nothing traced (SQLite,
 onnxruntime, the Rust tokenizers, free space): where a turn's RSS goes, not only its Python objects."""
+FREE = os.environ.get("BENCH_MEM_FREE") == "1"
+"""At each mark, glibc's free chunks by size (``malloc_info``, every heap): what its heaps' free space is made of (a
+hole between live blocks, an array's old buffer left as it grew, the heap's top) (docs/benchmarks.md, session 53)."""
 CPU_SPAN = int(os.environ.get("BENCH_MEM_CPU_SPAN", "100"))
 """At the end: the process's CPU ms a turn over the CPU_SPAN turns ending at turn CPU_SPAN, 1,000, and each 1,000th
 after (the turns' own: a mark's collection and sleep fall between two spans), and the last of them over the first."""
@@ -151,6 +155,42 @@ def breakdown() -> str:
         f"{heaps:.1f} (in use {in_use:.1f}, SQLite's {sqlite_mib():.1f}, free {free:.1f}), mapped {mapped:.1f} "
         f"| other anonymous {anonymous - arenas - heaps - mapped:.1f}{traced}"
     )
+
+
+FREE_CLASSES = (512, 4096, 65536)
+"""Free chunks' sizes, bytes, by class: up to 512 (a small object's hole), 4 KiB, 64 KiB (lists', dicts' and small
+arrays' old buffers), and larger."""
+
+
+def free_chunks() -> str:
+    """MiB of glibc's free chunks by size class over every heap (``malloc_info``'s bins, fast ones included), and the
+    rest of its free space (``mallinfo2``'s, less the bins': the heaps' tops)."""
+    import xml.etree.ElementTree as ElementTree
+
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+    libc.open_memstream.restype = ctypes.c_void_p
+    libc.open_memstream.argtypes = [ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(ctypes.c_size_t)]
+    libc.malloc_info.argtypes = [ctypes.c_int, ctypes.c_void_p]
+    libc.fclose.argtypes = [ctypes.c_void_p]
+    buffer, size = ctypes.c_char_p(), ctypes.c_size_t()
+    stream = libc.open_memstream(ctypes.byref(buffer), ctypes.byref(size))
+    libc.malloc_info(0, stream)
+    libc.fclose(stream)
+    report = ElementTree.fromstring(ctypes.string_at(buffer, size.value))
+    libc.free.argtypes = [ctypes.c_void_p]
+    libc.free(ctypes.cast(buffer, ctypes.c_void_p))
+    classes = [0] * (len(FREE_CLASSES) + 1)
+    for heap in report.iter("heap"):
+        for chunk in heap.iter("size"):
+            upper = int(chunk.get("to") or 0)
+            at = next((i for i, edge in enumerate(FREE_CLASSES) if upper <= edge), len(FREE_CLASSES))
+            classes[at] += int(chunk.get("total") or 0)
+    mallinfo2 = libc.mallinfo2
+    mallinfo2.restype = _MallInfo2
+    tops = mallinfo2().fordblks - sum(classes)
+    names = ["<=512 B", "<=4 KiB", "<=64 KiB", ">64 KiB"]
+    held = ", ".join(f"{name} {held / 2**20:.2f}" for name, held in zip(names, classes, strict=True))
+    return f"  free chunks MiB: {held}; the heaps' tops and the rest {tops / 2**20:.2f}"
 
 
 def pinned() -> str:
@@ -350,6 +390,8 @@ async def record(settings: Any, token: str) -> list[tuple[int, float, float]]:
                     f"{cpu_ms:.0f} ms a turn; {breakdown()}; {collector}",
                     flush=True,
                 )
+                if FREE:
+                    print(free_chunks(), flush=True)
                 if TRIM:
                     return_freed_memory()
                     print(f"  trimmed: RSS {rss_mib():.1f} MiB ({rss_mib() - marks[-1][1]:+.1f})", flush=True)

@@ -48,7 +48,7 @@ async def median_ms(n: int) -> tuple[float, str]:
     recall, embedder = TurnRecall(), AlikeVectors()
     records = [TurnRecord(turn=i, query=question(i), plan="") for i in range(1, n + TURNS + 1)]
     described = [turn_described(r) for r in records]
-    await TurnRecall.embed_parts([d[2][0] for d in described] + [question(i) for i in range(n + TURNS + 2)], embedder)
+    await TurnRecall.embed_parts([d[2] for d in described] + [question(i) for i in range(n + TURNS + 2)], embedder)
     earlier: Prefix = Prefix([])
     spent, reason = [], ""
     for turn in range(n - 60, n + TURNS):

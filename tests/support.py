@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from collections.abc import Sequence
 from types import SimpleNamespace
 from typing import Any
@@ -223,3 +224,19 @@ class ConceptEmbedder:
                 vector[self.axes.setdefault(self.same.get(term, term), len(self.axes)) % 512] += 1.0
             vectors.append(vector)
         return vectors
+
+
+class DigestVectors:
+    """Each text its own vector (seeded by its digest) around one shared direction, 16 dimensions: texts alike in
+    meaning, told apart, the same on every run."""
+
+    vector_space = "test-alike"
+
+    async def embed(self, texts: list[str]) -> list[list[float]]:
+        import numpy as np
+
+        out = []
+        for text in texts:
+            seed = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
+            out.append((np.random.default_rng(seed).standard_normal(16) + 1.0).tolist())
+        return out

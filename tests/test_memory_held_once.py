@@ -136,22 +136,20 @@ def _strings(described: object) -> set[int]:
 
 
 def test_a_turn_without_a_plan_holds_its_query_once():
-    """A native session's turn is kept described for the session's life: its key, the text searched by words and
-    the gist embedded are one string (three copies of the query before)."""
+    """A native session's turn is kept described for the session's life: the text searched by words and the gist
+    embedded are one string (three copies of the query before), keyed by the turn's number."""
     turn = TurnRecord(turn=7, query=question(7), plan="")
-    key, text, parts = turn_described(turn)
-    assert text == turn.query and parts == (turn.query,)
-    assert len(_strings((key, text, parts)) - {id("")}) == 1
+    key, text, gist = turn_described(turn)
+    assert key == 7 and text == turn.query and gist is text
 
 
-def test_a_turn_with_a_plan_keys_by_what_is_searched():
-    """With a plan, the key holds no string beyond the text and the gist: a changed query or plan changes them."""
+def test_a_turn_with_a_plan_is_its_number_text_and_gist():
+    """With a plan, the description holds its number, the text and the gist, nothing else (no key tuple, no tuple of
+    parts); turn recall tells a changed turn by its text (tests/test_turn_recall_by_number.py)."""
     turn = TurnRecord(turn=3, query="Which invoices are late?", plan="1. list invoices\n2. filter by date")
-    key, text, parts = turn_described(turn)
-    assert _strings(key) <= _strings((text, parts)) and len(_strings((key, text, parts))) == 2
-    assert terms(text) == terms(f"{turn.query}\n{turn.plan}")
-    changed = turn_described(TurnRecord(turn=3, query="Which invoices are paid?", plan=turn.plan))
-    assert changed[0] != key
+    described = turn_described(turn)
+    assert described == (3, f"{turn.query}\n{turn.plan}", "Which invoices are late? 1. list invoices")
+    assert len(_strings(described)) == 2
 
 
 def _integer_columns(index: HistoryIndex) -> list[list[int]]:

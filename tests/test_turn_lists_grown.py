@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from components.context_window import relevance
 from components.context_window.base import TurnRecord
-from components.context_window.grown import Prefix
+from components.context_window.grown import Numbered, Prefix
 from components.context_window.recall import turns as turn_recall
 from components.context_window.recall.turns import SearchedTurns, TurnRecall, TurnText
 from components.context_window.relevance import VectorIndex
@@ -119,7 +119,7 @@ async def test_the_turn_index_extends_the_last_list_it_handed():
     first = await index.described(KEY, None, 0, "k", _describe, before=50)
     await index.recorded(KEY, turn_row(50))
     second = await index.described(KEY, None, 0, "k", _describe, before=51)
-    assert isinstance(second, Prefix) and second.extends(first)
+    assert isinstance(second, Numbered) and second.extends(first)
     assert first == [(n, (n, f"q{n}")) for n in range(50)]
     assert second == [(n, (n, f"q{n}")) for n in range(51)]
     await index.recorded(KEY, turn_row(50, query="q50 again"))  # the newest turn extended: a new list from there
@@ -182,9 +182,9 @@ def test_searched_columns_are_those_made_afresh(steps):
 
 
 async def test_an_earlier_turn_kept_for_workflow_history_is_not_walked_by_the_collector():
-    """A session's every turn is kept described for its life: workflow_history's description, and the list items
-    holding it, are tuples of strings and numbers, which the collector stops tracking (a ``TurnText`` was tracked,
-    and so was each tuple holding one: two objects more a turn for every full pass to walk)."""
+    """A session's every turn is kept described for its life: workflow_history's description is a tuple of strings
+    and a number, which the collector stops tracking (a ``TurnText`` was tracked, and so was each tuple holding one:
+    two objects more a turn for every full pass to walk)."""
     import gc
 
     from modules.workflow_history.handler import turn_described
@@ -194,8 +194,7 @@ async def test_an_earlier_turn_kept_for_workflow_history_is_not_walked_by_the_co
     for n in range(20):
         await index.recorded(KEY, turn_row(n))
     listed = await index.described(KEY, None, 0, "workflow_history", turn_described, before=20)
-    for _ in range(3):  # a tuple is let go once what it holds is: the key, the description, the list's item
-        gc.collect()
-    assert not any(gc.is_tracked(item) for item in listed)
+    gc.collect()  # a tuple of atoms is let go at its first collection
+    assert not any(gc.is_tracked(described) for _, described in listed)  # the list holds no pair: made when read
     record = TurnRecord(turn=3, query="q3", plan="")
     assert listed[3][1] == turn_described(record)

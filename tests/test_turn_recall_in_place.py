@@ -7,7 +7,6 @@ token counts are one shared mapping for equal figures (two such messages a turn,
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 from types import SimpleNamespace
 from typing import Any
@@ -21,21 +20,9 @@ from components.context_window.grown import Prefix
 from components.context_window.recall.turns import TurnMatches, TurnRecall
 from components.context_window.relevance import BM25Index, VectorIndex
 from tda.history import message_of
+from tests.support import DigestVectors
 
 WORDS = "customer orders open north south refund invoice turn the add".split()
-
-
-class Vectors:
-    """Each text its own vector (seeded by its digest) around one shared direction, 16 dimensions."""
-
-    vector_space = "test-alike"
-
-    async def embed(self, texts: list[str]) -> list[list[float]]:
-        out = []
-        for text in texts:
-            seed = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
-            out.append((np.random.default_rng(seed).standard_normal(16) + 1.0).tolist())
-        return out
 
 
 def _texts(words: list[list[str]]) -> list[tuple[Any, str, tuple[str, ...]]]:
@@ -45,7 +32,7 @@ def _texts(words: list[list[str]]) -> list[tuple[Any, str, tuple[str, ...]]]:
 def _match(recall: TurnRecall, texts: Any, query: str, older: int, *, ranges: bool) -> TurnMatches:
     where = (range(older, len(texts)), range(older)) if ranges else (np.arange(older, len(texts)), np.arange(older))
     return asyncio.run(
-        recall.match("s", texts, query, shown=where[0], candidates=where[1], embedder=Vectors(), limit=None)
+        recall.match("s", texts, query, shown=where[0], candidates=where[1], embedder=DigestVectors(), limit=None)
     )
 
 

@@ -217,7 +217,7 @@ class PlanHydrationModule(ContextModule):
 
     def _searchable_of(self, turn: TurnRecord, session_id: str) -> Searchable | None:
         key = search_key(turn)  # what its searchable text reads, read anew: a caller may edit a turn in place
-        return self._searchable.get_or_compute(session_id, key, lambda: searchable(turn, key))
+        return self._searchable.get_or_compute(session_id, key, lambda: searchable(turn))
 
     def _recalled_blocks(
         self,

@@ -36,8 +36,9 @@ class Searchable:
     ``recall_min_chars`` compares."""
 
 
-def searchable(turn: TurnRecord, key: Hashable) -> Searchable | None:
-    """The turn's searchable text and size; ``None`` when a result is malformed (it is never recalled)."""
+def searchable(turn: TurnRecord) -> Searchable | None:
+    """The turn's searchable text (keyed by its number) and size; ``None`` when a result is malformed (it is never
+    recalled)."""
     try:
         results = [parse_result(raw, i) for i, raw in enumerate(turn.results, 1)]
     except ValueError:
@@ -54,7 +55,7 @@ def searchable(turn: TurnRecord, key: Hashable) -> Searchable | None:
             body, size = r.text[:SEARCH_CHARS], len(r.text)
         words += [head, body]
         chars += size
-    return Searchable(TurnText(key, "\n".join(words), (turn_gist(turn),)), chars)
+    return Searchable(TurnText(turn.turn, "\n".join(words), turn_gist(turn)), chars)
 
 
 def _rows_text(table: Table) -> tuple[str, int]:
@@ -75,14 +76,14 @@ def _rows_text(table: Table) -> tuple[str, int]:
 
 
 def search_key(turn: TurnRecord) -> Hashable:
-    """What ``searchable`` reads of ``turn``: the key of its searchable text."""
+    """What ``searchable`` reads of ``turn``: the key its searchable text is cached by."""
     return (turn.turn, turn.query, turn.plan, tuple(map(searched_part, turn.results)))
 
 
 def describe(turn: TurnRecord) -> Searchable | None:
     """An older turn as the service keeps it for plan_hydration (``EarlierTurns``): its searchable text when it has
-    results (the same text and key as when the module was handed the turn itself)."""
-    return searchable(turn, search_key(turn)) if turn.results else None
+    results (the same text as when the module was handed the turn itself)."""
+    return searchable(turn) if turn.results else None
 
 
 def searched_part(raw: Any) -> Hashable:

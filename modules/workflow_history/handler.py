@@ -155,21 +155,21 @@ def visible_turns(ctx: AssemblyContext) -> list[TurnRecord]:
     return [t for t in ctx.session.turns if t.valid and visible(t.phase, phase)]
 
 
-Described = tuple[tuple[int, str, str], str, tuple[str]]
-"""A searched turn's fields (``TurnFields``: key, text, parts) as a plain tuple."""
+Described = tuple[int, str, str]
+"""A searched turn's fields (``TurnFields``: its number as the key, its text, its one part) as a plain tuple."""
 
 
 def turn_described(turn: TurnRecord) -> Described:
     """A turn as searched (its query and plan by words, its gist by meaning: the text plan_hydration embeds too), as
-    the service keeps it for the session's life: a tuple of strings and numbers, which the cycle collector stops
-    tracking, so a long session's full passes do not walk one more object a turn (a ``TurnText`` is tracked, and so
-    was each tuple holding one). The key is the turn's number and what is searched, so the strings are held once: a
-    turn without a plan is searched by its query alone, which is then its gist too (one string, not three copies of
-    the query: ~0.27 KB a turn of a native session's, docs/benchmarks.md, session 47)."""
+    the service keeps it for the session's life: one tuple of its number and strings, which the cycle collector stops
+    tracking, so a long session's full passes do not walk one more object a turn (a ``TurnText`` is tracked). Turn
+    recall keys it by the number (a turn described anew with other words is a new text there) and reads the gist, a
+    single part, as its ``str``: no key tuple nor parts tuple a turn (~0.11 KB, docs/benchmarks.md, session 53). A turn
+    without a plan is searched by its query alone, which is then its gist too (one string, not three copies of the
+    query: session 47)."""
     text = f"{turn.query}\n{turn.plan}" if turn.plan else turn.query  # the same words either way
     gist = turn_gist(turn)
-    gist = text if gist == text else gist
-    return (turn.turn, text, gist), text, (gist,)
+    return turn.turn, text, text if gist == text else gist
 
 
 def summarize(turn: TurnRecord, *, recalled: bool = False) -> str:

@@ -19,13 +19,12 @@ from array import array
 from bisect import bisect_left
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlalchemy import BigInteger, bindparam, select
 
 from components.context_window.base import D, Embedder, TurnRecord
-from components.context_window.grown import Prefix
+from components.context_window.grown import Numbered
 from components.context_window.phases import visible
 from components.context_window.recall.turns import TurnRecall, turn_gist
 from components.context_window.session_cache import BoundedCache
@@ -166,10 +165,11 @@ class _Session:
     """Every turn numbered below this has an entry (read from the database or recorded here)."""
     open: set[int] = field(default_factory=set)
     """The turns whose entry is not final (a sync looks at these, not at every entry)."""
-    listed: dict[tuple[str, str | None], tuple[int, int, Prefix[tuple[int, Any]]]] = field(default_factory=dict)
+    listed: dict[tuple[str, str | None], tuple[int, int, Numbered[Any]]] = field(default_factory=dict)
     """Per kind and phase, the last list ``described`` made: (generation, before, list). The next turn's list is it
     and the turns since, while no entry below its end changed (a session's turns only grow, most turns): appended in
-    place, so neither is copied, and a module holding the last one sees the new one extend it (``Prefix.extends``)."""
+    place, so neither is copied, and a module holding the last one sees the new one extend it (``Numbered.extends``).
+    A list is two columns, the turns' numbers and their descriptions: no (number, description) pair held a turn."""
     generation: int = 0
     """Bumped whenever the entries may have changed anywhere (validity read again, a module asking anew): every list
     is made afresh. A turn entered again (its tool loop went on) or below a list's end cuts the lists there instead."""
@@ -232,7 +232,7 @@ class TurnIndex:
         kind: str,
         describe: Callable[[TurnRecord], D],
         before: int,
-    ) -> Prefix[tuple[int, D]]:
+    ) -> Numbered[D]:
         session_id = session[0]
         if self._describers.get(kind) is not describe:  # a module asks for the first time (or was reloaded)
             self._describers[kind] = describe
@@ -252,15 +252,13 @@ class TurnIndex:
                     for record in await self._read(session_id, missing):
                         self._enter(state, record)
                 described = ((n, entries.description(n, slot)) for n in numbers)
-                listed = Prefix([(n, d) for n, d in described if d is not _UNDESCRIBED])
+                listed = Numbered((n, d) for n, d in described if d is not _UNDESCRIBED)
             state.listed[(kind, phase)] = (state.generation, before, listed)
             state.listed_below = max(state.listed_below, before)
             return listed  # read-only: the next turn's list extends it in place
 
     @staticmethod
-    def _extended(
-        state: _Session, kind: str, slot: int, phase: str | None, before: int
-    ) -> Prefix[tuple[int, Any]] | None:
+    def _extended(state: _Session, kind: str, slot: int, phase: str | None, before: int) -> Numbered[Any] | None:
         """The last list of ``kind`` in ``phase`` and the turns from its end to ``before`` (None: it no longer holds,
         or a turn to add has no description of this kind yet)."""
         last = state.listed.get((kind, phase))
@@ -345,7 +343,7 @@ def _cut_lists(state: _Session, turn: int) -> None:
     """Every list that may hold ``turn`` cut before it: the next one goes on from there (the turns before it stand)."""
     for key, (generation, before, listed) in state.listed.items():
         if before > turn:
-            state.listed[key] = (generation, turn, Prefix(listed[: bisect_left(listed, turn, key=itemgetter(0))]))
+            state.listed[key] = (generation, turn, listed.cut(bisect_left(listed.numbers, turn)))
 
 
 class SessionTurns:

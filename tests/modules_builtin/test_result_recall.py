@@ -505,14 +505,14 @@ def test_each_turn_text_scores_its_best_part_as_the_index_grows_a_few_texts_at_a
     index, parts_of = _Index(), []
     for round_ in range(6):
         for _ in range(rng.integers(1, 5)):
-            position, count = len(index.keys), int(rng.integers(0, 4))
+            position, count = len(index.fields), int(rng.integers(0, 4))
             vectors = rng.standard_normal((count, 16)).astype(np.float32)
             if count:
                 index.dense = index.dense or VectorIndex()
                 index.dense.add(vectors)
                 index.owner.extend([position] * count)
             parts_of.append(vectors / np.linalg.norm(vectors, axis=1, keepdims=True) if count else vectors)
-            index.keys.append(("turn", position))
+            index.put((position, f"turn {position}", ()))
         query = rng.standard_normal(16).astype(np.float32)
         unit = query / np.linalg.norm(query)
         expected = [float((parts @ unit).max()) if len(parts) else -1.0 for parts in parts_of]

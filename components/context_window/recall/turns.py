@@ -2,10 +2,10 @@
 bring back once a turn is out of their usual reach.
 
 A pure module over the relevance engine (``relevance.py``). A module describes each turn it may recall as a
-``TurnText`` (a key holding everything the text was made from, the text searched by words, the short parts
-embedded); ``TurnRecall.match`` keeps one index per session that texts are added to once, at the first call that
-hands them (their terms cached by key, their vectors by text: nothing is stemmed or embedded twice), and says which
-of the ``candidates`` match the query *clearly*:
+``TurnText`` (a key naming the turn, its number, the text searched by words, the short parts embedded);
+``TurnRecall.match`` keeps one index per session, keyed by turn, that texts are added to once, at the first call that
+hands them (a turn handed with another text is added again; vectors cached by text: nothing is stemmed or embedded
+twice), and says which of the ``candidates`` match the query *clearly*:
 
 * by words: the candidate holds at least ``MIN_MATCH`` of the query's distinctive words (by idf, counting the
   words that occur in some indexed turn), two of them or ``MIN_SHARE`` of all of them, and its BM25 score is
@@ -26,13 +26,14 @@ import math
 from array import array
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import repeat
 from typing import Any, ClassVar, Final, Generic, NamedTuple, TypeVar
 
 import numpy as np
 
 from ..base import AssemblyContext, D, Embedder, TurnRecord, vector_space
 from ..fitting import clip
-from ..grown import Joined, Prefix
+from ..grown import Joined, Numbered, Prefix, number_prefix
 from ..relevance import (
     TAKEN_VECTORS_BYTES,
     VECTORS_BY_TEXT_BYTES,
@@ -125,18 +126,26 @@ class TurnText(NamedTuple):
     tracking (it never stops tracking a NamedTuple's instances, one more object a turn in every full pass)."""
 
     key: Hashable
-    """Everything ``text`` and ``parts`` were made from (see ``session_cache``): a changed turn gets a new key."""
+    """The turn's number (or anything naming the turn): a key handed again with another text or other parts is a new
+    text in the index, so a changed turn is searched as it is now."""
     text: str
     """Searched by words (BM25)."""
-    parts: tuple[str, ...] = ()
-    """Embedded, each alone; a turn matches by its best part (the query, a result's name and columns, ...)."""
+    parts: tuple[str, ...] | str = ()
+    """Embedded, each alone; a turn matches by its best part (the query, a result's name and columns, ...). A single
+    part may be the ``str`` itself (a turn's gist: no tuple a turn for a session's life)."""
 
 
-TurnFields = tuple[Hashable, str, tuple[str, ...]]
+TurnFields = tuple[Hashable, str, tuple[str, ...] | str]
 """A ``TurnText``'s fields, in its order: key, text, parts."""
 KEY: Final = 0
 TEXT: Final = 1
 PARTS: Final = 2
+
+
+def parts_of(fields: TurnFields) -> tuple[str, ...]:
+    """A text's parts, a single one held as its ``str`` included."""
+    parts = fields[PARTS]
+    return (parts,) if isinstance(parts, str) else parts
 
 
 @dataclass(frozen=True, eq=False)
@@ -147,7 +156,7 @@ class Searched:
     rows: np.ndarray
     """Per searched turn, its position in ``source``."""
     numbers: Prefix[int]
-    """Each searched turn's number, oldest first."""
+    """Each searched turn's number, oldest first (machine integers, read as ``int``)."""
     texts: Prefix[TurnFields]
     sizes: np.ndarray
     """Each searched turn's size, as its module measures it (plan_hydration: its results' characters)."""
@@ -185,7 +194,7 @@ class SearchedTurns(Generic[D]):
                 numbers, texts = [*last.numbers[:kept], *numbers], [*last.texts[:kept], *texts]
                 rows, sizes = np.concatenate([last.rows[:kept], rows]), np.concatenate([last.sizes[:kept], sizes])
             grown = (GrowingArray(np.int64, rows), GrowingArray(np.int64, sizes))
-            columns = Searched(described, grown[0].view, Prefix(numbers), Prefix(texts), grown[1].view, grown)
+            columns = Searched(described, grown[0].view, number_prefix(numbers), Prefix(texts), grown[1].view, grown)
         return self._last.put(session_id, columns)
 
     def forget(self, session_id: str) -> None:
@@ -249,6 +258,35 @@ class TurnMatches:
 
 SEEN_LISTS = 8
 """Lists of texts remembered per index (a module or two search each session)."""
+SPARSE = 4_096
+"""A number key more than this past the highest held is kept in the dict: numbers are a session's turns, 0, 1, 2..."""
+
+
+class _Places:
+    """Where each key's text is in an index: a turn's number (most keys) in machine integers by number, 8 bytes a turn
+    (a dict's slot and a boxed position were ~70), any other key in a dict."""
+
+    __slots__ = ("_by_number", "_other")
+
+    def __init__(self) -> None:
+        self._by_number = array("q")
+        """Per number, its text's position (-1: none)."""
+        self._other: dict[Hashable, int] = {}
+
+    def get(self, key: Hashable) -> int:
+        """The position of ``key``'s newest text (-1: none)."""
+        if type(key) is int and 0 <= key < len(self._by_number) and (at := self._by_number[key]) >= 0:
+            return at
+        return self._other.get(key, -1)
+
+    def set(self, key: Hashable, position: int) -> None:
+        if type(key) is int and 0 <= key < len(self._by_number) + SPARSE:
+            if key >= len(self._by_number):
+                self._by_number.extend(repeat(-1, key + 1 - len(self._by_number)))
+            self._by_number[key] = position
+            self._other.pop(key, None)
+        else:
+            self._other[key] = position
 
 
 @dataclass(eq=False)
@@ -256,8 +294,10 @@ class _Index:
     """Texts as they were first seen, appended only: the texts of a call are picked out by position (``among``), and
     every statistic is taken over them alone, so what else the index holds never changes a ranking."""
 
-    keys: list[Hashable] = field(default_factory=list)
-    position_of: dict[Hashable, int] = field(default_factory=dict)
+    fields: list[TurnFields] = field(default_factory=list)
+    """Per position, the fields its text was made from (the caller's own tuple, not a copy)."""
+    places: _Places = field(default_factory=lambda: _Places())
+    """Where each key's newest text is."""
     lexical: BM25Index = field(default_factory=BM25Index)
     """Its postings say which texts hold a word (``BM25Index.rows``)."""
     dense: VectorIndex | None = None
@@ -274,6 +314,15 @@ class _Index:
     """Where each text's parts begin (a copy of ``owner`` and a pass over it each query: ~0.1 ms at 10,000 turns'
     gists)."""
 
+    def place(self, fields: TurnFields) -> int:
+        """Where the text made of ``fields`` is (-1: none: its key's text, if any, was made of others)."""
+        at = self.places.get(fields[KEY])
+        return at if at >= 0 and ((held := self.fields[at]) is fields or held == fields) else -1
+
+    def put(self, fields: TurnFields) -> None:
+        self.places.set(fields[KEY], len(self.fields))
+        self.fields.append(fields)
+
     def in_order(self, n: int) -> np.ndarray:
         """The positions 0 .. n-1 (read-only): the first n texts', found in the index's order (no copy a turn)."""
         if n > len(self._order):
@@ -283,12 +332,12 @@ class _Index:
     def best_cosines(self, query_vector: Sequence[float] | np.ndarray) -> np.ndarray:
         """Each text's best part cosine with the query (-1 for a text without parts)."""
         if self.dense is None or not self.owner:
-            return np.full(len(self.keys), -1.0)
+            return np.full(len(self.fields), -1.0)
         starts, texts = self._runs.caught_up(self.owner)
         scores = self.dense.scores(query_vector)
-        if len(starts) == len(scores) == len(self.keys):  # one part a text (a turn's gist): its part's is its best
+        if len(starts) == len(scores) == len(self.fields):  # one part a text (a turn's gist): its part's is its best
             return scores  # (runs ascending and distinct, as many as the texts: text i owns part i)
-        best = np.full(len(self.keys), -1.0)
+        best = np.full(len(self.fields), -1.0)
         best[texts] = np.maximum.reduceat(scores, starts)
         return best
 
@@ -306,7 +355,7 @@ def _placed(index: _Index, texts: Sequence[TurnFields]) -> tuple[np.ndarray, int
 def shared_start(items: Sequence[T], last: Sequence[T]) -> int:
     """``common_prefix``, at once when ``items`` is a view that extends ``last`` (a list that only grew), and past
     their views' shared start when both are ``Joined`` (only the items after it compared: the turns handed)."""
-    if isinstance(items, Prefix) and items.extends(last):
+    if isinstance(items, Prefix | Numbered) and items.extends(last):
         return len(last)
     if isinstance(items, Joined) and (held := items.extends_head(last)) is not None:
         return held + common_prefix(items[held:], list(last[held:]))
@@ -366,7 +415,7 @@ class TurnRecall:
         return self._indexes.discard_where(lambda key: key[0] == session_id)
 
     def stats(self) -> dict[str, int]:
-        texts = sum(len(index.keys) for index in self._indexes.values())
+        texts = sum(len(index.fields) for index in self._indexes.values())
         return {"sessions": len(self._indexes), "texts": texts, "vectors": len(self._vectors)}
 
     async def match(
@@ -392,7 +441,7 @@ class TurnRecall:
         index, among, in_order = await self._sync(session_id, texts, embedder)
         # the texts are the index's, in its order (a session's list, most turns): every score is read as it comes,
         # nothing picked out (the same figures: BM25 over every text is BM25 over ``among`` holding every text)
-        picked = None if in_order and len(among) == len(index.keys) else among
+        picked = None if in_order and len(among) == len(index.fields) else among
         lexical = _at(index.lexical.scores(query, picked), picked)
         coverage, whole, common = _coverage(index, query, picked)
         dense = None
@@ -411,8 +460,8 @@ class TurnRecall:
         kind = vector_space(embedder)
         index = self._index((session_id, kind), texts)
         _, held, _ = _placed(index, texts)
-        new = (t for t in texts[held:] if t[KEY] not in index.position_of)
-        missing = list(dict.fromkeys(p for t in new for p in t[PARTS] if self._vectors.get((kind, p)) is None))
+        new = (t for t in texts[held:] if index.place(t) < 0)
+        missing = list(dict.fromkeys(p for t in new for p in parts_of(t) if self._vectors.get((kind, p)) is None))
         if len(missing) <= EMBED_PER_CALL:
             return 0
         await self._vectors_of([TurnText(None, "", tuple(missing[:EMBED_PER_CALL]))], embedder)
@@ -421,7 +470,7 @@ class TurnRecall:
     def _index(self, slot: tuple[str, str], texts: Sequence[TurnFields]) -> _Index:
         """The slot's index, new when there is none or when it mostly holds texts no longer asked about."""
         index = self._indexes.get(slot)
-        if index is None or len(index.keys) > COMPACT_FACTOR * len(texts) + COMPACT_SLACK:
+        if index is None or len(index.fields) > COMPACT_FACTOR * len(texts) + COMPACT_SLACK:
             return self._indexes.put(slot, _Index())
         self._indexes.touch(slot)
         return index
@@ -434,10 +483,10 @@ class TurnRecall:
         index = self._index((session_id, vector_space(embedder) if embedder is not None else ""), texts)
         before, held, in_order = _placed(index, texts)
         rest = texts[held:]  # a session's texts only grow, most turns: the start was placed last time
-        new = list({t[KEY]: t for t in rest if t[KEY] not in index.position_of}.values())
+        new = list({t[KEY]: t for t in rest if index.place(t) < 0}.values())
         if new:
             await self._add(index, new, embedder)
-        placed = np.fromiter((index.position_of[t[KEY]] for t in rest), dtype=np.intp, count=len(rest))
+        placed = np.fromiter((index.places.get(t[KEY]) for t in rest), dtype=np.intp, count=len(rest))
         in_order = in_order and bool(np.array_equal(placed, np.arange(held, len(texts))))
         if in_order:  # a session's list, most turns: its positions are a view, not the last ones copied and extended
             among = index.in_order(len(texts))
@@ -452,25 +501,24 @@ class TurnRecall:
 
     async def _add(self, index: _Index, texts: Sequence[TurnFields], embedder: Embedder | None) -> None:
         vectors = await self._vectors_of(texts, embedder) if embedder is not None else None
-        for offset, (key, text, _) in enumerate(texts):
-            index.lexical.add_terms(terms(text))
+        for offset, fields in enumerate(texts):
+            index.lexical.add_terms(terms(fields[TEXT]))
             if vectors is not None and vectors[offset]:
                 if index.dense is None:
                     index.dense = VectorIndex(wide=True)  # ranked every turn: not widened each time
                 index.dense.add(np.stack(vectors[offset]))
-                index.owner.extend([len(index.keys)] * len(vectors[offset]))
-            index.position_of[key] = len(index.keys)
-            index.keys.append(key)
+                index.owner.extend([len(index.fields)] * len(vectors[offset]))
+            index.put(fields)
         if embedder is not None:  # the index holds them now
-            self._vectors.take((vector_space(embedder), p) for t in texts for p in t[PARTS])
+            self._vectors.take((vector_space(embedder), p) for t in texts for p in parts_of(t))
 
     async def _vectors_of(self, texts: Sequence[TurnFields], embedder: Embedder) -> list[list[np.ndarray]]:
         """Each text's part vectors; only parts not embedded before are sent to the embedder."""
         kind = vector_space(embedder)
-        await self.embed_parts([p for t in texts for p in t[PARTS]], embedder)
+        await self.embed_parts([p for t in texts for p in parts_of(t)], embedder)
         out = []
         for t in texts:
-            found = [self._vectors.get((kind, p)) for p in t[PARTS]]
+            found = [self._vectors.get((kind, p)) for p in parts_of(t)]
             out.append([v for v in found if v is not None])
         return out
 
@@ -481,10 +529,10 @@ def _coverage(index: _Index, query: str, among: np.ndarray | None) -> tuple[np.n
     words, a word no text holds weighing as the rarest (how much of the question it answers); and how many of the
     query's words it holds."""
     asked = set(terms(query))
-    texts = len(index.keys) if among is None else len(among)
+    texts = len(index.fields) if among is None else len(among)
     held = None  # the texts at ``among`` as a mask; None: every text (most turns), no rows to pick out
     if among is not None:
-        held = np.zeros(len(index.keys), dtype=bool)
+        held = np.zeros(len(index.fields), dtype=bool)
         held[among] = True
         held = None if len(among) == len(held) and held.all() else held
     rows_of = {
@@ -493,12 +541,12 @@ def _coverage(index: _Index, query: str, among: np.ndarray | None) -> tuple[np.n
         if w in index.lexical
         and len(rows := index.lexical.rows(w) if held is None else _held(index.lexical.rows(w), held))
     }
-    matched, count = np.zeros(len(index.keys)), np.zeros(len(index.keys))
+    matched, count = np.zeros(len(index.fields)), np.zeros(len(index.fields))
     if not rows_of:
         return _at(matched, among), _at(matched, among), _at(count, among)
     weights = {w: _idf(texts, len(rows)) for w, rows in rows_of.items()}
     for word, rows in rows_of.items():
-        if len(rows) == len(index.keys):  # every text holds it (rows 0..n-1): the same sums, nothing picked out
+        if len(rows) == len(index.fields):  # every text holds it (rows 0..n-1): the same sums, nothing picked out
             matched += weights[word]
             count += 1
         else:
