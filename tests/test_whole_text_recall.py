@@ -144,3 +144,41 @@ def test_a_messages_whole_text_is_ranked_by_the_cosine_of_its_parts_mean_vector(
     assert sorted(ranked.tolist()) == [i for i, count in enumerate(parts) if count in (2, 3)]
     cosines = [cosine(vectors[i]) for i in ranked.tolist()]
     assert all(a >= b - 1e-3 for a, b in itertools.pairwise(cosines))
+
+
+def test_a_room_under_the_gate_then_one_over_it_ranks_the_messages_once(monkeypatch):
+    """An old gateway session's first step asks for a recall room under ``WHOLE_TEXT_ROOM`` and then one over it, for
+    the same query over the same messages: the ranking is made once, the whole texts fused into it apart (main made
+    it again at each switch: 4 rankings here)."""
+    history = chat(150, at=20)
+    index = _index(history, len(history))
+    vector = PassingEmbedder.vector(QUESTION)
+    made = []
+    rank = HistoryIndex._rank
+    monkeypatch.setattr(HistoryIndex, "_rank", lambda self, *a: made.append(a) or rank(self, *a))
+    for ample in (False, True, False, True):
+        index.rank(QUESTION, vector, len(history), ample=ample)
+    assert len(made) == 1
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.integers(60, 160),
+    st.integers(0, 10_000),
+    st.lists(st.tuples(st.booleans(), st.integers(1, 160), st.sampled_from([QUESTION, "chess ferry"])), max_size=8),
+)
+def test_a_kept_ranking_is_the_ranking_made_anew(messages, seed, asks):
+    """Equivalence test (an optimisation: the ranking kept apart from the whole texts fused into it): every ask, ample
+    or not, in any order, gives what an index ranking anew each time gives (the oracle keeps nothing), bit for bit."""
+    history = chat(messages, at=10, seed=seed)
+    kept, anew = _index(history, len(history)), _index(history, len(history))
+    evidence = SessionRecall(PassingEmbedder()).evidence
+    for ample, before, query in asks:
+        vector = PassingEmbedder.vector(query)
+        anew._rank_cache = None
+        expected = anew.rank(query, vector, min(before, messages), evidence=evidence, ample=ample)
+        positions, scores, method, reason = kept.rank(
+            query, vector, min(before, messages), evidence=evidence, ample=ample
+        )
+        assert np.array_equal(positions, expected[0]) and np.array_equal(scores, expected[1])
+        assert (method, reason) == expected[2:]
