@@ -23,7 +23,8 @@ Reported: medians of the first and last 10 turns and their ratio (the growth), u
 summary calls of the session (`history_summary` in the snapshots' `auxiliary_calls`): those made inside a call, which
 it waited for, and those made ahead, after the previous call's response (``ahead``).
 Knobs: BENCH_LONG_TURNS (gateway, default 100), BENCH_LONG_NATIVE_TURNS (default 1,000), BENCH_LONG_EMBEDDER,
-BENCH_LONG_PARTS (default "gateway,stateless,native"; "native" runs the native turns alone; "stateless": a new
+BENCH_LONG_PARTS (default "gateway,stateless,native"; "native" runs the native turns alone; "resent": the resent
+mode alone, its first call read apart, against the proxy; "stateless": a new
 conversation of GATEWAY_TURNS turns without a session, resent whole each call, its growth; "side": a session grown to
 GATEWAY_TURNS - 10 turns, then its last 10 turns side by side with a young session's first 10, call pair by call
 pair, so both ends run at the same load: CPU and wall ms a call), BENCH_LONG_ROWS (rows per tool result, default 20),
@@ -388,7 +389,7 @@ def run(folder: Path) -> dict[str, Any]:
         server = start(command, env, data / "server.log")
         processes.append(server)
         proxy = None
-        if "gateway" in PARTS:
+        if PARTS & {"gateway", "resent"}:
             proxy_process, proxy_url = start_proxy(folder, upstream_base)
             processes.append(proxy_process)
             proxy = Proxy(proxy_url, proxy_process.pid)
@@ -407,7 +408,9 @@ async def measure(tda: Tda, proxy: Proxy | None, folder: Path) -> dict[str, Any]
         "/v1/profiles", json={"id": "agent", "type": "tool_enabled", "model": "gpt-4.1", "context_limit": LIMIT}
     )
     r.raise_for_status()
-    figures = await gateway_figures(tda, proxy, folder / "upstream.jsonl") if proxy is not None else {}
+    figures = await gateway_figures(tda, proxy, folder / "upstream.jsonl") if "gateway" in PARTS and proxy else {}
+    if "resent" in PARTS and "gateway" not in PARTS and proxy is not None:
+        figures |= await resent_figures(tda, proxy)
     if "stateless" in PARTS:
         figures |= await stateless_growth(tda, GATEWAY_TURNS, folder / "upstream.jsonl")
     if "native" in PARTS:
@@ -487,26 +490,47 @@ def bodies(chat: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[list[
     return [chat[:sent] for row in rows for sent in row["sent"]]
 
 
-async def resent(tda: Tda, messages: list[dict[str, Any]], calls: int = RESENT_CALLS) -> tuple[float, float]:
+async def resent(tda: Tda, messages: list[dict[str, Any]], calls: int = RESENT_CALLS) -> tuple[float, float, float]:
     """One long conversation sent ``calls`` times without a session, on a server that has not seen it (a framework's
     default: the whole chat each call): the whole process's CPU ms a call over the first half of the calls and over
-    the second (a conversation sent again must not cost its first call's embedding again)."""
-    halves = []
-    for _ in range(2):
+    the second (a conversation sent again must not cost its first call's embedding again), and the first call's own
+    in-request CPU ms."""
+    halves, first = [], 0.0
+    for half in range(2):
         cpu = tree_cpu_seconds(tda.pid)
-        for _ in range(calls // 2):
-            await tda.chat(messages, None)
+        for call in range(calls // 2):
+            _, _, spent = await tda.chat(messages, None)
+            first = spent * 1000 if half == call == 0 else first
         await asyncio.sleep(SETTLE_S)  # what the last call left running
         halves.append((tree_cpu_seconds(tda.pid) - cpu) / (calls // 2) * 1000)
-    return halves[0], halves[1]
+    return halves[0], halves[1], first
 
 
-async def gateway_figures(tda: Tda, proxy: Proxy, recorded: Path) -> dict[str, Any]:
-    # turns numbered past the session's: none of its texts (whose vectors the server keeps by text) is the session's
+def resent_chat() -> list[dict[str, Any]]:
+    """The resent mode's chat: turns numbered past the session's, so none of its texts (whose vectors the server
+    keeps by text) is the session's."""
     numbers = range(RESENT_FIRST, RESENT_FIRST + GATEWAY_TURNS)
     long_chat = [SYSTEM, *(m for t in numbers for m in turn_messages(t))]
     long_chat.append({"role": "user", "content": question(RESENT_FIRST + GATEWAY_TURNS)})
-    resent_ms = await resent(tda, long_chat)
+    return long_chat
+
+
+async def resent_figures(tda: Tda, proxy: Proxy) -> dict[str, Any]:
+    """The resent mode alone (``BENCH_LONG_PARTS=resent``): each half's whole-process CPU a call, the proxy's, and
+    tda's first call's in-request CPU."""
+    long_chat = resent_chat()
+    *halves, first = await resent(tda, long_chat)
+    proxy_ms = await proxy.cpu_ms([long_chat] * (RESENT_CALLS // 2))
+    await proxy.client.aclose()
+    return {
+        "resent_first_call_cpu_ms": round(first, 1),
+        "resent_cpu_ms_tda_proxy": [*map(round, halves), round(proxy_ms)],
+    }
+
+
+async def gateway_figures(tda: Tda, proxy: Proxy, recorded: Path) -> dict[str, Any]:
+    long_chat = resent_chat()
+    resent_ms = (await resent(tda, long_chat))[:2]
     chat: list[dict[str, Any]] = [SYSTEM]
     session_rows = await gateway(tda, "long-bench", GATEWAY_TURNS, chat)
     stability = steps(session_rows, answered(recorded)[RESENT_CALLS:])  # after the resent mode's calls
@@ -652,6 +676,12 @@ def main() -> None:
     print("long sessions (issue 32): a turn's cost against the session's length")
     if "gateway" in PARTS:
         print_gateway(figures)
+    if "resent" in PARTS and "resent_first_call_cpu_ms" in figures:
+        tda_first, tda_next, proxy_ms = figures["resent_cpu_ms_tda_proxy"]
+        print(
+            f"  resent: the first call's in-request CPU {figures['resent_first_call_cpu_ms']:.1f} ms; whole-process "
+            f"CPU ms a call, tda's calls 1-5 / 6-10, the proxy's: {tda_first} / {tda_next} / {proxy_ms}"
+        )
     if "stateless" in PARTS:
         print_stateless(figures)
     if "side" in PARTS:

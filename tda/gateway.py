@@ -390,7 +390,7 @@ def _by_fields(m: Message) -> bool:
 def _fields(m: Message) -> tuple[Any, ...]:
     """What ``_identity`` reads of a text message, its calls as the window sends them (``repr``: JSON's values spell
     theirs apart, and equal calls are one identity)."""
-    return m.role, m.content, m.tool_call_id, m.name, repr(thaw(m.tool_calls) or None)
+    return m.role, m.content, m.tool_call_id, m.name, repr(thaw(m.tool_calls)) if m.tool_calls else "None"
 
 
 def reply_headers(result: Mapping[str, Any]) -> dict[str, str]:
@@ -644,23 +644,41 @@ def _row(m: Message, tokens: TokenEstimator) -> dict[str, Any]:
 
 
 def _identity(m: Message) -> bytes:
-    """What makes two messages the same message of a conversation (turn numbers and token counts aside). A reply
-    is its text and calls: an Anthropic client sends it back as blocks, with the thinking that preceded it."""
+    """What makes two messages the same message of a conversation (turn numbers and token counts aside): the JSON
+    of its role, content, calls, call id and name (sessions are keyed by its digests, so these bytes never change).
+    A reply is its text and calls: an Anthropic client sends it back as blocks, with the thinking that preceded it."""
+    text = _text_identity(m)
+    if text is not None:
+        return text
     chat = m.to_chat()
     calls = [_canonical(c) for c in chat.get("tool_calls") or ()] or None
     content = chat["content"]
     if m.role == "assistant" and m.parts is not None and all(p.get("type") in _REPLY_PARTS for p in m.parts):
         content = m.content
-    return json.dumps(
-        [chat["role"], content, calls, chat.get("tool_call_id"), chat.get("name")],
-        ensure_ascii=False,
-        separators=(",", ":"),
-        sort_keys=True,
-        default=str,
-    ).encode()
+    return _json([chat["role"], content, calls, chat.get("tool_call_id"), chat.get("name")]).encode()
 
 
+_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True, default=str).encode
+"""``json.dumps`` with these options (the same encoder, made once rather than per message)."""
 _REPLY_PARTS = frozenset({"text", "thinking", "redacted_thinking"})
+
+
+def _text_identity(m: Message) -> bytes | None:
+    """``_identity`` of a message of text alone (most of a conversation), written out rather than made through a
+    chat dict and the JSON encoder: its fields are strings or None, so its JSON is each string's; None for any other
+    message."""
+    role, content, call_id, name = m.role, m.content, m.tool_call_id, m.name
+    if m.parts is not None or m.tool_calls or type(role) is not str or type(content) is not str:
+        return None
+    if (call_id is not None and type(call_id) is not str) or (name is not None and type(name) is not str):
+        return None
+    call_id_json = "null" if call_id is None else _string(call_id)
+    name_json = "null" if name is None else _string(name)
+    return f"[{_string(role)},{_string(content)},null,{call_id_json},{name_json}]".encode()
+
+
+_string = json.encoder.encode_basestring
+"""A string as JSON without ``ensure_ascii`` (the encoder's own, in C)."""
 
 
 def _canonical(call: dict[str, Any]) -> dict[str, Any]:

@@ -4,7 +4,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from components.context_window.session_cache import BoundedCache
+from components.context_window.session_cache import BoundedCache, _sized, entry_bytes
 
 
 def test_the_oldest_entry_goes_first_unless_it_was_touched() -> None:
@@ -74,3 +74,14 @@ def test_put_all_keeps_the_entries_puts_one_by_one_keep(
     batch.put_all(items)
     assert list(batch._entries.items()) == list(one._entries.items())
     assert batch.held_bytes == one.held_bytes and batch._sizes == one._sizes
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.one_of(st.text(max_size=6), st.binary(max_size=6), st.tuples(st.text(max_size=3), st.integers())),
+    st.one_of(st.integers(), st.booleans(), st.text(max_size=4), st.none()),
+)
+def test_equivalence_an_entry_s_size_read_directly_is_entry_bytes(key: object, value: object) -> None:
+    """Equivalence (an optimisation): ``put_all`` sizes a text's count by the text's length without ``entry_bytes``'
+    walk; every entry's size is still ``entry_bytes``'."""
+    assert _sized(key, value) == entry_bytes(key, value)

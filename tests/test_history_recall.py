@@ -517,6 +517,23 @@ async def test_a_long_history_met_for_the_first_time_is_recalled_by_words_while_
     assert sorted(embedder.history()) == sorted(parts_in(messages))  # each part embedded once in all
 
 
+async def test_a_history_met_cold_has_each_message_cut_into_parts_once():
+    """A history too long to embed inside the sync (a conversation a client sends at once) is indexed by words and
+    its vectors left to the background job: the sync cuts each message into its parts and the job embeds those parts
+    without cutting the messages again (it cut all 2,000 a second time), each part once."""
+    from unittest.mock import patch
+
+    from components.context_window.recall import messages as recall_messages
+
+    embedder, messages = CountingEmbedder(), long_history()
+    recall = SessionRecall(embedder)
+    with patch.object(recall_messages, "parts_of", wraps=recall_messages.parts_of) as cut:
+        index = await recall.sync(Session("a", messages=messages), dense=True)
+    assert cut.call_count == len(messages)
+    assert index.vectored == len(messages) and embedder.embedded == len(parts_in(messages))
+    assert index.parts_waiting is None  # nothing held once the job has them
+
+
 async def test_an_index_serving_one_call_leaves_no_work_and_nothing_behind_it():
     """A stateless call's own index (``outlive_calls=False``): recall ranks by words when the vectors do not come
     within the wait, the vectors job is cancelled then and never started again, and once the call lets go of the

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from components.context_window.base import (
+    ROLES,
     AssemblyContext,
     ChatMessages,
     Document,
@@ -176,5 +177,27 @@ def in_own_objects(
 
 
 def _identity(message: Mapping[str, Any]) -> str:
-    """A message as tda reads it (so ``None`` content and ``""`` are one)."""
+    """A message as tda reads it (so ``None`` content and ``""`` are one): the sorted JSON of its chat dict."""
+    text = _text_identity(message)
+    if text is not None:
+        return text
     return json.dumps(Message.from_chat(message).to_chat(), sort_keys=True, default=str)
+
+
+def _text_identity(message: Mapping[str, Any]) -> str | None:
+    """``_identity`` of a message of text alone (most of a conversation), written out rather than made through a
+    ``Message``, its chat dict and the JSON encoder: its fields are strings, so its JSON is each string's, in the
+    keys' order; None for any other message."""
+    role, content = message["role"], message.get("content") or ""
+    call_id, name = message.get("tool_call_id"), message.get("name")
+    if role not in ROLES or type(content) is not str or message.get("tool_calls"):  # (a role tda refuses: raised)
+        return None
+    if (call_id is not None and type(call_id) is not str) or (name is not None and type(name) is not str):
+        return None
+    named = "" if name is None else f'"name": {_string(name)}, '
+    answers = "" if call_id is None else f', "tool_call_id": {_string(call_id)}'
+    return f'{{"content": {_string(content)}, {named}"role": {_string(role)}{answers}}}'
+
+
+_string = json.encoder.encode_basestring_ascii
+"""A string as ``json.dumps`` writes it (ASCII only: the encoder's own, in C)."""

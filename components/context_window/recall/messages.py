@@ -412,6 +412,9 @@ class HistoryIndex:
     """The names the first ``_named_upto`` messages give things, each with the first message giving it, read once
     (``_given_names``)."""
     _named_upto: int = 0
+    parts_waiting: tuple[list[Message], list[list[str]]] | None = None
+    """The messages from ``vectored`` on whose vectors a sync left to the background job, with their parts
+    (``SessionRecall._parts``): found once, not again by the job."""
 
     def __len__(self) -> int:
         return len(self.messages)
@@ -1469,14 +1472,13 @@ class SessionRecall:
         """Each message's part vectors (read from memory or the store, else embedded; new ones stored). None when
         ``bounded`` and more than ``READ_AT_ONCE`` would be read or ``EMBED_AT_ONCE`` embedded."""
         assert self.embedder is not None
-        parts = await self._over(
-            messages, lambda some: [parts_of(embedded_text(m)) if _embedded(m) else [] for m in some]
-        )
+        parts = await self._parts(index, messages)
         texts = await run_sized(self.runner, len(parts), lambda: list(dict.fromkeys(p for per in parts for p in per)))
         known = dict(
             await self._over(texts, lambda some: [(t, v) for t in some if (v := self._vectors.get(t)) is not None])
         )
         if bounded and len(texts) - len(known) > READ_AT_ONCE:
+            index.parts_waiting = (list(messages), parts)
             return None
         keys = dict(await self._over(texts, _keyed)) if self.stored is not None else {}
         found, reachable = await self._from_store(index, keys, known)
@@ -1485,6 +1487,7 @@ class SessionRecall:
         if bounded and len(missing) > EMBED_AT_ONCE:
             for text, held in found.items():  # the background job finds them here, not read again
                 self._vectors.put(text, held)
+            index.parts_waiting = (list(messages), parts)
             return None
         for start in range(0, len(missing), EMBED_BATCH):
             batch = missing[start : start + EMBED_BATCH]
@@ -1493,6 +1496,19 @@ class SessionRecall:
             await self._to_store(index, keys, known)
         self._taken(texts)
         return await self._over(parts, lambda some: [[known[p] for p in per] for per in some])
+
+    async def _parts(self, index: HistoryIndex, messages: Sequence[Message]) -> list[list[str]]:
+        """Each of ``messages``' parts (``parts_of``; none for a message never shown), ``messages`` being the index's
+        from ``vectored`` on: those of a sync that left their vectors to the job that asks now are not found again
+        (a conversation met cold has its 400 messages' parts found once, not twice)."""
+        waiting, index.parts_waiting = index.parts_waiting, None
+        done: list[list[str]] = []
+        if waiting is not None and len(waiting[0]) <= len(messages) and waiting[0] == list(messages[: len(waiting[0])]):
+            done = waiting[1]
+        rest = await self._over(
+            messages[len(done) :], lambda some: [parts_of(embedded_text(m)) if _embedded(m) else [] for m in some]
+        )
+        return [*done, *rest] if done else rest
 
     def _taken(self, texts: Sequence[str]) -> None:
         """The vectors of ``texts`` are a session's index's now (about to be attached), or a query's that was ranked
