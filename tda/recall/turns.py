@@ -166,7 +166,8 @@ class _Session:
     open: set[int] = field(default_factory=set)
     """The turns whose entry is not final (a sync looks at these, not at every entry)."""
     listed: dict[tuple[str, str | None], tuple[int, int, Numbered[Any]]] = field(default_factory=dict)
-    """Per kind and phase, the last list ``described`` made: (generation, before, list). The next turn's list is it
+    """Per kind and phase, the last list ``described`` made: (generation, before, list), without the turns described
+    as ``None`` (nothing of them to search: plan_hydration's turns without results, most of a chat's turns). The next turn's list is it
     and the turns since, while no entry below its end changed (a session's turns only grow, most turns): appended in
     place, so neither is copied, and a module holding the last one sees the new one extend it (``Numbered.extends``).
     A list is two columns, the turns' numbers and their descriptions: no (number, description) pair held a turn."""
@@ -252,7 +253,7 @@ class TurnIndex:
                     for record in await self._read(session_id, missing):
                         self._enter(state, record)
                 described = ((n, entries.description(n, slot)) for n in numbers)
-                listed = Numbered((n, d) for n, d in described if d is not _UNDESCRIBED)
+                listed = Numbered((n, d) for n, d in described if d is not _UNDESCRIBED and d is not None)
             state.listed[(kind, phase)] = (state.generation, before, listed)
             state.listed_below = max(state.listed_below, before)
             return listed  # read-only: the next turn's list extends it in place
@@ -271,7 +272,8 @@ class TurnIndex:
             description = state.entries.description(n, slot)
             if description is _UNDESCRIBED:
                 return None
-            added.append((n, description))
+            if description is not None:  # nothing of it to search (plan_hydration's turn without results)
+                added.append((n, description))
         return last[2].appended(added) if added else last[2]
 
     async def records(self, session: Key, phase: str | None, numbers: Sequence[int]) -> list[TurnRecord]:
