@@ -13,7 +13,6 @@ Below it, a page's rounding would cost more than a hole.
 from __future__ import annotations
 
 import mmap
-import threading
 from typing import Any
 
 import numpy as np
@@ -44,44 +43,3 @@ def copied(items: np.ndarray | Any, dtype: Any) -> np.ndarray:
     out = empty(len(source), dtype)
     out[:] = source
     return out
-
-
-ROWS_BLOCK = 16 * 1024
-"""Bytes of a block of ``KeptRows`` (10 MiniLM vectors of 1,536 bytes: 4 pages)."""
-
-
-class KeptRows:
-    """1-d arrays a cache keeps for many turns (a vector by its text), each copied into a row of a block mapped apart
-    that a few such rows share, not into a heap block of its own. A vector made amid a turn's temporaries (a model's
-    buffers, scores) and kept after them leaves the space they took split into holes (the native memory bench's free
-    chunks of 4-64 KiB: half were just before a kept vector, docs/benchmarks.md, session 54). A row is never reused:
-    a block is unmapped when its last row's view goes, so rows kept together should be let go together (one
-    ``KeptRows`` per cache, whose rows leave in about the order they came). Thread-safe."""
-
-    def __init__(self, block_bytes: int = ROWS_BLOCK) -> None:
-        self._block_bytes = block_bytes
-        self._blocks: dict[tuple[np.dtype, int], tuple[np.ndarray, int]] = {}
-        """Per row type and length, the block rows are taken from and how many are taken."""
-        self._lock = threading.Lock()
-
-    def kept(self, values: Any) -> Any:
-        """``values`` (a 1-d array) copied into a row; anything else as it is."""
-        if not isinstance(values, np.ndarray) or values.ndim != 1 or not values.size:
-            return values
-        shape = (values.dtype, len(values))
-        with self._lock:
-            block, taken = self._blocks.get(shape, (None, 0))
-            if block is None or taken == len(block):
-                block, taken = self._block(values), 0
-            self._blocks[shape] = (block, taken + 1)
-        row = block[taken]
-        row[:] = values
-        return row
-
-    def _block(self, values: np.ndarray) -> np.ndarray:
-        rows = max(1, self._block_bytes // values.nbytes)
-        try:
-            region = mmap.mmap(-1, rows * values.nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-        except OSError:  # out of mappings: the heap, as before
-            return np.empty((rows, len(values)), values.dtype)
-        return np.frombuffer(region, dtype=values.dtype).reshape(rows, len(values))

@@ -20,8 +20,6 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Hashable, Iterable
 from typing import Any, Generic, TypeVar
 
-from .mapped import KeptRows
-
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 
@@ -203,13 +201,11 @@ class VectorsByText(Generic[K]):
     of the call that indexes them, or for an index that is dropped after its call (a stateless chat's, whose client
     sends it again), up to ``max_bytes``. Those an index has taken (``take``) are held by that index: a copy is kept
     here only among the most recent ``taken_bytes`` (a text said again, a turn's other reader), not for the index's
-    life (a native session's doubled its vectors' memory, ~4 KB a turn until the bound). A vector put is kept as a
-    row of blocks mapped apart (``KeptRows``), not a heap block amid the turn's temporaries."""
+    life (a native session's doubled its vectors' memory, ~4 KB a turn until the bound)."""
 
     def __init__(self, max_entries: int, max_bytes: int, taken_bytes: int) -> None:
         self.waiting: BoundedCache[K, Any] = BoundedCache(max_entries, max_bytes=max_bytes)
         self.taken: BoundedCache[K, Any] = BoundedCache(max_entries, max_bytes=taken_bytes)
-        self._rows = KeptRows()
 
     def get(self, key: K) -> Any:
         found = self.waiting.get(key)
@@ -217,7 +213,7 @@ class VectorsByText(Generic[K]):
 
     def put(self, key: K, vector: Any) -> Any:
         self.taken.discard(key)
-        return self.waiting.put(key, self._rows.kept(vector))
+        return self.waiting.put(key, vector)
 
     def take(self, keys: Iterable[K]) -> None:
         """The vectors of ``keys`` are held by an index now: kept here among the most recently taken only."""

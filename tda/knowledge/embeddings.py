@@ -27,7 +27,6 @@ import numpy as np
 from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
 from chromadb.utils.embedding_functions import register_embedding_function
 
-from components.context_window.mapped import KeptRows
 from components.context_window.session_cache import BoundedCache
 
 from ..memory import return_freed_memory
@@ -89,8 +88,6 @@ class _RecentVectors:
 
     def __init__(self, size: int = 1024) -> None:
         self._vectors: BoundedCache[str, Any] = BoundedCache(size)
-        self._rows = KeptRows()
-        """What is kept, as rows of blocks mapped apart: not heap blocks amid the model's buffers."""
         self._lock = threading.Lock()
         self._embedding: dict[str, threading.Event] = {}
         """Texts being embedded by some thread, each set once its vector is kept (or the run failed)."""
@@ -118,7 +115,7 @@ class _RecentVectors:
                 fresh = dict(zip(mine, encode(mine), strict=True))
                 with self._lock:
                     for text, vector in fresh.items():
-                        fresh[text] = self._vectors.put(text, self._rows.kept(vector))
+                        self._vectors.put(text, vector)
                 known.update(fresh)
         finally:
             with self._lock:
