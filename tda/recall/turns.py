@@ -166,11 +166,12 @@ class _Session:
     open: set[int] = field(default_factory=set)
     """The turns whose entry is not final (a sync looks at these, not at every entry)."""
     listed: dict[tuple[str, str | None], tuple[int, int, Numbered[Any]]] = field(default_factory=dict)
-    """Per kind and phase, the last list ``described`` made: (generation, before, list), without the turns described
-    as ``None`` (nothing of them to search: plan_hydration's turns without results, most of a chat's turns). The next turn's list is it
+    """Per kind and phase, the last list ``described`` made: (generation, before, list). The next turn's list is it
     and the turns since, while no entry below its end changed (a session's turns only grow, most turns): appended in
     place, so neither is copied, and a module holding the last one sees the new one extend it (``Numbered.extends``).
-    A list is two columns, the turns' numbers and their descriptions: no (number, description) pair held a turn."""
+    A list is two columns, the turns' numbers and their descriptions: no (number, description) pair held a turn; a
+    turn described as ``None`` is not in it (nothing of it to search: plan_hydration's turns without results, most of
+    a chat's turns, listed a number and a pointer each for the session's life before)."""
     generation: int = 0
     """Bumped whenever the entries may have changed anywhere (validity read again, a module asking anew): every list
     is made afresh. A turn entered again (its tool loop went on) or below a list's end cuts the lists there instead."""
