@@ -3,7 +3,7 @@
    Every malloc, calloc, realloc and aligned allocation is passed to glibc's own (__libc_*: the heap's layout is the
    process's own, nothing here allocates from it) and, for blocks in glibc's heaps (not mapped apart), a shadow of the
    heap, one entry per 16 bytes, records the block's site (the Python frames running when it was allocated, when the
-   thread holds the GIL, and the C caller), the turn it was allocated in and the turn it was freed in. A heap walk at a
+   thread holds the GIL, and the C callers) and the turn it was freed in. A heap walk at a
    mark then reads, for each free chunk, the sites whose blocks were last there. */
 #define _GNU_SOURCE
 #include <Python.h>
@@ -38,7 +38,7 @@ extern void *__libc_memalign(size_t, size_t);
 #define TEXT 384
 
 typedef struct {
-    int32_t site, born, freed;
+    int32_t site, freed;
 } Shadow;
 
 typedef struct {
@@ -155,7 +155,7 @@ static void born(void *mem) {
     uintptr_t from = (uintptr_t)mem, to = (uintptr_t)mem - 16 + chunk_size(mem);
     for (uintptr_t at = from; at < to; at += 16) {
         Shadow *s = shadow_of(at, 1);
-        if (s) s->site = site, s->born = turn, s->freed = -1;
+        if (s) s->site = site, s->freed = -1;
     }
     busy = 0;
 }
@@ -205,62 +205,54 @@ int posix_memalign(void **out, size_t a, size_t n) {
     return 0;
 }
 
-typedef struct {
-    uintptr_t at;
-    size_t size;
-    int32_t next_site, top;
-} Free;
-
-/* The chunks of one heap from ``first`` to ``end``: its free ones (the top last) written to ``out`` (at most ``max``),
-   the bytes in use and free added to ``held``; returns how many were written, or -1 - that if the walk met a size
-   that does not fit (a chunk being changed by another thread). */
-long heap_holes_walk(uintptr_t first, uintptr_t end, Free *out, long max, size_t held[2]) {
-    /* a copy read as another process would (process_vm_readv): a heap another thread shrinks meanwhile is a short
-       read, not a fault */
+/* [first, end) copied as another process would read it (process_vm_readv): a heap another thread shrinks meanwhile
+   is a short read (NULL), not a fault. */
+static char *copied(uintptr_t first, uintptr_t end) {
     size_t length = end - first;
     char *copy = mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (copy == MAP_FAILED) return -1;
+    if (copy == MAP_FAILED) return NULL;
     struct iovec local = {copy, length}, remote = {(void *)first, length};
-    ssize_t read = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
-    long n = read == (ssize_t)length ? 0 : -1;
-    uintptr_t p = first;
-    while (n >= 0 && p + 16 <= end) {
-        size_t size = ((size_t *)(copy + (p - first)))[1] & ~(size_t)7;
-        if (size < 32 || (size & 15) || p + size > end) { n = -1 - n; break; }
-        int top = p + size == end || p + size + 16 > end;
-        int in_use = !top && (((size_t *)(copy + (p + size - first)))[1] & 1);
-        if (held) held[in_use ? 0 : 1] += size;
-        if (!in_use && n < max) {
-            Shadow *next = top ? NULL : shadow_of(p + size + 16, 0);
-            out[n].at = p, out[n].size = size, out[n].top = top, out[n].next_site = next ? next->site : 0;
-            n++;
-        }
-        p += size;
-    }
+    if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)length) return copy;
     munmap(copy, length);
-    return n;
+    return NULL;
 }
 
-/* Each free chunk of ``lo`` < size <= ``hi`` of one heap (as ``heap_holes_walk`` reads it), tallied: its bytes by the
-   site last there, into ``by_site[0]`` when freed more than ``recent`` turns before ``now`` (or not known freed) and
-   ``by_site[1]`` otherwise (per site, ``sites`` entries each); its size by the site of the block after it
-   (``by_next``); its bytes by turns since freed (``by_age``: 0, 1, <=10, <=100, <=1000, more, not known freed); and
-   every free chunk's size by class (``by_class``: <=512, <=4 KiB, <=64 KiB, more, the top). Nothing is allocated
-   from the heaps. Returns the chunks tallied, or -1 if the walk met a size that does not fit. */
+static size_t size_at(const char *copy, uintptr_t first, uintptr_t p) {
+    return ((const size_t *)(copy + (p - first)))[1];
+}
+
+/* Whether the chunks from ``first`` walk to ``end`` (0), each size fitting; -1 if not: ``first`` is no heap's first
+   chunk, or a chunk was being changed by another thread. */
+int heap_holes_fits(uintptr_t first, uintptr_t end) {
+    char *copy = copied(first, end);
+    if (!copy) return -1;
+    int fits = 0;
+    for (uintptr_t p = first; p + 16 <= end;) {
+        size_t size = size_at(copy, first, p) & ~(size_t)7;
+        if (size < 32 || (size & 15) || p + size > end) { fits = -1; break; }
+        p += size;
+    }
+    munmap(copy, end - first);
+    return fits;
+}
+
+/* Each free chunk of ``lo`` < size <= ``hi`` of one heap, tallied: its bytes by the site last there, into
+   ``by_site[site]`` when freed more than ``recent`` turns before ``now`` (or not known freed) and
+   ``by_site[sites + site]`` otherwise; its size by the site of the block after it (``by_next``); its bytes by turns
+   since freed (``by_age``: 0, 1, <=10, <=100, <=1000, more, not known freed); and every free chunk's size by class
+   (``by_class``: <=512, <=4 KiB, <=64 KiB, more, the top). A chunk is free when the next one's PREV_INUSE bit is
+   clear (a tcache or fast bin's chunk, under 1 KiB, reads as in use). Nothing is allocated from the heaps. Returns the
+   chunks tallied, or -1 if the walk met a size that does not fit. */
 long heap_holes_tally(uintptr_t first, uintptr_t end, size_t lo, size_t hi, int32_t now, int32_t recent,
                       int64_t *by_site, int64_t *by_next, int64_t *by_age, int64_t *by_class, size_t sites) {
-    size_t length = end - first;
-    char *copy = mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (copy == MAP_FAILED) return -1;
-    struct iovec local = {copy, length}, remote = {(void *)first, length};
-    long n = process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)length ? 0 : -1;
-    uintptr_t p = first;
-    while (n >= 0 && p + 16 <= end) {
-        size_t size = ((size_t *)(copy + (p - first)))[1] & ~(size_t)7;
+    char *copy = copied(first, end);
+    if (!copy) return -1;
+    long n = 0;
+    for (uintptr_t p = first; p + 16 <= end;) {
+        size_t size = size_at(copy, first, p) & ~(size_t)7;
         if (size < 32 || (size & 15) || p + size > end) { n = -1; break; }
-        int top = p + size == end || p + size + 16 > end;
-        int in_use = !top && (((size_t *)(copy + (p + size - first)))[1] & 1);
-        if (!in_use) {
+        int top = p + size + 16 > end;
+        if (top || !(size_at(copy, first, p + size) & 1)) {
             by_class[top ? 4 : size <= 512 ? 0 : size <= 4096 ? 1 : size <= 65536 ? 2 : 3] += size;
             if (!top && size > lo && size <= hi) {
                 Shadow *next = shadow_of(p + size + 16, 0);
@@ -277,6 +269,6 @@ long heap_holes_tally(uintptr_t first, uintptr_t end, size_t lo, size_t hi, int3
         }
         p += size;
     }
-    munmap(copy, length);
+    munmap(copy, end - first);
     return n;
 }

@@ -2,7 +2,7 @@
 
 ``bench/heap_holes.c``, preloaded (``LD_PRELOAD``), keeps a shadow of glibc's heaps: per 16 bytes the site of the
 block last allocated there (the Python frames running then, innermost first, when the thread held the GIL; the C
-callers), the turn it was allocated in and the turn it was freed in. Nothing it keeps is in the heaps, so their
+callers) and the turn it was freed in. Nothing it keeps is in the heaps, so their
 layout is the process's own. At a mark ``Holes.walk`` walks every heap's chunks (the main heap from its start to the
 break; each secondary heap, 64 MiB aligned, from its first chunk to its size) and, for the free chunks of 4-64 KiB
 (``BENCH_MEM_FREE``'s class that grew), sums their bytes by the site last there ("what was freed into it") and by the
@@ -51,9 +51,7 @@ class Holes:
     def __init__(self) -> None:
         self.lib = ctypes.CDLL(str(LIBRARY))
         self.lib.heap_holes_sites.restype = ctypes.c_void_p
-        self.lib.heap_holes_walk.restype = ctypes.c_long
-        self.lib.heap_holes_walk.argtypes = [ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_long]
-        self.lib.heap_holes_walk.argtypes += [ctypes.c_void_p]
+        self.lib.heap_holes_fits.argtypes = [ctypes.c_size_t, ctypes.c_size_t]
         self.lib.heap_holes_tally.restype = ctypes.c_long
         self.lib.heap_holes_tally.argtypes = [ctypes.c_size_t] * 4 + [ctypes.c_int32] * 2 + [ctypes.c_void_p] * 4
         self.lib.heap_holes_tally.argtypes += [ctypes.c_size_t]
@@ -99,7 +97,7 @@ class Holes:
                         candidates += [(first, heap + size) for first in firsts]
             else:
                 continue
-            found += [next(((f, e) for f, e in candidates if self.lib.heap_holes_walk(f, e, None, 0, None) >= 0), None)]
+            found += [next(((f, e) for f, e in candidates if self.lib.heap_holes_fits(f, e) == 0), None)]
         return [heap for heap in found if heap is not None]
 
     def site(self, site: int) -> str:
