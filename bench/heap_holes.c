@@ -221,21 +221,6 @@ static size_t size_at(const char *copy, uintptr_t first, uintptr_t p) {
     return ((const size_t *)(copy + (p - first)))[1];
 }
 
-/* Whether the chunks from ``first`` walk to ``end`` (0), each size fitting; -1 if not: ``first`` is no heap's first
-   chunk, or a chunk was being changed by another thread. */
-int heap_holes_fits(uintptr_t first, uintptr_t end) {
-    char *copy = copied(first, end);
-    if (!copy) return -1;
-    int fits = 0;
-    for (uintptr_t p = first; p + 16 <= end;) {
-        size_t size = size_at(copy, first, p) & ~(size_t)7;
-        if (size < 32 || (size & 15) || p + size > end) { fits = -1; break; }
-        p += size;
-    }
-    munmap(copy, end - first);
-    return fits;
-}
-
 /* Each free chunk of ``lo`` < size <= ``hi`` of one heap, tallied: its bytes by the site last there, into
    ``by_site[site]`` when freed more than ``recent`` turns before ``now`` (or not known freed) and
    ``by_site[sites + site]`` otherwise; its size by the site of the block after it (``by_next``); its bytes by turns
@@ -253,7 +238,7 @@ long heap_holes_tally(uintptr_t first, uintptr_t end, size_t lo, size_t hi, int3
         if (size < 32 || (size & 15) || p + size > end) { n = -1; break; }
         int top = p + size + 16 > end;
         if (top || !(size_at(copy, first, p + size) & 1)) {
-            by_class[top ? 4 : size <= 512 ? 0 : size <= 4096 ? 1 : size <= 65536 ? 2 : 3] += size;
+            if (by_class) by_class[top ? 4 : size <= 512 ? 0 : size <= 4096 ? 1 : size <= 65536 ? 2 : 3] += size;
             if (!top && size > lo && size <= hi) {
                 Shadow *next = shadow_of(p + size + 16, 0);
                 by_next[next && next->site >= 0 && (size_t)next->site < sites ? next->site : 0] += size;
@@ -271,4 +256,10 @@ long heap_holes_tally(uintptr_t first, uintptr_t end, size_t lo, size_t hi, int3
     }
     munmap(copy, end - first);
     return n;
+}
+
+/* Whether the chunks from ``first`` walk to ``end`` (0), each size fitting; -1 if not: ``first`` is no heap's first
+   chunk, or a chunk was being changed by another thread. */
+int heap_holes_fits(uintptr_t first, uintptr_t end) {
+    return heap_holes_tally(first, end, 0, 0, 0, 0, NULL, NULL, NULL, NULL, 0) >= 0 ? 0 : -1;
 }
