@@ -20,7 +20,10 @@ At the end, the CPU ms a turn over the BENCH_MEM_CPU_SPAN turns (default 100) en
 1,000th turn after: whether a turn costs the same at turn 10,000 as at 100 (issue 32 item 5). BENCH_MEM_OWNERS=1 (with
 BENCH_MEM_TRACE=1 and BENCH_MEM_FRAMES > 1): at each mark the traced bytes by domain (numpy's arrays too) and by the
 innermost line of the service's code that allocated them (docs/benchmarks.md, session 46). BENCH_MEM_FREE=1: at each
-mark, glibc's free chunks by size (what the heaps' free space is made of; session 53).
+mark, glibc's free chunks by size (what the heaps' free space is made of; session 53). BENCH_MEM_HOLES=1 (gcc and
+Python's headers): the process runs again with ``bench/heap_holes.c`` preloaded, and at each mark the free chunks of
+4-64 KiB are read by the site of the blocks last there, by the site of the block after each, and by how long ago
+they were freed (``bench/heap_holes.py``; session 54).
 
 Run: ``PYTHONPATH=. python bench/native_memory_bench.py`` (a temporary data directory; nothing is kept).
 """
@@ -84,6 +87,8 @@ onnxruntime, the Rust tokenizers, free space): where a turn's RSS goes, not only
 FREE = os.environ.get("BENCH_MEM_FREE") == "1"
 """At each mark, glibc's free chunks by size (``malloc_info``, every heap): what its heaps' free space is made of (a
 hole between live blocks, an array's old buffer left as it grew, the heap's top) (docs/benchmarks.md, session 53)."""
+HOLES = os.environ.get("BENCH_MEM_HOLES") == "1"
+"""At each mark, what was freed into glibc's free chunks of 4-64 KiB and what follows each (``bench/heap_holes.py``)."""
 CPU_SPAN = int(os.environ.get("BENCH_MEM_CPU_SPAN", "100"))
 """At the end: the process's CPU ms a turn over the CPU_SPAN turns ending at turn CPU_SPAN, 1,000, and each 1,000th
 after (the turns' own: a mark's collection and sleep fall between two spans), and the last of them over the first."""
@@ -369,8 +374,11 @@ async def record(settings: Any, token: str) -> list[tuple[int, float, float]]:
         started, cpu = time.perf_counter(), time.process_time()
         profiler = Profiling()
         turn_cpu = [time.process_time()]
+        holes, held_holes = hole_tracer(), {}
         for turn in range(1, TURNS + 1):
             profiler.before(turn)
+            if holes:
+                holes.turn(turn)
             r = await client.post("/v1/sessions/native-long/turns", json={"query": question(turn)}, headers=headers)
             assert r.status_code == 201, (turn, await r.get_data())
             turn_cpu.append(time.process_time())
@@ -392,6 +400,10 @@ async def record(settings: Any, token: str) -> list[tuple[int, float, float]]:
                 )
                 if FREE:
                     print(free_chunks(), flush=True)
+                if holes:
+                    now_holes = holes.holes(turn)
+                    print("\n".join(hole_lines(holes, now_holes, held_holes)), flush=True)
+                    held_holes = now_holes
                 if TRIM:
                     return_freed_memory()
                     print(f"  trimmed: RSS {rss_mib():.1f} MiB ({rss_mib() - marks[-1][1]:+.1f})", flush=True)
@@ -416,6 +428,30 @@ async def record(settings: Any, token: str) -> list[tuple[int, float, float]]:
         print(pinned(), flush=True)
         print(cpu_spans(turn_cpu), flush=True)
     return marks
+
+
+def hole_tracer() -> Any:
+    if not HOLES:
+        return None
+    from bench.heap_holes import Holes
+
+    holes = Holes()
+    holes.start()
+    return holes
+
+
+def hole_lines(holes: Any, now: dict[str, dict[int, int]], before: dict[str, dict[int, int]]) -> list[str]:
+    """The free chunks of 4-64 KiB by each reading (bytes by site, by the site after, by turns since freed; all free
+    chunks by size): the largest now, and their change since the last mark."""
+    lines = []
+    for reading, held in now.items():
+        was = before.get(reading, {})
+        lines.append(f"  holes 4-64 KiB, {reading}: {sum(held.values()) / 2**20:.2f} MiB")
+        named = reading.startswith(("last", "just"))
+        for key in sorted(held, key=lambda key: held[key], reverse=True)[: TOP if named else None]:
+            name = holes.site(key) if named else key
+            lines.append(f"    {held[key] / 2**20:6.3f} MiB ({(held[key] - was.get(key, 0)) / 2**20:+.3f}) {name}")
+    return lines
 
 
 def tracked_types() -> dict[str, int]:
@@ -456,6 +492,10 @@ def cpu_spans(turn_cpu: list[float]) -> str:
 def main() -> None:
     from tda.memory import tune_malloc
 
+    if HOLES:
+        from bench.heap_holes import preloaded
+
+        preloaded()
     tune_malloc(arenas=ARENAS)  # as `tda serve` does
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # stopped, it stops its upstream too
     logging.getLogger("components").setLevel(logging.ERROR)  # a loaded machine's slow steps are not what is measured

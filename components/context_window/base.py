@@ -845,8 +845,9 @@ class EarlierTurns(Protocol):
     async def described(
         self, kind: str, describe: Callable[[TurnRecord], D], *, before: int
     ) -> Sequence[tuple[int, D]]:
-        """``(turn number, describe(turn))`` of each valid, visible turn numbered below ``before``, oldest first
-        (read-only: the service's is a ``grown.Numbered`` the next turn's list extends).
+        """``(turn number, describe(turn))`` of each valid, visible turn numbered below ``before``, oldest first, but
+        those ``describe`` made ``None`` of (nothing to search) (read-only: the service's is a ``grown.Numbered`` the
+        next turn's list extends).
         ``describe`` (pure: the same turn, the same description; the same function on every call, a module-level
         one) runs once per turn and ``kind``, and what it made is kept."""
         ...

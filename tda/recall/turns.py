@@ -169,7 +169,9 @@ class _Session:
     """Per kind and phase, the last list ``described`` made: (generation, before, list). The next turn's list is it
     and the turns since, while no entry below its end changed (a session's turns only grow, most turns): appended in
     place, so neither is copied, and a module holding the last one sees the new one extend it (``Numbered.extends``).
-    A list is two columns, the turns' numbers and their descriptions: no (number, description) pair held a turn."""
+    A list is two columns, the turns' numbers and their descriptions: no (number, description) pair held a turn; a
+    turn described as ``None`` is not in it (nothing of it to search: plan_hydration's turns without results, most of
+    a chat's turns, listed a number and a pointer each for the session's life before)."""
     generation: int = 0
     """Bumped whenever the entries may have changed anywhere (validity read again, a module asking anew): every list
     is made afresh. A turn entered again (its tool loop went on) or below a list's end cuts the lists there instead."""
@@ -252,7 +254,7 @@ class TurnIndex:
                     for record in await self._read(session_id, missing):
                         self._enter(state, record)
                 described = ((n, entries.description(n, slot)) for n in numbers)
-                listed = Numbered((n, d) for n, d in described if d is not _UNDESCRIBED)
+                listed = Numbered((n, d) for n, d in described if d is not _UNDESCRIBED and d is not None)
             state.listed[(kind, phase)] = (state.generation, before, listed)
             state.listed_below = max(state.listed_below, before)
             return listed  # read-only: the next turn's list extends it in place
@@ -271,7 +273,8 @@ class TurnIndex:
             description = state.entries.description(n, slot)
             if description is _UNDESCRIBED:
                 return None
-            added.append((n, description))
+            if description is not None:  # nothing of it to search (plan_hydration's turn without results)
+                added.append((n, description))
         return last[2].appended(added) if added else last[2]
 
     async def records(self, session: Key, phase: str | None, numbers: Sequence[int]) -> list[TurnRecord]:

@@ -58,3 +58,25 @@ async def test_a_recorded_turn_costs_its_index_a_few_columns_beyond_its_descript
     plans = await index.described(KEY, None, 0, "plan", described_as_plan, before=3_000)
     assert numbers == [(n, n * 10) for n in range(3_000)]
     assert plans == [(n, SHARED) for n in range(3_000)]
+
+
+def described_if_tenth(turn: TurnRecord) -> Any:
+    """A kind with nothing to search in most turns (plan_hydration's: a turn without tool results)."""
+    return f"results of turn {turn.turn}" if turn.turn % 10 == 0 else None
+
+
+async def test_a_kind_lists_only_the_turns_it_has_something_to_search_in():
+    """The turns a kind described as ``None`` are not in its lists (main: a number and a pointer each, listed every turn
+    for the session's life), listed afresh or extended a turn at a time."""
+    index = TurnIndex(db=None, embedder=lambda: None)  # type: ignore[arg-type]
+    assert await index.described(KEY, None, 0, "results", described_if_tenth, before=0) == []
+    for n in range(300):
+        await index.recorded(KEY, turn_row(n))
+        listed = await index.described(KEY, None, 0, "results", described_if_tenth, before=n + 1)
+    expected = [(n, f"results of turn {n}") for n in range(0, 300, 10)]
+    assert list(listed) == expected and len(listed.numbers) == len(listed.items) == 30
+    fresh = TurnIndex(db=None, embedder=lambda: None)  # type: ignore[arg-type]
+    await fresh.described(KEY, None, 0, "results", described_if_tenth, before=0)
+    for n in range(300):
+        await fresh.recorded(KEY, turn_row(n))
+    assert list(await fresh.described(KEY, None, 0, "results", described_if_tenth, before=300)) == expected

@@ -246,12 +246,14 @@ async def test_the_lists_kept_turn_by_turn_are_what_a_replica_reads_afresh(stock
     for kind, describer in (("plan_hydration", describe), ("workflow_history", turn_described)):
         listed = await kept.described(kind, describer, before=32)  # turns 1-30 and the question, turn 31
         assert listed == await fresh.described(kind, describer, before=32)
-        assert len(listed) == 31 and all(d is not None for _, d in listed[:30])  # every tool turn with its results
+        # every tool turn with its results; the question (turn 31) has none for plan_hydration: not listed there
+        assert len(listed) == (30 if kind == "plan_hydration" else 31) and all(d is not None for _, d in listed)
 
 
 async def test_a_turn_described_again_inside_a_kept_list_takes_its_place_there(stock: Client):
-    """A list handed out holds turns 1-5; turn 3 is recorded again (its tool loop went on elsewhere, with results):
-    the next list holds turn 3's new description and the same turns 1-2 (it is cut before turn 3, not remade)."""
+    """A list handed out holds turns 1-5 but 3 (no results: nothing to search); turn 3 is recorded again (its tool
+    loop went on elsewhere, with results): the next list holds turn 3's new description between the same turns 1-2
+    and 4-5 (it is cut before turn 3, not remade)."""
     from types import SimpleNamespace
 
     from modules.plan_hydration.offload import describe
@@ -265,10 +267,11 @@ async def test_a_turn_described_again_inside_a_kept_list_takes_its_place_there(s
 
     assert await index.described(key, None, 0, "plan_hydration", describe, before=1) == []
     for turn in range(1, 6):
-        await index.recorded(key, row(turn))
+        results = () if turn == 3 else ({"tool": "lookup", "text": f"turn {turn}'s result"},)
+        await index.recorded(key, row(turn, results))
     first = await index.described(key, None, 0, "plan_hydration", describe, before=6)
-    assert [n for n, _ in first] == [1, 2, 3, 4, 5] and all(d is None for _, d in first)
+    assert [n for n, _ in first] == [1, 2, 4, 5]
     await index.recorded(key, row(3, ({"tool": "lookup", "text": "turquoise umbrellas: 4187"},)))
     again = await index.described(key, None, 0, "plan_hydration", describe, before=6)
-    assert again[:2] == first[:2] and again[3:] == first[3:]
+    assert [n for n, _ in again] == [1, 2, 3, 4, 5] and again[:2] == first[:2] and again[3:] == first[2:]
     assert again[2][0] == 3 and "4187" in again[2][1].text.text
