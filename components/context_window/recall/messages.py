@@ -199,6 +199,13 @@ first by the question's words and the names."""
 LINK_FROM = 5
 """A question that asks two things (``asks_two_things``): each of this many best hits leads to what it shares a rare
 word with (``HistoryIndex._linked``)."""
+LINK_FROM_AMPLE = 20
+"""...and this many when the room is ample (``WHOLE_TEXT_ROOM``: four times a 4K window's room, so four times the
+hits): the first thing's answer may rank past the fifth by words and best part alone, lifted into the best few only
+by the later signals (whole meaning, the asked-about's own messages), and its link (the message the second thing's
+answer is said in passing in) then never comes ("The Mercer open exhibition turned down the heron" ranked 16th for
+"Which painting of Maya's was turned down by an exhibition and where had she seen its subject?"; docs/knowledge.md,
+"Session 54 (inpass16)"). At most ``LINK_TOP`` links a hit: ~40 messages of the ~150 a 16K window recalls."""
 LINK_MAX_OTHERS = 2
 """A word links a hit to another message when at most this many other messages hold it: a painting's subject named in
 two messages links them; a topic's word, said in dozens, does not (docs/knowledge.md, "Ranking, session 45")."""
@@ -851,13 +858,17 @@ class HistoryIndex:
         when the query has no evidence among them, and a message enters the dense ranking only above its z-score floor
         (see ``Evidence``), nor when it asks about a ``thing`` (``thing_asked`` of the question as asked) that no
         message names and none stands out for in meaning. ``ample``: the room is ample (``WHOLE_TEXT_ROOM``), so the
-        messages of ``WHOLE_TEXT_PARTS`` parts are ranked by their whole text too (``WHOLE_TEXT_WEIGHT``). The last
-        result is kept: a turn asks again when the history gets more room (the surplus pass)."""
+        messages of ``WHOLE_TEXT_PARTS`` parts are ranked by their whole text too (``WHOLE_TEXT_WEIGHT``) and a
+        two-thing question's links come from more hits (``LINK_FROM_AMPLE``). The last result is kept: a turn asks
+        again when the history gets more room (the surplus pass)."""
         vector = None if query_vector is None else np.asarray(query_vector, dtype=np.float32).tobytes()
         key = (query, vector, before, len(self.messages), self._vectored, weights, evidence, about, thing, ample)
         if self._rank_cache is None or self._rank_cache[0] != key:
-            ranked = self._rank(query, query_vector, before, weights, evidence, about, thing)
-            if ample and query_vector is not None:
+            # with every message's vectors only (the rules were measured there): cold and warm rank alike
+            ample = ample and query_vector is not None and self.vectored >= min(before, len(self.messages))
+            link_from = LINK_FROM_AMPLE if ample else LINK_FROM
+            ranked = self._rank(query, query_vector, before, weights, evidence, about, thing, link_from)
+            if ample:
                 ranked = self._with_whole_texts(ranked, query_vector, before)
             self._rank_cache = (key, ranked)
         return self._rank_cache[1]
@@ -906,6 +917,7 @@ class HistoryIndex:
         evidence: Evidence | None,
         about: frozenset[int] = frozenset(),
         thing: str | None = None,
+        link_from: int = LINK_FROM,
     ) -> tuple[np.ndarray, np.ndarray, str, str | None]:
         n = min(before, len(self.messages))
         if n <= 0:
@@ -939,7 +951,7 @@ class HistoryIndex:
         if by_name is not None:  # what the chat calls a thing the question asks about by its word
             fused[by_name] += NAMED_WEIGHT / (RRF_K + np.arange(1, len(by_name) + 1))
         if not hits and LINK_TOP and asks_two_things(query):  # the second thing asked: what the first's hits link to
-            for hit in ranking.positions[:LINK_FROM].tolist():
+            for hit in ranking.positions[:link_from].tolist():
                 for message in self._linked(hit, query, n):
                     fused[message] = max(fused[message], fused[hit] * NEIGHBOUR_SHARE)
         best = ranking.positions[: hits or NEIGHBOURS_OF]  # faint: the guesses come bare (``FAINT_GUESSES``)

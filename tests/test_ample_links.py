@@ -1,0 +1,162 @@
+"""A question that asks two things gets the second's evidence through a rare word it shares with the first's answer
+(``HistoryIndex._linked``). When the room is ample (``WHOLE_TEXT_ROOM``) the links come from more hits
+(``LINK_FROM_AMPLE``): the first thing's answer may rank past the fifth by words and best part, and the message the
+second is said in passing in shares nothing with the question."""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from unittest.mock import patch
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import components.context_window.recall.messages as recall_messages
+from components.context_window.base import Message, Session
+from components.context_window.recall.messages import (
+    LINK_FROM,
+    LINK_MAX_OTHERS,
+    LINK_TOP,
+    WHOLE_TEXT_ROOM,
+    HistoryIndex,
+    SessionRecall,
+    embedded_text,
+    parts_of,
+)
+from components.context_window.relevance import terms
+
+QUESTION = "Which piece did the county show turn down, and where had he found what it was made of?"
+REFUSED = "The county show turned down my jug, the one with the blue glaze."
+DUG = "Finished the jug at last, thrown from mud we dug out of the riverbank below the cottage."
+WORDS = "kettle garden rain biscuit train meeting paint guitar ferry lemon chess bicycle cinema bread wool".split()
+DIMENSIONS = 384
+DECOYS = 12
+
+
+def direction(name: str) -> np.ndarray:
+    """A unit vector seeded by ``name``: unrelated names, near-orthogonal directions."""
+    seed = int.from_bytes(hashlib.blake2b(name.encode(), digest_size=8).digest(), "little")
+    vector = np.random.default_rng(seed).standard_normal(DIMENSIONS)
+    return vector / np.linalg.norm(vector)
+
+
+def toward(name: str, share: float) -> list[float]:
+    """``name``'s own direction turned toward the question's by ``share``."""
+    vector = direction(name) + share * direction(QUESTION)
+    return (vector / np.linalg.norm(vector)).tolist()
+
+
+class ShowEmbedder:
+    """The question's decoys (lines about the show) nearest it, then the one-sentence lines, then the refusal; the
+    message where the jug's clay was dug, and the rest, their own directions."""
+
+    async def embed(self, texts: list[str]) -> list[list[float]]:
+        return [self.vector(t) for t in texts]
+
+    @staticmethod
+    def vector(text: str) -> list[float]:
+        if text == QUESTION:
+            return direction(text).tolist()
+        if text.startswith("Any new piece"):
+            return toward(text, 2.0)
+        if text == REFUSED:
+            return toward(text, 1.6)
+        return toward(text, 1.2 if text.startswith("One ") else 0.0)
+
+
+def line(rng: random.Random, sentences: int) -> str:
+    said = [" ".join(rng.choices(WORDS, k=8)).capitalize() + "." for _ in range(sentences)]
+    return " ".join(["One " + said[0].lower()] if sentences == 1 else said)
+
+
+def chat(messages: int, refused: int, seed: int = 0) -> list[Message]:
+    """A generated chat, two of three lines of one sentence, every third of two; ``DECOYS`` lines asking about a new
+    piece for the show; the refusal at ``refused`` and, 200 messages before it, where the jug's clay came from."""
+    rng = random.Random(seed)
+    out = [
+        Message("user" if i % 2 == 0 else "assistant", line(rng, 2 if i % 3 == 0 else 1), turn=i // 2 + 1)
+        for i in range(messages)
+    ]
+    for k in range(DECOYS):
+        at = refused + 20 + 7 * k
+        out[at] = Message("user", f"Any new piece made for the show on day {k}? Found a stall yet?", turn=at // 2 + 1)
+    out[refused] = Message("assistant", REFUSED, turn=refused // 2 + 1)
+    out[refused - 200] = Message("assistant", DUG, turn=(refused - 200) // 2 + 1)
+    return out
+
+
+async def recalled(messages: list[Message], enough_tokens: int) -> list[str]:
+    recall = SessionRecall(ShowEmbedder())
+    session = Session("s", messages=messages)
+    await recall.sync(session, dense=True)
+    ranking = await recall.recall(session, QUESTION, before=len(messages), enough_tokens=enough_tokens)
+    return [m.content for unit in ranking.units for m in unit.messages]
+
+
+async def test_the_second_things_evidence_comes_through_a_link_from_a_deeper_hit_when_the_room_is_ample():
+    """Fails without ``LINK_FROM_AMPLE``: the refusal ranks 9th by words and best part (the show's decoys lead), so
+    the first five hits link nothing, and where the clay was dug, sharing no word with the question and said in
+    other words, comes after every one-sentence line by whole meaning: a 16K window's recall never gets to it."""
+    messages = chat(2_400, refused=1_000)
+    ample = await recalled(messages, WHOLE_TEXT_ROOM)
+    assert REFUSED in ample and DUG in ample
+    assert ample.index(DUG) < len(ample) // 10  # well inside the room: the link, not the room, holds it
+    assert DUG not in await recalled(messages, WHOLE_TEXT_ROOM - 1)  # below the gate: the first five hits, as before
+
+
+def _index(messages: list[Message], vectored: int) -> HistoryIndex:
+    """An index of ``messages``, the first ``vectored`` given their part vectors (the rest still waiting for theirs)."""
+    index = HistoryIndex()
+    parts = [[ShowEmbedder.vector(p) for p in parts_of(embedded_text(m))] for m in messages[:vectored]]
+    index.add(messages[:vectored], parts)
+    index.add(messages[vectored:])
+    return index
+
+
+def _ranked(
+    messages: list[Message], query: str, vectored: int, *, ample: bool, deeper: bool = True
+) -> dict[int, float]:
+    """Each ranked position's score from ``HistoryIndex.rank``, ``deeper``: with ``LINK_FROM_AMPLE`` (else
+    ``LINK_FROM``)."""
+    index, evidence = _index(messages, vectored), SessionRecall(ShowEmbedder()).evidence
+    with patch.object(recall_messages, "LINK_FROM_AMPLE", recall_messages.LINK_FROM_AMPLE if deeper else LINK_FROM):
+        positions, scores, _, _ = index.rank(
+            query, ShowEmbedder.vector(query), len(messages), evidence=evidence, ample=ample
+        )
+    return dict(zip(positions.tolist(), scores.tolist(), strict=True))
+
+
+def _links(messages: list[Message], query: str) -> set[int]:
+    """Oracle: the messages holding a word the query does not say that one to ``LINK_MAX_OTHERS`` others hold too."""
+    asked = set(terms(query))
+    held: dict[str, set[int]] = {}
+    for position, message in enumerate(messages):
+        for term in set(terms(message.content)) - asked:
+            held.setdefault(term, set()).add(position)
+    return {p for holders in held.values() if 1 < len(holders) <= LINK_MAX_OTHERS + 1 for p in holders}
+
+
+NOTHING = "Which kiln did Dmitri crack in the frost, and who mended it?"  # no Dmitri in the chat: abstains
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(320, 480), st.integers(200, 220), st.integers(0, 10_000), st.sampled_from([QUESTION, NOTHING]))
+def test_deeper_links_only_add_linked_messages_and_never_to_an_abstention_nor_before_every_vector(
+    messages, refused, seed, query
+):
+    history = chat(messages, refused, seed)
+    shallow = _ranked(history, query, len(history), ample=True, deeper=False)
+    deeper = _ranked(history, query, len(history), ample=True)
+    assert set(shallow) <= set(deeper)
+    raised = {p for p, score in deeper.items() if score > shallow.get(p, 0.0) + 1e-12}
+    assert all(deeper[p] >= score - 1e-12 for p, score in shallow.items())  # a link only lifts
+    assert len(raised) <= LINK_TOP * recall_messages.LINK_FROM_AMPLE and raised <= _links(history, query)
+    if query == QUESTION:  # the refusal ranks past the fifth hit by words and best part: its link is lifted
+        assert refused - 200 in raised
+    else:  # an abstention stays one
+        assert not shallow and not deeper
+    # an index one message short of its vectors ranks as without the ample rules: cold and warm alike
+    cold = _ranked(history, query, len(history) - 1, ample=True)
+    assert cold == _ranked(history, query, len(history) - 1, ample=False)
