@@ -199,13 +199,17 @@ first by the question's words and the names."""
 LINK_FROM = 5
 """A question that asks two things (``asks_two_things``): each of this many best hits leads to what it shares a rare
 word with (``HistoryIndex._linked``)."""
-LINK_FROM_AMPLE = 20
-"""...and this many when the room is ample (``WHOLE_TEXT_ROOM``: four times a 4K window's room, so four times the
-hits): the first thing's answer may rank past the fifth by words and best part alone, lifted into the best few only
-by the later signals (whole meaning, the asked-about's own messages), and its link (the message the second thing's
-answer is said in passing in) then never comes ("The Mercer open exhibition turned down the heron" ranked 16th for
-"Which painting of Maya's was turned down by an exhibition and where had she seen its subject?"; docs/knowledge.md,
-"Session 54 (inpass16)"). At most ``LINK_TOP`` links a hit: ~40 messages of the ~150 a 16K window recalls."""
+LINK_FROM_WIDE = 20
+"""...and this many when recall gathers at least ``LINK_WIDE_ROOM`` tokens (four times the hits): the first thing's
+answer may rank past the fifth by words and best part, lifted into the best few only by the later signals (whole
+meaning, the asked-about's own messages), and the message its link would bring (where the second thing's answer is
+said in passing) then never comes ("The Mercer open exhibition turned down the heron" ranked 16th for "Which painting
+of Maya's was turned down by an exhibition and where had she seen its subject?"; docs/knowledge.md, "Session 54
+(inpass16)"). At most ``LINK_TOP`` links a hit: up to ~40 messages of the ~100-150 an 8K or 16K window recalls."""
+LINK_WIDE_ROOM = 8_000
+"""The tokens recall gathers (``enough_tokens``, twice its room) from which a two-thing question's links come from
+``LINK_FROM_WIDE`` hits: an 8K window's (~11.7K) and up. A 4K window's room holds ~45 messages, where 40 links
+would crowd out the ranking's own; not measured there."""
 LINK_MAX_OTHERS = 2
 """A word links a hit to another message when at most this many other messages hold it: a painting's subject named in
 two messages links them; a topic's word, said in dozens, does not (docs/knowledge.md, "Ranking, session 45")."""
@@ -851,6 +855,7 @@ class HistoryIndex:
         thing: str | None = None,
         *,
         ample: bool = False,
+        wide: bool = False,
     ) -> tuple[np.ndarray, np.ndarray, str, str | None]:
         """Positions of the messages before ``before``, best first, with fused scores, the method and (when nothing
         ranks) the reason. Messages no signal ranks are left out (and the exchanges of the best hits come with them);
@@ -858,17 +863,17 @@ class HistoryIndex:
         when the query has no evidence among them, and a message enters the dense ranking only above its z-score floor
         (see ``Evidence``), nor when it asks about a ``thing`` (``thing_asked`` of the question as asked) that no
         message names and none stands out for in meaning. ``ample``: the room is ample (``WHOLE_TEXT_ROOM``), so the
-        messages of ``WHOLE_TEXT_PARTS`` parts are ranked by their whole text too (``WHOLE_TEXT_WEIGHT``) and a
-        two-thing question's links come from more hits (``LINK_FROM_AMPLE``). The last result is kept: a turn asks
+        messages of ``WHOLE_TEXT_PARTS`` parts are ranked by their whole text too (``WHOLE_TEXT_WEIGHT``); ``wide``:
+        it is ``LINK_WIDE_ROOM`` or more, so a two-thing question's links come from more hits (``LINK_FROM_WIDE``).
+        Both only once every message has its vectors (cold and warm rank alike). The last result is kept: a turn asks
         again when the history gets more room (the surplus pass)."""
         vector = None if query_vector is None else np.asarray(query_vector, dtype=np.float32).tobytes()
-        key = (query, vector, before, len(self.messages), self._vectored, weights, evidence, about, thing, ample)
+        key = (query, vector, before, len(self.messages), self._vectored, weights, evidence, about, thing, ample, wide)
         if self._rank_cache is None or self._rank_cache[0] != key:
-            # with every message's vectors only (the rules were measured there): cold and warm rank alike
-            ample = ample and query_vector is not None and self.vectored >= min(before, len(self.messages))
-            link_from = LINK_FROM_AMPLE if ample else LINK_FROM
+            vectored = self.vectored >= min(before, len(self.messages))  # with the query's: cold and warm alike
+            link_from = LINK_FROM_WIDE if wide and vectored and query_vector is not None else LINK_FROM
             ranked = self._rank(query, query_vector, before, weights, evidence, about, thing, link_from)
-            if ample:
+            if ample and query_vector is not None:  # (``whole_text_ranking`` waits for every vector itself)
                 ranked = self._with_whole_texts(ranked, query_vector, before)
             self._rank_cache = (key, ranked)
         return self._rank_cache[1]
@@ -1663,6 +1668,7 @@ class SessionRecall:
                 about=about,
                 thing=thing,
                 ample=enough_tokens >= WHOLE_TEXT_ROOM,
+                wide=enough_tokens >= LINK_WIDE_ROOM,
             )
             return collect_units(
                 index,

@@ -1,6 +1,6 @@
 """A question that asks two things gets the second's evidence through a rare word it shares with the first's answer
-(``HistoryIndex._linked``). When the room is ample (``WHOLE_TEXT_ROOM``) the links come from more hits
-(``LINK_FROM_AMPLE``): the first thing's answer may rank past the fifth by words and best part, and the message the
+(``HistoryIndex._linked``). From an 8K window's room (``LINK_WIDE_ROOM``) the links come from more hits
+(``LINK_FROM_WIDE``): the first thing's answer may rank past the fifth by words and best part, and the message the
 second is said in passing in shares nothing with the question."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from components.context_window.recall.messages import (
     LINK_FROM,
     LINK_MAX_OTHERS,
     LINK_TOP,
-    WHOLE_TEXT_ROOM,
+    LINK_WIDE_ROOM,
     HistoryIndex,
     SessionRecall,
     embedded_text,
@@ -95,15 +95,15 @@ async def recalled(messages: list[Message], enough_tokens: int) -> list[str]:
     return [m.content for unit in ranking.units for m in unit.messages]
 
 
-async def test_the_second_things_evidence_comes_through_a_link_from_a_deeper_hit_when_the_room_is_ample():
-    """Fails without ``LINK_FROM_AMPLE``: the refusal ranks 9th by words and best part (the show's decoys lead), so
+async def test_the_second_things_evidence_comes_through_a_link_from_a_deeper_hit_from_an_8k_windows_room():
+    """Fails without ``LINK_FROM_WIDE``: the refusal ranks 9th by words and best part (the show's decoys lead), so
     the first five hits link nothing, and where the clay was dug, sharing no word with the question and said in
-    other words, comes after every one-sentence line by whole meaning: a 16K window's recall never gets to it."""
+    other words, comes after every one-sentence line by whole meaning: an 8K window's recall never gets to it."""
     messages = chat(2_400, refused=1_000)
-    ample = await recalled(messages, WHOLE_TEXT_ROOM)
-    assert REFUSED in ample and DUG in ample
-    assert ample.index(DUG) < len(ample) // 10  # well inside the room: the link, not the room, holds it
-    assert DUG not in await recalled(messages, WHOLE_TEXT_ROOM - 1)  # below the gate: the first five hits, as before
+    wide = await recalled(messages, LINK_WIDE_ROOM)
+    assert REFUSED in wide and DUG in wide
+    assert wide.index(DUG) < len(wide) // 5  # well inside the room: the link, not the room, holds it
+    assert DUG not in await recalled(messages, LINK_WIDE_ROOM - 1)  # below the gate: the first five hits, as before
 
 
 def _index(messages: list[Message], vectored: int) -> HistoryIndex:
@@ -115,15 +115,13 @@ def _index(messages: list[Message], vectored: int) -> HistoryIndex:
     return index
 
 
-def _ranked(
-    messages: list[Message], query: str, vectored: int, *, ample: bool, deeper: bool = True
-) -> dict[int, float]:
-    """Each ranked position's score from ``HistoryIndex.rank``, ``deeper``: with ``LINK_FROM_AMPLE`` (else
+def _ranked(messages: list[Message], query: str, vectored: int, *, wide: bool, deeper: bool = True) -> dict[int, float]:
+    """Each ranked position's score from ``HistoryIndex.rank``, ``deeper``: with ``LINK_FROM_WIDE`` (else
     ``LINK_FROM``)."""
     index, evidence = _index(messages, vectored), SessionRecall(ShowEmbedder()).evidence
-    with patch.object(recall_messages, "LINK_FROM_AMPLE", recall_messages.LINK_FROM_AMPLE if deeper else LINK_FROM):
+    with patch.object(recall_messages, "LINK_FROM_WIDE", recall_messages.LINK_FROM_WIDE if deeper else LINK_FROM):
         positions, scores, _, _ = index.rank(
-            query, ShowEmbedder.vector(query), len(messages), evidence=evidence, ample=ample
+            query, ShowEmbedder.vector(query), len(messages), evidence=evidence, wide=wide
         )
     return dict(zip(positions.tolist(), scores.tolist(), strict=True))
 
@@ -147,16 +145,16 @@ def test_deeper_links_only_add_linked_messages_and_never_to_an_abstention_nor_be
     messages, refused, seed, query
 ):
     history = chat(messages, refused, seed)
-    shallow = _ranked(history, query, len(history), ample=True, deeper=False)
-    deeper = _ranked(history, query, len(history), ample=True)
+    shallow = _ranked(history, query, len(history), wide=True, deeper=False)
+    deeper = _ranked(history, query, len(history), wide=True)
     assert set(shallow) <= set(deeper)
     raised = {p for p, score in deeper.items() if score > shallow.get(p, 0.0) + 1e-12}
     assert all(deeper[p] >= score - 1e-12 for p, score in shallow.items())  # a link only lifts
-    assert len(raised) <= LINK_TOP * recall_messages.LINK_FROM_AMPLE and raised <= _links(history, query)
+    assert len(raised) <= LINK_TOP * recall_messages.LINK_FROM_WIDE and raised <= _links(history, query)
     if query == QUESTION:  # the refusal ranks past the fifth hit by words and best part: its link is lifted
         assert refused - 200 in raised
     else:  # an abstention stays one
         assert not shallow and not deeper
-    # an index one message short of its vectors ranks as without the ample rules: cold and warm alike
-    cold = _ranked(history, query, len(history) - 1, ample=True)
-    assert cold == _ranked(history, query, len(history) - 1, ample=False)
+    # an index one message short of its vectors ranks as without the rule: cold and warm alike
+    cold = _ranked(history, query, len(history) - 1, wide=True)
+    assert cold == _ranked(history, query, len(history) - 1, wide=False)
