@@ -1,6 +1,7 @@
 """One fake upstream and one real `tda serve` (mock model off, pointed at the fake: tests/gateway/servers.py)
 for the whole folder. The recordings are cleared before each test, so ``upstream.calls()`` holds exactly what
-that test's client calls sent to "the model".
+that test's client calls sent to "the model": tda's calls of its own (a summary made ahead of an earlier test's
+session, landing late) are recorded aside.
 """
 
 from __future__ import annotations
@@ -10,13 +11,13 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 
 from tests.gateway.servers import admin_token, free_port, start_tda, stop, wait_until_serving
-from tests.gateway.support import Gateway
+from tests.gateway.support import Gateway, is_auxiliary
 from tests.gateway.upstream import FakeUpstream
 
 
 @pytest.fixture(scope="session")
 def fake_upstream() -> Iterator[FakeUpstream]:
-    with FakeUpstream() as upstream:
+    with FakeUpstream(aside=is_auxiliary) as upstream:
         yield upstream
 
 

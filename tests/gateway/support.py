@@ -12,6 +12,9 @@ from typing import Any
 import httpx
 import openai
 
+from components.context_window.metering import DEFAULT_INSTRUCTION
+from modules.conversation_history.handler import SUMMARY_INSTRUCTION
+from modules.knowledge_context.handler import FILTER_INSTRUCTION, REFORMULATE_INSTRUCTION
 from tests.gateway.upstream import Recorded, responses_as_messages
 
 BALANCE = "250.00 EUR"
@@ -36,6 +39,16 @@ GET_BALANCE = {
         },
     },
 }
+
+
+AUXILIARY_INSTRUCTIONS = (DEFAULT_INSTRUCTION, SUMMARY_INSTRUCTION, FILTER_INSTRUCTION, REFORMULATE_INSTRUCTION)
+"""How each auxiliary call tda makes starts its one message (``metering.prompt_of``)."""
+
+
+def is_auxiliary(request: Recorded) -> bool:
+    """A call tda made of its own (a summary, a rewrite), not one a client's request was sent as."""
+    first = (request.body.get("messages") or [{}])[0].get("content")
+    return isinstance(first, str) and first.startswith(AUXILIARY_INSTRUCTIONS)
 
 
 def text_of(content: Any) -> str:

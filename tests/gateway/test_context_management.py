@@ -12,9 +12,6 @@ from typing import Any
 import httpx
 import pytest
 
-from components.context_window.metering import DEFAULT_INSTRUCTION
-from modules.conversation_history.handler import SUMMARY_INSTRUCTION
-from modules.knowledge_context.handler import FILTER_INSTRUCTION, REFORMULATE_INSTRUCTION
 from tests.gateway.servers import MODEL
 from tests.gateway.support import Gateway
 from tests.gateway.upstream import FAKE_CLEARED, FakeUpstream, Recorded
@@ -62,20 +59,9 @@ def _snapshot(gateway: Gateway, raw: Any) -> dict[str, Any]:
 
 
 def _only_call(upstream: FakeUpstream) -> Recorded:
-    """The one model call a test's request made. An auxiliary call an earlier test's session made ahead, after its
-    response (a history summary, most often), may land at the shared upstream during this test (on a loaded machine):
-    it is not this test's call."""
-    [call] = [r for r in upstream.requests if r.path in ("/chat/completions", "/messages") and not _summarises(r)]
+    """The one model call a test's request made."""
+    [call] = [r for r in upstream.requests if r.path in ("/chat/completions", "/messages")]
     return call
-
-
-AUXILIARY_INSTRUCTIONS = (DEFAULT_INSTRUCTION, SUMMARY_INSTRUCTION, FILTER_INSTRUCTION, REFORMULATE_INSTRUCTION)
-"""How each auxiliary call tda makes starts its one message (``metering.prompt_of``)."""
-
-
-def _summarises(request: Recorded) -> bool:
-    first = (request.body.get("messages") or [{}])[0].get("content")
-    return isinstance(first, str) and first.startswith(AUXILIARY_INSTRUCTIONS)
 
 
 @pytest.fixture(scope="module")

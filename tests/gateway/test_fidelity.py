@@ -38,7 +38,7 @@ def _session() -> dict[str, str]:
 
 def _only_call(upstream: FakeUpstream) -> dict[str, Any]:
     calls = upstream.calls()
-    assert len(calls) == 1, f"one client call made {len(calls)} upstream calls"
+    assert len(calls) == 1, f"one client call made {len(calls)} upstream calls: {[c.text[:200] for c in calls]}"
     return calls[0].body
 
 

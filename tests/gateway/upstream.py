@@ -447,8 +447,13 @@ class FakeUpstream:
         record: bool = True,
         record_to: Path | None = None,
         delay_s: float = 0.0,
+        aside: Callable[[Recorded], bool] | None = None,
     ) -> None:
         self.requests: list[Recorded] = []
+        self.aside = aside
+        """Which requests are recorded in ``auxiliary`` rather than ``requests``: a server's calls of its own (a
+        summary made ahead) land whenever they are done, in a later test's recording too."""
+        self.auxiliary: list[Recorded] = []
         self.record = record
         self.record_to = record_to
         """A file each request is appended to (a JSON line: path and body): what a process apart received."""
@@ -484,6 +489,7 @@ class FakeUpstream:
     def clear(self) -> None:
         with self._lock:
             self.requests.clear()
+            self.auxiliary.clear()
 
     def calls(self, path: str = "/chat/completions") -> list[Recorded]:
         """The recorded requests to ``path`` (any ``/v1`` prefix removed), oldest first."""
@@ -493,7 +499,8 @@ class FakeUpstream:
     def _add(self, recorded: Recorded) -> int:
         with self._lock:
             if self.record:
-                self.requests.append(recorded)
+                aside = self.aside is not None and self.aside(recorded)
+                (self.auxiliary if aside else self.requests).append(recorded)
             if self.record_to is not None:
                 with self.record_to.open("a") as out:
                     out.write(json.dumps({"path": recorded.path, "body": recorded.body}) + "\n")
