@@ -5,80 +5,50 @@ second is said in passing in shares nothing with the question."""
 
 from __future__ import annotations
 
-import hashlib
-import random
 from unittest.mock import patch
 
-import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import components.context_window.recall.messages as recall_messages
-from components.context_window.base import Message, Session
+from components.context_window.base import Message
 from components.context_window.recall.messages import (
     LINK_FROM,
     LINK_MAX_OTHERS,
     LINK_TOP,
     LINK_WIDE_ROOM,
-    HistoryIndex,
     SessionRecall,
     embedded_text,
     parts_of,
 )
 from components.context_window.relevance import terms
+from tests.support import TurnedEmbedder, generated_chat, index_vectored_to, recalled_contents
 
 QUESTION = "Which piece did the county show turn down, and where had he found what it was made of?"
 REFUSED = "The county show turned down my jug, the one with the blue glaze."
 DUG = "Finished the jug at last, thrown from mud we dug out of the riverbank below the cottage."
-WORDS = "kettle garden rain biscuit train meeting paint guitar ferry lemon chess bicycle cinema bread wool".split()
-DIMENSIONS = 384
 DECOYS = 12
 
 
-def direction(name: str) -> np.ndarray:
-    """A unit vector seeded by ``name``: unrelated names, near-orthogonal directions."""
-    seed = int.from_bytes(hashlib.blake2b(name.encode(), digest_size=8).digest(), "little")
-    vector = np.random.default_rng(seed).standard_normal(DIMENSIONS)
-    return vector / np.linalg.norm(vector)
+class ShowEmbedder(TurnedEmbedder):
+    """The question's decoys (lines about the show) nearest it, then the refusal, then the one-sentence lines; the
+    message where the jug's clay was dug, and the rest, their own directions (384 of them: little noise)."""
 
+    question, dimensions = QUESTION, 384
 
-def toward(name: str, share: float) -> list[float]:
-    """``name``'s own direction turned toward the question's by ``share``."""
-    vector = direction(name) + share * direction(QUESTION)
-    return (vector / np.linalg.norm(vector)).tolist()
-
-
-class ShowEmbedder:
-    """The question's decoys (lines about the show) nearest it, then the one-sentence lines, then the refusal; the
-    message where the jug's clay was dug, and the rest, their own directions."""
-
-    async def embed(self, texts: list[str]) -> list[list[float]]:
-        return [self.vector(t) for t in texts]
-
-    @staticmethod
-    def vector(text: str) -> list[float]:
-        if text == QUESTION:
-            return direction(text).tolist()
+    @classmethod
+    def share(cls, text: str) -> float:
         if text.startswith("Any new piece"):
-            return toward(text, 2.0)
+            return 2.0
         if text == REFUSED:
-            return toward(text, 1.6)
-        return toward(text, 1.2 if text.startswith("One ") else 0.0)
-
-
-def line(rng: random.Random, sentences: int) -> str:
-    said = [" ".join(rng.choices(WORDS, k=8)).capitalize() + "." for _ in range(sentences)]
-    return " ".join(["One " + said[0].lower()] if sentences == 1 else said)
+            return 1.6
+        return 1.2 if text.startswith("One ") else 0.0
 
 
 def chat(messages: int, refused: int, seed: int = 0) -> list[Message]:
     """A generated chat, two of three lines of one sentence, every third of two; ``DECOYS`` lines asking about a new
     piece for the show; the refusal at ``refused`` and, 200 messages before it, where the jug's clay came from."""
-    rng = random.Random(seed)
-    out = [
-        Message("user" if i % 2 == 0 else "assistant", line(rng, 2 if i % 3 == 0 else 1), turn=i // 2 + 1)
-        for i in range(messages)
-    ]
+    out = generated_chat(messages, seed)
     for k in range(DECOYS):
         at = refused + 20 + 7 * k
         out[at] = Message("user", f"Any new piece made for the show on day {k}? Found a stall yet?", turn=at // 2 + 1)
@@ -88,11 +58,7 @@ def chat(messages: int, refused: int, seed: int = 0) -> list[Message]:
 
 
 async def recalled(messages: list[Message], enough_tokens: int) -> list[str]:
-    recall = SessionRecall(ShowEmbedder())
-    session = Session("s", messages=messages)
-    await recall.sync(session, dense=True)
-    ranking = await recall.recall(session, QUESTION, before=len(messages), enough_tokens=enough_tokens)
-    return [m.content for unit in ranking.units for m in unit.messages]
+    return await recalled_contents(ShowEmbedder(), messages, QUESTION, enough_tokens)
 
 
 async def test_the_second_things_evidence_comes_through_a_link_from_a_deeper_hit_from_an_8k_windows_room():
@@ -106,19 +72,13 @@ async def test_the_second_things_evidence_comes_through_a_link_from_a_deeper_hit
     assert DUG not in await recalled(messages, LINK_WIDE_ROOM - 1)  # below the gate: the first five hits, as before
 
 
-def _index(messages: list[Message], vectored: int) -> HistoryIndex:
-    """An index of ``messages``, the first ``vectored`` given their part vectors (the rest still waiting for theirs)."""
-    index = HistoryIndex()
-    parts = [[ShowEmbedder.vector(p) for p in parts_of(embedded_text(m))] for m in messages[:vectored]]
-    index.add(messages[:vectored], parts)
-    index.add(messages[vectored:])
-    return index
-
-
 def _ranked(messages: list[Message], query: str, vectored: int, *, wide: bool, deeper: bool = True) -> dict[int, float]:
     """Each ranked position's score from ``HistoryIndex.rank``, ``deeper``: with ``LINK_FROM_WIDE`` (else
     ``LINK_FROM``)."""
-    index, evidence = _index(messages, vectored), SessionRecall(ShowEmbedder()).evidence
+    index = index_vectored_to(
+        messages, vectored, lambda m: [ShowEmbedder.vector(p) for p in parts_of(embedded_text(m))]
+    )
+    evidence = SessionRecall(ShowEmbedder()).evidence
     with patch.object(recall_messages, "LINK_FROM_WIDE", recall_messages.LINK_FROM_WIDE if deeper else LINK_FROM):
         positions, scores, _, _ = index.rank(
             query, ShowEmbedder.vector(query), len(messages), evidence=evidence, wide=wide
