@@ -208,8 +208,8 @@ of Maya's was turned down by an exhibition and where had she seen its subject?";
 (inpass16)"). At most ``LINK_TOP`` links a hit: up to ~40 messages of the ~100-150 an 8K or 16K window recalls."""
 LINK_WIDE_ROOM = 8_000
 """The tokens recall gathers (``enough_tokens``, twice its room) from which a two-thing question's links come from
-``LINK_FROM_WIDE`` hits: an 8K window's (~11.7K) and up. A 4K window's room holds ~45 messages, where 40 links
-would crowd out the ranking's own; not measured there."""
+``LINK_FROM_WIDE`` hits: an 8K window's (~11.7K) and up. At a 4K window's (~5.7K, ~45 messages) the dev sets gained
+the same question and lost none, but its windows were not measured (docs/knowledge.md, "Session 54 (inpass16)")."""
 LINK_MAX_OTHERS = 2
 """A word links a hit to another message when at most this many other messages hold it: a painting's subject named in
 two messages links them; a topic's word, said in dozens, does not (docs/knowledge.md, "Ranking, session 45")."""
@@ -870,7 +870,7 @@ class HistoryIndex:
         vector = None if query_vector is None else np.asarray(query_vector, dtype=np.float32).tobytes()
         key = (query, vector, before, len(self.messages), self._vectored, weights, evidence, about, thing, ample, wide)
         if self._rank_cache is None or self._rank_cache[0] != key:
-            vectored = self.vectored >= min(before, len(self.messages))  # with the query's: cold and warm alike
+            vectored = self.vectored >= min(before, len(self.messages))  # and the query's: cold and warm rank alike
             link_from = LINK_FROM_WIDE if wide and vectored and query_vector is not None else LINK_FROM
             ranked = self._rank(query, query_vector, before, weights, evidence, about, thing, link_from)
             if ample and query_vector is not None:  # (``whole_text_ranking`` waits for every vector itself)
