@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from collections.abc import Sequence
+import random
+from collections.abc import Callable, Sequence
 from types import SimpleNamespace
 from typing import Any
+
+import numpy as np
 
 from components.context_window.base import (
     AssemblyContext,
@@ -240,3 +243,72 @@ class DigestVectors:
             seed = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
             out.append((np.random.default_rng(seed).standard_normal(16) + 1.0).tolist())
         return out
+
+
+def seeded_direction(name: str, dimensions: int) -> np.ndarray:
+    """A unit vector seeded by ``name``: unrelated names, near-orthogonal directions."""
+    seed = int.from_bytes(hashlib.blake2b(name.encode(), digest_size=8).digest(), "little")
+    vector = np.random.default_rng(seed).standard_normal(dimensions)
+    return vector / np.linalg.norm(vector)
+
+
+class TurnedEmbedder:
+    """Every text its own direction (``seeded_direction``) turned toward ``question``'s by ``share(text)``; the
+    question its own."""
+
+    question = ""
+    dimensions = 48
+
+    async def embed(self, texts: list[str]) -> list[list[float]]:
+        return [self.vector(t) for t in texts]
+
+    @classmethod
+    def share(cls, text: str) -> float:
+        return 0.0
+
+    @classmethod
+    def vector(cls, text: str) -> list[float]:
+        vector = seeded_direction(text, cls.dimensions)
+        if text != cls.question:
+            vector = vector + cls.share(text) * seeded_direction(cls.question, cls.dimensions)
+        return (vector / np.linalg.norm(vector)).tolist()
+
+
+CHAT_WORDS = "kettle garden rain biscuit train meeting paint guitar ferry lemon chess bicycle cinema bread wool".split()
+
+
+def generated_chat(messages: int, seed: int = 0) -> list[Message]:
+    """Two of three lines of one sentence, "One ..." (~20 tokens each), every third of two, alternating user and
+    assistant, in turns of two."""
+    rng = random.Random(seed)
+
+    def line(sentences: int) -> str:
+        said = [" ".join(rng.choices(CHAT_WORDS, k=8)).capitalize() + "." for _ in range(sentences)]
+        return " ".join(["One " + said[0].lower()] if sentences == 1 else said)
+
+    return [
+        Message("user" if i % 2 == 0 else "assistant", line(2 if i % 3 == 0 else 1), turn=i // 2 + 1)
+        for i in range(messages)
+    ]
+
+
+async def recalled_contents(embedder: Any, messages: list[Message], query: str, enough_tokens: int) -> list[str]:
+    """What recall gathers for ``query`` over the whole of ``messages`` (every vector made first), in rank order."""
+    from components.context_window.recall.messages import SessionRecall
+
+    recall = SessionRecall(embedder)
+    session = Session("s", messages=messages)
+    await recall.sync(session, dense=True)
+    ranking = await recall.recall(session, query, before=len(messages), enough_tokens=enough_tokens)
+    return [m.content for unit in ranking.units for m in unit.messages]
+
+
+def index_vectored_to(messages: list[Message], vectored: int, vectors_of: Callable[[Message], list[Any]]) -> Any:
+    """A ``HistoryIndex`` of ``messages``, the first ``vectored`` given their part vectors (``vectors_of``), the rest
+    still waiting for theirs."""
+    from components.context_window.recall.messages import HistoryIndex
+
+    index = HistoryIndex()
+    index.add(messages[:vectored], [vectors_of(m) for m in messages[:vectored]])
+    index.add(messages[vectored:])
+    return index

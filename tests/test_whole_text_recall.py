@@ -5,78 +5,46 @@ nearest of the messages of its kind."""
 
 from __future__ import annotations
 
-import hashlib
 import itertools
-import random
 
 import numpy as np
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from components.context_window.base import Message, Session
+from components.context_window.base import Message
 from components.context_window.recall.messages import WHOLE_TEXT_ROOM, HistoryIndex, SessionRecall
+from tests.support import TurnedEmbedder, generated_chat, index_vectored_to, recalled_contents
 
 QUESTION = "Where is home these days?"
 CHATTER = "I've been binge-watching a baking show all week."
 NEWS = "Other news: we got the keys to a place in Ludlow on Sunday."
 PASSING = f"{CHATTER} {NEWS}"
-WORDS = "kettle garden rain biscuit train meeting paint guitar ferry lemon chess bicycle cinema bread wool".split()
-DIMENSIONS = 48
 
 
-def direction(name: str) -> np.ndarray:
-    """A unit vector seeded by ``name``: unrelated names, near-orthogonal directions."""
-    seed = int.from_bytes(hashlib.blake2b(name.encode(), digest_size=8).digest(), "little")
-    vector = np.random.default_rng(seed).standard_normal(DIMENSIONS)
-    return vector / np.linalg.norm(vector)
-
-
-def toward(name: str, share: float) -> list[float]:
-    """``name``'s own direction turned toward the question's by ``share``."""
-    vector = direction(name) + share * direction(QUESTION)
-    return (vector / np.linalg.norm(vector)).tolist()
-
-
-class PassingEmbedder:
+class PassingEmbedder(TurnedEmbedder):
     """Every sentence its own direction, a one-sentence line's turned well toward the question's (so hundreds of lines
     are nearer it than the news by their best part and by their parts' mean); the news less so, its chatter not."""
 
-    async def embed(self, texts: list[str]) -> list[list[float]]:
-        return [self.vector(t) for t in texts]
+    question, dimensions = QUESTION, 48
 
-    @staticmethod
-    def vector(text: str) -> list[float]:
-        if text == QUESTION:
-            return direction(text).tolist()
+    @classmethod
+    def share(cls, text: str) -> float:
         if text == NEWS:
-            return toward(text, 0.8)
-        return toward(text, 1.2 if text.startswith("One ") else 0.0)  # the chatter and two-line sentences: their own
-
-
-def line(rng: random.Random, sentences: int) -> str:
-    said = [" ".join(rng.choices(WORDS, k=8)).capitalize() + "." for _ in range(sentences)]
-    return " ".join(["One " + said[0].lower()] if sentences == 1 else said)
+            return 0.8
+        return 1.2 if text.startswith("One ") else 0.0  # the chatter and two-line sentences: their own
 
 
 def chat(messages: int, at: int, seed: int = 0) -> list[Message]:
     """A generated chat, two of three lines of one sentence (~20 tokens each), every third of two, the news in passing
     at ``at``, and one line sharing the question's word "home" (so the question has evidence by words)."""
-    rng = random.Random(seed)
-    out = [
-        Message("user" if i % 2 == 0 else "assistant", line(rng, 2 if i % 3 == 0 else 1), turn=i // 2 + 1)
-        for i in range(messages)
-    ]
+    out = generated_chat(messages, seed)
     out[at] = Message("user", PASSING, turn=at // 2 + 1)
     out[at + 40] = Message("user", "Home cooking beats a takeaway, honestly.", turn=(at + 40) // 2 + 1)
     return out
 
 
 async def recalled(messages: list[Message], enough_tokens: int) -> list[str]:
-    recall = SessionRecall(PassingEmbedder())
-    session = Session("s", messages=messages)
-    await recall.sync(session, dense=True)
-    ranking = await recall.recall(session, QUESTION, before=len(messages), enough_tokens=enough_tokens)
-    return [m.content for unit in ranking.units for m in unit.messages]
+    return await recalled_contents(PassingEmbedder(), messages, QUESTION, enough_tokens)
 
 
 async def test_news_said_in_passing_is_recalled_by_the_whole_message_when_the_room_is_ample():
@@ -91,11 +59,7 @@ async def test_news_said_in_passing_is_recalled_by_the_whole_message_when_the_ro
 
 def _index(messages: list[Message], vectored: int) -> HistoryIndex:
     """An index of ``messages``, the first ``vectored`` given their part vectors (the rest still waiting for theirs)."""
-    index = HistoryIndex()
-    vectors = [[PassingEmbedder.vector(s) for s in _sentences(m.content)] for m in messages[:vectored]]
-    index.add(messages[:vectored], vectors)
-    index.add(messages[vectored:])
-    return index
+    return index_vectored_to(messages, vectored, lambda m: [PassingEmbedder.vector(s) for s in _sentences(m.content)])
 
 
 def _sentences(text: str) -> list[str]:
