@@ -23,6 +23,16 @@ from tda.builtins import DEFAULT_TYPES, module_registry
 from tests.support import conversation, make_ctx, make_tools
 
 BALANCED = DEFAULT_TYPES["balanced"]
+UNHURRIED_S = 120.0
+"""The time limits of these handlers (each module's, the history's wait for recall's index): out of reach, so a
+window on a loaded machine (a fresh handler's first index, built in the time a warm one needs none) is the same
+window. What a limit met does is tested apart (tests/test_history_recall.py, tests/test_window_digests.py)."""
+
+
+def unhurried_handler() -> ContextWindowHandler:
+    registry = module_registry(entry_point_group=None).load()
+    registry.get("conversation_history").recall_wait_s = UNHURRIED_S
+    return ContextWindowHandler(registry, timeout_s=UNHURRIED_S)
 
 
 def outcome(result: Any) -> tuple[Any, ...]:
@@ -33,7 +43,7 @@ def outcome(result: Any) -> tuple[Any, ...]:
 
 
 async def fresh(ctx: AssemblyContext) -> tuple[Any, ...]:
-    handler = ContextWindowHandler(module_registry(entry_point_group=None).load())
+    handler = unhurried_handler()
     return outcome(await handler.assemble(ctx, BALANCED))
 
 
@@ -49,7 +59,7 @@ def balance_turn(balance: float) -> TurnRecord:
 
 
 async def test_plan_hydration_serves_the_values_not_a_cached_shape():
-    handler = ContextWindowHandler(module_registry(entry_point_group=None).load())
+    handler = unhurried_handler()
     base = make_ctx(limit=16_000, messages=conversation(1))
     first = with_session(base, turns=[balance_turn(100.00)])
     second = with_session(base, turns=[balance_turn(999.99)])
@@ -60,7 +70,7 @@ async def test_plan_hydration_serves_the_values_not_a_cached_shape():
 
 
 async def test_rag_serves_current_feedback_on_a_repeated_query():
-    handler = ContextWindowHandler(module_registry(entry_point_group=None).load())
+    handler = unhurried_handler()
     good = ChampionCase("c1", "How did EMEA do?", 0.9, plan="Query sales by region.", answer="EMEA grew 12 percent.")
     before = AssemblyContext(**{**make_ctx(limit=16_000).__dict__, "cases": StaticCases([good])})
     rated = AssemblyContext(**{**before.__dict__, "cases": StaticCases([dataclasses.replace(good, feedback=-1)])})
@@ -71,7 +81,7 @@ async def test_rag_serves_current_feedback_on_a_repeated_query():
 
 
 async def test_history_appended_to_the_same_list_is_read_anew():
-    handler = ContextWindowHandler(module_registry(entry_point_group=None).load())
+    handler = unhurried_handler()
     messages = conversation(30, 60)
     ctx = make_ctx(limit=4_000, messages=messages, tools=make_tools(3))
     await handler.assemble(ctx, BALANCED)
@@ -83,7 +93,7 @@ async def test_history_appended_to_the_same_list_is_read_anew():
 
 async def test_earlier_different_inputs_leave_no_trace():
     """One handler assembles a run of different sessions; each result equals a fresh process's."""
-    handler = ContextWindowHandler(module_registry(entry_point_group=None).load())
+    handler = unhurried_handler()
     inputs = [
         make_ctx(limit=limit, messages=conversation(turns, 40), tools=make_tools(tools), query=f"question {i}")
         for i, (limit, turns, tools) in enumerate([(3_000, 20, 5), (50_000, 3, 0), (3_000, 25, 5), (8_000, 20, 12)])
@@ -114,7 +124,7 @@ async def test_a_growing_history_source_is_read_anew_every_turn():
     """The same MessageSource object over a list that grew: each turn's window holds the newest exchange,
     as a fresh handler's does (the oracle: the history's own last messages)."""
     for make_source in (InMemoryMessages, Paged):
-        handler = ContextWindowHandler(module_registry(entry_point_group=None).load())
+        handler = unhurried_handler()
         messages = conversation(30, 60)
         ctx = with_session(make_ctx(limit=4_000, tools=make_tools(3)), history=make_source(messages))
         for turn in range(31, 34):
@@ -143,7 +153,7 @@ async def test_inputs_edited_in_place_are_read_anew(balances, edits, fresh_value
     """A library caller keeps its turn records and window type and edits them in place between turns (the
     previous turn's result rows, a module's options): the same handler's window equals a fresh handler's (the
     oracle: nothing remembered) after every edit."""
-    handler = ContextWindowHandler(module_registry(entry_point_group=None).load())
+    handler = unhurried_handler()
     rows = [[f"account{i}", b] for i, b in enumerate(balances)]
     result = {"tool": "accounts", "columns": ["account", "balance"], "rows": rows}
     wtype = BALANCED.model_copy(deep=True)
@@ -163,8 +173,6 @@ async def test_inputs_edited_in_place_are_read_anew(balances, edits, fresh_value
         elif edit == "slot_config":
             wtype.modules["workflow_history"].config["max_turns"] = 1  # one earlier turn summarised, not two
         later = outcome(await handler.assemble(ctx, wtype))
-        assert later == outcome(
-            await ContextWindowHandler(module_registry(entry_point_group=None).load()).assemble(ctx, wtype)
-        )
+        assert later == outcome(await unhurried_handler().assemble(ctx, wtype))
     if "cell" in edits:
         assert f"{fresh_value}" in str(later[0])
