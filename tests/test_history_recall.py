@@ -11,6 +11,7 @@ import itertools
 import json
 import math
 import re
+from unittest.mock import patch
 
 import numpy as np
 import pytest
@@ -19,6 +20,7 @@ from hypothesis import strategies as st
 
 from components.context_window.base import InMemoryMessages, Message, RecalledUnit, Session
 from components.context_window.handler import ContextWindowHandler
+from components.context_window.recall import messages as recall_messages
 from components.context_window.recall.dates import after_date, opens_with_date
 from components.context_window.recall.messages import (
     FAINT_GUESSES,
@@ -521,10 +523,6 @@ async def test_a_history_met_cold_has_each_message_cut_into_parts_once():
     """A history too long to embed inside the sync (a conversation a client sends at once) is indexed by words and
     its vectors left to the background job: the sync cuts each message into its parts and the job embeds those parts
     without cutting the messages again (it cut all 2,000 a second time), each part once."""
-    from unittest.mock import patch
-
-    from components.context_window.recall import messages as recall_messages
-
     embedder, messages = CountingEmbedder(), long_history()
     recall = SessionRecall(embedder)
     with patch.object(recall_messages, "parts_of", wraps=recall_messages.parts_of) as cut:
