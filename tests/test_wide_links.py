@@ -1,12 +1,13 @@
 """A question that asks two things gets the second's evidence through a rare word it shares with the first's answer
-(``HistoryIndex._linked``). From an 8K window's room (``LINK_WIDE_ROOM``) the links come from more hits
-(``LINK_FROM_WIDE``): the first thing's answer may rank past the fifth by words and best part, and the message the
+(``HistoryIndex._linked``). Once every message has its vectors the links come from more hits (``LINK_FROM_WIDE``):
+the first thing's answer may rank past the fifth by words and best part, and the message the
 second is said in passing in shares nothing with the question."""
 
 from __future__ import annotations
 
 from unittest.mock import patch
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -16,7 +17,6 @@ from components.context_window.recall.messages import (
     LINK_FROM,
     LINK_MAX_OTHERS,
     LINK_TOP,
-    LINK_WIDE_ROOM,
     SessionRecall,
     embedded_text,
     parts_of,
@@ -57,22 +57,28 @@ def chat(messages: int, refused: int, seed: int = 0) -> list[Message]:
     return out
 
 
+FOUR_K_ROOM = 5_700
+"""The tokens recall gathers for a 4K window (``enough_tokens``, twice its room): ~45 messages."""
+
+
 async def recalled(messages: list[Message], enough_tokens: int) -> list[str]:
     return await recalled_contents(ShowEmbedder(), messages, QUESTION, enough_tokens)
 
 
-async def test_the_second_things_evidence_comes_through_a_link_from_a_deeper_hit_from_an_8k_windows_room():
+@pytest.mark.parametrize("enough_tokens", [FOUR_K_ROOM, 16_000])
+async def test_the_second_things_evidence_comes_through_a_link_from_a_deeper_hit_at_any_room(enough_tokens):
     """Fails without ``LINK_FROM_WIDE``: the refusal ranks 9th by words and best part (the show's decoys lead), so
     the first five hits link nothing, and where the clay was dug, sharing no word with the question and said in
-    other words, comes after every one-sentence line by whole meaning: an 8K window's recall never gets to it."""
+    other words, comes after every one-sentence line by whole meaning: recall never gets to it."""
     messages = chat(2_400, refused=1_000)
-    wide = await recalled(messages, LINK_WIDE_ROOM)
+    wide = await recalled(messages, enough_tokens)
     assert REFUSED in wide and DUG in wide
-    assert wide.index(DUG) < len(wide) // 5  # well inside the room: the link, not the room, holds it
-    assert DUG not in await recalled(messages, LINK_WIDE_ROOM - 1)  # below the gate: the first five hits, as before
+    assert wide.index(DUG) < len(wide) // 2  # inside the room: the link, not the room, holds it
+    with patch.object(recall_messages, "LINK_FROM_WIDE", LINK_FROM):  # the first five hits only, as before
+        assert DUG not in await recalled(messages, enough_tokens)
 
 
-def _ranked(messages: list[Message], query: str, vectored: int, *, wide: bool, deeper: bool = True) -> dict[int, float]:
+def _ranked(messages: list[Message], query: str, vectored: int, *, deeper: bool = True) -> dict[int, float]:
     """Each ranked position's score from ``HistoryIndex.rank``, ``deeper``: with ``LINK_FROM_WIDE`` (else
     ``LINK_FROM``)."""
     index = index_vectored_to(
@@ -80,9 +86,7 @@ def _ranked(messages: list[Message], query: str, vectored: int, *, wide: bool, d
     )
     evidence = SessionRecall(ShowEmbedder()).evidence
     with patch.object(recall_messages, "LINK_FROM_WIDE", recall_messages.LINK_FROM_WIDE if deeper else LINK_FROM):
-        positions, scores, _, _ = index.rank(
-            query, ShowEmbedder.vector(query), len(messages), evidence=evidence, wide=wide
-        )
+        positions, scores, _, _ = index.rank(query, ShowEmbedder.vector(query), len(messages), evidence=evidence)
     return dict(zip(positions.tolist(), scores.tolist(), strict=True))
 
 
@@ -105,8 +109,8 @@ def test_deeper_links_only_add_linked_messages_and_never_to_an_abstention_nor_be
     messages, refused, seed, query
 ):
     history = chat(messages, refused, seed)
-    shallow = _ranked(history, query, len(history), wide=True, deeper=False)
-    deeper = _ranked(history, query, len(history), wide=True)
+    shallow = _ranked(history, query, len(history), deeper=False)
+    deeper = _ranked(history, query, len(history))
     assert set(shallow) <= set(deeper)
     raised = {p for p, score in deeper.items() if score > shallow.get(p, 0.0) + 1e-12}
     assert all(deeper[p] >= score - 1e-12 for p, score in shallow.items())  # a link only lifts
@@ -116,5 +120,5 @@ def test_deeper_links_only_add_linked_messages_and_never_to_an_abstention_nor_be
     else:  # an abstention stays one
         assert not shallow and not deeper
     # an index one message short of its vectors ranks as without the rule: cold and warm alike
-    cold = _ranked(history, query, len(history) - 1, wide=True)
-    assert cold == _ranked(history, query, len(history) - 1, wide=False)
+    cold = _ranked(history, query, len(history) - 1)
+    assert cold == _ranked(history, query, len(history) - 1, deeper=False)

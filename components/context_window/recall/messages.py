@@ -200,16 +200,13 @@ LINK_FROM = 5
 """A question that asks two things (``asks_two_things``): each of this many best hits leads to what it shares a rare
 word with (``HistoryIndex._linked``)."""
 LINK_FROM_WIDE = 20
-"""...and this many when recall gathers at least ``LINK_WIDE_ROOM`` tokens (four times the hits): the first thing's
-answer may rank past the fifth by words and best part, lifted into the best few only by the later signals (whole
-meaning, the asked-about's own messages), and the message its link would bring (where the second thing's answer is
-said in passing) then never comes ("The Mercer open exhibition turned down the heron" ranked 16th for "Which painting
-of Maya's was turned down by an exhibition and where had she seen its subject?"; docs/knowledge.md, "Session 54
-(inpass16)"). At most ``LINK_TOP`` links a hit: up to ~40 messages of the ~100-150 an 8K or 16K window recalls."""
-LINK_WIDE_ROOM = 8_000
-"""The tokens recall gathers (``enough_tokens``, twice its room) from which a two-thing question's links come from
-``LINK_FROM_WIDE`` hits: an 8K window's (~11.7K) and up. At a 4K window's (~5.7K, ~45 messages) the dev sets gained
-the same question and lost none, but its windows were not measured (docs/knowledge.md, "Session 54 (inpass16)")."""
+"""...and this many once every message has its vectors (and the query its vector): the first thing's answer may rank
+past the fifth by words and best part, lifted into the best few only by the later signals (whole meaning, the
+asked-about's own messages), and the message its link would bring (where the second thing's answer is said in
+passing) then never comes ("The Mercer open exhibition turned down the heron" ranked 16th for "Which painting of
+Maya's was turned down by an exhibition and where had she seen its subject?"). At most ``LINK_TOP`` links a hit: up
+to ~40 messages of the ~45-150 a 4K-16K window recalls (the dev sets +1 -0 at each of 4K, 8K and 16K;
+docs/knowledge.md, "Session 54 (inpass16)" and "Session 55: links from 20 hits at every room")."""
 LINK_MAX_OTHERS = 2
 """A word links a hit to another message when at most this many other messages hold it: a painting's subject named in
 two messages links them; a topic's word, said in dozens, does not (docs/knowledge.md, "Ranking, session 45")."""
@@ -863,7 +860,6 @@ class HistoryIndex:
         thing: str | None = None,
         *,
         ample: bool = False,
-        wide: bool = False,
     ) -> tuple[np.ndarray, np.ndarray, str, str | None]:
         """Positions of the messages before ``before``, best first, with fused scores, the method and (when nothing
         ranks) the reason. Messages no signal ranks are left out (and the exchanges of the best hits come with them);
@@ -871,16 +867,16 @@ class HistoryIndex:
         when the query has no evidence among them, and a message enters the dense ranking only above its z-score floor
         (see ``Evidence``), nor when it asks about a ``thing`` (``thing_asked`` of the question as asked) that no
         message names and none stands out for in meaning. ``ample``: the room is ample (``WHOLE_TEXT_ROOM``), so the
-        messages of ``WHOLE_TEXT_PARTS`` parts are ranked by their whole text too (``WHOLE_TEXT_WEIGHT``); ``wide``:
-        it is ``LINK_WIDE_ROOM`` or more, so a two-thing question's links come from more hits (``LINK_FROM_WIDE``).
-        Both only once every message has its vectors (cold and warm rank alike). The last ranking is kept, and with
-        the whole texts fused in apart: a turn asks again when the history gets more room (the surplus pass), and an
-        old gateway session's first step asks for a room under ``WHOLE_TEXT_ROOM``, then one over it, and its next
-        step under it again (ranked anew at each switch: 1.0-1.1 ms an old call, 0.4 now)."""
+        messages of ``WHOLE_TEXT_PARTS`` parts are ranked by their whole text too (``WHOLE_TEXT_WEIGHT``); a two-thing
+        question's links come from more hits (``LINK_FROM_WIDE``). Both only once every message has its vectors (cold
+        and warm rank alike). The last ranking is kept, and with the whole texts fused in apart: a turn asks again
+        when the history gets more room (the surplus pass), and an old gateway session's first step asks for a room
+        under ``WHOLE_TEXT_ROOM``, then one over it, and its next step under it again (ranked anew at each switch:
+        1.0-1.1 ms an old call, 0.4 now)."""
         vector = None if query_vector is None else np.asarray(query_vector, dtype=np.float32).tobytes()
         vectored = self.vectored >= min(before, len(self.messages))  # and the query's: cold and warm rank alike
-        link_from = LINK_FROM_WIDE if wide and vectored and query_vector is not None else LINK_FROM
-        key = (query, vector, before, len(self.messages), self._vectored, weights, evidence, about, thing, link_from)
+        link_from = LINK_FROM_WIDE if vectored and query_vector is not None else LINK_FROM
+        key = (query, vector, before, len(self.messages), self._vectored, weights, evidence, about, thing)
         if self._rank_cache is None or self._rank_cache[0] != key:
             ranked = self._rank(query, query_vector, before, weights, evidence, about, thing, link_from)
             self._rank_cache = (key, ranked, None)
@@ -1695,7 +1691,6 @@ class SessionRecall:
                 about=about,
                 thing=thing,
                 ample=enough_tokens >= WHOLE_TEXT_ROOM,
-                wide=enough_tokens >= LINK_WIDE_ROOM,
             )
             return collect_units(
                 index,
