@@ -207,6 +207,45 @@ SMALL = (
     "every song on the radio is either from my teenage years or sounds like a ringtone",
     "the smoke alarm only goes off when I make toast, never when I actually burn things",
     "I signed a petition about potholes and now I get fourteen emails a day about potholes",
+    "the lady at the bakery gave me a free croissant and I've decided she's my best friend now",
+    "I've been trying to fix the wobbly table with a folded beer mat for about a year",
+    "I locked myself out and had to climb in the kitchen window in front of half the street",
+    "there's a spider in the bath that's been there so long I've named it Gerald",
+    "my landlord texted 'quick question' and I aged a decade before he asked about the meter",
+    "I tried a new hairdresser and came out looking like a medieval monk",
+    "I found a hair in my soup at a fancy restaurant and was too polite to say anything",
+    "the car park at the big supermarket is a lawless wasteland",
+    "I put a wash on and forgot about it for two days, the towels smell like a pond",
+    "I walked into a glass door at the bank, very confidently, with witnesses",
+    "a pigeon got into the office and the whole floor stood on chairs",
+    "I went to a wine tasting and could only say 'that one's nice' about every single one",
+    "I bought a houseplant that's supposedly unkillable and it's already looking sad",
+    "the bus driver waited for me when I was running and I nearly cried with gratitude",
+    "I ate a whole bag of those little cheese biscuits standing at the fridge",
+    "my grandad has discovered memes and sends them at six in the morning",
+    "I keep meaning to book a dentist appointment and then just not doing it",
+    "the printer at work jammed so badly someone called IT and IT called it a lost cause",
+    "I learned a card trick off the internet and I've shown it to everyone, nobody is impressed",
+    "I tried meditating with an app and fell asleep in the first two minutes",
+    "my jeans shrank in the wash, I'm choosing to believe it was the jeans",
+    "there's a mystery smell in the hallway and the whole building is blaming each other",
+    "I went to a car boot sale and bought a box of records I can't even play",
+    "the cashier asked if I wanted a bag and I panicked and said no to four tins of beans",
+    "I spent an hour on hold to the council just to be told to email them",
+    "someone left a single shoe on the wall outside, it's been there long enough to be a landmark",
+    "I've been using the same teabag twice to save money, this is who I've become",
+    "my friend's toddler called me 'the tall one' and now that's my name",
+    "I went to bed at nine like a pensioner and woke up at four like a farmer",
+    "the couple across the road argue about bins at a volume I can hear through glass",
+    "I tried on a jumper in a shop and got stuck, a staff member had to help",
+    "I made a lasagne that could feed a village and it's just me",
+    "the hot water ran out halfway through my shower, I screamed like a kettle",
+    "I keep getting adverts for hiking boots and I've never hiked in my life",
+    "someone's cat has started coming in through our window for breakfast",
+    "I stood in a puddle that was much deeper than it looked, sock fully gone",
+    "I found out I've been saying a word wrong for twenty years and nobody told me",
+    "there's a queue for the new ice cream place that goes round the block in the rain",
+    "I accidentally liked an old photo while looking at someone's profile and I have to move country",
 )
 SMALL_BACK = (
     "stoppp",
@@ -693,7 +732,7 @@ ILSE_DARA = Pair(
         Ask("unanswerable", "What breed is Ilse's dog?", keys=("spaniel", "labrador", "terrier", "puppy")),
         Ask("unanswerable", "Which football team does Dara support?", keys=("football", "rovers", "united")),
         Ask("missing_detail", "How much is the rent on Dara's shop unit?", keys=("per month", "a month", "monthly")),
-        Ask("missing_detail", "What colour is Phoebe's wedding dress?", keys=("dress", "gown")),
+        Ask("missing_detail", "What colour is Phoebe's wedding dress?", keys=("wedding dress", "gown")),
         Ask("wrong_speaker", "What level did Dara pass in sailing?", keys=("rya", "level 2")),
         Ask("wrong_speaker", "How many dancing medals has Ilse's daughter won?", keys=("medal", "feis")),
     ),
@@ -1582,11 +1621,14 @@ class _Writer:
             self.say(1 - who, self.typed(self.things(1 - who, rng.choice((1, 2, 3, 3)))))
 
     def things(self, who: int, count: int) -> str:
+        return _joined(self.unsaid(who, count))
+
+    def unsaid(self, who: int, count: int) -> list[str]:
         """Small talk of one's own: half the shared stock is each person's, and none is said twice a session."""
         pool = [line for line in (*SMALL[who::2], *self.pair.life[who]) if line not in self.used]
         said = self.rng.sample(pool, min(count, len(pool)))
         self.used.update(said)
-        return _joined(said)
+        return said
 
     def catch_up(self, t: int) -> None:
         """The other asks after a thread; its owner answers without news."""
@@ -1602,9 +1644,7 @@ class _Writer:
         rng = self.rng
         who = rng.randrange(2)
         mine = [line for t in self.live if self.pair.threads[t].who == who for line in self.pair.threads[t].chatter]
-        picked = rng.sample(mine, min(len(mine), 3)) + rng.sample(
-            [*self.pair.life[who], *SMALL[who::2]], rng.randint(6, 9)
-        )
+        picked = rng.sample(mine, min(len(mine), 3)) + self.unsaid(who, rng.randint(6, 9))
         rng.shuffle(picked)
         self.say(who, self.typed(", and ".join(picked[:2]) + ". " + _joined(picked[2:]) + ". anyway. rant over"))
         self.say(1 - who, rng.choice((*SHORT, *SMALL_BACK)))
