@@ -1713,31 +1713,3 @@ class _Writer:
             days = [self.labelled[label][1] for label in ask.labels]
             answer = f"{(days[-1] - days[0]).days} days" if ask.span else f"{days[-1]:%-d %B %Y}"
         return Asked(ask.text, ask.kind, evidence, answer=answer, keys=ask.keys)
-
-
-if __name__ == "__main__":  # a look at the data: sizes, message lengths and kinds
-    import sys
-    from collections import Counter
-    from statistics import median
-
-    from components.context_window.token_estimator import estimator_for
-
-    tokens = estimator_for("gpt-4o")
-    for c in fresh4_conversations(seed=int(sys.argv[1]) if len(sys.argv) > 1 else 0):
-        lengths = [tokens.count(m["content"]) for m in c.messages]
-        evidence = [lengths[i] for q in c.questions for i in q.evidence]
-        print(
-            c.name,
-            len(c.messages),
-            "messages,",
-            sum(lengths),
-            "tokens, median",
-            median(lengths),
-            "p90",
-            sorted(lengths)[len(lengths) * 9 // 10],
-            "max",
-            max(lengths),
-            "evidence median",
-            median(evidence),
-            dict(Counter(q.kind for q in c.questions)),
-        )
