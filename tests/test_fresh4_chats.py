@@ -176,3 +176,20 @@ def test_small_talk_never_places_anything_in_time() -> None:
         stock += [line.text for line in pair.asides]
     relative = ("yesterday", "last night", "this morning", "today", "tonight", "weekend", *WEEKDAYS)
     assert not [line for line in stock if any(r in line.lower() for r in relative)]
+
+
+def test_the_bench_reports_every_kind_nothing_answers_apart_from_recall() -> None:
+    """A question with no evidence counts as held; the bench must put fresh4's three such kinds (wrong_speaker is
+    new) in its abstention table, not in the recall columns."""
+    from bench.conversation_bench import NOTHING as REPORTED_APART
+
+    assert set(NOTHING) <= set(REPORTED_APART)
+    assert set(KINDS) - set(NOTHING) == {
+        "single_hop",
+        "multi_hop",
+        "temporal",
+        "counting",
+        "latest",
+        "inference",
+        "callback",
+    }
