@@ -33,7 +33,9 @@ user and an AI assistant over 56-70 sessions, 60-80K tokens a chat; kinds user_f
 latest, preference besides temporal, counting, paraphrased and unanswerable); BENCH_DATA=fresh3: bench/fresh3_chats.py's
 three (two people's parallel threads over months, small talk that drifts, photos and voice notes; kinds summary and
 missing_detail besides fresh2's); BENCH_DATA=context: bench/context_chats.py's three (dev: short reports whose topic
-is named just before them, asked in other words: kind contextual);
+is named just before them, asked in other words: kind contextual); BENCH_DATA=fresh4: bench/fresh4_chats.py's three
+(export-stamped sessions, loose references back, corrections, changed plans; kinds callback and wrong_speaker, the
+latter unanswerable, besides single_hop, multi_hop, temporal, counting, latest, inference and fresh3's two);
 BENCH_MISSES_FILE=path with BENCH_MISSES=1: each miss as a JSON line, to class them; BENCH_SPEAKERS=name|tag|bare and
 BENCH_DATES=bracket|paren|spoken|iso|line: the same chats with their speakers and dates written another way,
 bench/chat_formats.py).
@@ -68,6 +70,9 @@ from bench.fresh2_chats import KINDS as FRESH2_KINDS  # noqa: E402
 from bench.fresh2_chats import fresh2_conversations  # noqa: E402
 from bench.fresh3_chats import KINDS as FRESH3_KINDS  # noqa: E402
 from bench.fresh3_chats import fresh3_conversations  # noqa: E402
+from bench.fresh4_chats import KINDS as FRESH4_KINDS  # noqa: E402
+from bench.fresh4_chats import NOTHING as FRESH4_NOTHING  # noqa: E402
+from bench.fresh4_chats import fresh4_conversations  # noqa: E402
 from bench.fresh_chats import KINDS as FRESH_KINDS  # noqa: E402
 from bench.fresh_chats import fresh_conversations  # noqa: E402
 from bench.recall_bench import in_window, packed_in_rank_order  # noqa: E402
@@ -87,11 +92,19 @@ written apart from the tuning (names only in the speaker field, news in passing,
 SESSIONS = tuple(int(x) for x in os.environ.get("BENCH_VARIED_SESSIONS", "16,22").split(","))
 """``varied`` only: how many sessions a chat has (a range); 16-22 gives ~13K tokens, which 16K holds whole, so the
 16K column says nothing there; 36,44 gives ~28K tokens, the size of the long public conversations (370-690 messages)."""
-DEFAULT_COUNT = {"varied": "4", "fresh": "6", "fresh2": "5", "fresh3": "3", "assistant": "4", "context": "3"}
+DEFAULT_COUNT = {
+    "varied": "4",
+    "fresh": "6",
+    "fresh2": "5",
+    "fresh3": "3",
+    "fresh4": "3",
+    "assistant": "4",
+    "context": "3",
+}
 CONVERSATIONS = int(os.environ.get("BENCH_CONVERSATIONS", DEFAULT_COUNT.get(DATA, "2")))
 FRESH_SEED = int(os.environ.get("BENCH_FRESH_SEED", "0"))
-"""``fresh``, ``fresh2``, ``fresh3`` and ``assistant``: the seed their chats are written from (another seed places and
-fills the same stories anew)."""
+"""``fresh``, ``fresh2``, ``fresh3``, ``fresh4`` and ``assistant``: the seed their chats are written from (another seed
+places and fills the same stories anew)."""
 DENSE = int(os.environ.get("BENCH_DENSE", "2"))
 MISSES = os.environ.get("BENCH_MISSES", "0") != "0"
 MISSES_FILE = os.environ.get("BENCH_MISSES_FILE", "")
@@ -111,6 +124,8 @@ BASELINES = {"hybrid": "fused", "dense": "dense", "bm25": "bm25"}
 BAR_FLOOR = {4000: 75.0, 8000: 85.0, 16000: 95.0}
 """Issue 31's floor per limit: the bar is the higher of it and the best baseline + ``BAR_MARGIN`` points."""
 BAR_MARGIN = 5.0
+NOTHING = (*UNANSWERABLE, *(k for k in FRESH4_NOTHING if k not in UNANSWERABLE))
+"""The kinds nothing in a chat answers, every set's (fresh4 adds ``wrong_speaker``: asked of one who never said it)."""
 
 
 @dataclass
@@ -347,15 +362,17 @@ def report(cells: dict[tuple[str, int, str], Cell], data: list[Conversation], se
     sizes = ", ".join(f"{c.name} ({len(c.messages)} messages)" for c in data)
     written = (
         "as written"
-        if DATA in ("fresh", "fresh2", "fresh3", "assistant", "context")
+        if DATA in ("fresh", "fresh2", "fresh3", "fresh4", "assistant", "context")
         else f"speakers {SPEAKERS}, dates {DATES}"
     )
     print(f"Long-conversation bench: {sizes}; embedder {EMBEDDER}; {written}; {seconds:.0f} s\n")
     present = {q.kind for c in data for q in c.questions}
     # the held-out sets' own kinds: latest, inference, summary, ...
-    held_out = dict.fromkeys((*FRESH_KINDS, *FRESH2_KINDS, *FRESH3_KINDS, *ASSISTANT_KINDS, *CONTEXT_KINDS))
+    held_out = dict.fromkeys(
+        (*FRESH_KINDS, *FRESH2_KINDS, *FRESH3_KINDS, *FRESH4_KINDS, *ASSISTANT_KINDS, *CONTEXT_KINDS)
+    )
     extra = [k for k in held_out if k in present and k not in KINDS]
-    answerable = [k for k in (*KINDS, *extra) if k not in UNANSWERABLE and k in present]  # a set's own kinds only
+    answerable = [k for k in (*KINDS, *extra) if k not in NOTHING and k in present]  # a set's own kinds only
     names = " / ".join(BASELINES)
     print(f"Recall in %, tda / {names} (each baseline in the same history tokens), per type, limit and kind:\n")
     print(
@@ -394,7 +411,7 @@ def report(cells: dict[tuple[str, int, str], Cell], data: list[Conversation], se
     print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|")
     for type_id in TYPES:
         for limit in LIMITS:
-            for kind in (k for k in UNANSWERABLE if k in present):
+            for kind in (k for k in NOTHING if k in present):
                 c = cells.get((type_id, limit, kind), Cell())
                 print(
                     f"| {type_id} | {limit:,} | {kind} | {c.asked} | {np.mean(c.relevant_tokens or [0]):,.0f} | "
@@ -410,6 +427,8 @@ def main() -> None:
         data = fresh2_conversations(CONVERSATIONS, FRESH_SEED)
     elif DATA == "fresh3":  # the fourth: two lives in parallel threads, small talk that drifts
         data = fresh3_conversations(CONVERSATIONS, FRESH_SEED)
+    elif DATA == "fresh4":  # the fifth: export-stamped sessions, loose references back, corrections, changed plans
+        data = fresh4_conversations(CONVERSATIONS, FRESH_SEED)
     elif DATA == "assistant":  # the third: one user and an AI assistant over months of unrelated tasks
         data = assistant_conversations(CONVERSATIONS, FRESH_SEED)
     elif DATA == "context":  # dev: short reports whose topic is named just before them
