@@ -781,6 +781,9 @@ def test_a_hit_links_only_to_the_few_messages_that_share_one_of_its_rare_words()
     assert index._linked(5, "What did the show turn down, and where was the heron?", 40) == []
     assert asks_two_things("Which print was turned down, and where had he seen its subject?")
     assert not asks_two_things("Which print was turned down by the show?")
+    assert asks_two_things("Who wants to sell the cheddar, and for how much?")
+    assert asks_two_things("Where did she move, and with whom?")
+    assert not asks_two_things("What did she buy for the garden and for the shed?")
 
 
 @settings(max_examples=60, deadline=None)
@@ -1269,6 +1272,21 @@ async def test_an_amount_said_of_something_else_beside_the_topic_does_not_answer
     answered = await history.contribute(800, module_ctx(make_ctx(messages=asked, query=question), config=RECALL))
     assert "recall_reason" not in answered.metadata
     assert "Theo: £240 return." in [m.content for m in window_parts(answered.messages())[1]]
+
+
+async def test_a_question_asking_another_thing_beside_an_amount_never_given_still_recalls_that_thing(history):
+    """ "Who flew to Lisbon, and for how much?" asks who as well as how much: the chat never gives the flights' price
+    (as "twelve a wedge" gives none a number could read), but the trip is the first thing's answer, so recall brings
+    it rather than abstaining on the amount. On main: "nothing relevant found: ... gives an amount". The amount alone
+    asked still abstains."""
+    messages = chat_about_a_trip("a nightmare ")
+    both = "Who flew to Lisbon, and for how much?"
+    c = await history.contribute(800, module_ctx(make_ctx(messages=messages, query=both), config=RECALL))
+    assert "recall_reason" not in c.metadata and c.metadata["relevant_tokens"] > 0
+    assert TRIP.format(detail="a nightmare ") in [m.content for m in window_parts(c.messages())[1]]
+    alone = "How much did the flights to Lisbon cost Theo?"
+    c = await history.contribute(800, module_ctx(make_ctx(messages=messages, query=alone), config=RECALL))
+    assert c.metadata["recall_reason"].endswith(" gives an amount")
 
 
 UNRELATED_AMOUNTS = (

@@ -214,7 +214,9 @@ LINK_TOP = 2
 """At most this many linked messages per hit, the most linked first (each shared word counts 1 / the other messages
 holding it: a word only the two hold links them more than one three hold)."""
 _TWO_THINGS = re.compile(
-    r",? and (?:then )?(?:what|where|when|who|whom|which|why|how|does|did|do|is|was|were|has|have|can|could)\b", re.I
+    r",? and (?:then )?(?:(?:for|with|to|from|in|at|on|by|about|since|until) )?"  # "..., and for how much?"
+    r"(?:what|where|when|who|whom|which|why|how|does|did|do|is|was|were|has|have|can|could)\b",
+    re.I,
 )
 _NAME = re.compile(
     r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]{2,}\b"  # not opening a sentence
@@ -1012,9 +1014,10 @@ class HistoryIndex:
         much was the rent?": an amount) that none of them gives, so the detail was never given (``answer_types``).
         When the chat speaks of the holder in the question's words (a word of it in one of the best
         ``TYPE_HOLDER_HITS`` ``ranked``), the type must be given about it; else (a paraphrase: "the animal doctor"
-        for "the vet") anywhere in a message."""
+        for "the vet") anywhere in a message. Not when the question asks another thing beside it ("Who wants to sell
+        the cheddar, and for how much?"): that thing's evidence is still worth recalling."""
         kind = asked_type(query)
-        if kind is None:
+        if kind is None or asks_two_things(query):
             return None
         about = holder(query)
         text = self._text
