@@ -10,9 +10,11 @@ already serialised and the background writer drained before the clock starts: wh
 
 Per round: a session grown to TURNS - 10 agent turns (unmeasured), then its last 10 turns alternating with a young
 session's first 10, call by call (long_session_bench's side mode, the same texts and fake). Reported: the medians of
-the young and the old calls' CPU (process and loop thread) and their ratio, over ROUNDS rounds. With
-BENCH_GWCPU_PROFILE set, one more round under cProfile (the loop's thread, switched on around each call only),
-then per function the old calls' time and calls a call less the young ones': the split of the difference.
+the young and the old calls' CPU (process and loop thread) and their ratio, over ROUNDS rounds; and per turn step
+(the question's, the tool result's), with the window's messages (``usage.tda``: a full window holds more, smaller
+units as a session offers them). With BENCH_GWCPU_PROFILE set, one more round under cProfile (the loop's thread,
+switched on around each call only), then per function the old calls' time and calls a call less the young ones': the
+split of the difference.
 Knobs: BENCH_GWCPU_ROUNDS (default 3), BENCH_GWCPU_TURNS (default 100), BENCH_GWCPU_PROFILE (1: profile;
 BENCH_GWCPU_PROFILE_DIR: a folder for the two profiles, young.prof and old.prof), BENCH_GWCPU_TOP (functions listed,
 default 40), BENCH_LONG_ROWS (rows per tool result, default 20), BENCH_GWCPU_TIME (functions "module:Name.attr,...":
@@ -119,6 +121,10 @@ class Calls:
     thread: list[float] = dataclasses.field(default_factory=list)
     profile: cProfile.Profile | None = None
     timed: dict[str, float] = dataclasses.field(default_factory=dict)
+    first_steps: list[bool] = dataclasses.field(default_factory=list)
+    """Per call, whether it is its turn's first step (the question; else the step with the tool's result)."""
+    sent: list[int] = dataclasses.field(default_factory=list)
+    """Per call, the window's messages (``usage.tda.messages_sent``)."""
 
 
 class Gateway:
@@ -148,7 +154,11 @@ class Gateway:
             self.timed.into = None
         if r.status_code != 200:
             raise RuntimeError(f"tda answered {r.status_code}: {data[:500]!r}")
-        message = json.loads(data)["choices"][0]["message"]
+        answer = json.loads(data)
+        if calls is not None:
+            calls.first_steps.append(chat[-1]["role"] == "user")
+            calls.sent.append(answer["usage"]["tda"]["messages_sent"])
+        message = answer["choices"][0]["message"]
         return {k: v for k, v in message.items() if k in ("role", "content", "tool_calls") and v is not None}
 
     async def turn(self, chat: list[dict[str, Any]], session: str, turn: int, calls: Calls | None) -> None:
@@ -183,6 +193,17 @@ def summary(young: Calls, old: Calls) -> str:
         f"process {process[0]:.2f} / {process[1]:.2f} (x{process[1] / process[0]:.3f}), "
         f"loop thread {thread[0]:.2f} / {thread[1]:.2f} (x{thread[1] / thread[0]:.3f}), {len(young.process)} calls each"
     )
+
+
+def by_step(young: Calls, old: Calls) -> str:
+    """The medians of each turn step's process CPU, and of the window's messages, young / old: what a median of
+    both steps mixes."""
+
+    def ms(calls: Calls, first: bool) -> float:
+        return statistics.median(t for t, f in zip(calls.process, calls.first_steps, strict=True) if f == first) * 1000
+
+    steps = ", ".join(f"step {n + 1} {ms(young, n == 0):.2f} / {ms(old, n == 0):.2f}" for n in range(2))
+    return f"{steps}; the window's messages {statistics.median(young.sent):g} / {statistics.median(old.sent):g}"
 
 
 def split(young: Calls, old: Calls) -> None:
@@ -227,6 +248,7 @@ async def measure(settings: Any, token: str) -> None:
         await rounds(gateway, young, old, 0, ROUNDS)
         if ROUNDS:
             print(f"young (turns 1-10) / old (turns {TURNS - 9}-{TURNS}) CPU ms a call, medians: {summary(young, old)}")
+            print(f"  by step (process CPU ms, medians): {by_step(young, old)}")
         for name in TIMED if ROUNDS else ():
             y, o = (calls.timed.get(name, 0.0) / len(calls.process) * 1000 for calls in (young, old))
             print(f"  {name}: {y:.3f} / {o:.3f} ms a call (+{o - y:.3f})")
