@@ -144,6 +144,7 @@ class TDAService:
         await asyncio.gather(*warm_ups)
         self.registry.load()
         await self.store.types.seed_defaults(types=self.registry.window_types())  # built-in and packs' types
+        await self.store.types.current()  # each type validated now: a process's first call parses none (~4 ms)
         await self.calibrations.load()
         await self.apply_module_state()
         self.bus.on_control("modules", self.reload_modules)

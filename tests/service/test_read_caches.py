@@ -7,8 +7,13 @@ import asyncio
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
+from components.context_window.session_cache import BoundedCache
+from components.context_window.window_type import ContextWindowType
+from tda.app import create_app
 from tda.store import Store
+from tda.store import types as types_store
 from tda.store.components import CACHE_TTL_S as COMPONENTS_TTL
 from tda.store.tokens import CACHE_TTL_S as TOKEN_TTL
 from tda.store.types import CACHE_TTL_S as TYPES_TTL
@@ -111,3 +116,25 @@ async def test_component_texts_saved_elsewhere_are_used_within_a_second_and_save
     assert await svc.store.components.texts_for(["chart", "table"]) == {
         "chart": {"full": "Draw bar charts.", "light": "Charts."}
     }
+
+
+async def test_a_process_s_first_call_validates_no_window_type(settings, monkeypatch):
+    """The current types are validated at start-up (``TDAService.startup``), not by the process's first call: it
+    resolved its profile's type by validating every stored one (~4 ms of a resent chat's first call, session 55)."""
+    monkeypatch.setattr(types_store, "_PARSED", BoundedCache(4096))  # as in a new process: none parsed yet
+    validated: list[Any] = []
+    validate = ContextWindowType.model_validate
+
+    def counted(data: Any, **kwargs: Any) -> ContextWindowType:
+        validated.append(data)
+        return validate(data, **kwargs)
+
+    app = create_app(settings, migrate=False, warm_up_llm=False, warm_up_knowledge=False)
+    async with app.test_app() as running:
+        token, _ = await running.app.extensions["tda"].store.tokens.create("first-call", "admin")
+        headers = {"Authorization": f"Bearer {token}"}
+        monkeypatch.setattr(ContextWindowType, "model_validate", counted)
+        chat = {"model": "tda", "messages": [{"role": "user", "content": "What is a token?"}]}
+        r = await running.test_client().post("/v1/chat/completions", json=chat, headers=headers)
+        assert r.status_code == 200, await r.get_data()
+    assert validated == []
