@@ -102,7 +102,7 @@ class TokenEmbeddings:
     def __call__(self, ids: np.ndarray, out: np.ndarray | None = None, spare: np.ndarray | None = None) -> np.ndarray:
         """(batch, length, HIDDEN) float32, written into ``out`` when given (``spare``, of its shape, as
         ``_layer_norm``'s)."""
-        x = np.take(self.words, ids, axis=0, out=out)
+        x = np.take(self.words, ids, axis=0, out=out, mode="clip")  # (the default mode writes a copy first)
         np.add(x, self.positions[: ids.shape[1]], out=x)
         np.add(x, self.token_type, out=x)
         return _layer_norm(x, *self.norm, spare)
