@@ -47,11 +47,17 @@ def read_safetensors(source: Path | mmap.mmap) -> dict[str, np.ndarray]:
     return tensors
 
 
-def _layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray) -> np.ndarray:
+def _layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, spare: np.ndarray | None = None) -> np.ndarray:
+    """LayerNorm over the last axis, written over ``x`` (its callers' own temporary) and returned; ``spare``, an
+    array of ``x``'s shape, holds the squares (else a temporary). The same operations in the same order as
+    ``(x - mean) / sqrt(variance + eps) * weight + bias`` made anew: the same bits."""
     mean = x.mean(axis=-1, keepdims=True)
-    centred = x - mean
-    variance = (centred * centred).mean(axis=-1, keepdims=True)
-    return centred / np.sqrt(variance + _EPS) * weight + bias
+    centred = np.subtract(x, mean, out=x)
+    squares = np.multiply(centred, centred, out=spare)
+    variance = squares.mean(axis=-1, keepdims=True)
+    np.divide(centred, np.sqrt(variance + _EPS), out=centred)
+    np.multiply(centred, weight, out=centred)
+    return np.add(centred, bias, out=centred)
 
 
 def _gelu(x: np.ndarray) -> np.ndarray:
@@ -77,9 +83,10 @@ def _gelu(x: np.ndarray) -> np.ndarray:
 
 
 def mean_pooled(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """sentence-transformers' pooling: the mean of the unpadded tokens' states, L2-normalised."""
+    """sentence-transformers' pooling: the mean of the unpadded tokens' states, L2-normalised. ``hidden`` is
+    overwritten (the padding's states zeroed)."""
     weights = mask[:, :, None].astype(np.float32)
-    pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1.0)
+    pooled = np.multiply(hidden, weights, out=hidden).sum(axis=1) / np.maximum(weights.sum(axis=1), 1.0)
     return pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
 
 
@@ -92,9 +99,13 @@ class TokenEmbeddings:
         self.token_type = np.array(w["embeddings.token_type_embeddings.weight"][0])
         self.norm = (np.array(w["embeddings.LayerNorm.weight"]), np.array(w["embeddings.LayerNorm.bias"]))
 
-    def __call__(self, ids: np.ndarray) -> np.ndarray:
-        x = self.words[ids] + self.positions[: ids.shape[1]] + self.token_type
-        return _layer_norm(x.astype(np.float32), *self.norm)
+    def __call__(self, ids: np.ndarray, out: np.ndarray | None = None, spare: np.ndarray | None = None) -> np.ndarray:
+        """(batch, length, HIDDEN) float32, written into ``out`` when given (``spare``, of its shape, as
+        ``_layer_norm``'s)."""
+        x = np.take(self.words, ids, axis=0, out=out, mode="clip")  # (the default mode writes a copy first)
+        np.add(x, self.positions[: ids.shape[1]], out=x)
+        np.add(x, self.token_type, out=x)
+        return _layer_norm(x, *self.norm, spare)
 
 
 class MiniLM:

@@ -15,14 +15,19 @@ fp32 model's, not equal, so this is another embedder (collections record which o
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
 import tempfile
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from components.context_window import mapped
 
 from .minilm import HEADS, HIDDEN, LAYERS, TokenEmbeddings, mean_pooled, read_safetensors
 
@@ -163,6 +168,38 @@ def built_graph(weights: Path, graph: Path) -> None:
         raise RuntimeError(f"building the int8 MiniLM graph failed: {done.stderr.decode(errors='replace')[-2000:]}")
 
 
+SMALL_RUN_PIECES = 256
+"""Runs of up to this many word pieces (batch x length: a turn's question, its messages) keep what onnxruntime's arena
+grew for them and write their input into ``Scratch``; a larger run (ingestion's batches of 512, a long message) gives
+the arena's free regions back when it ends. A run's tensors freed into glibc's heap among the few small blocks each
+turn keeps were the largest share of its holes of 4-64 KiB (docs/benchmarks.md, sessions 54-55)."""
+GIVE_BACK = "memory.enable_memory_arena_shrinkage"
+"""The run option with which onnxruntime frees its arena's regions that no tensor holds once the run is done."""
+
+
+class Scratch:
+    """Buffers of ``pieces`` x HIDDEN floats mapped apart, for one run at a time: a small run's token embeddings (the
+    graph's input) and their LayerNorm's squares are written there rather than into new arrays of the heap."""
+
+    def __init__(self, pieces: int) -> None:
+        self._lock = threading.Lock()
+        self._input, self._squares = (mapped.empty(pieces * HIDDEN, np.float32) for _ in range(2))
+
+    @contextlib.contextmanager
+    def taken(self, shape: tuple[int, int]) -> Iterator[tuple[np.ndarray, np.ndarray] | tuple[None, None]]:
+        """Views of (batch, length, HIDDEN) for the run of ``shape``, or ``None`` (new arrays, as before) when the
+        run is larger or another run holds the buffers."""
+        size = shape[0] * shape[1] * HIDDEN
+        if size > len(self._input) or not self._lock.acquire(blocking=False):
+            yield None, None
+            return
+        try:
+            full = (*shape, HIDDEN)
+            yield self._input[:size].reshape(full), self._squares[:size].reshape(full)
+        finally:
+            self._lock.release()
+
+
 class MiniLMInt8:
     """The encoder: token ids and attention mask in, normalised sentence vectors out (as ``MiniLM``)."""
 
@@ -175,18 +212,23 @@ class MiniLMInt8:
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = 1  # a run per core: runs side by side beat one run over all cores
         options.inter_op_num_threads = 1
-        options.enable_cpu_mem_arena = False  # an ingestion batch's buffers are returned, not kept for the process
+        options.enable_cpu_mem_arena = True  # a run's tensors from memory of its own, not the heap: SMALL_RUN_PIECES
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")  # idle threads yield the CPU
         with tempfile.TemporaryDirectory(prefix="tda-minilm-int8-") as folder:
             graph = Path(folder) / "layers.onnx"
             built_graph(weights, graph)
             self.session = onnxruntime.InferenceSession(str(graph), options, providers=["CPUExecutionProvider"])
+        self.give_back = onnxruntime.RunOptions()
+        self.give_back.add_run_config_entry(GIVE_BACK, "cpu:0")
+        self.scratch = Scratch(SMALL_RUN_PIECES)
 
     def encode(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         """``ids`` and ``mask`` are (batch, length) with length <= 512; returns (batch, 384), L2-normalised."""
-        (hidden,) = self.session.run(None, {"x": self.embed_tokens(ids), "mask": mask.astype(np.int32)})
-        return mean_pooled(hidden, mask)
+        with self.scratch.taken(ids.shape) as (into, squares):
+            feeds = {"x": self.embed_tokens(ids, into, squares), "mask": mask.astype(np.int32)}
+            (hidden,) = self.session.run(None, feeds, self.give_back if ids.size > SMALL_RUN_PIECES else None)
+        return mean_pooled(hidden, mask)  # onnxruntime's output, pooled in place
 
 
 if __name__ == "__main__":  # built_graph's child: the graph of the weights file argv[1], written to argv[2]
