@@ -242,7 +242,10 @@ STORE_RETRY_S = 30.0
 """After a ``PartVectors`` call fails, the store is left alone this long: a stalled server is not waited for by
 every turn (each would spend its wait before embedding anyway)."""
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
-_SPEAKER = re.compile(r"^(\[[^\]\n]{1,40}\]\s*)?([A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}): ")
+_SPEAKER = re.compile(
+    r"^((?:\[[^\]\n]{1,40}\]|\((?=[^)\n]{1,40}\))[^)\d\n]*\d[^)\n]*\))\s*)?"  # a stamp: "[8 May, 10:58] ", "(10:58) "
+    r"([A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}): "
+)
 """A chat line's speaker tag, after an optional bracketed header such as a date: "[8 May 2023] Maya: "."""
 UNNAMED = {"user": -2, "assistant": -3}
 """``HistoryIndex.said_by`` of a user's or an assistant's message no tag or name gives a speaker: the party of its
