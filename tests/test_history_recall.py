@@ -858,6 +858,42 @@ async def test_a_question_about_someone_ranks_their_own_message_above_the_others
     assert about_theo.index(THEO_MOVED) < about_theo.index(MAYA_MOVED)
 
 
+DISLIKE = (
+    "Joss: I've been reading a book about mushrooms and now I see them everywhere. also I would rather be stuck in a "
+    "lift for a day than sit through a musical"
+)
+FAN = "Malin: Joss, I'm a total musicals person, I've seen Les Mis five times, best musical ever"
+
+
+def clock_stamped(messages: list[Message]) -> list[Message]:
+    """The chat exported with each line's clock time before its speaker's tag: "(10:58) Malin: ..."."""
+    return [
+        dataclasses.replace(m, content=f"({8 + i // 60 % 12:02d}:{i % 60:02d}) {m.content}")
+        for i, m in enumerate(messages)
+    ]
+
+
+@pytest.mark.parametrize("embedder", [None, HistoryEmbedder()], ids=["words", "words+vectors"])
+async def test_a_question_about_someone_in_a_clock_stamped_chat_ranks_their_own_stated_dislike_first(embedder):
+    """Each line stamped with its time ("(10:58) Joss: ...") still names its speaker: a question about Joss counts his
+    lines double, so his dislike said in other words ("rather be stuck in a lift ... than sit through a musical") comes
+    before Malin's line naming the thing with more of the question's words (bench/fresh4_chats.py: "Would Joss enjoy
+    a night at Les Mis?" lost at 4K and 8K while the stamp hid whose lines were whose)."""
+    messages = [
+        Message(role, f"{name}: {line} on day {t}.")
+        for t in range(120)
+        for role, name, line in (("user", "Malin", "Sure, Joss! Haha, see you"), ("assistant", "Joss", "Sounds good"))
+    ]
+    messages[30:30] = [Message("user", FAN)]
+    messages[90:90] = [Message("assistant", DISLIKE)]
+    stamped = clock_stamped(messages)
+    recalled = await _recalled("Would Joss enjoy a night at a musical?", stamped, embedder)
+    assert recalled[0] == stamped[90].content
+    index = HistoryIndex()
+    index.add(stamped)
+    assert index.speakers == {"Joss", "Malin"} and parts_of(stamped[90].content)[0].startswith("(09:30) I've been")
+
+
 def bare(messages: list[Message]) -> list[Message]:
     """The chat imported as a user and an assistant: no speaker tag, no name (each still calls the other by name)."""
     return [dataclasses.replace(m, content=m.content.split(": ", 1)[1]) for m in messages]
@@ -1500,8 +1536,11 @@ def _written_out(messages: list[Message]) -> tuple[list[int], set[str], list[str
     for position, m in enumerate(messages):
         opens_dated = opens_with_date(m.content)
         text = after_date(m.content) if opens_dated else m.content  # the speaker's tag follows the date
-        tag = re.match(r"^(\[[^\]\n]{1,40}\]\s*)?([A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}): ", text)
-        speaker = tag.group(2) if tag else None
+        stamp = re.match(r"\[[^\]\n]{1,40}\]\s*|\(([^)\n]{1,40})\)\s*", text)  # "[8 May 2023] ", "(10:58) "
+        if stamp and stamp.group(1) is not None and not any(c.isdigit() for c in stamp.group(1)):
+            stamp = None  # "(laughs) " is no stamp
+        tag = re.match(r"([A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}): ", text[stamp.end() if stamp else 0 :])
+        speaker = tag.group(1) if tag else None
         if opens_dated and not tag and text and "\n" not in m.content[: len(m.content) - len(text)]:
             # or the tag before the date, on the line it goes on: "Al: 8 May 2023: x"
             before = re.match(r"([A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}): ", m.content)
@@ -1528,6 +1567,10 @@ _CONTENTS = st.sampled_from(
     [
         "Maya: hi",
         "[8 May 2023] Theo Ng: we met",
+        "(10:58) Joss: hi",
+        "(Mon, 9:05am)Theo Ng: ok",
+        "(laughs) Joss: no",
+        "() Al: no",
         "[8 May 2023] Hey!",
         "2023-05-08 13:56: Maya: hi",
         "Theo Ng: May 9, 2023: hey",
