@@ -862,7 +862,7 @@ DISLIKE = (
     "Joss: I've been reading a book about mushrooms and now I see them everywhere. also I would rather be stuck in a "
     "lift for a day than sit through a musical"
 )
-FAN = "Malin: Joss, I'm a total musicals person, I've seen Les Mis five times, best musical ever"
+FAN = "Malin: musicals are my thing, a musical a week"
 
 
 def clock_stamped(messages: list[Message]) -> list[Message]:
@@ -876,14 +876,13 @@ def clock_stamped(messages: list[Message]) -> list[Message]:
 @pytest.mark.parametrize("embedder", [None, HistoryEmbedder()], ids=["words", "words+vectors"])
 async def test_a_question_about_someone_in_a_clock_stamped_chat_ranks_their_own_stated_dislike_first(embedder):
     """Each line stamped with its time ("(10:58) Joss: ...") still names its speaker: a question about Joss counts his
-    lines double, so his dislike said in other words ("rather be stuck in a lift ... than sit through a musical") comes
-    before Malin's line naming the thing with more of the question's words (bench/fresh4_chats.py: "Would Joss enjoy
-    a night at Les Mis?" lost at 4K and 8K while the stamp hid whose lines were whose)."""
-    messages = [
-        Message(role, f"{name}: {line} on day {t}.")
-        for t in range(120)
-        for role, name, line in (("user", "Malin", "Sure, Joss! Haha, see you"), ("assistant", "Joss", "Sounds good"))
-    ]
+    lines double, so his dislike tucked after small talk ("rather be stuck in a lift ... than sit through a musical")
+    comes before Malin's short line saying the thing twice (on main, by words, it came second; bench/fresh4_chats.py:
+    "Would Joss enjoy a night at Les Mis?" lost at 4K and 8K while the stamp hid whose lines were whose)."""
+    messages = []
+    for t in range(120):
+        messages.append(Message("user", f"Malin: see you on day {t}."))
+        messages.append(Message("assistant", f"Joss: The weather on day {t} was grey."))
     messages[30:30] = [Message("user", FAN)]
     messages[90:90] = [Message("assistant", DISLIKE)]
     stamped = clock_stamped(messages)
