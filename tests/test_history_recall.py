@@ -31,6 +31,7 @@ from components.context_window.recall.messages import (
     OWN_MEANING_MIN_WORDS,
     OWN_MEANING_MIN_Z,
     OWN_MEANING_TOP,
+    STATED_TOP,
     UNNAMED,
     HistoryIndex,
     SessionRecall,
@@ -891,6 +892,46 @@ async def test_a_question_about_someone_in_a_clock_stamped_chat_ranks_their_own_
     index = HistoryIndex()
     index.add(stamped)
     assert index.speakers == {"Joss", "Malin"} and parts_of(stamped[90].content)[0].startswith("(09:30) I've been")
+
+
+async def test_a_hypothetical_about_someone_ranks_their_stated_dislike_above_their_lines_sharing_its_words():
+    """ "Would Joss enjoy a night at Les Mis?": Joss's answer is a dislike said in other words, one sentence after small
+    talk; his own chatter says "night" again and again, and Malin's line names Les Mis. What he said of his likes
+    (a word of liking or disliking in his own message) is ranked by meaning among those alone, so it leads (on main
+    it came 12th, behind his nights out)."""
+    lines_by_joss = ("the band played a gig at the pub, night {t} of the tour", "a night shift again, day {t}")
+    messages = []
+    for t in range(100):
+        messages.append(Message("user", f"Malin: the hedgehogs ate well on day {t}"))
+        messages.append(Message("assistant", "Joss: " + lines_by_joss[t % 2].format(t=t)))
+    messages[40:40] = [Message("user", "Malin: I'm a total musicals person, I've seen Les Mis five times")]
+    messages[120:120] = [Message("assistant", DISLIKE)]
+    same = {"musical": "show", "musicals": "show", "les": "show", "mis": "show", "enjoy": "love"}
+    ranking = await SessionRecall(ConceptEmbedder(same)).recall(
+        Session("chat", messages=messages), "Would Joss enjoy a night at Les Mis?", before=190, enough_tokens=300
+    )
+    assert ranking.units[0].messages[0].content == DISLIKE
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["Al", "Bo"]), st.sampled_from(["I love it", "I hate it", "ok", "fine x"])),
+        max_size=60,
+    ),
+    st.lists(st.sampled_from([-1.0, 0.1, 0.5, 0.9]), min_size=60, max_size=60),
+)
+def test_what_someone_stated_of_their_likes_is_their_own_messages_holding_such_a_word_best_first(said, dense):
+    """``stated_by``: the own messages holding a word of liking or disliking, best first by the dense score (ties in
+    order; no vector, -1, never), at most ``STATED_TOP``: an oracle walking the messages."""
+    index = HistoryIndex()
+    index.add([Message("user", f"{who}: {text}") for who, text in said])
+    n = len(said)
+    own = np.array([who == "Al" for who, _ in said], bool)
+    scores = np.array(dense[:n])
+    expected = [i for i in range(n) if own[i] and said[i][1] in ("I love it", "I hate it") and scores[i] > -1]
+    expected.sort(key=lambda i: -scores[i])  # a stable sort: ties in order
+    assert index.stated_by(own, scores).tolist() == expected[:STATED_TOP]
 
 
 def bare(messages: list[Message]) -> list[Message]:
