@@ -265,7 +265,9 @@ _SPEAKER = re.compile(
     r"^((?:\[[^\]\n]{1,40}\]|\((?=[^)\n]{1,40}\))[^)\d\n]*\d[^)\n]*\))\s*)?"  # a stamp: "[8 May, 10:58] ", "(10:58) "
     r"([A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}): "
 )
-"""A chat line's speaker tag, after an optional bracketed header such as a date: "[8 May 2023] Maya: "."""
+"""A chat line's speaker tag, after an optional bracketed header such as a date ("[8 May 2023] Maya: ") or a stamp in
+parentheses holding a digit ("(10:58) Joss: ", an export stamping each line with its time; "(laughs) Joss:" is no
+stamp): a stamp hiding the tag hid whose every line was (bench/fresh4_chats.py's third chat)."""
 UNNAMED = {"user": -2, "assistant": -3}
 """``HistoryIndex.said_by`` of a user's or an assistant's message no tag or name gives a speaker: the party of its
 role, whom the other party may call by name ("Thanks, Kat!": ``HistoryIndex.parties_called``)."""
