@@ -898,7 +898,7 @@ async def test_a_hypothetical_about_someone_ranks_their_stated_dislike_above_the
     """ "Would Joss enjoy a night at Les Mis?": Joss's answer is a dislike said in other words, one sentence after small
     talk; his own chatter says "night" again and again, and Malin's line names Les Mis. What he said of his likes
     (a word of liking or disliking in his own message) is ranked by meaning among those alone, so it leads (on main
-    it came 12th, behind his nights out)."""
+    it came 3rd, behind his nights out)."""
     lines_by_joss = ("the band played a gig at the pub, night {t} of the tour", "a night shift again, day {t}")
     messages = []
     for t in range(100):
