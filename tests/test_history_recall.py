@@ -31,6 +31,7 @@ from components.context_window.recall.messages import (
     OWN_MEANING_MIN_WORDS,
     OWN_MEANING_MIN_Z,
     OWN_MEANING_TOP,
+    STATED_TOP,
     UNNAMED,
     HistoryIndex,
     SessionRecall,
@@ -858,6 +859,81 @@ async def test_a_question_about_someone_ranks_their_own_message_above_the_others
     assert about_theo.index(THEO_MOVED) < about_theo.index(MAYA_MOVED)
 
 
+DISLIKE = (
+    "Joss: I've been reading a book about mushrooms and now I see them everywhere. also I would rather be stuck in a "
+    "lift for a day than sit through a musical"
+)
+FAN = "Malin: musicals are my thing, a musical a week"
+
+
+def clock_stamped(messages: list[Message]) -> list[Message]:
+    """The chat exported with each line's clock time before its speaker's tag: "(10:58) Malin: ..."."""
+    return [
+        dataclasses.replace(m, content=f"({8 + i // 60 % 12:02d}:{i % 60:02d}) {m.content}")
+        for i, m in enumerate(messages)
+    ]
+
+
+@pytest.mark.parametrize("embedder", [None, HistoryEmbedder()], ids=["words", "words+vectors"])
+async def test_a_question_about_someone_in_a_clock_stamped_chat_ranks_their_own_stated_dislike_first(embedder):
+    """Each line stamped with its time ("(10:58) Joss: ...") still names its speaker: a question about Joss counts his
+    lines double, so his dislike tucked after small talk ("rather be stuck in a lift ... than sit through a musical")
+    comes before Malin's short line saying the thing twice (on main, by words, it came second; bench/fresh4_chats.py:
+    "Would Joss enjoy a night at Les Mis?" lost at 4K and 8K while the stamp hid whose lines were whose)."""
+    messages = []
+    for t in range(120):
+        messages.append(Message("user", f"Malin: see you on day {t}."))
+        messages.append(Message("assistant", f"Joss: The weather on day {t} was grey."))
+    messages[30:30] = [Message("user", FAN)]
+    messages[90:90] = [Message("assistant", DISLIKE)]
+    stamped = clock_stamped(messages)
+    recalled = await _recalled("Would Joss enjoy a night at a musical?", stamped, embedder)
+    assert recalled[0] == stamped[90].content
+    index = HistoryIndex()
+    index.add(stamped)
+    assert index.speakers == {"Joss", "Malin"} and parts_of(stamped[90].content)[0].startswith("(09:30) I've been")
+
+
+async def test_a_hypothetical_about_someone_ranks_their_stated_dislike_above_their_lines_sharing_its_words():
+    """ "Would Joss enjoy a night at Les Mis?": Joss's answer is a dislike said in other words, one sentence after small
+    talk; his own chatter says "night" again and again, and Malin's line names Les Mis. What he said of his likes
+    (a word of liking or disliking in his own message) is ranked by meaning among those alone, so it leads (on main
+    it came 3rd, behind his nights out)."""
+    lines_by_joss = ("the band played a gig at the pub, night {t} of the tour", "a night shift again, day {t}")
+    messages = []
+    for t in range(100):
+        messages.append(Message("user", f"Malin: the hedgehogs ate well on day {t}"))
+        messages.append(Message("assistant", "Joss: " + lines_by_joss[t % 2].format(t=t)))
+    messages[40:40] = [Message("user", "Malin: I'm a total musicals person, I've seen Les Mis five times")]
+    messages[120:120] = [Message("assistant", DISLIKE)]
+    same = {"musical": "show", "musicals": "show", "les": "show", "mis": "show", "enjoy": "love"}
+    ranking = await SessionRecall(ConceptEmbedder(same)).recall(
+        Session("chat", messages=messages), "Would Joss enjoy a night at Les Mis?", before=190, enough_tokens=300
+    )
+    assert ranking.units[0].messages[0].content == DISLIKE
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["Al", "Bo"]), st.sampled_from(["I love it", "I hate it", "ok", "fine x"])),
+        max_size=60,
+    ),
+    st.lists(st.sampled_from([-1.0, 0.1, 0.5, 0.9]), min_size=60, max_size=60),
+)
+def test_what_someone_stated_of_their_likes_is_their_own_messages_holding_such_a_word_best_first(said, dense):
+    """``stated_by``: the own messages holding a word of liking or disliking, best first by the dense score (ties in
+    order; no vector, -1, never), at most ``STATED_TOP``: an oracle walking the messages."""
+    index = HistoryIndex()
+    index.add([Message("user", f"{who}: {text}") for who, text in said])
+    n = len(said)
+    own = np.array([who == "Al" for who, _ in said], bool)
+    scores = np.array(dense[:n])
+    expected = [i for i in range(n) if own[i] and said[i][1] in ("I love it", "I hate it") and scores[i] > -1]
+    expected.sort(key=lambda i: -scores[i])  # a stable sort: ties in order
+    assert index.stated_by(own, scores).tolist() == expected[:STATED_TOP]
+
+
 def bare(messages: list[Message]) -> list[Message]:
     """The chat imported as a user and an assistant: no speaker tag, no name (each still calls the other by name)."""
     return [dataclasses.replace(m, content=m.content.split(": ", 1)[1]) for m in messages]
@@ -1500,8 +1576,11 @@ def _written_out(messages: list[Message]) -> tuple[list[int], set[str], list[str
     for position, m in enumerate(messages):
         opens_dated = opens_with_date(m.content)
         text = after_date(m.content) if opens_dated else m.content  # the speaker's tag follows the date
-        tag = re.match(r"^(\[[^\]\n]{1,40}\]\s*)?([A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}): ", text)
-        speaker = tag.group(2) if tag else None
+        stamp = re.match(r"\[[^\]\n]{1,40}\]\s*|\(([^)\n]{1,40})\)\s*", text)  # "[8 May 2023] ", "(10:58) "
+        if stamp and stamp.group(1) is not None and not any(c.isdigit() for c in stamp.group(1)):
+            stamp = None  # "(laughs) " is no stamp
+        tag = re.match(r"([A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}): ", text[stamp.end() if stamp else 0 :])
+        speaker = tag.group(1) if tag else None
         if opens_dated and not tag and text and "\n" not in m.content[: len(m.content) - len(text)]:
             # or the tag before the date, on the line it goes on: "Al: 8 May 2023: x"
             before = re.match(r"([A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}): ", m.content)
@@ -1528,6 +1607,10 @@ _CONTENTS = st.sampled_from(
     [
         "Maya: hi",
         "[8 May 2023] Theo Ng: we met",
+        "(10:58) Joss: hi",
+        "(Mon, 9:05am)Theo Ng: ok",
+        "(laughs) Joss: no",
+        "() Al: no",
         "[8 May 2023] Hey!",
         "2023-05-08 13:56: Maya: hi",
         "Theo Ng: May 9, 2023: hey",

@@ -225,6 +225,25 @@ _NAME = re.compile(
 """Capitalised words in a message that lead a second hop: not the first word of a sentence, unless a verb follows that a
 name takes. A word taken for a name here costs a hop's weight; the abstention rule, where it would cost the answer,
 reads names with ``names_asked`` (no days or months, nothing opening a sentence, line or clause)."""
+STATED_WEIGHT = 1.0
+"""RRF weight of a hypothetical question's list of what the person it asks about said of their own likes and habits
+(``HistoryIndex.stated_by``): "Would Joss enjoy a night at Les Mis?" is answered by "I would rather be stuck in a lift
+for a day than sit through a musical", which shares no word with it and is one sentence of chatter by meaning, while
+the other speaker's "I'm a total musicals person, I've seen Les Mis five times" names the thing. Among the person's
+own messages that hold a word of liking or disliking (``STATED_WORDS``), the best by best part ranks the stated
+disposition 1st-3rd (docs/knowledge.md, "Session 55 (infer55)")."""
+STATED_TOP = 10
+"""At most this many of their messages enter that list."""
+STATED_WORDS = tuple(
+    dict.fromkeys(
+        terms(
+            "love like hate stand rather never always useless allergic afraid scared terrified fan bores prefer enjoy "
+            "adore loathe detest favourite favorite bear dread avoid hopeless happiest"
+        )
+    )
+)
+"""Words a person states a like, a dislike or a habit with ("I can't stand crowds", "theatre bores me rigid", "I'm
+useless before ten"), as the lexical index holds them (stems)."""
 RECENT_QUESTIONS = 3
 """How many of the newest user messages a query is compared with to tell a conversation going on from a return to
 something said long ago (``RecallLead.continuity``)."""
@@ -242,8 +261,13 @@ STORE_RETRY_S = 30.0
 """After a ``PartVectors`` call fails, the store is left alone this long: a stalled server is not waited for by
 every turn (each would spend its wait before embedding anyway)."""
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
-_SPEAKER = re.compile(r"^(\[[^\]\n]{1,40}\]\s*)?([A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}): ")
-"""A chat line's speaker tag, after an optional bracketed header such as a date: "[8 May 2023] Maya: "."""
+_SPEAKER = re.compile(
+    r"^((?:\[[^\]\n]{1,40}\]|\((?=[^)\n]{1,40}\))[^)\d\n]*\d[^)\n]*\))\s*)?"  # a stamp: "[8 May, 10:58] ", "(10:58) "
+    r"([A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}): "
+)
+"""A chat line's speaker tag, after an optional bracketed header such as a date ("[8 May 2023] Maya: ") or a stamp in
+parentheses holding a digit ("(10:58) Joss: ", an export stamping each line with its time; "(laughs) Joss:" is no
+stamp): a stamp hiding the tag hid whose every line was (bench/fresh4_chats.py's third chat)."""
 UNNAMED = {"user": -2, "assistant": -3}
 """``HistoryIndex.said_by`` of a user's or an assistant's message no tag or name gives a speaker: the party of its
 role, whom the other party may call by name ("Thanks, Kat!": ``HistoryIndex.parties_called``)."""
@@ -993,10 +1017,22 @@ class HistoryIndex:
             if own is not None:  # and their own news no other signal ranks, by its meaning among what they said
                 theirs = told_by_them(whole, own & unranked, own, self.lexical.word_counts()[:n])
                 fused[theirs] += OWN_MEANING_WEIGHT / (RRF_K + np.arange(1, len(theirs) + 1))
+            if own is not None and dense is not None and asks_hypothetically(query):  # and what they like, or not
+                stated = self.stated_by(own, dense)
+                fused[stated] += STATED_WEIGHT / (RRF_K + np.arange(1, len(stated) + 1))
             scores = self._with_exchanges(fused, best, n, own)
         positions = np.flatnonzero(scores > 0)
         positions = positions[np.lexsort((-positions, -scores[positions]))]
         return positions, scores[positions], ranking.method, None
+
+    def stated_by(self, own: np.ndarray, dense: np.ndarray) -> np.ndarray:
+        """The ``own`` messages (a mask over the first ``len(own)``) holding a word of liking or disliking
+        (``STATED_WORDS``), best first by ``dense`` (best part; ties in order), at most ``STATED_TOP``."""
+        n = len(own)
+        holding = np.unique(np.concatenate([self.lexical.rows(word) for word in STATED_WORDS]))
+        holding = holding[holding < n]
+        held = holding[own[holding] & (dense[holding] > -1)]
+        return held[np.argsort(-dense[held], kind="stable")][:STATED_TOP]
 
     def _with_exchanges(self, fused: np.ndarray, best: np.ndarray, n: int, own: np.ndarray | None) -> np.ndarray:
         """``fused`` with the short exchanges of the ``best`` hits ranked with them, the ``own`` messages counting
