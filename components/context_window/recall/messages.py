@@ -886,7 +886,7 @@ class HistoryIndex:
         thing: str | None = None,
         *,
         ample: bool = False,
-    ) -> tuple[np.ndarray, np.ndarray, str, str | None]:
+    ) -> _Ranked:
         """Positions of the messages before ``before``, best first, with fused scores, the method and (when nothing
         ranks) the reason. Messages no signal ranks are left out (and the exchanges of the best hits come with them);
         with vectors, every message is ranked by its whole meaning (``WHOLE_WEIGHT``). With ``evidence``, nothing ranks
@@ -916,10 +916,10 @@ class HistoryIndex:
 
     def _with_whole_texts(
         self,
-        ranked: tuple[np.ndarray, np.ndarray, str, str | None],
+        ranked: _Ranked,
         query_vector: Sequence[float] | np.ndarray,
         before: int,
-    ) -> tuple[np.ndarray, np.ndarray, str, str | None]:
+    ) -> _Ranked:
         """``ranked`` with the whole-text ranking fused in (``WHOLE_TEXT_WEIGHT``). An abstention stays one (nothing
         ranked, nothing added), and so does a ranking made before every message has its vectors."""
         positions, scores, method, reason = ranked
@@ -959,7 +959,7 @@ class HistoryIndex:
         about: frozenset[int] = frozenset(),
         thing: str | None = None,
         link_from: int = LINK_FROM,
-    ) -> tuple[np.ndarray, np.ndarray, str, str | None]:
+    ) -> _Ranked:
         n = min(before, len(self.messages))
         if n <= 0:
             return np.zeros(0, np.intp), np.zeros(0), "none", "no earlier messages"
