@@ -30,31 +30,15 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from bench.conversation_data import Conversation, Question
+from bench.conversation_data import Conversation
+from bench.fresh4_chats import KINDS as FRESH4_KINDS
+from bench.fresh4_chats import NOTHING, WEEKDAYS, Asked
 
-KINDS = (
-    "single_hop",
-    "multi_hop",
-    "temporal",
-    "counting",
-    "latest",
-    "inference",
-    "unanswerable",
-    "missing_detail",
-    "wrong_speaker",
-)
-NOTHING = ("unanswerable", "missing_detail", "wrong_speaker")
-"""The kinds nothing in the chat answers (no evidence)."""
-
-WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
-
-
-@dataclass(frozen=True)
-class Asked(Question):
-    answer: str = ""
-    keys: tuple[str, ...] = ()
-    """Words the evidence holds, all of them across its messages (``wrong_speaker``: words only the other person
-    says; ``unanswerable`` and ``missing_detail``: words the chat never says)."""
+KINDS = tuple(kind for kind in FRESH4_KINDS if kind != "callback")
+"""fresh4's kinds, the same questions and answers (``Asked``: its ``keys`` are words the evidence holds, across its
+messages; ``wrong_speaker``: words only the other person says; ``unanswerable`` and ``missing_detail``: words the
+chat never says), but ``callback``. ``NOTHING``: the kinds no evidence answers."""
+__all__ = ["KINDS", "NOTHING", "WEEKDAYS", "Asked", "fresh5_conversations"]
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from collections import Counter
 import pytest
 
 from bench.fresh5_chats import KINDS, NOTHING, PAIRS, WEEKDAYS, Asked, chatter, fresh5_conversations, reply
+from tests.support import stamped_sessions
 
 SEEDS = (0, 1, 2)
 CHATS = {seed: fresh5_conversations(seed=seed) for seed in SEEDS}
@@ -37,15 +38,7 @@ def _asked(seed: int, at: int) -> list[Asked]:
 @functools.cache
 def _sessions(seed: int, at: int) -> list[tuple[dt.datetime, list[int]]]:
     """Each session's stamp and its messages, found by the heading on a message's first line."""
-    pattern, form = STAMPS[PAIRS[at].name]
-    messages = CHATS[seed][at].messages
-    heads = []
-    for i, m in enumerate(messages):
-        found = pattern.match(m["content"].split("\n", 1)[0])
-        if found:
-            heads.append((i, dt.datetime.strptime(found.group(1), form)))
-    bounds = [*(i for i, _ in heads), len(messages)]
-    return [(when, list(range(a, b))) for (a, when), b in zip(heads, bounds[1:], strict=True)]
+    return stamped_sessions(CHATS[seed][at].messages, *STAMPS[PAIRS[at].name])
 
 
 def _said(content: str) -> tuple[str, str]:
