@@ -679,7 +679,83 @@ TOPICAL = (
     "so much faff with {t}",
     "{t} again, honestly",
 )
-PARTS = (EATING, WEATHER, PEOPLE_DO, WORK, CHORES, FEEL, PLANS, SEEN, TOPICAL, TOPICAL, TOPICAL)
+OTHERS = (  # other people's news, of the same sorts as the facts: near misses for a question
+    "{p} just got {g}",
+    "{p} is off to {c} soon",
+    "{p} has taken up {h}",
+    "{p} had {o}",
+    "{p} is thinking of getting {g}",
+    "{p} went to {c} and loved it",
+    "{p} is doing {h} now, who knew",
+    "{p} is waiting on {o}",
+)
+GOT = (
+    "a parrot",
+    "chickens",
+    "a rescue cat",
+    "a hatchback",
+    "a campervan",
+    "a keyboard",
+    "a puppy",
+    "two rabbits",
+    "a tortoise",
+    "a van",
+    "a motorbike",
+    "ducks",
+    "a cockapoo",
+    "a second-hand piano",
+    "a hamster",
+    "an allotment shed",
+)
+CITIES = (
+    "Lisbon",
+    "Krakow",
+    "the Lakes",
+    "Cornwall",
+    "Seville",
+    "Bruges",
+    "Berlin",
+    "Skye",
+    "Valencia",
+    "Prague",
+    "Dublin",
+    "Rome",
+    "Snowdonia",
+    "Marrakech",
+    "Copenhagen",
+)
+HOBBIES = (
+    "salsa",
+    "knitting",
+    "rowing",
+    "life drawing",
+    "archery",
+    "open water swimming",
+    "the ukulele",
+    "chess",
+    "cycling",
+    "yoga",
+    "rock climbing",
+    "baking bread",
+    "choir",
+    "five-a-side",
+    "watercolours",
+    "birdwatching",
+)
+OPS = (
+    "a hip replacement",
+    "a filling",
+    "a scan on her knee",
+    "stitches in his hand",
+    "a cataract done",
+    "an MRI",
+    "a tooth out",
+    "a cast on his arm",
+    "blood tests",
+    "a heart check-up",
+    "keyhole surgery",
+)
+PARTS = (EATING, WEATHER, PEOPLE_DO, WORK, CHORES, FEEL, PLANS, SEEN, TOPICAL, TOPICAL, TOPICAL, OTHERS, OTHERS)
 LEAD = ("", "", "", "ok so ", "honestly ", "ugh ", "right so ", "lol ", "well ", "mm ", "tbh ", "anyway ")
 TAIL = ("", "", "", " haha", " x", " lol", " ugh", " tbh", " anyway", " 🙃", " ffs", "!!")
 REPLY = (
@@ -739,7 +815,15 @@ def _clause(rng: random.Random) -> str:
     """One piece of small talk: a template from a random part, its slots filled."""
     text = rng.choice(rng.choice(PARTS))
     return text.format(
-        f=rng.choice(FOOD), p=rng.choice(PEOPLE), a=rng.choice(ABOUT), w=rng.choice(HOW), t=rng.choice(TOPICS)
+        f=rng.choice(FOOD),
+        p=rng.choice(PEOPLE),
+        a=rng.choice(ABOUT),
+        w=rng.choice(HOW),
+        t=rng.choice(TOPICS),
+        g=rng.choice(GOT),
+        c=rng.choice(CITIES),
+        h=rng.choice(HOBBIES),
+        o=rng.choice(OPS),
     )
 
 
@@ -762,7 +846,7 @@ def reply(rng: random.Random) -> str:
     if roll < 0.6:
         asked = rng.choice(ASK_BACK).format(a=rng.choice(ABOUT), r=rng.choice(RELATION))
         return f"{rng.choice(REPLY)}. {asked}?"
-    return f"{rng.choice(REPLY)}, {chatter(rng, rng.randint(1, 3))}"
+    return f"{rng.choice(REPLY)}, {chatter(rng, rng.randint(1, 5))}"
 
 
 # -- the pairs and their stamps ----------------------------------------------------------------------------
@@ -928,12 +1012,12 @@ class _Writer:
         who = rng.randrange(2)
         roll = rng.random()
         if roll < 0.2:
-            self.say(who, chatter(rng, rng.randint(7, 14)))
+            self.say(who, chatter(rng, rng.randint(9, 18)))
         elif roll < 0.35:
-            self.say(who, chatter(rng, rng.randint(1, 3)))
-            self.say(who, chatter(rng, rng.randint(1, 3)))
+            self.say(who, chatter(rng, rng.randint(1, 4)))
+            self.say(who, chatter(rng, rng.randint(1, 4)))
         else:
-            self.say(who, chatter(rng, rng.choice((1, 2, 3, 4, 5, 6, 7, 8))))
+            self.say(who, chatter(rng, rng.choice((1, 2, 3, 4, 5, 6, 7, 8, 9, 10))))
         self.say(1 - who, reply(rng))
 
     def tell(self, fact: _Told, day: dt.date) -> None:
@@ -955,7 +1039,7 @@ class _Writer:
             self.say(1 - fact.who, rng.choice(PROMPT))
             self.evidence[fact.label] = [self.say(fact.who, rng.choice(YES) + ", ".join(parts))]
         elif how == "ramble":  # mid-message in a long one
-            before, after = chatter(rng, rng.randint(2, 6)), chatter(rng, rng.randint(2, 6))
+            before, after = chatter(rng, rng.randint(3, 8)), chatter(rng, rng.randint(3, 8))
             self.evidence[fact.label] = [self.say(fact.who, f"{before}. oh and {', '.join(parts)}. {after}")]
         else:
             self.evidence[fact.label] = [self.say(fact.who, ", ".join(parts))]
