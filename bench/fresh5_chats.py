@@ -900,6 +900,8 @@ class _Told:
     label: str
     when: bool = False
     """Its text has "{when}": placed in time from the session's day."""
+    keys: tuple[str, ...] = ()
+    """Told over several messages, the ones holding these words are its evidence (the rest is said around it)."""
 
 
 class _Writer:
@@ -928,7 +930,7 @@ class _Writer:
         for n, fact in enumerate(singles):
             who = rng.randrange(2)
             name, other = self.pair.names[who], self.pair.names[1 - who]
-            place(_Told(who, fact.text, f"s{n}"), rng.randrange(sessions))
+            place(_Told(who, fact.text, f"s{n}", keys=fact.keys), rng.randrange(sessions))
             if n < 9:
                 questions.append(("single_hop", fact.question.format(X=name), (f"s{n}",), fact.answer, fact.keys))
             else:  # asked of the other one, who never said it
@@ -1034,7 +1036,8 @@ class _Writer:
             else ("answer", "ramble", "ramble", "plain", "plain")
         )
         if how == "split":  # over consecutive messages
-            self.evidence[fact.label] = [self.say(fact.who, part) for part in parts]
+            said = [(self.say(fact.who, part), part.lower()) for part in parts]
+            self.evidence[fact.label] = [at for at, part in said if any(k in part for k in fact.keys)]
         elif how == "answer":  # asked for first: "yes" and the detail
             self.say(1 - fact.who, rng.choice(PROMPT))
             self.evidence[fact.label] = [self.say(fact.who, rng.choice(YES) + ", ".join(parts))]

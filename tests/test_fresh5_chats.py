@@ -106,6 +106,7 @@ def test_evidence_holds_its_words_and_nothing_answers_the_rest(seed: int, at: in
         else:
             told = " ".join(lowered[i] for i in question.evidence)
             assert all(k in told for k in keys), question.text
+            assert all(any(k in lowered[i] for k in keys) for i in question.evidence), question.text  # none idle
             assert {_said(messages[i]["content"])[0] for i in question.evidence} == {about}, question.text
 
 
