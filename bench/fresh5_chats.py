@@ -17,7 +17,7 @@ stock of lines. Here:
 * **Facts arrive as real ones do:** mid-message in a long ramble, split over two or three consecutive messages (all
   of them evidence), or as the answer to the other's question ("yes" + detail).
 
-Three chats (Teodor and Ffion, friends; Amara and her brother Lewin; Baptiste and Yusra, old flatmates), 22-32
+Three chats (Teodor and Ffion, friends; Amara and her brother Lewin; Baptiste and Yusra, old flatmates), 24-30
 sessions over months, each session's first message headed by its date/time stamp (each chat its own format), 400-700
 messages a chat, ~32 questions a chat. A seed (``BENCH_FRESH_SEED``) picks which facts each chat holds, who tells
 them, in which session and how, and writes the small talk anew.
