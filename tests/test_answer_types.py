@@ -93,6 +93,7 @@ def test_a_number_word_is_an_amount_where_a_word_of_paying_or_a_rate_makes_it_on
         "the two of us went in the end",
         "they do a sourdough that sells out by nine",
         "she turns forty next week",
+        "did something to my knee at five-a-side last night",
     ],
 )
 def test_a_number_word_that_counts_or_tells_the_time_is_no_amount(text):

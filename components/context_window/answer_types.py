@@ -42,6 +42,7 @@ _BEFORE = re.compile(r"([a-z]+)\.?\s*$", re.IGNORECASE)
 _SEPARATOR = re.compile(r"[./-]")
 _YEAR = re.compile(r"(?:19|20)\d\d")
 _WORD = re.compile(r"[a-z]+")
+_HYPHENATED = re.compile(r"[a-z]+(?:-[a-z]+)*")
 _CURRENCY = frozenset("£$€¥")
 _COUNTED_AFTER = re.compile(r"(?:\d|\b(?:a|an|" + "|".join(sorted(_NUMBER)) + r"))[\s-]*([a-z]+)")
 _AFTER_A_NUMBER = _UNIT | _COUNTED
@@ -49,24 +50,14 @@ _PAYING = frozenset(
     "pay pays paid paying cost costs costing charge charges charged spend spends spent sell sells sold selling "
     "owe owes owed earn earns earned worth".split()
 )
-
 _BETWEEN = frozenset("me us him her them you it for about around only just nearly almost over under".split())
-"""The words that may come between a word of paying and its number word: whom, what, "for", how near."""
-
-
-def _either(words: frozenset[str]) -> str:
-    return "|".join(sorted(words, key=len, reverse=True))
-
-
-_SPELLED_AMOUNT = re.compile(
-    rf"\b(?:{_either(_PAYING)})(?:\s+(?:{_either(_BETWEEN)})){{0,2}}\s+(?:{_either(_NUMBER)})\b"
-    rf"|(?:\b(?:{_either(_NUMBER - {'one'})})|-one)\s+(?:a|an|per|each)\b"
-)
+"""The words that may come between a word of paying and its number word (at most two): whom, what, "for", how near."""
+_RATE = frozenset("a an per each".split())
 """A number word is an amount where the words around it make it one: a word of paying just before it ("paid twenty
-for it", "cost me forty", "sold it for ninety"; not "sells out by nine") or a rate after it ("twelve a wedge", "forty a
-month", "ten each"). Alone it says other things ("the two of us", "for twelve kids", "one for the road"); so does "one
-a" ("the one a friend recommended"; "twenty-one a month" is a rate). A number word before a unit or a money word is an
-amount already (``_counted``, ``_MONEY``)."""
+for it", "cost me forty", "sold it for ninety"; not "sells out by nine") or a rate after it (``_RATE``: "twelve a
+wedge", "forty a month", "ten each"). Alone it says other things ("the two of us", "for twelve kids", "one for the
+road", "five-a-side"); so does "one a" ("the one a friend recommended"; "twenty-one a month" is a rate). A number word
+before a unit or a money word is an amount already (``_counted``, ``_MONEY``)."""
 _URL = re.compile(r"\S*(?:://|www\.)\S*")
 _AMOUNT_NOUN = r"(?:salary|salaries|wage|wages|pay|price|prices|cost|costs|fee|fees|fare|fares|rent)"
 
@@ -101,7 +92,9 @@ def holds_type(text: str, kind: str) -> bool:
     if not gives.isdisjoint(words):
         return True
     if kind == "an amount" and (
-        not _CURRENCY.isdisjoint(text) or _counted(low, words) or (not _NUMBER.isdisjoint(words) and _spelled(low))
+        not _CURRENCY.isdisjoint(text)
+        or _counted(low, words)
+        or (not _NUMBER.isdisjoint(words) and _spelled(low, words))
     ):
         return True
     if "://" in text or "www." in text:
@@ -118,9 +111,26 @@ def _counted(low: str, words: list[str]) -> bool:
     return any(match.group(1) in _AFTER_A_NUMBER for match in _COUNTED_AFTER.finditer(low))
 
 
-def _spelled(low: str) -> bool:
-    """Whether ``low`` holds a number word the words around it make an amount (``_SPELLED_AMOUNT``)."""
-    return _SPELLED_AMOUNT.search(low) is not None
+def _spelled(low: str, words: list[str]) -> bool:
+    """Whether ``low`` (its ``words``) holds a number word that a word of paying or a rate makes an amount (``_RATE``).
+    Read over the plain words first (cheap), then, when they say so, over the hyphenated words: "twenty-one" is a
+    number word, "five-a-side" none."""
+    return _framed(words) and _framed(_HYPHENATED.findall(low))
+
+
+def _framed(words: list[str]) -> bool:
+    for at, word in enumerate(words):
+        if not _NUMBER.issuperset(word.split("-")):
+            continue
+        after = words[at + 1] if at + 1 < len(words) else ""
+        if after in _RATE and (word != "one" or (at > 0 and words[at - 1] in _NUMBER)):
+            return True
+        for before in reversed(words[max(0, at - 3) : at]):  # the nearest first
+            if before in _PAYING:
+                return True
+            if before not in _BETWEEN:
+                break
+    return False
 
 
 def _in_word(text: str, numeral: re.Match[str]) -> bool:
