@@ -67,6 +67,63 @@ def test_a_message_without_an_amount_holds_none(text):
     assert not holds_type(text, "an amount")
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the man from before wants to stock my stuff at his farm shop. twelve a wedge!!",
+        "got it second hand, paid twenty for it",
+        "it cost me forty in the end",
+        "sold it for ninety to a guy from work",
+        "the lessons are thirty each",
+        "the allotment is twenty-one a month now",
+    ],
+)
+def test_a_number_word_is_an_amount_where_a_word_of_paying_or_a_rate_makes_it_one(text):
+    """Session 56: "twelve a wedge" (fresh4's cheddar price) gave no amount, so a question asking only its price
+    abstained. Fail on main: a number word alone was no amount."""
+    assert holds_type(text, "an amount")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the one a friend recommended was shut",
+        "what cake could I make for twelve kids?",
+        "one for the road, then home",
+        "the two of us went in the end",
+        "they do a sourdough that sells out by nine",
+        "she turns forty next week",
+        "did something to my knee at five-a-side last night",
+    ],
+)
+def test_a_number_word_that_counts_or_tells_the_time_is_no_amount(text):
+    assert not holds_type(text, "an amount")
+
+
+def _spelled(n: int) -> str:
+    """English words for 1 <= n <= 99, written here apart from the code under test."""
+    ones = "one two three four five six seven eight nine".split()
+    teens = "ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen".split()
+    tens = "twenty thirty forty fifty sixty seventy eighty ninety".split()
+    if n < 10:
+        return ones[n - 1]
+    if n < 20:
+        return teens[n - 10]
+    return tens[n // 10 - 2] + ("-" + ones[n % 10 - 1] if n % 10 else "")
+
+
+@given(
+    n=st.integers(2, 99),
+    frame=st.sampled_from(("paid {} for it", "it cost me {} in the end", "{} a month", "they're {} each")),
+)
+def test_any_number_word_a_word_of_paying_or_a_rate_frames_is_an_amount_and_alone_none(n, frame):
+    """Invariant over every number from two to ninety-nine spelled out: framed as a price it is an amount; in
+    "the ... of us" and "for ... kids" it is none."""
+    word = _spelled(n)
+    assert holds_type(frame.format(word), "an amount")
+    assert not holds_type(f"the {word} of us went, we booked for {word} kids", "an amount")
+
+
 def test_an_age_may_be_spelled_out_and_a_colour_is_a_colour_word():
     assert holds_type("she turns forty next week", "an age") and holds_type("She turns 34 on 4 March", "an age")
     assert not holds_type("she called last night", "an age")
@@ -116,7 +173,6 @@ FLIGHTS = holder("How much did the flights to Lisbon cost?")
     [
         ("The flights were £240 return, the city was so worth it.", ""),
         ("Booked Lisbon at last. It came to 240 quid.", ""),  # the sentence before names it
-        ("240 quid, and that was the cheap one. Lisbon better be worth it.", ""),  # the sentence after
         ("£240 return.", "How much were the flights in the end?"),  # the message it follows
     ],
 )
@@ -129,6 +185,7 @@ def test_an_amount_said_of_the_holder_or_next_to_it_gives_the_type_about_it(text
     [
         ("Back from Lisbon, the flights were a nightmare. Work is mad. I found a tenner in an old coat.", ""),
         ("Lisbon was lovely. Anyway. Coffee at the station is £4 now.", ""),  # two sentences away
+        ("Coffee at the station is £4 now. Lisbon better be worth it.", ""),  # the sentence after: new talk
         ("Work is mad. Coffee at the station is £4 now.", "Back from Lisbon!"),  # not its first sentence
         ("Flights were a nightmare but the city was so worth it.", ""),  # no amount at all
     ],

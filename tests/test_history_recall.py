@@ -1365,6 +1365,30 @@ async def test_a_question_asking_another_thing_beside_an_amount_never_given_stil
     assert c.metadata["recall_reason"].endswith(" gives an amount")
 
 
+@pytest.mark.parametrize("detail", ["only ninety each, ", "a steal, I paid forty for mine, "])
+async def test_a_price_in_words_answers_how_much_it_cost(history, detail):
+    """ "The flights were only ninety each": an amount in words, said of the flights, answers "How much did the flights
+    to Lisbon cost?" (session 56). On main no message gave an amount (a number word was none), so recall abstained
+    and the trip was not recalled."""
+    messages = chat_about_a_trip(detail)
+    question = "How much did the flights to Lisbon cost Theo?"
+    c = await history.contribute(800, module_ctx(make_ctx(messages=messages, query=question), config=RECALL))
+    assert "recall_reason" not in c.metadata
+    assert TRIP.format(detail=detail) in [m.content for m in window_parts(c.messages())[1]]
+
+
+async def test_an_amount_followed_by_a_sentence_naming_the_topic_is_not_said_of_it(history):
+    """A figure points back to what it is of: "Did the big shop, 60 quid on four items. Lisbon sounds amazing though."
+    gives the shop's amount, not the flights' (session 56). On main the sentence after counted, so this reply
+    answered "How much did the flights to Lisbon cost?" and recall filled the room; now it abstains."""
+    reply = "Maya: Oh I'm so jealous. Did the big shop, 60 quid on what feels like four items. Lisbon sounds amazing."
+    messages = chat_about_a_trip("a nightmare ", reply=reply)
+    question = "How much did the flights to Lisbon cost Theo?"
+    c = await history.contribute(800, module_ctx(make_ctx(messages=messages, query=question), config=RECALL))
+    assert c.metadata["recall_reason"].endswith(" gives an amount")
+    assert c.metadata["relevant_tokens"] == 0
+
+
 UNRELATED_AMOUNTS = (
     "Maya: Found a tenner in an old coat, best day of the week.",
     "Theo: Coffee at the station is £{n} now, daylight robbery.",

@@ -10,8 +10,8 @@ those ask for no type here. "When" neither: every session of a chat has a date.
 A type of answer anywhere is not the detail: a chat holds amounts about other things near any topic ("found a tenner
 in an old coat" beside the rent). So the answer must give its type about what the question asks it of, its holder
 (``holder``: "the rent on Tom's new flat"): a sentence holding a token of the type has a word of the holder in it or in
-the sentence either side, or in the message before it ("£240 return" after "how much were the flights?"; session 50,
-``gives_type_about``)."""
+the sentence before, or in the message before it ("£240 return" after "how much were the flights?"; session 50,
+``gives_type_about``; the sentence after no longer counts since session 56)."""
 
 from __future__ import annotations
 
@@ -42,9 +42,22 @@ _BEFORE = re.compile(r"([a-z]+)\.?\s*$", re.IGNORECASE)
 _SEPARATOR = re.compile(r"[./-]")
 _YEAR = re.compile(r"(?:19|20)\d\d")
 _WORD = re.compile(r"[a-z]+")
+_HYPHENATED = re.compile(r"[a-z]+(?:-[a-z]+)*")
 _CURRENCY = frozenset("£$€¥")
 _COUNTED_AFTER = re.compile(r"(?:\d|\b(?:a|an|" + "|".join(sorted(_NUMBER)) + r"))[\s-]*([a-z]+)")
 _AFTER_A_NUMBER = _UNIT | _COUNTED
+_PAYING = frozenset(
+    "pay pays paid paying cost costs costing charge charges charged spend spends spent sell sells sold selling "
+    "owe owes owed earn earns earned worth".split()
+)
+_BETWEEN = frozenset("me us him her them you it for about around only just nearly almost over under".split())
+"""The words that may come between a word of paying and its number word (at most two): whom, what, "for", how near."""
+_RATE = frozenset("a an per each".split())
+"""A number word is an amount where the words around it make it one: a word of paying just before it ("paid twenty
+for it", "cost me forty", "sold it for ninety"; not "sells out by nine") or a rate after it (``_RATE``: "twelve a
+wedge", "forty a month", "ten each"). Alone it says other things ("the two of us", "for twelve kids", "one for the
+road", "five-a-side"); so does "one a" ("the one a friend recommended"; "twenty-one a month" is a rate). A number word
+before a unit or a money word is an amount already (``_counted``, ``_MONEY``)."""
 _URL = re.compile(r"\S*(?:://|www\.)\S*")
 _AMOUNT_NOUN = r"(?:salary|salaries|wage|wages|pay|price|prices|cost|costs|fee|fees|fare|fares|rent)"
 
@@ -78,7 +91,11 @@ def holds_type(text: str, kind: str) -> bool:
     words = _WORD.findall(low)
     if not gives.isdisjoint(words):
         return True
-    if kind == "an amount" and (not _CURRENCY.isdisjoint(text) or _counted(low, words)):
+    if kind == "an amount" and (
+        not _CURRENCY.isdisjoint(text)
+        or _counted(low, words)
+        or (not _NUMBER.isdisjoint(words) and _spelled(low, words))
+    ):
         return True
     if "://" in text or "www." in text:
         text = _URL.sub(" ", text)  # a link's digits name a page ("watch?v=x7Tq2", "video/72")
@@ -92,6 +109,28 @@ def _counted(low: str, words: list[str]) -> bool:
     if _AFTER_A_NUMBER.isdisjoint(words):
         return False
     return any(match.group(1) in _AFTER_A_NUMBER for match in _COUNTED_AFTER.finditer(low))
+
+
+def _spelled(low: str, words: list[str]) -> bool:
+    """Whether ``low`` (its ``words``) holds a number word that a word of paying or a rate makes an amount (``_RATE``).
+    Read over the plain words first (cheap), then, when they say so, over the hyphenated words: "twenty-one" is a
+    number word, "five-a-side" none."""
+    return _framed(words) and _framed(_HYPHENATED.findall(low))
+
+
+def _framed(words: list[str]) -> bool:
+    for at, word in enumerate(words):
+        if not _NUMBER.issuperset(word.split("-")):
+            continue
+        after = words[at + 1] if at + 1 < len(words) else ""
+        if after in _RATE and (word != "one" or (at > 0 and words[at - 1] in _NUMBER)):
+            return True
+        for before in reversed(words[max(0, at - 3) : at]):  # the nearest first
+            if before in _PAYING:
+                return True
+            if before not in _BETWEEN:
+                break
+    return False
 
 
 def _in_word(text: str, numeral: re.Match[str]) -> bool:
@@ -142,16 +181,18 @@ def holder(question: str) -> frozenset[str]:
 
 def gives_type_about(text: str, before: str, kind: str, about: frozenset[str]) -> bool:
     """Whether ``text`` holds a token of ``kind`` in a sentence that has a word of ``about`` in it or in the sentence
-    either side, or (its first sentence) in ``before``, the message it follows: the detail said of its holder, or of a
-    word standing for it nearby ("I got a bike. It cost £300."; "£240 return" after "How much were the flights?";
-    "Bought a proper instrument at last, £2,300" after a message about the cellos)."""
+    before, or (its first sentence) in ``before``, the message it follows: the detail said of its holder, or of a word
+    standing for it just before ("I got a bike. It cost £300."; "£240 return" after "How much were the flights?";
+    "Bought a proper instrument at last, £2,300" after a message about the cellos). Not the sentence after: a figure
+    points back to what it is of, and the holder named next is new talk ("I walked 400 steps. also the shop has a
+    name"; no evidence on the dev sets needed it, docs: "Session 56 (abstain56)")."""
     if not holds_type(text, kind):
         return False
     sentences = [s for s in _SENTENCE_END.split(text) if s.strip()]
     for at, sentence in enumerate(sentences):
         if not holds_type(sentence, kind):
             continue
-        near = " ".join(sentences[max(0, at - 1) : at + 2]) + (" " + before if at == 0 else "")
+        near = " ".join(sentences[max(0, at - 1) : at + 1]) + (" " + before if at == 0 else "")
         if not about.isdisjoint(terms(near)):
             return True
     return False
