@@ -697,7 +697,7 @@ class ConversationHistoryModule(ContextModule):
         if priced is None or priced[0] is not tokens:
             priced = self._priced.put(ctx.session.id, (tokens, {}))
         packing = _Packing(room, exponent, tokens, priced[1])
-        asked = ctx.memo.get("asked") or await self._recall(ctx).ask(ctx.session, ctx.query)
+        asked: HistoryQuestion = ctx.memo["asked"]  # asked by the lead that chose recall, in this assembly
         ranking = await asked.recall(
             before=before,
             enough_tokens=room * 2,

@@ -1733,7 +1733,7 @@ class SessionRecall:
         return await (await self.ask(session, query)).lead(split=split, continues_from=continues_from)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class IndexQuestion:
     """A query asked of a session's ``HistoryIndex`` (``SessionRecall.ask``): the ``HistoryQuestion`` provider."""
 
