@@ -650,13 +650,13 @@ class IndexingRecall(SessionRecall):
 
     def __init__(self) -> None:
         super().__init__(None)
-        self.ready, self.indexed, self.leads = asyncio.Event(), asyncio.Event(), 0
+        self.ready, self.indexed, self.asks = asyncio.Event(), asyncio.Event(), 0
 
-    async def lead(self, session, query, *, split, continues_from=None):
-        self.leads += 1
+    async def ask(self, session, query):
+        self.asks += 1
         await self.ready.wait()
         try:
-            return await super().lead(session, query, split=split, continues_from=continues_from)
+            return await super().ask(session, query)
         finally:
             self.indexed.set()
 
@@ -676,7 +676,7 @@ async def test_a_history_still_being_indexed_gets_its_newest_turns_in_time_and_r
         c = await asyncio.wait_for(history.contribute(1_500, ctx), 1.0)
         assert c.messages()[-1] == messages[-1] and FACT not in [m.content for m in c.messages()]
         assert c.metadata["recall_reason"].startswith("recall is still indexing this history")
-    assert recall.leads == 1  # the second call did not wait again
+    assert recall.asks == 1  # the second call did not wait again
     recall.ready.set()
     await recall.indexed.wait()
     for _ in range(3):  # its task ends, then its done-callbacks run

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 from hypothesis import given, settings
@@ -38,10 +38,19 @@ class FixedRanking:
     def __init__(self, order: Sequence[int]) -> None:
         self.order = order
 
+    async def ask(self, session: Session, query: str) -> FixedQuestion:
+        return FixedQuestion(self.order, session)
+
+
+@dataclass
+class FixedQuestion:
+    """``FixedRanking``'s answers for one session."""
+
+    order: Sequence[int]
+    session: Session
+
     async def recall(
         self,
-        session: Session,
-        query: str,
         *,
         before: int,
         enough_tokens: int,
@@ -50,17 +59,16 @@ class FixedRanking:
     ) -> RecallRanking:
         units: list[RecalledUnit] = []
         reached: list[int] = []  # the rough tokens of the units up to each
+        messages = self.session.messages
         for position in [p for p in self.order if p < before]:
             if reached and reached[-1] >= max(enough_tokens, tail_tokens):
                 break
-            units.append(RecalledUnit(position, (session.messages[position],), 1.0 / (60 + len(units))))
-            reached.append((reached[-1] if reached else 0) + rough_tokens(session.messages[position]))
+            units.append(RecalledUnit(position, (messages[position],), 1.0 / (60 + len(units))))
+            reached.append((reached[-1] if reached else 0) + rough_tokens(messages[position]))
         head = next((n + 1 for n, tokens in enumerate(reached) if tokens >= enough_tokens), len(units))
         return RecallRanking(tuple(units[:head]), "lexical", tail=tuple(units[head:]))
 
-    async def lead(
-        self, session: Session, query: str, *, split: int, continues_from: float | None = None
-    ) -> RecallLead:
+    async def lead(self, *, split: int, continues_from: float | None = None) -> RecallLead:
         return RecallLead(None, math.inf)
 
 

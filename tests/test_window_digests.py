@@ -13,14 +13,15 @@ HISTORY = in_process_bench.conversation(998)
 
 
 class SlowClock:
-    """A machine so loaded that every reading of the clock comes a second after the one before: each step a module
-    takes holds the event loop for a second, so a module of three steps is past its 2 s timeout."""
+    """A machine so loaded that every reading of the clock comes 1.5 s after the one before: each step a module takes
+    holds the event loop for 1.5 s, so a module of two steps is past its 2 s timeout (the history module's cold window
+    takes two since it asks recall once per assembly: three before)."""
 
     def __init__(self) -> None:
         self.now = 0.0
 
     def __call__(self) -> float:
-        self.now += 1.0
+        self.now += 1.5
         return self.now
 
 

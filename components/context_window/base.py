@@ -801,21 +801,20 @@ class RecallLead:
 
 
 @runtime_checkable
-class HistoryRecall(Protocol):
-    """Searches a session's own earlier messages by relevance (``recall.messages.SessionRecall`` implements it over
-    the relevance engine; the application may keep the index as it records messages)."""
+class HistoryQuestion(Protocol):
+    """A query asked of one session's earlier messages (``HistoryRecall.ask``): the history brought up to date and
+    the query read once, then asked for as many leads and rankings as a turn's windows need (the allocation's, the
+    surplus's, the fill's: each another split or room)."""
 
     async def recall(
         self,
-        session: Session,
-        query: str,
         *,
         before: int,
         enough_tokens: int,
         tail_tokens: int = 0,
         tail_room: Callable[[tuple[RecalledUnit, ...]], int] | None = None,
     ) -> RecallRanking:
-        """Whole units of ``session``'s valid, visible messages before position ``before``, best first, until they
+        """Whole units of the session's valid, visible messages before position ``before``, best first, until they
         hold about ``enough_tokens`` tokens or none are left; the units ranked after them until about
         ``tail_tokens`` in all as the ranking's ``tail``. ``tail_room``, called with those best units once they are
         collected (in the step that ranks, nothing changing the index meanwhile), says the tokens they leave (the
@@ -823,11 +822,20 @@ class HistoryRecall(Protocol):
         (``fitting.LIKELY_CHARS_PER_TOKEN`` a token; none when it is 0), and the rest are never made."""
         ...
 
-    async def lead(
-        self, session: Session, query: str, *, split: int, continues_from: float | None = None
-    ) -> RecallLead:
-        """How the messages before position ``split`` outrank those from ``split`` on for ``query``; when its
-        ``continuity`` reaches ``continues_from``, that alone (the older messages are not scored)."""
+    async def lead(self, *, split: int, continues_from: float | None = None) -> RecallLead:
+        """How the messages before position ``split`` outrank those from ``split`` on; when its ``continuity``
+        reaches ``continues_from``, that alone (the older messages are not scored)."""
+        ...
+
+
+@runtime_checkable
+class HistoryRecall(Protocol):
+    """Searches a session's own earlier messages by relevance (``recall.messages.SessionRecall`` implements it over
+    the relevance engine; the application may keep the index as it records messages)."""
+
+    async def ask(self, session: Session, query: str) -> HistoryQuestion:
+        """``query`` asked of ``session``'s history as it is now: what the leads and rankings of one assembly read.
+        This is what may take long (a long history met cold is read and indexed first)."""
         ...
 
 

@@ -22,6 +22,7 @@ from components.context_window.base import (
     ContextModule,
     Contribution,
     Directives,
+    HistoryQuestion,
     HistoryRecall,
     JoinedMessages,
     Message,
@@ -344,8 +345,8 @@ class ConversationHistoryModule(ContextModule):
         self.recall_wait_s = RECALL_WAIT_S
         """How long a call waits for recall's index of a history met for the first time (see ``RECALL_WAIT_S``): a
         bench comparing windows raises it out of a loaded machine's reach (bench/window_digests.py)."""
-        self._indexing: dict[tuple[HistoryRecall, str], asyncio.Future[RecallLead]] = {}
-        """Recall leads that outlasted ``recall_wait_s``, indexing in the background, by recall and session (held
+        self._indexing: dict[tuple[HistoryRecall, str], asyncio.Future[HistoryQuestion]] = {}
+        """Recall's questions that outlasted ``recall_wait_s``, indexing in the background, by recall and session (held
         here: the loop keeps a task only weakly)."""
         self._priced: BoundedCache[str, tuple[TokenCounter, dict[int, _Priced]]] = BoundedCache(64)
         """Per session, the recalled units priced for packing, by position, with the counter that priced them: a long
@@ -595,19 +596,29 @@ class ConversationHistoryModule(ContextModule):
 
     async def _lead_within(self, ctx: AssemblyContext, split: int, continuing: float) -> RecallLead | None:
         """How the best older message leads the newest ones (only the continuity when it reaches ``continuing``),
-        or None when recall's index is not ready within ``recall_wait_s`` (it goes on indexing in the background;
-        until it is done, calls do not wait again)."""
+        or None when recall's index is not ready within ``recall_wait_s``."""
+        asked = await self._asked_within(ctx)
+        return None if asked is None else await asked.lead(split=split, continues_from=continuing)
+
+    async def _asked_within(self, ctx: AssemblyContext) -> HistoryQuestion | None:
+        """The query asked of recall, once per assembly (its windows lead and rank it up to three times: at the
+        allocation, with the surplus, in the fill); None when recall's index is not ready within ``recall_wait_s``
+        (it goes on indexing in the background; until it is done, calls do not wait again)."""
+        asked: HistoryQuestion | None = ctx.memo.get("asked")
+        if asked is not None:
+            return asked
         recall = self._recall(ctx)
         key = (recall, ctx.session.id)
         if key in self._indexing:
             return None
-        lead = asyncio.ensure_future(recall.lead(ctx.session, ctx.query, split=split, continues_from=continuing))
+        asking = asyncio.ensure_future(recall.ask(ctx.session, ctx.query))
         try:
-            return await asyncio.wait_for(asyncio.shield(lead), self.recall_wait_s)
+            asked = ctx.memo["asked"] = await asyncio.wait_for(asyncio.shield(asking), self.recall_wait_s)
         except TimeoutError:
-            self._indexing[key] = lead
-            lead.add_done_callback(partial(_indexed, self._indexing, key))
+            self._indexing[key] = asking
+            asking.add_done_callback(partial(_indexed, self._indexing, key))
             return None
+        return asked
 
     async def _recall_window(
         self, budget: int, ctx: AssemblyContext, strategy: str | None, recall_pct: float
@@ -686,9 +697,8 @@ class ConversationHistoryModule(ContextModule):
         if priced is None or priced[0] is not tokens:
             priced = self._priced.put(ctx.session.id, (tokens, {}))
         packing = _Packing(room, exponent, tokens, priced[1])
-        ranking = await self._recall(ctx).recall(
-            ctx.session,
-            ctx.query,
+        asked: HistoryQuestion = ctx.memo["asked"]  # asked by the lead that chose recall, in this assembly
+        ranking = await asked.recall(
             before=before,
             enough_tokens=room * 2,
             tail_tokens=_tail_tokens(room),
@@ -1290,11 +1300,13 @@ def _fitted_tail(tail: list[Unit], room: int, tokens: TokenCounter) -> list[Unit
     return [shortened, *tail[start:]] if shortened is not None else tail[start:]
 
 
-def _indexed(indexing: dict[Any, asyncio.Future[RecallLead]], key: Any, lead: asyncio.Future[RecallLead]) -> None:
-    """A background lead is done: later calls wait for recall again."""
+def _indexed(
+    indexing: dict[Any, asyncio.Future[HistoryQuestion]], key: Any, asking: asyncio.Future[HistoryQuestion]
+) -> None:
+    """A background ask is done: later calls wait for recall again."""
     indexing.pop(key, None)
-    if not lead.cancelled():
-        lead.exception()  # retrieved, not logged: the next call's own lead meets its cause again
+    if not asking.cancelled():
+        asking.exception()  # retrieved, not logged: the next call's own ask meets its cause again
 
 
 def _recall_reserve(config: Any, budget: int) -> int:

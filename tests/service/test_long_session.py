@@ -307,10 +307,7 @@ def _as_sent(m: dict[str, Any]) -> dict[str, Any]:
 class _HangingRecall:
     """A history index that never answers (a starved worker pool, a database that does not reply)."""
 
-    async def recall(self, *args: Any, **kwargs: Any) -> Any:
-        await asyncio.Event().wait()
-
-    async def lead(self, *args: Any, **kwargs: Any) -> Any:
+    async def ask(self, *args: Any, **kwargs: Any) -> Any:
         await asyncio.Event().wait()
 
 

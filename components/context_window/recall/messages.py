@@ -1701,6 +1701,15 @@ class SessionRecall:
             await asyncio.wait([job], timeout=left)
         return index
 
+    async def ask(self, session: Session, query: str) -> IndexQuestion:
+        """``query`` asked of the session's index (``HistoryRecall.ask``): synced, waited for, and the query read once
+        for the leads and rankings of one assembly (an old gateway call's first step asked three times for its lead
+        and twice for its ranking, each syncing and reading the query again)."""
+        index = await self._synced(session)
+        # its speakers may be growing in a step
+        about, focused = await self._step(index, 0, lambda: (index.asked_about(query), index.focus(query)))
+        return IndexQuestion(self, session, index, focused, about, asks_when(query), thing_asked(query))
+
     async def recall(
         self,
         session: Session,
@@ -1711,24 +1720,55 @@ class SessionRecall:
         tail_tokens: int = 0,
         tail_room: Callable[[tuple[RecalledUnit, ...]], int] | None = None,
     ) -> RecallRanking:
+        """``ask`` and its ranking at once (``HistoryQuestion.recall``)."""
+        asked = await self.ask(session, query)
+        return await asked.recall(
+            before=before, enough_tokens=enough_tokens, tail_tokens=tail_tokens, tail_room=tail_room
+        )
+
+    async def lead(
+        self, session: Session, query: str, *, split: int, continues_from: float | None = None
+    ) -> RecallLead:
+        """``ask`` and its lead at once (``HistoryQuestion.lead``)."""
+        return await (await self.ask(session, query)).lead(split=split, continues_from=continues_from)
+
+
+@dataclass(frozen=True, eq=False)
+class IndexQuestion:
+    """A query asked of a session's ``HistoryIndex`` (``SessionRecall.ask``): the ``HistoryQuestion`` provider."""
+
+    recall_of: SessionRecall
+    session: Session
+    index: HistoryIndex
+    query: str
+    """Focused (``HistoryIndex.focus``): without the speakers' names."""
+    about: frozenset[int]
+    dates: bool
+    thing: str | None
+
+    async def recall(
+        self,
+        *,
+        before: int,
+        enough_tokens: int,
+        tail_tokens: int = 0,
+        tail_room: Callable[[tuple[RecalledUnit, ...]], int] | None = None,
+    ) -> RecallRanking:
         """Units of the session's messages before position ``before``, best first, until their messages hold about
         ``enough_tokens`` tokens (by their stored counts, else ~4 characters a token) or the ranking ends; those
         ranked next until about ``tail_tokens`` in all as its ``tail`` (with ``tail_room``, those that may fit the
-        room it says the head leaves: ``HistoryRecall.recall``)."""
-        index = await self._synced(session)
-        about = await self._step(index, 0, lambda: index.asked_about(query))
-        dates, thing = asks_when(query), thing_asked(query)
-        query = await self._step(index, 0, lambda: index.focus(query))  # its speakers may be growing in a step
-        query_vector = await self._query_vector(index, query, min(before, len(index)))
+        room it says the head leaves: ``HistoryQuestion.recall``)."""
+        recall, index, session = self.recall_of, self.index, self.session
+        query_vector = await recall._query_vector(index, self.query, min(before, len(index)))
 
         def ranked() -> RecallRanking:
             positions, scores, method, reason = index.rank(
-                query,
+                self.query,
                 query_vector,
                 before,
-                evidence=self.evidence,
-                about=about,
-                thing=thing,
+                evidence=recall.evidence,
+                about=self.about,
+                thing=self.thing,
                 ample=enough_tokens >= WHOLE_TEXT_ROOM,
             )
             return collect_units(
@@ -1740,28 +1780,25 @@ class SessionRecall:
                 session.phase,
                 enough_tokens,
                 tail_tokens,
-                dates=dates,
+                dates=self.dates,
                 tail_room=tail_room,
             )
 
-        ranking = await self._step(index, min(before, len(index)), ranked)
-        return dataclasses.replace(ranking, pending=len(index) - index.vectored) if self.embedder else ranking
+        ranking = await recall._step(index, min(before, len(index)), ranked)
+        return dataclasses.replace(ranking, pending=len(index) - index.vectored) if recall.embedder else ranking
 
-    async def lead(
-        self, session: Session, query: str, *, split: int, continues_from: float | None = None
-    ) -> RecallLead:
+    async def lead(self, *, split: int, continues_from: float | None = None) -> RecallLead:
         """How the best message before ``split`` outranks the best from ``split`` on, by each signal (``lead_of``:
         only the continuity when it reaches ``continues_from``). Only the messages the session's source holds count: a
         replay or what-if sees the history as it was before its turn, while the session's index may already hold that
         turn (whose question would match itself)."""
-        index = await self._synced(session)
-        query = await self._step(index, 0, lambda: index.focus(query))  # its speakers may be growing in a step
-        end = min(len(index), session.message_source().total)
-        query_vector = await self._query_vector(index, query, end)
-        continuity = await self._step(index, RECENT_QUESTIONS, lambda: _continuity(index, query_vector, split, end))
+        recall, index, query = self.recall_of, self.index, self.query
+        end = min(len(index), self.session.message_source().total)
+        query_vector = await recall._query_vector(index, query, end)
+        continuity = await recall._step(index, RECENT_QUESTIONS, lambda: _continuity(index, query_vector, split, end))
         if _goes_on(continuity, continues_from):
             return RecallLead(None, None, continuity)
-        return await self._step(index, end, lambda: _outranking(index, query, query_vector, split, end, continuity))
+        return await recall._step(index, end, lambda: _outranking(index, query, query_vector, split, end, continuity))
 
 
 def lead_of(
