@@ -452,6 +452,9 @@ class HistoryIndex:
     _dense_cache: tuple[Any, np.ndarray, np.ndarray] | None = None
     _said_elsewhere: tuple[int, np.ndarray] | None = None
     """The parts held when ``said_elsewhere`` was last found, and what it found."""
+    _holders: np.ndarray = field(default_factory=lambda: np.zeros(0, np.intp))
+    _holders_counted: int = 0
+    """Per row of ``dense``, how many messages hold it, counted over the first ``_holders_counted`` parts."""
     _named_given: dict[named.Binding, int] = field(default_factory=dict)
     """The names the first ``_named_upto`` messages give things, each with the first message giving it, read once
     (``_given_names``)."""
@@ -727,13 +730,28 @@ class HistoryIndex:
         if self._said_elsewhere is None or self._said_elsewhere[0] != held:
             said = np.zeros(len(self.messages), dtype=bool)
             if held:
-                rows, owners = self.row_of, np.frombuffer(self.owner, dtype=np.int64)
-                distinct = np.unique(rows.astype(np.int64) * len(self.messages) + owners) // len(self.messages)
-                common = (np.bincount(distinct)[rows] >= SAID_ELSEWHERE).astype(np.int8)
+                common = (self._holders_of_rows(held)[self.row_of] >= SAID_ELSEWHERE).astype(np.int8)
                 starts, runs = self._runs.caught_up(self.owner)
                 said[runs] = np.minimum.reduceat(common, starts).astype(bool)
             self._said_elsewhere = (held, said)
         return self._said_elsewhere[1][:n]
+
+    def _holders_of_rows(self, held: int) -> np.ndarray:
+        """Per row of ``dense``, how many messages hold it among the first ``held`` parts' owners, counting only the
+        parts added since the last call: parts come a whole message at a time, in order, so a message adding a part
+        is a holder no earlier count knew (a message saying a line twice holds it once)."""
+        counted = self._holders_counted
+        assert self.dense is not None
+        if len(self._holders) < len(self.dense):
+            self._holders = np.concatenate([self._holders, np.zeros(len(self.dense) - len(self._holders), np.intp)])
+        if counted < held:
+            rows = self.row_of[counted:held].astype(np.int64)
+            owners = np.frombuffer(self.owner, dtype=np.int64)[counted:held]
+            width = int(owners.max()) + 1
+            distinct = np.unique(rows * width + owners) // width  # each (row, message) once
+            self._holders += np.bincount(distinct, minlength=len(self._holders))
+            self._holders_counted = held
+        return self._holders
 
     def whole_text_ranking(self, query_vector: Sequence[float] | np.ndarray, n: int) -> np.ndarray | None:
         """The positions among the first ``n`` messages of ``WHOLE_TEXT_PARTS`` parts, best first by their whole
