@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import hashlib
 import random
+import re
 from collections.abc import Callable, Sequence
 from types import SimpleNamespace
 from typing import Any
@@ -312,3 +314,17 @@ def index_vectored_to(messages: list[Message], vectored: int, vectors_of: Callab
     index.add(messages[:vectored], [vectors_of(m) for m in messages[:vectored]])
     index.add(messages[vectored:])
     return index
+
+
+def stamped_sessions(
+    messages: Sequence[dict[str, str]], pattern: re.Pattern[str], form: str
+) -> list[tuple[dt.datetime, list[int]]]:
+    """A long chat's sessions: each one's stamp (the heading ``pattern`` finds on a message's first line, read with
+    ``strptime(form)``) and its messages, up to the next heading."""
+    heads = []
+    for i, m in enumerate(messages):
+        found = pattern.match(m["content"].split("\n", 1)[0])
+        if found:
+            heads.append((i, dt.datetime.strptime(found.group(1), form)))
+    bounds = [*(i for i, _ in heads), len(messages)]
+    return [(when, list(range(a, b))) for (a, when), b in zip(heads, bounds[1:], strict=True)]

@@ -26,6 +26,7 @@ from bench.fresh4_chats import (
     Asked,
     fresh4_conversations,
 )
+from tests.support import stamped_sessions
 
 SEEDS = (0, 1, 2)
 CHATS = {seed: fresh4_conversations(seed=seed) for seed in SEEDS}
@@ -43,15 +44,7 @@ def _chats(seed: int) -> list[tuple[int, object]]:
 @functools.cache
 def _sessions(seed: int, at: int) -> list[tuple[dt.datetime, list[int]]]:
     """Each session's stamp and its messages, found by the heading on a message's first line."""
-    pattern, form = STAMPS[PAIRS[at].name]
-    messages = CHATS[seed][at].messages
-    heads = []
-    for i, m in enumerate(messages):
-        found = pattern.match(m["content"].split("\n", 1)[0])
-        if found:
-            heads.append((i, dt.datetime.strptime(found.group(1), form)))
-    bounds = [*(i for i, _ in heads), len(messages)]
-    return [(when, list(range(a, b))) for (a, when), b in zip(heads, bounds[1:], strict=True)]
+    return stamped_sessions(CHATS[seed][at].messages, *STAMPS[PAIRS[at].name])
 
 
 def _asked(seed: int, at: int) -> list[Asked]:
