@@ -20,6 +20,7 @@ from components.context_window.recall.messages import (
     parts_of,
 )
 from components.context_window.relevance import EVIDENCE
+from tests.support import DigestVectors
 
 STOCK = "Thinking of getting a takeaway later."
 NEWS = "Change of plan, the island is off because of the ferry strikes, we are doing the coast instead."
@@ -95,19 +96,6 @@ async def test_a_question_nothing_answers_is_still_abstained_on():
     assert ranking.reason is not None and ranking.reason.startswith("nothing relevant found")
 
 
-class TextVectors:
-    """One vector per text (seeded by its digest): the same sentence, the same vector, wherever it is said."""
-
-    vector_space = "text-vectors"
-
-    async def embed(self, texts: list[str]) -> list[list[float]]:
-        out = []
-        for text in texts:
-            seed = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
-            out.append(np.random.default_rng(seed).standard_normal(8).tolist())
-        return out
-
-
 SENTENCES = [f"Sentence number {word} is here." for word in "one two three four five six seven".split()]
 
 
@@ -124,7 +112,7 @@ def test_said_elsewhere_is_every_sentence_said_in_enough_messages(chat: list[lis
 
     messages = [Message("user", " ".join(sentences)) for sentences in chat]
     parts = [parts_of(embedded_text(m)) for m in messages]
-    vectors = [asyncio.run(TextVectors().embed(p)) for p in parts]
+    vectors = [asyncio.run(DigestVectors().embed(p)) for p in parts]  # one vector per text
     index = HistoryIndex()
     half = len(messages) // 2
     index.add(messages[:half], vectors[:half])
