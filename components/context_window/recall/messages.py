@@ -1021,9 +1021,12 @@ class HistoryIndex:
             if not about and faint(evidence, coverage, dense):
                 hits = FAINT_HITS
         said = self.said_elsewhere(n)  # stock lines leave the rankings by meaning (the gate above read every message)
-        if dense is not None and said.any():
-            dense = np.where(said, -1.0, dense)
-        ranking = fuse(lexical=lexical, dense=dense, weights=weights if dense is not None else (1.0, 1.0), floor=floor)
+        weights = weights if dense is not None else (1.0, 1.0)
+        ranking = fuse(lexical=lexical, dense=_without(dense, said), weights=weights, floor=floor)
+        if said.any() and not len(ranking):  # unless they are all the chat has for it: ranked as any message then
+            said = np.zeros(n, dtype=bool)
+            ranking = fuse(lexical=lexical, dense=dense, weights=weights, floor=floor)
+        dense = _without(dense, said)
         if not len(ranking):
             return ranking.positions, ranking.scores, ranking.method, ranking.reason
         fused = np.zeros(n)
@@ -1228,6 +1231,11 @@ class HistoryIndex:
         """The rare names message ``position`` brings in (its capitalised words, ``_NAME``), as terms."""
         names = terms(" ".join(_NAME.findall(searchable_text(self.messages[position]))))
         return [term for term in dict.fromkeys(names) if self.lexical.idf(term) >= HOP_MIN_IDF]
+
+
+def _without(dense: np.ndarray | None, said: np.ndarray) -> np.ndarray | None:
+    """``dense`` with the messages ``said`` elsewhere (``HistoryIndex.said_elsewhere``) scored as having no vector."""
+    return dense if dense is None or not said.any() else np.where(said, -1.0, dense)
 
 
 def asks_two_things(question: str) -> bool:
