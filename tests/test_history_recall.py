@@ -11,6 +11,7 @@ import itertools
 import json
 import math
 import re
+import zlib
 from unittest.mock import patch
 
 import numpy as np
@@ -1058,7 +1059,9 @@ async def test_a_question_about_someone_brings_their_messages_no_floor_admits_be
 
 class GardenMeaning:
     """Meaning as the test says it: tomatoes are what a question about growing means most, orchids a little less,
-    anything else nothing (the question is embedded by its own word, "grow")."""
+    anything else nothing (the question is embedded by its own word, "grow"). Texts that mean nothing differ in a
+    fourth dimension the question does not read, as a real embedder's vectors of different texts differ: one vector
+    for many texts would make them one line said in many messages (``SAID_ELSEWHERE``)."""
 
     vector_space = "garden-meaning"
 
@@ -1068,10 +1071,10 @@ class GardenMeaning:
     @staticmethod
     def _vector(text: str) -> list[float]:
         if "orchid" in text:
-            return [0.3, 1.0, 0.0]
+            return [0.3, 1.0, 0.0, 0.0]
         if "tomato" in text:
-            return [1.0, 0.0, 0.0]
-        return [1.0, 0.6, 0.0] if "grow" in text else [0.0, 0.0, 1.0]
+            return [1.0, 0.0, 0.0, 0.0]
+        return [1.0, 0.6, 0.0, 0.0] if "grow" in text else [0.0, 0.0, 1.0, zlib.crc32(text.encode()) / 2**40]
 
 
 ORCHIDS = "Gave up on vegetables, it's orchids on the windowsill these days."

@@ -159,6 +159,14 @@ One part is its own whole; longer messages (answers, code) read worse as one vec
 WHOLE_TEXT_ROOM = 16_000
 """The whole-text ranking applies when recall gathers at least this many tokens (``enough_tokens``, twice the recall
 room: a 16K window's): below it the room's edge is a handful of units, and the ranking swaps as many as it adds."""
+SAID_ELSEWHERE = 3
+"""A sentence said word for word in at least this many messages (the same part vector: "Thinking of getting a
+takeaway later, I can't face cooking.", "So happy for you! anything new your end?") says nothing of any one of them,
+as a word every message holds says nothing in BM25. A message made only of such sentences has no meaning of its own:
+it leaves the rankings by meaning (``HistoryIndex.said_elsewhere``), where a question that shares no word with its
+evidence is decided. Ranked by best part, the chat's stock lines that happen to sit near the question in meaning
+("getaway" near "takeaway") outranked the one message that told the news in other words (docs/knowledge.md,
+"Session 56 (para56)")."""
 TYPE_HOLDER_HITS = 3
 """A question asking for a type of answer (``answer_types``) is read as naming its holder in the chat's words when one
 of this many best hits holds a word of it; then a message answers only by giving the type about the holder
@@ -442,6 +450,11 @@ class HistoryIndex:
     collected: Collected | None = None
     """The last ranking's units as far as gathered (``collect_units``)."""
     _dense_cache: tuple[Any, np.ndarray, np.ndarray] | None = None
+    _said_elsewhere: tuple[int, np.ndarray] | None = None
+    """The parts held when ``said_elsewhere`` was last found, and what it found."""
+    _holders: np.ndarray = field(default_factory=lambda: np.zeros(0, np.intp))
+    _holders_counted: int = 0
+    """Per row of ``dense``, how many messages hold it, counted over the first ``_holders_counted`` parts."""
     _named_given: dict[named.Binding, int] = field(default_factory=dict)
     """The names the first ``_named_upto`` messages give things, each with the first message giving it, read once
     (``_given_names``)."""
@@ -710,6 +723,36 @@ class HistoryIndex:
             out[i] = float(cosines @ weights) / float(weights.sum())
         return out
 
+    def said_elsewhere(self, n: int) -> np.ndarray:
+        """Per message among the first ``n``, whether every part of it is said in at least ``SAID_ELSEWHERE`` messages
+        (the same vector; False without vectors). Found again only when parts were added: the index only grows."""
+        held = len(self.owner)
+        if self._said_elsewhere is None or self._said_elsewhere[0] != held:
+            said = np.zeros(len(self.messages), dtype=bool)
+            if held:
+                common = (self._holders_of_rows(held)[self.row_of] >= SAID_ELSEWHERE).astype(np.int8)
+                starts, runs = self._runs.caught_up(self.owner)
+                said[runs] = np.minimum.reduceat(common, starts).astype(bool)
+            self._said_elsewhere = (held, said)
+        return self._said_elsewhere[1][:n]
+
+    def _holders_of_rows(self, held: int) -> np.ndarray:
+        """Per row of ``dense``, how many messages hold it among the first ``held`` parts' owners, counting only the
+        parts added since the last call: parts come a whole message at a time, in order, so a message adding a part
+        is a holder no earlier count knew (a message saying a line twice holds it once)."""
+        counted = self._holders_counted
+        assert self.dense is not None
+        if len(self._holders) < len(self.dense):
+            self._holders = np.concatenate([self._holders, np.zeros(len(self.dense) - len(self._holders), np.intp)])
+        if counted < held:
+            rows = self.row_of[counted:held].astype(np.int64)
+            owners = np.frombuffer(self.owner, dtype=np.int64)[counted:held]
+            width = int(owners.max()) + 1
+            distinct = np.unique(rows * width + owners) // width  # each (row, message) once
+            self._holders += np.bincount(distinct, minlength=len(self._holders))
+            self._holders_counted = held
+        return self._holders
+
     def whole_text_ranking(self, query_vector: Sequence[float] | np.ndarray, n: int) -> np.ndarray | None:
         """The positions among the first ``n`` messages of ``WHOLE_TEXT_PARTS`` parts, best first by their whole
         text's cosine with the query (the parts' mean vector's: their mean cosine over its length), ties in order
@@ -977,7 +1020,13 @@ class HistoryIndex:
                 lexical = lexical_floor(evidence, lexical, coverage)
             if not about and faint(evidence, coverage, dense):
                 hits = FAINT_HITS
-        ranking = fuse(lexical=lexical, dense=dense, weights=weights if dense is not None else (1.0, 1.0), floor=floor)
+        said = self.said_elsewhere(n)  # stock lines leave the rankings by meaning (the gate above read every message)
+        weights = weights if dense is not None else (1.0, 1.0)
+        ranking = fuse(lexical=lexical, dense=_without(dense, said), weights=weights, floor=floor)
+        if said.any() and not len(ranking):  # unless they are all the chat has for it: ranked as any message then
+            said = np.zeros(n, dtype=bool)
+            ranking = fuse(lexical=lexical, dense=dense, weights=weights, floor=floor)
+        dense = _without(dense, said)
         if not len(ranking):
             return ranking.positions, ranking.scores, ranking.method, ranking.reason
         fused = np.zeros(n)
@@ -1009,13 +1058,13 @@ class HistoryIndex:
         whole = self.whole_scores(query_vector, n) if query_vector is not None else None
         unranked = fused <= 0  # what no floor, hop or hit ranks
         if whole is not None:  # every message by its whole meaning, fused as one more ranking, under no floor
-            held = np.flatnonzero(whole > -1)  # best first, ties in order (a stable sort of positions in order)
+            held = np.flatnonzero((whole > -1) & ~said)  # best first, ties in order (a stable sort of positions)
             held = held[np.argsort(-whole[held], kind="stable")]
             if hits and query_vector is not None:  # faint: a few short guesses, the newest older turns get the rest
                 held = self._faint_guesses(held, n, query_vector)
             fused[held] += WHOLE_WEIGHT / (RRF_K + np.arange(1, len(held) + 1))
             if own is not None:  # and their own news no other signal ranks, by its meaning among what they said
-                theirs = told_by_them(whole, own & unranked, own, self.lexical.word_counts()[:n])
+                theirs = told_by_them(whole, own & unranked & ~said, own, self.lexical.word_counts()[:n])
                 fused[theirs] += OWN_MEANING_WEIGHT / (RRF_K + np.arange(1, len(theirs) + 1))
             if own is not None and dense is not None and asks_hypothetically(query):  # and what they like, or not
                 stated = self.stated_by(own, dense)
@@ -1182,6 +1231,11 @@ class HistoryIndex:
         """The rare names message ``position`` brings in (its capitalised words, ``_NAME``), as terms."""
         names = terms(" ".join(_NAME.findall(searchable_text(self.messages[position]))))
         return [term for term in dict.fromkeys(names) if self.lexical.idf(term) >= HOP_MIN_IDF]
+
+
+def _without(dense: np.ndarray | None, said: np.ndarray) -> np.ndarray | None:
+    """``dense`` with the messages ``said`` elsewhere (``HistoryIndex.said_elsewhere``) scored as having no vector."""
+    return dense if dense is None or not said.any() else np.where(said, -1.0, dense)
 
 
 def asks_two_things(question: str) -> bool:
