@@ -165,7 +165,10 @@ of this many best hits holds a word of it; then a message answers only by giving
 (``gives_type_about``), else anywhere (a paraphrase: "the animal doctor" for the vet). On the dev sets, 3 caught the
 most details never given and lost no answerable question (docs/knowledge.md, "Abstention, session 50")."""
 HOP_FROM = 3
-"""The second hop starts from the names in this many best messages."""
+"""The second hop starts from the names in this many best messages, and in this many best by whole meaning: the first
+hop is often a short message all about what the question says of someone ("Colm let me borrow his van to shift
+everything into the new flat" for "the man who lent him a vehicle for the house move"), which a ramble's best part
+outranks by words and one sentence, never by its whole."""
 HOP_WEIGHT = 0.5
 """RRF weight of the second hop's ranking (beside the lexical and dense ones)."""
 HOP_MIN_IDF = 2.0
@@ -982,7 +985,8 @@ class HistoryIndex:
             return ranking.positions, ranking.scores, ranking.method, ranking.reason
         fused = np.zeros(n)
         fused[ranking.positions[:hits]] = ranking.scores[:hits]
-        hop = None if hits else self._second_hop(query, ranking.positions[:HOP_FROM], n)
+        whole = self.whole_scores(query_vector, n) if query_vector is not None else None
+        hop = None if hits else self._second_hop(query, hop_sources(ranking.positions, whole), n)
         if hop is not None:  # what the best hits name leads to the next hop's message: fused as a third ranking
             ranked, led = hop
             fused[ranked] += HOP_WEIGHT / (RRF_K + np.arange(1, len(ranked) + 1))
@@ -1006,7 +1010,6 @@ class HistoryIndex:
         missing = None if evidence is None else self._type_missing(query, np.flatnonzero(signalled), ranking.positions)
         if missing is not None:
             return np.zeros(0, np.intp), np.zeros(0), ranking.method, missing
-        whole = self.whole_scores(query_vector, n) if query_vector is not None else None
         unranked = fused <= 0  # what no floor, hop or hit ranks
         if whole is not None:  # every message by its whole meaning, fused as one more ranking, under no floor
             held = np.flatnonzero(whole > -1)  # best first, ties in order (a stable sort of positions in order)
@@ -1151,12 +1154,19 @@ class HistoryIndex:
     ) -> dict[int, int]:
         """Per best message, the message holding a name it brought (not a best one) that holds most of the
         question's own words (one at least), then ranks first in the ``hop``: "Dusty" leads to "he's officially
-        Captain now, Dusty just didn't suit him" for "What is the cat called now?", not to "Dusty slept on my head"."""
+        Captain now, Dusty just didn't suit him" for "What is the cat called now?", not to "Dusty slept on my head".
+        When none holds a word of the question, the one other message holding the name, if it is the only one: "Colm
+        let me borrow his van" leads to "Colm's a tree surgeon" for "What does the man who lent him a vehicle do for
+        work?" (the answer is about Colm, in words the question cannot know)."""
         led, others = {}, hop[~np.isin(hop, best) & (asked[hop] > 0)]
         for hit, brought in names.items():
-            holding = others[np.isin(others, np.concatenate([self.lexical.rows(t) for t in brought]))]
+            rows = np.unique(np.concatenate([self.lexical.rows(t) for t in brought]))
+            holding = others[np.isin(others, rows)]
+            only = rows[(rows != hit) & ~np.isin(rows, best) & (rows < len(asked))]
             if len(holding):
                 led[hit] = int(holding[np.argmax(asked[holding])])  # argmax: the first of the best, in hop order
+            elif len(only) == 1:
+                led[hit] = int(only[0])
         return led
 
     def _linked(self, hit: int, query: str, n: int) -> list[int]:
@@ -1199,6 +1209,17 @@ def told_by_them(whole: np.ndarray, candidates: np.ndarray, theirs: np.ndarray, 
     z = (whole - among.mean()) / (among.std() or 1.0)
     held = np.flatnonzero(candidates & (z >= OWN_MEANING_MIN_Z) & (words >= OWN_MEANING_MIN_WORDS))
     return held[np.argsort(-whole[held], kind="stable")][:OWN_MEANING_TOP]
+
+
+def hop_sources(ranked: np.ndarray, whole: np.ndarray | None) -> np.ndarray:
+    """The messages a second hop starts from: the best ``HOP_FROM`` of ``ranked`` (positions, best first), then the
+    best ``HOP_FROM`` by ``whole`` meaning (each message's mean part cosine, -1 without vectors) not among them."""
+    best = ranked[:HOP_FROM]
+    if whole is None or not len(whole):
+        return best
+    top = np.argpartition(-whole, HOP_FROM)[:HOP_FROM] if len(whole) > HOP_FROM else np.arange(len(whole))
+    by_whole = top[np.lexsort((top, -whole[top]))]  # best first, ties in order: a long history is not sorted whole
+    return np.concatenate([best, by_whole[~np.isin(by_whole, best)]])
 
 
 def with_neighbours(fused: np.ndarray, hits: np.ndarray, short: np.ndarray) -> np.ndarray:
