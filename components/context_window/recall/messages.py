@@ -1217,8 +1217,7 @@ def hop_sources(ranked: np.ndarray, whole: np.ndarray | None) -> np.ndarray:
     best = ranked[:HOP_FROM]
     if whole is None or not len(whole):
         return best
-    top = np.argpartition(-whole, HOP_FROM)[:HOP_FROM] if len(whole) > HOP_FROM else np.arange(len(whole))
-    by_whole = top[np.lexsort((top, -whole[top]))]  # best first, ties in order: a long history is not sorted whole
+    by_whole = np.argsort(-whole, kind="stable")[:HOP_FROM]  # ties in order
     return np.concatenate([best, by_whole[~np.isin(by_whole, best)]])
 
 
