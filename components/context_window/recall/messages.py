@@ -165,10 +165,13 @@ of this many best hits holds a word of it; then a message answers only by giving
 (``gives_type_about``), else anywhere (a paraphrase: "the animal doctor" for the vet). On the dev sets, 3 caught the
 most details never given and lost no answerable question (docs/knowledge.md, "Abstention, session 50")."""
 HOP_FROM = 3
-"""The second hop starts from the names in this many best messages, and in this many best by whole meaning: the first
-hop is often a short message all about what the question says of someone ("Colm let me borrow his van to shift
-everything into the new flat" for "the man who lent him a vehicle for the house move"), which a ramble's best part
-outranks by words and one sentence, never by its whole."""
+"""The second hop starts from the names in this many best messages, and, for a question describing someone by what
+they did (``describes_someone``), in this many best by whole meaning: that first hop is often a short message all
+about the description ("Colm let me borrow his van to shift everything into the new flat" for "the man who lent him a
+vehicle for the house move"), which a ramble's one sentence outranks by best part, never by whole meaning. Other
+questions' best by whole meaning bring names that lead nowhere (fresh5 at 4K: two facts lost to them)."""
+_DESCRIBED = re.compile(r"(?<=\w )(?:who|whom|whose)\b", re.IGNORECASE)
+"""A relative clause describing someone ("the man who lent...", "the relative who gave..."), not a question's "Who"."""
 HOP_WEIGHT = 0.5
 """RRF weight of the second hop's ranking (beside the lexical and dense ones)."""
 HOP_MIN_IDF = 2.0
@@ -986,7 +989,8 @@ class HistoryIndex:
         fused = np.zeros(n)
         fused[ranking.positions[:hits]] = ranking.scores[:hits]
         whole = self.whole_scores(query_vector, n) if query_vector is not None else None
-        hop = None if hits else self._second_hop(query, hop_sources(ranking.positions, whole), n)
+        described = whole if describes_someone(query) else None
+        hop = None if hits else self._second_hop(query, hop_sources(ranking.positions, described), n)
         if hop is not None:  # what the best hits name leads to the next hop's message: fused as a third ranking
             ranked, led = hop
             fused[ranked] += HOP_WEIGHT / (RRF_K + np.arange(1, len(ranked) + 1))
@@ -1209,6 +1213,12 @@ def told_by_them(whole: np.ndarray, candidates: np.ndarray, theirs: np.ndarray, 
     z = (whole - among.mean()) / (among.std() or 1.0)
     held = np.flatnonzero(candidates & (z >= OWN_MEANING_MIN_Z) & (words >= OWN_MEANING_MIN_WORDS))
     return held[np.argsort(-whole[held], kind="stable")][:OWN_MEANING_TOP]
+
+
+def describes_someone(question: str) -> bool:
+    """Whether ``question`` names someone by what they did ("What does the man who lent Theo a vehicle do for
+    work?"): its answer is told of them by a name it does not say, which a message fitting the description gives."""
+    return _DESCRIBED.search(question) is not None
 
 
 def hop_sources(ranked: np.ndarray, whole: np.ndarray | None) -> np.ndarray:
