@@ -40,6 +40,7 @@ from components.context_window.recall.messages import (
     asks_two_things,
     asks_when,
     collect_units,
+    describes_someone,
     embedded_text,
     hop_sources,
     lead_of,
@@ -792,6 +793,13 @@ def test_a_second_hop_also_starts_from_the_message_best_by_whole_meaning():
     positions, _, _, _ = index.rank(index.focus(LENT_QUESTION), np.asarray(_unit(1.0)), len(texts))
     order = positions.tolist()
     assert order.index(30) < 3 and order.index(45) == order.index(30) + 1
+
+
+def test_only_a_question_describing_someone_by_what_they_did_starts_a_hop_from_whole_meaning():
+    assert describes_someone(LENT_QUESTION)
+    assert describes_someone("Where does the person who borrowed my camera live now?")
+    assert not describes_someone("Who was with Dana when Dana hiked along the crest?")
+    assert not describes_someone("Why does Yusra have to move out?")
 
 
 @given(st.lists(st.floats(-1, 1), min_size=0, max_size=30), st.data())
