@@ -39,6 +39,7 @@ from components.context_window.recall.messages import (
     asks_hypothetically,
     asks_two_things,
     asks_when,
+    best_first,
     collect_units,
     describes_someone,
     embedded_text,
@@ -804,13 +805,13 @@ def test_only_a_question_describing_someone_by_what_they_did_starts_a_hop_from_w
 
 @given(st.lists(st.floats(-1, 1), min_size=0, max_size=30), st.data())
 def test_a_hop_starts_from_the_best_hits_then_the_best_by_whole_meaning_each_once(whole, data):
-    """Oracle: the ranking's first ``HOP_FROM``, then the ``HOP_FROM`` best by whole meaning (ties: the first) not
-    among them, in that order."""
+    """Oracle: the ranking's first ``HOP_FROM``, then the ``HOP_FROM`` best by whole meaning among the messages with
+    vectors (above -1; ties: the first) not among them, in that order."""
     n = len(whole)
     ranked = np.asarray(data.draw(st.permutations(range(n))), dtype=np.intp)
-    sources = hop_sources(ranked, np.asarray(whole) if whole else None).tolist()
+    sources = hop_sources(ranked, best_first(np.asarray(whole, dtype=float))).tolist()
     best = ranked[:HOP_FROM].tolist()
-    by_whole = sorted(range(n), key=lambda i: (-whole[i], i))[:HOP_FROM]
+    by_whole = sorted((i for i in range(n) if whole[i] > -1), key=lambda i: (-whole[i], i))[:HOP_FROM]
     assert sources == best + [i for i in by_whole if i not in best]
 
 

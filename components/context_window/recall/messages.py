@@ -989,7 +989,8 @@ class HistoryIndex:
         fused = np.zeros(n)
         fused[ranking.positions[:hits]] = ranking.scores[:hits]
         whole = self.whole_scores(query_vector, n) if query_vector is not None else None
-        described = whole if describes_someone(query) else None
+        by_whole = None if whole is None else best_first(whole)
+        described = by_whole if describes_someone(query) else None
         hop = None if hits else self._second_hop(query, hop_sources(ranking.positions, described), n)
         if hop is not None:  # what the best hits name leads to the next hop's message: fused as a third ranking
             ranked, led = hop
@@ -1016,8 +1017,8 @@ class HistoryIndex:
             return np.zeros(0, np.intp), np.zeros(0), ranking.method, missing
         unranked = fused <= 0  # what no floor, hop or hit ranks
         if whole is not None:  # every message by its whole meaning, fused as one more ranking, under no floor
-            held = np.flatnonzero(whole > -1)  # best first, ties in order (a stable sort of positions in order)
-            held = held[np.argsort(-whole[held], kind="stable")]
+            assert by_whole is not None
+            held = by_whole
             if hits and query_vector is not None:  # faint: a few short guesses, the newest older turns get the rest
                 held = self._faint_guesses(held, n, query_vector)
             fused[held] += WHOLE_WEIGHT / (RRF_K + np.arange(1, len(held) + 1))
@@ -1221,14 +1222,20 @@ def describes_someone(question: str) -> bool:
     return _DESCRIBED.search(question) is not None
 
 
-def hop_sources(ranked: np.ndarray, whole: np.ndarray | None) -> np.ndarray:
-    """The messages a second hop starts from: the best ``HOP_FROM`` of ``ranked`` (positions, best first), then the
-    best ``HOP_FROM`` by ``whole`` meaning (each message's mean part cosine, -1 without vectors) not among them."""
+def best_first(whole: np.ndarray) -> np.ndarray:
+    """The positions of the messages with vectors (``whole`` above -1), best first by ``whole``, ties in order."""
+    held = np.flatnonzero(whole > -1)  # a stable sort of positions in order
+    return held[np.argsort(-whole[held], kind="stable")]
+
+
+def hop_sources(ranked: np.ndarray, by_whole: np.ndarray | None) -> np.ndarray:
+    """The messages a second hop starts from: the best ``HOP_FROM`` of ``ranked``, then the best ``HOP_FROM`` of
+    ``by_whole`` (positions best first by whole meaning) not among them."""
     best = ranked[:HOP_FROM]
-    if whole is None or not len(whole):
+    if by_whole is None:
         return best
-    by_whole = np.argsort(-whole, kind="stable")[:HOP_FROM]  # ties in order
-    return np.concatenate([best, by_whole[~np.isin(by_whole, best)]])
+    top = by_whole[:HOP_FROM]
+    return np.concatenate([best, top[~np.isin(top, best)]])
 
 
 def with_neighbours(fused: np.ndarray, hits: np.ndarray, short: np.ndarray) -> np.ndarray:
