@@ -25,6 +25,7 @@ from components.context_window.recall import messages as recall_messages
 from components.context_window.recall.dates import after_date, opens_with_date
 from components.context_window.recall.messages import (
     FAINT_GUESSES,
+    HOP_FROM,
     LINK_MAX_OTHERS,
     LINK_TOP,
     NEIGHBOURS,
@@ -39,8 +40,11 @@ from components.context_window.recall.messages import (
     asks_hypothetically,
     asks_two_things,
     asks_when,
+    best_first,
     collect_units,
+    describes_someone,
     embedded_text,
+    hop_sources,
     lead_of,
     parts_of,
     told_by_them,
@@ -750,6 +754,69 @@ async def test_the_next_hop_of_a_hit_ranks_just_below_it_however_much_chatter_sh
     messages[100:100] = chatter
     recalled = await _recalled("What is the cat called now?", messages)
     assert recalled.index(renamed) <= recalled.index(adopted) + 3
+
+
+LENT = "Theo: yes actually, Colm let me borrow his van to shift everything into the new flat"
+SURGEON = "Theo: Colm's a tree surgeon, he was up an oak all afternoon"
+LENT_QUESTION = "What does the man who lent Theo a vehicle for the house move do for work?"
+
+
+async def test_a_name_said_in_one_other_message_leads_there_though_it_shares_no_word_with_the_question():
+    """The hit names Colm; what Colm does is told in the one other message saying "Colm", in none of the question's
+    words, while many lines say "work", "house" and "move". It comes with its hit, as an exchange does."""
+    chatter = [Message("user", f"Maya: how's work? any news on the house move, day {t}?") for t in range(30)]
+    messages = with_news(chat_between_people())
+    messages[30:30] = [Message("assistant", "Theo: the van for the house move is sorted, Colm lent me his")]
+    messages[90:90] = [Message("assistant", SURGEON)]
+    messages[100:100] = chatter
+    recalled = await _recalled(LENT_QUESTION, messages)
+    assert SURGEON in recalled and recalled.index(SURGEON) <= 3
+
+
+def _unit(*weights: float) -> list[float]:
+    vector = np.asarray(weights + (0.0,) * (6 - len(weights)))
+    return list(vector / np.linalg.norm(vector))
+
+
+def test_a_second_hop_also_starts_from_the_message_best_by_whole_meaning():
+    """The first hop is a short line all about what the question says of someone, sharing none of its words; five
+    rambles each hold one sentence nearer the question (a sister's race, a colleague's van), so by best part the line
+    is 6th and no hop started from the best 3 reached Colm. By whole meaning it is first: the hop starts there too,
+    and what Colm does comes just below it."""
+    texts = [f"{('Maya', 'Theo')[t % 2]}: rain again on day {t}, the bus was late" for t in range(60)]
+    vectors = [[_unit(0, 0, 1, t % 3)] for t in range(60)]
+    for at in range(10, 15):  # a ramble: one part near the question, two far from it
+        texts[at] = "Theo: rain again. my sister ran a charity race and a colleague got a van. the bus was late."
+        vectors[at] = [_unit(0, 0, 1), _unit(0.75, 0.66), _unit(0, 0, 0, 1)]
+    texts[30], vectors[30] = LENT, [_unit(0.6, 0, 0, 0, 0.8)]
+    texts[45], vectors[45] = SURGEON, [_unit(0, 0, 0, 0, 0, 1)]
+    index = HistoryIndex()
+    index.add([Message("user", t) for t in texts], vectors)
+    positions, _, _, _ = index.rank(index.focus(LENT_QUESTION), np.asarray(_unit(1.0)), len(texts))
+    order = positions.tolist()
+    assert order.index(30) < 3 and order.index(45) == order.index(30) + 1
+
+
+def test_only_a_question_describing_someone_by_what_they_did_starts_a_hop_from_whole_meaning():
+    assert describes_someone(LENT_QUESTION)
+    assert describes_someone("Where does the person who borrowed my camera live now?")
+    assert not describes_someone("Who was with Dana when Dana hiked along the crest?")
+    assert not describes_someone("Why does Yusra have to move out?")
+
+
+@given(st.lists(st.tuples(st.floats(-1, 1), st.booleans()), min_size=0, max_size=30), st.data())
+def test_a_hop_starts_from_the_best_hits_then_the_best_by_whole_meaning_each_once(rows, data):
+    """Oracle: the ranking's first ``HOP_FROM``, then the ``HOP_FROM`` best by whole meaning among the messages with
+    vectors (above -1; ties: the first) and not left out (stock lines), not among them, in that order."""
+    n = len(rows)
+    whole, left_out = [w for w, _ in rows], [out for _, out in rows]
+    ranked = np.asarray(data.draw(st.permutations(range(n))), dtype=np.intp)
+    by_meaning = best_first(np.asarray(whole, dtype=float), np.asarray(left_out, dtype=bool))
+    sources = hop_sources(ranked, by_meaning).tolist()
+    best = ranked[:HOP_FROM].tolist()
+    kept = (i for i in range(n) if whole[i] > -1 and not left_out[i])
+    by_whole = sorted(kept, key=lambda i: (-whole[i], i))[:HOP_FROM]
+    assert sources == best + [i for i in by_whole if i not in best]
 
 
 REFUSED = "Theo: The county show turned down my jug, the one with the blue glaze. Gutted."

@@ -173,7 +173,13 @@ of this many best hits holds a word of it; then a message answers only by giving
 (``gives_type_about``), else anywhere (a paraphrase: "the animal doctor" for the vet). On the dev sets, 3 caught the
 most details never given and lost no answerable question (docs/knowledge.md, "Abstention, session 50")."""
 HOP_FROM = 3
-"""The second hop starts from the names in this many best messages."""
+"""The second hop starts from the names in this many best messages, and, for a question describing someone by what
+they did (``describes_someone``), in this many best by whole meaning: that first hop is often a short message all
+about the description ("Colm let me borrow his van to shift everything into the new flat" for "the man who lent him a
+vehicle for the house move"), which a ramble's one sentence outranks by best part, never by whole meaning. Other
+questions' best by whole meaning bring names that lead nowhere (fresh5 at 4K: two facts lost to them)."""
+_DESCRIBED = re.compile(r"(?<=\w )(?:who|whom|whose)\b", re.IGNORECASE)
+"""A relative clause describing someone ("the man who lent...", "the relative who gave..."), not a question's "Who"."""
 HOP_WEIGHT = 0.5
 """RRF weight of the second hop's ranking (beside the lexical and dense ones)."""
 HOP_MIN_IDF = 2.0
@@ -1031,7 +1037,10 @@ class HistoryIndex:
             return ranking.positions, ranking.scores, ranking.method, ranking.reason
         fused = np.zeros(n)
         fused[ranking.positions[:hits]] = ranking.scores[:hits]
-        hop = None if hits else self._second_hop(query, ranking.positions[:HOP_FROM], n)
+        whole = self.whole_scores(query_vector, n) if query_vector is not None else None
+        by_whole = None if whole is None else best_first(whole, said)
+        described = by_whole if describes_someone(query) else None
+        hop = None if hits else self._second_hop(query, hop_sources(ranking.positions, described), n)
         if hop is not None:  # what the best hits name leads to the next hop's message: fused as a third ranking
             ranked, led = hop
             fused[ranked] += HOP_WEIGHT / (RRF_K + np.arange(1, len(ranked) + 1))
@@ -1055,11 +1064,10 @@ class HistoryIndex:
         missing = None if evidence is None else self._type_missing(query, np.flatnonzero(signalled), ranking.positions)
         if missing is not None:
             return np.zeros(0, np.intp), np.zeros(0), ranking.method, missing
-        whole = self.whole_scores(query_vector, n) if query_vector is not None else None
         unranked = fused <= 0  # what no floor, hop or hit ranks
         if whole is not None:  # every message by its whole meaning, fused as one more ranking, under no floor
-            held = np.flatnonzero((whole > -1) & ~said)  # best first, ties in order (a stable sort of positions)
-            held = held[np.argsort(-whole[held], kind="stable")]
+            assert by_whole is not None
+            held = by_whole
             if hits and query_vector is not None:  # faint: a few short guesses, the newest older turns get the rest
                 held = self._faint_guesses(held, n, query_vector)
             fused[held] += WHOLE_WEIGHT / (RRF_K + np.arange(1, len(held) + 1))
@@ -1200,12 +1208,19 @@ class HistoryIndex:
     ) -> dict[int, int]:
         """Per best message, the message holding a name it brought (not a best one) that holds most of the
         question's own words (one at least), then ranks first in the ``hop``: "Dusty" leads to "he's officially
-        Captain now, Dusty just didn't suit him" for "What is the cat called now?", not to "Dusty slept on my head"."""
+        Captain now, Dusty just didn't suit him" for "What is the cat called now?", not to "Dusty slept on my head".
+        When none holds a word of the question, the one other message holding the name, if it is the only one: "Colm
+        let me borrow his van" leads to "Colm's a tree surgeon" for "What does the man who lent him a vehicle do for
+        work?" (the answer is about Colm, in words the question cannot know)."""
         led, others = {}, hop[~np.isin(hop, best) & (asked[hop] > 0)]
         for hit, brought in names.items():
-            holding = others[np.isin(others, np.concatenate([self.lexical.rows(t) for t in brought]))]
+            rows = np.unique(np.concatenate([self.lexical.rows(t) for t in brought]))
+            holding = others[np.isin(others, rows)]
+            only = rows[(rows != hit) & ~np.isin(rows, best) & (rows < len(asked))]
             if len(holding):
                 led[hit] = int(holding[np.argmax(asked[holding])])  # argmax: the first of the best, in hop order
+            elif len(only) == 1:
+                led[hit] = int(only[0])
         return led
 
     def _linked(self, hit: int, query: str, n: int) -> list[int]:
@@ -1253,6 +1268,29 @@ def told_by_them(whole: np.ndarray, candidates: np.ndarray, theirs: np.ndarray, 
     z = (whole - among.mean()) / (among.std() or 1.0)
     held = np.flatnonzero(candidates & (z >= OWN_MEANING_MIN_Z) & (words >= OWN_MEANING_MIN_WORDS))
     return held[np.argsort(-whole[held], kind="stable")][:OWN_MEANING_TOP]
+
+
+def describes_someone(question: str) -> bool:
+    """Whether ``question`` names someone by what they did ("What does the man who lent Theo a vehicle do for
+    work?"): its answer is told of them by a name it does not say, which a message fitting the description gives."""
+    return _DESCRIBED.search(question) is not None
+
+
+def best_first(whole: np.ndarray, left_out: np.ndarray) -> np.ndarray:
+    """The positions of the messages with vectors (``whole`` above -1) but those ``left_out``, best first by
+    ``whole``, ties in order."""
+    held = np.flatnonzero((whole > -1) & ~left_out)  # a stable sort of positions in order
+    return held[np.argsort(-whole[held], kind="stable")]
+
+
+def hop_sources(ranked: np.ndarray, by_whole: np.ndarray | None) -> np.ndarray:
+    """The messages a second hop starts from: the best ``HOP_FROM`` of ``ranked``, then the best ``HOP_FROM`` of
+    ``by_whole`` (positions best first by whole meaning) not among them."""
+    best = ranked[:HOP_FROM]
+    if by_whole is None:
+        return best
+    top = by_whole[:HOP_FROM]
+    return np.concatenate([best, top[~np.isin(top, best)]])
 
 
 def with_neighbours(fused: np.ndarray, hits: np.ndarray, short: np.ndarray) -> np.ndarray:
