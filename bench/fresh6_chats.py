@@ -1181,7 +1181,7 @@ class _Writer:
     def session(self, when: dt.datetime, items: list[_Item]) -> None:
         rng = self.rng
         self.heading = self.pair.stamp(when)
-        start, target = len(self.chat.messages), rng.randint(15, 24)
+        start, target = len(self.chat.messages), rng.randint(16, 25)
         first = rng.randrange(2)
         self.say(first, self.compose(lambda: f"{self.greet(first)} {rng.choice(GREETING_MORE)}"))
         self.say(1 - first, self.compose(lambda: f"{self.greet(1 - first)} {self.small_line()}"))
