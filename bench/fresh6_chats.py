@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 from bench.conversation_data import Conversation
 from bench.fresh4_chats import Asked
+from bench.fresh5_chats import Pair
 
 KINDS = ("single_hop", "multi_hop", "temporal", "inference", "unanswerable", "wrong_speaker")
 NOTHING = ("unanswerable", "wrong_speaker")
@@ -992,14 +993,6 @@ LEAD_NEWS = ("", "", "Guess what!", "Okay, I have news.", "I've been dying to te
 
 
 # -- the pairs and their stamps ------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Pair:
-    name: str
-    names: tuple[str, str]
-    stamp: Callable[[dt.datetime], str]
-    start: dt.date
 
 
 def _ampm(t: dt.datetime) -> str:

@@ -16,7 +16,13 @@ from collections import Counter
 import pytest
 
 from bench.fresh6_chats import EVENTS, KINDS, NOTHING, PAIRS, Asked, fresh6_conversations
-from tests.support import stamped_sessions
+from tests.support import (
+    apart_from_evidence,
+    evidence_in_range,
+    speaker_and_words,
+    stamped_sessions,
+    written_from_a_seed,
+)
 
 SEEDS = (0, 1, 2)
 CHATS = {seed: fresh6_conversations(seed=seed) for seed in SEEDS}
@@ -25,12 +31,6 @@ STAMPS = {  # each chat's session heading, read back with strptime (not with the
     "odile_rafferty": (re.compile(r"^~ (\w+, \d{1,2} \w+ \d{4}, \d\d:\d\d) ~$"), "%A, %d %B %Y, %H:%M"),
     "sunniva_dario": (re.compile(r"^\[(\d\d\.\d\d\.\d{4} \d\d:\d\d)\]$"), "%d.%m.%Y %H:%M"),
 }
-STOP = frozenset(
-    "the and for with from was were are did does has have had its this that what which who whose when where why how "
-    "would could should will can may might likely probably now far these days their them they his her she him you "
-    "your our not yes get got into about than then there kind been being one lately".split()
-)
-"""Words that carry no content: a question sharing only these (and names) with its evidence shares nothing."""
 PHRASE = re.compile(
     r"\b(yesterday|last (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)|last weekend|last week\b|"
     r"two weeks ago|last month|next month|next weekend|in two weeks)"
@@ -47,21 +47,9 @@ def _sessions(seed: int, at: int) -> list[tuple[dt.datetime, list[int]]]:
     return stamped_sessions(CHATS[seed][at].messages, *STAMPS[PAIRS[at].name])
 
 
-def _said(content: str) -> tuple[str, str]:
-    """A message's speaker and words, past its heading line."""
-    speaker, words = content.split("\n")[-1].split(": ", 1)
-    return speaker, words
-
-
 def _holds(text: str, key: str) -> bool:
     """``key`` said as words (a plural allowed), not inside another word ("mini" is not in "minimal")."""
     return re.search(rf"\b{re.escape(key.lower())}(?:s|es)?\b", text.lower()) is not None
-
-
-def _content_words(text: str) -> set[str]:
-    """Lowercased words of three letters or more, a trailing "s" or "'s" dropped, stop words left out."""
-    words = (w.removesuffix("'s").removesuffix("s") for w in re.findall(r"[a-z']+", text.lower()))
-    return {w for w in words if len(w) >= 3 and w not in STOP}
 
 
 def _about(question: Asked, at: int) -> str:
@@ -70,11 +58,7 @@ def _about(question: Asked, at: int) -> str:
 
 
 def test_a_seed_writes_the_same_chats_and_another_seed_other_ones() -> None:
-    again = fresh6_conversations(seed=0)
-    assert [c.messages for c in again] == [c.messages for c in CHATS[0]]
-    assert [c.questions for c in again] == [c.questions for c in CHATS[0]]
-    assert [c.messages for c in CHATS[1]] != [c.messages for c in CHATS[0]]
-    assert [c.questions for c in CHATS[1]] != [c.questions for c in CHATS[0]]
+    written_from_a_seed(lambda seed: fresh6_conversations(seed=seed))
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -89,7 +73,7 @@ def test_two_friends_over_months_of_stamped_sessions(seed: int) -> None:
         assert 450 <= len(chat.messages) <= 700
         # 18-30K tokens: English chat runs ~3.6 characters a token (o200k), so 65-110K characters
         assert 65_000 <= sum(len(m["content"]) for m in chat.messages) <= 110_000
-        assert {_said(m["content"])[0] for m in chat.messages} == set(PAIRS[at].names)
+        assert {speaker_and_words(m["content"])[0] for m in chat.messages} == set(PAIRS[at].names)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -98,12 +82,7 @@ def test_five_to_eight_of_each_kind_a_chat_and_evidence_ids_exist(seed: int) -> 
         asked = _asked(seed, at)
         assert all(5 <= n <= 8 for n in Counter(q.kind for q in asked).values())
         assert {q.kind for q in asked} == set(KINDS)
-        for question in asked:
-            if question.kind in NOTHING:
-                assert question.evidence == (), question.text
-            else:
-                assert question.evidence and len(set(question.evidence)) == len(question.evidence), question.text
-                assert all(0 <= i < len(chat.messages) for i in question.evidence), question.text
+        evidence_in_range(asked, len(chat.messages), NOTHING)
 
 
 @pytest.mark.parametrize(("seed", "at"), list(itertools.product(SEEDS, range(len(PAIRS)))))
@@ -111,7 +90,7 @@ def test_each_label_is_the_one_message_holding_its_fact(seed: int, at: int) -> N
     """Evidence is said by the one asked about and holds the fact; no other message holds it (so a window without
     the labelled message cannot answer); nothing-answers questions' words are never said (or only by the other)."""
     messages = CHATS[seed][at].messages
-    said = [_said(m["content"]) for m in messages]
+    said = [speaker_and_words(m["content"]) for m in messages]
     for question in _asked(seed, at):
         about = _about(question, at)
         holding = {i for i, (_, words) in enumerate(said) for k in question.keys if _holds(words, k)}
@@ -147,15 +126,7 @@ def test_hops_and_lists_come_from_different_sessions(seed: int, at: int) -> None
 def test_most_questions_share_no_word_but_a_name_with_their_evidence(seed: int) -> None:
     """Asked afterwards in a third person's words: at least 80% of the answerable questions share no content word
     with their evidence (names aside)."""
-    clean = total = 0
-    for at, chat in enumerate(CHATS[seed]):
-        names = {n.lower() for n in PAIRS[at].names}
-        for question in _asked(seed, at):
-            if question.kind in NOTHING:
-                continue
-            evidence = " ".join(_said(chat.messages[i]["content"])[1] for i in question.evidence)
-            total += 1
-            clean += not (_content_words(question.text) - names) & _content_words(evidence)
+    clean, total = apart_from_evidence(CHATS[seed], [pair.names for pair in PAIRS], NOTHING)
     assert clean >= 0.8 * total, (clean, total)
 
 
@@ -164,12 +135,12 @@ def test_an_event_is_talked_over_and_referred_back_to(seed: int) -> None:
     """The news is not alone: the friend's next message answers it, and most events are brought up again in a later
     session by one of their references ("the pottery thing"), which holds neither the detail nor a date."""
     for at, chat in enumerate(CHATS[seed]):
-        said = [_said(m["content"])[1] for m in chat.messages]
+        said = [speaker_and_words(m["content"])[1] for m in chat.messages]
         temporal = [q for q in _asked(seed, at) if q.kind == "temporal"]
         for question in temporal:
             (i,) = question.evidence
-            assert _said(chat.messages[i + 1]["content"])[0] != _about(question, at) or (
-                _said(chat.messages[i + 2]["content"])[0] != _about(question, at)
+            assert speaker_and_words(chat.messages[i + 1]["content"])[0] != _about(question, at) or (
+                speaker_and_words(chat.messages[i + 2]["content"])[0] != _about(question, at)
             )
         referred = [
             i for i, words in enumerate(said) if any(r.replace("your ", "") in words for e in EVENTS for r in e.refs)
@@ -212,7 +183,7 @@ def test_a_time_answer_is_what_its_phrase_points_at_from_the_session_stamp(seed:
     for question in _asked(seed, at):
         if question.kind == "temporal":
             (i,) = question.evidence
-            phrases = PHRASE.findall(_said(messages[i]["content"])[1].lower())
+            phrases = PHRASE.findall(speaker_and_words(messages[i]["content"])[1].lower())
             assert len(phrases) == 1, messages[i]["content"]
             assert question.answer == _walk(phrases[0], session_of[i]), question.text
 
@@ -221,7 +192,7 @@ def test_a_time_answer_is_what_its_phrase_points_at_from_the_session_stamp(seed:
 def test_small_talk_is_composed_not_a_stock(seed: int) -> None:
     """No message is said twice in a chat, and no sentence of nine words or more more than five times."""
     for chat in CHATS[seed]:
-        said = Counter(_said(m["content"])[1] for m in chat.messages)
+        said = Counter(speaker_and_words(m["content"])[1] for m in chat.messages)
         assert said.most_common(1)[0][1] == 1
         sentences = Counter(s for words in said for s in re.split(r"(?<=[.!?])\s+", words) if len(s.split()) >= 9)
         assert sentences.most_common(1)[0][1] <= 5, sentences.most_common(3)
@@ -235,7 +206,7 @@ def test_some_facts_are_shown_in_a_photo(seed: int) -> None:
         for at, chat in enumerate(CHATS[seed])
         for q in _asked(seed, at)
         if q.kind in ("single_hop", "multi_hop")
-        and any(_said(chat.messages[i]["content"])[1].startswith("[shares a photo of") for i in q.evidence)
+        and any(speaker_and_words(chat.messages[i]["content"])[1].startswith("[shares a photo of") for i in q.evidence)
     ]
     assert shown
 
