@@ -21,9 +21,9 @@ then checked by people), without reading recall's code:
   detail asked of the one who did not live it, fresh4's convention).
 
 Three pairs (Marisol and Kwame, friends since college; Odile and Rafferty, old neighbours; Sunniva and Dario,
-cousins), 22-30 stamped sessions over months, 15-35 messages a session, 450-700 messages a chat, 34 questions a
-chat. A seed (``BENCH_FRESH_SEED``) picks each chat's events, who lives them, when and how they are told, and writes
-the small talk anew.
+cousins), 26-32 stamped sessions over 6-8 months, 16-27 messages a session, 520-700 messages (18-24K tokens) a chat,
+34 questions a chat. A seed (``BENCH_FRESH_SEED``) picks each chat's events, who lives them, when and how they are
+told, and writes the small talk anew.
 """
 
 from __future__ import annotations
