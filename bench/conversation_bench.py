@@ -38,7 +38,10 @@ is named just before them, asked in other words: kind contextual); BENCH_DATA=fr
 latter unanswerable, besides single_hop, multi_hop, temporal, counting, latest, inference and fresh3's two);
 BENCH_DATA=fresh5: bench/fresh5_chats.py's three (questions in a third person's words, sharing at most a name with
 their evidence; small talk composed per message from everyday words the questions use; facts mid-ramble, split over
-messages or given as a "yes" answer; fresh4's kinds but callback);
+messages or given as a "yes" answer; fresh4's kinds but callback); BENCH_DATA=fresh6: bench/fresh6_chats.py's three
+(warm friends sharing life news over months, each event dated relative to its session and talked over in messages
+that share its words, photos as lines of text; kinds single_hop, multi_hop, temporal, inference, unanswerable and
+wrong_speaker);
 BENCH_MISSES_FILE=path with BENCH_MISSES=1: each miss as a JSON line, to class them; BENCH_SPEAKERS=name|tag|bare and
 BENCH_DATES=bracket|paren|spoken|iso|line: the same chats with their speakers and dates written another way,
 bench/chat_formats.py).
@@ -78,6 +81,8 @@ from bench.fresh4_chats import NOTHING as FRESH4_NOTHING  # noqa: E402
 from bench.fresh4_chats import fresh4_conversations  # noqa: E402
 from bench.fresh5_chats import KINDS as FRESH5_KINDS  # noqa: E402
 from bench.fresh5_chats import fresh5_conversations  # noqa: E402
+from bench.fresh6_chats import KINDS as FRESH6_KINDS  # noqa: E402
+from bench.fresh6_chats import fresh6_conversations  # noqa: E402
 from bench.fresh_chats import KINDS as FRESH_KINDS  # noqa: E402
 from bench.fresh_chats import fresh_conversations  # noqa: E402
 from bench.recall_bench import in_window, packed_in_rank_order  # noqa: E402
@@ -104,13 +109,14 @@ DEFAULT_COUNT = {
     "fresh3": "3",
     "fresh4": "3",
     "fresh5": "3",
+    "fresh6": "3",
     "assistant": "4",
     "context": "3",
 }
 CONVERSATIONS = int(os.environ.get("BENCH_CONVERSATIONS", DEFAULT_COUNT.get(DATA, "2")))
 FRESH_SEED = int(os.environ.get("BENCH_FRESH_SEED", "0"))
-"""``fresh``, ``fresh2``, ``fresh3``, ``fresh4``, ``fresh5`` and ``assistant``: the seed their chats are written from
-(another seed places and fills the same stories anew)."""
+"""``fresh``, ``fresh2``, ``fresh3``, ``fresh4``, ``fresh5``, ``fresh6`` and ``assistant``: the seed their chats are
+written from (another seed places and fills the same stories anew)."""
 DENSE = int(os.environ.get("BENCH_DENSE", "2"))
 MISSES = os.environ.get("BENCH_MISSES", "0") != "0"
 MISSES_FILE = os.environ.get("BENCH_MISSES_FILE", "")
@@ -368,14 +374,23 @@ def report(cells: dict[tuple[str, int, str], Cell], data: list[Conversation], se
     sizes = ", ".join(f"{c.name} ({len(c.messages)} messages)" for c in data)
     written = (
         "as written"
-        if DATA in ("fresh", "fresh2", "fresh3", "fresh4", "fresh5", "assistant", "context")
+        if DATA in ("fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "assistant", "context")
         else f"speakers {SPEAKERS}, dates {DATES}"
     )
     print(f"Long-conversation bench: {sizes}; embedder {EMBEDDER}; {written}; {seconds:.0f} s\n")
     present = {q.kind for c in data for q in c.questions}
     # the held-out sets' own kinds: latest, inference, summary, ...
     held_out = dict.fromkeys(
-        (*FRESH_KINDS, *FRESH2_KINDS, *FRESH3_KINDS, *FRESH4_KINDS, *FRESH5_KINDS, *ASSISTANT_KINDS, *CONTEXT_KINDS)
+        (
+            *FRESH_KINDS,
+            *FRESH2_KINDS,
+            *FRESH3_KINDS,
+            *FRESH4_KINDS,
+            *FRESH5_KINDS,
+            *FRESH6_KINDS,
+            *ASSISTANT_KINDS,
+            *CONTEXT_KINDS,
+        )
     )
     extra = [k for k in held_out if k in present and k not in KINDS]
     answerable = [k for k in (*KINDS, *extra) if k not in NOTHING and k in present]  # a set's own kinds only
@@ -437,6 +452,8 @@ def main() -> None:
         data = fresh4_conversations(CONVERSATIONS, FRESH_SEED)
     elif DATA == "fresh5":  # the sixth: third-person questions in other words, composed small talk
         data = fresh5_conversations(CONVERSATIONS, FRESH_SEED)
+    elif DATA == "fresh6":  # the seventh: warm friends' life news, talked over, dated relative to each session
+        data = fresh6_conversations(CONVERSATIONS, FRESH_SEED)
     elif DATA == "assistant":  # the third: one user and an AI assistant over months of unrelated tasks
         data = assistant_conversations(CONVERSATIONS, FRESH_SEED)
     elif DATA == "context":  # dev: short reports whose topic is named just before them

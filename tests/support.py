@@ -328,3 +328,59 @@ def stamped_sessions(
             heads.append((i, dt.datetime.strptime(found.group(1), form)))
     bounds = [*(i for i, _ in heads), len(messages)]
     return [(when, list(range(a, b))) for (a, when), b in zip(heads, bounds[1:], strict=True)]
+
+
+STOP_WORDS = frozenset(
+    "the and for with from was were are did does has have had its this that what which who whose when where why how "
+    "would could should will can may might likely probably now far these days their them they his her she him you "
+    "your our not yes get got into about than then there kind been being one lately".split()
+)
+"""Words that carry no content: a question sharing only these (and names) with its evidence shares nothing."""
+
+
+def speaker_and_words(content: str) -> tuple[str, str]:
+    """A chat message's speaker and words ("Name: words" on its last line, past a session's heading)."""
+    speaker, words = content.split("\n")[-1].split(": ", 1)
+    return speaker, words
+
+
+def content_words(text: str) -> set[str]:
+    """Lowercased words of three letters or more, a trailing "s" or "'s" dropped, stop words left out."""
+    found = (w.removesuffix("'s").removesuffix("s") for w in re.findall(r"[a-z']+", text.lower()))
+    return {w for w in found if len(w) >= 3 and w not in STOP_WORDS}
+
+
+def apart_from_evidence(
+    chats: Sequence[Any], names: Sequence[Sequence[str]], nothing: Sequence[str]
+) -> tuple[int, int]:
+    """Of the answerable questions in ``chats`` (each chat's speakers in ``names``), how many share no content word
+    but a name with their evidence, and how many there are."""
+    clean = total = 0
+    for chat, pair in zip(chats, names, strict=True):
+        people = {n.lower() for n in pair}
+        for question in chat.questions:
+            if question.kind in nothing:
+                continue
+            evidence = " ".join(speaker_and_words(chat.messages[i]["content"])[1] for i in question.evidence)
+            total += 1
+            clean += not (content_words(question.text) - people) & content_words(evidence)
+    return clean, total
+
+
+def written_from_a_seed(write: Callable[[int], Sequence[Any]]) -> None:
+    """A bench set's chats are the same for a seed (messages and questions) and other ones for another seed."""
+    first, again, other = write(0), write(0), write(1)
+    assert [c.messages for c in again] == [c.messages for c in first]
+    assert [c.questions for c in again] == [c.questions for c in first]
+    assert [c.messages for c in other] != [c.messages for c in first]
+    assert [c.questions for c in other] != [c.questions for c in first]
+
+
+def evidence_in_range(questions: Sequence[Any], messages: int, nothing: Sequence[str]) -> None:
+    """Questions nothing answers have no evidence; the others name distinct messages of the chat."""
+    for question in questions:
+        if question.kind in nothing:
+            assert question.evidence == (), question.text
+        else:
+            assert question.evidence and len(set(question.evidence)) == len(question.evidence), question.text
+            assert all(0 <= i < messages for i in question.evidence), question.text

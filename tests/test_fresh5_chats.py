@@ -14,7 +14,14 @@ from collections import Counter
 import pytest
 
 from bench.fresh5_chats import KINDS, NOTHING, PAIRS, WEEKDAYS, Asked, chatter, fresh5_conversations, reply
-from tests.support import stamped_sessions
+from tests.support import (
+    apart_from_evidence,
+    content_words,
+    evidence_in_range,
+    speaker_and_words,
+    stamped_sessions,
+    written_from_a_seed,
+)
 
 SEEDS = (0, 1, 2)
 CHATS = {seed: fresh5_conversations(seed=seed) for seed in SEEDS}
@@ -23,12 +30,6 @@ STAMPS = {  # each chat's session heading, read back with strptime (not with the
     "amara_lewin": (re.compile(r"^--- (\w{3} \d\d \w{3} \d{4}, \d\d:\d\d) ---$"), "%a %d %b %Y, %H:%M"),
     "baptiste_yusra": (re.compile(r"^(\d\d/\d\d/\d{4} at \d\d:\d\d)$"), "%d/%m/%Y at %H:%M"),
 }
-STOP = frozenset(
-    "the and for with from was were are did does has have had its this that what which who whose when where why how "
-    "would could should will can may might likely probably now far these days their them they his her she him you "
-    "your our not yes get got into about than then there kind".split()
-)
-"""Words that carry no content: a question sharing only these (and names) with its evidence shares nothing."""
 
 
 def _asked(seed: int, at: int) -> list[Asked]:
@@ -41,24 +42,8 @@ def _sessions(seed: int, at: int) -> list[tuple[dt.datetime, list[int]]]:
     return stamped_sessions(CHATS[seed][at].messages, *STAMPS[PAIRS[at].name])
 
 
-def _said(content: str) -> tuple[str, str]:
-    """A message's speaker and words, past its heading line."""
-    speaker, words = content.split("\n")[-1].split(": ", 1)
-    return speaker, words
-
-
-def _content_words(text: str) -> set[str]:
-    """Lowercased words of three letters or more, a trailing "s" or "'s" dropped, stop words left out."""
-    words = (w.removesuffix("'s").removesuffix("s") for w in re.findall(r"[a-z']+", text.lower()))
-    return {w for w in words if len(w) >= 3 and w not in STOP}
-
-
 def test_a_seed_writes_the_same_chats_and_another_seed_other_ones() -> None:
-    again = fresh5_conversations(seed=0)
-    assert [c.messages for c in again] == [c.messages for c in CHATS[0]]
-    assert [c.questions for c in again] == [c.questions for c in CHATS[0]]
-    assert [c.messages for c in CHATS[1]] != [c.messages for c in CHATS[0]]
-    assert [c.questions for c in CHATS[1]] != [c.questions for c in CHATS[0]]
+    written_from_a_seed(lambda seed: fresh5_conversations(seed=seed))
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -70,7 +55,7 @@ def test_two_people_over_months_of_stamped_sessions(seed: int) -> None:
         assert stamps == sorted(stamps) and len(set(stamps)) == len(stamps)  # strictly later each time
         assert 60 <= (stamps[-1] - stamps[0]).days <= 365  # months
         assert 400 <= len(chat.messages) <= 700
-        assert {_said(m["content"])[0] for m in chat.messages} == set(PAIRS[at].names)
+        assert {speaker_and_words(m["content"])[0] for m in chat.messages} == set(PAIRS[at].names)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -79,12 +64,7 @@ def test_every_kind_asked_and_evidence_ids_exist(seed: int) -> None:
     for at, chat in enumerate(CHATS[seed]):
         asked = _asked(seed, at)
         assert 25 <= len(asked) <= 40
-        for question in asked:
-            if question.kind in NOTHING:
-                assert question.evidence == (), question.text
-            else:
-                assert question.evidence and len(set(question.evidence)) == len(question.evidence), question.text
-                assert all(0 <= i < len(chat.messages) for i in question.evidence), question.text
+        evidence_in_range(asked, len(chat.messages), NOTHING)
 
 
 @pytest.mark.parametrize(("seed", "at"), list(itertools.product(SEEDS, range(len(PAIRS)))))
@@ -97,31 +77,25 @@ def test_evidence_holds_its_words_and_nothing_answers_the_rest(seed: int, at: in
         if question.kind in ("unanswerable", "missing_detail"):
             assert not [k for k in keys if any(k in m for m in lowered)], question.text  # never said
         elif question.kind == "wrong_speaker":  # said, but only by the one the question is not about
-            said_by = {_said(m["content"])[0] for m, low in zip(messages, lowered, strict=True) if keys[0] in low}
+            said_by = {
+                speaker_and_words(m["content"])[0] for m, low in zip(messages, lowered, strict=True) if keys[0] in low
+            }
             assert said_by and about not in said_by, question.text
         elif question.kind == "counting":  # each time told by the one asked about
             assert int(question.answer) == len(question.evidence) >= 2, question.text
             for i in question.evidence:
-                assert any(k in lowered[i] for k in keys) and _said(messages[i]["content"])[0] == about
+                assert any(k in lowered[i] for k in keys) and speaker_and_words(messages[i]["content"])[0] == about
         else:
             told = " ".join(lowered[i] for i in question.evidence)
             assert all(k in told for k in keys), question.text
             assert all(any(k in lowered[i] for k in keys) for i in question.evidence), question.text  # none idle
-            assert {_said(messages[i]["content"])[0] for i in question.evidence} == {about}, question.text
+            assert {speaker_and_words(messages[i]["content"])[0] for i in question.evidence} == {about}, question.text
 
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_most_questions_share_no_word_but_a_name_with_their_evidence(seed: int) -> None:
     """The set's point: at least 70% of the answerable questions share no content word with their evidence."""
-    clean = total = 0
-    for at, chat in enumerate(CHATS[seed]):
-        names = {n.lower() for n in PAIRS[at].names}
-        for question in _asked(seed, at):
-            if question.kind in NOTHING:
-                continue
-            evidence = " ".join(_said(chat.messages[i]["content"])[1] for i in question.evidence)
-            total += 1
-            clean += not (_content_words(question.text) - names) & _content_words(evidence)
+    clean, total = apart_from_evidence(CHATS[seed], [pair.names for pair in PAIRS], NOTHING)
     assert clean >= 0.7 * total, (clean, total)
 
 
@@ -130,11 +104,11 @@ def test_a_question_word_is_said_in_many_messages_not_only_the_evidence(seed: in
     """The small talk shares the questions' everyday words: most questions have a word that many other messages
     say (five or more), so matching words alone does not find the evidence."""
     for at, chat in enumerate(CHATS[seed]):
-        words = [_content_words(_said(m["content"])[1]) for m in chat.messages]
+        words = [content_words(speaker_and_words(m["content"])[1]) for m in chat.messages]
         names = {n.lower() for n in PAIRS[at].names}
         asked = [q for q in _asked(seed, at) if q.kind not in NOTHING]
         crowded = [
-            q for q in asked if any(sum(w in said for said in words) >= 5 for w in _content_words(q.text) - names)
+            q for q in asked if any(sum(w in said for said in words) >= 5 for w in content_words(q.text) - names)
         ]
         assert len(crowded) >= 0.5 * len(asked), [q.text for q in asked if q not in crowded]
 
@@ -147,11 +121,11 @@ def test_small_talk_is_composed_not_a_stock() -> None:
     lines = [chatter(rng, rng.randint(3, 6)) for _ in range(2000)]
     assert len(set(lines)) >= 0.99 * len(lines)
     for chat in CHATS[0]:
-        repeats = Counter(_said(m["content"])[1] for m in chat.messages)
+        repeats = Counter(speaker_and_words(m["content"])[1] for m in chat.messages)
         assert not [line for line, n in repeats.items() if n > 1 and len(line.split()) >= 12]
 
 
-def _day_said(text: str, day: dt.date) -> dt.date:
+def _daysaid(text: str, day: dt.date) -> dt.date:
     """The day a message's words point at, walking back from its session's day (an oracle apart from the writer)."""
     low = text.lower()
     back = [day - dt.timedelta(days=n) for n in range(1, 15)]
@@ -176,7 +150,7 @@ def test_a_time_answer_is_the_day_its_evidence_points_at_from_the_session_stamp(
     for question in _asked(seed, at):
         if question.kind == "temporal":
             (i,) = question.evidence
-            day = _day_said(_said(messages[i]["content"])[1], session_of[i])
+            day = _daysaid(speaker_and_words(messages[i]["content"])[1], session_of[i])
             assert dt.datetime.strptime(question.answer, "%d %B %Y").date() == day, question.text
 
 
@@ -190,7 +164,7 @@ def test_hops_counts_and_updates_come_from_different_sessions(seed: int, at: int
         if question.kind == "latest":  # the last word: earlier sessions said other values
             (i,) = question.evidence
             assert question.answer in messages[i]["content"]
-            later = (_said(m["content"])[1] for m in messages[i + 1 :])
+            later = (speaker_and_words(m["content"])[1] for m in messages[i + 1 :])
             assert not any(re.search(rf"(?<![\d,]){question.answer}(?![\d,])", m) for m in later), question.text
 
 
