@@ -803,8 +803,8 @@ class RecallLead:
 @runtime_checkable
 class HistoryQuestion(Protocol):
     """A query asked of one session's earlier messages (``HistoryRecall.ask``): the history brought up to date and
-    the query read once, then asked for as many leads and rankings as a turn's windows need (the allocation's, the
-    surplus's, the fill's: each another split or room)."""
+    the query read once, then asked for as many leads and rankings as a turn's windows need (the allocation's and the
+    fill's, a condensed one's: each another split or room)."""
 
     async def recall(
         self,

@@ -4,7 +4,8 @@
     signals   -> early facts from the modules (e.g. RAG's top score), gathered concurrently
     adjust    -> dynamic-adjustment rules change targets and directives
     allocate  -> clamp to min/max, contribute concurrently under a per-module timeout
-    surplus   -> under-using donors give to condensable recipients near their allocation
+    surplus   -> under-using donors give to condensable recipients near their allocation (asked again with it; one
+                 that left content out is asked in the fill instead, with all the room left)
     condense  -> condensation order, then trimming whole units, until the total fits
     fill      -> room no module took goes to the modules that left content out (a long history)
 

@@ -601,8 +601,8 @@ class ConversationHistoryModule(ContextModule):
         return None if asked is None else await asked.lead(split=split, continues_from=continuing)
 
     async def _asked_within(self, ctx: AssemblyContext) -> HistoryQuestion | None:
-        """The query asked of recall, once per assembly (its windows lead and rank it up to three times: at the
-        allocation, with the surplus, in the fill); None when recall's index is not ready within ``recall_wait_s``
+        """The query asked of recall, once per assembly (its windows lead and rank it more than once: at the
+        allocation and in the fill); None when recall's index is not ready within ``recall_wait_s``
         (it goes on indexing in the background; until it is done, calls do not wait again)."""
         asked: HistoryQuestion | None = ctx.memo.get("asked")
         if asked is not None:
