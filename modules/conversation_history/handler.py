@@ -204,11 +204,11 @@ async def positioned_older_than(
         async for first, messages in pages:
             if first - len(messages) + 1 >= end:
                 continue  # the whole page is newer than what is asked for
-            for offset, message in enumerate(messages):
-                i = first - offset
+            for offset in range(max(0, first - end + 1), len(messages)):  # from the newest message before ``end``
+                i, message = first - offset, messages[offset]
                 if i < end - count:
                     return found[::-1]
-                if i < end and message.valid and visible(message.phase, phase):
+                if message.valid and visible(message.phase, phase):
                     found.append((i, message))
     return found[::-1]
 
