@@ -56,6 +56,29 @@ async def test_a_walk_yields_every_message_newest_first_with_its_list_position()
     assert walked == [(i, messages[i]) for i in range(len(messages) - 1, -1, -1)]
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    size=st.integers(0, 700),
+    end=st.integers(-5, 720),
+    count=st.integers(0, 300),
+    phase=st.sampled_from([None, "focus", "operate"]),
+    data=st.data(),
+)
+async def test_the_messages_before_a_position_are_those_a_list_holds_there(size, end, count, phase, data):
+    """``positioned_older_than`` over a paged source (pages newer than ``end`` passed over, the page holding it read
+    from ``end`` back) gives what slicing the list gives: the valid messages the phase may see, with positions."""
+    from components.context_window.phases import visible
+    from modules.conversation_history.handler import positioned_older_than
+
+    phases = data.draw(st.lists(st.sampled_from([None, "ideate", "focus", "operate"]), min_size=size, max_size=size))
+    invalid = data.draw(st.sets(st.integers(0, max(size - 1, 0)), max_size=size // 10 + 1))
+    messages = [Message("user", f"m{i}", phase=phases[i], valid=i not in invalid) for i in range(size)]
+    expected = [
+        (i, m) for i, m in enumerate(messages) if end - count <= i < end and m.valid and visible(m.phase, phase)
+    ]
+    assert await positioned_older_than(InMemoryMessages(messages), end, count, phase) == expected
+
+
 async def test_the_window_reads_only_the_newest_pages_of_a_long_history(builtin_registry):
     history = builtin_registry.modules["conversation_history"]
     messages = conversation(5_000)  # 10,000 messages

@@ -803,8 +803,8 @@ class RecallLead:
 @runtime_checkable
 class HistoryQuestion(Protocol):
     """A query asked of one session's earlier messages (``HistoryRecall.ask``): the history brought up to date and
-    the query read once, then asked for as many leads and rankings as a turn's windows need (the allocation's, the
-    surplus's, the fill's: each another split or room)."""
+    the query read once, then asked for as many leads and rankings as a turn's windows need (the allocation's and the
+    fill's, a condensed one's: each another split or room)."""
 
     async def recall(
         self,
@@ -1029,7 +1029,8 @@ class Contribution:
     """Already condensed as ``ctx.directives.condense_to`` asked (the orchestrator records the condensation)."""
     left_out: bool = False
     """The module left content out for want of room (history older than its window): room no module took is
-    offered to it at the end of the assembly (the handler's fill pass), so the window is not sent half empty."""
+    offered to it at the end of the assembly (the handler's fill pass), so the window is not sent half empty. A
+    surplus granted to it is offered there too, with the rest: it is not asked again in the surplus pass."""
     tokens: int = 0
 
     @property

@@ -4,7 +4,8 @@
     signals   -> early facts from the modules (e.g. RAG's top score), gathered concurrently
     adjust    -> dynamic-adjustment rules change targets and directives
     allocate  -> clamp to min/max, contribute concurrently under a per-module timeout
-    surplus   -> under-using donors give to condensable recipients near their allocation
+    surplus   -> under-using donors give to condensable recipients near their allocation (asked again with it; one
+                 that left content out is asked in the fill instead, with all the room left)
     condense  -> condensation order, then trimming whole units, until the total fits
     fill      -> room no module took goes to the modules that left content out (a long history)
 
@@ -572,6 +573,12 @@ class ContextWindowHandler:
             run.reallocations.append(Reallocation(slot.module_id, slot.received))
         if plan.grants:
             run.log(f"pass 3b: {sum(plan.grants.values()):,} surplus tokens to {', '.join(sorted(plan.grants))}")
+        # One that left content out is asked in the fill, with all the room left (its grant included): a window asked
+        # for here would be replaced there (an old session's history: a whole recall, ranked and packed, for nothing).
+        left_out = [s.module_id for s in recipients if s.contribution is not None and s.contribution.left_out]
+        if left_out:
+            run.log(f"pass 3b: {', '.join(left_out)} left content out: asked in the fill")
+        recipients = [s for s in recipients if s.module_id not in left_out]
         before = {s.module_id: (s.contribution, s.status, s.reason) for s in recipients}
         await self._contribute(run, {s.module_id: s.allocated for s in recipients if not s.fell_back})
         for slot in recipients:
@@ -697,9 +704,9 @@ class ContextWindowHandler:
             if fuller is None or fuller.tokens > fits or (fuller.tokens <= before.tokens and not may_loop):
                 run.log(f"fill {slot.module_id}: nothing more within {fits:,} tokens; kept as it was")
                 continue
-            slot.contribution, filled = fuller, fuller.tokens - before.tokens
-            slot.allocated = max(slot.allocated, fuller.tokens)
-            if filled > 0:
+            slot.contribution, filled = fuller, fuller.tokens - slot.allocated
+            if filled > 0:  # beyond its allocation: received (allocated = pass 3's - donated + received)
+                slot.allocated += filled
                 slot.received += filled
                 run.reallocations.append(Reallocation(slot.module_id, filled))
             run.log(f"fill {slot.module_id}: {before.tokens:,} -> {fuller.tokens:,} tokens (room no module took)")

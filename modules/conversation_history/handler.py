@@ -204,11 +204,11 @@ async def positioned_older_than(
         async for first, messages in pages:
             if first - len(messages) + 1 >= end:
                 continue  # the whole page is newer than what is asked for
-            for offset, message in enumerate(messages):
-                i = first - offset
+            for offset in range(max(0, first - end + 1), len(messages)):  # from the newest message before ``end``
+                i, message = first - offset, messages[offset]
                 if i < end - count:
                     return found[::-1]
-                if i < end and message.valid and visible(message.phase, phase):
+                if message.valid and visible(message.phase, phase):
                     found.append((i, message))
     return found[::-1]
 
@@ -601,8 +601,8 @@ class ConversationHistoryModule(ContextModule):
         return None if asked is None else await asked.lead(split=split, continues_from=continuing)
 
     async def _asked_within(self, ctx: AssemblyContext) -> HistoryQuestion | None:
-        """The query asked of recall, once per assembly (its windows lead and rank it up to three times: at the
-        allocation, with the surplus, in the fill); None when recall's index is not ready within ``recall_wait_s``
+        """The query asked of recall, once per assembly (its windows lead and rank it more than once: at the
+        allocation and in the fill); None when recall's index is not ready within ``recall_wait_s``
         (it goes on indexing in the background; until it is done, calls do not wait again)."""
         asked: HistoryQuestion | None = ctx.memo.get("asked")
         if asked is not None:
