@@ -4,6 +4,7 @@ recall brings nothing and says which thing (components/context_window/asked_thin
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -120,6 +121,32 @@ async def test_a_yes_no_question_about_a_thing_no_message_mentions_recalls_nothi
     recalled, reason = await _recall(messages, question, ConceptEmbedder())
     assert recalled == []
     assert reason is not None and reason.startswith("nothing relevant found: no earlier message mentions")
+
+
+NEIGHBOUR_TALK = (
+    "Dan: The neighbour's cat basil.",
+    "Maya: The neighbour's kids trumpet.",
+    "Dan: The neighbour's hedge light.",
+)
+"""Lines of one length each sharing one word with the question: alike, so none stands out far."""
+
+
+async def test_a_thing_unmentioned_is_not_vetoed_by_a_line_sharing_only_a_word_of_the_question():
+    """ "What breed is my neighbour's parrot?" where no message says "parrot": three lines about the neighbour stand out
+    2.5-3.0 standard deviations by sharing "neighbour" alone, as the dev chats' chatter does for the questions nothing
+    answers (2.58-2.96), under every answerable question about a thing no message names (3.11 and up): recall brings
+    nothing (at ``thing_z`` 2.5 it recalled the neighbour's lines)."""
+    messages = chat()
+    for k, line in enumerate(NEIGHBOUR_TALK):
+        messages.insert(3 + 6 * k, Message("user", line))
+    question, embedder = "What breed is my neighbour's parrot?", ConceptEmbedder()
+    vectors = np.array(await embedder.embed([m.content for m in messages]))
+    asked = np.array((await embedder.embed([question]))[0])
+    cosines = vectors @ asked / (np.linalg.norm(vectors, axis=1) * np.linalg.norm(asked))
+    assert 2.5 < (cosines.max() - cosines.mean()) / cosines.std() < 3.0  # the band the raised ``thing_z`` covers
+    recalled, reason = await _recall(messages, question, embedder)
+    assert recalled == []
+    assert reason is not None and reason.startswith("nothing relevant found: no earlier message mentions parrot")
 
 
 async def test_without_meaning_to_veto_a_thing_unmentioned_is_not_a_reason_to_abstain():

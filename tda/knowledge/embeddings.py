@@ -363,6 +363,13 @@ class Embedder:
         self.name = name
         self._embed = make_embedder(name)
 
+    @property
+    def vector_space(self) -> str:
+        """What its vectors depend on, named as the service's embedder names it (``KnowledgeProvider.vector_space``):
+        recall reads its calibration by it (``relevance.evidence_for``: the hashing embedder's own) and keeps vectors
+        under it, as the service does."""
+        return f"knowledge:{self.name}"
+
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         texts = list(texts)
         if len(texts) == 1 and embeds_at_once(self._embed, texts[0]):

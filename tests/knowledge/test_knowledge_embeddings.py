@@ -351,3 +351,17 @@ async def test_the_embedder_protocol_gets_each_vector_as_python_floats_equal_to_
     assert [len(v) for v in got] == [len(v) for v in model]
     assert all(type(x) is float for v in got for x in v)
     assert got == [[float(x) for x in v] for v in model]
+
+
+@pytest.mark.parametrize(("name", "calibration"), [("hashing", "hashing"), ("minilm-int8", "")])
+def test_tda_assembles_embedder_gets_the_recall_calibration_the_services_does(name: str, calibration: str) -> None:
+    """`tda assemble` and session files embed with ``Embedder(name)``, the service with its knowledge store's
+    embedder ("knowledge:<name>"): recall must read one calibration for both (before, ``Embedder("hashing")`` got
+    the neural one, its thing rule on)."""
+    from components.context_window.relevance import EVIDENCE, evidence_for
+    from tda.knowledge.embeddings import Embedder
+
+    class ServiceEmbedder:
+        vector_space = f"knowledge:{name}"
+
+    assert evidence_for(Embedder(name)) == evidence_for(ServiceEmbedder()) == EVIDENCE[calibration]
