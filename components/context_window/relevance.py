@@ -1032,11 +1032,24 @@ class Evidence:
     "dog": ``asked_thing``) has no evidence unless its best candidate stands out in meaning by at least this many
     standard deviations (it may call the thing another way: "What is Kat's new animal called?" for her hamster).
     None: the rule is off (words alone cannot tell a thing called another way)."""
+    near_cosine: float | None = None
+    """A query has evidence too when its best candidate is this near in meaning (its cosine, not its z-score): news
+    told and then talked over, or a list told over a few sessions, puts several messages near the question, so none
+    stands out from the rest by ``min_outlier_z`` (docs/knowledge.md, "Abstention, session 57"). An embedder's own
+    scale: None for one not calibrated (the rule is off)."""
 
 
 EVIDENCE = {
     "hashing": Evidence(min_outlier_z=3.0, min_coverage=0.10, keep_z=None),
-    "": Evidence(min_outlier_z=3.5, min_coverage=0.0, keep_z=0.5, keep_coverage=0.25, faint_coverage=0.10, thing_z=2.5),
+    "": Evidence(
+        min_outlier_z=3.5,
+        min_coverage=0.0,
+        keep_z=0.5,
+        keep_coverage=0.25,
+        faint_coverage=0.10,
+        thing_z=2.5,
+        near_cosine=0.31,
+    ),
 }
 """Calibrated on bench/conversation_data.py's four chats and bench/dense_chats.py's four (539 answerable questions;
 docs/knowledge.md, "Abstention" and its round 3): values that cost no answerable question its abstention (a
@@ -1116,6 +1129,27 @@ def names_a_kind(query: str, name: str) -> bool:
     return re.search(rf"\b(?i:an?)\s+(?:[a-z]+\s+){{0,2}}{re.escape(name)}\s+[a-z]", query) is not None
 
 
+_COMPASS = "North|South|East|West|Central|Northern|Southern|Eastern|Western|Middle|Far|Upper|Lower"
+REGIONS = frozenset(
+    "africa america americas antarctica arctic asia australasia europe oceania scandinavia nordics balkans baltics "
+    "caribbean mediterranean midlands highlands alps andes himalayas".split()
+)
+"""Regions many places lie in: continents and the few multi-country regions a chat's plans and trips are asked by."""
+
+
+def names_a_region(query: str, name: str) -> bool:
+    """Whether ``name`` names a region in ``query``: a continent or region (``REGIONS``), or a compass word and the
+    name it qualifies ("East Asia", "South America", "the West Country"). A region is a kind of place: a chat names
+    the place in it ("I'm flying out to Japan next month" for "When is Dario travelling to East Asia?") and may never
+    say the region, so its absence says nothing earlier is about it (docs/knowledge.md, "Abstention, session 57")."""
+    if name.lower() in REGIONS:
+        return True
+    word = re.escape(name)
+    qualified = re.search(rf"\b(?:{_COMPASS})\s+{word}\b", query)  # "Asia" in "East Asia"
+    qualifies = re.fullmatch(_COMPASS, name) and re.search(rf"\b{word}\s+[A-Z][a-z]", query)  # "East" in "East Asia"
+    return bool(qualified or qualifies)
+
+
 _TITLE_SMALL_WORDS = frozenset("a an and as at but by for from in nor of on or the to with".split())
 
 
@@ -1125,14 +1159,21 @@ def _title_case(text: str) -> bool:
     return len(rest) >= 2 and all(w[0].isupper() for w in rest)
 
 
-def abstention(evidence: Evidence, coverage: np.ndarray, dense: np.ndarray | None) -> str | None:
+def abstention(
+    evidence: Evidence, coverage: np.ndarray, dense: np.ndarray | None, near: np.ndarray | None = None
+) -> str | None:
     """Why the candidates hold no evidence for the query (None: they may). With dense scores: neither a clear outlier
-    in meaning nor a candidate holding the query's rare words. Without: no candidate holding any of its words."""
+    in meaning, nor a candidate near it in meaning (``near_cosine``, read from ``near``, else ``dense``: a history
+    reads it by what each message says itself, not the stock lines many share), nor one holding the query's rare
+    words. Without: no candidate holding any of its words."""
     best_coverage = float(coverage.max(initial=0.0))
     if dense is None or not len(dense):
         return None if best_coverage > 0 else "nothing relevant found: no earlier message shares a word with the query"
     best_z = float(z_scores(dense).max(initial=0.0))
     if best_z >= evidence.min_outlier_z or (best_coverage > 0 and best_coverage >= evidence.min_coverage):
+        return None
+    best = float((dense if near is None else near).max(initial=-1.0))
+    if evidence.near_cosine is not None and best >= evidence.near_cosine:
         return None
     words = (
         f"holds the query's rare words (at most {best_coverage:.0%} of their weight, evidence from "
@@ -1140,9 +1181,10 @@ def abstention(evidence: Evidence, coverage: np.ndarray, dense: np.ndarray | Non
         if evidence.min_coverage
         else "shares a word with it"
     )
+    nearest = "" if evidence.near_cosine is None else f", nor near it: {best:.2f}, from {evidence.near_cosine:.2f}"
     return (
         f"nothing relevant found: no earlier message stands out in meaning (the best is {best_z:.1f} standard "
-        f"deviations above the rest, evidence from {evidence.min_outlier_z:.1f}) or {words}"
+        f"deviations above the rest, evidence from {evidence.min_outlier_z:.1f}{nearest}) or {words}"
     )
 
 
