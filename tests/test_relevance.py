@@ -523,7 +523,7 @@ def test_news_talked_over_is_evidence_when_near_in_meaning_though_no_message_sta
     assert abstention(MINILM, coverage, dense) is None
     own = dense.copy()
     own[thread] = -1.0  # the same cosines from lines many other messages say: none by what the message says itself
-    reason = abstention(MINILM, coverage, dense, own)
+    reason = abstention(MINILM, coverage, dense, lambda: own)
     assert reason is not None and reason.startswith("nothing relevant found") and f"from {near:.2f}" in reason
 
 

@@ -1164,19 +1164,23 @@ def _title_case(text: str) -> bool:
 
 
 def abstention(
-    evidence: Evidence, coverage: np.ndarray, dense: np.ndarray | None, near: np.ndarray | None = None
+    evidence: Evidence,
+    coverage: np.ndarray,
+    dense: np.ndarray | None,
+    near: Callable[[], np.ndarray | None] | None = None,
 ) -> str | None:
     """Why the candidates hold no evidence for the query (None: they may). With dense scores: neither a clear outlier
-    in meaning, nor a candidate near it in meaning (``near_cosine``, read from ``near``, else ``dense``: a history
-    reads it by what each message says itself, not the stock lines many share), nor one holding the query's rare
-    words. Without: no candidate holding any of its words."""
+    in meaning, nor a candidate near it in meaning (``near_cosine``, read from ``near()`` when the other rules found
+    nothing, else ``dense``: a history reads it by what each message says itself, not the stock lines many share),
+    nor one holding the query's rare words. Without: no candidate holding any of its words."""
     best_coverage = float(coverage.max(initial=0.0))
     if dense is None or not len(dense):
         return None if best_coverage > 0 else "nothing relevant found: no earlier message shares a word with the query"
     best_z = float(z_scores(dense).max(initial=0.0))
     if best_z >= evidence.min_outlier_z or (best_coverage > 0 and best_coverage >= evidence.min_coverage):
         return None
-    best = float((dense if near is None else near).max(initial=-1.0))
+    cosines = None if near is None else near()
+    best = float((dense if cosines is None else cosines).max(initial=-1.0))
     if evidence.near_cosine is not None and best >= evidence.near_cosine:
         return None
     words = (

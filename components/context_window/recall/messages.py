@@ -1034,7 +1034,7 @@ class HistoryIndex:
         floor, hits = Floor(), None
         if evidence is not None:
             coverage = self.lexical.coverage(terms(query), n)
-            near = self.own_best(query_vector, n) if query_vector is not None else None
+            near = None if query_vector is None else functools.partial(self.own_best, query_vector, n)
             reason = self._abstention(query, evidence, coverage, dense, n, thing, near)
             if reason is not None:
                 return np.zeros(0, np.intp), np.zeros(0), method, reason
@@ -1152,11 +1152,11 @@ class HistoryIndex:
         dense: np.ndarray | None,
         n: int,
         thing: str | None = None,
-        near: np.ndarray | None = None,
+        near: Callable[[], np.ndarray | None] | None = None,
     ) -> str | None:
         """Why none of the first ``n`` messages is evidence for ``query`` (None: some may be); ``near``: their cosines
-        by what each says itself (``own_best``). A hypothetical may name what nothing earlier mentions: it is answered
-        from what the chat says of the person it asks about."""
+        by what each says itself (``own_best``), read only when no other rule finds evidence. A hypothetical may name
+        what nothing earlier mentions: it is answered from what the chat says of the person it asks about."""
         if asks_hypothetically(query):
             return abstention(evidence, coverage, dense, near)
         unknown = self.unknown_names(query, n)
