@@ -1336,6 +1336,22 @@ async def test_a_question_about_someone_never_mentioned_recalls_nothing_and_says
     assert window_parts(abstained.messages())[0] == window_parts(answered.messages())[0]  # the newest turns, unchanged
 
 
+async def test_a_region_the_chat_never_names_is_no_reason_to_abstain(history):
+    """Session 57: "When is Maya travelling to East Asia?" is answered by the message naming Japan; on main recall
+    said "no earlier message mentions East, Asia" and kept only the newest turns. A name nothing mentions still
+    abstains beside the region."""
+    trip = "Maya: I'm travelling to Japan next month and I still can't believe it's real!"
+    messages = conversation(60)
+    messages[8] = Message("user", trip, turn=5)
+    asked = module_ctx(make_ctx(messages=messages, query="When is Maya travelling to East Asia?"), config=RECALL)
+    answered = await history.contribute(1_500, asked)
+    assert "nothing relevant" not in str(answered.metadata.get("recall_reason"))
+    assert trip in [m.content for m in window_parts(answered.messages())[1]]
+    question = "When is Maya travelling to East Asia with Dmitri?"
+    abstained = await history.contribute(1_500, module_ctx(make_ctx(messages=messages, query=question), config=RECALL))
+    assert abstained.metadata["recall_reason"] == "nothing relevant found: no earlier message mentions Dmitri"
+
+
 SMALL_TALK = (
     "Maya: Work has been a lot lately, deadlines moved up and nobody told me.",
     "Theo: Ugh, that's the worst. Hope you get a proper break at the weekend.",

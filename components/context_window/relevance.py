@@ -1032,11 +1032,25 @@ class Evidence:
     "dog": ``asked_thing``) has no evidence unless its best candidate stands out in meaning by at least this many
     standard deviations (it may call the thing another way: "What is Kat's new animal called?" for her hamster).
     None: the rule is off (words alone cannot tell a thing called another way)."""
+    near_cosine: float | None = None
+    """A query has evidence too when its best candidate is this near in meaning (its cosine, not its z-score): news
+    told and then talked over, or a list told over a few sessions, puts several messages near the question, so none
+    stands out from the rest by ``min_outlier_z`` (docs/knowledge.md, "Abstention, session 57"). Read by what a
+    message says itself: a stock line many messages share ("So what's your favourite drink these days?") is near
+    many questions and tells nothing. An embedder's own scale: None for one not calibrated (the rule is off)."""
 
 
 EVIDENCE = {
     "hashing": Evidence(min_outlier_z=3.0, min_coverage=0.10, keep_z=None),
-    "": Evidence(min_outlier_z=3.5, min_coverage=0.0, keep_z=0.5, keep_coverage=0.25, faint_coverage=0.10, thing_z=3.0),
+    "": Evidence(
+        min_outlier_z=3.5,
+        min_coverage=0.0,
+        keep_z=0.5,
+        keep_coverage=0.25,
+        faint_coverage=0.10,
+        thing_z=3.0,
+        near_cosine=0.35,
+    ),
 }
 """Calibrated on bench/conversation_data.py's four chats and bench/dense_chats.py's four (539 answerable questions;
 docs/knowledge.md, "Abstention" and its round 3): values that cost no answerable question its abstention (a
@@ -1049,8 +1063,11 @@ cosines are words in disguise: its dense signal is weak and not floored, nor can
 session 57 raised it to 3.0, where that still holds over every dev set's 1,813 answerable questions, 3.11 the lowest,
 and three more questions nothing answers are caught, 2.58-2.96: "What breed is my neighbour's parrot?"). Below
 the old word condition (``faint_coverage`` 0.10), with no outlier in meaning, the evidence is faint (``faint``):
-history recall then trusts only its best hit. Keyed by a word of the embedder's ``vector_space``; "" is every other
-(neural) embedder, calibrated on MiniLM."""
+history recall then trusts only its best hit. ``near_cosine`` (session 57) 0.35: of the questions the other rules
+left abstaining over every dev set, the topics never raised reach at most 0.344 by a message's own lines (a cocktail
+asked of a chat that talks of drinks), the answerable ones 0.315-0.390 (news talked over: "When is Dario travelling
+to East Asia?" <- "I'm flying out to Japan next month"; 9 of 13 from 0.35). Keyed by a word of the embedder's
+``vector_space``; "" is every other (neural) embedder, calibrated on MiniLM."""
 
 
 def evidence_for(embedder: Any) -> Evidence:
@@ -1118,6 +1135,27 @@ def names_a_kind(query: str, name: str) -> bool:
     return re.search(rf"\b(?i:an?)\s+(?:[a-z]+\s+){{0,2}}{re.escape(name)}\s+[a-z]", query) is not None
 
 
+_COMPASS = "North|South|East|West|Central|Northern|Southern|Eastern|Western|Middle|Far|Upper|Lower"
+REGIONS = frozenset(
+    "africa america americas antarctica arctic asia australasia europe oceania scandinavia nordics balkans baltics "
+    "caribbean mediterranean midlands highlands alps andes himalayas".split()
+)
+"""Regions many places lie in: continents and the few multi-country regions a chat's plans and trips are asked by."""
+
+
+def names_a_region(query: str, name: str) -> bool:
+    """Whether ``name`` names a region in ``query``: a continent or region (``REGIONS``), or a compass word and the
+    name it qualifies ("East Asia", "South America", "the West Country"). A region is a kind of place: a chat names
+    the place in it ("I'm flying out to Japan next month" for "When is Dario travelling to East Asia?") and may never
+    say the region, so its absence says nothing earlier is about it (docs/knowledge.md, "Abstention, session 57")."""
+    if name.lower() in REGIONS:
+        return True
+    word = re.escape(name)
+    qualified = re.search(rf"\b(?:{_COMPASS})\s+{word}\b", query)  # "Asia" in "East Asia"
+    qualifies = re.fullmatch(_COMPASS, name) and re.search(rf"\b{word}\s+[A-Z][a-z]", query)  # "East" in "East Asia"
+    return bool(qualified or qualifies)
+
+
 _TITLE_SMALL_WORDS = frozenset("a an and as at but by for from in nor of on or the to with".split())
 
 
@@ -1127,14 +1165,25 @@ def _title_case(text: str) -> bool:
     return len(rest) >= 2 and all(w[0].isupper() for w in rest)
 
 
-def abstention(evidence: Evidence, coverage: np.ndarray, dense: np.ndarray | None) -> str | None:
+def abstention(
+    evidence: Evidence,
+    coverage: np.ndarray,
+    dense: np.ndarray | None,
+    near: Callable[[], np.ndarray | None] | None = None,
+) -> str | None:
     """Why the candidates hold no evidence for the query (None: they may). With dense scores: neither a clear outlier
-    in meaning nor a candidate holding the query's rare words. Without: no candidate holding any of its words."""
+    in meaning, nor a candidate near it in meaning (``near_cosine``, read from ``near()`` when the other rules found
+    nothing, else ``dense``: a history reads it by what each message says itself, not the stock lines many share),
+    nor one holding the query's rare words. Without: no candidate holding any of its words."""
     best_coverage = float(coverage.max(initial=0.0))
     if dense is None or not len(dense):
         return None if best_coverage > 0 else "nothing relevant found: no earlier message shares a word with the query"
     best_z = float(z_scores(dense).max(initial=0.0))
     if best_z >= evidence.min_outlier_z or (best_coverage > 0 and best_coverage >= evidence.min_coverage):
+        return None
+    cosines = None if near is None else near()
+    best = float((dense if cosines is None else cosines).max(initial=-1.0))
+    if evidence.near_cosine is not None and best >= evidence.near_cosine:
         return None
     words = (
         f"holds the query's rare words (at most {best_coverage:.0%} of their weight, evidence from "
@@ -1142,9 +1191,10 @@ def abstention(evidence: Evidence, coverage: np.ndarray, dense: np.ndarray | Non
         if evidence.min_coverage
         else "shares a word with it"
     )
+    nearest = "" if evidence.near_cosine is None else f", nor near it: {best:.2f}, from {evidence.near_cosine:.2f}"
     return (
         f"nothing relevant found: no earlier message stands out in meaning (the best is {best_z:.1f} standard "
-        f"deviations above the rest, evidence from {evidence.min_outlier_z:.1f}) or {words}"
+        f"deviations above the rest, evidence from {evidence.min_outlier_z:.1f}{nearest}) or {words}"
     )
 
 

@@ -74,6 +74,7 @@ from ..relevance import (
     fuse,
     lexical_floor,
     names_a_kind,
+    names_a_region,
     names_asked,
     terms,
     unit_rows,
@@ -455,7 +456,7 @@ class HistoryIndex:
     """The last ranking's key, the ranking, and the ranking with the whole texts fused in once asked (``rank``)."""
     collected: Collected | None = None
     """The last ranking's units as far as gathered (``collect_units``)."""
-    _dense_cache: tuple[Any, np.ndarray, np.ndarray] | None = None
+    _dense_cache: tuple[Any, np.ndarray, np.ndarray, np.ndarray] | None = None
     _said_elsewhere: tuple[int, np.ndarray] | None = None
     """The parts held when ``said_elsewhere`` was last found, and what it found."""
     _holders: np.ndarray = field(default_factory=lambda: np.zeros(0, np.intp))
@@ -742,6 +743,20 @@ class HistoryIndex:
             self._said_elsewhere = (held, said)
         return self._said_elsewhere[1][:n]
 
+    def own_best(self, query_vector: Sequence[float] | np.ndarray, n: int) -> np.ndarray | None:
+        """Per message among the first ``n``, its best cosine with the query over the parts said in fewer than
+        ``SAID_ELSEWHERE`` messages (-1 for a message with none, or no vectors): near the question by what it says
+        itself, not by a stock line ("So what's your favourite drink these days?") many messages share. None: not
+        every message has vectors."""
+        if self.dense is None or not self.owner or self._vectored < n:
+            return None
+        scores = self._part_scores(np.asarray(query_vector, dtype=np.float32))[2].copy()
+        scores[self._holders_of_rows(len(self.owner))[self.row_of] >= SAID_ELSEWHERE] = -1.0
+        starts, owners = self._runs.caught_up(self.owner)
+        best = np.full(len(self.messages), -1.0)
+        best[owners] = np.maximum.reduceat(scores, starts)
+        return best[:n]
+
     def _holders_of_rows(self, held: int) -> np.ndarray:
         """Per row of ``dense``, how many messages hold it among the first ``held`` parts' owners, counting only the
         parts added since the last call: parts come a whole message at a time, in order, so a message adding a part
@@ -818,22 +833,22 @@ class HistoryIndex:
             self._lexical_cache = (key, scores)
         return self._lexical_cache[1]
 
-    def _part_scores(self, query_vector: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Every message's best and mean part cosine (-1 without vectors), read-only: a turn's lead and recall ask for
-        the same query, so the last one's scores are kept (keyed by its vector and the parts held: the index only
-        grows)."""
+    def _part_scores(self, query_vector: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every message's best and mean part cosine (-1 without vectors) and every part's, read-only: a turn's lead
+        and recall ask for the same query, so the last one's scores are kept (keyed by its vector and the parts held:
+        the index only grows)."""
         key = (query_vector.tobytes(), len(self.owner), len(self.messages))
         if self._dense_cache is not None and self._dense_cache[0] == key:
-            return self._dense_cache[1], self._dense_cache[2]
+            return self._dense_cache[1], self._dense_cache[2], self._dense_cache[3]
         assert self.dense is not None
         scores = self.dense.scores(query_vector)[self.row_of]
         starts, owners = self._runs.caught_up(self.owner)
         best, mean = np.full(len(self.messages), -1.0), np.full(len(self.messages), -1.0)
         best[owners] = np.maximum.reduceat(scores, starts)
         mean[owners] = np.add.reduceat(scores, starts) / self._runs.counts()
-        best.flags.writeable = mean.flags.writeable = False
-        self._dense_cache = (key, best, mean)
-        return best, mean
+        best.flags.writeable = mean.flags.writeable = scores.flags.writeable = False
+        self._dense_cache = (key, best, mean, scores)
+        return best, mean, scores
 
     @property
     def asking(self) -> list[int]:
@@ -987,8 +1002,9 @@ class HistoryIndex:
         """The names ``query`` asks about that none of the first ``n`` messages mentions ("What is my neighbour
         Dmitri's dog called?" in a chat that never names a Dmitri): nothing earlier is about them. A name that begins
         a speaker's is known: the question may shorten it ("Mel" for "Melanie"). A name qualifying a kind of thing ("an
-        old Oasis hit": ``names_a_kind``) is not asked about: the chat may name the thing itself."""
-        asked = [name for name in names_asked(query) if terms(name) and not names_a_kind(query, name)]
+        old Oasis hit": ``names_a_kind``) or a region ("East Asia": ``names_a_region``) is not asked about: the chat
+        may name the thing itself, or the place in it."""
+        asked = [name for name in names_asked(query) if terms(name) and not _a_kind_or_region(query, name)]
         return [name for name in asked if not self._mentions(name, n)]
 
     def _mentions(self, name: str, n: int) -> bool:
@@ -1018,7 +1034,8 @@ class HistoryIndex:
         floor, hits = Floor(), None
         if evidence is not None:
             coverage = self.lexical.coverage(terms(query), n)
-            reason = self._abstention(query, evidence, coverage, dense, n, thing)
+            near = None if query_vector is None else functools.partial(self.own_best, query_vector, n)
+            reason = self._abstention(query, evidence, coverage, dense, n, thing, near)
             if reason is not None:
                 return np.zeros(0, np.intp), np.zeros(0), method, reason
             floor = dense_floor(evidence, dense)
@@ -1135,15 +1152,17 @@ class HistoryIndex:
         dense: np.ndarray | None,
         n: int,
         thing: str | None = None,
+        near: Callable[[], np.ndarray | None] | None = None,
     ) -> str | None:
-        """Why none of the first ``n`` messages is evidence for ``query`` (None: some may be). A hypothetical may name
+        """Why none of the first ``n`` messages is evidence for ``query`` (None: some may be); ``near``: their cosines
+        by what each says itself (``own_best``), read only when no other rule finds evidence. A hypothetical may name
         what nothing earlier mentions: it is answered from what the chat says of the person it asks about."""
         if asks_hypothetically(query):
-            return abstention(evidence, coverage, dense)
+            return abstention(evidence, coverage, dense, near)
         unknown = self.unknown_names(query, n)
         if unknown:
             return f"nothing relevant found: no earlier message mentions {', '.join(unknown)}"
-        return abstention(evidence, coverage, dense) or self._thing_unmentioned(thing, evidence, dense, n)
+        return abstention(evidence, coverage, dense, near) or self._thing_unmentioned(thing, evidence, dense, n)
 
     def _thing_unmentioned(self, thing: str | None, evidence: Evidence, dense: np.ndarray | None, n: int) -> str | None:
         """Why nothing earlier is about the ``thing`` a question asks about: no message among the first ``n`` names it
@@ -1246,6 +1265,10 @@ class HistoryIndex:
         """The rare names message ``position`` brings in (its capitalised words, ``_NAME``), as terms."""
         names = terms(" ".join(_NAME.findall(searchable_text(self.messages[position]))))
         return [term for term in dict.fromkeys(names) if self.lexical.idf(term) >= HOP_MIN_IDF]
+
+
+def _a_kind_or_region(query: str, name: str) -> bool:
+    return names_a_kind(query, name) or names_a_region(query, name)
 
 
 def _without(dense: np.ndarray | None, said: np.ndarray) -> np.ndarray | None:
