@@ -1035,7 +1035,7 @@ class Evidence:
     near_cosine: float | None = None
     """A query has evidence too when its best candidate is this near in meaning (its cosine, not its z-score): news
     told and then talked over, or a list told over a few sessions, puts several messages near the question, so none
-    stands out from the rest by ``min_outlier_z`` (docs/knowledge.md, "Abstention, session 57"). Read by what a
+    stands out from the rest by ``min_outlier_z`` (docs/knowledge.md, "Session 57 (gate57)"). Read by what a
     message says itself: a stock line many messages share ("So what's your favourite drink these days?") is near
     many questions and tells nothing. An embedder's own scale: None for one not calibrated (the rule is off)."""
 
@@ -1147,7 +1147,7 @@ def names_a_region(query: str, name: str) -> bool:
     """Whether ``name`` names a region in ``query``: a continent or region (``REGIONS``), or a compass word and the
     name it qualifies ("East Asia", "South America", "the West Country"). A region is a kind of place: a chat names
     the place in it ("I'm flying out to Japan next month" for "When is Dario travelling to East Asia?") and may never
-    say the region, so its absence says nothing earlier is about it (docs/knowledge.md, "Abstention, session 57")."""
+    say the region, so its absence says nothing earlier is about it (docs/knowledge.md, "Session 57 (gate57)")."""
     if name.lower() in REGIONS:
         return True
     word = re.escape(name)
