@@ -700,7 +700,6 @@ class ConversationHistoryModule(ContextModule):
         if before <= 0 or room <= 0:
             return (), {"recalled_messages": 0}
         exponent = option(ctx.directives.config, "recall_cost_exponent", RECALL_COST_EXPONENT, minimum=0)
-        exponent = room_exponent(exponent, room)
         tokens = ctx.tokens
         priced = self._priced.get(ctx.session.id)
         if priced is None or priced[0] is not tokens:
@@ -973,7 +972,7 @@ class _Packing:
     tuple: 4 objects for every full pass of the collector to walk)."""
 
     def __init__(self, room: int, exponent: float, tokens: TokenCounter, known: dict[int, _Priced] | None) -> None:
-        self.room, self.exponent, self.tokens = room, exponent, tokens
+        self.room, self.exponent, self.tokens = room, room_exponent(exponent, room), tokens
         self.known = known
         self.priced: dict[int, _Priced] = {} if known is None else known
         self.reached: set[int] = set()
