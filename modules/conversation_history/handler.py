@@ -123,7 +123,7 @@ chosen on and lost on others; docs/knowledge.md, "Ranking, session 42")."""
 RECALL_AMPLE_EXPONENT = 1.0
 """The cost exponent at ample room (``is_ample``: a 16K window's): past the ranking's head, units are packed by
 relevance per token in full. Such a room holds a large share of the older messages, and the plain hybrid, packing
-mostly short messages in rank order, covered about twice as many of them as tda (fresh5: ~470 against 243 in 14K
+mostly short messages in rank order, covered many more of them than tda (fresh5: ~400 against 243 in 14K
 tokens): at 0.5 the room past the head went to long rambles ranked above short lines holding a fact in other words
 ("Priscilla has handed me the Leeds account", "physio again"), fused 258th-302nd. At 4K and 8K the exponent stays
 (short empty lines would beat the fact there: ``RECALL_COST_EXPONENT``). Session 57 (miss57): fresh5 seed 0 16K 97.4
