@@ -15,7 +15,13 @@ from hypothesis import strategies as st
 
 from components.context_window.base import Message, RecalledUnit, RecallLead, RecallRanking, Session
 from components.context_window.fitting import LIKELY_CHARS_PER_TOKEN
-from components.context_window.recall.messages import HistoryIndex, SessionRecall, collect_units, rough_tokens
+from components.context_window.recall.messages import (
+    WHOLE_TEXT_ROOM,
+    HistoryIndex,
+    SessionRecall,
+    collect_units,
+    rough_tokens,
+)
 from components.context_window.token_estimator import MESSAGE_OVERHEAD, TokenEstimator
 from modules.conversation_history.handler import (
     RECALL_COST_FREE,
@@ -315,3 +321,45 @@ def test_the_tail_made_for_the_room_the_head_leaves_chooses_as_the_whole_tail_wo
     assert lazy.units == whole.units
     assert sorted(expected) == [u.position for u in chosen] and set(expected) >= taken
     assert left == expected_left
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(1, 1_500), min_size=1, max_size=80),
+    st.one_of(st.integers(0, 7_999), st.integers(8_000, 24_000)),
+    st.sampled_from([0.0, 0.25, 0.5, 1.0, 1.5]),
+)
+def test_an_ample_room_is_packed_by_relevance_per_token_in_full(sizes, room, exponent):
+    """At an ample recall room (twice it reaches ``WHOLE_TEXT_ROOM``: a 16K window's), the units past the ranking's
+    head are packed by score per token in full (the oracle's rule at exponent 1, or the configured one when higher;
+    0 stays rank order); below it, at the configured exponent. Fails on main (0.5 at every room)."""
+    estimator = TokenEstimator()
+    units = [RecalledUnit(p, _unit(p, size), 1.0 / (60 + p)) for p, size in enumerate(sizes)]
+    ample = room * 2 >= WHOLE_TEXT_ROOM
+    expected, expected_left = _oracle_packed(
+        units, [], room, max(exponent, 1.0) if ample and exponent else exponent, estimator
+    )
+    chosen, _, _, left = _packed(units, (), room, exponent, estimator)
+    assert [u.position for u in chosen] == sorted(expected) and left == expected_left
+
+
+def test_at_16k_short_lines_ranked_below_a_long_ramble_keep_their_room():
+    """A 16K window's recall room (~11,600 tokens) past its rank-order half: a 1,200-token unit ranked just above
+    sixty 100-token lines no longer takes the room of twelve of them (by score per token it holds 1 / 30 of its score
+    against their 1 / 2.5); a 4K room's packing is unchanged (the long unit first, as on main, where 16K was too)."""
+    estimator = TokenEstimator()
+
+    def packed(room: int) -> tuple[bool, int]:
+        """Whether the ramble is chosen, and how many of the lines."""
+        head: list[RecalledUnit] = []
+        while sum(estimator.count_message(u.messages[0]) for u in head) < room // 2 - 120:  # the rank-order half
+            head.append(RecalledUnit(len(head), _unit(len(head), 100), 1.0))
+        first = len(head)
+        ramble = RecalledUnit(first, _unit(first, 1_200), 0.5)
+        lines = [RecalledUnit(first + 1 + i, _unit(first + 1 + i, 100), 0.1) for i in range(60)]
+        chosen = {u.position for u in _packed([*head, ramble, *lines], (), room, 0.5, estimator)[0]}
+        return first in chosen, len(chosen - set(range(first + 1)))
+
+    (ramble_16k, lines_16k), (ramble_4k, lines_4k) = packed(11_600), packed(3_000)
+    assert not ramble_16k and lines_16k >= 50
+    assert ramble_4k and lines_4k <= 3

@@ -40,7 +40,7 @@ from components.context_window.metering import labelled
 from components.context_window.offload import run_sized
 from components.context_window.options import option
 from components.context_window.phases import visible
-from components.context_window.recall.messages import SessionRecall
+from components.context_window.recall.messages import SessionRecall, is_ample
 from components.context_window.session_cache import BoundedCache, SessionCache, content_key
 from components.context_window.token_estimator import CHUNK_CHARS, MESSAGE_OVERHEAD
 from components.context_window.tool_results.clearing import Cleared, ClearRule, UnnumberedAges, clear_unit
@@ -120,6 +120,14 @@ is packed by relevance per token (``RECALL_COST_EXPONENT``). Fused scores are re
 ranked within the room, whose room went to lines ranked below them. The length cost is a bet worth making in the
 ranking's tail, where no single unit is likely to hold the answer, not at its head (0.75 gained more on the set it was
 chosen on and lost on others; docs/knowledge.md, "Ranking, session 42")."""
+RECALL_AMPLE_EXPONENT = 1.0
+"""The cost exponent at ample room (``is_ample``: a 16K window's): past the ranking's head, units are packed by
+relevance per token in full. Such a room holds a large share of the older messages, and the plain hybrid, packing
+mostly short messages in rank order, covered many more of them than tda (fresh5: ~400 against 243 in 14K
+tokens): at 0.5 the room past the head went to long rambles ranked above short lines holding a fact in other words
+("Priscilla has handed me the Leeds account", "physio again"), fused 258th-302nd. At 4K and 8K the exponent stays
+(short empty lines would beat the fact there: ``RECALL_COST_EXPONENT``). Session 57 (miss57): fresh5 seed 0 16K 97.4
+-> 100%, the other dev sets the same (docs/knowledge.md)."""
 RECALL_TAIL_DEPTH = 4
 """How deep, in times the recall room, the ranking is collected for the room its best units leave: they are ranked
 until twice the room (a speed bound, 993ce12) and packed first; the units ranked next, to four times the room
@@ -964,7 +972,7 @@ class _Packing:
     tuple: 4 objects for every full pass of the collector to walk)."""
 
     def __init__(self, room: int, exponent: float, tokens: TokenCounter, known: dict[int, _Priced] | None) -> None:
-        self.room, self.exponent, self.tokens = room, exponent, tokens
+        self.room, self.exponent, self.tokens = room, room_exponent(exponent, room), tokens
         self.known = known
         self.priced: dict[int, _Priced] = {} if known is None else known
         self.reached: set[int] = set()
@@ -1085,6 +1093,12 @@ def _packed_by_value(
         if take(unit, priced[at] if priced else price(unit)) and unit.dated_by is not None:
             take(unit.dated_by, price(unit.dated_by))  # when it was said, if that fits too (a few tokens)
     return left
+
+
+def room_exponent(exponent: float, room: int) -> float:
+    """The cost exponent for a recall ``room`` (gathered to twice it): at least ``RECALL_AMPLE_EXPONENT`` when the room
+    is ample, unless ``exponent`` is 0 (rank order alone, as configured)."""
+    return max(exponent, RECALL_AMPLE_EXPONENT) if exponent and is_ample(room * 2) else exponent
 
 
 def _tail_tokens(room: int) -> int:

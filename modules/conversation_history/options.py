@@ -32,7 +32,7 @@ class HistoryOptions(ModuleOptions):
     recall_cost_exponent: Annotated[float, Field(ge=0)] = Field(
         0.5,
         description="Recalled messages are packed by relevance / (tokens / 40) ** this, a message of up to 40 "
-        "tokens counting as 40 (0: by rank alone).",
+        "tokens counting as 40 (0: by rank alone); at least 1 when the recall room is ample (a 16K window's).",
     )
     clear_tool_results_after_turns: Annotated[int, Field(ge=0)] = Field(
         0,

@@ -1276,6 +1276,11 @@ def _without(dense: np.ndarray | None, said: np.ndarray) -> np.ndarray | None:
     return dense if dense is None or not said.any() else np.where(said, -1.0, dense)
 
 
+def is_ample(enough_tokens: int) -> bool:
+    """Whether a recall gathering ``enough_tokens`` has ample room (``WHOLE_TEXT_ROOM``: a 16K window's)."""
+    return enough_tokens >= WHOLE_TEXT_ROOM
+
+
 def asks_two_things(question: str) -> bool:
     """Whether ``question`` asks a second thing after a first ("Which piece was turned down, and where had he found
     what it was made of?"): the second's evidence is linked to the first's answer, not to the question's words."""
@@ -1884,7 +1889,7 @@ class IndexQuestion:
                 evidence=recall.evidence,
                 about=self.about,
                 thing=self.thing,
-                ample=enough_tokens >= WHOLE_TEXT_ROOM,
+                ample=is_ample(enough_tokens),
             )
             return collect_units(
                 index,
