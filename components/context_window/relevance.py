@@ -1181,17 +1181,19 @@ def abstention(
     best_z = float(z_scores(dense).max(initial=0.0))
     if best_z >= evidence.min_outlier_z or (best_coverage > 0 and best_coverage >= evidence.min_coverage):
         return None
-    cosines = None if near is None else near()
-    best = float((dense if cosines is None else cosines).max(initial=-1.0))
-    if evidence.near_cosine is not None and best >= evidence.near_cosine:
-        return None
+    nearest = ""
+    if evidence.near_cosine is not None:  # read only for an embedder calibrated for it (``near()`` costs a pass)
+        cosines = None if near is None else near()
+        best = float((dense if cosines is None else cosines).max(initial=-1.0))
+        if best >= evidence.near_cosine:
+            return None
+        nearest = f", nor near it: {best:.2f}, from {evidence.near_cosine:.2f}"
     words = (
         f"holds the query's rare words (at most {best_coverage:.0%} of their weight, evidence from "
         f"{evidence.min_coverage:.0%})"
         if evidence.min_coverage
         else "shares a word with it"
     )
-    nearest = "" if evidence.near_cosine is None else f", nor near it: {best:.2f}, from {evidence.near_cosine:.2f}"
     return (
         f"nothing relevant found: no earlier message stands out in meaning (the best is {best_z:.1f} standard "
         f"deviations above the rest, evidence from {evidence.min_outlier_z:.1f}{nearest}) or {words}"

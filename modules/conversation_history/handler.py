@@ -708,7 +708,7 @@ class ConversationHistoryModule(ContextModule):
         asked: HistoryQuestion = ctx.memo["asked"]  # asked by the lead that chose recall, in this assembly
         ranking = await asked.recall(
             before=before,
-            enough_tokens=room * 2,
+            enough_tokens=_head_tokens(room),
             tail_tokens=_tail_tokens(room),
             tail_room=packing.head,  # the head packed in recall's step: the tail is made for the room it leaves
         )
@@ -1096,14 +1096,19 @@ def _packed_by_value(
 
 
 def room_exponent(exponent: float, room: int) -> float:
-    """The cost exponent for a recall ``room`` (gathered to twice it): at least ``RECALL_AMPLE_EXPONENT`` when the room
-    is ample, unless ``exponent`` is 0 (rank order alone, as configured)."""
-    return max(exponent, RECALL_AMPLE_EXPONENT) if exponent and is_ample(room * 2) else exponent
+    """The cost exponent for a recall ``room``: at least ``RECALL_AMPLE_EXPONENT`` when the room is ample (its head
+    gathers a 16K window's), unless ``exponent`` is 0 (rank order alone, as configured)."""
+    return max(exponent, RECALL_AMPLE_EXPONENT) if exponent and is_ample(_head_tokens(room)) else exponent
+
+
+def _head_tokens(room: int) -> int:
+    """How far the ranking is gathered for a recall ``room`` before its tail: twice the room."""
+    return room * 2
 
 
 def _tail_tokens(room: int) -> int:
-    """How deep the ranking is collected for a recall ``room``: its head (twice the room) and the tail past it."""
-    return room * 2 + min(room * (RECALL_TAIL_DEPTH - 2), RECALL_TAIL_MAX_TOKENS)
+    """How deep the ranking is collected for a recall ``room``: its head (``_head_tokens``) and the tail past it."""
+    return _head_tokens(room) + min(room * (RECALL_TAIL_DEPTH - 2), RECALL_TAIL_MAX_TOKENS)
 
 
 def _fits_one(left: int) -> bool:

@@ -737,7 +737,7 @@ class HistoryIndex:
         if self._said_elsewhere is None or self._said_elsewhere[0] != held:
             said = np.zeros(len(self.messages), dtype=bool)
             if held:
-                common = (self._holders_of_rows(held)[self.row_of] >= SAID_ELSEWHERE).astype(np.int8)
+                common = self._stock_parts(held).astype(np.int8)
                 starts, runs = self._runs.caught_up(self.owner)
                 said[runs] = np.minimum.reduceat(common, starts).astype(bool)
             self._said_elsewhere = (held, said)
@@ -751,11 +751,15 @@ class HistoryIndex:
         if self.dense is None or not self.owner or self._vectored < n:
             return None
         scores = self._part_scores(np.asarray(query_vector, dtype=np.float32))[2].copy()
-        scores[self._holders_of_rows(len(self.owner))[self.row_of] >= SAID_ELSEWHERE] = -1.0
+        scores[self._stock_parts(len(self.owner))] = -1.0
         starts, owners = self._runs.caught_up(self.owner)
         best = np.full(len(self.messages), -1.0)
         best[owners] = np.maximum.reduceat(scores, starts)
         return best[:n]
+
+    def _stock_parts(self, held: int) -> np.ndarray:
+        """Per part among the first ``held``, whether its sentence is said in at least ``SAID_ELSEWHERE`` messages."""
+        return self._holders_of_rows(held)[self.row_of[:held]] >= SAID_ELSEWHERE
 
     def _holders_of_rows(self, held: int) -> np.ndarray:
         """Per row of ``dense``, how many messages hold it among the first ``held`` parts' owners, counting only the
