@@ -54,8 +54,9 @@ def machine_ticks() -> dict[str, list[int]]:
 
 def at_usual_speed(cpu_ms: list[float], spin_ms: list[float]) -> list[float]:
     """Each call's CPU ms as it would read at the run's usual machine speed: scaled by the run's median probe spin over
-    the spin around it. The host runs the same pure-Python loop 1.4-1.7x slower in episodes of seconds, one vCPU
-    at a time (docs/benchmarks.md, session 48): a ten-turn median that met such an episode reads the host, not tda."""
+    the spin around it. The host runs the same pure-Python loop 1.4-1.7x slower in episodes of seconds, one vCPU at a
+    time (docs/history/benchmarks-log.md, "Session 48 (growth8)"): a ten-turn median that met such an episode reads the
+    host, not tda."""
     usual = statistics.median(spin_ms)
     return [cpu * usual / spin for cpu, spin in zip(cpu_ms, spin_ms, strict=True)]
 

@@ -1,4 +1,4 @@
-"""Short reports read by their context: a dev set for recall (docs/knowledge.md, "Context of short messages").
+"""Short reports read by their context: a recall dev set (docs/history/knowledge-log.md, "Context of short messages").
 
 Real chats are full of lines whose meaning comes from the messages before them: "passed!! only two minors" means
 a driving test because a few messages earlier someone said "driving test is on friday". A question asked in other

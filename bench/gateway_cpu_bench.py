@@ -2,11 +2,12 @@
 its window, not on the session").
 
 long_session_bench.py's side mode reads the same two ends through `tda serve` by the process's CPU around each
-request, on a host whose speed drifts by x1.4 for seconds at a time (docs/benchmarks.md, session 48). Here the
-application runs in this process (Quart's test client: no Hypercorn, no socket of tda's own; the model is the fake
-upstream in its own process, reached over HTTP as the server reaches it), so each call's CPU is read from
-``time.process_time`` (every thread of the process) and ``time.thread_time`` (the event loop's), with the body
-already serialised and the background writer drained before the clock starts: what the call does, and only that.
+request, on a host whose speed drifts by x1.4 for seconds at a time (docs/history/benchmarks-log.md,
+"Session 48 (growth8)"). Here the application runs in this process (Quart's test client: no Hypercorn, no socket of
+tda's own; the model is the fake upstream in its own process, reached over HTTP as the server reaches it), so each
+call's CPU is read from ``time.process_time`` (every thread of the process) and ``time.thread_time`` (the event loop's),
+with the body already serialised and the background writer drained before the clock starts: what the call does,
+and only that.
 
 Per round: a session grown to TURNS - 10 agent turns (unmeasured), then its last 10 turns alternating with a young
 session's first 10, call by call (long_session_bench's side mode, the same texts and fake). Reported: the medians of

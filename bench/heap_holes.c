@@ -1,4 +1,5 @@
-/* What was freed into glibc's free chunks: an LD_PRELOAD shim for bench/heap_holes.py (docs/benchmarks.md, session 54).
+/* What was freed into glibc's free chunks: an LD_PRELOAD shim for bench/heap_holes.py
+   (docs/history/benchmarks-log.md, "Session 54 (memtrace)").
 
    Every malloc, calloc, realloc and aligned allocation is passed to glibc's own (__libc_*: the heap's layout is the
    process's own, nothing here allocates from it) and, for blocks in glibc's heaps (not mapped apart), a shadow of the

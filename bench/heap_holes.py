@@ -1,4 +1,5 @@
-"""What was freed into glibc's free chunks, and what keeps each hole from closing (docs/benchmarks.md, session 54).
+"""What was freed into glibc's free chunks, and what keeps each hole from closing
+(docs/history/benchmarks-log.md, "Session 54 (memtrace)").
 
 ``bench/heap_holes.c``, preloaded (``LD_PRELOAD``), keeps a shadow of glibc's heaps: per 16 bytes the site of the
 block last allocated there (the Python frames running then, innermost first, when the thread held the GIL; the C

@@ -33,7 +33,7 @@ default 0), BENCH_LONG_PAUSE_MS (the client's pause after each call; default 0),
 trace, one JSON line, bench/call_trace.py; the server runs with a probe, bench/serve_probe.py, that spins a fixed
 pure-Python loop before and after each call, and the session's growth is also given at the machine's usual speed:
 this host runs that loop 1.4-1.7x slower in episodes of seconds, and a ten-turn median that met one reads the host,
-not tda: docs/benchmarks.md, session 48).
+not tda: docs/history/benchmarks-log.md, "Session 48 (growth8)").
 """
 
 from __future__ import annotations

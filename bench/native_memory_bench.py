@@ -15,15 +15,15 @@ short turns fill only past turn ~14,000, so every turn's window holds the whole 
 16000 as long_session_bench.py: a full window from turn ~200 on). Experiments on glibc's heaps: BENCH_MEM_ARENAS
 (default 2, as `tda serve`), BENCH_MEM_TRIM=1 (their free pages given back at each mark, and how much that was).
 Where a turn's time goes as the session grows: BENCH_MEM_PROFILE_AT=1000,10000 profiles the 30 turns before each
-(``Profiling``: cProfile, and py-spy with BENCH_MEM_PYSPY), to diff per function (docs/benchmarks.md, session 41).
-At the end, the CPU ms a turn over the BENCH_MEM_CPU_SPAN turns (default 100) ending at that turn, 1,000 and each
-1,000th turn after: whether a turn costs the same at turn 10,000 as at 100 (issue 32 item 5). BENCH_MEM_OWNERS=1 (with
-BENCH_MEM_TRACE=1 and BENCH_MEM_FRAMES > 1): at each mark the traced bytes by domain (numpy's arrays too) and by the
-innermost line of the service's code that allocated them (docs/benchmarks.md, session 46). BENCH_MEM_FREE=1: at each
-mark, glibc's free chunks by size (what the heaps' free space is made of; session 53). BENCH_MEM_HOLES=1 (gcc and
-Python's headers): the process runs again with ``bench/heap_holes.c`` preloaded, and at each mark the free chunks of
-4-64 KiB are read by the site of the blocks last there, by the site of the block after each, and by how long ago
-they were freed (``bench/heap_holes.py``; session 54).
+(``Profiling``: cProfile, and py-spy with BENCH_MEM_PYSPY), to diff per function (docs/history/benchmarks-log.md,
+"Session 41 (native10k)"). At the end, the CPU ms a turn over the BENCH_MEM_CPU_SPAN turns (default 100) ending at that
+turn, 1,000 and each 1,000th turn after: whether a turn costs the same at turn 10,000 as at 100 (issue 32 item 5).
+BENCH_MEM_OWNERS=1 (with BENCH_MEM_TRACE=1 and BENCH_MEM_FRAMES > 1): at each mark the traced bytes by domain (numpy's
+arrays too) and by the innermost line of the service's code that allocated them (docs/history/benchmarks-log.md,
+"Session 46 (memflat8)"). BENCH_MEM_FREE=1: at each mark, glibc's free chunks by size (what the heaps' free space is
+made of; session 53). BENCH_MEM_HOLES=1 (gcc and Python's headers): the process runs again with ``bench/heap_holes.c``
+preloaded, and at each mark the free chunks of 4-64 KiB are read by the site of the blocks last there, by the site of
+the block after each, and by how long ago they were freed (``bench/heap_holes.py``; session 54).
 
 Run: ``PYTHONPATH=. python bench/native_memory_bench.py`` (a temporary data directory; nothing is kept).
 """
@@ -71,7 +71,7 @@ ARENAS = int(os.environ.get("BENCH_MEM_ARENAS", "2"))
 """glibc's heaps for the process's threads (``tune_malloc``'s, as `tda serve` sets them: 2)."""
 TRACKED = os.environ.get("BENCH_MEM_TRACKED") == "1"
 """At each mark, the objects the collector tracks (not frozen) by type, those grown most a turn since the last mark:
-what makes its full passes longer as the session grows (docs/benchmarks.md, session 43)."""
+what makes its full passes longer as the session grows (docs/history/benchmarks-log.md, "Session 43 (native12)")."""
 PROFILE_AT = {int(turn) for turn in os.environ.get("BENCH_MEM_PROFILE_AT", "").split(",") if turn}
 """Turns whose previous PROFILE_TURNS turns are profiled (cProfile, the event loop's thread) into BENCH_MEM_PROFILE_DIR,
 ``turn{N}.prof``; with BENCH_MEM_PYSPY (py-spy's path), the PROFILE_TURNS turns before those sampled by py-spy (every
@@ -86,7 +86,8 @@ growth a turn since the last mark; beside it, what glibc and Python's arenas hol
 onnxruntime, the Rust tokenizers, free space): where a turn's RSS goes, not only its Python objects."""
 FREE = os.environ.get("BENCH_MEM_FREE") == "1"
 """At each mark, glibc's free chunks by size (``malloc_info``, every heap): what its heaps' free space is made of (a
-hole between live blocks, an array's old buffer left as it grew, the heap's top) (docs/benchmarks.md, session 53)."""
+hole between live blocks, an array's old buffer left as it grew, the heap's top) (docs/history/benchmarks-log.md,
+"Session 53 (memflat11)")."""
 HOLES = os.environ.get("BENCH_MEM_HOLES") == "1"
 """At each mark, what was freed into glibc's free chunks of 4-64 KiB and what follows each (``bench/heap_holes.py``)."""
 CPU_SPAN = int(os.environ.get("BENCH_MEM_CPU_SPAN", "100"))

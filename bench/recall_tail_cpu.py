@@ -13,7 +13,8 @@ the machine's load falls on all alike:
 
 Prints each arm's median and the medians of the paired differences (tail minus pre-tail: issue 31 item 1's budget).
 Runs against whatever code is on ``sys.path`` first: from a checkout's root, ``python <this file>`` (the same file run
-from two checkouts compares them). Docs: docs/benchmarks.md, "Session 51 (tailfit)" and "Session 52 (tailcut)".
+from two checkouts compares them). Docs: docs/benchmarks.md, "Recall's tail"; docs/history/benchmarks-log.md,
+"Session 51 (tailfit)", "Session 52 (tailcut)".
 """
 
 from __future__ import annotations

@@ -10,10 +10,10 @@ the messages sent and the tokens used, any time limit the window met (``met_limi
 The same work, not the same clock: the service's time limits (a module's timeout, 2 s; the history module's wait for
 recall's index of a history met for the first time, 1.5 s; recall's wait for a vectors job, 1 s) protect a turn, and
 on a loaded machine (load 10-20 on 2 cores) a window that takes 2-250 ms now and then meets one and comes out
-different: the same code then gave 2-9 of 801 windows another digest from run to run (docs/benchmarks.md, "Session 44
-(digestvar)"). So every limit is raised out of reach here (``SAME_WORK_S``), and a limit a window still met is named
-on its line: a digest that differs says why. ``--service-limits`` keeps the service's own limits (what a loaded
-machine does to them).
+different: the same code then gave 2-9 of 801 windows another digest from run to run (docs/benchmarks.md,
+"Window digests"). So every limit is raised out of reach here (``SAME_WORK_S``), and a limit a window still met is named
+on its line: a digest that differs says why. ``--service-limits`` keeps the service's own limits (what a loaded machine
+does to them).
 """
 
 from __future__ import annotations

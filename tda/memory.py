@@ -90,8 +90,9 @@ MAPPED_APART = 2 * 1024 * 1024
 """Blocks of this many bytes or more are mapped apart and unmapped when freed; smaller ones come from the heap. A
 chat client's resent conversation (~900 KB at turn 100 of an agent session) is copied ~5 times on its way in (h11's
 buffer, Quart's, its bytes, its text): blocks mapped apart, every page of every copy was faulted in anew on every
-call (through h11 in 64 KB reads, joined and decoded: ~2.3 ms of CPU a 900 KB body at 128 KB, ~0.3 ms from the
-heap), the part of a session call's cost that grew with the session most (docs/benchmarks.md, session 41)."""
+call (through h11 in 64 KB reads, joined and decoded: ~2.3 ms of CPU a 900 KB body at 128 KB, ~0.3 ms from the heap),
+the part of a session call's cost that grew with the session most (docs/history/benchmarks-log.md,
+"Session 41 (growth3)")."""
 KEPT_FREE = 8 * 1024 * 1024
 """Free memory at a heap's top kept for the next request rather than given back at once (``FreedMemory`` gives it
 back once the background work is idle): more than a ~1 MB body's copies take together. 16 MB cost `tda serve`

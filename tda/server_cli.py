@@ -283,7 +283,8 @@ holds at most ~128 KB beyond one socket read, so a take is bounded by that, not 
 
 
 def read_in_large_steps() -> None:
-    """Have hypercorn take what a connection has received ``READ_BYTES`` at a time (docs/benchmarks.md, session 52)."""
+    """Have hypercorn take what a connection has received ``READ_BYTES`` at a time (docs/history/benchmarks-log.md,
+    "Session 52 (growth10)")."""
     from hypercorn.asyncio import tcp_server
 
     tcp_server.MAX_RECV = max(tcp_server.MAX_RECV, READ_BYTES)

@@ -1584,8 +1584,8 @@ async def test_questions_asked_one_after_another_never_hold_recall_back(history,
     are the newest turns, alike in words (and meaning) to the next, yet show nothing it needs. Recall runs and
     finds the news told in other words long ago (it stayed off: no older message led the newest turns). No message
     says "dog": with vectors, meaning must know that "adopted a rescue greyhound" took in a dog from a shelter, as
-    MiniLM does (a words-as-axes embedder, blind to it, makes recall abstain: docs/knowledge.md, "Abstention,
-    session 47")."""
+    MiniLM does (a words-as-axes embedder, blind to it, makes recall abstain: docs/history/knowledge-log.md,
+    "Abstention, session 47")."""
     messages = with_news(chat_between_people())
     for turn, asked in enumerate(ASKED_BEFORE, start=121):
         messages += [Message("user", asked, turn=turn), Message("assistant", "Nothing in our chat says.", turn=turn)]

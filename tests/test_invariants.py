@@ -1,4 +1,4 @@
-"""Property-based tests of the orchestrator's guarantees (DESIGN.md invariants 1-4)."""
+"""Property-based tests of the orchestrator's guarantees (docs/architecture.md, "Invariants the tests hold", 1-4)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """What a long session's indexes hold per turn, and where (issue 32 item 5: "memory that stays flat";
-docs/benchmarks.md, session 47): buffers grown a turn at a time mapped apart from the heap, BM25's postings at 12
-bytes, a turn's description holding its strings once; session 51: a stored history's messages held packed by its
-recall index."""
+docs/history/benchmarks-log.md, "Session 47 (memflat9)"): buffers grown a turn at a time mapped apart from the heap,
+BM25's postings at 12 bytes, a turn's description holding its strings once; session 51: a stored history's messages held
+packed by its recall index."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """bench/window_digests.py compares the same work, not the same clock: a loaded machine neither changes its windows
-nor changes one without saying why (docs/benchmarks.md, "Session 44 (digestvar)")."""
+nor changes one without saying why (docs/benchmarks.md, "Window digests")."""
 
 from __future__ import annotations
 

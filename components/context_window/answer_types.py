@@ -1,7 +1,7 @@
 """The kind of thing a question asks for, and whether a text holds one: "How much was the rent?" asks for an amount,
 "How old is she?" for an age, "What colour is it?" for a colour. When none of the messages recall would bring holds
-a token of that type, recall cannot bring the answer: the detail was never given (docs/knowledge.md, "Abstention,
-round 5").
+a token of that type, recall cannot bring the answer: the detail was never given (docs/history/knowledge-log.md,
+"Abstention, round 5").
 
 Only types whose answers are tokens: a question asking "who" is answered by "my dad", "how many times" by counting
 messages that hold no number, "how far" by "up to the weir" (each seen on the benches' answerable questions), so

@@ -1,6 +1,6 @@
 """The thing a question asks about, when its form says so: "What is the name of Dan's dog?", "What breed is Kofi's
 dog?", "What's my yoga teacher called?" ask about a dog and a teacher, and can only be answered by a chat that
-mentions one (docs/knowledge.md, "Abstention, session 47").
+mentions one (docs/history/knowledge-log.md, "Abstention, session 47").
 
 Only the copula's subject after a possessor or an article counts, never the noun after "what" or "which": that noun
 is the answer's kind ("Which employer ...?", "What injury ...?"), which a chat answering the question names by its
@@ -8,8 +8,8 @@ instance ("I start at the animal clinic", "my knee"), so its absence says nothin
 Arjun learning?" is someone, and of "What was the cat's name when ...?" an attribute: neither is a thing asked about.
 A yes/no question asks about a thing too when it asks whether someone has one ("Does Grant have any children?") or
 has ever done or had it ("Has Bex ever been skiing?", "Has Theo ever owned a dog?"): a chat that never mentions it
-cannot say (docs/knowledge.md, "Abstention, session 49"). No part of speech is tagged: the form is read from function
-words alone."""
+cannot say (docs/history/knowledge-log.md, "Abstention, session 49"). No part of speech is tagged: the form is read from
+function words alone."""
 
 from __future__ import annotations
 

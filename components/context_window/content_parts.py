@@ -3,7 +3,7 @@
 An image's size is read from its data URL's header (PNG, JPEG, GIF, WEBP; no pixels decoded). A part that
 cannot be read offline (an http(s) URL, a file id, an unknown format) counts the model's worst case, so
 nothing is ever counted as free. Every figure is also kept at or above what ``litellm.token_counter``
-counts for the same part (DESIGN.md invariant 1), whichever provider's rule applies.
+counts for the same part (docs/architecture.md, "Invariants the tests hold", 1), whichever provider's rule applies.
 
 Where the rules come from (the formulas are in each function's docstring):
 

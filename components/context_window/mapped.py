@@ -5,9 +5,9 @@ made again whole (BM25's merged postings) is copied into a larger one and the ol
 threshold (``tda.memory.MAPPED_APART``, 2 MiB) both come from the heap: the freed one leaves a hole the next, larger
 copy does not fit, and every byte of the new one counts as in use, its unwritten half too. In the native memory bench
 those were the heaps' in-use growth (~3.6 MiB per 1,000 turns) and their free space (~2.3: the holes)
-(docs/benchmarks.md, sessions 46-47). From ``MAPPED_FROM`` bytes on, a buffer is a private anonymous mapping of its
-own instead: its pages are resident only once written, and it is unmapped as its last view goes, leaving no hole.
-Below it, a page's rounding would cost more than a hole.
+(docs/history/benchmarks-log.md, "Session 46 (memflat8)" and "Session 47 (memflat9)"). From ``MAPPED_FROM`` bytes on, a
+buffer is a private anonymous mapping of its own instead: its pages are resident only once written, and it is unmapped
+as its last view goes, leaving no hole. Below it, a page's rounding would cost more than a hole.
 """
 
 from __future__ import annotations

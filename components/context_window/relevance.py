@@ -1053,7 +1053,7 @@ EVIDENCE = {
     ),
 }
 """Calibrated on bench/conversation_data.py's four chats and bench/dense_chats.py's four (539 answerable questions;
-docs/knowledge.md, "Abstention" and its round 3): values that cost no answerable question its abstention (a
+docs/history/knowledge-log.md, "Abstention, round 3"): values that cost no answerable question its abstention (a
 paraphrase shares few rare words with its evidence: 0.15 of their weight abstained on 14), and 2 of 138 one evidence
 message through ``keep_z``. Since round 4 a neural embedder's word condition is any shared word (``min_coverage``
 0): every question nothing answers that 0.10 caught shared no word at all with the chat, while three answerable ones
@@ -1131,7 +1131,8 @@ def names_a_kind(query: str, name: str) -> bool:
     """Whether ``name`` qualifies a kind of thing after an indefinite article in ``query`` ("a gentle cover of an old
     Oasis hit", "a Beatles song", "an Ikea desk"): it says which kind, and a chat may name the thing itself
     ("Wonderwall") and never the name, so its absence says nothing earlier is about it no more than a common word's
-    would (docs/knowledge.md, "Abstention, session 50"). Someone is not asked about that way ("my colleague Ingrid")."""
+    would (docs/history/knowledge-log.md, "Abstention, session 50"). Someone is not asked about that way
+    ("my colleague Ingrid")."""
     return re.search(rf"\b(?i:an?)\s+(?:[a-z]+\s+){{0,2}}{re.escape(name)}\s+[a-z]", query) is not None
 
 

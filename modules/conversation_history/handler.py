@@ -119,7 +119,7 @@ is packed by relevance per token (``RECALL_COST_EXPONENT``). Fused scores are re
 ~65th: of the held-out sets' misses that the plain hybrid held at 4K / 8K, 14 of 34 were long messages (111-376 tokens)
 ranked within the room, whose room went to lines ranked below them. The length cost is a bet worth making in the
 ranking's tail, where no single unit is likely to hold the answer, not at its head (0.75 gained more on the set it was
-chosen on and lost on others; docs/knowledge.md, "Ranking, session 42")."""
+chosen on and lost on others; docs/history/knowledge-log.md, "Ranking, session 42")."""
 RECALL_AMPLE_EXPONENT = 1.0
 """The cost exponent at ample room (``is_ample``: a 16K window's): past the ranking's head, units are packed by
 relevance per token in full. Such a room holds a large share of the older messages, and the plain hybrid, packing

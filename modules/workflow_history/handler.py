@@ -164,9 +164,9 @@ def turn_described(turn: TurnRecord) -> Described:
     the service keeps it for the session's life: one tuple of its number and strings, which the cycle collector stops
     tracking, so a long session's full passes do not walk one more object a turn (a ``TurnText`` is tracked). Turn
     recall keys it by the number (a turn described anew with other words is a new text there) and reads the gist, a
-    single part, as its ``str``: no key tuple nor parts tuple a turn (~0.11 KB, docs/benchmarks.md, session 53). A turn
-    without a plan is searched by its query alone, which is then its gist too (one string, not three copies of the
-    query: session 47)."""
+    single part, as its ``str``: no key tuple nor parts tuple a turn (~0.11 KB, docs/history/benchmarks-log.md,
+    "Session 53 (memflat11)"). A turn without a plan is searched by its query alone, which is then its gist too (one
+    string, not three copies of the query: session 47)."""
     text = f"{turn.query}\n{turn.plan}" if turn.plan else turn.query  # the same words either way
     gist = turn_gist(turn)
     return turn.turn, text, text if gist == text else gist

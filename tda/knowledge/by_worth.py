@@ -21,9 +21,9 @@ V = TypeVar("V", bound=Worth)
 class ByWorth(Generic[V]):
     """A dict (key -> value) that lists its values least worth keeping in the order a stable sort by ``worth`` of its
     values in the dict's order would (``least``), kept as a heap as entries come, change and go: a full store of
-    2,000 cases scanned for the one to write over was ~1-2 ms of every turn past turn ~2,000 (docs/benchmarks.md,
-    session 42). A changed or removed entry's heap item stays until it surfaces (it no longer matches the value held)
-    or the heap is rebuilt."""
+    2,000 cases scanned for the one to write over was ~1-2 ms of every turn past turn ~2,000
+    (docs/history/benchmarks-log.md, "Session 42 (turnflat)"). A changed or removed entry's heap item stays until it
+    surfaces (it no longer matches the value held) or the heap is rebuilt."""
 
     def __init__(self, items: Iterable[tuple[str, V]] = ()) -> None:
         self._values: dict[str, V] = {}

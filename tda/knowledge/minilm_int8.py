@@ -171,8 +171,9 @@ def built_graph(weights: Path, graph: Path) -> None:
 SMALL_RUN_PIECES = 256
 """Runs of up to this many word pieces (batch x length: a turn's question, its messages) keep what onnxruntime's arena
 grew for them and write their input into ``Scratch``; a larger run (ingestion's batches of 512, a long message) gives
-the arena's free regions back when it ends. A run's tensors freed into glibc's heap among the few small blocks each
-turn keeps were the largest share of its holes of 4-64 KiB (docs/benchmarks.md, sessions 54-55)."""
+the arena's free regions back when it ends. A run's tensors freed into glibc's heap among the few small blocks each turn
+keeps were the largest share of its holes of 4-64 KiB (docs/history/benchmarks-log.md, "Session 54 (memtrace)",
+"Session 55 (arena55)")."""
 GIVE_BACK = "memory.enable_memory_arena_shrinkage"
 """The run option with which onnxruntime frees its arena's regions that no tensor holds once the run is done."""
 

@@ -87,7 +87,7 @@ class _Entries:
     phase (the number of its name), and per kind its description (``_UNDESCRIBED``: none yet). A turn's number is its
     place: a session's turns are numbered 0, 1, 2, ... Held for the session's life: ~20 bytes a turn and no object of
     its own (an entry object a turn, its tuple of descriptions and its dict slot were ~175 bytes, and one more object
-    for every full pass of the collector to walk; docs/benchmarks.md, session 52)."""
+    for every full pass of the collector to walk; docs/history/benchmarks-log.md, "Session 52 (memflat10)")."""
 
     ENTERED, VALID = 1, 2
 

@@ -1,6 +1,7 @@
-"""The int8 embedder's runs keep a turn's scratch out of the C heap (docs/benchmarks.md, session 55): onnxruntime's
-tensors in its own arena, given back after a large run; a small run's input and LayerNorm in buffers mapped apart;
-the pooling in place. The vectors stay those of a session with the arena off and numpy's expressions made anew."""
+"""The int8 embedder's runs keep a turn's scratch out of the C heap (docs/history/benchmarks-log.md,
+"Session 55 (arena55)"): onnxruntime's tensors in its own arena, given back after a large run; a small run's input and
+LayerNorm in buffers mapped apart; the pooling in place. The vectors stay those of a session with the arena off and
+numpy's expressions made anew."""
 
 from __future__ import annotations
 

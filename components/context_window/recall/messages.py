@@ -95,8 +95,9 @@ DATA_HEAD_CHARS = 50
 data is (its first keys, or a report's opening words); what it holds further on (ids, figures) is found by its words.
 Data is an agent turn's longest text, and the embedder's cost follows the word pieces it reads (~0.3-1 ms of CPU each
 with the default embedder; 600 characters of JSON are ~280-300 pieces, 150 ~70, 50 ~22): in bench/data_head_bench.py
-a 50-character head recalls old tool results as a 150- or 600-character one does (docs/knowledge.md, "What is
-embedded"), and an agent session's tool result and the answer quoting it were two thirds of what its turn embedded."""
+a 50-character head recalls old tool results as a 150- or 600-character one does (docs/knowledge.md,
+"What is indexed, and where the vectors live"), and an agent session's tool result and the answer quoting it were two
+thirds of what its turn embedded."""
 EMBED_BATCH = 64
 INDEX_SLICE = 128
 """Messages indexed (or split into parts, or given their vectors) between two yields to the event loop: a
@@ -127,18 +128,18 @@ abstained: past its best hit such a ranking is chance, and the newest turns are 
 (recall_bench.py's "What should I leave out when I cook for my sibling?" ranked its evidence 179th, 26 messages
 back: the ranking filled 5.7K / 12K tokens and left it out at 8K and 16K). A question about someone keeps its whole
 ranking: their own messages count double (``ABOUT_FACTOR``), a prior that held "How many concerts did Marisol go
-to?"'s three messages at 8K / 16K (docs/knowledge.md, "Faint evidence")."""
+to?"'s three messages at 8K / 16K (docs/history/knowledge-log.md, "Faint evidence")."""
 FAINT_GUESSES = 5
 """A faint question (``FAINT_HITS``) also recalls this many short messages (``NEIGHBOUR_MAX_CHARS``), the best by
 whole meaning (``WHOLE_WEIGHT``): a line that says all of what is asked in other words ("he has me squeezing putty"
 for "Which physical therapy exercise involves a soft modelling substance?") ranks there 2nd-4th while long messages
 holding one alike sentence lead by best part (27th-53rd). Short, so the guesses cost the newest older turns little:
-~40 tokens each (docs/knowledge.md, "Ranking, session 43")."""
+~40 tokens each (docs/history/knowledge-log.md, "Ranking, session 43")."""
 FAINT_POOL = 200
 """How many of the best short messages by whole meaning a faint question's guesses are chosen from, read again by
-their parts' lengths: the message a tacked-on "Ideas?" halved ranked 52nd-57th among them (docs/knowledge.md,
-"Ranking, session 49"). Bounded, as its parts are split again per question (~8 us a message: a long history's every
-short message, 65 ms at 10,142, on the first faint question of an index)."""
+their parts' lengths: the message a tacked-on "Ideas?" halved ranked 52nd-57th among them
+(docs/history/knowledge-log.md, "Ranking, session 49"). Bounded, as its parts are split again per question (~8 us a
+message: a long history's every short message, 65 ms at 10,142, on the first faint question of an index)."""
 WHOLE_WEIGHT = 0.5
 """RRF weight of the ranking of every message by its mean part cosine with the question (how much of the whole
 message is about it, beside its best part's), under no floor: a long message whose every sentence bears on the
@@ -147,13 +148,13 @@ floor, comes before what the newest older turns would fill (a question about som
 ``ABOUT_FACTOR``, so "Named her Pretzel in the end" comes for "What is Kat's new animal called?" before the others'
 alike lines). Only the lexical ranking's weight: the best part (``WEIGHTS``' 1.0) still leads. Not for a faint
 question (``FAINT_HITS``). The plain hybrid's whole-message vectors held what tda's best parts passed over on
-bench/fresh2_chats.py (docs/knowledge.md, "A second held-out set")."""
+bench/fresh2_chats.py (docs/history/knowledge-log.md, "A second held-out set")."""
 WHOLE_TEXT_WEIGHT = 0.5
 """RRF weight of the ranking of the messages of ``WHOLE_TEXT_PARTS`` parts by their whole text's vector, the mean of
 their parts' (a fourth ranking, over the fused one), only when the room is ample (``WHOLE_TEXT_ROOM``). News said in
 passing after a sentence of chatter ("I've been binge-watching a baking show ... Other news: we got the keys to a place
 in Ludlow") is at noise level by each part; ranked among the few messages of its kind it comes inside a 16K window's
-room (docs/knowledge.md, "Ranking, session 52 (miss16)", "Session 53 (whole16b)")."""
+room (docs/history/knowledge-log.md, "Ranking, session 52 (miss16)", "Session 53 (whole16b)")."""
 WHOLE_TEXT_PARTS = (2, 3)
 """A message is ranked by its whole text when it has this many parts (``parts_of``): a sentence of chatter and the news.
 One part is its own whole; longer messages (answers, code) read worse as one vector than as parts."""
@@ -172,7 +173,7 @@ TYPE_HOLDER_HITS = 3
 """A question asking for a type of answer (``answer_types``) is read as naming its holder in the chat's words when one
 of this many best hits holds a word of it; then a message answers only by giving the type about the holder
 (``gives_type_about``), else anywhere (a paraphrase: "the animal doctor" for the vet). On the dev sets, 3 caught the
-most details never given and lost no answerable question (docs/knowledge.md, "Abstention, session 50")."""
+most details never given and lost no answerable question (docs/history/knowledge-log.md, "Abstention, session 50")."""
 HOP_FROM = 3
 """The second hop starts from the names in this many best messages, and, for a question describing someone by what
 they did (``describes_someone``), in this many best by whole meaning: that first hop is often a short message all
@@ -190,14 +191,14 @@ ABOUT_FACTOR = 2.0
 someone did or has is told mostly by them, in a chat where half the messages are the other person's; a factor keeps
 the order within each speaker's messages. Measured on the varied chats (bench/conversation_bench.py, Conversation
 First, 4K / 8K / 16K): 85 / 91 / 100% -> 89 / 94 / 100% (x1.5: 88 / 93 / 100%); the classic chats 98 / 99 / 100%
-either way (docs/knowledge.md, "A question about someone")."""
+either way (docs/history/knowledge-log.md, "A question about someone")."""
 OWN_MEANING_WEIGHT = 1.0
 """RRF weight of a question about someone's own list (``told_by_them``): what they said that no other signal ranks,
 by whole meaning among their messages. News told in other words ("I've gone over to oils for good" for "Which medium
 has Maya switched to permanently?") shares no word and falls under the dense floor; the whole-meaning ranking over
 every message puts it 29th-37th, where RRF's flat tail fuses it 134th-153rd, below what the floors rank. Among the
 speaker's own messages no floor ranks it stands out (z over 1), and a list of those alone ranks it 2nd-9th
-(docs/knowledge.md, "Ranking, session 44")."""
+(docs/history/knowledge-log.md, "Ranking, session 44")."""
 OWN_MEANING_TOP = 10
 """At most this many of the speaker's messages enter that list."""
 OWN_MEANING_MIN_Z = 1.0
@@ -221,10 +222,11 @@ asked-about's own messages), and the message its link would bring (where the sec
 passing) then never comes ("The Mercer open exhibition turned down the heron" ranked 16th for "Which painting of
 Maya's was turned down by an exhibition and where had she seen its subject?"). At most ``LINK_TOP`` links a hit: up
 to ~40 messages of the ~45-150 a 4K-16K window recalls (the dev sets +1 -0 at each of 4K, 8K and 16K;
-docs/knowledge.md, "Session 54 (inpass16)" and "Session 55: links from 20 hits at every room")."""
+docs/history/knowledge-log.md, "Session 54 (inpass16)" and "Session 55: links from 20 hits at every room")."""
 LINK_MAX_OTHERS = 2
 """A word links a hit to another message when at most this many other messages hold it: a painting's subject named in
-two messages links them; a topic's word, said in dozens, does not (docs/knowledge.md, "Ranking, session 45")."""
+two messages links them; a topic's word, said in dozens, does not (docs/history/knowledge-log.md,
+"Ranking, session 45")."""
 LINK_TOP = 2
 """At most this many linked messages per hit, the most linked first (each shared word counts 1 / the other messages
 holding it: a word only the two hold links them more than one three hold)."""
@@ -246,7 +248,7 @@ STATED_WEIGHT = 1.0
 for a day than sit through a musical", which shares no word with it and is one sentence of chatter by meaning, while
 the other speaker's "I'm a total musicals person, I've seen Les Mis five times" names the thing. Among the person's
 own messages that hold a word of liking or disliking (``STATED_WORDS``), the best by best part ranks the stated
-disposition 1st-3rd (docs/knowledge.md, "Session 55 (infer55)")."""
+disposition 1st-3rd (docs/history/knowledge-log.md, "Session 55 (infer55)")."""
 STATED_TOP = 10
 """At most this many of their messages enter that list."""
 STATED_WORDS = tuple(
@@ -474,7 +476,8 @@ class HistoryIndex:
         return len(self.messages)
 
     # The per-message (and per-part) columns are each one growing numpy buffer, read as views: an ``array`` beside a
-    # numpy mirror of it held each item twice for the session's life (docs/benchmarks.md, session 47).
+    # numpy mirror of it held each item twice for the session's life (docs/history/benchmarks-log.md,
+    # "Session 47 (memflat9)").
 
     @property
     def said_by(self) -> np.ndarray:
@@ -1942,7 +1945,7 @@ def lead_of(
     The query is compared with the newest few questions first (``continuity``): when that reaches ``continues_from``
     the conversation goes on and recall stays off whatever the older messages score, so they are not scored (the
     lead's ``dense`` and ``lexical`` are None). Scoring every message and part each turn was what grew a native
-    session's turn with its length (docs/benchmarks.md, session 42)."""
+    session's turn with its length (docs/history/benchmarks-log.md, "Session 42 (turnflat)")."""
     continuity = _continuity(index, query_vector, split, end)
     if _goes_on(continuity, continues_from):
         return RecallLead(None, None, continuity)

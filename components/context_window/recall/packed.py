@@ -3,9 +3,9 @@ row each, a ``Message`` made only when one is read.
 
 A native session's recall index holds every message it ever recorded, for the session's life; as objects, a turn's two
 messages were ~0.7 KB (the message's slots, its text as a ``str`` of its own, the list's pointer), read again only for
-the few units a turn's ranking gathers (docs/benchmarks.md, session 51). Packed, a message is its text's bytes and a
-20-byte row. A message that is not plain (a tool call or result, a name, a phase, content parts) is kept whole: those
-fields have no column here.
+the few units a turn's ranking gathers (docs/history/benchmarks-log.md, "Session 51 (memmsg)"). Packed, a message is its
+text's bytes and a 20-byte row. A message that is not plain (a tool call or result, a name, a phase, content parts) is
+kept whole: those fields have no column here.
 """
 
 from __future__ import annotations

@@ -396,8 +396,8 @@ class TurnRecall:
     def __init__(self, max_sessions: int = 64) -> None:
         self._indexes: BoundedCache[tuple[str, str], _Index] = BoundedCache(max_sessions)
         # No terms are kept by text beside the indexes: they served only an index built again (a compaction, a
-        # session back after 64 others), and held ~0.3 KB a turn up to 8,192 texts (docs/benchmarks.md, session 46);
-        # stemming a text again costs a few microseconds (``terms`` keeps each word's stem).
+        # session back after 64 others), and held ~0.3 KB a turn up to 8,192 texts (docs/history/benchmarks-log.md,
+        # "Session 46 (memflat8)"); stemming a text again costs a few microseconds (``terms`` keeps each word's stem).
         self._vectors = self._shared_vectors
 
     @classmethod
