@@ -24,7 +24,7 @@ summary calls of the session (`history_summary` in the snapshots' `auxiliary_cal
 it waited for, and those made ahead, after the previous call's response (``ahead``).
 Knobs: BENCH_LONG_TURNS (gateway, default 100), BENCH_LONG_NATIVE_TURNS (default 1,000), BENCH_LONG_EMBEDDER,
 BENCH_LONG_PARTS (default "gateway,stateless,native"; "native" runs the native turns alone; "resent": the resent
-mode alone, its first call read apart, against the proxy; "stateless": a new
+mode alone, each call's in-request CPU read apart, against the proxy; "stateless": a new
 conversation of GATEWAY_TURNS turns without a session, resent whole each call, its growth; "side": a session grown to
 GATEWAY_TURNS - 10 turns, then its last 10 turns side by side with a young session's first 10, call pair by call
 pair, so both ends run at the same load: CPU and wall ms a call), BENCH_LONG_ROWS (rows per tool result, default 20),
