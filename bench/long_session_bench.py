@@ -24,7 +24,7 @@ summary calls of the session (`history_summary` in the snapshots' `auxiliary_cal
 it waited for, and those made ahead, after the previous call's response (``ahead``).
 Knobs: BENCH_LONG_TURNS (gateway, default 100), BENCH_LONG_NATIVE_TURNS (default 1,000), BENCH_LONG_EMBEDDER,
 BENCH_LONG_PARTS (default "gateway,stateless,native"; "native" runs the native turns alone; "resent": the resent
-mode alone, its first call read apart, against the proxy; "stateless": a new
+mode alone, each call's in-request CPU read apart, against the proxy; "stateless": a new
 conversation of GATEWAY_TURNS turns without a session, resent whole each call, its growth; "side": a session grown to
 GATEWAY_TURNS - 10 turns, then its last 10 turns side by side with a young session's first 10, call pair by call
 pair, so both ends run at the same load: CPU and wall ms a call), BENCH_LONG_ROWS (rows per tool result, default 20),
@@ -490,20 +490,21 @@ def bodies(chat: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[list[
     return [chat[:sent] for row in rows for sent in row["sent"]]
 
 
-async def resent(tda: Tda, messages: list[dict[str, Any]], calls: int = RESENT_CALLS) -> tuple[float, float, float]:
+async def resent(
+    tda: Tda, messages: list[dict[str, Any]], calls: int = RESENT_CALLS
+) -> tuple[float, float, list[float]]:
     """One long conversation sent ``calls`` times without a session, on a server that has not seen it (a framework's
     default: the whole chat each call): the whole process's CPU ms a call over the first half of the calls and over
-    the second (a conversation sent again must not cost its first call's embedding again), and the first call's own
+    the second (a conversation sent again must not cost its first call's embedding again), and each call's own
     in-request CPU ms."""
-    halves, first = [], 0.0
-    for half in range(2):
+    halves, each = [], []
+    for _ in range(2):
         cpu = tree_cpu_seconds(tda.pid)
-        for call in range(calls // 2):
-            _, _, spent = await tda.chat(messages, None)
-            first = spent * 1000 if half == call == 0 else first
+        for _ in range(calls // 2):
+            each.append((await tda.chat(messages, None))[2] * 1000)
         await asyncio.sleep(SETTLE_S)  # what the last call left running
         halves.append((tree_cpu_seconds(tda.pid) - cpu) / (calls // 2) * 1000)
-    return halves[0], halves[1], first
+    return halves[0], halves[1], each
 
 
 def resent_chat() -> list[dict[str, Any]]:
@@ -519,11 +520,12 @@ async def resent_figures(tda: Tda, proxy: Proxy) -> dict[str, Any]:
     """The resent mode alone (``BENCH_LONG_PARTS=resent``): each half's whole-process CPU a call, the proxy's, and
     tda's first call's in-request CPU."""
     long_chat = resent_chat()
-    *halves, first = await resent(tda, long_chat)
+    *halves, each = await resent(tda, long_chat)
     proxy_ms = await proxy.cpu_ms([long_chat] * (RESENT_CALLS // 2))
     await proxy.client.aclose()
     return {
-        "resent_first_call_cpu_ms": round(first, 1),
+        "resent_first_call_cpu_ms": round(each[0], 1),
+        "resent_call_cpu_ms": [round(ms, 1) for ms in each],
         "resent_cpu_ms_tda_proxy": [*map(round, halves), round(proxy_ms)],
     }
 
@@ -673,14 +675,16 @@ def print_gateway(figures: dict[str, Any]) -> None:
 def main() -> None:
     with tempfile.TemporaryDirectory(prefix="tda-long-bench-") as tmp:
         figures = run(Path(tmp))
-    print("long sessions (issue 32): a turn's cost against the session's length")
+    embedder = EMBEDDER or "tda's default (TDA_EMBEDDER unset)"
+    print(f"long sessions (issue 32): a turn's cost against the session's length; embedder: {embedder}")
     if "gateway" in PARTS:
         print_gateway(figures)
     if "resent" in PARTS and "resent_first_call_cpu_ms" in figures:
         tda_first, tda_next, proxy_ms = figures["resent_cpu_ms_tda_proxy"]
         print(
             f"  resent: the first call's in-request CPU {figures['resent_first_call_cpu_ms']:.1f} ms; whole-process "
-            f"CPU ms a call, tda's calls 1-5 / 6-10, the proxy's: {tda_first} / {tda_next} / {proxy_ms}"
+            f"CPU ms a call, tda's calls 1-5 / 6-10, the proxy's: {tda_first} / {tda_next} / {proxy_ms}; each call's "
+            "in-request CPU ms " + ", ".join(f"{ms:.0f}" for ms in figures["resent_call_cpu_ms"])
         )
     if "stateless" in PARTS:
         print_stateless(figures)

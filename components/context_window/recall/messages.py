@@ -1504,14 +1504,16 @@ class SessionRecall:
         return one
 
     def call_done(self) -> None:
-        """The call this one-call recall served is over: its index is kept for a call that goes on from it, when
-        every message it holds has its vectors and no job is giving them (a later call never sees an earlier one's
-        vectors arrive, and gets what a fresh index would have)."""
+        """The call this one-call recall served is over: its index is kept for a call that goes on from it, when no
+        job is giving it vectors (a later call never sees an earlier one's vectors arrive). One whose job stopped
+        before every message had its vectors is kept too: the next call finds what it did embed by text and gives
+        the rest in the turn when few are left (``_vectors_in_turn``), as a fresh index would, without indexing the
+        conversation's words again (a client resending a long conversation while it is embedded: ~20 ms of CPU a
+        call at 400 messages)."""
         if self._kept_by is None:
             return
         for index in self._indexes.values():
-            ready = self.embedder is None or index.vectored == len(index)
-            if ready and _settled(index) and len(index) < len(self._beginnings):
+            if _settled(index) and len(index) < len(self._beginnings):
                 self._kept_by.keep(self._beginnings[len(index)], index)
         self._indexes.clear()
         self._kept_by = None
@@ -1550,13 +1552,30 @@ class SessionRecall:
                 held: Sequence[Message] = PackedMessages() if version is not None else []
                 fresh = HistoryIndex(version=version, session_id=session.id, stored=index.stored, messages=held)
                 index = self._indexes.put(session.id, fresh)
+            resumed = self._left_unvectored(index)
             new = await read_new(index, source)
             if new:
                 await self.add(index, new, in_turn=True)
+            if resumed:
+                await self._vectors_in_turn(index)
             if self.embedder is not None and index.vectored < len(index):
                 self._catch_up_later(session.id, index)
         self._indexes.touch(session.id)
         return index
+
+    def _left_unvectored(self, index: HistoryIndex) -> bool:
+        """Whether ``index`` is a one-call index an earlier call kept before its vectors were all in (``call_done``),
+        met by its next call before that call's own vectors job."""
+        unvectored = self.embedder is not None and index.vectored < len(index)
+        return unvectored and not self.outlive_calls and not index.vectors_due
+
+    async def _vectors_in_turn(self, index: HistoryIndex) -> None:
+        """Give ``index``'s messages without vectors theirs now when few are left to embed, as ``add`` gives a fresh
+        index's (``in_turn``): a kept index ranks as a fresh one of its messages would."""
+        first = index.vectored
+        vectors = await self._vectors_of(index, index.messages[first:], bounded=True)
+        if vectors is not None:
+            await self._in_slices(index, vectors, functools.partial(_attach_from, index, first))
 
     def _catch_up_later(self, session_id: str, index: HistoryIndex) -> None:
         """Start the job giving ``index``'s messages their vectors, unless it runs (a failed one is started again;
