@@ -1270,13 +1270,15 @@ class HistoryIndex:
         return scores
 
     def _best_shown(self, query_vector: Sequence[float] | np.ndarray | None, n: int) -> np.ndarray:
-        """The ``HOP_FROM`` best by whole meaning of the messages from ``n`` on (the window shows them), but stock
-        lines (``said_elsewhere``); none until every message has its vectors."""
-        whole = None if query_vector is None else self.whole_scores(query_vector, len(self.messages))
+        """The ``HOP_FROM`` best by whole meaning of the messages from ``n`` on (the window shows them) that have
+        vectors, but stock lines (``said_elsewhere``) and messages that only ask (the question itself, embedded or
+        not yet)."""
+        upto = min(len(self.messages), self._vectored)
+        whole = None if query_vector is None or upto <= n else self.whole_scores(query_vector, upto)
         if whole is None:
             return np.zeros(0, np.intp)
-        shown = best_first(whole[n:], self.said_elsewhere(len(self.messages))[n:]) + n
-        return shown[:HOP_FROM]
+        left_out = self.said_elsewhere(upto)[n:] | ~self.shows()[n:upto]
+        return (best_first(whole[n:], left_out) + n)[:HOP_FROM]
 
     def _paired(self, hits: np.ndarray, n: int) -> dict[int, int]:
         """Per hit, the one other message among the first ``n`` holding a rare name it brings (``_names_in``), when
