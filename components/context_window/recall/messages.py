@@ -180,10 +180,12 @@ about the description ("Colm let me borrow his van to shift everything into the 
 vehicle for the house move"), which a ramble's one sentence outranks by best part, never by whole meaning. Other
 questions' best by whole meaning bring names that lead nowhere (fresh5 at 4K: two facts lost to them)."""
 DESCRIBED_HOP_FROM = 20
-"""...and for a question describing someone, this many best of the ranking lead on to the one other message holding a
-name they bring (``_led_to``): the message fitting the description is told in its own words ("My old mentor Hollis
-wrote me the loveliest reference" for "the person who vouched for Rafferty") and ranks 10th-30th under the answer's
-words, never in the best ``HOP_FROM``."""
+"""...and for a question describing someone, this many best of the final ranking each bring the one other message
+holding a rare name they say, when only one does (``HistoryIndex._with_pairs``): the message fitting the description
+is told in its own words ("My old mentor Hollis wrote me the loveliest reference" for "the person who vouched for
+Rafferty"), ranks 20th-45th under chatter sharing the answer's words, and its pair (Hollis and the alpacas) 90th-270th.
+So does the best shown message's name (the answer in the newest turns: the description is then the older one).
+fresh6 +3 -0, the other dev sets +0 -0 (session 58, infer58)."""
 _DESCRIBED = re.compile(r"(?<=\w )(?:who|whom|whose)\b", re.IGNORECASE)
 """A relative clause describing someone ("the man who lent...", "the relative who gave..."), not a question's "Who"."""
 HOP_WEIGHT = 0.5
