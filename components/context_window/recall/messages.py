@@ -185,7 +185,7 @@ holding a rare name they say, when only one does (``HistoryIndex._with_pairs``):
 is told in its own words ("My old mentor Hollis wrote me the loveliest reference" for "the person who vouched for
 Rafferty"), ranks 20th-45th under chatter sharing the answer's words, and its pair (Hollis and the alpacas) 90th-270th.
 So does the best shown message's name (the answer in the newest turns: the description is then the older one).
-fresh6 +3 -0, the other dev sets +0 -0 (session 58, infer58)."""
+fresh6 +3 -0 and fresh5 +1 -0 (of 4K / 8K / 16K), fresh, fresh2, fresh4 +0 -0 (session 58, infer58)."""
 _DESCRIBED = re.compile(r"(?<=\w )(?:who|whom|whose)\b", re.IGNORECASE)
 """A relative clause describing someone ("the man who lent...", "the relative who gave..."), not a question's "Who"."""
 HOP_WEIGHT = 0.5
