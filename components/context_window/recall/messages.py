@@ -180,6 +180,13 @@ they did (``describes_someone``), in this many best by whole meaning: that first
 about the description ("Colm let me borrow his van to shift everything into the new flat" for "the man who lent him a
 vehicle for the house move"), which a ramble's one sentence outranks by best part, never by whole meaning. Other
 questions' best by whole meaning bring names that lead nowhere (fresh5 at 4K: two facts lost to them)."""
+DESCRIBED_HOP_FROM = 20
+"""...and for a question describing someone, this many best of the final ranking each bring the one other message
+holding a rare name they say, when only one does (``HistoryIndex._with_pairs``): the message fitting the description
+is told in its own words ("My old mentor Hollis wrote me the loveliest reference" for "the person who vouched for
+Rafferty"), ranks 20th-45th under chatter sharing the answer's words, and its pair (Hollis and the alpacas) 90th-270th.
+So does the best shown message's name (the answer in the newest turns: the description is then the older one).
+fresh6 +3 -0 and fresh5 +1 -0 (of 4K / 8K / 16K), fresh, fresh2, fresh4 +0 -0 (session 58, infer58)."""
 _DESCRIBED = re.compile(r"(?<=\w )(?:who|whom|whose)\b", re.IGNORECASE)
 """A relative clause describing someone ("the man who lent...", "the relative who gave..."), not a question's "Who"."""
 HOP_WEIGHT = 0.5
@@ -1063,8 +1070,9 @@ class HistoryIndex:
         fused[ranking.positions[:hits]] = ranking.scores[:hits]
         whole = self.whole_scores(query_vector, n) if query_vector is not None else None
         by_whole = None if whole is None else best_first(whole, said)
-        described = by_whole if describes_someone(query) else None
-        hop = None if hits else self._second_hop(query, hop_sources(ranking.positions, described), n)
+        described = describes_someone(query)
+        sources = hop_sources(ranking.positions, by_whole if described else None)
+        hop = None if hits else self._second_hop(query, sources, n)
         if hop is not None:  # what the best hits name leads to the next hop's message: fused as a third ranking
             ranked, led = hop
             fused[ranked] += HOP_WEIGHT / (RRF_K + np.arange(1, len(ranked) + 1))
@@ -1102,6 +1110,8 @@ class HistoryIndex:
                 stated = self.stated_by(own, dense)
                 fused[stated] += STATED_WEIGHT / (RRF_K + np.arange(1, len(stated) + 1))
             scores = self._with_exchanges(fused, best, n, own)
+        if described and not hits:  # the description's message and its answer's, each told in its own words
+            scores = self._with_pairs(scores, sources, query_vector)
         positions = np.flatnonzero(scores > 0)
         positions = positions[np.lexsort((-positions, -scores[positions]))]
         return positions, scores[positions], ranking.method, None
@@ -1248,6 +1258,45 @@ class HistoryIndex:
             elif len(only) == 1:
                 led[hit] = int(only[0])
         return led
+
+    def _with_pairs(
+        self, scores: np.ndarray, sources: np.ndarray, query_vector: Sequence[float] | np.ndarray | None
+    ) -> np.ndarray:
+        """``scores`` with the one other message holding a rare name brought by one of the best
+        ``DESCRIBED_HOP_FROM`` (not the second hop's ``sources``) ranked just below it, and the one older message
+        holding a name a shown message brings (``_best_shown``) just below the best."""
+        n, scores = len(scores), scores.copy()
+        ranked = np.flatnonzero(scores > 0)
+        deeper = ranked[np.lexsort((-ranked, -scores[ranked]))][:DESCRIBED_HOP_FROM]
+        for hit, message in self._paired(deeper[~np.isin(deeper, sources)], n).items():
+            scores[message] = max(scores[message], scores[hit] * NEIGHBOUR_SHARE)
+        for message in self._paired(self._best_shown(query_vector, n), n).values():
+            scores[message] = max(scores[message], scores.max() * NEIGHBOUR_SHARE)
+        return scores
+
+    def _best_shown(self, query_vector: Sequence[float] | np.ndarray | None, n: int) -> np.ndarray:
+        """The ``HOP_FROM`` best by whole meaning of the messages from ``n`` on (the window shows them) that have
+        vectors, but stock lines (``said_elsewhere``) and messages that only ask (the question itself, embedded or
+        not yet)."""
+        upto = min(len(self.messages), self._vectored)
+        whole = None if query_vector is None or upto <= n else self.whole_scores(query_vector, upto)
+        if whole is None:
+            return np.zeros(0, np.intp)
+        left_out = self.said_elsewhere(upto)[n:] | ~self.shows()[n:upto]
+        return (best_first(whole[n:], left_out) + n)[:HOP_FROM]
+
+    def _paired(self, hits: np.ndarray, n: int) -> dict[int, int]:
+        """Per hit, the one other message among the first ``n`` holding a rare name it brings (``_names_in``), when
+        only one does: someone introduced by what they did, and what they do now."""
+        paired = {}
+        for hit in hits.tolist():
+            for name in self._names_in(hit):
+                rows = self.lexical.rows(name)
+                others = rows[(rows != hit) & (rows < n)]
+                if len(others) == 1:
+                    paired[hit] = int(others[0])
+                    break
+        return paired
 
     def _linked(self, hit: int, query: str, n: int) -> list[int]:
         """The messages among the first ``n`` that share with message ``hit`` a word the query does not say and at
