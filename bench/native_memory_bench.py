@@ -90,6 +90,9 @@ hole between live blocks, an array's old buffer left as it grew, the heap's top)
 "Session 53 (memflat11)")."""
 HOLES = os.environ.get("BENCH_MEM_HOLES") == "1"
 """At each mark, what was freed into glibc's free chunks of 4-64 KiB and what follows each (``bench/heap_holes.py``)."""
+INDEX_FILES = os.environ.get("BENCH_MEM_INDEX_FILES") == "1"
+"""The service keeps its indexes' large buffers in files (``TDA_INDEX_FILES_DIR``, a folder of the run's temporary
+directory): their pages are file pages, not anonymous memory (``rss_kinds``; docs/benchmarks.md, session 58)."""
 CPU_SPAN = int(os.environ.get("BENCH_MEM_CPU_SPAN", "100"))
 """At the end: the process's CPU ms a turn over the CPU_SPAN turns ending at turn CPU_SPAN, 1,000, and each 1,000th
 after (the turns' own: a mark's collection and sleep fall between two spans), and the last of them over the first."""
@@ -99,6 +102,25 @@ def rss_mib() -> float:
     with open("/proc/self/status") as status:
         kb = next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
     return kb / 1024
+
+
+def rss_kinds() -> str:
+    """RSS by kind (``/proc/self/status``): anonymous memory (only the process gives it back), file pages (the code,
+    the model's weights, and with INDEX_FILES the indexes' buffers: the kernel's to drop and read again), shared
+    memory; and how much of the file pages are the indexes' (``smaps``: the mappings of ``tda-index-`` files)."""
+    with open("/proc/self/status") as status:
+        kinds = {line.split(":")[0]: int(line.split()[1]) / 1024 for line in status if line.startswith("Rss")}
+    indexes, in_index = 0, False
+    with open("/proc/self/smaps") as smaps:
+        for line in smaps:
+            if line[0] in "0123456789abcdef" and "-" in line.split()[0]:
+                in_index = "tda-index-" in line
+            elif in_index and line.startswith("Rss:"):
+                indexes += int(line.split()[1])
+    return (
+        f"anonymous {kinds.get('RssAnon', 0):.1f}, file {kinds.get('RssFile', 0):.1f} (the indexes' "
+        f"{indexes / 1024:.1f}), shared {kinds.get('RssShmem', 0):.1f}"
+    )
 
 
 class _MallInfo2(ctypes.Structure):
@@ -217,6 +239,9 @@ def deep_bytes(root: Any, seen: set[int]) -> int:
 
     import numpy as np
 
+    from components.context_window import mapped
+
+    file_pages = getattr(mapped, "_FilePages", ())  # (a checkout before session 58 has none)
     skipped = (types.ModuleType, type, types.FunctionType, types.BuiltinFunctionType, types.MethodType, types.CodeType)
     total, stack = 0, [root]
     while stack:
@@ -225,6 +250,7 @@ def deep_bytes(root: Any, seen: set[int]) -> int:
             continue
         seen.add(id(obj))
         total += sys.getsizeof(obj) + (len(obj) if isinstance(obj, mmap.mmap) else 0)  # a mapped buffer's bytes
+        total += obj.nbytes if isinstance(obj, file_pages) else 0  # a buffer's file pages
         if isinstance(obj, np.ndarray):
             if obj.base is not None:
                 stack.append(obj.base)
@@ -395,8 +421,8 @@ async def record(settings: Any, token: str) -> list[tuple[int, float, float]]:
                 window = (await r.get_json())["tokens_in"]
                 cpu, cpu_ms = time.process_time(), (time.process_time() - cpu) * 1000 / EVERY
                 print(
-                    f"turn {turn}: RSS {marks[-1][1]:.1f} MiB, {marks[-1][2]:.0f} s, window {window:,} tokens, CPU "
-                    f"{cpu_ms:.0f} ms a turn; {breakdown()}; {collector}",
+                    f"turn {turn}: RSS {marks[-1][1]:.1f} MiB ({rss_kinds()}), {marks[-1][2]:.0f} s, window "
+                    f"{window:,} tokens, CPU {cpu_ms:.0f} ms a turn; {breakdown()}; {collector}",
                     flush=True,
                 )
                 if FREE:
@@ -490,6 +516,11 @@ def cpu_spans(turn_cpu: list[float]) -> str:
     return f"CPU ms a turn over the {CPU_SPAN} turns ending at turn {listed}; last / first x{last / first:.2f}"
 
 
+def index_files(folder: Path) -> dict[str, str]:
+    """With INDEX_FILES, the service's setting that keeps the indexes' buffers in files under ``folder``."""
+    return {"TDA_INDEX_FILES_DIR": str(folder / "index-files")} if INDEX_FILES else {}
+
+
 def main() -> None:
     from tda.memory import tune_malloc
 
@@ -504,7 +535,7 @@ def main() -> None:
         tracemalloc.start(FRAMES)
     with (
         tempfile.TemporaryDirectory(prefix="tda-mem-") as tmp,
-        in_process_settings(Path(tmp), TDA_EMBEDDER=EMBEDDER) as (settings, token),
+        in_process_settings(Path(tmp), TDA_EMBEDDER=EMBEDDER, **index_files(Path(tmp))) as (settings, token),
     ):
         marks = asyncio.run(record(settings, token))
     (t0, r0, _), (t1, r1, _) = marks[0], marks[-1]
