@@ -39,7 +39,8 @@ def keep_in_files(directory: Path | str | None) -> None:
     """From now on, map the lasting buffers of ``MAPPED_FROM`` bytes or more (an index's vectors, postings, columns
     and packed texts, not a run's scratch) as the pages of a file of their own in ``directory``, made and unlinked
     at once (None: anonymous memory, the default). The directory should be on a disk, not a ``tmpfs`` (whose pages
-    are memory the kernel cannot drop without swap)."""
+    are memory the kernel cannot drop without swap). The pages are mapped shared: a child forked without ``exec``
+    would write into its parent's indexes (tda's workers and helpers are executed anew: none is)."""
     global _files_in
     if directory is not None:
         Path(directory).mkdir(parents=True, exist_ok=True)
