@@ -1,5 +1,5 @@
 """A session's indexes kept in files (``mapped.keep_in_files``, ``TDA_INDEX_FILES_DIR``; issue 32 item 5: "memory that
-stays flat", docs/benchmarks.md, session 58): their large buffers are the pages of unlinked files of their own, which
+stays flat"; docs/operations.md, "Install"): their large buffers are the pages of unlinked files of their own, which
 the kernel may drop and read again, not anonymous memory; they read, rank and free as the anonymous ones do."""
 
 from __future__ import annotations
