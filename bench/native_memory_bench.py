@@ -24,6 +24,9 @@ arrays too) and by the innermost line of the service's code that allocated them 
 made of; session 53). BENCH_MEM_HOLES=1 (gcc and Python's headers): the process runs again with ``bench/heap_holes.c``
 preloaded, and at each mark the free chunks of 4-64 KiB are read by the site of the blocks last there, by the site of
 the block after each, and by how long ago they were freed (``bench/heap_holes.py``; session 54).
+BENCH_MEM_INDEX_FILES=1: the service keeps its indexes' large buffers in files (``TDA_INDEX_FILES_DIR``); every mark
+splits the RSS into anonymous memory and file pages, the indexes' among them; BENCH_MEM_PAGE_OUT=1 with it: at each
+mark those pages reclaimed, and the next turn's CPU and RSS (docs/operations.md, "Install").
 
 Run: ``PYTHONPATH=. python bench/native_memory_bench.py`` (a temporary data directory; nothing is kept).
 """
@@ -90,6 +93,12 @@ hole between live blocks, an array's old buffer left as it grew, the heap's top)
 "Session 53 (memflat11)")."""
 HOLES = os.environ.get("BENCH_MEM_HOLES") == "1"
 """At each mark, what was freed into glibc's free chunks of 4-64 KiB and what follows each (``bench/heap_holes.py``)."""
+PAGE_OUT = os.environ.get("BENCH_MEM_PAGE_OUT") == "1"
+"""With INDEX_FILES, at each mark the indexes' file pages reclaimed (``page_out_indexes``), the RSS after, and the
+next turn's CPU and RSS: what keeping them in files gives back when the kernel needs the room."""
+INDEX_FILES = os.environ.get("BENCH_MEM_INDEX_FILES") == "1"
+"""The service keeps its indexes' large buffers in files (``TDA_INDEX_FILES_DIR``, a folder of the run's temporary
+directory): their pages are file pages, not anonymous memory (``rss_kinds``; docs/operations.md, "Install")."""
 CPU_SPAN = int(os.environ.get("BENCH_MEM_CPU_SPAN", "100"))
 """At the end: the process's CPU ms a turn over the CPU_SPAN turns ending at turn CPU_SPAN, 1,000, and each 1,000th
 after (the turns' own: a mark's collection and sleep fall between two spans), and the last of them over the first."""
@@ -101,9 +110,48 @@ def rss_mib() -> float:
     return kb / 1024
 
 
+def rss_kinds() -> str:
+    """RSS by kind (``/proc/self/status``): anonymous memory (only the process gives it back), file pages (the code,
+    the model's weights, and with INDEX_FILES the indexes' buffers: the kernel's to drop and read again), shared
+    memory; and how much of the file pages are the indexes' (``smaps``: the mappings of ``tda-index-`` files)."""
+    with open("/proc/self/status") as status:
+        kinds = {line.split(":")[0]: int(line.split()[1]) / 1024 for line in status if line.startswith("Rss")}
+    indexes, in_index = 0, False
+    with open("/proc/self/smaps") as smaps:
+        for line in smaps:
+            if line[0] in "0123456789abcdef" and "-" in line.split()[0]:
+                in_index = "tda-index-" in line
+            elif in_index and line.startswith("Rss:"):
+                indexes += int(line.split()[1])
+    return (
+        f"anonymous {kinds.get('RssAnon', 0):.1f}, file {kinds.get('RssFile', 0):.1f} (the indexes' "
+        f"{indexes / 1024:.1f}), shared {kinds.get('RssShmem', 0):.1f}"
+    )
+
+
 class _MallInfo2(ctypes.Structure):
     _fields_ = [(name, ctypes.c_size_t) for name in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks")]
     _fields_ += [(name, ctypes.c_size_t) for name in ("fsmblks", "uordblks", "fordblks", "keepcost")]
+
+
+def page_out_indexes() -> int:
+    """Ask the kernel to reclaim the indexes' file pages now, as it would under memory pressure: each mapping of a
+    ``tda-index-`` file written back (``msync``: reclaim skips a dirty file page) and paged out (``MADV_PAGEOUT``).
+    Returns how many mappings. What RSS then holds, and what the next turn costs reading them again, says whether
+    the kernel can keep them out (pages read every turn come back at once)."""
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    libc.msync.argtypes = libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    ms_sync, madv_pageout = 4, 21
+    ranges = []
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            if "tda-index-" in line:
+                start, end = (int(edge, 16) for edge in line.split()[0].split("-"))
+                ranges.append((start, end - start))
+    for start, size in ranges:
+        libc.msync(start, size, ms_sync)
+        libc.madvise(start, size, madv_pageout)
+    return len(ranges)
 
 
 def python_arenas() -> tuple[float, float]:
@@ -217,6 +265,9 @@ def deep_bytes(root: Any, seen: set[int]) -> int:
 
     import numpy as np
 
+    from components.context_window import mapped
+
+    file_pages = getattr(mapped, "_FilePages", ())  # (a checkout before session 58 has none)
     skipped = (types.ModuleType, type, types.FunctionType, types.BuiltinFunctionType, types.MethodType, types.CodeType)
     total, stack = 0, [root]
     while stack:
@@ -225,6 +276,7 @@ def deep_bytes(root: Any, seen: set[int]) -> int:
             continue
         seen.add(id(obj))
         total += sys.getsizeof(obj) + (len(obj) if isinstance(obj, mmap.mmap) else 0)  # a mapped buffer's bytes
+        total += obj.nbytes if isinstance(obj, file_pages) else 0  # a buffer's file pages
         if isinstance(obj, np.ndarray):
             if obj.base is not None:
                 stack.append(obj.base)
@@ -352,6 +404,7 @@ class Profiling:
 
 
 async def record(settings: Any, token: str) -> list[tuple[int, float, float]]:
+    import numpy as np
     from quart.testing.app import TestApp
 
     from tda.app import create_app
@@ -383,6 +436,10 @@ async def record(settings: Any, token: str) -> list[tuple[int, float, float]]:
             r = await client.post("/v1/sessions/native-long/turns", json={"query": question(turn)}, headers=headers)
             assert r.status_code == 201, (turn, await r.get_data())
             turn_cpu.append(time.process_time())
+            if turn % EVERY == 1 and turn > 1:  # after a mark (and a page-out): what reading the pages again cost
+                cpu_ms = (turn_cpu[-1] - turn_cpu[-2]) * 1000
+                before = np.median(np.diff(turn_cpu[-EVERY:])) * 1000
+                print(f"  the turn after: CPU {cpu_ms:.1f} ms (median {before:.1f}); {rss_kinds()}", flush=True)
             profiler.after(turn)
             if TRACE and turn == TRACE_FROM:
                 tracemalloc.start(FRAMES)
@@ -395,8 +452,8 @@ async def record(settings: Any, token: str) -> list[tuple[int, float, float]]:
                 window = (await r.get_json())["tokens_in"]
                 cpu, cpu_ms = time.process_time(), (time.process_time() - cpu) * 1000 / EVERY
                 print(
-                    f"turn {turn}: RSS {marks[-1][1]:.1f} MiB, {marks[-1][2]:.0f} s, window {window:,} tokens, CPU "
-                    f"{cpu_ms:.0f} ms a turn; {breakdown()}; {collector}",
+                    f"turn {turn}: RSS {marks[-1][1]:.1f} MiB ({rss_kinds()}), {marks[-1][2]:.0f} s, window "
+                    f"{window:,} tokens, CPU {cpu_ms:.0f} ms a turn; {breakdown()}; {collector}",
                     flush=True,
                 )
                 if FREE:
@@ -405,6 +462,9 @@ async def record(settings: Any, token: str) -> list[tuple[int, float, float]]:
                     now_holes = holes.holes(turn)
                     print("\n".join(hole_lines(holes, now_holes, held_holes)), flush=True)
                     held_holes = now_holes
+                if PAGE_OUT:
+                    mappings = page_out_indexes()
+                    print(f"  paged out {mappings} index mappings: RSS {rss_mib():.1f} MiB ({rss_kinds()})", flush=True)
                 if TRIM:
                     return_freed_memory()
                     print(f"  trimmed: RSS {rss_mib():.1f} MiB ({rss_mib() - marks[-1][1]:+.1f})", flush=True)
@@ -490,6 +550,11 @@ def cpu_spans(turn_cpu: list[float]) -> str:
     return f"CPU ms a turn over the {CPU_SPAN} turns ending at turn {listed}; last / first x{last / first:.2f}"
 
 
+def index_files(folder: Path) -> dict[str, str]:
+    """With INDEX_FILES, the service's setting that keeps the indexes' buffers in files under ``folder``."""
+    return {"TDA_INDEX_FILES_DIR": str(folder / "index-files")} if INDEX_FILES else {}
+
+
 def main() -> None:
     from tda.memory import tune_malloc
 
@@ -504,7 +569,7 @@ def main() -> None:
         tracemalloc.start(FRAMES)
     with (
         tempfile.TemporaryDirectory(prefix="tda-mem-") as tmp,
-        in_process_settings(Path(tmp), TDA_EMBEDDER=EMBEDDER) as (settings, token),
+        in_process_settings(Path(tmp), TDA_EMBEDDER=EMBEDDER, **index_files(Path(tmp))) as (settings, token),
     ):
         marks = asyncio.run(record(settings, token))
     (t0, r0, _), (t1, r1, _) = marks[0], marks[-1]

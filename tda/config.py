@@ -249,6 +249,11 @@ class Settings:
     log_format: str = env_setting("TDA_LOG_FORMAT", _log_format, default="text")
     """``text`` or ``json`` (one object per line, with the request id)."""
     log_level: str = env_setting("TDA_LOG_LEVEL", default="INFO")
+    index_files_dir: Path | None = env_setting("TDA_INDEX_FILES_DIR", Path, default=None)
+    """``TDA_INDEX_FILES_DIR``: a directory on a disk where the sessions' recall indexes keep their large buffers
+    (vectors, postings, columns, packed texts) as the pages of unlinked files of their own, which the kernel may drop
+    from memory when it needs the room and read again when next used (``components/context_window/mapped.py``);
+    nothing is left there once the process ends. Unset: anonymous memory, which only the process gives back."""
     prometheus_multiproc_dir: Path | None = env_setting("PROMETHEUS_MULTIPROC_DIR", Path, default=None)
     """``PROMETHEUS_MULTIPROC_DIR``: set for several worker processes, so /metrics sums them (tda/metrics.py)."""
 

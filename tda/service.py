@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 from quart import Quart, current_app
 
+from components.context_window import mapped
 from components.context_window.handler import AssembledContext, ContextWindowHandler
 from components.context_window.module_registry import ModuleRegistry
 from components.context_window.recall.messages import SessionRecall
@@ -67,6 +68,7 @@ class TDAService:
         heartbeat_s: float = 15.0,
     ) -> None:
         self.settings = settings
+        mapped.keep_in_files(settings.index_files_dir)  # before any index is made (the process's own choice)
         self.store = Store.connect(settings.sqlalchemy_url)
         self.registry = registry or module_registry(user_dir=settings.modules_dir)
         self.handler = ContextWindowHandler(self.registry, timeout_s=settings.module_timeout_s)

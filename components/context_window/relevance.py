@@ -812,7 +812,7 @@ class VectorIndex:
         while at < len(held):
             if not self._blocks or self._last_used == len(self._blocks[-1]):
                 size = min(self.MAX_BLOCK, max(self.FIRST_BLOCK, self._size))
-                self._blocks.append(np.zeros((size, self._dimensions), dtype=self._held))
+                self._blocks.append(mapped.zeros(size * self._dimensions, self._held).reshape(size, self._dimensions))
                 self._last_used = 0
             block = self._blocks[-1]
             take = min(len(block) - self._last_used, len(held) - at)

@@ -184,7 +184,7 @@ class Scratch:
 
     def __init__(self, pieces: int) -> None:
         self._lock = threading.Lock()
-        self._input, self._squares = (mapped.empty(pieces * HIDDEN, np.float32) for _ in range(2))
+        self._input, self._squares = (mapped.empty(pieces * HIDDEN, np.float32, scratch=True) for _ in range(2))
 
     @contextlib.contextmanager
     def taken(self, shape: tuple[int, int]) -> Iterator[tuple[np.ndarray, np.ndarray] | tuple[None, None]]:
