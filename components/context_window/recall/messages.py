@@ -215,6 +215,14 @@ the speaker's chatter nearly alike, and would lift it over the evidence the floo
 OWN_MEANING_MIN_WORDS = 8
 """...and holds at least this many words but stopwords (``BM25Index.word_counts``): a short line ("night x", "not
 yet, any good?") is near any short question by whole meaning and tells nothing."""
+THEIRS_AMPLE_WEIGHT = 0.5
+"""At an ample room (``WHOLE_TEXT_ROOM``), RRF weight of a question about someone's list of every message of theirs by
+whole meaning (``HistoryIndex.theirs_by_meaning``; counted ``ABOUT_FACTOR`` times, as their other scores). "What does
+Dario do to unwind?" is answered by "I've gotten really into crochet" and "My new thing is thousand-piece jigsaws":
+each its own message, sharing no word with the question and no nearer to it in meaning than their chatter (20th-300th
+of ~300 of theirs), so every list leaves them 200th-500th of ~550, under the other speaker's chatter a 16K room holds
+(~350 messages). Among their own they come inside the room; at 4K / 8K (80-160 messages) the list would only bring
+their chatter (fresh6: 8K +3 -3). fresh6 16K +4 -0 on two seeds (docs/knowledge.md, "Session 58 (list58)")."""
 NAMED_WEIGHT = 1.0
 """RRF weight of the ranking of the messages holding a name the chat gave a thing the question asks about
 (``named.bindings``, ``named.names_for``: "the boat" -> "Marigold" -> "Took Marigold up to Skipton and back"), best
@@ -988,7 +996,7 @@ class HistoryIndex:
         if not ample or query_vector is None:
             return ranked
         if whole is None:  # (``whole_text_ranking`` waits for every vector itself)
-            whole = self._with_whole_texts(ranked, query_vector, before)
+            whole = self._with_whole_texts(ranked, query_vector, before, about)
             self._rank_cache = (key, ranked, whole)
         return whole
 
@@ -997,8 +1005,10 @@ class HistoryIndex:
         ranked: _Ranked,
         query_vector: Sequence[float] | np.ndarray,
         before: int,
+        about: frozenset[int] = frozenset(),
     ) -> _Ranked:
-        """``ranked`` with the whole-text ranking fused in (``WHOLE_TEXT_WEIGHT``). An abstention stays one (nothing
+        """``ranked`` with the whole-text ranking fused in (``WHOLE_TEXT_WEIGHT``), and for a question ``about``
+        someone every message of theirs by whole meaning (``THEIRS_AMPLE_WEIGHT``). An abstention stays one (nothing
         ranked, nothing added), and so does a ranking made before every message has its vectors."""
         positions, scores, method, reason = ranked
         n = min(before, len(self.messages))
@@ -1008,9 +1018,24 @@ class HistoryIndex:
         fused = np.zeros(n)
         fused[positions] = scores
         fused[by_whole] += WHOLE_TEXT_WEIGHT / (RRF_K + np.arange(1, len(by_whole) + 1))
+        if about:  # what they did, asked for in general words: their own lines first, where the room holds them
+            theirs = self.theirs_by_meaning(about, query_vector, n)
+            fused[theirs] += ABOUT_FACTOR * THEIRS_AMPLE_WEIGHT / (RRF_K + np.arange(1, len(theirs) + 1))
         positions = np.flatnonzero(fused > 0)
         positions = positions[np.lexsort((-positions, -fused[positions]))]
         return positions, fused[positions], method, reason
+
+    def theirs_by_meaning(
+        self, about: frozenset[int], query_vector: Sequence[float] | np.ndarray, n: int
+    ) -> np.ndarray:
+        """The first ``n`` messages said by one of ``about`` with vectors and ``OWN_MEANING_MIN_WORDS`` words, none a
+        stock line (``said_elsewhere``), best first by whole meaning (ties in order)."""
+        whole = self.whole_scores(query_vector, n)
+        if whole is None:
+            return np.zeros(0, np.intp)
+        theirs = np.isin(self.said_by[:n], list(about)) & ~self.said_elsewhere(n)
+        held = np.flatnonzero(theirs & (whole > -1) & (self.lexical.word_counts()[:n] >= OWN_MEANING_MIN_WORDS))
+        return held[np.argsort(-whole[held], kind="stable")]
 
     def unknown_names(self, query: str, n: int) -> list[str]:
         """The names ``query`` asks about that none of the first ``n`` messages mentions ("What is my neighbour
