@@ -222,7 +222,8 @@ Dario do to unwind?" is answered by "I've gotten really into crochet" and "My ne
 each its own message, sharing no word with the question and no nearer to it in meaning than their chatter (20th-300th
 of ~300 of theirs), so every list leaves them 200th-500th of ~550, under the other speaker's chatter a 16K room holds
 (~350 messages). Among their own they come inside the room; at 4K / 8K (80-160 messages) the list would only bring
-their chatter (fresh6: 8K +3 -3). fresh6 16K +4 -0 on two seeds (docs/knowledge.md, "Session 58 (list58)")."""
+their chatter (fresh6: 8K +3 -3). 16K: fresh6 +4 -0 on two seeds, every dev set +6 -1 (a 4-word line of a
+counting question pushed out; docs/knowledge.md, "Session 58 (list58)")."""
 NAMED_WEIGHT = 1.0
 """RRF weight of the ranking of the messages holding a name the chat gave a thing the question asks about
 (``named.bindings``, ``named.names_for``: "the boat" -> "Marigold" -> "Took Marigold up to Skipton and back"), best
