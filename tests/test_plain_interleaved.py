@@ -6,13 +6,14 @@ of a ranker reading the person's name in its speaker tag."""
 from __future__ import annotations
 
 import random
+from functools import partial
 
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from components.context_window.base import Message
-from components.context_window.recall.messages import WHOLE_TEXT_ROOM, interleaved
+from components.context_window.base import Message, Session
+from components.context_window.recall.messages import UNNAMED, WHOLE_TEXT_ROOM, SessionRecall, interleaved
 from tests.support import CHAT_WORDS, TurnedEmbedder, recalled_contents
 
 QUESTION = "Would Maya enjoy a trip north in winter?"
@@ -60,6 +61,31 @@ async def test_the_plain_hybrids_best_enter_a_deep_room_that_tdas_ranking_leaves
     assert EVIDENCE in deep
     assert deep.index(EVIDENCE) < len(deep) // 2  # near the plain hybrid's top, not at the room's edge
     assert EVIDENCE not in await recalled_contents(NearEmbedder(), messages, QUESTION, WHOLE_TEXT_ROOM - 1)
+
+
+async def test_the_plain_order_is_taken_only_for_a_question_naming_a_speaker():
+    """Fails on main (no plain order). A user-and-assistant chat has no speaker tag for a name to match: there the
+    plain order only pushed tda's own deep units out (session 58: assistant 16K 100 -> 96.4), so a question about no
+    one, or about the chat's "you", ranks as without it; one naming Maya takes it."""
+    messages = chat(2_400, at=100)
+    recall = SessionRecall(NearEmbedder())
+    session = Session("s", messages=messages)
+    index = await recall.sync(session, dense=True)
+    vector = (await NearEmbedder().embed([index.focus(QUESTION)]))[0]
+    n = len(messages)
+
+    def ranked(about: frozenset[int]) -> tuple[list[int], list[int]]:
+        rank = partial(index.rank, index.focus(QUESTION), vector, n, about=about, ample=True)
+        return rank()[0].tolist(), rank(asked=QUESTION)[0].tolist()
+
+    for no_speaker in (frozenset(), frozenset({UNNAMED["assistant"]}), frozenset({UNNAMED["user"]})):
+        tdas, with_asked = ranked(no_speaker)
+        assert with_asked == tdas
+    maya = index.asked_about(QUESTION)
+    assert maya and all(number >= 0 for number in maya)
+    tdas, with_asked = ranked(maya)
+    assert with_asked[:40] == tdas[:40] and with_asked != tdas
+    assert messages.index(next(m for m in messages if m.content == EVIDENCE)) in with_asked[:1_000]
 
 
 def merged(ranked: list[int], plain: list[int], start: int) -> list[int]:

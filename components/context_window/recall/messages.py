@@ -166,9 +166,10 @@ PLAIN_FROM = 40
 (``plain_ranking``) take every other place (``interleaved``). tda's fusion is sharper at the top than any plain ranker,
 but in a room of ~300 units its 150th-470th (the second, shorter statement of an inference, lists asked in general
 words) are worth less than a different ranker's 50th-200th: the plain hybrid reads the asked-about person's name in
-the speaker tags, and held at 16K what tda ranked 375th-470th (fresh6 16K +4.2 / +2.8 points, session 58, dense58). Only for a question
-naming a speaker (``names_a_speaker``): a user-and-assistant chat has no tag for a name to match, and there the plain
-order only pushed tda's own deep units out (assistant 16K 100 -> 96.4, fresh 99.4 -> 98.8 ungated).
+the speaker tags, and held at 16K what tda ranked 375th-470th (fresh6 16K +4.2 / +2.8 points, session 58, dense58).
+Only for a question naming a speaker (``names_a_speaker``): a user-and-assistant chat has no tag for a name to match,
+and there the plain order only pushed tda's own deep units out (assistant 16K 100 -> 96.4, fresh 99.4 -> 98.8 when
+ungated).
 At 8K (~40-150 units) it swapped as many as it added (fresh2 -1 / -2, fresh6 +0 / +1), and at 4K the plain hybrid
 held 64-68% against tda's 76-85%."""
 SAID_ELSEWHERE = 3
