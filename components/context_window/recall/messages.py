@@ -161,6 +161,17 @@ One part is its own whole; longer messages (answers, code) read worse as one vec
 WHOLE_TEXT_ROOM = 16_000
 """The whole-text ranking applies when recall gathers at least this many tokens (``enough_tokens``, twice the recall
 room: a 16K window's): below it the room's edge is a handful of units, and the ranking swaps as many as it adds."""
+PLAIN_FROM = 40
+"""At ample room (``is_ample``: a 16K window's), how many of tda's best units lead before the plain hybrid's
+(``plain_ranking``) take every other place (``interleaved``). tda's fusion is sharper at the top than any plain ranker,
+but in a room of ~300 units its 150th-470th (the second, shorter statement of an inference, lists asked in general
+words) are worth less than a different ranker's 50th-200th: the plain hybrid reads the asked-about person's name in
+the speaker tags, and held at 16K what tda ranked 375th-470th (fresh6 16K +4.2 / +2.8 points, session 58, dense58).
+Only for a question naming a speaker (``names_a_speaker``): a user-and-assistant chat has no tag for a name to match,
+and there the plain order only pushed tda's own deep units out (assistant 16K 100 -> 96.4, fresh 99.4 -> 98.8 when
+ungated).
+At 8K (~40-150 units) it swapped as many as it added (fresh2 -1 / -2, fresh6 +0 / +1), and at 4K the plain hybrid
+held 64-68% against tda's 76-85%."""
 SAID_ELSEWHERE = 3
 """A sentence said word for word in at least this many messages (the same part vector: "Thinking of getting a
 takeaway later, I can't face cooking.", "So happy for you! anything new your end?") says nothing of any one of them,
@@ -471,6 +482,8 @@ class HistoryIndex:
     checked_length: int = -1
     _lexical_cache: tuple[Any, np.ndarray] | None = None
     _rank_cache: tuple[Any, _Ranked, _Ranked | None] | None = None
+    _plain_cache: tuple[Any, _Ranked] | None = None
+    """The last ranking's key with the question as asked, and that ranking with the plain hybrid's interleaved."""
     """The last ranking's key, the ranking, and the ranking with the whole texts fused in once asked (``rank``)."""
     collected: Collected | None = None
     """The last ranking's units as far as gathered (``collect_units``)."""
@@ -973,6 +986,7 @@ class HistoryIndex:
         thing: str | None = None,
         *,
         ample: bool = False,
+        asked: str | None = None,
     ) -> _Ranked:
         """Positions of the messages before ``before``, best first, with fused scores, the method and (when nothing
         ranks) the reason. Messages no signal ranks are left out (and the exchanges of the best hits come with them);
@@ -982,10 +996,12 @@ class HistoryIndex:
         message names and none stands out for in meaning. ``ample``: the room is ample (``WHOLE_TEXT_ROOM``), so the
         messages of ``WHOLE_TEXT_PARTS`` parts are ranked by their whole text too (``WHOLE_TEXT_WEIGHT``); a two-thing
         question's links come from more hits (``LINK_FROM_WIDE``). Both only once every message has its vectors (cold
-        and warm rank alike). The last ranking is kept, and with the whole texts fused in apart: a turn asks again
-        when the history gets more room (the surplus pass), and an old gateway session's first step asks for a room
-        under ``WHOLE_TEXT_ROOM``, then one over it, and its next step under it again (ranked anew at each switch:
-        1.0-1.1 ms an old call, 0.4 now)."""
+        and warm rank alike). ``asked`` (the question as asked, given at ample room): when the question names a
+        speaker (``names_a_speaker``), the plain hybrid's order is interleaved past the ranking's ``PLAIN_FROM`` best
+        (``interleaved``). The last ranking is kept, and with the
+        whole texts fused in apart: a turn asks again when the history gets more room (the surplus pass), and an old
+        gateway session's first step asks for a room under ``WHOLE_TEXT_ROOM``, then one over it, and its next step
+        under it again (ranked anew at each switch: 1.0-1.1 ms an old call, 0.4 now)."""
         vector = None if query_vector is None else np.asarray(query_vector, dtype=np.float32).tobytes()
         vectored = self.vectored >= min(before, len(self.messages))  # and the query's: cold and warm rank alike
         link_from = LINK_FROM_WIDE if vectored and query_vector is not None else LINK_FROM
@@ -994,12 +1010,44 @@ class HistoryIndex:
             ranked = self._rank(query, query_vector, before, weights, evidence, about, thing, link_from)
             self._rank_cache = (key, ranked, None)
         _, ranked, whole = self._rank_cache
-        if not ample or query_vector is None:
+        if query_vector is None:
             return ranked
-        if whole is None:  # (``whole_text_ranking`` waits for every vector itself)
-            whole = self._with_whole_texts(ranked, query_vector, before, about)
-            self._rank_cache = (key, ranked, whole)
-        return whole
+        if ample:
+            if whole is None:  # (``whole_text_ranking`` waits for every vector itself)
+                whole = self._with_whole_texts(ranked, query_vector, before, about)
+                self._rank_cache = (key, ranked, whole)
+            ranked = whole
+        if asked is None or not names_a_speaker(about):
+            return ranked
+        if self._plain_cache is None or self._plain_cache[0] != (key, ample, asked):
+            self._plain_cache = ((key, ample, asked), self._with_plain(ranked, asked, query_vector, before))
+        return self._plain_cache[1]
+
+    def _with_plain(
+        self,
+        ranked: _Ranked,
+        asked: str,
+        query_vector: Sequence[float] | np.ndarray,
+        before: int,
+    ) -> _Ranked:
+        """``ranked`` with the plain hybrid's best interleaved past its own ``PLAIN_FROM`` best, each unit at the score
+        of the place it takes. An abstention stays one, and so does a ranking made before every message has its
+        vectors."""
+        positions, scores, method, reason = ranked
+        plain = self.plain_ranking(asked, query_vector, min(before, len(self.messages))) if len(positions) else None
+        if plain is None:
+            return ranked
+        return interleaved(positions, plain, PLAIN_FROM), scores, method, reason
+
+    def plain_ranking(self, asked: str, query_vector: Sequence[float] | np.ndarray, n: int) -> np.ndarray | None:
+        """The first ``n`` messages as a plain hybrid ranks them, best first: BM25 of the question as asked (the names
+        in it too: a message's speaker tag is among its words) and whole meaning (the mean part cosine: a vector of a
+        message's whole text would cost an import ~2.4 times the CPU), fused by RRF under no floor. None: not every
+        message has its vectors."""
+        whole = self.whole_scores(query_vector, n)
+        if whole is None:
+            return None  # (its words scored apart: ``lexical_scores`` keeps the focused question's)
+        return fuse(lexical=self.lexical.scores(asked)[:n], dense=whole).positions
 
     def _with_whole_texts(
         self,
@@ -1356,6 +1404,32 @@ def _a_kind_or_region(query: str, name: str) -> bool:
 def _without(dense: np.ndarray | None, said: np.ndarray) -> np.ndarray | None:
     """``dense`` with the messages ``said`` elsewhere (``HistoryIndex.said_elsewhere``) scored as having no vector."""
     return dense if dense is None or not said.any() else np.where(said, -1.0, dense)
+
+
+def interleaved(ranked: np.ndarray, plain: np.ndarray, start: int) -> np.ndarray:
+    """``ranked``'s first ``start``, then one from ``ranked`` and one from ``plain`` in turn, each unit once (a unit
+    met again is passed over for the next), until ``ranked``'s length: the units ``plain`` adds push ``ranked``'s last
+    ones out."""
+    out: list[int] = ranked[:start].tolist()
+    seen = set(out)
+    rest, theirs = iter(ranked[start:].tolist()), iter(plain.tolist())
+    while len(out) < len(ranked):
+        taken = len(out)
+        for source in (rest, theirs):
+            for position in source:
+                if position not in seen:
+                    seen.add(position)
+                    out.append(position)
+                    break
+        if len(out) == taken:
+            break
+    return np.asarray(out[: len(ranked)], dtype=np.intp)
+
+
+def names_a_speaker(about: frozenset[int]) -> bool:
+    """Whether a question ``about`` someone names a speaker the chat gives by tag or name (``said_by`` >= 0), not only a
+    party of a role (``UNNAMED``): the plain hybrid's edge is reading that name among the speaker's lines."""
+    return any(number >= 0 for number in about)
 
 
 def is_ample(enough_tokens: int) -> bool:
@@ -1929,7 +2003,7 @@ class SessionRecall:
         index = await self._synced(session)
         # its speakers may be growing in a step
         about, focused = await self._step(index, 0, lambda: (index.asked_about(query), index.focus(query)))
-        return IndexQuestion(self, session, index, focused, about, asks_when(query), thing_asked(query))
+        return IndexQuestion(self, session, index, focused, about, asks_when(query), thing_asked(query), query)
 
     async def recall(
         self,
@@ -1966,6 +2040,8 @@ class IndexQuestion:
     about: frozenset[int]
     dates: bool
     thing: str | None
+    asked: str
+    """As asked: the plain hybrid reads its names too (``HistoryIndex.plain_ranking``)."""
 
     async def recall(
         self,
@@ -1991,6 +2067,7 @@ class IndexQuestion:
                 about=self.about,
                 thing=self.thing,
                 ample=is_ample(enough_tokens),
+                asked=self.asked if is_ample(enough_tokens) else None,
             )
             return collect_units(
                 index,
