@@ -482,9 +482,9 @@ class HistoryIndex:
     checked_length: int = -1
     _lexical_cache: tuple[Any, np.ndarray] | None = None
     _rank_cache: tuple[Any, _Ranked, _Ranked | None] | None = None
+    """The last ranking's key, the ranking, and the ranking with the whole texts fused in once asked (``rank``)."""
     _plain_cache: tuple[Any, _Ranked] | None = None
     """The last ranking's key with the question as asked, and that ranking with the plain hybrid's interleaved."""
-    """The last ranking's key, the ranking, and the ranking with the whole texts fused in once asked (``rank``)."""
     collected: Collected | None = None
     """The last ranking's units as far as gathered (``collect_units``)."""
     _dense_cache: tuple[Any, np.ndarray, np.ndarray, np.ndarray] | None = None
@@ -998,10 +998,10 @@ class HistoryIndex:
         question's links come from more hits (``LINK_FROM_WIDE``). Both only once every message has its vectors (cold
         and warm rank alike). ``asked`` (the question as asked, given at ample room): when the question names a
         speaker (``names_a_speaker``), the plain hybrid's order is interleaved past the ranking's ``PLAIN_FROM`` best
-        (``interleaved``). The last ranking is kept, and with the
-        whole texts fused in apart: a turn asks again when the history gets more room (the surplus pass), and an old
-        gateway session's first step asks for a room under ``WHOLE_TEXT_ROOM``, then one over it, and its next step
-        under it again (ranked anew at each switch: 1.0-1.1 ms an old call, 0.4 now)."""
+        (``interleaved``). The last ranking is kept, and with the whole
+        texts fused in apart: a turn asks again when the history gets more room (the surplus pass), and an old gateway
+        session's first step asks for a room under ``WHOLE_TEXT_ROOM``, then one over it, and its next step under it
+        again (ranked anew at each switch: 1.0-1.1 ms an old call, 0.4 now)."""
         vector = None if query_vector is None else np.asarray(query_vector, dtype=np.float32).tobytes()
         vectored = self.vectored >= min(before, len(self.messages))  # and the query's: cold and warm rank alike
         link_from = LINK_FROM_WIDE if vectored and query_vector is not None else LINK_FROM
