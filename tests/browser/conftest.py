@@ -39,6 +39,11 @@ SKIP = os.environ.get("TDA_SKIP_BROWSER") == "1"
 BROWSER_LOOP = pytest.mark.asyncio(loop_scope="session")
 """Browser tests share the session's event loop, where the one Chromium lives."""
 
+WAIT_MS = 20_000
+"""How long an action or an `expect` waits for the page. A page waiting on the server (a trace re-assembles two
+windows) takes well under a second on a quiet machine and several on a loaded 2-core CI; a passing check returns as
+soon as it holds, so only a failing one pays the whole wait. No test shortens it to assert speed: speed is benched."""
+
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if not SKIP:
@@ -108,8 +113,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def browser() -> AsyncIterator[Any]:
     """One Chromium for all browser tests; each test gets a fresh context (its own cookies and storage)."""
-    from playwright.async_api import async_playwright
+    from playwright.async_api import async_playwright, expect
 
+    expect.set_options(timeout=WAIT_MS)
     async with async_playwright() as pw:
         # Debian's Chromium when installed, else the one `playwright install chromium` fetched (scripts/test-deps.sh).
         executable = str(CHROMIUM) if CHROMIUM.exists() else None
@@ -131,7 +137,7 @@ async def signed_in_page(browser: Any, server: Server, token: str) -> Any:
     response = await context.request.post("/v1/auth/session", data={"token": token})
     assert response.ok, await response.text()
     page = await context.new_page()
-    page.set_default_timeout(10_000)
+    page.set_default_timeout(WAIT_MS)
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     # Script errors count; the browser's own "Failed to load resource" lines for answers like 412/422 do not.

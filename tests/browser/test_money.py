@@ -58,7 +58,7 @@ async def test_dollars_in_the_panel_timeline_and_trace(page: Any, server: Server
     # live: a turn run elsewhere while the panel is open updates the figure (snapshot over SSE, then the priced turn)
     before = await page.locator("#fact-cost").inner_text()
     (third,) = await asyncio.to_thread(run_more, server, "money", "What about exchanges?")
-    await expect(page.locator("#fact-cost")).not_to_have_text(before, timeout=15_000)
+    await expect(page.locator("#fact-cost")).not_to_have_text(before)
     total = sum(c["total_usd"] for c in priced) + third["model_call"]["cost"]["total_usd"]
     session_total = await page.locator("#fact-cost").inner_text()
     shown = float(re.search(r"\$([0-9.]+) this session", session_total).group(1))
