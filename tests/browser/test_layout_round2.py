@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from playwright.async_api import expect
 
-from tests.browser.conftest import BROWSER_LOOP, Server
+from tests.browser.conftest import BROWSER_LOOP, WAIT_MS, Server
 from tests.browser.test_round2 import make_type, versions
 
 pytestmark = BROWSER_LOOP
@@ -20,7 +20,7 @@ async def sized_page(browser: Any, server: Server, width: int, height: int) -> A
     response = await context.request.post("/v1/auth/session", data={"token": server.admin_token})
     assert response.ok
     page = await context.new_page()
-    page.set_default_timeout(10_000)
+    page.set_default_timeout(WAIT_MS)
     return page
 
 

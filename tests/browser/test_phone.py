@@ -8,7 +8,7 @@ from typing import Any
 
 from playwright.async_api import expect
 
-from tests.browser.conftest import BROWSER_LOOP, Server
+from tests.browser.conftest import BROWSER_LOOP, WAIT_MS, Server
 
 pytestmark = BROWSER_LOOP
 
@@ -30,7 +30,7 @@ async def phone_page(browser: Any, server: Server) -> Any:
     response = await context.request.post("/v1/auth/session", data={"token": server.admin_token})
     assert response.ok
     page = await context.new_page()
-    page.set_default_timeout(10_000)
+    page.set_default_timeout(WAIT_MS)
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     page.js_errors = errors  # type: ignore[attr-defined]

@@ -9,7 +9,7 @@ from typing import Any
 
 from playwright.async_api import expect
 
-from tests.browser.conftest import BROWSER_LOOP, Server, signed_in_page
+from tests.browser.conftest import BROWSER_LOOP, WAIT_MS, Server, signed_in_page
 
 pytestmark = BROWSER_LOOP
 
@@ -30,7 +30,7 @@ async def edited_type(page: Any, description: str) -> None:
 async def sign_in_page(browser: Any, server: Server) -> Any:
     context = await browser.new_context(base_url=server.url)
     page = await context.new_page()
-    page.set_default_timeout(10_000)
+    page.set_default_timeout(WAIT_MS)
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     page.js_errors = errors
