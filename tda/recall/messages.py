@@ -25,7 +25,7 @@ from components.context_window.base import (
     pages_newest_first,
 )
 from components.context_window.handler import window_limits
-from components.context_window.recall.messages import SessionRecall, rough_tokens
+from components.context_window.recall.messages import EMBED_AT_ONCE, MAX_PARTS, SessionRecall, rough_tokens
 from components.context_window.window_type import ContextWindowType, ModuleSlot
 
 from ..errors import Unavailable
@@ -34,6 +34,13 @@ from .vectors import write_now
 if TYPE_CHECKING:
     from ..service import TDAService
     from ..store.sessions import SessionData
+
+YOUNG_MESSAGES = EMBED_AT_ONCE // MAX_PARTS
+"""A history of at most this many messages, within the smallest room a recalling module may be given, is indexed by
+words only (``young``): no window recalls from it unless its module is cut below that room, and then recall's
+``ask`` embeds it in the turn, at most ``EMBED_AT_ONCE`` parts, as a fresh index would. In the long-session bench a
+session's first two turns (5 messages before its third) embedded 8 texts no window read: its history module first
+asks recall at the third turn (the allocation's 3,770 tokens, the history ~2,300)."""
 
 
 def call_recall(svc: TDAService, beginnings: Sequence[str] = ()) -> HistoryRecall | None:
@@ -84,13 +91,14 @@ async def vectors_ready(svc: TDAService, ctx: AssemblyContext, window_type: Cont
     if not isinstance(recall, SessionRecall) or recall.embedder is None or not recalling:
         return
     source = ctx.session.message_source()
-    if not source.total:
+    if await _young(source, _smallest_share(ctx, window_type, recalling)):  # the index the turn's indexing goes on
+        await recall.sync(ctx.session, dense=True, vectors=False)  # from holds its vectors back
         return
     if await _beyond(source, _largest_share(ctx, window_type, recalling)):
         recall.embed_ahead(ctx.session, ctx.query)  # recall's lead will rank for the query: its vector comes now
     if recall.outlive_calls:  # a session's: its question and the tool loop the client sent are history at its next call
         recall.embed_joining(joining(ctx))
-    await recall.sync(ctx.session, dense=True)
+    await recall.sync(ctx.session, dense=True, vectors=True)
 
 
 def joining(ctx: AssemblyContext) -> tuple[Message, ...]:
@@ -103,7 +111,9 @@ def embed_reply_ahead(ctx: AssemblyContext, window_type: ContextWindowType, repl
     """After a session call's response: its ``reply`` is history at the session's next call, whose ``vectors_ready``
     finds its vectors made meanwhile (or under way) rather than embedding them before its window."""
     recall = ctx.history_recall
-    if isinstance(recall, SessionRecall) and recall.outlive_calls and _recalling(window_type):
+    if not isinstance(recall, SessionRecall) or not recall.outlive_calls or not _recalling(window_type):
+        return
+    if not recall.holds_back_vectors(ctx.session):  # a young history's next call indexes it by words
         recall.embed_joining([reply])
 
 
@@ -116,6 +126,17 @@ def _largest_share(ctx: AssemblyContext, window_type: ContextWindowType, slots: 
     """The most tokens any of ``slots`` is allocated in ``ctx``'s window (its ``max_pct`` of what the window has
     for content, as the handler finds it): a history beyond it is not sent whole, so its module recalls."""
     return int(window_limits(ctx, window_type).available * max(s.max_pct for s in slots) / 100)
+
+
+def _smallest_share(ctx: AssemblyContext, window_type: ContextWindowType, slots: Sequence[ModuleSlot]) -> int:
+    """The fewest tokens any of ``slots`` is allocated in ``ctx``'s window by its ``min_pct`` (a module is cut
+    below that only when the window is over its budget, or by a condense rule)."""
+    return int(window_limits(ctx, window_type).available * min(s.min_pct for s in slots) / 100)
+
+
+async def _young(source: MessageSource, room: int) -> bool:
+    """Whether the history is too young for recall (``YOUNG_MESSAGES``): few messages, all within ``room``."""
+    return source.total <= YOUNG_MESSAGES and not await _beyond(source, room)
 
 
 async def _beyond(source: MessageSource, tokens: int) -> bool:
