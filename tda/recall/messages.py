@@ -36,11 +36,13 @@ if TYPE_CHECKING:
     from ..store.sessions import SessionData
 
 YOUNG_MESSAGES = EMBED_AT_ONCE // MAX_PARTS
-"""A history of at most this many messages, within the smallest room a recalling module may be given, is indexed by
-words only (``young``): no window recalls from it unless its module is cut below that room, and then recall's
-``ask`` embeds it in the turn, at most ``EMBED_AT_ONCE`` parts, as a fresh index would. In the long-session bench a
-session's first two turns (5 messages before its third) embedded 8 texts no window read: its history module first
-asks recall at the third turn (the allocation's 3,770 tokens, the history ~2,300)."""
+"""A history of at most this many messages, within the smallest room a recalling module is allocated
+(``_smallest_share``), is indexed by words only (``_young``): no window recalls from it unless its module is cut
+below that room (an over-budget window, a condense rule), and then recall's ``ask`` gives it its vectors in the turn,
+at most ``EMBED_AT_ONCE`` parts, as a fresh index would. A conversation that ends young (a question or two) is never
+embedded. In the long-session bench (16K, the smallest room 1,408 tokens) only a session's first turn is young: its
+second's history holds a ~950-token tool result, and from its third conversation_history asks recall's lead (the
+allocation's 3,770 tokens), whose continuity reads the vectors of the query and the newest questions."""
 
 
 def call_recall(svc: TDAService, beginnings: Sequence[str] = ()) -> HistoryRecall | None:
