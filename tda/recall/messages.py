@@ -93,8 +93,9 @@ async def vectors_ready(svc: TDAService, ctx: AssemblyContext, window_type: Cont
     if not isinstance(recall, SessionRecall) or recall.embedder is None or not recalling:
         return
     source = ctx.session.message_source()
-    if await _young(source, _smallest_share(ctx, window_type, recalling)):  # the index the turn's indexing goes on
-        await recall.sync(ctx.session, dense=True, vectors=False)  # from holds its vectors back
+    if await _young(source, _smallest_share(ctx, window_type, recalling)):
+        # by words: the indexing after the turn goes on from an index that holds its vectors back
+        await recall.sync(ctx.session, dense=True, vectors=False)
         return
     if await _beyond(source, _largest_share(ctx, window_type, recalling)):
         recall.embed_ahead(ctx.session, ctx.query)  # recall's lead will rank for the query: its vector comes now
