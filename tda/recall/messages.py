@@ -25,7 +25,7 @@ from components.context_window.base import (
     pages_newest_first,
 )
 from components.context_window.handler import window_limits
-from components.context_window.recall.messages import SessionRecall, rough_tokens
+from components.context_window.recall.messages import EMBED_AT_ONCE, MAX_PARTS, SessionRecall, rough_tokens
 from components.context_window.window_type import ContextWindowType, ModuleSlot
 
 from ..errors import Unavailable
@@ -34,6 +34,15 @@ from .vectors import write_now
 if TYPE_CHECKING:
     from ..service import TDAService
     from ..store.sessions import SessionData
+
+YOUNG_MESSAGES = EMBED_AT_ONCE // MAX_PARTS
+"""A history of at most this many messages, within the smallest room a recalling module is allocated
+(``_smallest_share``), is indexed by words only (``_young``): no window recalls from it unless its module is cut
+below that room (an over-budget window, a condense rule), and then recall's ``ask`` gives it its vectors in the turn,
+at most ``EMBED_AT_ONCE`` parts, as a fresh index would. A conversation that ends young (a question or two) is never
+embedded. In the long-session bench (16K, the smallest room 1,408 tokens) only a session's first turn is young: its
+second's history holds a ~950-token tool result, and from its third conversation_history asks recall's lead (the
+allocation's 3,770 tokens), whose continuity reads the vectors of the query and the newest questions."""
 
 
 def call_recall(svc: TDAService, beginnings: Sequence[str] = ()) -> HistoryRecall | None:
@@ -84,13 +93,15 @@ async def vectors_ready(svc: TDAService, ctx: AssemblyContext, window_type: Cont
     if not isinstance(recall, SessionRecall) or recall.embedder is None or not recalling:
         return
     source = ctx.session.message_source()
-    if not source.total:
+    if await _young(source, _smallest_share(ctx, window_type, recalling)):
+        # by words: the indexing after the turn goes on from an index that holds its vectors back
+        await recall.sync(ctx.session, dense=True, vectors=False)
         return
     if await _beyond(source, _largest_share(ctx, window_type, recalling)):
         recall.embed_ahead(ctx.session, ctx.query)  # recall's lead will rank for the query: its vector comes now
     if recall.outlive_calls:  # a session's: its question and the tool loop the client sent are history at its next call
         recall.embed_joining(joining(ctx))
-    await recall.sync(ctx.session, dense=True)
+    await recall.sync(ctx.session, dense=True, vectors=True)
 
 
 def joining(ctx: AssemblyContext) -> tuple[Message, ...]:
@@ -103,7 +114,9 @@ def embed_reply_ahead(ctx: AssemblyContext, window_type: ContextWindowType, repl
     """After a session call's response: its ``reply`` is history at the session's next call, whose ``vectors_ready``
     finds its vectors made meanwhile (or under way) rather than embedding them before its window."""
     recall = ctx.history_recall
-    if isinstance(recall, SessionRecall) and recall.outlive_calls and _recalling(window_type):
+    if not isinstance(recall, SessionRecall) or not recall.outlive_calls or not _recalling(window_type):
+        return
+    if not recall.holds_back_vectors(ctx.session):  # a young history's next call indexes it by words
         recall.embed_joining([reply])
 
 
@@ -116,6 +129,17 @@ def _largest_share(ctx: AssemblyContext, window_type: ContextWindowType, slots: 
     """The most tokens any of ``slots`` is allocated in ``ctx``'s window (its ``max_pct`` of what the window has
     for content, as the handler finds it): a history beyond it is not sent whole, so its module recalls."""
     return int(window_limits(ctx, window_type).available * max(s.max_pct for s in slots) / 100)
+
+
+def _smallest_share(ctx: AssemblyContext, window_type: ContextWindowType, slots: Sequence[ModuleSlot]) -> int:
+    """The fewest tokens any of ``slots`` is allocated in ``ctx``'s window by its ``min_pct`` (a module is cut
+    below that only when the window is over its budget, or by a condense rule)."""
+    return int(window_limits(ctx, window_type).available * min(s.min_pct for s in slots) / 100)
+
+
+async def _young(source: MessageSource, room: int) -> bool:
+    """Whether the history is too young for recall (``YOUNG_MESSAGES``): few messages, all within ``room``."""
+    return source.total <= YOUNG_MESSAGES and not await _beyond(source, room)
 
 
 async def _beyond(source: MessageSource, tokens: int) -> bool:

@@ -465,6 +465,9 @@ class HistoryIndex:
     """The background job giving the messages indexed by words only their vectors (one at a time per index)."""
     vectors_due: float = 0.0
     """Until when (``time.monotonic``) recall waits for that job before ranking by words."""
+    words_only: bool = False
+    """Vectors held back (``SessionRecall.sync``'s ``vectors``): a young history no window recalls from yet is
+    indexed by words, and given its vectors at the sync that turns them on, or at the first ``ask``."""
     chars: array[int] = field(default_factory=lambda: array("q"))
     """Per message, the characters of its text (counted as it is added, in C)."""
     _short: GrowingArray = field(default_factory=lambda: GrowingArray(bool))
@@ -1677,23 +1680,26 @@ class SessionRecall:
         index = self._indexes.get(session.id)  # not ``or``: an index still empty (being built) is falsy
         return index if index is not None else self._indexes.put(session.id, HistoryIndex(session_id=session.id))
 
-    async def sync(self, session: Session, *, dense: bool = False) -> HistoryIndex:
+    async def sync(self, session: Session, *, dense: bool = False, vectors: bool | None = None) -> HistoryIndex:
         """The session's index holding its whole history (read and indexed since the last call only). The indexing
         goes on when the caller is cancelled (a module's timeout while a long history is read from the store or
         embedded): the next call finds it done, or waits for it, instead of starting again. More than
         ``READ_AT_ONCE`` parts to read or ``EMBED_AT_ONCE`` to embed get their vectors in the background (the index
-        ranks by words meanwhile) unless ``dense`` (a job off the turn): then the call returns once all have them."""
-        index = await asyncio.shield(self._sync(session))
+        ranks by words meanwhile) unless ``dense`` (a job off the turn): then the call returns once all have them.
+        ``vectors`` False holds the vectors back (``HistoryIndex.words_only``: a history too young for any window to
+        recall from); True gives those held back theirs, as a fresh index of the history would; None: as before."""
+        index = await asyncio.shield(self._sync(session, vectors))
         job = index.vectoring
         if dense and job is not None and self.outlive_calls:
             await asyncio.shield(job)
         return index
 
-    async def _sync(self, session: Session) -> HistoryIndex:
+    async def _sync(self, session: Session, vectors: bool | None = None) -> HistoryIndex:
         source = session.message_source()
         version = getattr(source, "version", None)
         index = self.index_of(session)
         async with index.lock:
+            words_only = index.words_only if vectors is None else not vectors
             if not self._current(index, session, version):
                 # what the store holds for the session still holds: a history read afresh is not read back
                 # a stored history's messages are the store's: held packed, read again when gathered (a list or a
@@ -1701,22 +1707,24 @@ class SessionRecall:
                 held: Sequence[Message] = PackedMessages() if version is not None else []
                 fresh = HistoryIndex(version=version, session_id=session.id, stored=index.stored, messages=held)
                 index = self._indexes.put(session.id, fresh)
+            index.words_only = words_only
             resumed = self._left_unvectored(index)
             new = await read_new(index, source)
             if new:
                 await self.add(index, new, in_turn=True)
             if resumed:
                 await self._vectors_in_turn(index)
-            if self.embedder is not None and index.vectored < len(index):
+            if self.embedder is not None and index.vectored < len(index) and not index.words_only:
                 self._catch_up_later(session.id, index)
         self._indexes.touch(session.id)
         return index
 
     def _left_unvectored(self, index: HistoryIndex) -> bool:
-        """Whether ``index`` is a one-call index an earlier call kept before its vectors were all in (``call_done``),
-        met by its next call before that call's own vectors job."""
-        unvectored = self.embedder is not None and index.vectored < len(index)
-        return unvectored and not self.outlive_calls and not index.vectors_due
+        """Whether ``index`` has messages without vectors that no job has been giving theirs, and wants them: a
+        one-call index an earlier call kept before its vectors were all in (``call_done``), met by its next call
+        before that call's own vectors job, or an index whose vectors were held back (``words_only``) until now."""
+        unvectored = self.embedder is not None and index.vectored < len(index) and not index.words_only
+        return unvectored and not index.vectors_due
 
     async def _vectors_in_turn(self, index: HistoryIndex) -> None:
         """Give ``index``'s messages without vectors theirs now when few are left to embed, as ``add`` gives a fresh
@@ -1782,7 +1790,7 @@ class SessionRecall:
         when earlier messages wait for their vectors, or these have too many to read or embed now (the background
         job gives them theirs)."""
         vectors = None
-        if self.embedder is not None and index.vectored == len(index):
+        if self.embedder is not None and index.vectored == len(index) and not index.words_only:
             vectors = await self._vectors_of(index, messages, bounded=in_turn)
         await self._in_slices(
             index,
@@ -1906,6 +1914,12 @@ class SessionRecall:
         if self.embedder is not None:
             self._background.start(self._query_ahead(session.id, query))
 
+    def holds_back_vectors(self, session: Session) -> bool:
+        """Whether the session's index is held to words (``HistoryIndex.words_only``): what joins it needs no vectors
+        before its next sync turns them on."""
+        index = self._indexes.get(session.id)
+        return index is not None and index.words_only
+
     def embed_joining(self, messages: Sequence[Message]) -> None:
         """Start embedding the parts of ``messages``, which join the history at the session's next call (a tool loop's
         results the client sends back with its next step, the reply it is sent): that call's ``sync`` finds their
@@ -1987,8 +2001,9 @@ class SessionRecall:
 
     async def _synced(self, session: Session) -> HistoryIndex:
         """The session's index, after waiting up to ``vectors_wait_s`` for a vectors job under way: the same answer
-        whether the vectors were ready or came a moment ago."""
-        index = await self.sync(session)
+        whether the vectors were ready or came a moment ago. A question asked ranks by meaning: vectors held back
+        (``words_only``) are given now, as a fresh index would have them."""
+        index = await self.sync(session, vectors=True)
         job, left = index.vectoring, index.vectors_due - time.monotonic()
         if job is not None and not job.done() and left > 0:  # one wait per job, shared by the turn's calls
             # asyncio.wait, not wait_for: a stateless call's job is cancelled at the same moment the wait ends, and
