@@ -27,7 +27,7 @@ from components.context_window.relevance import fuse
 
 from .chunking import content_hash
 from .embeddings import row_products
-from .lexical import BM25Index
+from .lexical import BM25Index, terms
 from .store import KnowledgeError, KnowledgeStore
 
 log = logging.getLogger(__name__)
@@ -223,6 +223,31 @@ class ChromaKnowledgeRetriever:
         rows = self.store.get_chunks(passage.collection, where=where)
         found = [_passage(r["id"], r["text"], r["metadata"], passage.collection, 0.0) for r in rows]
         return sorted((p for p in found if p.chunk_index != i), key=lambda p: p.chunk_index)
+
+    async def held_words(self, words: Sequence[str], *, collections: Sequence[str] = ()) -> set[str]:
+        """``KnowledgeVocabulary``: on the event loop when every collection's BM25 index is held for this version (a
+        few set lookups: the turn's retrieval built them), else in a worker thread."""
+        names = list(collections or self.store.collection_names())
+        if all(self._held_index(name) is not None for name in names):
+            return self.held_words_sync(words, collections=names)
+        return await asyncio.to_thread(self.held_words_sync, words, collections=names)
+
+    def held_words_sync(self, words: Sequence[str], *, collections: Sequence[str] = ()) -> set[str]:
+        """Those of ``words`` whose every stemmed term some chunk of one of ``collections`` holds."""
+        held: set[str] = set()
+        for name in collections or self.store.collection_names():
+            try:
+                index = self._held_index(name) or self._lexical_index(name, self._collection(name)[1]).bm25
+            except KnowledgeError as exc:  # as ``search``: a deleted collection holds nothing
+                log.warning("vocabulary skipped: %s", exc)
+                continue
+            held |= {w for w in words if (stems := terms(w)) and all(t in index for t in stems)}
+        return held
+
+    def _held_index(self, name: str) -> BM25Index | None:
+        """Collection ``name``'s BM25 index when it is held for the store's current version, else None."""
+        cached = self._lexical.get(name)
+        return cached.bm25 if cached is not None and cached.key[0] == self.store.version(name) else None
 
     # --- the sentence index ----------------------------------------------------------------
 
