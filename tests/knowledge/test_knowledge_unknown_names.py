@@ -59,7 +59,7 @@ async def test_a_name_the_corpus_holds_is_answered() -> None:
 
 
 async def test_a_people_of_a_place_is_mentioned_by_the_place() -> None:
-    """"the Israelites" of a text that says "Israel"; "the Moabite widow" qualifies a noun: a kind, never read."""
+    """ "the Israelites" of a text that says "Israel"; "the Moabite widow" qualifies a noun: a kind, never read."""
     out = await module().contribute(1000, context(near(MANUAL[2]), "Where did Naomi go with the Israelites?"))
     assert "Bethlehem" in out.text()
     widow = await module().contribute(1000, context(near(MANUAL[2]), "Where did the Moabite widow go?"))
@@ -88,7 +88,7 @@ async def test_a_retriever_without_a_vocabulary_sends_what_it_found() -> None:
 def test_the_names_a_question_asks_about() -> None:
     assert asked_names("Which river did Julius Caesar cross in 49 BC?") == ["Julius", "BC"]  # Caesar qualifies "cross"
     assert asked_names("Which Norse deity lent her name to a transition metal?") == []
-    assert asked_names("How do I give an interface a static IP address with NetworkManager?") == ["IP", "NetworkManager"]
+    assert asked_names("How do I set a static IP address with NetworkManager?") == ["IP", "NetworkManager"]
     assert asked_names("Who Wrote The Odyssey?") == []  # title case: the capitals say nothing
     assert asked_names("What is the capital of East Asia?") == []  # a region
 
