@@ -81,7 +81,9 @@ class Options:
     hit's: see ``relevant``."""
     abstain_below: float = _DEFAULTS.abstain_below
     """Send nothing when the best hit's cosine similarity to the query is below this AND the best hit shares
-    under half the query's content words: the corpus has no answer, and near misses invite wrong ones."""
+    under half the query's content words: the corpus has no answer, and near misses invite wrong ones. Above 0, also
+    at any similarity when the question names what no chunk of the collections holds (``unknown_names``); 0 turns
+    both off."""
     min_score: float = _DEFAULTS.min_score
     collections: tuple[str, ...] = ()
     max_expansion: int = _DEFAULTS.max_expansion
