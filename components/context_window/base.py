@@ -703,7 +703,8 @@ class KnowledgeVocabulary(Protocol):
 
     async def held_words(self, words: Sequence[str], *, collections: Sequence[str] = ()) -> set[str]:
         """Those of ``words`` some chunk of ``collections`` holds (its title, section or text), each word read as
-        the BM25 index reads it (stemmed; a word of several terms needs them all)."""
+        the BM25 index reads it (stemmed; a word of several terms needs them all), and an abbreviation (capitals
+        only) also when a chunk writes it out word by word ("out of memory" for "OOM")."""
         ...
 
 

@@ -536,7 +536,7 @@ async def _never_mentioned(ctx: AssemblyContext, ranked: Sequence[Passage], quer
     if not names:
         return ""
     held = await ctx.knowledge.held_words([s for n in names for s in spellings(n)], collections=opts.collections)
-    unknown = unknown_names(names, held, (f"{p.title}\n{p.section}\n{p.text}" for p in ranked))
+    unknown = unknown_names(names, held)
     return f"nothing relevant found: the knowledge base never mentions {', '.join(unknown)}" if unknown else ""
 
 

@@ -9,8 +9,8 @@ Only the clear cases count, since a word wrongly taken for an unknown name costs
   a region is a kind of thing, which a text names by its instance (Moab, Vanadis) and never by the adjective;
 * a name counts as mentioned when the collections hold it without a suffix that makes people of a place
   ("the Israelites" of a text saying "Israel");
-* an abbreviation ("FDL", "OOM") counts as mentioned when a retrieved passage spells it out, word by word
-  ("Free Documentation License", "out of memory").
+* an abbreviation ("FDL", "OOM") counts as mentioned when a chunk spells it out, word by word ("Free Documentation
+  License", "out of memory": ``KnowledgeVocabulary.held_words``).
 
 Product names are read by their shape (a capital inside the word, or capitals only), which no adjective has; so
 they count in title case and before a noun too ("the PostgreSQL server")."""
@@ -18,14 +18,13 @@ they count in title case and before a noun too ("the PostgreSQL server")."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 from components.context_window.relevance import STOPWORDS, names_a_kind, names_a_region, names_asked
 
 _SHAPED = re.compile(r"\b(?:[A-Za-z]*[a-z][A-Z][A-Za-z]*|[A-Z]{2,}s?)\b")
 """A product name or an abbreviation by its shape: a capital after a small letter ("PostgreSQL", "NetworkManager"),
 or capitals only ("OOM", "GPUs")."""
-_ABBREVIATION = re.compile(r"[A-Z]{2,}s?")
 _JOINING = STOPWORDS | frozenset(
     "about after against among around before behind between but during into like near nor not off onto over since "
     "than through under until upon via within without".split()
@@ -59,18 +58,6 @@ def spellings(name: str) -> list[str]:
     return [name, *(low[: -len(s)] for s in _PEOPLE_OF if low.endswith(s) and len(low) - len(s) >= 4)]
 
 
-def unknown_names(names: Sequence[str], held: set[str], passages: Iterable[str]) -> list[str]:
-    """The ``names`` none of whose ``spellings`` the collections hold (``held``: those of them they do), and which no
-    passage spells out when an abbreviation."""
-    missing = [n for n in names if not any(s in held for s in spellings(n))]
-    if not any(_ABBREVIATION.fullmatch(n) for n in missing):
-        return missing
-    text = "\n".join(passages)
-    return [n for n in missing if not (_ABBREVIATION.fullmatch(n) and _spelt_out(n, text))]
-
-
-def _spelt_out(abbreviation: str, text: str) -> bool:
-    """Whether ``text`` holds words whose initials spell ``abbreviation`` ("out of memory" for "OOM")."""
-    letters = abbreviation.rstrip("s")
-    words = r"[\s-]+".join(rf"{re.escape(c)}[\w']*" for c in letters)
-    return re.search(rf"(?i)\b{words}", text) is not None
+def unknown_names(names: Sequence[str], held: set[str]) -> list[str]:
+    """The ``names`` none of whose ``spellings`` the collections hold (``held``: those of them they do)."""
+    return [n for n in names if not any(s in held for s in spellings(n))]
