@@ -226,10 +226,11 @@ class ChromaKnowledgeRetriever:
         return sorted((p for p in found if p.chunk_index != i), key=lambda p: p.chunk_index)
 
     async def held_words(self, words: Sequence[str], *, collections: Sequence[str] = ()) -> set[str]:
-        """``KnowledgeVocabulary``: on the event loop when every collection's BM25 index is held for this version (a
-        few set lookups: the turn's retrieval built them), else in a worker thread."""
+        """``KnowledgeVocabulary``: on the event loop when every collection's BM25 index is held for this version and
+        no abbreviation is asked (a few set lookups: the turn's retrieval built them), else in a worker thread (an
+        abbreviation the index lacks is looked for in every chunk's text)."""
         names = list(collections or self.store.collection_names())
-        if all(self._held_index(name) is not None for name in names):
+        if not any(map(_ABBREVIATION.fullmatch, words)) and all(self._held_index(name) is not None for name in names):
             return self.held_words_sync(words, collections=names)
         return await asyncio.to_thread(self.held_words_sync, words, collections=names)
 
