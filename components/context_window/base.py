@@ -696,6 +696,18 @@ class KnowledgeRetriever(Protocol):
         ...
 
 
+@runtime_checkable
+class KnowledgeVocabulary(Protocol):
+    """A knowledge retriever that can say which words its collections hold at all: a question naming what no chunk
+    mentions asks what the collections cannot answer. Optional: a retriever without it has no such method."""
+
+    async def held_words(self, words: Sequence[str], *, collections: Sequence[str] = ()) -> set[str]:
+        """Those of ``words`` some chunk of ``collections`` holds (its title, section or text), each word read as
+        the BM25 index reads it (stemmed; a word of several terms needs them all), and an abbreviation (capitals
+        only) also when a chunk writes it out word by word ("out of memory" for "OOM")."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class SentenceWindow:
     """A sentence a knowledge store's sentence index found for a query, with the sentences around it in its document:

@@ -25,6 +25,7 @@ from components.context_window.base import (
     AssemblyContext,
     ContextModule,
     Contribution,
+    KnowledgeVocabulary,
     Message,
     Passage,
     SentenceRetriever,
@@ -42,6 +43,7 @@ from components.context_window.relevance import terms as stemmed_terms
 from components.context_window.session_cache import SessionCache
 
 from .options import KnowledgeOptions
+from .unknown_names import asked_names, spellings, unknown_names
 
 T = TypeVar("T")
 
@@ -79,7 +81,9 @@ class Options:
     hit's: see ``relevant``."""
     abstain_below: float = _DEFAULTS.abstain_below
     """Send nothing when the best hit's cosine similarity to the query is below this AND the best hit shares
-    under half the query's content words: the corpus has no answer, and near misses invite wrong ones."""
+    under half the query's content words: the corpus has no answer, and near misses invite wrong ones. Above 0, also
+    at any similarity when the question names what no chunk of the collections holds (``unknown_names``); 0 turns
+    both off."""
     min_score: float = _DEFAULTS.min_score
     collections: tuple[str, ...] = ()
     max_expansion: int = _DEFAULTS.max_expansion
@@ -331,7 +335,9 @@ class KnowledgeContextModule(ContextModule):
         else:
             hits = await self._search(ctx, opts, retrieval_query, k)
         ranked = dedupe_text(hits)
-        reason = unanswerable(ranked, retrieval_query, opts.abstain_below)
+        reason = unanswerable(ranked, retrieval_query, opts.abstain_below) or await _never_mentioned(
+            ctx, ranked, retrieval_query, opts
+        )
         if reason:
             return Plan(ctx.query, retrieval_query, abstained=reason), len(hits)
         ranked = relevant(ranked, opts)
@@ -519,6 +525,19 @@ def unanswerable(ranked: Sequence[Passage], query: str, floor: float) -> str:
         f"nothing relevant found: no passage is relevant enough (best similarity {similarity:.2f} < {floor:.2f}, "
         f"at most {overlap} of the query's {len(terms)} content words in a top passage)"
     )
+
+
+async def _never_mentioned(ctx: AssemblyContext, ranked: Sequence[Passage], query: str, opts: Options) -> str:
+    """Why no passage should be sent at any similarity: the question names what no chunk of the collections holds
+    (``unknown_names``), or "" (abstention off, no hit, or a retriever that cannot say which words it holds)."""
+    if opts.abstain_below <= 0 or not ranked or not isinstance(ctx.knowledge, KnowledgeVocabulary):
+        return ""
+    names = asked_names(query)
+    if not names:
+        return ""
+    held = await ctx.knowledge.held_words([s for n in names for s in spellings(n)], collections=opts.collections)
+    unknown = unknown_names(names, held)
+    return f"nothing relevant found: the knowledge base never mentions {', '.join(unknown)}" if unknown else ""
 
 
 def _names_unmentioned(query: str, ranked: Sequence[Passage]) -> str:

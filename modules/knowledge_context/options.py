@@ -23,7 +23,7 @@ class KnowledgeOptions(ModuleOptions):
         ge=0,
         le=1,
         description="Send nothing when the best hit's similarity is below this and it shares under half the "
-        "question's words.",
+        "question's words, or (above 0) when the question names what no chunk of the collections holds; 0: never.",
     )
     min_score: float = Field(0.0, ge=0, le=1, description="Passages scoring below this are left out.")
     collections: list[str] | None = Field(None, description="Collections searched; default: the profile's.")

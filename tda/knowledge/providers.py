@@ -129,6 +129,12 @@ class LiveKnowledge:
         opened = await self._ready()
         return await opened.retriever.sentence_windows(query, collections=collections, k=k, radius=radius)
 
+    async def held_words(self, words: Sequence[str], *, collections: Sequence[str] = ()) -> set[str]:
+        if not collections:  # as ``retrieve``: a profile reads only the collections it names
+            return set()
+        opened = await self._ready()
+        return await opened.retriever.held_words(words, collections=collections)
+
     async def neighbours(self, passage: Passage, *, before: int, after: int) -> list[Passage]:
         opened = await self._ready()
         return await opened.retriever.neighbours(passage, before=before, after=after)

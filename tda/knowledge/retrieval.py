@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,7 +28,7 @@ from components.context_window.relevance import fuse
 
 from .chunking import content_hash
 from .embeddings import row_products
-from .lexical import BM25Index
+from .lexical import BM25Index, terms
 from .store import KnowledgeError, KnowledgeStore
 
 log = logging.getLogger(__name__)
@@ -223,6 +224,38 @@ class ChromaKnowledgeRetriever:
         rows = self.store.get_chunks(passage.collection, where=where)
         found = [_passage(r["id"], r["text"], r["metadata"], passage.collection, 0.0) for r in rows]
         return sorted((p for p in found if p.chunk_index != i), key=lambda p: p.chunk_index)
+
+    async def held_words(self, words: Sequence[str], *, collections: Sequence[str] = ()) -> set[str]:
+        """``KnowledgeVocabulary``: on the event loop when every collection's BM25 index is held for this version and
+        no abbreviation is asked (a few set lookups: the turn's retrieval built them), else in a worker thread (an
+        abbreviation the index lacks is looked for in every chunk's text)."""
+        names = list(collections or self.store.collection_names())
+        if not any(map(_ABBREVIATION.fullmatch, words)) and all(self._held_index(name) is not None for name in names):
+            return self.held_words_sync(words, collections=names)
+        return await asyncio.to_thread(self.held_words_sync, words, collections=names)
+
+    def held_words_sync(self, words: Sequence[str], *, collections: Sequence[str] = ()) -> set[str]:
+        """Those of ``words`` whose every stemmed term some chunk of one of ``collections`` holds (a word the index
+        never reads, a stopword such as the "BY" of "ORDER BY", is held: nothing of it is missing), and the
+        abbreviations some chunk writes out (read only for one the index lacks: a scan of every chunk's text)."""
+        held: set[str] = set()
+        for name in collections or self.store.collection_names():
+            try:
+                index = self._held_index(name) or self._lexical_index(name, self._collection(name)[1])
+            except KnowledgeError as exc:  # as ``search``: a deleted collection holds nothing
+                log.warning("vocabulary skipped: %s", exc)
+                continue
+            held |= {w for w in words if all(t in index.bm25 for t in terms(w))}
+            short = [w for w in words if w not in held and _ABBREVIATION.fullmatch(w)]
+            if short:
+                text = "\n".join(str(r["text"]) for r in index.rows)
+                held |= {w for w in short if _spelt_out(w, text)}
+        return held
+
+    def _held_index(self, name: str) -> _CollectionIndex | None:
+        """Collection ``name``'s chunks and BM25 index when held for the store's current version, else None."""
+        cached = self._lexical.get(name)
+        return cached if cached is not None and cached.key[0] == self.store.version(name) else None
 
     # --- the sentence index ----------------------------------------------------------------
 
@@ -569,6 +602,15 @@ class _SentenceIndex:
             score=score,
             similarity=similarity,
         )
+
+
+_ABBREVIATION = re.compile(r"[A-Z]{2,}s?")
+
+
+def _spelt_out(abbreviation: str, text: str) -> bool:
+    """Whether ``text`` holds words whose initials spell ``abbreviation`` ("out of memory" for "OOM")."""
+    words = r"[\s-]+".join(rf"{re.escape(c)}[\w']*" for c in abbreviation.removesuffix("s"))
+    return re.search(rf"(?i)\b{words}", text) is not None
 
 
 def _above_floor(pool: list[_Candidate], relative: float) -> list[_Candidate]:
