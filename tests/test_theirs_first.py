@@ -5,15 +5,13 @@ signal, under the other speaker's chatter nearer the question."""
 
 from __future__ import annotations
 
-import random
-
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from components.context_window.base import Message
 from components.context_window.recall.messages import WHOLE_TEXT_ROOM, theirs_first
-from tests.support import CHAT_WORDS, TurnedEmbedder, recalled_contents
+from tests.support import TurnedEmbedder, recalled_contents, two_speaker_chat
 
 QUESTION = "What helps Maya de-stress?"
 EVIDENCE = "Maya: Crochet lately, I made a wonky little frog and I adore him."
@@ -34,13 +32,11 @@ class ChatterEmbedder(TurnedEmbedder):
 def chat(messages: int, at: int, seed: int = 0) -> list[Message]:
     """Joss twice, Maya once, in turn (~15 tokens a line), the evidence one of Maya's at ``at``: her ~1 in 3 lines
     take under a third of the tokens an ample room gathers."""
-    rng = random.Random(seed)
 
-    def line(i: int) -> str:
-        words = " ".join(rng.choices(CHAT_WORDS, k=7))
+    def line(i: int, words: str) -> str:
         return f"Maya: {words.capitalize()}." if i % 3 == 0 else f"Joss: Honestly {words}."
 
-    out = [Message("user" if i % 3 == 0 else "assistant", line(i), turn=i // 2 + 1) for i in range(messages)]
+    out = two_speaker_chat(messages, line, words=7, user_every=3, seed=seed)
     out[at] = Message("user", EVIDENCE, turn=at // 2 + 1)
     return out
 
