@@ -178,10 +178,10 @@ units lead before every other message of theirs comes ahead of the others' (``th
 of ~600 messages, and the person asked about said ~300 of them: their line answering a question asked in general
 words ("What helps Odile de-stress?" <- "I've gotten really into crochet") is last of theirs by every signal (the
 whole-meaning list of theirs: 175th-234th of ~240) and 380th-420th overall, under the other speaker's chatter. With
-theirs first it ranks 260th-330th and the room holds it: fresh6 seed 1 16K 95.8 -> 100 (session 59, miss16k59). Every
-evidence message of the dev sets' questions naming a speaker is that speaker's; the ranking's 100 best still lead
-whoever said them, where a question about one person answered by the other ("Joss: did you hear Maya got the job?")
-ranks its evidence."""
+theirs first it ranks 260th-330th and the room holds it: fresh6 seed 1 16K 95.8 -> 100, the other dev sets the same
+(session 59, miss16k59). The ranking's 100 best lead whoever said them: the other speaker's evidence for such a
+question (fresh2's questions asked of the wrong person, varied's session date lines) ranks 4th-95th there; from 40 a
+date line went from 43rd to 209th."""
 SAID_ELSEWHERE = 3
 """A sentence said word for word in at least this many messages (the same part vector: "Thinking of getting a
 takeaway later, I can't face cooking.", "So happy for you! anything new your end?") says nothing of any one of them,
