@@ -279,6 +279,22 @@ class TurnedEmbedder:
 CHAT_WORDS = "kettle garden rain biscuit train meeting paint guitar ferry lemon chess bicycle cinema bread wool".split()
 
 
+def two_speaker_chat(
+    messages: int, line: Callable[[int, str], str], words: int, user_every: int, seed: int = 0
+) -> list[Message]:
+    """``messages`` lines, the ``i``-th ``line(i, words of CHAT_WORDS drawn by seed)``, the user's every
+    ``user_every``-th and the assistant's the rest, in turns of two."""
+    rng = random.Random(seed)
+    return [
+        Message(
+            "user" if i % user_every == 0 else "assistant",
+            line(i, " ".join(rng.choices(CHAT_WORDS, k=words))),
+            turn=i // 2 + 1,
+        )
+        for i in range(messages)
+    ]
+
+
 def generated_chat(messages: int, seed: int = 0) -> list[Message]:
     """Two of three lines of one sentence, "One ..." (~20 tokens each), every third of two, alternating user and
     assistant, in turns of two."""

@@ -5,7 +5,6 @@ of a ranker reading the person's name in its speaker tag."""
 
 from __future__ import annotations
 
-import random
 from functools import partial
 
 import numpy as np
@@ -14,7 +13,7 @@ from hypothesis import strategies as st
 
 from components.context_window.base import Message, Session
 from components.context_window.recall.messages import UNNAMED, WHOLE_TEXT_ROOM, SessionRecall, interleaved
-from tests.support import CHAT_WORDS, TurnedEmbedder, recalled_contents
+from tests.support import TurnedEmbedder, recalled_contents, two_speaker_chat
 
 QUESTION = "Would Maya enjoy a trip north in winter?"
 EVIDENCE = "Maya: Aurora photos, my folder is huge."
@@ -41,13 +40,11 @@ class NearEmbedder(TurnedEmbedder):
 def chat(messages: int, at: int, seed: int = 0) -> list[Message]:
     """Maya and Joss in turn, ~20 tokens a line, Maya's lines opening "Honestly", the evidence at ``at`` (one of
     Maya's) and one line of Joss's sharing the question's words."""
-    rng = random.Random(seed)
 
-    def line(i: int) -> str:
-        words = " ".join(rng.choices(CHAT_WORDS, k=9))
+    def line(i: int, words: str) -> str:
         return f"Maya: Honestly {words}." if i % 2 == 0 else f"Joss: {words.capitalize()}."
 
-    out = [Message("user" if i % 2 == 0 else "assistant", line(i), turn=i // 2 + 1) for i in range(messages)]
+    out = two_speaker_chat(messages, line, words=9, user_every=2, seed=seed)
     out[at] = Message("user", EVIDENCE, turn=at // 2 + 1)
     out[at + 301] = Message("assistant", TRIP, turn=(at + 301) // 2 + 1)
     return out

@@ -172,6 +172,16 @@ and there the plain order only pushed tda's own deep units out (assistant 16K 10
 ungated).
 At 8K (~40-150 units) it swapped as many as it added (fresh2 -1 / -2, fresh6 +0 / +1), and at 4K the plain hybrid
 held 64-68% against tda's 76-85%."""
+THEIRS_FIRST_FROM = 100
+"""At ample room, for a question naming a speaker (the ``PLAIN_FROM`` gate), how many of the final ranking's best
+units lead before every other message of theirs comes ahead of the others' (``theirs_first``). A 16K room holds ~350
+of ~600 messages, and the person asked about said ~300 of them: their line answering a question asked in general
+words ("What helps Odile de-stress?" <- "I've gotten really into crochet") is last of theirs by every signal (the
+whole-meaning list of theirs: 175th-234th of ~240) and 380th-420th overall, under the other speaker's chatter. With
+theirs first it ranks 260th-330th and the room holds it: fresh6 seed 1 16K 95.8 -> 100, the other dev sets the same
+(session 59, miss16k59). The ranking's 100 best lead whoever said them: the other speaker's evidence for such a
+question (fresh2's questions asked of the wrong person, varied's session date lines) ranks 4th-95th there; from 40 a
+date line went from 43rd to 209th."""
 SAID_ELSEWHERE = 3
 """A sentence said word for word in at least this many messages (the same part vector: "Thinking of getting a
 takeaway later, I can't face cooking.", "So happy for you! anything new your end?") says nothing of any one of them,
@@ -1001,7 +1011,8 @@ class HistoryIndex:
         question's links come from more hits (``LINK_FROM_WIDE``). Both only once every message has its vectors (cold
         and warm rank alike). ``asked`` (the question as asked, given at ample room): when the question names a
         speaker (``names_a_speaker``), the plain hybrid's order is interleaved past the ranking's ``PLAIN_FROM`` best
-        (``interleaved``). The last ranking is kept, and with the whole
+        (``interleaved``), and past its ``THEIRS_FIRST_FROM`` best every message of theirs comes before the others'
+        (``theirs_first``). The last ranking is kept, and with the whole
         texts fused in apart: a turn asks again when the history gets more room (the surplus pass), and an old gateway
         session's first step asks for a room under ``WHOLE_TEXT_ROOM``, then one over it, and its next step under it
         again (ranked anew at each switch: 1.0-1.1 ms an old call, 0.4 now)."""
@@ -1023,8 +1034,22 @@ class HistoryIndex:
         if asked is None or not names_a_speaker(about):
             return ranked
         if self._plain_cache is None or self._plain_cache[0] != (key, ample, asked):
-            self._plain_cache = ((key, ample, asked), self._with_plain(ranked, asked, query_vector, before))
+            plain = self._with_plain(ranked, asked, query_vector, before)
+            self._plain_cache = ((key, ample, asked), self._theirs_first(plain, about))
         return self._plain_cache[1]
+
+    def _theirs_first(self, ranked: _Ranked, about: frozenset[int]) -> _Ranked:
+        """``ranked`` with, past its ``THEIRS_FIRST_FROM`` best, the messages said by one of ``about`` before the
+        others' (each in its order), each at the score of the place it takes."""
+        positions, scores, method, reason = ranked
+        if len(positions) <= THEIRS_FIRST_FROM:
+            return ranked
+        return (
+            theirs_first(positions, np.isin(self.said_by[positions], list(about)), THEIRS_FIRST_FROM),
+            scores,
+            method,
+            reason,
+        )
 
     def _with_plain(
         self,
@@ -1427,6 +1452,14 @@ def interleaved(ranked: np.ndarray, plain: np.ndarray, start: int) -> np.ndarray
         if len(out) == taken:
             break
     return np.asarray(out[: len(ranked)], dtype=np.intp)
+
+
+def theirs_first(ranked: np.ndarray, theirs: np.ndarray, start: int) -> np.ndarray:
+    """``ranked``'s first ``start``, then the rest of those ``theirs`` marks (a mask in ``ranked``'s order), then the
+    rest of the others, each in its order."""
+    start = min(start, len(ranked))
+    rest = np.arange(start, len(ranked))
+    return ranked[np.concatenate([np.arange(start), rest[theirs[start:]], rest[~theirs[start:]]])]
 
 
 def names_a_speaker(about: frozenset[int]) -> bool:
