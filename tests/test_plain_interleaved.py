@@ -69,7 +69,6 @@ async def test_the_plain_hybrids_best_enter_a_deep_room_that_tdas_ranking_leaves
     assert deep.index(EVIDENCE) < len(deep) // 2  # near the plain hybrid's top, not at the room's edge
 
 
-
 async def test_from_an_8k_rooms_gather_the_plain_order_comes_past_the_packed_head_and_not_below_it():
     """Fails on main (the plain order only at an ample room). Gathering ``PLAIN_ROOM`` (~500 lines of ~20 tokens), the
     evidence comes in, and tda's best lines lead as without the rule: the head the history packs in rank order is a

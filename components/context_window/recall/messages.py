@@ -1007,12 +1007,13 @@ class HistoryIndex:
         message names and none stands out for in meaning. ``ample``: the room is ample (``WHOLE_TEXT_ROOM``), so the
         messages of ``WHOLE_TEXT_PARTS`` parts are ranked by their whole text too (``WHOLE_TEXT_WEIGHT``); a two-thing
         question's links come from more hits (``LINK_FROM_WIDE``). Both only once every message has its vectors (cold
-        and warm rank alike). ``asked`` (the question as asked, given at ample room): when the question names a
-        speaker (``names_a_speaker``), the plain hybrid's order is interleaved past the ranking's ``PLAIN_FROM`` best
-        (``interleaved``), or below an ample room past the best units whose rough tokens fill ``head_tokens``
-        (``PLAIN_ROOM``). The last ranking is kept, and with the whole texts fused in apart: a turn asks again when the history gets more room (the surplus pass), and an old gateway
-        session's first step asks for a room under ``WHOLE_TEXT_ROOM``, then one over it, and its next step under it
-        again (ranked anew at each switch: 1.0-1.1 ms an old call, 0.4 now)."""
+        and warm rank alike). ``asked`` (the question as asked, given from ``PLAIN_ROOM``): when the question names a
+        speaker (``names_a_speaker``), the plain hybrid's order is interleaved (``interleaved``) past the ranking's
+        ``PLAIN_FROM`` best at ample room, below it past the best units whose rough tokens fill ``head_tokens``. The
+        last ranking is kept, and with the whole texts fused in apart: a turn asks again when the history gets more
+        room (the surplus pass), and an old gateway session's first step asks for a room under ``WHOLE_TEXT_ROOM``,
+        then one over it, and its next step under it again (ranked anew at each switch: 1.0-1.1 ms an old call, 0.4
+        now)."""
         vector = None if query_vector is None else np.asarray(query_vector, dtype=np.float32).tobytes()
         vectored = self.vectored >= min(before, len(self.messages))  # and the query's: cold and warm rank alike
         link_from = LINK_FROM_WIDE if vectored and query_vector is not None else LINK_FROM
