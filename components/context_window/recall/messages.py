@@ -176,12 +176,13 @@ PLAIN_ROOM = 10_000
 """Below an ample room, the plain hybrid's order is interleaved (for a question naming a speaker) when recall gathers
 at least this many tokens (an 8K window's ~12K), past tda's units that fill the head the history packs in rank order
 (``PLAIN_HEAD_SHARE``), not past ``PLAIN_FROM``: at 8K the room holds ~190 units, and the second statement of an
-inference the plain hybrid ranks 30th-40th ("I don't do spicy") came in for tda's 100th-190th: fresh6 8K +3 -0
-(session 59, name59). At 4K (~5.7K gathered, ~90 units) it swapped as many as it added (-1 +0)."""
+inference the plain hybrid ranks 30th-42nd ("Dario: The hotter the better, my mouth is numb.", tda's 160th-195th) came
+in for tda's deep units: fresh6 8K +3 -0, fresh4 -1 (a counting item at the room's edge), fresh5, fresh2, fresh,
+varied, classic +0 -0 (session 59, name59). At 4K (~5.7K gathered, ~90 units) it lost a list and gained nothing."""
 PLAIN_HEAD_SHARE = 0.25
 """Below an ample room, tda's best units whose rough tokens fill this share of what recall gathers (twice the room:
 the history's packed head, ``RECALL_RANKED_SHARE`` of the room) lead before the plain order takes every other place.
-From half the head (0.125) it gained as much at 8K and lost a list at 4K (session 59, name59)."""
+From half the head (0.125) fresh6 took +3 -2 at 8K (lists pushed out) and +5 -2 at 4K (session 59, name59)."""
 SAID_ELSEWHERE = 3
 """A sentence said word for word in at least this many messages (the same part vector: "Thinking of getting a
 takeaway later, I can't face cooking.", "So happy for you! anything new your end?") says nothing of any one of them,
