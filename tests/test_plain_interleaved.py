@@ -1,7 +1,8 @@
 """At ample room (a 16K window's), the plain hybrid's order (BM25 of the question as asked, names too, and whole
-meaning, fused by RRF) is interleaved with tda's ranking past its ``PLAIN_FROM`` best (``interleaved``): a short line of
-the asked-about person's that no signal of tda's reaches (the second, shorter statement of an inference) is near the top
-of a ranker reading the person's name in its speaker tag."""
+meaning, fused by RRF) is interleaved with tda's ranking past its ``PLAIN_FROM`` best (``interleaved``), and from an 8K
+window's room (``PLAIN_ROOM``) past the units filling the packed head (``PLAIN_HEAD_SHARE``): a short line of the
+asked-about person's that no signal of tda's reaches (the second, shorter statement of an inference) is near the top of
+a ranker reading the person's name in its speaker tag."""
 
 from __future__ import annotations
 
@@ -12,7 +13,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from components.context_window.base import Message, Session
-from components.context_window.recall.messages import UNNAMED, WHOLE_TEXT_ROOM, SessionRecall, interleaved
+from components.context_window.recall.messages import (
+    PLAIN_ROOM,
+    UNNAMED,
+    WHOLE_TEXT_ROOM,
+    SessionRecall,
+    interleaved,
+)
 from tests.support import TurnedEmbedder, recalled_contents, two_speaker_chat
 
 QUESTION = "Would Maya enjoy a trip north in winter?"
@@ -57,7 +64,18 @@ async def test_the_plain_hybrids_best_enter_a_deep_room_that_tdas_ranking_leaves
     deep = await recalled_contents(NearEmbedder(), messages, QUESTION, WHOLE_TEXT_ROOM)
     assert EVIDENCE in deep
     assert deep.index(EVIDENCE) < len(deep) // 2  # near the plain hybrid's top, not at the room's edge
-    assert EVIDENCE not in await recalled_contents(NearEmbedder(), messages, QUESTION, WHOLE_TEXT_ROOM - 1)
+
+
+async def test_from_an_8k_rooms_gather_the_plain_order_comes_past_the_packed_head_and_not_below_it():
+    """Fails on main (the plain order only at an ample room). Gathering ``PLAIN_ROOM`` (~500 lines of ~20 tokens), the
+    evidence comes in, and tda's best lines lead as without the rule: the head the history packs in rank order is a
+    quarter of the tokens gathered (~2,500: 100+ lines), kept whole. One token below, nothing changes."""
+    messages = chat(2_400, at=100)
+    below = await recalled_contents(NearEmbedder(), messages, QUESTION, PLAIN_ROOM - 1)
+    assert EVIDENCE not in below
+    gathered = await recalled_contents(NearEmbedder(), messages, QUESTION, PLAIN_ROOM)
+    assert EVIDENCE in gathered
+    assert gathered[:100] == below[:100]
 
 
 async def test_the_plain_order_is_taken_only_for_a_question_naming_a_speaker():

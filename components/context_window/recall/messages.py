@@ -171,7 +171,18 @@ Only for a question naming a speaker (``names_a_speaker``): a user-and-assistant
 and there the plain order only pushed tda's own deep units out (assistant 16K 100 -> 96.4, fresh 99.4 -> 98.8 when
 ungated).
 At 8K (~40-150 units) it swapped as many as it added (fresh2 -1 / -2, fresh6 +0 / +1), and at 4K the plain hybrid
-held 64-68% against tda's 76-85%."""
+held 64-68% against tda's 76-85%: below an ample room it comes only past the packed head (``PLAIN_ROOM``)."""
+PLAIN_ROOM = 10_000
+"""Below an ample room, the plain hybrid's order is interleaved (for a question naming a speaker) when recall gathers
+at least this many tokens (an 8K window's ~12K), past tda's units that fill the head the history packs in rank order
+(``PLAIN_HEAD_SHARE``), not past ``PLAIN_FROM``: at 8K the room holds ~190 units, and the second statement of an
+inference the plain hybrid ranks 30th-42nd ("Dario: The hotter the better, my mouth is numb.", tda's 160th-195th) came
+in for tda's deep units: fresh6 8K +3 -0, fresh4 -1 (a counting item at the room's edge), fresh5, fresh2, fresh,
+varied, classic +0 -0 (session 59, name59). At 4K (~5.7K gathered, ~90 units) it lost a list and gained nothing."""
+PLAIN_HEAD_SHARE = 0.25
+"""Below an ample room, tda's best units whose rough tokens fill this share of what recall gathers (twice the room:
+the history's packed head, ``RECALL_RANKED_SHARE`` of the room) lead before the plain order takes every other place.
+From half the head (0.125) fresh6 took +3 -2 at 8K (lists pushed out) and +5 -2 at 4K (session 59, name59)."""
 THEIRS_FIRST_FROM = 100
 """At ample room, for a question naming a speaker (the ``PLAIN_FROM`` gate), how many of the final ranking's best
 units lead before every other message of theirs comes ahead of the others' (``theirs_first``). A 16K room holds ~350
@@ -1000,6 +1011,7 @@ class HistoryIndex:
         *,
         ample: bool = False,
         asked: str | None = None,
+        head_tokens: int = 0,
     ) -> _Ranked:
         """Positions of the messages before ``before``, best first, with fused scores, the method and (when nothing
         ranks) the reason. Messages no signal ranks are left out (and the exchanges of the best hits come with them);
@@ -1009,13 +1021,14 @@ class HistoryIndex:
         message names and none stands out for in meaning. ``ample``: the room is ample (``WHOLE_TEXT_ROOM``), so the
         messages of ``WHOLE_TEXT_PARTS`` parts are ranked by their whole text too (``WHOLE_TEXT_WEIGHT``); a two-thing
         question's links come from more hits (``LINK_FROM_WIDE``). Both only once every message has its vectors (cold
-        and warm rank alike). ``asked`` (the question as asked, given at ample room): when the question names a
-        speaker (``names_a_speaker``), the plain hybrid's order is interleaved past the ranking's ``PLAIN_FROM`` best
-        (``interleaved``), and past its ``THEIRS_FIRST_FROM`` best every message of theirs comes before the others'
-        (``theirs_first``). The last ranking is kept, and with the whole
-        texts fused in apart: a turn asks again when the history gets more room (the surplus pass), and an old gateway
-        session's first step asks for a room under ``WHOLE_TEXT_ROOM``, then one over it, and its next step under it
-        again (ranked anew at each switch: 1.0-1.1 ms an old call, 0.4 now)."""
+        and warm rank alike). ``asked`` (the question as asked, given from ``PLAIN_ROOM``): when the question names a
+        speaker (``names_a_speaker``), the plain hybrid's order is interleaved (``interleaved``) past the ranking's
+        ``PLAIN_FROM`` best at ample room, below it past the best units whose rough tokens fill ``head_tokens``; at
+        ample room, past its ``THEIRS_FIRST_FROM`` best every message of theirs then comes before the others'
+        (``theirs_first``). The last ranking is kept, and with the whole texts fused in apart: a turn asks again when
+        the history gets more room (the surplus pass), and an old gateway session's first step asks for a room under
+        ``WHOLE_TEXT_ROOM``, then one over it, and its next step under it again (ranked anew at each switch: 1.0-1.1
+        ms an old call, 0.4 now)."""
         vector = None if query_vector is None else np.asarray(query_vector, dtype=np.float32).tobytes()
         vectored = self.vectored >= min(before, len(self.messages))  # and the query's: cold and warm rank alike
         link_from = LINK_FROM_WIDE if vectored and query_vector is not None else LINK_FROM
@@ -1033,9 +1046,10 @@ class HistoryIndex:
             ranked = whole
         if asked is None or not names_a_speaker(about):
             return ranked
-        if self._plain_cache is None or self._plain_cache[0] != (key, ample, asked):
-            plain = self._with_plain(ranked, asked, query_vector, before)
-            self._plain_cache = ((key, ample, asked), self._theirs_first(plain, about))
+        start = PLAIN_FROM if ample else self._units_filling(ranked[0], head_tokens)
+        if self._plain_cache is None or self._plain_cache[0] != (key, ample, asked, start):
+            plain = self._with_plain(ranked, asked, query_vector, before, start)
+            self._plain_cache = ((key, ample, asked, start), self._theirs_first(plain, about) if ample else plain)
         return self._plain_cache[1]
 
     def _theirs_first(self, ranked: _Ranked, about: frozenset[int]) -> _Ranked:
@@ -1057,15 +1071,21 @@ class HistoryIndex:
         asked: str,
         query_vector: Sequence[float] | np.ndarray,
         before: int,
+        start: int,
     ) -> _Ranked:
-        """``ranked`` with the plain hybrid's best interleaved past its own ``PLAIN_FROM`` best, each unit at the score
-        of the place it takes. An abstention stays one, and so does a ranking made before every message has its
+        """``ranked`` with the plain hybrid's best interleaved past its own ``start`` best, each unit at the score of
+        the place it takes. An abstention stays one, and so does a ranking made before every message has its
         vectors."""
         positions, scores, method, reason = ranked
         plain = self.plain_ranking(asked, query_vector, min(before, len(self.messages))) if len(positions) else None
         if plain is None:
             return ranked
-        return interleaved(positions, plain, PLAIN_FROM), scores, method, reason
+        return interleaved(positions, plain, start), scores, method, reason
+
+    def _units_filling(self, positions: np.ndarray, tokens: int) -> int:
+        """How many of the first ranked ``positions`` fill ``tokens`` by their rough count (characters per token)."""
+        chars = np.cumsum(np.asarray(self.chars, np.int64)[positions])
+        return int(np.searchsorted(chars, tokens * LIKELY_CHARS_PER_TOKEN))
 
     def plain_ranking(self, asked: str, query_vector: Sequence[float] | np.ndarray, n: int) -> np.ndarray | None:
         """The first ``n`` messages as a plain hybrid ranks them, best first: BM25 of the question as asked (the names
@@ -2115,7 +2135,8 @@ class IndexQuestion:
                 about=self.about,
                 thing=self.thing,
                 ample=is_ample(enough_tokens),
-                asked=self.asked if is_ample(enough_tokens) else None,
+                asked=self.asked if enough_tokens >= PLAIN_ROOM else None,
+                head_tokens=int(enough_tokens * PLAIN_HEAD_SHARE),
             )
             return collect_units(
                 index,
