@@ -16,7 +16,8 @@ question ranked against the whole chat. Reported:
    every answerable question and catches the most of each kind nothing answers beyond what recall catches now: how much
    an abstention rule over these signals could still gain;
 4. answerable questions reworded with a day, a month or a clause opener ("Sorry, quick one: Remind me, ..."): how
-   many make recall abstain (a capitalised word taken for a name nothing mentions; should be 0);
+   many, and which, make recall abstain (a capitalised word taken for a name nothing mentions, outside a hypothetical
+   as recall reads names; should be 0);
 5. held out (round 4): each candidate signal below added to the grid as a third condition, its thresholds chosen on
    the even-numbered chats of each set (no answerable question there abstains) and reported on the odd-numbered ones,
    so a rule that only fits the chats it was chosen on shows as such:
@@ -81,7 +82,7 @@ from bench.varied_chats import varied_conversations  # noqa: E402
 from components.context_window.answer_types import asked_type  # noqa: E402
 from components.context_window.asked_thing import thing_asked  # noqa: E402
 from components.context_window.base import Message, Session  # noqa: E402
-from components.context_window.recall.messages import HistoryIndex, SessionRecall  # noqa: E402
+from components.context_window.recall.messages import HistoryIndex, SessionRecall, asks_hypothetically  # noqa: E402
 from components.context_window.relevance import terms, unit_rows, z_scores  # noqa: E402
 from tda.config import offline_library_defaults  # noqa: E402
 
@@ -270,8 +271,9 @@ async def run() -> tuple[list[Asked], dict[str, list[str]]]:
                 continue
             for name, reword in REWORDINGS.items():
                 text = index.focus(reword(question.text))
-                if index.unknown_names(text, len(index)):
-                    reworded[name].append(text)
+                # recall reads no names in a hypothetical ("Would X enjoy a trip to Iceland?": ``_abstention``)
+                if not asks_hypothetically(text) and index.unknown_names(text, len(index)):
+                    reworded[name].append(reword(question.text))
     return asked, {name: reworded[name] for name in REWORDINGS}
 
 
