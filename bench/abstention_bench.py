@@ -2,18 +2,22 @@
 its signals say it on more of the questions nothing answers without saying it on an answerable one?
 
 Data: bench/conversation_data.py (long chats between people; four answerable question kinds and three that nothing
-answers: a topic never raised, a person never named, a detail never given). Each chat is indexed as the service does
-(``SessionRecall`` with the embedder of TDA_EMBEDDER, default minilm-int8, every vector in) and each question ranked
-against the whole chat. Reported:
+answers: a topic never raised, a person never named, a detail never given), or a held-out set (below; fresh4, fresh5
+and fresh6 add a fourth kind nothing answers, ``wrong_speaker``: asked of the person who never said it, the other one
+did). A kind is answerable unless its set lists it as one nothing answers (``NOTHING``). Each chat is indexed as the
+service does (``SessionRecall`` with the embedder of TDA_EMBEDDER, default minilm-int8, every vector in) and each
+question ranked against the whole chat. Reported:
 
-1. per kind, how many questions recall abstains on (the reason starts "nothing relevant found");
+1. per kind, how many questions recall abstains on (the reason starts "nothing relevant found"), and each answerable
+   question it abstains on (the cost);
 2. the signals the abstention reads, per kind (ranges): the best message's z-score over the chat's cosines, the best
    message's share of the question's idf weight (coverage), and the share of that weight in words no message holds;
 3. the frontier: over a grid of rules "abstain when z < a and coverage < b and unseen share >= c", the rule that keeps
-   every answerable question and catches the most of each unanswerable kind beyond what recall catches now: how much
+   every answerable question and catches the most of each kind nothing answers beyond what recall catches now: how much
    an abstention rule over these signals could still gain;
 4. answerable questions reworded with a day, a month or a clause opener ("Sorry, quick one: Remind me, ..."): how
-   many make recall abstain (a capitalised word taken for a name nothing mentions; should be 0);
+   many, and which, make recall abstain (a capitalised word taken for a name nothing mentions, outside a hypothetical
+   as recall reads names; should be 0);
 5. held out (round 4): each candidate signal below added to the grid as a third condition, its thresholds chosen on
    the even-numbered chats of each set (no answerable question there abstains) and reported on the odd-numbered ones,
    so a rule that only fits the chats it was chosen on shows as such:
@@ -31,8 +35,9 @@ against the whole chat. Reported:
 
 Run: `python bench/abstention_bench.py` (BENCH_CONVERSATIONS=n classic chats, BENCH_DENSE=n dense ones, default 2
 each, as conversation_bench.py; BENCH_VARIED=n of bench/varied_chats.py's, default 0; rounds 4 and 5 ran 4 / 4 / 8;
-BENCH_DATA=fresh, fresh2, fresh3 or assistant: bench/fresh_chats.py's six held-out chats, fresh2_chats.py's five,
-fresh3_chats.py's three or assistant_chats.py's four instead, BENCH_FRESH_SEED=n).
+BENCH_DATA=fresh, fresh2, fresh3, fresh4, fresh5, fresh6 or assistant: bench/fresh_chats.py's six held-out chats,
+fresh2_chats.py's five, fresh3_chats.py's, fresh4_chats.py's, fresh5_chats.py's or fresh6_chats.py's three or
+assistant_chats.py's four instead, BENCH_FRESH_SEED=n).
 """
 
 from __future__ import annotations
@@ -63,13 +68,21 @@ from bench.fresh2_chats import KINDS as FRESH2_KINDS  # noqa: E402
 from bench.fresh2_chats import fresh2_conversations  # noqa: E402
 from bench.fresh3_chats import KINDS as FRESH3_KINDS  # noqa: E402
 from bench.fresh3_chats import fresh3_conversations  # noqa: E402
+from bench.fresh4_chats import KINDS as FRESH4_KINDS  # noqa: E402
+from bench.fresh4_chats import NOTHING as FRESH4_NOTHING  # noqa: E402
+from bench.fresh4_chats import fresh4_conversations  # noqa: E402
+from bench.fresh5_chats import KINDS as FRESH5_KINDS  # noqa: E402
+from bench.fresh5_chats import fresh5_conversations  # noqa: E402
+from bench.fresh6_chats import KINDS as FRESH6_KINDS  # noqa: E402
+from bench.fresh6_chats import NOTHING as FRESH6_NOTHING  # noqa: E402
+from bench.fresh6_chats import fresh6_conversations  # noqa: E402
 from bench.fresh_chats import KINDS as FRESH_KINDS  # noqa: E402
 from bench.fresh_chats import fresh_conversations  # noqa: E402
 from bench.varied_chats import varied_conversations  # noqa: E402
 from components.context_window.answer_types import asked_type  # noqa: E402
 from components.context_window.asked_thing import thing_asked  # noqa: E402
 from components.context_window.base import Message, Session  # noqa: E402
-from components.context_window.recall.messages import HistoryIndex, SessionRecall  # noqa: E402
+from components.context_window.recall.messages import HistoryIndex, SessionRecall, asks_hypothetically  # noqa: E402
 from components.context_window.relevance import terms, unit_rows, z_scores  # noqa: E402
 from tda.config import offline_library_defaults  # noqa: E402
 
@@ -79,8 +92,24 @@ CONVERSATIONS = int(os.environ.get("BENCH_CONVERSATIONS", "2"))
 DENSE = int(os.environ.get("BENCH_DENSE", "2"))
 VARIED = int(os.environ.get("BENCH_VARIED", "0"))
 DATA = os.environ.get("BENCH_DATA", "default")
-EVERY_KIND = tuple(dict.fromkeys((*KINDS, *FRESH_KINDS, *FRESH2_KINDS, *FRESH3_KINDS, *ASSISTANT_KINDS)))
+EVERY_KIND = tuple(
+    dict.fromkeys(
+        (
+            *KINDS,
+            *FRESH_KINDS,
+            *FRESH2_KINDS,
+            *FRESH3_KINDS,
+            *FRESH4_KINDS,
+            *FRESH5_KINDS,
+            *FRESH6_KINDS,
+            *ASSISTANT_KINDS,
+        )
+    )
+)
 """Every set's question kinds, in order, once each (the held-out sets add latest, inference, ...)."""
+NOTHING = tuple(dict.fromkeys((*UNANSWERABLE, *FRESH4_NOTHING, *FRESH6_NOTHING)))
+"""The kinds nothing in a chat answers, every set's own list (fresh4, fresh5 and fresh6 add ``wrong_speaker``: asked of
+the one who never said it); every other kind is answerable, fresh2's and fresh3's ``swapped`` too."""
 FRESH_SEED = int(os.environ.get("BENCH_FRESH_SEED", "0"))
 EMBEDDER = os.environ.get("TDA_EMBEDDER", "minilm-int8")
 REWORDINGS: dict[str, Callable[[str], str]] = {
@@ -198,28 +227,35 @@ async def candidates(index: HistoryIndex, words: Words, question: str, dense: np
     return signals
 
 
+HELD_OUT: dict[str, Callable[[int], list[Conversation]]] = {
+    "fresh": lambda seed: fresh_conversations(6, seed),
+    "fresh2": lambda seed: fresh2_conversations(5, seed),
+    "fresh3": lambda seed: fresh3_conversations(3, seed),
+    "fresh4": lambda seed: fresh4_conversations(3, seed),
+    "fresh5": lambda seed: fresh5_conversations(3, seed),
+    "fresh6": lambda seed: fresh6_conversations(3, seed),
+    "assistant": lambda seed: assistant_conversations(4, seed),
+}
+"""Each ``BENCH_DATA`` set written apart from the tuning: its chats from a seed, every one the set has."""
+
+
 def chats() -> list[tuple[int, Conversation]]:
     """Every chat asked about, with its number within its set."""
-    held_out = {
-        "fresh": lambda: fresh_conversations(6, FRESH_SEED),
-        "fresh2": lambda: fresh2_conversations(5, FRESH_SEED),
-        "fresh3": lambda: fresh3_conversations(3, FRESH_SEED),
-        "assistant": lambda: assistant_conversations(4, FRESH_SEED),
-    }
-    if DATA in held_out:
-        return list(enumerate(held_out[DATA]()))
+    if DATA in HELD_OUT:
+        return list(enumerate(HELD_OUT[DATA](FRESH_SEED)))
     sets = (conversations(CONVERSATIONS), dense_conversations(DENSE), varied_conversations(VARIED) if VARIED else [])
     return [(number, chat) for chat_set in sets for number, chat in enumerate(chat_set)]
 
 
-async def run() -> tuple[list[Asked], dict[str, tuple[int, int]]]:
+async def run() -> tuple[list[Asked], dict[str, list[str]]]:
     from tda.knowledge.embeddings import Embedder
 
     embedder = Embedder(EMBEDDER)
     recall = SessionRecall(embedder)
     words = Words(embedder)
     asked: list[Asked] = []
-    reworded: dict[str, tuple[int, int]] = defaultdict(lambda: (0, 0))
+    reworded: dict[str, list[str]] = defaultdict(list)
+    """Per rewording, the answerable questions whose rewording recall abstains on (a name nothing mentions)."""
     for session, (number, chat) in enumerate(chats()):
         messages = [Message(m["role"], m["content"], name=m.get("name")) for m in chat.messages]
         index = await recall.sync(Session(f"c{session}", messages=messages), dense=True)
@@ -231,20 +267,20 @@ async def run() -> tuple[list[Asked], dict[str, tuple[int, int]]]:
             assert dense is not None
             signals = await candidates(index, words, question.text, dense)
             asked.append(dataclasses.replace(measured, chat=number, signals=signals))
-            if question.kind in UNANSWERABLE:
+            if question.kind in NOTHING:
                 continue
             for name, reword in REWORDINGS.items():
                 text = index.focus(reword(question.text))
-                wrong = bool(index.unknown_names(text, len(index)))
-                done, total = reworded[name]
-                reworded[name] = (done + wrong, total + 1)
-    return asked, dict(reworded)
+                # recall reads no names in a hypothetical ("Would X enjoy a trip to Iceland?": ``_abstention``)
+                if not asks_hypothetically(text) and index.unknown_names(text, len(index)):
+                    reworded[name].append(reword(question.text))
+    return asked, {name: reworded[name] for name in REWORDINGS}
 
 
 def frontier(asked: list[Asked]) -> tuple[tuple[float, float, float], dict[str, int]] | None:
     """The grid rule that keeps every answerable question and abstains on the most questions recall does not."""
-    answerable = [a for a in asked if a.kind not in UNANSWERABLE]
-    missed = [a for a in asked if a.kind in UNANSWERABLE and not a.abstained]
+    answerable = [a for a in asked if a.kind not in NOTHING]
+    missed = [a for a in asked if a.kind in NOTHING and not a.abstained]
     best: tuple[int, tuple[float, float, float]] | None = None
     for z, cov, unseen in itertools.product(
         np.arange(1.0, 8.01, 0.25), np.arange(0.0, 1.01, 0.05), (0, 0.25, 0.5, 0.75)
@@ -262,8 +298,7 @@ def frontier(asked: list[Asked]) -> tuple[tuple[float, float, float], dict[str, 
         return None
     z, cov, unseen = best[1]
     counts = {
-        k: sum(a.best_z < z and a.coverage < cov and a.unseen >= unseen for a in missed if a.kind == k)
-        for k in UNANSWERABLE
+        k: sum(a.best_z < z and a.coverage < cov and a.unseen >= unseen for a in missed if a.kind == k) for k in NOTHING
     }
     return best[1], counts
 
@@ -289,7 +324,7 @@ def held_out(asked: list[Asked], signal: str) -> HeldOut:
     z, cov, sig = (
         np.array([getattr(a, f) if f else a.signals[signal] for a in live]) for f in ("best_z", "coverage", "")
     )
-    answerable = np.array([a.kind not in UNANSWERABLE for a in live])
+    answerable = np.array([a.kind not in NOTHING for a in live])
     even = np.array([a.chat % 2 == 0 for a in live])
     cuts = np.unique(np.quantile(sig[np.isfinite(sig)], np.linspace(0, 1, 41))) if np.isfinite(sig).any() else []
     best: tuple[int, tuple[float, float, float]] = (0, (0.0, 0.0, -np.inf))
@@ -305,7 +340,7 @@ def held_out(asked: list[Asked], signal: str) -> HeldOut:
     kinds = np.array([a.kind for a in live])
 
     def counts(half: np.ndarray) -> dict[str, int]:
-        return {k: int((fires & half & (kinds == k)).sum()) for k in UNANSWERABLE}
+        return {k: int((fires & half & (kinds == k)).sum()) for k in NOTHING}
 
     return HeldOut(
         signal, best[1], counts(even), {**counts(~even), "answerable": int((fires & answerable & ~even).sum())}
@@ -324,10 +359,10 @@ def answer_type_report(asked: list[Asked]) -> None:
             print(f"| {kind} | " + " | ".join(f"{sum(a.no_type for a in h)} of {len(h)}" for h in halves) + " |")
 
 
-def report(asked: list[Asked], reworded: dict[str, tuple[int, int]], seconds: float) -> None:
+def report(asked: list[Asked], reworded: dict[str, list[str]], seconds: float) -> None:
     chats = (
         f"{DATA} chats, seed {FRESH_SEED}"
-        if DATA in ("fresh", "fresh2", "fresh3", "assistant")
+        if DATA in HELD_OUT
         else f"{CONVERSATIONS} classic, {DENSE} dense, {VARIED} varied chats"
     )
     print(f"Abstention bench: {chats}, {len(asked)} questions; embedder {EMBEDDER}; {seconds:.0f} s\n")
@@ -342,9 +377,13 @@ def report(asked: list[Asked], reworded: dict[str, tuple[int, int]], seconds: fl
             f"| {kind} | {len(of)} | {sum(a.abstained for a in of)} | {min(z):.2f}-{max(z):.2f} | "
             f"{min(cov):.2f}-{max(cov):.2f} | {min(un):.2f}-{max(un):.2f} |"
         )
+    lost = [a for a in asked if a.abstained and a.kind not in NOTHING]
+    print(f"\nAnswerable questions recall abstains on: {len(lost)}\n")
+    for a in lost:
+        print(f"- {a.kind}, chat {a.chat}: {a.text}")
     answer_type_report(asked)
     best = frontier(asked)
-    missed = {k: sum(1 for a in asked if a.kind == k and not a.abstained) for k in UNANSWERABLE}
+    missed = {k: sum(1 for a in asked if a.kind == k and not a.abstained) for k in NOTHING}
     if best is None or not any(best[1].values()):
         print(
             "\nFrontier (grid over z, coverage, unseen share): no rule abstains on one more question nothing answers "
@@ -352,7 +391,7 @@ def report(asked: list[Asked], reworded: dict[str, tuple[int, int]], seconds: fl
         )
     else:
         (z, cov, unseen), counts = best
-        gains = ", ".join(f"{k} {counts[k]} of {missed[k]}" for k in UNANSWERABLE)
+        gains = ", ".join(f"{k} {counts[k]} of {missed[k]}" for k in NOTHING if any(a.kind == k for a in asked))
         print(
             f"\nFrontier (grid over z, coverage, unseen share; no answerable question lost): the best rule, abstain "
             f"when z < {z:.2f} and coverage < {cov:.2f} and unseen share >= {unseen:.2f}, catches beyond recall "
@@ -362,27 +401,28 @@ def report(asked: list[Asked], reworded: dict[str, tuple[int, int]], seconds: fl
         "\nHeld out (round 4): a third condition per candidate signal, thresholds chosen on the even chats, tested on "
         "the odd ones (unanswerable questions recall misses now, caught; answerable ones abstained on):\n"
     )
-    print("| signal | rule: abstain when | chosen on: topic / detail | tested on: topic / detail | answerable lost |")
+    none = [k for k in NOTHING if any(a.kind == k for a in asked)]
+    kinds = " / ".join(none)
+    print(f"| signal | rule: abstain when | chosen on: {kinds} | tested on: {kinds} | answerable lost |")
     print("|---|---|---:|---:|---:|")
     misses = {
         (k, half): sum(1 for a in asked if a.kind == k and not a.abstained and a.chat % 2 == half)
-        for k in UNANSWERABLE
+        for k in none
         for half in (0, 1)
     }
     for signal in SIGNALS:
         found = held_out(asked, signal)
         z, cov, cut = found.rule
-        chosen, tested = found.chosen_on, found.tested_on
         rule = f"z < {z:.2f}, coverage < {cov:.2f}, {signal} < {cut:.2f}" if np.isfinite(cut) else "none catches one"
-        print(
-            f"| {signal} | {rule} | "
-            f"{chosen['unanswerable']} of {misses['unanswerable', 0]} / {chosen['missing_detail']} of "
-            f"{misses['missing_detail', 0]} | {tested['unanswerable']} of {misses['unanswerable', 1]} / "
-            f"{tested['missing_detail']} of {misses['missing_detail', 1]} | {tested['answerable']} |"
+        chosen, tested = (
+            " / ".join(f"{caught[k]} of {misses[k, half]}" for k in none)
+            for half, caught in enumerate((found.chosen_on, found.tested_on))
         )
+        print(f"| {signal} | {rule} | {chosen} | {tested} | {found.tested_on['answerable']} |")
     print("\nAnswerable questions reworded, abstained on by the names rule (should be 0):\n")
-    for name, (wrong, total) in reworded.items():
-        print(f"- {name}: {wrong} of {total}")
+    answerable = sum(a.kind not in NOTHING for a in asked)
+    for name, wrong in reworded.items():
+        print(f"- {name}: {len(wrong)} of {answerable}" + "".join(f"\n  - {text}" for text in wrong))
 
 
 def main() -> None:
