@@ -1316,6 +1316,9 @@ def test_a_question_asking_when_or_in_what_order_has_a_time_cue(question, cue):
         ("What might Kat's builder charge for the roof?", True),
         ("Where did Kat's colleague Yusuf go on holiday?", False),
         ("What would you like for dinner?", False),  # "would" inside a question asks nothing hypothetical of anyone
+        ("Sorry, quick one: would Dara enjoy a whale-watching boat trip off Kerry?", True),  # after an opener
+        ("Back in November, would Kat have liked the Iceland trip?", True),
+        ("What did Kat say she would bring, back then?", False),
     ],
 )
 def test_a_hypothetical_is_told_from_a_question_about_what_happened(question, hypothetical):

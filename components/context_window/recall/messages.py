@@ -2398,8 +2398,10 @@ _WHEN = re.compile(
 """A time cue: "when" asking ("When did...", not "what to leave out when I cook"), a date asked, or an order."""
 
 
-_HYPOTHETICAL = re.compile(r"^\W*would\b|\b(?:likely|probably|might)\b", re.IGNORECASE)
-"""A hypothetical: "Would Priya likely enjoy an evening at a West End musical?", "What might Dan's builder charge?"."""
+_HYPOTHETICAL = re.compile(r"(?:^|[,:;.!?])\W*would\b|\b(?:likely|probably|might)\b", re.IGNORECASE)
+"""A hypothetical: "Would Priya likely enjoy an evening at a West End musical?", "What might Dan's builder charge?",
+and the same after an opener ("Sorry, quick one: would Dara enjoy a boat trip off Kerry?": read as a question about
+what happened, the place it names, never said, made recall abstain; bench/abstention_bench.py's rewordings)."""
 
 
 _ASKS_WHAT_YOU_SAID = re.compile(
