@@ -1500,8 +1500,7 @@ def is_ample(enough_tokens: int) -> bool:
 
 def plain_head_share(enough_tokens: int) -> float:
     """The share of ``enough_tokens`` that tda's best units fill before the plain order is interleaved below an ample
-    room: the packed head from an 8K window's room (``PLAIN_HEAD_SHARE``), half of it below it
-    (``PLAIN_SMALL_HEAD_SHARE``)."""
+    room: the packed head from an 8K window's room (``PLAIN_HEAD_SHARE``), half of it below (``PLAIN_SMALL_HEAD_SHARE``)."""
     return PLAIN_HEAD_SHARE if enough_tokens >= PLAIN_ROOM else PLAIN_SMALL_HEAD_SHARE
 
 
