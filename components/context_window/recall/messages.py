@@ -183,11 +183,6 @@ PLAIN_HEAD_SHARE = 0.25
 """Below an ample room, tda's best units whose rough tokens fill this share of what recall gathers (twice the room:
 the history's packed head, ``RECALL_RANKED_SHARE`` of the room) lead before the plain order takes every other place.
 From half the head (0.125) fresh6 took +3 -2 at 8K (lists pushed out) and +5 -2 at 4K (session 59, name59)."""
-PLAIN_SMALL_HEAD_SHARE = 0.125
-"""Below ``PLAIN_ROOM`` (a 4K window's ~5.7K gathered, ~90 units), the plain order is interleaved past the best units
-filling this share of what recall gathers: half the packed head. Past the whole head it lost a list and gained
-nothing; from half of it the second statements of an inference the plain hybrid ranks 19th-36th ("Would X like a
-Sichuan hotpot dinner?") came in: fresh6 4K seed 1 77.8 -> 81.9, seed 0 86.1 -> 86.1 (+2 -2) (session 59, name59)."""
 THEIRS_FIRST_FROM = 100
 """At ample room, for a question naming a speaker (the ``PLAIN_FROM`` gate), how many of the final ranking's best
 units lead before every other message of theirs comes ahead of the others' (``theirs_first``). A 16K room holds ~350
@@ -1498,12 +1493,6 @@ def is_ample(enough_tokens: int) -> bool:
     return enough_tokens >= WHOLE_TEXT_ROOM
 
 
-def plain_head_share(enough_tokens: int) -> float:
-    """The share of ``enough_tokens`` that tda's best units fill before the plain order is interleaved below an ample
-    room: the packed head from an 8K window's room (``PLAIN_HEAD_SHARE``), half of it below (``PLAIN_SMALL_HEAD_SHARE``)."""
-    return PLAIN_HEAD_SHARE if enough_tokens >= PLAIN_ROOM else PLAIN_SMALL_HEAD_SHARE
-
-
 def asks_two_things(question: str) -> bool:
     """Whether ``question`` asks a second thing after a first ("Which piece was turned down, and where had he found
     what it was made of?"): the second's evidence is linked to the first's answer, not to the question's words."""
@@ -2146,8 +2135,8 @@ class IndexQuestion:
                 about=self.about,
                 thing=self.thing,
                 ample=is_ample(enough_tokens),
-                asked=self.asked,
-                head_tokens=int(enough_tokens * plain_head_share(enough_tokens)),
+                asked=self.asked if enough_tokens >= PLAIN_ROOM else None,
+                head_tokens=int(enough_tokens * PLAIN_HEAD_SHARE),
             )
             return collect_units(
                 index,
