@@ -178,7 +178,10 @@ at least this many tokens (an 8K window's ~12K), past tda's units that fill the 
 (``PLAIN_HEAD_SHARE``), not past ``PLAIN_FROM``: at 8K the room holds ~190 units, and the second statement of an
 inference the plain hybrid ranks 30th-42nd ("Dario: The hotter the better, my mouth is numb.", tda's 160th-195th) came
 in for tda's deep units: fresh6 8K +3 -0, fresh4 -1 (a counting item at the room's edge), fresh5, fresh2, fresh,
-varied, classic +0 -0 (session 59, name59). At 4K (~5.7K gathered, ~90 units) it lost a list and gained nothing."""
+varied, classic +0 -0 (session 59, name59). At 4K (~5.7K gathered, ~90 units) it lost a list and gained nothing; past
+half the packed head there (0.125 of the gather) it swapped units at the room's edge: fresh6 +3 / +2 -2 (the hotpot
+second statements in, two lists out), fresh5 -1 / +1 -2, fresh2 -1 / -4, fresh4 +0 / +0 (single hops, a count and
+latest facts out; session 59, half4k59)."""
 PLAIN_HEAD_SHARE = 0.25
 """Below an ample room, tda's best units whose rough tokens fill this share of what recall gathers (twice the room:
 the history's packed head, ``RECALL_RANKED_SHARE`` of the room) lead before the plain order takes every other place.
