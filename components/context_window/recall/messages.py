@@ -169,9 +169,9 @@ words) are worth less than a different ranker's 50th-200th: the plain hybrid rea
 the speaker tags, and held at 16K what tda ranked 375th-470th (fresh6 16K +4.2 / +2.8 points, session 58, dense58).
 Only for a question naming a speaker (``names_a_speaker``): a user-and-assistant chat has no tag for a name to match,
 and there the plain order only pushed tda's own deep units out (assistant 16K 100 -> 96.4, fresh 99.4 -> 98.8 when
-ungated).
-At 8K (~40-150 units) it swapped as many as it added (fresh2 -1 / -2, fresh6 +0 / +1), and at 4K the plain hybrid
-held 64-68% against tda's 76-85%: below an ample room it comes only past the packed head (``PLAIN_ROOM``)."""
+ungated). Past 40 at 8K (~40-150 units) it swapped as many as it added (fresh2 -1 / -2, fresh6 +0 / +1), and at 4K
+the plain hybrid held 64-68% against tda's 76-85%: below an ample room it comes only past the packed head
+(``PLAIN_ROOM``)."""
 PLAIN_ROOM = 10_000
 """Below an ample room, the plain hybrid's order is interleaved (for a question naming a speaker) when recall gathers
 at least this many tokens (an 8K window's ~12K), past tda's units that fill the head the history packs in rank order
