@@ -581,7 +581,8 @@ GWEN_ROHAN = Life(
         Hops(
             0,
             (
-                "My apprentice Kasia shaped thirty loaves this morning without a single one collapsing, she's a natural.",
+                "My apprentice Kasia shaped thirty loaves this morning without a single one collapsing, she's a"
+                " natural.",
                 "Kasia's handed in her notice, she's starting nursing school in Leeds in September.",
             ),
             ("kasia", "nursing"),
@@ -1219,7 +1220,13 @@ AFTER = (
     "Life, eh.",
     "So that's my news!",
 )
-ASK_AFTER = ("How's {ref} going?", "Any news on {ref}?", "How's {ref}?", "Update on {ref}?", "Still thinking about {ref}?")
+ASK_AFTER = (
+    "How's {ref} going?",
+    "Any news on {ref}?",
+    "How's {ref}?",
+    "Update on {ref}?",
+    "Still thinking about {ref}?",
+)
 ANSWER_AFTER = (
     "Oh, fine, nothing new really.",
     "Ha, still going. Slowly.",
@@ -1458,20 +1465,23 @@ class _Writer:
 
     def small(self, exchanges: int) -> None:
         for _ in range(exchanges):
-            who, roll = self.rng.randrange(2), self.rng.random()
-            if roll < 0.12 and self.echoes:
-                self.say(who, self.compose(lambda: self.echoes.pop()))
-                self.say(1 - who, self.compose(lambda: self.reply(1 - who)))
-            elif roll < 0.4:  # a paragraph about the day
-                self.say(who, self.compose(lambda: self.paragraph(who)))
-                self.say(1 - who, self.compose(lambda: self.reply(1 - who)))
-            elif roll < 0.85:
-                self.say(who, self.compose(lambda: self.medium(who)))
-                self.say(1 - who, self.compose(lambda: self.reply(1 - who)))
-            else:  # a burst: two short lines from one, a word back
-                self.say(who, self.compose(lambda: self.medium(who)))
-                self.say(who, self.compose(self.short))
-                self.say(1 - who, self.compose(self.short))
+            self.exchange(self.rng.randrange(2), self.rng.random())
+
+    def exchange(self, who: int, roll: float) -> None:
+        """Small talk: an echo of someone's news, a paragraph, a line or a burst of two, and an answer."""
+        if roll < 0.12 and self.echoes:
+            self.say(who, self.compose(lambda: self.echoes.pop()))
+            self.say(1 - who, self.compose(lambda: self.reply(1 - who)))
+        elif roll < 0.4:  # a paragraph about the day
+            self.say(who, self.compose(lambda: self.paragraph(who)))
+            self.say(1 - who, self.compose(lambda: self.reply(1 - who)))
+        elif roll < 0.85:
+            self.say(who, self.compose(lambda: self.medium(who)))
+            self.say(1 - who, self.compose(lambda: self.reply(1 - who)))
+        else:  # a burst: two short lines from one, a word back
+            self.say(who, self.compose(lambda: self.medium(who)))
+            self.say(who, self.compose(self.short))
+            self.say(1 - who, self.compose(self.short))
 
     def short(self) -> str:
         rng = self.rng
