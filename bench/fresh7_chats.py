@@ -25,10 +25,14 @@ different sessions: a person named with a relation, then their news; or things d
 ``knowledge_update`` (the latest of a plan's states: the last change's message), ``inference`` (a yes or no from a
 stated like, fear or habit) and ``unanswerable`` (a topic no one raises, no evidence).
 
-Each chat: 27-33 stamped sessions 3-9 days apart (5-8 months), 14-21 messages a session, 430-650 messages; 30
-questions (single_hop 9 or 10, multi_hop 4, temporal 5, knowledge_update 4, inference 4, unanswerable 4). A seed
-(``BENCH_FRESH_SEED``) places the news in other sessions, dates it, picks each question's style and writes the small
-talk anew.
+Each chat: 27-33 stamped sessions 3-9 days apart (5-8 months), 15-22 messages a session, 535-603 messages and
+14.9-17.9K tokens (seeds 0-2); 31 questions (single_hop 10, multi_hop 4, temporal 5, knowledge_update 4, inference 4,
+unanswerable 4), about half sharing a content word with their evidence. A seed (``BENCH_FRESH_SEED``) places the news
+in other sessions, dates it, picks each question's style and writes the small talk anew.
+
+Caveats: the chats are shorter than fresh6's (18-24K tokens), so at 16K a baseline packs ~85% of a chat and that
+column says little; the small talk is composed from a stock of sentences (a 9-word sentence comes back up to 8 times
+in a chat); each person's story lines are fixed per chat (a seed moves and dates them, it does not reword them).
 """
 
 from __future__ import annotations
