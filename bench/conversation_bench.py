@@ -41,7 +41,10 @@ their evidence; small talk composed per message from everyday words the question
 messages or given as a "yes" answer; fresh4's kinds but callback); BENCH_DATA=fresh6: bench/fresh6_chats.py's three
 (warm friends sharing life news over months, each event dated relative to its session and talked over in messages
 that share its words, photos as lines of text; kinds single_hop, multi_hop, temporal, inference, unanswerable and
-wrong_speaker);
+wrong_speaker); BENCH_DATA=fresh7: bench/fresh7_chats.py's three (three pairs with their own lives, speakers in the
+message's name or its text, messages from one word to a paragraph, plans changed in later sessions, questions in the
+evidence's words or others, by name, pronoun or relation; kinds single_hop, multi_hop, temporal, knowledge_update,
+inference and unanswerable);
 BENCH_MISSES_FILE=path with BENCH_MISSES=1: each miss as a JSON line, to class them; BENCH_SPEAKERS=name|tag|bare and
 BENCH_DATES=bracket|paren|spoken|iso|line: the same chats with their speakers and dates written another way,
 bench/chat_formats.py).
@@ -83,6 +86,8 @@ from bench.fresh5_chats import KINDS as FRESH5_KINDS  # noqa: E402
 from bench.fresh5_chats import fresh5_conversations  # noqa: E402
 from bench.fresh6_chats import KINDS as FRESH6_KINDS  # noqa: E402
 from bench.fresh6_chats import fresh6_conversations  # noqa: E402
+from bench.fresh7_chats import KINDS as FRESH7_KINDS  # noqa: E402
+from bench.fresh7_chats import fresh7_conversations  # noqa: E402
 from bench.fresh_chats import KINDS as FRESH_KINDS  # noqa: E402
 from bench.fresh_chats import fresh_conversations  # noqa: E402
 from bench.recall_bench import in_window, packed_in_rank_order  # noqa: E402
@@ -110,13 +115,14 @@ DEFAULT_COUNT = {
     "fresh4": "3",
     "fresh5": "3",
     "fresh6": "3",
+    "fresh7": "3",
     "assistant": "4",
     "context": "3",
 }
 CONVERSATIONS = int(os.environ.get("BENCH_CONVERSATIONS", DEFAULT_COUNT.get(DATA, "2")))
 FRESH_SEED = int(os.environ.get("BENCH_FRESH_SEED", "0"))
-"""``fresh``, ``fresh2``, ``fresh3``, ``fresh4``, ``fresh5``, ``fresh6`` and ``assistant``: the seed their chats are
-written from (another seed places and fills the same stories anew)."""
+"""``fresh``, ``fresh2``, ``fresh3``, ``fresh4``, ``fresh5``, ``fresh6``, ``fresh7`` and ``assistant``: the seed their
+chats are written from (another seed places and fills the same stories anew)."""
 DENSE = int(os.environ.get("BENCH_DENSE", "2"))
 MISSES = os.environ.get("BENCH_MISSES", "0") != "0"
 MISSES_FILE = os.environ.get("BENCH_MISSES_FILE", "")
@@ -374,7 +380,7 @@ def report(cells: dict[tuple[str, int, str], Cell], data: list[Conversation], se
     sizes = ", ".join(f"{c.name} ({len(c.messages)} messages)" for c in data)
     written = (
         "as written"
-        if DATA in ("fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "assistant", "context")
+        if DATA in ("fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "assistant", "context")
         else f"speakers {SPEAKERS}, dates {DATES}"
     )
     print(f"Long-conversation bench: {sizes}; embedder {EMBEDDER}; {written}; {seconds:.0f} s\n")
@@ -388,6 +394,7 @@ def report(cells: dict[tuple[str, int, str], Cell], data: list[Conversation], se
             *FRESH4_KINDS,
             *FRESH5_KINDS,
             *FRESH6_KINDS,
+            *FRESH7_KINDS,
             *ASSISTANT_KINDS,
             *CONTEXT_KINDS,
         )
@@ -454,6 +461,8 @@ def main() -> None:
         data = fresh5_conversations(CONVERSATIONS, FRESH_SEED)
     elif DATA == "fresh6":  # the seventh: warm friends' life news, talked over, dated relative to each session
         data = fresh6_conversations(CONVERSATIONS, FRESH_SEED)
+    elif DATA == "fresh7":  # the eighth: three pairs' own lives, plans that change, questions in mixed styles
+        data = fresh7_conversations(CONVERSATIONS, FRESH_SEED)
     elif DATA == "assistant":  # the third: one user and an AI assistant over months of unrelated tasks
         data = assistant_conversations(CONVERSATIONS, FRESH_SEED)
     elif DATA == "context":  # dev: short reports whose topic is named just before them
