@@ -1274,7 +1274,7 @@ class HistoryIndex:
         about = holder(query)
         text = self._text
         if about and any(not about.isdisjoint(terms(text(p))) for p in ranked[:TYPE_HOLDER_HITS].tolist()):
-            gives = any(gives_type_about(text(p), text(p - 1) if p else "", kind, about) for p in positions.tolist())
+            gives = any(gives_type_about(text(p), self._followed(p), kind, about) for p in positions.tolist())
         else:
             gives = any(holds_type(text(p), kind) for p in positions.tolist())
         return (
@@ -1285,6 +1285,17 @@ class HistoryIndex:
 
     def _text(self, position: int) -> str:
         return searchable_text(self.messages[position])
+
+    def _followed(self, position: int) -> str:
+        """What the message at ``position`` answers: the message before it, and when that one asks a question, the
+        message it asks about too ("Sold my old drum kit" <- "How much did you get for it?" <- "£340 in cash": the
+        amount's holder is two messages up; fresh7, session 60)."""
+        if position == 0:
+            return ""
+        before = self._text(position - 1)
+        if position > 1 and before.rstrip().endswith("?"):
+            return self._text(position - 2) + " " + before
+        return before
 
     def _abstention(
         self,
