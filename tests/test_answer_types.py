@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from components.context_window.answer_types import asked_type, gives_type_about, holder, holds_type
+from components.context_window.answer_types import asked_type, asks_back, gives_type_about, holder, holds_type
 from components.context_window.relevance import terms
 
 
@@ -192,3 +192,17 @@ def test_an_amount_said_of_the_holder_or_next_to_it_gives_the_type_about_it(text
 )
 def test_an_amount_of_something_else_does_not_give_the_type_about_the_holder(text, before):
     assert not gives_type_about(text, before, "an amount", FLIGHTS)
+
+
+@pytest.mark.parametrize(
+    ("text", "asks"),
+    [
+        ("How much did you get for it?", True),
+        ("Maya: Ooh, what did that set you back?", True),
+        ("I have 25 minutes tonight. How would I make black bean tacos?", False),  # a request with its reasons
+        ("Sold my old drum kit last Monday.", False),
+        ("what? no way!", False),
+    ],
+)
+def test_a_one_sentence_question_asks_back(text, asks):
+    assert asks_back(text) is asks

@@ -1439,6 +1439,29 @@ async def test_an_amount_said_of_something_else_beside_the_topic_does_not_answer
     assert "Theo: £240 return." in [m.content for m in window_parts(answered.messages())[1]]
 
 
+@pytest.mark.parametrize(
+    ("asked", "answer", "gives"),
+    [
+        ("Maya: Ooh, what did that set you back?", "Theo: £240 return, booked at midnight.", True),
+        ("Maya: Anyway! Did you get a new coat in the end?", "Theo: £240 return, booked at midnight.", False),
+        ("Maya: Ooh, what did that set you back?", "Maya: I paid £240 for my boots, booked at midnight.", False),
+    ],
+)
+async def test_an_amount_answering_a_question_about_the_topic_gives_it(history, asked, answer, gives):
+    """News, a friend's question about it, then the teller's amount: "Sold my old drum kit" <- "How much did you get
+    for it?" <- "£340 in cash" (fresh7, session 60). What the amount answers is the message the question asks about:
+    the trip. On main only the message just before counted, the question named nothing, and recall abstained on "How
+    much did the flights to Lisbon cost?". A question of two sentences (about something else: the coat) or the asker
+    going on with an amount of their own leaves the amount unsaid of the flights."""
+    messages = chat_about_a_trip("a nightmare ", reply=asked)
+    messages.insert(2, Message("user", answer, turn=2))
+    question = "How much did the flights to Lisbon cost Theo?"
+    c = await history.contribute(800, module_ctx(make_ctx(messages=messages, query=question), config=RECALL))
+    recalled = [m.content for m in window_parts(c.messages())[1]]
+    assert ("recall_reason" not in c.metadata) is gives
+    assert (answer in recalled) is gives
+
+
 async def test_a_question_asking_another_thing_beside_an_amount_never_given_still_recalls_that_thing(history):
     """ "Who flew to Lisbon, and for how much?" asks who as well as how much: the chat never gives the flights' price
     (as "twelve a wedge" gives none a number could read), but the trip is the first thing's answer, so recall brings

@@ -173,6 +173,14 @@ the flat, and "new" or "her" is in any small talk ("the new detective thing").""
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
+def asks_back(text: str) -> bool:
+    """Whether ``text`` is a one-sentence question, a friend asking after what was just said ("How much did you get
+    for it?"): the answer that follows is said of the message it asks about. A longer message ending in a question
+    (a request with its reasons) opens a topic of its own."""
+    text = text.strip()
+    return text.endswith("?") and len(_SENTENCE_END.split(text)) == 1
+
+
 def holder(question: str) -> frozenset[str]:
     """The terms of what ``question`` asks the type of ("How much is the rent on the new flat?": rent, flat): its
     content words but those asking for the type and those qualifying the holder."""

@@ -34,7 +34,7 @@ from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
-from ..answer_types import asked_type, gives_type_about, holder, holds_type
+from ..answer_types import asked_type, asks_back, gives_type_about, holder, holds_type
 from ..asked_thing import thing_asked
 from ..background import Background
 from ..base import (
@@ -1274,7 +1274,7 @@ class HistoryIndex:
         about = holder(query)
         text = self._text
         if about and any(not about.isdisjoint(terms(text(p))) for p in ranked[:TYPE_HOLDER_HITS].tolist()):
-            gives = any(gives_type_about(text(p), text(p - 1) if p else "", kind, about) for p in positions.tolist())
+            gives = any(gives_type_about(text(p), self._followed(p), kind, about) for p in positions.tolist())
         else:
             gives = any(holds_type(text(p), kind) for p in positions.tolist())
         return (
@@ -1285,6 +1285,19 @@ class HistoryIndex:
 
     def _text(self, position: int) -> str:
         return searchable_text(self.messages[position])
+
+    def _followed(self, position: int) -> str:
+        """What the message at ``position`` answers: the message before it, and when that one asks after the
+        speaker's own message before it (``asks_back``, asked by someone else), that message too ("Sold my old drum
+        kit" <- "How much did you get for it?" <- "£340 in cash": the amount's holder is two messages up; fresh7,
+        session 60). An asker going on after their own question answers nothing."""
+        if position == 0:
+            return ""
+        before = self._text(position - 1)
+        said_by = self.said_by
+        if position > 1 and said_by[position - 2] == said_by[position] != said_by[position - 1] and asks_back(before):
+            return self._text(position - 2) + " " + before
+        return before
 
     def _abstention(
         self,
