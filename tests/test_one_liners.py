@@ -24,7 +24,14 @@ class TopicEmbedder:
     direction: what a model gives a question and lines that are more or less about it."""
 
     vector_space = "test-topic"
-    LEVELS: ClassVar[dict[str, float]] = {"hotpot": 1.0, "numb": 0.2, "market": 0.35, "kitchen": 0.3, "dinner": 0.3, "okay": 0.1}
+    LEVELS: ClassVar[dict[str, float]] = {
+        "hotpot": 1.0,
+        "numb": 0.2,
+        "market": 0.35,
+        "kitchen": 0.3,
+        "dinner": 0.3,
+        "okay": 0.1,
+    }
 
     async def embed(self, texts: list[str]) -> list[list[float]]:
         out = []
