@@ -309,7 +309,8 @@ words the question never uses ("The hotter the better, my mouth is numb." for "W
 dinner?", "I keep a folder of aurora photos" for a winter trip to Iceland): under the dense floor, no word shared,
 no word of liking, 42nd-56th by whole meaning among every message and 163rd-375th fused, where a 4K room holds ~90
 units. The baselines hold it by the name in its speaker tag on a short line; among the person's one-sentence lines
-(56-81 of ~300 in fresh6) it ranks 6th-53rd (docs/history/knowledge-log.md, "Session 60 (infer60)")."""
+(56-81 of ~300 in fresh6) it ranks 6th-53rd. Session 60 (infer60), the class named in docs/knowledge.md, "What is left
+(recall)": fresh6 inference at 4K 67 -> 100% (seed 0); lines of up to two sentences instead held half the gain."""
 STATED_WORDS = tuple(
     dict.fromkeys(
         terms(
