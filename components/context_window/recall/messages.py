@@ -307,10 +307,12 @@ ONE_LINE_WEIGHT = 1.0
 lines out, best first by whole meaning (``HistoryIndex.one_liners``). A disposition is often a line of its own in
 words the question never uses ("The hotter the better, my mouth is numb." for "Would X like a Sichuan hotpot
 dinner?", "I keep a folder of aurora photos" for a winter trip to Iceland): under the dense floor, no word shared,
-no word of liking, 42nd-56th by whole meaning among every message and 163rd-375th fused, where a 4K room holds ~90
+no word of liking, 42nd-426th by whole meaning among every message and 88th-375th fused, where a 4K room holds ~90
 units. The baselines hold it by the name in its speaker tag on a short line; among the person's one-sentence lines
 (56-81 of ~300 in fresh6) it ranks 6th-53rd. Session 60 (infer60), the class named in docs/knowledge.md, "What is left
-(recall)": fresh6 inference at 4K 67 -> 100% (seed 0); lines of up to two sentences instead held half the gain."""
+(recall)": fresh6 inference 67 / 80% at 4K / 8K -> 100 / 100% (seed 0), 60 / 80% -> 87 / 100% (seed 1), the other
+sets' hypotheticals held as before; lines of up to two sentences held half the gain (the list holds these lines
+because it holds most of the person's one-liners: ~40-70 short lines of a 4K room for such a question)."""
 STATED_WORDS = tuple(
     dict.fromkeys(
         terms(
