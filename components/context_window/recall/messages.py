@@ -302,6 +302,18 @@ own messages that hold a word of liking or disliking (``STATED_WORDS``), the bes
 disposition 1st-3rd (docs/history/knowledge-log.md, "Session 55 (infer55)")."""
 STATED_TOP = 10
 """At most this many of their messages enter that list."""
+ONE_LINE_WEIGHT = 1.0
+"""RRF weight of a hypothetical question's list of every message the person it asks about said in one sentence, stock
+lines out, best first by whole meaning (``HistoryIndex.one_liners``). A disposition is often a line of its own in
+words the question never uses ("The hotter the better, my mouth is numb." for "Would X like a Sichuan hotpot
+dinner?", "I keep a folder of aurora photos" for a winter trip to Iceland): under the dense floor, no word shared,
+no word of liking, 42nd-426th by whole meaning among every message and 88th-375th fused, where a 4K room holds ~90
+units. The baselines hold it by the name in its speaker tag on a short line; among the person's one-sentence lines
+(56-81 of ~300 in fresh6) it ranks 6th-53rd. Session 60 (infer60), the class named in docs/knowledge.md, "What is left
+(recall)": fresh6 inference 67 / 80% at 4K / 8K -> 100 / 100% (seed 0), 60 / 80% -> 87 / 100% (seed 1), the other
+sets' hypotheticals held as before; lines of up to two sentences held half the gain (the list holds these lines
+because it holds most of the person's one-liners: fresh6 seed 0, median 15 -> 40 of them in a 4K room, ~950 of its
+~2,850 tokens, and 18 -> 67, ~1,500 of ~6,080, at 8K)."""
 STATED_WORDS = tuple(
     dict.fromkeys(
         terms(
@@ -1234,6 +1246,8 @@ class HistoryIndex:
             if own is not None and dense is not None and asks_hypothetically(query):  # and what they like, or not
                 stated = self.stated_by(own, dense)
                 fused[stated] += STATED_WEIGHT / (RRF_K + np.arange(1, len(stated) + 1))
+                lines = self.one_liners(own & ~said, whole)  # and each thing they said in a line of its own
+                fused[lines] += ONE_LINE_WEIGHT / (RRF_K + np.arange(1, len(lines) + 1))
             scores = self._with_exchanges(fused, best, n, own)
         if described and not hits:  # the description's message and its answer's, each told in its own words
             scores = self._with_pairs(scores, sources, query_vector)
@@ -1249,6 +1263,17 @@ class HistoryIndex:
         holding = holding[holding < n]
         held = holding[own[holding] & (dense[holding] > -1)]
         return held[np.argsort(-dense[held], kind="stable")][:STATED_TOP]
+
+    def one_liners(self, candidates: np.ndarray, whole: np.ndarray) -> np.ndarray:
+        """The ``candidates`` (a mask over the first ``len(candidates)`` messages) embedded as one part (one sentence)
+        with vectors, best first by ``whole`` meaning (ties in order)."""
+        n = len(candidates)
+        _, owners = self._runs.caught_up(self.owner)
+        single = np.zeros(n, dtype=bool)
+        within = owners < n
+        single[owners[within]] = self._runs.counts()[within] == 1
+        held = np.flatnonzero(candidates & single & (whole > -1))
+        return held[np.argsort(-whole[held], kind="stable")]
 
     def _with_exchanges(self, fused: np.ndarray, best: np.ndarray, n: int, own: np.ndarray | None) -> np.ndarray:
         """``fused`` with the short exchanges of the ``best`` hits ranked with them, the ``own`` messages counting
