@@ -1047,13 +1047,25 @@ class HistoryIndex:
                 whole = self._with_whole_texts(ranked, query_vector, before, about)
                 self._rank_cache = (key, ranked, whole)
             ranked = whole
-        if asked is None or not names_a_speaker(about):
+        if asked is None:
+            return ranked
+        speaker = names_a_speaker(about)
+        theirs = about if speaker else self.asked_of_user(asked, about)
+        if not speaker and not (ample and theirs):
             return ranked
         start = PLAIN_FROM if ample else self._units_filling(ranked[0], head_tokens)
         if self._plain_cache is None or self._plain_cache[0] != (key, ample, asked, start):
-            plain = self._with_plain(ranked, asked, query_vector, before, start)
-            self._plain_cache = ((key, ample, asked, start), self._theirs_first(plain, about) if ample else plain)
+            plain = self._with_plain(ranked, asked, query_vector, before, start) if speaker else ranked
+            self._plain_cache = ((key, ample, asked, start), self._theirs_first(plain, theirs) if ample else plain)
         return self._plain_cache[1]
+
+    def asked_of_user(self, asked: str, about: frozenset[int]) -> frozenset[int]:
+        """The user's party (``UNNAMED``) when ``asked`` is in the first person ("Who employs me at the moment?"),
+        about no one else, of a chat no speaker tag or name gives: a user asking an assistant about themselves. Else
+        none."""
+        if about or self.speakers or not _FIRST_PERSON.search(asked):
+            return frozenset()
+        return frozenset({UNNAMED["user"]})
 
     def _theirs_first(self, ranked: _Ranked, about: frozenset[int]) -> _Ranked:
         """``ranked`` with, past its ``THEIRS_FIRST_FROM`` best, the messages said by one of ``about`` before the
@@ -2405,6 +2417,10 @@ _HYPOTHETICAL = re.compile(r"(?:^|[,:;.!?])\W*would\b|\b(?:likely|probably|might
 """A hypothetical: "Would Priya likely enjoy an evening at a West End musical?", "What might Dan's builder charge?",
 and the same after an opener ("Sorry, quick one: would Dara enjoy a boat trip off Kerry?": read as a question about
 what happened, the place it names, never said, made recall abstain; bench/abstention_bench.py's rewordings)."""
+
+
+_FIRST_PERSON = re.compile(r"\b(?:I|me|my|mine|myself)\b", re.IGNORECASE)
+"""A question in the first person: asked of an assistant, it is about the user (``HistoryIndex.asked_of_user``)."""
 
 
 _ASKS_WHAT_YOU_SAID = re.compile(
