@@ -195,7 +195,12 @@ whole-meaning list of theirs: 175th-234th of ~240) and 380th-420th overall, unde
 theirs first it ranks 260th-330th and the room holds it: fresh6 seed 1 16K 95.8 -> 100, the other dev sets the same
 (session 59, miss16k59). The ranking's 100 best lead whoever said them: the other speaker's evidence for such a
 question (fresh2's questions asked of the wrong person, varied's session date lines) ranks 4th-95th there; from 40 a
-date line went from 43rd to 209th."""
+date line went from 43rd to 209th. A chat between a user and an assistant has no tag to name: a question there in the
+first person is the user's (``asked_of_user``), and past the same 100 their lines come first. The assistant's long
+answers fill a 16K room (~11.4K tokens) that the user's ~250 lines (~10K tokens) nearly fill alone: "What kind of
+holiday would I enjoy?" <- "We had the best week last year in a cottage with no wifi" went from 252nd to 174th and is
+held (assistant seed 1 16K 96.4 -> 98.2; assistant seed 0, fresh2, classic the same; the recall bench's changed 16K
+windows, by the hashing embedder, +3 -1; session 60, user60)."""
 SAID_ELSEWHERE = 3
 """A sentence said word for word in at least this many messages (the same part vector: "Thinking of getting a
 takeaway later, I can't face cooking.", "So happy for you! anything new your end?") says nothing of any one of them,
@@ -1040,7 +1045,8 @@ class HistoryIndex:
         speaker (``names_a_speaker``), the plain hybrid's order is interleaved (``interleaved``) past the ranking's
         ``PLAIN_FROM`` best at ample room, below it past the best units whose rough tokens fill ``head_tokens``; at
         ample room, past its ``THEIRS_FIRST_FROM`` best every message of theirs then comes before the others'
-        (``theirs_first``). The last ranking is kept, and with the whole texts fused in apart: a turn asks again when
+        (``theirs_first``), and so do the user's for a first-person question of a user-and-assistant chat
+        (``asked_of_user``). The last ranking is kept, and with the whole texts fused in apart: a turn asks again when
         the history gets more room (the surplus pass), and an old gateway session's first step asks for a room under
         ``WHOLE_TEXT_ROOM``, then one over it, and its next step under it again (ranked anew at each switch: 1.0-1.1
         ms an old call, 0.4 now)."""
@@ -1059,13 +1065,25 @@ class HistoryIndex:
                 whole = self._with_whole_texts(ranked, query_vector, before, about)
                 self._rank_cache = (key, ranked, whole)
             ranked = whole
-        if asked is None or not names_a_speaker(about):
+        if asked is None:
+            return ranked
+        speaker = names_a_speaker(about)
+        theirs = about if speaker else self.asked_of_user(asked, about)
+        if not speaker and not (ample and theirs):
             return ranked
         start = PLAIN_FROM if ample else self._units_filling(ranked[0], head_tokens)
         if self._plain_cache is None or self._plain_cache[0] != (key, ample, asked, start):
-            plain = self._with_plain(ranked, asked, query_vector, before, start)
-            self._plain_cache = ((key, ample, asked, start), self._theirs_first(plain, about) if ample else plain)
+            plain = self._with_plain(ranked, asked, query_vector, before, start) if speaker else ranked
+            self._plain_cache = ((key, ample, asked, start), self._theirs_first(plain, theirs) if ample else plain)
         return self._plain_cache[1]
+
+    def asked_of_user(self, asked: str, about: frozenset[int]) -> frozenset[int]:
+        """The user's party (``UNNAMED``) when ``asked`` is in the first person ("Who employs me at the moment?"),
+        about no one else, of a chat no speaker tag or name gives: a user asking an assistant about themselves. Else
+        none."""
+        if about or self.speakers or not _FIRST_PERSON.search(asked):
+            return frozenset()
+        return frozenset({UNNAMED["user"]})
 
     def _theirs_first(self, ranked: _Ranked, about: frozenset[int]) -> _Ranked:
         """``ranked`` with, past its ``THEIRS_FIRST_FROM`` best, the messages said by one of ``about`` before the
@@ -2443,6 +2461,10 @@ _HYPOTHETICAL = re.compile(r"(?:^|[,:;.!?])\W*would\b|\b(?:likely|probably|might
 """A hypothetical: "Would Priya likely enjoy an evening at a West End musical?", "What might Dan's builder charge?",
 and the same after an opener ("Sorry, quick one: would Dara enjoy a boat trip off Kerry?": read as a question about
 what happened, the place it names, never said, made recall abstain; bench/abstention_bench.py's rewordings)."""
+
+
+_FIRST_PERSON = re.compile(r"\b(?:I|me|my|mine|myself)\b", re.IGNORECASE)
+"""A question in the first person: asked of an assistant, it is about the user (``HistoryIndex.asked_of_user``)."""
 
 
 _ASKS_WHAT_YOU_SAID = re.compile(
