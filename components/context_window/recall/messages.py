@@ -268,7 +268,7 @@ DISTINCT_TOP = 60
 DISTINCT_NEAREST = 5
 """A line's unlikeness is minus its mean cosine with this many of their other lines nearest it in meaning: chatter
 says what other chatter says, a hobby or a trip is told once."""
-DISTINCT_LINES = 1_000
+DISTINCT_LINES = 500
 """Only their newest this many lines are compared with each other (the comparison costs their square)."""
 NAMED_WEIGHT = 1.0
 """RRF weight of the ranking of the messages holding a name the chat gave a thing the question asks about
