@@ -1185,9 +1185,10 @@ class HistoryIndex:
         runs = np.searchsorted(owners, positions)
         ends = np.r_[starts[1:], len(self.owner)]
         counts = ends[runs] - starts[runs]
-        parts = np.concatenate([np.arange(starts[r], ends[r]) for r in runs.tolist()])
+        firsts = np.r_[0, np.cumsum(counts)[:-1]]
+        parts = np.arange(int(counts.sum())) + np.repeat(starts[runs] - firsts, counts)  # each message's run of parts
         vectors = self.dense.rows_at(self.row_of[parts])
-        mean = np.add.reduceat(vectors, np.r_[0, np.cumsum(counts)[:-1]]) / counts[:, None]
+        mean = np.add.reduceat(vectors, firsts) / counts[:, None]
         return (mean / np.maximum(np.linalg.norm(mean, axis=1, keepdims=True), 1e-9)).astype(np.float32)
 
     def theirs_by_meaning(
