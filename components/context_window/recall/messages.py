@@ -1043,7 +1043,9 @@ class HistoryIndex:
         speaker (``names_a_speaker``), the plain hybrid's order is interleaved (``interleaved``) past the ranking's
         ``PLAIN_FROM`` best at ample room, below it past the best units whose rough tokens fill ``head_tokens``; at
         ample room, past its ``THEIRS_FIRST_FROM`` best every message of theirs then comes before the others'
-        (``theirs_first``). The last ranking is kept, and with the whole texts fused in apart: a turn asks again when
+        (``theirs_first``). Below an ample room (and given ``asked``), a question naming a speaker also fuses their
+        lines near it and unlike the rest of theirs (``distinct_of_theirs``, ``DISTINCT_WEIGHT``), before the plain
+        order. The last ranking is kept, and with the whole texts fused in apart: a turn asks again when
         the history gets more room (the surplus pass), and an old gateway session's first step asks for a room under
         ``WHOLE_TEXT_ROOM``, then one over it, and its next step under it again (ranked anew at each switch: 1.0-1.1
         ms an old call, 0.4 now)."""
@@ -1062,7 +1064,7 @@ class HistoryIndex:
                 whole = self._with_whole_texts(ranked, query_vector, before, about)
                 self._rank_cache = (key, ranked, whole)
             ranked = whole
-        elif names_a_speaker(about) and DISTINCT_WEIGHT:
+        elif asked is not None and names_a_speaker(about) and DISTINCT_WEIGHT:  # from an 8K window's room
             if self._distinct_cache is None or self._distinct_cache[0] != key:
                 self._distinct_cache = (key, self._with_distinct(ranked, query_vector, before, about))
             ranked = self._distinct_cache[1]
