@@ -52,8 +52,8 @@ async def test_a_line_unlike_the_rest_of_theirs_comes_inside_an_8k_room_and_not_
     monkeypatch: pytest.MonkeyPatch,
 ):
     """Below an 8K window's room (``PLAIN_ROOM``) it is not fused: a 4K room holds ~90 units, and there their distinct
-    lines pushed out evidence near the question. Fails with the rule off: Joss's ~2,000 lines and Maya's ~1,000 come before the evidence by meaning, and a
-    gather of ``PLAIN_ROOM`` (~530 lines) never reaches it; with it, it comes ~20th."""
+    lines pushed out evidence near the question. Fails with the rule off: Joss's ~2,000 lines and Maya's ~1,000 come
+    before the evidence by meaning, and a gather of ``PLAIN_ROOM`` (~530 lines) never reaches it; with it, ~20th."""
     messages = chat(3_000, at=2_400)
     assert EVIDENCE in await recalled_contents(ChatterEmbedder(), messages, QUESTION, PLAIN_ROOM)
     assert EVIDENCE not in await recalled_contents(ChatterEmbedder(), messages, QUESTION, PLAIN_ROOM - 1)

@@ -1564,12 +1564,6 @@ def unlike_each_other(vectors: np.ndarray) -> np.ndarray:
     return out
 
 
-def z_scores(values: np.ndarray) -> np.ndarray:
-    """``values`` less their mean, over their standard deviation (0 when they are all alike)."""
-    spread = values.std()
-    return (values - values.mean()) / spread if spread > 0 else np.zeros(len(values))
-
-
 def names_a_speaker(about: frozenset[int]) -> bool:
     """Whether a question ``about`` someone names a speaker the chat gives by tag or name (``said_by`` >= 0), not only a
     party of a role (``UNNAMED``): the plain hybrid's edge is reading that name among the speaker's lines."""
