@@ -260,9 +260,14 @@ of ~300 of theirs), so every list leaves them 200th-500th of ~550, under the oth
 their chatter (fresh6: 8K +3 -3). 16K: fresh6 +4 -0 on two seeds, every dev set +6 -1 (a 4-word line of a
 counting question pushed out; docs/knowledge.md, "Session 58 (list58)")."""
 DISTINCT_WEIGHT = 1.0
-"""Below an ample room, RRF weight of a question about someone's list of their own lines that are near the question
-and unlike the rest of what they said (``HistoryIndex.distinct_of_theirs``; counted ``ABOUT_FACTOR`` times, as their
-other scores). TODO: measured."""
+"""From an 8K window's room (``PLAIN_ROOM``) to below an ample one, for a question naming a speaker
+(``names_a_speaker``), RRF weight of a list of their own lines near the question and unlike the rest of what they said
+(``HistoryIndex.distinct_of_theirs``; counted ``ABOUT_FACTOR`` times, as their other scores). "What helps Kwame
+de-stress?" <- "My new thing is thousand-piece jigsaws": no nearer the question than their chatter (54th-78th of their
+~250 lines by meaning, 130th-500th fused), but chatter says what other chatter says and a hobby is told once: by
+whole meaning's z plus unlikeness's among theirs the items rank 1st-71st. 8K: fresh6 91.7 -> 97.2 and 86.1 -> 93.1
+(+9 -0), fresh5 +3 -2, fresh4 +1 -0 (session 60, topic60). At 4K (~90 units) it gained on fresh6 (+6 / +5) and lost
+more on fresh5 (83.3 -> 74.4: their distinct rambles pushed evidence near the question out)."""
 DISTINCT_TOP = 60
 """At most this many of their lines enter that list."""
 DISTINCT_NEAREST = 5
