@@ -11,9 +11,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from components.context_window.base import Message
+from components.context_window.base import Message, Session
 from components.context_window.recall import messages as recall_messages
-from components.context_window.recall.messages import DISTINCT_NEAREST, PLAIN_ROOM, unlike_each_other
+from components.context_window.recall.messages import (
+    DISTINCT_NEAREST,
+    PLAIN_ROOM,
+    WHOLE_TEXT_ROOM,
+    SessionRecall,
+    unlike_each_other,
+)
 from tests.support import TurnedEmbedder, recalled_contents, seeded_direction, two_speaker_chat
 
 QUESTION = "What helps Maya de-stress?"
@@ -59,6 +65,26 @@ async def test_a_line_unlike_the_rest_of_theirs_comes_inside_an_8k_room_and_not_
     assert EVIDENCE not in await recalled_contents(ChatterEmbedder(), messages, QUESTION, PLAIN_ROOM - 1)
     monkeypatch.setattr(recall_messages, "DISTINCT_WEIGHT", 0.0)
     assert EVIDENCE not in await recalled_contents(ChatterEmbedder(), messages, QUESTION, PLAIN_ROOM)
+
+
+async def test_an_ample_room_asked_after_an_8k_one_gathers_what_it_gathers_without_the_rule(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    """A 16K window's history is asked first at its allocation (an 8K-sized room: the rule runs), then again with the
+    window's room (ample): that second ask, which the window sends, gathers what it would with the rule off. Oracle:
+    a fresh recall asked once at the ample room with ``DISTINCT_WEIGHT`` 0."""
+    messages = chat(3_000, at=2_400)
+    recall, session = SessionRecall(ChatterEmbedder()), Session("s", messages=messages)
+    await recall.sync(session, dense=True)
+
+    async def gathered(enough_tokens: int) -> list[str]:
+        ranking = await recall.recall(session, QUESTION, before=len(messages), enough_tokens=enough_tokens)
+        return [m.content for unit in ranking.units for m in unit.messages]
+
+    assert EVIDENCE in await gathered(PLAIN_ROOM)  # the rule ran: the 8K room holds what only it ranks there
+    ample = await gathered(2 * WHOLE_TEXT_ROOM)
+    monkeypatch.setattr(recall_messages, "DISTINCT_WEIGHT", 0.0)
+    assert ample == await recalled_contents(ChatterEmbedder(), messages, QUESTION, 2 * WHOLE_TEXT_ROOM)
 
 
 def oracle(vectors: np.ndarray) -> list[float]:

@@ -268,8 +268,9 @@ de-stress?" <- "My new thing is thousand-piece jigsaws": no nearer the question 
 whole meaning's z plus unlikeness's among theirs the items rank 1st-71st. 8K: fresh6 91.7 -> 97.2 and 86.1 -> 93.1
 (+9 -0), fresh5 +3 -2, fresh4 +1 -0 (session 60, topic60). At 4K (~90 units) it gained on fresh6 (+6 / +5) and lost
 more on fresh5 (83.3 -> 74.4: their distinct rambles pushed evidence near the question out). A 16K window's history
-is first asked below an ample room, and that ask runs it too: Balanced fresh6 16K 100 -> 98.6 on both seeds (a list
-item theirs_first held is out; not yet fixed)."""
+is first asked at its allocation (Conversation First: a 12K gather, where it runs), then in the fill at ample room,
+whose window is sent: 16K windows are main's (fresh6, session 60, topic60b). Topic60's Balanced 16K -1 / -1 was that
+fill timing out (a module's 2 s, at load ~36), leaving the allocation's 3.4K history; Balanced's is a 5.5K gather."""
 DISTINCT_TOP = 60
 """At most this many of their lines enter that list."""
 DISTINCT_NEAREST = 5
