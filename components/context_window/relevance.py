@@ -852,6 +852,19 @@ class VectorIndex:
             at += len(block)
         return out.astype(np.float64)
 
+    def rows_at(self, rows: Sequence[int] | np.ndarray) -> np.ndarray:
+        """The held vectors at ``rows``, one row each, as float32 (reading only those rows)."""
+        wanted = np.asarray(rows, dtype=np.intp)
+        if not len(wanted):
+            return np.zeros((0, self._dimensions), dtype=np.float32)
+        starts = np.cumsum([0, *(len(block) for block in self._blocks)])
+        block_of = np.searchsorted(starts, wanted, side="right") - 1
+        out = np.empty((len(wanted), self._dimensions), dtype=np.float32)
+        for b in np.unique(block_of).tolist():
+            at = np.flatnonzero(block_of == b)
+            out[at] = self._blocks[b][wanted[at] - starts[b]]
+        return out
+
     def scores_at(self, query_vector: Sequence[float] | np.ndarray, rows: Sequence[int] | np.ndarray) -> np.ndarray:
         """``scores(query_vector)[rows]``, bit for bit, reading only those rows: a few of a long session's messages
         asked about (a turn's lead compares the query with the newest questions before it knows whether it needs

@@ -264,6 +264,25 @@ of ~300 of theirs), so every list leaves them 200th-500th of ~550, under the oth
 (~350 messages). Among their own they come inside the room; at 4K / 8K (80-160 messages) the list would only bring
 their chatter (fresh6: 8K +3 -3). 16K: fresh6 +4 -0 on two seeds, every dev set +6 -1 (a 4-word line of a
 counting question pushed out; docs/knowledge.md, "Session 58 (list58)")."""
+DISTINCT_WEIGHT = 1.0
+"""From an 8K window's room (``PLAIN_ROOM``) to below an ample one, for a question naming a speaker
+(``names_a_speaker``), RRF weight of a list of their own lines near the question and unlike the rest of what they said
+(``HistoryIndex.distinct_of_theirs``; counted ``ABOUT_FACTOR`` times, as their other scores). "What helps Kwame
+de-stress?" <- "My new thing is thousand-piece jigsaws": no nearer the question than their chatter (54th-78th of their
+~250 lines by meaning, 130th-500th fused), but chatter says what other chatter says and a hobby is told once: by
+whole meaning's z plus unlikeness's among theirs the items rank 1st-71st. 8K: fresh6 91.7 -> 97.2 and 86.1 -> 93.1
+(+9 -0), fresh5 +3 -2, fresh4 +1 -0 (session 60, topic60). At 4K (~90 units) it gained on fresh6 (+6 / +5) and lost
+more on fresh5 (83.3 -> 74.4: their distinct rambles pushed evidence near the question out). A 16K window's history
+is first asked at its allocation (Conversation First: a 12K gather, where it runs), then in the fill at ample room,
+whose window is sent: 16K windows are main's (fresh6, session 60, topic60b). Topic60's Balanced 16K -1 / -1 was that
+fill timing out (a module's 2 s, at load ~36), leaving the allocation's 3.4K history; Balanced's is a 5.5K gather."""
+DISTINCT_TOP = 60
+"""At most this many of their lines enter that list."""
+DISTINCT_NEAREST = 5
+"""A line's unlikeness is minus its mean cosine with this many of their other lines nearest it in meaning: chatter
+says what other chatter says, a hobby or a trip is told once."""
+DISTINCT_LINES = 500
+"""Only their newest this many lines are compared with each other (the comparison costs their square)."""
 NAMED_WEIGHT = 1.0
 """RRF weight of the ranking of the messages holding a name the chat gave a thing the question asks about
 (``named.bindings``, ``named.names_for``: "the boat" -> "Marigold" -> "Took Marigold up to Skipton and back"), best
@@ -529,6 +548,10 @@ class HistoryIndex:
     """The last ranking's key, the ranking, and the ranking with the whole texts fused in once asked (``rank``)."""
     _plain_cache: tuple[Any, _Ranked] | None = None
     """The last ranking's key with the question as asked, and that ranking with the plain hybrid's interleaved."""
+    _distinct_cache: tuple[Any, _Ranked] | None = None
+    """The last ranking's key, and below an ample room that ranking with the distinct lines fused in
+    (``_with_distinct``)."""
+    _unlike_cache: tuple[Any, np.ndarray] | None = None
     collected: Collected | None = None
     """The last ranking's units as far as gathered (``collect_units``)."""
     _dense_cache: tuple[Any, np.ndarray, np.ndarray, np.ndarray] | None = None
@@ -1046,7 +1069,9 @@ class HistoryIndex:
         ``PLAIN_FROM`` best at ample room, below it past the best units whose rough tokens fill ``head_tokens``; at
         ample room, past its ``THEIRS_FIRST_FROM`` best every message of theirs then comes before the others'
         (``theirs_first``), and so do the user's for a first-person question of a user-and-assistant chat
-        (``asked_of_user``). The last ranking is kept, and with the whole texts fused in apart: a turn asks again when
+        (``asked_of_user``). Below an ample room (and given ``asked``), a question naming a speaker also fuses their
+        lines near it and unlike the rest of theirs (``distinct_of_theirs``, ``DISTINCT_WEIGHT``), before the plain
+        order. The last ranking is kept, and with the whole texts fused in apart: a turn asks again when
         the history gets more room (the surplus pass), and an old gateway session's first step asks for a room under
         ``WHOLE_TEXT_ROOM``, then one over it, and its next step under it again (ranked anew at each switch: 1.0-1.1
         ms an old call, 0.4 now)."""
@@ -1065,6 +1090,10 @@ class HistoryIndex:
                 whole = self._with_whole_texts(ranked, query_vector, before, about)
                 self._rank_cache = (key, ranked, whole)
             ranked = whole
+        elif asked is not None and names_a_speaker(about) and DISTINCT_WEIGHT:  # from an 8K window's room
+            if self._distinct_cache is None or self._distinct_cache[0] != key:
+                self._distinct_cache = (key, self._with_distinct(ranked, query_vector, before, about))
+            ranked = self._distinct_cache[1]
         if asked is None:
             return ranked
         speaker = names_a_speaker(about)
@@ -1154,6 +1183,53 @@ class HistoryIndex:
         positions = np.flatnonzero(fused > 0)
         positions = positions[np.lexsort((-positions, -fused[positions]))]
         return positions, fused[positions], method, reason
+
+    def _with_distinct(
+        self, ranked: _Ranked, query_vector: Sequence[float] | np.ndarray, before: int, about: frozenset[int]
+    ) -> _Ranked:
+        """``ranked`` with the lines of ``about`` near the question and unlike the rest of theirs fused in
+        (``DISTINCT_WEIGHT``). An abstention stays one, and so does a ranking made before every message has its
+        vectors."""
+        positions, scores, method, reason = ranked
+        n = min(before, len(self.messages))
+        distinct = self.distinct_of_theirs(about, query_vector, n) if len(positions) else None
+        if distinct is None or not len(distinct):
+            return ranked
+        fused = np.zeros(n)
+        fused[positions] = scores
+        fused[distinct] += ABOUT_FACTOR * DISTINCT_WEIGHT / (RRF_K + np.arange(1, len(distinct) + 1))
+        positions = np.flatnonzero(fused > 0)
+        positions = positions[np.lexsort((-positions, -fused[positions]))]
+        return positions, fused[positions], method, reason
+
+    def distinct_of_theirs(
+        self, about: frozenset[int], query_vector: Sequence[float] | np.ndarray, n: int
+    ) -> np.ndarray:
+        """At most ``DISTINCT_TOP`` of ``theirs_by_meaning``'s lines (their newest ``DISTINCT_LINES``), best first by
+        their whole meaning's z-score among them plus their unlikeness's (``unlike_each_other``)."""
+        held = np.sort(self.theirs_by_meaning(about, query_vector, n))[-DISTINCT_LINES:]
+        if len(held) <= DISTINCT_NEAREST:
+            return np.zeros(0, np.intp)
+        whole = self.whole_scores(query_vector, n)
+        assert whole is not None
+        key = (about, n, len(self.owner))
+        if self._unlike_cache is None or self._unlike_cache[0] != key:
+            self._unlike_cache = (key, unlike_each_other(self.whole_vectors(held)))
+        score = z_scores(whole[held]) + z_scores(self._unlike_cache[1])
+        return held[np.argsort(-score, kind="stable")][:DISTINCT_TOP]
+
+    def whole_vectors(self, positions: np.ndarray) -> np.ndarray:
+        """The unit mean of each message's part vectors at ``positions`` (each with vectors), one row each."""
+        assert self.dense is not None
+        starts, owners = self._runs.caught_up(self.owner)
+        runs = np.searchsorted(owners, positions)
+        ends = np.r_[starts[1:], len(self.owner)]
+        counts = ends[runs] - starts[runs]
+        firsts = np.r_[0, np.cumsum(counts)[:-1]]
+        parts = np.arange(int(counts.sum())) + np.repeat(starts[runs] - firsts, counts)  # each message's run of parts
+        vectors = self.dense.rows_at(self.row_of[parts])
+        mean = np.add.reduceat(vectors, firsts) / counts[:, None]
+        return (mean / np.maximum(np.linalg.norm(mean, axis=1, keepdims=True), 1e-9)).astype(np.float32)
 
     def theirs_by_meaning(
         self, about: frozenset[int], query_vector: Sequence[float] | np.ndarray, n: int
@@ -1539,6 +1615,17 @@ def theirs_first(ranked: np.ndarray, theirs: np.ndarray, start: int) -> np.ndarr
     start = min(start, len(ranked))
     rest = np.arange(start, len(ranked))
     return ranked[np.concatenate([np.arange(start), rest[theirs[start:]], rest[~theirs[start:]]])]
+
+
+def unlike_each_other(vectors: np.ndarray) -> np.ndarray:
+    """Per row of ``vectors`` (unit rows), minus its mean cosine with the ``DISTINCT_NEAREST`` other rows nearest it."""
+    out = np.empty(len(vectors))
+    nearest = min(DISTINCT_NEAREST, len(vectors) - 1)
+    for start in range(0, len(vectors), 256):  # a block of rows at a time: the whole square is their count squared
+        cosines = vectors[start : start + 256] @ vectors.T
+        cosines[np.arange(len(cosines)), np.arange(start, start + len(cosines))] = -1.0
+        out[start : start + len(cosines)] = -np.partition(cosines, -nearest, axis=1)[:, -nearest:].mean(axis=1)
+    return out
 
 
 def names_a_speaker(about: frozenset[int]) -> bool:
