@@ -271,8 +271,10 @@ DISTINCT_WEIGHT = 1.0
 de-stress?" <- "My new thing is thousand-piece jigsaws": no nearer the question than their chatter (54th-78th of their
 ~250 lines by meaning, 130th-500th fused), but chatter says what other chatter says and a hobby is told once: by
 whole meaning's z plus unlikeness's among theirs the items rank 1st-71st. 8K: fresh6 91.7 -> 97.2 and 86.1 -> 93.1
-(+9 -0), fresh5 +3 -2, fresh4 +1 -0 (session 60, topic60). At 4K (~90 units) it gained on fresh6 (+6 / +5) and lost
-more on fresh5 (83.3 -> 74.4: their distinct rambles pushed evidence near the question out). A 16K window's history
+(+9 -0), fresh5 +3 -2, fresh4 +1 -0 (session 60, topic60); beside infer60's one-liners, fresh6 95.8 -> 100 and
+90.3 -> 95.8, fresh7 (written apart from recall) 97.5 -> 98.8 and 95.1 -> 98.8 (topic60b). At 4K (~90 units) it
+gained on fresh6 (+6 / +5) and lost more on fresh5 (83.3 -> 74.4: their distinct rambles pushed evidence near the
+question out). A 16K window's history
 is first asked at its allocation (Conversation First: a 12K gather, where it runs), then in the fill at ample room,
 whose window is sent: 16K windows are main's (fresh6, session 60, topic60b). Topic60's Balanced 16K -1 / -1 was that
 fill timing out (a module's 2 s, at load ~36), leaving the allocation's 3.4K history; Balanced's is a 5.5K gather."""
@@ -552,6 +554,8 @@ class HistoryIndex:
     """The last ranking's key, and below an ample room that ranking with the distinct lines fused in
     (``_with_distinct``)."""
     _unlike_cache: tuple[Any, np.ndarray] | None = None
+    """Whose lines, how many messages and parts, and those lines' unlikeness (``unlike_each_other``): it does not
+    depend on the question, so a turn's second ranking reuses it."""
     collected: Collected | None = None
     """The last ranking's units as far as gathered (``collect_units``)."""
     _dense_cache: tuple[Any, np.ndarray, np.ndarray, np.ndarray] | None = None
