@@ -200,7 +200,7 @@ first person is the user's (``asked_of_user``), and past the same 100 their line
 answers fill a 16K room (~11.4K tokens) that the user's ~250 lines (~10K tokens) nearly fill alone: "What kind of
 holiday would I enjoy?" <- "We had the best week last year in a cottage with no wifi" went from 252nd to 174th and is
 held (assistant seed 1 16K 96.4 -> 98.2; assistant seed 0, fresh2, classic the same; the recall bench's changed 16K
-windows, by the hashing embedder, +3 -1; session 60, user60)."""
+windows, by the hashing embedder, +2 -1 questions under each type; session 60, user60)."""
 SAID_ELSEWHERE = 3
 """A sentence said word for word in at least this many messages (the same part vector: "Thinking of getting a
 takeaway later, I can't face cooking.", "So happy for you! anything new your end?") says nothing of any one of them,
