@@ -1173,20 +1173,14 @@ class HistoryIndex:
         """``ranked`` with the whole-text ranking fused in (``WHOLE_TEXT_WEIGHT``), and for a question ``about``
         someone every message of theirs by whole meaning (``THEIRS_AMPLE_WEIGHT``). An abstention stays one (nothing
         ranked, nothing added), and so does a ranking made before every message has its vectors."""
-        positions, scores, method, reason = ranked
         n = min(before, len(self.messages))
-        by_whole = self.whole_text_ranking(query_vector, n) if len(positions) else None
+        by_whole = self.whole_text_ranking(query_vector, n) if len(ranked[0]) else None
         if by_whole is None or not len(by_whole):
             return ranked
-        fused = np.zeros(n)
-        fused[positions] = scores
-        fused[by_whole] += WHOLE_TEXT_WEIGHT / (RRF_K + np.arange(1, len(by_whole) + 1))
+        lists = [(by_whole, WHOLE_TEXT_WEIGHT)]
         if about:  # what they did, asked for in general words: their own lines first, where the room holds them
-            theirs = self.theirs_by_meaning(about, query_vector, n)
-            fused[theirs] += ABOUT_FACTOR * THEIRS_AMPLE_WEIGHT / (RRF_K + np.arange(1, len(theirs) + 1))
-        positions = np.flatnonzero(fused > 0)
-        positions = positions[np.lexsort((-positions, -fused[positions]))]
-        return positions, fused[positions], method, reason
+            lists.append((self.theirs_by_meaning(about, query_vector, n), ABOUT_FACTOR * THEIRS_AMPLE_WEIGHT))
+        return fused_with(ranked, n, lists)
 
     def _with_distinct(
         self, ranked: _Ranked, query_vector: Sequence[float] | np.ndarray, before: int, about: frozenset[int]
@@ -1194,17 +1188,11 @@ class HistoryIndex:
         """``ranked`` with the lines of ``about`` near the question and unlike the rest of theirs fused in
         (``DISTINCT_WEIGHT``). An abstention stays one, and so does a ranking made before every message has its
         vectors."""
-        positions, scores, method, reason = ranked
         n = min(before, len(self.messages))
-        distinct = self.distinct_of_theirs(about, query_vector, n) if len(positions) else None
+        distinct = self.distinct_of_theirs(about, query_vector, n) if len(ranked[0]) else None
         if distinct is None or not len(distinct):
             return ranked
-        fused = np.zeros(n)
-        fused[positions] = scores
-        fused[distinct] += ABOUT_FACTOR * DISTINCT_WEIGHT / (RRF_K + np.arange(1, len(distinct) + 1))
-        positions = np.flatnonzero(fused > 0)
-        positions = positions[np.lexsort((-positions, -fused[positions]))]
-        return positions, fused[positions], method, reason
+        return fused_with(ranked, n, [(distinct, ABOUT_FACTOR * DISTINCT_WEIGHT)])
 
     def distinct_of_theirs(
         self, about: frozenset[int], query_vector: Sequence[float] | np.ndarray, n: int
@@ -1619,6 +1607,19 @@ def theirs_first(ranked: np.ndarray, theirs: np.ndarray, start: int) -> np.ndarr
     start = min(start, len(ranked))
     rest = np.arange(start, len(ranked))
     return ranked[np.concatenate([np.arange(start), rest[theirs[start:]], rest[~theirs[start:]]])]
+
+
+def fused_with(ranked: _Ranked, n: int, lists: Sequence[tuple[np.ndarray, float]]) -> _Ranked:
+    """``ranked`` (over the first ``n`` messages) with each list of positions, best first, fused in by reciprocal rank
+    at its weight, and ordered again (ties in order)."""
+    positions, scores, method, reason = ranked
+    fused = np.zeros(n)
+    fused[positions] = scores
+    for listed, weight in lists:
+        fused[listed] += weight / (RRF_K + np.arange(1, len(listed) + 1))
+    positions = np.flatnonzero(fused > 0)
+    positions = positions[np.lexsort((-positions, -fused[positions]))]
+    return positions, fused[positions], method, reason
 
 
 def unlike_each_other(vectors: np.ndarray) -> np.ndarray:
