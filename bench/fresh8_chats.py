@@ -1088,7 +1088,7 @@ DEV = User(
         Q(
             "temporal",
             "When did we adopt Rasputin?",
-            "On what date did Rasputin arrive?",
+            "On what date did my Rasputin arrive?",
             ("cat",),
             "{date}",
             (),
