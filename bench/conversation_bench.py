@@ -311,8 +311,9 @@ def _record_miss(
     chosen: dict[str, set[int]],
     meta: Any,
 ) -> None:
-    """One miss as a JSON line: each evidence message's rank by BM25, dense and fused, and the chat's messages the
-    window held (the newest run apart from the older ones recall brought back)."""
+    """One miss as a JSON line: each evidence message's rank by BM25, dense and fused, the chat's messages the
+    window held (the newest run apart from the older ones recall brought back), and which of the question's answer
+    words (``keys``, where its set writes them) the window's text holds anyway (a part of a long message)."""
     contents = [m["content"] for m in window if isinstance(m.get("content"), str)]
     present = {i for i, text in enumerate(baselines.texts) if any(text in c for c in contents)}
     newest = len(baselines.texts)
@@ -347,6 +348,7 @@ def _record_miss(
             if i < newest
         ],
         "newest_from": newest,
+        "keys_in_window": {key: key.lower() in " ".join(contents).lower() for key in getattr(question, "keys", ())},
         "recall": {k: v for k, v in (meta or {}).items() if isinstance(v, (str, int, float, bool))},
     }
     with open(MISSES_FILE, "a") as out:
