@@ -2214,31 +2214,30 @@ LEADS = ("", "", "", "Quick one. ", "Hi again! ", "Morning! ", "Hello, ", "OK, a
 # -- time phrases -------------------------------------------------------------------------------------------------
 
 
+PHRASES = ("yesterday", "today", "last", "a week ago", "two weeks ago", "three days ago", "the day before yesterday")
+"""The relative phrases a told event is dated by ("last": "last Thursday", two to six days back, never ambiguous)."""
+DAYS_BACK = {
+    "today": 0,
+    "yesterday": 1,
+    "the day before yesterday": 2,
+    "three days ago": 3,
+    "a week ago": 7,
+    "two weeks ago": 14,
+}
+
+
 def time_phrase(rng: random.Random, day: dt.date) -> str:
     """A phrase placing a told event before ``day``."""
-    pick = rng.randrange(7)
-    if pick == 0:
-        return "yesterday"
-    if pick == 1:
-        return "today"
-    if pick == 2:  # two to six days back: unambiguous
+    phrase = PHRASES[rng.randrange(len(PHRASES))]
+    if phrase == "last":
         return f"last {WEEKDAYS[(day - dt.timedelta(days=rng.randint(2, 6))).weekday()]}"
-    if pick == 3:
-        return "a week ago"
-    if pick == 4:
-        return "two weeks ago"
-    if pick == 5:
-        return "three days ago"
-    return "the day before yesterday"
+    return phrase
 
 
 def time_answer(phrase: str, day: dt.date) -> dt.date:
     """The day ``phrase`` said on ``day`` points at."""
-    back = {"today": 0, "yesterday": 1, "the day before yesterday": 2, "three days ago": 3, "a week ago": 7}
-    if phrase in back:
-        return day - dt.timedelta(days=back[phrase])
-    if phrase == "two weeks ago":
-        return day - dt.timedelta(days=14)
+    if phrase in DAYS_BACK:
+        return day - dt.timedelta(days=DAYS_BACK[phrase])
     weekday = WEEKDAYS.index(phrase.removeprefix("last ").capitalize())
     return day - dt.timedelta(days=(day.weekday() - weekday) % 7 or 7)
 
