@@ -44,8 +44,8 @@ that share its words, photos as lines of text; kinds single_hop, multi_hop, temp
 wrong_speaker); BENCH_DATA=fresh7: bench/fresh7_chats.py's three (three pairs with their own lives, speakers in the
 message's name or its text, messages from one word to a paragraph, plans changed in later sessions, questions in the
 evidence's words or others, by name, pronoun or relation; kinds single_hop, multi_hop, temporal, knowledge_update,
-inference and unanswerable); BENCH_DATA=fresh8: bench/fresh8_chats.py's three (one user and an AI assistant each, 58-68
-dated sessions of tasks with personal facts said in passing, long answers, 80-100K tokens a chat; kinds user_fact,
+inference and unanswerable); BENCH_DATA=fresh8: bench/fresh8_chats.py's three (one user and an AI assistant each, 62-68
+dated sessions of tasks with personal facts said in passing, long answers, 91-99K tokens a chat; kinds user_fact,
 assistant_fact, preference, multi_session, knowledge_update, temporal and unanswerable);
 BENCH_MISSES_FILE=path with BENCH_MISSES=1: each miss as a JSON line, to class them; BENCH_SPEAKERS=name|tag|bare and
 BENCH_DATES=bracket|paren|spoken|iso|line: the same chats with their speakers and dates written another way,

@@ -4,7 +4,7 @@ people use one, written apart from recall's code.
 fresh3-fresh7 are chats between friends; one set only (bench/assistant_chats.py, tuned on since) is a user and an
 assistant. This one is that shape again, written from scratch:
 
-* **Tasks, not chat.** 46-60 dated sessions 2-6 days apart (6-10 months), nearly every one a task: plan a trip, fix a
+* **Tasks, not chat.** 58-68 dated sessions 2-6 days apart (8-10 months), nearly every one a task: plan a trip, fix a
   spreadsheet formula, draft an email, compare two gadgets, a recipe for guests, debug a script, a training plan, an
   explanation, gift ideas, a budget. Follow-ups ("can you make it shorter?") and thanks.
 * **Long answers.** The assistant's replies run 150-600 tokens (headings, numbered lists, code and formula blocks),
@@ -25,12 +25,17 @@ the question asks for both), ``temporal`` (the day a relative phrase points at f
 between two such) and ``unanswerable`` (never said, or said of someone else: the neighbour's dog, not "my dog").
 Questions are in the user's voice ("my", "I"); each answerable one is asked in its evidence's words or in others.
 
-Each chat (seeds 0-1): 46-60 sessions, 380-560 messages, 100-140K tokens; 33 questions (user_fact 8, assistant_fact
-5, preference 4, multi_session 4, knowledge_update 4, temporal 5, unanswerable 3). A seed (``BENCH_FRESH_SEED``)
+Each chat (seeds 0-1): 62-68 sessions, 578-612 messages, 91-99K tokens, 92% of them the assistant's (88-92% of its
+answers 150-600 tokens, the longest 692; requests 24-25 tokens on average); 36-43 sessions hold no question's
+evidence. 33 questions (user_fact 8, assistant_fact 5, preference 4, multi_session 4, knowledge_update 4, temporal 5,
+unanswerable 3); about 30% share no content word with their evidence. A seed (``BENCH_FRESH_SEED``)
 draws the sessions, their dates and tasks, places each story, dates its phrases and picks each question's wording.
 
 Caveats: the assistant's replies are composed from per-task stocks of sentences, so a sentence comes back in other
-replies of the same task; each user's stories are fixed (a seed moves and dates them, it does not reword them).
+replies of the same task, and a reply follows its task's form more than the request's particulars (a three-day trip
+may get four days, a recipe's steps are generic); a follow-up ("what would you do first?") gets a shorter take on
+the same task, not an answer to it; each user's stories are fixed (a seed moves and dates them, it does not reword
+them); a told fact's words come back only in that session's answers, never in later small talk.
 """
 
 from __future__ import annotations
