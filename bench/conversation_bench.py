@@ -57,6 +57,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import sys
 import tempfile
 import time
@@ -348,7 +349,10 @@ def _record_miss(
             if i < newest
         ],
         "newest_from": newest,
-        "keys_in_window": {key: key.lower() in " ".join(contents).lower() for key in getattr(question, "keys", ())},
+        "keys_in_window": {
+            key: re.search(rf"\b{re.escape(key)}", " ".join(contents), re.IGNORECASE) is not None
+            for key in getattr(question, "keys", ())
+        },
         "recall": {k: v for k, v in (meta or {}).items() if isinstance(v, (str, int, float, bool))},
     }
     with open(MISSES_FILE, "a") as out:
