@@ -2252,6 +2252,8 @@ def time_answer(phrase: str, day: dt.date) -> dt.date:
 
 @dataclass
 class _Writer:
+    """Writes one user's chat: the stories placed in sessions of their own, in order, among filler tasks."""
+
     user: User
     rng: random.Random
     chat: Conversation = field(init=False)
@@ -2287,6 +2289,7 @@ class _Writer:
         return self.chat
 
     def ask(self, q: Q) -> Asked:
+        """The question in one of its wordings, its labels as positions, a time answer worked out."""
         text = q.same if self.rng.random() < 0.35 else q.other
         evidence = tuple(self.evidence[f"{label}.said" if q.kind == "assistant_fact" else label] for label in q.labels)
         answer = q.answer
