@@ -84,6 +84,7 @@ bench: $(STAMP)
 	BENCH_DATA=fresh5 BENCH_TYPES=conversation_first,balanced $(BIN)/python bench/conversation_bench.py
 	BENCH_DATA=fresh6 BENCH_TYPES=conversation_first,balanced $(BIN)/python bench/conversation_bench.py
 	BENCH_DATA=fresh7 BENCH_TYPES=conversation_first,balanced $(BIN)/python bench/conversation_bench.py
+	BENCH_DATA=fresh8 BENCH_TYPES=conversation_first,balanced $(BIN)/python bench/conversation_bench.py
 	$(BIN)/python bench/abstention_bench.py
 	$(BIN)/python bench/demo_turn_bench.py
 	$(BIN)/python bench/long_session_bench.py

@@ -35,9 +35,9 @@ question ranked against the whole chat. Reported:
 
 Run: `python bench/abstention_bench.py` (BENCH_CONVERSATIONS=n classic chats, BENCH_DENSE=n dense ones, default 2
 each, as conversation_bench.py; BENCH_VARIED=n of bench/varied_chats.py's, default 0; rounds 4 and 5 ran 4 / 4 / 8;
-BENCH_DATA=fresh, fresh2, fresh3, fresh4, fresh5, fresh6, fresh7 or assistant: bench/fresh_chats.py's six held-out
-chats, fresh2_chats.py's five, fresh3_chats.py's, fresh4_chats.py's, fresh5_chats.py's, fresh6_chats.py's or
-fresh7_chats.py's three or
+BENCH_DATA=fresh, fresh2, fresh3, fresh4, fresh5, fresh6, fresh7, fresh8 or assistant: bench/fresh_chats.py's six
+held-out chats, fresh2_chats.py's five, fresh3_chats.py's, fresh4_chats.py's, fresh5_chats.py's, fresh6_chats.py's or
+fresh7_chats.py's or fresh8_chats.py's three or
 assistant_chats.py's four instead, BENCH_FRESH_SEED=n).
 """
 
@@ -79,6 +79,8 @@ from bench.fresh6_chats import NOTHING as FRESH6_NOTHING  # noqa: E402
 from bench.fresh6_chats import fresh6_conversations  # noqa: E402
 from bench.fresh7_chats import KINDS as FRESH7_KINDS  # noqa: E402
 from bench.fresh7_chats import fresh7_conversations  # noqa: E402
+from bench.fresh8_chats import KINDS as FRESH8_KINDS  # noqa: E402
+from bench.fresh8_chats import fresh8_conversations  # noqa: E402
 from bench.fresh_chats import KINDS as FRESH_KINDS  # noqa: E402
 from bench.fresh_chats import fresh_conversations  # noqa: E402
 from bench.varied_chats import varied_conversations  # noqa: E402
@@ -106,6 +108,7 @@ EVERY_KIND = tuple(
             *FRESH5_KINDS,
             *FRESH6_KINDS,
             *FRESH7_KINDS,
+            *FRESH8_KINDS,
             *ASSISTANT_KINDS,
         )
     )
@@ -239,6 +242,7 @@ HELD_OUT: dict[str, Callable[[int], list[Conversation]]] = {
     "fresh5": lambda seed: fresh5_conversations(3, seed),
     "fresh6": lambda seed: fresh6_conversations(3, seed),
     "fresh7": lambda seed: fresh7_conversations(3, seed),
+    "fresh8": lambda seed: fresh8_conversations(3, seed),
     "assistant": lambda seed: assistant_conversations(4, seed),
 }
 """Each ``BENCH_DATA`` set written apart from the tuning: its chats from a seed, every one the set has."""

@@ -44,7 +44,9 @@ that share its words, photos as lines of text; kinds single_hop, multi_hop, temp
 wrong_speaker); BENCH_DATA=fresh7: bench/fresh7_chats.py's three (three pairs with their own lives, speakers in the
 message's name or its text, messages from one word to a paragraph, plans changed in later sessions, questions in the
 evidence's words or others, by name, pronoun or relation; kinds single_hop, multi_hop, temporal, knowledge_update,
-inference and unanswerable);
+inference and unanswerable); BENCH_DATA=fresh8: bench/fresh8_chats.py's three (one user and an AI assistant each, 62-68
+dated sessions of tasks with personal facts said in passing, long answers, 91-99K tokens a chat; kinds user_fact,
+assistant_fact, preference, multi_session, knowledge_update, temporal and unanswerable);
 BENCH_MISSES_FILE=path with BENCH_MISSES=1: each miss as a JSON line, to class them; BENCH_SPEAKERS=name|tag|bare and
 BENCH_DATES=bracket|paren|spoken|iso|line: the same chats with their speakers and dates written another way,
 bench/chat_formats.py).
@@ -55,6 +57,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import sys
 import tempfile
 import time
@@ -88,6 +91,8 @@ from bench.fresh6_chats import KINDS as FRESH6_KINDS  # noqa: E402
 from bench.fresh6_chats import fresh6_conversations  # noqa: E402
 from bench.fresh7_chats import KINDS as FRESH7_KINDS  # noqa: E402
 from bench.fresh7_chats import fresh7_conversations  # noqa: E402
+from bench.fresh8_chats import KINDS as FRESH8_KINDS  # noqa: E402
+from bench.fresh8_chats import fresh8_conversations  # noqa: E402
 from bench.fresh_chats import KINDS as FRESH_KINDS  # noqa: E402
 from bench.fresh_chats import fresh_conversations  # noqa: E402
 from bench.recall_bench import in_window, packed_in_rank_order  # noqa: E402
@@ -116,13 +121,14 @@ DEFAULT_COUNT = {
     "fresh5": "3",
     "fresh6": "3",
     "fresh7": "3",
+    "fresh8": "3",
     "assistant": "4",
     "context": "3",
 }
 CONVERSATIONS = int(os.environ.get("BENCH_CONVERSATIONS", DEFAULT_COUNT.get(DATA, "2")))
 FRESH_SEED = int(os.environ.get("BENCH_FRESH_SEED", "0"))
-"""``fresh``, ``fresh2``, ``fresh3``, ``fresh4``, ``fresh5``, ``fresh6``, ``fresh7`` and ``assistant``: the seed their
-chats are written from (another seed places and fills the same stories anew)."""
+"""``fresh``, ``fresh2``, ``fresh3``, ``fresh4``, ``fresh5``, ``fresh6``, ``fresh7``, ``fresh8`` and ``assistant``: the
+seed their chats are written from (another seed places and fills the same stories anew)."""
 DENSE = int(os.environ.get("BENCH_DENSE", "2"))
 MISSES = os.environ.get("BENCH_MISSES", "0") != "0"
 MISSES_FILE = os.environ.get("BENCH_MISSES_FILE", "")
@@ -306,8 +312,9 @@ def _record_miss(
     chosen: dict[str, set[int]],
     meta: Any,
 ) -> None:
-    """One miss as a JSON line: each evidence message's rank by BM25, dense and fused, and the chat's messages the
-    window held (the newest run apart from the older ones recall brought back)."""
+    """One miss as a JSON line: each evidence message's rank by BM25, dense and fused, the chat's messages the
+    window held (the newest run apart from the older ones recall brought back), and which of the question's answer
+    words (``keys``, where its set writes them) the window's text holds anyway (a part of a long message)."""
     contents = [m["content"] for m in window if isinstance(m.get("content"), str)]
     present = {i for i, text in enumerate(baselines.texts) if any(text in c for c in contents)}
     newest = len(baselines.texts)
@@ -342,6 +349,10 @@ def _record_miss(
             if i < newest
         ],
         "newest_from": newest,
+        "keys_in_window": {
+            key: re.search(rf"\b{re.escape(key)}", " ".join(contents), re.IGNORECASE) is not None
+            for key in getattr(question, "keys", ())
+        },
         "recall": {k: v for k, v in (meta or {}).items() if isinstance(v, (str, int, float, bool))},
     }
     with open(MISSES_FILE, "a") as out:
@@ -379,8 +390,8 @@ def _summed(cells: list[Cell]) -> Cell:
 def report(cells: dict[tuple[str, int, str], Cell], data: list[Conversation], seconds: float) -> None:
     sizes = ", ".join(f"{c.name} ({len(c.messages)} messages)" for c in data)
     written = (
-        "as written"
-        if DATA in ("fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "assistant", "context")
+        "as written"  # the fresh sets, assistant and context: their own speakers and dates
+        if DATA.startswith("fresh") or DATA in ("assistant", "context")
         else f"speakers {SPEAKERS}, dates {DATES}"
     )
     print(f"Long-conversation bench: {sizes}; embedder {EMBEDDER}; {written}; {seconds:.0f} s\n")
@@ -395,6 +406,7 @@ def report(cells: dict[tuple[str, int, str], Cell], data: list[Conversation], se
             *FRESH5_KINDS,
             *FRESH6_KINDS,
             *FRESH7_KINDS,
+            *FRESH8_KINDS,
             *ASSISTANT_KINDS,
             *CONTEXT_KINDS,
         )
@@ -463,6 +475,8 @@ def main() -> None:
         data = fresh6_conversations(CONVERSATIONS, FRESH_SEED)
     elif DATA == "fresh7":  # the eighth: three pairs' own lives, plans that change, questions in mixed styles
         data = fresh7_conversations(CONVERSATIONS, FRESH_SEED)
+    elif DATA == "fresh8":  # the ninth: one user and an assistant each, tasks with personal facts in passing
+        data = fresh8_conversations(CONVERSATIONS, FRESH_SEED)
     elif DATA == "assistant":  # the third: one user and an AI assistant over months of unrelated tasks
         data = assistant_conversations(CONVERSATIONS, FRESH_SEED)
     elif DATA == "context":  # dev: short reports whose topic is named just before them
