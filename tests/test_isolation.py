@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
+import os
+import subprocess
+import sys
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
+from components.context_window import isolation
 from components.context_window.base import AssemblyContext, ContextModule, Contribution, Message, ToolSchema, freeze
 from components.context_window.budget import BudgetExceeded
 from components.context_window.handler import ContextWindowHandler
@@ -16,7 +22,7 @@ from components.context_window.module_registry import ModuleRegistry
 from components.context_window.window_type import ContextWindowType
 from tda.builtins import DEFAULT_TYPES
 from tests import support
-from tests.oracle import cookbook_tokens, text_tokens
+from tests.oracle import cookbook_message_tokens, cookbook_tokens, text_tokens
 from tests.support import Scripted, conversation, make_ctx, manifest, words
 
 
@@ -206,6 +212,155 @@ async def test_a_misbehaving_module_is_recorded_and_the_turn_goes_on(how, status
     assert time.perf_counter() - started < 2.0
     if how == "block":
         assert usage.blocked_ms >= 300
+
+
+# --- a loaded machine: the waits for a CPU are not the module's -------------------------------------------
+
+
+class CpuWaits:
+    """An injected run-queue clock (``isolation.waited_for_a_cpu``): time spent inside ``waiting()`` is reported
+    as time the thread waited for a CPU other processes had."""
+
+    def __init__(self) -> None:
+        self.total = 0.0
+
+    def __call__(self) -> float:
+        return self.total
+
+    @contextlib.contextmanager
+    def waiting(self) -> Iterator[None]:
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.total += time.perf_counter() - started
+
+
+def compute(cpu_s: float) -> None:
+    """Work on this thread's CPU until it has had ``cpu_s`` of it (however long that takes on a loaded machine)."""
+    until = time.thread_time() + cpu_s
+    while time.thread_time() < until:
+        sum(range(1000))
+
+
+class SlowFill(ContextModule):
+    """As many of 60 blocks as fit the budget, ``left_out`` when not all do. The fill's ask (a larger budget than
+    the first) holds the loop 0.35 s in one step: ``loaded`` waiting for a CPU (``waits``), ``blocked`` in
+    ``time.sleep``, ``computing`` on its own CPU."""
+
+    def __init__(self, how: str, waits: CpuWaits) -> None:
+        super().__init__(manifest("history"))
+        self.how, self.waits = how, waits
+        self.blocks = [f"block {i}: " + words(30, f"w{i}") for i in range(60)]
+        self.budgets: list[int] = []
+
+    async def contribute(self, budget: int, ctx: AssemblyContext) -> Contribution:
+        self.budgets.append(budget)
+        if budget > self.budgets[0]:
+            self.hold_the_loop()
+        assert ctx.tokens is not None
+        kept: list[str] = []
+        for block in self.blocks:
+            if ctx.tokens.count_text_message("\n\n".join([*kept, block])) > budget:
+                break
+            kept.append(block)
+        units = tuple((block,) for block in kept)
+        return Contribution(self.module_id, units=units, left_out=len(kept) < len(self.blocks))
+
+    def hold_the_loop(self) -> None:
+        if self.how == "loaded":
+            with self.waits.waiting():
+                time.sleep(0.35)
+        elif self.how == "blocked":
+            time.sleep(0.35)
+        else:
+            compute(0.35)
+
+
+def fitting(blocks: list[str], budget: int) -> int:
+    """How many of the first blocks fit ``budget`` as one system message, by the cookbook's count."""
+    n = 0
+    while (
+        n < len(blocks)
+        and cookbook_message_tokens({"role": "system", "content": "\n\n".join(blocks[: n + 1])}) <= budget
+    ):
+        n += 1
+    return n
+
+
+async def assembled_with_a_slow_fill(how: str, monkeypatch: pytest.MonkeyPatch) -> tuple[SlowFill, Any]:
+    waits = CpuWaits()
+    monkeypatch.setattr(isolation, "waited_for_a_cpu", waits)
+    module = SlowFill(how, waits)
+    ctx = make_ctx(limit=1500, query="go", system_prompt="")
+    result = await handler(module, timeout_s=0.2).assemble(ctx, wtype({"history": (30, 0, 40, 50)}))
+    assert cookbook_tokens(result.messages) == result.snapshot.total_used <= result.snapshot.available_budget
+    return module, result
+
+
+async def test_a_fill_slowed_by_the_machine_keeps_what_it_gathered(monkeypatch):
+    """The fill's step held the loop 0.35 s, past the 0.2 s timeout, all of it waiting for a CPU: its window is sent.
+    Oracle: the blocks that fit the fill's budget, counted by the cookbook."""
+    module, result = await assembled_with_a_slow_fill("loaded", monkeypatch)
+    first, fill = module.budgets[0], module.budgets[-1]
+    assert len(module.budgets) == 2 and fitting(module.blocks, fill) > fitting(module.blocks, first)
+    usage = result.snapshot.module("history")
+    assert usage.status == "ok"
+    assert result.contributions["history"].texts() == module.blocks[: fitting(module.blocks, fill)]
+    assert usage.blocked_ms >= 350 and usage.waited_ms >= 350  # the snapshot says it was slow, and why
+
+
+@pytest.mark.parametrize("how", ["blocked", "computing"])
+async def test_a_fill_that_blocks_or_computes_past_the_timeout_is_dropped(how, monkeypatch):
+    """The same 0.35 s hold, the module's own (asleep or computing, no wait for a CPU): the fill's result is
+    discarded and the first ask's window is sent."""
+    module, result = await assembled_with_a_slow_fill(how, monkeypatch)
+    usage = result.snapshot.module("history")
+    assert result.contributions["history"].texts() == module.blocks[: fitting(module.blocks, module.budgets[0])]
+    assert usage.status == "ok" and usage.blocked_ms >= 350 and usage.waited_ms == 0
+    assert any("kept as it was" in line for line in result.snapshot.decisions)
+
+
+@pytest.mark.parametrize("how", ["loaded", "blocked", "computing"])
+async def test_a_contribution_is_judged_by_the_time_it_held_the_loop_less_its_waits_for_a_cpu(how, monkeypatch):
+    waits = CpuWaits()
+    monkeypatch.setattr(isolation, "waited_for_a_cpu", waits)
+    slow = SlowFill(how, waits)
+    slow.budgets.append(0)  # every ask is "larger than the first": the contribution itself holds the loop
+    result = await handler(slow, timeout_s=0.2).assemble(make_ctx(limit=1500), ok_type("history"))
+    usage = result.snapshot.module("history")
+    if how == "loaded":
+        assert (usage.status, usage.reason) == ("ok", "") and usage.used > 0
+    else:
+        assert usage.status == "timeout" and usage.used == 0
+        assert "blocked the event loop for" in usage.reason and "waiting for a CPU" not in usage.reason
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/thread-self/schedstat"), reason="Linux's run-queue figures")
+def test_the_waits_for_a_cpu_are_what_another_process_on_the_same_cpu_took():
+    """The real clock, on one CPU shared with a busy process: a step computing 0.15 s of CPU takes about twice that
+    in wall time, and what is charged (wall less the waits) is its own CPU. Sleeping is not waiting for a CPU.
+    Oracle: the thread's CPU clock (``time.thread_time``), which the load does not stretch."""
+    cpu = min(os.sched_getaffinity(0))
+    kept = os.sched_getaffinity(0)
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        os.sched_setaffinity(busy.pid, {cpu})
+        os.sched_setaffinity(0, {cpu})
+        time.sleep(0.1)  # the busy process is running
+        waited, wall, own = isolation.waited_for_a_cpu(), time.perf_counter(), time.thread_time()
+        compute(0.15)
+        waited = isolation.waited_for_a_cpu() - waited
+        wall, own = time.perf_counter() - wall, time.thread_time() - own
+        assert wall > 0.25  # the busy process had the CPU about half the time
+        assert abs((wall - waited) - own) < 0.03
+        before = isolation.waited_for_a_cpu()
+        time.sleep(0.2)
+        assert isolation.waited_for_a_cpu() - before < 0.1  # at most a slice's wait once it wakes
+    finally:
+        os.sched_setaffinity(0, kept)
+        busy.kill()
+        busy.wait()
 
 
 async def test_a_caller_cancellation_still_cancels_the_turn():

@@ -156,6 +156,7 @@ class _Slot:
     received: int = 0
     donated: int = 0
     blocked_s: float = 0.0
+    waited_s: float = 0.0
     filling: bool = False
     """Asked again in the fill pass: no condense rule binds it (its directives carry no condense target)."""
     spare: int = 0
@@ -519,8 +520,14 @@ class ContextWindowHandler:
         for module_id, outcome in outcomes.items():
             slot = run.slots[module_id]
             slot.blocked_s += outcome.blocked_s
+            slot.waited_s += outcome.waited_s
             if outcome.blocked_s > BLOCKING_WARN_S:
-                log.warning("module %s held the event loop for %.3f s", module_id, outcome.blocked_s)
+                log.warning(
+                    "module %s held the event loop for %.3f s (%.3f s of it waiting for a CPU)",
+                    module_id,
+                    outcome.blocked_s,
+                    outcome.waited_s,
+                )
         return outcomes
 
     async def _condense_by_rule(self, run: _Run, slot: _Slot, rule: wt.Condense) -> None:
@@ -899,6 +906,7 @@ class ContextWindowHandler:
                 reason=s.reason,
                 metadata=dict(s.contribution.metadata) if s.contribution is not None else {},
                 blocked_ms=round(s.blocked_s * 1000, 3),
+                waited_ms=round(s.waited_s * 1000, 3),
             )
             for s in sorted(run.slots.values(), key=lambda s: (-s.priority, s.module_id))
         ]

@@ -24,6 +24,9 @@ class ModuleUsage:
     metadata: dict[str, Any] = field(default_factory=dict)
     blocked_ms: float = 0.0
     """Time the module held the event loop in this assembly (nothing else ran meanwhile); varies run to run."""
+    waited_ms: float = 0.0
+    """Of ``blocked_ms``, the time the loop's thread waited for a CPU other processes had: the machine's load, not
+    held against the module's timeout (isolation.py); varies run to run."""
 
     @property
     def utilisation(self) -> float:
@@ -133,6 +136,7 @@ class ContextWindowSnapshot:
             data.pop(key)
         for module in data["modules"]:
             module.pop("blocked_ms")
+            module.pop("waited_ms")
         for call in data["auxiliary_calls"]:
             call.pop("ms")
         return data
