@@ -280,6 +280,11 @@ whose window is sent: 16K windows are main's (fresh6, session 60, topic60b). Top
 fill timing out (a module's 2 s, at load ~36), leaving the allocation's 3.4K history; Balanced's is a 5.5K gather."""
 DISTINCT_TOP = 60
 """At most this many of their lines enter that list."""
+DISTINCT_SMALL_TOP = 30
+"""Below ``PLAIN_ROOM`` (a 4K window's room: ~2,850 tokens, ~90 units), at most this many of their lines enter that
+list, and only lines of at most ``DISTINCT_SMALL_CHARS``: a line it lifts into the room's head costs its tokens."""
+DISTINCT_SMALL_CHARS = 240
+"""...that many characters (~50-60 tokens)."""
 DISTINCT_NEAREST = 5
 """A line's unlikeness is minus its mean cosine with this many of their other lines nearest it in meaning: chatter
 says what other chatter says, a hobby or a trip is told once."""
@@ -1059,6 +1064,7 @@ class HistoryIndex:
         ample: bool = False,
         asked: str | None = None,
         head_tokens: int = 0,
+        small: bool = False,
     ) -> _Ranked:
         """Positions of the messages before ``before``, best first, with fused scores, the method and (when nothing
         ranks) the reason. Messages no signal ranks are left out (and the exchanges of the best hits come with them);
@@ -1075,10 +1081,11 @@ class HistoryIndex:
         (``theirs_first``), and so do the user's for a first-person question of a user-and-assistant chat
         (``asked_of_user``). Below an ample room (and given ``asked``), a question naming a speaker also fuses their
         lines near it and unlike the rest of theirs (``distinct_of_theirs``, ``DISTINCT_WEIGHT``), before the plain
-        order. The last ranking is kept, and with the whole texts fused in apart: a turn asks again when
-        the history gets more room (the surplus pass), and an old gateway session's first step asks for a room under
-        ``WHOLE_TEXT_ROOM``, then one over it, and its next step under it again (ranked anew at each switch: 1.0-1.1
-        ms an old call, 0.4 now)."""
+        order; ``small`` (a room below ``PLAIN_ROOM``: no ``asked``) fuses only their best short ones
+        (``DISTINCT_SMALL_TOP``, ``DISTINCT_SMALL_CHARS``). The last ranking is kept, and with the whole texts fused in
+        apart: a turn asks again when the history gets more room (the surplus pass), and an old gateway session's first
+        step asks for a room under ``WHOLE_TEXT_ROOM``, then one over it, and its next step under it again (ranked anew
+        at each switch: 1.0-1.1 ms an old call, 0.4 now)."""
         vector = None if query_vector is None else np.asarray(query_vector, dtype=np.float32).tobytes()
         vectored = self.vectored >= min(before, len(self.messages))  # and the query's: cold and warm rank alike
         link_from = LINK_FROM_WIDE if vectored and query_vector is not None else LINK_FROM
@@ -1094,9 +1101,9 @@ class HistoryIndex:
                 whole = self._with_whole_texts(ranked, query_vector, before, about)
                 self._rank_cache = (key, ranked, whole)
             ranked = whole
-        elif asked is not None and names_a_speaker(about) and DISTINCT_WEIGHT:  # from an 8K window's room
-            if self._distinct_cache is None or self._distinct_cache[0] != key:
-                self._distinct_cache = (key, self._with_distinct(ranked, query_vector, before, about))
+        elif (asked is not None or small) and names_a_speaker(about) and DISTINCT_WEIGHT:  # below an ample room
+            if self._distinct_cache is None or self._distinct_cache[0] != (key, small):
+                self._distinct_cache = ((key, small), self._with_distinct(ranked, query_vector, before, about, small))
             ranked = self._distinct_cache[1]
         if asked is None:
             return ranked
@@ -1183,22 +1190,39 @@ class HistoryIndex:
         return fused_with(ranked, n, lists)
 
     def _with_distinct(
-        self, ranked: _Ranked, query_vector: Sequence[float] | np.ndarray, before: int, about: frozenset[int]
+        self,
+        ranked: _Ranked,
+        query_vector: Sequence[float] | np.ndarray,
+        before: int,
+        about: frozenset[int],
+        small: bool = False,
     ) -> _Ranked:
         """``ranked`` with the lines of ``about`` near the question and unlike the rest of theirs fused in
-        (``DISTINCT_WEIGHT``). An abstention stays one, and so does a ranking made before every message has its
-        vectors."""
+        (``DISTINCT_WEIGHT``); in a ``small`` room only the best of them that are short (``DISTINCT_SMALL_TOP`` of at
+        most ``DISTINCT_SMALL_CHARS``). An abstention stays one, and so does a ranking made before every message has
+        its vectors."""
         n = min(before, len(self.messages))
-        distinct = self.distinct_of_theirs(about, query_vector, n) if len(ranked[0]) else None
-        if distinct is None or not len(distinct):
+        if not len(ranked[0]):
+            return ranked
+        if small:
+            distinct = self.distinct_of_theirs(about, query_vector, n, DISTINCT_SMALL_TOP, DISTINCT_SMALL_CHARS)
+        else:
+            distinct = self.distinct_of_theirs(about, query_vector, n)
+        if not len(distinct):
             return ranked
         return fused_with(ranked, n, [(distinct, ABOUT_FACTOR * DISTINCT_WEIGHT)])
 
     def distinct_of_theirs(
-        self, about: frozenset[int], query_vector: Sequence[float] | np.ndarray, n: int
+        self,
+        about: frozenset[int],
+        query_vector: Sequence[float] | np.ndarray,
+        n: int,
+        top: int = DISTINCT_TOP,
+        max_chars: int | None = None,
     ) -> np.ndarray:
-        """At most ``DISTINCT_TOP`` of ``theirs_by_meaning``'s lines (their newest ``DISTINCT_LINES``), best first by
-        their whole meaning's z-score among them plus their unlikeness's (``unlike_each_other``)."""
+        """At most ``top`` of ``theirs_by_meaning``'s lines (their newest ``DISTINCT_LINES``), best first by their whole
+        meaning's z-score among them plus their unlikeness's (``unlike_each_other``); with ``max_chars``, only those
+        of at most that many characters, scored among all of them."""
         held = np.sort(self.theirs_by_meaning(about, query_vector, n))[-DISTINCT_LINES:]
         if len(held) <= DISTINCT_NEAREST:
             return np.zeros(0, np.intp)
@@ -1208,7 +1232,10 @@ class HistoryIndex:
         if self._unlike_cache is None or self._unlike_cache[0] != key:
             self._unlike_cache = (key, unlike_each_other(self.whole_vectors(held)))
         score = z_scores(whole[held]) + z_scores(self._unlike_cache[1])
-        return held[np.argsort(-score, kind="stable")][:DISTINCT_TOP]
+        best = held[np.argsort(-score, kind="stable")]
+        if max_chars is not None:
+            best = best[np.asarray(self.chars, np.int64)[best] <= max_chars]
+        return best[:top]
 
     def whole_vectors(self, positions: np.ndarray) -> np.ndarray:
         """The unit mean of each message's part vectors at ``positions`` (each with vectors), one row each."""
@@ -2288,6 +2315,7 @@ class IndexQuestion:
                 ample=is_ample(enough_tokens),
                 asked=self.asked if enough_tokens >= PLAIN_ROOM else None,
                 head_tokens=int(enough_tokens * PLAIN_HEAD_SHARE),
+                small=enough_tokens < PLAIN_ROOM,
             )
             return collect_units(
                 index,
