@@ -265,26 +265,29 @@ of ~300 of theirs), so every list leaves them 200th-500th of ~550, under the oth
 their chatter (fresh6: 8K +3 -3). 16K: fresh6 +4 -0 on two seeds, every dev set +6 -1 (a 4-word line of a
 counting question pushed out; docs/knowledge.md, "Session 58 (list58)")."""
 DISTINCT_WEIGHT = 1.0
-"""From an 8K window's room (``PLAIN_ROOM``) to below an ample one, for a question naming a speaker
-(``names_a_speaker``), RRF weight of a list of their own lines near the question and unlike the rest of what they said
+"""Below an ample room, for a question naming a speaker (``names_a_speaker``), RRF weight of a list of their own lines near the question and unlike the rest of what they said
 (``HistoryIndex.distinct_of_theirs``; counted ``ABOUT_FACTOR`` times, as their other scores). "What helps Kwame
 de-stress?" <- "My new thing is thousand-piece jigsaws": no nearer the question than their chatter (54th-78th of their
 ~250 lines by meaning, 130th-500th fused), but chatter says what other chatter says and a hobby is told once: by
 whole meaning's z plus unlikeness's among theirs the items rank 1st-71st. 8K: fresh6 91.7 -> 97.2 and 86.1 -> 93.1
 (+9 -0), fresh5 +3 -2, fresh4 +1 -0 (session 60, topic60); beside infer60's one-liners, fresh6 95.8 -> 100 and
-90.3 -> 95.8, fresh7 (written apart from recall) 97.5 -> 98.8 and 95.1 -> 98.8 (topic60b). At 4K (~90 units) it
-gained on fresh6 (+6 / +5) and lost more on fresh5 (83.3 -> 74.4: their distinct rambles pushed evidence near the
-question out). A 16K window's history
-is first asked at its allocation (Conversation First: a 12K gather, where it runs), then in the fill at ample room,
-whose window is sent: 16K windows are main's (fresh6, session 60, topic60b). Topic60's Balanced 16K -1 / -1 was that
-fill timing out (a module's 2 s, at load ~36), leaving the allocation's 3.4K history; Balanced's is a 5.5K gather."""
+90.3 -> 95.8, fresh7 (written apart from recall) 97.5 -> 98.8 and 95.1 -> 98.8 (topic60b). At 4K (~90 units) the
+whole list gained on fresh6 (+6 / +5) and lost more on fresh5 (83.3 -> 74.4: their distinct rambles pushed evidence
+near the question out): there only its short best lines (``DISTINCT_SMALL_TOP``). A 16K window's history is first
+asked at its allocation (Conversation First: a 12K gather; Balanced: 5.5K, the small list), then in the fill at ample
+room, whose window is sent: 16K windows are main's (fresh6, session 60, topic60b). Topic60's Balanced 16K -1 / -1 was
+that fill timing out (a module's 2 s, at load ~36), leaving the allocation's 3.4K history."""
 DISTINCT_TOP = 60
 """At most this many of their lines enter that list."""
 DISTINCT_SMALL_TOP = 30
 """Below ``PLAIN_ROOM`` (a 4K window's room: ~2,850 tokens, ~90 units), at most this many of their lines enter that
-list, and only lines of at most ``DISTINCT_SMALL_CHARS``: a line it lifts into the room's head costs its tokens."""
+list, and only lines of at most ``DISTINCT_SMALL_CHARS``: RRF lifts a list's first lines alike however long it is, and
+in fresh5's ~45-unit rooms (day rambles) each line lifted pushed evidence near the question out. 4K, Conversation
+First: fresh7 93.8 -> 96.3 and 88.9 -> 95.1 (+7 -0: a list's later item, a changed plan's terse last state, a habit;
+dense alone 93.8 / 87.7), fresh6 93.1 -> 98.6 and 83.3 -> 87.5 (+8 -1), fresh4 +2 -0, fresh2 +1 -0, varied +5 -1,
+fresh +2 -2, classic +0 -0, fresh5 -3 +1 (session 61, dense61). Top 60 lost 6-7 a seed on fresh5, top 20 gained less."""
 DISTINCT_SMALL_CHARS = 240
-"""...that many characters (~50-60 tokens)."""
+"""...that many characters (~50-60 tokens). The bound is a plateau: 160-400 alike on the rank proxy (session 61)."""
 DISTINCT_NEAREST = 5
 """A line's unlikeness is minus its mean cosine with this many of their other lines nearest it in meaning: chatter
 says what other chatter says, a hobby or a trip is told once."""
