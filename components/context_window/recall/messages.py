@@ -265,18 +265,18 @@ of ~300 of theirs), so every list leaves them 200th-500th of ~550, under the oth
 their chatter (fresh6: 8K +3 -3). 16K: fresh6 +4 -0 on two seeds, every dev set +6 -1 (a 4-word line of a
 counting question pushed out; docs/knowledge.md, "Session 58 (list58)")."""
 DISTINCT_WEIGHT = 1.0
-"""Below an ample room, for a question naming a speaker (``names_a_speaker``), RRF weight of a list of their own lines near the question and unlike the rest of what they said
-(``HistoryIndex.distinct_of_theirs``; counted ``ABOUT_FACTOR`` times, as their other scores). "What helps Kwame
-de-stress?" <- "My new thing is thousand-piece jigsaws": no nearer the question than their chatter (54th-78th of their
-~250 lines by meaning, 130th-500th fused), but chatter says what other chatter says and a hobby is told once: by
-whole meaning's z plus unlikeness's among theirs the items rank 1st-71st. 8K: fresh6 91.7 -> 97.2 and 86.1 -> 93.1
-(+9 -0), fresh5 +3 -2, fresh4 +1 -0 (session 60, topic60); beside infer60's one-liners, fresh6 95.8 -> 100 and
-90.3 -> 95.8, fresh7 (written apart from recall) 97.5 -> 98.8 and 95.1 -> 98.8 (topic60b). At 4K (~90 units) the
-whole list gained on fresh6 (+6 / +5) and lost more on fresh5 (83.3 -> 74.4: their distinct rambles pushed evidence
-near the question out): there only its short best lines (``DISTINCT_SMALL_TOP``). A 16K window's history is first
-asked at its allocation (Conversation First: a 12K gather; Balanced: 5.5K, the small list), then in the fill at ample
-room, whose window is sent: 16K windows are main's (fresh6, session 60, topic60b). Topic60's Balanced 16K -1 / -1 was
-that fill timing out (a module's 2 s, at load ~36), leaving the allocation's 3.4K history."""
+"""Below an ample room, for a question naming a speaker (``names_a_speaker``), RRF weight of a list of their own lines
+near the question and unlike the rest of what they said (``HistoryIndex.distinct_of_theirs``; counted ``ABOUT_FACTOR``
+times, as their other scores). "What helps Kwame de-stress?" <- "My new thing is thousand-piece jigsaws": no nearer the
+question than their chatter (54th-78th of their ~250 lines by meaning, 130th-500th fused), but chatter says what other
+chatter says and a hobby is told once: by whole meaning's z plus unlikeness's among theirs the items rank 1st-71st. 8K:
+fresh6 91.7 -> 97.2 and 86.1 -> 93.1 (+9 -0), fresh5 +3 -2, fresh4 +1 -0 (session 60, topic60); beside infer60's
+one-liners, fresh6 95.8 -> 100 and 90.3 -> 95.8, fresh7 (written apart from recall) 97.5 -> 98.8 and 95.1 -> 98.8
+(topic60b). At 4K (~90 units) the whole list gained on fresh6 (+6 / +5) and lost more on fresh5 (83.3 -> 74.4: their
+distinct rambles pushed evidence near the question out): there only its short best lines (``DISTINCT_SMALL_TOP``). A 16K
+window's history is first asked at its allocation (Conversation First: a 12K gather; Balanced: 5.5K, the small list),
+then in the fill at ample room, whose window is sent: 16K windows are main's (fresh6, session 60, topic60b). Topic60's
+Balanced 16K -1 / -1 was that fill timing out (a module's 2 s, at load ~36), leaving the allocation's 3.4K history."""
 DISTINCT_TOP = 60
 """At most this many of their lines enter that list."""
 DISTINCT_SMALL_TOP = 30
