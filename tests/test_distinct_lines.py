@@ -1,7 +1,7 @@
 """Below an ample room, a question naming a speaker also ranks their own lines that are near the question and unlike
 the rest of what they said (``distinct_of_theirs``): "What helps Maya de-stress?" <- "Crochet lately, I made a wonky
 little frog" shares no word with the question and is no nearer it than her chatter, but her chatter says what her other
-chatter says, and the hobby is told once."""
+chatter says, and the hobby is told once. Below an 8K window's room only their short such lines."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from components.context_window.base import Message, Session
 from components.context_window.recall import messages as recall_messages
 from components.context_window.recall.messages import (
     DISTINCT_NEAREST,
+    DISTINCT_SMALL_CHARS,
     PLAIN_ROOM,
     WHOLE_TEXT_ROOM,
     SessionRecall,
@@ -24,6 +25,14 @@ from tests.support import TurnedEmbedder, recalled_contents, seeded_direction, t
 
 QUESTION = "What helps Maya de-stress?"
 EVIDENCE = "Maya: Crochet lately, I made a wonky little frog and I adore him."
+RAMBLE = (
+    "Maya: Crochet lately, I made a wonky little frog and I adore him, though his left eye sits a good inch lower than "
+    "his right one and my sister says he looks permanently startled, which is fair, since the pattern was for a duck, "
+    "and I only noticed halfway through the second skein of green."
+)
+"""The same news told at length: one sentence, so one part and the same meaning to the embedder below."""
+SMALL_GATHER = 5_700
+"""What a 4K window's recall gathers (twice its ~2,850-token room): below ``PLAIN_ROOM``."""
 
 
 class ChatterEmbedder(TurnedEmbedder):
@@ -54,17 +63,27 @@ def chat(messages: int, at: int) -> list[Message]:
     return out
 
 
-async def test_a_line_unlike_the_rest_of_theirs_comes_inside_an_8k_room_and_not_below(
-    monkeypatch: pytest.MonkeyPatch,
-):
-    """Below an 8K window's room (``PLAIN_ROOM``) it is not fused: a 4K room holds ~90 units, and there their distinct
-    lines pushed out evidence near the question. Fails with the rule off: Joss's ~2,000 lines and Maya's ~1,000 come
-    before the evidence by meaning, and a gather of ``PLAIN_ROOM`` (~530 lines) never reaches it; with it, ~20th."""
+async def test_a_line_unlike_the_rest_of_theirs_comes_inside_an_8k_room(monkeypatch: pytest.MonkeyPatch):
+    """Fails with the rule off: Joss's ~2,000 lines and Maya's ~1,000 come before the evidence by meaning, and a
+    gather of ``PLAIN_ROOM`` (~530 lines) never reaches it; with it, ~20th."""
     messages = chat(3_000, at=2_400)
     assert EVIDENCE in await recalled_contents(ChatterEmbedder(), messages, QUESTION, PLAIN_ROOM)
-    assert EVIDENCE not in await recalled_contents(ChatterEmbedder(), messages, QUESTION, PLAIN_ROOM - 1)
     monkeypatch.setattr(recall_messages, "DISTINCT_WEIGHT", 0.0)
     assert EVIDENCE not in await recalled_contents(ChatterEmbedder(), messages, QUESTION, PLAIN_ROOM)
+
+
+async def test_below_an_8k_room_only_a_short_distinct_line_comes_inside(monkeypatch: pytest.MonkeyPatch):
+    """A 4K room (~90 units) takes only their short distinct lines (``DISTINCT_SMALL_CHARS``): their distinct rambles
+    pushed out evidence near the question there. The news told in a line comes inside a 4K window's gather; told at
+    length it does not, though an 8K room's list (no length bound) brings it; with the rule off neither comes."""
+    assert len(EVIDENCE) <= DISTINCT_SMALL_CHARS < len(RAMBLE)
+    short, long = chat(3_000, at=2_400), chat(3_000, at=2_400)
+    long[2_400] = Message("user", RAMBLE, turn=1_201)
+    assert EVIDENCE in await recalled_contents(ChatterEmbedder(), short, QUESTION, SMALL_GATHER)
+    assert RAMBLE not in await recalled_contents(ChatterEmbedder(), long, QUESTION, SMALL_GATHER)
+    assert RAMBLE in await recalled_contents(ChatterEmbedder(), long, QUESTION, PLAIN_ROOM)
+    monkeypatch.setattr(recall_messages, "DISTINCT_WEIGHT", 0.0)
+    assert EVIDENCE not in await recalled_contents(ChatterEmbedder(), short, QUESTION, SMALL_GATHER)
 
 
 async def test_an_ample_room_asked_after_an_8k_one_gathers_what_it_gathers_without_the_rule(

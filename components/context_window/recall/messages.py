@@ -265,21 +265,29 @@ of ~300 of theirs), so every list leaves them 200th-500th of ~550, under the oth
 their chatter (fresh6: 8K +3 -3). 16K: fresh6 +4 -0 on two seeds, every dev set +6 -1 (a 4-word line of a
 counting question pushed out; docs/knowledge.md, "Session 58 (list58)")."""
 DISTINCT_WEIGHT = 1.0
-"""From an 8K window's room (``PLAIN_ROOM``) to below an ample one, for a question naming a speaker
-(``names_a_speaker``), RRF weight of a list of their own lines near the question and unlike the rest of what they said
-(``HistoryIndex.distinct_of_theirs``; counted ``ABOUT_FACTOR`` times, as their other scores). "What helps Kwame
-de-stress?" <- "My new thing is thousand-piece jigsaws": no nearer the question than their chatter (54th-78th of their
-~250 lines by meaning, 130th-500th fused), but chatter says what other chatter says and a hobby is told once: by
-whole meaning's z plus unlikeness's among theirs the items rank 1st-71st. 8K: fresh6 91.7 -> 97.2 and 86.1 -> 93.1
-(+9 -0), fresh5 +3 -2, fresh4 +1 -0 (session 60, topic60); beside infer60's one-liners, fresh6 95.8 -> 100 and
-90.3 -> 95.8, fresh7 (written apart from recall) 97.5 -> 98.8 and 95.1 -> 98.8 (topic60b). At 4K (~90 units) it
-gained on fresh6 (+6 / +5) and lost more on fresh5 (83.3 -> 74.4: their distinct rambles pushed evidence near the
-question out). A 16K window's history
-is first asked at its allocation (Conversation First: a 12K gather, where it runs), then in the fill at ample room,
-whose window is sent: 16K windows are main's (fresh6, session 60, topic60b). Topic60's Balanced 16K -1 / -1 was that
-fill timing out (a module's 2 s, at load ~36), leaving the allocation's 3.4K history; Balanced's is a 5.5K gather."""
+"""Below an ample room, for a question naming a speaker (``names_a_speaker``), RRF weight of a list of their own lines
+near the question and unlike the rest of what they said (``HistoryIndex.distinct_of_theirs``; counted ``ABOUT_FACTOR``
+times, as their other scores). "What helps Kwame de-stress?" <- "My new thing is thousand-piece jigsaws": no nearer the
+question than their chatter (54th-78th of their ~250 lines by meaning, 130th-500th fused), but chatter says what other
+chatter says and a hobby is told once: by whole meaning's z plus unlikeness's among theirs the items rank 1st-71st. 8K:
+fresh6 91.7 -> 97.2 and 86.1 -> 93.1 (+9 -0), fresh5 +3 -2, fresh4 +1 -0 (session 60, topic60); beside infer60's
+one-liners, fresh6 95.8 -> 100 and 90.3 -> 95.8, fresh7 (written apart from recall) 97.5 -> 98.8 and 95.1 -> 98.8
+(topic60b). At 4K (~90 units) the whole list gained on fresh6 (+6 / +5) and lost more on fresh5 (83.3 -> 74.4: their
+distinct rambles pushed evidence near the question out): there only its short best lines (``DISTINCT_SMALL_TOP``). A 16K
+window's history is first asked at its allocation (Conversation First: a 12K gather; Balanced: 5.5K, the small list),
+then in the fill at ample room, whose window is sent: 16K windows are main's (fresh6, session 60, topic60b). Topic60's
+Balanced 16K -1 / -1 was that fill timing out (a module's 2 s, at load ~36), leaving the allocation's 3.4K history."""
 DISTINCT_TOP = 60
 """At most this many of their lines enter that list."""
+DISTINCT_SMALL_TOP = 30
+"""Below ``PLAIN_ROOM`` (a 4K window's room: ~2,850 tokens, ~90 units), at most this many of their lines enter that
+list, and only lines of at most ``DISTINCT_SMALL_CHARS``: RRF lifts a list's first lines alike however long it is, and
+in fresh5's ~45-unit rooms (day rambles) each line lifted pushed evidence near the question out. 4K, Conversation
+First: fresh7 93.8 -> 96.3 and 88.9 -> 95.1 (+7 -0: a list's later item, a changed plan's terse last state, a habit;
+dense alone 93.8 / 87.7), fresh6 93.1 -> 98.6 and 83.3 -> 87.5 (+8 -1), fresh4 +2 -0, fresh2 +1 -0, varied +5 -1,
+fresh +2 -2, classic +0 -0, fresh5 -3 +1 (session 61, dense61). Top 60 lost 6-7 a seed on fresh5, top 20 gained less."""
+DISTINCT_SMALL_CHARS = 240
+"""...that many characters (~50-60 tokens). The bound is a plateau: 160-400 alike on the rank proxy (session 61)."""
 DISTINCT_NEAREST = 5
 """A line's unlikeness is minus its mean cosine with this many of their other lines nearest it in meaning: chatter
 says what other chatter says, a hobby or a trip is told once."""
@@ -1059,6 +1067,7 @@ class HistoryIndex:
         ample: bool = False,
         asked: str | None = None,
         head_tokens: int = 0,
+        small: bool = False,
     ) -> _Ranked:
         """Positions of the messages before ``before``, best first, with fused scores, the method and (when nothing
         ranks) the reason. Messages no signal ranks are left out (and the exchanges of the best hits come with them);
@@ -1075,10 +1084,11 @@ class HistoryIndex:
         (``theirs_first``), and so do the user's for a first-person question of a user-and-assistant chat
         (``asked_of_user``). Below an ample room (and given ``asked``), a question naming a speaker also fuses their
         lines near it and unlike the rest of theirs (``distinct_of_theirs``, ``DISTINCT_WEIGHT``), before the plain
-        order. The last ranking is kept, and with the whole texts fused in apart: a turn asks again when
-        the history gets more room (the surplus pass), and an old gateway session's first step asks for a room under
-        ``WHOLE_TEXT_ROOM``, then one over it, and its next step under it again (ranked anew at each switch: 1.0-1.1
-        ms an old call, 0.4 now)."""
+        order; ``small`` (a room below ``PLAIN_ROOM``: no ``asked``) fuses only their best short ones
+        (``DISTINCT_SMALL_TOP``, ``DISTINCT_SMALL_CHARS``). The last ranking is kept, and with the whole texts fused in
+        apart: a turn asks again when the history gets more room (the surplus pass), and an old gateway session's first
+        step asks for a room under ``WHOLE_TEXT_ROOM``, then one over it, and its next step under it again (ranked anew
+        at each switch: 1.0-1.1 ms an old call, 0.4 now)."""
         vector = None if query_vector is None else np.asarray(query_vector, dtype=np.float32).tobytes()
         vectored = self.vectored >= min(before, len(self.messages))  # and the query's: cold and warm rank alike
         link_from = LINK_FROM_WIDE if vectored and query_vector is not None else LINK_FROM
@@ -1094,9 +1104,9 @@ class HistoryIndex:
                 whole = self._with_whole_texts(ranked, query_vector, before, about)
                 self._rank_cache = (key, ranked, whole)
             ranked = whole
-        elif asked is not None and names_a_speaker(about) and DISTINCT_WEIGHT:  # from an 8K window's room
-            if self._distinct_cache is None or self._distinct_cache[0] != key:
-                self._distinct_cache = (key, self._with_distinct(ranked, query_vector, before, about))
+        elif (asked is not None or small) and names_a_speaker(about) and DISTINCT_WEIGHT:  # below an ample room
+            if self._distinct_cache is None or self._distinct_cache[0] != (key, small):
+                self._distinct_cache = ((key, small), self._with_distinct(ranked, query_vector, before, about, small))
             ranked = self._distinct_cache[1]
         if asked is None:
             return ranked
@@ -1183,22 +1193,39 @@ class HistoryIndex:
         return fused_with(ranked, n, lists)
 
     def _with_distinct(
-        self, ranked: _Ranked, query_vector: Sequence[float] | np.ndarray, before: int, about: frozenset[int]
+        self,
+        ranked: _Ranked,
+        query_vector: Sequence[float] | np.ndarray,
+        before: int,
+        about: frozenset[int],
+        small: bool = False,
     ) -> _Ranked:
         """``ranked`` with the lines of ``about`` near the question and unlike the rest of theirs fused in
-        (``DISTINCT_WEIGHT``). An abstention stays one, and so does a ranking made before every message has its
-        vectors."""
+        (``DISTINCT_WEIGHT``); in a ``small`` room only the best of them that are short (``DISTINCT_SMALL_TOP`` of at
+        most ``DISTINCT_SMALL_CHARS``). An abstention stays one, and so does a ranking made before every message has
+        its vectors."""
         n = min(before, len(self.messages))
-        distinct = self.distinct_of_theirs(about, query_vector, n) if len(ranked[0]) else None
-        if distinct is None or not len(distinct):
+        if not len(ranked[0]):
+            return ranked
+        if small:
+            distinct = self.distinct_of_theirs(about, query_vector, n, DISTINCT_SMALL_TOP, DISTINCT_SMALL_CHARS)
+        else:
+            distinct = self.distinct_of_theirs(about, query_vector, n)
+        if not len(distinct):
             return ranked
         return fused_with(ranked, n, [(distinct, ABOUT_FACTOR * DISTINCT_WEIGHT)])
 
     def distinct_of_theirs(
-        self, about: frozenset[int], query_vector: Sequence[float] | np.ndarray, n: int
+        self,
+        about: frozenset[int],
+        query_vector: Sequence[float] | np.ndarray,
+        n: int,
+        top: int = DISTINCT_TOP,
+        max_chars: int | None = None,
     ) -> np.ndarray:
-        """At most ``DISTINCT_TOP`` of ``theirs_by_meaning``'s lines (their newest ``DISTINCT_LINES``), best first by
-        their whole meaning's z-score among them plus their unlikeness's (``unlike_each_other``)."""
+        """At most ``top`` of ``theirs_by_meaning``'s lines (their newest ``DISTINCT_LINES``), best first by their whole
+        meaning's z-score among them plus their unlikeness's (``unlike_each_other``); with ``max_chars``, only those
+        of at most that many characters, scored among all of them."""
         held = np.sort(self.theirs_by_meaning(about, query_vector, n))[-DISTINCT_LINES:]
         if len(held) <= DISTINCT_NEAREST:
             return np.zeros(0, np.intp)
@@ -1208,7 +1235,10 @@ class HistoryIndex:
         if self._unlike_cache is None or self._unlike_cache[0] != key:
             self._unlike_cache = (key, unlike_each_other(self.whole_vectors(held)))
         score = z_scores(whole[held]) + z_scores(self._unlike_cache[1])
-        return held[np.argsort(-score, kind="stable")][:DISTINCT_TOP]
+        best = held[np.argsort(-score, kind="stable")]
+        if max_chars is not None:
+            best = best[np.asarray(self.chars, np.int64)[best] <= max_chars]
+        return best[:top]
 
     def whole_vectors(self, positions: np.ndarray) -> np.ndarray:
         """The unit mean of each message's part vectors at ``positions`` (each with vectors), one row each."""
@@ -2288,6 +2318,7 @@ class IndexQuestion:
                 ample=is_ample(enough_tokens),
                 asked=self.asked if enough_tokens >= PLAIN_ROOM else None,
                 head_tokens=int(enough_tokens * PLAIN_HEAD_SHARE),
+                small=enough_tokens < PLAIN_ROOM,
             )
             return collect_units(
                 index,
