@@ -42,7 +42,7 @@ from collections.abc import Coroutine, Generator, Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from time import perf_counter
 from types import MappingProxyType
-from typing import Any, BinaryIO, TypeVar
+from typing import Any, TypeVar
 
 from .base import PLACEMENTS, Contribution
 
@@ -73,10 +73,22 @@ class Outcome:
     """Of ``blocked_s``, the time the loop's thread waited for a CPU other processes had (not charged to it)."""
 
 
+class _Descriptor:
+    """A file descriptor closed when nothing holds it (a thread's local storage goes with the thread)."""
+
+    __slots__ = ("fd",)
+
+    def __init__(self, path: str) -> None:
+        self.fd = os.open(path, os.O_RDONLY)
+
+    def __del__(self) -> None:
+        os.close(self.fd)
+
+
 class _Schedstat(threading.local):
     """Each thread's own open schedstat file (a thread reads only its own figures), closed with the thread."""
 
-    file: BinaryIO | None = None
+    file: _Descriptor | None = None
     opened = False
 
 
@@ -89,11 +101,11 @@ def waited_for_a_cpu() -> float:
     if not _schedstat.opened:
         _schedstat.opened = True
         with contextlib.suppress(OSError):
-            _schedstat.file = open(_SCHEDSTAT, "rb", buffering=0)  # noqa: SIM115 (kept open: read at every step)
+            _schedstat.file = _Descriptor(_SCHEDSTAT)  # kept open: read at every step
     if _schedstat.file is None:
         return 0.0
     try:
-        return int(os.pread(_schedstat.file.fileno(), 128, 0).split()[1]) / 1e9
+        return int(os.pread(_schedstat.file.fd, 128, 0).split()[1]) / 1e9
     except (OSError, ValueError, IndexError):
         _schedstat.file = None
         return 0.0
