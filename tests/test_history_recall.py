@@ -37,6 +37,7 @@ from components.context_window.recall.messages import (
     UNNAMED,
     HistoryIndex,
     SessionRecall,
+    asks_advice,
     asks_hypothetically,
     asks_two_things,
     asks_when,
@@ -1323,6 +1324,22 @@ def test_a_question_asking_when_or_in_what_order_has_a_time_cue(question, cue):
 )
 def test_a_hypothetical_is_told_from_a_question_about_what_happened(question, hypothetical):
     assert asks_hypothetically(question) is hypothetical
+
+
+@pytest.mark.parametrize(
+    ("question", "advice"),
+    [
+        ("Should I do the Carrauntoohil ridge scramble?", True),
+        ("Should Joost book me a week in Lapland?", True),
+        ("Should we book a day out on a catamaran?", True),
+        ("What should I pack for a weekend of hiking?", True),
+        ("Should Dmitri sell his car?", False),  # advice for someone else: nothing says the speaker's likes answer it
+        ("What did Kat say I should bring?", False),  # "should" before the speaker asks what Kat said
+        ("Where did Kat's colleague Yusuf go on holiday?", False),
+    ],
+)
+def test_a_question_asking_the_speakers_advice_is_told_apart(question, advice):
+    assert asks_advice(question) is advice
 
 
 async def test_a_question_about_someone_never_mentioned_recalls_nothing_and_says_so(history):
