@@ -1372,6 +1372,28 @@ async def test_a_region_the_chat_never_names_is_no_reason_to_abstain(history):
     assert abstained.metadata["recall_reason"] == "nothing relevant found: no earlier message mentions Dmitri"
 
 
+async def test_a_kinship_word_or_an_advice_questions_object_is_no_reason_to_abstain(history):
+    """Session 61 (bench/fresh8_chats.py): "Mum" is how people write "my mother", and an advice question may name a
+    place the chat never says; both were answered by nothing ("no earlier message mentions Mum"). A name nothing
+    mentions still abstains beside them."""
+    move = "Maya: My mother has moved into a care home in Kinsale, it was a long day of boxes."
+    seasick = "Maya: I get horribly seasick, so no boats for me please."
+    messages = conversation(60)
+    messages[8] = Message("user", move, turn=5)
+    messages[20] = Message("user", seasick, turn=11)
+    for question, fact in (
+        ("On what day did my Mum go to Kinsale?", move),
+        ("Should I book a boat trip round the Skelligs?", seasick),
+    ):
+        asked = module_ctx(make_ctx(messages=messages, query=question), config=RECALL)
+        answered = await history.contribute(1_500, asked)
+        assert "no earlier message mentions" not in str(answered.metadata.get("recall_reason")), question
+        assert fact in [m.content for m in window_parts(answered.messages())[1]], question
+    question = "On what day did my Mum go to Kinsale with Dmitri?"
+    abstained = await history.contribute(1_500, module_ctx(make_ctx(messages=messages, query=question), config=RECALL))
+    assert abstained.metadata["recall_reason"] == "nothing relevant found: no earlier message mentions Dmitri"
+
+
 SMALL_TALK = (
     "Maya: Work has been a lot lately, deadlines moved up and nobody told me.",
     "Theo: Ugh, that's the worst. Hope you get a proper break at the weekend.",
