@@ -37,6 +37,7 @@ from components.context_window.recall.messages import (
     UNNAMED,
     HistoryIndex,
     SessionRecall,
+    asks_advice,
     asks_hypothetically,
     asks_two_things,
     asks_when,
@@ -1325,6 +1326,22 @@ def test_a_hypothetical_is_told_from_a_question_about_what_happened(question, hy
     assert asks_hypothetically(question) is hypothetical
 
 
+@pytest.mark.parametrize(
+    ("question", "advice"),
+    [
+        ("Should I do the Carrauntoohil ridge scramble?", True),
+        ("Should Joost book me a week in Lapland?", True),
+        ("Should we book a day out on a catamaran?", True),
+        ("What should I pack for a weekend of hiking?", True),
+        ("Should Dmitri sell his car?", False),  # advice for someone else: nothing says the speaker's likes answer it
+        ("What did Kat say I should bring?", False),  # "should" before the speaker asks what Kat said
+        ("Where did Kat's colleague Yusuf go on holiday?", False),
+    ],
+)
+def test_a_question_asking_the_speakers_advice_is_told_apart(question, advice):
+    assert asks_advice(question) is advice
+
+
 async def test_a_question_about_someone_never_mentioned_recalls_nothing_and_says_so(history):
     """Abstention: nothing earlier names Dmitri, so nothing is recalled by relevance (the words "dog" and "adopted"
     would have found the planted fact); the newest turns are the same as for an answerable question."""
@@ -1351,6 +1368,28 @@ async def test_a_region_the_chat_never_names_is_no_reason_to_abstain(history):
     assert "nothing relevant" not in str(answered.metadata.get("recall_reason"))
     assert trip in [m.content for m in window_parts(answered.messages())[1]]
     question = "When is Maya travelling to East Asia with Dmitri?"
+    abstained = await history.contribute(1_500, module_ctx(make_ctx(messages=messages, query=question), config=RECALL))
+    assert abstained.metadata["recall_reason"] == "nothing relevant found: no earlier message mentions Dmitri"
+
+
+async def test_a_kinship_word_or_an_advice_questions_object_is_no_reason_to_abstain(history):
+    """Session 61 (bench/fresh8_chats.py): "Mum" is how people write "my mother", and an advice question may name a
+    place the chat never says; both were answered by nothing ("no earlier message mentions Mum"). A name nothing
+    mentions still abstains beside them."""
+    move = "Maya: My mother has moved into a care home in Kinsale, it was a long day of boxes."
+    seasick = "Maya: I get horribly seasick, so no boats for me please."
+    messages = conversation(60)
+    messages[8] = Message("user", move, turn=5)
+    messages[20] = Message("user", seasick, turn=11)
+    for question, fact in (
+        ("On what day did my Mum go to Kinsale?", move),
+        ("Should I book a boat trip round the Skelligs?", seasick),
+    ):
+        asked = module_ctx(make_ctx(messages=messages, query=question), config=RECALL)
+        answered = await history.contribute(1_500, asked)
+        assert "no earlier message mentions" not in str(answered.metadata.get("recall_reason")), question
+        assert fact in [m.content for m in window_parts(answered.messages())[1]], question
+    question = "On what day did my Mum go to Kinsale with Dmitri?"
     abstained = await history.contribute(1_500, module_ctx(make_ctx(messages=messages, query=question), config=RECALL))
     assert abstained.metadata["recall_reason"] == "nothing relevant found: no earlier message mentions Dmitri"
 

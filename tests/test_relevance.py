@@ -35,6 +35,7 @@ from components.context_window.relevance import (
     names_a_kind,
     names_a_region,
     names_asked,
+    names_kin,
     near_duplicates,
     pack,
     select,
@@ -607,6 +608,35 @@ def test_a_name_qualifying_a_kind_after_an_article_names_a_kind_and_a_relations_
         assert not names_a_kind(f"Where did my {relation} {name} go on holiday?", name)
         assert not names_a_kind(f"What is Maya's {relation} {name}'s {kind} called?", name)
         assert not names_a_kind(f"What did Theo's {relation} {name} {kind} in town?", name)
+
+
+@settings(max_examples=200, deadline=None)
+@given(NAME, st.sampled_from(KINDS_OF_THING))
+def test_a_name_right_after_which_or_what_names_a_kind_and_one_after_a_verb_never_does(name, kind):
+    """Session 61: "Which American city" says which kind of city (the chat may name the city); "What did Dmitri
+    say?" asks about someone."""
+    assume(name.lower() not in CALENDAR)
+    assert names_a_kind(f"Which {name} {kind} did you suggest?", name)
+    assert names_a_kind(f"What {name} {kind} is my favourite?", name)
+    assert not names_a_kind(f"What did {name} {kind} in town?", name)
+    assert not names_a_kind(f"Which of my friends did {name} meet?", name)
+
+
+@pytest.mark.parametrize(
+    ("word", "kin"),
+    [
+        ("Mum", True),
+        ("Dad", True),
+        ("Grandma", True),
+        ("Nan", True),
+        ("Auntie", True),
+        ("Dmitri", False),
+        ("Kinsale", False),
+        ("Mark", False),
+    ],
+)
+def test_a_kinship_word_written_capitalised_is_no_name(word, kin):
+    assert names_kin(word) is kin
 
 
 PLACES = ["Asia", "America", "Europe", "Africa", "Korea", "Yorkshire", "Country", "Anglia"]

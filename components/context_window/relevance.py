@@ -1144,9 +1144,24 @@ def names_a_kind(query: str, name: str) -> bool:
     """Whether ``name`` qualifies a kind of thing after an indefinite article in ``query`` ("a gentle cover of an old
     Oasis hit", "a Beatles song", "an Ikea desk"): it says which kind, and a chat may name the thing itself
     ("Wonderwall") and never the name, so its absence says nothing earlier is about it no more than a common word's
-    would (docs/history/knowledge-log.md, "Abstention, session 50"). Someone is not asked about that way
-    ("my colleague Ingrid")."""
-    return re.search(rf"\b(?i:an?)\s+(?:[a-z]+\s+){{0,2}}{re.escape(name)}\s+[a-z]", query) is not None
+    would (docs/history/knowledge-log.md, "Abstention, session 50"); so does one right after "which" or "what" ("Which
+    American city are my visitors from?"; not "What did Dmitri say?"). Someone is not asked about that way ("my
+    colleague Ingrid")."""
+    kind = rf"{re.escape(name)}\s+[a-z]"
+    return re.search(rf"\b(?i:an?)\s+(?:[a-z]+\s+){{0,2}}{kind}|\b(?i:which|what)\s+{kind}", query) is not None
+
+
+KIN = frozenset(
+    "mum mom mam mummy mommy mother dad daddy father grandma grandpa gran granny grandad granddad nan nana nanna "
+    "auntie aunty papa mama".split()
+)
+"""Kinship words people capitalise as they write them ("Mum's move", "Dad"): a closed list of function words, not
+names. The chat may say "my mother" (bench/fresh8_chats.py's "On what day did my Mum go to Kinsale?")."""
+
+
+def names_kin(name: str) -> bool:
+    """Whether ``name`` is a kinship word written capitalised (``KIN``): someone the chat may call another way."""
+    return name.lower() in KIN
 
 
 _COMPASS = "North|South|East|West|Central|Northern|Southern|Eastern|Western|Middle|Far|Upper|Lower"

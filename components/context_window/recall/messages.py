@@ -76,6 +76,7 @@ from ..relevance import (
     names_a_kind,
     names_a_region,
     names_asked,
+    names_kin,
     terms,
     unit_rows,
     z_scores,
@@ -1270,7 +1271,8 @@ class HistoryIndex:
         Dmitri's dog called?" in a chat that never names a Dmitri): nothing earlier is about them. A name that begins
         a speaker's is known: the question may shorten it ("Mel" for "Melanie"). A name qualifying a kind of thing ("an
         old Oasis hit": ``names_a_kind``) or a region ("East Asia": ``names_a_region``) is not asked about: the chat
-        may name the thing itself, or the place in it."""
+        may name the thing itself, or the place in it; nor is a kinship word written capitalised ("Mum":
+        ``names_kin``)."""
         asked = [name for name in names_asked(query) if terms(name) and not _a_kind_or_region(query, name)]
         return [name for name in asked if not self._mentions(name, n)]
 
@@ -1452,8 +1454,9 @@ class HistoryIndex:
     ) -> str | None:
         """Why none of the first ``n`` messages is evidence for ``query`` (None: some may be); ``near``: their cosines
         by what each says itself (``own_best``), read only when no other rule finds evidence. A hypothetical may name
-        what nothing earlier mentions: it is answered from what the chat says of the person it asks about."""
-        if asks_hypothetically(query):
+        what nothing earlier mentions, and so may a question asking the speaker's advice (``asks_advice``): each is
+        answered from what the chat says of the person it asks about."""
+        if asks_hypothetically(query) or asks_advice(query):
             return abstention(evidence, coverage, dense, near)
         unknown = self.unknown_names(query, n)
         if unknown:
@@ -1603,7 +1606,7 @@ class HistoryIndex:
 
 
 def _a_kind_or_region(query: str, name: str) -> bool:
-    return names_a_kind(query, name) or names_a_region(query, name)
+    return names_a_kind(query, name) or names_a_region(query, name) or names_kin(name)
 
 
 def _without(dense: np.ndarray | None, said: np.ndarray) -> np.ndarray | None:
@@ -2602,6 +2605,18 @@ def asks_hypothetically(query: str) -> bool:
     from what the chat says of them, and what it names ("West End", "Victorian") need never have been mentioned, so an
     unknown name is no sign that nothing earlier answers it (bench/fresh2_chats.py's ``inference`` questions)."""
     return bool(_HYPOTHETICAL.search(query))
+
+
+_ADVICE = re.compile(r"\bshould\b(?=[^.!?]*\b(?:I|me|we|us)\b)", re.IGNORECASE)
+"""Advice for the speaker: "Should I do the Carrauntoohil ridge scramble?", "Should Joost book me a week in
+Lapland?"."""
+
+
+def asks_advice(query: str) -> bool:
+    """Whether ``query`` asks what the speaker should do (``_ADVICE``): like a hypothetical, it is answered from what
+    the chat says of their likes, and the thing it names need never have been mentioned (bench/fresh8_chats.py's
+    preference questions)."""
+    return bool(_ADVICE.search(query))
 
 
 def asks_when(query: str) -> bool:
