@@ -137,8 +137,8 @@ def _unit(position: int, size: int) -> tuple[Message, ...]:
     st.sampled_from([0.0, 0.5, 1.0]),
 )
 def test_the_tail_only_takes_room_the_recency_fill_had(sizes, data, room, exponent):
-    """Within the room (counted message by message), the head's choice kept whole (main's), the tail's units chosen
-    by relevance only in what the head left, and only the newest older turns giving way."""
+    """Within the room (counted message by message), the units chosen by relevance are the head's and the tail's,
+    the newest older turns fill what they leave, and the head and its tail pack as the rule written out does."""
     estimator = TokenEstimator()
     units = [RecalledUnit(p, _unit(p, size), 1.0 / (60 + rank)) for rank, (p, size) in enumerate(enumerate(sizes))]
     cut = data.draw(st.integers(0, len(units)))
@@ -147,21 +147,20 @@ def test_the_tail_only_takes_room_the_recency_fill_had(sizes, data, room, expone
     recent = [(100 + n, _unit(100 + n, size), 0) for n, size in enumerate(newest)]
     recent = [(p, unit, estimator.count_message(unit[0])) for p, unit, _ in reversed(recent)]
     chosen, taken, relevant, left = _packed(head, recent, room, exponent, estimator, None, tail)
-    main_chosen, main_taken, main_relevant, _ = _packed(head, recent, room, exponent, estimator, None)
+    _, main_taken, _, _ = _packed(head, recent, room, exponent, estimator, None)
     assert sum(estimator.count_message(m) for u in chosen for m in u.messages) == room - left <= room
-    assert main_taken <= taken <= {u.position for u in units}
+    assert main_taken <= {u.position for u in head} and taken <= {u.position for u in units}
     assert {u.position for u in chosen} - taken <= {p for p, _, _ in recent}
-    assert {u.position for u in main_chosen} - {u.position for u in chosen} <= {p for p, _, _ in recent}
-    assert relevant >= main_relevant
-    assert all(u.position in {t.position for t in tail} for u in chosen if u.position in taken - main_taken)
+    assert sorted(_oracle_packed(head, tail, room, exponent, estimator)[0]) == sorted(taken)
+    assert relevant == sum(estimator.count_message(m) for u in chosen if u.position in taken for m in u.messages)
 
 
 def _oracle_packed(
     head: Sequence[RecalledUnit], tail: Sequence[RecalledUnit], room: int, exponent: float, tokens: TokenEstimator
 ) -> tuple[list[int], int]:
-    """The packing rule written out, over the whole tail: the head by value (its best units in rank order until half
-    the room, the rest by score per token past ``RECALL_COST_FREE``), then the tail's units whose characters may fit
-    the room left by the same rule; a unit taken when it fits and repeats no text taken, its dated line after it.
+    """The packing rule written out, over the whole tail: the head's best units in rank order until half the room,
+    then the rest of the head and the tail's units whose characters may fit the room left, by score per token past
+    ``RECALL_COST_FREE``; a unit taken when it fits and repeats no text taken, its dated line after it.
     The positions taken, in order, and the room left."""
     taken: list[int] = []
     seen: set[str] = set()
@@ -169,17 +168,10 @@ def _oracle_packed(
     def cost(unit: RecalledUnit) -> int:
         return sum(tokens.count_message(m) for m in unit.messages)
 
-    def pack(units: Sequence[RecalledUnit], left: int) -> int:
+    def pack(units: Sequence[RecalledUnit], left: int, *, ranked: bool) -> int:
         order = list(units)
-        if exponent:
-            first, spent = 0, 0
-            while first < len(units) and spent + cost(units[first]) <= left * RECALL_RANKED_SHARE:
-                spent += cost(units[first])
-                first += 1
-            rest = sorted(
-                units[first:], key=lambda u: (-u.score / max(1, cost(u) / RECALL_COST_FREE) ** exponent, u.position)
-            )
-            order = [*units[:first], *rest]
+        if exponent and ranked:  # by score per token past ``RECALL_COST_FREE``
+            order = sorted(units, key=lambda u: (-u.score / max(1, cost(u) / RECALL_COST_FREE) ** exponent, u.position))
         for unit in order:
             if left < MESSAGE_OVERHEAD + 2:
                 break
@@ -192,10 +184,15 @@ def _oracle_packed(
                 left -= cost(one)
         return left
 
-    left = pack(head, room)
-    if left >= MESSAGE_OVERHEAD + 2:
+    first, spent = 0, 0  # the head's best units in rank order until half the room
+    while exponent and first < len(head) and spent + cost(head[first]) <= room * RECALL_RANKED_SHARE:
+        spent += cost(head[first])
+        first += 1
+    left = pack(head if not exponent else head[:first], room, ranked=False)
+    if left >= MESSAGE_OVERHEAD + 2:  # then the rest of the head and the tail's units that may fit, by value
         likely = left * LIKELY_CHARS_PER_TOKEN
-        left = pack([u for u in tail if sum(len(m.content) for m in u.messages) <= likely], left)
+        fitting = [u for u in tail if sum(len(m.content) for m in u.messages) <= likely]
+        left = pack([*head[first:], *fitting] if exponent else fitting, left, ranked=True)
     return taken, left
 
 

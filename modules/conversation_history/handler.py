@@ -119,7 +119,10 @@ is packed by relevance per token (``RECALL_COST_EXPONENT``). Fused scores are re
 ~65th: of the held-out sets' misses that the plain hybrid held at 4K / 8K, 14 of 34 were long messages (111-376 tokens)
 ranked within the room, whose room went to lines ranked below them. The length cost is a bet worth making in the
 ranking's tail, where no single unit is likely to hold the answer, not at its head (0.75 gained more on the set it was
-chosen on and lost on others; docs/history/knowledge-log.md, "Ranking, session 42")."""
+chosen on and lost on others; docs/history/knowledge-log.md, "Ranking, session 42"). Past that share, the rest of the
+gathered head and the tail compete by value together: packed apart, the head's long answers ranked 10th-30th (an
+assistant's 300-600-token templates) took a 4K room before a 37-token user line ranked 36th-40th in the tail was
+weighed (fresh8 seed 0 4K 72.2 -> 77.8%, session 61, short61)."""
 RECALL_AMPLE_EXPONENT = 1.0
 """The cost exponent at ample room (``is_ample``: a 16K window's): past the ranking's head, units are packed by
 relevance per token in full. Such a room holds a large share of the older messages, and the plain hybrid, packing
@@ -962,9 +965,9 @@ def _packed(
 
 
 class _Packing:
-    """A recall room packed in two steps: the ranking's head (``head``: recall calls it as ``tail_room`` once the
-    head is collected, so that its tail is collected only for the room the head leaves), then the tail in that room
-    and the newest older turns in what is left (``packed``).
+    """A recall room packed in two steps: the best of the ranking's head in rank order (``head``: recall calls it as
+    ``tail_room`` once the head is collected, so that its tail is collected only for the room they leave), then the
+    rest of the head and the tail by value in that room and the newest older turns in what is left (``packed``).
 
     ``known``: units priced by ``tokens`` before, by position (kept for the next call; one whose messages changed is
     priced again): it keeps only the units this call priced, which the next call's ranking mostly holds again, not
@@ -980,6 +983,8 @@ class _Packing:
         self.seen: set[str] = set()
         self.ranked: Sequence[RecalledUnit] | None = None
         """The head packed (None: not yet)."""
+        self.rest: Sequence[RecalledUnit] = ()
+        """The head's units past its part packed in rank order (``RECALL_RANKED_SHARE``): packed with the tail."""
         self.left = room
 
     def price(self, unit: RecalledUnit) -> _Priced:
@@ -999,25 +1004,30 @@ class _Packing:
         return found
 
     def head(self, ranked: tuple[RecalledUnit, ...]) -> int:
-        """Packs the ranking's head ``ranked`` (once): the room it leaves, 0 when even a one-word message would not
-        fit."""
+        """Packs the best of the ranking's head ``ranked`` (once), in rank order: the room they leave, 0 when even a
+        one-word message would not fit."""
         self.ranked = ranked
-        self.left = _packed_by_value(ranked, self.room, self.exponent, self.price, self.chosen, self.seen)
+        first = len(ranked)  # rank order alone, unless priced by length
+        if self.exponent:
+            first = _ranking_head([self.price(unit)[1] for unit in ranked], self.room * RECALL_RANKED_SHARE)
+        self.left = _packed_by_value(ranked[:first], self.room, 0, self.price, self.chosen, self.seen)
+        self.rest = ranked[first:]  # packed by value with the tail: a short tail unit may beat a long one here
         return self.left if _fits_one(self.left) else 0
 
     def packed(
         self, ranked: Sequence[RecalledUnit], tail: Sequence[RecalledUnit], recent: Sequence[tuple[int, Unit, int]]
     ) -> tuple[list[RecalledUnit], set[int], int, int]:
-        """The head ``ranked`` packed (unless ``head`` did), then ``tail`` in the room it left, then the newest
-        older turns ``recent`` in what is left: the units chosen, in conversation order, the positions chosen by
-        relevance, the tokens those take and the room left."""
+        """The head ``ranked``'s best packed (unless ``head`` did), then its rest and ``tail`` in the room left, then
+        the newest older turns ``recent`` in what is left: the units chosen, in conversation order, the positions
+        chosen by relevance, the tokens those take and the room left."""
         if self.ranked is None:  # not packed in recall's step: its tail holds every unit ranked next
             self.head(tuple(ranked))
             likely = self.left * LIKELY_CHARS_PER_TOKEN
             tail = [unit for unit in tail if sum(len(m.content) for m in unit.messages) <= likely]
         chosen, left = self.chosen, self.left
-        if _fits_one(left) and tail:  # the tail only for the room the head leaves, and only what may fit there priced
-            left = _packed_by_value(tail, left, self.exponent, self.price, chosen, self.seen)
+        rest = [*self.rest, *tail]  # the tail only for the room the head leaves, and only what may fit there priced
+        if _fits_one(left) and rest:
+            left = _packed_by_value(rest, left, self.exponent, self.price, chosen, self.seen, in_order=0.0)
         taken = {u.position for u in chosen}
         relevant_tokens = self.room - left
         left = _recency_filled(chosen, taken, recent, left, self.tokens)
@@ -1058,6 +1068,8 @@ def _packed_by_value(
     price: Callable[[RecalledUnit], _Priced],
     chosen: list[RecalledUnit],
     seen: set[str],
+    *,
+    in_order: float = RECALL_RANKED_SHARE,
 ) -> int:
     """``ranked`` packed into ``room`` onto ``chosen`` (leaving out repeats of ``seen`` texts): the ranking's head in
     rank order, the rest by relevance per token past ``RECALL_COST_FREE`` tokens, where long units pay for their
@@ -1071,7 +1083,7 @@ def _packed_by_value(
         def value(at: int) -> tuple[float, int]:
             return -ranked[at].score / max(1, priced[at][1] / RECALL_COST_FREE) ** exponent, ranked[at].position
 
-        head = _ranking_head([found[1] for found in priced], room * RECALL_RANKED_SHARE)
+        head = _ranking_head([found[1] for found in priced], room * in_order)
         order = chain(range(head), sorted(range(head, len(ranked)), key=value))
     left = room
 
